@@ -1,0 +1,138 @@
+# portcullis — one GNU Makefile, no generated build system.
+#
+# Every .c file of a module directory except *main.c goes into
+# build/lib<module>.a; binaries link the archives (--as-needed drops what a
+# binary does not use). Unit tests are tests/unit/check_<name>.c, fuzz
+# targets tests/fuzz/fuzz_<name>.c; both are found by wildcard.
+
+CC      ?= cc
+BUILD   ?= build
+VERSION := $(or $(shell awk -F'[()]' 'NR==1{print $$2}' packaging/debian/changelog 2>/dev/null),0.1.0)
+
+MODULES := common rules logd dnsguard vault checker appliance
+
+PKGS := libnetfilter_queue libnftnl libmnl ldns libsodium yaml-0.1 openssl
+
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+	    -Wmissing-prototypes -Wformat=2 -fno-strict-aliasing -fPIE \
+	    -fstack-protector-strong
+CPPFLAGS += -D_GNU_SOURCE -D_FORTIFY_SOURCE=2 -DPC_VERSION='"$(VERSION)"' -I. \
+	    $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDFLAGS  += -pie -Wl,-z,relro,-z,now -Wl,--as-needed
+LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
+
+# Module archives, in link order (a module may use those after it).
+LIBORDER := appliance checker vault dnsguard logd rules common
+mod_srcs  = $(filter-out %main.c,$(wildcard $(1)/*.c))
+mod_objs  = $(patsubst %.c,$(BUILD)/%.o,$(call mod_srcs,$(1)))
+ALL_LIBS := $(foreach m,$(LIBORDER),$(if $(call mod_srcs,$(m)),$(BUILD)/lib$(m).a))
+LINK_LIBS = -Wl,--start-group $(ALL_LIBS) -Wl,--end-group
+
+# binary name : its main file
+BIN_MAINS := portcullisd:appliance/engine_main.c portcullis-logd:logd/main.c \
+	     portcullis-vault:vault/main.c portcullis:appliance/cli_main.c
+# (a binary whose main file does not exist yet is not built)
+BIN_MAINS := $(foreach b,$(BIN_MAINS),$(if $(wildcard $(lastword $(subst :, ,$(b)))),$(b)))
+BINS := $(foreach b,$(BIN_MAINS),$(BUILD)/$(firstword $(subst :, ,$(b))))
+
+UNIT_SRCS  := $(wildcard tests/unit/check_*.c)
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+TEST_HELPERS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(wildcard tests/helpers/*.c))
+
+.PHONY: all deps test unit demo bench fuzz sanitize deb install clean escape \
+	format check-format
+all: $(BINS) $(UNIT_BINS) $(TEST_HELPERS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+define module_rule
+$(BUILD)/lib$(1).a: $(call mod_objs,$(1))
+	@rm -f $$@
+	$(AR) rcs $$@ $$^
+endef
+$(foreach m,$(MODULES),$(eval $(call module_rule,$(m))))
+
+define bin_rule
+$(BUILD)/$(1): $(BUILD)/$(2:.c=.o) $(ALL_LIBS)
+	$$(CC) $$(CFLAGS) $$(LDFLAGS) -o $$@ $$< $$(LINK_LIBS) $$(LDLIBS)
+endef
+$(foreach b,$(BIN_MAINS),$(eval $(call bin_rule,$(firstword $(subst :, ,$(b))),$(lastword $(subst :, ,$(b))))))
+
+$(BUILD)/tests/check_%: tests/unit/check_%.c $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes $(shell pkg-config --cflags check) \
+		$(LDFLAGS) -o $@ $< $(LINK_LIBS) $(LDLIBS) $(shell pkg-config --libs check)
+
+$(BUILD)/tests/helpers/%: tests/helpers/%.c $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LINK_LIBS) $(LDLIBS)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# --- what the README promises -------------------------------------------
+deps:
+	@tests/lab/deps.sh
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@tests/run $(if $(T),--only $(T))
+
+unit: all
+	@tests/run --unit
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@tests/demo/demo.sh
+
+escape: deps
+	@$(MAKE) --no-print-directory all
+	@tests/run --escape
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@bench/run $(if $(QUICK),--quick)
+
+# ASan+UBSan build of everything, then the unit tests (and, with INTEGRATION=1,
+# the integration tests against sanitized daemons).
+sanitize:
+	@$(MAKE) --no-print-directory BUILD=build/san CC=clang \
+		CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
+		LDFLAGS="-fsanitize=address,undefined" all
+	@PC_BUILD=build/san UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		ASAN_OPTIONS=detect_leaks=1 tests/run --unit $(if $(INTEGRATION),--integration)
+
+# libFuzzer targets: every parser of sandbox or file bytes.
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BUILD := build/fuzz
+FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
+fuzz:
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang \
+		CFLAGS="$(FUZZ_CFLAGS) -DPC_FUZZING" LDFLAGS="-fsanitize=address,undefined" \
+		$(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRCS))
+	@tests/fuzz/run $(FUZZ_BUILD) $(or $(FUZZ_SECONDS),10)
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(ALL_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LINK_LIBS) $(LDLIBS)
+
+deb:
+	@packaging/build-deb.sh
+
+PREFIX ?= /usr
+install: all
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)/etc/portcullis/rules.d
+	install -m 0755 $(BUILD)/portcullisd $(BUILD)/portcullis-logd \
+		$(BUILD)/portcullis-vault $(BUILD)/portcullis $(DESTDIR)$(PREFIX)/sbin/
+	@if [ -f packaging/install.mk ]; then $(MAKE) --no-print-directory -f packaging/install.mk \
+		DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) BUILD=$(BUILD); fi
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+check-format:
+	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build *.deb

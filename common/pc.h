@@ -1,0 +1,158 @@
+/* common: what every portcullis module shares — the error convention,
+ * daemon logging, addresses, UNIX sockets and privilege dropping.
+ *
+ * Conventions (see ../shared/STYLE.md): library functions return 0 or a
+ * negative PC_E* code and describe the failure in a caller-provided
+ * struct pc_err; they never print or exit. Out-parameters are written only
+ * on success. Free functions accept NULL. */
+#ifndef PC_COMMON_H
+#define PC_COMMON_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifndef PC_VERSION
+#define PC_VERSION "0.0.0"
+#endif
+
+#define PC_PATH_MAX 256
+#define PC_IFNAMSIZ 16 /* IFNAMSIZ, without pulling in net/if.h */
+
+/* ---- errors ------------------------------------------------------------ */
+
+enum {
+	PC_OK = 0,
+	PC_EINVAL = -1,  /* bad argument or bad input */
+	PC_ENOMEM = -2,  /* allocation failed */
+	PC_EIO = -3,     /* read/write/socket failure (see errno text) */
+	PC_EPARSE = -4,  /* malformed input; location in pc_err */
+	PC_EPERM = -5,   /* permission or credential check failed */
+	PC_ENOENT = -6,  /* no such object */
+	PC_EEXIST = -7,  /* already exists */
+	PC_EAGAIN = -8,  /* would block / try again */
+	PC_ETIMEOUT = -9,
+	PC_EREFUSED = -10, /* a security check said no */
+	PC_EUNSUPP = -11,  /* kernel or peer lacks a feature */
+	PC_ETAMPER = -12,  /* integrity verification failed */
+};
+
+/* An error description. file/line/col locate it in an input file when the
+ * error is about input (line and col are 1-based; 0 means unknown). */
+struct pc_err {
+	int code;
+	char msg[512];
+	char file[PC_PATH_MAX];
+	unsigned line, col;
+};
+
+/* Fill err (may be NULL) and return code. Always returns code, so
+ * `return pc_err_set(err, PC_EINVAL, "...")` reads naturally. */
+int pc_err_set(struct pc_err *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* As pc_err_set, with an input location. */
+int pc_err_set_at(struct pc_err *err, int code, const char *file, unsigned line, unsigned col,
+		  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* As pc_err_set, appending ": strerror(errno)". */
+int pc_err_errno(struct pc_err *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Prefix the message already in err with more context ("loading X: "). */
+void pc_err_prefix(struct pc_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Render "file:line:col: msg" (or just msg) into buf; returns buf. */
+const char *pc_err_str(const struct pc_err *err, char *buf, size_t len);
+/* Short name of a PC_E* code ("invalid input", ...). */
+const char *pc_strerror(int code);
+
+/* ---- daemon logging (stderr, journal-friendly "<N>" level prefixes) ---- */
+
+enum pc_loglevel { PC_LOG_ERR = 3, PC_LOG_WARN = 4, PC_LOG_NOTICE = 5, PC_LOG_INFO = 6, PC_LOG_DEBUG = 7 };
+
+/* Set the program name used as prefix and the most verbose level shown.
+ * Called once from main before threads start. */
+void pc_log_init(const char *prog, enum pc_loglevel max);
+void pc_log(enum pc_loglevel lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void pc_vlog(enum pc_loglevel lvl, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+/* CLI error: "portcullis: <what>: <why>" on stderr. */
+void pc_cli_error(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- addresses --------------------------------------------------------- */
+
+/* An IPv4 or IPv6 address; IPv4 uses the first 4 bytes of a. */
+struct pc_addr {
+	uint8_t family; /* AF_INET, AF_INET6, or 0 for "none" */
+	uint8_t a[16];
+};
+
+/* Address and port (port in host byte order). */
+struct pc_endpoint {
+	struct pc_addr addr;
+	uint16_t port;
+};
+
+/* A prefix: address + length in bits. */
+struct pc_prefix {
+	struct pc_addr addr;
+	uint8_t len;
+};
+
+#define PC_ADDRSTRLEN 46 /* INET6_ADDRSTRLEN */
+
+int pc_addr_parse(const char *s, struct pc_addr *out);
+/* "1.2.3.4:53", "[2001:db8::1]:53"; a missing port is an error unless
+ * default_port is non-zero. */
+int pc_endpoint_parse(const char *s, uint16_t default_port, struct pc_endpoint *out);
+/* "10.0.0.0/8", "2001:db8::/32"; a bare address means a host prefix.
+ * Host bits set below the prefix length are an error (ambiguous intent). */
+int pc_prefix_parse(const char *s, struct pc_prefix *out);
+const char *pc_addr_str(const struct pc_addr *a, char *buf, size_t len);
+const char *pc_endpoint_str(const struct pc_endpoint *e, char *buf, size_t len);
+int pc_addr_eq(const struct pc_addr *x, const struct pc_addr *y);
+int pc_prefix_contains(const struct pc_prefix *p, const struct pc_addr *a);
+/* 1 when the two prefixes share at least one address. */
+int pc_prefix_overlap(const struct pc_prefix *x, const struct pc_prefix *y);
+size_t pc_addr_len(const struct pc_addr *a); /* 4, 16 or 0 */
+/* Parse "02:00:5e:10:00:01" into 6 bytes. */
+int pc_mac_parse(const char *s, uint8_t mac[6]);
+
+/* ---- UNIX SOCK_SEQPACKET sockets ---------------------------------------- */
+
+/* Create, bind and listen on a SOCK_SEQPACKET socket at path, replacing a
+ * stale socket file; mode is applied to the socket file and owner/group set
+ * when not (uid_t)-1 / (gid_t)-1. Returns fd or <0. */
+int pc_unix_listen(const char *path, mode_t mode, uid_t owner, gid_t group, struct pc_err *err);
+/* Connect a SOCK_SEQPACKET socket; non-blocking when nonblock. fd or <0. */
+int pc_unix_connect(const char *path, int nonblock, struct pc_err *err);
+/* The peer's credentials of a connected UNIX socket. */
+int pc_unix_peercred(int fd, pid_t *pid, uid_t *uid, gid_t *gid, struct pc_err *err);
+
+/* ---- privileges ---------------------------------------------------------- */
+
+/* Look up a user; fills uid/gid. */
+int pc_user_lookup(const char *user, uid_t *uid, gid_t *gid, struct pc_err *err);
+
+/* Drop from root to user: supplementary groups, gid, uid, and then keep only
+ * the capabilities in keep_caps (a bitmask of 1ULL << CAP_*; 0 keeps none) in
+ * the permitted and effective sets; the bounding set is cleared of all others
+ * and no_new_privs is set. Fails (and the caller must exit) if any step
+ * fails or if root can be regained. */
+int pc_privdrop(const char *user, uint64_t keep_caps, struct pc_err *err);
+
+/* ---- small helpers --------------------------------------------------------- */
+
+/* strlcpy: returns strlen(src); truncation when >= size. */
+size_t pc_strlcpy(char *dst, const char *src, size_t size);
+/* Read a whole file of at most max bytes; *buf is NUL-terminated, caller
+ * frees. A file larger than max is an error, not a truncation. */
+int pc_file_read(const char *path, size_t max, char **buf, size_t *len, struct pc_err *err);
+/* Write a file atomically (temp file + fsync + rename) with mode. */
+int pc_file_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
+			 struct pc_err *err);
+/* Monotonic and wall clocks in milliseconds / nanoseconds. */
+uint64_t pc_now_mono_ms(void);
+uint64_t pc_now_mono_ns(void);
+uint64_t pc_now_real_ms(void);
+/* RFC 3339 UTC with milliseconds, "2026-11-29T14:02:13.123Z"; buf >= 25. */
+const char *pc_time_rfc3339(uint64_t real_ms, char *buf, size_t len);
+
+#endif

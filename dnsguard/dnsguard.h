@@ -1,0 +1,132 @@
+/* dnsguard: judges every DNS query a sandbox sends, learns from the
+ * resolvers' answers which addresses the allowed names mean for that
+ * sandbox, and answers the engine's question "may this sandbox open a flow
+ * to this address and port, and under which name?". Messages are parsed with
+ * ldns; nothing here trusts a byte from a sandbox or a resolver.
+ *
+ * Threads: one struct dnsguard is shared by all of the engine's queue
+ * threads; every function here is safe to call concurrently (internal
+ * locking, documented in dnsguard/learn.c). Policy pointers passed in are
+ * borrowed for the duration of the call only: the learned state is keyed by
+ * sandbox name, so it survives a policy reload and every flow decision
+ * re-checks the names against the policy in force. */
+#ifndef PC_DNSGUARD_H
+#define PC_DNSGUARD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/pc.h"
+#include "rules/rules.h"
+
+struct dnsguard;
+
+int dnsguard_new(const struct pc_config *cfg, struct dnsguard **out, struct pc_err *err);
+void dnsguard_free(struct dnsguard *g);
+
+/* A DNS message's transport as seen on the wire. proto is IPPROTO_UDP or
+ * IPPROTO_TCP; for TCP, msg excludes the two-byte length prefix. */
+struct dns_flow {
+	struct pc_endpoint src, dst;
+	uint8_t proto;
+};
+
+enum dnsguard_verdict {
+	DNSG_ALLOW,  /* let the message through (queries: to the resolver) */
+	DNSG_REFUSE, /* queries only: answer the sandbox with res->reply, drop the query */
+	DNSG_DROP,   /* drop silently and count (malformed, unsolicited) */
+};
+
+#define DNSG_REPLY_MAX 1232 /* a synthesized answer never exceeds this */
+
+struct dnsguard_query_res {
+	enum dnsguard_verdict verdict;
+	char qname[POLICY_HOST_MAX]; /* lower case, no trailing dot; "" if unparsable */
+	uint16_t qtype;
+	const char *reason;               /* static text for the log */
+	const struct policy_allow *rule;  /* entry that allowed the name, or NULL */
+	uint8_t reply[DNSG_REPLY_MAX];    /* REFUSE: DNS message to send back */
+	size_t reply_len;
+};
+
+/* Judge a query from sandbox sb (NULL: sender is no sandbox -> refuse).
+ * An allowed query is remembered (id, name, type, ports, resolver) so that
+ * only its answer is accepted later. Always fills res; returns 0, or <0 on
+ * an internal failure (then res->verdict is DNSG_DROP: fail closed). */
+int dnsguard_query(struct dnsguard *g, const struct policy_sandbox *sb, const struct dns_flow *f,
+		   const uint8_t *msg, size_t len, uint64_t now_ms, struct dnsguard_query_res *res);
+
+#define DNSG_LEARN_MAX 32
+
+struct dnsguard_answer_res {
+	enum dnsguard_verdict verdict; /* ALLOW (release) or DROP */
+	const char *reason;
+	char qname[POLICY_HOST_MAX];
+	uint16_t qtype;
+	struct pc_addr learned[DNSG_LEARN_MAX]; /* addresses learned from it */
+	size_t n_learned;
+	uint32_t ttl;                  /* effective TTL applied (s) */
+	/* When the answer had to be changed (an HTTPS/SVCB "ech" parameter
+	 * stripped), the new message; caller frees with free(). The engine
+	 * releases this instead of the original. NULL when unchanged. */
+	uint8_t *rewritten;
+	size_t rewritten_len;
+};
+
+/* An answer from a resolver to sandbox sb (f->src is the resolver). It is
+ * released only if it answers an outstanding allowed query; its A/AAAA
+ * records reached through the CNAME chain of the question (and HTTPS/SVCB
+ * address hints) are learned for (sandbox, address) -> qname *before* this
+ * returns, so the sandbox's first SYN can never race the learning. */
+int dnsguard_answer(struct dnsguard *g, const struct policy_sandbox *sb, const struct dns_flow *f,
+		    const uint8_t *msg, size_t len, uint64_t now_ms, struct dnsguard_answer_res *res);
+
+struct dnsguard_flow_res {
+	bool allowed;
+	bool vault;                 /* name is the bound host of one of sb's secrets
+				       on this port: redirect to the vault */
+	const struct policy_allow *rule;
+	char name[POLICY_HOST_MAX]; /* allowed name the address was learned for */
+	const char *reason;         /* why refused, or why allowed */
+};
+
+/* May sandbox sb open a flow to dst:port over proto through a host entry?
+ * True when an unexpired learned name of dst for sb is allowed by
+ * policy_host_allows() (existing: also within the grace period). */
+int dnsguard_flow(struct dnsguard *g, const struct policy_sandbox *sb, const struct pc_addr *dst,
+		  uint8_t proto, uint16_t port, bool existing, uint64_t now_ms,
+		  struct dnsguard_flow_res *res);
+
+/* The SNI check for TLS flows on host entries: sni must be one of the names
+ * learned for dst by sb, and allowed on this port. */
+bool dnsguard_sni_allowed(struct dnsguard *g, const struct policy_sandbox *sb,
+			  const struct pc_addr *dst, uint8_t proto, uint16_t port, const char *sni,
+			  uint64_t now_ms, const struct policy_allow **rule);
+
+/* Names dst was learned for by sandbox sb_name, comma separated into buf
+ * (for the log and the vault); returns the number of names. */
+size_t dnsguard_names(struct dnsguard *g, const char *sb_name, const struct pc_addr *dst,
+		      uint64_t now_ms, char *buf, size_t len);
+
+/* Forget everything learned for sandboxes not in p (after a reload). */
+void dnsguard_prune(struct dnsguard *g, const struct policy *p);
+
+struct dnsguard_stats {
+	uint64_t queries_allowed, queries_refused, queries_malformed;
+	uint64_t answers_released, answers_dropped;
+	uint64_t learned_entries, learned_evicted;
+	uint64_t ech_stripped;
+};
+void dnsguard_stats(struct dnsguard *g, struct dnsguard_stats *st);
+
+/* ---- TLS ClientHello ---------------------------------------------------- */
+
+/* Find the server_name of a TLS ClientHello at the start of a TCP stream.
+ * Returns 1 and writes the lower-cased name; 0 when the stream is TLS but
+ * carries no SNI; PC_EAGAIN when more bytes are needed (*need = total bytes
+ * wanted, bounded by 16 KiB); PC_EPARSE when it is not a well-formed
+ * ClientHello (or not TLS at all). */
+int tls_clienthello_sni(const uint8_t *data, size_t len, char *sni, size_t snilen, size_t *need);
+
+#endif

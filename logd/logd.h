@@ -1,0 +1,114 @@
+/* logd: the verdict record, its wire form between the guard processes and
+ * portcullis-logd, the client library they use to hand records over, and the
+ * log verifier. portcullis-logd alone writes the log.
+ *
+ * "No record, no connection": a client that cannot hand a record to logd
+ * and get it acknowledged must refuse the action the record describes. */
+#ifndef PC_LOGD_H
+#define PC_LOGD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/pc.h"
+
+/* What happened (ECS event.action). */
+enum logrec_action {
+	LOGREC_CONNECT = 1,   /* a new flow was judged ("connect") */
+	LOGREC_DNS_QUERY,     /* a DNS query was judged ("dns-query") */
+	LOGREC_DNS_LEARN,     /* addresses learned from an answer ("dns-learn") */
+	LOGREC_HTTP_REQUEST,  /* a request through the vault ("http-request") */
+	LOGREC_EXFIL,         /* a placeholder seen where it must not go ("exfiltration") */
+	LOGREC_CERT_ISSUE,    /* a certificate was issued ("cert-issue") */
+	LOGREC_POLICY_LOAD,   /* a policy was put in force or rejected ("policy-load") */
+	LOGREC_SANDBOX,       /* sandbox started/stopped ("sandbox") */
+	LOGREC_CHECK,         /* a containment check ran ("check") */
+	LOGREC_SEGMENT,       /* logd itself: a new log segment starts ("log-segment") */
+	LOGREC_ACTION_MAX
+};
+
+/* The guard's decision. */
+enum logrec_verdict {
+	LOGREC_NONE = 0,  /* not a decision (learned, issued, ...) */
+	LOGREC_ALLOWED,
+	LOGREC_REFUSED,
+};
+
+/* One record as a client fills it. Strings are borrowed for the duration of
+ * logc_send() (which copies them); NULL or "" means absent. seq and
+ * @timestamp are assigned by logd, never taken from the client. */
+struct logrec {
+	enum logrec_action action;
+	enum logrec_verdict verdict;
+	const char *sandbox;
+	const char *policy;        /* "sha256:..." of the policy in force */
+	const char *reason;        /* event.reason: "not on the allow list" */
+	const char *rule;          /* rule.name: "agent-1/allow[0]" */
+	struct pc_endpoint src;    /* source.ip/port (family 0: absent) */
+	struct pc_endpoint dst;    /* destination.ip/port */
+	uint8_t transport;         /* IPPROTO_TCP/UDP/ICMP/...; 0 absent */
+	const char *domain;        /* destination.domain */
+	const char *dns_name;      /* dns.question.name */
+	uint16_t dns_type;         /* dns.question.type (RR type number) */
+	const char *dns_answers;   /* learned addresses, comma separated */
+	const char *sni;           /* tls.client.server_name */
+	const char *http_method;   /* http.request.method */
+	const char *http_path;     /* url.path (never the query string) */
+	uint16_t http_status;      /* http.response.status_code */
+	const char *secrets;       /* names injected, comma separated; never values */
+	const char *message;       /* free text for the human form (no secrets!) */
+};
+
+/* ---- wire form (SOCK_SEQPACKET, one record per message) ----------------
+ * Defined in logd/wire.c; versioned, every length checked; a malformed
+ * message is rejected by logd and counted, and ends that client's session.
+ * The exact layout is documented in docs/logd.md. */
+
+#define LOGWIRE_VERSION 1
+#define LOGWIRE_MAX 8192 /* largest record message */
+
+/* Encode rec into buf; returns bytes written or <0 (too large / invalid). */
+int logrec_encode(const struct logrec *rec, uint8_t *buf, size_t len, struct pc_err *err);
+
+/* A decoded record owns copies of its strings (freed by logrec_decoded_free). */
+struct logrec_decoded {
+	struct logrec rec;
+	char *strings; /* one allocation backing every string of rec */
+};
+int logrec_decode(const uint8_t *buf, size_t len, struct logrec_decoded *out, struct pc_err *err);
+void logrec_decoded_free(struct logrec_decoded *d);
+
+/* ---- client library (engine, DNS guard, vault, CLI) --------------------- */
+
+struct logc; /* one connection; not shared between threads */
+
+/* Open a client for the logd socket at path. The connection is made now if
+ * possible and re-made on later sends if logd was down. Never fails because
+ * logd is down (sends will); fails only on bad arguments or no memory. */
+int logc_open(const char *path, struct logc **out, struct pc_err *err);
+void logc_close(struct logc *lc);
+
+/* Hand a record to logd without blocking. 0: queued on the socket; then
+ * logc_flush() tells whether logd acknowledged it. <0: not handed over —
+ * refuse the action. */
+int logc_send(struct logc *lc, const struct logrec *rec, struct pc_err *err);
+
+/* Wait up to timeout_ms until logd has acknowledged (written to its file)
+ * every record sent so far. 0: all acknowledged. <0: at least one was not;
+ * the connection is reset and the caller refuses every action whose record
+ * was sent since the last successful flush. */
+int logc_flush(struct logc *lc, int timeout_ms, struct pc_err *err);
+
+/* Sequence number logd gave the last acknowledged record (0 if none). */
+uint64_t logc_last_seq(const struct logc *lc);
+
+/* Send one record and wait for its acknowledgement (CLI, rare events). */
+int logc_send_sync(struct logc *lc, const struct logrec *rec, int timeout_ms,
+		   struct pc_err *err);
+
+/* ECS names for actions and verdicts ("connect", "allowed"). */
+const char *logrec_action_name(enum logrec_action a);
+const char *logrec_verdict_name(enum logrec_verdict v);
+
+#endif

@@ -1,0 +1,242 @@
+/* rules: what network admins edit — the appliance configuration
+ * (portcullis.yaml) and the sandbox policy (rules.d/*.yaml) — loaded with
+ * libyaml, validated with file:line:col errors, and compiled into one
+ * immutable policy with the lookups the engine, DNS guard, vault and checker
+ * need. docs/policy.md is the admin's reference for every key.
+ *
+ * Threads: a compiled policy is never modified after policy_load*() returns;
+ * any number of threads may read it. It is reference counted so that a
+ * reload can swap it while readers finish with the old one. */
+#ifndef PC_RULES_H
+#define PC_RULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/pc.h"
+
+/* ======================================================================
+ * Appliance configuration: /etc/portcullis/portcullis.yaml
+ * ====================================================================== */
+
+#define PC_MAX_RESOLVERS 8
+
+/* DNS query types a sandbox may ask for, as a bitmask. */
+enum pc_qtype_bit {
+	PC_QT_A = 1u << 0,
+	PC_QT_AAAA = 1u << 1,
+	PC_QT_CNAME = 1u << 2,
+	PC_QT_HTTPS = 1u << 3,
+	PC_QT_SVCB = 1u << 4,
+	PC_QT_TXT = 1u << 5,
+	PC_QT_MX = 1u << 6,
+	PC_QT_SRV = 1u << 7,
+	PC_QT_PTR = 1u << 8,
+	PC_QT_NS = 1u << 9,
+	PC_QT_CAA = 1u << 10,
+	PC_QT_DEFAULT = PC_QT_A | PC_QT_AAAA | PC_QT_CNAME | PC_QT_HTTPS | PC_QT_SVCB,
+};
+/* Map a DNS RR type number to its bit (0 when not representable). */
+uint32_t pc_qtype_bit(uint16_t rrtype);
+
+enum pc_dns_refuse { PC_DNS_REFUSE_REFUSED = 0, PC_DNS_REFUSE_NXDOMAIN = 1 };
+
+struct pc_config {
+	char path[PC_PATH_MAX];     /* file loaded */
+	char bridge[PC_IFNAMSIZ];   /* bridge: sandbox bridge, default "pcbr0" */
+	char rules_dir[PC_PATH_MAX];/* rules: default /etc/portcullis/rules.d */
+	char run_dir[PC_PATH_MAX];  /* run_dir: sockets, default /run/portcullis */
+	char state_dir[PC_PATH_MAX];/* state_dir: default /var/lib/portcullis */
+
+	struct {
+		uint16_t base;   /* queue.base: first NFQUEUE number, default 100 */
+		uint16_t count;  /* queue.count: queues/threads, default 2 */
+		uint32_t maxlen; /* queue.maxlen: kernel queue length, default 4096 */
+	} queue;
+
+	struct {
+		char user[64];        /* engine.user: default "portcullis" */
+		bool remove_on_exit;  /* engine.remove_table_on_exit: default false */
+		uint32_t flows_max;   /* engine.flows_max: default 262144 */
+		uint32_t sni_timeout_ms; /* engine.sni_timeout_ms: default 3000 */
+	} engine;
+
+	struct {
+		struct pc_addr resolvers[PC_MAX_RESOLVERS]; /* dns.resolvers */
+		size_t n_resolvers;
+		uint32_t qtypes;           /* dns.qtypes: default PC_QT_DEFAULT */
+		enum pc_dns_refuse refuse; /* dns.refuse_with: refused|nxdomain */
+		uint32_t ttl_min, ttl_max; /* dns.ttl_min/ttl_max (s): 30 / 3600 */
+		uint32_t grace;            /* dns.grace (s): default 60 */
+		uint32_t learned_per_sandbox; /* dns.max_learned_per_sandbox: 4096 */
+		uint32_t learned_total;       /* dns.max_learned_total: 100000 */
+	} dns;
+
+	struct {
+		struct pc_endpoint listen;   /* vault.listen: default 0.0.0.0:8443 */
+		char ca_dir[PC_PATH_MAX];    /* vault.ca_dir */
+		char secrets[PC_PATH_MAX];   /* vault.secrets: sealed store directory */
+		char trust[PC_PATH_MAX];     /* vault.trust: CA bundle for upstream */
+		char user[64];               /* vault.user: default "portcullis-vault" */
+		uint32_t max_conns_per_sandbox; /* vault.max_conns_per_sandbox: 64 */
+		uint32_t max_header_bytes;   /* vault.max_header_bytes: 32768 */
+		uint32_t handshake_timeout_ms; /* vault.handshake_timeout_ms: 10000 */
+		uint32_t idle_timeout_ms;    /* vault.idle_timeout_ms: 60000 */
+	} vault;
+
+	struct {
+		char socket[PC_PATH_MAX]; /* log.socket: default <run_dir>/logd.sock */
+		char file[PC_PATH_MAX];   /* log.file: /var/log/portcullis/verdicts.jsonl */
+		char key[PC_PATH_MAX];    /* log.key: /var/lib/portcullis/log.key */
+		char user[64];            /* log.user: default "portcullis-log" */
+		uint32_t checkpoint_records;  /* log.checkpoint.records: 1000 */
+		uint32_t checkpoint_ms;       /* log.checkpoint.interval_ms: 1000 */
+		uint64_t rotate_bytes;        /* log.rotate_bytes: 0 = never */
+		struct {
+			bool local;                 /* log.syslog.local: default true */
+			char remote[256];           /* log.syslog.remote: "host:port" or "" */
+			bool tls;                   /* log.syslog.tls */
+			char ca[PC_PATH_MAX];       /* log.syslog.ca: collector CA bundle */
+			uint32_t spool_records;     /* log.syslog.spool: default 100000 */
+		} syslog;
+	} log;
+};
+
+/* Fill cfg with the defaults above (paths under the default directories). */
+void pc_config_defaults(struct pc_config *cfg);
+
+/* Load and validate a configuration file. Unknown keys, wrong types and bad
+ * values are errors with file:line:col. Paths left unset are derived from
+ * run_dir/state_dir. On error *cfg is untouched. */
+int pc_config_load(const char *path, struct pc_config *cfg, struct pc_err *err);
+
+/* ======================================================================
+ * Policy: /etc/portcullis/rules.d/*.yaml
+ * ====================================================================== */
+
+#define POLICY_NAME_MAX 64  /* sandbox and secret names */
+#define POLICY_HOST_MAX 254 /* a DNS name without its trailing dot, plus NUL */
+
+enum policy_proto {
+	POLICY_PROTO_TCP = 1 << 0,
+	POLICY_PROTO_UDP = 1 << 1,
+	POLICY_PROTO_ANY = POLICY_PROTO_TCP | POLICY_PROTO_UDP,
+};
+
+/* Which packets belong to a sandbox. Every field given must match. */
+struct policy_match {
+	struct pc_prefix *sources; /* match.source: one or more prefixes */
+	size_t n_sources;
+	bool has_mac;
+	uint8_t mac[6];            /* match.mac */
+	char port[PC_IFNAMSIZ];    /* match.port: bridge port name, "" if unset */
+};
+
+/* A port range; a single port has lo == hi. */
+struct policy_portrange {
+	uint16_t lo, hi;
+};
+
+enum policy_allow_kind { POLICY_ALLOW_HOST, POLICY_ALLOW_WILDCARD, POLICY_ALLOW_CIDR };
+
+struct policy_allow {
+	enum policy_allow_kind kind;
+	/* HOST: lower-case name, no trailing dot ("api.github.com").
+	 * WILDCARD: the suffix after "*." ("githubusercontent.com"); it matches
+	 * names with one or more labels before the suffix, not the suffix itself. */
+	char host[POLICY_HOST_MAX];
+	struct pc_prefix cidr;            /* CIDR */
+	struct policy_portrange *ports;   /* ports: [443, "8000-8080"] */
+	size_t n_ports;
+	unsigned proto;                   /* enum policy_proto bits; default TCP */
+	char rule[96];  /* stable name for logs: "agent-1/allow[2]" */
+	const char *file; /* where it was written (borrowed from the policy) */
+	unsigned line;
+};
+
+struct policy_secret {
+	char name[POLICY_NAME_MAX];   /* GITHUB_TOKEN: [A-Z][A-Z0-9_]* */
+	char host[POLICY_HOST_MAX];   /* exact host it is bound to (no wildcard) */
+	uint16_t port;                /* port: default 443 */
+	char header[64];              /* header: default "Authorization" */
+	char format[256];             /* format: default "Bearer {secret}" */
+};
+
+struct policy_sandbox {
+	char name[POLICY_NAME_MAX];
+	struct policy_match match;
+	struct policy_allow *allow;
+	size_t n_allow;
+	struct policy_secret *secrets;
+	size_t n_secrets;
+	uint32_t dns_qtypes;          /* dns.qtypes, else the config's */
+	enum pc_dns_refuse dns_refuse;/* dns.refuse_with, else the config's */
+	const char *file;             /* rule file it came from */
+};
+
+struct policy; /* opaque, immutable, refcounted */
+
+/* Load every *.yaml file in dir (sorted by name) / the given files, and
+ * compile them into one policy. cfg supplies defaults (qtypes, refuse);
+ * may be NULL for built-in defaults. Any error anywhere rejects the whole
+ * policy: *out is only written on success. */
+int policy_load_dir(const char *dir, const struct pc_config *cfg, struct policy **out,
+		    struct pc_err *err);
+int policy_load_files(const char *const *paths, size_t n, const struct pc_config *cfg,
+		      struct policy **out, struct pc_err *err);
+/* As policy_load_files, from an in-memory buffer (fuzzing, tests). */
+int policy_load_buffer(const char *name, const char *buf, size_t len,
+		       const struct pc_config *cfg, struct policy **out, struct pc_err *err);
+
+/* Reference counting (atomic). policy_unref frees at zero; NULL is a no-op. */
+struct policy *policy_ref(struct policy *p);
+void policy_unref(struct policy *p);
+
+/* "sha256:<64 hex>" of the canonical form; borrowed, lives as the policy. */
+const char *policy_hash(const struct policy *p);
+/* The canonical serialization the hash is computed over (borrowed). */
+const char *policy_canonical(const struct policy *p, size_t *len);
+
+size_t policy_sandbox_count(const struct policy *p);
+const struct policy_sandbox *policy_sandbox_at(const struct policy *p, size_t i);
+const struct policy_sandbox *policy_sandbox_by_name(const struct policy *p, const char *name);
+
+/* What is known about a packet's sender. Unknown fields: family 0,
+ * has_mac false, port "". */
+struct policy_src {
+	struct pc_addr addr;
+	bool has_mac;
+	uint8_t mac[6];
+	char port[PC_IFNAMSIZ];
+};
+/* The sandbox this sender belongs to, or NULL (then: refuse). */
+const struct policy_sandbox *policy_sandbox_match(const struct policy *p,
+						  const struct policy_src *src);
+
+/* Allow entries, first match in file order wins; *rule (may be NULL) is set
+ * to the matching entry. proto is IPPROTO_TCP or IPPROTO_UDP. Names are
+ * compared case-insensitively, a trailing dot ignored. */
+bool policy_cidr_allows(const struct policy_sandbox *sb, const struct pc_addr *dst,
+			uint8_t proto, uint16_t port, const struct policy_allow **rule);
+bool policy_host_allows(const struct policy_sandbox *sb, const char *name, uint8_t proto,
+			uint16_t port, const struct policy_allow **rule);
+/* Whether any host/wildcard entry names this host, whatever its ports (the
+ * DNS guard's question: may this sandbox resolve it?). */
+bool policy_name_allowed(const struct policy_sandbox *sb, const char *name,
+			 const struct policy_allow **rule);
+/* Does pattern entry a match name? (exported for tests and the checker) */
+bool policy_allow_name_match(const struct policy_allow *a, const char *name);
+
+/* The secret of this sandbox bound to host:port, or NULL. */
+const struct policy_secret *policy_secret_for(const struct policy_sandbox *sb, const char *host,
+					      uint16_t port);
+const struct policy_secret *policy_secret_by_name(const struct policy_sandbox *sb,
+						  const char *name);
+
+/* Validate a DNS host name or "*."-wildcard as policy files write them;
+ * used by the CLI for --allow. Writes the normalized form on success. */
+int policy_host_normalize(const char *in, char *out, size_t outlen, bool *wildcard,
+			  struct pc_err *err);
+
+#endif
