@@ -64,6 +64,16 @@ const char *pc_err_str(const struct pc_err *err, char *buf, size_t len);
 /* Short name of a PC_E* code ("invalid input", ...). */
 const char *pc_strerror(int code);
 
+/* Exit codes of every portcullis program (documented in the man pages). */
+enum {
+	PC_EXIT_OK = 0,    /* success; for checks: proven / intact / valid */
+	PC_EXIT_FAIL = 1,  /* a negative answer: lint errors, tampered log,
+			      unproven containment, invalid certificate */
+	PC_EXIT_USAGE = 2, /* bad command line */
+	PC_EXIT_ERROR = 3, /* could not do the job: unreadable file, daemon
+			      unreachable, no permission */
+};
+
 /* ---- daemon logging (stderr, journal-friendly "<N>" level prefixes) ---- */
 
 enum pc_loglevel { PC_LOG_ERR = 3, PC_LOG_WARN = 4, PC_LOG_NOTICE = 5, PC_LOG_INFO = 6, PC_LOG_DEBUG = 7 };
