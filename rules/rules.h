@@ -214,9 +214,13 @@ struct policy_src {
 const struct policy_sandbox *policy_sandbox_match(const struct policy *p,
 						  const struct policy_src *src);
 
-/* Allow entries, first match in file order wins; *rule (may be NULL) is set
- * to the matching entry. proto is IPPROTO_TCP or IPPROTO_UDP. Names are
- * compared case-insensitively, a trailing dot ignored. */
+/* Allow entries: allowed when any entry matches; *rule (may be NULL) is set
+ * to the first matching entry in file order. proto is IPPROTO_TCP or
+ * IPPROTO_UDP. Names are compared case-insensitively, a trailing dot
+ * ignored. Cost must not grow with the number of entries: hash lookups per
+ * name suffix and a longest-prefix structure per family (the engine calls
+ * these for every new flow; bench target: a 10,000-entry policy within 0.9x
+ * of a 10-entry one). */
 bool policy_cidr_allows(const struct policy_sandbox *sb, const struct pc_addr *dst,
 			uint8_t proto, uint16_t port, const struct policy_allow **rule);
 bool policy_host_allows(const struct policy_sandbox *sb, const char *name, uint8_t proto,
