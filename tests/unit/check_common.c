@@ -1,0 +1,210 @@
+/* Unit tests for common/: addresses, prefixes, endpoints, the error
+ * convention and the small helpers everything else builds on. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/pc.h"
+#include "tests/unit/unit.h"
+
+START_TEST(addr_parse_v4_v6)
+{
+	struct pc_addr a;
+	char buf[PC_ADDRSTRLEN];
+
+	ck_assert_int_eq(pc_addr_parse("192.0.2.1", &a), 0);
+	ck_assert_int_eq(a.family, AF_INET);
+	ck_assert_str_eq(pc_addr_str(&a, buf, sizeof(buf)), "192.0.2.1");
+	ck_assert_int_eq(pc_addr_parse("2001:DB8::1", &a), 0);
+	ck_assert_int_eq(a.family, AF_INET6);
+	ck_assert_str_eq(pc_addr_str(&a, buf, sizeof(buf)), "2001:db8::1");
+	ck_assert_int_eq(pc_addr_parse("192.0.2.256", &a), PC_EINVAL);
+	ck_assert_int_eq(pc_addr_parse("", &a), PC_EINVAL);
+	ck_assert_int_eq(pc_addr_parse(NULL, &a), PC_EINVAL);
+}
+END_TEST
+
+START_TEST(endpoint_parse_forms)
+{
+	struct pc_endpoint e;
+	char buf[64];
+
+	ck_assert_int_eq(pc_endpoint_parse("10.0.0.1:53", 0, &e), 0);
+	ck_assert_int_eq(e.port, 53);
+	ck_assert_int_eq(pc_endpoint_parse("[2001:db8::1]:8443", 0, &e), 0);
+	ck_assert_str_eq(pc_endpoint_str(&e, buf, sizeof(buf)), "[2001:db8::1]:8443");
+	ck_assert_int_eq(pc_endpoint_parse("2001:db8::1", 53, &e), 0);
+	ck_assert_int_eq(e.port, 53);
+	ck_assert_int_eq(pc_endpoint_parse("10.0.0.1", 0, &e), PC_EINVAL);
+	ck_assert_int_eq(pc_endpoint_parse("10.0.0.1:0", 0, &e), PC_EINVAL);
+	ck_assert_int_eq(pc_endpoint_parse("10.0.0.1:65536", 0, &e), PC_EINVAL);
+	ck_assert_int_eq(pc_endpoint_parse("10.0.0.1:-5", 0, &e), PC_EINVAL);
+	ck_assert_int_eq(pc_endpoint_parse("[2001:db8::1]x", 0, &e), PC_EINVAL);
+	ck_assert_int_eq(pc_endpoint_parse("[2001:db8::1", 0, &e), PC_EINVAL);
+}
+END_TEST
+
+START_TEST(prefix_parse_contains_overlap)
+{
+	struct pc_prefix p, q;
+	struct pc_addr a;
+
+	ck_assert_int_eq(pc_prefix_parse("198.51.100.0/24", &p), 0);
+	ck_assert_int_eq(p.len, 24);
+	pc_addr_parse("198.51.100.77", &a);
+	ck_assert(pc_prefix_contains(&p, &a));
+	pc_addr_parse("198.51.101.1", &a);
+	ck_assert(!pc_prefix_contains(&p, &a));
+	pc_addr_parse("2001:db8::1", &a);
+	ck_assert(!pc_prefix_contains(&p, &a)); /* other family never matches */
+	/* host bits set below the length: ambiguous intent, refused */
+	ck_assert_int_eq(pc_prefix_parse("198.51.100.1/24", &p), PC_EINVAL);
+	ck_assert_int_eq(pc_prefix_parse("10.0.0.0/33", &p), PC_EINVAL);
+	ck_assert_int_eq(pc_prefix_parse("10.0.0.0/", &p), PC_EINVAL);
+	ck_assert_int_eq(pc_prefix_parse("10.0.0.1", &p), 0);
+	ck_assert_int_eq(p.len, 32);
+	ck_assert_int_eq(pc_prefix_parse("2001:db8::/33", &p), 0);
+	ck_assert_int_eq(pc_prefix_parse("2001:db8:4000::/34", &q), 0);
+	ck_assert(pc_prefix_overlap(&p, &q));
+	ck_assert_int_eq(pc_prefix_parse("2001:db8:8000::/33", &q), 0);
+	ck_assert(!pc_prefix_overlap(&p, &q));
+	ck_assert_int_eq(pc_prefix_parse("0.0.0.0/0", &p), 0);
+	pc_addr_parse("203.0.113.9", &a);
+	ck_assert(pc_prefix_contains(&p, &a));
+}
+END_TEST
+
+START_TEST(mac_parse)
+{
+	uint8_t m[6] = {0};
+
+	ck_assert_int_eq(pc_mac_parse("02:00:00:cb:00:0B", m), 0);
+	ck_assert_int_eq(m[0], 2);
+	ck_assert_int_eq(m[5], 0x0b);
+	ck_assert_int_eq(pc_mac_parse("02:00:00:cb:00", m), PC_EINVAL);
+	ck_assert_int_eq(pc_mac_parse("02-00-00-cb-00-0b", m), PC_EINVAL);
+	ck_assert_int_eq(pc_mac_parse("02:00:00:cb:00:0g", m), PC_EINVAL);
+	ck_assert_int_eq(pc_mac_parse(" 2:00:00:cb:00:0b", m), PC_EINVAL);
+}
+END_TEST
+
+START_TEST(err_formatting)
+{
+	struct pc_err e;
+	char buf[1024];
+
+	ck_assert_int_eq(pc_err_set_at(&e, PC_EPARSE, "rules.d/a.yaml", 3, 7, "unknown key %s", "alow"),
+			 PC_EPARSE);
+	ck_assert_str_eq(pc_err_str(&e, buf, sizeof(buf)), "rules.d/a.yaml:3:7: unknown key alow");
+	pc_err_prefix(&e, "loading policy: ");
+	ck_assert_str_eq(e.msg, "loading policy: unknown key alow");
+	errno = ENOENT;
+	pc_err_errno(&e, PC_EIO, "open %s", "/x");
+	ck_assert_str_eq(pc_err_str(&e, buf, sizeof(buf)), "open /x: No such file or directory");
+	/* a NULL err is allowed and the code still comes back */
+	ck_assert_int_eq(pc_err_set(NULL, PC_ENOMEM, "x"), PC_ENOMEM);
+}
+END_TEST
+
+START_TEST(strlcpy_truncates)
+{
+	char b[4];
+
+	ck_assert_uint_eq(pc_strlcpy(b, "abcdef", sizeof(b)), 6);
+	ck_assert_str_eq(b, "abc");
+}
+END_TEST
+
+START_TEST(file_read_limits_and_atomic_write)
+{
+	char dir[] = "/tmp/pc-unit-XXXXXX", path[64], *buf = NULL;
+	size_t len = 0;
+	struct pc_err e;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/f", dir);
+	ck_assert_int_eq(pc_file_write_atomic(path, "hello", 5, 0600, &e), 0);
+	ck_assert_int_eq(pc_file_read(path, 16, &buf, &len, &e), 0);
+	ck_assert_uint_eq(len, 5);
+	ck_assert_str_eq(buf, "hello");
+	free(buf);
+	buf = NULL;
+	/* too large is an error, never a silent truncation */
+	ck_assert_int_eq(pc_file_read(path, 4, &buf, &len, &e), PC_EINVAL);
+	ck_assert_ptr_null(buf);
+	ck_assert_int_eq(pc_file_read(dir, 16, &buf, &len, &e), PC_EINVAL);
+	unlink(path);
+	ck_assert_int_eq(pc_file_read(path, 16, &buf, &len, &e), PC_ENOENT);
+	rmdir(dir);
+}
+END_TEST
+
+START_TEST(unix_seqpacket_roundtrip_and_peercred)
+{
+	char dir[] = "/tmp/pc-unit-XXXXXX", path[64], msg[16];
+	struct pc_err e;
+	int l, c, a;
+	uid_t uid;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/s.sock", dir);
+	l = pc_unix_listen(path, 0600, (uid_t)-1, (gid_t)-1, &e);
+	ck_assert_int_ge(l, 0);
+	c = pc_unix_connect(path, 0, &e);
+	ck_assert_int_ge(c, 0);
+	a = accept(l, NULL, NULL);
+	ck_assert_int_ge(a, 0);
+	ck_assert_int_eq(pc_unix_peercred(a, NULL, &uid, NULL, &e), 0);
+	ck_assert_uint_eq(uid, getuid());
+	/* one record per message: two sends are two receives */
+	ck_assert_int_eq(send(c, "one", 3, 0), 3);
+	ck_assert_int_eq(send(c, "two!", 4, 0), 4);
+	ck_assert_int_eq(recv(a, msg, sizeof(msg), 0), 3);
+	ck_assert_int_eq(recv(a, msg, sizeof(msg), 0), 4);
+	close(a);
+	close(c);
+	close(l);
+	/* a stale socket is replaced, a regular file is not */
+	l = pc_unix_listen(path, 0600, (uid_t)-1, (gid_t)-1, &e);
+	ck_assert_int_ge(l, 0);
+	close(l);
+	unlink(path);
+	ck_assert_int_eq(pc_file_write_atomic(path, "x", 1, 0600, &e), 0);
+	ck_assert_int_eq(pc_unix_listen(path, 0600, (uid_t)-1, (gid_t)-1, &e), PC_EEXIST);
+	unlink(path);
+	ck_assert_int_eq(pc_unix_connect(path, 0, &e), PC_ENOENT);
+	rmdir(dir);
+}
+END_TEST
+
+START_TEST(rfc3339_time)
+{
+	char b[32];
+
+	ck_assert_str_eq(pc_time_rfc3339(1796047333123ULL, b, sizeof(b)), "2026-11-30T14:02:13.123Z");
+}
+END_TEST
+
+static Suite *common_suite(void)
+{
+	Suite *s = suite_create("common");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, addr_parse_v4_v6);
+	tcase_add_test(tc, endpoint_parse_forms);
+	tcase_add_test(tc, prefix_parse_contains_overlap);
+	tcase_add_test(tc, mac_parse);
+	tcase_add_test(tc, err_formatting);
+	tcase_add_test(tc, strlcpy_truncates);
+	tcase_add_test(tc, file_read_limits_and_atomic_write);
+	tcase_add_test(tc, unix_seqpacket_roundtrip_and_peercred);
+	tcase_add_test(tc, rfc3339_time);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PC_UNIT_MAIN(common_suite)
