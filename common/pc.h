@@ -165,4 +165,13 @@ uint64_t pc_now_real_ms(void);
 /* RFC 3339 UTC with milliseconds, "2026-11-29T14:02:13.123Z"; buf >= 25. */
 const char *pc_time_rfc3339(uint64_t real_ms, char *buf, size_t len);
 
+/* ---- systemd ------------------------------------------------------------- */
+
+/* Tell systemd the daemon's state (sd_notify protocol): "READY=1" once the
+ * daemon serves (sockets bound, table installed), "RELOADING=1" /
+ * "STOPPING=1", "STATUS=...". Returns 0 without doing anything when
+ * $NOTIFY_SOCKET is unset (not started by systemd); <0 if sending failed.
+ * Call from the main thread/process (the units set NotifyAccess=main). */
+int pc_sd_notify(const char *state, struct pc_err *err);
+
 #endif
