@@ -1,5 +1,5 @@
 /* rules: what network admins edit — the appliance configuration
- * (portcullis.yaml) and the sandbox policy (rules.d/*.yaml) — loaded with
+ * (portcullis.yaml) and the sandbox policy (rules.d/NAME.yaml) — loaded with
  * libyaml, validated with file:line:col errors, and compiled into one
  * immutable policy with the lookups the engine, DNS guard, vault and checker
  * need. docs/policy.md is the admin's reference for every key.
@@ -108,11 +108,25 @@ void pc_config_defaults(struct pc_config *cfg);
 
 /* Load and validate a configuration file. Unknown keys, wrong types and bad
  * values are errors with file:line:col. Paths left unset are derived from
- * run_dir/state_dir. On error *cfg is untouched. */
+ * run_dir/state_dir; relative paths are taken relative to the directory of
+ * the configuration file. On error *cfg is untouched. */
 int pc_config_load(const char *path, struct pc_config *cfg, struct pc_err *err);
 
+/* Tools that show every error of an input (policy lint) pass a reporter:
+ * it is called once per error, in input order, with the error (borrowed for
+ * the call). err still receives the first error. */
+typedef void (*pc_err_report_fn)(const struct pc_err *e, void *arg);
+
+/* As pc_config_load, reporting every error to report (may be NULL). */
+int pc_config_load_report(const char *path, struct pc_config *cfg, struct pc_err *err,
+			  pc_err_report_fn report, void *arg);
+/* As pc_config_load, from memory; name is used in errors and as the base
+ * of relative paths (fuzzing, tests). */
+int pc_config_load_buffer(const char *name, const char *buf, size_t len, struct pc_config *cfg,
+			  struct pc_err *err);
+
 /* ======================================================================
- * Policy: /etc/portcullis/rules.d/*.yaml
+ * Policy: /etc/portcullis/rules.d/NAME.yaml
  * ====================================================================== */
 
 #define POLICY_NAME_MAX 64  /* sandbox and secret names */
@@ -163,6 +177,8 @@ struct policy_secret {
 	char format[256];             /* format: default "Bearer {secret}" */
 };
 
+struct policy_index; /* private to rules/ */
+
 struct policy_sandbox {
 	char name[POLICY_NAME_MAX];
 	struct policy_match match;
@@ -173,6 +189,10 @@ struct policy_sandbox {
 	uint32_t dns_qtypes;          /* dns.qtypes, else the config's */
 	enum pc_dns_refuse dns_refuse;/* dns.refuse_with, else the config's */
 	const char *file;             /* rule file it came from */
+	unsigned line;                /* where its "sandbox:" key is */
+	/* Lookup structures, private to rules/. NULL in a sandbox built by hand
+	 * (tests): the lookups then scan the entries in order. */
+	const struct policy_index *index;
 };
 
 struct policy; /* opaque, immutable, refcounted */
@@ -188,6 +208,13 @@ int policy_load_files(const char *const *paths, size_t n, const struct pc_config
 /* As policy_load_files, from an in-memory buffer (fuzzing, tests). */
 int policy_load_buffer(const char *name, const char *buf, size_t len,
 		       const struct pc_config *cfg, struct policy **out, struct pc_err *err);
+/* As policy_load_dir / policy_load_files, reporting every error (not only
+ * the first) to report (may be NULL); out may be NULL to only check. */
+int policy_load_dir_report(const char *dir, const struct pc_config *cfg, struct policy **out,
+			   struct pc_err *err, pc_err_report_fn report, void *arg);
+int policy_load_files_report(const char *const *paths, size_t n, const struct pc_config *cfg,
+			     struct policy **out, struct pc_err *err, pc_err_report_fn report,
+			     void *arg);
 
 /* Reference counting (atomic). policy_unref frees at zero; NULL is a no-op. */
 struct policy *policy_ref(struct policy *p);
@@ -242,5 +269,13 @@ const struct policy_secret *policy_secret_by_name(const struct policy_sandbox *s
  * used by the CLI for --allow. Writes the normalized form on success. */
 int policy_host_normalize(const char *in, char *out, size_t outlen, bool *wildcard,
 			  struct pc_err *err);
+
+/* ======================================================================
+ * CLI
+ * ====================================================================== */
+
+/* `portcullis policy lint [FILE...]` and `portcullis policy hash`; argv[0]
+ * is "policy". Returns a PC_EXIT_* code. docs/policy.md describes both. */
+int rules_cli(int argc, char **argv, const char *config);
 
 #endif
