@@ -1,0 +1,644 @@
+/* portcullis.yaml: one table names every key, its type, bounds and place in
+ * struct pc_config; the loader walks the YAML against it, so the table is
+ * the whole schema (docs/policy.md lists the same keys). */
+#include "rules/rules_int.h"
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum ctype {
+	CT_PATH,    /* absolute, or relative to the configuration's directory */
+	CT_OPTPATH, /* a path, or "" for none */
+	CT_IFNAME,  /* network interface name */
+	CT_USER,    /* system user name */
+	CT_UINT,    /* u16/u32/u64 by size, within min..max */
+	CT_BOOL,
+	CT_REFUSE,    /* refused | nxdomain */
+	CT_QTYPES,    /* list of DNS type names */
+	CT_RESOLVERS, /* list of IP addresses */
+	CT_ENDPOINT,  /* "addr:port" */
+	CT_HOSTPORT,  /* "host:port" or "" */
+};
+
+struct ckey {
+	const char *path;
+	enum ctype type;
+	size_t off, size;
+	uint64_t min, max;
+};
+
+#define F(field) offsetof(struct pc_config, field), sizeof(((struct pc_config *)0)->field)
+#define K(p, t, fld)                                                                               \
+	{                                                                                          \
+		p, t, F(fld), 0, 0                                                                 \
+	}
+#define N(p, fld, lo, hi)                                                                          \
+	{                                                                                          \
+		p, CT_UINT, F(fld), lo, hi                                                         \
+	}
+
+static const struct ckey ckeys[] = {
+    K("bridge", CT_IFNAME, bridge),
+    K("rules", CT_PATH, rules_dir),
+    K("run_dir", CT_PATH, run_dir),
+    K("state_dir", CT_PATH, state_dir),
+    N("queue.base", queue.base, 0, 65535),
+    N("queue.count", queue.count, 1, 64),
+    N("queue.maxlen", queue.maxlen, 1, 1u << 20),
+    K("engine.user", CT_USER, engine.user),
+    K("engine.remove_table_on_exit", CT_BOOL, engine.remove_on_exit),
+    N("engine.flows_max", engine.flows_max, 1, 1u << 24),
+    N("engine.sni_timeout_ms", engine.sni_timeout_ms, 1, 60000),
+    K("dns.resolvers", CT_RESOLVERS, dns.resolvers),
+    K("dns.qtypes", CT_QTYPES, dns.qtypes),
+    K("dns.refuse_with", CT_REFUSE, dns.refuse),
+    N("dns.ttl_min", dns.ttl_min, 0, 86400),
+    N("dns.ttl_max", dns.ttl_max, 1, 604800),
+    N("dns.grace", dns.grace, 0, 3600),
+    N("dns.max_learned_per_sandbox", dns.learned_per_sandbox, 1, 1u << 24),
+    N("dns.max_learned_total", dns.learned_total, 1, 1u << 26),
+    K("vault.listen", CT_ENDPOINT, vault.listen),
+    K("vault.ca_dir", CT_PATH, vault.ca_dir),
+    K("vault.secrets", CT_PATH, vault.secrets),
+    K("vault.trust", CT_PATH, vault.trust),
+    K("vault.user", CT_USER, vault.user),
+    N("vault.max_conns_per_sandbox", vault.max_conns_per_sandbox, 1, 65535),
+    N("vault.max_header_bytes", vault.max_header_bytes, 1024, 1u << 20),
+    N("vault.handshake_timeout_ms", vault.handshake_timeout_ms, 100, 600000),
+    N("vault.idle_timeout_ms", vault.idle_timeout_ms, 100, 3600000),
+    K("log.socket", CT_PATH, log.socket),
+    K("log.file", CT_PATH, log.file),
+    K("log.key", CT_PATH, log.key),
+    K("log.user", CT_USER, log.user),
+    N("log.checkpoint.records", log.checkpoint_records, 1, 1000000),
+    N("log.checkpoint.interval_ms", log.checkpoint_ms, 10, 3600000),
+    N("log.rotate_bytes", log.rotate_bytes, 0, UINT64_MAX),
+    K("log.syslog.local", CT_BOOL, log.syslog.local),
+    K("log.syslog.remote", CT_HOSTPORT, log.syslog.remote),
+    K("log.syslog.tls", CT_BOOL, log.syslog.tls),
+    K("log.syslog.ca", CT_OPTPATH, log.syslog.ca),
+    N("log.syslog.spool", log.syslog.spool_records, 0, 10000000),
+};
+#define N_CKEYS (sizeof(ckeys) / sizeof(ckeys[0]))
+
+/* Paths that follow run_dir / state_dir unless set. */
+static const struct {
+	const char *key, *base, *name;
+} cderived[] = {
+    {"log.socket", "run_dir", "logd.sock"},
+    {"log.key", "state_dir", "log.key"},
+    {"vault.ca_dir", "state_dir", "ca"},
+    {"vault.secrets", "state_dir", "secrets"},
+};
+
+struct cload {
+	struct yctx c;
+	struct pc_config cfg;
+	const char *basedir;		    /* for relative paths */
+	const struct ynode *where[N_CKEYS]; /* value node of each key set */
+};
+
+static size_t ckey_index(const char *path)
+{
+	for (size_t i = 0; i < N_CKEYS; i++)
+		if (strcmp(ckeys[i].path, path) == 0)
+			return i;
+	return N_CKEYS;
+}
+
+static void *cfield(struct pc_config *cfg, const struct ckey *k)
+{
+	return (char *)cfg + k->off;
+}
+
+/* Fill the paths that follow run_dir / state_dir and were not set; returns
+ * the table index of one that would not fit, or N_CKEYS. */
+static size_t config_derive(struct pc_config *cfg, const bool *set)
+{
+	for (size_t i = 0; i < sizeof(cderived) / sizeof(cderived[0]); i++) {
+		size_t k = ckey_index(cderived[i].key), b = ckey_index(cderived[i].base);
+		char *dst = cfield(cfg, &ckeys[k]), base[PC_PATH_MAX];
+
+		if (set && set[k])
+			continue;
+		pc_strlcpy(base, cfield(cfg, &ckeys[b]), sizeof(base));
+		if ((size_t)snprintf(dst, ckeys[k].size, "%s/%s", base, cderived[i].name) >=
+		    ckeys[k].size)
+			return b;
+	}
+	return N_CKEYS;
+}
+
+void pc_config_defaults(struct pc_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	pc_strlcpy(cfg->bridge, "pcbr0", sizeof(cfg->bridge));
+	pc_strlcpy(cfg->rules_dir, "/etc/portcullis/rules.d", sizeof(cfg->rules_dir));
+	pc_strlcpy(cfg->run_dir, "/run/portcullis", sizeof(cfg->run_dir));
+	pc_strlcpy(cfg->state_dir, "/var/lib/portcullis", sizeof(cfg->state_dir));
+	cfg->queue.base = 100;
+	cfg->queue.count = 2;
+	cfg->queue.maxlen = 4096;
+	pc_strlcpy(cfg->engine.user, "portcullis", sizeof(cfg->engine.user));
+	cfg->engine.remove_on_exit = false;
+	cfg->engine.flows_max = 262144;
+	cfg->engine.sni_timeout_ms = 3000;
+	cfg->dns.qtypes = PC_QT_DEFAULT;
+	cfg->dns.refuse = PC_DNS_REFUSE_REFUSED;
+	cfg->dns.ttl_min = 30;
+	cfg->dns.ttl_max = 3600;
+	cfg->dns.grace = 60;
+	cfg->dns.learned_per_sandbox = 4096;
+	cfg->dns.learned_total = 100000;
+	pc_endpoint_parse("0.0.0.0:8443", 0, &cfg->vault.listen);
+	pc_strlcpy(cfg->vault.trust, "/etc/ssl/certs/ca-certificates.crt",
+		   sizeof(cfg->vault.trust));
+	pc_strlcpy(cfg->vault.user, "portcullis-vault", sizeof(cfg->vault.user));
+	cfg->vault.max_conns_per_sandbox = 64;
+	cfg->vault.max_header_bytes = 32768;
+	cfg->vault.handshake_timeout_ms = 10000;
+	cfg->vault.idle_timeout_ms = 60000;
+	pc_strlcpy(cfg->log.file, "/var/log/portcullis/verdicts.jsonl", sizeof(cfg->log.file));
+	pc_strlcpy(cfg->log.user, "portcullis-log", sizeof(cfg->log.user));
+	cfg->log.checkpoint_records = 1000;
+	cfg->log.checkpoint_ms = 1000;
+	cfg->log.rotate_bytes = 0;
+	cfg->log.syslog.local = true;
+	cfg->log.syslog.spool_records = 100000;
+	config_derive(cfg, NULL);
+}
+
+/* ---- value parsers ------------------------------------------------------- */
+
+static int cset_path(struct cload *l, const struct ynode *n, const struct ckey *k)
+{
+	char *dst = cfield(&l->cfg, k);
+	const char *s;
+	size_t need;
+
+	if (yget_str(&l->c, n, k->path, &s))
+		return PC_EPARSE;
+	if (!*s) {
+		if (k->type == CT_OPTPATH) {
+			dst[0] = '\0';
+			return 0;
+		}
+		return yerr(&l->c, n, "%s: expected a path, found an empty string", k->path);
+	}
+	if (s[0] == '/' || !l->basedir || !*l->basedir)
+		need = (size_t)snprintf(dst, k->size, "%s", s);
+	else
+		need = (size_t)snprintf(dst, k->size, "%s%s%s", l->basedir,
+					strcmp(l->basedir, "/") ? "/" : "", s);
+	if (need >= k->size)
+		return yerr(&l->c, n,
+			    "%s: path too long (%zu bytes once resolved); expected at "
+			    "most %zu",
+			    k->path, need, k->size - 1);
+	return 0;
+}
+
+static int cset_name(struct cload *l, const struct ynode *n, const struct ckey *k)
+{
+	const char *s;
+	bool ok;
+
+	if (yget_str(&l->c, n, k->path, &s))
+		return PC_EPARSE;
+	if (k->type == CT_IFNAME) {
+		ok = rules_ifname_valid(s);
+	} else {
+		size_t len = strlen(s);
+
+		ok = len > 0 && len < 32 && ((s[0] >= 'a' && s[0] <= 'z') || s[0] == '_');
+		for (size_t i = 1; ok && i < len; i++)
+			ok = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
+			     s[i] == '_' || s[i] == '-';
+	}
+	if (!ok)
+		return yerr(&l->c, n, "%s: invalid %s '%.40s'; expected %s", k->path,
+			    k->type == CT_IFNAME ? "interface name" : "user name", s,
+			    k->type == CT_IFNAME
+				? "1-15 characters without '/', ':' or spaces"
+				: "a system user: lower-case letters, digits, '_', '-'");
+	pc_strlcpy(cfield(&l->cfg, k), s, k->size);
+	return 0;
+}
+
+static int cset_uint(struct cload *l, const struct ynode *n, const struct ckey *k)
+{
+	uint64_t v;
+	void *dst = cfield(&l->cfg, k);
+
+	if (yget_uint(&l->c, n, k->path, k->min, k->max, &v))
+		return PC_EPARSE;
+	if (k->size == 2) {
+		uint16_t x = (uint16_t)v;
+
+		memcpy(dst, &x, 2);
+	} else if (k->size == 4) {
+		uint32_t x = (uint32_t)v;
+
+		memcpy(dst, &x, 4);
+	} else {
+		memcpy(dst, &v, 8);
+	}
+	return 0;
+}
+
+static int cset_qtypes(struct cload *l, const struct ynode *n, const struct ckey *k)
+{
+	uint32_t bits = 0;
+	int rc = 0;
+
+	if (n->type != YN_SEQ)
+		return yerr_type(&l->c, n, k->path, "a list of DNS types like [A, AAAA]");
+	for (size_t i = 0; i < n->n; i++) {
+		const struct ynode *it = n->kids[i];
+		const char *s, *sug;
+		uint32_t bit;
+
+		if (yget_str(&l->c, it, k->path, &s)) {
+			rc = PC_EPARSE;
+		} else if (rules_qtype_from_name(s, &bit) == 0) {
+			bits |= bit;
+		} else {
+			sug = rules_suggest(s, rules_qtype_all, 11);
+			rc = yerr(&l->c, it,
+				  "%s: unknown DNS type '%.32s'%s%s%s; expected one of A, AAAA, "
+				  "CNAME, HTTPS, SVCB, TXT, MX, SRV, PTR, NS, CAA",
+				  k->path, s, sug ? " (did you mean '" : "", sug ? sug : "",
+				  sug ? "'?)" : "");
+		}
+	}
+	if (!rc)
+		memcpy(cfield(&l->cfg, k), &bits, sizeof(bits));
+	return rc;
+}
+
+static int cset_resolvers(struct cload *l, const struct ynode *n, const struct ckey *k)
+{
+	struct pc_addr res[PC_MAX_RESOLVERS];
+	const struct ynode *const *items = (const struct ynode *const *)n->kids;
+	size_t cnt = n->n;
+	int rc = 0;
+
+	(void)k;
+	if (n->type == YN_SCALAR && !ynode_is_null(n)) {
+		items = &n; /* one address written without a list */
+		cnt = 1;
+	} else if (n->type != YN_SEQ) {
+		return yerr_type(&l->c, n, "dns.resolvers", "a list of IP addresses");
+	}
+	if (cnt > PC_MAX_RESOLVERS)
+		return yerr(&l->c, n, "dns.resolvers: %zu addresses; expected at most %d", cnt,
+			    PC_MAX_RESOLVERS);
+	for (size_t i = 0; i < cnt; i++) {
+		const char *s;
+
+		if (yget_str(&l->c, items[i], "dns.resolvers", &s)) {
+			rc = PC_EPARSE;
+			continue;
+		}
+		if (pc_addr_parse(s, &res[i]) < 0) {
+			rc =
+			    yerr(&l->c, items[i],
+				 "dns.resolvers: invalid address '%.48s'; expected an IPv4 or IPv6 "
+				 "address (port 53 is implied)",
+				 s);
+			continue;
+		}
+		for (size_t j = 0; j < i; j++)
+			if (pc_addr_eq(&res[i], &res[j]))
+				rc = yerr(&l->c, items[i],
+					  "dns.resolvers: '%.48s' is listed twice; expected each "
+					  "resolver once",
+					  s);
+	}
+	if (rc)
+		return rc;
+	memcpy(l->cfg.dns.resolvers, res, cnt * sizeof(res[0]));
+	l->cfg.dns.n_resolvers = cnt;
+	return 0;
+}
+
+static int cset_hostport(struct cload *l, const struct ynode *n, const struct ckey *k)
+{
+	char host[POLICY_HOST_MAX], norm[POLICY_HOST_MAX];
+	struct pc_endpoint ep;
+	const char *s, *colon;
+	bool wild;
+	char *end;
+	unsigned long port;
+
+	if (yget_str(&l->c, n, k->path, &s))
+		return PC_EPARSE;
+	if (k->type == CT_ENDPOINT || s[0] == '[') {
+		if (pc_endpoint_parse(s, 0, &ep) < 0)
+			goto bad;
+		if (k->type == CT_ENDPOINT) {
+			l->cfg.vault.listen = ep;
+			return 0;
+		}
+	} else if (*s) {
+		colon = strrchr(s, ':');
+		if (!colon || (size_t)(colon - s) >= sizeof(host) || colon == s)
+			goto bad;
+		memcpy(host, s, (size_t)(colon - s));
+		host[colon - s] = '\0';
+		port = strtoul(colon + 1, &end, 10);
+		if (colon[1] < '1' || colon[1] > '9' || *end || port > 65535)
+			goto bad;
+		if (pc_addr_parse(host, &ep.addr) < 0 &&
+		    (policy_host_normalize(host, norm, sizeof(norm), &wild, NULL) < 0 || wild))
+			goto bad;
+	}
+	if (strlen(s) >= k->size)
+		goto bad;
+	pc_strlcpy(cfield(&l->cfg, k), s, k->size);
+	return 0;
+bad:
+	return yerr(&l->c, n, "%s: invalid endpoint '%.64s'; expected %s", k->path, s,
+		    k->type == CT_ENDPOINT ? "an address and port like '0.0.0.0:8443' or "
+					     "'[::1]:8443'"
+					   : "\"host:port\" like 'siem.example.com:6514', or \"\" "
+					     "for none");
+}
+
+static int cset(struct cload *l, const struct ynode *n, const struct ckey *k)
+{
+	switch (k->type) {
+	case CT_PATH:
+	case CT_OPTPATH:
+		return cset_path(l, n, k);
+	case CT_IFNAME:
+	case CT_USER:
+		return cset_name(l, n, k);
+	case CT_UINT:
+		return cset_uint(l, n, k);
+	case CT_BOOL:
+		return yget_bool(&l->c, n, k->path, (bool *)cfield(&l->cfg, k));
+	case CT_REFUSE: {
+		const char *s;
+
+		if (yget_str(&l->c, n, k->path, &s))
+			return PC_EPARSE;
+		if (strcmp(s, "refused") == 0)
+			l->cfg.dns.refuse = PC_DNS_REFUSE_REFUSED;
+		else if (strcmp(s, "nxdomain") == 0)
+			l->cfg.dns.refuse = PC_DNS_REFUSE_NXDOMAIN;
+		else
+			return yerr(&l->c, n, "%s: expected refused or nxdomain, found '%.32s'",
+				    k->path, s);
+		return 0;
+	}
+	case CT_QTYPES:
+		return cset_qtypes(l, n, k);
+	case CT_RESOLVERS:
+		return cset_resolvers(l, n, k);
+	case CT_ENDPOINT:
+	case CT_HOSTPORT:
+		return cset_hostport(l, n, k);
+	}
+	return PC_EINVAL;
+}
+
+/* ---- the walk ---------------------------------------------------------- */
+
+/* The distinct key names one level below prefix ("" = top level). */
+static size_t ckeys_at(const char *prefix, char (*segs)[40], size_t max)
+{
+	size_t plen = strlen(prefix), n = 0;
+
+	for (size_t i = 0; i < N_CKEYS; i++) {
+		const char *p = ckeys[i].path, *seg;
+		size_t sl, j;
+
+		if (plen && (strncmp(p, prefix, plen) != 0 || p[plen] != '.'))
+			continue;
+		seg = plen ? p + plen + 1 : p;
+		sl = strcspn(seg, ".");
+		for (j = 0; j < n; j++)
+			if (strlen(segs[j]) == sl && strncmp(segs[j], seg, sl) == 0)
+				break;
+		if (j == n && n < max)
+			snprintf(segs[n++], sizeof(segs[0]), "%.*s", (int)sl, seg);
+	}
+	return n;
+}
+
+static int cwalk(struct cload *l, const struct ynode *m, const char *prefix);
+
+static int cwalk_key(struct cload *l, const struct ynode *key, const struct ynode *val,
+		     const char *prefix)
+{
+	char full[96], segs[24][40], where[64];
+	const char *known[24];
+	size_t n, idx, plen = strlen(prefix);
+
+	if (strchr(key->str, '.') || key->len + plen + 2 > sizeof(full))
+		goto unknown;
+	snprintf(full, sizeof(full), "%s%s%s", prefix, plen ? "." : "", key->str);
+	idx = ckey_index(full);
+	if (idx < N_CKEYS) {
+		int rc = cset(l, val, &ckeys[idx]);
+
+		if (!rc)
+			l->where[idx] = val;
+		return rc;
+	}
+	for (size_t i = 0; i < N_CKEYS; i++) {
+		size_t fl = strlen(full);
+
+		if (strncmp(ckeys[i].path, full, fl) == 0 && ckeys[i].path[fl] == '.') {
+			if (val->type != YN_MAP)
+				return yerr_type(&l->c, val, full, "a mapping");
+			return cwalk(l, val, full);
+		}
+	}
+unknown:
+	n = ckeys_at(prefix, segs, 24);
+	for (size_t i = 0; i < n; i++)
+		known[i] = segs[i];
+	if (plen)
+		snprintf(where, sizeof(where), "'%s'", prefix);
+	else
+		snprintf(where, sizeof(where), "the configuration");
+	if (strchr(key->str, '.'))
+		return yerr(
+		    &l->c, key,
+		    "unknown key '%.48s' in %s; write nested keys as mappings (a: {b: ...})",
+		    key->str, where);
+	yerr_unknown_key(&l->c, key, known, n, where);
+	return PC_EPARSE;
+}
+
+static int cwalk(struct cload *l, const struct ynode *m, const char *prefix)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < m->n && !l->c.d->gave_up; i++)
+		if (cwalk_key(l, ymap_key(m, i), ymap_val(m, i), prefix))
+			rc = PC_EPARSE;
+	return rc;
+}
+
+/* Relations between keys, reported at the second key. */
+static int config_cross_check(struct cload *l)
+{
+	struct pc_config *c = &l->cfg;
+	int rc = 0;
+#define AT(key)	     (l->where[ckey_index(key)])
+#define WHERE2(a, b) (AT(b) ? AT(b) : AT(a))
+
+	if ((unsigned)c->queue.base + c->queue.count > 65536)
+		rc = yerr(&l->c, WHERE2("queue.base", "queue.count"),
+			  "queue.base + queue.count goes past queue number 65535; expected "
+			  "base + count <= 65536");
+	if (c->dns.ttl_min > c->dns.ttl_max)
+		rc = yerr(&l->c, WHERE2("dns.ttl_min", "dns.ttl_max"),
+			  "dns.ttl_min (%u) is above dns.ttl_max (%u); expected min <= max",
+			  c->dns.ttl_min, c->dns.ttl_max);
+	if (c->dns.learned_per_sandbox > c->dns.learned_total)
+		rc = yerr(&l->c, WHERE2("dns.max_learned_total", "dns.max_learned_per_sandbox"),
+			  "dns.max_learned_per_sandbox (%u) is above dns.max_learned_total (%u); "
+			  "expected per_sandbox <= total",
+			  c->dns.learned_per_sandbox, c->dns.learned_total);
+	if (c->log.syslog.tls && !c->log.syslog.remote[0])
+		rc = yerr(&l->c, AT("log.syslog.tls"),
+			  "log.syslog.tls is true but log.syslog.remote is not set; expected a "
+			  "collector \"host:port\" to send to");
+	if (c->log.syslog.ca[0] && !c->log.syslog.tls)
+		rc = yerr(&l->c, AT("log.syslog.ca"),
+			  "log.syslog.ca is set but log.syslog.tls is false; expected tls: true "
+			  "(the CA is only used for TLS)");
+#undef AT
+#undef WHERE2
+	return rc;
+}
+
+static int config_from_yaml(struct cload *l, const struct yfile *yf)
+{
+	const struct ynode *root;
+	bool set[N_CKEYS];
+	size_t bad;
+	int rc;
+
+	if (yf->n_docs > 1)
+		return yerr(&l->c, yf->docs[1].root,
+			    "a second YAML document; expected one configuration per file");
+	if (yf->n_docs == 0 || ynode_is_null(yf->docs[0].root))
+		return 0; /* an empty file: every default */
+	root = yf->docs[0].root;
+	if (root->type != YN_MAP)
+		return yerr_type(&l->c, root, "configuration", "a mapping of settings");
+	rc = cwalk(l, root, "");
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < N_CKEYS; i++)
+		set[i] = l->where[i] != NULL;
+	bad = config_derive(&l->cfg, set);
+	if (bad < N_CKEYS)
+		return yerr(&l->c, l->where[bad] ? l->where[bad] : root,
+			    "%s: too long to hold the paths derived from it; expected at most "
+			    "%d bytes",
+			    ckeys[bad].path, PC_PATH_MAX - 16);
+	return config_cross_check(l);
+}
+
+static int config_load_mem(const char *name, const char *basedir, const char *buf, size_t len,
+			   struct pc_config *cfg, struct diag *d)
+{
+	struct cload *l;
+	struct yfile *yf = NULL;
+	int rc;
+
+	if (len > RULES_CONFIG_MAX)
+		return diag_at(d, PC_EINVAL, name, 0, 0, "too large (%zu bytes, limit %u)", len,
+			       RULES_CONFIG_MAX);
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return diag_at(d, PC_ENOMEM, name, 0, 0, "out of memory");
+	pc_config_defaults(&l->cfg);
+	if (pc_strlcpy(l->cfg.path, name, sizeof(l->cfg.path)) >= sizeof(l->cfg.path)) {
+		rc = diag_at(d, PC_EINVAL, name, 0, 0, "configuration path too long");
+		goto out;
+	}
+	l->c.d = d;
+	l->basedir = basedir;
+	rc = yfile_parse(name, buf, len, &yf, d);
+	if (rc)
+		goto out;
+	l->c.file = yf->name;
+	config_from_yaml(l, yf);
+	rc = diag_code(d);
+	if (!rc)
+		*cfg = l->cfg;
+out:
+	yfile_free(yf);
+	free(l);
+	return rc;
+}
+
+/* The directory relative paths start from: the configuration's own,
+ * made absolute when it can be so that a daemon's chdir does not move it. */
+static void config_basedir(const char *path, char *out, size_t len)
+{
+	char dir[PC_PATH_MAX], *slash, *real;
+
+	pc_strlcpy(dir, path, sizeof(dir));
+	slash = strrchr(dir, '/');
+	if (!slash)
+		pc_strlcpy(dir, ".", sizeof(dir));
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	real = realpath(dir, NULL);
+	pc_strlcpy(out, real ? real : dir, len);
+	free(real);
+}
+
+int pc_config_load_report(const char *path, struct pc_config *cfg, struct pc_err *err,
+			  pc_err_report_fn report, void *arg)
+{
+	char base[PC_PATH_MAX];
+	struct pc_err rerr;
+	struct diag d;
+	char *buf = NULL;
+	size_t len;
+	int rc;
+
+	diag_init(&d, err, report, arg);
+	rc = pc_file_read(path, RULES_CONFIG_MAX, &buf, &len, &rerr);
+	if (rc)
+		return diag_add(&d, &rerr);
+	config_basedir(path, base, sizeof(base));
+	rc = config_load_mem(path, base, buf, len, cfg, &d);
+	free(buf);
+	return rc;
+}
+
+int pc_config_load(const char *path, struct pc_config *cfg, struct pc_err *err)
+{
+	return pc_config_load_report(path, cfg, err, NULL, NULL);
+}
+
+int pc_config_load_buffer(const char *name, const char *buf, size_t len, struct pc_config *cfg,
+			  struct pc_err *err)
+{
+	char base[PC_PATH_MAX], *slash;
+	struct diag d;
+
+	diag_init(&d, err, NULL, NULL);
+	pc_strlcpy(base, name ? name : "", sizeof(base));
+	slash = strrchr(base, '/');
+	if (slash)
+		*slash = '\0';
+	else
+		base[0] = '\0';
+	return config_load_mem(name ? name : "<buffer>", base, buf, len, cfg, &d);
+}

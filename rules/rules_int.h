@@ -1,0 +1,231 @@
+/* rules/ internals shared by its files: the arena, the YAML tree that keeps
+ * every node's position, the error collector, schema helpers, host and
+ * qtype names, and the lookup indexes. Not an interface: only rules/ and its
+ * unit tests include this file. */
+#ifndef PC_RULES_INT_H
+#define PC_RULES_INT_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+
+#include "rules/rules.h"
+
+/* Input bounds: a file larger than this, or nested deeper, or with more
+ * nodes, is refused before it can cost much memory or time. */
+#define RULES_FILE_MAX	 (16u << 20) /* rule file bytes */
+#define RULES_CONFIG_MAX (1u << 20)  /* portcullis.yaml bytes */
+#define YDOC_MAX_DEPTH	 32
+#define YDOC_MAX_NODES	 (1u << 20) /* per file */
+#define RULES_MAX_FILES	 4096	    /* rule files in one directory */
+#define DIAG_MAX	 100	    /* errors reported before giving up */
+
+/* ---- arena: many small allocations freed together ----------------------- */
+
+struct arena_chunk;
+struct arena {
+	struct arena_chunk *head;
+};
+/* Zeroed, suitably aligned memory; NULL when out of memory. */
+void *arena_alloc(struct arena *a, size_t size);
+void *arena_calloc(struct arena *a, size_t n, size_t size);
+char *arena_strndup(struct arena *a, const char *s, size_t n);
+char *arena_strdup(struct arena *a, const char *s);
+void arena_free(struct arena *a);
+
+/* ---- diagnostics: the first error goes to err, every error to report ---- */
+
+struct diag {
+	struct pc_err *err;
+	pc_err_report_fn report;
+	void *arg;
+	size_t count;
+	bool gave_up; /* DIAG_MAX reached: callers stop early */
+};
+void diag_init(struct diag *d, struct pc_err *err, pc_err_report_fn report, void *arg);
+/* Record an error at file:line:col (line 0: no position). Returns code. */
+int diag_at(struct diag *d, int code, const char *file, unsigned line, unsigned col,
+	    const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+int diag_vat(struct diag *d, int code, const char *file, unsigned line, unsigned col,
+	     const char *fmt, va_list ap) __attribute__((format(printf, 6, 0)));
+/* Record an error already described in e. */
+int diag_add(struct diag *d, const struct pc_err *e);
+/* The code a failed load returns: PC_EPARSE unless a read or memory error
+ * came first. */
+int diag_code(const struct diag *d);
+
+/* ---- YAML documents with positions -------------------------------------- */
+
+enum ynode_type { YN_SCALAR, YN_SEQ, YN_MAP };
+
+struct ynode {
+	enum ynode_type type;
+	bool quoted;	    /* scalar written quoted or as a block: a string */
+	unsigned line, col; /* 1-based position of the node's first character */
+	const char *str;    /* scalar value, NUL-terminated (no NUL inside) */
+	size_t len;
+	struct ynode **kids; /* SEQ: items; MAP: key0, value0, key1, value1, ... */
+	size_t n;	     /* SEQ: items; MAP: pairs */
+};
+
+struct ydoc {
+	struct ynode *root; /* a null scalar for an empty document */
+	unsigned line, col;
+};
+
+struct yfile {
+	struct arena arena;
+	const char *name; /* in arena */
+	struct ydoc *docs;
+	size_t n_docs;
+};
+
+/* Parse every document of buf. Syntax errors, aliases, tags, duplicate
+ * keys, non-scalar keys and the bounds above are reported to d with their
+ * position; *out is written only on success. */
+int yfile_parse(const char *name, const char *buf, size_t len, struct yfile **out, struct diag *d);
+void yfile_free(struct yfile *f);
+
+static inline const struct ynode *ymap_key(const struct ynode *m, size_t i)
+{
+	return m->kids[2 * i];
+}
+static inline const struct ynode *ymap_val(const struct ynode *m, size_t i)
+{
+	return m->kids[2 * i + 1];
+}
+const struct ynode *ymap_get(const struct ynode *m, const char *key);
+bool ynode_is_null(const struct ynode *n);
+/* "a mapping", "a list", "a string ('x')", "a number (4)", "nothing (null)". */
+const char *ynode_describe(const struct ynode *n, char *buf, size_t len);
+
+/* ---- schema helpers: errors located at a node --------------------------- */
+
+struct yctx {
+	struct diag *d;
+	const char *file;
+};
+int yerr(struct yctx *c, const struct ynode *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* "<what>: expected <expected>, found <description of n>" */
+int yerr_type(struct yctx *c, const struct ynode *n, const char *what, const char *expected);
+/* Report every key of map m that is not in known (NULL-terminated), with a
+ * did-you-mean; where names the mapping ("an allow entry"). Returns the
+ * number of unknown keys. */
+size_t ymap_check_keys(struct yctx *c, const struct ynode *m, const char *const *known,
+		       const char *where);
+/* Report one unknown key. */
+void yerr_unknown_key(struct yctx *c, const struct ynode *key, const char *const *known,
+		      size_t n_known, const char *where);
+/* The closest candidate within a small edit distance, or NULL. */
+const char *rules_suggest(const char *word, const char *const *cands, size_t n);
+
+/* Scalar conversions; each reports its own error (what = the key). */
+int yget_uint(struct yctx *c, const struct ynode *n, const char *what, uint64_t min, uint64_t max,
+	      uint64_t *out);
+int yget_bool(struct yctx *c, const struct ynode *n, const char *what, bool *out);
+/* Any non-null scalar as a string (plain numbers included). */
+int yget_str(struct yctx *c, const struct ynode *n, const char *what, const char **out);
+
+/* ---- names ---------------------------------------------------------------- */
+
+/* DNS types by name ("AAAA" -> PC_QT_AAAA), case-insensitive. */
+int rules_qtype_from_name(const char *name, uint32_t *bit);
+/* Names of the bits set, in bit order, for canonical forms and messages. */
+size_t rules_qtype_names(uint32_t bits, const char **names, size_t max);
+extern const char *const rules_qtype_all[]; /* NULL-terminated, bit order */
+
+/* A query name as a sandbox sends it (qname, SNI): lower-cased, one
+ * trailing dot dropped, validated as a host name. false if invalid. */
+bool rules_query_normalize(const char *in, char *out, size_t outlen);
+/* Interface name as Linux accepts it (dev_valid_name). */
+bool rules_ifname_valid(const char *s);
+
+/* ---- lookup indexes ------------------------------------------------------- */
+
+/* An immutable hash map from string keys to lists of uint32 values. */
+struct strmap_group {
+	const char *key;
+	uint32_t hash;
+	uint32_t first, count; /* into vals */
+};
+struct strmap {
+	struct strmap_group *groups;
+	size_t n_groups;
+	uint32_t *slots; /* group index + 1, 0 = empty */
+	size_t mask;
+	uint32_t *vals;
+};
+struct strmap_pair {
+	const char *key; /* borrowed until strmap_build returns; copied */
+	uint32_t val;
+};
+/* Build from pairs (reordered in place); values of a key keep ascending
+ * order. Everything is allocated in a. */
+int strmap_build(struct strmap *m, struct strmap_pair *pairs, size_t n, struct arena *a);
+/* Values for key (length len, hash h from strmap_hash), or NULL. */
+const uint32_t *strmap_find(const struct strmap *m, const char *key, size_t len, uint32_t h,
+			    uint32_t *count);
+/* Hash of s[0..len), computed from the right so that the hash of every
+ * suffix of a name falls out of one pass (see match.c). */
+uint32_t strmap_hash(const char *s, size_t len);
+uint32_t strmap_hash_step(uint32_t h, unsigned char c);
+#define STRMAP_HASH_INIT 2166136261u
+
+/* A binary trie of prefixes (one family) to lists of uint32 values. */
+struct ptrie_node {
+	uint32_t child[2]; /* node index, 0 = none (node 0 is the root) */
+	uint32_t first, count;
+};
+struct ptrie {
+	struct ptrie_node *nodes;
+	size_t n_nodes;
+	uint32_t *vals;
+	unsigned bits; /* 32 or 128 */
+};
+struct ptrie_pair {
+	struct pc_prefix pfx;
+	uint32_t val;
+};
+/* Build from pairs of one family (reordered in place). */
+int ptrie_build(struct ptrie *t, unsigned bits, struct ptrie_pair *pairs, size_t n,
+		struct arena *a);
+/* Call visit for every value whose prefix contains addr, shortest prefix
+ * first, values of one prefix in ascending order; stop when visit returns
+ * true. */
+void ptrie_walk(const struct ptrie *t, const uint8_t *addr, bool (*visit)(uint32_t val, void *arg),
+		void *arg);
+
+/* ---- the compiled policy -------------------------------------------------- */
+
+/* Per-sandbox lookup structures (policy_sandbox.index). */
+struct policy_index {
+	struct strmap exact; /* host -> allow indices */
+	struct strmap wild;  /* wildcard suffix -> allow indices */
+	struct ptrie cidr4, cidr6;
+	struct strmap secret_host; /* secret host -> secret indices */
+};
+
+struct policy {
+	atomic_uint refs;
+	struct arena arena;	   /* everything below lives here */
+	struct policy_sandbox *sb; /* sorted by name */
+	size_t n_sb;
+	struct strmap by_name;
+	struct ptrie src4, src6; /* match.source -> sandbox index */
+	struct strmap by_mac;	 /* sandboxes with mac and no source */
+	struct strmap by_port;	 /* sandboxes with only a port */
+	char *canonical;
+	size_t canonical_len;
+	char hash[7 + 64 + 1];
+};
+
+/* Build the lookup structures of a filled-in policy (compile step). */
+int policy_index_build(struct policy *p);
+/* Canonical form and hash of a compiled policy. */
+int policy_canon_build(struct policy *p);
+/* Whether a sandbox's selector matches src (every given field). */
+bool policy_match_src(const struct policy_match *m, const struct policy_src *src);
+/* Whether allow entry a permits proto/port. */
+bool policy_allow_port(const struct policy_allow *a, uint8_t proto, uint16_t port);
+
+#endif
