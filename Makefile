@@ -123,8 +123,7 @@ deb:
 PREFIX ?= /usr
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)/etc/portcullis/rules.d
-	install -m 0755 $(BUILD)/portcullisd $(BUILD)/portcullis-logd \
-		$(BUILD)/portcullis-vault $(BUILD)/portcullis $(DESTDIR)$(PREFIX)/sbin/
+	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/sbin/
 	@if [ -f packaging/install.mk ]; then $(MAKE) --no-print-directory -f packaging/install.mk \
 		DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) BUILD=$(BUILD); fi
 
