@@ -44,9 +44,9 @@ struct dnsguard_query_res {
 	enum dnsguard_verdict verdict;
 	char qname[POLICY_HOST_MAX]; /* lower case, no trailing dot; "" if unparsable */
 	uint16_t qtype;
-	const char *reason;               /* static text for the log */
-	const struct policy_allow *rule;  /* entry that allowed the name, or NULL */
-	uint8_t reply[DNSG_REPLY_MAX];    /* REFUSE: DNS message to send back */
+	const char *reason;		 /* static text for the log */
+	const struct policy_allow *rule; /* entry that allowed the name, or NULL */
+	uint8_t reply[DNSG_REPLY_MAX];	 /* REFUSE: DNS message to send back */
 	size_t reply_len;
 };
 
@@ -66,7 +66,7 @@ struct dnsguard_answer_res {
 	uint16_t qtype;
 	struct pc_addr learned[DNSG_LEARN_MAX]; /* addresses learned from it */
 	size_t n_learned;
-	uint32_t ttl;                  /* effective TTL applied (s) */
+	uint32_t ttl; /* effective TTL applied (s) */
 	/* When the answer had to be changed (an HTTPS/SVCB "ech" parameter
 	 * stripped), the new message; caller frees with free(). The engine
 	 * releases this instead of the original. NULL when unchanged. */
@@ -80,15 +80,16 @@ struct dnsguard_answer_res {
  * address hints) are learned for (sandbox, address) -> qname *before* this
  * returns, so the sandbox's first SYN can never race the learning. */
 int dnsguard_answer(struct dnsguard *g, const struct policy_sandbox *sb, const struct dns_flow *f,
-		    const uint8_t *msg, size_t len, uint64_t now_ms, struct dnsguard_answer_res *res);
+		    const uint8_t *msg, size_t len, uint64_t now_ms,
+		    struct dnsguard_answer_res *res);
 
 struct dnsguard_flow_res {
 	bool allowed;
-	bool vault;                 /* name is the bound host of one of sb's secrets
-				       on this port: redirect to the vault */
+	bool vault; /* name is the bound host of one of sb's secrets
+		       on this port: redirect to the vault */
 	const struct policy_allow *rule;
 	char name[POLICY_HOST_MAX]; /* allowed name the address was learned for */
-	const char *reason;         /* why refused, or why allowed */
+	const char *reason;	    /* why refused, or why allowed */
 };
 
 /* May sandbox sb open a flow to dst:port over proto through a host entry?
@@ -104,8 +105,11 @@ bool dnsguard_sni_allowed(struct dnsguard *g, const struct policy_sandbox *sb,
 			  const struct pc_addr *dst, uint8_t proto, uint16_t port, const char *sni,
 			  uint64_t now_ms, const struct policy_allow **rule);
 
-/* Names dst was learned for by sandbox sb_name, comma separated into buf
- * (for the log and the vault); returns the number of names. */
+/* Names dst was learned for by sandbox sb_name (unexpired, or within the
+ * grace period), most recent first, comma separated into buf (for the log
+ * and the vault). Only whole names are written; buf is always terminated
+ * when len > 0. Returns the number of names written (with buf NULL or len
+ * 0: the number there are). */
 size_t dnsguard_names(struct dnsguard *g, const char *sb_name, const struct pc_addr *dst,
 		      uint64_t now_ms, char *buf, size_t len);
 
@@ -117,6 +121,8 @@ struct dnsguard_stats {
 	uint64_t answers_released, answers_dropped;
 	uint64_t learned_entries, learned_evicted;
 	uint64_t ech_stripped;
+	uint64_t pending_queries, pending_evicted; /* allowed queries awaiting
+						      their answer */
 };
 void dnsguard_stats(struct dnsguard *g, struct dnsguard_stats *st);
 

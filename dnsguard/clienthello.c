@@ -1,0 +1,213 @@
+/* The server_name of a TLS ClientHello at the start of a TCP stream (RFC
+ * 8446 sections 5.1 and 4.1.2, RFC 6066 section 3). The handshake message
+ * may be split over several records and those over several segments; the
+ * caller gathers bytes until this stops asking for more. Every length is
+ * checked against what encloses it; anything irregular is PC_EPARSE.
+ *
+ * Limits (see docs/dnsguard.md): a ClientHello without server_name returns
+ * 0 and the engine refuses host-rule flows without SNI; with ECH the name
+ * seen here is the outer (public) one, and dnsguard strips ech from HTTPS
+ * answers so that clients have no ECH configuration to use. */
+#include "dnsguard/dnsguard.h"
+
+#include <string.h>
+
+#define TLS_MAX_STREAM	    16384 /* the most bytes gathered to find the SNI */
+#define TLS_REC_HDR	    5
+#define TLS_CT_HANDSHAKE    22
+#define TLS_HS_CLIENT_HELLO 1
+#define TLS_EXT_SERVER_NAME 0
+#define TLS_SNI_HOST_NAME   0
+
+/* A bounds-checked reader over the reassembled handshake message. */
+struct rd {
+	const uint8_t *p;
+	size_t len, off;
+};
+
+static bool rd_u8(struct rd *r, size_t *v)
+{
+	if (r->len - r->off < 1)
+		return false;
+	*v = r->p[r->off++];
+	return true;
+}
+
+static bool rd_u16(struct rd *r, size_t *v)
+{
+	if (r->len - r->off < 2)
+		return false;
+	*v = (size_t)r->p[r->off] << 8 | r->p[r->off + 1];
+	r->off += 2;
+	return true;
+}
+
+static bool rd_skip(struct rd *r, size_t n)
+{
+	if (r->len - r->off < n)
+		return false;
+	r->off += n;
+	return true;
+}
+
+/* A host name as RFC 6066 wants it: LDH labels of 1..63, at most 253 in
+ * all; one trailing dot tolerated and dropped. Written lower-cased. */
+static int sni_copy(const uint8_t *p, size_t n, char *out, size_t outlen)
+{
+	size_t lab = 0;
+
+	if (n && p[n - 1] == '.')
+		n--;
+	if (n == 0 || n > 253)
+		return PC_EPARSE;
+	if (n >= outlen)
+		return PC_EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t c = p[i];
+
+		if (c == '.') {
+			if (lab == 0 || p[i - 1] == '-')
+				return PC_EPARSE;
+			lab = 0;
+			continue;
+		}
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-') ||
+		    (c == '-' && lab == 0) || ++lab > 63)
+			return PC_EPARSE;
+		out[i] = (char)((c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c);
+	}
+	if (p[n - 1] == '-')
+		return PC_EPARSE;
+	out[n] = '\0';
+	return 1;
+}
+
+/* The server_name extension body: exactly one host_name entry. */
+static int sni_ext(const uint8_t *p, size_t n, char *out, size_t outlen)
+{
+	struct rd r = {p, n, 0};
+	size_t list, type, hl;
+	int found = 0, rc = PC_EPARSE;
+
+	if (!rd_u16(&r, &list) || list != n - 2 || list == 0)
+		return PC_EPARSE;
+	while (r.off < r.len) {
+		if (!rd_u8(&r, &type) || !rd_u16(&r, &hl) || r.len - r.off < hl)
+			return PC_EPARSE;
+		if (type == TLS_SNI_HOST_NAME) {
+			if (found++)
+				return PC_EPARSE; /* RFC 6066: one name per type */
+			rc = sni_copy(p + r.off, hl, out, outlen);
+			if (rc < 0)
+				return rc;
+		}
+		r.off += hl;
+	}
+	return found ? rc : 0;
+}
+
+static int ch_parse(const uint8_t *hs, size_t n, char *sni, size_t snilen)
+{
+	struct rd r = {hs, n, 0};
+	size_t v, l, ext_total, ext_end;
+	bool seen_sni = false;
+	int rc = 0;
+
+	/* legacy_version, random, session id, cipher suites, compression */
+	if (!rd_u16(&r, &v) || (v >> 8) != 3 || !rd_skip(&r, 32))
+		return PC_EPARSE;
+	if (!rd_u8(&r, &l) || l > 32 || !rd_skip(&r, l))
+		return PC_EPARSE;
+	if (!rd_u16(&r, &l) || l < 2 || (l & 1) || !rd_skip(&r, l))
+		return PC_EPARSE;
+	if (!rd_u8(&r, &l) || l < 1 || !rd_skip(&r, l))
+		return PC_EPARSE;
+	if (r.off == r.len)
+		return 0; /* no extensions at all: TLS without SNI */
+	if (!rd_u16(&r, &ext_total) || ext_total != r.len - r.off)
+		return PC_EPARSE;
+	ext_end = r.off + ext_total;
+	while (r.off < ext_end) {
+		size_t type, el;
+
+		if (!rd_u16(&r, &type) || !rd_u16(&r, &el) || ext_end - r.off < el)
+			return PC_EPARSE;
+		if (type == TLS_EXT_SERVER_NAME) {
+			if (seen_sni)
+				return PC_EPARSE; /* RFC 8446 4.2: no duplicates */
+			seen_sni = true;
+			rc = sni_ext(hs + r.off, el, sni, snilen);
+			if (rc < 0)
+				return rc;
+		}
+		r.off += el;
+	}
+	return rc;
+}
+
+int tls_clienthello_sni(const uint8_t *data, size_t len, char *sni, size_t snilen, size_t *need)
+{
+	uint8_t hs[TLS_MAX_STREAM];
+	size_t have = 0, want = 0, pos = 0;
+	char name[POLICY_HOST_MAX];
+	int rc;
+
+	if (!data && len)
+		return PC_EINVAL;
+	/* Reassemble the handshake message from consecutive records. */
+	for (;;) {
+		size_t rlen;
+
+		if (len - pos < TLS_REC_HDR) {
+			/* Reject early what cannot be TLS, so that a plain
+			 * protocol is not held waiting for more bytes. */
+			if ((len > pos && data[pos] != TLS_CT_HANDSHAKE) ||
+			    (len > pos + 1 && data[pos + 1] != 3) ||
+			    (len > pos + 2 && data[pos + 2] > 4))
+				return PC_EPARSE;
+			goto more;
+		}
+		if (data[pos] != TLS_CT_HANDSHAKE || data[pos + 1] != 3 || data[pos + 2] > 4)
+			return PC_EPARSE;
+		rlen = (size_t)data[pos + 3] << 8 | data[pos + 4];
+		if (rlen == 0 || rlen > 16384 || pos + TLS_REC_HDR + rlen > TLS_MAX_STREAM)
+			return PC_EPARSE;
+		if (len - pos - TLS_REC_HDR < rlen) {
+			pos += TLS_REC_HDR + rlen;
+			goto more_to;
+		}
+		memcpy(hs + have, data + pos + TLS_REC_HDR, rlen);
+		have += rlen;
+		pos += TLS_REC_HDR + rlen;
+		if (have >= 4 && want == 0) {
+			if (hs[0] != TLS_HS_CLIENT_HELLO)
+				return PC_EPARSE;
+			want = 4 + ((size_t)hs[1] << 16 | (size_t)hs[2] << 8 | hs[3]);
+			if (want > TLS_MAX_STREAM - TLS_REC_HDR)
+				return PC_EPARSE;
+		}
+		if (want && have >= want)
+			break;
+		if (pos + TLS_REC_HDR > TLS_MAX_STREAM)
+			return PC_EPARSE; /* larger than we are willing to hold */
+	}
+	/* Bytes of the same record after the ClientHello belong to later
+	 * handshake messages; a client sends none before the server speaks. */
+	if (have != want)
+		return PC_EPARSE;
+	rc = ch_parse(hs + 4, want - 4, name, sizeof(name));
+	if (rc == 1) {
+		if (!sni || pc_strlcpy(sni, name, snilen) >= snilen)
+			return PC_EINVAL;
+	}
+	return rc;
+more:
+	pos += TLS_REC_HDR;
+more_to:
+	if (pos > TLS_MAX_STREAM)
+		return PC_EPARSE;
+	if (need)
+		*need = pos;
+	return PC_EAGAIN;
+}

@@ -1,0 +1,175 @@
+/* dnsguard internals shared by its files: the guard object, the per-sandbox
+ * state (learned addresses and outstanding queries) and the DNS helpers.
+ * Nothing here is part of the interface; see dnsguard.h. */
+#ifndef PC_DNSGUARD_INTERNAL_H
+#define PC_DNSGUARD_INTERNAL_H
+
+#include <ldns/ldns.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "dnsguard/dnsguard.h"
+
+#define DG_PENDING_MS	  10000u /* an unanswered query is forgotten after this */
+#define DG_PENDING_PER_SB 1024u	 /* outstanding queries remembered per sandbox */
+#define DG_PENDING_DUPS	  4u	 /* answers accepted for one query retransmitted */
+#define DG_NAMES_PER_ADDR 16u	 /* names remembered for one (sandbox, address) */
+#define DG_CHAIN_MAX	  8u	 /* CNAME links followed from the question */
+#define DG_QUERY_MAX	  512u	 /* longest query judged (padding included) */
+#define DG_SB_BUCKETS	  256u	 /* sandbox directory buckets (sandboxes are few) */
+
+struct dg_addr;
+
+/* One binding (sandbox, address) -> name. Lives in its address's list and in
+ * the sandbox's learning-order list. */
+struct dg_bind {
+	struct dg_bind *anext;	       /* next name of the same address */
+	struct dg_bind *lprev, *lnext; /* learning order: head is the oldest */
+	struct dg_addr *addr;
+	uint64_t learned_ms;
+	uint64_t expires_ms; /* new flows allowed before this; existing + grace */
+	char name[];	     /* lower case, no trailing dot */
+};
+
+struct dg_addr {
+	struct dg_addr *hnext;
+	uint64_t hash;
+	struct pc_addr addr;
+	struct dg_bind *binds;
+	unsigned nbinds;
+};
+
+/* One outstanding allowed query, waiting for its answer. */
+struct dg_pend {
+	struct dg_pend *hnext;
+	struct dg_pend *qprev, *qnext; /* insertion order = expiry order */
+	uint64_t hash;
+	uint64_t expires_ms;
+	struct pc_addr resolver, client;
+	uint16_t port, id, qtype;
+	uint8_t proto;
+	uint8_t count; /* retransmissions seen: that many answers accepted */
+	char qname[];
+};
+
+/* Everything dnsguard knows about one sandbox, guarded by mu. */
+struct dg_sb {
+	struct dg_sb *next; /* directory chain */
+	pthread_mutex_t mu;
+	char name[POLICY_NAME_MAX];
+
+	struct dg_addr **abuckets; /* learned addresses, power-of-two sized */
+	size_t nabuckets, naddrs;
+	struct dg_bind *lru_head, *lru_tail;
+	uint32_t nbinds;
+	/* learned_ms of lru_head (UINT64_MAX when empty), kept under mu but
+	 * read without it by the total-cap eviction to choose a victim. */
+	_Atomic uint64_t oldest_ms;
+
+	struct dg_pend **pbuckets; /* DG_PENDING_PER_SB buckets, allocated lazily */
+	struct dg_pend *pq_head, *pq_tail;
+	uint32_t npend;
+};
+
+struct dnsguard {
+	/* Copied from the configuration at dnsguard_new; read-only after. */
+	struct pc_addr resolvers[PC_MAX_RESOLVERS];
+	size_t n_resolvers;
+	uint32_t ttl_min, ttl_max;
+	uint64_t grace_ms;
+	uint32_t cap_sb, cap_total;
+	uint8_t hkey[16]; /* SipHash key: addresses come from answers a
+			     sandbox can influence, so bucket choice is keyed */
+
+	/* The sandbox directory. Readers (every call) take it shared; only
+	 * creating a sandbox's state and dnsguard_prune take it exclusive,
+	 * so a struct dg_sb found under the read lock stays valid until it
+	 * is released. Lock order: dir, then one dg_sb.mu; never two sb
+	 * locks at once. */
+	pthread_rwlock_t dir;
+	struct dg_sb *sbs[DG_SB_BUCKETS];
+
+	/* Counters: atomics, updated without locks (relaxed: they are
+	 * statistics, nothing is ordered by them). */
+	_Atomic uint64_t q_allowed, q_refused, q_malformed;
+	_Atomic uint64_t a_released, a_dropped;
+	_Atomic uint64_t learned, evicted, ech_stripped;
+	_Atomic uint64_t pending, pending_evicted;
+};
+
+#define DG_INC(g, field) atomic_fetch_add_explicit(&(g)->field, 1, memory_order_relaxed)
+
+/* ---- guard.c: the sandbox directory --------------------------------------- */
+
+/* With g->dir held shared: the state of sandbox name, or NULL. */
+struct dg_sb *dg_sb_find(struct dnsguard *g, const char *name);
+/* Take g->dir shared and return the state of name, creating it if needed
+ * (create=true). On success the caller holds g->dir shared and must release
+ * it with pthread_rwlock_unlock. NULL (and no lock held) when absent and
+ * not created, or on allocation failure (*enomem set). */
+struct dg_sb *dg_sb_get(struct dnsguard *g, const char *name, bool create, bool *enomem);
+uint64_t dg_hash(const struct dnsguard *g, const void *data, size_t len);
+bool dg_is_resolver(const struct dnsguard *g, const struct pc_addr *a);
+
+/* ---- learn.c ------------------------------------------------------------- */
+
+/* Learn (sb, addr) -> name until expires_ms; g->dir held shared, s->mu not
+ * held. Evicts for the per-sandbox and total caps. */
+int dg_learn(struct dnsguard *g, struct dg_sb *s, const struct pc_addr *addr, const char *name,
+	     uint64_t expires_ms, uint64_t now_ms);
+/* Free everything sb has learned (s->mu held or s unreachable). */
+void dg_learn_clear(struct dnsguard *g, struct dg_sb *s);
+
+/* ---- pending.c ----------------------------------------------------------- */
+
+struct dg_pend_key {
+	struct pc_addr resolver, client;
+	uint16_t port, id, qtype;
+	uint8_t proto;
+	const char *qname; /* lower case */
+};
+/* Remember an allowed query (s->mu not held). */
+int dg_pending_add(struct dnsguard *g, struct dg_sb *s, const struct dg_pend_key *k,
+		   uint64_t now_ms);
+/* Consume the query an answer matches; false when none (s->mu not held). */
+bool dg_pending_take(struct dnsguard *g, struct dg_sb *s, const struct dg_pend_key *k,
+		     uint64_t now_ms);
+void dg_pending_clear(struct dnsguard *g, struct dg_sb *s);
+
+/* ---- wire.c: names and message walking ------------------------------------- */
+
+/* A domain name rdf as a lower-case string without the trailing dot.
+ * Fails (PC_EINVAL) on the root name and on labels with bytes outside
+ * letters, digits, '-' and '_'. */
+int dg_dname_str(const ldns_rdf *d, char *out, size_t outlen);
+
+/* One resource record's place in the message, as found by dg_wire_walk. */
+struct dg_wire_rr {
+	ldns_pkt_section section;
+	size_t start, end; /* the whole RR */
+	size_t rdata;	   /* offset of its RDATA (end for questions) */
+	uint16_t type;
+	const ldns_rr *rr; /* parsed with ldns, valid during the callback */
+};
+typedef int (*dg_wire_fn)(void *arg, const struct dg_wire_rr *w);
+/* Walk every question and RR of msg with ldns_wire2rr, calling fn for each
+ * (fn returns 0 to go on, anything else stops the walk and is returned).
+ * PC_EPARSE when the message is malformed or has bytes after its last RR. */
+int dg_wire_walk(const uint8_t *msg, size_t len, dg_wire_fn fn, void *arg);
+
+/* ---- svcb.c -------------------------------------------------------------- */
+
+#define DG_HINTS_MAX DNSG_LEARN_MAX
+struct dg_svcb_hints {
+	struct pc_addr a[DG_HINTS_MAX];
+	size_t n;
+};
+/* In the SvcParams at msg[off, off+len): check their form, and when
+ * hints is not NULL collect ipv4hint/ipv6hint addresses. *has_ech set when
+ * an ech parameter is present. PC_EPARSE when malformed. */
+int dg_svcb_params_scan(const uint8_t *p, size_t len, bool *has_ech, struct dg_svcb_hints *hints);
+/* Rewrite the SvcParams at p[0, len) in place without ech, keeping their
+ * length (see svcb.c for how). PC_EPARSE when it cannot. */
+int dg_svcb_params_strip_ech(uint8_t *p, size_t len);
+
+#endif

@@ -1,0 +1,105 @@
+/* DNS helpers on top of ldns: a name as the policy spells it, and a walk
+ * over a message's records that knows where each one sits on the wire
+ * (ldns_wire2pkt merges OPT records and hides offsets; the checks on
+ * queries and the in-place ech rewrite need both). */
+#include "dnsguard/internal.h"
+
+#include <string.h>
+
+static bool dg_label_char_ok(uint8_t c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '-' || c == '_';
+}
+
+int dg_dname_str(const ldns_rdf *d, char *out, size_t outlen)
+{
+	const uint8_t *p;
+	size_t n, i = 0, o = 0;
+
+	if (!d || ldns_rdf_get_type(d) != LDNS_RDF_TYPE_DNAME)
+		return PC_EINVAL;
+	p = ldns_rdf_data(d);
+	n = ldns_rdf_size(d);
+	/* ldns hands out the uncompressed form: length-prefixed labels
+	 * ending in the root label; still, every index is checked. */
+	while (i < n) {
+		uint8_t l = p[i++];
+
+		if (l == 0)
+			break;
+		if (l > 63 || i + l > n)
+			return PC_EINVAL;
+		if (o && o + 1 >= outlen)
+			return PC_EINVAL;
+		if (o)
+			out[o++] = '.';
+		if (o + l >= outlen)
+			return PC_EINVAL;
+		for (uint8_t j = 0; j < l; j++) {
+			uint8_t c = p[i + j];
+
+			if (!dg_label_char_ok(c))
+				return PC_EINVAL;
+			out[o++] = (char)((c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c);
+		}
+		i += l;
+	}
+	if (o == 0 || o > 253 || i != n)
+		return PC_EINVAL;
+	out[o] = '\0';
+	return 0;
+}
+
+int dg_wire_walk(const uint8_t *msg, size_t len, dg_wire_fn fn, void *arg)
+{
+	static const ldns_pkt_section sections[] = {LDNS_SECTION_QUESTION, LDNS_SECTION_ANSWER,
+						    LDNS_SECTION_AUTHORITY,
+						    LDNS_SECTION_ADDITIONAL};
+	size_t pos = LDNS_HEADER_SIZE;
+	int rc = 0;
+
+	if (!msg || len < LDNS_HEADER_SIZE)
+		return PC_EPARSE;
+	for (size_t si = 0; si < 4; si++) {
+		unsigned count = ldns_read_uint16(msg + 4 + 2 * si);
+
+		for (unsigned i = 0; i < count; i++) {
+			struct dg_wire_rr w = {.section = sections[si], .start = pos};
+			ldns_rr *rr = NULL;
+			size_t p;
+
+			if (ldns_wire2rr(&rr, msg, len, &pos, sections[si]) != LDNS_STATUS_OK)
+				return PC_EPARSE;
+			w.end = pos;
+			w.type = (uint16_t)ldns_rr_get_type(rr);
+			w.rr = rr;
+			w.rdata = w.end;
+			if (sections[si] != LDNS_SECTION_QUESTION) {
+				ldns_rdf *owner = NULL;
+
+				/* owner, then type, class, ttl, rdlength */
+				p = w.start;
+				if (ldns_wire2dname(&owner, msg, len, &p) != LDNS_STATUS_OK ||
+				    p + 10 > w.end) {
+					ldns_rdf_deep_free(owner);
+					ldns_rr_free(rr);
+					return PC_EPARSE;
+				}
+				ldns_rdf_deep_free(owner);
+				w.rdata = p + 10;
+				if (w.rdata + ldns_read_uint16(msg + p + 8) != w.end) {
+					ldns_rr_free(rr);
+					return PC_EPARSE;
+				}
+			}
+			rc = fn ? fn(arg, &w) : 0;
+			ldns_rr_free(rr);
+			if (rc)
+				return rc;
+		}
+	}
+	if (pos != len)
+		return PC_EPARSE; /* bytes after the last record */
+	return 0;
+}
