@@ -8,18 +8,21 @@
 #                ignored) files instead of the committed HEAD
 #   --version V  add a changelog entry for V in the copy (upgrade tests)
 #   --out DIR    where to put the .deb (default: build/)
+#   --workdir D  where the clean copy is built (default: build/deb, emptied)
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-src=head
+src="head"
 version=""
 out="$top/build"
+work="$top/build/deb"
 while [ $# -gt 0 ]; do
 	case $1 in
-	--worktree) src=worktree ;;
+	--worktree) src="worktree" ;;
 	--version) version=$2; shift ;;
 	--out) out=$2; shift ;;
-	*) echo "usage: $0 [--worktree] [--version V] [--out DIR]" >&2; exit 2 ;;
+	--workdir) work=$2; shift ;;
+	*) echo "usage: $0 [--worktree] [--version V] [--out DIR] [--workdir DIR]" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -30,9 +33,9 @@ for tool in dpkg-buildpackage dh dpkg-parsechangelog; do
 	command -v "$tool" >/dev/null 2>&1 || die "$tool missing (make deps installs debhelper)"
 done
 
-work="$top/build/deb"
-rm -rf "$work"
+# Only what earlier builds left in the work dir is removed.
 tree="$work/portcullis"
+rm -rf "$tree" "$work"/portcullis_* "$work"/portcullis-dbgsym_* "$work/build.log"
 mkdir -p "$tree" "$out"
 out=$(cd "$out" && pwd)
 

@@ -10,9 +10,10 @@
 PC_TESTROOT_CACHE=${PC_TESTROOT_CACHE:-/var/cache/portcullis-test}
 PC_TESTROOT_SUITE=bookworm
 # What the install test needs beyond minbase: systemd (systemd-analyze
-# verify on the installed units), adduser (the maintainer scripts), and the
+# verify on the installed units; man-db for their Documentation= pages),
+# adduser (the maintainer scripts), logrotate (its config is checked) and the
 # package's runtime libraries (so apt has little to fetch on each run).
-PC_TESTROOT_INCLUDE="systemd,adduser,logrotate,ca-certificates,libnetfilter-queue1,libnftnl11,libmnl0,libldns3,libsodium23,libyaml-0-2,libssl3"
+PC_TESTROOT_INCLUDE="systemd,man-db,adduser,logrotate,ca-certificates,libnetfilter-queue1,libnftnl11,libmnl0,libldns3,libsodium23,libyaml-0-2,libssl3"
 
 testroot_mirror() {
 	local m
@@ -31,26 +32,43 @@ testroot_tarball() {
 	echo "$PC_TESTROOT_CACHE/$PC_TESTROOT_SUITE-minbase-$h.tar.gz"
 }
 
-# Make sure the cached base tarball exists (debootstrap once, several minutes).
+# Make sure the cached base tarball exists (debootstrap once, about a
+# minute). Concurrent runs wait for each other on a lock in the cache dir.
 testroot_cache() {
-	local tb tmp rc=0
+	local tb rc=0
 	tb=$(testroot_tarball)
 	[ -s "$tb" ] && return 0
 	mkdir -p "$PC_TESTROOT_CACHE"
+	(
+		flock 9
+		[ -s "$tb" ] && exit 0
+		testroot_debootstrap "$tb"
+	) 9>"$PC_TESTROOT_CACHE/.lock" || rc=$?
+	return "$rc"
+}
+
+testroot_debootstrap() { # tarball
+	local tb=$1 tmp rc=0 old
 	tmp=$(mktemp -d "$PC_TESTROOT_CACHE/.build.XXXXXX")
 	echo "# testroot: debootstrap $PC_TESTROOT_SUITE from $(testroot_mirror) (cached as $tb)" >&2
 	debootstrap --variant=minbase --include="$PC_TESTROOT_INCLUDE" \
 		"$PC_TESTROOT_SUITE" "$tmp/root" "$(testroot_mirror)" >"$tmp/debootstrap.log" 2>&1 || rc=$?
 	if [ "$rc" -eq 0 ]; then
-		rm -rf "$tmp/root/var/cache/apt/archives/"*.deb "$tmp/root/var/lib/apt/lists/"*_Packages
+		rm -rf "$tmp/root/var/cache/apt/archives/"*.deb
 		tar -C "$tmp/root" --numeric-owner -czf "$tmp/root.tar.gz" . &&
 			mv "$tmp/root.tar.gz" "$tb" || rc=$?
 	else
 		tail -20 "$tmp/debootstrap.log" >&2
 	fi
-	# debootstrap may leave /proc or /sys mounted on failure.
+	# debootstrap may leave /proc or /sys mounted when it fails.
 	testroot_umount "$tmp/root"
 	rm -rf --one-file-system "$tmp"
+	# Roots made from an older package list are of no further use.
+	if [ "$rc" -eq 0 ]; then
+		for old in "$PC_TESTROOT_CACHE/$PC_TESTROOT_SUITE"-minbase-*.tar.gz; do
+			[ "$old" = "$tb" ] || rm -f "$old"
+		done
+	fi
 	return "$rc"
 }
 
@@ -77,9 +95,10 @@ testroot_umount() {
 	local dir m
 	dir=$(readlink -f "$1" 2>/dev/null) || return 0
 	[ -n "$dir" ] && [ "$dir" != / ] || return 0
-	for m in $(awk -v d="$dir" '$2 == d || index($2, d "/") == 1 {print $2}' /proc/mounts | sort -r); do
-		umount "$m" 2>/dev/null || umount -l "$m"
-	done
+	awk -v d="$dir" '$2 == d || index($2, d "/") == 1 {print $2}' /proc/mounts | sort -r |
+		while read -r m; do
+			umount "$m" 2>/dev/null || umount -l "$m"
+		done
 }
 
 # testroot_destroy DIR: unmount and delete (never crossing into a mount).

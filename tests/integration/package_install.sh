@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# The Debian package as an admin meets it: built offline, lintian-clean,
+# installed with apt into a throw-away Debian 12 root (debootstrap, cached
+# under /var/cache/portcullis-test), then upgraded, removed and purged.
+# Nothing runs on this host: the root has a policy-rc.d that refuses every
+# service start, and only /proc is mounted in it (unmounted on exit).
+#
+# PC_DEB_WORKTREE=1 packages the working tree instead of the committed HEAD.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/tap.sh
+. packaging/testroot.sh
+
+if [ "$(id -u)" -ne 0 ]; then
+	t_skip "package install test" "needs root (debootstrap, chroot)"
+	t_done
+	exit
+fi
+for tool in dpkg-buildpackage lintian debootstrap chroot; do
+	if ! command -v "$tool" >/dev/null; then
+		t_skip "package install test" "$tool missing (make deps)"
+		t_done
+		exit
+	fi
+done
+
+work=$(mktemp -d /var/tmp/pc-pkgtest.XXXXXX)
+root=$work/root
+cleanup() {
+	testroot_destroy "$root"
+	rm -rf --one-file-system "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+src_opt=()
+[ "${PC_DEB_WORKTREE:-0}" = 1 ] && src_opt=(--worktree)
+
+# ---- build (offline) and lintian ---------------------------------------
+v1=$(dpkg-parsechangelog -l packaging/debian/changelog -S Version)
+v2="$v1+upgradetest1"
+if ! deb1=$(packaging/build-deb.sh "${src_opt[@]}" --out "$work/v1" --workdir "$work/b1" 2>"$work/build1.err"); then
+	t_ok "the package builds" false
+	t_diag "$(tail -30 "$work/build1.err")"
+	t_done
+	exit
+fi
+t_ok "the package builds offline: $(basename "$deb1")" test -s "$deb1"
+t_eq "the package is named from the changelog" "portcullis_${v1}_$(dpkg --print-architecture).deb" \
+	"$(basename "$deb1")"
+
+lint=$(lintian --pedantic "$deb1" 2>&1 | grep -v '^running with root privileges')
+t_nomatch "lintian: no errors" '^E: ' "$lint"
+t_nomatch "lintian: no warnings" '^W: ' "$lint"
+
+contents=$(dpkg-deb -c "$deb1" | awk '{print $NF}')
+# Every binary the tree builds is in the package (a daemon whose main file
+# has not landed yet is not built, and is skipped here).
+for b in portcullis portcullisd portcullis-logd portcullis-vault; do
+	if [ -x "$work/b1/portcullis/build/$b" ]; then
+		t_match "contents: /usr/sbin/$b" "^\\./usr/sbin/$b\$" "$contents"
+	else
+		t_skip "contents: /usr/sbin/$b" "not built by this tree yet"
+	fi
+done
+for m in portcullis.8 portcullisd.8 portcullis-logd.8 portcullis-vault.8 portcullis.yaml.5 \
+	portcullis-rules.5; do
+	t_match "contents: man page $m" "/man[58]/$m\.gz\$" "$contents"
+done
+t_match "contents: the threat model" '^./usr/share/doc/portcullis/threat-model\.md' "$contents"
+t_match "contents: units" '^./lib/systemd/system/portcullisd\.service$' "$contents"
+conffiles=$(dpkg-deb -I "$deb1" conffiles)
+t_match "conffile: portcullis.yaml" '^/etc/portcullis/portcullis\.yaml$' "$conffiles"
+t_match "conffile: example rule file" '^/etc/portcullis/rules\.d/' "$conffiles"
+t_match "conffile: logrotate" '^/etc/logrotate\.d/portcullis$' "$conffiles"
+
+# The upgrade target: the same tree, one version later (unit tests already ran).
+if ! deb2=$(DEB_BUILD_OPTIONS=nocheck packaging/build-deb.sh "${src_opt[@]}" --version "$v2" \
+	--out "$work/v2" --workdir "$work/b2" 2>"$work/build2.err"); then
+	t_diag "$(tail -30 "$work/build2.err")"
+	deb2=""
+fi
+t_ok "a rebuilt package with a bumped version builds" test -n "$deb2"
+
+# ---- install into a fresh Debian 12 root --------------------------------
+if ! testroot_make "$root" 2>"$work/root.err"; then
+	t_ok "a Debian 12 root is made (debootstrap or cache)" false
+	t_diag "$(tail -20 "$work/root.err")"
+	t_done
+	exit
+fi
+testroot_mount "$root"
+in_root() { testroot_run "$root" "$@"; }
+cp "$deb1" "$root/tmp/"
+[ -n "$deb2" ] && cp "$deb2" "$root/tmp/"
+
+in_root apt-get -qq update >"$work/apt-update.log" 2>&1 ||
+	t_diag "apt-get update failed in the root (offline?); installing from what the base has"
+t_ok "apt-get install ./$(basename "$deb1") in the root" \
+	in_root apt-get install -y -q --no-install-recommends "/tmp/$(basename "$deb1")"
+t_eq "dpkg: installed at $v1" "install ok installed $v1" \
+	"$(in_root dpkg-query -W -f='${Status} ${Version}' portcullis 2>&1)"
+
+# No service may have started, in the root or anywhere from it.
+running=""
+for p in /proc/[0-9]*; do
+	[ "$(readlink "$p/root" 2>/dev/null)" = "$root" ] && running="$running $(cat "$p/comm")"
+done
+t_eq "no daemon runs inside the root after install" "" "$running"
+
+# Users and directories.
+for u in portcullis portcullis-log portcullis-vault; do
+	pw=$(in_root getent passwd "$u")
+	t_match "system user $u exists, no login shell" "^$u:x:[0-9]+:[0-9]+:.*:/usr/sbin/nologin$" "$pw"
+	uid=$(printf '%s' "$pw" | cut -d: -f3)
+	t_lt "user $u is a system user (uid $uid)" "${uid:-1000}" 1000
+done
+st() { in_root stat -c '%U:%G %a' "$1" 2>&1; }
+t_eq "/var/lib/portcullis: root, 755" "root:root 755" "$(st /var/lib/portcullis)"
+t_eq "/var/lib/portcullis/ca: the vault's alone" "portcullis-vault:portcullis-vault 700" \
+	"$(st /var/lib/portcullis/ca)"
+t_eq "/var/lib/portcullis/secrets: the vault's alone" "portcullis-vault:portcullis-vault 700" \
+	"$(st /var/lib/portcullis/secrets)"
+t_eq "/var/log/portcullis: logd writes, adm reads" "portcullis-log:adm 2750" \
+	"$(st /var/log/portcullis)"
+t_eq "/run/portcullis from tmpfiles.d" "root:portcullis-log 775" "$(st /run/portcullis)"
+t_eq "/etc/portcullis/portcullis.yaml: root, 644" "root:root 644" \
+	"$(st /etc/portcullis/portcullis.yaml)"
+
+# Keys, made by the product's own commands on first install.
+cli_has() { in_root /usr/sbin/portcullis -h 2>&1 | grep -Eq "^[[:space:]]+$1[[:space:]].*$2"; }
+if cli_has log keygen; then
+	t_eq "log signing key generated, logd's alone" "portcullis-log:portcullis-log 600" \
+		"$(st /var/lib/portcullis/log.key)"
+else
+	t_skip "log signing key generated" "portcullis log keygen does not exist yet"
+fi
+if cli_has ca init; then
+	ca=$(in_root find /var/lib/portcullis/ca -type f -printf '%u %f\n')
+	t_match "vault CA generated" "." "$ca"
+	t_nomatch "vault CA files all belong to portcullis-vault" '^[^p]|^portcullis |^portcullis-log ' "$ca"
+else
+	t_skip "vault CA generated" "portcullis ca init does not exist yet"
+fi
+
+# The shipped configuration is valid, for each program that reads it.
+if cli_has policy lint; then
+	t_ok "portcullis policy lint passes on the shipped default" \
+		in_root portcullis -c /etc/portcullis/portcullis.yaml policy lint
+	t_ok "the shipped example rule file lints" \
+		in_root portcullis -c /etc/portcullis/portcullis.yaml policy lint \
+		/etc/portcullis/rules.d/agent-1.yaml.example
+else
+	t_skip "portcullis policy lint passes on the shipped default" "policy lint does not exist yet"
+fi
+for d in portcullisd portcullis-logd portcullis-vault; do
+	if [ -x "$root/usr/sbin/$d" ]; then
+		t_ok "$d -t accepts the shipped configuration" \
+			in_root "$d" -t -c /etc/portcullis/portcullis.yaml
+	else
+		t_skip "$d -t accepts the shipped configuration" "$d not built yet"
+	fi
+done
+
+# The units as installed: systemd's own checks, and the hardening score.
+units=(/lib/systemd/system/portcullis-logd.service /lib/systemd/system/portcullisd.service
+	/lib/systemd/system/portcullis-vault.service)
+if [ -x "$root/usr/sbin/portcullisd" ] && [ -x "$root/usr/sbin/portcullis-logd" ] &&
+	[ -x "$root/usr/sbin/portcullis-vault" ]; then
+	t_ok "systemd-analyze verify passes on the installed units" \
+		in_root systemd-analyze verify "${units[@]}"
+else
+	t_skip "systemd-analyze verify passes on the installed units" "not every daemon is built yet"
+fi
+for u in "${units[@]}"; do
+	# --threshold=49: fail when the exposure is above 4.9, i.e. worse than "OK".
+	t_ok "systemd-analyze security: $(basename "$u") is OK or better" \
+		in_root systemd-analyze security --offline=yes --threshold=49 "$u"
+done
+t_ok "logrotate accepts /etc/logrotate.d/portcullis" \
+	in_root logrotate -d /etc/logrotate.d/portcullis
+t_ok "man portcullisd(8) is readable" in_root man -P cat 8 portcullisd
+
+# ---- upgrade: keeps a modified conffile, keys, secrets and logs ----------
+echo "# changed by the admin $$" >>"$root/etc/portcullis/portcullis.yaml"
+mkdir -p "$work/keep"
+echo '{"seq":1,"test":"a log line that must survive"}' >"$root/var/log/portcullis/verdicts.jsonl"
+echo "sealed-secret-stand-in" >"$root/var/lib/portcullis/secrets/TEST_SECRET"
+[ -e "$root/var/lib/portcullis/log.key" ] || echo "log-key-stand-in" >"$root/var/lib/portcullis/log.key"
+keep_sums() {
+	(cd "$root" && find var/lib/portcullis var/log/portcullis -type f -print0 | sort -z |
+		xargs -0 sha256sum)
+}
+before=$(keep_sums)
+if [ -n "$deb2" ]; then
+	t_ok "upgrade to $v2 with apt" \
+		in_root apt-get install -y -q --no-install-recommends "/tmp/$(basename "$deb2")" </dev/null
+	t_eq "dpkg: installed at $v2" "install ok installed $v2" \
+		"$(in_root dpkg-query -W -f='${Status} ${Version}' portcullis 2>&1)"
+	t_match "the modified conffile is kept" "changed by the admin $$" \
+		"$(cat "$root/etc/portcullis/portcullis.yaml")"
+	t_eq "keys, CA, secrets and logs are untouched by the upgrade" "$before" "$(keep_sums)"
+else
+	t_skip "upgrade" "the second package did not build"
+fi
+
+# ---- remove keeps data; purge deletes it, and only then -----------------
+t_ok "dpkg --remove" in_root dpkg --remove portcullis
+t_fail "remove: binaries are gone" test -e "$root/usr/sbin/portcullis"
+t_eq "remove: keys, CA, secrets and logs stay" "$before" "$(keep_sums)"
+t_ok "remove: the configuration stays" test -e "$root/etc/portcullis/portcullis.yaml"
+t_ok "dpkg --purge" in_root dpkg --purge portcullis
+t_fail "purge: /var/lib/portcullis is gone" test -e "$root/var/lib/portcullis"
+t_fail "purge: /var/log/portcullis is gone" test -e "$root/var/log/portcullis"
+t_fail "purge: /etc/portcullis/portcullis.yaml is gone" test -e "$root/etc/portcullis/portcullis.yaml"
+t_nomatch "purge: dpkg keeps neither files nor configuration of it" 'installed|config-files' \
+	"$(in_root dpkg-query -W -f='${Status}' portcullis 2>/dev/null)"
+t_ok "purge: the system users stay (files restored from backups may name them)" \
+	in_root getent passwd portcullis-log
+
+t_done
