@@ -69,6 +69,7 @@ static int sni_copy(const uint8_t *p, size_t n, char *out, size_t outlen)
 			if (lab == 0 || p[i - 1] == '-')
 				return PC_EPARSE;
 			lab = 0;
+			out[i] = '.';
 			continue;
 		}
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -77,8 +78,8 @@ static int sni_copy(const uint8_t *p, size_t n, char *out, size_t outlen)
 			return PC_EPARSE;
 		out[i] = (char)((c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c);
 	}
-	if (p[n - 1] == '-')
-		return PC_EPARSE;
+	if (lab == 0 || p[n - 1] == '-')
+		return PC_EPARSE; /* an empty last label, or one ending in '-' */
 	out[n] = '\0';
 	return 1;
 }
