@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include "common/pc.h"
+#include "rules/rules.h"
+#include "vault/vault.h"
 
 struct cli_cmd {
 	const char *name;
@@ -15,6 +17,9 @@ struct cli_cmd {
 
 /* Modules add their line here as their commands land. */
 static const struct cli_cmd cli_cmds[] = {
+	{"policy", rules_cli, "policy lint [FILE...] | policy hash"},
+	{"secrets", vault_cli, "secrets set [--keep-placeholder] NAME < VALUE | secrets list [--json] | secrets placeholder NAME | secrets rm NAME"},
+	{"ca", vault_cli, "ca init [--force]"},
 	{NULL, NULL, NULL},
 };
 

@@ -145,6 +145,7 @@ bool rules_ifname_valid(const char *s);
 /* An immutable hash map from string keys to lists of uint32 values. */
 struct strmap_group {
 	const char *key;
+	size_t len;
 	uint32_t hash;
 	uint32_t first, count; /* into vals */
 };
@@ -208,9 +209,8 @@ struct policy_index {
 struct policy {
 	atomic_uint refs;
 	struct arena arena;	   /* everything below lives here */
-	struct policy_sandbox *sb; /* sorted by name */
+	struct policy_sandbox *sb; /* sorted by name (strcmp) */
 	size_t n_sb;
-	struct strmap by_name;
 	struct ptrie src4, src6; /* match.source -> sandbox index */
 	struct strmap by_mac;	 /* sandboxes with mac and no source */
 	struct strmap by_port;	 /* sandboxes with only a port */
@@ -219,7 +219,40 @@ struct policy {
 	char hash[7 + 64 + 1];
 };
 
-/* Build the lookup structures of a filled-in policy (compile step). */
+/* ---- building a policy ---------------------------------------------------- */
+
+struct loc {
+	const char *file;
+	unsigned line, col;
+};
+
+/* A sandbox as parsed, with the positions the cross-file checks cite. */
+struct sbb {
+	struct policy_sandbox sb; /* arrays and strings in the policy's arena */
+	struct loc name, match;
+	struct loc *src;		 /* per match.source */
+	struct loc *sec_name, *sec_host; /* per secret */
+	bool bad;     /* had an error: left out of the checks that need it whole */
+	bool name_ok; /* its name parsed: still checked for duplicates */
+};
+
+struct pbuild {
+	struct policy *p;
+	struct diag *d;
+	const struct pc_config *cfg;
+	struct sbb *v; /* in load order (files sorted, then file order) */
+	size_t n, cap;
+};
+
+/* Parse one rule file's bytes, appending its sandboxes to b. Errors go to
+ * b->d; returns <0 only when it could not go on (memory). */
+int pbuild_file(struct pbuild *b, const char *name, const char *buf, size_t len);
+/* Cross-sandbox checks (duplicates, overlaps, secret bindings). */
+void pbuild_check(struct pbuild *b);
+
+/* Build one sandbox's lookup structures (sb->index) in a. */
+int policy_sandbox_index(struct policy_sandbox *sb, struct arena *a);
+/* Build the policy-wide ones (sandbox selection) of a filled-in policy. */
 int policy_index_build(struct policy *p);
 /* Canonical form and hash of a compiled policy. */
 int policy_canon_build(struct policy *p);
