@@ -117,28 +117,27 @@ for u in portcullis portcullis-log portcullis-vault; do
 done
 st() { in_root stat -c '%U:%G %a' "$1" 2>&1; }
 t_eq "/var/lib/portcullis: root, 755" "root:root 755" "$(st /var/lib/portcullis)"
-t_eq "/var/lib/portcullis/ca: the vault's alone" "portcullis-vault:portcullis-vault 700" \
-	"$(st /var/lib/portcullis/ca)"
-t_eq "/var/lib/portcullis/secrets: the vault's alone" "portcullis-vault:portcullis-vault 700" \
-	"$(st /var/lib/portcullis/secrets)"
-t_eq "/var/log/portcullis: logd writes, adm reads" "portcullis-log:adm 2750" \
+t_eq "/var/lib/portcullis/secrets: root writes, the vault's group reads" \
+	"root:portcullis-vault 750" "$(st /var/lib/portcullis/secrets)"
+t_eq "/var/log/portcullis: logd's alone" "portcullis-log:portcullis-log 750" \
 	"$(st /var/log/portcullis)"
-t_eq "/run/portcullis from tmpfiles.d" "root:portcullis-log 775" "$(st /run/portcullis)"
+t_eq "/run/portcullis from tmpfiles.d" "root:root 755" "$(st /run/portcullis)"
 t_eq "/etc/portcullis/portcullis.yaml: root, 644" "root:root 644" \
 	"$(st /etc/portcullis/portcullis.yaml)"
 
 # Keys, made by the product's own commands on first install.
 cli_has() { in_root /usr/sbin/portcullis -h 2>&1 | grep -Eq "^[[:space:]]+$1[[:space:]].*$2"; }
 if cli_has log keygen; then
-	t_eq "log signing key generated, logd's alone" "portcullis-log:portcullis-log 600" \
+	t_match "log signing key generated, readable by its owner only" '^(root|portcullis-log):[^ ]+ [46]00$' \
 		"$(st /var/lib/portcullis/log.key)"
 else
 	t_skip "log signing key generated" "portcullis log keygen does not exist yet"
 fi
 if cli_has ca init; then
-	ca=$(in_root find /var/lib/portcullis/ca -type f -printf '%u %f\n')
-	t_match "vault CA generated" "." "$ca"
-	t_nomatch "vault CA files all belong to portcullis-vault" '^[^p]|^portcullis |^portcullis-log ' "$ca"
+	t_eq "vault CA key generated, the vault's alone" "portcullis-vault:portcullis-vault 400" \
+		"$(st /var/lib/portcullis/ca/ca.key)"
+	t_match "vault CA certificate generated, public" '^root:root 644$' \
+		"$(st /var/lib/portcullis/ca/ca.pem)"
 else
 	t_skip "vault CA generated" "portcullis ca init does not exist yet"
 fi
