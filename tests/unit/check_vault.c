@@ -1,0 +1,477 @@
+/* Unit tests for the vault's byte handling: the strict HTTP/1.1 parser
+ * refuses every smuggling shape, chunked framing survives any cut, the
+ * scrubber replaces values split across reads, the SNI reader, and the
+ * sealed store's round trip. (Injection decisions: check_vault_inject.c.) */
+#include <fcntl.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/unit/unit.h"
+#include "vault/vault.h"
+
+static int req_parse(const char *s, struct http_request *r, unsigned *status, struct pc_err *e)
+{
+	return http_request_parse(s, strlen(s), 32768, r, status, e);
+}
+
+/* The request must be refused with this status. */
+static void refused(const char *s, unsigned want)
+{
+	struct http_request r;
+	struct pc_err e = {0};
+	unsigned st = 0;
+	int rc = req_parse(s, &r, &st, &e);
+
+	ck_assert_msg(rc == PC_EPARSE, "accepted: %s", s);
+	ck_assert_msg(st == want, "status %u, want %u for %s (%s)", st, want, s, e.msg);
+	ck_assert(e.msg[0]);
+}
+
+START_TEST(http_get_parses)
+{
+	const char *s = "GET /a?b=c HTTP/1.1\r\nHost: api.github.test\r\nUser-Agent: x\r\n\r\nGET";
+	struct http_request r;
+	struct pc_err e = {0};
+	unsigned st;
+	int rc = req_parse(s, &r, &st, &e);
+
+	ck_assert_int_eq(rc, (int)(strstr(s, "\r\n\r\n") - s + 4));
+	ck_assert_str_eq(r.method, "GET");
+	ck_assert_int_eq(r.target_len, 6);
+	ck_assert_int_eq(r.minor, 1);
+	ck_assert_int_eq(r.n_hdr, 2);
+	ck_assert_int_eq(r.host, 0);
+	ck_assert(r.keep_alive);
+	ck_assert_int_eq(r.body, HTTP_BODY_NONE);
+	ck_assert_int_eq(r.hdr[1].value_len, 1);
+}
+END_TEST
+
+START_TEST(http_incomplete_is_eagain)
+{
+	const char *s = "POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\n";
+	struct http_request r;
+	struct pc_err e = {0};
+	unsigned st;
+
+	/* every proper prefix asks for more, never errors, never succeeds */
+	for (size_t i = 0; i < strlen(s); i++)
+		ck_assert_int_eq(http_request_parse(s, i, 32768, &r, &st, &e), PC_EAGAIN);
+	ck_assert_int_gt(http_request_parse(s, strlen(s), 32768, &r, &st, &e), 0);
+	ck_assert_int_eq(r.body, HTTP_BODY_LENGTH);
+	ck_assert_int_eq(r.content_length, 5);
+}
+END_TEST
+
+START_TEST(http_smuggling_refused)
+{
+	refused(
+	    "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+	    400);
+	refused("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n",
+		400);
+	refused("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3, 3\r\n\r\n", 400);
+	refused("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: +3\r\n\r\n", 400);
+	refused("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 400);
+	refused("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
+		"chunked\r\n\r\n",
+		400);
+	refused("POST / HTTP/1.0\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n", 400);
+	refused("GET / HTTP/1.1\r\nHost: h\r\nX-A: a\r\n b\r\n\r\n", 400); /* obs-fold */
+	refused("GET / HTTP/1.1\nHost: h\r\n\r\n", 400);		   /* bare LF */
+	refused("GET / HTTP/1.1\r\nHost: h\nX: y\r\n\r\n", 400);
+	refused("GET / HTTP/1.1\r\nHost: h\rX: y\r\n\r\n", 400); /* bare CR */
+	refused("GET / HTTP/1.1\r\nHost : h\r\n\r\n", 400);	 /* space in name */
+	refused("GET / HTTP/1.1\r\nHo(st: h\r\n\r\n", 400);
+	refused("GET / HTTP/1.1\r\n: h\r\n\r\n", 400);
+	refused("GET / HTTP/1.1\r\nHost: h\r\nX: a\001b\r\n\r\n", 400);
+	refused("GET / HTTP/1.1\r\n\r\n", 400); /* no Host */
+	refused("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400);
+	refused("GET  / HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+	refused("GET / HTTP/2.0\r\nHost: h\r\n\r\n", 505);
+	refused("GET / HTTX/1.1\r\nHost: h\r\n\r\n", 400);
+	refused("CONNECT h:443 HTTP/1.1\r\nHost: h\r\n\r\n", 405);
+	refused("GET http://h/ HTTP/1.1\r\nHost: h\r\n\r\n", 400);
+	refused("GET / HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: "
+		"h2c\r\n\r\n",
+		501);
+	refused("PUT / HTTP/1.1\r\nHost: h\r\nExpect: 200-ok\r\n\r\n", 417);
+}
+END_TEST
+
+START_TEST(http_long_line_and_head_refused)
+{
+	char *s = malloc(70000);
+	struct http_request r;
+	struct pc_err e = {0};
+	unsigned st = 0;
+
+	strcpy(s, "GET / HTTP/1.1\r\nHost: h\r\nX-Long: ");
+	memset(s + strlen(s), 'a', HTTP_MAX_LINE + 10);
+	s[34 + HTTP_MAX_LINE + 10] = '\0';
+	ck_assert_int_eq(http_request_parse(s, strlen(s), 65536, &r, &st, &e), PC_EPARSE);
+	ck_assert_int_eq(st, 400);
+	/* many short headers: the head limit (431) */
+	strcpy(s, "GET / HTTP/1.1\r\nHost: h\r\n");
+	while (strlen(s) < 5000)
+		strcat(s, "X-A: 0123456789\r\n");
+	ck_assert_int_eq(http_request_parse(s, strlen(s), 4096, &r, &st, &e), PC_EPARSE);
+	ck_assert_int_eq(st, 431);
+	free(s);
+}
+END_TEST
+
+START_TEST(http_pipelined_and_flags)
+{
+	const char *s =
+	    "GET /1 HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\nConnection: "
+	    "close\r\n\r\n";
+	struct http_request r;
+	struct pc_err e = {0};
+	unsigned st;
+	int n = req_parse(s, &r, &st, &e);
+
+	ck_assert_int_gt(n, 0);
+	ck_assert(r.keep_alive);
+	ck_assert_int_gt(req_parse(s + n, &r, &st, &e), 0);
+	ck_assert(!r.keep_alive);
+	ck_assert_int_gt(
+	    req_parse("GET /ws HTTP/1.1\r\nHost: h\r\nConnection: keep-alive, Upgrade\r\n"
+		      "Upgrade: websocket\r\n\r\n",
+		      &r, &st, &e),
+	    0);
+	ck_assert(r.upgrade);
+	ck_assert_int_gt(req_parse("PUT / HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\n"
+				   "Transfer-Encoding: chunked\r\n\r\n",
+				   &r, &st, &e),
+			 0);
+	ck_assert(r.expect_continue);
+	ck_assert_int_eq(r.body, HTTP_BODY_CHUNKED);
+	ck_assert_int_gt(req_parse("GET / HTTP/1.0\r\nHost: h\r\n\r\n", &r, &st, &e), 0);
+	ck_assert(!r.keep_alive);
+	ck_assert_int_gt(req_parse("\r\nOPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n", &r, &st, &e), 0);
+}
+END_TEST
+
+START_TEST(http_response_framing)
+{
+	struct http_response r;
+	struct pc_err e = {0};
+	const char *a = "HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n";
+	const char *b = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+	const char *c = "HTTP/1.1 200 OK\r\nServer: x\r\n\r\n";
+	const char *d = "HTTP/1.1 204 No Content\r\n\r\n";
+	const char *f = "HTTP/1.1 200\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n";
+
+	ck_assert_int_gt(http_response_parse(a, strlen(a), 4096, false, &r, &e), 0);
+	ck_assert_int_eq(r.body, HTTP_BODY_LENGTH);
+	ck_assert(r.keep_alive);
+	ck_assert_int_gt(http_response_parse(a, strlen(a), 4096, true, &r, &e), 0);
+	ck_assert_int_eq(r.body, HTTP_BODY_NONE);
+	ck_assert_int_gt(http_response_parse(b, strlen(b), 4096, false, &r, &e), 0);
+	ck_assert_int_eq(r.body, HTTP_BODY_CHUNKED);
+	ck_assert_int_gt(http_response_parse(c, strlen(c), 4096, false, &r, &e), 0);
+	ck_assert_int_eq(r.body, HTTP_BODY_CLOSE);
+	ck_assert(!r.keep_alive);
+	ck_assert_int_gt(http_response_parse(d, strlen(d), 4096, false, &r, &e), 0);
+	ck_assert_int_eq(r.status, 204);
+	ck_assert_int_eq(r.body, HTTP_BODY_NONE);
+	ck_assert_int_eq(http_response_parse(f, strlen(f), 4096, false, &r, &e), PC_EPARSE);
+	ck_assert_int_eq(http_response_parse("HTTP/1.1 2x0 OK\r\n\r\n", 19, 4096, false, &r, &e),
+			 PC_EPARSE);
+}
+END_TEST
+
+/* Decode a chunked body fed in pieces of size step; returns payload. */
+static int chunked_decode(const char *in, size_t len, size_t step, char *out, size_t *out_len)
+{
+	struct http_chunked c;
+	struct pc_err e;
+	size_t pos = 0, ol = 0;
+	int rc = 0;
+
+	http_chunked_init(&c);
+	while (pos < len && rc == 0) {
+		size_t n = len - pos < step ? len - pos : step, used = 0;
+
+		while (used < n && rc == 0) {
+			size_t cons, off, dl;
+
+			rc = http_chunked_feed(&c, in + pos + used, n - used, &cons, &off, &dl, &e);
+			if (rc < 0)
+				return rc;
+			memcpy(out + ol, in + pos + used + off, dl);
+			ol += dl;
+			used += cons;
+		}
+		pos += used;
+	}
+	*out_len = ol;
+	return rc == 1 && pos == len ? 0 : -1;
+}
+
+START_TEST(chunked_any_cut)
+{
+	const char *body = "5\r\nhello\r\n1;ext=1\r\n \r\nA\r\n0123456789\r\n0\r\nX-T: v\r\n\r\n";
+	char out[64];
+	size_t ol;
+
+	for (size_t step = 1; step <= strlen(body); step++) {
+		ck_assert_int_eq(chunked_decode(body, strlen(body), step, out, &ol), 0);
+		ck_assert_int_eq(ol, 16);
+		ck_assert(memcmp(out, "hello 0123456789", 16) == 0);
+	}
+}
+END_TEST
+
+START_TEST(chunked_errors)
+{
+	const char *bad[] = {
+	    "g\r\n",	   "5\r\nhelloX\r\n",	"5\nhello\r\n",		  "\r\n",	 "5 \r\n",
+	    "0\r\nX: y\n", "0\r\n bad\r\n\r\n", "ffffffffffffffffff\r\n", "0\r\nX y\r\n"};
+	char out[64];
+	size_t ol;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(chunked_decode(bad[i], strlen(bad[i]), 100, out, &ol) < 0,
+			      "accepted %s", bad[i]);
+}
+END_TEST
+
+static int collect(void *ctx, const uint8_t *p, size_t n)
+{
+	char *s = ctx;
+
+	strncat(s, (const char *)p, n);
+	return 0;
+}
+
+START_TEST(scrub_values_split_across_reads)
+{
+	static const struct scrub_pat pats[] = {
+	    {(const uint8_t *)"ghp_SECRETVALUE1", 16, (const uint8_t *)"pcph_A_x", 8},
+	    {(const uint8_t *)"xyz-secret-2", 12, (const uint8_t *)"pcph_B_yyyyyyyyyyyyyy", 21},
+	};
+	const char *in = "auth=Bearer ghp_SECRETVALUE1 and xyz-secret-2, ghp_SECRETVALUE1ghp_SECRE";
+	const char *want = "auth=Bearer pcph_A_x and pcph_B_yyyyyyyyyyyyyy, pcph_A_xghp_SECRE";
+
+	/* every way to cut the stream in two, then in pieces of every size */
+	for (size_t cut = 0; cut <= strlen(in); cut++) {
+		char out[256] = "";
+		struct scrub s;
+
+		ck_assert_int_eq(scrub_init(&s, pats, 2, NULL), 0);
+		ck_assert_int_eq(scrub_feed(&s, (const uint8_t *)in, cut, collect, out), 0);
+		ck_assert_int_eq(
+		    scrub_feed(&s, (const uint8_t *)in + cut, strlen(in) - cut, collect, out), 0);
+		ck_assert_int_eq(scrub_finish(&s, collect, out), 0);
+		ck_assert_str_eq(out, want);
+		ck_assert_int_eq(s.hits, 3);
+		scrub_free(&s);
+	}
+	for (size_t step = 1; step < 20; step++) {
+		char out[256] = "";
+		struct scrub s;
+
+		scrub_init(&s, pats, 2, NULL);
+		for (size_t p = 0; p < strlen(in); p += step)
+			scrub_feed(&s, (const uint8_t *)in + p,
+				   strlen(in) - p < step ? strlen(in) - p : step, collect, out);
+		scrub_finish(&s, collect, out);
+		ck_assert_str_eq(out, want);
+		scrub_free(&s);
+	}
+}
+END_TEST
+
+START_TEST(scrub_refusal_needle_stops)
+{
+	static const struct scrub_pat pats[] = {
+	    {(const uint8_t *)"pcph_TOKEN_abc", 14, NULL, 0},
+	};
+	const char *in = "body part one pcph_TOKEN_abc and after";
+	char out[128] = "";
+	struct scrub s;
+
+	scrub_init(&s, pats, 1, NULL);
+	ck_assert_int_eq(scrub_feed(&s, (const uint8_t *)in, 20, collect, out), 0);
+	ck_assert_int_eq(scrub_feed(&s, (const uint8_t *)in + 20, strlen(in) - 20, collect, out),
+			 PC_EREFUSED);
+	ck_assert_int_eq(s.hit, 0);
+	/* nothing of the placeholder went out */
+	ck_assert_ptr_null(strstr(out, "pcph_"));
+	ck_assert_str_eq(out, "body part one ");
+	ck_assert_int_eq(scrub_finish(&s, collect, out), PC_EREFUSED);
+	scrub_free(&s);
+}
+END_TEST
+
+START_TEST(scrub_buffer_oneshot)
+{
+	static const struct scrub_pat pats[] = {
+	    {(const uint8_t *)"abcdefgh", 8, (const uint8_t *)"X", 1},
+	    {(const uint8_t *)"cd", 2, (const uint8_t *)"Y", 1},
+	};
+	uint8_t *out;
+	size_t ol;
+
+	/* the earliest match wins; a shorter needle inside a longer one waits */
+	ck_assert_int_eq(
+	    scrub_buffer(pats, 2, (const uint8_t *)"zabcdefghzcd", 12, &out, &ol, NULL), 0);
+	ck_assert_int_eq(ol, 4);
+	ck_assert(memcmp(out, "zXzY", 4) == 0);
+	free(out);
+}
+END_TEST
+
+START_TEST(sni_parse_cases)
+{
+	const uint8_t ok[] = {0,   18,	0,   0,	  15,  'A', 'p', 'i', '.', 'g',
+			      'i', 't', 'h', 'u', 'b', '.', 't', 'e', 's', 't'};
+	const uint8_t two[] = {0, 10, 0, 0, 2, 'a', 'b', 0, 0, 2, 'c', 'd'};
+	const uint8_t bad[] = {0, 6, 0, 0, 3, 'a', '/', 'b'};
+	const uint8_t shortl[] = {0, 9, 0, 0, 3, 'a', 'b', 'c'};
+	char host[256];
+
+	ck_assert_int_eq(sni_parse(ok, sizeof(ok), host, sizeof(host), NULL), 0);
+	ck_assert_str_eq(host, "api.github.test");
+	ck_assert_int_lt(sni_parse(two, sizeof(two), host, sizeof(host), NULL), 0);
+	ck_assert_int_lt(sni_parse(bad, sizeof(bad), host, sizeof(host), NULL), 0);
+	ck_assert_int_lt(sni_parse(shortl, sizeof(shortl), host, sizeof(host), NULL), 0);
+	ck_assert_int_lt(sni_parse(ok, 1, host, sizeof(host), NULL), 0);
+}
+END_TEST
+
+START_TEST(store_seal_roundtrip)
+{
+	uint8_t key[32], *sealed, *pt;
+	size_t sl, pl;
+
+	randombytes_buf(key, sizeof(key));
+	ck_assert_int_eq(store_seal(key, (const uint8_t *)"hello value", 11, &sealed, &sl, NULL),
+			 0);
+	ck_assert_ptr_null(memmem(sealed, sl, "hello", 5));
+	ck_assert_int_eq(store_unseal(key, sealed, sl, &pt, &pl, NULL), 0);
+	ck_assert_int_eq(pl, 11);
+	ck_assert(memcmp(pt, "hello value", 11) == 0);
+	sodium_free(pt);
+	sealed[sl - 1] ^= 1;
+	ck_assert_int_eq(store_unseal(key, sealed, sl, &pt, &pl, NULL), PC_ETAMPER);
+	sealed[sl - 1] ^= 1;
+	key[0] ^= 1;
+	ck_assert_int_eq(store_unseal(key, sealed, sl, &pt, &pl, NULL), PC_ETAMPER);
+	free(sealed);
+}
+END_TEST
+
+START_TEST(store_dir_roundtrip)
+{
+	char dir[] = "/tmp/check_vault_XXXXXX", ph[VAULT_PH_MAX], ph2[VAULT_PH_MAX], path[512];
+	const char *v = "ghp_0123456789abcdefVALUE";
+	struct vault_store *st;
+	struct pc_err e = {0};
+	struct stat sb;
+	char *file;
+	size_t fl;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(store_secret_set(dir, "GITHUB_TOKEN", (const uint8_t *)v, strlen(v),
+					  getuid(), getgid(), false, ph, &e),
+			 0);
+	ck_assert(strncmp(ph, "pcph_GITHUB_TOKEN_", 18) == 0);
+	ck_assert_int_eq(strlen(ph), 18 + VAULT_PH_RANDOM);
+	/* the key is private, the placeholder public, the value nowhere in clear */
+	snprintf(path, sizeof(path), "%s/secret.key", dir);
+	ck_assert_int_eq(stat(path, &sb), 0);
+	ck_assert_int_eq(sb.st_mode & 0777, 0400);
+	snprintf(path, sizeof(path), "%s/GITHUB_TOKEN.placeholder", dir);
+	ck_assert_int_eq(stat(path, &sb), 0);
+	ck_assert_int_eq(sb.st_mode & 0777, 0644);
+	snprintf(path, sizeof(path), "%s/GITHUB_TOKEN.sealed", dir);
+	ck_assert_int_eq(pc_file_read(path, 1 << 16, &file, &fl, NULL), 0);
+	ck_assert_ptr_null(memmem(file, fl, "ghp_0123", 8));
+	free(file);
+	ck_assert_int_eq(store_placeholder_read(dir, "GITHUB_TOKEN", ph2, NULL), 0);
+	ck_assert_str_eq(ph, ph2);
+
+	ck_assert_int_eq(store_load(dir, &st, &e), 0);
+	ck_assert_int_eq(st->n, 1);
+	ck_assert_str_eq(st->s[0].placeholder, ph);
+	ck_assert_int_eq(st->s[0].value_len, strlen(v));
+	ck_assert(memcmp(st->s[0].value, v, strlen(v)) == 0);
+	store_free(st);
+
+	/* rotation keeps the placeholder when asked, not otherwise */
+	ck_assert_int_eq(store_secret_set(dir, "GITHUB_TOKEN", (const uint8_t *)"another-value-1",
+					  15, getuid(), getgid(), true, ph2, &e),
+			 0);
+	ck_assert_str_eq(ph, ph2);
+	ck_assert_int_eq(store_secret_set(dir, "GITHUB_TOKEN", (const uint8_t *)"another-value-2",
+					  15, getuid(), getgid(), false, ph2, &e),
+			 0);
+	ck_assert_str_ne(ph, ph2);
+
+	/* bad values and names are refused with a reason that holds no value */
+	ck_assert_int_eq(store_secret_set(dir, "X", (const uint8_t *)"short", 5, getuid(), getgid(),
+					  false, ph2, &e),
+			 PC_EINVAL);
+	ck_assert_ptr_null(strstr(e.msg, "short"));
+	ck_assert_int_eq(store_secret_set(dir, "X", (const uint8_t *)"line1\nline2xx", 13, getuid(),
+					  getgid(), false, ph2, &e),
+			 PC_EINVAL);
+	ck_assert_int_eq(store_secret_set(dir, "lower", (const uint8_t *)"0123456789", 10, getuid(),
+					  getgid(), false, ph2, &e),
+			 PC_EINVAL);
+
+	/* a sealed file renamed to another name does not load */
+	ck_assert_int_eq(store_secret_set(dir, "OTHER", (const uint8_t *)"0123456789", 10, getuid(),
+					  getgid(), false, ph2, &e),
+			 0);
+	{
+		char a[512], b[512];
+
+		snprintf(a, sizeof(a), "%s/OTHER.sealed", dir);
+		snprintf(b, sizeof(b), "%s/GITHUB_TOKEN.sealed", dir);
+		ck_assert_int_eq(rename(a, b), 0);
+		ck_assert_int_eq(store_load(dir, &st, &e), PC_ETAMPER);
+	}
+	ck_assert_int_eq(store_secret_rm(dir, "GITHUB_TOKEN", &e), 0);
+	ck_assert_int_eq(store_secret_rm(dir, "GITHUB_TOKEN", &e), PC_ENOENT);
+	ck_assert_int_eq(store_load(dir, &st, &e), 0);
+	ck_assert_int_eq(st->n, 0);
+	store_free(st);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	ck_assert_int_eq(system(path), 0);
+}
+END_TEST
+
+static Suite *vault_suite(void)
+{
+	Suite *s = suite_create("vault");
+	TCase *t = tcase_create("core");
+
+	if (sodium_init() < 0)
+		abort();
+	tcase_add_test(t, http_get_parses);
+	tcase_add_test(t, http_incomplete_is_eagain);
+	tcase_add_test(t, http_smuggling_refused);
+	tcase_add_test(t, http_long_line_and_head_refused);
+	tcase_add_test(t, http_pipelined_and_flags);
+	tcase_add_test(t, http_response_framing);
+	tcase_add_test(t, chunked_any_cut);
+	tcase_add_test(t, chunked_errors);
+	tcase_add_test(t, scrub_values_split_across_reads);
+	tcase_add_test(t, scrub_refusal_needle_stops);
+	tcase_add_test(t, scrub_buffer_oneshot);
+	tcase_add_test(t, sni_parse_cases);
+	tcase_add_test(t, store_seal_roundtrip);
+	tcase_add_test(t, store_dir_roundtrip);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+PC_UNIT_MAIN(vault_suite)

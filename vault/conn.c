@@ -1,0 +1,407 @@
+/* One sandbox connection, in its own thread: the TLS handshake with a leaf
+ * minted for the checked server name, then each request in turn — parse,
+ * check and inject, log (acknowledged before anything goes upstream),
+ * forward, relay the scrubbed response. */
+#include "vault/vault_int.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <openssl/err.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* SSL ex_data slot for struct conn; set once by conn_server_ctx_new before
+ * any thread starts, read-only afterwards. */
+static int conn_ex_idx = -1;
+
+static const char *status_text(unsigned s)
+{
+	switch (s) {
+	case 400:
+		return "Bad Request";
+	case 403:
+		return "Forbidden";
+	case 405:
+		return "Method Not Allowed";
+	case 417:
+		return "Expectation Failed";
+	case 421:
+		return "Misdirected Request";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 500:
+		return "Internal Server Error";
+	case 501:
+		return "Not Implemented";
+	case 502:
+		return "Bad Gateway";
+	case 503:
+		return "Service Unavailable";
+	case 505:
+		return "HTTP Version Not Supported";
+	default:
+		return "Error";
+	}
+}
+
+/* Remember the current request's method and path (never the query). */
+static void conn_note(struct conn *c, const struct http_request *req)
+{
+	size_t n = req->target_len;
+	const char *q = memchr(req->target, '?', n);
+
+	if (q)
+		n = (size_t)(q - req->target);
+	if (n >= sizeof(c->path))
+		n = sizeof(c->path) - 1;
+	memcpy(c->path, req->target, n);
+	c->path[n] = '\0';
+	pc_strlcpy(c->method, req->method, sizeof(c->method));
+}
+
+void conn_log(struct conn *c, enum logrec_action action, enum logrec_verdict verdict,
+	      const char *reason, unsigned status, const char *secrets, bool wait, int *acked)
+{
+	struct logrec rec = {0};
+	struct vault_state *st = vault_daemon_state(c->d);
+	struct pc_err e = {0};
+	int rc;
+
+	rec.action = action;
+	rec.verdict = verdict;
+	rec.sandbox = c->sandbox;
+	rec.policy = st ? policy_hash(st->policy) : NULL;
+	rec.reason = reason;
+	rec.src = c->src;
+	rec.dst = c->orig;
+	rec.transport = IPPROTO_TCP;
+	rec.domain = c->sni[0] ? c->sni : NULL;
+	rec.sni = c->sni[0] ? c->sni : NULL;
+	rec.http_method = c->method[0] ? c->method : NULL;
+	rec.http_path = c->path[0] ? c->path : NULL;
+	rec.http_status = (uint16_t)status;
+	rec.secrets = secrets && *secrets ? secrets : NULL;
+	rc = logq_record(c->d->logq, &rec, wait, &e);
+	if (acked)
+		*acked = rc == 0;
+	vault_state_unref(st);
+}
+
+int conn_send_error(struct conn *c, unsigned status, const char *reason)
+{
+	char buf[1024];
+	int n;
+
+	n = snprintf(buf, sizeof(buf),
+		     "HTTP/1.1 %u %s\r\nContent-Type: text/plain\r\nX-Portcullis-Error: %s\r\n"
+		     "Content-Length: %zu\r\nConnection: close\r\n\r\nportcullis: %s\n",
+		     status, status_text(status), reason, strlen(reason) + 13, reason);
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		return PC_EINVAL;
+	return io_write(c->ssl, c->fd, buf, (size_t)n,
+			pc_now_mono_ms() + c->d->cfg.vault.idle_timeout_ms);
+}
+
+/* Refuse a request: answer, and log (the refusal stands whether or not logd
+ * acknowledges; the connection closes). */
+int conn_refuse(struct conn *c, unsigned status, bool exfil, const char *reason)
+{
+	if (exfil)
+		pc_log(PC_LOG_WARN, "exfiltration attempt refused: sandbox %s, %s: %s", c->sandbox,
+		       c->sni, reason);
+	conn_log(c, exfil ? LOGREC_EXFIL : LOGREC_HTTP_REQUEST, LOGREC_REFUSED, reason, status,
+		 NULL, true, NULL);
+	conn_send_error(c, status, reason);
+	return CONN_CLOSE;
+}
+
+/* ---- the TLS server side ------------------------------------------------- */
+
+static int hello_cb(SSL *ssl, int *al, void *arg)
+{
+	struct conn *c = SSL_get_ex_data(ssl, conn_ex_idx);
+	const unsigned char *ext;
+	const struct policy_sandbox *sb;
+	struct vault_state *st;
+	struct pc_err e = {0};
+	void *cert = NULL, *key = NULL;
+	size_t len;
+	bool ok;
+
+	(void)arg;
+	*al = SSL_AD_UNRECOGNIZED_NAME;
+	if (!c)
+		return SSL_CLIENT_HELLO_ERROR;
+	if (!SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_server_name, &ext, &len)) {
+		pc_strlcpy(c->refusal, "no TLS server name (SNI)", sizeof(c->refusal));
+		return SSL_CLIENT_HELLO_ERROR;
+	}
+	if (sni_parse(ext, len, c->sni, sizeof(c->sni), &e) < 0) {
+		snprintf(c->refusal, sizeof(c->refusal), "bad TLS server name: %s", e.msg);
+		c->sni[0] = '\0';
+		return SSL_CLIENT_HELLO_ERROR;
+	}
+	st = vault_daemon_state(c->d);
+	sb = st ? policy_sandbox_by_name(st->policy, c->sandbox) : NULL;
+	ok = sb && policy_host_allows(sb, c->sni, IPPROTO_TCP, c->orig.port, NULL);
+	vault_state_unref(st);
+	if (!ok) {
+		snprintf(c->refusal, sizeof(c->refusal), "%s:%u is not on the allow list of %s",
+			 c->sni, c->orig.port, c->sandbox);
+		return SSL_CLIENT_HELLO_ERROR;
+	}
+	if (ca_leaf_get(c->d->ca, c->sni, &cert, &key, &e) < 0) {
+		*al = SSL_AD_INTERNAL_ERROR;
+		snprintf(c->refusal, sizeof(c->refusal), "%s", e.msg);
+		return SSL_CLIENT_HELLO_ERROR;
+	}
+	ok = SSL_use_certificate(ssl, cert) == 1 && SSL_use_PrivateKey(ssl, key) == 1;
+	X509_free(cert);
+	EVP_PKEY_free(key);
+	if (!ok) {
+		*al = SSL_AD_INTERNAL_ERROR;
+		pc_strlcpy(c->refusal, "installing the leaf certificate failed",
+			   sizeof(c->refusal));
+		return SSL_CLIENT_HELLO_ERROR;
+	}
+	return SSL_CLIENT_HELLO_SUCCESS;
+}
+
+/* ALPN: http/1.1 only (HTTP/2 is not implemented; see docs/vault.md). */
+static int alpn_cb(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+		   const unsigned char *in, unsigned int inlen, void *arg)
+{
+	(void)ssl;
+	(void)arg;
+	for (unsigned i = 0; i < inlen;) {
+		unsigned l = in[i];
+
+		if (i + 1 + l > inlen)
+			break;
+		if (l == 8 && memcmp(in + i + 1, "http/1.1", 8) == 0) {
+			*out = in + i + 1;
+			*outlen = 8;
+			return SSL_TLSEXT_ERR_OK;
+		}
+		i += 1 + l;
+	}
+	return SSL_TLSEXT_ERR_NOACK;
+}
+
+int conn_server_ctx_new(SSL_CTX **out, struct pc_err *err)
+{
+	static const unsigned char sid[] = "portcullis-vault";
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+
+	if (!ctx)
+		return pc_err_set(err, PC_ENOMEM, "SSL_CTX_new failed");
+	if (conn_ex_idx < 0)
+		conn_ex_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_client_hello_cb(ctx, hello_cb, NULL);
+	SSL_CTX_set_alpn_select_cb(ctx, alpn_cb, NULL);
+	SSL_CTX_set_session_id_context(ctx, sid, sizeof(sid) - 1);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+	*out = ctx;
+	return 0;
+}
+
+/* ---- the request loop ------------------------------------------------------- */
+
+/* Read until a whole request head is parsed. Returns 1 with *req, 0 on a
+ * clean close between requests, CONN_CLOSE after answering an error. */
+static int read_head(struct conn *c, struct http_request *req)
+{
+	const struct pc_config *cfg = &c->d->cfg;
+	size_t maxh = cfg->vault.max_header_bytes;
+	uint64_t deadline = pc_now_mono_ms() + cfg->vault.idle_timeout_ms;
+	bool started = c->in_len > 0;
+	struct pc_err e = {0};
+	unsigned status;
+
+	c->method[0] = c->path[0] = '\0';
+	if (started)
+		deadline = pc_now_mono_ms() + cfg->vault.handshake_timeout_ms;
+	for (;;) {
+		int rc = http_request_parse(c->in, c->in_len, maxh, req, &status, &e);
+
+		if (rc > 0)
+			return 1;
+		if (rc != PC_EAGAIN)
+			return conn_refuse(c, status, false, e.msg);
+		if (c->in_len >= maxh)
+			return conn_refuse(c, 431, false, "header section too large");
+		rc = io_read(c->ssl, c->fd, c->in + c->in_len, c->in_cap - c->in_len, deadline);
+		if (rc <= 0) {
+			if (rc == PC_ETIMEOUT && started)
+				conn_refuse(c, 400, false, "request head not completed in time");
+			return 0;
+		}
+		c->in_len += (size_t)rc;
+		if (!started) {
+			/* slowloris: once a head starts it must end within the header timeout */
+			started = true;
+			deadline = pc_now_mono_ms() + cfg->vault.handshake_timeout_ms;
+		}
+	}
+}
+
+void conn_upstream_close(struct conn *c)
+{
+	if (c->ussl) {
+		SSL_shutdown(c->ussl);
+		SSL_free(c->ussl);
+	}
+	if (c->ufd >= 0)
+		close(c->ufd);
+	c->ussl = NULL;
+	c->ufd = -1;
+	c->ulen = c->uoff = 0;
+}
+
+/* An idle upstream connection that is readable has been closed by the
+ * server (or sent something unasked): do not send a request into it. */
+static bool upstream_stale(struct conn *c)
+{
+	struct pollfd p = {.fd = c->ufd, .events = POLLIN};
+
+	return SSL_pending(c->ussl) > 0 || poll(&p, 1, 0) != 0;
+}
+
+/* Everything about one request after its head was parsed. */
+static int handle_request(struct conn *c, struct http_request *req)
+{
+	struct vault_daemon *d = c->d;
+	struct vault_state *st = vault_daemon_state(d);
+	const struct policy_sandbox *sb;
+	struct inject_out io = {0};
+	struct pc_err e = {0};
+	int acked = 0, rc;
+
+	conn_note(c, req);
+	sb = st ? policy_sandbox_by_name(st->policy, c->sandbox) : NULL;
+	if (!sb) {
+		rc = conn_refuse(c, 403, false, "sandbox is no longer in the policy");
+		goto out;
+	}
+	if (inject_request(st, sb, c->sni, c->orig.port, c->in, req, c->out, c->out_cap, &io) < 0) {
+		rc = conn_refuse(c, 500, false, "internal error (out of memory)");
+		goto out;
+	}
+	if (io.status) {
+		rc = conn_refuse(c, io.status, io.exfil, io.reason);
+		goto out;
+	}
+	/* no record, no request */
+	conn_log(c, LOGREC_HTTP_REQUEST, LOGREC_ALLOWED, NULL, 0, io.secrets, true, &acked);
+	if (!acked) {
+		conn_send_error(c, 503, "no log record: logd did not acknowledge the request");
+		rc = CONN_CLOSE;
+		goto out;
+	}
+	if (c->ussl && upstream_stale(c))
+		conn_upstream_close(c);
+	if (!c->ussl &&
+	    upstream_connect(d->client_ctx, &c->orig, c->sni,
+			     (int)d->cfg.vault.handshake_timeout_ms, &c->ufd, &c->ussl, &e) < 0) {
+		pc_log(PC_LOG_WARN, "sandbox %s: %s: %s", c->sandbox, c->sni, e.msg);
+		conn_log(c, LOGREC_HTTP_REQUEST, LOGREC_REFUSED, e.msg, 502, NULL, false, NULL);
+		conn_send_error(c, 502, e.msg);
+		rc = CONN_CLOSE;
+		goto out;
+	}
+	rc = relay_exchange(c, st, req, &io);
+out:
+	sodium_memzero(c->out, io.head_len);
+	inject_out_clear(&io);
+	vault_state_unref(st);
+	return rc;
+}
+
+static void conn_free(struct conn *c)
+{
+	conn_upstream_close(c);
+	if (c->ssl) {
+		SSL_shutdown(c->ssl);
+		SSL_free(c->ssl);
+	}
+	if (c->fd >= 0)
+		close(c->fd);
+	if (c->in) {
+		sodium_memzero(c->in, c->in_cap);
+		free(c->in);
+	}
+	if (c->ubuf) {
+		sodium_memzero(c->ubuf, c->ucap);
+		free(c->ubuf);
+	}
+	sodium_free(c->out);
+	vault_daemon_conn_release(c->d, c->sandbox);
+	free(c);
+}
+
+void *conn_main(void *arg)
+{
+	struct conn_start *cs = arg;
+	struct conn *c = calloc(1, sizeof(*c));
+	const struct pc_config *cfg = &cs->d->cfg;
+	int one = 1;
+
+	if (!c) {
+		close(cs->fd);
+		vault_daemon_conn_release(cs->d, cs->sandbox);
+		free(cs);
+		return NULL;
+	}
+	c->d = cs->d;
+	c->fd = cs->fd;
+	c->ufd = -1;
+	c->src = cs->src;
+	c->orig = cs->orig;
+	pc_strlcpy(c->sandbox, cs->sandbox, sizeof(c->sandbox));
+	free(cs);
+	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->in_cap = cfg->vault.max_header_bytes + CONN_IO_BUF;
+	c->ucap = cfg->vault.max_header_bytes + CONN_IO_BUF;
+	c->out_cap = inject_out_cap(cfg->vault.max_header_bytes);
+	c->in = malloc(c->in_cap);
+	c->ubuf = malloc(c->ucap);
+	c->out = sodium_malloc(c->out_cap);
+	c->ssl = SSL_new(c->d->server_ctx);
+	if (!c->in || !c->ubuf || !c->out || !c->ssl || !SSL_set_fd(c->ssl, c->fd) ||
+	    !SSL_set_ex_data(c->ssl, conn_ex_idx, c)) {
+		pc_log(PC_LOG_ERR, "connection from sandbox %s: out of memory", c->sandbox);
+		goto out;
+	}
+	if (io_handshake(c->ssl, c->fd, true, pc_now_mono_ms() + cfg->vault.handshake_timeout_ms) <
+	    0) {
+		ERR_clear_error();
+		if (c->refusal[0]) {
+			pc_log(PC_LOG_NOTICE, "sandbox %s: TLS refused: %s", c->sandbox,
+			       c->refusal);
+			conn_log(c, LOGREC_CONNECT, LOGREC_REFUSED, c->refusal, 0, NULL, false,
+				 NULL);
+		}
+		SSL_free(c->ssl);
+		c->ssl = NULL;
+		goto out;
+	}
+	for (;;) {
+		struct http_request req;
+		int rc = read_head(c, &req);
+
+		if (rc != 1)
+			break;
+		rc = handle_request(c, &req);
+		if (rc != CONN_KEEP)
+			break;
+	}
+out:
+	conn_free(c);
+	return NULL;
+}

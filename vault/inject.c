@@ -1,0 +1,364 @@
+/* The decision on one request head and the head sent upstream: TLS name,
+ * Host and policy must agree; a placeholder may appear only in its secret's
+ * header toward its bound host:port, where it is replaced by the real value;
+ * anywhere else the request is refused as an exfiltration attempt. */
+#include "vault/vault_int.h"
+
+#include <netinet/in.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+/* headers the vault sets itself or that only concern one hop */
+static const char *const hop_headers[] = {
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "upgrade",
+    "accept-encoding",
+    "content-length",
+    "transfer-encoding",
+    "http2-settings",
+    "sec-websocket-extensions",
+    "proxy-authorization",
+    NULL,
+};
+
+#define BASIC_MAX 3072 /* decoded Basic credentials we look into */
+
+struct wbuf {
+	uint8_t *p;
+	size_t len, cap;
+	bool over;
+};
+
+static void w_put(struct wbuf *w, const void *s, size_t n)
+{
+	if (w->over || w->cap - w->len < n) {
+		w->over = true;
+		return;
+	}
+	memcpy(w->p + w->len, s, n);
+	w->len += n;
+}
+
+static void w_str(struct wbuf *w, const char *s)
+{
+	w_put(w, s, strlen(s));
+}
+
+__attribute__((format(printf, 2, 3))) static void w_fmt(struct wbuf *w, const char *fmt, ...)
+{
+	char tmp[128];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(tmp))
+		w->over = true;
+	else
+		w_put(w, tmp, (size_t)n);
+}
+
+__attribute__((format(printf, 4, 5))) static int refuse(struct inject_out *r, unsigned status,
+							bool exfil, const char *fmt, ...)
+{
+	va_list ap;
+
+	r->status = status;
+	r->exfil = exfil;
+	va_start(ap, fmt);
+	vsnprintf(r->reason, sizeof(r->reason), fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+size_t inject_out_cap(size_t max_head)
+{
+	/* the head, our own headers, and per injected header the value in its
+	 * format or Basic-encoded (4/3 of decoded credentials) */
+	return max_head + 1024 + 4 * (VAULT_VALUE_MAX * 2 + BASIC_MAX + 512);
+}
+
+void inject_out_clear(struct inject_out *res)
+{
+	if (res->derived_mem)
+		sodium_free(res->derived_mem);
+	memset(res, 0, sizeof(*res));
+}
+
+static bool hdr_is(const struct http_header *h, const char *name)
+{
+	return strlen(name) == h->name_len && strncasecmp(h->name, name, h->name_len) == 0;
+}
+
+/* Host header == TLS server name (and port, if given, == original port). */
+static bool host_matches(const struct http_header *h, const char *sni, uint16_t port)
+{
+	const char *v = h->value, *colon;
+	size_t n = h->value_len, hl = strlen(sni);
+
+	if (!n || v[0] == '[')
+		return false;
+	colon = memchr(v, ':', n);
+	if (colon) {
+		size_t pl = n - (size_t)(colon - v) - 1;
+		unsigned long p = 0;
+
+		if (!pl || pl > 5)
+			return false;
+		for (size_t i = 0; i < pl; i++) {
+			if (colon[1 + i] < '0' || colon[1 + i] > '9')
+				return false;
+			p = p * 10 + (unsigned long)(colon[1 + i] - '0');
+		}
+		if (p != port)
+			return false;
+		n = (size_t)(colon - v);
+	}
+	if (n && v[n - 1] == '.')
+		n--;
+	return n == hl && strncasecmp(v, sni, hl) == 0;
+}
+
+/* Decode "Basic <b64>" into dec (BASIC_MAX); length or -1. */
+static long basic_decode(const struct http_header *h, uint8_t *dec)
+{
+	size_t bl;
+
+	if (h->value_len < 7 || strncasecmp(h->value, "basic ", 6) != 0)
+		return -1;
+	if (sodium_base642bin(dec, BASIC_MAX, h->value + 6, h->value_len - 6, NULL, &bl, NULL,
+			      sodium_base64_VARIANT_ORIGINAL) != 0)
+		return -1;
+	return (long)bl;
+}
+
+/* Per header: which secret (index into the store) it carries, if any. */
+struct mark {
+	int secret; /* -1 none */
+	bool basic;
+};
+
+/* Judge placeholders of secret s found in header h (or the URL when h is
+ * NULL). Returns 1 when the header is to be injected, 0 after a refusal. */
+static int judge(const struct vault_secret *s, const struct policy_sandbox *sb, const char *sni,
+		 uint16_t port, const struct http_header *h, bool in_name, struct inject_out *r)
+{
+	const struct policy_secret *ps = policy_secret_by_name(sb, s->name);
+
+	if (!h)
+		return refuse(r, 403, true, "placeholder of %s in the request URL", s->name);
+	if (!ps)
+		return refuse(r, 403, true, "placeholder of %s, a secret not bound for sandbox %s",
+			      s->name, sb->name);
+	if (strcasecmp(ps->host, sni) != 0 || ps->port != port)
+		return refuse(r, 403, true, "placeholder of %s is bound to %s:%u, not %s:%u",
+			      s->name, ps->host, ps->port, sni, port);
+	if (in_name || !hdr_is(h, ps->header))
+		return refuse(r, 403, true, "placeholder of %s outside its header %s", s->name,
+			      ps->header);
+	return 1;
+}
+
+/* Write "Header: value\r\n" for secret s, formatted or as Basic. */
+static int emit_injected(struct wbuf *w, const struct vault_secret *s,
+			 const struct policy_secret *ps, const struct http_header *h, bool basic,
+			 uint8_t *scratch, struct inject_out *r)
+{
+	w_put(w, ps->header, strlen(ps->header));
+	w_str(w, ": ");
+	if (basic) {
+		uint8_t *dec = scratch, *cred = scratch + BASIC_MAX;
+		size_t cl = 0, b64max = sodium_base64_ENCODED_LEN(BASIC_MAX + VAULT_VALUE_MAX * 2,
+								  sodium_base64_VARIANT_ORIGINAL);
+		char *b64 = (char *)scratch + BASIC_MAX * 2 + VAULT_VALUE_MAX * 2;
+		long dl = basic_decode(h, dec);
+
+		for (long i = 0; i < dl;) {
+			if ((size_t)(dl - i) >= s->ph_len &&
+			    memcmp(dec + i, s->placeholder, s->ph_len) == 0) {
+				if (cl + s->value_len > BASIC_MAX + VAULT_VALUE_MAX * 2)
+					return -1;
+				memcpy(cred + cl, s->value, s->value_len);
+				cl += s->value_len;
+				i += (long)s->ph_len;
+			} else {
+				if (cl + 1 > BASIC_MAX + VAULT_VALUE_MAX * 2)
+					return -1;
+				cred[cl++] = dec[i++];
+			}
+		}
+		sodium_bin2base64(b64, b64max, cred, cl, sodium_base64_VARIANT_ORIGINAL);
+		w_str(w, "Basic ");
+		w_str(w, b64);
+		/* the response may reflect the encoded credentials: give back
+		 * what the sandbox sent instead */
+		if (r->n_derived < INJECT_MAX_DERIVED) {
+			size_t bl = strlen(b64), need = bl + h->value_len;
+			uint8_t *m = sodium_malloc(need);
+
+			if (!m)
+				return -1;
+			/* one allocation per request: only the first Basic header
+			 * gets a derived needle (there is one per request) */
+			if (!r->derived_mem) {
+				memcpy(m, b64, bl);
+				memcpy(m + bl, h->value + 6, h->value_len - 6);
+				r->derived[r->n_derived++] =
+				    (struct scrub_pat){.needle = m,
+						       .nlen = bl,
+						       .repl = m + bl,
+						       .rlen = h->value_len - 6};
+				r->derived_mem = m;
+			} else {
+				sodium_free(m);
+			}
+		}
+		sodium_memzero(scratch, BASIC_MAX * 2 + VAULT_VALUE_MAX * 2 + b64max);
+	} else {
+		const char *f = ps->format, *t;
+
+		while ((t = strstr(f, "{secret}"))) {
+			w_put(w, f, (size_t)(t - f));
+			w_put(w, s->value, s->value_len);
+			f = t + 8;
+		}
+		w_str(w, f);
+	}
+	w_str(w, "\r\n");
+	return 0;
+}
+
+int inject_request(const struct vault_state *st, const struct policy_sandbox *sb, const char *sni,
+		   uint16_t port, const char *buf, const struct http_request *req, uint8_t *out,
+		   size_t cap, struct inject_out *r)
+{
+	const struct vault_store *store = st->store;
+	struct mark marks[HTTP_MAX_HEADERS];
+	struct wbuf w = {.p = out, .cap = cap};
+	uint8_t *scratch = NULL;
+	size_t scratch_len = BASIC_MAX * 2 + VAULT_VALUE_MAX * 2 +
+			     sodium_base64_ENCODED_LEN(BASIC_MAX + VAULT_VALUE_MAX * 2,
+						       sodium_base64_VARIANT_ORIGINAL);
+	int rc = 0;
+
+	(void)buf;
+	memset(r, 0, sizeof(*r));
+	if (!strcmp(req->method, "TRACE") || !strcmp(req->method, "TRACK"))
+		return refuse(r, 405, true, "%s is refused: it reflects credentials", req->method);
+	if (!host_matches(&req->hdr[req->host], sni, port))
+		return refuse(r, 421, false, "Host header does not match the TLS server name %s:%u",
+			      sni, port);
+	if (!policy_host_allows(sb, sni, IPPROTO_TCP, port, NULL))
+		return refuse(r, 403, false, "%s:%u is not on the allow list of sandbox %s", sni,
+			      port, sb->name);
+	scratch = sodium_malloc(scratch_len);
+	if (!scratch)
+		return PC_ENOMEM;
+
+	for (size_t i = 0; i < req->n_hdr; i++)
+		marks[i] = (struct mark){.secret = -1};
+	for (size_t k = 0; k < store->n; k++) {
+		const struct vault_secret *s = &store->s[k];
+
+		if (memmem(req->target, req->target_len, s->placeholder, s->ph_len)) {
+			judge(s, sb, sni, port, NULL, false, r);
+			goto out;
+		}
+		for (size_t i = 0; i < req->n_hdr; i++) {
+			const struct http_header *h = &req->hdr[i];
+			bool in_name = memmem(h->name, h->name_len, s->placeholder, s->ph_len);
+			bool in_value = memmem(h->value, h->value_len, s->placeholder, s->ph_len);
+			long dl = basic_decode(h, scratch);
+			bool in_basic =
+			    dl > 0 && memmem(scratch, (size_t)dl, s->placeholder, s->ph_len);
+
+			sodium_memzero(scratch, BASIC_MAX);
+			if (!in_name && !in_value && !in_basic)
+				continue;
+			if (!judge(s, sb, sni, port, h, in_name, r))
+				goto out;
+			if (marks[i].secret >= 0 && marks[i].secret != (int)k) {
+				refuse(r, 403, true,
+				       "placeholders of two secrets in one %.*s header",
+				       (int)h->name_len, h->name);
+				goto out;
+			}
+			marks[i] = (struct mark){.secret = (int)k, .basic = in_basic && !in_value};
+		}
+	}
+
+	/* request line and the headers that pass unchanged */
+	w_str(&w, req->method);
+	w_str(&w, " ");
+	w_put(&w, req->target, req->target_len);
+	w_str(&w, " HTTP/1.1\r\n");
+	for (size_t i = 0; i < req->n_hdr; i++) {
+		const struct http_header *h = &req->hdr[i];
+		bool skip = false;
+
+		for (const char *const *hh = hop_headers; *hh && !skip; hh++)
+			skip = hdr_is(h, *hh);
+		/* a header some injected secret uses is never forwarded as sent */
+		for (size_t j = 0; j < req->n_hdr && !skip; j++)
+			skip = marks[j].secret >= 0 && req->hdr[j].name_len == h->name_len &&
+			       strncasecmp(req->hdr[j].name, h->name, h->name_len) == 0;
+		if (skip)
+			continue;
+		w_put(&w, h->name, h->name_len);
+		w_str(&w, ": ");
+		w_put(&w, h->value, h->value_len);
+		w_str(&w, "\r\n");
+	}
+	if (req->body == HTTP_BODY_LENGTH)
+		w_fmt(&w, "Content-Length: %llu\r\n", (unsigned long long)req->content_length);
+	else if (req->body == HTTP_BODY_CHUNKED)
+		w_str(&w, "Transfer-Encoding: chunked\r\n");
+	if (req->upgrade)
+		w_str(&w, "Connection: Upgrade\r\nUpgrade: websocket\r\n");
+	/* scrubbing needs the plain body */
+	w_str(&w, "Accept-Encoding: identity\r\n");
+	for (size_t i = 0; i < req->n_hdr; i++) {
+		const struct vault_secret *s;
+		bool first = true;
+
+		if (marks[i].secret < 0)
+			continue;
+		for (size_t j = 0; j < i && first; j++)
+			first = marks[j].secret != marks[i].secret;
+		if (!first)
+			continue;
+		s = &store->s[marks[i].secret];
+		if (emit_injected(&w, s, policy_secret_by_name(sb, s->name), &req->hdr[i],
+				  marks[i].basic, scratch, r) < 0) {
+			refuse(r, 431, false, "credentials too large to inject");
+			goto out;
+		}
+		if (r->secrets[0])
+			pc_strlcpy(r->secrets + strlen(r->secrets), ",",
+				   sizeof(r->secrets) - strlen(r->secrets));
+		pc_strlcpy(r->secrets + strlen(r->secrets), s->name,
+			   sizeof(r->secrets) - strlen(r->secrets));
+	}
+	w_str(&w, "\r\n");
+	if (w.over) {
+		refuse(r, 431, false, "request head too large after injection");
+		goto out;
+	}
+	r->head_len = w.len;
+out:
+	if (r->status) {
+		/* a refused request's partial head may hold a value */
+		sodium_memzero(out, w.len);
+		r->head_len = 0;
+		r->secrets[0] = '\0';
+	}
+	sodium_free(scratch);
+	return rc;
+}

@@ -1,0 +1,378 @@
+/* portcullis-vault: binds its listener and reads its keys as root, drops to
+ * vault.user, then accepts redirected sandbox connections — each served by
+ * its own thread (conn.c) — and reloads policy and secrets on SIGHUP. */
+#include "vault/vault_int.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#ifndef SO_ORIGINAL_DST
+#define SO_ORIGINAL_DST 80 /* linux/netfilter_ipv4.h */
+#endif
+#ifndef IP6T_SO_ORIGINAL_DST
+#define IP6T_SO_ORIGINAL_DST 80 /* linux/netfilter_ipv6/ip6_tables.h */
+#endif
+
+#define VAULT_MAX_CONNS 4096	     /* all sandboxes together */
+#define CONN_STACK	(256 * 1024) /* per connection thread */
+
+struct vault_state *vault_daemon_state(struct vault_daemon *d)
+{
+	struct vault_state *st;
+
+	pthread_mutex_lock(&d->lock);
+	st = vault_state_ref(d->state);
+	pthread_mutex_unlock(&d->lock);
+	return st;
+}
+
+static bool conn_acquire(struct vault_daemon *d, const char *sandbox)
+{
+	struct sb_count *sc = NULL;
+	bool ok = false;
+
+	pthread_mutex_lock(&d->lock);
+	for (size_t i = 0; i < d->n_counts && !sc; i++)
+		if (!strcmp(d->counts[i].name, sandbox))
+			sc = &d->counts[i];
+	if (!sc) {
+		struct sb_count *n = realloc(d->counts, (d->n_counts + 1) * sizeof(*n));
+
+		if (n) {
+			d->counts = n;
+			sc = &n[d->n_counts++];
+			memset(sc, 0, sizeof(*sc));
+			pc_strlcpy(sc->name, sandbox, sizeof(sc->name));
+		}
+	}
+	if (sc && sc->n < d->cfg.vault.max_conns_per_sandbox && d->conns < VAULT_MAX_CONNS) {
+		sc->n++;
+		d->conns++;
+		ok = true;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return ok;
+}
+
+void vault_daemon_conn_release(struct vault_daemon *d, const char *sandbox)
+{
+	pthread_mutex_lock(&d->lock);
+	for (size_t i = 0; i < d->n_counts; i++)
+		if (!strcmp(d->counts[i].name, sandbox) && d->counts[i].n) {
+			d->counts[i].n--;
+			d->conns--;
+			break;
+		}
+	pthread_mutex_unlock(&d->lock);
+}
+
+static int listen_on(const struct pc_endpoint *ep, bool v6only, struct pc_err *err)
+{
+	struct sockaddr_storage ss = {0};
+	socklen_t sl;
+	int fd, one = 1;
+
+	if (ep->addr.family == AF_INET) {
+		struct sockaddr_in *s = (struct sockaddr_in *)&ss;
+
+		s->sin_family = AF_INET;
+		s->sin_port = htons(ep->port);
+		memcpy(&s->sin_addr, ep->addr.a, 4);
+		sl = sizeof(*s);
+	} else {
+		struct sockaddr_in6 *s = (struct sockaddr_in6 *)&ss;
+
+		s->sin6_family = AF_INET6;
+		s->sin6_port = htons(ep->port);
+		memcpy(&s->sin6_addr, ep->addr.a, 16);
+		sl = sizeof(*s);
+	}
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return pc_err_errno(err, PC_EIO, "socket");
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ss.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, v6only ? sizeof(one) : 0);
+	if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 1024) < 0) {
+		char b[64];
+
+		pc_err_errno(err, PC_EIO, "listening on %s", pc_endpoint_str(ep, b, sizeof(b)));
+		close(fd);
+		return PC_EIO;
+	}
+	return fd;
+}
+
+static void sockaddr_to_ep(const struct sockaddr_storage *ss, struct pc_endpoint *ep)
+{
+	memset(ep, 0, sizeof(*ep));
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *s = (const struct sockaddr_in *)ss;
+
+		ep->addr.family = AF_INET;
+		memcpy(ep->addr.a, &s->sin_addr, 4);
+		ep->port = ntohs(s->sin_port);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)ss;
+
+		ep->addr.family = AF_INET6;
+		memcpy(ep->addr.a, &s->sin6_addr, 16);
+		ep->port = ntohs(s->sin6_port);
+	}
+}
+
+/* A refusal before any thread exists for the connection: log, close. */
+static void accept_refuse(struct vault_daemon *d, int fd, const struct pc_endpoint *src,
+			  const struct pc_endpoint *orig, const char *sandbox, const char *reason)
+{
+	struct logrec rec = {.action = LOGREC_CONNECT,
+			     .verdict = LOGREC_REFUSED,
+			     .sandbox = sandbox,
+			     .reason = reason,
+			     .src = *src,
+			     .dst = *orig,
+			     .transport = IPPROTO_TCP};
+	char b[64];
+
+	pc_log(PC_LOG_NOTICE, "refused connection from %s: %s", pc_endpoint_str(src, b, sizeof(b)),
+	       reason);
+	logq_record(d->logq, &rec, false, NULL);
+	close(fd);
+}
+
+static void accept_one(struct vault_daemon *d, int lfd)
+{
+	struct sockaddr_storage ss, orig_ss, local_ss;
+	socklen_t sl = sizeof(ss), ol = sizeof(orig_ss), ll = sizeof(local_ss);
+	struct pc_endpoint src, orig = {0}, local;
+	struct policy_src psrc = {0};
+	const struct policy_sandbox *sb;
+	struct vault_state *st;
+	struct conn_start *cs;
+	pthread_attr_t attr;
+	pthread_t thr;
+	int fd, rc;
+
+	fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	sockaddr_to_ep(&ss, &src);
+	/* SO_ORIGINAL_DST reads the conntrack entry: no capability needed */
+	rc = ss.ss_family == AF_INET6
+		 ? getsockopt(fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, &orig_ss, &ol)
+		 : getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &orig_ss, &ol);
+	if (rc < 0 || getsockname(fd, (struct sockaddr *)&local_ss, &ll) < 0) {
+		accept_refuse(d, fd, &src, &orig, NULL, "no original destination (not redirected)");
+		return;
+	}
+	sockaddr_to_ep(&orig_ss, &orig);
+	sockaddr_to_ep(&local_ss, &local);
+	if (pc_addr_eq(&orig.addr, &local.addr) && orig.port == local.port) {
+		accept_refuse(d, fd, &src, &orig, NULL,
+			      "direct connection to the vault (not redirected)");
+		return;
+	}
+	psrc.addr = src.addr;
+	st = vault_daemon_state(d);
+	sb = policy_sandbox_match(st->policy, &psrc);
+	cs = sb ? calloc(1, sizeof(*cs)) : NULL;
+	if (cs)
+		pc_strlcpy(cs->sandbox, sb->name, sizeof(cs->sandbox));
+	vault_state_unref(st);
+	if (!cs) {
+		accept_refuse(d, fd, &src, &orig, NULL,
+			      sb ? "out of memory" : "source address matches no sandbox");
+		return;
+	}
+	if (!conn_acquire(d, cs->sandbox)) {
+		accept_refuse(d, fd, &src, &orig, cs->sandbox, "connection limit reached");
+		free(cs);
+		return;
+	}
+	cs->d = d;
+	cs->fd = fd;
+	cs->src = src;
+	cs->orig = orig;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, CONN_STACK);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&thr, &attr, conn_main, cs) != 0) {
+		vault_daemon_conn_release(d, cs->sandbox);
+		accept_refuse(d, fd, &src, &orig, cs->sandbox, "cannot start a thread");
+		free(cs);
+	}
+	pthread_attr_destroy(&attr);
+}
+
+static void reload(struct vault_daemon *d)
+{
+	struct vault_state *st, *old;
+	struct pc_err e = {0};
+
+	if (vault_state_load(&d->cfg, &st, &e) < 0) {
+		char b[700];
+
+		pc_log(PC_LOG_ERR, "reload failed, keeping the running state: %s",
+		       pc_err_str(&e, b, sizeof(b)));
+		return;
+	}
+	pthread_mutex_lock(&d->lock);
+	old = d->state;
+	d->state = st;
+	pthread_mutex_unlock(&d->lock);
+	vault_state_unref(old);
+	pc_log(PC_LOG_NOTICE, "reloaded: policy %s, %zu secrets", policy_hash(st->policy),
+	       st->store->n);
+}
+
+static int usage(FILE *f)
+{
+	fprintf(f, "usage: portcullis-vault [-c FILE] [-t]\n");
+	return f == stdout ? PC_EXIT_OK : PC_EXIT_USAGE;
+}
+
+static int setup(struct vault_daemon *d, const char *config, bool test_only, int *lfds,
+		 size_t *n_lfds, struct pc_err *err)
+{
+	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
+	int rc;
+
+	if ((rc = pc_config_load(config, &d->cfg, err)) < 0)
+		return rc;
+	if ((rc = ca_load(d->cfg.vault.ca_dir, &d->ca, err)) < 0 ||
+	    (rc = vault_state_load(&d->cfg, &d->state, err)) < 0 ||
+	    (rc = conn_server_ctx_new(&d->server_ctx, err)) < 0 ||
+	    (rc = upstream_ctx_new(d->cfg.vault.trust, &d->client_ctx, err)) < 0)
+		return rc;
+	if (test_only)
+		return 0;
+	/* values must stay in RAM: lift the lock limit while still root */
+	if (setrlimit(RLIMIT_MEMLOCK, &rl) < 0)
+		pc_log(PC_LOG_WARN, "cannot raise RLIMIT_MEMLOCK: %s", strerror(errno));
+	rc = listen_on(&d->cfg.vault.listen, false, err);
+	if (rc < 0)
+		return rc;
+	lfds[(*n_lfds)++] = rc;
+	if (d->cfg.vault.listen.addr.family == AF_INET &&
+	    !memcmp(d->cfg.vault.listen.addr.a, "\0\0\0\0", 4)) {
+		/* 0.0.0.0 also means the IPv6 any address, for v6 redirects */
+		struct pc_endpoint v6 = {.addr = {.family = AF_INET6},
+					 .port = d->cfg.vault.listen.port};
+
+		rc = listen_on(&v6, true, err);
+		if (rc >= 0)
+			lfds[(*n_lfds)++] = rc;
+		else
+			pc_log(PC_LOG_WARN, "no IPv6 listener: %s", err->msg);
+	}
+	if ((rc = pc_privdrop(d->cfg.vault.user, 0, err)) < 0)
+		return rc;
+	/* setuid already cleared it; say so explicitly anyway */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	return logq_start(d->cfg.log.socket, 2000, &d->logq, err);
+}
+
+int main(int argc, char **argv)
+{
+	const char *config = "/etc/portcullis/portcullis.yaml";
+	struct vault_daemon d = {0};
+	struct rlimit nocore = {0, 0};
+	struct pc_err e = {0};
+	bool test_only = false;
+	int lfds[2], sfd, opt;
+	size_t n_lfds = 0;
+	sigset_t sigs;
+	char b[700];
+
+	/* before anything secret is in memory: no core dumps, no ptrace by
+	 * the same user */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	setrlimit(RLIMIT_CORE, &nocore);
+	pc_log_init("portcullis-vault", PC_LOG_INFO);
+	while ((opt = getopt(argc, argv, "c:th")) != -1) {
+		switch (opt) {
+		case 'c':
+			config = optarg;
+			break;
+		case 't':
+			test_only = true;
+			break;
+		case 'h':
+			return usage(stdout);
+		default:
+			return usage(stderr);
+		}
+	}
+	if (sodium_init() < 0) {
+		pc_log(PC_LOG_ERR, "libsodium failed to initialise");
+		return PC_EXIT_ERROR;
+	}
+	pthread_mutex_init(&d.lock, NULL);
+	if (setup(&d, config, test_only, lfds, &n_lfds, &e) < 0) {
+		pc_log(PC_LOG_ERR, "%s", pc_err_str(&e, b, sizeof(b)));
+		return PC_EXIT_ERROR;
+	}
+	if (test_only) {
+		printf("portcullis-vault: configuration ok (policy %s, %zu secrets)\n",
+		       policy_hash(d.state->policy), d.state->store->n);
+		return PC_EXIT_OK;
+	}
+	/* signals go to the signalfd of the accept loop, never to a thread */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGHUP);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	if (sfd < 0) {
+		pc_log(PC_LOG_ERR, "signalfd: %s", strerror(errno));
+		return PC_EXIT_ERROR;
+	}
+	pc_log(PC_LOG_NOTICE, "serving on %s as %s: policy %s, %zu secrets",
+	       pc_endpoint_str(&d.cfg.vault.listen, b, sizeof(b)), d.cfg.vault.user,
+	       policy_hash(d.state->policy), d.state->store->n);
+	pc_sd_notify("READY=1", NULL);
+	for (;;) {
+		struct pollfd p[3];
+		size_t np = 0;
+
+		p[np++] = (struct pollfd){.fd = sfd, .events = POLLIN};
+		for (size_t i = 0; i < n_lfds; i++)
+			p[np++] = (struct pollfd){.fd = lfds[i], .events = POLLIN};
+		if (poll(p, np, -1) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo == SIGHUP) {
+					pc_sd_notify("RELOADING=1", NULL);
+					reload(&d);
+					pc_sd_notify("READY=1", NULL);
+				} else {
+					break;
+				}
+			}
+		}
+		for (size_t i = 1; i < np; i++)
+			if (p[i].revents)
+				accept_one(&d, p[i].fd);
+	}
+	pc_sd_notify("STOPPING=1", NULL);
+	pc_log(PC_LOG_NOTICE, "stopping");
+	/* connection threads die with the process; their records were either
+	 * acknowledged or their requests refused */
+	return PC_EXIT_OK;
+}

@@ -1,0 +1,532 @@
+/* Moving one exchange's bytes: the request body upstream (scanned for
+ * placeholders), the response back (real values scrubbed, re-framed when
+ * scrubbing may change its length), and WebSocket tunnels after a 101. */
+#include "vault/vault_int.h"
+
+#include <poll.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define SMALL_BODY 65536 /* Content-Length bodies up to this are scrubbed whole */
+
+static uint64_t idle_deadline(struct conn *c)
+{
+	return pc_now_mono_ms() + c->d->cfg.vault.idle_timeout_ms;
+}
+
+/* Make sure client bytes are available; returns how many (0: EOF/error). */
+static size_t client_avail(struct conn *c)
+{
+	int n;
+
+	if (c->in_off < c->in_len)
+		return c->in_len - c->in_off;
+	c->in_off = c->in_len = 0;
+	n = io_read(c->ssl, c->fd, c->in, c->in_cap, idle_deadline(c));
+	if (n <= 0)
+		return 0;
+	c->in_len = (size_t)n;
+	return (size_t)n;
+}
+
+static size_t upstream_avail(struct conn *c, int *eof)
+{
+	int n;
+
+	*eof = 0;
+	if (c->uoff < c->ulen)
+		return c->ulen - c->uoff;
+	c->uoff = c->ulen = 0;
+	n = io_read(c->ussl, c->ufd, c->ubuf, c->ucap, idle_deadline(c));
+	if (n <= 0) {
+		*eof = n == 0 ? 1 : -1;
+		return 0;
+	}
+	c->ulen = (size_t)n;
+	return (size_t)n;
+}
+
+static int to_upstream(void *ctx, const uint8_t *p, size_t n)
+{
+	struct conn *c = ctx;
+
+	return io_write(c->ussl, c->ufd, p, n, idle_deadline(c));
+}
+
+/* Request body: every byte (framing included) passes the placeholder
+ * scanner before it goes upstream. Returns 0, PC_EREFUSED (s->hit set), or
+ * another error. */
+static int relay_body(struct conn *c, const struct http_request *req, struct scrub *s)
+{
+	uint64_t remaining = req->content_length;
+	struct http_chunked ch;
+	struct pc_err e;
+	int rc;
+
+	if (req->body == HTTP_BODY_NONE)
+		return 0;
+	http_chunked_init(&ch);
+	for (;;) {
+		size_t avail = client_avail(c), take, off, dl;
+		bool done;
+
+		if (!avail)
+			return PC_EIO;
+		if (req->body == HTTP_BODY_LENGTH) {
+			take = avail < remaining ? avail : (size_t)remaining;
+			remaining -= take;
+			done = !remaining;
+		} else {
+			rc = http_chunked_feed(&ch, c->in + c->in_off, avail, &take, &off, &dl, &e);
+			if (rc < 0)
+				return PC_EPARSE;
+			done = rc == 1;
+		}
+		if ((rc = scrub_feed(s, (uint8_t *)c->in + c->in_off, take, to_upstream, c)) < 0)
+			return rc;
+		c->in_off += take;
+		if (done)
+			break;
+	}
+	return scrub_finish(s, to_upstream, c);
+}
+
+/* Read until a response head is parsed at ubuf[uoff..]. */
+static int read_response_head(struct conn *c, bool for_head, struct http_response *resp,
+			      struct pc_err *err)
+{
+	size_t maxh = c->d->cfg.vault.max_header_bytes;
+
+	for (;;) {
+		int rc = http_response_parse(c->ubuf + c->uoff, c->ulen - c->uoff, maxh, for_head,
+					     resp, err);
+		int n;
+
+		if (rc > 0)
+			return 0;
+		if (rc != PC_EAGAIN)
+			return rc;
+		if (c->uoff) {
+			memmove(c->ubuf, c->ubuf + c->uoff, c->ulen - c->uoff);
+			c->ulen -= c->uoff;
+			c->uoff = 0;
+		}
+		if (c->ulen >= c->ucap)
+			return pc_err_set(err, PC_EPARSE, "upstream response head too large");
+		n = io_read(c->ussl, c->ufd, c->ubuf + c->ulen, c->ucap - c->ulen,
+			    idle_deadline(c));
+		if (n <= 0)
+			return pc_err_set(err, PC_EIO,
+					  "upstream closed the connection without a "
+					  "response");
+		c->ulen += (size_t)n;
+	}
+}
+
+static bool hdr_is(const struct http_header *h, const char *name)
+{
+	return strlen(name) == h->name_len && strncasecmp(h->name, name, h->name_len) == 0;
+}
+
+/* The response head for the sandbox, without its final CRLF and framing:
+ * status line and headers, hop-by-hop and framing headers dropped unless
+ * the head passes unchanged (no body, 101). Scrubbed. */
+static int response_head(struct conn *c, const struct http_response *r, bool keep_framing,
+			 const struct scrub_pat *pats, size_t n_pats, uint8_t **out, size_t *len)
+{
+	const char *base = c->ubuf + c->uoff;
+	size_t cap = r->head_len + 64, n = 0;
+	const char *eol = memchr(base, '\r', r->head_len);
+	char *hb = malloc(cap);
+	struct pc_err e;
+	int rc;
+
+	if (!hb || !eol) {
+		free(hb);
+		return PC_ENOMEM;
+	}
+	memcpy(hb, base, (size_t)(eol - base) + 2);
+	n = (size_t)(eol - base) + 2;
+	for (size_t i = 0; i < r->n_hdr; i++) {
+		const struct http_header *h = &r->hdr[i];
+
+		if (!keep_framing &&
+		    (hdr_is(h, "content-length") || hdr_is(h, "transfer-encoding") ||
+		     hdr_is(h, "connection") || hdr_is(h, "keep-alive")))
+			continue;
+		memcpy(hb + n, h->name, h->name_len);
+		n += h->name_len;
+		memcpy(hb + n, ": ", 2);
+		n += 2;
+		memcpy(hb + n, h->value, h->value_len);
+		n += h->value_len;
+		memcpy(hb + n, "\r\n", 2);
+		n += 2;
+	}
+	rc = scrub_buffer(pats, n_pats, (uint8_t *)hb, n, out, len, &e);
+	sodium_memzero(hb, cap);
+	free(hb);
+	return rc;
+}
+
+/* Response bodies that are streamed go out through this sink: chunked for
+ * HTTP/1.1 clients, raw (and the connection closed) for HTTP/1.0 ones. */
+struct sink {
+	struct conn *c;
+	bool chunked;
+	size_t len;
+	uint8_t buf[16 + CONN_IO_BUF + 2];
+};
+
+static int sink_flush(struct sink *k)
+{
+	char pre[16];
+	int pl;
+
+	if (!k->len)
+		return 0;
+	if (!k->chunked) {
+		int rc = io_write(k->c->ssl, k->c->fd, k->buf + 16, k->len, idle_deadline(k->c));
+
+		k->len = 0;
+		return rc;
+	}
+	pl = snprintf(pre, sizeof(pre), "%zx\r\n", k->len);
+	memcpy(k->buf + 16 - pl, pre, (size_t)pl);
+	memcpy(k->buf + 16 + k->len, "\r\n", 2);
+	pl = io_write(k->c->ssl, k->c->fd, k->buf + 16 - pl, (size_t)pl + k->len + 2,
+		      idle_deadline(k->c));
+	sodium_memzero(k->buf, sizeof(k->buf));
+	k->len = 0;
+	return pl;
+}
+
+static int sink_out(void *ctx, const uint8_t *p, size_t n)
+{
+	struct sink *k = ctx;
+
+	while (n) {
+		size_t room = CONN_IO_BUF - k->len, t = n < room ? n : room;
+		int rc;
+
+		memcpy(k->buf + 16 + k->len, p, t);
+		k->len += t;
+		p += t;
+		n -= t;
+		if (k->len == CONN_IO_BUF && (rc = sink_flush(k)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Stream the upstream body through the scrubber into the sink. */
+static int stream_body(struct conn *c, const struct http_response *r, struct scrub *s,
+		       struct sink *k)
+{
+	uint64_t remaining = r->content_length;
+	struct http_chunked ch;
+	struct pc_err e;
+	int rc, eof;
+
+	http_chunked_init(&ch);
+	for (;;) {
+		size_t avail = upstream_avail(c, &eof), take, off = 0, dl;
+		bool done = false;
+
+		if (!avail) {
+			if (r->body == HTTP_BODY_CLOSE && eof == 1)
+				break;
+			return PC_EIO; /* truncated: the sandbox must not see a whole body */
+		}
+		if (r->body == HTTP_BODY_CHUNKED) {
+			rc = http_chunked_feed(&ch, c->ubuf + c->uoff, avail, &take, &off, &dl, &e);
+			if (rc < 0)
+				return PC_EPARSE;
+			done = rc == 1;
+		} else if (r->body == HTTP_BODY_LENGTH) {
+			take = dl = avail > remaining ? (size_t)remaining : avail;
+			remaining -= take;
+			done = !remaining;
+		} else {
+			take = dl = avail;
+		}
+		if (dl &&
+		    (rc = scrub_feed(s, (uint8_t *)c->ubuf + c->uoff + off, dl, sink_out, k)) < 0)
+			return rc;
+		c->uoff += take;
+		if (done)
+			break;
+	}
+	if ((rc = scrub_finish(s, sink_out, k)) < 0 || (rc = sink_flush(k)) < 0)
+		return rc;
+	if (k->chunked)
+		return io_write(c->ssl, c->fd, "0\r\n\r\n", 5, idle_deadline(c));
+	return 0;
+}
+
+/* Read a whole small body and scrub it at once: it keeps an exact
+ * Content-Length. */
+static int small_body(struct conn *c, const struct http_response *r, const struct scrub_pat *pats,
+		      size_t n_pats, uint8_t **out, size_t *out_len)
+{
+	size_t got = 0, need = (size_t)r->content_length;
+	uint8_t *b = malloc(need ? need : 1);
+	struct pc_err e;
+	int eof, rc;
+
+	if (!b)
+		return PC_ENOMEM;
+	while (got < need) {
+		size_t avail = upstream_avail(c, &eof), t;
+
+		if (!avail) {
+			free(b);
+			return PC_EIO;
+		}
+		t = avail < need - got ? avail : need - got;
+		memcpy(b + got, c->ubuf + c->uoff, t);
+		got += t;
+		c->uoff += t;
+	}
+	rc = scrub_buffer(pats, n_pats, b, need, out, out_len, &e);
+	sodium_memzero(b, need);
+	free(b);
+	return rc;
+}
+
+/* Send the response whose head is parsed at ubuf[uoff..] and its body.
+ * Returns CONN_KEEP/CONN_CLOSE, or <0 when the response broke midway. */
+static int relay_response(struct conn *c, const struct http_request *req,
+			  const struct http_response *r, const struct scrub_pat *pats,
+			  size_t n_pats)
+{
+	bool client_keep = req->keep_alive && r->status != 101;
+	bool small = r->body == HTTP_BODY_LENGTH && r->content_length <= SMALL_BODY;
+	bool keep_framing = r->body == HTTP_BODY_NONE || r->status == 101;
+	uint8_t *head = NULL, *body = NULL, *msg = NULL;
+	size_t hl = 0, bl = 0, ml;
+	char framing[96];
+	int rc;
+
+	if (!keep_framing && !small && req->minor == 0)
+		client_keep = false; /* an HTTP/1.0 client gets a close-delimited body */
+	rc = response_head(c, r, keep_framing, pats, n_pats, &head, &hl);
+	if (rc < 0)
+		return rc;
+	c->uoff += r->head_len;
+	if (small && (rc = small_body(c, r, pats, n_pats, &body, &bl)) < 0)
+		goto out;
+	if (keep_framing)
+		snprintf(framing, sizeof(framing), "%s",
+			 !client_keep && r->status != 101 &&
+				 http_header_find(r->hdr, r->n_hdr, "connection", 0) < 0
+			     ? "Connection: close\r\n\r\n"
+			     : "\r\n");
+	else if (small)
+		snprintf(framing, sizeof(framing), "Content-Length: %zu\r\n%s\r\n", bl,
+			 client_keep ? "" : "Connection: close\r\n");
+	else if (req->minor == 1)
+		snprintf(framing, sizeof(framing), "Transfer-Encoding: chunked\r\n%s\r\n",
+			 client_keep ? "" : "Connection: close\r\n");
+	else
+		snprintf(framing, sizeof(framing), "Connection: close\r\n\r\n");
+	ml = hl + strlen(framing) + bl;
+	msg = malloc(ml);
+	if (!msg) {
+		rc = PC_ENOMEM;
+		goto out;
+	}
+	memcpy(msg, head, hl);
+	memcpy(msg + hl, framing, strlen(framing));
+	if (bl)
+		memcpy(msg + hl + strlen(framing), body, bl);
+	/* one write: head and small body leave in one TLS record */
+	if ((rc = io_write(c->ssl, c->fd, msg, ml, idle_deadline(c))) < 0)
+		goto out;
+	if (!keep_framing && !small) {
+		struct sink *k = calloc(1, sizeof(*k));
+		struct scrub s;
+
+		if (!k) {
+			rc = PC_ENOMEM;
+			goto out;
+		}
+		k->c = c;
+		k->chunked = req->minor == 1;
+		scrub_init(&s, pats, n_pats, NULL);
+		rc = stream_body(c, r, &s, k);
+		scrub_free(&s);
+		free(k);
+		if (rc < 0)
+			goto out;
+	}
+	rc = client_keep ? CONN_KEEP : CONN_CLOSE;
+out:
+	if (head)
+		sodium_memzero(head, hl);
+	if (body)
+		sodium_memzero(body, bl);
+	if (msg)
+		sodium_memzero(msg, ml);
+	free(head);
+	free(body);
+	free(msg);
+	return rc;
+}
+
+/* After a 101: relay bytes both ways until either side closes or idles. */
+static int tunnel(struct conn *c)
+{
+	int eof;
+
+	if (c->in_off < c->in_len &&
+	    to_upstream(c, (uint8_t *)c->in + c->in_off, c->in_len - c->in_off) < 0)
+		return CONN_CLOSE;
+	c->in_off = c->in_len = 0;
+	if (c->uoff < c->ulen &&
+	    io_write(c->ssl, c->fd, c->ubuf + c->uoff, c->ulen - c->uoff, idle_deadline(c)) < 0)
+		return CONN_CLOSE;
+	c->uoff = c->ulen = 0;
+	for (;;) {
+		struct pollfd p[2] = {{.fd = c->fd, .events = POLLIN},
+				      {.fd = c->ufd, .events = POLLIN}};
+		int n;
+
+		if (!SSL_pending(c->ssl) && !SSL_pending(c->ussl)) {
+			n = poll(p, 2, (int)c->d->cfg.vault.idle_timeout_ms);
+			if (n <= 0)
+				return CONN_CLOSE;
+		} else {
+			p[0].revents = SSL_pending(c->ssl) ? POLLIN : 0;
+			p[1].revents = SSL_pending(c->ussl) ? POLLIN : 0;
+		}
+		if (p[0].revents) {
+			n = io_read(c->ssl, c->fd, c->in, c->in_cap, idle_deadline(c));
+			if (n <= 0 || to_upstream(c, (uint8_t *)c->in, (size_t)n) < 0)
+				return CONN_CLOSE;
+		}
+		if (p[1].revents) {
+			size_t a = upstream_avail(c, &eof);
+
+			if (!a || io_write(c->ssl, c->fd, c->ubuf, a, idle_deadline(c)) < 0)
+				return CONN_CLOSE;
+			c->uoff = c->ulen = 0;
+		}
+	}
+}
+
+int relay_exchange(struct conn *c, struct vault_state *st, const struct http_request *req,
+		   const struct inject_out *io)
+{
+	size_t n_vals = st->store->n, n_pats = n_vals + io->n_derived;
+	struct scrub_pat *pats = calloc(n_pats + 1, sizeof(*pats));
+	struct scrub_pat *phs = calloc(n_vals + 1, sizeof(*phs));
+	struct http_response resp;
+	struct pc_err e = {0};
+	struct scrub bs;
+	int rc = CONN_CLOSE;
+	bool refused_body = false;
+
+	if (!pats || !phs) {
+		conn_send_error(c, 500, "internal error (out of memory)");
+		goto out;
+	}
+	memcpy(pats, st->values, n_vals * sizeof(*pats));
+	memcpy(pats + n_vals, io->derived, io->n_derived * sizeof(*pats));
+	for (size_t i = 0; i < n_vals; i++)
+		phs[i] = (struct scrub_pat){.needle = (const uint8_t *)st->store->s[i].placeholder,
+					    .nlen = st->store->s[i].ph_len};
+	c->in_off = req->head_len;
+	if (to_upstream(c, c->out, io->head_len) < 0) {
+		conn_send_error(c, 502, "upstream connection failed while sending the request");
+		conn_upstream_close(c);
+		goto out;
+	}
+	if (req->expect_continue && req->body != HTTP_BODY_NONE) {
+		if (read_response_head(c, false, &resp, &e) < 0) {
+			conn_send_error(c, 502, e.msg);
+			conn_upstream_close(c);
+			goto out;
+		}
+		if (resp.status != 100) {
+			/* a final answer before the body: relay it, then close,
+			 * since the sandbox may or may not send the body now */
+			relay_response(c, req, &resp, pats, n_pats);
+			conn_upstream_close(c);
+			goto out;
+		}
+		c->uoff += resp.head_len;
+		if (io_write(c->ssl, c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25, idle_deadline(c)) <
+		    0)
+			goto out;
+	}
+	scrub_init(&bs, phs, n_vals, NULL);
+	rc = relay_body(c, req, &bs);
+	if (rc == PC_EREFUSED) {
+		char reason[160];
+
+		snprintf(reason, sizeof(reason), "placeholder of %s in the request body",
+			 st->store->s[bs.hit].name);
+		refused_body = true;
+		/* the upstream got part of a body: drop the connection so the
+		 * request never completes */
+		conn_upstream_close(c);
+		conn_refuse(c, 403, true, reason);
+	} else if (rc < 0) {
+		conn_upstream_close(c);
+		conn_send_error(c, 400,
+				rc == PC_EPARSE ? "malformed chunked body"
+						: "request body not received");
+	}
+	scrub_free(&bs);
+	if (rc < 0 || refused_body) {
+		rc = CONN_CLOSE;
+		goto out;
+	}
+	for (;;) {
+		if (read_response_head(c, !strcmp(req->method, "HEAD"), &resp, &e) < 0) {
+			conn_send_error(c, 502, e.msg);
+			conn_upstream_close(c);
+			rc = CONN_CLOSE;
+			goto out;
+		}
+		if (resp.status >= 200 || resp.status == 101)
+			break;
+		/* interim responses (1xx) pass to HTTP/1.1 clients, unframed */
+		if (req->minor == 0)
+			c->uoff += resp.head_len;
+		else if ((rc = relay_response(c, req, &resp, pats, n_pats)) < 0)
+			goto out;
+	}
+	if (resp.status == 101 && !req->upgrade) {
+		conn_send_error(c, 502, "upstream switched protocols unasked");
+		conn_upstream_close(c);
+		rc = CONN_CLOSE;
+		goto out;
+	}
+	rc = relay_response(c, req, &resp, pats, n_pats);
+	conn_log(c, LOGREC_HTTP_REQUEST, LOGREC_NONE, "response", resp.status, io->secrets, false,
+		 NULL);
+	if (rc >= 0 && resp.status == 101) {
+		rc = tunnel(c);
+		conn_upstream_close(c);
+		goto out;
+	}
+	if (rc < 0 || !resp.keep_alive || c->uoff != c->ulen)
+		conn_upstream_close(c);
+	if (rc < 0)
+		rc = CONN_CLOSE;
+out:
+	/* keep pipelined client bytes for the next request */
+	if (rc == CONN_KEEP && c->in_off) {
+		memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
+		c->in_len -= c->in_off;
+		c->in_off = 0;
+	}
+	free(pats);
+	free(phs);
+	return rc;
+}

@@ -1,0 +1,76 @@
+/* The state the vault serves from: the compiled policy and the unsealed
+ * secrets, built together and swapped together on reload. */
+#include "vault/vault_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int vault_state_make(struct policy *policy, struct vault_store *store, struct vault_state **out,
+		     struct pc_err *err)
+{
+	struct vault_state *st = calloc(1, sizeof(*st));
+
+	if (!st || (store->n && !(st->values = calloc(store->n, sizeof(*st->values))))) {
+		free(st);
+		return pc_err_set(err, PC_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < store->n; i++)
+		st->values[i] = (struct scrub_pat){
+		    .needle = store->s[i].value,
+		    .nlen = store->s[i].value_len,
+		    .repl = (const uint8_t *)store->s[i].placeholder,
+		    .rlen = store->s[i].ph_len,
+		};
+	st->policy = policy;
+	st->store = store;
+	atomic_init(&st->refs, 1);
+	*out = st;
+	return 0;
+}
+
+int vault_state_load(const struct pc_config *cfg, struct vault_state **out, struct pc_err *err)
+{
+	struct policy *policy = NULL;
+	struct vault_store *store = NULL;
+	int rc;
+
+	if ((rc = policy_load_dir(cfg->rules_dir, cfg, &policy, err)) < 0) {
+		pc_err_prefix(err, "policy: ");
+		return rc;
+	}
+	if ((rc = store_load(cfg->vault.secrets, &store, err)) < 0) {
+		pc_err_prefix(err, "secrets: ");
+		policy_unref(policy);
+		return rc;
+	}
+	if ((rc = vault_state_make(policy, store, out, err)) < 0) {
+		policy_unref(policy);
+		store_free(store);
+	}
+	return rc;
+}
+
+struct vault_state *vault_state_ref(struct vault_state *st)
+{
+	if (st)
+		atomic_fetch_add(&st->refs, 1);
+	return st;
+}
+
+void vault_state_unref(struct vault_state *st)
+{
+	if (!st || atomic_fetch_sub(&st->refs, 1) != 1)
+		return;
+	policy_unref(st->policy);
+	store_free(st->store);
+	free(st->values);
+	free(st);
+}
+
+const struct vault_secret *vault_state_secret(const struct vault_state *st, const char *name)
+{
+	for (size_t i = 0; i < st->store->n; i++)
+		if (strcmp(st->store->s[i].name, name) == 0)
+			return &st->store->s[i];
+	return NULL;
+}
