@@ -1,0 +1,223 @@
+/* The client side of logd's socket (engine, DNS guard, vault, CLI):
+ * non-blocking sends, cumulative acknowledgements, and a flush that fails
+ * closed — a record logd did not acknowledge is a record that does not
+ * exist, and its action must be refused. */
+#include "logd/logd.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Drain pending acknowledgements every this many sends, so that a client
+ * that flushes rarely does not let them pile up in its receive buffer. */
+#define LOGC_DRAIN_EVERY 32
+
+struct logc {
+	char path[PC_PATH_MAX];
+	int fd;		   /* -1: not connected (re-made on the next send) */
+	uint64_t sent;	   /* records sent on this connection */
+	uint64_t acked;	   /* records logd acknowledged on this connection */
+	uint64_t last_seq; /* seq of the last acknowledged record */
+	bool lost;	   /* a connection died with records unacknowledged */
+	char why[160];	   /* ... and why it died */
+	unsigned since_drain;
+};
+
+int logc_open(const char *path, struct logc **out, struct pc_err *err)
+{
+	struct logc *lc;
+
+	if (!path || !*path || !out)
+		return pc_err_set(err, PC_EINVAL, "logc_open: no socket path");
+	lc = calloc(1, sizeof(*lc));
+	if (!lc)
+		return pc_err_set(err, PC_ENOMEM, "logc_open: out of memory");
+	if (pc_strlcpy(lc->path, path, sizeof(lc->path)) >= sizeof(lc->path)) {
+		free(lc);
+		return pc_err_set(err, PC_EINVAL, "logd socket path too long: %s", path);
+	}
+	/* logd may be down now; sends retry the connection. */
+	lc->fd = pc_unix_connect(lc->path, 1, NULL);
+	if (lc->fd < 0)
+		lc->fd = -1;
+	*out = lc;
+	return 0;
+}
+
+/* Forget the connection. Records sent on it and not acknowledged are lost:
+ * remember that, so the next flush reports it. */
+static void logc_reset(struct logc *lc, const struct pc_err *why)
+{
+	if (lc->fd >= 0)
+		close(lc->fd);
+	lc->fd = -1;
+	if (lc->sent != lc->acked && !lc->lost) {
+		lc->lost = true;
+		pc_strlcpy(lc->why, why && why->msg[0] ? why->msg : "connection closed",
+			   sizeof(lc->why));
+	}
+	lc->sent = lc->acked = 0;
+	lc->since_drain = 0;
+}
+
+void logc_close(struct logc *lc)
+{
+	if (!lc)
+		return;
+	if (lc->fd >= 0)
+		close(lc->fd);
+	free(lc);
+}
+
+uint64_t logc_last_seq(const struct logc *lc)
+{
+	return lc ? lc->last_seq : 0;
+}
+
+/* Read every acknowledgement already queued, without waiting.
+ * 0 ok, <0 the connection is broken (and has been reset). */
+static int logc_drain(struct logc *lc, struct pc_err *err)
+{
+	uint8_t buf[LOGWIRE_ACK_LEN + 1];
+
+	while (lc->fd >= 0) {
+		ssize_t n = recv(lc->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		uint32_t count;
+		uint64_t seq;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n < 0) {
+			pc_err_errno(err, PC_EIO, "reading from logd");
+			goto broken;
+		}
+		if (n == 0) {
+			pc_err_set(err, PC_EIO, "logd closed the connection");
+			goto broken;
+		}
+		if (logwire_ack_decode(buf, (size_t)n, &count, &seq, err) < 0) {
+			pc_err_prefix(err, "bad acknowledgement from logd: ");
+			goto broken;
+		}
+		if (count > lc->sent - lc->acked) {
+			pc_err_set(err, PC_EIO, "logd acknowledged %u records, %llu were pending",
+				   count, (unsigned long long)(lc->sent - lc->acked));
+			goto broken;
+		}
+		lc->acked += count;
+		lc->last_seq = seq;
+	}
+	return 0;
+broken:
+	logc_reset(lc, err);
+	return PC_EIO;
+}
+
+static int logc_connect(struct logc *lc, struct pc_err *err)
+{
+	int fd = pc_unix_connect(lc->path, 1, err);
+
+	if (fd < 0) {
+		pc_err_prefix(err, "logd unreachable: ");
+		return fd;
+	}
+	lc->fd = fd;
+	lc->sent = lc->acked = 0;
+	return 0;
+}
+
+int logc_send(struct logc *lc, const struct logrec *rec, struct pc_err *err)
+{
+	uint8_t buf[LOGWIRE_MAX];
+	int n, rc;
+
+	if (!lc || !rec)
+		return pc_err_set(err, PC_EINVAL, "logc_send: no client or record");
+	n = logrec_encode(rec, buf, sizeof(buf), err);
+	if (n < 0)
+		return n;
+	if (lc->fd < 0 && (rc = logc_connect(lc, err)) < 0)
+		return rc;
+	if (++lc->since_drain >= LOGC_DRAIN_EVERY) {
+		lc->since_drain = 0;
+		if (logc_drain(lc, err) < 0 && (rc = logc_connect(lc, err)) < 0)
+			return rc;
+	}
+	for (int attempt = 0;; attempt++) {
+		ssize_t w = send(lc->fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (w == n) {
+			lc->sent++;
+			return 0;
+		}
+		if (w >= 0) /* a datagram is sent whole or not at all */
+			return pc_err_set(err, PC_EIO, "short send to logd");
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return pc_err_set(err, PC_EAGAIN,
+					  "logd's socket is full (%llu records unacknowledged): "
+					  "flush first",
+					  (unsigned long long)(lc->sent - lc->acked));
+		/* logd went away (restart): one fresh connection, then give up. */
+		pc_err_errno(err, PC_EIO, "sending to logd");
+		logc_reset(lc, err);
+		if (attempt > 0 || (rc = logc_connect(lc, err)) < 0)
+			return PC_EIO;
+	}
+}
+
+int logc_flush(struct logc *lc, int timeout_ms, struct pc_err *err)
+{
+	uint64_t deadline;
+
+	if (!lc)
+		return pc_err_set(err, PC_EINVAL, "logc_flush: no client");
+	deadline = pc_now_mono_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+	for (;;) {
+		struct pollfd p;
+		uint64_t now;
+
+		/* A broken connection resets the counters and sets lost when
+		 * records were pending; with nothing pending it is no failure. */
+		logc_drain(lc, err);
+		if (lc->lost) {
+			/* Reported once: the caller refuses everything since its
+			 * last successful flush. */
+			lc->lost = false;
+			return pc_err_set(err, PC_EIO, "logd did not acknowledge every record: %s",
+					  lc->why);
+		}
+		if (lc->acked == lc->sent)
+			return 0;
+		now = pc_now_mono_ms();
+		if (now >= deadline) {
+			pc_err_set(err, PC_ETIMEOUT,
+				   "logd did not acknowledge %llu records within %d ms",
+				   (unsigned long long)(lc->sent - lc->acked), timeout_ms);
+			logc_reset(lc, NULL);
+			lc->lost = false;
+			return PC_ETIMEOUT;
+		}
+		p.fd = lc->fd;
+		p.events = POLLIN;
+		if (poll(&p, 1, (int)(deadline - now)) < 0 && errno != EINTR) {
+			pc_err_errno(err, PC_EIO, "waiting for logd");
+			logc_reset(lc, err);
+		}
+	}
+}
+
+int logc_send_sync(struct logc *lc, const struct logrec *rec, int timeout_ms, struct pc_err *err)
+{
+	int rc = logc_send(lc, rec, err);
+
+	if (rc < 0)
+		return rc;
+	return logc_flush(lc, timeout_ms, err);
+}

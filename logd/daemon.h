@@ -1,0 +1,113 @@
+/* portcullis-logd internals: the log writer (file, chain, tree, sealing),
+ * the socket server, and the syslog exporter. Private to logd/ and its
+ * tests; other modules use logd.h only. */
+#ifndef PC_LOGD_DAEMON_H
+#define PC_LOGD_DAEMON_H
+
+#include <sys/types.h>
+
+#include "logd/logd.h"
+
+/* When the file is forced to disk (docs/logd.md, "Durability").
+ * Acknowledgements are always sent after write(2) returned, so a record
+ * acknowledged survives logd being killed in every mode; the modes differ
+ * on a crash of the machine itself. */
+enum logd_fsync {
+	LOGD_FSYNC_CHECKPOINT = 0, /* fdatasync with each checkpoint (default) */
+	LOGD_FSYNC_ALWAYS,	   /* fdatasync every batch before acknowledging it */
+	LOGD_FSYNC_NEVER,	   /* leave it to the kernel */
+};
+
+/* What the writer needs to know. Strings are borrowed for logw_open's call. */
+struct logw_conf {
+	const char *file;      /* the log file */
+	uint32_t cp_records;   /* seal every this many records ... */
+	uint32_t cp_ms;	       /* ... or this many ms after the first unsealed one */
+	uint64_t rotate_bytes; /* rotate when the file reaches this size; 0 never */
+	enum logd_fsync fsync;
+	uid_t owner; /* owner of files logd creates ((uid_t)-1: leave) */
+	gid_t group;
+};
+
+/* The exporter's hooks: each record and checkpoint of a batch is staged
+ * as it is formatted; done() says whether the batch reached the file (only
+ * then may it leave the machine: the file is always written first). */
+struct logw_export {
+	void (*stage)(void *ctx, const struct logrec *rec, uint64_t seq, uint64_t time_ms,
+		      const uint8_t hash[MERKLE_HASH]);
+	void (*stage_checkpoint)(void *ctx, const char *note, size_t len);
+	void (*done)(void *ctx, bool written);
+	void *ctx;
+};
+
+struct logw;
+
+/* Open (or create) the log file and make it ready to append: an existing
+ * file is verified in full with the signer's public key and the tree, seq
+ * and chain continue from it; a file that does not verify is refused with
+ * the bad line named, unless new_segment (a reason) is given — then the
+ * file is moved aside and a new one starts with a log-segment record saying
+ * why. signer is borrowed for the writer's life. */
+int logw_open(const struct logw_conf *conf, const struct note_signer *signer,
+	      const char *new_segment, struct logw **out, struct pc_err *err);
+
+/* Buffer one record: assigns its seq and time (out: *seq). Nothing reaches
+ * the file before logw_commit. */
+int logw_append(struct logw *w, const struct logrec *rec, uint64_t *seq, struct pc_err *err);
+
+/* Write every buffered record (and any checkpoint due) with one write(2),
+ * then fsync per policy. On failure the file and the writer's state are
+ * rolled back to before the batch and nothing of it may be acknowledged;
+ * if even the rollback failed, logw_broken() is true and the process must
+ * exit (the next start repairs the torn tail). */
+int logw_commit(struct logw *w, struct pc_err *err);
+bool logw_broken(const struct logw *w);
+
+/* Timer work: seal unsealed records whose interval ran out, rewrite the
+ * latest checkpoint (re-signed with a fresh time) when idle. Call when
+ * logw_next_tick_ms() is reached. */
+int logw_tick(struct logw *w, struct pc_err *err);
+/* Monotonic ms of the next logw_tick due. */
+uint64_t logw_next_tick_ms(const struct logw *w);
+
+/* Seal, close the current file (already renamed by logrotate, or renamed
+ * here when rename_aside) and start a new one whose first record links to
+ * the old file's last checkpoint. reason goes into that record. */
+int logw_reopen(struct logw *w, const char *reason, bool rename_aside, struct pc_err *err);
+
+/* The seq the next record will get. */
+uint64_t logw_next_seq(const struct logw *w);
+/* What logw_open repaired or decided that the operator should hear about
+ * ("" if nothing); borrowed. */
+const char *logw_notice(const struct logw *w);
+
+/* exp is copied; NULL detaches. */
+void logw_set_export(struct logw *w, const struct logw_export *exp);
+
+/* Seal what is unsealed and close; NULL is a no-op. 0 or <0 (the writer is
+ * freed either way). */
+int logw_close(struct logw *w, struct pc_err *err);
+
+/* ---- the socket server ------------------------------------------------ */
+
+struct logd_server_conf {
+	uid_t allowed_uids[8]; /* SO_PEERCRED uids allowed to connect */
+	size_t n_allowed;
+	unsigned max_clients;
+};
+
+struct logd_stats {
+	uint64_t records;   /* acknowledged */
+	uint64_t malformed; /* messages rejected (session ended) */
+	uint64_t refused;   /* connections refused by SO_PEERCRED */
+	uint64_t write_errors;
+};
+
+/* Serve listen_fd until SIGTERM/SIGINT (or a fatal writer error). The
+ * caller blocks SIGTERM, SIGINT and SIGHUP before calling (they are read
+ * from a signalfd); SIGHUP reopens the log file (logrotate). Returns 0 on
+ * a clean stop. stats (may be NULL) receives the counters. */
+int logd_serve(int listen_fd, struct logw *w, const struct logd_server_conf *conf,
+	       struct logd_stats *stats, struct pc_err *err);
+
+#endif

@@ -1,0 +1,243 @@
+/* portcullis-logd: the only writer of the verdict log. As root it binds the
+ * socket, opens the log and its key, then drops to log.user and serves. */
+#include "logd/daemon.h"
+#include "rules/rules.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: portcullis-logd [-c FILE] [-t] [-v] [--new-segment REASON]\n"
+		   "  -c FILE   configuration (default /etc/portcullis/portcullis.yaml)\n"
+		   "  -t        check the configuration, key and log file, and exit\n"
+		   "  -v        verbose\n"
+		   "  --new-segment REASON\n"
+		   "            set the current log file aside and start a new segment whose\n"
+		   "            first record says REASON (for a file that no longer verifies,\n"
+		   "            or a new key)\n");
+}
+
+/* mkdir -p for the last component only, owned by the log user when
+ * created: the daemon must create files there after dropping root. */
+static int dir_ensure(const char *file, mode_t mode, uid_t uid, gid_t gid, struct pc_err *err)
+{
+	char dir[PC_PATH_MAX];
+	char *slash;
+
+	pc_strlcpy(dir, file, sizeof(dir));
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	if (mkdir(dir, mode) < 0) {
+		if (errno == EEXIST)
+			return 0;
+		return pc_err_errno(err, PC_EIO, "creating %s", dir);
+	}
+	if (uid != (uid_t)-1 && chown(dir, uid, gid) < 0)
+		return pc_err_errno(err, PC_EIO, "chown %s", dir);
+	return 0;
+}
+
+/* The signing key, generated on first start. */
+static int key_open(const char *path, bool create, struct note_signer **out, struct pc_err *err)
+{
+	char host[64], name[NOTE_NAME_MAX];
+	struct note_signer *s;
+	int rc = note_key_load(path, out, err);
+
+	if (rc != PC_ENOENT || !create)
+		return rc;
+	if (gethostname(host, sizeof(host)) < 0 || !host[0])
+		pc_strlcpy(host, "localhost", sizeof(host));
+	host[sizeof(host) - 1] = '\0';
+	snprintf(name, sizeof(name), "%s/portcullis-log", host);
+	if ((rc = note_signer_generate(name, &s, err)) < 0)
+		return rc;
+	if ((rc = dir_ensure(path, 0755, (uid_t)-1, (gid_t)-1, err)) < 0 ||
+	    (rc = note_key_write(path, s, err)) < 0) {
+		note_signer_free(s);
+		return rc;
+	}
+	pc_log(PC_LOG_NOTICE, "generated the log signing key %s (public key %s.pub)", path, path);
+	*out = s;
+	return 0;
+}
+
+static void allow_user(struct logd_server_conf *sc, const char *user)
+{
+	uid_t uid;
+	gid_t gid;
+
+	if (!user[0])
+		return;
+	if (pc_user_lookup(user, &uid, &gid, NULL) < 0) {
+		pc_log(PC_LOG_WARN, "user %s does not exist: it cannot log", user);
+		return;
+	}
+	if (sc->n_allowed < sizeof(sc->allowed_uids) / sizeof(sc->allowed_uids[0]))
+		sc->allowed_uids[sc->n_allowed++] = uid;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {{"new-segment", required_argument, NULL, 'N'},
+					     {"help", no_argument, NULL, 'h'},
+					     {NULL, 0, NULL, 0}};
+	const char *config = "/etc/portcullis/portcullis.yaml", *new_segment = NULL;
+	struct logd_server_conf sc = {.max_clients = 256};
+	struct note_signer *key = NULL;
+	struct logw *w = NULL;
+	struct logd_stats st;
+	struct pc_config cfg;
+	struct pc_err err = {0};
+	bool test = false, root = geteuid() == 0;
+	uid_t log_uid = (uid_t)-1;
+	gid_t log_gid = (gid_t)-1;
+	int opt, lfd = -1, rc = PC_EXIT_ERROR;
+	enum pc_loglevel lvl = PC_LOG_INFO;
+	sigset_t set;
+
+	while ((opt = getopt_long(argc, argv, "c:tvhV", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			config = optarg;
+			break;
+		case 't':
+			test = true;
+			break;
+		case 'v':
+			lvl = PC_LOG_DEBUG;
+			break;
+		case 'N':
+			new_segment = optarg;
+			break;
+		case 'V':
+			printf("portcullis-logd %s\n", PC_VERSION);
+			return PC_EXIT_OK;
+		case 'h':
+			usage(stdout);
+			return PC_EXIT_OK;
+		default:
+			usage(stderr);
+			return PC_EXIT_USAGE;
+		}
+	}
+	if (optind != argc || (new_segment && !new_segment[0])) {
+		usage(stderr);
+		return PC_EXIT_USAGE;
+	}
+	pc_log_init("portcullis-logd", lvl);
+	if (pc_config_load(config, &cfg, &err) < 0) {
+		char buf[1024];
+
+		pc_log(PC_LOG_ERR, "%s", pc_err_str(&err, buf, sizeof(buf)));
+		return test ? PC_EXIT_FAIL : PC_EXIT_ERROR;
+	}
+	if (root && pc_user_lookup(cfg.log.user, &log_uid, &log_gid, &err) < 0) {
+		pc_log(PC_LOG_ERR, "log.user: %s", err.msg);
+		return test ? PC_EXIT_FAIL : PC_EXIT_ERROR;
+	}
+	if (test) {
+		struct logv *v = NULL;
+
+		if (key_open(cfg.log.key, false, &key, &err) < 0) {
+			if (err.code != PC_ENOENT)
+				goto fail;
+			pc_log(PC_LOG_NOTICE, "%s: no key yet (generated at first start)",
+			       cfg.log.key);
+		} else if (logv_new(note_signer_verifier(key), &v, &err) < 0 ||
+			   (logv_file(v, cfg.log.file, LOGV_TORN_OK, &err) < 0 &&
+			    err.code != PC_ENOENT)) {
+			logv_free(v);
+			pc_log(PC_LOG_ERR, "%s: %s", cfg.log.file, err.msg);
+			rc = PC_EXIT_FAIL;
+			goto out;
+		}
+		logv_free(v);
+		pc_log(PC_LOG_NOTICE, "%s: configuration ok", config);
+		rc = PC_EXIT_OK;
+		goto out;
+	}
+
+	/* Signals are read from a signalfd by the server; a full disk or a
+	 * file size limit shows as a write error, not a signal. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGXFSZ, SIG_IGN);
+
+	sc.allowed_uids[sc.n_allowed++] = 0;
+	allow_user(&sc, cfg.engine.user);
+	allow_user(&sc, cfg.vault.user);
+	if (!root)
+		pc_log(PC_LOG_WARN,
+		       "not started as root: running as uid %ld without dropping "
+		       "privileges",
+		       (long)geteuid());
+	if (key_open(cfg.log.key, true, &key, &err) < 0)
+		goto fail;
+	if (dir_ensure(cfg.log.file, 0750, log_uid, log_gid, &err) < 0 ||
+	    dir_ensure(cfg.log.socket, 0755, (uid_t)-1, (gid_t)-1, &err) < 0)
+		goto fail;
+	/* Anyone may connect(); SO_PEERCRED decides who is served. */
+	lfd = pc_unix_listen(cfg.log.socket, 0666, (uid_t)-1, (gid_t)-1, &err);
+	if (lfd < 0)
+		goto fail;
+	{
+		struct logw_conf wc = {
+		    .file = cfg.log.file,
+		    .cp_records = cfg.log.checkpoint_records,
+		    .cp_ms = cfg.log.checkpoint_ms,
+		    .rotate_bytes = cfg.log.rotate_bytes,
+		    .fsync = LOGD_FSYNC_CHECKPOINT,
+		    .owner = log_uid,
+		    .group = log_gid,
+		};
+
+		if (logw_open(&wc, key, new_segment, &w, &err) < 0)
+			goto fail;
+	}
+	if (logw_notice(w)[0])
+		pc_log(PC_LOG_WARN, "%s", logw_notice(w));
+	if (root && pc_privdrop(cfg.log.user, 0, &err) < 0)
+		goto fail;
+	pc_log(PC_LOG_NOTICE, "serving %s, writing %s from seq %llu", cfg.log.socket, cfg.log.file,
+	       (unsigned long long)logw_next_seq(w));
+	pc_sd_notify("READY=1", NULL);
+	if (logd_serve(lfd, w, &sc, &st, &err) < 0) {
+		pc_log(PC_LOG_ERR, "%s", err.msg);
+		logw_close(w, NULL);
+		w = NULL;
+		goto out;
+	}
+	pc_log(PC_LOG_NOTICE,
+	       "stopping: %llu records written, %llu malformed messages rejected, %llu "
+	       "connections refused, %llu write errors",
+	       (unsigned long long)st.records, (unsigned long long)st.malformed,
+	       (unsigned long long)st.refused, (unsigned long long)st.write_errors);
+	if (logw_close(w, &err) < 0) {
+		w = NULL;
+		goto fail;
+	}
+	w = NULL;
+	rc = PC_EXIT_OK;
+	goto out;
+fail:
+	pc_log(PC_LOG_ERR, "%s", err.msg);
+out:
+	logw_close(w, NULL);
+	note_signer_free(key);
+	if (lfd >= 0)
+		close(lfd);
+	return rc;
+}

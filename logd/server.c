@@ -1,0 +1,389 @@
+/* portcullis-logd's event loop: accepts clients whose SO_PEERCRED uid is
+ * allowed, reads their records, hands each round's records to the writer in
+ * one batch, and acknowledges them once they are in the file. */
+#include "logd/daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define READ_BURST 256 /* messages read from one client per round: fairness */
+#define EVENTS	   64
+#define KEY_LISTEN UINT64_MAX
+#define KEY_SIGNAL (UINT64_MAX - 1)
+
+struct client {
+	int fd; /* -1: free slot */
+	pid_t pid;
+	uid_t uid;
+	uint32_t pending;     /* records in the current batch */
+	uint64_t pending_seq; /* seq of the last of them */
+	uint32_t unacked;     /* written, acknowledgement not yet sent (socket full) */
+	uint64_t unacked_seq;
+	bool want_out;
+};
+
+struct server {
+	int lfd, sfd, ep;
+	struct logw *w;
+	const struct logd_server_conf *conf;
+	struct client *c;
+	unsigned n;
+	struct logd_stats st;
+	uint8_t msg[LOGWIRE_MAX + 1];
+	char strbuf[LOGWIRE_MAX];
+	uint64_t last_warn_ms;
+	unsigned warn_suppressed;
+	uint64_t tick_retry_ms; /* after a failed seal: wait before the next try */
+};
+
+/* A peer that misbehaves could flood the journal: at most one warning a
+ * second, with a count of what was held back. */
+__attribute__((format(printf, 2, 3))) static void warn_limited(struct server *s, const char *fmt,
+							       ...)
+{
+	uint64_t now = pc_now_mono_ms();
+	char line[600];
+	va_list ap;
+
+	if (now - s->last_warn_ms < 1000 && s->last_warn_ms) {
+		s->warn_suppressed++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (s->warn_suppressed)
+		pc_log(PC_LOG_WARN, "%s (and %u more warnings held back)", line,
+		       s->warn_suppressed);
+	else
+		pc_log(PC_LOG_WARN, "%s", line);
+	s->last_warn_ms = now;
+	s->warn_suppressed = 0;
+}
+
+static void client_close(struct server *s, struct client *c)
+{
+	if (c->fd < 0)
+		return;
+	epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+}
+
+static bool uid_allowed(const struct server *s, uid_t uid)
+{
+	for (size_t i = 0; i < s->conf->n_allowed; i++)
+		if (s->conf->allowed_uids[i] == uid)
+			return true;
+	return false;
+}
+
+static void accept_all(struct server *s)
+{
+	for (;;) {
+		struct epoll_event ev = {.events = EPOLLIN};
+		struct client *slot = NULL;
+		pid_t pid = 0;
+		uid_t uid = (uid_t)-1;
+		gid_t gid;
+		int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+			    errno != ECONNABORTED)
+				warn_limited(s, "accept: %s", strerror(errno));
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return;
+		}
+		if (pc_unix_peercred(fd, &pid, &uid, &gid, NULL) < 0 || !uid_allowed(s, uid)) {
+			s->st.refused++;
+			warn_limited(s,
+				     "refused a connection from pid %ld uid %ld: not root, the "
+				     "engine's or the vault's user (%llu refused so far)",
+				     (long)pid, (long)uid, (unsigned long long)s->st.refused);
+			close(fd);
+			continue;
+		}
+		for (unsigned i = 0; i < s->n; i++)
+			if (s->c[i].fd < 0) {
+				slot = &s->c[i];
+				break;
+			}
+		if (!slot) {
+			warn_limited(s, "refused a connection from pid %ld: %u clients already",
+				     (long)pid, s->n);
+			close(fd);
+			continue;
+		}
+		ev.data.u64 = (uint64_t)(slot - s->c);
+		if (epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			warn_limited(s, "epoll: %s", strerror(errno));
+			close(fd);
+			continue;
+		}
+		memset(slot, 0, sizeof(*slot));
+		slot->fd = fd;
+		slot->pid = pid;
+		slot->uid = uid;
+	}
+}
+
+/* Read up to READ_BURST records from one client into the batch. */
+static int client_read(struct server *s, struct client *c, struct pc_err *err)
+{
+	for (int i = 0; i < READ_BURST && c->fd >= 0; i++) {
+		struct logrec rec;
+		struct pc_err e;
+		uint64_t seq;
+		ssize_t n = recv(c->fd, s->msg, sizeof(s->msg), MSG_DONTWAIT | MSG_TRUNC);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n <= 0) { /* gone; what it sent is still written */
+			client_close(s, c);
+			return 0;
+		}
+		if ((size_t)n > LOGWIRE_MAX) {
+			pc_err_set(&e, PC_EPARSE, "message of %zd bytes exceeds %d", n,
+				   LOGWIRE_MAX);
+			goto malformed;
+		}
+		if (logrec_decode_into(s->msg, (size_t)n, &rec, s->strbuf, sizeof(s->strbuf), &e) <
+		    0)
+			goto malformed;
+		if (rec.action == LOGREC_SEGMENT) {
+			pc_err_set(&e, PC_EPARSE, "log-segment records are logd's own");
+			goto malformed;
+		}
+		if (logw_append(s->w, &rec, &seq, err) < 0)
+			return PC_EIO;
+		c->pending++;
+		c->pending_seq = seq;
+		continue;
+	malformed:
+		/* Anything unexpected ends that peer's session; its earlier
+		 * records are valid and stay in the batch. */
+		s->st.malformed++;
+		warn_limited(s,
+			     "rejected a malformed message from pid %ld uid %ld and closed its "
+			     "connection (%llu rejected so far): %s",
+			     (long)c->pid, (long)c->uid, (unsigned long long)s->st.malformed,
+			     e.msg);
+		client_close(s, c);
+	}
+	return 0;
+}
+
+static void client_set_out(struct server *s, struct client *c, bool on)
+{
+	struct epoll_event ev = {.events = EPOLLIN | (on ? EPOLLOUT : 0)};
+
+	if (c->want_out == on)
+		return;
+	ev.data.u64 = (uint64_t)(c - s->c);
+	epoll_ctl(s->ep, EPOLL_CTL_MOD, c->fd, &ev);
+	c->want_out = on;
+}
+
+/* Send what is written and not yet acknowledged, as one cumulative ack. */
+static void client_ack(struct server *s, struct client *c)
+{
+	uint8_t ack[LOGWIRE_ACK_LEN];
+
+	if (c->fd < 0 || !c->unacked)
+		return;
+	logwire_ack_encode(c->unacked, c->unacked_seq, ack, sizeof(ack));
+	if (send(c->fd, ack, sizeof(ack), MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(ack)) {
+		c->unacked = 0;
+		client_set_out(s, c, false);
+		return;
+	}
+	if (errno == EAGAIN || errno == EWOULDBLOCK) {
+		client_set_out(s, c, true); /* keep counting; send when it drains */
+		return;
+	}
+	client_close(s, c);
+}
+
+static int batch_commit(struct server *s, struct pc_err *err)
+{
+	bool any = false;
+
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->c[i].pending)
+			any = true;
+	if (logw_commit(s->w, err) < 0) {
+		/* Not in the file: not acknowledged. Ending the sessions makes
+		 * their flush fail, so their actions are refused. */
+		s->st.write_errors++;
+		warn_limited(s, "log write failed, records of this batch refused: %s", err->msg);
+		for (unsigned i = 0; i < s->n; i++)
+			if (s->c[i].pending)
+				client_close(s, &s->c[i]);
+		return logw_broken(s->w) ? PC_EIO : 0;
+	}
+	if (!any)
+		return 0;
+	for (unsigned i = 0; i < s->n; i++) {
+		struct client *c = &s->c[i];
+
+		if (!c->pending)
+			continue;
+		s->st.records += c->pending;
+		c->unacked += c->pending;
+		c->unacked_seq = c->pending_seq;
+		c->pending = 0;
+		client_ack(s, c);
+	}
+	return 0;
+}
+
+/* 1: stop, 0: go on. */
+static int handle_signal(struct server *s, struct pc_err *err)
+{
+	struct signalfd_siginfo si;
+
+	while (read(s->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGHUP) {
+			struct pc_err e;
+
+			if (batch_commit(s, err) < 0)
+				return -1;
+			if (logw_reopen(s->w, "reopened on SIGHUP (log rotation)", false, &e) < 0) {
+				pc_log(PC_LOG_ERR, "reopening the log: %s", e.msg);
+				if (logw_broken(s->w)) {
+					*err = e;
+					return -1;
+				}
+			} else {
+				pc_log(PC_LOG_NOTICE, "log file reopened");
+			}
+		} else {
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int logd_serve(int listen_fd, struct logw *w, const struct logd_server_conf *conf,
+	       struct logd_stats *stats, struct pc_err *err)
+{
+	struct server s = {.lfd = listen_fd, .sfd = -1, .ep = -1, .w = w, .conf = conf};
+	struct epoll_event ev;
+	sigset_t set;
+	int rc = PC_EIO;
+
+	/* accept until EAGAIN: the listening socket must not block */
+	if (fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK) < 0)
+		return pc_err_errno(err, PC_EIO, "making the socket non-blocking");
+	s.n = conf->max_clients ? conf->max_clients : 64;
+	s.c = calloc(s.n, sizeof(*s.c));
+	if (!s.c)
+		return pc_err_set(err, PC_ENOMEM, "clients: out of memory");
+	for (unsigned i = 0; i < s.n; i++)
+		s.c[i].fd = -1;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	s.sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	s.ep = epoll_create1(EPOLL_CLOEXEC);
+	if (s.sfd < 0 || s.ep < 0) {
+		pc_err_errno(err, PC_EIO, "signalfd/epoll");
+		goto out;
+	}
+	ev.events = EPOLLIN;
+	ev.data.u64 = KEY_LISTEN;
+	if (epoll_ctl(s.ep, EPOLL_CTL_ADD, s.lfd, &ev) < 0) {
+		pc_err_errno(err, PC_EIO, "epoll");
+		goto out;
+	}
+	ev.data.u64 = KEY_SIGNAL;
+	if (epoll_ctl(s.ep, EPOLL_CTL_ADD, s.sfd, &ev) < 0) {
+		pc_err_errno(err, PC_EIO, "epoll");
+		goto out;
+	}
+	for (;;) {
+		struct epoll_event evs[EVENTS];
+		uint64_t now = pc_now_mono_ms(), due = logw_next_tick_ms(w);
+
+		if (due < s.tick_retry_ms)
+			due = s.tick_retry_ms;
+		int timeout = due > now ? (int)(due - now < 60000 ? due - now : 60000) : 0;
+		int n = epoll_wait(s.ep, evs, EVENTS, timeout), sig = 0;
+
+		if (n < 0 && errno != EINTR) {
+			pc_err_errno(err, PC_EIO, "epoll_wait");
+			goto out;
+		}
+		for (int i = 0; i < n; i++) {
+			uint64_t key = evs[i].data.u64;
+			struct client *c;
+
+			if (key == KEY_LISTEN) {
+				accept_all(&s);
+				continue;
+			}
+			if (key == KEY_SIGNAL) {
+				sig = 1;
+				continue;
+			}
+			c = &s.c[key];
+			if (c->fd < 0)
+				continue;
+			if (evs[i].events & EPOLLOUT)
+				client_ack(&s, c);
+			if (c->fd >= 0 && (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) &&
+			    client_read(&s, c, err) < 0)
+				goto out;
+		}
+		if (batch_commit(&s, err) < 0)
+			goto out;
+		if (sig) {
+			int r = handle_signal(&s, err);
+
+			if (r < 0)
+				goto out;
+			if (r > 0)
+				break;
+		}
+		now = pc_now_mono_ms();
+		if (now >= logw_next_tick_ms(w) && now >= s.tick_retry_ms) {
+			struct pc_err e;
+
+			if (logw_tick(w, &e) < 0) {
+				s.tick_retry_ms = now + 1000;
+				warn_limited(&s, "sealing the log: %s", e.msg);
+				if (logw_broken(w)) {
+					*err = e;
+					goto out;
+				}
+			}
+		}
+	}
+	rc = 0;
+out:
+	for (unsigned i = 0; i < s.n; i++)
+		client_close(&s, &s.c[i]);
+	if (s.ep >= 0)
+		close(s.ep);
+	if (s.sfd >= 0)
+		close(s.sfd);
+	free(s.c);
+	if (stats)
+		*stats = s.st;
+	return rc;
+}

@@ -1,0 +1,369 @@
+/* The log verifier: reads a log file line by line and checks the seq
+ * order, the hash chain, each record's hash, the Merkle tree, and every
+ * checkpoint's signature, size and root; names the first line that fails.
+ * logd runs it on its own file at start; `portcullis log verify` on any. */
+#include "logd/logd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define REC_PREFIX "{\"seq\":"
+#define CP_PREFIX  "{\"checkpoint\":\""
+/* ,"prev":"<64 hex>","hash":"<64 hex>"} closes every record line */
+#define TAIL_HASH_LEN 75 /* ,"hash":"<64>"} */
+#define TAIL_LEN      (TAIL_HASH_LEN + 9 + 64 + 1)
+#define LINE_MAX_LEN  (LOGREC_JSON_MAX + TAIL_HASH_LEN + 1)
+
+struct logv {
+	const struct note_verifier *key;
+	struct merkle_hasher *h;
+	struct logv_result r;
+	struct checkpoint expect; /* an external checkpoint to meet, size 0: none */
+	bool expect_met;
+	logv_leaf_fn leaf_fn;
+	void *leaf_ctx;
+};
+
+int logv_new(const struct note_verifier *key, struct logv **out, struct pc_err *err)
+{
+	struct logv *v = calloc(1, sizeof(*v));
+
+	if (!v)
+		return pc_err_set(err, PC_ENOMEM, "verifier: out of memory");
+	if (merkle_hasher_new(&v->h, err) < 0) {
+		free(v);
+		return PC_ENOMEM;
+	}
+	v->key = key;
+	merkle_tree_init(&v->r.tree);
+	*out = v;
+	return 0;
+}
+
+void logv_free(struct logv *v)
+{
+	if (!v)
+		return;
+	merkle_hasher_free(v->h);
+	free(v);
+}
+
+void logv_set_leaf_fn(struct logv *v, logv_leaf_fn fn, void *ctx)
+{
+	v->leaf_fn = fn;
+	v->leaf_ctx = ctx;
+}
+
+void logv_expect(struct logv *v, const struct checkpoint *cp)
+{
+	v->expect = *cp;
+	v->expect_met = false;
+}
+
+const struct logv_result *logv_result(const struct logv *v)
+{
+	return &v->r;
+}
+
+static int bad(struct logv *v, int code, struct pc_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int bad(struct logv *v, int code, struct pc_err *err, const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	v->r.bad_line = v->r.lines;
+	return pc_err_set(err, code, "line %llu: %s", (unsigned long long)v->r.lines, msg);
+}
+
+/* Digits of a seq: no sign, no leading zero, at most 20; 0 or <0. */
+static int parse_u64(const char *p, size_t n, uint64_t *out)
+{
+	uint64_t x = 0;
+
+	if (n == 0 || n > 20 || (p[0] == '0' && n > 1))
+		return PC_EPARSE;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return PC_EPARSE;
+		if (x > (UINT64_MAX - (uint64_t)(p[i] - '0')) / 10)
+			return PC_EPARSE;
+		x = x * 10 + (uint64_t)(p[i] - '0');
+	}
+	*out = x;
+	return 0;
+}
+
+static int check_expect(struct logv *v, struct pc_err *err)
+{
+	uint8_t root[MERKLE_HASH];
+
+	if (!v->expect.size || v->expect_met || v->r.tree.size != v->expect.size)
+		return 0;
+	if (merkle_tree_root(v->h, &v->r.tree, root) < 0)
+		return bad(v, PC_EIO, err, "hashing failed");
+	v->expect_met = true;
+	if (memcmp(root, v->expect.root, MERKLE_HASH) != 0)
+		return bad(v, PC_ETAMPER, err,
+			   "the records up to here do not match the given checkpoint for tree "
+			   "size %llu (a record up to this line was changed)",
+			   (unsigned long long)v->expect.size);
+	return 0;
+}
+
+static int line_record(struct logv *v, const char *line, size_t len, struct pc_err *err)
+{
+	const char *p = line + sizeof(REC_PREFIX) - 1, *comma, *tail;
+	uint8_t leaf[MERKLE_HASH], claimed[MERKLE_HASH], prev[MERKLE_HASH];
+	char hx[2 * MERKLE_HASH + 1];
+	uint64_t seq;
+	struct logv_result *r = &v->r;
+
+	if (len < sizeof(REC_PREFIX) + TAIL_LEN)
+		return bad(v, PC_ETAMPER, err, "record line too short");
+	comma = memchr(p, ',', len - (size_t)(p - line));
+	if (!comma || parse_u64(p, (size_t)(comma - p), &seq) < 0)
+		return bad(v, PC_ETAMPER, err, "record has no valid seq");
+	tail = line + len - TAIL_LEN;
+	if (memcmp(tail, ",\"prev\":\"", 9) != 0 || tail[9 + 64] != '"' ||
+	    memcmp(tail + 9 + 64 + 1, ",\"hash\":\"", 9) != 0 ||
+	    memcmp(line + len - 2, "\"}", 2) != 0 || merkle_hex_parse(tail + 9, prev) < 0 ||
+	    merkle_hex_parse(line + len - 66, claimed) < 0)
+		return bad(v, PC_ETAMPER, err, "record (seq %llu) does not end with prev and hash",
+			   (unsigned long long)seq);
+	if (r->records == 0) {
+		if (!memmem(line, len, "\"event.action\":\"log-segment\"", 28))
+			return bad(v, PC_ETAMPER, err,
+				   "the first record (seq %llu) is not a log-segment record: "
+				   "records were deleted from the start of the file",
+				   (unsigned long long)seq);
+		r->first_seq = seq;
+		memcpy(r->first_prev, prev, MERKLE_HASH);
+	} else {
+		if (seq != r->last_seq + 1)
+			return bad(v, PC_ETAMPER, err, "seq %llu follows seq %llu: a record was %s",
+				   (unsigned long long)seq, (unsigned long long)r->last_seq,
+				   seq > r->last_seq + 1 ? "deleted (or records reordered)"
+							 : "inserted, repeated or reordered");
+		if (memcmp(prev, r->last_hash, MERKLE_HASH) != 0)
+			return bad(
+			    v, PC_ETAMPER, err,
+			    "prev of seq %llu is not the hash of seq %llu on line %llu: that "
+			    "record was edited, or one was put in between",
+			    (unsigned long long)seq, (unsigned long long)r->last_seq,
+			    (unsigned long long)r->last_line);
+	}
+	/* leaf data: the line without its ,"hash":"..." member */
+	if (merkle_leaf(v->h, line, len - TAIL_HASH_LEN, "}", 1, leaf) < 0)
+		return bad(v, PC_EIO, err, "hashing failed");
+	if (memcmp(leaf, claimed, MERKLE_HASH) != 0) {
+		merkle_hex(leaf, hx);
+		return bad(v, PC_ETAMPER, err,
+			   "record seq %llu was edited: its contents hash to %.16s..., the line "
+			   "says %.16s...",
+			   (unsigned long long)seq, hx, line + len - 66);
+	}
+	if (merkle_tree_append(v->h, &r->tree, leaf) < 0)
+		return bad(v, PC_EIO, err, "hashing failed");
+	if (v->leaf_fn && v->leaf_fn(v->leaf_ctx, r->records, seq, leaf, line, len) < 0)
+		return bad(v, PC_ENOMEM, err, "out of memory");
+	memcpy(r->last_hash, leaf, MERKLE_HASH);
+	r->last_seq = seq;
+	r->last_line = r->lines;
+	if (r->unsealed == 0)
+		r->unsealed_line = r->lines;
+	r->records++;
+	r->unsealed++;
+	return check_expect(v, err);
+}
+
+/* The JSON string of a checkpoint line holds the note with each newline
+ * written as \n; nothing else may be escaped (the note has no quote,
+ * backslash or control character). */
+static int cp_unescape(const char *s, size_t n, char *out, size_t outlen, size_t *olen)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (c == '\\') {
+			if (i + 1 >= n || s[i + 1] != 'n')
+				return PC_EPARSE;
+			c = '\n';
+			i++;
+		} else if (c == '"' || (unsigned char)c < 0x20) {
+			return PC_EPARSE;
+		}
+		if (o + 1 >= outlen)
+			return PC_EPARSE;
+		out[o++] = c;
+	}
+	out[o] = '\0';
+	*olen = o;
+	return 0;
+}
+
+int logv_checkpoint_unescape(const char *line, size_t len, char *note, size_t notelen,
+			     size_t *outlen)
+{
+	size_t pl = sizeof(CP_PREFIX) - 1;
+
+	if (len < pl + 2 || memcmp(line, CP_PREFIX, pl) != 0 ||
+	    memcmp(line + len - 2, "\"}", 2) != 0)
+		return PC_EPARSE;
+	return cp_unescape(line + pl, len - pl - 2, note, notelen, outlen);
+}
+
+static int line_checkpoint(struct logv *v, const char *line, size_t len, struct pc_err *err)
+{
+	struct logv_result *r = &v->r;
+	char note[CHECKPOINT_MAX];
+	uint8_t root[MERKLE_HASH];
+	struct checkpoint cp;
+	struct pc_err e;
+	size_t nlen;
+	int rc;
+
+	if (logv_checkpoint_unescape(line, len, note, sizeof(note), &nlen) < 0)
+		return bad(v, PC_ETAMPER, err, "malformed checkpoint line");
+	if (!v->key)
+		return bad(v, PC_EINVAL, err, "no key to check the checkpoint with");
+	rc = checkpoint_open(v->key, note, nlen, &cp, &e);
+	if (rc < 0)
+		return bad(v, PC_ETAMPER, err,
+			   "checkpoint does not verify with key %s+%08x: %s (forged checkpoint, "
+			   "or the wrong key)",
+			   v->key->name, v->key->hash, e.msg);
+	if (cp.size != r->records)
+		return bad(v, PC_ETAMPER, err,
+			   "checkpoint covers %llu records but %llu precede it: %s",
+			   (unsigned long long)cp.size, (unsigned long long)r->records,
+			   cp.size > r->records ? "records before it were deleted"
+						: "records were inserted, or the checkpoint was "
+						  "copied from earlier (replayed)");
+	if (merkle_tree_root(v->h, &r->tree, root) < 0)
+		return bad(v, PC_EIO, err, "hashing failed");
+	if (memcmp(root, cp.root, MERKLE_HASH) != 0) {
+		if (r->has_cp)
+			return bad(v, PC_ETAMPER, err,
+				   "checkpoint root does not match the records: a record between "
+				   "line %llu (the previous checkpoint) and here was changed",
+				   (unsigned long long)r->last_cp_line);
+		return bad(v, PC_ETAMPER, err,
+			   "checkpoint root does not match the records: a record before this "
+			   "line was changed");
+	}
+	if (r->has_cp && cp.time_ms < r->last_cp.time_ms)
+		return bad(v, PC_ETAMPER, err,
+			   "checkpoint is older than the one on line %llu (replayed)",
+			   (unsigned long long)r->last_cp_line);
+	r->last_cp = cp;
+	r->last_cp_line = r->lines;
+	memcpy(r->last_cp_note, note, nlen + 1);
+	r->last_cp_len = nlen;
+	r->has_cp = true;
+	r->checkpoints++;
+	r->unsealed = 0;
+	r->unsealed_line = 0;
+	return 0;
+}
+
+int logv_line(struct logv *v, const char *line, size_t len, struct pc_err *err)
+{
+	v->r.lines++;
+	if (len > LINE_MAX_LEN)
+		return bad(v, PC_ETAMPER, err, "line of %zu bytes is longer than any record", len);
+	if (len >= sizeof(REC_PREFIX) - 1 && memcmp(line, REC_PREFIX, sizeof(REC_PREFIX) - 1) == 0)
+		return line_record(v, line, len, err);
+	if (len >= sizeof(CP_PREFIX) - 1 && memcmp(line, CP_PREFIX, sizeof(CP_PREFIX) - 1) == 0)
+		return line_checkpoint(v, line, len, err);
+	return bad(v, PC_ETAMPER, err, "not a log record or checkpoint");
+}
+
+int logv_finish(struct logv *v, struct pc_err *err)
+{
+	if (v->expect.size && !v->expect_met)
+		return pc_err_set(err, PC_ETAMPER,
+				  "the file ends at %llu records, but a checkpoint signed for it "
+				  "covers %llu: records were cut off the end (truncated)",
+				  (unsigned long long)v->r.records,
+				  (unsigned long long)v->expect.size);
+	return 0;
+}
+
+int logv_buffer(struct logv *v, const char *buf, size_t len, unsigned flags, struct pc_err *err)
+{
+	const char *p = buf, *end = buf + len;
+	int rc;
+
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+
+		if (!eol) {
+			if (flags & LOGV_TORN_OK) {
+				v->r.torn = true;
+				v->r.torn_bytes = (uint64_t)(end - p);
+				break;
+			}
+			v->r.lines++;
+			return bad(v, PC_ETAMPER, err,
+				   "the last line is incomplete (%zu bytes without a newline): "
+				   "the file was cut mid-line",
+				   (size_t)(end - p));
+		}
+		rc = logv_line(v, p, (size_t)(eol - p), err);
+		if (rc < 0)
+			return rc;
+		p = eol + 1;
+		v->r.valid_bytes = (uint64_t)(p - buf);
+	}
+	return logv_finish(v, err);
+}
+
+int logv_file(struct logv *v, const char *path, unsigned flags, struct pc_err *err)
+{
+	struct stat st;
+	void *map = NULL;
+	int fd, rc;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return pc_err_errno(err, errno == ENOENT ? PC_ENOENT : PC_EIO, "%s", path);
+	if (fstat(fd, &st) < 0) {
+		rc = pc_err_errno(err, PC_EIO, "%s", path);
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = pc_err_set(err, PC_EINVAL, "%s is not a regular file", path);
+		goto out;
+	}
+	if (st.st_size == 0) {
+		rc = logv_buffer(v, "", 0, flags, err);
+		goto out;
+	}
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED) {
+		map = NULL;
+		rc = pc_err_errno(err, PC_EIO, "mapping %s", path);
+		goto out;
+	}
+	madvise(map, (size_t)st.st_size, MADV_SEQUENTIAL);
+	rc = logv_buffer(v, map, (size_t)st.st_size, flags, err);
+out:
+	if (map)
+		munmap(map, (size_t)st.st_size);
+	close(fd);
+	return rc;
+}

@@ -1,0 +1,467 @@
+/* The wire form between the guard processes and portcullis-logd: one
+ * versioned, length-checked binary message per SOCK_SEQPACKET datagram
+ * (layout in docs/logd.md, "Wire form"). */
+#include "logd/logd.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+/* Field tags of a RECORD message, in the (strictly increasing) order they
+ * must appear. Never renumber: the numbers are the wire form. */
+enum {
+	TAG_ACTION = 1,
+	TAG_VERDICT = 2,
+	TAG_SANDBOX = 3,
+	TAG_POLICY = 4,
+	TAG_REASON = 5,
+	TAG_RULE = 6,
+	TAG_SRC_ADDR = 7,
+	TAG_SRC_PORT = 8,
+	TAG_DST_ADDR = 9,
+	TAG_DST_PORT = 10,
+	TAG_TRANSPORT = 11,
+	TAG_DOMAIN = 12,
+	TAG_DNS_NAME = 13,
+	TAG_DNS_TYPE = 14,
+	TAG_DNS_ANSWERS = 15,
+	TAG_SNI = 16,
+	TAG_HTTP_METHOD = 17,
+	TAG_HTTP_PATH = 18,
+	TAG_HTTP_STATUS = 19,
+	TAG_SECRETS = 20,
+	TAG_MESSAGE = 21,
+};
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, (uint16_t)(v >> 16));
+	put16(p + 2, (uint16_t)v);
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)get16(p) << 16 | get16(p + 2);
+}
+
+static void hdr_put(uint8_t *buf, enum logwire_type type, size_t total)
+{
+	buf[0] = LOGWIRE_VERSION;
+	buf[1] = (uint8_t)type;
+	put16(buf + 2, 0);
+	put32(buf + 4, (uint32_t)total);
+}
+
+static int hdr_check(const uint8_t *buf, size_t len, enum logwire_type type, struct pc_err *err)
+{
+	if (len < LOGWIRE_HDR_LEN)
+		return pc_err_set(err, PC_EPARSE, "message of %zu bytes is shorter than its header",
+				  len);
+	if (buf[0] != LOGWIRE_VERSION)
+		return pc_err_set(err, PC_EPARSE, "wire version %u, expected %u", buf[0],
+				  LOGWIRE_VERSION);
+	if (buf[1] != type)
+		return pc_err_set(err, PC_EPARSE, "message type %u, expected %u", buf[1], type);
+	if (get16(buf + 2) != 0)
+		return pc_err_set(err, PC_EPARSE, "reserved header bytes are not zero");
+	if (get32(buf + 4) != len)
+		return pc_err_set(err, PC_EPARSE, "header says %u bytes, message has %zu",
+				  get32(buf + 4), len);
+	return 0;
+}
+
+/* Strict UTF-8 (no overlongs, no surrogates, at most U+10FFFF) and no NUL:
+ * every string goes into JSON and syslog, which need text. */
+static bool utf8_valid(const uint8_t *s, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		uint8_t c = s[i];
+		size_t k;
+		uint32_t cp;
+
+		if (c == 0)
+			return false;
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf) {
+			k = 1;
+			cp = c & 0x1f;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			k = 2;
+			cp = c & 0x0f;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			k = 3;
+			cp = c & 0x07;
+		} else {
+			return false;
+		}
+		if (n - i <= k)
+			return false;
+		for (size_t j = 1; j <= k; j++) {
+			if ((s[i + j] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (s[i + j] & 0x3f);
+		}
+		if ((k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		i += k + 1;
+	}
+	return true;
+}
+
+struct wbuf {
+	uint8_t *p;
+	size_t len, off;
+	bool overflow;
+};
+
+static void w_tlv(struct wbuf *w, uint8_t tag, const void *v, size_t n)
+{
+	if (w->overflow || n > UINT16_MAX || w->len - w->off < 3 + n) {
+		w->overflow = true;
+		return;
+	}
+	w->p[w->off] = tag;
+	put16(w->p + w->off + 1, (uint16_t)n);
+	memcpy(w->p + w->off + 3, v, n);
+	w->off += 3 + n;
+}
+
+static int w_str(struct wbuf *w, uint8_t tag, const char *s, struct pc_err *err)
+{
+	size_t n;
+
+	if (!s || !*s)
+		return 0;
+	n = strlen(s);
+	if (!utf8_valid((const uint8_t *)s, n))
+		return pc_err_set(err, PC_EINVAL, "record field %u is not valid UTF-8", tag);
+	w_tlv(w, tag, s, n);
+	return 0;
+}
+
+static void w_u8(struct wbuf *w, uint8_t tag, uint8_t v)
+{
+	if (v)
+		w_tlv(w, tag, &v, 1);
+}
+
+static void w_u16(struct wbuf *w, uint8_t tag, uint16_t v)
+{
+	uint8_t b[2];
+
+	if (!v)
+		return;
+	put16(b, v);
+	w_tlv(w, tag, b, 2);
+}
+
+static int w_endpoint(struct wbuf *w, uint8_t atag, uint8_t ptag, const struct pc_endpoint *e,
+		      struct pc_err *err)
+{
+	size_t alen = pc_addr_len(&e->addr);
+
+	if (e->addr.family == 0) {
+		if (e->port)
+			return pc_err_set(err, PC_EINVAL, "record has a port without an address");
+		return 0;
+	}
+	if (alen == 0)
+		return pc_err_set(err, PC_EINVAL, "record address has unknown family %u",
+				  e->addr.family);
+	w_tlv(w, atag, e->addr.a, alen);
+	w_u16(w, ptag, e->port);
+	return 0;
+}
+
+int logrec_encode(const struct logrec *rec, uint8_t *buf, size_t len, struct pc_err *err)
+{
+	struct wbuf w = {.p = buf, .len = len, .off = LOGWIRE_HDR_LEN};
+	int rc = PC_EINVAL;
+
+	if (!rec || !buf)
+		return pc_err_set(err, PC_EINVAL, "logrec_encode: no record or buffer");
+	if (len < LOGWIRE_HDR_LEN)
+		goto toolong;
+	if (rec->action < 1 || rec->action >= LOGREC_ACTION_MAX)
+		return pc_err_set(err, PC_EINVAL, "record action %d is not defined", rec->action);
+	if (rec->verdict < LOGREC_NONE || rec->verdict > LOGREC_REFUSED)
+		return pc_err_set(err, PC_EINVAL, "record verdict %d is not defined", rec->verdict);
+	w_u8(&w, TAG_ACTION, (uint8_t)rec->action);
+	w_u8(&w, TAG_VERDICT, (uint8_t)rec->verdict);
+	if (w_str(&w, TAG_SANDBOX, rec->sandbox, err) < 0 ||
+	    w_str(&w, TAG_POLICY, rec->policy, err) < 0 ||
+	    w_str(&w, TAG_REASON, rec->reason, err) < 0 ||
+	    w_str(&w, TAG_RULE, rec->rule, err) < 0 ||
+	    w_endpoint(&w, TAG_SRC_ADDR, TAG_SRC_PORT, &rec->src, err) < 0 ||
+	    w_endpoint(&w, TAG_DST_ADDR, TAG_DST_PORT, &rec->dst, err) < 0)
+		return rc;
+	w_u8(&w, TAG_TRANSPORT, rec->transport);
+	if (w_str(&w, TAG_DOMAIN, rec->domain, err) < 0 ||
+	    w_str(&w, TAG_DNS_NAME, rec->dns_name, err) < 0)
+		return rc;
+	w_u16(&w, TAG_DNS_TYPE, rec->dns_type);
+	if (w_str(&w, TAG_DNS_ANSWERS, rec->dns_answers, err) < 0 ||
+	    w_str(&w, TAG_SNI, rec->sni, err) < 0 ||
+	    w_str(&w, TAG_HTTP_METHOD, rec->http_method, err) < 0 ||
+	    w_str(&w, TAG_HTTP_PATH, rec->http_path, err) < 0)
+		return rc;
+	w_u16(&w, TAG_HTTP_STATUS, rec->http_status);
+	if (w_str(&w, TAG_SECRETS, rec->secrets, err) < 0 ||
+	    w_str(&w, TAG_MESSAGE, rec->message, err) < 0)
+		return rc;
+	if (w.overflow || w.off > LOGWIRE_MAX)
+		goto toolong;
+	hdr_put(buf, LOGWIRE_RECORD, w.off);
+	return (int)w.off;
+toolong:
+	return pc_err_set(err, PC_EINVAL, "record does not fit in %zu bytes",
+			  len < LOGWIRE_MAX ? len : (size_t)LOGWIRE_MAX);
+}
+
+/* Fixed-size fields: the exact length each numeric tag must have. */
+static int tag_numlen(unsigned tag)
+{
+	switch (tag) {
+	case TAG_ACTION:
+	case TAG_VERDICT:
+	case TAG_TRANSPORT:
+		return 1;
+	case TAG_SRC_PORT:
+	case TAG_DST_PORT:
+	case TAG_DNS_TYPE:
+	case TAG_HTTP_STATUS:
+		return 2;
+	default:
+		return 0;
+	}
+}
+
+static const char **tag_str(struct logrec *r, unsigned tag)
+{
+	switch (tag) {
+	case TAG_SANDBOX:
+		return &r->sandbox;
+	case TAG_POLICY:
+		return &r->policy;
+	case TAG_REASON:
+		return &r->reason;
+	case TAG_RULE:
+		return &r->rule;
+	case TAG_DOMAIN:
+		return &r->domain;
+	case TAG_DNS_NAME:
+		return &r->dns_name;
+	case TAG_DNS_ANSWERS:
+		return &r->dns_answers;
+	case TAG_SNI:
+		return &r->sni;
+	case TAG_HTTP_METHOD:
+		return &r->http_method;
+	case TAG_HTTP_PATH:
+		return &r->http_path;
+	case TAG_SECRETS:
+		return &r->secrets;
+	case TAG_MESSAGE:
+		return &r->message;
+	default:
+		return NULL;
+	}
+}
+
+static int addr_set(struct pc_addr *a, const uint8_t *v, size_t n)
+{
+	if (n != 4 && n != 16)
+		return -1;
+	memset(a, 0, sizeof(*a));
+	a->family = n == 4 ? AF_INET : AF_INET6;
+	memcpy(a->a, v, n);
+	return 0;
+}
+
+int logrec_decode_into(const uint8_t *buf, size_t len, struct logrec *out, char *strbuf,
+		       size_t strbuf_len, struct pc_err *err)
+{
+	struct logrec r;
+	size_t off = LOGWIRE_HDR_LEN, soff = 0;
+	unsigned last = 0;
+
+	if (!buf || !out || !strbuf)
+		return pc_err_set(err, PC_EINVAL, "logrec_decode: missing argument");
+	if (hdr_check(buf, len, LOGWIRE_RECORD, err) < 0)
+		return PC_EPARSE;
+	if (len > LOGWIRE_MAX)
+		return pc_err_set(err, PC_EPARSE, "message of %zu bytes exceeds %d", len,
+				  LOGWIRE_MAX);
+	memset(&r, 0, sizeof(r));
+	while (off < len) {
+		unsigned tag;
+		size_t n;
+		const uint8_t *v;
+		const char **sp;
+		int want;
+
+		if (len - off < 3)
+			return pc_err_set(err, PC_EPARSE, "truncated field header at byte %zu",
+					  off);
+		tag = buf[off];
+		n = get16(buf + off + 1);
+		v = buf + off + 3;
+		if (len - off - 3 < n)
+			return pc_err_set(err, PC_EPARSE,
+					  "field %u at byte %zu claims %zu bytes, %zu remain", tag,
+					  off, n, len - off - 3);
+		/* Strictly increasing tags: no duplicates, one canonical form. */
+		if (tag <= last)
+			return pc_err_set(err, PC_EPARSE, "field %u at byte %zu out of order", tag,
+					  off);
+		last = tag;
+		if (n == 0)
+			return pc_err_set(err, PC_EPARSE, "field %u at byte %zu is empty", tag,
+					  off);
+		want = tag_numlen(tag);
+		if (want && n != (size_t)want)
+			return pc_err_set(err, PC_EPARSE, "field %u has %zu bytes, expected %d",
+					  tag, n, want);
+		sp = tag_str(&r, tag);
+		if (sp) {
+			if (!utf8_valid(v, n))
+				return pc_err_set(err, PC_EPARSE, "field %u is not valid UTF-8",
+						  tag);
+			if (strbuf_len - soff < n + 1)
+				return pc_err_set(err, PC_EPARSE, "strings exceed the buffer");
+			memcpy(strbuf + soff, v, n);
+			strbuf[soff + n] = '\0';
+			*sp = strbuf + soff;
+			soff += n + 1;
+		} else {
+			switch (tag) {
+			case TAG_ACTION:
+				if (v[0] < 1 || v[0] >= LOGREC_ACTION_MAX)
+					return pc_err_set(err, PC_EPARSE, "unknown action %u",
+							  v[0]);
+				r.action = (enum logrec_action)v[0];
+				break;
+			case TAG_VERDICT:
+				if (v[0] > LOGREC_REFUSED)
+					return pc_err_set(err, PC_EPARSE, "unknown verdict %u",
+							  v[0]);
+				r.verdict = (enum logrec_verdict)v[0];
+				break;
+			case TAG_TRANSPORT:
+				r.transport = v[0];
+				break;
+			case TAG_SRC_ADDR:
+			case TAG_DST_ADDR:
+				if (addr_set(tag == TAG_SRC_ADDR ? &r.src.addr : &r.dst.addr, v,
+					     n) < 0)
+					return pc_err_set(err, PC_EPARSE,
+							  "address field %u has %zu bytes", tag, n);
+				break;
+			case TAG_SRC_PORT:
+			case TAG_DST_PORT:
+			case TAG_DNS_TYPE:
+			case TAG_HTTP_STATUS: {
+				uint16_t x = get16(v);
+
+				if (x == 0)
+					return pc_err_set(err, PC_EPARSE, "field %u is zero", tag);
+				if (tag == TAG_SRC_PORT)
+					r.src.port = x;
+				else if (tag == TAG_DST_PORT)
+					r.dst.port = x;
+				else if (tag == TAG_DNS_TYPE)
+					r.dns_type = x;
+				else
+					r.http_status = x;
+				break;
+			}
+			default:
+				return pc_err_set(err, PC_EPARSE, "unknown field %u at byte %zu",
+						  tag, off);
+			}
+			if ((tag == TAG_SRC_PORT && !r.src.addr.family) ||
+			    (tag == TAG_DST_PORT && !r.dst.addr.family))
+				return pc_err_set(err, PC_EPARSE,
+						  "port field %u without an address", tag);
+		}
+		off += 3 + n;
+	}
+	if (!r.action)
+		return pc_err_set(err, PC_EPARSE, "record has no action");
+	*out = r;
+	return 0;
+}
+
+int logrec_decode(const uint8_t *buf, size_t len, struct logrec_decoded *out, struct pc_err *err)
+{
+	struct logrec r;
+	char *s;
+	int rc;
+
+	if (!out)
+		return pc_err_set(err, PC_EINVAL, "logrec_decode: no output");
+	/* Every string costs at least its 3-byte field header, which pays for
+	 * its NUL: len bytes always suffice. */
+	s = malloc(len ? len : 1);
+	if (!s)
+		return pc_err_set(err, PC_ENOMEM, "decoding a record: out of memory");
+	rc = logrec_decode_into(buf, len, &r, s, len ? len : 1, err);
+	if (rc < 0) {
+		free(s);
+		return rc;
+	}
+	out->rec = r;
+	out->strings = s;
+	return 0;
+}
+
+void logrec_decoded_free(struct logrec_decoded *d)
+{
+	if (!d)
+		return;
+	free(d->strings);
+	d->strings = NULL;
+}
+
+int logwire_ack_encode(uint32_t count, uint64_t seq, uint8_t *buf, size_t len)
+{
+	if (len < LOGWIRE_ACK_LEN)
+		return PC_EINVAL;
+	hdr_put(buf, LOGWIRE_ACK, LOGWIRE_ACK_LEN);
+	put32(buf + 8, count);
+	put32(buf + 12, (uint32_t)(seq >> 32));
+	put32(buf + 16, (uint32_t)seq);
+	return LOGWIRE_ACK_LEN;
+}
+
+int logwire_ack_decode(const uint8_t *buf, size_t len, uint32_t *count, uint64_t *seq,
+		       struct pc_err *err)
+{
+	if (hdr_check(buf, len, LOGWIRE_ACK, err) < 0)
+		return PC_EPARSE;
+	if (len != LOGWIRE_ACK_LEN)
+		return pc_err_set(err, PC_EPARSE, "acknowledgement of %zu bytes, expected %d", len,
+				  LOGWIRE_ACK_LEN);
+	if (get32(buf + 8) == 0)
+		return pc_err_set(err, PC_EPARSE, "acknowledgement of zero records");
+	*count = get32(buf + 8);
+	*seq = (uint64_t)get32(buf + 12) << 32 | get32(buf + 16);
+	return 0;
+}

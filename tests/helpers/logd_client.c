@@ -1,0 +1,172 @@
+/* Test client for portcullis-logd: sends records through the real client
+ * library (or raw, malformed messages through a raw socket) and prints what
+ * logd acknowledged, for the logd integration tests and the benchmark.
+ *
+ *   logd_client SOCKET [-n N] [-b BATCH] [-t TIMEOUT_MS] [-s SANDBOX] [-q]
+ *       send N records, flush every BATCH; prints "acked SEQ" after each
+ *       successful flush (-q: only the last), exits 1 at the first failure
+ *   logd_client SOCKET --malformed KIND
+ *       send one malformed message; prints "closed" if logd ended the
+ *       session, "open" if it did not (KIND: short, version, length, tag,
+ *       order, utf8, oversize, segment, noaction)
+ */
+#include "logd/logd.h"
+
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static int malformed(const char *path, const char *kind)
+{
+	struct logrec rec = {
+	    .action = LOGREC_CONNECT, .verdict = LOGREC_REFUSED, .sandbox = "agent-1"};
+	uint8_t buf[LOGWIRE_MAX + 64];
+	struct pc_err err;
+	struct pollfd p;
+	int fd, n;
+	char c;
+
+	n = logrec_encode(&rec, buf, sizeof(buf), &err);
+	if (n < 0)
+		return 2;
+	if (!strcmp(kind, "short")) {
+		n = 5;
+	} else if (!strcmp(kind, "version")) {
+		buf[0] = 9;
+	} else if (!strcmp(kind, "length")) {
+		buf[7]++;
+	} else if (!strcmp(kind, "tag")) {
+		buf[n] = 99, buf[n + 1] = 0, buf[n + 2] = 1, buf[n + 3] = 'x';
+		n += 4;
+		buf[7] = (uint8_t)n;
+	} else if (!strcmp(kind, "order")) {
+		buf[n] = 1, buf[n + 1] = 0, buf[n + 2] = 1, buf[n + 3] = 1;
+		n += 4;
+		buf[7] = (uint8_t)n;
+	} else if (!strcmp(kind, "utf8")) {
+		/* the sandbox string's first byte becomes an invalid lead byte */
+		for (int i = 8; i < n - 3; i++)
+			if (buf[i] == 3) {
+				buf[i + 3] = 0xff;
+				break;
+			}
+	} else if (!strcmp(kind, "oversize")) {
+		memset(buf, 0, sizeof(buf));
+		n = LOGWIRE_MAX + 32;
+	} else if (!strcmp(kind, "segment")) {
+		buf[8 + 3] = LOGREC_SEGMENT;
+	} else if (!strcmp(kind, "noaction")) {
+		memmove(buf + 8, buf + 12, (size_t)n - 12);
+		n -= 4;
+		buf[6] = (uint8_t)(n >> 8), buf[7] = (uint8_t)n;
+	} else {
+		fprintf(stderr, "unknown kind %s\n", kind);
+		return 2;
+	}
+	fd = pc_unix_connect(path, 0, &err);
+	if (fd < 0) {
+		fprintf(stderr, "connect: %s\n", err.msg);
+		return 2;
+	}
+	if (send(fd, buf, (size_t)n, MSG_NOSIGNAL) != n) {
+		perror("send");
+		return 2;
+	}
+	p.fd = fd;
+	p.events = POLLIN;
+	if (poll(&p, 1, 3000) == 1 && recv(fd, &c, 1, 0) == 0)
+		printf("closed\n");
+	else
+		printf("open\n");
+	close(fd);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {{"malformed", required_argument, NULL, 'm'},
+					     {NULL, 0, NULL, 0}};
+	long n = 1, batch = 1, timeout = 2000;
+	const char *sandbox = "agent-1", *path;
+	bool quiet = false;
+	struct logc *lc;
+	struct pc_err err;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "n:b:t:s:q", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'n':
+			n = atol(optarg);
+			break;
+		case 'b':
+			batch = atol(optarg);
+			break;
+		case 't':
+			timeout = atol(optarg);
+			break;
+		case 's':
+			sandbox = optarg;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'm':
+			if (optind >= argc)
+				return 2;
+			return malformed(argv[optind], optarg);
+		default:
+			return 2;
+		}
+	}
+	if (optind != argc - 1 || batch < 1)
+		return 2;
+	path = argv[optind];
+	if (logc_open(path, &lc, &err) < 0) {
+		fprintf(stderr, "logc_open: %s\n", err.msg);
+		return 2;
+	}
+	for (long i = 0; i < n; i++) {
+		char domain[64];
+		struct logrec rec = {
+		    .action = LOGREC_CONNECT,
+		    .verdict = i % 3 ? LOGREC_ALLOWED : LOGREC_REFUSED,
+		    .sandbox = sandbox,
+		    .policy = "sha256:4be1c0ffee09c2",
+		    .reason = i % 3 ? "allowed by rule" : "not on the allow list",
+		    .rule = i % 3 ? "agent-1/allow[0]" : NULL,
+		    .transport = IPPROTO_TCP,
+		    .domain = domain,
+		};
+
+		snprintf(domain, sizeof(domain), "host%ld.example", i);
+		rec.src.addr.family = AF_INET;
+		inet_pton(AF_INET, "10.203.0.11", rec.src.addr.a);
+		rec.src.port = (uint16_t)(40000 + i % 20000);
+		rec.dst.addr.family = AF_INET;
+		inet_pton(AF_INET, "203.0.113.12", rec.dst.addr.a);
+		rec.dst.port = 443;
+		if (logc_send(lc, &rec, &err) < 0) {
+			fprintf(stderr, "send %ld: %s\n", i, err.msg);
+			logc_close(lc);
+			return 1;
+		}
+		if ((i + 1) % batch == 0 || i + 1 == n) {
+			if (logc_flush(lc, (int)timeout, &err) < 0) {
+				fprintf(stderr, "flush after %ld: %s\n", i + 1, err.msg);
+				logc_close(lc);
+				return 1;
+			}
+			if (!quiet || i + 1 == n)
+				printf("acked %llu\n", (unsigned long long)logc_last_seq(lc));
+			fflush(stdout);
+		}
+	}
+	logc_close(lc);
+	return 0;
+}
