@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include "common/pc.h"
-#include "vault/vault.h"
 #include "rules/rules.h"
 #include "vault/vault.h"
 
@@ -18,12 +17,10 @@ struct cli_cmd {
 
 /* Modules add their line here as their commands land. */
 static const struct cli_cmd cli_cmds[] = {
+	{"policy", rules_cli, "policy lint [FILE...] | policy hash"},
 	{"secrets", vault_cli,
 	 "secrets set [--keep-placeholder] NAME < VALUE | secrets list [--json] | "
 	 "secrets placeholder NAME | secrets rm NAME"},
-	{"ca", vault_cli, "ca init [--force]"},
-	{"policy", rules_cli, "policy lint [FILE...] | policy hash"},
-	{"secrets", vault_cli, "secrets set [--keep-placeholder] NAME < VALUE | secrets list [--json] | secrets placeholder NAME | secrets rm NAME"},
 	{"ca", vault_cli, "ca init [--force]"},
 	{NULL, NULL, NULL},
 };
