@@ -8,14 +8,16 @@
 #                ignored) files instead of the committed HEAD
 #   --version V  add a changelog entry for V in the copy (upgrade tests)
 #   --out DIR    where to put the .deb (default: build/)
-#   --workdir D  where the clean copy is built (default: build/deb, emptied)
+#   --workdir D  where the clean copy is built (default: a temporary
+#                directory, removed after a successful build). Never under
+#                build/: the top Makefile scans build/ for *.d files.
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 src="head"
 version=""
 out="$top/build"
-work="$top/build/deb"
+work=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--worktree) src="worktree" ;;
@@ -33,6 +35,11 @@ for tool in dpkg-buildpackage dh dpkg-parsechangelog; do
 	command -v "$tool" >/dev/null 2>&1 || die "$tool missing (make deps installs debhelper)"
 done
 
+keep_work=1
+if [ -z "$work" ]; then
+	work=$(mktemp -d "${TMPDIR:-/tmp}/portcullis-deb.XXXXXX")
+	keep_work=0
+fi
 # Only what earlier builds left in the work dir is removed.
 tree="$work/portcullis"
 rm -rf "$tree" "$work"/portcullis_* "$work"/portcullis-dbgsym_* "$work/build.log"
@@ -84,4 +91,5 @@ fi
 }
 [ -f "$work/$deb" ] || die "$deb was not produced (log: $work/build.log)"
 cp "$work/$deb" "$out/$deb"
+[ "$keep_work" = 1 ] || rm -rf "$work"
 echo "$out/$deb"
