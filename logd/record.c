@@ -191,7 +191,7 @@ static void j_str(struct jbuf *j, const char *key, const char *v)
 
 static void j_num(struct jbuf *j, const char *key, uint64_t v)
 {
-	char b[32];
+	char b[64]; /* ,"http.response.status_code":<20 digits> */
 	int n = snprintf(b, sizeof(b), ",\"%s\":%llu", key, (unsigned long long)v);
 
 	if (n < 0 || (size_t)n >= sizeof(b)) {
