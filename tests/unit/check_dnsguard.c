@@ -950,6 +950,68 @@ START_TEST(learned_names_per_address_bounded)
 }
 END_TEST
 
+START_TEST(prune_keeps_only_sandboxes_of_the_policy)
+{
+	static const char yaml[] = "sandbox: agent-1\n"
+				   "match: { source: 10.203.0.10/32 }\n"
+				   "allow:\n"
+				   "  - host: pypi.org\n"
+				   "    ports: [443]\n";
+	static const char *const rrs[] = {"pypi.org. 300 IN A 192.0.2.150", NULL};
+	struct dnsguard_answer_res ar;
+	struct dnsguard_stats st;
+	struct policy *p = NULL;
+	struct pc_err err;
+
+	ck_assert_int_eq(policy_load_buffer("t.yaml", yaml, sizeof(yaml) - 1, &cfg, &p, &err), 0);
+	ck_assert_int_eq(resolve(&sb1, 1, "pypi.org.", LDNS_RR_TYPE_A, rrs, T0, &ar), DNSG_ALLOW);
+	ck_assert_int_eq(resolve(&sb2, 2, "pypi.org.", LDNS_RR_TYPE_A, rrs, T0, &ar), DNSG_ALLOW);
+	dnsguard_prune(g, p);
+	ck_assert(flow_ok(&sb1, "192.0.2.150", 443, false, T0, NULL));
+	ck_assert(!flow_ok(&sb2, "192.0.2.150", 443, false, T0, NULL));
+	/* the sandbox as the new policy compiled it (with its index) */
+	ck_assert(
+	    flow_ok(policy_sandbox_by_name(p, "agent-1"), "192.0.2.150", 443, false, T0, NULL));
+	ck_assert(
+	    !flow_ok(policy_sandbox_by_name(p, "agent-1"), "192.0.2.150", 80, false, T0, NULL));
+	dnsguard_stats(g, &st);
+	ck_assert_uint_eq(st.learned_entries, 1);
+	policy_unref(p);
+}
+END_TEST
+
+START_TEST(bad_arguments_fail_closed)
+{
+	struct dnsguard_query_res qr;
+	struct dnsguard_answer_res ar;
+	struct dnsguard_flow_res fr;
+	struct dnsguard *g2 = NULL;
+	struct pc_addr a = A("192.0.2.1");
+	struct pc_err err;
+	uint8_t m[512];
+	size_t n = wire(qpkt(1, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN), m, sizeof(m));
+
+	ck_assert_int_lt(dnsguard_query(NULL, &sb1, &qf, m, n, T0, &qr), 0);
+	ck_assert_int_eq(qr.verdict, DNSG_DROP);
+	ck_assert_int_lt(dnsguard_answer(NULL, &sb1, &qf, m, n, T0, &ar), 0);
+	ck_assert_int_eq(ar.verdict, DNSG_DROP);
+	ck_assert_int_eq(dnsguard_flow(NULL, &sb1, &a, IPPROTO_TCP, 443, false, T0, &fr), 0);
+	ck_assert(!fr.allowed);
+	ck_assert_int_eq(dnsguard_flow(g, NULL, &a, IPPROTO_TCP, 443, false, T0, &fr), 0);
+	ck_assert(!fr.allowed);
+	ck_assert(!dnsguard_sni_allowed(NULL, &sb1, &a, IPPROTO_TCP, 443, "pypi.org", T0, NULL));
+	cfg.dns.ttl_min = 100;
+	cfg.dns.ttl_max = 10;
+	ck_assert_int_eq(dnsguard_new(&cfg, &g2, &err), PC_EINVAL);
+	ck_assert_ptr_null(g2);
+	cfg.dns.ttl_max = 1000;
+	cfg.dns.learned_total = 0;
+	ck_assert_int_eq(dnsguard_new(&cfg, &g2, &err), PC_EINVAL);
+	ck_assert_ptr_null(g2);
+	dnsguard_free(NULL);
+}
+END_TEST
+
 static Suite *dnsguard_suite(void)
 {
 	Suite *s = suite_create("dnsguard");
@@ -987,6 +1049,8 @@ static Suite *dnsguard_suite(void)
 	tcase_add_test(a, answer_shared_address_names_and_sni);
 	tcase_add_test(a, learned_caps_evict_oldest_first);
 	tcase_add_test(a, learned_names_per_address_bounded);
+	tcase_add_test(a, prune_keeps_only_sandboxes_of_the_policy);
+	tcase_add_test(a, bad_arguments_fail_closed);
 	suite_add_tcase(s, a);
 	return s;
 }
