@@ -164,13 +164,15 @@ done
 # The units as installed: systemd's own checks, and the hardening score.
 units=(/lib/systemd/system/portcullis-logd.service /lib/systemd/system/portcullisd.service
 	/lib/systemd/system/portcullis-vault.service)
-if [ -x "$root/usr/sbin/portcullisd" ] && [ -x "$root/usr/sbin/portcullis-logd" ] &&
-	[ -x "$root/usr/sbin/portcullis-vault" ]; then
-	t_ok "systemd-analyze verify passes on the installed units" \
-		in_root systemd-analyze verify "${units[@]}"
-else
-	t_skip "systemd-analyze verify passes on the installed units" "not every daemon is built yet"
-fi
+for u in "${units[@]}"; do
+	d=$(basename "$u" .service)
+	if [ -x "$root/usr/sbin/$d" ]; then
+		t_ok "systemd-analyze verify passes on the installed $d.service" \
+			in_root systemd-analyze verify "$u"
+	else
+		t_skip "systemd-analyze verify passes on the installed $d.service" "$d not built yet"
+	fi
+done
 for u in "${units[@]}"; do
 	# --threshold=49: fail when the exposure is above 4.9, i.e. worse than "OK".
 	t_ok "systemd-analyze security: $(basename "$u") is OK or better" \
