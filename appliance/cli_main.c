@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "common/pc.h"
+#include "logd/logd.h"
 #include "rules/rules.h"
 #include "vault/vault.h"
 
@@ -22,6 +23,7 @@ static const struct cli_cmd cli_cmds[] = {
 	 "secrets set [--keep-placeholder] NAME < VALUE | secrets list [--json] | "
 	 "secrets placeholder NAME | secrets rm NAME"},
 	{"ca", vault_cli, "ca init [--force]"},
+	{"log", logd_cli, "log verify|show|prove|keygen ..."},
 	{NULL, NULL, NULL},
 };
 

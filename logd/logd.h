@@ -287,6 +287,46 @@ const struct logv_result *logv_result(const struct logv *v);
 int logv_checkpoint_unescape(const char *line, size_t len, char *note, size_t notelen,
 			     size_t *outlen);
 
+/* One record line taken apart: seq, prev, the hash it claims, the leaf
+ * hash computed from its contents (equal, or the call fails). */
+struct logv_record {
+	uint64_t seq;
+	uint8_t prev[MERKLE_HASH], hash[MERKLE_HASH], leaf[MERKLE_HASH];
+	bool segment; /* a log-segment record */
+};
+int logv_record_parse(struct merkle_hasher *h, const char *line, size_t len,
+		      struct logv_record *out, struct pc_err *err);
+
+/* ---- reading lines back (logd/show.c) ----------------------------------- */
+
+enum logjson_type { LOGJSON_STRING, LOGJSON_ARRAY, LOGJSON_SCALAR };
+/* key: raw (escaped) name without quotes; val: raw JSON text of the value
+ * (strings with their quotes). <0 stops the walk. */
+typedef int (*logjson_fn)(void *ctx, const char *key, size_t klen, enum logjson_type t,
+			  const char *val, size_t vlen);
+/* Walk the members of one flat JSON object (values: strings, scalars,
+ * arrays of strings — what logd writes). 0, or PC_EPARSE if malformed. */
+int logjson_each(const char *s, size_t n, logjson_fn fn, void *ctx);
+/* The short human form of a record line into out; length or <0. */
+int logrec_human(const char *line, size_t len, char *out, size_t outlen);
+
+/* ---- inclusion proofs (logd/proof.c; text form in docs/logd.md) --------- */
+
+struct logproof_info {
+	uint64_t seq, index;
+	struct checkpoint cp;
+};
+/* The proof text for the record line at leaf index, with its audit path
+ * and the checkpoint note it is proven against. *out is malloc'd. */
+int logproof_format(uint64_t index, const char *line, size_t len,
+		    const uint8_t (*path)[MERKLE_HASH], size_t plen, const char *note, size_t nlen,
+		    char **out, size_t *outlen, struct pc_err *err);
+/* Check a proof text without the log: the record's own hash, the
+ * checkpoint's signature by key, and the path to its root. 0 valid;
+ * PC_ETAMPER / PC_EPARSE with the reason in err. */
+int logproof_verify(const char *text, size_t len, const struct note_verifier *key,
+		    struct logproof_info *info, struct pc_err *err);
+
 /* ---- client library (engine, DNS guard, vault, CLI) --------------------- */
 
 struct logc; /* one connection; not shared between threads */
@@ -317,5 +357,11 @@ int logc_send_sync(struct logc *lc, const struct logrec *rec, int timeout_ms, st
 /* ECS names for actions and verdicts ("connect", "allowed"). */
 const char *logrec_action_name(enum logrec_action a);
 const char *logrec_verdict_name(enum logrec_verdict v);
+
+/* ---- the CLI ------------------------------------------------------------ */
+
+/* `portcullis log verify|show|prove|keygen ...`: argv[0] is "log". Returns
+ * a PC_EXIT_* code (docs/logd.md, portcullis(8)). */
+int logd_cli(int argc, char **argv, const char *config);
 
 #endif

@@ -122,64 +122,79 @@ static int check_expect(struct logv *v, struct pc_err *err)
 	return 0;
 }
 
-static int line_record(struct logv *v, const char *line, size_t len, struct pc_err *err)
+int logv_record_parse(struct merkle_hasher *h, const char *line, size_t len,
+		      struct logv_record *out, struct pc_err *err)
 {
 	const char *p = line + sizeof(REC_PREFIX) - 1, *comma, *tail;
-	uint8_t leaf[MERKLE_HASH], claimed[MERKLE_HASH], prev[MERKLE_HASH];
+	struct logv_record r;
 	char hx[2 * MERKLE_HASH + 1];
-	uint64_t seq;
-	struct logv_result *r = &v->r;
 
-	if (len < sizeof(REC_PREFIX) + TAIL_LEN)
-		return bad(v, PC_ETAMPER, err, "record line too short");
+	if (len < sizeof(REC_PREFIX) + TAIL_LEN || memcmp(line, REC_PREFIX, sizeof(REC_PREFIX) - 1))
+		return pc_err_set(err, PC_ETAMPER, "not a record line");
 	comma = memchr(p, ',', len - (size_t)(p - line));
-	if (!comma || parse_u64(p, (size_t)(comma - p), &seq) < 0)
-		return bad(v, PC_ETAMPER, err, "record has no valid seq");
+	if (!comma || parse_u64(p, (size_t)(comma - p), &r.seq) < 0)
+		return pc_err_set(err, PC_ETAMPER, "record has no valid seq");
 	tail = line + len - TAIL_LEN;
 	if (memcmp(tail, ",\"prev\":\"", 9) != 0 || tail[9 + 64] != '"' ||
 	    memcmp(tail + 9 + 64 + 1, ",\"hash\":\"", 9) != 0 ||
-	    memcmp(line + len - 2, "\"}", 2) != 0 || merkle_hex_parse(tail + 9, prev) < 0 ||
-	    merkle_hex_parse(line + len - 66, claimed) < 0)
-		return bad(v, PC_ETAMPER, err, "record (seq %llu) does not end with prev and hash",
-			   (unsigned long long)seq);
+	    memcmp(line + len - 2, "\"}", 2) != 0 || merkle_hex_parse(tail + 9, r.prev) < 0 ||
+	    merkle_hex_parse(line + len - 66, r.hash) < 0)
+		return pc_err_set(err, PC_ETAMPER,
+				  "record (seq %llu) does not end with prev and hash",
+				  (unsigned long long)r.seq);
+	/* leaf data: the line without its ,"hash":"..." member */
+	if (merkle_leaf(h, line, len - TAIL_HASH_LEN, "}", 1, r.leaf) < 0)
+		return pc_err_set(err, PC_EIO, "hashing failed");
+	if (memcmp(r.leaf, r.hash, MERKLE_HASH) != 0) {
+		merkle_hex(r.leaf, hx);
+		return pc_err_set(err, PC_ETAMPER,
+				  "record seq %llu was edited: its contents hash to %.16s..., the "
+				  "line says %.16s...",
+				  (unsigned long long)r.seq, hx, line + len - 66);
+	}
+	r.segment = memmem(line, len, "\"event.action\":\"log-segment\"", 28) != NULL;
+	*out = r;
+	return 0;
+}
+
+static int line_record(struct logv *v, const char *line, size_t len, struct pc_err *err)
+{
+	struct logv_result *r = &v->r;
+	struct logv_record rec;
+	struct pc_err e;
+	int rc;
+
+	rc = logv_record_parse(v->h, line, len, &rec, &e);
+	if (rc < 0)
+		return bad(v, rc, err, "%s", e.msg);
 	if (r->records == 0) {
-		if (!memmem(line, len, "\"event.action\":\"log-segment\"", 28))
+		if (!rec.segment)
 			return bad(v, PC_ETAMPER, err,
 				   "the first record (seq %llu) is not a log-segment record: "
 				   "records were deleted from the start of the file",
-				   (unsigned long long)seq);
-		r->first_seq = seq;
-		memcpy(r->first_prev, prev, MERKLE_HASH);
+				   (unsigned long long)rec.seq);
+		r->first_seq = rec.seq;
+		memcpy(r->first_prev, rec.prev, MERKLE_HASH);
 	} else {
-		if (seq != r->last_seq + 1)
+		if (rec.seq != r->last_seq + 1)
 			return bad(v, PC_ETAMPER, err, "seq %llu follows seq %llu: a record was %s",
-				   (unsigned long long)seq, (unsigned long long)r->last_seq,
-				   seq > r->last_seq + 1 ? "deleted (or records reordered)"
-							 : "inserted, repeated or reordered");
-		if (memcmp(prev, r->last_hash, MERKLE_HASH) != 0)
+				   (unsigned long long)rec.seq, (unsigned long long)r->last_seq,
+				   rec.seq > r->last_seq + 1 ? "deleted (or records reordered)"
+							     : "inserted, repeated or reordered");
+		if (memcmp(rec.prev, r->last_hash, MERKLE_HASH) != 0)
 			return bad(
 			    v, PC_ETAMPER, err,
 			    "prev of seq %llu is not the hash of seq %llu on line %llu: that "
 			    "record was edited, or one was put in between",
-			    (unsigned long long)seq, (unsigned long long)r->last_seq,
+			    (unsigned long long)rec.seq, (unsigned long long)r->last_seq,
 			    (unsigned long long)r->last_line);
 	}
-	/* leaf data: the line without its ,"hash":"..." member */
-	if (merkle_leaf(v->h, line, len - TAIL_HASH_LEN, "}", 1, leaf) < 0)
+	if (merkle_tree_append(v->h, &r->tree, rec.leaf) < 0)
 		return bad(v, PC_EIO, err, "hashing failed");
-	if (memcmp(leaf, claimed, MERKLE_HASH) != 0) {
-		merkle_hex(leaf, hx);
-		return bad(v, PC_ETAMPER, err,
-			   "record seq %llu was edited: its contents hash to %.16s..., the line "
-			   "says %.16s...",
-			   (unsigned long long)seq, hx, line + len - 66);
-	}
-	if (merkle_tree_append(v->h, &r->tree, leaf) < 0)
-		return bad(v, PC_EIO, err, "hashing failed");
-	if (v->leaf_fn && v->leaf_fn(v->leaf_ctx, r->records, seq, leaf, line, len) < 0)
+	if (v->leaf_fn && v->leaf_fn(v->leaf_ctx, r->records, rec.seq, rec.leaf, line, len) < 0)
 		return bad(v, PC_ENOMEM, err, "out of memory");
-	memcpy(r->last_hash, leaf, MERKLE_HASH);
-	r->last_seq = seq;
+	memcpy(r->last_hash, rec.leaf, MERKLE_HASH);
+	r->last_seq = rec.seq;
 	r->last_line = r->lines;
 	if (r->unsealed == 0)
 		r->unsealed_line = r->lines;

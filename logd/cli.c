@@ -1,0 +1,539 @@
+/* `portcullis log verify|show|prove|keygen`: the auditor's and the
+ * administrator's side of the signed log. */
+#include "logd/logd.h"
+#include "rules/rules.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define USAGE                                                                                      \
+	"usage: portcullis log verify [FILE...] [--key PUB] [--checkpoint NOTE]\n"                 \
+	"       portcullis log verify --proof PROOF [--key PUB]\n"                                 \
+	"       portcullis log show [FILE] [--checkpoints]\n"                                      \
+	"       portcullis log prove SEQ [--file FILE] [--key PUB] [-o OUT]\n"                     \
+	"       portcullis log keygen [--name NAME] [--force]\n"
+
+struct cli {
+	const char *config;
+	bool have_cfg;
+	struct pc_config cfg;
+};
+
+static const struct pc_config *cli_cfg(struct cli *c)
+{
+	struct pc_err err;
+
+	if (c->have_cfg)
+		return &c->cfg;
+	if (pc_config_load(c->config, &c->cfg, &err) < 0) {
+		char buf[1024];
+
+		pc_cli_error("log", "%s", pc_err_str(&err, buf, sizeof(buf)));
+		return NULL;
+	}
+	c->have_cfg = true;
+	return &c->cfg;
+}
+
+/* The public key: --key, else <log.key>.pub from the configuration. */
+static int key_get(struct cli *c, const char *opt, struct note_verifier *v)
+{
+	char path[PC_PATH_MAX + 8];
+	struct pc_err err;
+	const struct pc_config *cfg;
+
+	if (!opt) {
+		if (!(cfg = cli_cfg(c)))
+			return PC_EXIT_ERROR;
+		snprintf(path, sizeof(path), "%s.pub", cfg->log.key);
+		opt = path;
+	}
+	if (note_verifier_load(opt, v, &err) < 0) {
+		pc_cli_error("log", "public key: %s", err.msg);
+		return PC_EXIT_ERROR;
+	}
+	return 0;
+}
+
+static const char *file_get(struct cli *c, const char *opt)
+{
+	const struct pc_config *cfg;
+
+	if (opt)
+		return opt;
+	cfg = cli_cfg(c);
+	return cfg ? cfg->log.file : NULL;
+}
+
+static int note_read(const char *path, struct note_verifier *key, struct checkpoint *cp,
+		     struct pc_err *err)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int rc = pc_file_read(path, CHECKPOINT_MAX * 4, &text, &len, err);
+
+	if (rc < 0)
+		return rc;
+	rc = checkpoint_open(key, text, len, cp, err);
+	free(text);
+	return rc;
+}
+
+static void age_str(uint64_t ms, char *buf, size_t len)
+{
+	uint64_t now = pc_now_real_ms(), d = now > ms ? (now - ms) / 1000 : 0;
+
+	if (d < 120)
+		snprintf(buf, len, "%llu s ago", (unsigned long long)d);
+	else if (d < 7200)
+		snprintf(buf, len, "%llu min ago", (unsigned long long)d / 60);
+	else
+		snprintf(buf, len, "%llu h ago", (unsigned long long)d / 3600);
+}
+
+/* Verify one file; prints its summary. PC_EXIT_*. */
+static int verify_one(const char *path, struct note_verifier *key, const char *cpfile,
+		      struct logv_result *out)
+{
+	char side[PC_PATH_MAX + 16], ts[32], age[32];
+	struct checkpoint ext = {0};
+	const struct logv_result *r;
+	struct logv *v = NULL;
+	struct pc_err err;
+	bool have_ext = false;
+	int rc;
+
+	if (!cpfile) {
+		snprintf(side, sizeof(side), "%s.checkpoint", path);
+		if (access(side, F_OK) == 0)
+			cpfile = side;
+	}
+	if (cpfile) {
+		if (note_read(cpfile, key, &ext, &err) < 0) {
+			pc_cli_error("log verify", "%s: %s", cpfile, err.msg);
+			return err.code == PC_ETAMPER ? PC_EXIT_FAIL : PC_EXIT_ERROR;
+		}
+		have_ext = true;
+	}
+	if (logv_new(key, &v, &err) < 0) {
+		pc_cli_error("log verify", "%s", err.msg);
+		return PC_EXIT_ERROR;
+	}
+	if (have_ext && ext.size)
+		logv_expect(v, &ext);
+	rc = logv_file(v, path, 0, &err);
+	if (rc < 0) {
+		pc_cli_error("log verify", "%s: %s", path, err.msg);
+		logv_free(v);
+		return rc == PC_ETAMPER ? PC_EXIT_FAIL : PC_EXIT_ERROR;
+	}
+	r = logv_result(v);
+	age_str(r->last_cp.time_ms, age, sizeof(age));
+	printf("%s: intact: %llu records (seq %llu-%llu), %llu checkpoints, signed by %s+%08x\n",
+	       path, (unsigned long long)r->records, (unsigned long long)r->first_seq,
+	       (unsigned long long)r->last_seq, (unsigned long long)r->checkpoints, key->name,
+	       key->hash);
+	if (r->has_cp)
+		printf("  sealed: the checkpoint on line %llu covers %llu records, signed %s "
+		       "(%s)\n",
+		       (unsigned long long)r->last_cp_line, (unsigned long long)r->last_cp.size,
+		       pc_time_rfc3339(r->last_cp.time_ms, ts, sizeof(ts)), age);
+	if (r->unsealed)
+		printf("  unsealed tail: %llu records from line %llu (seq %llu-%llu) are not "
+		       "covered by a signature yet\n",
+		       (unsigned long long)r->unsealed, (unsigned long long)r->unsealed_line,
+		       (unsigned long long)(r->last_seq - r->unsealed + 1),
+		       (unsigned long long)r->last_seq);
+	else if (r->records)
+		printf("  no unsealed tail: every record is covered by a signature\n");
+	age_str(ext.time_ms, age, sizeof(age));
+	if (have_ext)
+		printf("  latest checkpoint %s: %llu records, signed %s (%s)%s\n", cpfile,
+		       (unsigned long long)ext.size, pc_time_rfc3339(ext.time_ms, ts, sizeof(ts)),
+		       age, ext.size == r->records ? ": covers the whole file" : "");
+	*out = *r;
+	logv_free(v);
+	return PC_EXIT_OK;
+}
+
+static int cmd_verify(struct cli *c, int argc, char **argv)
+{
+	static const struct option o[] = {{"key", required_argument, NULL, 'k'},
+					  {"checkpoint", required_argument, NULL, 'C'},
+					  {"proof", required_argument, NULL, 'p'},
+					  {NULL, 0, NULL, 0}};
+	const char *keyp = NULL, *cpfile = NULL, *proof = NULL;
+	struct note_verifier key;
+	struct logv_result prev, cur;
+	int opt, rc;
+
+	while ((opt = getopt_long(argc, argv, "k:C:p:", o, NULL)) != -1) {
+		if (opt == 'k')
+			keyp = optarg;
+		else if (opt == 'C')
+			cpfile = optarg;
+		else if (opt == 'p')
+			proof = optarg;
+		else
+			return fputs(USAGE, stderr), PC_EXIT_USAGE;
+	}
+	if ((proof && optind != argc) || (cpfile && argc - optind > 1))
+		return fputs(USAGE, stderr), PC_EXIT_USAGE;
+	if ((rc = key_get(c, keyp, &key)) != 0)
+		return rc;
+	if (proof) {
+		struct logproof_info info;
+		struct pc_err err;
+		char *text = NULL, ts[32];
+		size_t len = 0;
+
+		if (pc_file_read(proof, 1 << 20, &text, &len, &err) < 0) {
+			pc_cli_error("log verify", "%s", err.msg);
+			return PC_EXIT_ERROR;
+		}
+		rc = logproof_verify(text, len, &key, &info, &err);
+		free(text);
+		if (rc < 0) {
+			pc_cli_error("log verify", "%s: %s", proof, err.msg);
+			return rc == PC_ETAMPER || rc == PC_EPARSE ? PC_EXIT_FAIL : PC_EXIT_ERROR;
+		}
+		printf("%s: valid: record seq %llu is leaf %llu of the %llu-record tree signed by "
+		       "%s+%08x at %s\n",
+		       proof, (unsigned long long)info.seq, (unsigned long long)info.index,
+		       (unsigned long long)info.cp.size, key.name, key.hash,
+		       pc_time_rfc3339(info.cp.time_ms, ts, sizeof(ts)));
+		return PC_EXIT_OK;
+	}
+	if (optind == argc) {
+		const char *f = file_get(c, NULL);
+
+		return f ? verify_one(f, &key, cpfile, &cur) : PC_EXIT_ERROR;
+	}
+	/* Several files: each verifies, and each continues the one before. */
+	for (int i = optind; i < argc; i++) {
+		if ((rc = verify_one(argv[i], &key, argc - optind == 1 ? cpfile : NULL, &cur)) != 0)
+			return rc;
+		if (i > optind && (cur.first_seq != prev.last_seq + 1 ||
+				   memcmp(cur.first_prev, prev.last_hash, MERKLE_HASH) != 0)) {
+			pc_cli_error(
+			    "log verify",
+			    "%s does not continue %s: its first record (seq %llu) does not "
+			    "link to the last one there (seq %llu); a file is missing in "
+			    "between, or they are not in order",
+			    argv[i], argv[i - 1], (unsigned long long)cur.first_seq,
+			    (unsigned long long)prev.last_seq);
+			return PC_EXIT_FAIL;
+		}
+		prev = cur;
+	}
+	if (argc - optind > 1)
+		printf("%d files form one unbroken chain\n", argc - optind);
+	return PC_EXIT_OK;
+}
+
+static int cmd_show(struct cli *c, int argc, char **argv)
+{
+	static const struct option o[] = {{"checkpoints", no_argument, NULL, 'a'},
+					  {NULL, 0, NULL, 0}};
+	bool cps = false;
+	const char *path, *p, *end;
+	struct stat st;
+	char *map;
+	int opt, fd;
+
+	while ((opt = getopt_long(argc, argv, "a", o, NULL)) != -1) {
+		if (opt != 'a')
+			return fputs(USAGE, stderr), PC_EXIT_USAGE;
+		cps = true;
+	}
+	if (argc - optind > 1)
+		return fputs(USAGE, stderr), PC_EXIT_USAGE;
+	if (!(path = file_get(c, optind < argc ? argv[optind] : NULL)))
+		return PC_EXIT_ERROR;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		pc_cli_error("log show", "%s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return PC_EXIT_ERROR;
+	}
+	if (st.st_size == 0) {
+		close(fd);
+		return PC_EXIT_OK;
+	}
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED) {
+		pc_cli_error("log show", "%s: %s", path, strerror(errno));
+		return PC_EXIT_ERROR;
+	}
+	for (p = map, end = map + st.st_size; p < end;) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		size_t len = eol ? (size_t)(eol - p) : (size_t)(end - p);
+		char out[2048], note[CHECKPOINT_MAX];
+		size_t nlen;
+
+		if (logrec_human(p, len, out, sizeof(out)) >= 0) {
+			puts(out);
+		} else if (logv_checkpoint_unescape(p, len, note, sizeof(note), &nlen) == 0) {
+			struct checkpoint cp;
+			char ts[32];
+			const char *b = memmem(note, nlen, "\n\n", 2);
+
+			if (cps && b &&
+			    checkpoint_body_parse(note, (size_t)(b - note) + 1, &cp, NULL) == 0)
+				printf("-- checkpoint: %llu records, %.8sZ\n",
+				       (unsigned long long)cp.size,
+				       pc_time_rfc3339(cp.time_ms, ts, sizeof(ts)) + 11);
+		} else {
+			printf("?? line not understood (log verify says why)\n");
+		}
+		p += len + 1;
+	}
+	munmap(map, (size_t)st.st_size);
+	return PC_EXIT_OK;
+}
+
+struct leaves {
+	uint8_t (*h)[MERKLE_HASH];
+	uint64_t n, cap, want_seq, index;
+	char *line;
+	size_t len;
+};
+
+static int leaf_collect(void *ctx, uint64_t index, uint64_t seq, const uint8_t leaf[MERKLE_HASH],
+			const char *line, size_t len)
+{
+	struct leaves *l = ctx;
+
+	if (l->n == l->cap) {
+		uint64_t cap = l->cap ? l->cap * 2 : 4096;
+		void *nh = realloc(l->h, cap * MERKLE_HASH);
+
+		if (!nh)
+			return PC_ENOMEM;
+		l->h = nh;
+		l->cap = cap;
+	}
+	memcpy(l->h[l->n++], leaf, MERKLE_HASH);
+	if (seq == l->want_seq) {
+		l->line = malloc(len);
+		if (!l->line)
+			return PC_ENOMEM;
+		memcpy(l->line, line, len);
+		l->len = len;
+		l->index = index;
+	}
+	return 0;
+}
+
+static int cmd_prove(struct cli *c, int argc, char **argv)
+{
+	static const struct option o[] = {{"file", required_argument, NULL, 'f'},
+					  {"key", required_argument, NULL, 'k'},
+					  {NULL, 0, NULL, 0}};
+	const char *filep = NULL, *keyp = NULL, *outp = NULL, *path, *note;
+	uint8_t proof[MERKLE_PROOF_MAX][MERKLE_HASH];
+	char side[PC_PATH_MAX + 16], *sidetext = NULL, *text = NULL, *ep;
+	struct leaves l = {0};
+	struct note_verifier key;
+	const struct logv_result *r;
+	struct checkpoint cp;
+	struct logv *v = NULL;
+	struct pc_err err;
+	size_t plen, tlen, nlen, slen = 0;
+	int opt, rc = PC_EXIT_ERROR;
+
+	while ((opt = getopt_long(argc, argv, "f:k:o:", o, NULL)) != -1) {
+		if (opt == 'f')
+			filep = optarg;
+		else if (opt == 'k')
+			keyp = optarg;
+		else if (opt == 'o')
+			outp = optarg;
+		else
+			return fputs(USAGE, stderr), PC_EXIT_USAGE;
+	}
+	if (argc - optind != 1)
+		return fputs(USAGE, stderr), PC_EXIT_USAGE;
+	errno = 0;
+	l.want_seq = strtoull(argv[optind], &ep, 10);
+	if (*ep || errno || !l.want_seq)
+		return fputs(USAGE, stderr), PC_EXIT_USAGE;
+	if (!(path = file_get(c, filep)) || key_get(c, keyp, &key) != 0)
+		return PC_EXIT_ERROR;
+	if (logv_new(&key, &v, &err) < 0)
+		goto fail;
+	logv_set_leaf_fn(v, leaf_collect, &l);
+	if (logv_file(v, path, LOGV_TORN_OK, &err) < 0) {
+		pc_cli_error("log prove", "%s: %s", path, err.msg);
+		rc = err.code == PC_ETAMPER ? PC_EXIT_FAIL : PC_EXIT_ERROR;
+		goto out;
+	}
+	r = logv_result(v);
+	if (!l.line) {
+		pc_cli_error("log prove", "%s has no record with seq %llu (it holds %llu-%llu)",
+			     path, (unsigned long long)l.want_seq, (unsigned long long)r->first_seq,
+			     (unsigned long long)r->last_seq);
+		rc = PC_EXIT_FAIL;
+		goto out;
+	}
+	/* The latest checkpoint: the sidecar (re-signed while idle) when it
+	 * covers the record, else the last one in the file. */
+	note = r->last_cp_note;
+	nlen = r->last_cp_len;
+	cp = r->last_cp;
+	snprintf(side, sizeof(side), "%s.checkpoint", path);
+	if (pc_file_read(side, CHECKPOINT_MAX, &sidetext, &slen, NULL) == 0) {
+		struct checkpoint sc;
+
+		if (checkpoint_open(&key, sidetext, slen, &sc, NULL) == 0 && sc.size <= l.n &&
+		    sc.size >= cp.size) {
+			note = sidetext;
+			nlen = slen;
+			cp = sc;
+		}
+	}
+	if (!r->has_cp || l.index >= cp.size) {
+		pc_cli_error("log prove",
+			     "seq %llu is not sealed by a checkpoint yet (try again after the next "
+			     "one)",
+			     (unsigned long long)l.want_seq);
+		rc = PC_EXIT_FAIL;
+		goto out;
+	}
+	{
+		struct merkle_hasher *h;
+
+		if (merkle_hasher_new(&h, &err) < 0)
+			goto fail;
+		rc = merkle_inclusion_proof(h, (const uint8_t(*)[MERKLE_HASH])l.h, cp.size, l.index,
+					    proof, &plen, &err);
+		merkle_hasher_free(h);
+		if (rc < 0)
+			goto fail;
+	}
+	if (logproof_format(l.index, l.line, l.len, (const uint8_t(*)[MERKLE_HASH])proof, plen,
+			    note, nlen, &text, &tlen, &err) < 0)
+		goto fail;
+	if (outp) {
+		if (pc_file_write_atomic(outp, text, tlen, 0644, &err) < 0)
+			goto fail;
+	} else if (fwrite(text, 1, tlen, stdout) != tlen) {
+		pc_cli_error("log prove", "writing the proof: %s", strerror(errno));
+		goto out;
+	}
+	rc = PC_EXIT_OK;
+	goto out;
+fail:
+	pc_cli_error("log prove", "%s", err.msg);
+	rc = PC_EXIT_ERROR;
+out:
+	free(text);
+	free(sidetext);
+	free(l.h);
+	free(l.line);
+	logv_free(v);
+	return rc;
+}
+
+static int cmd_keygen(struct cli *c, int argc, char **argv)
+{
+	static const struct option o[] = {{"name", required_argument, NULL, 'n'},
+					  {"force", no_argument, NULL, 'f'},
+					  {NULL, 0, NULL, 0}};
+	char host[64], name[NOTE_NAME_MAX], pub[PC_PATH_MAX + 8], buf[NOTE_NAME_MAX + 80];
+	const char *namep = NULL;
+	const struct pc_config *cfg;
+	struct note_signer *s = NULL;
+	struct pc_err err;
+	bool force = false;
+	int opt, n;
+
+	while ((opt = getopt_long(argc, argv, "n:f", o, NULL)) != -1) {
+		if (opt == 'n')
+			namep = optarg;
+		else if (opt == 'f')
+			force = true;
+		else
+			return fputs(USAGE, stderr), PC_EXIT_USAGE;
+	}
+	if (optind != argc)
+		return fputs(USAGE, stderr), PC_EXIT_USAGE;
+	if (!(cfg = cli_cfg(c)))
+		return PC_EXIT_ERROR;
+	if (access(cfg->log.key, F_OK) == 0 && !force) {
+		pc_cli_error("log keygen",
+			     "%s exists; --force replaces it (rotation: see docs/logd.md)",
+			     cfg->log.key);
+		return PC_EXIT_FAIL;
+	}
+	if (!namep) {
+		if (gethostname(host, sizeof(host)) < 0 || !host[0])
+			pc_strlcpy(host, "localhost", sizeof(host));
+		host[sizeof(host) - 1] = '\0';
+		snprintf(name, sizeof(name), "%s/portcullis-log", host);
+		namep = name;
+	}
+	snprintf(pub, sizeof(pub), "%s.pub", cfg->log.key);
+	if (force && access(pub, F_OK) == 0) {
+		/* Keep the old public key: the files it signed still need it. */
+		struct note_verifier old;
+		char keep[PC_PATH_MAX + 24];
+
+		if (note_verifier_load(pub, &old, &err) == 0) {
+			snprintf(keep, sizeof(keep), "%s.%08x", pub, old.hash);
+			if (rename(pub, keep) == 0)
+				printf("previous public key kept as %s\n", keep);
+		}
+	}
+	if (note_signer_generate(namep, &s, &err) < 0 ||
+	    note_key_write(cfg->log.key, s, &err) < 0) {
+		pc_cli_error("log keygen", "%s", err.msg);
+		note_signer_free(s);
+		return PC_EXIT_ERROR;
+	}
+	n = note_verifier_format(note_signer_verifier(s), buf, sizeof(buf));
+	printf("private key %s (mode 0600, read by portcullis-logd as root before it drops "
+	       "privileges)\npublic key  %s:\n%.*s",
+	       cfg->log.key, pub, n > 0 ? n : 0, buf);
+	note_signer_free(s);
+	return PC_EXIT_OK;
+}
+
+int logd_cli(int argc, char **argv, const char *config)
+{
+	struct cli c = {.config = config};
+	const char *sub;
+
+	if (argc < 2) {
+		fputs(USAGE, stderr);
+		return PC_EXIT_USAGE;
+	}
+	sub = argv[1];
+	argc--;
+	argv++;
+	optind = 0;
+	if (!strcmp(sub, "verify"))
+		return cmd_verify(&c, argc, argv);
+	if (!strcmp(sub, "show"))
+		return cmd_show(&c, argc, argv);
+	if (!strcmp(sub, "prove"))
+		return cmd_prove(&c, argc, argv);
+	if (!strcmp(sub, "keygen"))
+		return cmd_keygen(&c, argc, argv);
+	if (!strcmp(sub, "-h") || !strcmp(sub, "--help") || !strcmp(sub, "help")) {
+		fputs(USAGE, stdout);
+		return PC_EXIT_OK;
+	}
+	pc_cli_error("log", "unknown subcommand %s", sub);
+	fputs(USAGE, stderr);
+	return PC_EXIT_USAGE;
+}

@@ -1,0 +1,252 @@
+/* Reading log lines back: a small reader for the flat JSON objects logd
+ * writes, and the short human form `portcullis log show` prints:
+ *   #4128 14:02:13Z refused CONNECT paste.example:443 (not on the allow list) */
+#include "logd/logd.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static size_t skip_ws(const char *s, size_t i, size_t n)
+{
+	while (i < n && (s[i] == ' ' || s[i] == '\t'))
+		i++;
+	return i;
+}
+
+/* End of the JSON string starting at s[i] == '"': index after the closing
+ * quote, or 0 if malformed. */
+static size_t str_end(const char *s, size_t i, size_t n)
+{
+	for (i++; i < n; i++) {
+		if (s[i] == '\\') {
+			i++;
+			continue;
+		}
+		if (s[i] == '"')
+			return i + 1;
+		if ((unsigned char)s[i] < 0x20)
+			return 0;
+	}
+	return 0;
+}
+
+/* End of a scalar (number, true, false, null). */
+static size_t scalar_end(const char *s, size_t i, size_t n)
+{
+	size_t start = i;
+
+	while (i < n && s[i] != ',' && s[i] != '}' && s[i] != ']' && s[i] != ' ')
+		i++;
+	return i > start ? i : 0;
+}
+
+int logjson_each(const char *s, size_t n, logjson_fn fn, void *ctx)
+{
+	size_t i = skip_ws(s, 0, n);
+
+	if (i >= n || s[i] != '{')
+		return PC_EPARSE;
+	i = skip_ws(s, i + 1, n);
+	if (i < n && s[i] == '}')
+		return skip_ws(s, i + 1, n) == n ? 0 : PC_EPARSE;
+	for (;;) {
+		size_t ks, ke, vs, ve;
+		enum logjson_type t;
+
+		if (i >= n || s[i] != '"' || !(ke = str_end(s, i, n)))
+			return PC_EPARSE;
+		ks = i;
+		i = skip_ws(s, ke, n);
+		if (i >= n || s[i] != ':')
+			return PC_EPARSE;
+		vs = i = skip_ws(s, i + 1, n);
+		if (i >= n)
+			return PC_EPARSE;
+		if (s[i] == '"') {
+			t = LOGJSON_STRING;
+			ve = str_end(s, i, n);
+		} else if (s[i] == '[') {
+			t = LOGJSON_ARRAY;
+			i = skip_ws(s, i + 1, n);
+			ve = 0;
+			if (i < n && s[i] == ']') {
+				ve = i + 1;
+			} else {
+				while (i < n && s[i] == '"' && (i = str_end(s, i, n))) {
+					i = skip_ws(s, i, n);
+					if (i < n && s[i] == ']') {
+						ve = i + 1;
+						break;
+					}
+					if (i >= n || s[i] != ',')
+						break;
+					i = skip_ws(s, i + 1, n);
+				}
+			}
+		} else {
+			t = LOGJSON_SCALAR;
+			ve = scalar_end(s, i, n);
+		}
+		if (!ve)
+			return PC_EPARSE;
+		if (fn && fn(ctx, s + ks + 1, ke - ks - 2, t, s + vs, ve - vs) < 0)
+			return PC_EPARSE;
+		i = skip_ws(s, ve, n);
+		if (i < n && s[i] == ',') {
+			i = skip_ws(s, i + 1, n);
+			continue;
+		}
+		if (i < n && s[i] == '}')
+			return skip_ws(s, i + 1, n) == n ? 0 : PC_EPARSE;
+		return PC_EPARSE;
+	}
+}
+
+/* A JSON string (with its quotes) as display text: \" \\ \/ decoded,
+ * anything else escaped or that could move a terminal's cursor shown as ?. */
+static void str_text(const char *v, size_t vlen, char *out, size_t outlen)
+{
+	size_t o = 0;
+
+	for (size_t i = 1; i + 1 < vlen && o + 1 < outlen; i++) {
+		unsigned char c = (unsigned char)v[i];
+
+		if (c == '\\') {
+			if (i + 2 >= vlen)
+				break;
+			c = (unsigned char)v[++i];
+			if (c == 'u') {
+				i = i + 4 < vlen - 2 ? i + 4 : vlen - 2;
+				c = '?';
+			} else if (c != '"' && c != '\\' && c != '/') {
+				c = '?';
+			}
+		}
+		out[o++] = (char)(c < 0x20 || c == 0x7f ? '?' : c);
+	}
+	if (outlen)
+		out[o] = '\0';
+}
+
+struct human {
+	char seq[24], ts[32], action[32], reason[256], domain[256], dip[64], dport[8];
+	char transport[16], qname[256], qtype[16], answers[256], method[16], path[256];
+	char status[8], message[256], sandbox[64], sni[256];
+	bool allowed, denied;
+};
+
+static int human_field(void *ctx, const char *k, size_t kl, enum logjson_type t, const char *v,
+		       size_t vl)
+{
+	struct human *h = ctx;
+	static const struct {
+		const char *key;
+		size_t off, size;
+	} map[] = {
+#define M(k, f) {k, offsetof(struct human, f), sizeof(((struct human *)0)->f)}
+	    M("@timestamp", ts),
+	    M("event.action", action),
+	    M("event.reason", reason),
+	    M("destination.domain", domain),
+	    M("destination.ip", dip),
+	    M("network.transport", transport),
+	    M("dns.question.name", qname),
+	    M("dns.question.type", qtype),
+	    M("http.request.method", method),
+	    M("url.path", path),
+	    M("message", message),
+	    M("sandbox", sandbox),
+	    M("tls.client.server_name", sni),
+#undef M
+	};
+
+	if (kl == 3 && !memcmp(k, "seq", 3) && t == LOGJSON_SCALAR) {
+		snprintf(h->seq, sizeof(h->seq), "%.*s", (int)(vl < 20 ? vl : 20), v);
+		return 0;
+	}
+	if (t == LOGJSON_SCALAR) {
+		char *dst = NULL;
+		size_t len = 0;
+
+		if (kl == 16 && !memcmp(k, "destination.port", 16))
+			dst = h->dport, len = sizeof(h->dport);
+		else if (kl == 25 && !memcmp(k, "http.response.status_code", 25))
+			dst = h->status, len = sizeof(h->status);
+		if (dst)
+			snprintf(dst, len, "%.*s", (int)(vl < len - 1 ? vl : len - 1), v);
+		return 0;
+	}
+	if (t == LOGJSON_ARRAY) {
+		if (kl == 10 && !memcmp(k, "event.type", 10)) {
+			h->allowed = memmem(v, vl, "\"allowed\"", 9) != NULL;
+			h->denied = memmem(v, vl, "\"denied\"", 8) != NULL;
+		} else if (kl == 15 && !memcmp(k, "dns.resolved_ip", 15)) {
+			/* ["a","b"] -> a,b */
+			size_t o = 0;
+
+			for (size_t i = 0; i < vl && o + 1 < sizeof(h->answers); i++)
+				if (v[i] != '"' && v[i] != '[' && v[i] != ']')
+					h->answers[o++] = v[i];
+			h->answers[o] = '\0';
+		}
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (strlen(map[i].key) == kl && !memcmp(map[i].key, k, kl)) {
+			str_text(v, vl, (char *)h + map[i].off, map[i].size);
+			break;
+		}
+	return 0;
+}
+
+int logrec_human(const char *line, size_t len, char *out, size_t outlen)
+{
+	struct human h;
+	char act[32], target[800], reason[300] = "";
+	const char *host;
+	bool v6, other_transport;
+	size_t i;
+	int n;
+
+	memset(&h, 0, sizeof(h));
+	if (logjson_each(line, len, human_field, &h) < 0 || !h.seq[0] || !h.action[0])
+		return PC_EPARSE;
+	if (!strcmp(h.action, "dns-query"))
+		pc_strlcpy(act, "DNS", sizeof(act));
+	else if (!strcmp(h.action, "http-request"))
+		pc_strlcpy(act, "HTTP", sizeof(act));
+	else {
+		for (i = 0; h.action[i] && i + 1 < sizeof(act); i++)
+			act[i] = (char)(h.action[i] >= 'a' && h.action[i] <= 'z' ? h.action[i] - 32
+										 : h.action[i]);
+		act[i] = '\0';
+	}
+	host = h.domain[0] ? h.domain : h.sni[0] ? h.sni : h.dip;
+	v6 = strchr(host, ':') != NULL;
+	other_transport = h.transport[0] && strcmp(h.transport, "tcp") != 0;
+	if (!strcmp(h.action, "connect"))
+		snprintf(target, sizeof(target), "%s%s%s%s%s%s%s", v6 ? "[" : "", host,
+			 v6 ? "]" : "", h.dport[0] ? ":" : "", h.dport, other_transport ? "/" : "",
+			 other_transport ? h.transport : "");
+	else if (!strcmp(h.action, "dns-query"))
+		snprintf(target, sizeof(target), "%s %s", h.qname, h.qtype);
+	else if (!strcmp(h.action, "dns-learn"))
+		snprintf(target, sizeof(target), "%s -> %s", h.qname, h.answers);
+	else if (!strcmp(h.action, "http-request") || !strcmp(h.action, "exfiltration"))
+		snprintf(target, sizeof(target), "%s%s%s%s%s%s", h.method, h.method[0] ? " " : "",
+			 host, h.path, h.status[0] ? " -> " : "", h.status);
+	else
+		snprintf(target, sizeof(target), "%s", h.message[0] ? h.message : h.sandbox);
+	/* a segment's reason is its message already */
+	if (h.reason[0] && strcmp(h.action, "log-segment") != 0)
+		snprintf(reason, sizeof(reason), " (%s)", h.reason);
+	n = snprintf(out, outlen, "#%s %.8sZ %s%s%s%s%s", h.seq,
+		     strlen(h.ts) >= 19 ? h.ts + 11 : "??:??:??",
+		     h.allowed	? "allowed "
+		     : h.denied ? "refused "
+				: "",
+		     act, target[0] ? " " : "", target, reason);
+	if (n < 0 || (size_t)n >= outlen)
+		return PC_EINVAL;
+	return n;
+}
