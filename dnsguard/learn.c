@@ -49,14 +49,15 @@ static struct dg_addr *dg_addr_find(const struct dg_sb *s, const struct pc_addr 
 	return NULL;
 }
 
-/* Double the bucket array when the table holds more addresses than
- * buckets. Failure to grow only makes chains longer: not an error. */
+/* Double the bucket array when the table is half full: short chains, since
+ * each link is a likely cache miss in a large table. Failure to grow only
+ * makes chains longer: not an error. */
 static void dg_addr_grow(struct dg_sb *s)
 {
 	size_t n = s->nabuckets ? s->nabuckets * 2 : DG_ABUCKETS_MIN;
 	struct dg_addr **nb;
 
-	if (s->abuckets && s->naddrs <= s->nabuckets)
+	if (s->abuckets && s->naddrs * 2 <= s->nabuckets)
 		return;
 	nb = calloc(n, sizeof(*nb));
 	if (!nb)
