@@ -128,8 +128,10 @@ t_eq "/etc/portcullis/portcullis.yaml: root, 644" "root:root 644" \
 # Keys, made by the product's own commands on first install.
 cli_has() { in_root /usr/sbin/portcullis -h 2>&1 | grep -Eq "^[[:space:]]+$1[[:space:]].*$2"; }
 if cli_has log keygen; then
-	t_match "log signing key generated, readable by its owner only" '^(root|portcullis-log):[^ ]+ [46]00$' \
-		"$(st /var/lib/portcullis/log.key)"
+	t_eq "log signing key generated, root's alone (logd reads it before dropping root)" \
+		"root:root 600" "$(st /var/lib/portcullis/log.key)"
+	t_match "its public key is there for auditors" '^root:root 6[04]4$' \
+		"$(st /var/lib/portcullis/log.key.pub)"
 else
 	t_skip "log signing key generated" "portcullis log keygen does not exist yet"
 fi
