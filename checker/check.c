@@ -1,0 +1,582 @@
+/* checker: checker_run — read the live state, derive what the engine
+ * installs, run every obligation (including "our tables are identical to
+ * what the engine builds") — and the text and JSON renderings of a result. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libnftnl/chain.h>
+#include <libnftnl/rule.h>
+#include <libnftnl/set.h>
+#include <libnftnl/table.h>
+#include <linux/netfilter.h>
+
+#include "appliance/appliance.h"
+#include "checker/internal.h"
+#include "rules/rules.h"
+
+/* ---- identity text: one form for the built and the live tables --------- */
+
+struct itext {
+	char key[800];
+	size_t seq;
+	char *text;
+};
+
+static int itext_cmp(const void *a, const void *b)
+{
+	const struct itext *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+
+	if (c)
+		return c;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+struct ilist {
+	struct itext *v;
+	size_t n, cap;
+	bool oom;
+};
+
+static void ilist_add(struct ilist *l, int kind, uint32_t fam, const char *table, const char *name,
+		      int sub, char *text)
+{
+	struct itext *t;
+
+	if (!text) {
+		l->oom = true;
+		return;
+	}
+	t = ck_grow(&l->v, &l->n, &l->cap, sizeof(*t));
+	if (!t) {
+		free(text);
+		l->oom = true;
+		return;
+	}
+	snprintf(t->key, sizeof(t->key), "%d|%u|%s|%s|%d", kind, fam, table ? table : "",
+		 name ? name : "", sub);
+	t->seq = l->n;
+	t->text = text;
+}
+
+/* Sort (objects by kind/family/table/name, rules in their chain order) and
+ * join. Returns NULL on allocation failure. */
+static char *ilist_join(struct ilist *l)
+{
+	struct ck_buf b = {0};
+
+	if (l->oom)
+		return NULL;
+	qsort(l->v, l->n, sizeof(*l->v), itext_cmp);
+	for (size_t i = 0; i < l->n; i++)
+		ck_buf_add(&b, l->v[i].text, strlen(l->v[i].text));
+	if (b.oom) {
+		ck_buf_free(&b);
+		return NULL;
+	}
+	return b.p ? b.p : strdup("");
+}
+
+static void ilist_free(struct ilist *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].text);
+	free(l->v);
+}
+
+typedef int (*text_fn)(const void *, char **, size_t *);
+
+static char *one_text(int (*fn)(const void *, char **, size_t *), const void *obj)
+{
+	char *buf = NULL;
+	size_t len = 0;
+
+	if (fn(obj, &buf, &len) < 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf ? buf : strdup("");
+}
+
+static int t_table(const void *o, char **b, size_t *l) { return pc_nft_table_text(o, b, l); }
+static int t_chain(const void *o, char **b, size_t *l) { return pc_nft_chain_text(o, b, l); }
+static int t_set(const void *o, char **b, size_t *l) { return pc_nft_set_text(o, b, l); }
+static int t_rule(const void *o, char **b, size_t *l) { return pc_nft_rule_text(o, b, l); }
+
+static char *built_text(const struct pc_ruleset *rs)
+{
+	struct ilist l = {0};
+	char *out;
+
+	for (size_t i = 0; i < pc_ruleset_count(rs); i++) {
+		const struct pc_nft_obj *o = pc_ruleset_at(rs, i);
+
+		switch (o->kind) {
+		case PC_NFT_TABLE_OBJ:
+			ilist_add(&l, 0, o->family, nftnl_table_get_str(o->u.table, NFTNL_TABLE_NAME),
+				  NULL, 0, one_text(t_table, o->u.table));
+			break;
+		case PC_NFT_CHAIN_OBJ:
+			ilist_add(&l, 1, o->family, nftnl_chain_get_str(o->u.chain, NFTNL_CHAIN_TABLE),
+				  nftnl_chain_get_str(o->u.chain, NFTNL_CHAIN_NAME), 0,
+				  one_text(t_chain, o->u.chain));
+			break;
+		case PC_NFT_SET_OBJ:
+			ilist_add(&l, 2, o->family, nftnl_set_get_str(o->u.set, NFTNL_SET_TABLE),
+				  nftnl_set_get_str(o->u.set, NFTNL_SET_NAME), 0,
+				  one_text(t_set, o->u.set));
+			break;
+		case PC_NFT_RULE_OBJ:
+			ilist_add(&l, 1, o->family, nftnl_rule_get_str(o->u.rule, NFTNL_RULE_TABLE),
+				  nftnl_rule_get_str(o->u.rule, NFTNL_RULE_CHAIN), 1,
+				  one_text(t_rule, o->u.rule));
+			break;
+		}
+	}
+	out = ilist_join(&l);
+	ilist_free(&l);
+	return out;
+}
+
+static bool ours(const char *table, uint32_t fam, const char *name)
+{
+	return strcmp(table, name) == 0 && (fam == NFPROTO_INET || fam == NFPROTO_BRIDGE);
+}
+
+/* The same text for our tables as the kernel holds them. */
+char *ck_live_text(const struct ck_ruleset *rs, const char *name);
+
+char *ck_live_text(const struct ck_ruleset *rs, const char *name)
+{
+	struct ilist l = {0};
+	char *out;
+
+	for (size_t i = 0; i < rs->n_tables; i++)
+		if (ours(rs->tables[i].name, rs->tables[i].family, name) && rs->tables[i].nt)
+			ilist_add(&l, 0, rs->tables[i].family, rs->tables[i].name, NULL, 0,
+				  one_text(t_table, rs->tables[i].nt));
+	for (size_t i = 0; i < rs->n_chains; i++) {
+		const struct ck_chain *c = &rs->chains[i];
+
+		if (!ours(c->table, c->family, name) || !c->nc)
+			continue;
+		ilist_add(&l, 1, c->family, c->table, c->name, 0, one_text(t_chain, c->nc));
+		for (size_t j = 0; j < c->n_rules; j++)
+			ilist_add(&l, 1, c->family, c->table, c->name, 1,
+				  one_text(t_rule, c->rules[j].r));
+	}
+	for (size_t i = 0; i < rs->n_sets; i++) {
+		const struct ck_set *s = &rs->sets[i];
+
+		if (ours(s->table, s->family, name) && s->ns)
+			ilist_add(&l, 2, s->family, s->table, s->name, 0, one_text(t_set, s->ns));
+	}
+	out = ilist_join(&l);
+	ilist_free(&l);
+	return out;
+}
+
+/* The first line where a and b differ, for the evidence. */
+static void first_diff(const char *a, const char *b, char *out, size_t len)
+{
+	size_t line = 1;
+	const char *la = a, *lb = b;
+
+	while (*a && *a == *b) {
+		if (*a == '\n') {
+			line++;
+			la = a + 1;
+			lb = b + 1;
+		}
+		a++;
+		b++;
+	}
+	snprintf(out, len, "line %zu: expected \"%.*s\", found \"%.*s\"", line,
+		 (int)strcspn(la, "\n") > 200 ? 200 : (int)strcspn(la, "\n"), la,
+		 (int)strcspn(lb, "\n") > 200 ? 200 : (int)strcspn(lb, "\n"), lb);
+}
+
+static void table_check(const struct ck_state *st, const struct checker_expect *ex,
+			struct checker_result *res)
+{
+	bool have_inet = false, have_bridge = false;
+	char *live;
+
+	for (size_t i = 0; i < st->nft.n_tables; i++) {
+		if (strcmp(st->nft.tables[i].name, ex->table) != 0)
+			continue;
+		have_inet |= st->nft.tables[i].family == NFPROTO_INET;
+		have_bridge |= st->nft.tables[i].family == NFPROTO_BRIDGE;
+	}
+	if (!have_inet)
+		ck_find(res, CK_OB_TABLE, CHECKER_EXIT,
+			"table inet %s is missing: nothing guards the sandbox path", ex->table);
+	if (!have_bridge)
+		ck_find(res, CK_OB_TABLE, CHECKER_EXIT,
+			"table bridge %s is missing: frames are not stamped with their port",
+			ex->table);
+	if (!ex->canon) {
+		ck_find(res, CK_OB_TABLE, CHECKER_DOUBT,
+			"what the engine installs could not be built: identity not checked");
+		return;
+	}
+	live = ck_live_text(&st->nft, ex->table);
+	if (!live) {
+		ck_find(res, CK_OB_TABLE, CHECKER_DOUBT, "out of memory rendering our tables");
+		return;
+	}
+	if (strcmp(live, ex->canon) != 0) {
+		char d[600];
+
+		first_diff(ex->canon, live, d, sizeof(d));
+		ck_find(res, CK_OB_TABLE, CHECKER_EXIT,
+			"our tables differ from what the engine installs (edited by hand?): %s", d);
+	} else {
+		char dg[80];
+
+		ck_sha256_str(live, strlen(live), dg);
+		ck_evid(res, CK_OB_TABLE,
+			"tables inet %s and bridge %s are identical to what the engine builds for "
+			"this configuration, policy and ports (%s)",
+			ex->table, ex->table, dg);
+	}
+	free(live);
+}
+
+/* ---- expectation ------------------------------------------------------------ */
+
+/* What checker_expect borrows: the built text and the policy's port names. */
+struct ck_expect_store {
+	char *canon;
+	const char *ports[64];
+	char names[64][PC_IFNAMSIZ];
+};
+
+static bool table_uses_compat(const struct ck_ruleset *rs, const char *table)
+{
+	/* the engine picks the xt NFQUEUE target when the kernel lacks the
+	 * native queue expression; the live table shows which it probed */
+	for (size_t i = 0; i < rs->n_chains; i++) {
+		const struct ck_chain *c = &rs->chains[i];
+
+		if (c->family != NFPROTO_INET || strcmp(c->table, table) != 0)
+			continue;
+		for (size_t j = 0; j < c->n_rules; j++) {
+			char buf[4096];
+
+			buf[0] = 0;
+			nftnl_rule_snprintf(buf, sizeof(buf), c->rules[j].r, NFTNL_OUTPUT_DEFAULT, 0);
+			if (strstr(buf, "[ queue "))
+				return false;
+			if (strstr(buf, "[ target name NFQUEUE"))
+				return true;
+		}
+	}
+	return true;
+}
+
+static int expect_build(const struct pc_config *cfg, const char *bridge, const struct ck_state *st,
+			struct checker_expect *ex, void **owned, struct pc_err *err)
+{
+	struct checker_expect e;
+	struct policy *pol = NULL;
+	struct pc_ruleset *rs = NULL;
+	struct pc_bridge_port *ports = NULL;
+	struct ck_expect_store *store = calloc(1, sizeof(*store));
+	const struct ck_link *br = ck_link_by_name(st, bridge);
+	size_t np = 0;
+	int rc;
+
+	if (!store)
+		return pc_err_set(err, PC_ENOMEM, "expectation");
+	memset(&e, 0, sizeof(e));
+	pc_strlcpy(e.table, PC_NFT_TABLE, sizeof(e.table));
+	e.mark_mask = PC_MARK_MASK;
+	/* the verdict marks and the conntrack mark that mean "the engine decided" */
+	e.mark_decided = PC_MARK_ALLOW | PC_MARK_HELD | PC_MARK_PASS;
+	e.queue_lo = cfg->queue.base;
+	e.queue_hi = (uint16_t)(cfg->queue.base + (cfg->queue.count ? cfg->queue.count - 1 : 0));
+	e.listen_ports[0] = cfg->vault.listen.port;
+	e.n_listen = 1;
+	e.br_nf_call = 0; /* sandbox traffic is routed by the gateway, never bridged */
+
+	rc = policy_load_dir(cfg->rules_dir, cfg, &pol, err);
+	if (rc < 0) {
+		pc_err_prefix(err, "policy");
+		goto out;
+	}
+	for (size_t i = 0; i < policy_sandbox_count(pol) && e.n_policy_ports < 64; i++) {
+		const struct policy_sandbox *sb = policy_sandbox_at(pol, i);
+
+		if (!sb->match.port[0])
+			continue;
+		pc_strlcpy(store->names[e.n_policy_ports], sb->match.port, PC_IFNAMSIZ);
+		store->ports[e.n_policy_ports] = store->names[e.n_policy_ports];
+		e.n_policy_ports++;
+	}
+	e.policy_ports = store->ports;
+	ports = calloc(st->n_links ? st->n_links : 1, sizeof(*ports));
+	if (!ports) {
+		rc = pc_err_set(err, PC_ENOMEM, "ports");
+		goto out;
+	}
+	for (size_t i = 0; br && i < st->n_links; i++) {
+		if (st->links[i].master != br->ifindex)
+			continue;
+		pc_strlcpy(ports[np].name, st->links[i].name, sizeof(ports[np].name));
+		ports[np].ifindex = (uint32_t)st->links[i].ifindex;
+		np++;
+	}
+	{
+		struct pc_config c2 = *cfg;
+		struct pc_ruleset_params p = {
+			.cfg = &c2,
+			.policy = pol,
+			.ports = ports,
+			.n_ports = np,
+			.qpath = table_uses_compat(&st->nft, PC_NFT_TABLE) ? PC_QUEUE_COMPAT :
+									     PC_QUEUE_NATIVE};
+
+		pc_strlcpy(c2.bridge, bridge, sizeof(c2.bridge));
+		rc = pc_ruleset_build(&p, &rs, err);
+		if (rc < 0)
+			goto out;
+	}
+	store->canon = built_text(rs);
+	if (!store->canon) {
+		rc = pc_err_set(err, PC_ENOMEM, "ruleset text");
+		goto out;
+	}
+	e.canon = store->canon;
+	e.canon_len = strlen(store->canon);
+	*ex = e;
+	*owned = store;
+	store = NULL;
+	rc = 0;
+out:
+	if (store)
+		free(store->canon);
+	free(store);
+	free(ports);
+	pc_ruleset_free(rs);
+	policy_unref(pol);
+	return rc;
+}
+
+void checker_expect_free(void *owned)
+{
+	struct ck_expect_store *s = owned;
+
+	if (s)
+		free(s->canon);
+	free(s);
+}
+
+int checker_expect_from_config(const struct pc_config *cfg, const char *bridge,
+			       struct checker_expect *ex, void **owned, struct pc_err *err)
+{
+	struct ck_state st = {0};
+	int rc = ck_nft_read(&st.nft, err);
+
+	if (rc == 0)
+		rc = ck_rtnl_read(&st, err);
+	if (rc == 0)
+		rc = expect_build(cfg, bridge ? bridge : cfg->bridge, &st, ex, owned, err);
+	ck_state_free(&st);
+	return rc;
+}
+
+/* ---- the check ------------------------------------------------------------------ */
+
+static int state_read(struct ck_state *st, const char *br, struct pc_err *err)
+{
+	const struct ck_link *brl;
+	int rc = ck_nft_read(&st->nft, err);
+
+	if (rc == 0)
+		rc = ck_rtnl_read(st, err);
+	if (rc == 0)
+		rc = ck_sysctl_read(st, br, err);
+	if (rc == 0)
+		rc = ck_listeners_read(st, err);
+	if (rc < 0)
+		return rc;
+	brl = ck_link_by_name(st, br);
+	if (brl) {
+		int brx = brl->ifindex;
+
+		rc = ck_tc_read(st, brx, err);
+		for (size_t i = 0; rc == 0 && i < st->n_links; i++)
+			if (st->links[i].master == brx)
+				rc = ck_tc_read(st, st->links[i].ifindex, err);
+		if (rc < 0)
+			return rc;
+	}
+	ck_bpf_probe(st);
+	ck_legacy_read(st);
+	return 0;
+}
+
+int ck_result_finish(const struct ck_state *st, const char *br, struct checker_result *res);
+
+int ck_result_finish(const struct ck_state *st, const char *br, struct checker_result *res)
+{
+	struct ck_buf rb = {0}, sb = {0};
+
+	ck_nft_canon(&st->nft, 0, NULL, &rb);
+	ck_state_canon(st, br, &sb);
+	if (rb.oom || sb.oom) {
+		ck_buf_free(&rb);
+		ck_buf_free(&sb);
+		return PC_ENOMEM;
+	}
+	res->ruleset_canon = rb.p ? rb.p : strdup("");
+	res->ruleset_len = rb.len;
+	res->snapshot_canon = sb.p ? sb.p : strdup("");
+	res->snapshot_len = sb.len;
+	if (!res->ruleset_canon || !res->snapshot_canon)
+		return PC_ENOMEM;
+	ck_sha256_str(res->ruleset_canon, res->ruleset_len, res->ruleset_digest);
+	ck_sha256_str(res->snapshot_canon, res->snapshot_len, res->snapshot_digest);
+	return 0;
+}
+
+int checker_run(const struct pc_config *cfg, const struct checker_expect *ex_in, const char *bridge,
+		struct checker_result **out, struct pc_err *err)
+{
+	struct ck_state st = {0};
+	struct checker_result *res = calloc(1, sizeof(*res));
+	struct checker_expect ex;
+	void *owned = NULL;
+	const char *br = bridge ? bridge : cfg->bridge;
+	int rc;
+
+	if (!res)
+		return pc_err_set(err, PC_ENOMEM, "check: out of memory");
+	pc_strlcpy(res->bridge, br, sizeof(res->bridge));
+	res->time_ms = pc_now_real_ms();
+	rc = state_read(&st, br, err);
+	if (rc < 0) {
+		pc_err_prefix(err, "reading the kernel state");
+		goto out;
+	}
+	if (ex_in) {
+		ex = *ex_in;
+	} else {
+		rc = expect_build(cfg, br, &st, &ex, &owned, err);
+		if (rc < 0) {
+			pc_err_prefix(err, "building the engine's ruleset");
+			goto out;
+		}
+	}
+	rc = ck_analyze(&st, &ex, br, res, err);
+	if (rc == 0)
+		table_check(&st, &ex, res);
+	if (rc == 0) {
+		char *live = ck_live_text(&st.nft, ex.table);
+
+		if (live)
+			ck_sha256_str(live, strlen(live), res->table_digest);
+		free(live);
+		rc = ck_result_finish(&st, br, res);
+		if (rc < 0)
+			pc_err_set(err, rc, "check: out of memory");
+	}
+out:
+	checker_expect_free(owned);
+	ck_state_free(&st);
+	if (rc < 0) {
+		checker_result_free(res);
+		return rc;
+	}
+	*out = res;
+	return 0;
+}
+
+/* ---- rendering ------------------------------------------------------------------ */
+
+static const char *status_word(enum checker_status s)
+{
+	return s == CHECKER_PROVEN ? "proven" : s == CHECKER_EXIT_FOUND ? "exit found" : "unproven";
+}
+
+char *checker_result_text(const struct checker_result *r, bool verbose)
+{
+	struct ck_buf b = {0};
+
+	for (size_t i = 0; i < r->n_findings; i++)
+		ck_buf_printf(&b, "%s\n", r->findings[i].text);
+	ck_buf_printf(&b, "%s: bridge %s: %s (%zu finding%s)\n",
+		      r->status == CHECKER_PROVEN ? "proven" : "NOT proven", r->bridge,
+		      status_word(r->status), r->n_findings, r->n_findings == 1 ? "" : "s");
+	for (int o = 0; o < CK_OB_COUNT; o++) {
+		ck_buf_printf(&b, "  [%s] %s: %s\n", r->ob[o].failed ? "FAIL" : " ok ",
+			      checker_oblig_id((enum checker_oblig)o),
+			      checker_oblig_title((enum checker_oblig)o));
+		for (size_t i = 0; verbose && i < r->ob[o].n; i++)
+			ck_buf_printf(&b, "      %s\n", r->ob[o].lines[i]);
+	}
+	ck_buf_printf(&b, "  ruleset %s\n  snapshot %s\n", r->ruleset_digest, r->snapshot_digest);
+	if (b.oom) {
+		ck_buf_free(&b);
+		return NULL;
+	}
+	return b.p;
+}
+
+void ck_json_obligations(const struct checker_result *r, struct ck_buf *b);
+
+void ck_json_obligations(const struct checker_result *r, struct ck_buf *b)
+{
+	ck_buf_printf(b, "[");
+	for (int o = 0; o < CK_OB_COUNT; o++) {
+		size_t nf = 0;
+
+		ck_buf_printf(b, "%s{\"id\":", o ? "," : "");
+		ck_buf_json_str(b, checker_oblig_id((enum checker_oblig)o));
+		ck_buf_printf(b, ",\"statement\":");
+		ck_buf_json_str(b, checker_oblig_title((enum checker_oblig)o));
+		ck_buf_printf(b, ",\"held\":%s,\"evidence\":[", r->ob[o].failed ? "false" : "true");
+		for (size_t i = 0; i < r->ob[o].n; i++) {
+			ck_buf_printf(b, "%s", i ? "," : "");
+			ck_buf_json_str(b, r->ob[o].lines[i]);
+		}
+		ck_buf_printf(b, "],\"findings\":[");
+		for (size_t i = 0; i < r->n_findings; i++) {
+			if (r->findings[i].ob != (enum checker_oblig)o)
+				continue;
+			ck_buf_printf(b, "%s", nf++ ? "," : "");
+			ck_buf_json_str(b, r->findings[i].text);
+		}
+		ck_buf_printf(b, "]}");
+	}
+	ck_buf_printf(b, "]");
+}
+
+char *checker_result_json(const struct checker_result *r)
+{
+	struct ck_buf b = {0};
+	char t[40];
+
+	ck_buf_printf(&b, "{\"status\":\"%s\",\"bridge\":", status_word(r->status));
+	ck_buf_json_str(&b, r->bridge);
+	ck_buf_printf(&b, ",\"time\":\"%s\",\"findings\":[",
+		      pc_time_rfc3339(r->time_ms, t, sizeof(t)));
+	for (size_t i = 0; i < r->n_findings; i++) {
+		ck_buf_printf(&b, "%s{\"kind\":\"%s\",\"obligation\":\"%s\",\"text\":", i ? "," : "",
+			      r->findings[i].kind == CHECKER_EXIT ? "exit" : "unproven",
+			      checker_oblig_id(r->findings[i].ob));
+		ck_buf_json_str(&b, r->findings[i].text);
+		ck_buf_printf(&b, "}");
+	}
+	ck_buf_printf(&b, "],\"obligations\":");
+	ck_json_obligations(r, &b);
+	ck_buf_printf(&b, ",\"digests\":{\"ruleset\":\"%s\",\"tables\":\"%s\",\"snapshot\":\"%s\"}}\n",
+		      r->ruleset_digest, r->table_digest, r->snapshot_digest);
+	if (b.oom) {
+		ck_buf_free(&b);
+		return NULL;
+	}
+	return b.p;
+}

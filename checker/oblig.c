@@ -1,0 +1,343 @@
+/* checker: the obligations that are about interfaces rather than rules —
+ * bridge membership, port isolation, tc/XDP programs, local addresses and
+ * bridge netfilter — and ck_analyze, which runs every obligation. */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <linux/if_link.h>
+#include <linux/pkt_sched.h>
+#include <linux/rtnetlink.h>
+#include <linux/tc_act/tc_mirred.h>
+#include <netinet/in.h>
+
+#include "checker/internal.h"
+
+/* Is link l a sandbox port? Decided in docs/checker.md: a veth whose peer
+ * lives in another network namespace, or a tap device, with no address
+ * other than link-local and no route through it. Anything else on the
+ * sandbox bridge is a way out. Returns NULL or why not. */
+static const char *not_sandbox_port(const struct ck_state *st, const struct ck_link *l)
+{
+	static char why[160];
+
+	if (strcmp(l->kind, "veth") != 0 && strcmp(l->kind, "tun") != 0) {
+		snprintf(why, sizeof(why), "a %s device, not a sandbox veth or tap",
+			 l->kind[0] ? l->kind : "physical");
+		return why;
+	}
+	if (strcmp(l->kind, "veth") == 0 && l->link && ck_link_by_index(st, l->link) &&
+	    !l->link_netns) {
+		snprintf(why, sizeof(why), "a veth whose peer is in the gateway's own namespace");
+		return why;
+	}
+	for (size_t i = 0; i < st->n_addrs; i++) {
+		const struct ck_ifaddr *a = &st->addrs[i];
+
+		if (a->ifindex == l->ifindex && a->scope != RT_SCOPE_LINK) {
+			char as[64] = "?";
+
+			inet_ntop(a->family, a->a, as, sizeof(as));
+			snprintf(why, sizeof(why), "it carries address %s/%u (an uplink or host interface)",
+				 as, a->prefixlen);
+			return why;
+		}
+	}
+	for (size_t i = 0; i < st->n_routes; i++) {
+		const struct ck_route *r = &st->routes[i];
+
+		if (r->oif == l->ifindex && r->table == RT_TABLE_MAIN && r->family == AF_INET) {
+			snprintf(why, sizeof(why), "routes point through it (an uplink)");
+			return why;
+		}
+	}
+	return NULL;
+}
+
+static bool port_in_policy(const struct ck_state *st, const char *name, const char *const *names,
+			   size_t n)
+{
+	(void)st;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(names[i], name) == 0)
+			return true;
+	return false;
+}
+
+static bool ifindex_in_portset(const struct ck_state *st, const struct checker_expect *ex,
+			       int ifindex)
+{
+	const struct ck_set *s = ck_set_find(&st->nft, 7 /* NFPROTO_BRIDGE */, ex->table,
+					     "ports"); /* PC_NFT_SET_PORTS, docs/engine.md */
+
+	if (!s)
+		return false;
+	for (size_t i = 0; i < s->n_elems; i++)
+		if (s->elems[i].klen == 4 && memcmp(s->elems[i].key, &ifindex, 4) == 0)
+			return true;
+	return false;
+}
+
+static void members_check(const struct ck_state *st, const struct checker_expect *ex,
+			  const struct ck_link *br, struct checker_result *res)
+{
+	size_t nports = 0;
+
+	for (size_t i = 0; i < st->n_links; i++) {
+		const struct ck_link *l = &st->links[i];
+		const char *why;
+
+		if (l->master == br->ifindex) {
+			nports++;
+			why = not_sandbox_port(st, l);
+			if (why)
+				ck_find(res, CK_OB_MEMBERS, CHECKER_EXIT,
+					"interface %s is a port of the sandbox bridge %s but not a "
+					"sandbox port: %s",
+					l->name, br->name, why);
+			else
+				ck_evid(res, CK_OB_MEMBERS, "port %s: %s, sandbox port", l->name,
+					l->kind);
+			continue;
+		}
+		if (l->link == br->ifindex && l->ifindex != br->ifindex && !l->link_netns &&
+		    l->kind[0]) {
+			ck_find(res, CK_OB_MEMBERS, CHECKER_EXIT,
+				"interface %s (%s) is stacked on the sandbox bridge %s: frames reach "
+				"it without the bridge's guarded path",
+				l->name, l->kind, br->name);
+			continue;
+		}
+		/* a sandbox port held by another bridge: named by the policy or in
+		 * the engine's port set */
+		if (l->master && l->master != br->ifindex &&
+		    (port_in_policy(st, l->name, ex->policy_ports, ex->n_policy_ports) ||
+		     ifindex_in_portset(st, ex, l->ifindex))) {
+			char mn[32];
+
+			ck_find(res, CK_OB_MEMBERS, CHECKER_EXIT,
+				"sandbox port %s is enslaved to bridge %s, not to the sandbox bridge %s",
+				l->name, ck_ifname(st, l->master, mn, sizeof(mn)), br->name);
+		}
+	}
+	for (size_t i = 0; i < ex->n_policy_ports; i++) {
+		const struct ck_link *l = ck_link_by_name(st, ex->policy_ports[i]);
+
+		if (l && l->master != br->ifindex && !l->master)
+			ck_evid(res, CK_OB_MEMBERS, "policy port %s exists but is on no bridge",
+				l->name);
+	}
+	ck_evid(res, CK_OB_MEMBERS, "bridge %s (ifindex %d) has %zu port(s)", br->name, br->ifindex,
+		nports);
+}
+
+static void isolation_check(const struct ck_state *st, const struct ck_link *br,
+			    struct checker_result *res)
+{
+	for (size_t i = 0; i < st->n_links; i++) {
+		const struct ck_link *l = &st->links[i];
+
+		if (l->master != br->ifindex)
+			continue;
+		if (l->isolated != 1)
+			ck_find(res, CK_OB_ISOLATED, CHECKER_EXIT,
+				"bridge port %s is not isolated: frames from the other ports reach "
+				"it without the guard",
+				l->name);
+		else
+			ck_evid(res, CK_OB_ISOLATED, "port %s: isolated on, learning %d, hairpin %d",
+				l->name, l->learning, l->hairpin);
+	}
+}
+
+static const char *tc_dir(uint32_t parent, char *buf, size_t len)
+{
+	if (parent == TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_INGRESS))
+		return "ingress";
+	if (parent == TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_EGRESS))
+		return "egress";
+	snprintf(buf, len, "egress qdisc %x:", TC_H_MAJ(parent) >> 16);
+	return buf;
+}
+
+static const char *mirred_what(int ea)
+{
+	switch (ea) {
+	case TCA_EGRESS_REDIR: return "egress redirect";
+	case TCA_EGRESS_MIRROR: return "egress mirror";
+	case TCA_INGRESS_REDIR: return "ingress redirect";
+	case TCA_INGRESS_MIRROR: return "ingress mirror";
+	default: return "unknown action";
+	}
+}
+
+static void tcxdp_link(const struct ck_state *st, const struct checker_expect *ex,
+		       const struct ck_link *l, const char *role, struct checker_result *res)
+{
+	static const char *harmless_acts[] = {"gact", "police", "csum", NULL};
+	static const char *classifiers[] = {"u32", "flower", "matchall", "basic", NULL};
+	size_t nf = 0;
+	char d[32], dev[32];
+
+	if (l->xdp_attached)
+		ck_find(res, CK_OB_TCXDP, CHECKER_DOUBT,
+			"XDP program id %u on %s %s: an eBPF program can redirect (XDP_REDIRECT, "
+			"XDP_TX) and cannot be classified",
+			l->xdp_prog_id, role, l->name);
+	if (l->tcx_ingress > 0 || l->tcx_egress > 0)
+		ck_find(res, CK_OB_TCXDP, CHECKER_DOUBT,
+			"tcx BPF program(s) on %s %s (%d ingress, %d egress): cannot be classified",
+			role, l->name, l->tcx_ingress, l->tcx_egress);
+	if (l->tcx_ingress < 0)
+		ck_find(res, CK_OB_TCXDP, CHECKER_DOUBT,
+			"tcx programs on %s %s could not be queried (bpf() refused)", role, l->name);
+	for (size_t i = 0; i < st->n_filters; i++) {
+		const struct ck_tcfilter *f = &st->filters[i];
+		bool known = false;
+
+		if (f->ifindex != l->ifindex)
+			continue;
+		nf++;
+		tc_dir(f->parent, d, sizeof(d));
+		if (strcmp(f->kind, "bpf") == 0) {
+			ck_find(res, CK_OB_TCXDP, CHECKER_DOUBT,
+				"tc filter on %s %s %s: bpf program id %u%s%s%s cannot be classified",
+				role, l->name, tc_dir(f->parent, d, sizeof(d)), f->bpf_id,
+				f->bpf_name[0] ? " (" : "", f->bpf_name, f->bpf_name[0] ? ")" : "");
+			continue;
+		}
+		for (int k = 0; classifiers[k]; k++)
+			known |= strcmp(f->kind, classifiers[k]) == 0;
+		if (!known) {
+			ck_find(res, CK_OB_TCXDP, CHECKER_DOUBT,
+				"tc filter on %s %s %s: classifier '%s' not modelled", role, l->name,
+				tc_dir(f->parent, d, sizeof(d)), f->kind);
+			continue;
+		}
+		if (f->acts_trunc)
+			ck_find(res, CK_OB_TCXDP, CHECKER_DOUBT,
+				"tc filter on %s %s %s: more than %d actions", role, l->name,
+				tc_dir(f->parent, d, sizeof(d)), CK_TC_ACTS);
+		for (size_t k = 0; k < f->n_acts; k++) {
+			const struct ck_tcact *a = &f->acts[k];
+			bool harmless = false;
+
+			if (strcmp(a->kind, "mirred") == 0) {
+				ck_find(res, CK_OB_TCXDP, CHECKER_EXIT,
+					"tc filter on %s %s %s: mirred %s dev %s", role, l->name,
+					tc_dir(f->parent, d, sizeof(d)), mirred_what(a->mirred_eaction),
+					ck_ifname(st, a->mirred_ifindex, dev, sizeof(dev)));
+				continue;
+			}
+			if (strcmp(a->kind, "skbedit") == 0) {
+				if (a->has_mark && (a->mark & a->mark_mask & ex->mark_mask))
+					ck_find(res, CK_OB_TCXDP, CHECKER_EXIT,
+						"tc filter on %s %s %s: skbedit sets the engine's mark "
+						"bits (mark 0x%x)",
+						role, l->name, tc_dir(f->parent, d, sizeof(d)), a->mark);
+				continue;
+			}
+			for (int h = 0; harmless_acts[h]; h++)
+				harmless |= strcmp(a->kind, harmless_acts[h]) == 0;
+			if (!harmless)
+				ck_find(res, CK_OB_TCXDP, CHECKER_DOUBT,
+					"tc filter on %s %s %s: action '%s' not modelled", role,
+					l->name, tc_dir(f->parent, d, sizeof(d)), a->kind);
+		}
+	}
+	ck_evid(res, CK_OB_TCXDP, "%s %s: XDP %s, %zu tc filter(s), tcx %d/%d", role, l->name,
+		l->xdp_attached ? "ATTACHED" : "none", nf, l->tcx_ingress, l->tcx_egress);
+}
+
+static void local_check(const struct ck_state *st, const struct ck_link *br,
+			struct checker_result *res)
+{
+	int seen4 = 0, seen6 = 0;
+
+	for (size_t i = 0; i < st->n_addrs; i++) {
+		const struct ck_ifaddr *a = &st->addrs[i];
+		char as[64] = "?", ls[600] = "";
+		size_t off = 0;
+		int *seen = a->family == AF_INET ? &seen4 : &seen6;
+
+		if (a->ifindex != br->ifindex || a->scope == RT_SCOPE_LINK)
+			continue;
+		inet_ntop(a->family, a->a, as, sizeof(as));
+		if ((*seen)++ == 0) {
+			ck_evid(res, CK_OB_LOCAL, "gateway address %s/%u on %s", as, a->prefixlen,
+				br->name);
+			continue;
+		}
+		for (size_t k = 0; k < st->n_listeners; k++) {
+			const struct ck_listener *l = &st->listeners[k];
+			static const uint8_t zero[16];
+			char la[64] = "?";
+			int n;
+
+			if (l->family != a->family ||
+			    (memcmp(l->a, a->a, a->family == AF_INET ? 4 : 16) != 0 &&
+			     memcmp(l->a, zero, a->family == AF_INET ? 4 : 16) != 0))
+				continue;
+			inet_ntop(l->family, l->a, la, sizeof(la));
+			n = snprintf(ls + off, sizeof(ls) - off, "%s%s %s%s%s:%u", off ? ", " : "",
+				     l->proto == IPPROTO_TCP ? "tcp" : "udp", l->family == AF_INET6 ? "[" : "",
+				     la, l->family == AF_INET6 ? "]" : "", l->port);
+			if (n > 0 && off + (size_t)n < sizeof(ls))
+				off += (size_t)n;
+		}
+		ck_find(res, CK_OB_LOCAL, CHECKER_EXIT,
+			"address %s/%u on bridge %s is not the gateway address: local delivery "
+			"beyond our listeners (%s%s)",
+			as, a->prefixlen, br->name, ls[0] ? "listening: " : "no listener now",
+			ls);
+	}
+}
+
+static void brnf_check(const struct ck_state *st, const struct checker_expect *ex,
+		       const struct ck_link *br, struct checker_result *res)
+{
+	const char *g4 = ck_sysctl_get(st, "net.bridge.bridge-nf-call-iptables");
+	const char *g6 = ck_sysctl_get(st, "net.bridge.bridge-nf-call-ip6tables");
+	bool loaded = g4 && g4[0];
+	int on4 = loaded && (strcmp(g4, "1") == 0 || br->br_nf_ipt == 1);
+	int on6 = loaded && ((g6 && strcmp(g6, "1") == 0) || br->br_nf_ip6t == 1);
+
+	ck_evid(res, CK_OB_BRNF,
+		"bridge-nf-call-iptables=%s bridge-nf-call-ip6tables=%s (br_netfilter %s); %s "
+		"nf_call_iptables=%d nf_call_ip6tables=%d; expected %s",
+		loaded ? g4 : "-", g6 && g6[0] ? g6 : "-", loaded ? "active" : "not loaded", br->name,
+		br->br_nf_ipt, br->br_nf_ip6t,
+		ex->br_nf_call < 0 ? "either" : ex->br_nf_call ? "on" : "off");
+	if (ex->br_nf_call < 0)
+		return;
+	if (on4 != ex->br_nf_call || on6 != ex->br_nf_call)
+		ck_find(res, CK_OB_BRNF, CHECKER_DOUBT,
+			"bridge netfilter is %s for IPv4 and %s for IPv6 on %s, but our ruleset "
+			"expects it %s (bridged frames %s the inet hooks)",
+			on4 ? "on" : "off", on6 ? "on" : "off", br->name,
+			ex->br_nf_call ? "on" : "off",
+			ex->br_nf_call ? "must pass" : "must not pass");
+}
+
+int ck_analyze(const struct ck_state *st, const struct checker_expect *ex, const char *br,
+	       struct checker_result *res, struct pc_err *err)
+{
+	const struct ck_link *brl = ck_link_by_name(st, br);
+
+	(void)err;
+	if (!brl || strcmp(brl->kind, "bridge") != 0) {
+		ck_find(res, CK_OB_MEMBERS, CHECKER_DOUBT,
+			brl ? "%s is not a bridge" : "sandbox bridge %s does not exist", br);
+		return 0;
+	}
+	members_check(st, ex, brl, res);
+	isolation_check(st, brl, res);
+	tcxdp_link(st, ex, brl, "bridge", res);
+	for (size_t i = 0; i < st->n_links; i++)
+		if (st->links[i].master == brl->ifindex)
+			tcxdp_link(st, ex, &st->links[i], "port", res);
+	local_check(st, brl, res);
+	brnf_check(st, ex, brl, res);
+	ck_paths_check(st, ex, br, res);
+	return 0;
+}

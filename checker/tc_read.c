@@ -1,0 +1,291 @@
+/* checker: tc qdiscs and filters (with their actions) on the sandbox ports
+ * and the bridge, read over rtnetlink; and the bpf() queries for programs
+ * tc and netlink do not show (tcx links, netfilter BPF links). */
+#include <errno.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <libmnl/libmnl.h>
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <linux/pkt_sched.h>
+#include <linux/rtnetlink.h>
+#include <linux/tc_act/tc_mirred.h>
+#include <linux/tc_act/tc_skbedit.h>
+
+#include "checker/internal.h"
+
+static void parse_act(struct ck_tcfilter *f, const struct nlattr *nest)
+{
+	const struct nlattr *a, *opts = NULL;
+	struct ck_tcact *act;
+
+	if (f->n_acts == CK_TC_ACTS) {
+		f->acts_trunc = true;
+		return;
+	}
+	act = &f->acts[f->n_acts++];
+	memset(act, 0, sizeof(*act));
+	act->mirred_ifindex = -1;
+	mnl_attr_for_each_nested(a, nest)
+	{
+		if (mnl_attr_get_type(a) == TCA_ACT_KIND &&
+		    mnl_attr_validate(a, MNL_TYPE_STRING) == 0)
+			pc_strlcpy(act->kind, mnl_attr_get_str(a), sizeof(act->kind));
+		else if (mnl_attr_get_type(a) == TCA_ACT_OPTIONS &&
+			 mnl_attr_validate(a, MNL_TYPE_NESTED) == 0)
+			opts = a;
+	}
+	if (!opts)
+		return;
+	mnl_attr_for_each_nested(a, opts)
+	{
+		uint16_t t = mnl_attr_get_type(a);
+
+		if (strcmp(act->kind, "mirred") == 0 && t == TCA_MIRRED_PARMS &&
+		    mnl_attr_get_payload_len(a) >= sizeof(struct tc_mirred)) {
+			struct tc_mirred m;
+
+			memcpy(&m, mnl_attr_get_payload(a), sizeof(m));
+			act->mirred_eaction = m.eaction;
+			act->mirred_ifindex = (int)m.ifindex;
+		} else if (strcmp(act->kind, "skbedit") == 0 && t == TCA_SKBEDIT_MARK &&
+			   mnl_attr_validate(a, MNL_TYPE_U32) == 0) {
+			act->has_mark = true;
+			act->mark = mnl_attr_get_u32(a);
+			if (!act->mark_mask)
+				act->mark_mask = 0xffffffffu;
+		} else if (strcmp(act->kind, "skbedit") == 0 && t == TCA_SKBEDIT_MASK &&
+			   mnl_attr_validate(a, MNL_TYPE_U32) == 0) {
+			act->mark_mask = mnl_attr_get_u32(a);
+		}
+	}
+}
+
+static void parse_acts(struct ck_tcfilter *f, const struct nlattr *list)
+{
+	const struct nlattr *a;
+
+	mnl_attr_for_each_nested(a, list)
+	{
+		if (mnl_attr_validate(a, MNL_TYPE_NESTED) == 0)
+			parse_act(f, a);
+	}
+}
+
+/* The nested attribute that holds a classifier's actions. */
+static int act_attr(const char *kind)
+{
+	if (strcmp(kind, "u32") == 0)
+		return TCA_U32_ACT;
+	if (strcmp(kind, "bpf") == 0)
+		return TCA_BPF_ACT;
+	if (strcmp(kind, "flower") == 0)
+		return TCA_FLOWER_ACT;
+	if (strcmp(kind, "matchall") == 0)
+		return TCA_MATCHALL_ACT;
+	if (strcmp(kind, "basic") == 0)
+		return TCA_BASIC_ACT;
+	return -1;
+}
+
+static int parse_filter(struct ck_state *st, const struct nlmsghdr *nlh)
+{
+	const struct tcmsg *t = mnl_nlmsg_get_payload(nlh);
+	const struct nlattr *a, *opts = NULL;
+	struct ck_tcfilter *f;
+	int aa;
+
+	if (nlh->nlmsg_len < NLMSG_HDRLEN + sizeof(*t))
+		return PC_EPARSE;
+	f = ck_grow(&st->filters, &st->n_filters, &st->cap_filters, sizeof(*f));
+	if (!f)
+		return PC_ENOMEM;
+	f->ifindex = t->tcm_ifindex;
+	f->parent = t->tcm_parent;
+	f->handle = t->tcm_handle;
+	f->prio = TC_H_MAJ(t->tcm_info) >> 16;
+	f->proto = (uint16_t)TC_H_MIN(t->tcm_info);
+	mnl_attr_for_each(a, nlh, sizeof(*t))
+	{
+		if (mnl_attr_get_type(a) == TCA_KIND && mnl_attr_validate(a, MNL_TYPE_STRING) == 0)
+			pc_strlcpy(f->kind, mnl_attr_get_str(a), sizeof(f->kind));
+		else if (mnl_attr_get_type(a) == TCA_OPTIONS &&
+			 mnl_attr_validate(a, MNL_TYPE_NESTED) == 0)
+			opts = a;
+	}
+	aa = act_attr(f->kind);
+	if (!opts)
+		return 0;
+	mnl_attr_for_each_nested(a, opts)
+	{
+		uint16_t ty = mnl_attr_get_type(a);
+
+		if ((int)ty == aa && mnl_attr_validate(a, MNL_TYPE_NESTED) == 0)
+			parse_acts(f, a);
+		if (strcmp(f->kind, "bpf") == 0) {
+			if (ty == TCA_BPF_ID && mnl_attr_validate(a, MNL_TYPE_U32) == 0)
+				f->bpf_id = mnl_attr_get_u32(a);
+			else if (ty == TCA_BPF_NAME && mnl_attr_validate(a, MNL_TYPE_STRING) == 0)
+				pc_strlcpy(f->bpf_name, mnl_attr_get_str(a), sizeof(f->bpf_name));
+			else if (ty == TCA_BPF_FLAGS && mnl_attr_validate(a, MNL_TYPE_U32) == 0)
+				f->bpf_da = mnl_attr_get_u32(a) & TCA_BPF_FLAG_ACT_DIRECT;
+		}
+	}
+	return 0;
+}
+
+static int parse_qdisc(struct ck_state *st, const struct nlmsghdr *nlh)
+{
+	const struct tcmsg *t = mnl_nlmsg_get_payload(nlh);
+	const struct nlattr *a;
+	struct ck_qdisc *q;
+
+	if (nlh->nlmsg_len < NLMSG_HDRLEN + sizeof(*t))
+		return PC_EPARSE;
+	q = ck_grow(&st->qdiscs, &st->n_qdiscs, &st->cap_qdiscs, sizeof(*q));
+	if (!q)
+		return PC_ENOMEM;
+	q->ifindex = t->tcm_ifindex;
+	q->handle = t->tcm_handle;
+	q->parent = t->tcm_parent;
+	mnl_attr_for_each(a, nlh, sizeof(*t))
+	{
+		if (mnl_attr_get_type(a) == TCA_KIND && mnl_attr_validate(a, MNL_TYPE_STRING) == 0)
+			pc_strlcpy(q->kind, mnl_attr_get_str(a), sizeof(q->kind));
+	}
+	return 0;
+}
+
+int ck_tc_parse(struct ck_state *st, const void *buf, size_t len, struct pc_err *err)
+{
+	const struct nlmsghdr *nlh = buf;
+	int n = (int)(len > INT32_MAX ? INT32_MAX : len);
+
+	for (; mnl_nlmsg_ok(nlh, n); nlh = mnl_nlmsg_next(nlh, &n)) {
+		int rc = 0;
+
+		if (nlh->nlmsg_type == RTM_NEWTFILTER)
+			rc = parse_filter(st, nlh);
+		else if (nlh->nlmsg_type == RTM_NEWQDISC)
+			rc = parse_qdisc(st, nlh);
+		if (rc < 0)
+			return pc_err_set(err, rc, "tc: malformed message");
+	}
+	return 0;
+}
+
+static int dump_filters(struct ck_state *st, int ifindex, uint32_t parent, struct pc_err *err)
+{
+	struct tcmsg t = {.tcm_family = AF_UNSPEC, .tcm_ifindex = ifindex, .tcm_parent = parent};
+	struct ck_buf b = {0};
+	int rc = ck_rtnl_dump(RTM_GETTFILTER, &t, sizeof(t), &b, err);
+
+	if (rc == 0)
+		rc = ck_tc_parse(st, b.p, b.len, err);
+	ck_buf_free(&b);
+	return rc;
+}
+
+int ck_tc_read(struct ck_state *st, int ifindex, struct pc_err *err)
+{
+	int rc;
+
+	{
+		struct tcmsg t = {.tcm_family = AF_UNSPEC, .tcm_ifindex = ifindex};
+		struct ck_buf b = {0};
+		size_t before = st->n_qdiscs;
+
+		rc = ck_rtnl_dump(RTM_GETQDISC, &t, sizeof(t), &b, err);
+		if (rc == 0)
+			rc = ck_tc_parse(st, b.p, b.len, err);
+		ck_buf_free(&b);
+		if (rc < 0)
+			return rc;
+		/* the kernel may return every device's qdiscs: keep this one's */
+		for (size_t i = before; i < st->n_qdiscs;) {
+			if (st->qdiscs[i].ifindex != ifindex) {
+				st->qdiscs[i] = st->qdiscs[--st->n_qdiscs];
+				continue;
+			}
+			i++;
+		}
+		for (size_t i = before; i < st->n_qdiscs; i++) {
+			const struct ck_qdisc *q = &st->qdiscs[i];
+
+			if (strcmp(q->kind, "clsact") == 0 || strcmp(q->kind, "ingress") == 0) {
+				rc = dump_filters(st, ifindex,
+						  TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_INGRESS), err);
+				if (rc == 0 && strcmp(q->kind, "clsact") == 0)
+					rc = dump_filters(st, ifindex,
+							  TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_EGRESS),
+							  err);
+			} else if (q->handle) {
+				rc = dump_filters(st, ifindex, q->handle, err);
+			}
+			if (rc < 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static long bpf_sys(int cmd, union bpf_attr *attr)
+{
+	return syscall(__NR_bpf, cmd, attr, sizeof(*attr));
+}
+
+/* Number of programs attached at (ifindex, type), -1 when unknown. */
+static int tcx_count(int ifindex, enum bpf_attach_type type)
+{
+	union bpf_attr attr;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.query.target_fd = (uint32_t)ifindex; /* union with target_ifindex */
+	attr.query.attach_type = type;
+	if (bpf_sys(BPF_PROG_QUERY, &attr) < 0)
+		return errno == EINVAL || errno == ENOENT ? 0 : -1;
+	return (int)attr.query.prog_cnt;
+}
+
+void ck_bpf_probe(struct ck_state *st)
+{
+	union bpf_attr attr;
+	uint32_t id = 0;
+	int n = 0;
+
+	for (size_t i = 0; i < st->n_links; i++) {
+		/* tcx attach types are 46/47 in kernels >= 6.6 (enum bpf_attach_type) */
+		st->links[i].tcx_ingress = tcx_count(st->links[i].ifindex, (enum bpf_attach_type)46);
+		st->links[i].tcx_egress = tcx_count(st->links[i].ifindex, (enum bpf_attach_type)47);
+	}
+	/* netfilter BPF links are invisible to nftables dumps */
+	for (;;) {
+		int fd;
+		struct bpf_link_info info;
+
+		memset(&attr, 0, sizeof(attr));
+		attr.start_id = id;
+		if (bpf_sys(BPF_LINK_GET_NEXT_ID, &attr) < 0) {
+			if (errno != ENOENT)
+				n = -1;
+			break;
+		}
+		id = attr.next_id;
+		memset(&attr, 0, sizeof(attr));
+		attr.link_id = id;
+		fd = (int)bpf_sys(BPF_LINK_GET_FD_BY_ID, &attr);
+		if (fd < 0)
+			continue; /* went away */
+		memset(&info, 0, sizeof(info));
+		memset(&attr, 0, sizeof(attr));
+		attr.info.bpf_fd = (uint32_t)fd;
+		attr.info.info_len = sizeof(info);
+		attr.info.info = (uint64_t)(uintptr_t)&info;
+		if (bpf_sys(BPF_OBJ_GET_INFO_BY_FD, &attr) == 0 && info.type == 10 /* NETFILTER */)
+			n++;
+		close(fd);
+	}
+	st->nf_bpf_links = n;
+}
