@@ -213,8 +213,9 @@ int conn_server_ctx_new(SSL_CTX **out, struct pc_err *err)
 
 /* ---- the request loop ------------------------------------------------------- */
 
-/* Read until a whole request head is parsed. Returns 1 with *req, 0 on a
- * clean close between requests, CONN_CLOSE after answering an error. */
+/* Read until a whole request head is parsed. Returns 1 with *req, or 0
+ * when the connection ends: closed between requests, timed out, or refused
+ * (answered and logged here). */
 static int read_head(struct conn *c, struct http_request *req)
 {
 	const struct pc_config *cfg = &c->d->cfg;
@@ -232,10 +233,14 @@ static int read_head(struct conn *c, struct http_request *req)
 
 		if (rc > 0)
 			return 1;
-		if (rc != PC_EAGAIN)
-			return conn_refuse(c, status, false, e.msg);
-		if (c->in_len >= maxh)
-			return conn_refuse(c, 431, false, "header section too large");
+		if (rc != PC_EAGAIN) {
+			conn_refuse(c, status, false, e.msg);
+			return 0;
+		}
+		if (c->in_len >= maxh) {
+			conn_refuse(c, 431, false, "header section too large");
+			return 0;
+		}
 		rc = io_read(c->ssl, c->fd, c->in + c->in_len, c->in_cap - c->in_len, deadline);
 		if (rc <= 0) {
 			if (rc == PC_ETIMEOUT && started)

@@ -24,6 +24,7 @@ static const char *const hop_headers[] = {
     "http2-settings",
     "sec-websocket-extensions",
     "proxy-authorization",
+    "expect", /* the vault answers 100-continue itself (relay.c) */
     NULL,
 };
 

@@ -300,6 +300,14 @@ int main(int argc, char **argv)
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	setrlimit(RLIMIT_CORE, &nocore);
 	pc_log_init("portcullis-vault", PC_LOG_INFO);
+	/* blocked before any thread starts (the log thread starts in setup),
+	 * so that signals only ever reach the accept loop's signalfd */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGHUP);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
 	while ((opt = getopt(argc, argv, "c:th")) != -1) {
 		switch (opt) {
 		case 'c':
@@ -328,13 +336,6 @@ int main(int argc, char **argv)
 		       policy_hash(d.state->policy), d.state->store->n);
 		return PC_EXIT_OK;
 	}
-	/* signals go to the signalfd of the accept loop, never to a thread */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGHUP);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	signal(SIGPIPE, SIG_IGN);
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
 	if (sfd < 0) {
 		pc_log(PC_LOG_ERR, "signalfd: %s", strerror(errno));

@@ -56,10 +56,68 @@ static int to_upstream(void *ctx, const uint8_t *p, size_t n)
 	return io_write(c->ussl, c->ufd, p, n, idle_deadline(c));
 }
 
+/* Request bodies up to this size are read and scanned whole before the
+ * head goes upstream, so a placeholder in them means the upstream sees
+ * nothing at all; larger ones are streamed, and a placeholder found midway
+ * cuts the upstream connection before it is sent. */
+#define BODY_HOLD (1024 * 1024)
+
+struct body_out {
+	struct conn *c;
+	const uint8_t *head; /* the injected head: sent first */
+	size_t head_len;
+	bool head_sent;
+	uint8_t *buf; /* body held back so far */
+	size_t len, cap;
+};
+
+/* Send the head and whatever body was held back. */
+static int body_release(struct body_out *b)
+{
+	int rc;
+
+	if (!b->head_sent) {
+		b->head_sent = true;
+		if ((rc = to_upstream(b->c, b->head, b->head_len)) < 0)
+			return rc;
+	}
+	rc = b->len ? to_upstream(b->c, b->buf, b->len) : 0;
+	b->len = 0;
+	return rc;
+}
+
+static int body_sink(void *ctx, const uint8_t *p, size_t n)
+{
+	struct body_out *b = ctx;
+	int rc;
+
+	if (!b->head_sent) {
+		if (b->len + n <= BODY_HOLD) {
+			if (b->len + n > b->cap) {
+				size_t cap =
+				    (b->len + n) * 2 < BODY_HOLD ? (b->len + n) * 2 : BODY_HOLD;
+				uint8_t *nb = realloc(b->buf, cap);
+
+				if (!nb)
+					return PC_ENOMEM;
+				b->buf = nb;
+				b->cap = cap;
+			}
+			memcpy(b->buf + b->len, p, n);
+			b->len += n;
+			return 0;
+		}
+		if ((rc = body_release(b)) < 0)
+			return rc;
+	}
+	return to_upstream(b->c, p, n);
+}
+
 /* Request body: every byte (framing included) passes the placeholder
- * scanner before it goes upstream. Returns 0, PC_EREFUSED (s->hit set), or
- * another error. */
-static int relay_body(struct conn *c, const struct http_request *req, struct scrub *s)
+ * scanner on its way to the body sink. Returns 0, PC_EREFUSED (s->hit
+ * set), PC_EPARSE (bad chunked framing) or another error. */
+static int relay_body(struct conn *c, const struct http_request *req, struct scrub *s,
+		      struct body_out *bo)
 {
 	uint64_t remaining = req->content_length;
 	struct http_chunked ch;
@@ -85,13 +143,13 @@ static int relay_body(struct conn *c, const struct http_request *req, struct scr
 				return PC_EPARSE;
 			done = rc == 1;
 		}
-		if ((rc = scrub_feed(s, (uint8_t *)c->in + c->in_off, take, to_upstream, c)) < 0)
+		if ((rc = scrub_feed(s, (uint8_t *)c->in + c->in_off, take, body_sink, bo)) < 0)
 			return rc;
 		c->in_off += take;
 		if (done)
 			break;
 	}
-	return scrub_finish(s, to_upstream, c);
+	return scrub_finish(s, body_sink, bo);
 }
 
 /* Read until a response head is parsed at ubuf[uoff..]. */
@@ -426,9 +484,9 @@ int relay_exchange(struct conn *c, struct vault_state *st, const struct http_req
 	struct scrub_pat *phs = calloc(n_vals + 1, sizeof(*phs));
 	struct http_response resp;
 	struct pc_err e = {0};
+	struct body_out bo = {.c = c, .head = c->out, .head_len = io->head_len};
 	struct scrub bs;
 	int rc = CONN_CLOSE;
-	bool refused_body = false;
 
 	if (!pats || !phs) {
 		conn_send_error(c, 500, "internal error (out of memory)");
@@ -440,49 +498,35 @@ int relay_exchange(struct conn *c, struct vault_state *st, const struct http_req
 		phs[i] = (struct scrub_pat){.needle = (const uint8_t *)st->store->s[i].placeholder,
 					    .nlen = st->store->s[i].ph_len};
 	c->in_off = req->head_len;
-	if (to_upstream(c, c->out, io->head_len) < 0) {
-		conn_send_error(c, 502, "upstream connection failed while sending the request");
-		conn_upstream_close(c);
+	/* the checks passed: the vault itself invites the body (Expect is not
+	 * forwarded), so that it can scan the body before sending anything */
+	if (req->expect_continue && req->body != HTTP_BODY_NONE &&
+	    io_write(c->ssl, c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25, idle_deadline(c)) < 0)
 		goto out;
-	}
-	if (req->expect_continue && req->body != HTTP_BODY_NONE) {
-		if (read_response_head(c, false, &resp, &e) < 0) {
-			conn_send_error(c, 502, e.msg);
-			conn_upstream_close(c);
-			goto out;
-		}
-		if (resp.status != 100) {
-			/* a final answer before the body: relay it, then close,
-			 * since the sandbox may or may not send the body now */
-			relay_response(c, req, &resp, pats, n_pats);
-			conn_upstream_close(c);
-			goto out;
-		}
-		c->uoff += resp.head_len;
-		if (io_write(c->ssl, c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25, idle_deadline(c)) <
-		    0)
-			goto out;
-	}
 	scrub_init(&bs, phs, n_vals, NULL);
-	rc = relay_body(c, req, &bs);
+	rc = relay_body(c, req, &bs, &bo);
+	if (rc == 0)
+		rc = body_release(&bo);
 	if (rc == PC_EREFUSED) {
 		char reason[160];
 
 		snprintf(reason, sizeof(reason), "placeholder of %s in the request body",
 			 st->store->s[bs.hit].name);
-		refused_body = true;
-		/* the upstream got part of a body: drop the connection so the
+		/* a streamed body was cut: drop the upstream connection so the
 		 * request never completes */
-		conn_upstream_close(c);
+		if (bo.head_sent)
+			conn_upstream_close(c);
 		conn_refuse(c, 403, true, reason);
 	} else if (rc < 0) {
 		conn_upstream_close(c);
-		conn_send_error(c, 400,
-				rc == PC_EPARSE ? "malformed chunked body"
-						: "request body not received");
+		conn_send_error(c, rc == PC_EPARSE ? 400 : 502,
+				rc == PC_EPARSE
+				    ? "malformed chunked body"
+				    : "request not completed (client or upstream closed)");
 	}
 	scrub_free(&bs);
-	if (rc < 0 || refused_body) {
+	free(bo.buf);
+	if (rc < 0) {
 		rc = CONN_CLOSE;
 		goto out;
 	}

@@ -166,8 +166,10 @@ static int membuf_out(void *ctx, const uint8_t *p, size_t n)
 		m->p = nb;
 		m->cap = cap;
 	}
-	memcpy(m->p + m->len, p, n);
-	m->len += n;
+	if (n) {
+		memcpy(m->p + m->len, p, n);
+		m->len += n;
+	}
 	return 0;
 }
 

@@ -1,0 +1,169 @@
+# Shared setup of the vault's integration tests and bench/vault (sourced;
+# not a test itself): the lab, a configuration and rules under $LAB_DIR, a
+# real portcullis-logd, the appliance CA, sealed secrets, portcullis-vault,
+# and the redirect of secret-bound flows to the vault.
+#
+# The redirect: with the engine (appliance/) built, its real ruleset marks
+# flows to secret-bound hosts and redirects them (VAULT_REDIRECT=engine).
+# Until then a fixture nat rule in the lab's gateway namespace redirects
+# TCP 443 to the bound hosts' addresses (VAULT_REDIRECT=fixture; tests only,
+# never product code).
+
+PC_TOP=${PC_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+PC_BUILD=${PC_BUILD:-build}
+. "$PC_TOP/tests/lab/lab.sh"
+
+V_BIN=$PC_TOP/$PC_BUILD
+V_PORT=8443
+# Test values: long, distinctive, never printed by a passing test.
+V_GH_VALUE="ghp_VAULTTEST$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+V_PYPI_VALUE="pypi-VAULTTEST$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+
+vault_need_bins() {
+	local b
+	for b in portcullis portcullis-vault portcullis-logd; do
+		[ -x "$V_BIN/$b" ] || { echo "1..0 # SKIP $V_BIN/$b not built"; exit 0; }
+	done
+}
+
+# vault_config: write portcullis.yaml and the rules for sandbox 1 (agent-1)
+# and sandbox 2 (agent-2).
+vault_config() {
+	V=$LAB_DIR/v
+	mkdir -p "$V/rules.d" "$V/run"
+	chmod 0755 "$V" "$V/rules.d" "$V/run"
+	cat >"$V/portcullis.yaml" <<-EOF
+	run_dir: $V/run
+	state_dir: $V/state
+	rules: $V/rules.d
+	vault:
+	  listen: 0.0.0.0:$V_PORT
+	  ca_dir: $V/ca
+	  secrets: $V/secrets
+	  trust: $LAB_CA
+	  max_conns_per_sandbox: ${V_MAX_CONNS:-64}
+	  handshake_timeout_ms: ${V_HANDSHAKE_MS:-3000}
+	  idle_timeout_ms: ${V_IDLE_MS:-5000}
+	log:
+	  socket: $V/run/logd.sock
+	  file: $V/log/verdicts.jsonl
+	  key: $V/state/log.key
+	EOF
+	mkdir -p "$V/state"
+	cat >"$V/rules.d/agents.yaml" <<-EOF
+	sandbox: agent-1
+	match: { source: $(lab_sb_ip4 1)/32 }
+	allow:
+	  - host: api.github.test
+	    ports: [443]
+	  - host: www.github.test
+	    ports: [443]
+	  - host: pypi.test
+	    ports: [443]
+	  - host: wrong-cert.test
+	    ports: [443]
+	  - host: untrusted.test
+	    ports: [443]
+	  - host: paste.evil.test
+	    ports: [443]
+	secrets:
+	  - name: GITHUB_TOKEN
+	    host: api.github.test
+	    header: Authorization
+	    format: "Bearer {secret}"
+	  - name: PYPI_TOKEN
+	    host: pypi.test
+	    header: X-Api-Key
+	    format: "{secret}"
+	  - name: WRONG_TOKEN
+	    host: wrong-cert.test
+	  - name: ROGUE_TOKEN
+	    host: untrusted.test
+	EOF
+	cat >"$V/rules.d/agent2.yaml" <<-EOF
+	sandbox: agent-2
+	match: { source: $(lab_sb_ip4 2)/32 }
+	allow:
+	  - host: api.github.test
+	    ports: [443]
+	EOF
+}
+
+# vault_secrets: the CA and the sealed secrets, through the real CLI.
+vault_secrets() {
+	"$V_BIN/portcullis" -c "$V/portcullis.yaml" ca init >/dev/null || lab_die "ca init failed"
+	V_CA=$V/ca/ca.pem
+	V_PH_GH=$(printf '%s\n' "$V_GH_VALUE" | "$V_BIN/portcullis" -c "$V/portcullis.yaml" secrets set GITHUB_TOKEN 2>/dev/null)
+	V_PH_PYPI=$(printf '%s' "$V_PYPI_VALUE" | "$V_BIN/portcullis" -c "$V/portcullis.yaml" secrets set PYPI_TOKEN 2>/dev/null)
+	printf 'wrong-cert-value-0123\n' | "$V_BIN/portcullis" -c "$V/portcullis.yaml" secrets set WRONG_TOKEN >/dev/null 2>&1
+	printf 'untrusted-value-0123\n' | "$V_BIN/portcullis" -c "$V/portcullis.yaml" secrets set ROGUE_TOKEN >/dev/null 2>&1
+	V_PH_WRONG=$("$V_BIN/portcullis" -c "$V/portcullis.yaml" secrets placeholder WRONG_TOKEN)
+	V_PH_ROGUE=$("$V_BIN/portcullis" -c "$V/portcullis.yaml" secrets placeholder ROGUE_TOKEN)
+	[ -n "$V_PH_GH" ] && [ -n "$V_PH_PYPI" ] || lab_die "secrets set failed"
+	# the sandboxes trust the appliance CA (as the launcher installs it)
+	cp "$V_CA" "$LAB_DIR/vault-ca.pem"
+	chmod 0644 "$LAB_DIR/vault-ca.pem"
+}
+
+# The pid of this run's daemon (its configuration path is unique to the run).
+v_pid() { pgrep -f "$1 -c $V/portcullis.yaml" | head -1; }
+
+vault_logd_start() {
+	lab_gw "$V_BIN/portcullis-logd" -c "$V/portcullis.yaml" 2>>"$LAB_DIR/logd.stderr" &
+	local i
+	for i in $(seq 1 100); do
+		V_LOGD_PID=$(v_pid portcullis-logd)
+		[ -S "$V/run/logd.sock" ] && [ -n "$V_LOGD_PID" ] && return 0
+		sleep 0.05
+	done
+	lab_die "logd did not start: $(cat "$LAB_DIR/logd.stderr")"
+}
+
+vault_start() {
+	lab_gw "$V_BIN/portcullis-vault" -c "$V/portcullis.yaml" 2>>"$LAB_DIR/vault.stderr" &
+	local i
+	for i in $(seq 1 100); do
+		V_VAULT_PID=$(v_pid portcullis-vault)
+		lab_gw ss -Hltn "sport = :$V_PORT" | grep -q . && [ -n "$V_VAULT_PID" ] && return 0
+		sleep 0.05
+	done
+	lab_die "vault did not start: $(cat "$LAB_DIR/vault.stderr")"
+}
+
+vault_redirect() {
+	if [ "${VAULT_REDIRECT:-fixture}" = engine ]; then
+		lab_die "engine redirect not wired yet"
+	fi
+	VAULT_REDIRECT=fixture
+	# Fixture (tests only): what the engine does for flows it marked VAULT.
+	lab_gw nft -f - <<-EOF || lab_die "fixture redirect failed"
+	table ip vaultfixture {
+		chain pre {
+			type nat hook prerouting priority dstnat; policy accept;
+			iifname "$LAB_BR" ip daddr { $LAB_API4, $LAB_PYPI4, $LAB_WRONGCERT4, $LAB_UNTRUSTED4 } tcp dport 443 redirect to :$V_PORT
+		}
+	}
+	EOF
+}
+
+# vault_up: everything, in order.
+vault_up() {
+	vault_need_bins
+	lab_up 2
+	vault_config
+	vault_secrets
+	vault_logd_start
+	vault_start
+	vault_redirect
+}
+
+# curl from a sandbox through the vault, trusting the appliance CA.
+vcurl() { # sandbox-index curl-args...
+	local i=$1
+	shift
+	lab_sb "$i" curl -sS --max-time 10 --cacert "$LAB_DIR/vault-ca.pem" "$@"
+}
+
+# The upstream's access log and the verdict log.
+v_upstream_log() { cat "$LAB_DIR/nginx-access.log" 2>/dev/null; }
+v_verdicts() { cat "$V/log/verdicts.jsonl" 2>/dev/null; }
