@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -514,6 +515,45 @@ static void sidecar_expect(struct logw *w, struct logv *v)
 	free(text);
 }
 
+/* The highest seq any line of a (broken) file claims; at least floor. */
+static uint64_t max_seq(const char *path, uint64_t floor)
+{
+	static const char pfx[] = "{\"seq\":";
+	uint64_t best = floor;
+	struct stat st;
+	const char *p, *end;
+	char *map;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return best;
+	if (fstat(fd, &st) < 0 || st.st_size == 0) {
+		close(fd);
+		return best;
+	}
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return best;
+	for (p = map, end = map + st.st_size; p < end;) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		uint64_t x = 0;
+
+		if (!eol)
+			eol = end;
+		if ((size_t)(eol - p) > sizeof(pfx) && memcmp(p, pfx, sizeof(pfx) - 1) == 0) {
+			for (const char *q = p + sizeof(pfx) - 1;
+			     q < eol && *q >= '0' && *q <= '9' && x < UINT64_MAX / 10 - 10; q++)
+				x = x * 10 + (uint64_t)(*q - '0');
+			if (x > best)
+				best = x;
+		}
+		p = eol + 1;
+	}
+	munmap(map, (size_t)st.st_size);
+	return best;
+}
+
 /* Continue an existing file: verify it, take its state. A file that
  * does not verify is refused, unless the operator asked for a new segment:
  * then it goes aside as it is, and the new segment says why. */
@@ -540,8 +580,9 @@ static int resume(struct logw *w, const char *new_segment, struct pc_err *err)
 	if (rc < 0) {
 		snprintf(why, sizeof(why), "%.300s; the previous file did not verify: %.500s",
 			 new_segment, ve.msg);
-		/* seq and the chain continue after what could be read */
-		w->st.next_seq = r->records ? r->last_seq + 1 : 1;
+		/* seq continues after the highest one in the file, so no seq
+		 * is ever given twice; the chain after what verified */
+		w->st.next_seq = max_seq(w->path, r->records ? r->last_seq : 0) + 1;
 		memcpy(w->st.last_hash, r->last_hash, MERKLE_HASH);
 		if (aside_name(w->path, aside, sizeof(aside)) < 0 || rename(w->path, aside) < 0) {
 			rc = pc_err_errno(err, PC_EIO, "moving %s aside", w->path);

@@ -1,0 +1,561 @@
+/* Unit tests for logd/: the Merkle tree against a naive RFC 6962 MTH,
+ * inclusion proofs, signed-note keys and checkpoints, the record's JSON
+ * line, the wire form's round trip and its refusals, and the client/daemon
+ * framing over a real socket with a real writer. */
+#include "logd/daemon.h"
+#include "tests/unit/unit.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static struct merkle_hasher *H;
+
+static void setup(void)
+{
+	ck_assert_int_eq(merkle_hasher_new(&H, NULL), 0);
+}
+
+static void teardown(void)
+{
+	merkle_hasher_free(H);
+	H = NULL;
+}
+
+/* RFC 6962 2.1 MTH, written the way the RFC says it. */
+static void mth(uint8_t (*leaves)[32], uint64_t n, uint8_t out[32])
+{
+	uint64_t k = 1;
+	uint8_t l[32], r[32];
+
+	if (n == 1) {
+		memcpy(out, leaves[0], 32);
+		return;
+	}
+	while (k << 1 < n)
+		k <<= 1;
+	mth(leaves, k, l);
+	mth(leaves + k, n - k, r);
+	ck_assert_int_eq(merkle_node(H, l, r, out), 0);
+}
+
+static void leaves_make(uint8_t (*leaves)[32], uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		char d[32];
+
+		snprintf(d, sizeof(d), "leaf %llu", (unsigned long long)i);
+		ck_assert_int_eq(merkle_leaf(H, d, strlen(d), NULL, 0, leaves[i]), 0);
+	}
+}
+
+START_TEST(tree_root_matches_rfc6962_mth)
+{
+	uint8_t leaves[70][32], a[32], b[32];
+	struct merkle_tree t;
+	char hx[65];
+
+	merkle_tree_init(&t);
+	ck_assert_int_eq(merkle_tree_root(H, &t, a), 0);
+	merkle_hex(a, hx);
+	/* MTH({}) = SHA-256("") */
+	ck_assert_str_eq(hx, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	leaves_make(leaves, 70);
+	for (uint64_t n = 1; n <= 70; n++) {
+		ck_assert_int_eq(merkle_tree_append(H, &t, leaves[n - 1]), 0);
+		ck_assert_int_eq(merkle_tree_root(H, &t, a), 0);
+		mth(leaves, n, b);
+		ck_assert_msg(memcmp(a, b, 32) == 0, "root differs at size %llu",
+			      (unsigned long long)n);
+	}
+}
+END_TEST
+
+START_TEST(tree_leaf_and_node_prefixes)
+{
+	uint8_t a[32], b[32];
+	char hx[65];
+
+	/* leaf = SHA-256(0x00 || ""), the RFC 6962 empty-leaf value */
+	ck_assert_int_eq(merkle_leaf(H, "", 0, NULL, 0, a), 0);
+	merkle_hex(a, hx);
+	ck_assert_str_eq(hx, "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d");
+	/* a leaf in two pieces hashes like the whole */
+	ck_assert_int_eq(merkle_leaf(H, "ab", 2, "c", 1, a), 0);
+	ck_assert_int_eq(merkle_leaf(H, "abc", 3, NULL, 0, b), 0);
+	ck_assert_mem_eq(a, b, 32);
+	ck_assert_int_eq(merkle_hex_parse(hx, b), 0);
+	ck_assert_int_eq(merkle_hex_parse("6E34", b), PC_EPARSE);
+}
+END_TEST
+
+START_TEST(inclusion_proofs_verify_and_detect_changes)
+{
+	uint8_t leaves[33][32], root[32], proof[64][32];
+	size_t plen;
+
+	leaves_make(leaves, 33);
+	for (uint64_t n = 1; n <= 33; n++) {
+		mth(leaves, n, root);
+		for (uint64_t i = 0; i < n; i++) {
+			ck_assert_int_eq(merkle_inclusion_proof(H, (const uint8_t(*)[32])leaves, n,
+								i, proof, &plen, NULL),
+					 0);
+			ck_assert_int_eq(merkle_inclusion_verify(H, i, n, leaves[i],
+								 (const uint8_t(*)[32])proof, plen,
+								 root),
+					 0);
+			/* another leaf, another index, a changed path: refused */
+			ck_assert_int_eq(merkle_inclusion_verify(H, i, n, leaves[(i + 1) % 33],
+								 (const uint8_t(*)[32])proof, plen,
+								 root),
+					 PC_ETAMPER);
+			if (n > 1)
+				ck_assert_int_eq(merkle_inclusion_verify(
+						     H, (i + 1) % n, n, leaves[i],
+						     (const uint8_t(*)[32])proof, plen, root),
+						 PC_ETAMPER);
+			if (plen) {
+				proof[plen - 1][0] ^= 1;
+				ck_assert_int_eq(merkle_inclusion_verify(
+						     H, i, n, leaves[i],
+						     (const uint8_t(*)[32])proof, plen, root),
+						 PC_ETAMPER);
+			}
+		}
+	}
+	ck_assert_int_eq(
+	    merkle_inclusion_proof(H, (const uint8_t(*)[32])leaves, 5, 5, proof, &plen, NULL),
+	    PC_EINVAL);
+}
+END_TEST
+
+START_TEST(keys_round_trip_in_note_format)
+{
+	struct note_signer *s = NULL, *s2 = NULL;
+	struct note_verifier v;
+	char priv[256], pub[256];
+	int n;
+
+	ck_assert_int_eq(note_signer_generate("gw1.example/portcullis-log", &s, NULL), 0);
+	n = note_signer_format(s, priv, sizeof(priv));
+	ck_assert_int_gt(n, 0);
+	ck_assert(strncmp(priv, "PRIVATE+KEY+gw1.example/portcullis-log+", 39) == 0);
+	ck_assert_int_eq(note_signer_parse(priv, &s2, NULL), 0);
+	ck_assert_mem_eq(note_signer_verifier(s)->pk, note_signer_verifier(s2)->pk, 32);
+	n = note_verifier_format(note_signer_verifier(s), pub, sizeof(pub));
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(note_verifier_parse(pub, &v, NULL), 0);
+	ck_assert_str_eq(v.name, "gw1.example/portcullis-log");
+	ck_assert_uint_eq(v.hash, note_signer_verifier(s)->hash);
+	/* a wrong hash, a name with '+', a non-ed25519 key: refused */
+	pub[strlen("gw1.example/portcullis-log+")] ^= 1;
+	ck_assert_int_lt(note_verifier_parse(pub, &v, NULL), 0);
+	{
+		struct note_signer *bad = NULL;
+
+		ck_assert_int_lt(note_signer_generate("a+b", &bad, NULL), 0);
+		ck_assert_ptr_null(bad);
+	}
+	ck_assert_int_lt(note_verifier_parse(
+			     "x+00000000+AgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", &v, NULL),
+			 0);
+	note_signer_free(s);
+	note_signer_free(s2);
+}
+END_TEST
+
+START_TEST(checkpoint_is_a_signed_note)
+{
+	struct note_signer *s = NULL, *other = NULL;
+	struct checkpoint c = {.size = 4128, .time_ms = 1764424933123ULL}, got;
+	char note[CHECKPOINT_MAX], body[256];
+	struct pc_err err;
+	size_t blen;
+	int n;
+
+	ck_assert_int_eq(note_signer_generate("gw1/portcullis-log", &s, NULL), 0);
+	ck_assert_int_eq(note_signer_generate("gw1/portcullis-log", &other, NULL), 0);
+	pc_strlcpy(c.origin, "gw1/portcullis-log", sizeof(c.origin));
+	memset(c.root, 0xab, 32);
+	n = checkpoint_sign(s, &c, note, sizeof(note), NULL);
+	ck_assert_int_gt(n, 0);
+	/* C2SP tlog-checkpoint: origin, size, base64 root, extension, blank, signature */
+	snprintf(body, sizeof(body),
+		 "gw1/portcullis-log\n4128\nq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6s=\n"
+		 "time 2025-11-29T14:02:13.123Z\n\n\xe2\x80\x94 gw1/portcullis-log ");
+	ck_assert(strncmp(note, body, strlen(body)) == 0);
+	ck_assert_int_eq(note[n - 1], '\n');
+	ck_assert_int_eq(checkpoint_open(note_signer_verifier(s), note, (size_t)n, &got, NULL), 0);
+	ck_assert_uint_eq(got.size, 4128);
+	ck_assert_uint_eq(got.time_ms, c.time_ms);
+	ck_assert_mem_eq(got.root, c.root, 32);
+	/* another key of the same name: not ours */
+	ck_assert_int_eq(checkpoint_open(note_signer_verifier(other), note, (size_t)n, &got, &err),
+			 PC_ETAMPER);
+	/* any change to the body breaks the signature */
+	note[20] = '9';
+	ck_assert_int_eq(checkpoint_open(note_signer_verifier(s), note, (size_t)n, &got, &err),
+			 PC_ETAMPER);
+	ck_assert_int_eq(note_verify(note_signer_verifier(s), "x\n", 2, &blen, NULL), PC_EPARSE);
+	ck_assert_int_eq(checkpoint_body_parse("o\n01\nq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6s="
+					       "\ntime 2025-11-29T14:02:13.123Z\n",
+					       78, &got, NULL),
+			 PC_EPARSE); /* leading zero in the size */
+	note_signer_free(s);
+	note_signer_free(other);
+}
+END_TEST
+
+static void rec_fill(struct logrec *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->action = LOGREC_CONNECT;
+	r->verdict = LOGREC_REFUSED;
+	r->sandbox = "agent-1";
+	r->policy = "sha256:4be1";
+	r->reason = "not on the allow list";
+	r->src.addr.family = AF_INET;
+	inet_pton(AF_INET, "10.203.0.11", r->src.addr.a);
+	r->src.port = 40001;
+	r->dst.addr.family = AF_INET6;
+	inet_pton(AF_INET6, "2001:db8::12", r->dst.addr.a);
+	r->dst.port = 443;
+	r->transport = IPPROTO_TCP;
+	r->domain = "paste.example";
+	r->message = "quote \" backslash \\ newline \n tab \t bell \a é";
+}
+
+START_TEST(record_json_uses_ecs_names)
+{
+	struct logrec r;
+	uint8_t prev[32] = {0};
+	char buf[LOGREC_JSON_MAX], human[512];
+	int n;
+
+	rec_fill(&r);
+	n = logrec_json_format(&r, 4128, 1764424933123ULL, prev, NULL, buf, sizeof(buf));
+	ck_assert_int_gt(n, 0);
+	buf[n] = '\0';
+	ck_assert_msg(strstr(buf, "{\"seq\":4128,\"@timestamp\":\"2025-11-29T14:02:13.123Z\"") ==
+			  buf,
+		      "%s", buf);
+	ck_assert(strstr(buf, "\"event.type\":[\"connection\",\"denied\"]"));
+	ck_assert(strstr(buf, "\"event.category\":[\"network\"]"));
+	ck_assert(strstr(buf, "\"event.action\":\"connect\",\"event.outcome\":\"failure\""));
+	ck_assert(strstr(buf, "\"destination.ip\":\"2001:db8::12\",\"destination.port\":443"));
+	ck_assert(strstr(buf, "\"network.transport\":\"tcp\""));
+	ck_assert(strstr(buf, "quote \\\" backslash \\\\ newline \\n tab \\t bell \\u0007 é"));
+	ck_assert(strstr(
+	    buf,
+	    ",\"prev\":\"0000000000000000000000000000000000000000000000000000000000000000\"}"));
+	ck_assert_int_eq(logjson_each(buf, (size_t)n, NULL, NULL), 0);
+	ck_assert_int_gt(logrec_human(buf, (size_t)n, human, sizeof(human)), 0);
+	ck_assert_str_eq(human, "#4128 14:02:13Z refused CONNECT paste.example:443 (not on the "
+				"allow list)");
+	/* a learned answer: no verdict -> no outcome, addresses as an array */
+	memset(&r, 0, sizeof(r));
+	r.action = LOGREC_DNS_LEARN;
+	r.dns_name = "api.github.test";
+	r.dns_type = 28;
+	r.dns_answers = "2001:db8::10,203.0.113.10";
+	n = logrec_json_format(&r, 7, 0, prev, NULL, buf, sizeof(buf));
+	buf[n] = '\0';
+	ck_assert(!strstr(buf, "event.outcome"));
+	ck_assert(strstr(buf, "\"dns.question.type\":\"AAAA\""));
+	ck_assert(strstr(buf, "\"dns.resolved_ip\":[\"2001:db8::10\",\"203.0.113.10\"]"));
+	ck_assert_int_lt(logrec_json_format(&r, 7, 0, prev, NULL, buf, 40), 0);
+}
+END_TEST
+
+START_TEST(wire_round_trip_is_canonical)
+{
+	struct logrec r;
+	struct logrec_decoded d;
+	uint8_t a[LOGWIRE_MAX], b[LOGWIRE_MAX];
+	int na, nb;
+
+	rec_fill(&r);
+	r.dns_type = 1;
+	r.http_status = 403;
+	r.secrets = "GITHUB_TOKEN";
+	na = logrec_encode(&r, a, sizeof(a), NULL);
+	ck_assert_int_gt(na, LOGWIRE_HDR_LEN);
+	ck_assert_int_eq(a[0], LOGWIRE_VERSION);
+	ck_assert_int_eq(logrec_decode(a, (size_t)na, &d, NULL), 0);
+	ck_assert_str_eq(d.rec.sandbox, "agent-1");
+	ck_assert_str_eq(d.rec.message, r.message);
+	ck_assert_int_eq(d.rec.dst.port, 443);
+	ck_assert(pc_addr_eq(&d.rec.dst.addr, &r.dst.addr));
+	ck_assert_int_eq(d.rec.http_status, 403);
+	ck_assert_ptr_null(d.rec.rule);
+	nb = logrec_encode(&d.rec, b, sizeof(b), NULL);
+	ck_assert_int_eq(na, nb);
+	ck_assert_mem_eq(a, b, (size_t)na);
+	logrec_decoded_free(&d);
+}
+END_TEST
+
+START_TEST(wire_refuses_malformed_messages)
+{
+	struct logrec r;
+	struct logrec_decoded d;
+	uint8_t a[LOGWIRE_MAX + 16];
+	char big[LOGWIRE_MAX + 1];
+	struct pc_err err;
+	uint32_t cnt;
+	uint64_t seq;
+	int n;
+
+	rec_fill(&r);
+	n = logrec_encode(&r, a, sizeof(a), NULL);
+	for (int cut = 0; cut < n; cut++) /* every truncation */
+		ck_assert_int_eq(logrec_decode(a, (size_t)cut, &d, &err), PC_EPARSE);
+	a[0] = 2;
+	ck_assert_int_eq(logrec_decode(a, (size_t)n, &d, &err), PC_EPARSE);
+	a[0] = LOGWIRE_VERSION;
+	a[1] = LOGWIRE_ACK;
+	ck_assert_int_eq(logrec_decode(a, (size_t)n, &d, &err), PC_EPARSE);
+	a[1] = LOGWIRE_RECORD;
+	a[n] = 0; /* a trailing byte the header does not count */
+	ck_assert_int_eq(logrec_decode(a, (size_t)n + 1, &d, &err), PC_EPARSE);
+	/* invalid UTF-8 is refused at both ends */
+	r.sandbox = "bad\xff";
+	ck_assert_int_eq(logrec_encode(&r, a, sizeof(a), &err), PC_EINVAL);
+	r.sandbox = "overlong\xc0\xaf";
+	ck_assert_int_eq(logrec_encode(&r, a, sizeof(a), &err), PC_EINVAL);
+	/* too big for one message */
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	rec_fill(&r);
+	r.message = big;
+	ck_assert_int_eq(logrec_encode(&r, a, sizeof(a), &err), PC_EINVAL);
+	/* a port without an address, an undefined action */
+	rec_fill(&r);
+	r.src.addr.family = 0;
+	ck_assert_int_eq(logrec_encode(&r, a, sizeof(a), &err), PC_EINVAL);
+	rec_fill(&r);
+	r.action = LOGREC_ACTION_MAX;
+	ck_assert_int_eq(logrec_encode(&r, a, sizeof(a), &err), PC_EINVAL);
+	/* acknowledgements */
+	ck_assert_int_eq(logwire_ack_encode(3, 1ULL << 40, a, sizeof(a)), LOGWIRE_ACK_LEN);
+	ck_assert_int_eq(logwire_ack_decode(a, LOGWIRE_ACK_LEN, &cnt, &seq, NULL), 0);
+	ck_assert_uint_eq(cnt, 3);
+	ck_assert_uint_eq(seq, 1ULL << 40);
+	ck_assert_int_eq(logwire_ack_decode(a, LOGWIRE_ACK_LEN - 1, &cnt, &seq, NULL), PC_EPARSE);
+	ck_assert_int_eq(logwire_ack_encode(0, 1, a, sizeof(a)), LOGWIRE_ACK_LEN);
+	ck_assert_int_eq(logwire_ack_decode(a, LOGWIRE_ACK_LEN, &cnt, &seq, NULL), PC_EPARSE);
+}
+END_TEST
+
+/* ---- client and daemon over a real socket ------------------------------- */
+
+struct served {
+	char dir[64], sock[96], file[96];
+	struct note_signer *key;
+	struct logw *w;
+	int lfd;
+	pthread_t th;
+	struct logd_stats st;
+	int rc;
+};
+
+static void *serve_thread(void *arg)
+{
+	struct served *s = arg;
+	struct logd_server_conf sc = {.allowed_uids = {getuid()}, .n_allowed = 1};
+
+	s->rc = logd_serve(s->lfd, s->w, &sc, &s->st, NULL);
+	return NULL;
+}
+
+static void serve_start(struct served *s)
+{
+	struct logw_conf wc = {
+	    .cp_records = 5, .cp_ms = 100000, .owner = (uid_t)-1, .group = (gid_t)-1};
+	sigset_t set;
+
+	memset(s, 0, sizeof(*s));
+	snprintf(s->dir, sizeof(s->dir), "/tmp/check_logd.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(s->dir));
+	snprintf(s->sock, sizeof(s->sock), "%s/logd.sock", s->dir);
+	snprintf(s->file, sizeof(s->file), "%s/log.jsonl", s->dir);
+	wc.file = s->file;
+	ck_assert_int_eq(note_signer_generate("test/portcullis-log", &s->key, NULL), 0);
+	ck_assert_int_eq(logw_open(&wc, s->key, NULL, &s->w, NULL), 0);
+	s->lfd = pc_unix_listen(s->sock, 0600, (uid_t)-1, (gid_t)-1, NULL);
+	ck_assert_int_ge(s->lfd, 0);
+	/* the server reads SIGTERM from a signalfd: block it everywhere */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	ck_assert_int_eq(pthread_create(&s->th, NULL, serve_thread, s), 0);
+}
+
+/* Stop the server; what it acknowledged must be in a file that verifies. */
+static void serve_stop(struct served *s)
+{
+	char cmd[128];
+	struct logv *v;
+	struct pc_err err;
+
+	kill(getpid(), SIGTERM);
+	pthread_join(s->th, NULL);
+	ck_assert_int_eq(s->rc, 0);
+	ck_assert_int_eq(logw_close(s->w, NULL), 0);
+	close(s->lfd);
+	ck_assert_int_eq(logv_new(note_signer_verifier(s->key), &v, NULL), 0);
+	ck_assert_msg(logv_file(v, s->file, 0, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(logv_result(v)->records, s->st.records + 1);
+	ck_assert_uint_eq(logv_result(v)->unsealed, 0);
+	logv_free(v);
+	note_signer_free(s->key);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", s->dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+START_TEST(client_and_daemon_frame_and_acknowledge)
+{
+	struct served s;
+	struct logc *lc;
+	struct logrec r;
+	struct pc_err err;
+
+	serve_start(&s);
+	ck_assert_int_eq(logc_open(s.sock, &lc, NULL), 0);
+	rec_fill(&r);
+	for (int i = 0; i < 12; i++)
+		ck_assert_int_eq(logc_send(lc, &r, &err), 0);
+	ck_assert_msg(logc_flush(lc, 5000, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(logc_last_seq(lc), 13); /* seq 1 is the log-segment record */
+	ck_assert_int_eq(logc_send_sync(lc, &r, 5000, &err), 0);
+	ck_assert_uint_eq(logc_last_seq(lc), 14);
+	logc_close(lc);
+	serve_stop(&s);
+	ck_assert_uint_eq(s.st.records, 13);
+	ck_assert_uint_eq(s.st.malformed, 0);
+}
+END_TEST
+
+START_TEST(client_fails_closed_without_logd)
+{
+	struct logc *lc;
+	struct logrec r;
+	struct pc_err err;
+
+	rec_fill(&r);
+	/* logd absent: open works (lazy), send says no */
+	ck_assert_int_eq(logc_open("/nonexistent/logd.sock", &lc, NULL), 0);
+	ck_assert_int_lt(logc_send(lc, &r, &err), 0);
+	ck_assert_int_eq(logc_flush(lc, 10, &err), 0); /* nothing was handed over */
+	logc_close(lc);
+}
+END_TEST
+
+START_TEST(client_flush_fails_when_logd_goes_away)
+{
+	struct served s;
+	struct logc *lc;
+	struct logrec r;
+	struct pc_err err;
+	int fds[2];
+
+	/* a peer that reads nothing and never acknowledges */
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, fds), 0);
+	serve_start(&s);
+	ck_assert_int_eq(logc_open(s.sock, &lc, NULL), 0);
+	rec_fill(&r);
+	ck_assert_int_eq(logc_send(lc, &r, &err), 0);
+	ck_assert_int_eq(logc_flush(lc, 5000, &err), 0);
+	serve_stop(&s); /* logd is gone; the socket file too */
+	/* the old connection is dead: the send (or at the latest the
+	 * flush) fails, never reports success */
+	if (logc_send(lc, &r, &err) == 0)
+		ck_assert_int_lt(logc_flush(lc, 200, &err), 0);
+	logc_close(lc);
+	close(fds[0]);
+	close(fds[1]);
+}
+END_TEST
+
+START_TEST(writer_resumes_and_refuses_a_tampered_file)
+{
+	char dir[] = "/tmp/check_logd.XXXXXX", file[64], cmd[160];
+	struct logw_conf wc = {
+	    .cp_records = 3, .cp_ms = 100000, .owner = (uid_t)-1, .group = (gid_t)-1};
+	struct note_signer *key;
+	struct logw *w;
+	struct logrec r;
+	struct pc_err err;
+	uint64_t seq;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/log.jsonl", dir);
+	wc.file = file;
+	ck_assert_int_eq(note_signer_generate("test/portcullis-log", &key, NULL), 0);
+	ck_assert_int_eq(logw_open(&wc, key, NULL, &w, NULL), 0);
+	rec_fill(&r);
+	for (int i = 0; i < 7; i++)
+		ck_assert_int_eq(logw_append(w, &r, &seq, NULL), 0);
+	ck_assert_int_eq(logw_commit(w, NULL), 0);
+	ck_assert_uint_eq(seq, 8);
+	ck_assert_int_eq(logw_close(w, NULL), 0);
+	/* resume: seq continues */
+	ck_assert_int_eq(logw_open(&wc, key, NULL, &w, &err), 0);
+	ck_assert_uint_eq(logw_next_seq(w), 9);
+	ck_assert_int_eq(logw_close(w, NULL), 0);
+	/* a torn last line (logd killed mid-write) is cut, not refused */
+	f = fopen(file, "a");
+	fputs("{\"seq\":9,\"@times", f);
+	fclose(f);
+	ck_assert_int_eq(logw_open(&wc, key, NULL, &w, &err), 0);
+	ck_assert(strstr(logw_notice(w), "incomplete line"));
+	ck_assert_int_eq(logw_close(w, NULL), 0);
+	/* an edited record: refused, naming the line */
+	snprintf(cmd, sizeof(cmd), "sed -i '3s/agent-1/agent-2/' %s", file);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(logw_open(&wc, key, NULL, &w, &err), PC_ETAMPER);
+	ck_assert_msg(strstr(err.msg, "line 3: record seq 2 was edited"), "%s", err.msg);
+	/* --new-segment: set aside, start again, seq continues */
+	ck_assert_int_eq(logw_open(&wc, key, "operator: test", &w, &err), 0);
+	ck_assert(strstr(logw_notice(w), "moved"));
+	ck_assert_uint_eq(logw_next_seq(w), 10); /* 9: its log-segment record */
+	ck_assert_int_eq(logw_close(w, NULL), 0);
+	note_signer_free(key);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+static Suite *logd_suite(void)
+{
+	Suite *s = suite_create("logd");
+	TCase *t = tcase_create("core");
+
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_set_timeout(t, 30);
+	tcase_add_test(t, tree_root_matches_rfc6962_mth);
+	tcase_add_test(t, tree_leaf_and_node_prefixes);
+	tcase_add_test(t, inclusion_proofs_verify_and_detect_changes);
+	tcase_add_test(t, keys_round_trip_in_note_format);
+	tcase_add_test(t, checkpoint_is_a_signed_note);
+	tcase_add_test(t, record_json_uses_ecs_names);
+	tcase_add_test(t, wire_round_trip_is_canonical);
+	tcase_add_test(t, wire_refuses_malformed_messages);
+	tcase_add_test(t, client_and_daemon_frame_and_acknowledge);
+	tcase_add_test(t, client_fails_closed_without_logd);
+	tcase_add_test(t, client_flush_fails_when_logd_goes_away);
+	tcase_add_test(t, writer_resumes_and_refuses_a_tampered_file);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+PC_UNIT_MAIN(logd_suite)
