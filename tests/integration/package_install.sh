@@ -5,7 +5,8 @@
 # Nothing runs on this host: the root has a policy-rc.d that refuses every
 # service start, and only /proc is mounted in it (unmounted on exit).
 #
-# PC_DEB_WORKTREE=1 packages the working tree instead of the committed HEAD.
+# PC_DEB_WORKTREE=1 packages the working tree instead of the committed HEAD;
+# PC_DEB_REF=<commit> packages that commit.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
@@ -33,13 +34,21 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-src_opt=()
-[ "${PC_DEB_WORKTREE:-0}" = 1 ] && src_opt=(--worktree)
+# One snapshot of the tree for both packages (HEAD may move meanwhile).
+mkdir -p "$work/src"
+if [ "${PC_DEB_WORKTREE:-0}" = 1 ]; then
+	git ls-files -z --cached --others --exclude-standard |
+		xargs -0 -r sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
+		xargs -0 -r cp --parents -P -t "$work/src"
+else
+	git archive --format=tar "${PC_DEB_REF:-HEAD}" | tar -C "$work/src" -xf -
+fi
 
 # ---- build (offline) and lintian ---------------------------------------
-v1=$(dpkg-parsechangelog -l packaging/debian/changelog -S Version)
+v1=$(dpkg-parsechangelog -l "$work/src/packaging/debian/changelog" -S Version)
 v2="$v1+upgradetest1"
-if ! deb1=$(packaging/build-deb.sh "${src_opt[@]}" --out "$work/v1" --workdir "$work/b1" 2>"$work/build1.err"); then
+if ! deb1=$("$work/src/packaging/build-deb.sh" --out "$work/v1" --workdir "$work/b1" \
+	2>"$work/build1.err"); then
 	t_ok "the package builds" false
 	t_diag "$(tail -30 "$work/build1.err")"
 	t_done
@@ -75,7 +84,7 @@ t_match "conffile: example rule file" '^/etc/portcullis/rules\.d/' "$conffiles"
 t_match "conffile: logrotate" '^/etc/logrotate\.d/portcullis$' "$conffiles"
 
 # The upgrade target: the same tree, one version later (unit tests already ran).
-if ! deb2=$(DEB_BUILD_OPTIONS=nocheck packaging/build-deb.sh "${src_opt[@]}" --version "$v2" \
+if ! deb2=$(DEB_BUILD_OPTIONS=nocheck "$work/src/packaging/build-deb.sh" --version "$v2" \
 	--out "$work/v2" --workdir "$work/b2" 2>"$work/build2.err"); then
 	t_diag "$(tail -30 "$work/build2.err")"
 	deb2=""
