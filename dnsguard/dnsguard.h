@@ -52,8 +52,11 @@ struct dnsguard_query_res {
 
 /* Judge a query from sandbox sb (NULL: sender is no sandbox -> refuse).
  * An allowed query is remembered (id, name, type, ports, resolver) so that
- * only its answer is accepted later. Always fills res; returns 0, or <0 on
- * an internal failure (then res->verdict is DNSG_DROP: fail closed). */
+ * only its answer is accepted later. Always fills res (when res is not
+ * NULL); returns 0, or <0 on an internal failure (then res->verdict is
+ * DNSG_DROP: fail closed). res->reply is filled only for DNSG_REFUSE; it is
+ * a bare DNS message: over TCP the engine adds the two-byte length. The
+ * checks, in order, and their reasons are listed in docs/dnsguard.md. */
 int dnsguard_query(struct dnsguard *g, const struct policy_sandbox *sb, const struct dns_flow *f,
 		   const uint8_t *msg, size_t len, uint64_t now_ms, struct dnsguard_query_res *res);
 
@@ -75,10 +78,14 @@ struct dnsguard_answer_res {
 };
 
 /* An answer from a resolver to sandbox sb (f->src is the resolver). It is
- * released only if it answers an outstanding allowed query; its A/AAAA
- * records reached through the CNAME chain of the question (and HTTPS/SVCB
- * address hints) are learned for (sandbox, address) -> qname *before* this
- * returns, so the sandbox's first SYN can never race the learning. */
+ * released only if it answers an outstanding allowed query (and consumes
+ * it); its A/AAAA records reached through the CNAME chain of the question
+ * (and HTTPS/SVCB address hints) are learned for (sandbox, address) -> qname
+ * *before* this returns, so the sandbox's first SYN can never race the
+ * learning. Always fills res; returns 0, or <0 on an internal failure (then
+ * DNSG_DROP). res->rewritten (caller frees) is set only with DNSG_ALLOW and
+ * always has the original's length: ech is replaced in place, so a TCP
+ * answer keeps its framing and sequence numbers. */
 int dnsguard_answer(struct dnsguard *g, const struct policy_sandbox *sb, const struct dns_flow *f,
 		    const uint8_t *msg, size_t len, uint64_t now_ms,
 		    struct dnsguard_answer_res *res);
@@ -94,13 +101,18 @@ struct dnsguard_flow_res {
 
 /* May sandbox sb open a flow to dst:port over proto through a host entry?
  * True when an unexpired learned name of dst for sb is allowed by
- * policy_host_allows() (existing: also within the grace period). */
+ * policy_host_allows() (existing: also within the grace period). Fills res
+ * (rule borrowed from sb's policy, reason static); returns 0, or PC_EINVAL
+ * when res is NULL. A name bound to one of sb's secrets on this port (TCP)
+ * is preferred and sets vault. */
 int dnsguard_flow(struct dnsguard *g, const struct policy_sandbox *sb, const struct pc_addr *dst,
 		  uint8_t proto, uint16_t port, bool existing, uint64_t now_ms,
 		  struct dnsguard_flow_res *res);
 
 /* The SNI check for TLS flows on host entries: sni must be one of the names
- * learned for dst by sb, and allowed on this port. */
+ * learned for dst by sb (unexpired or within grace: the flow was admitted
+ * at its SYN), and allowed on this port. Case and one trailing dot are
+ * ignored. *rule (may be NULL) is set when true. */
 bool dnsguard_sni_allowed(struct dnsguard *g, const struct policy_sandbox *sb,
 			  const struct pc_addr *dst, uint8_t proto, uint16_t port, const char *sni,
 			  uint64_t now_ms, const struct policy_allow **rule);
@@ -113,9 +125,13 @@ bool dnsguard_sni_allowed(struct dnsguard *g, const struct policy_sandbox *sb,
 size_t dnsguard_names(struct dnsguard *g, const char *sb_name, const struct pc_addr *dst,
 		      uint64_t now_ms, char *buf, size_t len);
 
-/* Forget everything learned for sandboxes not in p (after a reload). */
+/* Forget everything learned for sandboxes not in p (after a reload; NULL:
+ * forget everything). Names of kept sandboxes stay: every flow decision
+ * asks the policy in force anyway. */
 void dnsguard_prune(struct dnsguard *g, const struct policy *p);
 
+/* Counters since dnsguard_new; learned_entries and pending_queries are
+ * current sizes. */
 struct dnsguard_stats {
 	uint64_t queries_allowed, queries_refused, queries_malformed;
 	uint64_t answers_released, answers_dropped;
@@ -132,7 +148,9 @@ void dnsguard_stats(struct dnsguard *g, struct dnsguard_stats *st);
  * Returns 1 and writes the lower-cased name; 0 when the stream is TLS but
  * carries no SNI; PC_EAGAIN when more bytes are needed (*need = total bytes
  * wanted, bounded by 16 KiB); PC_EPARSE when it is not a well-formed
- * ClientHello (or not TLS at all). */
+ * ClientHello (or not TLS at all; bytes that cannot start a handshake are
+ * refused at once, not waited for); PC_EINVAL when sni (snilen) cannot hold
+ * the name. The limits (no SNI, ECH) are in docs/dnsguard.md. */
 int tls_clienthello_sni(const uint8_t *data, size_t len, char *sni, size_t snilen, size_t *need);
 
 #endif
