@@ -76,11 +76,13 @@ static const struct ckey ckeys[] = {
     N("log.checkpoint.records", log.checkpoint_records, 1, 1000000),
     N("log.checkpoint.interval_ms", log.checkpoint_ms, 10, 3600000),
     N("log.rotate_bytes", log.rotate_bytes, 0, UINT64_MAX),
+    K("log.fsync_batch", CT_BOOL, log.fsync_batch),
     K("log.syslog.local", CT_BOOL, log.syslog.local),
     K("log.syslog.remote", CT_HOSTPORT, log.syslog.remote),
     K("log.syslog.tls", CT_BOOL, log.syslog.tls),
     K("log.syslog.ca", CT_OPTPATH, log.syslog.ca),
     N("log.syslog.spool", log.syslog.spool_records, 0, 10000000),
+    K("log.syslog.socket", CT_PATH, log.syslog.socket),
 };
 #define N_CKEYS (sizeof(ckeys) / sizeof(ckeys[0]))
 
@@ -168,6 +170,7 @@ void pc_config_defaults(struct pc_config *cfg)
 	cfg->log.rotate_bytes = 0;
 	cfg->log.syslog.local = true;
 	cfg->log.syslog.spool_records = 100000;
+	pc_strlcpy(cfg->log.syslog.socket, "/dev/log", sizeof(cfg->log.syslog.socket));
 	config_derive(cfg, NULL);
 }
 

@@ -93,12 +93,15 @@ struct pc_config {
 		uint32_t checkpoint_records;  /* log.checkpoint.records: 1000 */
 		uint32_t checkpoint_ms;       /* log.checkpoint.interval_ms: 1000 */
 		uint64_t rotate_bytes;        /* log.rotate_bytes: 0 = never */
+		bool fsync_batch;            /* log.fsync_batch: fdatasync every batch before
+					       acknowledging it; default false (at checkpoints) */
 		struct {
 			bool local;                 /* log.syslog.local: default true */
 			char remote[256];           /* log.syslog.remote: "host:port" or "" */
 			bool tls;                   /* log.syslog.tls */
 			char ca[PC_PATH_MAX];       /* log.syslog.ca: collector CA bundle */
 			uint32_t spool_records;     /* log.syslog.spool: default 100000 */
+			char socket[PC_PATH_MAX];   /* log.syslog.socket: local, default /dev/log */
 		} syslog;
 	} log;
 };
