@@ -1,0 +1,183 @@
+/* dnsguard fails closed when memory runs out: with the data size limited
+ * (RLIMIT_DATA), queries and answers keep coming until allocations fail;
+ * every answer that was released must have been learned, and none that
+ * failed may have taught anything. Skipped under AddressSanitizer, whose
+ * shadow memory does not live with a data limit. */
+#include "dnsguard/dnsguard.h"
+#include "tests/unit/unit.h"
+
+#include <ldns/ldns.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define PC_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PC_ASAN 1
+#endif
+#endif
+
+#define N_MAX 100000
+
+/* Built before the limit is set: the test itself must not need memory. */
+static uint8_t qbuf[N_MAX][128], abuf[N_MAX][128];
+static size_t qlen[N_MAX], alen[N_MAX];
+static uint8_t ans_ok[N_MAX]; /* 1 released, 2 dropped, 0 not asked */
+
+static long vm_data_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kb = -1;
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmData: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+static size_t mkmsg(uint8_t *m, size_t cap, uint16_t id, const char *name, const char *rr)
+{
+	ldns_pkt *p = ldns_pkt_query_new(ldns_dname_new_frm_str(name), LDNS_RR_TYPE_A,
+					 LDNS_RR_CLASS_IN, LDNS_RD);
+	uint8_t *w;
+	size_t n;
+
+	ck_assert_ptr_nonnull(p);
+	ldns_pkt_set_id(p, id);
+	if (rr) {
+		ldns_rr *r;
+
+		ck_assert_int_eq(ldns_rr_new_frm_str(&r, rr, 0, NULL, NULL), LDNS_STATUS_OK);
+		ldns_pkt_set_qr(p, true);
+		ldns_pkt_push_rr(p, LDNS_SECTION_ANSWER, r);
+	}
+	ck_assert_int_eq(ldns_pkt2wire(&w, p, &n), LDNS_STATUS_OK);
+	ck_assert_uint_le(n, cap);
+	memcpy(m, w, n);
+	free(w);
+	ldns_pkt_free(p);
+	return n;
+}
+
+static struct pc_addr addr_of(unsigned i)
+{
+	struct pc_addr a = {.family = AF_INET,
+			    .a = {10, (uint8_t)(i >> 16), (uint8_t)(i >> 8), (uint8_t)i}};
+	return a;
+}
+
+START_TEST(out_of_memory_fails_closed)
+{
+	static struct policy_portrange p443[] = {{443, 443}};
+	static struct policy_allow al[] = {{.kind = POLICY_ALLOW_WILDCARD,
+					    .host = "example.org",
+					    .ports = p443,
+					    .n_ports = 1,
+					    .proto = POLICY_PROTO_TCP}};
+	struct policy_sandbox sb = {
+	    .name = "oom", .allow = al, .n_allow = 1, .dns_qtypes = PC_QT_DEFAULT};
+	struct pc_config cfg;
+	struct dnsguard *g;
+	struct pc_err err;
+	struct dns_flow qf = {0}, af;
+	struct rlimit old, lim;
+	unsigned i, fails = 0, released = 0, last = 0;
+	bool violated = false;
+
+#ifdef PC_ASAN
+	return; /* see the file comment */
+#endif
+	pc_config_defaults(&cfg);
+	ck_assert_int_eq(pc_addr_parse("198.51.100.53", &cfg.dns.resolvers[0]), 0);
+	cfg.dns.n_resolvers = 1;
+	cfg.dns.learned_per_sandbox = 10000000;
+	cfg.dns.learned_total = 10000000;
+	ck_assert_int_eq(dnsguard_new(&cfg, &g, &err), 0);
+	ck_assert_int_eq(pc_addr_parse("10.203.0.10", &qf.src.addr), 0);
+	qf.src.port = 40000;
+	qf.dst.addr = cfg.dns.resolvers[0];
+	qf.dst.port = 53;
+	qf.proto = IPPROTO_UDP;
+	af.src = qf.dst;
+	af.dst = qf.src;
+	af.proto = qf.proto;
+
+	for (i = 0; i < N_MAX; i++) {
+		struct pc_addr a = addr_of(i);
+		char name[64], rr[128], ip[20];
+
+		snprintf(name, sizeof(name), "h%u.example.org.", i);
+		pc_addr_str(&a, ip, sizeof(ip));
+		snprintf(rr, sizeof(rr), "%s 300 IN A %s", name, ip);
+		qlen[i] = mkmsg(qbuf[i], sizeof(qbuf[i]), (uint16_t)i, name, NULL);
+		alen[i] = mkmsg(abuf[i], sizeof(abuf[i]), (uint16_t)i, name, rr);
+	}
+	ck_assert_int_eq(getrlimit(RLIMIT_DATA, &old), 0);
+	lim = old;
+	lim.rlim_cur = (rlim_t)(vm_data_kb() + 2048) * 1024;
+	ck_assert_int_eq(setrlimit(RLIMIT_DATA, &lim), 0);
+	for (i = 0; i < N_MAX && fails < 200; i++) {
+		struct dnsguard_query_res qr;
+		struct dnsguard_answer_res ar;
+		int rc;
+
+		rc = dnsguard_query(g, &sb, &qf, qbuf[i], qlen[i], 1000, &qr);
+		if (rc < 0 && qr.verdict != DNSG_DROP) {
+			violated = true;
+			break;
+		}
+		if (qr.verdict != DNSG_ALLOW) {
+			fails++;
+			continue;
+		}
+		rc = dnsguard_answer(g, &sb, &af, abuf[i], alen[i], 1000, &ar);
+		ans_ok[i] = ar.verdict == DNSG_ALLOW ? 1 : 2;
+		if (rc < 0 && ar.verdict != DNSG_DROP) {
+			violated = true;
+			break;
+		}
+		if (ar.verdict == DNSG_ALLOW)
+			released++;
+		else
+			fails++;
+		free(ar.rewritten);
+	}
+	last = i;
+	ck_assert_int_eq(setrlimit(RLIMIT_DATA, &old), 0);
+
+	ck_assert(!violated);
+	ck_assert_uint_gt(fails, 0); /* memory did run out */
+	ck_assert_uint_gt(released, 0);
+	for (i = 0; i < last; i++) {
+		struct pc_addr a = addr_of(i);
+		struct dnsguard_flow_res fr;
+
+		if (!ans_ok[i])
+			continue;
+		ck_assert_int_eq(dnsguard_flow(g, &sb, &a, IPPROTO_TCP, 443, false, 2000, &fr), 0);
+		ck_assert_msg(fr.allowed == (ans_ok[i] == 1), "answer %u: released %d, flow %d", i,
+			      ans_ok[i] == 1, fr.allowed);
+	}
+	dnsguard_free(g);
+}
+END_TEST
+
+static Suite *oom_suite(void)
+{
+	Suite *s = suite_create("dnsguard_oom");
+	TCase *t = tcase_create("oom");
+
+	tcase_set_timeout(t, 120);
+	tcase_add_test(t, out_of_memory_fails_closed);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+PC_UNIT_MAIN(oom_suite)
