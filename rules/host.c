@@ -58,6 +58,7 @@ int policy_host_normalize(const char *in, char *out, size_t outlen, bool *wildca
 	char buf[HOST_NAME_MAX_LEN + 3];
 	const char *why, *name;
 	struct pc_addr addr;
+	struct pc_prefix pfx;
 	size_t len, labels = 0;
 	bool wild = false;
 
@@ -65,11 +66,21 @@ int policy_host_normalize(const char *in, char *out, size_t outlen, bool *wildca
 		return pc_err_set(err, PC_EINVAL,
 				  "empty host name; expected a DNS name like 'api.example.com'");
 	len = strlen(in);
-	if (pc_addr_parse(in, &addr) == 0 || strchr(in, ':'))
+	if (pc_addr_parse(in, &addr) == 0 || pc_prefix_parse(in, &pfx) == 0)
 		return pc_err_set(err, PC_EINVAL,
 				  "'%.64s' is an address, not a host name; use 'cidr: %.64s' for "
 				  "addresses",
 				  in, in);
+	if (strstr(in, "://"))
+		return pc_err_set(err, PC_EINVAL,
+				  "invalid host '%.80s': it is a URL; expected only the host name "
+				  "(like 'api.example.com')",
+				  in);
+	if (strchr(in, ':'))
+		return pc_err_set(err, PC_EINVAL,
+				  "invalid host '%.80s': it has a ':'; expected only the host name "
+				  "(ports go in 'ports', addresses in 'cidr')",
+				  in);
 	if (len > 1 && in[len - 1] == '.')
 		len--; /* the absolute form "example.com." means the same name */
 	if (len >= sizeof(buf))

@@ -338,12 +338,15 @@ static int parse_allow(struct pparse *pp, struct sbb *s, const struct ynode *n, 
 	if (ymap_check_keys(&pp->c, n, allow_keys, "an allow entry"))
 		rc = PC_EPARSE;
 	if (host && cidr) {
-		const struct ynode *later =
-		    host->line > cidr->line || (host->line == cidr->line && host->col > cidr->col)
-			? host
-			: cidr;
+		/* Point at whichever of the two keys comes second. */
+		const struct ynode *second = NULL;
 
-		return yerr(&pp->c, later,
+		for (size_t i = 0; i < n->n && !second; i++)
+			if (ymap_val(n, i) == host || ymap_val(n, i) == cidr)
+				for (size_t j = i + 1; j < n->n && !second; j++)
+					if (ymap_val(n, j) == host || ymap_val(n, j) == cidr)
+						second = ymap_key(n, j);
+		return yerr(&pp->c, second ? second : n,
 			    "an allow entry has host or cidr, not both; expected one entry "
 			    "for each");
 	}

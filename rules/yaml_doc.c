@@ -73,6 +73,11 @@ static int yparse_error(struct ybuild *b, const yaml_parser_t *p, const char *bu
 	if (p->error == YAML_MEMORY_ERROR)
 		return ybuild_nomem(b);
 	yparse_error_pos(p, buf, len, &line, &col);
+	if (p->error != YAML_READER_ERROR && p->problem_mark.index < len &&
+	    buf[p->problem_mark.index] == '\t')
+		return diag_at(b->c.d, PC_EPARSE, b->f->name, line, col,
+			       "invalid YAML: a tab character; expected spaces (YAML indents with "
+			       "spaces only)");
 	if (p->context)
 		return diag_at(b->c.d, PC_EPARSE, b->f->name, line, col,
 			       "invalid YAML: %s (%s at line %u column %u)",

@@ -82,6 +82,8 @@ START_TEST(defaults_are_the_documented_ones)
 	ck_assert(!c.log.syslog.tls);
 	ck_assert_str_eq(c.log.syslog.ca, "");
 	ck_assert_uint_eq(c.log.syslog.spool_records, 100000);
+	ck_assert_str_eq(c.log.syslog.socket, "/dev/log");
+	ck_assert(!c.log.fsync_batch);
 }
 END_TEST
 
@@ -138,8 +140,9 @@ START_TEST(every_key_reaches_its_field)
 			"  user: lg\n"
 			"  checkpoint: {records: 5, interval_ms: 20}\n"
 			"  rotate_bytes: 10000000000\n"
+			"  fsync_batch: true\n"
 			"  syslog: {local: false, remote: 'siem.example.com:6514', tls: true,\n"
-			"           ca: /l/ca.pem, spool: 7}\n";
+			"           ca: /l/ca.pem, spool: 7, socket: /l/log.sock}\n";
 
 	ck_assert_msg(load(y, &c) == 0, "%s", errbuf);
 	ck_assert_str_eq(c.bridge, "br-sb");
@@ -184,6 +187,8 @@ START_TEST(every_key_reaches_its_field)
 	ck_assert(c.log.syslog.tls);
 	ck_assert_str_eq(c.log.syslog.ca, "/l/ca.pem");
 	ck_assert_uint_eq(c.log.syslog.spool_records, 7);
+	ck_assert_str_eq(c.log.syslog.socket, "/l/log.sock");
+	ck_assert(c.log.fsync_batch);
 }
 END_TEST
 
@@ -270,7 +275,7 @@ static const struct {
      "base, count, maxlen"},
     {"log: {syslog: {remtoe: x}}\n",
      "etc/pc.yaml:1:16: unknown key 'remtoe' in 'log.syslog' (did you mean 'remote'?); "
-     "expected one of: local, remote, tls, ca, spool"},
+     "expected one of: local, remote, tls, ca, spool, socket"},
     {"frobnicate: 1\n",
      "etc/pc.yaml:1:1: unknown key 'frobnicate' in the configuration; expected one of: "
      "bridge, rules, run_dir, state_dir, queue, engine, dns, vault, log"},
