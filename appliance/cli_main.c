@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checker/checker.h"
 #include "common/pc.h"
 #include "logd/logd.h"
 #include "rules/rules.h"
@@ -24,6 +25,10 @@ static const struct cli_cmd cli_cmds[] = {
 	 "secrets placeholder NAME | secrets rm NAME"},
 	{"ca", vault_cli, "ca init [--force]"},
 	{"log", logd_cli, "log verify|show|prove|keygen ..."},
+	{"check", checker_cli, "check [--bridge BR] [--json] [--verbose]"},
+	{"cert", checker_cli,
+	 "cert SANDBOX [-o FILE] [--html|--md] | cert verify FILE [--key PUB] [--live] | "
+	 "cert render FILE | cert keygen | cert pubkey"},
 	{NULL, NULL, NULL},
 };
 

@@ -377,7 +377,8 @@ static int parse_setelems(struct ck_ruleset *rs, const struct nlmsghdr *nlh)
 		if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_CHAIN))
 			copy_str(ce->chain, sizeof(ce->chain),
 				 nftnl_set_elem_get_str(e, NFTNL_SET_ELEM_CHAIN));
-		ce->flags = nftnl_set_elem_get_u32(e, NFTNL_SET_ELEM_FLAGS);
+		if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_FLAGS))
+			ce->flags = nftnl_set_elem_get_u32(e, NFTNL_SET_ELEM_FLAGS);
 	}
 	rc = 0;
 out:

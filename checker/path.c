@@ -27,8 +27,8 @@ void ck_walk_note_accept(struct ck_walk *w, const struct ck_chain *c, const stru
 {
 	char loc[600];
 
-	if (w->why[0])
-		return; /* the first way past our table is the one to name */
+	if (w->why[0] || c->family != NFPROTO_INET)
+		return; /* the first way past our inet table is the one to name */
 	ck_rule_where(c, r, loc, sizeof(loc));
 	snprintf(w->why, sizeof(w->why), "%s: %s without an engine decision", loc, how);
 }

@@ -172,9 +172,10 @@ static void eval_cmp(struct reval *e, struct nftnl_expr *x)
 		memcpy(&val, data, 4);
 		if (v->bitwise)
 			val ^= v->xor_ & m;
-		/* "mark & D == D" or "mark & D != 0": the flow was decided. */
-		if ((m & d) == d && ((op == NFT_CMP_EQ && (val & d) == d) ||
-				     (op == NFT_CMP_NEQ && (m & ~d) == 0 && val == 0)))
+		/* "mark & M == V" with a decision bit in V (and M), or "mark & D
+		 * != 0" with M only decision bits: the engine decided this flow. */
+		if ((op == NFT_CMP_EQ && (val & m & d) != 0) ||
+		    (op == NFT_CMP_NEQ && (m & d) != 0 && (m & ~d) == 0 && val == 0))
 			e->guard = true;
 		maybe(e);
 		return;
@@ -858,7 +859,11 @@ static void eval_expr(struct reval *e, struct nftnl_expr *x)
 					     {"tunnel", NFTNL_EXPR_TUNNEL_DREG},
 					     {"byteorder", NFTNL_EXPR_BYTEORDER_DREG}};
 
-				maybe(e);
+				/* counting and logging never stop a rule; the rest
+				 * are conditions or loads that may */
+				if (strcmp(n, "counter") && strcmp(n, "log") && strcmp(n, "last") &&
+				    strcmp(n, "notrack"))
+					maybe(e);
 				for (size_t k = 0; k < sizeof(dregs) / sizeof(dregs[0]); k++)
 					if (strcmp(n, dregs[k].n) == 0 &&
 					    nftnl_expr_is_set(x, dregs[k].attr))

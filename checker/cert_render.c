@@ -1,0 +1,161 @@
+/* checker: the readable rendering of a certificate (Markdown or HTML) in
+ * three parts: what was proven, what the proof relies on, what it does not
+ * cover. Everything shown is escaped: the statement is input. */
+#include <stdio.h>
+#include <string.h>
+
+#include "checker/cert.h"
+#include "checker/internal.h"
+
+static void text(struct ck_buf *b, bool html, const char *s)
+{
+	for (const char *p = s ? s : ""; *p; p++) {
+		const char *r = NULL;
+
+		if (html) {
+			switch (*p) {
+			case '<': r = "&lt;"; break;
+			case '>': r = "&gt;"; break;
+			case '&': r = "&amp;"; break;
+			case '"': r = "&quot;"; break;
+			}
+		} else if (strchr("\\`*_[]<>|#", *p)) {
+			char e[2] = {'\\', *p};
+
+			ck_buf_add(b, e, 2);
+			continue;
+		}
+		if (r)
+			ck_buf_add(b, r, strlen(r));
+		else if ((unsigned char)*p >= 0x20 || *p == '\t')
+			ck_buf_add(b, p, 1);
+	}
+}
+
+static void head(struct ck_buf *b, bool html, int level, const char *s)
+{
+	if (html) {
+		ck_buf_printf(b, "<h%d>", level);
+		text(b, html, s);
+		ck_buf_printf(b, "</h%d>\n", level);
+	} else {
+		ck_buf_printf(b, "\n%.*s ", level, "####");
+		text(b, html, s);
+		ck_buf_printf(b, "\n\n");
+	}
+}
+
+static void item(struct ck_buf *b, bool html, const char *label, const char *s)
+{
+	ck_buf_printf(b, html ? "<li>" : "- ");
+	if (label) {
+		ck_buf_printf(b, html ? "<b>" : "**");
+		text(b, html, label);
+		ck_buf_printf(b, html ? "</b>: " : "**: ");
+	}
+	text(b, html, s);
+	ck_buf_printf(b, html ? "</li>\n" : "\n");
+}
+
+static void list_open(struct ck_buf *b, bool html)
+{
+	if (html)
+		ck_buf_printf(b, "<ul>\n");
+}
+
+static void list_close(struct ck_buf *b, bool html)
+{
+	ck_buf_printf(b, html ? "</ul>\n" : "\n");
+}
+
+static void strlist(struct ck_buf *b, bool html, const struct jv *v)
+{
+	list_open(b, html);
+	for (size_t i = 0; v && v->type == JV_ARRAY && i < v->n; i++)
+		item(b, html, NULL, jv_str(v->items[i]));
+	list_close(b, html);
+}
+
+char *cert_render(const struct jv *st, bool html)
+{
+	const struct jv *p = jv_get(st, "predicate"), *v;
+	struct ck_buf b = {0};
+	char line[600];
+
+	if (!p || p->type != JV_OBJECT)
+		return NULL;
+	if (html)
+		ck_buf_printf(&b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>"
+				  "portcullis containment certificate</title></head><body>\n");
+	snprintf(line, sizeof(line), "Containment certificate: sandbox %s",
+		 jv_str(jv_get(p, "sandbox")) ?: "?");
+	head(&b, html, 1, line);
+	list_open(&b, html);
+	item(&b, html, "Sandbox", jv_str(jv_get(p, "sandbox")));
+	item(&b, html, "Bridge", jv_str(jv_get(p, "bridge")));
+	item(&b, html, "Issued", jv_str(jv_get(p, "issued")));
+	item(&b, html, "Policy", jv_str(jv_get(p, "policy")));
+	item(&b, html, "Result", jv_str(jv_get(p, "result")));
+	list_close(&b, html);
+
+	head(&b, html, 2, "1. What was proven");
+	text(&b, html, "Every packet entering from a sandbox port is queued to the engine, sent to "
+		       "the guard's own listeners, or dropped. Each obligation below held, with the "
+		       "evidence read from the live kernel state:");
+	ck_buf_printf(&b, html ? "\n" : "\n\n");
+	v = jv_get(p, "obligations");
+	for (size_t i = 0; v && v->type == JV_ARRAY && i < v->n; i++) {
+		const struct jv *o = v->items[i];
+
+		snprintf(line, sizeof(line), "%s (%s)", jv_str(jv_get(o, "statement")) ?: "?",
+			 jv_str(jv_get(o, "id")) ?: "?");
+		head(&b, html, 3, line);
+		strlist(&b, html, jv_get(o, "evidence"));
+	}
+	head(&b, html, 3, "Approved destinations");
+	list_open(&b, html);
+	v = jv_get(p, "approved_destinations");
+	for (size_t i = 0; v && v->type == JV_ARRAY && i < v->n; i++) {
+		const struct jv *d = v->items[i];
+
+		snprintf(line, sizeof(line), "%s ports %s (%s)",
+			 jv_str(jv_get(d, "host")) ?: jv_str(jv_get(d, "cidr")) ?: "?",
+			 jv_str(jv_get(d, "ports")) ?: "?", jv_str(jv_get(d, "proto")) ?: "?");
+		item(&b, html, NULL, line);
+	}
+	list_close(&b, html);
+	head(&b, html, 3, "Secret bindings (names and hosts; values never leave the vault)");
+	list_open(&b, html);
+	v = jv_get(p, "secret_bindings");
+	for (size_t i = 0; v && v->type == JV_ARRAY && i < v->n; i++) {
+		const struct jv *d = v->items[i];
+
+		snprintf(line, sizeof(line), "%s bound to %s (header %s)",
+			 jv_str(jv_get(d, "name")) ?: "?", jv_str(jv_get(d, "host")) ?: "?",
+			 jv_str(jv_get(d, "header")) ?: "?");
+		item(&b, html, NULL, line);
+	}
+	list_close(&b, html);
+
+	head(&b, html, 2, "2. What the proof relies on");
+	strlist(&b, html, jv_get(p, "assumptions"));
+	head(&b, html, 3, "Subjects (what was measured)");
+	list_open(&b, html);
+	v = jv_get(st, "subject");
+	for (size_t i = 0; v && v->type == JV_ARRAY && i < v->n; i++) {
+		snprintf(line, sizeof(line), "sha256:%s",
+			 jv_str(jv_get(jv_get(v->items[i], "digest"), "sha256")) ?: "?");
+		item(&b, html, jv_str(jv_get(v->items[i], "name")), line);
+	}
+	list_close(&b, html);
+
+	head(&b, html, 2, "3. What it does not cover");
+	strlist(&b, html, jv_get(p, "not_covered"));
+	if (html)
+		ck_buf_printf(&b, "</body></html>\n");
+	if (b.oom) {
+		ck_buf_free(&b);
+		return NULL;
+	}
+	return b.p;
+}

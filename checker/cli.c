@@ -1,0 +1,105 @@
+/* checker: `portcullis check` and `portcullis cert ...` — the command-line
+ * glue around checker_run and the certificate functions. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checker/cert.h"
+#include "checker/internal.h"
+#include "rules/rules.h"
+
+static int load_config(const char *config, struct pc_config *cfg)
+{
+	struct pc_err err = {0};
+	char eb[1024];
+
+	if (pc_config_load(config, cfg, &err) < 0) {
+		pc_cli_error("configuration", "%s", pc_err_str(&err, eb, sizeof(eb)));
+		return PC_EXIT_ERROR;
+	}
+	return 0;
+}
+
+static int cmd_check(int argc, char **argv, const char *config)
+{
+	static const struct option lo[] = {{"bridge", required_argument, NULL, 'b'},
+					   {"json", no_argument, NULL, 'j'},
+					   {"verbose", no_argument, NULL, 'v'},
+					   {NULL, 0, NULL, 0}};
+	const char *bridge = NULL;
+	bool json = false, verbose = false;
+	struct pc_config cfg;
+	struct checker_result *res = NULL;
+	struct pc_err err = {0};
+	char eb[1024], *out;
+	int opt, rc;
+
+	while ((opt = getopt_long(argc, argv, "b:jv", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'b': bridge = optarg; break;
+		case 'j': json = true; break;
+		case 'v': verbose = true; break;
+		default:
+			fprintf(stderr, "usage: portcullis check [--bridge BR] [--json] [--verbose]\n");
+			return PC_EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "usage: portcullis check [--bridge BR] [--json] [--verbose]\n");
+		return PC_EXIT_USAGE;
+	}
+	rc = load_config(config, &cfg);
+	if (rc)
+		return rc;
+	if (checker_run(&cfg, NULL, bridge, &res, &err) < 0) {
+		pc_cli_error("check", "%s", pc_err_str(&err, eb, sizeof(eb)));
+		return PC_EXIT_ERROR;
+	}
+	out = json ? checker_result_json(res) : checker_result_text(res, verbose);
+	if (!out) {
+		pc_cli_error("check", "out of memory");
+		checker_result_free(res);
+		return PC_EXIT_ERROR;
+	}
+	fputs(out, stdout);
+	free(out);
+	rc = res->status == CHECKER_PROVEN ? PC_EXIT_OK : PC_EXIT_FAIL;
+	checker_result_free(res);
+	return rc;
+}
+
+static void usage_cert(FILE *f)
+{
+	fprintf(f, "usage: portcullis cert SANDBOX [-o FILE] [--html|--md] [--bridge BR]\n"
+		   "       portcullis cert verify FILE [--key PUB] [--live] [--bridge BR]\n"
+		   "       portcullis cert render FILE [--html|--md] [-o OUT]\n"
+		   "       portcullis cert keygen | pubkey [-o FILE]\n");
+}
+
+int checker_cli(int argc, char **argv, const char *config)
+{
+	struct pc_config cfg;
+	int rc;
+
+	if (strcmp(argv[0], "check") == 0)
+		return cmd_check(argc, argv, config);
+	if (argc < 2) {
+		usage_cert(stderr);
+		return PC_EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+		usage_cert(stdout);
+		return PC_EXIT_OK;
+	}
+	if (strcmp(argv[1], "verify") == 0 || strcmp(argv[1], "render") == 0) {
+		/* verify without --live needs no configuration */
+		return cert_cli_sub(argc - 1, argv + 1, config);
+	}
+	rc = load_config(config, &cfg);
+	if (rc)
+		return rc;
+	if (strcmp(argv[1], "keygen") == 0 || strcmp(argv[1], "pubkey") == 0)
+		return cert_cli_key(argc - 1, argv + 1, &cfg);
+	return cert_cli_issue(argc, argv, &cfg);
+}
