@@ -10,12 +10,11 @@
 
 /* When the file is forced to disk (docs/logd.md, "Durability").
  * Acknowledgements are always sent after write(2) returned, so a record
- * acknowledged survives logd being killed in every mode; the modes differ
+ * acknowledged survives logd being killed in either mode; the modes differ
  * on a crash of the machine itself. */
 enum logd_fsync {
 	LOGD_FSYNC_CHECKPOINT = 0, /* fdatasync with each checkpoint (default) */
-	LOGD_FSYNC_ALWAYS,	   /* fdatasync every batch before acknowledging it */
-	LOGD_FSYNC_NEVER,	   /* leave it to the kernel */
+	LOGD_FSYNC_BATCH,	   /* fdatasync every batch before acknowledging it */
 };
 
 /* What the writer needs to know. Strings are borrowed for logw_open's call. */
@@ -109,5 +108,36 @@ struct logd_stats {
  * a clean stop. stats (may be NULL) receives the counters. */
 int logd_serve(int listen_fd, struct logw *w, const struct logd_server_conf *conf,
 	       struct logd_stats *stats, struct pc_err *err);
+
+/* ---- syslog export (logd/syslog.c) -------------------------------------- */
+
+struct logx_conf {
+	bool local;		/* to the local syslog socket ... */
+	const char *local_path; /* ... at this path (/dev/log) */
+	const char *remote;	/* "host:port" of a collector, or NULL/"" */
+	bool tls;		/* RFC 5425, the collector's certificate verified */
+	const char *ca;		/* CA bundle for it; NULL/"": the system's */
+	uint32_t spool_records; /* per destination, while it is unreachable */
+};
+
+struct logx_stats {
+	uint64_t sent, unsent, dropped;
+};
+
+struct logx;
+/* Start one thread per destination (call after dropping privileges: the
+ * threads must not exist when pc_privdrop runs). */
+int logx_start(const struct logx_conf *c, struct logx **out, struct pc_err *err);
+/* The writer hooks that feed it (pass to logw_set_export). */
+void logx_hooks(struct logx *x, struct logw_export *exp);
+/* Give the threads up to flush_ms to send what is spooled, stop, free. */
+void logx_stop(struct logx *x, int flush_ms, struct logx_stats *st);
+
+/* One record / checkpoint as an RFC 5424 message (exported for tests). */
+int logx_format_record(const struct logrec *r, uint64_t seq, uint64_t time_ms,
+		       const uint8_t hash[MERKLE_HASH], const char *host, long pid, char *buf,
+		       size_t len);
+int logx_format_checkpoint(const char *note, size_t nlen, const char *host, long pid, char *buf,
+			   size_t len);
 
 #endif

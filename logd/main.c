@@ -94,6 +94,8 @@ int main(int argc, char **argv)
 	struct logd_server_conf sc = {.max_clients = 256};
 	struct note_signer *key = NULL;
 	struct logw *w = NULL;
+	struct logx *x = NULL;
+	struct logx_stats xs;
 	struct logd_stats st;
 	struct pc_config cfg;
 	struct pc_err err = {0};
@@ -199,7 +201,7 @@ int main(int argc, char **argv)
 		    .cp_records = cfg.log.checkpoint_records,
 		    .cp_ms = cfg.log.checkpoint_ms,
 		    .rotate_bytes = cfg.log.rotate_bytes,
-		    .fsync = LOGD_FSYNC_CHECKPOINT,
+		    .fsync = cfg.log.fsync_batch ? LOGD_FSYNC_BATCH : LOGD_FSYNC_CHECKPOINT,
 		    .owner = log_uid,
 		    .group = log_gid,
 		};
@@ -211,6 +213,22 @@ int main(int argc, char **argv)
 		pc_log(PC_LOG_WARN, "%s", logw_notice(w));
 	if (root && pc_privdrop(cfg.log.user, 0, &err) < 0)
 		goto fail;
+	{
+		struct logx_conf xc = {
+		    .local = cfg.log.syslog.local,
+		    .local_path = cfg.log.syslog.socket,
+		    .remote = cfg.log.syslog.remote,
+		    .tls = cfg.log.syslog.tls,
+		    .ca = cfg.log.syslog.ca,
+		    .spool_records = cfg.log.syslog.spool_records,
+		};
+		struct logw_export exp;
+
+		if (logx_start(&xc, &x, &err) < 0)
+			goto fail;
+		logx_hooks(x, &exp);
+		logw_set_export(w, &exp);
+	}
 	pc_log(PC_LOG_NOTICE, "serving %s, writing %s from seq %llu", cfg.log.socket, cfg.log.file,
 	       (unsigned long long)logw_next_seq(w));
 	pc_sd_notify("READY=1", NULL);
@@ -225,17 +243,23 @@ int main(int argc, char **argv)
 	       "connections refused, %llu write errors",
 	       (unsigned long long)st.records, (unsigned long long)st.malformed,
 	       (unsigned long long)st.refused, (unsigned long long)st.write_errors);
-	if (logw_close(w, &err) < 0) {
-		w = NULL;
-		goto fail;
-	}
+	rc = logw_close(w, &err);
 	w = NULL;
+	/* the final checkpoint is staged: give the collectors a moment */
+	logx_stop(x, 2000, &xs);
+	x = NULL;
+	pc_log(PC_LOG_NOTICE, "syslog export: %llu messages sent, %llu left unsent, %llu dropped",
+	       (unsigned long long)xs.sent, (unsigned long long)xs.unsent,
+	       (unsigned long long)xs.dropped);
+	if (rc < 0)
+		goto fail;
 	rc = PC_EXIT_OK;
 	goto out;
 fail:
 	pc_log(PC_LOG_ERR, "%s", err.msg);
 out:
 	logw_close(w, NULL);
+	logx_stop(x, 0, NULL);
 	note_signer_free(key);
 	if (lfd >= 0)
 		close(lfd);

@@ -256,7 +256,7 @@ int logw_commit(struct logw *w, struct pc_err *err)
 		batch_abort(w);
 		return pc_err_set(err, PC_EIO, "the log file is in an unknown state");
 	}
-	sync = w->conf.fsync == LOGD_FSYNC_ALWAYS ||
+	sync = w->conf.fsync == LOGD_FSYNC_BATCH ||
 	       (w->conf.fsync == LOGD_FSYNC_CHECKPOINT && w->batch_cp);
 	if (write_all(w->fd, w->buf, w->len) < 0 || (sync && fdatasync(w->fd) < 0)) {
 		pc_err_errno(err, PC_EIO, "writing %s", w->path);
@@ -697,7 +697,7 @@ int logw_close(struct logw *w, struct pc_err *err)
 		rc = logw_commit(w, err);
 	if (rc == 0 && !w->broken && w->fd >= 0) {
 		rc = seal(w, err);
-		if (rc == 0 && w->conf.fsync != LOGD_FSYNC_NEVER && fdatasync(w->fd) < 0)
+		if (rc == 0 && fdatasync(w->fd) < 0)
 			rc = pc_err_errno(err, PC_EIO, "syncing %s", w->path);
 	}
 	if (w->fd >= 0)
