@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "appliance/appliance.h"
 #include "checker/checker.h"
 #include "common/pc.h"
 #include "logd/logd.h"
@@ -29,6 +30,8 @@ static const struct cli_cmd cli_cmds[] = {
 	{"cert", checker_cli,
 	 "cert SANDBOX [-o FILE] [--html|--md] | cert verify FILE [--key PUB] [--live] | "
 	 "cert render FILE | cert keygen | cert pubkey"},
+	{"status", appliance_cli, "status [--json]"},
+	{"reload", appliance_cli, "reload"},
 	{NULL, NULL, NULL},
 };
 

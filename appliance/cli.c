@@ -1,0 +1,180 @@
+/* `portcullis status` and `portcullis reload`: one request to the engine's
+ * control socket, one JSON reply, shown as it is (--json) or indented. */
+#include "appliance/appliance.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+int pc_engine_request(const char *run_dir, const char *req, int timeout_ms, char **reply,
+		      struct pc_err *err)
+{
+	char path[PC_PATH_MAX + 32];
+	struct pollfd p;
+	char *buf;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", run_dir, PC_ENGINE_SOCK);
+	fd = pc_unix_connect(path, 0, err);
+	if (fd < 0)
+		return fd;
+	if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0) {
+		close(fd);
+		return pc_err_errno(err, PC_EIO, "sending to the engine");
+	}
+	p.fd = fd;
+	p.events = POLLIN;
+	n = poll(&p, 1, timeout_ms);
+	if (n <= 0) {
+		close(fd);
+		return n == 0 ? pc_err_set(err, PC_ETIMEOUT, "the engine did not answer in %d ms",
+					   timeout_ms)
+			      : pc_err_errno(err, PC_EIO, "waiting for the engine");
+	}
+	buf = malloc(PC_ENGINE_REPLY_MAX + 1);
+	if (!buf) {
+		close(fd);
+		return pc_err_set(err, PC_ENOMEM, "out of memory");
+	}
+	n = recv(fd, buf, PC_ENGINE_REPLY_MAX, 0);
+	close(fd);
+	if (n <= 0) {
+		free(buf);
+		return n == 0 ? pc_err_set(err, PC_EIO, "the engine closed the connection")
+			      : pc_err_errno(err, PC_EIO, "reading the engine's reply");
+	}
+	buf[n] = '\0';
+	*reply = buf;
+	return 0;
+}
+
+/* The string value of "key" in our own flat replies (no nesting needed). */
+static bool json_get(const char *js, const char *key, char *out, size_t len)
+{
+	char pat[64];
+	const char *p;
+	size_t o = 0;
+
+	snprintf(pat, sizeof(pat), "\"%s\":\"", key);
+	p = strstr(js, pat);
+	if (!p)
+		return false;
+	for (p += strlen(pat); *p && *p != '"' && o + 1 < len; p++) {
+		if (*p == '\\' && p[1]) {
+			p++;
+			if (*p == 'u' && strlen(p) >= 5) {
+				out[o++] = (char)strtol((char[]){p[3], p[4], 0}, NULL, 16);
+				p += 4;
+				continue;
+			}
+		}
+		out[o++] = *p;
+	}
+	out[o] = '\0';
+	return true;
+}
+
+static void json_print_indented(const char *js)
+{
+	int depth = 0;
+	bool in_str = false;
+
+	for (const char *p = js; *p; p++) {
+		char c = *p;
+
+		if (in_str) {
+			putchar(c);
+			if (c == '\\' && p[1])
+				putchar(*++p);
+			else if (c == '"')
+				in_str = false;
+			continue;
+		}
+		switch (c) {
+		case '"':
+			in_str = true;
+			putchar(c);
+			break;
+		case '{':
+		case '[':
+			printf("%c\n%*s", c, ++depth * 2, "");
+			break;
+		case '}':
+		case ']':
+			printf("\n%*s%c", --depth * 2, "", c);
+			break;
+		case ',':
+			printf(",\n%*s", depth * 2, "");
+			break;
+		case ':':
+			printf(": ");
+			break;
+		default:
+			putchar(c);
+		}
+	}
+	putchar('\n');
+}
+
+int appliance_cli(int argc, char **argv, const char *config)
+{
+	static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
+	struct pc_config cfg;
+	struct pc_err err = {0};
+	char ebuf[1024], msg[1024], *reply = NULL;
+	bool json = false, reload;
+	int opt, rc;
+
+	reload = strcmp(argv[0], "reload") == 0;
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (opt == 'j' && !reload) {
+			json = true;
+		} else {
+			fprintf(stderr, "usage: portcullis [-c FILE] %s\n",
+				reload ? "reload" : "status [--json]");
+			return PC_EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		pc_cli_error(argv[0], "unexpected argument '%s'", argv[optind]);
+		return PC_EXIT_USAGE;
+	}
+	if (pc_config_load(config, &cfg, &err) < 0) {
+		pc_cli_error("configuration", "%s", pc_err_str(&err, ebuf, sizeof(ebuf)));
+		return PC_EXIT_ERROR;
+	}
+	/* A reload recompiles the whole policy and cuts flows: give it time. */
+	rc = pc_engine_request(cfg.run_dir, reload ? "reload" : "status", reload ? 60000 : 5000,
+			       &reply, &err);
+	if (rc < 0) {
+		pc_cli_error(argv[0], "%s (is portcullisd running?)",
+			     pc_err_str(&err, ebuf, sizeof(ebuf)));
+		return PC_EXIT_ERROR;
+	}
+	if (!strstr(reply, "\"ok\":true")) {
+		if (!json_get(reply, "error", msg, sizeof(msg)))
+			pc_strlcpy(msg, reply, sizeof(msg));
+		pc_cli_error(argv[0], "%s", msg);
+		free(reply);
+		/* a rejected policy is a negative answer; anything else an error */
+		return strstr(msg, "permission denied") ? PC_EXIT_ERROR
+			: reload			? PC_EXIT_FAIL
+							: PC_EXIT_ERROR;
+	}
+	if (reload) {
+		if (json_get(reply, "policy", msg, sizeof(msg)))
+			printf("policy %s in force\n", msg);
+	} else if (json) {
+		printf("%s\n", reply);
+	} else {
+		json_print_indented(reply);
+	}
+	free(reply);
+	return PC_EXIT_OK;
+}

@@ -1,0 +1,233 @@
+/* The main thread's loop: signals (SIGHUP reloads, SIGTERM/SIGINT stop),
+ * the control socket (status, reload), bridge port changes and periodic
+ * housekeeping. The queue threads never wait for anything here. */
+#include "appliance/internal.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define HOUSEKEEPING_MS 10000
+#define CLIENT_WAIT_MS 1000
+
+/* A JSON string literal (quotes included) of s. */
+static int json_str(char **buf, size_t *len, const char *s)
+{
+	int rc = pc_buf_appendf(buf, len, "\"");
+
+	for (; rc == 0 && s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			rc = pc_buf_appendf(buf, len, "\\%c", c);
+		else if (c < 0x20)
+			rc = pc_buf_appendf(buf, len, "\\u%04x", c);
+		else
+			rc = pc_buf_appendf(buf, len, "%c", c);
+	}
+	return rc ? rc : pc_buf_appendf(buf, len, "\"");
+}
+
+int control_status_json(struct engine *e, char **out)
+{
+	struct policy *pol = engine_policy_get(e);
+	struct dnsguard_stats ds;
+	char *b = NULL;
+	size_t l = 0;
+	size_t held = 0;
+	uint64_t sent = 0, failed = 0;
+	int rc;
+
+	memset(&ds, 0, sizeof(ds));
+	dnsguard_stats(e->dg, &ds);
+	rc = pc_buf_appendf(&b, &l,
+			    "{\"ok\":true,\"version\":\"%s\",\"pid\":%d,\"uptime_s\":%llu,"
+			    "\"policy\":",
+			    PC_VERSION, (int)getpid(),
+			    (unsigned long long)((pc_now_mono_ms() - e->start_ms) / 1000));
+	rc = rc ? rc : json_str(&b, &l, pol ? policy_hash(pol) : "");
+	rc = rc ? rc
+		: pc_buf_appendf(&b, &l, ",\"queue_path\":\"%s\",\"queues\":[",
+				 pc_queue_path_name(e->qpath));
+	for (size_t i = 0; rc == 0 && i < e->nq; i++) {
+		struct qthread *t = &e->q[i];
+		uint64_t kd = 0, ud = 0;
+
+		queue_kernel_stats(t->num, &kd, &ud);
+		held += atomic_load(&t->held_n);
+		sent += atomic_load(&t->st.log_sent);
+		failed += atomic_load(&t->st.log_failed);
+		rc = pc_buf_appendf(&b, &l,
+				    "%s{\"num\":%u,\"queued\":%llu,\"accepted\":%llu,\"refused\":%llu,"
+				    "\"kernel_dropped\":%llu,\"user_dropped\":%llu,\"enobufs\":%llu}",
+				    i ? "," : "", t->num,
+				    (unsigned long long)atomic_load(&t->st.queued),
+				    (unsigned long long)atomic_load(&t->st.accepted),
+				    (unsigned long long)atomic_load(&t->st.refused),
+				    (unsigned long long)kd, (unsigned long long)ud,
+				    (unsigned long long)atomic_load(&t->st.enobufs));
+	}
+	rc = rc ? rc
+		: pc_buf_appendf(
+			  &b, &l,
+			  "],\"flows\":%zu,\"held\":%zu,\"log\":{\"sent\":%llu,\"failed\":%llu},"
+			  "\"dnsguard\":{\"queries_allowed\":%llu,\"queries_refused\":%llu,"
+			  "\"queries_malformed\":%llu,\"answers_released\":%llu,"
+			  "\"answers_dropped\":%llu,\"learned_entries\":%llu,"
+			  "\"learned_evicted\":%llu,\"ech_stripped\":%llu}}",
+			  flow_registry_count(e->flows), held, (unsigned long long)sent,
+			  (unsigned long long)failed, (unsigned long long)ds.queries_allowed,
+			  (unsigned long long)ds.queries_refused,
+			  (unsigned long long)ds.queries_malformed,
+			  (unsigned long long)ds.answers_released,
+			  (unsigned long long)ds.answers_dropped,
+			  (unsigned long long)ds.learned_entries,
+			  (unsigned long long)ds.learned_evicted, (unsigned long long)ds.ech_stripped);
+	policy_unref(pol);
+	if (rc) {
+		free(b);
+		return rc;
+	}
+	*out = b;
+	return 0;
+}
+
+static char *error_json(const char *msg)
+{
+	char *b = NULL;
+	size_t l = 0;
+
+	if (pc_buf_appendf(&b, &l, "{\"ok\":false,\"error\":") || json_str(&b, &l, msg) ||
+	    pc_buf_appendf(&b, &l, "}")) {
+		free(b);
+		return NULL;
+	}
+	return b;
+}
+
+static char *reload_json(struct engine *e, int fd)
+{
+	struct pc_err err = {0};
+	char ebuf[1024], *b = NULL;
+	size_t l = 0;
+	uid_t uid = (uid_t)-1;
+	struct policy *pol;
+
+	if (pc_unix_peercred(fd, NULL, &uid, NULL, &err) < 0 || uid != 0)
+		return error_json("permission denied: only root may reload the policy");
+	if (engine_reload(e, &err) < 0)
+		return error_json(pc_err_str(&err, ebuf, sizeof(ebuf)));
+	pol = engine_policy_get(e);
+	if (pc_buf_appendf(&b, &l, "{\"ok\":true,\"policy\":") || json_str(&b, &l, policy_hash(pol)) ||
+	    pc_buf_appendf(&b, &l, "}")) {
+		free(b);
+		b = NULL;
+	}
+	policy_unref(pol);
+	return b;
+}
+
+/* One request, one reply, then the connection is closed. */
+static void control_client(struct engine *e, int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char req[256], *reply = NULL;
+	ssize_t n;
+
+	if (poll(&p, 1, CLIENT_WAIT_MS) <= 0)
+		return;
+	n = recv(fd, req, sizeof(req) - 1, MSG_DONTWAIT);
+	if (n <= 0)
+		return;
+	req[n] = '\0';
+	while (n > 0 && (req[n - 1] == '\n' || req[n - 1] == '\r'))
+		req[--n] = '\0';
+	if (strcmp(req, "status") == 0) {
+		if (control_status_json(e, &reply) < 0)
+			reply = NULL;
+	} else if (strcmp(req, "reload") == 0) {
+		reply = reload_json(e, fd);
+	} else {
+		reply = error_json("unknown request (status, reload)");
+	}
+	if (!reply)
+		reply = error_json("out of memory");
+	if (reply)
+		send(fd, reply, strlen(reply), MSG_NOSIGNAL | MSG_DONTWAIT);
+	free(reply);
+}
+
+int control_loop(struct engine *e)
+{
+	uint64_t next_hk = pc_now_mono_ms() + HOUSEKEEPING_MS;
+
+	for (;;) {
+		struct pollfd p[3] = {
+			{.fd = e->sig_fd, .events = POLLIN},
+			{.fd = e->ctl_fd, .events = POLLIN},
+			{.fd = e->link_fd, .events = POLLIN},
+		};
+		struct pc_err err = {0};
+		uint64_t now;
+		int n = poll(p, 3, 1000);
+
+		if (n < 0 && errno != EINTR) {
+			pc_log(PC_LOG_ERR, "control loop: %s", strerror(errno));
+			return PC_EIO;
+		}
+		if (n > 0 && (p[0].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+
+			while (read(e->sig_fd, &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo == SIGHUP) {
+					pc_log(PC_LOG_NOTICE, "SIGHUP: reloading the policy");
+					engine_reload(e, &err);
+				} else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+					pc_log(PC_LOG_NOTICE, "signal %u: stopping", si.ssi_signo);
+					return 0;
+				}
+			}
+		}
+		if (n > 0 && (p[1].revents & POLLIN)) {
+			int fd = accept4(e->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
+
+			if (fd >= 0) {
+				control_client(e, fd);
+				close(fd);
+			}
+		}
+		if (n > 0 && (p[2].revents & POLLIN) && links_monitor_drain(e->link_fd) > 0 &&
+		    engine_ports_refresh(e, false, &err) < 0)
+			pc_log(PC_LOG_ERR, "bridge ports: %s", err.msg);
+		now = pc_now_mono_ms();
+		if (now >= next_hk) {
+			engine_housekeeping(e);
+			next_hk = now + HOUSEKEEPING_MS;
+		}
+	}
+}
+
+int control_open(struct engine *e, struct pc_err *err)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	/* Blocked before any thread starts, so they all inherit the mask and
+	 * only the signalfd sees these signals. */
+	if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
+		return pc_err_set(err, PC_EIO, "blocking signals");
+	e->sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (e->sig_fd < 0)
+		return pc_err_errno(err, PC_EIO, "signalfd");
+	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}

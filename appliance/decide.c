@@ -1,0 +1,635 @@
+/* The decision: one queued packet in, one verdict (and at most one log
+ * record) out. Default deny; every internal failure refuses. What reaches
+ * here is fixed by the ruleset: new flows and every DNS message from the
+ * sandboxes, every packet of held flows, and resolver answers toward them. */
+#include "appliance/internal.h"
+
+#include <linux/netfilter.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TH_FIN 0x01
+#define TH_SYN 0x02
+#define TH_RST 0x04
+#define TH_ACK 0x10
+
+void decision_clear(struct decision *d)
+{
+	free(d->new_pkt);
+	d->new_pkt = NULL;
+	d->new_pkt_len = 0;
+	d->v = VK_DROP;
+	d->has_rec = false;
+	d->send_reply = false;
+	d->register_flow = false;
+	memset(&d->rec, 0, sizeof(d->rec));
+	d->sandbox[0] = d->rule[0] = d->domain[0] = d->sni[0] = d->dns_name[0] = '\0';
+	d->answers[0] = d->reason[0] = '\0';
+}
+
+const struct policy_sandbox *sandbox_by_addr(const struct policy *p, const struct pc_addr *a)
+{
+	size_t n = policy_sandbox_count(p);
+
+	for (size_t i = 0; i < n; i++) {
+		const struct policy_sandbox *sb = policy_sandbox_at(p, i);
+
+		for (size_t j = 0; j < sb->match.n_sources; j++)
+			if (pc_prefix_contains(&sb->match.sources[j], a))
+				return sb;
+	}
+	return NULL;
+}
+
+/* ---- records --------------------------------------------------------------- */
+
+static void rec_base(struct decision *d, const struct decide_ctx *c, enum logrec_action action,
+		     enum logrec_verdict v, const struct pc_pkt *p,
+		     const struct policy_sandbox *sb, const struct policy_allow *rule)
+{
+	struct logrec *r = &d->rec;
+
+	d->has_rec = true;
+	memset(r, 0, sizeof(*r));
+	r->action = action;
+	r->verdict = v;
+	r->policy = policy_hash(c->policy);
+	if (sb) {
+		pc_strlcpy(d->sandbox, sb->name, sizeof(d->sandbox));
+		r->sandbox = d->sandbox;
+	}
+	if (rule) {
+		pc_strlcpy(d->rule, rule->rule, sizeof(d->rule));
+		r->rule = d->rule;
+	}
+	if (p) {
+		r->src.addr = p->src;
+		r->src.port = p->sport;
+		r->dst.addr = p->dst;
+		r->dst.port = p->dport;
+		r->transport = p->proto;
+	}
+}
+
+static void set_reason(struct decision *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_reason(struct decision *d, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(d->reason, sizeof(d->reason), fmt, ap);
+	va_end(ap);
+	d->rec.reason = d->reason;
+}
+
+/* A refused flow (REJECT: RST or ICMP administratively prohibited). */
+static void refuse(struct decision *d, const struct decide_ctx *c, const struct pc_pkt *p,
+		   const struct policy_sandbox *sb, enum verdict_kind v, const char *reason)
+{
+	d->v = v;
+	rec_base(d, c, LOGREC_CONNECT, LOGREC_REFUSED, p, sb, NULL);
+	set_reason(d, "%s", reason);
+}
+
+static void allow(struct decision *d, const struct decide_ctx *c, const struct pc_pkt *p,
+		  const struct policy_sandbox *sb, const struct policy_allow *rule,
+		  enum verdict_kind v, enum flow_via via, const char *name, const char *reason,
+		  const struct policy_src *src)
+{
+	d->v = v;
+	rec_base(d, c, LOGREC_CONNECT, LOGREC_ALLOWED, p, sb, rule);
+	set_reason(d, "%s", reason);
+	if (name && *name) {
+		pc_strlcpy(d->domain, name, sizeof(d->domain));
+		d->rec.domain = d->domain;
+	}
+	if (v == VK_ALLOW || v == VK_ALLOW_VAULT) {
+		d->register_flow = true;
+		flow_key_from_pkt(&d->key, p);
+		memset(&d->meta, 0, sizeof(d->meta));
+		pc_strlcpy(d->meta.sandbox, sb->name, sizeof(d->meta.sandbox));
+		d->meta.has_mac = src->has_mac;
+		memcpy(d->meta.mac, src->mac, 6);
+		pc_strlcpy(d->meta.port, src->port, sizeof(d->meta.port));
+		d->meta.via = via;
+		d->meta.vault = v == VK_ALLOW_VAULT;
+		if (name)
+			pc_strlcpy(d->meta.name, name, sizeof(d->meta.name));
+	}
+}
+
+/* ---- DNS ------------------------------------------------------------------- */
+
+static bool is_resolver(const struct pc_config *cfg, const struct pc_addr *a)
+{
+	for (size_t i = 0; i < cfg->dns.n_resolvers; i++)
+		if (pc_addr_eq(&cfg->dns.resolvers[i], a))
+			return true;
+	return false;
+}
+
+/* One DNS message from a TCP segment: exactly one, complete, after its
+ * two-byte length. Returns NULL otherwise. */
+static const uint8_t *tcp_dns_msg(const struct pc_pkt *p, size_t *len)
+{
+	size_t l;
+
+	if (p->payload_len < 2)
+		return NULL;
+	l = (size_t)p->payload[0] << 8 | p->payload[1];
+	if (l == 0 || l + 2 != p->payload_len)
+		return NULL;
+	*len = l;
+	return p->payload + 2;
+}
+
+static void dns_query(const struct decide_ctx *c, const struct pc_pkt *p,
+		      const struct policy_sandbox *sb, struct decision *d)
+{
+	struct dnsguard_query_res res;
+	struct dns_flow f = {.proto = p->proto};
+	const uint8_t *msg = p->payload;
+	size_t len = p->payload_len;
+	int rc;
+
+	f.src.addr = p->src;
+	f.src.port = p->sport;
+	f.dst.addr = p->dst;
+	f.dst.port = p->dport;
+	if (p->proto == IPPROTO_TCP) {
+		if ((p->tcp_flags & (TH_SYN | TH_ACK)) == TH_SYN) {
+			if (sb && is_resolver(c->cfg, &p->dst)) {
+				d->v = VK_PASS; /* the queries on it are judged one by one */
+				return;
+			}
+			refuse(d, c, p, sb, VK_REJECT,
+			       sb ? "DNS over TCP to a resolver that is not the guard's"
+				  : "not a sandbox (no rule matches its source, MAC and port)");
+			return;
+		}
+		if (p->payload_len == 0) {
+			d->v = VK_PASS; /* handshake, ACK, FIN, RST: no message */
+			return;
+		}
+		msg = tcp_dns_msg(p, &len);
+		if (!msg) {
+			refuse(d, c, p, sb, VK_REJECT,
+			       "DNS over TCP: a segment must hold exactly one whole message");
+			d->rec.action = LOGREC_DNS_QUERY;
+			return;
+		}
+	}
+	if (p->truncated) {
+		refuse(d, c, p, sb, VK_DROP, "DNS message larger than the engine reads");
+		d->rec.action = LOGREC_DNS_QUERY;
+		return;
+	}
+	memset(&res, 0, sizeof(res));
+	rc = dnsguard_query(c->dg, sb, &f, msg, len, c->now_ms, &res);
+	rec_base(d, c, LOGREC_DNS_QUERY, LOGREC_REFUSED, p, sb, res.rule);
+	set_reason(d, "%s", res.reason ? res.reason : "DNS guard error");
+	if (res.qname[0]) {
+		pc_strlcpy(d->dns_name, res.qname, sizeof(d->dns_name));
+		d->rec.dns_name = d->dns_name;
+		d->rec.dns_type = res.qtype;
+	}
+	if (rc < 0) {
+		d->v = VK_DROP; /* internal failure: fail closed */
+		return;
+	}
+	switch (res.verdict) {
+	case DNSG_ALLOW:
+		d->v = VK_PASS;
+		d->rec.verdict = LOGREC_ALLOWED;
+		break;
+	case DNSG_REFUSE:
+		if (p->proto == IPPROTO_TCP) {
+			d->v = VK_REJECT; /* reset the connection */
+			break;
+		}
+		d->v = VK_DROP;
+		if (res.reply_len > 0 && res.reply_len <= sizeof(d->reply)) {
+			d->send_reply = true;
+			memcpy(d->reply, res.reply, res.reply_len);
+			d->reply_len = res.reply_len;
+			d->reply_from = f.dst;
+			d->reply_to = f.src;
+		}
+		break;
+	default:
+		d->v = VK_DROP;
+		break;
+	}
+}
+
+/* The released answer with dnsguard's same-length rewrite of msg. */
+static int rewrite_answer(const struct pkt_in *in, const struct pc_pkt *p, const uint8_t *msg,
+			  const uint8_t *nmsg, size_t nlen, struct decision *d)
+{
+	size_t mlen = p->payload_len - (size_t)(msg - p->payload);
+	uint8_t *payload;
+	int n;
+
+	if (nlen != mlen)
+		return PC_EINVAL;
+	payload = malloc(p->payload_len);
+	if (!payload)
+		return PC_ENOMEM;
+	memcpy(payload, p->payload, p->payload_len);
+	memcpy(payload + (msg - p->payload), nmsg, nlen);
+	n = pc_pkt_replace_payload(in->data, in->len, p, payload, p->payload_len, &d->new_pkt);
+	free(payload);
+	if (n < 0)
+		return n;
+	d->new_pkt_len = (size_t)n;
+	return 0;
+}
+
+static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, const struct pc_pkt *p,
+		       struct decision *d)
+{
+	const struct policy_sandbox *sb = sandbox_by_addr(c->policy, &p->dst);
+	struct dnsguard_answer_res res;
+	struct dns_flow f = {.proto = p->proto};
+	const uint8_t *msg = p->payload;
+	size_t len = p->payload_len, off = 0;
+	int rc;
+
+	if (p->proto != IPPROTO_UDP && p->proto != IPPROTO_TCP)
+		return; /* VK_DROP */
+	if (p->proto == IPPROTO_TCP && p->payload_len == 0) {
+		d->v = sb ? VK_PASS : VK_DROP; /* SYN-ACK, ACK, FIN of a DNS connection */
+		return;
+	}
+	f.src.addr = p->src;
+	f.src.port = p->sport;
+	f.dst.addr = p->dst;
+	f.dst.port = p->dport;
+	rec_base(d, c, LOGREC_DNS_LEARN, LOGREC_REFUSED, p, sb, NULL);
+	if (p->proto == IPPROTO_TCP && !(msg = tcp_dns_msg(p, &len))) {
+		set_reason(d, "DNS answer over TCP not in one segment");
+		return;
+	}
+	if (p->truncated) {
+		set_reason(d, "DNS answer larger than the engine reads");
+		return;
+	}
+	memset(&res, 0, sizeof(res));
+	rc = dnsguard_answer(c->dg, sb, &f, msg, len, c->now_ms, &res);
+	set_reason(d, "%s", res.reason ? res.reason : "DNS guard error");
+	if (res.qname[0]) {
+		pc_strlcpy(d->dns_name, res.qname, sizeof(d->dns_name));
+		d->rec.dns_name = d->dns_name;
+		d->rec.dns_type = res.qtype;
+	}
+	if (rc < 0 || res.verdict != DNSG_ALLOW)
+		goto out; /* dropped, and said so */
+	if (res.rewritten) {
+		/* same length (dnsguard.h): replaced in place, TCP framing kept */
+		if (rewrite_answer(in, p, msg, res.rewritten, res.rewritten_len, d) < 0) {
+			set_reason(d, "DNS answer needs rewriting and cannot be");
+			goto out;
+		}
+	}
+	d->v = VK_PASS;
+	d->rec.verdict = LOGREC_NONE;
+	for (size_t i = 0; i < res.n_learned && i < DNSG_LEARN_MAX; i++) {
+		char a[PC_ADDRSTRLEN];
+		int w = snprintf(d->answers + off, sizeof(d->answers) - off, "%s%s", i ? "," : "",
+				 pc_addr_str(&res.learned[i], a, sizeof(a)));
+
+		if (w < 0 || (size_t)w >= sizeof(d->answers) - off)
+			break;
+		off += (size_t)w;
+	}
+	if (res.n_learned) {
+		d->rec.dns_answers = d->answers;
+	} else {
+		d->has_rec = false; /* released, nothing learned: no decision to record */
+	}
+out:
+	free(res.rewritten);
+}
+
+/* ---- held TCP flows: waiting for the ClientHello --------------------------- */
+
+static void held_segment(const struct decide_ctx *c, const struct pc_pkt *p,
+			 const struct policy_sandbox *sb, struct held_flow *hf,
+			 const struct policy_src *src, struct decision *d)
+{
+	const uint8_t *data = p->payload;
+	size_t n = p->payload_len, need = 0;
+	char sni[POLICY_HOST_MAX];
+	const struct policy_allow *rule = NULL;
+	int32_t off;
+	int rc;
+
+	if (!sb || strcmp(sb->name, hf->meta.sandbox) != 0) {
+		refuse(d, c, p, sb, VK_REJECT, "held flow no longer matches its sandbox");
+		goto drop_entry;
+	}
+	if (c->now_ms > hf->deadline_ms) {
+		refuse(d, c, p, sb, VK_REJECT, "no TLS ClientHello within engine.sni_timeout_ms");
+		goto drop_entry;
+	}
+	if (p->tcp_flags & TH_RST) {
+		d->v = VK_PASS;
+		goto drop_entry;
+	}
+	if (p->tcp_flags & TH_SYN) {
+		d->v = (p->tcp_flags & TH_ACK) || n ? VK_DROP : VK_PASS; /* a retransmitted SYN */
+		return;
+	}
+	if (n == 0) {
+		d->v = VK_PASS; /* ACK, FIN */
+		return;
+	}
+	off = (int32_t)(p->tcp_seq - hf->next_seq);
+	if (off > 0) {
+		d->v = VK_DROP; /* a gap: the sender retransmits in order */
+		return;
+	}
+	if ((size_t)-(int64_t)off >= n) {
+		d->v = VK_PASS; /* bytes already let through */
+		return;
+	}
+	data += -(int64_t)off;
+	n -= (size_t)-(int64_t)off;
+	if (hf->len == 0 && !hf->buf) {
+		rc = tls_clienthello_sni(data, n, sni, sizeof(sni), &need);
+		if (rc == PC_EAGAIN) {
+			hf->buf = malloc(HELD_BUF_MAX);
+			if (!hf->buf) {
+				refuse(d, c, p, sb, VK_REJECT, "out of memory");
+				goto drop_entry;
+			}
+		}
+	} else {
+		rc = PC_EAGAIN;
+	}
+	if (hf->buf) {
+		if (hf->len + n > HELD_BUF_MAX) {
+			refuse(d, c, p, sb, VK_REJECT, "TLS ClientHello larger than 16 KiB");
+			goto drop_entry;
+		}
+		memcpy(hf->buf + hf->len, data, n);
+		hf->len += n;
+		rc = tls_clienthello_sni(hf->buf, hf->len, sni, sizeof(sni), &need);
+	}
+	switch (rc) {
+	case PC_EAGAIN:
+		hf->next_seq += (uint32_t)n;
+		d->v = VK_PASS;
+		return;
+	case 1:
+		if (dnsguard_sni_allowed(c->dg, sb, &p->dst, IPPROTO_TCP, p->dport, sni, c->now_ms,
+					 &rule)) {
+			allow(d, c, p, sb, rule, VK_ALLOW, FLOW_VIA_SNI, sni,
+			      "allowed host; TLS server name checked", src);
+			pc_strlcpy(d->sni, sni, sizeof(d->sni));
+			d->rec.sni = d->sni;
+		} else {
+			refuse(d, c, p, sb, VK_REJECT, "");
+			set_reason(d, "TLS server name %s is not a name this sandbox resolved to this "
+				      "address and may use on this port", sni);
+			pc_strlcpy(d->sni, sni, sizeof(d->sni));
+			d->rec.sni = d->sni;
+		}
+		break;
+	case 0:
+		refuse(d, c, p, sb, VK_REJECT, "TLS ClientHello without a server name");
+		break;
+	default:
+		/* Not TLS: nothing names the server; the address was learned
+		 * for an allowed name on this port (docs/engine.md). */
+		allow(d, c, p, sb, NULL, VK_ALLOW, FLOW_VIA_HOST, hf->meta.name,
+		      "allowed host (not TLS: no server name to check)", src);
+		break;
+	}
+	if (d->rec.verdict == LOGREC_ALLOWED || d->v == VK_ALLOW) {
+		pc_strlcpy(d->domain, hf->meta.name, sizeof(d->domain));
+		d->rec.domain = d->domain;
+	}
+drop_entry:
+	held_del(c->held, hf);
+}
+
+/* ---- new flows ---------------------------------------------------------------- */
+
+static const char *proto_name(uint8_t proto)
+{
+	switch (proto) {
+	case IPPROTO_ICMP:
+		return "ICMP";
+	case IPPROTO_ICMPV6:
+		return "ICMPv6";
+	case IPPROTO_SCTP:
+		return "SCTP";
+	case IPPROTO_GRE:
+		return "GRE";
+	case IPPROTO_ESP:
+		return "ESP";
+	default:
+		return "this IP protocol";
+	}
+}
+
+static void new_flow(const struct decide_ctx *c, const struct pc_pkt *p,
+		     const struct policy_sandbox *sb, const struct policy_src *src,
+		     struct decision *d)
+{
+	const struct policy_allow *rule = NULL;
+	struct dnsguard_flow_res fr;
+	char why[128];
+
+	if (p->proto == IPPROTO_TCP) {
+		if ((p->tcp_flags & (TH_SYN | TH_ACK | TH_RST | TH_FIN)) != TH_SYN) {
+			refuse(d, c, p, sb, VK_REJECT, "TCP segment of no connection the guard allowed");
+			return;
+		}
+	} else if (p->proto != IPPROTO_UDP) {
+		snprintf(why, sizeof(why), "%s is never allowed", proto_name(p->proto));
+		refuse(d, c, p, sb, VK_REJECT, why);
+		return;
+	}
+	if (sandbox_by_addr(c->policy, &p->dst)) {
+		refuse(d, c, p, sb, VK_REJECT, "sandboxes may not reach each other");
+		return;
+	}
+	if (policy_cidr_allows(sb, &p->dst, p->proto, p->dport, &rule)) {
+		allow(d, c, p, sb, rule, VK_ALLOW, FLOW_VIA_CIDR, NULL, "allowed address", src);
+		return;
+	}
+	memset(&fr, 0, sizeof(fr));
+	if (dnsguard_flow(c->dg, sb, &p->dst, p->proto, p->dport, false, c->now_ms, &fr) < 0) {
+		refuse(d, c, p, sb, VK_REJECT, "DNS guard error");
+		return;
+	}
+	if (!fr.allowed) {
+		refuse(d, c, p, sb, VK_REJECT,
+		       fr.reason ? fr.reason : "not on the allow list");
+		return;
+	}
+	if (p->proto == IPPROTO_TCP && fr.vault) {
+		allow(d, c, p, sb, fr.rule, VK_ALLOW_VAULT, FLOW_VIA_HOST, fr.name,
+		      "allowed host; secret-bound, through the vault", src);
+		return;
+	}
+	if (p->proto == IPPROTO_TCP) {
+		struct flow_key k;
+		struct held_flow *hf;
+
+		if (p->payload_len) {
+			refuse(d, c, p, sb, VK_REJECT, "data in a SYN (TCP Fast Open) to a named host");
+			return;
+		}
+		flow_key_from_pkt(&k, p);
+		hf = held_add(c->held, &k);
+		if (!hf) {
+			refuse(d, c, p, sb, VK_REJECT, "too many connections waiting for a ClientHello");
+			return;
+		}
+		hf->meta.via = FLOW_VIA_HOST;
+		pc_strlcpy(hf->meta.sandbox, sb->name, sizeof(hf->meta.sandbox));
+		pc_strlcpy(hf->meta.name, fr.name, sizeof(hf->meta.name));
+		hf->deadline_ms = c->now_ms + c->cfg->engine.sni_timeout_ms;
+		hf->next_seq = p->tcp_seq + 1;
+		hf->seq_known = true;
+		d->v = VK_HELD; /* recorded when the ClientHello decides */
+		return;
+	}
+	allow(d, c, p, sb, fr.rule, VK_ALLOW, FLOW_VIA_HOST, fr.name, "allowed host", src);
+}
+
+static void from_sandbox(const struct decide_ctx *c, const struct pkt_in *in,
+			 const struct pc_pkt *p, struct decision *d)
+{
+	const struct policy_sandbox *sb;
+	struct policy_src src;
+	struct flow_key k;
+	struct held_flow *hf;
+
+	memset(&src, 0, sizeof(src));
+	src.addr = p->src;
+	if (in->has_mac) {
+		src.has_mac = true;
+		memcpy(src.mac, in->mac, 6);
+	}
+	/* The bridge table stamped the input port; a port we do not know (or
+	 * no stamp) is refused before anything else. */
+	if (!portmap_name(c->ports, in->mark & PC_MARK_PORT_MASK, src.port)) {
+		refuse(d, c, p, NULL, VK_DROP, "packet from an unknown bridge port");
+		return;
+	}
+	sb = policy_sandbox_match(c->policy, &src);
+	if ((p->proto == IPPROTO_UDP || p->proto == IPPROTO_TCP) && p->dport == 53) {
+		dns_query(c, p, sb, d);
+		return;
+	}
+	if (p->proto == IPPROTO_TCP) {
+		flow_key_from_pkt(&k, p);
+		hf = held_get(c->held, &k);
+		if (hf) {
+			held_segment(c, p, sb, hf, &src, d);
+			return;
+		}
+	}
+	if (!sb) {
+		refuse(d, c, p, NULL, VK_REJECT, "not a sandbox (no rule matches its source, MAC and port)");
+		return;
+	}
+	new_flow(c, p, sb, &src, d);
+}
+
+void decide_packet(const struct decide_ctx *c, const struct pkt_in *in, struct decision *d)
+{
+	struct pc_pkt p;
+	int st;
+
+	decision_clear(d);
+	st = pc_pkt_parse(in->data, in->len, &p);
+	if (st != PC_PKT_OK) {
+		d->v = VK_DROP;
+		rec_base(d, c, LOGREC_CONNECT, LOGREC_REFUSED, NULL, NULL, NULL);
+		set_reason(d, "%s", st == PC_PKT_FRAGMENT ? "IP fragment" : "malformed packet");
+		return;
+	}
+	switch (in->hook) {
+	case NF_INET_PRE_ROUTING:
+		from_sandbox(c, in, &p, d);
+		break;
+	case NF_INET_FORWARD:
+	case NF_INET_LOCAL_OUT:
+		dns_answer(c, in, &p, d);
+		break;
+	default:
+		d->v = VK_DROP;
+		break;
+	}
+	/* Only prerouting has the rules that act on these marks. */
+	if (in->hook != NF_INET_PRE_ROUTING && d->v != VK_PASS)
+		d->v = VK_DROP;
+}
+
+bool decide_rejudge(const struct decide_ctx *c, const struct flow_key *k,
+		    const struct flow_meta *m, bool vault, const char **reason)
+{
+	const struct policy_sandbox *sb;
+	struct dnsguard_flow_res fr;
+	struct pc_addr src = {.family = k->family}, dst = {.family = k->family};
+
+	memcpy(src.a, k->src, 16);
+	memcpy(dst.a, k->dst, 16);
+	if (m) {
+		struct policy_src ps;
+
+		memset(&ps, 0, sizeof(ps));
+		ps.addr = src;
+		ps.has_mac = m->has_mac;
+		memcpy(ps.mac, m->mac, 6);
+		pc_strlcpy(ps.port, m->port, sizeof(ps.port));
+		sb = policy_sandbox_match(c->policy, &ps);
+		if (!sb || strcmp(sb->name, m->sandbox) != 0) {
+			*reason = "cut by reload: its sandbox's rule no longer matches it";
+			return false;
+		}
+	} else {
+		sb = sandbox_by_addr(c->policy, &src);
+		if (!sb) {
+			*reason = "cut by reload: no sandbox has its source address any more";
+			return false;
+		}
+	}
+	if (sandbox_by_addr(c->policy, &dst)) {
+		*reason = "cut by reload: sandboxes may not reach each other";
+		return false;
+	}
+	if ((!m || m->via == FLOW_VIA_CIDR) && !vault &&
+	    policy_cidr_allows(sb, &dst, k->proto, k->dport, NULL))
+		return true;
+	if (m && m->via == FLOW_VIA_CIDR) {
+		*reason = "cut by reload: its address is no longer allowed";
+		return false;
+	}
+	if (m && m->via == FLOW_VIA_SNI) {
+		if (!vault && dnsguard_sni_allowed(c->dg, sb, &dst, k->proto, k->dport, m->name,
+						   c->now_ms, NULL))
+			return true;
+		*reason = "cut by reload: its server name is no longer allowed";
+		return false;
+	}
+	memset(&fr, 0, sizeof(fr));
+	if (dnsguard_flow(c->dg, sb, &dst, k->proto, k->dport, true, c->now_ms, &fr) < 0 ||
+	    !fr.allowed) {
+		*reason = "cut by reload: its host is no longer allowed";
+		return false;
+	}
+	if (k->proto == IPPROTO_TCP && fr.vault != vault) {
+		*reason = "cut by reload: the secret binding of its host changed";
+		return false;
+	}
+	return true;
+}

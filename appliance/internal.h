@@ -1,0 +1,363 @@
+/* Internal to appliance/: the pieces of portcullisd that its files share
+ * (rule assembler, netlink helpers, flow tables, the decision, the engine).
+ * Nothing outside appliance/ and its unit tests includes this. */
+#ifndef PC_APPLIANCE_INTERNAL_H
+#define PC_APPLIANCE_INTERNAL_H
+
+#include <netinet/in.h> /* before any linux/ header (libc-compat) */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "appliance/appliance.h"
+#include "dnsguard/dnsguard.h"
+#include "logd/logd.h"
+
+/* ---- rule assembler (nft_expr.c). Every expression loads into / reads
+ * from register 1. The first failure is kept in err; later calls are
+ * no-ops; nr_finish returns NULL then. --------------------------------- */
+struct nr {
+	struct nftnl_rule *r;
+	int err;
+};
+int nr_init(struct nr *b, uint16_t family, const char *table, const char *chain);
+void nr_meta(struct nr *b, uint32_t key);
+void nr_meta_set(struct nr *b, uint32_t key);
+void nr_cmp(struct nr *b, uint32_t op, const void *data, uint32_t len);
+void nr_cmp_u32(struct nr *b, uint32_t op, uint32_t host_value);
+void nr_cmp_u8(struct nr *b, uint32_t op, uint8_t v);
+void nr_cmp_be16(struct nr *b, uint32_t op, uint16_t host_value);
+void nr_cmp_ifname(struct nr *b, uint32_t op, const char *name);
+void nr_payload(struct nr *b, uint32_t base, uint32_t off, uint32_t len);
+void nr_bitwise(struct nr *b, uint32_t len, const void *mask, const void *xor);
+void nr_bitwise_u32(struct nr *b, uint32_t mask, uint32_t xor);
+void nr_ct(struct nr *b, uint32_t key);
+void nr_ct_set(struct nr *b, uint32_t key);
+void nr_lookup(struct nr *b, const char *set, bool inv);
+void nr_verdict(struct nr *b, int verdict, const char *chain);
+void nr_imm_u32(struct nr *b, uint32_t reg, uint32_t v);
+void nr_imm_be16(struct nr *b, uint32_t reg, uint16_t host_value);
+void nr_reject(struct nr *b, uint32_t type, uint8_t code);
+void nr_fib_daddr_type(struct nr *b);
+void nr_redir(struct nr *b, uint16_t port);
+void nr_counter(struct nr *b);
+void nr_notrack(struct nr *b);
+void nr_expr(struct nr *b, struct nftnl_expr *e); /* takes ownership */
+struct nftnl_rule *nr_finish(struct nr *b, int *err);
+
+/* ---- ruleset builder internals (nft_ruleset.c, nft_inet.c, nft_bridge.c) */
+/* The state of one build: where rules go and the first error. */
+struct bld {
+	struct pc_ruleset *rs;
+	const struct pc_ruleset_params *p;
+	uint16_t fam;
+	const char *chain;
+	size_t set_ids;
+	int err;
+};
+void rsb_push(struct bld *b, enum pc_nft_kind kind, void *obj); /* takes ownership */
+void rsb_table(struct bld *b);
+/* hook < 0: a regular chain. Rules added after this go to it. */
+void rsb_chain(struct bld *b, const char *name, const char *type, int hook, int prio,
+	       uint32_t policy);
+void rsb_rule_begin(struct bld *b, struct nr *r);
+void rsb_rule_end(struct bld *b, struct nr *r);
+void rsb_drop_rule(struct bld *b); /* counter drop */
+void nm_ifname(struct nr *r, uint32_t key, uint32_t op, const char *name);
+void nm_bits(struct nr *r, bool ct, uint32_t mask, uint32_t op, uint32_t value);
+void nm_ctmark_set(struct nr *r, uint32_t bits);
+void nm_nfproto(struct nr *r, uint8_t nfproto);
+void nm_l4proto(struct nr *r, uint32_t op, uint8_t proto);
+void nm_th_port(struct nr *r, bool dst, uint16_t port);
+void nm_ct_state(struct nr *r, uint32_t bits);
+void nm_ct_reply(struct nr *r);
+void nm_nd(struct nr *r, uint8_t type);
+void nm_addr_set(struct nr *r, bool inet, uint8_t af, bool src, const char *set, bool inv);
+/* The two tables. */
+void nft_inet_table(struct bld *b);
+void nft_bridge_table(struct bld *b);
+
+/* Append printf output to a growing malloc'ed string. 0 or PC_ENOMEM. */
+int pc_buf_appendf(char **buf, size_t *len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ---- sets (nft_sets.c); names are the set names in our tables ----------- */
+
+/* The bridge table's port set, rebuilt on link changes. */
+#define PC_NFT_SET_PORTS "ports"
+struct nftnl_set *nftset_new(uint16_t family, const char *name, uint32_t keytype,
+			     uint32_t keylen, uint32_t flags);
+/* Interval set of the prefixes of address family af (others skipped). */
+struct nftnl_set *nftset_prefixes(uint16_t family, const char *name, uint8_t af,
+				  const struct pc_prefix *const *pfx, size_t n);
+/* Plain set of the addresses of family af (others skipped). */
+struct nftnl_set *nftset_addrs(uint16_t family, const char *name, uint8_t af,
+			       const struct pc_addr *a, size_t n);
+struct nftnl_set *nftset_ports(const struct pc_bridge_port *ports, size_t n);
+
+/* ---- links.c: the sandbox bridge and its ports (rtnetlink) -------------- */
+
+/* Current ports of bridge (may be none; a missing bridge is not an error:
+ * *n = 0, *br_ifindex = 0). *ports is malloc'ed, caller frees. */
+int links_bridge_ports(const char *bridge, struct pc_bridge_port **ports, size_t *n,
+		       uint32_t *br_ifindex, struct pc_err *err);
+/* A non-blocking rtnetlink socket subscribed to link events (fd, or <0). */
+int links_monitor_open(struct pc_err *err);
+/* Read every pending event; 1 if any link changed, 0 if none, <0 error. */
+int links_monitor_drain(int fd);
+
+/* The port map the queue threads read: ifindex -> name. Copy-on-write: the
+ * control thread builds a new one and swaps it under the lock. */
+struct portmap {
+	pthread_rwlock_t lock;
+	struct pc_bridge_port *ports;
+	size_t n;
+};
+/* Name of the port with this ifindex into name; false if unknown. */
+bool portmap_name(struct portmap *pm, uint32_t ifindex, char name[PC_IFNAMSIZ]);
+/* Replace the contents (takes ownership of ports). */
+void portmap_set(struct portmap *pm, struct pc_bridge_port *ports, size_t n);
+
+/* ---- conntrack.c: ctnetlink over libmnl ---------------------------------- */
+
+struct ct_tuple {
+	uint8_t family, proto;
+	struct pc_addr src, dst;
+	uint16_t sport, dport; /* host order */
+	uint32_t mark, id;
+};
+/* Call visit for every conntrack entry whose mark & mask == value & mask. */
+int ct_dump_marked(uint32_t value, uint32_t mask,
+		   int (*visit)(const struct ct_tuple *t, void *arg), void *arg,
+		   struct pc_err *err);
+/* Delete the entry with this original tuple (and id). ENOENT is success. */
+int ct_delete(const struct ct_tuple *t, struct pc_err *err);
+
+/* ---- dnsreply.c: raw sockets for synthesized DNS answers ------------------ */
+struct dnsreply {
+	int fd4, fd6;
+};
+/* Open both raw sockets with SO_MARK = PC_MARK_DNSREPLY (needs root). */
+int dnsreply_open(struct dnsreply *d, struct pc_err *err);
+void dnsreply_close(struct dnsreply *d);
+/* Send msg from `from` (the address the query went to) to `to`. */
+int dnsreply_send(struct dnsreply *d, const struct pc_endpoint *from,
+		  const struct pc_endpoint *to, const uint8_t *msg, size_t len,
+		  struct pc_err *err);
+
+/* ---- flows.c -------------------------------------------------------------- */
+
+/* A flow as conntrack knows it: the original direction. */
+struct flow_key {
+	uint8_t family, proto;
+	uint16_t sport, dport;
+	uint8_t src[16], dst[16];
+};
+void flow_key_from_pkt(struct flow_key *k, const struct pc_pkt *p);
+void flow_key_from_ct(struct flow_key *k, const struct ct_tuple *t);
+
+/* Why an allowed flow was allowed: what a reload needs to judge it again. */
+enum flow_via { FLOW_VIA_CIDR = 1, FLOW_VIA_HOST, FLOW_VIA_SNI };
+struct flow_meta {
+	char sandbox[POLICY_NAME_MAX];
+	bool has_mac;
+	uint8_t mac[6];
+	char port[PC_IFNAMSIZ];
+	enum flow_via via;
+	bool vault;
+	char name[POLICY_HOST_MAX]; /* learned name or SNI (HOST/SNI) */
+};
+
+/* Registry of allowed flows, shared by the queue threads (mutex inside).
+ * Bounded: when full the oldest entry is forgotten (a reload then judges
+ * that flow on its addresses alone). */
+struct flow_registry;
+int flow_registry_new(size_t max, struct flow_registry **out);
+void flow_registry_free(struct flow_registry *r);
+int flow_registry_put(struct flow_registry *r, const struct flow_key *k, const struct flow_meta *m);
+bool flow_registry_get(struct flow_registry *r, const struct flow_key *k, struct flow_meta *m);
+void flow_registry_del(struct flow_registry *r, const struct flow_key *k);
+size_t flow_registry_count(struct flow_registry *r);
+/* Mark every entry unseen; flow_registry_seen marks one; sweep drops the
+ * unseen (flows whose conntrack entry is gone). */
+void flow_registry_unsee_all(struct flow_registry *r);
+void flow_registry_seen(struct flow_registry *r, const struct flow_key *k);
+void flow_registry_sweep(struct flow_registry *r);
+
+/* Held TCP flows (host entries waiting for the ClientHello). One table per
+ * queue thread: the kernel's flow hash sends every packet of a flow to the
+ * same queue, so no locking. */
+#define HELD_BUF_MAX 16384
+struct held_flow {
+	struct flow_key key;
+	struct flow_meta meta;
+	uint64_t deadline_ms;
+	uint32_t next_seq; /* next byte expected from the sandbox */
+	bool seq_known;
+	size_t len;
+	uint8_t *buf; /* HELD_BUF_MAX bytes, allocated when a ClientHello spans segments */
+	struct held_flow *next;
+};
+struct held_table;
+int held_table_new(size_t max, struct held_table **out);
+void held_table_free(struct held_table *t);
+struct held_flow *held_get(struct held_table *t, const struct flow_key *k);
+/* New entry (NULL when full or out of memory: the caller refuses). */
+struct held_flow *held_add(struct held_table *t, const struct flow_key *k);
+void held_del(struct held_table *t, struct held_flow *f);
+/* Forget entries well past their deadline; returns how many. */
+size_t held_expire(struct held_table *t, uint64_t now_ms);
+size_t held_count(const struct held_table *t);
+
+/* ---- decide.c: one packet, one verdict ------------------------------------ */
+
+enum verdict_kind {
+	VK_DROP = 1,   /* NF_DROP, silently */
+	VK_PASS,       /* this packet only */
+	VK_ALLOW,      /* flow allowed (ct mark) */
+	VK_ALLOW_VAULT,
+	VK_HELD,       /* flow held until its ClientHello */
+	VK_REJECT,     /* RST / ICMP admin-prohibited */
+};
+
+/* What the queue thread knows about a packet besides its bytes. */
+struct pkt_in {
+	uint32_t id;
+	uint32_t mark;
+	uint8_t hook; /* NF_INET_* */
+	bool has_mac;
+	uint8_t mac[6];
+	const uint8_t *data;
+	size_t len;
+};
+
+/* The outcome, with at most one log record. Strings in rec point into the
+ * decision itself or into the policy the batch holds a reference to. */
+struct decision {
+	enum verdict_kind v;
+	bool has_rec;
+	struct logrec rec;
+	char sandbox[POLICY_NAME_MAX];
+	char rule[96];
+	char domain[POLICY_HOST_MAX];
+	char sni[POLICY_HOST_MAX];
+	char dns_name[POLICY_HOST_MAX];
+	char answers[512];
+	char reason[192];
+	/* refused UDP query: the synthesized answer to send back */
+	bool send_reply;
+	struct pc_endpoint reply_from, reply_to;
+	uint8_t reply[DNSG_REPLY_MAX];
+	size_t reply_len;
+	/* released DNS answer with a new payload (whole IP packet), malloc'ed */
+	uint8_t *new_pkt;
+	size_t new_pkt_len;
+	/* allowed flow to remember for reloads */
+	bool register_flow;
+	struct flow_key key;
+	struct flow_meta meta;
+};
+
+/* Everything a decision reads. All borrowed for the call. */
+struct decide_ctx {
+	const struct pc_config *cfg;
+	const struct policy *policy;
+	struct dnsguard *dg;
+	struct portmap *ports;
+	struct held_table *held;
+	uint64_t now_ms;
+};
+
+/* Judge one packet. Never fails: internal errors become refusals. */
+void decide_packet(const struct decide_ctx *c, const struct pkt_in *in, struct decision *d);
+/* Free what a decision allocated (new_pkt) and reset it. */
+void decision_clear(struct decision *d);
+/* The sandbox whose sources contain addr (any match field beyond the
+ * address is ignored: layer 2 already binds addresses to ports/MACs). */
+const struct policy_sandbox *sandbox_by_addr(const struct policy *p, const struct pc_addr *a);
+
+/* Would this allowed flow still be allowed under c->policy? m is what the
+ * registry remembers of it (NULL: forgotten, judged on addresses); vault is
+ * the VAULT bit of its conntrack mark. false: *reason says why not. */
+bool decide_rejudge(const struct decide_ctx *c, const struct flow_key *k,
+		    const struct flow_meta *m, bool vault, const char **reason);
+
+/* ---- the engine (engine.c, queue.c, control.c) ------------------------------ */
+
+struct qstats {
+	_Atomic uint64_t queued, accepted, refused, dropped, log_sent, log_failed, enobufs;
+};
+
+struct engine;
+struct qbufs;
+
+struct qthread {
+	struct engine *e;
+	uint16_t num;
+	pthread_t tid;
+	bool started;
+	struct mnl_socket *nl;
+	unsigned portid;
+	struct logc *lc;           /* this thread's own logd connection */
+	struct held_table *held;   /* this thread's held flows */
+	struct qstats st;
+	_Atomic size_t held_n;     /* for status */
+	atomic_bool busy;          /* inside a batch (reload waits for it) */
+	_Atomic uint64_t gen;      /* batches done */
+	struct qbufs *bufs;        /* queue.c's receive/verdict buffers */
+	uint8_t *rx;
+	struct decision *dec;      /* one per packet of a batch */
+	struct pkt_in *pin;
+};
+
+struct engine {
+	struct pc_config cfg;
+	enum pc_queue_path qpath;
+	pthread_mutex_t pol_lock; /* guards policy (the pointer, not the object) */
+	struct policy *policy;
+	struct dnsguard *dg;
+	struct dnsreply dnsr;
+	struct flow_registry *flows;
+	struct portmap ports;
+	uint32_t br_ifindex;
+	struct qthread *q;
+	size_t nq;
+	atomic_bool stop;
+	uint64_t start_ms;
+	int ctl_fd, sig_fd, link_fd;
+	struct logc *ctl_lc; /* the control thread's own log client */
+	bool verbose;        /* log every verdict (debug) */
+};
+
+/* Current policy with a reference (caller unrefs). */
+struct policy *engine_policy_get(struct engine *e);
+
+/* queue.c */
+int queue_open(struct qthread *t, struct pc_err *err);
+void *queue_thread_main(void *arg);
+void queue_close(struct qthread *t);
+/* /proc/net/netfilter/nfnetlink_queue: kernel counters of queue num. */
+int queue_kernel_stats(uint16_t num, uint64_t *queue_dropped, uint64_t *user_dropped);
+
+/* engine.c */
+void engine_init(struct engine *e); /* zero state, fds -1, locks */
+int engine_setup(struct engine *e, const char *config_path, struct pc_err *err);
+int engine_start_threads(struct engine *e, struct pc_err *err);
+void engine_shutdown(struct engine *e);
+/* Recompile the policy and swap it in; on error the old one stays and err
+ * says why (file:line:col). */
+int engine_reload(struct engine *e, struct pc_err *err);
+/* Rebuild the port set after link changes. */
+int engine_ports_refresh(struct engine *e, bool force, struct pc_err *err);
+/* Periodic: prune the flow registry against conntrack. */
+void engine_housekeeping(struct engine *e);
+
+/* control.c: the main thread's loop (signals, control socket, links). */
+int control_open(struct engine *e, struct pc_err *err);
+int control_loop(struct engine *e);
+/* The status JSON into a malloc'ed string. */
+int control_status_json(struct engine *e, char **out);
+
+/* verdictlog.c: the one way verdict records reach logd. */
+void verdictlog_fill_flow(struct decision *d, const struct pc_pkt *p, const char *policy_hash);
+
+#endif

@@ -1,0 +1,332 @@
+/* table inet portcullis: the sandbox packet paths — verdict marks coming
+ * back through NF_REPEAT, DNS and new flows to the queue, decided flows
+ * through, the gateway closed, the vault redirect. docs/engine.md walks
+ * through every rule. */
+#include "appliance/internal.h"
+
+#include <netinet/in.h> /* before the linux/ headers (libc-compat) */
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_conntrack_common.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter_bridge.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <libnftnl/expr.h>
+
+#define NF_NAT_RANGE_PROTO_SPECIFIED_ 0x2 /* linux/netfilter/nf_nat.h */
+#define ND_RS 133
+#define ND_RA 134
+#define ND_NS 135
+#define ND_NA 136
+
+static void verdict_rule(struct bld *b, uint32_t bits, uint32_t ctbits)
+{
+	struct nr r;
+
+	/* (the chain's first rule already let non-sandbox packets go) */
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, PC_MARK_MASK, NFT_CMP_EQ, bits);
+	if (ctbits)
+		nm_ctmark_set(&r, ctbits);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+}
+
+static void queue_expr(struct bld *b, struct nr *r)
+{
+	uint16_t base = b->p->cfg->queue.base, cnt = b->p->cfg->queue.count;
+
+	nr_expr(r, b->p->qpath == PC_QUEUE_NATIVE ? pc_nft_expr_queue_native(base, cnt)
+						  : pc_nft_expr_queue_compat(base, cnt));
+}
+
+static void inet_prerouting(struct bld *b)
+{
+	const char *br = b->p->cfg->bridge;
+	static const uint8_t nd_in[] = {ND_RS, ND_NS, ND_NA};
+	struct nr r;
+
+	rsb_chain(b, "prerouting", "filter", NF_INET_PRE_ROUTING, PC_NFT_PRIO_INET, NF_DROP);
+	/* not from the sandbox bridge: not ours */
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_NEQ, br);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	/* a verdict coming back through NF_REPEAT */
+	verdict_rule(b, PC_MARK_PASS, 0);
+	verdict_rule(b, PC_MARK_ALLOW, PC_MARK_ALLOW);
+	verdict_rule(b, PC_MARK_ALLOW | PC_MARK_VAULT, PC_MARK_ALLOW | PC_MARK_VAULT);
+	verdict_rule(b, PC_MARK_HELD, PC_MARK_HELD);
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, PC_MARK_MASK, NFT_CMP_EQ, PC_MARK_REJECT);
+	nm_l4proto(&r, NFT_CMP_EQ, IPPROTO_TCP);
+	nr_reject(&r, NFT_REJECT_TCP_RST, 0);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, PC_MARK_MASK, NFT_CMP_EQ, PC_MARK_REJECT);
+	nr_reject(&r, NFT_REJECT_ICMPX_UNREACH, NFT_REJECT_ICMPX_ADMIN_PROHIBITED);
+	rsb_rule_end(b, &r);
+	/* any other combination of our bits is nothing we produce */
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, PC_MARK_MASK, NFT_CMP_NEQ, 0);
+	nr_counter(&r);
+	nr_verdict(&r, NF_DROP, NULL);
+	rsb_rule_end(b, &r);
+	/* not stamped by the bridge table: not from a known sandbox port */
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, PC_MARK_PORT_MASK, NFT_CMP_EQ, 0);
+	nr_counter(&r);
+	nr_verdict(&r, NF_DROP, NULL);
+	rsb_rule_end(b, &r);
+	/* every DNS message is judged, whatever the conntrack state */
+	for (int tcp = 0; tcp < 2; tcp++) {
+		rsb_rule_begin(b, &r);
+		nm_l4proto(&r, NFT_CMP_EQ, tcp ? IPPROTO_TCP : IPPROTO_UDP);
+		nm_th_port(&r, true, 53);
+		queue_expr(b, &r);
+		rsb_rule_end(b, &r);
+	}
+	/* held flows: every packet until the ClientHello decides */
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, true, PC_MARK_ALLOW | PC_MARK_HELD, NFT_CMP_EQ, PC_MARK_HELD);
+	queue_expr(b, &r);
+	rsb_rule_end(b, &r);
+	/* decided flows */
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, true, PC_MARK_ALLOW, NFT_CMP_EQ, PC_MARK_ALLOW);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	for (size_t i = 0; i < sizeof(nd_in); i++) {
+		rsb_rule_begin(b, &r);
+		nm_nd(&r, nd_in[i]);
+		nr_verdict(&r, NF_ACCEPT, NULL);
+		rsb_rule_end(b, &r);
+	}
+	/* the gateway itself: only DNS (above) and the vault (after dnat) */
+	rsb_rule_begin(b, &r);
+	nr_fib_daddr_type(&r);
+	nr_cmp_u32(&r, NFT_CMP_EQ, 2 /* RTN_LOCAL */);
+	nr_counter(&r);
+	nr_verdict(&r, NF_DROP, NULL);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nm_ct_state(&r, NF_CT_STATE_BIT(IP_CT_NEW));
+	queue_expr(b, &r);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nr_counter(&r);
+	nr_verdict(&r, NF_DROP, NULL);
+	rsb_rule_end(b, &r);
+}
+
+/* PASS-marked DNS to the resolvers (input: local resolver), per family and
+ * transport. */
+static void dns_pass_rules(struct bld *b, bool to_resolver)
+{
+	struct nr r;
+
+	for (int v6 = 0; v6 < 2; v6++) {
+		for (int tcp = 0; tcp < 2; tcp++) {
+			rsb_rule_begin(b, &r);
+			nm_bits(&r, false, PC_MARK_MASK, NFT_CMP_EQ, PC_MARK_PASS);
+			nm_addr_set(&r, true, v6 ? AF_INET6 : AF_INET, !to_resolver,
+				   v6 ? "resolvers6" : "resolvers4", false);
+			nm_l4proto(&r, NFT_CMP_EQ, tcp ? IPPROTO_TCP : IPPROTO_UDP);
+			nm_th_port(&r, to_resolver, 53);
+			nr_verdict(&r, NF_ACCEPT, NULL);
+			rsb_rule_end(b, &r);
+		}
+	}
+}
+
+/* Answers from the resolvers toward a sandbox: queued so the DNS guard
+ * learns (and may drop) them before they are released. */
+static void dns_answer_queue_rules(struct bld *b)
+{
+	struct nr r;
+
+	for (int v6 = 0; v6 < 2; v6++) {
+		for (int tcp = 0; tcp < 2; tcp++) {
+			rsb_rule_begin(b, &r);
+			nm_ct_state(&r, NF_CT_STATE_BIT(IP_CT_ESTABLISHED));
+			nm_ct_reply(&r);
+			nm_addr_set(&r, true, v6 ? AF_INET6 : AF_INET, true,
+				   v6 ? "resolvers6" : "resolvers4", false);
+			nm_l4proto(&r, NFT_CMP_EQ, tcp ? IPPROTO_TCP : IPPROTO_UDP);
+			nm_th_port(&r, false, 53);
+			queue_expr(b, &r);
+			rsb_rule_end(b, &r);
+		}
+	}
+}
+
+static void inet_input(struct bld *b)
+{
+	const char *br = b->p->cfg->bridge;
+	static const uint8_t nd_in[] = {ND_RS, ND_NS, ND_NA};
+	struct nr r;
+
+	rsb_chain(b, "input", "filter", NF_INET_LOCAL_IN, PC_NFT_PRIO_INET, NF_ACCEPT);
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_NEQ, br);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	/* flows the nat chain redirected to the vault */
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, true, PC_MARK_ALLOW | PC_MARK_VAULT, NFT_CMP_EQ, PC_MARK_ALLOW | PC_MARK_VAULT);
+	nr_ct(&r, NFT_CT_STATUS);
+	nr_bitwise_u32(&r, IPS_DST_NAT, 0);
+	nr_cmp_u32(&r, NFT_CMP_NEQ, 0);
+	nm_l4proto(&r, NFT_CMP_EQ, IPPROTO_TCP);
+	nm_th_port(&r, true, b->p->cfg->vault.listen.port);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	dns_pass_rules(b, true);
+	for (size_t i = 0; i < sizeof(nd_in); i++) {
+		rsb_rule_begin(b, &r);
+		nm_nd(&r, nd_in[i]);
+		nr_verdict(&r, NF_ACCEPT, NULL);
+		rsb_rule_end(b, &r);
+	}
+	rsb_drop_rule(b);
+}
+
+static void inet_forward(struct bld *b)
+{
+	const char *br = b->p->cfg->bridge;
+	struct nr r;
+
+	rsb_chain(b, "forward", "filter", NF_INET_FORWARD, PC_NFT_PRIO_INET, NF_ACCEPT);
+	/* sandbox to sandbox through the gateway */
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
+	nm_ifname(&r, NFT_META_OIFNAME, NFT_CMP_EQ, br);
+	nr_counter(&r);
+	nr_verdict(&r, NF_DROP, NULL);
+	rsb_rule_end(b, &r);
+	/* from the sandboxes: decided flows and released packets only */
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
+	nm_bits(&r, true, PC_MARK_ALLOW, NFT_CMP_EQ, PC_MARK_ALLOW);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
+	nm_bits(&r, false, PC_MARK_MASK, NFT_CMP_EQ, PC_MARK_PASS);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
+	nr_counter(&r);
+	nr_verdict(&r, NF_DROP, NULL);
+	rsb_rule_end(b, &r);
+	/* toward the sandboxes */
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_OIFNAME, NFT_CMP_NEQ, br);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, PC_MARK_MASK, NFT_CMP_EQ, PC_MARK_PASS);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, true, PC_MARK_ALLOW, NFT_CMP_EQ, PC_MARK_ALLOW);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, true, PC_MARK_ALLOW | PC_MARK_HELD, NFT_CMP_EQ, PC_MARK_HELD);
+	nm_ct_reply(&r);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	dns_answer_queue_rules(b);
+	rsb_drop_rule(b);
+}
+
+static void inet_output(struct bld *b)
+{
+	const char *br = b->p->cfg->bridge;
+	static const uint8_t nd_out[] = {ND_RA, ND_NS, ND_NA};
+	struct nr r;
+
+	/* Our synthesized DNS answers create no conntrack entry. */
+	rsb_chain(b, "output_raw", "filter", NF_INET_LOCAL_OUT, PC_NFT_PRIO_RAW, NF_ACCEPT);
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, PC_MARK_MASK, NFT_CMP_EQ, PC_MARK_DNSREPLY);
+	nr_notrack(&r);
+	rsb_rule_end(b, &r);
+
+	rsb_chain(b, "output", "filter", NF_INET_LOCAL_OUT, PC_NFT_PRIO_INET, NF_ACCEPT);
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_OIFNAME, NFT_CMP_NEQ, br);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, PC_MARK_MASK, NFT_CMP_EQ, PC_MARK_DNSREPLY);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, PC_MARK_MASK, NFT_CMP_EQ, PC_MARK_PASS);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	/* replies of allowed flows served by the gateway (the vault) */
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, true, PC_MARK_ALLOW, NFT_CMP_EQ, PC_MARK_ALLOW);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	/* RSTs and ICMP errors about a sandbox's packets (our refusals) */
+	rsb_rule_begin(b, &r);
+	nm_ct_state(&r, NF_CT_STATE_BIT(IP_CT_RELATED));
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	for (size_t i = 0; i < sizeof(nd_out); i++) {
+		rsb_rule_begin(b, &r);
+		nm_nd(&r, nd_out[i]);
+		nr_verdict(&r, NF_ACCEPT, NULL);
+		rsb_rule_end(b, &r);
+	}
+	dns_answer_queue_rules(b); /* a local resolver's answers */
+	rsb_drop_rule(b);
+}
+
+static void inet_nat(struct bld *b)
+{
+	struct nr r;
+	struct nftnl_expr *e;
+
+	rsb_chain(b, "nat_prerouting", "nat", NF_INET_PRE_ROUTING, PC_NFT_PRIO_NAT, NF_ACCEPT);
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, b->p->cfg->bridge);
+	nm_bits(&r, true, PC_MARK_ALLOW | PC_MARK_VAULT, NFT_CMP_EQ, PC_MARK_ALLOW | PC_MARK_VAULT);
+	nm_l4proto(&r, NFT_CMP_EQ, IPPROTO_TCP);
+	nr_imm_be16(&r, NFT_REG_1, b->p->cfg->vault.listen.port);
+	e = nftnl_expr_alloc("redir");
+	if (e) {
+		nftnl_expr_set_u32(e, NFTNL_EXPR_REDIR_REG_PROTO_MIN, NFT_REG_1);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_REDIR_FLAGS, NF_NAT_RANGE_PROTO_SPECIFIED_);
+	}
+	nr_expr(&r, e);
+	rsb_rule_end(b, &r);
+}
+
+void nft_inet_table(struct bld *b)
+{
+	const struct pc_config *cfg = b->p->cfg;
+
+	b->fam = NFPROTO_INET;
+	rsb_table(b);
+	rsb_push(b, PC_NFT_SET_OBJ,
+	     nftset_addrs(NFPROTO_INET, "resolvers4", AF_INET, cfg->dns.resolvers,
+			  cfg->dns.n_resolvers));
+	rsb_push(b, PC_NFT_SET_OBJ,
+	     nftset_addrs(NFPROTO_INET, "resolvers6", AF_INET6, cfg->dns.resolvers,
+			  cfg->dns.n_resolvers));
+	inet_prerouting(b);
+	inet_input(b);
+	inet_forward(b);
+	inet_output(b);
+	inet_nat(b);
+}
+
