@@ -106,8 +106,8 @@ static int verify_one(const char *path, struct note_verifier *key, const char *c
 	struct checkpoint ext = {0};
 	const struct logv_result *r;
 	struct logv *v = NULL;
-	struct pc_err err;
-	bool have_ext = false;
+	struct pc_err err, cperr;
+	bool have_ext = false, cpbad = false;
 	int rc;
 
 	if (!cpfile) {
@@ -115,12 +115,13 @@ static int verify_one(const char *path, struct note_verifier *key, const char *c
 		if (access(side, F_OK) == 0)
 			cpfile = side;
 	}
+	/* A checkpoint that does not verify is reported after the file: a
+	 * wrong key is best named at the file's first checkpoint line. */
 	if (cpfile) {
-		if (note_read(cpfile, key, &ext, &err) < 0) {
-			pc_cli_error("log verify", "%s: %s", cpfile, err.msg);
-			return err.code == PC_ETAMPER ? PC_EXIT_FAIL : PC_EXIT_ERROR;
-		}
-		have_ext = true;
+		if (note_read(cpfile, key, &ext, &cperr) < 0)
+			cpbad = true;
+		else
+			have_ext = true;
 	}
 	if (logv_new(key, &v, &err) < 0) {
 		pc_cli_error("log verify", "%s", err.msg);
@@ -133,6 +134,12 @@ static int verify_one(const char *path, struct note_verifier *key, const char *c
 		pc_cli_error("log verify", "%s: %s", path, err.msg);
 		logv_free(v);
 		return rc == PC_ETAMPER ? PC_EXIT_FAIL : PC_EXIT_ERROR;
+	}
+	if (cpbad) {
+		pc_cli_error("log verify", "%s: %s", cpfile, cperr.msg);
+		logv_free(v);
+		return cperr.code == PC_ETAMPER || cperr.code == PC_EPARSE ? PC_EXIT_FAIL
+									   : PC_EXIT_ERROR;
 	}
 	r = logv_result(v);
 	age_str(r->last_cp.time_ms, age, sizeof(age));

@@ -114,11 +114,19 @@ static int check_expect(struct logv *v, struct pc_err *err)
 	if (merkle_tree_root(v->h, &v->r.tree, root) < 0)
 		return bad(v, PC_EIO, err, "hashing failed");
 	v->expect_met = true;
-	if (memcmp(root, v->expect.root, MERKLE_HASH) != 0)
+	if (memcmp(root, v->expect.root, MERKLE_HASH) != 0) {
+		if (v->r.has_cp)
+			return bad(v, PC_ETAMPER, err,
+				   "the records do not match the latest checkpoint for %llu "
+				   "records: a record between line %llu (the last checkpoint) and "
+				   "here was changed",
+				   (unsigned long long)v->expect.size,
+				   (unsigned long long)v->r.last_cp_line);
 		return bad(v, PC_ETAMPER, err,
-			   "the records up to here do not match the given checkpoint for tree "
-			   "size %llu (a record up to this line was changed)",
+			   "the records do not match the latest checkpoint for %llu records: a "
+			   "record up to here was changed",
 			   (unsigned long long)v->expect.size);
+	}
 	return 0;
 }
 
