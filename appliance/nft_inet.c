@@ -218,6 +218,12 @@ static void inet_forward(struct bld *b)
 	nm_bits(&r, false, PC_MARK_MASK, NFT_CMP_EQ, PC_MARK_PASS);
 	nr_verdict(&r, NF_ACCEPT, NULL);
 	rsb_rule_end(b, &r);
+	/* the SYN of a held flow (its later packets come back as PASS) */
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
+	nm_bits(&r, false, PC_MARK_MASK, NFT_CMP_EQ, PC_MARK_HELD);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
 	rsb_rule_begin(b, &r);
 	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
 	nr_counter(&r);

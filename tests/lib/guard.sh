@@ -1,0 +1,122 @@
+# Shared helpers for suites that run the real guard daemons (portcullis-logd,
+# portcullisd) in the lab's gateway namespace (sourced after tests/lab/lab.sh
+# and lab_up). Everything lives under $GUARD_DIR=$LAB_DIR/guard.
+#
+#   guard_config                 write portcullis.yaml (knobs: GUARD_QUEUE_COUNT,
+#                                GUARD_QUEUE_MAXLEN, GUARD_SNI_MS, GUARD_RESOLVERS,
+#                                GUARD_EXTRA = more YAML appended verbatim)
+#   guard_rules NAME <<EOF       write rules.d/NAME.yaml from stdin
+#   guard_start                  start logd, then the engine; wait until both serve
+#   guard_logd_start / guard_logd_stop
+#   guard_engine_start / guard_engine_stop [SIGNAL]
+#   guard_stop                   stop both
+#   guard_cli ARGS...            run `portcullis -c $GUARD_CONF ARGS` in the gateway
+#   guard_status_field EXPR      a value from `portcullis status --json`, EXPR
+#                                being a python expression over `s` (the status)
+#   guard_records                the verdict log (JSON lines)
+
+GUARD_BIN=${GUARD_BIN:-$PC_TOP/${PC_BUILD:-build}}
+
+guard_need_bins() {
+	local b
+	for b in portcullisd portcullis-logd portcullis; do
+		[ -x "$GUARD_BIN/$b" ] || { echo "1..0 # SKIP $GUARD_BIN/$b not built"; exit 0; }
+	done
+}
+
+guard_config() {
+	GUARD_DIR=$LAB_DIR/guard
+	GUARD_CONF=$GUARD_DIR/portcullis.yaml
+	# (log/ is left to logd: it creates it for its own user)
+	mkdir -p "$GUARD_DIR/rules.d" "$GUARD_DIR/run" "$GUARD_DIR/state"
+	chmod 0755 "$GUARD_DIR" "$GUARD_DIR/rules.d" "$GUARD_DIR/run"
+	cat >"$GUARD_CONF" <<-EOF
+	bridge: $LAB_BR
+	rules: $GUARD_DIR/rules.d
+	run_dir: $GUARD_DIR/run
+	state_dir: $GUARD_DIR/state
+	queue:
+	  base: 100
+	  count: ${GUARD_QUEUE_COUNT:-2}
+	  maxlen: ${GUARD_QUEUE_MAXLEN:-4096}
+	engine:
+	  sni_timeout_ms: ${GUARD_SNI_MS:-3000}
+	dns:
+	  resolvers: [${GUARD_RESOLVERS:-$LAB_RESOLVER4, "$LAB_RESOLVER6"}]
+	log:
+	  socket: $GUARD_DIR/run/logd.sock
+	  file: $GUARD_DIR/log/verdicts.jsonl
+	  key: $GUARD_DIR/state/log.key
+	  syslog:
+	    local: false
+	EOF
+	[ -z "${GUARD_EXTRA:-}" ] || printf '%s\n' "$GUARD_EXTRA" >>"$GUARD_CONF"
+	export GUARD_DIR GUARD_CONF
+}
+
+guard_rules() { # name, YAML on stdin
+	cat >"$GUARD_DIR/rules.d/$1.yaml"
+}
+
+guard_cli() {
+	lab_gw "$GUARD_BIN/portcullis" -c "$GUARD_CONF" "$@"
+}
+
+_guard_wait() { # description, command...
+	local what=$1 i
+	shift
+	for i in $(seq 1 100); do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.05
+	done
+	echo "# guard: $what did not come up" >&2
+	return 1
+}
+
+guard_logd_start() {
+	lab_gw "$GUARD_BIN/portcullis-logd" -c "$GUARD_CONF" 2>>"$GUARD_DIR/logd.log" &
+	echo $! >"$LAB_DIR/guard-logd.pid"
+	_guard_wait "portcullis-logd" test -S "$GUARD_DIR/run/logd.sock"
+}
+
+guard_logd_stop() {
+	local pid
+	pid=$(cat "$LAB_DIR/guard-logd.pid" 2>/dev/null) || return 0
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	rm -f "$LAB_DIR/guard-logd.pid"
+}
+
+guard_engine_start() {
+	lab_gw "$GUARD_BIN/portcullisd" -c "$GUARD_CONF" ${GUARD_ENGINE_ARGS:--v} \
+		2>>"$GUARD_DIR/engine.log" &
+	echo $! >"$LAB_DIR/guard-engine.pid"
+	_guard_wait "portcullisd" guard_cli status --json
+}
+
+guard_engine_pid() { cat "$LAB_DIR/guard-engine.pid" 2>/dev/null; }
+
+guard_engine_stop() { # [signal]
+	local pid
+	pid=$(guard_engine_pid) || return 0
+	kill "-${1:-TERM}" "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	rm -f "$LAB_DIR/guard-engine.pid"
+}
+
+guard_start() {
+	guard_logd_start && guard_engine_start
+}
+
+guard_stop() {
+	guard_engine_stop
+	guard_logd_stop
+}
+
+guard_status_field() { # python expression over s
+	guard_cli status --json | python3 -c "import json,sys; s=json.load(sys.stdin); print($1)"
+}
+
+guard_records() {
+	cat "$GUARD_DIR/log/verdicts.jsonl" 2>/dev/null
+}
