@@ -558,7 +558,7 @@ START_TEST(indexed_lookups_agree_with_a_scan)
 	ix = policy_sandbox_at(p, 0);
 	scan = *ix;
 	scan.index = NULL;
-	for (int q = 0; q < 20000; q++) {
+	for (int q = 0; q < 4000; q++) {
 		const struct policy_allow *r1 = NULL, *r2 = NULL;
 		uint8_t proto = q & 1 ? IPPROTO_TCP : IPPROTO_UDP;
 		uint16_t port = (uint16_t)(438 + (q >> 1) % 12);
@@ -596,7 +596,7 @@ START_TEST(indexed_lookups_agree_with_a_scan)
 	}
 	/* Both answers occur often enough for the comparison to mean something. */
 	for (int k = 0; k < 3; k++)
-		ck_assert_msg(hits[k] > 300 && hits[k] < 19000, "hits[%d] = %d", k, hits[k]);
+		ck_assert_msg(hits[k] > 60 && hits[k] < 3900, "hits[%d] = %d", k, hits[k]);
 	policy_unref(p);
 }
 END_TEST
