@@ -1,0 +1,192 @@
+# Syslog export to a real rsyslog, started by this test in a network
+# namespace of its own (loopback only; the system's rsyslog is never
+# touched): every record arrives over TCP (octet counting) and over the
+# local datagram socket with its structured data parsed by rsyslog and equal
+# to the signed log's fields and hash; checkpoints arrive; records written
+# while the collector is down are spooled and arrive when it is back; over
+# TLS every record arrives, and a collector whose certificate does not
+# verify gets nothing while the file still has everything.
+set -u
+if [ "${1:-}" != inner ]; then
+	exec unshare -n -- bash "$0" inner
+fi
+. "$PC_TOP/tests/lib/tap.sh"
+
+B=$PC_TOP/$PC_BUILD
+D=$(mktemp -d /tmp/pc-logd-syslog.XXXXXX)
+chmod 755 "$D"
+LOGD_PID= RS_PID=
+cleanup() {
+	[ -z "$LOGD_PID" ] || kill "$LOGD_PID" 2>/dev/null
+	[ -z "$RS_PID" ] || kill "$RS_PID" 2>/dev/null
+	wait 2>/dev/null
+	rm -rf "$D"
+}
+trap cleanup EXIT
+ip link set lo up
+
+# a CA and the collector's certificate (for 127.0.0.1), and a second CA
+# nobody trusts
+mk_ca() { # name
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj "/CN=$1" -keyout "$D/$1.key" -out "$D/$1.pem" 2>/dev/null
+}
+mk_ca ca
+mk_ca otherca
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=collector" \
+	-keyout "$D/srv.key" -out "$D/srv.csr" 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\n' >"$D/ext"
+openssl x509 -req -in "$D/srv.csr" -CA "$D/ca.pem" -CAkey "$D/ca.key" -CAcreateserial -days 2 \
+	-extfile "$D/ext" -out "$D/srv.pem" 2>/dev/null
+t_ok "test certificates made" test -s "$D/srv.pem"
+
+# rsyslog: plain TCP on 10514, TLS on 6514, a local socket; each to its own
+# file, one line per message with the parsed structured data.
+cat >"$D/rs.conf" <<EOF
+global(workDirectory="$D" maxMessageSize="64k"
+       DefaultNetstreamDriverCAFile="$D/ca.pem" DefaultNetstreamDriverCertFile="$D/srv.pem"
+       DefaultNetstreamDriverKeyFile="$D/srv.key")
+module(load="imtcp")
+module(load="imuxsock" SysSock.Use="off")
+module(load="mmpstrucdata")
+input(type="imtcp" port="10514" address="127.0.0.1" ruleset="tcp")
+input(type="imtcp" port="6514" address="127.0.0.1" ruleset="tls" streamDriver.name="ossl"
+      streamDriver.mode="1" streamDriver.authMode="anon")
+input(type="imuxsock" Socket="$D/local.sock" ruleset="local" UseSpecialParser="off"
+      ParseHostname="on")
+template(name="t" type="list") {
+  property(name="msgid") constant(value="|")
+  property(name="\$!rfc5424-sd!portcullis@32473!seq") constant(value="|")
+  property(name="\$!rfc5424-sd!portcullis@32473!hash") constant(value="|")
+  property(name="\$!rfc5424-sd!portcullis@32473!event.outcome") constant(value="|")
+  property(name="\$!rfc5424-sd!portcullis@32473!destination.domain") constant(value="|")
+  property(name="\$!rfc5424-sd!portcullis@32473!destination.port") constant(value="|")
+  property(name="\$!rfc5424-sd!portcullis@32473!sandbox") constant(value="|")
+  property(name="\$!rfc5424-sd!portcullis@32473!log.tree_size") constant(value="|")
+  property(name="msg") constant(value="\n")
+}
+ruleset(name="tcp") { action(type="mmpstrucdata") action(type="omfile" file="$D/tcp.log" template="t") }
+ruleset(name="tls") { action(type="mmpstrucdata") action(type="omfile" file="$D/tls.log" template="t") }
+ruleset(name="local") { action(type="mmpstrucdata") action(type="omfile" file="$D/local.log" template="t") }
+EOF
+rs_start() {
+	rsyslogd -n -f "$D/rs.conf" -i "$D/rs.pid" >>"$D/rs.err" 2>&1 &
+	RS_PID=$!
+	for _ in $(seq 50); do
+		[ -S "$D/local.sock" ] && (exec 3<>/dev/tcp/127.0.0.1/10514) 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+rs_stop() {
+	kill "$RS_PID"
+	wait "$RS_PID" 2>/dev/null
+	RS_PID=
+	rm -f "$D/local.sock"
+}
+config() { # remote tls ca
+	cat >"$D/p.yaml" <<EOF
+run_dir: $D/run
+state_dir: $D/state
+log:
+  file: $D/log/verdicts.jsonl
+  syslog:
+    local: true
+    socket: $D/local.sock
+    remote: "$1"
+    tls: $2
+    ca: "$3"
+    spool: 10000
+EOF
+}
+logd_start() {
+	"$B/portcullis-logd" -c "$D/p.yaml" 2>>"$D/logd.err" &
+	LOGD_PID=$!
+	for _ in $(seq 50); do [ -S "$D/run/logd.sock" ] && return 0; sleep 0.1; done
+	return 1
+}
+logd_stop() {
+	kill "$LOGD_PID"
+	wait "$LOGD_PID"
+	LOGD_PID=
+}
+# expected: seq|hash|outcome|domain|port|sandbox for each record of the file
+expected() { # from-seq
+	python3 - "$D/log/verdicts.jsonl" "$1" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if 'seq' in r and r['seq'] >= int(sys.argv[2]) and r['event.action'] == 'connect':
+        print('|'.join(str(x) for x in (r['seq'], r['hash'], r['event.outcome'],
+              r['destination.domain'], r['destination.port'], r['sandbox'])))
+PY
+}
+received() { # file from-seq
+	awk -F'|' -v from="$2" '$1 == "connect" && $2 >= from { print $2 "|" $3 "|" $4 "|" $5 "|" $6 "|" $7 }' "$1"
+}
+wait_lines() { # file pattern count
+	local n
+	for _ in $(seq 100); do
+		n=$(grep -c "$2" "$1" 2>/dev/null)
+		[ "${n:-0}" -ge "$3" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# --- TCP and local ---
+rs_start
+t_eq "rsyslog runs in the test's namespace" 0 $?
+config 127.0.0.1:10514 false ""
+logd_start
+t_match "200 records acknowledged" "^acked 201$" \
+	"$("$B/tests/helpers/logd_client" "$D/run/logd.sock" -n 200 -b 20 -s agent-7 -q)"
+logd_stop
+wait_lines "$D/tcp.log" '^connect|' 200
+exp=$(expected 2)
+t_eq "TCP: every record arrived, fields and hash as in the signed log" "$exp" "$(received "$D/tcp.log" 2)"
+wait_lines "$D/local.log" '^connect|' 200
+t_eq "local socket: every record arrived, fields and hash as in the signed log" "$exp" \
+	"$(received "$D/local.log" 2)"
+t_match "TCP: the checkpoints arrived (tree size in structured data)" '^checkpoint\|\|\|\|\|\|\|201\|' \
+	"$(cat "$D/tcp.log")"
+t_match "the message is the short human form" '^connect\|2\|.*\|#2 refused connect host0\.example:443 \(not on the allow list\)$' \
+	"$(cat "$D/tcp.log")"
+
+# --- the collector away: spooled, then delivered ---
+rs_stop
+logd_start
+t_match "records are acknowledged while the collector is down (the file comes first)" "^acked" \
+	"$("$B/tests/helpers/logd_client" "$D/run/logd.sock" -n 50 -b 10 -s agent-8 -q)"
+t_match "logd reports the collector unavailable and spools" "syslog export to 127.0.0.1 unavailable, spooling" \
+	"$(cat "$D/logd.err")"
+from=$(($(grep -c '^{"seq"' "$D/log/verdicts.jsonl") - 49))
+rs_start
+wait_lines "$D/tcp.log" '|agent-8|' 50
+t_eq "the spooled records arrived once the collector was back" "$(expected "$from")" \
+	"$(received "$D/tcp.log" "$from")"
+logd_stop
+
+# --- TLS ---
+config 127.0.0.1:6514 true "$D/ca.pem"
+logd_start
+"$B/tests/helpers/logd_client" "$D/run/logd.sock" -n 30 -b 10 -s agent-9 -q >/dev/null
+from=$(($(grep -c '^{"seq"' "$D/log/verdicts.jsonl") - 29))
+wait_lines "$D/tls.log" '|agent-9|' 30
+logd_stop
+t_eq "TLS: every record arrived, fields and hash as in the signed log" "$(expected "$from")" \
+	"$(received "$D/tls.log" "$from")"
+
+config 127.0.0.1:6514 true "$D/otherca.pem"
+logd_start
+"$B/tests/helpers/logd_client" "$D/run/logd.sock" -n 5 -s agent-10 -q >/dev/null
+t_eq "the records are in the file" 5 "$(grep -c '"sandbox":"agent-10"' "$D/log/verdicts.jsonl")"
+sleep 1
+logd_stop
+t_eq "TLS to a collector whose certificate does not verify: nothing sent" 0 \
+	"$(grep -c '|agent-10|' "$D/tls.log")"
+t_match "logd says why" "TLS with 127.0.0.1:6514: .*certificate verify failed" "$(cat "$D/logd.err")"
+
+rs_stop
+t_ok "the log verifies" "$B/portcullis" -c "$D/p.yaml" log verify
+t_done
