@@ -381,13 +381,12 @@ static void queue_to(struct reval *e, uint32_t num, uint32_t total, bool bypass,
 	char what[96];
 	bool ourq = num_known && num >= ex->queue_lo && num + (total ? total - 1 : 0) <= ex->queue_hi;
 
-	if (num_known)
-		snprintf(what, sizeof(what), "%u%s%u", num, total > 1 ? "-" : "",
-			 total > 1 ? num + total - 1 : num);
-	else
+	if (!num_known)
 		snprintf(what, sizeof(what), "(from a register)");
-	if (total <= 1)
-		what[strcspn(what, "-")] = 0;
+	else if (total > 1)
+		snprintf(what, sizeof(what), "%u-%u", num, num + total - 1);
+	else
+		snprintf(what, sizeof(what), "%u", num);
 	if (bypass)
 		exitf(e, CK_OB_QUEUE, "queue %s with bypass: packets pass unjudged when no engine listens",
 		      what);
