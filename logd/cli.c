@@ -170,6 +170,19 @@ static int verify_one(const char *path, struct note_verifier *key, const char *c
 	return PC_EXIT_OK;
 }
 
+struct link {
+	const char *name;
+	uint64_t first_seq, last_seq;
+	uint8_t first_prev[MERKLE_HASH], last_hash[MERKLE_HASH];
+};
+
+static int link_cmp(const void *a, const void *b)
+{
+	const struct link *x = a, *y = b;
+
+	return x->first_seq < y->first_seq ? -1 : x->first_seq > y->first_seq;
+}
+
 static int cmd_verify(struct cli *c, int argc, char **argv)
 {
 	static const struct option o[] = {{"key", required_argument, NULL, 'k'},
@@ -178,7 +191,7 @@ static int cmd_verify(struct cli *c, int argc, char **argv)
 					  {NULL, 0, NULL, 0}};
 	const char *keyp = NULL, *cpfile = NULL, *proof = NULL;
 	struct note_verifier key;
-	struct logv_result prev, cur;
+	struct logv_result cur;
 	int opt, rc;
 
 	while ((opt = getopt_long(argc, argv, "k:C:p:", o, NULL)) != -1) {
@@ -223,25 +236,58 @@ static int cmd_verify(struct cli *c, int argc, char **argv)
 
 		return f ? verify_one(f, &key, cpfile, &cur) : PC_EXIT_ERROR;
 	}
-	/* Several files: each verifies, and each continues the one before. */
-	for (int i = optind; i < argc; i++) {
-		if ((rc = verify_one(argv[i], &key, argc - optind == 1 ? cpfile : NULL, &cur)) != 0)
-			return rc;
-		if (i > optind && (cur.first_seq != prev.last_seq + 1 ||
-				   memcmp(cur.first_prev, prev.last_hash, MERKLE_HASH) != 0)) {
-			pc_cli_error(
-			    "log verify",
-			    "%s does not continue %s: its first record (seq %llu) does not "
-			    "link to the last one there (seq %llu); a file is missing in "
-			    "between, or they are not in order",
-			    argv[i], argv[i - 1], (unsigned long long)cur.first_seq,
-			    (unsigned long long)prev.last_seq);
+	/* Several files (in any order, e.g. verdicts.jsonl*): each verifies,
+	 * and in seq order each continues the one before. */
+	{
+		int n = argc - optind;
+		struct link *l = calloc((size_t)n, sizeof(*l));
+
+		if (!l)
+			return PC_EXIT_ERROR;
+		int m = 0;
+
+		for (int i = 0; i < n; i++) {
+			const char *f = argv[optind + i];
+			size_t fl = strlen(f);
+
+			/* verdicts.jsonl* also matches the sidecar: it is read
+			 * with its log, not as one */
+			if (n > 1 && fl > 11 && strcmp(f + fl - 11, ".checkpoint") == 0)
+				continue;
+			rc = verify_one(f, &key, n == 1 ? cpfile : NULL, &cur);
+			if (rc != 0) {
+				free(l);
+				return rc;
+			}
+			l[m].name = f;
+			l[m].first_seq = cur.first_seq;
+			l[m].last_seq = cur.last_seq;
+			memcpy(l[m].first_prev, cur.first_prev, MERKLE_HASH);
+			memcpy(l[m].last_hash, cur.last_hash, MERKLE_HASH);
+			m++;
+		}
+		n = m;
+		qsort(l, (size_t)n, sizeof(*l), link_cmp);
+		for (int i = 1; i < n; i++) {
+			if (l[i].first_seq == l[i - 1].last_seq + 1 &&
+			    memcmp(l[i].first_prev, l[i - 1].last_hash, MERKLE_HASH) == 0)
+				continue;
+			pc_cli_error("log verify",
+				     "%s (from seq %llu) does not continue %s (up to seq %llu): %s",
+				     l[i].name, (unsigned long long)l[i].first_seq, l[i - 1].name,
+				     (unsigned long long)l[i - 1].last_seq,
+				     l[i].first_seq == l[i - 1].last_seq + 1
+					 ? "its first record does not link to the last one there"
+					 : "a file is missing in between");
+			free(l);
 			return PC_EXIT_FAIL;
 		}
-		prev = cur;
+		if (n > 1)
+			printf("%d files form one unbroken chain, seq %llu-%llu\n", n,
+			       (unsigned long long)l[0].first_seq,
+			       (unsigned long long)l[n - 1].last_seq);
+		free(l);
 	}
-	if (argc - optind > 1)
-		printf("%d files form one unbroken chain\n", argc - optind);
 	return PC_EXIT_OK;
 }
 

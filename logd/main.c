@@ -191,10 +191,6 @@ int main(int argc, char **argv)
 	if (dir_ensure(cfg.log.file, 0750, log_uid, log_gid, &err) < 0 ||
 	    dir_ensure(cfg.log.socket, 0755, (uid_t)-1, (gid_t)-1, &err) < 0)
 		goto fail;
-	/* Anyone may connect(); SO_PEERCRED decides who is served. */
-	lfd = pc_unix_listen(cfg.log.socket, 0666, (uid_t)-1, (gid_t)-1, &err);
-	if (lfd < 0)
-		goto fail;
 	{
 		struct logw_conf wc = {
 		    .file = cfg.log.file,
@@ -209,6 +205,12 @@ int main(int argc, char **argv)
 		if (logw_open(&wc, key, new_segment, &w, &err) < 0)
 			goto fail;
 	}
+	/* The socket only once the log is ready: until then clients find
+	 * nobody, rather than a logd that goes away. Anyone may connect();
+	 * SO_PEERCRED decides who is served. */
+	lfd = pc_unix_listen(cfg.log.socket, 0666, (uid_t)-1, (gid_t)-1, &err);
+	if (lfd < 0)
+		goto fail;
 	if (logw_notice(w)[0])
 		pc_log(PC_LOG_WARN, "%s", logw_notice(w));
 	if (root && pc_privdrop(cfg.log.user, 0, &err) < 0)

@@ -45,6 +45,7 @@ struct logw {
 	char sealed_note[CHECKPOINT_MAX]; /* ... and the last one in the file */
 	size_t sealed_len;
 	uint64_t sidecar_ms; /* monotonic time the sidecar was last re-signed */
+	uint64_t first_seq;  /* of the current file's first record */
 	struct logw_export exp;
 	char notice[512];
 };
@@ -375,6 +376,7 @@ static int segment_start(struct logw *w, const char *reason, const char *prev_fi
 	rec.message = msg;
 	merkle_tree_init(&w->st.tree);
 	w->st.since_cp = 0;
+	w->first_seq = w->st.next_seq;
 	if (append_line(w, &rec, extra, NULL, err) < 0 || append_checkpoint(w, err) < 0) {
 		batch_abort(w);
 		return PC_EIO;
@@ -408,8 +410,10 @@ static int file_open_new(struct logw *w, struct pc_err *err)
 	return 0;
 }
 
-/* path.<UTC time>[-N]: where a closed file goes, sorting in time order. */
-static int aside_name(const char *path, char *out, size_t len)
+/* path.<UTC time>-<tag>[.N]: where a closed file goes; tag is the seq of
+ * its first record (or "broken"), so names sort by time and say where in
+ * the sequence the file begins. */
+static int aside_name(const char *path, const char *tag, char *out, size_t len)
 {
 	char ts[32];
 	uint64_t now = pc_now_real_ms();
@@ -420,8 +424,8 @@ static int aside_name(const char *path, char *out, size_t len)
 	char compact[20] = {ts[0],  ts[1],  ts[2],  ts[3],  ts[5],  ts[6],  ts[8], ts[9], 'T',
 			    ts[11], ts[12], ts[14], ts[15], ts[17], ts[18], 'Z',   '\0'};
 	for (int i = 0; i < 100; i++) {
-		int n = i ? snprintf(out, len, "%s.%s-%d", path, compact, i)
-			  : snprintf(out, len, "%s.%s", path, compact);
+		int n = i ? snprintf(out, len, "%s.%s-%s.%d", path, compact, tag, i)
+			  : snprintf(out, len, "%s.%s-%s", path, compact, tag);
 
 		if (n < 0 || (size_t)n >= len)
 			return PC_EINVAL;
@@ -444,7 +448,7 @@ static int seal(struct logw *w, struct pc_err *err)
 
 int logw_reopen(struct logw *w, const char *reason, bool rename_aside, struct pc_err *err)
 {
-	char aside[PC_PATH_MAX + 32], prev_note[CHECKPOINT_MAX], prev_file[PC_PATH_MAX + 32];
+	char aside[PC_PATH_MAX + 64], prev_note[CHECKPOINT_MAX], prev_file[PC_PATH_MAX + 64];
 	struct stat cur, onpath;
 	int oldfd = w->fd;
 
@@ -456,7 +460,10 @@ int logw_reopen(struct logw *w, const char *reason, bool rename_aside, struct pc
 		return pc_err_errno(err, PC_EIO, "stat %s", w->path);
 	pc_strlcpy(prev_file, w->path, sizeof(prev_file));
 	if (rename_aside) {
-		if (aside_name(w->path, aside, sizeof(aside)) < 0)
+		char tag[24];
+
+		snprintf(tag, sizeof(tag), "%llu", (unsigned long long)w->first_seq);
+		if (aside_name(w->path, tag, aside, sizeof(aside)) < 0)
 			return pc_err_set(err, PC_EEXIST, "no free name to move %s aside", w->path);
 		if (rename(w->path, aside) < 0)
 			return pc_err_errno(err, PC_EIO, "moving %s to %s", w->path, aside);
@@ -561,7 +568,7 @@ static int resume(struct logw *w, const char *new_segment, struct pc_err *err)
 {
 	const struct logv_result *r;
 	struct logv *v = NULL;
-	char aside[PC_PATH_MAX + 32], why[900];
+	char aside[PC_PATH_MAX + 64], why[900];
 	struct pc_err ve;
 	int rc;
 
@@ -584,7 +591,8 @@ static int resume(struct logw *w, const char *new_segment, struct pc_err *err)
 		 * is ever given twice; the chain after what verified */
 		w->st.next_seq = max_seq(w->path, r->records ? r->last_seq : 0) + 1;
 		memcpy(w->st.last_hash, r->last_hash, MERKLE_HASH);
-		if (aside_name(w->path, aside, sizeof(aside)) < 0 || rename(w->path, aside) < 0) {
+		if (aside_name(w->path, "broken", aside, sizeof(aside)) < 0 ||
+		    rename(w->path, aside) < 0) {
 			rc = pc_err_errno(err, PC_EIO, "moving %s aside", w->path);
 			goto out;
 		}
@@ -622,6 +630,7 @@ static int resume(struct logw *w, const char *new_segment, struct pc_err *err)
 			 w->path, (unsigned long long)r->torn_bytes);
 	}
 	w->st.size = r->valid_bytes;
+	w->first_seq = r->first_seq;
 	w->st.next_seq = r->last_seq + 1;
 	memcpy(w->st.last_hash, r->last_hash, MERKLE_HASH);
 	w->st.tree = r->tree;

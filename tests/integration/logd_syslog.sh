@@ -100,6 +100,7 @@ log:
 EOF
 }
 logd_start() {
+	rm -f "$D/run/logd.sock"
 	"$B/portcullis-logd" -c "$D/p.yaml" 2>>"$D/logd.err" &
 	LOGD_PID=$!
 	for _ in $(seq 50); do [ -S "$D/run/logd.sock" ] && return 0; sleep 0.1; done
