@@ -70,7 +70,7 @@ $(BUILD)/tests/helpers/%: tests/helpers/%.c $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LINK_LIBS) $(LDLIBS)
 
--include $(shell find $(BUILD) -name '*.d' -type f 2>/dev/null)
+-include $(wildcard $(foreach m,$(MODULES),$(BUILD)/$(m)/*.d))
 
 # --- what the README promises -------------------------------------------
 deps:
