@@ -73,8 +73,11 @@ _guard_wait() { # description, command...
 	return 1
 }
 
+# Started with ip netns exec directly (not through a shell function) so that
+# $! is the daemon's own pid: stop and kill -9 must reach the daemon.
 guard_logd_start() {
-	lab_gw "$GUARD_BIN/portcullis-logd" -c "$GUARD_CONF" 2>>"$GUARD_DIR/logd.log" &
+	lab_ns_check "$LAB_GW"
+	ip netns exec "$LAB_GW" "$GUARD_BIN/portcullis-logd" -c "$GUARD_CONF" 2>>"$GUARD_DIR/logd.log" &
 	echo $! >"$LAB_DIR/guard-logd.pid"
 	_guard_wait "portcullis-logd" test -S "$GUARD_DIR/run/logd.sock"
 }
@@ -88,7 +91,8 @@ guard_logd_stop() {
 }
 
 guard_engine_start() {
-	lab_gw "$GUARD_BIN/portcullisd" -c "$GUARD_CONF" ${GUARD_ENGINE_ARGS:--v} \
+	lab_ns_check "$LAB_GW"
+	ip netns exec "$LAB_GW" "$GUARD_BIN/portcullisd" -c "$GUARD_CONF" ${GUARD_ENGINE_ARGS:--v} \
 		2>>"$GUARD_DIR/engine.log" &
 	echo $! >"$LAB_DIR/guard-engine.pid"
 	_guard_wait "portcullisd" guard_cli status --json
