@@ -134,6 +134,7 @@ static int logc_connect(struct logc *lc, struct pc_err *err)
 int logc_send(struct logc *lc, const struct logrec *rec, struct pc_err *err)
 {
 	uint8_t buf[LOGWIRE_MAX];
+	uint64_t deadline = 0;
 	int n, rc;
 
 	if (!lc || !rec)
@@ -159,11 +160,27 @@ int logc_send(struct logc *lc, const struct logrec *rec, struct pc_err *err)
 			return pc_err_set(err, PC_EIO, "short send to logd");
 		if (errno == EINTR)
 			continue;
-		if (errno == EAGAIN || errno == EWOULDBLOCK)
-			return pc_err_set(err, PC_EAGAIN,
-					  "logd's socket is full (%llu records unacknowledged): "
-					  "flush first",
-					  (unsigned long long)(lc->sent - lc->acked));
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			/* logd is behind: give it a moment to read (back
+			 * pressure), then give up and let the caller refuse. */
+			struct pollfd p = {.fd = lc->fd, .events = POLLOUT};
+			uint64_t now = pc_now_mono_ms();
+
+			if (!deadline)
+				deadline = now + LOGC_SEND_WAIT_MS;
+			if (now >= deadline)
+				return pc_err_set(
+				    err, PC_EAGAIN,
+				    "logd's socket stayed full for %d ms (%llu records "
+				    "unacknowledged)",
+				    LOGC_SEND_WAIT_MS, (unsigned long long)(lc->sent - lc->acked));
+			if (logc_drain(lc, err) < 0)
+				return PC_EIO;
+			if (poll(&p, 1, (int)(deadline - now)) < 0 && errno != EINTR)
+				return pc_err_errno(err, PC_EIO, "waiting for logd");
+			attempt--; /* not a reconnection */
+			continue;
+		}
 		/* logd went away (restart): one fresh connection, then give up. */
 		pc_err_errno(err, PC_EIO, "sending to logd");
 		logc_reset(lc, err);

@@ -13,7 +13,8 @@
  * acknowledged survives logd being killed in either mode; the modes differ
  * on a crash of the machine itself. */
 enum logd_fsync {
-	LOGD_FSYNC_CHECKPOINT = 0, /* fdatasync with each checkpoint (default) */
+	LOGD_FSYNC_CHECKPOINT = 0, /* fdatasync with a checkpoint, at most once per
+				      checkpoint interval (default) */
 	LOGD_FSYNC_BATCH,	   /* fdatasync every batch before acknowledging it */
 };
 

@@ -337,9 +337,14 @@ struct logc; /* one connection; not shared between threads */
 int logc_open(const char *path, struct logc **out, struct pc_err *err);
 void logc_close(struct logc *lc);
 
-/* Hand a record to logd without blocking. 0: queued on the socket; then
- * logc_flush() tells whether logd acknowledged it. <0: not handed over —
- * refuse the action. */
+/* Hand a record to logd; does not wait for it to be written. 0: queued on
+ * the socket; then logc_flush() tells whether logd acknowledged it. <0: not
+ * handed over — refuse the action. The only wait: when the socket's buffer
+ * is full (about 250 records sent and not yet read by logd), up to
+ * LOGC_SEND_WAIT_MS for logd to catch up, then PC_EAGAIN. A connection that
+ * broke is re-made once (logd restarted); the records sent on the old one
+ * make the next logc_flush() fail. */
+#define LOGC_SEND_WAIT_MS 100
 int logc_send(struct logc *lc, const struct logrec *rec, struct pc_err *err);
 
 /* Wait up to timeout_ms until logd has acknowledged (written to its file)

@@ -36,6 +36,7 @@ struct logw {
 	int fd;
 	struct wstate st, snap;
 	bool in_batch, batch_cp, broken;
+	bool reopening; /* a rotation is under way: its own commits do not rotate */
 	char *buf;
 	size_t len, cap;
 	char cp_note[CHECKPOINT_MAX]; /* the last checkpoint, for the sidecar and links */
@@ -44,8 +45,10 @@ struct logw {
 	size_t pending_len;
 	char sealed_note[CHECKPOINT_MAX]; /* ... and the last one in the file */
 	size_t sealed_len;
-	uint64_t sidecar_ms; /* monotonic time the sidecar was last re-signed */
-	uint64_t first_seq;  /* of the current file's first record */
+	uint64_t sidecar_ms;   /* monotonic time the sidecar was last re-signed */
+	uint64_t first_seq;    /* of the current file's first record */
+	uint64_t synced_ms;    /* monotonic time of the last fdatasync ... */
+	uint64_t synced_bytes; /* ... and the file size it made durable */
 	struct logw_export exp;
 	char notice[512];
 };
@@ -249,6 +252,7 @@ static int rotate_if_due(struct logw *w, struct pc_err *err);
 
 int logw_commit(struct logw *w, struct pc_err *err)
 {
+	uint64_t now;
 	bool sync;
 
 	if (!w->in_batch)
@@ -257,8 +261,11 @@ int logw_commit(struct logw *w, struct pc_err *err)
 		batch_abort(w);
 		return pc_err_set(err, PC_EIO, "the log file is in an unknown state");
 	}
+	/* Checkpoint policy: sync with a checkpoint, at most once an interval
+	 * (under load checkpoints come far more often than a disk can sync). */
+	now = pc_now_mono_ms();
 	sync = w->conf.fsync == LOGD_FSYNC_BATCH ||
-	       (w->conf.fsync == LOGD_FSYNC_CHECKPOINT && w->batch_cp);
+	       (w->batch_cp && now - w->synced_ms >= w->conf.cp_ms);
 	if (write_all(w->fd, w->buf, w->len) < 0 || (sync && fdatasync(w->fd) < 0)) {
 		pc_err_errno(err, PC_EIO, "writing %s", w->path);
 		/* Take back whatever part of the batch got in, so the file
@@ -269,6 +276,10 @@ int logw_commit(struct logw *w, struct pc_err *err)
 		return PC_EIO;
 	}
 	w->st.size += w->len;
+	if (sync) {
+		w->synced_ms = now;
+		w->synced_bytes = w->st.size;
+	}
 	w->in_batch = false;
 	w->len = 0;
 	if (w->exp.done)
@@ -278,10 +289,12 @@ int logw_commit(struct logw *w, struct pc_err *err)
 
 		memcpy(w->sealed_note, w->pending_note, w->pending_len + 1);
 		w->sealed_len = w->pending_len;
-
-		/* A stale sidecar only weakens the truncation check; the
-		 * checkpoint itself is in the file. */
-		if (sidecar_write(w, w->sealed_note, w->sealed_len, &e) == 0)
+		/* The sidecar only ever names what is on disk: after a power
+		 * failure it must not claim records the file lost (that would
+		 * read as truncation). A stale sidecar only weakens the
+		 * truncation check; the checkpoint itself is in the file. */
+		if (w->synced_bytes == w->st.size &&
+		    sidecar_write(w, w->sealed_note, w->sealed_len, &e) == 0)
 			w->sidecar_ms = pc_now_mono_ms();
 	}
 	return rotate_if_due(w, err);
@@ -335,6 +348,12 @@ int logw_tick(struct logw *w, struct pc_err *err)
 	/* Idle: re-sign the same tree with a fresh time, in the sidecar only,
 	 * so a reader can tell the log is live and nothing was cut off. */
 	w->sidecar_ms = now;
+	if (w->synced_bytes != w->st.size) {
+		if (fdatasync(w->fd) < 0)
+			return pc_err_errno(err, PC_EIO, "syncing %s", w->path);
+		w->synced_ms = now;
+		w->synced_bytes = w->st.size;
+	}
 	if (sign_current(w, err) < 0)
 		return PC_EIO;
 	return sidecar_write(w, w->cp_note, w->cp_len, err);
@@ -407,6 +426,8 @@ static int file_open_new(struct logw *w, struct pc_err *err)
 	}
 	w->fd = fd;
 	w->st.size = 0;
+	/* the first checkpoint syncs, so the sidecar moves to this file */
+	w->synced_ms = w->synced_bytes = 0;
 	return 0;
 }
 
@@ -446,7 +467,7 @@ static int seal(struct logw *w, struct pc_err *err)
 	return logw_commit(w, err);
 }
 
-int logw_reopen(struct logw *w, const char *reason, bool rename_aside, struct pc_err *err)
+static int reopen(struct logw *w, const char *reason, bool rename_aside, struct pc_err *err)
 {
 	char aside[PC_PATH_MAX + 64], prev_note[CHECKPOINT_MAX], prev_file[PC_PATH_MAX + 64];
 	struct stat cur, onpath;
@@ -498,9 +519,21 @@ int logw_reopen(struct logw *w, const char *reason, bool rename_aside, struct pc
 	return 0;
 }
 
+int logw_reopen(struct logw *w, const char *reason, bool rename_aside, struct pc_err *err)
+{
+	bool was = w->reopening;
+	int rc;
+
+	w->reopening = true;
+	rc = reopen(w, reason, rename_aside, err);
+	w->reopening = was;
+	return rc;
+}
+
 static int rotate_if_due(struct logw *w, struct pc_err *err)
 {
-	if (!w->conf.rotate_bytes || w->st.size < w->conf.rotate_bytes)
+	/* not from the commits a reopen makes itself */
+	if (w->reopening || !w->conf.rotate_bytes || w->st.size < w->conf.rotate_bytes)
 		return 0;
 	return logw_reopen(w, "rotation: the file reached log.rotate_bytes", true, err);
 }
@@ -708,6 +741,8 @@ int logw_close(struct logw *w, struct pc_err *err)
 		rc = seal(w, err);
 		if (rc == 0 && fdatasync(w->fd) < 0)
 			rc = pc_err_errno(err, PC_EIO, "syncing %s", w->path);
+		if (rc == 0 && w->sealed_len)
+			sidecar_write(w, w->sealed_note, w->sealed_len, NULL);
 	}
 	if (w->fd >= 0)
 		close(w->fd);

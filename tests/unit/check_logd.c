@@ -535,6 +535,56 @@ START_TEST(writer_resumes_and_refuses_a_tampered_file)
 }
 END_TEST
 
+/* A rotation's own sealing commit must not start a second rotation (which
+ * would set aside a file holding nothing but its segment record). */
+START_TEST(writer_rotation_does_not_nest)
+{
+	char dir[] = "/tmp/check_logd.XXXXXX", file[64], cmd[160], path[128];
+	struct logw_conf wc = {.cp_records = 1000,
+			       .cp_ms = 100000,
+			       .rotate_bytes = 3000,
+			       .owner = (uid_t)-1,
+			       .group = (gid_t)-1};
+	struct note_signer *key;
+	struct logw *w;
+	struct logrec r;
+	FILE *ls;
+	int files = 0;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/log.jsonl", dir);
+	wc.file = file;
+	ck_assert_int_eq(note_signer_generate("test/portcullis-log", &key, NULL), 0);
+	ck_assert_int_eq(logw_open(&wc, key, NULL, &w, NULL), 0);
+	rec_fill(&r);
+	for (int b = 0; b < 10; b++) {
+		for (int i = 0; i < 7; i++)
+			ck_assert_int_eq(logw_append(w, &r, NULL, NULL), 0);
+		ck_assert_int_eq(logw_commit(w, NULL), 0);
+	}
+	ck_assert_int_eq(logw_close(w, NULL), 0);
+	snprintf(cmd, sizeof(cmd), "ls %s/log.jsonl.*-*", dir);
+	ls = popen(cmd, "r");
+	while (fgets(path, sizeof(path), ls)) {
+		struct logv *v;
+		struct pc_err err;
+
+		path[strcspn(path, "\n")] = '\0';
+		ck_assert_int_eq(logv_new(note_signer_verifier(key), &v, NULL), 0);
+		ck_assert_msg(logv_file(v, path, 0, &err) == 0, "%s: %s", path, err.msg);
+		ck_assert_msg(logv_result(v)->records > 1, "%s holds only its segment record",
+			      path);
+		logv_free(v);
+		files++;
+	}
+	pclose(ls);
+	ck_assert_int_ge(files, 3);
+	note_signer_free(key);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *logd_suite(void)
 {
 	Suite *s = suite_create("logd");
@@ -554,6 +604,7 @@ static Suite *logd_suite(void)
 	tcase_add_test(t, client_fails_closed_without_logd);
 	tcase_add_test(t, client_flush_fails_when_logd_goes_away);
 	tcase_add_test(t, writer_resumes_and_refuses_a_tampered_file);
+	tcase_add_test(t, writer_rotation_does_not_nest);
 	suite_add_tcase(s, t);
 	return s;
 }
