@@ -59,7 +59,7 @@ int control_status_json(struct engine *e, char **out)
 		struct qthread *t = &e->q[i];
 		uint64_t kd = 0, ud = 0;
 
-		queue_kernel_stats(t->num, &kd, &ud);
+		queue_kernel_stats(e->nfq_proc_fd, t->num, &kd, &ud);
 		held += atomic_load(&t->held_n);
 		sent += atomic_load(&t->st.log_sent);
 		failed += atomic_load(&t->st.log_failed);

@@ -5,6 +5,7 @@
 #include "appliance/internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,7 +108,7 @@ int engine_ports_refresh(struct engine *e, bool force, struct pc_err *err)
 void engine_init(struct engine *e)
 {
 	memset(e, 0, sizeof(*e));
-	e->ctl_fd = e->sig_fd = e->link_fd = -1;
+	e->ctl_fd = e->sig_fd = e->link_fd = e->nfq_proc_fd = -1;
 	e->dnsr.fd4 = e->dnsr.fd6 = -1;
 	pthread_mutex_init(&e->pol_lock, NULL);
 	pthread_rwlock_init(&e->ports.lock, NULL);
@@ -172,6 +173,9 @@ int engine_setup(struct engine *e, const char *config_path, struct pc_err *err)
 	rc = dnsreply_open(&e->dnsr, err);
 	if (rc)
 		return rc;
+	e->nfq_proc_fd = open("/proc/net/netfilter/nfnetlink_queue", O_RDONLY | O_CLOEXEC);
+	if (e->nfq_proc_fd < 0)
+		pc_log(PC_LOG_WARN, "kernel queue counters unavailable: %s", strerror(errno));
 	e->link_fd = links_monitor_open(err);
 	if (e->link_fd < 0)
 		return e->link_fd;
@@ -385,6 +389,8 @@ void engine_shutdown(struct engine *e)
 		close(e->link_fd);
 	if (e->sig_fd >= 0)
 		close(e->sig_fd);
+	if (e->nfq_proc_fd >= 0)
+		close(e->nfq_proc_fd);
 	dnsguard_free(e->dg);
 	flow_registry_free(e->flows);
 	portmap_set(&e->ports, NULL, 0);

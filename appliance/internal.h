@@ -324,6 +324,7 @@ struct engine {
 	atomic_bool stop;
 	uint64_t start_ms;
 	int ctl_fd, sig_fd, link_fd;
+	int nfq_proc_fd; /* /proc/net/netfilter/nfnetlink_queue */
 	struct logc *ctl_lc; /* the control thread's own log client */
 	bool verbose;        /* log every verdict (debug) */
 };
@@ -335,8 +336,10 @@ struct policy *engine_policy_get(struct engine *e);
 int queue_open(struct qthread *t, struct pc_err *err);
 void *queue_thread_main(void *arg);
 void queue_close(struct qthread *t);
-/* /proc/net/netfilter/nfnetlink_queue: kernel counters of queue num. */
-int queue_kernel_stats(uint16_t num, uint64_t *queue_dropped, uint64_t *user_dropped);
+/* Kernel counters of queue num from /proc/net/netfilter/nfnetlink_queue
+ * (proc_fd: that file, opened while still root). */
+int queue_kernel_stats(int proc_fd, uint16_t num, uint64_t *queue_dropped,
+		       uint64_t *user_dropped);
 
 /* engine.c */
 void engine_init(struct engine *e); /* zero state, fds -1, locks */

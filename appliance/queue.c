@@ -439,26 +439,30 @@ void *queue_thread_main(void *arg)
 	return NULL;
 }
 
-int queue_kernel_stats(uint16_t num, uint64_t *queue_dropped, uint64_t *user_dropped)
+int queue_kernel_stats(int proc_fd, uint16_t num, uint64_t *queue_dropped,
+		       uint64_t *user_dropped)
 {
-	FILE *f = fopen("/proc/net/netfilter/nfnetlink_queue", "re");
 	unsigned q, portid, total, mode, range;
 	unsigned long long qd, ud, seq;
-	char line[256];
-	int rc = PC_ENOENT;
+	char buf[8192], *line, *save = NULL;
+	ssize_t n;
 
-	if (!f)
+	/* Opened before the privilege drop: a non-dumpable process may not
+	 * open its own /proc/self/net files afterwards. */
+	if (proc_fd < 0)
 		return PC_EIO;
-	while (fgets(line, sizeof(line), f)) {
+	n = pread(proc_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return PC_EIO;
+	buf[n] = '\0';
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		if (sscanf(line, "%u %u %u %u %u %llu %llu %llu", &q, &portid, &total, &mode, &range,
 			   &qd, &ud, &seq) == 8 &&
 		    q == num) {
 			*queue_dropped = qd;
 			*user_dropped = ud;
-			rc = 0;
-			break;
+			return 0;
 		}
 	}
-	fclose(f);
-	return rc;
+	return PC_ENOENT;
 }
