@@ -83,6 +83,20 @@ t_match "conffile: portcullis.yaml" '^/etc/portcullis/portcullis\.yaml$' "$conff
 t_match "conffile: example rule file" '^/etc/portcullis/rules\.d/' "$conffiles"
 t_match "conffile: logrotate" '^/etc/logrotate\.d/portcullis$' "$conffiles"
 
+# Maintainer scripts: no start on first install, try-restart (not stop) on
+# upgrade, stop on removal.
+mkdir -p "$work/ctl"
+dpkg-deb -e "$deb1" "$work/ctl"
+ctl_all=$(cat "$work/ctl/"*inst "$work/ctl/"*rm 2>/dev/null)
+t_nomatch "no maintainer script starts a daemon" 'deb-systemd-invoke (start|restart) ' "$ctl_all"
+t_match "an upgrade try-restarts the running units" \
+	"deb-systemd-invoke try-restart .*portcullisd\.service" "$(cat "$work/ctl/postinst")"
+t_nomatch "an upgrade does not stop the units first (preinst)" 'deb-systemd-invoke stop' \
+	"$(cat "$work/ctl/preinst" 2>/dev/null)"
+t_match "removal stops the units (prerm)" \
+	'"\$1" = remove .*deb-systemd-invoke stop .*portcullisd\.service' \
+	"$(tr '\n' ' ' <"$work/ctl/prerm" 2>/dev/null)"
+
 # The upgrade target: the same tree, one version later (unit tests already ran).
 if ! deb2=$(DEB_BUILD_OPTIONS=nocheck "$work/src/packaging/build-deb.sh" --version "$v2" \
 	--out "$work/v2" --workdir "$work/b2" 2>"$work/build2.err"); then
@@ -151,6 +165,15 @@ if cli_has ca init; then
 		"$(st /var/lib/portcullis/ca/ca.pem)"
 else
 	t_skip "vault CA generated" "portcullis ca init does not exist yet"
+fi
+
+if cli_has cert keygen; then
+	t_eq "certificate signing key generated, root's alone" "root:root 600" \
+		"$(st /var/lib/portcullis/appliance.key)"
+	t_match "its public key is there for auditors" '^root:root 644$' \
+		"$(st /var/lib/portcullis/appliance.pub)"
+else
+	t_skip "certificate signing key generated" "portcullis cert keygen does not exist yet"
 fi
 
 # The shipped configuration is valid, for each program that reads it.
