@@ -435,47 +435,6 @@ out:
 	return rc;
 }
 
-/* After a 101: relay bytes both ways until either side closes or idles. */
-static int tunnel(struct conn *c)
-{
-	int eof;
-
-	if (c->in_off < c->in_len &&
-	    to_upstream(c, (uint8_t *)c->in + c->in_off, c->in_len - c->in_off) < 0)
-		return CONN_CLOSE;
-	c->in_off = c->in_len = 0;
-	if (c->uoff < c->ulen &&
-	    io_write(c->ssl, c->fd, c->ubuf + c->uoff, c->ulen - c->uoff, idle_deadline(c)) < 0)
-		return CONN_CLOSE;
-	c->uoff = c->ulen = 0;
-	for (;;) {
-		struct pollfd p[2] = {{.fd = c->fd, .events = POLLIN},
-				      {.fd = c->ufd, .events = POLLIN}};
-		int n;
-
-		if (!SSL_pending(c->ssl) && !SSL_pending(c->ussl)) {
-			n = poll(p, 2, (int)c->d->cfg.vault.idle_timeout_ms);
-			if (n <= 0)
-				return CONN_CLOSE;
-		} else {
-			p[0].revents = SSL_pending(c->ssl) ? POLLIN : 0;
-			p[1].revents = SSL_pending(c->ussl) ? POLLIN : 0;
-		}
-		if (p[0].revents) {
-			n = io_read(c->ssl, c->fd, c->in, c->in_cap, idle_deadline(c));
-			if (n <= 0 || to_upstream(c, (uint8_t *)c->in, (size_t)n) < 0)
-				return CONN_CLOSE;
-		}
-		if (p[1].revents) {
-			size_t a = upstream_avail(c, &eof);
-
-			if (!a || io_write(c->ssl, c->fd, c->ubuf, a, idle_deadline(c)) < 0)
-				return CONN_CLOSE;
-			c->uoff = c->ulen = 0;
-		}
-	}
-}
-
 int relay_exchange(struct conn *c, struct vault_state *st, const struct http_request *req,
 		   const struct inject_out *io)
 {
@@ -555,7 +514,7 @@ int relay_exchange(struct conn *c, struct vault_state *st, const struct http_req
 	conn_log(c, LOGREC_HTTP_REQUEST, LOGREC_NONE, "response", resp.status, io->secrets, false,
 		 NULL);
 	if (rc >= 0 && resp.status == 101) {
-		rc = tunnel(c);
+		rc = tunnel_run(c, st, pats, n_pats);
 		conn_upstream_close(c);
 		goto out;
 	}

@@ -231,4 +231,28 @@ int ca_leaf_get(struct vault_ca *ca, const char *host, void **cert, void **key, 
  * accepted, and it must be a valid DNS name. */
 int sni_parse(const uint8_t *ext, size_t len, char *host, size_t hostlen, struct pc_err *err);
 
+/* ======================================================================
+ * WebSocket frames (ws.c), for the tunnel after a 101.
+ * ====================================================================== */
+
+#define WS_MAX_FRAME (1024 * 1024) /* larger frames end the tunnel */
+
+struct ws_frame {
+	bool fin, masked;
+	uint8_t rsv, opcode;
+	uint8_t mask[4];
+	uint64_t len;	/* payload length */
+	size_t hdr_len; /* header bytes, mask key included */
+};
+
+/* Parse a frame header at b[0..len): header length (> 0), 0 when more bytes
+ * are needed, PC_EPARSE on a frame the vault refuses (RSV bits, reserved
+ * opcodes, masking that does not match want_masked, bad lengths). */
+int ws_frame_parse(const uint8_t *b, size_t len, bool want_masked, struct ws_frame *f,
+		   struct pc_err *err);
+/* Write an unmasked frame header (out >= 10 bytes); returns its length. */
+size_t ws_frame_header(uint8_t *out, bool fin, uint8_t opcode, uint64_t len);
+/* XOR p with the mask key (payload offset 0). */
+void ws_unmask(uint8_t *p, size_t n, const uint8_t mask[4]);
+
 #endif

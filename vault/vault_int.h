@@ -159,6 +159,10 @@ int conn_refuse(struct conn *c, unsigned status, bool exfil, const char *reason)
 void conn_upstream_close(struct conn *c);
 /* Forward the request (head in c->out) and its body, relay the response.
  * Returns CONN_KEEP or CONN_CLOSE. */
+/* After a 101: relay WebSocket messages both ways (tunnel.c). Returns
+ * CONN_CLOSE. */
+int tunnel_run(struct conn *c, const struct vault_state *st, const struct scrub_pat *pats,
+	       size_t n_pats);
 int relay_exchange(struct conn *c, struct vault_state *st, const struct http_request *req,
 		   const struct inject_out *io);
 

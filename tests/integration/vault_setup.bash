@@ -17,6 +17,7 @@ V_BIN=$PC_TOP/$PC_BUILD
 V_PORT=8443
 # Test values: long, distinctive, never printed by a passing test.
 V_GH_VALUE="ghp_VAULTTEST$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+V_WS_VALUE="ws-VAULTTEST$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 V_PYPI_VALUE="pypi-VAULTTEST$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 
 vault_need_bins() {
@@ -55,7 +56,7 @@ vault_config() {
 	match: { source: $(lab_sb_ip4 1)/32 }
 	allow:
 	  - host: api.github.test
-	    ports: [443]
+	    ports: [443, 8444]
 	  - host: www.github.test
 	    ports: [443]
 	  - host: pypi.test
@@ -75,6 +76,9 @@ vault_config() {
 	    host: pypi.test
 	    header: X-Api-Key
 	    format: "{secret}"
+	  - name: WS_TOKEN
+	    host: api.github.test
+	    port: 8444
 	  - name: WRONG_TOKEN
 	    host: wrong-cert.test
 	  - name: ROGUE_TOKEN
@@ -95,6 +99,8 @@ vault_secrets() {
 	V_CA=$V/ca/ca.pem
 	V_PH_GH=$(printf '%s\n' "$V_GH_VALUE" | "$V_BIN/portcullis" -c "$V/portcullis.yaml" secrets set GITHUB_TOKEN 2>/dev/null)
 	V_PH_PYPI=$(printf '%s' "$V_PYPI_VALUE" | "$V_BIN/portcullis" -c "$V/portcullis.yaml" secrets set PYPI_TOKEN 2>/dev/null)
+	printf '%s\n' "$V_WS_VALUE" | "$V_BIN/portcullis" -c "$V/portcullis.yaml" secrets set WS_TOKEN >/dev/null 2>&1
+	V_PH_WS=$("$V_BIN/portcullis" -c "$V/portcullis.yaml" secrets placeholder WS_TOKEN)
 	printf 'wrong-cert-value-0123\n' | "$V_BIN/portcullis" -c "$V/portcullis.yaml" secrets set WRONG_TOKEN >/dev/null 2>&1
 	printf 'untrusted-value-0123\n' | "$V_BIN/portcullis" -c "$V/portcullis.yaml" secrets set ROGUE_TOKEN >/dev/null 2>&1
 	V_PH_WRONG=$("$V_BIN/portcullis" -c "$V/portcullis.yaml" secrets placeholder WRONG_TOKEN)
@@ -141,6 +147,7 @@ vault_redirect() {
 		chain pre {
 			type nat hook prerouting priority dstnat; policy accept;
 			iifname "$LAB_BR" ip daddr { $LAB_API4, $LAB_PYPI4, $LAB_WRONGCERT4, $LAB_UNTRUSTED4 } tcp dport 443 redirect to :$V_PORT
+			iifname "$LAB_BR" ip daddr $LAB_API4 tcp dport 8444 redirect to :$V_PORT
 		}
 	}
 	EOF

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""WebSocket echo server behind TLS for the vault's tests (standard library
+only). Logs the Authorization header of each upgrade request to LOG; echoes
+every message; answers the message "whoami" with that header (a reflecting
+endpoint). Usage: vault_ws_echo.py ADDR PORT CERT KEY LOG"""
+import base64, hashlib, socket, ssl, struct, sys, threading
+
+GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+def recv_exact(s, n):
+    b = b""
+    while len(b) < n:
+        c = s.recv(n - len(b))
+        if not c:
+            raise EOFError
+        b += c
+    return b
+
+
+def read_frame(s):
+    h = recv_exact(s, 2)
+    fin, op, n = h[0] & 0x80, h[0] & 0x0F, h[1] & 0x7F
+    if n == 126:
+        n = struct.unpack("!H", recv_exact(s, 2))[0]
+    elif n == 127:
+        n = struct.unpack("!Q", recv_exact(s, 8))[0]
+    mask = recv_exact(s, 4) if h[1] & 0x80 else b"\0\0\0\0"
+    p = bytearray(recv_exact(s, n))
+    for i in range(n):
+        p[i] ^= mask[i % 4]
+    return fin, op, bytes(p)
+
+
+def send_frame(s, op, p):
+    n = len(p)
+    h = bytes([0x80 | op])
+    if n < 126:
+        h += bytes([n])
+    elif n < 65536:
+        h += bytes([126]) + struct.pack("!H", n)
+    else:
+        h += bytes([127]) + struct.pack("!Q", n)
+    s.sendall(h + p)
+
+
+def serve(conn, log):
+    try:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            c = conn.recv(4096)
+            if not c:
+                return
+            head += c
+        lines = head.split(b"\r\n\r\n")[0].decode().split("\r\n")
+        hdrs = {k.strip().lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:])}
+        auth = hdrs.get("authorization", "-")
+        with open(log, "a") as f:
+            f.write("upgrade auth=%s ext=%s\n" % (auth, hdrs.get("sec-websocket-extensions", "-")))
+        acc = base64.b64encode(hashlib.sha1((hdrs["sec-websocket-key"] + GUID).encode()).digest())
+        conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                     b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + acc + b"\r\n\r\n")
+        msg, mop = b"", 0
+        while True:
+            fin, op, p = read_frame(conn)
+            if op == 8:
+                send_frame(conn, 8, p)
+                return
+            if op == 9:
+                send_frame(conn, 10, p)
+                continue
+            if op in (1, 2):
+                mop, msg = op, p
+            else:
+                msg += p
+            if not fin:
+                continue
+            with open(log, "a") as f:
+                f.write("message %s\n" % msg.decode(errors="replace"))
+            if msg == b"whoami":
+                # reflect the credential, split over two fragments
+                r = ("auth=" + auth).encode()
+                conn.sendall(bytes([0x01, len(r[:10])]) + r[:10])
+                conn.sendall(bytes([0x80, len(r[10:])]) + r[10:])
+            else:
+                send_frame(conn, mop, msg)
+    except (EOFError, OSError, KeyError, ValueError):
+        pass
+    finally:
+        conn.close()
+
+
+def main():
+    addr, port, cert, key, log = sys.argv[1:6]
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind((addr, int(port)))
+    ls.listen(16)
+    ls.settimeout(120)  # stops by itself if the test forgot it
+    while True:
+        try:
+            c, _ = ls.accept()
+        except socket.timeout:
+            return
+        try:
+            c = ctx.wrap_socket(c, server_side=True)
+        except (ssl.SSLError, OSError):
+            continue
+        threading.Thread(target=serve, args=(c, log), daemon=True).start()
+
+
+main()
