@@ -30,18 +30,30 @@ void decision_clear(struct decision *d)
 	d->answers[0] = d->reason[0] = '\0';
 }
 
-const struct policy_sandbox *sandbox_by_addr(const struct policy *p, const struct pc_addr *a)
+const struct policy_sandbox *sandbox_by_addr_from(const struct policy *p, const struct pc_addr *a,
+						  size_t *from)
 {
 	size_t n = policy_sandbox_count(p);
 
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = *from; i < n; i++) {
 		const struct policy_sandbox *sb = policy_sandbox_at(p, i);
 
-		for (size_t j = 0; j < sb->match.n_sources; j++)
-			if (pc_prefix_contains(&sb->match.sources[j], a))
+		for (size_t j = 0; j < sb->match.n_sources; j++) {
+			if (pc_prefix_contains(&sb->match.sources[j], a)) {
+				*from = i + 1;
 				return sb;
+			}
+		}
 	}
+	*from = n;
 	return NULL;
+}
+
+const struct policy_sandbox *sandbox_by_addr(const struct policy *p, const struct pc_addr *a)
+{
+	size_t from = 0;
+
+	return sandbox_by_addr_from(p, a, &from);
 }
 
 /* ---- records --------------------------------------------------------------- */
@@ -251,15 +263,16 @@ static int rewrite_answer(const struct pkt_in *in, const struct pc_pkt *p, const
 static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, const struct pc_pkt *p,
 		       struct decision *d)
 {
-	const struct policy_sandbox *sb = sandbox_by_addr(c->policy, &p->dst);
+	const struct policy_sandbox *sb;
 	struct dnsguard_answer_res res;
 	struct dns_flow f = {.proto = p->proto};
 	const uint8_t *msg = p->payload;
-	size_t len = p->payload_len, off = 0;
+	size_t len = p->payload_len, off = 0, from = 0;
 	int rc;
 
 	if (p->proto != IPPROTO_UDP && p->proto != IPPROTO_TCP)
 		return; /* VK_DROP */
+	sb = sandbox_by_addr_from(c->policy, &p->dst, &from);
 	if (p->proto == IPPROTO_TCP && p->payload_len == 0) {
 		d->v = sb ? VK_PASS : VK_DROP; /* SYN-ACK, ACK, FIN of a DNS connection */
 		return;
@@ -277,8 +290,26 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 		set_reason(d, "DNS answer larger than the engine reads");
 		return;
 	}
-	memset(&res, 0, sizeof(res));
-	rc = dnsguard_answer(c->dg, sb, &f, msg, len, c->now_ms, &res);
+	/* Sources may overlap between sandboxes told apart by MAC or port
+	 * (rules.h): the answer belongs to the one whose query it answers. */
+	for (;;) {
+		memset(&res, 0, sizeof(res));
+		rc = dnsguard_answer(c->dg, sb, &f, msg, len, c->now_ms, &res);
+		if (rc < 0 || res.verdict == DNSG_ALLOW || !sb)
+			break;
+		{
+			const struct policy_sandbox *next = sandbox_by_addr_from(c->policy, &p->dst, &from);
+
+			if (!next)
+				break;
+			free(res.rewritten);
+			sb = next;
+		}
+	}
+	if (sb) {
+		pc_strlcpy(d->sandbox, sb->name, sizeof(d->sandbox));
+		d->rec.sandbox = d->sandbox;
+	}
 	set_reason(d, "%s", res.reason ? res.reason : "DNS guard error");
 	if (res.qname[0]) {
 		pc_strlcpy(d->dns_name, res.qname, sizeof(d->dns_name));
@@ -305,11 +336,10 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 			break;
 		off += (size_t)w;
 	}
-	if (res.n_learned) {
+	if (res.n_learned)
 		d->rec.dns_answers = d->answers;
-	} else {
+	else
 		d->has_rec = false; /* released, nothing learned: no decision to record */
-	}
 out:
 	free(res.rewritten);
 }

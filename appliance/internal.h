@@ -274,6 +274,10 @@ void decision_clear(struct decision *d);
 /* The sandbox whose sources contain addr (any match field beyond the
  * address is ignored: layer 2 already binds addresses to ports/MACs). */
 const struct policy_sandbox *sandbox_by_addr(const struct policy *p, const struct pc_addr *a);
+/* The same, from sandbox index *from on; *from moves past the one found
+ * (sources may overlap between sandboxes told apart by MAC or port). */
+const struct policy_sandbox *sandbox_by_addr_from(const struct policy *p, const struct pc_addr *a,
+						  size_t *from);
 
 /* Would this allowed flow still be allowed under c->policy? m is what the
  * registry remembers of it (NULL: forgotten, judged on addresses); vault is

@@ -1,0 +1,425 @@
+/* The engine's nftables objects, built without a kernel: both queue-rule
+ * encoders (native `queue`, xt NFQUEUE v3 through nft_compat) round-trip
+ * through the netlink encoding; the ruleset has the layout docs/engine.md
+ * describes, merges address sets correctly, and its canonical text is
+ * stable and survives the netlink round trip (what a kernel dump gives). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/x_tables.h>
+#include <linux/netfilter/xt_NFQUEUE.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libmnl/libmnl.h>
+#include <libnftnl/chain.h>
+#include <libnftnl/common.h>
+#include <libnftnl/expr.h>
+#include <libnftnl/rule.h>
+#include <libnftnl/set.h>
+
+#include "appliance/appliance.h"
+#include "tests/unit/unit.h"
+
+static struct nftnl_rule *rule_with(struct nftnl_expr *e)
+{
+	struct nftnl_rule *r = nftnl_rule_alloc();
+
+	ck_assert_ptr_nonnull(r);
+	ck_assert_ptr_nonnull(e);
+	nftnl_rule_set_u32(r, NFTNL_RULE_FAMILY, NFPROTO_INET);
+	nftnl_rule_set_str(r, NFTNL_RULE_TABLE, "portcullis");
+	nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, "prerouting");
+	nftnl_rule_add_expr(r, e);
+	return r;
+}
+
+/* Encode as the kernel would receive it, decode as a dump would give it. */
+static struct nftnl_rule *roundtrip(const struct nftnl_rule *r)
+{
+	static char buf[1 << 16];
+	struct nlmsghdr *nlh;
+	struct nftnl_rule *o = nftnl_rule_alloc();
+
+	ck_assert_ptr_nonnull(o);
+	nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_NEWRULE,
+				    (uint16_t)nftnl_rule_get_u32(r, NFTNL_RULE_FAMILY), NLM_F_CREATE, 1);
+	nftnl_rule_nlmsg_build_payload(nlh, (struct nftnl_rule *)r);
+	ck_assert_int_ge(nftnl_rule_nlmsg_parse(nlh, o), 0);
+	return o;
+}
+
+static struct nftnl_expr *first_expr(struct nftnl_rule *r)
+{
+	struct nftnl_expr_iter *it = nftnl_expr_iter_create(r);
+	struct nftnl_expr *e = nftnl_expr_iter_next(it);
+
+	nftnl_expr_iter_destroy(it);
+	return e;
+}
+
+START_TEST(queue_native_encoder)
+{
+	struct nftnl_rule *r = rule_with(pc_nft_expr_queue_native(100, 4)), *o = roundtrip(r);
+	struct nftnl_expr *e = first_expr(o);
+
+	ck_assert_str_eq(nftnl_expr_get_str(e, NFTNL_EXPR_NAME), "queue");
+	ck_assert_uint_eq(nftnl_expr_get_u16(e, NFTNL_EXPR_QUEUE_NUM), 100);
+	ck_assert_uint_eq(nftnl_expr_get_u16(e, NFTNL_EXPR_QUEUE_TOTAL), 4);
+	/* never bypass (fail open), never CPU fanout (flows stay on one thread) */
+	ck_assert_uint_eq(nftnl_expr_get_u16(e, NFTNL_EXPR_QUEUE_FLAGS), 0);
+	nftnl_rule_free(r);
+	nftnl_rule_free(o);
+	r = rule_with(pc_nft_expr_queue_native(7, 0)); /* 0 queues means one */
+	o = roundtrip(r);
+	ck_assert_uint_eq(nftnl_expr_get_u16(first_expr(o), NFTNL_EXPR_QUEUE_TOTAL), 1);
+	nftnl_rule_free(r);
+	nftnl_rule_free(o);
+}
+END_TEST
+
+START_TEST(queue_compat_encoder)
+{
+	struct nftnl_rule *r = rule_with(pc_nft_expr_queue_compat(100, 2)), *o = roundtrip(r);
+	struct nftnl_expr *e = first_expr(o);
+	const struct xt_NFQ_info_v3 *info;
+	uint32_t len = 0;
+	char *t1 = NULL, *t2 = NULL;
+	size_t l1 = 0, l2 = 0;
+
+	ck_assert_str_eq(nftnl_expr_get_str(e, NFTNL_EXPR_NAME), "target");
+	ck_assert_str_eq(nftnl_expr_get_str(e, NFTNL_EXPR_TG_NAME), "NFQUEUE");
+	ck_assert_uint_eq(nftnl_expr_get_u32(e, NFTNL_EXPR_TG_REV), 3);
+	info = nftnl_expr_get(e, NFTNL_EXPR_TG_INFO, &len);
+	ck_assert_ptr_nonnull(info);
+	ck_assert_uint_eq(len, XT_ALIGN(sizeof(struct xt_NFQ_info_v3)));
+	ck_assert_uint_eq(info->queuenum, 100);
+	ck_assert_uint_eq(info->queues_total, 2);
+	ck_assert_uint_eq(info->flags & NFQ_FLAG_BYPASS, 0);
+	ck_assert_uint_eq(info->flags, 0);
+	/* the canonical text carries the info bytes, so a live rule with
+	 * another queue number or the bypass flag would not compare equal */
+	ck_assert_int_eq(pc_nft_rule_text(r, &t1, &l1), 0);
+	ck_assert_int_eq(pc_nft_rule_text(o, &t2, &l2), 0);
+	ck_assert_str_eq(t1, t2);
+	ck_assert_ptr_nonnull(strstr(t1, "info 6400020000000000"));
+	free(t1);
+	free(t2);
+	nftnl_rule_free(r);
+	nftnl_rule_free(o);
+}
+END_TEST
+
+/* ---- the ruleset ------------------------------------------------------------ */
+
+static const char policy_yaml[] =
+	"sandbox: agent-1\n"
+	"match: { source: [10.203.0.11/32, \"fd00:203::11/128\"], port: pcv1 }\n"
+	"allow:\n"
+	"  - cidr: 198.51.100.22/32\n"
+	"    ports: [22]\n"
+	"---\n"
+	"sandbox: agent-2\n"
+	"match: { source: [10.0.0.0/25, 10.0.0.128/25], mac: \"02:00:00:cb:00:0c\" }\n"
+	"allow:\n"
+	"  - host: api.github.test\n"
+	"    ports: [443]\n"
+	"---\n"
+	"sandbox: top\n"
+	"match: { source: [255.255.255.255/32, \"fd00::/64\"], port: pcv3 }\n"
+	"allow: []\n"
+	"---\n"
+	"sandbox: inner\n"
+	"match: { source: [10.0.0.5/32, \"fd00::1/128\"], port: pcv2, mac: \"02:00:00:cb:00:0d\" }\n"
+	"allow: []\n";
+
+static struct pc_config cfg;
+static struct policy *pol;
+static const struct pc_bridge_port ports[] = {{"pcv1", 4}, {"pcv2", 5}, {"huge", 0x1000000}};
+
+static void setup(void)
+{
+	struct pc_err err = {0};
+
+	pc_config_defaults(&cfg);
+	pc_strlcpy(cfg.bridge, "pcbr0", sizeof(cfg.bridge));
+	ck_assert_int_eq(pc_addr_parse("198.51.100.53", &cfg.dns.resolvers[0]), 0);
+	ck_assert_int_eq(pc_addr_parse("2001:db8:53::53", &cfg.dns.resolvers[1]), 0);
+	cfg.dns.n_resolvers = 2;
+	if (policy_load_buffer("t.yaml", policy_yaml, strlen(policy_yaml), &cfg, &pol, &err) < 0)
+		ck_abort_msg("policy: %s", err.msg);
+}
+
+static void teardown(void)
+{
+	policy_unref(pol);
+	pol = NULL;
+}
+
+static struct pc_ruleset *build(enum pc_queue_path q, size_t nports)
+{
+	struct pc_ruleset_params p = {&cfg, pol, ports, nports, q};
+	struct pc_ruleset *rs = NULL;
+	struct pc_err err = {0};
+
+	if (pc_ruleset_build(&p, &rs, &err) < 0)
+		ck_abort_msg("build: %s", err.msg);
+	return rs;
+}
+
+static char *text(const struct pc_ruleset *rs)
+{
+	char *t = NULL;
+
+	ck_assert_int_eq(pc_ruleset_text(rs, &t, NULL), 0);
+	return t;
+}
+
+static const struct nftnl_chain *chain_named(const struct pc_ruleset *rs, uint16_t fam,
+					     const char *name)
+{
+	for (size_t i = 0; i < pc_ruleset_count(rs); i++) {
+		const struct pc_nft_obj *o = pc_ruleset_at(rs, i);
+
+		if (o->kind == PC_NFT_CHAIN_OBJ && o->family == fam &&
+		    strcmp(nftnl_chain_get_str(o->u.chain, NFTNL_CHAIN_NAME), name) == 0)
+			return o->u.chain;
+	}
+	return NULL;
+}
+
+START_TEST(layout_and_hooks)
+{
+	struct pc_ruleset *rs = build(PC_QUEUE_COMPAT, 2);
+	static const struct {
+		uint16_t fam;
+		const char *name, *type;
+		int hook, prio;
+		uint32_t policy;
+	} want[] = {
+		{NFPROTO_INET, "prerouting", "filter", NF_INET_PRE_ROUTING, -190, NF_DROP},
+		{NFPROTO_INET, "input", "filter", NF_INET_LOCAL_IN, -190, NF_ACCEPT},
+		{NFPROTO_INET, "forward", "filter", NF_INET_FORWARD, -190, NF_ACCEPT},
+		{NFPROTO_INET, "output_raw", "filter", NF_INET_LOCAL_OUT, -300, NF_ACCEPT},
+		{NFPROTO_INET, "output", "filter", NF_INET_LOCAL_OUT, -190, NF_ACCEPT},
+		{NFPROTO_INET, "nat_prerouting", "nat", NF_INET_PRE_ROUTING, -100, NF_ACCEPT},
+		{NFPROTO_BRIDGE, "prerouting", "filter", 0, -350, NF_ACCEPT},
+		{NFPROTO_BRIDGE, "forward", "filter", 2, -350, NF_ACCEPT},
+	};
+	const struct pc_nft_obj *o = pc_ruleset_at(rs, 0);
+
+	ck_assert_int_eq(o->kind, PC_NFT_TABLE_OBJ);
+	ck_assert_int_eq(o->family, NFPROTO_INET);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const struct nftnl_chain *c = chain_named(rs, want[i].fam, want[i].name);
+
+		ck_assert_msg(c != NULL, "chain %s", want[i].name);
+		ck_assert_str_eq(nftnl_chain_get_str(c, NFTNL_CHAIN_TYPE), want[i].type);
+		ck_assert_uint_eq(nftnl_chain_get_u32(c, NFTNL_CHAIN_HOOKNUM), (uint32_t)want[i].hook);
+		ck_assert_int_eq(nftnl_chain_get_s32(c, NFTNL_CHAIN_PRIO), want[i].prio);
+		ck_assert_uint_eq(nftnl_chain_get_u32(c, NFTNL_CHAIN_POLICY), want[i].policy);
+	}
+	/* the regular chains the bridge prerouting chain jumps to exist, and
+	 * are created before it (the kernel resolves jumps at insertion) */
+	for (size_t i = 0, seen = 0; i < pc_ruleset_count(rs); i++) {
+		o = pc_ruleset_at(rs, i);
+		if (o->kind != PC_NFT_CHAIN_OBJ || o->family != NFPROTO_BRIDGE)
+			continue;
+		if (nftnl_chain_is_set(o->u.chain, NFTNL_CHAIN_HOOKNUM))
+			ck_assert_uint_eq(seen, 3);
+		else
+			seen++;
+	}
+	pc_ruleset_free(rs);
+}
+END_TEST
+
+START_TEST(queue_rules_never_bypass)
+{
+	for (int q = PC_QUEUE_NATIVE; q <= PC_QUEUE_COMPAT; q++) {
+		struct pc_ruleset *rs = build(q, 2);
+		char *t = text(rs);
+		size_t queues = 0;
+
+		for (char *p = t; (p = strstr(p, q == PC_QUEUE_NATIVE ? "[ queue " : "NFQUEUE")); p++)
+			queues++;
+		/* DNS udp+tcp, held flows, new flows; 4 answer rules in forward and output */
+		ck_assert_uint_eq(queues, 12);
+		if (q == PC_QUEUE_COMPAT)
+			ck_assert_ptr_null(strstr(t, "[ queue "));
+		else
+			ck_assert_ptr_null(strstr(t, "NFQUEUE"));
+		ck_assert_ptr_null(strstr(t, "bypass"));
+		free(t);
+		pc_ruleset_free(rs);
+	}
+}
+END_TEST
+
+START_TEST(text_is_stable_and_survives_netlink)
+{
+	struct pc_ruleset *a = build(PC_QUEUE_COMPAT, 2), *b = build(PC_QUEUE_COMPAT, 2);
+	struct pc_ruleset *c = build(PC_QUEUE_COMPAT, 1), *n = build(PC_QUEUE_NATIVE, 2);
+	char *ta = text(a), *tb = text(b), *tc = text(c), *tn = text(n);
+	char da[80], db[80], dc[80];
+
+	ck_assert_str_eq(ta, tb);
+	ck_assert_str_ne(ta, tc); /* ports are part of what is installed */
+	ck_assert_str_ne(ta, tn);
+	ck_assert_int_eq(pc_ruleset_digest(a, da, sizeof(da)), 0);
+	ck_assert_int_eq(pc_ruleset_digest(b, db, sizeof(db)), 0);
+	ck_assert_int_eq(pc_ruleset_digest(c, dc, sizeof(dc)), 0);
+	ck_assert_str_eq(da, db);
+	ck_assert_str_ne(da, dc);
+	ck_assert_int_eq(strncmp(da, "sha256:", 7), 0);
+	ck_assert_uint_eq(strlen(da), 7 + 64);
+	for (size_t i = 0; i < pc_ruleset_count(a); i++) {
+		const struct pc_nft_obj *o = pc_ruleset_at(a, i);
+		struct nftnl_rule *rt;
+		char *t1 = NULL, *t2 = NULL;
+		size_t l1 = 0, l2 = 0;
+
+		if (o->kind != PC_NFT_RULE_OBJ)
+			continue;
+		rt = roundtrip(o->u.rule);
+		ck_assert_int_eq(pc_nft_rule_text(o->u.rule, &t1, &l1), 0);
+		ck_assert_int_eq(pc_nft_rule_text(rt, &t2, &l2), 0);
+		ck_assert_str_eq(t1, t2);
+		free(t1);
+		free(t2);
+		nftnl_rule_free(rt);
+	}
+	free(ta);
+	free(tb);
+	free(tc);
+	free(tn);
+	pc_ruleset_free(a);
+	pc_ruleset_free(b);
+	pc_ruleset_free(c);
+	pc_ruleset_free(n);
+}
+END_TEST
+
+static char *set_text(const struct pc_ruleset *rs, uint16_t fam, const char *name)
+{
+	for (size_t i = 0; i < pc_ruleset_count(rs); i++) {
+		const struct pc_nft_obj *o = pc_ruleset_at(rs, i);
+		char *t = NULL;
+		size_t l = 0;
+
+		if (o->kind == PC_NFT_SET_OBJ && o->family == fam &&
+		    strcmp(nftnl_set_get_str(o->u.set, NFTNL_SET_NAME), name) == 0) {
+			ck_assert_int_eq(pc_nft_set_text(o->u.set, &t, &l), 0);
+			return t;
+		}
+	}
+	ck_abort_msg("no set %s", name);
+	return NULL;
+}
+
+START_TEST(address_sets_merge)
+{
+	struct pc_ruleset *rs = build(PC_QUEUE_COMPAT, 3);
+	char *t;
+
+	/* 10.0.0.0/25 + 10.0.0.128/25 + 10.0.0.5 = [10.0.0.0, 10.0.1.0); .11 alone;
+	 * 255.255.255.255 reaches the top: no end element */
+	t = set_text(rs, NFPROTO_BRIDGE, "src4");
+	ck_assert_str_eq(t, "set bridge portcullis src4 flags 0x4 keytype 7 keylen 4\n"
+			    "  elem 0a000000 flags 0x0\n"
+			    "  elem 0a000100 flags 0x1\n"
+			    "  elem 0acb000b flags 0x0\n"
+			    "  elem 0acb000c flags 0x1\n"
+			    "  elem ffffffff flags 0x0\n");
+	free(t);
+	/* fd00::/64 swallows fd00::1 */
+	t = set_text(rs, NFPROTO_BRIDGE, "src6");
+	ck_assert_ptr_nonnull(strstr(t, "elem fd000000000000000000000000000000 flags 0x0\n"
+					"  elem fd000000000000010000000000000000 flags 0x1\n"));
+	ck_assert_ptr_null(strstr(t, "fd000000000000000000000000000001"));
+	free(t);
+	/* the port set: ifindexes (host order), the one too large to stamp left out */
+	t = set_text(rs, NFPROTO_BRIDGE, "ports");
+	ck_assert_str_eq(t, "set bridge portcullis ports flags 0x0 keytype 20 keylen 4\n"
+			    "  elem 04000000 flags 0x0\n"
+			    "  elem 05000000 flags 0x0\n");
+	free(t);
+	/* per-binding sets: agent-1's port, agent-2's MAC */
+	t = set_text(rs, NFPROTO_BRIDGE, "p0_4");
+	ck_assert_ptr_nonnull(strstr(t, "elem 0acb000b flags 0x0"));
+	free(t);
+	t = set_text(rs, NFPROTO_BRIDGE, "m1_4");
+	ck_assert_ptr_nonnull(strstr(t, "elem 0a000000 flags 0x0"));
+	free(t);
+	t = set_text(rs, NFPROTO_INET, "resolvers6");
+	ck_assert_ptr_nonnull(strstr(t, "elem 20010db8005300000000000000000053"));
+	free(t);
+	pc_ruleset_free(rs);
+}
+END_TEST
+
+START_TEST(marks_are_ours_only)
+{
+	struct pc_ruleset *rs = build(PC_QUEUE_COMPAT, 2);
+	char *t = text(rs);
+
+	/* the bits fit the mask, do not overlap each other or the port stamp */
+	ck_assert_uint_eq((PC_MARK_ALLOW | PC_MARK_VAULT | PC_MARK_HELD | PC_MARK_PASS |
+			   PC_MARK_REJECT | PC_MARK_DNSREPLY) &
+				  ~PC_MARK_MASK,
+			  0);
+	ck_assert_uint_eq(PC_MARK_MASK & PC_MARK_PORT_MASK, 0);
+	/* ct marks are set keeping every bit outside our mask */
+	ck_assert_ptr_nonnull(strstr(t, "[ bitwise reg 1 = ( reg 1 & 0x00ffffff ) ^ 0x80000000 ]"));
+	/* the stamp: input port index, every other mark bit cleared */
+	ck_assert_ptr_nonnull(strstr(t, "[ meta load iif => reg 1 ]\n"
+					"  [ bitwise reg 1 = ( reg 1 & 0x00ffffff ) ^ 0x00000000 ]\n"
+					"  [ meta set mark with reg 1 ]"));
+	free(t);
+	pc_ruleset_free(rs);
+}
+END_TEST
+
+START_TEST(bad_parameters)
+{
+	struct pc_ruleset_params p = {&cfg, pol, NULL, 0, 0};
+	struct pc_ruleset *rs = NULL;
+	struct pc_err err = {0};
+
+	ck_assert_int_eq(pc_ruleset_build(&p, &rs, &err), PC_EINVAL);
+	p.qpath = PC_QUEUE_COMPAT;
+	p.policy = NULL;
+	ck_assert_int_eq(pc_ruleset_build(&p, &rs, &err), PC_EINVAL);
+	p.policy = pol;
+	cfg.queue.base = 65535;
+	cfg.queue.count = 2;
+	ck_assert_int_eq(pc_ruleset_build(&p, &rs, &err), PC_EINVAL);
+	cfg.queue.base = 100;
+	cfg.bridge[0] = '\0';
+	ck_assert_int_eq(pc_ruleset_build(&p, &rs, &err), PC_EINVAL);
+	ck_assert_ptr_null(rs);
+}
+END_TEST
+
+static Suite *nft_suite(void)
+{
+	Suite *s = suite_create("nft");
+	TCase *enc = tcase_create("encoders"), *rs = tcase_create("ruleset");
+
+	tcase_add_test(enc, queue_native_encoder);
+	tcase_add_test(enc, queue_compat_encoder);
+	tcase_add_checked_fixture(rs, setup, teardown);
+	tcase_add_test(rs, layout_and_hooks);
+	tcase_add_test(rs, queue_rules_never_bypass);
+	tcase_add_test(rs, text_is_stable_and_survives_netlink);
+	tcase_add_test(rs, address_sets_merge);
+	tcase_add_test(rs, marks_are_ours_only);
+	tcase_add_test(rs, bad_parameters);
+	suite_add_tcase(s, enc);
+	suite_add_tcase(s, rs);
+	return s;
+}
+
+PC_UNIT_MAIN(nft_suite)
