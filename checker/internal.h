@@ -21,6 +21,10 @@ struct nftnl_rule;
  * Returns a pointer to the new zeroed element or NULL (no memory). */
 void *ck_grow(void *arrp, size_t *n, size_t *cap, size_t elsize);
 
+/* mnl_nlmsg_ok, and a length that fits in what is left: libmnl compares
+ * nlmsg_len as an int, so a huge length passes its check. */
+#define ck_nlmsg_ok(nlh, n) (mnl_nlmsg_ok((nlh), (n)) && (nlh)->nlmsg_len <= (unsigned)(n))
+
 /* ---- a text buffer (report, canonical forms, JSON) ----------------------- */
 
 struct ck_buf {
@@ -122,6 +126,10 @@ void ck_ruleset_free(struct ck_ruleset *rs);
  * skipped; a malformed buffer is an error (PC_EPARSE). Used by the live reader
  * and the fuzzer. */
 int ck_nft_parse(struct ck_ruleset *rs, const void *buf, size_t len, struct pc_err *err);
+/* 1 when every top-level attribute of every nftables message in buf has
+ * the type libnftnl expects (it exits on a mismatch); nested attributes of
+ * chains (hook) and rules (expressions) are not entered: 0 for those. */
+int ck_nft_wellformed(const void *buf, size_t len);
 /* Dump the whole live ruleset of this network namespace. */
 int ck_nft_read(struct ck_ruleset *rs, struct pc_err *err);
 

@@ -418,7 +418,7 @@ int ck_nft_parse(struct ck_ruleset *rs, const void *buf, size_t len, struct pc_e
 	const struct nlmsghdr *nlh = buf;
 	int n = (int)(len > INT32_MAX ? INT32_MAX : len);
 
-	for (; mnl_nlmsg_ok(nlh, n); nlh = mnl_nlmsg_next(nlh, &n)) {
+	for (; ck_nlmsg_ok(nlh, n); nlh = mnl_nlmsg_next(nlh, &n)) {
 		int rc = 0;
 
 		if (nlh->nlmsg_type == NLMSG_DONE || nlh->nlmsg_type == NLMSG_NOOP)
@@ -472,7 +472,7 @@ static int nl_dump(struct ck_nl *s, struct nlmsghdr *nlh, struct ck_buf *out, bo
 
 		if (got < 0)
 			return pc_err_errno(err, PC_EIO, "netlink receive");
-		for (; mnl_nlmsg_ok(m, n); m = mnl_nlmsg_next(m, &n)) {
+		for (; ck_nlmsg_ok(m, n); m = mnl_nlmsg_next(m, &n)) {
 			if (m->nlmsg_seq != seq || m->nlmsg_pid != s->portid)
 				continue;
 			if (m->nlmsg_flags & NLM_F_DUMP_INTR)
@@ -617,4 +617,44 @@ out:
 		mnl_socket_close(s.nl);
 	free(s.rbuf);
 	return rc;
+}
+
+int ck_nft_wellformed(const void *buf, size_t len)
+{
+	const struct nlmsghdr *nlh = buf;
+	int n = (int)(len > INT32_MAX ? INT32_MAX : len);
+
+	for (; ck_nlmsg_ok(nlh, n); nlh = mnl_nlmsg_next(nlh, &n)) {
+		const struct nlattr *a;
+		uint16_t t = NFNL_MSG_TYPE(nlh->nlmsg_type);
+
+		if (NFNL_SUBSYS_ID(nlh->nlmsg_type) != NFNL_SUBSYS_NFTABLES)
+			continue;
+		if (t != NFT_MSG_NEWTABLE)
+			return 0; /* nested attributes: not screened, see the header */
+		if (nlh->nlmsg_len < NLMSG_HDRLEN + sizeof(struct nfgenmsg))
+			return 0;
+		mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg))
+		{
+			switch (mnl_attr_get_type(a)) {
+			case NFTA_TABLE_NAME:
+				if (mnl_attr_validate(a, MNL_TYPE_STRING) < 0)
+					return 0;
+				break;
+			case NFTA_TABLE_FLAGS:
+			case NFTA_TABLE_USE:
+			case NFTA_TABLE_OWNER:
+				if (mnl_attr_validate(a, MNL_TYPE_U32) < 0)
+					return 0;
+				break;
+			case NFTA_TABLE_HANDLE:
+				if (mnl_attr_validate(a, MNL_TYPE_U64) < 0)
+					return 0;
+				break;
+			case NFTA_TABLE_USERDATA: break;
+			default: return 0;
+			}
+		}
+	}
+	return n == 0;
 }

@@ -331,7 +331,7 @@ int ck_rtnl_parse(struct ck_state *st, const void *buf, size_t len, struct pc_er
 	const struct nlmsghdr *nlh = buf;
 	int n = (int)(len > INT32_MAX ? INT32_MAX : len);
 
-	for (; mnl_nlmsg_ok(nlh, n); nlh = mnl_nlmsg_next(nlh, &n)) {
+	for (; ck_nlmsg_ok(nlh, n); nlh = mnl_nlmsg_next(nlh, &n)) {
 		int rc = 0;
 
 		switch (nlh->nlmsg_type) {
@@ -387,7 +387,7 @@ int ck_rtnl_dump(uint16_t type, const void *hdr, size_t hdrlen, struct ck_buf *o
 			rc = pc_err_errno(err, PC_EIO, "rtnetlink receive");
 			goto out;
 		}
-		for (; mnl_nlmsg_ok(m, n); m = mnl_nlmsg_next(m, &n)) {
+		for (; ck_nlmsg_ok(m, n); m = mnl_nlmsg_next(m, &n)) {
 			if (m->nlmsg_seq != seq || m->nlmsg_pid != portid)
 				continue;
 			if (m->nlmsg_flags & NLM_F_DUMP_INTR) {

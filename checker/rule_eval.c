@@ -144,6 +144,8 @@ static bool is_mark(const struct aval *v)
 	       (v->kind == V_CT && v->key == NFT_CT_MARK);
 }
 
+static int st_now(const struct reval *e);
+
 static void set_nomatch(struct reval *e)
 {
 	e->match = CK_NO;
@@ -393,12 +395,12 @@ static void queue_to(struct reval *e, uint32_t num, uint32_t total, bool bypass,
 	if (!ourq) {
 		exitf(e, CK_OB_QUEUE, "queue %s is not the engine's queue: another program judges "
 				      "sandbox packets", what);
-		terminal(e, CK_O_ACC_U | CK_O_DROP);
+		terminal(e, CK_O_ACC(st_now(e)) | CK_O_DROP);
 		return;
 	}
 	if (!e->w->ours) {
 		doubtf(e, "queue %s to the engine's queue from a table not ours", what);
-		terminal(e, CK_O_ACC_U | CK_O_DROP);
+		terminal(e, CK_O_ACC(st_now(e)) | CK_O_DROP);
 		return;
 	}
 	e->w->queued = true;
@@ -430,12 +432,12 @@ static void verdict(struct reval *e, int32_t code, const char *chain)
 		int st = st_now(e), bits;
 
 		if (e->w->marks_only) {
-			terminal(e, CK_O_ACC_U); /* the scan visits every chain on its own */
+			terminal(e, CK_O_ACC(st_now(e))); /* the scan visits every chain on its own */
 			return;
 		}
 		if (!t) {
 			doubtf(e, "jump to chain '%s' which the dump did not contain", chain);
-			terminal(e, CK_O_ACC_U);
+			terminal(e, CK_O_ACC(st_now(e)));
 			return;
 		}
 		bits = ck_walk_chain(e->w, t, st);
@@ -460,7 +462,7 @@ static void verdict(struct reval *e, int32_t code, const char *chain)
 
 			snprintf(c, sizeof(c), "%d", code);
 			doubtf(e, "verdict %s not modelled", c);
-			terminal(e, CK_O_ACC_U);
+			terminal(e, CK_O_ACC(st_now(e)));
 		}
 	}
 }
@@ -469,7 +471,7 @@ static void eval_vmap(struct reval *e, const struct ck_set *s, int known, bool m
 {
 	if (!s || !s->elems_read || s->elems_trunc) {
 		doubtf(e, "verdict map '%s' could not be read", s ? s->name : "?");
-		terminal(e, CK_O_ACC_U | CK_O_DROP);
+		terminal(e, CK_O_ACC(st_now(e)) | CK_O_DROP);
 		return;
 	}
 	if (known && !member) {
@@ -483,7 +485,7 @@ static void eval_vmap(struct reval *e, const struct ck_set *s, int known, bool m
 
 		if (!s->elems[i].has_verdict || s->elems[i].verdict == NFT_CONTINUE) {
 			doubtf(e, "verdict map '%s' element without a final verdict", s->name);
-			terminal(e, CK_O_ACC_U);
+			terminal(e, CK_O_ACC(st_now(e)));
 			continue;
 		}
 		sub.done = false;
@@ -676,7 +678,7 @@ static void eval_target(struct reval *e, struct nftnl_expr *x)
 			queue_to(e, f[0], rev ? f[1] : 1, rev >= 2 && (f[2] & NFQ_FLAG_BYPASS), true);
 		} else {
 			doubtf(e, "xt NFQUEUE target revision not modelled");
-			terminal(e, CK_O_ACC_U);
+			terminal(e, CK_O_ACC(st_now(e)));
 		}
 		return;
 	}
@@ -872,7 +874,7 @@ static void eval_expr(struct reval *e, struct nftnl_expr *x)
 		}
 		doubtf(e, "expression '%s' not modelled", n);
 		/* what it does is unknown: it may end the chain either way */
-		terminal(e, CK_O_ACC_U | CK_O_DROP | CK_O_STOLEN);
+		terminal(e, CK_O_ACC(st_now(e)) | CK_O_DROP | CK_O_STOLEN);
 	}
 }
 

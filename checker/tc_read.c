@@ -163,7 +163,7 @@ int ck_tc_parse(struct ck_state *st, const void *buf, size_t len, struct pc_err 
 	const struct nlmsghdr *nlh = buf;
 	int n = (int)(len > INT32_MAX ? INT32_MAX : len);
 
-	for (; mnl_nlmsg_ok(nlh, n); nlh = mnl_nlmsg_next(nlh, &n)) {
+	for (; ck_nlmsg_ok(nlh, n); nlh = mnl_nlmsg_next(nlh, &n)) {
 		int rc = 0;
 
 		if (nlh->nlmsg_type == RTM_NEWTFILTER)

@@ -1,0 +1,65 @@
+/* libFuzzer target: netlink messages (as an nftables dump returns them)
+ * parsed into the checker's ruleset model and walked by the path model
+ * for a synthetic sandbox bridge; also the rtnetlink and tc parsers. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checker/internal.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct ck_state st;
+	struct checker_expect ex;
+	struct checker_result *res = calloc(1, sizeof(*res));
+	struct ck_link *br, *p;
+	void *buf = malloc(size ? size : 1);
+
+	if (!res || !buf)
+		goto out;
+	memcpy(buf, data, size); /* aligned copy, as a socket buffer would be */
+	memset(&st, 0, sizeof(st));
+	memset(&ex, 0, sizeof(ex));
+	strcpy(ex.table, "portcullis");
+	ex.mark_mask = 0xff000000u;
+	ex.mark_decided = 0xb0000000u;
+	ex.queue_lo = 100;
+	ex.queue_hi = 101;
+	ex.br_nf_call = 0;
+	br = ck_grow(&st.links, &st.n_links, &st.cap_links, sizeof(*br));
+	if (!br)
+		goto out;
+	br->ifindex = 3;
+	strcpy(br->name, "pcbr0");
+	strcpy(br->kind, "bridge");
+	p = ck_grow(&st.links, &st.n_links, &st.cap_links, sizeof(*p));
+	if (!p)
+		goto out;
+	p->ifindex = 4;
+	p->master = 3;
+	p->isolated = 1;
+	strcpy(p->name, "pcv1");
+	strcpy(p->kind, "veth");
+	/* Only nftables messages whose attributes libnftnl accepts: libnftnl
+	 * exit()s on a known attribute of the wrong type (abi_breakage), which
+	 * only a broken kernel could send; ck_nft_wellformed screens for it. */
+	if (ck_nft_wellformed(buf, size))
+		(void)ck_nft_parse(&st.nft, buf, size, NULL);
+	(void)ck_rtnl_parse(&st, buf, size, NULL);
+	(void)ck_tc_parse(&st, buf, size, NULL);
+	(void)ck_analyze(&st, &ex, "pcbr0", res, NULL);
+	{
+		struct ck_buf b = {0};
+
+		ck_nft_canon(&st.nft, 0, NULL, &b);
+		ck_state_canon(&st, "pcbr0", &b);
+		ck_buf_free(&b);
+	}
+	ck_state_free(&st);
+out:
+	checker_result_free(res);
+	free(buf);
+	return 0;
+}

@@ -1,0 +1,368 @@
+/* Unit tests of the checker's path model on synthetic rulesets (built with
+ * libnftnl, no kernel), its JSON reader and the DSSE PAE/sign/verify. */
+#include <string.h>
+
+#include <libnftnl/chain.h>
+#include <libnftnl/expr.h>
+#include <libnftnl/rule.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <sodium.h>
+
+#include "checker/cert.h"
+#include "checker/internal.h"
+#include "unit.h"
+
+static struct ck_state st;
+static struct checker_expect ex;
+
+static void base_state(void)
+{
+	struct ck_link *br, *p;
+
+	memset(&st, 0, sizeof(st));
+	memset(&ex, 0, sizeof(ex));
+	strcpy(ex.table, "portcullis");
+	ex.mark_mask = 0xff000000u;
+	ex.mark_decided = 0x80000000u;
+	ex.queue_lo = 100;
+	ex.queue_hi = 101;
+	ex.listen_ports[0] = 8443;
+	ex.n_listen = 1;
+	ex.br_nf_call = -1;
+	br = ck_grow(&st.links, &st.n_links, &st.cap_links, sizeof(*br));
+	br->ifindex = 3;
+	strcpy(br->name, "pcbr0");
+	strcpy(br->kind, "bridge");
+	p = ck_grow(&st.links, &st.n_links, &st.cap_links, sizeof(*p));
+	p->ifindex = 4;
+	p->master = 3;
+	p->link_netns = true;
+	p->isolated = 1;
+	strcpy(p->name, "pcv1");
+	strcpy(p->kind, "veth");
+}
+
+static struct ck_chain *chain(uint32_t fam, const char *table, const char *name, int hook,
+			      int prio, uint32_t policy, const char *type)
+{
+	struct ck_chain *c = ck_grow(&st.nft.chains, &st.nft.n_chains, &st.nft.cap_chains,
+				     sizeof(*c));
+	c->family = fam;
+	strcpy(c->table, table);
+	strcpy(c->name, name);
+	if (hook >= 0) {
+		c->base = true;
+		c->hook = (uint32_t)hook;
+		c->prio = prio;
+		c->policy = policy;
+		strcpy(c->type, type);
+	}
+	return c;
+}
+
+static struct nftnl_rule *rule(struct ck_chain *c)
+{
+	struct ck_rule *r = ck_grow(&c->rules, &c->n_rules, &c->cap_rules, sizeof(*r));
+
+	r->r = nftnl_rule_alloc();
+	r->handle = c->n_rules;
+	return r->r;
+}
+
+static void e_meta(struct nftnl_rule *r, uint32_t key, uint32_t reg)
+{
+	struct nftnl_expr *e = nftnl_expr_alloc("meta");
+
+	nftnl_expr_set_u32(e, NFTNL_EXPR_META_KEY, key);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_META_DREG, reg);
+	nftnl_rule_add_expr(r, e);
+}
+
+static void e_cmp(struct nftnl_rule *r, uint32_t op, const void *d, uint32_t len)
+{
+	struct nftnl_expr *e = nftnl_expr_alloc("cmp");
+
+	nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_SREG, NFT_REG_1);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_OP, op);
+	nftnl_expr_set(e, NFTNL_EXPR_CMP_DATA, d, len);
+	nftnl_rule_add_expr(r, e);
+}
+
+static void e_verdict(struct nftnl_rule *r, int v)
+{
+	struct nftnl_expr *e = nftnl_expr_alloc("immediate");
+
+	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, (uint32_t)v);
+	nftnl_rule_add_expr(r, e);
+}
+
+static void e_ctmark_guard(struct nftnl_rule *r)
+{
+	struct nftnl_expr *e = nftnl_expr_alloc("ct");
+	uint32_t m = 0x80000000u, z = 0;
+
+	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_MARK);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
+	nftnl_rule_add_expr(r, e);
+	e = nftnl_expr_alloc("bitwise");
+	nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_LEN, 4);
+	nftnl_expr_set(e, NFTNL_EXPR_BITWISE_MASK, &m, 4);
+	nftnl_expr_set(e, NFTNL_EXPR_BITWISE_XOR, &z, 4);
+	nftnl_rule_add_expr(r, e);
+	e_cmp(r, NFT_CMP_EQ, &m, 4);
+}
+
+static void e_queue(struct nftnl_rule *r, uint16_t num, uint16_t flags)
+{
+	struct nftnl_expr *e = nftnl_expr_alloc("queue");
+
+	nftnl_expr_set_u16(e, NFTNL_EXPR_QUEUE_NUM, num);
+	nftnl_expr_set_u16(e, NFTNL_EXPR_QUEUE_TOTAL, 2);
+	nftnl_expr_set_u16(e, NFTNL_EXPR_QUEUE_FLAGS, flags);
+	nftnl_rule_add_expr(r, e);
+}
+
+/* Our guard: decided flows accept, new ones queue, the rest drops. */
+static void our_guard(uint16_t qflags)
+{
+	struct ck_chain *c = chain(NFPROTO_INET, "portcullis", "prerouting", NF_INET_PRE_ROUTING,
+				   -190, NF_DROP, "filter");
+	struct nftnl_rule *r = rule(c);
+	char br[16] = "pcbr0";
+
+	e_meta(r, NFT_META_IIFNAME, NFT_REG_1);
+	e_cmp(r, NFT_CMP_NEQ, br, 16);
+	e_verdict(r, NF_ACCEPT);
+	r = rule(c);
+	e_ctmark_guard(r);
+	e_verdict(r, NF_ACCEPT);
+	r = rule(c);
+	e_queue(r, 100, qflags);
+	e_verdict(rule(c), NF_DROP);
+}
+
+static struct checker_result *analyze(void)
+{
+	struct checker_result *res = calloc(1, sizeof(*res));
+
+	ck_paths_check(&st, &ex, "pcbr0", res);
+	return res;
+}
+
+static bool has(const struct checker_result *r, const char *needle)
+{
+	for (size_t i = 0; i < r->n_findings; i++)
+		if (strstr(r->findings[i].text, needle))
+			return true;
+	return false;
+}
+
+static void teardown(void)
+{
+	ck_state_free(&st);
+}
+
+START_TEST(guarded_path_is_proven)
+{
+	struct checker_result *r;
+
+	base_state();
+	our_guard(0);
+	r = analyze();
+	ck_assert_int_eq(r->status, CHECKER_PROVEN);
+	ck_assert_uint_eq(r->n_findings, 0);
+	checker_result_free(r);
+	teardown();
+}
+END_TEST
+
+START_TEST(no_table_means_undecided_exit)
+{
+	struct checker_result *r;
+
+	base_state();
+	r = analyze();
+	ck_assert_int_eq(r->status, CHECKER_EXIT_FOUND);
+	ck_assert(has(r, "IPv4 packets from port pcv1 are forwarded without passing our queue"));
+	checker_result_free(r);
+	teardown();
+}
+END_TEST
+
+START_TEST(policy_accept_is_named)
+{
+	struct checker_result *r;
+
+	base_state();
+	our_guard(0);
+	st.nft.chains[0].policy = NF_ACCEPT;
+	nftnl_rule_free(st.nft.chains[0].rules[3].r);
+	nftnl_rule_free(st.nft.chains[0].rules[2].r);
+	st.nft.chains[0].n_rules = 2; /* queue and final drop removed */
+	r = analyze();
+	ck_assert(has(r, "policy accept without an engine decision"));
+	checker_result_free(r);
+	teardown();
+}
+END_TEST
+
+START_TEST(bypass_queue_is_an_exit)
+{
+	struct checker_result *r;
+
+	base_state();
+	our_guard(NFT_QUEUE_FLAG_BYPASS);
+	r = analyze();
+	ck_assert(has(r, "queue 100-101 with bypass"));
+	checker_result_free(r);
+	teardown();
+}
+END_TEST
+
+START_TEST(accept_elsewhere_does_not_bypass_us)
+{
+	struct checker_result *r;
+	struct ck_chain *c;
+
+	base_state();
+	our_guard(0);
+	/* an earlier chain that accepts everything: nft semantics say our chain
+	 * still runs (accept ends only its own base chain) */
+	c = chain(NFPROTO_IPV4, "early", "pre", NF_INET_PRE_ROUTING, -300, NF_ACCEPT, "filter");
+	e_verdict(rule(c), NF_ACCEPT);
+	r = analyze();
+	ck_assert_int_eq(r->status, CHECKER_PROVEN);
+	checker_result_free(r);
+	teardown();
+}
+END_TEST
+
+START_TEST(foreign_mark_write_is_an_exit)
+{
+	struct checker_result *r;
+	struct ck_chain *c;
+	struct nftnl_expr *e;
+	struct nftnl_rule *ru;
+	uint32_t v = 0x80000000u;
+
+	base_state();
+	our_guard(0);
+	c = chain(NFPROTO_IPV4, "m", "out", NF_INET_LOCAL_OUT, 0, NF_ACCEPT, "filter");
+	ru = rule(c);
+	e = nftnl_expr_alloc("immediate");
+	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_1);
+	nftnl_expr_set(e, NFTNL_EXPR_IMM_DATA, &v, 4);
+	nftnl_rule_add_expr(ru, e);
+	e = nftnl_expr_alloc("ct");
+	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_MARK);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_SREG, NFT_REG_1);
+	nftnl_rule_add_expr(ru, e);
+	r = analyze();
+	ck_assert(has(r, "table ip m chain out rule handle 1: ct mark set may set the engine's mark bits"));
+	checker_result_free(r);
+	teardown();
+}
+END_TEST
+
+START_TEST(unknown_expression_is_unproven)
+{
+	struct checker_result *r;
+	struct ck_chain *c;
+
+	base_state();
+	our_guard(0);
+	c = chain(NFPROTO_INET, "fw", "pre", NF_INET_PRE_ROUTING, 0, NF_ACCEPT, "filter");
+	nftnl_rule_add_expr(rule(c), nftnl_expr_alloc("osf"));
+	r = analyze();
+	ck_assert_int_eq(r->status, CHECKER_UNPROVEN);
+	ck_assert(has(r, "unproven: table inet fw chain pre rule handle 1: expression 'osf' not modelled"));
+	checker_result_free(r);
+	teardown();
+}
+END_TEST
+
+START_TEST(other_interface_rules_do_not_match_sandbox)
+{
+	struct checker_result *r;
+	struct ck_chain *c;
+	struct nftnl_rule *ru;
+	char up[16] = "eth0";
+
+	base_state();
+	our_guard(0);
+	c = chain(NFPROTO_NETDEV, "x", "in", NF_NETDEV_INGRESS, 0, NF_ACCEPT, "filter");
+	c->devs = calloc(1, sizeof(*c->devs));
+	strcpy(c->devs[0], "pcv1");
+	c->n_devs = 1;
+	ru = rule(c);
+	e_meta(ru, NFT_META_IIFNAME, NFT_REG_1);
+	e_cmp(ru, NFT_CMP_EQ, up, 16); /* never true on pcv1 */
+	nftnl_rule_add_expr(ru, nftnl_expr_alloc("fwd"));
+	r = analyze();
+	ck_assert_int_eq(r->status, CHECKER_PROVEN);
+	checker_result_free(r);
+	teardown();
+}
+END_TEST
+
+START_TEST(json_strict)
+{
+	struct jv *v = jv_parse("{\"a\":[1,\"x\\u00e9\",true,null]}", 29);
+
+	ck_assert_ptr_nonnull(v);
+	ck_assert_str_eq(jv_str(jv_get(v, "a")->items[1]), "x\xc3\xa9");
+	jv_free(v);
+	ck_assert_ptr_null(jv_parse("{\"a\":1,\"a\":2}", 13));
+	ck_assert_ptr_null(jv_parse("{\"a\":1} x", 9));
+	ck_assert_ptr_null(jv_parse("[1,]", 4));
+}
+END_TEST
+
+START_TEST(dsse_round_trip)
+{
+	uint8_t pk[32], sk[64];
+	char *env = NULL;
+	struct cert_env e;
+	size_t len;
+	uint8_t *pae = dsse_pae("t", (const uint8_t *)"ab", 2, &len);
+	const char *stmt = "{\"_type\":\"x\"}";
+
+	ck_assert_int_eq(len, strlen("DSSEv1 1 t 2 ab"));
+	ck_assert(memcmp(pae, "DSSEv1 1 t 2 ab", len) == 0);
+	free(pae);
+	ck_assert_int_ge(sodium_init(), 0);
+	crypto_sign_keypair(pk, sk);
+	ck_assert_int_eq(cert_env_sign(stmt, strlen(stmt), sk, pk, &env, NULL), 0);
+	ck_assert_int_eq(cert_env_parse(env, strlen(env), &e, NULL), 0);
+	ck_assert_int_eq(cert_env_verify(&e, pk, NULL), 0);
+	e.payload[2] ^= 1;
+	ck_assert_int_eq(cert_env_verify(&e, pk, NULL), PC_ETAMPER);
+	cert_env_free(&e);
+	free(env);
+}
+END_TEST
+
+static Suite *checker_suite(void)
+{
+	Suite *s = suite_create("checker");
+	TCase *t = tcase_create("model");
+
+	tcase_add_test(t, guarded_path_is_proven);
+	tcase_add_test(t, no_table_means_undecided_exit);
+	tcase_add_test(t, policy_accept_is_named);
+	tcase_add_test(t, bypass_queue_is_an_exit);
+	tcase_add_test(t, accept_elsewhere_does_not_bypass_us);
+	tcase_add_test(t, foreign_mark_write_is_an_exit);
+	tcase_add_test(t, unknown_expression_is_unproven);
+	tcase_add_test(t, other_interface_rules_do_not_match_sandbox);
+	tcase_add_test(t, json_strict);
+	tcase_add_test(t, dsse_round_trip);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+PC_UNIT_MAIN(checker_suite)
