@@ -287,15 +287,19 @@ const struct logv_result *logv_result(const struct logv *v);
 int logv_checkpoint_unescape(const char *line, size_t len, char *note, size_t notelen,
 			     size_t *outlen);
 
-/* One record line taken apart: seq, prev, the hash it claims, the leaf
- * hash computed from its contents (equal, or the call fails). */
+/* One record line taken apart: seq, where its prev is, and the leaf hash
+ * computed from its contents (which the hash it claims equals, or the call
+ * fails). */
 struct logv_record {
 	uint64_t seq;
-	uint8_t prev[MERKLE_HASH], hash[MERKLE_HASH], leaf[MERKLE_HASH];
-	bool segment; /* a log-segment record */
+	const char *prev_hex; /* the 64 hex digits of prev, inside the line */
+	uint8_t leaf[MERKLE_HASH];
+	char leaf_hex[2 * MERKLE_HASH + 1];
 };
 int logv_record_parse(struct merkle_hasher *h, const char *line, size_t len,
 		      struct logv_record *out, struct pc_err *err);
+/* Is this record line a log-segment record? */
+bool logv_record_is_segment(const char *line, size_t len);
 
 /* ---- reading lines back (logd/show.c) ----------------------------------- */
 

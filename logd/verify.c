@@ -27,6 +27,7 @@ struct logv {
 	struct logv_result r;
 	struct checkpoint expect; /* an external checkpoint to meet, size 0: none */
 	bool expect_met;
+	char last_hex[2 * MERKLE_HASH]; /* of r.last_hash */
 	logv_leaf_fn leaf_fn;
 	void *leaf_ctx;
 };
@@ -130,12 +131,16 @@ static int check_expect(struct logv *v, struct pc_err *err)
 	return 0;
 }
 
+bool logv_record_is_segment(const char *line, size_t len)
+{
+	return memmem(line, len, "\"event.action\":\"log-segment\"", 28) != NULL;
+}
+
 int logv_record_parse(struct merkle_hasher *h, const char *line, size_t len,
 		      struct logv_record *out, struct pc_err *err)
 {
 	const char *p = line + sizeof(REC_PREFIX) - 1, *comma, *tail;
 	struct logv_record r;
-	char hx[2 * MERKLE_HASH + 1];
 
 	if (len < sizeof(REC_PREFIX) + TAIL_LEN || memcmp(line, REC_PREFIX, sizeof(REC_PREFIX) - 1))
 		return pc_err_set(err, PC_ETAMPER, "not a record line");
@@ -145,22 +150,22 @@ int logv_record_parse(struct merkle_hasher *h, const char *line, size_t len,
 	tail = line + len - TAIL_LEN;
 	if (memcmp(tail, ",\"prev\":\"", 9) != 0 || tail[9 + 64] != '"' ||
 	    memcmp(tail + 9 + 64 + 1, ",\"hash\":\"", 9) != 0 ||
-	    memcmp(line + len - 2, "\"}", 2) != 0 || merkle_hex_parse(tail + 9, r.prev) < 0 ||
-	    merkle_hex_parse(line + len - 66, r.hash) < 0)
+	    memcmp(line + len - 2, "\"}", 2) != 0)
 		return pc_err_set(err, PC_ETAMPER,
 				  "record (seq %llu) does not end with prev and hash",
 				  (unsigned long long)r.seq);
 	/* leaf data: the line without its ,"hash":"..." member */
 	if (merkle_leaf(h, line, len - TAIL_HASH_LEN, "}", 1, r.leaf) < 0)
 		return pc_err_set(err, PC_EIO, "hashing failed");
-	if (memcmp(r.leaf, r.hash, MERKLE_HASH) != 0) {
-		merkle_hex(r.leaf, hx);
+	/* compared as text: a hash has one spelling (lower-case hex) */
+	merkle_hex(r.leaf, r.leaf_hex);
+	if (memcmp(r.leaf_hex, line + len - 66, 2 * MERKLE_HASH) != 0) {
 		return pc_err_set(err, PC_ETAMPER,
 				  "record seq %llu was edited: its contents hash to %.16s..., the "
 				  "line says %.16s...",
-				  (unsigned long long)r.seq, hx, line + len - 66);
+				  (unsigned long long)r.seq, r.leaf_hex, line + len - 66);
 	}
-	r.segment = memmem(line, len, "\"event.action\":\"log-segment\"", 28) != NULL;
+	r.prev_hex = tail + 9;
 	*out = r;
 	return 0;
 }
@@ -176,20 +181,23 @@ static int line_record(struct logv *v, const char *line, size_t len, struct pc_e
 	if (rc < 0)
 		return bad(v, rc, err, "%s", e.msg);
 	if (r->records == 0) {
-		if (!rec.segment)
+		if (!logv_record_is_segment(line, len))
 			return bad(v, PC_ETAMPER, err,
 				   "the first record (seq %llu) is not a log-segment record: "
 				   "records were deleted from the start of the file",
 				   (unsigned long long)rec.seq);
+		if (merkle_hex_parse(rec.prev_hex, r->first_prev) < 0)
+			return bad(v, PC_ETAMPER, err, "prev of seq %llu is not a hash",
+				   (unsigned long long)rec.seq);
 		r->first_seq = rec.seq;
-		memcpy(r->first_prev, rec.prev, MERKLE_HASH);
 	} else {
 		if (rec.seq != r->last_seq + 1)
 			return bad(v, PC_ETAMPER, err, "seq %llu follows seq %llu: a record was %s",
 				   (unsigned long long)rec.seq, (unsigned long long)r->last_seq,
 				   rec.seq > r->last_seq + 1 ? "deleted (or records reordered)"
 							     : "inserted, repeated or reordered");
-		if (memcmp(rec.prev, r->last_hash, MERKLE_HASH) != 0)
+		/* as text: the hex of the last hash is at hand */
+		if (memcmp(rec.prev_hex, v->last_hex, 2 * MERKLE_HASH) != 0)
 			return bad(
 			    v, PC_ETAMPER, err,
 			    "prev of seq %llu is not the hash of seq %llu on line %llu: that "
@@ -202,6 +210,7 @@ static int line_record(struct logv *v, const char *line, size_t len, struct pc_e
 	if (v->leaf_fn && v->leaf_fn(v->leaf_ctx, r->records, rec.seq, rec.leaf, line, len) < 0)
 		return bad(v, PC_ENOMEM, err, "out of memory");
 	memcpy(r->last_hash, rec.leaf, MERKLE_HASH);
+	memcpy(v->last_hex, rec.leaf_hex, 2 * MERKLE_HASH);
 	r->last_seq = rec.seq;
 	r->last_line = r->lines;
 	if (r->unsealed == 0)

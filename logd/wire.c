@@ -92,6 +92,18 @@ static bool utf8_valid(const uint8_t *s, size_t n)
 		size_t k;
 		uint32_t cp;
 
+		/* ASCII without NUL, eight bytes at a time (the usual case) */
+		if (n - i >= 8) {
+			uint64_t w;
+
+			memcpy(&w, s + i, 8);
+			if (!(w & 0x8080808080808080ULL) &&
+			    !((w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL)) {
+				i += 8;
+				continue;
+			}
+		}
+
 		if (c == 0)
 			return false;
 		if (c < 0x80) {

@@ -1,0 +1,244 @@
+/* bench/logd: how fast portcullis-logd takes records in, seals and writes
+ * them, and how fast the log verifies, next to libsodium's raw ed25519
+ * signing rate measured in the same run (the reason logd signs checkpoints,
+ * not records). Prints rates and their ratios to the signing rate.
+ *
+ *   logd_bench [-n RECORDS] [-b BATCH] [-c CHECKPOINT_RECORDS] [-d DIR]
+ */
+#include "logd/daemon.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+	return (double)pc_now_mono_ns() / 1e9;
+}
+
+/* CPU seconds this process used (all threads): with other work on the
+ * machine, rates per CPU second say more than rates per wall second. */
+static double cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what, const struct pc_err *err)
+{
+	fprintf(stderr, "logd bench: %s: %s\n", what, err ? err->msg : "failed");
+	exit(1);
+}
+
+static void rec_fill(struct logrec *r, uint64_t i, char *domain, size_t dlen)
+{
+	memset(r, 0, sizeof(*r));
+	r->action = LOGREC_CONNECT;
+	r->verdict = i % 3 ? LOGREC_ALLOWED : LOGREC_REFUSED;
+	r->sandbox = "agent-1";
+	r->policy = "sha256:4be1c0ffee09c24be1c0ffee09c24be1c0ffee09c24be1c0ffee09c2aa";
+	r->reason = i % 3 ? "allowed by rule" : "not on the allow list";
+	r->rule = i % 3 ? "agent-1/allow[0]" : NULL;
+	r->transport = IPPROTO_TCP;
+	snprintf(domain, dlen, "host%llu.example", (unsigned long long)(i % 100000));
+	r->domain = domain;
+	r->src.addr.family = AF_INET;
+	inet_pton(AF_INET, "10.203.0.11", r->src.addr.a);
+	r->src.port = (uint16_t)(40000 + i % 20000);
+	r->dst.addr.family = AF_INET;
+	inet_pton(AF_INET, "203.0.113.12", r->dst.addr.a);
+	r->dst.port = 443;
+}
+
+static double bench_sign(double *per_cpu)
+{
+	unsigned char pk[32], sk[64], sig[64], msg[100] = {0};
+	double t0, c0, dt;
+	int n = 0;
+
+	crypto_sign_keypair(pk, sk);
+	t0 = now_s();
+	c0 = cpu_s();
+	do {
+		for (int i = 0; i < 1000; i++, n++) {
+			msg[0] = (unsigned char)i;
+			crypto_sign_detached(sig, NULL, msg, sizeof(msg), sk);
+		}
+		dt = now_s() - t0;
+	} while (dt < 0.5);
+	*per_cpu = n / (cpu_s() - c0);
+	return n / dt;
+}
+
+struct served {
+	int lfd;
+	struct logw *w;
+	struct logd_stats st;
+};
+
+static void *serve(void *arg)
+{
+	struct served *s = arg;
+	struct logd_server_conf sc = {.allowed_uids = {getuid()}, .n_allowed = 1};
+	struct pc_err err;
+
+	if (logd_serve(s->lfd, s->w, &sc, &s->st, &err) < 0)
+		die("serve", &err);
+	return NULL;
+}
+
+static void row(const char *what, uint64_t n, double wall, double cpu, double sign, double sign_cpu)
+{
+	printf("  %-40s %10.0f %7.1fx %12.0f %7.1fx\n", what, n / wall, n / wall / sign, n / cpu,
+	       n / cpu / sign_cpu);
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t n = 1000000, batch = 256, cp = 1000;
+	char dir[PC_PATH_MAX] = "", file[PC_PATH_MAX + 32], sock[PC_PATH_MAX + 32];
+	struct logw_conf wc = {.cp_ms = 1000, .owner = (uid_t)-1, .group = (gid_t)-1};
+	struct note_signer *key;
+	struct served s;
+	struct logw *w;
+	struct logc *lc;
+	struct logv *v;
+	struct pc_err err;
+	struct logrec r;
+	char domain[64];
+	pthread_t th;
+	sigset_t set;
+	double sign, sign_cpu, t0, c0, t_write, t_sock, t_verify, c_write, c_sock, c_verify;
+	int opt;
+
+	while ((opt = getopt(argc, argv, "n:b:c:d:")) != -1) {
+		switch (opt) {
+		case 'n':
+			n = strtoull(optarg, NULL, 10);
+			break;
+		case 'b':
+			batch = strtoull(optarg, NULL, 10);
+			break;
+		case 'c':
+			cp = strtoull(optarg, NULL, 10);
+			break;
+		case 'd':
+			snprintf(dir, sizeof(dir), "%s", optarg);
+			break;
+		default:
+			fprintf(stderr, "usage: logd_bench [-n RECORDS] [-b BATCH] "
+					"[-c CHECKPOINT_RECORDS] [-d DIR]\n");
+			return 2;
+		}
+	}
+	if (!n || !batch || !cp || sodium_init() < 0)
+		return 2;
+	if (!dir[0]) {
+		snprintf(dir, sizeof(dir), "/tmp/pc-bench-logd.XXXXXX");
+		if (!mkdtemp(dir))
+			die("mkdtemp", NULL);
+	}
+	wc.cp_records = (uint32_t)cp;
+	if (note_signer_generate("bench/portcullis-log", &key, &err) < 0)
+		die("key", &err);
+
+	printf("portcullis logd benchmark: %llu records, batches of %llu, a checkpoint every %llu "
+	       "records (or 1 s), files in %s\n",
+	       (unsigned long long)n, (unsigned long long)batch, (unsigned long long)cp, dir);
+	sign = bench_sign(&sign_cpu);
+	printf("  %-40s %10s %8s %12s %8s\n", "", "per s", "ratio", "per CPU s", "ratio");
+	printf("  %-40s %10.0f %8s %12.0f %8s\n", "ed25519 signatures (libsodium, raw)", sign,
+	       "1.0", sign_cpu, "1.0");
+
+	/* 1. the writer alone: format, hash, chain, tree, seal, write */
+	snprintf(file, sizeof(file), "%s/write.jsonl", dir);
+	unlink(file);
+	wc.file = file;
+	if (logw_open(&wc, key, NULL, &w, &err) < 0)
+		die("open", &err);
+	t0 = now_s();
+	c0 = cpu_s();
+	for (uint64_t i = 0; i < n; i++) {
+		rec_fill(&r, i, domain, sizeof(domain));
+		if (logw_append(w, &r, NULL, &err) < 0)
+			die("append", &err);
+		if ((i + 1) % batch == 0 && logw_commit(w, &err) < 0)
+			die("commit", &err);
+	}
+	if (logw_close(w, &err) < 0)
+		die("close", &err);
+	t_write = now_s() - t0;
+	c_write = cpu_s() - c0;
+
+	/* 2. end to end: client library -> socket -> logd -> file -> ack */
+	snprintf(file, sizeof(file), "%s/socket.jsonl", dir);
+	snprintf(sock, sizeof(sock), "%s/logd.sock", dir);
+	unlink(file);
+	if (logw_open(&wc, key, NULL, &s.w, &err) < 0)
+		die("open", &err);
+	s.lfd = pc_unix_listen(sock, 0600, (uid_t)-1, (gid_t)-1, &err);
+	if (s.lfd < 0)
+		die("listen", &err);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	pthread_create(&th, NULL, serve, &s);
+	if (logc_open(sock, &lc, &err) < 0)
+		die("client", &err);
+	t0 = now_s();
+	c0 = cpu_s();
+	for (uint64_t i = 0; i < n; i++) {
+		rec_fill(&r, i, domain, sizeof(domain));
+		if (logc_send(lc, &r, &err) < 0)
+			die("send", &err);
+		if (((i + 1) % batch == 0 || i + 1 == n) && logc_flush(lc, 10000, &err) < 0)
+			die("flush", &err);
+	}
+	t_sock = now_s() - t0;
+	c_sock = cpu_s() - c0;
+	logc_close(lc);
+	kill(getpid(), SIGTERM);
+	pthread_join(th, NULL);
+	if (logw_close(s.w, &err) < 0)
+		die("close", &err);
+
+	/* 3. verification of what was written */
+	if (logv_new(note_signer_verifier(key), &v, &err) < 0)
+		die("verifier", &err);
+	t0 = now_s();
+	c0 = cpu_s();
+	if (logv_file(v, file, 0, &err) < 0)
+		die("verify", &err);
+	t_verify = now_s() - t0;
+	c_verify = cpu_s() - c0;
+	if (logv_result(v)->records != n + 1)
+		die("verify: record count", NULL);
+	logv_free(v);
+
+	row("write + seal (writer, no socket)", n, t_write, c_write, sign, sign_cpu);
+	row("accept + seal + write + ack (socket)", n, t_sock, c_sock, sign, sign_cpu);
+	row("verify (chain, tree, checkpoints)", n + 1, t_verify, c_verify, sign, sign_cpu);
+	printf("  targets: accept+write >= 200000/s (%s), verify >= 1000000/s (%s)\n",
+	       n / t_sock >= 200000 ? "met" : "not met",
+	       (n + 1) / t_verify >= 1000000 ? "met" : "not met");
+	printf("  a signature per record would cap logd at the signing rate: %.0f /s\n", sign);
+	note_signer_free(key);
+	{
+		char cmd[PC_PATH_MAX + 16];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		if (strncmp(dir, "/tmp/pc-bench-logd.", 19) == 0 && system(cmd) != 0)
+			fprintf(stderr, "logd bench: could not remove %s\n", dir);
+	}
+	return 0;
+}
