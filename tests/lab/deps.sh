@@ -8,7 +8,8 @@ libnetfilter-queue-dev libnftnl-dev libmnl-dev libldns-dev libsodium-dev
 libyaml-dev libssl-dev check libsubunit-dev
 nftables iptables iproute2 conntrack tcpdump
 dnsmasq-base nginx-light openssl curl dnsutils socat python3 iperf3 iputils-ping
-rsyslog rsyslog-openssl gnuplot-nox debhelper lintian debootstrap valgrind"
+rsyslog rsyslog-openssl gnuplot-nox debhelper lintian debootstrap valgrind
+systemd man-db"
 
 missing=""
 for p in $PKGS; do
