@@ -1,0 +1,567 @@
+/* The engine's decisions without a kernel: crafted packets through
+ * decide_packet() with a real policy and a real DNS guard. Default deny,
+ * port/MAC identity, the DNS path, held TLS flows and their server name,
+ * re-judging on reload, and the flow tables. */
+#include <arpa/inet.h>
+#include <linux/netfilter.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "appliance/internal.h"
+#include "tests/unit/unit.h"
+
+static const char policy_yaml[] =
+	"sandbox: agent-1\n"
+	"match: { source: [10.203.0.11/32, \"fd00:203::11/128\"], port: pcv1 }\n"
+	"allow:\n"
+	"  - cidr: 198.51.100.22/32\n"
+	"    ports: [22]\n"
+	"  - cidr: 198.51.100.22/32\n"
+	"    ports: [5000]\n"
+	"    proto: udp\n"
+	"  - host: api.github.test\n"
+	"    ports: [443, 80]\n"
+	"---\n"
+	"sandbox: agent-2\n"
+	"match: { source: 10.203.0.12/32 }\n"
+	"allow: []\n";
+
+static struct pc_config cfg;
+static struct policy *pol;
+static struct dnsguard *dg;
+static struct portmap pm = {.lock = PTHREAD_RWLOCK_INITIALIZER};
+static struct held_table *held;
+static struct decide_ctx ctx;
+static struct decision d;
+static uint8_t pkt[4096];
+static size_t pkt_len;
+
+static void setup(void)
+{
+	struct pc_err err = {0};
+	struct pc_bridge_port *ports = calloc(2, sizeof(*ports));
+
+	pc_config_defaults(&cfg);
+	ck_assert_int_eq(pc_addr_parse("198.51.100.53", &cfg.dns.resolvers[0]), 0);
+	cfg.dns.n_resolvers = 1;
+	cfg.engine.sni_timeout_ms = 3000;
+	if (policy_load_buffer("t.yaml", policy_yaml, strlen(policy_yaml), &cfg, &pol, &err) < 0)
+		ck_abort_msg("policy: %s", err.msg);
+	if (dnsguard_new(&cfg, &dg, &err) < 0)
+		ck_abort_msg("dnsguard: %s", err.msg);
+	ck_assert_ptr_nonnull(ports);
+	pc_strlcpy(ports[0].name, "pcv1", PC_IFNAMSIZ);
+	ports[0].ifindex = 4;
+	pc_strlcpy(ports[1].name, "pcv2", PC_IFNAMSIZ);
+	ports[1].ifindex = 5;
+	portmap_set(&pm, ports, 2);
+	ck_assert_int_eq(held_table_new(16, &held), 0);
+	memset(&d, 0, sizeof(d));
+	ctx = (struct decide_ctx){&cfg, pol, dg, &pm, held, 1000000};
+}
+
+static void teardown(void)
+{
+	decision_clear(&d);
+	held_table_free(held);
+	portmap_set(&pm, NULL, 0);
+	dnsguard_free(dg);
+	policy_unref(pol);
+}
+
+/* ---- packet builders --------------------------------------------------------- */
+
+static void tcp_pkt(const char *src, uint16_t sp, const char *dst, uint16_t dp, uint8_t flags,
+		    uint32_t seq, const void *data, size_t len)
+{
+	bool v6 = strchr(src, ':') != NULL;
+	size_t ipl = v6 ? 40 : 20;
+	uint8_t *t = pkt + ipl;
+
+	memset(pkt, 0, ipl + 20);
+	if (v6) {
+		pkt[0] = 0x60;
+		pkt[4] = (uint8_t)((20 + len) >> 8);
+		pkt[5] = (uint8_t)(20 + len);
+		pkt[6] = IPPROTO_TCP;
+		pkt[7] = 64;
+		inet_pton(AF_INET6, src, pkt + 8);
+		inet_pton(AF_INET6, dst, pkt + 24);
+	} else {
+		pkt[0] = 0x45;
+		pkt[2] = (uint8_t)((40 + len) >> 8);
+		pkt[3] = (uint8_t)(40 + len);
+		pkt[8] = 64;
+		pkt[9] = IPPROTO_TCP;
+		inet_pton(AF_INET, src, pkt + 12);
+		inet_pton(AF_INET, dst, pkt + 16);
+	}
+	t[0] = (uint8_t)(sp >> 8);
+	t[1] = (uint8_t)sp;
+	t[2] = (uint8_t)(dp >> 8);
+	t[3] = (uint8_t)dp;
+	t[4] = (uint8_t)(seq >> 24);
+	t[5] = (uint8_t)(seq >> 16);
+	t[6] = (uint8_t)(seq >> 8);
+	t[7] = (uint8_t)seq;
+	t[12] = 5 << 4;
+	t[13] = flags;
+	if (len)
+		memcpy(t + 20, data, len);
+	pkt_len = ipl + 20 + len;
+}
+
+static void udp_pkt(const char *src, const char *dst, const void *data, size_t len)
+{
+	struct pc_endpoint s, t;
+	int n;
+
+	ck_assert_int_eq(pc_endpoint_parse(src, 0, &s), 0);
+	ck_assert_int_eq(pc_endpoint_parse(dst, 0, &t), 0);
+	n = pc_pkt_build_udp(&s, &t, data, len, pkt, sizeof(pkt));
+	ck_assert_int_gt(n, 0);
+	pkt_len = (size_t)n;
+}
+
+static size_t put_name(uint8_t *b, const char *name)
+{
+	size_t o = 0;
+
+	while (*name) {
+		const char *dot = strchr(name, '.');
+		size_t l = dot ? (size_t)(dot - name) : strlen(name);
+
+		b[o++] = (uint8_t)l;
+		memcpy(b + o, name, l);
+		o += l;
+		name += l + (dot ? 1 : 0);
+	}
+	b[o++] = 0;
+	return o;
+}
+
+/* A DNS query, or (with addr) its answer holding one A record. */
+static size_t dns_msg(uint8_t *b, uint16_t id, const char *name, const char *addr)
+{
+	size_t o = 12;
+
+	memset(b, 0, 12);
+	b[0] = (uint8_t)(id >> 8);
+	b[1] = (uint8_t)id;
+	b[2] = addr ? 0x81 : 0x01; /* QR for answers, RD */
+	b[3] = addr ? 0x80 : 0x00; /* RA */
+	b[5] = 1;
+	b[7] = addr ? 1 : 0;
+	o += put_name(b + o, name);
+	memcpy(b + o, "\x00\x01\x00\x01", 4);
+	o += 4;
+	if (addr) {
+		memcpy(b + o, "\xc0\x0c\x00\x01\x00\x01\x00\x00\x01\x2c\x00\x04", 12);
+		o += 12;
+		inet_pton(AF_INET, addr, b + o);
+		o += 4;
+	}
+	return o;
+}
+
+static size_t client_hello(uint8_t *b, const char *sni)
+{
+	size_t n = strlen(sni), o = 0, ext = 9 + n, body = 2 + 32 + 1 + 4 + 2 + 2 + ext;
+
+	b[o++] = 0x16; /* handshake record, TLS 1.0 framing */
+	b[o++] = 3;
+	b[o++] = 1;
+	b[o++] = (uint8_t)((body + 4) >> 8);
+	b[o++] = (uint8_t)(body + 4);
+	b[o++] = 1; /* ClientHello */
+	b[o++] = 0;
+	b[o++] = (uint8_t)(body >> 8);
+	b[o++] = (uint8_t)body;
+	b[o++] = 3;
+	b[o++] = 3;
+	memset(b + o, 0x42, 32);
+	o += 32;
+	b[o++] = 0;                        /* session id */
+	memcpy(b + o, "\x00\x02\x13\x01", 4); /* one cipher suite */
+	o += 4;
+	memcpy(b + o, "\x01\x00", 2); /* null compression */
+	o += 2;
+	b[o++] = (uint8_t)(ext >> 8);
+	b[o++] = (uint8_t)ext;
+	b[o++] = 0; /* server_name */
+	b[o++] = 0;
+	b[o++] = (uint8_t)((n + 5) >> 8);
+	b[o++] = (uint8_t)(n + 5);
+	b[o++] = (uint8_t)((n + 3) >> 8);
+	b[o++] = (uint8_t)(n + 3);
+	b[o++] = 0; /* host_name */
+	b[o++] = (uint8_t)(n >> 8);
+	b[o++] = (uint8_t)n;
+	memcpy(b + o, sni, n);
+	return o + n;
+}
+
+/* Decide the current packet as coming in from port ifindex (prerouting). */
+static enum verdict_kind judge_from(uint32_t port, uint8_t hook)
+{
+	struct pkt_in in = {.id = 1, .mark = port, .hook = hook, .has_mac = true,
+			    .mac = {2, 0, 0, 0xcb, 0, 0x0b}, .data = pkt, .len = pkt_len};
+
+	decide_packet(&ctx, &in, &d);
+	return d.v;
+}
+
+static enum verdict_kind judge(void)
+{
+	return judge_from(4, NF_INET_PRE_ROUTING);
+}
+
+#define SYN 0x02
+#define ACK 0x10
+#define PSH 0x08
+
+/* ---- flows ------------------------------------------------------------------- */
+
+START_TEST(cidr_allowed_and_refused)
+{
+	tcp_pkt("10.203.0.11", 40000, "198.51.100.22", 22, SYN, 1, NULL, 0);
+	ck_assert_int_eq(judge(), VK_ALLOW);
+	ck_assert(d.has_rec);
+	ck_assert_int_eq(d.rec.action, LOGREC_CONNECT);
+	ck_assert_int_eq(d.rec.verdict, LOGREC_ALLOWED);
+	ck_assert_str_eq(d.rec.rule, "agent-1/allow[0]");
+	ck_assert_str_eq(d.rec.sandbox, "agent-1");
+	ck_assert_str_eq(d.rec.policy, policy_hash(pol));
+	ck_assert(d.register_flow);
+	ck_assert_str_eq(d.meta.port, "pcv1");
+	ck_assert_int_eq(d.meta.via, FLOW_VIA_CIDR);
+	tcp_pkt("10.203.0.11", 40001, "198.51.100.22", 80, SYN, 1, NULL, 0);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_int_eq(d.rec.verdict, LOGREC_REFUSED);
+	ck_assert(!d.register_flow);
+	tcp_pkt("10.203.0.11", 40002, "203.0.113.99", 443, SYN, 1, NULL, 0);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	udp_pkt("10.203.0.11:5555", "198.51.100.22:5000", "x", 1);
+	ck_assert_int_eq(judge(), VK_ALLOW);
+	udp_pkt("10.203.0.11:5555", "198.51.100.22:5001", "x", 1);
+	ck_assert_int_eq(judge(), VK_REJECT);
+}
+END_TEST
+
+START_TEST(identity_port_and_source)
+{
+	tcp_pkt("10.203.0.11", 40000, "198.51.100.22", 22, SYN, 1, NULL, 0);
+	ck_assert_int_eq(judge_from(0, NF_INET_PRE_ROUTING), VK_DROP); /* no stamp */
+	ck_assert_str_eq(d.rec.reason, "packet from an unknown bridge port");
+	ck_assert_int_eq(judge_from(9, NF_INET_PRE_ROUTING), VK_DROP); /* unknown port */
+	/* agent-1's address from agent-2's port: agent-1's rule names pcv1 */
+	ck_assert_int_eq(judge_from(5, NF_INET_PRE_ROUTING), VK_REJECT);
+	ck_assert_ptr_null(d.rec.sandbox);
+	tcp_pkt("10.203.0.77", 40000, "198.51.100.22", 22, SYN, 1, NULL, 0);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_ptr_nonnull(strstr(d.rec.reason, "not a sandbox"));
+	/* IPv6 source of agent-1 */
+	tcp_pkt("fd00:203::11", 40000, "2001:db8:22::22", 22, SYN, 1, NULL, 0);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_str_eq(d.rec.sandbox, "agent-1");
+}
+END_TEST
+
+START_TEST(only_connection_starts)
+{
+	tcp_pkt("10.203.0.11", 40000, "198.51.100.22", 22, ACK, 1, NULL, 0);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	tcp_pkt("10.203.0.11", 40000, "198.51.100.22", 22, SYN | ACK, 1, NULL, 0);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	tcp_pkt("10.203.0.11", 40000, "10.203.0.12", 22, SYN, 1, NULL, 0);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_str_eq(d.rec.reason, "sandboxes may not reach each other");
+	memset(pkt, 0, 28);
+	pkt[0] = 0x45;
+	pkt[3] = 28;
+	pkt[9] = IPPROTO_ICMP;
+	inet_pton(AF_INET, "10.203.0.11", pkt + 12);
+	inet_pton(AF_INET, "203.0.113.10", pkt + 16);
+	pkt[20] = 8;
+	pkt_len = 28;
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_str_eq(d.rec.reason, "ICMP is never allowed");
+	pkt[6] = 0x20; /* a fragment */
+	ck_assert_int_eq(judge(), VK_DROP);
+	ck_assert_str_eq(d.rec.reason, "IP fragment");
+	pkt[0] = 0x75; /* garbage */
+	ck_assert_int_eq(judge(), VK_DROP);
+	ck_assert_str_eq(d.rec.reason, "malformed packet");
+	ck_assert_int_eq(d.rec.verdict, LOGREC_REFUSED);
+}
+END_TEST
+
+/* ---- DNS ---------------------------------------------------------------------- */
+
+START_TEST(dns_queries)
+{
+	uint8_t m[512];
+	size_t n = dns_msg(m, 0x1234, "api.github.test", NULL);
+
+	udp_pkt("10.203.0.11:3333", "198.51.100.53:53", m, n);
+	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert_int_eq(d.rec.action, LOGREC_DNS_QUERY);
+	ck_assert_int_eq(d.rec.verdict, LOGREC_ALLOWED);
+	ck_assert_str_eq(d.rec.dns_name, "api.github.test");
+	n = dns_msg(m, 0x2222, "paste.evil.test", NULL);
+	udp_pkt("10.203.0.11:3334", "198.51.100.53:53", m, n);
+	ck_assert_int_eq(judge(), VK_DROP);
+	ck_assert_int_eq(d.rec.verdict, LOGREC_REFUSED);
+	ck_assert(d.send_reply);
+	ck_assert_uint_ge(d.reply_len, 12);
+	ck_assert_int_eq(d.reply[0], 0x22); /* same id */
+	ck_assert_int_eq(d.reply[3] & 0x0f, 5); /* REFUSED */
+	ck_assert_int_eq(d.reply_from.port, 53);
+	ck_assert_int_eq(d.reply_to.port, 3334);
+	ck_assert_int_eq(d.reply_from.addr.a[3], 53);
+	/* a resolver that is not the guard's */
+	n = dns_msg(m, 0x3333, "api.github.test", NULL);
+	udp_pkt("10.203.0.11:3335", "198.51.100.54:53", m, n);
+	ck_assert_int_eq(judge(), VK_DROP);
+	ck_assert(d.send_reply);
+	ck_assert_int_eq(d.reply_from.addr.a[3], 54);
+	/* over TCP: the handshake to the guard's resolver passes, elsewhere not */
+	tcp_pkt("10.203.0.11", 4000, "198.51.100.53", 53, SYN, 1, NULL, 0);
+	ck_assert_int_eq(judge(), VK_PASS);
+	tcp_pkt("10.203.0.11", 4000, "198.51.100.54", 53, SYN, 1, NULL, 0);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	{
+		uint8_t t[520];
+
+		t[0] = (uint8_t)(n >> 8);
+		t[1] = (uint8_t)n;
+		memcpy(t + 2, m, n);
+		tcp_pkt("10.203.0.11", 4000, "198.51.100.53", 53, ACK | PSH, 2, t, n + 2);
+		ck_assert_int_eq(judge(), VK_PASS);
+		tcp_pkt("10.203.0.11", 4000, "198.51.100.53", 53, ACK | PSH, 2, t, 2);
+		ck_assert_int_eq(judge(), VK_REJECT); /* a message split across segments */
+	}
+}
+END_TEST
+
+/* Resolve name for agent-1 through the guard (query, then answer). */
+static void resolve(const char *name, const char *addr, uint16_t id, const char *sport)
+{
+	uint8_t m[512];
+	char src[64], dst[64];
+	size_t n = dns_msg(m, id, name, NULL);
+
+	snprintf(src, sizeof(src), "10.203.0.11:%s", sport);
+	udp_pkt(src, "198.51.100.53:53", m, n);
+	ck_assert_int_eq(judge(), VK_PASS);
+	n = dns_msg(m, id, name, addr);
+	snprintf(dst, sizeof(dst), "10.203.0.11:%s", sport);
+	udp_pkt("198.51.100.53:53", dst, m, n);
+	ck_assert_int_eq(judge_from(0, NF_INET_FORWARD), VK_PASS);
+}
+
+START_TEST(dns_answers)
+{
+	uint8_t m[512];
+	size_t n;
+
+	resolve("api.github.test", "203.0.113.10", 0x4444, "6000");
+	ck_assert(d.has_rec);
+	ck_assert_int_eq(d.rec.action, LOGREC_DNS_LEARN);
+	ck_assert_str_eq(d.rec.dns_answers, "203.0.113.10");
+	ck_assert_str_eq(d.rec.sandbox, "agent-1");
+	/* unsolicited: no query is waiting for it */
+	n = dns_msg(m, 0x5555, "api.github.test", "203.0.113.12");
+	udp_pkt("198.51.100.53:53", "10.203.0.11:6001", m, n);
+	ck_assert_int_eq(judge_from(0, NF_INET_FORWARD), VK_DROP);
+	ck_assert_int_eq(d.rec.verdict, LOGREC_REFUSED);
+	/* to an address no sandbox has */
+	udp_pkt("198.51.100.53:53", "10.203.0.99:6001", m, n);
+	ck_assert_int_eq(judge_from(0, NF_INET_FORWARD), VK_DROP);
+}
+END_TEST
+
+/* ---- held TLS flows ---------------------------------------------------------- */
+
+START_TEST(held_flow_sni)
+{
+	uint8_t ch[512];
+	size_t n;
+
+	tcp_pkt("10.203.0.11", 41000, "203.0.113.10", 443, SYN, 100, NULL, 0);
+	ck_assert_int_eq(judge(), VK_REJECT); /* never resolved: not allowed */
+	resolve("api.github.test", "203.0.113.10", 0x6666, "6002");
+	tcp_pkt("10.203.0.11", 41000, "203.0.113.10", 443, SYN, 100, NULL, 0);
+	ck_assert_int_eq(judge(), VK_HELD);
+	ck_assert(!d.has_rec); /* recorded when the ClientHello decides */
+	ck_assert_uint_eq(held_count(held), 1);
+	tcp_pkt("10.203.0.11", 41000, "203.0.113.10", 443, SYN, 100, NULL, 0);
+	ck_assert_int_eq(judge(), VK_PASS); /* a retransmitted SYN */
+	tcp_pkt("10.203.0.11", 41000, "203.0.113.10", 443, ACK, 101, NULL, 0);
+	ck_assert_int_eq(judge(), VK_PASS);
+	n = client_hello(ch, "api.github.test");
+	tcp_pkt("10.203.0.11", 41000, "203.0.113.10", 443, ACK | PSH, 101, ch, n);
+	ck_assert_int_eq(judge(), VK_ALLOW);
+	ck_assert_int_eq(d.rec.verdict, LOGREC_ALLOWED);
+	ck_assert_str_eq(d.rec.sni, "api.github.test");
+	ck_assert_str_eq(d.rec.domain, "api.github.test");
+	ck_assert_int_eq(d.meta.via, FLOW_VIA_SNI);
+	ck_assert_uint_eq(held_count(held), 0);
+
+	/* another name on the same address */
+	tcp_pkt("10.203.0.11", 41001, "203.0.113.10", 443, SYN, 500, NULL, 0);
+	ck_assert_int_eq(judge(), VK_HELD);
+	n = client_hello(ch, "paste.evil.test");
+	tcp_pkt("10.203.0.11", 41001, "203.0.113.10", 443, ACK | PSH, 501, ch, n);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_ptr_nonnull(strstr(d.rec.reason, "paste.evil.test"));
+
+	/* a ClientHello in two segments: the first passes, the second decides */
+	tcp_pkt("10.203.0.11", 41002, "203.0.113.10", 443, SYN, 900, NULL, 0);
+	ck_assert_int_eq(judge(), VK_HELD);
+	n = client_hello(ch, "api.github.test");
+	tcp_pkt("10.203.0.11", 41002, "203.0.113.10", 443, ACK | PSH, 901, ch, 20);
+	ck_assert_int_eq(judge(), VK_PASS);
+	tcp_pkt("10.203.0.11", 41002, "203.0.113.10", 443, ACK | PSH, 901 + 40, ch + 40, n - 40);
+	ck_assert_int_eq(judge(), VK_DROP); /* a gap: wait for the retransmission */
+	tcp_pkt("10.203.0.11", 41002, "203.0.113.10", 443, ACK | PSH, 901 + 20, ch + 20, n - 20);
+	ck_assert_int_eq(judge(), VK_ALLOW);
+}
+END_TEST
+
+START_TEST(held_flow_timeout_and_plain)
+{
+	uint8_t ch[512];
+	size_t n = client_hello(ch, "api.github.test");
+
+	resolve("api.github.test", "203.0.113.10", 0x7777, "6003");
+	tcp_pkt("10.203.0.11", 42000, "203.0.113.10", 443, SYN, 1, NULL, 0);
+	ck_assert_int_eq(judge(), VK_HELD);
+	ctx.now_ms += cfg.engine.sni_timeout_ms + 1;
+	tcp_pkt("10.203.0.11", 42000, "203.0.113.10", 443, ACK | PSH, 2, ch, n);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_ptr_nonnull(strstr(d.rec.reason, "sni_timeout_ms"));
+	/* not TLS: allowed on the learned name (docs/engine.md) */
+	resolve("api.github.test", "203.0.113.10", 0x7778, "6004");
+	tcp_pkt("10.203.0.11", 42001, "203.0.113.10", 80, SYN, 1, NULL, 0);
+	ck_assert_int_eq(judge(), VK_HELD);
+	tcp_pkt("10.203.0.11", 42001, "203.0.113.10", 80, ACK | PSH, 2, "GET / HTTP/1.0\r\n\r\n", 18);
+	ck_assert_int_eq(judge(), VK_ALLOW);
+	ck_assert_ptr_nonnull(strstr(d.rec.reason, "not TLS"));
+	/* data in the SYN to a named host */
+	tcp_pkt("10.203.0.11", 42002, "203.0.113.10", 443, SYN, 1, "x", 1);
+	ck_assert_int_eq(judge(), VK_REJECT);
+}
+END_TEST
+
+/* ---- reload ------------------------------------------------------------------- */
+
+START_TEST(rejudge_after_reload)
+{
+	static const char v2[] = "sandbox: agent-1\n"
+				 "match: { source: 10.203.0.11/32, port: pcv1 }\n"
+				 "allow:\n"
+				 "  - cidr: 198.51.100.22/32\n"
+				 "    ports: [5000]\n"
+				 "    proto: udp\n";
+	struct policy *p2 = NULL;
+	struct pc_err err = {0};
+	struct decide_ctx c2 = ctx;
+	struct flow_key k;
+	struct flow_meta m;
+	const char *why = NULL;
+
+	tcp_pkt("10.203.0.11", 40000, "198.51.100.22", 22, SYN, 1, NULL, 0);
+	ck_assert_int_eq(judge(), VK_ALLOW);
+	k = d.key;
+	m = d.meta;
+	ck_assert(decide_rejudge(&ctx, &k, &m, false, &why));
+	ck_assert(!decide_rejudge(&ctx, &k, &m, true, &why)); /* not a vault flow */
+	ck_assert_int_eq(policy_load_buffer("v2.yaml", v2, strlen(v2), &cfg, &p2, &err), 0);
+	c2.policy = p2;
+	ck_assert(!decide_rejudge(&c2, &k, &m, false, &why));
+	ck_assert_str_eq(why, "cut by reload: its address is no longer allowed");
+	ck_assert(!decide_rejudge(&c2, &k, NULL, false, &why));
+	pc_strlcpy(m.port, "pcv2", sizeof(m.port));
+	ck_assert(!decide_rejudge(&ctx, &k, &m, false, &why));
+	ck_assert_ptr_nonnull(strstr(why, "no longer matches"));
+	policy_unref(p2);
+}
+END_TEST
+
+/* ---- flow tables -------------------------------------------------------------- */
+
+START_TEST(registry_bounded_and_swept)
+{
+	struct flow_registry *r = NULL;
+	struct flow_key k[4];
+	struct flow_meta m = {.sandbox = "agent-1"}, got;
+
+	ck_assert_int_eq(flow_registry_new(3, &r), 0);
+	for (int i = 0; i < 4; i++) {
+		memset(&k[i], 0, sizeof(k[i]));
+		k[i].family = AF_INET;
+		k[i].proto = IPPROTO_TCP;
+		k[i].sport = (uint16_t)(1000 + i);
+		ck_assert_int_eq(flow_registry_put(r, &k[i], &m), 0);
+	}
+	ck_assert_uint_eq(flow_registry_count(r), 3);
+	ck_assert(!flow_registry_get(r, &k[0], &got)); /* the oldest went */
+	ck_assert(flow_registry_get(r, &k[3], &got));
+	ck_assert_str_eq(got.sandbox, "agent-1");
+	flow_registry_unsee_all(r);
+	flow_registry_seen(r, &k[2]);
+	flow_registry_sweep(r);
+	ck_assert_uint_eq(flow_registry_count(r), 1);
+	ck_assert(flow_registry_get(r, &k[2], &got));
+	flow_registry_del(r, &k[2]);
+	ck_assert_uint_eq(flow_registry_count(r), 0);
+	flow_registry_free(r);
+}
+END_TEST
+
+START_TEST(held_table_bounded)
+{
+	struct held_table *t = NULL;
+	struct flow_key k;
+
+	ck_assert_int_eq(held_table_new(2, &t), 0);
+	memset(&k, 0, sizeof(k));
+	ck_assert_ptr_nonnull(held_add(t, &k));
+	k.sport = 1;
+	ck_assert_ptr_nonnull(held_add(t, &k));
+	k.sport = 2;
+	ck_assert_ptr_null(held_add(t, &k)); /* full: the caller refuses */
+	k.sport = 1;
+	held_get(t, &k)->deadline_ms = 10;
+	ck_assert_uint_eq(held_expire(t, 100), 0); /* kept a while for a clear refusal */
+	ck_assert_uint_eq(held_expire(t, 100000), 2);
+	ck_assert_uint_eq(held_count(t), 0);
+	held_table_free(t);
+}
+END_TEST
+
+static Suite *engine_suite(void)
+{
+	Suite *s = suite_create("engine");
+	TCase *tc = tcase_create("decide"), *tabs = tcase_create("tables");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, cidr_allowed_and_refused);
+	tcase_add_test(tc, identity_port_and_source);
+	tcase_add_test(tc, only_connection_starts);
+	tcase_add_test(tc, dns_queries);
+	tcase_add_test(tc, dns_answers);
+	tcase_add_test(tc, held_flow_sni);
+	tcase_add_test(tc, held_flow_timeout_and_plain);
+	tcase_add_test(tc, rejudge_after_reload);
+	tcase_add_test(tabs, registry_bounded_and_swept);
+	tcase_add_test(tabs, held_table_bounded);
+	suite_add_tcase(s, tc);
+	suite_add_tcase(s, tabs);
+	return s;
+}
+
+PC_UNIT_MAIN(engine_suite)
