@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -206,6 +207,8 @@ int vault_cli(int argc, char **argv, const char *config)
 	struct pc_err e = {0};
 	const char *sub = argc > 1 ? argv[1] : "";
 
+	/* a value passes through this process: no core dump of it */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (sodium_init() < 0) {
 		pc_cli_error(argv[0], "libsodium failed to initialise");
 		return PC_EXIT_ERROR;

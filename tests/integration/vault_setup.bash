@@ -126,7 +126,11 @@ vault_logd_start() {
 }
 
 vault_start() {
-	lab_gw "$V_BIN/portcullis-vault" -c "$V/portcullis.yaml" 2>>"$LAB_DIR/vault.stderr" &
+	# V_CWD: run it there with core dumps allowed by the shell (vault_core.sh)
+	(
+		[ -z "${V_CWD:-}" ] || { cd "$V_CWD" && ulimit -c unlimited; }
+		lab_gw "$V_BIN/portcullis-vault" -c "$V/portcullis.yaml" 2>>"$LAB_DIR/vault.stderr"
+	) &
 	local i
 	for i in $(seq 1 100); do
 		V_VAULT_PID=$(v_pid portcullis-vault)

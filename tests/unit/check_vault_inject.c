@@ -1,0 +1,249 @@
+/* Unit tests for the vault's decision on a request head (inject.c): where a
+ * placeholder may stand, how the bound header is rewritten, and that every
+ * refusal names its reason without ever holding a value. */
+#include <netinet/in.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/unit/unit.h"
+#include "vault/vault_int.h"
+
+#define PH_GH  "pcph_GITHUB_TOKEN_aaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define PH_PY  "pcph_PYPI_TOKEN_bbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define VAL_GH "ghp_REALVALUE0123456789"
+#define VAL_PY "pypi-REALVALUE9876543210"
+
+static const char policy_yaml[] = "sandbox: agent-1\n"
+				  "match: { source: 10.203.0.11/32 }\n"
+				  "allow:\n"
+				  "  - host: api.github.test\n"
+				  "    ports: [443]\n"
+				  "  - host: pypi.test\n"
+				  "    ports: [443]\n"
+				  "  - host: www.github.test\n"
+				  "    ports: [443]\n"
+				  "secrets:\n"
+				  "  - name: GITHUB_TOKEN\n"
+				  "    host: api.github.test\n"
+				  "  - name: PYPI_TOKEN\n"
+				  "    host: pypi.test\n"
+				  "    header: X-Api-Key\n"
+				  "    format: \"key={secret};\"\n";
+
+static struct vault_state *st;
+static const struct policy_sandbox *sb;
+
+static void add_secret(struct vault_store *s, const char *name, const char *ph, const char *val)
+{
+	struct vault_secret *x = &s->s[s->n++];
+
+	pc_strlcpy(x->name, name, sizeof(x->name));
+	pc_strlcpy(x->placeholder, ph, sizeof(x->placeholder));
+	x->ph_len = strlen(ph);
+	x->value_len = strlen(val);
+	x->value = sodium_malloc(x->value_len);
+	memcpy(x->value, val, x->value_len);
+}
+
+static void setup(void)
+{
+	struct policy *p;
+	struct vault_store *store = calloc(1, sizeof(*store));
+	struct pc_err e = {0};
+
+	ck_assert_int_eq(
+	    policy_load_buffer("t.yaml", policy_yaml, strlen(policy_yaml), NULL, &p, &e), 0);
+	store->s = calloc(2, sizeof(*store->s));
+	add_secret(store, "GITHUB_TOKEN", PH_GH, VAL_GH);
+	add_secret(store, "PYPI_TOKEN", PH_PY, VAL_PY);
+	ck_assert_int_eq(vault_state_make(p, store, &st, &e), 0);
+	sb = policy_sandbox_by_name(p, "agent-1");
+	ck_assert_ptr_nonnull(sb);
+}
+
+static void teardown(void)
+{
+	vault_state_unref(st);
+}
+
+/* Run a request through inject_request; out gets the head sent upstream. */
+static void run(const char *sni, const char *reqs, struct inject_out *r, char *out)
+{
+	struct http_request req;
+	struct pc_err e = {0};
+	unsigned status;
+	size_t cap = inject_out_cap(32768);
+	uint8_t *buf = malloc(cap);
+
+	ck_assert_msg(http_request_parse(reqs, strlen(reqs), 32768, &req, &status, &e) > 0, "%s",
+		      e.msg);
+	ck_assert_int_eq(inject_request(st, sb, sni, 443, reqs, &req, buf, cap, r), 0);
+	memcpy(out, buf, r->head_len);
+	out[r->head_len] = '\0';
+	free(buf);
+	/* a refusal never carries a value in its reason */
+	ck_assert_ptr_null(strstr(r->reason, VAL_GH));
+	ck_assert_ptr_null(strstr(r->reason, VAL_PY));
+}
+
+START_TEST(bearer_injected)
+{
+	struct inject_out r;
+	char out[8192];
+
+	run("api.github.test",
+	    "GET /x HTTP/1.1\r\nHost: api.github.test\r\nAuthorization: Bearer " PH_GH
+	    "\r\nAccept-Encoding: gzip\r\nConnection: keep-alive\r\n\r\n",
+	    &r, out);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_str_eq(r.secrets, "GITHUB_TOKEN");
+	ck_assert_ptr_nonnull(strstr(out, "\r\nAuthorization: Bearer " VAL_GH "\r\n"));
+	ck_assert_ptr_null(strstr(out, PH_GH));
+	ck_assert_ptr_null(strstr(out, "gzip"));
+	ck_assert_ptr_nonnull(strstr(out, "Accept-Encoding: identity"));
+	ck_assert_ptr_null(strstr(out, "Connection"));
+	inject_out_clear(&r);
+}
+END_TEST
+
+START_TEST(format_and_header_of_policy)
+{
+	struct inject_out r;
+	char out[8192];
+
+	/* the whole header value becomes the formatted secret */
+	run("pypi.test",
+	    "GET / HTTP/1.1\r\nHost: pypi.test:443\r\nx-api-key: junk " PH_PY " junk\r\n\r\n", &r,
+	    out);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_ptr_nonnull(strstr(out, "X-Api-Key: key=" VAL_PY ";\r\n"));
+	ck_assert_ptr_null(strstr(out, "junk"));
+	inject_out_clear(&r);
+}
+END_TEST
+
+START_TEST(basic_injected_with_derived_scrub)
+{
+	struct inject_out r;
+	char out[8192], b64[256], want[512];
+	unsigned char dec[256];
+	size_t dl;
+	const char *cred = "user:" PH_GH;
+
+	sodium_bin2base64(b64, sizeof(b64), (const unsigned char *)cred, strlen(cred),
+			  sodium_base64_VARIANT_ORIGINAL);
+	snprintf(want, sizeof(want),
+		 "GET / HTTP/1.1\r\nHost: api.github.test\r\nAuthorization: Basic %s\r\n\r\n", b64);
+	run("api.github.test", want, &r, out);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_int_eq(r.n_derived, 1);
+	{
+		const char *p = strstr(out, "Authorization: Basic ");
+
+		ck_assert_ptr_nonnull(p);
+		p += 21;
+		ck_assert_int_eq(sodium_base642bin(dec, sizeof(dec), p, strcspn(p, "\r"), NULL, &dl,
+						   NULL, sodium_base64_VARIANT_ORIGINAL),
+				 0);
+		ck_assert_int_eq(dl, strlen("user:" VAL_GH));
+		ck_assert(memcmp(dec, "user:" VAL_GH, dl) == 0);
+		/* the response scrubber maps the real encoding back to the sandbox's */
+		ck_assert(memcmp(r.derived[0].needle, p, r.derived[0].nlen) == 0);
+		ck_assert(memcmp(r.derived[0].repl, b64, r.derived[0].rlen) == 0);
+	}
+	inject_out_clear(&r);
+}
+END_TEST
+
+/* The request must be refused with status and a reason matching why. */
+static void refused(const char *sni, const char *reqs, unsigned status, bool exfil, const char *why)
+{
+	struct inject_out r;
+	char out[8192];
+
+	run(sni, reqs, &r, out);
+	ck_assert_msg(r.status == status, "status %u, want %u (%s)", r.status, status, r.reason);
+	ck_assert_int_eq(r.exfil, exfil);
+	ck_assert_msg(strstr(r.reason, why), "reason '%s' lacks '%s'", r.reason, why);
+	ck_assert_int_eq(r.head_len, 0);
+	inject_out_clear(&r);
+}
+
+START_TEST(refusals)
+{
+	refused("pypi.test",
+		"GET / HTTP/1.1\r\nHost: pypi.test\r\nAuthorization: Bearer " PH_GH "\r\n\r\n", 403,
+		true, "bound to api.github.test:443, not pypi.test:443");
+	refused("www.github.test",
+		"GET / HTTP/1.1\r\nHost: www.github.test\r\nAuthorization: Bearer " PH_GH
+		"\r\n\r\n",
+		403, true, "not www.github.test");
+	refused("api.github.test", "GET /?a=" PH_GH " HTTP/1.1\r\nHost: api.github.test\r\n\r\n",
+		403, true, "in the request URL");
+	refused("api.github.test",
+		"GET / HTTP/1.1\r\nHost: api.github.test\r\nX-Other: " PH_GH "\r\n\r\n", 403, true,
+		"outside its header Authorization");
+	refused("api.github.test",
+		"GET / HTTP/1.1\r\nHost: api.github.test\r\n" PH_GH ": x\r\n\r\n", 403, true,
+		"outside its header");
+	refused("api.github.test", "GET / HTTP/1.1\r\nHost: pypi.test\r\n\r\n", 421, false,
+		"does not match the TLS server name");
+	refused("api.github.test", "GET / HTTP/1.1\r\nHost: api.github.test:8443\r\n\r\n", 421,
+		false, "does not match");
+	refused("paste.evil.test", "GET / HTTP/1.1\r\nHost: paste.evil.test\r\n\r\n", 403, false,
+		"not on the allow list");
+	refused("api.github.test", "TRACE / HTTP/1.1\r\nHost: api.github.test\r\n\r\n", 405, true,
+		"TRACE");
+	refused("api.github.test",
+		"GET / HTTP/1.1\r\nHost: api.github.test\r\nAuthorization: " PH_GH " " PH_PY
+		"\r\n\r\n",
+		403, true, "PYPI_TOKEN");
+}
+END_TEST
+
+START_TEST(client_credentials_replaced)
+{
+	struct inject_out r;
+	char out[8192];
+
+	run("api.github.test",
+	    "GET / HTTP/1.1\r\nHost: api.github.test\r\nAuthorization: Bearer mine\r\n"
+	    "AUTHORIZATION: Bearer " PH_GH "\r\n\r\n",
+	    &r, out);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_ptr_null(strstr(out, "mine"));
+	ck_assert_ptr_nonnull(strstr(out, VAL_GH));
+	/* exactly one Authorization header goes out */
+	ck_assert_ptr_null(strstr(strstr(out, "Authorization") + 1, "Authorization"));
+	inject_out_clear(&r);
+	/* without a placeholder the client's own header passes untouched */
+	run("api.github.test",
+	    "GET / HTTP/1.1\r\nHost: api.github.test\r\nAuthorization: Bearer mine\r\n\r\n", &r,
+	    out);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_ptr_nonnull(strstr(out, "Authorization: Bearer mine"));
+	ck_assert_str_eq(r.secrets, "");
+	inject_out_clear(&r);
+}
+END_TEST
+
+static Suite *inject_suite(void)
+{
+	Suite *s = suite_create("vault_inject");
+	TCase *t = tcase_create("inject");
+
+	if (sodium_init() < 0)
+		abort();
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_add_test(t, bearer_injected);
+	tcase_add_test(t, format_and_header_of_policy);
+	tcase_add_test(t, basic_injected_with_derived_scrub);
+	tcase_add_test(t, refusals);
+	tcase_add_test(t, client_credentials_replaced);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+PC_UNIT_MAIN(inject_suite)
