@@ -167,7 +167,7 @@ struct policy_allow {
 	struct policy_portrange *ports;   /* ports: [443, "8000-8080"] */
 	size_t n_ports;
 	unsigned proto;                   /* enum policy_proto bits; default TCP */
-	char rule[96];  /* stable name for logs: "agent-1/allow[2]" */
+	char rule[96];  /* stable name for logs: "agent-1/allow[2]" (0-based, file order) */
 	const char *file; /* where it was written (borrowed from the policy) */
 	unsigned line;
 };
@@ -200,7 +200,8 @@ struct policy_sandbox {
 
 struct policy; /* opaque, immutable, refcounted */
 
-/* Load every *.yaml file in dir (sorted by name) / the given files, and
+/* Load every NAME.yaml file in dir (sorted by name; dot files and other
+ * names are ignored, a NAME.yml is an error) / the given files, and
  * compile them into one policy. cfg supplies defaults (qtypes, refuse);
  * may be NULL for built-in defaults. Any error anywhere rejects the whole
  * policy: *out is only written on success. */
@@ -229,6 +230,7 @@ const char *policy_hash(const struct policy *p);
 const char *policy_canonical(const struct policy *p, size_t *len);
 
 size_t policy_sandbox_count(const struct policy *p);
+/* Sandboxes are in name order (strcmp); pointers live as the policy. */
 const struct policy_sandbox *policy_sandbox_at(const struct policy *p, size_t i);
 const struct policy_sandbox *policy_sandbox_by_name(const struct policy *p, const char *name);
 
@@ -262,14 +264,17 @@ bool policy_name_allowed(const struct policy_sandbox *sb, const char *name,
 /* Does pattern entry a match name? (exported for tests and the checker) */
 bool policy_allow_name_match(const struct policy_allow *a, const char *name);
 
-/* The secret of this sandbox bound to host:port, or NULL. */
+/* The secret of this sandbox bound to host:port, or NULL; when several
+ * are bound there, the first by name. Compiled secrets are in name order. */
 const struct policy_secret *policy_secret_for(const struct policy_sandbox *sb, const char *host,
 					      uint16_t port);
 const struct policy_secret *policy_secret_by_name(const struct policy_sandbox *sb,
 						  const char *name);
 
 /* Validate a DNS host name or "*."-wildcard as policy files write them;
- * used by the CLI for --allow. Writes the normalized form on success. */
+ * used by the CLI for --allow. Writes the normalized form on success:
+ * lower case, no trailing dot, and for "*.suffix" only the suffix, with
+ * *wildcard set (as in struct policy_allow). */
 int policy_host_normalize(const char *in, char *out, size_t outlen, bool *wildcard,
 			  struct pc_err *err);
 

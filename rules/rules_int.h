@@ -39,7 +39,8 @@ struct diag {
 	pc_err_report_fn report;
 	void *arg;
 	size_t count;
-	bool gave_up; /* DIAG_MAX reached: callers stop early */
+	int first_code; /* code of the first error */
+	bool gave_up;	/* DIAG_MAX reached: callers stop early */
 };
 void diag_init(struct diag *d, struct pc_err *err, pc_err_report_fn report, void *arg);
 /* Record an error at file:line:col (line 0: no position). Returns code. */

@@ -15,8 +15,11 @@ int diag_add(struct diag *d, const struct pc_err *e)
 {
 	if (d->gave_up)
 		return e->code;
-	if (d->count == 0 && d->err)
-		*d->err = *e;
+	if (d->count == 0) {
+		d->first_code = e->code;
+		if (d->err)
+			*d->err = *e;
+	}
 	d->count++;
 	if (d->report)
 		d->report(e, d->arg);
@@ -60,8 +63,8 @@ int diag_code(const struct diag *d)
 {
 	if (!d->count)
 		return 0;
-	if (d->err && d->err->code && d->err->code != PC_EINVAL)
-		return d->err->code;
+	if (d->first_code && d->first_code != PC_EINVAL)
+		return d->first_code;
 	return PC_EPARSE;
 }
 

@@ -245,10 +245,8 @@ static int ybuild_doc_end(struct ybuild *b, const yaml_mark_t *start)
 	struct ydoc *d;
 
 	if (!b->root) {
-		/* An explicit empty document ("---" and nothing) holds null. */
-		static const yaml_mark_t zero;
-
-		b->root = ynode_new(b, YN_SCALAR, start ? start : &zero);
+		/* libyaml gives an empty document an empty scalar; be sure. */
+		b->root = ynode_new(b, YN_SCALAR, start);
 		if (!b->root || !(b->root->str = arena_strdup(&b->f->arena, "")))
 			return ybuild_nomem(b);
 	}
@@ -265,8 +263,8 @@ static int ybuild_doc_end(struct ybuild *b, const yaml_mark_t *start)
 	}
 	d = &b->docs[b->n_docs++];
 	d->root = b->root;
-	d->line = start ? (unsigned)start->line + 1 : 1;
-	d->col = start ? (unsigned)start->column + 1 : 1;
+	d->line = (unsigned)start->line + 1;
+	d->col = (unsigned)start->column + 1;
 	b->root = NULL;
 	return 0;
 }
