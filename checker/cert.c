@@ -17,25 +17,25 @@
 #include "rules/rules.h"
 
 static const char *assumptions[] = {
-	"the kernel implements netfilter, bridge isolation, tc and routing as documented "
-	"(nft(8): an accept ends only its base chain, a drop is final)",
-	"the appliance host is not compromised: root on the gateway can change everything this "
-	"certificate describes",
-	"the state read at the time of issuance stays as it was; re-run `portcullis cert verify "
-	"--live` to check it still holds",
-	"the engine (portcullisd) judges queued packets as its policy says, and refuses when it "
-	"cannot (fail closed)",
-	"approved destinations are themselves secure: what they let the sandbox do is the "
-	"administrator's responsibility",
-	NULL};
+    "the kernel implements netfilter, bridge isolation, tc and routing as documented "
+    "(nft(8): an accept ends only its base chain, a drop is final)",
+    "the appliance host is not compromised: root on the gateway can change everything this "
+    "certificate describes",
+    "the state read at the time of issuance stays as it was; re-run `portcullis cert verify "
+    "--live` to check it still holds",
+    "the engine (portcullisd) judges queued packets as its policy says, and refuses when it "
+    "cannot (fail closed)",
+    "approved destinations are themselves secure: what they let the sandbox do is the "
+    "administrator's responsibility",
+    NULL};
 
 static const char *not_covered[] = {
-	"what an approved destination lets the agent do once it arrives there",
-	"covert timing channels through approved flows",
-	"compromise of the gateway host itself, and kernel bugs",
-	"traffic the sandbox sends to other sandboxes through anything but this bridge",
-	"changes made after the time of issuance (see --live)",
-	NULL};
+    "what an approved destination lets the agent do once it arrives there",
+    "covert timing channels through approved flows",
+    "compromise of the gateway host itself, and kernel bugs",
+    "traffic the sandbox sends to other sandboxes through anything but this bridge",
+    "changes made after the time of issuance (see --live)",
+    NULL};
 
 static void json_strlist(struct ck_buf *b, const char *const *v)
 {
@@ -90,7 +90,8 @@ static char *statement_build(const struct checker_result *res, const struct poli
 	ck_buf_json_str(&b, sb->name);
 	ck_buf_printf(&b, ",\"bridge\":");
 	ck_buf_json_str(&b, res->bridge);
-	ck_buf_printf(&b, ",\"issued\":\"%s\",\"policy\":", pc_time_rfc3339(res->time_ms, t, sizeof(t)));
+	ck_buf_printf(
+	    &b, ",\"issued\":\"%s\",\"policy\":", pc_time_rfc3339(res->time_ms, t, sizeof(t)));
 	ck_buf_json_str(&b, policy_hash(pol));
 	ck_buf_printf(&b, ",\"result\":\"proven\",\"our_tables\":\"%s\",\"log_seq\":%llu",
 		      res->table_digest, (unsigned long long)log_seq);
@@ -103,24 +104,26 @@ static char *statement_build(const struct checker_result *res, const struct poli
 		if (a->kind == POLICY_ALLOW_CIDR) {
 			char as[PC_ADDRSTRLEN];
 
-			snprintf(host, sizeof(host), "%s/%u", pc_addr_str(&a->cidr.addr, as, sizeof(as)),
-				 a->cidr.len);
+			snprintf(host, sizeof(host), "%s/%u",
+				 pc_addr_str(&a->cidr.addr, as, sizeof(as)), a->cidr.len);
 		} else {
-			snprintf(host, sizeof(host), "%s%s", a->kind == POLICY_ALLOW_WILDCARD ? "*." : "",
-				 a->host);
+			snprintf(host, sizeof(host), "%s%s",
+				 a->kind == POLICY_ALLOW_WILDCARD ? "*." : "", a->host);
 		}
 		for (size_t k = 0; k < a->n_ports && off < sizeof(ports) - 16; k++)
-			off += (size_t)snprintf(ports + off, sizeof(ports) - off,
-						a->ports[k].lo == a->ports[k].hi ? "%s%u" : "%s%u-%u",
-						k ? "," : "", a->ports[k].lo, a->ports[k].hi);
+			off +=
+			    (size_t)snprintf(ports + off, sizeof(ports) - off,
+					     a->ports[k].lo == a->ports[k].hi ? "%s%u" : "%s%u-%u",
+					     k ? "," : "", a->ports[k].lo, a->ports[k].hi);
 		ck_buf_printf(&b, "%s{\"%s\":", i ? "," : "",
 			      a->kind == POLICY_ALLOW_CIDR ? "cidr" : "host");
 		ck_buf_json_str(&b, host);
 		ck_buf_printf(&b, ",\"ports\":");
 		ck_buf_json_str(&b, ports);
 		ck_buf_printf(&b, ",\"proto\":\"%s\",\"rule\":",
-			      a->proto == POLICY_PROTO_ANY ? "tcp+udp" :
-			      a->proto == POLICY_PROTO_UDP ? "udp" : "tcp");
+			      a->proto == POLICY_PROTO_ANY   ? "tcp+udp"
+			      : a->proto == POLICY_PROTO_UDP ? "udp"
+							     : "tcp");
 		ck_buf_json_str(&b, a->rule);
 		ck_buf_printf(&b, "}");
 	}
@@ -178,11 +181,20 @@ int cert_cli_issue(int argc, char **argv, const struct pc_config *cfg)
 
 	while ((opt = getopt_long(argc, argv, "o:b:", lo, NULL)) != -1) {
 		switch (opt) {
-		case 'o': out = optarg; break;
-		case 'H': fmt = 'h'; break;
-		case 'M': fmt = 'm'; break;
-		case 'b': bridge = optarg; break;
-		default: return PC_EXIT_USAGE;
+		case 'o':
+			out = optarg;
+			break;
+		case 'H':
+			fmt = 'h';
+			break;
+		case 'M':
+			fmt = 'm';
+			break;
+		case 'b':
+			bridge = optarg;
+			break;
+		default:
+			return PC_EXIT_USAGE;
 		}
 	}
 	if (optind != argc - 1 || (fmt && !out)) {
@@ -347,7 +359,8 @@ static int live_compare(const struct jv *stmt, const char *config, const char *b
 		}
 	}
 	if (res->status != CHECKER_PROVEN) {
-		printf("stale: containment is no longer proven (%zu finding(s))\n", res->n_findings);
+		printf("stale: containment is no longer proven (%zu finding(s))\n",
+		       res->n_findings);
 		for (size_t i = 0; i < res->n_findings; i++)
 			printf("  %s\n", res->findings[i].text);
 		bad++;
@@ -378,13 +391,26 @@ int cert_cli_sub(int argc, char **argv, const char *config)
 	optind = 0;
 	while ((opt = getopt_long(argc, argv, "k:b:o:", lo, NULL)) != -1) {
 		switch (opt) {
-		case 'k': keyf = optarg; break;
-		case 'l': live = true; break;
-		case 'b': bridge = optarg; break;
-		case 'H': html = true; break;
-		case 'M': html = false; break;
-		case 'o': out = optarg; break;
-		default: return PC_EXIT_USAGE;
+		case 'k':
+			keyf = optarg;
+			break;
+		case 'l':
+			live = true;
+			break;
+		case 'b':
+			bridge = optarg;
+			break;
+		case 'H':
+			html = true;
+			break;
+		case 'M':
+			html = false;
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		default:
+			return PC_EXIT_USAGE;
 		}
 	}
 	if (optind != argc - 1) {
@@ -411,11 +437,13 @@ int cert_cli_sub(int argc, char **argv, const char *config)
 	rc = cert_env_parse(buf, len, &env, &err);
 	free(buf);
 	if (rc < 0) {
-		pc_cli_error("cert verify", "%s: %s", argv[optind], pc_err_str(&err, eb, sizeof(eb)));
+		pc_cli_error("cert verify", "%s: %s", argv[optind],
+			     pc_err_str(&err, eb, sizeof(eb)));
 		return PC_EXIT_FAIL;
 	}
 	if (cert_env_verify(&env, pk, &err) < 0) {
-		pc_cli_error("cert verify", "%s: %s", argv[optind], pc_err_str(&err, eb, sizeof(eb)));
+		pc_cli_error("cert verify", "%s: %s", argv[optind],
+			     pc_err_str(&err, eb, sizeof(eb)));
 		cert_env_free(&env);
 		return PC_EXIT_FAIL;
 	}

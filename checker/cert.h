@@ -21,7 +21,7 @@ struct jv {
 	char *s; /* string (decoded) or number text */
 	size_t slen;
 	struct jv **items; /* array items / object values */
-	char **keys;       /* object keys */
+	char **keys;	   /* object keys */
 	size_t n;
 };
 /* Parse a whole buffer (strict: one value, nothing after it, no duplicate
@@ -29,7 +29,7 @@ struct jv {
 struct jv *jv_parse(const char *buf, size_t len);
 void jv_free(struct jv *v);
 const struct jv *jv_get(const struct jv *obj, const char *key); /* borrowed */
-const char *jv_str(const struct jv *v); /* NULL unless a string */
+const char *jv_str(const struct jv *v);				/* NULL unless a string */
 
 /* ---- DSSE and keys (dsse.c) ------------------------------------------------ */
 

@@ -14,10 +14,18 @@ static void text(struct ck_buf *b, bool html, const char *s)
 
 		if (html) {
 			switch (*p) {
-			case '<': r = "&lt;"; break;
-			case '>': r = "&gt;"; break;
-			case '&': r = "&amp;"; break;
-			case '"': r = "&quot;"; break;
+			case '<':
+				r = "&lt;";
+				break;
+			case '>':
+				r = "&gt;";
+				break;
+			case '&':
+				r = "&amp;";
+				break;
+			case '"':
+				r = "&quot;";
+				break;
 			}
 		} else if (strchr("\\`*_[]<>|#", *p)) {
 			char e[2] = {'\\', *p};
@@ -99,9 +107,10 @@ char *cert_render(const struct jv *st, bool html)
 	list_close(&b, html);
 
 	head(&b, html, 2, "1. What was proven");
-	text(&b, html, "Every packet entering from a sandbox port is queued to the engine, sent to "
-		       "the guard's own listeners, or dropped. Each obligation below held, with the "
-		       "evidence read from the live kernel state:");
+	text(&b, html,
+	     "Every packet entering from a sandbox port is queued to the engine, sent to "
+	     "the guard's own listeners, or dropped. Each obligation below held, with the "
+	     "evidence read from the live kernel state:");
 	ck_buf_printf(&b, html ? "\n" : "\n\n");
 	v = jv_get(p, "obligations");
 	for (size_t i = 0; v && v->type == JV_ARRAY && i < v->n; i++) {

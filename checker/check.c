@@ -99,10 +99,22 @@ static char *one_text(int (*fn)(const void *, char **, size_t *), const void *ob
 	return buf ? buf : strdup("");
 }
 
-static int t_table(const void *o, char **b, size_t *l) { return pc_nft_table_text(o, b, l); }
-static int t_chain(const void *o, char **b, size_t *l) { return pc_nft_chain_text(o, b, l); }
-static int t_set(const void *o, char **b, size_t *l) { return pc_nft_set_text(o, b, l); }
-static int t_rule(const void *o, char **b, size_t *l) { return pc_nft_rule_text(o, b, l); }
+static int t_table(const void *o, char **b, size_t *l)
+{
+	return pc_nft_table_text(o, b, l);
+}
+static int t_chain(const void *o, char **b, size_t *l)
+{
+	return pc_nft_chain_text(o, b, l);
+}
+static int t_set(const void *o, char **b, size_t *l)
+{
+	return pc_nft_set_text(o, b, l);
+}
+static int t_rule(const void *o, char **b, size_t *l)
+{
+	return pc_nft_rule_text(o, b, l);
+}
 
 static char *built_text(const struct pc_ruleset *rs)
 {
@@ -114,11 +126,13 @@ static char *built_text(const struct pc_ruleset *rs)
 
 		switch (o->kind) {
 		case PC_NFT_TABLE_OBJ:
-			ilist_add(&l, 0, o->family, nftnl_table_get_str(o->u.table, NFTNL_TABLE_NAME),
-				  NULL, 0, one_text(t_table, o->u.table));
+			ilist_add(&l, 0, o->family,
+				  nftnl_table_get_str(o->u.table, NFTNL_TABLE_NAME), NULL, 0,
+				  one_text(t_table, o->u.table));
 			break;
 		case PC_NFT_CHAIN_OBJ:
-			ilist_add(&l, 1, o->family, nftnl_chain_get_str(o->u.chain, NFTNL_CHAIN_TABLE),
+			ilist_add(&l, 1, o->family,
+				  nftnl_chain_get_str(o->u.chain, NFTNL_CHAIN_TABLE),
 				  nftnl_chain_get_str(o->u.chain, NFTNL_CHAIN_NAME), 0,
 				  one_text(t_chain, o->u.chain));
 			break;
@@ -198,7 +212,8 @@ static void norm_identity(char *t)
 
 		snprintf(pat, sizeof(pat), " proto_max reg %.*s ", (int)rl, r);
 		if (rl && strncmp(r + rl, pat, strlen(pat)) == 0)
-			memmove(r + rl, r + rl + strlen(pat) - 1, strlen(r + rl + strlen(pat) - 1) + 1);
+			memmove(r + rl, r + rl + strlen(pat) - 1,
+				strlen(r + rl + strlen(pat) - 1) + 1);
 	}
 }
 
@@ -300,7 +315,8 @@ static bool table_uses_compat(const struct ck_ruleset *rs, const char *table)
 			char buf[4096];
 
 			buf[0] = 0;
-			nftnl_rule_snprintf(buf, sizeof(buf), c->rules[j].r, NFTNL_OUTPUT_DEFAULT, 0);
+			nftnl_rule_snprintf(buf, sizeof(buf), c->rules[j].r, NFTNL_OUTPUT_DEFAULT,
+					    0);
 			if (strstr(buf, "[ queue "))
 				return false;
 			if (strstr(buf, "[ target name NFQUEUE"))
@@ -364,13 +380,13 @@ static int expect_build(const struct pc_config *cfg, const char *bridge, const s
 	}
 	{
 		struct pc_config c2 = *cfg;
-		struct pc_ruleset_params p = {
-			.cfg = &c2,
-			.policy = pol,
-			.ports = ports,
-			.n_ports = np,
-			.qpath = table_uses_compat(&st->nft, PC_NFT_TABLE) ? PC_QUEUE_COMPAT :
-									     PC_QUEUE_NATIVE};
+		struct pc_ruleset_params p = {.cfg = &c2,
+					      .policy = pol,
+					      .ports = ports,
+					      .n_ports = np,
+					      .qpath = table_uses_compat(&st->nft, PC_NFT_TABLE)
+							   ? PC_QUEUE_COMPAT
+							   : PC_QUEUE_NATIVE};
 
 		pc_strlcpy(c2.bridge, bridge, sizeof(c2.bridge));
 		rc = pc_ruleset_build(&p, &rs, err);
@@ -598,7 +614,8 @@ char *checker_result_json(const struct checker_result *r)
 	ck_buf_printf(&b, ",\"time\":\"%s\",\"findings\":[",
 		      pc_time_rfc3339(r->time_ms, t, sizeof(t)));
 	for (size_t i = 0; i < r->n_findings; i++) {
-		ck_buf_printf(&b, "%s{\"kind\":\"%s\",\"obligation\":\"%s\",\"text\":", i ? "," : "",
+		ck_buf_printf(&b,
+			      "%s{\"kind\":\"%s\",\"obligation\":\"%s\",\"text\":", i ? "," : "",
 			      r->findings[i].kind == CHECKER_EXIT ? "exit" : "unproven",
 			      checker_oblig_id(r->findings[i].ob));
 		ck_buf_json_str(&b, r->findings[i].text);
@@ -606,7 +623,8 @@ char *checker_result_json(const struct checker_result *r)
 	}
 	ck_buf_printf(&b, "],\"obligations\":");
 	ck_json_obligations(r, &b);
-	ck_buf_printf(&b, ",\"digests\":{\"ruleset\":\"%s\",\"tables\":\"%s\",\"snapshot\":\"%s\"}}\n",
+	ck_buf_printf(&b,
+		      ",\"digests\":{\"ruleset\":\"%s\",\"tables\":\"%s\",\"snapshot\":\"%s\"}}\n",
 		      r->ruleset_digest, r->table_digest, r->snapshot_digest);
 	if (b.oom) {
 		ck_buf_free(&b);

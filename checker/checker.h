@@ -20,30 +20,30 @@ struct pc_config;
 enum checker_status {
 	CHECKER_PROVEN = 0,
 	CHECKER_EXIT_FOUND = 1, /* at least one way out (and perhaps doubts) */
-	CHECKER_UNPROVEN = 2,   /* no way out found, but something not modelled */
+	CHECKER_UNPROVEN = 2,	/* no way out found, but something not modelled */
 };
 
 enum checker_kind {
-	CHECKER_EXIT = 1,     /* "second exit: ..." a way out exists */
-	CHECKER_DOUBT = 2,    /* "unproven: ..." could not be modelled */
+	CHECKER_EXIT = 1,  /* "second exit: ..." a way out exists */
+	CHECKER_DOUBT = 2, /* "unproven: ..." could not be modelled */
 };
 
 /* The proof obligations, in report order (ids in checker_oblig_id). */
 enum checker_oblig {
 	CK_OB_TABLE = 0, /* our tables present and identical to the engine's */
-	CK_OB_ORDER,     /* our base chains run before anything that could undo them */
-	CK_OB_PATHS,     /* every path ends in our queue, our listeners or a drop */
-	CK_OB_QUEUE,     /* no queue rule with bypass / to another queue */
-	CK_OB_MEMBERS,   /* only sandbox ports on the sandbox bridge */
-	CK_OB_ISOLATED,  /* every port isolated */
-	CK_OB_TCXDP,     /* no tc/XDP program redirects or mirrors */
-	CK_OB_LOCAL,     /* no extra local address on the bridge */
-	CK_OB_IPV6,      /* IPv6 as guarded as IPv4 */
-	CK_OB_BRNF,      /* bridge-netfilter settings as the ruleset expects */
-	CK_OB_MODEL,     /* everything on the path was modelled */
+	CK_OB_ORDER,	 /* our base chains run before anything that could undo them */
+	CK_OB_PATHS,	 /* every path ends in our queue, our listeners or a drop */
+	CK_OB_QUEUE,	 /* no queue rule with bypass / to another queue */
+	CK_OB_MEMBERS,	 /* only sandbox ports on the sandbox bridge */
+	CK_OB_ISOLATED,	 /* every port isolated */
+	CK_OB_TCXDP,	 /* no tc/XDP program redirects or mirrors */
+	CK_OB_LOCAL,	 /* no extra local address on the bridge */
+	CK_OB_IPV6,	 /* IPv6 as guarded as IPv4 */
+	CK_OB_BRNF,	 /* bridge-netfilter settings as the ruleset expects */
+	CK_OB_MODEL,	 /* everything on the path was modelled */
 	CK_OB_COUNT
 };
-const char *checker_oblig_id(enum checker_oblig ob);    /* "table-identical" */
+const char *checker_oblig_id(enum checker_oblig ob);	/* "table-identical" */
 const char *checker_oblig_title(enum checker_oblig ob); /* one sentence */
 
 struct checker_finding {
@@ -77,13 +77,13 @@ void checker_result_free(struct checker_result *r);
  * bridge netfilter. checker_expect_from_config() derives it from the
  * configuration and the engine (appliance.h); tests set it by hand. */
 struct checker_expect {
-	char table[64];          /* "portcullis" (inet and bridge families) */
-	uint32_t mark_mask;      /* every mark bit the engine owns */
-	uint32_t mark_decided;   /* the bit(s) meaning "the engine decided" */
+	char table[64];		     /* "portcullis" (inet and bridge families) */
+	uint32_t mark_mask;	     /* every mark bit the engine owns */
+	uint32_t mark_decided;	     /* the bit(s) meaning "the engine decided" */
 	uint16_t queue_lo, queue_hi; /* our NFQUEUE numbers, inclusive */
 	uint16_t listen_ports[4];    /* our listeners (vault), host order */
 	size_t n_listen;
-	int br_nf_call;          /* bridge-nf-call-ip(6)tables: 0 off, 1 on, -1 either */
+	int br_nf_call;			 /* bridge-nf-call-ip(6)tables: 0 off, 1 on, -1 either */
 	const char *const *policy_ports; /* match.port names of the policy (borrowed) */
 	size_t n_policy_ports;
 	/* Canonical dump (ck_nft_canon form) of the tables the engine installs;

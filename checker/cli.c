@@ -37,11 +37,18 @@ static int cmd_check(int argc, char **argv, const char *config)
 
 	while ((opt = getopt_long(argc, argv, "b:jv", lo, NULL)) != -1) {
 		switch (opt) {
-		case 'b': bridge = optarg; break;
-		case 'j': json = true; break;
-		case 'v': verbose = true; break;
+		case 'b':
+			bridge = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'v':
+			verbose = true;
+			break;
 		default:
-			fprintf(stderr, "usage: portcullis check [--bridge BR] [--json] [--verbose]\n");
+			fprintf(stderr,
+				"usage: portcullis check [--bridge BR] [--json] [--verbose]\n");
 			return PC_EXIT_USAGE;
 		}
 	}

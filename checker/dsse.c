@@ -149,8 +149,9 @@ int cert_env_verify(const struct cert_env *e, const uint8_t pk[32], struct pc_er
 	ok = crypto_sign_verify_detached(e->sig, pae, plen, pk) == 0;
 	free(pae);
 	if (!ok)
-		return pc_err_set(err, PC_ETAMPER,
-				  "signature does not verify with this key (tampered, or another key)");
+		return pc_err_set(
+		    err, PC_ETAMPER,
+		    "signature does not verify with this key (tampered, or another key)");
 	cert_keyid(pk, kid);
 	if (e->keyid[0] && strcmp(e->keyid, kid) != 0)
 		return pc_err_set(err, PC_ETAMPER, "keyid %s is not this key (%s)", e->keyid, kid);
@@ -254,7 +255,8 @@ static int pem_write(const char *path, const char *label, const uint8_t *prefix,
 	sodium_memzero(der, sizeof(der));
 	if (!s)
 		return pc_err_set(err, PC_ENOMEM, "key encoding");
-	n = snprintf(pem, sizeof(pem), "-----BEGIN %s-----\n%s\n-----END %s-----\n", label, s, label);
+	n = snprintf(pem, sizeof(pem), "-----BEGIN %s-----\n%s\n-----END %s-----\n", label, s,
+		     label);
 	sodium_memzero(s, strlen(s));
 	free(s);
 	rc = pc_file_write_atomic(path, pem, (size_t)n, mode, err);

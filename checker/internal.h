@@ -13,7 +13,7 @@
 struct nftnl_rule;
 
 #define CK_NAMELEN 256 /* NFT_NAME_MAXLEN */
-#define CK_KEYMAX 64   /* largest set key/data we keep */
+#define CK_KEYMAX  64  /* largest set key/data we keep */
 
 /* ---- growable arrays ----------------------------------------------------- */
 
@@ -116,8 +116,8 @@ struct ck_ruleset {
 	size_t n_objs, cap_objs;
 	struct ck_badrule *bad;
 	size_t n_bad, cap_bad;
-	size_t n_rules;     /* rules attached to chains */
-	size_t n_orphans;   /* rules whose chain was not in the dump */
+	size_t n_rules;	  /* rules attached to chains */
+	size_t n_orphans; /* rules whose chain was not in the dump */
 };
 
 void ck_ruleset_free(struct ck_ruleset *rs);
@@ -159,7 +159,7 @@ struct ck_link {
 	/* bridge port (slave_kind "bridge"): -1 when not reported */
 	bool brport;
 	int isolated, learning, flood, bcast_flood, mcast_flood, hairpin, proxyarp, neigh_suppress,
-		locked;
+	    locked;
 	/* XDP */
 	uint8_t xdp_attached;
 	uint32_t xdp_prog_id;
@@ -193,7 +193,7 @@ struct ck_iprule {
 struct ck_tcact {
 	char kind[16];
 	int mirred_eaction, mirred_ifindex; /* mirred */
-	bool has_mark;                      /* skbedit */
+	bool has_mark;			    /* skbedit */
 	uint32_t mark, mark_mask;
 };
 
@@ -245,8 +245,8 @@ struct ck_state {
 	size_t n_sysctls, cap_sysctls;
 	struct ck_listener *listeners;
 	size_t n_listeners, cap_listeners;
-	char legacy[256];   /* iptables-legacy tables loaded ("ip:nat ip6:filter") */
-	int nf_bpf_links;   /* netfilter BPF links on the host, -1 unknown */
+	char legacy[256]; /* iptables-legacy tables loaded ("ip:nat ip6:filter") */
+	int nf_bpf_links; /* netfilter BPF links on the host, -1 unknown */
 	bool listeners_read;
 };
 
@@ -292,7 +292,7 @@ int ck_analyze(const struct ck_state *st, const struct checker_expect *ex, const
 void ck_find(struct checker_result *res, enum checker_oblig ob, enum checker_kind kind,
 	     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void ck_evid(struct checker_result *res, enum checker_oblig ob, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* The nftables path model (path.c). */
 void ck_paths_check(const struct ck_state *st, const struct checker_expect *ex, const char *br,

@@ -75,12 +75,26 @@ static char *parse_str(struct jp *j, size_t *outlen)
 				goto bad;
 			c = (unsigned char)*j->p++;
 			switch (c) {
-			case '"': case '\\': case '/': enc[0] = (char)c; break;
-			case 'b': enc[0] = '\b'; break;
-			case 'f': enc[0] = '\f'; break;
-			case 'n': enc[0] = '\n'; break;
-			case 'r': enc[0] = '\r'; break;
-			case 't': enc[0] = '\t'; break;
+			case '"':
+			case '\\':
+			case '/':
+				enc[0] = (char)c;
+				break;
+			case 'b':
+				enc[0] = '\b';
+				break;
+			case 'f':
+				enc[0] = '\f';
+				break;
+			case 'n':
+				enc[0] = '\n';
+				break;
+			case 'r':
+				enc[0] = '\r';
+				break;
+			case 't':
+				enc[0] = '\t';
+				break;
 			case 'u': {
 				unsigned u = 0;
 
@@ -111,7 +125,8 @@ static char *parse_str(struct jp *j, size_t *outlen)
 				}
 				break;
 			}
-			default: goto bad;
+			default:
+				goto bad;
 			}
 		}
 		if (n + el + 1 > cap) {
@@ -206,7 +221,7 @@ static struct jv *parse_container(struct jp *j, int type)
 			return v;
 		}
 		goto bad;
-badkey:
+	badkey:
 		free(key);
 		goto bad;
 	}
@@ -223,8 +238,10 @@ static struct jv *parse_val(struct jp *j)
 	if (j->p >= j->end)
 		return NULL;
 	switch (*j->p) {
-	case '{': return parse_container(j, JV_OBJECT);
-	case '[': return parse_container(j, JV_ARRAY);
+	case '{':
+		return parse_container(j, JV_OBJECT);
+	case '[':
+		return parse_container(j, JV_ARRAY);
 	case '"':
 		v = jv_new(JV_STRING);
 		if (v && !(v->s = parse_str(j, &v->slen))) {
@@ -253,8 +270,9 @@ static struct jv *parse_val(struct jp *j)
 
 		if (*j->p == '-')
 			j->p++;
-		while (j->p < j->end && ((*j->p >= '0' && *j->p <= '9') || *j->p == '.' ||
-					 *j->p == 'e' || *j->p == 'E' || *j->p == '+' || *j->p == '-'))
+		while (j->p < j->end &&
+		       ((*j->p >= '0' && *j->p <= '9') || *j->p == '.' || *j->p == 'e' ||
+			*j->p == 'E' || *j->p == '+' || *j->p == '-'))
 			j->p++;
 		if (j->p == s || (j->p - s == 1 && *s == '-'))
 			return NULL;

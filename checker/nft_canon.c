@@ -86,23 +86,24 @@ static void canon_expr(const struct ck_ruleset *rs, const struct ck_chain *c, st
 		return;
 	}
 	if (strcmp(n, "lookup") == 0 || strcmp(n, "dynset") == 0) {
-		const char *sn = nftnl_expr_get_str(x, strcmp(n, "lookup") == 0 ?
-								  NFTNL_EXPR_LOOKUP_SET :
-								  NFTNL_EXPR_DYNSET_SET_NAME);
+		const char *sn =
+		    nftnl_expr_get_str(x, strcmp(n, "lookup") == 0 ? NFTNL_EXPR_LOOKUP_SET
+								   : NFTNL_EXPR_DYNSET_SET_NAME);
 		const struct ck_set *s = sn ? ck_set_find(rs, c->family, c->table, sn) : NULL;
 
 		if (strcmp(n, "lookup") == 0)
 			ck_buf_printf(out, " [lookup sreg %u dreg %u flags %u ",
 				      nftnl_expr_get_u32(x, NFTNL_EXPR_LOOKUP_SREG),
-				      nftnl_expr_is_set(x, NFTNL_EXPR_LOOKUP_DREG) ?
-					      nftnl_expr_get_u32(x, NFTNL_EXPR_LOOKUP_DREG) :
-					      999u,
+				      nftnl_expr_is_set(x, NFTNL_EXPR_LOOKUP_DREG)
+					  ? nftnl_expr_get_u32(x, NFTNL_EXPR_LOOKUP_DREG)
+					  : 999u,
 				      nftnl_expr_get_u32(x, NFTNL_EXPR_LOOKUP_FLAGS));
 		else
-			ck_buf_printf(out, " [dynset op %u sreg %u timeout %llu ",
-				      nftnl_expr_get_u32(x, NFTNL_EXPR_DYNSET_OP),
-				      nftnl_expr_get_u32(x, NFTNL_EXPR_DYNSET_SREG_KEY),
-				      (unsigned long long)nftnl_expr_get_u64(x, NFTNL_EXPR_DYNSET_TIMEOUT));
+			ck_buf_printf(
+			    out, " [dynset op %u sreg %u timeout %llu ",
+			    nftnl_expr_get_u32(x, NFTNL_EXPR_DYNSET_OP),
+			    nftnl_expr_get_u32(x, NFTNL_EXPR_DYNSET_SREG_KEY),
+			    (unsigned long long)nftnl_expr_get_u64(x, NFTNL_EXPR_DYNSET_TIMEOUT));
 		if (s && (s->flags & NFT_SET_ANONYMOUS)) {
 			ck_buf_printf(out, "anonymous ");
 			canon_set_head(s, out);
@@ -121,9 +122,9 @@ static void canon_chain(const struct ck_ruleset *rs, const struct ck_chain *c, s
 {
 	ck_buf_printf(out, "  chain %s", c->name);
 	if (c->base) {
-		ck_buf_printf(out, " { type %s hook %s priority %d policy %s", c->type[0] ? c->type : "filter",
-			      ck_hook_name(c->family, c->hook), c->prio,
-			      c->policy == NF_DROP ? "drop" : "accept");
+		ck_buf_printf(out, " { type %s hook %s priority %d policy %s",
+			      c->type[0] ? c->type : "filter", ck_hook_name(c->family, c->hook),
+			      c->prio, c->policy == NF_DROP ? "drop" : "accept");
 		for (size_t i = 0; i < c->n_devs; i++)
 			ck_buf_printf(out, " device %s", c->devs[i]);
 		ck_buf_printf(out, " flags %u }", c->flags);

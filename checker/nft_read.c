@@ -22,28 +22,39 @@
 const char *ck_family_name(uint32_t family)
 {
 	switch (family) {
-	case NFPROTO_INET: return "inet";
-	case NFPROTO_IPV4: return "ip";
-	case NFPROTO_IPV6: return "ip6";
-	case NFPROTO_BRIDGE: return "bridge";
-	case NFPROTO_NETDEV: return "netdev";
-	case NFPROTO_ARP: return "arp";
-	default: return "unknown";
+	case NFPROTO_INET:
+		return "inet";
+	case NFPROTO_IPV4:
+		return "ip";
+	case NFPROTO_IPV6:
+		return "ip6";
+	case NFPROTO_BRIDGE:
+		return "bridge";
+	case NFPROTO_NETDEV:
+		return "netdev";
+	case NFPROTO_ARP:
+		return "arp";
+	default:
+		return "unknown";
 	}
 }
 
 const char *ck_hook_name(uint32_t family, uint32_t hook)
 {
-	static const char *inet[] = {"prerouting", "input", "forward", "output", "postrouting",
-				     "ingress"};
+	static const char *inet[] = {"prerouting", "input",	  "forward",
+				     "output",	   "postrouting", "ingress"};
 	static const char *br[] = {"prerouting", "input", "forward", "output", "postrouting"};
 	static const char *arp[] = {"input", "output", "forward"};
 
 	switch (family) {
-	case NFPROTO_NETDEV: return hook == 0 ? "ingress" : hook == 1 ? "egress" : "?";
-	case NFPROTO_BRIDGE: return hook < 5 ? br[hook] : "?";
-	case NFPROTO_ARP: return hook < 3 ? arp[hook] : "?";
-	default: return hook < 6 ? inet[hook] : "?";
+	case NFPROTO_NETDEV:
+		return hook == 0 ? "ingress" : hook == 1 ? "egress" : "?";
+	case NFPROTO_BRIDGE:
+		return hook < 5 ? br[hook] : "?";
+	case NFPROTO_ARP:
+		return hook < 3 ? arp[hook] : "?";
+	default:
+		return hook < 6 ? inet[hook] : "?";
 	}
 }
 
@@ -159,9 +170,9 @@ static int parse_chain(struct ck_ruleset *rs, const struct nlmsghdr *nlh)
 		cc->hook = nftnl_chain_get_u32(c, NFTNL_CHAIN_HOOKNUM);
 		cc->prio = nftnl_chain_get_s32(c, NFTNL_CHAIN_PRIO);
 		/* A base chain without a policy attribute accepts (kernel default). */
-		cc->policy = nftnl_chain_is_set(c, NFTNL_CHAIN_POLICY) ?
-				     nftnl_chain_get_u32(c, NFTNL_CHAIN_POLICY) :
-				     NF_ACCEPT;
+		cc->policy = nftnl_chain_is_set(c, NFTNL_CHAIN_POLICY)
+				 ? nftnl_chain_get_u32(c, NFTNL_CHAIN_POLICY)
+				 : NF_ACCEPT;
 		copy_str(cc->type, sizeof(cc->type), nftnl_chain_get_str(c, NFTNL_CHAIN_TYPE));
 	}
 	if (nftnl_chain_is_set(c, NFTNL_CHAIN_DEV)) {
@@ -327,7 +338,8 @@ static int parse_setelems(struct ck_ruleset *rs, const struct nlmsghdr *nlh)
 
 	if (!s)
 		return PC_ENOMEM;
-	if (nlh->nlmsg_len < NLMSG_HDRLEN + sizeof(*nfg) || nftnl_set_elems_nlmsg_parse(nlh, s) < 0) {
+	if (nlh->nlmsg_len < NLMSG_HDRLEN + sizeof(*nfg) ||
+	    nftnl_set_elems_nlmsg_parse(nlh, s) < 0) {
 		rc = PC_EPARSE;
 		goto out;
 	}
@@ -424,17 +436,31 @@ int ck_nft_parse(struct ck_ruleset *rs, const void *buf, size_t len, struct pc_e
 		if (nlh->nlmsg_type == NLMSG_DONE || nlh->nlmsg_type == NLMSG_NOOP)
 			continue;
 		if (nlh->nlmsg_type == NLMSG_ERROR)
-			return pc_err_set(err, PC_EIO, "nftables dump: error message from the kernel");
+			return pc_err_set(err, PC_EIO,
+					  "nftables dump: error message from the kernel");
 		if (NFNL_SUBSYS_ID(nlh->nlmsg_type) != NFNL_SUBSYS_NFTABLES)
 			continue;
 		switch (NFNL_MSG_TYPE(nlh->nlmsg_type)) {
-		case NFT_MSG_NEWTABLE: rc = parse_table(rs, nlh); break;
-		case NFT_MSG_NEWCHAIN: rc = parse_chain(rs, nlh); break;
-		case NFT_MSG_NEWRULE: rc = parse_rule(rs, nlh); break;
-		case NFT_MSG_NEWSET: rc = parse_set(rs, nlh); break;
-		case NFT_MSG_NEWSETELEM: rc = parse_setelems(rs, nlh); break;
-		case NFT_MSG_NEWOBJ: rc = parse_obj(rs, nlh); break;
-		default: break;
+		case NFT_MSG_NEWTABLE:
+			rc = parse_table(rs, nlh);
+			break;
+		case NFT_MSG_NEWCHAIN:
+			rc = parse_chain(rs, nlh);
+			break;
+		case NFT_MSG_NEWRULE:
+			rc = parse_rule(rs, nlh);
+			break;
+		case NFT_MSG_NEWSET:
+			rc = parse_set(rs, nlh);
+			break;
+		case NFT_MSG_NEWSETELEM:
+			rc = parse_setelems(rs, nlh);
+			break;
+		case NFT_MSG_NEWOBJ:
+			rc = parse_obj(rs, nlh);
+			break;
+		default:
+			break;
 		}
 		if (rc == PC_ENOMEM)
 			return pc_err_set(err, rc, "nftables dump: out of memory");
@@ -499,8 +525,8 @@ static int nl_dump(struct ck_nl *s, struct nlmsghdr *nlh, struct ck_buf *out, bo
 static int nft_gen(struct ck_nl *s, uint32_t *gen, struct pc_err *err)
 {
 	char buf[256];
-	struct nlmsghdr *nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETGEN, NFPROTO_UNSPEC, NLM_F_ACK,
-						      ++s->seq);
+	struct nlmsghdr *nlh =
+	    nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETGEN, NFPROTO_UNSPEC, NLM_F_ACK, ++s->seq);
 	struct ck_buf out = {0};
 	bool intr = false;
 	struct nftnl_gen *g = NULL;
@@ -651,8 +677,10 @@ int ck_nft_wellformed(const void *buf, size_t len)
 				if (mnl_attr_validate(a, MNL_TYPE_U64) < 0)
 					return 0;
 				break;
-			case NFTA_TABLE_USERDATA: break;
-			default: return 0;
+			case NFTA_TABLE_USERDATA:
+				break;
+			default:
+				return 0;
 			}
 		}
 	}

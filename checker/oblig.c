@@ -38,8 +38,9 @@ static const char *not_sandbox_port(const struct ck_state *st, const struct ck_l
 			char as[64] = "?";
 
 			inet_ntop(a->family, a->a, as, sizeof(as));
-			snprintf(why, sizeof(why), "it carries address %s/%u (an uplink or host interface)",
-				 as, a->prefixlen);
+			snprintf(why, sizeof(why),
+				 "it carries address %s/%u (an uplink or host interface)", as,
+				 a->prefixlen);
 			return why;
 		}
 	}
@@ -102,10 +103,11 @@ static void members_check(const struct ck_state *st, const struct checker_expect
 		}
 		if (l->link == br->ifindex && l->ifindex != br->ifindex && !l->link_netns &&
 		    l->kind[0]) {
-			ck_find(res, CK_OB_MEMBERS, CHECKER_EXIT,
-				"interface %s (%s) is stacked on the sandbox bridge %s: frames reach "
-				"it without the bridge's guarded path",
-				l->name, l->kind, br->name);
+			ck_find(
+			    res, CK_OB_MEMBERS, CHECKER_EXIT,
+			    "interface %s (%s) is stacked on the sandbox bridge %s: frames reach "
+			    "it without the bridge's guarded path",
+			    l->name, l->kind, br->name);
 			continue;
 		}
 		/* a sandbox port held by another bridge: named by the policy or in
@@ -116,7 +118,8 @@ static void members_check(const struct ck_state *st, const struct checker_expect
 			char mn[32];
 
 			ck_find(res, CK_OB_MEMBERS, CHECKER_EXIT,
-				"sandbox port %s is enslaved to bridge %s, not to the sandbox bridge %s",
+				"sandbox port %s is enslaved to bridge %s, not to the sandbox "
+				"bridge %s",
 				l->name, ck_ifname(st, l->master, mn, sizeof(mn)), br->name);
 		}
 	}
@@ -145,8 +148,9 @@ static void isolation_check(const struct ck_state *st, const struct ck_link *br,
 				"it without the guard",
 				l->name);
 		else
-			ck_evid(res, CK_OB_ISOLATED, "port %s: isolated on, learning %d, hairpin %d",
-				l->name, l->learning, l->hairpin);
+			ck_evid(res, CK_OB_ISOLATED,
+				"port %s: isolated on, learning %d, hairpin %d", l->name,
+				l->learning, l->hairpin);
 	}
 }
 
@@ -163,11 +167,16 @@ static const char *tc_dir(uint32_t parent, char *buf, size_t len)
 static const char *mirred_what(int ea)
 {
 	switch (ea) {
-	case TCA_EGRESS_REDIR: return "egress redirect";
-	case TCA_EGRESS_MIRROR: return "egress mirror";
-	case TCA_INGRESS_REDIR: return "ingress redirect";
-	case TCA_INGRESS_MIRROR: return "ingress mirror";
-	default: return "unknown action";
+	case TCA_EGRESS_REDIR:
+		return "egress redirect";
+	case TCA_EGRESS_MIRROR:
+		return "egress mirror";
+	case TCA_INGRESS_REDIR:
+		return "ingress redirect";
+	case TCA_INGRESS_MIRROR:
+		return "ingress mirror";
+	default:
+		return "unknown action";
 	}
 }
 
@@ -190,7 +199,8 @@ static void tcxdp_link(const struct ck_state *st, const struct checker_expect *e
 			role, l->name, l->tcx_ingress, l->tcx_egress);
 	if (l->tcx_ingress < 0)
 		ck_find(res, CK_OB_TCXDP, CHECKER_DOUBT,
-			"tcx programs on %s %s could not be queried (bpf() refused)", role, l->name);
+			"tcx programs on %s %s could not be queried (bpf() refused)", role,
+			l->name);
 	for (size_t i = 0; i < st->n_filters; i++) {
 		const struct ck_tcfilter *f = &st->filters[i];
 		bool known = false;
@@ -200,18 +210,19 @@ static void tcxdp_link(const struct ck_state *st, const struct checker_expect *e
 		nf++;
 		tc_dir(f->parent, d, sizeof(d));
 		if (strcmp(f->kind, "bpf") == 0) {
-			ck_find(res, CK_OB_TCXDP, CHECKER_DOUBT,
-				"tc filter on %s %s %s: bpf program id %u%s%s%s cannot be classified",
-				role, l->name, tc_dir(f->parent, d, sizeof(d)), f->bpf_id,
-				f->bpf_name[0] ? " (" : "", f->bpf_name, f->bpf_name[0] ? ")" : "");
+			ck_find(
+			    res, CK_OB_TCXDP, CHECKER_DOUBT,
+			    "tc filter on %s %s %s: bpf program id %u%s%s%s cannot be classified",
+			    role, l->name, tc_dir(f->parent, d, sizeof(d)), f->bpf_id,
+			    f->bpf_name[0] ? " (" : "", f->bpf_name, f->bpf_name[0] ? ")" : "");
 			continue;
 		}
 		for (int k = 0; classifiers[k]; k++)
 			known |= strcmp(f->kind, classifiers[k]) == 0;
 		if (!known) {
 			ck_find(res, CK_OB_TCXDP, CHECKER_DOUBT,
-				"tc filter on %s %s %s: classifier '%s' not modelled", role, l->name,
-				tc_dir(f->parent, d, sizeof(d)), f->kind);
+				"tc filter on %s %s %s: classifier '%s' not modelled", role,
+				l->name, tc_dir(f->parent, d, sizeof(d)), f->kind);
 			continue;
 		}
 		if (f->acts_trunc)
@@ -225,16 +236,19 @@ static void tcxdp_link(const struct ck_state *st, const struct checker_expect *e
 			if (strcmp(a->kind, "mirred") == 0) {
 				ck_find(res, CK_OB_TCXDP, CHECKER_EXIT,
 					"tc filter on %s %s %s: mirred %s dev %s", role, l->name,
-					tc_dir(f->parent, d, sizeof(d)), mirred_what(a->mirred_eaction),
+					tc_dir(f->parent, d, sizeof(d)),
+					mirred_what(a->mirred_eaction),
 					ck_ifname(st, a->mirred_ifindex, dev, sizeof(dev)));
 				continue;
 			}
 			if (strcmp(a->kind, "skbedit") == 0) {
 				if (a->has_mark && (a->mark & a->mark_mask & ex->mark_mask))
-					ck_find(res, CK_OB_TCXDP, CHECKER_EXIT,
-						"tc filter on %s %s %s: skbedit sets the engine's mark "
-						"bits (mark 0x%x)",
-						role, l->name, tc_dir(f->parent, d, sizeof(d)), a->mark);
+					ck_find(
+					    res, CK_OB_TCXDP, CHECKER_EXIT,
+					    "tc filter on %s %s %s: skbedit sets the engine's mark "
+					    "bits (mark 0x%x)",
+					    role, l->name, tc_dir(f->parent, d, sizeof(d)),
+					    a->mark);
 				continue;
 			}
 			for (int h = 0; harmless_acts[h]; h++)
@@ -280,16 +294,16 @@ static void local_check(const struct ck_state *st, const struct ck_link *br,
 				continue;
 			inet_ntop(l->family, l->a, la, sizeof(la));
 			n = snprintf(ls + off, sizeof(ls) - off, "%s%s %s%s%s:%u", off ? ", " : "",
-				     l->proto == IPPROTO_TCP ? "tcp" : "udp", l->family == AF_INET6 ? "[" : "",
-				     la, l->family == AF_INET6 ? "]" : "", l->port);
+				     l->proto == IPPROTO_TCP ? "tcp" : "udp",
+				     l->family == AF_INET6 ? "[" : "", la,
+				     l->family == AF_INET6 ? "]" : "", l->port);
 			if (n > 0 && off + (size_t)n < sizeof(ls))
 				off += (size_t)n;
 		}
 		ck_find(res, CK_OB_LOCAL, CHECKER_EXIT,
 			"address %s/%u on bridge %s is not the gateway address: local delivery "
 			"beyond our listeners (%s%s)",
-			as, a->prefixlen, br->name, ls[0] ? "listening: " : "no listener now",
-			ls);
+			as, a->prefixlen, br->name, ls[0] ? "listening: " : "no listener now", ls);
 	}
 }
 
@@ -305,9 +319,11 @@ static void brnf_check(const struct ck_state *st, const struct checker_expect *e
 	ck_evid(res, CK_OB_BRNF,
 		"bridge-nf-call-iptables=%s bridge-nf-call-ip6tables=%s (br_netfilter %s); %s "
 		"nf_call_iptables=%d nf_call_ip6tables=%d; expected %s",
-		loaded ? g4 : "-", g6 && g6[0] ? g6 : "-", loaded ? "active" : "not loaded", br->name,
-		br->br_nf_ipt, br->br_nf_ip6t,
-		ex->br_nf_call < 0 ? "either" : ex->br_nf_call ? "on" : "off");
+		loaded ? g4 : "-", g6 && g6[0] ? g6 : "-", loaded ? "active" : "not loaded",
+		br->name, br->br_nf_ipt, br->br_nf_ip6t,
+		ex->br_nf_call < 0 ? "either"
+		: ex->br_nf_call   ? "on"
+				   : "off");
 	if (ex->br_nf_call < 0)
 		return;
 	if (on4 != ex->br_nf_call || on6 != ex->br_nf_call)

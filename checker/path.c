@@ -146,14 +146,16 @@ static size_t stage_collect(const struct ck_state *st, enum stage_kind k, uint32
 		case ST_DEV_EGRESS:
 			take = c->family == NFPROTO_NETDEV && c->hook == 1 /* NF_NETDEV_EGRESS */;
 			break;
-		case ST_BRIDGE: take = c->family == NFPROTO_BRIDGE && c->hook == hook; break;
+		case ST_BRIDGE:
+			take = c->family == NFPROTO_BRIDGE && c->hook == hook;
+			break;
 		case ST_INET:
 			take = (c->family == NFPROTO_INET || (uint32_t)l3 == c->family) &&
 			       c->hook == hook && hook != NF_INET_INGRESS;
 			if (take && strcmp(c->type, "nat") == 0)
-				eff = (hook == NF_INET_PRE_ROUTING || hook == NF_INET_LOCAL_OUT) ?
-					      NF_IP_PRI_NAT_DST :
-					      NF_IP_PRI_NAT_SRC;
+				eff = (hook == NF_INET_PRE_ROUTING || hook == NF_INET_LOCAL_OUT)
+					  ? NF_IP_PRI_NAT_DST
+					  : NF_IP_PRI_NAT_SRC;
 			break;
 		}
 		if (take) {
@@ -197,17 +199,19 @@ static int walk_stage(struct ck_walk *w, enum stage_kind k, uint32_t hook, const
 		bool ours = chain_is_ours(w, c);
 
 		if (evidence) {
-			const char *rel = ours ? "ours" :
-					  !have_ours ? "no chain of ours at this hook" :
-					  v[i].eff < our_eff ? "runs before ours" :
-					  v[i].eff == our_eff ? "same priority as ours: either order considered" :
-							       "runs after ours";
+			const char *rel = ours		       ? "ours"
+					  : !have_ours	       ? "no chain of ours at this hook"
+					  : v[i].eff < our_eff ? "runs before ours"
+					  : v[i].eff == our_eff
+					      ? "same priority as ours: either order considered"
+					      : "runs after ours";
 
 			ck_evid(w->res, CK_OB_ORDER,
 				"%s %s: table %s %s chain %s type %s priority %d%s%d (%s)",
 				l3name(w->ctx.l3), ck_hook_name(c->family, c->hook),
-				ck_family_name(c->family), c->table, c->name, c->type[0] ? c->type : "filter",
-				c->prio, v[i].eff != c->prio ? ", runs at NAT priority " : ", effective ",
+				ck_family_name(c->family), c->table, c->name,
+				c->type[0] ? c->type : "filter", c->prio,
+				v[i].eff != c->prio ? ", runs at NAT priority " : ", effective ",
 				v[i].eff, rel);
 		}
 		for (int s = 0; s < CK_NSTATES; s++) {
@@ -235,8 +239,9 @@ static void undecided_exit(struct ck_walk *w, const char *where_to)
 	const char *why = w->why[0] ? w->why : "no chain of ours decided them";
 	enum checker_oblig ob = w->ctx.l3 == NFPROTO_IPV6 ? CK_OB_IPV6 : CK_OB_PATHS;
 
-	ck_find(w->res, ob, CHECKER_EXIT, "%s packets from port %s are %s without passing our queue (%s)",
-		l3name(w->ctx.l3), w->ctx.port->name, where_to, why);
+	ck_find(w->res, ob, CHECKER_EXIT,
+		"%s packets from port %s are %s without passing our queue (%s)", l3name(w->ctx.l3),
+		w->ctx.port->name, where_to, why);
 	if (ob == CK_OB_IPV6)
 		w->res->ob[CK_OB_PATHS].failed = true;
 }
@@ -271,10 +276,11 @@ static void walk_path(struct ck_walk *w, const struct ck_link *port, int l3)
 	if (l3 == NFPROTO_IPV6) {
 		snprintf(key, sizeof(key), "net.ipv6.conf.%s.disable_ipv6", br->name);
 		if (ck_sysctl_get(w->st, key) && strcmp(ck_sysctl_get(w->st, key), "1") == 0) {
-			ck_evid(w->res, CK_OB_IPV6,
-				"IPv6 is disabled on %s (%s = 1): no IPv6 packet from a sandbox port "
-				"reaches the IPv6 stack",
-				br->name, key);
+			ck_evid(
+			    w->res, CK_OB_IPV6,
+			    "IPv6 is disabled on %s (%s = 1): no IPv6 packet from a sandbox port "
+			    "reaches the IPv6 stack",
+			    br->name, key);
 			return;
 		}
 	}
@@ -310,19 +316,24 @@ static void walk_path(struct ck_walk *w, const struct ck_link *port, int l3)
 	if (SF & (1 << CK_UNDECIDED))
 		undecided_exit(w, "forwarded");
 	if (SF & (1 << CK_LINKLOCAL))
-		ck_find(w->res, l3 == NFPROTO_IPV6 ? CK_OB_IPV6 : CK_OB_PATHS, CHECKER_EXIT,
-			"%s neighbour discovery packets from port %s, accepted by our table for the "
-			"gateway itself, are forwarded",
-			l3name(l3), port->name);
+		ck_find(
+		    w->res, l3 == NFPROTO_IPV6 ? CK_OB_IPV6 : CK_OB_PATHS, CHECKER_EXIT,
+		    "%s neighbour discovery packets from port %s, accepted by our table for the "
+		    "gateway itself, are forwarded",
+		    l3name(l3), port->name);
 	if (ev) {
 		enum checker_oblig ob = l3 == NFPROTO_IPV6 ? CK_OB_IPV6 : CK_OB_PATHS;
 
 		ck_evid(w->res, ob, "%s from port %s: local delivery %s; forwarding %s%s",
 			l3name(l3), port->name,
-			SL & 1 ? "UNDECIDED" : SL & 2 ? "only after a decision" :
-			SL ? "only on-link neighbour discovery" : "never (dropped)",
-			!fwd ? "disabled" :
-			SF & 5 ? "UNDECIDED" : SF ? "only after a decision" : "never (dropped)",
+			SL & 1	 ? "UNDECIDED"
+			: SL & 2 ? "only after a decision"
+			: SL	 ? "only on-link neighbour discovery"
+				 : "never (dropped)",
+			!fwd	 ? "disabled"
+			: SF & 5 ? "UNDECIDED"
+			: SF	 ? "only after a decision"
+				 : "never (dropped)",
 			w->queued ? "; new flows are queued to the engine" : "");
 	}
 }
@@ -342,8 +353,8 @@ static void scan_marks(struct ck_walk *w)
 
 		if (chain_is_ours(w, c))
 			continue;
-		w->ctx.fam = c->family == NFPROTO_IPV4 || c->family == NFPROTO_IPV6 ? NFPROTO_INET :
-										  c->family;
+		w->ctx.fam = c->family == NFPROTO_IPV4 || c->family == NFPROTO_IPV6 ? NFPROTO_INET
+										    : c->family;
 		for (size_t j = 0; j < c->n_rules; j++) {
 			struct ck_rule_out ro;
 
@@ -381,10 +392,11 @@ void ck_paths_check(const struct ck_state *st, const struct checker_expect *ex, 
 			"iptables-legacy tables are loaded (%s): legacy tables are not modelled",
 			st->legacy);
 	if (st->nf_bpf_links != 0)
-		ck_find(res, CK_OB_MODEL, CHECKER_DOUBT,
-			st->nf_bpf_links < 0 ?
-				"netfilter BPF links could not be enumerated (bpf() refused)" :
-				"a BPF program is attached to a netfilter hook (BPF link): not modelled");
+		ck_find(
+		    res, CK_OB_MODEL, CHECKER_DOUBT,
+		    st->nf_bpf_links < 0
+			? "netfilter BPF links could not be enumerated (bpf() refused)"
+			: "a BPF program is attached to a netfilter hook (BPF link): not modelled");
 	scan_marks(&w);
 	w.ctx.br = brl;
 	for (size_t i = 0; i < st->n_links; i++) {

@@ -15,17 +15,17 @@ enum { CK_UNDECIDED = 0, CK_DECIDED = 1, CK_LINKLOCAL = 2, CK_NSTATES = 3 };
 
 /* Outcomes of a chain or rule, as a bit set: accepted (the base chain
  * ends) or returned (to the caller) in a state, dropped, stolen. */
-#define CK_O_ACC(s) (1 << (s))
-#define CK_O_RET(s) (1 << (4 + (s)))
+#define CK_O_ACC(s)  (1 << (s))
+#define CK_O_RET(s)  (1 << (4 + (s)))
 #define CK_O_ACC_ANY 0x0f
 #define CK_O_RET_ANY 0xf0
-#define CK_O_ACC_U CK_O_ACC(CK_UNDECIDED)
-#define CK_O_ACC_D CK_O_ACC(CK_DECIDED)
-#define CK_O_DROP (1 << 8)   /* dropped or rejected: final */
-#define CK_O_STOLEN (1 << 9) /* taken elsewhere (fwd): reported as an exit */
+#define CK_O_ACC_U   CK_O_ACC(CK_UNDECIDED)
+#define CK_O_ACC_D   CK_O_ACC(CK_DECIDED)
+#define CK_O_DROP    (1 << 8) /* dropped or rejected: final */
+#define CK_O_STOLEN  (1 << 9) /* taken elsewhere (fwd): reported as an exit */
 
 struct ck_ctx {
-	int l3;       /* NFPROTO_IPV4 or NFPROTO_IPV6 */
+	int l3;	      /* NFPROTO_IPV4 or NFPROTO_IPV6 */
 	uint32_t fam; /* hook family being walked: NETDEV, BRIDGE or INET */
 	uint32_t hook;
 	const struct ck_link *iif, *port, *br;
@@ -36,12 +36,12 @@ struct ck_walk {
 	const struct checker_expect *ex;
 	struct checker_result *res;
 	struct ck_ctx ctx;
-	bool ours;       /* the chain being walked is in our table */
+	bool ours;	 /* the chain being walked is in our table */
 	bool after_ours; /* our prerouting guard has run on this path */
-	bool queued;     /* a queue rule of ours was reached */
+	bool queued;	 /* a queue rule of ours was reached */
 	bool marks_only; /* global scan: report only writes to our mark bits */
 	int depth;
-	char why[1200];  /* how an undecided packet got past our table */
+	char why[1200]; /* how an undecided packet got past our table */
 };
 
 struct ck_rule_out {

@@ -12,29 +12,28 @@
 static const struct {
 	const char *id, *title;
 } oblig_names[CK_OB_COUNT] = {
-	[CK_OB_TABLE] = {"table-identical",
-			 "our nftables tables are present and identical to what the engine installs"},
-	[CK_OB_ORDER] = {"chain-order", "our base chains run before any chain that could accept, "
-					"redirect, duplicate, mangle our marks or change the "
-					"destination of sandbox traffic"},
-	[CK_OB_PATHS] = {"paths-guarded", "every path of a packet from a sandbox port ends in our "
-					  "queue, our listeners or a drop"},
-	[CK_OB_QUEUE] = {"no-bypass-queue",
-			 "no queue rule on the sandbox path has bypass or sends to another queue"},
-	[CK_OB_MEMBERS] = {"bridge-members",
-			   "no other interface (uplink, host veth, second bridge) is a port of "
-			   "the sandbox bridge"},
-	[CK_OB_ISOLATED] = {"ports-isolated", "every sandbox port of the bridge is isolated"},
-	[CK_OB_TCXDP] = {"no-tc-xdp-exit",
-			 "no tc filter or XDP program on the sandbox ports or the bridge "
-			 "redirects, mirrors or cannot be classified"},
-	[CK_OB_LOCAL] = {"local-delivery", "no other address on the bridge accepts local delivery "
-					   "beyond our listeners"},
-	[CK_OB_IPV6] = {"ipv6-guarded", "the IPv6 path is as guarded as the IPv4 one"},
-	[CK_OB_BRNF] = {"bridge-netfilter",
-			"bridge netfilter settings are what the ruleset expects"},
-	[CK_OB_MODEL] = {"fully-modelled", "everything on the sandbox path was modelled (no "
-					   "unknown expression, set, program or hook)"},
+    [CK_OB_TABLE] = {"table-identical",
+		     "our nftables tables are present and identical to what the engine installs"},
+    [CK_OB_ORDER] = {"chain-order", "our base chains run before any chain that could accept, "
+				    "redirect, duplicate, mangle our marks or change the "
+				    "destination of sandbox traffic"},
+    [CK_OB_PATHS] = {"paths-guarded", "every path of a packet from a sandbox port ends in our "
+				      "queue, our listeners or a drop"},
+    [CK_OB_QUEUE] = {"no-bypass-queue",
+		     "no queue rule on the sandbox path has bypass or sends to another queue"},
+    [CK_OB_MEMBERS] = {"bridge-members",
+		       "no other interface (uplink, host veth, second bridge) is a port of "
+		       "the sandbox bridge"},
+    [CK_OB_ISOLATED] = {"ports-isolated", "every sandbox port of the bridge is isolated"},
+    [CK_OB_TCXDP] = {"no-tc-xdp-exit",
+		     "no tc filter or XDP program on the sandbox ports or the bridge "
+		     "redirects, mirrors or cannot be classified"},
+    [CK_OB_LOCAL] = {"local-delivery", "no other address on the bridge accepts local delivery "
+				       "beyond our listeners"},
+    [CK_OB_IPV6] = {"ipv6-guarded", "the IPv6 path is as guarded as the IPv4 one"},
+    [CK_OB_BRNF] = {"bridge-netfilter", "bridge netfilter settings are what the ruleset expects"},
+    [CK_OB_MODEL] = {"fully-modelled", "everything on the sandbox path was modelled (no "
+				       "unknown expression, set, program or hook)"},
 };
 
 const char *checker_oblig_id(enum checker_oblig ob)

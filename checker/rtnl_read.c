@@ -55,15 +55,33 @@ static void parse_brport(struct ck_link *l, const struct nlattr *nest)
 	mnl_attr_for_each_nested(a, nest)
 	{
 		switch (mnl_attr_get_type(a)) {
-		case IFLA_BRPORT_ISOLATED: l->isolated = u8attr(a); break;
-		case IFLA_BRPORT_LEARNING: l->learning = u8attr(a); break;
-		case IFLA_BRPORT_UNICAST_FLOOD: l->flood = u8attr(a); break;
-		case IFLA_BRPORT_BCAST_FLOOD: l->bcast_flood = u8attr(a); break;
-		case IFLA_BRPORT_MCAST_FLOOD: l->mcast_flood = u8attr(a); break;
-		case IFLA_BRPORT_MODE: l->hairpin = u8attr(a); break;
-		case IFLA_BRPORT_PROXYARP: l->proxyarp = u8attr(a); break;
-		case IFLA_BRPORT_NEIGH_SUPPRESS: l->neigh_suppress = u8attr(a); break;
-		case IFLA_BRPORT_LOCKED: l->locked = u8attr(a); break;
+		case IFLA_BRPORT_ISOLATED:
+			l->isolated = u8attr(a);
+			break;
+		case IFLA_BRPORT_LEARNING:
+			l->learning = u8attr(a);
+			break;
+		case IFLA_BRPORT_UNICAST_FLOOD:
+			l->flood = u8attr(a);
+			break;
+		case IFLA_BRPORT_BCAST_FLOOD:
+			l->bcast_flood = u8attr(a);
+			break;
+		case IFLA_BRPORT_MCAST_FLOOD:
+			l->mcast_flood = u8attr(a);
+			break;
+		case IFLA_BRPORT_MODE:
+			l->hairpin = u8attr(a);
+			break;
+		case IFLA_BRPORT_PROXYARP:
+			l->proxyarp = u8attr(a);
+			break;
+		case IFLA_BRPORT_NEIGH_SUPPRESS:
+			l->neigh_suppress = u8attr(a);
+			break;
+		case IFLA_BRPORT_LOCKED:
+			l->locked = u8attr(a);
+			break;
 		}
 	}
 }
@@ -75,10 +93,18 @@ static void parse_bridge(struct ck_link *l, const struct nlattr *nest)
 	mnl_attr_for_each_nested(a, nest)
 	{
 		switch (mnl_attr_get_type(a)) {
-		case IFLA_BR_NF_CALL_IPTABLES: l->br_nf_ipt = u8attr(a); break;
-		case IFLA_BR_NF_CALL_IP6TABLES: l->br_nf_ip6t = u8attr(a); break;
-		case IFLA_BR_NF_CALL_ARPTABLES: l->br_nf_arpt = u8attr(a); break;
-		case IFLA_BR_VLAN_FILTERING: l->br_vlan_filtering = u8attr(a); break;
+		case IFLA_BR_NF_CALL_IPTABLES:
+			l->br_nf_ipt = u8attr(a);
+			break;
+		case IFLA_BR_NF_CALL_IP6TABLES:
+			l->br_nf_ip6t = u8attr(a);
+			break;
+		case IFLA_BR_NF_CALL_ARPTABLES:
+			l->br_nf_arpt = u8attr(a);
+			break;
+		case IFLA_BR_VLAN_FILTERING:
+			l->br_vlan_filtering = u8attr(a);
+			break;
 		}
 	}
 }
@@ -96,10 +122,15 @@ static void parse_linkinfo(struct ck_link *l, const struct nlattr *nest)
 			break;
 		case IFLA_INFO_SLAVE_KIND:
 			if (mnl_attr_validate(a, MNL_TYPE_STRING) == 0)
-				pc_strlcpy(l->slave_kind, mnl_attr_get_str(a), sizeof(l->slave_kind));
+				pc_strlcpy(l->slave_kind, mnl_attr_get_str(a),
+					   sizeof(l->slave_kind));
 			break;
-		case IFLA_INFO_DATA: data = a; break;
-		case IFLA_INFO_SLAVE_DATA: sdata = a; break;
+		case IFLA_INFO_DATA:
+			data = a;
+			break;
+		case IFLA_INFO_SLAVE_DATA:
+			sdata = a;
+			break;
 		}
 	}
 	if (data && strcmp(l->kind, "bridge") == 0 && mnl_attr_validate(data, MNL_TYPE_NESTED) == 0)
@@ -163,7 +194,9 @@ static int parse_link(struct ck_state *st, const struct nlmsghdr *nlh)
 			if (mnl_attr_validate(a, MNL_TYPE_U32) == 0)
 				l->link = (int)mnl_attr_get_u32(a);
 			break;
-		case IFLA_LINK_NETNSID: l->link_netns = true; break;
+		case IFLA_LINK_NETNSID:
+			l->link_netns = true;
+			break;
 		case IFLA_ADDRESS:
 			if (mnl_attr_get_payload_len(a) == 6)
 				memcpy(l->mac, mnl_attr_get_payload(a), 6);
@@ -211,7 +244,8 @@ static int parse_addr(struct ck_state *st, const struct nlmsghdr *nlh)
 		if ((t == IFA_LOCAL || (t == IFA_ADDRESS && x->family == AF_INET6)) &&
 		    (alen == 4 || alen == 16))
 			memcpy(x->a, mnl_attr_get_payload(a), alen);
-		else if (t == IFA_ADDRESS && x->family == AF_INET && alen == 4 && !x->a[0] && !x->a[1])
+		else if (t == IFA_ADDRESS && x->family == AF_INET && alen == 4 && !x->a[0] &&
+			 !x->a[1])
 			memcpy(x->a, mnl_attr_get_payload(a), 4);
 		else if (t == IFA_FLAGS && mnl_attr_validate(a, MNL_TYPE_U32) == 0)
 			x->flags = mnl_attr_get_u32(a);
@@ -335,12 +369,22 @@ int ck_rtnl_parse(struct ck_state *st, const void *buf, size_t len, struct pc_er
 		int rc = 0;
 
 		switch (nlh->nlmsg_type) {
-		case RTM_NEWLINK: rc = parse_link(st, nlh); break;
-		case RTM_NEWADDR: rc = parse_addr(st, nlh); break;
-		case RTM_NEWROUTE: rc = parse_route(st, nlh); break;
-		case RTM_NEWRULE: rc = parse_iprule(st, nlh); break;
-		case NLMSG_ERROR: return pc_err_set(err, PC_EIO, "rtnetlink: error from the kernel");
-		default: break;
+		case RTM_NEWLINK:
+			rc = parse_link(st, nlh);
+			break;
+		case RTM_NEWADDR:
+			rc = parse_addr(st, nlh);
+			break;
+		case RTM_NEWROUTE:
+			rc = parse_route(st, nlh);
+			break;
+		case RTM_NEWRULE:
+			rc = parse_iprule(st, nlh);
+			break;
+		case NLMSG_ERROR:
+			return pc_err_set(err, PC_EIO, "rtnetlink: error from the kernel");
+		default:
+			break;
 		}
 		if (rc < 0)
 			return pc_err_set(err, rc, "rtnetlink: %s message (type %u)",
@@ -425,7 +469,7 @@ int ck_rtnl_read(struct ck_state *st, struct pc_err *err)
 		uint16_t type;
 		const void *hdr;
 		size_t len;
-	} q[] = {{RTM_GETLINK, &ifi, sizeof(ifi)}, {RTM_GETADDR, &ifa, sizeof(ifa)},
+	} q[] = {{RTM_GETLINK, &ifi, sizeof(ifi)},  {RTM_GETADDR, &ifa, sizeof(ifa)},
 		 {RTM_GETROUTE, &rt4, sizeof(rt4)}, {RTM_GETROUTE, &rt6, sizeof(rt6)},
 		 {RTM_GETRULE, &fr4, sizeof(fr4)},  {RTM_GETRULE, &fr6, sizeof(fr6)}};
 	int rc = 0;

@@ -23,11 +23,11 @@ enum { V_UNK = 0, V_CONST, V_META, V_CT, V_PAYLOAD };
 
 struct aval {
 	int kind;
-	uint32_t key;      /* meta/ct key; payload base */
-	uint32_t off;      /* payload offset */
-	uint32_t len;      /* bytes */
-	uint8_t d[16];     /* constant */
-	bool bitwise;      /* (x & mask) ^ xor applied to a mark */
+	uint32_t key;  /* meta/ct key; payload base */
+	uint32_t off;  /* payload offset */
+	uint32_t len;  /* bytes */
+	uint8_t d[16]; /* constant */
+	bool bitwise;  /* (x & mask) ^ xor applied to a mark */
 	uint32_t mask, xor_;
 };
 
@@ -38,11 +38,11 @@ struct reval {
 	const struct ck_chain *chain;
 	const struct ck_rule *rule;
 	struct aval slot[NSLOT];
-	int match;    /* CK_NO / CK_MAYBE / CK_YES */
-	bool guard;   /* a condition tested our "decided" mark bit as set */
+	int match;	 /* CK_NO / CK_MAYBE / CK_YES */
+	bool guard;	 /* a condition tested our "decided" mark bit as set */
 	bool nd, hop255; /* ICMPv6 ND type, hop limit 255 (on-link only) */
-	int state;    /* state after effects so far */
-	bool done;    /* a terminal verdict was produced */
+	int state;	 /* state after effects so far */
+	bool done;	 /* a terminal verdict was produced */
 	struct ck_rule_out *out;
 };
 
@@ -80,8 +80,9 @@ static void reg_set(struct reval *e, uint32_t reg, const struct aval *v)
 void ck_rule_where(const struct ck_chain *c, const struct ck_rule *r, char *buf, size_t len)
 {
 	if (r)
-		snprintf(buf, len, "table %s %s chain %s rule handle %llu", ck_family_name(c->family),
-			 c->table, c->name, (unsigned long long)r->handle);
+		snprintf(buf, len, "table %s %s chain %s rule handle %llu",
+			 ck_family_name(c->family), c->table, c->name,
+			 (unsigned long long)r->handle);
 	else
 		snprintf(buf, len, "table %s %s chain %s", ck_family_name(c->family), c->table,
 			 c->name);
@@ -134,7 +135,8 @@ static bool meta_value(const struct ck_walk *w, uint32_t key, uint8_t d[16], uin
 		*len = 2;
 		return true;
 	}
-	default: return false;
+	default:
+		return false;
 	}
 }
 
@@ -209,7 +211,8 @@ static bool set_elem_match(const struct ck_set *s, const struct aval *v, bool *k
 		return false;
 	*known = true;
 	for (size_t i = 0; i < s->n_elems; i++)
-		if (s->elems[i].klen == s->key_len && memcmp(s->elems[i].key, v->d, s->key_len) == 0)
+		if (s->elems[i].klen == s->key_len &&
+		    memcmp(s->elems[i].key, v->d, s->key_len) == 0)
 			return true;
 	return false;
 }
@@ -322,7 +325,7 @@ static void mark_write(struct reval *e, const char *what, const struct aval *v)
 }
 
 static void exitf(struct reval *e, enum checker_oblig ob, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void doubtf(struct reval *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void exitf(struct reval *e, enum checker_oblig ob, const char *fmt, ...)
@@ -381,7 +384,8 @@ static void queue_to(struct reval *e, uint32_t num, uint32_t total, bool bypass,
 {
 	const struct checker_expect *ex = e->w->ex;
 	char what[96];
-	bool ourq = num_known && num >= ex->queue_lo && num + (total ? total - 1 : 0) <= ex->queue_hi;
+	bool ourq =
+	    num_known && num >= ex->queue_lo && num + (total ? total - 1 : 0) <= ex->queue_hi;
 
 	if (!num_known)
 		snprintf(what, sizeof(what), "(from a register)");
@@ -390,11 +394,13 @@ static void queue_to(struct reval *e, uint32_t num, uint32_t total, bool bypass,
 	else
 		snprintf(what, sizeof(what), "%u", num);
 	if (bypass)
-		exitf(e, CK_OB_QUEUE, "queue %s with bypass: packets pass unjudged when no engine listens",
-		      what);
+		exitf(e, CK_OB_QUEUE,
+		      "queue %s with bypass: packets pass unjudged when no engine listens", what);
 	if (!ourq) {
-		exitf(e, CK_OB_QUEUE, "queue %s is not the engine's queue: another program judges "
-				      "sandbox packets", what);
+		exitf(e, CK_OB_QUEUE,
+		      "queue %s is not the engine's queue: another program judges "
+		      "sandbox packets",
+		      what);
 		terminal(e, CK_O_ACC(st_now(e)) | CK_O_DROP);
 		return;
 	}
@@ -409,8 +415,9 @@ static void queue_to(struct reval *e, uint32_t num, uint32_t total, bool bypass,
 
 		where(e, loc, sizeof(loc));
 		if (!e->w->marks_only)
-			ck_evid(e->w->res, CK_OB_QUEUE, "%s: queue %s, no bypass (engine queues %u-%u)",
-				loc, what, ex->queue_lo, ex->queue_hi);
+			ck_evid(e->w->res, CK_OB_QUEUE,
+				"%s: queue %s, no bypass (engine queues %u-%u)", loc, what,
+				ex->queue_lo, ex->queue_hi);
 	}
 	/* The engine accepts (and marks) or drops: either way, decided. */
 	terminal(e, CK_O_ACC_D | CK_O_DROP);
@@ -419,20 +426,30 @@ static void queue_to(struct reval *e, uint32_t num, uint32_t total, bool bypass,
 static void verdict(struct reval *e, int32_t code, const char *chain)
 {
 	switch (code) {
-	case NF_ACCEPT: accept_here(e, "accept"); return;
-	case NF_DROP: terminal(e, CK_O_DROP); return;
-	case NFT_CONTINUE: return;
-	case NFT_BREAK: e->match = CK_NO; return;
-	case NFT_RETURN: terminal(e, CK_O_RET(st_now(e))); return;
+	case NF_ACCEPT:
+		accept_here(e, "accept");
+		return;
+	case NF_DROP:
+		terminal(e, CK_O_DROP);
+		return;
+	case NFT_CONTINUE:
+		return;
+	case NFT_BREAK:
+		e->match = CK_NO;
+		return;
+	case NFT_RETURN:
+		terminal(e, CK_O_RET(st_now(e)));
+		return;
 	case NFT_JUMP:
 	case NFT_GOTO: {
-		const struct ck_chain *t = chain ? ck_chain_find(&e->w->st->nft, e->chain->family,
-								 e->chain->table, chain) :
-						   NULL;
+		const struct ck_chain *t =
+		    chain ? ck_chain_find(&e->w->st->nft, e->chain->family, e->chain->table, chain)
+			  : NULL;
 		int st = st_now(e), bits;
 
 		if (e->w->marks_only) {
-			terminal(e, CK_O_ACC(st_now(e))); /* the scan visits every chain on its own */
+			terminal(e,
+				 CK_O_ACC(st_now(e))); /* the scan visits every chain on its own */
 			return;
 		}
 		if (!t) {
@@ -523,12 +540,15 @@ static void eval_meta(struct reval *e, struct nftnl_expr *x)
 	case NFT_META_PRIORITY:
 	case NFT_META_NFTRACE:
 	case NFT_META_PKTTYPE:
-	case NFT_META_SECMARK: return; /* no effect on where the packet goes */
-	case 36: /* NFT_META_BRI_BROUTE (headers older than the kernel lack it) */
+	case NFT_META_SECMARK:
+		return; /* no effect on where the packet goes */
+	case 36:	/* NFT_META_BRI_BROUTE (headers older than the kernel lack it) */
 		exitf(e, CK_OB_ORDER,
 		      "meta broute set: frames are routed from the port itself, not the bridge");
 		return;
-	default: doubtf(e, "meta set of key %s not modelled", k); return;
+	default:
+		doubtf(e, "meta set of key %s not modelled", k);
+		return;
 	}
 }
 
@@ -554,8 +574,11 @@ static void eval_ct(struct reval *e, struct nftnl_expr *x)
 	case NFT_CT_LABELS:
 	case NFT_CT_ZONE:
 	case NFT_CT_EVENTMASK:
-	case NFT_CT_SECMARK: return;
-	default: doubtf(e, "ct set of key %s not modelled", k); return;
+	case NFT_CT_SECMARK:
+		return;
+	default:
+		doubtf(e, "ct set of key %s not modelled", k);
+		return;
 	}
 }
 
@@ -612,8 +635,8 @@ static void dest_change(struct reval *e, const char *what, const struct aval *ad
 		exitf(e, CK_OB_PATHS, "%s: not one of our listeners", msg);
 	else
 		exitf(e, CK_OB_ORDER,
-		      e->w->after_ours ? "%s changes the destination after our decision" :
-					 "%s changes the destination before our decision",
+		      e->w->after_ours ? "%s changes the destination after our decision"
+				       : "%s changes the destination before our decision",
 		      msg);
 	if (terminal_accept)
 		accept_here(e, what);
@@ -661,10 +684,10 @@ static void eval_target(struct reval *e, struct nftnl_expr *x)
 	const char *name = nftnl_expr_get_str(x, NFTNL_EXPR_TG_NAME);
 	uint32_t rev = nftnl_expr_get_u32(x, NFTNL_EXPR_TG_REV), ilen = 0;
 	const uint8_t *info = nftnl_expr_get(x, NFTNL_EXPR_TG_INFO, &ilen);
-	static const char *harmless[] = {"LOG",  "NFLOG",   "TCPMSS",   "CLASSIFY",   "DSCP",
-					 "TOS",  "TTL",     "HL",       "CHECKSUM",   "NOTRACK",
-					 "CT",   "TRACE",   "AUDIT",    "ECN",        "IDLETIMER",
-					 "LED",  "SECMARK", "CONNSECMARK", "TCPOPTSTRIP", NULL};
+	static const char *harmless[] = {
+	    "LOG",	 "NFLOG",    "TCPMSS",	"CLASSIFY",    "DSCP",	      "TOS",   "TTL",
+	    "HL",	 "CHECKSUM", "NOTRACK", "CT",	       "TRACE",	      "AUDIT", "ECN",
+	    "IDLETIMER", "LED",	     "SECMARK", "CONNSECMARK", "TCPOPTSTRIP", NULL};
 
 	if (!name || !info) {
 		doubtf(e, "xt target without name or data");
@@ -673,9 +696,11 @@ static void eval_target(struct reval *e, struct nftnl_expr *x)
 	if (strcmp(name, "NFQUEUE") == 0) {
 		uint16_t f[3] = {0, 0, 0};
 
-		if ((rev == 0 && ilen >= 2) || (rev == 1 && ilen >= 4) || (rev >= 2 && ilen >= 6 && rev <= 3)) {
+		if ((rev == 0 && ilen >= 2) || (rev == 1 && ilen >= 4) ||
+		    (rev >= 2 && ilen >= 6 && rev <= 3)) {
 			memcpy(f, info, rev == 0 ? 2 : rev == 1 ? 4 : 6);
-			queue_to(e, f[0], rev ? f[1] : 1, rev >= 2 && (f[2] & NFQ_FLAG_BYPASS), true);
+			queue_to(e, f[0], rev ? f[1] : 1, rev >= 2 && (f[2] & NFQ_FLAG_BYPASS),
+				 true);
 		} else {
 			doubtf(e, "xt NFQUEUE target revision not modelled");
 			terminal(e, CK_O_ACC(st_now(e)));
@@ -691,7 +716,8 @@ static void eval_target(struct reval *e, struct nftnl_expr *x)
 		mark_write(e, "xt MARK", &v);
 		return;
 	}
-	if (strcmp(name, "CONNMARK") == 0 && rev >= 1 && ilen >= sizeof(struct xt_connmark_tginfo1)) {
+	if (strcmp(name, "CONNMARK") == 0 && rev >= 1 &&
+	    ilen >= sizeof(struct xt_connmark_tginfo1)) {
 		struct xt_connmark_tginfo1 m;
 
 		memcpy(&m, info, sizeof(m));
@@ -744,7 +770,8 @@ static void eval_objref(struct reval *e, struct nftnl_expr *x)
 	case NFT_OBJECT_QUOTA:
 	case NFT_OBJECT_LIMIT:
 	case NFT_OBJECT_CT_TIMEOUT:
-	case NFT_OBJECT_SECMARK: return;
+	case NFT_OBJECT_SECMARK:
+		return;
 	default:
 		snprintf(k, sizeof(k), "%u", t);
 		doubtf(e, "object reference of type %s not modelled", k);
@@ -754,10 +781,10 @@ static void eval_objref(struct reval *e, struct nftnl_expr *x)
 static void eval_expr(struct reval *e, struct nftnl_expr *x)
 {
 	const char *n = nftnl_expr_get_str(x, NFTNL_EXPR_NAME);
-	static const char *pure[] = {"counter", "limit",   "quota",  "log",    "last",
+	static const char *pure[] = {"counter",	  "limit",  "quota",   "log",	    "last",
 				     "connlimit", "dynset", "notrack", "byteorder", "range",
-				     "numgen", "hash",    "fib",    "rt",     "socket",
-				     "exthdr", "xfrm",    "tunnel", NULL};
+				     "numgen",	  "hash",   "fib",     "rt",	    "socket",
+				     "exthdr",	  "xfrm",   "tunnel",  NULL};
 
 	if (!n) {
 		doubtf(e, "expression without a name");
@@ -813,8 +840,8 @@ static void eval_expr(struct reval *e, struct nftnl_expr *x)
 		uint16_t flags = nftnl_expr_get_u16(x, NFTNL_EXPR_QUEUE_FLAGS);
 
 		queue_to(e, nftnl_expr_get_u16(x, NFTNL_EXPR_QUEUE_NUM),
-			 nftnl_expr_get_u16(x, NFTNL_EXPR_QUEUE_TOTAL), flags & NFT_QUEUE_FLAG_BYPASS,
-			 num_known);
+			 nftnl_expr_get_u16(x, NFTNL_EXPR_QUEUE_TOTAL),
+			 flags & NFT_QUEUE_FLAG_BYPASS, num_known);
 	} else if (strcmp(n, "reject") == 0) {
 		terminal(e, CK_O_DROP);
 	} else if (strcmp(n, "nat") == 0) {
@@ -822,17 +849,17 @@ static void eval_expr(struct reval *e, struct nftnl_expr *x)
 	} else if (strcmp(n, "masq") == 0) {
 		accept_here(e, "masquerade");
 	} else if (strcmp(n, "redir") == 0) {
-		const struct aval *p = nftnl_expr_is_set(x, NFTNL_EXPR_REDIR_REG_PROTO_MIN) ?
-					       reg_get(e, nftnl_expr_get_u32(
-								  x, NFTNL_EXPR_REDIR_REG_PROTO_MIN)) :
-					       NULL;
+		const struct aval *p =
+		    nftnl_expr_is_set(x, NFTNL_EXPR_REDIR_REG_PROTO_MIN)
+			? reg_get(e, nftnl_expr_get_u32(x, NFTNL_EXPR_REDIR_REG_PROTO_MIN))
+			: NULL;
 
 		dest_change(e, "redirect", NULL, 0, p, true);
 	} else if (strcmp(n, "tproxy") == 0) {
-		const struct aval *p = nftnl_expr_is_set(x, NFTNL_EXPR_TPROXY_REG_PORT) ?
-					       reg_get(e, nftnl_expr_get_u32(
-								  x, NFTNL_EXPR_TPROXY_REG_PORT)) :
-					       NULL;
+		const struct aval *p =
+		    nftnl_expr_is_set(x, NFTNL_EXPR_TPROXY_REG_PORT)
+			? reg_get(e, nftnl_expr_get_u32(x, NFTNL_EXPR_TPROXY_REG_PORT))
+			: NULL;
 
 		dest_change(e, "tproxy", NULL, 0, p, false);
 	} else if (strcmp(n, "dup") == 0) {
@@ -868,7 +895,8 @@ static void eval_expr(struct reval *e, struct nftnl_expr *x)
 				for (size_t k = 0; k < sizeof(dregs) / sizeof(dregs[0]); k++)
 					if (strcmp(n, dregs[k].n) == 0 &&
 					    nftnl_expr_is_set(x, dregs[k].attr))
-						reg_set(e, nftnl_expr_get_u32(x, dregs[k].attr), &unk);
+						reg_set(e, nftnl_expr_get_u32(x, dregs[k].attr),
+							&unk);
 				return;
 			}
 		}

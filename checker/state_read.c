@@ -69,8 +69,8 @@ static int sysctl_add(struct ck_state *st, const char *pre, const char *ifname, 
 
 int ck_sysctl_read(struct ck_state *st, const char *br, struct pc_err *err)
 {
-	static const char *v4[] = {"forwarding", "rp_filter", "proxy_arp", "accept_local",
-				   "route_localnet", NULL};
+	static const char *v4[] = {"forwarding",   "rp_filter",	     "proxy_arp",
+				   "accept_local", "route_localnet", NULL};
 	static const char *v6[] = {"forwarding", "force_forwarding", "disable_ipv6", NULL};
 	int rc = sysctl_add(st, "net.ipv4.ip_forward", NULL, NULL);
 
@@ -222,45 +222,49 @@ void ck_state_canon(const struct ck_state *st, const char *br, struct ck_buf *ou
 			      l->kind[0] ? l->kind : "-", (l->flags & 1) ? 1 : 0,
 			      l->master ? ck_ifname(st, l->master, n1, sizeof(n1)) : "-");
 		if (l->brport)
-			ck_buf_printf(out, " isolated=%d learning=%d flood=%d hairpin=%d proxyarp=%d",
+			ck_buf_printf(out,
+				      " isolated=%d learning=%d flood=%d hairpin=%d proxyarp=%d",
 				      l->isolated, l->learning, l->flood, l->hairpin, l->proxyarp);
 		if (l->br_nf_ipt >= 0)
-			ck_buf_printf(out, " nf_call_iptables=%d nf_call_ip6tables=%d nf_call_arptables=%d",
-				      l->br_nf_ipt, l->br_nf_ip6t, l->br_nf_arpt);
+			ck_buf_printf(
+			    out, " nf_call_iptables=%d nf_call_ip6tables=%d nf_call_arptables=%d",
+			    l->br_nf_ipt, l->br_nf_ip6t, l->br_nf_arpt);
 		ck_buf_printf(out, " xdp=%u\n", l->xdp_attached);
 	}
 	for (size_t i = 0; i < st->n_addrs; i++) {
 		const struct ck_ifaddr *x = &st->addrs[i];
 
 		addr_fmt(x->family, x->a, a, sizeof(a));
-		ck_buf_printf(out, "addr %s %s/%u scope %u\n", ck_ifname(st, x->ifindex, n1, sizeof(n1)),
-			      a, x->prefixlen, x->scope);
+		ck_buf_printf(out, "addr %s %s/%u scope %u\n",
+			      ck_ifname(st, x->ifindex, n1, sizeof(n1)), a, x->prefixlen, x->scope);
 	}
 	for (size_t i = 0; i < st->n_routes; i++) {
 		const struct ck_route *r = &st->routes[i];
 
 		addr_fmt(r->family, r->dst, a, sizeof(a));
 		addr_fmt(r->family, r->gw, g, sizeof(g));
-		ck_buf_printf(out, "route table %u type %u %s/%u via %s dev %s metric %u\n", r->table,
-			      r->type, a, r->dst_len, r->has_gw ? g : "-",
+		ck_buf_printf(out, "route table %u type %u %s/%u via %s dev %s metric %u\n",
+			      r->table, r->type, a, r->dst_len, r->has_gw ? g : "-",
 			      r->oif ? ck_ifname(st, r->oif, n1, sizeof(n1)) : "-", r->prio);
 	}
 	for (size_t i = 0; i < st->n_iprules; i++) {
 		const struct ck_iprule *r = &st->iprules[i];
 
-		ck_buf_printf(out, "rule %s prio %u action %u table %u iif %s oif %s fwmark 0x%x/0x%x\n",
-			      r->family == 10 ? "ipv6" : "ipv4", r->prio, r->action, r->table,
-			      r->iif[0] ? r->iif : "-", r->oif[0] ? r->oif : "-", r->fwmark, r->fwmask);
+		ck_buf_printf(
+		    out, "rule %s prio %u action %u table %u iif %s oif %s fwmark 0x%x/0x%x\n",
+		    r->family == 10 ? "ipv6" : "ipv4", r->prio, r->action, r->table,
+		    r->iif[0] ? r->iif : "-", r->oif[0] ? r->oif : "-", r->fwmark, r->fwmask);
 	}
 	for (size_t i = 0; i < st->n_qdiscs; i++)
 		ck_buf_printf(out, "qdisc %s %s handle %x parent %x\n",
-			      ck_ifname(st, st->qdiscs[i].ifindex, n1, sizeof(n1)), st->qdiscs[i].kind,
-			      st->qdiscs[i].handle, st->qdiscs[i].parent);
+			      ck_ifname(st, st->qdiscs[i].ifindex, n1, sizeof(n1)),
+			      st->qdiscs[i].kind, st->qdiscs[i].handle, st->qdiscs[i].parent);
 	for (size_t i = 0; i < st->n_filters; i++) {
 		const struct ck_tcfilter *f = &st->filters[i];
 
-		ck_buf_printf(out, "filter %s parent %x prio %u kind %s", ck_ifname(st, f->ifindex, n1, sizeof(n1)),
-			      f->parent, f->prio, f->kind);
+		ck_buf_printf(out, "filter %s parent %x prio %u kind %s",
+			      ck_ifname(st, f->ifindex, n1, sizeof(n1)), f->parent, f->prio,
+			      f->kind);
 		for (size_t k = 0; k < f->n_acts; k++)
 			ck_buf_printf(out, " action %s", f->acts[k].kind);
 		ck_buf_printf(out, "\n");

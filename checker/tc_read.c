@@ -257,7 +257,8 @@ void ck_bpf_probe(struct ck_state *st)
 
 	for (size_t i = 0; i < st->n_links; i++) {
 		/* tcx attach types are 46/47 in kernels >= 6.6 (enum bpf_attach_type) */
-		st->links[i].tcx_ingress = tcx_count(st->links[i].ifindex, (enum bpf_attach_type)46);
+		st->links[i].tcx_ingress =
+		    tcx_count(st->links[i].ifindex, (enum bpf_attach_type)46);
 		st->links[i].tcx_egress = tcx_count(st->links[i].ifindex, (enum bpf_attach_type)47);
 	}
 	/* netfilter BPF links are invisible to nftables dumps */

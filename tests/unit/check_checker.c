@@ -43,11 +43,11 @@ static void base_state(void)
 	strcpy(p->kind, "veth");
 }
 
-static struct ck_chain *chain(uint32_t fam, const char *table, const char *name, int hook,
-			      int prio, uint32_t policy, const char *type)
+static struct ck_chain *chain(uint32_t fam, const char *table, const char *name, int hook, int prio,
+			      uint32_t policy, const char *type)
 {
-	struct ck_chain *c = ck_grow(&st.nft.chains, &st.nft.n_chains, &st.nft.cap_chains,
-				     sizeof(*c));
+	struct ck_chain *c =
+	    ck_grow(&st.nft.chains, &st.nft.n_chains, &st.nft.cap_chains, sizeof(*c));
 	c->family = fam;
 	strcpy(c->table, table);
 	strcpy(c->name, name);
@@ -262,7 +262,8 @@ START_TEST(foreign_mark_write_is_an_exit)
 	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_SREG, NFT_REG_1);
 	nftnl_rule_add_expr(ru, e);
 	r = analyze();
-	ck_assert(has(r, "table ip m chain out rule handle 1: ct mark set may set the engine's mark bits"));
+	ck_assert(has(
+	    r, "table ip m chain out rule handle 1: ct mark set may set the engine's mark bits"));
 	checker_result_free(r);
 	teardown();
 }
@@ -279,7 +280,8 @@ START_TEST(unknown_expression_is_unproven)
 	nftnl_rule_add_expr(rule(c), nftnl_expr_alloc("osf"));
 	r = analyze();
 	ck_assert_int_eq(r->status, CHECKER_UNPROVEN);
-	ck_assert(has(r, "unproven: table inet fw chain pre rule handle 1: expression 'osf' not modelled"));
+	ck_assert(has(
+	    r, "unproven: table inet fw chain pre rule handle 1: expression 'osf' not modelled"));
 	checker_result_free(r);
 	teardown();
 }
