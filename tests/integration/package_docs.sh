@@ -61,4 +61,34 @@ for d in portcullisd:appliance/engine_main.c portcullis-logd:logd/main.c \
 	done
 done
 
+# The Elastic mapping covers every field logd writes (logd/record.c, and the
+# checkpoint, hash and segment fields of logd/writer.c), with
+# our own fields under portcullis.* as the ingest pipeline moves them.
+siem=packaging/siem
+t_ok "the Elastic ingest pipeline is valid JSON" python3 -m json.tool "$siem/elastic-ingest-pipeline.json"
+t_ok "the Elastic index template is valid JSON" python3 -m json.tool "$siem/elastic-index-template.json"
+unmapped=$(python3 - logd/record.c "$siem/elastic-index-template.json" "$siem/elastic-ingest-pipeline.json" logd/writer.c <<'PY'
+import json, re, sys
+src = open(sys.argv[1]).read() + open(sys.argv[4]).read()
+fields = set(re.findall(r'j_(?:str|list|num)\(&j, "([^"]+)"', src))
+for a, b in re.findall(r'j_endpoint\(&j, "([^"]+)", "([^"]+)"', src):
+    fields |= {a, b}
+fields |= set(re.findall(r'\\"([a-z.@_]+)\\":', src))  # literal keys ("seq", "log.key")
+moved = {p["rename"]["field"]: p["rename"]["target_field"]
+         for p in json.load(open(sys.argv[3]))["processors"] if "rename" in p}
+props = json.load(open(sys.argv[2]))["template"]["mappings"]["properties"]
+def mapped(path):
+    node = {"properties": props}
+    for part in path.split("."):
+        node = node.get("properties", {}).get(part)
+        if node is None:
+            return False
+    return "type" in node
+for f in sorted(fields):
+    if not mapped(moved.get(f, f)):
+        print(f)
+PY
+)
+t_eq "every field of logd's JSON lines is mapped in the Elastic template" "" "$unmapped"
+
 t_done
