@@ -66,17 +66,18 @@ int strmap_build(struct strmap *m, struct strmap_pair *pairs, size_t n, struct a
 		gr->key = arena_strndup(a, pairs[i].key, gr->len);
 		if (!gr->key)
 			return PC_ENOMEM;
-		gr->hash = strmap_hash(gr->key, gr->len);
 		gr->first = (uint32_t)i;
 		gr->count = 1;
+		gr->val0 = pairs[i].val;
 	}
 	m->n_groups = ng;
 	for (size_t g = 0; g < ng; g++) {
-		size_t s = m->groups[g].hash & m->mask;
+		uint32_t h = strmap_hash(m->groups[g].key, m->groups[g].len);
+		size_t s = h & m->mask;
 
-		while (m->slots[s])
+		while (m->slots[s].group)
 			s = (s + 1) & m->mask;
-		m->slots[s] = (uint32_t)g + 1;
+		m->slots[s] = (struct strmap_slot){h, (uint32_t)g + 1};
 	}
 	return 0;
 }
@@ -86,12 +87,15 @@ const uint32_t *strmap_find(const struct strmap *m, const char *key, size_t len,
 {
 	if (!m->slots)
 		return NULL;
-	for (size_t s = h & m->mask; m->slots[s]; s = (s + 1) & m->mask) {
-		const struct strmap_group *g = &m->groups[m->slots[s] - 1];
+	for (size_t s = h & m->mask; m->slots[s].group; s = (s + 1) & m->mask) {
+		const struct strmap_group *g;
 
-		if (g->hash == h && g->len == len && memcmp(g->key, key, len) == 0) {
+		if (m->slots[s].hash != h)
+			continue;
+		g = &m->groups[m->slots[s].group - 1];
+		if (g->len == len && memcmp(g->key, key, len) == 0) {
 			*count = g->count;
-			return &m->vals[g->first];
+			return g->count == 1 ? &g->val0 : &m->vals[g->first];
 		}
 	}
 	return NULL;
@@ -204,8 +208,18 @@ int policy_sandbox_index(struct policy_sandbox *sb, struct arena *a)
 
 	if (!ix || !ex || !wi || !se || !c4 || !c6)
 		goto out;
+	ix->fast = arena_calloc(a, n ? n : 1, sizeof(*ix->fast));
+	if (!ix->fast)
+		goto out;
 	for (size_t i = 0; i < n; i++) {
 		const struct policy_allow *al = &sb->allow[i];
+
+		ix->fast[i].proto = (uint8_t)al->proto;
+		if (al->n_ports == 1) {
+			ix->fast[i].one = 1;
+			ix->fast[i].lo = al->ports[0].lo;
+			ix->fast[i].hi = al->ports[0].hi;
+		}
 
 		if (al->kind == POLICY_ALLOW_HOST)
 			ex[ne++] = (struct strmap_pair){al->host, (uint32_t)i};

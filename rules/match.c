@@ -59,9 +59,23 @@ struct best {
 	uint32_t idx;  /* UINT32_MAX: none */
 };
 
+/* policy_allow_port, from the packed copy when there is one. */
+static bool best_port_ok(const struct best *b, uint32_t v)
+{
+	const struct policy_index *ix = b->sb->index;
+	unsigned bit;
+
+	if (!ix || !ix->fast[v].one)
+		return policy_allow_port(&b->sb->allow[v], b->proto, b->port);
+	bit = b->proto == IPPROTO_TCP	? POLICY_PROTO_TCP
+	      : b->proto == IPPROTO_UDP ? POLICY_PROTO_UDP
+					: 0;
+	return (ix->fast[v].proto & bit) && b->port >= ix->fast[v].lo && b->port <= ix->fast[v].hi;
+}
+
 static void best_offer(struct best *b, uint32_t v)
 {
-	if (v < b->idx && (b->any_port || policy_allow_port(&b->sb->allow[v], b->proto, b->port)))
+	if (v < b->idx && (b->any_port || best_port_ok(b, v)))
 		b->idx = v;
 }
 

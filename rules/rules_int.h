@@ -143,17 +143,24 @@ bool rules_ifname_valid(const char *s);
 
 /* ---- lookup indexes ------------------------------------------------------- */
 
-/* An immutable hash map from string keys to lists of uint32 values. */
+/* An immutable hash map from string keys to lists of uint32 values. The
+ * layout saves cache misses on large policies: a probe compares the hash
+ * stored in the slot before touching the group, and a key with one value
+ * keeps it in the group. */
 struct strmap_group {
 	const char *key;
 	size_t len;
-	uint32_t hash;
 	uint32_t first, count; /* into vals */
+	uint32_t val0;	       /* vals[first], kept here too */
+};
+struct strmap_slot {
+	uint32_t hash;
+	uint32_t group; /* group index + 1, 0 = empty */
 };
 struct strmap {
 	struct strmap_group *groups;
 	size_t n_groups;
-	uint32_t *slots; /* group index + 1, 0 = empty */
+	struct strmap_slot *slots;
 	size_t mask;
 	uint32_t *vals;
 };
@@ -199,10 +206,19 @@ void ptrie_walk(const struct ptrie *t, const uint8_t *addr, bool (*visit)(uint32
 
 /* ---- the compiled policy -------------------------------------------------- */
 
+/* What a lookup needs of an allow entry to check proto and port, packed
+ * so that checking does not pull the whole entry into the cache. */
+struct allow_fast {
+	uint16_t lo, hi; /* the only range, when n == 1 */
+	uint8_t proto;	 /* enum policy_proto bits */
+	uint8_t one;	 /* 1: exactly one range, in lo..hi */
+};
+
 /* Per-sandbox lookup structures (policy_sandbox.index). */
 struct policy_index {
-	struct strmap exact; /* host -> allow indices */
-	struct strmap wild;  /* wildcard suffix -> allow indices */
+	struct allow_fast *fast; /* per allow entry */
+	struct strmap exact;	 /* host -> allow indices */
+	struct strmap wild;	 /* wildcard suffix -> allow indices */
 	struct ptrie cidr4, cidr6;
 	struct strmap secret_host; /* secret host -> secret indices */
 };
