@@ -371,12 +371,15 @@ int logrec_decode_into(const uint8_t *buf, size_t len, struct logrec *out, char 
 				r.action = (enum logrec_action)v[0];
 				break;
 			case TAG_VERDICT:
-				if (v[0] > LOGREC_REFUSED)
+				/* none is written by leaving the field out */
+				if (v[0] < LOGREC_ALLOWED || v[0] > LOGREC_REFUSED)
 					return pc_err_set(err, PC_EPARSE, "unknown verdict %u",
 							  v[0]);
 				r.verdict = (enum logrec_verdict)v[0];
 				break;
 			case TAG_TRANSPORT:
+				if (v[0] == 0)
+					return pc_err_set(err, PC_EPARSE, "field %u is zero", tag);
 				r.transport = v[0];
 				break;
 			case TAG_SRC_ADDR:
