@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The shipped /etc/logrotate.d/portcullis, run by the real logrotate
+# against a real portcullis-logd: twice forced rotation (the second one
+# compressing the first rotated file), logd reopening on the signal the
+# postrotate sends, no record lost or truncated, the new file logd's own
+# (0640, portcullis-log), and the rotated files, the compressed one
+# included, verifying as one chain. The config is used as shipped except
+# for the log path and the postrotate command (there is no systemd here:
+# "systemctl reload portcullis-logd" is replaced by the SIGHUP it sends).
+set -u
+. "$PC_TOP/tests/lib/tap.sh"
+
+B=$PC_TOP/$PC_BUILD
+for f in "$B/portcullis-logd" "$B/portcullis" "$B/tests/helpers/logd_client"; do
+	if [ ! -x "$f" ]; then
+		t_skip "shipped logrotate configuration" "$f not built"
+		t_done
+		exit
+	fi
+done
+if ! command -v logrotate >/dev/null || ! getent passwd portcullis-log >/dev/null; then
+	t_skip "shipped logrotate configuration" "logrotate or user portcullis-log missing (make deps)"
+	t_done
+	exit
+fi
+
+D=$(mktemp -d /tmp/pc-logrotate.XXXXXX)
+chmod 755 "$D"
+L=$D/log/verdicts.jsonl
+LOGD_PID=""
+cleanup() {
+	[ -z "$LOGD_PID" ] || kill "$LOGD_PID" 2>/dev/null
+	wait 2>/dev/null
+	rm -rf "$D"
+}
+trap cleanup EXIT
+
+cat >"$D/p.yaml" <<EOF
+run_dir: $D/run
+state_dir: $D/state
+log:
+  file: $L
+  checkpoint:
+    records: 10
+  syslog:
+    local: false
+EOF
+"$B/portcullis-logd" -c "$D/p.yaml" 2>>"$D/logd.err" &
+LOGD_PID=$!
+for _ in $(seq 50); do [ -S "$D/run/logd.sock" ] && break; sleep 0.1; done
+t_ok "logd runs" test -S "$D/run/logd.sock"
+send() { "$B/tests/helpers/logd_client" "$D/run/logd.sock" -q -s agent-rot "$@" >/dev/null; }
+PC() { "$B/portcullis" -c "$D/p.yaml" "$@"; }
+
+sed -e "s|^/var/log/portcullis/verdicts.jsonl {|$L {|" \
+	-e "s|systemctl reload portcullis-logd.service.*|kill -HUP $LOGD_PID|" \
+	"$PC_TOP/packaging/logrotate/portcullis" >"$D/lr.conf"
+t_match "the config was adapted (path)" "^$L \\{" "$(cat "$D/lr.conf")"
+t_match "the config was adapted (postrotate)" "kill -HUP $LOGD_PID" "$(cat "$D/lr.conf")"
+t_match "it rotates as the log's owner" 'su portcullis-log portcullis-log' "$(cat "$D/lr.conf")"
+
+# wait_new: logd has started a fresh file after the rotation.
+wait_new() {
+	for _ in $(seq 50); do
+		grep -q '"event.reason":"reopened on SIGHUP' "$L" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+send -n 30 -b 10
+size1=$(stat -c %s "$L")
+logrotate -s "$D/lr.state" -f "$D/lr.conf" 2>"$D/lr.err"
+t_eq "logrotate -f succeeds" "" "$(cat "$D/lr.err")"
+t_ok "logd reopened on the postrotate signal" wait_new
+t_eq "the rotated file is whole (nothing truncated in place)" "$size1" \
+	"$(stat -c %s "$L.1" 2>/dev/null || echo missing)"
+t_match "the rotated file ends with its final checkpoint" '^\{"checkpoint":' "$(tail -1 "$L.1")"
+t_eq "the new file is logd's own" "portcullis-log:portcullis-log 640" "$(stat -c '%U:%G %a' "$L")"
+
+send -n 20 -b 10
+logrotate -s "$D/lr.state" -f "$D/lr.conf" 2>"$D/lr.err"
+t_eq "a second logrotate -f succeeds" "" "$(cat "$D/lr.err")"
+for _ in $(seq 50); do [ -s "$L" ] && break; sleep 0.1; done
+t_ok "the older rotated file is compressed (delaycompress)" test -s "$L.2.gz"
+t_ok "the newer one is not yet" test -s "$L.1"
+send -n 10 -b 10
+kill "$LOGD_PID"
+wait "$LOGD_PID"
+LOGD_PID=""
+
+zcat "$L.2.gz" >"$D/first.jsonl"
+t_eq "every record is in one of the files" 60 \
+	"$(cat "$D/first.jsonl" "$L.1" "$L" | grep -c '"sandbox":"agent-rot"')"
+t_ok "the three files verify as one chain" PC log verify "$D/first.jsonl" "$L.1" "$L"
+t_done
