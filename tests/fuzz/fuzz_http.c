@@ -1,0 +1,104 @@
+/* libFuzzer target: the vault's HTTP/1.1 request and response head parsers,
+ * the chunked decoder fed in two pieces, and the scrubber, whose streamed
+ * output must equal its one-shot output however the input is cut. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vault/vault.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+struct sink {
+	uint8_t *p;
+	size_t len;
+};
+
+static int sink_out(void *ctx, const uint8_t *p, size_t n)
+{
+	struct sink *s = ctx;
+	uint8_t *b = realloc(s->p, s->len + n + 1);
+
+	if (!b)
+		return PC_ENOMEM;
+	memcpy(b + s->len, p, n);
+	s->p = b;
+	s->len += n;
+	return 0;
+}
+
+static void chunked(const char *in, size_t len, size_t cut)
+{
+	struct http_chunked c;
+	size_t pos = 0;
+
+	http_chunked_init(&c);
+	while (pos < len) {
+		size_t end = pos < cut && cut <= len ? cut : len, cons, off, dl;
+		int rc = http_chunked_feed(&c, in + pos, end - pos, &cons, &off, &dl, NULL);
+
+		if (rc < 0 || cons == 0)
+			break;
+		if (off + dl > end - pos || cons > end - pos)
+			abort(); /* spans must lie inside the input */
+		pos += cons;
+		if (rc == 1)
+			break;
+	}
+}
+
+static void scrub(const uint8_t *in, size_t len, size_t cut)
+{
+	static const struct scrub_pat pats[] = {
+	    {(const uint8_t *)"secret", 6, (const uint8_t *)"pcph_X_aaaa", 11},
+	    {(const uint8_t *)"cre", 3, (const uint8_t *)"", 0},
+	    {(const uint8_t *)"ssss", 4, (const uint8_t *)"s", 1},
+	};
+	struct sink a = {0}, b = {0};
+	struct scrub s;
+	uint8_t *one;
+	size_t ol;
+
+	if (scrub_buffer(pats, 3, in, len, &one, &ol, NULL) < 0)
+		return;
+	scrub_init(&s, pats, 3, NULL);
+	if (scrub_feed(&s, in, cut, sink_out, &a) == 0 &&
+	    scrub_feed(&s, in + cut, len - cut, sink_out, &a) == 0 &&
+	    scrub_finish(&s, sink_out, &a) == 0) {
+		if (a.len != ol || (ol && memcmp(a.p, one, ol) != 0))
+			abort(); /* streaming must not depend on where reads end */
+	}
+	scrub_free(&s);
+	free(a.p);
+	free(b.p);
+	free(one);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *in = (const char *)data;
+	struct http_request req;
+	struct http_response resp;
+	unsigned status;
+	size_t cut = size ? data[0] % (size + 1) : 0;
+	int n;
+
+	n = http_request_parse(in, size, 4096, &req, &status, NULL);
+	if (n > 0) {
+		if ((size_t)n > size || req.host < 0 || req.n_hdr > HTTP_MAX_HEADERS)
+			abort();
+		for (size_t i = 0; i < req.n_hdr; i++)
+			if (req.hdr[i].value + req.hdr[i].value_len > in + n)
+				abort();
+		if (req.body == HTTP_BODY_CHUNKED)
+			chunked(in + n, size - (size_t)n, cut > (size_t)n ? cut - (size_t)n : 0);
+	} else if (n != PC_EAGAIN && (status < 400 || status > 505)) {
+		abort();
+	}
+	n = http_response_parse(in, size, 4096, cut & 1, &resp, NULL);
+	if (n > 0 && (size_t)n > size)
+		abort();
+	chunked(in, size, cut);
+	scrub(data, size, cut);
+	return 0;
+}
