@@ -27,6 +27,11 @@ struct logw_conf {
 	enum logd_fsync fsync;
 	uid_t owner; /* owner of files logd creates ((uid_t)-1: leave) */
 	gid_t group;
+	/* earlier public keys (log.key.pub.<hash>, kept by keygen --force):
+	 * with --new-segment, a file one of them verifies is set aside as
+	 * sound (a key rotation), not as broken */
+	const struct note_verifier *old_keys;
+	size_t n_old_keys;
 };
 
 /* The exporter's hooks: each record and checkpoint of a batch is staged

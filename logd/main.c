@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <glob.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -68,6 +69,23 @@ static int key_open(const char *path, bool create, struct note_signer **out, str
 	pc_log(PC_LOG_NOTICE, "generated the log signing key %s (public key %s.pub)", path, path);
 	*out = s;
 	return 0;
+}
+
+/* The public keys keygen --force kept: <key>.pub.<hash>. */
+static size_t old_keys_load(const char *key, struct note_verifier *out, size_t max)
+{
+	char pat[PC_PATH_MAX + 16];
+	glob_t g;
+	size_t n = 0;
+
+	snprintf(pat, sizeof(pat), "%s.pub.*", key);
+	if (glob(pat, 0, NULL, &g) != 0)
+		return 0;
+	for (size_t i = 0; i < g.gl_pathc && n < max; i++)
+		if (note_verifier_load(g.gl_pathv[i], &out[n], NULL) == 0)
+			n++;
+	globfree(&g);
+	return n;
 }
 
 static void allow_user(struct logd_server_conf *sc, const char *user)
@@ -192,6 +210,7 @@ int main(int argc, char **argv)
 	    dir_ensure(cfg.log.socket, 0755, (uid_t)-1, (gid_t)-1, &err) < 0)
 		goto fail;
 	{
+		struct note_verifier old[16];
 		struct logw_conf wc = {
 		    .file = cfg.log.file,
 		    .cp_records = cfg.log.checkpoint_records,
@@ -200,6 +219,8 @@ int main(int argc, char **argv)
 		    .fsync = cfg.log.fsync_batch ? LOGD_FSYNC_BATCH : LOGD_FSYNC_CHECKPOINT,
 		    .owner = log_uid,
 		    .group = log_gid,
+		    .old_keys = old,
+		    .n_old_keys = new_segment ? old_keys_load(cfg.log.key, old, 16) : 0,
 		};
 
 		if (logw_open(&wc, key, new_segment, &w, &err) < 0)

@@ -618,13 +618,40 @@ static int resume(struct logw *w, const char *new_segment, struct pc_err *err)
 		goto out;
 	}
 	if (rc < 0) {
-		snprintf(why, sizeof(why), "%.300s; the previous file did not verify: %.500s",
-			 new_segment, ve.msg);
+		const char *tag = "broken";
+		char first[24];
+
+		/* Signed by an earlier key (a key rotation)? Then it is a
+		 * sound file that can only not be sealed any more. */
+		for (size_t i = 0; i < w->conf.n_old_keys; i++) {
+			logv_free(v);
+			if (logv_new(&w->conf.old_keys[i], &v, err) < 0)
+				return PC_ENOMEM;
+			if (logv_file(v, w->path, LOGV_TORN_OK, NULL) == 0 &&
+			    logv_result(v)->records) {
+				r = logv_result(v);
+				snprintf(first, sizeof(first), "%llu",
+					 (unsigned long long)r->first_seq);
+				tag = first;
+				snprintf(why, sizeof(why),
+					 "%.300s; the previous file is signed by the earlier key "
+					 "%.130s+%08x",
+					 new_segment, w->conf.old_keys[i].name,
+					 w->conf.old_keys[i].hash);
+				break;
+			}
+		}
+		if (tag != first) {
+			r = logv_result(v);
+			snprintf(why, sizeof(why),
+				 "%.300s; the previous file did not verify: %.500s", new_segment,
+				 ve.msg);
+		}
 		/* seq continues after the highest one in the file, so no seq
 		 * is ever given twice; the chain after what verified */
 		w->st.next_seq = max_seq(w->path, r->records ? r->last_seq : 0) + 1;
 		memcpy(w->st.last_hash, r->last_hash, MERKLE_HASH);
-		if (aside_name(w->path, "broken", aside, sizeof(aside)) < 0 ||
+		if (aside_name(w->path, tag, aside, sizeof(aside)) < 0 ||
 		    rename(w->path, aside) < 0) {
 			rc = pc_err_errno(err, PC_EIO, "moving %s aside", w->path);
 			goto out;

@@ -114,4 +114,22 @@ logd_stop
 t_ok "the new file verifies" PC log verify
 t_fail "the set-aside file still shows the damage" PC log verify "$D"/log/verdicts.jsonl.*-broken
 
+# --- key rotation (docs/logd.md): stop, new key, --new-segment ---
+PC log keygen --force --name gw2/portcullis-log >/dev/null
+oldpub=$(ls "$D"/state/log.key.pub.* | head -1)
+logd_start
+t_eq "with a new key, logd refuses the file the old key signed" 1 $?
+logd_start --new-segment "key rotation"
+t_eq "--new-segment after a key rotation starts" 0 $?
+aside=$(ls -t "$D"/log/verdicts.jsonl.*-[0-9]* | head -1)
+t_match "the old file is set aside as sound (named by its first seq, not broken)" \
+	'verdicts\.jsonl\.[0-9TZ]+-[0-9]+$' "$aside"
+t_match "the new segment names the earlier key and carries the new one" \
+	'"event.reason":"key rotation; the previous file is signed by the earlier key [^"]+/portcullis-log\+[0-9a-f]{8}".*"log.key":"gw2/portcullis-log\+' \
+	"$(head -1 "$L")"
+send -n 2 >/dev/null
+logd_stop
+t_ok "the old file verifies with the old public key" PC log verify "$aside" --key "$oldpub"
+t_ok "the new file verifies with the new key" PC log verify
+
 t_done
