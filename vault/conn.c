@@ -103,6 +103,7 @@ int conn_send_error(struct conn *c, unsigned status, const char *reason)
 		     status, status_text(status), reason, strlen(reason) + 13, reason);
 	if (n < 0 || (size_t)n >= sizeof(buf))
 		return PC_EINVAL;
+	c->linger = true;
 	return io_write(c->ssl, c->fd, buf, (size_t)n,
 			pc_now_mono_ms() + c->d->cfg.vault.idle_timeout_ms);
 }
@@ -328,11 +329,33 @@ out:
 	return rc;
 }
 
+/* After an error answer the client may still be sending (a refused body,
+ * an oversized head): closing with unread data would reset the connection
+ * and lose the answer. Half-close and drain, bounded in time and bytes. */
+static void conn_linger(struct conn *c)
+{
+	uint64_t deadline = pc_now_mono_ms() + 1000;
+	size_t drained = 0;
+
+	SSL_shutdown(c->ssl);
+	shutdown(c->fd, SHUT_WR);
+	while (drained < 1024 * 1024) {
+		int n = io_read(c->ssl, c->fd, c->in, c->in_cap, deadline);
+
+		if (n <= 0)
+			break;
+		drained += (size_t)n;
+	}
+}
+
 static void conn_free(struct conn *c)
 {
 	conn_upstream_close(c);
 	if (c->ssl) {
-		SSL_shutdown(c->ssl);
+		if (c->linger)
+			conn_linger(c);
+		else
+			SSL_shutdown(c->ssl);
 		SSL_free(c->ssl);
 	}
 	if (c->fd >= 0)

@@ -137,6 +137,7 @@ struct conn {
 	char sandbox[POLICY_NAME_MAX];
 	char sni[256];
 	char refusal[700]; /* why the handshake was refused */
+	bool linger;	   /* an error was answered: drain before closing */
 	/* the current request, for its log records */
 	char method[24];
 	char path[1024];
