@@ -8,6 +8,7 @@
 # for the log path and the postrotate command (there is no systemd here:
 # "systemctl reload portcullis-logd" is replaced by the SIGHUP it sends).
 set -u
+export PC_TOP=${PC_TOP:-$(cd "$(dirname "$0")/../.." && pwd)} PC_BUILD=${PC_BUILD:-build}
 . "$PC_TOP/tests/lib/tap.sh"
 
 B=$PC_TOP/$PC_BUILD

@@ -9,6 +9,7 @@
 # snippet is used as shipped except for paths, the collector's address and
 # port, and the CA file.
 set -u
+export PC_TOP=${PC_TOP:-$(cd "$(dirname "$0")/../.." && pwd)} PC_BUILD=${PC_BUILD:-build}
 if [ "${1:-}" != inner ]; then
 	exec unshare -n -- bash "$0" inner
 fi
