@@ -3,11 +3,12 @@
 # real portcullis-logd, the appliance CA, sealed secrets, portcullis-vault,
 # and the redirect of secret-bound flows to the vault.
 #
-# The redirect: with the engine (appliance/) built, its real ruleset marks
-# flows to secret-bound hosts and redirects them (VAULT_REDIRECT=engine).
-# Until then a fixture nat rule in the lab's gateway namespace redirects
-# TCP 443 to the bound hosts' addresses (VAULT_REDIRECT=fixture; tests only,
-# never product code).
+# The redirect: by default the real engine (portcullisd) guards the lab: the
+# sandboxes resolve through its DNS guard, and it marks and redirects the
+# flows to secret-bound hosts to the vault (VAULT_REDIRECT=engine). With
+# VAULT_REDIRECT=fixture (or no portcullisd built) a fixture nat rule in the
+# lab's gateway namespace redirects TCP to the bound hosts' addresses
+# instead, and nothing else is guarded (tests only, never product code).
 
 PC_TOP=${PC_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 PC_BUILD=${PC_BUILD:-build}
@@ -34,6 +35,12 @@ vault_config() {
 	mkdir -p "$V/rules.d" "$V/run"
 	chmod 0755 "$V" "$V/rules.d" "$V/run"
 	cat >"$V/portcullis.yaml" <<-EOF
+	bridge: $LAB_BR
+	queue:
+	  base: 100
+	  count: 2
+	dns:
+	  resolvers: [$LAB_RESOLVER4]
 	run_dir: $V/run
 	state_dir: $V/state
 	rules: $V/rules.d
@@ -49,6 +56,8 @@ vault_config() {
 	  socket: $V/run/logd.sock
 	  file: $V/log/verdicts.jsonl
 	  key: $V/state/log.key
+	  syslog:
+	    local: false
 	EOF
 	mkdir -p "$V/state"
 	cat >"$V/rules.d/agents.yaml" <<-EOF
@@ -90,6 +99,9 @@ vault_config() {
 	allow:
 	  - host: api.github.test
 	    ports: [443]
+	secrets:
+	  - name: AGENT2_TOKEN
+	    host: api.github.test
 	EOF
 }
 
@@ -101,6 +113,7 @@ vault_secrets() {
 	V_PH_PYPI=$(printf '%s' "$V_PYPI_VALUE" | "$V_BIN/portcullis" -c "$V/portcullis.yaml" secrets set PYPI_TOKEN 2>/dev/null)
 	printf '%s\n' "$V_WS_VALUE" | "$V_BIN/portcullis" -c "$V/portcullis.yaml" secrets set WS_TOKEN >/dev/null 2>&1
 	V_PH_WS=$("$V_BIN/portcullis" -c "$V/portcullis.yaml" secrets placeholder WS_TOKEN)
+	printf 'agent2-value-0123\n' | "$V_BIN/portcullis" -c "$V/portcullis.yaml" secrets set AGENT2_TOKEN >/dev/null 2>&1
 	printf 'wrong-cert-value-0123\n' | "$V_BIN/portcullis" -c "$V/portcullis.yaml" secrets set WRONG_TOKEN >/dev/null 2>&1
 	printf 'untrusted-value-0123\n' | "$V_BIN/portcullis" -c "$V/portcullis.yaml" secrets set ROGUE_TOKEN >/dev/null 2>&1
 	V_PH_WRONG=$("$V_BIN/portcullis" -c "$V/portcullis.yaml" secrets placeholder WRONG_TOKEN)
@@ -141,10 +154,23 @@ vault_start() {
 }
 
 vault_redirect() {
-	if [ "${VAULT_REDIRECT:-fixture}" = engine ]; then
-		lab_die "engine redirect not wired yet"
+	if [ -z "${VAULT_REDIRECT:-}" ]; then
+		VAULT_REDIRECT=fixture
+		[ -x "$V_BIN/portcullisd" ] && VAULT_REDIRECT=engine
 	fi
-	VAULT_REDIRECT=fixture
+	if [ "$VAULT_REDIRECT" = engine ]; then
+		lab_ns_check "$LAB_GW"
+		ip netns exec "$LAB_GW" "$V_BIN/portcullisd" -c "$V/portcullis.yaml" \
+			2>>"$LAB_DIR/engine.stderr" &
+		V_ENGINE_PID=$!
+		local i
+		for i in $(seq 1 100); do
+			lab_gw "$V_BIN/portcullis" -c "$V/portcullis.yaml" status --json >/dev/null 2>&1 &&
+				return 0
+			sleep 0.05
+		done
+		lab_die "the engine did not start: $(cat "$LAB_DIR/engine.stderr")"
+	fi
 	# Fixture (tests only): what the engine does for flows it marked VAULT.
 	lab_gw nft -f - <<-EOF || lab_die "fixture redirect failed"
 	table ip vaultfixture {
