@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@ struct logv {
 	char last_hex[2 * MERKLE_HASH]; /* of r.last_hash */
 	logv_leaf_fn leaf_fn;
 	void *leaf_ctx;
+	const uint8_t *pre_leaf; /* this line's leaf hash, computed ahead (or NULL) */
 };
 
 int logv_new(const struct note_verifier *key, struct logv **out, struct pc_err *err)
@@ -136,8 +138,8 @@ bool logv_record_is_segment(const char *line, size_t len)
 	return memmem(line, len, "\"event.action\":\"log-segment\"", 28) != NULL;
 }
 
-int logv_record_parse(struct merkle_hasher *h, const char *line, size_t len,
-		      struct logv_record *out, struct pc_err *err)
+static int record_parse(struct merkle_hasher *h, const char *line, size_t len,
+			const uint8_t *pre_leaf, struct logv_record *out, struct pc_err *err)
 {
 	const char *p = line + sizeof(REC_PREFIX) - 1, *comma, *tail;
 	struct logv_record r;
@@ -155,7 +157,9 @@ int logv_record_parse(struct merkle_hasher *h, const char *line, size_t len,
 				  "record (seq %llu) does not end with prev and hash",
 				  (unsigned long long)r.seq);
 	/* leaf data: the line without its ,"hash":"..." member */
-	if (merkle_leaf(h, line, len - TAIL_HASH_LEN, "}", 1, r.leaf) < 0)
+	if (pre_leaf)
+		memcpy(r.leaf, pre_leaf, MERKLE_HASH);
+	else if (merkle_leaf(h, line, len - TAIL_HASH_LEN, "}", 1, r.leaf) < 0)
 		return pc_err_set(err, PC_EIO, "hashing failed");
 	/* compared as text: a hash has one spelling (lower-case hex) */
 	merkle_hex(r.leaf, r.leaf_hex);
@@ -170,6 +174,12 @@ int logv_record_parse(struct merkle_hasher *h, const char *line, size_t len,
 	return 0;
 }
 
+int logv_record_parse(struct merkle_hasher *h, const char *line, size_t len,
+		      struct logv_record *out, struct pc_err *err)
+{
+	return record_parse(h, line, len, NULL, out, err);
+}
+
 static int line_record(struct logv *v, const char *line, size_t len, struct pc_err *err)
 {
 	struct logv_result *r = &v->r;
@@ -177,7 +187,7 @@ static int line_record(struct logv *v, const char *line, size_t len, struct pc_e
 	struct pc_err e;
 	int rc;
 
-	rc = logv_record_parse(v->h, line, len, &rec, &e);
+	rc = record_parse(v->h, line, len, v->pre_leaf, &rec, &e);
 	if (rc < 0)
 		return bad(v, rc, err, "%s", e.msg);
 	if (r->records == 0) {
@@ -335,33 +345,195 @@ int logv_finish(struct logv *v, struct pc_err *err)
 	return 0;
 }
 
-int logv_buffer(struct logv *v, const char *buf, size_t len, unsigned flags, struct pc_err *err)
+/* The end of the buffer: an incomplete last line is reported or, with
+ * LOGV_TORN_OK, left for the caller to cut. */
+static int buffer_tail(struct logv *v, const char *p, const char *end, unsigned flags,
+		       struct pc_err *err)
 {
-	const char *p = buf, *end = buf + len;
-	int rc;
-
-	while (p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-
-		if (!eol) {
-			if (flags & LOGV_TORN_OK) {
-				v->r.torn = true;
-				v->r.torn_bytes = (uint64_t)(end - p);
-				break;
-			}
+	if (p < end) {
+		if (flags & LOGV_TORN_OK) {
+			v->r.torn = true;
+			v->r.torn_bytes = (uint64_t)(end - p);
+		} else {
 			v->r.lines++;
 			return bad(v, PC_ETAMPER, err,
 				   "the last line is incomplete (%zu bytes without a newline): "
 				   "the file was cut mid-line",
 				   (size_t)(end - p));
 		}
+	}
+	return logv_finish(v, err);
+}
+
+/* ---- large files: leaf hashes computed ahead on the other cores ----------
+ * Hashing is most of the work and independent per line; everything else
+ * is a sequence. The buffer is cut into chunks at line ends; worker threads
+ * (and the main thread, while it would wait) hash whole chunks, the main
+ * thread checks them in order with the hashes at hand. */
+
+#define PAR_CHUNK   (1u << 20)
+#define PAR_MIN	    (8u << 20) /* smaller buffers: not worth a thread */
+#define PAR_WORKERS 3
+
+struct pchunk {
+	const char *start, *end;
+	uint8_t (*leaf)[MERKLE_HASH]; /* one per line; zeros for non-records */
+	int state;		      /* 0 unclaimed, 1 being hashed, 2 done, -1 failed */
+};
+
+struct par {
+	struct pchunk *c;
+	size_t n, next;
+	/* mu guards next, every state and stop; cv signals a state change */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop;
+};
+
+static int chunk_hash(struct merkle_hasher *h, struct pchunk *c)
+{
+	size_t lines = 0, i = 0;
+
+	for (const char *p = c->start; p < c->end;
+	     p = (const char *)memchr(p, '\n', (size_t)(c->end - p)) + 1)
+		lines++;
+	c->leaf = calloc(lines ? lines : 1, MERKLE_HASH);
+	if (!c->leaf)
+		return PC_ENOMEM;
+	for (const char *p = c->start; p < c->end; i++) {
+		const char *eol = memchr(p, '\n', (size_t)(c->end - p));
+		size_t len = (size_t)(eol - p);
+
+		if (len >= sizeof(REC_PREFIX) + TAIL_LEN && len <= LINE_MAX_LEN &&
+		    memcmp(p, REC_PREFIX, sizeof(REC_PREFIX) - 1) == 0 &&
+		    merkle_leaf(h, p, len - TAIL_HASH_LEN, "}", 1, c->leaf[i]) < 0)
+			return PC_EIO;
+		p = eol + 1;
+	}
+	return 0;
+}
+
+/* Claim and hash the next unclaimed chunk; false when there is none.
+ * Called with mu held; returns with it held. */
+static bool par_work_one(struct par *p, struct merkle_hasher *h)
+{
+	size_t i;
+	int rc;
+
+	if (p->stop || p->next >= p->n)
+		return false;
+	i = p->next++;
+	p->c[i].state = 1;
+	pthread_mutex_unlock(&p->mu);
+	rc = chunk_hash(h, &p->c[i]);
+	pthread_mutex_lock(&p->mu);
+	p->c[i].state = rc < 0 ? -1 : 2;
+	pthread_cond_broadcast(&p->cv);
+	return true;
+}
+
+static void *par_worker(void *arg)
+{
+	struct par *p = arg;
+	struct merkle_hasher *h;
+
+	if (merkle_hasher_new(&h, NULL) < 0)
+		return NULL; /* the main thread hashes what is left */
+	pthread_mutex_lock(&p->mu);
+	while (par_work_one(p, h))
+		;
+	pthread_mutex_unlock(&p->mu);
+	merkle_hasher_free(h);
+	return NULL;
+}
+
+static int buffer_par(struct logv *v, const char *buf, size_t len, unsigned flags,
+		      struct pc_err *err)
+{
+	struct par p = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+	const char *end = buf + len, *last = buf, *s;
+	pthread_t th[PAR_WORKERS];
+	size_t nth = 0, cap = len / PAR_CHUNK + 2;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int rc = 0;
+
+	p.c = calloc(cap, sizeof(*p.c));
+	if (!p.c)
+		return pc_err_set(err, PC_ENOMEM, "verifier: out of memory");
+	for (s = buf; s < end && p.n < cap;) {
+		const char *cut = s + PAR_CHUNK < end ? s + PAR_CHUNK : end - 1;
+		const char *nl = memchr(cut, '\n', (size_t)(end - cut));
+
+		if (!nl) /* what follows the last newline is the torn tail */
+			nl = memrchr(s, '\n', (size_t)(end - s));
+		if (!nl)
+			break;
+		p.c[p.n].start = s;
+		p.c[p.n++].end = nl + 1;
+		s = last = nl + 1;
+	}
+	for (long i = 0; i < cpus - 1 && nth < PAR_WORKERS; i++)
+		if (pthread_create(&th[nth], NULL, par_worker, &p) == 0)
+			nth++;
+	for (size_t i = 0; i < p.n && rc == 0; i++) {
+		struct pchunk *c = &p.c[i];
+		size_t li = 0;
+
+		pthread_mutex_lock(&p.mu);
+		while (c->state != 2 && c->state != -1)
+			if (!par_work_one(&p, v->h)) /* nothing to take: wait */
+				pthread_cond_wait(&p.cv, &p.mu);
+		pthread_mutex_unlock(&p.mu);
+		if (c->state < 0) {
+			rc = pc_err_set(err, PC_ENOMEM, "verifier: hashing failed");
+			break;
+		}
+		for (const char *q = c->start; q < c->end; li++) {
+			const char *eol = memchr(q, '\n', (size_t)(c->end - q));
+
+			v->pre_leaf = c->leaf[li];
+			rc = logv_line(v, q, (size_t)(eol - q), err);
+			v->pre_leaf = NULL;
+			if (rc < 0)
+				break;
+			q = eol + 1;
+			v->r.valid_bytes = (uint64_t)(q - buf);
+		}
+		free(c->leaf);
+		c->leaf = NULL;
+	}
+	pthread_mutex_lock(&p.mu);
+	p.stop = true;
+	pthread_mutex_unlock(&p.mu);
+	for (size_t i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+	for (size_t i = 0; i < p.n; i++)
+		free(p.c[i].leaf);
+	free(p.c);
+	if (rc < 0)
+		return rc;
+	return buffer_tail(v, last, end, flags, err);
+}
+
+int logv_buffer(struct logv *v, const char *buf, size_t len, unsigned flags, struct pc_err *err)
+{
+	const char *p = buf, *end = buf + len;
+	int rc;
+
+	if (len >= PAR_MIN && sysconf(_SC_NPROCESSORS_ONLN) > 1)
+		return buffer_par(v, buf, len, flags, err);
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+
+		if (!eol)
+			break;
 		rc = logv_line(v, p, (size_t)(eol - p), err);
 		if (rc < 0)
 			return rc;
 		p = eol + 1;
 		v->r.valid_bytes = (uint64_t)(p - buf);
 	}
-	return logv_finish(v, err);
+	return buffer_tail(v, p, end, flags, err);
 }
 
 int logv_file(struct logv *v, const char *path, unsigned flags, struct pc_err *err)

@@ -585,6 +585,63 @@ START_TEST(writer_rotation_does_not_nest)
 }
 END_TEST
 
+/* Files over 8 MB are hashed on several threads: same verdicts, same
+ * line numbers as the sequential path. */
+START_TEST(verifier_large_file_in_parallel)
+{
+	char dir[] = "/tmp/check_logd.XXXXXX", file[64], cmd[256], want[64];
+	struct logw_conf wc = {
+	    .cp_records = 1000, .cp_ms = 100000, .owner = (uid_t)-1, .group = (gid_t)-1};
+	struct note_signer *key;
+	struct logw *w;
+	struct logrec r;
+	struct logv *v;
+	struct pc_err err;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/log.jsonl", dir);
+	wc.file = file;
+	ck_assert_int_eq(note_signer_generate("test/portcullis-log", &key, NULL), 0);
+	ck_assert_int_eq(logw_open(&wc, key, NULL, &w, NULL), 0);
+	rec_fill(&r);
+	for (int i = 0; i < 30000; i++) {
+		ck_assert_int_eq(logw_append(w, &r, NULL, NULL), 0);
+		if (i % 500 == 499)
+			ck_assert_int_eq(logw_commit(w, NULL), 0);
+	}
+	ck_assert_int_eq(logw_close(w, NULL), 0);
+	ck_assert_int_eq(logv_new(note_signer_verifier(key), &v, NULL), 0);
+	ck_assert_msg(logv_file(v, file, 0, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(logv_result(v)->records, 30001);
+	ck_assert_uint_eq(logv_result(v)->checkpoints, 31);
+	logv_free(v);
+	/* seq 25000 is on line 25000 + 25 (one checkpoint line per 1000
+	 * records, and one after the segment record) */
+	snprintf(cmd, sizeof(cmd), "sed -i '25025s/agent-1/agent-2/' %s", file);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(logv_new(note_signer_verifier(key), &v, NULL), 0);
+	ck_assert_int_eq(logv_file(v, file, 0, &err), PC_ETAMPER);
+	snprintf(want, sizeof(want), "line 25025: record seq 25000 was edited");
+	ck_assert_msg(strstr(err.msg, want), "%s", err.msg);
+	logv_free(v);
+	snprintf(cmd, sizeof(cmd), "sed -i '25025s/agent-2/agent-1/' %s", file);
+	ck_assert_int_eq(system(cmd), 0);
+	f = fopen(file, "a");
+	fputs("{\"seq\":30002,\"@tim", f);
+	fclose(f);
+	ck_assert_int_eq(logv_new(note_signer_verifier(key), &v, NULL), 0);
+	ck_assert_msg(logv_file(v, file, LOGV_TORN_OK, &err) == 0, "%s", err.msg);
+	ck_assert(logv_result(v)->torn);
+	ck_assert_uint_eq(logv_result(v)->torn_bytes, 18);
+	ck_assert_uint_eq(logv_result(v)->records, 30001);
+	logv_free(v);
+	note_signer_free(key);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *logd_suite(void)
 {
 	Suite *s = suite_create("logd");
@@ -605,6 +662,7 @@ static Suite *logd_suite(void)
 	tcase_add_test(t, client_flush_fails_when_logd_goes_away);
 	tcase_add_test(t, writer_resumes_and_refuses_a_tampered_file);
 	tcase_add_test(t, writer_rotation_does_not_nest);
+	tcase_add_test(t, verifier_large_file_in_parallel);
 	suite_add_tcase(s, t);
 	return s;
 }
