@@ -99,6 +99,10 @@ struct logd_server_conf {
 	uid_t allowed_uids[8]; /* SO_PEERCRED uids allowed to connect */
 	size_t n_allowed;
 	unsigned max_clients;
+	/* called on SIGHUP after the log file was reopened (may be NULL):
+	 * main re-reads the syslog settings */
+	void (*on_hup)(void *ctx);
+	void *hup_ctx;
 };
 
 struct logd_stats {
@@ -134,6 +138,8 @@ struct logx;
 /* Start one thread per destination (call after dropping privileges: the
  * threads must not exist when pc_privdrop runs). */
 int logx_start(const struct logx_conf *c, struct logx **out, struct pc_err *err);
+/* Check the settings (collector address, CA bundle) without starting. */
+int logx_check(const struct logx_conf *c, struct pc_err *err);
 /* The writer hooks that feed it (pass to logw_set_export). */
 void logx_hooks(struct logx *x, struct logw_export *exp);
 /* Give the threads up to flush_ms to send what is spooled, stop, free. */

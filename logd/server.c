@@ -271,6 +271,8 @@ static int handle_signal(struct server *s, struct pc_err *err)
 			} else {
 				pc_log(PC_LOG_NOTICE, "log file reopened");
 			}
+			if (s->conf->on_hup)
+				s->conf->on_hup(s->conf->hup_ctx);
 		} else {
 			return 1;
 		}

@@ -726,6 +726,17 @@ bad:
 	return pc_err_set(err, PC_EINVAL, "log.syslog.remote \"%s\" is not host:port", c->remote);
 }
 
+int logx_check(const struct logx_conf *c, struct pc_err *err)
+{
+	struct sink *k = NULL;
+	int rc = 0;
+
+	if (c->remote && *c->remote &&
+	    (rc = sink_new(c->tls ? SINK_TLS : SINK_TCP, c, &k, err)) == 0)
+		sink_free(k);
+	return rc;
+}
+
 int logx_start(const struct logx_conf *c, struct logx **out, struct pc_err *err)
 {
 	struct logx *x = calloc(1, sizeof(*x));

@@ -188,6 +188,22 @@ t_eq "TLS to a collector whose certificate does not verify: nothing sent" 0 \
 	"$(grep -c '|agent-10|' "$D/tls.log")"
 t_match "logd says why" "TLS with 127.0.0.1:6514: .*certificate verify failed" "$(cat "$D/logd.err")"
 
+# --- SIGHUP re-reads the syslog settings ---
+config 127.0.0.1:10514 false ""
+logd_start
+"$B/tests/helpers/logd_client" "$D/run/logd.sock" -n 3 -s agent-11 -q >/dev/null
+wait_lines "$D/tcp.log" '|agent-11|' 3
+config 127.0.0.1:6514 true "$D/ca.pem"
+kill -HUP "$LOGD_PID"
+sleep 0.5
+"$B/tests/helpers/logd_client" "$D/run/logd.sock" -n 4 -s agent-12 -q >/dev/null
+wait_lines "$D/tls.log" '|agent-12|' 4
+logd_stop
+t_eq "after SIGHUP with new settings, records go to the new collector (TLS)" 4 \
+	"$(grep -c '|agent-12|' "$D/tls.log")"
+t_eq "and no longer to the old one" 0 "$(grep -c '|agent-12|' "$D/tcp.log")"
+t_match "logd says so" "SIGHUP: syslog settings changed" "$(cat "$D/logd.err")"
+
 rs_stop
 t_ok "the log verifies" "$B/portcullis" -c "$D/p.yaml" log verify
 t_done
