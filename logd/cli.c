@@ -1,6 +1,6 @@
 /* `portcullis log verify|show|prove|keygen`: the auditor's and the
  * administrator's side of the signed log. */
-#include "logd/logd.h"
+#include "logd/daemon.h"
 #include "rules/rules.h"
 
 #include <errno.h>
@@ -502,7 +502,7 @@ static int cmd_keygen(struct cli *c, int argc, char **argv)
 	static const struct option o[] = {{"name", required_argument, NULL, 'n'},
 					  {"force", no_argument, NULL, 'f'},
 					  {NULL, 0, NULL, 0}};
-	char host[64], name[NOTE_NAME_MAX], pub[PC_PATH_MAX + 8], buf[NOTE_NAME_MAX + 80];
+	char name[NOTE_NAME_MAX], pub[PC_PATH_MAX + 8], buf[NOTE_NAME_MAX + 80];
 	const char *namep = NULL;
 	const struct pc_config *cfg;
 	struct note_signer *s = NULL;
@@ -529,10 +529,7 @@ static int cmd_keygen(struct cli *c, int argc, char **argv)
 		return PC_EXIT_FAIL;
 	}
 	if (!namep) {
-		if (gethostname(host, sizeof(host)) < 0 || !host[0])
-			pc_strlcpy(host, "localhost", sizeof(host));
-		host[sizeof(host) - 1] = '\0';
-		snprintf(name, sizeof(name), "%s/portcullis-log", host);
+		logd_key_default_name(name, sizeof(name));
 		namep = name;
 	}
 	snprintf(pub, sizeof(pub), "%s.pub", cfg->log.key);

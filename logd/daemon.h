@@ -145,11 +145,47 @@ void logx_hooks(struct logx *x, struct logw_export *exp);
 /* Give the threads up to flush_ms to send what is spooled, stop, free. */
 void logx_stop(struct logx *x, int flush_ms, struct logx_stats *st);
 
-/* One record / checkpoint as an RFC 5424 message (exported for tests). */
+/* SD-ID of our structured data (32473: the enterprise number RFC 5612
+ * reserves for examples), and the syslog facility (local0). */
+#define LOGX_SD_ID    "portcullis@32473"
+#define LOGX_FACILITY 16
+
+/* One record / checkpoint as an RFC 5424 message (logd/syslog_fmt.c). */
 int logx_format_record(const struct logrec *r, uint64_t seq, uint64_t time_ms,
 		       const uint8_t hash[MERKLE_HASH], const char *host, long pid, char *buf,
 		       size_t len);
 int logx_format_checkpoint(const char *note, size_t nlen, const char *host, long pid, char *buf,
 			   size_t len);
+
+/* ---- daemon setup (logd/setup.c) ---------------------------------------- */
+
+struct pc_config;
+
+/* mkdir of the directory file is in (last component only), owned by
+ * uid:gid when created ((uid_t)-1: leave). */
+int logd_dir_ensure(const char *file, mode_t mode, uid_t uid, gid_t gid, struct pc_err *err);
+/* Load the signing key at path; when missing and create, generate it
+ * (named logd_key_default_name) and write it with its .pub. */
+int logd_key_open(const char *path, bool create, struct note_signer **out, struct pc_err *err);
+/* "<hostname>/portcullis-log" */
+void logd_key_default_name(char *buf, size_t len);
+/* The public keys keygen --force kept (<key>.pub.<hash>), up to max. */
+size_t logd_old_keys_load(const char *key, struct note_verifier *out, size_t max);
+/* Allow user's uid on the socket (a missing user is logged, not fatal). */
+void logd_allow_user(struct logd_server_conf *sc, const char *user);
+/* The exporter's settings from the configuration (strings borrowed from cfg). */
+void logd_xconf(const struct pc_config *cfg, struct logx_conf *xc);
+
+/* SIGHUP: re-read the syslog settings; if they changed, a new exporter
+ * takes over (the old one gets a second to send what it holds). Runs on
+ * the server's thread, which is the only one that touches x and w. */
+struct logd_hup {
+	const char *config;
+	struct pc_config *cfg;
+	struct logx **x;
+	struct logw *w;
+};
+
+void logd_on_hup(void *ctx);
 
 #endif

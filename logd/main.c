@@ -3,163 +3,23 @@
 #include "logd/daemon.h"
 #include "rules/rules.h"
 
-#include <errno.h>
 #include <getopt.h>
-#include <glob.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: portcullis-logd [-c FILE] [-t] [-v] [--new-segment REASON]\n"
-		   "  -c FILE   configuration (default /etc/portcullis/portcullis.yaml)\n"
-		   "  -t        check the configuration, key and log file, and exit\n"
-		   "  -v        verbose\n"
-		   "  --new-segment REASON\n"
-		   "            set the current log file aside and start a new segment whose\n"
-		   "            first record says REASON (for a file that no longer verifies,\n"
-		   "            or a new key)\n");
-}
-
-/* mkdir -p for the last component only, owned by the log user when
- * created: the daemon must create files there after dropping root. */
-static int dir_ensure(const char *file, mode_t mode, uid_t uid, gid_t gid, struct pc_err *err)
-{
-	char dir[PC_PATH_MAX];
-	char *slash;
-
-	pc_strlcpy(dir, file, sizeof(dir));
-	slash = strrchr(dir, '/');
-	if (!slash || slash == dir)
-		return 0;
-	*slash = '\0';
-	if (mkdir(dir, mode) < 0) {
-		if (errno == EEXIST)
-			return 0;
-		return pc_err_errno(err, PC_EIO, "creating %s", dir);
-	}
-	if (uid != (uid_t)-1 && chown(dir, uid, gid) < 0)
-		return pc_err_errno(err, PC_EIO, "chown %s", dir);
-	return 0;
-}
-
-/* The signing key, generated on first start. */
-static int key_open(const char *path, bool create, struct note_signer **out, struct pc_err *err)
-{
-	char host[64], name[NOTE_NAME_MAX];
-	struct note_signer *s;
-	int rc = note_key_load(path, out, err);
-
-	if (rc != PC_ENOENT || !create)
-		return rc;
-	if (gethostname(host, sizeof(host)) < 0 || !host[0])
-		pc_strlcpy(host, "localhost", sizeof(host));
-	host[sizeof(host) - 1] = '\0';
-	snprintf(name, sizeof(name), "%s/portcullis-log", host);
-	if ((rc = note_signer_generate(name, &s, err)) < 0)
-		return rc;
-	if ((rc = dir_ensure(path, 0755, (uid_t)-1, (gid_t)-1, err)) < 0 ||
-	    (rc = note_key_write(path, s, err)) < 0) {
-		note_signer_free(s);
-		return rc;
-	}
-	pc_log(PC_LOG_NOTICE, "generated the log signing key %s (public key %s.pub)", path, path);
-	*out = s;
-	return 0;
-}
-
-/* The public keys keygen --force kept: <key>.pub.<hash>. */
-static size_t old_keys_load(const char *key, struct note_verifier *out, size_t max)
-{
-	char pat[PC_PATH_MAX + 16];
-	glob_t g;
-	size_t n = 0;
-
-	snprintf(pat, sizeof(pat), "%s.pub.*", key);
-	if (glob(pat, 0, NULL, &g) != 0)
-		return 0;
-	for (size_t i = 0; i < g.gl_pathc && n < max; i++)
-		if (note_verifier_load(g.gl_pathv[i], &out[n], NULL) == 0)
-			n++;
-	globfree(&g);
-	return n;
-}
-
-/* SIGHUP: re-read the syslog settings; if they changed, a new exporter
- * takes over (the old one gets a second to send what it holds). Runs on
- * the server's thread, which is the only one that touches x and w. */
-struct hup {
-	const char *config;
-	struct pc_config *cfg;
-	struct logx **x;
-	struct logw *w;
-};
-
-static bool syslog_same(const struct pc_config *a, const struct pc_config *b)
-{
-	return a->log.syslog.local == b->log.syslog.local &&
-	       a->log.syslog.tls == b->log.syslog.tls &&
-	       a->log.syslog.spool_records == b->log.syslog.spool_records &&
-	       !strcmp(a->log.syslog.remote, b->log.syslog.remote) &&
-	       !strcmp(a->log.syslog.ca, b->log.syslog.ca) &&
-	       !strcmp(a->log.syslog.socket, b->log.syslog.socket);
-}
-
-static void on_hup(void *ctx)
-{
-	struct hup *h = ctx;
-	struct pc_config cfg;
-	struct logx_conf xc;
-	struct logw_export exp;
-	struct logx *nx = NULL;
-	struct pc_err err;
-
-	if (pc_config_load(h->config, &cfg, &err) < 0) {
-		pc_log(PC_LOG_ERR, "SIGHUP: %s: %s; keeping the syslog settings", h->config,
-		       err.msg);
-		return;
-	}
-	if (syslog_same(&cfg, h->cfg))
-		return;
-	xc = (struct logx_conf){
-	    .local = cfg.log.syslog.local,
-	    .local_path = cfg.log.syslog.socket,
-	    .remote = cfg.log.syslog.remote,
-	    .tls = cfg.log.syslog.tls,
-	    .ca = cfg.log.syslog.ca,
-	    .spool_records = cfg.log.syslog.spool_records,
-	};
-	if (logx_start(&xc, &nx, &err) < 0) {
-		pc_log(PC_LOG_ERR, "SIGHUP: syslog settings: %s; keeping the old ones", err.msg);
-		return;
-	}
-	logx_hooks(nx, &exp);
-	logw_set_export(h->w, &exp);
-	logx_stop(*h->x, 1000, NULL);
-	*h->x = nx;
-	h->cfg->log.syslog = cfg.log.syslog;
-	pc_log(PC_LOG_NOTICE, "SIGHUP: syslog settings changed: now %s%s%s%s",
-	       cfg.log.syslog.local ? cfg.log.syslog.socket : "no local socket",
-	       cfg.log.syslog.remote[0] ? ", " : "", cfg.log.syslog.remote,
-	       cfg.log.syslog.tls ? " (TLS)" : "");
-}
-
-static void allow_user(struct logd_server_conf *sc, const char *user)
-{
-	uid_t uid;
-	gid_t gid;
-
-	if (!user[0])
-		return;
-	if (pc_user_lookup(user, &uid, &gid, NULL) < 0) {
-		pc_log(PC_LOG_WARN, "user %s does not exist: it cannot log", user);
-		return;
-	}
-	if (sc->n_allowed < sizeof(sc->allowed_uids) / sizeof(sc->allowed_uids[0]))
-		sc->allowed_uids[sc->n_allowed++] = uid;
+	fprintf(f,
+		"usage: portcullis-logd [-c FILE] [-t] [-v] [--new-segment REASON]\n"
+		"  -c FILE   configuration (default /etc/portcullis/portcullis.yaml)\n"
+		"  -t        check the configuration, the key and the syslog settings, and exit\n"
+		"  -v        verbose\n"
+		"  --new-segment REASON\n"
+		"            set the current log file aside and start a new segment whose\n"
+		"            first record says REASON (for a file that no longer verifies,\n"
+		"            or a new key)\n");
 }
 
 int main(int argc, char **argv)
@@ -224,19 +84,12 @@ int main(int argc, char **argv)
 		pc_log(PC_LOG_ERR, "log.user: %s", err.msg);
 		return test ? PC_EXIT_FAIL : PC_EXIT_ERROR;
 	}
-	xc = (struct logx_conf){
-	    .local = cfg.log.syslog.local,
-	    .local_path = cfg.log.syslog.socket,
-	    .remote = cfg.log.syslog.remote,
-	    .tls = cfg.log.syslog.tls,
-	    .ca = cfg.log.syslog.ca,
-	    .spool_records = cfg.log.syslog.spool_records,
-	};
+	logd_xconf(&cfg, &xc);
 	if (test) {
 		/* The configuration, the key and the syslog settings; the log
 		 * file itself is verified by every start (docs/logd.md). */
 		rc = PC_EXIT_FAIL;
-		if (key_open(cfg.log.key, false, &key, &err) < 0) {
+		if (logd_key_open(cfg.log.key, false, &key, &err) < 0) {
 			if (err.code != PC_ENOENT)
 				goto fail;
 			pc_log(PC_LOG_NOTICE, "%s: no key yet (generated at first start)",
@@ -260,17 +113,17 @@ int main(int argc, char **argv)
 	signal(SIGXFSZ, SIG_IGN);
 
 	sc.allowed_uids[sc.n_allowed++] = 0;
-	allow_user(&sc, cfg.engine.user);
-	allow_user(&sc, cfg.vault.user);
+	logd_allow_user(&sc, cfg.engine.user);
+	logd_allow_user(&sc, cfg.vault.user);
 	if (!root)
 		pc_log(PC_LOG_WARN,
 		       "not started as root: running as uid %ld without dropping "
 		       "privileges",
 		       (long)geteuid());
-	if (key_open(cfg.log.key, true, &key, &err) < 0)
+	if (logd_key_open(cfg.log.key, true, &key, &err) < 0)
 		goto fail;
-	if (dir_ensure(cfg.log.file, 0750, log_uid, log_gid, &err) < 0 ||
-	    dir_ensure(cfg.log.socket, 0755, (uid_t)-1, (gid_t)-1, &err) < 0)
+	if (logd_dir_ensure(cfg.log.file, 0750, log_uid, log_gid, &err) < 0 ||
+	    logd_dir_ensure(cfg.log.socket, 0755, (uid_t)-1, (gid_t)-1, &err) < 0)
 		goto fail;
 	{
 		struct note_verifier old[16];
@@ -283,7 +136,7 @@ int main(int argc, char **argv)
 		    .owner = log_uid,
 		    .group = log_gid,
 		    .old_keys = old,
-		    .n_old_keys = new_segment ? old_keys_load(cfg.log.key, old, 16) : 0,
+		    .n_old_keys = new_segment ? logd_old_keys_load(cfg.log.key, old, 16) : 0,
 		};
 
 		if (logw_open(&wc, key, new_segment, &w, &err) < 0)
@@ -307,9 +160,9 @@ int main(int argc, char **argv)
 		logx_hooks(x, &exp);
 		logw_set_export(w, &exp);
 	}
-	struct hup hup = {.config = config, .cfg = &cfg, .x = &x, .w = w};
+	struct logd_hup hup = {.config = config, .cfg = &cfg, .x = &x, .w = w};
 
-	sc.on_hup = on_hup;
+	sc.on_hup = logd_on_hup;
 	sc.hup_ctx = &hup;
 	pc_log(PC_LOG_NOTICE, "serving %s, writing %s from seq %llu", cfg.log.socket, cfg.log.file,
 	       (unsigned long long)logw_next_seq(w));

@@ -1,0 +1,152 @@
+/* portcullis-logd's setup, kept out of main.c: directories, the signing
+ * key (created at first start), earlier public keys, who may connect, the
+ * syslog settings from the configuration and their reload on SIGHUP. */
+#include "logd/daemon.h"
+#include "rules/rules.h"
+
+#include <errno.h>
+#include <glob.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void logd_key_default_name(char *buf, size_t len)
+{
+	char host[64];
+
+	if (gethostname(host, sizeof(host)) < 0 || !host[0])
+		pc_strlcpy(host, "localhost", sizeof(host));
+	host[sizeof(host) - 1] = '\0';
+	snprintf(buf, len, "%s/portcullis-log", host);
+}
+
+void logd_xconf(const struct pc_config *cfg, struct logx_conf *xc)
+{
+	*xc = (struct logx_conf){
+	    .local = cfg->log.syslog.local,
+	    .local_path = cfg->log.syslog.socket,
+	    .remote = cfg->log.syslog.remote,
+	    .tls = cfg->log.syslog.tls,
+	    .ca = cfg->log.syslog.ca,
+	    .spool_records = cfg->log.syslog.spool_records,
+	};
+}
+
+/* mkdir -p for the last component only, owned by the log user when
+ * created: the daemon must create files there after dropping root. */
+int logd_dir_ensure(const char *file, mode_t mode, uid_t uid, gid_t gid, struct pc_err *err)
+{
+	char dir[PC_PATH_MAX];
+	char *slash;
+
+	pc_strlcpy(dir, file, sizeof(dir));
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	if (mkdir(dir, mode) < 0) {
+		if (errno == EEXIST)
+			return 0;
+		return pc_err_errno(err, PC_EIO, "creating %s", dir);
+	}
+	if (uid != (uid_t)-1 && chown(dir, uid, gid) < 0)
+		return pc_err_errno(err, PC_EIO, "chown %s", dir);
+	return 0;
+}
+
+/* The signing key, generated on first start. */
+int logd_key_open(const char *path, bool create, struct note_signer **out, struct pc_err *err)
+{
+	char name[NOTE_NAME_MAX];
+	struct note_signer *s;
+	int rc = note_key_load(path, out, err);
+
+	if (rc != PC_ENOENT || !create)
+		return rc;
+	logd_key_default_name(name, sizeof(name));
+	if ((rc = note_signer_generate(name, &s, err)) < 0)
+		return rc;
+	if ((rc = logd_dir_ensure(path, 0755, (uid_t)-1, (gid_t)-1, err)) < 0 ||
+	    (rc = note_key_write(path, s, err)) < 0) {
+		note_signer_free(s);
+		return rc;
+	}
+	pc_log(PC_LOG_NOTICE, "generated the log signing key %s (public key %s.pub)", path, path);
+	*out = s;
+	return 0;
+}
+
+/* The public keys keygen --force kept: <key>.pub.<hash>. */
+size_t logd_old_keys_load(const char *key, struct note_verifier *out, size_t max)
+{
+	char pat[PC_PATH_MAX + 16];
+	glob_t g;
+	size_t n = 0;
+
+	snprintf(pat, sizeof(pat), "%s.pub.*", key);
+	if (glob(pat, 0, NULL, &g) != 0)
+		return 0;
+	for (size_t i = 0; i < g.gl_pathc && n < max; i++)
+		if (note_verifier_load(g.gl_pathv[i], &out[n], NULL) == 0)
+			n++;
+	globfree(&g);
+	return n;
+}
+
+static bool syslog_same(const struct pc_config *a, const struct pc_config *b)
+{
+	return a->log.syslog.local == b->log.syslog.local &&
+	       a->log.syslog.tls == b->log.syslog.tls &&
+	       a->log.syslog.spool_records == b->log.syslog.spool_records &&
+	       !strcmp(a->log.syslog.remote, b->log.syslog.remote) &&
+	       !strcmp(a->log.syslog.ca, b->log.syslog.ca) &&
+	       !strcmp(a->log.syslog.socket, b->log.syslog.socket);
+}
+
+void logd_on_hup(void *ctx)
+{
+	struct logd_hup *h = ctx;
+	struct pc_config cfg;
+	struct logx_conf xc;
+	struct logw_export exp;
+	struct logx *nx = NULL;
+	struct pc_err err;
+
+	if (pc_config_load(h->config, &cfg, &err) < 0) {
+		pc_log(PC_LOG_ERR, "SIGHUP: %s: %s; keeping the syslog settings", h->config,
+		       err.msg);
+		return;
+	}
+	if (syslog_same(&cfg, h->cfg))
+		return;
+	logd_xconf(&cfg, &xc);
+	if (logx_start(&xc, &nx, &err) < 0) {
+		pc_log(PC_LOG_ERR, "SIGHUP: syslog settings: %s; keeping the old ones", err.msg);
+		return;
+	}
+	logx_hooks(nx, &exp);
+	logw_set_export(h->w, &exp);
+	logx_stop(*h->x, 1000, NULL);
+	*h->x = nx;
+	h->cfg->log.syslog = cfg.log.syslog;
+	pc_log(PC_LOG_NOTICE, "SIGHUP: syslog settings changed: now %s%s%s%s",
+	       cfg.log.syslog.local ? cfg.log.syslog.socket : "no local socket",
+	       cfg.log.syslog.remote[0] ? ", " : "", cfg.log.syslog.remote,
+	       cfg.log.syslog.tls ? " (TLS)" : "");
+}
+
+void logd_allow_user(struct logd_server_conf *sc, const char *user)
+{
+	uid_t uid;
+	gid_t gid;
+
+	if (!user[0])
+		return;
+	if (pc_user_lookup(user, &uid, &gid, NULL) < 0) {
+		pc_log(PC_LOG_WARN, "user %s does not exist: it cannot log", user);
+		return;
+	}
+	if (sc->n_allowed < sizeof(sc->allowed_uids) / sizeof(sc->allowed_uids[0]))
+		sc->allowed_uids[sc->n_allowed++] = uid;
+}
