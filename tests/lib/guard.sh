@@ -92,7 +92,7 @@ guard_logd_stop() {
 
 guard_engine_start() {
 	lab_ns_check "$LAB_GW"
-	ip netns exec "$LAB_GW" "$GUARD_BIN/portcullisd" -c "$GUARD_CONF" ${GUARD_ENGINE_ARGS:--v} \
+	ip netns exec "$LAB_GW" "$GUARD_BIN/portcullisd" -c "$GUARD_CONF" ${GUARD_ENGINE_ARGS--v} \
 		2>>"$GUARD_DIR/engine.log" &
 	echo $! >"$LAB_DIR/guard-engine.pid"
 	_guard_wait "portcullisd" guard_cli status --json
