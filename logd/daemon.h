@@ -67,6 +67,8 @@ int logw_append(struct logw *w, const struct logrec *rec, uint64_t *seq, struct 
  * exit (the next start repairs the torn tail). */
 int logw_commit(struct logw *w, struct pc_err *err);
 bool logw_broken(const struct logw *w);
+/* Bytes buffered for the next commit. */
+size_t logw_pending(const struct logw *w);
 
 /* Timer work: seal unsealed records whose interval ran out, rewrite the
  * latest checkpoint (re-signed with a fresh time) when idle. Call when

@@ -15,10 +15,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define READ_BURST 256 /* messages read from one client per round: fairness */
-#define EVENTS	   64
-#define KEY_LISTEN UINT64_MAX
-#define KEY_SIGNAL (UINT64_MAX - 1)
+#define READ_BURST	256	   /* messages read from one client per round: fairness */
+#define BATCH_MAX_BYTES (4u << 20) /* commit early past this much buffered */
+#define EVENTS		64
+#define KEY_LISTEN	UINT64_MAX
+#define KEY_SIGNAL	(UINT64_MAX - 1)
 
 struct client {
 	int fd; /* -1: free slot */
@@ -350,6 +351,10 @@ int logd_serve(int listen_fd, struct logw *w, const struct logd_server_conf *con
 				client_ack(&s, c);
 			if (c->fd >= 0 && (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) &&
 			    client_read(&s, c, err) < 0)
+				goto out;
+			/* Records carry sandbox-chosen strings that can grow
+			 * six-fold as JSON: bound what a round holds. */
+			if (logw_pending(w) > BATCH_MAX_BYTES && batch_commit(&s, err) < 0)
 				goto out;
 		}
 		if (batch_commit(&s, err) < 0)

@@ -300,6 +300,11 @@ int logw_commit(struct logw *w, struct pc_err *err)
 	return rotate_if_due(w, err);
 }
 
+size_t logw_pending(const struct logw *w)
+{
+	return w->in_batch ? w->len : 0;
+}
+
 bool logw_broken(const struct logw *w)
 {
 	return w->broken;
