@@ -123,13 +123,31 @@ static int verify_one(const char *path, struct note_verifier *key, const char *c
 		else
 			have_ext = true;
 	}
-	if (logv_new(key, &v, &err) < 0) {
-		pc_cli_error("log verify", "%s", err.msg);
-		return PC_EXIT_ERROR;
+	/* A live log may end in a line logd is writing right now: if the
+	 * file grows meanwhile, look again; a file that stays cut mid-line
+	 * was cut (truncated), and that is reported. */
+	for (int attempt = 0;; attempt++) {
+		struct stat a, b;
+		bool torn;
+
+		if (logv_new(key, &v, &err) < 0) {
+			pc_cli_error("log verify", "%s", err.msg);
+			return PC_EXIT_ERROR;
+		}
+		if (have_ext && ext.size)
+			logv_expect(v, &ext);
+		if (stat(path, &a) < 0)
+			a.st_size = -1;
+		rc = logv_file(v, path, attempt < 3 ? LOGV_TORN_OK : 0, &err);
+		torn = rc == 0 && logv_result(v)->torn;
+		if (!torn)
+			break;
+		logv_free(v);
+		v = NULL;
+		usleep(200 * 1000);
+		if (stat(path, &b) < 0 || b.st_size == a.st_size)
+			attempt = 2; /* it did not grow: once more, strictly */
 	}
-	if (have_ext && ext.size)
-		logv_expect(v, &ext);
-	rc = logv_file(v, path, 0, &err);
 	if (rc < 0) {
 		pc_cli_error("log verify", "%s: %s", path, err.msg);
 		logv_free(v);

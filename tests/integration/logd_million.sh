@@ -41,8 +41,18 @@ logd_start() {
 logd_start
 t_eq "logd starts" 0 $?
 s=$SECONDS
-t_match "1,000,000 records sent and acknowledged" "^acked 1000001$" \
-	"$("$B/tests/helpers/logd_client" "$D/run/logd.sock" -n 1000000 -b 200 -q -t 10000)"
+"$B/tests/helpers/logd_client" "$D/run/logd.sock" -n 1000000 -b 200 -q -t 10000 >"$D/acked" &
+client=$!
+# verified while logd writes: a line being written is no tampering
+live=0
+for _ in 1 2 3; do
+	sleep 1
+	PC log verify >"$D/live.out" 2>&1 || live=1
+done
+t_eq "the log verifies while logd writes to it" 0 "$live"
+[ "$live" = 0 ] || t_diag "$(cat "$D/live.out")"
+wait "$client"
+t_match "1,000,000 records sent and acknowledged" "^acked 1000001$" "$(cat "$D/acked")"
 t_diag "written in $((SECONDS - s)) s"
 kill "$LOGD_PID"
 wait "$LOGD_PID"
