@@ -45,10 +45,10 @@
 #define PC_MARK_PORT_MASK 0x00ffffffu
 
 /* Names of our tables and chains (both tables are named PC_NFT_TABLE). */
-#define PC_NFT_TABLE "portcullis"
-#define PC_NFT_PRIO_INET (-190)   /* after conntrack (-200), before mangle (-150) */
-#define PC_NFT_PRIO_RAW (-300)    /* output notrack of our DNS answers */
-#define PC_NFT_PRIO_NAT (-100)    /* dstnat: vault redirect */
+#define PC_NFT_TABLE	   "portcullis"
+#define PC_NFT_PRIO_INET   (-190) /* after conntrack (-200), before mangle (-150) */
+#define PC_NFT_PRIO_RAW	   (-300) /* output notrack of our DNS answers */
+#define PC_NFT_PRIO_NAT	   (-100) /* dstnat: vault redirect */
 #define PC_NFT_PRIO_BRIDGE (-350) /* before every standard bridge priority */
 
 /* ======================================================================
@@ -71,11 +71,11 @@ struct pc_pkt {
 	uint8_t tcp_flags;     /* TH_SYN, TH_ACK ... */
 	uint32_t tcp_seq;
 	uint8_t icmp_type, icmp_code;
-	bool truncated;         /* the capture ended before the IP length */
-	size_t l3_len;          /* bytes of IP header(s) */
-	size_t l4_off;          /* offset of the L4 header in the buffer */
+	bool truncated;		/* the capture ended before the IP length */
+	size_t l3_len;		/* bytes of IP header(s) */
+	size_t l4_off;		/* offset of the L4 header in the buffer */
 	const uint8_t *payload; /* TCP/UDP payload inside the buffer (borrowed) */
-	size_t payload_len;     /* bytes present (<= what the header claims) */
+	size_t payload_len;	/* bytes present (<= what the header claims) */
 };
 
 /* Parse an IP packet as NFQUEUE delivers it (network header first). Returns
@@ -132,8 +132,8 @@ struct pc_bridge_port {
 };
 
 struct pc_ruleset_params {
-	const struct pc_config *cfg;  /* bridge, queue, dns.resolvers, vault.listen */
-	const struct policy *policy;  /* anti-spoofing sets and bindings */
+	const struct pc_config *cfg;	    /* bridge, queue, dns.resolvers, vault.listen */
+	const struct policy *policy;	    /* anti-spoofing sets and bindings */
 	const struct pc_bridge_port *ports; /* current ports of cfg->bridge */
 	size_t n_ports;
 	enum pc_queue_path qpath;
@@ -206,7 +206,7 @@ int pc_nft_remove(struct pc_err *err);
  * (SO_PEERCRED). See docs/engine.md.
  * ====================================================================== */
 
-#define PC_ENGINE_SOCK "engine.sock"
+#define PC_ENGINE_SOCK	    "engine.sock"
 #define PC_ENGINE_REPLY_MAX 16384
 
 /* Send one request and receive the reply (NUL-terminated, caller frees).

@@ -164,7 +164,7 @@ int appliance_cli(int argc, char **argv, const char *config)
 		free(reply);
 		/* a rejected policy is a negative answer; anything else an error */
 		return strstr(msg, "permission denied") ? PC_EXIT_ERROR
-			: reload			? PC_EXIT_FAIL
+		       : reload				? PC_EXIT_FAIL
 							: PC_EXIT_ERROR;
 	}
 	if (reload) {

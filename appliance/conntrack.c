@@ -96,7 +96,8 @@ static int ct_cb(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_OK;
 }
 
-static struct nlmsghdr *ct_msg(char *buf, uint16_t type, uint16_t flags, uint8_t family, uint32_t seq)
+static struct nlmsghdr *ct_msg(char *buf, uint16_t type, uint16_t flags, uint8_t family,
+			       uint32_t seq)
 {
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 	struct nfgenmsg *nfg;
@@ -125,9 +126,8 @@ static int ct_open(struct mnl_socket **out, struct pc_err *err)
 	return 0;
 }
 
-int ct_dump_marked(uint32_t value, uint32_t mask,
-		   int (*visit)(const struct ct_tuple *t, void *arg), void *arg,
-		   struct pc_err *err)
+int ct_dump_marked(uint32_t value, uint32_t mask, int (*visit)(const struct ct_tuple *t, void *arg),
+		   void *arg, struct pc_err *err)
 {
 	char buf[32768]; /* a dump datagram holds many entries */
 	struct mnl_socket *nl;

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #define HOUSEKEEPING_MS 10000
-#define CLIENT_WAIT_MS 1000
+#define CLIENT_WAIT_MS	1000
 
 /* A JSON string literal (quotes included) of s. */
 static int json_str(char **buf, size_t *len, const char *s)
@@ -63,32 +63,31 @@ int control_status_json(struct engine *e, char **out)
 		held += atomic_load(&t->held_n);
 		sent += atomic_load(&t->st.log_sent);
 		failed += atomic_load(&t->st.log_failed);
-		rc = pc_buf_appendf(&b, &l,
-				    "%s{\"num\":%u,\"queued\":%llu,\"accepted\":%llu,\"refused\":%llu,"
-				    "\"kernel_dropped\":%llu,\"user_dropped\":%llu,\"enobufs\":%llu}",
-				    i ? "," : "", t->num,
-				    (unsigned long long)atomic_load(&t->st.queued),
-				    (unsigned long long)atomic_load(&t->st.accepted),
-				    (unsigned long long)atomic_load(&t->st.refused),
-				    (unsigned long long)kd, (unsigned long long)ud,
-				    (unsigned long long)atomic_load(&t->st.enobufs));
+		rc = pc_buf_appendf(
+		    &b, &l,
+		    "%s{\"num\":%u,\"queued\":%llu,\"accepted\":%llu,\"refused\":%llu,"
+		    "\"kernel_dropped\":%llu,\"user_dropped\":%llu,\"enobufs\":%llu}",
+		    i ? "," : "", t->num, (unsigned long long)atomic_load(&t->st.queued),
+		    (unsigned long long)atomic_load(&t->st.accepted),
+		    (unsigned long long)atomic_load(&t->st.refused), (unsigned long long)kd,
+		    (unsigned long long)ud, (unsigned long long)atomic_load(&t->st.enobufs));
 	}
-	rc = rc ? rc
-		: pc_buf_appendf(
-			  &b, &l,
-			  "],\"flows\":%zu,\"held\":%zu,\"log\":{\"sent\":%llu,\"failed\":%llu},"
-			  "\"dnsguard\":{\"queries_allowed\":%llu,\"queries_refused\":%llu,"
-			  "\"queries_malformed\":%llu,\"answers_released\":%llu,"
-			  "\"answers_dropped\":%llu,\"learned_entries\":%llu,"
-			  "\"learned_evicted\":%llu,\"ech_stripped\":%llu}}",
-			  flow_registry_count(e->flows), held, (unsigned long long)sent,
-			  (unsigned long long)failed, (unsigned long long)ds.queries_allowed,
-			  (unsigned long long)ds.queries_refused,
-			  (unsigned long long)ds.queries_malformed,
-			  (unsigned long long)ds.answers_released,
-			  (unsigned long long)ds.answers_dropped,
-			  (unsigned long long)ds.learned_entries,
-			  (unsigned long long)ds.learned_evicted, (unsigned long long)ds.ech_stripped);
+	rc =
+	    rc ? rc
+	       : pc_buf_appendf(
+		     &b, &l,
+		     "],\"flows\":%zu,\"held\":%zu,\"log\":{\"sent\":%llu,\"failed\":%llu},"
+		     "\"dnsguard\":{\"queries_allowed\":%llu,\"queries_refused\":%llu,"
+		     "\"queries_malformed\":%llu,\"answers_released\":%llu,"
+		     "\"answers_dropped\":%llu,\"learned_entries\":%llu,"
+		     "\"learned_evicted\":%llu,\"ech_stripped\":%llu}}",
+		     flow_registry_count(e->flows), held, (unsigned long long)sent,
+		     (unsigned long long)failed, (unsigned long long)ds.queries_allowed,
+		     (unsigned long long)ds.queries_refused,
+		     (unsigned long long)ds.queries_malformed,
+		     (unsigned long long)ds.answers_released,
+		     (unsigned long long)ds.answers_dropped, (unsigned long long)ds.learned_entries,
+		     (unsigned long long)ds.learned_evicted, (unsigned long long)ds.ech_stripped);
 	policy_unref(pol);
 	if (rc) {
 		free(b);
@@ -124,8 +123,8 @@ static char *reload_json(struct engine *e, int fd)
 	if (engine_reload(e, &err) < 0)
 		return error_json(pc_err_str(&err, ebuf, sizeof(ebuf)));
 	pol = engine_policy_get(e);
-	if (pc_buf_appendf(&b, &l, "{\"ok\":true,\"policy\":") || json_str(&b, &l, policy_hash(pol)) ||
-	    pc_buf_appendf(&b, &l, "}")) {
+	if (pc_buf_appendf(&b, &l, "{\"ok\":true,\"policy\":") ||
+	    json_str(&b, &l, policy_hash(pol)) || pc_buf_appendf(&b, &l, "}")) {
 		free(b);
 		b = NULL;
 	}
@@ -169,9 +168,9 @@ int control_loop(struct engine *e)
 
 	for (;;) {
 		struct pollfd p[3] = {
-			{.fd = e->sig_fd, .events = POLLIN},
-			{.fd = e->ctl_fd, .events = POLLIN},
-			{.fd = e->link_fd, .events = POLLIN},
+		    {.fd = e->sig_fd, .events = POLLIN},
+		    {.fd = e->ctl_fd, .events = POLLIN},
+		    {.fd = e->link_fd, .events = POLLIN},
 		};
 		struct pc_err err = {0};
 		uint64_t now;

@@ -59,8 +59,8 @@ const struct policy_sandbox *sandbox_by_addr(const struct policy *p, const struc
 /* ---- records --------------------------------------------------------------- */
 
 static void rec_base(struct decision *d, const struct decide_ctx *c, enum logrec_action action,
-		     enum logrec_verdict v, const struct pc_pkt *p,
-		     const struct policy_sandbox *sb, const struct policy_allow *rule)
+		     enum logrec_verdict v, const struct pc_pkt *p, const struct policy_sandbox *sb,
+		     const struct policy_allow *rule)
 {
 	struct logrec *r = &d->rec;
 
@@ -86,7 +86,8 @@ static void rec_base(struct decision *d, const struct decide_ctx *c, enum logrec
 	}
 }
 
-static void set_reason(struct decision *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_reason(struct decision *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void set_reason(struct decision *d, const char *fmt, ...)
 {
 	va_list ap;
@@ -298,7 +299,8 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 		if (rc < 0 || res.verdict == DNSG_ALLOW || !sb)
 			break;
 		{
-			const struct policy_sandbox *next = sandbox_by_addr_from(c->policy, &p->dst, &from);
+			const struct policy_sandbox *next =
+			    sandbox_by_addr_from(c->policy, &p->dst, &from);
 
 			if (!next)
 				break;
@@ -382,12 +384,12 @@ static void held_segment(const struct decide_ctx *c, const struct pc_pkt *p,
 		d->v = VK_DROP; /* a gap: the sender retransmits in order */
 		return;
 	}
-	if ((size_t)-(int64_t)off >= n) {
+	if ((size_t) - (int64_t)off >= n) {
 		d->v = VK_PASS; /* bytes already let through */
 		return;
 	}
 	data += -(int64_t)off;
-	n -= (size_t)-(int64_t)off;
+	n -= (size_t) - (int64_t)off;
 	if (hf->len == 0 && !hf->buf) {
 		rc = tls_clienthello_sni(data, n, sni, sizeof(sni), &need);
 		if (rc == PC_EAGAIN) {
@@ -423,8 +425,10 @@ static void held_segment(const struct decide_ctx *c, const struct pc_pkt *p,
 			d->rec.sni = d->sni;
 		} else {
 			refuse(d, c, p, sb, VK_REJECT, "");
-			set_reason(d, "TLS server name %s is not a name this sandbox resolved to this "
-				      "address and may use on this port", sni);
+			set_reason(d,
+				   "TLS server name %s is not a name this sandbox resolved to this "
+				   "address and may use on this port",
+				   sni);
 			pc_strlcpy(d->sni, sni, sizeof(d->sni));
 			d->rec.sni = d->sni;
 		}
@@ -477,7 +481,8 @@ static void new_flow(const struct decide_ctx *c, const struct pc_pkt *p,
 
 	if (p->proto == IPPROTO_TCP) {
 		if ((p->tcp_flags & (TH_SYN | TH_ACK | TH_RST | TH_FIN)) != TH_SYN) {
-			refuse(d, c, p, sb, VK_REJECT, "TCP segment of no connection the guard allowed");
+			refuse(d, c, p, sb, VK_REJECT,
+			       "TCP segment of no connection the guard allowed");
 			return;
 		}
 	} else if (p->proto != IPPROTO_UDP) {
@@ -499,8 +504,7 @@ static void new_flow(const struct decide_ctx *c, const struct pc_pkt *p,
 		return;
 	}
 	if (!fr.allowed) {
-		refuse(d, c, p, sb, VK_REJECT,
-		       fr.reason ? fr.reason : "not on the allow list");
+		refuse(d, c, p, sb, VK_REJECT, fr.reason ? fr.reason : "not on the allow list");
 		return;
 	}
 	if (p->proto == IPPROTO_TCP && fr.vault) {
@@ -513,13 +517,15 @@ static void new_flow(const struct decide_ctx *c, const struct pc_pkt *p,
 		struct held_flow *hf;
 
 		if (p->payload_len) {
-			refuse(d, c, p, sb, VK_REJECT, "data in a SYN (TCP Fast Open) to a named host");
+			refuse(d, c, p, sb, VK_REJECT,
+			       "data in a SYN (TCP Fast Open) to a named host");
 			return;
 		}
 		flow_key_from_pkt(&k, p);
 		hf = held_add(c->held, &k);
 		if (!hf) {
-			refuse(d, c, p, sb, VK_REJECT, "too many connections waiting for a ClientHello");
+			refuse(d, c, p, sb, VK_REJECT,
+			       "too many connections waiting for a ClientHello");
 			return;
 		}
 		hf->meta.via = FLOW_VIA_HOST;
@@ -568,7 +574,8 @@ static void from_sandbox(const struct decide_ctx *c, const struct pkt_in *in,
 		}
 	}
 	if (!sb) {
-		refuse(d, c, p, NULL, VK_REJECT, "not a sandbox (no rule matches its source, MAC and port)");
+		refuse(d, c, p, NULL, VK_REJECT,
+		       "not a sandbox (no rule matches its source, MAC and port)");
 		return;
 	}
 	new_flow(c, p, sb, &src, d);
@@ -604,8 +611,8 @@ void decide_packet(const struct decide_ctx *c, const struct pkt_in *in, struct d
 		d->v = VK_DROP;
 }
 
-bool decide_rejudge(const struct decide_ctx *c, const struct flow_key *k,
-		    const struct flow_meta *m, bool vault, const char **reason)
+bool decide_rejudge(const struct decide_ctx *c, const struct flow_key *k, const struct flow_meta *m,
+		    bool vault, const char **reason)
 {
 	const struct policy_sandbox *sb;
 	struct dnsguard_flow_res fr;

@@ -52,9 +52,8 @@ void dnsreply_close(struct dnsreply *d)
 	d->fd4 = d->fd6 = -1;
 }
 
-int dnsreply_send(struct dnsreply *d, const struct pc_endpoint *from,
-		  const struct pc_endpoint *to, const uint8_t *msg, size_t len,
-		  struct pc_err *err)
+int dnsreply_send(struct dnsreply *d, const struct pc_endpoint *from, const struct pc_endpoint *to,
+		  const uint8_t *msg, size_t len, struct pc_err *err)
 {
 	uint8_t pkt[40 + 8 + DNSG_REPLY_MAX];
 	int n = pc_pkt_build_udp(from, to, msg, len, pkt, sizeof(pkt));

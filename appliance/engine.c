@@ -96,8 +96,9 @@ int engine_ports_refresh(struct engine *e, bool force, struct pc_err *err)
 	}
 	for (size_t i = 0; i < n; i++)
 		if (ports[i].ifindex > PC_MARK_PORT_MASK)
-			pc_log(PC_LOG_ERR, "bridge port %s: ifindex %u does not fit the port stamp; "
-					   "its traffic is dropped",
+			pc_log(PC_LOG_ERR,
+			       "bridge port %s: ifindex %u does not fit the port stamp; "
+			       "its traffic is dropped",
 			       ports[i].name, ports[i].ifindex);
 	e->br_ifindex = bri;
 	portmap_set(&e->ports, ports, n);

@@ -54,7 +54,7 @@ struct reg_ent {
 	struct flow_key k;
 	struct flow_meta m;
 	bool seen;
-	struct reg_ent *hnext;        /* hash chain */
+	struct reg_ent *hnext;	       /* hash chain */
 	struct reg_ent *older, *newer; /* age list: evict the oldest */
 };
 

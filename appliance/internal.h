@@ -28,7 +28,7 @@ void nr_cmp_u8(struct nr *b, uint32_t op, uint8_t v);
 void nr_cmp_be16(struct nr *b, uint32_t op, uint16_t host_value);
 void nr_cmp_ifname(struct nr *b, uint32_t op, const char *name);
 void nr_payload(struct nr *b, uint32_t base, uint32_t off, uint32_t len);
-void nr_bitwise(struct nr *b, uint32_t len, const void *mask, const void *xor);
+void nr_bitwise(struct nr *b, uint32_t len, const void *mask, const void * xor);
 void nr_bitwise_u32(struct nr *b, uint32_t mask, uint32_t xor);
 void nr_ct(struct nr *b, uint32_t key);
 void nr_ct_set(struct nr *b, uint32_t key);
@@ -78,14 +78,14 @@ void nft_bridge_table(struct bld *b);
 
 /* Append printf output to a growing malloc'ed string. 0 or PC_ENOMEM. */
 int pc_buf_appendf(char **buf, size_t *len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* ---- sets (nft_sets.c); names are the set names in our tables ----------- */
 
 /* The bridge table's port set, rebuilt on link changes. */
 #define PC_NFT_SET_PORTS "ports"
-struct nftnl_set *nftset_new(uint16_t family, const char *name, uint32_t keytype,
-			     uint32_t keylen, uint32_t flags);
+struct nftnl_set *nftset_new(uint16_t family, const char *name, uint32_t keytype, uint32_t keylen,
+			     uint32_t flags);
 /* Interval set of the prefixes of address family af (others skipped). */
 struct nftnl_set *nftset_prefixes(uint16_t family, const char *name, uint8_t af,
 				  const struct pc_prefix *const *pfx, size_t n);
@@ -126,9 +126,8 @@ struct ct_tuple {
 	uint32_t mark, id;
 };
 /* Call visit for every conntrack entry whose mark & mask == value & mask. */
-int ct_dump_marked(uint32_t value, uint32_t mask,
-		   int (*visit)(const struct ct_tuple *t, void *arg), void *arg,
-		   struct pc_err *err);
+int ct_dump_marked(uint32_t value, uint32_t mask, int (*visit)(const struct ct_tuple *t, void *arg),
+		   void *arg, struct pc_err *err);
 /* Delete the entry with this original tuple (and id). ENOENT is success. */
 int ct_delete(const struct ct_tuple *t, struct pc_err *err);
 
@@ -140,9 +139,8 @@ struct dnsreply {
 int dnsreply_open(struct dnsreply *d, struct pc_err *err);
 void dnsreply_close(struct dnsreply *d);
 /* Send msg from `from` (the address the query went to) to `to`. */
-int dnsreply_send(struct dnsreply *d, const struct pc_endpoint *from,
-		  const struct pc_endpoint *to, const uint8_t *msg, size_t len,
-		  struct pc_err *err);
+int dnsreply_send(struct dnsreply *d, const struct pc_endpoint *from, const struct pc_endpoint *to,
+		  const uint8_t *msg, size_t len, struct pc_err *err);
 
 /* ---- flows.c -------------------------------------------------------------- */
 
@@ -211,12 +209,12 @@ size_t held_count(const struct held_table *t);
 /* ---- decide.c: one packet, one verdict ------------------------------------ */
 
 enum verdict_kind {
-	VK_DROP = 1,   /* NF_DROP, silently */
-	VK_PASS,       /* this packet only */
-	VK_ALLOW,      /* flow allowed (ct mark) */
+	VK_DROP = 1, /* NF_DROP, silently */
+	VK_PASS,     /* this packet only */
+	VK_ALLOW,    /* flow allowed (ct mark) */
 	VK_ALLOW_VAULT,
-	VK_HELD,       /* flow held until its ClientHello */
-	VK_REJECT,     /* RST / ICMP admin-prohibited */
+	VK_HELD,   /* flow held until its ClientHello */
+	VK_REJECT, /* RST / ICMP admin-prohibited */
 };
 
 /* What the queue thread knows about a packet besides its bytes. */
@@ -282,8 +280,8 @@ const struct policy_sandbox *sandbox_by_addr_from(const struct policy *p, const 
 /* Would this allowed flow still be allowed under c->policy? m is what the
  * registry remembers of it (NULL: forgotten, judged on addresses); vault is
  * the VAULT bit of its conntrack mark. false: *reason says why not. */
-bool decide_rejudge(const struct decide_ctx *c, const struct flow_key *k,
-		    const struct flow_meta *m, bool vault, const char **reason);
+bool decide_rejudge(const struct decide_ctx *c, const struct flow_key *k, const struct flow_meta *m,
+		    bool vault, const char **reason);
 
 /* ---- the engine (engine.c, queue.c, control.c) ------------------------------ */
 
@@ -301,15 +299,15 @@ struct qthread {
 	bool started;
 	struct mnl_socket *nl;
 	unsigned portid;
-	struct logc *lc;           /* this thread's own logd connection */
-	struct held_table *held;   /* this thread's held flows */
+	struct logc *lc;	 /* this thread's own logd connection */
+	struct held_table *held; /* this thread's held flows */
 	struct qstats st;
-	_Atomic size_t held_n;     /* for status */
-	atomic_bool busy;          /* inside a batch (reload waits for it) */
-	_Atomic uint64_t gen;      /* batches done */
-	struct qbufs *bufs;        /* queue.c's receive/verdict buffers */
+	_Atomic size_t held_n; /* for status */
+	atomic_bool busy;      /* inside a batch (reload waits for it) */
+	_Atomic uint64_t gen;  /* batches done */
+	struct qbufs *bufs;    /* queue.c's receive/verdict buffers */
 	uint8_t *rx;
-	struct decision *dec;      /* one per packet of a batch */
+	struct decision *dec; /* one per packet of a batch */
 	struct pkt_in *pin;
 };
 
@@ -328,9 +326,9 @@ struct engine {
 	atomic_bool stop;
 	uint64_t start_ms;
 	int ctl_fd, sig_fd, link_fd;
-	int nfq_proc_fd; /* /proc/net/netfilter/nfnetlink_queue */
+	int nfq_proc_fd;     /* /proc/net/netfilter/nfnetlink_queue */
 	struct logc *ctl_lc; /* the control thread's own log client */
-	bool verbose;        /* log every verdict (debug) */
+	bool verbose;	     /* log every verdict (debug) */
 };
 
 /* Current policy with a reference (caller unrefs). */
@@ -342,8 +340,7 @@ void *queue_thread_main(void *arg);
 void queue_close(struct qthread *t);
 /* Kernel counters of queue num from /proc/net/netfilter/nfnetlink_queue
  * (proc_fd: that file, opened while still root). */
-int queue_kernel_stats(int proc_fd, uint16_t num, uint64_t *queue_dropped,
-		       uint64_t *user_dropped);
+int queue_kernel_stats(int proc_fd, uint16_t num, uint64_t *queue_dropped, uint64_t *user_dropped);
 
 /* engine.c */
 void engine_init(struct engine *e); /* zero state, fds -1, locks */

@@ -25,7 +25,7 @@
 #include <libnftnl/set.h>
 #include <libnftnl/table.h>
 
-#define BATCH_PAGE (1u << 20)
+#define BATCH_PAGE   (1u << 20)
 #define BATCH_SNDBUF (16 << 20)
 
 struct batch {
@@ -56,8 +56,8 @@ static void batch_free(struct batch *bt)
 }
 
 /* Start a message; returns its header (NULL after a failure). */
-static struct nlmsghdr *batch_msg(struct batch *bt, uint16_t type, uint16_t family,
-				  uint16_t flags, const char *what)
+static struct nlmsghdr *batch_msg(struct batch *bt, uint16_t type, uint16_t family, uint16_t flags,
+				  const char *what)
 {
 	if (bt->err)
 		return NULL;
@@ -85,8 +85,8 @@ static void batch_next(struct batch *bt)
 
 static void batch_table(struct batch *bt, uint16_t type, uint16_t family, uint16_t flags)
 {
-	struct nlmsghdr *nlh = batch_msg(bt, type, family, flags, type == NFT_MSG_DELTABLE ?
-						   "delete table" : "add table");
+	struct nlmsghdr *nlh = batch_msg(bt, type, family, flags,
+					 type == NFT_MSG_DELTABLE ? "delete table" : "add table");
 
 	if (!nlh)
 		return;
@@ -113,7 +113,8 @@ static void batch_obj(struct batch *bt, const struct pc_nft_obj *o)
 		batch_table(bt, NFT_MSG_NEWTABLE, o->family, NLM_F_CREATE | NLM_F_EXCL);
 		return;
 	case PC_NFT_CHAIN_OBJ:
-		snprintf(what, sizeof(what), "%s chain %s", o->family == NFPROTO_BRIDGE ? "bridge" : "inet",
+		snprintf(what, sizeof(what), "%s chain %s",
+			 o->family == NFPROTO_BRIDGE ? "bridge" : "inet",
 			 nftnl_chain_get_str(o->u.chain, NFTNL_CHAIN_NAME));
 		nlh = batch_msg(bt, NFT_MSG_NEWCHAIN, o->family, NLM_F_CREATE | NLM_F_EXCL, what);
 		if (nlh)
@@ -217,9 +218,9 @@ static int read_acks(struct mnl_socket *nl, struct batch *bt, uint32_t *failed_s
 			*failed_seq = e->msg.nlmsg_seq;
 			*errno_out = -e->error;
 			idx = e->msg.nlmsg_seq - bt->seq0 - 1;
-			rc = pc_err_set(err, -e->error == EOPNOTSUPP || -e->error == ENOENT
-						     ? PC_EUNSUPP
-						     : PC_EIO,
+			rc = pc_err_set(err,
+					-e->error == EOPNOTSUPP || -e->error == ENOENT ? PC_EUNSUPP
+										       : PC_EIO,
 					"nf_tables refused %s: %s%s%s",
 					idx < bt->nwhat ? bt->what[idx] : "a message",
 					strerror(-e->error), ext[0] ? ": " : "", ext);
@@ -260,7 +261,8 @@ static int batch_send(struct batch *bt, bool commit, struct pc_err *err)
 	msg.msg_iov = iov;
 	msg.msg_iovlen = (size_t)n;
 	if (sendmsg(mnl_socket_get_fd(nl), &msg, 0) < 0) {
-		rc = pc_err_errno(err, errno == EPERM ? PC_EPERM : PC_EIO, "sending nf_tables batch");
+		rc = pc_err_errno(err, errno == EPERM ? PC_EPERM : PC_EIO,
+				  "sending nf_tables batch");
 		goto out;
 	}
 	rc = read_acks(nl, bt, &failed, &e, err);
@@ -369,7 +371,8 @@ static int probe_expr(struct nftnl_expr *e, struct pc_err *err)
 	nftnl_rule_set_str(r, NFTNL_RULE_TABLE, tname);
 	nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, "probe");
 	nftnl_rule_add_expr(r, e);
-	nlh = batch_msg(&bt, NFT_MSG_NEWTABLE, NFPROTO_INET, NLM_F_CREATE | NLM_F_EXCL, "probe table");
+	nlh = batch_msg(&bt, NFT_MSG_NEWTABLE, NFPROTO_INET, NLM_F_CREATE | NLM_F_EXCL,
+			"probe table");
 	if (nlh)
 		nftnl_table_nlmsg_build_payload(nlh, t);
 	batch_next(&bt);
@@ -377,7 +380,8 @@ static int probe_expr(struct nftnl_expr *e, struct pc_err *err)
 	if (nlh)
 		nftnl_chain_nlmsg_build_payload(nlh, c);
 	batch_next(&bt);
-	nlh = batch_msg(&bt, NFT_MSG_NEWRULE, NFPROTO_INET, NLM_F_CREATE | NLM_F_APPEND, "queue rule");
+	nlh = batch_msg(&bt, NFT_MSG_NEWRULE, NFPROTO_INET, NLM_F_CREATE | NLM_F_APPEND,
+			"queue rule");
 	if (nlh)
 		nftnl_rule_nlmsg_build_payload(nlh, r);
 	batch_next(&bt);
@@ -407,8 +411,9 @@ int pc_nft_probe_queue(enum pc_queue_path *out, struct pc_err *err)
 		*out = PC_QUEUE_COMPAT;
 		return 0;
 	}
-	return pc_err_set(err, PC_EUNSUPP,
-			  "the kernel takes neither the nft queue expression (%s) nor the xt NFQUEUE "
-			  "target (%s)",
-			  e1.msg, e2.msg);
+	return pc_err_set(
+	    err, PC_EUNSUPP,
+	    "the kernel takes neither the nft queue expression (%s) nor the xt NFQUEUE "
+	    "target (%s)",
+	    e1.msg, e2.msg);
 }

@@ -15,9 +15,9 @@
 
 #include <libnftnl/expr.h>
 
-#define ETH_P_IP_ 0x0800
+#define ETH_P_IP_   0x0800
 #define ETH_P_IPV6_ 0x86dd
-#define ETH_P_ARP_ 0x0806
+#define ETH_P_ARP_  0x0806
 
 /* Addresses bound to one bridge port or one MAC by the policy's match. */
 struct binding {
@@ -133,7 +133,8 @@ static void bridge_family_chain(struct bld *b, int kind, const struct binding *b
 	}
 	if (kind == 1) {
 		/* link-local and unspecified sources: neighbour discovery only */
-		static const uint8_t mask[2] = {0xff, 0xc0}, zero2[2] = {0, 0}, ll[2] = {0xfe, 0x80};
+		static const uint8_t mask[2] = {0xff, 0xc0}, zero2[2] = {0, 0},
+				     ll[2] = {0xfe, 0x80};
 		static const uint8_t unspec[16];
 
 		rsb_rule_begin(b, &r);
@@ -159,7 +160,8 @@ static void bridge_family_chain(struct bld *b, int kind, const struct binding *b
 	nr_verdict(&r, NF_DROP, NULL);
 	rsb_rule_end(b, &r);
 	for (size_t i = 0; i < nbd; i++) {
-		snprintf(set, sizeof(set), "%c%zu_%d", bd[i].is_mac ? 'm' : 'p', i, kind == 1 ? 6 : 4);
+		snprintf(set, sizeof(set), "%c%zu_%d", bd[i].is_mac ? 'm' : 'p', i,
+			 kind == 1 ? 6 : 4);
 		/* the port/MAC sends only from its sandbox's addresses ... */
 		rsb_rule_begin(b, &r);
 		if (bd[i].is_mac)
@@ -206,10 +208,11 @@ static void bridge_sets(struct bld *b, const struct binding *bd, size_t nbd,
 	rsb_push(b, PC_NFT_SET_OBJ, nftset_prefixes(NFPROTO_BRIDGE, "src6", AF_INET6, all, nall));
 	for (size_t i = 0; i < nbd; i++) {
 		for (int v6 = 0; v6 < 2; v6++) {
-			snprintf(name, sizeof(name), "%c%zu_%d", bd[i].is_mac ? 'm' : 'p', i, v6 ? 6 : 4);
+			snprintf(name, sizeof(name), "%c%zu_%d", bd[i].is_mac ? 'm' : 'p', i,
+				 v6 ? 6 : 4);
 			rsb_push(b, PC_NFT_SET_OBJ,
-			     nftset_prefixes(NFPROTO_BRIDGE, name, v6 ? AF_INET6 : AF_INET, bd[i].pfx,
-					     bd[i].n));
+				 nftset_prefixes(NFPROTO_BRIDGE, name, v6 ? AF_INET6 : AF_INET,
+						 bd[i].pfx, bd[i].n));
 		}
 	}
 }
@@ -227,7 +230,8 @@ void nft_bridge_table(struct bld *b)
 	b->fam = NFPROTO_BRIDGE;
 	for (size_t i = 0; i < nsb && !b->err; i++) {
 		const struct policy_sandbox *sb = policy_sandbox_at(pol, i);
-		const struct pc_prefix **na = realloc(all, (nall + sb->match.n_sources) * sizeof(*na));
+		const struct pc_prefix **na =
+		    realloc(all, (nall + sb->match.n_sources) * sizeof(*na));
 
 		if (!na) {
 			b->err = PC_ENOMEM;
@@ -236,7 +240,8 @@ void nft_bridge_table(struct bld *b)
 		all = na;
 		for (size_t j = 0; j < sb->match.n_sources; j++)
 			all[nall++] = &sb->match.sources[j];
-		if (sb->match.port[0] && binding_add(&bd, &nbd, false, sb->match.port, NULL, sb) < 0)
+		if (sb->match.port[0] &&
+		    binding_add(&bd, &nbd, false, sb->match.port, NULL, sb) < 0)
 			b->err = PC_ENOMEM;
 		if (sb->match.has_mac && binding_add(&bd, &nbd, true, NULL, sb->match.mac, sb) < 0)
 			b->err = PC_ENOMEM;
@@ -280,4 +285,3 @@ void nft_bridge_table(struct bld *b)
 	bindings_free(bd, nbd);
 	free(all);
 }
-

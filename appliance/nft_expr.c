@@ -6,7 +6,7 @@
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/xt_NFQUEUE.h>
 #include <linux/netfilter/x_tables.h> /* XT_ALIGN */
-#include <stdio.h> /* libnftnl headers use FILE */
+#include <stdio.h>		      /* libnftnl headers use FILE */
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,7 +121,7 @@ void nr_payload(struct nr *b, uint32_t base, uint32_t off, uint32_t len)
 	nr_push(b, e);
 }
 
-void nr_bitwise(struct nr *b, uint32_t len, const void *mask, const void *xor)
+void nr_bitwise(struct nr *b, uint32_t len, const void *mask, const void * xor)
 {
 	struct nftnl_expr *e = nr_new(b, "bitwise");
 

@@ -17,10 +17,10 @@
 #include <libnftnl/expr.h>
 
 #define NF_NAT_RANGE_PROTO_SPECIFIED_ 0x2 /* linux/netfilter/nf_nat.h */
-#define ND_RS 133
-#define ND_RA 134
-#define ND_NS 135
-#define ND_NA 136
+#define ND_RS			      133
+#define ND_RA			      134
+#define ND_NS			      135
+#define ND_NA			      136
 
 static void verdict_rule(struct bld *b, uint32_t bits, uint32_t ctbits)
 {
@@ -133,7 +133,7 @@ static void dns_pass_rules(struct bld *b, bool to_resolver)
 			rsb_rule_begin(b, &r);
 			nm_bits(&r, false, PC_MARK_MASK, NFT_CMP_EQ, PC_MARK_PASS);
 			nm_addr_set(&r, true, v6 ? AF_INET6 : AF_INET, !to_resolver,
-				   v6 ? "resolvers6" : "resolvers4", false);
+				    v6 ? "resolvers6" : "resolvers4", false);
 			nm_l4proto(&r, NFT_CMP_EQ, tcp ? IPPROTO_TCP : IPPROTO_UDP);
 			nm_th_port(&r, to_resolver, 53);
 			nr_verdict(&r, NF_ACCEPT, NULL);
@@ -154,7 +154,7 @@ static void dns_answer_queue_rules(struct bld *b)
 			nm_ct_state(&r, NF_CT_STATE_BIT(IP_CT_ESTABLISHED));
 			nm_ct_reply(&r);
 			nm_addr_set(&r, true, v6 ? AF_INET6 : AF_INET, true,
-				   v6 ? "resolvers6" : "resolvers4", false);
+				    v6 ? "resolvers6" : "resolvers4", false);
 			nm_l4proto(&r, NFT_CMP_EQ, tcp ? IPPROTO_TCP : IPPROTO_UDP);
 			nm_th_port(&r, false, 53);
 			queue_expr(b, &r);
@@ -324,15 +324,14 @@ void nft_inet_table(struct bld *b)
 	b->fam = NFPROTO_INET;
 	rsb_table(b);
 	rsb_push(b, PC_NFT_SET_OBJ,
-	     nftset_addrs(NFPROTO_INET, "resolvers4", AF_INET, cfg->dns.resolvers,
-			  cfg->dns.n_resolvers));
+		 nftset_addrs(NFPROTO_INET, "resolvers4", AF_INET, cfg->dns.resolvers,
+			      cfg->dns.n_resolvers));
 	rsb_push(b, PC_NFT_SET_OBJ,
-	     nftset_addrs(NFPROTO_INET, "resolvers6", AF_INET6, cfg->dns.resolvers,
-			  cfg->dns.n_resolvers));
+		 nftset_addrs(NFPROTO_INET, "resolvers6", AF_INET6, cfg->dns.resolvers,
+			      cfg->dns.n_resolvers));
 	inet_prerouting(b);
 	inet_input(b);
 	inet_forward(b);
 	inet_output(b);
 	inet_nat(b);
 }
-

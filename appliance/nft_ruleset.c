@@ -19,7 +19,6 @@
 #include <libnftnl/set.h>
 #include <libnftnl/table.h>
 
-
 struct pc_ruleset {
 	struct pc_nft_obj *o;
 	size_t n, cap;
@@ -110,7 +109,7 @@ void rsb_table(struct bld *b)
 
 /* hook < 0: a regular chain. Rules added after this go to it. */
 void rsb_chain(struct bld *b, const char *name, const char *type, int hook, int prio,
-		      uint32_t policy)
+	       uint32_t policy)
 {
 	struct nftnl_chain *c = nftnl_chain_alloc();
 
@@ -158,7 +157,8 @@ void rsb_rule_end(struct bld *b, struct nr *r)
 	rsb_push(b, PC_NFT_RULE_OBJ, rule);
 }
 
-/* ---- matchers (shared with nft_inet.c and nft_bridge.c) -------------------------------------------------------------- */
+/* ---- matchers (shared with nft_inet.c and nft_bridge.c)
+ * -------------------------------------------------------------- */
 
 void nm_ifname(struct nr *r, uint32_t key, uint32_t op, const char *name)
 {
@@ -249,14 +249,14 @@ void rsb_drop_rule(struct bld *b)
 	rsb_rule_end(b, &r);
 }
 
-
-int pc_ruleset_build(const struct pc_ruleset_params *p, struct pc_ruleset **out,
-		     struct pc_err *err)
+int pc_ruleset_build(const struct pc_ruleset_params *p, struct pc_ruleset **out, struct pc_err *err)
 {
 	struct bld b = {.p = p};
 
-	if (!p || !p->cfg || !p->policy || (p->qpath != PC_QUEUE_NATIVE && p->qpath != PC_QUEUE_COMPAT))
-		return pc_err_set(err, PC_EINVAL, "ruleset: missing configuration, policy or queue path");
+	if (!p || !p->cfg || !p->policy ||
+	    (p->qpath != PC_QUEUE_NATIVE && p->qpath != PC_QUEUE_COMPAT))
+		return pc_err_set(err, PC_EINVAL,
+				  "ruleset: missing configuration, policy or queue path");
 	if (!p->cfg->bridge[0])
 		return pc_err_set(err, PC_EINVAL, "ruleset: no bridge configured");
 	if (p->cfg->queue.count == 0 || (uint32_t)p->cfg->queue.base + p->cfg->queue.count > 65536)

@@ -14,7 +14,7 @@
 
 /* nft's datatype numbers, so that `nft list ruleset` prints our sets in
  * their own types (the kernel itself does not interpret them). */
-#define NFT_TYPE_IPADDR 7
+#define NFT_TYPE_IPADDR	 7
 #define NFT_TYPE_IP6ADDR 8
 #define NFT_TYPE_IFINDEX 20
 
@@ -54,7 +54,7 @@ static void prefix_range(const struct pc_prefix *p, size_t n, struct range *r)
 }
 
 struct nftnl_set *nftset_new(uint16_t family, const char *name, uint32_t keytype, uint32_t keylen,
-			  uint32_t flags)
+			     uint32_t flags)
 {
 	struct nftnl_set *s = nftnl_set_alloc();
 
@@ -91,14 +91,14 @@ static int elem_add(struct nftnl_set *s, const void *key, uint32_t len, bool end
 /* An interval set of the prefixes of one family; duplicates and overlaps
  * are merged. */
 struct nftnl_set *nftset_prefixes(uint16_t family, const char *name, uint8_t af,
-			       const struct pc_prefix *const *pfx, size_t n)
+				  const struct pc_prefix *const *pfx, size_t n)
 {
 	size_t alen = af == AF_INET ? 4 : 16, nr = 0;
 	struct range *r = NULL;
 	struct nftnl_set *s;
 
 	s = nftset_new(family, name, af == AF_INET ? NFT_TYPE_IPADDR : NFT_TYPE_IP6ADDR,
-		    (uint32_t)alen, NFT_SET_INTERVAL);
+		       (uint32_t)alen, NFT_SET_INTERVAL);
 	if (!s)
 		return NULL;
 	if (n) {
@@ -143,13 +143,13 @@ fail:
 }
 
 struct nftnl_set *nftset_addrs(uint16_t family, const char *name, uint8_t af,
-			    const struct pc_addr *a, size_t n)
+			       const struct pc_addr *a, size_t n)
 {
 	size_t alen = af == AF_INET ? 4 : 16;
 	struct nftnl_set *s;
 
 	s = nftset_new(family, name, af == AF_INET ? NFT_TYPE_IPADDR : NFT_TYPE_IP6ADDR,
-		    (uint32_t)alen, 0);
+		       (uint32_t)alen, 0);
 	if (!s)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {

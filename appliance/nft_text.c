@@ -75,18 +75,17 @@ int pc_nft_table_text(const struct nftnl_table *t, char **buf, size_t *len)
 
 int pc_nft_chain_text(const struct nftnl_chain *c, char **buf, size_t *len)
 {
-	int rc = pc_buf_appendf(buf, len, "chain %s %s %s",
-				family_name(nftnl_chain_get_u32(c, NFTNL_CHAIN_FAMILY)),
-				nftnl_chain_get_str(c, NFTNL_CHAIN_TABLE),
-				nftnl_chain_get_str(c, NFTNL_CHAIN_NAME));
+	int rc = pc_buf_appendf(
+	    buf, len, "chain %s %s %s", family_name(nftnl_chain_get_u32(c, NFTNL_CHAIN_FAMILY)),
+	    nftnl_chain_get_str(c, NFTNL_CHAIN_TABLE), nftnl_chain_get_str(c, NFTNL_CHAIN_NAME));
 
 	if (rc == 0 && nftnl_chain_is_set(c, NFTNL_CHAIN_HOOKNUM))
-		rc = pc_buf_appendf(buf, len, " type %s hook %u prio %d policy %s",
-				    nftnl_chain_get_str(c, NFTNL_CHAIN_TYPE),
-				    nftnl_chain_get_u32(c, NFTNL_CHAIN_HOOKNUM),
-				    nftnl_chain_get_s32(c, NFTNL_CHAIN_PRIO),
-				    nftnl_chain_get_u32(c, NFTNL_CHAIN_POLICY) == NF_ACCEPT ? "accept"
-											   : "drop");
+		rc = pc_buf_appendf(
+		    buf, len, " type %s hook %u prio %d policy %s",
+		    nftnl_chain_get_str(c, NFTNL_CHAIN_TYPE),
+		    nftnl_chain_get_u32(c, NFTNL_CHAIN_HOOKNUM),
+		    nftnl_chain_get_s32(c, NFTNL_CHAIN_PRIO),
+		    nftnl_chain_get_u32(c, NFTNL_CHAIN_POLICY) == NF_ACCEPT ? "accept" : "drop");
 	return rc ? rc : pc_buf_appendf(buf, len, "\n");
 }
 
@@ -116,12 +115,12 @@ int pc_nft_set_text(const struct nftnl_set *s, char **buf, size_t *len)
 	size_t n = 0, cap = 0;
 	int rc;
 
-	rc = pc_buf_appendf(buf, len, "set %s %s %s flags 0x%x keytype %u keylen %u\n",
-			    family_name(nftnl_set_get_u32(s, NFTNL_SET_FAMILY)),
-			    nftnl_set_get_str(s, NFTNL_SET_TABLE), nftnl_set_get_str(s, NFTNL_SET_NAME),
-			    nftnl_set_get_u32(s, NFTNL_SET_FLAGS),
-			    nftnl_set_get_u32(s, NFTNL_SET_KEY_TYPE),
-			    nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN));
+	rc = pc_buf_appendf(
+	    buf, len, "set %s %s %s flags 0x%x keytype %u keylen %u\n",
+	    family_name(nftnl_set_get_u32(s, NFTNL_SET_FAMILY)),
+	    nftnl_set_get_str(s, NFTNL_SET_TABLE), nftnl_set_get_str(s, NFTNL_SET_NAME),
+	    nftnl_set_get_u32(s, NFTNL_SET_FLAGS), nftnl_set_get_u32(s, NFTNL_SET_KEY_TYPE),
+	    nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN));
 	if (rc)
 		return rc;
 	it = nftnl_set_elems_iter_create(s);
@@ -178,9 +177,8 @@ static int expr_text(struct nftnl_expr *e, char **buf, size_t *len)
 	rc = pc_buf_appendf(buf, len, "  [ %s %s", name ? name : "?", tmp);
 	if (rc == 0 && name && (strcmp(name, "target") == 0 || strcmp(name, "match") == 0)) {
 		uint32_t il = 0;
-		const void *info = nftnl_expr_get(e, strcmp(name, "target") == 0 ? NFTNL_EXPR_TG_INFO
-										: NFTNL_EXPR_MT_INFO,
-						  &il);
+		const void *info = nftnl_expr_get(
+		    e, strcmp(name, "target") == 0 ? NFTNL_EXPR_TG_INFO : NFTNL_EXPR_MT_INFO, &il);
 
 		rc = pc_buf_appendf(buf, len, " info ");
 		if (rc == 0 && info)
@@ -195,10 +193,9 @@ int pc_nft_rule_text(const struct nftnl_rule *r, char **buf, size_t *len)
 	struct nftnl_expr *e;
 	int rc;
 
-	rc = pc_buf_appendf(buf, len, "rule %s %s %s\n",
-			    family_name(nftnl_rule_get_u32(r, NFTNL_RULE_FAMILY)),
-			    nftnl_rule_get_str(r, NFTNL_RULE_TABLE),
-			    nftnl_rule_get_str(r, NFTNL_RULE_CHAIN));
+	rc = pc_buf_appendf(
+	    buf, len, "rule %s %s %s\n", family_name(nftnl_rule_get_u32(r, NFTNL_RULE_FAMILY)),
+	    nftnl_rule_get_str(r, NFTNL_RULE_TABLE), nftnl_rule_get_str(r, NFTNL_RULE_CHAIN));
 	if (rc)
 		return rc;
 	it = nftnl_expr_iter_create(r);

@@ -97,7 +97,7 @@ static int ipv4_parse(const uint8_t *buf, size_t len, struct pc_pkt *p)
 	if (tot > len)
 		p->truncated = true; /* copy range shorter than the packet */
 	else
-		len = tot;       /* ignore link-layer padding */
+		len = tot; /* ignore link-layer padding */
 	frag = rd16(buf + 6);
 	if (frag & 0x8000)
 		return PC_PKT_MALFORMED; /* reserved bit */
@@ -137,7 +137,7 @@ static int ipv6_parse(const uint8_t *buf, size_t len, struct pc_pkt *p)
 		case IPPROTO_HOPOPTS:
 			if (i != 0)
 				return PC_PKT_MALFORMED; /* only allowed first (RFC 8200) */
-			/* fall through */
+							 /* fall through */
 		case IPPROTO_ROUTING:
 		case IPPROTO_DSTOPTS:
 			if (len - off < 8)
@@ -207,7 +207,6 @@ static void wr16(uint8_t *p, uint16_t v)
 	p[0] = (uint8_t)(v >> 8);
 	p[1] = (uint8_t)v;
 }
-
 
 static uint32_t csum_add(uint32_t sum, const uint8_t *p, size_t n)
 {

@@ -24,11 +24,11 @@
 
 /* Headers plus the first data bytes: a whole DNS message or TLS
  * ClientHello record (16 KiB) with room for IP/TCP options. */
-#define COPY_RANGE (16384 + 256)
-#define MSG_SLOT (COPY_RANGE + 512)
-#define BATCH_MAX 64
+#define COPY_RANGE   (16384 + 256)
+#define MSG_SLOT     (COPY_RANGE + 512)
+#define BATCH_MAX    64
 #define LOG_FLUSH_MS 1000
-#define VBUF_SIZE (BATCH_MAX * 128 + COPY_RANGE + 1024)
+#define VBUF_SIZE    (BATCH_MAX * 128 + COPY_RANGE + 1024)
 
 struct qbufs {
 	struct mmsghdr msgs[BATCH_MAX];
@@ -69,8 +69,10 @@ static void drop_early(struct mnl_socket *nl, uint16_t num, const struct nlmsghd
 		return;
 	v = nfq_nlmsg_put(buf, NFQNL_MSG_VERDICT, num);
 	nfq_nlmsg_verdict_put(
-		v, (int)ntohl(((struct nfqnl_msg_packet_hdr *)mnl_attr_get_payload(attr[NFQA_PACKET_HDR]))->packet_id),
-		NF_DROP);
+	    v,
+	    (int)ntohl(((struct nfqnl_msg_packet_hdr *)mnl_attr_get_payload(attr[NFQA_PACKET_HDR]))
+			   ->packet_id),
+	    NF_DROP);
 	mnl_socket_sendto(nl, v, v->nlmsg_len);
 }
 
@@ -101,9 +103,10 @@ static int cfg_send(struct mnl_socket *nl, uint16_t num, struct nlmsghdr *nlh, c
 				if (e->error == 0)
 					return 0;
 				errno = -e->error;
-				return pc_err_errno(err, e->error == -EBUSY ? PC_EEXIST : PC_EIO,
-						    "queue %u: %s%s", num, what,
-						    e->error == -EBUSY ? " (another process holds it)" : "");
+				return pc_err_errno(
+				    err, e->error == -EBUSY ? PC_EEXIST : PC_EIO, "queue %u: %s%s",
+				    num, what,
+				    e->error == -EBUSY ? " (another process holds it)" : "");
 			}
 			if (m->nlmsg_type == ((NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET))
 				drop_early(nl, num, m);
@@ -128,7 +131,8 @@ int queue_open(struct qthread *t, struct pc_err *err)
 	/* A packet the kernel cannot deliver to us is dropped by the kernel
 	 * (counted in user_dropped): ENOBUFS would tell us nothing more, so
 	 * it is switched off deliberately instead of being a read error. */
-	if (setsockopt(mnl_socket_get_fd(t->nl), SOL_NETLINK, NETLINK_NO_ENOBUFS, &one, sizeof(one)) < 0)
+	if (setsockopt(mnl_socket_get_fd(t->nl), SOL_NETLINK, NETLINK_NO_ENOBUFS, &one,
+		       sizeof(one)) < 0)
 		return pc_err_errno(err, PC_EIO, "queue %u: NETLINK_NO_ENOBUFS", t->num);
 	/* Room for a full kernel queue of MTU-sized packets, bounded. */
 	rcv = (int)(maxlen > 16384 ? 16384 * 4096 : maxlen * 4096);
@@ -269,7 +273,8 @@ static void emit_verdicts(struct qthread *t, struct qbufs *qb, size_t n)
 
 		verdict_of(&t->dec[i], &v, &m);
 		if (!t->dec[i].new_pkt && qb->have_last && t->pin[i].id == qb->last_id + 1) {
-			while (j < n && !t->dec[j].new_pkt && t->pin[j].id == t->pin[j - 1].id + 1) {
+			while (j < n && !t->dec[j].new_pkt &&
+			       t->pin[j].id == t->pin[j - 1].id + 1) {
 				verdict_of(&t->dec[j], &v2, &m2);
 				if (v2 != v || m2 != m)
 					break;
@@ -352,8 +357,8 @@ static void log_batch(struct qthread *t, struct qbufs *qb, size_t n)
 		char buf[600];
 
 		qb->last_warn_ms = pc_now_mono_ms();
-		pc_log(PC_LOG_WARN, "queue %u: logd did not take the records (%s): refusing", t->num,
-		       pc_err_str(&err, buf, sizeof(buf)));
+		pc_log(PC_LOG_WARN, "queue %u: logd did not take the records (%s): refusing",
+		       t->num, pc_err_str(&err, buf, sizeof(buf)));
 	}
 }
 
@@ -415,7 +420,8 @@ void *queue_thread_main(void *arg)
 		qb->msgs[i].msg_hdr.msg_iovlen = 1;
 	}
 	while (!atomic_load(&t->e->stop)) {
-		int n = recvmmsg(mnl_socket_get_fd(t->nl), qb->msgs, BATCH_MAX, MSG_WAITFORONE, NULL);
+		int n =
+		    recvmmsg(mnl_socket_get_fd(t->nl), qb->msgs, BATCH_MAX, MSG_WAITFORONE, NULL);
 		uint64_t now;
 
 		atomic_store(&t->busy, true);
@@ -439,8 +445,7 @@ void *queue_thread_main(void *arg)
 	return NULL;
 }
 
-int queue_kernel_stats(int proc_fd, uint16_t num, uint64_t *queue_dropped,
-		       uint64_t *user_dropped)
+int queue_kernel_stats(int proc_fd, uint16_t num, uint64_t *queue_dropped, uint64_t *user_dropped)
 {
 	unsigned q, portid, total, mode, range;
 	unsigned long long qd, ud, seq;
@@ -456,8 +461,8 @@ int queue_kernel_stats(int proc_fd, uint16_t num, uint64_t *queue_dropped,
 		return PC_EIO;
 	buf[n] = '\0';
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		if (sscanf(line, "%u %u %u %u %u %llu %llu %llu", &q, &portid, &total, &mode, &range,
-			   &qd, &ud, &seq) == 8 &&
+		if (sscanf(line, "%u %u %u %u %u %llu %llu %llu", &q, &portid, &total, &mode,
+			   &range, &qd, &ud, &seq) == 8 &&
 		    q == num) {
 			*queue_dropped = qd;
 			*user_dropped = ud;

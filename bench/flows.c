@@ -75,8 +75,10 @@ static int serve(const struct sockaddr_storage *ss, socklen_t len)
 			if (fd == l) {
 				int c;
 
-				while ((c = accept4(l, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
-					struct epoll_event ce = {.events = EPOLLIN | EPOLLRDHUP, .data.fd = c};
+				while ((c = accept4(l, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >=
+				       0) {
+					struct epoll_event ce = {.events = EPOLLIN | EPOLLRDHUP,
+								 .data.fd = c};
 
 					if (epoll_ctl(ep, EPOLL_CTL_ADD, c, &ce) < 0)
 						close(c);
@@ -178,7 +180,8 @@ static int conn(const struct sockaddr_storage *ss, socklen_t len, double secs, i
 	t_last = now_ns();
 	for (int e = 0; e < 134; e++)
 		if (errs[e])
-			fprintf(stderr, "flows: %zu connections failed: %s\n", errs[e], strerror(e));
+			fprintf(stderr, "flows: %zu connections failed: %s\n", errs[e],
+				strerror(e));
 	qsort(lat, n, sizeof(*lat), cmp_u32);
 	printf("conns %zu fails %zu secs %.3f rate %.1f p50_us %u p99_us %u\n", n, fails,
 	       (double)(t_last - t_start) / 1e9, (double)n / ((double)(t_end - t_start) / 1e9),
@@ -191,9 +194,11 @@ int main(int argc, char **argv)
 	struct sockaddr_storage ss;
 	socklen_t len;
 
-	if (argc >= 4 && strcmp(argv[1], "serve") == 0 && addr_fill(argv[2], argv[3], &ss, &len) == 0)
+	if (argc >= 4 && strcmp(argv[1], "serve") == 0 &&
+	    addr_fill(argv[2], argv[3], &ss, &len) == 0)
 		return serve(&ss, len);
-	if (argc >= 6 && strcmp(argv[1], "conn") == 0 && addr_fill(argv[2], argv[3], &ss, &len) == 0)
+	if (argc >= 6 && strcmp(argv[1], "conn") == 0 &&
+	    addr_fill(argv[2], argv[3], &ss, &len) == 0)
 		return conn(&ss, len, atof(argv[4]), atoi(argv[5]) > 0 ? atoi(argv[5]) : 1);
 	fprintf(stderr, "usage: flows serve ADDR PORT | flows conn ADDR PORT SECONDS INFLIGHT\n");
 	return 2;

@@ -12,19 +12,20 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char policy_yaml[] = "sandbox: agent-1\n"
-				  "match: { source: [10.203.0.11/32, \"fd00:203::11/128\"], port: pcv1 }\n"
-				  "allow:\n"
-				  "  - cidr: 198.51.100.22/32\n"
-				  "    ports: [22]\n"
-				  "  - host: api.github.test\n"
-				  "    ports: [443, 80]\n"
-				  "  - host: \"*.example.test\"\n"
-				  "    ports: [443]\n"
-				  "---\n"
-				  "sandbox: agent-2\n"
-				  "match: { source: 10.203.0.12/32 }\n"
-				  "allow: []\n";
+static const char policy_yaml[] =
+    "sandbox: agent-1\n"
+    "match: { source: [10.203.0.11/32, \"fd00:203::11/128\"], port: pcv1 }\n"
+    "allow:\n"
+    "  - cidr: 198.51.100.22/32\n"
+    "    ports: [22]\n"
+    "  - host: api.github.test\n"
+    "    ports: [443, 80]\n"
+    "  - host: \"*.example.test\"\n"
+    "    ports: [443]\n"
+    "---\n"
+    "sandbox: agent-2\n"
+    "match: { source: 10.203.0.12/32 }\n"
+    "allow: []\n";
 
 /* Built once: the policy and DNS guard a running engine would have. */
 static struct pc_config cfg;
@@ -40,7 +41,8 @@ static int init(void)
 	pc_config_defaults(&cfg);
 	pc_addr_parse("198.51.100.53", &cfg.dns.resolvers[0]);
 	cfg.dns.n_resolvers = 1;
-	if (policy_load_buffer("fuzz.yaml", policy_yaml, strlen(policy_yaml), &cfg, &pol, &err) < 0 ||
+	if (policy_load_buffer("fuzz.yaml", policy_yaml, strlen(policy_yaml), &cfg, &pol, &err) <
+		0 ||
 	    dnsguard_new(&cfg, &dg, &err) < 0)
 		abort();
 	ports = calloc(2, sizeof(*ports));

@@ -13,20 +13,20 @@
 #include "tests/unit/unit.h"
 
 static const char policy_yaml[] =
-	"sandbox: agent-1\n"
-	"match: { source: [10.203.0.11/32, \"fd00:203::11/128\"], port: pcv1 }\n"
-	"allow:\n"
-	"  - cidr: 198.51.100.22/32\n"
-	"    ports: [22]\n"
-	"  - cidr: 198.51.100.22/32\n"
-	"    ports: [5000]\n"
-	"    proto: udp\n"
-	"  - host: api.github.test\n"
-	"    ports: [443, 80]\n"
-	"---\n"
-	"sandbox: agent-2\n"
-	"match: { source: 10.203.0.12/32 }\n"
-	"allow: []\n";
+    "sandbox: agent-1\n"
+    "match: { source: [10.203.0.11/32, \"fd00:203::11/128\"], port: pcv1 }\n"
+    "allow:\n"
+    "  - cidr: 198.51.100.22/32\n"
+    "    ports: [22]\n"
+    "  - cidr: 198.51.100.22/32\n"
+    "    ports: [5000]\n"
+    "    proto: udp\n"
+    "  - host: api.github.test\n"
+    "    ports: [443, 80]\n"
+    "---\n"
+    "sandbox: agent-2\n"
+    "match: { source: 10.203.0.12/32 }\n"
+    "allow: []\n";
 
 static struct pc_config cfg;
 static struct policy *pol;
@@ -183,7 +183,7 @@ static size_t client_hello(uint8_t *b, const char *sni)
 	b[o++] = 3;
 	memset(b + o, 0x42, 32);
 	o += 32;
-	b[o++] = 0;                        /* session id */
+	b[o++] = 0;			      /* session id */
 	memcpy(b + o, "\x00\x02\x13\x01", 4); /* one cipher suite */
 	o += 4;
 	memcpy(b + o, "\x01\x00", 2); /* null compression */
@@ -206,8 +206,13 @@ static size_t client_hello(uint8_t *b, const char *sni)
 /* Decide the current packet as coming in from port ifindex (prerouting). */
 static enum verdict_kind judge_from(uint32_t port, uint8_t hook)
 {
-	struct pkt_in in = {.id = 1, .mark = port, .hook = hook, .has_mac = true,
-			    .mac = {2, 0, 0, 0xcb, 0, 0x0b}, .data = pkt, .len = pkt_len};
+	struct pkt_in in = {.id = 1,
+			    .mark = port,
+			    .hook = hook,
+			    .has_mac = true,
+			    .mac = {2, 0, 0, 0xcb, 0, 0x0b},
+			    .data = pkt,
+			    .len = pkt_len};
 
 	decide_packet(&ctx, &in, &d);
 	return d.v;
@@ -316,7 +321,7 @@ START_TEST(dns_queries)
 	ck_assert_int_eq(d.rec.verdict, LOGREC_REFUSED);
 	ck_assert(d.send_reply);
 	ck_assert_uint_ge(d.reply_len, 12);
-	ck_assert_int_eq(d.reply[0], 0x22); /* same id */
+	ck_assert_int_eq(d.reply[0], 0x22);	/* same id */
 	ck_assert_int_eq(d.reply[3] & 0x0f, 5); /* REFUSED */
 	ck_assert_int_eq(d.reply_from.port, 53);
 	ck_assert_int_eq(d.reply_to.port, 3334);
@@ -447,7 +452,8 @@ START_TEST(held_flow_timeout_and_plain)
 	resolve("api.github.test", "203.0.113.10", 0x7778, "6004");
 	tcp_pkt("10.203.0.11", 42001, "203.0.113.10", 80, SYN, 1, NULL, 0);
 	ck_assert_int_eq(judge(), VK_HELD);
-	tcp_pkt("10.203.0.11", 42001, "203.0.113.10", 80, ACK | PSH, 2, "GET / HTTP/1.0\r\n\r\n", 18);
+	tcp_pkt("10.203.0.11", 42001, "203.0.113.10", 80, ACK | PSH, 2, "GET / HTTP/1.0\r\n\r\n",
+		18);
 	ck_assert_int_eq(judge(), VK_ALLOW);
 	ck_assert_ptr_nonnull(strstr(d.rec.reason, "not TLS"));
 	/* data in the SYN to a named host */

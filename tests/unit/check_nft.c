@@ -45,7 +45,8 @@ static struct nftnl_rule *roundtrip(const struct nftnl_rule *r)
 
 	ck_assert_ptr_nonnull(o);
 	nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_NEWRULE,
-				    (uint16_t)nftnl_rule_get_u32(r, NFTNL_RULE_FAMILY), NLM_F_CREATE, 1);
+				    (uint16_t)nftnl_rule_get_u32(r, NFTNL_RULE_FAMILY),
+				    NLM_F_CREATE, 1);
 	nftnl_rule_nlmsg_build_payload(nlh, (struct nftnl_rule *)r);
 	ck_assert_int_ge(nftnl_rule_nlmsg_parse(nlh, o), 0);
 	return o;
@@ -115,25 +116,25 @@ END_TEST
 /* ---- the ruleset ------------------------------------------------------------ */
 
 static const char policy_yaml[] =
-	"sandbox: agent-1\n"
-	"match: { source: [10.203.0.11/32, \"fd00:203::11/128\"], port: pcv1 }\n"
-	"allow:\n"
-	"  - cidr: 198.51.100.22/32\n"
-	"    ports: [22]\n"
-	"---\n"
-	"sandbox: agent-2\n"
-	"match: { source: [10.0.0.0/25, 10.0.0.128/25], mac: \"02:00:00:cb:00:0c\" }\n"
-	"allow:\n"
-	"  - host: api.github.test\n"
-	"    ports: [443]\n"
-	"---\n"
-	"sandbox: top\n"
-	"match: { source: [255.255.255.255/32, \"fd00::/64\"], port: pcv3 }\n"
-	"allow: []\n"
-	"---\n"
-	"sandbox: inner\n"
-	"match: { source: [10.0.0.5/32, \"fd00::1/128\"], port: pcv2, mac: \"02:00:00:cb:00:0d\" }\n"
-	"allow: []\n";
+    "sandbox: agent-1\n"
+    "match: { source: [10.203.0.11/32, \"fd00:203::11/128\"], port: pcv1 }\n"
+    "allow:\n"
+    "  - cidr: 198.51.100.22/32\n"
+    "    ports: [22]\n"
+    "---\n"
+    "sandbox: agent-2\n"
+    "match: { source: [10.0.0.0/25, 10.0.0.128/25], mac: \"02:00:00:cb:00:0c\" }\n"
+    "allow:\n"
+    "  - host: api.github.test\n"
+    "    ports: [443]\n"
+    "---\n"
+    "sandbox: top\n"
+    "match: { source: [255.255.255.255/32, \"fd00::/64\"], port: pcv3 }\n"
+    "allow: []\n"
+    "---\n"
+    "sandbox: inner\n"
+    "match: { source: [10.0.0.5/32, \"fd00::1/128\"], port: pcv2, mac: \"02:00:00:cb:00:0d\" }\n"
+    "allow: []\n";
 
 static struct pc_config cfg;
 static struct policy *pol;
@@ -199,14 +200,14 @@ START_TEST(layout_and_hooks)
 		int hook, prio;
 		uint32_t policy;
 	} want[] = {
-		{NFPROTO_INET, "prerouting", "filter", NF_INET_PRE_ROUTING, -190, NF_DROP},
-		{NFPROTO_INET, "input", "filter", NF_INET_LOCAL_IN, -190, NF_ACCEPT},
-		{NFPROTO_INET, "forward", "filter", NF_INET_FORWARD, -190, NF_ACCEPT},
-		{NFPROTO_INET, "output_raw", "filter", NF_INET_LOCAL_OUT, -300, NF_ACCEPT},
-		{NFPROTO_INET, "output", "filter", NF_INET_LOCAL_OUT, -190, NF_ACCEPT},
-		{NFPROTO_INET, "nat_prerouting", "nat", NF_INET_PRE_ROUTING, -100, NF_ACCEPT},
-		{NFPROTO_BRIDGE, "prerouting", "filter", 0, -350, NF_ACCEPT},
-		{NFPROTO_BRIDGE, "forward", "filter", 2, -350, NF_ACCEPT},
+	    {NFPROTO_INET, "prerouting", "filter", NF_INET_PRE_ROUTING, -190, NF_DROP},
+	    {NFPROTO_INET, "input", "filter", NF_INET_LOCAL_IN, -190, NF_ACCEPT},
+	    {NFPROTO_INET, "forward", "filter", NF_INET_FORWARD, -190, NF_ACCEPT},
+	    {NFPROTO_INET, "output_raw", "filter", NF_INET_LOCAL_OUT, -300, NF_ACCEPT},
+	    {NFPROTO_INET, "output", "filter", NF_INET_LOCAL_OUT, -190, NF_ACCEPT},
+	    {NFPROTO_INET, "nat_prerouting", "nat", NF_INET_PRE_ROUTING, -100, NF_ACCEPT},
+	    {NFPROTO_BRIDGE, "prerouting", "filter", 0, -350, NF_ACCEPT},
+	    {NFPROTO_BRIDGE, "forward", "filter", 2, -350, NF_ACCEPT},
 	};
 	const struct pc_nft_obj *o = pc_ruleset_at(rs, 0);
 
@@ -217,7 +218,8 @@ START_TEST(layout_and_hooks)
 
 		ck_assert_msg(c != NULL, "chain %s", want[i].name);
 		ck_assert_str_eq(nftnl_chain_get_str(c, NFTNL_CHAIN_TYPE), want[i].type);
-		ck_assert_uint_eq(nftnl_chain_get_u32(c, NFTNL_CHAIN_HOOKNUM), (uint32_t)want[i].hook);
+		ck_assert_uint_eq(nftnl_chain_get_u32(c, NFTNL_CHAIN_HOOKNUM),
+				  (uint32_t)want[i].hook);
 		ck_assert_int_eq(nftnl_chain_get_s32(c, NFTNL_CHAIN_PRIO), want[i].prio);
 		ck_assert_uint_eq(nftnl_chain_get_u32(c, NFTNL_CHAIN_POLICY), want[i].policy);
 	}
@@ -243,7 +245,8 @@ START_TEST(queue_rules_never_bypass)
 		char *t = text(rs);
 		size_t queues = 0;
 
-		for (char *p = t; (p = strstr(p, q == PC_QUEUE_NATIVE ? "[ queue " : "NFQUEUE")); p++)
+		for (char *p = t; (p = strstr(p, q == PC_QUEUE_NATIVE ? "[ queue " : "NFQUEUE"));
+		     p++)
 			queues++;
 		/* DNS udp+tcp, held flows, new flows; 4 answer rules in forward and output */
 		ck_assert_uint_eq(queues, 12);
@@ -368,15 +371,16 @@ START_TEST(marks_are_ours_only)
 	/* the bits fit the mask, do not overlap each other or the port stamp */
 	ck_assert_uint_eq((PC_MARK_ALLOW | PC_MARK_VAULT | PC_MARK_HELD | PC_MARK_PASS |
 			   PC_MARK_REJECT | PC_MARK_DNSREPLY) &
-				  ~PC_MARK_MASK,
+			      ~PC_MARK_MASK,
 			  0);
 	ck_assert_uint_eq(PC_MARK_MASK & PC_MARK_PORT_MASK, 0);
 	/* ct marks are set keeping every bit outside our mask */
 	ck_assert_ptr_nonnull(strstr(t, "[ bitwise reg 1 = ( reg 1 & 0x00ffffff ) ^ 0x80000000 ]"));
 	/* the stamp: input port index, every other mark bit cleared */
-	ck_assert_ptr_nonnull(strstr(t, "[ meta load iif => reg 1 ]\n"
-					"  [ bitwise reg 1 = ( reg 1 & 0x00ffffff ) ^ 0x00000000 ]\n"
-					"  [ meta set mark with reg 1 ]"));
+	ck_assert_ptr_nonnull(strstr(t,
+				     "[ meta load iif => reg 1 ]\n"
+				     "  [ bitwise reg 1 = ( reg 1 & 0x00ffffff ) ^ 0x00000000 ]\n"
+				     "  [ meta set mark with reg 1 ]"));
 	free(t);
 	pc_ruleset_free(rs);
 }

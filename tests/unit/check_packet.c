@@ -302,8 +302,10 @@ START_TEST(udp_build_roundtrip)
 	int n, m;
 
 	for (int v6 = 0; v6 < 2; v6++) {
-		ck_assert_int_eq(pc_endpoint_parse(v6 ? "[2001:db8:53::53]:53" : "198.51.100.53:53", 0, &s), 0);
-		ck_assert_int_eq(pc_endpoint_parse(v6 ? "[fd00:203::11]:4242" : "10.203.0.11:4242", 0, &d), 0);
+		ck_assert_int_eq(
+		    pc_endpoint_parse(v6 ? "[2001:db8:53::53]:53" : "198.51.100.53:53", 0, &s), 0);
+		ck_assert_int_eq(
+		    pc_endpoint_parse(v6 ? "[fd00:203::11]:4242" : "10.203.0.11:4242", 0, &d), 0);
 		n = pc_pkt_build_udp(&s, &d, (const uint8_t *)"hello dns", 9, buf, sizeof(buf));
 		ck_assert_int_eq(n, (v6 ? 40 : 20) + 8 + 9);
 		ck_assert_int_eq(pc_pkt_parse(buf, (size_t)n, &p), PC_PKT_OK);
@@ -312,7 +314,8 @@ START_TEST(udp_build_roundtrip)
 		ck_assert_mem_eq(p.payload, "hello dns", 9);
 		ck_assert(pc_addr_eq(&p.src, &s.addr));
 		ck_assert(csum_ok(&p, buf, (size_t)n));
-		m = pc_pkt_replace_payload(buf, (size_t)n, &p, (const uint8_t *)"HELLO DNS", 9, &rw);
+		m = pc_pkt_replace_payload(buf, (size_t)n, &p, (const uint8_t *)"HELLO DNS", 9,
+					   &rw);
 		ck_assert_int_eq(m, n);
 		ck_assert_int_eq(pc_pkt_parse(rw, (size_t)m, &p), PC_PKT_OK);
 		ck_assert_mem_eq(p.payload, "HELLO DNS", 9);
@@ -321,7 +324,9 @@ START_TEST(udp_build_roundtrip)
 		{
 			uint8_t *other = NULL;
 
-			ck_assert_int_lt(pc_pkt_replace_payload(rw, (size_t)m, &p, (const uint8_t *)"x", 1, &other), 0);
+			ck_assert_int_lt(pc_pkt_replace_payload(rw, (size_t)m, &p,
+								(const uint8_t *)"x", 1, &other),
+					 0);
 			ck_assert_ptr_null(other);
 		}
 		free(rw);
@@ -341,7 +346,8 @@ START_TEST(tcp_payload_rewrite_checksum)
 	memcpy(b + n, "\x00\x02zz", 4);
 	n += 4;
 	ck_assert_int_eq(pc_pkt_parse(b, n, &p), PC_PKT_OK);
-	ck_assert_int_eq(pc_pkt_replace_payload(b, n, &p, (const uint8_t *)"\x00\x02yy", 4, &rw), (int)n);
+	ck_assert_int_eq(pc_pkt_replace_payload(b, n, &p, (const uint8_t *)"\x00\x02yy", 4, &rw),
+			 (int)n);
 	ck_assert_int_eq(pc_pkt_parse(rw, n, &p), PC_PKT_OK);
 	ck_assert(csum_ok(&p, rw, n));
 	free(rw);
