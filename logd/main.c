@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 static void usage(FILE *f)
@@ -74,6 +75,9 @@ int main(int argc, char **argv)
 		return PC_EXIT_USAGE;
 	}
 	pc_log_init("portcullis-logd", lvl);
+	/* The signing key will be in this process's memory: no core dumps,
+	 * no ptrace by the same user (dropping to log.user keeps it so). */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (pc_config_load(config, &cfg, &err) < 0) {
 		char buf[1024];
 
