@@ -17,6 +17,7 @@
 
 #define READ_BURST	256	   /* messages read from one client per round: fairness */
 #define BATCH_MAX_BYTES (4u << 20) /* commit early past this much buffered */
+#define RECV_VEC	32
 #define EVENTS		64
 #define KEY_LISTEN	UINT64_MAX
 #define KEY_SIGNAL	(UINT64_MAX - 1)
@@ -39,7 +40,11 @@ struct server {
 	struct client *c;
 	unsigned n;
 	struct logd_stats st;
-	uint8_t msg[LOGWIRE_MAX + 1];
+	/* receive vectors: RECV_VEC messages, each one byte more than the
+	 * largest allowed, so that a longer one shows as truncated */
+	struct mmsghdr mv[RECV_VEC];
+	struct iovec iov[RECV_VEC];
+	uint8_t (*msg)[LOGWIRE_MAX + 1]; /* RECV_VEC of them */
 	char strbuf[LOGWIRE_MAX];
 	uint64_t last_warn_ms;
 	unsigned warn_suppressed;
@@ -141,13 +146,47 @@ static void accept_all(struct server *s)
 }
 
 /* Read up to READ_BURST records from one client into the batch. */
+/* One message from c: into the batch, or the session ends. */
+static int client_msg(struct server *s, struct client *c, const uint8_t *msg, size_t n,
+		      bool truncated, struct pc_err *err)
+{
+	struct logrec rec;
+	struct pc_err e;
+	uint64_t seq;
+
+	if (truncated || n > LOGWIRE_MAX) {
+		pc_err_set(&e, PC_EPARSE, "message longer than %d bytes", LOGWIRE_MAX);
+		goto malformed;
+	}
+	if (logrec_decode_into(msg, n, &rec, s->strbuf, sizeof(s->strbuf), &e) < 0)
+		goto malformed;
+	if (rec.action == LOGREC_SEGMENT) {
+		pc_err_set(&e, PC_EPARSE, "log-segment records are logd's own");
+		goto malformed;
+	}
+	if (logw_append(s->w, &rec, &seq, err) < 0)
+		return PC_EIO;
+	c->pending++;
+	c->pending_seq = seq;
+	return 0;
+malformed:
+	/* Anything unexpected ends that peer's session; its earlier records
+	 * are valid and stay in the batch. */
+	s->st.malformed++;
+	warn_limited(s,
+		     "rejected a malformed message from pid %ld uid %ld and closed its "
+		     "connection (%llu rejected so far): %s",
+		     (long)c->pid, (long)c->uid, (unsigned long long)s->st.malformed, e.msg);
+	client_close(s, c);
+	return 0;
+}
+
+/* Read up to READ_BURST records from one client into the batch, RECV_VEC
+ * at a time (one system call for many records). */
 static int client_read(struct server *s, struct client *c, struct pc_err *err)
 {
-	for (int i = 0; i < READ_BURST && c->fd >= 0; i++) {
-		struct logrec rec;
-		struct pc_err e;
-		uint64_t seq;
-		ssize_t n = recv(c->fd, s->msg, sizeof(s->msg), MSG_DONTWAIT | MSG_TRUNC);
+	for (int got = 0; got < READ_BURST && c->fd >= 0;) {
+		int n = recvmmsg(c->fd, s->mv, RECV_VEC, MSG_DONTWAIT, NULL);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -157,33 +196,17 @@ static int client_read(struct server *s, struct client *c, struct pc_err *err)
 			client_close(s, c);
 			return 0;
 		}
-		if ((size_t)n > LOGWIRE_MAX) {
-			pc_err_set(&e, PC_EPARSE, "message of %zd bytes exceeds %d", n,
-				   LOGWIRE_MAX);
-			goto malformed;
+		for (int i = 0; i < n && c->fd >= 0; i++) {
+			/* a message of no bytes is the peer's end */
+			if (s->mv[i].msg_len == 0) {
+				client_close(s, c);
+				break;
+			}
+			if (client_msg(s, c, s->msg[i], s->mv[i].msg_len,
+				       s->mv[i].msg_hdr.msg_flags & MSG_TRUNC, err) < 0)
+				return PC_EIO;
 		}
-		if (logrec_decode_into(s->msg, (size_t)n, &rec, s->strbuf, sizeof(s->strbuf), &e) <
-		    0)
-			goto malformed;
-		if (rec.action == LOGREC_SEGMENT) {
-			pc_err_set(&e, PC_EPARSE, "log-segment records are logd's own");
-			goto malformed;
-		}
-		if (logw_append(s->w, &rec, &seq, err) < 0)
-			return PC_EIO;
-		c->pending++;
-		c->pending_seq = seq;
-		continue;
-	malformed:
-		/* Anything unexpected ends that peer's session; its earlier
-		 * records are valid and stay in the batch. */
-		s->st.malformed++;
-		warn_limited(s,
-			     "rejected a malformed message from pid %ld uid %ld and closed its "
-			     "connection (%llu rejected so far): %s",
-			     (long)c->pid, (long)c->uid, (unsigned long long)s->st.malformed,
-			     e.msg);
-		client_close(s, c);
+		got += n;
 	}
 	return 0;
 }
@@ -289,13 +312,26 @@ int logd_serve(int listen_fd, struct logw *w, const struct logd_server_conf *con
 	sigset_t set;
 	int rc = PC_EIO;
 
+	s.msg = malloc(RECV_VEC * sizeof(*s.msg));
+	if (!s.msg)
+		return pc_err_set(err, PC_ENOMEM, "receive buffers: out of memory");
+	for (int i = 0; i < RECV_VEC; i++) {
+		s.iov[i].iov_base = s.msg[i];
+		s.iov[i].iov_len = sizeof(s.msg[i]);
+		s.mv[i].msg_hdr.msg_iov = &s.iov[i];
+		s.mv[i].msg_hdr.msg_iovlen = 1;
+	}
 	/* accept until EAGAIN: the listening socket must not block */
-	if (fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK) < 0)
+	if (fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK) < 0) {
+		free(s.msg);
 		return pc_err_errno(err, PC_EIO, "making the socket non-blocking");
+	}
 	s.n = conf->max_clients ? conf->max_clients : 64;
 	s.c = calloc(s.n, sizeof(*s.c));
-	if (!s.c)
+	if (!s.c) {
+		free(s.msg);
 		return pc_err_set(err, PC_ENOMEM, "clients: out of memory");
+	}
 	for (unsigned i = 0; i < s.n; i++)
 		s.c[i].fd = -1;
 	sigemptyset(&set);
@@ -390,6 +426,7 @@ out:
 	if (s.sfd >= 0)
 		close(s.sfd);
 	free(s.c);
+	free(s.msg);
 	if (stats)
 		*stats = s.st;
 	return rc;
