@@ -242,7 +242,8 @@ static int read_head(struct conn *c, struct http_request *req)
 			conn_refuse(c, 431, false, "header section too large");
 			return 0;
 		}
-		rc = io_read(c->ssl, c->fd, c->in + c->in_len, c->in_cap - c->in_len, deadline);
+		rc =
+		    io_read_wait(c->ssl, c->fd, c->in + c->in_len, c->in_cap - c->in_len, deadline);
 		if (rc <= 0) {
 			if (rc == PC_ETIMEOUT && started)
 				conn_refuse(c, 400, false, "request head not completed in time");

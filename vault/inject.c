@@ -79,11 +79,16 @@ __attribute__((format(printf, 4, 5))) static int refuse(struct inject_out *r, un
 	return 0;
 }
 
+#define SCRATCH_LEN                                                                                \
+	(BASIC_MAX * 2 + VAULT_VALUE_MAX * 2 +                                                     \
+	 sodium_base64_ENCODED_LEN(BASIC_MAX + VAULT_VALUE_MAX * 2,                                \
+				   sodium_base64_VARIANT_ORIGINAL))
+
 size_t inject_out_cap(size_t max_head)
 {
-	/* the head, our own headers, and per injected header the value in its
-	 * format or Basic-encoded (4/3 of decoded credentials) */
-	return max_head + 1024 + 4 * (VAULT_VALUE_MAX * 2 + BASIC_MAX + 512);
+	/* the head, our own headers, per injected header the value in its
+	 * format or Basic-encoded (4/3 of decoded credentials), and scratch */
+	return max_head + 1024 + 4 * (VAULT_VALUE_MAX * 2 + BASIC_MAX + 512) + SCRATCH_LEN;
 }
 
 void inject_out_clear(struct inject_out *res)
@@ -243,10 +248,10 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 	const struct vault_store *store = st->store;
 	struct mark marks[HTTP_MAX_HEADERS];
 	struct wbuf w = {.p = out, .cap = cap};
-	uint8_t *scratch = NULL;
-	size_t scratch_len = BASIC_MAX * 2 + VAULT_VALUE_MAX * 2 +
-			     sodium_base64_ENCODED_LEN(BASIC_MAX + VAULT_VALUE_MAX * 2,
-						       sodium_base64_VARIANT_ORIGINAL);
+	size_t scratch_len = SCRATCH_LEN;
+	/* the tail of the (locked) out buffer is the scratch space for
+	 * decoded credentials: no allocation per request */
+	uint8_t *scratch = cap > scratch_len ? out + cap - scratch_len : NULL;
 	int rc = 0;
 
 	(void)buf;
@@ -259,9 +264,9 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 	if (!policy_host_allows(sb, sni, IPPROTO_TCP, port, NULL))
 		return refuse(r, 403, false, "%s:%u is not on the allow list of sandbox %s", sni,
 			      port, sb->name);
-	scratch = sodium_malloc(scratch_len);
 	if (!scratch)
-		return PC_ENOMEM;
+		return PC_EINVAL;
+	w.cap = cap - scratch_len;
 
 	for (size_t i = 0; i < req->n_hdr; i++)
 		marks[i] = (struct mark){.secret = -1};
@@ -360,6 +365,6 @@ out:
 		r->head_len = 0;
 		r->secrets[0] = '\0';
 	}
-	sodium_free(scratch);
+	sodium_memzero(scratch, scratch_len);
 	return rc;
 }

@@ -60,6 +60,19 @@ int io_read(SSL *ssl, int fd, void *buf, size_t len, uint64_t deadline)
 	}
 }
 
+int io_read_wait(SSL *ssl, int fd, void *buf, size_t len, uint64_t deadline)
+{
+	/* the peer has to answer first: poll, then read, saving the read that
+	 * would only say EAGAIN */
+	if (!SSL_pending(ssl) && !SSL_has_pending(ssl)) {
+		int rc = io_wait(fd, POLLIN, deadline);
+
+		if (rc < 0)
+			return rc;
+	}
+	return io_read(ssl, fd, buf, len, deadline);
+}
+
 int io_write(SSL *ssl, int fd, const void *buf, size_t len, uint64_t deadline)
 {
 	const uint8_t *p = buf;

@@ -86,6 +86,9 @@ int upstream_connect(SSL_CTX *ctx, const struct pc_endpoint *dst, const char *ho
 /* Non-blocking SSL I/O that waits with poll until deadline (monotonic ms).
  * io_read: >0 bytes, 0 clean EOF, <0 error or timeout (PC_ETIMEOUT). */
 int io_read(SSL *ssl, int fd, void *buf, size_t len, uint64_t deadline);
+/* As io_read, for when the peer must answer first (a response, the next
+ * request): waits before the first read. */
+int io_read_wait(SSL *ssl, int fd, void *buf, size_t len, uint64_t deadline);
 int io_write(SSL *ssl, int fd, const void *buf, size_t len, uint64_t deadline);
 int io_handshake(SSL *ssl, int fd, bool server, uint64_t deadline);
 

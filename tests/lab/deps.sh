@@ -7,7 +7,7 @@ PKGS="build-essential clang libclang-rt-14-dev pkg-config
 libnetfilter-queue-dev libnftnl-dev libmnl-dev libldns-dev libsodium-dev
 libyaml-dev libssl-dev check libsubunit-dev
 nftables iptables iproute2 conntrack tcpdump
-dnsmasq-base nginx-light openssl curl dnsutils socat python3 iperf3 iputils-ping
+dnsmasq-base nginx-light openssl curl dnsutils socat python3 iperf3 iputils-ping squid-openssl
 rsyslog rsyslog-openssl gnuplot-nox debhelper lintian debootstrap valgrind
 systemd man-db logrotate"
 
