@@ -107,9 +107,12 @@ logd_start() {
 	return 1
 }
 logd_stop() {
+	local rc
 	kill "$LOGD_PID"
 	wait "$LOGD_PID"
+	rc=$?
 	LOGD_PID=
+	t_eq "logd stops cleanly" 0 "$rc"
 }
 # expected: seq|hash|outcome|domain|port|sandbox for each record of the file
 expected() { # from-seq
