@@ -30,6 +30,12 @@ t_nomatch "the sandbox never sees the value" "$V_GH_VALUE" "$R_BODY$R_HDRS"
 t_match "the request is logged with the secret's name" \
 	'"event.action":"http-request".*"url.path":"/echo".*"secrets":\["GITHUB_TOKEN"\]' "$(v_verdicts)"
 
+req 1 -6 https://api.github.test/echo -H "Authorization: Bearer $V_PH_GH"
+t_eq "over IPv6: 200" 200 "$R_CODE"
+t_match "over IPv6: the upstream received the real value at its IPv6 address" \
+	"^$LAB_API6 api.github.test .*auth=\"Bearer $V_GH_VALUE\"" "$(v_upstream_log | tail -1)"
+t_nomatch "over IPv6: the value does not come back" "$V_GH_VALUE" "$R_BODY"
+
 req 1 https://pypi.test/echo -H "X-Api-Key: $V_PH_PYPI"
 t_eq "second secret, custom header and format: 200" 200 "$R_CODE"
 t_match "upstream got X-Api-Key as the bare value" "xkey=\"$V_PYPI_VALUE\"" "$(v_upstream_log)"

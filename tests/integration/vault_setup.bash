@@ -62,7 +62,7 @@ vault_config() {
 	mkdir -p "$V/state"
 	cat >"$V/rules.d/agents.yaml" <<-EOF
 	sandbox: agent-1
-	match: { source: $(lab_sb_ip4 1)/32 }
+	match: { source: [$(lab_sb_ip4 1)/32, "$(lab_sb_ip6 1)/128"] }
 	allow:
 	  - host: api.github.test
 	    ports: [443, 8444]
@@ -178,6 +178,12 @@ vault_redirect() {
 			type nat hook prerouting priority dstnat; policy accept;
 			iifname "$LAB_BR" ip daddr { $LAB_API4, $LAB_PYPI4, $LAB_WRONGCERT4, $LAB_UNTRUSTED4 } tcp dport 443 redirect to :$V_PORT
 			iifname "$LAB_BR" ip daddr $LAB_API4 tcp dport 8444 redirect to :$V_PORT
+		}
+	}
+	table ip6 vaultfixture {
+		chain pre {
+			type nat hook prerouting priority dstnat; policy accept;
+			iifname "$LAB_BR" ip6 daddr $LAB_API6 tcp dport 443 redirect to :$V_PORT
 		}
 	}
 	EOF
