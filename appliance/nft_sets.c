@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include <libnftnl/set.h>
+#include <libnftnl/udata.h>
 
 /* nft's datatype numbers, so that `nft list ruleset` prints our sets in
  * their own types (the kernel itself does not interpret them). */
@@ -170,9 +171,21 @@ struct nftnl_set *nftset_addrs(uint16_t family, const char *name, uint8_t af,
 struct nftnl_set *nftset_ports(const struct pc_bridge_port *ports, size_t n)
 {
 	struct nftnl_set *s = nftset_new(NFPROTO_BRIDGE, PC_NFT_SET_PORTS, NFT_TYPE_IFINDEX, 4, 0);
+	struct nftnl_udata_buf *ud;
 
 	if (!s)
 		return NULL;
+	/* Tell nft(8) the key is host-endian, so `nft list` shows ifindexes
+	 * as numbers (the kernel does not read user data). */
+	ud = nftnl_udata_buf_alloc(16);
+	if (!ud || !nftnl_udata_put_u32(ud, NFTNL_UDATA_SET_KEYBYTEORDER, 1 /* host */) ||
+	    nftnl_set_set_data(s, NFTNL_SET_USERDATA, nftnl_udata_buf_data(ud),
+			       nftnl_udata_buf_len(ud)) < 0) {
+		nftnl_udata_buf_free(ud);
+		nftnl_set_free(s);
+		return NULL;
+	}
+	nftnl_udata_buf_free(ud);
 	for (size_t i = 0; i < n; i++) {
 		uint32_t idx = ports[i].ifindex;
 

@@ -38,6 +38,12 @@ allow:
     ports: [22]
   - cidr: $LAB_DIRECT4/32
     ports: [80]
+---
+sandbox: agent-3
+match: { source: $(lab_sb_ip4 3)/32 }
+allow:
+  - cidr: $LAB_DIRECT4/32
+    ports: [80]
 EOF
 guard_start || { t_fail "guard started" true; t_done; }
 
@@ -124,7 +130,7 @@ lab_gw socat TCP-LISTEN:2222,bind=$LAB_GW4,fork,reuseaddr SYSTEM:"cat >>$LAB_DIR
 lab_wait_tcp "$(lab_sb_ns 2)" 127.0.0.1 8080
 lab_wait_tcp "$LAB_GW" $LAB_GW4 2222
 lab_sb 1 ip route add $SB2_4/32 via $LAB_GW4 # (on-link, the isolated bridge would stop it first)
-echo to-b | lab_sb 1 socat -T 2 - TCP:$SB2_4:8080 2>/dev/null
+echo to-b | lab_sb 1 socat -T 2 - TCP:$SB2_4:8080,connect-timeout=2 2>/dev/null
 lab_sb 1 ip route del $SB2_4/32 via $LAB_GW4
 t_eq "sandbox A to sandbox B through the gateway: nothing arrives" 0 \
 	"$(cat "$LAB_DIR/sb2-8080.log" 2>/dev/null | wc -c)"
@@ -136,7 +142,7 @@ lab_gw ip link set "$(lab_sb_port 1)" type bridge_slave isolated off
 lab_gw ip link set "$(lab_sb_port 2)" type bridge_slave isolated off
 lab_sb 1 ip neigh replace $SB2_4 lladdr "$(lab_sb_mac 2)" dev eth0 nud permanent
 lab_sb 1 ip route add $SB2_4/32 dev eth0
-echo to-b-l2 | lab_sb 1 socat -T 2 - TCP:$SB2_4:8080 2>/dev/null
+echo to-b-l2 | lab_sb 1 socat -T 2 - TCP:$SB2_4:8080,connect-timeout=2 2>/dev/null
 t_eq "sandbox A to B on layer 2 (isolation off): the bridge table drops it" 0 \
 	"$(cat "$LAB_DIR/sb2-8080.log" 2>/dev/null | wc -c)"
 t_match "... counted by the bridge forward rule" "iif @ports counter packets [1-9]" \
@@ -169,6 +175,17 @@ t_match "the bridge table's anti-spoofing rules counted them" "counter packets [
 	"$(lab_gw nft list chain bridge portcullis ipv4 2>/dev/null | grep -v 'accept')"
 t_match "the real sources still work afterwards" "^http 203.0.113.99 ok" \
 	"$(lab_sb 2 curl -sS --max-time 4 http://$LAB_DIRECT4/)"
+
+# ---- a sandbox attached while the engine runs ---------------------------------------
+lab_sandbox_add 3
+for i in $(seq 1 40); do
+	lab_gw nft list set bridge portcullis ports 2>/dev/null | grep -q "\"$(lab_sb_port 3)\"" && break
+	sleep 0.05
+done
+t_match "a port attached later joins the port set (link events)" \
+	"elements = \\{.*\"$(lab_sb_port 3)\"" "$(lab_gw nft list set bridge portcullis ports)"
+t_match "... and its sandbox's allowed flow works" "^http 203.0.113.99 ok" \
+	"$(lab_sb 3 curl -sS --max-time 4 http://$LAB_DIRECT4/)"
 
 # ---- status and the table ------------------------------------------------------------
 st=$(guard_cli status --json)
