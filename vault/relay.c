@@ -196,7 +196,8 @@ static int response_head(struct conn *c, const struct http_response *r, bool kee
 			 const struct scrub_pat *pats, size_t n_pats, uint8_t **out, size_t *len)
 {
 	const char *base = c->ubuf + c->uoff;
-	size_t cap = r->head_len + 64, n = 0;
+	/* a header written "name:value" gains the space after the colon */
+	size_t cap = r->head_len + 2 * r->n_hdr + 64, n = 0;
 	const char *eol = memchr(base, '\r', r->head_len);
 	char *hb = malloc(cap);
 	struct pc_err e;
@@ -445,7 +446,7 @@ int relay_exchange(struct conn *c, struct vault_state *st, const struct http_req
 	struct pc_err e = {0};
 	struct body_out bo = {.c = c, .head = c->out, .head_len = io->head_len};
 	struct scrub bs;
-	int rc = CONN_CLOSE;
+	int rc = CONN_CLOSE, interim = 0;
 
 	if (!pats || !phs) {
 		conn_send_error(c, 500, "internal error (out of memory)");
@@ -498,6 +499,12 @@ int relay_exchange(struct conn *c, struct vault_state *st, const struct http_req
 		}
 		if (resp.status >= 200 || resp.status == 101)
 			break;
+		if (++interim > 16) {
+			conn_send_error(c, 502, "upstream sent too many interim (1xx) responses");
+			conn_upstream_close(c);
+			rc = CONN_CLOSE;
+			goto out;
+		}
 		/* interim responses (1xx) pass to HTTP/1.1 clients, unframed */
 		if (req->minor == 0)
 			c->uoff += resp.head_len;

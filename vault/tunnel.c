@@ -116,6 +116,11 @@ static int frames(struct conn *c, struct wsdir *w, const struct vault_state *st,
 		}
 		if (w->len - off < (size_t)h + f.len)
 			break;
+		/* empty fragments must not grow a message's frames without end */
+		if (w->rlen + (size_t)h + f.len > 2 * WS_MAX_FRAME) {
+			snprintf(why, whylen, "WebSocket message in too many fragments");
+			return PC_EPARSE;
+		}
 		p = w->in + off + h;
 		if (f.masked)
 			ws_unmask(p, (size_t)f.len, f.mask);
