@@ -517,3 +517,39 @@ int http_chunked_feed(struct http_chunked *c, const char *in, size_t len, size_t
 	*consumed = i;
 	return c->state == CH_DONE ? 1 : 0;
 }
+
+size_t http_response_head_max(const struct http_response *r)
+{
+	/* a header written "name:value" gains the space after the colon */
+	return r->head_len + 2 * r->n_hdr + 64;
+}
+
+size_t http_response_head_rebuild(const char *buf, const struct http_response *r, bool keep_framing,
+				  char *out, size_t cap)
+{
+	const char *eol = memchr(buf, '\r', r->head_len);
+	size_t n;
+
+	if (!eol || cap < http_response_head_max(r))
+		return 0;
+	n = (size_t)(eol - buf) + 2;
+	memcpy(out, buf, n);
+	for (size_t i = 0; i < r->n_hdr; i++) {
+		const struct http_header *h = &r->hdr[i];
+
+		if (!keep_framing && (span_ieq(h->name, h->name_len, "content-length") ||
+				      span_ieq(h->name, h->name_len, "transfer-encoding") ||
+				      span_ieq(h->name, h->name_len, "connection") ||
+				      span_ieq(h->name, h->name_len, "keep-alive")))
+			continue;
+		memcpy(out + n, h->name, h->name_len);
+		n += h->name_len;
+		memcpy(out + n, ": ", 2);
+		n += 2;
+		memcpy(out + n, h->value, h->value_len);
+		n += h->value_len;
+		memcpy(out + n, "\r\n", 2);
+		n += 2;
+	}
+	return n;
+}

@@ -184,48 +184,21 @@ static int read_response_head(struct conn *c, bool for_head, struct http_respons
 	}
 }
 
-static bool hdr_is(const struct http_header *h, const char *name)
-{
-	return strlen(name) == h->name_len && strncasecmp(h->name, name, h->name_len) == 0;
-}
-
 /* The response head for the sandbox, without its final CRLF and framing:
  * status line and headers, hop-by-hop and framing headers dropped unless
  * the head passes unchanged (no body, 101). Scrubbed. */
 static int response_head(struct conn *c, const struct http_response *r, bool keep_framing,
 			 const struct scrub_pat *pats, size_t n_pats, uint8_t **out, size_t *len)
 {
-	const char *base = c->ubuf + c->uoff;
-	/* a header written "name:value" gains the space after the colon */
-	size_t cap = r->head_len + 2 * r->n_hdr + 64, n = 0;
-	const char *eol = memchr(base, '\r', r->head_len);
+	size_t cap = http_response_head_max(r), n;
 	char *hb = malloc(cap);
 	struct pc_err e;
 	int rc;
 
-	if (!hb || !eol) {
-		free(hb);
+	if (!hb)
 		return PC_ENOMEM;
-	}
-	memcpy(hb, base, (size_t)(eol - base) + 2);
-	n = (size_t)(eol - base) + 2;
-	for (size_t i = 0; i < r->n_hdr; i++) {
-		const struct http_header *h = &r->hdr[i];
-
-		if (!keep_framing &&
-		    (hdr_is(h, "content-length") || hdr_is(h, "transfer-encoding") ||
-		     hdr_is(h, "connection") || hdr_is(h, "keep-alive")))
-			continue;
-		memcpy(hb + n, h->name, h->name_len);
-		n += h->name_len;
-		memcpy(hb + n, ": ", 2);
-		n += 2;
-		memcpy(hb + n, h->value, h->value_len);
-		n += h->value_len;
-		memcpy(hb + n, "\r\n", 2);
-		n += 2;
-	}
-	rc = scrub_buffer(pats, n_pats, (uint8_t *)hb, n, out, len, &e);
+	n = http_response_head_rebuild(c->ubuf + c->uoff, r, keep_framing, hb, cap);
+	rc = n ? scrub_buffer(pats, n_pats, (uint8_t *)hb, n, out, len, &e) : PC_EINVAL;
 	sodium_memzero(hb, cap);
 	free(hb);
 	return rc;

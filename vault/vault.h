@@ -87,6 +87,15 @@ int http_request_parse(const char *buf, size_t len, size_t max_head, struct http
 int http_response_parse(const char *buf, size_t len, size_t max_head, bool for_head,
 			struct http_response *resp, struct pc_err *err);
 
+/* The response head for the sandbox, without its final CRLF: the status
+ * line and the headers of r (parsed from buf), written "Name: value";
+ * without keep_framing the framing and connection headers are left out (the
+ * vault sets its own). out needs http_response_head_max(r) bytes. Returns
+ * the length, 0 on a bad argument. */
+size_t http_response_head_max(const struct http_response *r);
+size_t http_response_head_rebuild(const char *buf, const struct http_response *r, bool keep_framing,
+				  char *out, size_t cap);
+
 /* Header lookup by name (case-insensitive); index or -1. */
 int http_header_find(const struct http_header *hdr, size_t n, const char *name, size_t from);
 /* Does a comma-separated header value list contain token (case-insensitive)? */
