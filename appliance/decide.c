@@ -436,11 +436,22 @@ static void held_segment(const struct decide_ctx *c, const struct pc_pkt *p,
 	case 0:
 		refuse(d, c, p, sb, VK_REJECT, "TLS ClientHello without a server name");
 		break;
-	default:
-		/* Not TLS: nothing names the server; the address was learned
-		 * for an allowed name on this port (docs/engine.md). */
+	case PC_EPARSE:
+		/* A handshake record (0x16) or an SSLv2-style hello (high bit)
+		 * our parser refuses may still be one a server accepts: refused,
+		 * or a parser difference would let another name through. */
+		if ((hf->buf ? hf->buf[0] : data[0]) == 0x16 ||
+		    ((hf->buf ? hf->buf[0] : data[0]) & 0x80)) {
+			refuse(d, c, p, sb, VK_REJECT, "malformed TLS ClientHello");
+			break;
+		}
+		/* Not TLS at all: nothing names the server; the address was
+		 * learned for an allowed name on this port (docs/engine.md). */
 		allow(d, c, p, sb, NULL, VK_ALLOW, FLOW_VIA_HOST, hf->meta.name,
 		      "allowed host (not TLS: no server name to check)", src);
+		break;
+	default:
+		refuse(d, c, p, sb, VK_REJECT, "TLS ClientHello could not be checked");
 		break;
 	}
 	if (d->rec.verdict == LOGREC_ALLOWED || d->v == VK_ALLOW) {

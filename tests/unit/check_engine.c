@@ -456,6 +456,14 @@ START_TEST(held_flow_timeout_and_plain)
 		18);
 	ck_assert_int_eq(judge(), VK_ALLOW);
 	ck_assert_ptr_nonnull(strstr(d.rec.reason, "not TLS"));
+	/* a handshake record our parser refuses is not "not TLS" */
+	resolve("api.github.test", "203.0.113.10", 0x7779, "6005");
+	tcp_pkt("10.203.0.11", 42003, "203.0.113.10", 443, SYN, 1, NULL, 0);
+	ck_assert_int_eq(judge(), VK_HELD);
+	ch[5] = 2; /* ServerHello where a ClientHello must be */
+	tcp_pkt("10.203.0.11", 42003, "203.0.113.10", 443, ACK | PSH, 2, ch, n);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_str_eq(d.rec.reason, "malformed TLS ClientHello");
 	/* data in the SYN to a named host */
 	tcp_pkt("10.203.0.11", 42002, "203.0.113.10", 443, SYN, 1, "x", 1);
 	ck_assert_int_eq(judge(), VK_REJECT);
