@@ -130,7 +130,7 @@ v_pid() { pgrep -f "$1 -c $V/portcullis.yaml" | head -1; }
 vault_logd_start() {
 	lab_gw "$V_BIN/portcullis-logd" -c "$V/portcullis.yaml" 2>>"$LAB_DIR/logd.stderr" &
 	local i
-	for i in $(seq 1 100); do
+	for i in $(seq 1 300); do
 		V_LOGD_PID=$(v_pid portcullis-logd)
 		[ -S "$V/run/logd.sock" ] && [ -n "$V_LOGD_PID" ] && return 0
 		sleep 0.05
@@ -145,7 +145,7 @@ vault_start() {
 		lab_gw "$V_BIN/portcullis-vault" -c "$V/portcullis.yaml" 2>>"$LAB_DIR/vault.stderr"
 	) &
 	local i
-	for i in $(seq 1 100); do
+	for i in $(seq 1 300); do
 		V_VAULT_PID=$(v_pid portcullis-vault)
 		lab_gw ss -Hltn "sport = :$V_PORT" | grep -q . && [ -n "$V_VAULT_PID" ] && return 0
 		sleep 0.05
@@ -164,10 +164,11 @@ vault_redirect() {
 			2>>"$LAB_DIR/engine.stderr" &
 		V_ENGINE_PID=$!
 		local i
-		for i in $(seq 1 100); do
+		for i in $(seq 1 300); do
 			lab_gw "$V_BIN/portcullis" -c "$V/portcullis.yaml" status --json >/dev/null 2>&1 &&
 				return 0
-			sleep 0.05
+			kill -0 "$V_ENGINE_PID" 2>/dev/null || break
+			sleep 0.1
 		done
 		lab_die "the engine did not start: $(cat "$LAB_DIR/engine.stderr")"
 	fi
