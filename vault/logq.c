@@ -1,7 +1,8 @@
 /* The vault's one logd client, shared by every connection thread through a
- * queue: a log thread sends whatever is queued, flushes once, and wakes the
- * waiters (group commit), so that "no record, no request" costs one logd
- * round trip per batch, not per request. */
+ * queue: whichever thread needs an acknowledgement first sends everything
+ * queued, flushes once and wakes the others (group commit, leader/follower),
+ * so that "no record, no request" costs one logd round trip per batch and
+ * no thread hop; a background thread leads for records nobody waits for. */
 #include "vault/vault_int.h"
 
 #include <pthread.h>
@@ -17,12 +18,14 @@ struct logq_item {
 };
 
 struct logq {
-	/* lock guards head/tail/stop and every queued item's outcome. */
+	/* lock guards everything below but lc, and every queued item's outcome. */
 	pthread_mutex_t lock;
-	pthread_cond_t work, done;
+	pthread_cond_t work; /* the background thread: records without a waiter */
+	pthread_cond_t done; /* waiters: a batch was acknowledged (or not) */
 	struct logq_item *head, *tail;
+	bool leader; /* a thread is sending and flushing a batch now */
 	bool stop;
-	struct logc *lc; /* used by the log thread only */
+	struct logc *lc; /* used only by the leader of the moment */
 	int timeout_ms;
 	pthread_t thr;
 };
@@ -74,49 +77,63 @@ static void item_free(struct logq_item *it)
 	}
 }
 
+/* Send and flush everything queued, as the leader: called and returns with
+ * the lock held, releases it while talking to logd. Group commit without a
+ * hop: the first thread that needs an acknowledgement does the round trip
+ * for every record queued until then, and the others wait for its result. */
+static void logq_lead(struct logq *q)
+{
+	struct logq_item *batch, *it, *next;
+	struct pc_err e = {0};
+	int flushed;
+
+	q->leader = true;
+	batch = q->head;
+	q->head = q->tail = NULL;
+	pthread_mutex_unlock(&q->lock);
+
+	for (it = batch; it; it = it->next) {
+		if (logc_send(q->lc, &it->rec, &e) < 0) {
+			/* the socket may be full of unread acks: flush, retry once */
+			logc_flush(q->lc, q->timeout_ms, NULL);
+			if (logc_send(q->lc, &it->rec, &e) < 0)
+				it->outcome = -1;
+		}
+	}
+	flushed = logc_flush(q->lc, q->timeout_ms, &e);
+	if (flushed < 0)
+		pc_log(PC_LOG_ERR, "logd did not acknowledge records: %s", e.msg);
+
+	pthread_mutex_lock(&q->lock);
+	for (it = batch; it; it = next) {
+		next = it->next;
+		if (!it->outcome)
+			it->outcome = flushed < 0 ? -1 : 1;
+		if (!it->wait)
+			item_free(it);
+	}
+	q->leader = false;
+	pthread_cond_broadcast(&q->done);
+	if (q->head)
+		pthread_cond_signal(&q->work);
+}
+
+/* The background thread: leads for records no thread waits for. */
 static void *logq_main(void *arg)
 {
 	struct logq *q = arg;
 
+	pthread_mutex_lock(&q->lock);
 	for (;;) {
-		struct logq_item *batch, *it, *next;
-		struct pc_err e = {0};
-		int flushed;
-
-		pthread_mutex_lock(&q->lock);
-		while (!q->head && !q->stop)
-			pthread_cond_wait(&q->work, &q->lock);
-		if (!q->head && q->stop) {
-			pthread_mutex_unlock(&q->lock);
-			return NULL;
-		}
-		batch = q->head;
-		q->head = q->tail = NULL;
-		pthread_mutex_unlock(&q->lock);
-
-		for (it = batch; it; it = it->next) {
-			if (logc_send(q->lc, &it->rec, &e) < 0) {
-				/* the socket may be full of unread acks: flush, retry once */
-				logc_flush(q->lc, q->timeout_ms, NULL);
-				if (logc_send(q->lc, &it->rec, &e) < 0)
-					it->outcome = -1;
-			}
-		}
-		flushed = logc_flush(q->lc, q->timeout_ms, &e);
-		if (flushed < 0)
-			pc_log(PC_LOG_ERR, "logd did not acknowledge records: %s", e.msg);
-
-		pthread_mutex_lock(&q->lock);
-		for (it = batch; it; it = next) {
-			next = it->next;
-			if (!it->outcome)
-				it->outcome = flushed < 0 ? -1 : 1;
-			if (!it->wait)
-				item_free(it);
-		}
-		pthread_cond_broadcast(&q->done);
-		pthread_mutex_unlock(&q->lock);
+		if (q->head && !q->leader)
+			logq_lead(q);
+		else if (q->stop && !q->head && !q->leader)
+			break;
+		else
+			pthread_cond_wait(q->head && q->leader ? &q->done : &q->work, &q->lock);
 	}
+	pthread_mutex_unlock(&q->lock);
+	return NULL;
 }
 
 int logq_start(const char *socket, int timeout_ms, struct logq **out, struct pc_err *err)
@@ -162,13 +179,17 @@ int logq_record(struct logq *q, const struct logrec *rec, bool wait, struct pc_e
 	else
 		q->head = it;
 	q->tail = it;
-	pthread_cond_signal(&q->work);
 	if (!wait) {
+		pthread_cond_signal(&q->work);
 		pthread_mutex_unlock(&q->lock);
 		return 0;
 	}
-	while (!it->outcome)
-		pthread_cond_wait(&q->done, &q->lock);
+	while (!it->outcome) {
+		if (!q->leader)
+			logq_lead(q); /* our item is in the batch it takes */
+		else
+			pthread_cond_wait(&q->done, &q->lock);
+	}
 	outcome = it->outcome;
 	pthread_mutex_unlock(&q->lock);
 	item_free(it);
