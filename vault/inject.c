@@ -252,6 +252,7 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 	/* the tail of the (locked) out buffer is the scratch space for
 	 * decoded credentials: no allocation per request */
 	uint8_t *scratch = cap > scratch_len ? out + cap - scratch_len : NULL;
+	bool any_basic = false;
 	int rc = 0;
 
 	(void)buf;
@@ -270,34 +271,45 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 
 	for (size_t i = 0; i < req->n_hdr; i++)
 		marks[i] = (struct mark){.secret = -1};
-	for (size_t k = 0; k < store->n; k++) {
-		const struct vault_secret *s = &store->s[k];
-
-		if (memmem(req->target, req->target_len, s->placeholder, s->ph_len)) {
-			judge(s, sb, sni, port, NULL, false, r);
+	for (size_t k = 0; k < store->n; k++)
+		if (memmem(req->target, req->target_len, store->s[k].placeholder,
+			   store->s[k].ph_len)) {
+			judge(&store->s[k], sb, sni, port, NULL, false, r);
 			goto out;
 		}
-		for (size_t i = 0; i < req->n_hdr; i++) {
-			const struct http_header *h = &req->hdr[i];
+	for (size_t i = 0; i < req->n_hdr; i++) {
+		const struct http_header *h = &req->hdr[i];
+		/* Basic credentials are decoded once per header, into scratch */
+		bool basic = h->value_len >= 7 && strncasecmp(h->value, "basic ", 6) == 0;
+		long dl = basic ? basic_decode(h, scratch) : -1;
+		bool stop = false;
+
+		any_basic |= basic;
+		for (size_t k = 0; k < store->n && !stop; k++) {
+			const struct vault_secret *s = &store->s[k];
 			bool in_name = memmem(h->name, h->name_len, s->placeholder, s->ph_len);
 			bool in_value = memmem(h->value, h->value_len, s->placeholder, s->ph_len);
-			long dl = basic_decode(h, scratch);
 			bool in_basic =
 			    dl > 0 && memmem(scratch, (size_t)dl, s->placeholder, s->ph_len);
 
-			sodium_memzero(scratch, BASIC_MAX);
 			if (!in_name && !in_value && !in_basic)
 				continue;
-			if (!judge(s, sb, sni, port, h, in_name, r))
-				goto out;
-			if (marks[i].secret >= 0 && marks[i].secret != (int)k) {
+			if (!judge(s, sb, sni, port, h, in_name, r)) {
+				stop = true;
+			} else if (marks[i].secret >= 0 && marks[i].secret != (int)k) {
 				refuse(r, 403, true,
 				       "placeholders of two secrets in one %.*s header",
 				       (int)h->name_len, h->name);
-				goto out;
+				stop = true;
+			} else {
+				marks[i] =
+				    (struct mark){.secret = (int)k, .basic = in_basic && !in_value};
 			}
-			marks[i] = (struct mark){.secret = (int)k, .basic = in_basic && !in_value};
 		}
+		if (basic)
+			sodium_memzero(scratch, BASIC_MAX);
+		if (stop)
+			goto out;
 	}
 
 	/* request line and the headers that pass unchanged */
@@ -365,6 +377,7 @@ out:
 		r->head_len = 0;
 		r->secrets[0] = '\0';
 	}
-	sodium_memzero(scratch, scratch_len);
+	if (any_basic) /* emit_injected wipes after itself; this is for refusals */
+		sodium_memzero(scratch, scratch_len);
 	return rc;
 }
