@@ -173,6 +173,17 @@ req 1 https://pypi.test/echo -H "X-Api-Key: $V_PH_PYPI"
 t_match "after rm + SIGHUP the old placeholder is not replaced" "xkey=\"$V_PH_PYPI\"" \
 	"$(v_upstream_log | tail -1)"
 
+# a reload with a broken policy keeps the running one
+cp "$V/rules.d/agents.yaml" "$LAB_DIR/agents.yaml.good"
+printf 'sandbox: [broken\n' >"$V/rules.d/zz-broken.yaml"
+kill -HUP "$V_VAULT_PID"
+for _ in $(seq 1 50); do grep -q "reload failed" "$LAB_DIR/vault.stderr" && break; sleep 0.1; done
+t_match "a broken policy on SIGHUP is refused, with the file named" \
+	"reload failed, keeping the running state: .*zz-broken.yaml" "$(cat "$LAB_DIR/vault.stderr")"
+req 1 https://api.github.test/echo -H "Authorization: Bearer $V_PH_GH"
+t_match "... and the running policy still injects" "auth=Bearer $V_PH_GH" "$R_BODY"
+rm -f "$V/rules.d/zz-broken.yaml"
+
 # fail closed: logd gone -> no record, no request. The connection is made
 # (and used once) while logd runs, so that neither DNS nor the engine, which
 # also need logd, stand between the sandbox and the vault afterwards.
@@ -200,6 +211,16 @@ t_match "logd up: the first request on the connection is served" "first 200" "$(
 t_match "logd down: the next request on it gets 503 with the reason" \
 	"second 503 no log record: logd did not acknowledge" "$(cat "$LAB_DIR/ka.out")"
 t_eq "logd down: the upstream saw nothing" "$before" "$(upstream_lines)"
+
+# fail closed: the vault gone (logd back) -> the redirected flow finds
+# nothing, and nothing reaches the upstream
+vault_logd_start
+kill "$V_VAULT_PID"
+for _ in $(seq 1 50); do kill -0 "$V_VAULT_PID" 2>/dev/null || break; sleep 0.1; done
+before=$(upstream_lines)
+t_fail "vault down: the request fails" vcurl 1 --resolve "api.github.test:443:$LAB_API4" \
+	https://api.github.test/echo -H "Authorization: Bearer $V_PH_GH"
+t_eq "vault down: the upstream saw nothing" "$before" "$(upstream_lines)"
 
 # the value is in no file the vault or logd wrote, nor in the vault's stderr
 t_eq "the value appears in no file under the run's directory but nginx's log" "" \
