@@ -132,15 +132,13 @@ static char *reload_json(struct engine *e, int fd)
 	return b;
 }
 
-/* One request, one reply, then the connection is closed. */
+/* One request, one reply, then the connection is closed. Called when the
+ * client's socket is readable: nothing here waits for a client. */
 static void control_client(struct engine *e, int fd)
 {
-	struct pollfd p = {.fd = fd, .events = POLLIN};
 	char req[256], *reply = NULL;
 	ssize_t n;
 
-	if (poll(&p, 1, CLIENT_WAIT_MS) <= 0)
-		return;
 	n = recv(fd, req, sizeof(req) - 1, MSG_DONTWAIT);
 	if (n <= 0)
 		return;
@@ -162,20 +160,59 @@ static void control_client(struct engine *e, int fd)
 	free(reply);
 }
 
+/* Clients waiting for their request; each may take CLIENT_WAIT_MS, and
+ * none of them holds up signals, links or the others. */
+#define CLIENTS_MAX 8
+
+struct ctl_client {
+	int fd;
+	uint64_t deadline;
+};
+
+static void clients_accept(struct engine *e, struct ctl_client *c)
+{
+	int fd;
+
+	/* the listening socket is non-blocking: this stops at EAGAIN */
+	while ((fd = accept4(e->ctl_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+		size_t i = 0;
+
+		while (i < CLIENTS_MAX && c[i].fd >= 0)
+			i++;
+		if (i == CLIENTS_MAX) {
+			close(fd); /* busy: the client sees the connection closed */
+			continue;
+		}
+		c[i].fd = fd;
+		c[i].deadline = pc_now_mono_ms() + CLIENT_WAIT_MS;
+	}
+}
+
 int control_loop(struct engine *e)
 {
 	uint64_t next_hk = pc_now_mono_ms() + HOUSEKEEPING_MS;
+	struct ctl_client cl[CLIENTS_MAX];
 
+	for (size_t i = 0; i < CLIENTS_MAX; i++)
+		cl[i].fd = -1;
 	for (;;) {
-		struct pollfd p[3] = {
+		struct pollfd p[3 + CLIENTS_MAX] = {
 		    {.fd = e->sig_fd, .events = POLLIN},
 		    {.fd = e->ctl_fd, .events = POLLIN},
 		    {.fd = e->link_fd, .events = POLLIN},
 		};
 		struct pc_err err = {0};
 		uint64_t now;
-		int n = poll(p, 3, 1000);
+		int n;
 
+		bool waiting = false;
+
+		for (size_t i = 0; i < CLIENTS_MAX; i++) {
+			p[3 + i].fd = cl[i].fd; /* -1: ignored by poll */
+			p[3 + i].events = POLLIN;
+			waiting = waiting || cl[i].fd >= 0;
+		}
+		n = poll(p, 3 + CLIENTS_MAX, waiting ? 100 : 1000);
 		if (n < 0 && errno != EINTR) {
 			pc_log(PC_LOG_ERR, "control loop: %s", strerror(errno));
 			return PC_EIO;
@@ -189,22 +226,29 @@ int control_loop(struct engine *e)
 					engine_reload(e, &err);
 				} else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
 					pc_log(PC_LOG_NOTICE, "signal %u: stopping", si.ssi_signo);
+					for (size_t i = 0; i < CLIENTS_MAX; i++)
+						if (cl[i].fd >= 0)
+							close(cl[i].fd);
 					return 0;
 				}
 			}
 		}
-		if (n > 0 && (p[1].revents & POLLIN)) {
-			int fd = accept4(e->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
-
-			if (fd >= 0) {
-				control_client(e, fd);
-				close(fd);
-			}
-		}
+		if (n > 0 && (p[1].revents & POLLIN))
+			clients_accept(e, cl);
 		if (n > 0 && (p[2].revents & POLLIN) && links_monitor_drain(e->link_fd) > 0 &&
 		    engine_ports_refresh(e, false, &err) < 0)
 			pc_log(PC_LOG_ERR, "bridge ports: %s", err.msg);
 		now = pc_now_mono_ms();
+		for (size_t i = 0; i < CLIENTS_MAX; i++) {
+			if (cl[i].fd < 0)
+				continue;
+			if (n > 0 && p[3 + i].revents)
+				control_client(e, cl[i].fd);
+			else if (now < cl[i].deadline)
+				continue; /* still waiting for its request */
+			close(cl[i].fd);
+			cl[i].fd = -1;
+		}
 		if (now >= next_hk) {
 			engine_housekeeping(e);
 			next_hk = now + HOUSEKEEPING_MS;

@@ -187,6 +187,8 @@ int engine_setup(struct engine *e, const char *config_path, struct pc_err *err)
 	e->ctl_fd = pc_unix_listen(path, 0666, (uid_t)-1, (gid_t)-1, err);
 	if (e->ctl_fd < 0)
 		return e->ctl_fd;
+	if (fcntl(e->ctl_fd, F_SETFL, fcntl(e->ctl_fd, F_GETFL) | O_NONBLOCK) < 0)
+		return pc_err_errno(err, PC_EIO, "control socket");
 	log_policy(e, true, policy_hash(e->policy), "loaded at start");
 	return 0;
 }

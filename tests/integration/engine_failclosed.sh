@@ -37,6 +37,12 @@ records_allowed_http() {
 }
 
 t_match "baseline: the allowed flow works" "^http 203.0.113.99 ok" "$(http_ok)"
+python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1]); time.sleep(3)' "$GUARD_DIR/run/engine.sock" &
+sleep 0.2
+t_match "a control client that never sends holds up no one (status answers)" '"ok":true' \
+	"$(timeout 0.5 "$GUARD_BIN/portcullis" -c "$GUARD_CONF" status --json)"
 
 # ---- logd down: no record, no connection ------------------------------------------
 guard_logd_stop
