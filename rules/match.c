@@ -199,8 +199,8 @@ static int secret_name_cmp(const void *key, const void *elem)
 
 const struct policy_secret *policy_secret_by_name(const struct policy_sandbox *sb, const char *name)
 {
-	if (!sb || !name)
-		return NULL;
+	if (!sb || !name || !sb->n_secrets)
+		return NULL; /* bsearch on a NULL array is undefined even for zero elements */
 	if (sb->index) /* compiled secrets are sorted by name */
 		return bsearch(name, sb->secrets, sb->n_secrets, sizeof(*sb->secrets),
 			       secret_name_cmp);
