@@ -55,7 +55,16 @@ static void inet_prerouting(struct bld *b)
 	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_NEQ, br);
 	nr_verdict(&r, NF_ACCEPT, NULL);
 	rsb_rule_end(b, &r);
-	/* a verdict coming back through NF_REPEAT */
+	/* The fast path, first: a decided flow (our ct mark) from a port the
+	 * bridge table stamped. Bulk data stops here. (The engine never
+	 * allows a port-53 flow, so DNS is still judged message by message;
+	 * an unstamped frame falls through to the drop below.) */
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, PC_MARK_PORT_MASK, NFT_CMP_NEQ, 0);
+	nm_bits(&r, true, PC_MARK_ALLOW, NFT_CMP_EQ, PC_MARK_ALLOW);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	/* a verdict coming back through NF_REPEAT (its mark: verdict bits only) */
 	verdict_rule(b, PC_MARK_PASS, 0);
 	verdict_rule(b, PC_MARK_ALLOW, PC_MARK_ALLOW);
 	verdict_rule(b, PC_MARK_ALLOW | PC_MARK_VAULT, PC_MARK_ALLOW | PC_MARK_VAULT);
@@ -93,11 +102,6 @@ static void inet_prerouting(struct bld *b)
 	rsb_rule_begin(b, &r);
 	nm_bits(&r, true, PC_MARK_ALLOW | PC_MARK_HELD, NFT_CMP_EQ, PC_MARK_HELD);
 	queue_expr(b, &r);
-	rsb_rule_end(b, &r);
-	/* decided flows */
-	rsb_rule_begin(b, &r);
-	nm_bits(&r, true, PC_MARK_ALLOW, NFT_CMP_EQ, PC_MARK_ALLOW);
-	nr_verdict(&r, NF_ACCEPT, NULL);
 	rsb_rule_end(b, &r);
 	for (size_t i = 0; i < sizeof(nd_in); i++) {
 		rsb_rule_begin(b, &r);
@@ -207,12 +211,12 @@ static void inet_forward(struct bld *b)
 	nr_counter(&r);
 	nr_verdict(&r, NF_DROP, NULL);
 	rsb_rule_end(b, &r);
-	/* from the sandboxes: decided flows and released packets only */
+	/* decided flows, both directions (and ICMP errors related to them) */
 	rsb_rule_begin(b, &r);
-	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
 	nm_bits(&r, true, PC_MARK_ALLOW, NFT_CMP_EQ, PC_MARK_ALLOW);
 	nr_verdict(&r, NF_ACCEPT, NULL);
 	rsb_rule_end(b, &r);
+	/* from the sandboxes otherwise: released packets only */
 	rsb_rule_begin(b, &r);
 	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
 	nm_bits(&r, false, PC_MARK_MASK, NFT_CMP_EQ, PC_MARK_PASS);
@@ -236,10 +240,6 @@ static void inet_forward(struct bld *b)
 	rsb_rule_end(b, &r);
 	rsb_rule_begin(b, &r);
 	nm_bits(&r, false, PC_MARK_MASK, NFT_CMP_EQ, PC_MARK_PASS);
-	nr_verdict(&r, NF_ACCEPT, NULL);
-	rsb_rule_end(b, &r);
-	rsb_rule_begin(b, &r);
-	nm_bits(&r, true, PC_MARK_ALLOW, NFT_CMP_EQ, PC_MARK_ALLOW);
 	nr_verdict(&r, NF_ACCEPT, NULL);
 	rsb_rule_end(b, &r);
 	rsb_rule_begin(b, &r);
