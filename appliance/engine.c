@@ -139,10 +139,10 @@ int engine_setup(struct engine *e, const char *config_path, struct pc_err *err)
 	       e->qpath == PC_QUEUE_NATIVE ? "nft queue expression"
 					   : "xt NFQUEUE target through nft_compat");
 	/* Queues first: once the table is in, packets are queued to us. */
-	e->nq = e->cfg.queue.count;
-	e->q = calloc(e->nq, sizeof(*e->q));
+	e->q = calloc(e->cfg.queue.count, sizeof(*e->q));
 	if (!e->q)
 		return pc_err_set(err, PC_ENOMEM, "out of memory");
+	e->nq = e->cfg.queue.count; /* only now: shutdown walks e->q */
 	for (size_t i = 0; i < e->nq; i++) {
 		struct qthread *t = &e->q[i];
 
