@@ -103,10 +103,15 @@ static int cfg_send(struct mnl_socket *nl, uint16_t num, struct nlmsghdr *nlh, c
 				if (e->error == 0)
 					return 0;
 				errno = -e->error;
+				/* nfnetlink_queue answers EPERM when another socket
+				 * owns the queue (we are root here) */
 				return pc_err_errno(
-				    err, e->error == -EBUSY ? PC_EEXIST : PC_EIO, "queue %u: %s%s",
-				    num, what,
-				    e->error == -EBUSY ? " (another process holds it)" : "");
+				    err,
+				    e->error == -EPERM || e->error == -EBUSY ? PC_EEXIST : PC_EIO,
+				    "queue %u: %s%s", num, what,
+				    e->error == -EPERM || e->error == -EBUSY
+					? " (is another engine bound to it?)"
+					: "");
 			}
 			if (m->nlmsg_type == ((NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET))
 				drop_early(nl, num, m);

@@ -44,6 +44,11 @@ sleep 0.2
 t_match "a control client that never sends holds up no one (status answers)" '"ok":true' \
 	"$(timeout 0.5 "$GUARD_BIN/portcullis" -c "$GUARD_CONF" status --json)"
 
+out=$(lab_gw timeout 10 "$GUARD_BIN/portcullisd" -c "$GUARD_CONF" 2>&1) && rc=0 || rc=$?
+t_eq "a second engine on the same queues refuses to start (exit 3)" 3 "$rc"
+t_match "... and says why" "queue 100: bind.*another engine bound to it" "$out"
+t_match "... the first one is untouched" "^http 203.0.113.99 ok" "$(http_ok)"
+
 # ---- logd down: no record, no connection ------------------------------------------
 guard_logd_stop
 before=$(nginx_lines)
