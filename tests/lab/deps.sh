@@ -8,7 +8,7 @@ libnetfilter-queue-dev libnftnl-dev libmnl-dev libldns-dev libsodium-dev
 libyaml-dev libssl-dev check libsubunit-dev
 nftables iptables iproute2 conntrack tcpdump
 dnsmasq-base nginx-light openssl curl dnsutils socat python3 iperf3 iputils-ping squid-openssl
-rsyslog rsyslog-openssl gnuplot-nox debhelper lintian debootstrap valgrind
+rsyslog rsyslog-openssl gnuplot-nox dnsperf debhelper lintian debootstrap valgrind
 systemd man-db logrotate"
 
 missing=""

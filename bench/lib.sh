@@ -1,0 +1,101 @@
+# Shared helpers of the bench programs (sourced): option parsing, medians,
+# the engine's and logd's memory, and the result file (bench/README.md,
+# "Result protocol": one JSON object per program, written with --json FILE).
+#
+#   . "$PC_TOP/bench/lib.sh"
+#   bench_args NAME "$@"            # --quick, -r ROUNDS, -t SECONDS, --json FILE
+#   bench_begin NAME "title" "workload"
+#   bench_metric name "label" unit higher|lower \
+#       "baseline name" "s1 s2 ..." "subject name" "s1 s2 ..." KIND VALUE "target text"
+#   bench_note "text"
+#   bench_end                       # writes $BENCH_JSON (if given)
+
+PC_TOP=${PC_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+PC_BUILD=${PC_BUILD:-build}
+export PC_TOP PC_BUILD
+
+# Parse the options every new bench program takes; others are returned in
+# BENCH_REST. Defaults: 3 rounds of 5 s; --quick: 2 rounds of 1 s.
+bench_args() { # name args...
+	BENCH_NAME=$1
+	shift
+	BENCH_ROUNDS=${BENCH_ROUNDS:-3} BENCH_SECS=${BENCH_SECS:-5} BENCH_QUICK=0 BENCH_JSON=
+	BENCH_CMD="bench/$BENCH_NAME $*"
+	BENCH_REST=()
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--quick) BENCH_QUICK=1 BENCH_ROUNDS=2 BENCH_SECS=1 ;;
+		-r) BENCH_ROUNDS=$2; shift ;;
+		-t) BENCH_SECS=$2; shift ;;
+		--json) BENCH_JSON=$2; shift ;;
+		*) BENCH_REST+=("$1") ;;
+		esac
+		shift
+	done
+	case $BENCH_JSON in "" | /*) ;; *) BENCH_JSON=$PWD/$BENCH_JSON ;; esac
+}
+
+bench_say() { printf '%s: %s\n' "$BENCH_NAME" "$*"; }
+
+bench_median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]}'; }
+bench_min() { printf '%s\n' "$@" | sort -g | head -1; }
+bench_max() { printf '%s\n' "$@" | sort -g | tail -1; }
+bench_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "nan" }'; }
+
+# Resident memory of a process in KiB: current (VmRSS) and peak (VmHWM).
+bench_rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
+bench_hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
+
+# Build a small C program of bench/ (no project libraries) into
+# $PC_BUILD/bench/NAME when its source is newer.
+bench_cc() { # name -> path on stdout
+	local src=$PC_TOP/bench/$1.c out=$PC_TOP/$PC_BUILD/bench/$1
+	mkdir -p "$(dirname "$out")"
+	if [ ! -x "$out" ] || [ "$src" -nt "$out" ]; then
+		${CC:-cc} -O2 -std=gnu11 -Wall -Wextra -Werror -o "$out" "$src" >&2 || return 1
+	fi
+	echo "$out"
+}
+
+_bj_str() { # JSON string of $1
+	local s=${1//\\/\\\\}
+	s=${s//\"/\\\"}
+	s=${s//$'\t'/ }
+	s=${s//$'\n'/ }
+	printf '"%s"' "$s"
+}
+_bj_arr() { # "1 2 3" -> [1,2,3] (anything not a number becomes null)
+	local out= x
+	for x in $1; do
+		[[ $x =~ ^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]] || x=null
+		out+=${out:+,}$x
+	done
+	printf '[%s]' "$out"
+}
+
+bench_begin() { # name title workload
+	BJ_HEAD="\"bench\":$(_bj_str "$1"),\"title\":$(_bj_str "$2"),\"workload\":$(_bj_str "$3")"
+	BJ_METRICS=() BJ_NOTES=()
+}
+
+bench_metric() { # name label unit better base-name base-samples subj-name subj-samples kind value text
+	local m
+	m="{\"name\":$(_bj_str "$1"),\"label\":$(_bj_str "$2"),\"unit\":$(_bj_str "$3"),\"better\":$(_bj_str "$4")"
+	[ -z "$5" ] || m+=",\"baseline\":{\"name\":$(_bj_str "$5"),\"samples\":$(_bj_arr "$6")}"
+	m+=",\"subject\":{\"name\":$(_bj_str "$7"),\"samples\":$(_bj_arr "$8")}"
+	[ -z "${9:-}" ] || m+=",\"target\":{\"kind\":$(_bj_str "$9"),\"value\":${10},\"text\":$(_bj_str "${11}")}"
+	BJ_METRICS+=("$m}")
+}
+
+bench_note() { BJ_NOTES+=("$(_bj_str "$*")"); }
+
+bench_end() {
+	[ -n "${BENCH_JSON:-}" ] || return 0
+	local IFS=,
+	printf '{%s,"command":%s,"rounds":%s,"seconds":%s,"quick":%s,"metrics":[%s],"notes":[%s]}\n' \
+		"$BJ_HEAD" "$(_bj_str "$BENCH_CMD")" "$BENCH_ROUNDS" "$BENCH_SECS" \
+		"$([ "$BENCH_QUICK" = 1 ] && echo true || echo false)" \
+		"${BJ_METRICS[*]}" "${BJ_NOTES[*]}" >"$BENCH_JSON"
+	python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$BENCH_JSON" ||
+		{ echo "$BENCH_NAME: the result file is not valid JSON" >&2; return 1; }
+}
