@@ -37,7 +37,9 @@ bench_args() { # name args...
 
 bench_say() { printf '%s: %s\n' "$BENCH_NAME" "$*"; }
 
-bench_median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]}'; }
+bench_median() { # the middle sample (the mean of the two middle ones for an even count)
+	printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else if (NR) print (a[NR/2]+a[NR/2+1])/2}'
+}
 bench_min() { printf '%s\n' "$@" | sort -g | head -1; }
 bench_max() { printf '%s\n' "$@" | sort -g | tail -1; }
 bench_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "nan" }'; }
@@ -98,4 +100,11 @@ bench_end() {
 		"${BJ_METRICS[*]}" "${BJ_NOTES[*]}" >"$BENCH_JSON"
 	python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$BENCH_JSON" ||
 		{ echo "$BENCH_NAME: the result file is not valid JSON" >&2; return 1; }
+}
+
+# Add "key: value" under a top-level section of the guard's portcullis.yaml
+# (written by guard_config), e.g. bench_conf_set dns "max_learned_total: 200000".
+bench_conf_set() { # section "key: value"
+	grep -q "^$1:" "$GUARD_CONF" || printf '%s:\n' "$1" >>"$GUARD_CONF"
+	sed -i "/^$1:/a\\  $2" "$GUARD_CONF"
 }
