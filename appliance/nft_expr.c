@@ -172,8 +172,9 @@ void nr_lookup(struct nr *b, const char *set, bool inv)
 	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1);
 	if (nftnl_expr_set_str(e, NFTNL_EXPR_LOOKUP_SET, set) < 0)
 		b->err = PC_ENOMEM;
-	if (inv)
-		nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_FLAGS, NFT_LOOKUP_F_INV);
+	/* Always sent, 0 included: a kernel dump always has it, and the
+	 * canonical texts must match byte for byte. */
+	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_FLAGS, inv ? NFT_LOOKUP_F_INV : 0);
 	nr_push(b, e);
 }
 

@@ -310,7 +310,9 @@ static void inet_nat(struct bld *b)
 	nr_imm_be16(&r, NFT_REG_1, b->p->cfg->vault.listen.port);
 	e = nftnl_expr_alloc("redir");
 	if (e) {
+		/* proto_max = proto_min, as the kernel reports it back */
 		nftnl_expr_set_u32(e, NFTNL_EXPR_REDIR_REG_PROTO_MIN, NFT_REG_1);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_REDIR_REG_PROTO_MAX, NFT_REG_1);
 		nftnl_expr_set_u32(e, NFTNL_EXPR_REDIR_FLAGS, NF_NAT_RANGE_PROTO_SPECIFIED_);
 	}
 	nr_expr(&r, e);
