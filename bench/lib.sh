@@ -108,3 +108,19 @@ bench_conf_set() { # section "key: value"
 	grep -q "^$1:" "$GUARD_CONF" || printf '%s:\n' "$1" >>"$GUARD_CONF"
 	sed -i "/^$1:/a\\  $2" "$GUARD_CONF"
 }
+
+# A hosts file for the lab's dnsmasq (LAB_DNS_EXTRA=--addn-hosts=FILE before
+# lab_up): N names nI.learn.test with AAAA addresses in 2001:db8:aa::/48
+# (documentation addresses: learned from answers, never contacted), and
+# target.scale.test -> 203.0.113.99. bench_learn_queries writes the
+# matching dnsperf input (names FROM..TO-1).
+bench_learn_hosts() { # n file
+	awk -v n="$1" 'BEGIN {
+		print "203.0.113.99 target.scale.test"
+		for (i = 0; i < n; i++)
+			printf "2001:db8:aa:%x::%x n%d.learn.test\n", int(i / 65536), i % 65536 + 1, i
+	}' >"$2"
+}
+bench_learn_queries() { # from to file
+	awk -v a="$1" -v b="$2" 'BEGIN { for (i = a; i < b; i++) printf "n%d.learn.test AAAA\n", i }' >"$3"
+}
