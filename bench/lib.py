@@ -1,0 +1,261 @@
+"""Shared code of bench/run and bench/report: reading the printed output of
+the bench programs that predate the result protocol (bench/flows, logd,
+check, vault) into result objects, and the summary every report shows
+(medians, spread, ratio, pass/miss). The protocol is in bench/README.md.
+
+    python3 bench/lib.py adapt NAME COMMAND RAWFILE...   -> result JSON on stdout
+"""
+import json
+import re
+import statistics
+import sys
+
+
+def metric(name, label, unit, better, subject, samples, baseline=None, base_samples=None,
+           target=None):
+    m = {"name": name, "label": label, "unit": unit, "better": better,
+         "subject": {"name": subject, "samples": samples}}
+    if baseline is not None:
+        m["baseline"] = {"name": baseline, "samples": base_samples}
+    if target:
+        m["target"] = {"kind": target[0], "value": target[1], "text": target[2]}
+    return m
+
+
+def num(s):
+    try:
+        return float(s)
+    except (TypeError, ValueError):
+        return None
+
+
+# ---- adapters: printed output -> result ------------------------------------
+
+def adapt_flows(texts):
+    """bench/flows: one line per round, 'flows: round R: conn/s plain X
+    portcullis Y (..); SYN p50 A/B us, p99 C/D us; bulk E/F Gbit/s (..)'."""
+    rx = re.compile(r"flows: round \d+: conn/s plain ([\d.]+) portcullis ([\d.]+) .*"
+                    r"SYN p50 (\d+)/(\d+) us, p99 (\d+)/(\d+) us; bulk ([\d.]+)/([\d.]+) Gbit/s")
+    cols = [[] for _ in range(8)]
+    notes = []
+    for t in texts:
+        for line in t.splitlines():
+            m = rx.search(line)
+            if m:
+                for i, v in enumerate(m.groups()):
+                    cols[i].append(num(v))
+            elif line.startswith("flows: packets the engine saw") or \
+                    line.startswith("flows: ") and "round(s) of" in line:
+                notes.append(line[len("flows: "):])
+    rp, rg, p50p, p50g, p99p, p99g, bp, bg = cols
+    return {
+        "bench": "flows", "title": "New flows, handshake latency and bulk through the engine",
+        "workload": "bench/flows: sandbox 1 to 203.0.113.99 through a cidr rule; iperf3 one TCP "
+                    "stream (bulk), flows conn with 16 handshakes in flight, each reset after the "
+                    "handshake (rate), then one at a time (latency); plain: the same gateway with "
+                    "portcullis' tables deleted; portcullis: tables installed, every new flow "
+                    "queued, judged and logged (logd acknowledges before the verdict)",
+        "metrics": [
+            metric("flows_conn", "new TCP connections/s", "conn/s", "higher", "portcullis", rg,
+                   "plain forwarding", rp, ("ratio_min", 0.85, ">= 0.85x")),
+            metric("flows_syn_p99", "handshake (SYN) latency p99", "us", "lower", "portcullis",
+                   p99g, "plain forwarding", p99p, ("added_max", 200, "added < 200 us")),
+            metric("flows_syn_p50", "handshake (SYN) latency p50", "us", "lower", "portcullis",
+                   p50g, "plain forwarding", p50p),
+            metric("flows_bulk", "bulk throughput, one allowed TCP flow", "Gbit/s", "higher",
+                   "portcullis", bg, "plain forwarding", bp, ("ratio_min", 0.95, ">= 0.95x")),
+        ],
+        "notes": notes,
+    }
+
+
+def adapt_logd(texts):
+    """bench/logd, run once per round: rows 'label  per-s  ratio  per-CPU-s  ratio'."""
+    rows = {"ed25519 signatures": "sign", "write + seal": "write",
+            "accept + seal + write + ack": "accept", "verify": "verify"}
+    wall = {k: [] for k in rows.values()}
+    cpu = {k: [] for k in rows.values()}
+    for t in texts:
+        for line in t.splitlines():
+            for label, key in rows.items():
+                if line.strip().startswith(label):
+                    nums = re.findall(r"(?<![\w.])(\d+(?:\.\d+)?)(?:x)?(?=\s|$)", line)
+                    vals = [num(x) for x in nums]
+                    # per s, ratio, per CPU s, ratio (the sign row's ratios are "1.0")
+                    if len(vals) >= 3:
+                        wall[key].append(vals[0])
+                        cpu[key].append(vals[2])
+    sign = "ed25519 signing, same run"
+    return {
+        "bench": "logd", "title": "The signed log: records/s written, accepted and verified",
+        "workload": "bench/logd: records of the engine's kind (a connect verdict per new flow) in "
+                    "batches of 256, a checkpoint every 1,000 records, files under /tmp; "
+                    "write: the writer alone; accept: client library -> socket -> logd -> file -> "
+                    "acknowledgement; verify: log verify of that file. The baseline is libsodium's "
+                    "raw signing rate in the same run (one signature per record would cap logd "
+                    "there)",
+        "metrics": [
+            metric("logd_accept", "records/s accepted, sealed, written, acknowledged", "records/s",
+                   "higher", "portcullis-logd", wall["accept"], sign, wall["sign"],
+                   ("min", 200000, ">= 200,000/s")),
+            metric("logd_verify", "log verify records/s", "records/s", "higher", "log verify",
+                   wall["verify"], sign, wall["sign"], ("min", 1000000, ">= 1,000,000/s")),
+            metric("logd_write", "records/s sealed and written (writer alone)", "records/s",
+                   "higher", "writer", wall["write"], sign, wall["sign"]),
+            metric("logd_accept_cpu", "records per CPU second, accept (all threads)",
+                   "records/CPU s", "higher", "portcullis-logd", cpu["accept"],
+                   "signatures per CPU second", cpu["sign"]),
+        ],
+        "notes": [],
+    }
+
+
+def adapt_check(texts):
+    """bench/check: 'check: N rules, each run: a b c d e ms' per size."""
+    runs = {}
+    for t in texts:
+        for line in t.splitlines():
+            m = re.match(r"check:\s+(\d+) rules, each run: ([\d ]+) ms", line)
+            if m:
+                runs.setdefault(int(m.group(1)), []).extend(num(x) for x in m.group(2).split())
+    r100, r1k, r10k = runs.get(100, []), runs.get(1000, []), runs.get(10000, [])
+    return {
+        "bench": "check", "title": "Time to prove containment (portcullis check)",
+        "workload": "bench/check: the engine's ruleset installed in the lab gateway plus 100, 1,000 "
+                    "or 10,000 rules in another table (ip filler, prerouting and forward, each "
+                    "matching another interface and a TCP port); the whole `portcullis check` "
+                    "command timed, 5 runs per size",
+        "metrics": [
+            metric("check_10k", "check with 10,000 foreign rules", "ms", "lower", "10,000 rules",
+                   r10k, "100 rules", r100, ("max", 1000, "< 1 s")),
+            metric("check_linear", "time growth for 100x the rules", "ms", "lower",
+                   "10,000 rules", r10k, "100 rules", r100,
+                   ("ratio_max", 100, "<= 100x (not worse than linear)")),
+            metric("check_1k", "check with 1,000 foreign rules", "ms", "lower", "1,000 rules",
+                   r1k, "100 rules", r100),
+        ],
+        "notes": [],
+    }
+
+
+def adapt_vault(texts):
+    """bench/vault, run once per round: two sections, rows 'label req/s p50 p99 ratio'."""
+    keys = {"direct TLS (baseline)": "direct", "vault with injection": "vault",
+            "squid ssl-bump adding the header": "squid"}
+    data = {}  # (section, row) -> {"rps": [], "p50": [], "p99": []}
+    for t in texts:
+        section = None
+        for line in t.splitlines():
+            if line.startswith("keep-alive connections"):
+                section = "ka"
+            elif line.startswith("a new TLS connection"):
+                section = "new"
+            elif section:
+                for label, key in keys.items():
+                    m = re.match(r"\s+" + re.escape(label) + r"\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)",
+                                 line)
+                    if m:
+                        d = data.setdefault((section, key), {"rps": [], "p50": [], "p99": []})
+                        d["rps"].append(num(m.group(1)))
+                        d["p50"].append(num(m.group(2)))
+                        d["p99"].append(num(m.group(3)))
+
+    def col(sec, key, c):
+        return data.get((sec, key), {}).get(c, [])
+    notes = []
+    if not col("ka", "squid", "rps"):
+        notes.append("squid rows missing: " + " ".join(
+            l for t in texts for l in t.splitlines() if l.startswith("squid: not measured")))
+    return {
+        "bench": "vault", "title": "HTTPS through the vault, against direct TLS and Squid",
+        "workload": "bench/vault: bench/vault_load in a sandbox, 8 concurrent clients, GET to "
+                    "the lab's nginx; direct: TLS to paste.evil.test, not redirected; vault: to "
+                    "api.github.test with a placeholder the vault replaces (TLS terminated, "
+                    "request logged with logd's acknowledgement, upstream verified); squid: "
+                    "Debian's squid-openssl ssl-bump intercepting, adding the same header; "
+                    "keep-alive, then a new TLS connection per request",
+        "metrics": [
+            metric("vault_keepalive", "HTTPS requests/s, keep-alive", "req/s", "higher",
+                   "vault", col("ka", "vault", "rps"), "direct TLS", col("ka", "direct", "rps"),
+                   ("ratio_min", 0.7, ">= 0.7x")),
+            metric("vault_newconn_squid", "new HTTPS connections/s, against Squid", "req/s",
+                   "higher", "vault", col("new", "vault", "rps"), "squid ssl-bump",
+                   col("new", "squid", "rps"), ("ratio_min", 2.0, ">= 2x")),
+            metric("vault_newconn_p99_squid", "new connection request latency p99, against Squid",
+                   "ms", "lower", "vault", col("new", "vault", "p99"), "squid ssl-bump",
+                   col("new", "squid", "p99"), ("ratio_max", 1.0, "below Squid's")),
+            metric("vault_keepalive_squid", "HTTPS requests/s keep-alive, against Squid",
+                   "req/s", "higher", "vault", col("ka", "vault", "rps"), "squid ssl-bump",
+                   col("ka", "squid", "rps")),
+            metric("vault_keepalive_p99", "keep-alive request latency p99", "ms", "lower",
+                   "vault", col("ka", "vault", "p99"), "direct TLS", col("ka", "direct", "p99")),
+            metric("vault_newconn", "new HTTPS connections/s, against direct TLS", "req/s",
+                   "higher", "vault", col("new", "vault", "rps"), "direct TLS",
+                   col("new", "direct", "rps")),
+        ],
+        "notes": notes,
+    }
+
+
+ADAPTERS = {"flows": adapt_flows, "logd": adapt_logd, "check": adapt_check,
+            "vault": adapt_vault}
+
+
+# ---- summary ----------------------------------------------------------------
+
+def _vals(side):
+    return [x for x in (side or {}).get("samples") or [] if x is not None]
+
+
+def summarize(m):
+    """Medians, spread, ratio and verdict of one metric (dict, added keys)."""
+    s, b = _vals(m.get("subject")), _vals(m.get("baseline"))
+    out = {"n": len(s)}
+    if s:
+        out.update(s_med=statistics.median(s), s_min=min(s), s_max=max(s))
+    if b:
+        out.update(b_med=statistics.median(b), b_min=min(b), b_max=max(b))
+    if s and b and out["b_med"] > 0:
+        out["ratio"] = out["s_med"] / out["b_med"]
+        ss, bb = (m["subject"]["samples"], m["baseline"]["samples"])
+        pairs = [x / y for x, y in zip(ss, bb) if x is not None and y]
+        if len(ss) == len(bb) and pairs:
+            out.update(r_min=min(pairs), r_max=max(pairs))
+    t = m.get("target")
+    if not t:
+        out["status"] = "report"
+    elif not s or (t["kind"] in ("ratio_min", "ratio_max", "added_max") and "ratio" not in out
+                   and not b):
+        out["status"] = "not measured"
+    else:
+        k, v = t["kind"], t["value"]
+        if k == "ratio_min":
+            ok = out.get("ratio", float("nan")) >= v
+        elif k == "ratio_max":
+            ok = out.get("ratio", float("inf")) <= v
+        elif k == "added_max":
+            ok = out["s_med"] - out["b_med"] < v
+        elif k == "min":
+            ok = out["s_med"] >= v
+        elif k == "max":
+            ok = out["s_med"] <= v
+        else:
+            ok = None
+        out["status"] = "pass" if ok else ("miss" if ok is False else "report")
+    return out
+
+
+def main(argv):
+    if len(argv) >= 4 and argv[1] == "adapt" and argv[2] in ADAPTERS:
+        texts = [open(f, errors="replace").read() for f in argv[4:]]
+        r = ADAPTERS[argv[2]](texts)
+        r.update(command=argv[3], rounds=len(texts) if argv[2] in ("logd", "vault") else None)
+        json.dump(r, sys.stdout)
+        print()
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
