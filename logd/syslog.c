@@ -192,6 +192,8 @@ static void hook_stage(void *ctx, const struct logrec *rec, uint64_t seq, uint64
 	struct logx *x = ctx;
 	char msg[MSG_MAX];
 
+	if (x->n == 0) /* no sink: hook_done would discard the copy unread */
+		return;
 	stage_add(x, seq, msg,
 		  logx_format_record(rec, seq, time_ms, hash, x->host, x->pid, msg, sizeof(msg)));
 }
@@ -201,6 +203,8 @@ static void hook_stage_checkpoint(void *ctx, const char *note, size_t len)
 	struct logx *x = ctx;
 	char msg[MSG_MAX];
 
+	if (x->n == 0)
+		return;
 	stage_add(x, 0, msg, logx_format_checkpoint(note, len, x->host, x->pid, msg, sizeof(msg)));
 }
 
