@@ -123,13 +123,22 @@ struct ck_ruleset {
 void ck_ruleset_free(struct ck_ruleset *rs);
 /* Parse a buffer of netlink messages (NFT_MSG_NEW{TABLE,CHAIN,RULE,SET,
  * SETELEM,OBJ}, as a dump returns them) into rs. Messages of other types are
- * skipped; a malformed buffer is an error (PC_EPARSE). Used by the live reader
- * and the fuzzer. */
+ * skipped; a malformed buffer is an error (PC_EPARSE), except a rule, which
+ * is kept as a bad rule (unproven) when it cannot be parsed. Safe on any
+ * bytes: every message is screened before libnftnl sees it. Used by the
+ * live reader and the fuzzer. */
 int ck_nft_parse(struct ck_ruleset *rs, const void *buf, size_t len, struct pc_err *err);
-/* 1 when every top-level attribute of every nftables message in buf has
- * the type libnftnl expects (it exits on a mismatch); nested attributes of
- * chains (hook) and rules (expressions) are not entered: 0 for those. */
-int ck_nft_wellformed(const void *buf, size_t len);
+/* Screen one nftables message (nft_screen.c) before libnftnl parses it:
+ * every attribute libnftnl reads, nested ones and every expression's
+ * included, has the type and size it expects (it exit()s otherwise) and
+ * every string its NUL (it strdup()s them). ck_nft_parse calls it. */
+enum {
+	CK_SCREEN_OK = 0,
+	CK_SCREEN_BAD = -1,	/* malformed: never hand it to libnftnl */
+	CK_SCREEN_UNKNOWN = -2, /* well formed, but an expression the screen does not know */
+};
+struct nlmsghdr;
+int ck_nft_screen(const struct nlmsghdr *nlh);
 /* Dump the whole live ruleset of this network namespace. */
 int ck_nft_read(struct ck_ruleset *rs, struct pc_err *err);
 

@@ -1,6 +1,7 @@
 /* checker: read the whole nftables ruleset of this network namespace over
  * netlink (libmnl + libnftnl) — tables, chains, rules, sets with their
  * elements, objects — as one consistent generation. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,6 @@
 #include <libmnl/libmnl.h>
 #include <libnftnl/chain.h>
 #include <libnftnl/gen.h>
-#include <libnftnl/object.h>
 #include <libnftnl/rule.h>
 #include <libnftnl/set.h>
 #include <libnftnl/table.h>
@@ -231,6 +231,18 @@ static void bad_rule_names(const struct nlmsghdr *nlh, struct ck_badrule *b)
 	}
 }
 
+/* Keep a note of a rule that could not be parsed: the analysis reports
+ * it as unproven. */
+static int bad_rule(struct ck_ruleset *rs, const struct nlmsghdr *nlh)
+{
+	struct ck_badrule *b = ck_grow(&rs->bad, &rs->n_bad, &rs->cap_bad, sizeof(*b));
+
+	if (!b)
+		return PC_ENOMEM;
+	bad_rule_names(nlh, b);
+	return 0;
+}
+
 static int parse_rule(struct ck_ruleset *rs, const struct nlmsghdr *nlh)
 {
 	struct nftnl_rule *r = nftnl_rule_alloc();
@@ -242,15 +254,8 @@ static int parse_rule(struct ck_ruleset *rs, const struct nlmsghdr *nlh)
 	if (!r)
 		return PC_ENOMEM;
 	if (nftnl_rule_nlmsg_parse(nlh, r) < 0) {
-		/* libnftnl does not know one of its expressions: keep a note,
-		 * the analysis reports it as unproven. */
-		struct ck_badrule *b = ck_grow(&rs->bad, &rs->n_bad, &rs->cap_bad, sizeof(*b));
-
 		nftnl_rule_free(r);
-		if (!b)
-			return PC_ENOMEM;
-		bad_rule_names(nlh, b);
-		return 0;
+		return bad_rule(rs, nlh);
 	}
 	fam = nftnl_rule_get_u32(r, NFTNL_RULE_FAMILY);
 	table = nftnl_rule_get_str(r, NFTNL_RULE_TABLE);
@@ -400,29 +405,69 @@ out:
 	return rc;
 }
 
+/* Objects are read with libmnl alone: the model needs only their names
+ * and type, and libnftnl's object parsers need not see sandbox-shaped
+ * bytes at all. The message was screened (ck_nft_screen). */
 static int parse_obj(struct ck_ruleset *rs, const struct nlmsghdr *nlh)
 {
-	struct nftnl_obj *o = nftnl_obj_alloc();
-	struct ck_obj *co;
-	int rc = PC_ENOMEM;
+	const struct nfgenmsg *nfg = mnl_nlmsg_get_payload(nlh);
+	struct ck_obj *co = ck_grow(&rs->objs, &rs->n_objs, &rs->cap_objs, sizeof(*co));
+	const struct nlattr *a;
 
-	if (!o)
-		return PC_ENOMEM;
-	if (nftnl_obj_nlmsg_parse(nlh, o) < 0) {
-		rc = PC_EPARSE;
-		goto out;
-	}
-	co = ck_grow(&rs->objs, &rs->n_objs, &rs->cap_objs, sizeof(*co));
 	if (!co)
-		goto out;
-	co->family = nftnl_obj_get_u32(o, NFTNL_OBJ_FAMILY);
-	co->type = nftnl_obj_get_u32(o, NFTNL_OBJ_TYPE);
-	copy_str(co->table, sizeof(co->table), nftnl_obj_get_str(o, NFTNL_OBJ_TABLE));
-	copy_str(co->name, sizeof(co->name), nftnl_obj_get_str(o, NFTNL_OBJ_NAME));
-	rc = 0;
-out:
-	nftnl_obj_free(o);
-	return rc;
+		return PC_ENOMEM;
+	co->family = nfg->nfgen_family;
+	mnl_attr_for_each(a, nlh, sizeof(*nfg))
+	{
+		switch (mnl_attr_get_type(a)) {
+		case NFTA_OBJ_TABLE:
+			copy_str(co->table, sizeof(co->table), mnl_attr_get_str(a));
+			break;
+		case NFTA_OBJ_NAME:
+			copy_str(co->name, sizeof(co->name), mnl_attr_get_str(a));
+			break;
+		case NFTA_OBJ_TYPE:
+			co->type = ntohl(mnl_attr_get_u32(a));
+			break;
+		}
+	}
+	return 0;
+}
+
+/* One nftables message. Nothing reaches libnftnl unscreened: a rule the
+ * screen does not pass is kept as a rule we could not read (unproven); any
+ * other message that fails it fails the dump. */
+static int parse_msg(struct ck_ruleset *rs, const struct nlmsghdr *nlh)
+{
+	uint16_t type = NFNL_MSG_TYPE(nlh->nlmsg_type);
+
+	switch (type) {
+	case NFT_MSG_NEWTABLE:
+	case NFT_MSG_NEWCHAIN:
+	case NFT_MSG_NEWRULE:
+	case NFT_MSG_NEWSET:
+	case NFT_MSG_NEWSETELEM:
+	case NFT_MSG_NEWOBJ:
+		break;
+	default:
+		return 0;
+	}
+	if (ck_nft_screen(nlh) < 0)
+		return type == NFT_MSG_NEWRULE ? bad_rule(rs, nlh) : PC_EPARSE;
+	switch (type) {
+	case NFT_MSG_NEWTABLE:
+		return parse_table(rs, nlh);
+	case NFT_MSG_NEWCHAIN:
+		return parse_chain(rs, nlh);
+	case NFT_MSG_NEWRULE:
+		return parse_rule(rs, nlh);
+	case NFT_MSG_NEWSET:
+		return parse_set(rs, nlh);
+	case NFT_MSG_NEWSETELEM:
+		return parse_setelems(rs, nlh);
+	default:
+		return parse_obj(rs, nlh);
+	}
 }
 
 int ck_nft_parse(struct ck_ruleset *rs, const void *buf, size_t len, struct pc_err *err)
@@ -431,7 +476,7 @@ int ck_nft_parse(struct ck_ruleset *rs, const void *buf, size_t len, struct pc_e
 	int n = (int)(len > INT32_MAX ? INT32_MAX : len);
 
 	for (; ck_nlmsg_ok(nlh, n); nlh = mnl_nlmsg_next(nlh, &n)) {
-		int rc = 0;
+		int rc;
 
 		if (nlh->nlmsg_type == NLMSG_DONE || nlh->nlmsg_type == NLMSG_NOOP)
 			continue;
@@ -440,28 +485,7 @@ int ck_nft_parse(struct ck_ruleset *rs, const void *buf, size_t len, struct pc_e
 					  "nftables dump: error message from the kernel");
 		if (NFNL_SUBSYS_ID(nlh->nlmsg_type) != NFNL_SUBSYS_NFTABLES)
 			continue;
-		switch (NFNL_MSG_TYPE(nlh->nlmsg_type)) {
-		case NFT_MSG_NEWTABLE:
-			rc = parse_table(rs, nlh);
-			break;
-		case NFT_MSG_NEWCHAIN:
-			rc = parse_chain(rs, nlh);
-			break;
-		case NFT_MSG_NEWRULE:
-			rc = parse_rule(rs, nlh);
-			break;
-		case NFT_MSG_NEWSET:
-			rc = parse_set(rs, nlh);
-			break;
-		case NFT_MSG_NEWSETELEM:
-			rc = parse_setelems(rs, nlh);
-			break;
-		case NFT_MSG_NEWOBJ:
-			rc = parse_obj(rs, nlh);
-			break;
-		default:
-			break;
-		}
+		rc = parse_msg(rs, nlh);
 		if (rc == PC_ENOMEM)
 			return pc_err_set(err, rc, "nftables dump: out of memory");
 		if (rc < 0)
@@ -643,46 +667,4 @@ out:
 		mnl_socket_close(s.nl);
 	free(s.rbuf);
 	return rc;
-}
-
-int ck_nft_wellformed(const void *buf, size_t len)
-{
-	const struct nlmsghdr *nlh = buf;
-	int n = (int)(len > INT32_MAX ? INT32_MAX : len);
-
-	for (; ck_nlmsg_ok(nlh, n); nlh = mnl_nlmsg_next(nlh, &n)) {
-		const struct nlattr *a;
-		uint16_t t = NFNL_MSG_TYPE(nlh->nlmsg_type);
-
-		if (NFNL_SUBSYS_ID(nlh->nlmsg_type) != NFNL_SUBSYS_NFTABLES)
-			continue;
-		if (t != NFT_MSG_NEWTABLE)
-			return 0; /* nested attributes: not screened, see the header */
-		if (nlh->nlmsg_len < NLMSG_HDRLEN + sizeof(struct nfgenmsg))
-			return 0;
-		mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg))
-		{
-			switch (mnl_attr_get_type(a)) {
-			case NFTA_TABLE_NAME:
-				if (mnl_attr_validate(a, MNL_TYPE_STRING) < 0)
-					return 0;
-				break;
-			case NFTA_TABLE_FLAGS:
-			case NFTA_TABLE_USE:
-			case NFTA_TABLE_OWNER:
-				if (mnl_attr_validate(a, MNL_TYPE_U32) < 0)
-					return 0;
-				break;
-			case NFTA_TABLE_HANDLE:
-				if (mnl_attr_validate(a, MNL_TYPE_U64) < 0)
-					return 0;
-				break;
-			case NFTA_TABLE_USERDATA:
-				break;
-			default:
-				return 0;
-			}
-		}
-	}
-	return n == 0;
 }
