@@ -204,11 +204,14 @@ static void dns_query(const struct decide_ctx *c, const struct pc_pkt *p,
 	rc = dnsguard_query(c->dg, sb, &f, msg, len, c->now_ms, &res);
 	rec_base(d, c, LOGREC_DNS_QUERY, LOGREC_REFUSED, p, sb, res.rule);
 	set_reason(d, "%s", res.reason ? res.reason : "DNS guard error");
-	if (res.qname[0]) {
-		pc_strlcpy(d->dns_name, res.qname, sizeof(d->dns_name));
+	/* A name that is not a host name (a tunnelling attempt, typically)
+	 * is recorded too, in its escaped form. */
+	if (res.qname[0] || res.qname_shown[0]) {
+		pc_strlcpy(d->dns_name, res.qname[0] ? res.qname : res.qname_shown,
+			   sizeof(d->dns_name));
 		d->rec.dns_name = d->dns_name;
-		d->rec.dns_type = res.qtype;
 	}
+	d->rec.dns_type = res.qtype; /* 0 (not shown) when unparsable */
 	if (rc < 0) {
 		d->v = VK_DROP; /* internal failure: fail closed */
 		return;

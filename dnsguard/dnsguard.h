@@ -43,6 +43,13 @@ enum dnsguard_verdict {
 struct dnsguard_query_res {
 	enum dnsguard_verdict verdict;
 	char qname[POLICY_HOST_MAX]; /* lower case, no trailing dot; "" if unparsable */
+	/* For the log, when qname is "" because the question's name is not a
+	 * host name (odd bytes, a dot inside a label): the name as sent, in
+	 * DNS presentation form (every byte that is not printable ASCII as
+	 * \DDD, '.' '\' ';' '(' ')' inside labels escaped: printable ASCII
+	 * only, no spaces), no trailing dot; cut to "...<end>" at 253
+	 * characters. "" otherwise. */
+	char qname_shown[POLICY_HOST_MAX];
 	uint16_t qtype;
 	const char *reason;		 /* static text for the log */
 	const struct policy_allow *rule; /* entry that allowed the name, or NULL */

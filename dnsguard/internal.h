@@ -142,6 +142,9 @@ void dg_pending_clear(struct dnsguard *g, struct dg_sb *s);
  * Fails (PC_EINVAL) on the root name and on labels with bytes outside
  * letters, digits, '-' and '_'. */
 int dg_dname_str(const ldns_rdf *d, char *out, size_t outlen);
+/* Any domain name rdf as presentation text for the log (see qname_shown in
+ * dnsguard.h): out is always terminated; "" when it cannot be made. */
+void dg_dname_shown(const ldns_rdf *d, char *out, size_t outlen);
 
 /* One resource record's place in the message, as found by dg_wire_walk. */
 struct dg_wire_rr {

@@ -218,8 +218,11 @@ int dnsguard_query(struct dnsguard *g, const struct policy_sandbox *sb, const st
 		const ldns_rr *qrr = ldns_rr_list_rr(ldns_pkt_question(q), 0);
 
 		res->qtype = (uint16_t)ldns_rr_get_type(qrr);
-		if (dg_dname_str(ldns_rr_owner(qrr), res->qname, sizeof(res->qname)) != 0)
+		if (dg_dname_str(ldns_rr_owner(qrr), res->qname, sizeof(res->qname)) != 0) {
 			res->qname[0] = '\0';
+			dg_dname_shown(ldns_rr_owner(qrr), res->qname_shown,
+				       sizeof(res->qname_shown));
+		}
 	}
 	why = dg_query_judge(g, sb, f, q, len, &scan, res, &prohibited);
 	if (why) {

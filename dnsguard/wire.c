@@ -4,6 +4,7 @@
  * queries and the in-place ech rewrite need both). */
 #include "dnsguard/internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static bool dg_label_char_ok(uint8_t c)
@@ -49,6 +50,41 @@ int dg_dname_str(const ldns_rdf *d, char *out, size_t outlen)
 		return PC_EINVAL;
 	out[o] = '\0';
 	return 0;
+}
+
+void dg_dname_shown(const ldns_rdf *d, char *out, size_t outlen)
+{
+	char *text;
+	size_t n;
+
+	if (!out || outlen == 0)
+		return;
+	out[0] = '\0';
+	if (!d || ldns_rdf_get_type(d) != LDNS_RDF_TYPE_DNAME || outlen < 8)
+		return;
+	/* ldns escapes every byte that is not a graphic ASCII character as
+	 * \DDD and the name's own special characters with a backslash. */
+	text = ldns_rdf2str(d);
+	if (!text)
+		return;
+	n = strlen(text);
+	if (n > 1 && text[n - 1] == '.') /* the root's: ldns always ends with it */
+		text[--n] = '\0';
+	if (n < outlen) {
+		memcpy(out, text, n + 1);
+	} else {
+		/* Keep the end (the domain it was sent to) whole, and do not
+		 * start in the middle of an escape. */
+		size_t keep = outlen - 4, from = n - keep;
+
+		while (from < n &&
+		       (text[from - 1] == '\\' || (from >= 2 && text[from - 2] == '\\') ||
+			(from >= 3 && text[from - 3] == '\\')))
+			from++;
+		memcpy(out, "...", 3);
+		memcpy(out + 3, text + from, n - from + 1);
+	}
+	free(text);
 }
 
 int dg_wire_walk(const uint8_t *msg, size_t len, dg_wire_fn fn, void *arg)

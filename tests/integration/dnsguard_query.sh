@@ -162,8 +162,9 @@ t_eq "the resolver saw none of these" 0 "$(echo "$up" | from1)"
 t_match "verdict records name the long labels and the reasons" \
 	"\"event.reason\":\"name not on the allow list\".*\"dns.question.name\":\"$L63.$L63.paste.evil.test\"" \
 	"$(guard_records | grep -F "$L63.$L63.paste")"
-t_match "... the base64 label: no name in the record, the reason" \
-	'"event.reason":"name is not a host name"' "$(guard_records | grep 'not a host name')"
+t_match "... the base64 label: the name as sent (escaped form) and its type, with the reason" \
+	'"event.reason":"name is not a host name".*"dns.question.name":"aGVsbG8\+d29y/bGQ=.wild.test","dns.question.type":"A"' \
+	"$(guard_records | grep 'not a host name')"
 # Documented limit (docs/dnsguard.md): a wildcard entry admits any host name
 # below it, long ones included; only the shape of the name is judged.
 t_eq "(limit) a long host name under an allowed wildcard is a name like any other: answered" \

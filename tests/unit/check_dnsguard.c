@@ -570,6 +570,54 @@ START_TEST(query_odd_name_bytes_refused)
 	ck_assert_int_eq(dnsguard_query(g, &sb1, &qf, m, n, T0, &r), 0);
 	ck_assert_int_eq(r.verdict, DNSG_REFUSE);
 	ck_assert_str_eq(r.reason, "name is not a host name");
+	/* no host name, but the log still gets the name as sent, escaped */
+	ck_assert_str_eq(r.qname, "");
+	ck_assert_str_eq(r.qname_shown, "\\.b.githubusercontent.com");
+	ck_assert_uint_eq(r.qtype, LDNS_RR_TYPE_A);
+}
+END_TEST
+
+/* A tunnel's odd bytes reach the log only as printable \DDD escapes, cut at
+ * 253 characters from the front (the domain it was sent to stays whole, no
+ * escape is cut in two); a host name leaves qname_shown empty. */
+START_TEST(query_odd_name_shown_escaped_for_the_log)
+{
+	struct dnsguard_query_res r;
+	uint8_t m[512];
+	size_t n = 12, len;
+	static const char tail[] = "\\255.githubusercontent.com";
+
+	memset(m, 0, sizeof(m));
+	m[0] = 0x12;
+	m[2] = 0x01; /* RD */
+	m[5] = 1;    /* one question */
+	for (int l = 0; l < 3; l++) {
+		m[n++] = 60;
+		memset(m + n, 0xff, 60);
+		n += 60;
+	}
+	memcpy(m + n, "\021githubusercontent\003com", 22); /* 17, 3: octal lengths */
+	n += 22;
+	m[n++] = 0;
+	m[n++] = 0; /* type A, class IN */
+	m[n++] = 1;
+	m[n++] = 0;
+	m[n++] = 1;
+	ck_assert_int_eq(dnsguard_query(g, &sb1, &qf, m, n, T0, &r), 0);
+	ck_assert_int_eq(r.verdict, DNSG_REFUSE);
+	ck_assert_str_eq(r.qname, "");
+	len = strlen(r.qname_shown);
+	ck_assert_uint_le(len, 253);
+	ck_assert_uint_gt(len, 200);
+	ck_assert_mem_eq(r.qname_shown, "...\\", 4);
+	ck_assert_str_eq(r.qname_shown + len - strlen(tail), tail);
+	for (size_t i = 0; i < len; i++)
+		ck_assert(r.qname_shown[i] > ' ' && r.qname_shown[i] < 0x7f);
+
+	n = wire(qpkt(2, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN), m, sizeof(m));
+	ck_assert_int_eq(dnsguard_query(g, &sb1, &qf, m, n, T0, &r), 0);
+	ck_assert_str_eq(r.qname, "api.github.com");
+	ck_assert_str_eq(r.qname_shown, "");
 }
 END_TEST
 
@@ -1035,6 +1083,7 @@ static Suite *dnsguard_suite(void)
 	tcase_add_test(q, query_edns_tricks_refused);
 	tcase_add_test(q, query_malformed_dropped_and_counted);
 	tcase_add_test(q, query_odd_name_bytes_refused);
+	tcase_add_test(q, query_odd_name_shown_escaped_for_the_log);
 	suite_add_tcase(s, q);
 
 	tcase_add_checked_fixture(a, setup, teardown);
