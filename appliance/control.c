@@ -80,14 +80,17 @@ int control_status_json(struct engine *e, char **out)
 		     "\"dnsguard\":{\"queries_allowed\":%llu,\"queries_refused\":%llu,"
 		     "\"queries_malformed\":%llu,\"answers_released\":%llu,"
 		     "\"answers_dropped\":%llu,\"learned_entries\":%llu,"
-		     "\"learned_evicted\":%llu,\"ech_stripped\":%llu}}",
+		     "\"learned_evicted\":%llu,\"ech_stripped\":%llu,"
+		     "\"pending_queries\":%llu,\"pending_evicted\":%llu}}",
 		     flow_registry_count(e->flows), held, (unsigned long long)sent,
 		     (unsigned long long)failed, (unsigned long long)ds.queries_allowed,
 		     (unsigned long long)ds.queries_refused,
 		     (unsigned long long)ds.queries_malformed,
 		     (unsigned long long)ds.answers_released,
 		     (unsigned long long)ds.answers_dropped, (unsigned long long)ds.learned_entries,
-		     (unsigned long long)ds.learned_evicted, (unsigned long long)ds.ech_stripped);
+		     (unsigned long long)ds.learned_evicted, (unsigned long long)ds.ech_stripped,
+		     (unsigned long long)ds.pending_queries,
+		     (unsigned long long)ds.pending_evicted);
 	policy_unref(pol);
 	if (rc) {
 		free(b);

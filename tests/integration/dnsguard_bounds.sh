@@ -76,6 +76,40 @@ t_eq "a third in agent-2: over the total, the oldest binding anywhere goes" "6 l
 	"$(st)"
 t_eq "... that was agent-1's n6 (then came n1, n4 and n7, and agent-2's)" "1--4--7" "$(reach 1)"
 t_eq "... agent-2 keeps all three" "123----" "$(reach 2)"
+# ---- outstanding queries: 1024 per sandbox, the oldest forgotten -------------------------
+# Queries from port 40050 never reach dnsmasq (a table in the upstream
+# namespace drops them): each stays outstanding until an answer matches it.
+lab_upstream nft -f - <<EOF
+table inet dgblock {
+	chain in {
+		type filter hook input priority 0;
+		udp sport 40050 udp dport 53 counter drop
+	}
+}
+EOF
+pend() { guard_status_field "'%d pending, %d evicted' % (s['dnsguard']['pending_queries'], s['dnsguard']['pending_evicted'])"; }
+t_eq "no query outstanding" "0 pending, 0 evicted" "$(pend)"
+allowed0=$(dg_stat queries_allowed)
+lab_sb 1 python3 "$DG_TOOL" burst --server $LAB_RESOLVER4 --sport 40050 --id0 1000 --count 1100 \
+	n1.bulk.test >/dev/null
+for i in $(seq 1 200); do
+	[ "$(dg_stat queries_allowed)" -ge $((allowed0 + 1100)) ] && break
+	sleep 0.05
+done
+t_eq "1100 allowed queries left unanswered: 1024 remembered, the 76 oldest forgotten" \
+	"1024 pending, 76 evicted" "$(pend)"
+dropped0=$(dg_stat answers_dropped)
+lab_upstream python3 "$DG_TOOL" answer --src $LAB_RESOLVER4 --dst "$(lab_sb_ip4 1)" --dport 40050 \
+	--id 1000 n1.bulk.test "$(addr 1)" >/dev/null
+t_eq "an answer to the oldest (forgotten) query is dropped" "$((dropped0 + 1))" \
+	"$(dg_stat answers_dropped)"
+released0=$(dg_stat answers_released)
+lab_upstream python3 "$DG_TOOL" answer --src $LAB_RESOLVER4 --dst "$(lab_sb_ip4 1)" --dport 40050 \
+	--id 2099 n1.bulk.test "$(addr 1)" >/dev/null
+t_eq "an answer to the newest is released" "$((released0 + 1))" "$(dg_stat answers_released)"
+t_eq "... and consumes it" "1023 pending, 76 evicted" "$(pend)"
+lab_upstream nft delete table inet dgblock
+
 guard_stop
-t_nomatch "nothing of ours in the root namespace" "portcullis" "$(nft list tables 2>&1)"
+t_nomatch "nothing of ours in the root namespace" "portcullis|dgblock" "$(nft list tables 2>&1)"
 t_done

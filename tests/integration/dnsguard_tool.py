@@ -7,6 +7,9 @@
 #   query  --server A [--tcp] [--sport P] [--id N] [--class C] [--timeout S] NAME[:TYPE]...
 #          one message with these questions; prints "rcode=NAME an=N A=addr..."
 #          (or "timeout", "reset", "closed")
+#   burst  --server A --sport P --id0 N --count C NAME[:TYPE]
+#          C queries for NAME with ids N, N+1, ... from one UDP port, sent
+#          without waiting for answers
 #   stream --server A NAME[:TYPE]... [--together]
 #          one TCP connection, one query per message (or all in one segment
 #          with --together); one line per query as above
@@ -122,6 +125,14 @@ def run_query(a):
         print("closed")
 
 
+def run_burst(a):
+    s = socket.socket(family(a.server), socket.SOCK_DGRAM)
+    s.bind(("", a.sport))
+    for i in range(a.count):
+        s.sendto(query_msg((a.id0 + i) & 0xFFFF, [a.name], 1), (a.server, 53))
+    print("sent %d" % a.count)
+
+
 def run_stream(a):
     s = socket.socket(family(a.server), socket.SOCK_STREAM)
     s.settimeout(a.timeout)
@@ -232,6 +243,12 @@ def main():
     q.add_argument("--class", dest="qclass", type=int, default=1)
     q.add_argument("--timeout", type=float, default=3)
     q.add_argument("names", nargs="+")
+    bu = sub.add_parser("burst")
+    bu.add_argument("--server", required=True)
+    bu.add_argument("--sport", type=int, required=True)
+    bu.add_argument("--id0", type=int, default=0)
+    bu.add_argument("--count", type=int, required=True)
+    bu.add_argument("name")
     st = sub.add_parser("stream")
     st.add_argument("--server", required=True)
     st.add_argument("--timeout", type=float, default=3)
@@ -253,7 +270,7 @@ def main():
     an.add_argument("name")
     an.add_argument("addr")
     a = p.parse_args()
-    {"query": run_query, "stream": run_stream, "tls": run_tls, "answer": run_answer}[a.cmd](a)
+    {"query": run_query, "burst": run_burst, "stream": run_stream, "tls": run_tls, "answer": run_answer}[a.cmd](a)
 
 
 if __name__ == "__main__":
