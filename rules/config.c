@@ -4,6 +4,7 @@
 #include "rules/rules_int.h"
 
 #include <limits.h>
+#include <netinet/in.h> /* AF_INET, AF_INET6 */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,8 @@ enum ctype {
 	CT_RESOLVERS, /* list of IP addresses */
 	CT_ENDPOINT,  /* "addr:port" */
 	CT_HOSTPORT,  /* "host:port" or "" */
+	CT_PREFIX4,   /* an IPv4 prefix */
+	CT_PREFIX6,   /* an IPv6 prefix */
 };
 
 struct ckey {
@@ -83,6 +86,9 @@ static const struct ckey ckeys[] = {
     K("log.syslog.ca", CT_OPTPATH, log.syslog.ca),
     N("log.syslog.spool", log.syslog.spool_records, 0, 10000000),
     K("log.syslog.socket", CT_PATH, log.syslog.socket),
+    K("sandbox.pool4", CT_PREFIX4, sandbox.pool4),
+    K("sandbox.pool6", CT_PREFIX6, sandbox.pool6),
+    K("sandbox.user", CT_USER, sandbox.user),
 };
 #define N_CKEYS (sizeof(ckeys) / sizeof(ckeys[0]))
 
@@ -171,6 +177,7 @@ void pc_config_defaults(struct pc_config *cfg)
 	cfg->log.syslog.local = true;
 	cfg->log.syslog.spool_records = 100000;
 	pc_strlcpy(cfg->log.syslog.socket, "/dev/log", sizeof(cfg->log.syslog.socket));
+	pc_strlcpy(cfg->sandbox.user, "nobody", sizeof(cfg->sandbox.user));
 	config_derive(cfg, NULL);
 }
 
@@ -405,6 +412,23 @@ static int cset(struct cload *l, const struct ynode *n, const struct ckey *k)
 	case CT_ENDPOINT:
 	case CT_HOSTPORT:
 		return cset_hostport(l, n, k);
+	case CT_PREFIX4:
+	case CT_PREFIX6: {
+		const char *s;
+		struct pc_prefix p;
+		int af = k->type == CT_PREFIX4 ? AF_INET : AF_INET6;
+
+		if (yget_str(&l->c, n, k->path, &s))
+			return PC_EPARSE;
+		if (pc_prefix_parse(s, &p) < 0 || p.addr.family != af)
+			return yerr(
+			    &l->c, n,
+			    "%s: invalid prefix '%.64s'; expected an IPv%d prefix like '%s'",
+			    k->path, s, af == AF_INET ? 4 : 6,
+			    af == AF_INET ? "10.203.0.128/25" : "fd00:203::/64");
+		memcpy(cfield(&l->cfg, k), &p, sizeof(p));
+		return 0;
+	}
 	}
 	return PC_EINVAL;
 }

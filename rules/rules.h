@@ -104,6 +104,15 @@ struct pc_config {
 			char socket[PC_PATH_MAX];   /* log.syslog.socket: local, default /dev/log */
 		} syslog;
 	} log;
+
+	struct {
+		/* `portcullis sandbox run|attach` (appliance/sandbox*.c): where
+		 * sandbox addresses come from — family 0 (the default): the
+		 * bridge's own subnet — and who runs the command */
+		struct pc_prefix pool4; /* sandbox.pool4: an IPv4 prefix */
+		struct pc_prefix pool6; /* sandbox.pool6: an IPv6 prefix */
+		char user[64];          /* sandbox.user: default "nobody" */
+	} sandbox;
 };
 
 /* Fill cfg with the defaults above (paths under the default directories). */
@@ -245,6 +254,15 @@ struct policy_src {
 /* The sandbox this sender belongs to, or NULL (then: refuse). */
 const struct policy_sandbox *policy_sandbox_match(const struct policy *p,
 						  const struct policy_src *src);
+
+/* The one sandbox whose match.source contains addr, whatever its mac and
+ * port selectors; NULL when none does, or when several do (sources may
+ * overlap between sandboxes told apart by MAC or port: ambiguous, refuse).
+ * For a process that sees only the address of a flow the engine already
+ * attributed with every selector, and whose bridge table binds each port's
+ * and MAC's addresses at layer 2: the vault. */
+const struct policy_sandbox *policy_sandbox_by_source(const struct policy *p,
+						      const struct pc_addr *addr);
 
 /* Allow entries: allowed when any entry matches; *rule (may be NULL) is set
  * to the first matching entry in file order. proto is IPPROTO_TCP or

@@ -84,6 +84,9 @@ START_TEST(defaults_are_the_documented_ones)
 	ck_assert_uint_eq(c.log.syslog.spool_records, 100000);
 	ck_assert_str_eq(c.log.syslog.socket, "/dev/log");
 	ck_assert(!c.log.fsync_batch);
+	ck_assert_uint_eq(c.sandbox.pool4.addr.family, 0); /* the bridge's subnet */
+	ck_assert_uint_eq(c.sandbox.pool6.addr.family, 0);
+	ck_assert_str_eq(c.sandbox.user, "nobody");
 }
 END_TEST
 
@@ -142,7 +145,8 @@ START_TEST(every_key_reaches_its_field)
 			"  rotate_bytes: 10000000000\n"
 			"  fsync_batch: true\n"
 			"  syslog: {local: false, remote: 'siem.example.com:6514', tls: true,\n"
-			"           ca: /l/ca.pem, spool: 7, socket: /l/log.sock}\n";
+			"           ca: /l/ca.pem, spool: 7, socket: /l/log.sock}\n"
+			"sandbox: {pool4: 10.203.0.128/25, pool6: 'fd00:203::/64', user: sbx}\n";
 
 	ck_assert_msg(load(y, &c) == 0, "%s", errbuf);
 	ck_assert_str_eq(c.bridge, "br-sb");
@@ -189,6 +193,11 @@ START_TEST(every_key_reaches_its_field)
 	ck_assert_uint_eq(c.log.syslog.spool_records, 7);
 	ck_assert_str_eq(c.log.syslog.socket, "/l/log.sock");
 	ck_assert(c.log.fsync_batch);
+	ck_assert_str_eq(pc_addr_str(&c.sandbox.pool4.addr, a, sizeof(a)), "10.203.0.128");
+	ck_assert_uint_eq(c.sandbox.pool4.len, 25);
+	ck_assert_str_eq(pc_addr_str(&c.sandbox.pool6.addr, a, sizeof(a)), "fd00:203::");
+	ck_assert_uint_eq(c.sandbox.pool6.len, 64);
+	ck_assert_str_eq(c.sandbox.user, "sbx");
 }
 END_TEST
 
@@ -269,7 +278,7 @@ static const struct {
      "once per mapping"},
     {"brige: pcbr1\n",
      "etc/pc.yaml:1:1: unknown key 'brige' in the configuration (did you mean 'bridge'?); "
-     "expected one of: bridge, rules, run_dir, state_dir, queue, engine, dns, vault, log"},
+     "expected one of: bridge, rules, run_dir, state_dir, queue, engine, dns, vault, log, sandbox"},
     {"queue:\n  bsae: 1\n",
      "etc/pc.yaml:2:3: unknown key 'bsae' in 'queue' (did you mean 'base'?); expected one of: "
      "base, count, maxlen"},
@@ -278,7 +287,7 @@ static const struct {
      "expected one of: local, remote, tls, ca, spool, socket"},
     {"frobnicate: 1\n",
      "etc/pc.yaml:1:1: unknown key 'frobnicate' in the configuration; expected one of: "
-     "bridge, rules, run_dir, state_dir, queue, engine, dns, vault, log"},
+     "bridge, rules, run_dir, state_dir, queue, engine, dns, vault, log, sandbox"},
     {"queue.base: 1\n",
      "etc/pc.yaml:1:1: unknown key 'queue.base' in the configuration; write nested keys as "
      "mappings (a: {b: ...})"},
@@ -358,6 +367,12 @@ static const struct {
      "(the CA is only used for TLS)"},
     {"log: {checkpoint: 5}\n",
      "etc/pc.yaml:1:19: log.checkpoint: expected a mapping, found a number (5)"},
+    {"sandbox: {pool4: 'fd00::/64'}\n",
+     "etc/pc.yaml:1:18: sandbox.pool4: invalid prefix 'fd00::/64'; expected an IPv4 prefix "
+     "like '10.203.0.128/25'"},
+    {"sandbox: {pool6: 10.0.0.1/24}\n",
+     "etc/pc.yaml:1:18: sandbox.pool6: invalid prefix '10.0.0.1/24'; expected an IPv6 prefix "
+     "like 'fd00:203::/64'"},
     {"bridge: &b pcbr0\nrules: *b\n",
      "etc/pc.yaml:2:8: YAML aliases (*b) are not supported; write the value out"},
     {"bridge: !!int 3\n",
