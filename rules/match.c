@@ -257,6 +257,43 @@ static bool sel_visit(uint32_t v, void *arg)
 	return false;
 }
 
+struct bysrc {
+	const struct policy *p;
+	const struct pc_addr *a;
+	uint32_t found; /* UINT32_MAX: none */
+	bool many;
+};
+
+static bool bysrc_visit(uint32_t v, void *arg)
+{
+	struct bysrc *b = arg;
+	const struct policy_match *m = &b->p->sb[v].match;
+	size_t i;
+
+	for (i = 0; i < m->n_sources && !pc_prefix_contains(&m->sources[i], b->a); i++) {
+	}
+	if (i == m->n_sources || v == b->found)
+		return false;
+	if (b->found != UINT32_MAX)
+		b->many = true;
+	b->found = v;
+	return b->many;
+}
+
+const struct policy_sandbox *policy_sandbox_by_source(const struct policy *p,
+						      const struct pc_addr *addr)
+{
+	struct bysrc b = {p, addr, UINT32_MAX, false};
+
+	if (!p || !addr)
+		return NULL;
+	if (addr->family == AF_INET)
+		ptrie_walk(&p->src4, addr->a, bysrc_visit, &b);
+	else if (addr->family == AF_INET6)
+		ptrie_walk(&p->src6, addr->a, bysrc_visit, &b);
+	return b.found == UINT32_MAX || b.many ? NULL : &p->sb[b.found];
+}
+
 const struct policy_sandbox *policy_sandbox_match(const struct policy *p,
 						  const struct policy_src *src)
 {

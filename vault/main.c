@@ -185,7 +185,14 @@ static void accept_one(struct vault_daemon *d, int lfd)
 	}
 	psrc.addr = src.addr;
 	st = vault_daemon_state(d);
+	/* The vault sees an address only. The flow reached it because the
+	 * engine attributed its SYN with every selector (source, MAC, bridge
+	 * port) and redirected it, and the engine's bridge table binds port-
+	 * and MAC-bound sandboxes' addresses to their port/MAC: so the address
+	 * names the sandbox, unless several sandboxes' sources contain it. */
 	sb = policy_sandbox_match(st->policy, &psrc);
+	if (!sb)
+		sb = policy_sandbox_by_source(st->policy, &src.addr);
 	cs = sb ? calloc(1, sizeof(*cs)) : NULL;
 	if (cs)
 		pc_strlcpy(cs->sandbox, sb->name, sizeof(cs->sandbox));

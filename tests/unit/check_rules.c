@@ -472,6 +472,36 @@ START_TEST(sandbox_selected_by_source_mac_and_port)
 }
 END_TEST
 
+/* The vault's question: which sandbox owns this address, whatever its
+ * mac/port selectors (the engine bound them at layer 2); refused when the
+ * address is in two sandboxes' sources. */
+START_TEST(sandbox_by_source_ignores_mac_and_port_refuses_ambiguity)
+{
+	static const char y[] =
+	    "- {sandbox: sb1, match: {source: [10.203.0.2/32, 'fd00::2/128'],\n"
+	    "                       port: pcs1, mac: '02:70:0a:cb:00:02'}}\n"
+	    "- {sandbox: wide, match: {source: 10.205.0.0/24, port: tap1}}\n"
+	    "- {sandbox: narrow, match: {source: 10.205.0.7/32, port: tap2}}\n"
+	    "- {sandbox: maconly, match: {mac: '02:00:5e:10:00:01', port: tap3}}\n";
+	struct policy *p = load(y);
+	struct pc_addr a;
+
+	a = addr("10.203.0.2");
+	ck_assert_str_eq(policy_sandbox_by_source(p, &a)->name, "sb1");
+	a = addr("fd00::2");
+	ck_assert_str_eq(policy_sandbox_by_source(p, &a)->name, "sb1");
+	a = addr("10.205.0.8");
+	ck_assert_str_eq(policy_sandbox_by_source(p, &a)->name, "wide");
+	a = addr("10.205.0.7"); /* in both: ambiguous */
+	ck_assert_ptr_null(policy_sandbox_by_source(p, &a));
+	a = addr("10.203.0.3");
+	ck_assert_ptr_null(policy_sandbox_by_source(p, &a));
+	ck_assert_ptr_null(policy_sandbox_by_source(p, NULL));
+	ck_assert_ptr_null(policy_sandbox_by_source(NULL, &a));
+	policy_unref(p);
+}
+END_TEST
+
 START_TEST(hand_built_sandbox_is_scanned)
 {
 	struct policy_portrange ports[] = {{443, 443}};
@@ -761,6 +791,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(tc, first_matching_entry_in_file_order_is_reported);
 	tcase_add_test(tc, secrets_by_host_and_name);
 	tcase_add_test(tc, sandbox_selected_by_source_mac_and_port);
+	tcase_add_test(tc, sandbox_by_source_ignores_mac_and_port_refuses_ambiguity);
 	tcase_add_test(tc, hand_built_sandbox_is_scanned);
 	tcase_add_test(tc, indexed_lookups_agree_with_a_scan);
 	tcase_add_loop_test(tc, hash_equal_for_equal_meaning, 0,
