@@ -1,42 +1,26 @@
 # Shared setup of the checker's integration tests and bench/check (sourced;
-# not a test itself): the lab, a configuration and rules under $LAB_DIR,
-# the engine's real ruleset in the gateway, and a real portcullis-logd.
-#
-# The ruleset: portcullisd installs it when it is built; until then the
-# engine's own helper (tests/helpers/engine_nft apply) installs exactly what
-# portcullisd would (the same builder, pc_ruleset_build + pc_nft_apply).
+# not a test itself): the lab, a configuration and rules, and the real guard
+# in the gateway — portcullis-logd and portcullisd (tests/lib/guard.sh), so
+# the tables the checker proves are the ones the running engine installed.
 PC_TOP=${PC_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 PC_BUILD=${PC_BUILD:-build}
 . "$PC_TOP/tests/lab/lab.sh"
+. "$PC_TOP/tests/lib/guard.sh"
 
 K_BIN=$PC_TOP/$PC_BUILD
 
 ck_need_bins() {
-	local b
-	for b in portcullis portcullis-logd tests/helpers/engine_nft; do
-		[ -x "$K_BIN/$b" ] || { echo "1..0 # SKIP $K_BIN/$b not built"; exit 0; }
-	done
+	guard_need_bins
 }
 
+# guard_config's configuration (vault.listen keeps its default,
+# 0.0.0.0:8443: the table redirects secret-bound flows there) and two
+# sandboxes, one with a secret binding and one matched by port too.
 ck_config() {
-	K=$LAB_DIR/k
-	mkdir -p "$K/rules.d" "$K/run" "$K/state" "$K/log"
-	chmod 0755 "$K" "$K/rules.d" "$K/run"
-	cat >"$K/portcullis.yaml" <<-EOF
-	bridge: $LAB_BR
-	run_dir: $K/run
-	state_dir: $K/state
-	rules: $K/rules.d
-	dns:
-	  resolvers: [$LAB_RESOLVER4]
-	vault:
-	  listen: 0.0.0.0:8443
-	log:
-	  socket: $K/run/logd.sock
-	  file: $K/log/verdicts.jsonl
-	  key: $K/state/log.key
-	EOF
-	cat >"$K/rules.d/agents.yaml" <<-EOF
+	GUARD_RESOLVERS=$LAB_RESOLVER4 guard_config
+	K=$GUARD_DIR
+	K_CFG=$GUARD_CONF
+	guard_rules agents <<-EOF
 	sandbox: agent-1
 	match: { source: $(lab_sb_ip4 1)/32 }
 	allow:
@@ -54,31 +38,34 @@ ck_config() {
 	  - host: pypi.test
 	    ports: [443]
 	EOF
-	K_CFG=$K/portcullis.yaml
 }
 
-# (Re)install our tables exactly as the engine builds them.
-ck_engine_apply() {
-	lab_gw "$K_BIN/tests/helpers/engine_nft" -c "$K_CFG" apply >/dev/null ||
-		lab_die "engine ruleset could not be installed"
+# Put our tables back as the engine builds them: a reload makes the
+# running engine install them again (one atomic batch).
+ck_engine_reinstall() {
+	guard_cli reload >/dev/null || lab_die "the engine did not reinstall its tables"
 }
 
-ck_logd_start() {
-	lab_gw "$K_BIN/portcullis-logd" -c "$K_CFG" 2>>"$LAB_DIR/logd.stderr" &
-	local i
-	for i in $(seq 1 100); do
-		[ -S "$K/run/logd.sock" ] && return 0
-		sleep 0.05
-	done
-	lab_die "logd did not start: $(cat "$LAB_DIR/logd.stderr")"
-}
+ck_logd_start() { guard_logd_start || lab_die "logd did not start: $(cat "$K/logd.log")"; }
+ck_logd_stop() { guard_logd_stop; }
 
 # portcullis in the gateway namespace with this run's configuration
-ck_pc() { lab_gw "$K_BIN/portcullis" -c "$K_CFG" "$@"; }
+ck_pc() { guard_cli "$@"; }
+
+# The engine follows link changes on its own (the bridge's port set):
+# wait, bounded, until a check proves the lab again. 0 proven, 1 not.
+ck_wait_proven() {
+	local i
+	for i in $(seq 1 50); do
+		ck_pc check >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	return 1
+}
 
 ck_setup() { # [sandboxes=2]
 	ck_need_bins
 	lab_up "${1:-2}" >/dev/null 2>&1 || lab_die "lab_up failed"
 	ck_config
-	ck_engine_apply
+	guard_start || lab_die "the guard did not start: $(cat "$K/logd.log" "$K/engine.log" 2>/dev/null | tail -5)"
 }
