@@ -218,4 +218,9 @@ int pc_engine_request(const char *run_dir, const char *req, int timeout_ms, char
  * argv[0] is the subcommand name. Returns a PC_EXIT_* code. */
 int appliance_cli(int argc, char **argv, const char *config);
 
+/* `portcullis [-c FILE] sandbox run|attach ...` (sandbox*.c, docs/sandbox.md):
+ * argv[0] is "sandbox". Returns the command's exit status, or a PC_EXIT_*
+ * code when the sandbox could not be set up (usage 2, refused 1, error 3). */
+int sandbox_cli(int argc, char **argv, const char *config);
+
 #endif

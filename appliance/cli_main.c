@@ -32,6 +32,9 @@ static const struct cli_cmd cli_cmds[] = {
 	 "cert render FILE | cert keygen | cert pubkey"},
 	{"status", appliance_cli, "status [--json]"},
 	{"reload", appliance_cli, "reload"},
+	{"sandbox", sandbox_cli,
+	 "sandbox run [--name N] --allow HOST[:PORT]... [--secret NAME...] -- CMD... | "
+	 "sandbox attach --port TAP --name N ..."},
 	{NULL, NULL, NULL},
 };
 
