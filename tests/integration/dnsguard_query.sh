@@ -9,8 +9,10 @@ PC_TOP=${PC_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$PC_TOP/tests/integration/dnsguard_setup.bash"
 
 guard_need_bins
-# ...wild.test and everything below it: 203.0.113.10
-LAB_DNS_EXTRA="--address=/wild.test/$LAB_API4"
+# ...wild.test and everything below it: 203.0.113.10; big.test: a TXT
+# answer of about 2 KB (over a TCP segment, and over dnsmasq's UDP size)
+S250=$(printf 'x%.0s' $(seq 1 250))
+LAB_DNS_EXTRA="--address=/wild.test/$LAB_API4 --txt-record=big.test,$S250,$S250,$S250,$S250,$S250,$S250,$S250,$S250"
 lab_up 3
 guard_config
 SB1=$(lab_sb_ip4 1) SB2=$(lab_sb_ip4 2) SB3=$(lab_sb_ip4 3)
@@ -28,6 +30,8 @@ match: { source: $SB2/32, port: $(lab_sb_port 2) }
 dns: { qtypes: [A, AAAA, TXT], refuse_with: nxdomain }
 allow:
   - host: api.github.test
+    ports: [443]
+  - host: big.test
     ports: [443]
 ---
 sandbox: agent-3
@@ -114,6 +118,12 @@ t_match "verdict record: TXT refused for agent-1" \
 m=$(dg_mark)
 t_match "two questions in one query: REFUSED" "^rcode=REFUSED" \
 	"$(lab_sb 1 python3 "$DG_TOOL" query --server $LAB_RESOLVER4 api.github.test:A api.github.test:AAAA)"
+t_match "an UPDATE (opcode 5) for an allowed zone name: REFUSED" "^rcode=REFUSED" \
+	"$(lab_sb 1 python3 "$DG_TOOL" query --opcode 5 --server $LAB_RESOLVER4 api.github.test:6)"
+out=$(dig1 +notcp api.github.test ANY) # (dig asks ANY over TCP by default)
+t_match "QTYPE ANY: REFUSED" "status: REFUSED.*query type not permitted" "$(echo $out)"
+out=$(dig1 +tcp api.github.test AXFR 2>&1)
+t_match "a zone transfer (AXFR over TCP): the connection is reset" "connection reset" "$out"
 out=$(dig1 -c CH api.github.test A)
 t_match "class CH: REFUSED" "status: REFUSED.*portcullis: class is not IN" "$(echo $out)"
 out=$(dig1 CH TXT version.bind)
@@ -129,8 +139,8 @@ out=$(dig1 +edns=1 +noednsnegotiation api.github.test A)
 t_match "EDNS version 1: REFUSED" "status: REFUSED.*EDNS version is not 0" "$(echo $out)"
 up=$(dg_upstream_since "$m")
 t_eq "the resolver saw none of them" 0 "$(echo "$up" | from1)"
-t_match "verdict records: one question, class, client subnet" \
-	'not exactly one question.*class is not IN.*class is not IN.*EDNS option not permitted.*EDNS option not permitted.*EDNS version is not 0' \
+t_match "verdict records: one question, opcode, ANY, AXFR, class, EDNS" \
+	'not exactly one question.*opcode is not QUERY.*query type not permitted.*query type not permitted.*class is not IN.*class is not IN.*EDNS option not permitted.*EDNS option not permitted.*EDNS version is not 0' \
 	"$(echo $(guard_records | grep '"event.outcome":"failure"' | grep -o '"event.reason":"[^"]*"'))"
 m=$(dg_mark)
 t_eq "EDNS cookie: allowed" "$LAB_API4" "$(dig1 +short +cookie api.github.test A)"
@@ -199,6 +209,13 @@ t_match "verdict records: the TCP refusal, per message" \
 	"$(dg_rec paste.evil.test | tail -2)"
 t_match "... and the two-in-one segment" "a segment must hold exactly one whole message" \
 	"$(guard_records | grep '"network.transport":"tcp"')"
+# Documented limit (docs/engine.md): the engine judges a TCP answer only
+# whole in one segment; a larger one is dropped, never passed unjudged.
+out=$(lab_sb 2 dig +tcp +time=2 +tries=1 big.test TXT 2>&1)
+t_match "(limit) a TCP answer larger than one segment (2 KB TXT) is dropped: the client times out" \
+	"timed out" "$out"
+t_match "... recorded" '"event.action":"dns-learn","event.outcome":"failure","event.reason":"DNS answer over TCP not in one segment"' \
+	"$(guard_records | grep 'not in one segment')"
 lab_sb 2 dig +tcp +short +time=3 +tries=1 api.github.test A >/dev/null
 t_match "an answer over TCP teaches: agent-2 reaches api.github.test having asked only over TCP" \
 	"^api.github.test ok" "$(lab_sb 2 curl -sS --max-time 4 --cacert "$LAB_CA" \
