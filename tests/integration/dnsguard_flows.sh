@@ -89,8 +89,12 @@ t_match "pypi.test at the same address (a link of the chain, not allowed): refus
 t_eq "... nginx never saw a request for pypi.test" "$before" "$(nginx_lines " pypi.test \"GET")"
 t_match "... refused on its TLS server name" "TLS server name pypi.test is not a name this sandbox resolved" \
 	"$(guard_records | grep '"tls.client.server_name":"pypi.test"\|server name pypi.test')"
+m=$(dg_mark)
 t_match "b.chain.test itself cannot be asked (only the entry's name is allowed)" "status: REFUSED" \
 	"$(lab_sb 1 dig +time=3 +tries=1 b.chain.test A)"
+t_nomatch "... never reached the resolver" "b.chain.test from" "$(dg_upstream_since "$m")"
+t_match "... recorded" '"event.outcome":"failure","event.reason":"name not on the allow list"' \
+	"$(dg_rec b.chain.test)"
 # Domain fronting between two allowed names: api.github.test was never
 # resolved to pypi's address.
 out=$(curl1 -k --resolve "api.github.test:443:$LAB_PYPI4" https://api.github.test/)
@@ -113,6 +117,9 @@ t_match "the bare suffix wild.test: REFUSED" "status: REFUSED" \
 	"$(lab_sb 1 dig +time=3 +tries=1 wild.test A)"
 t_eq "... getent fails" 2 "$(lab_sb 1 getent hosts wild.test >/dev/null 2>&1; echo $?)"
 t_nomatch "... never reached the resolver" " wild.test from" "$(dg_upstream_since "$m")"
+t_match "... recorded (dig's and getent's queries)" \
+	'"event.reason":"name not on the allow list".*"event.reason":"name not on the allow list"' \
+	"$(echo $(dg_rec wild.test))"
 before=$(nginx_lines " wild.test \"GET")
 out=$(curl1 -k --resolve "wild.test:443:$LAB_API4" https://wild.test/)
 t_match "... and TLS to wild.test on an address learned for one.wild.test: refused" \
@@ -143,9 +150,14 @@ read -r -t 6 l <&"${HOLD[0]}" || l=none
 t_eq "a TLS connection opened within the TTL" connected "$l"
 t_eq "... a request on it" "200 short-ttl.test ok" "$(hold)"
 wait_until 3000
+ng=$(nginx_lines " short-ttl.test \"GET")
 t_eq "after the TTL (within grace) a new connection without a new lookup: refused (curl 7)" 7 \
 	"$(dg_curl_rc 1 --cacert "$LAB_CA" --resolve "short-ttl.test:443:$LAB_SHORT4" \
 		https://short-ttl.test/)"
+t_eq "... nginx saw no request from it" "$ng" "$(nginx_lines " short-ttl.test \"GET")"
+t_match "... recorded: the address has no live name for new flows" \
+	"\"event.outcome\":\"failure\",\"event.reason\":\"no allowed name resolved to this address\".*\"destination.ip\":\"$LAB_SHORT4\"" \
+	"$(guard_records | grep "\"destination.ip\":\"$LAB_SHORT4\"")"
 t_ok "reload (every open flow is judged again)" guard_cli reload
 t_eq "the open flow survives it: within grace an existing flow is still allowed" \
 	"200 short-ttl.test ok" "$(hold)"

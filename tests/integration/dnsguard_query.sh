@@ -237,8 +237,8 @@ t_eq "DNS over HTTPS to the resolver's address (443): refused (curl 7)" 7 \
 t_eq "nothing reached the resolver's 853 or 443" "0 0" \
 	"$(cat "$LAB_DIR/resolver-853.log" 2>/dev/null | wc -c) $(cat "$LAB_DIR/resolver-443.log" 2>/dev/null | wc -c)"
 t_match "verdict records: connections refused, no name resolved to the address" \
-	'"event.action":"connect","event.outcome":"failure","event.reason":"no allowed name resolved to this address".*"destination.port":853' \
-	"$(guard_records | grep '"destination.port":853')"
+	'"event.action":"connect","event.outcome":"failure","event.reason":"no allowed name resolved to this address".*"destination.port":853.*"event.reason":"no allowed name resolved to this address".*"destination.port":443' \
+	"$(echo $(guard_records | grep "\"destination.ip\":\"$LAB_RESOLVER4\",\"destination.port\":\(853\|443\)"))"
 
 # ---- refuse_with from the configuration --------------------------------------------------
 guard_engine_stop
@@ -252,6 +252,8 @@ t_match "... a sandbox that says refuse_with: refused keeps REFUSED" "status: RE
 t_eq "... getent fails for the denied name (glibc takes NXDOMAIN at once)" 2 \
 	"$(lab_sb 1 getent hosts paste.evil.test >/dev/null 2>&1; echo $?)"
 t_nomatch "... none reached the resolver" "paste.evil.test" "$(dg_upstream_since "$m")"
+t_match "... each recorded" '"sandbox":"agent-1".*"sandbox":"agent-3".*"sandbox":"agent-1"' \
+	"$(echo $(dg_rec paste.evil.test | tail -4))"
 t_eq "... and allowed names still resolve" "$LAB_API4" "$(dig1 +short api.github.test A)"
 guard_stop
 t_nomatch "nothing of ours in the root namespace" "portcullis" "$(nft list tables 2>&1)"
