@@ -91,6 +91,12 @@ int control_status_json(struct engine *e, char **out)
 		     (unsigned long long)ds.learned_evicted, (unsigned long long)ds.ech_stripped,
 		     (unsigned long long)ds.pending_queries,
 		     (unsigned long long)ds.pending_evicted);
+	/* the check joins the outer object: before its closing brace */
+	if (rc == 0 && l > 0 && b[l - 1] == '}') {
+		b[--l] = '\0';
+		rc = checkrun_status_json(e, &b, &l);
+		rc = rc ? rc : pc_buf_appendf(&b, &l, "}");
+	}
 	policy_unref(pol);
 	if (rc) {
 		free(b);
@@ -199,10 +205,11 @@ int control_loop(struct engine *e)
 	for (size_t i = 0; i < CLIENTS_MAX; i++)
 		cl[i].fd = -1;
 	for (;;) {
-		struct pollfd p[3 + CLIENTS_MAX] = {
+		struct pollfd p[4 + CLIENTS_MAX] = {
 		    {.fd = e->sig_fd, .events = POLLIN},
 		    {.fd = e->ctl_fd, .events = POLLIN},
 		    {.fd = e->link_fd, .events = POLLIN},
+		    {.fd = e->chk.fd, .events = POLLIN}, /* -1 (no helper): ignored */
 		};
 		struct pc_err err = {0};
 		uint64_t now;
@@ -211,11 +218,11 @@ int control_loop(struct engine *e)
 		bool waiting = false;
 
 		for (size_t i = 0; i < CLIENTS_MAX; i++) {
-			p[3 + i].fd = cl[i].fd; /* -1: ignored by poll */
-			p[3 + i].events = POLLIN;
+			p[4 + i].fd = cl[i].fd; /* -1: ignored by poll */
+			p[4 + i].events = POLLIN;
 			waiting = waiting || cl[i].fd >= 0;
 		}
-		n = poll(p, 3 + CLIENTS_MAX, waiting ? 100 : 1000);
+		n = poll(p, 4 + CLIENTS_MAX, waiting ? 100 : 1000);
 		if (n < 0 && errno != EINTR) {
 			pc_log(PC_LOG_ERR, "control loop: %s", strerror(errno));
 			return PC_EIO;
@@ -241,11 +248,13 @@ int control_loop(struct engine *e)
 		if (n > 0 && (p[2].revents & POLLIN) && links_monitor_drain(e->link_fd) > 0 &&
 		    engine_ports_refresh(e, false, &err) < 0)
 			pc_log(PC_LOG_ERR, "bridge ports: %s", err.msg);
+		if (n > 0 && p[3].revents)
+			checkrun_readable(e);
 		now = pc_now_mono_ms();
 		for (size_t i = 0; i < CLIENTS_MAX; i++) {
 			if (cl[i].fd < 0)
 				continue;
-			if (n > 0 && p[3 + i].revents)
+			if (n > 0 && p[4 + i].revents)
 				control_client(e, cl[i].fd);
 			else if (now < cl[i].deadline)
 				continue; /* still waiting for its request */

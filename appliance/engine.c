@@ -93,6 +93,7 @@ int engine_ports_refresh(struct engine *e, bool force, struct pc_err *err)
 			free(ports);
 			return rc;
 		}
+		checkrun_request(e, "ports"); /* the port set is part of the table */
 	}
 	for (size_t i = 0; i < n; i++)
 		if (ports[i].ifindex > PC_MARK_PORT_MASK)
@@ -110,6 +111,8 @@ void engine_init(struct engine *e)
 {
 	memset(e, 0, sizeof(*e));
 	e->ctl_fd = e->sig_fd = e->link_fd = e->nfq_proc_fd = -1;
+	e->chk.fd = -1;
+	e->chk.result = -1;
 	e->dnsr.fd4 = e->dnsr.fd6 = -1;
 	pthread_mutex_init(&e->pol_lock, NULL);
 	pthread_rwlock_init(&e->ports.lock, NULL);
@@ -334,6 +337,7 @@ int engine_reload(struct engine *e, struct pc_err *err)
 	policy_unref(old);
 	pc_log(PC_LOG_NOTICE, "policy %s in force", policy_hash(np));
 	log_policy(e, true, policy_hash(np), "reloaded");
+	checkrun_request(e, "reload");
 	pc_sd_notify("READY=1", NULL);
 	return 0;
 }
@@ -366,6 +370,7 @@ void engine_shutdown(struct engine *e)
 	struct pc_err err = {0};
 
 	atomic_store(&e->stop, true);
+	checkrun_stop(e);
 	for (size_t i = 0; i < e->nq; i++)
 		if (e->q[i].started)
 			pthread_join(e->q[i].tid, NULL);

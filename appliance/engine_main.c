@@ -95,6 +95,10 @@ int main(int argc, char **argv)
 	rc = control_open(&e, &err); /* signals blocked before anything else */
 	if (rc == 0)
 		rc = engine_setup(&e, config, &err);
+	/* The containment check reads more than CAP_NET_ADMIN allows: its
+	 * helper is forked while still root (docs/engine.md). */
+	if (rc == 0)
+		rc = checkrun_start(&e, &err);
 	/* Keep CAP_NET_ADMIN only: nf_tables (reload, port set), ctnetlink
 	 * (cutting flows) and nfnetlink_queue verdicts all require it. */
 	if (rc == 0)
@@ -109,6 +113,7 @@ int main(int argc, char **argv)
 	pc_log(PC_LOG_NOTICE, "serving queues %u-%u as %s", e.cfg.queue.base,
 	       e.cfg.queue.base + e.cfg.queue.count - 1, e.cfg.engine.user);
 	pc_sd_notify("READY=1", NULL);
+	checkrun_request(&e, "start");
 	rc = control_loop(&e);
 	pc_sd_notify("STOPPING=1", NULL);
 	engine_shutdown(&e);

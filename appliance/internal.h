@@ -311,6 +311,24 @@ struct qthread {
 	struct pkt_in *pin;
 };
 
+/* checkrun.c: the containment check the engine runs after each change of
+ * its tables, in a helper process forked before the privilege drop (it
+ * needs more than CAP_NET_ADMIN). Touched by the control thread only. */
+#define CHECKRUN_ERROR 3 /* a result: the check could not run */
+struct engine_check {
+	int fd; /* to the helper; -1: none */
+	pid_t pid;
+	bool busy;  /* a request is out */
+	bool again; /* the tables changed while it ran: check once more */
+	uint64_t started_ms;
+	char trigger[16], next_trigger[16], done_trigger[16];
+	/* the last result */
+	int result; /* CHECKER_* (checker.h) or CHECKRUN_ERROR; -1: none yet */
+	uint64_t time_ms, runs;
+	size_t findings;
+	char first[512];
+};
+
 struct engine {
 	struct pc_config cfg;
 	enum pc_queue_path qpath;
@@ -329,6 +347,7 @@ struct engine {
 	int nfq_proc_fd;     /* /proc/net/netfilter/nfnetlink_queue */
 	struct logc *ctl_lc; /* the control thread's own log client */
 	bool verbose;	     /* log every verdict (debug) */
+	struct engine_check chk;
 };
 
 /* Current policy with a reference (caller unrefs). */
@@ -360,6 +379,18 @@ int control_open(struct engine *e, struct pc_err *err);
 int control_loop(struct engine *e);
 /* The status JSON into a malloc'ed string. */
 int control_status_json(struct engine *e, char **out);
+
+/* checkrun.c. start: fork the helper (as root, before the drop; fatal on
+ * failure). request: ask for a check after a change ("start", "reload",
+ * "ports"); never waits. readable: the helper's socket (chk.fd) is
+ * readable — log, record and keep the result. */
+int checkrun_start(struct engine *e, struct pc_err *err);
+void checkrun_stop(struct engine *e);
+void checkrun_request(struct engine *e, const char *trigger);
+void checkrun_readable(struct engine *e);
+const char *checkrun_result_name(int result); /* "proven", ..., "none" */
+/* Append ,"check":{...} to the status JSON. 0 or PC_ENOMEM. */
+int checkrun_status_json(const struct engine *e, char **buf, size_t *len);
 
 /* verdictlog.c: the one way verdict records reach logd. */
 void verdictlog_fill_flow(struct decision *d, const struct pc_pkt *p, const char *policy_hash);
