@@ -221,17 +221,10 @@ static void teardown(struct sb *s, bool reload)
 	char eb[700], pol[80];
 	int lock = sbfile_lock(&s->cfg, &e);
 
-	if (s->netns_fd >= 0) {
+	if (s->netns_fd >= 0)
 		sbproc_kill_netns(s->netns_fd);
-		close(s->netns_fd);
-		s->netns_fd = -1;
-	}
-	if (s->port_created && sbnet_link_del(s->port, &e) < 0)
-		fprintf(stderr, "portcullis: sandbox %s: removing %s: %s\n", s->name, s->port,
-			pc_err_str(&e, eb, sizeof(eb)));
-	if (s->port_enslaved && sbnet_port_release(s->port, &e) < 0)
-		fprintf(stderr, "portcullis: sandbox %s: releasing %s: %s\n", s->name, s->port,
-			pc_err_str(&e, eb, sizeof(eb)));
+	/* the rules go first, then the port: the engine's tables and its own
+	 * checks never see a port set and a policy from different moments */
 	if (s->rule_written) {
 		if (sbfile_rule_remove(s, &e) < 0)
 			fprintf(stderr, "portcullis: sandbox %s: %s\n", s->name,
@@ -247,6 +240,16 @@ static void teardown(struct sb *s, bool reload)
 					pc_err_str(&e, eb, sizeof(eb)));
 		}
 	}
+	if (s->port_created && sbnet_link_del(s->port, &e) < 0)
+		fprintf(stderr, "portcullis: sandbox %s: removing %s: %s\n", s->name, s->port,
+			pc_err_str(&e, eb, sizeof(eb)));
+	if (s->netns_fd >= 0) { /* empty now: the namespace goes with its last reference */
+		close(s->netns_fd);
+		s->netns_fd = -1;
+	}
+	if (s->port_enslaved && sbnet_port_release(s->port, &e) < 0)
+		fprintf(stderr, "portcullis: sandbox %s: releasing %s: %s\n", s->name, s->port,
+			pc_err_str(&e, eb, sizeof(eb)));
 	sbfile_dir_remove(s);
 	sbfile_unlock(lock);
 }
@@ -388,6 +391,7 @@ static int launch(struct sb *s)
 			goto fail;
 	} else {
 		uint32_t ifi, master;
+		struct pc_prefix a4, a6;
 
 		if (sbnet_link_kind(s->port, kind, sizeof(kind), &ifi, &master, &e) < 0) {
 			pc_err_prefix(&e, "--port: ");
@@ -399,10 +403,26 @@ static int launch(struct sb *s)
 				   kind[0] ? kind : "plain");
 			goto fail;
 		}
+		/* a VM's tap carries no address of the gateway's: one that does is
+		 * some other interface (the uplink?), and the bridge would take it */
+		if (sbnet_link_addrs(s->port, &a4, &a6, &e) < 0)
+			goto fail;
+		if (a4.addr.family || a6.addr.family) {
+			pc_err_set(
+			    &e, PC_EINVAL,
+			    "--port %s has an address of the gateway's (%s): a VM's tap has "
+			    "none; is it the right interface?",
+			    s->port,
+			    pc_addr_str(a4.addr.family ? &a4.addr : &a6.addr, eb, sizeof(eb)));
+			goto fail;
+		}
 		if (sbnet_port_attach(s->port, s->br.ifindex, &s->port_enslaved, &e) < 0)
 			goto fail;
 	}
 	say_setup(s);
+	/* the engine has seen the new port before the policy changes under it */
+	if (wait_port(s, &e) < 0)
+		goto fail;
 	if (sbfile_dir_make(s, uid, gid, &e) < 0 || sbfile_rule_write(s, &e) < 0)
 		goto fail;
 	policy_unref(pol);

@@ -100,6 +100,9 @@ int sbargs_parse(struct sb *s, int argc, char **argv, struct pc_err *err);
 /* The bridge named name in this network namespace: PC_ENOENT when there is
  * none, PC_EINVAL when the link is not a bridge. */
 int sbnet_bridge_get(const char *name, struct sb_bridge *out, struct pc_err *err);
+/* The first global address of each family on link name (family 0: none). */
+int sbnet_link_addrs(const char *name, struct pc_prefix *v4, struct pc_prefix *v6,
+		     struct pc_err *err);
 /* A new network namespace (fd, O_CLOEXEC) with its loopback up; the caller
  * stays in its own. */
 int sbnet_netns_new(int *fd, struct pc_err *err);

@@ -192,14 +192,46 @@ static int addr_cb(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_OK;
 }
 
-int sbnet_bridge_get(const char *name, struct sb_bridge *out, struct pc_err *err)
+/* The first global address of each family on ifindex. */
+static int addrs_of(struct nl *n, uint32_t ifindex, struct addr_dump *d, struct pc_err *err)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct ifaddrmsg *ifa;
+
+	memset(d, 0, sizeof(*d));
+	d->ifindex = ifindex;
+	nlh->nlmsg_type = RTM_GETADDR;
+	nlh->nlmsg_flags = NLM_F_DUMP;
+	ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
+	ifa->ifa_family = AF_UNSPEC;
+	return nl_talk(n, nlh, addr_cb, d, "reading addresses", err);
+}
+
+int sbnet_link_addrs(const char *name, struct pc_prefix *v4, struct pc_prefix *v6,
+		     struct pc_err *err)
+{
 	struct nl n = {0};
 	struct link_info li;
-	struct addr_dump d = {0};
-	struct nlmsghdr *nlh;
-	struct ifaddrmsg *ifa;
+	struct addr_dump d;
+	int rc;
+
+	if ((rc = nl_open(&n, NETLINK_ROUTE, err)) < 0)
+		return rc;
+	if ((rc = link_get(&n, name, &li, err)) == 0 &&
+	    (rc = addrs_of(&n, li.ifindex, &d, err)) == 0) {
+		*v4 = d.v4;
+		*v6 = d.v6;
+	}
+	nl_close(&n);
+	return rc;
+}
+
+int sbnet_bridge_get(const char *name, struct sb_bridge *out, struct pc_err *err)
+{
+	struct nl n = {0};
+	struct link_info li;
+	struct addr_dump d;
 	int rc;
 
 	if ((rc = nl_open(&n, NETLINK_ROUTE, err)) < 0)
@@ -211,13 +243,7 @@ int sbnet_bridge_get(const char *name, struct sb_bridge *out, struct pc_err *err
 				li.kind[0] ? " " : "n ordinary", li.kind);
 		goto out;
 	}
-	d.ifindex = li.ifindex;
-	nlh = mnl_nlmsg_put_header(buf);
-	nlh->nlmsg_type = RTM_GETADDR;
-	nlh->nlmsg_flags = NLM_F_DUMP;
-	ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
-	ifa->ifa_family = AF_UNSPEC;
-	if ((rc = nl_talk(&n, nlh, addr_cb, &d, "reading the bridge's addresses", err)) < 0)
+	if ((rc = addrs_of(&n, li.ifindex, &d, err)) < 0)
 		goto out;
 	out->ifindex = li.ifindex;
 	out->net4 = d.v4;
