@@ -69,7 +69,7 @@ say "then the agent as user nobody with GITHUB_TOKEN=<placeholder> and the vault
 say "The agent (tests/demo/agent.py) does its job, then tries what a prompt-injected one would."
 cp "$PC_TOP/tests/demo/agent.py" "$LAB_DIR/agent.py" && chmod 0644 "$LAB_DIR/agent.py"
 cmd "portcullis sandbox run --name agent-1 --allow api.github.test --allow www.github.test \\"
-cmd "      --secret GITHUB_TOKEN -- python3 agent.py"
+printf '%s      --secret GITHUB_TOKEN -- python3 agent.py%s\n' "$bold" "$off"
 RUN_OUT=$LAB_DIR/run.out
 (cd "$LAB_DIR" && pc sandbox run --name agent-1 --allow api.github.test --allow www.github.test \
 	--secret GITHUB_TOKEN -- python3 agent.py) >"$RUN_OUT" 2>&1
