@@ -190,8 +190,7 @@ int dnsguard_answer(struct dnsguard *g, const struct policy_sandbox *sb, const s
 		res->reason = "not from a configured resolver";
 		goto drop;
 	}
-	if (!msg || len < LDNS_HEADER_SIZE || len > 65535 ||
-	    ldns_wire2pkt(&pkt, msg, len) != LDNS_STATUS_OK)
+	if (!msg || len < LDNS_HEADER_SIZE || len > 65535 || dg_wire2pkt(&pkt, msg, len) != 0)
 		goto drop;
 	if (!ldns_pkt_qr(pkt) || ldns_pkt_get_opcode(pkt) != LDNS_PACKET_QUERY ||
 	    ldns_pkt_qdcount(pkt) != 1) {
@@ -266,7 +265,7 @@ int dnsguard_answer(struct dnsguard *g, const struct policy_sandbox *sb, const s
 		ldns_pkt *check = NULL;
 
 		/* the rewrite must still be a message ldns accepts */
-		if (ldns_wire2pkt(&check, aw.copy, len) != LDNS_STATUS_OK) {
+		if (dg_wire2pkt(&check, aw.copy, len) != 0) {
 			res->reason = "cannot strip ech";
 			goto drop;
 		}

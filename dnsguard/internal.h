@@ -146,6 +146,13 @@ int dg_dname_str(const ldns_rdf *d, char *out, size_t outlen);
  * dnsguard.h): out is always terminated; "" when it cannot be made. */
 void dg_dname_shown(const ldns_rdf *d, char *out, size_t outlen);
 
+/* ldns_wire2pkt(out, msg, len), except that a message with more than one
+ * TSIG record in its additional section is refused (PC_EPARSE) before ldns
+ * sees it: ldns 1.8.3 keeps only the last one and leaks the others, so a
+ * sandbox could make the engine leak memory with every query. 0 and *out
+ * (caller frees with ldns_pkt_free) on success; PC_EPARSE otherwise. */
+int dg_wire2pkt(ldns_pkt **out, const uint8_t *msg, size_t len);
+
 /* One resource record's place in the message, as found by dg_wire_walk. */
 struct dg_wire_rr {
 	ldns_pkt_section section;

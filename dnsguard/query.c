@@ -201,8 +201,7 @@ int dnsguard_query(struct dnsguard *g, const struct policy_sandbox *sb, const st
 		res->reason = "internal error: no guard";
 		return PC_EINVAL;
 	}
-	if (!msg || len < LDNS_HEADER_SIZE || len > 65535 ||
-	    ldns_wire2pkt(&q, msg, len) != LDNS_STATUS_OK ||
+	if (!msg || len < LDNS_HEADER_SIZE || len > 65535 || dg_wire2pkt(&q, msg, len) != 0 ||
 	    dg_wire_walk(msg, len, dg_qscan_rr, &scan) != 0) {
 		DG_INC(g, q_malformed);
 		goto out;

@@ -139,3 +139,26 @@ int dg_wire_walk(const uint8_t *msg, size_t len, dg_wire_fn fn, void *arg)
 		return PC_EPARSE; /* bytes after the last record */
 	return 0;
 }
+
+static int dg_tsig_count(void *arg, const struct dg_wire_rr *w)
+{
+	if (w->section == LDNS_SECTION_ADDITIONAL && w->type == LDNS_RR_TYPE_TSIG)
+		++*(unsigned *)arg;
+	return 0;
+}
+
+int dg_wire2pkt(ldns_pkt **out, const uint8_t *msg, size_t len)
+{
+	unsigned tsig = 0;
+
+	if (!msg || len < LDNS_HEADER_SIZE)
+		return PC_EPARSE;
+	/* Two TSIG records need two additional records: only then is the
+	 * extra walk worth its cost. */
+	if (ldns_read_uint16(msg + 10) >= 2 &&
+	    (dg_wire_walk(msg, len, dg_tsig_count, &tsig) != 0 || tsig > 1))
+		return PC_EPARSE;
+	if (ldns_wire2pkt(out, msg, len) != LDNS_STATUS_OK)
+		return PC_EPARSE;
+	return 0;
+}

@@ -114,6 +114,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort(); /* an internal failure must fail closed */
 	if (qr.verdict == DNSG_REFUSE)
 		check_reply(&qr, data + 3);
+	/* The name shown in the log is printable ASCII without spaces, and
+	 * only when there is no host name. */
+	if (strnlen(qr.qname_shown, sizeof(qr.qname_shown)) >= sizeof(qr.qname_shown) ||
+	    (qr.qname_shown[0] && qr.qname[0]))
+		abort();
+	for (const char *c = qr.qname_shown; *c; c++)
+		if (*c <= ' ' || *c >= 0x7f)
+			abort();
 	if (qr.verdict != DNSG_REFUSE && qr.reply_len != 0)
 		abort();
 	if (qr.verdict == DNSG_ALLOW && alen >= 2) {
