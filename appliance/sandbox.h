@@ -187,6 +187,11 @@ struct sb_counts {
 	bool rotated; /* the file changed under us: counts from the current file */
 };
 int sbsum_count(const struct sb *s, struct sb_counts *out, struct pc_err *err);
+/* Count the records of sandbox name with seq >= seq_first in buf (log
+ * lines), adding to *c (start from zero). Reads log file bytes: fuzzed by
+ * tests/fuzz/fuzz_sandbox_summary.c. */
+void sbsum_count_buffer(const char *name, uint64_t seq_first, const char *buf, size_t len,
+			struct sb_counts *c);
 void sbsum_print(const struct sb *s, const struct sb_counts *c, int status, const char *how);
 
 #endif

@@ -45,35 +45,38 @@ static int rec_field(void *ctx, const char *k, size_t kl, enum logjson_type t, c
 	return 0;
 }
 
+/* Add each name of names ("A,B") to list, kept as "A,B," while building. */
 static void names_add(char *list, size_t len, const char *names)
 {
-	char one[VAULT_NAME_MAX];
 	const char *p = names;
 
 	while (*p) {
-		size_t n = strcspn(p, ",");
-		char pat[VAULT_NAME_MAX + 2];
-		size_t ll = strlen(list);
+		size_t n = strcspn(p, ","), ll = strlen(list);
+		char pat[VAULT_NAME_MAX + 3];
 
-		snprintf(one, sizeof(one), "%.*s", (int)(n < sizeof(one) ? n : sizeof(one) - 1), p);
-		snprintf(pat, sizeof(pat), "%s,", one);
-		/* list is kept as "A,B," while building */
-		if (one[0] && !strstr(list, pat) && ll + strlen(pat) < len)
-			memcpy(list + ll, pat, strlen(pat) + 1);
+		if (n && n < VAULT_NAME_MAX) {
+			/* ",A," inside ","+list: a whole name, not a suffix of one */
+			snprintf(pat, sizeof(pat), ",%.*s,", (int)n, p);
+			bool have = !strncmp(list, pat + 1, n + 1) || strstr(list, pat);
+
+			if (!have && ll + n + 1 < len)
+				snprintf(list + ll, len - ll, "%.*s,", (int)n, p);
+		}
 		p += n;
 		if (*p == ',')
 			p++;
 	}
 }
 
-static void count_line(const struct sb *s, const char *line, size_t len, struct sb_counts *c)
+static void count_line(const char *name, uint64_t seq_first, const char *line, size_t len,
+		       struct sb_counts *c)
 {
 	struct rec_fields r = {0};
 	char pat[POLICY_NAME_MAX + 16];
-	int plen = snprintf(pat, sizeof(pat), "\"sandbox\":\"%s\"", s->name);
+	int plen = snprintf(pat, sizeof(pat), "\"sandbox\":\"%s\"", name);
 
-	if (!memmem(line, len, pat, (size_t)plen) || logjson_each(line, len, rec_field, &r) < 0 ||
-	    r.seq < s->seq_first)
+	if (plen < 0 || (size_t)plen >= sizeof(pat) || !memmem(line, len, pat, (size_t)plen) ||
+	    logjson_each(line, len, rec_field, &r) < 0 || r.seq < seq_first)
 		return;
 	if (!c->first_seq || r.seq < c->first_seq)
 		c->first_seq = r.seq;
@@ -97,6 +100,23 @@ static void count_line(const struct sb *s, const char *line, size_t len, struct 
 	} else if (!strcmp(r.action, "exfiltration")) {
 		c->exfil++;
 	}
+}
+
+void sbsum_count_buffer(const char *name, uint64_t seq_first, const char *buf, size_t len,
+			struct sb_counts *c)
+{
+	size_t n;
+
+	for (const char *p = buf, *end = buf + len; p < end;) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		size_t l = eol ? (size_t)(eol - p) : (size_t)(end - p);
+
+		count_line(name, seq_first, p, l, c);
+		p += l + 1;
+	}
+	n = strnlen(c->injected_names, sizeof(c->injected_names));
+	if (n && c->injected_names[n - 1] == ',')
+		c->injected_names[n - 1] = '\0'; /* the trailing comma */
 }
 
 int sbsum_count(const struct sb *s, struct sb_counts *out, struct pc_err *err)
@@ -132,17 +152,8 @@ int sbsum_count(const struct sb *s, struct sb_counts *out, struct pc_err *err)
 	close(fd);
 	if (map == MAP_FAILED)
 		return pc_err_errno(err, PC_EIO, "reading %s", s->cfg.log.file);
-	for (const char *p = map + off, *end = map + n; p < end;) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		size_t len = eol ? (size_t)(eol - p) : (size_t)(end - p);
-
-		count_line(s, p, len, &c);
-		p += len + 1;
-	}
+	sbsum_count_buffer(s->name, s->seq_first, map + off, n - off, &c);
 	munmap(map, n);
-	n = strlen(c.injected_names);
-	if (n)
-		c.injected_names[n - 1] = '\0'; /* the trailing comma */
 	*out = c;
 	return 0;
 }
