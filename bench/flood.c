@@ -1,12 +1,14 @@
 /* SYN flood sender for bench/flood: bare TCP SYNs from a raw socket, as fast
  * as one thread can send them, each from a new random source port (each a
- * new flow for the gateway), for a fixed time and at most a fixed count.
+ * new flow for the gateway), for a fixed time and at most a fixed count, or
+ * until SIGTERM/SIGINT (then it still prints what it sent).
  *   flood SRC DST PORT SECONDS [MAX]   print: sent N secs S rate R */
 #define _GNU_SOURCE /* sendmmsg */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,14 @@
 #include <unistd.h>
 
 #define BATCH 64
+
+static volatile sig_atomic_t stop; /* set by the signal handler only */
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
 
 static uint64_t now_ns(void)
 {
@@ -76,6 +86,12 @@ int main(int argc, char **argv)
 		perror("flood: raw socket");
 		return 1;
 	}
+	{
+		struct sigaction sa = {.sa_handler = on_signal};
+
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGINT, &sa, NULL);
+	}
 	seed = now_ns() | 1;
 	memset(m, 0, sizeof(m));
 	for (int i = 0; i < BATCH; i++) {
@@ -88,7 +104,7 @@ int main(int argc, char **argv)
 	}
 	t0 = now_ns();
 	t_end = t0 + (uint64_t)(secs * 1e9);
-	for (t = t0; t < t_end && sent < max; t = now_ns()) {
+	for (t = t0; t < t_end && sent < max && !stop; t = now_ns()) {
 		int k;
 
 		for (int i = 0; i < BATCH; i++) {
@@ -104,7 +120,7 @@ int main(int argc, char **argv)
 		k = sendmmsg(fd, m, BATCH, 0);
 		if (k > 0)
 			sent += (uint64_t)k;
-		else if (errno != ENOBUFS && errno != EAGAIN && errno != EPERM) {
+		else if (errno != ENOBUFS && errno != EAGAIN && errno != EPERM && errno != EINTR) {
 			perror("flood: sendmmsg");
 			return 1;
 		}

@@ -38,7 +38,7 @@ bench_args() { # name args...
 bench_say() { printf '%s: %s\n' "$BENCH_NAME" "$*"; }
 
 bench_median() { # the middle sample (the mean of the two middle ones for an even count)
-	printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else if (NR) print (a[NR/2]+a[NR/2+1])/2}'
+	printf '%s\n' "$@" | grep -E '^-?[0-9.]+$' | sort -g | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else if (NR) print (a[NR/2]+a[NR/2+1])/2}'
 }
 bench_min() { printf '%s\n' "$@" | sort -g | head -1; }
 bench_max() { printf '%s\n' "$@" | sort -g | tail -1; }
