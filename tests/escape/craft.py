@@ -44,6 +44,15 @@ def csum(data):
     return (~s) & 0xFFFF
 
 
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
 def mac_bytes(m):
     return bytes(int(x, 16) for x in m.split(":"))
 
@@ -165,7 +174,7 @@ def cmd_tcp(a):
         opts = b"\x22\x0a" + os.urandom(8) + b"\x01\x01"
     for _ in range(a.count):
         sport = a.sport or random.randrange(20000, 60000)
-        seg = tcp(src, a.dst, sport, a.dport, a.flags, a.data.encode(), options=opts)
+        seg = tcp(src, a.dst, sport, a.dport, a.flags, os.fsencode(a.data), options=opts)
         l2.ip(ip_packet(src, a.dst, 6, seg))
     print("sent %d tcp %s -> %s:%d flags %s" % (a.count, src, a.dst, a.dport, a.flags))
 
@@ -173,14 +182,15 @@ def cmd_tcp(a):
 def cmd_proto(a):
     l2 = L2(gw_mac(a), a.src_mac)
     src = src_for(a, a.dst)
-    data = a.data.encode()
+    data = os.fsencode(a.data)
     if a.proto == 47:  # GRE carrying an IPv4 packet (a tunnel)
         inner = ipv4("10.99.0.1", "203.0.113.12", 17, udp("10.99.0.1", "203.0.113.12", 9, 9, data))
         body = struct.pack("!HH", 0, 0x0800) + inner
-    elif a.proto == 132:  # SCTP INIT
+    elif a.proto == 132:  # SCTP INIT, with its CRC32c (else conntrack calls it invalid)
         init = struct.pack("!BBHIIHHI", 1, 0, 20, random.randrange(1, 1 << 32), 65535, 1, 1,
                            random.randrange(1 << 32))
         body = struct.pack("!HHII", 5000, 22, 0, 0) + init
+        body = body[:8] + struct.pack("<I", crc32c(body)) + body[12:]
     elif a.proto == 50:  # ESP: SPI, sequence, "encrypted" data
         body = struct.pack("!II", 0x1000, 1) + data
     else:
@@ -194,7 +204,7 @@ def cmd_frag(a):
     l2 = L2(gw_mac(a), a.src_mac)
     src = src_for(a, a.dst)
     sport = random.randrange(20000, 60000)
-    data = a.data.encode()
+    data = os.fsencode(a.data)
     seg = tcp(src, a.dst, sport, a.dport, "S")
     if a.kind in ("tiny6", "nonfirst6", "overlap6"):
         ident = random.randrange(1 << 32)
@@ -220,7 +230,7 @@ def cmd_frag(a):
         # a harmless first fragment (a SYN to port 9), then a second one that
         # overlaps it and would rewrite the port and flags if overlap won
         benign = tcp(src, a.dst, sport, 9, "S")
-        parts = [(0, benign[:16], True), (0, seg[:24] + data, False)]
+        parts = [(0, benign[:8], True), (0, seg[:16], True), (16, seg[16:] + data, False)]
     elif a.kind == "nonfirst":
         parts = [(8, seg[8:] + data, False)]
     else:
@@ -233,7 +243,7 @@ def cmd_frag(a):
 def cmd_icmp(a):
     l2 = L2(gw_mac(a), a.src_mac)
     src = src_for(a, a.dst)
-    data = a.data.encode()
+    data = os.fsencode(a.data)
     for i in range(a.count):
         if is6(a.dst):
             m = icmp6(src, a.dst, a.type if a.type != 8 else 128, 0,
@@ -251,7 +261,7 @@ def cmd_icmp_error(a):
     l2 = L2(gw_mac(a), a.src_mac)
     src = src_for(a, a.dst)
     inner = ipv4(a.inner_src, src, 6, tcp(a.inner_src, src, a.inner_dport, a.inner_sport, "PA",
-                                          a.data.encode()))
+                                          os.fsencode(a.data)))
     l2.ip(ipv4(src, a.dst, 1, icmp4(3, 3, b"\0\0\0\0", inner)))
     print("sent icmp error about %s:%d quoting a reply, to %s" % (a.inner_src, a.inner_dport, a.dst))
 
@@ -259,7 +269,7 @@ def cmd_icmp_error(a):
 def cmd_vlan(a):
     l2 = L2(gw_mac(a), a.src_mac)
     src = src_for(a, a.dst)
-    pkt = ip_packet(src, a.dst, 17, udp(src, a.dst, 40000, a.dport, a.data.encode()))
+    pkt = ip_packet(src, a.dst, 17, udp(src, a.dst, 40000, a.dport, os.fsencode(a.data)))
     tags = [(int(a.tpid, 0), a.vid)]
     if a.qinq:
         tags = [(0x88A8, a.vid), (0x8100, a.vid + 1)]
@@ -271,7 +281,7 @@ def cmd_vlan(a):
 def cmd_ether(a):
     l2 = L2(a.gw_mac or os.environ.get("ESC_GW_MAC") or "ff:ff:ff:ff:ff:ff", a.src_mac)
     for _ in range(a.count):
-        l2.send(int(a.ethertype, 0), a.data.encode(), dst=mac_bytes(a.dst_mac))
+        l2.send(int(a.ethertype, 0), os.fsencode(a.data), dst=mac_bytes(a.dst_mac))
     print("sent %d frames ethertype %s to %s" % (a.count, a.ethertype, a.dst_mac))
 
 
@@ -308,12 +318,22 @@ def link_local(mac):
     return str(ipaddress.IPv6Address(b"\xfe\x80" + b"\0" * 6 + bytes(b[:3]) + b"\xff\xfe" + bytes(b[3:])))
 
 
+def quic_initial():
+    """The start of a QUIC v1 Initial packet (long header), padded as
+    clients pad them: what a QUIC stack sends first."""
+    dcid = os.urandom(8)
+    body = os.urandom(1100)
+    return (b"\xc3" + struct.pack("!I", 1) + bytes([len(dcid)]) + dcid + b"\x00" + b"\x00" +
+            struct.pack("!H", 0x4000 | len(body)) + body)
+
+
 def cmd_udp(a):
     l2 = L2(gw_mac(a), a.src_mac)
     src = src_for(a, a.dst)
+    data = quic_initial() if a.quic else os.fsencode(a.data)
     for _ in range(a.count):
         pkt = ip_packet(src, a.dst, 17, udp(src, a.dst, a.sport or random.randrange(20000, 60000),
-                                            a.dport, a.data.encode()))
+                                            a.dport, data))
         l2.ip(pkt)
     print("sent %d udp %s -> %s:%d" % (a.count, src, a.dst, a.dport))
 
@@ -622,6 +642,7 @@ def main():
     t.add_argument("--dport", type=int, required=True)
     t.add_argument("--sport", type=int, default=0)
     t.add_argument("--data", default="udp-probe")
+    t.add_argument("--quic", action="store_true")
     t.add_argument("--count", type=int, default=3)
 
     t = sub.add_parser("dns")

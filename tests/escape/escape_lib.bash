@@ -141,8 +141,8 @@ esc_settle() {
 	sleep 0.3
 }
 
-esc_reason() { # ERE over the log's lines -> the event.reason of the last match
-	guard_records | grep -E -- "$1" | tail -1 |
+esc_reason() { # ERE over the log's lines since the attempt began -> the event.reason of the last match
+	guard_records | tail -n +$((${ESC_REC0:-0} + 1)) | grep -E -- "$1" | tail -1 |
 		python3 -c 'import json,sys
 l = sys.stdin.read().strip()
 print(json.loads(l).get("event.reason", "(no reason)") if l else "(no record)")'
@@ -162,6 +162,7 @@ esc_craft() { # sandbox args...
 esc_begin() {
 	ESC_ATTEMPT=$1
 	ESC_T0=$(date +%s.%N)
+	ESC_REC0=$(guard_records | wc -l)
 	ESC_FAILED0=$T_FAILED
 	t_diag "attempt: $1"
 }
