@@ -7,10 +7,11 @@
 #   dg_dns_conf 'key: value'...   add keys to the dns: section of the config
 #   dg_tool ARGS...               tests/integration/dnsguard_tool.py
 #   dg_mark                       a mark in the resolver's query log
-#   dg_upstream_since MARK        the resolver's query lines since MARK, once
-#                                 a sentinel query sent after them is logged
-#                                 (dnsmasq answers in order, so anything sent
-#                                 before the sentinel is there by then)
+#   dg_upstream MARK              $UP = the resolver's query lines since MARK,
+#                                 once a sentinel query sent after them is
+#                                 logged (dnsmasq answers in order, so all
+#                                 sent before it is there by then); no
+#                                 sentinel in the log is a test failure
 #   dg_rec NAME [ACTION]          verdict records for that query name
 #   dg_stat FIELD                 one dnsguard counter of `portcullis status`
 #   dg_curl_rc SB ARGS...         curl's exit code (0 ok, 7 refused, 35 reset
@@ -35,16 +36,24 @@ dg_tool() { python3 "$DG_TOOL" "$@"; }
 
 dg_mark() { wc -l <"$LAB_DIR/dnsmasq.log"; }
 
-dg_upstream_since() {
+dg_upstream() { # mark: sets UP
 	local mark=$1 name i
 	DG_SENTINEL=$((DG_SENTINEL + 1))
 	name=sentinel-$DG_SENTINEL.test
 	lab_upstream dig +short +time=2 +tries=1 @$LAB_RESOLVER4 "$name" >/dev/null 2>&1
 	for i in $(seq 1 100); do
-		grep -q "query\[A\] $name " "$LAB_DIR/dnsmasq.log" && break
+		grep -q "query\[A\] $name " "$LAB_DIR/dnsmasq.log" 2>/dev/null && break
 		sleep 0.02
 	done
-	tail -n +"$((mark + 1))" "$LAB_DIR/dnsmasq.log" | grep 'query\[' | grep -v ' sentinel-[0-9]*\.test '
+	UP=$(tail -n +"$((mark + 1))" "$LAB_DIR/dnsmasq.log" 2>/dev/null | grep 'query\[')
+	# Without the sentinel the log proves nothing: that is a failure.
+	if ! printf '%s\n' "$UP" | grep -q "query\[A\] $name "; then
+		_t_report 1 "the resolver's query log is complete (sentinel $name logged)" \
+			"$(ls -l "$LAB_DIR/dnsmasq.log" 2>&1)"
+		UP="(the resolver's log is incomplete)"
+		return 1
+	fi
+	UP=$(printf '%s\n' "$UP" | grep -v ' sentinel-[0-9]*\.test ')
 }
 
 dg_rec() { # name [action]

@@ -4,8 +4,8 @@
 # connection, and forged answers from a chosen source address and port (raw
 # socket). Standard library only; prints one line per result for the shell.
 #
-#   query  --server A [--tcp] [--sport P] [--id N] [--class C] [--opcode O] [--timeout S]
-#          NAME[:TYPE]...
+#   query  --server A [--tcp] [--sport P] [--id N] [--class C] [--opcode O] [--tsig N]
+#          [--timeout S] NAME[:TYPE]...
 #          one message with these questions; prints "rcode=NAME an=N A=addr..."
 #          (or "timeout", "reset", "closed")
 #   burst  --server A --sport P --id0 N --count C NAME[:TYPE]
@@ -49,9 +49,11 @@ def question(spec, qclass):
     return qname(name) + struct.pack("!HH", int(t) if t.isdigit() else TYPES[t], qclass)
 
 
-def query_msg(qid, specs, qclass, opcode=0):
-    hdr = struct.pack("!HHHHHH", qid, 0x0100 | opcode << 11, len(specs), 0, 0, 0)  # RD
-    return hdr + b"".join(question(s, qclass) for s in specs)
+def query_msg(qid, specs, qclass, opcode=0, tsig=0):
+    hdr = struct.pack("!HHHHHH", qid, 0x0100 | opcode << 11, len(specs), 0, 0, tsig)  # RD
+    # TSIG records with no RDATA: only their number matters here
+    return (hdr + b"".join(question(s, qclass) for s in specs) +
+            tsig * (b"\0" + struct.pack("!HHIH", 250, 255, 0, 0)))
 
 
 def skip_name(msg, off):
@@ -104,7 +106,7 @@ def tcp_read_msg(s):
 
 def run_query(a):
     msg = query_msg(a.id if a.id is not None else random.randrange(65536), a.names, a.qclass,
-                    a.opcode)
+                    a.opcode, a.tsig)
     try:
         if a.tcp:
             s = socket.socket(family(a.server), socket.SOCK_STREAM)
@@ -244,6 +246,7 @@ def main():
     q.add_argument("--id", type=int)
     q.add_argument("--class", dest="qclass", type=int, default=1)
     q.add_argument("--opcode", type=int, default=0)
+    q.add_argument("--tsig", type=int, default=0)
     q.add_argument("--timeout", type=float, default=3)
     q.add_argument("names", nargs="+")
     bu = sub.add_parser("burst")
