@@ -208,7 +208,8 @@ int policy_load_dir_report(const char *dir, const struct pc_config *cfg, struct 
 	/* Errors about the directory itself fail the load too, after the
 	 * files have had their say. */
 	if (rc != PC_ENOMEM) {
-		qsort(paths, n, sizeof(*paths), name_cmp);
+		if (n) /* qsort on an empty directory's NULL array is undefined */
+			qsort(paths, n, sizeof(*paths), name_cmp);
 		rc = load_files((const char *const *)paths, n, cfg, out, &d);
 	}
 	for (size_t i = 0; i < n; i++)
