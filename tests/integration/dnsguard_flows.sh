@@ -10,6 +10,7 @@ PC_TOP=${PC_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
 guard_need_bins
 LAB_DNS_EXTRA="--address=/wild.test/$LAB_API4"
 lab_up 1
+GUARD_SNI_MS=10000 # the grace tests hold a connection's ClientHello for 8 s
 guard_config
 # short-ttl.test has TTL 2: keep it (ttl_min 1), and a short grace.
 dg_dns_conf "ttl_min: 1" "grace: 5"
@@ -150,6 +151,18 @@ hold() { # one request on the held connection
 	echo "$l"
 }
 read -r -t 6 l <&"${HOLD[0]}" || l=none
+# Two more connections opened now, within the TTL, whose ClientHellos come
+# after it (at 3 s: within grace) and after TTL + grace (at 8.2 s).
+late() { # ms after t0 for the ClientHello, output file
+	local d=$(($1 - $(since)))
+	lab_sb 1 python3 "$DG_TOOL" tls --addr $LAB_SHORT4 --host short-ttl.test --cafile "$LAB_CA" \
+		--timeout 12 --delay "$(printf '%d.%03d' $((d / 1000)) $((d % 1000)))" \
+		<<<get >"$2" 2>&1 &
+}
+late 3000 "$LAB_DIR/late-grace.out"
+LATE1=$!
+late 8200 "$LAB_DIR/late-dead.out"
+LATE2=$!
 t_eq "a TLS connection opened within the TTL" connected "$l"
 t_eq "... a request on it" "200 short-ttl.test ok" "$(hold)"
 wait_until 3000
@@ -164,6 +177,9 @@ t_match "... recorded: the address has no live name for new flows" \
 t_ok "reload (every open flow is judged again)" guard_cli reload
 t_eq "the open flow survives it: within grace an existing flow is still allowed" \
 	"200 short-ttl.test ok" "$(hold)"
+wait "$LATE1"
+t_eq "a connection opened within the TTL whose ClientHello comes after it (grace): allowed" \
+	"connected|200 short-ttl.test ok" "$(paste -sd'|' "$LAB_DIR/late-grace.out")"
 if [ "$(since)" -ge 6500 ]; then
 	t_fail "(the grace phase ran past TTL + grace: the machine was too slow to tell)" true
 fi
@@ -171,6 +187,12 @@ wait_until 8500
 t_eq "after TTL + grace a new connection is still refused" 7 \
 	"$(dg_curl_rc 1 --cacert "$LAB_CA" --resolve "short-ttl.test:443:$LAB_SHORT4" \
 		https://short-ttl.test/)"
+wait "$LATE2"
+t_eq "... one whose ClientHello comes after TTL + grace: reset" "reset" \
+	"$(paste -sd'|' "$LAB_DIR/late-dead.out")"
+t_match "... refused on its server name (no live name at the address)" \
+	"\"event.reason\":\"TLS server name short-ttl.test is not a name this sandbox resolved to this address and may use on this port\".*\"destination.ip\":\"$LAB_SHORT4\"" \
+	"$(guard_records | grep 'TLS server name short-ttl.test')"
 t_ok "reload" guard_cli reload
 t_match "... now the open flow is cut: its binding is dead" "^(reset|closed)$" "$(hold)"
 t_match "... recorded as cut by reload" \

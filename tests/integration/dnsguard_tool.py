@@ -14,8 +14,9 @@
 #   stream --server A NAME[:TYPE]... [--together]
 #          one TCP connection, one query per message (or all in one segment
 #          with --together); one line per query as above
-#   tls    --addr A --host NAME --cafile F
-#          one TLS connection (SNI NAME) held open; for every line read on
+#   tls    --addr A --host NAME --cafile F [--delay S]
+#          one TLS connection (SNI NAME; the ClientHello S seconds after the
+#          TCP handshake) held open; for every line read on
 #          stdin, one GET / on it, printing "<status> <body>" (or "reset",
 #          "closed", "refused", "timeout")
 #   answer --src A --dst B --dport P --id N NAME ADDR [--sport 53] [--type A]
@@ -28,6 +29,7 @@ import socket
 import ssl
 import struct
 import sys
+import time
 
 TYPES = {"A": 1, "NS": 2, "CNAME": 5, "TXT": 16, "AAAA": 28, "SVCB": 64, "HTTPS": 65}
 RCODES = {0: "NOERROR", 1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "NOTIMP", 5: "REFUSED"}
@@ -162,6 +164,7 @@ def run_tls(a):
     ctx = ssl.create_default_context(cafile=a.cafile)
     try:
         raw = socket.create_connection((a.addr, 443), timeout=a.timeout)
+        time.sleep(a.delay)  # the connection is open; its ClientHello comes later
         s = ctx.wrap_socket(raw, server_hostname=a.host)
         f = s.makefile("rb")
     except ConnectionRefusedError:
@@ -265,6 +268,7 @@ def main():
     tl.add_argument("--host", required=True)
     tl.add_argument("--cafile", required=True)
     tl.add_argument("--timeout", type=float, default=4)
+    tl.add_argument("--delay", type=float, default=0)
     an = sub.add_parser("answer")
     an.add_argument("--src", required=True)
     an.add_argument("--sport", type=int, default=53)
