@@ -195,8 +195,9 @@ int pc_nft_remove(struct pc_err *err);
 
 /* ======================================================================
  * Control socket: <run_dir>/engine.sock, SOCK_SEQPACKET. A request is one
- * message holding one word: "status" or "reload" (a trailing newline is
- * ignored). The reply is one message holding one JSON object:
+ * message holding one word: "status", "reload" or "metrics" (a trailing
+ * newline is ignored). The reply to "metrics" is Prometheus text (format
+ * 0.0.4); to the others one message holding one JSON object:
  *   {"ok":true, ...}  or  {"ok":false,"error":"<text>"}
  * status: version, pid, uptime_s, policy, queue_path, queues[{num, queued,
  *   accepted, refused, dropped, kernel_dropped, user_dropped}], flows, held,
@@ -214,8 +215,10 @@ int pc_nft_remove(struct pc_err *err);
 int pc_engine_request(const char *run_dir, const char *req, int timeout_ms, char **reply,
 		      struct pc_err *err);
 
-/* `portcullis [-c FILE] status [--json]` and `portcullis [-c FILE] reload`.
- * argv[0] is the subcommand name. Returns a PC_EXIT_* code. */
+/* `portcullis [-c FILE] status [--json]`, `portcullis [-c FILE] reload` and
+ * `portcullis [-c FILE] metrics` (the metrics of the engine, the vault and
+ * logd from their control sockets, Prometheus text format). argv[0] is the
+ * subcommand name. Returns a PC_EXIT_* code. */
 int appliance_cli(int argc, char **argv, const char *config);
 
 /* `portcullis [-c FILE] sandbox run|attach ...` (sandbox*.c, docs/sandbox.md):

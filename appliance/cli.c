@@ -1,6 +1,9 @@
 /* `portcullis status` and `portcullis reload`: one request to the engine's
- * control socket, one JSON reply, shown as it is (--json) or indented. */
+ * control socket, one JSON reply, shown as it is (--json) or indented; and
+ * `portcullis metrics`: every daemon's metrics in Prometheus text format. */
 #include "appliance/appliance.h"
+#include "logd/logd.h"
+#include "vault/vault.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -11,16 +14,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int pc_engine_request(const char *run_dir, const char *req, int timeout_ms, char **reply,
-		      struct pc_err *err)
+/* One request on the control socket at path, one reply (at most max bytes,
+ * NUL-terminated, caller frees). */
+static int ctl_request(const char *path, const char *req, int timeout_ms, size_t max, char **reply,
+		       struct pc_err *err)
 {
-	char path[PC_PATH_MAX + 32];
 	struct pollfd p;
 	char *buf;
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%s", run_dir, PC_ENGINE_SOCK);
 	fd = pc_unix_connect(path, 0, err);
 	if (fd < 0)
 		return fd;
@@ -37,12 +40,12 @@ int pc_engine_request(const char *run_dir, const char *req, int timeout_ms, char
 					   timeout_ms)
 			      : pc_err_errno(err, PC_EIO, "waiting for the engine");
 	}
-	buf = malloc(PC_ENGINE_REPLY_MAX + 1);
+	buf = malloc(max + 1);
 	if (!buf) {
 		close(fd);
 		return pc_err_set(err, PC_ENOMEM, "out of memory");
 	}
-	n = recv(fd, buf, PC_ENGINE_REPLY_MAX, 0);
+	n = recv(fd, buf, max, 0);
 	close(fd);
 	if (n <= 0) {
 		free(buf);
@@ -52,6 +55,64 @@ int pc_engine_request(const char *run_dir, const char *req, int timeout_ms, char
 	buf[n] = '\0';
 	*reply = buf;
 	return 0;
+}
+
+int pc_engine_request(const char *run_dir, const char *req, int timeout_ms, char **reply,
+		      struct pc_err *err)
+{
+	char path[PC_PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/%s", run_dir, PC_ENGINE_SOCK);
+	return ctl_request(path, req, timeout_ms, PC_ENGINE_REPLY_MAX, reply, err);
+}
+
+/* `portcullis metrics`: each daemon's metrics (engine.sock, vault.sock,
+ * logd-control.sock in run_dir) and portcullis_up for each, in Prometheus
+ * text format. Exit 0 when at least one daemon answered. */
+#define METRICS_MAX (1u << 20)
+
+static int metrics_cli(int argc, char **argv, const struct pc_config *cfg)
+{
+	static const struct {
+		const char *daemon, *sock;
+	} d[] = {{"engine", PC_ENGINE_SOCK}, {"vault", PC_VAULT_CTL_SOCK}, {"logd", LOGD_CTL_SOCK}};
+	char *text[3] = {NULL, NULL, NULL};
+	int answered = 0;
+
+	(void)argv;
+	if (argc != 1) {
+		fprintf(stderr, "usage: portcullis [-c FILE] metrics\n");
+		return PC_EXIT_USAGE;
+	}
+	for (size_t i = 0; i < 3; i++) {
+		char path[PC_PATH_MAX + 32], ebuf[700];
+		struct pc_err err = {0};
+
+		snprintf(path, sizeof(path), "%s/%s", cfg->run_dir, d[i].sock);
+		if (ctl_request(path, "metrics", 5000, METRICS_MAX, &text[i], &err) < 0) {
+			/* the others are still worth printing; portcullis_up says */
+			pc_cli_error(d[i].daemon, "%s", pc_err_str(&err, ebuf, sizeof(ebuf)));
+			text[i] = NULL;
+			continue;
+		}
+		if (strncmp(text[i], "# HELP ", 7) != 0) { /* an error message, not metrics */
+			pc_cli_error(d[i].daemon, "%.200s", text[i]);
+			free(text[i]);
+			text[i] = NULL;
+			continue;
+		}
+		answered++;
+	}
+	printf("# HELP portcullis_up Whether the daemon answered portcullis metrics.\n"
+	       "# TYPE portcullis_up gauge\n");
+	for (size_t i = 0; i < 3; i++)
+		printf("portcullis_up{daemon=\"%s\"} %d\n", d[i].daemon, text[i] != NULL);
+	for (size_t i = 0; i < 3; i++) {
+		if (text[i])
+			fputs(text[i], stdout);
+		free(text[i]);
+	}
+	return answered ? PC_EXIT_OK : PC_EXIT_ERROR;
 }
 
 /* The string value of "key" in our own flat replies (no nesting needed). */
@@ -131,6 +192,13 @@ int appliance_cli(int argc, char **argv, const char *config)
 	bool json = false, reload;
 	int opt, rc;
 
+	if (strcmp(argv[0], "metrics") == 0) {
+		if (pc_config_load(config, &cfg, &err) < 0) {
+			pc_cli_error("configuration", "%s", pc_err_str(&err, ebuf, sizeof(ebuf)));
+			return PC_EXIT_ERROR;
+		}
+		return metrics_cli(argc, argv, &cfg);
+	}
 	reload = strcmp(argv[0], "reload") == 0;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (opt == 'j' && !reload) {

@@ -32,6 +32,7 @@ static const struct cli_cmd cli_cmds[] = {
 	 "cert render FILE | cert keygen | cert pubkey"},
 	{"status", appliance_cli, "status [--json]"},
 	{"reload", appliance_cli, "reload"},
+	{"metrics", appliance_cli, "metrics"},
 	{"sandbox", sandbox_cli,
 	 "sandbox run [--name N] --allow HOST[:PORT]... [--secret NAME...] -- CMD... | "
 	 "sandbox attach --port TAP --name N ..."},

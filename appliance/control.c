@@ -159,8 +159,12 @@ static void control_client(struct engine *e, int fd)
 			reply = NULL;
 	} else if (strcmp(req, "reload") == 0) {
 		reply = reload_json(e, fd);
+	} else if (strcmp(req, "metrics") == 0) {
+		/* Prometheus text, not JSON (docs/operations.md, "Metrics") */
+		if (engine_metrics_text(e, &reply) < 0)
+			reply = NULL;
 	} else {
-		reply = error_json("unknown request (status, reload)");
+		reply = error_json("unknown request (status, reload, metrics)");
 	}
 	if (!reply)
 		reply = error_json("out of memory");

@@ -285,8 +285,14 @@ bool decide_rejudge(const struct decide_ctx *c, const struct flow_key *k, const 
 
 /* ---- the engine (engine.c, queue.c, control.c) ------------------------------ */
 
+/* Labels of the verdict counters by reason (metrics.c maps each record's
+ * reason to one); room for the table and three of its own. */
+#define PC_MET_REASONS 48
+
 struct qstats {
 	_Atomic uint64_t queued, accepted, refused, dropped, log_sent, log_failed, enobufs;
+	/* [connect, dns-query][allowed, refused][reason label] */
+	_Atomic uint64_t verdicts[2][2][PC_MET_REASONS];
 };
 
 struct engine;
@@ -391,6 +397,14 @@ void checkrun_readable(struct engine *e);
 const char *checkrun_result_name(int result); /* "proven", ..., "none" */
 /* Append ,"check":{...} to the status JSON. 0 or PC_ENOMEM. */
 int checkrun_status_json(const struct engine *e, char **buf, size_t *len);
+
+/* metrics.c: the Prometheus text of `metrics` on engine.sock (malloc'ed;
+ * 0 or PC_ENOMEM); counting one decision's verdict (queue threads); the
+ * label a record's reason counts under. */
+int engine_metrics_text(struct engine *e, char **out);
+void metrics_count_verdict(struct qthread *t, const struct decision *d);
+int metrics_reason(const char *reason);
+const char *metrics_reason_label(const char *reason);
 
 /* verdictlog.c: the one way verdict records reach logd. */
 void verdictlog_fill_flow(struct decision *d, const struct pc_pkt *p, const char *policy_hash);

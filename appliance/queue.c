@@ -393,10 +393,13 @@ static void process_batch(struct qthread *t, struct qbufs *qb, int nmsg)
 	if (n == 0)
 		goto out;
 	log_batch(t, qb, n);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		if (t->dec[i].register_flow &&
 		    flow_registry_put(e->flows, &t->dec[i].key, &t->dec[i].meta) < 0)
 			refuse_unlogged(&t->dec[i]); /* allocation failure refuses too */
+		/* the verdict is final here: count it */
+		metrics_count_verdict(t, &t->dec[i]);
+	}
 	emit_verdicts(t, qb, n);
 	for (size_t i = 0; i < n; i++) {
 		struct pc_err err = {0};

@@ -9,6 +9,7 @@
 #define PC_COMMON_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -164,6 +165,40 @@ uint64_t pc_now_mono_ns(void);
 uint64_t pc_now_real_ms(void);
 /* RFC 3339 UTC with milliseconds, "2026-11-29T14:02:13.123Z"; buf >= 25. */
 const char *pc_time_rfc3339(uint64_t real_ms, char *buf, size_t len);
+
+/* ---- control sockets (common/ctlsock.c) --------------------------------- */
+
+/* The reply to one request word ("metrics"): a malloc'ed string, or NULL to
+ * close the connection without one. Runs on the control thread. */
+typedef char *(*pc_ctl_fn)(void *ctx, const char *req);
+struct pc_ctl;
+/* Serve the listening socket fd (pc_unix_listen; ownership taken) on a
+ * thread of its own: each connection sends one request within a second and
+ * gets one reply, then is closed. root_only: peers other than uid 0 are
+ * closed at once. Start it after pc_privdrop (no thread may exist then). */
+int pc_ctl_start(int fd, bool root_only, pc_ctl_fn fn, void *ctx, struct pc_ctl **out,
+		 struct pc_err *err);
+void pc_ctl_stop(struct pc_ctl *c);
+
+/* ---- metrics: Prometheus text exposition format 0.0.4 (common/prom.c) ---- */
+
+/* A growing text; after an allocation failure every call is a no-op and
+ * pc_prom_take returns NULL. */
+struct pc_prom {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+/* "# HELP name help" and "# TYPE name type" (counter, gauge, ...). */
+void pc_prom_family(struct pc_prom *b, const char *name, const char *type, const char *help);
+/* One sample: name{labels} value; labels is the inside of the braces
+ * (values escaped with pc_prom_label), NULL or "" for none. */
+void pc_prom_u64(struct pc_prom *b, const char *name, const char *labels, uint64_t v);
+void pc_prom_f64(struct pc_prom *b, const char *name, const char *labels, double v);
+/* v escaped as a label value (backslash, quote, newline) into buf. */
+const char *pc_prom_label(const char *v, char *buf, size_t len);
+/* The text (caller frees; "" when empty), or NULL after a failure. */
+char *pc_prom_take(struct pc_prom *b);
 
 /* ---- systemd ------------------------------------------------------------- */
 

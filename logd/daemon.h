@@ -4,6 +4,7 @@
 #ifndef PC_LOGD_DAEMON_H
 #define PC_LOGD_DAEMON_H
 
+#include <stdatomic.h>
 #include <sys/types.h>
 
 #include "logd/logd.h"
@@ -84,6 +85,12 @@ int logw_reopen(struct logw *w, const char *reason, bool rename_aside, struct pc
 
 /* The seq the next record will get. */
 uint64_t logw_next_seq(const struct logw *w);
+/* The writer's state after its last commit, for the metrics. */
+struct logw_stats {
+	uint64_t next_seq, tree_size, unsealed, file_bytes;
+	uint64_t last_cp_ms; /* wall time of the last signed checkpoint, 0 if none */
+};
+void logw_stats(const struct logw *w, struct logw_stats *out);
 /* What logw_open repaired or decided that the operator should hear about
  * ("" if nothing); borrowed. */
 const char *logw_notice(const struct logw *w);
@@ -105,6 +112,7 @@ struct logd_server_conf {
 	 * main re-reads the syslog settings */
 	void (*on_hup)(void *ctx);
 	void *hup_ctx;
+	struct logd_live *live; /* published after each round (may be NULL) */
 };
 
 struct logd_stats {
@@ -113,6 +121,17 @@ struct logd_stats {
 	uint64_t refused;   /* connections refused by SO_PEERCRED */
 	uint64_t write_errors;
 };
+
+/* What the server thread publishes after each round for the control
+ * thread's metrics (logd/metrics.c); plain atomics, no lock. */
+struct logd_live {
+	_Atomic uint64_t records, malformed, refused, write_errors, clients;
+	_Atomic uint64_t next_seq, tree_size, unsealed, file_bytes, last_cp_ms;
+	_Atomic uint64_t start_ms; /* wall time logd started serving */
+};
+/* The reply to "metrics" on the control socket (pc_ctl_fn; ctx is the
+ * struct logd_live the server publishes into). */
+char *logd_metrics(void *ctx, const char *req);
 
 /* Serve listen_fd until SIGTERM/SIGINT (or a fatal writer error). The
  * caller blocks SIGTERM, SIGINT and SIGHUP before calling (they are read

@@ -367,6 +367,13 @@ int logc_send_sync(struct logc *lc, const struct logrec *rec, int timeout_ms, st
 const char *logrec_action_name(enum logrec_action a);
 const char *logrec_verdict_name(enum logrec_verdict v);
 
+/* ---- control socket ------------------------------------------------------
+ * <run_dir>/logd-control.sock (SOCK_SEQPACKET, root only): the request
+ * "metrics" gets logd's metrics in Prometheus text format (records, rejected
+ * messages, refused peers, write errors, the tree, the last checkpoint's
+ * age; docs/operations.md, "Metrics"). Records never travel on it. */
+#define LOGD_CTL_SOCK "logd-control.sock"
+
 /* ---- the CLI ------------------------------------------------------------ */
 
 /* `portcullis log verify|show|prove|keygen ...`: argv[0] is "log". Returns

@@ -29,7 +29,9 @@ int main(int argc, char **argv)
 					     {"help", no_argument, NULL, 'h'},
 					     {NULL, 0, NULL, 0}};
 	const char *config = "/etc/portcullis/portcullis.yaml", *new_segment = NULL;
-	struct logd_server_conf sc = {.max_clients = 256};
+	static struct logd_live live; /* the control thread reads it until exit */
+	struct logd_server_conf sc = {.max_clients = 256, .live = &live};
+	struct pc_ctl *ctl = NULL;
 	struct note_signer *key = NULL;
 	struct logw *w = NULL;
 	struct logx *x = NULL;
@@ -41,7 +43,7 @@ int main(int argc, char **argv)
 	bool test = false, root = geteuid() == 0;
 	uid_t log_uid = (uid_t)-1;
 	gid_t log_gid = (gid_t)-1;
-	int opt, lfd = -1, rc = PC_EXIT_ERROR;
+	int opt, lfd = -1, cfd = -1, rc = PC_EXIT_ERROR;
 	enum pc_loglevel lvl = PC_LOG_INFO;
 	sigset_t set;
 
@@ -154,8 +156,27 @@ int main(int argc, char **argv)
 		goto fail;
 	if (logw_notice(w)[0])
 		pc_log(PC_LOG_WARN, "%s", logw_notice(w));
+	/* The metrics socket: made by root, root's and 0600, before the drop. */
+	{
+		char path[PC_PATH_MAX + 32];
+
+		snprintf(path, sizeof(path), "%s/%s", cfg.run_dir, LOGD_CTL_SOCK);
+		if (logd_dir_ensure(path, 0755, (uid_t)-1, (gid_t)-1, &err) < 0)
+			goto fail;
+		cfd = pc_unix_listen(path, 0600, (uid_t)-1, (gid_t)-1, &err);
+		if (cfd < 0)
+			goto fail;
+	}
 	if (root && pc_privdrop(cfg.log.user, 0, &err) < 0)
 		goto fail;
+	atomic_store(&live.start_ms, pc_now_real_ms());
+	rc = pc_ctl_start(cfd, true, logd_metrics, &live, &ctl, &err);
+	cfd = -1; /* the control thread owns it, or it is closed */
+	if (rc < 0) {
+		rc = PC_EXIT_ERROR;
+		goto fail;
+	}
+	rc = PC_EXIT_ERROR;
 	{
 		struct logw_export exp;
 
@@ -197,6 +218,9 @@ int main(int argc, char **argv)
 fail:
 	pc_log(PC_LOG_ERR, "%s", err.msg);
 out:
+	pc_ctl_stop(ctl);
+	if (cfd >= 0)
+		close(cfd);
 	logw_close(w, NULL);
 	logx_stop(x, 0, NULL);
 	note_signer_free(key);

@@ -275,6 +275,30 @@ static int batch_commit(struct server *s, struct pc_err *err)
 	return 0;
 }
 
+/* For the metrics thread: the counters and the writer after this round. */
+static void publish(struct server *s)
+{
+	struct logd_live *l = s->conf->live;
+	struct logw_stats ws;
+	uint64_t clients = 0;
+
+	if (!l)
+		return;
+	for (unsigned i = 0; i < s->n; i++)
+		clients += s->c[i].fd >= 0;
+	logw_stats(s->w, &ws);
+	atomic_store(&l->records, s->st.records);
+	atomic_store(&l->malformed, s->st.malformed);
+	atomic_store(&l->refused, s->st.refused);
+	atomic_store(&l->write_errors, s->st.write_errors);
+	atomic_store(&l->clients, clients);
+	atomic_store(&l->next_seq, ws.next_seq);
+	atomic_store(&l->tree_size, ws.tree_size);
+	atomic_store(&l->unsealed, ws.unsealed);
+	atomic_store(&l->file_bytes, ws.file_bytes);
+	atomic_store(&l->last_cp_ms, ws.last_cp_ms);
+}
+
 /* 1: stop, 0: go on. */
 static int handle_signal(struct server *s, struct pc_err *err)
 {
@@ -355,6 +379,7 @@ int logd_serve(int listen_fd, struct logw *w, const struct logd_server_conf *con
 		pc_err_errno(err, PC_EIO, "epoll");
 		goto out;
 	}
+	publish(&s);
 	for (;;) {
 		struct epoll_event evs[EVENTS];
 		uint64_t now = pc_now_mono_ms(), due = logw_next_tick_ms(w);
@@ -416,6 +441,7 @@ int logd_serve(int listen_fd, struct logw *w, const struct logd_server_conf *con
 				}
 			}
 		}
+		publish(&s);
 	}
 	rc = 0;
 out:

@@ -315,6 +315,15 @@ uint64_t logw_next_seq(const struct logw *w)
 	return w->st.next_seq;
 }
 
+void logw_stats(const struct logw *w, struct logw_stats *out)
+{
+	out->next_seq = w->st.next_seq;
+	out->tree_size = w->st.tree.size;
+	out->unsealed = w->st.since_cp;
+	out->file_bytes = w->st.size;
+	out->last_cp_ms = w->st.last_cp_time;
+}
+
 const char *logw_notice(const struct logw *w)
 {
 	return w->notice;

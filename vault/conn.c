@@ -64,6 +64,43 @@ static void conn_note(struct conn *c, const struct http_request *req)
 	pc_strlcpy(c->method, req->method, sizeof(c->method));
 }
 
+/* The metrics of one record: an allowed request counts (and injects) only
+ * once logd acknowledged it; without the acknowledgement it is refused. */
+static void conn_count(struct vault_daemon *d, const struct logrec *rec, bool wait, bool acked)
+{
+	struct vault_counters *n = &d->n;
+
+	if (wait && !acked)
+		atomic_fetch_add(&n->log_failed, 1);
+	switch (rec->action) {
+	case LOGREC_HTTP_REQUEST:
+		if (rec->verdict == LOGREC_REFUSED || (rec->verdict == LOGREC_ALLOWED && !acked)) {
+			atomic_fetch_add(&n->requests_refused, 1);
+		} else if (rec->verdict == LOGREC_ALLOWED) {
+			atomic_fetch_add(&n->requests_allowed, 1);
+			if (rec->secrets) {
+				uint64_t k = 1;
+
+				for (const char *p = rec->secrets; *p; p++)
+					k += *p == ',';
+				atomic_fetch_add(&n->injections, 1);
+				atomic_fetch_add(&n->secrets_injected, k);
+			}
+		}
+		break;
+	case LOGREC_EXFIL:
+		atomic_fetch_add(&n->exfil, 1);
+		atomic_fetch_add(&n->requests_refused, 1);
+		break;
+	case LOGREC_CONNECT:
+		if (rec->verdict == LOGREC_REFUSED)
+			atomic_fetch_add(&n->conns_refused, 1);
+		break;
+	default:
+		break;
+	}
+}
+
 void conn_log(struct conn *c, enum logrec_action action, enum logrec_verdict verdict,
 	      const char *reason, unsigned status, const char *secrets, bool wait, int *acked)
 {
@@ -89,6 +126,7 @@ void conn_log(struct conn *c, enum logrec_action action, enum logrec_verdict ver
 	rc = logq_record(c->d->logq, &rec, wait, &e);
 	if (acked)
 		*acked = rc == 0;
+	conn_count(c->d, &rec, wait, rc == 0);
 	vault_state_unref(st);
 }
 

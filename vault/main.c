@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef SO_ORIGINAL_DST
@@ -148,6 +149,7 @@ static void accept_refuse(struct vault_daemon *d, int fd, const struct pc_endpoi
 	pc_log(PC_LOG_NOTICE, "refused connection from %s: %s", pc_endpoint_str(src, b, sizeof(b)),
 	       reason);
 	logq_record(d->logq, &rec, false, NULL);
+	atomic_fetch_add(&d->n.conns_refused, 1);
 	close(fd);
 }
 
@@ -218,6 +220,8 @@ static void accept_one(struct vault_daemon *d, int lfd)
 		vault_daemon_conn_release(d, cs->sandbox);
 		accept_refuse(d, fd, &src, &orig, cs->sandbox, "cannot start a thread");
 		free(cs);
+	} else {
+		atomic_fetch_add(&d->n.conns_accepted, 1);
 	}
 	pthread_attr_destroy(&attr);
 }
@@ -249,11 +253,23 @@ static int usage(FILE *f)
 	return f == stdout ? PC_EXIT_OK : PC_EXIT_USAGE;
 }
 
+/* <run_dir>/vault.sock: made by root, so root's, and 0600 (metrics are for
+ * the administrator); served on its own thread once the privileges are gone. */
+static int control_listen(const struct pc_config *cfg, struct pc_err *err)
+{
+	char path[PC_PATH_MAX + 32];
+
+	if (mkdir(cfg->run_dir, 0755) < 0 && errno != EEXIST)
+		return pc_err_errno(err, PC_EIO, "creating %s", cfg->run_dir);
+	snprintf(path, sizeof(path), "%s/%s", cfg->run_dir, PC_VAULT_CTL_SOCK);
+	return pc_unix_listen(path, 0600, (uid_t)-1, (gid_t)-1, err);
+}
+
 static int setup(struct vault_daemon *d, const char *config, bool test_only, int *lfds,
 		 size_t *n_lfds, struct pc_err *err)
 {
 	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
-	int rc;
+	int rc, cfd;
 
 	if ((rc = pc_config_load(config, &d->cfg, err)) < 0)
 		return rc;
@@ -283,11 +299,20 @@ static int setup(struct vault_daemon *d, const char *config, bool test_only, int
 		else
 			pc_log(PC_LOG_WARN, "no IPv6 listener: %s", err->msg);
 	}
-	if ((rc = pc_privdrop(d->cfg.vault.user, 0, err)) < 0)
+	cfd = control_listen(&d->cfg, err);
+	if (cfd < 0)
+		return cfd;
+	if ((rc = pc_privdrop(d->cfg.vault.user, 0, err)) < 0) {
+		close(cfd);
 		return rc;
+	}
 	/* setuid already cleared it; say so explicitly anyway */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	return logq_start(d->cfg.log.socket, 2000, &d->logq, err);
+	if ((rc = logq_start(d->cfg.log.socket, 2000, &d->logq, err)) < 0) {
+		close(cfd);
+		return rc;
+	}
+	return pc_ctl_start(cfd, true, vault_metrics, d, &d->ctl, err);
 }
 
 int main(int argc, char **argv)
@@ -380,6 +405,7 @@ int main(int argc, char **argv)
 	}
 	pc_sd_notify("STOPPING=1", NULL);
 	pc_log(PC_LOG_NOTICE, "stopping");
+	pc_ctl_stop(d.ctl);
 	/* connection threads die with the process; their records were either
 	 * acknowledged or their requests refused */
 	return PC_EXIT_OK;

@@ -22,6 +22,11 @@
  * "ca". Returns a PC_EXIT_* code; prints its own errors. */
 int vault_cli(int argc, char **argv, const char *config);
 
+/* The vault's control socket, <run_dir>/vault.sock (SOCK_SEQPACKET, root
+ * only): the request "metrics" gets the vault's metrics in Prometheus text
+ * format (docs/operations.md, "Metrics"). */
+#define PC_VAULT_CTL_SOCK "vault.sock"
+
 /* ======================================================================
  * HTTP/1.1 message heads (http.c) — strict: anything ambiguous is refused,
  * because the vault and the upstream must never disagree on where a request

@@ -110,7 +110,20 @@ struct vault_daemon {
 	} * counts;
 	size_t n_counts;
 	unsigned conns; /* all connections */
+	struct vault_counters {
+		/* counted where their records are made (conn_log, accept);
+		 * read by the control thread (metrics.c) */
+		_Atomic uint64_t conns_accepted, conns_refused;
+		_Atomic uint64_t requests_allowed, requests_refused, exfil;
+		_Atomic uint64_t injections, secrets_injected;
+		_Atomic uint64_t log_failed;
+	} n;
+	struct pc_ctl *ctl;
 };
+
+/* metrics.c: the reply to "metrics" on vault.sock (pc_ctl_fn; ctx is the
+ * daemon). */
+char *vault_metrics(void *ctx, const char *req);
 
 struct vault_state *vault_daemon_state(struct vault_daemon *d); /* a reference */
 

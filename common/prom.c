@@ -1,0 +1,98 @@
+/* Prometheus text exposition format (version 0.0.4): the metric families
+ * the daemons serve on their control sockets and `portcullis metrics`
+ * prints (docs/operations.md, "Metrics"). */
+#include "common/pc.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void prom_add(struct pc_prom *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void prom_add(struct pc_prom *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->oom)
+		return;
+	for (;;) {
+		size_t room = b->cap - b->len;
+
+		va_start(ap, fmt);
+		n = vsnprintf(b->p ? b->p + b->len : NULL, room, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->oom = true;
+			return;
+		}
+		if ((size_t)n < room) {
+			b->len += (size_t)n;
+			return;
+		}
+		{
+			size_t cap = b->cap ? b->cap * 2 : 4096;
+			char *np;
+
+			while (cap - b->len <= (size_t)n)
+				cap *= 2;
+			np = realloc(b->p, cap);
+			if (!np) {
+				b->oom = true;
+				return;
+			}
+			b->p = np;
+			b->cap = cap;
+		}
+	}
+}
+
+void pc_prom_family(struct pc_prom *b, const char *name, const char *type, const char *help)
+{
+	prom_add(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+void pc_prom_u64(struct pc_prom *b, const char *name, const char *labels, uint64_t v)
+{
+	prom_add(b, "%s%s%s%s %llu\n", name, labels && *labels ? "{" : "", labels ? labels : "",
+		 labels && *labels ? "}" : "", (unsigned long long)v);
+}
+
+void pc_prom_f64(struct pc_prom *b, const char *name, const char *labels, double v)
+{
+	prom_add(b, "%s%s%s%s %.3f\n", name, labels && *labels ? "{" : "", labels ? labels : "",
+		 labels && *labels ? "}" : "", v);
+}
+
+const char *pc_prom_label(const char *v, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	for (; v && *v && o + 3 < len; v++) {
+		if (*v == '\\' || *v == '"') {
+			buf[o++] = '\\';
+			buf[o++] = *v;
+		} else if (*v == '\n') {
+			buf[o++] = '\\';
+			buf[o++] = 'n';
+		} else {
+			buf[o++] = *v;
+		}
+	}
+	if (len)
+		buf[o < len ? o : len - 1] = '\0';
+	return buf;
+}
+
+char *pc_prom_take(struct pc_prom *b)
+{
+	char *p = b->oom ? NULL : b->p;
+
+	if (b->oom)
+		free(b->p);
+	else if (!p)
+		p = calloc(1, 1);
+	memset(b, 0, sizeof(*b));
+	return p;
+}
