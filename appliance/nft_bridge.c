@@ -111,6 +111,28 @@ static void nm_src_in(struct nr *r, int kind, const char *set, bool inv)
 	}
 }
 
+/* An ICMPv6 neighbour advertisement whose target address is [not] in set.
+ * An advertisement claims its target for the sender's MAC, so the target is
+ * bound like a source address: otherwise a sandbox could advertise another
+ * sandbox's address and have the gateway send that one's traffic to it.
+ * "Not in" exempts link-local targets (each port's own, unbound). */
+static void nm_na_target_in(struct nr *r, const char *set, bool inv)
+{
+	static const uint8_t na = 136, mask[2] = {0xff, 0xc0}, zero2[2] = {0, 0},
+			     ll[2] = {0xfe, 0x80};
+
+	nm_l4proto(r, NFT_CMP_EQ, IPPROTO_ICMPV6);
+	nr_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, 0, 1);
+	nr_cmp(r, NFT_CMP_EQ, &na, 1);
+	nr_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, 8, 16);
+	nr_lookup(r, set, inv);
+	if (inv) {
+		nr_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, 8, 2);
+		nr_bitwise(r, 2, mask, zero2);
+		nr_cmp(r, NFT_CMP_NEQ, ll, 2);
+	}
+}
+
 /* kind 0 = ipv4, 1 = ipv6, 2 = arp: one regular chain each. */
 static void bridge_family_chain(struct bld *b, int kind, const struct binding *bd, size_t nbd)
 {
@@ -159,6 +181,14 @@ static void bridge_family_chain(struct bld *b, int kind, const struct binding *b
 	nr_counter(&r);
 	nr_verdict(&r, NF_DROP, NULL);
 	rsb_rule_end(b, &r);
+	if (kind == 1) {
+		/* an advertisement for an address no sandbox has */
+		rsb_rule_begin(b, &r);
+		nm_na_target_in(&r, all, true);
+		nr_counter(&r);
+		nr_verdict(&r, NF_DROP, NULL);
+		rsb_rule_end(b, &r);
+	}
 	for (size_t i = 0; i < nbd; i++) {
 		snprintf(set, sizeof(set), "%c%zu_%d", bd[i].is_mac ? 'm' : 'p', i,
 			 kind == 1 ? 6 : 4);
@@ -182,6 +212,28 @@ static void bridge_family_chain(struct bld *b, int kind, const struct binding *b
 		nr_counter(&r);
 		nr_verdict(&r, NF_DROP, NULL);
 		rsb_rule_end(b, &r);
+		if (kind == 1) {
+			/* the port/MAC advertises only its sandbox's addresses,
+			 * and those only it advertises */
+			rsb_rule_begin(b, &r);
+			if (bd[i].is_mac)
+				nm_ether_saddr(&r, NFT_CMP_EQ, bd[i].mac);
+			else
+				nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, bd[i].port);
+			nm_na_target_in(&r, set, true);
+			nr_counter(&r);
+			nr_verdict(&r, NF_DROP, NULL);
+			rsb_rule_end(b, &r);
+			rsb_rule_begin(b, &r);
+			nm_na_target_in(&r, set, false);
+			if (bd[i].is_mac)
+				nm_ether_saddr(&r, NFT_CMP_NEQ, bd[i].mac);
+			else
+				nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_NEQ, bd[i].port);
+			nr_counter(&r);
+			nr_verdict(&r, NF_DROP, NULL);
+			rsb_rule_end(b, &r);
+		}
 		if (kind == 2 && bd[i].is_mac) {
 			/* ARP sender hardware address must be the frame's */
 			rsb_rule_begin(b, &r);
@@ -213,6 +265,39 @@ static void bridge_sets(struct bld *b, const struct binding *bd, size_t nbd,
 			rsb_push(b, PC_NFT_SET_OBJ,
 				 nftset_prefixes(NFPROTO_BRIDGE, name, v6 ? AF_INET6 : AF_INET,
 						 bd[i].pfx, bd[i].n));
+		}
+	}
+}
+
+/* Frames the gateway sends toward a bound sandbox's address leave only
+ * through that sandbox's port (or toward its MAC). A sandbox that sends from
+ * another one's MAC moves that MAC to its own port in the bridge's
+ * forwarding database; without this chain the gateway would then hand it
+ * the other sandbox's traffic (tests/escape/l2.sh, MAC spoofing). */
+static void bridge_output_chain(struct bld *b, const struct binding *bd, size_t nbd)
+{
+	char set[32];
+	struct nr r;
+
+	rsb_chain(b, "output", "filter", NF_BR_LOCAL_OUT, PC_NFT_PRIO_BRIDGE, NF_ACCEPT);
+	for (size_t i = 0; i < nbd; i++) {
+		for (int v6 = 0; v6 < 2; v6++) {
+			snprintf(set, sizeof(set), "%c%zu_%d", bd[i].is_mac ? 'm' : 'p', i,
+				 v6 ? 6 : 4);
+			rsb_rule_begin(b, &r);
+			nr_payload(&r, NFT_PAYLOAD_LL_HEADER, 12, 2);
+			nr_cmp_be16(&r, NFT_CMP_EQ, v6 ? ETH_P_IPV6_ : ETH_P_IP_);
+			nr_payload(&r, NFT_PAYLOAD_NETWORK_HEADER, v6 ? 24 : 16, v6 ? 16 : 4);
+			nr_lookup(&r, set, false);
+			if (bd[i].is_mac) {
+				nr_payload(&r, NFT_PAYLOAD_LL_HEADER, 0, 6);
+				nr_cmp(&r, NFT_CMP_NEQ, bd[i].mac, 6);
+			} else {
+				nm_ifname(&r, NFT_META_OIFNAME, NFT_CMP_NEQ, bd[i].port);
+			}
+			nr_counter(&r);
+			nr_verdict(&r, NF_DROP, NULL);
+			rsb_rule_end(b, &r);
 		}
 	}
 }
@@ -282,6 +367,7 @@ void nft_bridge_table(struct bld *b)
 		nr_verdict(&r, NF_DROP, NULL);
 		rsb_rule_end(b, &r);
 	}
+	bridge_output_chain(b, bd, nbd);
 	bindings_free(bd, nbd);
 	free(all);
 }
