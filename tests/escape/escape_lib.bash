@@ -149,7 +149,10 @@ print(json.loads(l).get("event.reason", "(no reason)") if l else "(no record)")'
 }
 
 esc_counter() { # family chain ERE: sum of the counters of the rules matching ERE
-	lab_gw nft list chain "$1" portcullis "$2" 2>/dev/null | grep -E -- "$3" |
+	# (the whole table, cut to the chain: nft cannot name a chain called "arp")
+	lab_gw nft list table "$1" portcullis 2>/dev/null |
+		awk -v c="$2" '$1 == "chain" && $2 == c {p = 1; next} p && $1 == "}" {p = 0} p' |
+		grep -E -- "$3" |
 		grep -oE 'counter packets [0-9]+' | awk '{s += $3} END {print s + 0}'
 }
 
