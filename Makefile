@@ -40,7 +40,7 @@ UNIT_SRCS  := $(wildcard tests/unit/check_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 TEST_HELPERS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(wildcard tests/helpers/*.c))
 
-.PHONY: all deps test unit demo bench fuzz sanitize deb install clean escape \
+.PHONY: all deps test unit demo bench fuzz fuzz-build sanitize deb install clean escape \
 	format check-format
 all: $(BINS) $(UNIT_BINS) $(TEST_HELPERS)
 
@@ -78,6 +78,7 @@ deps:
 
 test: deps
 	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory fuzz-build
 	@tests/run $(if $(T),--only $(T))
 
 unit: all
@@ -108,11 +109,14 @@ sanitize:
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BUILD := build/fuzz
 FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
-fuzz:
+fuzz: fuzz-build
+	@tests/fuzz/run $(FUZZ_BUILD) $(or $(FUZZ_SECONDS),10)
+
+# (make test builds them too: its fuzz suite runs each for FUZZ_SECONDS, 5 by default)
+fuzz-build:
 	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang \
 		CFLAGS="$(FUZZ_CFLAGS) -DPC_FUZZING" LDFLAGS="-fsanitize=address,undefined" \
 		$(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRCS))
-	@tests/fuzz/run $(FUZZ_BUILD) $(or $(FUZZ_SECONDS),10)
 
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(ALL_LIBS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LINK_LIBS) $(LDLIBS)
