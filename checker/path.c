@@ -42,7 +42,52 @@ static int policy_bits(struct ck_walk *w, const struct ck_chain *c, int state)
 	return CK_O_ACC(state);
 }
 
+/* Index of c in the ruleset's chains, or -1 (then nothing is memoized). */
+static long chain_index(const struct ck_walk *w, const struct ck_chain *c)
+{
+	const struct ck_chain *base = w->st->nft.chains;
+
+	if (!w->memo || c < base || c >= base + w->n_memo)
+		return -1;
+	return (long)(c - base);
+}
+
+static int walk_chain(struct ck_walk *w, const struct ck_chain *c, int state);
+
 int ck_walk_chain(struct ck_walk *w, const struct ck_chain *c, int state)
+{
+	long i;
+	int out;
+
+	if (w->depth == 0 && w->memo) {
+		/* a new base chain: a new context */
+		for (size_t k = 0; k < w->n_memo * CK_NSTATES; k++)
+			w->memo[k] = -1;
+		memset(w->busy, 0, w->n_memo * sizeof(*w->busy));
+	}
+	i = chain_index(w, c);
+	if (i >= 0 && w->memo[i * CK_NSTATES + state] >= 0)
+		return w->memo[i * CK_NSTATES + state];
+	if (i >= 0 && w->busy[i]) {
+		char loc[600];
+
+		/* the kernel refuses jump loops: a dump with one is not understood */
+		ck_rule_where(c, NULL, loc, sizeof(loc));
+		ck_find(w->res, CK_OB_MODEL, CHECKER_DOUBT, "%s: reached again by its own jumps",
+			loc);
+		return CK_O_ACC_U;
+	}
+	if (i >= 0)
+		w->busy[i] = true;
+	out = walk_chain(w, c, state);
+	if (i >= 0) {
+		w->busy[i] = false;
+		w->memo[i * CK_NSTATES + state] = out;
+	}
+	return out;
+}
+
+static int walk_chain(struct ck_walk *w, const struct ck_chain *c, int state)
 {
 	bool saved = w->ours;
 	int cur = 1 << state, out = 0;
@@ -378,6 +423,18 @@ void ck_paths_check(const struct ck_state *st, const struct checker_expect *ex, 
 	w.res = res;
 	if (!brl)
 		return; /* reported by the membership obligation */
+	if (st->nft.n_chains) {
+		w.memo = calloc(st->nft.n_chains * CK_NSTATES, sizeof(*w.memo));
+		w.busy = calloc(st->nft.n_chains, sizeof(*w.busy));
+		if (!w.memo || !w.busy) {
+			free(w.memo);
+			free(w.busy);
+			ck_find(res, CK_OB_MODEL, CHECKER_DOUBT,
+				"out of memory while walking chains");
+			return;
+		}
+		w.n_memo = st->nft.n_chains;
+	}
 	for (size_t i = 0; i < st->nft.n_bad; i++)
 		ck_find(res, CK_OB_MODEL, CHECKER_DOUBT,
 			"table %s %s chain %s rule handle %llu: rule could not be parsed (an "
@@ -417,4 +474,6 @@ void ck_paths_check(const struct ck_state *st, const struct checker_expect *ex, 
 		"%zu tables, %zu chains, %zu rules, %zu sets read; %zu sandbox port(s) walked for "
 		"IPv4 and IPv6",
 		st->nft.n_tables, st->nft.n_chains, st->nft.n_rules, st->nft.n_sets, nports);
+	free(w.memo);
+	free(w.busy);
 }

@@ -42,6 +42,14 @@ struct ck_walk {
 	bool marks_only; /* global scan: report only writes to our mark bits */
 	int depth;
 	char why[1200]; /* how an undecided packet got past our table */
+	/* Within one base chain's walk (the context is fixed) a regular chain
+	 * reached again from the same state has the same outcome: memo[i *
+	 * CK_NSTATES + state] holds it (-1: not yet), so jumps fanning out
+	 * through many chains cost each chain once, not once per path to it.
+	 * busy[i]: chain i is being walked (a jump back to it is a loop). */
+	int *memo;
+	bool *busy;
+	size_t n_memo;
 };
 
 struct ck_rule_out {

@@ -1,5 +1,6 @@
 /* Unit tests of the checker's path model on synthetic rulesets (built with
  * libnftnl, no kernel), its JSON reader and the DSSE PAE/sign/verify. */
+#include <stdio.h>
 #include <string.h>
 
 #include <libnftnl/chain.h>
@@ -287,6 +288,73 @@ START_TEST(unknown_expression_is_unproven)
 }
 END_TEST
 
+static void e_jump(struct nftnl_rule *r, const char *chain)
+{
+	struct nftnl_expr *e = nftnl_expr_alloc("immediate");
+
+	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, (uint32_t)NFT_JUMP);
+	nftnl_expr_set_str(e, NFTNL_EXPR_IMM_CHAIN, chain);
+	nftnl_rule_add_expr(r, e);
+}
+
+/* Jumps fanning out through many chains (2^24 paths here, found by the
+ * fuzzer as a timeout): each chain is walked once per base chain and state,
+ * not once per path to it. */
+START_TEST(jump_fanout_is_walked_once_per_chain)
+{
+	struct checker_result *r;
+	char name[16], next[16];
+
+	base_state();
+	our_guard(0);
+	chain(NFPROTO_IPV4, "fan", "pre", NF_INET_PRE_ROUTING, -300, NF_ACCEPT, "filter");
+	for (int i = 0; i < 24; i++) {
+		snprintf(name, sizeof(name), "c%d", i);
+		chain(NFPROTO_IPV4, "fan", name, -1, 0, 0, "");
+	}
+	/* rules only once every chain exists: chain() may move the array */
+	for (int i = -1; i < 23; i++) {
+		struct ck_chain *c;
+
+		snprintf(name, sizeof(name), "c%d", i);
+		snprintf(next, sizeof(next), "c%d", i + 1);
+		c = (struct ck_chain *)ck_chain_find(&st.nft, NFPROTO_IPV4, "fan",
+						     i < 0 ? "pre" : name);
+		ck_assert_ptr_nonnull(c);
+		e_jump(rule(c), next);
+		e_jump(rule(c), next);
+	}
+	/* c23 is empty: every call returns, so both jumps of each chain run */
+	r = analyze();
+	ck_assert_int_eq(r->status, CHECKER_PROVEN); /* an accept does not get past us */
+	checker_result_free(r);
+	teardown();
+}
+END_TEST
+
+/* The kernel refuses jump loops; a state with one is not understood. */
+START_TEST(jump_loop_is_unproven)
+{
+	struct checker_result *r;
+	struct ck_chain *c;
+
+	base_state();
+	our_guard(0);
+	chain(NFPROTO_IPV4, "l", "pre", NF_INET_PRE_ROUTING, -300, NF_ACCEPT, "filter");
+	chain(NFPROTO_IPV4, "l", "a", -1, 0, 0, "");
+	c = (struct ck_chain *)ck_chain_find(&st.nft, NFPROTO_IPV4, "l", "pre");
+	e_jump(rule(c), "a");
+	c = (struct ck_chain *)ck_chain_find(&st.nft, NFPROTO_IPV4, "l", "a");
+	e_jump(rule(c), "a");
+	r = analyze();
+	ck_assert_int_eq(r->status, CHECKER_UNPROVEN);
+	ck_assert(has(r, "table ip l chain a: reached again by its own jumps"));
+	checker_result_free(r);
+	teardown();
+}
+END_TEST
+
 START_TEST(other_interface_rules_do_not_match_sandbox)
 {
 	struct checker_result *r;
@@ -361,6 +429,8 @@ static Suite *checker_suite(void)
 	tcase_add_test(t, foreign_mark_write_is_an_exit);
 	tcase_add_test(t, unknown_expression_is_unproven);
 	tcase_add_test(t, other_interface_rules_do_not_match_sandbox);
+	tcase_add_test(t, jump_fanout_is_walked_once_per_chain);
+	tcase_add_test(t, jump_loop_is_unproven);
 	tcase_add_test(t, json_strict);
 	tcase_add_test(t, dsse_round_trip);
 	suite_add_tcase(s, t);
