@@ -215,6 +215,30 @@ static int wait_port(struct sb *s, struct pc_err *err)
 			  s->port);
 }
 
+/* The engine runs its own containment check after each change of its
+ * tables (a new port included) and reads the rules directory for it: let
+ * the one the new port started finish before the directory changes, or it
+ * would compare the old tables with the new rules and log a false exit.
+ * (An engine whose status has no "check" is not waited for.) */
+static void wait_engine_check(struct sb *s)
+{
+	for (int i = 0; i < 1500; i++) {
+		char *reply = NULL;
+		const char *c;
+		bool busy;
+
+		if (pc_engine_request(s->cfg.run_dir, "status", 5000, &reply, NULL) < 0)
+			return;
+		c = strstr(reply, "\"check\":{");
+		c = c ? strstr(c, "\"running\":") : NULL;
+		busy = c && strncmp(c + strlen("\"running\":"), "true", 4) == 0;
+		free(reply);
+		if (!busy)
+			return;
+		usleep(20000);
+	}
+}
+
 static void teardown(struct sb *s, bool reload)
 {
 	struct pc_err e = {0};
@@ -423,6 +447,7 @@ static int launch(struct sb *s)
 	/* the engine has seen the new port before the policy changes under it */
 	if (wait_port(s, &e) < 0)
 		goto fail;
+	wait_engine_check(s);
 	if (sbfile_dir_make(s, uid, gid, &e) < 0 || sbfile_rule_write(s, &e) < 0)
 		goto fail;
 	policy_unref(pol);

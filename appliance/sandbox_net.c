@@ -76,6 +76,42 @@ static int nl_talk(struct nl *n, struct nlmsghdr *nlh, mnl_cb_t cb, void *data, 
 	}
 }
 
+/* Send len bytes holding `want` requests (each with NLM_F_ACK) at once and
+ * read their acknowledgements; the first error fails (errno set). */
+static int nl_acks(struct nl *n, const void *msgs, size_t len, int want, const char *what,
+		   struct pc_err *err)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	int got = 0;
+
+	if (mnl_socket_sendto(n->sock, msgs, len) < 0)
+		return pc_err_errno(err, PC_EIO, "%s", what);
+	while (got < want) {
+		ssize_t r = mnl_socket_recvfrom(n->sock, buf, sizeof(buf));
+		int left = (int)r;
+
+		if (r <= 0)
+			return pc_err_errno(err, PC_EIO, "%s", what);
+		for (const struct nlmsghdr *h = (const void *)buf; mnl_nlmsg_ok(h, left);
+		     h = mnl_nlmsg_next(h, &left)) {
+			const struct nlmsgerr *e = mnl_nlmsg_get_payload(h);
+
+			if (h->nlmsg_type != NLMSG_ERROR || h->nlmsg_pid != n->portid)
+				continue;
+			if (h->nlmsg_len < mnl_nlmsg_size(sizeof(*e))) {
+				errno = EBADMSG;
+				return pc_err_errno(err, PC_EIO, "%s", what);
+			}
+			if (e->error) {
+				errno = -e->error;
+				return pc_err_errno(err, PC_EIO, "%s", what);
+			}
+			got++;
+		}
+	}
+	return 0;
+}
+
 static struct nlmsghdr *nl_link_msg(char *buf, uint16_t type, uint16_t flags, int ifindex)
 {
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
@@ -343,6 +379,7 @@ int sbnet_port_attach(const char *port, uint32_t br_ifindex, bool *enslaved, str
 	struct link_info li;
 	struct nlmsghdr *nlh;
 	struct nlattr *linkinfo, *data;
+	struct mnl_nlmsg_batch *b;
 	bool did = false;
 	int rc;
 
@@ -356,23 +393,35 @@ int sbnet_port_attach(const char *port, uint32_t br_ifindex, bool *enslaved, str
 				li.master);
 		goto out;
 	}
+	/* Enslaving and isolating are two requests (a port can be isolated only
+	 * once it is a port); they go in one message buffer, so the kernel runs
+	 * them back to back, and whoever watches link events (the engine's own
+	 * check) next sees the port isolated. It stays down until then. */
+	b = mnl_nlmsg_batch_start(buf, sizeof(buf));
 	if (!li.master) {
-		nlh = nl_link_msg(buf, RTM_NEWLINK, 0, (int)li.ifindex);
+		nlh = nl_link_msg(mnl_nlmsg_batch_current(b), RTM_NEWLINK,
+				  NLM_F_REQUEST | NLM_F_ACK, (int)li.ifindex);
+		nlh->nlmsg_seq = ++n.seq;
 		mnl_attr_put_u32(nlh, IFLA_MASTER, br_ifindex);
-		if ((rc = nl_talk(&n, nlh, NULL, NULL, "adding the port to the bridge", err)) < 0)
-			goto out;
+		mnl_nlmsg_batch_next(b);
 		did = true;
 	}
 	/* isolated: the port can talk to the bridge (the gateway) only, never
 	 * to another port — the first layer; the bridge table is the second */
-	nlh = nl_link_msg(buf, RTM_NEWLINK, 0, (int)li.ifindex);
+	nlh = nl_link_msg(mnl_nlmsg_batch_current(b), RTM_NEWLINK, NLM_F_REQUEST | NLM_F_ACK,
+			  (int)li.ifindex);
+	nlh->nlmsg_seq = ++n.seq;
 	linkinfo = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
 	mnl_attr_put_strz(nlh, IFLA_INFO_SLAVE_KIND, "bridge");
 	data = mnl_attr_nest_start(nlh, IFLA_INFO_SLAVE_DATA);
 	mnl_attr_put_u8(nlh, IFLA_BRPORT_ISOLATED, 1);
 	mnl_attr_nest_end(nlh, data);
 	mnl_attr_nest_end(nlh, linkinfo);
-	if ((rc = nl_talk(&n, nlh, NULL, NULL, "isolating the bridge port", err)) < 0)
+	mnl_nlmsg_batch_next(b);
+	rc = nl_acks(&n, mnl_nlmsg_batch_head(b), mnl_nlmsg_batch_size(b), did ? 2 : 1,
+		     "adding the port to the bridge, isolated", err);
+	mnl_nlmsg_batch_stop(b);
+	if (rc < 0)
 		goto out;
 	rc = link_set_up(&n, li.ifindex, err);
 out:
