@@ -39,7 +39,8 @@ static int check_only(const char *config)
 	if (rc) {
 		fprintf(stderr, "portcullisd: %s\n", pc_err_str(&err, ebuf, sizeof(ebuf)));
 		policy_unref(pol);
-		return PC_EXIT_FAIL;
+		/* invalid: 1; a file that could not be read: 3 (as logd, vault) */
+		return pc_exit_for_check(rc);
 	}
 	printf("configuration %s ok; policy %s (%zu sandbox%s)\n", config, policy_hash(pol),
 	       policy_sandbox_count(pol), policy_sandbox_count(pol) == 1 ? "" : "es");

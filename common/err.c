@@ -110,3 +110,16 @@ const char *pc_strerror(int code)
 	}
 	return "unknown error";
 }
+
+int pc_exit_for_check(int code)
+{
+	switch (code) {
+	case PC_EPARSE:
+	case PC_EINVAL:
+	case PC_EREFUSED:
+	case PC_ETAMPER:
+		return PC_EXIT_FAIL;
+	default:
+		return PC_EXIT_ERROR;
+	}
+}

@@ -74,6 +74,11 @@ enum {
 	PC_EXIT_ERROR = 3, /* could not do the job: unreadable file, daemon
 			      unreachable, no permission */
 };
+/* The exit code of a check of input that failed with code (a daemon's -t,
+ * lint): PC_EXIT_FAIL when the input was read and is invalid (PC_EPARSE,
+ * PC_EINVAL, PC_EREFUSED, PC_ETAMPER), PC_EXIT_ERROR when it could not be
+ * read or the check not done (PC_ENOENT, PC_EIO, PC_EPERM, PC_ENOMEM ...). */
+int pc_exit_for_check(int code);
 
 /* ---- daemon logging (stderr, journal-friendly "<N>" level prefixes) ---- */
 

@@ -80,13 +80,17 @@ int main(int argc, char **argv)
 	/* The signing key will be in this process's memory: no core dumps,
 	 * no ptrace by the same user (dropping to log.user keeps it so). */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	if (pc_config_load(config, &cfg, &err) < 0) {
+	/* -t: 1 for an invalid configuration (or key, or syslog settings),
+	 * 3 for a file that could not be read, as portcullisd and the vault */
+	if ((rc = pc_config_load(config, &cfg, &err)) < 0) {
 		char buf[1024];
 
 		pc_log(PC_LOG_ERR, "%s", pc_err_str(&err, buf, sizeof(buf)));
-		return test ? PC_EXIT_FAIL : PC_EXIT_ERROR;
+		return test ? pc_exit_for_check(rc) : PC_EXIT_ERROR;
 	}
+	rc = PC_EXIT_ERROR;
 	if (root && pc_user_lookup(cfg.log.user, &log_uid, &log_gid, &err) < 0) {
+		/* the configuration names a user this machine does not have */
 		pc_log(PC_LOG_ERR, "log.user: %s", err.msg);
 		return test ? PC_EXIT_FAIL : PC_EXIT_ERROR;
 	}
@@ -94,15 +98,19 @@ int main(int argc, char **argv)
 	if (test) {
 		/* The configuration, the key and the syslog settings; the log
 		 * file itself is verified by every start (docs/logd.md). */
-		rc = PC_EXIT_FAIL;
-		if (logd_key_open(cfg.log.key, false, &key, &err) < 0) {
+		int r;
+
+		if ((r = logd_key_open(cfg.log.key, false, &key, &err)) < 0) {
+			rc = pc_exit_for_check(r);
 			if (err.code != PC_ENOENT)
 				goto fail;
 			pc_log(PC_LOG_NOTICE, "%s: no key yet (generated at first start)",
 			       cfg.log.key);
 		}
-		if (logx_check(&xc, &err) < 0)
+		if ((r = logx_check(&xc, &err)) < 0) {
+			rc = pc_exit_for_check(r);
 			goto fail;
+		}
 		pc_log(PC_LOG_NOTICE, "%s: configuration ok", config);
 		rc = PC_EXIT_OK;
 		goto out;

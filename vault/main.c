@@ -322,7 +322,7 @@ int main(int argc, char **argv)
 	struct rlimit nocore = {0, 0};
 	struct pc_err e = {0};
 	bool test_only = false;
-	int lfds[2], sfd, opt;
+	int lfds[2], sfd, opt, rc;
 	size_t n_lfds = 0;
 	sigset_t sigs;
 	char b[700];
@@ -359,9 +359,11 @@ int main(int argc, char **argv)
 		return PC_EXIT_ERROR;
 	}
 	pthread_mutex_init(&d.lock, NULL);
-	if (setup(&d, config, test_only, lfds, &n_lfds, &e) < 0) {
+	if ((rc = setup(&d, config, test_only, lfds, &n_lfds, &e)) < 0) {
 		pc_log(PC_LOG_ERR, "%s", pc_err_str(&e, b, sizeof(b)));
-		return PC_EXIT_ERROR;
+		/* -t: 1 for an invalid configuration, CA, policy or store, 3 for
+		 * a file that could not be read (as portcullisd and logd) */
+		return test_only ? pc_exit_for_check(rc) : PC_EXIT_ERROR;
 	}
 	if (test_only) {
 		printf("portcullis-vault: configuration ok (policy %s, %zu secrets)\n",

@@ -81,7 +81,7 @@ t_eq "the placeholder of a removed secret: exit 1" 1 "$rc"
 printf '%s\n' "$VALUE" | pc secrets set GITHUB_TOKEN >/dev/null 2>&1
 printf 'X' | dd of="$D/secrets/GITHUB_TOKEN.sealed" bs=1 seek=40 conv=notrunc 2>/dev/null
 rc=0; out=$("$B/portcullis-vault" -c "$D/portcullis.yaml" -t 2>&1) || rc=$?
-t_eq "a tampered sealed file: the vault refuses to start (exit 3)" 3 "$rc"
+t_eq "a tampered sealed file: -t says the store is invalid (exit 1)" 1 "$rc"
 t_match "... saying which file" "GITHUB_TOKEN.sealed: sealed secret does not authenticate" "$out"
 
 t_done
