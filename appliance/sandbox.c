@@ -20,6 +20,8 @@
 
 extern char **environ;
 
+/* Set once from the command line before anything else runs; the launcher
+ * has no threads. */
 static bool quiet;
 static const char *cur_name = "";
 

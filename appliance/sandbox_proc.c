@@ -348,8 +348,9 @@ static bool hup_pending(pid_t pid)
 	return pending;
 }
 
-/* Is the vault's main thread back in its accept loop's poll? */
-static bool in_poll(pid_t pid)
+/* Is the vault's main thread back in its accept loop's poll? 1 yes, 0 no,
+ * -1 when the kernel does not say (no /proc/PID/syscall). */
+static int in_poll(pid_t pid)
 {
 	char path[64], buf[64];
 	ssize_t n;
@@ -359,17 +360,17 @@ static bool in_poll(pid_t pid)
 	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return false;
+		return -1;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return false;
+		return -1;
 	buf[n] = '\0';
 	if (sscanf(buf, "%ld", &nr) != 1)
-		return false; /* "running" */
+		return 0; /* "running" */
 #ifdef SYS_poll
 	if (nr == SYS_poll)
-		return true;
+		return 1;
 #endif
 	return nr == SYS_ppoll;
 }
@@ -385,12 +386,19 @@ int sbproc_vault_reload(pid_t pid, struct pc_err *err)
 	 * no longer pending and the main thread is back in poll, the reload
 	 * is done (it logs its result to its own stderr). */
 	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-	for (int i = 0; i < 1000; i++) {
+	for (int i = 0, taken = 0; i < 1000; i++) {
+		int p;
+
 		if (access(path, F_OK) < 0)
 			return pc_err_set(err, PC_EIO, "the vault (pid %d) exited on reload",
 					  (int)pid);
-		if (!hup_pending(pid) && in_poll(pid))
-			return 0;
+		if (!hup_pending(pid)) {
+			p = in_poll(pid);
+			/* without /proc/PID/syscall: the signal was taken; a reload
+			 * reads a few files, give it a moment */
+			if (p == 1 || (p < 0 && ++taken > 30))
+				return 0;
+		}
 		sleep_ms(10);
 	}
 	return pc_err_set(err, PC_ETIMEOUT, "the vault (pid %d) did not reload within 10 s",
