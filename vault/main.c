@@ -249,7 +249,10 @@ static void reload(struct vault_daemon *d)
 
 static int usage(FILE *f)
 {
-	fprintf(f, "usage: portcullis-vault [-c FILE] [-t]\n");
+	fprintf(f, "usage: portcullis-vault [-c FILE] [-t]\n"
+		   "  -c FILE  configuration (default /etc/portcullis/portcullis.yaml)\n"
+		   "  -t       check the configuration, CA, policy and secrets, then exit\n"
+		   "  -V       print the version\n");
 	return f == stdout ? PC_EXIT_OK : PC_EXIT_USAGE;
 }
 
@@ -340,7 +343,7 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	while ((opt = getopt(argc, argv, "c:th")) != -1) {
+	while ((opt = getopt(argc, argv, "c:thV")) != -1) {
 		switch (opt) {
 		case 'c':
 			config = optarg;
@@ -350,6 +353,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			return usage(stdout);
+		case 'V':
+			printf("portcullis-vault %s\n", PC_VERSION);
+			return PC_EXIT_OK;
 		default:
 			return usage(stderr);
 		}
