@@ -1,5 +1,6 @@
 /* Unit tests of the checker's path model on synthetic rulesets (built with
  * libnftnl, no kernel), its JSON reader and the DSSE PAE/sign/verify. */
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -355,6 +356,56 @@ START_TEST(jump_loop_is_unproven)
 }
 END_TEST
 
+/* A redirect: port (host order) into register 1, then redir to it. */
+static void e_redirect(struct nftnl_rule *r, uint16_t port)
+{
+	struct nftnl_expr *e = nftnl_expr_alloc("immediate");
+	uint16_t be = htons(port);
+
+	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_1);
+	nftnl_expr_set(e, NFTNL_EXPR_IMM_DATA, &be, sizeof(be));
+	nftnl_rule_add_expr(r, e);
+	e = nftnl_expr_alloc("redir");
+	nftnl_expr_set_u32(e, NFTNL_EXPR_REDIR_REG_PROTO_MIN, NFT_REG_1);
+	nftnl_rule_add_expr(r, e);
+}
+
+/* docs/checker.md: our own table's redirect to a listener of the guard is
+ * the guarded path; to any other port, or in any other table, it is a way
+ * out. */
+START_TEST(redirect_to_our_listener_only_in_our_table)
+{
+	static const struct {
+		const char *table;
+		uint16_t port;
+		const char *finding; /* NULL: proven */
+	} cases[] = {
+	    {"portcullis", 8443, NULL},
+	    {"portcullis", 9999, "redirect to port 9999: not one of our listeners"},
+	    {"other", 8443, "redirect to port 8443 changes the destination after our decision"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct checker_result *r;
+
+		base_state();
+		our_guard(0);
+		e_redirect(rule(chain(NFPROTO_INET, cases[i].table, "dstnat", NF_INET_PRE_ROUTING,
+				      -100, NF_ACCEPT, "nat")),
+			   cases[i].port);
+		r = analyze();
+		if (!cases[i].finding)
+			ck_assert_msg(r->status == CHECKER_PROVEN, "case %zu: %s", i,
+				      r->n_findings ? r->findings[0].text : "");
+		else
+			ck_assert_msg(r->status == CHECKER_EXIT_FOUND && has(r, cases[i].finding),
+				      "case %zu: %s", i, r->n_findings ? r->findings[0].text : "");
+		checker_result_free(r);
+		teardown();
+	}
+}
+END_TEST
+
 START_TEST(other_interface_rules_do_not_match_sandbox)
 {
 	struct checker_result *r;
@@ -431,6 +482,7 @@ static Suite *checker_suite(void)
 	tcase_add_test(t, other_interface_rules_do_not_match_sandbox);
 	tcase_add_test(t, jump_fanout_is_walked_once_per_chain);
 	tcase_add_test(t, jump_loop_is_unproven);
+	tcase_add_test(t, redirect_to_our_listener_only_in_our_table);
 	tcase_add_test(t, json_strict);
 	tcase_add_test(t, dsse_round_trip);
 	suite_add_tcase(s, t);
