@@ -110,7 +110,8 @@ struct nftnl_set *nftset_prefixes(uint16_t family, const char *name, uint8_t af,
 	for (size_t i = 0; i < n; i++)
 		if (pfx[i]->addr.family == af)
 			prefix_range(pfx[i], alen, &r[nr++]);
-	qsort(r, nr, sizeof(*r), range_sort_cmp);
+	if (nr) /* qsort on the NULL of an empty set is undefined */
+		qsort(r, nr, sizeof(*r), range_sort_cmp);
 	for (size_t i = 0; i < nr;) {
 		struct range cur = r[i++];
 		uint8_t next[16];
