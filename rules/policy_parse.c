@@ -642,6 +642,19 @@ int pbuild_file(struct pbuild *b, const char *name, const char *buf, size_t len)
 	rc = yfile_parse(name, buf, len, &yf, b->d);
 	if (rc)
 		return rc == PC_ENOMEM ? rc : 0;
+	size_t blank = 0;
+	while (blank < len && memchr(" \t\r\n", buf[blank], 4))
+		blank++;
+	if (blank == len) {
+		/* Most often a file truncated by a write in progress: refusing it
+		 * keeps the running policy (tests/faults/policy_files.sh). A file
+		 * of comments is a deliberate "no sandbox here" and loads. */
+		yfile_free(yf);
+		rc = diag_at(b->d, PC_EINVAL, pp.file, 1, 1,
+			     "the rule file is empty; expected a sandbox or a list of them "
+			     "(to have none here, say so in a comment or remove the file)");
+		return rc == PC_ENOMEM ? rc : 0;
+	}
 	for (size_t d = 0; d < yf->n_docs && !b->d->gave_up; d++) {
 		const struct ynode *root = yf->docs[d].root;
 
