@@ -1,0 +1,66 @@
+# Fault: logd's disk full, with the engine in front and a
+# sandbox making requests. The log directory is a small tmpfs in a private
+# mount namespace of logd's own (nothing outside the test sees it). While
+# logd cannot write, new flows are refused (no record, no connection) and
+# both daemons say why; when space returns, service
+# resumes, and the log verifies.
+set -u
+. "$PC_TOP/tests/lib/tap.sh"
+. "$PC_TOP/tests/lab/lab.sh"
+. "$PC_TOP/tests/lib/guard.sh"
+
+guard_need_bins
+lab_up 1
+guard_config
+guard_rules agents <<Y
+sandbox: agent-1
+match: { source: $(lab_sb_ip4 1)/32, port: $(lab_sb_port 1) }
+allow:
+  - cidr: $LAB_DIRECT4/32
+    ports: [80]
+Y
+L=$GUARD_DIR/log
+mkdir -m 0750 "$L"
+chown portcullis-log:portcullis-log "$L"
+lab_ns_check "$LAB_GW"
+unshare -m --propagation private sh -c '
+	mount -t tmpfs -o size=2m,mode=0750,uid=$(id -u portcullis-log),gid=$(id -g portcullis-log) tmpfs "$1" &&
+	{ sleep 900 & echo $! >"$2"; } && exec ip netns exec "$3" "$4/portcullis-logd" -c "$5"' \
+	sh "$L" "$LAB_DIR/anchor" "$LAB_GW" "$GUARD_BIN" "$GUARD_CONF" 2>>"$GUARD_DIR/logd.log" &
+echo $! >"$LAB_DIR/guard-logd.pid"
+for i in $(seq 1 100); do [ -S "$GUARD_DIR/run/logd.sock" ] && [ -s "$LAB_DIR/anchor" ] && break; sleep 0.05; done
+echo "$(cat "$LAB_DIR/anchor")" >"$LAB_DIR/anchor.pid" # (lab_down kills it)
+guard_engine_start || { t_fail "engine started" true; t_done; }
+inns() { nsenter -t "$(cat "$LAB_DIR/anchor")" -m "$@"; }
+curl_rc() { local rc; lab_sb 1 curl -s -o /dev/null --max-time 3 http://$LAB_DIRECT4/ && rc=0 || rc=$?; echo $rc; }
+nginx_lines() { grep -c "^$LAB_DIRECT4 " "$LAB_DIR/nginx-access.log" 2>/dev/null || true; }
+
+t_eq "baseline: the allowed flow works with the log on the small file system" 0 "$(curl_rc)"
+t_ok "the log is on the tmpfs" inns test -s "$L/verdicts.jsonl"
+
+# ---- disk full -------------------------------------------------------------------------
+inns dd if=/dev/zero of="$L/filler" bs=4k count=100000 2>/dev/null
+# (the log file's last page may still take a record or two: then it is full)
+rcs=""
+for i in $(seq 1 8); do rcs="$rcs $(curl_rc)"; done
+t_match "disk full: new flows are refused (curl 7, at once)" "( 7){4}$" "$rcs"
+t_diag "curl exit codes after the disk filled: $rcs"
+served=$(nginx_lines)
+recs=$(inns cat "$L/verdicts.jsonl" | grep '"event.outcome":"success"' | grep -c "\"destination.ip\":\"$LAB_DIRECT4\"")
+t_ok "every flow that got through has its record ($served served, $recs records)" test "$recs" -ge "$served"
+t_match "logd says why" "No space left on device" "$(cat "$GUARD_DIR/logd.log")"
+t_match "the engine says why" "logd did not take the records" "$(cat "$GUARD_DIR/engine.log")"
+t_ok "both daemons keep running" kill -0 "$(guard_engine_pid)" "$(cat "$LAB_DIR/guard-logd.pid")"
+inns rm -f "$L/filler"
+t_eq "space back: the flow is allowed again" 0 "$(curl_rc)"
+# (read-only: a tmpfs holding a file open for writing cannot be remounted
+# read-only — the kernel says busy — and a failed write takes the same path
+# in logd as a full disk: rolled back, not acknowledged, the flow refused)
+
+served=$(nginx_lines)
+recs=$(inns cat "$L/verdicts.jsonl" | grep '"event.outcome":"success"' | grep -c "\"destination.ip\":\"$LAB_DIRECT4\"")
+t_ok "every flow the upstream served has its record ($served served, $recs records)" test "$recs" -ge "$served"
+t_ok "the log verifies" inns ip netns exec "$LAB_GW" "$GUARD_BIN/portcullis" -c "$GUARD_CONF" log verify
+guard_engine_stop
+guard_logd_stop
+t_done
