@@ -40,7 +40,7 @@ UNIT_SRCS  := $(wildcard tests/unit/check_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 TEST_HELPERS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(wildcard tests/helpers/*.c))
 
-.PHONY: all deps test unit demo bench fuzz fuzz-build sanitize deb install clean escape \
+.PHONY: all deps test unit demo bench fuzz fuzz-build sanitize valgrind deb install clean escape \
 	format check-format
 all: $(BINS) $(UNIT_BINS) $(TEST_HELPERS)
 
@@ -120,6 +120,10 @@ fuzz-build:
 
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(ALL_LIBS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LINK_LIBS) $(LDLIBS)
+
+# The daemons under valgrind memcheck through one lab run (docs/security.md).
+valgrind: all
+	@PC_TOP=$(CURDIR) PC_BUILD=$(BUILD) bash tests/faults/valgrind.bash
 
 deb:
 	@packaging/build-deb.sh
