@@ -92,8 +92,9 @@ escape: deps
 	@$(MAKE) --no-print-directory all
 	@tests/run --escape
 
+# (parallel build: the quick look has 3 minutes, build included)
 bench: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@bench/run $(if $(QUICK),--quick)
 
 # ASan+UBSan build of everything, then the unit tests (and, with INTEGRATION=1,
