@@ -173,7 +173,9 @@ esc_begin() {
 esc_end() { # outcome evidence [result: held unless a check failed; "limit" = a documented limit]
 	local res=${3:-held}
 	[ "$T_FAILED" = "$ESC_FAILED0" ] || res=FAILED
-	printf '%s\t%s\t%s\t%s\n' "$ESC_ATTEMPT" "$1" "$2" "$res" | tr -d '\r' >>"$ESC_TSV"
+	# (one row per attempt: newlines and tabs inside a field become spaces)
+	printf '%s\t%s\t%s\t%s\n' "${ESC_ATTEMPT//[$'\n\t']/ }" "${1//[$'\n\t']/ }" \
+		"${2//[$'\n\t']/ }" "$res" | tr -d '\r' >>"$ESC_TSV"
 	ESC_ATTEMPT=
 }
 
