@@ -25,7 +25,9 @@ static struct sb *sb_new(bool attach)
 /* sbargs_parse over a NULL-terminated list (argv[0] is the subcommand). */
 static int parse(struct sb *s, const char *const *args, struct pc_err *e)
 {
-	char *argv[40];
+	/* static: s->cmd borrows from argv after parse() returns (as it borrows
+	 * main's argv in the launcher) */
+	static char *argv[40];
 	int argc = 0;
 
 	for (; args[argc]; argc++)
