@@ -5,27 +5,10 @@
 # limit) is rolled back and its records are refused, not acknowledged; with
 # logd down, a client cannot hand a record over at all.
 set -u
-. "$PC_TOP/tests/lib/tap.sh"
+. "$PC_TOP/tests/integration/logd_setup.bash"
 
-B=$PC_TOP/$PC_BUILD
-D=$(mktemp -d /tmp/pc-logd-access.XXXXXX)
-chmod 755 "$D"
-LOGD_PID=
-cleanup() {
-	[ -z "$LOGD_PID" ] || kill "$LOGD_PID" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$D"
-}
-trap cleanup EXIT
-
-cat >"$D/p.yaml" <<EOF
-run_dir: $D/run
-state_dir: $D/state
-log:
-  file: $D/log/verdicts.jsonl
-  syslog:
-    local: false
-EOF
+lg_init logd-access
+lg_config
 S=$D/run/logd.sock
 CLIENT=$B/tests/helpers/logd_client
 cp "$CLIENT" "$D/client" # somewhere every user can run it from
@@ -36,9 +19,7 @@ as_user() { # user cmd...
 	setpriv --reuid="$u" --regid="$(id -g "$u")" --clear-groups "$@"
 }
 
-"$B/portcullis-logd" -c "$D/p.yaml" 2>"$D/logd.err" &
-LOGD_PID=$!
-for _ in $(seq 50); do [ -S "$S" ] && break; sleep 0.1; done
+logd_start
 t_match "root may log" "^acked" "$("$D/client" "$S" -n 3 -b 3)"
 t_match "the engine's user (portcullis) may log" "^acked" "$(as_user portcullis "$D/client" "$S" -n 2)"
 t_match "the vault's user (portcullis-vault) may log" "^acked" \
@@ -63,15 +44,13 @@ t_ok "logd is still running after $n malformed messages" kill -0 "$LOGD_PID"
 t_eq "no malformed message reached the file" "$before" "$(grep -c '^{"seq"' "$D/log/verdicts.jsonl")"
 t_match "a well-formed client is still served" "^acked" "$("$CLIENT" "$S" -n 1)"
 
-kill "$LOGD_PID"
-wait "$LOGD_PID"
-LOGD_PID=
+logd_stop
 
 # A write that fails: the log directory becomes a small tmpfs in a mount
 # namespace of logd's own (nothing outside the test sees it), which a
 # filler file then fills up.
 mv "$D/log" "$D/log.first"
-t_ok "the first log verifies" "$B/portcullis" -c "$D/p.yaml" log verify "$D/log.first/verdicts.jsonl"
+t_ok "the first log verifies" PC log verify "$D/log.first/verdicts.jsonl"
 mkdir -m 0750 "$D/log"
 chown portcullis-log:portcullis-log "$D/log"
 unshare -m --propagation private sh -c '
@@ -93,10 +72,7 @@ t_ok "logd keeps running" kill -0 "$LOGD_PID"
 inns rm -f "$D/log/filler"
 t_match "once there is room again, records are acknowledged" "^acked" "$("$CLIENT" "$S" -n 5 -b 5)"
 t_ok "that log verifies" inns "$B/portcullis" -c "$D/p.yaml" log verify
-kill "$LOGD_PID"
-wait "$LOGD_PID"
-t_eq "logd stops cleanly" 0 $?
-LOGD_PID=
+logd_stop_ok
 t_match "logd counted the malformed messages" "$n malformed messages rejected" "$(cat "$D/logd.err")"
 t_match "logd counted the refused connections" "[1-9][0-9]* connections refused" "$(cat "$D/logd.err")"
 t_match "logd counted the write error" "[1-9][0-9]* write errors" "$(cat "$D/logd.err")"

@@ -5,40 +5,10 @@
 # acknowledged record across a kill, because acknowledgements follow
 # write(2). A line left half-written is cut at restart, never acknowledged.
 set -u
-. "$PC_TOP/tests/lib/tap.sh"
+. "$PC_TOP/tests/integration/logd_setup.bash"
 
-B=$PC_TOP/$PC_BUILD
-D=$(mktemp -d /tmp/pc-logd-crash.XXXXXX)
-chmod 755 "$D"
-LOGD_PID=
-cleanup() {
-	[ -z "$LOGD_PID" ] || kill -9 "$LOGD_PID" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$D"
-}
-trap cleanup EXIT
-
-config() { # fsync_batch
-	cat >"$D/p.yaml" <<EOF
-run_dir: $D/run
-state_dir: $D/state
-log:
-  file: $D/log/verdicts.jsonl
-  fsync_batch: $1
-  syslog:
-    local: false
-EOF
-}
-logd_start() {
-	"$B/portcullis-logd" -c "$D/p.yaml" 2>>"$D/logd.err" &
-	LOGD_PID=$!
-	for _ in $(seq 100); do
-		[ -S "$D/run/logd.sock" ] && "$B/tests/helpers/logd_client" "$D/run/logd.sock" -n 1 \
-			>/dev/null 2>&1 && return 0
-		sleep 0.05
-	done
-	return 1
-}
+lg_init logd-crash
+config() { lg_config "fsync_batch: $1"; }
 last_seq() { # the last record's seq in the file
 	grep '^{"seq":' "$D/log/verdicts.jsonl" | tail -1 | sed 's/^{"seq":\([0-9]*\),.*/\1/'
 }
@@ -49,7 +19,7 @@ for mode in false true; do
 	logd_start
 	t_eq "fsync_batch=$mode: logd starts" 0 $?
 	for round in 1 2 3; do
-		"$B/tests/helpers/logd_client" "$D/run/logd.sock" -n 2000000 -b 50 >"$D/acked" 2>&1 &
+		lg_client -n 2000000 -b 50 >"$D/acked" 2>&1 &
 		client=$!
 		sleep 0.$((3 + round * 2))
 		kill -9 "$LOGD_PID"
@@ -66,25 +36,23 @@ for mode in false true; do
 		last=$(last_seq)
 		t_ok "fsync_batch=$mode round $round: acknowledged seq $acked is in the file (last $last)" \
 			test "${last:-0}" -ge "${acked:-999999999}"
-		out=$("$B/portcullis" -c "$D/p.yaml" log verify 2>&1)
+		out=$(PC log verify 2>&1)
 		t_eq "fsync_batch=$mode round $round: the file verifies" 0 $?
-		next=$("$B/tests/helpers/logd_client" "$D/run/logd.sock" -n 1 | cut -d' ' -f2)
+		next=$(lg_client -n 1 | cut -d' ' -f2)
 		t_eq "fsync_batch=$mode round $round: seq continues after the restart" \
 			$((last + 1)) "$next"
 	done
-	kill "$LOGD_PID"
-	wait "$LOGD_PID"
-	LOGD_PID=
+	logd_stop
 done
 
 # A half-written last line (what a kill in the middle of write(2) leaves):
 # cut at restart and reported, the rest continues.
 printf '{"seq":999999,"@timestamp":"2026-' >>"$D/log/verdicts.jsonl"
-t_fail "verify sees the torn line" "$B/portcullis" -c "$D/p.yaml" log verify
+t_fail "verify sees the torn line" PC log verify
 logd_start
 t_eq "logd restarts on a torn last line" 0 $?
 t_match "logd says it removed the incomplete line" "ended in an incomplete line of [0-9]+ bytes .*removed" \
 	"$(cat "$D/logd.err")"
-t_ok "the file verifies after the repair" "$B/portcullis" -c "$D/p.yaml" log verify
+t_ok "the file verifies after the repair" PC log verify
 
 t_done

@@ -4,44 +4,16 @@
 # in the middle is found and named; and logd restarts on it (verifying it
 # all again) and continues.
 set -u
-. "$PC_TOP/tests/lib/tap.sh"
+. "$PC_TOP/tests/integration/logd_setup.bash"
 
-B=$PC_TOP/$PC_BUILD
-D=$(mktemp -d /tmp/pc-logd-million.XXXXXX)
-chmod 755 "$D"
-LOGD_PID=
-cleanup() {
-	[ -z "$LOGD_PID" ] || kill "$LOGD_PID" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$D"
-}
-trap cleanup EXIT
-
-cat >"$D/p.yaml" <<EOF
-run_dir: $D/run
-state_dir: $D/state
-log:
-  file: $D/log/verdicts.jsonl
-  syslog:
-    local: false
-EOF
-PC() { "$B/portcullis" -c "$D/p.yaml" "$@"; }
-logd_start() {
-	rm -f "$D/run/logd.sock"
-	"$B/portcullis-logd" -c "$D/p.yaml" 2>>"$D/logd.err" &
-	LOGD_PID=$!
-	for _ in $(seq 600); do
-		[ -S "$D/run/logd.sock" ] && return 0
-		kill -0 "$LOGD_PID" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
+lg_init logd-million
+lg_config
+LG_START_TRIES=600 # a restart verifies the million records first
 
 logd_start
 t_eq "logd starts" 0 $?
 s=$SECONDS
-"$B/tests/helpers/logd_client" "$D/run/logd.sock" -n 1000000 -b 200 -q -t 10000 >"$D/acked" &
+lg_client -n 1000000 -b 200 -q -t 10000 >"$D/acked" &
 client=$!
 # verified while logd writes: a line being written is no tampering
 live=0
@@ -54,9 +26,7 @@ t_eq "the log verifies while logd writes to it" 0 "$live"
 wait "$client"
 t_match "1,000,000 records sent and acknowledged" "^acked 1000001$" "$(cat "$D/acked")"
 t_diag "written in $((SECONDS - s)) s"
-kill "$LOGD_PID"
-wait "$LOGD_PID"
-LOGD_PID=
+logd_stop
 s=$SECONDS
 out=$(PC log verify 2>&1)
 t_eq "the 1,000,000-record log verifies" 0 $?
@@ -81,5 +51,5 @@ printf '0' | dd of="$D/log/verdicts.jsonl" bs=1 seek=$((off + 8)) conv=notrunc 2
 logd_start
 t_eq "logd restarts on the million-record file (verifying it first)" 0 $?
 t_match "and continues its seq" "^acked 1000002$" \
-	"$("$B/tests/helpers/logd_client" "$D/run/logd.sock" -n 1)"
+	"$(lg_client -n 1)"
 t_done

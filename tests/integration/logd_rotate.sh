@@ -5,51 +5,11 @@
 # verifies (refused without it, naming the line). `log verify FILE...`
 # checks that the files form one chain and names a missing one.
 set -u
-. "$PC_TOP/tests/lib/tap.sh"
+. "$PC_TOP/tests/integration/logd_setup.bash"
 
-B=$PC_TOP/$PC_BUILD
-D=$(mktemp -d /tmp/pc-logd-rotate.XXXXXX)
-chmod 755 "$D"
-LOGD_PID=
-cleanup() {
-	[ -z "$LOGD_PID" ] || kill "$LOGD_PID" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$D"
-}
-trap cleanup EXIT
-
-L=$D/log/verdicts.jsonl
-config() { # rotate_bytes
-	cat >"$D/p.yaml" <<EOF
-run_dir: $D/run
-state_dir: $D/state
-log:
-  file: $L
-  rotate_bytes: $1
-  checkpoint:
-    records: 10
-  syslog:
-    local: false
-EOF
-}
-logd_start() { # extra args...
-	rm -f "$D/run/logd.sock"
-	"$B/portcullis-logd" -c "$D/p.yaml" "$@" 2>>"$D/logd.err" &
-	LOGD_PID=$!
-	for _ in $(seq 50); do
-		[ -S "$D/run/logd.sock" ] && kill -0 "$LOGD_PID" 2>/dev/null && return 0
-		kill -0 "$LOGD_PID" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
-logd_stop() {
-	kill "$LOGD_PID"
-	wait "$LOGD_PID"
-	LOGD_PID=
-}
-send() { "$B/tests/helpers/logd_client" "$D/run/logd.sock" -q "$@"; }
-PC() { "$B/portcullis" -c "$D/p.yaml" "$@"; }
+lg_init logd-rotate
+config() { lg_config "rotate_bytes: $1" checkpoint: "  records: 10"; }
+send() { lg_client -q "$@"; }
 
 # --- by size ---
 config 20000

@@ -10,34 +10,22 @@ set -u
 if [ "${1:-}" != inner ]; then
 	exec unshare -n -- bash "$0" inner
 fi
-. "$PC_TOP/tests/lib/tap.sh"
+. "$PC_TOP/tests/integration/logd_setup.bash"
 
-B=$PC_TOP/$PC_BUILD
-D=$(mktemp -d /tmp/pc-logd-syslog.XXXXXX)
-chmod 755 "$D"
-LOGD_PID= RS_PID=
+lg_init logd-syslog
+RS_PID=
 cleanup() {
-	[ -z "$LOGD_PID" ] || kill "$LOGD_PID" 2>/dev/null
 	[ -z "$RS_PID" ] || kill "$RS_PID" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$D"
+	lg_cleanup
 }
 trap cleanup EXIT
 ip link set lo up
 
 # a CA and the collector's certificate (for 127.0.0.1), and a second CA
 # nobody trusts
-mk_ca() { # name
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-		-subj "/CN=$1" -keyout "$D/$1.key" -out "$D/$1.pem" 2>/dev/null
-}
-mk_ca ca
-mk_ca otherca
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=collector" \
-	-keyout "$D/srv.key" -out "$D/srv.csr" 2>/dev/null
-printf 'subjectAltName=IP:127.0.0.1\n' >"$D/ext"
-openssl x509 -req -in "$D/srv.csr" -CA "$D/ca.pem" -CAkey "$D/ca.key" -CAcreateserial -days 2 \
-	-extfile "$D/ext" -out "$D/srv.pem" 2>/dev/null
+lg_certs collector IP:127.0.0.1
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+	-subj "/CN=otherca" -keyout "$D/otherca.key" -out "$D/otherca.pem" 2>/dev/null
 t_ok "test certificates made" test -s "$D/srv.pem"
 
 # rsyslog: plain TCP on 10514, TLS on 6514, a local socket; each to its own
@@ -85,34 +73,8 @@ rs_stop() {
 	rm -f "$D/local.sock"
 }
 config() { # remote tls ca
-	cat >"$D/p.yaml" <<EOF
-run_dir: $D/run
-state_dir: $D/state
-log:
-  file: $D/log/verdicts.jsonl
-  syslog:
-    local: true
-    socket: $D/local.sock
-    remote: "$1"
-    tls: $2
-    ca: "$3"
-    spool: 10000
-EOF
-}
-logd_start() {
-	rm -f "$D/run/logd.sock"
-	"$B/portcullis-logd" -c "$D/p.yaml" 2>>"$D/logd.err" &
-	LOGD_PID=$!
-	for _ in $(seq 50); do [ -S "$D/run/logd.sock" ] && return 0; sleep 0.1; done
-	return 1
-}
-logd_stop() {
-	local rc
-	kill "$LOGD_PID"
-	wait "$LOGD_PID"
-	rc=$?
-	LOGD_PID=
-	t_eq "logd stops cleanly" 0 "$rc"
+	lg_config syslog: "  local: true" "  socket: $D/local.sock" "  remote: \"$1\"" "  tls: $2" \
+		"  ca: \"$3\"" "  spool: 10000"
 }
 # expected: seq|hash|outcome|domain|port|sandbox for each record of the file
 expected() { # from-seq
@@ -144,8 +106,8 @@ t_eq "rsyslog runs in the test's namespace" 0 $?
 config 127.0.0.1:10514 false ""
 logd_start
 t_match "200 records acknowledged" "^acked 201$" \
-	"$("$B/tests/helpers/logd_client" "$D/run/logd.sock" -n 200 -b 20 -s agent-7 -q)"
-logd_stop
+	"$(lg_client -n 200 -b 20 -s agent-7 -q)"
+logd_stop_ok
 wait_lines "$D/tcp.log" '^connect|' 200
 exp=$(expected 2)
 t_eq "TCP: every record arrived, fields and hash as in the signed log" "$exp" "$(received "$D/tcp.log" 2)"
@@ -161,7 +123,7 @@ t_match "the message is the short human form" '^connect\|2\|.*\|#2 refused conne
 rs_stop
 logd_start
 t_match "records are acknowledged while the collector is down (the file comes first)" "^acked" \
-	"$("$B/tests/helpers/logd_client" "$D/run/logd.sock" -n 50 -b 10 -s agent-8 -q)"
+	"$(lg_client -n 50 -b 10 -s agent-8 -q)"
 t_match "logd reports the collector unavailable and spools" "syslog export to 127.0.0.1 unavailable, spooling" \
 	"$(cat "$D/logd.err")"
 from=$(($(grep -c '^{"seq"' "$D/log/verdicts.jsonl") - 49))
@@ -169,24 +131,24 @@ rs_start
 wait_lines "$D/tcp.log" '|agent-8|' 50
 t_eq "the spooled records arrived once the collector was back" "$(expected "$from")" \
 	"$(received "$D/tcp.log" "$from")"
-logd_stop
+logd_stop_ok
 
 # --- TLS ---
 config 127.0.0.1:6514 true "$D/ca.pem"
 logd_start
-"$B/tests/helpers/logd_client" "$D/run/logd.sock" -n 30 -b 10 -s agent-9 -q >/dev/null
+lg_client -n 30 -b 10 -s agent-9 -q >/dev/null
 from=$(($(grep -c '^{"seq"' "$D/log/verdicts.jsonl") - 29))
 wait_lines "$D/tls.log" '|agent-9|' 30
-logd_stop
+logd_stop_ok
 t_eq "TLS: every record arrived, fields and hash as in the signed log" "$(expected "$from")" \
 	"$(received "$D/tls.log" "$from")"
 
 config 127.0.0.1:6514 true "$D/otherca.pem"
 logd_start
-"$B/tests/helpers/logd_client" "$D/run/logd.sock" -n 5 -s agent-10 -q >/dev/null
+lg_client -n 5 -s agent-10 -q >/dev/null
 t_eq "the records are in the file" 5 "$(grep -c '"sandbox":"agent-10"' "$D/log/verdicts.jsonl")"
 sleep 1
-logd_stop
+logd_stop_ok
 t_eq "TLS to a collector whose certificate does not verify: nothing sent" 0 \
 	"$(grep -c '|agent-10|' "$D/tls.log")"
 t_match "logd says why" "TLS with 127.0.0.1:6514: .*certificate verify failed" "$(cat "$D/logd.err")"
@@ -194,19 +156,19 @@ t_match "logd says why" "TLS with 127.0.0.1:6514: .*certificate verify failed" "
 # --- SIGHUP re-reads the syslog settings ---
 config 127.0.0.1:10514 false ""
 logd_start
-"$B/tests/helpers/logd_client" "$D/run/logd.sock" -n 3 -s agent-11 -q >/dev/null
+lg_client -n 3 -s agent-11 -q >/dev/null
 wait_lines "$D/tcp.log" '|agent-11|' 3
 config 127.0.0.1:6514 true "$D/ca.pem"
 kill -HUP "$LOGD_PID"
 sleep 0.5
-"$B/tests/helpers/logd_client" "$D/run/logd.sock" -n 4 -s agent-12 -q >/dev/null
+lg_client -n 4 -s agent-12 -q >/dev/null
 wait_lines "$D/tls.log" '|agent-12|' 4
-logd_stop
+logd_stop_ok
 t_eq "after SIGHUP with new settings, records go to the new collector (TLS)" 4 \
 	"$(grep -c '|agent-12|' "$D/tls.log")"
 t_eq "and no longer to the old one" 0 "$(grep -c '|agent-12|' "$D/tcp.log")"
 t_match "logd says so" "SIGHUP: syslog settings changed" "$(cat "$D/logd.err")"
 
 rs_stop
-t_ok "the log verifies" "$B/portcullis" -c "$D/p.yaml" log verify
+t_ok "the log verifies" PC log verify
 t_done

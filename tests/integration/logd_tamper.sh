@@ -5,42 +5,14 @@
 # `portcullis log verify` exit 1 naming the line. Inclusion proofs verify
 # without the log and fail when altered; `log show` prints the short form.
 set -u
-. "$PC_TOP/tests/lib/tap.sh"
+. "$PC_TOP/tests/integration/logd_setup.bash"
 
-B=$PC_TOP/$PC_BUILD
-D=$(mktemp -d /tmp/pc-logd-tamper.XXXXXX)
-chmod 755 "$D"
-LOGD_PID=
-cleanup() {
-	[ -z "$LOGD_PID" ] || kill "$LOGD_PID" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$D"
-}
-trap cleanup EXIT
+lg_init logd-tamper
+lg_config checkpoint: "  records: 10" "  interval_ms: 100000"
 
-cat >"$D/p.yaml" <<EOF
-run_dir: $D/run
-state_dir: $D/state
-log:
-  file: $D/log/verdicts.jsonl
-  checkpoint:
-    records: 10
-    interval_ms: 100000
-  syslog:
-    local: false
-EOF
-PC() { "$B/portcullis" -c "$D/p.yaml" "$@"; }
-
-"$B/portcullis-logd" -c "$D/p.yaml" 2>"$D/logd.err" &
-LOGD_PID=$!
-for _ in $(seq 50); do [ -S "$D/run/logd.sock" ] && break; sleep 0.1; done
-t_match "the client's 45 records are acknowledged" "^acked 46$" \
-	"$("$B/tests/helpers/logd_client" "$D/run/logd.sock" -n 45 -b 9 -q)"
-kill "$LOGD_PID"
-wait "$LOGD_PID"
-t_eq "logd stops cleanly" 0 $?
-LOGD_PID=
-L=$D/log/verdicts.jsonl
+logd_start
+t_match "the client's 45 records are acknowledged" "^acked 46$" "$(lg_client -n 45 -b 9 -q)"
+logd_stop_ok
 cp "$L" "$D/orig"
 # The layout (checkpoints every 10 records, the log-segment record first):
 # line 1 seq 1, 2 checkpoint(1), 3-12 seq 2-11, 13 checkpoint(11),

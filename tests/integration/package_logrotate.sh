@@ -9,49 +9,21 @@
 # "systemctl reload portcullis-logd" is replaced by the SIGHUP it sends).
 set -u
 export PC_TOP=${PC_TOP:-$(cd "$(dirname "$0")/../.." && pwd)} PC_BUILD=${PC_BUILD:-build}
-. "$PC_TOP/tests/lib/tap.sh"
+. "$PC_TOP/tests/integration/logd_setup.bash"
 
-B=$PC_TOP/$PC_BUILD
-for f in "$B/portcullis-logd" "$B/portcullis" "$B/tests/helpers/logd_client"; do
-	if [ ! -x "$f" ]; then
-		t_skip "shipped logrotate configuration" "$f not built"
-		t_done
-		exit
-	fi
-done
+lg_need_bins "shipped logrotate configuration" "$B/portcullis-logd" "$B/portcullis" \
+	"$B/tests/helpers/logd_client"
 if ! command -v logrotate >/dev/null || ! getent passwd portcullis-log >/dev/null; then
 	t_skip "shipped logrotate configuration" "logrotate or user portcullis-log missing (make deps)"
 	t_done
 	exit
 fi
 
-D=$(mktemp -d /tmp/pc-logrotate.XXXXXX)
-chmod 755 "$D"
-L=$D/log/verdicts.jsonl
-LOGD_PID=""
-cleanup() {
-	[ -z "$LOGD_PID" ] || kill "$LOGD_PID" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$D"
-}
-trap cleanup EXIT
-
-cat >"$D/p.yaml" <<EOF
-run_dir: $D/run
-state_dir: $D/state
-log:
-  file: $L
-  checkpoint:
-    records: 10
-  syslog:
-    local: false
-EOF
-"$B/portcullis-logd" -c "$D/p.yaml" 2>>"$D/logd.err" &
-LOGD_PID=$!
-for _ in $(seq 50); do [ -S "$D/run/logd.sock" ] && break; sleep 0.1; done
-t_ok "logd runs" test -S "$D/run/logd.sock"
-send() { "$B/tests/helpers/logd_client" "$D/run/logd.sock" -q -s agent-rot "$@" >/dev/null; }
-PC() { "$B/portcullis" -c "$D/p.yaml" "$@"; }
+lg_init logrotate
+lg_config checkpoint: "  records: 10"
+logd_start
+t_eq "logd runs" 0 $?
+send() { lg_client -q -s agent-rot "$@" >/dev/null; }
 
 sed -e "s|^/var/log/portcullis/verdicts.jsonl {|$L {|" \
 	-e "s|systemctl reload portcullis-logd.service.*|kill -HUP $LOGD_PID|" \
@@ -86,9 +58,7 @@ for _ in $(seq 50); do [ -s "$L" ] && break; sleep 0.1; done
 t_ok "the older rotated file is compressed (delaycompress)" test -s "$L.2.gz"
 t_ok "the newer one is not yet" test -s "$L.1"
 send -n 10 -b 10
-kill "$LOGD_PID"
-wait "$LOGD_PID"
-LOGD_PID=""
+logd_stop
 
 zcat "$L.2.gz" >"$D/first.jsonl"
 t_eq "every record is in one of the files" 60 \

@@ -13,43 +13,28 @@ export PC_TOP=${PC_TOP:-$(cd "$(dirname "$0")/../.." && pwd)} PC_BUILD=${PC_BUIL
 if [ "${1:-}" != inner ]; then
 	exec unshare -n -- bash "$0" inner
 fi
-. "$PC_TOP/tests/lib/tap.sh"
+. "$PC_TOP/tests/integration/logd_setup.bash"
 
-B=$PC_TOP/$PC_BUILD
-for f in "$B/portcullis-logd" "$B/tests/helpers/logd_client"; do
-	if [ ! -x "$f" ]; then
-		t_skip "rsyslog relay snippet" "$f not built"
-		t_done
-		exit
-	fi
-done
+lg_need_bins "rsyslog relay snippet" "$B/portcullis-logd" "$B/tests/helpers/logd_client"
 if ! command -v rsyslogd >/dev/null || ! ls /usr/lib/*/rsyslog/lmnsd_ossl.so >/dev/null 2>&1; then
 	t_skip "rsyslog relay snippet" "rsyslog or rsyslog-openssl missing (make deps)"
 	t_done
 	exit
 fi
 
-D=$(mktemp -d /tmp/pc-siem.XXXXXX)
-chmod 755 "$D"
+lg_init siem
 mkdir -p "$D/relay" "$D/coll"
-LOGD_PID="" RELAY_PID="" COLL_PID=""
+RELAY_PID="" COLL_PID=""
 cleanup() {
-	for p in $LOGD_PID $RELAY_PID $COLL_PID; do kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	rm -rf "$D"
+	for p in $RELAY_PID $COLL_PID; do kill "$p" 2>/dev/null; done
+	lg_cleanup
 }
 trap cleanup EXIT
 ip link set lo up
 
 # The collector's certificate names siem.example.org, the peer the snippet
 # permits; its CA replaces the system bundle in the snippet.
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=test CA" \
-	-keyout "$D/ca.key" -out "$D/ca.pem" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=siem.example.org" \
-	-keyout "$D/srv.key" -out "$D/srv.csr" 2>/dev/null
-printf 'subjectAltName=DNS:siem.example.org\n' >"$D/ext"
-openssl x509 -req -in "$D/srv.csr" -CA "$D/ca.pem" -CAkey "$D/ca.key" -CAcreateserial -days 2 \
-	-extfile "$D/ext" -out "$D/srv.pem" 2>/dev/null
+lg_certs siem.example.org DNS:siem.example.org
 t_ok "test certificates made" test -s "$D/srv.pem"
 
 # The collector: TLS on 127.0.0.1:16514, one line per message with the
@@ -107,29 +92,17 @@ done
 t_ok "relay and collector run" test -S "$D/relay.sock"
 
 # logd, configured as operations.md says: log.syslog.socket = the relay's.
-cat >"$D/p.yaml" <<EOF
-run_dir: $D/run
-state_dir: $D/state
-log:
-  file: $D/log/verdicts.jsonl
-  syslog:
-    local: true
-    socket: $D/relay.sock
-EOF
-"$B/portcullis-logd" -c "$D/p.yaml" 2>>"$D/logd.err" &
-LOGD_PID=$!
-for _ in $(seq 50); do [ -S "$D/run/logd.sock" ] && break; sleep 0.1; done
+lg_config syslog: "  local: true" "  socket: $D/relay.sock"
+logd_start
 t_match "40 records acknowledged by logd" "^acked" \
-	"$("$B/tests/helpers/logd_client" "$D/run/logd.sock" -n 40 -b 10 -s agent-siem -q)"
+	"$(lg_client -n 40 -b 10 -s agent-siem -q)"
 
 for _ in $(seq 100); do
 	n=$(grep -c '|agent-siem$' "$D/coll.log" 2>/dev/null)
 	[ "${n:-0}" -ge 40 ] && break
 	sleep 0.1
 done
-kill "$LOGD_PID"
-wait "$LOGD_PID"
-LOGD_PID=""
+logd_stop
 
 expected=$(python3 - "$D/log/verdicts.jsonl" <<'PY'
 import json, sys
