@@ -3,6 +3,7 @@
  * expiry and grace, caps and eviction, and ech stripping. Every message is
  * a real DNS message built with ldns, and replies are parsed back. */
 #include "dnsguard/dnsguard.h"
+#include "tests/unit/dnsmsg.h"
 #include "tests/unit/unit.h"
 
 #include <ldns/ldns.h>
@@ -74,15 +75,7 @@ static struct policy_sandbox sb2 = {
 
 static struct dns_flow qf; /* sandbox 10.203.0.10:40000 -> resolver:53 */
 
-static struct pc_addr A(const char *s) {
-	struct pc_addr a;
-
-	ck_assert_int_eq(pc_addr_parse(s, &a), 0);
-	return a;
-}
-
-static struct dns_flow
-reversed(const struct dns_flow *f)
+static struct dns_flow reversed(const struct dns_flow *f)
 {
 	struct dns_flow r = {.src = f->dst, .dst = f->src, .proto = f->proto};
 
@@ -99,16 +92,16 @@ static void guard_new(void)
 static void setup(void)
 {
 	pc_config_defaults(&cfg);
-	cfg.dns.resolvers[0] = A("198.51.100.53");
-	cfg.dns.resolvers[1] = A("2001:db8::53");
+	cfg.dns.resolvers[0] = dm_addr("198.51.100.53");
+	cfg.dns.resolvers[1] = dm_addr("2001:db8::53");
 	cfg.dns.n_resolvers = 2;
 	cfg.dns.ttl_min = 30;
 	cfg.dns.ttl_max = 3600;
 	cfg.dns.grace = 60;
 	memset(&qf, 0, sizeof(qf));
-	qf.src.addr = A("10.203.0.10");
+	qf.src.addr = dm_addr("10.203.0.10");
 	qf.src.port = 40000;
-	qf.dst.addr = A("198.51.100.53");
+	qf.dst.addr = dm_addr("198.51.100.53");
 	qf.dst.port = 53;
 	qf.proto = IPPROTO_UDP;
 	guard_new();
@@ -122,47 +115,17 @@ static void teardown(void)
 
 /* ---- message builders ---------------------------------------------------- */
 
-static ldns_pkt *qpkt(uint16_t id, const char *name, ldns_rr_type t, ldns_rr_class c)
-{
-	ldns_pkt *p = ldns_pkt_query_new(ldns_dname_new_frm_str(name), t, c, LDNS_RD);
-
-	ck_assert_ptr_nonnull(p);
-	ldns_pkt_set_id(p, id);
-	return p;
-}
-
-static size_t wire(ldns_pkt *p, uint8_t *buf, size_t cap)
-{
-	uint8_t *w;
-	size_t n;
-
-	ck_assert_int_eq(ldns_pkt2wire(&w, p, &n), LDNS_STATUS_OK);
-	ck_assert_uint_le(n, cap);
-	memcpy(buf, w, n);
-	free(w);
-	ldns_pkt_free(p);
-	return n;
-}
-
-static void push(ldns_pkt *p, ldns_pkt_section s, const char *rr)
-{
-	ldns_rr *r;
-
-	ck_assert_msg(ldns_rr_new_frm_str(&r, rr, 0, NULL, NULL) == LDNS_STATUS_OK, "rr %s", rr);
-	ldns_pkt_push_rr(p, s, r);
-}
-
 /* An answer to (id, qname, qtype) carrying rrs (NULL-terminated). */
 static size_t mkanswer(uint8_t *buf, size_t cap, uint16_t id, const char *qname, ldns_rr_type t,
 		       const char *const *rrs)
 {
-	ldns_pkt *p = qpkt(id, qname, t, LDNS_RR_CLASS_IN);
+	ldns_pkt *p = dm_query(id, qname, t, LDNS_RR_CLASS_IN);
 
 	ldns_pkt_set_qr(p, true);
 	ldns_pkt_set_ra(p, true);
 	for (; rrs && *rrs; rrs++)
-		push(p, LDNS_SECTION_ANSWER, *rrs);
-	return wire(p, buf, cap);
+		dm_push(p, LDNS_SECTION_ANSWER, *rrs);
+	return dm_wire(p, buf, cap);
 }
 
 static enum dnsguard_verdict ask_at(const struct policy_sandbox *sb, const struct dns_flow *f,
@@ -170,7 +133,7 @@ static enum dnsguard_verdict ask_at(const struct policy_sandbox *sb, const struc
 				    struct dnsguard_query_res *r)
 {
 	uint8_t m[512];
-	size_t n = wire(qpkt(id, name, t, LDNS_RR_CLASS_IN), m, sizeof(m));
+	size_t n = dm_wire(dm_query(id, name, t, LDNS_RR_CLASS_IN), m, sizeof(m));
 
 	ck_assert_int_eq(dnsguard_query(g, sb, f, m, n, now, r), 0);
 	return r->verdict;
@@ -202,7 +165,7 @@ static enum dnsguard_verdict resolve(const struct policy_sandbox *sb, uint16_t i
 static bool flow_ok(const struct policy_sandbox *sb, const char *dst, uint16_t port, bool existing,
 		    uint64_t now, struct dnsguard_flow_res *r)
 {
-	struct pc_addr a = A(dst);
+	struct pc_addr a = dm_addr(dst);
 	struct dnsguard_flow_res tmp;
 
 	if (!r)
@@ -314,13 +277,13 @@ END_TEST
 START_TEST(query_refusal_carries_extended_error)
 {
 	struct dnsguard_query_res r;
-	ldns_pkt *q = qpkt(5, "evil.example.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN), *p;
+	ldns_pkt *q = dm_query(5, "evil.example.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN), *p;
 	ldns_edns_option_list *l;
 	uint8_t m[512];
 	size_t n;
 
 	ldns_pkt_set_edns_udp_size(q, 1232);
-	n = wire(q, m, sizeof(m));
+	n = dm_wire(q, m, sizeof(m));
 	ck_assert_int_eq(dnsguard_query(g, &sb1, &qf, m, n, T0, &r), 0);
 	p = reply_check(&r, 5, LDNS_RCODE_REFUSED);
 	l = ldns_pkt_edns_get_option_list(p);
@@ -339,7 +302,7 @@ START_TEST(query_to_other_resolver_refused)
 	struct dns_flow f = qf;
 	ldns_pkt *p;
 
-	f.dst.addr = A("192.0.2.99");
+	f.dst.addr = dm_addr("192.0.2.99");
 	ck_assert_int_eq(ask(&sb1, &f, 1, "api.github.com.", LDNS_RR_TYPE_A, &r), DNSG_REFUSE);
 	ck_assert_str_eq(r.reason, "not to a configured resolver");
 	p = reply_check(&r, 1, LDNS_RCODE_REFUSED);
@@ -348,7 +311,7 @@ START_TEST(query_to_other_resolver_refused)
 	f.dst.port = 5353;
 	ck_assert_int_eq(ask(&sb1, &f, 1, "api.github.com.", LDNS_RR_TYPE_A, &r), DNSG_REFUSE);
 	f = qf;
-	f.dst.addr = A("2001:db8::53"); /* the second configured one */
+	f.dst.addr = dm_addr("2001:db8::53"); /* the second configured one */
 	ck_assert_int_eq(ask(&sb1, &f, 1, "api.github.com.", LDNS_RR_TYPE_A, &r), DNSG_ALLOW);
 }
 END_TEST
@@ -368,7 +331,7 @@ END_TEST
 START_TEST(query_two_questions_refused)
 {
 	struct dnsguard_query_res r;
-	ldns_pkt *q = qpkt(8, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN), *p;
+	ldns_pkt *q = dm_query(8, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN), *p;
 	uint8_t m[512];
 	size_t n;
 
@@ -379,7 +342,7 @@ START_TEST(query_two_questions_refused)
 				 LDNS_STATUS_OK);
 		ldns_pkt_push_rr(q, LDNS_SECTION_QUESTION, q2);
 	}
-	n = wire(q, m, sizeof(m));
+	n = dm_wire(q, m, sizeof(m));
 	ck_assert_int_eq(dnsguard_query(g, &sb1, &qf, m, n, T0, &r), 0);
 	ck_assert_str_eq(r.reason, "not exactly one question");
 	p = reply_check(&r, 8, LDNS_RCODE_REFUSED);
@@ -406,7 +369,8 @@ START_TEST(query_class_chaos_refused)
 {
 	struct dnsguard_query_res r;
 	uint8_t m[512];
-	size_t n = wire(qpkt(1, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_CH), m, sizeof(m));
+	size_t n =
+	    dm_wire(dm_query(1, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_CH), m, sizeof(m));
 
 	ck_assert_int_eq(dnsguard_query(g, &sb1, &qf, m, n, T0, &r), 0);
 	ck_assert_int_eq(r.verdict, DNSG_REFUSE);
@@ -418,12 +382,12 @@ START_TEST(query_with_qr_set_dropped)
 {
 	struct dnsguard_query_res r;
 	struct dnsguard_stats st;
-	ldns_pkt *q = qpkt(1, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN);
+	ldns_pkt *q = dm_query(1, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN);
 	uint8_t m[512];
 	size_t n;
 
 	ldns_pkt_set_qr(q, true);
-	n = wire(q, m, sizeof(m));
+	n = dm_wire(q, m, sizeof(m));
 	ck_assert_int_eq(dnsguard_query(g, &sb1, &qf, m, n, T0, &r), 0);
 	ck_assert_int_eq(r.verdict, DNSG_DROP);
 	ck_assert_uint_eq(r.reply_len, 0);
@@ -435,12 +399,12 @@ END_TEST
 START_TEST(query_other_opcode_refused)
 {
 	struct dnsguard_query_res r;
-	ldns_pkt *q = qpkt(1, "api.github.com.", LDNS_RR_TYPE_SOA, LDNS_RR_CLASS_IN), *p;
+	ldns_pkt *q = dm_query(1, "api.github.com.", LDNS_RR_TYPE_SOA, LDNS_RR_CLASS_IN), *p;
 	uint8_t m[512];
 	size_t n;
 
 	ldns_pkt_set_opcode(q, LDNS_PACKET_UPDATE);
-	n = wire(q, m, sizeof(m));
+	n = dm_wire(q, m, sizeof(m));
 	ck_assert_int_eq(dnsguard_query(g, &sb1, &qf, m, n, T0, &r), 0);
 	ck_assert_str_eq(r.reason, "opcode is not QUERY");
 	p = reply_check(&r, 1, LDNS_RCODE_REFUSED);
@@ -452,17 +416,17 @@ END_TEST
 START_TEST(query_records_in_query_refused)
 {
 	struct dnsguard_query_res r;
-	ldns_pkt *q = qpkt(1, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN);
+	ldns_pkt *q = dm_query(1, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN);
 	uint8_t m[512];
 	size_t n;
 
-	push(q, LDNS_SECTION_ANSWER, "api.github.com. 60 IN A 192.0.2.1");
-	n = wire(q, m, sizeof(m));
+	dm_push(q, LDNS_SECTION_ANSWER, "api.github.com. 60 IN A 192.0.2.1");
+	n = dm_wire(q, m, sizeof(m));
 	ck_assert_int_eq(dnsguard_query(g, &sb1, &qf, m, n, T0, &r), 0);
 	ck_assert_str_eq(r.reason, "answer or authority records in a query");
-	q = qpkt(1, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN);
-	push(q, LDNS_SECTION_ADDITIONAL, "x.example. 60 IN TXT \"data to smuggle\"");
-	n = wire(q, m, sizeof(m));
+	q = dm_query(1, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN);
+	dm_push(q, LDNS_SECTION_ADDITIONAL, "x.example. 60 IN TXT \"data to smuggle\"");
+	n = dm_wire(q, m, sizeof(m));
 	ck_assert_int_eq(dnsguard_query(g, &sb1, &qf, m, n, T0, &r), 0);
 	ck_assert_str_eq(r.reason, "additional records in a query");
 }
@@ -471,7 +435,7 @@ END_TEST
 START_TEST(query_edns_tricks_refused)
 {
 	struct dnsguard_query_res r;
-	ldns_pkt *q = qpkt(1, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN);
+	ldns_pkt *q = dm_query(1, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN);
 	ldns_edns_option_list *l;
 	uint8_t m[1024], cookie[8] = {1, 2, 3, 4, 5, 6, 7, 8}, pad[600] = {0};
 	size_t n;
@@ -481,7 +445,7 @@ START_TEST(query_edns_tricks_refused)
 	l = ldns_edns_option_list_new();
 	ldns_edns_option_list_push(l, ldns_edns_new_from_data(LDNS_EDNS_COOKIE, 8, cookie));
 	ldns_pkt_set_edns_option_list(q, l);
-	n = wire(q, m, sizeof(m));
+	n = dm_wire(q, m, sizeof(m));
 	ck_assert_int_eq(dnsguard_query(g, &sb1, &qf, m, n, T0, &r), 0);
 	ck_assert_int_eq(r.verdict, DNSG_ALLOW);
 
@@ -493,41 +457,41 @@ START_TEST(query_edns_tricks_refused)
 	ck_assert_str_eq(r.reason, "more than one OPT record");
 
 	/* client subnet can carry data to authoritative servers */
-	q = qpkt(1, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN);
+	q = dm_query(1, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN);
 	ldns_pkt_set_edns_udp_size(q, 1232);
 	l = ldns_edns_option_list_new();
 	ldns_edns_option_list_push(
 	    l, ldns_edns_new_from_data(LDNS_EDNS_CLIENT_SUBNET, 8, "\0\1\x20\0\xc0\0\2\1"));
 	ldns_pkt_set_edns_option_list(q, l);
-	n = wire(q, m, sizeof(m));
+	n = dm_wire(q, m, sizeof(m));
 	ck_assert_int_eq(dnsguard_query(g, &sb1, &qf, m, n, T0, &r), 0);
 	ck_assert_str_eq(r.reason, "EDNS option not permitted");
 
 	/* padding must be zeros, and a query not oversized */
-	q = qpkt(1, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN);
+	q = dm_query(1, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN);
 	ldns_pkt_set_edns_udp_size(q, 1232);
 	l = ldns_edns_option_list_new();
 	pad[5] = 'x';
 	ldns_edns_option_list_push(l, ldns_edns_new_from_data(LDNS_EDNS_PADDING, 16, pad));
 	ldns_pkt_set_edns_option_list(q, l);
-	n = wire(q, m, sizeof(m));
+	n = dm_wire(q, m, sizeof(m));
 	ck_assert_int_eq(dnsguard_query(g, &sb1, &qf, m, n, T0, &r), 0);
 	ck_assert_str_eq(r.reason, "EDNS padding is not zero");
-	q = qpkt(1, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN);
+	q = dm_query(1, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN);
 	ldns_pkt_set_edns_udp_size(q, 1232);
 	l = ldns_edns_option_list_new();
 	pad[5] = 0;
 	ldns_edns_option_list_push(l, ldns_edns_new_from_data(LDNS_EDNS_PADDING, 600, pad));
 	ldns_pkt_set_edns_option_list(q, l);
-	n = wire(q, m, sizeof(m));
+	n = dm_wire(q, m, sizeof(m));
 	ck_assert_int_eq(dnsguard_query(g, &sb1, &qf, m, n, T0, &r), 0);
 	ck_assert_str_eq(r.reason, "oversized query");
 
 	/* EDNS version 1 */
-	q = qpkt(1, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN);
+	q = dm_query(1, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN);
 	ldns_pkt_set_edns_udp_size(q, 1232);
 	ldns_pkt_set_edns_version(q, 1);
-	n = wire(q, m, sizeof(m));
+	n = dm_wire(q, m, sizeof(m));
 	ck_assert_int_eq(dnsguard_query(g, &sb1, &qf, m, n, T0, &r), 0);
 	ck_assert_str_eq(r.reason, "EDNS version is not 0");
 }
@@ -538,7 +502,8 @@ START_TEST(query_malformed_dropped_and_counted)
 	struct dnsguard_query_res r;
 	struct dnsguard_stats st;
 	uint8_t m[512], junk[40];
-	size_t n = wire(qpkt(1, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN), m, sizeof(m));
+	size_t n =
+	    dm_wire(dm_query(1, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN), m, sizeof(m));
 
 	for (size_t cut = 0; cut < n; cut++) { /* every truncation */
 		ck_assert_int_eq(dnsguard_query(g, &sb1, &qf, m, cut, T0, &r), 0);
@@ -563,8 +528,9 @@ START_TEST(query_odd_name_bytes_refused)
 {
 	struct dnsguard_query_res r;
 	uint8_t m[512];
-	size_t n = wire(qpkt(1, "ab.githubusercontent.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN), m,
-			sizeof(m));
+	size_t n =
+	    dm_wire(dm_query(1, "ab.githubusercontent.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN), m,
+		    sizeof(m));
 
 	m[13] = '.'; /* "a.b" as one label: not what it looks like */
 	ck_assert_int_eq(dnsguard_query(g, &sb1, &qf, m, n, T0, &r), 0);
@@ -614,7 +580,7 @@ START_TEST(query_odd_name_shown_escaped_for_the_log)
 	for (size_t i = 0; i < len; i++)
 		ck_assert(r.qname_shown[i] > ' ' && r.qname_shown[i] < 0x7f);
 
-	n = wire(qpkt(2, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN), m, sizeof(m));
+	n = dm_wire(dm_query(2, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN), m, sizeof(m));
 	ck_assert_int_eq(dnsguard_query(g, &sb1, &qf, m, n, T0, &r), 0);
 	ck_assert_str_eq(r.qname, "api.github.com");
 	ck_assert_str_eq(r.qname_shown, "");
@@ -649,7 +615,7 @@ START_TEST(tsig_records_never_leak)
 	uint8_t m[512];
 	size_t n;
 
-	n = wire(qpkt(7, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN), m, sizeof(m));
+	n = dm_wire(dm_query(7, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN), m, sizeof(m));
 	n = add_tsigs(m, n, 2);
 	ck_assert_int_eq(dnsguard_query(g, &sb1, &qf, m, n, T0, &r), 0);
 	ck_assert_int_eq(r.verdict, DNSG_DROP);
@@ -657,7 +623,7 @@ START_TEST(tsig_records_never_leak)
 	dnsguard_stats(g, &st);
 	ck_assert_uint_eq(st.queries_malformed, 1);
 
-	n = wire(qpkt(7, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN), m, sizeof(m));
+	n = dm_wire(dm_query(7, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN), m, sizeof(m));
 	n = add_tsigs(m, n, 1);
 	ck_assert_int_eq(dnsguard_query(g, &sb1, &qf, m, n, T0, &r), 0);
 	ck_assert_int_eq(r.verdict, DNSG_REFUSE);
@@ -742,11 +708,11 @@ START_TEST(answer_unsolicited_or_mismatched_dropped)
 	ck_assert_int_eq(dnsguard_answer(g, &sb1, &bad, m, n, T0, &ar), 0);
 	ck_assert_int_eq(ar.verdict, DNSG_DROP);
 	bad = af;
-	bad.src.addr = A("2001:db8::53"); /* configured, but not the one asked */
+	bad.src.addr = dm_addr("2001:db8::53"); /* configured, but not the one asked */
 	ck_assert_int_eq(dnsguard_answer(g, &sb1, &bad, m, n, T0, &ar), 0);
 	ck_assert_int_eq(ar.verdict, DNSG_DROP);
 	bad = af;
-	bad.src.addr = A("192.0.2.66"); /* a spoofer's address */
+	bad.src.addr = dm_addr("192.0.2.66"); /* a spoofer's address */
 	ck_assert_int_eq(dnsguard_answer(g, &sb1, &bad, m, n, T0, &ar), 0);
 	ck_assert_str_eq(ar.reason, "not from a configured resolver");
 	ck_assert_int_eq(dnsguard_answer(g, &sb2, &af, m, n, T0, &ar), 0);
@@ -896,14 +862,14 @@ START_TEST(answer_error_rcode_released_learns_nothing)
 	struct dnsguard_query_res qr;
 	struct dnsguard_answer_res ar;
 	struct dns_flow af = reversed(&qf);
-	ldns_pkt *p = qpkt(9, "pypi.org.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN);
+	ldns_pkt *p = dm_query(9, "pypi.org.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN);
 	uint8_t m[512];
 	size_t n;
 
 	ldns_pkt_set_qr(p, true);
 	ldns_pkt_set_rcode(p, LDNS_RCODE_NXDOMAIN);
-	push(p, LDNS_SECTION_ANSWER, "pypi.org. 60 IN A 192.0.2.60");
-	n = wire(p, m, sizeof(m));
+	dm_push(p, LDNS_SECTION_ANSWER, "pypi.org. 60 IN A 192.0.2.60");
+	n = dm_wire(p, m, sizeof(m));
 	ck_assert_int_eq(ask(&sb1, &qf, 9, "pypi.org.", LDNS_RR_TYPE_A, &qr), DNSG_ALLOW);
 	ck_assert_int_eq(dnsguard_answer(g, &sb1, &af, m, n, T0, &ar), 0);
 	ck_assert_int_eq(ar.verdict, DNSG_ALLOW);
@@ -936,7 +902,7 @@ START_TEST(answer_shared_address_names_and_sni)
 	static const char *const a2[] = {"x.githubusercontent.com. 300 IN A 192.0.2.80", NULL};
 	struct dnsguard_answer_res ar;
 	const struct policy_allow *rule = NULL;
-	struct pc_addr dst = A("192.0.2.80"), other = A("192.0.2.81");
+	struct pc_addr dst = dm_addr("192.0.2.80"), other = dm_addr("192.0.2.81");
 	char buf[256];
 
 	ck_assert_int_eq(resolve(&sb1, 1, "pypi.org.", LDNS_RR_TYPE_A, a1, T0, &ar), DNSG_ALLOW);
@@ -1030,7 +996,7 @@ END_TEST
 START_TEST(learned_names_per_address_bounded)
 {
 	struct dnsguard_answer_res ar;
-	struct pc_addr dst = A("192.0.2.90");
+	struct pc_addr dst = dm_addr("192.0.2.90");
 	char rr[96], q[64];
 	const char *rrs[2] = {rr, NULL};
 
@@ -1085,10 +1051,11 @@ START_TEST(bad_arguments_fail_closed)
 	struct dnsguard_answer_res ar;
 	struct dnsguard_flow_res fr;
 	struct dnsguard *g2 = NULL;
-	struct pc_addr a = A("192.0.2.1");
+	struct pc_addr a = dm_addr("192.0.2.1");
 	struct pc_err err;
 	uint8_t m[512];
-	size_t n = wire(qpkt(1, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN), m, sizeof(m));
+	size_t n =
+	    dm_wire(dm_query(1, "api.github.com.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN), m, sizeof(m));
 
 	ck_assert_int_lt(dnsguard_query(NULL, &sb1, &qf, m, n, T0, &qr), 0);
 	ck_assert_int_eq(qr.verdict, DNSG_DROP);

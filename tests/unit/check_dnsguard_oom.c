@@ -4,6 +4,7 @@
  * failed may have taught anything. Skipped under AddressSanitizer, whose
  * shadow memory does not live with a data limit. */
 #include "dnsguard/dnsguard.h"
+#include "tests/unit/dnsmsg.h"
 #include "tests/unit/unit.h"
 
 #include <ldns/ldns.h>
@@ -44,26 +45,13 @@ static long vm_data_kb(void)
 
 static size_t mkmsg(uint8_t *m, size_t cap, uint16_t id, const char *name, const char *rr)
 {
-	ldns_pkt *p = ldns_pkt_query_new(ldns_dname_new_frm_str(name), LDNS_RR_TYPE_A,
-					 LDNS_RR_CLASS_IN, LDNS_RD);
-	uint8_t *w;
-	size_t n;
+	ldns_pkt *p = dm_query(id, name, LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN);
 
-	ck_assert_ptr_nonnull(p);
-	ldns_pkt_set_id(p, id);
 	if (rr) {
-		ldns_rr *r;
-
-		ck_assert_int_eq(ldns_rr_new_frm_str(&r, rr, 0, NULL, NULL), LDNS_STATUS_OK);
 		ldns_pkt_set_qr(p, true);
-		ldns_pkt_push_rr(p, LDNS_SECTION_ANSWER, r);
+		dm_push(p, LDNS_SECTION_ANSWER, rr);
 	}
-	ck_assert_int_eq(ldns_pkt2wire(&w, p, &n), LDNS_STATUS_OK);
-	ck_assert_uint_le(n, cap);
-	memcpy(m, w, n);
-	free(w);
-	ldns_pkt_free(p);
-	return n;
+	return dm_wire(p, m, cap);
 }
 
 static struct pc_addr addr_of(unsigned i)

@@ -3,6 +3,7 @@
  * are learned only for the allowed name's chain, and bad parameter lists
  * drop the answer. Also: concurrent use from several threads. */
 #include "dnsguard/dnsguard.h"
+#include "tests/unit/dnsmsg.h"
 #include "tests/unit/unit.h"
 
 #include <ldns/ldns.h>
@@ -43,25 +44,17 @@ static struct policy_sandbox sb = {
 };
 static struct dns_flow qf, af;
 
-static struct pc_addr A(const char *s) {
-	struct pc_addr a;
-
-	ck_assert_int_eq(pc_addr_parse(s, &a), 0);
-	return a;
-}
-
-static void
-setup(void)
+static void setup(void)
 {
 	struct pc_err err;
 
 	pc_config_defaults(&cfg);
-	cfg.dns.resolvers[0] = A("198.51.100.53");
+	cfg.dns.resolvers[0] = dm_addr("198.51.100.53");
 	cfg.dns.n_resolvers = 1;
 	memset(&qf, 0, sizeof(qf));
-	qf.src.addr = A("10.203.0.10");
+	qf.src.addr = dm_addr("10.203.0.10");
 	qf.src.port = 33333;
-	qf.dst.addr = A("198.51.100.53");
+	qf.dst.addr = dm_addr("198.51.100.53");
 	qf.dst.port = 53;
 	qf.proto = IPPROTO_TCP;
 	af.src = qf.dst;
@@ -75,28 +68,6 @@ static void teardown(void)
 	dnsguard_free(g);
 }
 
-static size_t wire(ldns_pkt *p, uint8_t *buf, size_t cap)
-{
-	uint8_t *w;
-	size_t n;
-
-	ck_assert_int_eq(ldns_pkt2wire(&w, p, &n), LDNS_STATUS_OK);
-	ck_assert_uint_le(n, cap);
-	memcpy(buf, w, n);
-	free(w);
-	ldns_pkt_free(p);
-	return n;
-}
-
-static ldns_pkt *qpkt(uint16_t id, const char *name, ldns_rr_type t)
-{
-	ldns_pkt *p =
-	    ldns_pkt_query_new(ldns_dname_new_frm_str(name), t, LDNS_RR_CLASS_IN, LDNS_RD);
-
-	ldns_pkt_set_id(p, id);
-	return p;
-}
-
 /* Ask (id, name, HTTPS) and build its answer with rrs in the answer
  * section and extra in the additional section. */
 static size_t https_answer(uint8_t *m, size_t cap, uint16_t id, const char *name,
@@ -104,22 +75,18 @@ static size_t https_answer(uint8_t *m, size_t cap, uint16_t id, const char *name
 {
 	struct dnsguard_query_res qr;
 	uint8_t q[512];
-	size_t n = wire(qpkt(id, name, LDNS_RR_TYPE_HTTPS), q, sizeof(q));
+	size_t n = dm_wire(dm_query(id, name, LDNS_RR_TYPE_HTTPS, LDNS_RR_CLASS_IN), q, sizeof(q));
 	ldns_pkt *p;
 
 	ck_assert_int_eq(dnsguard_query(g, &sb, &qf, q, n, T0, &qr), 0);
 	ck_assert_int_eq(qr.verdict, DNSG_ALLOW);
-	p = qpkt(id, name, LDNS_RR_TYPE_HTTPS);
+	p = dm_query(id, name, LDNS_RR_TYPE_HTTPS, LDNS_RR_CLASS_IN);
 	ldns_pkt_set_qr(p, true);
-	for (int s = 0; s < 2; s++)
-		for (const char *const *r = s ? extra : rrs; r && *r; r++) {
-			ldns_rr *rr;
-
-			ck_assert_msg(ldns_rr_new_frm_str(&rr, *r, 0, NULL, NULL) == LDNS_STATUS_OK,
-				      "%s", *r);
-			ldns_pkt_push_rr(p, s ? LDNS_SECTION_ADDITIONAL : LDNS_SECTION_ANSWER, rr);
-		}
-	return wire(p, m, cap);
+	for (const char *const *r = rrs; r && *r; r++)
+		dm_push(p, LDNS_SECTION_ANSWER, *r);
+	for (const char *const *r = extra; r && *r; r++)
+		dm_push(p, LDNS_SECTION_ADDITIONAL, *r);
+	return dm_wire(p, m, cap);
 }
 
 /* The rdata of every HTTPS record of a message, as text. */
@@ -149,7 +116,7 @@ static void https_texts(const uint8_t *m, size_t n, char *out, size_t outlen)
 
 static bool flow_ok(const char *dst, uint64_t now)
 {
-	struct pc_addr a = A(dst);
+	struct pc_addr a = dm_addr(dst);
 	struct dnsguard_flow_res r;
 
 	ck_assert_int_eq(dnsguard_flow(g, &sb, &a, IPPROTO_TCP, 443, false, now, &r), 0);
@@ -322,14 +289,15 @@ static void *th_run(void *p)
 		dst.a[3] = (uint8_t)i;
 		snprintf(name, sizeof(name), "h%d.example.org.", i % 50);
 		snprintf(rr, sizeof(rr), "%s 300 IN A 192.0.%d.%d", name, a->idx, i % 256);
-		n = wire(qpkt((uint16_t)i, name, LDNS_RR_TYPE_A), m, sizeof(m));
+		n = dm_wire(dm_query((uint16_t)i, name, LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN), m,
+			    sizeof(m));
 		ck_assert_int_eq(dnsguard_query(g, &a->sb, &q, m, n, T0 + (uint64_t)i, &qr), 0);
 		ck_assert_int_eq(qr.verdict, DNSG_ALLOW);
-		pk = qpkt((uint16_t)i, name, LDNS_RR_TYPE_A);
+		pk = dm_query((uint16_t)i, name, LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN);
 		ldns_pkt_set_qr(pk, true);
 		ck_assert_int_eq(ldns_rr_new_frm_str(&x, rr, 0, NULL, NULL), LDNS_STATUS_OK);
 		ldns_pkt_push_rr(pk, LDNS_SECTION_ANSWER, x);
-		n = wire(pk, m, sizeof(m));
+		n = dm_wire(pk, m, sizeof(m));
 		ck_assert_int_eq(dnsguard_answer(g, &a->sb, &r, m, n, T0 + (uint64_t)i, &ar), 0);
 		a->released += ar.verdict == DNSG_ALLOW;
 		ck_assert_int_eq(
@@ -338,7 +306,9 @@ static void *th_run(void *p)
 		(void)dnsguard_sni_allowed(g, &a->sb, &dst, IPPROTO_TCP, 443, name,
 					   T0 + (uint64_t)i, NULL);
 		(void)dnsguard_names(g, a->sb.name, &dst, T0 + (uint64_t)i, names, sizeof(names));
-		n = wire(qpkt((uint16_t)i, "evil.example.", LDNS_RR_TYPE_A), m, sizeof(m));
+		n = dm_wire(
+		    dm_query((uint16_t)i, "evil.example.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN), m,
+		    sizeof(m));
 		ck_assert_int_eq(dnsguard_query(g, &a->sb, &q, m, n, T0, &qr), 0);
 		a->refused += qr.verdict == DNSG_REFUSE;
 	}
