@@ -353,11 +353,35 @@ START_TEST(wire_refuses_malformed_messages)
 }
 END_TEST
 
+/* ---- a log file in a temporary directory, signed by a fresh key --------- */
+
+struct tmplog {
+	char dir[64], file[96]; /* file: dir/log.jsonl */
+	struct note_signer *key;
+};
+
+static void tmplog_make(struct tmplog *t)
+{
+	snprintf(t->dir, sizeof(t->dir), "/tmp/check_logd.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(t->dir));
+	snprintf(t->file, sizeof(t->file), "%s/log.jsonl", t->dir);
+	ck_assert_int_eq(note_signer_generate("test/portcullis-log", &t->key, NULL), 0);
+}
+
+static void tmplog_remove(struct tmplog *t)
+{
+	char cmd[96];
+
+	note_signer_free(t->key);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", t->dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
 /* ---- client and daemon over a real socket ------------------------------- */
 
 struct served {
-	char dir[64], sock[96], file[96];
-	struct note_signer *key;
+	struct tmplog log;
+	char sock[96];
 	struct logw *w;
 	int lfd;
 	pthread_t th;
@@ -381,13 +405,10 @@ static void serve_start(struct served *s)
 	sigset_t set;
 
 	memset(s, 0, sizeof(*s));
-	snprintf(s->dir, sizeof(s->dir), "/tmp/check_logd.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(s->dir));
-	snprintf(s->sock, sizeof(s->sock), "%s/logd.sock", s->dir);
-	snprintf(s->file, sizeof(s->file), "%s/log.jsonl", s->dir);
-	wc.file = s->file;
-	ck_assert_int_eq(note_signer_generate("test/portcullis-log", &s->key, NULL), 0);
-	ck_assert_int_eq(logw_open(&wc, s->key, NULL, &s->w, NULL), 0);
+	tmplog_make(&s->log);
+	snprintf(s->sock, sizeof(s->sock), "%s/logd.sock", s->log.dir);
+	wc.file = s->log.file;
+	ck_assert_int_eq(logw_open(&wc, s->log.key, NULL, &s->w, NULL), 0);
 	s->lfd = pc_unix_listen(s->sock, 0600, (uid_t)-1, (gid_t)-1, NULL);
 	ck_assert_int_ge(s->lfd, 0);
 	/* the server reads SIGTERM from a signalfd: block it everywhere */
@@ -402,7 +423,6 @@ static void serve_start(struct served *s)
 /* Stop the server; what it acknowledged must be in a file that verifies. */
 static void serve_stop(struct served *s)
 {
-	char cmd[128];
 	struct logv *v;
 	struct pc_err err;
 
@@ -411,14 +431,12 @@ static void serve_stop(struct served *s)
 	ck_assert_int_eq(s->rc, 0);
 	ck_assert_int_eq(logw_close(s->w, NULL), 0);
 	close(s->lfd);
-	ck_assert_int_eq(logv_new(note_signer_verifier(s->key), &v, NULL), 0);
-	ck_assert_msg(logv_file(v, s->file, 0, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(logv_new(note_signer_verifier(s->log.key), &v, NULL), 0);
+	ck_assert_msg(logv_file(v, s->log.file, 0, &err) == 0, "%s", err.msg);
 	ck_assert_uint_eq(logv_result(v)->records, s->st.records + 1);
 	ck_assert_uint_eq(logv_result(v)->unsealed, 0);
 	logv_free(v);
-	note_signer_free(s->key);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", s->dir);
-	ck_assert_int_eq(system(cmd), 0);
+	tmplog_remove(&s->log);
 }
 
 START_TEST(client_and_daemon_frame_and_acknowledge)
@@ -487,21 +505,19 @@ END_TEST
 
 START_TEST(writer_resumes_and_refuses_a_tampered_file)
 {
-	char dir[] = "/tmp/check_logd.XXXXXX", file[64], cmd[160];
+	char cmd[160];
 	struct logw_conf wc = {
 	    .cp_records = 3, .cp_ms = 100000, .owner = (uid_t)-1, .group = (gid_t)-1};
-	struct note_signer *key;
+	struct tmplog t;
 	struct logw *w;
 	struct logrec r;
 	struct pc_err err;
 	uint64_t seq;
 	FILE *f;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(file, sizeof(file), "%s/log.jsonl", dir);
-	wc.file = file;
-	ck_assert_int_eq(note_signer_generate("test/portcullis-log", &key, NULL), 0);
-	ck_assert_int_eq(logw_open(&wc, key, NULL, &w, NULL), 0);
+	tmplog_make(&t);
+	wc.file = t.file;
+	ck_assert_int_eq(logw_open(&wc, t.key, NULL, &w, NULL), 0);
 	rec_fill(&r);
 	for (int i = 0; i < 7; i++)
 		ck_assert_int_eq(logw_append(w, &r, &seq, NULL), 0);
@@ -509,29 +525,27 @@ START_TEST(writer_resumes_and_refuses_a_tampered_file)
 	ck_assert_uint_eq(seq, 8);
 	ck_assert_int_eq(logw_close(w, NULL), 0);
 	/* resume: seq continues */
-	ck_assert_int_eq(logw_open(&wc, key, NULL, &w, &err), 0);
+	ck_assert_int_eq(logw_open(&wc, t.key, NULL, &w, &err), 0);
 	ck_assert_uint_eq(logw_next_seq(w), 9);
 	ck_assert_int_eq(logw_close(w, NULL), 0);
 	/* a torn last line (logd killed mid-write) is cut, not refused */
-	f = fopen(file, "a");
+	f = fopen(t.file, "a");
 	fputs("{\"seq\":9,\"@times", f);
 	fclose(f);
-	ck_assert_int_eq(logw_open(&wc, key, NULL, &w, &err), 0);
+	ck_assert_int_eq(logw_open(&wc, t.key, NULL, &w, &err), 0);
 	ck_assert(strstr(logw_notice(w), "incomplete line"));
 	ck_assert_int_eq(logw_close(w, NULL), 0);
 	/* an edited record: refused, naming the line */
-	snprintf(cmd, sizeof(cmd), "sed -i '3s/agent-1/agent-2/' %s", file);
+	snprintf(cmd, sizeof(cmd), "sed -i '3s/agent-1/agent-2/' %s", t.file);
 	ck_assert_int_eq(system(cmd), 0);
-	ck_assert_int_eq(logw_open(&wc, key, NULL, &w, &err), PC_ETAMPER);
+	ck_assert_int_eq(logw_open(&wc, t.key, NULL, &w, &err), PC_ETAMPER);
 	ck_assert_msg(strstr(err.msg, "line 3: record seq 2 was edited"), "%s", err.msg);
 	/* --new-segment: set aside, start again, seq continues */
-	ck_assert_int_eq(logw_open(&wc, key, "operator: test", &w, &err), 0);
+	ck_assert_int_eq(logw_open(&wc, t.key, "operator: test", &w, &err), 0);
 	ck_assert(strstr(logw_notice(w), "moved"));
 	ck_assert_uint_eq(logw_next_seq(w), 10); /* 9: its log-segment record */
 	ck_assert_int_eq(logw_close(w, NULL), 0);
-	note_signer_free(key);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	tmplog_remove(&t);
 }
 END_TEST
 
@@ -539,23 +553,21 @@ END_TEST
  * would set aside a file holding nothing but its segment record). */
 START_TEST(writer_rotation_does_not_nest)
 {
-	char dir[] = "/tmp/check_logd.XXXXXX", file[64], cmd[160], path[128];
+	char cmd[160], path[128];
 	struct logw_conf wc = {.cp_records = 1000,
 			       .cp_ms = 100000,
 			       .rotate_bytes = 3000,
 			       .owner = (uid_t)-1,
 			       .group = (gid_t)-1};
-	struct note_signer *key;
+	struct tmplog t;
 	struct logw *w;
 	struct logrec r;
 	FILE *ls;
 	int files = 0;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(file, sizeof(file), "%s/log.jsonl", dir);
-	wc.file = file;
-	ck_assert_int_eq(note_signer_generate("test/portcullis-log", &key, NULL), 0);
-	ck_assert_int_eq(logw_open(&wc, key, NULL, &w, NULL), 0);
+	tmplog_make(&t);
+	wc.file = t.file;
+	ck_assert_int_eq(logw_open(&wc, t.key, NULL, &w, NULL), 0);
 	rec_fill(&r);
 	for (int b = 0; b < 10; b++) {
 		for (int i = 0; i < 7; i++)
@@ -563,14 +575,14 @@ START_TEST(writer_rotation_does_not_nest)
 		ck_assert_int_eq(logw_commit(w, NULL), 0);
 	}
 	ck_assert_int_eq(logw_close(w, NULL), 0);
-	snprintf(cmd, sizeof(cmd), "ls %s/log.jsonl.*-*", dir);
+	snprintf(cmd, sizeof(cmd), "ls %s/log.jsonl.*-*", t.dir);
 	ls = popen(cmd, "r");
 	while (fgets(path, sizeof(path), ls)) {
 		struct logv *v;
 		struct pc_err err;
 
 		path[strcspn(path, "\n")] = '\0';
-		ck_assert_int_eq(logv_new(note_signer_verifier(key), &v, NULL), 0);
+		ck_assert_int_eq(logv_new(note_signer_verifier(t.key), &v, NULL), 0);
 		ck_assert_msg(logv_file(v, path, 0, &err) == 0, "%s: %s", path, err.msg);
 		ck_assert_msg(logv_result(v)->records > 1, "%s holds only its segment record",
 			      path);
@@ -579,9 +591,7 @@ START_TEST(writer_rotation_does_not_nest)
 	}
 	pclose(ls);
 	ck_assert_int_ge(files, 3);
-	note_signer_free(key);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	tmplog_remove(&t);
 }
 END_TEST
 
@@ -589,21 +599,19 @@ END_TEST
  * line numbers as the sequential path. */
 START_TEST(verifier_large_file_in_parallel)
 {
-	char dir[] = "/tmp/check_logd.XXXXXX", file[64], cmd[256], want[64];
+	char cmd[256], want[64];
 	struct logw_conf wc = {
 	    .cp_records = 1000, .cp_ms = 100000, .owner = (uid_t)-1, .group = (gid_t)-1};
-	struct note_signer *key;
+	struct tmplog t;
 	struct logw *w;
 	struct logrec r;
 	struct logv *v;
 	struct pc_err err;
 	FILE *f;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(file, sizeof(file), "%s/log.jsonl", dir);
-	wc.file = file;
-	ck_assert_int_eq(note_signer_generate("test/portcullis-log", &key, NULL), 0);
-	ck_assert_int_eq(logw_open(&wc, key, NULL, &w, NULL), 0);
+	tmplog_make(&t);
+	wc.file = t.file;
+	ck_assert_int_eq(logw_open(&wc, t.key, NULL, &w, NULL), 0);
 	rec_fill(&r);
 	for (int i = 0; i < 30000; i++) {
 		ck_assert_int_eq(logw_append(w, &r, NULL, NULL), 0);
@@ -611,34 +619,32 @@ START_TEST(verifier_large_file_in_parallel)
 			ck_assert_int_eq(logw_commit(w, NULL), 0);
 	}
 	ck_assert_int_eq(logw_close(w, NULL), 0);
-	ck_assert_int_eq(logv_new(note_signer_verifier(key), &v, NULL), 0);
-	ck_assert_msg(logv_file(v, file, 0, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(logv_new(note_signer_verifier(t.key), &v, NULL), 0);
+	ck_assert_msg(logv_file(v, t.file, 0, &err) == 0, "%s", err.msg);
 	ck_assert_uint_eq(logv_result(v)->records, 30001);
 	ck_assert_uint_eq(logv_result(v)->checkpoints, 31);
 	logv_free(v);
 	/* seq 25000 is on line 25000 + 25 (one checkpoint line per 1000
 	 * records, and one after the segment record) */
-	snprintf(cmd, sizeof(cmd), "sed -i '25025s/agent-1/agent-2/' %s", file);
+	snprintf(cmd, sizeof(cmd), "sed -i '25025s/agent-1/agent-2/' %s", t.file);
 	ck_assert_int_eq(system(cmd), 0);
-	ck_assert_int_eq(logv_new(note_signer_verifier(key), &v, NULL), 0);
-	ck_assert_int_eq(logv_file(v, file, 0, &err), PC_ETAMPER);
+	ck_assert_int_eq(logv_new(note_signer_verifier(t.key), &v, NULL), 0);
+	ck_assert_int_eq(logv_file(v, t.file, 0, &err), PC_ETAMPER);
 	snprintf(want, sizeof(want), "line 25025: record seq 25000 was edited");
 	ck_assert_msg(strstr(err.msg, want), "%s", err.msg);
 	logv_free(v);
-	snprintf(cmd, sizeof(cmd), "sed -i '25025s/agent-2/agent-1/' %s", file);
+	snprintf(cmd, sizeof(cmd), "sed -i '25025s/agent-2/agent-1/' %s", t.file);
 	ck_assert_int_eq(system(cmd), 0);
-	f = fopen(file, "a");
+	f = fopen(t.file, "a");
 	fputs("{\"seq\":30002,\"@tim", f);
 	fclose(f);
-	ck_assert_int_eq(logv_new(note_signer_verifier(key), &v, NULL), 0);
-	ck_assert_msg(logv_file(v, file, LOGV_TORN_OK, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(logv_new(note_signer_verifier(t.key), &v, NULL), 0);
+	ck_assert_msg(logv_file(v, t.file, LOGV_TORN_OK, &err) == 0, "%s", err.msg);
 	ck_assert(logv_result(v)->torn);
 	ck_assert_uint_eq(logv_result(v)->torn_bytes, 18);
 	ck_assert_uint_eq(logv_result(v)->records, 30001);
 	logv_free(v);
-	note_signer_free(key);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	tmplog_remove(&t);
 }
 END_TEST
 
