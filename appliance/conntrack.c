@@ -207,6 +207,9 @@ int ct_delete(const struct ct_tuple *t, struct pc_err *err)
 	rc = ct_open(&nl, err);
 	if (rc)
 		return rc;
+	/* zeroed: libmnl 1.0.4 leaves the padding after the u8 and u16
+	 * attributes unwritten, and the kernel gets the whole message */
+	memset(buf, 0, sizeof(buf));
 	nlh = ct_msg(buf, IPCTNL_MSG_CT_DELETE, NLM_F_ACK, t->family, seq);
 	put_tuple(nlh, t);
 	if (t->id)

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <libmnl/libmnl.h>
@@ -25,11 +24,18 @@
 #include <libnftnl/set.h>
 #include <libnftnl/table.h>
 
-#define BATCH_PAGE   (1u << 20)
-#define BATCH_SNDBUF (16 << 20)
+/* Room kept free for the message being built: libnftnl's builders do not
+ * check bounds, so one message (a chain, a rule, a set's elements) must fit
+ * in this — the same bound libnftnl's own batch pages gave. */
+#define BATCH_MSG_ROOM (1u << 20)
+#define BATCH_SNDBUF   (16 << 20)
 
+/* The batch is one growing buffer, zeroed before anything is written to
+ * it: libmnl 1.0.4 leaves the alignment padding after an attribute
+ * unwritten, and the kernel must never be handed uninitialised memory. */
 struct batch {
-	struct nftnl_batch *b;
+	char *buf;
+	size_t len, cap;
 	uint32_t seq0, seq;
 	/* what each message was, to name the one the kernel refused */
 	char (*what)[96];
@@ -37,21 +43,51 @@ struct batch {
 	int err;
 };
 
+/* Make room for one more message of up to BATCH_MSG_ROOM bytes. */
+static int batch_room(struct batch *bt)
+{
+	size_t cap;
+	char *nb;
+
+	if (bt->cap - bt->len >= BATCH_MSG_ROOM)
+		return 0;
+	cap = bt->cap ? bt->cap * 2 : 2 * BATCH_MSG_ROOM;
+	nb = realloc(bt->buf, cap);
+	if (!nb)
+		return PC_ENOMEM;
+	memset(nb + bt->cap, 0, cap - bt->cap);
+	bt->buf = nb;
+	bt->cap = cap;
+	return 0;
+}
+
+/* The message being built (at the end of what is done). */
+static char *batch_tail(struct batch *bt)
+{
+	return bt->buf + bt->len;
+}
+
+/* The message started by batch_msg is complete: it joins the batch. */
+static void batch_next(struct batch *bt)
+{
+	if (!bt->err)
+		bt->len += NLMSG_ALIGN(((struct nlmsghdr *)batch_tail(bt))->nlmsg_len);
+}
+
 static int batch_init(struct batch *bt)
 {
 	memset(bt, 0, sizeof(*bt));
-	bt->b = nftnl_batch_alloc(BATCH_PAGE, BATCH_PAGE);
-	if (!bt->b)
+	if (batch_room(bt) < 0)
 		return PC_ENOMEM;
 	bt->seq0 = bt->seq = (uint32_t)pc_now_mono_ms();
-	nftnl_batch_begin(nftnl_batch_buffer(bt->b), bt->seq++);
-	nftnl_batch_update(bt->b);
+	nftnl_batch_begin(batch_tail(bt), bt->seq++);
+	batch_next(bt);
 	return 0;
 }
 
 static void batch_free(struct batch *bt)
 {
-	nftnl_batch_free(bt->b);
+	free(bt->buf);
 	free(bt->what);
 }
 
@@ -72,15 +108,12 @@ static struct nlmsghdr *batch_msg(struct batch *bt, uint16_t type, uint16_t fami
 		bt->what = nw;
 		bt->capwhat = cap;
 	}
-	pc_strlcpy(bt->what[bt->nwhat++], what, sizeof(bt->what[0]));
-	return nftnl_nlmsg_build_hdr(nftnl_batch_buffer(bt->b), type, family, flags | NLM_F_ACK,
-				     bt->seq++);
-}
-
-static void batch_next(struct batch *bt)
-{
-	if (!bt->err && nftnl_batch_update(bt->b) < 0)
+	if (batch_room(bt) < 0) {
 		bt->err = PC_ENOMEM;
+		return NULL;
+	}
+	pc_strlcpy(bt->what[bt->nwhat++], what, sizeof(bt->what[0]));
+	return nftnl_nlmsg_build_hdr(batch_tail(bt), type, family, flags | NLM_F_ACK, bt->seq++);
 }
 
 static void batch_table(struct batch *bt, uint16_t type, uint16_t family, uint16_t flags)
@@ -233,41 +266,29 @@ static int read_acks(struct mnl_socket *nl, struct batch *bt, uint32_t *failed_s
 static int batch_send(struct batch *bt, bool commit, struct pc_err *err)
 {
 	struct mnl_socket *nl = NULL;
-	struct iovec *iov = NULL;
-	struct msghdr msg;
-	struct sockaddr_nl snl = {.nl_family = AF_NETLINK};
 	uint32_t failed;
-	int e = 0, n, rc;
+	int e = 0, rc;
 
-	if (commit) {
-		nftnl_batch_end(nftnl_batch_buffer(bt->b), bt->seq++);
-		batch_next(bt);
+	if (commit && !bt->err) {
+		if (batch_room(bt) < 0)
+			bt->err = PC_ENOMEM;
+		else {
+			nftnl_batch_end(batch_tail(bt), bt->seq++);
+			batch_next(bt);
+		}
 	}
 	if (bt->err)
 		return pc_err_set(err, bt->err, "nf_tables batch: out of memory");
 	rc = nl_open(&nl, err);
 	if (rc)
 		return rc;
-	n = nftnl_batch_iovec_len(bt->b);
-	iov = calloc((size_t)n, sizeof(*iov));
-	if (!iov) {
-		rc = pc_err_set(err, PC_ENOMEM, "nf_tables batch: out of memory");
-		goto out;
-	}
-	nftnl_batch_iovec(bt->b, iov, (uint32_t)n);
-	memset(&msg, 0, sizeof(msg));
-	msg.msg_name = &snl;
-	msg.msg_namelen = sizeof(snl);
-	msg.msg_iov = iov;
-	msg.msg_iovlen = (size_t)n;
-	if (sendmsg(mnl_socket_get_fd(nl), &msg, 0) < 0) {
+	if (mnl_socket_sendto(nl, bt->buf, bt->len) < 0) {
 		rc = pc_err_errno(err, errno == EPERM ? PC_EPERM : PC_EIO,
 				  "sending nf_tables batch");
 		goto out;
 	}
 	rc = read_acks(nl, bt, &failed, &e, err);
 out:
-	free(iov);
 	mnl_socket_close(nl);
 	return rc;
 }

@@ -148,11 +148,15 @@ int queue_open(struct qthread *t, struct pc_err *err)
 	/* The loop wakes up to notice shutdown and expire held flows. */
 	setsockopt(mnl_socket_get_fd(t->nl), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 
+	/* Zeroed before each message: libmnl 1.0.4 leaves an attribute's
+	 * alignment padding unwritten (the 5-byte copy parameters have 3). */
+	memset(buf, 0, sizeof(buf));
 	nlh = nfq_nlmsg_put(buf, NFQNL_MSG_CONFIG, t->num);
 	nfq_nlmsg_cfg_put_cmd(nlh, AF_INET, NFQNL_CFG_CMD_BIND);
 	rc = cfg_send(t->nl, t->num, nlh, "bind", err);
 	if (rc)
 		return rc;
+	memset(buf, 0, sizeof(buf));
 	nlh = nfq_nlmsg_put(buf, NFQNL_MSG_CONFIG, t->num);
 	nfq_nlmsg_cfg_put_params(nlh, NFQNL_COPY_PACKET, COPY_RANGE);
 	nfq_nlmsg_cfg_put_qmaxlen(nlh, maxlen);
@@ -358,6 +362,8 @@ static void log_batch(struct qthread *t, struct qbufs *qb, size_t n)
 			}
 		}
 	}
+	if (sent_any || failed)
+		t->log_ok = !failed; /* DNS query records are deferred only while true */
 	if (failed && pc_now_mono_ms() - qb->last_warn_ms > 5000) {
 		char buf[600];
 
@@ -371,7 +377,7 @@ static void process_batch(struct qthread *t, struct qbufs *qb, int nmsg)
 {
 	struct engine *e = t->e;
 	struct policy *pol = engine_policy_get(e);
-	struct decide_ctx c = {&e->cfg, pol, e->dg, &e->ports, t->held, pc_now_mono_ms()};
+	struct decide_ctx c = {&e->cfg, pol, e->dg, &e->ports, t->held, pc_now_mono_ms(), t->log_ok};
 	size_t n = 0;
 
 	for (int i = 0; i < nmsg; i++) {
@@ -394,6 +400,9 @@ static void process_batch(struct qthread *t, struct qbufs *qb, int nmsg)
 		goto out;
 	log_batch(t, qb, n);
 	for (size_t i = 0; i < n; i++) {
+		/* learned only now that its record is in the log */
+		if (decision_commit(e->dg, &t->dec[i], c.now_ms) < 0)
+			refuse_unlogged(&t->dec[i]);
 		if (t->dec[i].register_flow &&
 		    flow_registry_put(e->flows, &t->dec[i].key, &t->dec[i].meta) < 0)
 			refuse_unlogged(&t->dec[i]); /* allocation failure refuses too */
