@@ -326,11 +326,14 @@ static bool table_uses_compat(const struct ck_ruleset *rs, const char *table)
 	return true;
 }
 
-static int expect_build(const struct pc_config *cfg, const char *bridge, const struct ck_state *st,
-			struct checker_expect *ex, void **owned, struct pc_err *err)
+/* given: the policy to build for (borrowed); NULL: the one in cfg->rules_dir. */
+static int expect_build(const struct pc_config *cfg, const struct policy *given, const char *bridge,
+			const struct ck_state *st, struct checker_expect *ex, void **owned,
+			struct pc_err *err)
 {
 	struct checker_expect e;
-	struct policy *pol = NULL;
+	struct policy *pol = NULL; /* loaded here when not given */
+	const struct policy *use;
 	struct pc_ruleset *rs = NULL;
 	struct pc_bridge_port *ports = NULL;
 	struct ck_expect_store *store = calloc(1, sizeof(*store));
@@ -351,13 +354,14 @@ static int expect_build(const struct pc_config *cfg, const char *bridge, const s
 	e.n_listen = 1;
 	e.br_nf_call = 0; /* sandbox traffic is routed by the gateway, never bridged */
 
-	rc = policy_load_dir(cfg->rules_dir, cfg, &pol, err);
+	rc = given ? 0 : policy_load_dir(cfg->rules_dir, cfg, &pol, err);
 	if (rc < 0) {
 		pc_err_prefix(err, "policy");
 		goto out;
 	}
-	for (size_t i = 0; i < policy_sandbox_count(pol) && e.n_policy_ports < 64; i++) {
-		const struct policy_sandbox *sb = policy_sandbox_at(pol, i);
+	use = given ? given : pol;
+	for (size_t i = 0; i < policy_sandbox_count(use) && e.n_policy_ports < 64; i++) {
+		const struct policy_sandbox *sb = policy_sandbox_at(use, i);
 
 		if (!sb->match.port[0])
 			continue;
@@ -381,7 +385,7 @@ static int expect_build(const struct pc_config *cfg, const char *bridge, const s
 	{
 		struct pc_config c2 = *cfg;
 		struct pc_ruleset_params p = {.cfg = &c2,
-					      .policy = pol,
+					      .policy = use,
 					      .ports = ports,
 					      .n_ports = np,
 					      .qpath = table_uses_compat(&st->nft, PC_NFT_TABLE)
@@ -423,8 +427,9 @@ void checker_expect_free(void *owned)
 	free(s);
 }
 
-int checker_expect_from_config(const struct pc_config *cfg, const char *bridge,
-			       struct checker_expect *ex, void **owned, struct pc_err *err)
+int checker_expect_from_policy(const struct pc_config *cfg, const struct policy *pol,
+			       const char *bridge, struct checker_expect *ex, void **owned,
+			       struct pc_err *err)
 {
 	struct ck_state st = {0};
 	int rc = ck_nft_read(&st.nft, err);
@@ -432,9 +437,15 @@ int checker_expect_from_config(const struct pc_config *cfg, const char *bridge,
 	if (rc == 0)
 		rc = ck_rtnl_read(&st, err);
 	if (rc == 0)
-		rc = expect_build(cfg, bridge ? bridge : cfg->bridge, &st, ex, owned, err);
+		rc = expect_build(cfg, pol, bridge ? bridge : cfg->bridge, &st, ex, owned, err);
 	ck_state_free(&st);
 	return rc;
+}
+
+int checker_expect_from_config(const struct pc_config *cfg, const char *bridge,
+			       struct checker_expect *ex, void **owned, struct pc_err *err)
+{
+	return checker_expect_from_policy(cfg, NULL, bridge, ex, owned, err);
 }
 
 /* ---- the check ------------------------------------------------------------------ */
@@ -514,7 +525,7 @@ int checker_run(const struct pc_config *cfg, const struct checker_expect *ex_in,
 	if (ex_in) {
 		ex = *ex_in;
 	} else {
-		rc = expect_build(cfg, br, &st, &ex, &owned, err);
+		rc = expect_build(cfg, NULL, br, &st, &ex, &owned, err);
 		if (rc < 0) {
 			pc_err_prefix(err, "building the engine's ruleset");
 			goto out;

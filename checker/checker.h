@@ -14,6 +14,7 @@
 #include "common/pc.h"
 
 struct pc_config;
+struct policy;
 
 /* Result of a check: PROVEN only when every obligation held and nothing was
  * left unmodelled. */
@@ -97,6 +98,13 @@ struct checker_expect {
  * what ex borrows; free it with checker_expect_free after ex's last use. */
 int checker_expect_from_config(const struct pc_config *cfg, const char *bridge,
 			       struct checker_expect *ex, void **owned, struct pc_err *err);
+/* As checker_expect_from_config, for the policy pol (borrowed) instead of
+ * the one in cfg->rules_dir: the engine's own check compares the live
+ * tables with the policy it enforces, not with files an admin may be
+ * editing (appliance/checkrun.c). */
+int checker_expect_from_policy(const struct pc_config *cfg, const struct policy *pol,
+			       const char *bridge, struct checker_expect *ex, void **owned,
+			       struct pc_err *err);
 void checker_expect_free(void *owned);
 
 /* Read the live state of this network namespace and prove containment for

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "appliance/appliance.h"
 #include "checker/cert.h"
 #include "checker/internal.h"
 #include "rules/rules.h"
@@ -19,6 +20,35 @@ static int load_config(const char *config, struct pc_config *cfg)
 		return PC_EXIT_ERROR;
 	}
 	return 0;
+}
+
+/* The check reads the policy in rules.d; the engine enforces the one it
+ * loaded. When they differ (rules.d edited, not reloaded) the findings
+ * compare the live tables with the files: say so on stderr, naming both
+ * hashes (docs/checker.md). Silent when either is unknown (no engine). */
+static void policy_drift_warn(const struct pc_config *cfg)
+{
+	struct policy *pol = NULL;
+	struct pc_err err = {0};
+	struct jv *st = NULL;
+	char *reply = NULL;
+	const char *loaded;
+
+	if (policy_load_dir(cfg->rules_dir, cfg, &pol, &err) < 0 ||
+	    pc_engine_request(cfg->run_dir, "status", 5000, &reply, &err) < 0)
+		goto out;
+	st = jv_parse(reply, strlen(reply));
+	loaded = jv_str(jv_get(st, "policy"));
+	if (loaded && strcmp(loaded, policy_hash(pol)) != 0)
+		fprintf(stderr,
+			"portcullis: warning: the policy in %s (%s) is not the one the engine "
+			"enforces (%s): this check compared the live tables with %s; "
+			"`portcullis reload` puts it in force\n",
+			cfg->rules_dir, policy_hash(pol), loaded, cfg->rules_dir);
+out:
+	jv_free(st);
+	free(reply);
+	policy_unref(pol);
 }
 
 static int cmd_check(int argc, char **argv, const char *config)
@@ -71,6 +101,8 @@ static int cmd_check(int argc, char **argv, const char *config)
 	}
 	fputs(out, stdout);
 	free(out);
+	fflush(stdout);
+	policy_drift_warn(&cfg);
 	rc = res->status == CHECKER_PROVEN ? PC_EXIT_OK : PC_EXIT_FAIL;
 	checker_result_free(res);
 	return rc;

@@ -107,6 +107,55 @@ wait_runs "$runs"
 t_eq "status: proven again once the seed is gone" proven "$(check_field result)"
 t_eq "status: no finding left" "" "$(check_field first)"
 
+# ---- rules.d edited, not reloaded: the check compares with the policy in force ---------------
+# An admin writes a new rule file and has not reloaded yet: the live tables
+# are still the loaded policy's, which is what the engine's check must
+# compare them with (a third sandbox changes the anti-spoofing sets).
+LOADED=$(guard_status_field "s['policy']")
+guard_rules agent3 <<EOF
+sandbox: agent-3
+match: { source: 10.203.0.77/32 }
+allow:
+  - cidr: $LAB_SSH4/32
+    ports: [22]
+EOF
+DISK=$(guard_cli policy hash)
+t_match "the edited rules.d has another hash" '^sha256:[0-9a-f]{64}$' "$DISK"
+t_ok "... not the one in force" test "$DISK" != "$LOADED"
+runs=$(check_field runs)
+lab_gw ip link set "$P2" nomaster
+t_ok "a port leaving the bridge ran a check" wait_runs "$runs"
+t_eq "status: that check followed the port change" ports "$(check_field trigger)"
+t_eq "status: proven against the policy in force, not rules.d" proven "$(check_field result)"
+t_eq "status: no finding" "" "$(check_field first)"
+t_eq "status: the policy in force is still the loaded one" "$LOADED" "$(guard_status_field "s['policy']")"
+# The auditor's `portcullis check` reads rules.d, and says that it differs.
+out=$(guard_cli check 2>&1)
+t_match "portcullis check: warns that rules.d is not the policy in force" \
+	"warning: .*$DISK.*$LOADED" "$out"
+t_match "portcullis check: and what to do" "portcullis reload" "$out"
+# A real way out is still found while rules.d differs.
+lab_gw nft add table netdev tap
+lab_gw nft add chain netdev tap in "{ type filter hook ingress device $P1 priority -500; }"
+lab_gw nft add rule netdev tap in dup to up0
+runs=$(check_field runs)
+lab_gw ip link set "$P2" master "$LAB_BR"
+lab_gw ip link set "$P2" type bridge_slave isolated on
+t_ok "the port coming back ran a check" wait_runs "$runs"
+t_eq "status: exit found" "exit found" "$(check_field result)"
+t_match "status: the first finding names the seeded exit" \
+	"table netdev tap chain in rule handle [0-9]+: dup" "$(check_field first)"
+lab_gw nft delete table netdev tap
+runs=$(check_field runs)
+t_ok "portcullis reload (rules.d in force now)" guard_cli reload
+t_ok "the reload ran a check" wait_runs "$runs"
+t_eq "status: the edited policy is in force" "$DISK" "$(guard_status_field "s['policy']")"
+t_eq "status: proven" proven "$(check_field result)"
+out=$(guard_cli check 2>&1)
+t_eq "portcullis check: proven once reloaded" 0 "$?"
+t_ok "portcullis check: no warning once rules.d is in force" \
+	bash -c '! grep -q "warning" <<<"$1"' _ "$out"
+
 # ---- a helper that dies is reported; the engine goes on ------------------------------------
 kill -9 "$HELPER"
 for _ in $(seq 1 50); do
