@@ -263,6 +263,13 @@ void ck_state_free(struct ck_state *st);
 /* rtnetlink: links (with bridge/port attributes and XDP), addresses,
  * routes and policy rules of both families. */
 int ck_rtnl_read(struct ck_state *st, struct pc_err *err);
+/* One netlink dump on a fresh socket of bus (NETLINK_ROUTE, NETLINK_SOCK_DIAG):
+ * req (caller's: type, family header, attributes) gets the dump flags and a
+ * sequence number and is sent; every reply message of that dump is appended
+ * to out. An error reply or an interrupted dump (PC_EAGAIN) fails; what
+ * names the dump in errors ("rtnetlink"). */
+int ck_nl_dump(int bus, const char *what, struct nlmsghdr *req, struct ck_buf *out,
+	       struct pc_err *err);
 /* One rtnetlink dump request (type, family header); the reply messages are
  * appended to out. */
 int ck_rtnl_dump(uint16_t type, const void *hdr, size_t hdrlen, struct ck_buf *out,

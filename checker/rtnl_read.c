@@ -394,32 +394,23 @@ int ck_rtnl_parse(struct ck_state *st, const void *buf, size_t len, struct pc_er
 	return 0;
 }
 
-int ck_rtnl_dump(uint16_t type, const void *hdr, size_t hdrlen, struct ck_buf *out,
-		 struct pc_err *err)
+int ck_nl_dump(int bus, const char *what, struct nlmsghdr *req, struct ck_buf *out,
+	       struct pc_err *err)
 {
-	struct mnl_socket *nl = mnl_socket_open(NETLINK_ROUTE);
+	struct mnl_socket *nl = mnl_socket_open(bus);
 	char *buf = malloc(MNL_SOCKET_BUFFER_SIZE * 4);
-	struct nlmsghdr *nlh;
 	uint32_t seq = (uint32_t)time(NULL), portid;
 	int rc = 0;
 
 	if (!nl || !buf || mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		rc = pc_err_errno(err, PC_EIO, "rtnetlink socket");
+		rc = pc_err_errno(err, PC_EIO, "%s socket", what);
 		goto out;
 	}
 	portid = mnl_socket_get_portid(nl);
-	nlh = mnl_nlmsg_put_header(buf);
-	nlh->nlmsg_type = type;
-	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-	nlh->nlmsg_seq = seq;
-	memcpy(mnl_nlmsg_put_extra_header(nlh, hdrlen), hdr, hdrlen);
-	if (type == RTM_GETLINK) {
-		uint32_t mask = RTEXT_FILTER_VF | RTEXT_FILTER_SKIP_STATS;
-
-		mnl_attr_put_u32(nlh, IFLA_EXT_MASK, mask);
-	}
-	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) {
-		rc = pc_err_errno(err, PC_EIO, "rtnetlink send");
+	req->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	req->nlmsg_seq = seq;
+	if (mnl_socket_sendto(nl, req, req->nlmsg_len) < 0) {
+		rc = pc_err_errno(err, PC_EIO, "%s send", what);
 		goto out;
 	}
 	for (;;) {
@@ -428,14 +419,14 @@ int ck_rtnl_dump(uint16_t type, const void *hdr, size_t hdrlen, struct ck_buf *o
 		int n = (int)got;
 
 		if (got < 0) {
-			rc = pc_err_errno(err, PC_EIO, "rtnetlink receive");
+			rc = pc_err_errno(err, PC_EIO, "%s receive", what);
 			goto out;
 		}
 		for (; ck_nlmsg_ok(m, n); m = mnl_nlmsg_next(m, &n)) {
 			if (m->nlmsg_seq != seq || m->nlmsg_pid != portid)
 				continue;
 			if (m->nlmsg_flags & NLM_F_DUMP_INTR) {
-				rc = pc_err_set(err, PC_EAGAIN, "rtnetlink dump interrupted");
+				rc = pc_err_set(err, PC_EAGAIN, "%s dump interrupted", what);
 				goto out;
 			}
 			if (m->nlmsg_type == NLMSG_DONE)
@@ -444,7 +435,7 @@ int ck_rtnl_dump(uint16_t type, const void *hdr, size_t hdrlen, struct ck_buf *o
 				const struct nlmsgerr *e = mnl_nlmsg_get_payload(m);
 
 				errno = m->nlmsg_len >= NLMSG_HDRLEN + sizeof(*e) ? -e->error : EIO;
-				rc = pc_err_errno(err, PC_EIO, "rtnetlink dump %u", type);
+				rc = pc_err_errno(err, PC_EIO, "%s dump %u", what, req->nlmsg_type);
 				goto out;
 			}
 			ck_buf_add(out, m, m->nlmsg_len);
@@ -452,11 +443,34 @@ int ck_rtnl_dump(uint16_t type, const void *hdr, size_t hdrlen, struct ck_buf *o
 	}
 out:
 	if (rc == 0 && out->oom)
-		rc = pc_err_set(err, PC_ENOMEM, "rtnetlink dump");
+		rc = pc_err_set(err, PC_ENOMEM, "%s dump", what);
 	if (nl)
 		mnl_socket_close(nl);
 	free(buf);
 	return rc;
+}
+
+int ck_rtnl_dump(uint16_t type, const void *hdr, size_t hdrlen, struct ck_buf *out,
+		 struct pc_err *err)
+{
+	union {
+		struct nlmsghdr h; /* aligns the request */
+		char b[256];
+	} q;
+	struct nlmsghdr *nlh;
+
+	if (hdrlen > 128)
+		return pc_err_set(err, PC_EINVAL, "rtnetlink dump %u: family header too long",
+				  type);
+	nlh = mnl_nlmsg_put_header(q.b);
+	nlh->nlmsg_type = type;
+	memcpy(mnl_nlmsg_put_extra_header(nlh, hdrlen), hdr, hdrlen);
+	if (type == RTM_GETLINK) {
+		uint32_t mask = RTEXT_FILTER_VF | RTEXT_FILTER_SKIP_STATS;
+
+		mnl_attr_put_u32(nlh, IFLA_EXT_MASK, mask);
+	}
+	return ck_nl_dump(NETLINK_ROUTE, "rtnetlink", nlh, out, err);
 }
 
 int ck_rtnl_read(struct ck_state *st, struct pc_err *err)

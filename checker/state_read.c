@@ -124,67 +124,45 @@ void ck_legacy_read(struct ck_state *st)
 
 static int diag_dump(struct ck_state *st, uint8_t family, uint8_t proto, struct pc_err *err)
 {
-	struct mnl_socket *nl = mnl_socket_open(NETLINK_SOCK_DIAG);
-	char *buf = malloc(MNL_SOCKET_BUFFER_SIZE * 4);
-	struct nlmsghdr *nlh;
+	union {
+		struct nlmsghdr h; /* aligns the request */
+		char b[128];
+	} q;
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(q.b);
 	struct inet_diag_req_v2 *req;
-	uint32_t seq = (uint32_t)time(NULL);
-	int rc = 0;
+	struct ck_buf b = {0};
+	const struct nlmsghdr *m;
+	int n, rc;
 
-	if (!nl || !buf || mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		rc = pc_err_errno(err, PC_EIO, "sock_diag socket");
-		goto out;
-	}
-	nlh = mnl_nlmsg_put_header(buf);
 	nlh->nlmsg_type = SOCK_DIAG_BY_FAMILY;
-	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-	nlh->nlmsg_seq = seq;
 	req = mnl_nlmsg_put_extra_header(nlh, sizeof(*req));
 	req->sdiag_family = family;
 	req->sdiag_protocol = proto;
 	/* TCP: listening (10); UDP: unconnected bound sockets (close, 7) */
 	req->idiag_states = proto == IPPROTO_TCP ? 1u << 10 : 1u << 7;
-	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) {
-		rc = pc_err_errno(err, PC_EIO, "sock_diag send");
+	rc = ck_nl_dump(NETLINK_SOCK_DIAG, "sock_diag", nlh, &b, err);
+	if (rc < 0)
 		goto out;
-	}
-	for (;;) {
-		ssize_t got = mnl_socket_recvfrom(nl, buf, MNL_SOCKET_BUFFER_SIZE * 4);
-		const struct nlmsghdr *m = (const struct nlmsghdr *)buf;
-		int n = (int)got;
+	m = (const struct nlmsghdr *)b.p;
+	n = (int)b.len;
+	for (; ck_nlmsg_ok(m, n); m = mnl_nlmsg_next(m, &n)) {
+		const struct inet_diag_msg *d = mnl_nlmsg_get_payload(m);
+		struct ck_listener *l;
 
-		if (got < 0) {
-			rc = pc_err_errno(err, PC_EIO, "sock_diag receive");
+		if (m->nlmsg_len < NLMSG_HDRLEN + sizeof(*d))
+			continue;
+		l = ck_grow(&st->listeners, &st->n_listeners, &st->cap_listeners, sizeof(*l));
+		if (!l) {
+			rc = pc_err_set(err, PC_ENOMEM, "sock_diag");
 			goto out;
 		}
-		for (; mnl_nlmsg_ok(m, n); m = mnl_nlmsg_next(m, &n)) {
-			const struct inet_diag_msg *d = mnl_nlmsg_get_payload(m);
-			struct ck_listener *l;
-
-			if (m->nlmsg_type == NLMSG_DONE)
-				goto out;
-			if (m->nlmsg_type == NLMSG_ERROR) {
-				rc = pc_err_set(err, PC_EIO, "sock_diag: error");
-				goto out;
-			}
-			if (m->nlmsg_len < NLMSG_HDRLEN + sizeof(*d))
-				continue;
-			l = ck_grow(&st->listeners, &st->n_listeners, &st->cap_listeners,
-				    sizeof(*l));
-			if (!l) {
-				rc = pc_err_set(err, PC_ENOMEM, "sock_diag");
-				goto out;
-			}
-			l->family = d->idiag_family;
-			l->proto = proto;
-			memcpy(l->a, d->id.idiag_src, family == AF_INET ? 4 : 16);
-			l->port = ntohs(d->id.idiag_sport);
-		}
+		l->family = d->idiag_family;
+		l->proto = proto;
+		memcpy(l->a, d->id.idiag_src, family == AF_INET ? 4 : 16);
+		l->port = ntohs(d->id.idiag_sport);
 	}
 out:
-	if (nl)
-		mnl_socket_close(nl);
-	free(buf);
+	ck_buf_free(&b);
 	return rc;
 }
 
