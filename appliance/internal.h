@@ -41,6 +41,11 @@ void nr_fib_daddr_type(struct nr *b);
 void nr_redir(struct nr *b, uint16_t port);
 void nr_counter(struct nr *b);
 void nr_notrack(struct nr *b);
+/* dynset update @set { reg 1 limit rate over rate/second burst burst }:
+ * the element keyed by register 1 (created, or its timeout refreshed) has
+ * its own token bucket; the rule goes on only when that bucket is empty. */
+void nr_limit_meter(struct nr *b, const char *set, uint32_t timeout_ms, uint64_t rate,
+		    uint32_t burst);
 void nr_expr(struct nr *b, struct nftnl_expr *e); /* takes ownership */
 struct nftnl_rule *nr_finish(struct nr *b, int *err);
 
@@ -93,6 +98,9 @@ struct nftnl_set *nftset_prefixes(uint16_t family, const char *name, uint8_t af,
 struct nftnl_set *nftset_addrs(uint16_t family, const char *name, uint8_t af,
 			       const struct pc_addr *a, size_t n);
 struct nftnl_set *nftset_ports(const struct pc_bridge_port *ports, size_t n);
+/* An empty dynamic set keyed by a packet mark (a port stamp), whose
+ * elements the rules create, each with its own limit (nr_limit_meter). */
+struct nftnl_set *nftset_meter(uint16_t family, const char *name);
 
 /* ---- links.c: the sandbox bridge and its ports (rtnetlink) -------------- */
 

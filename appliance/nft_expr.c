@@ -254,6 +254,39 @@ void nr_counter(struct nr *b)
 	nr_push(b, nr_new(b, "counter"));
 }
 
+void nr_limit_meter(struct nr *b, const char *set, uint32_t timeout_ms, uint64_t rate,
+		    uint32_t burst)
+{
+	struct nftnl_expr *e = nr_new(b, "dynset"), *l;
+
+	if (!e)
+		return;
+	l = nr_new(b, "limit");
+	if (!l) {
+		nftnl_expr_free(e);
+		return;
+	}
+	/* limit rate over <rate>/second burst <burst> packets: the rule goes
+	 * on only when this element's bucket is empty. Every attribute is
+	 * set (0 included) as the kernel dumps them, so texts compare. */
+	nftnl_expr_set_u64(l, NFTNL_EXPR_LIMIT_RATE, rate);
+	nftnl_expr_set_u64(l, NFTNL_EXPR_LIMIT_UNIT, 1);
+	nftnl_expr_set_u32(l, NFTNL_EXPR_LIMIT_BURST, burst);
+	nftnl_expr_set_u32(l, NFTNL_EXPR_LIMIT_TYPE, NFT_LIMIT_PKTS);
+	nftnl_expr_set_u32(l, NFTNL_EXPR_LIMIT_FLAGS, NFT_LIMIT_F_INV);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_DYNSET_SREG_KEY, NFT_REG_1);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_DYNSET_OP, NFT_DYNSET_OP_UPDATE);
+	nftnl_expr_set_u64(e, NFTNL_EXPR_DYNSET_TIMEOUT, timeout_ms);
+	if (nftnl_expr_set_str(e, NFTNL_EXPR_DYNSET_SET_NAME, set) < 0) {
+		nftnl_expr_free(l);
+		nftnl_expr_free(e);
+		b->err = PC_ENOMEM;
+		return;
+	}
+	nftnl_expr_set(e, NFTNL_EXPR_DYNSET_EXPR, l, 0); /* takes ownership */
+	nr_push(b, e);
+}
+
 void nr_notrack(struct nr *b)
 {
 	nr_push(b, nr_new(b, "notrack"));

@@ -43,6 +43,63 @@ static void queue_expr(struct bld *b, struct nr *r)
 						  : pc_nft_expr_queue_compat(base, cnt));
 }
 
+/* How long a meter remembers a port that stopped opening flows (its bucket
+ * is full again after 1/rate s per token anyway). */
+#define LIMIT_IDLE_MS 60000
+
+/* The new-flow limit of sandbox i (docs/engine.md, "New-flow limit"): for
+ * each family its sources have, a new flow from them, or a UDP DNS query on
+ * an established 5-tuple, is counted in the meter lim<i>, one bucket per
+ * sandbox port (the stamp: a flooding port never spends another's tokens,
+ * whatever source it forges); over the limit: counter, drop. */
+static void limit_rules(struct bld *b, size_t i, const struct policy_sandbox *sb)
+{
+	char meter[24], src[32];
+	const struct pc_prefix **pfx;
+	struct nr r;
+
+	if (!sb->match.n_sources)
+		return; /* sends only from another sandbox's sources (layer 2): its rule */
+	pfx = calloc(sb->match.n_sources, sizeof(*pfx));
+	if (!pfx) {
+		b->err = b->err ? b->err : PC_ENOMEM;
+		return;
+	}
+	for (size_t k = 0; k < sb->match.n_sources; k++)
+		pfx[k] = &sb->match.sources[k];
+	snprintf(meter, sizeof(meter), "lim%zu", i);
+	rsb_push(b, PC_NFT_SET_OBJ, nftset_meter(NFPROTO_INET, meter));
+	for (int v6 = 0; v6 < 2; v6++) {
+		uint8_t af = v6 ? AF_INET6 : AF_INET;
+		bool any = false;
+
+		for (size_t k = 0; k < sb->match.n_sources; k++)
+			any = any || sb->match.sources[k].addr.family == af;
+		if (!any)
+			continue;
+		snprintf(src, sizeof(src), "lim%zu_src%c", i, v6 ? '6' : '4');
+		rsb_push(b, PC_NFT_SET_OBJ,
+			 nftset_prefixes(NFPROTO_INET, src, af, pfx, sb->match.n_sources));
+		for (int dns = 0; dns < 2; dns++) {
+			rsb_rule_begin(b, &r);
+			nm_addr_set(&r, true, af, true, src, false);
+			if (dns) {
+				nm_l4proto(&r, NFT_CMP_EQ, IPPROTO_UDP);
+				nm_th_port(&r, true, 53);
+			}
+			nm_ct_state(&r, NF_CT_STATE_BIT(dns ? IP_CT_ESTABLISHED : IP_CT_NEW));
+			nr_meta(&r, NFT_META_MARK);
+			nr_bitwise_u32(&r, PC_MARK_PORT_MASK, 0);
+			nr_limit_meter(&r, meter, LIMIT_IDLE_MS, sb->new_flows_per_second,
+				       sb->new_flows_burst);
+			nr_counter(&r);
+			nr_verdict(&r, NF_DROP, NULL);
+			rsb_rule_end(b, &r);
+		}
+	}
+	free(pfx);
+}
+
 static void inet_prerouting(struct bld *b)
 {
 	const char *br = b->p->cfg->bridge;
@@ -90,6 +147,9 @@ static void inet_prerouting(struct bld *b)
 	nr_counter(&r);
 	nr_verdict(&r, NF_DROP, NULL);
 	rsb_rule_end(b, &r);
+	/* each sandbox's new-flow limit, before anything is queued */
+	for (size_t i = 0; i < policy_sandbox_count(b->p->policy); i++)
+		limit_rules(b, i, policy_sandbox_at(b->p->policy, i));
 	/* every DNS message is judged, whatever the conntrack state */
 	for (int tcp = 0; tcp < 2; tcp++) {
 		rsb_rule_begin(b, &r);

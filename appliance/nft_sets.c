@@ -18,6 +18,11 @@
 #define NFT_TYPE_IPADDR	 7
 #define NFT_TYPE_IP6ADDR 8
 #define NFT_TYPE_IFINDEX 20
+#define NFT_TYPE_MARK	 19
+/* Elements a meter holds at most: one per sandbox port that sent a new
+ * flow in the last timeout (a full meter makes the rule not match: the
+ * packet goes on to the queue, never to an accept). */
+#define METER_SIZE 65535
 
 struct range {
 	uint8_t lo[16], hi[16];
@@ -169,24 +174,46 @@ struct nftnl_set *nftset_addrs(uint16_t family, const char *name, uint8_t af,
 	return s;
 }
 
-struct nftnl_set *nftset_ports(const struct pc_bridge_port *ports, size_t n)
+/* Tell nft(8) the key is host-endian, so `nft list` shows ifindexes and
+ * marks as numbers (the kernel does not read user data). */
+static int set_key_host_order(struct nftnl_set *s)
 {
-	struct nftnl_set *s = nftset_new(NFPROTO_BRIDGE, PC_NFT_SET_PORTS, NFT_TYPE_IFINDEX, 4, 0);
-	struct nftnl_udata_buf *ud;
+	struct nftnl_udata_buf *ud = nftnl_udata_buf_alloc(16);
+	int rc = PC_ENOMEM;
+
+	if (ud && nftnl_udata_put_u32(ud, NFTNL_UDATA_SET_KEYBYTEORDER, 1 /* host */) &&
+	    nftnl_set_set_data(s, NFTNL_SET_USERDATA, nftnl_udata_buf_data(ud),
+			       nftnl_udata_buf_len(ud)) == 0)
+		rc = 0;
+	nftnl_udata_buf_free(ud);
+	return rc;
+}
+
+struct nftnl_set *nftset_meter(uint16_t family, const char *name)
+{
+	struct nftnl_set *s =
+	    nftset_new(family, name, NFT_TYPE_MARK, 4, NFT_SET_EVAL | NFT_SET_TIMEOUT);
 
 	if (!s)
 		return NULL;
-	/* Tell nft(8) the key is host-endian, so `nft list` shows ifindexes
-	 * as numbers (the kernel does not read user data). */
-	ud = nftnl_udata_buf_alloc(16);
-	if (!ud || !nftnl_udata_put_u32(ud, NFTNL_UDATA_SET_KEYBYTEORDER, 1 /* host */) ||
-	    nftnl_set_set_data(s, NFTNL_SET_USERDATA, nftnl_udata_buf_data(ud),
-			       nftnl_udata_buf_len(ud)) < 0) {
-		nftnl_udata_buf_free(ud);
+	nftnl_set_set_u32(s, NFTNL_SET_DESC_SIZE, METER_SIZE);
+	if (set_key_host_order(s) < 0) {
 		nftnl_set_free(s);
 		return NULL;
 	}
-	nftnl_udata_buf_free(ud);
+	return s;
+}
+
+struct nftnl_set *nftset_ports(const struct pc_bridge_port *ports, size_t n)
+{
+	struct nftnl_set *s = nftset_new(NFPROTO_BRIDGE, PC_NFT_SET_PORTS, NFT_TYPE_IFINDEX, 4, 0);
+
+	if (!s)
+		return NULL;
+	if (set_key_host_order(s) < 0) {
+		nftnl_set_free(s);
+		return NULL;
+	}
 	for (size_t i = 0; i < n; i++) {
 		uint32_t idx = ports[i].ifindex;
 

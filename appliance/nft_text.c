@@ -4,6 +4,7 @@
 #include "appliance/internal.h"
 
 #include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -123,6 +124,10 @@ int pc_nft_set_text(const struct nftnl_set *s, char **buf, size_t *len)
 	    nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN));
 	if (rc)
 		return rc;
+	/* A dynamic set's elements are what traffic made (kernel state, like
+	 * counter values): the built set has none, the live one some. */
+	if (nftnl_set_get_u32(s, NFTNL_SET_FLAGS) & NFT_SET_EVAL)
+		return 0;
 	it = nftnl_set_elems_iter_create(s);
 	if (!it)
 		return PC_ENOMEM;

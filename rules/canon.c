@@ -180,6 +180,8 @@ static void canon_sandbox(struct cbuf *b, const struct policy_sandbox *sb)
 		cb_fmt(b, "%s\"%s\"", i ? "," : "", qt[i]);
 	cb_fmt(b, "],\"refuse_with\":\"%s\"},",
 	       sb->dns_refuse == PC_DNS_REFUSE_NXDOMAIN ? "nxdomain" : "refused");
+	cb_fmt(b, "\"limits\":{\"new_flows_burst\":%u,\"new_flows_per_second\":%u},",
+	       sb->new_flows_burst, sb->new_flows_per_second);
 	canon_match(b, &sb->match);
 	cb_raw(b, ",\"name\":");
 	cb_str(b, sb->name);

@@ -55,6 +55,8 @@ static const struct ckey ckeys[] = {
     K("engine.remove_table_on_exit", CT_BOOL, engine.remove_on_exit),
     N("engine.flows_max", engine.flows_max, 1, 1u << 24),
     N("engine.sni_timeout_ms", engine.sni_timeout_ms, 1, 60000),
+    N("limits.new_flows_per_second", limits.new_flows_per_second, 1, PC_LIMIT_RATE_MAX),
+    N("limits.new_flows_burst", limits.new_flows_burst, 1, PC_LIMIT_BURST_MAX),
     K("dns.resolvers", CT_RESOLVERS, dns.resolvers),
     K("dns.qtypes", CT_QTYPES, dns.qtypes),
     K("dns.refuse_with", CT_REFUSE, dns.refuse),
@@ -154,6 +156,8 @@ void pc_config_defaults(struct pc_config *cfg)
 	cfg->engine.remove_on_exit = false;
 	cfg->engine.flows_max = 262144;
 	cfg->engine.sni_timeout_ms = 3000;
+	cfg->limits.new_flows_per_second = PC_LIMIT_RATE_DEFAULT;
+	cfg->limits.new_flows_burst = PC_LIMIT_BURST_DEFAULT;
 	cfg->dns.qtypes = PC_QT_DEFAULT;
 	cfg->dns.refuse = PC_DNS_REFUSE_REFUSED;
 	cfg->dns.ttl_min = 30;

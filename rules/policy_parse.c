@@ -17,11 +17,13 @@ struct pparse {
 	struct arena *a;
 };
 
-static const char *const sandbox_keys[] = {"sandbox", "match", "allow", "secrets", "dns", NULL};
+static const char *const sandbox_keys[] = {"sandbox", "match",	"allow", "secrets",
+					   "dns",     "limits", NULL};
 static const char *const match_keys[] = {"source", "mac", "port", NULL};
 static const char *const allow_keys[] = {"host", "cidr", "ports", "proto", NULL};
 static const char *const secret_keys[] = {"name", "host", "port", "header", "format", NULL};
 static const char *const dns_keys[] = {"qtypes", "refuse_with", NULL};
+static const char *const limits_keys[] = {"new_flows_per_second", "new_flows_burst", NULL};
 
 static struct loc loc_of(const struct pparse *pp, const struct ynode *n)
 {
@@ -531,6 +533,39 @@ static int parse_dns(struct pparse *pp, struct sbb *s, const struct ynode *n)
 	return rc;
 }
 
+/* limits: {new_flows_per_second, new_flows_burst}: the sandbox's own
+ * new-flow limit (docs/policy.md); a key not given keeps the config's. */
+static int parse_limits(struct pparse *pp, struct sbb *s, const struct ynode *n)
+{
+	static const struct {
+		const char *key;
+		uint32_t max;
+	} k[] = {{"new_flows_per_second", PC_LIMIT_RATE_MAX},
+		 {"new_flows_burst", PC_LIMIT_BURST_MAX}};
+	uint32_t *dst[] = {&s->sb.new_flows_per_second, &s->sb.new_flows_burst};
+	int rc = 0;
+
+	if (n->type != YN_MAP)
+		return yerr_type(&pp->c, n, "limits",
+				 "a mapping with new_flows_per_second and/or new_flows_burst");
+	if (ymap_check_keys(&pp->c, n, limits_keys, "limits"))
+		rc = PC_EPARSE;
+	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+		const struct ynode *v = ymap_get(n, k[i].key);
+		char what[48];
+		uint64_t x;
+
+		if (!v)
+			continue;
+		snprintf(what, sizeof(what), "limits.%s", k[i].key);
+		if (yget_uint(&pp->c, v, what, 1, k[i].max, &x))
+			rc = PC_EPARSE;
+		else
+			*dst[i] = (uint32_t)x;
+	}
+	return rc;
+}
+
 static struct sbb *pbuild_push(struct pbuild *b)
 {
 	if (b->n == b->cap) {
@@ -550,7 +585,7 @@ static int parse_sandbox(struct pparse *pp, const struct ynode *m)
 {
 	const struct ynode *name = ymap_get(m, "sandbox"), *match = ymap_get(m, "match");
 	const struct ynode *allow = ymap_get(m, "allow"), *secrets = ymap_get(m, "secrets");
-	const struct ynode *dns = ymap_get(m, "dns");
+	const struct ynode *dns = ymap_get(m, "dns"), *limits = ymap_get(m, "limits");
 	const struct pc_config *cfg = pp->b->cfg;
 	struct sbb *s;
 	const char *str;
@@ -566,6 +601,8 @@ static int parse_sandbox(struct pparse *pp, const struct ynode *m)
 	s->sb.line = m->line;
 	s->sb.dns_qtypes = cfg ? cfg->dns.qtypes : PC_QT_DEFAULT;
 	s->sb.dns_refuse = cfg ? cfg->dns.refuse : PC_DNS_REFUSE_REFUSED;
+	s->sb.new_flows_per_second = cfg ? cfg->limits.new_flows_per_second : PC_LIMIT_RATE_DEFAULT;
+	s->sb.new_flows_burst = cfg ? cfg->limits.new_flows_burst : PC_LIMIT_BURST_DEFAULT;
 	s->name = loc_of(pp, m);
 	if (ymap_check_keys(&pp->c, m, sandbox_keys, "a sandbox"))
 		rc = PC_EPARSE;
@@ -621,6 +658,8 @@ static int parse_sandbox(struct pparse *pp, const struct ynode *m)
 				rc = PC_EPARSE;
 	}
 	if (dns && parse_dns(pp, s, dns))
+		rc = PC_EPARSE;
+	if (limits && parse_limits(pp, s, limits))
 		rc = PC_EPARSE;
 	s->bad = rc != 0;
 	return rc;

@@ -21,6 +21,14 @@
  * ====================================================================== */
 
 #define PC_MAX_RESOLVERS 8
+/* Bounds of limits.new_flows_per_second / new_flows_burst (config and
+ * sandbox): at least 1 (a sandbox always may open a flow), at most what
+ * the kernel's token bucket represents without overflow, far above any
+ * gateway's rate. */
+#define PC_LIMIT_RATE_MAX  1000000
+#define PC_LIMIT_BURST_MAX 1000000
+#define PC_LIMIT_RATE_DEFAULT  1000
+#define PC_LIMIT_BURST_DEFAULT 2000
 
 /* DNS query types a sandbox may ask for, as a bitmask. */
 enum pc_qtype_bit {
@@ -61,6 +69,13 @@ struct pc_config {
 		uint32_t flows_max;   /* engine.flows_max: default 262144 */
 		uint32_t sni_timeout_ms; /* engine.sni_timeout_ms: default 3000 */
 	} engine;
+
+	struct {
+		/* limits.*: each sandbox's default new-flow limit, enforced in
+		 * the kernel before the queue (docs/engine.md, "New-flow limit") */
+		uint32_t new_flows_per_second; /* PC_LIMIT_RATE_DEFAULT */
+		uint32_t new_flows_burst;      /* PC_LIMIT_BURST_DEFAULT */
+	} limits;
 
 	struct {
 		struct pc_addr resolvers[PC_MAX_RESOLVERS]; /* dns.resolvers */
@@ -200,6 +215,8 @@ struct policy_sandbox {
 	size_t n_secrets;
 	uint32_t dns_qtypes;          /* dns.qtypes, else the config's */
 	enum pc_dns_refuse dns_refuse;/* dns.refuse_with, else the config's */
+	uint32_t new_flows_per_second; /* limits.new_flows_per_second, else the config's */
+	uint32_t new_flows_burst;      /* limits.new_flows_burst, else the config's */
 	const char *file;             /* rule file it came from */
 	unsigned line;                /* where its "sandbox:" key is */
 	/* Lookup structures, private to rules/. NULL in a sandbox built by hand

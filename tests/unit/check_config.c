@@ -53,6 +53,8 @@ START_TEST(defaults_are_the_documented_ones)
 	ck_assert(!c.engine.remove_on_exit);
 	ck_assert_uint_eq(c.engine.flows_max, 262144);
 	ck_assert_uint_eq(c.engine.sni_timeout_ms, 3000);
+	ck_assert_uint_eq(c.limits.new_flows_per_second, 1000);
+	ck_assert_uint_eq(c.limits.new_flows_burst, 2000);
 	ck_assert_uint_eq(c.dns.n_resolvers, 0);
 	ck_assert_uint_eq(c.dns.qtypes, PC_QT_DEFAULT);
 	ck_assert_int_eq(c.dns.refuse, PC_DNS_REFUSE_REFUSED);
@@ -278,7 +280,8 @@ static const struct {
      "once per mapping"},
     {"brige: pcbr1\n",
      "etc/pc.yaml:1:1: unknown key 'brige' in the configuration (did you mean 'bridge'?); "
-     "expected one of: bridge, rules, run_dir, state_dir, queue, engine, dns, vault, log, sandbox"},
+     "expected one of: bridge, rules, run_dir, state_dir, queue, engine, limits, dns, vault, log, "
+     "sandbox"},
     {"queue:\n  bsae: 1\n",
      "etc/pc.yaml:2:3: unknown key 'bsae' in 'queue' (did you mean 'base'?); expected one of: "
      "base, count, maxlen"},
@@ -287,7 +290,7 @@ static const struct {
      "expected one of: local, remote, tls, ca, spool, socket"},
     {"frobnicate: 1\n",
      "etc/pc.yaml:1:1: unknown key 'frobnicate' in the configuration; expected one of: "
-     "bridge, rules, run_dir, state_dir, queue, engine, dns, vault, log, sandbox"},
+     "bridge, rules, run_dir, state_dir, queue, engine, limits, dns, vault, log, sandbox"},
     {"queue.base: 1\n",
      "etc/pc.yaml:1:1: unknown key 'queue.base' in the configuration; write nested keys as "
      "mappings (a: {b: ...})"},
@@ -297,6 +300,9 @@ static const struct {
      "etc/pc.yaml:3:1: a second YAML document; expected one configuration per file"},
     {"queue: {count: 0}\n",
      "etc/pc.yaml:1:16: queue.count: expected a whole number from 1 to 64, found 0"},
+    {"limits: {new_flows_per_second: 0}\n",
+     "etc/pc.yaml:1:32: limits.new_flows_per_second: expected a whole number from 1 to 1000000, "
+     "found 0"},
     {"queue: {count: \"2\"}\n",
      "etc/pc.yaml:1:16: queue.count: expected a whole number from 1 to 64, found a string "
      "('2'); write numbers without quotes"},

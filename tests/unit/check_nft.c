@@ -124,6 +124,7 @@ static const char policy_yaml[] =
     "---\n"
     "sandbox: agent-2\n"
     "match: { source: [10.0.0.0/25, 10.0.0.128/25], mac: \"02:00:00:cb:00:0c\" }\n"
+    "limits: { new_flows_per_second: 50, new_flows_burst: 100 }\n"
     "allow:\n"
     "  - host: api.github.test\n"
     "    ports: [443]\n"
@@ -363,6 +364,111 @@ START_TEST(address_sets_merge)
 }
 END_TEST
 
+/* The rules of inet prerouting, in order, as text (one string per rule). */
+static size_t prerouting_rules(const struct pc_ruleset *rs, char **out, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < pc_ruleset_count(rs) && n < max; i++) {
+		const struct pc_nft_obj *o = pc_ruleset_at(rs, i);
+		size_t l = 0;
+
+		if (o->kind != PC_NFT_RULE_OBJ || o->family != NFPROTO_INET ||
+		    strcmp(nftnl_rule_get_str(o->u.rule, NFTNL_RULE_CHAIN), "prerouting") != 0)
+			continue;
+		out[n] = NULL;
+		ck_assert_int_eq(pc_nft_rule_text(o->u.rule, &out[n], &l), 0);
+		n++;
+	}
+	return n;
+}
+
+START_TEST(new_flow_limit_before_the_queue)
+{
+	struct pc_ruleset *rs = build(PC_QUEUE_COMPAT, 2);
+	char *r[64], *t;
+	size_t n = prerouting_rules(rs, r, 64), first_limit = n, first_queue = n, unstamped = n;
+	size_t limits = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (strstr(r[i], "[ dynset ") && first_limit == n)
+			first_limit = i;
+		if (strstr(r[i], "[ dynset "))
+			limits++;
+		if (strstr(r[i], "NFQUEUE") && first_queue == n)
+			first_queue = i;
+		if (strstr(r[i], "[ cmp eq reg 1 0x00000000 ]") && strstr(r[i], "0x00ffffff") &&
+		    strstr(r[i], "drop") && unstamped == n)
+			unstamped = i;
+	}
+	/* after the stamp check, before anything is queued (DNS included) */
+	ck_assert_uint_lt(unstamped, first_limit);
+	ck_assert_uint_lt(first_limit, first_queue);
+	/* per family of each sandbox's sources, new flows and UDP DNS on an
+	 * established 5-tuple: agent-1 4+6, agent-2 4, inner 4+6, top 4+6 */
+	ck_assert_uint_eq(limits, 2 * 7);
+	for (size_t i = first_limit; i < first_limit + limits; i++) {
+		/* keyed by the port stamp, over the limit: counted and dropped —
+		 * never an accept */
+		ck_assert_ptr_nonnull(strstr(r[i], "[ meta load mark => reg 1 ]\n"
+						   "  [ bitwise reg 1 = ( reg 1 & 0x00ffffff ) ^ "
+						   "0x00000000 ]\n"
+						   "  [ dynset "));
+		ck_assert_ptr_nonnull(strstr(r[i], "[ counter ]\n  [ immediate reg 0 drop ]\n"));
+		ck_assert_ptr_null(strstr(r[i], "accept"));
+		ck_assert_ptr_nonnull(strstr(r[i], "flags 0x1")); /* NFT_LIMIT_F_INV: "over" */
+	}
+	/* sandboxes in name order: agent-1 (lim0) the config's 1000/s burst
+	 * 2000, agent-2 (lim1) its own 50/s burst 100 */
+	ck_assert_ptr_nonnull(strstr(r[first_limit], "set lim0 "));
+	ck_assert_ptr_nonnull(strstr(r[first_limit], "lookup reg 1 set lim0_src4"));
+	ck_assert_ptr_nonnull(strstr(r[first_limit], "rate 1000/second burst 2000 type packets"));
+	ck_assert_ptr_nonnull(strstr(r[first_limit + 4], "set lim1 "));
+	ck_assert_ptr_nonnull(strstr(r[first_limit + 4], "rate 50/second burst 100 type packets"));
+	ck_assert_ptr_null(strstr(r[first_limit + 6], "set lim1 ")); /* agent-2: no IPv6 */
+	for (size_t i = 0; i < n; i++)
+		free(r[i]);
+	/* the meter: dynamic (its elements are traffic, not configuration),
+	 * keyed by a mark; the source sets as the policy says */
+	t = set_text(rs, NFPROTO_INET, "lim1");
+	ck_assert_str_eq(t, "set inet portcullis lim1 flags 0x30 keytype 19 keylen 4\n");
+	free(t);
+	t = set_text(rs, NFPROTO_INET, "lim1_src4");
+	ck_assert_str_eq(t, "set inet portcullis lim1_src4 flags 0x4 keytype 7 keylen 4\n"
+			    "  elem 0a000000 flags 0x0\n"
+			    "  elem 0a000100 flags 0x1\n");
+	free(t);
+	pc_ruleset_free(rs);
+}
+END_TEST
+
+START_TEST(meter_text_leaves_out_its_elements)
+{
+	struct pc_ruleset *rs = build(PC_QUEUE_COMPAT, 2);
+	uint32_t key = 4;
+	char *t = NULL;
+	size_t l = 0;
+
+	for (size_t i = 0; i < pc_ruleset_count(rs); i++) {
+		const struct pc_nft_obj *o = pc_ruleset_at(rs, i);
+		struct nftnl_set_elem *e;
+
+		if (o->kind != PC_NFT_SET_OBJ ||
+		    strcmp(nftnl_set_get_str(o->u.set, NFTNL_SET_NAME), "lim0") != 0)
+			continue;
+		/* what a dump of the live set holds after traffic from port 4 */
+		e = nftnl_set_elem_alloc();
+		ck_assert_ptr_nonnull(e);
+		nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, &key, sizeof(key));
+		nftnl_set_elem_add(o->u.set, e);
+		ck_assert_int_eq(pc_nft_set_text(o->u.set, &t, &l), 0);
+	}
+	ck_assert_str_eq(t, "set inet portcullis lim0 flags 0x30 keytype 19 keylen 4\n");
+	free(t);
+	pc_ruleset_free(rs);
+}
+END_TEST
+
 START_TEST(marks_are_ours_only)
 {
 	struct pc_ruleset *rs = build(PC_QUEUE_COMPAT, 2);
@@ -418,6 +524,8 @@ static Suite *nft_suite(void)
 	tcase_add_test(rs, layout_and_hooks);
 	tcase_add_test(rs, queue_rules_never_bypass);
 	tcase_add_test(rs, text_is_stable_and_survives_netlink);
+	tcase_add_test(rs, new_flow_limit_before_the_queue);
+	tcase_add_test(rs, meter_text_leaves_out_its_elements);
 	tcase_add_test(rs, address_sets_merge);
 	tcase_add_test(rs, marks_are_ours_only);
 	tcase_add_test(rs, bad_parameters);

@@ -173,6 +173,29 @@ START_TEST(dns_settings_come_from_sandbox_then_config)
 }
 END_TEST
 
+START_TEST(limits_come_from_sandbox_then_config)
+{
+	struct pc_config cfg;
+	struct policy *p;
+
+	pc_config_defaults(&cfg);
+	cfg.limits.new_flows_per_second = 300;
+	cfg.limits.new_flows_burst = 600;
+	p = load_cfg("- sandbox: own\n  match: {port: t1}\n"
+		     "  limits: {new_flows_per_second: 5, new_flows_burst: 10}\n"
+		     "- sandbox: half\n  match: {port: t2}\n  limits: {new_flows_burst: 7}\n"
+		     "- sandbox: inherits\n  match: {port: t3}\n",
+		     &cfg);
+	ck_assert_uint_eq(policy_sandbox_by_name(p, "own")->new_flows_per_second, 5);
+	ck_assert_uint_eq(policy_sandbox_by_name(p, "own")->new_flows_burst, 10);
+	ck_assert_uint_eq(policy_sandbox_by_name(p, "half")->new_flows_per_second, 300);
+	ck_assert_uint_eq(policy_sandbox_by_name(p, "half")->new_flows_burst, 7);
+	ck_assert_uint_eq(policy_sandbox_by_name(p, "inherits")->new_flows_per_second, 300);
+	ck_assert_uint_eq(policy_sandbox_by_name(p, "inherits")->new_flows_burst, 600);
+	policy_unref(p);
+}
+END_TEST
+
 START_TEST(refcount_keeps_policy_alive)
 {
 	struct policy *p = load(agent1), *q;
@@ -666,7 +689,8 @@ static const char *const same[] = {
     "allow:\n  - {host: API.Example.COM., ports: [\"80\", 443, 80]}\n"
     "  - {cidr: 192.0.2.0/24, ports: [\"22-22\"]}\n"
     "secrets: [{name: A, host: api.example.com}, {name: B, host: api.example.com, port: 80}]\n"
-    "dns: {qtypes: [svcb, HTTPS, CNAME, AAAA, A], refuse_with: refused}\n",
+    "dns: {qtypes: [svcb, HTTPS, CNAME, AAAA, A], refuse_with: refused}\n"
+    "limits: {new_flows_burst: 2000, new_flows_per_second: 1000}\n",
     /* the same sandbox as a one-element list, in a second document */
     "---\n---\n- sandbox: a\n  match: {source: [10.0.0.1, 10.0.1.0/24]}\n"
     "  allow: [{host: api.example.com, ports: [443, 80]},"
@@ -713,6 +737,11 @@ static const char *const differ[] = {
     "  - {host: api.example.com, ports: [443, 80]}\n  - {cidr: 192.0.2.0/24, ports: [22]}\n"
     "secrets: [{name: A, host: api.example.com}, {name: B, host: api.example.com, port: 80}]\n"
     "dns: {qtypes: [A, AAAA]}\n",
+    /* the new-flow limit */
+    "sandbox: a\nmatch: {source: [10.0.0.1, 10.0.1.0/24]}\nallow:\n"
+    "  - {host: api.example.com, ports: [443, 80]}\n  - {cidr: 192.0.2.0/24, ports: [22]}\n"
+    "secrets: [{name: A, host: api.example.com}, {name: B, host: api.example.com, port: 80}]\n"
+    "limits: {new_flows_per_second: 999}\n",
 };
 
 START_TEST(hash_equal_for_equal_meaning)
@@ -745,6 +774,12 @@ START_TEST(hash_covers_inherited_dns_settings)
 	cfg.dns.refuse = PC_DNS_REFUSE_NXDOMAIN;
 	p2 = load_cfg(base, &cfg);
 	ck_assert_str_ne(policy_hash(p1), policy_hash(p2));
+	policy_unref(p2);
+	/* the config's default new-flow limit too: it is the sandbox's */
+	cfg.dns.refuse = PC_DNS_REFUSE_REFUSED;
+	cfg.limits.new_flows_burst = 1;
+	p2 = load_cfg(base, &cfg);
+	ck_assert_str_ne(policy_hash(p1), policy_hash(p2));
 	policy_unref(p1);
 	policy_unref(p2);
 }
@@ -762,6 +797,7 @@ START_TEST(canonical_form_is_documented_json)
 	    "{\"cidr\":\"198.51.100.0/24\",\"ports\":[\"22\"],\"proto\":\"tcp\"}],"
 	    "\"dns\":{\"qtypes\":[\"A\",\"AAAA\",\"CNAME\",\"HTTPS\",\"SVCB\"],"
 	    "\"refuse_with\":\"refused\"},"
+	    "\"limits\":{\"new_flows_burst\":2000,\"new_flows_per_second\":1000},"
 	    "\"match\":{\"source\":[\"10.203.0.10/32\"]},\"name\":\"agent-1\","
 	    "\"secrets\":[{\"format\":\"Bearer {secret}\",\"header\":\"Authorization\","
 	    "\"host\":\"api.github.com\",\"name\":\"GITHUB_TOKEN\",\"port\":443}]}]}";
@@ -783,6 +819,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(tc, files_hold_lists_and_documents);
 	tcase_add_test(tc, ports_become_sorted_disjoint_ranges);
 	tcase_add_test(tc, dns_settings_come_from_sandbox_then_config);
+	tcase_add_test(tc, limits_come_from_sandbox_then_config);
 	tcase_add_test(tc, refcount_keeps_policy_alive);
 	tcase_add_test(tc, qtype_bits_follow_rr_types);
 	tcase_add_test(tc, host_normalize_accepts_and_refuses);

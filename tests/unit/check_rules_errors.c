@@ -54,10 +54,10 @@ static const struct {
     /* unknown keys */
     {SB "allwo: []\n",
      "t.yaml:3:1: unknown key 'allwo' in a sandbox (did you mean 'allow'?); expected one of: "
-     "sandbox, match, allow, secrets, dns"},
+     "sandbox, match, allow, secrets, dns, limits"},
     {SB "comment: hi\n",
      "t.yaml:3:1: unknown key 'comment' in a sandbox; expected one of: sandbox, match, allow, "
-     "secrets, dns"},
+     "secrets, dns, limits"},
     {"sandbox: s\nmatch: {sorce: 10.0.0.1}\n",
      "t.yaml:2:9: unknown key 'sorce' in match (did you mean 'source'?); expected one of: "
      "source, mac, port"},
@@ -283,6 +283,21 @@ static const struct {
      "A, AAAA, CNAME, HTTPS, SVCB, TXT, MX, SRV, PTR, NS, CAA"},
     {SB "dns: {refuse_with: drop}\n",
      "t.yaml:3:20: dns.refuse_with: expected refused or nxdomain, found 'drop'"},
+    {SB "limits: {new_flows_per_second: 0}\n",
+     "t.yaml:3:32: limits.new_flows_per_second: expected a whole number from 1 to 1000000, "
+     "found 0"},
+    {SB "limits: {new_flows_burst: 1000001}\n",
+     "t.yaml:3:27: limits.new_flows_burst: expected a whole number from 1 to 1000000, found "
+     "1000001"},
+    {SB "limits: {new_flows_per_second: fast}\n",
+     "t.yaml:3:32: limits.new_flows_per_second: expected a whole number from 1 to 1000000, "
+     "found a string ('fast')"},
+    {SB "limits: {new_flows: 10}\n",
+     "t.yaml:3:10: unknown key 'new_flows' in limits; expected one of: new_flows_per_second, "
+     "new_flows_burst"},
+    {SB "limits: 100\n",
+     "t.yaml:3:9: limits: expected a mapping with new_flows_per_second and/or new_flows_burst, "
+     "found a number (100)"},
     /* across sandboxes */
     {"- {sandbox: a, match: {port: t1}}\n- {sandbox: a, match: {port: t2}}\n",
      "t.yaml:2:13: duplicate sandbox name 'a' (first at t.yaml:1:13); expected each sandbox "
