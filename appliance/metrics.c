@@ -203,22 +203,20 @@ static void dnsguard(struct pc_prom *b, struct engine *e)
 		    ds.answers_released);
 	pc_prom_u64(b, "portcullis_dnsguard_answers_total", "outcome=\"dropped\"",
 		    ds.answers_dropped);
-	pc_prom_family(b, "portcullis_dnsguard_learned_entries", "gauge",
-		       "Addresses learned from answers for allowed names, now.");
-	pc_prom_u64(b, "portcullis_dnsguard_learned_entries", NULL, ds.learned_entries);
-	pc_prom_family(b, "portcullis_dnsguard_learned_evicted_total", "counter",
-		       "Learned addresses forgotten before their time because of the caps.");
-	pc_prom_u64(b, "portcullis_dnsguard_learned_evicted_total", NULL, ds.learned_evicted);
-	pc_prom_family(b, "portcullis_dnsguard_pending_queries", "gauge",
-		       "Allowed queries awaiting their answer, now.");
-	pc_prom_u64(b, "portcullis_dnsguard_pending_queries", NULL, ds.pending_queries);
-	pc_prom_family(b, "portcullis_dnsguard_pending_evicted_total", "counter",
-		       "Allowed queries forgotten because their sandbox had too many "
-		       "outstanding.");
-	pc_prom_u64(b, "portcullis_dnsguard_pending_evicted_total", NULL, ds.pending_evicted);
-	pc_prom_family(b, "portcullis_dnsguard_ech_stripped_total", "counter",
-		       "Answers whose ECH configuration was removed.");
-	pc_prom_u64(b, "portcullis_dnsguard_ech_stripped_total", NULL, ds.ech_stripped);
+	pc_prom_one_u64(b, "portcullis_dnsguard_learned_entries", "gauge",
+			"Addresses learned from answers for allowed names, now.",
+			ds.learned_entries);
+	pc_prom_one_u64(b, "portcullis_dnsguard_learned_evicted_total", "counter",
+			"Learned addresses forgotten before their time because of the caps.",
+			ds.learned_evicted);
+	pc_prom_one_u64(b, "portcullis_dnsguard_pending_queries", "gauge",
+			"Allowed queries awaiting their answer, now.", ds.pending_queries);
+	pc_prom_one_u64(b, "portcullis_dnsguard_pending_evicted_total", "counter",
+			"Allowed queries forgotten because their sandbox had too many "
+			"outstanding.",
+			ds.pending_evicted);
+	pc_prom_one_u64(b, "portcullis_dnsguard_ech_stripped_total", "counter",
+			"Answers whose ECH configuration was removed.", ds.ech_stripped);
 }
 
 static void check(struct pc_prom *b, struct engine *e)
@@ -236,17 +234,15 @@ static void check(struct pc_prom *b, struct engine *e)
 		snprintf(l, sizeof(l), "result=\"%s\"", labels[i]);
 		pc_prom_u64(b, "portcullis_engine_check_result", l, e->chk.result == results[i]);
 	}
-	pc_prom_family(b, "portcullis_engine_check_findings", "gauge",
-		       "Findings (exits and doubts) of the last containment check.");
-	pc_prom_u64(b, "portcullis_engine_check_findings", NULL, e->chk.findings);
-	pc_prom_family(b, "portcullis_engine_checks_total", "counter",
-		       "Containment checks the engine finished.");
-	pc_prom_u64(b, "portcullis_engine_checks_total", NULL, e->chk.runs);
+	pc_prom_one_u64(b, "portcullis_engine_check_findings", "gauge",
+			"Findings (exits and doubts) of the last containment check.",
+			e->chk.findings);
+	pc_prom_one_u64(b, "portcullis_engine_checks_total", "counter",
+			"Containment checks the engine finished.", e->chk.runs);
 	if (e->chk.runs) {
-		pc_prom_family(b, "portcullis_engine_check_timestamp_seconds", "gauge",
-			       "When the last containment check read the state (Unix time).");
-		pc_prom_f64(b, "portcullis_engine_check_timestamp_seconds", NULL,
-			    (double)e->chk.time_ms / 1000.0);
+		pc_prom_one_f64(b, "portcullis_engine_check_timestamp_seconds", "gauge",
+				"When the last containment check read the state (Unix time).",
+				(double)e->chk.time_ms / 1000.0);
 	}
 }
 
@@ -266,10 +262,9 @@ int engine_metrics_text(struct engine *e, char **out)
 		 pc_prom_label(pol ? policy_hash(pol) : "", h, sizeof(h)));
 	pc_prom_u64(&b, "portcullis_engine_info", l, 1);
 	policy_unref(pol);
-	pc_prom_family(&b, "portcullis_engine_uptime_seconds", "gauge",
-		       "Seconds since the engine started.");
-	pc_prom_f64(&b, "portcullis_engine_uptime_seconds", NULL,
-		    (double)(pc_now_mono_ms() - e->start_ms) / 1000.0);
+	pc_prom_one_f64(&b, "portcullis_engine_uptime_seconds", "gauge",
+			"Seconds since the engine started.",
+			(double)(pc_now_mono_ms() - e->start_ms) / 1000.0);
 	verdicts(&b, e);
 	queue_family(&b, e, "portcullis_engine_queue_packets_total", "Packets the queue delivered.",
 		     0);
@@ -284,12 +279,10 @@ int engine_metrics_text(struct engine *e, char **out)
 		sent += atomic_load(&e->q[i].st.log_sent);
 		failed += atomic_load(&e->q[i].st.log_failed);
 	}
-	pc_prom_family(&b, "portcullis_engine_flows", "gauge",
-		       "Allowed flows the engine remembers, now.");
-	pc_prom_u64(&b, "portcullis_engine_flows", NULL, flow_registry_count(e->flows));
-	pc_prom_family(&b, "portcullis_engine_held_flows", "gauge",
-		       "TCP flows waiting for their TLS ClientHello, now.");
-	pc_prom_u64(&b, "portcullis_engine_held_flows", NULL, held);
+	pc_prom_one_u64(&b, "portcullis_engine_flows", "gauge",
+			"Allowed flows the engine remembers, now.", flow_registry_count(e->flows));
+	pc_prom_one_u64(&b, "portcullis_engine_held_flows", "gauge",
+			"TCP flows waiting for their TLS ClientHello, now.", held);
 	pc_prom_family(&b, "portcullis_engine_log_records_total", "counter",
 		       "Verdict records handed to logd, by outcome (failed: its action was "
 		       "refused).");

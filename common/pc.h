@@ -200,6 +200,12 @@ void pc_prom_family(struct pc_prom *b, const char *name, const char *type, const
  * (values escaped with pc_prom_label), NULL or "" for none. */
 void pc_prom_u64(struct pc_prom *b, const char *name, const char *labels, uint64_t v);
 void pc_prom_f64(struct pc_prom *b, const char *name, const char *labels, double v);
+/* A family with its one unlabelled sample: pc_prom_family, then
+ * pc_prom_u64/pc_prom_f64 under the same name. */
+void pc_prom_one_u64(struct pc_prom *b, const char *name, const char *type, const char *help,
+		     uint64_t v);
+void pc_prom_one_f64(struct pc_prom *b, const char *name, const char *type, const char *help,
+		     double v);
 /* v escaped as a label value (backslash, quote, newline) into buf. */
 const char *pc_prom_label(const char *v, char *buf, size_t len);
 /* The text (caller frees; "" when empty), or NULL after a failure. */

@@ -65,6 +65,20 @@ void pc_prom_f64(struct pc_prom *b, const char *name, const char *labels, double
 		 labels && *labels ? "}" : "", v);
 }
 
+void pc_prom_one_u64(struct pc_prom *b, const char *name, const char *type, const char *help,
+		     uint64_t v)
+{
+	pc_prom_family(b, name, type, help);
+	pc_prom_u64(b, name, NULL, v);
+}
+
+void pc_prom_one_f64(struct pc_prom *b, const char *name, const char *type, const char *help,
+		     double v)
+{
+	pc_prom_family(b, name, type, help);
+	pc_prom_f64(b, name, NULL, v);
+}
+
 const char *pc_prom_label(const char *v, char *buf, size_t len)
 {
 	size_t o = 0;

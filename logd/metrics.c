@@ -14,47 +14,42 @@ char *logd_metrics(void *ctx, const char *req)
 
 	if (strcmp(req, "metrics") != 0)
 		return strdup("unknown request (metrics)\n");
-	pc_prom_family(&b, "portcullis_logd_records_total", "counter",
-		       "Records written to the log and acknowledged to their sender.");
-	pc_prom_u64(&b, "portcullis_logd_records_total", NULL, atomic_load(&l->records));
-	pc_prom_family(&b, "portcullis_logd_malformed_total", "counter",
-		       "Malformed messages rejected (each ended its sender's session).");
-	pc_prom_u64(&b, "portcullis_logd_malformed_total", NULL, atomic_load(&l->malformed));
-	pc_prom_family(&b, "portcullis_logd_refused_connections_total", "counter",
-		       "Connections refused: not root, the engine's or the vault's user.");
-	pc_prom_u64(&b, "portcullis_logd_refused_connections_total", NULL,
-		    atomic_load(&l->refused));
-	pc_prom_family(&b, "portcullis_logd_write_errors_total", "counter",
-		       "Batches that could not be written (their records were not "
-		       "acknowledged, so their actions were refused).");
-	pc_prom_u64(&b, "portcullis_logd_write_errors_total", NULL, atomic_load(&l->write_errors));
-	pc_prom_family(&b, "portcullis_logd_clients", "gauge", "Connected clients, now.");
-	pc_prom_u64(&b, "portcullis_logd_clients", NULL, atomic_load(&l->clients));
-	pc_prom_family(&b, "portcullis_logd_next_seq", "gauge",
-		       "The sequence number the next record will get.");
-	pc_prom_u64(&b, "portcullis_logd_next_seq", NULL, atomic_load(&l->next_seq));
-	pc_prom_family(&b, "portcullis_logd_tree_size", "gauge",
-		       "Records in the current log file's Merkle tree.");
-	pc_prom_u64(&b, "portcullis_logd_tree_size", NULL, atomic_load(&l->tree_size));
-	pc_prom_family(&b, "portcullis_logd_unsealed_records", "gauge",
-		       "Records not yet covered by a signed checkpoint.");
-	pc_prom_u64(&b, "portcullis_logd_unsealed_records", NULL, atomic_load(&l->unsealed));
-	pc_prom_family(&b, "portcullis_logd_file_bytes", "gauge", "Size of the current log file.");
-	pc_prom_u64(&b, "portcullis_logd_file_bytes", NULL, atomic_load(&l->file_bytes));
-	pc_prom_family(&b, "portcullis_logd_start_time_seconds", "gauge",
-		       "When logd started serving (Unix time).");
-	pc_prom_f64(&b, "portcullis_logd_start_time_seconds", NULL,
-		    (double)atomic_load(&l->start_ms) / 1000.0);
+	pc_prom_one_u64(&b, "portcullis_logd_records_total", "counter",
+			"Records written to the log and acknowledged to their sender.",
+			atomic_load(&l->records));
+	pc_prom_one_u64(&b, "portcullis_logd_malformed_total", "counter",
+			"Malformed messages rejected (each ended its sender's session).",
+			atomic_load(&l->malformed));
+	pc_prom_one_u64(&b, "portcullis_logd_refused_connections_total", "counter",
+			"Connections refused: not root, the engine's or the vault's user.",
+			atomic_load(&l->refused));
+	pc_prom_one_u64(&b, "portcullis_logd_write_errors_total", "counter",
+			"Batches that could not be written (their records were not "
+			"acknowledged, so their actions were refused).",
+			atomic_load(&l->write_errors));
+	pc_prom_one_u64(&b, "portcullis_logd_clients", "gauge", "Connected clients, now.",
+			atomic_load(&l->clients));
+	pc_prom_one_u64(&b, "portcullis_logd_next_seq", "gauge",
+			"The sequence number the next record will get.", atomic_load(&l->next_seq));
+	pc_prom_one_u64(&b, "portcullis_logd_tree_size", "gauge",
+			"Records in the current log file's Merkle tree.",
+			atomic_load(&l->tree_size));
+	pc_prom_one_u64(&b, "portcullis_logd_unsealed_records", "gauge",
+			"Records not yet covered by a signed checkpoint.",
+			atomic_load(&l->unsealed));
+	pc_prom_one_u64(&b, "portcullis_logd_file_bytes", "gauge", "Size of the current log file.",
+			atomic_load(&l->file_bytes));
+	pc_prom_one_f64(&b, "portcullis_logd_start_time_seconds", "gauge",
+			"When logd started serving (Unix time).",
+			(double)atomic_load(&l->start_ms) / 1000.0);
 	if (cp) {
-		pc_prom_family(&b, "portcullis_logd_last_checkpoint_timestamp_seconds", "gauge",
-			       "When logd signed its last checkpoint (Unix time).");
-		pc_prom_f64(&b, "portcullis_logd_last_checkpoint_timestamp_seconds", NULL,
-			    (double)cp / 1000.0);
-		pc_prom_family(&b, "portcullis_logd_last_checkpoint_age_seconds", "gauge",
-			       "Seconds since logd signed its last checkpoint (while idle it "
-			       "re-signs one every log.checkpoint.interval_ms).");
-		pc_prom_f64(&b, "portcullis_logd_last_checkpoint_age_seconds", NULL,
-			    now > cp ? (double)(now - cp) / 1000.0 : 0.0);
+		pc_prom_one_f64(&b, "portcullis_logd_last_checkpoint_timestamp_seconds", "gauge",
+				"When logd signed its last checkpoint (Unix time).",
+				(double)cp / 1000.0);
+		pc_prom_one_f64(&b, "portcullis_logd_last_checkpoint_age_seconds", "gauge",
+				"Seconds since logd signed its last checkpoint (while idle it "
+				"re-signs one every log.checkpoint.interval_ms).",
+				now > cp ? (double)(now - cp) / 1000.0 : 0.0);
 	}
 	return pc_prom_take(&b);
 }

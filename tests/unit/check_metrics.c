@@ -71,6 +71,21 @@ START_TEST(prom_text_and_label_escapes)
 }
 END_TEST
 
+START_TEST(prom_one_sample_family)
+{
+	struct pc_prom b = {0};
+	char *t;
+
+	pc_prom_one_u64(&b, "a_total", "counter", "As.", 7);
+	pc_prom_one_f64(&b, "b_seconds", "gauge", "Bs.", 0.25);
+	t = pc_prom_take(&b);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_str_eq(t, "# HELP a_total As.\n# TYPE a_total counter\na_total 7\n"
+			    "# HELP b_seconds Bs.\n# TYPE b_seconds gauge\nb_seconds 0.250\n");
+	free(t);
+}
+END_TEST
+
 static char *answer(void *ctx, const char *req)
 {
 	(*(int *)ctx)++;
@@ -127,6 +142,7 @@ static Suite *metrics_suite(void)
 
 	tcase_add_test(t, reasons_map_to_fixed_labels);
 	tcase_add_test(t, prom_text_and_label_escapes);
+	tcase_add_test(t, prom_one_sample_family);
 	tcase_add_test(t, control_socket_thread_answers_one_request);
 	suite_add_tcase(s, t);
 	return s;
