@@ -17,8 +17,10 @@ struct pparse {
 	struct arena *a;
 };
 
-static const char *const sandbox_keys[] = {"sandbox", "match",	"allow", "secrets",
-					   "dns",     "limits", NULL};
+/* one line each: tests/integration/package_docs.sh reads these lists */
+/* clang-format off */
+static const char *const sandbox_keys[] = {"sandbox", "match", "allow", "secrets", "dns", "limits", NULL};
+/* clang-format on */
 static const char *const match_keys[] = {"source", "mac", "port", NULL};
 static const char *const allow_keys[] = {"host", "cidr", "ports", "proto", NULL};
 static const char *const secret_keys[] = {"name", "host", "port", "header", "format", NULL};
