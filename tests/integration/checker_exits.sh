@@ -56,7 +56,7 @@ seed "second bridge holding a sandbox port" \
 	"g ip link add br2 type bridge; g ip link set $P2 nomaster; g ip link set $P2 master br2" \
 	"g ip link set $P2 nomaster; g ip link del br2; g ip link set $P2 master pcbr0; g ip link set $P2 type bridge_slave isolated on"
 seed "our table edited: rule removed" "second exit: our tables differ from what the engine installs" \
-	"h=\$(g nft -a list chain inet portcullis prerouting | awk '/ct state new/ {print \$NF}'); g nft delete rule inet portcullis prerouting handle \$h" \
+	"h=\$(g nft -a list chain inet portcullis prerouting | awk '/ct state new/ && !/limit rate/ {print \$NF}'); g nft delete rule inet portcullis prerouting handle \$h" \
 	"ck_engine_reinstall"
 seed "our table edited: policy changed to accept" \
 	"second exit: our tables differ from what the engine installs.*policy accept" \
