@@ -302,11 +302,22 @@ void conn_upstream_close(struct conn *c)
 		SSL_shutdown(c->ussl);
 		SSL_free(c->ussl);
 	}
-	if (c->ufd >= 0)
+	if (c->ufd >= 0) {
+		vault_daemon_conn_fds(c->d, c->slot, c->fd, -1);
 		close(c->ufd);
+	}
 	c->ussl = NULL;
 	c->ufd = -1;
 	c->ulen = c->uoff = 0;
+}
+
+/* The upstream socket exists (or is about to close): a stopping daemon
+ * shuts it down to end a connect or handshake in progress. */
+static void conn_track_ufd(void *arg, int fd)
+{
+	struct conn *c = arg;
+
+	vault_daemon_conn_fds(c->d, c->slot, c->fd, fd);
 }
 
 /* An idle upstream connection that is readable has been closed by the
@@ -351,9 +362,9 @@ static int handle_request(struct conn *c, struct http_request *req)
 	}
 	if (c->ussl && upstream_stale(c))
 		conn_upstream_close(c);
-	if (!c->ussl &&
-	    upstream_connect(d->client_ctx, &c->orig, c->sni,
-			     (int)d->cfg.vault.handshake_timeout_ms, &c->ufd, &c->ussl, &e) < 0) {
+	if (!c->ussl && upstream_connect_tracked(d->client_ctx, &c->orig, c->sni,
+						 (int)d->cfg.vault.handshake_timeout_ms,
+						 conn_track_ufd, c, &c->ufd, &c->ussl, &e) < 0) {
 		pc_log(PC_LOG_WARN, "sandbox %s: %s: %s", c->sandbox, c->sni, e.msg);
 		conn_log(c, LOGREC_HTTP_REQUEST, LOGREC_REFUSED, e.msg, 502, NULL, false, NULL);
 		conn_send_error(c, 502, e.msg);
@@ -397,8 +408,10 @@ static void conn_free(struct conn *c)
 			SSL_shutdown(c->ssl);
 		SSL_free(c->ssl);
 	}
-	if (c->fd >= 0)
+	if (c->fd >= 0) {
+		vault_daemon_conn_fds(c->d, c->slot, -1, -1);
 		close(c->fd);
+	}
 	if (c->in) {
 		sodium_memzero(c->in, c->in_cap);
 		free(c->in);
@@ -408,7 +421,7 @@ static void conn_free(struct conn *c)
 		free(c->ubuf);
 	}
 	sodium_free(c->out);
-	vault_daemon_conn_release(c->d, c->sandbox);
+	vault_daemon_conn_release(c->d, c->slot, c->sandbox);
 	free(c);
 }
 
@@ -420,12 +433,14 @@ void *conn_main(void *arg)
 	int one = 1;
 
 	if (!c) {
+		vault_daemon_conn_fds(cs->d, cs->slot, -1, -1);
 		close(cs->fd);
-		vault_daemon_conn_release(cs->d, cs->sandbox);
+		vault_daemon_conn_release(cs->d, cs->slot, cs->sandbox);
 		free(cs);
 		return NULL;
 	}
 	c->d = cs->d;
+	c->slot = cs->slot;
 	c->fd = cs->fd;
 	c->ufd = -1;
 	c->src = cs->src;

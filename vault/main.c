@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -66,8 +67,10 @@ static bool conn_acquire(struct vault_daemon *d, const char *sandbox)
 	return ok;
 }
 
-void vault_daemon_conn_release(struct vault_daemon *d, const char *sandbox)
+void vault_daemon_conn_release(struct vault_daemon *d, struct conn_slot *s, const char *sandbox)
 {
+	uint64_t one = 1;
+
 	pthread_mutex_lock(&d->lock);
 	for (size_t i = 0; i < d->n_counts; i++)
 		if (!strcmp(d->counts[i].name, sandbox) && d->counts[i].n) {
@@ -75,7 +78,118 @@ void vault_daemon_conn_release(struct vault_daemon *d, const char *sandbox)
 			d->conns--;
 			break;
 		}
+	if (s)
+		s->done = true;
 	pthread_mutex_unlock(&d->lock);
+	/* wake the accept loop to join the thread; a full counter (never in
+	 * practice) only delays the join to the next wake-up */
+	if (s && write(d->reap_fd, &one, sizeof(one)) < 0)
+		return;
+}
+
+void vault_daemon_conn_fds(struct vault_daemon *d, struct conn_slot *s, int fd, int ufd)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&d->lock);
+	s->fd = fd;
+	s->ufd = ufd;
+	pthread_mutex_unlock(&d->lock);
+}
+
+/* Join the connection threads that said they are done; returns how many
+ * are still running. */
+static size_t conns_reap(struct vault_daemon *d)
+{
+	struct conn_slot *done = NULL, **pp, *s;
+	uint64_t n;
+	size_t left = 0;
+
+	if (read(d->reap_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		pc_log(PC_LOG_WARN, "reading the reap eventfd: %s", strerror(errno));
+	pthread_mutex_lock(&d->lock);
+	for (pp = &d->slots; (s = *pp);) {
+		if (s->done) {
+			*pp = s->next;
+			s->next = done;
+			done = s;
+		} else {
+			left++;
+			pp = &s->next;
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+	while ((s = done)) {
+		done = s->next;
+		pthread_join(s->thr, NULL);
+		free(s);
+	}
+	return left;
+}
+
+/* Shut down the sockets of every running connection: how (SHUT_RD lets a
+ * response in flight finish, SHUT_RDWR ends any I/O). */
+static void conns_shutdown(struct vault_daemon *d, int how)
+{
+	pthread_mutex_lock(&d->lock);
+	for (struct conn_slot *s = d->slots; s; s = s->next) {
+		if (s->fd >= 0)
+			shutdown(s->fd, how);
+		if (s->ufd >= 0 && how == SHUT_RDWR)
+			shutdown(s->ufd, how);
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
+/* Reap until no connection is left or ms passed; returns how many are left. */
+static size_t conns_wait(struct vault_daemon *d, unsigned ms)
+{
+	uint64_t deadline = pc_now_mono_ms() + ms;
+	size_t left;
+
+	while ((left = conns_reap(d)) > 0) {
+		struct pollfd p = {.fd = d->reap_fd, .events = POLLIN};
+		uint64_t now = pc_now_mono_ms();
+
+		if (now >= deadline)
+			break;
+		poll(&p, 1, (int)(deadline - now));
+	}
+	return left;
+}
+
+/* SIGTERM: end every connection, bounded. First no client reads (an idle
+ * keep-alive connection ends at once, a response in flight is still
+ * delivered), then, for what is left, no I/O at all (a connection stuck in
+ * a read or write, or connecting upstream, fails at once). Returns false
+ * when threads are still running: what they use must not be freed. */
+static bool conns_stop(struct vault_daemon *d)
+{
+	size_t left;
+
+	conns_shutdown(d, SHUT_RD);
+	if (!conns_wait(d, 2000))
+		return true;
+	conns_shutdown(d, SHUT_RDWR);
+	left = conns_wait(d, 3000);
+	if (left)
+		pc_log(PC_LOG_WARN, "%zu connection threads did not end; exiting without them",
+		       left);
+	return !left;
+}
+
+/* Free what setup made (after the threads using it ended). */
+static void daemon_free(struct vault_daemon *d)
+{
+	logq_stop(d->logq);
+	SSL_CTX_free(d->server_ctx);
+	SSL_CTX_free(d->client_ctx);
+	vault_state_unref(d->state);
+	ca_free(d->ca);
+	free(d->counts);
+	if (d->reap_fd >= 0)
+		close(d->reap_fd);
+	pthread_mutex_destroy(&d->lock);
 }
 
 static int listen_on(const struct pc_endpoint *ep, bool v6only, struct pc_err *err)
@@ -162,8 +276,8 @@ static void accept_one(struct vault_daemon *d, int lfd)
 	const struct policy_sandbox *sb;
 	struct vault_state *st;
 	struct conn_start *cs;
+	struct conn_slot *slot;
 	pthread_attr_t attr;
-	pthread_t thr;
 	int fd, rc;
 
 	fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -209,17 +323,35 @@ static void accept_one(struct vault_daemon *d, int lfd)
 		free(cs);
 		return;
 	}
+	slot = calloc(1, sizeof(*slot));
+	if (!slot) {
+		vault_daemon_conn_release(d, NULL, cs->sandbox);
+		accept_refuse(d, fd, &src, &orig, cs->sandbox, "out of memory");
+		free(cs);
+		return;
+	}
+	slot->fd = fd;
+	slot->ufd = -1;
 	cs->d = d;
+	cs->slot = slot;
 	cs->fd = fd;
 	cs->src = src;
 	cs->orig = orig;
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, CONN_STACK);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&thr, &attr, conn_main, cs) != 0) {
-		vault_daemon_conn_release(d, cs->sandbox);
+	/* joinable: conns_reap joins it once it is done */
+	pthread_mutex_lock(&d->lock);
+	rc = pthread_create(&slot->thr, &attr, conn_main, cs);
+	if (rc == 0) {
+		slot->next = d->slots;
+		d->slots = slot;
+	}
+	pthread_mutex_unlock(&d->lock);
+	if (rc != 0) {
+		vault_daemon_conn_release(d, NULL, cs->sandbox);
 		accept_refuse(d, fd, &src, &orig, cs->sandbox, "cannot start a thread");
 		free(cs);
+		free(slot);
 	} else {
 		atomic_fetch_add(&d->n.conns_accepted, 1);
 	}
@@ -365,8 +497,18 @@ int main(int argc, char **argv)
 		return PC_EXIT_ERROR;
 	}
 	pthread_mutex_init(&d.lock, NULL);
+	d.reap_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (d.reap_fd < 0) {
+		pc_log(PC_LOG_ERR, "eventfd: %s", strerror(errno));
+		daemon_free(&d);
+		return PC_EXIT_ERROR;
+	}
 	if ((rc = setup(&d, config, test_only, lfds, &n_lfds, &e)) < 0) {
 		pc_log(PC_LOG_ERR, "%s", pc_err_str(&e, b, sizeof(b)));
+		pc_ctl_stop(d.ctl);
+		daemon_free(&d);
+		for (size_t i = 0; i < n_lfds; i++)
+			close(lfds[i]);
 		/* -t: 1 for an invalid configuration, CA, policy or store, 3 for
 		 * a file that could not be read (as portcullisd and logd) */
 		return test_only ? pc_exit_for_check(rc) : PC_EXIT_ERROR;
@@ -374,6 +516,7 @@ int main(int argc, char **argv)
 	if (test_only) {
 		printf("portcullis-vault: configuration ok (policy %s, %zu secrets)\n",
 		       policy_hash(d.state->policy), d.state->store->n);
+		daemon_free(&d);
 		return PC_EXIT_OK;
 	}
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
@@ -386,10 +529,11 @@ int main(int argc, char **argv)
 	       policy_hash(d.state->policy), d.state->store->n);
 	pc_sd_notify("READY=1", NULL);
 	for (;;) {
-		struct pollfd p[3];
+		struct pollfd p[4];
 		size_t np = 0;
 
 		p[np++] = (struct pollfd){.fd = sfd, .events = POLLIN};
+		p[np++] = (struct pollfd){.fd = d.reap_fd, .events = POLLIN};
 		for (size_t i = 0; i < n_lfds; i++)
 			p[np++] = (struct pollfd){.fd = lfds[i], .events = POLLIN};
 		if (poll(p, np, -1) < 0 && errno != EINTR)
@@ -407,14 +551,21 @@ int main(int argc, char **argv)
 				}
 			}
 		}
-		for (size_t i = 1; i < np; i++)
+		if (p[1].revents)
+			conns_reap(&d);
+		for (size_t i = 2; i < np; i++)
 			if (p[i].revents)
 				accept_one(&d, p[i].fd);
 	}
 	pc_sd_notify("STOPPING=1", NULL);
 	pc_log(PC_LOG_NOTICE, "stopping");
+	for (size_t i = 0; i < n_lfds; i++)
+		close(lfds[i]);
+	close(sfd);
 	pc_ctl_stop(d.ctl);
-	/* connection threads die with the process; their records were either
-	 * acknowledged or their requests refused */
+	/* every connection ends before what it uses is freed; their records
+	 * were acknowledged or their requests refused */
+	if (conns_stop(&d))
+		daemon_free(&d);
 	return PC_EXIT_OK;
 }

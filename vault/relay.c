@@ -26,8 +26,12 @@ static size_t client_avail(struct conn *c)
 		return c->in_len - c->in_off;
 	c->in_off = c->in_len = 0;
 	n = io_read(c->ssl, c->fd, c->in, c->in_cap, idle_deadline(c));
-	if (n <= 0)
+	if (n <= 0) {
+		c->why = n == PC_ETIMEOUT ? "the client sent no more of the request within "
+					    "vault.idle_timeout_ms"
+					  : "the client closed the connection mid-request";
 		return 0;
+	}
 	c->in_len = (size_t)n;
 	return (size_t)n;
 }
@@ -52,8 +56,13 @@ static size_t upstream_avail(struct conn *c, int *eof)
 static int to_upstream(void *ctx, const uint8_t *p, size_t n)
 {
 	struct conn *c = ctx;
+	int rc = io_write(c->ussl, c->ufd, p, n, idle_deadline(c));
 
-	return io_write(c->ussl, c->ufd, p, n, idle_deadline(c));
+	if (rc < 0)
+		c->why = rc == PC_ETIMEOUT ? "upstream took no more of the request within "
+					     "vault.idle_timeout_ms"
+					   : "upstream closed the connection mid-request";
+	return rc;
 }
 
 /* Request bodies up to this size are read and scanned whole before the
@@ -203,6 +212,11 @@ static int read_response_head(struct conn *c, bool for_head, struct http_respons
 			return pc_err_set(err, PC_EPARSE, "upstream response head too large");
 		n = io_read(c->ussl, c->ufd, c->ubuf + c->ulen, c->ucap - c->ulen,
 			    idle_deadline(c));
+		if (n == PC_ETIMEOUT)
+			return pc_err_set(err, PC_ETIMEOUT,
+					  "upstream sent no response within "
+					  "vault.idle_timeout_ms (%u ms)",
+					  (unsigned)c->d->cfg.vault.idle_timeout_ms);
 		if (n <= 0)
 			return pc_err_set(err, PC_EIO,
 					  "upstream closed the connection without a "
@@ -458,6 +472,7 @@ int relay_exchange(struct conn *c, struct vault_state *st, const struct http_req
 		phs[i] = (struct scrub_pat){.needle = (const uint8_t *)st->store->s[i].placeholder,
 					    .nlen = st->store->s[i].ph_len};
 	c->in_off = req->head_len;
+	c->why = NULL;
 	/* the checks passed: the vault itself invites the body (Expect is not
 	 * forwarded), so that it can scan the body before sending anything */
 	if (req->expect_continue && req->body != HTTP_BODY_NONE &&
@@ -478,11 +493,14 @@ int relay_exchange(struct conn *c, struct vault_state *st, const struct http_req
 			conn_upstream_close(c);
 		conn_refuse(c, 403, true, reason);
 	} else if (rc < 0) {
+		const char *why = rc == PC_EPARSE ? "malformed chunked body"
+				  : c->why	  ? c->why
+						  : "request not completed";
+
 		conn_upstream_close(c);
-		conn_send_error(c, rc == PC_EPARSE ? 400 : 502,
-				rc == PC_EPARSE
-				    ? "malformed chunked body"
-				    : "request not completed (client or upstream closed)");
+		conn_log(c, LOGREC_HTTP_REQUEST, LOGREC_NONE, why, rc == PC_EPARSE ? 400 : 502,
+			 io->secrets, false, NULL);
+		conn_send_error(c, rc == PC_EPARSE ? 400 : 502, why);
 	}
 	scrub_free(&bs);
 	free(bo.buf);
@@ -492,6 +510,8 @@ int relay_exchange(struct conn *c, struct vault_state *st, const struct http_req
 	}
 	for (;;) {
 		if (read_response_head(c, !strcmp(req->method, "HEAD"), &resp, &e) < 0) {
+			conn_log(c, LOGREC_HTTP_REQUEST, LOGREC_NONE, e.msg, 502, io->secrets,
+				 false, NULL);
 			conn_send_error(c, 502, e.msg);
 			conn_upstream_close(c);
 			rc = CONN_CLOSE;

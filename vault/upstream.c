@@ -38,7 +38,20 @@ int upstream_ctx_new(const char *trust, SSL_CTX **out, struct pc_err *err)
 	return 0;
 }
 
-static int tcp_connect(const struct pc_endpoint *dst, uint64_t deadline, struct pc_err *err)
+static void untracked(void *arg, int fd)
+{
+	(void)arg, (void)fd;
+}
+
+/* Close fd, telling the tracker first. */
+static void tracked_close(void (*track)(void *, int), void *arg, int fd)
+{
+	track(arg, -1);
+	close(fd);
+}
+
+static int tcp_connect(const struct pc_endpoint *dst, uint64_t deadline, void (*track)(void *, int),
+		       void *arg, struct pc_err *err)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl;
@@ -66,10 +79,11 @@ static int tcp_connect(const struct pc_endpoint *dst, uint64_t deadline, struct 
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return pc_err_errno(err, PC_EIO, "socket");
+	track(arg, fd);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (connect(fd, (struct sockaddr *)&ss, sl) < 0 && errno != EINPROGRESS) {
 		pc_err_errno(err, PC_EIO, "connecting upstream");
-		close(fd);
+		tracked_close(track, arg, fd);
 		return PC_EIO;
 	}
 	for (;;) {
@@ -78,7 +92,7 @@ static int tcp_connect(const struct pc_endpoint *dst, uint64_t deadline, struct 
 		int r;
 
 		if (now >= deadline) {
-			close(fd);
+			tracked_close(track, arg, fd);
 			return pc_err_set(err, PC_ETIMEOUT, "connecting upstream: timed out");
 		}
 		r = poll(&p, 1, (int)(deadline - now));
@@ -86,14 +100,14 @@ static int tcp_connect(const struct pc_endpoint *dst, uint64_t deadline, struct 
 			break;
 		if (r < 0 && errno != EINTR) {
 			pc_err_errno(err, PC_EIO, "poll");
-			close(fd);
+			tracked_close(track, arg, fd);
 			return PC_EIO;
 		}
 	}
 	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &el) < 0 || soerr) {
 		errno = soerr ? soerr : errno;
 		pc_err_errno(err, PC_EIO, "connecting upstream");
-		close(fd);
+		tracked_close(track, arg, fd);
 		return PC_EIO;
 	}
 	return fd;
@@ -102,11 +116,19 @@ static int tcp_connect(const struct pc_endpoint *dst, uint64_t deadline, struct 
 int upstream_connect(SSL_CTX *ctx, const struct pc_endpoint *dst, const char *host, int timeout_ms,
 		     int *fdp, SSL **sslp, struct pc_err *err)
 {
+	return upstream_connect_tracked(ctx, dst, host, timeout_ms, untracked, NULL, fdp, sslp,
+					err);
+}
+
+int upstream_connect_tracked(SSL_CTX *ctx, const struct pc_endpoint *dst, const char *host,
+			     int timeout_ms, void (*track)(void *arg, int fd), void *arg, int *fdp,
+			     SSL **sslp, struct pc_err *err)
+{
 	uint64_t deadline = pc_now_mono_ms() + (uint64_t)timeout_ms;
 	SSL *ssl = NULL;
 	int fd, rc;
 
-	fd = tcp_connect(dst, deadline, err);
+	fd = tcp_connect(dst, deadline, track, arg, err);
 	if (fd < 0)
 		return fd;
 	ssl = SSL_new(ctx);
@@ -141,6 +163,6 @@ int upstream_connect(SSL_CTX *ctx, const struct pc_endpoint *dst, const char *ho
 	return 0;
 fail:
 	SSL_free(ssl);
-	close(fd);
+	tracked_close(track, arg, fd);
 	return rc;
 }

@@ -80,6 +80,12 @@ int upstream_ctx_new(const char *trust, SSL_CTX **out, struct pc_err *err);
  * within timeout_ms. On failure err says why (for the 502 reason). */
 int upstream_connect(SSL_CTX *ctx, const struct pc_endpoint *dst, const char *host, int timeout_ms,
 		     int *fd, SSL **ssl, struct pc_err *err);
+/* As upstream_connect; track(arg, fd) is called with the socket as soon as
+ * it exists (so that a stopping daemon can shut it down mid-connect) and
+ * with -1 before it is closed on failure. */
+int upstream_connect_tracked(SSL_CTX *ctx, const struct pc_endpoint *dst, const char *host,
+			     int timeout_ms, void (*track)(void *arg, int fd), void *arg, int *fd,
+			     SSL **ssl, struct pc_err *err);
 
 /* ---- I/O with deadlines (io.c) ---------------------------------------------- */
 
@@ -110,6 +116,11 @@ struct vault_daemon {
 	} * counts;
 	size_t n_counts;
 	unsigned conns; /* all connections */
+	/* the connection threads (joinable): the accept loop joins each once
+	 * it said it is done (a byte on reap_fd), and at SIGTERM shuts their
+	 * sockets down and joins them all before freeing what they use */
+	struct conn_slot *slots;
+	int reap_fd; /* eventfd */
 	struct vault_counters {
 		/* counted where their records are made (conn_log, accept);
 		 * read by the control thread (metrics.c) */
@@ -127,16 +138,31 @@ char *vault_metrics(void *ctx, const char *req);
 
 struct vault_state *vault_daemon_state(struct vault_daemon *d); /* a reference */
 
+/* A connection thread as the daemon sees it: fd and ufd are the sockets
+ * to shut down at SIGTERM (-1: none). Guarded by the daemon's lock; the
+ * thread updates them before it closes a socket, so the daemon never shuts
+ * down a number that was reused. */
+struct conn_slot {
+	pthread_t thr;
+	int fd, ufd;
+	bool done;
+	struct conn_slot *next;
+};
+/* Set a slot's sockets (under the daemon's lock). */
+void vault_daemon_conn_fds(struct vault_daemon *d, struct conn_slot *s, int fd, int ufd);
+
 /* One accepted connection; conn_main owns it (and closes fd). */
 struct conn_start {
 	struct vault_daemon *d;
+	struct conn_slot *slot;
 	int fd;
 	struct pc_endpoint src, orig;
 	char sandbox[POLICY_NAME_MAX];
 };
 void *conn_main(void *arg);
-/* Give back the per-sandbox slot conn_start took. */
-void vault_daemon_conn_release(struct vault_daemon *d, const char *sandbox);
+/* Give back the per-sandbox slot conn_start took and say the thread is
+ * done (its last call: the daemon then joins it). */
+void vault_daemon_conn_release(struct vault_daemon *d, struct conn_slot *s, const char *sandbox);
 
 /* One client connection (conn.c, relay.c). */
 #define CONN_KEEP   0 /* the connection may carry another request */
@@ -145,6 +171,7 @@ void vault_daemon_conn_release(struct vault_daemon *d, const char *sandbox);
 
 struct conn {
 	struct vault_daemon *d;
+	struct conn_slot *slot;
 	int fd;
 	SSL *ssl;
 	int ufd; /* upstream: -1 / NULL until the first forwarded request */
@@ -154,6 +181,7 @@ struct conn {
 	char sni[256];
 	char refusal[700]; /* why the handshake was refused */
 	bool linger;	   /* an error was answered: drain before closing */
+	const char *why;   /* why relaying the current request failed (static text) */
 	/* the current request, for its log records */
 	char method[24];
 	char path[1024];

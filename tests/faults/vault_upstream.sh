@@ -135,6 +135,9 @@ for mode in closed blackhole silent reset echo-chunked echo-length; do
 		;;
 	*)
 		t_match "$mode: the sandbox gets 502 with the reason" "^502\|.+" "$r"
+		[ $mode != silent ] ||
+			t_match "silent: the reason says no response came in time" \
+				"^502\|upstream sent no response within" "$r"
 		;;
 	esac
 	no_value "$mode"
