@@ -43,17 +43,6 @@ void jv_free(struct jv *v)
 	free(v);
 }
 
-static int hexv(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static char *parse_str(struct jp *j, size_t *outlen)
 {
 	size_t cap = 32, n = 0;
@@ -101,7 +90,7 @@ static char *parse_str(struct jp *j, size_t *outlen)
 				if (j->end - j->p < 4)
 					goto bad;
 				for (int k = 0; k < 4; k++) {
-					int h = hexv(j->p[k]);
+					int h = pc_hex_digit(j->p[k]);
 
 					if (h < 0)
 						goto bad;

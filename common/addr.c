@@ -183,17 +183,6 @@ int pc_prefix_overlap(const struct pc_prefix *x, const struct pc_prefix *y)
 	       bits_eq(x->addr.a, y->addr.a, x->len < y->len ? x->len : y->len);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int pc_mac_parse(const char *s, uint8_t mac[6])
 {
 	uint8_t m[6];
@@ -201,7 +190,7 @@ int pc_mac_parse(const char *s, uint8_t mac[6])
 	if (!s || strlen(s) != 17)
 		return PC_EINVAL;
 	for (int i = 0; i < 6; i++) {
-		int hi = hexval(s[i * 3]), lo = hexval(s[i * 3 + 1]);
+		int hi = pc_hex_digit(s[i * 3]), lo = pc_hex_digit(s[i * 3 + 1]);
 
 		if (hi < 0 || lo < 0 || (i < 5 && s[i * 3 + 2] != ':'))
 			return PC_EINVAL;

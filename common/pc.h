@@ -158,6 +158,8 @@ int pc_privdrop(const char *user, uint64_t keep_caps, struct pc_err *err);
 
 /* strlcpy: returns strlen(src); truncation when >= size. */
 size_t pc_strlcpy(char *dst, const char *src, size_t size);
+/* The value of the hex digit c (either case), or -1 for any other character. */
+int pc_hex_digit(char c);
 /* Read a whole file of at most max bytes; *buf is NUL-terminated, caller
  * frees. A file larger than max is an error, not a truncation. */
 int pc_file_read(const char *path, size_t max, char **buf, size_t *len, struct pc_err *err);

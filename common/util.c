@@ -1,5 +1,5 @@
-/* Small helpers: bounded string copy, whole-file read and atomic write,
- * clocks and RFC 3339 time. */
+/* Small helpers: bounded string copy, hex digits, whole-file read and atomic
+ * write, clocks and RFC 3339 time. */
 #include "common/pc.h"
 
 #include <errno.h>
@@ -22,6 +22,17 @@ size_t pc_strlcpy(char *dst, const char *src, size_t size)
 		dst[c] = '\0';
 	}
 	return n;
+}
+
+int pc_hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
 }
 
 int pc_file_read(const char *path, size_t max, char **buf, size_t *len, struct pc_err *err)

@@ -97,8 +97,9 @@ START_TEST(err_formatting)
 	struct pc_err e;
 	char buf[1024];
 
-	ck_assert_int_eq(pc_err_set_at(&e, PC_EPARSE, "rules.d/a.yaml", 3, 7, "unknown key %s", "alow"),
-			 PC_EPARSE);
+	ck_assert_int_eq(
+	    pc_err_set_at(&e, PC_EPARSE, "rules.d/a.yaml", 3, 7, "unknown key %s", "alow"),
+	    PC_EPARSE);
 	ck_assert_str_eq(pc_err_str(&e, buf, sizeof(buf)), "rules.d/a.yaml:3:7: unknown key alow");
 	pc_err_prefix(&e, "loading policy: ");
 	ck_assert_str_eq(e.msg, "loading policy: unknown key alow");
@@ -116,6 +117,24 @@ START_TEST(strlcpy_truncates)
 
 	ck_assert_uint_eq(pc_strlcpy(b, "abcdef", sizeof(b)), 6);
 	ck_assert_str_eq(b, "abc");
+}
+END_TEST
+
+START_TEST(hex_digit_values)
+{
+	static const char digits[] = "0123456789abcdefABCDEF";
+
+	for (int i = 0; digits[i]; i++)
+		ck_assert_int_eq(pc_hex_digit(digits[i]), i < 16 ? i : i - 6);
+	/* the neighbours of each range, and bytes that are not ASCII */
+	ck_assert_int_eq(pc_hex_digit('/'), -1);
+	ck_assert_int_eq(pc_hex_digit(':'), -1);
+	ck_assert_int_eq(pc_hex_digit('`'), -1);
+	ck_assert_int_eq(pc_hex_digit('g'), -1);
+	ck_assert_int_eq(pc_hex_digit('@'), -1);
+	ck_assert_int_eq(pc_hex_digit('G'), -1);
+	ck_assert_int_eq(pc_hex_digit('\0'), -1);
+	ck_assert_int_eq(pc_hex_digit((char)0xe6), -1);
 }
 END_TEST
 
@@ -185,7 +204,8 @@ START_TEST(rfc3339_time)
 {
 	char b[32];
 
-	ck_assert_str_eq(pc_time_rfc3339(1796047333123ULL, b, sizeof(b)), "2026-11-30T14:02:13.123Z");
+	ck_assert_str_eq(pc_time_rfc3339(1796047333123ULL, b, sizeof(b)),
+			 "2026-11-30T14:02:13.123Z");
 }
 END_TEST
 
@@ -200,6 +220,7 @@ static Suite *common_suite(void)
 	tcase_add_test(tc, mac_parse);
 	tcase_add_test(tc, err_formatting);
 	tcase_add_test(tc, strlcpy_truncates);
+	tcase_add_test(tc, hex_digit_values);
 	tcase_add_test(tc, file_read_limits_and_atomic_write);
 	tcase_add_test(tc, unix_seqpacket_roundtrip_and_peercred);
 	tcase_add_test(tc, rfc3339_time);
