@@ -6,10 +6,17 @@
 #include <stdio.h>
 #include <string.h>
 
-__attribute__((format(printf, 3, 0))) static void err_vfill(struct pc_err *err, int code,
-								  const char *fmt, va_list ap)
+/* Fills all of err: the code, the input location (none: file NULL) and the
+ * message. */
+__attribute__((format(printf, 6, 0))) static void err_vfill(struct pc_err *err, int code,
+							    const char *file, unsigned line,
+							    unsigned col, const char *fmt,
+							    va_list ap)
 {
 	err->code = code;
+	pc_strlcpy(err->file, file ? file : "", sizeof(err->file));
+	err->line = line;
+	err->col = col;
 	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 }
 
@@ -19,10 +26,8 @@ int pc_err_set(struct pc_err *err, int code, const char *fmt, ...)
 
 	if (!err)
 		return code;
-	err->file[0] = '\0';
-	err->line = err->col = 0;
 	va_start(ap, fmt);
-	err_vfill(err, code, fmt, ap);
+	err_vfill(err, code, NULL, 0, 0, fmt, ap);
 	va_end(ap);
 	return code;
 }
@@ -34,11 +39,8 @@ int pc_err_set_at(struct pc_err *err, int code, const char *file, unsigned line,
 
 	if (!err)
 		return code;
-	pc_strlcpy(err->file, file ? file : "", sizeof(err->file));
-	err->line = line;
-	err->col = col;
 	va_start(ap, fmt);
-	err_vfill(err, code, fmt, ap);
+	err_vfill(err, code, file, line, col, fmt, ap);
 	va_end(ap);
 	return code;
 }
@@ -51,10 +53,8 @@ int pc_err_errno(struct pc_err *err, int code, const char *fmt, ...)
 
 	if (!err)
 		return code;
-	err->file[0] = '\0';
-	err->line = err->col = 0;
 	va_start(ap, fmt);
-	err_vfill(err, code, fmt, ap);
+	err_vfill(err, code, NULL, 0, 0, fmt, ap);
 	va_end(ap);
 	n = strlen(err->msg);
 	snprintf(err->msg + n, sizeof(err->msg) - n, ": %s", strerror(saved));
