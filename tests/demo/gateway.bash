@@ -33,15 +33,13 @@ gw_vault_start() {
 	ip netns exec "$LAB_GW" "$GUARD_BIN/portcullis-vault" -c "$GUARD_CONF" \
 		2>>"$GUARD_DIR/vault.log" &
 	echo $! >"$LAB_DIR/guard-vault.pid"
-	local i
-	for i in $(seq 1 200); do
-		lab_gw ss -Hltn "sport = :8443" | grep -q . && return 0
-		kill -0 "$(cat "$LAB_DIR/guard-vault.pid")" 2>/dev/null || break
-		sleep 0.05
-	done
+	# (bounded by lab_start_timeout: generous for sanitized builds)
+	lab_wait_until -p $! _gw_vault_listening && return 0
 	echo "# gateway: portcullis-vault did not come up: $(tail -3 "$GUARD_DIR/vault.log")" >&2
 	return 1
 }
+
+_gw_vault_listening() { lab_gw ss -Hltn "sport = :8443" | grep -q .; }
 
 gw_vault_stop() {
 	local pid

@@ -5,6 +5,7 @@
 # leaks count as errors). Run by `make valgrind` (not by tests/run: a .bash
 # file) until its findings are fixed — see docs/security.md.
 set -u
+export PC_VALGRIND=1 # (lab_start_timeout: daemons under memcheck start slowly)
 . "$PC_TOP/tests/lib/tap.sh"
 . "$PC_TOP/tests/integration/vault_setup.bash"
 
@@ -21,10 +22,10 @@ start() { # name binary: under valgrind in the gateway namespace; pid in $LAB_DI
 		2>>"$LAB_DIR/vg-$1.stderr" &
 	echo $! >"$LAB_DIR/vg-$1.pid"
 }
-ready() { # description command...: wait (bounded) until it succeeds
-	local d=$1 i
+ready() { # name command...: wait (bounded by lab_start_timeout) until it succeeds
+	local d=$1
 	shift
-	for i in $(seq 1 600); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+	lab_wait_until -p "$(cat "$LAB_DIR/vg-$d.pid")" "$@" && return 0
 	t_fail "$d came up under valgrind" true
 	return 1
 }

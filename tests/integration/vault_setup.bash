@@ -129,13 +129,13 @@ v_pid() { pgrep -f "$1 -c $V/portcullis.yaml" | head -1; }
 
 vault_logd_start() {
 	lab_gw "$V_BIN/portcullis-logd" -c "$V/portcullis.yaml" 2>>"$LAB_DIR/logd.stderr" &
-	local i
-	for i in $(seq 1 300); do
-		V_LOGD_PID=$(v_pid portcullis-logd)
-		[ -S "$V/run/logd.sock" ] && [ -n "$V_LOGD_PID" ] && return 0
-		sleep 0.05
-	done
+	# (bounded by lab_start_timeout: generous for sanitized builds)
+	lab_wait_until -p $! _v_logd_up && return 0
 	lab_die "logd did not start: $(cat "$LAB_DIR/logd.stderr")"
+}
+_v_logd_up() {
+	V_LOGD_PID=$(v_pid portcullis-logd)
+	[ -S "$V/run/logd.sock" ] && [ -n "$V_LOGD_PID" ]
 }
 
 vault_start() {
@@ -144,13 +144,12 @@ vault_start() {
 		[ -z "${V_CWD:-}" ] || { cd "$V_CWD" && ulimit -c unlimited; }
 		lab_gw "$V_BIN/portcullis-vault" -c "$V/portcullis.yaml" 2>>"$LAB_DIR/vault.stderr"
 	) &
-	local i
-	for i in $(seq 1 300); do
-		V_VAULT_PID=$(v_pid portcullis-vault)
-		lab_gw ss -Hltn "sport = :$V_PORT" | grep -q . && [ -n "$V_VAULT_PID" ] && return 0
-		sleep 0.05
-	done
+	lab_wait_until -p $! _v_vault_up && return 0
 	lab_die "vault did not start: $(cat "$LAB_DIR/vault.stderr")"
+}
+_v_vault_up() {
+	V_VAULT_PID=$(v_pid portcullis-vault)
+	lab_gw ss -Hltn "sport = :$V_PORT" | grep -q . && [ -n "$V_VAULT_PID" ]
 }
 
 vault_redirect() {
@@ -163,13 +162,8 @@ vault_redirect() {
 		ip netns exec "$LAB_GW" "$V_BIN/portcullisd" -c "$V/portcullis.yaml" \
 			2>>"$LAB_DIR/engine.stderr" &
 		V_ENGINE_PID=$!
-		local i
-		for i in $(seq 1 300); do
-			lab_gw "$V_BIN/portcullis" -c "$V/portcullis.yaml" status --json >/dev/null 2>&1 &&
-				return 0
-			kill -0 "$V_ENGINE_PID" 2>/dev/null || break
-			sleep 0.1
-		done
+		lab_wait_until -p "$V_ENGINE_PID" \
+			lab_gw "$V_BIN/portcullis" -c "$V/portcullis.yaml" status --json && return 0
 		lab_die "the engine did not start: $(cat "$LAB_DIR/engine.stderr")"
 	fi
 	# Fixture (tests only): what the engine does for flows it marked VAULT.

@@ -237,14 +237,46 @@ lab_echo_start() {
 	disown
 }
 
-# Wait until a TCP port answers inside a namespace (readiness, not timing).
-lab_wait_tcp() { # ns addr port
-	local i
-	for i in $(seq 1 100); do
-		lab_in "$1" bash -c "exec 3<>/dev/tcp/$2/$3" 2>/dev/null && return 0
+# How long (seconds) something may take to come up: $PC_START_TIMEOUT, else
+# 120 for a sanitized build (PC_BUILD=build/san: ASan+UBSan daemons need up
+# to ~45 s to start on a loaded 2-core machine) or under valgrind
+# (PC_VALGRIND=1), else 30. Readiness only: a longer wait costs time when
+# something is slow and never changes a verdict.
+lab_start_timeout() {
+	if [ -n "${PC_START_TIMEOUT:-}" ]; then
+		echo "$PC_START_TIMEOUT"
+	elif [[ ${PC_BUILD:-build} == *san* ]] || [ -n "${PC_VALGRIND:-}" ]; then
+		echo 120
+	else
+		echo 30
+	fi
+}
+
+# Poll a command (output discarded) until it succeeds, for at most
+# lab_start_timeout seconds; with -p PID, stop waiting once PID is gone.
+# 0 when it succeeded.
+lab_wait_until() { # [-p pid] command...
+	local pid="" deadline
+	if [ "$1" = -p ]; then
+		pid=$2
+		shift 2
+	fi
+	deadline=$((SECONDS + $(lab_start_timeout)))
+	while :; do
+		"$@" >/dev/null 2>&1 && return 0
+		if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+			"$@" >/dev/null 2>&1
+			return
+		fi
+		[ "$SECONDS" -lt "$deadline" ] || return 1
 		sleep 0.05
 	done
-	lab_die "timed out waiting for $2:$3 in $1"
+}
+
+# Wait until a TCP port answers inside a namespace (readiness, not timing).
+lab_wait_tcp() { # ns addr port
+	lab_wait_until lab_in "$1" bash -c "exec 3<>/dev/tcp/$2/$3" ||
+		lab_die "timed out waiting for $2:$3 in $1"
 }
 
 lab_sandbox_add() { # index

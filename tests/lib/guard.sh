@@ -62,13 +62,12 @@ guard_cli() {
 	lab_gw "$GUARD_BIN/portcullis" -c "$GUARD_CONF" "$@"
 }
 
-_guard_wait() { # description, command...
-	local what=$1 i
-	shift
-	for i in $(seq 1 100); do
-		"$@" >/dev/null 2>&1 && return 0
-		sleep 0.05
-	done
+# (bounded by lab_start_timeout, which is generous for sanitized builds;
+# gives up at once if the daemon exits)
+_guard_wait() { # description, pid, command...
+	local what=$1 pid=$2
+	shift 2
+	lab_wait_until -p "$pid" "$@" && return 0
 	echo "# guard: $what did not come up" >&2
 	return 1
 }
@@ -79,7 +78,7 @@ guard_logd_start() {
 	lab_ns_check "$LAB_GW"
 	ip netns exec "$LAB_GW" "$GUARD_BIN/portcullis-logd" -c "$GUARD_CONF" 2>>"$GUARD_DIR/logd.log" &
 	echo $! >"$LAB_DIR/guard-logd.pid"
-	_guard_wait "portcullis-logd" test -S "$GUARD_DIR/run/logd.sock"
+	_guard_wait "portcullis-logd" $! test -S "$GUARD_DIR/run/logd.sock"
 }
 
 guard_logd_stop() {
@@ -95,7 +94,7 @@ guard_engine_start() {
 	ip netns exec "$LAB_GW" "$GUARD_BIN/portcullisd" -c "$GUARD_CONF" ${GUARD_ENGINE_ARGS--v} \
 		2>>"$GUARD_DIR/engine.log" &
 	echo $! >"$LAB_DIR/guard-engine.pid"
-	_guard_wait "portcullisd" guard_cli status --json
+	_guard_wait "portcullisd" $! guard_cli status --json
 }
 
 guard_engine_pid() { cat "$LAB_DIR/guard-engine.pid" 2>/dev/null; }
