@@ -94,36 +94,38 @@ START_TEST(ipv4_options_and_padding)
 }
 END_TEST
 
+/* The intact SYN of ipv4_malformed with one byte broken. */
+static const struct {
+	const char *what;
+	size_t at;
+	uint8_t v;
+} ipv4_broken[] = {
+    {"ihl 4", 0, 0x44},
+    {"ihl 15 = 60 bytes > 40", 0, 0x4f},
+    {"version 5", 0, 0x55},
+    {"total length 10, shorter than the header", 3, 10},
+    {"reserved flag", 6, 0x80},
+    {"TCP data offset 4", 32, 4 << 4},
+    {"TCP data offset beyond the packet", 32, 15 << 4},
+};
+
 START_TEST(ipv4_malformed)
 {
-	uint8_t b[64];
+	uint8_t ok[64], b[64];
 	struct pc_pkt p;
-	size_t n = ip4(b, IPPROTO_TCP, 20, "10.0.0.1", "10.0.0.2");
+	size_t n = ip4(ok, IPPROTO_TCP, 20, "10.0.0.1", "10.0.0.2");
 
-	n += tcp(b + n, 1, 2, 0x02, 0);
-	ck_assert_int_eq(pc_pkt_parse(b, 0, &p), PC_PKT_MALFORMED);
-	ck_assert_int_eq(pc_pkt_parse(b, 19, &p), PC_PKT_MALFORMED);
-	b[0] = 0x44; /* ihl 4 */
-	ck_assert_int_eq(pc_pkt_parse(b, n, &p), PC_PKT_MALFORMED);
-	b[0] = 0x4f; /* ihl 15 = 60 bytes > 40 */
-	ck_assert_int_eq(pc_pkt_parse(b, n, &p), PC_PKT_MALFORMED);
-	b[0] = 0x45;
-	b[2] = 0;
-	b[3] = 10; /* total length shorter than the header */
-	ck_assert_int_eq(pc_pkt_parse(b, n, &p), PC_PKT_MALFORMED);
-	b[3] = 40;
-	b[32] = 4 << 4; /* TCP data offset 4 */
-	ck_assert_int_eq(pc_pkt_parse(b, n, &p), PC_PKT_MALFORMED);
-	b[32] = 15 << 4; /* TCP data offset beyond the packet */
-	ck_assert_int_eq(pc_pkt_parse(b, n, &p), PC_PKT_MALFORMED);
-	b[32] = 5 << 4;
-	b[6] = 0x80; /* reserved flag */
-	ck_assert_int_eq(pc_pkt_parse(b, n, &p), PC_PKT_MALFORMED);
-	b[6] = 0;
-	b[0] = 0x55; /* version 5 */
-	ck_assert_int_eq(pc_pkt_parse(b, n, &p), PC_PKT_MALFORMED);
-	b[0] = 0x45;
-	ck_assert_int_eq(pc_pkt_parse(b, n - 1, &p), PC_PKT_MALFORMED); /* TCP header cut */
+	n += tcp(ok + n, 1, 2, 0x02, 0);
+	ck_assert_int_eq(pc_pkt_parse(ok, n, &p), PC_PKT_OK);
+	ck_assert_int_eq(pc_pkt_parse(ok, 0, &p), PC_PKT_MALFORMED);
+	ck_assert_int_eq(pc_pkt_parse(ok, 19, &p), PC_PKT_MALFORMED);
+	ck_assert_int_eq(pc_pkt_parse(ok, n - 1, &p), PC_PKT_MALFORMED); /* TCP header cut */
+	for (size_t i = 0; i < sizeof(ipv4_broken) / sizeof(ipv4_broken[0]); i++) {
+		memcpy(b, ok, n);
+		b[ipv4_broken[i].at] = ipv4_broken[i].v;
+		ck_assert_msg(pc_pkt_parse(b, n, &p) == PC_PKT_MALFORMED, "%s: not refused",
+			      ipv4_broken[i].what);
+	}
 }
 END_TEST
 
