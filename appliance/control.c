@@ -91,10 +91,11 @@ int control_status_json(struct engine *e, char **out)
 		     (unsigned long long)ds.learned_evicted, (unsigned long long)ds.ech_stripped,
 		     (unsigned long long)ds.pending_queries,
 		     (unsigned long long)ds.pending_evicted);
-	/* the check joins the outer object: before its closing brace */
+	/* the limits and the check join the outer object: before its closing brace */
 	if (rc == 0 && l > 0 && b[l - 1] == '}') {
 		b[--l] = '\0';
-		rc = checkrun_status_json(e, &b, &l);
+		rc = limits_status_json(pol, &b, &l);
+		rc = rc ? rc : checkrun_status_json(e, &b, &l);
 		rc = rc ? rc : pc_buf_appendf(&b, &l, "}");
 	}
 	policy_unref(pol);

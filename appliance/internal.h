@@ -102,6 +102,19 @@ struct nftnl_set *nftset_ports(const struct pc_bridge_port *ports, size_t n);
  * elements the rules create, each with its own limit (nr_limit_meter). */
 struct nftnl_set *nftset_meter(uint16_t family, const char *name);
 
+/* ---- nft_counters.c: what the new-flow limit rules dropped ------------------ */
+
+/* drops[k] = the packets the kernel's limit rules of sandbox k (meter lim<k>)
+ * dropped since the tables were installed, k < n. 0 or <0 (err). */
+int nft_limit_drops(uint64_t *drops, size_t n, struct pc_err *err);
+/* Append ,"limits":[{sandbox, new_flows_per_second, new_flows_burst,
+ * dropped}...] for pol's sandboxes (dropped null if the dump failed). */
+int limits_status_json(const struct policy *pol, char **buf, size_t *len);
+struct pc_prom;
+/* The family portcullis_engine_new_flow_limit_dropped_total{sandbox} (none
+ * if the dump failed). */
+void limits_metrics(struct pc_prom *b, const struct policy *pol);
+
 /* ---- links.c: the sandbox bridge and its ports (rtnetlink) -------------- */
 
 /* Current ports of bridge (may be none; a missing bridge is not an error:

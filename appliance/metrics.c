@@ -261,6 +261,7 @@ int engine_metrics_text(struct engine *e, char **out)
 		 pc_queue_path_name(e->qpath),
 		 pc_prom_label(pol ? policy_hash(pol) : "", h, sizeof(h)));
 	pc_prom_u64(&b, "portcullis_engine_info", l, 1);
+	limits_metrics(&b, pol);
 	policy_unref(pol);
 	pc_prom_one_f64(&b, "portcullis_engine_uptime_seconds", "gauge",
 			"Seconds since the engine started.",

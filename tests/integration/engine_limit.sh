@@ -95,6 +95,12 @@ t_lt "most of the flood never reached the queue (limit drops > half of the SYNs 
 	$((sent / 2)) "$dropped"
 t_diag "SYNs sent $sent, dropped by the limit $dropped, queued to the engine $judged, dropped at the queue $(($(qdrops) - d0))"
 t_eq "sandbox 1's limit dropped nothing" "$l0_0" "$(limit_drops lim0)"
+t_eq "portcullis status shows sandbox 2's limit and what it dropped (the rules' counters)" \
+	"20 40 $(limit_drops lim1)" \
+	"$(guard_status_field '" ".join(str(x) for l in s["limits"] if l["sandbox"] == "agent-2" for x in (l["new_flows_per_second"], l["new_flows_burst"], l["dropped"]))')"
+t_match "portcullis metrics too" \
+	"portcullis_engine_new_flow_limit_dropped_total\{sandbox=\"agent-2\"\} $(limit_drops lim1)" \
+	"$(guard_cli metrics 2>/dev/null)"
 
 # what got through the limit was judged: refused, recorded, and nothing upstream
 for i in $(seq 1 50); do # readiness: every queued packet has its verdict
