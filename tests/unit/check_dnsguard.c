@@ -75,13 +75,6 @@ static struct policy_sandbox sb2 = {
 
 static struct dns_flow qf; /* sandbox 10.203.0.10:40000 -> resolver:53 */
 
-static struct dns_flow reversed(const struct dns_flow *f)
-{
-	struct dns_flow r = {.src = f->dst, .dst = f->src, .proto = f->proto};
-
-	return r;
-}
-
 static void guard_new(void)
 {
 	struct pc_err err;
@@ -98,12 +91,7 @@ static void setup(void)
 	cfg.dns.ttl_min = 30;
 	cfg.dns.ttl_max = 3600;
 	cfg.dns.grace = 60;
-	memset(&qf, 0, sizeof(qf));
-	qf.src.addr = dm_addr("10.203.0.10");
-	qf.src.port = 40000;
-	qf.dst.addr = dm_addr("198.51.100.53");
-	qf.dst.port = 53;
-	qf.proto = IPPROTO_UDP;
+	qf = dm_flow("10.203.0.10", 40000, "198.51.100.53", 53, IPPROTO_UDP);
 	guard_new();
 }
 
@@ -152,7 +140,7 @@ static enum dnsguard_verdict resolve(const struct policy_sandbox *sb, uint16_t i
 				     struct dnsguard_answer_res *ar)
 {
 	struct dnsguard_query_res qr;
-	struct dns_flow af = reversed(&qf);
+	struct dns_flow af = dm_reversed(&qf);
 	uint8_t m[4096];
 	size_t n;
 
@@ -610,7 +598,7 @@ START_TEST(tsig_records_never_leak)
 	static const char *const rrs[] = {"api.github.com. 300 IN A 192.0.2.10", NULL};
 	struct dnsguard_query_res r;
 	struct dnsguard_answer_res ar;
-	struct dns_flow af = reversed(&qf);
+	struct dns_flow af = dm_reversed(&qf);
 	struct dnsguard_stats st;
 	uint8_t m[512];
 	size_t n;
@@ -675,7 +663,7 @@ START_TEST(answer_unsolicited_or_mismatched_dropped)
 	static const char *const rrs[] = {"pypi.org. 300 IN A 192.0.2.20", NULL};
 	struct dnsguard_query_res qr;
 	struct dnsguard_answer_res ar;
-	struct dns_flow af = reversed(&qf), bad;
+	struct dns_flow af = dm_reversed(&qf), bad;
 	struct dnsguard_stats st;
 	uint8_t m[512];
 	size_t n;
@@ -861,7 +849,7 @@ START_TEST(answer_error_rcode_released_learns_nothing)
 {
 	struct dnsguard_query_res qr;
 	struct dnsguard_answer_res ar;
-	struct dns_flow af = reversed(&qf);
+	struct dns_flow af = dm_reversed(&qf);
 	ldns_pkt *p = dm_query(9, "pypi.org.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN);
 	uint8_t m[512];
 	size_t n;
@@ -883,7 +871,7 @@ START_TEST(answer_after_reload_learns_only_allowed)
 	static const char *const rrs[] = {"pypi.org. 300 IN A 192.0.2.70", NULL};
 	struct dnsguard_query_res qr;
 	struct dnsguard_answer_res ar;
-	struct dns_flow af = reversed(&qf);
+	struct dns_flow af = dm_reversed(&qf);
 	uint8_t m[512];
 	size_t n = mkanswer(m, sizeof(m), 4, "pypi.org.", LDNS_RR_TYPE_A, rrs);
 

@@ -88,14 +88,8 @@ START_TEST(out_of_memory_fails_closed)
 	cfg.dns.learned_per_sandbox = 10000000;
 	cfg.dns.learned_total = 10000000;
 	ck_assert_int_eq(dnsguard_new(&cfg, &g, &err), 0);
-	ck_assert_int_eq(pc_addr_parse("10.203.0.10", &qf.src.addr), 0);
-	qf.src.port = 40000;
-	qf.dst.addr = cfg.dns.resolvers[0];
-	qf.dst.port = 53;
-	qf.proto = IPPROTO_UDP;
-	af.src = qf.dst;
-	af.dst = qf.src;
-	af.proto = qf.proto;
+	qf = dm_flow("10.203.0.10", 40000, "198.51.100.53", 53, IPPROTO_UDP);
+	af = dm_reversed(&qf);
 
 	for (i = 0; i < N_MAX; i++) {
 		struct pc_addr a = addr_of(i);

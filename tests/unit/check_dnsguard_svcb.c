@@ -51,15 +51,8 @@ static void setup(void)
 	pc_config_defaults(&cfg);
 	cfg.dns.resolvers[0] = dm_addr("198.51.100.53");
 	cfg.dns.n_resolvers = 1;
-	memset(&qf, 0, sizeof(qf));
-	qf.src.addr = dm_addr("10.203.0.10");
-	qf.src.port = 33333;
-	qf.dst.addr = dm_addr("198.51.100.53");
-	qf.dst.port = 53;
-	qf.proto = IPPROTO_TCP;
-	af.src = qf.dst;
-	af.dst = qf.src;
-	af.proto = qf.proto;
+	qf = dm_flow("10.203.0.10", 33333, "198.51.100.53", 53, IPPROTO_TCP);
+	af = dm_reversed(&qf);
 	ck_assert_int_eq(dnsguard_new(&cfg, &g, &err), 0);
 }
 
@@ -272,9 +265,7 @@ static void *th_run(void *p)
 
 	q.proto = IPPROTO_UDP;
 	q.src.port = (uint16_t)(20000 + a->idx);
-	r.src = q.dst;
-	r.dst = q.src;
-	r.proto = q.proto;
+	r = dm_reversed(&q);
 	for (int i = 0; i < TH_ITER; i++) {
 		struct dnsguard_query_res qr;
 		struct dnsguard_answer_res ar;

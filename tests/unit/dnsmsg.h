@@ -4,6 +4,7 @@
 #define PC_TEST_DNSMSG_H
 
 #include "common/pc.h"
+#include "dnsguard/dnsguard.h"
 #include "tests/unit/unit.h"
 
 #include <ldns/ldns.h>
@@ -18,6 +19,25 @@ static inline struct pc_addr dm_addr(const char *s)
 
 	ck_assert_int_eq(pc_addr_parse(s, &a), 0);
 	return a;
+}
+
+/* The flow src:sport -> dst:dport over proto (IPPROTO_UDP or IPPROTO_TCP). */
+static inline struct dns_flow dm_flow(const char *src, uint16_t sport, const char *dst,
+				      uint16_t dport, uint8_t proto)
+{
+	struct dns_flow f = {.src = {.addr = dm_addr(src), .port = sport},
+			     .dst = {.addr = dm_addr(dst), .port = dport},
+			     .proto = proto};
+
+	return f;
+}
+
+/* The reply direction of f. */
+static inline struct dns_flow dm_reversed(const struct dns_flow *f)
+{
+	struct dns_flow r = {.src = f->dst, .dst = f->src, .proto = f->proto};
+
+	return r;
 }
 
 /* A query for (name, t, c) with id and RD set; the caller owns it. */
