@@ -9,19 +9,9 @@
 # missing one, a bridge.
 set -u
 export PC_TOP=${PC_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
-. "$PC_TOP/tests/lib/tap.sh"
-. "$PC_TOP/tests/lab/lab.sh"
-. "$PC_TOP/tests/lib/guard.sh"
-. "$PC_TOP/tests/demo/gateway.bash"
-guard_need_bins
-[ -x "$GUARD_BIN/portcullis-vault" ] || { echo "1..0 # SKIP portcullis-vault not built"; exit 0; }
+. "$PC_TOP/tests/integration/sandbox_setup.bash"
 
-lab_up 0 2>/dev/null
-gw_config
-gw_start || { echo "Bail out! the guard did not start"; exit 1; }
-VALUE="ghp_ATTACHTEST$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-PH=$(gw_secret GITHUB_TOKEN "$VALUE")
-POLICY0=$(gw_pc policy hash)
+sb_guard_up 0 ghp_ATTACHTEST
 
 # The "VM": its own namespace, configured as a guest would be (static
 # address, the guard's resolver), its interface's far end vmtap1 on the gateway.

@@ -8,20 +8,10 @@
 # say what to do; a signal to the launcher reaches the command and cleans up.
 set -u
 export PC_TOP=${PC_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
-. "$PC_TOP/tests/lib/tap.sh"
-. "$PC_TOP/tests/lab/lab.sh"
-. "$PC_TOP/tests/lib/guard.sh"
-. "$PC_TOP/tests/demo/gateway.bash"
-guard_need_bins
-[ -x "$GUARD_BIN/portcullis-vault" ] || { echo "1..0 # SKIP portcullis-vault not built"; exit 0; }
+. "$PC_TOP/tests/integration/sandbox_setup.bash"
 
-lab_up 1 2>/dev/null # sandbox 1 (port pcv1): a bystander on the bridge, seeds a way out later
-gw_config
-gw_start || { echo "Bail out! the guard did not start"; exit 1; }
-VALUE="ghp_SANDBOXTEST$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-PH=$(gw_secret GITHUB_TOKEN "$VALUE")
+sb_guard_up 1 ghp_SANDBOXTEST # sandbox 1 (port pcv1): a bystander on the bridge, seeds a way out later
 t_match "a secret for the tests (placeholder printed)" '^pcph_GITHUB_TOKEN_[a-z2-7]{26}$' "$PH"
-POLICY0=$(gw_pc policy hash)
 RUN=$GUARD_DIR/run
 
 # run NAME-OR-- ARGS...: the launcher in the gateway; stdout+stderr in $OUT, status in $RC
