@@ -80,8 +80,10 @@ static void batch_begin(struct logw *w)
 	w->len = 0;
 }
 
-/* Replace path with data: temp file + rename (no fsync: the sidecar is a
- * convenience copy of what the log itself holds). */
+/* Replace path with data: temp file, fdatasync, rename. The sidecar only
+ * copies what the log holds, but a rename that reaches the disk before the
+ * data (a crash, a file system gone read-only) leaves a sidecar that is not
+ * a checkpoint, and `portcullis log verify` rightly refuses that. */
 static int sidecar_write(struct logw *w, const char *data, size_t len, struct pc_err *err)
 {
 	char tmp[sizeof(w->sidecar) + 8];
@@ -95,7 +97,7 @@ static int sidecar_write(struct logw *w, const char *data, size_t len, struct pc
 		pc_err_errno(err, PC_EIO, "chown %s", tmp);
 		goto out;
 	}
-	if (write(fd, data, len) != (ssize_t)len) {
+	if (write(fd, data, len) != (ssize_t)len || fdatasync(fd) < 0) {
 		pc_err_errno(err, PC_EIO, "writing %s", tmp);
 		goto out;
 	}
@@ -267,6 +269,20 @@ int logw_commit(struct logw *w, struct pc_err *err)
 	sync = w->conf.fsync == LOGD_FSYNC_BATCH ||
 	       (w->batch_cp && now - w->synced_ms >= w->conf.cp_ms);
 	if (write_all(w->fd, w->buf, w->len) < 0 || (sync && fdatasync(w->fd) < 0)) {
+		if (errno == EROFS) {
+			/* The file system went read-only under us (a disk
+			 * error): nothing more can be written, and holding the
+			 * file would keep the admin from repairing it. Stop;
+			 * a start once it is read-write verifies the file. */
+			pc_err_set(err, PC_EIO,
+				   "writing %s: Read-only file system: the log's file system went "
+				   "read-only; logd stops and every record is refused until it is "
+				   "read-write again and logd is started",
+				   w->path);
+			w->broken = true;
+			batch_abort(w);
+			return PC_EIO;
+		}
 		pc_err_errno(err, PC_EIO, "writing %s", w->path);
 		/* Take back whatever part of the batch got in, so the file
 		 * stays a sequence of whole lines. */

@@ -53,9 +53,8 @@ t_match "the engine says why" "logd did not take the records" "$(cat "$GUARD_DIR
 t_ok "both daemons keep running" kill -0 "$(guard_engine_pid)" "$(cat "$LAB_DIR/guard-logd.pid")"
 inns rm -f "$L/filler"
 t_eq "space back: the flow is allowed again" 0 "$(curl_rc)"
-# (read-only: a tmpfs holding a file open for writing cannot be remounted
-# read-only — the kernel says busy — and a failed write takes the same path
-# in logd as a full disk: rolled back, not acknowledged, the flow refused)
+# (read-only: tests/faults/logd_readonly.sh — a tmpfs holding a file open
+# for writing cannot be remounted read-only, the kernel says busy)
 
 served=$(nginx_lines)
 recs=$(inns cat "$L/verdicts.jsonl" | grep '"event.outcome":"success"' | grep -c "\"destination.ip\":\"$LAB_DIRECT4\"")

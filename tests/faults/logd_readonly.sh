@@ -1,0 +1,144 @@
+# Fault: the file system under logd's log goes read-only while a sandbox
+# makes requests — an ext4 error with errors=remount-ro, the way a failing
+# disk takes a file system away (a tmpfs or a plain remount cannot: the
+# kernel refuses to make read-only a file system holding a file open for
+# writing). The log directory is a small ext4 image on a loop device,
+# mounted in a private mount namespace of logd's own (nothing outside the
+# test sees the mount; the loop device is detached at the end). While the
+# log cannot be written, new flows are refused at once and both daemons say
+# why; every flow that got through has its record; once the file system is
+# mounted read-write again, service resumes and the log verifies.
+set -u
+. "$PC_TOP/tests/lib/tap.sh"
+. "$PC_TOP/tests/lab/lab.sh"
+. "$PC_TOP/tests/lib/guard.sh"
+
+guard_need_bins
+for b in losetup mkfs.ext4 e2fsck findmnt unshare nsenter; do
+	command -v "$b" >/dev/null || { echo "1..0 # SKIP $b not installed"; exit 0; }
+done
+[ -e /dev/loop-control ] && [ -d /sys/fs/ext4 ] || { echo "1..0 # SKIP no loop devices or ext4"; exit 0; }
+
+lab_up 1
+IMG=$LAB_DIR/log.img
+ro_cleanup() {
+	local dev
+	guard_engine_stop
+	guard_logd_stop
+	[ -f "$LAB_DIR/anchor" ] && kill "$(cat "$LAB_DIR/anchor")" 2>/dev/null
+	# the mount goes with the namespace; then the loop device (autoclear)
+	for _ in $(seq 1 50); do
+		[ -z "$(losetup -j "$IMG" 2>/dev/null)" ] && break
+		sleep 0.1
+	done
+	for dev in $(losetup -j "$IMG" 2>/dev/null | cut -d: -f1); do
+		losetup -d "$dev"
+	done
+	lab_down
+}
+trap ro_cleanup EXIT
+
+guard_config
+# Acknowledged means on disk (fdatasync before the acknowledgement): what a
+# file system error leaves behind is then every record a flow went out on.
+sed -i 's/^log:$/log:\n  fsync_batch: true/' "$GUARD_CONF"
+guard_rules agents <<Y
+sandbox: agent-1
+match: { source: $(lab_sb_ip4 1)/32, port: $(lab_sb_port 1) }
+allow:
+  - cidr: $LAB_DIRECT4/32
+    ports: [80]
+Y
+L=$GUARD_DIR/log
+mkdir -m 0750 "$L"
+truncate -s 16M "$IMG"
+mkfs.ext4 -q -F -E root_owner="$(id -u portcullis-log):$(id -g portcullis-log)" "$IMG"
+lab_ns_check "$LAB_GW"
+# logd in its own mount namespace: the ext4 image mounted on the log
+# directory (mount -o loop: the loop device goes when the mount does)
+start_logd() {
+	unshare -m --propagation private sh -c '
+		mount -o loop,errors=remount-ro "$6" "$1" && chmod 0750 "$1" &&
+		{ sleep 900 & echo $! >"$2"; } && exec ip netns exec "$3" "$4/portcullis-logd" -c "$5"' \
+		sh "$L" "$LAB_DIR/anchor" "$LAB_GW" "$GUARD_BIN" "$GUARD_CONF" "$IMG" \
+		2>>"$GUARD_DIR/logd.log" &
+	echo $! >"$LAB_DIR/guard-logd.pid"
+	for _ in $(seq 1 100); do
+		[ -S "$GUARD_DIR/run/logd.sock" ] && [ -s "$LAB_DIR/anchor" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+start_logd || { t_fail "logd started on the ext4 image" true; t_done; }
+guard_engine_start || { t_fail "engine started" true; t_done; }
+inns() { nsenter -t "$(cat "$LAB_DIR/anchor")" -m "$@"; }
+# bounded waits on a condition (never a sleep as an assertion)
+wait_for() {
+	local i
+	for i in $(seq 1 150); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+gone() { [ -z "$(ps -o stat= -p "$1" 2>/dev/null | grep -v Z)" ]; } # exited (or a zombie)
+flow_ok() { [ "$(curl_rc)" = 0 ]; }
+curl_rc() { local rc; lab_sb 1 curl -s -o /dev/null --max-time 3 http://$LAB_DIRECT4/ && rc=0 || rc=$?; echo $rc; }
+nginx_lines() { grep -c "^$LAB_DIRECT4 " "$LAB_DIR/nginx-access.log" 2>/dev/null || true; }
+flow_records() {
+	inns cat "$L/verdicts.jsonl" | grep '"event.outcome":"success"' |
+		grep -c "\"destination.ip\":\"$LAB_DIRECT4\""
+}
+
+t_eq "baseline: the allowed flow works with the log on the ext4 image" 0 "$(curl_rc)"
+t_match "the log is on the image's file system" "^/dev/loop[0-9]+ +ext4 +rw" \
+	"$(inns findmnt -n -o SOURCE,FSTYPE,OPTIONS "$L")"
+
+# ---- the file system goes read-only, with traffic flowing -------------------------------
+lab_sb 1 sh -c "for i in \$(seq 1 40); do curl -s -o /dev/null --max-time 2 http://$LAB_DIRECT4/; done" \
+	>/dev/null 2>&1 &
+BG=$!
+DEV=$(basename "$(inns findmnt -n -o SOURCE "$L")")
+echo 1 >"/sys/fs/ext4/$DEV/trigger_fs_error"
+wait "$BG"
+t_match "the log's file system is read-only now" "emergency_ro|(^|,)ro(,|$)" \
+	"$(inns findmnt -n -o OPTIONS "$L")"
+rcs=""
+for i in $(seq 1 4); do rcs="$rcs $(curl_rc)"; done
+t_match "read-only: new flows are refused (curl 7, at once)" "^( 7){4}$" "$rcs"
+t_diag "curl exit codes after the file system went read-only: $rcs"
+t_match "logd says why" "Read-only file system: the log's file system went read-only" \
+	"$(cat "$GUARD_DIR/logd.log")"
+t_match "the engine says why" "logd did not take the records" "$(cat "$GUARD_DIR/engine.log")"
+# logd let go of the file (so the file system can be repaired); the engine
+# runs on, refusing what it cannot record
+LOGD=$(cat "$LAB_DIR/guard-logd.pid")
+t_ok "logd stopped (it holds nothing on the broken file system)" wait_for gone "$LOGD"
+t_ok "the engine keeps running" kill -0 "$(guard_engine_pid)"
+t_eq "still read-only: still refused" 7 "$(curl_rc)"
+
+# A start while the file system is still read-only (systemd's Restart=)
+# refuses to serve and says why.
+out=$(inns ip netns exec "$LAB_GW" timeout 20 "$GUARD_BIN/portcullis-logd" -c "$GUARD_CONF" 2>&1)
+rc=$?
+t_ok "a start on the read-only file system fails (exit $rc)" test "$rc" -ne 0 -a "$rc" -ne 124
+t_match "... saying why" "Read-only file system" "$out"
+
+# ---- mounted read-write again: service resumes -------------------------------------------
+inns umount "$L"
+e2fsck -fy "$IMG" >/dev/null 2>&1
+inns mount -o loop,errors=remount-ro "$IMG" "$L"
+t_match "the file system is read-write again" "^rw," "$(inns findmnt -n -o OPTIONS "$L")"
+inns ip netns exec "$LAB_GW" "$GUARD_BIN/portcullis-logd" -c "$GUARD_CONF" 2>>"$GUARD_DIR/logd.log" &
+echo $! >"$LAB_DIR/guard-logd.pid"
+t_ok "logd started again (it verified the file first)" \
+	wait_for test -S "$GUARD_DIR/run/logd.sock"
+t_ok "service back: the flow is allowed again" wait_for flow_ok
+t_eq "and the next one too" 0 "$(curl_rc)"
+
+served=$(nginx_lines)
+recs=$(flow_records)
+t_ok "every flow the upstream served has its record ($served served, $recs records)" \
+	test "$recs" -ge "$served"
+t_ok "the log verifies" inns ip netns exec "$LAB_GW" "$GUARD_BIN/portcullis" -c "$GUARD_CONF" log verify
+t_done
