@@ -25,6 +25,7 @@ void decision_clear(struct decision *d)
 	d->has_rec = false;
 	d->send_reply = false;
 	d->register_flow = false;
+	d->learn = false;
 	memset(&d->rec, 0, sizeof(d->rec));
 	d->sandbox[0] = d->rule[0] = d->domain[0] = d->sni[0] = d->dns_name[0] = '\0';
 	d->answers[0] = d->reason[0] = '\0';
@@ -91,6 +92,14 @@ static void set_reason(struct decision *d, const char *fmt, ...)
 static void set_reason(struct decision *d, const char *fmt, ...)
 {
 	va_list ap;
+
+	if (fmt[0] == '%' && fmt[1] == 's' && fmt[2] == '\0') { /* most calls: no formatting */
+		va_start(ap, fmt);
+		pc_strlcpy(d->reason, va_arg(ap, const char *), sizeof(d->reason));
+		va_end(ap);
+		d->rec.reason = d->reason;
+		return;
+	}
 
 	va_start(ap, fmt);
 	vsnprintf(d->reason, sizeof(d->reason), fmt, ap);
@@ -166,6 +175,7 @@ static void dns_query(const struct decide_ctx *c, const struct pc_pkt *p,
 	struct dns_flow f = {.proto = p->proto};
 	const uint8_t *msg = p->payload;
 	size_t len = p->payload_len;
+	bool deferred = false;
 	int rc;
 
 	f.src.addr = p->src;
@@ -200,8 +210,12 @@ static void dns_query(const struct decide_ctx *c, const struct pc_pkt *p,
 		d->rec.action = LOGREC_DNS_QUERY;
 		return;
 	}
-	memset(&res, 0, sizeof(res));
-	rc = dnsguard_query(c->dg, sb, &f, msg, len, c->now_ms, &res);
+	rc = dnsguard_query_defer(c->dg, sb, &f, msg, len, c->now_ms,
+				  c->dns_defer ? policy_hash(c->policy) : NULL, &res, &deferred);
+	if (rc == 0 && res.verdict == DNSG_ALLOW && deferred) {
+		d->v = VK_PASS; /* its record comes with its answer */
+		return;
+	}
 	rec_base(d, c, LOGREC_DNS_QUERY, LOGREC_REFUSED, p, sb, res.rule);
 	set_reason(d, "%s", res.reason ? res.reason : "DNS guard error");
 	/* A name that is not a host name (a tunnelling attempt, typically)
@@ -264,11 +278,32 @@ static int rewrite_answer(const struct pkt_in *in, const struct pc_pkt *p, const
 	return 0;
 }
 
+void decision_owed_rec(const struct dnsguard_owed *o, struct logrec *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->action = LOGREC_DNS_QUERY;
+	r->verdict = LOGREC_ALLOWED;
+	r->reason = "name allowed";
+	r->sandbox = o->sandbox[0] ? o->sandbox : NULL;
+	r->rule = o->rule[0] ? o->rule : NULL;
+	r->policy = o->policy[0] ? o->policy : NULL;
+	r->src.addr = o->client.addr;
+	r->src.port = o->client.port;
+	r->dst.addr = o->resolver.addr;
+	r->dst.port = o->resolver.port;
+	r->transport = o->proto;
+	r->dns_name = o->qname[0] ? o->qname : NULL;
+	r->dns_type = o->qtype;
+}
+
+/* The answer's record is its query's verdict record when that was deferred
+ * (one record per query), else a dns-learn record; either carries what the
+ * answer teaches, which decision_commit learns once the record is in. */
 static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, const struct pc_pkt *p,
 		       struct decision *d)
 {
 	const struct policy_sandbox *sb;
-	struct dnsguard_answer_res res;
+	struct dnsguard_answer_res *res = &d->ans;
 	struct dns_flow f = {.proto = p->proto};
 	const uint8_t *msg = p->payload;
 	size_t len = p->payload_len, off = 0, from = 0;
@@ -297,9 +332,8 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 	/* Sources may overlap between sandboxes told apart by MAC or port
 	 * (rules.h): the answer belongs to the one whose query it answers. */
 	for (;;) {
-		memset(&res, 0, sizeof(res));
-		rc = dnsguard_answer(c->dg, sb, &f, msg, len, c->now_ms, &res);
-		if (rc < 0 || res.verdict == DNSG_ALLOW || !sb)
+		rc = dnsguard_answer_judge(c->dg, sb, &f, msg, len, c->now_ms, res);
+		if (rc < 0 || res->verdict == DNSG_ALLOW || !sb || res->query_owed)
 			break;
 		{
 			const struct policy_sandbox *next =
@@ -307,7 +341,8 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 
 			if (!next)
 				break;
-			free(res.rewritten);
+			free(res->rewritten);
+			res->rewritten = NULL;
 			sb = next;
 		}
 	}
@@ -315,38 +350,76 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 		pc_strlcpy(d->sandbox, sb->name, sizeof(d->sandbox));
 		d->rec.sandbox = d->sandbox;
 	}
-	set_reason(d, "%s", res.reason ? res.reason : "DNS guard error");
-	if (res.qname[0]) {
-		pc_strlcpy(d->dns_name, res.qname, sizeof(d->dns_name));
+	set_reason(d, "%s", res->reason ? res->reason : "DNS guard error");
+	if (res->qname[0]) {
+		pc_strlcpy(d->dns_name, res->qname, sizeof(d->dns_name));
 		d->rec.dns_name = d->dns_name;
-		d->rec.dns_type = res.qtype;
+		d->rec.dns_type = res->qtype;
 	}
-	if (rc < 0 || res.verdict != DNSG_ALLOW)
+	if (res->query_owed) {
+		const struct dnsguard_owed *o = &res->query;
+		bool released = rc == 0 && res->verdict == DNSG_ALLOW;
+
+		pc_strlcpy(d->sandbox, o->sandbox, sizeof(d->sandbox));
+		pc_strlcpy(d->rule, o->rule, sizeof(d->rule));
+		pc_strlcpy(d->policy, o->policy, sizeof(d->policy));
+		pc_strlcpy(d->dns_name, o->qname, sizeof(d->dns_name));
+		decision_owed_rec(o, &d->rec);
+		d->rec.sandbox = d->sandbox[0] ? d->sandbox : NULL;
+		d->rec.rule = d->rule[0] ? d->rule : NULL;
+		d->rec.policy = d->policy[0] ? d->policy : NULL;
+		d->rec.dns_name = d->dns_name[0] ? d->dns_name : NULL;
+		if (released)
+			set_reason(d, "%s", "name allowed");
+		else
+			set_reason(d, "name allowed; its answer dropped: %s",
+				   res->reason ? res->reason : "DNS guard error");
+	}
+	if (rc < 0 || res->verdict != DNSG_ALLOW)
 		goto out; /* dropped, and said so */
-	if (res.rewritten) {
+	if (res->rewritten) {
 		/* same length (dnsguard.h): replaced in place, TCP framing kept */
-		if (rewrite_answer(in, p, msg, res.rewritten, res.rewritten_len, d) < 0) {
-			set_reason(d, "DNS answer needs rewriting and cannot be");
+		if (rewrite_answer(in, p, msg, res->rewritten, res->rewritten_len, d) < 0) {
+			if (res->query_owed)
+				set_reason(d, "%s",
+					   "name allowed; its answer dropped: DNS answer needs "
+					   "rewriting and cannot be");
+			else
+				set_reason(d, "DNS answer needs rewriting and cannot be");
 			goto out;
 		}
 	}
 	d->v = VK_PASS;
-	d->rec.verdict = LOGREC_NONE;
-	for (size_t i = 0; i < res.n_learned && i < DNSG_LEARN_MAX; i++) {
+	if (!res->query_owed)
+		d->rec.verdict = LOGREC_NONE;
+	d->learn = res->n_learned > 0;
+	for (size_t i = 0; i < res->n_learned && i < DNSG_LEARN_MAX; i++) {
 		char a[PC_ADDRSTRLEN];
-		int w = snprintf(d->answers + off, sizeof(d->answers) - off, "%s%s", i ? "," : "",
-				 pc_addr_str(&res.learned[i], a, sizeof(a)));
+		const char *as = pc_addr_str(&res->learned[i], a, sizeof(a));
+		size_t al = strlen(as);
 
-		if (w < 0 || (size_t)w >= sizeof(d->answers) - off)
+		if (off + (i ? 1 : 0) + al >= sizeof(d->answers))
 			break;
-		off += (size_t)w;
+		if (i)
+			d->answers[off++] = ',';
+		memcpy(d->answers + off, as, al + 1);
+		off += al;
 	}
-	if (res.n_learned)
+	if (res->n_learned)
 		d->rec.dns_answers = d->answers;
-	else
+	else if (!res->query_owed)
 		d->has_rec = false; /* released, nothing learned: no decision to record */
 out:
-	free(res.rewritten);
+	free(res->rewritten);
+	res->rewritten = NULL;
+}
+
+int decision_commit(struct dnsguard *dg, struct decision *d, uint64_t now_ms)
+{
+	if (!d->learn || d->v != VK_PASS)
+		return 0;
+	d->learn = false;
+	return dnsguard_learn_commit(dg, d->sandbox, &d->ans, now_ms);
 }
 
 /* ---- held TCP flows: waiting for the ClientHello --------------------------- */
@@ -359,6 +432,7 @@ static void held_segment(const struct decide_ctx *c, const struct pc_pkt *p,
 	size_t n = p->payload_len, need = 0;
 	char sni[POLICY_HOST_MAX];
 	const struct policy_allow *rule = NULL;
+	struct dnsguard_flow_res fr;
 	int32_t off;
 	int rc;
 
@@ -448,8 +522,18 @@ static void held_segment(const struct decide_ctx *c, const struct pc_pkt *p,
 			refuse(d, c, p, sb, VK_REJECT, "malformed TLS ClientHello");
 			break;
 		}
-		/* Not TLS at all: nothing names the server; the address was
-		 * learned for an allowed name on this port (docs/engine.md). */
+		/* Not TLS at all: nothing names the server; the address must
+		 * still be learned for a name allowed on this port by the
+		 * policy in force — a reload since the SYN may have taken the
+		 * host away (docs/engine.md). */
+		memset(&fr, 0, sizeof(fr));
+		if (dnsguard_flow(c->dg, sb, &p->dst, IPPROTO_TCP, p->dport, true, c->now_ms, &fr) <
+			0 ||
+		    !fr.allowed) {
+			refuse(d, c, p, sb, VK_REJECT,
+			       fr.reason ? fr.reason : "the held flow's host is no longer allowed");
+			break;
+		}
 		allow(d, c, p, sb, NULL, VK_ALLOW, FLOW_VIA_HOST, hf->meta.name,
 		      "allowed host (not TLS: no server name to check)", src);
 		break;

@@ -352,9 +352,45 @@ static int seen_visit(const struct ct_tuple *t, void *arg)
 	return 0;
 }
 
+/* The verdict records of allowed DNS queries that were deferred to their
+ * answer and got none (docs/dnsguard.md, "One record per query"): written
+ * from the control thread's connection. all: every outstanding one (the
+ * engine is stopping). A record logd does not take cannot refuse a query
+ * that already left: it is said on stderr, with the name. */
+static void engine_dns_owed(struct engine *e, bool all)
+{
+	struct dnsguard_owed o[64];
+	size_t n;
+
+	while ((n = dnsguard_owed_take(e->dg, pc_now_mono_ms(), all, o, 64)) > 0) {
+		struct pc_err err = {0};
+		bool ok = e->ctl_lc != NULL;
+
+		for (size_t i = 0; i < n && ok; i++) {
+			struct logrec r;
+
+			decision_owed_rec(&o[i], &r);
+			r.message = o[i].why;
+			ok = logc_send(e->ctl_lc, &r, &err) == 0;
+		}
+		if (ok)
+			ok = logc_flush(e->ctl_lc, POLICY_LOG_MS, &err) == 0;
+		if (!ok)
+			for (size_t i = 0; i < n; i++)
+				pc_log(PC_LOG_ERR,
+				       "DNS query record not logged (%s): sandbox %s asked %s (%s)",
+				       err.msg[0] ? err.msg : "no log client", o[i].sandbox,
+				       o[i].qname, o[i].why);
+		if (n < 64)
+			break;
+	}
+}
+
 void engine_housekeeping(struct engine *e)
 {
 	struct pc_err err = {0};
+
+	engine_dns_owed(e, false);
 
 	/* Forget registry entries whose conntrack entry is gone. */
 	flow_registry_unsee_all(e->flows);
@@ -374,6 +410,7 @@ void engine_shutdown(struct engine *e)
 	for (size_t i = 0; i < e->nq; i++)
 		if (e->q[i].started)
 			pthread_join(e->q[i].tid, NULL);
+	engine_dns_owed(e, true);
 	if (e->cfg.engine.remove_on_exit) {
 		if (pc_nft_remove(&err) < 0)
 			pc_log(PC_LOG_ERR, "removing the tables: %s", err.msg);

@@ -270,6 +270,12 @@ struct decision {
 	/* released DNS answer with a new payload (whole IP packet), malloc'ed */
 	uint8_t *new_pkt;
 	size_t new_pkt_len;
+	/* released DNS answer whose addresses are learned once its record is
+	 * acknowledged (decision_commit), and the policy its query was
+	 * judged under (a deferred query record) */
+	bool learn;
+	struct dnsguard_answer_res ans;
+	char policy[DNSG_POLICY_MAX];
 	/* allowed flow to remember for reloads */
 	bool register_flow;
 	struct flow_key key;
@@ -284,12 +290,20 @@ struct decide_ctx {
 	struct portmap *ports;
 	struct held_table *held;
 	uint64_t now_ms;
+	/* The queue thread's last records were acknowledged: an allowed DNS
+	 * query's record may be deferred to its answer (docs/dnsguard.md). */
+	bool dns_defer;
 };
 
 /* Judge one packet. Never fails: internal errors become refusals. */
 void decide_packet(const struct decide_ctx *c, const struct pkt_in *in, struct decision *d);
 /* Free what a decision allocated (new_pkt) and reset it. */
 void decision_clear(struct decision *d);
+/* After the decision's record was acknowledged and before its verdict:
+ * learn what a released DNS answer teaches. 0, or <0 (refuse it). */
+int decision_commit(struct dnsguard *dg, struct decision *d, uint64_t now_ms);
+/* The verdict record of a deferred DNS query (struct dnsguard_owed). */
+void decision_owed_rec(const struct dnsguard_owed *o, struct logrec *r);
 /* The sandbox whose sources contain addr (any match field beyond the
  * address is ignored: layer 2 already binds addresses to ports/MACs). */
 const struct policy_sandbox *sandbox_by_addr(const struct policy *p, const struct pc_addr *a);
@@ -327,6 +341,7 @@ struct qthread {
 	struct mnl_socket *nl;
 	unsigned portid;
 	struct logc *lc;	 /* this thread's own logd connection */
+	bool log_ok;		 /* its last records were acknowledged */
 	struct held_table *held; /* this thread's held flows */
 	struct qstats st;
 	_Atomic size_t held_n; /* for status */

@@ -362,6 +362,8 @@ static void log_batch(struct qthread *t, struct qbufs *qb, size_t n)
 			}
 		}
 	}
+	if (sent_any || failed)
+		t->log_ok = !failed; /* DNS query records are deferred only while true */
 	if (failed && pc_now_mono_ms() - qb->last_warn_ms > 5000) {
 		char buf[600];
 
@@ -375,7 +377,13 @@ static void process_batch(struct qthread *t, struct qbufs *qb, int nmsg)
 {
 	struct engine *e = t->e;
 	struct policy *pol = engine_policy_get(e);
-	struct decide_ctx c = {&e->cfg, pol, e->dg, &e->ports, t->held, pc_now_mono_ms()};
+	struct decide_ctx c = {.cfg = &e->cfg,
+			       .policy = pol,
+			       .dg = e->dg,
+			       .ports = &e->ports,
+			       .held = t->held,
+			       .now_ms = pc_now_mono_ms(),
+			       .dns_defer = t->log_ok};
 	size_t n = 0;
 
 	for (int i = 0; i < nmsg; i++) {
@@ -398,6 +406,9 @@ static void process_batch(struct qthread *t, struct qbufs *qb, int nmsg)
 		goto out;
 	log_batch(t, qb, n);
 	for (size_t i = 0; i < n; i++) {
+		/* learned only now that its record is in the log */
+		if (decision_commit(e->dg, &t->dec[i], c.now_ms) < 0)
+			refuse_unlogged(&t->dec[i]);
 		if (t->dec[i].register_flow &&
 		    flow_registry_put(e->flows, &t->dec[i].key, &t->dec[i].meta) < 0)
 			refuse_unlogged(&t->dec[i]); /* allocation failure refuses too */

@@ -165,8 +165,48 @@ int dnsguard_answer(struct dnsguard *g, const struct policy_sandbox *sb, const s
 		    const uint8_t *msg, size_t len, uint64_t now_ms,
 		    struct dnsguard_answer_res *res)
 {
+	int rc = dnsguard_answer_judge(g, sb, f, msg, len, now_ms, res);
+
+	if (rc == 0 && res->verdict == DNSG_ALLOW &&
+	    dnsguard_learn_commit(g, sb->name, res, now_ms) != 0) {
+		res->verdict = DNSG_DROP;
+		res->reason = "internal error: out of memory";
+		res->n_learned = 0;
+		free(res->rewritten);
+		res->rewritten = NULL;
+		DG_INC(g, a_dropped);
+		return PC_ENOMEM;
+	}
+	return rc;
+}
+
+int dnsguard_learn_commit(struct dnsguard *g, const char *sb_name,
+			  const struct dnsguard_answer_res *res, uint64_t now_ms)
+{
+	struct dg_sb *s;
+	bool enomem;
+	int rc = 0;
+
+	if (!g || !sb_name || !res)
+		return PC_EINVAL;
+	if (res->n_learned == 0)
+		return 0;
+	s = dg_sb_get(g, sb_name, true, &enomem);
+	if (!s)
+		return PC_ENOMEM;
+	for (size_t i = 0; i < res->n_learned && i < DNSG_LEARN_MAX && rc == 0; i++)
+		rc = dg_learn(g, s, &res->learned[i], res->qname,
+			      now_ms + (uint64_t)res->ttls[i] * 1000u, now_ms);
+	pthread_rwlock_unlock(&g->dir);
+	return rc ? PC_ENOMEM : 0;
+}
+
+int dnsguard_answer_judge(struct dnsguard *g, const struct policy_sandbox *sb,
+			  const struct dns_flow *f, const uint8_t *msg, size_t len, uint64_t now_ms,
+			  struct dnsguard_answer_res *res)
+{
 	struct dg_awalk aw = {.msg = msg, .len = len, .hints_ttl = UINT32_MAX};
-	uint32_t ttls[DNSG_LEARN_MAX];
+	uint32_t *ttls;
 	const ldns_rr *qrr;
 	ldns_pkt *pkt = NULL;
 	struct dg_sb *s = NULL;
@@ -176,6 +216,7 @@ int dnsguard_answer(struct dnsguard *g, const struct policy_sandbox *sb, const s
 	if (!res)
 		return PC_EINVAL;
 	memset(res, 0, sizeof(*res));
+	ttls = res->ttls;
 	res->verdict = DNSG_DROP;
 	res->reason = "malformed answer";
 	if (!g || !f) {
@@ -231,17 +272,19 @@ int dnsguard_answer(struct dnsguard *g, const struct policy_sandbox *sb, const s
 		    .port = f->dst.port,
 		    .id = ldns_pkt_id(pkt),
 		    .qtype = res->qtype,
+		    .dport = f->src.port,
 		    .proto = f->proto,
 		    .qname = res->qname,
 		};
-		if (!s || !dg_pending_take(g, s, &k, now_ms)) {
+		if (!s || !dg_pending_take(g, s, &k, now_ms, &res->query, &res->query_owed)) {
 			res->reason = "matches no outstanding query";
 			goto drop;
 		}
 	}
 
-	/* Learn before release, and only while the name is still allowed
-	 * (the policy may have been reloaded since the query). */
+	/* What to learn (committed by the caller: dnsguard_learn_commit),
+	 * and only while the name is still allowed (the policy may have been
+	 * reloaded since the query). */
 	if (ldns_pkt_get_rcode(pkt) == LDNS_RCODE_NOERROR &&
 	    policy_name_allowed(sb, res->qname, NULL)) {
 		dg_collect_rrs(g, pkt, aw.end, aw.chain_ttl, res, ttls);
@@ -250,16 +293,9 @@ int dnsguard_answer(struct dnsguard *g, const struct policy_sandbox *sb, const s
 
 			dg_collect(res, ttls, &aw.hints.a[i], dg_ttl_clamp(g, t));
 		}
-		for (size_t i = 0; i < res->n_learned; i++) {
-			rc = dg_learn(g, s, &res->learned[i], res->qname,
-				      now_ms + (uint64_t)ttls[i] * 1000u, now_ms);
-			if (rc) {
-				res->reason = "internal error: out of memory";
-				goto drop;
-			}
+		for (size_t i = 0; i < res->n_learned; i++)
 			if (i == 0 || ttls[i] < res->ttl)
 				res->ttl = ttls[i];
-		}
 	}
 	if (aw.ech) {
 		ldns_pkt *check = NULL;

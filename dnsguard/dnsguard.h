@@ -67,6 +67,40 @@ struct dnsguard_query_res {
 int dnsguard_query(struct dnsguard *g, const struct policy_sandbox *sb, const struct dns_flow *f,
 		   const uint8_t *msg, size_t len, uint64_t now_ms, struct dnsguard_query_res *res);
 
+/* The verdict record of an allowed query, deferred to its answer: one record
+ * per query instead of one for the query and one for the answer
+ * (docs/dnsguard.md, "One record per query"). What the record needs that
+ * the answer does not carry is kept with the outstanding query. */
+#define DNSG_POLICY_MAX 80
+struct dnsguard_owed {
+	char sandbox[POLICY_NAME_MAX];
+	char rule[96];			     /* the allow entry's name, "" if none */
+	char policy[DNSG_POLICY_MAX];	     /* policy hash at the query's verdict */
+	struct pc_endpoint client, resolver; /* the query's source and destination */
+	uint8_t proto;
+	uint16_t qtype;
+	char qname[POLICY_HOST_MAX];
+	const char *why; /* static: what became of the query (no answer, ...) */
+};
+
+/* dnsguard_query; and when the query is allowed, is the first of its kind
+ * (not a retransmission of an outstanding one) and policy (the hash of the
+ * policy judging it, copied) is not NULL, its record is deferred: *deferred
+ * is set (always written when not NULL), the caller writes no record now,
+ * and the record is owed — by the answer (dnsguard_answer_judge sets
+ * res->query_owed) or, when no answer comes (10 s, evicted, the sandbox
+ * pruned), by dnsguard_owed_take. */
+int dnsguard_query_defer(struct dnsguard *g, const struct policy_sandbox *sb,
+			 const struct dns_flow *f, const uint8_t *msg, size_t len, uint64_t now_ms,
+			 const char *policy, struct dnsguard_query_res *res, bool *deferred);
+
+/* Take up to max owed records of queries that got no answer (their
+ * outstanding entry expired, was evicted or its sandbox pruned; with all,
+ * every outstanding deferred query too: the engine is stopping). Returns
+ * how many were written to out; the caller logs them. */
+size_t dnsguard_owed_take(struct dnsguard *g, uint64_t now_ms, bool all, struct dnsguard_owed *out,
+			  size_t max);
+
 #define DNSG_LEARN_MAX 32
 
 struct dnsguard_answer_res {
@@ -76,7 +110,12 @@ struct dnsguard_answer_res {
 	uint16_t qtype;
 	struct pc_addr learned[DNSG_LEARN_MAX]; /* addresses learned from it */
 	size_t n_learned;
-	uint32_t ttl; /* effective TTL applied (s) */
+	uint32_t ttl;		       /* effective TTL applied (s) */
+	uint32_t ttls[DNSG_LEARN_MAX]; /* each learned address's TTL (s), clamped */
+	/* The query this answers had its record deferred (dnsguard_query_defer):
+	 * the caller writes it now, with the answer's addresses. */
+	bool query_owed;
+	struct dnsguard_owed query;
 	/* When the answer had to be changed (an HTTPS/SVCB "ech" parameter
 	 * stripped), the new message; caller frees with free(). The engine
 	 * releases this instead of the original. NULL when unchanged. */
@@ -96,6 +135,18 @@ struct dnsguard_answer_res {
 int dnsguard_answer(struct dnsguard *g, const struct policy_sandbox *sb, const struct dns_flow *f,
 		    const uint8_t *msg, size_t len, uint64_t now_ms,
 		    struct dnsguard_answer_res *res);
+
+/* dnsguard_answer in two steps, so that what an answer teaches is learned
+ * only once its record is in the log: judge (match, consume the query,
+ * collect res->learned and res->ttls; nothing learned yet), then, after the
+ * record was acknowledged and before the answer is released, commit. A
+ * judged answer that is not committed teaches nothing. commit returns 0 or
+ * PC_ENOMEM (then refuse the answer). */
+int dnsguard_answer_judge(struct dnsguard *g, const struct policy_sandbox *sb,
+			  const struct dns_flow *f, const uint8_t *msg, size_t len, uint64_t now_ms,
+			  struct dnsguard_answer_res *res);
+int dnsguard_learn_commit(struct dnsguard *g, const char *sb_name,
+			  const struct dnsguard_answer_res *res, uint64_t now_ms);
 
 struct dnsguard_flow_res {
 	bool allowed;

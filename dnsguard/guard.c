@@ -48,6 +48,11 @@ int dnsguard_new(const struct pc_config *cfg, struct dnsguard **out, struct pc_e
 		free(g);
 		return pc_err_set(err, PC_ENOMEM, "dnsguard: cannot create a lock");
 	}
+	if (pthread_mutex_init(&g->owed_mu, NULL) != 0) {
+		pthread_rwlock_destroy(&g->dir);
+		free(g);
+		return pc_err_set(err, PC_ENOMEM, "dnsguard: cannot create a lock");
+	}
 	memcpy(g->resolvers, cfg->dns.resolvers, cfg->dns.n_resolvers * sizeof(g->resolvers[0]));
 	g->n_resolvers = cfg->dns.n_resolvers;
 	g->ttl_min = cfg->dns.ttl_min;
@@ -60,10 +65,12 @@ int dnsguard_new(const struct pc_config *cfg, struct dnsguard **out, struct pc_e
 	return 0;
 }
 
-static void dg_sb_free(struct dnsguard *g, struct dg_sb *s)
+/* owe: its deferred query records go to the owed list (pruned by a
+ * reload), rather than with it (the guard is being freed). */
+static void dg_sb_free(struct dnsguard *g, struct dg_sb *s, bool owe)
 {
 	dg_learn_clear(g, s);
-	dg_pending_clear(g, s);
+	dg_pending_clear(g, s, owe, "sandbox removed by a reload");
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 }
@@ -77,9 +84,16 @@ void dnsguard_free(struct dnsguard *g)
 
 		for (; s; s = n) {
 			n = s->next;
-			dg_sb_free(g, s);
+			dg_sb_free(g, s, false);
 		}
 	}
+	while (g->owed_head) {
+		struct dg_pend *p = g->owed_head;
+
+		g->owed_head = p->hnext;
+		free(p);
+	}
+	pthread_mutex_destroy(&g->owed_mu);
 	pthread_rwlock_destroy(&g->dir);
 	free(g);
 }
@@ -156,7 +170,7 @@ void dnsguard_prune(struct dnsguard *g, const struct policy *p)
 				continue;
 			}
 			*pp = s->next;
-			dg_sb_free(g, s);
+			dg_sb_free(g, s, true);
 		}
 	}
 	pthread_rwlock_unlock(&g->dir);

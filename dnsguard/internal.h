@@ -48,9 +48,16 @@ struct dg_pend {
 	struct pc_addr resolver, client;
 	uint16_t port, id, qtype;
 	uint8_t proto;
-	uint8_t count; /* retransmissions seen: that many answers accepted */
+	uint8_t count;	 /* retransmissions seen: that many answers accepted */
+	bool owed;	 /* its verdict record is deferred to its answer */
+	const char *why; /* on the owed list: what became of it (static) */
+	char rule[96], policy[DNSG_POLICY_MAX]; /* for that record */
+	char sandbox[POLICY_NAME_MAX];
+	uint16_t dport; /* the resolver's port */
 	char qname[];
 };
+
+#define DG_OWED_MAX 65536u /* unanswered deferred queries awaiting their record */
 
 /* Everything dnsguard knows about one sandbox, guarded by mu. */
 struct dg_sb {
@@ -95,6 +102,14 @@ struct dnsguard {
 	_Atomic uint64_t a_released, a_dropped;
 	_Atomic uint64_t learned, evicted, ech_stripped;
 	_Atomic uint64_t pending, pending_evicted;
+
+	/* Deferred query records whose answer never came, for
+	 * dnsguard_owed_take (struct dg_pend, oldest first). Lock order:
+	 * a dg_sb.mu, then owed_mu. */
+	pthread_mutex_t owed_mu;
+	struct dg_pend *owed_head, *owed_tail;
+	size_t n_owed;
+	_Atomic uint64_t owed_lost;
 };
 
 #define DG_INC(g, field) atomic_fetch_add_explicit(&(g)->field, 1, memory_order_relaxed)
@@ -125,16 +140,25 @@ void dg_learn_clear(struct dnsguard *g, struct dg_sb *s);
 struct dg_pend_key {
 	struct pc_addr resolver, client;
 	uint16_t port, id, qtype;
+	uint16_t dport; /* the resolver's port (not part of the match) */
 	uint8_t proto;
 	const char *qname; /* lower case */
 };
-/* Remember an allowed query (s->mu not held). */
+/* Remember an allowed query (s->mu not held). With policy not NULL and
+ * the query new (not a retransmission), its record is deferred: *deferred
+ * set, rule and policy kept for it. */
 int dg_pending_add(struct dnsguard *g, struct dg_sb *s, const struct dg_pend_key *k,
-		   uint64_t now_ms);
-/* Consume the query an answer matches; false when none (s->mu not held). */
+		   uint64_t now_ms, const char *rule, const char *policy, bool *deferred);
+/* Consume the query an answer matches; false when none (s->mu not held).
+ * When its record was deferred, *owed_out is filled and *owed set. */
 bool dg_pending_take(struct dnsguard *g, struct dg_sb *s, const struct dg_pend_key *k,
-		     uint64_t now_ms);
-void dg_pending_clear(struct dnsguard *g, struct dg_sb *s);
+		     uint64_t now_ms, struct dnsguard_owed *owed_out, bool *owed);
+/* Forget every outstanding query (s->mu held or s unreachable); with owe,
+ * deferred ones move to the owed list (why: static text). */
+void dg_pending_clear(struct dnsguard *g, struct dg_sb *s, bool owe, const char *why);
+/* Expire s's outstanding queries (s->mu not held). */
+void dg_pending_expire(struct dnsguard *g, struct dg_sb *s, uint64_t now_ms);
+void dg_owed_fill(const struct dg_pend *p, struct dnsguard_owed *o, const char *why);
 
 /* ---- wire.c: names and message walking ------------------------------------- */
 

@@ -29,7 +29,53 @@ static bool dg_pend_eq(const struct dg_pend *p, const struct dg_pend_key *k, uin
 	       pc_addr_eq(&p->client, &k->client) && strcmp(p->qname, k->qname) == 0;
 }
 
-static void dg_pend_remove(struct dnsguard *g, struct dg_sb *s, struct dg_pend *p)
+void dg_owed_fill(const struct dg_pend *p, struct dnsguard_owed *o, const char *why)
+{
+	memset(o, 0, sizeof(*o));
+	pc_strlcpy(o->sandbox, p->sandbox, sizeof(o->sandbox));
+	pc_strlcpy(o->rule, p->rule, sizeof(o->rule));
+	pc_strlcpy(o->policy, p->policy, sizeof(o->policy));
+	o->client.addr = p->client;
+	o->client.port = p->port;
+	o->resolver.addr = p->resolver;
+	o->resolver.port = p->dport;
+	o->proto = p->proto;
+	o->qtype = p->qtype;
+	pc_strlcpy(o->qname, p->qname, sizeof(o->qname));
+	o->why = why;
+}
+
+/* A deferred query leaves without its answer: its record goes to the owed
+ * list (bounded: past DG_OWED_MAX the oldest is lost and counted — the
+ * engine stops deferring when it cannot log, so this takes a logd that
+ * accepts nothing for minutes while queries keep coming). */
+static void dg_owe(struct dnsguard *g, struct dg_pend *p, const char *why)
+{
+	struct dg_pend *lost = NULL;
+
+	p->why = why;
+	p->hnext = NULL;
+	pthread_mutex_lock(&g->owed_mu);
+	if (g->owed_tail)
+		g->owed_tail->hnext = p;
+	else
+		g->owed_head = p;
+	g->owed_tail = p;
+	if (++g->n_owed > DG_OWED_MAX) {
+		lost = g->owed_head;
+		g->owed_head = lost->hnext;
+		g->n_owed--;
+	}
+	pthread_mutex_unlock(&g->owed_mu);
+	if (lost) {
+		atomic_fetch_add_explicit(&g->owed_lost, 1, memory_order_relaxed);
+		free(lost);
+	}
+}
+
+/* Unlink p from s; with why and a deferred record, it moves to the owed
+ * list, else it is freed. */
+static void dg_pend_unlink(struct dnsguard *g, struct dg_sb *s, struct dg_pend *p, const char *why)
 {
 	struct dg_pend **pp = &s->pbuckets[p->hash & (DG_PENDING_PER_SB - 1)];
 
@@ -44,9 +90,17 @@ static void dg_pend_remove(struct dnsguard *g, struct dg_sb *s, struct dg_pend *
 		p->qnext->qprev = p->qprev;
 	else
 		s->pq_tail = p->qprev;
-	free(p);
 	s->npend--;
 	atomic_fetch_sub_explicit(&g->pending, 1, memory_order_relaxed);
+	if (why && p->owed)
+		dg_owe(g, p, why);
+	else
+		free(p);
+}
+
+static void dg_pend_remove(struct dnsguard *g, struct dg_sb *s, struct dg_pend *p)
+{
+	dg_pend_unlink(g, s, p, NULL);
 }
 
 static void dg_pend_append(struct dg_sb *s, struct dg_pend *p)
@@ -64,7 +118,14 @@ static void dg_pend_append(struct dg_sb *s, struct dg_pend *p)
 static void dg_pend_expire(struct dnsguard *g, struct dg_sb *s, uint64_t now_ms)
 {
 	while (s->pq_head && s->pq_head->expires_ms <= now_ms)
-		dg_pend_remove(g, s, s->pq_head);
+		dg_pend_unlink(g, s, s->pq_head, "no answer within 10 s");
+}
+
+void dg_pending_expire(struct dnsguard *g, struct dg_sb *s, uint64_t now_ms)
+{
+	pthread_mutex_lock(&s->mu);
+	dg_pend_expire(g, s, now_ms);
+	pthread_mutex_unlock(&s->mu);
 }
 
 static struct dg_pend *dg_pend_find(struct dg_sb *s, const struct dg_pend_key *k, uint64_t h)
@@ -80,7 +141,7 @@ static struct dg_pend *dg_pend_find(struct dg_sb *s, const struct dg_pend_key *k
 }
 
 int dg_pending_add(struct dnsguard *g, struct dg_sb *s, const struct dg_pend_key *k,
-		   uint64_t now_ms)
+		   uint64_t now_ms, const char *rule, const char *policy, bool *deferred)
 {
 	uint64_t h = dg_pend_hash(g, k);
 	size_t nlen = strlen(k->qname);
@@ -112,7 +173,7 @@ int dg_pending_add(struct dnsguard *g, struct dg_sb *s, const struct dg_pend_key
 		goto out;
 	}
 	if (s->npend >= DG_PENDING_PER_SB) {
-		dg_pend_remove(g, s, s->pq_head);
+		dg_pend_unlink(g, s, s->pq_head, "forgotten unanswered (too many outstanding)");
 		DG_INC(g, pending_evicted);
 	}
 	p = calloc(1, sizeof(*p) + nlen + 1);
@@ -129,7 +190,15 @@ int dg_pending_add(struct dnsguard *g, struct dg_sb *s, const struct dg_pend_key
 	p->qtype = k->qtype;
 	p->proto = k->proto;
 	p->count = 1;
+	p->dport = k->dport;
 	memcpy(p->qname, k->qname, nlen + 1);
+	pc_strlcpy(p->sandbox, s->name, sizeof(p->sandbox));
+	if (policy) {
+		p->owed = true;
+		pc_strlcpy(p->rule, rule ? rule : "", sizeof(p->rule));
+		pc_strlcpy(p->policy, policy, sizeof(p->policy));
+		*deferred = true;
+	}
 	p->hnext = s->pbuckets[h & (DG_PENDING_PER_SB - 1)];
 	s->pbuckets[h & (DG_PENDING_PER_SB - 1)] = p;
 	dg_pend_append(s, p);
@@ -141,7 +210,7 @@ out:
 }
 
 bool dg_pending_take(struct dnsguard *g, struct dg_sb *s, const struct dg_pend_key *k,
-		     uint64_t now_ms)
+		     uint64_t now_ms, struct dnsguard_owed *owed_out, bool *owed)
 {
 	uint64_t h = dg_pend_hash(g, k);
 	struct dg_pend *p;
@@ -152,6 +221,11 @@ bool dg_pending_take(struct dnsguard *g, struct dg_sb *s, const struct dg_pend_k
 	p = dg_pend_find(s, k, h);
 	if (p) {
 		found = true;
+		if (p->owed) { /* the first answer carries the query's record */
+			dg_owed_fill(p, owed_out, "answered");
+			*owed = true;
+			p->owed = false;
+		}
 		if (--p->count == 0)
 			dg_pend_remove(g, s, p);
 	}
@@ -159,10 +233,49 @@ bool dg_pending_take(struct dnsguard *g, struct dg_sb *s, const struct dg_pend_k
 	return found;
 }
 
-void dg_pending_clear(struct dnsguard *g, struct dg_sb *s)
+void dg_pending_clear(struct dnsguard *g, struct dg_sb *s, bool owe, const char *why)
 {
 	while (s->pq_head)
-		dg_pend_remove(g, s, s->pq_head);
+		dg_pend_unlink(g, s, s->pq_head, owe ? why : NULL);
 	free(s->pbuckets);
 	s->pbuckets = NULL;
+}
+
+size_t dnsguard_owed_take(struct dnsguard *g, uint64_t now_ms, bool all, struct dnsguard_owed *out,
+			  size_t max)
+{
+	size_t n = 0;
+
+	if (!g || !out || max == 0)
+		return 0;
+	/* Expiry is otherwise lazy (on the sandbox's next query or answer). */
+	pthread_rwlock_rdlock(&g->dir);
+	for (size_t i = 0; i < DG_SB_BUCKETS; i++)
+		for (struct dg_sb *s = g->sbs[i]; s; s = s->next) {
+			pthread_mutex_lock(&s->mu);
+			if (all) {
+				for (struct dg_pend *p = s->pq_head, *nx; p; p = nx) {
+					nx = p->qnext;
+					if (p->owed)
+						dg_pend_unlink(g, s, p, "engine stopping");
+				}
+			} else {
+				dg_pend_expire(g, s, now_ms);
+			}
+			pthread_mutex_unlock(&s->mu);
+		}
+	pthread_rwlock_unlock(&g->dir);
+	pthread_mutex_lock(&g->owed_mu);
+	while (g->owed_head && n < max) {
+		struct dg_pend *p = g->owed_head;
+
+		g->owed_head = p->hnext;
+		if (!g->owed_head)
+			g->owed_tail = NULL;
+		g->n_owed--;
+		dg_owed_fill(p, &out[n++], p->why);
+		free(p);
+	}
+	pthread_mutex_unlock(&g->owed_mu);
+	return n;
 }

@@ -185,12 +185,22 @@ static const char *dg_query_judge(const struct dnsguard *g, const struct policy_
 int dnsguard_query(struct dnsguard *g, const struct policy_sandbox *sb, const struct dns_flow *f,
 		   const uint8_t *msg, size_t len, uint64_t now_ms, struct dnsguard_query_res *res)
 {
+	return dnsguard_query_defer(g, sb, f, msg, len, now_ms, NULL, res, NULL);
+}
+
+int dnsguard_query_defer(struct dnsguard *g, const struct policy_sandbox *sb,
+			 const struct dns_flow *f, const uint8_t *msg, size_t len, uint64_t now_ms,
+			 const char *policy, struct dnsguard_query_res *res, bool *deferred)
+{
 	struct dg_qscan scan = {0};
+	bool dfr = false;
 	ldns_pkt *q = NULL;
 	const char *why;
 	bool prohibited;
 	int rc = 0;
 
+	if (deferred)
+		*deferred = false;
 	if (!res)
 		return PC_EINVAL;
 	memset(res, 0, offsetof(struct dnsguard_query_res, reply));
@@ -245,6 +255,7 @@ int dnsguard_query(struct dnsguard *g, const struct policy_sandbox *sb, const st
 		    .port = f->src.port,
 		    .id = ldns_pkt_id(q),
 		    .qtype = res->qtype,
+		    .dport = f->dst.port,
 		    .proto = f->proto,
 		    .qname = res->qname,
 		};
@@ -256,7 +267,8 @@ int dnsguard_query(struct dnsguard *g, const struct policy_sandbox *sb, const st
 			rc = PC_ENOMEM;
 			goto out;
 		}
-		rc = dg_pending_add(g, s, &k, now_ms);
+		rc = dg_pending_add(g, s, &k, now_ms, res->rule ? res->rule->rule : NULL,
+				    deferred && policy ? policy : NULL, &dfr);
 		pthread_rwlock_unlock(&g->dir);
 		if (rc != 0) {
 			res->reason = "internal error: out of memory";
@@ -266,6 +278,8 @@ int dnsguard_query(struct dnsguard *g, const struct policy_sandbox *sb, const st
 	res->verdict = DNSG_ALLOW;
 	res->reason = "name allowed";
 	DG_INC(g, q_allowed);
+	if (deferred)
+		*deferred = dfr;
 out:
 	ldns_pkt_free(q);
 	return rc;

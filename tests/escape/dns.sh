@@ -297,7 +297,7 @@ for line in sys.stdin:
     if "seq" not in r or r.get("sandbox") != "agent-1":
         continue
     a = r.get("event.action")
-    if a == "dns-learn":
+    if a in ("dns-learn", "dns-query"):  # a query record carries its answer's addresses
         for ip in r.get("dns.resolved_ip", []):
             learned.setdefault(ip, r["seq"])
     elif a == "connect" and str(r.get("destination.ip", "")).startswith("198.51.100.1") and r.get("destination.port") == 443:

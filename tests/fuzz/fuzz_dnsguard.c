@@ -79,6 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct dnsguard *g;
 	struct pc_err err;
 	uint8_t flags, *ans = NULL;
+	bool deferred = false;
 	size_t qlen, alen;
 	uint64_t now = 1000000;
 
@@ -110,8 +111,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (dnsguard_new(&cfg, &g, &err) != 0)
 		abort();
-	if (dnsguard_query(g, sb, &qf, data + 3, qlen, now, &qr) != 0 && qr.verdict != DNSG_DROP)
+	/* the low bit of the length also chooses a deferred record */
+	if (dnsguard_query_defer(g, sb, &qf, data + 3, qlen, now, (data[2] & 1) ? "sha256:x" : NULL,
+				 &qr, &deferred) != 0 &&
+	    qr.verdict != DNSG_DROP)
 		abort(); /* an internal failure must fail closed */
+	if (deferred && qr.verdict != DNSG_ALLOW)
+		abort();
 	if (qr.verdict == DNSG_REFUSE)
 		check_reply(&qr, data + 3);
 	/* The name shown in the log is printable ASCII without spaces, and
@@ -145,6 +151,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		if (ar.verdict == DNSG_DROP && ar.n_learned)
 			abort();
+		if (ar.query_owed && (!deferred || strcmp(ar.query.policy, "sha256:x") != 0))
+			abort(); /* only a deferred query's record is owed, once */
+		if (ar.query_owed)
+			deferred = false;
 		for (size_t i = 0; i < ar.n_learned; i++) {
 			struct dnsguard_flow_res fr;
 			char names[512];
@@ -165,6 +175,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    ar.verdict == DNSG_ALLOW)
 			abort();
 		free(ar.rewritten);
+	}
+	{
+		struct dnsguard_owed o[2];
+
+		if (dnsguard_owed_take(g, now, true, o, 2) != (deferred ? 1u : 0u))
+			abort(); /* an unanswered deferred query is owed its record */
 	}
 	dnsguard_prune(g, pol);
 out:

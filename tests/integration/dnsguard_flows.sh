@@ -44,9 +44,9 @@ t_match "... recorded: no allowed name resolved to it" \
 	"$(guard_records | grep '"destination.ip":"2001:db8:10::10"')"
 t_match "curl -6 by name: the AAAA answer is learned and the IPv6 flow allowed" \
 	"^api.github.test ok" "$(curl1 -6 https://api.github.test/)"
-t_match "... the learned v6 address is in the dns-learn record" \
+t_match "... the learned v6 address is in its answer's record" \
 	'"dns.question.type":"AAAA","dns.resolved_ip":\["2001:db8:10::10"\]' \
-	"$(dg_rec api.github.test dns-learn)"
+	"$(dg_learned api.github.test)"
 t_match "... and the flow's record names the host, its rule and the SNI" \
 	'"event.outcome":"success".*"rule.name":"agent-1/allow\[0\]".*"destination.ip":"2001:db8:10::10".*"destination.domain":"api.github.test".*"tls.client.server_name":"api.github.test"' \
 	"$(guard_records | grep '"event.action":"connect"' | grep '2001:db8:10::10')"
@@ -81,7 +81,7 @@ t_match "a.chain.test -> b.chain.test -> pypi.test: the whole chain comes back" 
 	"$(echo $out)"
 t_match "... the address is learned under the asked name" \
 	"\"dns.question.name\":\"a.chain.test\",\"dns.question.type\":\"A\",\"dns.resolved_ip\":\\[\"$LAB_PYPI4\"\\]" \
-	"$(dg_rec a.chain.test dns-learn)"
+	"$(dg_learned a.chain.test)"
 t_match "curl https://a.chain.test/ works (SNI a.chain.test on the learned address)" \
 	"^pypi.test ok" "$(curl1 --resolve "a.chain.test:443:$LAB_PYPI4" https://a.chain.test/)"
 before=$(nginx_lines " pypi.test \"GET")
@@ -114,7 +114,7 @@ t_match "*.wild.test: two labels (two.levels.wild.test) work" "^api.github.test 
 	"$(curl1 -k https://two.levels.wild.test/)"
 t_match "... learned under each name asked" \
 	"\"dns.question.name\":\"two.levels.wild.test\",\"dns.question.type\":\"A\",\"dns.resolved_ip\":\\[\"$LAB_API4\"\\]" \
-	"$(dg_rec two.levels.wild.test dns-learn)"
+	"$(dg_learned two.levels.wild.test)"
 m=$(dg_mark)
 t_match "the bare suffix wild.test: REFUSED" "status: REFUSED" \
 	"$(lab_sb 1 dig +time=3 +tries=1 wild.test A)"

@@ -67,8 +67,8 @@ t_match "verdict record: allowed, with its rule" \
 t_match "verdict record: refused, with its reason" \
 	'"event.outcome":"failure","event.reason":"name not on the allow list".*"dns.question.name":"paste.evil.test","dns.question.type":"A"' \
 	"$(dg_rec paste.evil.test)"
-t_match "the answer taught the v6 address (dns-learn record)" '"dns.resolved_ip":\["2001:db8:10::10"\]' \
-	"$(dg_rec api.github.test dns-learn)"
+t_match "the answer taught the v6 address (the record of its answer)" '"dns.resolved_ip":\["2001:db8:10::10"\]' \
+	"$(dg_learned api.github.test)"
 
 # ---- refuse_with: nxdomain, per sandbox -----------------------------------------
 m=$(dg_mark)
@@ -230,8 +230,8 @@ lab_sb 2 dig +tcp +short +time=3 +tries=1 api.github.test A >/dev/null
 t_match "an answer over TCP teaches: agent-2 reaches api.github.test having asked only over TCP" \
 	"^api.github.test ok" "$(lab_sb 2 curl -sS --max-time 4 --cacert "$LAB_CA" \
 		--resolve api.github.test:443:$LAB_API4 https://api.github.test/)"
-t_match "... (dns-learn record over TCP)" '"network.transport":"tcp".*"dns.resolved_ip":\["203.0.113.10"\]' \
-	"$(dg_rec api.github.test dns-learn | grep agent-2)"
+t_match "... (its record over TCP)" '"network.transport":"tcp".*"dns.resolved_ip":\["203.0.113.10"\]' \
+	"$(dg_learned api.github.test | grep agent-2)"
 
 # ---- other resolver paths: DoT and DoH are only connections --------------------------------
 for p in 853 443; do

@@ -61,6 +61,14 @@ dg_rec() { # name [action]
 		grep -F "\"event.action\":\"${2:-dns-query}\""
 }
 
+# The record that carries what an answer taught about name: its query's
+# verdict record (one record per query, docs/dnsguard.md) or, when that
+# query was logged at once, a dns-learn record.
+dg_learned() { # name
+	guard_records | grep -F "\"dns.question.name\":\"$1\"" | grep -F '"dns.resolved_ip":' |
+		grep -E '"event.action":"(dns-query|dns-learn)"'
+}
+
 dg_stat() { guard_status_field "s['dnsguard']['$1']"; }
 
 dg_curl_rc() { # sandbox, curl args...

@@ -47,9 +47,9 @@ t_match "... the parameters that stay are intact, and ech's room is key65534 (ze
 t_match "... in a message of the original length" '^([1-9][0-9]*) \1$' \
 	"$(echo "$direct" | size) $(echo "$out" | size)"
 t_eq "... counted (ech_stripped)" 2 "$(dg_stat ech_stripped)"
-t_match "the hints were learned under the asked name (dns-learn record)" \
+t_match "the hints were learned under the asked name (the record of its answer)" \
 	'"dns.question.name":"svc.test","dns.question.type":"HTTPS","dns.resolved_ip":\["203.0.113.11","2001:db8:10::20"\]' \
-	"$(dg_rec svc.test dns-learn)"
+	"$(dg_learned svc.test)"
 t_match "svc.test at its ipv4hint address now works" "^pypi.test ok" \
 	"$(lab_sb 1 curl -sS -k --max-time 4 --resolve "svc.test:443:$LAB_PYPI4" https://svc.test/)"
 t_match "... and at its ipv6hint address" "^svc.test ok" \
@@ -79,7 +79,7 @@ dg_upstream "$m"
 t_nomatch "... never reached the resolver" "evil-svc.test" "$UP"
 t_match "... recorded" '"event.outcome":"failure","event.reason":"name not on the allow list".*"dns.question.type":"HTTPS"' \
 	"$(dg_rec evil-svc.test)"
-t_eq "... nothing learned from it" "" "$(dg_rec evil-svc.test dns-learn)"
+t_eq "... nothing learned from it" "" "$(dg_learned evil-svc.test)"
 guard_stop
 t_nomatch "nothing of ours in the root namespace" "portcullis" "$(nft list tables 2>&1)"
 t_done

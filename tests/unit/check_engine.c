@@ -59,7 +59,7 @@ static void setup(void)
 	portmap_set(&pm, ports, 2);
 	ck_assert_int_eq(held_table_new(16, &held), 0);
 	memset(&d, 0, sizeof(d));
-	ctx = (struct decide_ctx){&cfg, pol, dg, &pm, held, 1000000};
+	ctx = (struct decide_ctx){&cfg, pol, dg, &pm, held, 1000000, false};
 }
 
 static void teardown(void)
@@ -215,6 +215,8 @@ static enum verdict_kind judge_from(uint32_t port, uint8_t hook)
 			    .len = pkt_len};
 
 	decide_packet(&ctx, &in, &d);
+	/* as the queue thread does once the record is acknowledged */
+	ck_assert_int_eq(decision_commit(dg, &d, ctx.now_ms), 0);
 	return d.v;
 }
 
@@ -385,6 +387,83 @@ START_TEST(dns_answers)
 	/* to an address no sandbox has */
 	udp_pkt("198.51.100.53:53", "10.203.0.99:6001", m, n);
 	ck_assert_int_eq(judge_from(0, NF_INET_FORWARD), VK_DROP);
+}
+END_TEST
+
+/* One record per query: with the thread's log healthy (dns_defer), an
+ * allowed query's verdict record is written with its answer, carrying the
+ * addresses; nothing is learned before that record is acknowledged; a
+ * query that gets no answer is owed its record. */
+START_TEST(dns_one_record_per_query)
+{
+	uint8_t m[512];
+	struct dnsguard_owed owed[4];
+	struct pkt_in in = {.id = 1, .hook = NF_INET_FORWARD, .data = pkt};
+	size_t n;
+
+	ctx.dns_defer = true;
+	n = dns_msg(m, 0x7777, "api.github.test", NULL);
+	udp_pkt("10.203.0.11:6100", "198.51.100.53:53", m, n);
+	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert(!d.has_rec); /* deferred to the answer */
+	n = dns_msg(m, 0x7777, "api.github.test", "203.0.113.10");
+	udp_pkt("198.51.100.53:53", "10.203.0.11:6100", m, n);
+	in.len = pkt_len;
+	decide_packet(&ctx, &in, &d); /* judged, record not yet acknowledged */
+	ck_assert_int_eq(d.v, VK_PASS);
+	ck_assert(d.has_rec);
+	ck_assert_int_eq(d.rec.action, LOGREC_DNS_QUERY);
+	ck_assert_int_eq(d.rec.verdict, LOGREC_ALLOWED);
+	ck_assert_str_eq(d.rec.reason, "name allowed");
+	ck_assert_str_eq(d.rec.dns_name, "api.github.test");
+	ck_assert_str_eq(d.rec.dns_answers, "203.0.113.10");
+	ck_assert_str_eq(d.rec.sandbox, "agent-1");
+	ck_assert_str_eq(d.rec.rule, "agent-1/allow[2]");
+	ck_assert_ptr_nonnull(d.rec.policy);
+	ck_assert_int_eq(d.rec.src.port, 6100); /* the query's direction */
+	ck_assert_int_eq(d.rec.dst.port, 53);
+	{
+		struct pc_addr a;
+		struct dnsguard_flow_res fr;
+
+		ck_assert_int_eq(pc_addr_parse("203.0.113.10", &a), 0);
+		memset(&fr, 0, sizeof(fr));
+		dnsguard_flow(dg, policy_sandbox_by_name(pol, "agent-1"), &a, IPPROTO_TCP, 443,
+			      false, ctx.now_ms, &fr);
+		ck_assert(!fr.allowed); /* not before its record is in */
+		ck_assert_int_eq(decision_commit(dg, &d, ctx.now_ms), 0);
+		dnsguard_flow(dg, policy_sandbox_by_name(pol, "agent-1"), &a, IPPROTO_TCP, 443,
+			      false, ctx.now_ms, &fr);
+		ck_assert(fr.allowed);
+	}
+	/* a retransmission while outstanding is logged at once */
+	n = dns_msg(m, 0x7778, "api.github.test", NULL);
+	udp_pkt("10.203.0.11:6101", "198.51.100.53:53", m, n);
+	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert(!d.has_rec);
+	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert(d.has_rec);
+	ck_assert_int_eq(d.rec.action, LOGREC_DNS_QUERY);
+	/* the unanswered one is owed after 10 s */
+	ck_assert_uint_eq(dnsguard_owed_take(dg, ctx.now_ms + 1000, false, owed, 4), 0);
+	ck_assert_uint_eq(dnsguard_owed_take(dg, ctx.now_ms + 10001, false, owed, 4), 1);
+	ck_assert_str_eq(owed[0].qname, "api.github.test");
+	ck_assert_str_eq(owed[0].sandbox, "agent-1");
+	ck_assert_str_eq(owed[0].why, "no answer within 10 s");
+	ck_assert_int_eq(owed[0].client.port, 6101);
+	/* with all, outstanding deferred queries too (the engine stops) */
+	n = dns_msg(m, 0x7779, "api.github.test", NULL);
+	udp_pkt("10.203.0.11:6102", "198.51.100.53:53", m, n);
+	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert(!d.has_rec);
+	ck_assert_uint_eq(dnsguard_owed_take(dg, ctx.now_ms, true, owed, 4), 1);
+	ck_assert_str_eq(owed[0].why, "engine stopping");
+	/* the log unhealthy: no deferral */
+	ctx.dns_defer = false;
+	n = dns_msg(m, 0x777a, "api.github.test", NULL);
+	udp_pkt("10.203.0.11:6103", "198.51.100.53:53", m, n);
+	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert(d.has_rec);
 }
 END_TEST
 
@@ -568,6 +647,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, only_connection_starts);
 	tcase_add_test(tc, dns_queries);
 	tcase_add_test(tc, dns_answers);
+	tcase_add_test(tc, dns_one_record_per_query);
 	tcase_add_test(tc, held_flow_sni);
 	tcase_add_test(tc, held_flow_timeout_and_plain);
 	tcase_add_test(tc, rejudge_after_reload);
