@@ -82,6 +82,13 @@ static size_t https_answer(uint8_t *m, size_t cap, uint16_t id, const char *name
 	return dm_wire(p, m, cap);
 }
 
+/* The guard's verdict on the answer m (n bytes), details in ar. */
+static enum dnsguard_verdict answer(const uint8_t *m, size_t n, struct dnsguard_answer_res *ar)
+{
+	ck_assert_int_eq(dnsguard_answer(g, &sb, &af, m, n, T0, ar), 0);
+	return ar->verdict;
+}
+
 /* The rdata of every HTTPS record of a message, as text. */
 static void https_texts(const uint8_t *m, size_t n, char *out, size_t outlen)
 {
@@ -128,8 +135,7 @@ START_TEST(https_ech_stripped_same_length_hints_learned)
 	char txt[1024];
 	size_t n = https_answer(m, sizeof(m), 1, "api.github.com.", rrs, NULL);
 
-	ck_assert_int_eq(dnsguard_answer(g, &sb, &af, m, n, T0, &ar), 0);
-	ck_assert_int_eq(ar.verdict, DNSG_ALLOW);
+	ck_assert_int_eq(answer(m, n, &ar), DNSG_ALLOW);
 	ck_assert_ptr_nonnull(ar.rewritten);
 	ck_assert_uint_eq(ar.rewritten_len, n);
 	https_texts(ar.rewritten, ar.rewritten_len, txt, sizeof(txt));
@@ -159,8 +165,7 @@ START_TEST(https_mandatory_ech_removed_from_list)
 	char txt[1024];
 	size_t n = https_answer(m, sizeof(m), 2, "a.example.org.", rrs, NULL);
 
-	ck_assert_int_eq(dnsguard_answer(g, &sb, &af, m, n, T0, &ar), 0);
-	ck_assert_int_eq(ar.verdict, DNSG_ALLOW);
+	ck_assert_int_eq(answer(m, n, &ar), DNSG_ALLOW);
 	ck_assert_ptr_nonnull(ar.rewritten);
 	https_texts(ar.rewritten, ar.rewritten_len, txt, sizeof(txt));
 	ck_assert_ptr_null(strstr(txt, "ech"));
@@ -183,8 +188,7 @@ START_TEST(https_hints_only_for_the_allowed_chain)
 	char txt[1024];
 	size_t n = https_answer(m, sizeof(m), 3, "api.github.com.", rrs, extra);
 
-	ck_assert_int_eq(dnsguard_answer(g, &sb, &af, m, n, T0, &ar), 0);
-	ck_assert_int_eq(ar.verdict, DNSG_ALLOW);
+	ck_assert_int_eq(answer(m, n, &ar), DNSG_ALLOW);
 	ck_assert_uint_eq(ar.n_learned, 1);
 	ck_assert(flow_ok("192.0.2.10", T0));
 	ck_assert(!flow_ok("192.0.2.11", T0));
@@ -204,8 +208,7 @@ START_TEST(https_without_ech_unchanged)
 	uint8_t m[2048];
 	size_t n = https_answer(m, sizeof(m), 4, "api.github.com.", rrs, NULL);
 
-	ck_assert_int_eq(dnsguard_answer(g, &sb, &af, m, n, T0, &ar), 0);
-	ck_assert_int_eq(ar.verdict, DNSG_ALLOW);
+	ck_assert_int_eq(answer(m, n, &ar), DNSG_ALLOW);
 	ck_assert_ptr_null(ar.rewritten);
 	ck_assert_uint_eq(ar.n_learned, 0);
 }
@@ -227,22 +230,18 @@ START_TEST(https_bad_params_drop_the_answer)
 	/* keys out of order: alpn (1) after ipv4hint (4) */
 	memcpy(bad, m, n);
 	bad[at + 1] = 0;
-	ck_assert_int_eq(dnsguard_answer(g, &sb, &af, bad, n, T0, &ar), 0);
-	ck_assert_int_eq(ar.verdict, DNSG_DROP);
+	ck_assert_int_eq(answer(bad, n, &ar), DNSG_DROP);
 	/* a value running past the record */
 	memcpy(bad, m, n);
 	bad[at + 3] = 5;
-	ck_assert_int_eq(dnsguard_answer(g, &sb, &af, bad, n, T0, &ar), 0);
-	ck_assert_int_eq(ar.verdict, DNSG_DROP);
+	ck_assert_int_eq(answer(bad, n, &ar), DNSG_DROP);
 	ck_assert(!flow_ok("192.0.2.5", T0));
 	/* the intact answer still matches its query */
-	ck_assert_int_eq(dnsguard_answer(g, &sb, &af, m, n, T0, &ar), 0);
-	ck_assert_int_eq(ar.verdict, DNSG_ALLOW);
+	ck_assert_int_eq(answer(m, n, &ar), DNSG_ALLOW);
 	ck_assert(flow_ok("192.0.2.5", T0));
 	/* ech cannot be replaced when the padding key is taken: dropped */
 	n = https_answer(m, sizeof(m), 6, "api.github.com.", pad, NULL);
-	ck_assert_int_eq(dnsguard_answer(g, &sb, &af, m, n, T0, &ar), 0);
-	ck_assert_int_eq(ar.verdict, DNSG_DROP);
+	ck_assert_int_eq(answer(m, n, &ar), DNSG_DROP);
 	ck_assert_ptr_null(ar.rewritten);
 }
 END_TEST
