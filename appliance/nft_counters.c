@@ -84,7 +84,9 @@ int nft_limit_drops(uint64_t *drops, size_t n, struct pc_err *err)
 	int rc = PC_ENOMEM;
 
 	s.drops = calloc(n ? n : 1, sizeof(*s.drops));
-	buf = malloc(MNL_SOCKET_BUFFER_SIZE);
+	/* zeroed: libmnl 1.0.4 leaves the padding after the table and chain
+	 * names unwritten, and the kernel gets the whole request */
+	buf = calloc(1, MNL_SOCKET_BUFFER_SIZE);
 	q = nftnl_rule_alloc();
 	if (!s.drops || !buf || !q) {
 		pc_err_set(err, PC_ENOMEM, "out of memory");

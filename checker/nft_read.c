@@ -575,7 +575,9 @@ static int nft_read_once(struct ck_nl *s, struct ck_ruleset *rs, bool *retry, st
 {
 	static const uint16_t kinds[] = {NFT_MSG_GETTABLE, NFT_MSG_GETCHAIN, NFT_MSG_GETSET,
 					 NFT_MSG_GETOBJ, NFT_MSG_GETRULE};
-	char hdr[1024];
+	/* zeroed: libmnl 1.0.4 leaves an attribute's alignment padding
+	 * unwritten, and the kernel must not be handed uninitialised bytes */
+	char hdr[1024] = {0};
 	struct ck_buf raw = {0};
 	uint32_t gen0 = 0, gen1 = 0;
 	bool intr = false;
