@@ -1,9 +1,10 @@
 # The daemons under valgrind (memcheck): portcullis-logd, portcullisd and
 # portcullis-vault run the lab's traffic — a secret-bound request through
-# the vault, an allowed flow, refused flows and DNS — then stop cleanly.
+# the vault, an allowed flow, refused flows and DNS, a reload that cuts an
+# open flow — then stop cleanly.
 # Each must exit 0 with no memcheck error (--error-exitcode=99; definite
-# leaks count as errors). Run by `make valgrind` (not by tests/run: a .bash
-# file) until its findings are fixed — see docs/security.md.
+# leaks count as errors). Run by `make valgrind`, which CI runs after
+# `make test` (not by tests/run: a .bash file) — see docs/security.md.
 set -u
 export PC_VALGRIND=1 # (lab_start_timeout: daemons under memcheck start slowly)
 . "$PC_TOP/tests/lib/tap.sh"
@@ -44,6 +45,37 @@ t_fail "a refused flow" lab_sb 1 curl -s --max-time 5 -k https://$LAB_DIRECT4/
 t_match "a refused name" "REFUSED" "$(lab_sb 1 dig +time=5 +tries=1 cdn-evil.test)"
 t_match "a placeholder refusal in the vault" "^403" \
 	"$(vcurl 1 -o /dev/null -w '%{http_code}' --max-time 30 https://pypi.test/echo -H "Authorization: Bearer $V_PH_GH")"
+
+# A reload that takes paste.evil.test away while a connection to it is open:
+# the engine re-judges its allowed flows and deletes the one it no longer
+# allows from conntrack (the netlink messages a reload sends, under memcheck).
+cat >"$LAB_DIR/held.py" <<'EOF'
+import os, socket, sys, time
+s = socket.create_connection((sys.argv[1], 443), timeout=30)
+print("connected", flush=True)
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.05)
+try:
+    s.sendall(b"x" * 100)
+    print("after", "eof" if not s.recv(100) else "data", flush=True)
+except Exception as e:
+    print("after", type(e).__name__, flush=True)
+EOF
+lab_sb 1 python3 "$LAB_DIR/held.py" $LAB_PASTE4 "$LAB_DIR/go" >"$LAB_DIR/held.out" 2>&1 &
+held=$!
+lab_wait_until -p $held grep -q connected "$LAB_DIR/held.out"
+sed -i '/host: paste.evil.test/,+1d' "$V/rules.d/agents.yaml"
+t_ok "a reload that takes paste.evil.test away (under valgrind)" \
+	lab_gw "$V_BIN/portcullis" -c "$V/portcullis.yaml" reload
+touch "$LAB_DIR/go"
+wait $held
+t_eq "the open connection to it (held for its ClientHello, then not TLS) is cut" \
+	"connected|after ConnectionResetError" "$(tr '\n' '|' <"$LAB_DIR/held.out" | sed 's/|$//')"
+t_match "... refused on its address under the new policy, and recorded" \
+	"\"event.reason\":\"names resolved to this address are not allowed on this port\".*\"destination.ip\":\"$LAB_PASTE4\"" \
+	"$(cat "$V/log/verdicts.jsonl")"
+t_fail "a new request to it is refused" \
+	lab_sb 1 curl -sS --max-time 5 --cacert "$LAB_CA" https://paste.evil.test/
 
 for d in engine vault logd; do
 	pid=$(cat "$LAB_DIR/vg-$d.pid")
