@@ -138,13 +138,16 @@ t_match "portcullis check: and what to do" "portcullis reload" "$out"
 lab_gw nft add table netdev tap
 lab_gw nft add chain netdev tap in "{ type filter hook ingress device $P1 priority -500; }"
 lab_gw nft add rule netdev tap in dup to up0
+tap_lines() { grep -c "containment check: second exit: table netdev tap chain in" "$GUARD_DIR/engine.log"; }
+taps=$(tap_lines)
 runs=$(check_field runs)
 lab_gw ip link set "$P2" master "$LAB_BR"
 lab_gw ip link set "$P2" type bridge_slave isolated on
 t_ok "the port coming back ran a check" wait_runs "$runs"
 t_eq "status: exit found" "exit found" "$(check_field result)"
-t_match "status: the first finding names the seeded exit" \
-	"table netdev tap chain in rule handle [0-9]+: dup" "$(check_field first)"
+# (the journal, not status' first finding: the port may still have been
+# unisolated when the check read it, and that finding comes first)
+t_ok "journal: the seeded exit named again" test "$(tap_lines)" -gt "$taps"
 lab_gw nft delete table netdev tap
 runs=$(check_field runs)
 t_ok "portcullis reload (rules.d in force now)" guard_cli reload
