@@ -13,11 +13,7 @@ PH=$V_PH_GH
 engine_start() {
 	ip netns exec "$LAB_GW" "$V_BIN/portcullisd" -c "$V/portcullis.yaml" 2>>"$LAB_DIR/engine.stderr" &
 	V_ENGINE_PID=$!
-	for i in $(seq 1 100); do
-		lab_gw "$V_BIN/portcullis" -c "$V/portcullis.yaml" status --json >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	return 1
+	lab_wait_until -p "$V_ENGINE_PID" lab_gw "$V_BIN/portcullis" -c "$V/portcullis.yaml" status --json
 }
 # One round of traffic: prints "vault CODE direct CODE denied CODE".
 round() {

@@ -17,7 +17,8 @@
 #                       $D/logd.err; 0 once it listens (it makes its socket
 #                       only once the log is ready), 1 if it exits first or
 #                       does not listen within LG_START_TRIES tenths of a
-#                       second (default 50)
+#                       second (default: PC_START_TIMEOUT, else 120 s for a
+#                       sanitized build, else 5 s)
 #   logd_stop           stop it; returns its exit status
 #   logd_stop_ok        stop it and assert that it stopped cleanly (exit 0)
 #   lg_client ARG...    tests/helpers/logd_client on logd's socket
@@ -75,7 +76,10 @@ logd_start() { # extra args...
 	rm -f "$D/run/logd.sock"
 	"$B/portcullis-logd" -c "$D/p.yaml" "$@" 2>>"$D/logd.err" &
 	LOGD_PID=$!
-	for _ in $(seq "${LG_START_TRIES:-50}"); do
+	# (by default PC_START_TIMEOUT seconds, else 120 for a sanitized build,
+	# else 5: readiness only, never a verdict)
+	local tries=${LG_START_TRIES:-$((${PC_START_TIMEOUT:-$([[ ${PC_BUILD:-build} == *san* ]] && echo 120 || echo 5)} * 10))}
+	for _ in $(seq "$tries"); do
 		[ -S "$D/run/logd.sock" ] && kill -0 "$LOGD_PID" 2>/dev/null && return 0
 		kill -0 "$LOGD_PID" 2>/dev/null || return 1
 		sleep 0.1
