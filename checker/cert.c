@@ -177,7 +177,7 @@ int cert_cli_issue(int argc, char **argv, const struct pc_config *cfg)
 	struct pc_err err = {0};
 	uint8_t sk[64], pk[32];
 	char eb[1024], keyp[PC_PATH_MAX + 32], pubp[PC_PATH_MAX + 32], *stmt = NULL, *env = NULL;
-	char msg[400];
+	char msg[400], loaded[128];
 
 	while ((opt = getopt_long(argc, argv, "o:b:", lo, NULL)) != -1) {
 		switch (opt) {
@@ -210,6 +210,17 @@ int cert_cli_issue(int argc, char **argv, const struct pc_config *cfg)
 	sb = policy_sandbox_by_name(pol, name);
 	if (!sb) {
 		pc_cli_error("cert", "no sandbox '%s' in the policy", name);
+		rc = PC_EXIT_FAIL;
+		goto done;
+	}
+	/* A certificate names the policy it proves; one for files the engine
+	 * has not put in force would describe rules no packet meets. */
+	if (ck_engine_policy_hash(cfg, loaded, sizeof(loaded)) == 0 &&
+	    strcmp(loaded, policy_hash(pol)) != 0) {
+		pc_cli_error("cert",
+			     "refused: the policy in %s (%s) is not the one the engine enforces "
+			     "(%s); run `portcullis reload` first",
+			     cfg->rules_dir, policy_hash(pol), loaded);
 		rc = PC_EXIT_FAIL;
 		goto done;
 	}

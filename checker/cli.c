@@ -22,6 +22,29 @@ static int load_config(const char *config, struct pc_config *cfg)
 	return 0;
 }
 
+/* The hash of the policy the engine enforces, from its status. Fails when
+ * there is no engine to ask: callers then have nothing to compare. */
+int ck_engine_policy_hash(const struct pc_config *cfg, char *out, size_t len)
+{
+	struct pc_err err = {0};
+	struct jv *st = NULL;
+	char *reply = NULL;
+	const char *loaded;
+	int rc = PC_EIO;
+
+	if (pc_engine_request(cfg->run_dir, "status", 5000, &reply, &err) < 0)
+		return PC_EIO;
+	st = jv_parse(reply, strlen(reply));
+	loaded = jv_str(jv_get(st, "policy"));
+	if (loaded && strlen(loaded) < len) {
+		memcpy(out, loaded, strlen(loaded) + 1);
+		rc = 0;
+	}
+	jv_free(st);
+	free(reply);
+	return rc;
+}
+
 /* The check reads the policy in rules.d; the engine enforces the one it
  * loaded. When they differ (rules.d edited, not reloaded) the findings
  * compare the live tables with the files: say so on stderr, naming both
@@ -30,24 +53,18 @@ static void policy_drift_warn(const struct pc_config *cfg)
 {
 	struct policy *pol = NULL;
 	struct pc_err err = {0};
-	struct jv *st = NULL;
-	char *reply = NULL;
-	const char *loaded;
+	char loaded[128];
 
 	if (policy_load_dir(cfg->rules_dir, cfg, &pol, &err) < 0 ||
-	    pc_engine_request(cfg->run_dir, "status", 5000, &reply, &err) < 0)
+	    ck_engine_policy_hash(cfg, loaded, sizeof(loaded)) < 0)
 		goto out;
-	st = jv_parse(reply, strlen(reply));
-	loaded = jv_str(jv_get(st, "policy"));
-	if (loaded && strcmp(loaded, policy_hash(pol)) != 0)
+	if (strcmp(loaded, policy_hash(pol)) != 0)
 		fprintf(stderr,
 			"portcullis: warning: the policy in %s (%s) is not the one the engine "
 			"enforces (%s): this check compared the live tables with %s; "
 			"`portcullis reload` puts it in force\n",
 			cfg->rules_dir, policy_hash(pol), loaded, cfg->rules_dir);
 out:
-	jv_free(st);
-	free(reply);
 	policy_unref(pol);
 }
 

@@ -21,6 +21,11 @@ struct nftnl_rule;
  * Returns a pointer to the new zeroed element or NULL (no memory). */
 void *ck_grow(void *arrp, size_t *n, size_t *cap, size_t elsize);
 
+struct pc_config;
+/* sha256 of the policy the engine enforces (its status); PC_EIO when no
+ * engine answers. */
+int ck_engine_policy_hash(const struct pc_config *cfg, char *out, size_t len);
+
 /* mnl_nlmsg_ok, and a length that fits in what is left: libmnl compares
  * nlmsg_len as an int, so a huge length passes its check. */
 #define ck_nlmsg_ok(nlh, n) (mnl_nlmsg_ok((nlh), (n)) && (nlh)->nlmsg_len <= (unsigned)(n))

@@ -134,6 +134,11 @@ out=$(guard_cli check 2>&1)
 t_match "portcullis check: warns that rules.d is not the policy in force" \
 	"warning: .*$DISK.*$LOADED" "$out"
 t_match "portcullis check: and what to do" "portcullis reload" "$out"
+# A certificate names the policy it proves: none for files not in force.
+out=$(guard_cli cert agent-1 -o "$GUARD_DIR/agent-1.cert.json" 2>&1)
+t_eq "portcullis cert: refused while rules.d is not in force (exit 1)" 1 "$?"
+t_match "portcullis cert: names both policies" "refused: .*$DISK.*$LOADED" "$out"
+t_ok "portcullis cert: wrote no certificate" test ! -e "$GUARD_DIR/agent-1.cert.json"
 # A real way out is still found while rules.d differs.
 lab_gw nft add table netdev tap
 lab_gw nft add chain netdev tap in "{ type filter hook ingress device $P1 priority -500; }"
@@ -158,6 +163,8 @@ out=$(guard_cli check 2>&1)
 t_eq "portcullis check: proven once reloaded" 0 "$?"
 t_ok "portcullis check: no warning once rules.d is in force" \
 	bash -c '! grep -q "warning" <<<"$1"' _ "$out"
+t_ok "portcullis cert: issued once rules.d is in force" \
+	guard_cli cert agent-1 -o "$GUARD_DIR/agent-1.cert.json"
 
 # ---- a helper that dies is reported; the engine goes on ------------------------------------
 kill -9 "$HELPER"
