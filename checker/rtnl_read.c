@@ -394,8 +394,8 @@ int ck_rtnl_parse(struct ck_state *st, const void *buf, size_t len, struct pc_er
 	return 0;
 }
 
-int ck_nl_dump(int bus, const char *what, struct nlmsghdr *req, struct ck_buf *out,
-	       struct pc_err *err)
+static int nl_dump_once(int bus, const char *what, struct nlmsghdr *req, struct ck_buf *out,
+			struct pc_err *err)
 {
 	struct mnl_socket *nl = mnl_socket_open(bus);
 	char *buf = malloc(MNL_SOCKET_BUFFER_SIZE * 4);
@@ -447,6 +447,22 @@ out:
 	if (nl)
 		mnl_socket_close(nl);
 	free(buf);
+	return rc;
+}
+
+/* The kernel flags a dump that changed while it was read (a link or route
+ * added meanwhile); what was read may miss an object, so it is read again.
+ * A state that keeps changing stays unproven (the caller's error). */
+int ck_nl_dump(int bus, const char *what, struct nlmsghdr *req, struct ck_buf *out,
+	       struct pc_err *err)
+{
+	size_t start = out->len;
+	int rc = PC_EAGAIN, tries;
+
+	for (tries = 0; tries < 8 && rc == PC_EAGAIN; tries++) {
+		out->len = start;
+		rc = nl_dump_once(bus, what, req, out, err);
+	}
 	return rc;
 }
 
