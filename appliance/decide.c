@@ -168,7 +168,129 @@ static const uint8_t *tcp_dns_msg(const struct pc_pkt *p, size_t *len)
 	return p->payload + 2;
 }
 
-static void dns_query(const struct decide_ctx *c, const struct pc_pkt *p,
+/* The DNS message a TCP segment makes whole: 1 with *msg and *len to judge
+ * (*st: its stream, NULL when the segment held exactly that message); 0
+ * when decided here (d->v: released as judged before, or dropped while the
+ * message is incomplete: the sender sends it again); <0 with *why: refuse
+ * the connection (the stream is forgotten). */
+static int tcp_dns_take(const struct decide_ctx *c, const struct pkt_in *in, const struct pc_pkt *p,
+			struct decision *d, struct dnstcp_stream **st, const uint8_t **msg,
+			size_t *len, const char **why)
+{
+	struct dnstcp_stream *s;
+	struct flow_key k;
+	const uint8_t *bytes;
+	int rc;
+
+	*st = NULL;
+	flow_key_from_pkt(&k, p);
+	s = dnstcp_get(c->dnstcp, &k, c->now_ms);
+	if (!s) {
+		if ((*msg = tcp_dns_msg(p, len)) != NULL)
+			return 1; /* the common case: one whole message, one segment */
+		if (!c->dnstcp) {
+			*why = "DNS over TCP: a segment must hold exactly one whole message";
+			return PC_EINVAL;
+		}
+		s = dnstcp_add(c->dnstcp, &k, p->tcp_seq, c->now_ms);
+		if (!s) {
+			*why = "DNS over TCP: too many streams being put together";
+			return PC_EREFUSED;
+		}
+	}
+	rc = dnstcp_add_bytes(s, p->tcp_seq, p->payload, p->payload_len, c->now_ms);
+	if (rc == PC_EINVAL) {
+		d->v = VK_DROP; /* before the stream began: nothing to compare it with */
+		return 0;
+	}
+	if (rc == 0) {
+		rc = dnstcp_next_msg(s, msg, len);
+		if (rc == 1) {
+			*st = s;
+			return 1;
+		}
+	}
+	switch (rc) {
+	case 0:
+		break;
+	case PC_ETAMPER:
+		*why = "DNS over TCP: bytes sent again differ from the ones judged";
+		break;
+	case PC_EREFUSED:
+		*why = "DNS over TCP: more than the engine keeps for one stream";
+		break;
+	case PC_EPARSE:
+		*why = "DNS over TCP: a message of length 0";
+		break;
+	default:
+		*why = "out of memory";
+		break;
+	}
+	if (rc < 0) {
+		dnstcp_del(c->dnstcp, s);
+		return rc;
+	}
+	if (dnstcp_releasable(s, p->tcp_seq, p->payload_len, &bytes)) {
+		d->v = VK_PASS;
+		if (s->rw) {
+			int n = pc_pkt_replace_payload(in->data, in->len, p, bytes, p->payload_len,
+						       &d->new_pkt);
+
+			if (n < 0)
+				d->v = VK_DROP; /* sent again; the next copy may fare better */
+			else
+				d->new_pkt_len = (size_t)n;
+		}
+		if (dnstcp_done(s))
+			dnstcp_del(c->dnstcp, s);
+		return 0;
+	}
+	d->v = VK_DROP; /* held: the message is not whole yet */
+	return 0;
+}
+
+/* After the message st made whole was allowed (rewritten: what to release
+ * instead, same length, or NULL): release the segment when it lies inside
+ * the judged bytes, else drop it until it is sent again. false: refuse. */
+static bool tcp_dns_judged(const struct decide_ctx *c, const struct pkt_in *in,
+			   const struct pc_pkt *p, struct decision *d, struct dnstcp_stream *st,
+			   const uint8_t *rewritten)
+{
+	const uint8_t *bytes;
+
+	if (dnstcp_judged(st, rewritten) < 0) {
+		dnstcp_del(c->dnstcp, st);
+		return false;
+	}
+	free(d->new_pkt);
+	d->new_pkt = NULL;
+	d->v = VK_DROP;
+	if (dnstcp_releasable(st, p->tcp_seq, p->payload_len, &bytes)) {
+		d->v = VK_PASS;
+		if (st->rw) {
+			int n = pc_pkt_replace_payload(in->data, in->len, p, bytes, p->payload_len,
+						       &d->new_pkt);
+
+			if (n < 0)
+				d->v = VK_DROP;
+			else
+				d->new_pkt_len = (size_t)n;
+		}
+		if (dnstcp_done(st))
+			dnstcp_del(c->dnstcp, st);
+	}
+	return true;
+}
+
+static void tcp_dns_forget(const struct decide_ctx *c, const struct pc_pkt *p)
+{
+	struct flow_key k;
+
+	flow_key_from_pkt(&k, p);
+	dnstcp_del(c->dnstcp, dnstcp_get(c->dnstcp, &k, c->now_ms));
+}
+
+static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const struct pc_pkt *p,
 		      const struct policy_sandbox *sb, struct decision *d)
 {
 	struct dnsguard_query_res res;
@@ -176,6 +298,8 @@ static void dns_query(const struct decide_ctx *c, const struct pc_pkt *p,
 	const uint8_t *msg = p->payload;
 	size_t len = p->payload_len;
 	bool deferred = false;
+	struct dnstcp_stream *st = NULL;
+	const char *why = NULL;
 	int rc;
 
 	f.src.addr = p->src;
@@ -194,15 +318,18 @@ static void dns_query(const struct decide_ctx *c, const struct pc_pkt *p,
 			return;
 		}
 		if (p->payload_len == 0) {
+			if (p->tcp_flags & TH_RST)
+				tcp_dns_forget(c, p);
 			d->v = VK_PASS; /* handshake, ACK, FIN, RST: no message */
 			return;
 		}
-		msg = tcp_dns_msg(p, &len);
-		if (!msg) {
-			refuse(d, c, p, sb, VK_REJECT,
-			       "DNS over TCP: a segment must hold exactly one whole message");
-			d->rec.action = LOGREC_DNS_QUERY;
-			return;
+		rc = tcp_dns_take(c, in, p, d, &st, &msg, &len, &why);
+		if (rc <= 0) {
+			if (rc < 0) {
+				refuse(d, c, p, sb, VK_REJECT, why);
+				d->rec.action = LOGREC_DNS_QUERY;
+			}
+			return; /* released as judged before, or held */
 		}
 	}
 	if (p->truncated) {
@@ -214,6 +341,8 @@ static void dns_query(const struct decide_ctx *c, const struct pc_pkt *p,
 				  c->dns_defer ? policy_hash(c->policy) : NULL, &res, &deferred);
 	if (rc == 0 && res.verdict == DNSG_ALLOW && deferred) {
 		d->v = VK_PASS; /* its record comes with its answer */
+		if (st && !tcp_dns_judged(c, in, p, d, st, NULL))
+			d->v = VK_REJECT; /* out of memory (the query is owed its record) */
 		return;
 	}
 	rec_base(d, c, LOGREC_DNS_QUERY, LOGREC_REFUSED, p, sb, res.rule);
@@ -228,16 +357,25 @@ static void dns_query(const struct decide_ctx *c, const struct pc_pkt *p,
 	d->rec.dns_type = res.qtype; /* 0 (not shown) when unparsable */
 	if (rc < 0) {
 		d->v = VK_DROP; /* internal failure: fail closed */
+		if (st)
+			dnstcp_del(c->dnstcp, st);
 		return;
 	}
 	switch (res.verdict) {
 	case DNSG_ALLOW:
 		d->v = VK_PASS;
 		d->rec.verdict = LOGREC_ALLOWED;
+		if (st && !tcp_dns_judged(c, in, p, d, st, NULL)) {
+			d->v = VK_REJECT;
+			d->rec.verdict = LOGREC_REFUSED;
+			set_reason(d, "%s", "out of memory");
+		}
 		break;
 	case DNSG_REFUSE:
 		if (p->proto == IPPROTO_TCP) {
 			d->v = VK_REJECT; /* reset the connection */
+			if (st)
+				dnstcp_del(c->dnstcp, st);
 			break;
 		}
 		d->v = VK_DROP;
@@ -251,6 +389,8 @@ static void dns_query(const struct decide_ctx *c, const struct pc_pkt *p,
 		break;
 	default:
 		d->v = VK_DROP;
+		if (st)
+			dnstcp_del(c->dnstcp, st); /* malformed: its resends are judged afresh */
 		break;
 	}
 }
@@ -307,12 +447,16 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 	struct dns_flow f = {.proto = p->proto};
 	const uint8_t *msg = p->payload;
 	size_t len = p->payload_len, off = 0, from = 0;
+	struct dnstcp_stream *st = NULL;
+	const char *why = NULL;
 	int rc;
 
 	if (p->proto != IPPROTO_UDP && p->proto != IPPROTO_TCP)
 		return; /* VK_DROP */
 	sb = sandbox_by_addr_from(c->policy, &p->dst, &from);
 	if (p->proto == IPPROTO_TCP && p->payload_len == 0) {
+		if (p->tcp_flags & TH_RST)
+			tcp_dns_forget(c, p);
 		d->v = sb ? VK_PASS : VK_DROP; /* SYN-ACK, ACK, FIN of a DNS connection */
 		return;
 	}
@@ -321,9 +465,20 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 	f.dst.addr = p->dst;
 	f.dst.port = p->dport;
 	rec_base(d, c, LOGREC_DNS_LEARN, LOGREC_REFUSED, p, sb, NULL);
-	if (p->proto == IPPROTO_TCP && !(msg = tcp_dns_msg(p, &len))) {
-		set_reason(d, "DNS answer over TCP not in one segment");
-		return;
+	if (p->proto == IPPROTO_TCP) {
+		if (!sb) {
+			set_reason(d, "%s", "receiver is not a sandbox");
+			return;
+		}
+		rc = tcp_dns_take(c, in, p, d, &st, &msg, &len, &why);
+		if (rc < 0)
+			set_reason(d, "%s", why);
+		if (rc <= 0) {
+			if (rc == 0)
+				d->has_rec =
+				    false; /* released as judged, or held: no new decision */
+			return;
+		}
 	}
 	if (p->truncated) {
 		set_reason(d, "DNS answer larger than the engine reads");
@@ -375,9 +530,23 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 			set_reason(d, "name allowed; its answer dropped: %s",
 				   res->reason ? res->reason : "DNS guard error");
 	}
-	if (rc < 0 || res->verdict != DNSG_ALLOW)
-		goto out; /* dropped, and said so */
-	if (res->rewritten) {
+	if (rc < 0 || res->verdict != DNSG_ALLOW) {
+		if (st)
+			dnstcp_del(c->dnstcp, st); /* its resends are judged afresh */
+		goto out;			   /* dropped, and said so */
+	}
+	if (st) {
+		/* released when the segment lies inside the judged bytes, else
+		 * held until sent again; the rewrite goes into the stream */
+		if (!tcp_dns_judged(c, in, p, d, st, res->rewritten)) {
+			set_reason(d, "%s", "out of memory");
+			goto out;
+		}
+		if (d->v == VK_DROP) {
+			d->learn = res->n_learned > 0; /* learned once its record is in */
+			goto record;
+		}
+	} else if (res->rewritten) {
 		/* same length (dnsguard.h): replaced in place, TCP framing kept */
 		if (rewrite_answer(in, p, msg, res->rewritten, res->rewritten_len, d) < 0) {
 			if (res->query_owed)
@@ -390,9 +559,10 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 		}
 	}
 	d->v = VK_PASS;
+	d->learn = res->n_learned > 0;
+record:
 	if (!res->query_owed)
 		d->rec.verdict = LOGREC_NONE;
-	d->learn = res->n_learned > 0;
 	for (size_t i = 0; i < res->n_learned && i < DNSG_LEARN_MAX; i++) {
 		char a[PC_ADDRSTRLEN];
 		const char *as = pc_addr_str(&res->learned[i], a, sizeof(a));
@@ -416,7 +586,10 @@ out:
 
 int decision_commit(struct dnsguard *dg, struct decision *d, uint64_t now_ms)
 {
-	if (!d->learn || d->v != VK_PASS)
+	/* d->v may be VK_DROP: the last segment of a TCP answer held until it
+	 * is sent again. A decision whose record logd did not take has
+	 * learn cleared (refused: nothing learned). */
+	if (!d->learn)
 		return 0;
 	d->learn = false;
 	return dnsguard_learn_commit(dg, d->sandbox, &d->ans, now_ms);
@@ -660,7 +833,7 @@ static void from_sandbox(const struct decide_ctx *c, const struct pkt_in *in,
 	}
 	sb = policy_sandbox_match(c->policy, &src);
 	if ((p->proto == IPPROTO_UDP || p->proto == IPPROTO_TCP) && p->dport == 53) {
-		dns_query(c, p, sb, d);
+		dns_query(c, in, p, sb, d);
 		return;
 	}
 	if (p->proto == IPPROTO_TCP) {

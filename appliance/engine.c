@@ -157,6 +157,8 @@ int engine_setup(struct engine *e, const char *config_path, struct pc_err *err)
 		if (held_table_new(e->cfg.engine.flows_max < 4096 ? e->cfg.engine.flows_max : 4096,
 				   &t->held) < 0)
 			return pc_err_set(err, PC_ENOMEM, "out of memory");
+		if (dnstcp_table_new(DNSTCP_STREAMS_MAX, &t->dnstcp) < 0)
+			return pc_err_set(err, PC_ENOMEM, "out of memory");
 		rc = logc_open(e->cfg.log.socket, &t->lc, err);
 		if (rc)
 			return rc;
@@ -423,6 +425,7 @@ void engine_shutdown(struct engine *e)
 		queue_close(&e->q[i]);
 		logc_close(e->q[i].lc);
 		held_table_free(e->q[i].held);
+		dnstcp_table_free(e->q[i].dnstcp);
 	}
 	free(e->q);
 	e->q = NULL;

@@ -227,6 +227,57 @@ void held_del(struct held_table *t, struct held_flow *f);
 size_t held_expire(struct held_table *t, uint64_t now_ms);
 size_t held_count(const struct held_table *t);
 
+/* ---- dnstcp.c: DNS over TCP, one message at a time --------------------------
+ * Each direction of a port-53 TCP connection whose message spans segments
+ * gets a stream: its bytes from the message's first one, in order. While a
+ * message is incomplete its segments are dropped (and kept here): the
+ * sender sends them again, and once the whole message was judged every
+ * segment inside the judged bytes (and the same as them) is released — as
+ * rewritten when the judge changed the message. One table per queue thread
+ * (the kernel's symmetric flow hash keeps a connection on one queue). */
+#define DNSTCP_MSG_MAX	   (65535 + 2)
+#define DNSTCP_BUF_MAX	   (4 * DNSTCP_MSG_MAX) /* bytes kept for one stream */
+#define DNSTCP_STREAMS_MAX 256u			/* streams per queue thread */
+#define DNSTCP_IDLE_MS	   10000u		/* a stream idle this long is forgotten */
+struct dnstcp_stream {
+	struct flow_key key;
+	uint32_t base; /* sequence number of buf[0] */
+	uint8_t *buf;  /* the bytes sent from base on, in order */
+	uint8_t *rw;   /* the judged bytes as released, when a judge changed them */
+	size_t len, cap;
+	size_t judged;		       /* buf[0, judged): whole messages, judged and allowed */
+	size_t delivered;	       /* released in order up to here */
+	size_t ahead_start, ahead_end; /* one released range past delivered */
+	uint64_t last_ms;
+	struct dnstcp_stream *next;
+};
+struct dnstcp_table;
+int dnstcp_table_new(size_t max, struct dnstcp_table **out);
+void dnstcp_table_free(struct dnstcp_table *t);
+size_t dnstcp_count(const struct dnstcp_table *t);
+/* The stream of k (idle ones forgotten first), or NULL. */
+struct dnstcp_stream *dnstcp_get(struct dnstcp_table *t, const struct flow_key *k, uint64_t now_ms);
+/* A new stream whose first byte is seq; NULL when the table is full. */
+struct dnstcp_stream *dnstcp_add(struct dnstcp_table *t, const struct flow_key *k, uint32_t seq,
+				 uint64_t now_ms);
+void dnstcp_del(struct dnstcp_table *t, struct dnstcp_stream *s);
+/* Add a segment's bytes. 0 (a gap adds nothing); PC_EINVAL: before the
+ * stream; PC_ETAMPER: bytes sent again differ from those kept;
+ * PC_EREFUSED: over DNSTCP_BUF_MAX; PC_ENOMEM. */
+int dnstcp_add_bytes(struct dnstcp_stream *s, uint32_t seq, const uint8_t *data, size_t n,
+		     uint64_t now_ms);
+/* 1 and the next whole unjudged message (borrowed until the next add);
+ * 0 when it is not whole yet; PC_EPARSE for a zero length. */
+int dnstcp_next_msg(const struct dnstcp_stream *s, const uint8_t **msg, size_t *len);
+/* That message was allowed; rewritten (same length, or NULL) is what
+ * is released instead. 0 or PC_ENOMEM. */
+int dnstcp_judged(struct dnstcp_stream *s, const uint8_t *rewritten);
+/* Is the segment [seq, seq+n) inside the judged bytes? Then *bytes are
+ * what to release for it. */
+bool dnstcp_releasable(struct dnstcp_stream *s, uint32_t seq, size_t n, const uint8_t **bytes);
+/* Everything kept was judged and released in order: forget the stream. */
+bool dnstcp_done(const struct dnstcp_stream *s);
+
 /* ---- decide.c: one packet, one verdict ------------------------------------ */
 
 enum verdict_kind {
@@ -293,6 +344,9 @@ struct decide_ctx {
 	/* The queue thread's last records were acknowledged: an allowed DNS
 	 * query's record may be deferred to its answer (docs/dnsguard.md). */
 	bool dns_defer;
+	/* The queue thread's DNS-over-TCP streams (NULL: a message must be
+	 * whole in one segment). */
+	struct dnstcp_table *dnstcp;
 };
 
 /* Judge one packet. Never fails: internal errors become refusals. */
@@ -340,9 +394,10 @@ struct qthread {
 	bool started;
 	struct mnl_socket *nl;
 	unsigned portid;
-	struct logc *lc;	 /* this thread's own logd connection */
-	bool log_ok;		 /* its last records were acknowledged */
-	struct held_table *held; /* this thread's held flows */
+	struct logc *lc;	     /* this thread's own logd connection */
+	bool log_ok;		     /* its last records were acknowledged */
+	struct held_table *held;     /* this thread's held flows */
+	struct dnstcp_table *dnstcp; /* this thread's DNS-over-TCP streams */
 	struct qstats st;
 	_Atomic size_t held_n; /* for status */
 	atomic_bool busy;      /* inside a batch (reload waits for it) */

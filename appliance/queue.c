@@ -310,6 +310,7 @@ static void emit_verdicts(struct qthread *t, struct qbufs *qb, size_t n)
 /* No record, no connection: what logd did not take becomes a refusal. */
 static void refuse_unlogged(struct decision *d)
 {
+	d->learn = false; /* a DNS answer whose record is not in teaches nothing */
 	if (d->v == VK_DROP || d->v == VK_REJECT)
 		return;
 	d->v = d->rec.action == LOGREC_CONNECT ? VK_REJECT : VK_DROP;
@@ -383,7 +384,8 @@ static void process_batch(struct qthread *t, struct qbufs *qb, int nmsg)
 			       .ports = &e->ports,
 			       .held = t->held,
 			       .now_ms = pc_now_mono_ms(),
-			       .dns_defer = t->log_ok};
+			       .dns_defer = t->log_ok,
+			       .dnstcp = t->dnstcp};
 	size_t n = 0;
 
 	for (int i = 0; i < nmsg; i++) {

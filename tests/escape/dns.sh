@@ -93,12 +93,15 @@ r=$(esc_reason '"destination.port":53,"network.transport":"tcp"')
 t_match "logged with its reason" "exactly one whole message|name not on the allow list" "$r"
 esc_end "RST" "dnsmasq log: no query; log: \"$r\""
 
-esc_begin "DNS over TCP: length prefix and message in separate segments"
-out=$(q --tcp --split --name api.github.test)
+t_match "baseline: an allowed query split over two segments is judged whole and answered" \
+	"^NOERROR" "$(q --tcp --split --name api.github.test)"
+esc_begin "DNS over TCP: length prefix and message in separate segments (a denied name)"
+out=$(q --tcp --split --name split.paste.evil.test)
 t_match "reset" "^reset|^closed" "$out"
+t_eq "the resolver never saw the name" 0 "$(resolver_saw 'split\.paste\.evil\.test')"
 r=$(esc_reason '"destination.port":53,"network.transport":"tcp"')
-t_match "logged with its reason" "exactly one whole message" "$r"
-esc_end "RST" "log: \"$r\""
+t_match "logged with its reason" "name not on the allow list" "$r"
+esc_end "RST" "dnsmasq log: no query; log: \"$r\""
 
 # ---- tunnelling through record types and labels -------------------------------------------
 for qt in TXT NULL ANY MX 65280; do
@@ -297,7 +300,7 @@ for line in sys.stdin:
     if "seq" not in r or r.get("sandbox") != "agent-1":
         continue
     a = r.get("event.action")
-    if a in ("dns-learn", "dns-query"):  # a query record carries its answer's addresses
+    if a in ("dns-learn", "dns-query"):  # a query record carries the addresses of its answer
         for ip in r.get("dns.resolved_ip", []):
             learned.setdefault(ip, r["seq"])
     elif a == "connect" and str(r.get("destination.ip", "")).startswith("198.51.100.1") and r.get("destination.port") == 443:

@@ -2,7 +2,7 @@
  * resolver, through the engine's parser and the whole decision (DNS
  * framing, held-flow reassembly, payload rewrite) with a real policy.
  * Input: one control byte (bit 0: forward hook instead of prerouting; bits
- * 1-2: input port), then the IP packet. */
+ * 1-2: input port; bit 3: DNS records deferred), then the IP packet. */
 #include "appliance/internal.h" /* first: netinet/in.h before linux/ headers */
 
 #include <linux/netfilter.h>
@@ -91,14 +91,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	in.has_mac = true;
 	in.data = copy;
 	in.len = size - 1;
-	c = (struct decide_ctx){&cfg, pol, dg, &pm, held, 1000000};
+	c = (struct decide_ctx){&cfg, pol, dg, &pm, held, 1000000, (data[0] & 8) != 0, NULL};
+	if (dnstcp_table_new(4, &c.dnstcp) < 0)
+		c.dnstcp = NULL;
 	/* Twice: the second sees the state (held flow, pending query) the
 	 * first left, as the next segment of the same flow would. */
 	for (int i = 0; i < 2; i++) {
 		decide_packet(&c, &in, &d);
+		decision_commit(dg, &d, c.now_ms);
 		decision_clear(&d);
 	}
 	held_table_free(held);
+	dnstcp_table_free(c.dnstcp);
 	free(copy);
 	return 0;
 }

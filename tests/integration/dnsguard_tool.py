@@ -11,9 +11,10 @@
 #   burst  --server A --sport P --id0 N --count C NAME[:TYPE]
 #          C queries for NAME with ids N, N+1, ... from one UDP port, sent
 #          without waiting for answers
-#   stream --server A NAME[:TYPE]... [--together]
+#   stream --server A NAME[:TYPE]... [--together | --split B]
 #          one TCP connection, one query per message (or all in one segment
-#          with --together); one line per query as above
+#          with --together, or each in two segments, split after B bytes,
+#          with --split B); one line per query as above
 #   tls    --addr A --host NAME --cafile F [--delay S]
 #          one TLS connection (SNI NAME; the ClientHello S seconds after the
 #          TCP handshake) held open; for every line read on
@@ -145,11 +146,16 @@ def run_stream(a):
     s.connect((a.server, 53))
     msgs = [query_msg(random.randrange(65536), [n], 1) for n in a.names]
     framed = [struct.pack("!H", len(m)) + m for m in msgs]
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         if a.together:
             s.sendall(b"".join(framed))
         for f in framed:
-            if not a.together:
+            if a.split:  # the message in two segments, the second 0.2 s later
+                s.sendall(f[:a.split])
+                time.sleep(0.2)
+                s.sendall(f[a.split:])
+            elif not a.together:
                 s.sendall(f)
             print(describe(tcp_read_msg(s)), flush=True)
     except socket.timeout:
@@ -262,6 +268,7 @@ def main():
     st.add_argument("--server", required=True)
     st.add_argument("--timeout", type=float, default=3)
     st.add_argument("--together", action="store_true")
+    st.add_argument("--split", type=int, default=0)
     st.add_argument("names", nargs="+")
     tl = sub.add_parser("tls")
     tl.add_argument("--addr", required=True)

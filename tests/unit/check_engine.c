@@ -33,6 +33,7 @@ static struct policy *pol;
 static struct dnsguard *dg;
 static struct portmap pm = {.lock = PTHREAD_RWLOCK_INITIALIZER};
 static struct held_table *held;
+static struct dnstcp_table *dnstcp;
 static struct decide_ctx ctx;
 static struct decision d;
 static uint8_t pkt[4096];
@@ -59,13 +60,15 @@ static void setup(void)
 	portmap_set(&pm, ports, 2);
 	ck_assert_int_eq(held_table_new(16, &held), 0);
 	memset(&d, 0, sizeof(d));
-	ctx = (struct decide_ctx){&cfg, pol, dg, &pm, held, 1000000, false};
+	ck_assert_int_eq(dnstcp_table_new(4, &dnstcp), 0);
+	ctx = (struct decide_ctx){&cfg, pol, dg, &pm, held, 1000000, false, dnstcp};
 }
 
 static void teardown(void)
 {
 	decision_clear(&d);
 	held_table_free(held);
+	dnstcp_table_free(dnstcp);
 	portmap_set(&pm, NULL, 0);
 	dnsguard_free(dg);
 	policy_unref(pol);
@@ -347,8 +350,65 @@ START_TEST(dns_queries)
 		memcpy(t + 2, m, n);
 		tcp_pkt("10.203.0.11", 4000, "198.51.100.53", 53, ACK | PSH, 2, t, n + 2);
 		ck_assert_int_eq(judge(), VK_PASS);
-		tcp_pkt("10.203.0.11", 4000, "198.51.100.53", 53, ACK | PSH, 2, t, 2);
-		ck_assert_int_eq(judge(), VK_REJECT); /* a message split across segments */
+		/* A message split across segments (on another connection, seq
+		 * 100): its first part is held, the last part makes it whole and
+		 * is released once it is judged, and the first part sent again
+		 * is released as judged; then the stream is forgotten. */
+		tcp_pkt("10.203.0.11", 4001, "198.51.100.53", 53, ACK | PSH, 100, t, 2);
+		ck_assert_int_eq(judge(), VK_DROP);
+		ck_assert_uint_eq(dnstcp_count(dnstcp), 1);
+		tcp_pkt("10.203.0.11", 4001, "198.51.100.53", 53, ACK | PSH, 102, t + 2, n);
+		ck_assert_int_eq(judge(), VK_PASS);
+		ck_assert(d.has_rec);
+		ck_assert_int_eq(d.rec.action, LOGREC_DNS_QUERY);
+		ck_assert_int_eq(d.rec.verdict, LOGREC_ALLOWED);
+		tcp_pkt("10.203.0.11", 4001, "198.51.100.53", 53, ACK | PSH, 100, t, 2);
+		ck_assert_int_eq(judge(), VK_PASS);
+		ck_assert(!d.has_rec);
+		ck_assert_uint_eq(dnstcp_count(dnstcp), 0);
+		/* sent again with other bytes than were judged: reset */
+		tcp_pkt("10.203.0.11", 4002, "198.51.100.53", 53, ACK | PSH, 100, t, 5);
+		ck_assert_int_eq(judge(), VK_DROP);
+		tcp_pkt("10.203.0.11", 4002, "198.51.100.53", 53, ACK | PSH, 105, t + 5, n - 3);
+		ck_assert_int_eq(judge(), VK_PASS);
+		t[3] ^= 1;
+		tcp_pkt("10.203.0.11", 4002, "198.51.100.53", 53, ACK | PSH, 100, t, 5);
+		ck_assert_int_eq(judge(), VK_REJECT);
+		ck_assert_str_eq(d.rec.reason,
+				 "DNS over TCP: bytes sent again differ from the ones judged");
+		ck_assert_uint_eq(dnstcp_count(dnstcp), 0);
+		t[3] ^= 1;
+		/* a refused query made whole: reset, nothing of it passed */
+		n = dns_msg(m, 0x3334, "paste.evil.test", NULL);
+		t[0] = (uint8_t)(n >> 8);
+		t[1] = (uint8_t)n;
+		memcpy(t + 2, m, n);
+		tcp_pkt("10.203.0.11", 4003, "198.51.100.53", 53, ACK | PSH, 7, t, 10);
+		ck_assert_int_eq(judge(), VK_DROP);
+		tcp_pkt("10.203.0.11", 4003, "198.51.100.53", 53, ACK | PSH, 17, t + 10, n - 8);
+		ck_assert_int_eq(judge(), VK_REJECT);
+		ck_assert_str_eq(d.rec.reason, "name not on the allow list");
+		ck_assert_uint_eq(dnstcp_count(dnstcp), 0);
+		/* a zero length: reset */
+		t[0] = t[1] = 0;
+		tcp_pkt("10.203.0.11", 4004, "198.51.100.53", 53, ACK | PSH, 7, t, 1);
+		ck_assert_int_eq(judge(), VK_DROP);
+		tcp_pkt("10.203.0.11", 4004, "198.51.100.53", 53, ACK | PSH, 8, t + 1, 3);
+		ck_assert_int_eq(judge(), VK_REJECT);
+		/* the table is bounded: a fifth stream (of 4) is refused */
+		for (uint16_t i = 0; i < 4; i++) {
+			tcp_pkt("10.203.0.11", (uint16_t)(4010 + i), "198.51.100.53", 53, ACK | PSH,
+				7, t, 1);
+			ck_assert_int_eq(judge(), VK_DROP);
+		}
+		tcp_pkt("10.203.0.11", 4020, "198.51.100.53", 53, ACK | PSH, 7, t, 1);
+		ck_assert_int_eq(judge(), VK_REJECT);
+		ck_assert_str_eq(d.rec.reason, "DNS over TCP: too many streams being put together");
+		/* idle streams are forgotten */
+		ctx.now_ms += DNSTCP_IDLE_MS + 1;
+		tcp_pkt("10.203.0.11", 4020, "198.51.100.53", 53, ACK | PSH, 7, t, 1);
+		ck_assert_int_eq(judge(), VK_DROP);
+		ck_assert_uint_eq(dnstcp_count(dnstcp), 1);
 	}
 }
 END_TEST
