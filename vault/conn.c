@@ -123,7 +123,10 @@ void conn_log(struct conn *c, enum logrec_action action, enum logrec_verdict ver
 	rec.http_path = c->path[0] ? c->path : NULL;
 	rec.http_status = (uint16_t)status;
 	rec.secrets = secrets && *secrets ? secrets : NULL;
-	rc = logq_record(c->d->logq, &rec, wait, &e);
+	/* a response's record (verdict none) rides along with the next
+	 * acknowledged batch: nothing waits for it */
+	rc = !wait && verdict == LOGREC_NONE ? logq_record_lazy(c->d->logq, &rec, &e)
+					     : logq_record(c->d->logq, &rec, wait, &e);
 	if (acked)
 		*acked = rc == 0;
 	conn_count(c->d, &rec, wait, rc == 0);
@@ -246,6 +249,9 @@ int conn_server_ctx_new(SSL_CTX **out, struct pc_err *err)
 	SSL_CTX_set_alpn_select_cb(ctx, alpn_cb, NULL);
 	SSL_CTX_set_session_id_context(ctx, sid, sizeof(sid) - 1);
 	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+	/* one recv per record rather than header and body apart; waits check
+	 * SSL_has_pending, which counts the bytes read ahead */
+	SSL_CTX_set_read_ahead(ctx, 1);
 	*out = ctx;
 	return 0;
 }
@@ -326,7 +332,7 @@ static bool upstream_stale(struct conn *c)
 {
 	struct pollfd p = {.fd = c->ufd, .events = POLLIN};
 
-	return SSL_pending(c->ussl) > 0 || poll(&p, 1, 0) != 0;
+	return SSL_has_pending(c->ussl) || poll(&p, 1, 0) != 0;
 }
 
 /* Everything about one request after its head was parsed. */

@@ -6,14 +6,34 @@
 #include "vault/vault_int.h"
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* Lazy records (a response's status) are not sent on their own: they ride
+ * along with the next acknowledged batch, which a keep-alive connection's
+ * next request makes within a fraction of a millisecond under load. The
+ * background thread sends them itself only once the oldest waited this
+ * long or this many are queued. Per request that saves a thread wake-up
+ * and a logd round trip; it delays no decision (nobody waits for these).
+ * Other records without a waiter (refusals at accept) go at once. */
+#define LOGQ_LAZY_MS  5
+#define LOGQ_LAZY_MAX 64
 
 struct logq_item {
 	struct logrec rec;
 	char *strs;  /* copies of rec's strings */
-	bool wait;   /* a thread waits for the outcome (and frees the item) */
-	int outcome; /* 0 pending, 1 acknowledged, <0 lost */
+	bool wait;   /* a thread waits for the outcome */
+	bool lost;   /* not handed to logd (the leader's own note) */
+	int outcome; /* 0 pending, 1 acknowledged, <0 lost: atomic */
+	/* wait items: posted by the leader that set outcome, or to make the
+	 * waiter lead the next batch; one wake per waiter, no herd on the
+	 * lock. The waiter may see the outcome before that leader's post (it
+	 * was woken to lead meanwhile), so the item is freed by the last of
+	 * the two to drop its reference. */
+	sem_t sem;
+	atomic_int refs;
 	struct logq_item *next;
 };
 
@@ -21,9 +41,14 @@ struct logq {
 	/* lock guards everything below but lc, and every queued item's outcome. */
 	pthread_mutex_t lock;
 	pthread_cond_t work; /* the background thread: records without a waiter */
-	pthread_cond_t done; /* waiters: a batch was acknowledged (or not) */
+	pthread_cond_t done; /* the background thread: the leader finished */
 	struct logq_item *head, *tail;
-	bool leader; /* a thread is sending and flushing a batch now */
+	size_t n;	   /* items queued */
+	size_t n_urgent;   /* of which not lazy */
+	uint64_t since_ms; /* when the oldest queued item was queued */
+	bool leader;	   /* a thread is sending and flushing a batch now */
+	bool bg_idle;	   /* the background thread waits with nothing queued */
+	bool bg_on_done;   /* the background thread waits for the leader */
 	bool stop;
 	struct logc *lc; /* used only by the leader of the moment */
 	int timeout_ms;
@@ -72,9 +97,17 @@ static struct logq_item *item_new(const struct logrec *rec)
 static void item_free(struct logq_item *it)
 {
 	if (it) {
+		if (it->wait)
+			sem_destroy(&it->sem);
 		free(it->strs);
 		free(it);
 	}
+}
+
+static void item_unref(struct logq_item *it)
+{
+	if (atomic_fetch_sub(&it->refs, 1) == 1)
+		item_free(it);
 }
 
 /* Send and flush everything queued, as the leader: called and returns with
@@ -90,6 +123,7 @@ static void logq_lead(struct logq *q)
 	q->leader = true;
 	batch = q->head;
 	q->head = q->tail = NULL;
+	q->n = q->n_urgent = 0;
 	pthread_mutex_unlock(&q->lock);
 
 	for (it = batch; it; it = it->next) {
@@ -97,7 +131,7 @@ static void logq_lead(struct logq *q)
 			/* the socket may be full of unread acks: flush, retry once */
 			logc_flush(q->lc, q->timeout_ms, NULL);
 			if (logc_send(q->lc, &it->rec, &e) < 0)
-				it->outcome = -1;
+				it->lost = true;
 		}
 	}
 	flushed = logc_flush(q->lc, q->timeout_ms, &e);
@@ -107,15 +141,43 @@ static void logq_lead(struct logq *q)
 	pthread_mutex_lock(&q->lock);
 	for (it = batch; it; it = next) {
 		next = it->next;
-		if (!it->outcome)
-			it->outcome = flushed < 0 ? -1 : 1;
-		if (!it->wait)
+		if (it->wait) {
+			__atomic_store_n(&it->outcome, it->lost || flushed < 0 ? -1 : 1,
+					 __ATOMIC_RELEASE);
+			sem_post(&it->sem);
+			item_unref(it);
+		} else {
 			item_free(it);
+		}
 	}
 	q->leader = false;
-	pthread_cond_broadcast(&q->done);
-	if (q->head)
+	/* records queued meanwhile: a thread waiting for one leads next */
+	for (it = q->head; it; it = it->next)
+		if (it->wait) {
+			sem_post(&it->sem);
+			break;
+		}
+	if (q->bg_on_done)
+		pthread_cond_signal(&q->done);
+	if (q->head && q->bg_idle)
 		pthread_cond_signal(&q->work);
+}
+
+/* The background thread should send what is queued now. */
+static bool logq_due(const struct logq *q)
+{
+	return q->stop || q->n_urgent || q->n >= LOGQ_LAZY_MAX ||
+	       pc_now_mono_ms() - q->since_ms >= LOGQ_LAZY_MS;
+}
+
+/* Wait on work until the oldest queued item is due (CLOCK_MONOTONIC). */
+static void logq_wait_due(struct logq *q)
+{
+	uint64_t at = q->since_ms + LOGQ_LAZY_MS;
+	struct timespec ts = {.tv_sec = (time_t)(at / 1000),
+			      .tv_nsec = (long)(at % 1000) * 1000000};
+
+	pthread_cond_timedwait(&q->work, &q->lock, &ts);
 }
 
 /* The background thread: leads for records no thread waits for. */
@@ -125,12 +187,21 @@ static void *logq_main(void *arg)
 
 	pthread_mutex_lock(&q->lock);
 	for (;;) {
-		if (q->head && !q->leader)
+		if (q->head && !q->leader && logq_due(q))
 			logq_lead(q);
 		else if (q->stop && !q->head && !q->leader)
 			break;
-		else
-			pthread_cond_wait(q->head && q->leader ? &q->done : &q->work, &q->lock);
+		else if (q->head && !q->leader)
+			logq_wait_due(q);
+		else if (q->head) {
+			q->bg_on_done = true;
+			pthread_cond_wait(&q->done, &q->lock);
+			q->bg_on_done = false;
+		} else {
+			q->bg_idle = true;
+			pthread_cond_wait(&q->work, &q->lock);
+			q->bg_idle = false;
+		}
 	}
 	pthread_mutex_unlock(&q->lock);
 	return NULL;
@@ -139,6 +210,7 @@ static void *logq_main(void *arg)
 int logq_start(const char *socket, int timeout_ms, struct logq **out, struct pc_err *err)
 {
 	struct logq *q = calloc(1, sizeof(*q));
+	pthread_condattr_t ca;
 	int rc;
 
 	if (!q)
@@ -149,7 +221,10 @@ int logq_start(const char *socket, int timeout_ms, struct logq **out, struct pc_
 	}
 	q->timeout_ms = timeout_ms;
 	pthread_mutex_init(&q->lock, NULL);
-	pthread_cond_init(&q->work, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* as pc_now_mono_ms */
+	pthread_cond_init(&q->work, &ca);
+	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&q->done, NULL);
 	if (pthread_create(&q->thr, NULL, logq_main, q) != 0) {
 		logc_close(q->lc);
@@ -160,7 +235,8 @@ int logq_start(const char *socket, int timeout_ms, struct logq **out, struct pc_
 	return 0;
 }
 
-int logq_record(struct logq *q, const struct logrec *rec, bool wait, struct pc_err *err)
+static int logq_put(struct logq *q, const struct logrec *rec, bool wait, bool lazy,
+		    struct pc_err *err)
 {
 	struct logq_item *it = item_new(rec);
 	int outcome;
@@ -168,34 +244,64 @@ int logq_record(struct logq *q, const struct logrec *rec, bool wait, struct pc_e
 	if (!it)
 		return pc_err_set(err, PC_ENOMEM, "log record: out of memory");
 	it->wait = wait;
+	atomic_init(&it->refs, 2); /* the waiter and the leader of its batch */
+	if (wait && sem_init(&it->sem, 0, 0) < 0) {
+		it->wait = false;
+		item_free(it);
+		return pc_err_set(err, PC_EIO, "log record: no semaphore");
+	}
 	pthread_mutex_lock(&q->lock);
 	if (q->stop) {
 		pthread_mutex_unlock(&q->lock);
 		item_free(it);
 		return pc_err_set(err, PC_EIO, "the log queue is stopping");
 	}
-	if (q->tail)
+	if (q->tail) {
 		q->tail->next = it;
-	else
+	} else {
 		q->head = it;
+		q->since_ms = pc_now_mono_ms();
+	}
 	q->tail = it;
+	q->n++;
+	q->n_urgent += !lazy;
 	if (!wait) {
-		pthread_cond_signal(&q->work);
+		/* wake the background thread for a record due now, or when it
+		 * is not timing a queued lazy record already (it then waits
+		 * until this one is due) */
+		if (q->bg_idle || !lazy || q->n >= LOGQ_LAZY_MAX)
+			pthread_cond_signal(&q->work);
 		pthread_mutex_unlock(&q->lock);
 		return 0;
 	}
-	while (!it->outcome) {
-		if (!q->leader)
+	for (;;) {
+		if (!q->leader) {
 			logq_lead(q); /* our item is in the batch it takes */
-		else
-			pthread_cond_wait(&q->done, &q->lock);
+			pthread_mutex_unlock(&q->lock);
+			outcome = __atomic_load_n(&it->outcome, __ATOMIC_ACQUIRE);
+			break;
+		}
+		pthread_mutex_unlock(&q->lock);
+		while (sem_wait(&it->sem) < 0)
+			; /* EINTR */
+		if ((outcome = __atomic_load_n(&it->outcome, __ATOMIC_ACQUIRE)))
+			break;
+		pthread_mutex_lock(&q->lock); /* woken to lead the next batch */
 	}
-	outcome = it->outcome;
-	pthread_mutex_unlock(&q->lock);
-	item_free(it);
+	item_unref(it);
 	if (outcome < 0)
 		return pc_err_set(err, PC_EIO, "logd did not acknowledge the record");
 	return 0;
+}
+
+int logq_record(struct logq *q, const struct logrec *rec, bool wait, struct pc_err *err)
+{
+	return logq_put(q, rec, wait, false, err);
+}
+
+int logq_record_lazy(struct logq *q, const struct logrec *rec, struct pc_err *err)
+{
+	return logq_put(q, rec, false, true, err);
 }
 
 void logq_stop(struct logq *q)

@@ -210,8 +210,9 @@ static int read_response_head(struct conn *c, bool for_head, struct http_respons
 		}
 		if (c->ulen >= c->ucap)
 			return pc_err_set(err, PC_EPARSE, "upstream response head too large");
-		n = io_read(c->ussl, c->ufd, c->ubuf + c->ulen, c->ucap - c->ulen,
-			    idle_deadline(c));
+		/* the upstream has to answer: poll first, no read that says EAGAIN */
+		n = io_read_wait(c->ussl, c->ufd, c->ubuf + c->ulen, c->ucap - c->ulen,
+				 idle_deadline(c));
 		if (n == PC_ETIMEOUT)
 			return pc_err_set(err, PC_ETIMEOUT,
 					  "upstream sent no response within "

@@ -216,13 +216,15 @@ int tunnel_run(struct conn *c, const struct vault_state *st, const struct scrub_
 				      {.fd = c->ufd, .events = POLLIN}};
 		int n;
 
-		if (!SSL_pending(c->ssl) && !SSL_pending(c->ussl)) {
+		/* has_pending: decrypted bytes or read-ahead ones not yet
+		 * decrypted (both contexts read ahead) */
+		if (!SSL_has_pending(c->ssl) && !SSL_has_pending(c->ussl)) {
 			n = poll(p, 2, (int)c->d->cfg.vault.idle_timeout_ms);
 			if (n <= 0)
 				break;
 		} else {
-			p[0].revents = SSL_pending(c->ssl) ? POLLIN : 0;
-			p[1].revents = SSL_pending(c->ussl) ? POLLIN : 0;
+			p[0].revents = SSL_has_pending(c->ssl) ? POLLIN : 0;
+			p[1].revents = SSL_has_pending(c->ussl) ? POLLIN : 0;
 		}
 		if (p[0].revents) {
 			n = io_read(c->ssl, c->fd, c->in, c->in_cap, deadline(c));

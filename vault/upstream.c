@@ -34,6 +34,7 @@ int upstream_ctx_new(const char *trust, SSL_CTX **out, struct pc_err *err)
 	}
 	SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1);
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_read_ahead(ctx, 1); /* as the server side (conn.c) */
 	*out = ctx;
 	return 0;
 }

@@ -21,6 +21,9 @@ int logq_start(const char *socket, int timeout_ms, struct logq **out, struct pc_
 /* Queue a copy of rec. wait: block until logd acknowledged it (0) or did
  * not (<0: refuse the action). Without wait, returns once queued. */
 int logq_record(struct logq *q, const struct logrec *rec, bool wait, struct pc_err *err);
+/* As logq_record without wait, for a record that may ride along with the
+ * next acknowledged batch (at most a few ms later): a response's status. */
+int logq_record_lazy(struct logq *q, const struct logrec *rec, struct pc_err *err);
 void logq_stop(struct logq *q);
 
 /* ---- the state requests are served from (state.c) ---------------------------- */
