@@ -60,6 +60,12 @@ static int dg_awalk_rr(void *arg, const struct dg_wire_rr *w)
 	return dg_svcb_params_strip_ech(a->copy + p, plen);
 }
 
+static bool dg_awalk_want(uint16_t type, ldns_pkt_section section)
+{
+	return section != LDNS_SECTION_QUESTION &&
+	       (type == LDNS_RR_TYPE_SVCB || type == LDNS_RR_TYPE_HTTPS);
+}
+
 /* Follow CNAMEs from the question's name through the answer section. Sets
  * *end to the last name and *ttl to the smallest TTL on the way; a reason
  * when the chain is unusable. */
@@ -257,7 +263,7 @@ int dnsguard_answer_judge(struct dnsguard *g, const struct policy_sandbox *sb,
 		aw.end = ldns_rr_owner(qrr); /* nothing will be learned */
 	}
 	/* Every SVCB/HTTPS record anywhere is checked and loses ech. */
-	rc = dg_wire_walk(msg, len, dg_awalk_rr, &aw);
+	rc = dg_wire_walk_sel(msg, len, dg_awalk_want, dg_awalk_rr, &aw);
 	if (rc) {
 		res->reason =
 		    rc == PC_ENOMEM ? "internal error: out of memory" : "malformed answer records";

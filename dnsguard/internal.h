@@ -190,6 +190,12 @@ typedef int (*dg_wire_fn)(void *arg, const struct dg_wire_rr *w);
  * (fn returns 0 to go on, anything else stops the walk and is returned).
  * PC_EPARSE when the message is malformed or has bytes after its last RR. */
 int dg_wire_walk(const uint8_t *msg, size_t len, dg_wire_fn fn, void *arg);
+/* The same, but only the records want() selects (by type and section) are
+ * parsed with ldns and passed to fn; the others are only stepped over by
+ * their fixed fields (their ends and the message's end are still checked).
+ * For callers that parse the whole message with ldns as well. */
+typedef bool (*dg_wire_want)(uint16_t type, ldns_pkt_section section);
+int dg_wire_walk_sel(const uint8_t *msg, size_t len, dg_wire_want want, dg_wire_fn fn, void *arg);
 
 /* ---- svcb.c -------------------------------------------------------------- */
 

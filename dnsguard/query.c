@@ -30,6 +30,12 @@ static int dg_qscan_rr(void *arg, const struct dg_wire_rr *w)
 	return 0;
 }
 
+static bool dg_qscan_want(uint16_t type, ldns_pkt_section section)
+{
+	(void)type;
+	return section == LDNS_SECTION_ADDITIONAL;
+}
+
 /* EDNS options a stub resolver legitimately sends. Anything else (client
  * subnet, unknown codes) could carry data past the guard; refused. */
 static const char *dg_edns_check(ldns_pkt *q)
@@ -212,7 +218,7 @@ int dnsguard_query_defer(struct dnsguard *g, const struct policy_sandbox *sb,
 		return PC_EINVAL;
 	}
 	if (!msg || len < LDNS_HEADER_SIZE || len > 65535 || dg_wire2pkt(&q, msg, len) != 0 ||
-	    dg_wire_walk(msg, len, dg_qscan_rr, &scan) != 0) {
+	    dg_wire_walk_sel(msg, len, dg_qscan_want, dg_qscan_rr, &scan) != 0) {
 		DG_INC(g, q_malformed);
 		goto out;
 	}

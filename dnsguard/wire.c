@@ -87,7 +87,37 @@ void dg_dname_shown(const ldns_rdf *d, char *out, size_t outlen)
 	free(text);
 }
 
-int dg_wire_walk(const uint8_t *msg, size_t len, dg_wire_fn fn, void *arg)
+/* Move *p past the name at msg[*p] (labels, ending in the root label or a
+ * compression pointer). ldns_wire2rr has already parsed this name, so only
+ * its length is wanted here — without ldns_wire2dname's allocation, once
+ * per record of every message. */
+static int dg_name_skip(const uint8_t *msg, size_t len, size_t *p)
+{
+	size_t i = *p;
+
+	for (;;) {
+		uint8_t l;
+
+		if (i >= len)
+			return PC_EPARSE;
+		l = msg[i];
+		if ((l & 0xc0) == 0xc0) {
+			if (i + 2 > len)
+				return PC_EPARSE;
+			*p = i + 2;
+			return 0;
+		}
+		if (l & 0xc0)
+			return PC_EPARSE;
+		i += 1 + (size_t)l;
+		if (l == 0) {
+			*p = i;
+			return 0;
+		}
+	}
+}
+
+int dg_wire_walk_sel(const uint8_t *msg, size_t len, dg_wire_want want, dg_wire_fn fn, void *arg)
 {
 	static const ldns_pkt_section sections[] = {LDNS_SECTION_QUESTION, LDNS_SECTION_ANSWER,
 						    LDNS_SECTION_AUTHORITY,
@@ -102,33 +132,29 @@ int dg_wire_walk(const uint8_t *msg, size_t len, dg_wire_fn fn, void *arg)
 
 		for (unsigned i = 0; i < count; i++) {
 			struct dg_wire_rr w = {.section = sections[si], .start = pos};
+			bool q = sections[si] == LDNS_SECTION_QUESTION;
 			ldns_rr *rr = NULL;
-			size_t p;
+			size_t p = pos;
 
+			/* Where it ends and its type, from the fixed fields. */
+			if (dg_name_skip(msg, len, &p) != 0 || p + (q ? 4u : 10u) > len)
+				return PC_EPARSE;
+			w.type = ldns_read_uint16(msg + p);
+			w.rdata = q ? p + 4 : p + 10;
+			w.end = q ? w.rdata : w.rdata + ldns_read_uint16(msg + p + 8);
+			if (w.end > len)
+				return PC_EPARSE;
+			if (want && !want(w.type, sections[si])) {
+				pos = w.end; /* the caller parses the message with ldns too */
+				continue;
+			}
 			if (ldns_wire2rr(&rr, msg, len, &pos, sections[si]) != LDNS_STATUS_OK)
 				return PC_EPARSE;
-			w.end = pos;
-			w.type = (uint16_t)ldns_rr_get_type(rr);
-			w.rr = rr;
-			w.rdata = w.end;
-			if (sections[si] != LDNS_SECTION_QUESTION) {
-				ldns_rdf *owner = NULL;
-
-				/* owner, then type, class, ttl, rdlength */
-				p = w.start;
-				if (ldns_wire2dname(&owner, msg, len, &p) != LDNS_STATUS_OK ||
-				    p + 10 > w.end) {
-					ldns_rdf_deep_free(owner);
-					ldns_rr_free(rr);
-					return PC_EPARSE;
-				}
-				ldns_rdf_deep_free(owner);
-				w.rdata = p + 10;
-				if (w.rdata + ldns_read_uint16(msg + p + 8) != w.end) {
-					ldns_rr_free(rr);
-					return PC_EPARSE;
-				}
+			if (pos != w.end || (uint16_t)ldns_rr_get_type(rr) != w.type) {
+				ldns_rr_free(rr);
+				return PC_EPARSE;
 			}
+			w.rr = rr;
 			rc = fn ? fn(arg, &w) : 0;
 			ldns_rr_free(rr);
 			if (rc)
@@ -138,6 +164,16 @@ int dg_wire_walk(const uint8_t *msg, size_t len, dg_wire_fn fn, void *arg)
 	if (pos != len)
 		return PC_EPARSE; /* bytes after the last record */
 	return 0;
+}
+
+int dg_wire_walk(const uint8_t *msg, size_t len, dg_wire_fn fn, void *arg)
+{
+	return dg_wire_walk_sel(msg, len, NULL, fn, arg);
+}
+
+static bool dg_want_tsig(uint16_t type, ldns_pkt_section section)
+{
+	return section == LDNS_SECTION_ADDITIONAL && type == LDNS_RR_TYPE_TSIG;
 }
 
 static int dg_tsig_count(void *arg, const struct dg_wire_rr *w)
@@ -156,7 +192,7 @@ int dg_wire2pkt(ldns_pkt **out, const uint8_t *msg, size_t len)
 	/* Two TSIG records need two additional records: only then is the
 	 * extra walk worth its cost. */
 	if (ldns_read_uint16(msg + 10) >= 2 &&
-	    (dg_wire_walk(msg, len, dg_tsig_count, &tsig) != 0 || tsig > 1))
+	    (dg_wire_walk_sel(msg, len, dg_want_tsig, dg_tsig_count, &tsig) != 0 || tsig > 1))
 		return PC_EPARSE;
 	if (ldns_wire2pkt(out, msg, len) != LDNS_STATUS_OK)
 		return PC_EPARSE;
