@@ -1,6 +1,8 @@
 /* The launcher's network plumbing over netlink (libmnl): the bridge and its
  * addresses, the sandbox's namespace and veth, port isolation, addresses and
- * routes inside, and the engine's port set (libnftnl). */
+ * routes inside, and the engine's port set (libnftnl). Every request
+ * buffer starts zeroed: libmnl leaves attribute padding unwritten, and the
+ * kernel must not be handed stale stack bytes. */
 #include "appliance/internal.h"
 #include "appliance/sandbox.h"
 
@@ -56,7 +58,7 @@ static void nl_close(struct nl *n)
 static int nl_talk(struct nl *n, struct nlmsghdr *nlh, mnl_cb_t cb, void *data, const char *what,
 		   struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
 	ssize_t r;
 	int rc;
 
@@ -81,7 +83,7 @@ static int nl_talk(struct nl *n, struct nlmsghdr *nlh, mnl_cb_t cb, void *data, 
 static int nl_acks(struct nl *n, const void *msgs, size_t len, int want, const char *what,
 		   struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
 	int got = 0;
 
 	if (mnl_socket_sendto(n->sock, msgs, len) < 0)
@@ -168,7 +170,7 @@ static int link_info_cb(const struct nlmsghdr *nlh, void *data)
 
 static int link_get(struct nl *n, const char *name, struct link_info *li, struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
 	struct nlmsghdr *nlh = nl_link_msg(buf, RTM_GETLINK, 0, 0);
 	int rc;
 
@@ -231,7 +233,7 @@ static int addr_cb(const struct nlmsghdr *nlh, void *data)
 /* The first global address of each family on ifindex. */
 static int addrs_of(struct nl *n, uint32_t ifindex, struct addr_dump *d, struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 	struct ifaddrmsg *ifa;
 
@@ -293,7 +295,7 @@ out:
 
 static int link_set_up(struct nl *n, uint32_t ifindex, struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
 	struct nlmsghdr *nlh = nl_link_msg(buf, RTM_NEWLINK, 0, (int)ifindex);
 	struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
 
@@ -341,7 +343,7 @@ int sbnet_netns_new(int *fd, struct pc_err *err)
 
 int sbnet_veth_add(const char *port, int netns_fd, const uint8_t mac[6], struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
 	struct nl n = {0};
 	struct nlmsghdr *nlh;
 	struct nlattr *linkinfo, *data, *peer;
@@ -374,7 +376,7 @@ int sbnet_veth_add(const char *port, int netns_fd, const uint8_t mac[6], struct 
 
 int sbnet_port_attach(const char *port, uint32_t br_ifindex, bool *enslaved, struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
 	struct nl n = {0};
 	struct link_info li;
 	struct nlmsghdr *nlh;
@@ -433,7 +435,7 @@ out:
 
 int sbnet_port_release(const char *port, struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
 	struct nl n = {0};
 	struct link_info li;
 	struct nlmsghdr *nlh;
@@ -455,7 +457,7 @@ int sbnet_port_release(const char *port, struct pc_err *err)
 
 int sbnet_link_del(const char *name, struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
 	struct nl n = {0};
 	struct nlmsghdr *nlh;
 	int rc;
@@ -476,7 +478,7 @@ int sbnet_link_del(const char *name, struct pc_err *err)
 static int addr_add(struct nl *n, uint32_t ifindex, const struct pc_addr *a, uint8_t plen,
 		    struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 	struct ifaddrmsg *ifa;
 	size_t alen = pc_addr_len(a);
@@ -499,7 +501,7 @@ static int addr_add(struct nl *n, uint32_t ifindex, const struct pc_addr *a, uin
 static int route_default(struct nl *n, uint32_t ifindex, const struct pc_addr *gw,
 			 struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 	struct rtmsg *rtm;
 
@@ -566,7 +568,7 @@ static int set_elems_cb(const struct nlmsghdr *nlh, void *data)
 
 int sbnet_port_in_set(uint32_t ifindex, bool *in, struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
 	struct nl n = {0};
 	struct nftnl_set *set;
 	struct nftnl_set_elems_iter *it = NULL;
