@@ -105,7 +105,8 @@ void conn_log(struct conn *c, enum logrec_action action, enum logrec_verdict ver
 	      const char *reason, unsigned status, const char *secrets, bool wait, int *acked)
 {
 	struct logrec rec = {0};
-	struct vault_state *st = vault_daemon_state(c->d);
+	/* during a request its state, without the daemon's lock */
+	struct vault_state *st = c->st ? vault_state_ref(c->st) : vault_daemon_state(c->d);
 	struct pc_err e = {0};
 	int rc;
 
@@ -346,12 +347,14 @@ static int handle_request(struct conn *c, struct http_request *req)
 	int acked = 0, rc;
 
 	conn_note(c, req);
+	c->st = st;
 	sb = st ? policy_sandbox_by_name(st->policy, c->sandbox) : NULL;
 	if (!sb) {
 		rc = conn_refuse(c, 403, false, "sandbox is no longer in the policy");
 		goto out;
 	}
-	if (inject_request(st, sb, c->sni, c->orig.port, c->in, req, c->out, c->out_cap, &io) < 0) {
+	if (inject_request(st, sb, c->sni, c->orig.port, c->in, req, c->out,
+			   c->out_cap - CONN_OUT_BODY, &io) < 0) {
 		rc = conn_refuse(c, 500, false, "internal error (out of memory)");
 		goto out;
 	}
@@ -381,6 +384,7 @@ static int handle_request(struct conn *c, struct http_request *req)
 out:
 	sodium_memzero(c->out, io.head_len);
 	inject_out_clear(&io);
+	c->st = NULL;
 	vault_state_unref(st);
 	return rc;
 }
@@ -456,7 +460,8 @@ void *conn_main(void *arg)
 	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->in_cap = cfg->vault.max_header_bytes + CONN_IO_BUF;
 	c->ucap = cfg->vault.max_header_bytes + CONN_IO_BUF;
-	c->out_cap = inject_out_cap(cfg->vault.max_header_bytes);
+	/* room for the head and a small body after it: one write upstream */
+	c->out_cap = inject_out_cap(cfg->vault.max_header_bytes) + CONN_OUT_BODY;
 	c->in = malloc(c->in_cap);
 	c->ubuf = malloc(c->ucap);
 	c->out = sodium_malloc(c->out_cap);

@@ -86,8 +86,19 @@ static int body_release(struct body_out *b)
 	int rc;
 
 	if (!b->head_sent) {
+		struct conn *c = b->c;
+
 		b->head_sent = true;
-		if ((rc = to_upstream(b->c, b->head, b->head_len)) < 0)
+		if (b->len && b->head == c->out && b->head_len + b->len <= c->out_cap) {
+			/* a small body leaves with the head: one TLS record,
+			 * one segment, one wake-up upstream */
+			memcpy(c->out + b->head_len, b->buf, b->len);
+			rc = to_upstream(c, c->out, b->head_len + b->len);
+			sodium_memzero(c->out + b->head_len, b->len);
+			b->len = 0;
+			return rc;
+		}
+		if ((rc = to_upstream(c, b->head, b->head_len)) < 0)
 			return rc;
 	}
 	rc = b->len ? to_upstream(b->c, b->buf, b->len) : 0;

@@ -168,9 +168,10 @@ void *conn_main(void *arg);
 void vault_daemon_conn_release(struct vault_daemon *d, struct conn_slot *s, const char *sandbox);
 
 /* One client connection (conn.c, relay.c). */
-#define CONN_KEEP   0 /* the connection may carry another request */
-#define CONN_CLOSE  1 /* close it */
-#define CONN_IO_BUF 16384
+#define CONN_KEEP     0 /* the connection may carry another request */
+#define CONN_CLOSE    1 /* close it */
+#define CONN_IO_BUF   16384
+#define CONN_OUT_BODY 4096 /* a body this small goes upstream with its head */
 
 struct conn {
 	struct vault_daemon *d;
@@ -182,9 +183,10 @@ struct conn {
 	struct pc_endpoint src, orig;
 	char sandbox[POLICY_NAME_MAX];
 	char sni[256];
-	char refusal[700]; /* why the handshake was refused */
-	bool linger;	   /* an error was answered: drain before closing */
-	const char *why;   /* why relaying the current request failed (static text) */
+	char refusal[700];	/* why the handshake was refused */
+	bool linger;		/* an error was answered: drain before closing */
+	const char *why;	/* why relaying the current request failed (static text) */
+	struct vault_state *st; /* the current request's (handle_request's reference) */
 	/* the current request, for its log records */
 	char method[24];
 	char path[1024];
@@ -194,7 +196,9 @@ struct conn {
 	/* upstream bytes: ubuf[uoff..ulen) */
 	char *ubuf;
 	size_t ulen, uoff, ucap;
-	/* the head sent upstream (holds real values): locked, wiped after use */
+	/* the head sent upstream (holds real values): locked, wiped after use;
+	 * CONN_OUT_BODY more than the largest head, for a small body sent
+	 * with it */
 	uint8_t *out;
 	size_t out_cap;
 };
