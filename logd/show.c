@@ -228,8 +228,9 @@ int logrec_human(const char *line, size_t len, char *out, size_t outlen)
 		snprintf(target, sizeof(target), "%s%s%s%s%s%s%s", v6 ? "[" : "", host,
 			 v6 ? "]" : "", h.dport[0] ? ":" : "", h.dport, other_transport ? "/" : "",
 			 other_transport ? h.transport : "");
-	else if (!strcmp(h.action, "dns-query"))
-		snprintf(target, sizeof(target), "%s %s", h.qname, h.qtype);
+	else if (!strcmp(h.action, "dns-query")) /* with its answer's addresses, if any */
+		snprintf(target, sizeof(target), "%s %s%s%s", h.qname, h.qtype,
+			 h.answers[0] ? " -> " : "", h.answers);
 	else if (!strcmp(h.action, "dns-learn"))
 		snprintf(target, sizeof(target), "%s -> %s", h.qname, h.answers);
 	else if (!strcmp(h.action, "http-request") || !strcmp(h.action, "exfiltration"))
