@@ -73,7 +73,7 @@ static int link_cb(const struct nlmsghdr *nlh, void *data)
 int links_bridge_ports(const char *bridge, struct pc_bridge_port **ports, size_t *n,
 		       uint32_t *br_ifindex, struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE] = {0}; /* no stale bytes to the kernel */
+	char buf[8192] = {0}; /* no stale bytes to the kernel (a fixed size: a VLA cannot be initialised) */
 	struct mnl_socket *nl;
 	struct nlmsghdr *nlh;
 	struct rtgenmsg *rt;

@@ -21,6 +21,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* MNL_SOCKET_BUFFER_SIZE is a run-time value (a VLA cannot be initialised). */
+#define NL_REQ_BUF 8192
+
 #include <libmnl/libmnl.h>
 #include <libnftnl/set.h>
 
@@ -58,7 +61,7 @@ static void nl_close(struct nl *n)
 static int nl_talk(struct nl *n, struct nlmsghdr *nlh, mnl_cb_t cb, void *data, const char *what,
 		   struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
+	char buf[NL_REQ_BUF] = {0};
 	ssize_t r;
 	int rc;
 
@@ -83,7 +86,7 @@ static int nl_talk(struct nl *n, struct nlmsghdr *nlh, mnl_cb_t cb, void *data, 
 static int nl_acks(struct nl *n, const void *msgs, size_t len, int want, const char *what,
 		   struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
+	char buf[NL_REQ_BUF] = {0};
 	int got = 0;
 
 	if (mnl_socket_sendto(n->sock, msgs, len) < 0)
@@ -170,7 +173,7 @@ static int link_info_cb(const struct nlmsghdr *nlh, void *data)
 
 static int link_get(struct nl *n, const char *name, struct link_info *li, struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
+	char buf[NL_REQ_BUF] = {0};
 	struct nlmsghdr *nlh = nl_link_msg(buf, RTM_GETLINK, 0, 0);
 	int rc;
 
@@ -233,7 +236,7 @@ static int addr_cb(const struct nlmsghdr *nlh, void *data)
 /* The first global address of each family on ifindex. */
 static int addrs_of(struct nl *n, uint32_t ifindex, struct addr_dump *d, struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
+	char buf[NL_REQ_BUF] = {0};
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 	struct ifaddrmsg *ifa;
 
@@ -295,7 +298,7 @@ out:
 
 static int link_set_up(struct nl *n, uint32_t ifindex, struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
+	char buf[NL_REQ_BUF] = {0};
 	struct nlmsghdr *nlh = nl_link_msg(buf, RTM_NEWLINK, 0, (int)ifindex);
 	struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
 
@@ -343,7 +346,7 @@ int sbnet_netns_new(int *fd, struct pc_err *err)
 
 int sbnet_veth_add(const char *port, int netns_fd, const uint8_t mac[6], struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
+	char buf[NL_REQ_BUF] = {0};
 	struct nl n = {0};
 	struct nlmsghdr *nlh;
 	struct nlattr *linkinfo, *data, *peer;
@@ -376,7 +379,7 @@ int sbnet_veth_add(const char *port, int netns_fd, const uint8_t mac[6], struct 
 
 int sbnet_port_attach(const char *port, uint32_t br_ifindex, bool *enslaved, struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
+	char buf[NL_REQ_BUF] = {0};
 	struct nl n = {0};
 	struct link_info li;
 	struct nlmsghdr *nlh;
@@ -435,7 +438,7 @@ out:
 
 int sbnet_port_release(const char *port, struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
+	char buf[NL_REQ_BUF] = {0};
 	struct nl n = {0};
 	struct link_info li;
 	struct nlmsghdr *nlh;
@@ -457,7 +460,7 @@ int sbnet_port_release(const char *port, struct pc_err *err)
 
 int sbnet_link_del(const char *name, struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
+	char buf[NL_REQ_BUF] = {0};
 	struct nl n = {0};
 	struct nlmsghdr *nlh;
 	int rc;
@@ -478,7 +481,7 @@ int sbnet_link_del(const char *name, struct pc_err *err)
 static int addr_add(struct nl *n, uint32_t ifindex, const struct pc_addr *a, uint8_t plen,
 		    struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
+	char buf[NL_REQ_BUF] = {0};
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 	struct ifaddrmsg *ifa;
 	size_t alen = pc_addr_len(a);
@@ -501,7 +504,7 @@ static int addr_add(struct nl *n, uint32_t ifindex, const struct pc_addr *a, uin
 static int route_default(struct nl *n, uint32_t ifindex, const struct pc_addr *gw,
 			 struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
+	char buf[NL_REQ_BUF] = {0};
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 	struct rtmsg *rtm;
 
@@ -568,7 +571,7 @@ static int set_elems_cb(const struct nlmsghdr *nlh, void *data)
 
 int sbnet_port_in_set(uint32_t ifindex, bool *in, struct pc_err *err)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE] = {0};
+	char buf[NL_REQ_BUF] = {0};
 	struct nl n = {0};
 	struct nftnl_set *set;
 	struct nftnl_set_elems_iter *it = NULL;
