@@ -107,8 +107,9 @@ t_nomatch "nginx never served untrusted.test or wrong-cert.test" "untrusted.test
 
 # --- HTTP/1.1 features ------------------------------------------------------
 before=$(upstream_lines)
-out=$(vcurl 1 -v -H "Authorization: Bearer $V_PH_GH" https://api.github.test/echo \
-	https://api.github.test/ https://api.github.test/echo 2>&1)
+out=$(vcurl 1 -v -w 'status=%{http_code}\n' -H "Authorization: Bearer $V_PH_GH" \
+	https://api.github.test/echo https://api.github.test/ https://api.github.test/echo 2>&1)
+t_eq "keep-alive: three responses, all 200" 3 "$(printf '%s\n' "$out" | grep -c '^status=200$')"
 t_eq "keep-alive: three requests, three upstream requests" $((before + 3)) "$(upstream_lines)"
 t_match "keep-alive: curl reused the connection" "Re-using existing connection" "$out"
 t_eq "keep-alive: every reflection scrubbed" 2 "$(printf '%s\n' "$out" | grep -c "auth=Bearer $V_PH_GH")"

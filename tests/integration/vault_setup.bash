@@ -203,5 +203,7 @@ vcurl() { # sandbox-index curl-args...
 }
 
 # The upstream's access log and the verdict log.
-v_upstream_log() { cat "$LAB_DIR/nginx-access.log" 2>/dev/null; }
+# nginx writes a request's access log line after the response went out, so
+# the client can have the response first: let the line land before reading
+v_upstream_log() { sleep 0.1; cat "$LAB_DIR/nginx-access.log" 2>/dev/null; }
 v_verdicts() { cat "$V/log/verdicts.jsonl" 2>/dev/null; }
