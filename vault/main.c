@@ -339,14 +339,17 @@ static void accept_one(struct vault_daemon *d, int lfd)
 	cs->orig = orig;
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, CONN_STACK);
-	/* joinable: conns_reap joins it once it is done */
-	pthread_mutex_lock(&d->lock);
+	/* joinable: conns_reap joins it once it is done. Linked after the
+	 * start, outside the lock the connections use: a thread that is
+	 * already done has written reap_fd, which this (the accept) thread
+	 * reads only after linking. */
 	rc = pthread_create(&slot->thr, &attr, conn_main, cs);
 	if (rc == 0) {
+		pthread_mutex_lock(&d->lock);
 		slot->next = d->slots;
 		d->slots = slot;
+		pthread_mutex_unlock(&d->lock);
 	}
-	pthread_mutex_unlock(&d->lock);
 	if (rc != 0) {
 		vault_daemon_conn_release(d, NULL, cs->sandbox);
 		accept_refuse(d, fd, &src, &orig, cs->sandbox, "cannot start a thread");
