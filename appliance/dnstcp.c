@@ -214,7 +214,8 @@ bool dnstcp_releasable(struct dnstcp_stream *s, uint32_t seq, size_t n, const ui
 	if (off < 0 || (size_t)off + n > s->judged)
 		return false;
 	o = (size_t)off;
-	*bytes = (s->rw ? s->rw : s->buf) + o;
+	/* nothing judged yet (an empty segment) means no buffer at all */
+	*bytes = s->rw ? s->rw + o : s->buf ? s->buf + o : NULL;
 	/* What was released: an in-order prefix, and one range past it (the
 	 * segment that made a message whole is released before the ones the
 	 * sender sends again), joined when they meet. */

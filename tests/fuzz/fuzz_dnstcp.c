@@ -68,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			size_t off = (size_t)(int32_t)(seq - s->base);
 			const uint8_t *from = s->rw ? s->rw : s->buf;
 
-			if (off + n > s->judged || bytes != from + off)
+			if (off + n > s->judged || bytes != (from ? from + off : NULL))
 				abort(); /* only judged bytes leave */
 			if (!s->rw && n && memcmp(bytes, seg, n) != 0)
 				abort(); /* and they are the bytes that were judged */
