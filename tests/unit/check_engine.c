@@ -609,6 +609,40 @@ START_TEST(held_flow_timeout_and_plain)
 }
 END_TEST
 
+/* A reload that takes the host away while its flow is held: plain data is
+ * judged under the policy in force, never waved through on the name that
+ * was learned before (make valgrind shows the same end to end). */
+START_TEST(held_plain_after_reload)
+{
+	static const char v2[] = "sandbox: agent-1\n"
+				 "match: { source: 10.203.0.11/32, port: pcv1 }\n"
+				 "allow:\n"
+				 "  - cidr: 198.51.100.22/32\n"
+				 "    ports: [22]\n";
+	static const char get[] = "GET / HTTP/1.0\r\n\r\n";
+	struct policy *p2 = NULL;
+	struct pc_err err = {0};
+
+	resolve("api.github.test", "203.0.113.10", 0x7790, "6010");
+	tcp_pkt("10.203.0.11", 42100, "203.0.113.10", 80, SYN, 1, NULL, 0);
+	ck_assert_int_eq(judge(), VK_HELD);
+	ck_assert_int_eq(policy_load_buffer("v2.yaml", v2, strlen(v2), &cfg, &p2, &err), 0);
+	ctx.policy = p2;
+	tcp_pkt("10.203.0.11", 42100, "203.0.113.10", 80, ACK | PSH, 2, get, strlen(get));
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_int_eq(d.rec.verdict, LOGREC_REFUSED);
+	ctx.policy = pol;
+	/* the same flow shape under the first policy is allowed: the refusal
+	 * above is the reload's doing */
+	resolve("api.github.test", "203.0.113.10", 0x7791, "6011");
+	tcp_pkt("10.203.0.11", 42101, "203.0.113.10", 80, SYN, 1, NULL, 0);
+	ck_assert_int_eq(judge(), VK_HELD);
+	tcp_pkt("10.203.0.11", 42101, "203.0.113.10", 80, ACK | PSH, 2, get, strlen(get));
+	ck_assert_int_eq(judge(), VK_ALLOW);
+	policy_unref(p2);
+}
+END_TEST
+
 /* ---- reload ------------------------------------------------------------------- */
 
 START_TEST(rejudge_after_reload)
@@ -710,6 +744,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, dns_one_record_per_query);
 	tcase_add_test(tc, held_flow_sni);
 	tcase_add_test(tc, held_flow_timeout_and_plain);
+	tcase_add_test(tc, held_plain_after_reload);
 	tcase_add_test(tc, rejudge_after_reload);
 	tcase_add_test(tabs, registry_bounded_and_swept);
 	tcase_add_test(tabs, held_table_bounded);
