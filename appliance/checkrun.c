@@ -597,24 +597,6 @@ void checkrun_readable(struct engine *e)
 	}
 }
 
-/* s as a JSON string literal (quotes included). */
-static int json_str(char **buf, size_t *len, const char *s)
-{
-	int rc = pc_buf_appendf(buf, len, "\"");
-
-	for (; rc == 0 && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			rc = pc_buf_appendf(buf, len, "\\%c", c);
-		else if (c < 0x20)
-			rc = pc_buf_appendf(buf, len, "\\u%04x", c);
-		else
-			rc = pc_buf_appendf(buf, len, "%c", c);
-	}
-	return rc ? rc : pc_buf_appendf(buf, len, "\"");
-}
-
 int checkrun_status_json(const struct engine *e, char **buf, size_t *len)
 {
 	char t[40];
@@ -630,7 +612,7 @@ int checkrun_status_json(const struct engine *e, char **buf, size_t *len)
 				   e->chk.done_trigger, e->chk.findings);
 	if (rc == 0 && e->chk.first[0]) {
 		rc = pc_buf_appendf(buf, len, ",\"first\":");
-		rc = rc ? rc : json_str(buf, len, e->chk.first);
+		rc = rc ? rc : pc_buf_append_json(buf, len, e->chk.first);
 	}
 	return rc ? rc : pc_buf_appendf(buf, len, "}");
 }

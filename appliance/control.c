@@ -16,24 +16,6 @@
 #define HOUSEKEEPING_MS 10000
 #define CLIENT_WAIT_MS	1000
 
-/* A JSON string literal (quotes included) of s. */
-static int json_str(char **buf, size_t *len, const char *s)
-{
-	int rc = pc_buf_appendf(buf, len, "\"");
-
-	for (; rc == 0 && s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			rc = pc_buf_appendf(buf, len, "\\%c", c);
-		else if (c < 0x20)
-			rc = pc_buf_appendf(buf, len, "\\u%04x", c);
-		else
-			rc = pc_buf_appendf(buf, len, "%c", c);
-	}
-	return rc ? rc : pc_buf_appendf(buf, len, "\"");
-}
-
 int control_status_json(struct engine *e, char **out)
 {
 	struct policy *pol = engine_policy_get(e);
@@ -51,7 +33,7 @@ int control_status_json(struct engine *e, char **out)
 			    "\"policy\":",
 			    PC_VERSION, (int)getpid(),
 			    (unsigned long long)((pc_now_mono_ms() - e->start_ms) / 1000));
-	rc = rc ? rc : json_str(&b, &l, pol ? policy_hash(pol) : "");
+	rc = rc ? rc : pc_buf_append_json(&b, &l, pol ? policy_hash(pol) : "");
 	rc = rc ? rc
 		: pc_buf_appendf(&b, &l, ",\"queue_path\":\"%s\",\"queues\":[",
 				 pc_queue_path_name(e->qpath));
@@ -112,7 +94,7 @@ static char *error_json(const char *msg)
 	char *b = NULL;
 	size_t l = 0;
 
-	if (pc_buf_appendf(&b, &l, "{\"ok\":false,\"error\":") || json_str(&b, &l, msg) ||
+	if (pc_buf_appendf(&b, &l, "{\"ok\":false,\"error\":") || pc_buf_append_json(&b, &l, msg) ||
 	    pc_buf_appendf(&b, &l, "}")) {
 		free(b);
 		return NULL;
@@ -134,7 +116,7 @@ static char *reload_json(struct engine *e, int fd)
 		return error_json(pc_err_str(&err, ebuf, sizeof(ebuf)));
 	pol = engine_policy_get(e);
 	if (pc_buf_appendf(&b, &l, "{\"ok\":true,\"policy\":") ||
-	    json_str(&b, &l, policy_hash(pol)) || pc_buf_appendf(&b, &l, "}")) {
+	    pc_buf_append_json(&b, &l, policy_hash(pol)) || pc_buf_appendf(&b, &l, "}")) {
 		free(b);
 		b = NULL;
 	}

@@ -84,6 +84,8 @@ void nft_bridge_table(struct bld *b);
 /* Append printf output to a growing malloc'ed string. 0 or PC_ENOMEM. */
 int pc_buf_appendf(char **buf, size_t *len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Append s as a JSON string literal (quotes included; NULL as ""). */
+int pc_buf_append_json(char **buf, size_t *len, const char *s);
 
 /* ---- sets (nft_sets.c); names are the set names in our tables ----------- */
 

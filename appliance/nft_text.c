@@ -39,6 +39,23 @@ int pc_buf_appendf(char **buf, size_t *len, const char *fmt, ...)
 	return 0;
 }
 
+int pc_buf_append_json(char **buf, size_t *len, const char *s)
+{
+	int rc = pc_buf_appendf(buf, len, "\"");
+
+	for (; rc == 0 && s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			rc = pc_buf_appendf(buf, len, "\\%c", c);
+		else if (c < 0x20)
+			rc = pc_buf_appendf(buf, len, "\\u%04x", c);
+		else
+			rc = pc_buf_appendf(buf, len, "%c", c);
+	}
+	return rc ? rc : pc_buf_appendf(buf, len, "\"");
+}
+
 static const char *family_name(uint32_t f)
 {
 	switch (f) {
