@@ -131,12 +131,9 @@ static void control_client(struct engine *e, int fd)
 	char req[256], *reply = NULL;
 	ssize_t n;
 
-	n = recv(fd, req, sizeof(req) - 1, MSG_DONTWAIT);
+	n = pc_ctl_read(fd, req, sizeof(req));
 	if (n <= 0)
 		return;
-	req[n] = '\0';
-	while (n > 0 && (req[n - 1] == '\n' || req[n - 1] == '\r'))
-		req[--n] = '\0';
 	if (strcmp(req, "status") == 0) {
 		if (control_status_json(e, &reply) < 0)
 			reply = NULL;

@@ -24,6 +24,18 @@ struct pc_ctl {
 	int stop[2]; /* a pipe: pc_ctl_stop writes, the thread wakes and ends */
 };
 
+ssize_t pc_ctl_read(int fd, char *req, size_t size)
+{
+	ssize_t n = recv(fd, req, size - 1, MSG_DONTWAIT);
+
+	if (n <= 0)
+		return n;
+	req[n] = '\0';
+	while (n > 0 && (req[n - 1] == '\n' || req[n - 1] == '\r'))
+		req[--n] = '\0';
+	return n;
+}
+
 static void ctl_client(struct pc_ctl *c, int fd)
 {
 	struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -35,12 +47,9 @@ static void ctl_client(struct pc_ctl *c, int fd)
 		return; /* the socket file is root's already: belt and braces */
 	if (poll(&p, 1, CTL_WAIT_MS) != 1)
 		return;
-	n = recv(fd, req, sizeof(req) - 1, MSG_DONTWAIT);
+	n = pc_ctl_read(fd, req, sizeof(req));
 	if (n <= 0)
 		return;
-	req[n] = '\0';
-	while (n > 0 && (req[n - 1] == '\n' || req[n - 1] == '\r'))
-		req[--n] = '\0';
 	reply = c->fn(c->ctx, req);
 	if (reply)
 		send(fd, reply, strlen(reply), MSG_NOSIGNAL | MSG_DONTWAIT);

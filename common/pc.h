@@ -186,6 +186,9 @@ struct pc_ctl;
 int pc_ctl_start(int fd, bool root_only, pc_ctl_fn fn, void *ctx, struct pc_ctl **out,
 		 struct pc_err *err);
 void pc_ctl_stop(struct pc_ctl *c);
+/* Read one request word from a connected control client without waiting:
+ * NUL-terminated, trailing CR/LF removed. Its length, 0 at EOF, -1 on error. */
+ssize_t pc_ctl_read(int fd, char *req, size_t size);
 
 /* ---- metrics: Prometheus text exposition format 0.0.4 (common/prom.c) ---- */
 
