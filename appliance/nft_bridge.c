@@ -74,6 +74,15 @@ static void nm_ether_saddr(struct nr *r, uint32_t op, const uint8_t *mac)
 	nr_cmp(r, op, mac, 6);
 }
 
+/* Match frames sent from the binding's MAC or arriving on its port. */
+static void nm_from_binding(struct nr *r, const struct binding *bd, uint32_t op)
+{
+	if (bd->is_mac)
+		nm_ether_saddr(r, op, bd->mac);
+	else
+		nm_ifname(r, NFT_META_IIFNAME, op, bd->port);
+}
+
 /* ip6 saddr is neither link-local nor unspecified (those only serve ND). */
 static void nm_ip6_not_ll(struct nr *r)
 {
@@ -194,10 +203,7 @@ static void bridge_family_chain(struct bld *b, int kind, const struct binding *b
 			 kind == 1 ? 6 : 4);
 		/* the port/MAC sends only from its sandbox's addresses ... */
 		rsb_rule_begin(b, &r);
-		if (bd[i].is_mac)
-			nm_ether_saddr(&r, NFT_CMP_EQ, bd[i].mac);
-		else
-			nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, bd[i].port);
+		nm_from_binding(&r, &bd[i], NFT_CMP_EQ);
 		nm_src_in(&r, kind, set, true);
 		nr_counter(&r);
 		nr_verdict(&r, NF_DROP, NULL);
@@ -205,10 +211,7 @@ static void bridge_family_chain(struct bld *b, int kind, const struct binding *b
 		/* ... and those addresses come only from that port/MAC */
 		rsb_rule_begin(b, &r);
 		nm_src_in(&r, kind, set, false);
-		if (bd[i].is_mac)
-			nm_ether_saddr(&r, NFT_CMP_NEQ, bd[i].mac);
-		else
-			nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_NEQ, bd[i].port);
+		nm_from_binding(&r, &bd[i], NFT_CMP_NEQ);
 		nr_counter(&r);
 		nr_verdict(&r, NF_DROP, NULL);
 		rsb_rule_end(b, &r);
@@ -216,20 +219,14 @@ static void bridge_family_chain(struct bld *b, int kind, const struct binding *b
 			/* the port/MAC advertises only its sandbox's addresses,
 			 * and those only it advertises */
 			rsb_rule_begin(b, &r);
-			if (bd[i].is_mac)
-				nm_ether_saddr(&r, NFT_CMP_EQ, bd[i].mac);
-			else
-				nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, bd[i].port);
+			nm_from_binding(&r, &bd[i], NFT_CMP_EQ);
 			nm_na_target_in(&r, set, true);
 			nr_counter(&r);
 			nr_verdict(&r, NF_DROP, NULL);
 			rsb_rule_end(b, &r);
 			rsb_rule_begin(b, &r);
 			nm_na_target_in(&r, set, false);
-			if (bd[i].is_mac)
-				nm_ether_saddr(&r, NFT_CMP_NEQ, bd[i].mac);
-			else
-				nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_NEQ, bd[i].port);
+			nm_from_binding(&r, &bd[i], NFT_CMP_NEQ);
 			nr_counter(&r);
 			nr_verdict(&r, NF_DROP, NULL);
 			rsb_rule_end(b, &r);
