@@ -168,6 +168,31 @@ static const uint8_t *tcp_dns_msg(const struct pc_pkt *p, size_t *len)
 	return p->payload + 2;
 }
 
+/* Release the segment when it lies inside the judged bytes (as judged:
+ * rewritten if the message was), else drop it: held while the message is
+ * not whole, or sent again later. The stream is forgotten once done. */
+static void tcp_dns_release(const struct decide_ctx *c, const struct pkt_in *in,
+			    const struct pc_pkt *p, struct decision *d, struct dnstcp_stream *st)
+{
+	const uint8_t *bytes;
+
+	d->v = VK_DROP;
+	if (!dnstcp_releasable(st, p->tcp_seq, p->payload_len, &bytes))
+		return;
+	d->v = VK_PASS;
+	if (st->rw) {
+		int n = pc_pkt_replace_payload(in->data, in->len, p, bytes, p->payload_len,
+					       &d->new_pkt);
+
+		if (n < 0)
+			d->v = VK_DROP; /* sent again; the next copy may fare better */
+		else
+			d->new_pkt_len = (size_t)n;
+	}
+	if (dnstcp_done(st))
+		dnstcp_del(c->dnstcp, st);
+}
+
 /* The DNS message a TCP segment makes whole: 1 with *msg and *len to judge
  * (*st: its stream, NULL when the segment held exactly that message); 0
  * when decided here (d->v: released as judged before, or dropped while the
@@ -179,7 +204,6 @@ static int tcp_dns_take(const struct decide_ctx *c, const struct pkt_in *in, con
 {
 	struct dnstcp_stream *s;
 	struct flow_key k;
-	const uint8_t *bytes;
 	int rc;
 
 	*st = NULL;
@@ -230,22 +254,7 @@ static int tcp_dns_take(const struct decide_ctx *c, const struct pkt_in *in, con
 		dnstcp_del(c->dnstcp, s);
 		return rc;
 	}
-	if (dnstcp_releasable(s, p->tcp_seq, p->payload_len, &bytes)) {
-		d->v = VK_PASS;
-		if (s->rw) {
-			int n = pc_pkt_replace_payload(in->data, in->len, p, bytes, p->payload_len,
-						       &d->new_pkt);
-
-			if (n < 0)
-				d->v = VK_DROP; /* sent again; the next copy may fare better */
-			else
-				d->new_pkt_len = (size_t)n;
-		}
-		if (dnstcp_done(s))
-			dnstcp_del(c->dnstcp, s);
-		return 0;
-	}
-	d->v = VK_DROP; /* held: the message is not whole yet */
+	tcp_dns_release(c, in, p, d, s);
 	return 0;
 }
 
@@ -256,29 +265,13 @@ static bool tcp_dns_judged(const struct decide_ctx *c, const struct pkt_in *in,
 			   const struct pc_pkt *p, struct decision *d, struct dnstcp_stream *st,
 			   const uint8_t *rewritten)
 {
-	const uint8_t *bytes;
-
 	if (dnstcp_judged(st, rewritten) < 0) {
 		dnstcp_del(c->dnstcp, st);
 		return false;
 	}
 	free(d->new_pkt);
 	d->new_pkt = NULL;
-	d->v = VK_DROP;
-	if (dnstcp_releasable(st, p->tcp_seq, p->payload_len, &bytes)) {
-		d->v = VK_PASS;
-		if (st->rw) {
-			int n = pc_pkt_replace_payload(in->data, in->len, p, bytes, p->payload_len,
-						       &d->new_pkt);
-
-			if (n < 0)
-				d->v = VK_DROP;
-			else
-				d->new_pkt_len = (size_t)n;
-		}
-		if (dnstcp_done(st))
-			dnstcp_del(c->dnstcp, st);
-	}
+	tcp_dns_release(c, in, p, d, st);
 	return true;
 }
 
