@@ -134,8 +134,9 @@ int pc_mac_parse(const char *s, uint8_t mac[6]);
 /* ---- UNIX SOCK_SEQPACKET sockets ---------------------------------------- */
 
 /* Create, bind and listen on a SOCK_SEQPACKET socket at path, replacing a
- * stale socket file; mode is applied to the socket file and owner/group set
- * when not (uid_t)-1 / (gid_t)-1. Returns fd or <0. */
+ * stale socket file (never one a running process serves: PC_EEXIST); the
+ * path appears only once the socket listens. mode is applied to the socket
+ * file and owner/group set when not (uid_t)-1 / (gid_t)-1. fd or <0. */
 int pc_unix_listen(const char *path, mode_t mode, uid_t owner, gid_t group, struct pc_err *err);
 /* Connect a SOCK_SEQPACKET socket; non-blocking when nonblock. fd or <0. */
 int pc_unix_connect(const char *path, int nonblock, struct pc_err *err);

@@ -28,7 +28,7 @@ unshare -m --propagation private sh -c '
 	{ sleep 900 & echo $! >"$2"; } && exec ip netns exec "$3" "$4/portcullis-logd" -c "$5"' \
 	sh "$L" "$LAB_DIR/anchor" "$LAB_GW" "$GUARD_BIN" "$GUARD_CONF" 2>>"$GUARD_DIR/logd.log" &
 echo $! >"$LAB_DIR/guard-logd.pid"
-for i in $(seq 1 100); do [ -S "$GUARD_DIR/run/logd.sock" ] && [ -s "$LAB_DIR/anchor" ] && break; sleep 0.05; done
+for i in $(seq 1 100); do lab_unix_ready "$GUARD_DIR/run/logd.sock" && [ -s "$LAB_DIR/anchor" ] && break; sleep 0.05; done
 echo "$(cat "$LAB_DIR/anchor")" >"$LAB_DIR/anchor.pid" # (lab_down kills it)
 guard_engine_start || { t_fail "engine started" true; t_done; }
 inns() { nsenter -t "$(cat "$LAB_DIR/anchor")" -m "$@"; }

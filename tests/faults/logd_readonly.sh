@@ -64,7 +64,7 @@ start_logd() {
 		2>>"$GUARD_DIR/logd.log" &
 	echo $! >"$LAB_DIR/guard-logd.pid"
 	for _ in $(seq 1 100); do
-		[ -S "$GUARD_DIR/run/logd.sock" ] && [ -s "$LAB_DIR/anchor" ] && return 0
+		lab_unix_ready "$GUARD_DIR/run/logd.sock" && [ -s "$LAB_DIR/anchor" ] && return 0
 		sleep 0.05
 	done
 	return 1
@@ -132,7 +132,7 @@ t_match "the file system is read-write again" "^rw," "$(inns findmnt -n -o OPTIO
 inns ip netns exec "$LAB_GW" "$GUARD_BIN/portcullis-logd" -c "$GUARD_CONF" 2>>"$GUARD_DIR/logd.log" &
 echo $! >"$LAB_DIR/guard-logd.pid"
 t_ok "logd started again (it verified the file first)" \
-	wait_for test -S "$GUARD_DIR/run/logd.sock"
+	wait_for lab_unix_ready "$GUARD_DIR/run/logd.sock"
 t_ok "service back: the flow is allowed again" wait_for flow_ok
 t_eq "and the next one too" 0 "$(curl_rc)"
 

@@ -31,7 +31,7 @@ ready() { # name command...: wait (bounded by lab_start_timeout) until it succee
 	return 1
 }
 start logd portcullis-logd
-ready logd test -S "$V/run/logd.sock"
+ready logd lab_unix_ready "$V/run/logd.sock"
 start vault portcullis-vault
 ready vault lab_gw bash -c "ss -Hltn 'sport = :$V_PORT' | grep -q ."
 start engine portcullisd

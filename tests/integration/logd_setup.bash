@@ -31,6 +31,7 @@
 PC_TOP=${PC_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 PC_BUILD=${PC_BUILD:-build}
 . "$PC_TOP/tests/lib/tap.sh"
+. "$PC_TOP/tests/lab/lab.sh" # lab_unix_ready only: these tests need no namespaces
 
 B=$PC_TOP/$PC_BUILD
 LOGD_PID=
@@ -80,7 +81,7 @@ logd_start() { # extra args...
 	# else 5: readiness only, never a verdict)
 	local tries=${LG_START_TRIES:-$((${PC_START_TIMEOUT:-$([[ ${PC_BUILD:-build} == *san* ]] && echo 120 || echo 5)} * 10))}
 	for _ in $(seq "$tries"); do
-		[ -S "$D/run/logd.sock" ] && kill -0 "$LOGD_PID" 2>/dev/null && return 0
+		lab_unix_ready "$D/run/logd.sock" && kill -0 "$LOGD_PID" 2>/dev/null && return 0
 		kill -0 "$LOGD_PID" 2>/dev/null || return 1
 		sleep 0.1
 	done

@@ -135,7 +135,7 @@ vault_logd_start() {
 }
 _v_logd_up() {
 	V_LOGD_PID=$(v_pid portcullis-logd)
-	[ -S "$V/run/logd.sock" ] && [ -n "$V_LOGD_PID" ]
+	lab_unix_ready "$V/run/logd.sock" && [ -n "$V_LOGD_PID" ]
 }
 
 vault_start() {

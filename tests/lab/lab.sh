@@ -273,6 +273,15 @@ lab_wait_until() { # [-p pid] command...
 	done
 }
 
+# True when a SOCK_SEQPACKET UNIX socket accepts a connection: a daemon's
+# socket file may outlive the daemon (it runs unprivileged at exit and does
+# not remove it), so its existence says nothing about readiness.
+lab_unix_ready() { # path
+	python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])' "$1" 2>/dev/null
+}
+
 # Wait until a TCP port answers inside a namespace (readiness, not timing).
 lab_wait_tcp() { # ns addr port
 	lab_wait_until lab_in "$1" bash -c "exec 3<>/dev/tcp/$2/$3" ||

@@ -78,7 +78,7 @@ guard_logd_start() {
 	lab_ns_check "$LAB_GW"
 	ip netns exec "$LAB_GW" "$GUARD_BIN/portcullis-logd" -c "$GUARD_CONF" 2>>"$GUARD_DIR/logd.log" &
 	echo $! >"$LAB_DIR/guard-logd.pid"
-	_guard_wait "portcullis-logd" $! test -S "$GUARD_DIR/run/logd.sock"
+	_guard_wait "portcullis-logd" $! lab_unix_ready "$GUARD_DIR/run/logd.sock"
 }
 
 guard_logd_stop() {

@@ -187,10 +187,24 @@ START_TEST(unix_seqpacket_roundtrip_and_peercred)
 	close(a);
 	close(c);
 	close(l);
-	/* a stale socket is replaced, a regular file is not */
+	/* a stale socket is replaced, a live one or a regular file is not */
 	l = pc_unix_listen(path, 0600, (uid_t)-1, (gid_t)-1, &e);
 	ck_assert_int_ge(l, 0);
+	ck_assert_int_eq(pc_unix_listen(path, 0600, (uid_t)-1, (gid_t)-1, &e), PC_EEXIST);
+	ck_assert_ptr_nonnull(strstr(e.msg, "another process is serving"));
+	c = pc_unix_connect(path, 0, &e); /* ... and the first one still serves */
+	ck_assert_int_ge(c, 0);
+	a = accept(l, NULL, NULL);
+	ck_assert_int_ge(a, 0);
+	close(a);
+	close(c);
 	close(l);
+	{ /* the socket was made under a temporary name: none is left behind */
+		char tmp[sizeof(path) + 16];
+
+		snprintf(tmp, sizeof(tmp), "%s.%ld", path, (long)getpid());
+		ck_assert_int_ne(access(tmp, F_OK), 0);
+	}
 	unlink(path);
 	ck_assert_int_eq(pc_file_write_atomic(path, "x", 1, 0600, &e), 0);
 	ck_assert_int_eq(pc_unix_listen(path, 0600, (uid_t)-1, (gid_t)-1, &e), PC_EEXIST);
