@@ -36,14 +36,19 @@ def adapt_flows(texts):
     portcullis Y (..); SYN p50 A/B us, p99 C/D us; bulk E/F Gbit/s (..)'."""
     rx = re.compile(r"flows: round \d+: conn/s plain ([\d.]+) portcullis ([\d.]+) .*"
                     r"SYN p50 (\d+)/(\d+) us, p99 (\d+)/(\d+) us; bulk ([\d.]+)/([\d.]+) Gbit/s")
+    rx_null = re.compile(r"flows: round \d+: null queue consumer: conn/s ([\d.]+)")
     cols = [[] for _ in range(8)]
+    rn = []
     notes = []
     for t in texts:
         for line in t.splitlines():
             m = rx.search(line)
+            mn = rx_null.search(line)
             if m:
                 for i, v in enumerate(m.groups()):
                     cols[i].append(num(v))
+            elif mn:
+                rn.append(num(mn.group(1)))
             elif line.startswith("flows: packets the engine saw") or \
                     line.startswith("flows: ") and "round(s) of" in line:
                 notes.append(line[len("flows: "):])
@@ -54,10 +59,18 @@ def adapt_flows(texts):
                     "stream (bulk), flows conn with 16 handshakes in flight, each reset after the "
                     "handshake (rate), then one at a time (latency); plain: the same gateway with "
                     "portcullis' tables deleted; portcullis: tables installed, every new flow "
-                    "queued, judged and logged (logd acknowledges before the verdict)",
+                    "queued, judged and logged (logd acknowledges before the verdict); null "
+                    "queue consumer: the same tables, bench/nullq on the engine's queues in its "
+                    "place, letting every packet through unjudged and unlogged",
         "metrics": [
             metric("flows_conn", "new TCP connections/s", "conn/s", "higher", "portcullis", rg,
                    "plain forwarding", rp, ("ratio_min", 0.85, ">= 0.85x")),
+            metric("flows_conn_nullq", "new TCP connections/s, null queue consumer "
+                   "(NFQUEUE's ceiling here: no decision, no record)", "conn/s", "higher",
+                   "null queue consumer", rn, "plain forwarding", rp),
+            metric("flows_conn_vs_nullq", "new TCP connections/s, portcullis against the null "
+                   "queue consumer (its own cost)", "conn/s", "higher", "portcullis", rg,
+                   "null queue consumer", rn),
             metric("flows_syn_p99", "handshake (SYN) latency p99", "us", "lower", "portcullis",
                    p99g, "plain forwarding", p99p, ("added_max", 200, "added < 200 us")),
             metric("flows_syn_p50", "handshake (SYN) latency p50", "us", "lower", "portcullis",
@@ -141,7 +154,8 @@ def adapt_check(texts):
 def adapt_vault(texts):
     """bench/vault, run once per round: two sections, rows 'label req/s p50 p99 ratio'."""
     keys = {"direct TLS (baseline)": "direct", "vault with injection": "vault",
-            "squid ssl-bump adding the header": "squid"}
+            "squid ssl-bump adding the header": "squid",
+            "nginx reverse proxy with the header": "nginx"}
     data = {}  # (section, row) -> {"rps": [], "p50": [], "p99": []}
     for t in texts:
         section = None
@@ -173,6 +187,8 @@ def adapt_vault(texts):
                     "api.github.test with a placeholder the vault replaces (TLS terminated, "
                     "request logged with logd's acknowledgement, upstream verified); squid: "
                     "Debian's squid-openssl ssl-bump intercepting, adding the same header; "
+                    "nginx: a TLS-terminating reverse proxy in the gateway adding the same "
+                    "header, upstream verified and kept alive (keep-alive only); "
                     "keep-alive, then a new TLS connection per request",
         "metrics": [
             metric("vault_keepalive", "HTTPS requests/s, keep-alive", "req/s", "higher",
@@ -187,6 +203,13 @@ def adapt_vault(texts):
             metric("vault_keepalive_squid", "HTTPS requests/s keep-alive, against Squid",
                    "req/s", "higher", "vault", col("ka", "vault", "rps"), "squid ssl-bump",
                    col("ka", "squid", "rps")),
+            metric("vault_keepalive_nginx", "HTTPS requests/s keep-alive, nginx reverse proxy "
+                   "(a peer's ceiling here: same TLS work, no checks, no record)", "req/s",
+                   "higher", "nginx proxy", col("ka", "nginx", "rps"), "direct TLS",
+                   col("ka", "direct", "rps")),
+            metric("vault_keepalive_vs_nginx", "HTTPS requests/s keep-alive, vault against the "
+                   "nginx reverse proxy", "req/s", "higher", "vault", col("ka", "vault", "rps"),
+                   "nginx proxy", col("ka", "nginx", "rps")),
             metric("vault_keepalive_p99", "keep-alive request latency p99", "ms", "lower",
                    "vault", col("ka", "vault", "p99"), "direct TLS", col("ka", "direct", "p99")),
             metric("vault_newconn", "new HTTPS connections/s, against direct TLS", "req/s",

@@ -55,15 +55,48 @@ bench_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b
 bench_rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
 bench_hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
 
-# Build a small C program of bench/ (no project libraries) into
-# $PC_BUILD/bench/NAME when its source is newer.
-bench_cc() { # name -> path on stdout
+# Build a small C program of bench/ (no project libraries; extra compiler
+# arguments, e.g. pkg-config's, after the name) into $PC_BUILD/bench/NAME
+# when its source is newer.
+bench_cc() { # name [cc args...] -> path on stdout
 	local src=$PC_TOP/bench/$1.c out=$PC_TOP/$PC_BUILD/bench/$1
+	shift
 	mkdir -p "$(dirname "$out")"
 	if [ ! -x "$out" ] || [ "$src" -nt "$out" ]; then
-		${CC:-cc} -O2 -std=gnu11 -Wall -Wextra -Werror -o "$out" "$src" >&2 || return 1
+		${CC:-cc} -O2 -std=gnu11 -Wall -Wextra -Werror -o "$out" "$src" "$@" >&2 || return 1
 	fi
 	echo "$out"
+}
+
+# The ceiling of any NFQUEUE design on this machine, for bench/flows and
+# bench/dns (lab and guard running): the engine's tables stay, the engine
+# stops (no engine, no traffic), and bench/nullq takes its queues, letting
+# every packet through with the engine's allow mark, deciding and logging
+# nothing. Reported, never judged: portcullis' own cost is the gap between
+# that row and the guarded one. bench_nullq_off brings the engine back.
+bench_nullq_on() {
+	local nullq queues mark
+	# shellcheck disable=SC2046 # pkg-config's words
+	nullq=$(bench_cc nullq $(pkg-config --cflags --libs libnetfilter_queue libmnl) -lpthread) ||
+		lab_die "bench/nullq did not build"
+	mark=$(sed -n 's/^#define PC_MARK_ALLOW \(0x[0-9a-f]*\)u.*/\1/p' "$PC_TOP/appliance/appliance.h")
+	queues=$(guard_status_field '" ".join(str(q["num"]) for q in s["queues"])')
+	guard_cli reload >/dev/null || lab_die "reload (table install) failed"
+	guard_engine_stop
+	lab_gw nft list tables | grep -q "inet portcullis" || lab_die "the engine took its tables away"
+	lab_ns_check "$LAB_GW"
+	# shellcheck disable=SC2086 # one word per queue
+	ip netns exec "$LAB_GW" "$nullq" "$mark" $queues >"$LAB_DIR/nullq.out" 2>&1 &
+	echo $! >"$LAB_DIR/nullq.pid"
+	lab_wait_until -p "$(cat "$LAB_DIR/nullq.pid")" grep -q serving "$LAB_DIR/nullq.out" ||
+		lab_die "bench/nullq did not start: $(cat "$LAB_DIR/nullq.out")"
+}
+bench_nullq_off() {
+	[ -s "$LAB_DIR/nullq.pid" ] || return 0
+	kill "$(cat "$LAB_DIR/nullq.pid")" 2>/dev/null
+	wait "$(cat "$LAB_DIR/nullq.pid")" 2>/dev/null
+	rm -f "$LAB_DIR/nullq.pid"
+	GUARD_ENGINE_ARGS="" guard_engine_start || lab_die "the engine did not come back"
 }
 
 _bj_str() { # JSON string of $1
