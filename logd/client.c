@@ -131,29 +131,26 @@ static int logc_connect(struct logc *lc, struct pc_err *err)
 	return 0;
 }
 
-int logc_send(struct logc *lc, const struct logrec *rec, struct pc_err *err)
+/* Hand one datagram of nrec records to logd (see logc_send). */
+static int send_dgram(struct logc *lc, const uint8_t *buf, size_t n, unsigned nrec,
+		      struct pc_err *err)
 {
-	uint8_t buf[LOGWIRE_MAX];
 	uint64_t deadline = 0;
-	int n, rc;
+	int rc;
 
-	if (!lc || !rec)
-		return pc_err_set(err, PC_EINVAL, "logc_send: no client or record");
-	n = logrec_encode(rec, buf, sizeof(buf), err);
-	if (n < 0)
-		return n;
 	if (lc->fd < 0 && (rc = logc_connect(lc, err)) < 0)
 		return rc;
-	if (++lc->since_drain >= LOGC_DRAIN_EVERY) {
+	lc->since_drain += nrec;
+	if (lc->since_drain >= LOGC_DRAIN_EVERY) {
 		lc->since_drain = 0;
 		if (logc_drain(lc, err) < 0 && (rc = logc_connect(lc, err)) < 0)
 			return rc;
 	}
 	for (int attempt = 0;; attempt++) {
-		ssize_t w = send(lc->fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+		ssize_t w = send(lc->fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
 
-		if (w == n) {
-			lc->sent++;
+		if (w == (ssize_t)n) {
+			lc->sent += nrec;
 			return 0;
 		}
 		if (w >= 0) /* a datagram is sent whole or not at all */
@@ -187,6 +184,68 @@ int logc_send(struct logc *lc, const struct logrec *rec, struct pc_err *err)
 		if (attempt > 0 || (rc = logc_connect(lc, err)) < 0)
 			return PC_EIO;
 	}
+}
+
+int logc_send(struct logc *lc, const struct logrec *rec, struct pc_err *err)
+{
+	uint8_t buf[LOGWIRE_MAX];
+	int n;
+
+	if (!lc || !rec)
+		return pc_err_set(err, PC_EINVAL, "logc_send: no client or record");
+	n = logrec_encode(rec, buf, sizeof(buf), err);
+	if (n < 0)
+		return n;
+	return send_dgram(lc, buf, (size_t)n, 1, err);
+}
+
+/* The packed records [from, to) leave as one datagram. */
+static int batch_flush(struct logc *lc, const uint8_t *buf, size_t *len, size_t from, size_t to,
+		       bool *sent, size_t *done, struct pc_err *err)
+{
+	int rc = send_dgram(lc, buf, *len, (unsigned)(to - from), err);
+
+	*len = 0;
+	if (rc < 0)
+		return rc;
+	for (size_t k = from; k < to; k++)
+		sent[k] = true;
+	*done += to - from;
+	return 0;
+}
+
+size_t logc_send_batch(struct logc *lc, const struct logrec *const *recs, size_t n, bool *sent,
+		       struct pc_err *err)
+{
+	uint8_t buf[LOGWIRE_DGRAM_MAX];
+	size_t len = 0, from = 0, done = 0; /* recs [from, i) are packed in buf */
+
+	if (!lc || (n && (!recs || !sent))) {
+		pc_err_set(err, PC_EINVAL, "logc_send_batch: no client or records");
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		sent[i] = false;
+	for (size_t i = 0; i < n;) {
+		int m = logrec_encode(recs[i], buf + len, sizeof(buf) - len, NULL);
+
+		if (m >= 0) {
+			len += (size_t)m;
+			i++;
+		} else if (len == 0) {
+			/* it does not encode even alone: not sent, the rest go */
+			logrec_encode(recs[i], buf, sizeof(buf), err);
+			from = ++i;
+		} else {
+			/* full: this datagram leaves, the record starts the next */
+			if (batch_flush(lc, buf, &len, from, i, sent, &done, err) < 0)
+				return done; /* nothing more is tried */
+			from = i;
+		}
+	}
+	if (len)
+		batch_flush(lc, buf, &len, from, n, sent, &done, err);
+	return done;
 }
 
 int logc_flush(struct logc *lc, int timeout_ms, struct pc_err *err)

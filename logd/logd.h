@@ -63,10 +63,13 @@ struct logrec {
 /* ---- wire form (SOCK_SEQPACKET, one record per message) ----------------
  * Defined in logd/wire.c; versioned, every length checked; a malformed
  * message is rejected by logd and counted, and ends that client's session.
- * The exact layout is documented in docs/logd.md. */
+ * A datagram carries one message, or a client's batch of record messages
+ * back to back (one send and one wake-up of logd for the batch). The exact
+ * layout is documented in docs/logd.md. */
 
-#define LOGWIRE_VERSION 1
-#define LOGWIRE_MAX	8192 /* largest record message */
+#define LOGWIRE_VERSION	  1
+#define LOGWIRE_MAX	  8192	/* largest record message */
+#define LOGWIRE_DGRAM_MAX 16384 /* largest datagram: messages back to back */
 
 /* Message types (byte 1 of the 8-byte header). */
 enum logwire_type {
@@ -92,6 +95,10 @@ void logrec_decoded_free(struct logrec_decoded *d);
  * strbuf (at least len bytes; valid while strbuf is). logd's per-record path. */
 int logrec_decode_into(const uint8_t *buf, size_t len, struct logrec *out, char *strbuf,
 		       size_t strbuf_len, struct pc_err *err);
+
+/* The length of the first message of a datagram (its header's byte count,
+ * checked against len and LOGWIRE_MAX): where the next one starts. */
+int logwire_next(const uint8_t *buf, size_t len, size_t *msg_len, struct pc_err *err);
 
 /* The acknowledgement: count records of this connection, in the order sent,
  * are in the file; seq is the sequence number of the last of them. */
@@ -350,6 +357,13 @@ void logc_close(struct logc *lc);
  * make the next logc_flush() fail. */
 #define LOGC_SEND_WAIT_MS 100
 int logc_send(struct logc *lc, const struct logrec *rec, struct pc_err *err);
+/* As logc_send for n records, packed into as few datagrams as fit
+ * LOGWIRE_DGRAM_MAX. sent[i] tells whether recs[i] was handed over (a
+ * record that does not encode, or a datagram the socket refused, is not;
+ * after a refused datagram nothing more is tried). Returns how many were
+ * handed over; err says why one was not. */
+size_t logc_send_batch(struct logc *lc, const struct logrec *const *recs, size_t n, bool *sent,
+		       struct pc_err *err);
 
 /* Wait up to timeout_ms until logd has acknowledged (written to its file)
  * every record sent so far. 0: all acknowledged. <0: at least one was not;

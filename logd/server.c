@@ -44,11 +44,14 @@ struct server {
 	 * largest allowed, so that a longer one shows as truncated */
 	struct mmsghdr mv[RECV_VEC];
 	struct iovec iov[RECV_VEC];
-	uint8_t (*msg)[LOGWIRE_MAX + 1]; /* RECV_VEC of them */
+	uint8_t (*msg)[LOGWIRE_DGRAM_MAX + 1]; /* RECV_VEC of them */
 	char strbuf[LOGWIRE_MAX];
 	uint64_t last_warn_ms;
 	unsigned warn_suppressed;
 	uint64_t tick_retry_ms; /* after a failed seal: wait before the next try */
+	/* records in the batch whose sender's session ended before the
+	 * commit: written all the same, so counted at the commit */
+	uint64_t orphaned;
 };
 
 /* A peer that misbehaves could flood the journal: at most one warning a
@@ -82,6 +85,7 @@ static void client_close(struct server *s, struct client *c)
 		return;
 	epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
+	s->orphaned += c->pending;
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
 }
@@ -145,29 +149,34 @@ static void accept_all(struct server *s)
 	}
 }
 
-/* Read up to READ_BURST records from one client into the batch. */
-/* One message from c: into the batch, or the session ends. */
-static int client_msg(struct server *s, struct client *c, const uint8_t *msg, size_t n,
-		      bool truncated, struct pc_err *err)
+/* One datagram from c: its records (one, or a client's batch back to back)
+ * into the batch, or the session ends at the first one that is not a
+ * record; those before it stay in the batch. */
+static int client_dgram(struct server *s, struct client *c, const uint8_t *buf, size_t len,
+			bool truncated, struct pc_err *err)
 {
 	struct logrec rec;
 	struct pc_err e;
 	uint64_t seq;
+	size_t n;
 
-	if (truncated || n > LOGWIRE_MAX) {
-		pc_err_set(&e, PC_EPARSE, "message longer than %d bytes", LOGWIRE_MAX);
+	if (truncated) {
+		pc_err_set(&e, PC_EPARSE, "datagram longer than %d bytes", LOGWIRE_DGRAM_MAX);
 		goto malformed;
 	}
-	if (logrec_decode_into(msg, n, &rec, s->strbuf, sizeof(s->strbuf), &e) < 0)
-		goto malformed;
-	if (rec.action == LOGREC_SEGMENT) {
-		pc_err_set(&e, PC_EPARSE, "log-segment records are logd's own");
-		goto malformed;
+	for (size_t off = 0; off < len; off += n) {
+		if (logwire_next(buf + off, len - off, &n, &e) < 0 ||
+		    logrec_decode_into(buf + off, n, &rec, s->strbuf, sizeof(s->strbuf), &e) < 0)
+			goto malformed;
+		if (rec.action == LOGREC_SEGMENT) {
+			pc_err_set(&e, PC_EPARSE, "log-segment records are logd's own");
+			goto malformed;
+		}
+		if (logw_append(s->w, &rec, &seq, err) < 0)
+			return PC_EIO;
+		c->pending++;
+		c->pending_seq = seq;
 	}
-	if (logw_append(s->w, &rec, &seq, err) < 0)
-		return PC_EIO;
-	c->pending++;
-	c->pending_seq = seq;
 	return 0;
 malformed:
 	/* Anything unexpected ends that peer's session; its earlier records
@@ -202,7 +211,7 @@ static int client_read(struct server *s, struct client *c, struct pc_err *err)
 				client_close(s, c);
 				break;
 			}
-			if (client_msg(s, c, s->msg[i], s->mv[i].msg_len,
+			if (client_dgram(s, c, s->msg[i], s->mv[i].msg_len,
 				       s->mv[i].msg_hdr.msg_flags & MSG_TRUNC, err) < 0)
 				return PC_EIO;
 		}
@@ -257,8 +266,11 @@ static int batch_commit(struct server *s, struct pc_err *err)
 		for (unsigned i = 0; i < s->n; i++)
 			if (s->c[i].pending)
 				client_close(s, &s->c[i]);
+		s->orphaned = 0;
 		return logw_broken(s->w) ? PC_EIO : 0;
 	}
+	s->st.records += s->orphaned;
+	s->orphaned = 0;
 	if (!any)
 		return 0;
 	for (unsigned i = 0; i < s->n; i++) {

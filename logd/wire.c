@@ -1,6 +1,6 @@
-/* The wire form between the guard processes and portcullis-logd: one
- * versioned, length-checked binary message per SOCK_SEQPACKET datagram
- * (layout in docs/logd.md, "Wire form"). */
+/* The wire form between the guard processes and portcullis-logd:
+ * versioned, length-checked binary messages, one or more back to back per
+ * SOCK_SEQPACKET datagram (layout in docs/logd.md, "Wire form"). */
 #include "logd/logd.h"
 
 #include <stdlib.h>
@@ -61,6 +61,22 @@ static void hdr_put(uint8_t *buf, enum logwire_type type, size_t total)
 	buf[1] = (uint8_t)type;
 	put16(buf + 2, 0);
 	put32(buf + 4, (uint32_t)total);
+}
+
+int logwire_next(const uint8_t *buf, size_t len, size_t *msg_len, struct pc_err *err)
+{
+	uint32_t total;
+
+	if (len < LOGWIRE_HDR_LEN)
+		return pc_err_set(err, PC_EPARSE, "message of %zu bytes is shorter than its header",
+				  len);
+	total = get32(buf + 4);
+	if (total < LOGWIRE_HDR_LEN || total > len || total > LOGWIRE_MAX)
+		return pc_err_set(err, PC_EPARSE,
+				  "header says %u bytes, %zu are there (a message has %d to %d)", total,
+				  len, LOGWIRE_HDR_LEN, LOGWIRE_MAX);
+	*msg_len = total;
+	return 0;
 }
 
 static int hdr_check(const uint8_t *buf, size_t len, enum logwire_type type, struct pc_err *err)

@@ -1,4 +1,5 @@
-/* libFuzzer target: logd's wire decoder — every message a client sends.
+/* libFuzzer target: logd's wire decoder — every datagram a client sends,
+ * split into its messages as logd splits it, and each message alone.
  * A message that decodes must re-encode to the same bytes (the encoding is
  * canonical), and must format as a JSON line, a human line and a syslog
  * message without trouble. */
@@ -20,6 +21,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int n;
 
 	(void)logwire_ack_decode(data, size, &count, &seq, NULL);
+	/* a datagram of messages back to back, split as logd splits it */
+	for (size_t off = 0, len; off < size; off += len) {
+		if (logwire_next(data + off, size - off, &len, NULL) < 0)
+			break;
+		if (len < LOGWIRE_HDR_LEN || len > size - off)
+			abort(); /* a split past the bytes, or one that stalls */
+		if (logrec_decode(data + off, len, &d, NULL) == 0)
+			logrec_decoded_free(&d);
+	}
 	if (logrec_decode(data, size, &d, NULL) < 0)
 		return 0;
 	n = logrec_encode(&d.rec, again, sizeof(again), NULL);

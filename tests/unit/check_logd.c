@@ -324,6 +324,18 @@ START_TEST(wire_refuses_malformed_messages)
 	a[1] = LOGWIRE_RECORD;
 	a[n] = 0; /* a trailing byte the header does not count */
 	ck_assert_int_eq(logrec_decode(a, (size_t)n + 1, &d, &err), PC_EPARSE);
+	{ /* splitting a datagram: the header's count, never past the bytes */
+		size_t len = 0;
+
+		ck_assert_int_eq(logwire_next(a, (size_t)n + 1, &len, &err), 0);
+		ck_assert_uint_eq(len, (size_t)n);
+		ck_assert_int_eq(logwire_next(a, (size_t)n - 1, &len, &err), PC_EPARSE);
+		ck_assert_int_eq(logwire_next(a, LOGWIRE_HDR_LEN - 1, &len, &err), PC_EPARSE);
+		a[4] = a[5] = a[6] = 0;
+		a[7] = LOGWIRE_HDR_LEN - 1; /* says less than its own header */
+		ck_assert_int_eq(logwire_next(a, (size_t)n, &len, &err), PC_EPARSE);
+		n = logrec_encode(&r, a, sizeof(a), NULL);
+	}
 	/* invalid UTF-8 is refused at both ends */
 	r.sandbox = "bad\xff";
 	ck_assert_int_eq(logrec_encode(&r, a, sizeof(a), &err), PC_EINVAL);
@@ -459,6 +471,62 @@ START_TEST(client_and_daemon_frame_and_acknowledge)
 	serve_stop(&s);
 	ck_assert_uint_eq(s.st.records, 13);
 	ck_assert_uint_eq(s.st.malformed, 0);
+}
+END_TEST
+
+START_TEST(client_batches_records_into_datagrams)
+{
+	enum { N = 300, BAD = 150 };
+	const struct logrec *recs[N];
+	struct served s;
+	struct logc *lc;
+	struct logrec r, bad;
+	bool sent[N];
+	uint8_t one[LOGWIRE_MAX];
+	struct pc_err err;
+
+	serve_start(&s);
+	ck_assert_int_eq(logc_open(s.sock, &lc, NULL), 0);
+	rec_fill(&r);
+	rec_fill(&bad);
+	bad.reason = "not UTF-8 \xff"; /* does not encode: refused alone */
+	for (int i = 0; i < N; i++)
+		recs[i] = i == BAD ? &bad : &r;
+	/* more than one datagram's worth */
+	ck_assert_int_gt(logrec_encode(&r, one, sizeof(one), NULL) * N, LOGWIRE_DGRAM_MAX * 2);
+	ck_assert_uint_eq(logc_send_batch(lc, recs, N, sent, &err), N - 1);
+	for (int i = 0; i < N; i++)
+		ck_assert_msg(sent[i] == (i != BAD), "record %d", i);
+	ck_assert_msg(logc_flush(lc, 5000, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(logc_last_seq(lc), N); /* seq 1 is the log-segment record */
+	logc_close(lc);
+	serve_stop(&s);
+	ck_assert_uint_eq(s.st.records, N - 1);
+	ck_assert_uint_eq(s.st.malformed, 0);
+}
+END_TEST
+
+START_TEST(daemon_keeps_what_precedes_a_bad_message_in_a_datagram)
+{
+	struct served s;
+	struct logrec r;
+	uint8_t dg[2 * LOGWIRE_MAX];
+	char c;
+	int n, fd;
+
+	serve_start(&s);
+	rec_fill(&r);
+	n = logrec_encode(&r, dg, sizeof(dg), NULL);
+	ck_assert_int_gt(n, 0);
+	memcpy(dg + n, dg, 5); /* a second message cut inside its header */
+	fd = pc_unix_connect(s.sock, 0, NULL);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(send(fd, dg, (size_t)n + 5, 0), n + 5);
+	ck_assert_int_eq(recv(fd, &c, 1, 0), 0); /* logd ended the session */
+	close(fd);
+	serve_stop(&s);
+	ck_assert_uint_eq(s.st.records, 1);
+	ck_assert_uint_eq(s.st.malformed, 1);
 }
 END_TEST
 
@@ -664,6 +732,8 @@ static Suite *logd_suite(void)
 	tcase_add_test(t, wire_round_trip_is_canonical);
 	tcase_add_test(t, wire_refuses_malformed_messages);
 	tcase_add_test(t, client_and_daemon_frame_and_acknowledge);
+	tcase_add_test(t, client_batches_records_into_datagrams);
+	tcase_add_test(t, daemon_keeps_what_precedes_a_bad_message_in_a_datagram);
 	tcase_add_test(t, client_fails_closed_without_logd);
 	tcase_add_test(t, client_flush_fails_when_logd_goes_away);
 	tcase_add_test(t, writer_resumes_and_refuses_a_tampered_file);
