@@ -332,10 +332,15 @@ static void log_debug(struct qthread *t, const struct decision *d)
 	       d->rec.dns_name ? " name " : "", d->rec.dns_name ? d->rec.dns_name : "");
 }
 
+/* The batch's records leave together (one datagram for many, one wake-up
+ * of logd); then one wait for their acknowledgement. */
 static void log_batch(struct qthread *t, struct qbufs *qb, size_t n)
 {
-	bool sent_any = false, failed = false;
+	const struct logrec *recs[BATCH_MAX];
+	struct decision *of[BATCH_MAX];
+	bool sent[BATCH_MAX], sent_any = false, failed = false;
 	struct pc_err err = {0};
+	size_t nr = 0, ok;
 
 	for (size_t i = 0; i < n; i++) {
 		struct decision *d = &t->dec[i];
@@ -344,16 +349,20 @@ static void log_batch(struct qthread *t, struct qbufs *qb, size_t n)
 			continue;
 		if (t->e->verbose)
 			log_debug(t, d);
-		if (logc_send(t->lc, &d->rec, &err) < 0) {
-			atomic_fetch_add(&t->st.log_failed, 1);
-			refuse_unlogged(d);
-			d->has_rec = false; /* not sent: not waited for */
-			failed = true;
-			continue;
-		}
-		atomic_fetch_add(&t->st.log_sent, 1);
-		sent_any = true;
+		of[nr] = d;
+		recs[nr++] = &d->rec;
 	}
+	ok = nr ? logc_send_batch(t->lc, recs, nr, sent, &err) : 0;
+	for (size_t k = 0; k < nr; k++) {
+		if (!sent[k]) {
+			atomic_fetch_add(&t->st.log_failed, 1);
+			refuse_unlogged(of[k]);
+			of[k]->has_rec = false; /* not sent: not waited for */
+			failed = true;
+		}
+	}
+	atomic_fetch_add(&t->st.log_sent, ok);
+	sent_any = ok > 0;
 	if (sent_any && logc_flush(t->lc, LOG_FLUSH_MS, &err) < 0) {
 		failed = true;
 		for (size_t i = 0; i < n; i++) {

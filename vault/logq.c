@@ -20,6 +20,7 @@
  * Other records without a waiter (refusals at accept) go at once. */
 #define LOGQ_LAZY_MS  5
 #define LOGQ_LAZY_MAX 64
+#define LOGQ_SEND_CHUNK 64 /* records handed to logc_send_batch at once */
 
 struct logq_item {
 	struct logrec rec;
@@ -118,6 +119,7 @@ static void logq_lead(struct logq *q)
 {
 	struct logq_item *batch, *it, *next;
 	struct pc_err e = {0};
+	bool mid_failed = false;
 	int flushed;
 
 	q->leader = true;
@@ -126,15 +128,40 @@ static void logq_lead(struct logq *q)
 	q->n = q->n_urgent = 0;
 	pthread_mutex_unlock(&q->lock);
 
-	for (it = batch; it; it = it->next) {
-		if (logc_send(q->lc, &it->rec, &e) < 0) {
-			/* the socket may be full of unread acks: flush, retry once */
-			logc_flush(q->lc, q->timeout_ms, NULL);
-			if (logc_send(q->lc, &it->rec, &e) < 0)
-				it->lost = true;
+	/* LOGQ_SEND_CHUNK records a datagram (or as many as fit one). */
+	for (it = batch; it;) {
+		const struct logrec *recs[LOGQ_SEND_CHUNK];
+		struct logq_item *of[LOGQ_SEND_CHUNK];
+		bool sent[LOGQ_SEND_CHUNK];
+		size_t n = 0, m = 0;
+
+		for (; it && n < LOGQ_SEND_CHUNK; it = it->next) {
+			of[n] = it;
+			recs[n++] = &it->rec;
 		}
+		if (logc_send_batch(q->lc, recs, n, sent, &e) == n)
+			continue;
+		/* The socket may be full of unread acks: flush, retry once. A
+		 * failed flush here is the failure of every record sent
+		 * before it, even if the final flush (maybe on a new
+		 * connection) succeeds. */
+		if (logc_flush(q->lc, q->timeout_ms, NULL) < 0)
+			mid_failed = true;
+		for (size_t k = 0; k < n; k++)
+			if (!sent[k]) {
+				of[m] = of[k];
+				recs[m++] = recs[k];
+			}
+		logc_send_batch(q->lc, recs, m, sent, &e);
+		for (size_t k = 0; k < m; k++)
+			if (!sent[k])
+				of[k]->lost = true;
 	}
 	flushed = logc_flush(q->lc, q->timeout_ms, &e);
+	if (mid_failed && flushed == 0) {
+		flushed = -1;
+		pc_err_set(&e, PC_EIO, "an earlier wait for logd's acknowledgement failed");
+	}
 	if (flushed < 0)
 		pc_log(PC_LOG_ERR, "logd did not acknowledge records: %s", e.msg);
 
