@@ -19,20 +19,6 @@ static int sun_fill(struct sockaddr_un *sun, const char *path, struct pc_err *er
 	return 0;
 }
 
-/* A socket that answers belongs to a running process: taking its path
- * would leave that process serving nobody. One that refuses is stale. */
-static bool socket_in_use(const struct sockaddr_un *sun)
-{
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	bool live;
-
-	if (fd < 0)
-		return false;
-	live = connect(fd, (const struct sockaddr *)sun, sizeof(*sun)) == 0;
-	close(fd);
-	return live;
-}
-
 /* The socket is made under a temporary name and renamed into place once it
  * listens: a client that finds the path can connect, never a path that
  * refuses (bound, not yet listening) or an old socket nobody serves. */
@@ -52,8 +38,15 @@ int pc_unix_listen(const char *path, mode_t mode, uid_t owner, gid_t group, stru
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode))
 			return pc_err_set(err, PC_EEXIST, "%s exists and is not a socket", path);
-		if (socket_in_use(&sun))
+		/* One that answers belongs to a running process: taking its
+		 * path would leave that process serving nobody. One that
+		 * refuses is stale. */
+		int live = pc_unix_connect(path, 0, NULL);
+
+		if (live >= 0) {
+			close(live);
 			return pc_err_set(err, PC_EEXIST, "another process is serving %s", path);
+		}
 	}
 	if (lstat(tmp_path, &st) == 0 && (!S_ISSOCK(st.st_mode) || unlink(tmp_path) < 0))
 		return pc_err_set(err, PC_EEXIST, "%s exists and cannot be replaced", tmp_path);
