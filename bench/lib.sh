@@ -68,20 +68,43 @@ bench_cc() { # name [cc args...] -> path on stdout
 	echo "$out"
 }
 
-# The ceiling of any NFQUEUE design on this machine, for bench/flows and
-# bench/dns (lab and guard running): the engine's tables stay, the engine
-# stops (no engine, no traffic), and bench/nullq takes its queues, letting
-# every packet through with the engine's allow mark, deciding and logging
-# nothing. Reported, never judged: portcullis' own cost is the gap between
-# that row and the guarded one. bench_nullq_off brings the engine back.
-bench_nullq_on() {
+# The three ways bench/flows and bench/dns run the same traffic, in
+# interleaved rounds (lab and guard running):
+#   plain    portcullis' tables deleted: the same gateway forwarding alone
+#   nullq    the ceiling of any NFQUEUE design on this machine: the
+#            engine's tables stay, the engine stops (no engine, no
+#            traffic), and bench/nullq takes its queues, letting every
+#            packet through with the engine's allow mark, deciding and
+#            logging nothing. Reported, never judged: portcullis' own cost
+#            is the gap between that row and the guarded one.
+#   guarded  the tables installed again by portcullis reload: every new
+#            flow and DNS message queued, judged and logged
+# Leaving nullq brings the engine back.
+bench_mode() { # plain|nullq|guarded
+	_bench_nullq_off
+	case $1 in
+	plain)
+		lab_gw nft delete table inet portcullis 2>/dev/null
+		lab_gw nft delete table bridge portcullis 2>/dev/null
+		lab_gw nft list tables | grep -q portcullis && lab_die "tables still there"
+		;;
+	guarded) _bench_tables_on ;;
+	nullq) _bench_nullq_on ;;
+	*) lab_die "bench_mode: no mode $1" ;;
+	esac
+}
+_bench_tables_on() {
+	guard_cli reload >/dev/null || lab_die "reload (table install) failed"
+	lab_gw nft list tables | grep -q "inet portcullis" || lab_die "table not installed"
+}
+_bench_nullq_on() {
 	local nullq queues mark
 	# shellcheck disable=SC2046 # pkg-config's words
 	nullq=$(bench_cc nullq $(pkg-config --cflags --libs libnetfilter_queue libmnl) -lpthread) ||
 		lab_die "bench/nullq did not build"
 	mark=$(sed -n 's/^#define PC_MARK_ALLOW \(0x[0-9a-f]*\)u.*/\1/p' "$PC_TOP/appliance/appliance.h")
 	queues=$(guard_status_field '" ".join(str(q["num"]) for q in s["queues"])')
-	guard_cli reload >/dev/null || lab_die "reload (table install) failed"
+	_bench_tables_on
 	guard_engine_stop
 	lab_gw nft list tables | grep -q "inet portcullis" || lab_die "the engine took its tables away"
 	lab_ns_check "$LAB_GW"
@@ -91,7 +114,7 @@ bench_nullq_on() {
 	lab_wait_until -p "$(cat "$LAB_DIR/nullq.pid")" grep -q serving "$LAB_DIR/nullq.out" ||
 		lab_die "bench/nullq did not start: $(cat "$LAB_DIR/nullq.out")"
 }
-bench_nullq_off() {
+_bench_nullq_off() {
 	[ -s "$LAB_DIR/nullq.pid" ] || return 0
 	kill "$(cat "$LAB_DIR/nullq.pid")" 2>/dev/null
 	wait "$(cat "$LAB_DIR/nullq.pid")" 2>/dev/null
