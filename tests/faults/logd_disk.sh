@@ -19,45 +19,36 @@ allow:
   - cidr: $LAB_DIRECT4/32
     ports: [80]
 Y
-L=$GUARD_DIR/log
-mkdir -m 0750 "$L"
+. "$PC_TOP/tests/faults/logd_mountns.bash"
 chown portcullis-log:portcullis-log "$L"
-lab_ns_check "$LAB_GW"
-unshare -m --propagation private sh -c '
-	mount -t tmpfs -o size=2m,mode=0750,uid=$(id -u portcullis-log),gid=$(id -g portcullis-log) tmpfs "$1" &&
-	{ sleep 900 & echo $! >"$2"; } && exec ip netns exec "$3" "$4/portcullis-logd" -c "$5"' \
-	sh "$L" "$LAB_DIR/anchor" "$LAB_GW" "$GUARD_BIN" "$GUARD_CONF" 2>>"$GUARD_DIR/logd.log" &
-echo $! >"$LAB_DIR/guard-logd.pid"
-for i in $(seq 1 100); do lab_unix_ready "$GUARD_DIR/run/logd.sock" && [ -s "$LAB_DIR/anchor" ] && break; sleep 0.05; done
+mountns_logd_start 'mount -t tmpfs -o size=2m,mode=0750,uid=$(id -u portcullis-log),gid=$(id -g portcullis-log) tmpfs "$1"' ||
+	{ t_fail "logd started on the tmpfs" true; t_done; }
 echo "$(cat "$LAB_DIR/anchor")" >"$LAB_DIR/anchor.pid" # (lab_down kills it)
 guard_engine_start || { t_fail "engine started" true; t_done; }
-inns() { nsenter -t "$(cat "$LAB_DIR/anchor")" -m "$@"; }
-curl_rc() { local rc; lab_sb 1 curl -s -o /dev/null --max-time 3 http://$LAB_DIRECT4/ && rc=0 || rc=$?; echo $rc; }
-nginx_lines() { grep -c "^$LAB_DIRECT4 " "$LAB_DIR/nginx-access.log" 2>/dev/null || true; }
 
-t_eq "baseline: the allowed flow works with the log on the small file system" 0 "$(curl_rc)"
+t_eq "baseline: the allowed flow works with the log on the small file system" 0 "$(guard_http_rc)"
 t_ok "the log is on the tmpfs" inns test -s "$L/verdicts.jsonl"
 
 # ---- disk full -------------------------------------------------------------------------
 inns dd if=/dev/zero of="$L/filler" bs=4k count=100000 2>/dev/null
 # (the log file's last page may still take a record or two: then it is full)
 rcs=""
-for i in $(seq 1 8); do rcs="$rcs $(curl_rc)"; done
+for i in $(seq 1 8); do rcs="$rcs $(guard_http_rc)"; done
 t_match "disk full: new flows are refused (curl 7, at once)" "( 7){4}$" "$rcs"
 t_diag "curl exit codes after the disk filled: $rcs"
-served=$(nginx_lines)
-recs=$(inns cat "$L/verdicts.jsonl" | grep '"event.outcome":"success"' | grep -c "\"destination.ip\":\"$LAB_DIRECT4\"")
+served=$(guard_http_served)
+recs=$(flow_records)
 t_ok "every flow that got through has its record ($served served, $recs records)" test "$recs" -ge "$served"
 t_match "logd says why" "No space left on device" "$(cat "$GUARD_DIR/logd.log")"
 t_match "the engine says why" "logd did not take the records" "$(cat "$GUARD_DIR/engine.log")"
 t_ok "both daemons keep running" kill -0 "$(guard_engine_pid)" "$(cat "$LAB_DIR/guard-logd.pid")"
 inns rm -f "$L/filler"
-t_eq "space back: the flow is allowed again" 0 "$(curl_rc)"
+t_eq "space back: the flow is allowed again" 0 "$(guard_http_rc)"
 # (read-only: tests/faults/logd_readonly.sh — a tmpfs holding a file open
 # for writing cannot be remounted read-only, the kernel says busy)
 
-served=$(nginx_lines)
-recs=$(inns cat "$L/verdicts.jsonl" | grep '"event.outcome":"success"' | grep -c "\"destination.ip\":\"$LAB_DIRECT4\"")
+served=$(guard_http_served)
+recs=$(flow_records)
 t_ok "every flow the upstream served has its record ($served served, $recs records)" test "$recs" -ge "$served"
 t_ok "the log verifies" inns ip netns exec "$LAB_GW" "$GUARD_BIN/portcullis" -c "$GUARD_CONF" log verify
 guard_engine_stop

@@ -49,29 +49,14 @@ allow:
   - cidr: $LAB_DIRECT4/32
     ports: [80]
 Y
-L=$GUARD_DIR/log
-mkdir -m 0750 "$L"
+. "$PC_TOP/tests/faults/logd_mountns.bash"
 truncate -s 16M "$IMG"
 mkfs.ext4 -q -F -E root_owner="$(id -u portcullis-log):$(id -g portcullis-log)" "$IMG"
-lab_ns_check "$LAB_GW"
-# logd in its own mount namespace: the ext4 image mounted on the log
-# directory (mount -o loop: the loop device goes when the mount does)
-start_logd() {
-	unshare -m --propagation private sh -c '
-		mount -o loop,errors=remount-ro "$6" "$1" && chmod 0750 "$1" &&
-		{ sleep 900 & echo $! >"$2"; } && exec ip netns exec "$3" "$4/portcullis-logd" -c "$5"' \
-		sh "$L" "$LAB_DIR/anchor" "$LAB_GW" "$GUARD_BIN" "$GUARD_CONF" "$IMG" \
-		2>>"$GUARD_DIR/logd.log" &
-	echo $! >"$LAB_DIR/guard-logd.pid"
-	for _ in $(seq 1 100); do
-		lab_unix_ready "$GUARD_DIR/run/logd.sock" && [ -s "$LAB_DIR/anchor" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
-start_logd || { t_fail "logd started on the ext4 image" true; t_done; }
+# the ext4 image mounted on the log directory (mount -o loop: the loop
+# device goes when the mount does)
+mountns_logd_start 'mount -o loop,errors=remount-ro "$6" "$1" && chmod 0750 "$1"' "$IMG" ||
+	{ t_fail "logd started on the ext4 image" true; t_done; }
 guard_engine_start || { t_fail "engine started" true; t_done; }
-inns() { nsenter -t "$(cat "$LAB_DIR/anchor")" -m "$@"; }
 # bounded waits on a condition (never a sleep as an assertion)
 wait_for() {
 	local i
@@ -82,15 +67,9 @@ wait_for() {
 	return 1
 }
 gone() { [ -z "$(ps -o stat= -p "$1" 2>/dev/null | grep -v Z)" ]; } # exited (or a zombie)
-flow_ok() { [ "$(curl_rc)" = 0 ]; }
-curl_rc() { local rc; lab_sb 1 curl -s -o /dev/null --max-time 3 http://$LAB_DIRECT4/ && rc=0 || rc=$?; echo $rc; }
-nginx_lines() { grep -c "^$LAB_DIRECT4 " "$LAB_DIR/nginx-access.log" 2>/dev/null || true; }
-flow_records() {
-	inns cat "$L/verdicts.jsonl" | grep '"event.outcome":"success"' |
-		grep -c "\"destination.ip\":\"$LAB_DIRECT4\""
-}
+flow_ok() { [ "$(guard_http_rc)" = 0 ]; }
 
-t_eq "baseline: the allowed flow works with the log on the ext4 image" 0 "$(curl_rc)"
+t_eq "baseline: the allowed flow works with the log on the ext4 image" 0 "$(guard_http_rc)"
 t_match "the log is on the image's file system" "^/dev/loop[0-9]+ +ext4 +rw" \
 	"$(inns findmnt -n -o SOURCE,FSTYPE,OPTIONS "$L")"
 
@@ -104,7 +83,7 @@ wait "$BG"
 t_match "the log's file system is read-only now" "emergency_ro|(^|,)ro(,|$)" \
 	"$(inns findmnt -n -o OPTIONS "$L")"
 rcs=""
-for i in $(seq 1 4); do rcs="$rcs $(curl_rc)"; done
+for i in $(seq 1 4); do rcs="$rcs $(guard_http_rc)"; done
 t_match "read-only: new flows are refused (curl 7, at once)" "^( 7){4}$" "$rcs"
 t_diag "curl exit codes after the file system went read-only: $rcs"
 t_match "logd says why" "Read-only file system: the log's file system went read-only" \
@@ -115,7 +94,7 @@ t_match "the engine says why" "logd did not take the records" "$(cat "$GUARD_DIR
 LOGD=$(cat "$LAB_DIR/guard-logd.pid")
 t_ok "logd stopped (it holds nothing on the broken file system)" wait_for gone "$LOGD"
 t_ok "the engine keeps running" kill -0 "$(guard_engine_pid)"
-t_eq "still read-only: still refused" 7 "$(curl_rc)"
+t_eq "still read-only: still refused" 7 "$(guard_http_rc)"
 
 # A start while the file system is still read-only (systemd's Restart=)
 # refuses to serve and says why.
@@ -134,9 +113,9 @@ echo $! >"$LAB_DIR/guard-logd.pid"
 t_ok "logd started again (it verified the file first)" \
 	wait_for lab_unix_ready "$GUARD_DIR/run/logd.sock"
 t_ok "service back: the flow is allowed again" wait_for flow_ok
-t_eq "and the next one too" 0 "$(curl_rc)"
+t_eq "and the next one too" 0 "$(guard_http_rc)"
 
-served=$(nginx_lines)
+served=$(guard_http_served)
 recs=$(flow_records)
 t_ok "every flow the upstream served has its record ($served served, $recs records)" \
 	test "$recs" -ge "$served"

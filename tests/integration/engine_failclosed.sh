@@ -24,13 +24,7 @@ rules_v1() {
 rules_v1
 guard_start || { t_fail "guard started" true; t_done; }
 
-nginx_lines() { grep -c "^$LAB_DIRECT4 " "$LAB_DIR/nginx-access.log" 2>/dev/null || true; }
 http_ok() { lab_sb 1 curl -sS --max-time 3 http://$LAB_DIRECT4/ 2>&1; }
-curl_rc() {
-	local rc
-	lab_sb 1 curl -s -o /dev/null --max-time "${1:-3}" http://$LAB_DIRECT4/ && rc=0 || rc=$?
-	echo "$rc"
-}
 records_allowed_http() {
 	guard_records | grep '"event.action":"connect"' | grep '"event.outcome":"success"' |
 		grep -c "\"destination.ip\":\"$LAB_DIRECT4\",\"destination.port\":80" || true
@@ -51,13 +45,13 @@ t_match "... the first one is untouched" "^http 203.0.113.99 ok" "$(http_ok)"
 
 # ---- logd down: no record, no connection ------------------------------------------
 guard_logd_stop
-before=$(nginx_lines)
-t_eq "logd stopped: a new allowed flow is refused at once (curl 7)" 7 "$(curl_rc)"
-t_eq "... and upstream saw nothing" "$before" "$(nginx_lines)"
+before=$(guard_http_served)
+t_eq "logd stopped: a new allowed flow is refused at once (curl 7)" 7 "$(guard_http_rc)"
+t_eq "... and upstream saw nothing" "$before" "$(guard_http_served)"
 t_match "... the engine says why" "logd did not take the records" "$(cat "$GUARD_DIR/engine.log")"
 guard_logd_start
 t_match "logd back: the flow is allowed again" "^http 203.0.113.99 ok" "$(http_ok)"
-t_eq "every allowed flow that reached upstream has its record" "$(nginx_lines)" \
+t_eq "every allowed flow that reached upstream has its record" "$(guard_http_served)" \
 	"$(records_allowed_http)"
 
 # ---- reload with a broken file keeps the old policy --------------------------------
@@ -134,18 +128,18 @@ t_eq "the flow it still allows goes on" "before ok|after ok" \
 t_match "the cut is in the log" "cut by reload: its address is no longer allowed" "$(guard_records)"
 
 # ---- kill -9: nothing passes without the engine ----------------------------------------
-before=$(nginx_lines)
+before=$(guard_http_served)
 guard_engine_stop KILL
 t_eq "engine killed: a new connection fails (no listener: the kernel drops, curl 28)" 28 \
-	"$(curl_rc 2)"
-t_eq "... and upstream saw nothing new" "$before" "$(nginx_lines)"
+	"$(guard_http_rc 2)"
+t_eq "... and upstream saw nothing new" "$before" "$(guard_http_served)"
 t_match "... the tables are still in place" "table inet portcullis" "$(lab_gw nft list tables)"
 guard_engine_start
 t_match "engine restarted: the flow works again" "^http 203.0.113.99 ok" "$(http_ok)"
 
 # ---- SIGSTOP: a full queue drops, nothing is accepted unjudged -------------------------------
 q0=$(guard_status_field 's["queues"][0]["queued"]')
-before=$(nginx_lines)
+before=$(guard_http_served)
 kill -STOP "$(guard_engine_pid)"
 for i in $(seq 1 40); do
 	lab_sb 1 curl -s -o /dev/null --max-time 3 http://$LAB_DIRECT4/ && echo ok >>"$LAB_DIR/stop.out" &
@@ -153,7 +147,7 @@ done
 sleep 4
 t_eq "engine stopped: none of 40 connection attempts succeeded" 0 \
 	"$(cat "$LAB_DIR/stop.out" 2>/dev/null | wc -l)"
-t_eq "... and upstream saw none of them" "$before" "$(nginx_lines)"
+t_eq "... and upstream saw none of them" "$before" "$(guard_http_served)"
 kill -CONT "$(guard_engine_pid)"
 sleep 1
 st=$(guard_cli status --json)
@@ -164,7 +158,7 @@ t_eq "every queued packet was given a verdict by the engine" "ok" \
 t_match "engine continued: the flow works" "^http 203.0.113.99 ok" "$(http_ok)"
 # (SYNs judged after SIGCONT are allowed and recorded but their clients had
 # given up: more records than requests, never fewer)
-n=$(nginx_lines) r=$(records_allowed_http)
+n=$(guard_http_served) r=$(records_allowed_http)
 t_eq "every allowed flow that reached upstream has its record" "yes" \
 	"$([ "$r" -ge "$n" ] && echo yes || echo "records $r < requests $n")"
 

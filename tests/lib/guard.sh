@@ -14,6 +14,9 @@
 #   guard_status_field EXPR      a value from `portcullis status --json`, EXPR
 #                                being a python expression over `s` (the status)
 #   guard_records                the verdict log (JSON lines)
+#   guard_http_rc [MAX_TIME]     curl's exit code for sandbox 1's plain HTTP to
+#                                $LAB_DIRECT4 (0 served, 7 refused at once)
+#   guard_http_served            requests the upstream logged for $LAB_DIRECT4
 
 GUARD_BIN=${GUARD_BIN:-$PC_TOP/${PC_BUILD:-build}}
 
@@ -122,4 +125,15 @@ guard_status_field() { # python expression over s
 
 guard_records() {
 	cat "$GUARD_DIR/log/verdicts.jsonl" 2>/dev/null
+}
+
+# The fail-closed suites' allowed flow: sandbox 1's plain HTTP to the
+# direct upstream, and what the upstream saw of it.
+guard_http_rc() { # [max-time]
+	local rc
+	lab_sb 1 curl -s -o /dev/null --max-time "${1:-3}" http://$LAB_DIRECT4/ && rc=0 || rc=$?
+	echo "$rc"
+}
+guard_http_served() {
+	grep -c "^$LAB_DIRECT4 " "$LAB_DIR/nginx-access.log" 2>/dev/null || true
 }
