@@ -80,7 +80,7 @@ bench_cc() { # name [cc args...] -> path on stdout
 #   guarded  the tables installed again by portcullis reload: every new
 #            flow and DNS message queued, judged and logged
 # Leaving nullq brings the engine back.
-bench_mode() { # plain|nullq|guarded
+bench_mode() { # plain|nullq|guarded [nullq's mark: ALLOW (default) or PASS]
 	_bench_nullq_off
 	case $1 in
 	plain)
@@ -89,7 +89,7 @@ bench_mode() { # plain|nullq|guarded
 		lab_gw nft list tables | grep -q portcullis && lab_die "tables still there"
 		;;
 	guarded) _bench_tables_on ;;
-	nullq) _bench_nullq_on ;;
+	nullq) _bench_nullq_on "${2:-ALLOW}" ;;
 	*) lab_die "bench_mode: no mode $1" ;;
 	esac
 }
@@ -97,12 +97,18 @@ _bench_tables_on() {
 	guard_cli reload >/dev/null || lab_die "reload (table install) failed"
 	lab_gw nft list tables | grep -q "inet portcullis" || lab_die "table not installed"
 }
-_bench_nullq_on() {
+# The mark nullq gives must be the one the engine gives that traffic:
+# ALLOW for flows (the conntrack entry then skips the queue, as the engine's
+# verdict does), PASS for DNS (every message queued, as the engine has it);
+# with ALLOW, a DNS client's later queries would bypass the queue and the
+# "ceiling" would measure no queueing at all.
+_bench_nullq_on() { # ALLOW|PASS
 	local nullq queues mark
 	# shellcheck disable=SC2046 # pkg-config's words
 	nullq=$(bench_cc nullq $(pkg-config --cflags --libs libnetfilter_queue libmnl) -lpthread) ||
 		lab_die "bench/nullq did not build"
-	mark=$(sed -n 's/^#define PC_MARK_ALLOW \(0x[0-9a-f]*\)u.*/\1/p' "$PC_TOP/appliance/appliance.h")
+	mark=$(sed -n "s/^#define PC_MARK_$1 \\(0x[0-9a-f]*\\)u.*/\\1/p" "$PC_TOP/appliance/appliance.h")
+	[ -n "$mark" ] || lab_die "bench_mode nullq: no mark PC_MARK_$1"
 	queues=$(guard_status_field '" ".join(str(q["num"]) for q in s["queues"])')
 	_bench_tables_on
 	guard_engine_stop
