@@ -120,6 +120,12 @@ _bench_nullq_on() { # ALLOW|PASS
 	lab_wait_until -p "$(cat "$LAB_DIR/nullq.pid")" grep -q serving "$LAB_DIR/nullq.out" ||
 		lab_die "bench/nullq did not start: $(cat "$LAB_DIR/nullq.out")"
 }
+# Packets nullq has been given since it bound (the queues' id counters
+# start again at each bind): a ceiling run that queued less than its
+# traffic needs did not measure the queue.
+bench_nullq_queued() {
+	lab_gw cat /proc/net/netfilter/nfnetlink_queue | awk '{s += $8} END {print s + 0}'
+}
 _bench_nullq_off() {
 	[ -s "$LAB_DIR/nullq.pid" ] || return 0
 	kill "$(cat "$LAB_DIR/nullq.pid")" 2>/dev/null
