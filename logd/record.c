@@ -149,20 +149,6 @@ static void time_fmt(uint64_t time_ms, char out[25])
 	out[24] = '\0';
 }
 
-/* Dotted quad without inet_ntop's generality. */
-static const char *addr_fmt(const struct pc_addr *a, char *buf, size_t len)
-{
-	size_t o = 0;
-
-	if (a->family != AF_INET)
-		return pc_addr_str(a, buf, len);
-	for (int i = 0; i < 4; i++) {
-		o += u64_dec(a->a[i], buf + o);
-		buf[o++] = i < 3 ? '.' : '\0';
-	}
-	return buf;
-}
-
 struct jbuf {
 	char *p;
 	size_t len, off;
@@ -303,7 +289,7 @@ static void j_endpoint(struct jbuf *j, const char *ipkey, const char *portkey,
 
 	if (!e->addr.family)
 		return;
-	j_str(j, ipkey, addr_fmt(&e->addr, a, sizeof(a)));
+	j_str(j, ipkey, pc_addr_str(&e->addr, a, sizeof(a)));
 	if (e->port)
 		j_num(j, portkey, e->port);
 }

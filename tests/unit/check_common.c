@@ -28,6 +28,29 @@ START_TEST(addr_parse_v4_v6)
 }
 END_TEST
 
+/* pc_addr_str writes IPv4 itself: every octet width, and inet_ntop's
+ * answer for all of them; a buffer too short gets "-", never a cut. */
+START_TEST(addr_str_v4_every_octet)
+{
+	struct pc_addr a = {.family = AF_INET};
+	char buf[PC_ADDRSTRLEN], want[INET_ADDRSTRLEN], small[INET_ADDRSTRLEN - 1];
+
+	for (unsigned v = 0; v < 256; v++) {
+		a.a[0] = (uint8_t)v;
+		a.a[1] = (uint8_t)(255 - v);
+		a.a[2] = (uint8_t)(v * 7);
+		a.a[3] = (uint8_t)(v / 3);
+		ck_assert_ptr_nonnull(inet_ntop(AF_INET, a.a, want, sizeof(want)));
+		ck_assert_str_eq(pc_addr_str(&a, buf, sizeof(buf)), want);
+	}
+	memset(a.a, 255, 4);
+	ck_assert_str_eq(pc_addr_str(&a, buf, sizeof(buf)), "255.255.255.255");
+	ck_assert_str_eq(pc_addr_str(&a, small, sizeof(small)), "-");
+	a.family = 0;
+	ck_assert_str_eq(pc_addr_str(&a, buf, sizeof(buf)), "-");
+}
+END_TEST
+
 START_TEST(endpoint_parse_forms)
 {
 	struct pc_endpoint e;
@@ -229,6 +252,7 @@ static Suite *common_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, addr_parse_v4_v6);
+	tcase_add_test(tc, addr_str_v4_every_octet);
 	tcase_add_test(tc, endpoint_parse_forms);
 	tcase_add_test(tc, prefix_parse_contains_overlap);
 	tcase_add_test(tc, mac_parse);
