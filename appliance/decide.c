@@ -293,6 +293,8 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 	bool deferred = false;
 	struct dnstcp_stream *st = NULL;
 	const char *why = NULL;
+	/* the only port-53 traffic that may pass (docs/dnsguard.md) */
+	bool to_guard = sb && is_resolver(c->cfg, &p->dst);
 	int rc;
 
 	f.src.addr = p->src;
@@ -300,14 +302,27 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 	f.dst.addr = p->dst;
 	f.dst.port = p->dport;
 	if (p->proto == IPPROTO_TCP) {
-		if ((p->tcp_flags & (TH_SYN | TH_ACK)) == TH_SYN) {
-			if (sb && is_resolver(c->cfg, &p->dst)) {
-				d->v = VK_PASS; /* the queries on it are judged one by one */
-				return;
-			}
+		/* Whatever its flags, a segment goes on only from a known
+		 * sandbox to the guard's resolver: a segment without payload
+		 * is not judged, yet its options, IPv6 extension headers and
+		 * flags carry bytes to wherever it goes. Refused (and
+		 * recorded) before any stream is kept for it. */
+		if (!to_guard) {
+			tcp_dns_forget(c, p); /* one kept from before a reload */
 			refuse(d, c, p, sb, VK_REJECT,
 			       sb ? "DNS over TCP to a resolver that is not the guard's"
 				  : "not a sandbox (no rule matches its source, MAC and port)");
+			return;
+		}
+		if ((p->tcp_flags & TH_SYN) && p->payload_len) {
+			/* its bytes would reach the resolver unjudged */
+			refuse(d, c, p, sb, VK_REJECT,
+			       "data in a SYN (TCP Fast Open) to a resolver");
+			d->rec.action = LOGREC_DNS_QUERY;
+			return;
+		}
+		if ((p->tcp_flags & (TH_SYN | TH_ACK)) == TH_SYN) {
+			d->v = VK_PASS; /* the queries on it are judged one by one */
 			return;
 		}
 		if (p->payload_len == 0) {
@@ -332,6 +347,12 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 	}
 	rc = dnsguard_query_defer(c->dg, sb, &f, msg, len, c->now_ms,
 				  c->dns_defer ? policy_hash(c->policy) : NULL, &res, &deferred);
+	if (rc == 0 && res.verdict == DNSG_ALLOW && !to_guard) {
+		/* the DNS guard checks this too; never pass it if it did not */
+		res.verdict = DNSG_DROP;
+		res.reason = "DNS guard error";
+		deferred = false;
+	}
 	if (rc == 0 && res.verdict == DNSG_ALLOW && deferred) {
 		d->v = VK_PASS; /* its record comes with its answer */
 		if (st && !tcp_dns_judged(c, in, p, d, st, NULL))
@@ -447,6 +468,14 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 	if (p->proto != IPPROTO_UDP && p->proto != IPPROTO_TCP)
 		return; /* VK_DROP */
 	sb = sandbox_by_addr_from(c->policy, &p->dst, &from);
+	if (!is_resolver(c->cfg, &p->src) || p->sport != 53) {
+		/* The ruleset queues only resolvers' port-53 replies here:
+		 * anything else is not an answer, and nothing unjudged goes
+		 * toward a sandbox. */
+		rec_base(d, c, LOGREC_DNS_LEARN, LOGREC_REFUSED, p, sb, NULL);
+		set_reason(d, "%s", "not from a configured resolver");
+		return; /* VK_DROP */
+	}
 	if (p->proto == IPPROTO_TCP && p->payload_len == 0) {
 		if (p->tcp_flags & TH_RST)
 			tcp_dns_forget(c, p);

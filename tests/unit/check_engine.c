@@ -413,6 +413,202 @@ START_TEST(dns_queries)
 }
 END_TEST
 
+/* A TCP segment with optlen bytes of TCP options (NOPs: a covert payload
+ * needs no valid option) and, for IPv6 with dstopts > 0, a destination
+ * options header of that many bytes (a multiple of 8, PadN filled) before
+ * the TCP header. */
+static void tcp_pkt_opts(const char *src, uint16_t sp, const char *dst, uint16_t dp, uint8_t flags,
+			 size_t optlen, size_t dstopts, const void *data, size_t len)
+{
+	bool v6 = strchr(src, ':') != NULL;
+	size_t ipl = v6 ? 40 : 20, th = 20 + optlen;
+	uint8_t *t;
+
+	ck_assert_uint_eq(optlen % 4, 0);
+	ck_assert(optlen <= 40);
+	ck_assert(v6 || dstopts == 0);
+	ck_assert_uint_eq(dstopts % 8, 0);
+	ck_assert(ipl + dstopts + th + len <= sizeof(pkt));
+	memset(pkt, 0, ipl + dstopts + th);
+	if (v6) {
+		size_t pl = dstopts + th + len;
+
+		pkt[0] = 0x60;
+		pkt[4] = (uint8_t)(pl >> 8);
+		pkt[5] = (uint8_t)pl;
+		pkt[6] = dstopts ? IPPROTO_DSTOPTS : IPPROTO_TCP;
+		pkt[7] = 64;
+		inet_pton(AF_INET6, src, pkt + 8);
+		inet_pton(AF_INET6, dst, pkt + 24);
+		if (dstopts) {
+			uint8_t *o = pkt + 40;
+			size_t left = dstopts - 2;
+
+			o[0] = IPPROTO_TCP;
+			o[1] = (uint8_t)(dstopts / 8 - 1);
+			for (size_t at = 2; left > 0;) {
+				size_t n = left - 2 > 255 ? 255 : left - 2;
+
+				if (left - n - 2 == 1)
+					n--; /* never leave a single byte: Pad1 would do, keep it
+						simple */
+				o[at] = 1;   /* PadN */
+				o[at + 1] = (uint8_t)n;
+				memset(o + at + 2, 'X', n);
+				at += n + 2;
+				left -= n + 2;
+			}
+		}
+	} else {
+		size_t tl = ipl + th + len;
+
+		pkt[0] = 0x45;
+		pkt[2] = (uint8_t)(tl >> 8);
+		pkt[3] = (uint8_t)tl;
+		pkt[8] = 64;
+		pkt[9] = IPPROTO_TCP;
+		inet_pton(AF_INET, src, pkt + 12);
+		inet_pton(AF_INET, dst, pkt + 16);
+	}
+	t = pkt + ipl + dstopts;
+	t[0] = (uint8_t)(sp >> 8);
+	t[1] = (uint8_t)sp;
+	t[2] = (uint8_t)(dp >> 8);
+	t[3] = (uint8_t)dp;
+	t[7] = 7; /* seq */
+	t[12] = (uint8_t)((th / 4) << 4);
+	t[13] = flags;
+	memset(t + 20, 1 /* NOP */, optlen);
+	if (len)
+		memcpy(t + th, data, len);
+	pkt_len = ipl + dstopts + th + len;
+}
+
+#define FIN 0x01
+#define RST 0x04
+
+/* Port 53 passes only from a known sandbox to the guard's resolver, for
+ * every flag set, with or without payload; everything else is refused with
+ * a record, and no DNS-over-TCP stream is kept for it (issue 16, hole 1). */
+START_TEST(dns_port53_only_sandbox_to_resolver)
+{
+	static const uint8_t flags[] = {
+	    ACK, FIN | ACK, RST,  SYN | ACK, PSH | ACK,	      RST | ACK, SYN,
+	    FIN, 0,	    0xff, PSH,	     FIN | PSH | ACK, SYN | FIN};
+	uint8_t t[520], m[512];
+	size_t n = dns_msg(m, 0x3535, "api.github.test", NULL);
+
+	t[0] = (uint8_t)(n >> 8);
+	t[1] = (uint8_t)n;
+	memcpy(t + 2, m, n);
+	for (size_t i = 0; i < sizeof(flags); i++) {
+		const char *v4r = "not a sandbox (no rule matches its source, MAC and port)";
+		const char *other = "DNS over TCP to a resolver that is not the guard's";
+
+		/* to an address that is not a resolver: no payload, 36 bytes
+		 * of options, then a partial and a whole message */
+		for (int pl = 0; pl < 3; pl++) {
+			size_t len = pl == 0 ? 0 : pl == 1 ? 3 : n + 2;
+
+			tcp_pkt_opts("10.203.0.11", 4100, "198.51.100.5", 53, flags[i], 36, 0, t,
+				     len);
+			ck_assert_int_eq(judge(), VK_REJECT);
+			ck_assert(d.has_rec);
+			ck_assert_int_eq(d.rec.action, LOGREC_CONNECT);
+			ck_assert_int_eq(d.rec.verdict, LOGREC_REFUSED);
+			ck_assert_str_eq(d.rec.reason, other);
+			ck_assert_str_eq(d.rec.sandbox, "agent-1");
+			ck_assert_int_eq(d.rec.dst.port, 53);
+			ck_assert_uint_eq(dnstcp_count(dnstcp), 0);
+			/* IPv6, about 1 KiB in destination options */
+			tcp_pkt_opts("fd00:203::11", 4100, "2001:db8:5::5", 53, flags[i], 36, 1024,
+				     t, len);
+			ck_assert_int_eq(judge(), VK_REJECT);
+			ck_assert(d.has_rec);
+			ck_assert_str_eq(d.rec.reason, other);
+			ck_assert_uint_eq(dnstcp_count(dnstcp), 0);
+			/* to the resolver from no sandbox: a source no rule has,
+			 * and agent-1's address from another port */
+			tcp_pkt_opts("10.203.0.77", 4100, "198.51.100.53", 53, flags[i], 36, 0, t,
+				     len);
+			ck_assert_int_eq(judge(), VK_REJECT);
+			ck_assert(d.has_rec);
+			ck_assert_int_eq(d.rec.verdict, LOGREC_REFUSED);
+			ck_assert_str_eq(d.rec.reason, v4r);
+			ck_assert_ptr_null(d.rec.sandbox);
+			tcp_pkt_opts("10.203.0.11", 4100, "198.51.100.53", 53, flags[i], 36, 0, t,
+				     len);
+			ck_assert_int_eq(judge_from(5, NF_INET_PRE_ROUTING), VK_REJECT);
+			ck_assert_str_eq(d.rec.reason, v4r);
+			ck_assert_uint_eq(dnstcp_count(dnstcp), 0);
+		}
+		/* from the sandbox to its resolver, no payload: passes (a SYN
+		 * included: the queries on the connection are judged) */
+		tcp_pkt_opts("10.203.0.11", 4100, "198.51.100.53", 53, flags[i], 36, 0, NULL, 0);
+		ck_assert_int_eq(judge(), VK_PASS);
+		ck_assert(!d.has_rec);
+		/* a SYN with data: the data would reach the resolver unjudged */
+		if (flags[i] & SYN) {
+			tcp_pkt_opts("10.203.0.11", 4100, "198.51.100.53", 53, flags[i], 36, 0, t,
+				     n + 2);
+			ck_assert_int_eq(judge(), VK_REJECT);
+			ck_assert_str_eq(d.rec.reason,
+					 "data in a SYN (TCP Fast Open) to a resolver");
+		}
+	}
+	/* a whole allowed query to the resolver still passes, with options */
+	tcp_pkt_opts("10.203.0.11", 4101, "198.51.100.53", 53, PSH | ACK, 36, 0, t, n + 2);
+	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert_int_eq(d.rec.verdict, LOGREC_ALLOWED);
+	tcp_pkt_opts("fd00:203::11", 4101, "198.51.100.53", 53, PSH | ACK, 0, 1024, t, n + 2);
+	ck_assert_int_eq(judge(), VK_REJECT); /* an IPv6 source to an IPv4 resolver: not one */
+	/* UDP: never to another address, never from no sandbox, whatever it holds */
+	{
+		static const size_t lens[] = {0, 1, 11, 12};
+
+		for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+			udp_pkt("10.203.0.11:3535", "198.51.100.5:53", m, lens[i]);
+			ck_assert_int_eq(judge(), VK_DROP);
+			ck_assert(d.has_rec);
+			ck_assert_int_eq(d.rec.verdict, LOGREC_REFUSED);
+			udp_pkt("10.203.0.77:3535", "198.51.100.53:53", m, lens[i]);
+			ck_assert_int_eq(judge(), VK_DROP);
+			ck_assert(d.has_rec);
+		}
+		udp_pkt("10.203.0.11:3535", "198.51.100.5:53", m, n);
+		ck_assert_int_eq(judge(), VK_DROP);
+		ck_assert_str_eq(d.rec.reason, "not to a configured resolver");
+		udp_pkt("10.203.0.77:3535", "198.51.100.53:53", m, n);
+		ck_assert_int_eq(judge(), VK_DROP);
+		ck_assert_str_eq(d.rec.reason, "sender is not a sandbox");
+		udp_pkt("[fd00:203::11]:3535", "[2001:db8:5::5]:53", m, n);
+		ck_assert_int_eq(judge(), VK_DROP);
+		ck_assert_str_eq(d.rec.reason, "not to a configured resolver");
+	}
+}
+END_TEST
+
+/* Toward a sandbox, only a resolver's port-53 replies are ever released. */
+START_TEST(dns_answer_only_from_resolver)
+{
+	/* a segment without payload from a resolver's port 53: released */
+	tcp_pkt("198.51.100.53", 53, "10.203.0.11", 4100, ACK, 9, NULL, 0);
+	ck_assert_int_eq(judge_from(0, NF_INET_FORWARD), VK_PASS);
+	/* from another address, or another port of the resolver: dropped, recorded */
+	tcp_pkt("198.51.100.5", 53, "10.203.0.11", 4100, ACK, 9, NULL, 0);
+	ck_assert_int_eq(judge_from(0, NF_INET_FORWARD), VK_DROP);
+	ck_assert(d.has_rec);
+	ck_assert_int_eq(d.rec.action, LOGREC_DNS_LEARN);
+	ck_assert_str_eq(d.rec.reason, "not from a configured resolver");
+	tcp_pkt("198.51.100.53", 5353, "10.203.0.11", 4100, ACK, 9, NULL, 0);
+	ck_assert_int_eq(judge_from(0, NF_INET_LOCAL_OUT), VK_DROP);
+	ck_assert_str_eq(d.rec.reason, "not from a configured resolver");
+	tcp_pkt_opts("198.51.100.5", 53, "10.203.0.11", 4100, PSH | ACK, 36, 0, "\x00\x01x", 3);
+	ck_assert_int_eq(judge_from(0, NF_INET_FORWARD), VK_DROP);
+	ck_assert_uint_eq(dnstcp_count(dnstcp), 0);
+}
+END_TEST
+
 /* Resolve name for agent-1 through the guard (query, then answer). */
 static void resolve(const char *name, const char *addr, uint16_t id, const char *sport)
 {
@@ -741,6 +937,8 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, only_connection_starts);
 	tcase_add_test(tc, dns_queries);
 	tcase_add_test(tc, dns_answers);
+	tcase_add_test(tc, dns_port53_only_sandbox_to_resolver);
+	tcase_add_test(tc, dns_answer_only_from_resolver);
 	tcase_add_test(tc, dns_one_record_per_query);
 	tcase_add_test(tc, held_flow_sni);
 	tcase_add_test(tc, held_flow_timeout_and_plain);
