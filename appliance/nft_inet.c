@@ -258,6 +258,44 @@ static void inet_input(struct bld *b)
 	rsb_drop_rule(b);
 }
 
+/* What the engine released (PASS) from the sandboxes may go only where the
+ * engine releases anything: to a resolver's port 53, or on a held flow
+ * (its segments before the ClientHello decides). Whatever else carries the
+ * mark is dropped and counted, so a slip in the engine's DNS path cannot
+ * open a channel to another address (defence in depth; the checker's
+ * pass-restricted obligation proves it of the live table). */
+static void forward_pass_rules(struct bld *b)
+{
+	const char *br = b->p->cfg->bridge;
+	struct nr r;
+
+	for (int v6 = 0; v6 < 2; v6++) {
+		for (int tcp = 0; tcp < 2; tcp++) {
+			rsb_rule_begin(b, &r);
+			nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
+			nm_bits(&r, false, PC_MARK_MASK, NFT_CMP_EQ, PC_MARK_PASS);
+			nm_addr_set(&r, true, v6 ? AF_INET6 : AF_INET, false,
+				    v6 ? "resolvers6" : "resolvers4", false);
+			nm_l4proto(&r, NFT_CMP_EQ, tcp ? IPPROTO_TCP : IPPROTO_UDP);
+			nm_th_port(&r, true, 53);
+			nr_verdict(&r, NF_ACCEPT, NULL);
+			rsb_rule_end(b, &r);
+		}
+	}
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
+	nm_bits(&r, false, PC_MARK_MASK, NFT_CMP_EQ, PC_MARK_PASS);
+	nm_bits(&r, true, PC_MARK_ALLOW | PC_MARK_HELD, NFT_CMP_EQ, PC_MARK_HELD);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
+	nm_bits(&r, false, PC_MARK_MASK, NFT_CMP_EQ, PC_MARK_PASS);
+	nr_counter(&r);
+	nr_verdict(&r, NF_DROP, NULL);
+	rsb_rule_end(b, &r);
+}
+
 static void inet_forward(struct bld *b)
 {
 	const char *br = b->p->cfg->bridge;
@@ -277,11 +315,7 @@ static void inet_forward(struct bld *b)
 	nr_verdict(&r, NF_ACCEPT, NULL);
 	rsb_rule_end(b, &r);
 	/* from the sandboxes otherwise: released packets only */
-	rsb_rule_begin(b, &r);
-	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
-	nm_bits(&r, false, PC_MARK_MASK, NFT_CMP_EQ, PC_MARK_PASS);
-	nr_verdict(&r, NF_ACCEPT, NULL);
-	rsb_rule_end(b, &r);
+	forward_pass_rules(b);
 	/* the SYN of a held flow (its later packets come back as PASS) */
 	rsb_rule_begin(b, &r);
 	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
