@@ -531,6 +531,15 @@ int checker_run(const struct pc_config *cfg, const struct checker_expect *ex_in,
 			goto out;
 		}
 	}
+	/* what the engine's expectation (its memfd) does not carry */
+	if (!ex.mark_pass) {
+		ex.mark_pass = PC_MARK_PASS;
+		ex.ct_exempt = PC_MARK_ALLOW | PC_MARK_HELD;
+	}
+	if (!ex.resolvers) {
+		ex.resolvers = cfg->dns.resolvers;
+		ex.n_resolvers = cfg->dns.n_resolvers;
+	}
 	rc = ck_analyze(&st, &ex, br, res, err);
 	if (rc == 0)
 		table_check(&st, &ex, res);

@@ -41,6 +41,7 @@ enum checker_oblig {
 	CK_OB_LOCAL,	 /* no extra local address on the bridge */
 	CK_OB_IPV6,	 /* IPv6 as guarded as IPv4 */
 	CK_OB_BRNF,	 /* bridge-netfilter settings as the ruleset expects */
+	CK_OB_PASS,	 /* what the engine released goes only to a resolver's port 53 */
 	CK_OB_MODEL,	 /* everything on the path was modelled */
 	CK_OB_COUNT
 };
@@ -91,6 +92,14 @@ struct checker_expect {
 	 * NULL when not available (then identity is unproven). Borrowed. */
 	const char *canon;
 	size_t canon_len;
+	/* pass-restricted (docs/checker.md): the packet mark (within
+	 * mark_mask) of what the engine released, the ct mark bits of the flows
+	 * it allowed or holds (their packets are exempt) and the configured
+	 * resolvers (borrowed). checker_run fills what is left 0 from the
+	 * engine's constants and the configuration; mark_pass 0: unproven. */
+	uint32_t mark_pass, ct_exempt;
+	const struct pc_addr *resolvers;
+	size_t n_resolvers;
 };
 /* Fill ex from cfg (queues, listeners), the engine's constants (mark bits,
  * table name) and what the engine's ruleset builder makes for cfg, the

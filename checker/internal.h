@@ -319,6 +319,10 @@ void ck_evid(struct checker_result *res, enum checker_oblig ob, const char *fmt,
 void ck_paths_check(const struct ck_state *st, const struct checker_expect *ex, const char *br,
 		    struct checker_result *res);
 
+/* The pass-restricted obligation (pass.c). */
+void ck_pass_check(const struct ck_state *st, const struct checker_expect *ex, const char *br,
+		   struct checker_result *res);
+
 /* sha256 as "sha256:<hex>" into out (>= 72 bytes). */
 void ck_sha256_str(const void *data, size_t len, char *out);
 void ck_sha256_file(const char *path, char *out); /* "" when unreadable */

@@ -355,5 +355,6 @@ int ck_analyze(const struct ck_state *st, const struct checker_expect *ex, const
 	local_check(st, brl, res);
 	brnf_check(st, ex, brl, res);
 	ck_paths_check(st, ex, br, res);
+	ck_pass_check(st, ex, br, res);
 	return 0;
 }

@@ -32,6 +32,9 @@ static const struct {
 				       "beyond our listeners"},
     [CK_OB_IPV6] = {"ipv6-guarded", "the IPv6 path is as guarded as the IPv4 one"},
     [CK_OB_BRNF] = {"bridge-netfilter", "bridge netfilter settings are what the ruleset expects"},
+    [CK_OB_PASS] = {"pass-restricted",
+		    "a packet the engine released (PASS) from a sandbox port, on a flow it neither "
+		    "allowed nor holds, is accepted only toward a resolver's port 53"},
     [CK_OB_MODEL] = {"fully-modelled", "everything on the sandbox path was modelled (no "
 				       "unknown expression, set, program or hook)"},
 };

@@ -1,14 +1,20 @@
 /* libFuzzer target: netlink messages (as an nftables dump returns them:
  * tables, chains, rules, sets, elements, objects) screened and parsed into
  * the checker's ruleset model and walked by the path model for a synthetic
- * sandbox bridge; also the rtnetlink and tc parsers. */
+ * sandbox bridge (and by the pass-restricted walk); also the rtnetlink and tc parsers. */
 #include <stdint.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "checker/internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const struct pc_addr resolvers[] = {
+    {.family = AF_INET, .a = {198, 51, 100, 53}},
+    {.family = AF_INET6, .a = {0x20, 0x01, 0x0d, 0xb8, 0, 0x53, [15] = 0x53}},
+};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -29,6 +35,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ex.queue_lo = 100;
 	ex.queue_hi = 101;
 	ex.br_nf_call = 0;
+	/* the pass-restricted walk (pass.c) runs too: PASS, ALLOW|HELD, one
+	 * resolver of each family */
+	ex.mark_pass = 0x10000000u;
+	ex.ct_exempt = 0xa0000000u;
+	ex.resolvers = resolvers;
+	ex.n_resolvers = 2;
 	br = ck_grow(&st.links, &st.n_links, &st.cap_links, sizeof(*br));
 	if (!br)
 		goto out;
