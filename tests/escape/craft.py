@@ -7,6 +7,8 @@
 # up) or on ordinary sockets where the content is what is crafted (DNS).
 #
 #   craft.py tcp --dst A --dport P [--flags S] [--data TEXT] [--count N]
+#                [--opt-len N] [--dstopts N]   (N bytes of TCP option data; an
+#                IPv6 destination options header of N bytes carrying data)
 #   craft.py proto --dst A --proto N [--data TEXT]
 #   craft.py frag --dst A --dport P --kind tiny|overlap|nonfirst|tiny6|nonfirst6
 #   craft.py icmp --dst A [--type 8] [--data TEXT]
@@ -134,6 +136,37 @@ def ip_packet(src, dst, proto, seg):
     return ipv6(src, dst, proto, seg) if is6(dst) else ipv4(src, dst, proto, seg)
 
 
+COVERT = b"portcullis-covert-channel-"
+
+
+def tcp_opt_data(n):
+    """n bytes (a multiple of 4, at most 40) of TCP options carrying data:
+    one experimental option (kind 254, RFC 6994), NOPs to round it up."""
+    if n % 4 or n > 40 or n == 1:
+        sys.exit("craft: --opt-len must be a multiple of 4, at most 40")
+    if n == 0:
+        return b""
+    body = (COVERT * 2)[:n - 2]
+    return bytes([254, n]) + body
+
+
+def ipv6_dstopts(nh, n):
+    """An IPv6 destination options header of n bytes (a multiple of 8, at
+    least 8) whose options carry data: experimental option type 0x1e
+    (RFC 4727; its top bits 00 mean 'skip if unknown', so every node passes
+    it on), as many as fit, PadN for the rest."""
+    if n < 8 or n % 8 or n > 2048:
+        sys.exit("craft: --dstopts must be a multiple of 8 between 8 and 2048")
+    opts = b""
+    left = n - 2
+    while left >= 3:
+        k = min(255, left - 2)
+        opts += bytes([0x1E, k]) + (COVERT * (k // len(COVERT) + 1))[:k]
+        left -= k + 2
+    opts += b"\0" * left  # Pad1 for 0-2 bytes
+    return struct.pack("!BB", nh, n // 8 - 1) + opts
+
+
 class L2:
     def __init__(self, gw_mac, src_mac=None):
         self.s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
@@ -172,11 +205,21 @@ def cmd_tcp(a):
     if a.tfo:
         # TCP Fast Open cookie request/cookie option (kind 34), padded
         opts = b"\x22\x0a" + os.urandom(8) + b"\x01\x01"
+    if a.opt_len:
+        opts = tcp_opt_data(a.opt_len)
+    if a.dstopts and not is6(a.dst):
+        sys.exit("craft: --dstopts is IPv6 only")
     for _ in range(a.count):
         sport = a.sport or random.randrange(20000, 60000)
         seg = tcp(src, a.dst, sport, a.dport, a.flags, os.fsencode(a.data), options=opts)
-        l2.ip(ip_packet(src, a.dst, 6, seg))
-    print("sent %d tcp %s -> %s:%d flags %s" % (a.count, src, a.dst, a.dport, a.flags))
+        if a.dstopts:
+            l2.ip(ipv6(src, a.dst, 60, ipv6_dstopts(6, a.dstopts) + seg))
+        else:
+            l2.ip(ip_packet(src, a.dst, 6, seg))
+    print("sent %d tcp %s -> %s:%d flags %s%s%s" % (
+        a.count, src, a.dst, a.dport, a.flags,
+        " options %d bytes" % len(opts) if opts else "",
+        " dstopts %d bytes" % a.dstopts if a.dstopts else ""))
 
 
 def cmd_proto(a):
@@ -580,6 +623,8 @@ def main():
     t.add_argument("--flags", default="S")
     t.add_argument("--data", default="")
     t.add_argument("--tfo", action="store_true")
+    t.add_argument("--opt-len", type=int, default=0)
+    t.add_argument("--dstopts", type=int, default=0)
     t.add_argument("--count", type=int, default=1)
 
     t = sub.add_parser("proto")
