@@ -77,6 +77,10 @@ seed "IPv6 forwarding with no IPv6 guard" \
 	"second exit: IPv6 packets from port $P1 are forwarded without passing our queue" \
 	"g sysctl -qw net.ipv6.conf.all.forwarding=1; g nft insert rule inet portcullis prerouting meta nfproto ipv6 accept; g nft insert rule inet portcullis forward meta nfproto ipv6 accept" \
 	"ck_engine_reinstall"
+seed "the forward rule before issue 16: what the engine released, to any address" \
+	"second exit: table inet portcullis chain forward rule handle [0-9]+: accepts IPv4 packets the engine released \\(mark PASS\\) from pcbr0 toward an address other than a resolver's port 53" \
+	"g nft insert rule inet portcullis forward iifname pcbr0 meta mark and 0xff000000 == 0x10000000 accept" \
+	"ck_engine_reinstall"
 seed "bridge netfilter on where the ruleset relies on it being off" \
 	"unproven: bridge netfilter is on for IPv4 .* our ruleset expects it off" \
 	"g ip link set pcbr0 type bridge nf_call_iptables 1" \
