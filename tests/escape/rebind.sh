@@ -21,7 +21,10 @@ trap 'esc_finish' EXIT
 
 # The listeners: each connection appends its peer to the listener's log
 # and gets a reply.
-printf '%s\n' '#!/bin/sh' 'echo "$SOCAT_PEERADDR" >>"$1/listen-$2.log"' \
+# (the request is read to its end first: closing on unread bytes would
+# reset the connection and lose the reply)
+printf '%s\n' '#!/bin/bash' 'echo "$SOCAT_PEERADDR" >>"$1/listen-$2.log"' \
+	'while IFS= read -r -t 3 l && [ -n "${l%$'"'"'\r'"'"'}" ]; do :; done' \
 	'printf "HTTP/1.0 200 OK\r\nConnection: close\r\n\r\nsecret from %s\n" "$2"' >"$LAB_DIR/listen.sh"
 chmod 0755 "$LAB_DIR/listen.sh"
 for l in "$LAB_META4" "$LAB_INTERNAL4" "$LAB_CGNAT4"; do
