@@ -8,9 +8,9 @@
 # Real listeners on 169.254.169.254, 10.99.0.5, 100.64.0.5 and fd00:99::5
 # in the upstream namespace, reached through the gateway's default route,
 # are the "nothing reached it" evidence with the upstream capture; sandbox
-# 2, whose cidr rules open 169.254.169.254 and 10.99.0.5 explicitly, is the
-# control that shows they are reachable (and that an explicit cidr entry is
-# honoured).
+# 2, whose cidr rules open 169.254.169.254, 10.99.0.0/24 and fd00:99::/64
+# explicitly, is the control that shows they are reachable (and that an
+# explicit cidr entry is honoured).
 . "$PC_TOP/tests/escape/escape_lib.bash"
 
 esc_init rebind "DNS rebinding"
@@ -34,8 +34,9 @@ for l in "$LAB_META4" "$LAB_INTERNAL4" "$LAB_CGNAT4"; do
 	disown
 done
 lab_upstream ip -6 addr add "$LAB_ULA6/128" dev lo
+# (socat splits EXEC's arguments at ':': the log is named without them)
 lab_upstream socat -T 5 "TCP6-LISTEN:80,bind=[$LAB_ULA6],fork,reuseaddr" \
-	EXEC:"$LAB_DIR/listen.sh $LAB_DIR $LAB_ULA6" &
+	EXEC:"$LAB_DIR/listen.sh $LAB_DIR ${LAB_ULA6//:/-}" &
 disown
 for l in "$LAB_META4" "$LAB_INTERNAL4" "$LAB_CGNAT4"; do lab_wait_tcp "$LAB_UP" "$l" 80; done
 
@@ -64,15 +65,20 @@ bridge.evil.test gateway.evil.test uplink.evil.test mapped.evil.test"
 	    ports: [8080]
 	  - cidr: 10.99.0.0/24
 	    ports: [80]
+	  - host: ula.evil.test
+	    ports: [80]
+	  - cidr: "fd00:99::/64"
+	    ports: [80]
 	EOF
 } | guard_rules agents
 guard_start || { t_fail "the guard started" true; t_done; }
 esc_capture_start
 
-# connections from the sandboxes (lab_wait_tcp's probe comes from the upstream)
+# connections from the sandboxes (lab_wait_tcp's probe comes from the upstream;
+# socat writes IPv6 peers in full: [fd00:0203:0000:...])
 listened() {
 	local n
-	n=$(grep -cE '^\[?(10\.203\.|fd00:203:)' "$LAB_DIR/listen-$1.log" 2>/dev/null)
+	n=$(grep -cE '^\[?(10\.203\.|fd00:0?203:)' "$LAB_DIR/listen-${1//:/-}.log" 2>/dev/null)
 	echo "${n:-0}"
 }
 # The event.reason of every record about name (its DNS answers), newest last.
@@ -105,6 +111,12 @@ out=$(lab_sb 2 curl -sS --max-time 5 http://meta.evil.test/ 2>&1)
 t_match "meta.evil.test reached from sandbox 2 (the kernel forwards link-local upstream)" \
 	"^secret from $LAB_META4" "$out"
 t_eq "the listener on $LAB_META4 logged it" 1 "$(listened $LAB_META4)"
+esc_end "allowed (explicit cidr)" "listener: 1 connection"
+
+esc_begin "control: sandbox 2 whose cidr rule covers fd00:99::/64 explicitly (IPv6)"
+out=$(lab_sb 2 curl -6 -sS --max-time 5 http://ula.evil.test/ 2>&1)
+t_match "ula.evil.test is learned (cidr covers it) and served" "^secret from fd00-99--5" "$out"
+t_eq "the listener on $LAB_ULA6 logged it" 1 "$(listened $LAB_ULA6)"
 esc_end "allowed (explicit cidr)" "listener: 1 connection"
 
 # ---- the attempts ---------------------------------------------------------------------------
@@ -160,7 +172,7 @@ esc_begin "the listeners, in the end"
 t_eq "$LAB_META4 saw only sandbox 2's control connection" 1 "$(listened $LAB_META4)"
 t_eq "$LAB_INTERNAL4 saw only sandbox 2's control connection" 1 "$(listened $LAB_INTERNAL4)"
 t_eq "$LAB_CGNAT4 saw nothing" 0 "$(listened $LAB_CGNAT4)"
-t_eq "$LAB_ULA6 saw nothing" 0 "$(listened $LAB_ULA6)"
+t_eq "$LAB_ULA6 saw only sandbox 2's control connection" 1 "$(listened $LAB_ULA6)"
 esc_end "held" "listener logs"
 
 t_done
