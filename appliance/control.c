@@ -229,9 +229,13 @@ int control_loop(struct engine *e)
 		}
 		if (n > 0 && (p[1].revents & POLLIN))
 			clients_accept(e, cl);
-		if (n > 0 && (p[2].revents & POLLIN) && links_monitor_drain(e->link_fd) > 0 &&
-		    engine_ports_refresh(e, false, &err) < 0)
-			pc_log(PC_LOG_ERR, "bridge ports: %s", err.msg);
+		if (n > 0 && (p[2].revents & POLLIN) && links_monitor_drain(e->link_fd) > 0) {
+			if (engine_ports_refresh(e, false, &err) < 0)
+				pc_log(PC_LOG_ERR, "bridge ports: %s", err.msg);
+			if (engine_local_refresh(e, &err) < 0)
+				pc_log(PC_LOG_ERR, "gateway addresses (kept the previous set): %s",
+				       err.msg);
+		}
 		if (n > 0 && p[3].revents)
 			checkrun_readable(e);
 		now = pc_now_mono_ms();

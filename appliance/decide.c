@@ -450,6 +450,31 @@ void decision_owed_rec(const struct dnsguard_owed *o, struct logrec *r)
 	r->dns_type = o->qtype;
 }
 
+/* Say in the record which of the answer's addresses were not learned and
+ * why ("169.254.169.254 not learned: link-local (RFC 3927),
+ * special-purpose"): whole items only, then how many more. */
+static void reason_unlearned(struct decision *d, const struct dnsguard_answer_res *res)
+{
+	size_t used = strlen(d->reason), shown = 0;
+
+	for (size_t i = 0; i < res->n_unlearned && i < DNSG_UNLEARNED_SHOWN; i++) {
+		char a[PC_ADDRSTRLEN], item[PC_ADDRSTRLEN + 160];
+		int n = snprintf(item, sizeof(item), "; %s not learned: %s",
+				 pc_addr_str(&res->unlearned[i].addr, a, sizeof(a)),
+				 res->unlearned[i].why);
+
+		if (n < 0 || used + (size_t)n + 32 >= sizeof(d->reason))
+			break;
+		memcpy(d->reason + used, item, (size_t)n + 1);
+		used += (size_t)n;
+		shown++;
+	}
+	if (shown < res->n_unlearned)
+		snprintf(d->reason + used, sizeof(d->reason) - used, "; %zu more not learned",
+			 res->n_unlearned - shown);
+	d->rec.reason = d->reason;
+}
+
 /* The answer's record is its query's verdict record when that was deferred
  * (one record per query), else a dns-learn record; either carries what the
  * answer teaches, which decision_commit learns once the record is in. */
@@ -597,9 +622,11 @@ record:
 		memcpy(d->answers + off, as, al + 1);
 		off += al;
 	}
+	if (res->n_unlearned)
+		reason_unlearned(d, res);
 	if (res->n_learned)
 		d->rec.dns_answers = d->answers;
-	else if (!res->query_owed)
+	else if (!res->query_owed && !res->n_unlearned)
 		d->has_rec = false; /* released, nothing learned: no decision to record */
 out:
 	free(res->rewritten);

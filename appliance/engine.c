@@ -107,6 +107,18 @@ int engine_ports_refresh(struct engine *e, bool force, struct pc_err *err)
 	return 0;
 }
 
+int engine_local_refresh(struct engine *e, struct pc_err *err)
+{
+	struct dnsguard_local *l = NULL;
+	size_t n = 0;
+	int rc = links_local_prefixes(&e->cfg, &l, &n, err);
+
+	if (rc == 0)
+		rc = dnsguard_local_set(e->dg, l, n, err);
+	free(l);
+	return rc;
+}
+
 void engine_init(struct engine *e)
 {
 	memset(e, 0, sizeof(*e));
@@ -131,6 +143,11 @@ int engine_setup(struct engine *e, const char *config_path, struct pc_err *err)
 	if (rc)
 		return rc;
 	rc = dnsguard_new(&e->cfg, &e->dg, err);
+	if (rc)
+		return rc;
+	/* Before any packet is queued: no answer may teach the gateway's or
+	 * the sandboxes' own addresses. */
+	rc = engine_local_refresh(e, err);
 	if (rc)
 		return rc;
 	if (flow_registry_new(e->cfg.engine.flows_max, &e->flows) < 0)

@@ -123,9 +123,16 @@ void limits_metrics(struct pc_prom *b, const struct policy *pol);
  * *n = 0, *br_ifindex = 0). *ports is malloc'ed, caller frees. */
 int links_bridge_ports(const char *bridge, struct pc_bridge_port **ports, size_t *n,
 		       uint32_t *br_ifindex, struct pc_err *err);
-/* A non-blocking rtnetlink socket subscribed to link events (fd, or <0). */
+/* The gateway's own addresses (each as a host prefix) and the subnets of
+ * the bridge's addresses and of cfg's sandbox pools: what no DNS answer
+ * may teach (dnsguard_local_set). *out is malloc'ed, caller frees. */
+int links_local_prefixes(const struct pc_config *cfg, struct dnsguard_local **out, size_t *n,
+			 struct pc_err *err);
+/* A non-blocking rtnetlink socket subscribed to link and address events
+ * (fd, or <0). */
 int links_monitor_open(struct pc_err *err);
-/* Read every pending event; 1 if any link changed, 0 if none, <0 error. */
+/* Read every pending event; 1 if any link or address changed, 0 if none,
+ * <0 error. */
 int links_monitor_drain(int fd);
 
 /* The port map the queue threads read: ifindex -> name. Copy-on-write: the
@@ -314,7 +321,7 @@ struct decision {
 	char sni[POLICY_HOST_MAX];
 	char dns_name[POLICY_HOST_MAX];
 	char answers[512];
-	char reason[192];
+	char reason[640]; /* room for an answer's unlearned addresses and why */
 	/* refused UDP query: the synthesized answer to send back */
 	bool send_reply;
 	struct pc_endpoint reply_from, reply_to;
@@ -470,6 +477,9 @@ void engine_shutdown(struct engine *e);
 int engine_reload(struct engine *e, struct pc_err *err);
 /* Rebuild the port set after link changes. */
 int engine_ports_refresh(struct engine *e, bool force, struct pc_err *err);
+/* Hand the DNS guard the gateway's addresses and sandbox subnets again
+ * (links_local_prefixes); on failure the previous set stays. */
+int engine_local_refresh(struct engine *e, struct pc_err *err);
 /* Periodic: prune the flow registry against conntrack. */
 void engine_housekeeping(struct engine *e);
 

@@ -4,6 +4,8 @@
 #include "appliance/internal.h"
 
 #include <errno.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
 #include <stdlib.h>
@@ -73,7 +75,8 @@ static int link_cb(const struct nlmsghdr *nlh, void *data)
 int links_bridge_ports(const char *bridge, struct pc_bridge_port **ports, size_t *n,
 		       uint32_t *br_ifindex, struct pc_err *err)
 {
-	char buf[8192] = {0}; /* no stale bytes to the kernel (a fixed size: a VLA cannot be initialised) */
+	char buf[8192] = {
+	    0}; /* no stale bytes to the kernel (a fixed size: a VLA cannot be initialised) */
 	struct mnl_socket *nl;
 	struct nlmsghdr *nlh;
 	struct rtgenmsg *rt;
@@ -137,6 +140,98 @@ out:
 	return rc;
 }
 
+static int local_add(struct dnsguard_local **v, size_t *n, size_t *cap, const struct pc_prefix *p,
+		     const char *what)
+{
+	for (size_t i = 0; i < *n; i++)
+		if ((*v)[i].prefix.len == p->len && pc_addr_eq(&(*v)[i].prefix.addr, &p->addr))
+			return 0;
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		struct dnsguard_local *nv = realloc(*v, nc * sizeof(*nv));
+
+		if (!nv)
+			return PC_ENOMEM;
+		*v = nv;
+		*cap = nc;
+	}
+	(*v)[*n].prefix = *p;
+	(*v)[(*n)++].what = what;
+	return 0;
+}
+
+/* The prefix length of a netmask sockaddr (its leading one bits). */
+static uint8_t mask_len(const struct sockaddr *m, size_t bytes)
+{
+	const uint8_t *b =
+	    m->sa_family == AF_INET
+		? (const uint8_t *)&((const struct sockaddr_in *)(const void *)m)->sin_addr
+		: (const uint8_t *)&((const struct sockaddr_in6 *)(const void *)m)->sin6_addr;
+	uint8_t len = 0;
+
+	for (size_t i = 0; i < bytes && b[i] == 0xff; i++)
+		len += 8;
+	if (len < bytes * 8)
+		for (uint8_t x = b[len / 8]; x & 0x80; x = (uint8_t)(x << 1))
+			len++;
+	return len;
+}
+
+int links_local_prefixes(const struct pc_config *cfg, struct dnsguard_local **out, size_t *n,
+			 struct pc_err *err)
+{
+	static const char gw[] = "an address of the gateway";
+	static const char net[] = "the sandbox bridge's subnet";
+	static const char pool[] = "the sandbox address pool";
+	struct ifaddrs *ifa = NULL;
+	struct dnsguard_local *v = NULL;
+	size_t k = 0, cap = 0;
+	int rc = 0;
+
+	/* Every address of every interface of this namespace: the gateway is
+	 * never an upstream host; the bridge's subnets are the sandboxes. */
+	if (getifaddrs(&ifa) < 0)
+		return pc_err_errno(err, PC_EIO, "getifaddrs");
+	for (const struct ifaddrs *i = ifa; i && rc == 0; i = i->ifa_next) {
+		struct pc_prefix p = {0};
+		size_t bytes;
+
+		if (!i->ifa_addr ||
+		    (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+			continue;
+		bytes = i->ifa_addr->sa_family == AF_INET ? 4 : 16;
+		p.addr.family = (uint8_t)i->ifa_addr->sa_family;
+		memcpy(p.addr.a,
+		       bytes == 4
+			   ? (const void *)&((const struct sockaddr_in *)(const void *)i->ifa_addr)
+				 ->sin_addr
+			   : (const void *)&((const struct sockaddr_in6 *)(const void *)i->ifa_addr)
+				 ->sin6_addr,
+		       bytes);
+		p.len = (uint8_t)(bytes * 8);
+		rc = local_add(&v, &k, &cap, &p, gw);
+		if (rc || strcmp(i->ifa_name, cfg->bridge) != 0 || !i->ifa_netmask ||
+		    i->ifa_netmask->sa_family != i->ifa_addr->sa_family)
+			continue;
+		p.len = mask_len(i->ifa_netmask, bytes);
+		for (size_t b = p.len; b < bytes * 8; b++) /* the network, host bits cleared */
+			p.addr.a[b / 8] &= (uint8_t) ~(0x80u >> (b % 8));
+		rc = local_add(&v, &k, &cap, &p, net);
+	}
+	if (rc == 0 && cfg->sandbox.pool4.addr.family)
+		rc = local_add(&v, &k, &cap, &cfg->sandbox.pool4, pool);
+	if (rc == 0 && cfg->sandbox.pool6.addr.family)
+		rc = local_add(&v, &k, &cap, &cfg->sandbox.pool6, pool);
+	freeifaddrs(ifa);
+	if (rc) {
+		free(v);
+		return pc_err_set(err, rc, "local addresses: out of memory");
+	}
+	*out = v;
+	*n = k;
+	return 0;
+}
+
 int links_monitor_open(struct pc_err *err)
 {
 	struct mnl_socket *nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -144,7 +239,10 @@ int links_monitor_open(struct pc_err *err)
 
 	if (!nl)
 		return pc_err_errno(err, PC_EIO, "rtnetlink socket");
-	if (mnl_socket_bind(nl, RTMGRP_LINK, MNL_SOCKET_AUTOPID) < 0) {
+	/* Address events too: the DNS guard's set of the gateway's own
+	 * addresses follows them (engine_local_refresh). */
+	if (mnl_socket_bind(nl, RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR,
+			    MNL_SOCKET_AUTOPID) < 0) {
 		mnl_socket_close(nl);
 		return pc_err_errno(err, PC_EIO, "rtnetlink bind (link events)");
 	}

@@ -131,6 +131,26 @@ size_t pc_addr_len(const struct pc_addr *a); /* 4, 16 or 0 */
 /* Parse "02:00:5e:10:00:01" into 6 bytes. */
 int pc_mac_parse(const char *s, uint8_t mac[6]);
 
+/* Special-purpose address blocks (common/special.c): the IANA IPv4 and
+ * IPv6 Special-Purpose Address Registries plus multicast and a few
+ * deprecated blocks. name is short ("link-local"), rfc cites the entry
+ * ("RFC 3927"); all static. */
+struct pc_special {
+	struct pc_prefix prefix;
+	const char *text; /* the prefix as the registry writes it */
+	const char *name;
+	const char *rfc;
+};
+size_t pc_special_count(void);
+const struct pc_special *pc_special_at(size_t i); /* NULL past the end */
+/* The most specific entry containing a, or NULL. */
+const struct pc_special *pc_special_find(const struct pc_addr *a);
+/* When a is an IPv6 address that carries an IPv4 one in its last 32 bits
+ * and is delivered to it (IPv4-mapped ::ffff:0:0/96, NAT64 64:ff9b::/96),
+ * writes it to *v4 (may be NULL) and says which ("IPv4-mapped", "NAT64");
+ * NULL otherwise. */
+const char *pc_addr_v4_embedded(const struct pc_addr *a, struct pc_addr *v4);
+
 /* ---- UNIX SOCK_SEQPACKET sockets ---------------------------------------- */
 
 /* Create, bind and listen on a SOCK_SEQPACKET socket at path, replacing a

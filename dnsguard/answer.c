@@ -5,6 +5,7 @@
 #include "dnsguard/internal.h"
 
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -167,6 +168,81 @@ static void dg_collect_rrs(const struct dnsguard *g, ldns_pkt *pkt, const ldns_r
 	}
 }
 
+static bool dg_routable(const struct dnsguard *g, const struct pc_addr *a)
+{
+	for (size_t i = 0; i < g->n_routable; i++)
+		if (pc_prefix_contains(&g->routable[i], a))
+			return true;
+	return false;
+}
+
+/* Whether a is the gateway's, its sandboxes', or special-purpose and not
+ * declared routable; why says which. An IPv6 address that delivers to an
+ * embedded IPv4 one (mapped, NAT64) and is itself routable here is judged
+ * by that IPv4 address too: declaring 64:ff9b::/96 routable must not open
+ * 169.254.169.254 through it. g->local_lock held (read). */
+static bool dg_special(const struct dnsguard *g, const struct pc_addr *a, bool embedded, char *why,
+		       size_t len)
+{
+	const struct pc_special *e;
+	struct pc_addr v4;
+	const char *how, *local = NULL;
+	char inner[96], as[PC_ADDRSTRLEN];
+
+	for (size_t i = 0; i < g->n_local && !local; i++)
+		if (pc_prefix_contains(&g->local[i].prefix, a))
+			local = g->local[i].what;
+	e = pc_special_find(a);
+	if (e && dg_routable(g, a))
+		e = NULL;
+	/* Both when both hold: "the sandbox bridge's subnet, and private-use
+	 * (RFC 1918), special-purpose". */
+	if (e) {
+		snprintf(why, len, "%s%s%s (%s), special-purpose", local ? local : "",
+			 local ? ", and " : "", e->name, e->rfc);
+		return true;
+	}
+	if (local) {
+		snprintf(why, len, "%s", local);
+		return true;
+	}
+	how = embedded ? pc_addr_v4_embedded(a, &v4) : NULL;
+	if (how && dg_special(g, &v4, false, inner, sizeof(inner))) {
+		snprintf(why, len, "%s %s: %s", how, pc_addr_str(&v4, as, sizeof(as)), inner);
+		return true;
+	}
+	return false;
+}
+
+/* Move the addresses no answer may teach from res->learned to
+ * res->unlearned, unless a cidr entry of sb covers them: the operator
+ * opened that address to this sandbox explicitly. */
+static void dg_unlearn_special(struct dnsguard *g, const struct policy_sandbox *sb,
+			       struct dnsguard_answer_res *res, uint32_t *ttls)
+{
+	size_t k = 0;
+
+	pthread_rwlock_rdlock(&g->local_lock);
+	for (size_t i = 0; i < res->n_learned; i++) {
+		char why[sizeof(res->unlearned[0].why)];
+
+		if (policy_cidr_covers(sb, &res->learned[i], NULL) ||
+		    !dg_special(g, &res->learned[i], true, why, sizeof(why))) {
+			res->learned[k] = res->learned[i];
+			ttls[k++] = ttls[i];
+			continue;
+		}
+		if (res->n_unlearned < DNSG_UNLEARNED_SHOWN) {
+			res->unlearned[res->n_unlearned].addr = res->learned[i];
+			pc_strlcpy(res->unlearned[res->n_unlearned].why, why,
+				   sizeof(res->unlearned[0].why));
+		}
+		res->n_unlearned++;
+	}
+	pthread_rwlock_unlock(&g->local_lock);
+	res->n_learned = k;
+}
+
 int dnsguard_answer(struct dnsguard *g, const struct policy_sandbox *sb, const struct dns_flow *f,
 		    const uint8_t *msg, size_t len, uint64_t now_ms,
 		    struct dnsguard_answer_res *res)
@@ -299,6 +375,7 @@ int dnsguard_answer_judge(struct dnsguard *g, const struct policy_sandbox *sb,
 
 			dg_collect(res, ttls, &aw.hints.a[i], dg_ttl_clamp(g, t));
 		}
+		dg_unlearn_special(g, sb, res, ttls);
 		for (size_t i = 0; i < res->n_learned; i++)
 			if (i == 0 || ttls[i] < res->ttl)
 				res->ttl = ttls[i];
@@ -318,12 +395,20 @@ int dnsguard_answer_judge(struct dnsguard *g, const struct policy_sandbox *sb,
 		DG_INC(g, ech_stripped);
 	}
 	res->verdict = DNSG_ALLOW;
-	res->reason = res->n_learned ? "answer released, addresses learned" : "answer released";
+	if (res->n_unlearned)
+		res->reason = res->n_learned ? "answer released, addresses learned but not its "
+					       "special-purpose ones"
+					     : "answer released, its special-purpose addresses not "
+					       "learned";
+	else
+		res->reason =
+		    res->n_learned ? "answer released, addresses learned" : "answer released";
 	DG_INC(g, a_released);
 	goto out;
 drop:
 	res->verdict = DNSG_DROP;
 	res->n_learned = 0;
+	res->n_unlearned = 0;
 	DG_INC(g, a_dropped);
 out:
 	if (s)

@@ -101,7 +101,8 @@ int dnsguard_query_defer(struct dnsguard *g, const struct policy_sandbox *sb,
 size_t dnsguard_owed_take(struct dnsguard *g, uint64_t now_ms, bool all, struct dnsguard_owed *out,
 			  size_t max);
 
-#define DNSG_LEARN_MAX 32
+#define DNSG_LEARN_MAX	     32
+#define DNSG_UNLEARNED_SHOWN 8
 
 struct dnsguard_answer_res {
 	enum dnsguard_verdict verdict; /* ALLOW (release) or DROP */
@@ -116,6 +117,17 @@ struct dnsguard_answer_res {
 	 * the caller writes it now, with the answer's addresses. */
 	bool query_owed;
 	struct dnsguard_owed query;
+	/* Addresses of the answer that were not learned: special-purpose
+	 * ones (common/special.c), the sandbox bridge's subnets and the
+	 * gateway's own addresses (dnsguard_local_set), unless a cidr entry
+	 * of the sandbox covers them (docs/dnsguard.md, "Special-purpose
+	 * addresses"). n_unlearned counts them all; the first
+	 * DNSG_UNLEARNED_SHOWN are listed with why, for the record. */
+	size_t n_unlearned;
+	struct {
+		struct pc_addr addr;
+		char why[120]; /* "link-local (RFC 3927), special-purpose" */
+	} unlearned[DNSG_UNLEARNED_SHOWN];
 	/* When the answer had to be changed (an HTTPS/SVCB "ech" parameter
 	 * stripped), the new message; caller frees with free(). The engine
 	 * releases this instead of the original. NULL when unchanged. */
@@ -147,6 +159,18 @@ int dnsguard_answer_judge(struct dnsguard *g, const struct policy_sandbox *sb,
 			  struct dnsguard_answer_res *res);
 int dnsguard_learn_commit(struct dnsguard *g, const char *sb_name,
 			  const struct dnsguard_answer_res *res, uint64_t now_ms);
+
+/* Addresses that are the gateway's own or its sandboxes' (the bridge's
+ * subnets, the gateway's interface addresses), which no DNS answer may
+ * teach, like the special-purpose ranges. The engine reads them from the
+ * kernel at start and whenever an address changes, and hands the whole set
+ * over; it replaces the previous one. what is static text for the log. */
+struct dnsguard_local {
+	struct pc_prefix prefix;
+	const char *what; /* "the sandbox bridge's subnet", "an address of the gateway" */
+};
+int dnsguard_local_set(struct dnsguard *g, const struct dnsguard_local *l, size_t n,
+		       struct pc_err *err);
 
 struct dnsguard_flow_res {
 	bool allowed;

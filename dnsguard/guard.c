@@ -53,6 +53,12 @@ int dnsguard_new(const struct pc_config *cfg, struct dnsguard **out, struct pc_e
 		free(g);
 		return pc_err_set(err, PC_ENOMEM, "dnsguard: cannot create a lock");
 	}
+	if (pthread_rwlock_init(&g->local_lock, NULL) != 0) {
+		pthread_mutex_destroy(&g->owed_mu);
+		pthread_rwlock_destroy(&g->dir);
+		free(g);
+		return pc_err_set(err, PC_ENOMEM, "dnsguard: cannot create a lock");
+	}
 	memcpy(g->resolvers, cfg->dns.resolvers, cfg->dns.n_resolvers * sizeof(g->resolvers[0]));
 	g->n_resolvers = cfg->dns.n_resolvers;
 	g->ttl_min = cfg->dns.ttl_min;
@@ -60,6 +66,8 @@ int dnsguard_new(const struct pc_config *cfg, struct dnsguard **out, struct pc_e
 	g->grace_ms = (uint64_t)cfg->dns.grace * 1000u;
 	g->cap_sb = cfg->dns.learned_per_sandbox;
 	g->cap_total = cfg->dns.learned_total;
+	g->n_routable = cfg->dns.n_routable <= PC_MAX_ROUTABLE ? cfg->dns.n_routable : 0;
+	memcpy(g->routable, cfg->dns.routable, g->n_routable * sizeof(g->routable[0]));
 	randombytes_buf(g->hkey, sizeof(g->hkey));
 	*out = g;
 	return 0;
@@ -95,7 +103,31 @@ void dnsguard_free(struct dnsguard *g)
 	}
 	pthread_mutex_destroy(&g->owed_mu);
 	pthread_rwlock_destroy(&g->dir);
+	pthread_rwlock_destroy(&g->local_lock);
+	free(g->local);
 	free(g);
+}
+
+int dnsguard_local_set(struct dnsguard *g, const struct dnsguard_local *l, size_t n,
+		       struct pc_err *err)
+{
+	struct dnsguard_local *nl = NULL, *old;
+
+	if (!g || (n && !l))
+		return pc_err_set(err, PC_EINVAL, "dnsguard_local_set: bad arguments");
+	if (n) {
+		nl = calloc(n, sizeof(*nl));
+		if (!nl)
+			return pc_err_set(err, PC_ENOMEM, "dnsguard: out of memory");
+		memcpy(nl, l, n * sizeof(*nl));
+	}
+	pthread_rwlock_wrlock(&g->local_lock);
+	old = g->local;
+	g->local = nl;
+	g->n_local = n;
+	pthread_rwlock_unlock(&g->local_lock);
+	free(old);
+	return 0;
 }
 
 static size_t dg_sb_bucket(const struct dnsguard *g, const char *name)

@@ -87,6 +87,15 @@ struct dnsguard {
 	uint32_t cap_sb, cap_total;
 	uint8_t hkey[16]; /* SipHash key: addresses come from answers a
 			     sandbox can influence, so bucket choice is keyed */
+	/* dns.routable */
+	struct pc_prefix routable[PC_MAX_ROUTABLE];
+	size_t n_routable;
+
+	/* dnsguard_local_set's set, replaced whole under local_lock (a
+	 * leaf lock: nothing else is taken while it is held). */
+	pthread_rwlock_t local_lock;
+	struct dnsguard_local *local;
+	size_t n_local;
 
 	/* The sandbox directory. Readers (every call) take it shared; only
 	 * creating a sandbox's state and dnsguard_prune take it exclusive,

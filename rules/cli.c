@@ -46,6 +46,82 @@ static void policy_summary(const char *where, const struct policy *p, bool hash)
 	       secrets == 1 ? "" : "s", hash ? ", policy " : "", hash ? policy_hash(p) : "");
 }
 
+static bool lint_routable(const struct pc_config *cfg, const struct pc_prefix *p)
+{
+	for (size_t i = 0; cfg && i < cfg->dns.n_routable; i++)
+		if (cfg->dns.routable[i].len <= p->len &&
+		    pc_prefix_contains(&cfg->dns.routable[i], &p->addr))
+			return true;
+	return false;
+}
+
+static void lint_warn_one(const struct policy_sandbox *sb, const struct policy_allow *a,
+			  const struct pc_special *e)
+{
+	char c[PC_ADDRSTRLEN];
+
+	pc_addr_str(&a->cidr.addr, c, sizeof(c));
+	fprintf(stderr,
+		"%s:%u:%u: warning: cidr %s/%u of sandbox '%s' opens %s, %s (%s), a "
+		"special-purpose range: this sandbox may reach it, and DNS answers in it are "
+		"learned for its names; expected only addresses you mean it to reach\n",
+		a->file ? a->file : "?", a->vline, a->vcol, c, a->cidr.len, sb->name, e->text,
+		e->name, e->rfc);
+}
+
+/* cidr entries that open special-purpose ranges (not an error: an
+ * internal service may be meant; but a metadata service or the gateway
+ * rarely is). One warning per entry and block: the most specific block
+ * holding the whole entry, else each outermost block inside it. Ranges
+ * the configuration declares routable (dns.routable) are ordinary. */
+static void lint_warn_special(const struct policy *p, const struct pc_config *cfg)
+{
+	for (size_t i = 0; i < policy_sandbox_count(p); i++) {
+		const struct policy_sandbox *sb = policy_sandbox_at(p, i);
+
+		for (size_t k = 0; k < sb->n_allow; k++) {
+			const struct policy_allow *a = &sb->allow[k];
+			const struct pc_special *holds = NULL;
+			size_t n = pc_special_count();
+
+			if (a->kind != POLICY_ALLOW_CIDR)
+				continue;
+			for (size_t j = 0; j < n; j++) {
+				const struct pc_special *e = pc_special_at(j);
+
+				if (e->prefix.len <= a->cidr.len &&
+				    pc_prefix_contains(&e->prefix, &a->cidr.addr) &&
+				    (!holds || e->prefix.len > holds->prefix.len))
+					holds = e;
+			}
+			if (holds) {
+				if (!lint_routable(cfg, &a->cidr))
+					lint_warn_one(sb, a, holds);
+				continue;
+			}
+			for (size_t j = 0; j < n; j++) {
+				const struct pc_special *e = pc_special_at(j);
+				bool outer = true;
+
+				if (e->prefix.len <= a->cidr.len ||
+				    !pc_prefix_contains(&a->cidr, &e->prefix.addr) ||
+				    lint_routable(cfg, &e->prefix))
+					continue;
+				for (size_t m = 0; m < n && outer; m++) {
+					const struct pc_special *o = pc_special_at(m);
+
+					if (m != j && o->prefix.len > a->cidr.len &&
+					    o->prefix.len < e->prefix.len &&
+					    pc_prefix_contains(&o->prefix, &e->prefix.addr))
+						outer = false;
+				}
+				if (outer)
+					lint_warn_one(sb, a, e);
+			}
+		}
+	}
+}
+
 /* A configuration and the rules directory it names. */
 static void lint_config(struct lint *l, const char *path)
 {
@@ -65,6 +141,7 @@ static void lint_config(struct lint *l, const char *path)
 			l->errors++;
 		return;
 	}
+	lint_warn_special(p, &cfg);
 	policy_summary(cfg.rules_dir, p, true);
 	policy_unref(p);
 }
@@ -133,6 +210,7 @@ static int cmd_lint(int argc, char **argv, const char *config)
 			char where[64];
 
 			snprintf(where, sizeof(where), "%zu rule file%s", n, n == 1 ? "" : "s");
+			lint_warn_special(p, NULL);
 			policy_summary(where, p, false);
 			policy_unref(p);
 		} else if (l.errors + l.unreadable == before) {
@@ -184,7 +262,9 @@ static void usage(FILE *f)
 	fprintf(f, "usage: portcullis [-c FILE] policy lint [FILE...]\n"
 		   "       portcullis [-c FILE] policy hash [--canonical]\n"
 		   "lint: check the configuration and its rules directory (or the given rule\n"
-		   "      files and configurations); errors as file:line:col: message.\n"
+		   "      files and configurations); errors as file:line:col: message,\n"
+		   "      warnings (cidr entries opening special-purpose ranges) as\n"
+		   "      file:line:col: warning: message\n"
 		   "      exit 0 clean, 1 errors, 3 unreadable input\n"
 		   "hash: print the sha256 of the policy the configuration points to\n"
 		   "      (--canonical: print the canonical form it is computed over)\n");

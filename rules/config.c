@@ -20,6 +20,7 @@ enum ctype {
 	CT_REFUSE,    /* refused | nxdomain */
 	CT_QTYPES,    /* list of DNS type names */
 	CT_RESOLVERS, /* list of IP addresses */
+	CT_ROUTABLE,  /* list of special-purpose prefixes */
 	CT_ENDPOINT,  /* "addr:port" */
 	CT_HOSTPORT,  /* "host:port" or "" */
 	CT_PREFIX4,   /* an IPv4 prefix */
@@ -58,6 +59,7 @@ static const struct ckey ckeys[] = {
     N("limits.new_flows_per_second", limits.new_flows_per_second, 1, PC_LIMIT_RATE_MAX),
     N("limits.new_flows_burst", limits.new_flows_burst, 1, PC_LIMIT_BURST_MAX),
     K("dns.resolvers", CT_RESOLVERS, dns.resolvers),
+    K("dns.routable", CT_ROUTABLE, dns.routable),
     K("dns.qtypes", CT_QTYPES, dns.qtypes),
     K("dns.refuse_with", CT_REFUSE, dns.refuse),
     N("dns.ttl_min", dns.ttl_min, 0, 86400),
@@ -339,6 +341,60 @@ static int cset_resolvers(struct cload *l, const struct ynode *n, const struct c
 	return 0;
 }
 
+/* dns.routable: each prefix must lie inside one special-purpose block, so
+ * that the list can only say "this special range is an ordinary network
+ * here", never widen into a blanket exemption (0.0.0.0/0) by a typo. */
+static int cset_routable(struct cload *l, const struct ynode *n, const struct ckey *k)
+{
+	struct pc_prefix r[PC_MAX_ROUTABLE];
+	const struct ynode *const *items = (const struct ynode *const *)n->kids;
+	size_t cnt = n->n;
+	int rc = 0;
+
+	if (n->type == YN_SCALAR && !ynode_is_null(n)) {
+		items = &n;
+		cnt = 1;
+	} else if (n->type != YN_SEQ) {
+		return yerr_type(&l->c, n, k->path, "a list of special-purpose prefixes");
+	}
+	if (cnt > PC_MAX_ROUTABLE)
+		return yerr(&l->c, n, "%s: %zu prefixes; expected at most %d", k->path, cnt,
+			    PC_MAX_ROUTABLE);
+	for (size_t i = 0; i < cnt; i++) {
+		const struct pc_special *within = NULL;
+		const char *s;
+
+		if (yget_str(&l->c, items[i], k->path, &s)) {
+			rc = PC_EPARSE;
+			continue;
+		}
+		if (pc_prefix_parse(s, &r[i]) < 0) {
+			rc = yerr(&l->c, items[i],
+				  "%s: invalid prefix '%.64s'; expected a network like "
+				  "'192.0.2.0/24' or '2001:db8::/32'",
+				  k->path, s);
+			continue;
+		}
+		for (size_t j = 0; j < pc_special_count(); j++) {
+			const struct pc_special *e = pc_special_at(j);
+
+			if (e->prefix.len <= r[i].len && pc_prefix_contains(&e->prefix, &r[i].addr))
+				within = e;
+		}
+		if (!within)
+			rc = yerr(&l->c, items[i],
+				  "%s: '%.64s' is not inside one special-purpose block; expected "
+				  "a range inside one of them, like '192.0.2.0/24' (other "
+				  "addresses are learned anyway)",
+				  k->path, s);
+	}
+	if (rc)
+		return rc;
+	memcpy(l->cfg.dns.routable, r, cnt * sizeof(r[0]));
+	l->cfg.dns.n_routable = cnt;
+	return 0;
+}
+
 static int cset_hostport(struct cload *l, const struct ynode *n, const struct ckey *k)
 {
 	char host[POLICY_HOST_MAX], norm[POLICY_HOST_MAX];
@@ -413,6 +469,8 @@ static int cset(struct cload *l, const struct ynode *n, const struct ckey *k)
 		return cset_qtypes(l, n, k);
 	case CT_RESOLVERS:
 		return cset_resolvers(l, n, k);
+	case CT_ROUTABLE:
+		return cset_routable(l, n, k);
 	case CT_ENDPOINT:
 	case CT_HOSTPORT:
 		return cset_hostport(l, n, k);

@@ -104,6 +104,32 @@ static bool cidr_visit(uint32_t v, void *arg)
 	return false; /* a longer prefix may still hold an earlier entry */
 }
 
+static bool cidr_best(struct best *b, const struct pc_addr *dst, const struct policy_allow **rule)
+{
+	const struct policy_sandbox *sb = b->sb;
+
+	if (!sb || !dst || (dst->family != AF_INET && dst->family != AF_INET6))
+		return false;
+	if (!sb->index) {
+		for (size_t i = 0; i < sb->n_allow && b->idx == UINT32_MAX; i++)
+			if (sb->allow[i].kind == POLICY_ALLOW_CIDR &&
+			    pc_prefix_contains(&sb->allow[i].cidr, dst))
+				best_offer(b, (uint32_t)i);
+		return best_result(b, rule);
+	}
+	ptrie_walk(dst->family == AF_INET ? &sb->index->cidr4 : &sb->index->cidr6, dst->a,
+		   cidr_visit, b);
+	return best_result(b, rule);
+}
+
+bool policy_cidr_covers(const struct policy_sandbox *sb, const struct pc_addr *dst,
+			const struct policy_allow **rule)
+{
+	struct best b = {sb, 0, 0, true, UINT32_MAX};
+
+	return cidr_best(&b, dst, rule);
+}
+
 bool policy_cidr_allows(const struct policy_sandbox *sb, const struct pc_addr *dst, uint8_t proto,
 			uint16_t port, const struct policy_allow **rule)
 {
@@ -201,7 +227,7 @@ const struct policy_secret *policy_secret_by_name(const struct policy_sandbox *s
 {
 	if (!sb || !name || !sb->n_secrets)
 		return NULL; /* bsearch on a NULL array is undefined even for zero elements */
-	if (sb->index) /* compiled secrets are sorted by name */
+	if (sb->index)	     /* compiled secrets are sorted by name */
 		return bsearch(name, sb->secrets, sb->n_secrets, sizeof(*sb->secrets),
 			       secret_name_cmp);
 	for (size_t i = 0; i < sb->n_secrets; i++)

@@ -358,6 +358,8 @@ static int parse_allow(struct pparse *pp, struct sbb *s, const struct ynode *n, 
 		return yerr(&pp->c, n,
 			    "allow entry: no destination; expected 'host' (a name) or "
 			    "'cidr' (a network)");
+	a->vline = (host ? host : cidr)->line;
+	a->vcol = (host ? host : cidr)->col;
 	if (host) {
 		bool wild = false;
 

@@ -21,6 +21,7 @@
  * ====================================================================== */
 
 #define PC_MAX_RESOLVERS 8
+#define PC_MAX_ROUTABLE 32 /* dns.routable entries */
 /* Bounds of limits.new_flows_per_second / new_flows_burst (config and
  * sandbox): at least 1 (a sandbox always may open a flow), at most what
  * the kernel's token bucket represents without overflow, far above any
@@ -86,6 +87,11 @@ struct pc_config {
 		uint32_t grace;            /* dns.grace (s): default 60 */
 		uint32_t learned_per_sandbox; /* dns.max_learned_per_sandbox: 4096 */
 		uint32_t learned_total;       /* dns.max_learned_total: 100000 */
+		/* dns.routable: special-purpose ranges (each inside one entry of
+		 * pc_special_*) this network routes like the internet; answers
+		 * in them are learned. Default none (docs/dnsguard.md). */
+		struct pc_prefix routable[PC_MAX_ROUTABLE];
+		size_t n_routable;
 	} dns;
 
 	struct {
@@ -194,6 +200,7 @@ struct policy_allow {
 	char rule[96];  /* stable name for logs: "agent-1/allow[2]" (0-based, file order) */
 	const char *file; /* where it was written (borrowed from the policy) */
 	unsigned line;
+	unsigned vline, vcol; /* where its host or cidr value is written (lint) */
 };
 
 struct policy_secret {
@@ -290,6 +297,11 @@ const struct policy_sandbox *policy_sandbox_by_source(const struct policy *p,
  * of a 10-entry one). */
 bool policy_cidr_allows(const struct policy_sandbox *sb, const struct pc_addr *dst,
 			uint8_t proto, uint16_t port, const struct policy_allow **rule);
+/* Whether a cidr entry of sb contains dst, whatever its ports and protocol
+ * (the DNS guard's question: did the operator open this special-purpose
+ * address to this sandbox explicitly?). *rule as above. */
+bool policy_cidr_covers(const struct policy_sandbox *sb, const struct pc_addr *dst,
+			const struct policy_allow **rule);
 bool policy_host_allows(const struct policy_sandbox *sb, const char *name, uint8_t proto,
 			uint16_t port, const struct policy_allow **rule);
 /* Whether any host/wildcard entry names this host, whatever its ports (the

@@ -41,6 +41,7 @@ vault_config() {
 	  count: 2
 	dns:
 	  resolvers: [$LAB_RESOLVER4]
+	  routable: [$LAB_ROUTABLE]
 	run_dir: $V/run
 	state_dir: $V/state
 	rules: $V/rules.d

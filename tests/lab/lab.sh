@@ -49,6 +49,16 @@ LAB_CDN6=2001:db8:10::20
 LAB_DIRECT4=203.0.113.99          # HTTPS with no DNS name (direct-IP attempts)
 LAB_SSH4=198.51.100.22            # TCP echo on 22, UDP echo on 5000 (cidr rules)
 LAB_SSH6=2001:db8:22::22
+# DNS rebinding targets (tests/escape/rebind.sh): allowed-looking names in
+# .evil.test whose answers are special-purpose addresses or the lab's own.
+LAB_META4=169.254.169.254         # meta.evil.test: a cloud metadata service
+LAB_INTERNAL4=10.99.0.5           # internal.evil.test: a private (RFC 1918) host
+LAB_CGNAT4=100.64.0.5             # cgnat.evil.test: shared address space (RFC 6598)
+LAB_ULA6=fd00:99::5               # ula.evil.test: unique-local (RFC 4193)
+# The simulated internet lives in the documentation ranges, which are
+# special-purpose: configurations of the lab declare them routable
+# (dns.routable) so that the DNS guard learns them (docs/dnsguard.md).
+LAB_ROUTABLE='192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24, "2001:db8::/32"'
 
 lab_log() { printf '# lab: %s\n' "$*" >&2; }
 lab_die() { printf 'lab: %s\n' "$*" >&2; exit 1; }
@@ -170,6 +180,15 @@ lab_dns_start() {
 		--host-record=cdn-good.test,$LAB_CDN4,$LAB_CDN6 \
 		--host-record=cdn-evil.test,$LAB_CDN4,$LAB_CDN6 \
 		--host-record=ssh.test,$LAB_SSH4,$LAB_SSH6 \
+		--host-record=meta.evil.test,$LAB_META4 \
+		--host-record=loop.evil.test,127.0.0.1,::1 \
+		--host-record=internal.evil.test,$LAB_INTERNAL4 \
+		--host-record=cgnat.evil.test,$LAB_CGNAT4 \
+		--host-record=ula.evil.test,$LAB_ULA6 \
+		--host-record=bridge.evil.test,$(lab_sb_ip4 2),$(lab_sb_ip6 2) \
+		--host-record=gateway.evil.test,$LAB_GW4,$LAB_GW6 \
+		--host-record=uplink.evil.test,$LAB_UPLINK_GW4,$LAB_UPLINK_GW6 \
+		--host-record=mapped.evil.test,::ffff:$LAB_META4 \
 		--txt-record=api.github.test,"v=lab" \
 		${LAB_DNS_EXTRA:-} || lab_die "dnsmasq failed to start"
 	# A second resolver the sandboxes must never be able to use.

@@ -4,6 +4,7 @@
 #
 #   guard_config                 write portcullis.yaml (knobs: GUARD_QUEUE_COUNT,
 #                                GUARD_QUEUE_MAXLEN, GUARD_SNI_MS, GUARD_RESOLVERS,
+#                                GUARD_ROUTABLE (dns.routable; default $LAB_ROUTABLE, "": none),
 #                                GUARD_EXTRA = more YAML appended verbatim)
 #   guard_rules NAME <<EOF       write rules.d/NAME.yaml from stdin
 #   guard_start                  start logd, then the engine; wait until both serve
@@ -33,6 +34,7 @@ guard_config() {
 	# (log/ is left to logd: it creates it for its own user)
 	mkdir -p "$GUARD_DIR/rules.d" "$GUARD_DIR/run" "$GUARD_DIR/state"
 	chmod 0755 "$GUARD_DIR" "$GUARD_DIR/rules.d" "$GUARD_DIR/run"
+	local routable=${GUARD_ROUTABLE-$LAB_ROUTABLE}
 	cat >"$GUARD_CONF" <<-EOF
 	bridge: $LAB_BR
 	rules: $GUARD_DIR/rules.d
@@ -46,6 +48,7 @@ guard_config() {
 	  sni_timeout_ms: ${GUARD_SNI_MS:-3000}
 	dns:
 	  resolvers: [${GUARD_RESOLVERS:-$LAB_RESOLVER4, "$LAB_RESOLVER6"}]
+	  ${routable:+routable: [$routable]}
 	log:
 	  socket: $GUARD_DIR/run/logd.sock
 	  file: $GUARD_DIR/log/verdicts.jsonl

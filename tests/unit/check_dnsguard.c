@@ -88,6 +88,7 @@ static void setup(void)
 	cfg.dns.resolvers[0] = dm_addr("198.51.100.53");
 	cfg.dns.resolvers[1] = dm_addr("2001:db8::53");
 	cfg.dns.n_resolvers = 2;
+	dm_routable_testnets(&cfg);
 	cfg.dns.ttl_min = 30;
 	cfg.dns.ttl_max = 3600;
 	cfg.dns.grace = 60;

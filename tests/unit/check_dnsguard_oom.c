@@ -54,10 +54,11 @@ static size_t mkmsg(uint8_t *m, size_t cap, uint16_t id, const char *name, const
 	return dm_wire(p, m, cap);
 }
 
+/* Ordinary unicast (11/8): 10/8 would be special-purpose and never learned. */
 static struct pc_addr addr_of(unsigned i)
 {
 	struct pc_addr a = {.family = AF_INET,
-			    .a = {10, (uint8_t)(i >> 16), (uint8_t)(i >> 8), (uint8_t)i}};
+			    .a = {11, (uint8_t)(i >> 16), (uint8_t)(i >> 8), (uint8_t)i}};
 	return a;
 }
 
@@ -85,6 +86,7 @@ START_TEST(out_of_memory_fails_closed)
 	pc_config_defaults(&cfg);
 	ck_assert_int_eq(pc_addr_parse("198.51.100.53", &cfg.dns.resolvers[0]), 0);
 	cfg.dns.n_resolvers = 1;
+	dm_routable_testnets(&cfg);
 	cfg.dns.learned_per_sandbox = 10000000;
 	cfg.dns.learned_total = 10000000;
 	ck_assert_int_eq(dnsguard_new(&cfg, &g, &err), 0);

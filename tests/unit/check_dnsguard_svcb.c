@@ -51,6 +51,7 @@ static void setup(void)
 	pc_config_defaults(&cfg);
 	cfg.dns.resolvers[0] = dm_addr("198.51.100.53");
 	cfg.dns.n_resolvers = 1;
+	dm_routable_testnets(&cfg);
 	qf = dm_flow("10.203.0.10", 33333, "198.51.100.53", 53, IPPROTO_TCP);
 	af = dm_reversed(&qf);
 	ck_assert_int_eq(dnsguard_new(&cfg, &g, &err), 0);

@@ -47,6 +47,13 @@ static void setup(void)
 	pc_config_defaults(&cfg);
 	ck_assert_int_eq(pc_addr_parse("198.51.100.53", &cfg.dns.resolvers[0]), 0);
 	cfg.dns.n_resolvers = 1;
+	/* the upstream hosts here are in the documentation ranges, declared
+	 * routable as the lab does (dns.routable) */
+	ck_assert_int_eq(pc_prefix_parse("198.51.100.0/24", &cfg.dns.routable[0]), 0);
+	ck_assert_int_eq(pc_prefix_parse("203.0.113.0/24", &cfg.dns.routable[1]), 0);
+	ck_assert_int_eq(pc_prefix_parse("192.0.2.0/24", &cfg.dns.routable[2]), 0);
+	ck_assert_int_eq(pc_prefix_parse("2001:db8::/32", &cfg.dns.routable[3]), 0);
+	cfg.dns.n_routable = 4;
 	cfg.engine.sni_timeout_ms = 3000;
 	if (policy_load_buffer("t.yaml", policy_yaml, strlen(policy_yaml), &cfg, &pol, &err) < 0)
 		ck_abort_msg("policy: %s", err.msg);

@@ -21,6 +21,19 @@ static inline struct pc_addr dm_addr(const char *s)
 	return a;
 }
 
+/* The tests' upstream hosts live in the documentation ranges, which are
+ * special-purpose: declare them routable, as the lab's configuration does
+ * (dns.routable), so that answers there are learned. */
+static inline void dm_routable_testnets(struct pc_config *cfg)
+{
+	static const char *const nets[] = {"192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24",
+					   "2001:db8::/32"};
+
+	for (size_t i = 0; i < sizeof(nets) / sizeof(nets[0]); i++)
+		ck_assert_int_eq(pc_prefix_parse(nets[i], &cfg->dns.routable[i]), 0);
+	cfg->dns.n_routable = sizeof(nets) / sizeof(nets[0]);
+}
+
 /* The flow src:sport -> dst:dport over proto (IPPROTO_UDP or IPPROTO_TCP). */
 static inline struct dns_flow dm_flow(const char *src, uint16_t sport, const char *dst,
 				      uint16_t dport, uint8_t proto)
