@@ -31,8 +31,9 @@ metric() { # the value of one sample of portcullis metrics
 
 # The listener: accepts and keeps every connection, reads nothing.
 lab_upstream python3 - "$LAB_CDN4" "$HOLD_PORT" >"$LAB_DIR/hold-srv.out" 2>&1 <<'EOF' &
-import resource, socket, sys
+import os, resource, socket, sys
 resource.setrlimit(resource.RLIMIT_NOFILE, (20000, 20000))
+print("pid", os.getpid(), flush=True)
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind((sys.argv[1], int(sys.argv[2])))
@@ -54,9 +55,10 @@ t_match "sandbox 1 resolves cdn-good.test" "^$LAB_CDN4\$" \
 # 2000), then held open: each is a held flow until engine.sni_timeout_ms
 # and its entry stays a minute past that.
 lab_sb 1 python3 - "$LAB_CDN4" "$HOLD_PORT" "$N_HELD" >"$LAB_DIR/hold.out" 2>&1 <<'EOF' &
-import errno, resource, select, socket, sys, time
+import os, resource, select, socket, sys, time
 resource.setrlimit(resource.RLIMIT_NOFILE, (20000, 20000))
 dst, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+print("pid", os.getpid(), flush=True)
 socks = []
 for i in range(n):
     s = socket.socket()
@@ -83,7 +85,7 @@ time.sleep(60)  # held open, no ClientHello
 EOF
 holder=$!
 for i in $(seq 1 300); do grep -q connected "$LAB_DIR/hold.out" && break; sleep 0.1; done
-t_diag "sandbox 1: $(cat "$LAB_DIR/hold.out")"
+t_diag "sandbox 1: $(grep connected "$LAB_DIR/hold.out")"
 held=$(guard_status_field 's["held"]')
 used1=$(quota_field 0 held_flows_max)
 t_diag "held flows now: $held (sandbox 1's share: $used1)"
@@ -103,6 +105,12 @@ nrec=$(guard_records | tail -n +$((ESC_REC0 + 1)) |
 	grep -F '"too many connections of this sandbox waiting for a ClientHello (engine quota)"' |
 	grep -cF '"sandbox":"agent-1"')
 t_eq "the log has a refusal naming the quota for each of them" "$r1" "$nrec"
+# Closed (past engine.sni_timeout_ms), each flow's FIN is refused and its
+# entry goes back to sandbox 1's quota.
+kill "$(awk '$1 == "pid" {print $2}' "$LAB_DIR/hold.out")" 2>/dev/null
+wait "$holder" 2>/dev/null
+for i in $(seq 1 100); do [ "$(guard_status_field 's["held"]')" = 0 ] && break; sleep 0.1; done
+t_eq "closed, sandbox 1's held flows leave the table" 0 "$(guard_status_field 's["held"]')"
 esc_end "sandbox 1 held its share ($held of 4096), its other $r1 connections refused (quota); sandbox 2 served" \
 	"status quotas; metrics portcullis_engine_quota_refused_total; $nrec log records; sandbox 2: $(printf '%s' "$out" | head -1)"
 
@@ -189,8 +197,59 @@ t_lt "what reached the queue stayed within sandbox 1's burst and rate (< 5000 of
 esc_end "the invalid flood spent sandbox 1's tokens: $((lim1 - lim0)) dropped by its limit; sandbox 2 answered" \
 	"nft counters of lim0's rules; queued +$((q1 - q0)); sandbox 2: $out"
 
-kill "$holder" "$hold_srv" 2>/dev/null
-wait "$holder" "$hold_srv" 2>/dev/null
+# ---- segments of flows already opened ---------------------------------------------------------
+# Every segment of a held flow and of DNS over TCP is queued: sandbox 1
+# opens one connection of each kind and floods it with in-window ACKs.
+ack_flood() { # dst port count -> "sent N"
+	lab_sb 1 env ESC_GW_MAC="$ESC_GW_MAC" PYTHONPATH="$PC_TOP/tests/escape" python3 - "$@" 2>&1 <<'EOF'
+import socket, struct, sys, time
+import craft
+dst, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+src = craft.own_addr(socket.AF_INET)
+sn = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+sn.bind((craft.IFACE, 0))
+sn.settimeout(5)
+c = socket.create_connection((dst, port), timeout=5)
+sport = c.getsockname()[1]
+while True:  # the SYN-ACK: the server's sequence number and the ACK it wants
+    f = sn.recv(2048)
+    ip = f[14:]
+    ihl = (ip[0] & 15) * 4
+    t = ip[ihl:]
+    sp, dp, seq, ack, _, fl = struct.unpack("!HHIIBB", t[:14])
+    if sp == port and dp == sport and fl & 0x12 == 0x12:
+        break
+l2 = craft.L2(craft.os.environ["ESC_GW_MAC"])
+for i in range(n):
+    l2.ip(craft.ipv4(src, dst, 6, craft.tcp(src, dst, sport, port, "A", seq=ack, ack=seq + 1)))
+print("sent %d ACKs on %s:%d -> %s:%d" % (n, src, sport, dst, port), flush=True)
+time.sleep(0.5)
+c.close()
+EOF
+}
+esc_begin "segment flood: sandbox 1 sends 20,000 ACKs on a held flow and 20,000 on a DNS-over-TCP connection"
+sleep 2.5 # sandbox 1's buckets full again
+seg0=$(esc_counter inet prerouting '@seg0 ')
+q0=$(guard_status_field 'sum(q["queued"] for q in s["queues"])')
+f1=$(ack_flood "$LAB_CDN4" "$HOLD_PORT" 20000)
+out=$(lab_sb 2 curl -sS --max-time 10 --cacert "$LAB_CA" https://api.github.test/ 2>&1)
+f2=$(ack_flood "$LAB_RESOLVER4" 53 20000)
+dig2=$(lab_sb 2 dig +tcp +short +time=5 +tries=1 @$LAB_RESOLVER4 api.github.test A 2>&1)
+esc_settle
+seg1=$(esc_counter inet prerouting '@seg0 ')
+q1=$(guard_status_field 'sum(q["queued"] for q in s["queues"])')
+t_diag "$f1; $f2; sandbox 1's segment limit dropped $((seg1 - seg0)); the engine took $((q1 - q0))"
+t_match "sandbox 2 connects after the held-flow flood" "^api.github.test ok" "$out"
+t_match "sandbox 2 resolves over TCP after the DNS-over-TCP flood" "^$LAB_API4\$" "$dig2"
+t_lt "sandbox 1's segment limit (4x its new-flow limit) dropped the excess (≥ 10,000 of 40,000)" \
+	9999 $((seg1 - seg0))
+t_lt "what reached the queue stayed within its burst and rate (< 30,000 of 40,000)" \
+	$((q1 - q0)) 30000
+esc_end "the segments spent sandbox 1's segment tokens: $((seg1 - seg0)) dropped by its limit; sandbox 2 served" \
+	"nft counters of seg0's rules; queued +$((q1 - q0)); sandbox 2: $(printf '%s' "$out" | head -1); dig +tcp: $dig2"
+
+kill "$(awk '$1 == "pid" {print $2}' "$LAB_DIR/hold-srv.out")" 2>/dev/null
+wait "$hold_srv" 2>/dev/null
 t_ok "the engine survived it all" guard_cli status
 t_ok "the verdict log verifies" guard_cli log verify
 t_done
