@@ -77,6 +77,9 @@ int control_status_json(struct engine *e, char **out)
 	if (rc == 0 && l > 0 && b[l - 1] == '}') {
 		b[--l] = '\0';
 		rc = limits_status_json(pol, &b, &l);
+		rc = rc ? rc
+			: quota_status_json(&e->quota, pol, e->nq ? held_capacity(e->q[0].held) : 0,
+					    e->nq ? dnstcp_capacity(e->q[0].dnstcp) : 0, &b, &l);
 		rc = rc ? rc : checkrun_status_json(e, &b, &l);
 		rc = rc ? rc : pc_buf_appendf(&b, &l, "}");
 	}

@@ -25,6 +25,7 @@ void decision_clear(struct decision *d)
 	d->has_rec = false;
 	d->send_reply = false;
 	d->register_flow = false;
+	d->quota = QUOTA_NONE;
 	d->learn = false;
 	memset(&d->rec, 0, sizeof(d->rec));
 	d->sandbox[0] = d->rule[0] = d->domain[0] = d->sni[0] = d->dns_name[0] = '\0';
@@ -199,8 +200,9 @@ static void tcp_dns_release(const struct decide_ctx *c, const struct pkt_in *in,
  * message is incomplete: the sender sends it again); <0 with *why: refuse
  * the connection (the stream is forgotten). */
 static int tcp_dns_take(const struct decide_ctx *c, const struct pkt_in *in, const struct pc_pkt *p,
-			struct decision *d, struct dnstcp_stream **st, const uint8_t **msg,
-			size_t *len, const char **why)
+			const struct policy_sandbox *sb, struct decision *d,
+			struct dnstcp_stream **st, const uint8_t **msg, size_t *len,
+			const char **why)
 {
 	struct dnstcp_stream *s;
 	struct flow_key k;
@@ -216,8 +218,21 @@ static int tcp_dns_take(const struct decide_ctx *c, const struct pkt_in *in, con
 			*why = "DNS over TCP: a segment must hold exactly one whole message";
 			return PC_EINVAL;
 		}
-		s = dnstcp_add(c->dnstcp, &k, p->tcp_seq, c->now_ms);
-		if (!s) {
+		if (!sb) {
+			*why = "DNS over TCP: not a sandbox (no stream is kept for it)";
+			return PC_EREFUSED;
+		}
+		/* Each sandbox may hold its share of the table only: one
+		 * that sends partial messages cannot take another's streams. */
+		rc = dnstcp_add(c->dnstcp, &k, p->tcp_seq, c->now_ms, sb->name,
+				policy_sandbox_count(c->policy), &s);
+		if (rc == PC_EREFUSED) {
+			*why = "DNS over TCP: the sandbox's quota of streams being put together "
+			       "is used up (engine quota)";
+			d->quota = QUOTA_DNSTCP;
+			return rc;
+		}
+		if (rc < 0) {
 			*why = "DNS over TCP: too many streams being put together";
 			return PC_EREFUSED;
 		}
@@ -331,7 +346,7 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 			d->v = VK_PASS; /* handshake, ACK, FIN, RST: no message */
 			return;
 		}
-		rc = tcp_dns_take(c, in, p, d, &st, &msg, &len, &why);
+		rc = tcp_dns_take(c, in, p, sb, d, &st, &msg, &len, &why);
 		if (rc <= 0) {
 			if (rc < 0) {
 				refuse(d, c, p, sb, VK_REJECT, why);
@@ -517,7 +532,7 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 			set_reason(d, "%s", "receiver is not a sandbox");
 			return;
 		}
-		rc = tcp_dns_take(c, in, p, d, &st, &msg, &len, &why);
+		rc = tcp_dns_take(c, in, p, sb, d, &st, &msg, &len, &why);
 		if (rc < 0)
 			set_reason(d, "%s", why);
 		if (rc <= 0) {
@@ -835,6 +850,7 @@ static void new_flow(const struct decide_ctx *c, const struct pc_pkt *p,
 	if (p->proto == IPPROTO_TCP) {
 		struct flow_key k;
 		struct held_flow *hf;
+		int rc;
 
 		if (p->payload_len) {
 			refuse(d, c, p, sb, VK_REJECT,
@@ -842,8 +858,16 @@ static void new_flow(const struct decide_ctx *c, const struct pc_pkt *p,
 			return;
 		}
 		flow_key_from_pkt(&k, p);
-		hf = held_add(c->held, &k);
-		if (!hf) {
+		/* Each sandbox may hold its share of the table only. */
+		rc = held_add(c->held, &k, sb->name, policy_sandbox_count(c->policy), &hf);
+		if (rc == PC_EREFUSED) {
+			refuse(d, c, p, sb, VK_REJECT,
+			       "too many connections of this sandbox waiting for a ClientHello "
+			       "(engine quota)");
+			d->quota = QUOTA_HELD;
+			return;
+		}
+		if (rc < 0) {
 			refuse(d, c, p, sb, VK_REJECT,
 			       "too many connections waiting for a ClientHello");
 			return;

@@ -7,9 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Streams are found by a keyed hash of their flow key (which the sandbox
+ * chooses); the list of all of them is walked to forget idle ones. */
+#define DNSTCP_BUCKETS 64
+
 struct dnstcp_table {
 	struct dnstcp_stream *head;
+	struct dnstcp_stream *b[DNSTCP_BUCKETS];
 	size_t n, max;
+	uint8_t hkey[PC_HKEY_BYTES];
+	struct quota_map *quota; /* streams per sandbox */
 };
 
 int dnstcp_table_new(size_t max, struct dnstcp_table **out)
@@ -19,12 +26,35 @@ int dnstcp_table_new(size_t max, struct dnstcp_table **out)
 	if (!t)
 		return PC_ENOMEM;
 	t->max = max;
+	if (hkey_new(t->hkey) < 0 || quota_map_new(&t->quota) < 0) {
+		free(t);
+		return PC_ENOMEM;
+	}
 	*out = t;
 	return 0;
 }
 
-static void dnstcp_stream_free(struct dnstcp_stream *s)
+uint64_t dnstcp_key_hash(const struct dnstcp_table *t, const struct flow_key *k)
 {
+	return hkey_hash(t->hkey, k, sizeof(*k));
+}
+
+static struct dnstcp_stream **dnstcp_bucket(struct dnstcp_table *t, const struct flow_key *k)
+{
+	return &t->b[dnstcp_key_hash(t, k) & (DNSTCP_BUCKETS - 1)];
+}
+
+/* Out of the table (both lists, the quota), then freed. */
+static void dnstcp_stream_free(struct dnstcp_table *t, struct dnstcp_stream *s)
+{
+	struct dnstcp_stream **pp;
+
+	for (pp = dnstcp_bucket(t, &s->key); *pp && *pp != s; pp = &(*pp)->hnext)
+		;
+	if (*pp)
+		*pp = s->hnext;
+	quota_give(t->quota, s->sandbox);
+	t->n--;
 	free(s->buf);
 	free(s->rw);
 	free(s);
@@ -38,14 +68,25 @@ void dnstcp_table_free(struct dnstcp_table *t)
 		struct dnstcp_stream *s = t->head;
 
 		t->head = s->next;
-		dnstcp_stream_free(s);
+		dnstcp_stream_free(t, s);
 	}
+	quota_map_free(t->quota);
 	free(t);
 }
 
 size_t dnstcp_count(const struct dnstcp_table *t)
 {
 	return t ? t->n : 0;
+}
+
+size_t dnstcp_capacity(const struct dnstcp_table *t)
+{
+	return t ? t->max : 0;
+}
+
+size_t dnstcp_used(struct dnstcp_table *t, const char *sandbox)
+{
+	return t ? quota_used(t->quota, sandbox) : 0;
 }
 
 /* Forget streams idle for DNSTCP_IDLE_MS. */
@@ -58,8 +99,7 @@ static void dnstcp_expire(struct dnstcp_table *t, uint64_t now_ms)
 
 		if (now_ms - s->last_ms > DNSTCP_IDLE_MS) {
 			*pp = s->next;
-			t->n--;
-			dnstcp_stream_free(s);
+			dnstcp_stream_free(t, s);
 		} else {
 			pp = &s->next;
 		}
@@ -73,32 +113,43 @@ struct dnstcp_stream *dnstcp_get(struct dnstcp_table *t, const struct flow_key *
 	if (!t)
 		return NULL;
 	dnstcp_expire(t, now_ms);
-	for (s = t->head; s; s = s->next)
+	for (s = *dnstcp_bucket(t, k); s; s = s->hnext)
 		if (memcmp(&s->key, k, sizeof(*k)) == 0)
 			return s;
 	return NULL;
 }
 
-struct dnstcp_stream *dnstcp_add(struct dnstcp_table *t, const struct flow_key *k, uint32_t seq,
-				 uint64_t now_ms)
+int dnstcp_add(struct dnstcp_table *t, const struct flow_key *k, uint32_t seq, uint64_t now_ms,
+	       const char *sandbox, size_t n_sandboxes, struct dnstcp_stream **out)
 {
-	struct dnstcp_stream *s;
+	struct dnstcp_stream *s, **b;
+	int rc;
 
 	if (!t)
-		return NULL;
+		return PC_EINVAL;
 	dnstcp_expire(t, now_ms);
 	if (t->n >= t->max)
-		return NULL;
+		return PC_EAGAIN;
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return NULL;
+		return PC_ENOMEM;
+	rc = quota_take(t->quota, sandbox, quota_share(t->max, n_sandboxes));
+	if (rc < 0) {
+		free(s);
+		return rc;
+	}
 	s->key = *k;
 	s->base = seq;
 	s->last_ms = now_ms;
+	pc_strlcpy(s->sandbox, sandbox, sizeof(s->sandbox));
 	s->next = t->head;
 	t->head = s;
+	b = dnstcp_bucket(t, k);
+	s->hnext = *b;
+	*b = s;
 	t->n++;
-	return s;
+	*out = s;
+	return 0;
 }
 
 void dnstcp_del(struct dnstcp_table *t, struct dnstcp_stream *s)
@@ -109,11 +160,10 @@ void dnstcp_del(struct dnstcp_table *t, struct dnstcp_stream *s)
 		return;
 	for (pp = &t->head; *pp && *pp != s; pp = &(*pp)->next)
 		;
-	if (*pp) {
-		*pp = s->next;
-		t->n--;
-	}
-	dnstcp_stream_free(s);
+	if (!*pp)
+		return; /* not ours: nothing to free */
+	*pp = s->next;
+	dnstcp_stream_free(t, s);
 }
 
 /* Room for need bytes in buf (and rw, when there is one). */

@@ -127,6 +127,7 @@ void engine_init(struct engine *e)
 	e->chk.result = -1;
 	e->dnsr.fd4 = e->dnsr.fd6 = -1;
 	pthread_mutex_init(&e->pol_lock, NULL);
+	quota_stats_init(&e->quota);
 	pthread_rwlock_init(&e->ports.lock, NULL);
 	e->start_ms = pc_now_mono_ms();
 }
@@ -458,6 +459,7 @@ void engine_shutdown(struct engine *e)
 		close(e->nfq_proc_fd);
 	dnsguard_free(e->dg);
 	flow_registry_free(e->flows);
+	quota_stats_free(&e->quota);
 	portmap_set(&e->ports, NULL, 0);
 	policy_unref(e->policy);
 	e->policy = NULL;

@@ -7,14 +7,11 @@
 #include <string.h>
 #include <sys/socket.h>
 
-static uint32_t key_hash(const struct flow_key *k)
+/* The sandbox chooses every field of a flow key (its ports, and the
+ * addresses it sends to): keyed, or it could fill one hash chain. */
+static uint64_t key_hash(const uint8_t hkey[PC_HKEY_BYTES], const struct flow_key *k)
 {
-	const uint8_t *p = (const uint8_t *)k;
-	uint32_t h = 2166136261u;
-
-	for (size_t i = 0; i < sizeof(*k); i++)
-		h = (h ^ p[i]) * 16777619u;
-	return h;
+	return hkey_hash(hkey, k, sizeof(*k));
 }
 
 void flow_key_from_pkt(struct flow_key *k, const struct pc_pkt *p)
@@ -60,6 +57,7 @@ struct reg_ent {
 
 struct flow_registry {
 	pthread_mutex_t mu;
+	uint8_t hkey[PC_HKEY_BYTES];
 	struct reg_ent **b;
 	size_t nb, n, max;
 	struct reg_ent *oldest, *newest;
@@ -74,7 +72,8 @@ int flow_registry_new(size_t max, struct flow_registry **out)
 	r->max = max ? max : 1;
 	r->nb = buckets_for(r->max);
 	r->b = calloc(r->nb, sizeof(*r->b));
-	if (!r->b) {
+	if (!r->b || hkey_new(r->hkey) < 0) {
+		free(r->b);
 		free(r);
 		return PC_ENOMEM;
 	}
@@ -101,7 +100,7 @@ void flow_registry_free(struct flow_registry *r)
 /* Under r->mu. Unlink e from its chain and the age list and free it. */
 static void reg_remove(struct flow_registry *r, struct reg_ent *e)
 {
-	struct reg_ent **pp = &r->b[key_hash(&e->k) & (r->nb - 1)];
+	struct reg_ent **pp = &r->b[key_hash(r->hkey, &e->k) & (r->nb - 1)];
 
 	while (*pp && *pp != e)
 		pp = &(*pp)->hnext;
@@ -121,7 +120,7 @@ static void reg_remove(struct flow_registry *r, struct reg_ent *e)
 
 static struct reg_ent *reg_find(struct flow_registry *r, const struct flow_key *k)
 {
-	struct reg_ent *e = r->b[key_hash(k) & (r->nb - 1)];
+	struct reg_ent *e = r->b[key_hash(r->hkey, k) & (r->nb - 1)];
 
 	while (e && memcmp(&e->k, k, sizeof(*k)) != 0)
 		e = e->hnext;
@@ -151,7 +150,7 @@ int flow_registry_put(struct flow_registry *r, const struct flow_key *k, const s
 	e->k = *k;
 	e->m = *m;
 	e->seen = true;
-	h = key_hash(k) & (r->nb - 1);
+	h = key_hash(r->hkey, k) & (r->nb - 1);
 	e->hnext = r->b[h];
 	r->b[h] = e;
 	e->older = r->newest;
@@ -235,6 +234,8 @@ void flow_registry_sweep(struct flow_registry *r)
 struct held_table {
 	struct held_flow **b;
 	size_t nb, n, max;
+	uint8_t hkey[PC_HKEY_BYTES];
+	struct quota_map *quota; /* entries per sandbox (meta.sandbox) */
 };
 
 int held_table_new(size_t max, struct held_table **out)
@@ -246,7 +247,8 @@ int held_table_new(size_t max, struct held_table **out)
 	t->max = max ? max : 1;
 	t->nb = buckets_for(t->max);
 	t->b = calloc(t->nb, sizeof(*t->b));
-	if (!t->b) {
+	if (!t->b || hkey_new(t->hkey) < 0 || quota_map_new(&t->quota) < 0) {
+		free(t->b);
 		free(t);
 		return PC_ENOMEM;
 	}
@@ -254,8 +256,11 @@ int held_table_new(size_t max, struct held_table **out)
 	return 0;
 }
 
-static void held_free_one(struct held_flow *f)
+/* The entry leaves the table: its sandbox's quota gets it back. */
+static void held_free_one(struct held_table *t, struct held_flow *f)
 {
+	quota_give(t->quota, f->meta.sandbox);
+	t->n--;
 	free(f->buf);
 	free(f);
 }
@@ -269,51 +274,60 @@ void held_table_free(struct held_table *t)
 
 		for (; f; f = n) {
 			n = f->next;
-			held_free_one(f);
+			held_free_one(t, f);
 		}
 	}
+	quota_map_free(t->quota);
 	free(t->b);
 	free(t);
 }
 
 struct held_flow *held_get(struct held_table *t, const struct flow_key *k)
 {
-	struct held_flow *f = t->b[key_hash(k) & (t->nb - 1)];
+	struct held_flow *f = t->b[key_hash(t->hkey, k) & (t->nb - 1)];
 
 	while (f && memcmp(&f->key, k, sizeof(*k)) != 0)
 		f = f->next;
 	return f;
 }
 
-struct held_flow *held_add(struct held_table *t, const struct flow_key *k)
+int held_add(struct held_table *t, const struct flow_key *k, const char *sandbox,
+	     size_t n_sandboxes, struct held_flow **out)
 {
 	struct held_flow *f;
 	size_t h;
+	int rc;
 
 	if (t->n >= t->max)
-		return NULL;
+		return PC_EAGAIN;
 	f = calloc(1, sizeof(*f));
 	if (!f)
-		return NULL;
+		return PC_ENOMEM;
+	rc = quota_take(t->quota, sandbox, quota_share(t->max, n_sandboxes));
+	if (rc < 0) {
+		free(f);
+		return rc;
+	}
 	f->key = *k;
-	h = key_hash(k) & (t->nb - 1);
+	pc_strlcpy(f->meta.sandbox, sandbox, sizeof(f->meta.sandbox));
+	h = key_hash(t->hkey, k) & (t->nb - 1);
 	f->next = t->b[h];
 	t->b[h] = f;
 	t->n++;
-	return f;
+	*out = f;
+	return 0;
 }
 
 void held_del(struct held_table *t, struct held_flow *f)
 {
-	struct held_flow **pp = &t->b[key_hash(&f->key) & (t->nb - 1)];
+	struct held_flow **pp = &t->b[key_hash(t->hkey, &f->key) & (t->nb - 1)];
 
 	while (*pp && *pp != f)
 		pp = &(*pp)->next;
 	if (!*pp)
 		return;
 	*pp = f->next;
-	t->n--;
-	held_free_one(f);
+	held_free_one(t, f);
 }
 
 size_t held_expire(struct held_table *t, uint64_t now_ms)
@@ -330,8 +344,7 @@ size_t held_expire(struct held_table *t, uint64_t now_ms)
 			 * still meets its entry and gets a clear refusal. */
 			if (now_ms > f->deadline_ms + 60000) {
 				*pp = f->next;
-				t->n--;
-				held_free_one(f);
+				held_free_one(t, f);
 				gone++;
 			} else {
 				pp = &f->next;
@@ -344,4 +357,24 @@ size_t held_expire(struct held_table *t, uint64_t now_ms)
 size_t held_count(const struct held_table *t)
 {
 	return t->n;
+}
+
+size_t held_used(struct held_table *t, const char *sandbox)
+{
+	return quota_used(t->quota, sandbox);
+}
+
+size_t held_capacity(const struct held_table *t)
+{
+	return t->max;
+}
+
+uint64_t flow_registry_key_hash(const struct flow_registry *r, const struct flow_key *k)
+{
+	return key_hash(r->hkey, k);
+}
+
+uint64_t held_key_hash(const struct held_table *t, const struct flow_key *k)
+{
+	return key_hash(t->hkey, k);
 }

@@ -172,6 +172,52 @@ void dnsreply_close(struct dnsreply *d);
 int dnsreply_send(struct dnsreply *d, const struct pc_endpoint *from, const struct pc_endpoint *to,
 		  const uint8_t *msg, size_t len, struct pc_err *err);
 
+/* ---- quota.c: keyed hashes, per-sandbox table quotas ------------------------ */
+
+/* Tables keyed by values a sandbox chooses (addresses, ports) hash them with
+ * SipHash (libsodium's crypto_shorthash) under a random key made when the
+ * table is: a sandbox cannot aim its flows at one hash chain. */
+#define PC_HKEY_BYTES 16
+int hkey_new(uint8_t key[PC_HKEY_BYTES]); /* 0 or PC_EIO (libsodium) */
+uint64_t hkey_hash(const uint8_t key[PC_HKEY_BYTES], const void *data, size_t len);
+
+/* How many entries of one table each sandbox holds (the table's own
+ * locking). A sandbox may hold at most quota_share(capacity, sandboxes of
+ * the policy in force): the shares together never exceed the table, so
+ * no sandbox can take another's (docs/engine.md, "Per-sandbox quotas"). */
+struct quota_map;
+int quota_map_new(struct quota_map **out);
+void quota_map_free(struct quota_map *q);
+size_t quota_share(size_t capacity, size_t n_sandboxes); /* >= 1 */
+/* One more entry for sandbox: 0; PC_EREFUSED when it holds limit
+ * already; PC_ENOMEM. */
+int quota_take(struct quota_map *q, const char *sandbox, size_t limit);
+void quota_give(struct quota_map *q, const char *sandbox);
+size_t quota_used(struct quota_map *q, const char *sandbox);
+
+/* Refusals over a quota, per sandbox, engine-wide (mutex inside). */
+enum quota_kind { QUOTA_NONE = 0, QUOTA_HELD, QUOTA_DNSTCP };
+struct quota_count {
+	char sandbox[POLICY_NAME_MAX];
+	uint64_t held_refused, dnstcp_refused;
+};
+struct quota_stats {
+	pthread_mutex_t mu;
+	struct quota_count *v;
+	size_t n, cap;
+};
+void quota_stats_init(struct quota_stats *s);
+void quota_stats_free(struct quota_stats *s);
+void quota_stats_count(struct quota_stats *s, const char *sandbox, enum quota_kind kind);
+/* false (and *out untouched) when sandbox was never refused */
+bool quota_stats_get(struct quota_stats *s, const char *sandbox, struct quota_count *out);
+/* Append ,"quotas":{...} for pol's sandboxes (status). */
+int quota_status_json(struct quota_stats *s, const struct policy *pol, size_t held_cap,
+		      size_t dnstcp_cap, char **buf, size_t *len);
+struct pc_prom;
+/* portcullis_engine_quota_refused_total{sandbox,table} */
+void quota_metrics(struct pc_prom *b, struct quota_stats *s, const struct policy *pol);
+
 /* ---- flows.c -------------------------------------------------------------- */
 
 /* A flow as conntrack knows it: the original direction. */
@@ -210,6 +256,8 @@ size_t flow_registry_count(struct flow_registry *r);
 void flow_registry_unsee_all(struct flow_registry *r);
 void flow_registry_seen(struct flow_registry *r, const struct flow_key *k);
 void flow_registry_sweep(struct flow_registry *r);
+/* The keyed hash a table files k under (for tests: keyed per table). */
+uint64_t flow_registry_key_hash(const struct flow_registry *r, const struct flow_key *k);
 
 /* Held TCP flows (host entries waiting for the ClientHello). One table per
  * queue thread: the kernel's flow hash sends every packet of a flow to the
@@ -229,8 +277,16 @@ struct held_table;
 int held_table_new(size_t max, struct held_table **out);
 void held_table_free(struct held_table *t);
 struct held_flow *held_get(struct held_table *t, const struct flow_key *k);
-/* New entry (NULL when full or out of memory: the caller refuses). */
-struct held_flow *held_add(struct held_table *t, const struct flow_key *k);
+/* New entry of sandbox (its meta.sandbox), which may hold at most
+ * quota_share(max, n_sandboxes) of the table: 0 and *out; PC_EREFUSED:
+ * the sandbox holds its share; PC_EAGAIN: the table is full; PC_ENOMEM.
+ * The caller refuses the flow on any error. */
+int held_add(struct held_table *t, const struct flow_key *k, const char *sandbox,
+	     size_t n_sandboxes, struct held_flow **out);
+/* Entries sandbox holds now; the table's size. */
+size_t held_used(struct held_table *t, const char *sandbox);
+size_t held_capacity(const struct held_table *t);
+uint64_t held_key_hash(const struct held_table *t, const struct flow_key *k);
 void held_del(struct held_table *t, struct held_flow *f);
 /* Forget entries well past their deadline; returns how many. */
 size_t held_expire(struct held_table *t, uint64_t now_ms);
@@ -258,17 +314,26 @@ struct dnstcp_stream {
 	size_t delivered;	       /* released in order up to here */
 	size_t ahead_start, ahead_end; /* one released range past delivered */
 	uint64_t last_ms;
-	struct dnstcp_stream *next;
+	char sandbox[POLICY_NAME_MAX]; /* whose quota it counts against */
+	struct dnstcp_stream *next;    /* every stream (expiry) */
+	struct dnstcp_stream *hnext;   /* hash chain */
 };
 struct dnstcp_table;
 int dnstcp_table_new(size_t max, struct dnstcp_table **out);
 void dnstcp_table_free(struct dnstcp_table *t);
 size_t dnstcp_count(const struct dnstcp_table *t);
+size_t dnstcp_capacity(const struct dnstcp_table *t);
+/* Streams sandbox holds now. */
+size_t dnstcp_used(struct dnstcp_table *t, const char *sandbox);
+uint64_t dnstcp_key_hash(const struct dnstcp_table *t, const struct flow_key *k);
 /* The stream of k (idle ones forgotten first), or NULL. */
 struct dnstcp_stream *dnstcp_get(struct dnstcp_table *t, const struct flow_key *k, uint64_t now_ms);
-/* A new stream whose first byte is seq; NULL when the table is full. */
-struct dnstcp_stream *dnstcp_add(struct dnstcp_table *t, const struct flow_key *k, uint32_t seq,
-				 uint64_t now_ms);
+/* A new stream of sandbox whose first byte is seq: 0 and *out; sandbox
+ * may hold at most quota_share(max, n_sandboxes) of the table, else
+ * PC_EREFUSED; PC_EAGAIN: the table is full; PC_ENOMEM; PC_EINVAL: no
+ * table. */
+int dnstcp_add(struct dnstcp_table *t, const struct flow_key *k, uint32_t seq, uint64_t now_ms,
+	       const char *sandbox, size_t n_sandboxes, struct dnstcp_stream **out);
 void dnstcp_del(struct dnstcp_table *t, struct dnstcp_stream *s);
 /* Add a segment's bytes. 0 (a gap adds nothing); PC_EINVAL: before the
  * stream; PC_ETAMPER: bytes sent again differ from those kept;
@@ -336,6 +401,9 @@ struct decision {
 	bool learn;
 	struct dnsguard_answer_res ans;
 	char policy[DNSG_POLICY_MAX];
+	/* refused because its sandbox holds its share of a table: counted
+	 * per sandbox (quota_stats) */
+	enum quota_kind quota;
 	/* allowed flow to remember for reloads */
 	bool register_flow;
 	struct flow_key key;
@@ -450,9 +518,10 @@ struct engine {
 	atomic_bool stop;
 	uint64_t start_ms;
 	int ctl_fd, sig_fd, link_fd;
-	int nfq_proc_fd;     /* /proc/net/netfilter/nfnetlink_queue */
-	struct logc *ctl_lc; /* the control thread's own log client */
-	bool verbose;	     /* log every verdict (debug) */
+	int nfq_proc_fd;	  /* /proc/net/netfilter/nfnetlink_queue */
+	struct logc *ctl_lc;	  /* the control thread's own log client */
+	struct quota_stats quota; /* refusals over the tables' per-sandbox quotas */
+	bool verbose;		  /* log every verdict (debug) */
 	struct engine_check chk;
 };
 

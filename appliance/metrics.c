@@ -32,6 +32,7 @@ static const struct {
     {"names resolved to this address are not allowed on this port", "port_not_allowed"},
     {"TCP segment of no connection", "no_connection"},
     {"data in a SYN", "tcp_fast_open"},
+    {"too many connections of this sandbox waiting", "held_quota"},
     {"too many connections waiting", "held_full"},
     {"held flow no longer matches", "held_mismatch"},
     /* refused: TLS server name */
@@ -46,6 +47,7 @@ static const struct {
     {"not to a configured resolver", "dns_resolver"},
     {"DNS over TCP to a resolver", "dns_resolver"},
     {"name is not a host name", "dns_not_host_name"},
+    {"DNS over TCP: the sandbox's quota", "dns_tcp_quota"},
     {"DNS over TCP", "dns_malformed"},
     {"DNS message larger", "dns_malformed"},
     {"malformed query", "dns_malformed"},
@@ -262,6 +264,7 @@ int engine_metrics_text(struct engine *e, char **out)
 		 pc_prom_label(pol ? policy_hash(pol) : "", h, sizeof(h)));
 	pc_prom_u64(&b, "portcullis_engine_info", l, 1);
 	limits_metrics(&b, pol);
+	quota_metrics(&b, &e->quota, pol);
 	policy_unref(pol);
 	pc_prom_one_f64(&b, "portcullis_engine_uptime_seconds", "gauge",
 			"Seconds since the engine started.",

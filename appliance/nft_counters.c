@@ -22,13 +22,15 @@ struct lim_sum {
 	int err;
 };
 
-/* lim<k> (the meter of sandbox k, nft_inet.c) -> k; false for anything else */
+/* lim<k> or seg<k> (the meters of sandbox k, nft_inet.c) -> k; false for
+ * anything else */
 static bool meter_index(const char *set, size_t *k)
 {
 	char *end;
 	unsigned long v;
 
-	if (!set || strncmp(set, "lim", 3) != 0 || set[3] < '0' || set[3] > '9')
+	if (!set || (strncmp(set, "lim", 3) != 0 && strncmp(set, "seg", 3) != 0) || set[3] < '0' ||
+	    set[3] > '9')
 		return false;
 	errno = 0;
 	v = strtoul(set + 3, &end, 10);

@@ -47,14 +47,34 @@ static void queue_expr(struct bld *b, struct nr *r)
  * is full again after 1/rate s per token anyway). */
 #define LIMIT_IDLE_MS 60000
 
+/* The packets a sandbox may queue on flows it already opened (segments of
+ * DNS over TCP, of held flows), per token of its new-flow limit: a TLS
+ * handshake held for its ClientHello or a DNS-over-TCP exchange takes a few
+ * (ACK, one or two data segments, FIN), a flood takes them all. */
+#define LIMIT_SEGMENTS_PER_FLOW 4u
+
+/* Which packets spend a sandbox's tokens (docs/engine.md, "New-flow
+ * limit"): everything it can make the engine read. */
+enum limit_what {
+	LIM_NEW,     /* new, invalid, untracked: whatever conntrack has no flow for */
+	LIM_UDP_DNS, /* a UDP DNS query on an established 5-tuple */
+	LIM_TCP_DNS, /* a segment of an established DNS-over-TCP connection */
+	LIM_HELD,    /* a segment of a held flow */
+	LIM_N
+};
+
 /* The new-flow limit of sandbox i (docs/engine.md, "New-flow limit"): for
- * each family its sources have, a new flow from them, or a UDP DNS query on
- * an established 5-tuple, is counted in the meter lim<i>, one bucket per
- * sandbox port (the stamp: a flooding port never spends another's tokens,
- * whatever source it forges); over the limit: counter, drop. */
+ * each family its sources have, whatever conntrack has no flow for (new,
+ * invalid, untracked) or a UDP DNS query on an established 5-tuple is
+ * counted in the meter lim<i>; the later segments of DNS-over-TCP and held
+ * flows in the meter seg<i>, at LIMIT_SEGMENTS_PER_FLOW times the rate.
+ * One bucket per sandbox port (the stamp: a flooding port never spends
+ * another's tokens, whatever source it forges); over the limit: counter,
+ * drop. Every packet from a sandbox that reaches the queue has passed one
+ * of these (the queue rules follow). */
 static void limit_rules(struct bld *b, size_t i, const struct policy_sandbox *sb)
 {
-	char meter[24], src[32];
+	char meter[24], seg[24], src[32];
 	const struct pc_prefix **pfx;
 	struct nr r;
 
@@ -68,7 +88,9 @@ static void limit_rules(struct bld *b, size_t i, const struct policy_sandbox *sb
 	for (size_t k = 0; k < sb->match.n_sources; k++)
 		pfx[k] = &sb->match.sources[k];
 	snprintf(meter, sizeof(meter), "lim%zu", i);
+	snprintf(seg, sizeof(seg), "seg%zu", i);
 	rsb_push(b, PC_NFT_SET_OBJ, nftset_meter(NFPROTO_INET, meter));
+	rsb_push(b, PC_NFT_SET_OBJ, nftset_meter(NFPROTO_INET, seg));
 	for (int v6 = 0; v6 < 2; v6++) {
 		uint8_t af = v6 ? AF_INET6 : AF_INET;
 		bool any = false;
@@ -80,18 +102,38 @@ static void limit_rules(struct bld *b, size_t i, const struct policy_sandbox *sb
 		snprintf(src, sizeof(src), "lim%zu_src%c", i, v6 ? '6' : '4');
 		rsb_push(b, PC_NFT_SET_OBJ,
 			 nftset_prefixes(NFPROTO_INET, src, af, pfx, sb->match.n_sources));
-		for (int dns = 0; dns < 2; dns++) {
+		for (int w = 0; w < LIM_N; w++) {
+			uint32_t est = NF_CT_STATE_BIT(IP_CT_ESTABLISHED);
+			uint32_t k = w >= LIM_TCP_DNS ? LIMIT_SEGMENTS_PER_FLOW : 1;
+
 			rsb_rule_begin(b, &r);
 			nm_addr_set(&r, true, af, true, src, false);
-			if (dns) {
-				nm_l4proto(&r, NFT_CMP_EQ, IPPROTO_UDP);
+			switch (w) {
+			case LIM_NEW:
+				nm_ct_state(&r, NF_CT_STATE_BIT(IP_CT_NEW) |
+						    NF_CT_STATE_INVALID_BIT |
+						    NF_CT_STATE_UNTRACKED_BIT);
+				break;
+			case LIM_UDP_DNS:
+			case LIM_TCP_DNS:
+				nm_l4proto(&r, NFT_CMP_EQ,
+					   w == LIM_UDP_DNS ? IPPROTO_UDP : IPPROTO_TCP);
 				nm_th_port(&r, true, 53);
+				nm_ct_state(&r, w == LIM_UDP_DNS
+						    ? est
+						    : est | NF_CT_STATE_BIT(IP_CT_RELATED));
+				break;
+			default:
+				nm_bits(&r, true, PC_MARK_ALLOW | PC_MARK_HELD, NFT_CMP_EQ,
+					PC_MARK_HELD);
+				nm_ct_state(&r, est | NF_CT_STATE_BIT(IP_CT_RELATED));
+				break;
 			}
-			nm_ct_state(&r, NF_CT_STATE_BIT(dns ? IP_CT_ESTABLISHED : IP_CT_NEW));
 			nr_meta(&r, NFT_META_MARK);
 			nr_bitwise_u32(&r, PC_MARK_PORT_MASK, 0);
-			nr_limit_meter(&r, meter, LIMIT_IDLE_MS, sb->new_flows_per_second,
-				       sb->new_flows_burst);
+			nr_limit_meter(&r, w >= LIM_TCP_DNS ? seg : meter, LIMIT_IDLE_MS,
+				       (uint64_t)sb->new_flows_per_second * k,
+				       sb->new_flows_burst * k);
 			nr_counter(&r);
 			nr_verdict(&r, NF_DROP, NULL);
 			rsb_rule_end(b, &r);

@@ -3,6 +3,7 @@
  * expiry and grace, caps and eviction, and ech stripping. Every message is
  * a real DNS message built with ldns, and replies are parsed back. */
 #include "dnsguard/dnsguard.h"
+#include "dnsguard/internal.h" /* dg_hash: the tables' keyed hash */
 #include "tests/unit/dnsmsg.h"
 #include "tests/unit/unit.h"
 
@@ -1067,6 +1068,22 @@ START_TEST(bad_arguments_fail_closed)
 }
 END_TEST
 
+/* The learned-address and pending-query tables hash what answers and
+ * sandboxes choose (addresses, ids, ports) with SipHash under a key drawn
+ * for each guard: another guard files the same bytes elsewhere. */
+START_TEST(tables_hash_keyed)
+{
+	struct dnsguard *g2 = NULL;
+	struct pc_err err;
+	const uint8_t k[] = {4, 203, 0, 113, 10};
+
+	ck_assert_int_eq(dnsguard_new(&cfg, &g2, &err), 0);
+	ck_assert(dg_hash(g, k, sizeof(k)) != dg_hash(g2, k, sizeof(k)));
+	ck_assert(dg_hash(g, k, sizeof(k)) == dg_hash(g, k, sizeof(k)));
+	dnsguard_free(g2);
+}
+END_TEST
+
 static Suite *dnsguard_suite(void)
 {
 	Suite *s = suite_create("dnsguard");
@@ -1074,6 +1091,7 @@ static Suite *dnsguard_suite(void)
 
 	tcase_add_checked_fixture(q, setup, teardown);
 	tcase_add_test(q, query_allowed_exact_name);
+	tcase_add_test(q, tables_hash_keyed);
 	tcase_add_test(q, query_name_case_insensitive);
 	tcase_add_test(q, query_wildcard_needs_a_label);
 	tcase_add_test(q, query_denied_name_gets_refused_reply);

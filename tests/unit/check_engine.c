@@ -238,6 +238,7 @@ static enum verdict_kind judge(void)
 #define SYN 0x02
 #define ACK 0x10
 #define PSH 0x08
+#define RST 0x04
 
 /* ---- flows ------------------------------------------------------------------- */
 
@@ -402,20 +403,37 @@ START_TEST(dns_queries)
 		ck_assert_int_eq(judge(), VK_DROP);
 		tcp_pkt("10.203.0.11", 4004, "198.51.100.53", 53, ACK | PSH, 8, t + 1, 3);
 		ck_assert_int_eq(judge(), VK_REJECT);
-		/* the table is bounded: a fifth stream (of 4) is refused */
-		for (uint16_t i = 0; i < 4; i++) {
+		/* the table is bounded and shared: of its 4 streams each of the
+		 * two sandboxes may hold 2; agent-1's third is refused over its
+		 * quota (and counted as such), agent-2 still gets its own two */
+		for (uint16_t i = 0; i < 2; i++) {
 			tcp_pkt("10.203.0.11", (uint16_t)(4010 + i), "198.51.100.53", 53, ACK | PSH,
 				7, t, 1);
 			ck_assert_int_eq(judge(), VK_DROP);
+			ck_assert_int_eq(d.quota, QUOTA_NONE);
 		}
 		tcp_pkt("10.203.0.11", 4020, "198.51.100.53", 53, ACK | PSH, 7, t, 1);
 		ck_assert_int_eq(judge(), VK_REJECT);
-		ck_assert_str_eq(d.rec.reason, "DNS over TCP: too many streams being put together");
-		/* idle streams are forgotten */
+		ck_assert_str_eq(d.rec.reason,
+				 "DNS over TCP: the sandbox's quota of streams being put together "
+				 "is used up (engine quota)");
+		ck_assert_str_eq(d.rec.sandbox, "agent-1");
+		ck_assert_int_eq(d.quota, QUOTA_DNSTCP);
+		ck_assert_str_eq(metrics_reason_label(d.rec.reason), "dns_tcp_quota");
+		for (uint16_t i = 0; i < 2; i++) {
+			tcp_pkt("10.203.0.12", (uint16_t)(4010 + i), "198.51.100.53", 53, ACK | PSH,
+				7, t, 1);
+			ck_assert_int_eq(judge(), VK_DROP);
+		}
+		ck_assert_uint_eq(dnstcp_used(dnstcp, "agent-1"), 2);
+		ck_assert_uint_eq(dnstcp_used(dnstcp, "agent-2"), 2);
+		/* idle streams are forgotten, and their quota comes back */
 		ctx.now_ms += DNSTCP_IDLE_MS + 1;
 		tcp_pkt("10.203.0.11", 4020, "198.51.100.53", 53, ACK | PSH, 7, t, 1);
 		ck_assert_int_eq(judge(), VK_DROP);
 		ck_assert_uint_eq(dnstcp_count(dnstcp), 1);
+		ck_assert_uint_eq(dnstcp_used(dnstcp, "agent-1"), 1);
+		ck_assert_uint_eq(dnstcp_used(dnstcp, "agent-2"), 0);
 	}
 }
 END_TEST
@@ -915,21 +933,231 @@ END_TEST
 START_TEST(held_table_bounded)
 {
 	struct held_table *t = NULL;
+	struct held_flow *f;
 	struct flow_key k;
 
 	ck_assert_int_eq(held_table_new(2, &t), 0);
 	memset(&k, 0, sizeof(k));
-	ck_assert_ptr_nonnull(held_add(t, &k));
+	ck_assert_int_eq(held_add(t, &k, "a", 1, &f), 0);
 	k.sport = 1;
-	ck_assert_ptr_nonnull(held_add(t, &k));
+	ck_assert_int_eq(held_add(t, &k, "a", 1, &f), 0);
 	k.sport = 2;
-	ck_assert_ptr_null(held_add(t, &k)); /* full: the caller refuses */
+	ck_assert_int_eq(held_add(t, &k, "a", 1, &f), PC_EAGAIN); /* full: the caller refuses */
 	k.sport = 1;
 	held_get(t, &k)->deadline_ms = 10;
 	ck_assert_uint_eq(held_expire(t, 100), 0); /* kept a while for a clear refusal */
 	ck_assert_uint_eq(held_expire(t, 100000), 2);
 	ck_assert_uint_eq(held_count(t), 0);
 	held_table_free(t);
+}
+END_TEST
+
+/* A sandbox over its share of the held table is refused with a reason
+ * naming the quota, counted as such; the other sandboxes keep theirs. */
+START_TEST(held_quota_in_decide)
+{
+	/* 16 entries, two sandboxes: 8 each */
+	resolve("api.github.test", "203.0.113.10", 0x6677, "6009");
+	for (uint16_t i = 0; i < 8; i++) {
+		tcp_pkt("10.203.0.11", (uint16_t)(42000 + i), "203.0.113.10", 443, SYN, 100, NULL,
+			0);
+		ck_assert_int_eq(judge(), VK_HELD);
+		ck_assert_int_eq(d.quota, QUOTA_NONE);
+	}
+	tcp_pkt("10.203.0.11", 42100, "203.0.113.10", 443, SYN, 100, NULL, 0);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert(d.has_rec);
+	ck_assert_str_eq(d.rec.sandbox, "agent-1");
+	ck_assert_str_eq(d.rec.reason, "too many connections of this sandbox waiting for a "
+				       "ClientHello (engine quota)");
+	ck_assert_int_eq(d.quota, QUOTA_HELD);
+	ck_assert_str_eq(metrics_reason_label(d.rec.reason), "held_quota");
+	ck_assert_uint_eq(held_used(held, "agent-1"), 8);
+	ck_assert_uint_eq(held_count(held), 8);
+	/* a decided flow gives its entry back: the next one is held */
+	tcp_pkt("10.203.0.11", 42000, "203.0.113.10", 443, RST, 101, NULL, 0);
+	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert_uint_eq(held_used(held, "agent-1"), 7);
+	tcp_pkt("10.203.0.11", 42100, "203.0.113.10", 443, SYN, 100, NULL, 0);
+	ck_assert_int_eq(judge(), VK_HELD);
+}
+END_TEST
+
+/* Fill, drain (delete and expiry), fill again: nothing leaks from a
+ * sandbox's quota, and one sandbox's share never eats another's. */
+START_TEST(held_quota_fill_drain_fill)
+{
+	struct held_table *t = NULL;
+	struct held_flow *f[4], *x;
+	struct flow_key k;
+
+	ck_assert_int_eq(held_table_new(8, &t), 0);
+	memset(&k, 0, sizeof(k));
+	for (int round = 0; round < 3; round++) {
+		for (uint16_t i = 0; i < 4; i++) {
+			k.sport = (uint16_t)(100 + i);
+			ck_assert_int_eq(held_add(t, &k, "a", 2, &f[i]), 0);
+			ck_assert_str_eq(f[i]->meta.sandbox, "a");
+			f[i]->deadline_ms = 10;
+		}
+		k.sport = 200;
+		x = NULL;
+		ck_assert_int_eq(held_add(t, &k, "a", 2, &x), PC_EREFUSED);
+		ck_assert_ptr_null(x); /* out-param untouched on failure */
+		k.sport = 300;
+		ck_assert_int_eq(held_add(t, &k, "b", 2, &x), 0); /* b's share is its own */
+		ck_assert_uint_eq(held_used(t, "a"), 4);
+		ck_assert_uint_eq(held_used(t, "b"), 1);
+		/* lookups still find every entry (keyed hash) */
+		k.sport = 102;
+		ck_assert_ptr_eq(held_get(t, &k), f[2]);
+		if (round == 0) {
+			for (int i = 0; i < 4; i++)
+				held_del(t, f[i]);
+			held_del(t, x);
+		} else {
+			x->deadline_ms = 10;
+			ck_assert_uint_eq(held_expire(t, 100000), 5);
+		}
+		ck_assert_uint_eq(held_used(t, "a"), 0);
+		ck_assert_uint_eq(held_used(t, "b"), 0);
+		ck_assert_uint_eq(held_count(t), 0);
+	}
+	/* a third sandbox in the policy: shares of 8/3 = 2 */
+	k.sport = 1;
+	ck_assert_int_eq(held_add(t, &k, "a", 3, &x), 0);
+	k.sport = 2;
+	ck_assert_int_eq(held_add(t, &k, "a", 3, &x), 0);
+	k.sport = 3;
+	ck_assert_int_eq(held_add(t, &k, "a", 3, &x), PC_EREFUSED);
+	held_table_free(t);
+}
+END_TEST
+
+START_TEST(dnstcp_quota_fill_drain_fill)
+{
+	struct dnstcp_table *t = NULL;
+	struct dnstcp_stream *s[2], *x;
+	struct flow_key k;
+
+	ck_assert_int_eq(dnstcp_table_new(4, &t), 0);
+	memset(&k, 0, sizeof(k));
+	for (int round = 0; round < 3; round++) {
+		for (uint16_t i = 0; i < 2; i++) {
+			k.sport = (uint16_t)(10 + i);
+			ck_assert_int_eq(dnstcp_add(t, &k, 7, 1000, "a", 2, &s[i]), 0);
+		}
+		k.sport = 20;
+		x = NULL;
+		ck_assert_int_eq(dnstcp_add(t, &k, 7, 1000, "a", 2, &x), PC_EREFUSED);
+		ck_assert_ptr_null(x);
+		ck_assert_int_eq(dnstcp_add(t, &k, 7, 1000, "b", 2, &x), 0);
+		k.sport = 11;
+		ck_assert_ptr_eq(dnstcp_get(t, &k, 1000), s[1]);
+		ck_assert_uint_eq(dnstcp_used(t, "a"), 2);
+		ck_assert_uint_eq(dnstcp_used(t, "b"), 1);
+		if (round == 0) {
+			dnstcp_del(t, s[0]);
+			dnstcp_del(t, s[1]);
+			dnstcp_del(t, x);
+		} else {
+			k.sport = 99; /* a lookup forgets the idle ones */
+			ck_assert_ptr_null(dnstcp_get(t, &k, 1000 + DNSTCP_IDLE_MS + 1));
+		}
+		ck_assert_uint_eq(dnstcp_count(t), 0);
+		ck_assert_uint_eq(dnstcp_used(t, "a"), 0);
+		ck_assert_uint_eq(dnstcp_used(t, "b"), 0);
+	}
+	dnstcp_table_free(t);
+}
+END_TEST
+
+/* Tables keyed by what a sandbox chooses hash under their own random key:
+ * the same flow lands in unrelated places in two tables. */
+START_TEST(tables_hash_keyed)
+{
+	struct held_table *h1 = NULL, *h2 = NULL;
+	struct dnstcp_table *d1 = NULL, *d2 = NULL;
+	struct flow_registry *r1 = NULL, *r2 = NULL;
+	struct flow_meta m, got;
+	struct flow_key k;
+
+	memset(&k, 0, sizeof(k));
+	k.family = AF_INET;
+	k.proto = IPPROTO_TCP;
+	k.sport = 40000;
+	k.dport = 443;
+	k.src[0] = 10;
+	k.dst[0] = 203;
+	ck_assert_int_eq(held_table_new(16, &h1), 0);
+	ck_assert_int_eq(held_table_new(16, &h2), 0);
+	ck_assert_int_eq(dnstcp_table_new(4, &d1), 0);
+	ck_assert_int_eq(dnstcp_table_new(4, &d2), 0);
+	ck_assert_int_eq(flow_registry_new(16, &r1), 0);
+	ck_assert_int_eq(flow_registry_new(16, &r2), 0);
+	ck_assert(held_key_hash(h1, &k) != held_key_hash(h2, &k));
+	ck_assert(dnstcp_key_hash(d1, &k) != dnstcp_key_hash(d2, &k));
+	ck_assert(flow_registry_key_hash(r1, &k) != flow_registry_key_hash(r2, &k));
+	/* the same table hashes the same key the same way */
+	ck_assert(held_key_hash(h1, &k) == held_key_hash(h1, &k));
+	memset(&m, 0, sizeof(m));
+	pc_strlcpy(m.sandbox, "agent-1", sizeof(m.sandbox));
+	ck_assert_int_eq(flow_registry_put(r1, &k, &m), 0);
+	ck_assert(flow_registry_get(r1, &k, &got));
+	ck_assert_str_eq(got.sandbox, "agent-1");
+	ck_assert(!flow_registry_get(r2, &k, &got));
+	held_table_free(h1);
+	held_table_free(h2);
+	dnstcp_table_free(d1);
+	dnstcp_table_free(d2);
+	flow_registry_free(r1);
+	flow_registry_free(r2);
+}
+END_TEST
+
+/* Refusals over a quota, per sandbox, as status and metrics show them. */
+START_TEST(quota_refusals_counted)
+{
+	struct quota_stats s;
+	struct quota_count c;
+	struct pc_prom b = {0};
+	char *j = NULL, *text;
+	size_t l = 0;
+
+	quota_stats_init(&s);
+	ck_assert(!quota_stats_get(&s, "agent-1", &c));
+	quota_stats_count(&s, "agent-1", QUOTA_HELD);
+	quota_stats_count(&s, "agent-1", QUOTA_HELD);
+	quota_stats_count(&s, "agent-1", QUOTA_DNSTCP);
+	quota_stats_count(&s, "agent-2", QUOTA_NONE); /* not a quota refusal */
+	ck_assert(quota_stats_get(&s, "agent-1", &c));
+	ck_assert_uint_eq(c.held_refused, 2);
+	ck_assert_uint_eq(c.dnstcp_refused, 1);
+	ck_assert(!quota_stats_get(&s, "agent-2", &c));
+	ck_assert_int_eq(quota_status_json(&s, pol, 4096, 256, &j, &l), 0);
+	ck_assert_str_eq(j, ",\"quotas\":{\"held_flows_per_queue\":4096,"
+			    "\"dns_tcp_streams_per_queue\":256,\"sandboxes\":["
+			    "{\"sandbox\":\"agent-1\",\"held_flows_max\":2048,"
+			    "\"dns_tcp_streams_max\":128,\"held_flows_refused\":2,"
+			    "\"dns_tcp_streams_refused\":1},"
+			    "{\"sandbox\":\"agent-2\",\"held_flows_max\":2048,"
+			    "\"dns_tcp_streams_max\":128,\"held_flows_refused\":0,"
+			    "\"dns_tcp_streams_refused\":0}]}");
+	free(j);
+	quota_metrics(&b, &s, pol);
+	text = pc_prom_take(&b);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_ptr_nonnull(strstr(text,
+				     "portcullis_engine_quota_refused_total{sandbox=\"agent-1\","
+				     "table=\"held_flows\"} 2\n"));
+	ck_assert_ptr_nonnull(strstr(text,
+				     "portcullis_engine_quota_refused_total{sandbox=\"agent-1\","
+				     "table=\"dns_tcp_streams\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(text,
+				     "portcullis_engine_quota_refused_total{sandbox=\"agent-2\","
+				     "table=\"held_flows\"} 0\n"));
+	free(text);
+	quota_stats_free(&s);
 }
 END_TEST
 
@@ -951,8 +1179,13 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, held_flow_timeout_and_plain);
 	tcase_add_test(tc, held_plain_after_reload);
 	tcase_add_test(tc, rejudge_after_reload);
+	tcase_add_test(tc, held_quota_in_decide);
+	tcase_add_test(tc, quota_refusals_counted);
 	tcase_add_test(tabs, registry_bounded_and_swept);
 	tcase_add_test(tabs, held_table_bounded);
+	tcase_add_test(tabs, held_quota_fill_drain_fill);
+	tcase_add_test(tabs, dnstcp_quota_fill_drain_fill);
+	tcase_add_test(tabs, tables_hash_keyed);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, tabs);
 	return s;

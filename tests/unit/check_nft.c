@@ -404,9 +404,10 @@ START_TEST(new_flow_limit_before_the_queue)
 	/* after the stamp check, before anything is queued (DNS included) */
 	ck_assert_uint_lt(unstamped, first_limit);
 	ck_assert_uint_lt(first_limit, first_queue);
-	/* per family of each sandbox's sources, new flows and UDP DNS on an
-	 * established 5-tuple: agent-1 4+6, agent-2 4, inner 4+6, top 4+6 */
-	ck_assert_uint_eq(limits, 2 * 7);
+	/* per family of each sandbox's sources (agent-1 4+6, agent-2 4, inner
+	 * 4+6, top 4+6): what conntrack has no flow for, UDP DNS on an
+	 * established 5-tuple, segments of DNS over TCP and of held flows */
+	ck_assert_uint_eq(limits, 4 * 7);
 	for (size_t i = first_limit; i < first_limit + limits; i++) {
 		/* keyed by the port stamp, over the limit: counted and dropped —
 		 * never an accept */
@@ -423,9 +424,24 @@ START_TEST(new_flow_limit_before_the_queue)
 	ck_assert_ptr_nonnull(strstr(r[first_limit], "set lim0 "));
 	ck_assert_ptr_nonnull(strstr(r[first_limit], "lookup reg 1 set lim0_src4"));
 	ck_assert_ptr_nonnull(strstr(r[first_limit], "rate 1000/second burst 2000 type packets"));
-	ck_assert_ptr_nonnull(strstr(r[first_limit + 4], "set lim1 "));
-	ck_assert_ptr_nonnull(strstr(r[first_limit + 4], "rate 50/second burst 100 type packets"));
-	ck_assert_ptr_null(strstr(r[first_limit + 6], "set lim1 ")); /* agent-2: no IPv6 */
+	/* new, invalid and untracked alike: ct state & 0x49 (untracked 0x40,
+	 * new 0x08, invalid 0x01) != 0 */
+	ck_assert_ptr_nonnull(strstr(r[first_limit], "[ ct load state => reg 1 ]\n"
+						     "  [ bitwise reg 1 = ( reg 1 & 0x00000049 ) ^ "
+						     "0x00000000 ]"));
+	ck_assert_ptr_nonnull(strstr(r[first_limit + 1], "set lim0 "));
+	/* segments of DNS over TCP and of held flows: their own meter, four
+	 * packets per token of the new-flow limit */
+	ck_assert_ptr_nonnull(strstr(r[first_limit + 2], "set seg0 "));
+	ck_assert_ptr_nonnull(
+	    strstr(r[first_limit + 2], "rate 4000/second burst 8000 type packets"));
+	ck_assert_ptr_nonnull(strstr(r[first_limit + 3], "set seg0 "));
+	ck_assert_ptr_nonnull(strstr(r[first_limit + 3], "[ ct load mark => reg 1 ]"));
+	ck_assert_ptr_nonnull(strstr(r[first_limit + 8], "set lim1 "));
+	ck_assert_ptr_nonnull(strstr(r[first_limit + 8], "rate 50/second burst 100 type packets"));
+	ck_assert_ptr_nonnull(
+	    strstr(r[first_limit + 11], "rate 200/second burst 400 type packets"));
+	ck_assert_ptr_null(strstr(r[first_limit + 12], "set lim1 ")); /* agent-2: no IPv6 */
 	for (size_t i = 0; i < n; i++)
 		free(r[i]);
 	/* the meter: dynamic (its elements are traffic, not configuration),
