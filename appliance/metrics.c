@@ -34,6 +34,8 @@ static const struct {
     {"data in a SYN", "tcp_fast_open"},
     {"too many connections waiting", "held_full"},
     {"held flow no longer matches", "held_mismatch"},
+    {"held flow: the server did not acknowledge", "held_unacknowledged"},
+    {"held flow: ", "held_inconsistent"},
     /* refused: TLS server name */
     {"no TLS ClientHello within", "tls_timeout"},
     {"TLS server name ", "server_name"},
