@@ -642,7 +642,8 @@ static void held_fail(struct decision *d, const struct decide_ctx *c,
 }
 
 static void held_fail_sni(struct decision *d, const struct decide_ctx *c,
-			  const struct policy_sandbox *sb, struct held_flow *hf, enum verdict_kind v)
+			  const struct policy_sandbox *sb, struct held_flow *hf,
+			  enum verdict_kind v)
 {
 	held_fail(d, c, sb, hf, v, "");
 	set_reason(d,
@@ -656,8 +657,7 @@ static void held_fail_sni(struct decision *d, const struct decide_ctx *c,
  * comes from a flow a reload may have cut): else it is forgotten and the
  * packet dropped (*gone) — sent again, it takes the fast path or is judged
  * as a segment of no allowed connection. */
-static struct held_flow *held_find(const struct decide_ctx *c, const struct flow_key *k,
-				   bool *gone)
+static struct held_flow *held_find(const struct decide_ctx *c, const struct flow_key *k, bool *gone)
 {
 	struct held_flow *hf = held_get(c->held, k);
 
@@ -748,7 +748,8 @@ static void held_judge(const struct decide_ctx *c, const struct pc_pkt *p,
 			0 ||
 		    !fr.allowed) {
 			held_fail(d, c, sb, hf, VK_REJECT,
-				  fr.reason ? fr.reason : "the held flow's host is no longer allowed");
+				  fr.reason ? fr.reason
+					    : "the held flow's host is no longer allowed");
 			return;
 		}
 		break;
@@ -819,7 +820,8 @@ static void held_segment(const struct decide_ctx *c, const struct pc_pkt *p,
 	}
 	rel = (int32_t)(p->tcp_seq - (hf->isn + 1));
 	if (rel < 0) {
-		held_fail(d, c, sb, hf, VK_REJECT, "held flow: data before the connection's first byte");
+		held_fail(d, c, sb, hf, VK_REJECT,
+			  "held flow: data before the connection's first byte");
 		return;
 	}
 	if ((size_t)rel < hf->len) {
@@ -833,7 +835,8 @@ static void held_segment(const struct decide_ctx *c, const struct pc_pkt *p,
 		n -= m;
 		rel += (int32_t)m;
 		if (fin && n == 0 && (size_t)rel < hf->len) {
-			held_fail(d, c, sb, hf, VK_REJECT, "held flow: a FIN inside the judged bytes");
+			held_fail(d, c, sb, hf, VK_REJECT,
+				  "held flow: a FIN inside the judged bytes");
 			return;
 		}
 	}
@@ -851,7 +854,8 @@ static void held_segment(const struct decide_ctx *c, const struct pc_pkt *p,
 	rc = held_keep(hf, data, n);
 	if (rc < 0) {
 		held_fail(d, c, sb, hf, VK_REJECT,
-			  rc == PC_EREFUSED ? "TLS ClientHello larger than 16 KiB" : "out of memory");
+			  rc == PC_EREFUSED ? "TLS ClientHello larger than 16 KiB"
+					    : "out of memory");
 		return;
 	}
 	held_sent(hf, p);
@@ -896,7 +900,8 @@ static void held_promote(const struct decide_ctx *c, struct held_flow *hf, struc
 			0 ||
 		    !fr.allowed) {
 			held_fail(d, c, sb, hf, VK_DROP,
-				  fr.reason ? fr.reason : "the held flow's host is no longer allowed");
+				  fr.reason ? fr.reason
+					    : "the held flow's host is no longer allowed");
 			return;
 		}
 		allow(d, c, &op, sb, NULL, VK_ALLOW, FLOW_VIA_HOST, hf->meta.name,
@@ -980,8 +985,8 @@ static void held_reply(const struct decide_ctx *c, const struct pkt_in *in, cons
 		hf->srv_nxt = hf->srv_isn + 1 + rel + (uint32_t)n;
 	judged_end = hf->isn + 1 + (uint32_t)hf->len;
 	d->v = VK_PASS;
-	if (hf->judged && in_order && (p->tcp_flags & TH_ACK) &&
-	    (int32_t)(ack - judged_end) >= 0 && (int32_t)(ack - hf->snd_max) <= 0)
+	if (hf->judged && in_order && (p->tcp_flags & TH_ACK) && (int32_t)(ack - judged_end) >= 0 &&
+	    (int32_t)(ack - hf->snd_max) <= 0)
 		held_promote(c, hf, d);
 }
 

@@ -222,17 +222,17 @@ struct held_flow {
 	 * later segment over it must carry the same bytes. Once judged
 	 * allowed, the flow is promoted only when the server acknowledges
 	 * isn + 1 + len (its replies are queued until then). */
-	uint32_t isn;	  /* the first SYN's sequence number; another one is refused */
-	uint32_t snd_max; /* past the last sequence number the sandbox sent (data, FIN) */
-	size_t cap;	  /* bytes allocated in buf (grows to HELD_BUF_MAX) */
-	bool judged;	  /* buf[0, len) judged allowed: waiting for the server's ACK */
-	bool failed;	  /* refused and recorded: every later packet is refused */
-	bool srv_known;	  /* a SYN-ACK acknowledging isn was seen */
-	uint32_t srv_isn; /* its sequence number */
-	uint32_t srv_nxt; /* past the server's bytes seen in order */
-	uint64_t promoted_ms;	       /* != 0: promoted then (ct mark ALLOW on its way) */
-	char policy[DNSG_POLICY_MAX];  /* the policy it was promoted under */
-	char sni[POLICY_HOST_MAX];     /* the server name judged ("" when not TLS) */
+	uint32_t isn;	      /* the first SYN's sequence number; another one is refused */
+	uint32_t snd_max;     /* past the last sequence number the sandbox sent (data, FIN) */
+	size_t cap;	      /* bytes allocated in buf (grows to HELD_BUF_MAX) */
+	bool judged;	      /* buf[0, len) judged allowed: waiting for the server's ACK */
+	bool failed;	      /* refused and recorded: every later packet is refused */
+	bool srv_known;	      /* a SYN-ACK acknowledging isn was seen */
+	uint32_t srv_isn;     /* its sequence number */
+	uint32_t srv_nxt;     /* past the server's bytes seen in order */
+	uint64_t promoted_ms; /* != 0: promoted then (ct mark ALLOW on its way) */
+	char policy[DNSG_POLICY_MAX]; /* the policy it was promoted under */
+	char sni[POLICY_HOST_MAX];    /* the server name judged ("" when not TLS) */
 };
 /* How long a promoted entry stays to catch packets queued before the
  * conntrack mark took effect (a batch and its log flush). */

@@ -715,9 +715,9 @@ START_TEST(held_insertion)
 	/* data before any SYN-ACK for our sequence number */
 	tcp_pkt("10.203.0.11", 43004, "203.0.113.10", 443, SYN, 100, NULL, 0);
 	ck_assert_int_eq(judge(), VK_HELD);
-	ck_assert_int_eq(reply("203.0.113.10", 443, "10.203.0.11", 43004, SYN | ACK, 7000, 77, NULL,
-			       0),
-			 VK_DROP); /* not an answer to our SYN */
+	ck_assert_int_eq(
+	    reply("203.0.113.10", 443, "10.203.0.11", 43004, SYN | ACK, 7000, 77, NULL, 0),
+	    VK_DROP); /* not an answer to our SYN */
 	tcp_pkt("10.203.0.11", 43004, "203.0.113.10", 443, ACK | PSH, 101, ch, n);
 	ck_assert_int_eq(judge(), VK_REJECT);
 	ck_assert_str_eq(d.rec.reason, "held flow: data before the server accepted the connection");
