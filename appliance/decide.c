@@ -1,7 +1,8 @@
 /* The decision: one queued packet in, one verdict (and at most one log
  * record) out. Default deny; every internal failure refuses. What reaches
  * here is fixed by the ruleset: new flows and every DNS message from the
- * sandboxes, every packet of held flows, and resolver answers toward them. */
+ * sandboxes, every packet of held flows (their servers' TCP replies too,
+ * in forward, until promotion), and resolver answers toward them. */
 #include "appliance/internal.h"
 
 #include <linux/netfilter.h>
