@@ -804,8 +804,9 @@ static void held_segment(const struct decide_ctx *c, const struct pc_pkt *p,
 		return;
 	}
 	if (p->tcp_flags & TH_RST) {
-		/* The entry stays: a SYN after it must reuse the first ISN. */
-		d->v = VK_PASS;
+		/* The entry stays: a SYN after it must reuse the first ISN. A
+		 * RST carrying bytes is no client's: they would pass unjudged. */
+		d->v = n ? VK_DROP : VK_PASS;
 		return;
 	}
 	if (n == 0 && !fin) {

@@ -739,6 +739,7 @@ START_TEST(held_promotion)
 	uint8_t ch[512];
 	size_t n = client_hello(ch, "api.github.test");
 	uint32_t end = 101 + (uint32_t)n;
+	static const uint8_t evil_bytes[] = {0x16, 3, 1, 0};
 
 	resolve("api.github.test", "203.0.113.10", 0x6800, "6030");
 	handshake("10.203.0.11", 44000, "203.0.113.10", 443, 100);
@@ -752,6 +753,9 @@ START_TEST(held_promotion)
 	ck_assert_int_eq(judge(), VK_PASS);
 	tcp_pkt("10.203.0.11", 44000, "203.0.113.10", 443, ACK | PSH, 101, ch, n);
 	ck_assert_int_eq(judge(), VK_PASS);
+	/* a RST carrying bytes (found by fuzz_held): they would pass unjudged */
+	tcp_pkt("10.203.0.11", 44000, "203.0.113.10", 443, 0x04 | ACK, 101, evil_bytes, 4);
+	ck_assert_int_eq(judge(), VK_DROP);
 	/* short of the judged bytes */
 	ck_assert_int_eq(
 	    reply("203.0.113.10", 443, "10.203.0.11", 44000, ACK, 7001, end - 1, NULL, 0), VK_PASS);
