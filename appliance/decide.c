@@ -673,12 +673,18 @@ static struct held_flow *held_find(const struct decide_ctx *c, const struct flow
 	return hf;
 }
 
+/* A segment with data or FIN passes: how far the sandbox sent, where its
+ * stream ends. */
 static void held_sent(struct held_flow *hf, const struct pc_pkt *p)
 {
 	uint32_t end = p->tcp_seq + (uint32_t)p->payload_len + ((p->tcp_flags & TH_FIN) ? 1 : 0);
 
 	if ((int32_t)(end - hf->snd_max) > 0)
 		hf->snd_max = end;
+	if ((p->tcp_flags & TH_FIN) && !hf->fin_seen) {
+		hf->fin_seen = true;
+		hf->fin_at = p->tcp_seq + (uint32_t)p->payload_len - (hf->isn + 1);
+	}
 }
 
 /* Append the in-order bytes to buf (which grows to HELD_BUF_MAX). */
@@ -826,6 +832,14 @@ static void held_segment(const struct decide_ctx *c, const struct pc_pkt *p,
 			  "held flow: data before the connection's first byte");
 		return;
 	}
+	/* The stream ends at its FIN: nothing may be judged where the server
+	 * has the FIN instead of bytes. */
+	if (hf->fin_seen &&
+	    ((uint32_t)rel + n > hf->fin_at || (fin && (uint32_t)rel + n != hf->fin_at))) {
+		held_fail(d, c, sb, hf, VK_REJECT, "held flow: data past its FIN");
+		return;
+	}
+
 	if ((size_t)rel < hf->len) {
 		m = hf->len - (size_t)rel < n ? hf->len - (size_t)rel : n;
 		if (memcmp(hf->buf + rel, data, m) != 0) {

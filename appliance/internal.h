@@ -233,6 +233,8 @@ struct held_flow {
 	uint64_t promoted_ms; /* != 0: promoted then (ct mark ALLOW on its way) */
 	char policy[DNSG_POLICY_MAX]; /* the policy it was promoted under */
 	char sni[POLICY_HOST_MAX];    /* the server name judged ("" when not TLS) */
+	bool fin_seen;		      /* a FIN passed, at isn + 1 + fin_at */
+	uint32_t fin_at;
 };
 /* How long a promoted entry stays to catch packets queued before the
  * conntrack mark took effect (a batch and its log flush). */

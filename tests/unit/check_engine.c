@@ -729,6 +729,18 @@ START_TEST(held_insertion)
 	tcp_pkt("10.203.0.11", 43005, "203.0.113.10", 443, ACK | 0x01, 101, NULL, 0);
 	ck_assert_int_eq(judge(), VK_REJECT);
 	ck_assert_str_eq(d.rec.reason, "held flow: a FIN inside the judged bytes");
+
+	/* nothing past the FIN: the server has the FIN there, not bytes */
+	handshake("10.203.0.11", 43006, "203.0.113.10", 443, 100);
+	tcp_pkt("10.203.0.11", 43006, "203.0.113.10", 443, ACK | PSH, 101, ch, 20);
+	ck_assert_int_eq(judge(), VK_PASS);
+	tcp_pkt("10.203.0.11", 43006, "203.0.113.10", 443, ACK | 0x01, 121, NULL, 0);
+	ck_assert_int_eq(judge(), VK_PASS);
+	tcp_pkt("10.203.0.11", 43006, "203.0.113.10", 443, ACK | 0x01, 121, NULL, 0);
+	ck_assert_int_eq(judge(), VK_PASS); /* the same FIN again */
+	tcp_pkt("10.203.0.11", 43006, "203.0.113.10", 443, ACK | PSH, 121, ch + 20, n - 20);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_str_eq(d.rec.reason, "held flow: data past its FIN");
 }
 END_TEST
 
