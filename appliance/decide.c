@@ -741,8 +741,11 @@ static void held_judge(const struct decide_ctx *c, const struct pc_pkt *p,
 	case PC_EPARSE:
 		/* A handshake record (0x16) or an SSLv2-style hello (high bit)
 		 * our parser refuses may still be one a server accepts: refused,
-		 * or a parser difference would let another name through. */
-		if (hf->buf[0] == 0x16 || (hf->buf[0] & 0x80)) {
+		 * or a parser difference would let another name through. So is
+		 * any other TLS record (0x14-0x18): a server may skip it before
+		 * the ClientHello (Go's crypto/tls drops warning alerts), and the
+		 * ClientHello after it would never be judged. */
+		if ((hf->buf[0] >= 0x14 && hf->buf[0] <= 0x18) || (hf->buf[0] & 0x80)) {
 			held_fail(d, c, sb, hf, VK_REJECT, "malformed TLS ClientHello");
 			return;
 		}

@@ -22,7 +22,7 @@
 #   craft.py dnsflood --server A --count N [--names-from SUFFIX]
 #   craft.py held --dst A --dport P --sport P --scenario S [--good N] [--evil N]
 #            (a TCP handshake of its own on a held flow, then an insertion:
-#            S = ttl1-plain, ttl1-hello, syn2; the sandbox's own stack must
+#            S = ttl1-plain, ttl1-hello, syn2, alert; the sandbox's own stack must
 #            not answer the server: drop its RSTs for that port first)
 # Every address given may be IPv4 or IPv6. Layer 2 sends go to the
 # gateway's MAC (--gw-mac or $ESC_GW_MAC) from eth0's own MAC unless told.
@@ -669,6 +669,18 @@ def cmd_held(a):
         p.send("PA", isn + 1, p.rcv, first, ttl=1)
         p.recv(0.5)
         p.send("PA", isn + 1, p.rcv, evil)
+        p.recv(1.5)
+        print("handshake ok; %s" % p.summary())
+    elif a.scenario == "alert":
+        # a TLS record that is not a handshake (a warning alert, which a
+        # TLS server may skip before the ClientHello), then the ClientHello
+        if not p.handshake(isn):
+            print("no SYN-ACK; " + p.summary())
+            return
+        alert = b"\x15\x03\x01\x00\x02\x01\x5a"  # warning, user_canceled
+        p.send("PA", isn + 1, p.rcv, alert)
+        p.recv(0.5)
+        p.send("PA", isn + 1 + len(alert), p.rcv, evil)
         p.recv(1.5)
         print("handshake ok; %s" % p.summary())
     elif a.scenario == "syn2":

@@ -79,6 +79,14 @@ held_attempt "(d) a first SYN with TTL 1, a second with another ISN, bytes 'let 
 t_eq "syn2: the SYN with another ISN never reached the upstream" 0 \
 	"$(esc_upstream "tcp src port 47005 and tcp[tcpflags] & tcp-syn != 0")"
 
+# A TLS record that is not a handshake was judged "not TLS" and allowed on
+# a host entry; a server may skip it (Go's crypto/tls drops warning alerts
+# before the ClientHello) and take the ClientHello after it. (The lab's
+# nginx answers it with 400 and closes, but the bytes reach it.)
+held_attempt "(e) a TLS warning alert record first (not a handshake, so once judged 'not TLS'), then cdn-evil.test's ClientHello after it" \
+	"$LAB_CDN4" 47006 alert '^malformed TLS ClientHello$' \
+	"RST at the alert record"
+
 # ---- real clients on held flows: promoted on the server's acknowledgement ----
 esc_begin "curl https://cdn-good.test (IPv4 and IPv6): a real TLS client on the shared address"
 t_match "IPv4: works" "^cdn-good.test ok" \

@@ -902,6 +902,14 @@ START_TEST(held_flow_timeout_and_plain)
 	tcp_pkt("10.203.0.11", 42003, "203.0.113.10", 443, ACK | PSH, 2, ch, n);
 	ck_assert_int_eq(judge(), VK_REJECT);
 	ck_assert_str_eq(d.rec.reason, "malformed TLS ClientHello");
+	/* nor is any other TLS record first: a warning alert a server may
+	 * skip, with the ClientHello after it */
+	resolve("api.github.test", "203.0.113.10", 0x777a, "6006");
+	handshake("10.203.0.11", 42004, "203.0.113.10", 443, 1);
+	tcp_pkt("10.203.0.11", 42004, "203.0.113.10", 443, ACK | PSH, 2,
+		"\x15\x03\x01\x00\x02\x01\x5a", 7);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_str_eq(d.rec.reason, "malformed TLS ClientHello");
 	/* data in the SYN to a named host */
 	tcp_pkt("10.203.0.11", 42002, "203.0.113.10", 443, SYN, 1, "x", 1);
 	ck_assert_int_eq(judge(), VK_REJECT);
