@@ -1,7 +1,8 @@
 /* The decision: one queued packet in, one verdict (and at most one log
  * record) out. Default deny; every internal failure refuses. What reaches
  * here is fixed by the ruleset: new flows and every DNS message from the
- * sandboxes, every packet of held flows, and resolver answers toward them. */
+ * sandboxes, every packet of held flows (their servers' TCP replies too,
+ * in forward, until promotion), and resolver answers toward them. */
 #include "appliance/internal.h"
 
 #include <linux/netfilter.h>
@@ -27,6 +28,7 @@ void decision_clear(struct decision *d)
 	d->register_flow = false;
 	d->quota = QUOTA_NONE;
 	d->learn = false;
+	d->promote = false;
 	memset(&d->rec, 0, sizeof(d->rec));
 	d->sandbox[0] = d->rule[0] = d->domain[0] = d->sni[0] = d->dns_name[0] = '\0';
 	d->answers[0] = d->reason[0] = '\0';
@@ -661,103 +663,162 @@ int decision_commit(struct dnsguard *dg, struct decision *d, uint64_t now_ms)
 
 /* ---- held TCP flows: waiting for the ClientHello --------------------------- */
 
-static void held_segment(const struct decide_ctx *c, const struct pc_pkt *p,
-			 const struct policy_sandbox *sb, struct held_flow *hf,
-			 const struct policy_src *src, struct decision *d)
-{
-	const uint8_t *data = p->payload;
-	size_t n = p->payload_len, need = 0;
-	char sni[POLICY_HOST_MAX];
-	const struct policy_allow *rule = NULL;
-	struct dnsguard_flow_res fr;
-	int32_t off;
-	int rc;
+/* A judgement may rest only on bytes the server gets (docs/engine.md, "Held
+ * flows"): a segment the gateway lets through may still never arrive (TTL
+ * or hop limit 1, a bad checksum, PAWS, outside the window, ...), and the
+ * sandbox may then send other bytes at the same sequence numbers. So the
+ * bytes from isn + 1 on are kept once let through, every later segment
+ * over them must carry the same ones, and an allowed flow is promoted to
+ * the fast path only once the server has acknowledged all of them. */
 
-	if (!sb || strcmp(sb->name, hf->meta.sandbox) != 0) {
-		refuse(d, c, p, sb, VK_REJECT, "held flow no longer matches its sandbox");
-		goto drop_entry;
+static uint32_t rd32_be(const uint8_t *b)
+{
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+/* The flow in its original direction (sandbox to server), for records and
+ * the registry when a reply decides. */
+static void held_view(const struct held_flow *hf, struct pc_pkt *op)
+{
+	memset(op, 0, sizeof(*op));
+	op->family = hf->key.family;
+	op->proto = hf->key.proto;
+	op->sport = hf->key.sport;
+	op->dport = hf->key.dport;
+	op->src.family = op->dst.family = hf->key.family;
+	memcpy(op->src.a, hf->key.src, 16);
+	memcpy(op->dst.a, hf->key.dst, 16);
+}
+
+/* Refuse the held flow, once: the record is written now, the entry stays
+ * (failed) so that every later packet of it is refused without another
+ * record and a new SYN on the same addresses cannot start it afresh with
+ * another sequence number while the server may still hold the first. */
+static void held_fail(struct decision *d, const struct decide_ctx *c,
+		      const struct policy_sandbox *sb, struct held_flow *hf, enum verdict_kind v,
+		      const char *reason)
+{
+	struct pc_pkt op;
+
+	held_view(hf, &op);
+	refuse(d, c, &op, sb, v, reason);
+	if (hf->meta.name[0]) {
+		pc_strlcpy(d->domain, hf->meta.name, sizeof(d->domain));
+		d->rec.domain = d->domain;
 	}
-	if (c->now_ms > hf->deadline_ms) {
-		refuse(d, c, p, sb, VK_REJECT, "no TLS ClientHello within engine.sni_timeout_ms");
-		goto drop_entry;
+	if (hf->sni[0]) {
+		pc_strlcpy(d->sni, hf->sni, sizeof(d->sni));
+		d->rec.sni = d->sni;
 	}
-	if (p->tcp_flags & TH_RST) {
-		d->v = VK_PASS;
-		goto drop_entry;
+	hf->failed = true;
+}
+
+static void held_fail_sni(struct decision *d, const struct decide_ctx *c,
+			  const struct policy_sandbox *sb, struct held_flow *hf,
+			  enum verdict_kind v)
+{
+	held_fail(d, c, sb, hf, v, "");
+	set_reason(d,
+		   "TLS server name %s is not a name this sandbox resolved to this address and "
+		   "may use on this port",
+		   hf->sni);
+}
+
+/* The held entry of k; a promoted one only while its conntrack mark may
+ * not act yet, and under the policy it was promoted under (a packet then
+ * comes from a flow a reload may have cut): else it is forgotten and the
+ * packet dropped (*gone) — sent again, it takes the fast path or is judged
+ * as a segment of no allowed connection. */
+static struct held_flow *held_find(const struct decide_ctx *c, const struct flow_key *k, bool *gone)
+{
+	struct held_flow *hf = held_get(c->held, k);
+
+	*gone = false;
+	if (hf && hf->promoted_ms &&
+	    (c->now_ms > hf->promoted_ms + HELD_GRACE_MS ||
+	     strcmp(hf->policy, policy_hash(c->policy)) != 0)) {
+		held_del(c->held, hf);
+		*gone = true;
+		return NULL;
 	}
-	if (p->tcp_flags & TH_SYN) {
-		d->v = (p->tcp_flags & TH_ACK) || n ? VK_DROP : VK_PASS; /* a retransmitted SYN */
-		return;
+	return hf;
+}
+
+/* A segment with data or FIN passes: how far the sandbox sent, where its
+ * stream ends. */
+static void held_sent(struct held_flow *hf, const struct pc_pkt *p)
+{
+	uint32_t end = p->tcp_seq + (uint32_t)p->payload_len + ((p->tcp_flags & TH_FIN) ? 1 : 0);
+
+	if ((int32_t)(end - hf->snd_max) > 0)
+		hf->snd_max = end;
+	if ((p->tcp_flags & TH_FIN) && !hf->fin_seen) {
+		hf->fin_seen = true;
+		hf->fin_at = p->tcp_seq + (uint32_t)p->payload_len - (hf->isn + 1);
 	}
-	if (n == 0) {
-		d->v = VK_PASS; /* ACK, FIN */
-		return;
+}
+
+/* Append the in-order bytes to buf (which grows to HELD_BUF_MAX). */
+static int held_keep(struct held_flow *hf, const uint8_t *data, size_t n)
+{
+	if (hf->len + n > HELD_BUF_MAX)
+		return PC_EREFUSED;
+	if (hf->len + n > hf->cap) {
+		size_t cap = hf->cap ? hf->cap : 2048;
+		uint8_t *nb;
+
+		while (cap < hf->len + n)
+			cap *= 2;
+		if (cap > HELD_BUF_MAX)
+			cap = HELD_BUF_MAX;
+		nb = realloc(hf->buf, cap);
+		if (!nb)
+			return PC_ENOMEM;
+		hf->buf = nb;
+		hf->cap = cap;
 	}
-	off = (int32_t)(p->tcp_seq - hf->next_seq);
-	if (off > 0) {
-		d->v = VK_DROP; /* a gap: the sender retransmits in order */
-		return;
-	}
-	if ((size_t) - (int64_t)off >= n) {
-		d->v = VK_PASS; /* bytes already let through */
-		return;
-	}
-	data += -(int64_t)off;
-	n -= (size_t) - (int64_t)off;
-	if (hf->len == 0 && !hf->buf) {
-		rc = tls_clienthello_sni(data, n, sni, sizeof(sni), &need);
-		if (rc == PC_EAGAIN) {
-			hf->buf = malloc(HELD_BUF_MAX);
-			if (!hf->buf) {
-				refuse(d, c, p, sb, VK_REJECT, "out of memory");
-				goto drop_entry;
-			}
-		}
-	} else {
-		rc = PC_EAGAIN;
-	}
-	if (hf->buf) {
-		if (hf->len + n > HELD_BUF_MAX) {
-			refuse(d, c, p, sb, VK_REJECT, "TLS ClientHello larger than 16 KiB");
-			goto drop_entry;
-		}
-		memcpy(hf->buf + hf->len, data, n);
-		hf->len += n;
-		rc = tls_clienthello_sni(hf->buf, hf->len, sni, sizeof(sni), &need);
-	}
+	memcpy(hf->buf + hf->len, data, n);
+	hf->len += n;
+	hf->next_seq = hf->isn + 1 + (uint32_t)hf->len;
+	return 0;
+}
+
+/* Judge the kept bytes once a segment added to them. Allowed: the segment
+ * passes and the flow waits for the server's acknowledgement (recorded
+ * then); refused: reset now, recorded. */
+static void held_judge(const struct decide_ctx *c, const struct pc_pkt *p,
+		       const struct policy_sandbox *sb, struct held_flow *hf, struct decision *d)
+{
+	char sni[POLICY_HOST_MAX];
+	struct dnsguard_flow_res fr;
+	size_t need = 0;
+	int rc = tls_clienthello_sni(hf->buf, hf->len, sni, sizeof(sni), &need);
+
 	switch (rc) {
 	case PC_EAGAIN:
-		hf->next_seq += (uint32_t)n;
-		d->v = VK_PASS;
+		d->v = VK_PASS; /* to the address learned for an allowed name; reset if wrong */
 		return;
 	case 1:
-		if (dnsguard_sni_allowed(c->dg, sb, &p->dst, IPPROTO_TCP, p->dport, sni, c->now_ms,
-					 &rule)) {
-			allow(d, c, p, sb, rule, VK_ALLOW, FLOW_VIA_SNI, sni,
-			      "allowed host; TLS server name checked", src);
-			pc_strlcpy(d->sni, sni, sizeof(d->sni));
-			d->rec.sni = d->sni;
-		} else {
-			refuse(d, c, p, sb, VK_REJECT, "");
-			set_reason(d,
-				   "TLS server name %s is not a name this sandbox resolved to this "
-				   "address and may use on this port",
-				   sni);
-			pc_strlcpy(d->sni, sni, sizeof(d->sni));
-			d->rec.sni = d->sni;
+		pc_strlcpy(hf->sni, sni, sizeof(hf->sni));
+		if (!dnsguard_sni_allowed(c->dg, sb, &p->dst, IPPROTO_TCP, p->dport, sni, c->now_ms,
+					  NULL)) {
+			held_fail_sni(d, c, sb, hf, VK_REJECT);
+			return;
 		}
 		break;
 	case 0:
-		refuse(d, c, p, sb, VK_REJECT, "TLS ClientHello without a server name");
-		break;
+		held_fail(d, c, sb, hf, VK_REJECT, "TLS ClientHello without a server name");
+		return;
 	case PC_EPARSE:
 		/* A handshake record (0x16) or an SSLv2-style hello (high bit)
 		 * our parser refuses may still be one a server accepts: refused,
-		 * or a parser difference would let another name through. */
-		if ((hf->buf ? hf->buf[0] : data[0]) == 0x16 ||
-		    ((hf->buf ? hf->buf[0] : data[0]) & 0x80)) {
-			refuse(d, c, p, sb, VK_REJECT, "malformed TLS ClientHello");
-			break;
+		 * or a parser difference would let another name through. So is
+		 * any other TLS record (0x14-0x18): a server may skip it before
+		 * the ClientHello (Go's crypto/tls drops warning alerts), and the
+		 * ClientHello after it would never be judged. */
+		if ((hf->buf[0] >= 0x14 && hf->buf[0] <= 0x18) || (hf->buf[0] & 0x80)) {
+			held_fail(d, c, sb, hf, VK_REJECT, "malformed TLS ClientHello");
+			return;
 		}
 		/* Not TLS at all: nothing names the server; the address must
 		 * still be learned for a name allowed on this port by the
@@ -767,23 +828,256 @@ static void held_segment(const struct decide_ctx *c, const struct pc_pkt *p,
 		if (dnsguard_flow(c->dg, sb, &p->dst, IPPROTO_TCP, p->dport, true, c->now_ms, &fr) <
 			0 ||
 		    !fr.allowed) {
-			refuse(d, c, p, sb, VK_REJECT,
-			       fr.reason ? fr.reason : "the held flow's host is no longer allowed");
-			break;
+			held_fail(d, c, sb, hf, VK_REJECT,
+				  fr.reason ? fr.reason
+					    : "the held flow's host is no longer allowed");
+			return;
 		}
-		allow(d, c, p, sb, NULL, VK_ALLOW, FLOW_VIA_HOST, hf->meta.name,
-		      "allowed host (not TLS: no server name to check)", src);
 		break;
 	default:
-		refuse(d, c, p, sb, VK_REJECT, "TLS ClientHello could not be checked");
-		break;
+		held_fail(d, c, sb, hf, VK_REJECT, "TLS ClientHello could not be checked");
+		return;
 	}
-	if (d->rec.verdict == LOGREC_ALLOWED || d->v == VK_ALLOW) {
-		pc_strlcpy(d->domain, hf->meta.name, sizeof(d->domain));
-		d->rec.domain = d->domain;
+	hf->judged = true; /* promoted, and recorded, when the server acknowledges it */
+	d->v = VK_PASS;
+}
+
+/* A segment from the sandbox on a held flow. */
+static void held_segment(const struct decide_ctx *c, const struct pc_pkt *p,
+			 const struct policy_sandbox *sb, struct held_flow *hf, struct decision *d)
+{
+	const uint8_t *data = p->payload;
+	size_t n = p->payload_len, m;
+	bool fin = (p->tcp_flags & TH_FIN) != 0;
+	int32_t rel;
+	int rc;
+
+	if (hf->failed) {
+		d->v = VK_REJECT; /* recorded when it failed */
+		return;
 	}
-drop_entry:
-	held_del(c->held, hf);
+	if (!sb || strcmp(sb->name, hf->meta.sandbox) != 0) {
+		held_fail(d, c, sb, hf, VK_REJECT, "held flow no longer matches its sandbox");
+		return;
+	}
+	if (!hf->promoted_ms && c->now_ms > hf->deadline_ms) {
+		held_fail(d, c, sb, hf, VK_REJECT,
+			  hf->judged ? "held flow: the server did not acknowledge the judged bytes "
+				       "within engine.sni_timeout_ms"
+				     : "no TLS ClientHello within engine.sni_timeout_ms");
+		return;
+	}
+	if (p->tcp_flags & TH_SYN) {
+		if ((p->tcp_flags & TH_ACK) || n) {
+			d->v = VK_DROP;
+			return;
+		}
+		/* A retransmitted SYN keeps its sequence number. Another one
+		 * may make conntrack and the server start over from it while
+		 * the judged bytes sit at the first: refused. */
+		if (p->tcp_seq != hf->isn) {
+			held_fail(d, c, sb, hf, VK_REJECT,
+				  "held flow: a SYN with another sequence number than the first");
+			return;
+		}
+		d->v = VK_PASS;
+		return;
+	}
+	if (p->tcp_flags & TH_RST) {
+		/* The entry stays: a SYN after it must reuse the first ISN. A
+		 * RST carrying bytes is no client's: they would pass unjudged. */
+		d->v = n ? VK_DROP : VK_PASS;
+		return;
+	}
+	if (n == 0 && !fin) {
+		d->v = VK_PASS; /* ACK, window update: no sequence space */
+		return;
+	}
+	if (!hf->srv_known) {
+		/* No SYN-ACK acknowledged our ISN: the server may hold another
+		 * connection on these addresses, in another sequence space. */
+		held_fail(d, c, sb, hf, VK_REJECT,
+			  "held flow: data before the server accepted the connection");
+		return;
+	}
+	rel = (int32_t)(p->tcp_seq - (hf->isn + 1));
+	if (rel < 0) {
+		held_fail(d, c, sb, hf, VK_REJECT,
+			  "held flow: data before the connection's first byte");
+		return;
+	}
+	/* The stream ends at its FIN: nothing may be judged where the server
+	 * has the FIN instead of bytes. */
+	if (hf->fin_seen &&
+	    ((uint32_t)rel + n > hf->fin_at || (fin && (uint32_t)rel + n != hf->fin_at))) {
+		held_fail(d, c, sb, hf, VK_REJECT, "held flow: data past its FIN");
+		return;
+	}
+
+	if ((size_t)rel < hf->len) {
+		m = hf->len - (size_t)rel < n ? hf->len - (size_t)rel : n;
+		if (memcmp(hf->buf + rel, data, m) != 0) {
+			held_fail(d, c, sb, hf, VK_REJECT,
+				  "held flow: bytes sent again differ from the ones judged");
+			return;
+		}
+		data += m;
+		n -= m;
+		rel += (int32_t)m;
+		if (fin && n == 0 && (size_t)rel < hf->len) {
+			held_fail(d, c, sb, hf, VK_REJECT,
+				  "held flow: a FIN inside the judged bytes");
+			return;
+		}
+	}
+	if (n == 0 || hf->judged || hf->promoted_ms) {
+		/* the same bytes again, or bytes past the judged ones: the
+		 * server cannot deliver them before those */
+		held_sent(hf, p);
+		d->v = VK_PASS;
+		return;
+	}
+	if ((size_t)rel > hf->len) {
+		d->v = VK_DROP; /* a gap: the sender retransmits in order */
+		return;
+	}
+	rc = held_keep(hf, data, n);
+	if (rc < 0) {
+		held_fail(d, c, sb, hf, VK_REJECT,
+			  rc == PC_EREFUSED ? "TLS ClientHello larger than 16 KiB"
+					    : "out of memory");
+		return;
+	}
+	held_sent(hf, p);
+	held_judge(c, p, sb, hf, d);
+}
+
+/* The judged flow's server acknowledged every judged byte: judge it again
+ * under the policy in force (a reload may have come since) and promote it
+ * with its one allowed record. */
+static void held_promote(const struct decide_ctx *c, struct held_flow *hf, struct decision *d)
+{
+	const struct policy_sandbox *sb;
+	const struct policy_allow *rule = NULL;
+	struct dnsguard_flow_res fr;
+	struct policy_src ps;
+	struct pc_pkt op;
+
+	held_view(hf, &op);
+	memset(&ps, 0, sizeof(ps));
+	ps.addr = op.src;
+	ps.has_mac = hf->meta.has_mac;
+	memcpy(ps.mac, hf->meta.mac, 6);
+	pc_strlcpy(ps.port, hf->meta.port, sizeof(ps.port));
+	sb = policy_sandbox_match(c->policy, &ps);
+	if (!sb || strcmp(sb->name, hf->meta.sandbox) != 0) {
+		held_fail(d, c, sb, hf, VK_DROP, "held flow no longer matches its sandbox");
+		return;
+	}
+	if (hf->sni[0]) {
+		if (!dnsguard_sni_allowed(c->dg, sb, &op.dst, IPPROTO_TCP, op.dport, hf->sni,
+					  c->now_ms, &rule)) {
+			held_fail_sni(d, c, sb, hf, VK_DROP);
+			return;
+		}
+		allow(d, c, &op, sb, rule, VK_ALLOW, FLOW_VIA_SNI, hf->sni,
+		      "allowed host; TLS server name checked", &ps);
+		pc_strlcpy(d->sni, hf->sni, sizeof(d->sni));
+		d->rec.sni = d->sni;
+	} else {
+		memset(&fr, 0, sizeof(fr));
+		if (dnsguard_flow(c->dg, sb, &op.dst, IPPROTO_TCP, op.dport, true, c->now_ms, &fr) <
+			0 ||
+		    !fr.allowed) {
+			held_fail(d, c, sb, hf, VK_DROP,
+				  fr.reason ? fr.reason
+					    : "the held flow's host is no longer allowed");
+			return;
+		}
+		allow(d, c, &op, sb, NULL, VK_ALLOW, FLOW_VIA_HOST, hf->meta.name,
+		      "allowed host (not TLS: no server name to check)", &ps);
+	}
+	pc_strlcpy(d->domain, hf->meta.name, sizeof(d->domain));
+	d->rec.domain = d->domain;
+	d->promote = true;
+	hf->promoted_ms = c->now_ms ? c->now_ms : 1;
+	pc_strlcpy(hf->policy, policy_hash(c->policy), sizeof(hf->policy));
+}
+
+/* A reply (forward hook, conntrack's reply direction, from the server's
+ * side: the ruleset queues nothing else here but DNS answers) of a held
+ * flow. Released; the one whose acknowledgement covers every judged byte
+ * promotes the flow. */
+static void held_reply(const struct decide_ctx *c, const struct pkt_in *in, const struct pc_pkt *p,
+		       struct decision *d)
+{
+	struct flow_key k;
+	struct held_flow *hf;
+	uint32_t ack = rd32_be(in->data + p->l4_off + 8), rel, nxt, judged_end;
+	size_t n = p->payload_len + ((p->tcp_flags & TH_FIN) ? 1 : 0);
+	bool gone, in_order;
+
+	/* the key of the original direction */
+	memset(&k, 0, sizeof(k));
+	k.family = p->family;
+	k.proto = p->proto;
+	k.sport = p->dport;
+	k.dport = p->sport;
+	memcpy(k.src, p->dst.a, 16);
+	memcpy(k.dst, p->src.a, 16);
+	d->v = VK_DROP;
+	hf = held_find(c, &k, &gone);
+	if (!hf || hf->failed)
+		return;
+	if (hf->promoted_ms) {
+		d->v = VK_PASS; /* queued before its conntrack mark acted */
+		return;
+	}
+	if (c->now_ms > hf->deadline_ms) {
+		held_fail(d, c, NULL, hf, VK_DROP,
+			  hf->judged ? "held flow: the server did not acknowledge the judged bytes "
+				       "within engine.sni_timeout_ms"
+				     : "no TLS ClientHello within engine.sni_timeout_ms");
+		if (d->rec.sandbox == NULL) {
+			pc_strlcpy(d->sandbox, hf->meta.sandbox, sizeof(d->sandbox));
+			d->rec.sandbox = d->sandbox;
+		}
+		return;
+	}
+	if (p->tcp_flags & TH_RST) {
+		d->v = VK_PASS;
+		return;
+	}
+	if (p->tcp_flags & TH_SYN) {
+		/* The first SYN-ACK for our ISN fixes the server's; another
+		 * one is not the server this flow's bytes went to. */
+		if (!(p->tcp_flags & TH_ACK) || ack != hf->isn + 1)
+			return;
+		if (!hf->srv_known) {
+			hf->srv_known = true;
+			hf->srv_isn = p->tcp_seq;
+			hf->srv_nxt = p->tcp_seq + 1;
+		} else if (p->tcp_seq != hf->srv_isn) {
+			return;
+		}
+		d->v = VK_PASS;
+		return;
+	}
+	if (!hf->srv_known)
+		return; /* no connection in the server's name yet */
+	/* In the server's sequence space, as far as it came in order: an
+	 * acknowledgement counts only from a segment inside it (a blind
+	 * forger would have to guess it). */
+	rel = p->tcp_seq - (hf->srv_isn + 1);
+	nxt = hf->srv_nxt - (hf->srv_isn + 1);
+	in_order = (int32_t)rel >= 0 && rel <= nxt;
+	if (in_order && rel + n > nxt)
+		hf->srv_nxt = hf->srv_isn + 1 + rel + (uint32_t)n;
+	judged_end = hf->isn + 1 + (uint32_t)hf->len;
+	d->v = VK_PASS;
+	if (hf->judged && in_order && (p->tcp_flags & TH_ACK) && (int32_t)(ack - judged_end) >= 0 &&
+	    (int32_t)(ack - hf->snd_max) <= 0)
+		held_promote(c, hf, d);
 }
 
 /* ---- new flows ---------------------------------------------------------------- */
@@ -875,8 +1169,12 @@ static void new_flow(const struct decide_ctx *c, const struct pc_pkt *p,
 		hf->meta.via = FLOW_VIA_HOST;
 		pc_strlcpy(hf->meta.sandbox, sb->name, sizeof(hf->meta.sandbox));
 		pc_strlcpy(hf->meta.name, fr.name, sizeof(hf->meta.name));
+		hf->meta.has_mac = src->has_mac;
+		memcpy(hf->meta.mac, src->mac, 6);
+		pc_strlcpy(hf->meta.port, src->port, sizeof(hf->meta.port));
 		hf->deadline_ms = c->now_ms + c->cfg->engine.sni_timeout_ms;
-		hf->next_seq = p->tcp_seq + 1;
+		hf->isn = p->tcp_seq;
+		hf->next_seq = hf->snd_max = p->tcp_seq + 1;
 		hf->seq_known = true;
 		d->v = VK_HELD; /* recorded when the ClientHello decides */
 		return;
@@ -910,10 +1208,16 @@ static void from_sandbox(const struct decide_ctx *c, const struct pkt_in *in,
 		return;
 	}
 	if (p->proto == IPPROTO_TCP) {
+		bool gone;
+
 		flow_key_from_pkt(&k, p);
-		hf = held_get(c->held, &k);
+		hf = held_find(c, &k, &gone);
+		if (gone) {
+			d->v = VK_DROP; /* sent again: the fast path, or refused */
+			return;
+		}
 		if (hf) {
-			held_segment(c, p, sb, hf, &src, d);
+			held_segment(c, p, sb, hf, d);
 			return;
 		}
 	}
@@ -943,6 +1247,13 @@ void decide_packet(const struct decide_ctx *c, const struct pkt_in *in, struct d
 		from_sandbox(c, in, &p, d);
 		break;
 	case NF_INET_FORWARD:
+		/* a held flow's reply (never port 53: those are DNS flows) */
+		if (p.proto == IPPROTO_TCP && p.sport != 53) {
+			held_reply(c, in, &p, d);
+			break;
+		}
+		dns_answer(c, in, &p, d);
+		break;
 	case NF_INET_LOCAL_OUT:
 		dns_answer(c, in, &p, d);
 		break;
@@ -950,8 +1261,10 @@ void decide_packet(const struct decide_ctx *c, const struct pkt_in *in, struct d
 		d->v = VK_DROP;
 		break;
 	}
-	/* Only prerouting has the rules that act on these marks. */
-	if (in->hook != NF_INET_PRE_ROUTING && d->v != VK_PASS)
+	/* Only prerouting has the rules that act on these marks, but for the
+	 * forward chain's promotion rule (ALLOW on a held flow's reply). */
+	if (in->hook != NF_INET_PRE_ROUTING && d->v != VK_PASS &&
+	    !(in->hook == NF_INET_FORWARD && d->promote && d->v == VK_ALLOW))
 		d->v = VK_DROP;
 }
 

@@ -341,8 +341,10 @@ size_t held_expire(struct held_table *t, uint64_t now_ms)
 			struct held_flow *f = *pp;
 
 			/* Kept a while past the deadline so that a late packet
-			 * still meets its entry and gets a clear refusal. */
-			if (now_ms > f->deadline_ms + 60000) {
+			 * still meets its entry and gets a clear refusal; a
+			 * promoted one only until its conntrack mark acts. */
+			if (now_ms > f->deadline_ms + 60000 ||
+			    (f->promoted_ms && now_ms > f->promoted_ms + HELD_GRACE_MS)) {
 				*pp = f->next;
 				held_free_one(t, f);
 				gone++;

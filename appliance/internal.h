@@ -270,9 +270,30 @@ struct held_flow {
 	uint32_t next_seq; /* next byte expected from the sandbox */
 	bool seq_known;
 	size_t len;
-	uint8_t *buf; /* HELD_BUF_MAX bytes, allocated when a ClientHello spans segments */
+	uint8_t *buf; /* the sandbox's bytes from isn + 1 on: what was (or is being) judged */
 	struct held_flow *next;
+	/* Insertion (docs/engine.md, "Held flows"): a decision rests only on
+	 * bytes the server will get. buf[0, len) is fixed once passed: every
+	 * later segment over it must carry the same bytes. Once judged
+	 * allowed, the flow is promoted only when the server acknowledges
+	 * isn + 1 + len (its replies are queued until then). */
+	uint32_t isn;	      /* the first SYN's sequence number; another one is refused */
+	uint32_t snd_max;     /* past the last sequence number the sandbox sent (data, FIN) */
+	size_t cap;	      /* bytes allocated in buf (grows to HELD_BUF_MAX) */
+	bool judged;	      /* buf[0, len) judged allowed: waiting for the server's ACK */
+	bool failed;	      /* refused and recorded: every later packet is refused */
+	bool srv_known;	      /* a SYN-ACK acknowledging isn was seen */
+	uint32_t srv_isn;     /* its sequence number */
+	uint32_t srv_nxt;     /* past the server's bytes seen in order */
+	uint64_t promoted_ms; /* != 0: promoted then (ct mark ALLOW on its way) */
+	char policy[DNSG_POLICY_MAX]; /* the policy it was promoted under */
+	char sni[POLICY_HOST_MAX];    /* the server name judged ("" when not TLS) */
+	bool fin_seen;		      /* a FIN passed, at isn + 1 + fin_at */
+	uint32_t fin_at;
 };
+/* How long a promoted entry stays to catch packets queued before the
+ * conntrack mark took effect (a batch and its log flush). */
+#define HELD_GRACE_MS 2000
 struct held_table;
 int held_table_new(size_t max, struct held_table **out);
 void held_table_free(struct held_table *t);
@@ -404,6 +425,9 @@ struct decision {
 	/* refused because its sandbox holds its share of a table: counted
 	 * per sandbox (quota_stats) */
 	enum quota_kind quota;
+	/* a held flow promoted by its server's acknowledgement (forward hook:
+	 * the verdict ALLOW is the reply's; refused, it is only dropped) */
+	bool promote;
 	/* allowed flow to remember for reloads */
 	bool register_flow;
 	struct flow_key key;

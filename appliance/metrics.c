@@ -35,6 +35,8 @@ static const struct {
     {"too many connections of this sandbox waiting", "held_quota"},
     {"too many connections waiting", "held_full"},
     {"held flow no longer matches", "held_mismatch"},
+    {"held flow: the server did not acknowledge", "held_unacknowledged"},
+    {"held flow: ", "held_inconsistent"},
     /* refused: TLS server name */
     {"no TLS ClientHello within", "tls_timeout"},
     {"TLS server name ", "server_name"},

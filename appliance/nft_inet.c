@@ -338,6 +338,47 @@ static void forward_pass_rules(struct bld *b)
 	rsb_rule_end(b, &r);
 }
 
+/* Held flows' TCP replies (forward, toward the sandboxes; docs/engine.md,
+ * "Held flows"): queued until the server has acknowledged the bytes the
+ * decision rested on. The engine's verdict on the reply that does is ALLOW:
+ * it promotes the flow here, in the reply direction; PASS releases one
+ * reply; any other mark on a held reply is nothing we produce (and must
+ * not be queued again). */
+static void held_reply_rules(struct bld *b)
+{
+	struct nr r;
+
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, PC_MARK_MASK, NFT_CMP_EQ, PC_MARK_ALLOW);
+	nm_bits(&r, true, PC_MARK_ALLOW | PC_MARK_HELD, NFT_CMP_EQ, PC_MARK_HELD);
+	nm_ct_reply(&r);
+	nm_l4proto(&r, NFT_CMP_EQ, IPPROTO_TCP);
+	nm_ctmark_set(&r, PC_MARK_ALLOW);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, PC_MARK_MASK, NFT_CMP_EQ, PC_MARK_PASS);
+	nm_bits(&r, true, PC_MARK_ALLOW | PC_MARK_HELD, NFT_CMP_EQ, PC_MARK_HELD);
+	nm_ct_reply(&r);
+	nm_l4proto(&r, NFT_CMP_EQ, IPPROTO_TCP);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, PC_MARK_MASK, NFT_CMP_EQ, 0);
+	nm_bits(&r, true, PC_MARK_ALLOW | PC_MARK_HELD, NFT_CMP_EQ, PC_MARK_HELD);
+	nm_ct_reply(&r);
+	nm_l4proto(&r, NFT_CMP_EQ, IPPROTO_TCP);
+	queue_expr(b, &r);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, true, PC_MARK_ALLOW | PC_MARK_HELD, NFT_CMP_EQ, PC_MARK_HELD);
+	nm_ct_reply(&r);
+	nm_l4proto(&r, NFT_CMP_EQ, IPPROTO_TCP);
+	nr_counter(&r);
+	nr_verdict(&r, NF_DROP, NULL);
+	rsb_rule_end(b, &r);
+}
+
 static void inet_forward(struct bld *b)
 {
 	const char *br = b->p->cfg->bridge;
@@ -378,6 +419,8 @@ static void inet_forward(struct bld *b)
 	nm_bits(&r, false, PC_MARK_MASK, NFT_CMP_EQ, PC_MARK_PASS);
 	nr_verdict(&r, NF_ACCEPT, NULL);
 	rsb_rule_end(b, &r);
+	held_reply_rules(b);
+	/* other replies of held flows: ICMP errors about them */
 	rsb_rule_begin(b, &r);
 	nm_bits(&r, true, PC_MARK_ALLOW | PC_MARK_HELD, NFT_CMP_EQ, PC_MARK_HELD);
 	nm_ct_reply(&r);

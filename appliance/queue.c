@@ -313,7 +313,8 @@ static void refuse_unlogged(struct decision *d)
 	d->learn = false; /* a DNS answer whose record is not in teaches nothing */
 	if (d->v == VK_DROP || d->v == VK_REJECT)
 		return;
-	d->v = d->rec.action == LOGREC_CONNECT ? VK_REJECT : VK_DROP;
+	/* a promotion is a reply's verdict (forward): no RST from there */
+	d->v = d->rec.action == LOGREC_CONNECT && !d->promote ? VK_REJECT : VK_DROP;
 	d->register_flow = false;
 	free(d->new_pkt);
 	d->new_pkt = NULL;

@@ -22,6 +22,10 @@
 #   craft.py dns-answer --to A --dport P --id N --name N --addr A   (forged, from upstream)
 #   craft.py synflood --dst A --dport P --count N
 #   craft.py dnsflood --server A --count N [--names-from SUFFIX]
+#   craft.py held --dst A --dport P --sport P --scenario S [--good N] [--evil N]
+#            (a TCP handshake of its own on a held flow, then an insertion:
+#            S = ttl1-plain, ttl1-hello, syn2, alert; the sandbox's own stack must
+#            not answer the server: drop its RSTs for that port first)
 # Every address given may be IPv4 or IPv6. Layer 2 sends go to the
 # gateway's MAC (--gw-mac or $ESC_GW_MAC) from eth0's own MAC unless told.
 import argparse
@@ -609,6 +613,139 @@ def cmd_dnsflood(a):
     print("sent %d queries, %d answers, %d refused" % (a.count, answered, refused))
 
 
+# ---- held flows: insertion (a client of its own: handshake, then segments
+# the gateway lets through but that never arrive, TTL / hop limit 1) --------
+
+def tls_client_hello(name):
+    """A real ClientHello for name (OpenSSL's, as a real client sends it)."""
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    i, o = ssl.MemoryBIO(), ssl.MemoryBIO()
+    t = ctx.wrap_bio(i, o, server_hostname=name)
+    try:
+        t.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return o.read()
+
+
+class TcpPeer:
+    """One TCP connection from the sandbox's address, on layer 2 both ways."""
+
+    def __init__(self, a):
+        self.l2 = L2(gw_mac(a), a.src_mac)
+        self.rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+        self.rx.bind((IFACE, 0))
+        self.dst, self.dport, self.sport = a.dst, a.dport, a.sport
+        self.src = src_for(a, a.dst)
+        self.v6 = is6(a.dst)
+        self.seen = []  # (flags, seq, ack, payload length) of the server's segments
+
+    def send(self, flags, seq, ack=0, data=b"", ttl=64):
+        seg = tcp(self.src, self.dst, self.sport, self.dport, flags, data, seq=seq, ack=ack)
+        if self.v6:
+            pkt = ipv6(self.src, self.dst, 6, seg, hlim=ttl)
+        else:
+            pkt = ipv4(self.src, self.dst, 6, seg, ttl=ttl)
+        self.l2.ip(pkt)
+
+    def recv(self, timeout):
+        """The server's segments to our port within timeout (all kept in seen)."""
+        got = []
+        end = time.time() + timeout
+        while True:
+            left = end - time.time()
+            if left <= 0:
+                return got
+            r, _, _ = select.select([self.rx], [], [], left)
+            if not r:
+                return got
+            frame, addr = self.rx.recvfrom(65535)
+            if addr[2] == socket.PACKET_OUTGOING:
+                continue
+            et = struct.unpack("!H", frame[12:14])[0]
+            ip = frame[14:]
+            if et == 0x0800 and not self.v6 and len(ip) >= 20 and ip[9] == 6:
+                src = socket.inet_ntoa(ip[12:16])
+                l4 = ip[(ip[0] & 15) * 4:struct.unpack("!H", ip[2:4])[0]]
+            elif et == 0x86DD and self.v6 and len(ip) >= 40 and ip[6] == 6:
+                src = socket.inet_ntop(socket.AF_INET6, ip[8:24])
+                l4 = ip[40:40 + struct.unpack("!H", ip[4:6])[0]]
+            else:
+                continue
+            if len(l4) < 20 or ipaddress.ip_address(src) != ipaddress.ip_address(self.dst):
+                continue
+            sp, dp, seq, ack, off, fl = struct.unpack("!HHIIBB", l4[:14])
+            if sp != self.dport or dp != self.sport:
+                continue
+            seg = (fl, seq, ack, len(l4) - (off >> 4) * 4)
+            got.append(seg)
+            self.seen.append(seg)
+
+    def handshake(self, isn):
+        self.send("S", isn)
+        for fl, seq, ack, _ in self.recv(2):
+            if fl & 0x12 == 0x12 and ack == (isn + 1) & 0xFFFFFFFF:
+                self.rcv = (seq + 1) & 0xFFFFFFFF
+                self.send("A", isn + 1, self.rcv)
+                return True
+        return False
+
+    def summary(self):
+        data = sum(n for fl, _, _, n in self.seen if not fl & 0x02)
+        rst = sum(1 for fl, _, _, _ in self.seen if fl & 0x04)
+        return "server segments %d, data bytes %d, resets %d" % (len(self.seen), data, rst)
+
+
+def cmd_held(a):
+    p = TcpPeer(a)
+    good, evil = tls_client_hello(a.good), tls_client_hello(a.evil)
+    isn = random.randrange(1 << 20, 1 << 31)
+    if a.scenario in ("ttl1-plain", "ttl1-hello"):
+        if not p.handshake(isn):
+            print("no SYN-ACK; " + p.summary())
+            return
+        first = b"X" if a.scenario == "ttl1-plain" else good
+        # judged at the gateway, then dropped there: TTL / hop limit 1
+        p.send("PA", isn + 1, p.rcv, first, ttl=1)
+        p.recv(0.5)
+        p.send("PA", isn + 1, p.rcv, evil)
+        p.recv(1.5)
+        print("handshake ok; %s" % p.summary())
+    elif a.scenario == "alert":
+        # a TLS record that is not a handshake (a warning alert, which a
+        # TLS server may skip before the ClientHello), then the ClientHello
+        if not p.handshake(isn):
+            print("no SYN-ACK; " + p.summary())
+            return
+        alert = b"\x15\x03\x01\x00\x02\x01\x5a"  # warning, user_canceled
+        p.send("PA", isn + 1, p.rcv, alert)
+        p.recv(0.5)
+        p.send("PA", isn + 1 + len(alert), p.rcv, evil)
+        p.recv(1.5)
+        print("handshake ok; %s" % p.summary())
+    elif a.scenario == "syn2":
+        # a first SYN that never arrives, then another ISN the server takes
+        # (a little before the first: conntrack's window still holds both)
+        p.send("S", isn, ttl=1)
+        p.recv(0.3)
+        isn2 = isn - 10
+        if p.handshake(isn2):
+            print("second SYN answered by the server", end="; ")
+        # bytes "already let through" at the first ISN (an unfinished
+        # record: the old engine waited for more), dropped at the gateway
+        prefix = b"\x16\x03\x01\x07\xd0" + b"\0" * 1000
+        p.send("PA", isn + 1, getattr(p, "rcv", 0), prefix, ttl=1)
+        p.recv(0.3)
+        p.send("PA", isn2 + 1, getattr(p, "rcv", 0), evil)
+        p.recv(1.5)
+        print(p.summary())
+    else:
+        sys.exit("craft: unknown scenario " + a.scenario)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--gw-mac")
@@ -726,6 +863,14 @@ def main():
     t.add_argument("--qtype", default="A")
     t.add_argument("--variant", default="plain")
     t.add_argument("--pace", type=int, default=0)
+
+    t = sub.add_parser("held")
+    t.add_argument("--dst", required=True)
+    t.add_argument("--dport", type=int, default=443)
+    t.add_argument("--sport", type=int, required=True)
+    t.add_argument("--scenario", required=True)
+    t.add_argument("--good", default="cdn-good.test")
+    t.add_argument("--evil", default="cdn-evil.test")
 
     a = p.parse_args()
     globals()["cmd_" + a.cmd.replace("-", "_")](a)

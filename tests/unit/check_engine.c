@@ -176,6 +176,30 @@ static size_t dns_msg(uint8_t *b, uint16_t id, const char *name, const char *add
 	return o;
 }
 
+/* The same for AAAA (with addr: its answer). */
+static size_t dns_msg6(uint8_t *b, uint16_t id, const char *name, const char *addr)
+{
+	size_t o = 12;
+
+	memset(b, 0, 12);
+	b[0] = (uint8_t)(id >> 8);
+	b[1] = (uint8_t)id;
+	b[2] = addr ? 0x81 : 0x01;
+	b[3] = addr ? 0x80 : 0x00;
+	b[5] = 1;
+	b[7] = addr ? 1 : 0;
+	o += put_name(b + o, name);
+	memcpy(b + o, "\x00\x1c\x00\x01", 4);
+	o += 4;
+	if (addr) {
+		memcpy(b + o, "\xc0\x0c\x00\x1c\x00\x01\x00\x00\x01\x2c\x00\x10", 12);
+		o += 12;
+		inet_pton(AF_INET6, addr, b + o);
+		o += 16;
+	}
+	return o;
+}
+
 static size_t client_hello(uint8_t *b, const char *sni)
 {
 	size_t n = strlen(sni), o = 0, ext = 9 + n, body = 2 + 32 + 1 + 4 + 2 + 2 + ext;
@@ -750,6 +774,33 @@ END_TEST
 
 /* ---- held TLS flows ---------------------------------------------------------- */
 
+/* A reply from the server (forward hook) with its acknowledgement number. */
+static enum verdict_kind reply(const char *srv, uint16_t sp, const char *cli, uint16_t cp,
+			       uint8_t flags, uint32_t seq, uint32_t ack, const void *data,
+			       size_t len)
+{
+	size_t ipl = strchr(srv, ':') ? 40 : 20;
+
+	tcp_pkt(srv, sp, cli, cp, flags, seq, data, len);
+	pkt[ipl + 8] = (uint8_t)(ack >> 24);
+	pkt[ipl + 9] = (uint8_t)(ack >> 16);
+	pkt[ipl + 10] = (uint8_t)(ack >> 8);
+	pkt[ipl + 11] = (uint8_t)ack;
+	return judge_from(0, NF_INET_FORWARD);
+}
+
+/* SYN (held), the server's SYN-ACK (seq 7000), the handshake's ACK. */
+static void handshake(const char *cli, uint16_t cp, const char *srv, uint16_t sp, uint32_t isn)
+{
+	tcp_pkt(cli, cp, srv, sp, SYN, isn, NULL, 0);
+	ck_assert_int_eq(judge(), VK_HELD);
+	ck_assert(!d.has_rec); /* recorded when the flow is decided */
+	ck_assert_int_eq(reply(srv, sp, cli, cp, SYN | ACK, 7000, isn + 1, NULL, 0), VK_PASS);
+	ck_assert(!d.has_rec);
+	tcp_pkt(cli, cp, srv, sp, ACK, isn + 1, NULL, 0);
+	ck_assert_int_eq(judge(), VK_PASS);
+}
+
 START_TEST(held_flow_sni)
 {
 	uint8_t ch[512];
@@ -758,41 +809,289 @@ START_TEST(held_flow_sni)
 	tcp_pkt("10.203.0.11", 41000, "203.0.113.10", 443, SYN, 100, NULL, 0);
 	ck_assert_int_eq(judge(), VK_REJECT); /* never resolved: not allowed */
 	resolve("api.github.test", "203.0.113.10", 0x6666, "6002");
-	tcp_pkt("10.203.0.11", 41000, "203.0.113.10", 443, SYN, 100, NULL, 0);
-	ck_assert_int_eq(judge(), VK_HELD);
-	ck_assert(!d.has_rec); /* recorded when the ClientHello decides */
+	handshake("10.203.0.11", 41000, "203.0.113.10", 443, 100);
 	ck_assert_uint_eq(held_count(held), 1);
 	tcp_pkt("10.203.0.11", 41000, "203.0.113.10", 443, SYN, 100, NULL, 0);
 	ck_assert_int_eq(judge(), VK_PASS); /* a retransmitted SYN */
-	tcp_pkt("10.203.0.11", 41000, "203.0.113.10", 443, ACK, 101, NULL, 0);
-	ck_assert_int_eq(judge(), VK_PASS);
 	n = client_hello(ch, "api.github.test");
 	tcp_pkt("10.203.0.11", 41000, "203.0.113.10", 443, ACK | PSH, 101, ch, n);
-	ck_assert_int_eq(judge(), VK_ALLOW);
+	ck_assert_int_eq(judge(), VK_PASS); /* allowed: promoted when the server has it */
+	ck_assert(!d.has_rec);
+	ck_assert_uint_eq(held_count(held), 1);
+	/* the server's acknowledgement of every judged byte promotes it, with
+	 * the one allowed record, in the flow's own direction */
+	ck_assert_int_eq(
+	    reply("203.0.113.10", 443, "10.203.0.11", 41000, ACK, 7001, 101 + (uint32_t)n, "SH", 2),
+	    VK_ALLOW);
+	ck_assert(d.promote);
 	ck_assert_int_eq(d.rec.verdict, LOGREC_ALLOWED);
 	ck_assert_str_eq(d.rec.sni, "api.github.test");
 	ck_assert_str_eq(d.rec.domain, "api.github.test");
+	ck_assert_uint_eq(d.rec.src.port, 41000);
+	ck_assert_uint_eq(d.rec.dst.port, 443);
+	ck_assert(d.register_flow);
+	ck_assert_uint_eq(d.key.sport, 41000);
 	ck_assert_int_eq(d.meta.via, FLOW_VIA_SNI);
+	ck_assert_str_eq(d.meta.port, "pcv1");
+	/* packets queued before the conntrack mark acted: released, no record */
+	ck_assert_int_eq(
+	    reply("203.0.113.10", 443, "10.203.0.11", 41000, ACK, 7003, 101 + (uint32_t)n, "x", 1),
+	    VK_PASS);
+	ck_assert(!d.has_rec);
+	tcp_pkt("10.203.0.11", 41000, "203.0.113.10", 443, ACK | PSH, 101 + (uint32_t)n, "app", 3);
+	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert(!d.has_rec);
+	/* then the entry goes: the conntrack mark carries the flow */
+	ctx.now_ms += HELD_GRACE_MS + 1;
+	ck_assert_int_eq(
+	    reply("203.0.113.10", 443, "10.203.0.11", 41000, ACK, 7004, 101 + (uint32_t)n, "y", 1),
+	    VK_DROP);
 	ck_assert_uint_eq(held_count(held), 0);
 
 	/* another name on the same address */
-	tcp_pkt("10.203.0.11", 41001, "203.0.113.10", 443, SYN, 500, NULL, 0);
-	ck_assert_int_eq(judge(), VK_HELD);
+	handshake("10.203.0.11", 41001, "203.0.113.10", 443, 500);
 	n = client_hello(ch, "paste.evil.test");
 	tcp_pkt("10.203.0.11", 41001, "203.0.113.10", 443, ACK | PSH, 501, ch, n);
 	ck_assert_int_eq(judge(), VK_REJECT);
 	ck_assert_ptr_nonnull(strstr(d.rec.reason, "paste.evil.test"));
+	/* refused once, recorded once */
+	tcp_pkt("10.203.0.11", 41001, "203.0.113.10", 443, ACK | PSH, 501, ch, n);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert(!d.has_rec);
 
 	/* a ClientHello in two segments: the first passes, the second decides */
-	tcp_pkt("10.203.0.11", 41002, "203.0.113.10", 443, SYN, 900, NULL, 0);
-	ck_assert_int_eq(judge(), VK_HELD);
+	handshake("10.203.0.11", 41002, "203.0.113.10", 443, 900);
 	n = client_hello(ch, "api.github.test");
 	tcp_pkt("10.203.0.11", 41002, "203.0.113.10", 443, ACK | PSH, 901, ch, 20);
 	ck_assert_int_eq(judge(), VK_PASS);
 	tcp_pkt("10.203.0.11", 41002, "203.0.113.10", 443, ACK | PSH, 901 + 40, ch + 40, n - 40);
 	ck_assert_int_eq(judge(), VK_DROP); /* a gap: wait for the retransmission */
 	tcp_pkt("10.203.0.11", 41002, "203.0.113.10", 443, ACK | PSH, 901 + 20, ch + 20, n - 20);
-	ck_assert_int_eq(judge(), VK_ALLOW);
+	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert_int_eq(
+	    reply("203.0.113.10", 443, "10.203.0.11", 41002, ACK, 7001, 901 + (uint32_t)n, NULL, 0),
+	    VK_ALLOW);
+}
+END_TEST
+
+/* Insertion (issue 16): a decision rests only on bytes the server gets. */
+START_TEST(held_insertion)
+{
+	uint8_t ch[512], evil[512];
+	size_t n = client_hello(ch, "api.github.test"), ne = client_hello(evil, "paste.evil.test");
+
+	resolve("api.github.test", "203.0.113.10", 0x6700, "6020");
+	/* a one-byte non-TLS segment (which TTL 1 would stop after the
+	 * judgement), then another name's ClientHello at the same place */
+	handshake("10.203.0.11", 43000, "203.0.113.10", 443, 1000);
+	tcp_pkt("10.203.0.11", 43000, "203.0.113.10", 443, ACK | PSH, 1001, "X", 1);
+	ck_assert_int_eq(judge(), VK_PASS); /* not TLS, host allowed on 443: not promoted yet */
+	ck_assert(!d.has_rec);
+	tcp_pkt("10.203.0.11", 43000, "203.0.113.10", 443, ACK | PSH, 1001, evil, ne);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_int_eq(d.rec.verdict, LOGREC_REFUSED);
+	ck_assert_str_eq(d.rec.reason, "held flow: bytes sent again differ from the ones judged");
+	ck_assert_uint_eq(d.rec.src.port, 43000);
+	/* nothing of it goes on, and a new SYN cannot start it over */
+	tcp_pkt("10.203.0.11", 43000, "203.0.113.10", 443, ACK | PSH, 1002, evil + 1, ne - 1);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert(!d.has_rec);
+	tcp_pkt("10.203.0.11", 43000, "203.0.113.10", 443, SYN, 5555, NULL, 0);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_int_eq(reply("203.0.113.10", 443, "10.203.0.11", 43000, ACK, 7001, 1002, NULL, 0),
+			 VK_DROP); /* its server's acknowledgement promotes nothing */
+
+	/* an allowed ClientHello (that TTL 1 would stop), then another name's */
+	handshake("10.203.0.11", 43001, "203.0.113.10", 443, 2000);
+	tcp_pkt("10.203.0.11", 43001, "203.0.113.10", 443, ACK | PSH, 2001, ch, n);
+	ck_assert_int_eq(judge(), VK_PASS);
+	tcp_pkt("10.203.0.11", 43001, "203.0.113.10", 443, ACK | PSH, 2001, evil, ne);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_str_eq(d.rec.reason, "held flow: bytes sent again differ from the ones judged");
+	ck_assert_str_eq(d.rec.sni, "api.github.test");
+
+	/* resent with other bytes while the ClientHello is being put together;
+	 * sent again unchanged, partly or whole, it passes */
+	handshake("10.203.0.11", 43002, "203.0.113.10", 443, 3000);
+	tcp_pkt("10.203.0.11", 43002, "203.0.113.10", 443, ACK | PSH, 3001, ch, 30);
+	ck_assert_int_eq(judge(), VK_PASS);
+	tcp_pkt("10.203.0.11", 43002, "203.0.113.10", 443, ACK | PSH, 3001 + 10, ch + 10, 20);
+	ck_assert_int_eq(judge(), VK_PASS);
+	memcpy(evil, ch, 30);
+	evil[25] ^= 1; /* one bit of the random */
+	tcp_pkt("10.203.0.11", 43002, "203.0.113.10", 443, ACK | PSH, 3001 + 10, evil + 10, 20);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_str_eq(d.rec.reason, "held flow: bytes sent again differ from the ones judged");
+
+	ne = client_hello(evil, "paste.evil.test");
+	/* a second SYN with another sequence number */
+	handshake("10.203.0.11", 43003, "203.0.113.10", 443, 4000);
+	tcp_pkt("10.203.0.11", 43003, "203.0.113.10", 443, SYN, 9000, NULL, 0);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_str_eq(d.rec.reason,
+			 "held flow: a SYN with another sequence number than the first");
+	tcp_pkt("10.203.0.11", 43003, "203.0.113.10", 443, ACK | PSH, 9001, evil, ne);
+	ck_assert_int_eq(judge(), VK_REJECT);
+
+	/* data before any SYN-ACK for our sequence number */
+	tcp_pkt("10.203.0.11", 43004, "203.0.113.10", 443, SYN, 100, NULL, 0);
+	ck_assert_int_eq(judge(), VK_HELD);
+	ck_assert_int_eq(
+	    reply("203.0.113.10", 443, "10.203.0.11", 43004, SYN | ACK, 7000, 77, NULL, 0),
+	    VK_DROP); /* not an answer to our SYN */
+	tcp_pkt("10.203.0.11", 43004, "203.0.113.10", 443, ACK | PSH, 101, ch, n);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_str_eq(d.rec.reason, "held flow: data before the server accepted the connection");
+
+	/* a FIN where judged bytes are */
+	handshake("10.203.0.11", 43005, "203.0.113.10", 443, 100);
+	tcp_pkt("10.203.0.11", 43005, "203.0.113.10", 443, ACK | PSH, 101, "GET /\r\n", 7);
+	ck_assert_int_eq(judge(), VK_PASS);
+	tcp_pkt("10.203.0.11", 43005, "203.0.113.10", 443, ACK | 0x01, 101, NULL, 0);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_str_eq(d.rec.reason, "held flow: a FIN inside the judged bytes");
+
+	/* nothing past the FIN: the server has the FIN there, not bytes */
+	handshake("10.203.0.11", 43006, "203.0.113.10", 443, 100);
+	tcp_pkt("10.203.0.11", 43006, "203.0.113.10", 443, ACK | PSH, 101, ch, 20);
+	ck_assert_int_eq(judge(), VK_PASS);
+	tcp_pkt("10.203.0.11", 43006, "203.0.113.10", 443, ACK | 0x01, 121, NULL, 0);
+	ck_assert_int_eq(judge(), VK_PASS);
+	tcp_pkt("10.203.0.11", 43006, "203.0.113.10", 443, ACK | 0x01, 121, NULL, 0);
+	ck_assert_int_eq(judge(), VK_PASS); /* the same FIN again */
+	tcp_pkt("10.203.0.11", 43006, "203.0.113.10", 443, ACK | PSH, 121, ch + 20, n - 20);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_str_eq(d.rec.reason, "held flow: data past its FIN");
+}
+END_TEST
+
+/* Promotion: only a reply of the server whose acknowledgement covers every
+ * judged byte, from inside the server's own sequence space. */
+START_TEST(held_promotion)
+{
+	uint8_t ch[512];
+	size_t n = client_hello(ch, "api.github.test");
+	uint32_t end = 101 + (uint32_t)n;
+	static const uint8_t evil_bytes[] = {0x16, 3, 1, 0};
+
+	resolve("api.github.test", "203.0.113.10", 0x6800, "6030");
+	handshake("10.203.0.11", 44000, "203.0.113.10", 443, 100);
+	/* before the judgement, an acknowledgement promotes nothing */
+	ck_assert_int_eq(reply("203.0.113.10", 443, "10.203.0.11", 44000, ACK, 7001, 101, NULL, 0),
+			 VK_PASS);
+	tcp_pkt("10.203.0.11", 44000, "203.0.113.10", 443, ACK | PSH, 101, ch, n);
+	ck_assert_int_eq(judge(), VK_PASS);
+	/* bytes past the judged ones pass; the judged ones again, unchanged, too */
+	tcp_pkt("10.203.0.11", 44000, "203.0.113.10", 443, ACK | PSH, end, "more", 4);
+	ck_assert_int_eq(judge(), VK_PASS);
+	tcp_pkt("10.203.0.11", 44000, "203.0.113.10", 443, ACK | PSH, 101, ch, n);
+	ck_assert_int_eq(judge(), VK_PASS);
+	/* a RST carrying bytes (found by fuzz_held): they would pass unjudged */
+	tcp_pkt("10.203.0.11", 44000, "203.0.113.10", 443, 0x04 | ACK, 101, evil_bytes, 4);
+	ck_assert_int_eq(judge(), VK_DROP);
+	/* short of the judged bytes */
+	ck_assert_int_eq(
+	    reply("203.0.113.10", 443, "10.203.0.11", 44000, ACK, 7001, end - 1, NULL, 0), VK_PASS);
+	ck_assert(!d.promote && !d.has_rec);
+	/* from the sandbox's side, whatever its acknowledgement number says:
+	 * prerouting, and forward in the sandbox's direction */
+	tcp_pkt("10.203.0.11", 44000, "203.0.113.10", 443, ACK, end, NULL, 0);
+	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert(!d.promote && !d.has_rec);
+	tcp_pkt("10.203.0.11", 44000, "203.0.113.10", 443, ACK, end, NULL, 0);
+	pkt[28] = (uint8_t)(end >> 24);
+	pkt[29] = (uint8_t)(end >> 16);
+	pkt[30] = (uint8_t)(end >> 8);
+	pkt[31] = (uint8_t)end;
+	ck_assert_int_eq(judge_from(0, NF_INET_FORWARD), VK_DROP);
+	ck_assert(!d.promote && !d.has_rec);
+	/* outside the server's sequence space: a blind forgery */
+	ck_assert_int_eq(reply("203.0.113.10", 443, "10.203.0.11", 44000, ACK, 90000, end, NULL, 0),
+			 VK_PASS);
+	ck_assert(!d.promote && !d.has_rec);
+	/* acknowledging more than the sandbox ever sent */
+	ck_assert_int_eq(
+	    reply("203.0.113.10", 443, "10.203.0.11", 44000, ACK, 7001, end + 100, NULL, 0),
+	    VK_PASS);
+	ck_assert(!d.promote && !d.has_rec);
+	/* the server's: promoted */
+	ck_assert_int_eq(reply("203.0.113.10", 443, "10.203.0.11", 44000, ACK, 7001, end, NULL, 0),
+			 VK_ALLOW);
+	ck_assert(d.promote && d.has_rec);
+
+	/* judged, never acknowledged: reset at the deadline, recorded once */
+	handshake("10.203.0.11", 44001, "203.0.113.10", 443, 100);
+	tcp_pkt("10.203.0.11", 44001, "203.0.113.10", 443, ACK | PSH, 101, ch, n);
+	ck_assert_int_eq(judge(), VK_PASS);
+	ctx.now_ms += cfg.engine.sni_timeout_ms + 1;
+	tcp_pkt("10.203.0.11", 44001, "203.0.113.10", 443, ACK | PSH, end, "more", 4);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_str_eq(d.rec.reason, "held flow: the server did not acknowledge the judged bytes "
+				       "within engine.sni_timeout_ms");
+	ck_assert_int_eq(reply("203.0.113.10", 443, "10.203.0.11", 44001, ACK, 7001, end, NULL, 0),
+			 VK_DROP);
+	ck_assert(!d.has_rec);
+}
+END_TEST
+
+/* A reload between the judgement and the server's acknowledgement: the
+ * promotion judges again under the policy in force. */
+START_TEST(held_reload_before_promotion)
+{
+	static const char v2[] = "sandbox: agent-1\n"
+				 "match: { source: 10.203.0.11/32, port: pcv1 }\n"
+				 "allow:\n"
+				 "  - cidr: 198.51.100.22/32\n"
+				 "    ports: [22]\n";
+	struct policy *p2 = NULL;
+	struct pc_err err = {0};
+	uint8_t ch[512];
+	size_t n = client_hello(ch, "api.github.test");
+
+	resolve("api.github.test", "203.0.113.10", 0x6900, "6040");
+	handshake("10.203.0.11", 45000, "203.0.113.10", 443, 100);
+	tcp_pkt("10.203.0.11", 45000, "203.0.113.10", 443, ACK | PSH, 101, ch, n);
+	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert_int_eq(policy_load_buffer("v2.yaml", v2, strlen(v2), &cfg, &p2, &err), 0);
+	ctx.policy = p2;
+	ck_assert_int_eq(
+	    reply("203.0.113.10", 443, "10.203.0.11", 45000, ACK, 7001, 101 + (uint32_t)n, NULL, 0),
+	    VK_DROP);
+	ck_assert_int_eq(d.rec.verdict, LOGREC_REFUSED);
+	ck_assert(!d.register_flow);
+	tcp_pkt("10.203.0.11", 45000, "203.0.113.10", 443, ACK, 101 + (uint32_t)n, NULL, 0);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert(!d.has_rec);
+	ctx.policy = pol;
+	policy_unref(p2);
+}
+END_TEST
+
+/* The same over IPv6. */
+START_TEST(held_insertion_v6)
+{
+	uint8_t m[512], ch[512], evil[512];
+	size_t n = client_hello(ch, "api.github.test"), ne = client_hello(evil, "paste.evil.test");
+	size_t q = dns_msg6(m, 0x6a00, "api.github.test", NULL);
+	const char *c6 = "fd00:203::11", *s6 = "2001:db8:10::20";
+
+	udp_pkt("10.203.0.11:6050", "198.51.100.53:53", m, q);
+	ck_assert_int_eq(judge(), VK_PASS);
+	q = dns_msg6(m, 0x6a00, "api.github.test", s6);
+	udp_pkt("198.51.100.53:53", "10.203.0.11:6050", m, q);
+	ck_assert_int_eq(judge_from(0, NF_INET_FORWARD), VK_PASS);
+	handshake(c6, 46000, s6, 443, 100);
+	tcp_pkt(c6, 46000, s6, 443, ACK | PSH, 101, "X", 1);
+	ck_assert_int_eq(judge(), VK_PASS);
+	tcp_pkt(c6, 46000, s6, 443, ACK | PSH, 101, evil, ne);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_str_eq(d.rec.reason, "held flow: bytes sent again differ from the ones judged");
+	handshake(c6, 46001, s6, 443, 100);
+	tcp_pkt(c6, 46001, s6, 443, ACK | PSH, 101, ch, n);
+	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert_int_eq(reply(s6, 443, c6, 46001, ACK, 7001, 101 + (uint32_t)n, NULL, 0),
+			 VK_ALLOW);
+	ck_assert_str_eq(d.rec.sni, "api.github.test");
 }
 END_TEST
 
@@ -802,26 +1101,34 @@ START_TEST(held_flow_timeout_and_plain)
 	size_t n = client_hello(ch, "api.github.test");
 
 	resolve("api.github.test", "203.0.113.10", 0x7777, "6003");
-	tcp_pkt("10.203.0.11", 42000, "203.0.113.10", 443, SYN, 1, NULL, 0);
-	ck_assert_int_eq(judge(), VK_HELD);
+	handshake("10.203.0.11", 42000, "203.0.113.10", 443, 1);
 	ctx.now_ms += cfg.engine.sni_timeout_ms + 1;
 	tcp_pkt("10.203.0.11", 42000, "203.0.113.10", 443, ACK | PSH, 2, ch, n);
 	ck_assert_int_eq(judge(), VK_REJECT);
 	ck_assert_ptr_nonnull(strstr(d.rec.reason, "sni_timeout_ms"));
 	/* not TLS: allowed on the learned name (docs/engine.md) */
 	resolve("api.github.test", "203.0.113.10", 0x7778, "6004");
-	tcp_pkt("10.203.0.11", 42001, "203.0.113.10", 80, SYN, 1, NULL, 0);
-	ck_assert_int_eq(judge(), VK_HELD);
+	handshake("10.203.0.11", 42001, "203.0.113.10", 80, 1);
 	tcp_pkt("10.203.0.11", 42001, "203.0.113.10", 80, ACK | PSH, 2, "GET / HTTP/1.0\r\n\r\n",
 		18);
-	ck_assert_int_eq(judge(), VK_ALLOW);
+	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert_int_eq(reply("203.0.113.10", 80, "10.203.0.11", 42001, ACK, 7001, 20, NULL, 0),
+			 VK_ALLOW);
 	ck_assert_ptr_nonnull(strstr(d.rec.reason, "not TLS"));
+	ck_assert_int_eq(d.meta.via, FLOW_VIA_HOST);
 	/* a handshake record our parser refuses is not "not TLS" */
 	resolve("api.github.test", "203.0.113.10", 0x7779, "6005");
-	tcp_pkt("10.203.0.11", 42003, "203.0.113.10", 443, SYN, 1, NULL, 0);
-	ck_assert_int_eq(judge(), VK_HELD);
+	handshake("10.203.0.11", 42003, "203.0.113.10", 443, 1);
 	ch[5] = 2; /* ServerHello where a ClientHello must be */
 	tcp_pkt("10.203.0.11", 42003, "203.0.113.10", 443, ACK | PSH, 2, ch, n);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_str_eq(d.rec.reason, "malformed TLS ClientHello");
+	/* nor is any other TLS record first: a warning alert a server may
+	 * skip, with the ClientHello after it */
+	resolve("api.github.test", "203.0.113.10", 0x777a, "6006");
+	handshake("10.203.0.11", 42004, "203.0.113.10", 443, 1);
+	tcp_pkt("10.203.0.11", 42004, "203.0.113.10", 443, ACK | PSH, 2,
+		"\x15\x03\x01\x00\x02\x01\x5a", 7);
 	ck_assert_int_eq(judge(), VK_REJECT);
 	ck_assert_str_eq(d.rec.reason, "malformed TLS ClientHello");
 	/* data in the SYN to a named host */
@@ -845,8 +1152,7 @@ START_TEST(held_plain_after_reload)
 	struct pc_err err = {0};
 
 	resolve("api.github.test", "203.0.113.10", 0x7790, "6010");
-	tcp_pkt("10.203.0.11", 42100, "203.0.113.10", 80, SYN, 1, NULL, 0);
-	ck_assert_int_eq(judge(), VK_HELD);
+	handshake("10.203.0.11", 42100, "203.0.113.10", 80, 1);
 	ck_assert_int_eq(policy_load_buffer("v2.yaml", v2, strlen(v2), &cfg, &p2, &err), 0);
 	ctx.policy = p2;
 	tcp_pkt("10.203.0.11", 42100, "203.0.113.10", 80, ACK | PSH, 2, get, strlen(get));
@@ -856,10 +1162,12 @@ START_TEST(held_plain_after_reload)
 	/* the same flow shape under the first policy is allowed: the refusal
 	 * above is the reload's doing */
 	resolve("api.github.test", "203.0.113.10", 0x7791, "6011");
-	tcp_pkt("10.203.0.11", 42101, "203.0.113.10", 80, SYN, 1, NULL, 0);
-	ck_assert_int_eq(judge(), VK_HELD);
+	handshake("10.203.0.11", 42101, "203.0.113.10", 80, 1);
 	tcp_pkt("10.203.0.11", 42101, "203.0.113.10", 80, ACK | PSH, 2, get, strlen(get));
-	ck_assert_int_eq(judge(), VK_ALLOW);
+	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert_int_eq(reply("203.0.113.10", 80, "10.203.0.11", 42101, ACK, 7001,
+			       2 + (uint32_t)strlen(get), NULL, 0),
+			 VK_ALLOW);
 	policy_unref(p2);
 }
 END_TEST
@@ -1177,6 +1485,10 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, dns_one_record_per_query);
 	tcase_add_test(tc, held_flow_sni);
 	tcase_add_test(tc, held_flow_timeout_and_plain);
+	tcase_add_test(tc, held_insertion);
+	tcase_add_test(tc, held_promotion);
+	tcase_add_test(tc, held_reload_before_promotion);
+	tcase_add_test(tc, held_insertion_v6);
 	tcase_add_test(tc, held_plain_after_reload);
 	tcase_add_test(tc, rejudge_after_reload);
 	tcase_add_test(tc, held_quota_in_decide);

@@ -249,8 +249,9 @@ START_TEST(queue_rules_never_bypass)
 		for (char *p = t; (p = strstr(p, q == PC_QUEUE_NATIVE ? "[ queue " : "NFQUEUE"));
 		     p++)
 			queues++;
-		/* DNS udp+tcp, held flows, new flows; 4 answer rules in forward and output */
-		ck_assert_uint_eq(queues, 12);
+		/* DNS udp+tcp, held flows, new flows; 4 answer rules in forward and
+		 * output; held flows' replies in forward */
+		ck_assert_uint_eq(queues, 13);
 		if (q == PC_QUEUE_COMPAT)
 			ck_assert_ptr_null(strstr(t, "[ queue "));
 		else
