@@ -40,7 +40,7 @@ UNIT_SRCS  := $(wildcard tests/unit/check_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 TEST_HELPERS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(wildcard tests/helpers/*.c))
 
-.PHONY: all deps test unit demo bench fuzz fuzz-build sanitize valgrind deb install clean escape \
+.PHONY: all deps test unit demo bench fuzz fuzz-build prove sanitize valgrind deb install clean escape \
 	format check-format
 all: $(BINS) $(UNIT_BINS) $(TEST_HELPERS)
 
@@ -127,6 +127,11 @@ fuzz-build:
 
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(ALL_LIBS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LINK_LIBS) $(LDLIBS)
+
+# Frama-C's EVA over the parsers of sandbox bytes: no run-time error for any
+# input of any length up to the largest they take (docs/prove.md).
+prove:
+	@tests/prove/run
 
 # The daemons under valgrind memcheck through one lab run (docs/security.md).
 valgrind: all

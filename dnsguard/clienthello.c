@@ -19,15 +19,20 @@
 #define TLS_EXT_SERVER_NAME 0
 #define TLS_SNI_HOST_NAME   0
 
-/* A bounds-checked reader over the reassembled handshake message. */
+/* A bounds-checked reader over the reassembled handshake message. A part
+ * of it (an extension, a name) is the same buffer with other bounds, never
+ * a pointer of its own: every index then stays below the end of the whole
+ * message by itself, which is what lets Frama-C's EVA prove every read for
+ * every input without relating a pointer to a length (docs/prove.md). For
+ * the same reason each test is "off + n > end", not "end - off < n". */
 struct rd {
 	const uint8_t *p;
-	size_t len, off;
+	size_t end, off; /* off <= end; p[off..end) is what is left */
 };
 
 static bool rd_u8(struct rd *r, size_t *v)
 {
-	if (r->len - r->off < 1)
+	if (r->off + 1 > r->end)
 		return false;
 	*v = r->p[r->off++];
 	return true;
@@ -35,7 +40,7 @@ static bool rd_u8(struct rd *r, size_t *v)
 
 static bool rd_u16(struct rd *r, size_t *v)
 {
-	if (r->len - r->off < 2)
+	if (r->off + 2 > r->end)
 		return false;
 	*v = (size_t)r->p[r->off] << 8 | r->p[r->off + 1];
 	r->off += 2;
@@ -44,74 +49,89 @@ static bool rd_u16(struct rd *r, size_t *v)
 
 static bool rd_skip(struct rd *r, size_t n)
 {
-	if (r->len - r->off < n)
+	if (r->off + n > r->end)
 		return false;
 	r->off += n;
 	return true;
 }
 
 /* A host name as RFC 6066 wants it: LDH labels of 1..63, at most 253 in
- * all; one trailing dot tolerated and dropped. Written lower-cased. */
-static int sni_copy(const uint8_t *p, size_t n, char *out, size_t outlen)
+ * all; one trailing dot tolerated and dropped. Written lower-cased. The
+ * name is p[start..end). */
+static int sni_copy(const uint8_t *p, size_t start, size_t end, char *out, size_t outlen)
 {
-	size_t lab = 0;
+	size_t lab = 0, n, i, o;
+	uint8_t prev = 0;
 
-	if (n && p[n - 1] == '.')
-		n--;
+	if (end > start && p[end - 1] == '.')
+		end--;
+	n = end - start;
 	if (n == 0 || n > 253)
 		return PC_EPARSE;
 	if (n >= outlen)
 		return PC_EINVAL;
-	for (size_t i = 0; i < n; i++) {
+	/* i and o move together (o == i - start); each has its own bound. */
+	for (i = start, o = 0; i < end && o < n; i++, o++) {
 		uint8_t c = p[i];
 
 		if (c == '.') {
-			if (lab == 0 || p[i - 1] == '-')
+			if (lab == 0 || prev == '-')
 				return PC_EPARSE;
 			lab = 0;
-			out[i] = '.';
+			out[o] = '.';
+			prev = c;
 			continue;
 		}
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 		      c == '-') ||
 		    (c == '-' && lab == 0) || ++lab > 63)
 			return PC_EPARSE;
-		out[i] = (char)((c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c);
+		out[o] = (char)((c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c);
+		prev = c;
 	}
-	if (lab == 0 || p[n - 1] == '-')
+	if (lab == 0 || prev == '-')
 		return PC_EPARSE; /* an empty last label, or one ending in '-' */
 	out[n] = '\0';
 	return 1;
 }
 
-/* The server_name extension body: exactly one host_name entry. */
-static int sni_ext(const uint8_t *p, size_t n, char *out, size_t outlen)
+/* The server_name extension body, p[start..end): exactly one host_name
+ * entry. */
+static int sni_ext(const uint8_t *p, size_t start, size_t end, char *out, size_t outlen)
 {
-	struct rd r = {p, n, 0};
-	size_t list, type, hl;
-	int found = 0, rc = PC_EPARSE;
+	struct rd r = {p, end, start};
+	size_t list = 0, type = 0, hl = 0; /* set before use; EVA cannot tell */
+	bool found = false;
+	int rc = PC_EPARSE;
 
-	if (!rd_u16(&r, &list) || list != n - 2 || list == 0)
+	if (!rd_u16(&r, &list) || r.off + list != end || list == 0)
 		return PC_EPARSE;
-	while (r.off < r.len) {
-		if (!rd_u8(&r, &type) || !rd_u16(&r, &hl) || r.len - r.off < hl)
+	while (r.off < r.end) {
+		size_t e;
+
+		if (!rd_u8(&r, &type) || !rd_u16(&r, &hl))
+			return PC_EPARSE;
+		e = r.off + hl;
+		if (e > r.end)
 			return PC_EPARSE;
 		if (type == TLS_SNI_HOST_NAME) {
-			if (found++)
+			if (found)
 				return PC_EPARSE; /* RFC 6066: one name per type */
-			rc = sni_copy(p + r.off, hl, out, outlen);
+			found = true;
+			rc = sni_copy(p, r.off, e, out, outlen);
 			if (rc < 0)
 				return rc;
 		}
-		r.off += hl;
+		r.off = e;
 	}
 	return found ? rc : 0;
 }
 
-static int ch_parse(const uint8_t *hs, size_t n, char *sni, size_t snilen)
+/* The ClientHello body, hs[start..end). */
+static int ch_parse(const uint8_t *hs, size_t start, size_t end, char *sni, size_t snilen)
 {
-	struct rd r = {hs, n, 0};
-	size_t v, l, ext_total, ext_end;
+	struct rd r = {hs, end, start};
+	size_t v = 0, l = 0, ext_total = 0, ext_end; /* set before use; EVA cannot tell */
 	bool seen_sni = false;
 	int rc = 0;
 
@@ -124,25 +144,28 @@ static int ch_parse(const uint8_t *hs, size_t n, char *sni, size_t snilen)
 		return PC_EPARSE;
 	if (!rd_u8(&r, &l) || l < 1 || !rd_skip(&r, l))
 		return PC_EPARSE;
-	if (r.off == r.len)
+	if (r.off == r.end)
 		return 0; /* no extensions at all: TLS without SNI */
-	if (!rd_u16(&r, &ext_total) || ext_total != r.len - r.off)
+	if (!rd_u16(&r, &ext_total) || r.off + ext_total != r.end)
 		return PC_EPARSE;
-	ext_end = r.off + ext_total;
+	ext_end = r.end;
 	while (r.off < ext_end) {
-		size_t type, el;
+		size_t type = 0, el = 0, e;
 
-		if (!rd_u16(&r, &type) || !rd_u16(&r, &el) || ext_end - r.off < el)
+		if (!rd_u16(&r, &type) || !rd_u16(&r, &el))
+			return PC_EPARSE;
+		e = r.off + el;
+		if (e > ext_end)
 			return PC_EPARSE;
 		if (type == TLS_EXT_SERVER_NAME) {
 			if (seen_sni)
 				return PC_EPARSE; /* RFC 8446 4.2: no duplicates */
 			seen_sni = true;
-			rc = sni_ext(hs + r.off, el, sni, snilen);
+			rc = sni_ext(hs, r.off, e, sni, snilen);
 			if (rc < 0)
 				return rc;
 		}
-		r.off += el;
+		r.off = e;
 	}
 	return rc;
 }
@@ -151,16 +174,24 @@ int tls_clienthello_sni(const uint8_t *data, size_t len, char *sni, size_t snile
 {
 	uint8_t hs[TLS_MAX_STREAM];
 	size_t have = 0, want = 0, pos = 0;
-	char name[POLICY_HOST_MAX];
+	/* Zeroed: sni_copy writes at most 253 bytes and a NUL, so the last
+	 * byte stays 0 and the copy out is bounded on every path. */
+	char name[POLICY_HOST_MAX] = {0};
 	int rc;
 
 	if (!data && len)
 		return PC_EINVAL;
-	/* Reassemble the handshake message from consecutive records. */
+	/* Zeroed: the copy below fills hs up to have, ch_parse reads below
+	 * want == have; zeroing makes "no stale stack byte is ever read" hold
+	 * without relating the two (docs/prove.md). */
+	memset(hs, 0, sizeof(hs));
+	/* Reassemble the handshake message from consecutive records. pos <=
+	 * len and have < pos hold throughout; each test below is written to
+	 * bound its own variable (see struct rd). */
 	for (;;) {
-		size_t rlen;
+		size_t rlen, end;
 
-		if (len - pos < TLS_REC_HDR) {
+		if (pos + TLS_REC_HDR > len) {
 			/* Reject early what cannot be TLS, so that a plain
 			 * protocol is not held waiting for more bytes. */
 			if ((len > pos && data[pos] != TLS_CT_HANDSHAKE) ||
@@ -172,15 +203,21 @@ int tls_clienthello_sni(const uint8_t *data, size_t len, char *sni, size_t snile
 		if (data[pos] != TLS_CT_HANDSHAKE || data[pos + 1] != 3 || data[pos + 2] > 4)
 			return PC_EPARSE;
 		rlen = (size_t)data[pos + 3] << 8 | data[pos + 4];
-		if (rlen == 0 || rlen > 16384 || pos + TLS_REC_HDR + rlen > TLS_MAX_STREAM)
+		end = pos + TLS_REC_HDR + rlen;
+		if (rlen == 0 || rlen > 16384 || end > TLS_MAX_STREAM)
 			return PC_EPARSE;
-		if (len - pos - TLS_REC_HDR < rlen) {
-			pos += TLS_REC_HDR + rlen;
+		if (end > len) {
+			pos = end;
 			goto more_to;
 		}
-		memcpy(hs + have, data + pos + TLS_REC_HDR, rlen);
-		have += rlen;
-		pos += TLS_REC_HDR + rlen;
+		/* A byte loop, each index checked on its own, where memcpy's
+		 * have + rlen <= sizeof(hs) would follow only from have < pos. */
+		for (size_t q = pos + TLS_REC_HDR; q < end; q++) {
+			if (have >= sizeof(hs))
+				return PC_EPARSE; /* not reached: have < pos */
+			hs[have++] = data[q];
+		}
+		pos = end;
 		if (have >= 4 && want == 0) {
 			if (hs[0] != TLS_HS_CLIENT_HELLO)
 				return PC_EPARSE;
@@ -197,7 +234,7 @@ int tls_clienthello_sni(const uint8_t *data, size_t len, char *sni, size_t snile
 	 * handshake messages; a client sends none before the server speaks. */
 	if (have != want)
 		return PC_EPARSE;
-	rc = ch_parse(hs + 4, want - 4, name, sizeof(name));
+	rc = ch_parse(hs, 4, want, name, sizeof(name));
 	if (rc == 1) {
 		if (!sni || pc_strlcpy(sni, name, snilen) >= snilen)
 			return PC_EINVAL;

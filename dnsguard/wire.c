@@ -23,13 +23,16 @@ int dg_dname_str(const ldns_rdf *d, char *out, size_t outlen)
 	p = ldns_rdf_data(d);
 	n = ldns_rdf_size(d);
 	/* ldns hands out the uncompressed form: length-prefixed labels
-	 * ending in the root label; still, every index is checked. */
+	 * ending in the root label; still, every index is checked, each
+	 * against its own bound (the label's end e, outlen), so that EVA
+	 * proves every access without relating i, o and l (docs/prove.md). */
 	while (i < n) {
 		uint8_t l = p[i++];
+		size_t e = i + l;
 
 		if (l == 0)
 			break;
-		if (l > 63 || i + l > n)
+		if (l > 63 || e > n)
 			return PC_EINVAL;
 		if (o && o + 1 >= outlen)
 			return PC_EINVAL;
@@ -37,14 +40,14 @@ int dg_dname_str(const ldns_rdf *d, char *out, size_t outlen)
 			out[o++] = '.';
 		if (o + l >= outlen)
 			return PC_EINVAL;
-		for (uint8_t j = 0; j < l; j++) {
-			uint8_t c = p[i + j];
+		for (size_t k = i; k < e; k++) {
+			uint8_t c = p[k];
 
-			if (!dg_label_char_ok(c))
+			if (!dg_label_char_ok(c) || o + 1 >= outlen) /* the latter: never */
 				return PC_EINVAL;
 			out[o++] = (char)((c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c);
 		}
-		i += l;
+		i = e;
 	}
 	if (o == 0 || o > 253 || i != n)
 		return PC_EINVAL;
@@ -136,12 +139,23 @@ int dg_wire_walk_sel(const uint8_t *msg, size_t len, dg_wire_want want, dg_wire_
 			ldns_rr *rr = NULL;
 			size_t p = pos;
 
-			/* Where it ends and its type, from the fixed fields. */
-			if (dg_name_skip(msg, len, &p) != 0 || p + (q ? 4u : 10u) > len)
+			/* Where it ends and its type, from the fixed fields
+			 * (a branch each, so that each bound is checked where
+			 * it is used: EVA, docs/prove.md). */
+			if (dg_name_skip(msg, len, &p) != 0)
 				return PC_EPARSE;
-			w.type = ldns_read_uint16(msg + p);
-			w.rdata = q ? p + 4 : p + 10;
-			w.end = q ? w.rdata : w.rdata + ldns_read_uint16(msg + p + 8);
+			if (q) {
+				if (p + 4 > len)
+					return PC_EPARSE;
+				w.type = ldns_read_uint16(msg + p);
+				w.rdata = w.end = p + 4;
+			} else {
+				if (p + 10 > len)
+					return PC_EPARSE;
+				w.type = ldns_read_uint16(msg + p);
+				w.rdata = p + 10;
+				w.end = w.rdata + ldns_read_uint16(msg + p + 8);
+			}
 			if (w.end > len)
 				return PC_EPARSE;
 			if (want && !want(w.type, sections[si])) {

@@ -55,6 +55,67 @@ bool http_list_has(const char *v, size_t len, const char *token)
 	return false;
 }
 
+/* The same comparisons on buf[s..e), the bounds of a header as head_fields
+ * finds them. The parser itself works on these indices into the one buffer
+ * rather than on the spans of struct http_header (a pointer and a length
+ * each): every index is then below the end of the head by itself, which is
+ * what lets Frama-C's EVA prove every read (docs/prove.md). */
+static bool idx_ieq(const char *buf, size_t s, size_t e, const char *lit)
+{
+	size_t n = strlen(lit), k = 0;
+
+	if (e - s != n)
+		return false;
+	for (size_t j = s; j < e && k < n; j++, k++)
+		if (tolower((unsigned char)buf[j]) != tolower((unsigned char)lit[k]))
+			return false;
+	return true;
+}
+
+static bool idx_list_has(const char *buf, size_t s, size_t e, const char *token)
+{
+	size_t i = s;
+
+	while (i < e) {
+		size_t ts, te;
+
+		while (i < e && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == ','))
+			i++;
+		ts = i;
+		while (i < e && buf[i] != ',')
+			i++;
+		te = i;
+		while (te > ts && (buf[te - 1] == ' ' || buf[te - 1] == '\t'))
+			te--;
+		if (te > ts && idx_ieq(buf, ts, te, token))
+			return true;
+	}
+	return false;
+}
+
+/* What the framing and the request's semantics need of a header, found by
+ * head_fields while its bounds are indices (above). */
+enum head_kind { HK_OTHER, HK_HOST, HK_CL, HK_TE, HK_CONNECTION, HK_UPGRADE, HK_EXPECT };
+
+struct head_fact {
+	enum head_kind kind;
+	bool cl_ok;	/* HK_CL: a valid Content-Length, in cl */
+	bool chunked;	/* HK_TE: the value is exactly "chunked" */
+	bool close;	/* HK_CONNECTION: lists "close" */
+	bool upgrade;	/* HK_CONNECTION: lists "upgrade" */
+	bool websocket; /* HK_UPGRADE: the value is exactly "websocket" */
+	bool cont100;	/* HK_EXPECT: the value is exactly "100-continue" */
+	uint64_t cl;
+};
+
+static int fact_find(const struct head_fact *f, size_t n, enum head_kind k, size_t from)
+{
+	for (size_t i = from; i < n && i < HTTP_MAX_HEADERS; i++)
+		if (f[i].kind == k)
+			return (int)i;
+	return -1;
+}
+
 /* Split the head into CRLF-terminated lines. Returns the head length, 0 when
  * incomplete, or PC_EPARSE. lines[] gets the start of each line (the first is
  * the start line) and *n_lines their count, the empty last line excluded. */
@@ -69,7 +130,7 @@ static int head_split(const char *buf, size_t len, size_t max_head, size_t skip,
 {
 	size_t ls = skip;
 
-	hl->n = 0;
+	memset(hl, 0, sizeof(*hl)); /* head_fields reads start[l], end[l] for l < n */
 	for (size_t i = skip; i < len; i++) {
 		unsigned char c = (unsigned char)buf[i];
 
@@ -118,85 +179,120 @@ static int head_split(const char *buf, size_t len, size_t max_head, size_t skip,
 	return 0;
 }
 
-/* Parse header lines 1..n into hdr[]. */
-static int head_fields(const char *buf, const struct head_lines *hl, struct http_header *hdr,
-		       size_t *n_hdr, struct pc_err *err)
-{
-	for (size_t l = 1; l < hl->n; l++) {
-		const char *p = buf + hl->start[l], *end = buf + hl->end[l];
-		const char *colon = p;
-		struct http_header *h = &hdr[l - 1];
-
-		if (*p == ' ' || *p == '\t')
-			return pc_err_set(err, PC_EPARSE, "obsolete line folding (obs-fold)");
-		while (colon < end && *colon != ':') {
-			if (!is_tchar((unsigned char)*colon))
-				return pc_err_set(err, PC_EPARSE,
-						  "invalid character in header name");
-			colon++;
-		}
-		if (colon == end || colon == p)
-			return pc_err_set(err, PC_EPARSE, "header line without a field name");
-		h->name = p;
-		h->name_len = (size_t)(colon - p);
-		p = colon + 1;
-		while (p < end && (*p == ' ' || *p == '\t'))
-			p++;
-		while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
-			end--;
-		for (const char *q = p; q < end; q++)
-			if (!is_vchar((unsigned char)*q))
-				return pc_err_set(err, PC_EPARSE,
-						  "invalid character in value of %.*s",
-						  (int)h->name_len, h->name);
-		h->value = p;
-		h->value_len = (size_t)(end - p);
-	}
-	*n_hdr = hl->n - 1;
-	return 0;
-}
-
-static int parse_length(const struct http_header *h, uint64_t *out, struct pc_err *err)
+static bool parse_length(const char *buf, size_t s, size_t e, uint64_t *out)
 {
 	uint64_t v = 0;
 
-	if (h->value_len == 0 || h->value_len > 18)
-		return pc_err_set(err, PC_EPARSE, "invalid Content-Length");
-	for (size_t i = 0; i < h->value_len; i++) {
-		if (h->value[i] < '0' || h->value[i] > '9')
-			return pc_err_set(err, PC_EPARSE, "invalid Content-Length");
-		v = v * 10 + (uint64_t)(h->value[i] - '0');
+	if (e - s == 0 || e - s > 18)
+		return false;
+	for (size_t i = s; i < e; i++) {
+		if (buf[i] < '0' || buf[i] > '9')
+			return false;
+		v = v * 10 + (uint64_t)(buf[i] - '0');
 	}
 	*out = v;
+	return true;
+}
+
+/* Parse header lines 1..n into hdr[], and what the framing needs into f[]. */
+static int head_fields(const char *buf, const struct head_lines *hl, struct http_header *hdr,
+		       struct head_fact *f, size_t *n_hdr, struct pc_err *err)
+{
+	size_t l;
+
+	/* l <= HTTP_MAX_HEADERS: head_split allows no more lines; EVA cannot
+	 * tell, so the loop says it too. */
+	for (l = 1; l < hl->n && l <= HTTP_MAX_HEADERS; l++) {
+		size_t s = hl->start[l], e = hl->end[l], c = s, v;
+		struct http_header *h = &hdr[l - 1];
+		struct head_fact *hf = &f[l - 1];
+
+		if (s >= e) /* not reached: an empty line ends the head */
+			return pc_err_set(err, PC_EPARSE, "header line without a field name");
+		if (buf[s] == ' ' || buf[s] == '\t')
+			return pc_err_set(err, PC_EPARSE, "obsolete line folding (obs-fold)");
+		while (c < e && buf[c] != ':') {
+			if (!is_tchar((unsigned char)buf[c]))
+				return pc_err_set(err, PC_EPARSE,
+						  "invalid character in header name");
+			c++;
+		}
+		if (c >= e || c == s) /* c >= e: c == e, written so that it bounds c */
+			return pc_err_set(err, PC_EPARSE, "header line without a field name");
+		h->name = buf + s;
+		h->name_len = c - s;
+		v = c + 1;
+		while (v < e && (buf[v] == ' ' || buf[v] == '\t'))
+			v++;
+		while (e > v && (buf[e - 1] == ' ' || buf[e - 1] == '\t'))
+			e--;
+		for (size_t q = v; q < e; q++)
+			if (!is_vchar((unsigned char)buf[q])) {
+				/* the name, copied by bounded indices (EVA);
+				 * err->msg holds less than this anyway */
+				char name[sizeof(((struct pc_err *)0)->msg)] = {0};
+				size_t k = 0;
+
+				for (size_t j = s; j < c && k < sizeof(name) - 1; j++)
+					name[k++] = buf[j];
+				name[k] = '\0';
+				return pc_err_set(err, PC_EPARSE,
+						  "invalid character in value of %s", name);
+			}
+		h->value = buf + v;
+		h->value_len = e - v;
+		memset(hf, 0, sizeof(*hf));
+		if (idx_ieq(buf, s, c, "host")) {
+			hf->kind = HK_HOST;
+		} else if (idx_ieq(buf, s, c, "content-length")) {
+			hf->kind = HK_CL;
+			hf->cl_ok = parse_length(buf, v, e, &hf->cl);
+		} else if (idx_ieq(buf, s, c, "transfer-encoding")) {
+			hf->kind = HK_TE;
+			hf->chunked = idx_ieq(buf, v, e, "chunked");
+		} else if (idx_ieq(buf, s, c, "connection")) {
+			hf->kind = HK_CONNECTION;
+			hf->close = idx_list_has(buf, v, e, "close");
+			hf->upgrade = idx_list_has(buf, v, e, "upgrade");
+		} else if (idx_ieq(buf, s, c, "upgrade")) {
+			hf->kind = HK_UPGRADE;
+			hf->websocket = idx_ieq(buf, v, e, "websocket");
+		} else if (idx_ieq(buf, s, c, "expect")) {
+			hf->kind = HK_EXPECT;
+			hf->cont100 = idx_ieq(buf, v, e, "100-continue");
+		}
+	}
+	*n_hdr = l - 1;
 	return 0;
 }
 
 /* Framing headers common to requests and responses: exactly one
  * Content-Length, or exactly one "Transfer-Encoding: chunked", never both. */
-static int head_framing(const struct http_header *hdr, size_t n, int minor, enum http_body *body,
+static int head_framing(const struct head_fact *f, size_t n, int minor, enum http_body *body,
 			uint64_t *cl, struct pc_err *err)
 {
-	int icl = http_header_find(hdr, n, "content-length", 0);
-	int ite = http_header_find(hdr, n, "transfer-encoding", 0);
+	int icl = fact_find(f, n, HK_CL, 0);
+	int ite = fact_find(f, n, HK_TE, 0);
 
 	*body = HTTP_BODY_NONE;
 	*cl = 0;
 	if (icl >= 0 && ite >= 0)
 		return pc_err_set(err, PC_EPARSE, "both Content-Length and Transfer-Encoding");
 	if (icl >= 0) {
-		if (http_header_find(hdr, n, "content-length", (size_t)icl + 1) >= 0)
+		if (fact_find(f, n, HK_CL, (size_t)icl + 1) >= 0)
 			return pc_err_set(err, PC_EPARSE, "duplicate Content-Length");
-		if (parse_length(&hdr[icl], cl, err) < 0)
-			return PC_EPARSE;
+		if (!f[icl].cl_ok)
+			return pc_err_set(err, PC_EPARSE, "invalid Content-Length");
+		*cl = f[icl].cl;
 		*body = HTTP_BODY_LENGTH;
 	}
 	if (ite >= 0) {
 		if (minor == 0)
 			return pc_err_set(err, PC_EPARSE,
 					  "Transfer-Encoding in an HTTP/1.0 message");
-		if (http_header_find(hdr, n, "transfer-encoding", (size_t)ite + 1) >= 0)
+		if (fact_find(f, n, HK_TE, (size_t)ite + 1) >= 0)
 			return pc_err_set(err, PC_EPARSE, "duplicate Transfer-Encoding");
-		if (!span_ieq(hdr[ite].value, hdr[ite].value_len, "chunked"))
+		if (!f[ite].chunked)
 			return pc_err_set(err, PC_EPARSE,
 					  "Transfer-Encoding other than plain \"chunked\"");
 		*body = HTTP_BODY_CHUNKED;
@@ -204,9 +300,13 @@ static int head_framing(const struct http_header *hdr, size_t n, int minor, enum
 	return 0;
 }
 
-static int parse_version(const char *p, size_t n, int *minor)
+/* "HTTP/1.x" at buf[s..s + 8); the caller has checked those 8 bytes are
+ * there. */
+static int parse_version(const char *buf, size_t s, int *minor)
 {
-	if (n != 8 || memcmp(p, "HTTP/", 5) != 0 || !isdigit((unsigned char)p[5]) || p[6] != '.' ||
+	const char *p = buf + s;
+
+	if (memcmp(p, "HTTP/", 5) != 0 || !isdigit((unsigned char)p[5]) || p[6] != '.' ||
 	    !isdigit((unsigned char)p[7]))
 		return PC_EPARSE;
 	if (p[5] != '1' || (p[7] != '0' && p[7] != '1'))
@@ -215,30 +315,37 @@ static int parse_version(const char *p, size_t n, int *minor)
 	return 0;
 }
 
-static int request_line(const char *p, const char *end, struct http_request *r, unsigned *status,
-			struct pc_err *err)
+/* The request line, buf[s..e). */
+static int request_line(const char *buf, size_t s, size_t e, struct http_request *r,
+			unsigned *status, struct pc_err *err)
 {
-	const char *sp1, *sp2;
+	size_t sp1, sp2, o = 0;
 	int rc;
 
 	*status = 400;
-	sp1 = memchr(p, ' ', (size_t)(end - p));
-	if (!sp1 || sp1 == p || (size_t)(sp1 - p) >= sizeof(r->method))
+	if (s >= e) /* not reached: head_split ends the head at an empty line */
 		return pc_err_set(err, PC_EPARSE, "malformed request line");
-	for (const char *q = p; q < sp1; q++)
-		if (!is_tchar((unsigned char)*q))
+	for (sp1 = s; sp1 < e && buf[sp1] != ' '; sp1++)
+		;
+	if (sp1 >= e || sp1 == s || sp1 - s >= sizeof(r->method)) /* >=: bounds sp1 */
+		return pc_err_set(err, PC_EPARSE, "malformed request line");
+	for (size_t q = s; q < sp1; q++)
+		if (!is_tchar((unsigned char)buf[q]))
 			return pc_err_set(err, PC_EPARSE, "invalid character in method");
-	memcpy(r->method, p, (size_t)(sp1 - p));
-	r->method[sp1 - p] = '\0';
-	sp2 = memchr(sp1 + 1, ' ', (size_t)(end - sp1 - 1));
-	if (!sp2 || sp2 == sp1 + 1)
+	/* o and q move together; each has its own bound (EVA) */
+	for (size_t q = s; q < sp1 && o < sizeof(r->method) - 1; q++)
+		r->method[o++] = buf[q];
+	r->method[o] = '\0';
+	for (sp2 = sp1 + 1; sp2 < e && buf[sp2] != ' '; sp2++)
+		;
+	if (sp2 >= e || sp2 == sp1 + 1)
 		return pc_err_set(err, PC_EPARSE, "malformed request line");
-	for (const char *q = sp1 + 1; q < sp2; q++)
-		if ((unsigned char)*q <= 0x20 || (unsigned char)*q >= 0x7f)
+	for (size_t q = sp1 + 1; q < sp2; q++)
+		if ((unsigned char)buf[q] <= 0x20 || (unsigned char)buf[q] >= 0x7f)
 			return pc_err_set(err, PC_EPARSE, "invalid character in request target");
-	r->target = sp1 + 1;
-	r->target_len = (size_t)(sp2 - sp1 - 1);
-	rc = parse_version(sp2 + 1, (size_t)(end - sp2 - 1), &r->minor);
+	r->target = buf + sp1 + 1;
+	r->target_len = sp2 - sp1 - 1;
+	rc = sp2 + 1 + 8 == e ? parse_version(buf, sp2 + 1, &r->minor) : PC_EPARSE;
 	if (rc == PC_EUNSUPP) {
 		*status = 505;
 		return pc_err_set(err, PC_EPARSE, "HTTP version not supported");
@@ -249,40 +356,39 @@ static int request_line(const char *p, const char *end, struct http_request *r, 
 		*status = 405;
 		return pc_err_set(err, PC_EPARSE, "CONNECT is not supported");
 	}
-	if (r->target[0] != '/' &&
-	    !(r->target_len == 1 && r->target[0] == '*' && strcmp(r->method, "OPTIONS") == 0))
+	if (buf[sp1 + 1] != '/' &&
+	    !(sp2 - sp1 - 1 == 1 && buf[sp1 + 1] == '*' && strcmp(r->method, "OPTIONS") == 0))
 		return pc_err_set(err, PC_EPARSE, "request target must be origin-form (/path)");
 	return 0;
 }
 
 /* Semantics of the request's headers: Host, framing, Connection, Expect,
  * Upgrade. */
-static int request_headers(struct http_request *r, unsigned *status, struct pc_err *err)
+static int request_headers(struct http_request *r, const struct head_fact *f, unsigned *status,
+			   struct pc_err *err)
 {
 	int i;
 
 	*status = 400;
-	r->host = http_header_find(r->hdr, r->n_hdr, "host", 0);
+	r->host = fact_find(f, r->n_hdr, HK_HOST, 0);
 	if (r->host < 0)
 		return pc_err_set(err, PC_EPARSE, "missing Host header");
-	if (http_header_find(r->hdr, r->n_hdr, "host", (size_t)r->host + 1) >= 0)
+	if (fact_find(f, r->n_hdr, HK_HOST, (size_t)r->host + 1) >= 0)
 		return pc_err_set(err, PC_EPARSE, "duplicate Host header");
-	if (head_framing(r->hdr, r->n_hdr, r->minor, &r->body, &r->content_length, err) < 0)
+	if (head_framing(f, r->n_hdr, r->minor, &r->body, &r->content_length, err) < 0)
 		return PC_EPARSE;
 	if (r->body == HTTP_BODY_LENGTH && r->content_length == 0)
 		r->body = HTTP_BODY_NONE;
 	r->keep_alive = r->minor == 1;
-	for (i = -1;
-	     (i = http_header_find(r->hdr, r->n_hdr, "connection", (size_t)(i + 1))) >= 0;) {
-		if (http_list_has(r->hdr[i].value, r->hdr[i].value_len, "close"))
+	for (i = -1; (i = fact_find(f, r->n_hdr, HK_CONNECTION, (size_t)(i + 1))) >= 0;) {
+		if (f[i].close)
 			r->keep_alive = false;
-		if (http_list_has(r->hdr[i].value, r->hdr[i].value_len, "upgrade"))
+		if (f[i].upgrade)
 			r->upgrade = true;
 	}
-	i = http_header_find(r->hdr, r->n_hdr, "upgrade", 0);
+	i = fact_find(f, r->n_hdr, HK_UPGRADE, 0);
 	if (i >= 0) {
-		if (http_header_find(r->hdr, r->n_hdr, "upgrade", (size_t)i + 1) >= 0 ||
-		    !span_ieq(r->hdr[i].value, r->hdr[i].value_len, "websocket")) {
+		if (fact_find(f, r->n_hdr, HK_UPGRADE, (size_t)i + 1) >= 0 || !f[i].websocket) {
 			*status = 501;
 			return pc_err_set(err, PC_EPARSE, "only Upgrade: websocket is supported");
 		}
@@ -291,10 +397,9 @@ static int request_headers(struct http_request *r, unsigned *status, struct pc_e
 	}
 	if (r->upgrade && r->minor == 0)
 		return pc_err_set(err, PC_EPARSE, "Upgrade in an HTTP/1.0 request");
-	i = http_header_find(r->hdr, r->n_hdr, "expect", 0);
+	i = fact_find(f, r->n_hdr, HK_EXPECT, 0);
 	if (i >= 0) {
-		if (http_header_find(r->hdr, r->n_hdr, "expect", (size_t)i + 1) >= 0 ||
-		    !span_ieq(r->hdr[i].value, r->hdr[i].value_len, "100-continue")) {
+		if (fact_find(f, r->n_hdr, HK_EXPECT, (size_t)i + 1) >= 0 || !f[i].cont100) {
 			*status = 417;
 			return pc_err_set(err, PC_EPARSE, "unsupported Expect header");
 		}
@@ -306,6 +411,7 @@ static int request_headers(struct http_request *r, unsigned *status, struct pc_e
 int http_request_parse(const char *buf, size_t len, size_t max_head, struct http_request *req,
 		       unsigned *status, struct pc_err *err)
 {
+	struct head_fact f[HTTP_MAX_HEADERS] = {0}; /* EVA: read below n only */
 	struct head_lines hl;
 	struct http_request r;
 	size_t skip = 0;
@@ -321,12 +427,12 @@ int http_request_parse(const char *buf, size_t len, size_t max_head, struct http
 	if (head <= 0)
 		return head == 0 ? PC_EAGAIN : PC_EPARSE;
 	memset(&r, 0, sizeof(r));
-	if (request_line(buf + hl.start[0], buf + hl.end[0], &r, status, err) < 0)
+	if (request_line(buf, hl.start[0], hl.end[0], &r, status, err) < 0)
 		return PC_EPARSE;
 	*status = 400;
-	if (head_fields(buf, &hl, r.hdr, &r.n_hdr, err) < 0)
+	if (head_fields(buf, &hl, r.hdr, f, &r.n_hdr, err) < 0)
 		return PC_EPARSE;
-	if (request_headers(&r, status, err) < 0)
+	if (request_headers(&r, f, status, err) < 0)
 		return PC_EPARSE;
 	r.head_len = (size_t)head;
 	*req = r;
@@ -336,6 +442,7 @@ int http_request_parse(const char *buf, size_t len, size_t max_head, struct http
 int http_response_parse(const char *buf, size_t len, size_t max_head, bool for_head,
 			struct http_response *resp, struct pc_err *err)
 {
+	struct head_fact f[HTTP_MAX_HEADERS] = {0}; /* EVA: read below n only */
 	struct head_lines hl;
 	struct http_response r;
 	const char *p, *end;
@@ -348,7 +455,7 @@ int http_response_parse(const char *buf, size_t len, size_t max_head, bool for_h
 	memset(&r, 0, sizeof(r));
 	p = buf + hl.start[0];
 	end = buf + hl.end[0];
-	if (end - p < 12 || parse_version(p, 8, &r.minor) < 0 || p[8] != ' ' ||
+	if (end - p < 12 || parse_version(buf, hl.start[0], &r.minor) < 0 || p[8] != ' ' ||
 	    !isdigit((unsigned char)p[9]) || !isdigit((unsigned char)p[10]) ||
 	    !isdigit((unsigned char)p[11]) || (end - p > 12 && p[12] != ' '))
 		return pc_err_set(err, PC_EPARSE, "malformed status line from upstream");
@@ -358,18 +465,17 @@ int http_response_parse(const char *buf, size_t len, size_t max_head, bool for_h
 	r.status = (unsigned)((p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0'));
 	if (r.status < 100)
 		return pc_err_set(err, PC_EPARSE, "invalid status code from upstream");
-	if (head_fields(buf, &hl, r.hdr, &r.n_hdr, err) < 0)
+	if (head_fields(buf, &hl, r.hdr, f, &r.n_hdr, err) < 0)
 		return PC_EPARSE;
-	if (head_framing(r.hdr, r.n_hdr, r.minor, &r.body, &r.content_length, err) < 0)
+	if (head_framing(f, r.n_hdr, r.minor, &r.body, &r.content_length, err) < 0)
 		return PC_EPARSE;
 	if (for_head || r.status < 200 || r.status == 204 || r.status == 304)
 		r.body = HTTP_BODY_NONE;
-	else if (r.body == HTTP_BODY_NONE &&
-		 http_header_find(r.hdr, r.n_hdr, "content-length", 0) < 0)
+	else if (r.body == HTTP_BODY_NONE && fact_find(f, r.n_hdr, HK_CL, 0) < 0)
 		r.body = HTTP_BODY_CLOSE;
 	r.keep_alive = r.minor == 1 && r.body != HTTP_BODY_CLOSE;
-	for (i = -1; (i = http_header_find(r.hdr, r.n_hdr, "connection", (size_t)(i + 1))) >= 0;)
-		if (http_list_has(r.hdr[i].value, r.hdr[i].value_len, "close"))
+	for (i = -1; (i = fact_find(f, r.n_hdr, HK_CONNECTION, (size_t)(i + 1))) >= 0;)
+		if (f[i].close)
 			r.keep_alive = false;
 	r.head_len = (size_t)head;
 	*resp = r;

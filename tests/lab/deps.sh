@@ -9,7 +9,8 @@ libyaml-dev libssl-dev check libsubunit-dev
 nftables iptables iproute2 conntrack tcpdump
 dnsmasq-base nginx-light openssl curl dnsutils socat python3 iperf3 iputils-ping squid-openssl
 rsyslog rsyslog-openssl gnuplot-nox dnsperf debhelper lintian debootstrap valgrind
-systemd man-db logrotate prometheus"
+systemd man-db logrotate prometheus
+frama-c-base"
 
 missing=""
 for p in $PKGS; do

@@ -1,0 +1,37 @@
+/* EVA driver for vault/http.c, the code that reads the bytes the sandbox
+ * sends the vault: the request head (http_request_parse: the line
+ * splitter, the request line, the header fields, their framing and
+ * semantics) with the vault's default head limit (vault.max_header_bytes,
+ * 32768), on len unknown bytes for every len the vault's input buffer
+ * holds (that limit + CONN_IO_BUF); and the chunked body framing
+ * (http_chunked_feed) on the same bytes from its initial state. */
+#include "tests/prove/prove.h"
+
+#include "vault/vault.h"
+
+#ifndef PROVE_MAX_HEAD
+#define PROVE_MAX_HEAD 32768
+#endif
+
+int main(void)
+{
+	size_t len = prove_len();
+	struct http_request req;
+	struct http_chunked c;
+	struct pc_err err;
+	size_t cons, off, dl;
+	unsigned status;
+	const char *buf;
+	int rc;
+
+#ifdef PROVE_EXACT
+	//@ split len;
+#endif
+	buf = prove_buf(len);
+	rc = http_request_parse(buf, len, PROVE_MAX_HEAD, &req, &status, &err);
+	rc = http_request_parse(buf, len, PROVE_MAX_HEAD, &req, &status, NULL);
+	http_chunked_init(&c);
+	rc = http_chunked_feed(&c, buf, len, &cons, &off, &dl, &err);
+	//@ assert rc == 0 || rc == 1 || rc == PC_EPARSE;
+	return 0;
+}
