@@ -130,7 +130,7 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(ALL_LIBS)
 
 # Frama-C's EVA over the parsers of sandbox bytes: no run-time error for any
 # input of any length up to the largest they take (docs/prove.md).
-prove:
+prove: deps
 	@tests/prove/run
 
 # The daemons under valgrind memcheck through one lab run (docs/security.md).
