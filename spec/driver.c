@@ -687,9 +687,9 @@ int drv_step(struct drv *d, struct drv_pkt *p, const char **row, char *why, size
 	}
 	if (!bad && e && (got & (SPEC_V_ALLOW | SPEC_V_VAULT)) && !e->rec_allowed)
 		bad = "a flow allowed without its allowed record";
-	if (e && (got == SPEC_V_REJECT || (s->proto == IPPROTO_TCP && (s->tcp_flags & F_RST) &&
-					   (got & (SPEC_V_PASS | SPEC_V_FAST)))))
-		memset(e, 0, sizeof(*e)); /* reset: conntrack closes the entry */
+	/* A RST (the sandbox's, or the guard's REJECT) moves conntrack's entry
+	 * to CLOSE: it stays, with its mark, for a while; the emulation keeps
+	 * it for the rest of the sequence. */
 
 	if (!bad)
 		return 0;

@@ -436,37 +436,55 @@ static int held_classify(const struct spec_world *w, const struct policy_sandbox
 	}
 }
 
+/* A refusal of a held flow: recorded once; the flow stays, refused (H0). */
+static void held_fail(struct spec_flow *f, struct spec_verdict *v, const char *row, unsigned may,
+		      enum spec_reason r)
+{
+	refuse(v, row, may, CONNECT, r);
+	f->st = SPEC_F_FAILED;
+}
+
+static void held_sent(struct spec_flow *f, const struct spec_pkt *p)
+{
+	uint32_t end = p->seq + (uint32_t)p->len + ((p->tcp_flags & F_FIN) ? 1 : 0);
+
+	if ((int32_t)(end - f->snd_max) > 0)
+		f->snd_max = end;
+}
+
 static void held_out(struct spec_world *w, const struct policy_sandbox *sb, struct spec_flow *f,
 		     const struct spec_pkt *p, struct spec_verdict *v)
 {
-	int32_t off;
-	size_t n = p->len, from, i;
+	const uint8_t *data = p->data;
+	size_t n = p->len, m;
+	bool fin = (p->tcp_flags & F_FIN) != 0;
 	enum spec_reason r = SPEC_R_ANY;
+	int32_t off;
 	int rc;
 
-	if (!sb || strcmp(sb->name, f->sandbox) != 0) {
-		refuse(v, "H1", SPEC_V_REJECT, CONNECT, SPEC_R_ANY);
-		flow_forget(f);
+	if (f->st == SPEC_F_FAILED) {
+		say(v, "H0", SPEC_V_REJECT);
+		v->rec = SPEC_REC_MAY;
+		v->actions = CONNECT;
+		v->outcome = LOGREC_REFUSED;
 		return;
 	}
-	if (f->st != SPEC_F_ACKED && w->now_ms > f->deadline_ms) {
-		refuse(v, "H2", SPEC_V_REJECT, CONNECT, SPEC_R_TIMEOUT);
-		flow_forget(f);
+	if (!sb || strcmp(sb->name, f->sandbox) != 0) {
+		held_fail(f, v, "H1", SPEC_V_REJECT, SPEC_R_ANY);
 		return;
 	}
 	if (f->st == SPEC_F_ACKED) {
-		/* promoted by the server's ACK: ALLOW from now on (H13) */
-		say(v, "H13", SPEC_V_ALLOW | SPEC_V_FAST);
+		/* promoted: ALLOW from now on, or released while the mark
+		 * does not act yet (H13) */
+		say(v, "H13", SPEC_V_ALLOW | SPEC_V_FAST | SPEC_V_PASS);
 		v->rec = SPEC_REC_MAY;
 		v->actions = CONNECT;
 		v->outcome = LOGREC_ALLOWED;
 		v->approval_owed_here = true;
-		f->st = SPEC_F_ALLOWED;
 		return;
 	}
-	if (p->tcp_flags & F_RST) {
-		say(v, "H3", SPEC_V_PASS);
-		flow_forget(f);
+	if (w->now_ms > f->deadline_ms) {
+		held_fail(f, v, "H2", SPEC_V_REJECT, SPEC_R_TIMEOUT);
 		return;
 	}
 	if (p->tcp_flags & F_SYN) {
@@ -478,57 +496,67 @@ static void held_out(struct spec_world *w, const struct policy_sandbox *sb, stru
 			say(v, "H5", SPEC_V_PASS);
 			return;
 		}
-		refuse(v, "H6", SPEC_V_REJECT | SPEC_V_DROP, CONNECT, SPEC_R_TAMPER);
-		flow_forget(f);
+		held_fail(f, v, "H6", SPEC_V_REJECT, SPEC_R_TAMPER);
 		return;
 	}
-	if (n == 0) {
+	if (p->tcp_flags & F_RST) {
+		/* the flow stays: a SYN after it must carry the held ISN */
+		say(v, "H3", SPEC_V_PASS);
+		return;
+	}
+	if (n == 0 && !fin) {
 		say(v, "H7", SPEC_V_PASS);
 		return;
 	}
-	off = (int32_t)(p->seq - (f->isn + 1));
-	if (off < 0 || (size_t)off > f->kept_len) {
-		/* before the stream (never sent by a sane stack) or after a gap */
-		say(v, "H9", SPEC_V_DROP);
-		if (off < 0) {
-			v->may |= SPEC_V_REJECT; /* the engine may call it tampering */
-			v->rec = SPEC_REC_MAY;
-			v->actions = CONNECT;
-			v->outcome = LOGREC_REFUSED;
-		}
+	if (!f->srv_known) {
+		/* the server may hold another connection on these addresses */
+		held_fail(f, v, "H7", SPEC_V_REJECT, SPEC_R_ANY);
 		return;
 	}
-	for (i = 0; (size_t)off + i < f->kept_len && i < n; i++) {
-		if (p->data[i] != f->kept[(size_t)off + i]) {
-			refuse(v, "H8", SPEC_V_REJECT, CONNECT, SPEC_R_TAMPER);
-			flow_forget(f);
+	off = (int32_t)(p->seq - (f->isn + 1));
+	if (off < 0) {
+		held_fail(f, v, "H9", SPEC_V_REJECT, SPEC_R_ANY);
+		return;
+	}
+	if ((size_t)off < f->kept_len) {
+		m = f->kept_len - (size_t)off < n ? f->kept_len - (size_t)off : n;
+		if (memcmp(f->kept + off, data, m) != 0) {
+			held_fail(f, v, "H8", SPEC_V_REJECT, SPEC_R_TAMPER);
+			return;
+		}
+		data += m;
+		n -= m;
+		off += (int32_t)m;
+		if (fin && n == 0 && (size_t)off < f->kept_len) {
+			held_fail(f, v, "H8", SPEC_V_REJECT, SPEC_R_ANY);
 			return;
 		}
 	}
-	if ((size_t)off + n <= f->kept_len) {
-		say(v, "H10", SPEC_V_PASS);
+	if (n == 0 || f->st == SPEC_F_APPROVED) {
+		/* the same bytes again, or bytes past the approved ones: the
+		 * server cannot deliver them before those */
+		say(v, n == 0 ? "H10" : "H12", SPEC_V_PASS);
+		held_sent(f, p);
 		return;
 	}
-	if (f->st == SPEC_F_APPROVED) {
-		say(v, "H12", SPEC_V_PASS | SPEC_V_DROP);
+	if ((size_t)off > f->kept_len) {
+		say(v, "H9", SPEC_V_DROP); /* a gap: the sender sends it again in order */
 		return;
 	}
-	from = f->kept_len - (size_t)off;
-	if (f->kept_len + (n - from) > SPEC_KEEP_MAX) {
-		refuse(v, "H11", SPEC_V_REJECT, CONNECT, SPEC_R_TLS_BAD);
-		flow_forget(f);
+	if (f->kept_len + n > SPEC_KEEP_MAX) {
+		held_fail(f, v, "H11", SPEC_V_REJECT, SPEC_R_TLS_BAD);
 		return;
 	}
-	memcpy(f->kept + f->kept_len, p->data + from, n - from);
-	f->kept_len += n - from;
+	memcpy(f->kept + f->kept_len, data, n);
+	f->kept_len += n;
+	held_sent(f, p);
 	rc = held_classify(w, sb, f, p, &r);
 	if (rc == 0) {
 		say(v, "H11", SPEC_V_PASS);
 		return;
 	}
 	if (rc < 0) {
-		refuse(v, "H11", SPEC_V_REJECT, CONNECT, r);
-		flow_forget(f);
+		held_fail(f, v, "H11", SPEC_V_REJECT, r);
 		return;
 	}
 	say(v, "H11", SPEC_V_PASS);
@@ -540,19 +568,80 @@ static void held_out(struct spec_world *w, const struct policy_sandbox *sb, stru
 	f->st = SPEC_F_APPROVED;
 }
 
-static void held_in(struct spec_flow *f, const struct spec_pkt *p, struct spec_verdict *v)
+/* The approved flow, acknowledged: judged again under the policy in force. */
+static bool held_still_allowed(const struct spec_world *w, const struct spec_flow *f)
 {
+	const struct policy_sandbox *sb = policy_sandbox_match(w->pol, &f->from);
+
+	if (!sb || strcmp(sb->name, f->sandbox) != 0)
+		return false;
+	if (f->via == SPEC_VIA_SNI)
+		return sni_allowed(w, sb, &f->peer, f->peerport, f->name);
+	return host_allowed(w, sb, &f->peer, IPPROTO_TCP, f->peerport) != NULL;
+}
+
+static void held_in(struct spec_world *w, struct spec_flow *f, const struct spec_pkt *p,
+		    struct spec_verdict *v)
+{
+	uint32_t rel, nxt, n = (uint32_t)p->len + ((p->tcp_flags & F_FIN) ? 1 : 0);
+	uint32_t judged_end = f->isn + 1 + (uint32_t)f->kept_len;
+	bool in_order;
+
+	if (f->st == SPEC_F_FAILED) {
+		say(v, "H0", SPEC_V_DROP);
+		return;
+	}
+	if (f->st == SPEC_F_ACKED) {
+		say(v, "H13", SPEC_V_PASS | SPEC_V_FAST);
+		return;
+	}
+	if (w->now_ms > f->deadline_ms) {
+		held_fail(f, v, "H2", SPEC_V_DROP, SPEC_R_TIMEOUT);
+		return;
+	}
+	if (p->tcp_flags & F_RST) {
+		say(v, "H13", SPEC_V_PASS);
+		return;
+	}
+	if (p->tcp_flags & F_SYN) {
+		/* the first SYN-ACK for the held ISN fixes the server's */
+		say(v, "H13", SPEC_V_DROP);
+		if (!(p->tcp_flags & F_ACK) || p->ack != f->isn + 1)
+			return;
+		if (!f->srv_known) {
+			f->srv_known = true;
+			f->srv_isn = p->seq;
+			f->srv_nxt = p->seq + 1;
+		} else if (p->seq != f->srv_isn) {
+			return;
+		}
+		v->may = SPEC_V_PASS;
+		return;
+	}
+	if (!f->srv_known) {
+		say(v, "H13", SPEC_V_DROP);
+		return;
+	}
+	/* an acknowledgement counts only from a reply inside the server's
+	 * sequence space as it came in order, and only up to what was sent */
+	rel = p->seq - (f->srv_isn + 1);
+	nxt = f->srv_nxt - (f->srv_isn + 1);
+	in_order = (int32_t)rel >= 0 && rel <= nxt;
+	if (in_order && rel + n > nxt)
+		f->srv_nxt = f->srv_isn + 1 + rel + n;
 	say(v, "H13", SPEC_V_PASS);
-	if (f->st == SPEC_F_APPROVED && (p->tcp_flags & F_ACK) &&
-	    (int32_t)(p->ack - (f->isn + 1)) >= (int32_t)f->kept_len) {
-		v->may |= SPEC_V_ALLOW;
+	if (f->st == SPEC_F_APPROVED && in_order && (p->tcp_flags & F_ACK) &&
+	    (int32_t)(p->ack - judged_end) >= 0 && (int32_t)(p->ack - f->snd_max) <= 0) {
+		if (!held_still_allowed(w, f)) {
+			held_fail(f, v, "H13", SPEC_V_DROP, SPEC_R_ANY);
+			return;
+		}
+		v->may = SPEC_V_PASS | SPEC_V_ALLOW;
 		v->rec = SPEC_REC_MAY;
 		v->actions = CONNECT;
 		v->outcome = LOGREC_ALLOWED;
 		v->approval_owed_here = true;
 		f->st = SPEC_F_ACKED;
-	} else if (f->st == SPEC_F_ACKED) {
-		v->may |= SPEC_V_ALLOW | SPEC_V_FAST;
 	}
 }
 
@@ -615,6 +704,8 @@ static void new_flow(struct spec_world *w, const struct policy_sandbox *sb,
 		f->via = SPEC_VIA_HOST;
 		pc_strlcpy(f->name, name, sizeof(f->name));
 		f->isn = p->seq;
+		f->snd_max = p->seq + 1;
+		f->from = p->from;
 		f->deadline_ms = w->now_ms + w->cfg->engine.sni_timeout_ms;
 		f->kept = malloc(SPEC_KEEP_MAX);
 		if (!f->kept)
@@ -649,7 +740,8 @@ static void from_sandbox(struct spec_world *w, const struct spec_pkt *p, struct 
 	     dns = (p->proto == IPPROTO_UDP || p->proto == IPPROTO_TCP) && p->dport == 53;
 	struct spec_flow *f = flow_find(w, p, &reply);
 
-	/* the ruleset (A2, A4, A5) */
+	/* the ruleset (A2, A4, A5): a held flow's conntrack entry keeps its
+	 * mark HELD, refused (FAILED) or not */
 	if (f && f->st == SPEC_F_ALLOWED) {
 		say(v, "S1", SPEC_V_FAST);
 		return;
@@ -779,7 +871,7 @@ static void to_sandbox(struct spec_world *w, const struct spec_pkt *p, struct sp
 		return;
 	}
 	if (f && reply) {
-		held_in(f, p, v);
+		held_in(w, f, p, v);
 		return;
 	}
 	if ((p->proto == IPPROTO_UDP || p->proto == IPPROTO_TCP) && p->sport == 53 &&
@@ -813,7 +905,7 @@ bool spec_reload_keeps(struct spec_world *w, uint8_t proto, const struct pc_addr
 	bool reply, keep = false;
 	struct spec_flow *f = flow_find(w, &p, &reply);
 
-	if (!f || f->st != SPEC_F_ALLOWED)
+	if (!f || (f->st != SPEC_F_ALLOWED && f->st != SPEC_F_ACKED))
 		return true;
 	sb = policy_sandbox_by_name(w->pol, f->sandbox);
 	if (sb && !in_any_sandbox(w, b)) {

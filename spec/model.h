@@ -161,6 +161,7 @@ enum spec_flow_state {
 	SPEC_F_APPROVED, /* judged bytes approved, not yet acknowledged by the server */
 	SPEC_F_ACKED,	 /* acknowledged: ALLOW from now on */
 	SPEC_F_ALLOWED,	 /* ct mark ALLOW */
+	SPEC_F_FAILED,	 /* refused: every later packet of it is refused too */
 };
 
 enum spec_via { SPEC_VIA_CIDR = 1, SPEC_VIA_HOST, SPEC_VIA_SNI };
@@ -175,7 +176,11 @@ struct spec_flow {
 	bool vault;
 	char sandbox[POLICY_NAME_MAX];
 	char name[POLICY_HOST_MAX]; /* learned name (HOST) or SNI (SNI) */
+	struct policy_src from;	    /* the sender at the SYN */
 	uint32_t isn;
+	uint32_t snd_max; /* the end of what the sandbox sent and the guard let through */
+	bool srv_known;	  /* a SYN-ACK acknowledged isn: the server's sequence space */
+	uint32_t srv_isn, srv_nxt;
 	uint64_t deadline_ms;
 	uint8_t *kept; /* judged bytes from isn+1 (malloc'ed, SPEC_KEEP_MAX) */
 	size_t kept_len;
