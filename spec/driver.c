@@ -51,6 +51,7 @@ struct drv {
 	struct decision dec;
 	struct spec_world w;
 	struct ct_ent ct[CT_MAX];
+	size_t held_cap, dnstcp_cap;
 	unsigned last;
 	uint8_t buf[17000];
 };
@@ -90,12 +91,16 @@ struct drv *drv_new(const char *yaml, bool dns_defer)
 	pc_strlcpy(ports[1].name, "pcv2", PC_IFNAMSIZ);
 	ports[1].ifindex = DRV_PORT2;
 	portmap_set(&d->pm, ports, 2);
-	must(held_table_new(4096, &d->held) == 0, "held table");
-	must(dnstcp_table_new(DNSTCP_STREAMS_MAX, &d->dnstcp) == 0, "dnstcp table");
+	d->held_cap = 4096;
+	d->dnstcp_cap = DNSTCP_STREAMS_MAX;
+	must(held_table_new(d->held_cap, &d->held) == 0, "held table");
+	must(dnstcp_table_new(d->dnstcp_cap, &d->dnstcp) == 0, "dnstcp table");
 	d->ctx = (struct decide_ctx){&d->cfg, d->pols[0], d->dg,     &d->pm,
 				     d->held, 1000000,	  dns_defer, d->dnstcp};
 	spec_world_init(&d->w, &d->cfg, d->pols[0]);
 	d->w.now_ms = d->ctx.now_ms;
+	d->w.held_cap = d->held_cap;
+	d->w.dnstcp_cap = d->dnstcp_cap;
 	pc_addr_parse("10.203.0.1", &d->w.gateway[0]);
 	pc_addr_parse("fd00:203::1", &d->w.gateway[1]);
 	d->w.n_gateway = 2;
@@ -124,12 +129,19 @@ void drv_reset_flows(struct drv *d)
 {
 	held_table_free(d->held);
 	dnstcp_table_free(d->dnstcp);
-	must(held_table_new(4096, &d->held) == 0, "held table");
-	must(dnstcp_table_new(DNSTCP_STREAMS_MAX, &d->dnstcp) == 0, "dnstcp table");
+	must(held_table_new(d->held_cap, &d->held) == 0, "held table");
+	must(dnstcp_table_new(d->dnstcp_cap, &d->dnstcp) == 0, "dnstcp table");
 	d->ctx.held = d->held;
 	d->ctx.dnstcp = d->dnstcp;
 	memset(d->ct, 0, sizeof(d->ct));
 	spec_world_forget_flows(&d->w);
+}
+
+void drv_set_capacity(struct drv *d, size_t held, size_t dnstcp)
+{
+	d->held_cap = d->w.held_cap = held;
+	d->dnstcp_cap = d->w.dnstcp_cap = dnstcp;
+	drv_reset_flows(d);
 }
 
 void drv_advance(struct drv *d, uint64_t ms)

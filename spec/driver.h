@@ -36,6 +36,9 @@ void drv_free(struct drv *d);
  * flows (DNS state, learned and pending, stays). */
 void drv_reset_flows(struct drv *d);
 void drv_advance(struct drv *d, uint64_t ms);
+/* Make the held-flow and DNS-over-TCP tables this small (the flows are
+ * forgotten), so that quotas (S14, S23) are reached. */
+void drv_set_capacity(struct drv *d, size_t held, size_t dnstcp);
 
 /* One packet. Returns 0 when the engine did what the model allows, 1 on a
  * disagreement (*row: the spec row; why: what happened, the packet). */

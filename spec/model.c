@@ -140,6 +140,43 @@ void spec_world_forget_flows(struct spec_world *w)
 {
 	for (size_t i = 0; i < SPEC_FLOWS_MAX; i++)
 		flow_forget(&w->flows[i]);
+	w->n_streams = 0;
+}
+
+/* A sandbox's share of a table of cap entries (S14, S23). */
+static size_t quota_share(const struct spec_world *w, size_t cap)
+{
+	size_t n = policy_sandbox_count(w->pol), q = n ? cap / n : cap;
+
+	return q ? q : 1;
+}
+
+/* The DNS-over-TCP stream of the packet's connection (either direction). */
+static size_t stream_find(const struct spec_world *w, const struct spec_pkt *p)
+{
+	for (size_t i = 0; i < w->n_streams; i++)
+		if (w->streams[i].proto == p->proto &&
+		    ((pc_addr_eq(&w->streams[i].a, &p->src) && w->streams[i].ap == p->sport &&
+		      pc_addr_eq(&w->streams[i].b, &p->dst) && w->streams[i].bp == p->dport)))
+			return i;
+	return w->n_streams;
+}
+
+static void stream_drop(struct spec_world *w, size_t i)
+{
+	if (i >= w->n_streams)
+		return;
+	memmove(&w->streams[i], &w->streams[i + 1], sizeof(w->streams[0]) * (w->n_streams - i - 1));
+	w->n_streams--;
+}
+
+static size_t streams_of(const struct spec_world *w, const char *sandbox)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < w->n_streams; i++)
+		n += strcmp(w->streams[i].sandbox, sandbox) == 0;
+	return n;
 }
 
 void spec_world_free(struct spec_world *w)
@@ -366,6 +403,8 @@ static void port53(struct spec_world *w, const struct policy_sandbox *sb, const 
 	}
 	if (p->len == 0) {
 		say(v, "S11", SPEC_V_PASS);
+		if (p->tcp_flags & F_RST) /* a RST forgets the stream */
+			stream_drop(w, stream_find(w, p));
 		return;
 	}
 	if (p->tcp_flags & F_SYN) {
@@ -382,7 +421,23 @@ static void port53(struct spec_world *w, const struct policy_sandbox *sb, const 
 		dns_message(w, sb, p, v);
 		return;
 	}
-	/* not one whole message: kept until it is (S12) */
+	/* not one whole message: kept until it is (S12), in a stream of
+	 * this sandbox's share of the thread's table (S14) */
+	if (stream_find(w, p) == w->n_streams) {
+		if (w->dnstcp_cap && streams_of(w, sb->name) >= quota_share(w, w->dnstcp_cap)) {
+			refuse(v, "S14", SPEC_V_REJECT, DNSQUERY, SPEC_R_QUOTA);
+			return;
+		}
+		if (w->n_streams == SPEC_FLOWS_MAX)
+			abort(); /* the driver keeps sequences shorter than this */
+		pc_strlcpy(w->streams[w->n_streams].sandbox, sb->name, POLICY_NAME_MAX);
+		w->streams[w->n_streams].proto = p->proto;
+		w->streams[w->n_streams].a = p->src;
+		w->streams[w->n_streams].ap = p->sport;
+		w->streams[w->n_streams].b = p->dst;
+		w->streams[w->n_streams].bp = p->dport;
+		w->n_streams++;
+	}
 	say(v, "S12", SPEC_V_DROP);
 }
 
@@ -698,7 +753,32 @@ static void new_flow(struct spec_world *w, const struct policy_sandbox *sb,
 			refuse(v, "S22", SPEC_V_REJECT, CONNECT, SPEC_R_FASTOPEN);
 			return;
 		}
-		/* S23 (quota) is not reached by the sequences the driver makes */
+		if (w->held_cap) {
+			/* S23: held flows count from their SYN until forgotten;
+			 * refused and promoted ones may linger a while */
+			size_t lo = 0, hi = 0, share = quota_share(w, w->held_cap);
+
+			for (size_t i = 0; i < SPEC_FLOWS_MAX; i++) {
+				const struct spec_flow *h = &w->flows[i];
+
+				if (!h->used || strcmp(h->sandbox, sb->name) != 0)
+					continue;
+				lo += h->st == SPEC_F_HELD || h->st == SPEC_F_APPROVED;
+				hi += h->st == SPEC_F_HELD || h->st == SPEC_F_APPROVED ||
+				      h->st == SPEC_F_ACKED || h->st == SPEC_F_FAILED;
+			}
+			if (lo >= share) {
+				refuse(v, "S23", SPEC_V_REJECT, CONNECT, SPEC_R_QUOTA);
+				return;
+			}
+			if (hi >= share) {
+				say(v, "S23", SPEC_V_HOLD | SPEC_V_REJECT);
+				v->rec = SPEC_REC_MAY;
+				v->actions = CONNECT;
+				v->outcome = LOGREC_REFUSED;
+				return; /* not kept: the driver sends no more of it */
+			}
+		}
 		say(v, "S24", SPEC_V_HOLD);
 		f = flow_new(w, p, sb, SPEC_F_HELD);
 		f->via = SPEC_VIA_HOST;

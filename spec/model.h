@@ -200,6 +200,16 @@ struct spec_world {
 	struct spec_learned learned[SPEC_LEARNED_MAX];
 	size_t n_learned;
 	struct spec_flow flows[SPEC_FLOWS_MAX];
+	/* per queue thread: the tables' sizes (0: unbounded) and the
+	 * DNS-over-TCP streams being put together (S12, S14) */
+	size_t held_cap, dnstcp_cap;
+	struct {
+		char sandbox[POLICY_NAME_MAX];
+		uint8_t proto;
+		struct pc_addr a, b;
+		uint16_t ap, bp;
+	} streams[SPEC_FLOWS_MAX];
+	size_t n_streams;
 };
 
 void spec_world_init(struct spec_world *w, const struct pc_config *cfg, const struct policy *pol);

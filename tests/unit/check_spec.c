@@ -539,6 +539,39 @@ done:
 	drv_reset_flows(c->d);
 }
 
+/* Quotas (S14, S23): tables of 8 held flows and 4 DNS-over-TCP streams,
+ * so a share of 4 and 2 per sandbox: agent-1 tries to take them all, and
+ * agent-2 must still get its own. */
+static void quota_seq(struct sc *c, int fam)
+{
+	static uint8_t part[40];
+	struct pc_addr shared, res;
+	struct drv_pkt p;
+	char ctx[64];
+	int i;
+
+	snprintf(ctx, sizeof(ctx), "quota v%d", fam);
+	context = ctx;
+	drv_set_capacity(c->d, 8, 4);
+	sc_dst(fam, SC_SHARED, &shared);
+	sc_dst(fam, SC_RESOLVER, &res);
+	memset(part, 0x7f, sizeof(part)); /* a length prefix far beyond the segment */
+	for (i = 0; i < 10; i++) {
+		p = sc_out(fam, i < 8 ? SC_SB1 : SC_SB2, &shared, IPPROTO_TCP,
+			   (uint16_t)(31000 + i), 443);
+		sc_tcp(&p, S, 1, 0);
+		sc_step(c, &p);
+	}
+	for (i = 0; i < 6; i++) {
+		p = sc_out(fam, i < 4 ? SC_SB1 : SC_SB2, &res, IPPROTO_TCP, (uint16_t)(32000 + i),
+			   53);
+		sc_tcp(&p, P | A, 1, 1);
+		sc_payload(&p, SPEC_PL_DATA, part, sizeof(part));
+		sc_step(c, &p);
+	}
+	drv_set_capacity(c->d, 4096, 256);
+}
+
 /* Flows of every kind, then a reload that takes some away (R1, R2). */
 static void reload_seq(int fam, unsigned long *packets, unsigned long *bad)
 {
@@ -673,6 +706,8 @@ START_TEST(engine_against_model)
 		for (int s = 0; s < SC_NSRC; s++)
 			for (int d = 0; d < SC_NDST; d++, seqs++)
 				port53_seq(&c, fam, (enum sc_src)s, (enum sc_dst)d);
+		quota_seq(&c, fam);
+		seqs++;
 		packets += c.packets;
 		bad += c.bad;
 		seen_merge(&c);
