@@ -105,8 +105,10 @@ bool spec_addr_special(const struct spec_world *w, const struct pc_addr *a)
 	for (size_t i = 0; i < sizeof(special_prefixes) / sizeof(special_prefixes[0]); i++)
 		if (in_prefix_str(special_prefixes[i], a))
 			return true;
-	/* an IPv4 address mapped into IPv6 is that IPv4 address */
-	if (a->family == AF_INET6 && in_prefix_str("::ffff:0:0/96", a)) {
+	/* an IPv4 address mapped into IPv6, or NAT64's well-known prefix
+	 * (which delivers to it), is that IPv4 address */
+	if (a->family == AF_INET6 &&
+	    (in_prefix_str("::ffff:0:0/96", a) || in_prefix_str("64:ff9b::/96", a))) {
 		struct pc_addr v4 = {.family = AF_INET};
 
 		memcpy(v4.a, a->a + 12, 4);
@@ -413,7 +415,7 @@ static void port53(struct spec_world *w, const struct policy_sandbox *sb, const 
 		refuse(v, "S12", SPEC_V_REJECT, CONNECT | DNSQUERY, SPEC_R_ANY);
 		return;
 	}
-	if (p->tcp_framed) {
+	if (p->tcp_framed && stream_find(w, p) == w->n_streams) {
 		if (p->len >= 2 && p->data[0] == 0 && p->data[1] == 0) {
 			refuse(v, "S13", SPEC_V_REJECT, DNSQUERY, SPEC_R_ANY);
 			return;
@@ -421,8 +423,12 @@ static void port53(struct spec_world *w, const struct policy_sandbox *sb, const 
 		dns_message(w, sb, p, v);
 		return;
 	}
-	/* not one whole message: kept until it is (S12), in a stream of
-	 * this sandbox's share of the thread's table (S14) */
+	/* Not one whole message, or a connection whose bytes are being put
+	 * together: kept until whole (S12), in a stream of this sandbox's
+	 * share of the thread's table (S14). The model does not reassemble:
+	 * it holds only that nothing passes unjudged (DROP while incomplete;
+	 * REJECT with a record when inconsistent, S13; a completed message
+	 * is never a query here, so it is dropped or refused). */
 	if (stream_find(w, p) == w->n_streams) {
 		if (w->dnstcp_cap && streams_of(w, sb->name) >= quota_share(w, w->dnstcp_cap)) {
 			refuse(v, "S14", SPEC_V_REJECT, DNSQUERY, SPEC_R_QUOTA);
@@ -438,7 +444,10 @@ static void port53(struct spec_world *w, const struct policy_sandbox *sb, const 
 		w->streams[w->n_streams].bp = p->dport;
 		w->n_streams++;
 	}
-	say(v, "S12", SPEC_V_DROP);
+	say(v, "S12", SPEC_V_DROP | SPEC_V_REJECT);
+	v->rec = SPEC_REC_MAY;
+	v->actions = DNSQUERY;
+	v->outcome = LOGREC_REFUSED;
 }
 
 /* ---- held flows: H1-H13 ----------------------------------------------------- */
