@@ -283,18 +283,30 @@ size_t drv_tcp_frame(uint8_t *b, size_t n)
 
 /* ---- packet bytes --------------------------------------------------------------- */
 
-static size_t ip_head(uint8_t *b, const struct spec_pkt *s, uint8_t proto, size_t l4len)
+static size_t ip_head(uint8_t *b, const struct spec_pkt *s, uint8_t proto, size_t l4len, size_t ext)
 {
 	if (s->src.family == AF_INET6) {
-		memset(b, 0, 40);
+		memset(b, 0, 40 + ext);
 		b[0] = 0x60;
-		b[4] = (uint8_t)(l4len >> 8);
-		b[5] = (uint8_t)l4len;
-		b[6] = proto;
+		b[4] = (uint8_t)((l4len + ext) >> 8);
+		b[5] = (uint8_t)(l4len + ext);
+		b[6] = ext ? 60 : proto; /* destination options first */
 		b[7] = 64;
 		memcpy(b + 8, s->src.a, 16);
 		memcpy(b + 24, s->dst.a, 16);
-		return 40;
+		if (ext) { /* one PadN option over the whole header: bytes that ride along */
+			b[40] = proto;
+			b[41] = (uint8_t)(ext / 8 - 1);
+			b[42] = 1;
+			b[43] = (uint8_t)(ext - 4 > 255 ? 255 : ext - 4);
+			for (size_t o = 44 + b[43]; o + 2 <= 40 + ext; o += 2 + b[o + 1]) {
+				size_t left = 40 + ext - o - 2;
+
+				b[o] = 1;
+				b[o + 1] = (uint8_t)(left > 255 ? 255 : left);
+			}
+		}
+		return 40 + ext;
 	}
 	memset(b, 0, 20);
 	b[0] = 0x45;
@@ -326,7 +338,8 @@ static size_t build(struct drv *d, const struct drv_pkt *p)
 		uint8_t *t;
 
 		l4len = hl + s->len;
-		ipl = ip_head(b, s, IPPROTO_TCP, l4len);
+		ipl =
+		    ip_head(b, s, IPPROTO_TCP, l4len, s->src.family == AF_INET6 ? p->v6_dstopt : 0);
 		t = b + ipl;
 		memset(t, 0, hl);
 		t[0] = (uint8_t)(s->sport >> 8);
@@ -352,7 +365,7 @@ static size_t build(struct drv *d, const struct drv_pkt *p)
 		uint8_t *t;
 
 		l4len = 8 + s->len;
-		ipl = ip_head(b, s, s->proto, l4len);
+		ipl = ip_head(b, s, s->proto, l4len, 0);
 		t = b + ipl;
 		memset(t, 0, 8);
 		t[0] = s->proto == IPPROTO_ICMP ? 8 : 128; /* echo request */
@@ -361,7 +374,7 @@ static size_t build(struct drv *d, const struct drv_pkt *p)
 		return ipl + l4len;
 	}
 	l4len = 8;
-	ipl = ip_head(b, s, s->proto, l4len);
+	ipl = ip_head(b, s, s->proto, l4len, 0);
 	memset(b + ipl, 0, 8);
 	return ipl + l4len;
 }
@@ -549,7 +562,7 @@ const char *drv_pkt_str(const struct drv_pkt *p, char *buf, size_t n)
 		 s->dport, s->proto == IPPROTO_TCP ? " [" : "",
 		 s->proto == IPPROTO_TCP ? flags_str(s->tcp_flags, f) : "",
 		 s->proto == IPPROTO_TCP ? "]" : "", s->seq, s->ack, s->len,
-		 p->tcp_opt_len ? " +options" : "", pl_name(s), s->qname[0] ? " " : "", s->qname,
+		 p->tcp_opt_len ? " +options" : p->v6_dstopt ? " +dstopts" : "", pl_name(s), s->qname[0] ? " " : "", s->qname,
 		 s->stream_sni[0] ? s->stream_sni : "", p->stamp);
 	return buf;
 }

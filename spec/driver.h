@@ -23,6 +23,8 @@ struct drv_pkt {
 	struct spec_pkt s;
 	uint32_t stamp;	     /* SPEC_OUT: the bridge port's ifindex */
 	uint8_t tcp_opt_len; /* bytes of TCP options (NOPs), a multiple of 4 */
+	uint16_t v6_dstopt;  /* IPv6 TCP: a destination options header of this many
+				bytes (a multiple of 8, 8..2048) before TCP */
 	uint8_t ip_proto;    /* for s.proto other than TCP/UDP/ICMP: the IP protocol */
 };
 

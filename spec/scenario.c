@@ -129,6 +129,7 @@ void sc_init(struct sc *c, const char *yaml, sc_report_fn report, void *arg)
 	c->arg = arg;
 	c->next_id = 0x1000;
 	c->next_port = 20000;
+	c->trace = getenv("SPEC_TRACE") != NULL;
 }
 
 void sc_fini(struct sc *c)
@@ -146,6 +147,12 @@ bool sc_step(struct sc *c, struct drv_pkt *p)
 
 	c->packets++;
 	rc = drv_step(c->d, p, &row, why, sizeof(why));
+	if (c->trace) {
+		char ps[400], g[64];
+
+		fprintf(stderr, "spec: %-4s %-8s %s\n", row,
+			spec_out_str(drv_last(c->d), g, sizeof(g)), drv_pkt_str(p, ps, sizeof(ps)));
+	}
 	for (i = 0; i < c->n_rows && strcmp(c->rows[i].row, row) != 0; i++)
 		;
 	if (i == c->n_rows && i < sizeof(c->rows) / sizeof(c->rows[0])) {

@@ -59,6 +59,7 @@ struct sc {
 	} rows[64];
 	size_t n_rows;
 	uint16_t next_id, next_port;
+	bool trace; /* SPEC_TRACE set: every packet, its row and the verdict, on stderr */
 };
 
 void sc_init(struct sc *c, const char *yaml, sc_report_fn report, void *arg);

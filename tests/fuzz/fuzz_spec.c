@@ -131,12 +131,17 @@ static void op_flow(struct sc *c, int fam, struct rd *r, bool in)
 
 	sc_dst(fam, dc, &dst);
 	if (in) {
+		/* the server: its ISN is 5000; it may send data (10 bytes) */
 		static const uint32_t acks[] = {0, 1, 10, 20};
+		static const uint32_t seqs[] = {5000, 5001, 5011, 5100};
+		static const uint8_t srv[10] = "0123456789";
 
 		sc_src(fam, src, &me, &stamp);
 		p = sc_in(&dst, dport, &me, sport, proto);
 		off = (b6 & 4) ? (uint32_t)stream_len[b6 % 4] : acks[b6 % 4];
-		sc_tcp(&p, flags | 0x10, 5000, isn + 1 + off);
+		sc_tcp(&p, flags | 0x10, seqs[(b5 >> 1) % 4], isn + 1 + off);
+		if (b5 & 1)
+			sc_payload(&p, SPEC_PL_DATA, srv, sizeof(srv));
 		sc_step(c, &p);
 		return;
 	}
@@ -190,6 +195,8 @@ static void op_flow(struct sc *c, int fam, struct rd *r, bool in)
 	sc_tcp(&p, flags, (flags & 0x02) ? isn + off : isn + 1 + (uint32_t)from, 5001);
 	if (b5 & 0x40)
 		p.tcp_opt_len = 36;
+	if (b5 & 0x20)
+		p.v6_dstopt = 512; /* IPv6 only: options that ride along */
 	sc_step(c, &p);
 }
 

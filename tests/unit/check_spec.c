@@ -526,10 +526,11 @@ static void port53_seq(struct sc *c, int fam, enum sc_src src, enum sc_dst dc)
 	sc_dst(fam, dc, &dst);
 	memset(data, 0x41, sizeof(data));
 	for (size_t i = 0; i < sizeof(flags); i++) {
-		for (int opt = 0; opt < 2; opt++) {
+		for (int opt = 0; opt < 3; opt++) {
 			p = sc_out(fam, src, &dst, IPPROTO_TCP, port, 53);
 			sc_tcp(&p, flags[i], 1000 + (uint32_t)i, 5000);
 			p.tcp_opt_len = opt ? 36 : 0;
+			p.v6_dstopt = opt == 2 ? 1024 : 0; /* about 1 KB per packet (IPv6) */
 			if (flags[i] == (P | A))
 				sc_payload(&p, SPEC_PL_DATA, data, 36);
 			STEP(p);
