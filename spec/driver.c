@@ -562,7 +562,10 @@ const char *drv_pkt_str(const struct drv_pkt *p, char *buf, size_t n)
 		 s->dport, s->proto == IPPROTO_TCP ? " [" : "",
 		 s->proto == IPPROTO_TCP ? flags_str(s->tcp_flags, f) : "",
 		 s->proto == IPPROTO_TCP ? "]" : "", s->seq, s->ack, s->len,
-		 p->tcp_opt_len ? " +options" : p->v6_dstopt ? " +dstopts" : "", pl_name(s), s->qname[0] ? " " : "", s->qname,
+		 p->tcp_opt_len				     ? " +options"
+		 : p->v6_dstopt && s->src.family == AF_INET6 ? " +dstopts"
+							     : "",
+		 pl_name(s), s->qname[0] ? " " : "", s->qname,
 		 s->stream_sni[0] ? s->stream_sni : "", p->stamp);
 	return buf;
 }
