@@ -706,6 +706,7 @@ static void held_in(struct spec_world *w, struct spec_flow *f, const struct spec
 		v->outcome = LOGREC_ALLOWED;
 		v->approval_owed_here = true;
 		f->st = SPEC_F_ACKED;
+		f->promoted_ms = w->now_ms ? w->now_ms : 1;
 	}
 }
 
@@ -835,6 +836,24 @@ static void from_sandbox(struct spec_world *w, const struct spec_pkt *p, struct 
 		say(v, "S1", SPEC_V_FAST);
 		return;
 	}
+	if (f && f->st == SPEC_F_CUT) {
+		/* conntrack's entry is gone: judged as a packet of no flow, or
+		 * dropped while the engine remembers the promotion (R1) */
+		bool queued = !to_gateway(w, &p->dst) && p->ct == SPEC_CT_NEW;
+
+		flow_forget(f);
+		if (queued) {
+			from_sandbox(w, p, v);
+			if (strcmp(v->row, "S17") == 0) {
+				v->row = "R1";
+				v->may |= SPEC_V_DROP;
+				v->rec = SPEC_REC_MAY;
+			}
+			return;
+		}
+		say(v, "S27", SPEC_V_RDROP);
+		return;
+	}
 	if (!dns && !f) {
 		if (to_gateway(w, &p->dst) || p->ct != SPEC_CT_NEW) {
 			say(v, "S27", SPEC_V_RDROP);
@@ -955,6 +974,10 @@ static void to_sandbox(struct spec_world *w, const struct spec_pkt *p, struct sp
 	bool reply = false;
 	struct spec_flow *f = flow_find(w, p, &reply);
 
+	if (f && reply && f->st == SPEC_F_CUT) {
+		say(v, "S44", SPEC_V_RDROP); /* its conntrack entry is gone */
+		return;
+	}
 	if (f && reply && f->st == SPEC_F_ALLOWED) {
 		say(v, "S44", SPEC_V_FAST);
 		return;
@@ -1023,7 +1046,9 @@ bool spec_reload_keeps(struct spec_world *w, uint8_t proto, const struct pc_addr
 		}
 		}
 	}
-	if (!keep)
+	if (!keep && f->promoted_ms && w->now_ms <= f->promoted_ms + SPEC_PROMOTE_GRACE_MS)
+		f->st = SPEC_F_CUT; /* its next packet may be dropped silently (R1) */
+	else if (!keep)
 		flow_forget(f);
 	return keep;
 }
