@@ -257,25 +257,27 @@ static struct spec_flow *flow_new(struct spec_world *w, const struct spec_pkt *p
 	abort(); /* the driver keeps sequences shorter than this */
 }
 
-/* Learned: the names this sandbox learned for a, newest first. */
+/* Learned: the names this sandbox learned for a, newest first, unexpired
+ * (grace: or expired less than dns.grace ago, for flows that exist). */
 static size_t learned_names(const struct spec_world *w, const char *sandbox,
-			    const struct pc_addr *a, const char **names, size_t max)
+			    const struct pc_addr *a, bool grace, const char **names, size_t max)
 {
+	uint64_t g = grace ? (uint64_t)w->cfg->dns.grace * 1000 : 0;
 	size_t n = 0;
 
 	for (size_t i = w->n_learned; i-- > 0 && n < max;)
 		if (strcmp(w->learned[i].sandbox, sandbox) == 0 &&
-		    pc_addr_eq(&w->learned[i].addr, a))
+		    pc_addr_eq(&w->learned[i].addr, a) && w->learned[i].expires_ms + g > w->now_ms)
 			names[n++] = w->learned[i].name;
 	return n;
 }
 
 /* Host-allowed (S, A, proto, port): the first learned name allowed there. */
 static const char *host_allowed(const struct spec_world *w, const struct policy_sandbox *sb,
-				const struct pc_addr *a, uint8_t proto, uint16_t port)
+				const struct pc_addr *a, uint8_t proto, uint16_t port, bool grace)
 {
 	const char *names[32];
-	size_t n = learned_names(w, sb->name, a, names, 32);
+	size_t n = learned_names(w, sb->name, a, grace, names, 32);
 
 	for (size_t i = 0; i < n; i++)
 		if (policy_host_allows(sb, names[i], proto, port, NULL))
@@ -283,11 +285,12 @@ static const char *host_allowed(const struct spec_world *w, const struct policy_
 	return NULL;
 }
 
+/* The SNI check: one of the names learned for a (grace: the flow exists). */
 static bool sni_allowed(const struct spec_world *w, const struct policy_sandbox *sb,
 			const struct pc_addr *a, uint16_t port, const char *sni)
 {
 	const char *names[32];
-	size_t n = learned_names(w, sb->name, a, names, 32);
+	size_t n = learned_names(w, sb->name, a, true, names, 32);
 
 	for (size_t i = 0; i < n; i++)
 		if (strcasecmp(names[i], sni) == 0 &&
@@ -350,6 +353,7 @@ static void pending_add(struct spec_world *w, const struct policy_sandbox *sb,
 	q->id = p->dns_id;
 	q->qtype = p->qtype;
 	pc_strlcpy(q->qname, p->qname, sizeof(q->qname));
+	q->expires_ms = w->now_ms + 10000;
 }
 
 /* A query judged by the guard (S8-S10); tcp: a refusal resets. */
@@ -461,7 +465,7 @@ static int held_classify(const struct spec_world *w, const struct policy_sandbox
 
 	if (f->kept[0] != 0x16 && !(f->kept[0] & 0x80)) {
 		/* not TLS: its address must still be host-allowed on this port */
-		const char *name = host_allowed(w, sb, &f->peer, IPPROTO_TCP, f->peerport);
+		const char *name = host_allowed(w, sb, &f->peer, IPPROTO_TCP, f->peerport, true);
 
 		if (!name) {
 			*r = SPEC_R_ANY;
@@ -641,7 +645,7 @@ static bool held_still_allowed(const struct spec_world *w, const struct spec_flo
 		return false;
 	if (f->via == SPEC_VIA_SNI)
 		return sni_allowed(w, sb, &f->peer, f->peerport, f->name);
-	return host_allowed(w, sb, &f->peer, IPPROTO_TCP, f->peerport) != NULL;
+	return host_allowed(w, sb, &f->peer, IPPROTO_TCP, f->peerport, true) != NULL;
 }
 
 static void held_in(struct spec_world *w, struct spec_flow *f, const struct spec_pkt *p,
@@ -741,11 +745,11 @@ static void new_flow(struct spec_world *w, const struct policy_sandbox *sb,
 		f->via = SPEC_VIA_CIDR;
 		return;
 	}
-	name = host_allowed(w, sb, &p->dst, p->proto, p->dport);
+	name = host_allowed(w, sb, &p->dst, p->proto, p->dport, false);
 	if (name && p->proto == IPPROTO_TCP) {
 		/* the secret-bound name is preferred (docs/dnsguard.md) */
 		const char *names[32];
-		size_t n = learned_names(w, sb->name, &p->dst, names, 32);
+		size_t n = learned_names(w, sb->name, &p->dst, false, names, 32);
 
 		for (size_t i = 0; i < n; i++) {
 			if (policy_host_allows(sb, names[i], IPPROTO_TCP, p->dport, NULL) &&
@@ -893,10 +897,27 @@ static const struct policy_sandbox *sandbox_of_addr(const struct spec_world *w,
 }
 
 static void learn(struct spec_world *w, const char *sandbox, const struct pc_addr *a,
-		  const char *name)
+		  const char *name, uint32_t ttl)
 {
+	uint32_t t = ttl < w->cfg->dns.ttl_min	 ? w->cfg->dns.ttl_min
+		     : ttl > w->cfg->dns.ttl_max ? w->cfg->dns.ttl_max
+						 : ttl;
+	uint64_t expires = w->now_ms + (uint64_t)t * 1000;
 	struct spec_learned *l;
 
+	for (size_t i = 0; i < w->n_learned; i++) {
+		l = &w->learned[i];
+		if (strcmp(l->sandbox, sandbox) == 0 && pc_addr_eq(&l->addr, a) &&
+		    strcasecmp(l->name, name) == 0) {
+			struct spec_learned keep = *l; /* learned again: the newest, later expiry */
+
+			if (expires > keep.expires_ms)
+				keep.expires_ms = expires;
+			memmove(l, l + 1, sizeof(*l) * (w->n_learned - i - 1));
+			w->learned[w->n_learned - 1] = keep;
+			return;
+		}
+	}
 	if (w->n_learned == SPEC_LEARNED_MAX) {
 		memmove(w->learned, w->learned + 1, sizeof(w->learned[0]) * (SPEC_LEARNED_MAX - 1));
 		w->n_learned--;
@@ -905,6 +926,7 @@ static void learn(struct spec_world *w, const char *sandbox, const struct pc_add
 	pc_strlcpy(l->sandbox, sandbox, sizeof(l->sandbox));
 	l->addr = *a;
 	pc_strlcpy(l->name, name, sizeof(l->name));
+	l->expires_ms = expires;
 }
 
 static void answer(struct spec_world *w, const struct spec_pkt *p, struct spec_verdict *v)
@@ -926,6 +948,7 @@ static void answer(struct spec_world *w, const struct spec_pkt *p, struct spec_v
 				    pc_addr_eq(&q->client, &p->dst) && q->cport == p->dport &&
 				    pc_addr_eq(&q->resolver, &p->src) && q->proto == p->proto &&
 				    q->id == p->dns_id && q->qtype == p->qtype &&
+				    q->expires_ms > w->now_ms &&
 				    strcasecmp(q->qname, p->qname) == 0) {
 					found = true;
 					break;
@@ -955,7 +978,7 @@ static void answer(struct spec_world *w, const struct spec_pkt *p, struct spec_v
 			special++;
 			continue;
 		}
-		learn(w, sb->name, a, p->qname);
+		learn(w, sb->name, a, p->qname, p->answer_ttl);
 		learned++;
 	}
 	say(v, "S40", SPEC_V_PASS);
@@ -1029,12 +1052,12 @@ bool spec_reload_keeps(struct spec_world *w, uint8_t proto, const struct pc_addr
 			keep = !f->vault && sni_allowed(w, sb, b, bp, f->name);
 			break;
 		case SPEC_VIA_HOST: {
-			const char *name = host_allowed(w, sb, b, proto, bp);
+			const char *name = host_allowed(w, sb, b, proto, bp, true);
 			bool vault = false;
 
 			if (name && proto == IPPROTO_TCP) {
 				const char *names[32];
-				size_t n = learned_names(w, sb->name, b, names, 32);
+				size_t n = learned_names(w, sb->name, b, true, names, 32);
 
 				for (size_t i = 0; i < n; i++)
 					if (policy_host_allows(sb, names[i], proto, bp, NULL) &&

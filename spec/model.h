@@ -64,6 +64,7 @@ struct spec_pkt {
 	char qname[POLICY_HOST_MAX];
 	struct pc_addr answer[SPEC_ANSWER_MAX];
 	size_t n_answer;
+	uint32_t answer_ttl; /* seconds, the same for every record */
 	/* STREAM */
 	enum spec_stream stream;
 	char stream_sni[POLICY_HOST_MAX];
@@ -148,12 +149,14 @@ struct spec_pending {
 	uint8_t proto;
 	uint16_t id, qtype;
 	char qname[POLICY_HOST_MAX];
+	uint64_t expires_ms; /* an unanswered query is forgotten 10 s on */
 };
 
 struct spec_learned {
 	char sandbox[POLICY_NAME_MAX];
 	struct pc_addr addr;
 	char name[POLICY_HOST_MAX];
+	uint64_t expires_ms; /* + dns.grace for flows that already exist */
 };
 
 enum spec_flow_state {

@@ -249,6 +249,7 @@ void sc_answer(struct drv_pkt *p, uint8_t *buf, uint16_t id, const char *name, u
 	for (size_t i = 0; i < n && i < SPEC_ANSWER_MAX; i++)
 		p->s.answer[i] = addrs[i];
 	p->s.n_answer = n < SPEC_ANSWER_MAX ? n : SPEC_ANSWER_MAX;
+	p->s.answer_ttl = 300; /* drv_dns_answer's */
 }
 
 /* ---- the prelude: what each sandbox resolves ---------------------------------- */

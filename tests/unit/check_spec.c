@@ -540,6 +540,61 @@ done:
 	drv_reset_flows(c->d);
 }
 
+/* Learned names expire (TTL 300 s here): a new flow needs a live one; a
+ * flow admitted at its SYN keeps its name through dns.grace (the SNI check
+ * and the promotion a moment later). Its own world: time moves on. */
+static void expiry_seq(int fam, unsigned long *packets, unsigned long *bad)
+{
+	static uint8_t q[600], a[600], ok[600];
+	struct sc c0, *c = &c0;
+	struct pc_addr res, me, ad;
+	uint32_t stamp;
+	size_t nok = drv_client_hello(ok, "api.allowed.test");
+	uint16_t qt = fam == 6 ? 28 : 1;
+	struct drv_pkt p;
+	char ctx[64];
+
+	snprintf(ctx, sizeof(ctx), "expiry v%d", fam);
+	context = ctx;
+	sc_init(c, sc_policy, report, NULL);
+	sc_dst(fam, SC_RESOLVER, &res);
+	sc_src(fam, SC_SB1, &me, &stamp);
+	sc_dst(fam, SC_SHARED, &ad);
+	p = sc_out(fam, SC_SB1, &res, IPPROTO_UDP, 5300, 53);
+	sc_query(&p, q, 0x777, "api.allowed.test", qt, false);
+	sc_step(c, &p);
+	p = sc_in(&res, 53, &me, 5300, IPPROTO_UDP);
+	sc_answer(&p, a, 0x777, "api.allowed.test", qt, &ad, 1, false);
+	sc_step(c, &p);
+	drv_advance(c->d, 299000); /* one second of the TTL left */
+	p = sc_out(fam, SC_SB1, &ad, IPPROTO_TCP, 5301, 443);
+	sc_tcp(&p, S, 1, 0);
+	sc_step(c, &p);
+	drv_advance(c->d, 2000); /* expired, within dns.grace */
+	p = sc_in(&ad, 443, &me, 5301, IPPROTO_TCP);
+	sc_tcp(&p, S | A, 70, 2);
+	sc_step(c, &p);
+	p = sc_out(fam, SC_SB1, &ad, IPPROTO_TCP, 5301, 443);
+	sc_tcp(&p, P | A, 2, 71);
+	sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok, nok);
+	sc_step(c, &p);
+	p = sc_in(&ad, 443, &me, 5301, IPPROTO_TCP);
+	sc_tcp(&p, A, 71, 2 + (uint32_t)nok);
+	sc_step(c, &p);
+	/* a new flow needs a live binding */
+	p = sc_out(fam, SC_SB1, &ad, IPPROTO_TCP, 5302, 443);
+	sc_tcp(&p, S, 1, 0);
+	sc_step(c, &p);
+	drv_advance(c->d, 120000); /* past the grace too */
+	p = sc_out(fam, SC_SB1, &ad, IPPROTO_TCP, 5303, 443);
+	sc_tcp(&p, S, 1, 0);
+	sc_step(c, &p);
+	*packets += c->packets;
+	*bad += c->bad;
+	seen_merge(c);
+	sc_fini(c);
+}
+
 /* Quotas (S14, S23): tables of 8 held flows and 4 DNS-over-TCP streams,
  * so a share of 4 and 2 per sandbox: agent-1 tries to take them all, and
  * agent-2 must still get its own. */
@@ -714,7 +769,8 @@ START_TEST(engine_against_model)
 		seen_merge(&c);
 		sc_fini(&c);
 		reload_seq(fam, &packets, &bad);
-		seqs++;
+		expiry_seq(fam, &packets, &bad);
+		seqs += 2;
 	}
 
 	qsort(rows, n_rows, sizeof(rows[0]), row_cmp);
