@@ -100,6 +100,7 @@ struct drv *drv_new(const char *yaml, bool dns_defer)
 	spec_world_init(&d->w, &d->cfg, d->pols[0]);
 	d->w.now_ms = d->ctx.now_ms;
 	d->w.held_cap = d->held_cap;
+	d->w.dns_defer = dns_defer;
 	d->w.dnstcp_cap = d->dnstcp_cap;
 	pc_addr_parse("10.203.0.1", &d->w.gateway[0]);
 	pc_addr_parse("fd00:203::1", &d->w.gateway[1]);

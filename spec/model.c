@@ -354,6 +354,7 @@ static void pending_add(struct spec_world *w, const struct policy_sandbox *sb,
 	q->qtype = p->qtype;
 	pc_strlcpy(q->qname, p->qname, sizeof(q->qname));
 	q->expires_ms = w->now_ms + 10000;
+	q->owed = w->dns_defer;
 }
 
 /* A query judged by the guard (S8-S10); tcp: a refusal resets. */
@@ -372,7 +373,10 @@ static void dns_message(struct spec_world *w, const struct policy_sandbox *sb,
 		return;
 	}
 	say(v, "S8", SPEC_V_PASS);
-	must_rec(v, DNSQUERY, LOGREC_ALLOWED, SPEC_R_ANY);
+	if (w->dns_defer) /* recorded with its answer, or when it gets none */
+		v->rec = SPEC_REC_NONE;
+	else
+		must_rec(v, DNSQUERY, LOGREC_ALLOWED, SPEC_R_ANY);
 	pending_add(w, sb, p);
 }
 
@@ -933,7 +937,7 @@ static void answer(struct spec_world *w, const struct spec_pkt *p, struct spec_v
 {
 	const struct policy_sandbox *sb = NULL;
 	size_t learned = 0, special = 0, qi = 0;
-	bool found = false;
+	bool found = false, owed;
 
 	if (p->proto == IPPROTO_TCP && p->len == 0) {
 		say(v, "S42", sandbox_of_addr(w, &p->dst, 0) ? SPEC_V_PASS : SPEC_V_DROP);
@@ -964,6 +968,7 @@ static void answer(struct spec_world *w, const struct spec_pkt *p, struct spec_v
 		refuse(v, "S41", SPEC_V_DROP, DNSLEARN, SPEC_R_ANY);
 		return;
 	}
+	owed = w->pending[qi].owed;
 	memmove(w->pending + qi, w->pending + qi + 1,
 		sizeof(w->pending[0]) * (w->n_pending - qi - 1));
 	w->n_pending--;
@@ -982,7 +987,11 @@ static void answer(struct spec_world *w, const struct spec_pkt *p, struct spec_v
 		learned++;
 	}
 	say(v, "S40", SPEC_V_PASS);
-	if (special) {
+	if (owed) { /* the query's own record, with what its answer taught */
+		must_rec(v, DNSQUERY, LOGREC_ALLOWED, special ? SPEC_R_SPECIAL : SPEC_R_ANY);
+		if (special)
+			v->may |= SPEC_V_DROP;
+	} else if (special) {
 		v->may |= SPEC_V_DROP;
 		must_rec(v, DNSLEARN | DNSQUERY, LOGREC_NONE, SPEC_R_SPECIAL);
 		v->outcome_either = true;

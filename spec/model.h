@@ -150,6 +150,7 @@ struct spec_pending {
 	uint16_t id, qtype;
 	char qname[POLICY_HOST_MAX];
 	uint64_t expires_ms; /* an unanswered query is forgotten 10 s on */
+	bool owed;	     /* its record was deferred to its answer */
 };
 
 struct spec_learned {
@@ -208,6 +209,9 @@ struct spec_world {
 	/* per queue thread: the tables' sizes (0: unbounded) and the
 	 * DNS-over-TCP streams being put together (S12, S14) */
 	size_t held_cap, dnstcp_cap;
+	/* an allowed query's record may be deferred to its answer (the
+	 * queue thread's records are being acknowledged; docs/dnsguard.md) */
+	bool dns_defer;
 	struct {
 		char sandbox[POLICY_NAME_MAX];
 		uint8_t proto;

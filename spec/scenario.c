@@ -121,10 +121,10 @@ const char *sc_dst_name(enum sc_dst d)
 	return d < SC_NDST ? n[d] : "?";
 }
 
-void sc_init(struct sc *c, const char *yaml, sc_report_fn report, void *arg)
+void sc_init(struct sc *c, const char *yaml, bool dns_defer, sc_report_fn report, void *arg)
 {
 	memset(c, 0, sizeof(*c));
-	c->d = drv_new(yaml, false);
+	c->d = drv_new(yaml, dns_defer);
 	c->report = report;
 	c->arg = arg;
 	c->next_id = 0x1000;

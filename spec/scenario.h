@@ -62,7 +62,8 @@ struct sc {
 	bool trace; /* SPEC_TRACE set: every packet, its row and the verdict, on stderr */
 };
 
-void sc_init(struct sc *c, const char *yaml, sc_report_fn report, void *arg);
+/* dns_defer: allowed queries' records deferred to their answers. */
+void sc_init(struct sc *c, const char *yaml, bool dns_defer, sc_report_fn report, void *arg);
 void sc_fini(struct sc *c);
 /* Judge one packet; false on a disagreement (reported). */
 bool sc_step(struct sc *c, struct drv_pkt *p);

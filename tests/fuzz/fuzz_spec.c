@@ -209,7 +209,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool reloaded = false;
 
 	streams_init();
-	sc_init(&c, sc_policy, report, NULL);
+	sc_init(&c, sc_policy, head & 4, report, NULL);
 	sc_prelude(&c, fam);
 	diverged = false;
 	for (int op = 0; op < OPS_MAX && r.n && !diverged; op++) {
