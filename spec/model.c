@@ -467,7 +467,14 @@ static int held_classify(const struct spec_world *w, const struct policy_sandbox
 {
 	size_t need;
 
-	if (f->kept[0] != 0x16 && !(f->kept[0] & 0x80)) {
+	if ((f->kept[0] >= 0x14 && f->kept[0] <= 0x18 && f->kept[0] != 0x16) ||
+	    (f->kept[0] & 0x80)) {
+		/* another TLS record first (a server may skip it, then take a
+		 * ClientHello no one judged), or an SSLv2-style hello */
+		*r = SPEC_R_ANY;
+		return -1;
+	}
+	if (f->kept[0] != 0x16) {
 		/* not TLS: its address must still be host-allowed on this port */
 		const char *name = host_allowed(w, sb, &f->peer, IPPROTO_TCP, f->peerport, true);
 
@@ -522,6 +529,10 @@ static void held_sent(struct spec_flow *f, const struct spec_pkt *p)
 
 	if ((int32_t)(end - f->snd_max) > 0)
 		f->snd_max = end;
+	if ((p->tcp_flags & F_FIN) && !f->fin_seen) {
+		f->fin_seen = true;
+		f->fin_at = p->seq + (uint32_t)p->len - (f->isn + 1);
+	}
 }
 
 static void held_out(struct spec_world *w, const struct policy_sandbox *sb, struct spec_flow *f,
@@ -572,8 +583,9 @@ static void held_out(struct spec_world *w, const struct policy_sandbox *sb, stru
 		return;
 	}
 	if (p->tcp_flags & F_RST) {
-		/* the flow stays: a SYN after it must carry the held ISN */
-		say(v, "H3", SPEC_V_PASS);
+		/* the flow stays: a SYN after it must carry the held ISN; a
+		 * RST carrying bytes is no client's (they would pass unjudged) */
+		say(v, "H3", n ? SPEC_V_DROP : SPEC_V_PASS);
 		return;
 	}
 	if (n == 0 && !fin) {
@@ -588,6 +600,13 @@ static void held_out(struct spec_world *w, const struct policy_sandbox *sb, stru
 	off = (int32_t)(p->seq - (f->isn + 1));
 	if (off < 0) {
 		held_fail(f, v, "H9", SPEC_V_REJECT, SPEC_R_ANY);
+		return;
+	}
+	/* the stream ends at its FIN: nothing is judged where the server has
+	 * the FIN instead of bytes */
+	if (f->fin_seen &&
+	    ((uint32_t)off + n > f->fin_at || (fin && (uint32_t)off + n != f->fin_at))) {
+		held_fail(f, v, "H8", SPEC_V_REJECT, SPEC_R_ANY);
 		return;
 	}
 	if ((size_t)off < f->kept_len) {

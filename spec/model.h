@@ -184,7 +184,9 @@ struct spec_flow {
 	struct policy_src from;	    /* the sender at the SYN */
 	uint32_t isn;
 	uint32_t snd_max; /* the end of what the sandbox sent and the guard let through */
-	bool srv_known;	  /* a SYN-ACK acknowledged isn: the server's sequence space */
+	bool fin_seen;	  /* a FIN went through: the stream ends at fin_at (from isn+1) */
+	uint32_t fin_at;
+	bool srv_known; /* a SYN-ACK acknowledged isn: the server's sequence space */
 	uint32_t srv_isn, srv_nxt;
 	uint64_t deadline_ms;
 	uint64_t promoted_ms; /* when the server's ACK promoted it (0: never) */

@@ -233,6 +233,9 @@ enum held_variant {
 	HV_RESEND_SAME, /* first part of a split CH sent again, same bytes */
 	HV_SYNACK,	/* a SYN+ACK from the sandbox on its held flow */
 	HV_OTHER_PORT,	/* the flow's address and ports from another sandbox's port */
+	HV_RST_DATA,	/* a RST carrying bytes */
+	HV_FIN_PAST,	/* a FIN, then bytes past it */
+	HV_ALERT_FIRST, /* a TLS alert record before the ClientHello */
 	HV_N
 };
 
@@ -437,6 +440,28 @@ static void held_seq(struct sc *c, int fam, enum sc_src src, enum sc_dst dc, uin
 		OUT(P | A, d1, srv + 1);
 		p.stamp = DRV_PORT2;
 		sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok, nok);
+		STEP(p);
+		break;
+	case HV_RST_DATA:
+		OUT(R | A, d1, srv + 1);
+		sc_stream(&p, SPEC_ST_CH, "evil.test", bad, nbad);
+		STEP(p);
+		OUT(P | A, d1, srv + 1);
+		sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok, nok);
+		STEP(p);
+		break;
+	case HV_FIN_PAST:
+		OUT(F | A, d1, srv + 1);
+		STEP(p);
+		OUT(P | A, d1, srv + 1);
+		sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok, nok);
+		STEP(p);
+		break;
+	case HV_ALERT_FIRST:
+		memcpy(x, "\x15\x03\x03\x00\x02\x01\x00", 7); /* warning alert */
+		memcpy(x + 7, ok, nok);
+		OUT(P | A, d1, srv + 1);
+		sc_stream(&p, SPEC_ST_TLSBAD, NULL, x, 7 + nok);
 		STEP(p);
 		break;
 	case HV_RST:
