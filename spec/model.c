@@ -864,21 +864,22 @@ static void from_sandbox(struct spec_world *w, const struct spec_pkt *p, struct 
 		return;
 	}
 	if (f && f->st == SPEC_F_CUT) {
-		/* conntrack's entry is gone: judged as a packet of no flow, or
-		 * dropped while the engine remembers the promotion (R1) */
-		bool queued = !to_gateway(w, &p->dst) && p->ct == SPEC_CT_NEW;
-
-		flow_forget(f);
-		if (queued) {
-			from_sandbox(w, p, v);
-			if (strcmp(v->row, "S17") == 0) {
-				v->row = "R1";
-				v->may |= SPEC_V_DROP;
-				v->rec = SPEC_REC_MAY;
-			}
+		/* conntrack's entry is gone. The first packet that reaches the
+		 * engine's held-flow lookup may be dropped while it remembers
+		 * the promotion (R1); after it, a packet of no flow. */
+		if (to_gateway(w, &p->dst) || p->ct != SPEC_CT_NEW) {
+			say(v, "S27", SPEC_V_RDROP);
 			return;
 		}
-		say(v, "S27", SPEC_V_RDROP);
+		if (!p->port_known) {
+			refuse(v, "S2", SPEC_V_DROP, CONNECT, SPEC_R_UNKNOWN_PORT);
+			return;
+		}
+		flow_forget(f);
+		from_sandbox(w, p, v);
+		v->row = "R1";
+		v->may |= SPEC_V_DROP;
+		v->rec = SPEC_REC_MAY;
 		return;
 	}
 	if (!dns && !f) {
@@ -1097,7 +1098,7 @@ bool spec_reload_keeps(struct spec_world *w, uint8_t proto, const struct pc_addr
 		}
 		}
 	}
-	if (!keep && f->promoted_ms && w->now_ms <= f->promoted_ms + SPEC_PROMOTE_GRACE_MS)
+	if (!keep && f->promoted_ms)
 		f->st = SPEC_F_CUT; /* its next packet may be dropped silently (R1) */
 	else if (!keep)
 		flow_forget(f);

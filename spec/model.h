@@ -166,7 +166,7 @@ enum spec_flow_state {
 	SPEC_F_ACKED,	 /* acknowledged: ALLOW from now on */
 	SPEC_F_ALLOWED,	 /* ct mark ALLOW */
 	SPEC_F_FAILED,	 /* refused: every later packet of it is refused too */
-	SPEC_F_CUT,	 /* promoted moments ago, then cut by a reload (R1) */
+	SPEC_F_CUT,	 /* promoted from held, then cut by a reload (R1) */
 };
 
 enum spec_via { SPEC_VIA_CIDR = 1, SPEC_VIA_HOST, SPEC_VIA_SNI };
@@ -232,10 +232,6 @@ void spec_world_free(struct spec_world *w);
  * the state moves as the spec says it does (the model never looks at what
  * the engine did). */
 void spec_judge(struct spec_world *w, const struct spec_pkt *p, struct spec_verdict *v);
-
-/* A held flow promoted this recently may still have packets queued before
- * its mark acted (docs/spec.md, R1). */
-#define SPEC_PROMOTE_GRACE_MS 2000
 
 /* R1: would the flow whose sandbox side is (a, ap) and other side (b, bp)
  * still be allowed after w->pol was replaced by the new policy? Drops it
