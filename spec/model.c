@@ -863,6 +863,15 @@ static void from_sandbox(struct spec_world *w, const struct spec_pkt *p, struct 
 		say(v, "S1", SPEC_V_FAST);
 		return;
 	}
+	if (f && f->st == SPEC_F_ACKED && !p->port_known) {
+		/* promoted: the fast path once the mark acts (A2, any stamped
+		 * port); before that the engine drops what no port it knows sent */
+		say(v, "H13", SPEC_V_FAST | SPEC_V_DROP);
+		v->rec = SPEC_REC_MAY;
+		v->actions = CONNECT;
+		v->outcome = LOGREC_REFUSED;
+		return;
+	}
 	if (f && f->st == SPEC_F_CUT) {
 		/* conntrack's entry is gone. The first packet that reaches the
 		 * engine's held-flow lookup may be dropped while it remembers
