@@ -151,6 +151,11 @@ void drv_advance(struct drv *d, uint64_t ms)
 	d->w.now_ms = d->ctx.now_ms;
 }
 
+bool drv_describes(struct drv *d, const struct drv_pkt *p)
+{
+	return spec_describes(&d->w, &p->s);
+}
+
 unsigned drv_last(const struct drv *d)
 {
 	return d->last;

@@ -45,6 +45,8 @@ void drv_set_capacity(struct drv *d, size_t held, size_t dnstcp);
 /* One packet. Returns 0 when the engine did what the model allows, 1 on a
  * disagreement (*row: the spec row; why: what happened, the packet). */
 int drv_step(struct drv *d, struct drv_pkt *p, const char **row, char *why, size_t whylen);
+/* spec_describes for this packet (spec/model.h). */
+bool drv_describes(struct drv *d, const struct drv_pkt *p);
 /* The engine's last verdict, for sequences that follow it ("FAST"...). */
 unsigned drv_last(const struct drv *d);
 

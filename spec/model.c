@@ -1063,6 +1063,34 @@ void spec_judge(struct spec_world *w, const struct spec_pkt *p, struct spec_verd
 		to_sandbox(w, p, v);
 }
 
+bool spec_describes(struct spec_world *w, const struct spec_pkt *p)
+{
+	bool reply = false;
+	struct spec_flow *f;
+	int32_t off;
+	size_t m, n = p->len;
+	uint8_t first;
+
+	if (p->dir != SPEC_OUT || p->proto != IPPROTO_TCP || n == 0 ||
+	    (p->tcp_flags & (F_SYN | F_RST)))
+		return true;
+	f = flow_find(w, p, &reply);
+	if (!f || reply || f->st != SPEC_F_HELD || !f->kept)
+		return true;
+	off = (int32_t)(p->seq - (f->isn + 1));
+	if (off < 0 || (size_t)off > f->kept_len)
+		return true; /* refused, or a gap: nothing is added */
+	m = f->kept_len - (size_t)off < n ? f->kept_len - (size_t)off : n;
+	if (memcmp(f->kept + off, p->data, m) != 0 || (size_t)off + n <= f->kept_len)
+		return true; /* refused (H8), or nothing new (H10) */
+	first = f->kept_len ? f->kept[0] : p->data[0];
+	if (first != 0x16)
+		return true; /* decided by its first byte */
+	return p->stream_all && (size_t)off + n <= p->stream_all_len &&
+	       memcmp(f->kept, p->stream_all, f->kept_len) == 0 &&
+	       memcmp(p->data, p->stream_all + off, n) == 0;
+}
+
 /* ---- reload: R1 ------------------------------------------------------------- */
 
 void spec_world_reload(struct spec_world *w, const struct policy *pol)

@@ -68,6 +68,8 @@ struct spec_pkt {
 	/* STREAM */
 	enum spec_stream stream;
 	char stream_sni[POLICY_HOST_MAX];
+	const uint8_t *stream_all; /* the whole first message this is a slice of */
+	size_t stream_all_len;
 };
 
 /* ---- what the guard may do ------------------------------------------------- */
@@ -240,6 +242,12 @@ bool spec_reload_keeps(struct spec_world *w, uint8_t proto, const struct pc_addr
 		       const struct pc_addr *b, uint16_t bp);
 /* Put a new policy in force (R1-R3); spec_reload_keeps judges each flow. */
 void spec_world_reload(struct spec_world *w, const struct policy *pol);
+
+/* Does the model describe what this packet does to a held flow? false when
+ * it would add bytes after a TLS record header that are not the rest of
+ * the message it says it belongs to (two messages mixed: only the real
+ * parser knows what that is). The fuzz target sends only described ones. */
+bool spec_describes(struct spec_world *w, const struct spec_pkt *p);
 
 /* Is a special-purpose address (docs/spec.md, "Words")? */
 bool spec_addr_special(const struct spec_world *w, const struct pc_addr *a);

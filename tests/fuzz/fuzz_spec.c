@@ -190,6 +190,8 @@ static void op_flow(struct sc *c, int fam, struct rd *r, bool in)
 		sc_payload(&p, SPEC_PL_DATA, more, 10);
 	} else if (n) {
 		sc_stream(&p, stream_kind[s], stream_sni[s], streams[s] + from, n);
+		p.s.stream_all = streams[s];
+		p.s.stream_all_len = len;
 	}
 	off = (flags & 0x02) && (b5 & 0x80) ? 77777 : 0; /* a SYN with another ISN */
 	sc_tcp(&p, flags, (flags & 0x02) ? isn + off : isn + 1 + (uint32_t)from, 5001);
@@ -197,6 +199,8 @@ static void op_flow(struct sc *c, int fam, struct rd *r, bool in)
 		p.tcp_opt_len = 36;
 	if (b5 & 0x20)
 		p.v6_dstopt = 512; /* IPv6 only: options that ride along */
+	if (!drv_describes(c->d, &p))
+		return; /* two ClientHellos mixed: only the real parser knows */
 	sc_step(c, &p);
 }
 
