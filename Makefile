@@ -128,6 +128,15 @@ fuzz-build:
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(ALL_LIBS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LINK_LIBS) $(LDLIBS)
 
+# spec/: the executable model of docs/spec.md and its differential driver.
+# Not a module: no daemon links it, only the check and the fuzz target
+# that compare the engine with it (their objects go first on the line).
+SPEC_OBJS = $(patsubst %.c,$(BUILD)/%.o,$(wildcard spec/*.c))
+SPEC_BINS = $(BUILD)/tests/check_spec $(FUZZ_BUILD)/fuzz_spec
+$(SPEC_BINS): $(SPEC_OBJS)
+$(SPEC_BINS): LINK_LIBS = $(SPEC_OBJS) -Wl,--start-group $(ALL_LIBS) -Wl,--end-group
+-include $(wildcard $(BUILD)/spec/*.d)
+
 # Frama-C's EVA over the parsers of sandbox bytes: no run-time error for any
 # input of any length up to the largest they take (docs/prove.md).
 prove: deps
