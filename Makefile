@@ -72,6 +72,14 @@ $(BUILD)/tests/helpers/%: tests/helpers/%.c $(ALL_LIBS)
 
 -include $(wildcard $(foreach m,$(MODULES),$(BUILD)/$(m)/*.d))
 
+# A certificate cites the spec its guard is checked against (docs/spec.md):
+# its sha256 is compiled into the certificate writer, which is rebuilt when
+# the spec changes.
+SPEC_SHA256 := $(shell sha256sum docs/spec.md 2>/dev/null | cut -c1-64)
+$(BUILD)/checker/cert.o: docs/spec.md
+$(BUILD)/checker/cert.o: CPPFLAGS += -DPC_SPEC_SHA256='"$(SPEC_SHA256)"'
+
+
 # --- what the README promises -------------------------------------------
 deps:
 	@tests/lab/deps.sh

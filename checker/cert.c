@@ -13,6 +13,12 @@
 
 #include "checker/cert.h"
 #include "checker/internal.h"
+
+/* The sha256 of docs/spec.md, given by the Makefile when this file is
+ * compiled: a certificate names the spec its guard was checked against. */
+#ifndef PC_SPEC_SHA256
+#error "PC_SPEC_SHA256 (the sha256 of docs/spec.md) is not defined: build with the Makefile"
+#endif
 #include "logd/logd.h"
 #include "rules/rules.h"
 
@@ -81,6 +87,7 @@ static char *statement_build(const struct checker_result *res, const struct poli
 	subject(&b, true, "nftables-ruleset", res->ruleset_digest);
 	subject(&b, false, "network-snapshot", res->snapshot_digest);
 	subject(&b, false, "policy", policy_hash(pol));
+	subject(&b, false, "spec", PC_SPEC_SHA256);
 	if (de[0])
 		subject(&b, false, "portcullisd", de);
 	if (ds[0])
@@ -93,6 +100,9 @@ static char *statement_build(const struct checker_result *res, const struct poli
 	ck_buf_printf(
 	    &b, ",\"issued\":\"%s\",\"policy\":", pc_time_rfc3339(res->time_ms, t, sizeof(t)));
 	ck_buf_json_str(&b, policy_hash(pol));
+	/* The guard's behaviour this build was checked against (docs/spec.md,
+	 * hashed at build time): what "the guard does only its spec" means. */
+	ck_buf_printf(&b, ",\"spec\":\"sha256:%s\"", PC_SPEC_SHA256);
 	ck_buf_printf(&b, ",\"result\":\"proven\",\"our_tables\":\"%s\",\"log_seq\":%llu",
 		      res->table_digest, (unsigned long long)log_seq);
 	ck_buf_printf(&b, ",\"approved_destinations\":[");
@@ -359,6 +369,8 @@ static int live_compare(const struct jv *stmt, const char *config, const char *b
 			now = res->snapshot_digest;
 		else if (strcmp(n, "policy") == 0)
 			now = policy_hash(pol);
+		else if (strcmp(n, "spec") == 0)
+			now = "sha256:" PC_SPEC_SHA256; /* the spec this build implements */
 		else if (strcmp(n, "portcullisd") == 0)
 			now = de;
 		else if (strcmp(n, "portcullis") == 0)

@@ -103,6 +103,8 @@ char *cert_render(const struct jv *st, bool html)
 	item(&b, html, "Bridge", jv_str(jv_get(p, "bridge")));
 	item(&b, html, "Issued", jv_str(jv_get(p, "issued")));
 	item(&b, html, "Policy", jv_str(jv_get(p, "policy")));
+	if (jv_str(jv_get(p, "spec"))) /* (certificates before the spec have none) */
+		item(&b, html, "Spec (docs/spec.md)", jv_str(jv_get(p, "spec")));
 	item(&b, html, "Result", jv_str(jv_get(p, "result")));
 	list_close(&b, html);
 

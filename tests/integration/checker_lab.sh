@@ -29,11 +29,17 @@ t_ok "cert verify with the appliance key" ck_pc cert verify "$C/agent-1.json" --
 t_ok "cert verify --live on an unchanged appliance" ck_pc cert verify "$C/agent-1.json" --live
 st=$(jq -r .payload "$C/agent-1.json" | base64 -d)
 t_eq "statement is in-toto v1" "https://in-toto.io/Statement/v1" "$(printf '%s' "$st" | jq -r ._type)"
-t_eq "five subjects" 5 "$(printf '%s' "$st" | jq '.subject | length')"
+t_eq "six subjects" 6 "$(printf '%s' "$st" | jq '.subject | length')"
+spec_sha=$(sha256sum "$PC_TOP/docs/spec.md" | cut -c1-64)
+t_eq "it cites the spec its guard was checked against (docs/spec.md's sha256)" \
+	"sha256:$spec_sha" "$(printf '%s' "$st" | jq -r .predicate.spec)"
+t_eq "... as a subject too" "$spec_sha" \
+	"$(printf '%s' "$st" | jq -r '.subject[] | select(.name == "spec") | .digest.sha256')"
 t_match "secret binding named, host given" '"name":"GITHUB_TOKEN","host":"api.github.test"' "$st"
 t_match "HTML: three parts" "What was proven.*What the proof relies on.*What it does not cover" \
 	"$(tr -d '\n' <"$C/agent-1.json.html")"
 t_match "Markdown: three parts" "What it does not cover" "$(cat "$C/agent-1b.json.md")"
+t_match "Markdown: the spec's hash" "Spec \\(docs/spec.md\\)\\*\\*: sha256:$spec_sha" "$(cat "$C/agent-1b.json.md")"
 
 # openssl, without our tools: PAE = "DSSEv1 <len(type)> <type> <len(body)> <body>"
 jq -r .payload "$C/agent-1.json" | base64 -d >"$C/payload"
