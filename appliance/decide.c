@@ -783,6 +783,22 @@ static int held_keep(struct held_flow *hf, const uint8_t *data, size_t n)
 	return 0;
 }
 
+/* Why the held flow's host, reached without a server name to check (not
+ * TLS), is no longer allowed on this port under the policy in force — a
+ * reload since the SYN may have taken it away (docs/engine.md) — or NULL
+ * while it is. The reason is static. */
+static const char *held_host_refused(const struct decide_ctx *c, const struct policy_sandbox *sb,
+				     const struct pc_addr *dst, uint16_t dport)
+{
+	struct dnsguard_flow_res fr;
+
+	memset(&fr, 0, sizeof(fr));
+	if (dnsguard_flow(c->dg, sb, dst, IPPROTO_TCP, dport, true, c->now_ms, &fr) < 0 ||
+	    !fr.allowed)
+		return fr.reason ? fr.reason : "the held flow's host is no longer allowed";
+	return NULL;
+}
+
 /* Judge the kept bytes once a segment added to them. Allowed: the segment
  * passes and the flow waits for the server's acknowledgement (recorded
  * then); refused: reset now, recorded. */
@@ -790,7 +806,7 @@ static void held_judge(const struct decide_ctx *c, const struct pc_pkt *p,
 		       const struct policy_sandbox *sb, struct held_flow *hf, struct decision *d)
 {
 	char sni[POLICY_HOST_MAX];
-	struct dnsguard_flow_res fr;
+	const char *why;
 	size_t need = 0;
 	int rc = tls_clienthello_sni(hf->buf, hf->len, sni, sizeof(sni), &need);
 
@@ -824,13 +840,9 @@ static void held_judge(const struct decide_ctx *c, const struct pc_pkt *p,
 		 * still be learned for a name allowed on this port by the
 		 * policy in force — a reload since the SYN may have taken the
 		 * host away (docs/engine.md). */
-		memset(&fr, 0, sizeof(fr));
-		if (dnsguard_flow(c->dg, sb, &p->dst, IPPROTO_TCP, p->dport, true, c->now_ms, &fr) <
-			0 ||
-		    !fr.allowed) {
-			held_fail(d, c, sb, hf, VK_REJECT,
-				  fr.reason ? fr.reason
-					    : "the held flow's host is no longer allowed");
+		why = held_host_refused(c, sb, &p->dst, p->dport);
+		if (why) {
+			held_fail(d, c, sb, hf, VK_REJECT, why);
 			return;
 		}
 		break;
@@ -959,7 +971,6 @@ static void held_promote(const struct decide_ctx *c, struct held_flow *hf, struc
 {
 	const struct policy_sandbox *sb;
 	const struct policy_allow *rule = NULL;
-	struct dnsguard_flow_res fr;
 	struct policy_src ps;
 	struct pc_pkt op;
 
@@ -985,13 +996,10 @@ static void held_promote(const struct decide_ctx *c, struct held_flow *hf, struc
 		pc_strlcpy(d->sni, hf->sni, sizeof(d->sni));
 		d->rec.sni = d->sni;
 	} else {
-		memset(&fr, 0, sizeof(fr));
-		if (dnsguard_flow(c->dg, sb, &op.dst, IPPROTO_TCP, op.dport, true, c->now_ms, &fr) <
-			0 ||
-		    !fr.allowed) {
-			held_fail(d, c, sb, hf, VK_DROP,
-				  fr.reason ? fr.reason
-					    : "the held flow's host is no longer allowed");
+		const char *why = held_host_refused(c, sb, &op.dst, op.dport);
+
+		if (why) {
+			held_fail(d, c, sb, hf, VK_DROP, why);
 			return;
 		}
 		allow(d, c, &op, sb, NULL, VK_ALLOW, FLOW_VIA_HOST, hf->meta.name,
