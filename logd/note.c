@@ -329,12 +329,21 @@ int checkpoint_body_format(const struct checkpoint *c, char *buf, size_t len)
 	return n;
 }
 
+/* The value of n decimal digits (checked to be digits by the caller). */
+static unsigned digits(const char *s, size_t n)
+{
+	unsigned v = 0;
+
+	for (size_t i = 0; i < n; i++)
+		v = v * 10 + (unsigned)(s[i] - '0');
+	return v;
+}
+
 /* "2026-11-29T14:02:13.123Z" exactly (what pc_time_rfc3339 writes). */
 int logd_time_parse(const char *s, size_t len, uint64_t *ms)
 {
 	struct tm tm;
 	unsigned msec;
-	char tail;
 	time_t t;
 
 	if (len != 24 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' ||
@@ -344,11 +353,17 @@ int logd_time_parse(const char *s, size_t len, uint64_t *ms)
 		if (i != 4 && i != 7 && i != 10 && i != 13 && i != 16 && i != 19 &&
 		    (s[i] < '0' || s[i] > '9'))
 			return PC_EPARSE;
+	/* The digits are read where they stand: s is not NUL-terminated (it is
+	 * a slice of a checkpoint line), so sscanf, which first measures the
+	 * whole string, would read past it. */
 	memset(&tm, 0, sizeof(tm));
-	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d.%3u%c", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-		   &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &msec, &tail) != 8 ||
-	    tail != 'Z')
-		return PC_EPARSE;
+	tm.tm_year = (int)digits(s, 4);
+	tm.tm_mon = (int)digits(s + 5, 2);
+	tm.tm_mday = (int)digits(s + 8, 2);
+	tm.tm_hour = (int)digits(s + 11, 2);
+	tm.tm_min = (int)digits(s + 14, 2);
+	tm.tm_sec = (int)digits(s + 17, 2);
+	msec = digits(s + 20, 3);
 	if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
 	    tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
 		return PC_EPARSE;

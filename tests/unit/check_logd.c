@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -716,6 +717,31 @@ START_TEST(verifier_large_file_in_parallel)
 }
 END_TEST
 
+/* A checkpoint's time is a slice of its line, not a C string: parsed
+ * right up to an unreadable page, nothing past its 24 bytes is read (the
+ * parser once handed it to sscanf, which measures the whole string first;
+ * fuzz_logverify found it). */
+START_TEST(time_parse_reads_only_its_slice)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	char *m =
+	    mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	const char *t = "2026-11-29T14:02:13.123Z";
+	char *s;
+	uint64_t ms = 0;
+
+	ck_assert_ptr_ne(m, MAP_FAILED);
+	ck_assert_int_eq(mprotect(m + pg, (size_t)pg, PROT_NONE), 0);
+	s = m + pg - 24;
+	memcpy(s, t, 24);
+	ck_assert_int_eq(logd_time_parse(s, 24, &ms), 0);
+	ck_assert_uint_eq(ms, 1795960933123ull);
+	s[23] = 'X';
+	ck_assert_int_eq(logd_time_parse(s, 24, &ms), PC_EPARSE);
+	munmap(m, (size_t)pg * 2);
+}
+END_TEST
+
 static Suite *logd_suite(void)
 {
 	Suite *s = suite_create("logd");
@@ -739,6 +765,7 @@ static Suite *logd_suite(void)
 	tcase_add_test(t, writer_resumes_and_refuses_a_tampered_file);
 	tcase_add_test(t, writer_rotation_does_not_nest);
 	tcase_add_test(t, verifier_large_file_in_parallel);
+	tcase_add_test(t, time_parse_reads_only_its_slice);
 	suite_add_tcase(s, t);
 	return s;
 }
