@@ -29,6 +29,7 @@ void decision_clear(struct decision *d)
 	d->quota = QUOTA_NONE;
 	d->learn = false;
 	d->promote = false;
+	d->held_judged = false;
 	memset(&d->rec, 0, sizeof(d->rec));
 	d->sandbox[0] = d->rule[0] = d->domain[0] = d->sni[0] = d->dns_name[0] = '\0';
 	d->answers[0] = d->reason[0] = '\0';
@@ -799,13 +800,51 @@ static const char *held_host_refused(const struct decide_ctx *c, const struct po
 	return NULL;
 }
 
-/* Judge the kept bytes once a segment added to them. Allowed: the segment
- * passes and the flow waits for the server's acknowledgement (recorded
- * then); refused: reset now, recorded. */
+/* The sandbox side of a held flow as its SYN matched it. */
+static void held_src(const struct held_flow *hf, const struct pc_pkt *op, struct policy_src *ps)
+{
+	memset(ps, 0, sizeof(*ps));
+	ps->addr = op->src;
+	ps->has_mac = hf->meta.has_mac;
+	memcpy(ps->mac, hf->meta.mac, 6);
+	pc_strlcpy(ps->port, hf->meta.port, sizeof(ps->port));
+}
+
+/* The allowed record of a held flow, for its judged bytes (the verdict of
+ * the segment that completed them: PASS). Written before those bytes go
+ * on, like every allowed flow's: no record, no bytes to the server. */
+static void held_allowed(const struct decide_ctx *c, const struct pc_pkt *p,
+			 const struct policy_sandbox *sb, const struct held_flow *hf,
+			 const struct policy_allow *rule, struct decision *d)
+{
+	struct policy_src ps;
+	struct pc_pkt op;
+
+	held_view(hf, &op);
+	held_src(hf, &op, &ps);
+	if (hf->sni[0]) {
+		allow(d, c, &op, sb, rule, VK_PASS, FLOW_VIA_SNI, hf->sni,
+		      "allowed host; TLS server name checked", &ps);
+		pc_strlcpy(d->sni, hf->sni, sizeof(d->sni));
+		d->rec.sni = d->sni;
+	} else {
+		allow(d, c, &op, sb, NULL, VK_PASS, FLOW_VIA_HOST, hf->meta.name,
+		      "allowed host (not TLS: no server name to check)", &ps);
+	}
+	pc_strlcpy(d->domain, hf->meta.name, sizeof(d->domain));
+	d->rec.domain = d->domain;
+	d->held_judged = true;
+	flow_key_from_pkt(&d->key, p);
+}
+
+/* Judge the kept bytes once a segment added to them. Allowed: recorded,
+ * the segment passes and the flow waits for the server's acknowledgement;
+ * refused: reset now, recorded. */
 static void held_judge(const struct decide_ctx *c, const struct pc_pkt *p,
 		       const struct policy_sandbox *sb, struct held_flow *hf, struct decision *d)
 {
 	char sni[POLICY_HOST_MAX];
+	const struct policy_allow *rule = NULL;
 	const char *why;
 	size_t need = 0;
 	int rc = tls_clienthello_sni(hf->buf, hf->len, sni, sizeof(sni), &need);
@@ -817,7 +856,7 @@ static void held_judge(const struct decide_ctx *c, const struct pc_pkt *p,
 	case 1:
 		pc_strlcpy(hf->sni, sni, sizeof(hf->sni));
 		if (!dnsguard_sni_allowed(c->dg, sb, &p->dst, IPPROTO_TCP, p->dport, sni, c->now_ms,
-					  NULL)) {
+					  &rule)) {
 			held_fail_sni(d, c, sb, hf, VK_REJECT);
 			return;
 		}
@@ -850,8 +889,8 @@ static void held_judge(const struct decide_ctx *c, const struct pc_pkt *p,
 		held_fail(d, c, sb, hf, VK_REJECT, "TLS ClientHello could not be checked");
 		return;
 	}
-	hf->judged = true; /* promoted, and recorded, when the server acknowledges it */
-	d->v = VK_PASS;
+	hf->judged = true; /* promoted when the server acknowledges it */
+	held_allowed(c, p, sb, hf, rule, d);
 }
 
 /* A segment from the sandbox on a held flow. */
@@ -966,7 +1005,7 @@ static void held_segment(const struct decide_ctx *c, const struct pc_pkt *p,
 
 /* The judged flow's server acknowledged every judged byte: judge it again
  * under the policy in force (a reload may have come since) and promote it
- * with its one allowed record. */
+ * (its allowed record was written when its bytes were judged). */
 static void held_promote(const struct decide_ctx *c, struct held_flow *hf, struct decision *d)
 {
 	const struct policy_sandbox *sb;
@@ -975,11 +1014,7 @@ static void held_promote(const struct decide_ctx *c, struct held_flow *hf, struc
 	struct pc_pkt op;
 
 	held_view(hf, &op);
-	memset(&ps, 0, sizeof(ps));
-	ps.addr = op.src;
-	ps.has_mac = hf->meta.has_mac;
-	memcpy(ps.mac, hf->meta.mac, 6);
-	pc_strlcpy(ps.port, hf->meta.port, sizeof(ps.port));
+	held_src(hf, &op, &ps);
 	sb = policy_sandbox_match(c->policy, &ps);
 	if (!sb || strcmp(sb->name, hf->meta.sandbox) != 0) {
 		held_fail(d, c, sb, hf, VK_DROP, "held flow no longer matches its sandbox");
@@ -1005,8 +1040,9 @@ static void held_promote(const struct decide_ctx *c, struct held_flow *hf, struc
 		allow(d, c, &op, sb, NULL, VK_ALLOW, FLOW_VIA_HOST, hf->meta.name,
 		      "allowed host (not TLS: no server name to check)", &ps);
 	}
-	pc_strlcpy(d->domain, hf->meta.name, sizeof(d->domain));
-	d->rec.domain = d->domain;
+	/* Its allowed record went with the judged bytes (held_allowed): the
+	 * promotion only registers the flow for reloads, unrecorded. */
+	d->has_rec = false;
 	d->promote = true;
 	hf->promoted_ms = c->now_ms ? c->now_ms : 1;
 	pc_strlcpy(hf->policy, policy_hash(c->policy), sizeof(hf->policy));

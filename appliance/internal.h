@@ -428,6 +428,9 @@ struct decision {
 	/* a held flow promoted by its server's acknowledgement (forward hook:
 	 * the verdict ALLOW is the reply's; refused, it is only dropped) */
 	bool promote;
+	/* bytes of a held flow judged allowed (key: the flow): their record
+	 * goes with them; if logd does not take it, the flow fails */
+	bool held_judged;
 	/* allowed flow to remember for reloads */
 	bool register_flow;
 	struct flow_key key;

@@ -307,10 +307,18 @@ static void emit_verdicts(struct qthread *t, struct qbufs *qb, size_t n)
 	send_verdicts(t, qb);
 }
 
-/* No record, no connection: what logd did not take becomes a refusal. */
-static void refuse_unlogged(struct decision *d)
+/* No record, no connection: what logd did not take becomes a refusal. A
+ * held flow whose judged bytes it concerned fails with it: resent, the
+ * same bytes would otherwise pass as judged before (docs/engine.md). */
+static void refuse_unlogged(struct qthread *t, struct decision *d)
 {
 	d->learn = false; /* a DNS answer whose record is not in teaches nothing */
+	if (d->held_judged) {
+		struct held_flow *hf = held_get(t->held, &d->key);
+
+		if (hf)
+			hf->failed = true;
+	}
 	if (d->v == VK_DROP || d->v == VK_REJECT)
 		return;
 	/* a promotion is a reply's verdict (forward): no RST from there */
@@ -357,7 +365,7 @@ static void log_batch(struct qthread *t, struct qbufs *qb, size_t n)
 	for (size_t k = 0; k < nr; k++) {
 		if (!sent[k]) {
 			atomic_fetch_add(&t->st.log_failed, 1);
-			refuse_unlogged(of[k]);
+			refuse_unlogged(t, of[k]);
 			of[k]->has_rec = false; /* not sent: not waited for */
 			failed = true;
 		}
@@ -369,7 +377,7 @@ static void log_batch(struct qthread *t, struct qbufs *qb, size_t n)
 		for (size_t i = 0; i < n; i++) {
 			if (t->dec[i].has_rec) {
 				atomic_fetch_add(&t->st.log_failed, 1);
-				refuse_unlogged(&t->dec[i]);
+				refuse_unlogged(t, &t->dec[i]);
 			}
 		}
 	}
@@ -420,10 +428,10 @@ static void process_batch(struct qthread *t, struct qbufs *qb, int nmsg)
 	for (size_t i = 0; i < n; i++) {
 		/* learned only now that its record is in the log */
 		if (decision_commit(e->dg, &t->dec[i], c.now_ms) < 0)
-			refuse_unlogged(&t->dec[i]);
+			refuse_unlogged(t, &t->dec[i]);
 		if (t->dec[i].register_flow &&
 		    flow_registry_put(e->flows, &t->dec[i].key, &t->dec[i].meta) < 0)
-			refuse_unlogged(&t->dec[i]); /* allocation failure refuses too */
+			refuse_unlogged(t, &t->dec[i]); /* allocation failure refuses too */
 		/* the verdict is final here: count it */
 		metrics_count_verdict(t, &t->dec[i]);
 		if (t->dec[i].quota)

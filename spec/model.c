@@ -560,11 +560,7 @@ static void held_out(struct spec_world *w, const struct policy_sandbox *sb, stru
 		/* promoted: ALLOW from now on, or released while the mark
 		 * does not act yet (H13) */
 		say(v, "H13", SPEC_V_ALLOW | SPEC_V_FAST | SPEC_V_PASS);
-		v->rec = SPEC_REC_MAY;
-		v->actions = CONNECT;
-		v->outcome = LOGREC_ALLOWED;
-		v->approval_owed_here = true;
-		return;
+		return; /* its allowed record went with the judged bytes (H11) */
 	}
 	if (w->now_ms > f->deadline_ms) {
 		held_fail(f, v, "H2", SPEC_V_REJECT, SPEC_R_TIMEOUT);
@@ -651,7 +647,9 @@ static void held_out(struct spec_world *w, const struct policy_sandbox *sb, stru
 		return;
 	}
 	say(v, "H11", SPEC_V_PASS);
-	v->rec = SPEC_REC_MAY;
+	/* no record, no bytes to the server (A9): the approval is recorded
+	 * before the judged bytes pass, not at the promotion */
+	v->rec = SPEC_REC_MUST;
 	v->actions = CONNECT;
 	v->outcome = LOGREC_ALLOWED;
 	v->reason = r;
@@ -727,11 +725,7 @@ static void held_in(struct spec_world *w, struct spec_flow *f, const struct spec
 			held_fail(f, v, "H13", SPEC_V_DROP, SPEC_R_ANY);
 			return;
 		}
-		v->may = SPEC_V_PASS | SPEC_V_ALLOW;
-		v->rec = SPEC_REC_MAY;
-		v->actions = CONNECT;
-		v->outcome = LOGREC_ALLOWED;
-		v->approval_owed_here = true;
+		v->may = SPEC_V_PASS | SPEC_V_ALLOW; /* unrecorded: H11 recorded it */
 		f->st = SPEC_F_ACKED;
 		f->promoted_ms = w->now_ms ? w->now_ms : 1;
 	}

@@ -815,20 +815,25 @@ START_TEST(held_flow_sni)
 	ck_assert_int_eq(judge(), VK_PASS); /* a retransmitted SYN */
 	n = client_hello(ch, "api.github.test");
 	tcp_pkt("10.203.0.11", 41000, "203.0.113.10", 443, ACK | PSH, 101, ch, n);
-	ck_assert_int_eq(judge(), VK_PASS); /* allowed: promoted when the server has it */
-	ck_assert(!d.has_rec);
-	ck_assert_uint_eq(held_count(held), 1);
-	/* the server's acknowledgement of every judged byte promotes it, with
-	 * the one allowed record, in the flow's own direction */
-	ck_assert_int_eq(
-	    reply("203.0.113.10", 443, "10.203.0.11", 41000, ACK, 7001, 101 + (uint32_t)n, "SH", 2),
-	    VK_ALLOW);
-	ck_assert(d.promote);
+	/* allowed: recorded before its bytes go on (no record, no bytes to
+	 * the server), in the flow's own direction; promoted when the server
+	 * has them */
+	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert(d.has_rec && d.held_judged);
 	ck_assert_int_eq(d.rec.verdict, LOGREC_ALLOWED);
 	ck_assert_str_eq(d.rec.sni, "api.github.test");
 	ck_assert_str_eq(d.rec.domain, "api.github.test");
 	ck_assert_uint_eq(d.rec.src.port, 41000);
 	ck_assert_uint_eq(d.rec.dst.port, 443);
+	ck_assert(!d.register_flow);
+	ck_assert_uint_eq(held_count(held), 1);
+	/* the server's acknowledgement of every judged byte promotes it,
+	 * unrecorded: its one allowed record is written */
+	ck_assert_int_eq(
+	    reply("203.0.113.10", 443, "10.203.0.11", 41000, ACK, 7001, 101 + (uint32_t)n, "SH", 2),
+	    VK_ALLOW);
+	ck_assert(d.promote);
+	ck_assert(!d.has_rec);
 	ck_assert(d.register_flow);
 	ck_assert_uint_eq(d.key.sport, 41000);
 	ck_assert_int_eq(d.meta.via, FLOW_VIA_SNI);
@@ -886,7 +891,8 @@ START_TEST(held_insertion)
 	handshake("10.203.0.11", 43000, "203.0.113.10", 443, 1000);
 	tcp_pkt("10.203.0.11", 43000, "203.0.113.10", 443, ACK | PSH, 1001, "X", 1);
 	ck_assert_int_eq(judge(), VK_PASS); /* not TLS, host allowed on 443: not promoted yet */
-	ck_assert(!d.has_rec);
+	ck_assert(d.has_rec && d.held_judged); /* recorded before the byte goes on */
+	ck_assert_str_eq(d.rec.reason, "allowed host (not TLS: no server name to check)");
 	tcp_pkt("10.203.0.11", 43000, "203.0.113.10", 443, ACK | PSH, 1001, evil, ne);
 	ck_assert_int_eq(judge(), VK_REJECT);
 	ck_assert_int_eq(d.rec.verdict, LOGREC_REFUSED);
@@ -1017,9 +1023,10 @@ START_TEST(held_promotion)
 	/* the server's: promoted */
 	ck_assert_int_eq(reply("203.0.113.10", 443, "10.203.0.11", 44000, ACK, 7001, end, NULL, 0),
 			 VK_ALLOW);
-	ck_assert(d.promote && d.has_rec);
+	ck_assert(d.promote && !d.has_rec); /* recorded with its judged bytes */
 
-	/* judged, never acknowledged: reset at the deadline, recorded once */
+	/* judged, never acknowledged: reset at the deadline, recorded (after
+	 * its allowed record: what happened, in order) */
 	handshake("10.203.0.11", 44001, "203.0.113.10", 443, 100);
 	tcp_pkt("10.203.0.11", 44001, "203.0.113.10", 443, ACK | PSH, 101, ch, n);
 	ck_assert_int_eq(judge(), VK_PASS);
