@@ -12,11 +12,13 @@ import sys
 
 
 def metric(name, label, unit, better, subject, samples, baseline=None, base_samples=None,
-           target=None):
+           target=None, ceiling=None, ceil_samples=None):
     m = {"name": name, "label": label, "unit": unit, "better": better,
          "subject": {"name": subject, "samples": samples}}
     if baseline is not None:
         m["baseline"] = {"name": baseline, "samples": base_samples}
+    if ceiling is not None:
+        m["ceiling"] = {"name": ceiling, "samples": ceil_samples}
     if target:
         m["target"] = {"kind": target[0], "value": target[1], "text": target[2]}
     return m
@@ -37,8 +39,13 @@ def adapt_flows(texts):
     rx = re.compile(r"flows: round \d+: conn/s plain ([\d.]+) portcullis ([\d.]+) .*"
                     r"SYN p50 (\d+)/(\d+) us, p99 (\d+)/(\d+) us; bulk ([\d.]+)/([\d.]+) Gbit/s")
     rx_null = re.compile(r"flows: round \d+: null queue consumer: conn/s ([\d.]+)")
+    # the queue consumer's CPU per new flow (on the portcullis line: nullq's, then
+    # portcullisd + logd's, both from the same round)
+    rx_cpu = re.compile(r"CPU per new flow: null queue consumer ([\d.]+) us, "
+                        r"portcullisd \+ logd ([\d.]+) us")
     cols = [[] for _ in range(8)]
     rn = []
+    cpu_n, cpu_g = [], []
     notes = []
     for t in texts:
         for line in t.splitlines():
@@ -47,6 +54,9 @@ def adapt_flows(texts):
             if m:
                 for i, v in enumerate(m.groups()):
                     cols[i].append(num(v))
+                mc = rx_cpu.search(line)
+                cpu_n.append(num(mc.group(1)) if mc else None)
+                cpu_g.append(num(mc.group(2)) if mc else None)
             elif mn:
                 rn.append(num(mn.group(1)))
             elif line.startswith("flows: packets the engine saw") or \
@@ -61,10 +71,19 @@ def adapt_flows(texts):
                     "portcullis' tables deleted; portcullis: tables installed, every new flow "
                     "queued, judged and logged (logd acknowledges before the verdict); null "
                     "queue consumer: the same tables, bench/nullq on the engine's queues in its "
-                    "place, letting every packet through unjudged and unlogged",
+                    "place, letting every packet through unjudged and unlogged; CPU per new "
+                    "flow: the queue consumer's threads' run time (/proc/PID/task/*/schedstat; "
+                    "portcullis: portcullisd and portcullis-logd) over the rate run, divided "
+                    "by the connections it completed",
         "metrics": [
             metric("flows_conn", "new TCP connections/s", "conn/s", "higher", "portcullis", rg,
-                   "plain forwarding", rp, ("ratio_min", 0.85, ">= 0.85x")),
+                   "plain forwarding", rp, ("ratio_min", 0.85, ">= 0.85x"),
+                   "null queue consumer", rn),
+            # the queue consumer's threads' run time (schedstat) over the rate
+            # run, per completed connection; portcullis: portcullisd + logd
+            metric("flows_cpu", "new TCP flows: CPU per new flow vs the do-nothing consumer",
+                   "us", "lower", "portcullis", cpu_g, "null queue consumer", cpu_n,
+                   ("ratio_max", 1.3, "<= 1.3x")),
             metric("flows_conn_nullq", "new TCP connections/s, null queue consumer "
                    "(NFQUEUE's ceiling here: no decision, no record)", "conn/s", "higher",
                    "null queue consumer", rn, "plain forwarding", rp),
@@ -244,6 +263,10 @@ def summarize(m):
         pairs = [x / y for x, y in zip(ss, bb) if x is not None and y]
         if len(ss) == len(bb) and pairs:
             out.update(r_min=min(pairs), r_max=max(pairs))
+    # the do-nothing consumer's ratio to the same baseline: the ceiling
+    c = _vals(m.get("ceiling"))
+    if c and b and out["b_med"] > 0:
+        out["c_ratio"] = statistics.median(c) / out["b_med"]
     t = m.get("target")
     if not t:
         out["status"] = "report"

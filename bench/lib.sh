@@ -6,7 +6,8 @@
 #   bench_args NAME "$@"            # --quick, -r ROUNDS, -t SECONDS, --json FILE
 #   bench_begin NAME "title" "workload"
 #   bench_metric name "label" unit higher|lower \
-#       "baseline name" "s1 s2 ..." "subject name" "s1 s2 ..." KIND VALUE "target text"
+#       "baseline name" "s1 s2 ..." "subject name" "s1 s2 ..." KIND VALUE "target text" \
+#       ["ceiling name" "s1 s2 ..."]
 #   bench_note "text"
 #   bench_end                       # writes $BENCH_JSON (if given)
 
@@ -54,6 +55,30 @@ bench_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b
 # Resident memory of a process in KiB: current (VmRSS) and peak (VmHWM).
 bench_rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
 bench_hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
+
+# CPU time a process's threads have run so far, in ns (the scheduler's
+# own account, /proc/PID/task/*/schedstat; utime and stime are sampled at
+# the tick and miss threads that wake and sleep between ticks): the queue
+# consumer's cost per verdict, steadier than wall-clock rates on a machine
+# whose other work comes and goes. bench/flows, bench/dns and bench/flood
+# take it around one run of traffic and divide by what the run made the
+# consumer judge (new flows, queries).
+bench_cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f", s}'; }
+# portcullis' consumer: portcullisd and portcullis-logd together (the
+# engine's verdict waits for logd's acknowledgement: logd's work is part of
+# every verdict)
+bench_guard_cpu_ns() {
+	echo $(($(bench_cpu_ns "$(guard_engine_pid)") + $(bench_cpu_ns "$(cat "$LAB_DIR/guard-logd.pid")")))
+}
+# the do-nothing consumer's (bench_mode nullq)
+bench_nullq_cpu_ns() { bench_cpu_ns "$(cat "$LAB_DIR/nullq.pid")"; }
+# the CPU time of the consumer of the current mode: nullq's or portcullis'
+bench_consumer_cpu_ns() { # nullq|guarded
+	if [ "$1" = nullq ]; then bench_nullq_cpu_ns; else bench_guard_cpu_ns; fi
+}
+bench_us_per() { # ns count -> microseconds per item (0 for no item)
+	awk -v t="$1" -v n="$2" 'BEGIN { printf "%.1f", (n > 0 ? t / 1e3 / n : 0) }'
+}
 
 # Build a small C program of bench/ (no project libraries; extra compiler
 # arguments, e.g. pkg-config's, after the name) into $PC_BUILD/bench/NAME
@@ -120,9 +145,11 @@ _bench_nullq_on() { # ALLOW|PASS
 	lab_wait_until -p "$(cat "$LAB_DIR/nullq.pid")" grep -q serving "$LAB_DIR/nullq.out" ||
 		lab_die "bench/nullq did not start: $(cat "$LAB_DIR/nullq.out")"
 }
-# Packets nullq has been given since it bound (the queues' id counters
-# start again at each bind): a ceiling run that queued less than its
-# traffic needs did not measure the queue.
+# Packets the queues' consumer has been given since it bound (the queues'
+# id counters start again at each bind): a ceiling run that queued less
+# than its traffic needs did not measure the queue. Read before and after a
+# run (no bind between), the packets any consumer, nullq or the engine, was
+# handed during it.
 bench_nullq_queued() {
 	lab_gw cat /proc/net/netfilter/nfnetlink_queue | awk '{s += $8} END {print s + 0}'
 }
@@ -155,12 +182,17 @@ bench_begin() { # name title workload
 	BJ_METRICS=() BJ_NOTES=()
 }
 
-bench_metric() { # name label unit better base-name base-samples subj-name subj-samples kind value text
+# The optional ceiling: the same measurement through the do-nothing queue
+# consumer (bench_mode nullq), in the baseline's unit: the report puts its
+# ratio to the baseline beside the subject's, as the most any NFQUEUE
+# design reaches here. Reported, never judged.
+bench_metric() { # name label unit better base-name base-samples subj-name subj-samples kind value text [ceil-name ceil-samples]
 	local m
 	m="{\"name\":$(_bj_str "$1"),\"label\":$(_bj_str "$2"),\"unit\":$(_bj_str "$3"),\"better\":$(_bj_str "$4")"
 	[ -z "$5" ] || m+=",\"baseline\":{\"name\":$(_bj_str "$5"),\"samples\":$(_bj_arr "$6")}"
 	m+=",\"subject\":{\"name\":$(_bj_str "$7"),\"samples\":$(_bj_arr "$8")}"
 	[ -z "${9:-}" ] || m+=",\"target\":{\"kind\":$(_bj_str "$9"),\"value\":${10},\"text\":$(_bj_str "${11}")}"
+	[ -z "${12:-}" ] || m+=",\"ceiling\":{\"name\":$(_bj_str "${12}"),\"samples\":$(_bj_arr "${13}")}"
 	BJ_METRICS+=("$m}")
 }
 
