@@ -9,9 +9,22 @@ CC      ?= cc
 BUILD   ?= build
 VERSION := $(or $(shell awk -F'[()]' 'NR==1{print $$2}' packaging/debian/changelog 2>/dev/null),0.1.0)
 
-MODULES := common rules logd dnsguard vault checker appliance
+# The module order, lowest first: a module may use only those before it
+# here (docs/layout.md; tests/static/layering.sh checks every #include).
+MODULES := common rules nft dnsguard logd vault checker engine cli
 
 PKGS := libnetfilter_queue libnftnl libmnl ldns libsodium yaml-0.1 openssl
+
+# A missing library is said at once, not found later as a pile of missing
+# headers. The targets that install the libraries (deps, and those that
+# run it first) and those that build nothing may start without them.
+NO_PKG_GOALS := deps test demo escape bench prove deb clean format check-format
+ifneq ($(filter-out $(NO_PKG_GOALS),$(or $(MAKECMDGOALS),all)),)
+PKG_MISSING := $(shell pkg-config --print-errors --exists $(PKGS) 2>&1)
+ifneq ($(PKG_MISSING),)
+$(error pkg-config: $(PKG_MISSING) -- run `make deps` (as root) first)
+endif
+endif
 
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
@@ -22,16 +35,18 @@ CPPFLAGS += -D_GNU_SOURCE -D_FORTIFY_SOURCE=2 -DPC_VERSION='"$(VERSION)"' -I. \
 LDFLAGS  += -pie -Wl,-z,relro,-z,now -Wl,--as-needed
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 
-# Module archives, in link order (a module may use those after it).
-LIBORDER := appliance checker vault dnsguard logd rules common
+# Module archives in link order: the highest first, so that one pass of the
+# linker resolves every module against those below it (no --start-group: a
+# reference upwards is a link error, not something the linker hides).
+reverse   = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
 mod_srcs  = $(filter-out %main.c,$(wildcard $(1)/*.c))
 mod_objs  = $(patsubst %.c,$(BUILD)/%.o,$(call mod_srcs,$(1)))
-ALL_LIBS := $(foreach m,$(LIBORDER),$(if $(call mod_srcs,$(m)),$(BUILD)/lib$(m).a))
-LINK_LIBS = -Wl,--start-group $(ALL_LIBS) -Wl,--end-group
+ALL_LIBS := $(foreach m,$(call reverse,$(MODULES)),$(if $(call mod_srcs,$(m)),$(BUILD)/lib$(m).a))
+LINK_LIBS = $(ALL_LIBS)
 
 # binary name : its main file
-BIN_MAINS := portcullisd:appliance/engine_main.c portcullis-logd:logd/main.c \
-	     portcullis-vault:vault/main.c portcullis:appliance/cli_main.c
+BIN_MAINS := portcullisd:engine/main.c portcullis-logd:logd/main.c \
+	     portcullis-vault:vault/main.c portcullis:cli/main.c
 # (a binary whose main file does not exist yet is not built)
 BIN_MAINS := $(foreach b,$(BIN_MAINS),$(if $(wildcard $(lastword $(subst :, ,$(b)))),$(b)))
 BINS := $(foreach b,$(BIN_MAINS),$(BUILD)/$(firstword $(subst :, ,$(b))))
@@ -63,14 +78,15 @@ $(foreach b,$(BIN_MAINS),$(eval $(call bin_rule,$(firstword $(subst :, ,$(b))),$
 
 $(BUILD)/tests/check_%: tests/unit/check_%.c $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes $(shell pkg-config --cflags check) \
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -Wno-missing-prototypes $(shell pkg-config --cflags check) \
 		$(LDFLAGS) -o $@ $< $(LINK_LIBS) $(LDLIBS) $(shell pkg-config --libs check)
 
 $(BUILD)/tests/helpers/%: tests/helpers/%.c $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LINK_LIBS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP $(LDFLAGS) -o $@ $< $(LINK_LIBS) $(LDLIBS)
 
--include $(wildcard $(foreach m,$(MODULES),$(BUILD)/$(m)/*.d))
+-include $(wildcard $(foreach m,$(MODULES),$(BUILD)/$(m)/*.d) $(BUILD)/tests/*.d \
+	$(BUILD)/tests/helpers/*.d $(BUILD)/*.d)
 
 # A certificate cites the spec its guard is checked against (docs/spec.md):
 # its sha256 is compiled into the certificate writer, which is rebuilt when
@@ -134,7 +150,7 @@ fuzz-build:
 		$(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRCS))
 
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(ALL_LIBS)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LINK_LIBS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -fsanitize=fuzzer -o $@ $< $(LINK_LIBS) $(LDLIBS)
 
 # spec/: the executable model of docs/spec.md and its differential driver.
 # Not a module: no daemon links it, only the check and the fuzz target
@@ -142,7 +158,7 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(ALL_LIBS)
 SPEC_OBJS = $(patsubst %.c,$(BUILD)/%.o,$(wildcard spec/*.c))
 SPEC_BINS = $(BUILD)/tests/check_spec $(FUZZ_BUILD)/fuzz_spec
 $(SPEC_BINS): $(SPEC_OBJS)
-$(SPEC_BINS): LINK_LIBS = $(SPEC_OBJS) -Wl,--start-group $(ALL_LIBS) -Wl,--end-group
+$(SPEC_BINS): LINK_LIBS = $(SPEC_OBJS) $(ALL_LIBS)
 -include $(wildcard $(BUILD)/spec/*.d)
 
 # Frama-C's EVA over the parsers of sandbox bytes: no run-time error for any

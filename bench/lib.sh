@@ -132,8 +132,8 @@ _bench_nullq_on() { # ALLOW|PASS
 	# shellcheck disable=SC2046 # pkg-config's words
 	nullq=$(bench_cc nullq $(pkg-config --cflags --libs libnetfilter_queue libmnl) -lpthread) ||
 		lab_die "bench/nullq did not build"
-	mark=$(sed -n "s/^#define PC_MARK_$1 \\(0x[0-9a-f]*\\)u.*/\\1/p" "$PC_TOP/appliance/appliance.h")
-	[ -n "$mark" ] || lab_die "bench_mode nullq: no mark PC_MARK_$1"
+	mark=$(sed -n "s/^#define NFT_MARK_$1 \\(0x[0-9a-f]*\\)u.*/\\1/p" "$PC_TOP/nft/nft.h")
+	[ -n "$mark" ] || lab_die "bench_mode nullq: no mark NFT_MARK_$1"
 	queues=$(guard_status_field '" ".join(str(q["num"]) for q in s["queues"])')
 	_bench_tables_on
 	guard_engine_stop

@@ -5,7 +5,7 @@
  *
  *   logd_bench [-n RECORDS] [-b BATCH] [-c CHECKPOINT_RECORDS] [-d DIR]
  */
-#include "logd/daemon.h"
+#include "logd/logd_int.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

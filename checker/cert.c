@@ -11,8 +11,7 @@
 
 #include <sodium.h>
 
-#include "checker/cert.h"
-#include "checker/internal.h"
+#include "checker/checker_int.h"
 
 /* The sha256 of docs/spec.md, given by the Makefile when this file is
  * compiled: a certificate names the spec its guard was checked against. */

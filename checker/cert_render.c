@@ -4,8 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "checker/cert.h"
-#include "checker/internal.h"
+#include "checker/checker_int.h"
 
 static void text(struct ck_buf *b, bool html, const char *s)
 {

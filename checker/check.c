@@ -11,8 +11,8 @@
 #include <libnftnl/table.h>
 #include <linux/netfilter.h>
 
-#include "appliance/appliance.h"
-#include "checker/internal.h"
+#include "nft/nft.h"
+#include "checker/checker_int.h"
 #include "rules/rules.h"
 
 /* ---- identity text: one form for the built and the live tables --------- */
@@ -101,47 +101,47 @@ static char *one_text(int (*fn)(const void *, char **, size_t *), const void *ob
 
 static int t_table(const void *o, char **b, size_t *l)
 {
-	return pc_nft_table_text(o, b, l);
+	return nft_table_text(o, b, l);
 }
 static int t_chain(const void *o, char **b, size_t *l)
 {
-	return pc_nft_chain_text(o, b, l);
+	return nft_chain_text(o, b, l);
 }
 static int t_set(const void *o, char **b, size_t *l)
 {
-	return pc_nft_set_text(o, b, l);
+	return nft_set_text(o, b, l);
 }
 static int t_rule(const void *o, char **b, size_t *l)
 {
-	return pc_nft_rule_text(o, b, l);
+	return nft_rule_text(o, b, l);
 }
 
-static char *built_text(const struct pc_ruleset *rs)
+static char *built_text(const struct nft_ruleset *rs)
 {
 	struct ilist l = {0};
 	char *out;
 
-	for (size_t i = 0; i < pc_ruleset_count(rs); i++) {
-		const struct pc_nft_obj *o = pc_ruleset_at(rs, i);
+	for (size_t i = 0; i < nft_ruleset_count(rs); i++) {
+		const struct nft_obj *o = nft_ruleset_at(rs, i);
 
 		switch (o->kind) {
-		case PC_NFT_TABLE_OBJ:
+		case NFT_TABLE_OBJ:
 			ilist_add(&l, 0, o->family,
 				  nftnl_table_get_str(o->u.table, NFTNL_TABLE_NAME), NULL, 0,
 				  one_text(t_table, o->u.table));
 			break;
-		case PC_NFT_CHAIN_OBJ:
+		case NFT_CHAIN_OBJ:
 			ilist_add(&l, 1, o->family,
 				  nftnl_chain_get_str(o->u.chain, NFTNL_CHAIN_TABLE),
 				  nftnl_chain_get_str(o->u.chain, NFTNL_CHAIN_NAME), 0,
 				  one_text(t_chain, o->u.chain));
 			break;
-		case PC_NFT_SET_OBJ:
+		case NFT_SET_OBJ:
 			ilist_add(&l, 2, o->family, nftnl_set_get_str(o->u.set, NFTNL_SET_TABLE),
 				  nftnl_set_get_str(o->u.set, NFTNL_SET_NAME), 0,
 				  one_text(t_set, o->u.set));
 			break;
-		case PC_NFT_RULE_OBJ:
+		case NFT_RULE_OBJ:
 			ilist_add(&l, 1, o->family, nftnl_rule_get_str(o->u.rule, NFTNL_RULE_TABLE),
 				  nftnl_rule_get_str(o->u.rule, NFTNL_RULE_CHAIN), 1,
 				  one_text(t_rule, o->u.rule));
@@ -334,8 +334,8 @@ static int expect_build(const struct pc_config *cfg, const struct policy *given,
 	struct checker_expect e;
 	struct policy *pol = NULL; /* loaded here when not given */
 	const struct policy *use;
-	struct pc_ruleset *rs = NULL;
-	struct pc_bridge_port *ports = NULL;
+	struct nft_ruleset *rs = NULL;
+	struct nft_port *ports = NULL;
 	struct ck_expect_store *store = calloc(1, sizeof(*store));
 	const struct ck_link *br = ck_link_by_name(st, bridge);
 	size_t np = 0;
@@ -344,10 +344,10 @@ static int expect_build(const struct pc_config *cfg, const struct policy *given,
 	if (!store)
 		return pc_err_set(err, PC_ENOMEM, "expectation");
 	memset(&e, 0, sizeof(e));
-	pc_strlcpy(e.table, PC_NFT_TABLE, sizeof(e.table));
-	e.mark_mask = PC_MARK_MASK;
+	pc_strlcpy(e.table, NFT_TABLE, sizeof(e.table));
+	e.mark_mask = NFT_MARK_MASK;
 	/* the verdict marks and the conntrack mark that mean "the engine decided" */
-	e.mark_decided = PC_MARK_ALLOW | PC_MARK_HELD | PC_MARK_PASS;
+	e.mark_decided = NFT_MARK_ALLOW | NFT_MARK_HELD | NFT_MARK_PASS;
 	e.queue_lo = cfg->queue.base;
 	e.queue_hi = (uint16_t)(cfg->queue.base + (cfg->queue.count ? cfg->queue.count - 1 : 0));
 	e.listen_ports[0] = cfg->vault.listen.port;
@@ -384,16 +384,16 @@ static int expect_build(const struct pc_config *cfg, const struct policy *given,
 	}
 	{
 		struct pc_config c2 = *cfg;
-		struct pc_ruleset_params p = {.cfg = &c2,
+		struct nft_ruleset_params p = {.cfg = &c2,
 					      .policy = use,
 					      .ports = ports,
 					      .n_ports = np,
-					      .qpath = table_uses_compat(&st->nft, PC_NFT_TABLE)
-							   ? PC_QUEUE_COMPAT
-							   : PC_QUEUE_NATIVE};
+					      .qpath = table_uses_compat(&st->nft, NFT_TABLE)
+							   ? NFT_QUEUE_COMPAT
+							   : NFT_QUEUE_NATIVE};
 
 		pc_strlcpy(c2.bridge, bridge, sizeof(c2.bridge));
-		rc = pc_ruleset_build(&p, &rs, err);
+		rc = nft_ruleset_build(&p, &rs, err);
 		if (rc < 0)
 			goto out;
 	}
@@ -413,7 +413,7 @@ out:
 		free(store->canon);
 	free(store);
 	free(ports);
-	pc_ruleset_free(rs);
+	nft_ruleset_free(rs);
 	policy_unref(pol);
 	return rc;
 }
@@ -533,8 +533,8 @@ int checker_run(const struct pc_config *cfg, const struct checker_expect *ex_in,
 	}
 	/* what the engine's expectation (its memfd) does not carry */
 	if (!ex.mark_pass) {
-		ex.mark_pass = PC_MARK_PASS;
-		ex.ct_exempt = PC_MARK_ALLOW | PC_MARK_HELD;
+		ex.mark_pass = NFT_MARK_PASS;
+		ex.ct_exempt = NFT_MARK_ALLOW | NFT_MARK_HELD;
 	}
 	if (!ex.resolvers) {
 		ex.resolvers = cfg->dns.resolvers;

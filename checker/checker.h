@@ -77,7 +77,7 @@ void checker_result_free(struct checker_result *r);
 /* What the guard's own configuration looks like: the names of our tables,
  * our mark bits, our queues, our listeners and what the ruleset expects of
  * bridge netfilter. checker_expect_from_config() derives it from the
- * configuration and the engine (appliance.h); tests set it by hand. */
+ * configuration and the engine (nft/nft.h); tests set it by hand. */
 struct checker_expect {
 	char table[64];		     /* "portcullis" (inet and bridge families) */
 	uint32_t mark_mask;	     /* every mark bit the engine owns */
@@ -110,7 +110,7 @@ int checker_expect_from_config(const struct pc_config *cfg, const char *bridge,
 /* As checker_expect_from_config, for the policy pol (borrowed) instead of
  * the one in cfg->rules_dir: the engine's own check compares the live
  * tables with the policy it enforces, not with files an admin may be
- * editing (appliance/checkrun.c). */
+ * editing (engine/checkrun.c). */
 int checker_expect_from_policy(const struct pc_config *cfg, const struct policy *pol,
 			       const char *bridge, struct checker_expect *ex, void **owned,
 			       struct pc_err *err);

@@ -5,9 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "appliance/appliance.h"
-#include "checker/cert.h"
-#include "checker/internal.h"
+#include "nft/nft.h"
+#include "checker/checker_int.h"
 #include "rules/rules.h"
 
 static int load_config(const char *config, struct pc_config *cfg)

@@ -9,8 +9,7 @@
 #include <openssl/evp.h>
 #include <sodium.h>
 
-#include "checker/cert.h"
-#include "checker/internal.h"
+#include "checker/checker_int.h"
 #include "rules/rules.h"
 
 /* DER prefixes of an ed25519 SubjectPublicKeyInfo and PKCS#8 private key

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checker/cert.h"
+#include "checker/checker_int.h"
 
 #define JSON_DEPTH 32
 

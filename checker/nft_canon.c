@@ -12,7 +12,7 @@
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 
-#include "checker/internal.h"
+#include "checker/checker_int.h"
 
 static int str_cmp(const void *a, const void *b)
 {

@@ -17,7 +17,7 @@
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 
-#include "checker/internal.h"
+#include "checker/checker_int.h"
 
 const char *ck_family_name(uint32_t family)
 {

@@ -14,7 +14,7 @@
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nf_tables_compat.h>
 
-#include "checker/internal.h"
+#include "checker/checker_int.h"
 
 /* What an attribute must be. */
 enum sk {

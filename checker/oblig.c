@@ -11,7 +11,7 @@
 #include <linux/tc_act/tc_mirred.h>
 #include <netinet/in.h>
 
-#include "checker/internal.h"
+#include "checker/checker_int.h"
 
 /* Is link l a sandbox port? Decided in docs/checker.md: a veth whose peer
  * lives in another network namespace, or a tap device, with no address
@@ -69,7 +69,7 @@ static bool ifindex_in_portset(const struct ck_state *st, const struct checker_e
 			       int ifindex)
 {
 	const struct ck_set *s = ck_set_find(&st->nft, 7 /* NFPROTO_BRIDGE */, ex->table,
-					     "ports"); /* PC_NFT_SET_PORTS, docs/engine.md */
+					     "ports"); /* NFT_SET_PORTS, docs/engine.md */
 
 	if (!s)
 		return false;

@@ -17,7 +17,7 @@
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 
-#include "checker/path.h"
+#include "checker/checker_int.h"
 
 enum { M_NO = 0, M_MAYBE = 1, M_YES = 2 };
 

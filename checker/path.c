@@ -14,7 +14,7 @@
 #include <linux/netfilter_bridge.h>
 #include <linux/netfilter_ipv4.h>
 
-#include "checker/path.h"
+#include "checker/checker_int.h"
 
 static bool chain_is_ours(const struct ck_walk *w, const struct ck_chain *c)
 {

@@ -7,7 +7,7 @@
 
 #include <openssl/evp.h>
 
-#include "checker/internal.h"
+#include "checker/checker_int.h"
 
 static const struct {
 	const char *id, *title;

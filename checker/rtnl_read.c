@@ -13,7 +13,7 @@
 #include <linux/rtnetlink.h>
 #include <sys/socket.h>
 
-#include "checker/internal.h"
+#include "checker/checker_int.h"
 
 const struct ck_link *ck_link_by_name(const struct ck_state *st, const char *name)
 {

@@ -17,7 +17,7 @@
 #include <linux/netfilter/xt_connmark.h>
 #include <linux/netfilter/xt_mark.h>
 
-#include "checker/path.h"
+#include "checker/checker_int.h"
 
 enum { V_UNK = 0, V_CONST, V_META, V_CT, V_PAYLOAD };
 

@@ -14,7 +14,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "checker/internal.h"
+#include "checker/checker_int.h"
 
 void ck_state_free(struct ck_state *st)
 {

@@ -14,7 +14,7 @@
 #include <linux/tc_act/tc_mirred.h>
 #include <linux/tc_act/tc_skbedit.h>
 
-#include "checker/internal.h"
+#include "checker/checker_int.h"
 
 static void parse_act(struct ck_tcfilter *f, const struct nlattr *nest)
 {

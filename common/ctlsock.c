@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,4 +127,54 @@ void pc_ctl_stop(struct pc_ctl *c)
 	close(c->stop[1]);
 	close(c->fd);
 	free(c);
+}
+
+int pc_ctl_request(const char *path, const char *req, int timeout_ms, size_t max, char **reply,
+		   struct pc_err *err)
+{
+	struct pollfd p;
+	char *buf;
+	ssize_t n;
+	int fd;
+
+	fd = pc_unix_connect(path, 0, err);
+	if (fd < 0)
+		return fd;
+	if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0) {
+		close(fd);
+		return pc_err_errno(err, PC_EIO, "sending to the engine");
+	}
+	p.fd = fd;
+	p.events = POLLIN;
+	n = poll(&p, 1, timeout_ms);
+	if (n <= 0) {
+		close(fd);
+		return n == 0 ? pc_err_set(err, PC_ETIMEOUT, "the engine did not answer in %d ms",
+					   timeout_ms)
+			      : pc_err_errno(err, PC_EIO, "waiting for the engine");
+	}
+	buf = malloc(max + 1);
+	if (!buf) {
+		close(fd);
+		return pc_err_set(err, PC_ENOMEM, "out of memory");
+	}
+	n = recv(fd, buf, max, 0);
+	close(fd);
+	if (n <= 0) {
+		free(buf);
+		return n == 0 ? pc_err_set(err, PC_EIO, "the engine closed the connection")
+			      : pc_err_errno(err, PC_EIO, "reading the engine's reply");
+	}
+	buf[n] = '\0';
+	*reply = buf;
+	return 0;
+}
+
+int pc_engine_request(const char *run_dir, const char *req, int timeout_ms, char **reply,
+		      struct pc_err *err)
+{
+	char path[PC_PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/%s", run_dir, PC_ENGINE_SOCK);
+	return pc_ctl_request(path, req, timeout_ms, PC_ENGINE_REPLY_MAX, reply, err);
 }

@@ -1,7 +1,7 @@
 /* common: what every portcullis module shares — the error convention,
  * daemon logging, addresses, UNIX sockets and privilege dropping.
  *
- * Conventions (see ../shared/STYLE.md): library functions return 0 or a
+ * Conventions (docs/layout.md): library functions return 0 or a
  * negative PC_E* code and describe the failure in a caller-provided
  * struct pc_err; they never print or exit. Out-parameters are written only
  * on success. Free functions accept NULL. */
@@ -210,6 +210,16 @@ void pc_ctl_stop(struct pc_ctl *c);
 /* Read one request word from a connected control client without waiting:
  * NUL-terminated, trailing CR/LF removed. Its length, 0 at EOF, -1 on error. */
 ssize_t pc_ctl_read(int fd, char *req, size_t size);
+/* The client side: one request on the control socket at path, one reply
+ * (at most max bytes, NUL-terminated, caller frees). */
+int pc_ctl_request(const char *path, const char *req, int timeout_ms, size_t max, char **reply,
+		   struct pc_err *err);
+/* The engine's socket in run_dir (its protocol: docs/engine.md). Here, not
+ * in engine/, because the checker (below the engine) asks it too. */
+#define PC_ENGINE_SOCK	    "engine.sock"
+#define PC_ENGINE_REPLY_MAX 16384
+int pc_engine_request(const char *run_dir, const char *req, int timeout_ms, char **reply,
+		      struct pc_err *err);
 
 /* ---- metrics: Prometheus text exposition format 0.0.4 (common/prom.c) ---- */
 

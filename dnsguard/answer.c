@@ -2,7 +2,7 @@
  * query; its addresses at the end of the question's CNAME chain (and the
  * address hints of HTTPS/SVCB records there) are learned for the sandbox
  * before it is released; "ech" parameters are stripped. */
-#include "dnsguard/internal.h"
+#include "dnsguard/dnsguard_int.h"
 
 #include <netinet/in.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* The guard object: configuration copied at start, the directory of
  * per-sandbox state, statistics and pruning after a policy reload. */
-#include "dnsguard/internal.h"
+#include "dnsguard/dnsguard_int.h"
 
 #include <sodium.h>
 #include <stdlib.h>

@@ -19,7 +19,7 @@
  * no thread ever holds two sandbox mutexes. The total can exceed the cap
  * by at most one binding per concurrently learning thread, for the
  * duration of one call. */
-#include "dnsguard/internal.h"
+#include "dnsguard/dnsguard_int.h"
 
 #include <netinet/in.h>
 #include <stdlib.h>

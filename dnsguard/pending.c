@@ -2,7 +2,7 @@
  * it matches one (resolver, sandbox address and port, transport, id, name,
  * type), and consumes it. Bounded (DG_PENDING_PER_SB, oldest dropped) and
  * expiring (DG_PENDING_MS). Guarded by the sandbox's mutex (see learn.c). */
-#include "dnsguard/internal.h"
+#include "dnsguard/dnsguard_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* Judging one DNS query from a sandbox, and the REFUSED/NXDOMAIN reply
  * synthesized for a refused one. Parsing and building are ldns's. */
-#include "dnsguard/internal.h"
+#include "dnsguard/dnsguard_int.h"
 
 #include <netinet/in.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
  * remaining parameters are moved up, and the freed bytes become one
  * private-use parameter (key65534, zero-filled), which clients ignore. A
  * "mandatory" list naming ech loses that entry (or goes, if it was alone). */
-#include "dnsguard/internal.h"
+#include "dnsguard/dnsguard_int.h"
 
 #include <string.h>
 #include <sys/socket.h>

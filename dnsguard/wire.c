@@ -2,7 +2,7 @@
  * over a message's records that knows where each one sits on the wire
  * (ldns_wire2pkt merges OPT records and hides offsets; the checks on
  * queries and the in-place ech rewrite need both). */
-#include "dnsguard/internal.h"
+#include "dnsguard/dnsguard_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* `portcullis log verify|show|prove|keygen`: the auditor's and the
  * administrator's side of the signed log. */
-#include "logd/daemon.h"
+#include "logd/logd_int.h"
 #include "rules/rules.h"
 
 #include <errno.h>

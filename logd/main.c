@@ -1,6 +1,6 @@
 /* portcullis-logd: the only writer of the verdict log. As root it binds the
  * socket, opens the log and its key, then drops to log.user and serves. */
-#include "logd/daemon.h"
+#include "logd/logd_int.h"
 #include "rules/rules.h"
 
 #include <getopt.h>

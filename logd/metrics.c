@@ -1,7 +1,7 @@
 /* logd's metrics in Prometheus text format: the reply to "metrics" on
  * <run_dir>/logd-control.sock, from what the server thread publishes after
  * each round (docs/operations.md, "Metrics"). */
-#include "logd/daemon.h"
+#include "logd/logd_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* portcullis-logd's event loop: accepts clients whose SO_PEERCRED uid is
  * allowed, reads their records, hands each round's records to the writer in
  * one batch, and acknowledges them once they are in the file. */
-#include "logd/daemon.h"
+#include "logd/logd_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

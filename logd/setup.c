@@ -1,7 +1,7 @@
 /* portcullis-logd's setup, kept out of main.c: directories, the signing
  * key (created at first start), earlier public keys, who may connect, the
  * syslog settings from the configuration and their reload on SIGHUP. */
-#include "logd/daemon.h"
+#include "logd/logd_int.h"
 #include "rules/rules.h"
 
 #include <errno.h>

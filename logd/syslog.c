@@ -4,7 +4,7 @@
  * octet counting (RFC 6587), optionally TLS (RFC 5425). Each destination
  * has a bounded spool and its own thread, so a slow or absent collector
  * never holds up the log itself. */
-#include "logd/daemon.h"
+#include "logd/logd_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

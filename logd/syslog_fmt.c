@@ -1,6 +1,6 @@
 /* RFC 5424 formatting of what logd exports: a record (ECS fields and its
  * hash as structured data, the short human form as MSG) or a checkpoint. */
-#include "logd/daemon.h"
+#include "logd/logd_int.h"
 
 #include <stdio.h>
 #include <string.h>

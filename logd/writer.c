@@ -2,7 +2,7 @@
  * Merkle tree, seals it with signed checkpoints, writes in batches with
  * rollback on failure, and starts new segments (new file, rotation,
  * operator request). The file format is in docs/logd.md. */
-#include "logd/daemon.h"
+#include "logd/logd_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

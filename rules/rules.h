@@ -127,7 +127,7 @@ struct pc_config {
 	} log;
 
 	struct {
-		/* `portcullis sandbox run|attach` (appliance/sandbox*.c): where
+		/* `portcullis sandbox run|attach` (cli/sandbox*.c): where
 		 * sandbox addresses come from — family 0 (the default): the
 		 * bridge's own subnet — and who runs the command */
 		struct pc_prefix pool4; /* sandbox.pool4: an IPv4 prefix */

@@ -3,7 +3,7 @@
  * the model. The emulation is docs/spec.md's assumptions A2-A5 and
  * conntrack's view of TCP (nf_conntrack_tcp_loose on: an ACK without an
  * entry is picked up as new; SYN+ACK, FIN, RST without one are invalid). */
-#include "appliance/internal.h" /* first: netinet/in.h before linux/ headers */
+#include "engine/engine_int.h" /* first: netinet/in.h before linux/ headers */
 
 #include "spec/driver.h"
 
@@ -70,7 +70,7 @@ struct drv *drv_new(const char *yaml, bool dns_defer)
 {
 	struct drv *d = calloc(1, sizeof(*d));
 	struct pc_err err = {0};
-	struct pc_bridge_port *ports = calloc(2, sizeof(*ports));
+	struct nft_port *ports = calloc(2, sizeof(*ports));
 
 	must(d && ports, "out of memory");
 	pthread_rwlock_init(&d->pm.lock, NULL);
@@ -334,7 +334,7 @@ static size_t build(struct drv *d, const struct drv_pkt *p)
 
 	if (s->proto == IPPROTO_UDP) {
 		struct pc_endpoint src = {s->src, s->sport}, dst = {s->dst, s->dport};
-		int n = pc_pkt_build_udp(&src, &dst, s->data, s->len, b, sizeof(d->buf));
+		int n = pkt_build_udp(&src, &dst, s->data, s->len, b, sizeof(d->buf));
 
 		must(n > 0, "udp packet");
 		return (size_t)n;
@@ -362,7 +362,7 @@ static size_t build(struct drv *d, const struct drv_pkt *p)
 		memset(t + 20, 1, p->tcp_opt_len); /* NOP options */
 		if (s->len)
 			memcpy(t + hl, s->data, s->len);
-		c = pc_pkt_l4_csum(&s->src, &s->dst, IPPROTO_TCP, t, l4len);
+		c = pkt_l4_csum(&s->src, &s->dst, IPPROTO_TCP, t, l4len);
 		t[16] = (uint8_t)(c >> 8);
 		t[17] = (uint8_t)c;
 		return ipl + l4len;

@@ -1,7 +1,7 @@
 /* The executable model of docs/spec.md. Each function is one table of the
  * spec and cites its rows; the order of the tests is the order of the rows
  * (the first that holds decides). Small and slow on purpose: linear scans
- * of fixed arrays, no cleverness, nothing shared with appliance/decide.c. */
+ * of fixed arrays, no cleverness, nothing shared with engine/decide.c. */
 #include "spec/model.h"
 
 #include <netinet/in.h>

@@ -1,6 +1,6 @@
 /* The executable model of docs/spec.md: for an abstract packet and the
  * guard's abstract state, the verdicts the guard may give and the record it
- * must leave. Written from the spec's rows, not from appliance/decide.c; it
+ * must leave. Written from the spec's rows, not from engine/decide.c; it
  * shares only the compiled policy (rules/) and the address helpers of
  * common/ with the engine. Used by tests/unit/check_spec.c and
  * tests/fuzz/fuzz_spec.c, never by a daemon. */

@@ -1,9 +1,9 @@
-/* libFuzzer target: DNS-over-TCP reassembly (appliance/dnstcp.c) — a run of
+/* libFuzzer target: DNS-over-TCP reassembly (engine/dnstcp.c) — a run of
  * segments at chosen sequence numbers, some sent again with other bytes,
  * messages "judged" (some rewritten), and the invariants the engine relies
  * on: only judged bytes are ever released, never more than the bound kept.
  * Input: records of [seq offset (2, BE)] [length (1)] [flags (1)] bytes. */
-#include "appliance/internal.h"
+#include "engine/engine_int.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
  * Input: steps of 8 bytes (+ payload): dir/kind/clock, flags, seq (int16,
  * relative to the side's ISN), ack (int16, relative to the other side's),
  * payload length, slice offset (x4), 2 spare; raw payload bytes follow. */
-#include "appliance/internal.h" /* first: netinet/in.h before linux/ headers */
+#include "engine/engine_int.h" /* first: netinet/in.h before linux/ headers */
 
 #include <arpa/inet.h>
 #include <linux/netfilter.h>
@@ -106,7 +106,7 @@ static void learn(void)
 	c = (struct decide_ctx){&cfg, pol, dg, &pm, held, 1000000, false, NULL};
 	pc_endpoint_parse("10.203.0.11:5353", 0, &cl);
 	pc_endpoint_parse("198.51.100.53:53", 0, &rs);
-	n = pc_pkt_build_udp(&cl, &rs, q, sizeof(q), pkt, sizeof(pkt));
+	n = pkt_build_udp(&cl, &rs, q, sizeof(q), pkt, sizeof(pkt));
 	judge(&c, pkt, (size_t)n, NF_INET_PRE_ROUTING, &d);
 	decision_clear(&d);
 	memcpy(a, q, sizeof(q));
@@ -115,7 +115,7 @@ static void learn(void)
 	a[7] = 1;
 	memcpy(a + sizeof(q), "\xc0\x0c\x00\x01\x00\x01\x00\x01\x00\x00\x00\x04\xcb\x00\x71\x0a",
 	       16);
-	n = pc_pkt_build_udp(&rs, &cl, a, sizeof(a), pkt, sizeof(pkt));
+	n = pkt_build_udp(&rs, &cl, a, sizeof(a), pkt, sizeof(pkt));
 	judge(&c, pkt, (size_t)n, NF_INET_FORWARD, &d);
 	if (d.v != VK_PASS)
 		abort(); /* the fixture itself is wrong */
@@ -125,7 +125,7 @@ static void learn(void)
 
 static int init(void)
 {
-	struct pc_bridge_port *ports;
+	struct nft_port *ports;
 	struct pc_err err = {0};
 
 	pc_config_defaults(&cfg);

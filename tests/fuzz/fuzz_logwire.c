@@ -3,7 +3,7 @@
  * A message that decodes must re-encode to the same bytes (the encoding is
  * canonical), and must format as a JSON line, a human line and a syslog
  * message without trouble. */
-#include "logd/daemon.h"
+#include "logd/logd_int.h"
 
 #include <stdlib.h>
 #include <string.h>

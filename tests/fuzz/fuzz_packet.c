@@ -3,7 +3,7 @@
  * framing, held-flow reassembly, payload rewrite) with a real policy.
  * Input: one control byte (bit 0: forward hook instead of prerouting; bits
  * 1-2: input port; bit 3: DNS records deferred), then the IP packet. */
-#include "appliance/internal.h" /* first: netinet/in.h before linux/ headers */
+#include "engine/engine_int.h" /* first: netinet/in.h before linux/ headers */
 
 #include <linux/netfilter.h>
 #include <stdint.h>
@@ -35,7 +35,7 @@ static struct portmap pm = {.lock = PTHREAD_RWLOCK_INITIALIZER};
 
 static int init(void)
 {
-	struct pc_bridge_port *ports;
+	struct nft_port *ports;
 	struct pc_err err = {0};
 
 	pc_config_defaults(&cfg);
@@ -61,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static int ready = -1;
 	static struct decision d;
 	struct held_table *held = NULL;
-	struct pc_pkt p;
+	struct pkt p;
 	struct pkt_in in;
 	struct decide_ctx c;
 	uint8_t *copy;
@@ -77,11 +77,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	memcpy(copy, data + 1, size - 1);
-	if (pc_pkt_parse(copy, size - 1, &p) == PC_PKT_OK && (p.proto == 6 || p.proto == 17) &&
+	if (pkt_parse(copy, size - 1, &p) == PKT_OK && (p.proto == 6 || p.proto == 17) &&
 	    !p.truncated) {
 		uint8_t *rw = NULL;
 
-		if (pc_pkt_replace_payload(copy, size - 1, &p, p.payload, p.payload_len, &rw) >= 0)
+		if (pkt_replace_payload(copy, size - 1, &p, p.payload, p.payload_len, &rw) >= 0)
 			free(rw);
 	}
 	memset(&in, 0, sizeof(in));

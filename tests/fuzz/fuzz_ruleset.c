@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checker/internal.h"
+#include "checker/checker_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,11 +1,11 @@
 /* libFuzzer target: the sandbox launcher's summary, which reads the signed
- * log file's lines (appliance/sandbox_summary.c) and counts the records of
+ * log file's lines (cli/sandbox_summary.c) and counts the records of
  * one sandbox. The first byte picks the first sequence number counted. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "appliance/sandbox.h"
+#include "cli/cli_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -4,8 +4,8 @@
  *   engine_nft -c CONFIG apply|remove  install / remove it (in this netns)
  *   engine_nft probe                    which queue path the kernel takes
  * Options: -q native|compat forces the queue path for text/digest/apply. */
-#include "appliance/appliance.h"
-#include "appliance/internal.h"
+#include "nft/nft.h"
+#include "engine/engine_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,11 +23,11 @@ static int fail(const char *what, const struct pc_err *e)
 int main(int argc, char **argv)
 {
 	const char *config = NULL, *cmd;
-	enum pc_queue_path qp = 0;
+	enum nft_queue_path qp = 0;
 	struct pc_config cfg;
 	struct policy *pol = NULL;
-	struct pc_bridge_port *ports = NULL;
-	struct pc_ruleset *rs = NULL;
+	struct nft_port *ports = NULL;
+	struct nft_ruleset *rs = NULL;
 	struct pc_err e = {0};
 	size_t nports = 0;
 	uint32_t bri = 0;
@@ -37,7 +37,7 @@ int main(int argc, char **argv)
 		if (opt == 'c')
 			config = optarg;
 		else if (opt == 'q')
-			qp = strcmp(optarg, "native") == 0 ? PC_QUEUE_NATIVE : PC_QUEUE_COMPAT;
+			qp = strcmp(optarg, "native") == 0 ? NFT_QUEUE_NATIVE : NFT_QUEUE_COMPAT;
 		else
 			return 2;
 	}
@@ -45,15 +45,15 @@ int main(int argc, char **argv)
 		return 2;
 	cmd = argv[optind];
 	if (strcmp(cmd, "probe") == 0 || !qp) {
-		if (pc_nft_probe_queue(&qp, &e) < 0)
+		if (nft_probe_queue(&qp, &e) < 0)
 			return fail("probe", &e);
 		if (strcmp(cmd, "probe") == 0) {
-			printf("%s\n", pc_queue_path_name(qp));
+			printf("%s\n", nft_queue_path_name(qp));
 			return 0;
 		}
 	}
 	if (strcmp(cmd, "remove") == 0)
-		return pc_nft_remove(&e) < 0 ? fail("remove", &e) : 0;
+		return nft_remove(&e) < 0 ? fail("remove", &e) : 0;
 	if (!config)
 		return 2;
 	if (pc_config_load(config, &cfg, &e) < 0)
@@ -65,9 +65,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	{
-		struct pc_ruleset_params p = {&cfg, pol, ports, nports, qp};
+		struct nft_ruleset_params p = {&cfg, pol, ports, nports, qp};
 
-		if (pc_ruleset_build(&p, &rs, &e) < 0) {
+		if (nft_ruleset_build(&p, &rs, &e) < 0) {
 			rc = fail("build", &e);
 			goto out;
 		}
@@ -75,7 +75,7 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "text") == 0) {
 		char *t = NULL;
 
-		if (pc_ruleset_text(rs, &t, NULL) == 0) {
+		if (nft_ruleset_text(rs, &t, NULL) == 0) {
 			fputs(t, stdout);
 			rc = 0;
 		}
@@ -83,17 +83,17 @@ int main(int argc, char **argv)
 	} else if (strcmp(cmd, "digest") == 0) {
 		char d[80];
 
-		if (pc_ruleset_digest(rs, d, sizeof(d)) == 0) {
+		if (nft_ruleset_digest(rs, d, sizeof(d)) == 0) {
 			printf("%s\n", d);
 			rc = 0;
 		}
 	} else if (strcmp(cmd, "apply") == 0) {
-		rc = pc_nft_apply(rs, &e) < 0 ? fail("apply", &e) : 0;
+		rc = nft_apply(rs, &e) < 0 ? fail("apply", &e) : 0;
 	} else {
 		rc = 2;
 	}
 out:
-	pc_ruleset_free(rs);
+	nft_ruleset_free(rs);
 	free(ports);
 	policy_unref(pol);
 	return rc;

@@ -39,15 +39,15 @@ for k in $rkeys; do
 	t_ok "portcullis-rules(5) documents $k" page_has "$man/portcullis-rules.5" "(^|[^a-z_])$k([^a-z_]|\$)"
 done
 
-# CLI commands: the dispatch table of appliance/cli_main.c.
-cmds=$(sed -n '/cli_cmds\[\] = {/,/NULL, NULL, NULL/p' appliance/cli_main.c |
+# CLI commands: the dispatch table of cli/main.c.
+cmds=$(sed -n '/cli_cmds\[\] = {/,/NULL, NULL, NULL/p' cli/main.c |
 	grep -oE '^\s*\{"[a-z]+"' | grep -oE '[a-z]+')
 for c in $cmds; do
 	t_ok "portcullis(8) documents the $c command" page_has "$man/portcullis.8" "^ {7}$c( |\$)"
 done
 
 # Daemon options: each getopt string's letters appear as options in the page.
-for d in portcullisd:appliance/engine_main.c portcullis-logd:logd/main.c \
+for d in portcullisd:engine/main.c portcullis-logd:logd/main.c \
 	portcullis-vault:vault/main.c; do
 	name=${d%%:*} src=${d#*:}
 	if [ ! -f "$src" ]; then

@@ -1,6 +1,6 @@
 /* EVA driver for dnsguard/clienthello.c: tls_clienthello_sni on len unknown
  * bytes, for every len up to what the engine gathers for a held flow
- * (appliance/internal.h HELD_BUF_MAX, 16384), into an SNI buffer of the
+ * (engine/engine_int.h HELD_BUF_MAX, 16384), into an SNI buffer of the
  * engine's size and into none. */
 #include "tests/prove/prove.h"
 

@@ -7,7 +7,7 @@
  * of a name, not the sandbox's bytes (docs/prove.md). */
 #include "tests/prove/prove.h"
 
-#include "dnsguard/internal.h"
+#include "dnsguard/dnsguard_int.h"
 
 ldns_rdf *prove_rdf(uint8_t *data, size_t size);
 

@@ -11,8 +11,7 @@
 #include <linux/netfilter/nf_tables.h>
 #include <sodium.h>
 
-#include "checker/cert.h"
-#include "checker/internal.h"
+#include "checker/checker_int.h"
 #include "unit.h"
 
 static struct ck_state st;

@@ -1,5 +1,5 @@
 /* Unit tests of the checker's pass-restricted obligation (checker/pass.c):
- * the engine's own ruleset, as pc_ruleset_build makes it and as the
+ * the engine's own ruleset, as nft_ruleset_build makes it and as the
  * checker's netlink reader parses it, keeps what the engine released
  * (PASS) to the resolvers' port 53 and held flows; the forward rule before
  * issue 16 ("iifname B meta mark == PASS accept") and other ways of
@@ -20,8 +20,8 @@
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 
-#include "appliance/appliance.h"
-#include "checker/internal.h"
+#include "nft/nft.h"
+#include "checker/checker_int.h"
 #include "unit.h"
 
 static const char policy_yaml[] = "sandbox: agent-1\n"
@@ -35,7 +35,7 @@ static struct pc_config cfg;
 static struct policy *pol;
 static struct ck_state st;
 static struct checker_expect ex;
-static const struct pc_bridge_port ports[] = {{"pcv1", 4}};
+static const struct nft_port ports[] = {{"pcv1", 4}};
 
 static void setup(void)
 {
@@ -51,11 +51,11 @@ static void setup(void)
 		ck_abort_msg("policy: %s", err.msg);
 	memset(&st, 0, sizeof(st));
 	memset(&ex, 0, sizeof(ex));
-	strcpy(ex.table, PC_NFT_TABLE);
-	ex.mark_mask = PC_MARK_MASK;
-	ex.mark_decided = PC_MARK_ALLOW | PC_MARK_HELD | PC_MARK_PASS;
-	ex.mark_pass = PC_MARK_PASS;
-	ex.ct_exempt = PC_MARK_ALLOW | PC_MARK_HELD;
+	strcpy(ex.table, NFT_TABLE);
+	ex.mark_mask = NFT_MARK_MASK;
+	ex.mark_decided = NFT_MARK_ALLOW | NFT_MARK_HELD | NFT_MARK_PASS;
+	ex.mark_pass = NFT_MARK_PASS;
+	ex.ct_exempt = NFT_MARK_ALLOW | NFT_MARK_HELD;
 	ex.resolvers = cfg.dns.resolvers;
 	ex.n_resolvers = cfg.dns.n_resolvers;
 	br = ck_grow(&st.links, &st.n_links, &st.cap_links, sizeof(*br));
@@ -84,7 +84,7 @@ static struct nftnl_rule *rule_new(const char *chain)
 
 	ck_assert_ptr_nonnull(r);
 	nftnl_rule_set_u32(r, NFTNL_RULE_FAMILY, NFPROTO_INET);
-	nftnl_rule_set_str(r, NFTNL_RULE_TABLE, PC_NFT_TABLE);
+	nftnl_rule_set_str(r, NFTNL_RULE_TABLE, NFT_TABLE);
 	nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain);
 	return r;
 }
@@ -163,7 +163,7 @@ static struct nftnl_rule *old_pass_rule(void)
 	struct nftnl_rule *r = rule_new("forward");
 
 	e_iif_bridge(r);
-	e_mark(r, false, PC_MARK_MASK, PC_MARK_PASS);
+	e_mark(r, false, NFT_MARK_MASK, NFT_MARK_PASS);
 	e_verdict(r, NF_ACCEPT);
 	return r;
 }
@@ -176,7 +176,7 @@ static struct nftnl_rule *resolver_any_port_rule(void)
 	uint8_t a[4] = {198, 51, 100, 53}, v4 = NFPROTO_IPV4;
 
 	e_iif_bridge(r);
-	e_mark(r, false, PC_MARK_MASK, PC_MARK_PASS);
+	e_mark(r, false, NFT_MARK_MASK, NFT_MARK_PASS);
 	e_load(r, "meta", NFT_META_NFPROTO);
 	e_cmp(r, NFT_CMP_EQ, &v4, 1);
 	e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 16, 4);
@@ -209,35 +209,35 @@ static size_t put_rule(size_t off, struct nftnl_rule *r, uint64_t handle)
 
 /* Build the engine's ruleset for cfg/pol (queue path q), encode it as a
  * dump would give it, with x put in (or NULL), and parse it into st. */
-static void load(enum pc_queue_path q, const struct extra *x)
+static void load(enum nft_queue_path q, const struct extra *x)
 {
-	struct pc_ruleset_params p = {&cfg, pol, ports, 1, q};
-	struct pc_ruleset *rs = NULL;
+	struct nft_ruleset_params p = {&cfg, pol, ports, 1, q};
+	struct nft_ruleset *rs = NULL;
 	struct pc_err err = {0};
 	size_t off = 0, nth = 0;
 	uint64_t handle = 1;
 
-	if (pc_ruleset_build(&p, &rs, &err) < 0)
+	if (nft_ruleset_build(&p, &rs, &err) < 0)
 		ck_abort_msg("build: %s", err.msg);
-	for (size_t i = 0; i < pc_ruleset_count(rs); i++) {
-		const struct pc_nft_obj *o = pc_ruleset_at(rs, i);
+	for (size_t i = 0; i < nft_ruleset_count(rs); i++) {
+		const struct nft_obj *o = nft_ruleset_at(rs, i);
 		struct nlmsghdr *nlh;
 
 		ck_assert_uint_lt(off, sizeof(nlbuf) - 65536);
 		switch (o->kind) {
-		case PC_NFT_TABLE_OBJ:
+		case NFT_TABLE_OBJ:
 			nlh = nftnl_nlmsg_build_hdr(nlbuf + off, NFT_MSG_NEWTABLE, o->family,
 						    NLM_F_CREATE, 1);
 			nftnl_table_nlmsg_build_payload(nlh, o->u.table);
 			off += NLMSG_ALIGN(nlh->nlmsg_len);
 			break;
-		case PC_NFT_CHAIN_OBJ:
+		case NFT_CHAIN_OBJ:
 			nlh = nftnl_nlmsg_build_hdr(nlbuf + off, NFT_MSG_NEWCHAIN, o->family,
 						    NLM_F_CREATE, 1);
 			nftnl_chain_nlmsg_build_payload(nlh, o->u.chain);
 			off += NLMSG_ALIGN(nlh->nlmsg_len);
 			break;
-		case PC_NFT_SET_OBJ:
+		case NFT_SET_OBJ:
 			nlh = nftnl_nlmsg_build_hdr(nlbuf + off, NFT_MSG_NEWSET, o->family,
 						    NLM_F_CREATE, 1);
 			nftnl_set_nlmsg_build_payload(nlh, o->u.set);
@@ -252,7 +252,7 @@ static void load(enum pc_queue_path q, const struct extra *x)
 			nftnl_set_elems_nlmsg_build_payload(nlh, o->u.set);
 			off += NLMSG_ALIGN(nlh->nlmsg_len);
 			break;
-		case PC_NFT_RULE_OBJ: {
+		case NFT_RULE_OBJ: {
 			const char *chain = nftnl_rule_get_str(o->u.rule, NFTNL_RULE_CHAIN);
 			bool that = x && o->family == NFPROTO_INET && strcmp(chain, x->chain) == 0;
 
@@ -270,7 +270,7 @@ static void load(enum pc_queue_path q, const struct extra *x)
 			break;
 		}
 	}
-	pc_ruleset_free(rs);
+	nft_ruleset_free(rs);
 	if (ck_nft_parse(&st.nft, nlbuf, off, &err) < 0)
 		ck_abort_msg("parse: %s", err.msg);
 	ck_assert_uint_eq(st.nft.n_bad, 0);
@@ -303,12 +303,12 @@ static void dump(const struct checker_result *r)
 
 START_TEST(engine_ruleset_holds)
 {
-	for (int q = PC_QUEUE_NATIVE; q <= PC_QUEUE_COMPAT; q++) {
+	for (int q = NFT_QUEUE_NATIVE; q <= NFT_QUEUE_COMPAT; q++) {
 		struct checker_result *r;
 
 		ck_ruleset_free(&st.nft);
 		memset(&st.nft, 0, sizeof(st.nft));
-		load((enum pc_queue_path)q, NULL);
+		load((enum nft_queue_path)q, NULL);
 		r = run();
 		if (r->ob[CK_OB_PASS].failed)
 			dump(r);
@@ -329,7 +329,7 @@ START_TEST(old_forward_rule_is_named)
 	struct checker_result *r;
 	char want[160];
 
-	load(PC_QUEUE_NATIVE, &x);
+	load(NFT_QUEUE_NATIVE, &x);
 	r = run();
 	ck_assert(r->ob[CK_OB_PASS].failed);
 	ck_assert_int_eq(r->status, CHECKER_EXIT_FOUND);
@@ -355,7 +355,7 @@ START_TEST(resolver_on_any_port_is_named)
 	struct extra x = {"forward", 2, resolver_any_port_rule(), false};
 	struct checker_result *r;
 
-	load(PC_QUEUE_NATIVE, &x);
+	load(NFT_QUEUE_NATIVE, &x);
 	r = run();
 	ck_assert(r->ob[CK_OB_PASS].failed);
 	ck_assert(has(r, "accepts IPv4 packets the engine released"));
@@ -371,7 +371,7 @@ START_TEST(set_with_another_address_is_named)
 {
 	struct checker_result *r;
 
-	load(PC_QUEUE_NATIVE, NULL);
+	load(NFT_QUEUE_NATIVE, NULL);
 	ex.n_resolvers = 1; /* 2001:db8:53::53 is in resolvers6 but no longer a resolver */
 	r = run();
 	ck_assert(r->ob[CK_OB_PASS].failed);
@@ -387,7 +387,7 @@ START_TEST(policy_accept_is_named)
 	struct extra x = {"forward", 2, NULL, true};
 	struct checker_result *r;
 
-	load(PC_QUEUE_NATIVE, &x);
+	load(NFT_QUEUE_NATIVE, &x);
 	r = run();
 	ck_assert(r->ob[CK_OB_PASS].failed);
 	ck_assert(has(r, "chain forward: policy accept takes IPv4 packets the engine released"));
@@ -406,7 +406,7 @@ START_TEST(jumps_followed_writes_unproven)
 	struct checker_result *r;
 
 	c->family = NFPROTO_INET;
-	strcpy(c->table, PC_NFT_TABLE);
+	strcpy(c->table, NFT_TABLE);
 	strcpy(c->name, "forward");
 	c->base = true;
 	c->hook = NF_INET_FORWARD;
@@ -422,17 +422,17 @@ START_TEST(jumps_followed_writes_unproven)
 	t = ck_grow(&st.nft.chains, &st.nft.n_chains, &st.nft.cap_chains, sizeof(*t));
 	c = &st.nft.chains[0]; /* (moved) */
 	t->family = NFPROTO_INET;
-	strcpy(t->table, PC_NFT_TABLE);
+	strcpy(t->table, NFT_TABLE);
 	strcpy(t->name, "sub");
 	rl = ck_grow(&t->rules, &t->n_rules, &t->cap_rules, sizeof(*rl));
 	rl->handle = 7;
 	rl->r = rule_new("sub");
-	e_mark(rl->r, false, PC_MARK_MASK, PC_MARK_PASS);
+	e_mark(rl->r, false, NFT_MARK_MASK, NFT_MARK_PASS);
 	e_verdict(rl->r, NF_ACCEPT);
 	/* an input chain that writes the ct mark of what it sees */
 	t = ck_grow(&st.nft.chains, &st.nft.n_chains, &st.nft.cap_chains, sizeof(*t));
 	t->family = NFPROTO_INET;
-	strcpy(t->table, PC_NFT_TABLE);
+	strcpy(t->table, NFT_TABLE);
 	strcpy(t->name, "input");
 	t->base = true;
 	t->hook = NF_INET_LOCAL_IN;
@@ -459,7 +459,7 @@ START_TEST(unknown_mark_is_unproven)
 {
 	struct checker_result *r;
 
-	load(PC_QUEUE_NATIVE, NULL);
+	load(NFT_QUEUE_NATIVE, NULL);
 	ex.mark_pass = 0;
 	r = run();
 	ck_assert(r->ob[CK_OB_PASS].failed);

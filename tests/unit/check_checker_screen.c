@@ -21,8 +21,8 @@
 #include <linux/netfilter/nf_tables_compat.h>
 #include <linux/netfilter/nfnetlink.h>
 
-#include "appliance/appliance.h"
-#include "checker/internal.h"
+#include "nft/nft.h"
+#include "checker/checker_int.h"
 #include "rules/rules.h"
 #include "unit.h"
 
@@ -467,8 +467,8 @@ START_TEST(engine_ruleset_passes_the_screen)
 	char dir[] = "/tmp/ckscreenXXXXXX", path[128];
 	struct pc_config cfg;
 	struct policy *pol = NULL;
-	struct pc_ruleset *rs = NULL;
-	struct pc_bridge_port ports[2] = {{"pcv1", 4}, {"pcv2", 5}};
+	struct nft_ruleset *rs = NULL;
+	struct nft_port ports[2] = {{"pcv1", 4}, {"pcv2", 5}};
 	struct pc_err err = {0};
 	FILE *f;
 
@@ -491,27 +491,27 @@ START_TEST(engine_ruleset_passes_the_screen)
 	      f);
 	fclose(f);
 	ck_assert_msg(policy_load_dir(cfg.rules_dir, &cfg, &pol, &err) == 0, "%s", err.msg);
-	for (int qp = PC_QUEUE_NATIVE; qp <= PC_QUEUE_COMPAT; qp++) {
-		struct pc_ruleset_params prm = {&cfg, pol, ports, 2, (enum pc_queue_path)qp};
+	for (int qp = NFT_QUEUE_NATIVE; qp <= NFT_QUEUE_COMPAT; qp++) {
+		struct nft_ruleset_params prm = {&cfg, pol, ports, 2, (enum nft_queue_path)qp};
 		size_t n_rules = 0;
 
-		ck_assert_int_eq(pc_ruleset_build(&prm, &rs, &err), 0);
-		for (size_t i = 0; i < pc_ruleset_count(rs); i++) {
-			const struct pc_nft_obj *o = pc_ruleset_at(rs, i);
+		ck_assert_int_eq(nft_ruleset_build(&prm, &rs, &err), 0);
+		for (size_t i = 0; i < nft_ruleset_count(rs); i++) {
+			const struct nft_obj *o = nft_ruleset_at(rs, i);
 			char buf[16384];
 			struct nlmsghdr *nlh;
 
 			memset(buf, 0, sizeof(buf));
 			switch (o->kind) {
-			case PC_NFT_TABLE_OBJ:
+			case NFT_TABLE_OBJ:
 				nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_NEWTABLE, o->family, 0, 1);
 				nftnl_table_nlmsg_build_payload(nlh, o->u.table);
 				break;
-			case PC_NFT_CHAIN_OBJ:
+			case NFT_CHAIN_OBJ:
 				nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_NEWCHAIN, o->family, 0, 1);
 				nftnl_chain_nlmsg_build_payload(nlh, o->u.chain);
 				break;
-			case PC_NFT_SET_OBJ:
+			case NFT_SET_OBJ:
 				nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_NEWSET, o->family, 0, 1);
 				nftnl_set_nlmsg_build_payload(nlh, o->u.set);
 				ck_assert_int_eq(ck_nft_screen(nlh), CK_SCREEN_OK);
@@ -530,16 +530,16 @@ START_TEST(engine_ruleset_passes_the_screen)
 				char *text = NULL;
 				size_t tl = 0;
 
-				if (o->kind == PC_NFT_RULE_OBJ)
-					pc_nft_rule_text(o->u.rule, &text, &tl);
-				if (o->kind == PC_NFT_SET_OBJ)
-					pc_nft_set_text(o->u.set, &text, &tl);
+				if (o->kind == NFT_RULE_OBJ)
+					nft_rule_text(o->u.rule, &text, &tl);
+				if (o->kind == NFT_SET_OBJ)
+					nft_set_text(o->u.set, &text, &tl);
 				ck_abort_msg("object %zu (kind %d) refused (%d): %s", i, o->kind,
 					     ck_nft_screen(nlh), text ? text : "");
 			}
 		}
 		ck_assert_uint_gt(n_rules, 10);
-		pc_ruleset_free(rs);
+		nft_ruleset_free(rs);
 		rs = NULL;
 	}
 	policy_unref(pol);

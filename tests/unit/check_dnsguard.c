@@ -3,7 +3,7 @@
  * expiry and grace, caps and eviction, and ech stripping. Every message is
  * a real DNS message built with ldns, and replies are parsed back. */
 #include "dnsguard/dnsguard.h"
-#include "dnsguard/internal.h" /* dg_hash: the tables' keyed hash */
+#include "dnsguard/dnsguard_int.h" /* dg_hash: the tables' keyed hash */
 #include "tests/unit/dnsmsg.h"
 #include "tests/unit/unit.h"
 

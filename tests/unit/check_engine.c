@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "appliance/internal.h"
+#include "engine/engine_int.h"
 #include "tests/unit/unit.h"
 
 static const char policy_yaml[] =
@@ -42,7 +42,7 @@ static size_t pkt_len;
 static void setup(void)
 {
 	struct pc_err err = {0};
-	struct pc_bridge_port *ports = calloc(2, sizeof(*ports));
+	struct nft_port *ports = calloc(2, sizeof(*ports));
 
 	pc_config_defaults(&cfg);
 	ck_assert_int_eq(pc_addr_parse("198.51.100.53", &cfg.dns.resolvers[0]), 0);
@@ -130,7 +130,7 @@ static void udp_pkt(const char *src, const char *dst, const void *data, size_t l
 
 	ck_assert_int_eq(pc_endpoint_parse(src, 0, &s), 0);
 	ck_assert_int_eq(pc_endpoint_parse(dst, 0, &t), 0);
-	n = pc_pkt_build_udp(&s, &t, data, len, pkt, sizeof(pkt));
+	n = pkt_build_udp(&s, &t, data, len, pkt, sizeof(pkt));
 	ck_assert_int_gt(n, 0);
 	pkt_len = (size_t)n;
 }

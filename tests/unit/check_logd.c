@@ -2,7 +2,7 @@
  * inclusion proofs, signed-note keys and checkpoints, the record's JSON
  * line, the wire form's round trip and its refusals, and the client/daemon
  * framing over a real socket with a real writer. */
-#include "logd/daemon.h"
+#include "logd/logd_int.h"
 #include "tests/unit/unit.h"
 
 #include <arpa/inet.h>

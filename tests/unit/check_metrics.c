@@ -7,7 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "appliance/internal.h"
+#include "engine/engine_int.h"
 #include "common/pc.h"
 #include "unit.h"
 

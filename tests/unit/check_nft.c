@@ -20,7 +20,7 @@
 #include <libnftnl/rule.h>
 #include <libnftnl/set.h>
 
-#include "appliance/appliance.h"
+#include "nft/nft.h"
 #include "tests/unit/unit.h"
 
 static struct nftnl_rule *rule_with(struct nftnl_expr *e)
@@ -63,7 +63,7 @@ static struct nftnl_expr *first_expr(struct nftnl_rule *r)
 
 START_TEST(queue_native_encoder)
 {
-	struct nftnl_rule *r = rule_with(pc_nft_expr_queue_native(100, 4)), *o = roundtrip(r);
+	struct nftnl_rule *r = rule_with(nft_expr_queue_native(100, 4)), *o = roundtrip(r);
 	struct nftnl_expr *e = first_expr(o);
 
 	ck_assert_str_eq(nftnl_expr_get_str(e, NFTNL_EXPR_NAME), "queue");
@@ -73,7 +73,7 @@ START_TEST(queue_native_encoder)
 	ck_assert_uint_eq(nftnl_expr_get_u16(e, NFTNL_EXPR_QUEUE_FLAGS), 0);
 	nftnl_rule_free(r);
 	nftnl_rule_free(o);
-	r = rule_with(pc_nft_expr_queue_native(7, 0)); /* 0 queues means one */
+	r = rule_with(nft_expr_queue_native(7, 0)); /* 0 queues means one */
 	o = roundtrip(r);
 	ck_assert_uint_eq(nftnl_expr_get_u16(first_expr(o), NFTNL_EXPR_QUEUE_TOTAL), 1);
 	nftnl_rule_free(r);
@@ -83,7 +83,7 @@ END_TEST
 
 START_TEST(queue_compat_encoder)
 {
-	struct nftnl_rule *r = rule_with(pc_nft_expr_queue_compat(100, 2)), *o = roundtrip(r);
+	struct nftnl_rule *r = rule_with(nft_expr_queue_compat(100, 2)), *o = roundtrip(r);
 	struct nftnl_expr *e = first_expr(o);
 	const struct xt_NFQ_info_v3 *info;
 	uint32_t len = 0;
@@ -102,8 +102,8 @@ START_TEST(queue_compat_encoder)
 	ck_assert_uint_eq(info->flags, 0);
 	/* the canonical text carries the info bytes, so a live rule with
 	 * another queue number or the bypass flag would not compare equal */
-	ck_assert_int_eq(pc_nft_rule_text(r, &t1, &l1), 0);
-	ck_assert_int_eq(pc_nft_rule_text(o, &t2, &l2), 0);
+	ck_assert_int_eq(nft_rule_text(r, &t1, &l1), 0);
+	ck_assert_int_eq(nft_rule_text(o, &t2, &l2), 0);
 	ck_assert_str_eq(t1, t2);
 	ck_assert_ptr_nonnull(strstr(t1, "info 6400020000000000"));
 	free(t1);
@@ -139,7 +139,7 @@ static const char policy_yaml[] =
 
 static struct pc_config cfg;
 static struct policy *pol;
-static const struct pc_bridge_port ports[] = {{"pcv1", 4}, {"pcv2", 5}, {"huge", 0x1000000}};
+static const struct nft_port ports[] = {{"pcv1", 4}, {"pcv2", 5}, {"huge", 0x1000000}};
 
 static void setup(void)
 {
@@ -160,32 +160,32 @@ static void teardown(void)
 	pol = NULL;
 }
 
-static struct pc_ruleset *build(enum pc_queue_path q, size_t nports)
+static struct nft_ruleset *build(enum nft_queue_path q, size_t nports)
 {
-	struct pc_ruleset_params p = {&cfg, pol, ports, nports, q};
-	struct pc_ruleset *rs = NULL;
+	struct nft_ruleset_params p = {&cfg, pol, ports, nports, q};
+	struct nft_ruleset *rs = NULL;
 	struct pc_err err = {0};
 
-	if (pc_ruleset_build(&p, &rs, &err) < 0)
+	if (nft_ruleset_build(&p, &rs, &err) < 0)
 		ck_abort_msg("build: %s", err.msg);
 	return rs;
 }
 
-static char *text(const struct pc_ruleset *rs)
+static char *text(const struct nft_ruleset *rs)
 {
 	char *t = NULL;
 
-	ck_assert_int_eq(pc_ruleset_text(rs, &t, NULL), 0);
+	ck_assert_int_eq(nft_ruleset_text(rs, &t, NULL), 0);
 	return t;
 }
 
-static const struct nftnl_chain *chain_named(const struct pc_ruleset *rs, uint16_t fam,
+static const struct nftnl_chain *chain_named(const struct nft_ruleset *rs, uint16_t fam,
 					     const char *name)
 {
-	for (size_t i = 0; i < pc_ruleset_count(rs); i++) {
-		const struct pc_nft_obj *o = pc_ruleset_at(rs, i);
+	for (size_t i = 0; i < nft_ruleset_count(rs); i++) {
+		const struct nft_obj *o = nft_ruleset_at(rs, i);
 
-		if (o->kind == PC_NFT_CHAIN_OBJ && o->family == fam &&
+		if (o->kind == NFT_CHAIN_OBJ && o->family == fam &&
 		    strcmp(nftnl_chain_get_str(o->u.chain, NFTNL_CHAIN_NAME), name) == 0)
 			return o->u.chain;
 	}
@@ -194,7 +194,7 @@ static const struct nftnl_chain *chain_named(const struct pc_ruleset *rs, uint16
 
 START_TEST(layout_and_hooks)
 {
-	struct pc_ruleset *rs = build(PC_QUEUE_COMPAT, 2);
+	struct nft_ruleset *rs = build(NFT_QUEUE_COMPAT, 2);
 	static const struct {
 		uint16_t fam;
 		const char *name, *type;
@@ -210,9 +210,9 @@ START_TEST(layout_and_hooks)
 	    {NFPROTO_BRIDGE, "prerouting", "filter", 0, -350, NF_ACCEPT},
 	    {NFPROTO_BRIDGE, "forward", "filter", 2, -350, NF_ACCEPT},
 	};
-	const struct pc_nft_obj *o = pc_ruleset_at(rs, 0);
+	const struct nft_obj *o = nft_ruleset_at(rs, 0);
 
-	ck_assert_int_eq(o->kind, PC_NFT_TABLE_OBJ);
+	ck_assert_int_eq(o->kind, NFT_TABLE_OBJ);
 	ck_assert_int_eq(o->family, NFPROTO_INET);
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		const struct nftnl_chain *c = chain_named(rs, want[i].fam, want[i].name);
@@ -226,71 +226,71 @@ START_TEST(layout_and_hooks)
 	}
 	/* the regular chains the bridge prerouting chain jumps to exist, and
 	 * are created before it (the kernel resolves jumps at insertion) */
-	for (size_t i = 0, seen = 0; i < pc_ruleset_count(rs); i++) {
-		o = pc_ruleset_at(rs, i);
-		if (o->kind != PC_NFT_CHAIN_OBJ || o->family != NFPROTO_BRIDGE)
+	for (size_t i = 0, seen = 0; i < nft_ruleset_count(rs); i++) {
+		o = nft_ruleset_at(rs, i);
+		if (o->kind != NFT_CHAIN_OBJ || o->family != NFPROTO_BRIDGE)
 			continue;
 		if (nftnl_chain_is_set(o->u.chain, NFTNL_CHAIN_HOOKNUM))
 			ck_assert_uint_eq(seen, 3);
 		else
 			seen++;
 	}
-	pc_ruleset_free(rs);
+	nft_ruleset_free(rs);
 }
 END_TEST
 
 START_TEST(queue_rules_never_bypass)
 {
-	for (int q = PC_QUEUE_NATIVE; q <= PC_QUEUE_COMPAT; q++) {
-		struct pc_ruleset *rs = build(q, 2);
+	for (int q = NFT_QUEUE_NATIVE; q <= NFT_QUEUE_COMPAT; q++) {
+		struct nft_ruleset *rs = build(q, 2);
 		char *t = text(rs);
 		size_t queues = 0;
 
-		for (char *p = t; (p = strstr(p, q == PC_QUEUE_NATIVE ? "[ queue " : "NFQUEUE"));
+		for (char *p = t; (p = strstr(p, q == NFT_QUEUE_NATIVE ? "[ queue " : "NFQUEUE"));
 		     p++)
 			queues++;
 		/* DNS udp+tcp, held flows, new flows; 4 answer rules in forward and
 		 * output; held flows' replies in forward */
 		ck_assert_uint_eq(queues, 13);
-		if (q == PC_QUEUE_COMPAT)
+		if (q == NFT_QUEUE_COMPAT)
 			ck_assert_ptr_null(strstr(t, "[ queue "));
 		else
 			ck_assert_ptr_null(strstr(t, "NFQUEUE"));
 		ck_assert_ptr_null(strstr(t, "bypass"));
 		free(t);
-		pc_ruleset_free(rs);
+		nft_ruleset_free(rs);
 	}
 }
 END_TEST
 
 START_TEST(text_is_stable_and_survives_netlink)
 {
-	struct pc_ruleset *a = build(PC_QUEUE_COMPAT, 2), *b = build(PC_QUEUE_COMPAT, 2);
-	struct pc_ruleset *c = build(PC_QUEUE_COMPAT, 1), *n = build(PC_QUEUE_NATIVE, 2);
+	struct nft_ruleset *a = build(NFT_QUEUE_COMPAT, 2), *b = build(NFT_QUEUE_COMPAT, 2);
+	struct nft_ruleset *c = build(NFT_QUEUE_COMPAT, 1), *n = build(NFT_QUEUE_NATIVE, 2);
 	char *ta = text(a), *tb = text(b), *tc = text(c), *tn = text(n);
 	char da[80], db[80], dc[80];
 
 	ck_assert_str_eq(ta, tb);
 	ck_assert_str_ne(ta, tc); /* ports are part of what is installed */
 	ck_assert_str_ne(ta, tn);
-	ck_assert_int_eq(pc_ruleset_digest(a, da, sizeof(da)), 0);
-	ck_assert_int_eq(pc_ruleset_digest(b, db, sizeof(db)), 0);
-	ck_assert_int_eq(pc_ruleset_digest(c, dc, sizeof(dc)), 0);
+	ck_assert_int_eq(nft_ruleset_digest(a, da, sizeof(da)), 0);
+	ck_assert_int_eq(nft_ruleset_digest(b, db, sizeof(db)), 0);
+	ck_assert_int_eq(nft_ruleset_digest(c, dc, sizeof(dc)), 0);
 	ck_assert_str_eq(da, db);
 	ck_assert_str_ne(da, dc);
 	ck_assert_int_eq(strncmp(da, "sha256:", 7), 0);
 	ck_assert_uint_eq(strlen(da), 7 + 64);
-	for (size_t i = 0; i < pc_ruleset_count(a); i++) {
-		const struct pc_nft_obj *o = pc_ruleset_at(a, i);
+	for (size_t i = 0; i < nft_ruleset_count(a); i++) {
+		const struct nft_obj *o = nft_ruleset_at(a, i);
 		struct nftnl_rule *rt;
 		char *t1 = NULL, *t2 = NULL;
 		size_t l1 = 0, l2 = 0;
 
-		if (o->kind != PC_NFT_RULE_OBJ)
+		if (o->kind != NFT_RULE_OBJ)
 			continue;
 		rt = roundtrip(o->u.rule);
-		ck_assert_int_eq(pc_nft_rule_text(o->u.rule, &t1, &l1), 0);
-		ck_assert_int_eq(pc_nft_rule_text(rt, &t2, &l2), 0);
+		ck_assert_int_eq(nft_rule_text(o->u.rule, &t1, &l1), 0);
+		ck_assert_int_eq(nft_rule_text(rt, &t2, &l2), 0);
 		ck_assert_str_eq(t1, t2);
 		free(t1);
 		free(t2);
@@ -300,23 +300,23 @@ START_TEST(text_is_stable_and_survives_netlink)
 	free(tb);
 	free(tc);
 	free(tn);
-	pc_ruleset_free(a);
-	pc_ruleset_free(b);
-	pc_ruleset_free(c);
-	pc_ruleset_free(n);
+	nft_ruleset_free(a);
+	nft_ruleset_free(b);
+	nft_ruleset_free(c);
+	nft_ruleset_free(n);
 }
 END_TEST
 
-static char *set_text(const struct pc_ruleset *rs, uint16_t fam, const char *name)
+static char *set_text(const struct nft_ruleset *rs, uint16_t fam, const char *name)
 {
-	for (size_t i = 0; i < pc_ruleset_count(rs); i++) {
-		const struct pc_nft_obj *o = pc_ruleset_at(rs, i);
+	for (size_t i = 0; i < nft_ruleset_count(rs); i++) {
+		const struct nft_obj *o = nft_ruleset_at(rs, i);
 		char *t = NULL;
 		size_t l = 0;
 
-		if (o->kind == PC_NFT_SET_OBJ && o->family == fam &&
+		if (o->kind == NFT_SET_OBJ && o->family == fam &&
 		    strcmp(nftnl_set_get_str(o->u.set, NFTNL_SET_NAME), name) == 0) {
-			ck_assert_int_eq(pc_nft_set_text(o->u.set, &t, &l), 0);
+			ck_assert_int_eq(nft_set_text(o->u.set, &t, &l), 0);
 			return t;
 		}
 	}
@@ -326,7 +326,7 @@ static char *set_text(const struct pc_ruleset *rs, uint16_t fam, const char *nam
 
 START_TEST(address_sets_merge)
 {
-	struct pc_ruleset *rs = build(PC_QUEUE_COMPAT, 3);
+	struct nft_ruleset *rs = build(NFT_QUEUE_COMPAT, 3);
 	char *t;
 
 	/* 10.0.0.0/25 + 10.0.0.128/25 + 10.0.0.5 = [10.0.0.0, 10.0.1.0); .11 alone;
@@ -361,24 +361,24 @@ START_TEST(address_sets_merge)
 	t = set_text(rs, NFPROTO_INET, "resolvers6");
 	ck_assert_ptr_nonnull(strstr(t, "elem 20010db8005300000000000000000053"));
 	free(t);
-	pc_ruleset_free(rs);
+	nft_ruleset_free(rs);
 }
 END_TEST
 
 /* The rules of inet prerouting, in order, as text (one string per rule). */
-static size_t prerouting_rules(const struct pc_ruleset *rs, char **out, size_t max)
+static size_t prerouting_rules(const struct nft_ruleset *rs, char **out, size_t max)
 {
 	size_t n = 0;
 
-	for (size_t i = 0; i < pc_ruleset_count(rs) && n < max; i++) {
-		const struct pc_nft_obj *o = pc_ruleset_at(rs, i);
+	for (size_t i = 0; i < nft_ruleset_count(rs) && n < max; i++) {
+		const struct nft_obj *o = nft_ruleset_at(rs, i);
 		size_t l = 0;
 
-		if (o->kind != PC_NFT_RULE_OBJ || o->family != NFPROTO_INET ||
+		if (o->kind != NFT_RULE_OBJ || o->family != NFPROTO_INET ||
 		    strcmp(nftnl_rule_get_str(o->u.rule, NFTNL_RULE_CHAIN), "prerouting") != 0)
 			continue;
 		out[n] = NULL;
-		ck_assert_int_eq(pc_nft_rule_text(o->u.rule, &out[n], &l), 0);
+		ck_assert_int_eq(nft_rule_text(o->u.rule, &out[n], &l), 0);
 		n++;
 	}
 	return n;
@@ -386,7 +386,7 @@ static size_t prerouting_rules(const struct pc_ruleset *rs, char **out, size_t m
 
 START_TEST(new_flow_limit_before_the_queue)
 {
-	struct pc_ruleset *rs = build(PC_QUEUE_COMPAT, 2);
+	struct nft_ruleset *rs = build(NFT_QUEUE_COMPAT, 2);
 	char *r[64], *t;
 	size_t n = prerouting_rules(rs, r, 64), first_limit = n, first_queue = n, unstamped = n;
 	size_t limits = 0;
@@ -455,22 +455,22 @@ START_TEST(new_flow_limit_before_the_queue)
 			    "  elem 0a000000 flags 0x0\n"
 			    "  elem 0a000100 flags 0x1\n");
 	free(t);
-	pc_ruleset_free(rs);
+	nft_ruleset_free(rs);
 }
 END_TEST
 
 START_TEST(meter_text_leaves_out_its_elements)
 {
-	struct pc_ruleset *rs = build(PC_QUEUE_COMPAT, 2);
+	struct nft_ruleset *rs = build(NFT_QUEUE_COMPAT, 2);
 	uint32_t key = 4;
 	char *t = NULL;
 	size_t l = 0;
 
-	for (size_t i = 0; i < pc_ruleset_count(rs); i++) {
-		const struct pc_nft_obj *o = pc_ruleset_at(rs, i);
+	for (size_t i = 0; i < nft_ruleset_count(rs); i++) {
+		const struct nft_obj *o = nft_ruleset_at(rs, i);
 		struct nftnl_set_elem *e;
 
-		if (o->kind != PC_NFT_SET_OBJ ||
+		if (o->kind != NFT_SET_OBJ ||
 		    strcmp(nftnl_set_get_str(o->u.set, NFTNL_SET_NAME), "lim0") != 0)
 			continue;
 		/* what a dump of the live set holds after traffic from port 4 */
@@ -478,25 +478,25 @@ START_TEST(meter_text_leaves_out_its_elements)
 		ck_assert_ptr_nonnull(e);
 		nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, &key, sizeof(key));
 		nftnl_set_elem_add(o->u.set, e);
-		ck_assert_int_eq(pc_nft_set_text(o->u.set, &t, &l), 0);
+		ck_assert_int_eq(nft_set_text(o->u.set, &t, &l), 0);
 	}
 	ck_assert_str_eq(t, "set inet portcullis lim0 flags 0x30 keytype 19 keylen 4\n");
 	free(t);
-	pc_ruleset_free(rs);
+	nft_ruleset_free(rs);
 }
 END_TEST
 
 START_TEST(marks_are_ours_only)
 {
-	struct pc_ruleset *rs = build(PC_QUEUE_COMPAT, 2);
+	struct nft_ruleset *rs = build(NFT_QUEUE_COMPAT, 2);
 	char *t = text(rs);
 
 	/* the bits fit the mask, do not overlap each other or the port stamp */
-	ck_assert_uint_eq((PC_MARK_ALLOW | PC_MARK_VAULT | PC_MARK_HELD | PC_MARK_PASS |
-			   PC_MARK_REJECT | PC_MARK_DNSREPLY) &
-			      ~PC_MARK_MASK,
+	ck_assert_uint_eq((NFT_MARK_ALLOW | NFT_MARK_VAULT | NFT_MARK_HELD | NFT_MARK_PASS |
+			   NFT_MARK_REJECT | NFT_MARK_DNSREPLY) &
+			      ~NFT_MARK_MASK,
 			  0);
-	ck_assert_uint_eq(PC_MARK_MASK & PC_MARK_PORT_MASK, 0);
+	ck_assert_uint_eq(NFT_MARK_MASK & NFT_MARK_PORT_MASK, 0);
 	/* ct marks are set keeping every bit outside our mask */
 	ck_assert_ptr_nonnull(strstr(t, "[ bitwise reg 1 = ( reg 1 & 0x00ffffff ) ^ 0x80000000 ]"));
 	/* the stamp: input port index, every other mark bit cleared */
@@ -505,27 +505,27 @@ START_TEST(marks_are_ours_only)
 				     "  [ bitwise reg 1 = ( reg 1 & 0x00ffffff ) ^ 0x00000000 ]\n"
 				     "  [ meta set mark with reg 1 ]"));
 	free(t);
-	pc_ruleset_free(rs);
+	nft_ruleset_free(rs);
 }
 END_TEST
 
 START_TEST(bad_parameters)
 {
-	struct pc_ruleset_params p = {&cfg, pol, NULL, 0, 0};
-	struct pc_ruleset *rs = NULL;
+	struct nft_ruleset_params p = {&cfg, pol, NULL, 0, 0};
+	struct nft_ruleset *rs = NULL;
 	struct pc_err err = {0};
 
-	ck_assert_int_eq(pc_ruleset_build(&p, &rs, &err), PC_EINVAL);
-	p.qpath = PC_QUEUE_COMPAT;
+	ck_assert_int_eq(nft_ruleset_build(&p, &rs, &err), PC_EINVAL);
+	p.qpath = NFT_QUEUE_COMPAT;
 	p.policy = NULL;
-	ck_assert_int_eq(pc_ruleset_build(&p, &rs, &err), PC_EINVAL);
+	ck_assert_int_eq(nft_ruleset_build(&p, &rs, &err), PC_EINVAL);
 	p.policy = pol;
 	cfg.queue.base = 65535;
 	cfg.queue.count = 2;
-	ck_assert_int_eq(pc_ruleset_build(&p, &rs, &err), PC_EINVAL);
+	ck_assert_int_eq(nft_ruleset_build(&p, &rs, &err), PC_EINVAL);
 	cfg.queue.base = 100;
 	cfg.bridge[0] = '\0';
-	ck_assert_int_eq(pc_ruleset_build(&p, &rs, &err), PC_EINVAL);
+	ck_assert_int_eq(nft_ruleset_build(&p, &rs, &err), PC_EINVAL);
 	ck_assert_ptr_null(rs);
 }
 END_TEST

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "appliance/sandbox.h"
+#include "cli/cli_int.h"
 #include "tests/unit/unit.h"
 
 static struct sb *sb_new(bool attach)

@@ -1,4 +1,4 @@
-/* The slice of ldns's interface that dnsguard/internal.h and dnsguard/wire.c
+/* The slice of ldns's interface that dnsguard/dnsguard_int.h and dnsguard/wire.c
  * use, for the EVA drivers only (tests/prove): Frama-C parses the project
  * against its own libc, which the system's ldns headers do not fit. The
  * types are opaque here as in ldns (wire.c only reaches them through these

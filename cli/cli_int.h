@@ -1,0 +1,199 @@
+/* Internal to cli/: the pieces the sandbox launcher's files (`portcullis
+ * sandbox run|attach`, sandbox*.c) share. Private to cli/; docs/sandbox.md is the
+ * admin's description. The launcher is an admin tool run as root on the
+ * gateway, never part of the guard: everything it sets up is checked by
+ * the engine's policy and the checker like any hand-made sandbox. */
+#ifndef PC_CLI_INT_H
+#define PC_CLI_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "cli/cli.h"
+#include "common/pc.h"
+#include "nft/nft.h"
+#include "logd/logd.h"
+#include "rules/rules.h"
+#include "vault/vault.h"
+
+#define SB_MAX_ALLOW   64
+#define SB_MAX_SECRETS 16
+#define SB_MAX_ENV     32
+#define SB_PEER_IFNAME "eth0" /* the sandbox's side of its veth */
+
+/* One --allow / --allow-cidr. */
+struct sb_allow {
+	bool cidr;
+	char host[POLICY_HOST_MAX + 2]; /* as the rule file writes it ("*.x" kept) */
+	struct pc_prefix prefix;
+	char ports[16];	   /* "443" or "8000-8080" */
+	const char *proto; /* "tcp", "udp", "any" (static strings) */
+};
+
+/* One --secret NAME[@HOST[:PORT]]. */
+struct sb_secret {
+	char name[VAULT_NAME_MAX];
+	char host[POLICY_HOST_MAX];
+	uint16_t port;
+	char placeholder[VAULT_PH_MAX];
+};
+
+/* The bridge as the launcher needs it: its index and its own addresses
+ * (the sandboxes' router; family 0 when it has none of that family). */
+struct sb_bridge {
+	uint32_t ifindex;
+	struct pc_prefix net4, net6; /* the bridge's address with its prefix length */
+};
+
+/* Everything one launch asked for and set up; torn down in reverse. */
+struct sb {
+	/* asked */
+	char name[POLICY_NAME_MAX];
+	bool attach;
+	char port[PC_IFNAMSIZ]; /* bridge port: our veth's gateway side, or the VM's tap */
+	bool has_mac;
+	uint8_t mac[6];
+	struct pc_addr want4, want6; /* attach --address (family 0: from the pool) */
+	struct sb_allow allow[SB_MAX_ALLOW];
+	size_t n_allow;
+	struct sb_secret secrets[SB_MAX_SECRETS];
+	size_t n_secrets;
+	char user[64];		     /* "" in attach mode: the launcher's own credentials */
+	const char *env[SB_MAX_ENV]; /* --env NAME=VALUE (borrowed from argv) */
+	size_t n_env;
+	const char *cert_out; /* --cert FILE, or NULL for the default */
+	char **cmd;	      /* borrowed from argv; NULL: attach without a command */
+	bool quiet;
+	const char *config;
+
+	/* set up */
+	struct pc_config cfg;
+	struct sb_bridge br;
+	struct pc_addr addr4, addr6;
+	int netns_fd;		    /* run: the sandbox's network namespace, or -1 */
+	bool port_created;	    /* run: we made the veth */
+	bool port_enslaved;	    /* attach: we put the port on the bridge */
+	char dir[PC_PATH_MAX + 96]; /* <run_dir>/sandbox/<name> */
+	bool dir_made;
+	char rule_file[PC_PATH_MAX + 96];
+	bool rule_written;
+	bool vault_needed;
+	char cert_path[PC_PATH_MAX * 2];
+	struct logc *lc;
+	uint64_t seq_first, seq_last;
+	uint64_t log_off; /* log.file size before our first record */
+	dev_t log_dev;
+	ino_t log_ino;
+	int lock_fd;
+};
+
+/* ---- sandbox_args.c: the command line ---------------------------------- */
+
+extern const char sb_usage[];
+/* Fill what was asked (name, allow, secrets, options, the command) from
+ * argv (argv[0] is "run" or "attach"). 0, 1 after --help, <0 on a usage
+ * error described in err. */
+int sbargs_parse(struct sb *s, int argc, char **argv, struct pc_err *err);
+
+/* ---- sandbox_net.c: rtnetlink and the engine's port set ---------------- */
+
+/* The bridge named name in this network namespace: PC_ENOENT when there is
+ * none, PC_EINVAL when the link is not a bridge. */
+int sbnet_bridge_get(const char *name, struct sb_bridge *out, struct pc_err *err);
+/* The first global address of each family on link name (family 0: none). */
+int sbnet_link_addrs(const char *name, struct pc_prefix *v4, struct pc_prefix *v6,
+		     struct pc_err *err);
+/* A new network namespace (fd, O_CLOEXEC) with its loopback up; the caller
+ * stays in its own. */
+int sbnet_netns_new(int *fd, struct pc_err *err);
+/* A veth pair: port here, SB_PEER_IFNAME with mac inside netns_fd. */
+int sbnet_veth_add(const char *port, int netns_fd, const uint8_t mac[6], struct pc_err *err);
+/* Put port on the bridge (unless it is already there; *enslaved says
+ * whether we did), isolated, up. Refuses a port held by another bridge. */
+int sbnet_port_attach(const char *port, uint32_t br_ifindex, bool *enslaved, struct pc_err *err);
+/* Take port off its bridge (attach teardown). */
+int sbnet_port_release(const char *port, struct pc_err *err);
+/* Delete a link (its veth peer goes with it). Missing is not an error. */
+int sbnet_link_del(const char *name, struct pc_err *err);
+/* Kind of an existing link ("veth", "tun", "bridge"...; "" when none). */
+int sbnet_link_kind(const char *name, char *kind, size_t len, uint32_t *ifindex, uint32_t *master,
+		    struct pc_err *err);
+/* Inside netns_fd: SB_PEER_IFNAME up with a4/p4 and a6/p6 (family 0:
+ * skipped), default routes via gw4/gw6. */
+int sbnet_sandbox_config(int netns_fd, const struct pc_addr *a4, uint8_t p4,
+			 const struct pc_addr *gw4, const struct pc_addr *a6, uint8_t p6,
+			 const struct pc_addr *gw6, struct pc_err *err);
+/* Is ifindex in the engine's bridge port set (table bridge portcullis, set
+ * ports)? PC_ENOENT when the table or set is missing. */
+int sbnet_port_in_set(uint32_t ifindex, bool *in, struct pc_err *err);
+
+/* ---- sandbox_files.c: the rule file, the sandbox's files, addresses ---- */
+
+/* Take <run_dir>/sandbox/lock (flock, blocking); fd or <0. */
+int sbfile_lock(const struct pc_config *cfg, struct pc_err *err);
+void sbfile_unlock(int fd);
+/* Remove rule files and directories of launchers that are gone (killed
+ * without their teardown); each removal is reported through note. */
+void sbfile_clean_stale(const struct pc_config *cfg, void (*note)(const char *msg));
+/* PC_EEXIST with a message naming where, when the name is taken by a
+ * sandbox of the policy in cfg->rules_dir or by another launcher. The
+ * policy is returned (caller unrefs) for address selection. */
+int sbfile_name_free(struct sb *s, struct policy **pol, struct pc_err *err);
+/* Pick addr4/addr6 (the pool or attach's --address) that no sandbox of pol
+ * claims and that is not the bridge's own. */
+int sbfile_pick_addresses(struct sb *s, const struct policy *pol, struct pc_err *err);
+/* The rule file text (caller frees). */
+char *sbfile_rule_text(const struct sb *s);
+/* Write the rule file (created, never replacing one). */
+int sbfile_rule_write(struct sb *s, struct pc_err *err);
+int sbfile_rule_remove(struct sb *s, struct pc_err *err);
+/* <dir>: resolv.conf, hosts, ca-bundle.pem, env, home/ (owned by the
+ * sandbox user). */
+int sbfile_dir_make(struct sb *s, uid_t uid, gid_t gid, struct pc_err *err);
+void sbfile_dir_remove(struct sb *s);
+/* Path of a file in the sandbox's directory. */
+const char *sbfile_path(const struct sb *s, const char *file, char *buf, size_t len);
+
+/* ---- sandbox_proc.c: the command, the vault, the namespace's processes - */
+
+/* Start argv (the command), inside netns_fd with the sandbox's private
+ * mounts (run), or on the gateway (attach, netns_fd < 0), as user ("":
+ * unchanged), with envp. *pid on success; an exec failure is reported
+ * through err with PC_ENOENT (not found) or PC_EPERM (not executable). */
+int sbproc_spawn(const struct sb *s, char *const *argv, char *const *envp, pid_t *pid,
+		 struct pc_err *err);
+/* Wait for pid, forwarding SIGTERM/SIGHUP (and SIGINT sent with kill) to
+ * it; returns its exit status as a shell reports it (128+N for signal N). */
+int sbproc_wait(pid_t pid);
+/* Attach without a command: wait for SIGINT/SIGTERM. */
+void sbproc_wait_signal(void);
+/* SIGKILL every process still in the namespace; returns how many. */
+int sbproc_kill_netns(int netns_fd);
+/* The vault: the pid of the process that listens on vault.listen in this
+ * network namespace (0 when none). */
+pid_t sbproc_vault_pid(const struct pc_config *cfg);
+/* SIGHUP the vault and wait until it has taken the signal and is back
+ * waiting for connections (its reload runs between the two). */
+int sbproc_vault_reload(pid_t pid, struct pc_err *err);
+
+/* ---- sandbox_summary.c: the sandbox's records in the log --------------- */
+
+struct sb_counts {
+	unsigned flows_allowed, flows_refused;
+	unsigned dns_allowed, dns_refused;
+	unsigned http_requests, injected, exfil;
+	char injected_names[256]; /* distinct secret names, comma separated */
+	uint64_t first_seq, last_seq;
+	bool rotated; /* the file changed under us: counts from the current file */
+};
+int sbsum_count(const struct sb *s, struct sb_counts *out, struct pc_err *err);
+/* Count the records of sandbox name with seq >= seq_first in buf (log
+ * lines), adding to *c (start from zero). Reads log file bytes: fuzzed by
+ * tests/fuzz/fuzz_sandbox_summary.c. */
+void sbsum_count_buffer(const char *name, uint64_t seq_first, const char *buf, size_t len,
+			struct sb_counts *c);
+void sbsum_print(const struct sb *s, const struct sb_counts *c, int status, const char *how);
+
+#endif

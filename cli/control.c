@@ -1,0 +1,197 @@
+/* `portcullis status` and `portcullis reload`: one request to the engine's
+ * control socket, one JSON reply, shown as it is (--json) or indented; and
+ * `portcullis metrics`: every daemon's metrics in Prometheus text format. */
+#include "cli/cli.h"
+#include "rules/rules.h"
+#include "logd/logd.h"
+#include "vault/vault.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* `portcullis metrics`: each daemon's metrics (engine.sock, vault.sock,
+ * logd-control.sock in run_dir) and portcullis_up for each, in Prometheus
+ * text format. Exit 0 when at least one daemon answered. */
+#define METRICS_MAX (1u << 20)
+
+static int metrics_cli(int argc, char **argv, const struct pc_config *cfg)
+{
+	static const struct {
+		const char *daemon, *sock;
+	} d[] = {{"engine", PC_ENGINE_SOCK}, {"vault", PC_VAULT_CTL_SOCK}, {"logd", LOGD_CTL_SOCK}};
+	char *text[3] = {NULL, NULL, NULL};
+	int answered = 0;
+
+	(void)argv;
+	if (argc != 1) {
+		fprintf(stderr, "usage: portcullis [-c FILE] metrics\n");
+		return PC_EXIT_USAGE;
+	}
+	for (size_t i = 0; i < 3; i++) {
+		char path[PC_PATH_MAX + 32], ebuf[700];
+		struct pc_err err = {0};
+
+		snprintf(path, sizeof(path), "%s/%s", cfg->run_dir, d[i].sock);
+		if (pc_ctl_request(path, "metrics", 5000, METRICS_MAX, &text[i], &err) < 0) {
+			/* the others are still worth printing; portcullis_up says */
+			pc_cli_error(d[i].daemon, "%s", pc_err_str(&err, ebuf, sizeof(ebuf)));
+			text[i] = NULL;
+			continue;
+		}
+		if (strncmp(text[i], "# HELP ", 7) != 0) { /* an error message, not metrics */
+			pc_cli_error(d[i].daemon, "%.200s", text[i]);
+			free(text[i]);
+			text[i] = NULL;
+			continue;
+		}
+		answered++;
+	}
+	printf("# HELP portcullis_up Whether the daemon answered portcullis metrics.\n"
+	       "# TYPE portcullis_up gauge\n");
+	for (size_t i = 0; i < 3; i++)
+		printf("portcullis_up{daemon=\"%s\"} %d\n", d[i].daemon, text[i] != NULL);
+	for (size_t i = 0; i < 3; i++) {
+		if (text[i])
+			fputs(text[i], stdout);
+		free(text[i]);
+	}
+	return answered ? PC_EXIT_OK : PC_EXIT_ERROR;
+}
+
+/* The string value of "key" in our own flat replies (no nesting needed). */
+static bool json_get(const char *js, const char *key, char *out, size_t len)
+{
+	char pat[64];
+	const char *p;
+	size_t o = 0;
+
+	snprintf(pat, sizeof(pat), "\"%s\":\"", key);
+	p = strstr(js, pat);
+	if (!p)
+		return false;
+	for (p += strlen(pat); *p && *p != '"' && o + 1 < len; p++) {
+		if (*p == '\\' && p[1]) {
+			p++;
+			if (*p == 'u' && strlen(p) >= 5) {
+				out[o++] = (char)strtol((char[]){p[3], p[4], 0}, NULL, 16);
+				p += 4;
+				continue;
+			}
+		}
+		out[o++] = *p;
+	}
+	out[o] = '\0';
+	return true;
+}
+
+static void json_print_indented(const char *js)
+{
+	int depth = 0;
+	bool in_str = false;
+
+	for (const char *p = js; *p; p++) {
+		char c = *p;
+
+		if (in_str) {
+			putchar(c);
+			if (c == '\\' && p[1])
+				putchar(*++p);
+			else if (c == '"')
+				in_str = false;
+			continue;
+		}
+		switch (c) {
+		case '"':
+			in_str = true;
+			putchar(c);
+			break;
+		case '{':
+		case '[':
+			printf("%c\n%*s", c, ++depth * 2, "");
+			break;
+		case '}':
+		case ']':
+			printf("\n%*s%c", --depth * 2, "", c);
+			break;
+		case ',':
+			printf(",\n%*s", depth * 2, "");
+			break;
+		case ':':
+			printf(": ");
+			break;
+		default:
+			putchar(c);
+		}
+	}
+	putchar('\n');
+}
+
+int cli_control(int argc, char **argv, const char *config)
+{
+	static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
+	struct pc_config cfg;
+	struct pc_err err = {0};
+	char ebuf[1024], msg[1024], *reply = NULL;
+	bool json = false, reload;
+	int opt, rc;
+
+	if (strcmp(argv[0], "metrics") == 0) {
+		if (pc_config_load(config, &cfg, &err) < 0) {
+			pc_cli_error("configuration", "%s", pc_err_str(&err, ebuf, sizeof(ebuf)));
+			return PC_EXIT_ERROR;
+		}
+		return metrics_cli(argc, argv, &cfg);
+	}
+	reload = strcmp(argv[0], "reload") == 0;
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (opt == 'j' && !reload) {
+			json = true;
+		} else {
+			fprintf(stderr, "usage: portcullis [-c FILE] %s\n",
+				reload ? "reload" : "status [--json]");
+			return PC_EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		pc_cli_error(argv[0], "unexpected argument '%s'", argv[optind]);
+		return PC_EXIT_USAGE;
+	}
+	if (pc_config_load(config, &cfg, &err) < 0) {
+		pc_cli_error("configuration", "%s", pc_err_str(&err, ebuf, sizeof(ebuf)));
+		return PC_EXIT_ERROR;
+	}
+	/* A reload recompiles the whole policy and cuts flows: give it time. */
+	rc = pc_engine_request(cfg.run_dir, reload ? "reload" : "status", reload ? 60000 : 5000,
+			       &reply, &err);
+	if (rc < 0) {
+		pc_cli_error(argv[0], "%s (is portcullisd running?)",
+			     pc_err_str(&err, ebuf, sizeof(ebuf)));
+		return PC_EXIT_ERROR;
+	}
+	if (!strstr(reply, "\"ok\":true")) {
+		if (!json_get(reply, "error", msg, sizeof(msg)))
+			pc_strlcpy(msg, reply, sizeof(msg));
+		pc_cli_error(argv[0], "%s", msg);
+		free(reply);
+		/* a rejected policy is a negative answer; anything else an error */
+		return strstr(msg, "permission denied") ? PC_EXIT_ERROR
+		       : reload				? PC_EXIT_FAIL
+							: PC_EXIT_ERROR;
+	}
+	if (reload) {
+		if (json_get(reply, "policy", msg, sizeof(msg)))
+			printf("policy %s in force\n", msg);
+	} else if (json) {
+		printf("%s\n", reply);
+	} else {
+		json_print_indented(reply);
+	}
+	free(reply);
+	return PC_EXIT_OK;
+}

@@ -1,0 +1,279 @@
+/* The main thread's loop: signals (SIGHUP reloads, SIGTERM/SIGINT stop),
+ * the control socket (status, reload), bridge port changes and periodic
+ * housekeeping. The queue threads never wait for anything here. */
+#include "engine/engine_int.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define HOUSEKEEPING_MS 10000
+#define CLIENT_WAIT_MS	1000
+
+int control_status_json(struct engine *e, char **out)
+{
+	struct policy *pol = engine_policy_get(e);
+	struct dnsguard_stats ds;
+	char *b = NULL;
+	size_t l = 0;
+	size_t held = 0;
+	uint64_t sent = 0, failed = 0;
+	int rc;
+
+	memset(&ds, 0, sizeof(ds));
+	dnsguard_stats(e->dg, &ds);
+	rc = pc_buf_appendf(&b, &l,
+			    "{\"ok\":true,\"version\":\"%s\",\"pid\":%d,\"uptime_s\":%llu,"
+			    "\"policy\":",
+			    PC_VERSION, (int)getpid(),
+			    (unsigned long long)((pc_now_mono_ms() - e->start_ms) / 1000));
+	rc = rc ? rc : pc_buf_append_json(&b, &l, pol ? policy_hash(pol) : "");
+	rc = rc ? rc
+		: pc_buf_appendf(&b, &l, ",\"queue_path\":\"%s\",\"queues\":[",
+				 nft_queue_path_name(e->qpath));
+	for (size_t i = 0; rc == 0 && i < e->nq; i++) {
+		struct qthread *t = &e->q[i];
+		uint64_t kd = 0, ud = 0;
+
+		queue_kernel_stats(e->nfq_proc_fd, t->num, &kd, &ud);
+		held += atomic_load(&t->held_n);
+		sent += atomic_load(&t->st.log_sent);
+		failed += atomic_load(&t->st.log_failed);
+		rc = pc_buf_appendf(
+		    &b, &l,
+		    "%s{\"num\":%u,\"queued\":%llu,\"accepted\":%llu,\"refused\":%llu,"
+		    "\"kernel_dropped\":%llu,\"user_dropped\":%llu,\"enobufs\":%llu}",
+		    i ? "," : "", t->num, (unsigned long long)atomic_load(&t->st.queued),
+		    (unsigned long long)atomic_load(&t->st.accepted),
+		    (unsigned long long)atomic_load(&t->st.refused), (unsigned long long)kd,
+		    (unsigned long long)ud, (unsigned long long)atomic_load(&t->st.enobufs));
+	}
+	rc =
+	    rc ? rc
+	       : pc_buf_appendf(
+		     &b, &l,
+		     "],\"flows\":%zu,\"held\":%zu,\"log\":{\"sent\":%llu,\"failed\":%llu},"
+		     "\"dnsguard\":{\"queries_allowed\":%llu,\"queries_refused\":%llu,"
+		     "\"queries_malformed\":%llu,\"answers_released\":%llu,"
+		     "\"answers_dropped\":%llu,\"learned_entries\":%llu,"
+		     "\"learned_evicted\":%llu,\"ech_stripped\":%llu,"
+		     "\"pending_queries\":%llu,\"pending_evicted\":%llu}}",
+		     flow_registry_count(e->flows), held, (unsigned long long)sent,
+		     (unsigned long long)failed, (unsigned long long)ds.queries_allowed,
+		     (unsigned long long)ds.queries_refused,
+		     (unsigned long long)ds.queries_malformed,
+		     (unsigned long long)ds.answers_released,
+		     (unsigned long long)ds.answers_dropped, (unsigned long long)ds.learned_entries,
+		     (unsigned long long)ds.learned_evicted, (unsigned long long)ds.ech_stripped,
+		     (unsigned long long)ds.pending_queries,
+		     (unsigned long long)ds.pending_evicted);
+	/* the limits and the check join the outer object: before its closing brace */
+	if (rc == 0 && l > 0 && b[l - 1] == '}') {
+		b[--l] = '\0';
+		rc = limits_status_json(pol, &b, &l);
+		rc = rc ? rc
+			: quota_status_json(&e->quota, pol, e->nq ? held_capacity(e->q[0].held) : 0,
+					    e->nq ? dnstcp_capacity(e->q[0].dnstcp) : 0, &b, &l);
+		rc = rc ? rc : checkrun_status_json(e, &b, &l);
+		rc = rc ? rc : pc_buf_appendf(&b, &l, "}");
+	}
+	policy_unref(pol);
+	if (rc) {
+		free(b);
+		return rc;
+	}
+	*out = b;
+	return 0;
+}
+
+static char *error_json(const char *msg)
+{
+	char *b = NULL;
+	size_t l = 0;
+
+	if (pc_buf_appendf(&b, &l, "{\"ok\":false,\"error\":") || pc_buf_append_json(&b, &l, msg) ||
+	    pc_buf_appendf(&b, &l, "}")) {
+		free(b);
+		return NULL;
+	}
+	return b;
+}
+
+static char *reload_json(struct engine *e, int fd)
+{
+	struct pc_err err = {0};
+	char ebuf[1024], *b = NULL;
+	size_t l = 0;
+	uid_t uid = (uid_t)-1;
+	struct policy *pol;
+
+	if (pc_unix_peercred(fd, NULL, &uid, NULL, &err) < 0 || uid != 0)
+		return error_json("permission denied: only root may reload the policy");
+	if (engine_reload(e, &err) < 0)
+		return error_json(pc_err_str(&err, ebuf, sizeof(ebuf)));
+	pol = engine_policy_get(e);
+	if (pc_buf_appendf(&b, &l, "{\"ok\":true,\"policy\":") ||
+	    pc_buf_append_json(&b, &l, policy_hash(pol)) || pc_buf_appendf(&b, &l, "}")) {
+		free(b);
+		b = NULL;
+	}
+	policy_unref(pol);
+	return b;
+}
+
+/* One request, one reply, then the connection is closed. Called when the
+ * client's socket is readable: nothing here waits for a client. */
+static void control_client(struct engine *e, int fd)
+{
+	char req[256], *reply = NULL;
+	ssize_t n;
+
+	n = pc_ctl_read(fd, req, sizeof(req));
+	if (n <= 0)
+		return;
+	if (strcmp(req, "status") == 0) {
+		if (control_status_json(e, &reply) < 0)
+			reply = NULL;
+	} else if (strcmp(req, "reload") == 0) {
+		reply = reload_json(e, fd);
+	} else if (strcmp(req, "metrics") == 0) {
+		/* Prometheus text, not JSON (docs/operations.md, "Metrics") */
+		if (engine_metrics_text(e, &reply) < 0)
+			reply = NULL;
+	} else {
+		reply = error_json("unknown request (status, reload, metrics)");
+	}
+	if (!reply)
+		reply = error_json("out of memory");
+	if (reply)
+		send(fd, reply, strlen(reply), MSG_NOSIGNAL | MSG_DONTWAIT);
+	free(reply);
+}
+
+/* Clients waiting for their request; each may take CLIENT_WAIT_MS, and
+ * none of them holds up signals, links or the others. */
+#define CLIENTS_MAX 8
+
+struct ctl_client {
+	int fd;
+	uint64_t deadline;
+};
+
+static void clients_accept(struct engine *e, struct ctl_client *c)
+{
+	int fd;
+
+	/* the listening socket is non-blocking: this stops at EAGAIN */
+	while ((fd = accept4(e->ctl_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+		size_t i = 0;
+
+		while (i < CLIENTS_MAX && c[i].fd >= 0)
+			i++;
+		if (i == CLIENTS_MAX) {
+			close(fd); /* busy: the client sees the connection closed */
+			continue;
+		}
+		c[i].fd = fd;
+		c[i].deadline = pc_now_mono_ms() + CLIENT_WAIT_MS;
+	}
+}
+
+int control_loop(struct engine *e)
+{
+	uint64_t next_hk = pc_now_mono_ms() + HOUSEKEEPING_MS;
+	struct ctl_client cl[CLIENTS_MAX];
+
+	for (size_t i = 0; i < CLIENTS_MAX; i++)
+		cl[i].fd = -1;
+	for (;;) {
+		struct pollfd p[4 + CLIENTS_MAX] = {
+		    {.fd = e->sig_fd, .events = POLLIN},
+		    {.fd = e->ctl_fd, .events = POLLIN},
+		    {.fd = e->link_fd, .events = POLLIN},
+		    {.fd = e->chk.fd, .events = POLLIN}, /* -1 (no helper): ignored */
+		};
+		struct pc_err err = {0};
+		uint64_t now;
+		int n;
+
+		bool waiting = false;
+
+		for (size_t i = 0; i < CLIENTS_MAX; i++) {
+			p[4 + i].fd = cl[i].fd; /* -1: ignored by poll */
+			p[4 + i].events = POLLIN;
+			waiting = waiting || cl[i].fd >= 0;
+		}
+		n = poll(p, 4 + CLIENTS_MAX, waiting ? 100 : 1000);
+		if (n < 0 && errno != EINTR) {
+			pc_log(PC_LOG_ERR, "control loop: %s", strerror(errno));
+			return PC_EIO;
+		}
+		if (n > 0 && (p[0].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+
+			while (read(e->sig_fd, &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo == SIGHUP) {
+					pc_log(PC_LOG_NOTICE, "SIGHUP: reloading the policy");
+					engine_reload(e, &err);
+				} else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+					pc_log(PC_LOG_NOTICE, "signal %u: stopping", si.ssi_signo);
+					for (size_t i = 0; i < CLIENTS_MAX; i++)
+						if (cl[i].fd >= 0)
+							close(cl[i].fd);
+					return 0;
+				}
+			}
+		}
+		if (n > 0 && (p[1].revents & POLLIN))
+			clients_accept(e, cl);
+		if (n > 0 && (p[2].revents & POLLIN) && links_monitor_drain(e->link_fd) > 0) {
+			if (engine_ports_refresh(e, false, &err) < 0)
+				pc_log(PC_LOG_ERR, "bridge ports: %s", err.msg);
+			if (engine_local_refresh(e, &err) < 0)
+				pc_log(PC_LOG_ERR, "gateway addresses (kept the previous set): %s",
+				       err.msg);
+		}
+		if (n > 0 && p[3].revents)
+			checkrun_readable(e);
+		now = pc_now_mono_ms();
+		for (size_t i = 0; i < CLIENTS_MAX; i++) {
+			if (cl[i].fd < 0)
+				continue;
+			if (n > 0 && p[4 + i].revents)
+				control_client(e, cl[i].fd);
+			else if (now < cl[i].deadline)
+				continue; /* still waiting for its request */
+			close(cl[i].fd);
+			cl[i].fd = -1;
+		}
+		if (now >= next_hk) {
+			engine_housekeeping(e);
+			next_hk = now + HOUSEKEEPING_MS;
+		}
+	}
+}
+
+int control_open(struct engine *e, struct pc_err *err)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	/* Blocked before any thread starts, so they all inherit the mask and
+	 * only the signalfd sees these signals. */
+	if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
+		return pc_err_set(err, PC_EIO, "blocking signals");
+	e->sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (e->sig_fd < 0)
+		return pc_err_errno(err, PC_EIO, "signalfd");
+	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}

@@ -1,0 +1,293 @@
+/* DNS over TCP in the engine: each direction of a port-53 connection is a
+ * stream of length-prefixed messages (RFC 7766). A message that spans
+ * segments is put together here before it is judged; nothing of it passes
+ * before that (docs/engine.md, "DNS over TCP"). */
+#include "engine/engine_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Streams are found by a keyed hash of their flow key (which the sandbox
+ * chooses); the list of all of them is walked to forget idle ones. */
+#define DNSTCP_BUCKETS 64
+
+struct dnstcp_table {
+	struct dnstcp_stream *head;
+	struct dnstcp_stream *b[DNSTCP_BUCKETS];
+	size_t n, max;
+	uint8_t hkey[PC_HKEY_BYTES];
+	struct quota_map *quota; /* streams per sandbox */
+};
+
+int dnstcp_table_new(size_t max, struct dnstcp_table **out)
+{
+	struct dnstcp_table *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return PC_ENOMEM;
+	t->max = max;
+	if (hkey_new(t->hkey) < 0 || quota_map_new(&t->quota) < 0) {
+		free(t);
+		return PC_ENOMEM;
+	}
+	*out = t;
+	return 0;
+}
+
+uint64_t dnstcp_key_hash(const struct dnstcp_table *t, const struct flow_key *k)
+{
+	return hkey_hash(t->hkey, k, sizeof(*k));
+}
+
+static struct dnstcp_stream **dnstcp_bucket(struct dnstcp_table *t, const struct flow_key *k)
+{
+	return &t->b[dnstcp_key_hash(t, k) & (DNSTCP_BUCKETS - 1)];
+}
+
+/* Out of the table (both lists, the quota), then freed. */
+static void dnstcp_stream_free(struct dnstcp_table *t, struct dnstcp_stream *s)
+{
+	struct dnstcp_stream **pp;
+
+	for (pp = dnstcp_bucket(t, &s->key); *pp && *pp != s; pp = &(*pp)->hnext)
+		;
+	if (*pp)
+		*pp = s->hnext;
+	quota_give(t->quota, s->sandbox);
+	t->n--;
+	free(s->buf);
+	free(s->rw);
+	free(s);
+}
+
+void dnstcp_table_free(struct dnstcp_table *t)
+{
+	if (!t)
+		return;
+	while (t->head) {
+		struct dnstcp_stream *s = t->head;
+
+		t->head = s->next;
+		dnstcp_stream_free(t, s);
+	}
+	quota_map_free(t->quota);
+	free(t);
+}
+
+size_t dnstcp_count(const struct dnstcp_table *t)
+{
+	return t ? t->n : 0;
+}
+
+size_t dnstcp_capacity(const struct dnstcp_table *t)
+{
+	return t ? t->max : 0;
+}
+
+size_t dnstcp_used(struct dnstcp_table *t, const char *sandbox)
+{
+	return t ? quota_used(t->quota, sandbox) : 0;
+}
+
+/* Forget streams idle for DNSTCP_IDLE_MS. */
+static void dnstcp_expire(struct dnstcp_table *t, uint64_t now_ms)
+{
+	struct dnstcp_stream **pp = &t->head;
+
+	while (*pp) {
+		struct dnstcp_stream *s = *pp;
+
+		if (now_ms - s->last_ms > DNSTCP_IDLE_MS) {
+			*pp = s->next;
+			dnstcp_stream_free(t, s);
+		} else {
+			pp = &s->next;
+		}
+	}
+}
+
+struct dnstcp_stream *dnstcp_get(struct dnstcp_table *t, const struct flow_key *k, uint64_t now_ms)
+{
+	struct dnstcp_stream *s;
+
+	if (!t)
+		return NULL;
+	dnstcp_expire(t, now_ms);
+	for (s = *dnstcp_bucket(t, k); s; s = s->hnext)
+		if (memcmp(&s->key, k, sizeof(*k)) == 0)
+			return s;
+	return NULL;
+}
+
+int dnstcp_add(struct dnstcp_table *t, const struct flow_key *k, uint32_t seq, uint64_t now_ms,
+	       const char *sandbox, size_t n_sandboxes, struct dnstcp_stream **out)
+{
+	struct dnstcp_stream *s, **b;
+	int rc;
+
+	if (!t)
+		return PC_EINVAL;
+	dnstcp_expire(t, now_ms);
+	if (t->n >= t->max)
+		return PC_EAGAIN;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return PC_ENOMEM;
+	rc = quota_take(t->quota, sandbox, quota_share(t->max, n_sandboxes));
+	if (rc < 0) {
+		free(s);
+		return rc;
+	}
+	s->key = *k;
+	s->base = seq;
+	s->last_ms = now_ms;
+	pc_strlcpy(s->sandbox, sandbox, sizeof(s->sandbox));
+	s->next = t->head;
+	t->head = s;
+	b = dnstcp_bucket(t, k);
+	s->hnext = *b;
+	*b = s;
+	t->n++;
+	*out = s;
+	return 0;
+}
+
+void dnstcp_del(struct dnstcp_table *t, struct dnstcp_stream *s)
+{
+	struct dnstcp_stream **pp;
+
+	if (!t || !s)
+		return;
+	for (pp = &t->head; *pp && *pp != s; pp = &(*pp)->next)
+		;
+	if (!*pp)
+		return; /* not ours: nothing to free */
+	*pp = s->next;
+	dnstcp_stream_free(t, s);
+}
+
+/* Room for need bytes in buf (and rw, when there is one). */
+static int dnstcp_reserve(struct dnstcp_stream *s, size_t need)
+{
+	size_t cap = s->cap ? s->cap : 2048;
+	uint8_t *nb, *nr;
+
+	if (need > DNSTCP_BUF_MAX)
+		return PC_EREFUSED;
+	if (need <= s->cap)
+		return 0;
+	while (cap < need)
+		cap *= 2;
+	if (cap > DNSTCP_BUF_MAX)
+		cap = DNSTCP_BUF_MAX;
+	nb = realloc(s->buf, cap);
+	if (!nb)
+		return PC_ENOMEM;
+	s->buf = nb;
+	if (s->rw) {
+		nr = realloc(s->rw, cap);
+		if (!nr)
+			return PC_ENOMEM;
+		s->rw = nr;
+	}
+	s->cap = cap;
+	return 0;
+}
+
+int dnstcp_add_bytes(struct dnstcp_stream *s, uint32_t seq, const uint8_t *data, size_t n,
+		     uint64_t now_ms)
+{
+	int64_t off = (int32_t)(seq - s->base);
+	size_t o, same, fresh;
+	int rc;
+
+	if (off < 0)
+		return PC_EINVAL; /* before the stream began: nothing to compare with */
+	o = (size_t)off;
+	s->last_ms = now_ms;
+	if (o > s->len)
+		return 0; /* a gap: the sender sends again in order */
+	same = s->len - o < n ? s->len - o : n;
+	/* Bytes sent again must be the ones that were (or are being) judged. */
+	if (same && memcmp(s->buf + o, data, same) != 0)
+		return PC_ETAMPER;
+	fresh = n - same;
+	if (!fresh)
+		return 0;
+	rc = dnstcp_reserve(s, s->len + fresh);
+	if (rc)
+		return rc;
+	memcpy(s->buf + s->len, data + same, fresh);
+	s->len += fresh;
+	return 0;
+}
+
+int dnstcp_next_msg(const struct dnstcp_stream *s, const uint8_t **msg, size_t *len)
+{
+	size_t l;
+
+	if (s->len - s->judged < 2)
+		return 0;
+	l = (size_t)s->buf[s->judged] << 8 | s->buf[s->judged + 1];
+	if (l == 0)
+		return PC_EPARSE;
+	if (s->len - s->judged < 2 + l)
+		return 0;
+	*msg = s->buf + s->judged + 2;
+	*len = l;
+	return 1;
+}
+
+int dnstcp_judged(struct dnstcp_stream *s, const uint8_t *rewritten)
+{
+	size_t l = (size_t)s->buf[s->judged] << 8 | s->buf[s->judged + 1];
+
+	if (rewritten && !s->rw) {
+		s->rw = malloc(s->cap);
+		if (!s->rw)
+			return PC_ENOMEM;
+		memcpy(s->rw, s->buf, s->judged);
+	}
+	if (s->rw) {
+		memcpy(s->rw + s->judged, s->buf + s->judged, 2);
+		memcpy(s->rw + s->judged + 2, rewritten ? rewritten : s->buf + s->judged + 2, l);
+	}
+	s->judged += 2 + l;
+	return 0;
+}
+
+bool dnstcp_releasable(struct dnstcp_stream *s, uint32_t seq, size_t n, const uint8_t **bytes)
+{
+	int64_t off = (int32_t)(seq - s->base);
+	size_t o;
+
+	if (off < 0 || (size_t)off + n > s->judged)
+		return false;
+	o = (size_t)off;
+	/* nothing judged yet (an empty segment) means no buffer at all */
+	*bytes = s->rw ? s->rw + o : s->buf ? s->buf + o : NULL;
+	/* What was released: an in-order prefix, and one range past it (the
+	 * segment that made a message whole is released before the ones the
+	 * sender sends again), joined when they meet. */
+	if (o <= s->delivered) {
+		if (o + n > s->delivered)
+			s->delivered = o + n;
+	} else if (s->ahead_end == 0 || o + n < s->ahead_start || o > s->ahead_end) {
+		s->ahead_start = o;
+		s->ahead_end = o + n;
+	} else {
+		s->ahead_start = o < s->ahead_start ? o : s->ahead_start;
+		s->ahead_end = o + n > s->ahead_end ? o + n : s->ahead_end;
+	}
+	if (s->ahead_end && s->ahead_start <= s->delivered) {
+		if (s->ahead_end > s->delivered)
+			s->delivered = s->ahead_end;
+		s->ahead_start = s->ahead_end = 0;
+	}
+	return true;
+}
+
+bool dnstcp_done(const struct dnstcp_stream *s)
+{
+	return s->delivered == s->judged && s->judged == s->len;
+}

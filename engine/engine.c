@@ -1,0 +1,466 @@
+/* The engine's life: privileged setup (probe, queues bound, table
+ * installed, raw sockets, control socket), the queue threads, policy
+ * reload with the re-judging of allowed flows, the bridge port set, and
+ * shutdown. docs/engine.md says what happens when. */
+#include "engine/engine_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define POLICY_LOG_MS 2000
+
+struct policy *engine_policy_get(struct engine *e)
+{
+	struct policy *p;
+
+	pthread_mutex_lock(&e->pol_lock);
+	p = policy_ref(e->policy);
+	pthread_mutex_unlock(&e->pol_lock);
+	return p;
+}
+
+/* A policy-load record from the control thread (best effort: the policy
+ * is in force whether or not logd is up; traffic is what fails closed). */
+static void log_policy(struct engine *e, bool ok, const char *hash, const char *msg)
+{
+	struct logrec r = {.action = LOGREC_POLICY_LOAD};
+	struct pc_err err = {0};
+
+	r.verdict = ok ? LOGREC_ALLOWED : LOGREC_REFUSED;
+	r.policy = hash;
+	r.reason = ok ? "policy in force" : "policy rejected; the previous one stays in force";
+	r.message = msg;
+	if (e->ctl_lc && logc_send_sync(e->ctl_lc, &r, POLICY_LOG_MS, &err) < 0)
+		pc_log(PC_LOG_WARN, "policy record not logged: %s", err.msg);
+}
+
+static int ruleset_install(struct engine *e, const struct policy *pol, struct pc_err *err)
+{
+	struct nft_ruleset_params p = {&e->cfg, pol, NULL, 0, e->qpath};
+	struct nft_ruleset *rs = NULL;
+	int rc;
+
+	pthread_rwlock_rdlock(&e->ports.lock);
+	p.ports = e->ports.ports;
+	p.n_ports = e->ports.n;
+	rc = nft_ruleset_build(&p, &rs, err);
+	pthread_rwlock_unlock(&e->ports.lock);
+	if (rc == 0)
+		rc = nft_apply(rs, err);
+	nft_ruleset_free(rs);
+	return rc;
+}
+
+static bool ports_equal(const struct nft_port *a, size_t na, const struct nft_port *b,
+			size_t nb)
+{
+	if (na != nb)
+		return false;
+	for (size_t i = 0; i < na; i++)
+		if (a[i].ifindex != b[i].ifindex || strcmp(a[i].name, b[i].name) != 0)
+			return false;
+	return true;
+}
+
+int engine_ports_refresh(struct engine *e, bool force, struct pc_err *err)
+{
+	struct nft_port *ports = NULL;
+	size_t n = 0;
+	uint32_t bri = 0;
+	bool same;
+	int rc;
+
+	rc = links_bridge_ports(e->cfg.bridge, &ports, &n, &bri, err);
+	if (rc)
+		return rc;
+	pthread_rwlock_rdlock(&e->ports.lock);
+	same = ports_equal(e->ports.ports, e->ports.n, ports, n);
+	pthread_rwlock_unlock(&e->ports.lock);
+	if (same && !force) {
+		free(ports);
+		return 0;
+	}
+	if (!force) {
+		rc = nft_ports_update(ports, n, err);
+		if (rc) {
+			free(ports);
+			return rc;
+		}
+		checkrun_request(e, "ports"); /* the port set is part of the table */
+	}
+	for (size_t i = 0; i < n; i++)
+		if (ports[i].ifindex > NFT_MARK_PORT_MASK)
+			pc_log(PC_LOG_ERR,
+			       "bridge port %s: ifindex %u does not fit the port stamp; "
+			       "its traffic is dropped",
+			       ports[i].name, ports[i].ifindex);
+	e->br_ifindex = bri;
+	portmap_set(&e->ports, ports, n);
+	pc_log(PC_LOG_INFO, "bridge %s: %zu port%s", e->cfg.bridge, n, n == 1 ? "" : "s");
+	return 0;
+}
+
+int engine_local_refresh(struct engine *e, struct pc_err *err)
+{
+	struct dnsguard_local *l = NULL;
+	size_t n = 0;
+	int rc = links_local_prefixes(&e->cfg, &l, &n, err);
+
+	if (rc == 0)
+		rc = dnsguard_local_set(e->dg, l, n, err);
+	free(l);
+	return rc;
+}
+
+void engine_init(struct engine *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ctl_fd = e->sig_fd = e->link_fd = e->nfq_proc_fd = -1;
+	e->chk.fd = -1;
+	e->chk.result = -1;
+	e->dnsr.fd4 = e->dnsr.fd6 = -1;
+	pthread_mutex_init(&e->pol_lock, NULL);
+	quota_stats_init(&e->quota);
+	pthread_rwlock_init(&e->ports.lock, NULL);
+	e->start_ms = pc_now_mono_ms();
+}
+
+int engine_setup(struct engine *e, const char *config_path, struct pc_err *err)
+{
+	char path[PC_PATH_MAX + 32];
+	int rc;
+
+	rc = pc_config_load(config_path, &e->cfg, err);
+	if (rc)
+		return rc;
+	rc = policy_load_dir(e->cfg.rules_dir, &e->cfg, &e->policy, err);
+	if (rc)
+		return rc;
+	rc = dnsguard_new(&e->cfg, &e->dg, err);
+	if (rc)
+		return rc;
+	/* Before any packet is queued: no answer may teach the gateway's or
+	 * the sandboxes' own addresses. */
+	rc = engine_local_refresh(e, err);
+	if (rc)
+		return rc;
+	if (flow_registry_new(e->cfg.engine.flows_max, &e->flows) < 0)
+		return pc_err_set(err, PC_ENOMEM, "out of memory");
+	rc = nft_probe_queue(&e->qpath, err);
+	if (rc)
+		return rc;
+	pc_log(PC_LOG_NOTICE, "queue path: %s (%s)", nft_queue_path_name(e->qpath),
+	       e->qpath == NFT_QUEUE_NATIVE ? "nft queue expression"
+					   : "xt NFQUEUE target through nft_compat");
+	/* Queues first: once the table is in, packets are queued to us. */
+	e->q = calloc(e->cfg.queue.count, sizeof(*e->q));
+	if (!e->q)
+		return pc_err_set(err, PC_ENOMEM, "out of memory");
+	e->nq = e->cfg.queue.count; /* only now: shutdown walks e->q */
+	for (size_t i = 0; i < e->nq; i++) {
+		struct qthread *t = &e->q[i];
+
+		t->e = e;
+		t->num = (uint16_t)(e->cfg.queue.base + i);
+		rc = queue_open(t, err);
+		if (rc)
+			return rc;
+		if (held_table_new(e->cfg.engine.flows_max < 4096 ? e->cfg.engine.flows_max : 4096,
+				   &t->held) < 0)
+			return pc_err_set(err, PC_ENOMEM, "out of memory");
+		if (dnstcp_table_new(DNSTCP_STREAMS_MAX, &t->dnstcp) < 0)
+			return pc_err_set(err, PC_ENOMEM, "out of memory");
+		rc = logc_open(e->cfg.log.socket, &t->lc, err);
+		if (rc)
+			return rc;
+	}
+	rc = logc_open(e->cfg.log.socket, &e->ctl_lc, err);
+	if (rc)
+		return rc;
+	rc = engine_ports_refresh(e, true, err);
+	if (rc)
+		return rc;
+	rc = ruleset_install(e, e->policy, err);
+	if (rc) {
+		pc_err_prefix(err, "installing the nftables tables: ");
+		return rc;
+	}
+	pc_log(PC_LOG_NOTICE, "tables inet/bridge %s installed; policy %s", NFT_TABLE,
+	       policy_hash(e->policy));
+	rc = dnsreply_open(&e->dnsr, err);
+	if (rc)
+		return rc;
+	e->nfq_proc_fd = open("/proc/net/netfilter/nfnetlink_queue", O_RDONLY | O_CLOEXEC);
+	if (e->nfq_proc_fd < 0)
+		pc_log(PC_LOG_WARN, "kernel queue counters unavailable: %s", strerror(errno));
+	e->link_fd = links_monitor_open(err);
+	if (e->link_fd < 0)
+		return e->link_fd;
+	if (mkdir(e->cfg.run_dir, 0755) < 0 && errno != EEXIST)
+		return pc_err_errno(err, PC_EIO, "creating %s", e->cfg.run_dir);
+	snprintf(path, sizeof(path), "%s/%s", e->cfg.run_dir, PC_ENGINE_SOCK);
+	/* Anyone may ask for status; reload checks the peer's uid. */
+	e->ctl_fd = pc_unix_listen(path, 0666, (uid_t)-1, (gid_t)-1, err);
+	if (e->ctl_fd < 0)
+		return e->ctl_fd;
+	if (fcntl(e->ctl_fd, F_SETFL, fcntl(e->ctl_fd, F_GETFL) | O_NONBLOCK) < 0)
+		return pc_err_errno(err, PC_EIO, "control socket");
+	log_policy(e, true, policy_hash(e->policy), "loaded at start");
+	return 0;
+}
+
+int engine_start_threads(struct engine *e, struct pc_err *err)
+{
+	for (size_t i = 0; i < e->nq; i++) {
+		int rc = pthread_create(&e->q[i].tid, NULL, queue_thread_main, &e->q[i]);
+
+		if (rc) {
+			errno = rc;
+			return pc_err_errno(err, PC_EIO, "starting queue thread %u", e->q[i].num);
+		}
+		e->q[i].started = true;
+	}
+	return 0;
+}
+
+/* Wait (bounded) until no queue thread is inside a batch that began
+ * before now: after that, every decision uses the new policy. */
+static void wait_batches(struct engine *e)
+{
+	uint64_t gens[64], deadline = pc_now_mono_ms() + 2000;
+
+	for (size_t i = 0; i < e->nq && i < 64; i++)
+		gens[i] = atomic_load(&e->q[i].gen);
+	for (size_t i = 0; i < e->nq && i < 64; i++)
+		while (atomic_load(&e->q[i].busy) && atomic_load(&e->q[i].gen) == gens[i] &&
+		       pc_now_mono_ms() < deadline)
+			usleep(1000);
+}
+
+struct rejudge {
+	struct engine *e;
+	struct decide_ctx c;
+	struct ct_tuple *cut;
+	const char **why;
+	size_t n, cap;
+	size_t kept;
+};
+
+static int rejudge_visit(const struct ct_tuple *t, void *arg)
+{
+	struct rejudge *rj = arg;
+	struct flow_key k;
+	struct flow_meta m;
+	bool have;
+	const char *why = NULL;
+
+	flow_key_from_ct(&k, t);
+	have = flow_registry_get(rj->e->flows, &k, &m);
+	if (decide_rejudge(&rj->c, &k, have ? &m : NULL, (t->mark & NFT_MARK_VAULT) != 0, &why)) {
+		rj->kept++;
+		return 0;
+	}
+	if (rj->n == rj->cap) {
+		size_t cap = rj->cap ? rj->cap * 2 : 64;
+		struct ct_tuple *nc = realloc(rj->cut, cap * sizeof(*nc));
+		const char **nw = nc ? realloc(rj->why, cap * sizeof(*nw)) : NULL;
+
+		if (nc)
+			rj->cut = nc;
+		if (!nw)
+			return PC_ENOMEM;
+		rj->why = nw;
+		rj->cap = cap;
+	}
+	rj->cut[rj->n] = *t;
+	rj->why[rj->n++] = why;
+	return 0;
+}
+
+/* Cut the allowed flows the new policy does not allow: their conntrack
+ * entries are deleted, so their next packet is a new, non-SYN flow that
+ * the engine answers with a RST (docs/engine.md, "Reload"). */
+static void rejudge_flows(struct engine *e, struct policy *pol)
+{
+	struct rejudge rj = {.e = e};
+	struct pc_err err = {0};
+
+	rj.c.cfg = &e->cfg;
+	rj.c.policy = pol;
+	rj.c.dg = e->dg;
+	rj.c.ports = &e->ports;
+	rj.c.now_ms = pc_now_mono_ms();
+	if (ct_dump_marked(NFT_MARK_ALLOW, NFT_MARK_ALLOW, rejudge_visit, &rj, &err) < 0)
+		pc_log(PC_LOG_ERR, "reload: listing allowed flows: %s", err.msg);
+	for (size_t i = 0; i < rj.n; i++) {
+		const struct ct_tuple *t = &rj.cut[i];
+		struct logrec r = {.action = LOGREC_CONNECT, .verdict = LOGREC_REFUSED};
+		struct flow_key k;
+
+		if (ct_delete(t, &err) < 0)
+			pc_log(PC_LOG_ERR, "reload: cutting a flow: %s", err.msg);
+		flow_key_from_ct(&k, t);
+		flow_registry_del(e->flows, &k);
+		r.policy = policy_hash(pol);
+		r.reason = rj.why[i];
+		r.src.addr = t->src;
+		r.src.port = t->sport;
+		r.dst.addr = t->dst;
+		r.dst.port = t->dport;
+		r.transport = t->proto;
+		if (e->ctl_lc && logc_send(e->ctl_lc, &r, &err) < 0)
+			pc_log(PC_LOG_WARN, "reload: cut flow not logged: %s", err.msg);
+	}
+	if (rj.n && e->ctl_lc && logc_flush(e->ctl_lc, POLICY_LOG_MS, &err) < 0)
+		pc_log(PC_LOG_WARN, "reload: cut flows not logged: %s", err.msg);
+	pc_log(PC_LOG_NOTICE, "reload: %zu allowed flow%s kept, %zu cut", rj.kept,
+	       rj.kept == 1 ? "" : "s", rj.n);
+	free(rj.cut);
+	free(rj.why);
+}
+
+int engine_reload(struct engine *e, struct pc_err *err)
+{
+	struct policy *np = NULL, *old;
+	char ebuf[1024];
+	int rc;
+
+	pc_sd_notify("RELOADING=1", NULL);
+	rc = policy_load_dir(e->cfg.rules_dir, &e->cfg, &np, err);
+	if (rc == 0) {
+		rc = ruleset_install(e, np, err);
+		if (rc)
+			pc_err_prefix(err, "installing the new tables: ");
+	}
+	if (rc) {
+		policy_unref(np);
+		pc_log(PC_LOG_ERR, "reload refused, previous policy stays in force: %s",
+		       pc_err_str(err, ebuf, sizeof(ebuf)));
+		log_policy(e, false, policy_hash(e->policy), pc_err_str(err, ebuf, sizeof(ebuf)));
+		pc_sd_notify("READY=1", NULL);
+		return rc;
+	}
+	pthread_mutex_lock(&e->pol_lock);
+	old = e->policy;
+	e->policy = np;
+	pthread_mutex_unlock(&e->pol_lock);
+	wait_batches(e);
+	dnsguard_prune(e->dg, np);
+	rejudge_flows(e, np);
+	policy_unref(old);
+	pc_log(PC_LOG_NOTICE, "policy %s in force", policy_hash(np));
+	log_policy(e, true, policy_hash(np), "reloaded");
+	checkrun_request(e, "reload");
+	pc_sd_notify("READY=1", NULL);
+	return 0;
+}
+
+static int seen_visit(const struct ct_tuple *t, void *arg)
+{
+	struct engine *e = arg;
+	struct flow_key k;
+
+	flow_key_from_ct(&k, t);
+	flow_registry_seen(e->flows, &k);
+	return 0;
+}
+
+/* The verdict records of allowed DNS queries that were deferred to their
+ * answer and got none (docs/dnsguard.md, "One record per query"): written
+ * from the control thread's connection. all: every outstanding one (the
+ * engine is stopping). A record logd does not take cannot refuse a query
+ * that already left: it is said on stderr, with the name. */
+static void engine_dns_owed(struct engine *e, bool all)
+{
+	struct dnsguard_owed o[64];
+	size_t n;
+
+	while ((n = dnsguard_owed_take(e->dg, pc_now_mono_ms(), all, o, 64)) > 0) {
+		struct pc_err err = {0};
+		bool ok = e->ctl_lc != NULL;
+
+		for (size_t i = 0; i < n && ok; i++) {
+			struct logrec r;
+
+			decision_owed_rec(&o[i], &r);
+			r.message = o[i].why;
+			ok = logc_send(e->ctl_lc, &r, &err) == 0;
+		}
+		if (ok)
+			ok = logc_flush(e->ctl_lc, POLICY_LOG_MS, &err) == 0;
+		if (!ok)
+			for (size_t i = 0; i < n; i++)
+				pc_log(PC_LOG_ERR,
+				       "DNS query record not logged (%s): sandbox %s asked %s (%s)",
+				       err.msg[0] ? err.msg : "no log client", o[i].sandbox,
+				       o[i].qname, o[i].why);
+		if (n < 64)
+			break;
+	}
+}
+
+void engine_housekeeping(struct engine *e)
+{
+	struct pc_err err = {0};
+
+	engine_dns_owed(e, false);
+
+	/* Forget registry entries whose conntrack entry is gone. */
+	flow_registry_unsee_all(e->flows);
+	if (ct_dump_marked(NFT_MARK_ALLOW, NFT_MARK_ALLOW, seen_visit, e, &err) < 0) {
+		pc_log(PC_LOG_WARN, "housekeeping: %s", err.msg);
+		return; /* keep everything rather than forget live flows */
+	}
+	flow_registry_sweep(e->flows);
+}
+
+void engine_shutdown(struct engine *e)
+{
+	struct pc_err err = {0};
+
+	atomic_store(&e->stop, true);
+	checkrun_stop(e);
+	for (size_t i = 0; i < e->nq; i++)
+		if (e->q[i].started)
+			pthread_join(e->q[i].tid, NULL);
+	engine_dns_owed(e, true);
+	if (e->cfg.engine.remove_on_exit) {
+		if (nft_remove(&err) < 0)
+			pc_log(PC_LOG_ERR, "removing the tables: %s", err.msg);
+		else
+			pc_log(PC_LOG_NOTICE, "tables removed (engine.remove_table_on_exit)");
+	} else {
+		pc_log(PC_LOG_NOTICE, "tables left in place: no engine, no traffic");
+	}
+	for (size_t i = 0; i < e->nq; i++) {
+		queue_close(&e->q[i]);
+		logc_close(e->q[i].lc);
+		held_table_free(e->q[i].held);
+		dnstcp_table_free(e->q[i].dnstcp);
+	}
+	free(e->q);
+	e->q = NULL;
+	logc_close(e->ctl_lc);
+	dnsreply_close(&e->dnsr);
+	if (e->ctl_fd >= 0)
+		close(e->ctl_fd);
+	if (e->link_fd >= 0)
+		close(e->link_fd);
+	if (e->sig_fd >= 0)
+		close(e->sig_fd);
+	if (e->nfq_proc_fd >= 0)
+		close(e->nfq_proc_fd);
+	dnsguard_free(e->dg);
+	flow_registry_free(e->flows);
+	quota_stats_free(&e->quota);
+	portmap_set(&e->ports, NULL, 0);
+	policy_unref(e->policy);
+	e->policy = NULL;
+}

@@ -1,0 +1,507 @@
+/* Internal to engine/: the pieces of portcullisd that its files share
+ * (netlink helpers, flow tables, the decision, the engine). Nothing outside
+ * engine/, its unit tests and spec/ includes this. */
+#ifndef PC_ENGINE_INT_H
+#define PC_ENGINE_INT_H
+
+#include <netinet/in.h> /* before any linux/ header (libc-compat) */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "dnsguard/dnsguard.h"
+#include "engine/engine.h"
+#include "logd/logd.h"
+#include "nft/nft.h"
+
+/* ---- links.c: the sandbox bridge and its ports (rtnetlink) -------------- */
+
+/* Current ports of bridge (may be none; a missing bridge is not an error:
+ * *n = 0, *br_ifindex = 0). *ports is malloc'ed, caller frees. */
+int links_bridge_ports(const char *bridge, struct nft_port **ports, size_t *n,
+		       uint32_t *br_ifindex, struct pc_err *err);
+/* The gateway's own addresses (each as a host prefix) and the subnets of
+ * the bridge's addresses and of cfg's sandbox pools: what no DNS answer
+ * may teach (dnsguard_local_set). *out is malloc'ed, caller frees. */
+int links_local_prefixes(const struct pc_config *cfg, struct dnsguard_local **out, size_t *n,
+			 struct pc_err *err);
+/* A non-blocking rtnetlink socket subscribed to link and address events
+ * (fd, or <0). */
+int links_monitor_open(struct pc_err *err);
+/* Read every pending event; 1 if any link or address changed, 0 if none,
+ * <0 error. */
+int links_monitor_drain(int fd);
+
+/* The port map the queue threads read: ifindex -> name. Copy-on-write: the
+ * control thread builds a new one and swaps it under the lock. */
+struct portmap {
+	pthread_rwlock_t lock;
+	struct nft_port *ports;
+	size_t n;
+};
+/* Name of the port with this ifindex into name; false if unknown. */
+bool portmap_name(struct portmap *pm, uint32_t ifindex, char name[PC_IFNAMSIZ]);
+/* Replace the contents (takes ownership of ports). */
+void portmap_set(struct portmap *pm, struct nft_port *ports, size_t n);
+
+/* ---- conntrack.c: ctnetlink over libmnl ---------------------------------- */
+
+struct ct_tuple {
+	uint8_t family, proto;
+	struct pc_addr src, dst;
+	uint16_t sport, dport; /* host order */
+	uint32_t mark, id;
+};
+/* Call visit for every conntrack entry whose mark & mask == value & mask. */
+int ct_dump_marked(uint32_t value, uint32_t mask, int (*visit)(const struct ct_tuple *t, void *arg),
+		   void *arg, struct pc_err *err);
+/* Delete the entry with this original tuple (and id). ENOENT is success. */
+int ct_delete(const struct ct_tuple *t, struct pc_err *err);
+
+/* ---- dnsreply.c: raw sockets for synthesized DNS answers ------------------ */
+struct dnsreply {
+	int fd4, fd6;
+};
+/* Open both raw sockets with SO_MARK = NFT_MARK_DNSREPLY (needs root). */
+int dnsreply_open(struct dnsreply *d, struct pc_err *err);
+void dnsreply_close(struct dnsreply *d);
+/* Send msg from `from` (the address the query went to) to `to`. */
+int dnsreply_send(struct dnsreply *d, const struct pc_endpoint *from, const struct pc_endpoint *to,
+		  const uint8_t *msg, size_t len, struct pc_err *err);
+
+/* ---- quota.c: keyed hashes, per-sandbox table quotas ------------------------ */
+
+/* Tables keyed by values a sandbox chooses (addresses, ports) hash them with
+ * SipHash (libsodium's crypto_shorthash) under a random key made when the
+ * table is: a sandbox cannot aim its flows at one hash chain. */
+#define PC_HKEY_BYTES 16
+int hkey_new(uint8_t key[PC_HKEY_BYTES]); /* 0 or PC_EIO (libsodium) */
+uint64_t hkey_hash(const uint8_t key[PC_HKEY_BYTES], const void *data, size_t len);
+
+/* How many entries of one table each sandbox holds (the table's own
+ * locking). A sandbox may hold at most quota_share(capacity, sandboxes of
+ * the policy in force): the shares together never exceed the table, so
+ * no sandbox can take another's (docs/engine.md, "Per-sandbox quotas"). */
+struct quota_map;
+int quota_map_new(struct quota_map **out);
+void quota_map_free(struct quota_map *q);
+size_t quota_share(size_t capacity, size_t n_sandboxes); /* >= 1 */
+/* One more entry for sandbox: 0; PC_EREFUSED when it holds limit
+ * already; PC_ENOMEM. */
+int quota_take(struct quota_map *q, const char *sandbox, size_t limit);
+void quota_give(struct quota_map *q, const char *sandbox);
+size_t quota_used(struct quota_map *q, const char *sandbox);
+
+/* Refusals over a quota, per sandbox, engine-wide (mutex inside). */
+enum quota_kind { QUOTA_NONE = 0, QUOTA_HELD, QUOTA_DNSTCP };
+struct quota_count {
+	char sandbox[POLICY_NAME_MAX];
+	uint64_t held_refused, dnstcp_refused;
+};
+struct quota_stats {
+	pthread_mutex_t mu;
+	struct quota_count *v;
+	size_t n, cap;
+};
+void quota_stats_init(struct quota_stats *s);
+void quota_stats_free(struct quota_stats *s);
+void quota_stats_count(struct quota_stats *s, const char *sandbox, enum quota_kind kind);
+/* false (and *out untouched) when sandbox was never refused */
+bool quota_stats_get(struct quota_stats *s, const char *sandbox, struct quota_count *out);
+/* Append ,"quotas":{...} for pol's sandboxes (status). */
+int quota_status_json(struct quota_stats *s, const struct policy *pol, size_t held_cap,
+		      size_t dnstcp_cap, char **buf, size_t *len);
+struct pc_prom;
+/* portcullis_engine_quota_refused_total{sandbox,table} */
+void quota_metrics(struct pc_prom *b, struct quota_stats *s, const struct policy *pol);
+
+/* ---- flows.c -------------------------------------------------------------- */
+
+/* A flow as conntrack knows it: the original direction. */
+struct flow_key {
+	uint8_t family, proto;
+	uint16_t sport, dport;
+	uint8_t src[16], dst[16];
+};
+void flow_key_from_pkt(struct flow_key *k, const struct pkt *p);
+void flow_key_from_ct(struct flow_key *k, const struct ct_tuple *t);
+
+/* Why an allowed flow was allowed: what a reload needs to judge it again. */
+enum flow_via { FLOW_VIA_CIDR = 1, FLOW_VIA_HOST, FLOW_VIA_SNI };
+struct flow_meta {
+	char sandbox[POLICY_NAME_MAX];
+	bool has_mac;
+	uint8_t mac[6];
+	char port[PC_IFNAMSIZ];
+	enum flow_via via;
+	bool vault;
+	char name[POLICY_HOST_MAX]; /* learned name or SNI (HOST/SNI) */
+};
+
+/* Registry of allowed flows, shared by the queue threads (mutex inside).
+ * Bounded: when full the oldest entry is forgotten (a reload then judges
+ * that flow on its addresses alone). */
+struct flow_registry;
+int flow_registry_new(size_t max, struct flow_registry **out);
+void flow_registry_free(struct flow_registry *r);
+int flow_registry_put(struct flow_registry *r, const struct flow_key *k, const struct flow_meta *m);
+bool flow_registry_get(struct flow_registry *r, const struct flow_key *k, struct flow_meta *m);
+void flow_registry_del(struct flow_registry *r, const struct flow_key *k);
+size_t flow_registry_count(struct flow_registry *r);
+/* Mark every entry unseen; flow_registry_seen marks one; sweep drops the
+ * unseen (flows whose conntrack entry is gone). */
+void flow_registry_unsee_all(struct flow_registry *r);
+void flow_registry_seen(struct flow_registry *r, const struct flow_key *k);
+void flow_registry_sweep(struct flow_registry *r);
+/* The keyed hash a table files k under (for tests: keyed per table). */
+uint64_t flow_registry_key_hash(const struct flow_registry *r, const struct flow_key *k);
+
+/* Held TCP flows (host entries waiting for the ClientHello). One table per
+ * queue thread: the kernel's flow hash sends every packet of a flow to the
+ * same queue, so no locking. */
+#define HELD_BUF_MAX 16384
+struct held_flow {
+	struct flow_key key;
+	struct flow_meta meta;
+	uint64_t deadline_ms;
+	uint32_t next_seq; /* next byte expected from the sandbox */
+	bool seq_known;
+	size_t len;
+	uint8_t *buf; /* the sandbox's bytes from isn + 1 on: what was (or is being) judged */
+	struct held_flow *next;
+	/* Insertion (docs/engine.md, "Held flows"): a decision rests only on
+	 * bytes the server will get. buf[0, len) is fixed once passed: every
+	 * later segment over it must carry the same bytes. Once judged
+	 * allowed, the flow is promoted only when the server acknowledges
+	 * isn + 1 + len (its replies are queued until then). */
+	uint32_t isn;	      /* the first SYN's sequence number; another one is refused */
+	uint32_t snd_max;     /* past the last sequence number the sandbox sent (data, FIN) */
+	size_t cap;	      /* bytes allocated in buf (grows to HELD_BUF_MAX) */
+	bool judged;	      /* buf[0, len) judged allowed: waiting for the server's ACK */
+	bool failed;	      /* refused and recorded: every later packet is refused */
+	bool srv_known;	      /* a SYN-ACK acknowledging isn was seen */
+	uint32_t srv_isn;     /* its sequence number */
+	uint32_t srv_nxt;     /* past the server's bytes seen in order */
+	uint64_t promoted_ms; /* != 0: promoted then (ct mark ALLOW on its way) */
+	char policy[DNSG_POLICY_MAX]; /* the policy it was promoted under */
+	char sni[POLICY_HOST_MAX];    /* the server name judged ("" when not TLS) */
+	bool fin_seen;		      /* a FIN passed, at isn + 1 + fin_at */
+	uint32_t fin_at;
+};
+/* How long a promoted entry stays to catch packets queued before the
+ * conntrack mark took effect (a batch and its log flush). */
+#define HELD_GRACE_MS 2000
+struct held_table;
+int held_table_new(size_t max, struct held_table **out);
+void held_table_free(struct held_table *t);
+struct held_flow *held_get(struct held_table *t, const struct flow_key *k);
+/* New entry of sandbox (its meta.sandbox), which may hold at most
+ * quota_share(max, n_sandboxes) of the table: 0 and *out; PC_EREFUSED:
+ * the sandbox holds its share; PC_EAGAIN: the table is full; PC_ENOMEM.
+ * The caller refuses the flow on any error. */
+int held_add(struct held_table *t, const struct flow_key *k, const char *sandbox,
+	     size_t n_sandboxes, struct held_flow **out);
+/* Entries sandbox holds now; the table's size. */
+size_t held_used(struct held_table *t, const char *sandbox);
+size_t held_capacity(const struct held_table *t);
+uint64_t held_key_hash(const struct held_table *t, const struct flow_key *k);
+void held_del(struct held_table *t, struct held_flow *f);
+/* Forget entries well past their deadline; returns how many. */
+size_t held_expire(struct held_table *t, uint64_t now_ms);
+size_t held_count(const struct held_table *t);
+
+/* ---- dnstcp.c: DNS over TCP, one message at a time --------------------------
+ * Each direction of a port-53 TCP connection whose message spans segments
+ * gets a stream: its bytes from the message's first one, in order. While a
+ * message is incomplete its segments are dropped (and kept here): the
+ * sender sends them again, and once the whole message was judged every
+ * segment inside the judged bytes (and the same as them) is released — as
+ * rewritten when the judge changed the message. One table per queue thread
+ * (the kernel's symmetric flow hash keeps a connection on one queue). */
+#define DNSTCP_MSG_MAX	   (65535 + 2)
+#define DNSTCP_BUF_MAX	   (4 * DNSTCP_MSG_MAX) /* bytes kept for one stream */
+#define DNSTCP_STREAMS_MAX 256u			/* streams per queue thread */
+#define DNSTCP_IDLE_MS	   10000u		/* a stream idle this long is forgotten */
+struct dnstcp_stream {
+	struct flow_key key;
+	uint32_t base; /* sequence number of buf[0] */
+	uint8_t *buf;  /* the bytes sent from base on, in order */
+	uint8_t *rw;   /* the judged bytes as released, when a judge changed them */
+	size_t len, cap;
+	size_t judged;		       /* buf[0, judged): whole messages, judged and allowed */
+	size_t delivered;	       /* released in order up to here */
+	size_t ahead_start, ahead_end; /* one released range past delivered */
+	uint64_t last_ms;
+	char sandbox[POLICY_NAME_MAX]; /* whose quota it counts against */
+	struct dnstcp_stream *next;    /* every stream (expiry) */
+	struct dnstcp_stream *hnext;   /* hash chain */
+};
+struct dnstcp_table;
+int dnstcp_table_new(size_t max, struct dnstcp_table **out);
+void dnstcp_table_free(struct dnstcp_table *t);
+size_t dnstcp_count(const struct dnstcp_table *t);
+size_t dnstcp_capacity(const struct dnstcp_table *t);
+/* Streams sandbox holds now. */
+size_t dnstcp_used(struct dnstcp_table *t, const char *sandbox);
+uint64_t dnstcp_key_hash(const struct dnstcp_table *t, const struct flow_key *k);
+/* The stream of k (idle ones forgotten first), or NULL. */
+struct dnstcp_stream *dnstcp_get(struct dnstcp_table *t, const struct flow_key *k, uint64_t now_ms);
+/* A new stream of sandbox whose first byte is seq: 0 and *out; sandbox
+ * may hold at most quota_share(max, n_sandboxes) of the table, else
+ * PC_EREFUSED; PC_EAGAIN: the table is full; PC_ENOMEM; PC_EINVAL: no
+ * table. */
+int dnstcp_add(struct dnstcp_table *t, const struct flow_key *k, uint32_t seq, uint64_t now_ms,
+	       const char *sandbox, size_t n_sandboxes, struct dnstcp_stream **out);
+void dnstcp_del(struct dnstcp_table *t, struct dnstcp_stream *s);
+/* Add a segment's bytes. 0 (a gap adds nothing); PC_EINVAL: before the
+ * stream; PC_ETAMPER: bytes sent again differ from those kept;
+ * PC_EREFUSED: over DNSTCP_BUF_MAX; PC_ENOMEM. */
+int dnstcp_add_bytes(struct dnstcp_stream *s, uint32_t seq, const uint8_t *data, size_t n,
+		     uint64_t now_ms);
+/* 1 and the next whole unjudged message (borrowed until the next add);
+ * 0 when it is not whole yet; PC_EPARSE for a zero length. */
+int dnstcp_next_msg(const struct dnstcp_stream *s, const uint8_t **msg, size_t *len);
+/* That message was allowed; rewritten (same length, or NULL) is what
+ * is released instead. 0 or PC_ENOMEM. */
+int dnstcp_judged(struct dnstcp_stream *s, const uint8_t *rewritten);
+/* Is the segment [seq, seq+n) inside the judged bytes? Then *bytes are
+ * what to release for it. */
+bool dnstcp_releasable(struct dnstcp_stream *s, uint32_t seq, size_t n, const uint8_t **bytes);
+/* Everything kept was judged and released in order: forget the stream. */
+bool dnstcp_done(const struct dnstcp_stream *s);
+
+/* ---- decide.c: one packet, one verdict ------------------------------------ */
+
+enum verdict_kind {
+	VK_DROP = 1, /* NF_DROP, silently */
+	VK_PASS,     /* this packet only */
+	VK_ALLOW,    /* flow allowed (ct mark) */
+	VK_ALLOW_VAULT,
+	VK_HELD,   /* flow held until its ClientHello */
+	VK_REJECT, /* RST / ICMP admin-prohibited */
+};
+
+/* What the queue thread knows about a packet besides its bytes. */
+struct pkt_in {
+	uint32_t id;
+	uint32_t mark;
+	uint8_t hook; /* NF_INET_* */
+	bool has_mac;
+	uint8_t mac[6];
+	const uint8_t *data;
+	size_t len;
+};
+
+/* The outcome, with at most one log record. Strings in rec point into the
+ * decision itself or into the policy the batch holds a reference to. */
+struct decision {
+	enum verdict_kind v;
+	bool has_rec;
+	struct logrec rec;
+	char sandbox[POLICY_NAME_MAX];
+	char rule[96];
+	char domain[POLICY_HOST_MAX];
+	char sni[POLICY_HOST_MAX];
+	char dns_name[POLICY_HOST_MAX];
+	char answers[512];
+	char reason[640]; /* room for an answer's unlearned addresses and why */
+	/* refused UDP query: the synthesized answer to send back */
+	bool send_reply;
+	struct pc_endpoint reply_from, reply_to;
+	uint8_t reply[DNSG_REPLY_MAX];
+	size_t reply_len;
+	/* released DNS answer with a new payload (whole IP packet), malloc'ed */
+	uint8_t *new_pkt;
+	size_t new_pkt_len;
+	/* released DNS answer whose addresses are learned once its record is
+	 * acknowledged (decision_commit), and the policy its query was
+	 * judged under (a deferred query record) */
+	bool learn;
+	struct dnsguard_answer_res ans;
+	char policy[DNSG_POLICY_MAX];
+	/* refused because its sandbox holds its share of a table: counted
+	 * per sandbox (quota_stats) */
+	enum quota_kind quota;
+	/* a held flow promoted by its server's acknowledgement (forward hook:
+	 * the verdict ALLOW is the reply's; refused, it is only dropped) */
+	bool promote;
+	/* bytes of a held flow judged allowed (key: the flow): their record
+	 * goes with them; if logd does not take it, the flow fails */
+	bool held_judged;
+	/* allowed flow to remember for reloads */
+	bool register_flow;
+	struct flow_key key;
+	struct flow_meta meta;
+};
+
+/* Everything a decision reads. All borrowed for the call. */
+struct decide_ctx {
+	const struct pc_config *cfg;
+	const struct policy *policy;
+	struct dnsguard *dg;
+	struct portmap *ports;
+	struct held_table *held;
+	uint64_t now_ms;
+	/* The queue thread's last records were acknowledged: an allowed DNS
+	 * query's record may be deferred to its answer (docs/dnsguard.md). */
+	bool dns_defer;
+	/* The queue thread's DNS-over-TCP streams (NULL: a message must be
+	 * whole in one segment). */
+	struct dnstcp_table *dnstcp;
+};
+
+/* Judge one packet. Never fails: internal errors become refusals. */
+void decide_packet(const struct decide_ctx *c, const struct pkt_in *in, struct decision *d);
+/* Free what a decision allocated (new_pkt) and reset it. */
+void decision_clear(struct decision *d);
+/* After the decision's record was acknowledged and before its verdict:
+ * learn what a released DNS answer teaches. 0, or <0 (refuse it). */
+int decision_commit(struct dnsguard *dg, struct decision *d, uint64_t now_ms);
+/* The verdict record of a deferred DNS query (struct dnsguard_owed). */
+void decision_owed_rec(const struct dnsguard_owed *o, struct logrec *r);
+/* The sandbox whose sources contain addr (any match field beyond the
+ * address is ignored: layer 2 already binds addresses to ports/MACs). */
+const struct policy_sandbox *sandbox_by_addr(const struct policy *p, const struct pc_addr *a);
+/* The same, from sandbox index *from on; *from moves past the one found
+ * (sources may overlap between sandboxes told apart by MAC or port). */
+const struct policy_sandbox *sandbox_by_addr_from(const struct policy *p, const struct pc_addr *a,
+						  size_t *from);
+
+/* Would this allowed flow still be allowed under c->policy? m is what the
+ * registry remembers of it (NULL: forgotten, judged on addresses); vault is
+ * the VAULT bit of its conntrack mark. false: *reason says why not. */
+bool decide_rejudge(const struct decide_ctx *c, const struct flow_key *k, const struct flow_meta *m,
+		    bool vault, const char **reason);
+
+/* ---- the engine (engine.c, queue.c, control.c) ------------------------------ */
+
+/* Labels of the verdict counters by reason (metrics.c maps each record's
+ * reason to one); room for the table and three of its own. */
+#define PC_MET_REASONS 48
+
+struct qstats {
+	_Atomic uint64_t queued, accepted, refused, dropped, log_sent, log_failed, enobufs;
+	/* [connect, dns-query][allowed, refused][reason label] */
+	_Atomic uint64_t verdicts[2][2][PC_MET_REASONS];
+};
+
+struct engine;
+struct qbufs;
+
+struct qthread {
+	struct engine *e;
+	uint16_t num;
+	pthread_t tid;
+	bool started;
+	struct mnl_socket *nl;
+	unsigned portid;
+	struct logc *lc;	     /* this thread's own logd connection */
+	bool log_ok;		     /* its last records were acknowledged */
+	struct held_table *held;     /* this thread's held flows */
+	struct dnstcp_table *dnstcp; /* this thread's DNS-over-TCP streams */
+	struct qstats st;
+	_Atomic size_t held_n; /* for status */
+	atomic_bool busy;      /* inside a batch (reload waits for it) */
+	_Atomic uint64_t gen;  /* batches done */
+	struct qbufs *bufs;    /* queue.c's receive/verdict buffers */
+	uint8_t *rx;
+	struct decision *dec; /* one per packet of a batch */
+	struct pkt_in *pin;
+};
+
+/* checkrun.c: the containment check the engine runs after each change of
+ * its tables, in a helper process forked before the privilege drop (it
+ * needs more than CAP_NET_ADMIN). Touched by the control thread only. */
+#define CHECKRUN_ERROR 3 /* a result: the check could not run */
+struct engine_check {
+	int fd; /* to the helper; -1: none */
+	pid_t pid;
+	bool busy;  /* a request is out */
+	bool again; /* the tables changed while it ran: check once more */
+	uint64_t started_ms;
+	char trigger[16], next_trigger[16], done_trigger[16];
+	/* the last result */
+	int result; /* CHECKER_* (checker.h) or CHECKRUN_ERROR; -1: none yet */
+	uint64_t time_ms, runs;
+	size_t findings;
+	char first[512];
+};
+
+struct engine {
+	struct pc_config cfg;
+	enum nft_queue_path qpath;
+	pthread_mutex_t pol_lock; /* guards policy (the pointer, not the object) */
+	struct policy *policy;
+	struct dnsguard *dg;
+	struct dnsreply dnsr;
+	struct flow_registry *flows;
+	struct portmap ports;
+	uint32_t br_ifindex;
+	struct qthread *q;
+	size_t nq;
+	atomic_bool stop;
+	uint64_t start_ms;
+	int ctl_fd, sig_fd, link_fd;
+	int nfq_proc_fd;	  /* /proc/net/netfilter/nfnetlink_queue */
+	struct logc *ctl_lc;	  /* the control thread's own log client */
+	struct quota_stats quota; /* refusals over the tables' per-sandbox quotas */
+	bool verbose;		  /* log every verdict (debug) */
+	struct engine_check chk;
+};
+
+/* Current policy with a reference (caller unrefs). */
+struct policy *engine_policy_get(struct engine *e);
+
+/* queue.c */
+int queue_open(struct qthread *t, struct pc_err *err);
+void *queue_thread_main(void *arg);
+void queue_close(struct qthread *t);
+/* Kernel counters of queue num from /proc/net/netfilter/nfnetlink_queue
+ * (proc_fd: that file, opened while still root). */
+int queue_kernel_stats(int proc_fd, uint16_t num, uint64_t *queue_dropped, uint64_t *user_dropped);
+
+/* engine.c */
+void engine_init(struct engine *e); /* zero state, fds -1, locks */
+int engine_setup(struct engine *e, const char *config_path, struct pc_err *err);
+int engine_start_threads(struct engine *e, struct pc_err *err);
+void engine_shutdown(struct engine *e);
+/* Recompile the policy and swap it in; on error the old one stays and err
+ * says why (file:line:col). */
+int engine_reload(struct engine *e, struct pc_err *err);
+/* Rebuild the port set after link changes. */
+int engine_ports_refresh(struct engine *e, bool force, struct pc_err *err);
+/* Hand the DNS guard the gateway's addresses and sandbox subnets again
+ * (links_local_prefixes); on failure the previous set stays. */
+int engine_local_refresh(struct engine *e, struct pc_err *err);
+/* Periodic: prune the flow registry against conntrack. */
+void engine_housekeeping(struct engine *e);
+
+/* control.c: the main thread's loop (signals, control socket, links). */
+int control_open(struct engine *e, struct pc_err *err);
+int control_loop(struct engine *e);
+/* The status JSON into a malloc'ed string. */
+int control_status_json(struct engine *e, char **out);
+
+/* checkrun.c. start: fork the helper (as root, before the drop; fatal on
+ * failure). request: ask for a check after a change ("start", "reload",
+ * "ports"); never waits. readable: the helper's socket (chk.fd) is
+ * readable — log, record and keep the result. */
+int checkrun_start(struct engine *e, struct pc_err *err);
+void checkrun_stop(struct engine *e);
+void checkrun_request(struct engine *e, const char *trigger);
+void checkrun_readable(struct engine *e);
+const char *checkrun_result_name(int result); /* "proven", ..., "none" */
+/* Append ,"check":{...} to the status JSON. 0 or PC_ENOMEM. */
+int checkrun_status_json(const struct engine *e, char **buf, size_t *len);
+
+/* metrics.c: the Prometheus text of `metrics` on engine.sock (malloc'ed;
+ * 0 or PC_ENOMEM); counting one decision's verdict (queue threads); the
+ * label a record's reason counts under. */
+int engine_metrics_text(struct engine *e, char **out);
+void metrics_count_verdict(struct qthread *t, const struct decision *d);
+int metrics_reason(const char *reason);
+const char *metrics_reason_label(const char *reason);
+
+/* verdictlog.c: the one way verdict records reach logd. */
+void verdictlog_fill_flow(struct decision *d, const struct pkt *p, const char *policy_hash);
+
+#endif

@@ -1,0 +1,382 @@
+/* Flow tables of the engine: the registry of allowed flows (what a reload
+ * needs to judge them again) and, per queue thread, the TCP flows held
+ * until their TLS ClientHello shows the server name. */
+#include "engine/engine_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+/* The sandbox chooses every field of a flow key (its ports, and the
+ * addresses it sends to): keyed, or it could fill one hash chain. */
+static uint64_t key_hash(const uint8_t hkey[PC_HKEY_BYTES], const struct flow_key *k)
+{
+	return hkey_hash(hkey, k, sizeof(*k));
+}
+
+void flow_key_from_pkt(struct flow_key *k, const struct pkt *p)
+{
+	memset(k, 0, sizeof(*k));
+	k->family = p->family;
+	k->proto = p->proto;
+	k->sport = p->sport;
+	k->dport = p->dport;
+	memcpy(k->src, p->src.a, 16);
+	memcpy(k->dst, p->dst.a, 16);
+}
+
+void flow_key_from_ct(struct flow_key *k, const struct ct_tuple *t)
+{
+	memset(k, 0, sizeof(*k));
+	k->family = t->family;
+	k->proto = t->proto;
+	k->sport = t->sport;
+	k->dport = t->dport;
+	memcpy(k->src, t->src.a, 16);
+	memcpy(k->dst, t->dst.a, 16);
+}
+
+static size_t buckets_for(size_t max)
+{
+	size_t n = 64;
+
+	while (n < max && n < (1u << 22))
+		n <<= 1;
+	return n;
+}
+
+/* ---- registry of allowed flows (shared, mutex) ---------------------------- */
+
+struct reg_ent {
+	struct flow_key k;
+	struct flow_meta m;
+	bool seen;
+	struct reg_ent *hnext;	       /* hash chain */
+	struct reg_ent *older, *newer; /* age list: evict the oldest */
+};
+
+struct flow_registry {
+	pthread_mutex_t mu;
+	uint8_t hkey[PC_HKEY_BYTES];
+	struct reg_ent **b;
+	size_t nb, n, max;
+	struct reg_ent *oldest, *newest;
+};
+
+int flow_registry_new(size_t max, struct flow_registry **out)
+{
+	struct flow_registry *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return PC_ENOMEM;
+	r->max = max ? max : 1;
+	r->nb = buckets_for(r->max);
+	r->b = calloc(r->nb, sizeof(*r->b));
+	if (!r->b || hkey_new(r->hkey) < 0) {
+		free(r->b);
+		free(r);
+		return PC_ENOMEM;
+	}
+	pthread_mutex_init(&r->mu, NULL);
+	*out = r;
+	return 0;
+}
+
+void flow_registry_free(struct flow_registry *r)
+{
+	struct reg_ent *e, *n;
+
+	if (!r)
+		return;
+	for (e = r->oldest; e; e = n) {
+		n = e->newer;
+		free(e);
+	}
+	pthread_mutex_destroy(&r->mu);
+	free(r->b);
+	free(r);
+}
+
+/* Under r->mu. Unlink e from its chain and the age list and free it. */
+static void reg_remove(struct flow_registry *r, struct reg_ent *e)
+{
+	struct reg_ent **pp = &r->b[key_hash(r->hkey, &e->k) & (r->nb - 1)];
+
+	while (*pp && *pp != e)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = e->hnext;
+	if (e->older)
+		e->older->newer = e->newer;
+	else
+		r->oldest = e->newer;
+	if (e->newer)
+		e->newer->older = e->older;
+	else
+		r->newest = e->older;
+	r->n--;
+	free(e);
+}
+
+static struct reg_ent *reg_find(struct flow_registry *r, const struct flow_key *k)
+{
+	struct reg_ent *e = r->b[key_hash(r->hkey, k) & (r->nb - 1)];
+
+	while (e && memcmp(&e->k, k, sizeof(*k)) != 0)
+		e = e->hnext;
+	return e;
+}
+
+int flow_registry_put(struct flow_registry *r, const struct flow_key *k, const struct flow_meta *m)
+{
+	struct reg_ent *e;
+	size_t h;
+
+	pthread_mutex_lock(&r->mu);
+	e = reg_find(r, k);
+	if (e) {
+		e->m = *m;
+		e->seen = true;
+		pthread_mutex_unlock(&r->mu);
+		return 0;
+	}
+	if (r->n >= r->max && r->oldest)
+		reg_remove(r, r->oldest);
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		pthread_mutex_unlock(&r->mu);
+		return PC_ENOMEM;
+	}
+	e->k = *k;
+	e->m = *m;
+	e->seen = true;
+	h = key_hash(r->hkey, k) & (r->nb - 1);
+	e->hnext = r->b[h];
+	r->b[h] = e;
+	e->older = r->newest;
+	if (r->newest)
+		r->newest->newer = e;
+	else
+		r->oldest = e;
+	r->newest = e;
+	r->n++;
+	pthread_mutex_unlock(&r->mu);
+	return 0;
+}
+
+bool flow_registry_get(struct flow_registry *r, const struct flow_key *k, struct flow_meta *m)
+{
+	struct reg_ent *e;
+
+	pthread_mutex_lock(&r->mu);
+	e = reg_find(r, k);
+	if (e)
+		*m = e->m;
+	pthread_mutex_unlock(&r->mu);
+	return e != NULL;
+}
+
+void flow_registry_del(struct flow_registry *r, const struct flow_key *k)
+{
+	struct reg_ent *e;
+
+	pthread_mutex_lock(&r->mu);
+	e = reg_find(r, k);
+	if (e)
+		reg_remove(r, e);
+	pthread_mutex_unlock(&r->mu);
+}
+
+size_t flow_registry_count(struct flow_registry *r)
+{
+	size_t n;
+
+	pthread_mutex_lock(&r->mu);
+	n = r->n;
+	pthread_mutex_unlock(&r->mu);
+	return n;
+}
+
+void flow_registry_unsee_all(struct flow_registry *r)
+{
+	pthread_mutex_lock(&r->mu);
+	for (struct reg_ent *e = r->oldest; e; e = e->newer)
+		e->seen = false;
+	pthread_mutex_unlock(&r->mu);
+}
+
+void flow_registry_seen(struct flow_registry *r, const struct flow_key *k)
+{
+	struct reg_ent *e;
+
+	pthread_mutex_lock(&r->mu);
+	e = reg_find(r, k);
+	if (e)
+		e->seen = true;
+	pthread_mutex_unlock(&r->mu);
+}
+
+void flow_registry_sweep(struct flow_registry *r)
+{
+	struct reg_ent *e, *n;
+
+	pthread_mutex_lock(&r->mu);
+	for (e = r->oldest; e; e = n) {
+		n = e->newer;
+		if (!e->seen)
+			reg_remove(r, e);
+	}
+	pthread_mutex_unlock(&r->mu);
+}
+
+/* ---- held flows (one table per queue thread, no lock) ---------------------- */
+
+struct held_table {
+	struct held_flow **b;
+	size_t nb, n, max;
+	uint8_t hkey[PC_HKEY_BYTES];
+	struct quota_map *quota; /* entries per sandbox (meta.sandbox) */
+};
+
+int held_table_new(size_t max, struct held_table **out)
+{
+	struct held_table *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return PC_ENOMEM;
+	t->max = max ? max : 1;
+	t->nb = buckets_for(t->max);
+	t->b = calloc(t->nb, sizeof(*t->b));
+	if (!t->b || hkey_new(t->hkey) < 0 || quota_map_new(&t->quota) < 0) {
+		free(t->b);
+		free(t);
+		return PC_ENOMEM;
+	}
+	*out = t;
+	return 0;
+}
+
+/* The entry leaves the table: its sandbox's quota gets it back. */
+static void held_free_one(struct held_table *t, struct held_flow *f)
+{
+	quota_give(t->quota, f->meta.sandbox);
+	t->n--;
+	free(f->buf);
+	free(f);
+}
+
+void held_table_free(struct held_table *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->nb; i++) {
+		struct held_flow *f = t->b[i], *n;
+
+		for (; f; f = n) {
+			n = f->next;
+			held_free_one(t, f);
+		}
+	}
+	quota_map_free(t->quota);
+	free(t->b);
+	free(t);
+}
+
+struct held_flow *held_get(struct held_table *t, const struct flow_key *k)
+{
+	struct held_flow *f = t->b[key_hash(t->hkey, k) & (t->nb - 1)];
+
+	while (f && memcmp(&f->key, k, sizeof(*k)) != 0)
+		f = f->next;
+	return f;
+}
+
+int held_add(struct held_table *t, const struct flow_key *k, const char *sandbox,
+	     size_t n_sandboxes, struct held_flow **out)
+{
+	struct held_flow *f;
+	size_t h;
+	int rc;
+
+	if (t->n >= t->max)
+		return PC_EAGAIN;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return PC_ENOMEM;
+	rc = quota_take(t->quota, sandbox, quota_share(t->max, n_sandboxes));
+	if (rc < 0) {
+		free(f);
+		return rc;
+	}
+	f->key = *k;
+	pc_strlcpy(f->meta.sandbox, sandbox, sizeof(f->meta.sandbox));
+	h = key_hash(t->hkey, k) & (t->nb - 1);
+	f->next = t->b[h];
+	t->b[h] = f;
+	t->n++;
+	*out = f;
+	return 0;
+}
+
+void held_del(struct held_table *t, struct held_flow *f)
+{
+	struct held_flow **pp = &t->b[key_hash(t->hkey, &f->key) & (t->nb - 1)];
+
+	while (*pp && *pp != f)
+		pp = &(*pp)->next;
+	if (!*pp)
+		return;
+	*pp = f->next;
+	held_free_one(t, f);
+}
+
+size_t held_expire(struct held_table *t, uint64_t now_ms)
+{
+	size_t gone = 0;
+
+	for (size_t i = 0; i < t->nb; i++) {
+		struct held_flow **pp = &t->b[i];
+
+		while (*pp) {
+			struct held_flow *f = *pp;
+
+			/* Kept a while past the deadline so that a late packet
+			 * still meets its entry and gets a clear refusal; a
+			 * promoted one only until its conntrack mark acts. */
+			if (now_ms > f->deadline_ms + 60000 ||
+			    (f->promoted_ms && now_ms > f->promoted_ms + HELD_GRACE_MS)) {
+				*pp = f->next;
+				held_free_one(t, f);
+				gone++;
+			} else {
+				pp = &f->next;
+			}
+		}
+	}
+	return gone;
+}
+
+size_t held_count(const struct held_table *t)
+{
+	return t->n;
+}
+
+size_t held_used(struct held_table *t, const char *sandbox)
+{
+	return quota_used(t->quota, sandbox);
+}
+
+size_t held_capacity(const struct held_table *t)
+{
+	return t->max;
+}
+
+uint64_t flow_registry_key_hash(const struct flow_registry *r, const struct flow_key *k)
+{
+	return key_hash(r->hkey, k);
+}
+
+uint64_t held_key_hash(const struct held_table *t, const struct flow_key *k)
+{
+	return key_hash(t->hkey, k);
+}

@@ -1,0 +1,122 @@
+/* portcullisd: the verdict engine. Privileged setup as root, then only
+ * CAP_NET_ADMIN as engine.user (docs/engine.md, "Privileges"). */
+#include "engine/engine_int.h"
+
+#include <linux/capability.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: portcullisd [-c FILE] [-t] [-v]\n"
+		   "  -c FILE  configuration (default /etc/portcullis/portcullis.yaml)\n"
+		   "  -t       check the configuration and policy, then exit\n"
+		   "  -v       log every verdict (debug)\n");
+}
+
+/* -t: everything that does not need the kernel. */
+static int check_only(const char *config)
+{
+	struct pc_config cfg;
+	struct policy *pol = NULL;
+	struct nft_ruleset *rs = NULL;
+	struct pc_err err = {0};
+	char ebuf[1024], digest[80];
+	int rc;
+
+	rc = pc_config_load(config, &cfg, &err);
+	if (rc == 0)
+		rc = policy_load_dir(cfg.rules_dir, &cfg, &pol, &err);
+	if (rc == 0) {
+		struct nft_ruleset_params p = {&cfg, pol, NULL, 0, NFT_QUEUE_COMPAT};
+
+		rc = nft_ruleset_build(&p, &rs, &err);
+	}
+	if (rc == 0)
+		rc = nft_ruleset_digest(rs, digest, sizeof(digest));
+	if (rc) {
+		fprintf(stderr, "portcullisd: %s\n", pc_err_str(&err, ebuf, sizeof(ebuf)));
+		policy_unref(pol);
+		/* invalid: 1; a file that could not be read: 3 (as logd, vault) */
+		return pc_exit_for_check(rc);
+	}
+	printf("configuration %s ok; policy %s (%zu sandbox%s)\n", config, policy_hash(pol),
+	       policy_sandbox_count(pol), policy_sandbox_count(pol) == 1 ? "" : "es");
+	nft_ruleset_free(rs);
+	policy_unref(pol);
+	return PC_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	const char *config = "/etc/portcullis/portcullis.yaml";
+	static struct engine e; /* large; lives for the whole process */
+	struct pc_err err = {0};
+	char ebuf[1024];
+	bool test = false, verbose = false;
+	int opt, rc;
+
+	while ((opt = getopt(argc, argv, "c:tvhV")) != -1) {
+		switch (opt) {
+		case 'c':
+			config = optarg;
+			break;
+		case 't':
+			test = true;
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return PC_EXIT_OK;
+		case 'V':
+			printf("portcullisd %s\n", PC_VERSION);
+			return PC_EXIT_OK;
+		default:
+			usage(stderr);
+			return PC_EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return PC_EXIT_USAGE;
+	}
+	pc_log_init("portcullisd", verbose ? PC_LOG_DEBUG : PC_LOG_INFO);
+	if (test)
+		return check_only(config);
+	if (geteuid() != 0) {
+		pc_log(PC_LOG_ERR, "must start as root (it drops to engine.user after setup)");
+		return PC_EXIT_ERROR;
+	}
+	engine_init(&e);
+	e.verbose = verbose;
+	rc = control_open(&e, &err); /* signals blocked before anything else */
+	if (rc == 0)
+		rc = engine_setup(&e, config, &err);
+	/* The containment check reads more than CAP_NET_ADMIN allows: its
+	 * helper is forked while still root (docs/engine.md). */
+	if (rc == 0)
+		rc = checkrun_start(&e, &err);
+	/* Keep CAP_NET_ADMIN only: nf_tables (reload, port set), ctnetlink
+	 * (cutting flows) and nfnetlink_queue verdicts all require it. */
+	if (rc == 0)
+		rc = pc_privdrop(e.cfg.engine.user, 1ULL << CAP_NET_ADMIN, &err);
+	if (rc == 0)
+		rc = engine_start_threads(&e, &err);
+	if (rc) {
+		pc_log(PC_LOG_ERR, "%s", pc_err_str(&err, ebuf, sizeof(ebuf)));
+		engine_shutdown(&e);
+		return PC_EXIT_ERROR;
+	}
+	pc_log(PC_LOG_NOTICE, "serving queues %u-%u as %s", e.cfg.queue.base,
+	       e.cfg.queue.base + e.cfg.queue.count - 1, e.cfg.engine.user);
+	pc_sd_notify("READY=1", NULL);
+	checkrun_request(&e, "start");
+	rc = control_loop(&e);
+	pc_sd_notify("STOPPING=1", NULL);
+	engine_shutdown(&e);
+	return rc ? PC_EXIT_ERROR : PC_EXIT_OK;
+}

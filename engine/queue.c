@@ -1,0 +1,518 @@
+/* One NFQUEUE queue, one thread: receive a batch of packets (recvmmsg),
+ * decide each, hand the batch's records to logd and wait for their
+ * acknowledgement, then issue the verdicts (batched where the ids allow).
+ * A record logd did not acknowledge turns its verdict into a refusal. */
+#include "engine/engine_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_queue.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <libmnl/libmnl.h>
+#include <libnetfilter_queue/libnetfilter_queue.h>
+
+#ifndef SOL_NETLINK
+#define SOL_NETLINK 270
+#endif
+
+/* Headers plus the first data bytes: a whole DNS message or TLS
+ * ClientHello record (16 KiB) with room for IP/TCP options. */
+#define COPY_RANGE   (16384 + 256)
+#define MSG_SLOT     (COPY_RANGE + 512)
+#define BATCH_MAX    64
+#define LOG_FLUSH_MS 1000
+#define VBUF_SIZE    (BATCH_MAX * 128 + COPY_RANGE + 1024)
+
+struct qbufs {
+	struct mmsghdr msgs[BATCH_MAX];
+	struct iovec iov[BATCH_MAX];
+	uint8_t vbuf[VBUF_SIZE];
+	size_t voff;
+	uint32_t last_id; /* id of the last packet given a verdict */
+	bool have_last;
+	uint64_t last_warn_ms;
+};
+
+static int send_verdicts(struct qthread *t, struct qbufs *qb)
+{
+	int tries = 0;
+
+	while (qb->voff && tries++ < 3) {
+		if (mnl_socket_sendto(t->nl, qb->vbuf, qb->voff) >= 0) {
+			qb->voff = 0;
+			return 0;
+		}
+		if (errno != EINTR && errno != ENOBUFS && errno != EAGAIN)
+			break;
+	}
+	pc_log(PC_LOG_ERR, "queue %u: sending verdicts: %s (those packets stay queued)", t->num,
+	       strerror(errno));
+	qb->voff = 0;
+	return PC_EIO;
+}
+
+/* Drop a packet seen before the queue was fully set up. */
+static void drop_early(struct mnl_socket *nl, uint16_t num, const struct nlmsghdr *nlh)
+{
+	struct nlattr *attr[NFQA_MAX + 1] = {0};
+	char buf[256];
+	struct nlmsghdr *v;
+
+	if (nfq_nlmsg_parse(nlh, attr) < 0 || !attr[NFQA_PACKET_HDR])
+		return;
+	v = nfq_nlmsg_put(buf, NFQNL_MSG_VERDICT, num);
+	nfq_nlmsg_verdict_put(
+	    v,
+	    (int)ntohl(((struct nfqnl_msg_packet_hdr *)mnl_attr_get_payload(attr[NFQA_PACKET_HDR]))
+			   ->packet_id),
+	    NF_DROP);
+	mnl_socket_sendto(nl, v, v->nlmsg_len);
+}
+
+/* Send one config message and wait for its ack. */
+static int cfg_send(struct mnl_socket *nl, uint16_t num, struct nlmsghdr *nlh, const char *what,
+		    struct pc_err *err)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	uint32_t seq = nlh->nlmsg_seq = (uint32_t)pc_now_mono_ns();
+
+	nlh->nlmsg_flags |= NLM_F_ACK;
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+		return pc_err_errno(err, PC_EIO, "queue %u: %s", num, what);
+	for (;;) {
+		ssize_t n = recv(mnl_socket_get_fd(nl), buf, sizeof(buf), 0);
+		struct nlmsghdr *m = (struct nlmsghdr *)buf;
+		int len = (int)n;
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return pc_err_errno(err, PC_EIO, "queue %u: %s (no answer)", num, what);
+		}
+		for (; mnl_nlmsg_ok(m, len); m = mnl_nlmsg_next(m, &len)) {
+			if (m->nlmsg_type == NLMSG_ERROR && m->nlmsg_seq == seq) {
+				const struct nlmsgerr *e = mnl_nlmsg_get_payload(m);
+
+				if (e->error == 0)
+					return 0;
+				errno = -e->error;
+				/* nfnetlink_queue answers EPERM when another socket
+				 * owns the queue (we are root here) */
+				return pc_err_errno(
+				    err,
+				    e->error == -EPERM || e->error == -EBUSY ? PC_EEXIST : PC_EIO,
+				    "queue %u: %s%s", num, what,
+				    e->error == -EPERM || e->error == -EBUSY
+					? " (is another engine bound to it?)"
+					: "");
+			}
+			if (m->nlmsg_type == ((NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET))
+				drop_early(nl, num, m);
+		}
+	}
+}
+
+int queue_open(struct qthread *t, struct pc_err *err)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh;
+	struct timeval tv = {0, 250000};
+	uint32_t maxlen = t->e->cfg.queue.maxlen;
+	int one = 1, rcv, rc;
+
+	t->nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
+	if (!t->nl)
+		return pc_err_errno(err, PC_EIO, "queue %u: netlink socket", t->num);
+	if (mnl_socket_bind(t->nl, 0, MNL_SOCKET_AUTOPID) < 0)
+		return pc_err_errno(err, PC_EIO, "queue %u: netlink bind", t->num);
+	t->portid = mnl_socket_get_portid(t->nl);
+	/* A packet the kernel cannot deliver to us is dropped by the kernel
+	 * (counted in user_dropped): ENOBUFS would tell us nothing more, so
+	 * it is switched off deliberately instead of being a read error. */
+	if (setsockopt(mnl_socket_get_fd(t->nl), SOL_NETLINK, NETLINK_NO_ENOBUFS, &one,
+		       sizeof(one)) < 0)
+		return pc_err_errno(err, PC_EIO, "queue %u: NETLINK_NO_ENOBUFS", t->num);
+	/* Room for a full kernel queue of MTU-sized packets, bounded. */
+	rcv = (int)(maxlen > 16384 ? 16384 * 4096 : maxlen * 4096);
+	if (rcv < (1 << 20))
+		rcv = 1 << 20;
+	if (setsockopt(mnl_socket_get_fd(t->nl), SOL_SOCKET, SO_RCVBUFFORCE, &rcv, sizeof(rcv)) < 0)
+		setsockopt(mnl_socket_get_fd(t->nl), SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	/* The loop wakes up to notice shutdown and expire held flows. */
+	setsockopt(mnl_socket_get_fd(t->nl), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+
+	/* Zeroed before each message: libmnl 1.0.4 leaves an attribute's
+	 * alignment padding unwritten (the 5-byte copy parameters have 3). */
+	memset(buf, 0, sizeof(buf));
+	nlh = nfq_nlmsg_put(buf, NFQNL_MSG_CONFIG, t->num);
+	nfq_nlmsg_cfg_put_cmd(nlh, AF_INET, NFQNL_CFG_CMD_BIND);
+	rc = cfg_send(t->nl, t->num, nlh, "bind", err);
+	if (rc)
+		return rc;
+	memset(buf, 0, sizeof(buf));
+	nlh = nfq_nlmsg_put(buf, NFQNL_MSG_CONFIG, t->num);
+	nfq_nlmsg_cfg_put_params(nlh, NFQNL_COPY_PACKET, COPY_RANGE);
+	nfq_nlmsg_cfg_put_qmaxlen(nlh, maxlen);
+	/* Flags explicitly off: never FAIL_OPEN (a full queue drops), and no
+	 * GSO (the kernel segments, we judge MTU-sized packets). */
+	mnl_attr_put_u32(nlh, NFQA_CFG_FLAGS, htonl(0));
+	mnl_attr_put_u32(nlh, NFQA_CFG_MASK, htonl(NFQA_CFG_F_FAIL_OPEN | NFQA_CFG_F_GSO));
+	rc = cfg_send(t->nl, t->num, nlh, "configure", err);
+	if (rc)
+		return rc;
+	t->bufs = calloc(1, sizeof(struct qbufs));
+	t->rx = malloc((size_t)BATCH_MAX * MSG_SLOT);
+	t->dec = calloc(BATCH_MAX, sizeof(*t->dec));
+	t->pin = calloc(BATCH_MAX, sizeof(*t->pin));
+	if (!t->bufs || !t->rx || !t->dec || !t->pin)
+		return pc_err_set(err, PC_ENOMEM, "queue %u: out of memory", t->num);
+	return 0;
+}
+
+void queue_close(struct qthread *t)
+{
+	if (t->nl)
+		mnl_socket_close(t->nl); /* unbinds: the kernel drops what is still queued */
+	t->nl = NULL;
+	free(t->bufs);
+	free(t->rx);
+	if (t->dec)
+		for (size_t i = 0; i < BATCH_MAX; i++)
+			decision_clear(&t->dec[i]);
+	free(t->dec);
+	free(t->pin);
+	t->bufs = NULL;
+	t->rx = NULL;
+	t->dec = NULL;
+	t->pin = NULL;
+}
+
+/* Parse one packet message into pin; false if it is not one. */
+static bool parse_packet(const struct nlmsghdr *nlh, struct pkt_in *pin)
+{
+	struct nlattr *attr[NFQA_MAX + 1] = {0};
+	const struct nfqnl_msg_packet_hdr *ph;
+
+	if (nlh->nlmsg_type != ((NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET))
+		return false;
+	if (nfq_nlmsg_parse(nlh, attr) < 0 || !attr[NFQA_PACKET_HDR] ||
+	    mnl_attr_get_payload_len(attr[NFQA_PACKET_HDR]) < sizeof(*ph))
+		return false;
+	memset(pin, 0, sizeof(*pin));
+	ph = mnl_attr_get_payload(attr[NFQA_PACKET_HDR]);
+	pin->id = ntohl(ph->packet_id);
+	pin->hook = ph->hook;
+	if (attr[NFQA_MARK])
+		pin->mark = ntohl(mnl_attr_get_u32(attr[NFQA_MARK]));
+	if (attr[NFQA_HWADDR] &&
+	    mnl_attr_get_payload_len(attr[NFQA_HWADDR]) >= sizeof(struct nfqnl_msg_packet_hw)) {
+		const struct nfqnl_msg_packet_hw *hw = mnl_attr_get_payload(attr[NFQA_HWADDR]);
+
+		if (ntohs(hw->hw_addrlen) == 6) {
+			pin->has_mac = true;
+			memcpy(pin->mac, hw->hw_addr, 6);
+		}
+	}
+	if (attr[NFQA_PAYLOAD]) {
+		pin->data = mnl_attr_get_payload(attr[NFQA_PAYLOAD]);
+		pin->len = mnl_attr_get_payload_len(attr[NFQA_PAYLOAD]);
+	}
+	return true;
+}
+
+/* The kernel verdict and mark for a decision. */
+static void verdict_of(const struct decision *d, uint32_t *verdict, uint32_t *mark)
+{
+	*mark = 0;
+	*verdict = NF_REPEAT; /* our chain sees the mark and acts on it */
+	switch (d->v) {
+	case VK_PASS:
+		*mark = NFT_MARK_PASS;
+		break;
+	case VK_ALLOW:
+		*mark = NFT_MARK_ALLOW;
+		break;
+	case VK_ALLOW_VAULT:
+		*mark = NFT_MARK_ALLOW | NFT_MARK_VAULT;
+		break;
+	case VK_HELD:
+		*mark = NFT_MARK_HELD;
+		break;
+	case VK_REJECT:
+		*mark = NFT_MARK_REJECT;
+		break;
+	default:
+		*verdict = NF_DROP;
+		break;
+	}
+}
+
+static void put_verdict(struct qthread *t, struct qbufs *qb, uint16_t type, uint32_t id,
+			uint32_t verdict, uint32_t mark, const struct decision *d)
+{
+	struct nlmsghdr *nlh;
+	size_t need = 128 + (d && d->new_pkt ? d->new_pkt_len : 0);
+
+	if (VBUF_SIZE - qb->voff < need)
+		send_verdicts(t, qb);
+	nlh = nfq_nlmsg_put((char *)qb->vbuf + qb->voff, type, t->num);
+	nfq_nlmsg_verdict_put(nlh, (int)id, (int)verdict);
+	if (verdict == NF_REPEAT)
+		nfq_nlmsg_verdict_put_mark(nlh, mark);
+	if (d && d->new_pkt)
+		nfq_nlmsg_verdict_put_pkt(nlh, d->new_pkt, (uint32_t)d->new_pkt_len);
+	qb->voff += MNL_ALIGN(nlh->nlmsg_len);
+}
+
+/* Verdicts in id order; a run of equal verdicts whose ids follow the last
+ * verdict without a gap becomes one VERDICT_BATCH (which covers every
+ * queued id up to its own: only safe when we know them all). */
+static void emit_verdicts(struct qthread *t, struct qbufs *qb, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		uint32_t v, m, v2, m2;
+		size_t j = i + 1;
+
+		verdict_of(&t->dec[i], &v, &m);
+		if (!t->dec[i].new_pkt && qb->have_last && t->pin[i].id == qb->last_id + 1) {
+			while (j < n && !t->dec[j].new_pkt &&
+			       t->pin[j].id == t->pin[j - 1].id + 1) {
+				verdict_of(&t->dec[j], &v2, &m2);
+				if (v2 != v || m2 != m)
+					break;
+				j++;
+			}
+		}
+		if (j - i > 1)
+			put_verdict(t, qb, NFQNL_MSG_VERDICT_BATCH, t->pin[j - 1].id, v, m, NULL);
+		else
+			put_verdict(t, qb, NFQNL_MSG_VERDICT, t->pin[i].id, v, m, &t->dec[i]);
+		for (size_t k = i; k < j; k++) {
+			if (v == NF_DROP || m == NFT_MARK_REJECT)
+				atomic_fetch_add(&t->st.refused, 1);
+			else
+				atomic_fetch_add(&t->st.accepted, 1);
+		}
+		qb->last_id = t->pin[j - 1].id;
+		qb->have_last = true;
+		i = j;
+	}
+	send_verdicts(t, qb);
+}
+
+/* No record, no connection: what logd did not take becomes a refusal. A
+ * held flow whose judged bytes it concerned fails with it: resent, the
+ * same bytes would otherwise pass as judged before (docs/engine.md). */
+static void refuse_unlogged(struct qthread *t, struct decision *d)
+{
+	d->learn = false; /* a DNS answer whose record is not in teaches nothing */
+	if (d->held_judged) {
+		struct held_flow *hf = held_get(t->held, &d->key);
+
+		if (hf)
+			hf->failed = true;
+	}
+	if (d->v == VK_DROP || d->v == VK_REJECT)
+		return;
+	/* a promotion is a reply's verdict (forward): no RST from there */
+	d->v = d->rec.action == LOGREC_CONNECT && !d->promote ? VK_REJECT : VK_DROP;
+	d->register_flow = false;
+	free(d->new_pkt);
+	d->new_pkt = NULL;
+}
+
+static void log_debug(struct qthread *t, const struct decision *d)
+{
+	char s[64], dst[64];
+
+	pc_endpoint_str(&d->rec.src, s, sizeof(s));
+	pc_endpoint_str(&d->rec.dst, dst, sizeof(dst));
+	pc_log(PC_LOG_DEBUG, "queue %u: %s %s %s -> %s proto %u sandbox %s rule %s: %s%s%s", t->num,
+	       logrec_action_name(d->rec.action), logrec_verdict_name(d->rec.verdict), s, dst,
+	       d->rec.transport, d->rec.sandbox ? d->rec.sandbox : "-",
+	       d->rec.rule ? d->rec.rule : "-", d->rec.reason ? d->rec.reason : "",
+	       d->rec.dns_name ? " name " : "", d->rec.dns_name ? d->rec.dns_name : "");
+}
+
+/* The batch's records leave together (one datagram for many, one wake-up
+ * of logd); then one wait for their acknowledgement. */
+static void log_batch(struct qthread *t, struct qbufs *qb, size_t n)
+{
+	const struct logrec *recs[BATCH_MAX];
+	struct decision *of[BATCH_MAX];
+	bool sent[BATCH_MAX], sent_any = false, failed = false;
+	struct pc_err err = {0};
+	size_t nr = 0, ok;
+
+	for (size_t i = 0; i < n; i++) {
+		struct decision *d = &t->dec[i];
+
+		if (!d->has_rec)
+			continue;
+		if (t->e->verbose)
+			log_debug(t, d);
+		of[nr] = d;
+		recs[nr++] = &d->rec;
+	}
+	ok = nr ? logc_send_batch(t->lc, recs, nr, sent, &err) : 0;
+	for (size_t k = 0; k < nr; k++) {
+		if (!sent[k]) {
+			atomic_fetch_add(&t->st.log_failed, 1);
+			refuse_unlogged(t, of[k]);
+			of[k]->has_rec = false; /* not sent: not waited for */
+			failed = true;
+		}
+	}
+	atomic_fetch_add(&t->st.log_sent, ok);
+	sent_any = ok > 0;
+	if (sent_any && logc_flush(t->lc, LOG_FLUSH_MS, &err) < 0) {
+		failed = true;
+		for (size_t i = 0; i < n; i++) {
+			if (t->dec[i].has_rec) {
+				atomic_fetch_add(&t->st.log_failed, 1);
+				refuse_unlogged(t, &t->dec[i]);
+			}
+		}
+	}
+	if (sent_any || failed)
+		t->log_ok = !failed; /* DNS query records are deferred only while true */
+	if (failed && pc_now_mono_ms() - qb->last_warn_ms > 5000) {
+		char buf[600];
+
+		qb->last_warn_ms = pc_now_mono_ms();
+		pc_log(PC_LOG_WARN, "queue %u: logd did not take the records (%s): refusing",
+		       t->num, pc_err_str(&err, buf, sizeof(buf)));
+	}
+}
+
+static void process_batch(struct qthread *t, struct qbufs *qb, int nmsg)
+{
+	struct engine *e = t->e;
+	struct policy *pol = engine_policy_get(e);
+	struct decide_ctx c = {.cfg = &e->cfg,
+			       .policy = pol,
+			       .dg = e->dg,
+			       .ports = &e->ports,
+			       .held = t->held,
+			       .now_ms = pc_now_mono_ms(),
+			       .dns_defer = t->log_ok,
+			       .dnstcp = t->dnstcp};
+	size_t n = 0;
+
+	for (int i = 0; i < nmsg; i++) {
+		struct nlmsghdr *nlh = qb->iov[i].iov_base;
+		int len = (int)qb->msgs[i].msg_len;
+
+		for (; mnl_nlmsg_ok(nlh, len) && n < BATCH_MAX; nlh = mnl_nlmsg_next(nlh, &len)) {
+			if (!parse_packet(nlh, &t->pin[n]))
+				continue;
+			if (!pol || !t->pin[n].data) {
+				decision_clear(&t->dec[n]); /* VK_DROP */
+			} else {
+				decide_packet(&c, &t->pin[n], &t->dec[n]);
+			}
+			n++;
+		}
+	}
+	atomic_fetch_add(&t->st.queued, n);
+	if (n == 0)
+		goto out;
+	log_batch(t, qb, n);
+	for (size_t i = 0; i < n; i++) {
+		/* learned only now that its record is in the log */
+		if (decision_commit(e->dg, &t->dec[i], c.now_ms) < 0)
+			refuse_unlogged(t, &t->dec[i]);
+		if (t->dec[i].register_flow &&
+		    flow_registry_put(e->flows, &t->dec[i].key, &t->dec[i].meta) < 0)
+			refuse_unlogged(t, &t->dec[i]); /* allocation failure refuses too */
+		/* the verdict is final here: count it */
+		metrics_count_verdict(t, &t->dec[i]);
+		if (t->dec[i].quota)
+			quota_stats_count(&e->quota, t->dec[i].sandbox, t->dec[i].quota);
+	}
+	emit_verdicts(t, qb, n);
+	for (size_t i = 0; i < n; i++) {
+		struct pc_err err = {0};
+
+		if (t->dec[i].send_reply &&
+		    dnsreply_send(&e->dnsr, &t->dec[i].reply_from, &t->dec[i].reply_to,
+				  t->dec[i].reply, t->dec[i].reply_len, &err) < 0)
+			pc_log(PC_LOG_DEBUG, "queue %u: %s", t->num, err.msg);
+		decision_clear(&t->dec[i]);
+	}
+out:
+	policy_unref(pol);
+}
+
+void *queue_thread_main(void *arg)
+{
+	struct qthread *t = arg;
+	struct qbufs *qb = t->bufs;
+	uint64_t next_gc = 0;
+
+	for (int i = 0; i < BATCH_MAX; i++) {
+		qb->iov[i].iov_base = t->rx + (size_t)i * MSG_SLOT;
+		qb->iov[i].iov_len = MSG_SLOT;
+		memset(&qb->msgs[i], 0, sizeof(qb->msgs[i]));
+		qb->msgs[i].msg_hdr.msg_iov = &qb->iov[i];
+		qb->msgs[i].msg_hdr.msg_iovlen = 1;
+	}
+	while (!atomic_load(&t->e->stop)) {
+		int n =
+		    recvmmsg(mnl_socket_get_fd(t->nl), qb->msgs, BATCH_MAX, MSG_WAITFORONE, NULL);
+		uint64_t now;
+
+		atomic_store(&t->busy, true);
+		if (n > 0) {
+			process_batch(t, qb, n);
+		} else if (n < 0 && errno == ENOBUFS) {
+			atomic_fetch_add(&t->st.enobufs, 1);
+		} else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+			pc_log(PC_LOG_ERR, "queue %u: receive: %s", t->num, strerror(errno));
+			usleep(10000);
+		}
+		now = pc_now_mono_ms();
+		if (now >= next_gc) {
+			held_expire(t->held, now);
+			next_gc = now + 1000;
+		}
+		atomic_store(&t->held_n, held_count(t->held));
+		atomic_fetch_add(&t->gen, 1);
+		atomic_store(&t->busy, false);
+	}
+	return NULL;
+}
+
+int queue_kernel_stats(int proc_fd, uint16_t num, uint64_t *queue_dropped, uint64_t *user_dropped)
+{
+	unsigned q, portid, total, mode, range;
+	unsigned long long qd, ud, seq;
+	char buf[8192], *line, *save = NULL;
+	ssize_t n;
+
+	/* Opened before the privilege drop: a non-dumpable process may not
+	 * open its own /proc/self/net files afterwards. */
+	if (proc_fd < 0)
+		return PC_EIO;
+	n = pread(proc_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return PC_EIO;
+	buf[n] = '\0';
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (sscanf(line, "%u %u %u %u %u %llu %llu %llu", &q, &portid, &total, &mode,
+			   &range, &qd, &ud, &seq) == 8 &&
+		    q == num) {
+			*queue_dropped = qd;
+			*user_dropped = ud;
+			return 0;
+		}
+	}
+	return PC_ENOENT;
+}

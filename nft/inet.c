@@ -1,0 +1,518 @@
+/* table inet portcullis: the sandbox packet paths — verdict marks coming
+ * back through NF_REPEAT, DNS and new flows to the queue, decided flows
+ * through, the gateway closed, the vault redirect. docs/engine.md walks
+ * through every rule. */
+#include "nft/nft_int.h"
+
+#include <netinet/in.h> /* before the linux/ headers (libc-compat) */
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_conntrack_common.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter_bridge.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <libnftnl/expr.h>
+
+#define NF_NAT_RANGE_PROTO_SPECIFIED_ 0x2 /* linux/netfilter/nf_nat.h */
+#define ND_RS			      133
+#define ND_RA			      134
+#define ND_NS			      135
+#define ND_NA			      136
+
+static void verdict_rule(struct bld *b, uint32_t bits, uint32_t ctbits)
+{
+	struct nr r;
+
+	/* (the chain's first rule already let non-sandbox packets go) */
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, bits);
+	if (ctbits)
+		nm_ctmark_set(&r, ctbits);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+}
+
+static void queue_expr(struct bld *b, struct nr *r)
+{
+	uint16_t base = b->p->cfg->queue.base, cnt = b->p->cfg->queue.count;
+
+	nr_expr(r, b->p->qpath == NFT_QUEUE_NATIVE ? nft_expr_queue_native(base, cnt)
+						  : nft_expr_queue_compat(base, cnt));
+}
+
+/* How long a meter remembers a port that stopped opening flows (its bucket
+ * is full again after 1/rate s per token anyway). */
+#define LIMIT_IDLE_MS 60000
+
+/* The packets a sandbox may queue on flows it already opened (segments of
+ * DNS over TCP, of held flows), per token of its new-flow limit: a TLS
+ * handshake held for its ClientHello or a DNS-over-TCP exchange takes a few
+ * (ACK, one or two data segments, FIN), a flood takes them all. */
+#define LIMIT_SEGMENTS_PER_FLOW 4u
+
+/* Which packets spend a sandbox's tokens (docs/engine.md, "New-flow
+ * limit"): everything it can make the engine read. */
+enum limit_what {
+	LIM_NEW,     /* new, invalid, untracked: whatever conntrack has no flow for */
+	LIM_UDP_DNS, /* a UDP DNS query on an established 5-tuple */
+	LIM_TCP_DNS, /* a segment of an established DNS-over-TCP connection */
+	LIM_HELD,    /* a segment of a held flow */
+	LIM_N
+};
+
+/* The new-flow limit of sandbox i (docs/engine.md, "New-flow limit"): for
+ * each family its sources have, whatever conntrack has no flow for (new,
+ * invalid, untracked) or a UDP DNS query on an established 5-tuple is
+ * counted in the meter lim<i>; the later segments of DNS-over-TCP and held
+ * flows in the meter seg<i>, at LIMIT_SEGMENTS_PER_FLOW times the rate.
+ * One bucket per sandbox port (the stamp: a flooding port never spends
+ * another's tokens, whatever source it forges); over the limit: counter,
+ * drop. Every packet from a sandbox that reaches the queue has passed one
+ * of these (the queue rules follow). */
+static void limit_rules(struct bld *b, size_t i, const struct policy_sandbox *sb)
+{
+	char meter[24], seg[24], src[32];
+	const struct pc_prefix **pfx;
+	struct nr r;
+
+	if (!sb->match.n_sources)
+		return; /* sends only from another sandbox's sources (layer 2): its rule */
+	pfx = calloc(sb->match.n_sources, sizeof(*pfx));
+	if (!pfx) {
+		b->err = b->err ? b->err : PC_ENOMEM;
+		return;
+	}
+	for (size_t k = 0; k < sb->match.n_sources; k++)
+		pfx[k] = &sb->match.sources[k];
+	snprintf(meter, sizeof(meter), "lim%zu", i);
+	snprintf(seg, sizeof(seg), "seg%zu", i);
+	rsb_push(b, NFT_SET_OBJ, nftset_meter(NFPROTO_INET, meter));
+	rsb_push(b, NFT_SET_OBJ, nftset_meter(NFPROTO_INET, seg));
+	for (int v6 = 0; v6 < 2; v6++) {
+		uint8_t af = v6 ? AF_INET6 : AF_INET;
+		bool any = false;
+
+		for (size_t k = 0; k < sb->match.n_sources; k++)
+			any = any || sb->match.sources[k].addr.family == af;
+		if (!any)
+			continue;
+		snprintf(src, sizeof(src), "lim%zu_src%c", i, v6 ? '6' : '4');
+		rsb_push(b, NFT_SET_OBJ,
+			 nftset_prefixes(NFPROTO_INET, src, af, pfx, sb->match.n_sources));
+		for (int w = 0; w < LIM_N; w++) {
+			uint32_t est = NF_CT_STATE_BIT(IP_CT_ESTABLISHED);
+			uint32_t k = w >= LIM_TCP_DNS ? LIMIT_SEGMENTS_PER_FLOW : 1;
+
+			rsb_rule_begin(b, &r);
+			nm_addr_set(&r, true, af, true, src, false);
+			switch (w) {
+			case LIM_NEW:
+				nm_ct_state(&r, NF_CT_STATE_BIT(IP_CT_NEW) |
+						    NF_CT_STATE_INVALID_BIT |
+						    NF_CT_STATE_UNTRACKED_BIT);
+				break;
+			case LIM_UDP_DNS:
+			case LIM_TCP_DNS:
+				nm_l4proto(&r, NFT_CMP_EQ,
+					   w == LIM_UDP_DNS ? IPPROTO_UDP : IPPROTO_TCP);
+				nm_th_port(&r, true, 53);
+				nm_ct_state(&r, w == LIM_UDP_DNS
+						    ? est
+						    : est | NF_CT_STATE_BIT(IP_CT_RELATED));
+				break;
+			default:
+				nm_bits(&r, true, NFT_MARK_ALLOW | NFT_MARK_HELD, NFT_CMP_EQ,
+					NFT_MARK_HELD);
+				nm_ct_state(&r, est | NF_CT_STATE_BIT(IP_CT_RELATED));
+				break;
+			}
+			nr_meta(&r, NFT_META_MARK);
+			nr_bitwise_u32(&r, NFT_MARK_PORT_MASK, 0);
+			nr_limit_meter(&r, w >= LIM_TCP_DNS ? seg : meter, LIMIT_IDLE_MS,
+				       (uint64_t)sb->new_flows_per_second * k,
+				       sb->new_flows_burst * k);
+			nr_counter(&r);
+			nr_verdict(&r, NF_DROP, NULL);
+			rsb_rule_end(b, &r);
+		}
+	}
+	free(pfx);
+}
+
+static void inet_prerouting(struct bld *b)
+{
+	const char *br = b->p->cfg->bridge;
+	static const uint8_t nd_in[] = {ND_RS, ND_NS, ND_NA};
+	struct nr r;
+
+	rsb_chain(b, "prerouting", "filter", NF_INET_PRE_ROUTING, NFT_PRIO_INET, NF_DROP);
+	/* not from the sandbox bridge: not ours */
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_NEQ, br);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	/* The fast path, first: a decided flow (our ct mark) from a port the
+	 * bridge table stamped. Bulk data stops here. (The engine never
+	 * allows a port-53 flow, so DNS is still judged message by message;
+	 * an unstamped frame falls through to the drop below.) */
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, NFT_MARK_PORT_MASK, NFT_CMP_NEQ, 0);
+	nm_bits(&r, true, NFT_MARK_ALLOW, NFT_CMP_EQ, NFT_MARK_ALLOW);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	/* a verdict coming back through NF_REPEAT (its mark: verdict bits only) */
+	verdict_rule(b, NFT_MARK_PASS, 0);
+	verdict_rule(b, NFT_MARK_ALLOW, NFT_MARK_ALLOW);
+	verdict_rule(b, NFT_MARK_ALLOW | NFT_MARK_VAULT, NFT_MARK_ALLOW | NFT_MARK_VAULT);
+	verdict_rule(b, NFT_MARK_HELD, NFT_MARK_HELD);
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, NFT_MARK_REJECT);
+	nm_l4proto(&r, NFT_CMP_EQ, IPPROTO_TCP);
+	nr_reject(&r, NFT_REJECT_TCP_RST, 0);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, NFT_MARK_REJECT);
+	nr_reject(&r, NFT_REJECT_ICMPX_UNREACH, NFT_REJECT_ICMPX_ADMIN_PROHIBITED);
+	rsb_rule_end(b, &r);
+	/* any other combination of our bits is nothing we produce */
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_NEQ, 0);
+	nr_counter(&r);
+	nr_verdict(&r, NF_DROP, NULL);
+	rsb_rule_end(b, &r);
+	/* not stamped by the bridge table: not from a known sandbox port */
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, NFT_MARK_PORT_MASK, NFT_CMP_EQ, 0);
+	nr_counter(&r);
+	nr_verdict(&r, NF_DROP, NULL);
+	rsb_rule_end(b, &r);
+	/* each sandbox's new-flow limit, before anything is queued */
+	for (size_t i = 0; i < policy_sandbox_count(b->p->policy); i++)
+		limit_rules(b, i, policy_sandbox_at(b->p->policy, i));
+	/* every DNS message is judged, whatever the conntrack state */
+	for (int tcp = 0; tcp < 2; tcp++) {
+		rsb_rule_begin(b, &r);
+		nm_l4proto(&r, NFT_CMP_EQ, tcp ? IPPROTO_TCP : IPPROTO_UDP);
+		nm_th_port(&r, true, 53);
+		queue_expr(b, &r);
+		rsb_rule_end(b, &r);
+	}
+	/* held flows: every packet until the ClientHello decides */
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, true, NFT_MARK_ALLOW | NFT_MARK_HELD, NFT_CMP_EQ, NFT_MARK_HELD);
+	queue_expr(b, &r);
+	rsb_rule_end(b, &r);
+	for (size_t i = 0; i < sizeof(nd_in); i++) {
+		rsb_rule_begin(b, &r);
+		nm_nd(&r, nd_in[i]);
+		nr_verdict(&r, NF_ACCEPT, NULL);
+		rsb_rule_end(b, &r);
+	}
+	/* the gateway itself: only DNS (above) and the vault (after dnat) */
+	rsb_rule_begin(b, &r);
+	nr_fib_daddr_type(&r);
+	nr_cmp_u32(&r, NFT_CMP_EQ, 2 /* RTN_LOCAL */);
+	nr_counter(&r);
+	nr_verdict(&r, NF_DROP, NULL);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nm_ct_state(&r, NF_CT_STATE_BIT(IP_CT_NEW));
+	queue_expr(b, &r);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nr_counter(&r);
+	nr_verdict(&r, NF_DROP, NULL);
+	rsb_rule_end(b, &r);
+}
+
+/* PASS-marked DNS to the resolvers (input: local resolver), per family and
+ * transport. */
+static void dns_pass_rules(struct bld *b, bool to_resolver)
+{
+	struct nr r;
+
+	for (int v6 = 0; v6 < 2; v6++) {
+		for (int tcp = 0; tcp < 2; tcp++) {
+			rsb_rule_begin(b, &r);
+			nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, NFT_MARK_PASS);
+			nm_addr_set(&r, true, v6 ? AF_INET6 : AF_INET, !to_resolver,
+				    v6 ? "resolvers6" : "resolvers4", false);
+			nm_l4proto(&r, NFT_CMP_EQ, tcp ? IPPROTO_TCP : IPPROTO_UDP);
+			nm_th_port(&r, to_resolver, 53);
+			nr_verdict(&r, NF_ACCEPT, NULL);
+			rsb_rule_end(b, &r);
+		}
+	}
+}
+
+/* Answers from the resolvers toward a sandbox: queued so the DNS guard
+ * learns (and may drop) them before they are released. */
+static void dns_answer_queue_rules(struct bld *b)
+{
+	struct nr r;
+
+	for (int v6 = 0; v6 < 2; v6++) {
+		for (int tcp = 0; tcp < 2; tcp++) {
+			rsb_rule_begin(b, &r);
+			nm_ct_state(&r, NF_CT_STATE_BIT(IP_CT_ESTABLISHED));
+			nm_ct_reply(&r);
+			nm_addr_set(&r, true, v6 ? AF_INET6 : AF_INET, true,
+				    v6 ? "resolvers6" : "resolvers4", false);
+			nm_l4proto(&r, NFT_CMP_EQ, tcp ? IPPROTO_TCP : IPPROTO_UDP);
+			nm_th_port(&r, false, 53);
+			queue_expr(b, &r);
+			rsb_rule_end(b, &r);
+		}
+	}
+}
+
+static void inet_input(struct bld *b)
+{
+	const char *br = b->p->cfg->bridge;
+	static const uint8_t nd_in[] = {ND_RS, ND_NS, ND_NA};
+	struct nr r;
+
+	rsb_chain(b, "input", "filter", NF_INET_LOCAL_IN, NFT_PRIO_INET, NF_ACCEPT);
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_NEQ, br);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	/* flows the nat chain redirected to the vault */
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, true, NFT_MARK_ALLOW | NFT_MARK_VAULT, NFT_CMP_EQ, NFT_MARK_ALLOW | NFT_MARK_VAULT);
+	nr_ct(&r, NFT_CT_STATUS);
+	nr_bitwise_u32(&r, IPS_DST_NAT, 0);
+	nr_cmp_u32(&r, NFT_CMP_NEQ, 0);
+	nm_l4proto(&r, NFT_CMP_EQ, IPPROTO_TCP);
+	nm_th_port(&r, true, b->p->cfg->vault.listen.port);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	dns_pass_rules(b, true);
+	for (size_t i = 0; i < sizeof(nd_in); i++) {
+		rsb_rule_begin(b, &r);
+		nm_nd(&r, nd_in[i]);
+		nr_verdict(&r, NF_ACCEPT, NULL);
+		rsb_rule_end(b, &r);
+	}
+	rsb_drop_rule(b);
+}
+
+/* What the engine released (PASS) from the sandboxes may go only where the
+ * engine releases anything: to a resolver's port 53, or on a held flow
+ * (its segments before the ClientHello decides). Whatever else carries the
+ * mark is dropped and counted, so a slip in the engine's DNS path cannot
+ * open a channel to another address (defence in depth; the checker's
+ * pass-restricted obligation proves it of the live table). */
+static void forward_pass_rules(struct bld *b)
+{
+	const char *br = b->p->cfg->bridge;
+	struct nr r;
+
+	for (int v6 = 0; v6 < 2; v6++) {
+		for (int tcp = 0; tcp < 2; tcp++) {
+			rsb_rule_begin(b, &r);
+			nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
+			nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, NFT_MARK_PASS);
+			nm_addr_set(&r, true, v6 ? AF_INET6 : AF_INET, false,
+				    v6 ? "resolvers6" : "resolvers4", false);
+			nm_l4proto(&r, NFT_CMP_EQ, tcp ? IPPROTO_TCP : IPPROTO_UDP);
+			nm_th_port(&r, true, 53);
+			nr_verdict(&r, NF_ACCEPT, NULL);
+			rsb_rule_end(b, &r);
+		}
+	}
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
+	nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, NFT_MARK_PASS);
+	nm_bits(&r, true, NFT_MARK_ALLOW | NFT_MARK_HELD, NFT_CMP_EQ, NFT_MARK_HELD);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
+	nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, NFT_MARK_PASS);
+	nr_counter(&r);
+	nr_verdict(&r, NF_DROP, NULL);
+	rsb_rule_end(b, &r);
+}
+
+/* Held flows' TCP replies (forward, toward the sandboxes; docs/engine.md,
+ * "Held flows"): queued until the server has acknowledged the bytes the
+ * decision rested on. The engine's verdict on the reply that does is ALLOW:
+ * it promotes the flow here, in the reply direction; PASS releases one
+ * reply; any other mark on a held reply is nothing we produce (and must
+ * not be queued again). */
+static void held_reply_rules(struct bld *b)
+{
+	struct nr r;
+
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, NFT_MARK_ALLOW);
+	nm_bits(&r, true, NFT_MARK_ALLOW | NFT_MARK_HELD, NFT_CMP_EQ, NFT_MARK_HELD);
+	nm_ct_reply(&r);
+	nm_l4proto(&r, NFT_CMP_EQ, IPPROTO_TCP);
+	nm_ctmark_set(&r, NFT_MARK_ALLOW);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, NFT_MARK_PASS);
+	nm_bits(&r, true, NFT_MARK_ALLOW | NFT_MARK_HELD, NFT_CMP_EQ, NFT_MARK_HELD);
+	nm_ct_reply(&r);
+	nm_l4proto(&r, NFT_CMP_EQ, IPPROTO_TCP);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, 0);
+	nm_bits(&r, true, NFT_MARK_ALLOW | NFT_MARK_HELD, NFT_CMP_EQ, NFT_MARK_HELD);
+	nm_ct_reply(&r);
+	nm_l4proto(&r, NFT_CMP_EQ, IPPROTO_TCP);
+	queue_expr(b, &r);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, true, NFT_MARK_ALLOW | NFT_MARK_HELD, NFT_CMP_EQ, NFT_MARK_HELD);
+	nm_ct_reply(&r);
+	nm_l4proto(&r, NFT_CMP_EQ, IPPROTO_TCP);
+	nr_counter(&r);
+	nr_verdict(&r, NF_DROP, NULL);
+	rsb_rule_end(b, &r);
+}
+
+static void inet_forward(struct bld *b)
+{
+	const char *br = b->p->cfg->bridge;
+	struct nr r;
+
+	rsb_chain(b, "forward", "filter", NF_INET_FORWARD, NFT_PRIO_INET, NF_ACCEPT);
+	/* sandbox to sandbox through the gateway */
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
+	nm_ifname(&r, NFT_META_OIFNAME, NFT_CMP_EQ, br);
+	nr_counter(&r);
+	nr_verdict(&r, NF_DROP, NULL);
+	rsb_rule_end(b, &r);
+	/* decided flows, both directions (and ICMP errors related to them) */
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, true, NFT_MARK_ALLOW, NFT_CMP_EQ, NFT_MARK_ALLOW);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	/* from the sandboxes otherwise: released packets only */
+	forward_pass_rules(b);
+	/* the SYN of a held flow (its later packets come back as PASS) */
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
+	nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, NFT_MARK_HELD);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
+	nr_counter(&r);
+	nr_verdict(&r, NF_DROP, NULL);
+	rsb_rule_end(b, &r);
+	/* toward the sandboxes */
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_OIFNAME, NFT_CMP_NEQ, br);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, NFT_MARK_PASS);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	held_reply_rules(b);
+	/* other replies of held flows: ICMP errors about them */
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, true, NFT_MARK_ALLOW | NFT_MARK_HELD, NFT_CMP_EQ, NFT_MARK_HELD);
+	nm_ct_reply(&r);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	dns_answer_queue_rules(b);
+	rsb_drop_rule(b);
+}
+
+static void inet_output(struct bld *b)
+{
+	const char *br = b->p->cfg->bridge;
+	static const uint8_t nd_out[] = {ND_RA, ND_NS, ND_NA};
+	struct nr r;
+
+	/* Our synthesized DNS answers create no conntrack entry. */
+	rsb_chain(b, "output_raw", "filter", NF_INET_LOCAL_OUT, NFT_PRIO_RAW, NF_ACCEPT);
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, NFT_MARK_DNSREPLY);
+	nr_notrack(&r);
+	rsb_rule_end(b, &r);
+
+	rsb_chain(b, "output", "filter", NF_INET_LOCAL_OUT, NFT_PRIO_INET, NF_ACCEPT);
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_OIFNAME, NFT_CMP_NEQ, br);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, NFT_MARK_DNSREPLY);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, NFT_MARK_PASS);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	/* replies of allowed flows served by the gateway (the vault) */
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, true, NFT_MARK_ALLOW, NFT_CMP_EQ, NFT_MARK_ALLOW);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	/* RSTs and ICMP errors about a sandbox's packets (our refusals) */
+	rsb_rule_begin(b, &r);
+	nm_ct_state(&r, NF_CT_STATE_BIT(IP_CT_RELATED));
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+	for (size_t i = 0; i < sizeof(nd_out); i++) {
+		rsb_rule_begin(b, &r);
+		nm_nd(&r, nd_out[i]);
+		nr_verdict(&r, NF_ACCEPT, NULL);
+		rsb_rule_end(b, &r);
+	}
+	dns_answer_queue_rules(b); /* a local resolver's answers */
+	rsb_drop_rule(b);
+}
+
+static void inet_nat(struct bld *b)
+{
+	struct nr r;
+	struct nftnl_expr *e;
+
+	rsb_chain(b, "nat_prerouting", "nat", NF_INET_PRE_ROUTING, NFT_PRIO_NAT, NF_ACCEPT);
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, b->p->cfg->bridge);
+	nm_bits(&r, true, NFT_MARK_ALLOW | NFT_MARK_VAULT, NFT_CMP_EQ, NFT_MARK_ALLOW | NFT_MARK_VAULT);
+	nm_l4proto(&r, NFT_CMP_EQ, IPPROTO_TCP);
+	nr_imm_be16(&r, NFT_REG_1, b->p->cfg->vault.listen.port);
+	e = nftnl_expr_alloc("redir");
+	if (e) {
+		/* proto_max = proto_min, as the kernel reports it back */
+		nftnl_expr_set_u32(e, NFTNL_EXPR_REDIR_REG_PROTO_MIN, NFT_REG_1);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_REDIR_REG_PROTO_MAX, NFT_REG_1);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_REDIR_FLAGS, NF_NAT_RANGE_PROTO_SPECIFIED_);
+	}
+	nr_expr(&r, e);
+	rsb_rule_end(b, &r);
+}
+
+void nft_inet_table(struct bld *b)
+{
+	const struct pc_config *cfg = b->p->cfg;
+
+	b->fam = NFPROTO_INET;
+	rsb_table(b);
+	rsb_push(b, NFT_SET_OBJ,
+		 nftset_addrs(NFPROTO_INET, "resolvers4", AF_INET, cfg->dns.resolvers,
+			      cfg->dns.n_resolvers));
+	rsb_push(b, NFT_SET_OBJ,
+		 nftset_addrs(NFPROTO_INET, "resolvers6", AF_INET6, cfg->dns.resolvers,
+			      cfg->dns.n_resolvers));
+	inet_prerouting(b);
+	inet_input(b);
+	inet_forward(b);
+	inet_output(b);
+	inet_nat(b);
+}

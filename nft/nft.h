@@ -1,0 +1,170 @@
+/* nft: the nftables ruleset portcullisd installs — built with libnftnl
+ * without a kernel (so that tests and the checker can compare it with the
+ * live state), installed with libmnl — the marks it and the engine share,
+ * and its canonical text. docs/engine.md explains every rule and mark.
+ *
+ * Below the checker and the engine: the checker's model of the guard is
+ * this ruleset, so whoever edits it edits what the checker proves. */
+#ifndef NFT_H
+#define NFT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/pc.h"
+#include "rules/rules.h"
+
+/* ======================================================================
+ * Marks. portcullis owns the top byte (NFT_MARK_MASK) of the packet mark
+ * and of the conntrack mark of sandbox traffic. Only two things ever set
+ * those bits: the engine's NFQUEUE verdicts (packet mark) and the rules of
+ * our own table that copy a verdict to the conntrack mark. The bridge table
+ * overwrites the whole packet mark of every frame entering from a sandbox
+ * port (NFT_MARK_PORT_MASK = the port's ifindex, every other bit 0), so a
+ * sandbox can never arrive carrying one of our bits.
+ * ====================================================================== */
+
+#define NFT_MARK_MASK 0xff000000u
+/* ct mark + verdict mark: the flow is allowed; later packets skip the queue. */
+#define NFT_MARK_ALLOW 0x80000000u
+/* with ALLOW: the flow is redirected to the vault (nat prerouting). */
+#define NFT_MARK_VAULT 0x40000000u
+/* ct mark + verdict mark: TCP flow on a host entry waiting for its TLS
+ * ClientHello; every packet from the sandbox is queued until decided. */
+#define NFT_MARK_HELD 0x20000000u
+/* verdict mark: let this one packet through (DNS message, held segment). */
+#define NFT_MARK_PASS 0x10000000u
+/* verdict mark: refuse with a TCP RST / ICMP administratively prohibited. */
+#define NFT_MARK_REJECT 0x08000000u
+/* SO_MARK of the engine's raw sockets that send synthesized DNS answers. */
+#define NFT_MARK_DNSREPLY 0x04000000u
+/* stamped by the bridge table: ifindex of the sandbox port a frame came in. */
+#define NFT_MARK_PORT_MASK 0x00ffffffu
+
+/* Names of our tables and chains (both tables are named NFT_TABLE). */
+#define NFT_TABLE	   "portcullis"
+#define NFT_PRIO_INET   (-190) /* after conntrack (-200), before mangle (-150) */
+#define NFT_PRIO_RAW	   (-300) /* output notrack of our DNS answers */
+#define NFT_PRIO_NAT	   (-100) /* dstnat: vault redirect */
+#define NFT_PRIO_BRIDGE (-350) /* before every standard bridge priority */
+
+/* ======================================================================
+ * nftables ruleset (nft_*.c): what the engine installs, built without a
+ * kernel so that tests and the checker can compare it with the live state.
+ * ====================================================================== */
+
+struct nftnl_expr;
+struct nftnl_rule;
+struct nftnl_chain;
+struct nftnl_set;
+struct nftnl_table;
+
+/* How rules hand packets to NFQUEUE on this kernel. */
+enum nft_queue_path {
+	NFT_QUEUE_NATIVE = 1, /* nft `queue` expression (CONFIG_NFT_QUEUE) */
+	NFT_QUEUE_COMPAT = 2, /* xtables NFQUEUE target v3 through nft_compat */
+};
+const char *nft_queue_path_name(enum nft_queue_path p); /* "native" / "compat" */
+
+/* The queue-rule encoders: queues [num, num + total). Neither ever sets
+ * bypass (fail-open) nor CPU fanout (the kernel's flow hash keeps every
+ * packet of a flow, both directions, on one queue thread). Caller owns the
+ * result (nftnl_expr_free, or hand it to nftnl_rule_add_expr). NULL on
+ * allocation failure. */
+struct nftnl_expr *nft_expr_queue_native(uint16_t num, uint16_t total);
+struct nftnl_expr *nft_expr_queue_compat(uint16_t num, uint16_t total);
+
+/* A port of the sandbox bridge, as found in the kernel. */
+struct nft_port {
+	char name[PC_IFNAMSIZ];
+	uint32_t ifindex; /* must be <= NFT_MARK_PORT_MASK to be stamped */
+};
+
+struct nft_ruleset_params {
+	const struct pc_config *cfg;	    /* bridge, queue, dns.resolvers, vault.listen */
+	const struct policy *policy;	    /* anti-spoofing sets and bindings */
+	const struct nft_port *ports; /* current ports of cfg->bridge */
+	size_t n_ports;
+	enum nft_queue_path qpath;
+};
+
+/* One object of the ruleset, in the order the batch creates them. */
+enum nft_kind { NFT_TABLE_OBJ = 1, NFT_CHAIN_OBJ, NFT_SET_OBJ, NFT_RULE_OBJ };
+struct nft_obj {
+	enum nft_kind kind;
+	uint16_t family; /* NFPROTO_INET or NFPROTO_BRIDGE */
+	union {
+		struct nftnl_table *table;
+		struct nftnl_chain *chain;
+		struct nftnl_set *set; /* with its elements */
+		struct nftnl_rule *rule;
+	} u;
+};
+
+struct nft_ruleset; /* opaque; owns its nftnl objects */
+
+/* Build exactly what the engine installs for these parameters. */
+int nft_ruleset_build(const struct nft_ruleset_params *p, struct nft_ruleset **out,
+		     struct pc_err *err);
+void nft_ruleset_free(struct nft_ruleset *rs);
+size_t nft_ruleset_count(const struct nft_ruleset *rs);
+/* Borrowed; lives as rs. */
+const struct nft_obj *nft_ruleset_at(const struct nft_ruleset *rs, size_t i);
+
+/* Canonical text: one line per table/chain/set, one line per set element
+ * (sorted by key) and per rule with every expression (nftnl's own rendering,
+ * plus the xt target info in hex). Handles, ids, positions, counter values
+ * and user data are left out, so the text of a live table dumped from the
+ * kernel equals the text of the built one when they are the same. The
+ * *_text functions append to a malloc'ed string (*buf, *len); they return 0
+ * or PC_ENOMEM. */
+int nft_ruleset_text(const struct nft_ruleset *rs, char **out, size_t *outlen);
+/* "sha256:<hex>" of nft_ruleset_text into buf (>= 72 bytes). */
+int nft_ruleset_digest(const struct nft_ruleset *rs, char *buf, size_t len);
+int nft_table_text(const struct nftnl_table *t, char **buf, size_t *len);
+int nft_chain_text(const struct nftnl_chain *c, char **buf, size_t *len);
+int nft_set_text(const struct nftnl_set *s, char **buf, size_t *len);
+int nft_rule_text(const struct nftnl_rule *r, char **buf, size_t *len);
+
+/* ---- kernel side (nft/apply.c); need CAP_NET_ADMIN in the netns ------- */
+
+/* Does the kernel accept the native queue expression? Tried in a batch
+ * that is never committed (no BATCH_END: the kernel validates and aborts),
+ * so nothing changes. If not, the compat target is tried the same way;
+ * if neither is accepted, PC_EUNSUPP. */
+int nft_probe_queue(enum nft_queue_path *out, struct pc_err *err);
+/* Replace both of our tables atomically (one batch: add, delete, create).
+ * Other tables are never touched. On error nothing changed. */
+int nft_apply(const struct nft_ruleset *rs, struct pc_err *err);
+/* Replace only the elements of the bridge table's port set (one batch). */
+int nft_ports_update(const struct nft_port *ports, size_t n, struct pc_err *err);
+/* Delete both of our tables (engine.remove_table_on_exit). Missing tables
+ * are not an error. */
+int nft_remove(struct pc_err *err);
+
+/* ---- what the new-flow limit rules dropped (counters.c) ------------------ */
+
+/* drops[k] = the packets the kernel's limit rules of sandbox k (meter lim<k>)
+ * dropped since the tables were installed, k < n. 0 or <0 (err). */
+int nft_limit_drops(uint64_t *drops, size_t n, struct pc_err *err);
+/* Append ,"limits":[{sandbox, new_flows_per_second, new_flows_burst,
+ * dropped}...] for pol's sandboxes (dropped null if the dump failed). */
+int limits_status_json(const struct policy *pol, char **buf, size_t *len);
+struct pc_prom;
+/* The family portcullis_engine_new_flow_limit_dropped_total{sandbox} (none
+ * if the dump failed). */
+void limits_metrics(struct pc_prom *b, const struct policy *pol);
+
+
+/* The bridge table's port set, rebuilt on link changes. */
+#define NFT_SET_PORTS "ports"
+
+/* ---- text helpers (text.c) ----------------------------------------------- */
+/* Append printf output to a growing malloc'ed string. 0 or PC_ENOMEM. */
+int pc_buf_appendf(char **buf, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Append s as a JSON string literal (quotes included; NULL as ""). */
+int pc_buf_append_json(char **buf, size_t *len, const char *s);
+
+#endif

@@ -1,0 +1,231 @@
+/* nftables sets of the ruleset: address sets built from policy prefixes
+ * (interval sets, merged so the kernel never sees overlaps), resolver sets
+ * and the bridge port set. */
+#include "nft/nft_int.h"
+
+#include <netinet/in.h> /* before the linux/ headers (libc-compat) */
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <libnftnl/set.h>
+#include <libnftnl/udata.h>
+
+/* nft's datatype numbers, so that `nft list ruleset` prints our sets in
+ * their own types (the kernel itself does not interpret them). */
+#define NFT_TYPE_IPADDR	 7
+#define NFT_TYPE_IP6ADDR 8
+#define NFT_TYPE_IFINDEX 20
+#define NFT_TYPE_MARK	 19
+/* Elements a meter holds at most: one per sandbox port that sent a new
+ * flow in the last timeout (a full meter makes the rule not match: the
+ * packet goes on to the queue, never to an accept). */
+#define METER_SIZE 65535
+
+struct range {
+	uint8_t lo[16], hi[16];
+};
+
+static int range_cmp(const void *a, const void *b, size_t n)
+{
+	return memcmp(a, b, n);
+}
+
+/* Ranges are zero-padded past the address length, so comparing all 16
+ * bytes orders IPv4 ranges correctly too. */
+static int range_sort_cmp(const void *a, const void *b)
+{
+	return range_cmp(((const struct range *)a)->lo, ((const struct range *)b)->lo, 16);
+}
+
+/* x + 1 in place (big endian); false on overflow (x was all ones). */
+static bool be_inc(uint8_t *x, size_t n)
+{
+	for (size_t i = n; i-- > 0;) {
+		if (++x[i] != 0)
+			return true;
+	}
+	return false;
+}
+
+static void prefix_range(const struct pc_prefix *p, size_t n, struct range *r)
+{
+	memset(r, 0, sizeof(*r));
+	memcpy(r->lo, p->addr.a, n);
+	memcpy(r->hi, p->addr.a, n);
+	for (size_t bit = p->len; bit < n * 8; bit++)
+		r->hi[bit / 8] |= (uint8_t)(0x80 >> (bit % 8));
+}
+
+struct nftnl_set *nftset_new(uint16_t family, const char *name, uint32_t keytype, uint32_t keylen,
+			     uint32_t flags)
+{
+	struct nftnl_set *s = nftnl_set_alloc();
+
+	if (!s)
+		return NULL;
+	if (nftnl_set_set_str(s, NFTNL_SET_TABLE, NFT_TABLE) < 0 ||
+	    nftnl_set_set_str(s, NFTNL_SET_NAME, name) < 0) {
+		nftnl_set_free(s);
+		return NULL;
+	}
+	nftnl_set_set_u32(s, NFTNL_SET_FAMILY, family);
+	nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, keytype);
+	nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, keylen);
+	nftnl_set_set_u32(s, NFTNL_SET_FLAGS, flags);
+	return s;
+}
+
+static int elem_add(struct nftnl_set *s, const void *key, uint32_t len, bool end)
+{
+	struct nftnl_set_elem *e = nftnl_set_elem_alloc();
+
+	if (!e)
+		return PC_ENOMEM;
+	if (nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, key, len) < 0) {
+		nftnl_set_elem_free(e);
+		return PC_ENOMEM;
+	}
+	if (end)
+		nftnl_set_elem_set_u32(e, NFTNL_SET_ELEM_FLAGS, NFT_SET_ELEM_INTERVAL_END);
+	nftnl_set_elem_add(s, e);
+	return 0;
+}
+
+/* An interval set of the prefixes of one family; duplicates and overlaps
+ * are merged. */
+struct nftnl_set *nftset_prefixes(uint16_t family, const char *name, uint8_t af,
+				  const struct pc_prefix *const *pfx, size_t n)
+{
+	size_t alen = af == AF_INET ? 4 : 16, nr = 0;
+	struct range *r = NULL;
+	struct nftnl_set *s;
+
+	s = nftset_new(family, name, af == AF_INET ? NFT_TYPE_IPADDR : NFT_TYPE_IP6ADDR,
+		       (uint32_t)alen, NFT_SET_INTERVAL);
+	if (!s)
+		return NULL;
+	if (n) {
+		r = calloc(n, sizeof(*r));
+		if (!r)
+			goto fail;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (pfx[i]->addr.family == af)
+			prefix_range(pfx[i], alen, &r[nr++]);
+	if (nr) /* qsort on the NULL of an empty set is undefined */
+		qsort(r, nr, sizeof(*r), range_sort_cmp);
+	for (size_t i = 0; i < nr;) {
+		struct range cur = r[i++];
+		uint8_t next[16];
+
+		/* absorb every later range that overlaps or touches cur */
+		for (; i < nr; i++) {
+			memcpy(next, cur.hi, alen);
+			if (!be_inc(next, alen)) {
+				i = nr; /* cur reaches the top: it holds every later range */
+				break;
+			}
+			if (range_cmp(r[i].lo, next, alen) > 0)
+				break;
+			if (range_cmp(r[i].hi, cur.hi, alen) > 0)
+				memcpy(cur.hi, r[i].hi, alen);
+		}
+		if (elem_add(s, cur.lo, (uint32_t)alen, false) < 0)
+			goto fail;
+		/* the end element is the first address after the range; a range
+		 * ending at the top of the space has none */
+		memcpy(next, cur.hi, alen);
+		if (be_inc(next, alen) && elem_add(s, next, (uint32_t)alen, true) < 0)
+			goto fail;
+	}
+	free(r);
+	return s;
+fail:
+	free(r);
+	nftnl_set_free(s);
+	return NULL;
+}
+
+struct nftnl_set *nftset_addrs(uint16_t family, const char *name, uint8_t af,
+			       const struct pc_addr *a, size_t n)
+{
+	size_t alen = af == AF_INET ? 4 : 16;
+	struct nftnl_set *s;
+
+	s = nftset_new(family, name, af == AF_INET ? NFT_TYPE_IPADDR : NFT_TYPE_IP6ADDR,
+		       (uint32_t)alen, 0);
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		bool dup = false;
+
+		if (a[i].family != af)
+			continue;
+		for (size_t j = 0; j < i; j++)
+			dup = dup || pc_addr_eq(&a[i], &a[j]);
+		if (!dup && elem_add(s, a[i].a, (uint32_t)alen, false) < 0) {
+			nftnl_set_free(s);
+			return NULL;
+		}
+	}
+	return s;
+}
+
+/* Tell nft(8) the key is host-endian, so `nft list` shows ifindexes and
+ * marks as numbers (the kernel does not read user data). */
+static int set_key_host_order(struct nftnl_set *s)
+{
+	struct nftnl_udata_buf *ud = nftnl_udata_buf_alloc(16);
+	int rc = PC_ENOMEM;
+
+	if (ud && nftnl_udata_put_u32(ud, NFTNL_UDATA_SET_KEYBYTEORDER, 1 /* host */) &&
+	    nftnl_set_set_data(s, NFTNL_SET_USERDATA, nftnl_udata_buf_data(ud),
+			       nftnl_udata_buf_len(ud)) == 0)
+		rc = 0;
+	nftnl_udata_buf_free(ud);
+	return rc;
+}
+
+struct nftnl_set *nftset_meter(uint16_t family, const char *name)
+{
+	struct nftnl_set *s =
+	    nftset_new(family, name, NFT_TYPE_MARK, 4, NFT_SET_EVAL | NFT_SET_TIMEOUT);
+
+	if (!s)
+		return NULL;
+	nftnl_set_set_u32(s, NFTNL_SET_DESC_SIZE, METER_SIZE);
+	if (set_key_host_order(s) < 0) {
+		nftnl_set_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+struct nftnl_set *nftset_ports(const struct nft_port *ports, size_t n)
+{
+	struct nftnl_set *s = nftset_new(NFPROTO_BRIDGE, NFT_SET_PORTS, NFT_TYPE_IFINDEX, 4, 0);
+
+	if (!s)
+		return NULL;
+	if (set_key_host_order(s) < 0) {
+		nftnl_set_free(s);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint32_t idx = ports[i].ifindex;
+
+		/* A port whose index does not fit the stamp stays out of the
+		 * set: its frames are never stamped and the inet table drops
+		 * them (fail closed). */
+		if (idx == 0 || idx > NFT_MARK_PORT_MASK)
+			continue;
+		if (elem_add(s, &idx, 4, false) < 0) {
+			nftnl_set_free(s);
+			return NULL;
+		}
+	}
+	return s;
+}
