@@ -214,6 +214,68 @@ ssize_t pc_ctl_read(int fd, char *req, size_t size);
  * (at most max bytes, NUL-terminated, caller frees). */
 int pc_ctl_request(const char *path, const char *req, int timeout_ms, size_t max, char **reply,
 		   struct pc_err *err);
+
+/* ---- typed local messages (common/msg.c) ---------------
+ * The framing of every local binary protocol (logd.sock, engine.sock, the
+ * engine's check helper channel): one message per SOCK_SEQPACKET record (or,
+ * for logd, several back to back), an 8-byte header then the body, all
+ * integers big-endian:
+ *   u8 version | u8 type | u16 protocol id | u32 length (header included)
+ * The protocol id tells the protocols apart (logd's is 0: its wire predates
+ * the others and must not change). A body is fixed fields read at their
+ * place, strings (u32 length, then that many bytes, no NUL) and, for logd,
+ * tag-length-value fields (u8 tag, u16 length, value). Every read is
+ * bounds-checked; a short message, a length past the end, another protocol
+ * (PC_EPARSE) or another version (PC_EUNSUPP) is refused. */
+#define PC_MSG_HDR_LEN 8
+
+void pc_msg_put16(uint8_t *p, uint16_t v);
+void pc_msg_put32(uint8_t *p, uint32_t v);
+uint16_t pc_msg_get16(const uint8_t *p);
+uint32_t pc_msg_get32(const uint8_t *p);
+
+/* A message being written into buf (cap bytes; borrowed). The put calls
+ * never fail: a field that does not fit sets overflow, which pc_msg_finish
+ * reports. */
+struct pc_msg_w {
+	uint8_t *p;
+	size_t cap, off;
+	bool overflow;
+};
+void pc_msg_w_init(struct pc_msg_w *w, uint8_t *buf, size_t cap);
+void pc_msg_put_u8(struct pc_msg_w *w, uint8_t v);
+void pc_msg_put_u16(struct pc_msg_w *w, uint16_t v);
+void pc_msg_put_u32(struct pc_msg_w *w, uint32_t v);
+void pc_msg_put_u64(struct pc_msg_w *w, uint64_t v);
+void pc_msg_put_str(struct pc_msg_w *w, const char *s, size_t n);
+void pc_msg_put_tlv(struct pc_msg_w *w, uint8_t tag, const void *v, size_t n);
+/* Write the header; the message's length, or PC_EINVAL when it overflowed
+ * the buffer or is longer than max. */
+int pc_msg_finish(struct pc_msg_w *w, uint16_t proto, uint8_t version, uint8_t type, size_t max);
+
+/* A message being read (borrows buf). pc_msg_open checks the header against
+ * len, proto and version and gives the type (the caller checks it). */
+struct pc_msg_r {
+	const uint8_t *p;
+	size_t len, off;
+};
+int pc_msg_open(struct pc_msg_r *r, const uint8_t *buf, size_t len, uint16_t proto, uint8_t version,
+		uint8_t *type, struct pc_err *err);
+int pc_msg_get_u8(struct pc_msg_r *r, uint8_t *v, struct pc_err *err);
+int pc_msg_get_u16(struct pc_msg_r *r, uint16_t *v, struct pc_err *err);
+int pc_msg_get_u32(struct pc_msg_r *r, uint32_t *v, struct pc_err *err);
+int pc_msg_get_u64(struct pc_msg_r *r, uint64_t *v, struct pc_err *err);
+/* A string of at most max bytes without NUL: *s points into the message
+ * (not NUL-terminated), *n is its length. */
+int pc_msg_get_str(struct pc_msg_r *r, size_t max, const char **s, size_t *n, struct pc_err *err);
+/* A string copied NUL-terminated into out (at most size - 1 bytes). */
+int pc_msg_get_strcpy(struct pc_msg_r *r, char *out, size_t size, struct pc_err *err);
+int pc_msg_get_tlv(struct pc_msg_r *r, uint8_t *tag, const uint8_t **v, size_t *n,
+		   struct pc_err *err);
+bool pc_msg_more(const struct pc_msg_r *r);
+/* PC_EPARSE if bytes are left after the last field. */
+int pc_msg_end(const struct pc_msg_r *r, struct pc_err *err);
+
 /* The engine's socket in run_dir (its protocol: docs/engine.md). Here, not
  * in engine/, because the checker (below the engine) asks it too. */
 #define PC_ENGINE_SOCK	    "engine.sock"

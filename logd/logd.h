@@ -76,8 +76,8 @@ enum logwire_type {
 	LOGWIRE_RECORD = 1, /* client -> logd: one record */
 	LOGWIRE_ACK = 2,    /* logd -> client: records written to the file */
 };
-#define LOGWIRE_HDR_LEN 8
-#define LOGWIRE_ACK_LEN 20 /* header + u32 count + u64 seq */
+#define LOGWIRE_HDR_LEN PC_MSG_HDR_LEN /* the framing shared by the local protocols */
+#define LOGWIRE_ACK_LEN 20	       /* header + u32 count + u64 seq */
 
 /* Encode rec into buf; returns bytes written or <0 (too large / invalid).
  * Strings must be valid UTF-8 without NUL; the encoding is canonical (absent

@@ -1,6 +1,8 @@
 /* The wire form between the guard processes and portcullis-logd:
  * versioned, length-checked binary messages, one or more back to back per
- * SOCK_SEQPACKET datagram (layout in docs/logd.md, "Wire form"). */
+ * SOCK_SEQPACKET datagram (layout in docs/logd.md, "Wire form"); the header
+ * and the field readers are the framing all local protocols share
+ * (common/msg.c). */
 #include "logd/logd.h"
 
 #include <stdlib.h>
@@ -33,35 +35,9 @@ enum {
 	TAG_MESSAGE = 21,
 };
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)(v >> 16));
-	put16(p + 2, (uint16_t)v);
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)get16(p) << 16 | get16(p + 2);
-}
-
-static void hdr_put(uint8_t *buf, enum logwire_type type, size_t total)
-{
-	buf[0] = LOGWIRE_VERSION;
-	buf[1] = (uint8_t)type;
-	put16(buf + 2, 0);
-	put32(buf + 4, (uint32_t)total);
-}
+/* logd's protocol id in the shared header (common/msg.c): 0, the bytes
+ * that were "reserved, zero" before the framing was shared. */
+#define LOGWIRE_PROTO 0
 
 int logwire_next(const uint8_t *buf, size_t len, size_t *msg_len, struct pc_err *err)
 {
@@ -70,30 +46,24 @@ int logwire_next(const uint8_t *buf, size_t len, size_t *msg_len, struct pc_err 
 	if (len < LOGWIRE_HDR_LEN)
 		return pc_err_set(err, PC_EPARSE, "message of %zu bytes is shorter than its header",
 				  len);
-	total = get32(buf + 4);
+	total = pc_msg_get32(buf + 4);
 	if (total < LOGWIRE_HDR_LEN || total > len || total > LOGWIRE_MAX)
 		return pc_err_set(err, PC_EPARSE,
-				  "header says %u bytes, %zu are there (a message has %d to %d)", total,
-				  len, LOGWIRE_HDR_LEN, LOGWIRE_MAX);
+				  "header says %u bytes, %zu are there (a message has %d to %d)",
+				  total, len, LOGWIRE_HDR_LEN, LOGWIRE_MAX);
 	*msg_len = total;
 	return 0;
 }
 
-static int hdr_check(const uint8_t *buf, size_t len, enum logwire_type type, struct pc_err *err)
+static int hdr_check(const uint8_t *buf, size_t len, enum logwire_type type, struct pc_msg_r *r,
+		     struct pc_err *err)
 {
-	if (len < LOGWIRE_HDR_LEN)
-		return pc_err_set(err, PC_EPARSE, "message of %zu bytes is shorter than its header",
-				  len);
-	if (buf[0] != LOGWIRE_VERSION)
-		return pc_err_set(err, PC_EPARSE, "wire version %u, expected %u", buf[0],
-				  LOGWIRE_VERSION);
-	if (buf[1] != type)
-		return pc_err_set(err, PC_EPARSE, "message type %u, expected %u", buf[1], type);
-	if (get16(buf + 2) != 0)
-		return pc_err_set(err, PC_EPARSE, "reserved header bytes are not zero");
-	if (get32(buf + 4) != len)
-		return pc_err_set(err, PC_EPARSE, "header says %u bytes, message has %zu",
-				  get32(buf + 4), len);
+	uint8_t t;
+
+	if (pc_msg_open(r, buf, len, LOGWIRE_PROTO, LOGWIRE_VERSION, &t, err) < 0)
+		return PC_EPARSE;
+	if (t != type)
+		return pc_err_set(err, PC_EPARSE, "message type %u, expected %u", t, type);
 	return 0;
 }
 
@@ -153,25 +123,7 @@ static bool utf8_valid(const uint8_t *s, size_t n)
 	return true;
 }
 
-struct wbuf {
-	uint8_t *p;
-	size_t len, off;
-	bool overflow;
-};
-
-static void w_tlv(struct wbuf *w, uint8_t tag, const void *v, size_t n)
-{
-	if (w->overflow || n > UINT16_MAX || w->len - w->off < 3 + n) {
-		w->overflow = true;
-		return;
-	}
-	w->p[w->off] = tag;
-	put16(w->p + w->off + 1, (uint16_t)n);
-	memcpy(w->p + w->off + 3, v, n);
-	w->off += 3 + n;
-}
-
-static int w_str(struct wbuf *w, uint8_t tag, const char *s, struct pc_err *err)
+static int w_str(struct pc_msg_w *w, uint8_t tag, const char *s, struct pc_err *err)
 {
 	size_t n;
 
@@ -180,27 +132,27 @@ static int w_str(struct wbuf *w, uint8_t tag, const char *s, struct pc_err *err)
 	n = strlen(s);
 	if (!utf8_valid((const uint8_t *)s, n))
 		return pc_err_set(err, PC_EINVAL, "record field %u is not valid UTF-8", tag);
-	w_tlv(w, tag, s, n);
+	pc_msg_put_tlv(w, tag, s, n);
 	return 0;
 }
 
-static void w_u8(struct wbuf *w, uint8_t tag, uint8_t v)
+static void w_u8(struct pc_msg_w *w, uint8_t tag, uint8_t v)
 {
 	if (v)
-		w_tlv(w, tag, &v, 1);
+		pc_msg_put_tlv(w, tag, &v, 1);
 }
 
-static void w_u16(struct wbuf *w, uint8_t tag, uint16_t v)
+static void w_u16(struct pc_msg_w *w, uint8_t tag, uint16_t v)
 {
 	uint8_t b[2];
 
 	if (!v)
 		return;
-	put16(b, v);
-	w_tlv(w, tag, b, 2);
+	pc_msg_put16(b, v);
+	pc_msg_put_tlv(w, tag, b, 2);
 }
 
-static int w_endpoint(struct wbuf *w, uint8_t atag, uint8_t ptag, const struct pc_endpoint *e,
+static int w_endpoint(struct pc_msg_w *w, uint8_t atag, uint8_t ptag, const struct pc_endpoint *e,
 		      struct pc_err *err)
 {
 	size_t alen = pc_addr_len(&e->addr);
@@ -213,20 +165,19 @@ static int w_endpoint(struct wbuf *w, uint8_t atag, uint8_t ptag, const struct p
 	if (alen == 0)
 		return pc_err_set(err, PC_EINVAL, "record address has unknown family %u",
 				  e->addr.family);
-	w_tlv(w, atag, e->addr.a, alen);
+	pc_msg_put_tlv(w, atag, e->addr.a, alen);
 	w_u16(w, ptag, e->port);
 	return 0;
 }
 
 int logrec_encode(const struct logrec *rec, uint8_t *buf, size_t len, struct pc_err *err)
 {
-	struct wbuf w = {.p = buf, .len = len, .off = LOGWIRE_HDR_LEN};
-	int rc = PC_EINVAL;
+	struct pc_msg_w w;
+	int rc = PC_EINVAL, n;
 
 	if (!rec || !buf)
 		return pc_err_set(err, PC_EINVAL, "logrec_encode: no record or buffer");
-	if (len < LOGWIRE_HDR_LEN)
-		goto toolong;
+	pc_msg_w_init(&w, buf, len);
 	if (rec->action < 1 || rec->action >= LOGREC_ACTION_MAX)
 		return pc_err_set(err, PC_EINVAL, "record action %d is not defined", rec->action);
 	if (rec->verdict < LOGREC_NONE || rec->verdict > LOGREC_REFUSED)
@@ -254,11 +205,9 @@ int logrec_encode(const struct logrec *rec, uint8_t *buf, size_t len, struct pc_
 	if (w_str(&w, TAG_SECRETS, rec->secrets, err) < 0 ||
 	    w_str(&w, TAG_MESSAGE, rec->message, err) < 0)
 		return rc;
-	if (w.overflow || w.off > LOGWIRE_MAX)
-		goto toolong;
-	hdr_put(buf, LOGWIRE_RECORD, w.off);
-	return (int)w.off;
-toolong:
+	n = pc_msg_finish(&w, LOGWIRE_PROTO, LOGWIRE_VERSION, LOGWIRE_RECORD, LOGWIRE_MAX);
+	if (n >= 0)
+		return n;
 	return pc_err_set(err, PC_EINVAL, "record does not fit in %zu bytes",
 			  len < LOGWIRE_MAX ? len : (size_t)LOGWIRE_MAX);
 }
@@ -327,34 +276,29 @@ int logrec_decode_into(const uint8_t *buf, size_t len, struct logrec *out, char 
 		       size_t strbuf_len, struct pc_err *err)
 {
 	struct logrec r;
-	size_t off = LOGWIRE_HDR_LEN, soff = 0;
+	struct pc_msg_r m;
+	size_t soff = 0;
 	unsigned last = 0;
 
 	if (!buf || !out || !strbuf)
 		return pc_err_set(err, PC_EINVAL, "logrec_decode: missing argument");
-	if (hdr_check(buf, len, LOGWIRE_RECORD, err) < 0)
+	if (hdr_check(buf, len, LOGWIRE_RECORD, &m, err) < 0)
 		return PC_EPARSE;
 	if (len > LOGWIRE_MAX)
 		return pc_err_set(err, PC_EPARSE, "message of %zu bytes exceeds %d", len,
 				  LOGWIRE_MAX);
 	memset(&r, 0, sizeof(r));
-	while (off < len) {
-		unsigned tag;
-		size_t n;
+	while (pc_msg_more(&m)) {
+		size_t off = m.off, n;
 		const uint8_t *v;
 		const char **sp;
+		uint8_t tag8;
+		unsigned tag;
 		int want;
 
-		if (len - off < 3)
-			return pc_err_set(err, PC_EPARSE, "truncated field header at byte %zu",
-					  off);
-		tag = buf[off];
-		n = get16(buf + off + 1);
-		v = buf + off + 3;
-		if (len - off - 3 < n)
-			return pc_err_set(err, PC_EPARSE,
-					  "field %u at byte %zu claims %zu bytes, %zu remain", tag,
-					  off, n, len - off - 3);
+		if (pc_msg_get_tlv(&m, &tag8, &v, &n, err) < 0)
+			return PC_EPARSE;
+		tag = tag8;
 		/* Strictly increasing tags: no duplicates, one canonical form. */
 		if (tag <= last)
 			return pc_err_set(err, PC_EPARSE, "field %u at byte %zu out of order", tag,
@@ -409,7 +353,7 @@ int logrec_decode_into(const uint8_t *buf, size_t len, struct logrec *out, char 
 			case TAG_DST_PORT:
 			case TAG_DNS_TYPE:
 			case TAG_HTTP_STATUS: {
-				uint16_t x = get16(v);
+				uint16_t x = pc_msg_get16(v);
 
 				if (x == 0)
 					return pc_err_set(err, PC_EPARSE, "field %u is zero", tag);
@@ -432,7 +376,6 @@ int logrec_decode_into(const uint8_t *buf, size_t len, struct logrec *out, char 
 				return pc_err_set(err, PC_EPARSE,
 						  "port field %u without an address", tag);
 		}
-		off += 3 + n;
 	}
 	if (!r.action)
 		return pc_err_set(err, PC_EPARSE, "record has no action");
@@ -473,26 +416,31 @@ void logrec_decoded_free(struct logrec_decoded *d)
 
 int logwire_ack_encode(uint32_t count, uint64_t seq, uint8_t *buf, size_t len)
 {
-	if (len < LOGWIRE_ACK_LEN)
-		return PC_EINVAL;
-	hdr_put(buf, LOGWIRE_ACK, LOGWIRE_ACK_LEN);
-	put32(buf + 8, count);
-	put32(buf + 12, (uint32_t)(seq >> 32));
-	put32(buf + 16, (uint32_t)seq);
-	return LOGWIRE_ACK_LEN;
+	struct pc_msg_w w;
+
+	pc_msg_w_init(&w, buf, len);
+	pc_msg_put_u32(&w, count);
+	pc_msg_put_u64(&w, seq);
+	return pc_msg_finish(&w, LOGWIRE_PROTO, LOGWIRE_VERSION, LOGWIRE_ACK, LOGWIRE_ACK_LEN);
 }
 
 int logwire_ack_decode(const uint8_t *buf, size_t len, uint32_t *count, uint64_t *seq,
 		       struct pc_err *err)
 {
-	if (hdr_check(buf, len, LOGWIRE_ACK, err) < 0)
+	struct pc_msg_r m;
+	uint32_t c;
+	uint64_t s;
+
+	if (hdr_check(buf, len, LOGWIRE_ACK, &m, err) < 0)
 		return PC_EPARSE;
 	if (len != LOGWIRE_ACK_LEN)
 		return pc_err_set(err, PC_EPARSE, "acknowledgement of %zu bytes, expected %d", len,
 				  LOGWIRE_ACK_LEN);
-	if (get32(buf + 8) == 0)
+	if (pc_msg_get_u32(&m, &c, err) < 0 || pc_msg_get_u64(&m, &s, err) < 0)
+		return PC_EPARSE;
+	if (c == 0)
 		return pc_err_set(err, PC_EPARSE, "acknowledgement of zero records");
-	*count = get32(buf + 8);
-	*seq = (uint64_t)get32(buf + 12) << 32 | get32(buf + 16);
+	*count = c;
+	*seq = s;
 	return 0;
 }
