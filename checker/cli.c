@@ -26,21 +26,16 @@ static int load_config(const char *config, struct pc_config *cfg)
 int ck_engine_policy_hash(const struct pc_config *cfg, char *out, size_t len)
 {
 	struct pc_err err = {0};
-	struct jv *st = NULL;
-	char *reply = NULL;
-	const char *loaded;
+	struct pc_eng_reply r;
 	int rc = PC_EIO;
 
-	if (pc_engine_request(cfg->run_dir, "status", 5000, &reply, &err) < 0)
+	if (pc_engine_call(cfg->run_dir, PC_ENG_STATUS, 5000, &r, &err) < 0)
 		return PC_EIO;
-	st = jv_parse(reply, strlen(reply));
-	loaded = jv_str(jv_get(st, "policy"));
-	if (loaded && strlen(loaded) < len) {
-		memcpy(out, loaded, strlen(loaded) + 1);
+	if (r.type == PC_ENG_STATUS_REPLY && strlen(r.policy) < len) {
+		memcpy(out, r.policy, strlen(r.policy) + 1);
 		rc = 0;
 	}
-	jv_free(st);
-	free(reply);
+	pc_eng_reply_free(&r);
 	return rc;
 }
 

@@ -1,5 +1,6 @@
 /* `portcullis status` and `portcullis reload`: one request to the engine's
- * control socket, one JSON reply, shown as it is (--json) or indented; and
+ * control socket, one typed reply (common/engmsg.c) whose status JSON is
+ * shown as it is (--json) or indented; and
  * `portcullis metrics`: every daemon's metrics in Prometheus text format. */
 #include "cli/cli.h"
 #include "rules/rules.h"
@@ -20,6 +21,24 @@
  * text format. Exit 0 when at least one daemon answered. */
 #define METRICS_MAX (1u << 20)
 
+/* The engine's metrics text (malloc'ed), or its error reply as the error. */
+static int engine_metrics(const struct pc_config *cfg, char **text, struct pc_err *err)
+{
+	struct pc_eng_reply r;
+	int rc = pc_engine_call(cfg->run_dir, PC_ENG_METRICS, 5000, &r, err);
+
+	if (rc < 0)
+		return rc;
+	if (r.type == PC_ENG_ERROR) {
+		rc = pc_err_set(err, r.code, "%s", r.message);
+		pc_eng_reply_free(&r);
+		return rc;
+	}
+	*text = strdup(r.text);
+	pc_eng_reply_free(&r);
+	return *text ? 0 : pc_err_set(err, PC_ENOMEM, "out of memory");
+}
+
 static int metrics_cli(int argc, char **argv, const struct pc_config *cfg)
 {
 	static const struct {
@@ -38,7 +57,14 @@ static int metrics_cli(int argc, char **argv, const struct pc_config *cfg)
 		struct pc_err err = {0};
 
 		snprintf(path, sizeof(path), "%s/%s", cfg->run_dir, d[i].sock);
-		if (pc_ctl_request(path, "metrics", 5000, METRICS_MAX, &text[i], &err) < 0) {
+		if (i == 0) { /* the engine's socket speaks typed messages */
+			if (engine_metrics(cfg, &text[i], &err) < 0) {
+				pc_cli_error(d[i].daemon, "%s",
+					     pc_err_str(&err, ebuf, sizeof(ebuf)));
+				text[i] = NULL;
+				continue;
+			}
+		} else if (pc_ctl_request(path, "metrics", 5000, METRICS_MAX, &text[i], &err) < 0) {
 			/* the others are still worth printing; portcullis_up says */
 			pc_cli_error(d[i].daemon, "%s", pc_err_str(&err, ebuf, sizeof(ebuf)));
 			text[i] = NULL;
@@ -62,32 +88,6 @@ static int metrics_cli(int argc, char **argv, const struct pc_config *cfg)
 		free(text[i]);
 	}
 	return answered ? PC_EXIT_OK : PC_EXIT_ERROR;
-}
-
-/* The string value of "key" in our own flat replies (no nesting needed). */
-static bool json_get(const char *js, const char *key, char *out, size_t len)
-{
-	char pat[64];
-	const char *p;
-	size_t o = 0;
-
-	snprintf(pat, sizeof(pat), "\"%s\":\"", key);
-	p = strstr(js, pat);
-	if (!p)
-		return false;
-	for (p += strlen(pat); *p && *p != '"' && o + 1 < len; p++) {
-		if (*p == '\\' && p[1]) {
-			p++;
-			if (*p == 'u' && strlen(p) >= 5) {
-				out[o++] = (char)strtol((char[]){p[3], p[4], 0}, NULL, 16);
-				p += 4;
-				continue;
-			}
-		}
-		out[o++] = *p;
-	}
-	out[o] = '\0';
-	return true;
 }
 
 static void json_print_indented(const char *js)
@@ -137,7 +137,8 @@ int cli_control(int argc, char **argv, const char *config)
 	static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
 	struct pc_config cfg;
 	struct pc_err err = {0};
-	char ebuf[1024], msg[1024], *reply = NULL;
+	struct pc_eng_reply reply;
+	char ebuf[1024];
 	bool json = false, reload;
 	int opt, rc;
 
@@ -167,31 +168,28 @@ int cli_control(int argc, char **argv, const char *config)
 		return PC_EXIT_ERROR;
 	}
 	/* A reload recompiles the whole policy and cuts flows: give it time. */
-	rc = pc_engine_request(cfg.run_dir, reload ? "reload" : "status", reload ? 60000 : 5000,
-			       &reply, &err);
+	rc = pc_engine_call(cfg.run_dir, reload ? PC_ENG_RELOAD : PC_ENG_STATUS,
+			    reload ? 60000 : 5000, &reply, &err);
 	if (rc < 0) {
-		pc_cli_error(argv[0], "%s (is portcullisd running?)",
-			     pc_err_str(&err, ebuf, sizeof(ebuf)));
+		/* a reply we cannot read came from a running engine */
+		pc_cli_error(argv[0], "%s%s", pc_err_str(&err, ebuf, sizeof(ebuf)),
+			     rc == PC_EPARSE || rc == PC_EUNSUPP ? ""
+								 : " (is portcullisd running?)");
 		return PC_EXIT_ERROR;
 	}
-	if (!strstr(reply, "\"ok\":true")) {
-		if (!json_get(reply, "error", msg, sizeof(msg)))
-			pc_strlcpy(msg, reply, sizeof(msg));
-		pc_cli_error(argv[0], "%s", msg);
-		free(reply);
+	if (reply.type == PC_ENG_ERROR) {
+		pc_cli_error(argv[0], "%s", reply.message);
 		/* a rejected policy is a negative answer; anything else an error */
-		return strstr(msg, "permission denied") ? PC_EXIT_ERROR
-		       : reload				? PC_EXIT_FAIL
-							: PC_EXIT_ERROR;
+		rc = reply.code == PC_EPERM ? PC_EXIT_ERROR : reload ? PC_EXIT_FAIL : PC_EXIT_ERROR;
+		pc_eng_reply_free(&reply);
+		return rc;
 	}
-	if (reload) {
-		if (json_get(reply, "policy", msg, sizeof(msg)))
-			printf("policy %s in force\n", msg);
-	} else if (json) {
-		printf("%s\n", reply);
-	} else {
-		json_print_indented(reply);
-	}
-	free(reply);
+	if (reload)
+		printf("policy %s in force\n", reply.policy);
+	else if (json)
+		printf("%s\n", reply.json);
+	else
+		json_print_indented(reply.json);
+	pc_eng_reply_free(&reply);
 	return PC_EXIT_OK;
 }

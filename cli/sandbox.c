@@ -48,7 +48,8 @@ static void note(const char *msg)
 
 static int preflight(struct sb *s, struct pc_err *err)
 {
-	char *reply = NULL, eb[700];
+	struct pc_eng_reply reply;
+	char eb[700];
 	struct pc_err e = {0};
 	bool hosts = false;
 	int fd;
@@ -62,12 +63,12 @@ static int preflight(struct sb *s, struct pc_err *err)
 				  "%s: create the sandbox bridge (ip link add %s type bridge, with "
 				  "the gateway's address; docs/operations.md) or set bridge: in %s",
 				  e.msg, s->cfg.bridge, s->config);
-	if (pc_engine_request(s->cfg.run_dir, "status", 5000, &reply, &e) < 0)
+	if (pc_engine_call(s->cfg.run_dir, PC_ENG_STATUS, 5000, &reply, &e) < 0)
 		return pc_err_set(err, PC_EIO,
 				  "the engine is not running (%s): start it (systemctl start "
 				  "portcullisd)",
 				  pc_err_str(&e, eb, sizeof(eb)));
-	free(reply);
+	pc_eng_reply_free(&reply);
 	fd = pc_unix_connect(s->cfg.log.socket, 0, &e);
 	if (fd < 0)
 		return pc_err_set(err, PC_EIO,
@@ -101,36 +102,19 @@ static int preflight(struct sb *s, struct pc_err *err)
 
 /* ---- the engine and the log ---------------------------------------------- */
 
-static void json_str(const char *js, const char *key, char *out, size_t len)
-{
-	char pat[48];
-	const char *p;
-	size_t o = 0;
-
-	snprintf(pat, sizeof(pat), "\"%s\":\"", key);
-	out[0] = '\0';
-	if (!(p = strstr(js, pat)))
-		return;
-	for (p += strlen(pat); *p && *p != '"' && o + 1 < len; p++)
-		out[o++] = *p == '\\' && p[1] ? *++p : *p;
-	out[o] = '\0';
-}
-
 static int sb_engine_reload(struct sb *s, char *policy, size_t plen, struct pc_err *err)
 {
-	char *reply = NULL, msg[600];
-	int rc = pc_engine_request(s->cfg.run_dir, "reload", 60000, &reply, err);
+	struct pc_eng_reply r;
+	int rc = pc_engine_call(s->cfg.run_dir, PC_ENG_RELOAD, 60000, &r, err);
 
 	if (rc < 0)
 		return rc;
-	if (!strstr(reply, "\"ok\":true")) {
-		json_str(reply, "error", msg, sizeof(msg));
-		free(reply);
-		return pc_err_set(err, PC_EREFUSED, "the engine refused the policy: %s", msg);
-	}
-	json_str(reply, "policy", policy, plen);
-	free(reply);
-	return 0;
+	if (r.type == PC_ENG_ERROR)
+		rc = pc_err_set(err, PC_EREFUSED, "the engine refused the policy: %s", r.message);
+	else
+		pc_strlcpy(policy, r.policy, plen);
+	pc_eng_reply_free(&r);
+	return rc;
 }
 
 static int log_sandbox(struct sb *s, enum logrec_verdict v, const char *policy, const char *reason,
@@ -221,20 +205,17 @@ static int wait_port(struct sb *s, struct pc_err *err)
  * tables (a new port included) and reads the rules directory for it: let
  * the one the new port started finish before the directory changes, or it
  * would compare the old tables with the new rules and log a false exit.
- * (An engine whose status has no "check" is not waited for.) */
+ * (An engine that cannot say is not waited for.) */
 static void wait_engine_check(struct sb *s)
 {
 	for (int i = 0; i < 1500; i++) {
-		char *reply = NULL;
-		const char *c;
+		struct pc_eng_reply r;
 		bool busy;
 
-		if (pc_engine_request(s->cfg.run_dir, "status", 5000, &reply, NULL) < 0)
+		if (pc_engine_call(s->cfg.run_dir, PC_ENG_STATUS, 5000, &r, NULL) < 0)
 			return;
-		c = strstr(reply, "\"check\":{");
-		c = c ? strstr(c, "\"running\":") : NULL;
-		busy = c && strncmp(c + strlen("\"running\":"), "true", 4) == 0;
-		free(reply);
+		busy = r.type == PC_ENG_STATUS_REPLY && r.check_running;
+		pc_eng_reply_free(&r);
 		if (!busy)
 			return;
 		usleep(20000);

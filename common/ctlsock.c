@@ -25,7 +25,9 @@ struct pc_ctl {
 	int stop[2]; /* a pipe: pc_ctl_stop writes, the thread wakes and ends */
 };
 
-ssize_t pc_ctl_read(int fd, char *req, size_t size)
+/* One request word without waiting: NUL-terminated, trailing CR/LF removed.
+ * Its length, 0 at EOF, -1 on error. */
+static ssize_t ctl_read(int fd, char *req, size_t size)
 {
 	ssize_t n = recv(fd, req, size - 1, MSG_DONTWAIT);
 
@@ -48,7 +50,7 @@ static void ctl_client(struct pc_ctl *c, int fd)
 		return; /* the socket file is root's already: belt and braces */
 	if (poll(&p, 1, CTL_WAIT_MS) != 1)
 		return;
-	n = pc_ctl_read(fd, req, sizeof(req));
+	n = ctl_read(fd, req, sizeof(req));
 	if (n <= 0)
 		return;
 	reply = c->fn(c->ctx, req);
@@ -168,13 +170,4 @@ int pc_ctl_request(const char *path, const char *req, int timeout_ms, size_t max
 	buf[n] = '\0';
 	*reply = buf;
 	return 0;
-}
-
-int pc_engine_request(const char *run_dir, const char *req, int timeout_ms, char **reply,
-		      struct pc_err *err)
-{
-	char path[PC_PATH_MAX + 32];
-
-	snprintf(path, sizeof(path), "%s/%s", run_dir, PC_ENGINE_SOCK);
-	return pc_ctl_request(path, req, timeout_ms, PC_ENGINE_REPLY_MAX, reply, err);
 }

@@ -207,15 +207,12 @@ struct pc_ctl;
 int pc_ctl_start(int fd, bool root_only, pc_ctl_fn fn, void *ctx, struct pc_ctl **out,
 		 struct pc_err *err);
 void pc_ctl_stop(struct pc_ctl *c);
-/* Read one request word from a connected control client without waiting:
- * NUL-terminated, trailing CR/LF removed. Its length, 0 at EOF, -1 on error. */
-ssize_t pc_ctl_read(int fd, char *req, size_t size);
 /* The client side: one request on the control socket at path, one reply
  * (at most max bytes, NUL-terminated, caller frees). */
 int pc_ctl_request(const char *path, const char *req, int timeout_ms, size_t max, char **reply,
 		   struct pc_err *err);
 
-/* ---- typed local messages (common/msg.c) ---------------
+/* ---- typed local messages (common/msg.c, common/engmsg.c) -------------
  * The framing of every local binary protocol (logd.sock, engine.sock, the
  * engine's check helper channel): one message per SOCK_SEQPACKET record (or,
  * for logd, several back to back), an 8-byte header then the body, all
@@ -276,12 +273,56 @@ bool pc_msg_more(const struct pc_msg_r *r);
 /* PC_EPARSE if bytes are left after the last field. */
 int pc_msg_end(const struct pc_msg_r *r, struct pc_err *err);
 
-/* The engine's socket in run_dir (its protocol: docs/engine.md). Here, not
- * in engine/, because the checker (below the engine) asks it too. */
-#define PC_ENGINE_SOCK	    "engine.sock"
-#define PC_ENGINE_REPLY_MAX 16384
-int pc_engine_request(const char *run_dir, const char *req, int timeout_ms, char **reply,
-		      struct pc_err *err);
+/* engine.sock (<run_dir>/engine.sock; docs/engine.md, "Control socket").
+ * Here, not in engine/, because the checker (below the engine) asks it too.
+ * A request is a header alone (its type says what is asked); the reply is
+ * one message of the matching reply type, or PC_ENG_ERROR. */
+#define PC_ENGINE_SOCK	   "engine.sock"
+#define PC_ENG_PROTO	   0x4543 /* "EC" */
+#define PC_ENG_VERSION	   1
+#define PC_ENG_MAX	   (1u << 20) /* largest reply (the metrics text) */
+#define PC_ENG_POLICY_MAX  128	      /* "sha256:<64 hex>", with room */
+#define PC_ENG_MESSAGE_MAX 4096
+enum pc_eng_type {
+	PC_ENG_STATUS = 1, /* requests */
+	PC_ENG_RELOAD = 2,
+	PC_ENG_METRICS = 3,
+	PC_ENG_ERROR = 0x80,	     /* replies: code, message */
+	PC_ENG_STATUS_REPLY = 0x81,  /* policy, check running, the status JSON */
+	PC_ENG_RELOAD_REPLY = 0x82,  /* policy now in force */
+	PC_ENG_METRICS_REPLY = 0x83, /* Prometheus text */
+};
+/* A reply. Strings are NUL-terminated; after pc_eng_reply_decode they point
+ * into strings (freed by pc_eng_reply_free); for encoding they are
+ * borrowed. Those the type does not carry are NULL. */
+struct pc_eng_reply {
+	enum pc_eng_type type;
+	int code;	     /* ERROR: a negative PC_E* */
+	const char *message; /* ERROR */
+	const char *policy;  /* STATUS_REPLY, RELOAD_REPLY: "sha256:..." or "" */
+	bool check_running;  /* STATUS_REPLY: a containment check is running */
+	const char *json;    /* STATUS_REPLY: the status object, docs/engine.md */
+	const char *text;    /* METRICS_REPLY */
+	char *strings;
+};
+/* A request into buf (PC_MSG_HDR_LEN bytes at least): its length, or
+ * PC_EINVAL. */
+int pc_eng_request_encode(enum pc_eng_type type, uint8_t *buf, size_t len);
+/* The request's type. PC_EUNSUPP: another version of the protocol;
+ * PC_EPARSE: malformed or not a request type. */
+int pc_eng_request_decode(const uint8_t *buf, size_t len, enum pc_eng_type *type,
+			  struct pc_err *err);
+/* A reply into a malloc'ed *buf of *len bytes. */
+int pc_eng_reply_encode(const struct pc_eng_reply *r, uint8_t **buf, size_t *len,
+			struct pc_err *err);
+int pc_eng_reply_decode(const uint8_t *buf, size_t len, struct pc_eng_reply *out,
+			struct pc_err *err);
+void pc_eng_reply_free(struct pc_eng_reply *r);
+/* One request on the engine's socket in run_dir, one reply (of the type
+ * answering req, or PC_ENG_ERROR: the caller looks). <0 when the engine
+ * could not be asked or its reply is malformed. */
+int pc_engine_call(const char *run_dir, enum pc_eng_type req, int timeout_ms,
+		   struct pc_eng_reply *out, struct pc_err *err);
 
 /* ---- metrics: Prometheus text exposition format 0.0.4 (common/prom.c) ---- */
 

@@ -1,5 +1,6 @@
 /* The main thread's loop: signals (SIGHUP reloads, SIGTERM/SIGINT stop),
- * the control socket (status, reload), bridge port changes and periodic
+ * the control socket (status, reload, metrics: typed messages of
+ * common/engmsg.c), bridge port changes and periodic
  * housekeeping. The queue threads never wait for anything here. */
 #include "engine/engine_int.h"
 
@@ -92,68 +93,139 @@ int control_status_json(struct engine *e, char **out)
 	return 0;
 }
 
-static char *error_json(const char *msg)
-{
-	char *b = NULL;
-	size_t l = 0;
-
-	if (pc_buf_appendf(&b, &l, "{\"ok\":false,\"error\":") || pc_buf_append_json(&b, &l, msg) ||
-	    pc_buf_appendf(&b, &l, "}")) {
-		free(b);
-		return NULL;
-	}
-	return b;
-}
-
-static char *reload_json(struct engine *e, int fd)
+/* One typed reply (common/engmsg.c); a reply that cannot be encoded (too
+ * long, out of memory) becomes an error reply saying so. */
+static void reply_send(int fd, const struct pc_eng_reply *r)
 {
 	struct pc_err err = {0};
-	char ebuf[1024], *b = NULL;
+	uint8_t *b = NULL;
 	size_t l = 0;
+
+	if (pc_eng_reply_encode(r, &b, &l, &err) < 0) {
+		struct pc_eng_reply e = {
+		    .type = PC_ENG_ERROR, .code = err.code ? err.code : PC_EIO, .message = err.msg};
+
+		pc_log(PC_LOG_ERR, "engine.sock: %s", err.msg);
+		if (r->type == PC_ENG_ERROR || pc_eng_reply_encode(&e, &b, &l, NULL) < 0)
+			return;
+	}
+	send(fd, b, l, MSG_NOSIGNAL | MSG_DONTWAIT);
+	free(b);
+}
+
+static void error_send(int fd, int code, const char *msg)
+{
+	struct pc_eng_reply r = {.type = PC_ENG_ERROR, .code = code, .message = msg};
+
+	reply_send(fd, &r);
+}
+
+static void status_send(struct engine *e, int fd)
+{
+	struct pc_eng_reply r = {.type = PC_ENG_STATUS_REPLY, .check_running = e->chk.busy};
+	struct policy *pol;
+	char *json = NULL;
+
+	if (control_status_json(e, &json) < 0) {
+		error_send(fd, PC_ENOMEM, "out of memory");
+		return;
+	}
+	pol = engine_policy_get(e);
+	r.policy = pol ? policy_hash(pol) : "";
+	r.json = json;
+	reply_send(fd, &r);
+	policy_unref(pol);
+	free(json);
+}
+
+static void reload_send(struct engine *e, int fd)
+{
+	struct pc_eng_reply r = {.type = PC_ENG_RELOAD_REPLY};
+	struct pc_err err = {0};
 	uid_t uid = (uid_t)-1;
 	struct policy *pol;
+	char ebuf[1024];
 
-	if (pc_unix_peercred(fd, NULL, &uid, NULL, &err) < 0 || uid != 0)
-		return error_json("permission denied: only root may reload the policy");
-	if (engine_reload(e, &err) < 0)
-		return error_json(pc_err_str(&err, ebuf, sizeof(ebuf)));
-	pol = engine_policy_get(e);
-	if (pc_buf_appendf(&b, &l, "{\"ok\":true,\"policy\":") ||
-	    pc_buf_append_json(&b, &l, policy_hash(pol)) || pc_buf_appendf(&b, &l, "}")) {
-		free(b);
-		b = NULL;
+	if (pc_unix_peercred(fd, NULL, &uid, NULL, &err) < 0 || uid != 0) {
+		error_send(fd, PC_EPERM, "permission denied: only root may reload the policy");
+		return;
 	}
+	if (engine_reload(e, &err) < 0) {
+		error_send(fd, err.code ? err.code : PC_EINVAL,
+			   pc_err_str(&err, ebuf, sizeof(ebuf)));
+		return;
+	}
+	pol = engine_policy_get(e);
+	r.policy = pol ? policy_hash(pol) : "";
+	reply_send(fd, &r);
 	policy_unref(pol);
-	return b;
+}
+
+static void metrics_send(struct engine *e, int fd)
+{
+	/* Prometheus text (docs/operations.md, "Metrics"), carried as a string */
+	struct pc_eng_reply r = {.type = PC_ENG_METRICS_REPLY};
+	char *text = NULL;
+
+	if (engine_metrics_text(e, &text) < 0) {
+		error_send(fd, PC_ENOMEM, "out of memory");
+		return;
+	}
+	r.text = text;
+	reply_send(fd, &r);
+	free(text);
 }
 
 /* One request, one reply, then the connection is closed. Called when the
- * client's socket is readable: nothing here waits for a client. */
+ * client's socket is readable: nothing here waits for a client. Anyone may
+ * connect (mode 0666): the request is checked as hostile bytes, and only
+ * uid 0 may reload. */
 static void control_client(struct engine *e, int fd)
 {
-	char req[256], *reply = NULL;
+	struct pc_err err = {0};
+	enum pc_eng_type type;
+	uint8_t req[64];
+	char ebuf[700];
 	ssize_t n;
+	int rc;
 
-	n = pc_ctl_read(fd, req, sizeof(req));
+	/* MSG_TRUNC: the record's real length, so an oversized one is refused */
+	n = recv(fd, req, sizeof(req), MSG_DONTWAIT | MSG_TRUNC);
 	if (n <= 0)
 		return;
-	if (strcmp(req, "status") == 0) {
-		if (control_status_json(e, &reply) < 0)
-			reply = NULL;
-	} else if (strcmp(req, "reload") == 0) {
-		reply = reload_json(e, fd);
-	} else if (strcmp(req, "metrics") == 0) {
-		/* Prometheus text, not JSON (docs/operations.md, "Metrics") */
-		if (engine_metrics_text(e, &reply) < 0)
-			reply = NULL;
-	} else {
-		reply = error_json("unknown request (status, reload, metrics)");
+	if ((size_t)n > sizeof(req)) {
+		error_send(fd, PC_EPARSE, "malformed request: too long");
+		return;
 	}
-	if (!reply)
-		reply = error_json("out of memory");
-	if (reply)
-		send(fd, reply, strlen(reply), MSG_NOSIGNAL | MSG_DONTWAIT);
-	free(reply);
+	rc = pc_eng_request_decode(req, (size_t)n, &type, &err);
+	if (rc == PC_EUNSUPP) {
+		pc_log(PC_LOG_WARN,
+		       "engine.sock: a client speaks protocol version %u, this engine %u "
+		       "(portcullis and portcullisd from different releases?)",
+		       req[0], PC_ENG_VERSION);
+		snprintf(ebuf, sizeof(ebuf),
+			 "this engine speaks engine.sock protocol version %u, the client %u: "
+			 "portcullis and portcullisd are from different releases",
+			 PC_ENG_VERSION, req[0]);
+		error_send(fd, PC_EUNSUPP, ebuf);
+		return;
+	}
+	if (rc < 0) {
+		snprintf(ebuf, sizeof(ebuf), "malformed request: %s", err.msg);
+		error_send(fd, PC_EPARSE, ebuf);
+		return;
+	}
+	switch (type) {
+	case PC_ENG_STATUS:
+		status_send(e, fd);
+		break;
+	case PC_ENG_RELOAD:
+		reload_send(e, fd);
+		break;
+	default:
+		metrics_send(e, fd);
+		break;
+	}
 }
 
 /* Clients waiting for their request; each may take CLIENT_WAIT_MS, and

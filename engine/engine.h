@@ -61,15 +61,14 @@ int pkt_build_udp(const struct pc_endpoint *src, const struct pc_endpoint *dst,
 		     const uint8_t *payload, size_t len, uint8_t *buf, size_t buflen);
 
 /* ======================================================================
- * Control socket: <run_dir>/engine.sock, SOCK_SEQPACKET. A request is one
- * message holding one word: "status", "reload" or "metrics" (a trailing
- * newline is ignored). The reply to "metrics" is Prometheus text (format
- * 0.0.4); to the others one message holding one JSON object:
- *   {"ok":true, ...}  or  {"ok":false,"error":"<text>"}
- * status: version, pid, uptime_s, policy, queue_path, queues[{num, queued,
- *   accepted, refused, dropped, kernel_dropped, user_dropped}], flows, held,
- *   log{sent, failed}, dnsguard{...}.
- * reload: {"ok":true,"policy":"sha256:..."} or the file:line:col error.
+ * Control socket: <run_dir>/engine.sock, SOCK_SEQPACKET. Typed, versioned,
+ * length-checked messages (common/pc.h, "engine.sock"; common/engmsg.c): a
+ * request is a header whose type is status, reload or metrics; the reply is
+ * the matching typed reply or an error (code, message). The status reply
+ * carries the policy hash and whether a check runs as typed fields, and the
+ * status object as JSON text for `portcullis status` (version, pid,
+ * uptime_s, policy, queue_path, queues[...], flows, held, log{...},
+ * dnsguard{...}, limits, quotas, check); metrics, Prometheus text 0.0.4.
  * Anyone who can open the socket may ask for status; only uid 0 may reload
  * (SO_PEERCRED). See docs/engine.md.
  * ====================================================================== */
