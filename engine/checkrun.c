@@ -4,7 +4,6 @@
  * logs the result, records it with logd and shows it in `portcullis
  * status`. docs/engine.md, "Containment check". */
 #include "engine/engine_int.h"
-#include "checker/checker.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,107 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define CHECK_REQ	"check"
-#define CHECK_REPLY_MAX 65536 /* findings beyond this are counted, not sent */
-#define CHECK_LOG_MS	2000
-#define EXPECT_MAX	(256u << 20) /* a sane bound on the expectation's size */
-#define EXPECT_PORTS	64
-
-/* ---- the expectation: what the engine's loaded policy makes ---------------
- *
- * The engine builds it (checker_expect_from_policy with the policy in
- * force, never the files in rules.d, which an admin may be editing before a
- * reload) and hands it to the helper in a memfd sent with each request:
- *   table NAME / marks MASK DECIDED / queues LO HI / listen N P... /
- *   brnf N / port NAME (each match.port) / canon LEN, then LEN bytes. */
-
-static int expect_encode(const struct checker_expect *ex, char **buf, size_t *len)
-{
-	int rc = pc_buf_appendf(buf, len, "table %s\nmarks %u %u\nqueues %u %u\nlisten %zu",
-				ex->table, ex->mark_mask, ex->mark_decided, ex->queue_lo,
-				ex->queue_hi, ex->n_listen);
-
-	for (size_t i = 0; rc == 0 && i < ex->n_listen; i++)
-		rc = pc_buf_appendf(buf, len, " %u", ex->listen_ports[i]);
-	if (rc == 0)
-		rc = pc_buf_appendf(buf, len, "\nbrnf %d\n", ex->br_nf_call);
-	for (size_t i = 0; rc == 0 && i < ex->n_policy_ports; i++)
-		rc = pc_buf_appendf(buf, len, "port %s\n", ex->policy_ports[i]);
-	if (rc == 0)
-		rc = pc_buf_appendf(buf, len, "canon %zu\n", ex->canon ? ex->canon_len : 0);
-	/* the canon may be large: appended as bytes, not through a format */
-	if (rc == 0 && ex->canon && ex->canon_len) {
-		char *nb = realloc(*buf, *len + ex->canon_len + 1);
-
-		if (!nb)
-			return PC_ENOMEM;
-		memcpy(nb + *len, ex->canon, ex->canon_len);
-		*len += ex->canon_len;
-		nb[*len] = '\0';
-		*buf = nb;
-	}
-	return rc;
-}
-
-/* The expectation the helper decoded; ex borrows names and text. */
-struct expect_in {
-	struct checker_expect ex;
-	char names[EXPECT_PORTS][PC_IFNAMSIZ];
-	const char *ports[EXPECT_PORTS];
-	char *text; /* the memfd's bytes, NUL-terminated */
-};
-
-/* Parse text (NUL-terminated, len bytes) into in. 0 or -1 (malformed). */
-static int expect_decode(char *text, size_t len, struct expect_in *in)
-{
-	struct checker_expect *ex = &in->ex;
-	char *p = text, *nl;
-	unsigned a, b;
-	size_t n, canon_len;
-	int k;
-
-	memset(ex, 0, sizeof(*ex));
-	if (sscanf(p, "table %63s\nmarks %u %u\nqueues %u %u\nlisten %zu%n", ex->table,
-		   &ex->mark_mask, &ex->mark_decided, &a, &b, &n, &k) != 6 ||
-	    a > 65535 || b > 65535 || n > sizeof(ex->listen_ports) / sizeof(ex->listen_ports[0]))
-		return -1;
-	ex->queue_lo = (uint16_t)a;
-	ex->queue_hi = (uint16_t)b;
-	p += k;
-	for (size_t i = 0; i < n; i++) {
-		if (sscanf(p, " %u%n", &a, &k) != 1 || a > 65535)
-			return -1;
-		ex->listen_ports[i] = (uint16_t)a;
-		p += k;
-	}
-	ex->n_listen = n;
-	if (sscanf(p, "\nbrnf %d%n", &ex->br_nf_call, &k) != 1 || p[k] != '\n')
-		return -1;
-	p += k + 1;
-	while (strncmp(p, "port ", 5) == 0) {
-		size_t i = ex->n_policy_ports, nlen;
-
-		p += 5;
-		nl = strchr(p, '\n');
-		nlen = nl ? (size_t)(nl - p) : 0;
-		if (!nlen || nlen >= PC_IFNAMSIZ || i >= EXPECT_PORTS)
-			return -1;
-		memcpy(in->names[i], p, nlen);
-		in->names[i][nlen] = '\0';
-		in->ports[i] = in->names[i];
-		ex->n_policy_ports++;
-		p = nl + 1;
-	}
-	ex->policy_ports = in->ports;
-	if (sscanf(p, "canon %zu%n", &canon_len, &k) != 1 || p[k] != '\n')
-		return -1;
-	p += k + 1;
-	if (canon_len != len - (size_t)(p - text))
-		return -1;
-	ex->canon = canon_len ? p : NULL;
-	ex->canon_len = canon_len;
-	return 0;
-}
+#define CHECK_LOG_MS 2000
 
 /* The engine's side: the expectation for its loaded policy, in a sealed
  * memfd (*out, the caller closes it). */
@@ -129,7 +28,7 @@ static int expect_memfd(struct engine *e, int *out, struct pc_err *err)
 	struct policy *pol = engine_policy_get(e);
 	struct checker_expect ex;
 	void *owned = NULL;
-	char *buf = NULL;
+	uint8_t *buf = NULL;
 	size_t len = 0, off = 0;
 	int fd = -1, rc;
 
@@ -138,10 +37,9 @@ static int expect_memfd(struct engine *e, int *out, struct pc_err *err)
 		pc_err_prefix(err, "building the engine's ruleset for the policy in force: ");
 		goto out;
 	}
-	if (expect_encode(&ex, &buf, &len) < 0) {
-		rc = pc_err_set(err, PC_ENOMEM, "out of memory");
+	rc = chkmsg_expect_encode(&ex, &buf, &len, err);
+	if (rc < 0)
 		goto out;
-	}
 	fd = memfd_create("portcullis-check", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0) {
 		rc = pc_err_errno(err, PC_EIO, "memfd");
@@ -189,75 +87,63 @@ static void helper_close_fds(int keep)
 			close(fd);
 }
 
-/* The reply: "<status> <time_ms> <findings>\n" then one line per finding,
- * "exit <text>" or "doubt <text>" (newlines in text become spaces); or
- * "error <why>" when the state could not be read. */
-/* The expectation from the engine's memfd into in (in->text to free). */
-static int helper_expect_read(int xfd, struct expect_in *in, struct pc_err *err)
+/* The expectation from the engine's memfd into in (chkmsg_expect_free). */
+static int helper_expect_read(int xfd, struct chk_expect_in *in, struct pc_err *err)
 {
 	struct stat st;
 	size_t off = 0, len;
+	uint8_t *buf;
+	int rc;
 
-	if (fstat(xfd, &st) < 0 || st.st_size <= 0 || (uint64_t)st.st_size > EXPECT_MAX)
+	if (fstat(xfd, &st) < 0 || st.st_size <= 0 || (uint64_t)st.st_size > CHK_EXPECT_MAX)
 		return pc_err_set(err, PC_EINVAL, "the engine's expectation: bad size");
 	len = (size_t)st.st_size;
-	in->text = malloc(len + 1);
-	if (!in->text)
+	buf = malloc(len);
+	if (!buf)
 		return pc_err_set(err, PC_ENOMEM, "the engine's expectation: out of memory");
 	while (off < len) {
-		ssize_t r = pread(xfd, in->text + off, len - off, (off_t)off);
+		ssize_t r = pread(xfd, buf + off, len - off, (off_t)off);
 
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0)
+		if (r <= 0) {
+			free(buf);
 			return pc_err_set(err, PC_EIO, "the engine's expectation: short read");
+		}
 		off += (size_t)r;
 	}
-	in->text[len] = '\0';
-	if (expect_decode(in->text, len, in) < 0)
-		return pc_err_set(err, PC_EINVAL, "the engine's expectation: malformed");
-	return 0;
+	rc = chkmsg_expect_decode(buf, len, in, err);
+	free(buf);
+	if (rc < 0)
+		pc_err_prefix(err, "the engine's expectation is malformed: ");
+	return rc;
 }
 
-static size_t helper_answer(const struct pc_config *cfg, int xfd, char *buf, size_t max)
+/* Run the check against the engine's expectation; the answer (a result or
+ * why it could not run) into buf. Its length; 0: none (cannot happen with
+ * a CHK_RESULT_MAX buffer, and the engine then sees no answer). */
+static size_t helper_answer(const struct pc_config *cfg, int xfd, uint8_t *buf, size_t max)
 {
 	struct checker_result *r = NULL;
 	struct pc_err err = {0};
-	struct expect_in *in = calloc(1, sizeof(*in));
+	struct chk_expect_in *in = calloc(1, sizeof(*in));
 	char eb[600];
-	size_t len;
 	int n;
 
 	if (!in)
 		pc_err_set(&err, PC_ENOMEM, "out of memory");
 	if (!in || helper_expect_read(xfd, in, &err) < 0 ||
 	    checker_run(cfg, &in->ex, NULL, &r, &err) < 0) {
-		if (in)
-			free(in->text);
+		chkmsg_expect_free(in);
 		free(in);
-		n = snprintf(buf, max, "error %s\n", pc_err_str(&err, eb, sizeof(eb)));
-		return n < 0 ? 0 : (size_t)n < max ? (size_t)n : max - 1;
+		n = chkmsg_error_encode(pc_err_str(&err, eb, sizeof(eb)), buf, max, NULL);
+		return n < 0 ? 0 : (size_t)n;
 	}
-	free(in->text);
+	chkmsg_expect_free(in);
 	free(in);
-	n = snprintf(buf, max, "%d %llu %zu\n", (int)r->status, (unsigned long long)r->time_ms,
-		     r->n_findings);
-	len = n < 0 ? 0 : (size_t)n;
-	for (size_t i = 0; i < r->n_findings; i++) {
-		const struct checker_finding *f = &r->findings[i];
-		size_t start = len;
-
-		n = snprintf(buf + len, max - len, "%s %s\n",
-			     f->kind == CHECKER_EXIT ? "exit" : "doubt", f->text ? f->text : "");
-		if (n < 0 || (size_t)n >= max - len)
-			break; /* the count says how many there were */
-		len += (size_t)n;
-		for (size_t k = start; k + 1 < len; k++)
-			if (buf[k] == '\n' || buf[k] == '\r')
-				buf[k] = ' ';
-	}
+	n = chkmsg_result_encode(r, buf, max, NULL);
 	checker_result_free(r);
-	return len;
+	return n < 0 ? 0 : (size_t)n;
 }
 
 static void __attribute__((noreturn)) helper_main(int fd, const struct pc_config *cfg, pid_t parent)
@@ -270,7 +156,7 @@ static void __attribute__((noreturn)) helper_main(int fd, const struct pc_config
 	    (1ULL << CAP_NET_ADMIN) | (1ULL << CAP_SYS_ADMIN) | (1ULL << CAP_DAC_READ_SEARCH);
 	struct pc_err err = {0};
 	sigset_t all;
-	char *buf = malloc(CHECK_REPLY_MAX);
+	uint8_t *buf = malloc(CHK_RESULT_MAX);
 
 	helper_close_fds(fd);
 	/* the engine blocked these for its signalfd: the helper just stops */
@@ -290,7 +176,8 @@ static void __attribute__((noreturn)) helper_main(int fd, const struct pc_config
 	if (getppid() != parent)
 		_exit(0);
 	for (;;) {
-		char req[16];
+		uint8_t req[CHK_REQ_MAX];
+		char trigger[16];
 		union {
 			struct cmsghdr h;
 			char b[CMSG_SPACE(sizeof(int))];
@@ -313,30 +200,37 @@ static void __attribute__((noreturn)) helper_main(int fd, const struct pc_config
 		if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
 		    c->cmsg_len == CMSG_LEN(sizeof(int)))
 			memcpy(&xfd, CMSG_DATA(c), sizeof(int));
-		/* the one request there is, with its expectation; anything
-		 * else ends the helper */
-		if ((size_t)n != strlen(CHECK_REQ) || memcmp(req, CHECK_REQ, (size_t)n) != 0 ||
-		    xfd < 0 || (m.msg_flags & MSG_CTRUNC))
+		/* the one request there is, well formed, with its expectation;
+		 * anything else ends the helper before it acts on it */
+		if ((m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || xfd < 0 ||
+		    chkmsg_request_decode(req, (size_t)n, trigger, sizeof(trigger), &err) < 0) {
+			pc_log(PC_LOG_ERR, "check helper: malformed request from the engine%s%s",
+			       err.msg[0] ? ": " : "", err.msg);
 			_exit(1);
-		len = helper_answer(cfg, xfd, buf, CHECK_REPLY_MAX);
+		}
+		len = helper_answer(cfg, xfd, buf, CHK_RESULT_MAX);
 		close(xfd);
-		if (send(fd, buf, len, MSG_NOSIGNAL) < 0)
+		if (len == 0 || send(fd, buf, len, MSG_NOSIGNAL) < 0)
 			_exit(0);
 	}
 }
 
-/* The request with the expectation's memfd. */
-static ssize_t request_send(int fd, int xfd)
+/* The request (its trigger) with the expectation's memfd. */
+static ssize_t request_send(int fd, int xfd, const char *trigger)
 {
 	union {
 		struct cmsghdr h;
 		char b[CMSG_SPACE(sizeof(int))];
 	} cb;
-	struct iovec iov = {(void *)CHECK_REQ, strlen(CHECK_REQ)};
+	uint8_t req[CHK_REQ_MAX];
+	int n = chkmsg_request_encode(trigger, req, sizeof(req), NULL);
+	struct iovec iov = {req, n < 0 ? 0 : (size_t)n};
 	struct msghdr m = {
 	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.b, .msg_controllen = sizeof(cb.b)};
 	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
 
+	if (n < 0)
+		return -1;
 	memset(cb.b, 0, sizeof(cb.b));
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
@@ -484,7 +378,7 @@ void checkrun_request(struct engine *e, const char *trigger)
 		check_record(e, eb);
 		return;
 	}
-	sent = request_send(e->chk.fd, xfd);
+	sent = request_send(e->chk.fd, xfd, trigger);
 	close(xfd);
 	if (sent < 0) {
 		helper_gone(e, "cannot be reached");
@@ -494,90 +388,80 @@ void checkrun_request(struct engine *e, const char *trigger)
 	e->chk.started_ms = pc_now_mono_ms();
 }
 
-/* One finding line of the reply: "exit text" / "doubt text" -> text. */
-static const char *finding_text(const char *line)
+/* The helper's answer, decoded strictly: anything malformed is a check
+ * that could not run (fail closed: never "proven"). */
+static void reply_handle(struct engine *e, const uint8_t *buf, size_t len)
 {
-	if (strncmp(line, "exit ", 5) == 0)
-		return line + 5;
-	if (strncmp(line, "doubt ", 6) == 0)
-		return line + 6;
-	return NULL;
-}
+	struct pc_err err = {0};
+	struct chk_result res;
+	const char *first = NULL, *text;
+	char msg[700];
 
-static void reply_handle(struct engine *e, char *buf)
-{
-	char *line, *save = NULL, msg[700];
-	int status = -1, nf = 0;
-	unsigned long long t = 0;
-	size_t findings = 0, shown = 0;
-	const char *first = NULL;
-
-	line = strtok_r(buf, "\n", &save);
-	if (line && strncmp(line, "error ", 6) == 0) {
-		pc_log(PC_LOG_ERR, "containment check (%s) could not run: %s", e->chk.trigger,
-		       line + 6);
-		set_result(e, CHECKRUN_ERROR, pc_now_real_ms(), 0, line + 6);
-		check_record(e, line + 6);
-		return;
-	}
-	if (!line || sscanf(line, "%d %llu %zu%n", &status, &t, &findings, &nf) != 3 ||
-	    line[nf] != '\0' || status < CHECKER_PROVEN || status > CHECKER_UNPROVEN) {
-		pc_log(PC_LOG_ERR, "containment check (%s): malformed answer from the helper",
-		       e->chk.trigger);
+	if (chkmsg_result_decode(buf, len, &res, &err) < 0) {
+		pc_log(PC_LOG_ERR, "containment check (%s): malformed answer from the helper: %s",
+		       e->chk.trigger, err.msg);
 		set_result(e, CHECKRUN_ERROR, pc_now_real_ms(), 0, "malformed answer");
 		check_record(e, "malformed answer from the check helper");
 		return;
 	}
-	if (status == CHECKER_PROVEN) {
+	if (res.type == CHK_ERROR) {
+		pc_log(PC_LOG_ERR, "containment check (%s) could not run: %s", e->chk.trigger,
+		       res.message);
+		set_result(e, CHECKRUN_ERROR, pc_now_real_ms(), 0, res.message);
+		check_record(e, res.message);
+		chkmsg_result_free(&res);
+		return;
+	}
+	if (res.status == CHECKER_PROVEN) {
 		pc_log(PC_LOG_NOTICE, "containment check (%s): proven for bridge %s",
 		       e->chk.trigger, e->cfg.bridge);
-		set_result(e, status, t, 0, NULL);
+		set_result(e, res.status, res.time_ms, 0, NULL);
 		snprintf(msg, sizeof(msg), "bridge %s: proven %s", e->cfg.bridge,
 			 trigger_phrase(e->chk.trigger));
 		check_record(e, msg);
+		chkmsg_result_free(&res);
 		return;
 	}
 	/* Not proven. The engine opens nothing either way (it refuses every
 	 * flow it has not judged): it says so loudly, names each finding and
 	 * keeps the result in status. */
 	pc_log(PC_LOG_ERR,
-	       "containment check (%s): NOT proven for bridge %s (%s, %zu finding%s): "
+	       "containment check (%s): NOT proven for bridge %s (%s, %u finding%s): "
 	       "sandboxes must not be launched until it is",
-	       e->chk.trigger, e->cfg.bridge, checkrun_result_name(status), findings,
-	       findings == 1 ? "" : "s");
-	while ((line = strtok_r(NULL, "\n", &save))) {
-		const char *text = finding_text(line);
-
-		if (!text)
-			continue;
+	       e->chk.trigger, e->cfg.bridge, checkrun_result_name(res.status), res.findings,
+	       res.findings == 1 ? "" : "s");
+	text = res.texts;
+	for (uint32_t i = 0; i < res.shown; i++) {
 		if (!first)
 			first = text;
 		pc_log(PC_LOG_ERR, "containment check: %s", text);
-		shown++;
+		text += strlen(text) + 1;
 	}
-	if (shown < findings)
-		pc_log(PC_LOG_ERR, "containment check: ... and %zu more (portcullis check)",
-		       findings - shown);
-	set_result(e, status, t, findings, first);
-	snprintf(msg, sizeof(msg), "bridge %s: %s %s (%zu finding%s): %s", e->cfg.bridge,
-		 checkrun_result_name(status), trigger_phrase(e->chk.trigger), findings,
-		 findings == 1 ? "" : "s", first ? first : "");
+	if (res.shown < res.findings)
+		pc_log(PC_LOG_ERR, "containment check: ... and %u more (portcullis check)",
+		       res.findings - res.shown);
+	set_result(e, res.status, res.time_ms, res.findings, first);
+	snprintf(msg, sizeof(msg), "bridge %s: %s %s (%u finding%s): %s", e->cfg.bridge,
+		 checkrun_result_name(res.status), trigger_phrase(e->chk.trigger), res.findings,
+		 res.findings == 1 ? "" : "s", first ? first : "");
 	check_record(e, msg);
+	chkmsg_result_free(&res);
 }
 
 void checkrun_readable(struct engine *e)
 {
-	char *buf;
+	uint8_t *buf;
 	ssize_t n;
 
 	if (e->chk.fd < 0)
 		return;
-	buf = malloc(CHECK_REPLY_MAX + 1);
+	buf = malloc(CHK_RESULT_MAX);
 	if (!buf) {
 		pc_log(PC_LOG_ERR, "containment check: out of memory reading the answer");
 		return; /* the answer waits on the socket for the next round */
 	}
-	n = recv(e->chk.fd, buf, CHECK_REPLY_MAX, MSG_DONTWAIT);
+	/* MSG_TRUNC: the record's real length, so an oversized answer is malformed */
+	n = recv(e->chk.fd, buf, CHK_RESULT_MAX, MSG_DONTWAIT | MSG_TRUNC);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
 		free(buf);
 		return;
@@ -587,9 +471,10 @@ void checkrun_readable(struct engine *e)
 		helper_gone(e, n <= 0 ? "exited" : "answered without a request");
 		return;
 	}
-	buf[n] = '\0';
 	e->chk.busy = false;
-	reply_handle(e, buf);
+	if ((size_t)n > CHK_RESULT_MAX)
+		n = 0; /* cut: decoded as malformed */
+	reply_handle(e, buf, (size_t)n);
 	free(buf);
 	if (e->chk.again) {
 		e->chk.again = false;

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "checker/checker.h"
 #include "dnsguard/dnsguard.h"
 #include "engine/engine.h"
 #include "logd/logd.h"
@@ -17,8 +18,8 @@
 
 /* Current ports of bridge (may be none; a missing bridge is not an error:
  * *n = 0, *br_ifindex = 0). *ports is malloc'ed, caller frees. */
-int links_bridge_ports(const char *bridge, struct nft_port **ports, size_t *n,
-		       uint32_t *br_ifindex, struct pc_err *err);
+int links_bridge_ports(const char *bridge, struct nft_port **ports, size_t *n, uint32_t *br_ifindex,
+		       struct pc_err *err);
 /* The gateway's own addresses (each as a host prefix) and the subnets of
  * the bridge's addresses and of cfg's sandbox pools: what no DNS answer
  * may teach (dnsguard_local_set). *out is malloc'ed, caller frees. */
@@ -492,6 +493,53 @@ void checkrun_readable(struct engine *e);
 const char *checkrun_result_name(int result); /* "proven", ..., "none" */
 /* Append ,"check":{...} to the status JSON. 0 or PC_ENOMEM. */
 int checkrun_status_json(const struct engine *e, char **buf, size_t *len);
+
+/* checkmsg.c: the check helper channel (typed, versioned, length-checked;
+ * the framing of common/msg.c). engine -> helper: CHK_REQUEST (the
+ * trigger) with a sealed memfd holding a CHK_EXPECT message; helper ->
+ * engine: CHK_RESULT or CHK_ERROR. The helper decodes the engine's bytes as
+ * hostile (the engine handles sandbox packets). docs/engine.md. */
+#define CHK_PROTO	 0x434b /* "CK" */
+#define CHK_VERSION	 1
+#define CHK_REQ_MAX	 64
+#define CHK_RESULT_MAX	 65536 /* findings beyond this are counted, not sent */
+#define CHK_EXPECT_MAX	 (256u << 20)
+#define CHK_EXPECT_PORTS 64
+#define CHK_TEXT_MAX	 4096 /* an error's text */
+enum chk_type { CHK_REQUEST = 1, CHK_EXPECT = 2, CHK_RESULT = 3, CHK_ERROR = 4 };
+int chkmsg_request_encode(const char *trigger, uint8_t *buf, size_t len, struct pc_err *err);
+int chkmsg_request_decode(const uint8_t *buf, size_t len, char *trigger, size_t tlen,
+			  struct pc_err *err);
+/* The decoded expectation: ex borrows names, ports and canon (a malloc'ed
+ * NUL-terminated copy, freed by chkmsg_expect_free). */
+struct chk_expect_in {
+	struct checker_expect ex;
+	char names[CHK_EXPECT_PORTS][PC_IFNAMSIZ];
+	const char *ports[CHK_EXPECT_PORTS];
+	char *canon;
+};
+/* Into a malloc'ed *buf of *len bytes. */
+int chkmsg_expect_encode(const struct checker_expect *ex, uint8_t **buf, size_t *len,
+			 struct pc_err *err);
+int chkmsg_expect_decode(const uint8_t *buf, size_t len, struct chk_expect_in *in,
+			 struct pc_err *err);
+void chkmsg_expect_free(struct chk_expect_in *in);
+/* A result or an error; the encoders return the length written into buf. */
+struct chk_result {
+	enum chk_type type; /* CHK_RESULT or CHK_ERROR */
+	int status;	    /* RESULT: CHECKER_* */
+	uint64_t time_ms;
+	uint32_t findings;   /* how many the check found */
+	uint32_t shown;	     /* how many of their texts follow in texts */
+	const char *message; /* ERROR: why the check could not run */
+	char *texts;	     /* shown NUL-terminated texts back to back (malloc'ed) */
+};
+int chkmsg_result_encode(const struct checker_result *res, uint8_t *buf, size_t len,
+			 struct pc_err *err);
+int chkmsg_error_encode(const char *why, uint8_t *buf, size_t len, struct pc_err *err);
+int chkmsg_result_decode(const uint8_t *buf, size_t len, struct chk_result *out,
+			 struct pc_err *err);
+void chkmsg_result_free(struct chk_result *r);
 
 /* metrics.c: the Prometheus text of `metrics` on engine.sock (malloc'ed;
  * 0 or PC_ENOMEM); counting one decision's verdict (queue threads); the
