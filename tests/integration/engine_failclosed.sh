@@ -38,6 +38,40 @@ sleep 0.2
 t_match "a control client that never sends holds up no one (status answers)" '"ok":true' \
 	"$(timeout 0.5 "$GUARD_BIN/portcullis" -c "$GUARD_CONF" status --json)"
 
+# ---- engine.sock refuses what is not its protocol, and keeps serving ---------------
+# One raw request, its reply decoded by hand (docs/engine.md, "Control socket").
+eng_raw() {
+	python3 - "$GUARD_DIR/run/engine.sock" "$1" <<-'PY'
+	import socket, struct, sys
+	s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+	s.connect(sys.argv[1])
+	s.send(bytes.fromhex(sys.argv[2]))
+	s.settimeout(3)
+	r = s.recv(1 << 20)
+	v, t, proto, n = struct.unpack(">BBHI", r[:8])
+	if t == 0x80:
+	    code, ml = struct.unpack(">HI", r[8:14])
+	    print("version %d type 0x%02x code %d: %s" % (v, t, code, r[14:14 + ml].decode()))
+	else:
+	    print("version %d type 0x%02x proto 0x%04x len %d/%d" % (v, t, proto, n, len(r)))
+	PY
+}
+t_match "engine.sock: a request of another version gets an error naming both versions" \
+	"type 0x80 code 11: this engine speaks engine.sock protocol version 1, the client 2" \
+	"$(eng_raw 0201454300000008)"
+t_match "... and the engine logs it" "a client speaks protocol version 2, this engine 1" \
+	"$(cat "$GUARD_DIR/engine.log")"
+t_match "... the old protocol's word is a malformed request" \
+	"type 0x80 code 4: malformed request" "$(eng_raw 7374617475730a)"
+t_match "... as is another protocol's message (logd's header)" \
+	"type 0x80 code 4: malformed request: protocol id" "$(eng_raw 0101000000000008)"
+t_match "... and an unknown request type" "code 4: malformed request: unknown request type 9" \
+	"$(eng_raw 0109454300000008)"
+t_match "... a typed status request is answered with a status reply" \
+	"version 1 type 0x81 proto 0x4543 len ([0-9]+)/\\1" "$(eng_raw 0101454300000008)"
+t_match "... and the engine still serves status" '"ok":true' \
+	"$("$GUARD_BIN/portcullis" -c "$GUARD_CONF" status --json)"
+
 out=$(lab_gw timeout 10 "$GUARD_BIN/portcullisd" -c "$GUARD_CONF" 2>&1) && rc=0 || rc=$?
 t_eq "a second engine on the same queues refuses to start (exit 3)" 3 "$rc"
 t_match "... and says why" "queue 100: bind.*another engine bound to it" "$out"
