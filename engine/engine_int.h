@@ -18,8 +18,8 @@
 
 /* Current ports of bridge (may be none; a missing bridge is not an error:
  * *n = 0, *br_ifindex = 0). *ports is malloc'ed, caller frees. */
-int links_bridge_ports(const char *bridge, struct nft_port **ports, size_t *n, uint32_t *br_ifindex,
-		       struct pc_err *err);
+int links_bridge_ports(const char *bridge, struct nft_port **ports, size_t *n,
+		       uint32_t *br_ifindex, struct pc_err *err);
 /* The gateway's own addresses (each as a host prefix) and the subnets of
  * the bridge's addresses and of cfg's sandbox pools: what no DNS answer
  * may teach (dnsguard_local_set). *out is malloc'ed, caller frees. */
