@@ -20,11 +20,16 @@ V_ALLOW1_EXTRA='  - host: cdn-good.test
 vault_up
 [ "$VAULT_REDIRECT" = engine ] || { t_skip "portcullisd is not built: no held flows"; t_done; }
 
-# The last verdict record naming server name $1 (JSON line), after line $2.
-record_for() { # sni from-line
+# The last verdict record of a flow to address $1 port 443 (JSON line),
+# after line $2 of the log.
+record_to() { # addr from-line
 	sleep 0.3
-	v_verdicts | tail -n +$(($2 + 1)) | grep -F "\"tls.client.server_name\":\"$1\"" | tail -1
+	v_verdicts | tail -n +$(($2 + 1)) | grep -F "\"destination.ip\":\"$1\"" |
+		grep -F '"destination.port":443,' | tail -1
 }
+field_of() { python3 -c 'import json,sys
+l = sys.stdin.read().strip()
+print(json.loads(l).get(sys.argv[1], "(none)") if l else "(no record)")' "$1"; }
 reason_of() { python3 -c 'import json,sys
 l = sys.stdin.read().strip()
 print(json.loads(l).get("event.reason", "(no reason)") if l else "(no record)")'; }
@@ -52,8 +57,9 @@ n0=$(v_verdicts | wc -l)
 r=$(lab_sb 1 curl -sS -4 -k --max-time 5 https://my_svc.cdn-good.test/ 2>&1)
 t_match "curl https://my_svc.cdn-good.test/: its ClientHello passes the held flow" \
 	"^my_svc.cdn-good.test ok" "$r"
-rec=$(record_for my_svc.cdn-good.test "$n0")
+rec=$(record_to "$LAB_CDN4" "$n0")
 t_eq "the engine's record: allowed" success "$(outcome_of <<<"$rec")"
+t_eq "... for the server name sent" my_svc.cdn-good.test "$(field_of tls.client.server_name <<<"$rec")"
 t_nomatch "... not refused as a malformed ClientHello" "malformed" "$(reason_of <<<"$rec")"
 t_match "the upstream got the name as sent" 'my_svc.cdn-good.test "GET / HTTP/1.1" 200 .*sni="my_svc.cdn-good.test"' \
 	"$(v_upstream_log | grep -F my_svc)"
@@ -69,8 +75,7 @@ t_eq "control: the vault takes SNI api.github.test" "handshake done" \
 
 n0=$(v_verdicts | wc -l)
 engine=$(s_client "$LAB_CDN4" cdn-good.test.)
-rec=$(record_for cdn-good.test. "$n0")
-[ -n "$rec" ] || rec=$(v_verdicts | tail -n +$((n0 + 1)) | grep -F "\"destination.ip\":\"$LAB_CDN4\"" | tail -1)
+rec=$(record_to "$LAB_CDN4" "$n0")
 t_eq "engine: SNI cdn-good.test. on a held flow is refused" "handshake refused" "$engine"
 t_match "engine: recorded as refused" "^failure$" "$(outcome_of <<<"$rec")"
 t_diag "engine record: $(reason_of <<<"$rec")"
