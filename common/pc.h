@@ -151,6 +151,43 @@ const struct pc_special *pc_special_find(const struct pc_addr *a);
  * NULL otherwise. */
 const char *pc_addr_v4_embedded(const struct pc_addr *a, struct pc_addr *v4);
 
+/* ---- host names (common/hostname.c) ----------------------------------- */
+
+/* The one grammar of host names (docs/policy.md, "Host names"): at most
+ * 253 characters, labels of 1 to 63 letters, digits, '-' and '_', none
+ * starting or ending with '-', the last one not all digits; folded to
+ * lower case. Where the forms differ, the form says which: */
+enum pc_host_form {
+	PC_HOST_NAME,	/* a DNS name (a query's, one looked up in the policy):
+			   one trailing dot, the absolute form, is dropped */
+	PC_HOST_POLICY, /* as a rule writes it: PC_HOST_NAME, or "*." and a
+			   name of two labels or more */
+	PC_HOST_SNI,	/* a TLS server_name as sent (RFC 6066 3): a trailing
+			   dot is refused, not dropped */
+	PC_HOST_HTTP,	/* an HTTP Host header: PC_HOST_NAME and an optional
+			   ":port" (1..65535); no "[...]" literal */
+};
+
+#define PC_HOST_MAX 253 /* characters of a name without its trailing dot */
+
+struct pc_host {
+	char name[PC_HOST_MAX + 1]; /* lower case, without "*." or trailing dot */
+	size_t len;		    /* strlen(name): 1..PC_HOST_MAX */
+	uint16_t port;		    /* PC_HOST_HTTP: the port given, 0 when none */
+	bool wildcard;		    /* PC_HOST_POLICY: it was "*.name" */
+};
+
+/* Check the name p[start..end) (not NUL-terminated; indices rather than a
+ * pointer and a length so that EVA bounds every read by the enclosing
+ * buffer, docs/prove.md) as a host name of the given form into *out.
+ * Returns 0, PC_EINVAL for NULL arguments or end < start, PC_EPARSE when
+ * the name is not one; then *why (may be NULL) is a static phrase saying
+ * why ("it has an empty label ..."), for the caller to put in context. */
+int pc_host_parse(const uint8_t *p, size_t start, size_t end, enum pc_host_form form,
+		  struct pc_host *out, const char **why);
+/* The same on a NUL-terminated string. */
+int pc_host_parse_str(const char *s, enum pc_host_form form, struct pc_host *out, const char **why);
+
 /* ---- UNIX SOCK_SEQPACKET sockets ---------------------------------------- */
 
 /* Create, bind and listen on a SOCK_SEQPACKET socket at path, replacing a

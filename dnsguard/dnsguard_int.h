@@ -172,8 +172,8 @@ void dg_owed_fill(const struct dg_pend *p, struct dnsguard_owed *o, const char *
 /* ---- wire.c: names and message walking ------------------------------------- */
 
 /* A domain name rdf as a lower-case string without the trailing dot.
- * Fails (PC_EINVAL) on the root name and on labels with bytes outside
- * letters, digits, '-' and '_'. */
+ * Fails (PC_EINVAL) on the root name, on a '.' inside a label and on any
+ * name that is not a host name by common/hostname.c (PC_HOST_NAME). */
 int dg_dname_str(const ldns_rdf *d, char *out, size_t outlen);
 /* Any domain name rdf as presentation text for the log (see qname_shown in
  * dnsguard.h): out is always terminated; "" when it cannot be made. */

@@ -386,40 +386,24 @@ int dnsguard_flow(struct dnsguard *g, const struct policy_sandbox *sb, const str
 	return 0;
 }
 
-/* SNI as sent, lower-cased, one trailing dot dropped; false if unusable. */
-static bool dg_sni_norm(const char *sni, char *out, size_t outlen)
-{
-	size_t n = strlen(sni);
-
-	if (n && sni[n - 1] == '.')
-		n--;
-	if (n == 0 || n >= outlen)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = sni[i];
-
-		out[i] = (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
-	}
-	out[n] = '\0';
-	return true;
-}
-
 bool dnsguard_sni_allowed(struct dnsguard *g, const struct policy_sandbox *sb,
 			  const struct pc_addr *dst, uint8_t proto, uint16_t port, const char *sni,
 			  uint64_t now_ms, const struct policy_allow **rule)
 {
 	char names[DG_NAMES_PER_ADDR][POLICY_HOST_MAX];
-	char want[POLICY_HOST_MAX];
+	struct pc_host want;
 	size_t n;
 
-	if (!g || !sb || !dst || !sni || !dg_sni_norm(sni, want, sizeof(want)))
+	/* The same grammar tls_clienthello_sni and the vault apply to a
+	 * server name (common/hostname.c). */
+	if (!g || !sb || !dst || !sni || pc_host_parse_str(sni, PC_HOST_SNI, &want, NULL) < 0)
 		return false;
 	/* The flow was admitted at its SYN; its ClientHello comes a moment
 	 * later, so a binding that expired in between still counts (grace). */
 	n = dg_names_copy(g, sb->name, dst, now_ms, true, names);
 	for (size_t i = 0; i < n; i++)
-		if (strcmp(names[i], want) == 0)
-			return policy_host_allows(sb, want, proto, port, rule);
+		if (strcmp(names[i], want.name) == 0)
+			return policy_host_allows(sb, want.name, proto, port, rule);
 	return false;
 }
 

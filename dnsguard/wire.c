@@ -7,14 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool dg_label_char_ok(uint8_t c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '-' || c == '_';
-}
-
 int dg_dname_str(const ldns_rdf *d, char *out, size_t outlen)
 {
+	/* Zeroed: the grammar reads text[0..o), which the walk fills; zeroing
+	 * makes "no unwritten byte is read" hold without relating the two. */
+	uint8_t text[PC_HOST_MAX + 1] = {0};
+	struct pc_host h = {.len = 0};
 	const uint8_t *p;
 	size_t n, i = 0, o = 0;
 
@@ -24,8 +22,9 @@ int dg_dname_str(const ldns_rdf *d, char *out, size_t outlen)
 	n = ldns_rdf_size(d);
 	/* ldns hands out the uncompressed form: length-prefixed labels
 	 * ending in the root label; still, every index is checked, each
-	 * against its own bound (the label's end e, outlen), so that EVA
-	 * proves every access without relating i, o and l (docs/prove.md). */
+	 * against its own bound (the label's end e, the text's size), so
+	 * that EVA proves every access without relating i, o and l
+	 * (docs/prove.md). */
 	while (i < n) {
 		uint8_t l = p[i++];
 		size_t e = i + l;
@@ -34,24 +33,32 @@ int dg_dname_str(const ldns_rdf *d, char *out, size_t outlen)
 			break;
 		if (l > 63 || e > n)
 			return PC_EINVAL;
-		if (o && o + 1 >= outlen)
+		if (o && o + 1 >= sizeof(text))
 			return PC_EINVAL;
 		if (o)
-			out[o++] = '.';
-		if (o + l >= outlen)
+			text[o++] = '.';
+		if (o + l >= sizeof(text))
 			return PC_EINVAL;
 		for (size_t k = i; k < e; k++) {
-			uint8_t c = p[k];
-
-			if (!dg_label_char_ok(c) || o + 1 >= outlen) /* the latter: never */
+			/* A dot inside a label would read as two labels in
+			 * the text form; every other byte is the grammar's. */
+			if (p[k] == '.' || o + 1 >= sizeof(text)) /* the latter: never */
 				return PC_EINVAL;
-			out[o++] = (char)((c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c);
+			text[o++] = p[k];
 		}
 		i = e;
 	}
-	if (o == 0 || o > 253 || i != n)
+	if (o == 0 || o >= sizeof(text) || i != n) /* the second: never */
 		return PC_EINVAL;
-	out[o] = '\0';
+	/* The name as the policy reads it (common/hostname.c): a query for
+	 * what no rule can name is refused as not a host name. */
+	if (pc_host_parse(text, 0, o, PC_HOST_NAME, &h, NULL) < 0)
+		return PC_EINVAL;
+	if (h.len >= outlen || h.len > PC_HOST_MAX)
+		return PC_EINVAL;
+	for (size_t k = 0; k < h.len; k++)
+		out[k] = h.name[k];
+	out[h.len] = '\0';
 	return 0;
 }
 

@@ -16,7 +16,18 @@ static void usage(FILE *f)
 		   "  -v       log every verdict (debug)\n");
 }
 
-/* -t: everything that does not need the kernel. */
+/* The exit status for what the engine's work returned (0 or a PC_E*
+ * code): the one place this program turns a code into an exit status
+ * (docs/man/portcullisd.8, "EXIT STATUS"). -t: 1 for what was read and is
+ * invalid, 3 for what could not be read; serving, every failure is 3. */
+static int engine_exit(int rc, bool test)
+{
+	if (rc == 0)
+		return PC_EXIT_OK;
+	return test ? pc_exit_for_check(rc) : PC_EXIT_ERROR;
+}
+
+/* -t: everything that does not need the kernel. 0 or a PC_E* code. */
 static int check_only(const char *config)
 {
 	struct pc_config cfg;
@@ -39,14 +50,13 @@ static int check_only(const char *config)
 	if (rc) {
 		fprintf(stderr, "portcullisd: %s\n", pc_err_str(&err, ebuf, sizeof(ebuf)));
 		policy_unref(pol);
-		/* invalid: 1; a file that could not be read: 3 (as logd, vault) */
-		return pc_exit_for_check(rc);
+		return rc;
 	}
 	printf("configuration %s ok; policy %s (%zu sandbox%s)\n", config, policy_hash(pol),
 	       policy_sandbox_count(pol), policy_sandbox_count(pol) == 1 ? "" : "es");
 	nft_ruleset_free(rs);
 	policy_unref(pol);
-	return PC_EXIT_OK;
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -56,7 +66,7 @@ int main(int argc, char **argv)
 	struct pc_err err = {0};
 	char ebuf[1024];
 	bool test = false, verbose = false;
-	int opt, rc;
+	int opt, rc; /* 0 or a PC_E* code; engine_exit maps it */
 
 	while ((opt = getopt(argc, argv, "c:tvhV")) != -1) {
 		switch (opt) {
@@ -86,10 +96,10 @@ int main(int argc, char **argv)
 	}
 	pc_log_init("portcullisd", verbose ? PC_LOG_DEBUG : PC_LOG_INFO);
 	if (test)
-		return check_only(config);
+		return engine_exit(check_only(config), true);
 	if (geteuid() != 0) {
 		pc_log(PC_LOG_ERR, "must start as root (it drops to engine.user after setup)");
-		return PC_EXIT_ERROR;
+		return engine_exit(PC_EPERM, false);
 	}
 	engine_init(&e);
 	e.verbose = verbose;
@@ -109,7 +119,7 @@ int main(int argc, char **argv)
 	if (rc) {
 		pc_log(PC_LOG_ERR, "%s", pc_err_str(&err, ebuf, sizeof(ebuf)));
 		engine_shutdown(&e);
-		return PC_EXIT_ERROR;
+		return engine_exit(rc, false);
 	}
 	pc_log(PC_LOG_NOTICE, "serving queues %u-%u as %s", e.cfg.queue.base,
 	       e.cfg.queue.base + e.cfg.queue.count - 1, e.cfg.engine.user);
@@ -118,5 +128,5 @@ int main(int argc, char **argv)
 	rc = control_loop(&e);
 	pc_sd_notify("STOPPING=1", NULL);
 	engine_shutdown(&e);
-	return rc ? PC_EXIT_ERROR : PC_EXIT_OK;
+	return engine_exit(rc, false);
 }

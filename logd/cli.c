@@ -420,7 +420,7 @@ static int cmd_prove(struct cli *c, int argc, char **argv)
 	struct logv *v = NULL;
 	struct pc_err err;
 	size_t plen, tlen, nlen, slen = 0;
-	int opt, rc = PC_EXIT_ERROR;
+	int opt, rc = PC_EXIT_ERROR; /* an exit status, never a PC_E* code */
 
 	while ((opt = getopt_long(argc, argv, "f:k:o:", o, NULL)) != -1) {
 		if (opt == 'f')
@@ -482,13 +482,16 @@ static int cmd_prove(struct cli *c, int argc, char **argv)
 	}
 	{
 		struct merkle_hasher *h;
+		int prc;
 
 		if (merkle_hasher_new(&h, &err) < 0)
 			goto fail;
-		rc = merkle_inclusion_proof(h, (const uint8_t(*)[MERKLE_HASH])l.h, cp.size, l.index,
-					    proof, &plen, &err);
+		/* prc, not rc: a PC_E* code left in rc read as exit status
+		 * 0 when the write below failed */
+		prc = merkle_inclusion_proof(h, (const uint8_t(*)[MERKLE_HASH])l.h, cp.size,
+					     l.index, proof, &plen, &err);
 		merkle_hasher_free(h);
-		if (rc < 0)
+		if (prc < 0)
 			goto fail;
 	}
 	if (logproof_format(l.index, l.line, l.len, (const uint8_t(*)[MERKLE_HASH])proof, plen,
@@ -497,7 +500,7 @@ static int cmd_prove(struct cli *c, int argc, char **argv)
 	if (outp) {
 		if (pc_file_write_atomic(outp, text, tlen, 0644, &err) < 0)
 			goto fail;
-	} else if (fwrite(text, 1, tlen, stdout) != tlen) {
+	} else if (fwrite(text, 1, tlen, stdout) != tlen || fflush(stdout) != 0) {
 		pc_cli_error("log prove", "writing the proof: %s", strerror(errno));
 		goto out;
 	}

@@ -23,6 +23,18 @@ static void usage(FILE *f)
 		"            or a new key)\n");
 }
 
+/* The exit status for what the daemon's work returned (0 or a PC_E*
+ * code): the one place this program turns a code into an exit status
+ * (docs/man/portcullis-logd.8, "EXIT STATUS"). With -t, 1 for input that
+ * was read and is invalid, 3 for input that could not be read; serving,
+ * every failure (a final seal that could not be written included) is 3. */
+static int logd_exit(int rc, bool test)
+{
+	if (rc == 0)
+		return PC_EXIT_OK;
+	return test ? pc_exit_for_check(rc) : PC_EXIT_ERROR;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {{"new-segment", required_argument, NULL, 'N'},
@@ -43,7 +55,7 @@ int main(int argc, char **argv)
 	bool test = false, root = geteuid() == 0;
 	uid_t log_uid = (uid_t)-1;
 	gid_t log_gid = (gid_t)-1;
-	int opt, lfd = -1, cfd = -1, rc = PC_EXIT_ERROR;
+	int opt, lfd = -1, cfd = -1, rc = 0; /* 0 or a PC_E* code; logd_exit maps it */
 	enum pc_loglevel lvl = PC_LOG_INFO;
 	sigset_t set;
 
@@ -86,33 +98,28 @@ int main(int argc, char **argv)
 		char buf[1024];
 
 		pc_log(PC_LOG_ERR, "%s", pc_err_str(&err, buf, sizeof(buf)));
-		return test ? pc_exit_for_check(rc) : PC_EXIT_ERROR;
+		return logd_exit(rc, test);
 	}
-	rc = PC_EXIT_ERROR;
 	if (root && pc_user_lookup(cfg.log.user, &log_uid, &log_gid, &err) < 0) {
-		/* the configuration names a user this machine does not have */
+		/* the configuration names a user this machine does not have:
+		 * invalid input, whatever the lookup's own code */
 		pc_log(PC_LOG_ERR, "log.user: %s", err.msg);
-		return test ? PC_EXIT_FAIL : PC_EXIT_ERROR;
+		return logd_exit(PC_EINVAL, test);
 	}
 	logd_xconf(&cfg, &xc);
 	if (test) {
 		/* The configuration, the key and the syslog settings; the log
 		 * file itself is verified by every start (docs/logd.md). */
-		int r;
-
-		if ((r = logd_key_open(cfg.log.key, false, &key, &err)) < 0) {
-			rc = pc_exit_for_check(r);
+		if ((rc = logd_key_open(cfg.log.key, false, &key, &err)) < 0) {
 			if (err.code != PC_ENOENT)
 				goto fail;
 			pc_log(PC_LOG_NOTICE, "%s: no key yet (generated at first start)",
 			       cfg.log.key);
 		}
-		if ((r = logx_check(&xc, &err)) < 0) {
-			rc = pc_exit_for_check(r);
+		if ((rc = logx_check(&xc, &err)) < 0)
 			goto fail;
-		}
 		pc_log(PC_LOG_NOTICE, "%s: configuration ok", config);
-		rc = PC_EXIT_OK;
+		rc = 0;
 		goto out;
 	}
 
@@ -134,10 +141,10 @@ int main(int argc, char **argv)
 		       "not started as root: running as uid %ld without dropping "
 		       "privileges",
 		       (long)geteuid());
-	if (logd_key_open(cfg.log.key, true, &key, &err) < 0)
+	if ((rc = logd_key_open(cfg.log.key, true, &key, &err)) < 0)
 		goto fail;
-	if (logd_dir_ensure(cfg.log.file, 0750, log_uid, log_gid, &err) < 0 ||
-	    logd_dir_ensure(cfg.log.socket, 0755, (uid_t)-1, (gid_t)-1, &err) < 0)
+	if ((rc = logd_dir_ensure(cfg.log.file, 0750, log_uid, log_gid, &err)) < 0 ||
+	    (rc = logd_dir_ensure(cfg.log.socket, 0755, (uid_t)-1, (gid_t)-1, &err)) < 0)
 		goto fail;
 	{
 		struct note_verifier old[16];
@@ -153,15 +160,17 @@ int main(int argc, char **argv)
 		    .n_old_keys = new_segment ? logd_old_keys_load(cfg.log.key, old, 16) : 0,
 		};
 
-		if (logw_open(&wc, key, new_segment, &w, &err) < 0)
+		if ((rc = logw_open(&wc, key, new_segment, &w, &err)) < 0)
 			goto fail;
 	}
 	/* The socket only once the log is ready: until then clients find
 	 * nobody, rather than a logd that goes away. Anyone may connect();
 	 * SO_PEERCRED decides who is served. */
 	lfd = pc_unix_listen(cfg.log.socket, 0666, (uid_t)-1, (gid_t)-1, &err);
-	if (lfd < 0)
+	if (lfd < 0) {
+		rc = lfd;
 		goto fail;
+	}
 	if (logw_notice(w)[0])
 		pc_log(PC_LOG_WARN, "%s", logw_notice(w));
 	/* The metrics socket: made by root, root's and 0600, before the drop. */
@@ -169,26 +178,25 @@ int main(int argc, char **argv)
 		char path[PC_PATH_MAX + 32];
 
 		snprintf(path, sizeof(path), "%s/%s", cfg.run_dir, LOGD_CTL_SOCK);
-		if (logd_dir_ensure(path, 0755, (uid_t)-1, (gid_t)-1, &err) < 0)
+		if ((rc = logd_dir_ensure(path, 0755, (uid_t)-1, (gid_t)-1, &err)) < 0)
 			goto fail;
 		cfd = pc_unix_listen(path, 0600, (uid_t)-1, (gid_t)-1, &err);
-		if (cfd < 0)
+		if (cfd < 0) {
+			rc = cfd;
 			goto fail;
+		}
 	}
-	if (root && pc_privdrop(cfg.log.user, 0, &err) < 0)
+	if (root && (rc = pc_privdrop(cfg.log.user, 0, &err)) < 0)
 		goto fail;
 	atomic_store(&live.start_ms, pc_now_real_ms());
 	rc = pc_ctl_start(cfd, true, logd_metrics, &live, &ctl, &err);
 	cfd = -1; /* the control thread owns it, or it is closed */
-	if (rc < 0) {
-		rc = PC_EXIT_ERROR;
+	if (rc < 0)
 		goto fail;
-	}
-	rc = PC_EXIT_ERROR;
 	{
 		struct logw_export exp;
 
-		if (logx_start(&xc, &x, &err) < 0)
+		if ((rc = logx_start(&xc, &x, &err)) < 0)
 			goto fail;
 		logx_hooks(x, &exp);
 		logw_set_export(w, &exp);
@@ -200,7 +208,7 @@ int main(int argc, char **argv)
 	pc_log(PC_LOG_NOTICE, "serving %s, writing %s from seq %llu", cfg.log.socket, cfg.log.file,
 	       (unsigned long long)logw_next_seq(w));
 	pc_sd_notify("READY=1", NULL);
-	if (logd_serve(lfd, w, &sc, &st, &err) < 0) {
+	if ((rc = logd_serve(lfd, w, &sc, &st, &err)) < 0) {
 		pc_log(PC_LOG_ERR, "%s", err.msg);
 		logw_close(w, NULL);
 		w = NULL;
@@ -211,6 +219,9 @@ int main(int argc, char **argv)
 	       "connections refused, %llu write errors",
 	       (unsigned long long)st.records, (unsigned long long)st.malformed,
 	       (unsigned long long)st.refused, (unsigned long long)st.write_errors);
+	/* The final checkpoint: a failure here is a log left unsealed, exit
+	 * status 3 like any other failure to keep the log (it returned 253
+	 * once, main returning the negative code itself). */
 	rc = logw_close(w, &err);
 	w = NULL;
 	/* the final checkpoint is staged: give the collectors a moment */
@@ -221,7 +232,6 @@ int main(int argc, char **argv)
 	       (unsigned long long)xs.dropped);
 	if (rc < 0)
 		goto fail;
-	rc = PC_EXIT_OK;
 	goto out;
 fail:
 	pc_log(PC_LOG_ERR, "%s", err.msg);
@@ -234,5 +244,5 @@ out:
 	note_signer_free(key);
 	if (lfd >= 0)
 		close(lfd);
-	return rc;
+	return logd_exit(rc, test);
 }

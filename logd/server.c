@@ -311,22 +311,25 @@ static void publish(struct server *s)
 	atomic_store(&l->last_cp_ms, ws.last_cp_ms);
 }
 
-/* 1: stop, 0: go on. */
-static int handle_signal(struct server *s, struct pc_err *err)
+/* Read the pending signals: 0, with *stop set for SIGTERM/SIGINT (left
+ * alone otherwise), or a PC_E* code when the log can no longer be kept. */
+static int handle_signal(struct server *s, bool *stop, struct pc_err *err)
 {
 	struct signalfd_siginfo si;
 
 	while (read(s->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
 			struct pc_err e;
+			int rc = batch_commit(s, err);
 
-			if (batch_commit(s, err) < 0)
-				return -1;
-			if (logw_reopen(s->w, "reopened on SIGHUP (log rotation)", false, &e) < 0) {
+			if (rc < 0)
+				return rc;
+			rc = logw_reopen(s->w, "reopened on SIGHUP (log rotation)", false, &e);
+			if (rc < 0) {
 				pc_log(PC_LOG_ERR, "reopening the log: %s", e.msg);
 				if (logw_broken(s->w)) {
 					*err = e;
-					return -1;
+					return rc;
 				}
 			} else {
 				pc_log(PC_LOG_NOTICE, "log file reopened");
@@ -334,7 +337,8 @@ static int handle_signal(struct server *s, struct pc_err *err)
 			if (s->conf->on_hup)
 				s->conf->on_hup(s->conf->hup_ctx);
 		} else {
-			return 1;
+			*stop = true;
+			return 0;
 		}
 	}
 	return 0;
@@ -433,11 +437,11 @@ int logd_serve(int listen_fd, struct logw *w, const struct logd_server_conf *con
 		if (batch_commit(&s, err) < 0)
 			goto out;
 		if (sig) {
-			int r = handle_signal(&s, err);
+			bool stop = false;
 
-			if (r < 0)
+			if (handle_signal(&s, &stop, err) < 0)
 				goto out;
-			if (r > 0)
+			if (stop)
 				break;
 		}
 		now = pc_now_mono_ms();

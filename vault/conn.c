@@ -152,7 +152,7 @@ int conn_send_error(struct conn *c, unsigned status, const char *reason)
 
 /* Refuse a request: answer, and log (the refusal stands whether or not logd
  * acknowledges; the connection closes). */
-int conn_refuse(struct conn *c, unsigned status, bool exfil, const char *reason)
+enum conn_next conn_refuse(struct conn *c, unsigned status, bool exfil, const char *reason)
 {
 	if (exfil)
 		pc_log(PC_LOG_WARN, "exfiltration attempt refused: sandbox %s, %s: %s", c->sandbox,
@@ -259,10 +259,10 @@ int conn_server_ctx_new(SSL_CTX **out, struct pc_err *err)
 
 /* ---- the request loop ------------------------------------------------------- */
 
-/* Read until a whole request head is parsed. Returns 1 with *req, or 0
+/* Read until a whole request head is parsed. true with *req, or false
  * when the connection ends: closed between requests, timed out, or refused
  * (answered and logged here). */
-static int read_head(struct conn *c, struct http_request *req)
+static bool read_head(struct conn *c, struct http_request *req)
 {
 	const struct pc_config *cfg = &c->d->cfg;
 	size_t maxh = cfg->vault.max_header_bytes;
@@ -278,21 +278,21 @@ static int read_head(struct conn *c, struct http_request *req)
 		int rc = http_request_parse(c->in, c->in_len, maxh, req, &status, &e);
 
 		if (rc > 0)
-			return 1;
+			return true;
 		if (rc != PC_EAGAIN) {
 			conn_refuse(c, status, false, e.msg);
-			return 0;
+			return false;
 		}
 		if (c->in_len >= maxh) {
 			conn_refuse(c, 431, false, "header section too large");
-			return 0;
+			return false;
 		}
 		rc =
 		    io_read_wait(c->ssl, c->fd, c->in + c->in_len, c->in_cap - c->in_len, deadline);
 		if (rc <= 0) {
 			if (rc == PC_ETIMEOUT && started)
 				conn_refuse(c, 400, false, "request head not completed in time");
-			return 0;
+			return false;
 		}
 		c->in_len += (size_t)rc;
 		if (!started) {
@@ -337,14 +337,15 @@ static bool upstream_stale(struct conn *c)
 }
 
 /* Everything about one request after its head was parsed. */
-static int handle_request(struct conn *c, struct http_request *req)
+static enum conn_next handle_request(struct conn *c, struct http_request *req)
 {
 	struct vault_daemon *d = c->d;
 	struct vault_state *st = vault_daemon_state(d);
 	const struct policy_sandbox *sb;
 	struct inject_out io = {0};
 	struct pc_err e = {0};
-	int acked = 0, rc;
+	enum conn_next rc;
+	int acked = 0;
 
 	conn_note(c, req);
 	c->st = st;
@@ -486,12 +487,8 @@ void *conn_main(void *arg)
 	}
 	for (;;) {
 		struct http_request req;
-		int rc = read_head(c, &req);
 
-		if (rc != 1)
-			break;
-		rc = handle_request(c, &req);
-		if (rc != CONN_KEEP)
+		if (!read_head(c, &req) || handle_request(c, &req) != CONN_KEEP)
 			break;
 	}
 out:

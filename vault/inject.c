@@ -103,33 +103,19 @@ static bool hdr_is(const struct http_header *h, const char *name)
 	return strlen(name) == h->name_len && strncasecmp(h->name, name, h->name_len) == 0;
 }
 
-/* Host header == TLS server name (and port, if given, == original port). */
+/* Host header == TLS server name (and port, if given, == original port).
+ * The header is read by the grammar every other name is (common/
+ * hostname.c): a trailing dot is the same name, case does not count. */
 static bool host_matches(const struct http_header *h, const char *sni, uint16_t port)
 {
-	const char *v = h->value, *colon;
-	size_t n = h->value_len, hl = strlen(sni);
+	struct pc_host host;
 
-	if (!n || v[0] == '[')
+	if (pc_host_parse((const uint8_t *)h->value, 0, h->value_len, PC_HOST_HTTP, &host, NULL) <
+	    0)
 		return false;
-	colon = memchr(v, ':', n);
-	if (colon) {
-		size_t pl = n - (size_t)(colon - v) - 1;
-		unsigned long p = 0;
-
-		if (!pl || pl > 5)
-			return false;
-		for (size_t i = 0; i < pl; i++) {
-			if (colon[1 + i] < '0' || colon[1 + i] > '9')
-				return false;
-			p = p * 10 + (unsigned long)(colon[1 + i] - '0');
-		}
-		if (p != port)
-			return false;
-		n = (size_t)(colon - v);
-	}
-	if (n && v[n - 1] == '.')
-		n--;
-	return n == hl && strncasecmp(v, sni, hl) == 0;
+	if (host.port && host.port != port)
+		return false;
+	return strcmp(host.name, sni) == 0;
 }
 
 /* Decode "Basic <b64>" into dec (BASIC_MAX); length or -1. */

@@ -383,10 +383,11 @@ static int small_body(struct conn *c, const struct http_response *r, const struc
 }
 
 /* Send the response whose head is parsed at ubuf[uoff..] and its body.
- * Returns CONN_KEEP/CONN_CLOSE, or <0 when the response broke midway. */
+ * 0 with *next (what the client connection is fit for after it), or <0
+ * when the response broke midway. */
 static int relay_response(struct conn *c, const struct http_request *req,
 			  const struct http_response *r, const struct scrub_pat *pats,
-			  size_t n_pats)
+			  size_t n_pats, enum conn_next *next)
 {
 	bool client_keep = req->keep_alive && r->status != 101;
 	bool small = r->body == HTTP_BODY_LENGTH && r->content_length <= SMALL_BODY;
@@ -441,14 +442,17 @@ static int relay_response(struct conn *c, const struct http_request *req,
 		}
 		k->c = c;
 		k->chunked = req->minor == 1;
-		scrub_init(&s, pats, n_pats, NULL);
-		rc = stream_body(c, r, &s, k);
+		/* a scrubber that cannot scan must not pass the body on */
+		rc = scrub_init(&s, pats, n_pats, NULL);
+		if (rc == 0)
+			rc = stream_body(c, r, &s, k);
 		scrub_free(&s);
 		free(k);
 		if (rc < 0)
 			goto out;
 	}
-	rc = client_keep ? CONN_KEEP : CONN_CLOSE;
+	*next = client_keep ? CONN_KEEP : CONN_CLOSE;
+	rc = 0;
 out:
 	if (head)
 		sodium_memzero(head, hl);
@@ -462,8 +466,8 @@ out:
 	return rc;
 }
 
-int relay_exchange(struct conn *c, struct vault_state *st, const struct http_request *req,
-		   const struct inject_out *io)
+enum conn_next relay_exchange(struct conn *c, struct vault_state *st,
+			      const struct http_request *req, const struct inject_out *io)
 {
 	size_t n_vals = st->store->n, n_pats = n_vals + io->n_derived;
 	struct scrub_pat *pats = calloc(n_pats + 1, sizeof(*pats));
@@ -472,7 +476,8 @@ int relay_exchange(struct conn *c, struct vault_state *st, const struct http_req
 	struct pc_err e = {0};
 	struct body_out bo = {.c = c, .head = c->out, .head_len = io->head_len};
 	struct scrub bs;
-	int rc = CONN_CLOSE, interim = 0;
+	enum conn_next next = CONN_CLOSE;
+	int rc, interim = 0; /* rc: 0 or a PC_E* code */
 
 	if (!pats || !phs) {
 		conn_send_error(c, 500, "internal error (out of memory)");
@@ -490,7 +495,13 @@ int relay_exchange(struct conn *c, struct vault_state *st, const struct http_req
 	if (req->expect_continue && req->body != HTTP_BODY_NONE &&
 	    io_write(c->ssl, c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25, idle_deadline(c)) < 0)
 		goto out;
-	scrub_init(&bs, phs, n_vals, NULL);
+	if ((rc = scrub_init(&bs, phs, n_vals, &e)) < 0) {
+		/* not reached (every placeholder has a length); a body that
+		 * cannot be scanned is not forwarded */
+		conn_log(c, LOGREC_HTTP_REQUEST, LOGREC_NONE, e.msg, 500, io->secrets, false, NULL);
+		conn_send_error(c, 500, "internal error (request body scanner)");
+		goto out;
+	}
 	rc = relay_body(c, req, &bs, &bo);
 	if (rc == 0)
 		rc = body_release(&bo);
@@ -516,17 +527,15 @@ int relay_exchange(struct conn *c, struct vault_state *st, const struct http_req
 	}
 	scrub_free(&bs);
 	free(bo.buf);
-	if (rc < 0) {
-		rc = CONN_CLOSE;
+	if (rc < 0)
 		goto out;
-	}
 	for (;;) {
 		if (read_response_head(c, !strcmp(req->method, "HEAD"), &resp, &e) < 0) {
 			conn_log(c, LOGREC_HTTP_REQUEST, LOGREC_NONE, e.msg, 502, io->secrets,
 				 false, NULL);
 			conn_send_error(c, 502, e.msg);
 			conn_upstream_close(c);
-			rc = CONN_CLOSE;
+			next = CONN_CLOSE;
 			goto out;
 		}
 		if (resp.status >= 200 || resp.status == 101)
@@ -534,41 +543,43 @@ int relay_exchange(struct conn *c, struct vault_state *st, const struct http_req
 		if (++interim > 16) {
 			conn_send_error(c, 502, "upstream sent too many interim (1xx) responses");
 			conn_upstream_close(c);
-			rc = CONN_CLOSE;
+			next = CONN_CLOSE;
 			goto out;
 		}
 		/* interim responses (1xx) pass to HTTP/1.1 clients, unframed */
-		if (req->minor == 0)
+		if (req->minor == 0) {
 			c->uoff += resp.head_len;
-		else if ((rc = relay_response(c, req, &resp, pats, n_pats)) < 0)
+		} else if (relay_response(c, req, &resp, pats, n_pats, &next) < 0) {
+			next = CONN_CLOSE;
 			goto out;
+		}
 	}
 	if (resp.status == 101 && !req->upgrade) {
 		conn_send_error(c, 502, "upstream switched protocols unasked");
 		conn_upstream_close(c);
-		rc = CONN_CLOSE;
+		next = CONN_CLOSE;
 		goto out;
 	}
-	rc = relay_response(c, req, &resp, pats, n_pats);
+	rc = relay_response(c, req, &resp, pats, n_pats, &next);
 	conn_log(c, LOGREC_HTTP_REQUEST, LOGREC_NONE, "response", resp.status, io->secrets, false,
 		 NULL);
-	if (rc >= 0 && resp.status == 101) {
-		rc = tunnel_run(c, st, pats, n_pats);
+	if (rc == 0 && resp.status == 101) {
+		next = tunnel_run(c, st, pats, n_pats);
 		conn_upstream_close(c);
 		goto out;
 	}
 	if (rc < 0 || !resp.keep_alive || c->uoff != c->ulen)
 		conn_upstream_close(c);
 	if (rc < 0)
-		rc = CONN_CLOSE;
+		next = CONN_CLOSE;
 out:
 	/* keep pipelined client bytes for the next request */
-	if (rc == CONN_KEEP && c->in_off) {
+	if (next == CONN_KEEP && c->in_off) {
 		memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
 		c->in_len -= c->in_off;
 		c->in_off = 0;
 	}
 	free(pats);
 	free(phs);
-	return rc;
+	return next;
 }

@@ -196,8 +196,8 @@ static void wsdir_free(struct wsdir *w)
 	free(w->raw);
 }
 
-int tunnel_run(struct conn *c, const struct vault_state *st, const struct scrub_pat *pats,
-	       size_t n_pats)
+enum conn_next tunnel_run(struct conn *c, const struct vault_state *st,
+			  const struct scrub_pat *pats, size_t n_pats)
 {
 	struct wsdir cw = {.from_client = true}, uw = {0};
 	char why[600] = "";

@@ -168,8 +168,13 @@ void *conn_main(void *arg);
 void vault_daemon_conn_release(struct vault_daemon *d, struct conn_slot *s, const char *sandbox);
 
 /* One client connection (conn.c, relay.c). */
-#define CONN_KEEP     0 /* the connection may carry another request */
-#define CONN_CLOSE    1 /* close it */
+/* What a client connection is fit for after a request: a result of its
+ * own, never mixed with the PC_E* codes (a function that can also fail
+ * returns 0 or PC_E* and gives this through an out-parameter). */
+enum conn_next {
+	CONN_KEEP,  /* the connection may carry another request */
+	CONN_CLOSE, /* close it */
+};
 #define CONN_IO_BUF   16384
 #define CONN_OUT_BODY 4096 /* a body this small goes upstream with its head */
 
@@ -207,15 +212,16 @@ int conn_server_ctx_new(SSL_CTX **out, struct pc_err *err);
 void conn_log(struct conn *c, enum logrec_action action, enum logrec_verdict verdict,
 	      const char *reason, unsigned status, const char *secrets, bool wait, int *acked);
 int conn_send_error(struct conn *c, unsigned status, const char *reason);
-int conn_refuse(struct conn *c, unsigned status, bool exfil, const char *reason);
+/* Answer status, log the refusal; always CONN_CLOSE. */
+enum conn_next conn_refuse(struct conn *c, unsigned status, bool exfil, const char *reason);
 void conn_upstream_close(struct conn *c);
-/* Forward the request (head in c->out) and its body, relay the response.
- * Returns CONN_KEEP or CONN_CLOSE. */
 /* After a 101: relay WebSocket messages both ways (tunnel.c). Returns
  * CONN_CLOSE. */
-int tunnel_run(struct conn *c, const struct vault_state *st, const struct scrub_pat *pats,
-	       size_t n_pats);
-int relay_exchange(struct conn *c, struct vault_state *st, const struct http_request *req,
-		   const struct inject_out *io);
+enum conn_next tunnel_run(struct conn *c, const struct vault_state *st,
+			  const struct scrub_pat *pats, size_t n_pats);
+/* Forward the request (head in c->out) and its body, relay the response;
+ * every failure is answered and logged here. */
+enum conn_next relay_exchange(struct conn *c, struct vault_state *st,
+			      const struct http_request *req, const struct inject_out *io);
 
 #endif

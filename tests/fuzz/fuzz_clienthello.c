@@ -27,7 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		for (size_t i = 0; i < n; i++)
 			if (!((sni[i] >= 'a' && sni[i] <= 'z') ||
-			      (sni[i] >= '0' && sni[i] <= '9') || sni[i] == '-' || sni[i] == '.'))
+			      (sni[i] >= '0' && sni[i] <= '9') || sni[i] == '-' || sni[i] == '_' ||
+			      sni[i] == '.'))
 				abort();
 	}
 	/* The parser decides on a prefix exactly as on the whole stream, or

@@ -106,6 +106,8 @@ t_match "a proof whose path was changed fails" "is not leaf 16 of the tree" "$ou
 t_fail "a proof checked with the wrong key fails" \
 	PC log verify --proof "$D/proof" --key "$D/other.pub"
 t_fail "proving a seq that does not exist fails" PC log prove 999
+PC log prove 17 >/dev/full 2>/dev/null
+t_eq "log prove to a full stdout: exit 3, not 0" 3 $?
 
 # the human form
 show=$(PC log show)

@@ -29,7 +29,8 @@ vault_need_bins() {
 }
 
 # vault_config: write portcullis.yaml and the rules for sandbox 1 (agent-1)
-# and sandbox 2 (agent-2).
+# and sandbox 2 (agent-2); $V_ALLOW1_EXTRA (allow entries, indented as
+# the others) is added to agent-1's.
 vault_config() {
 	V=$LAB_DIR/v
 	mkdir -p "$V/rules.d" "$V/run"
@@ -77,6 +78,7 @@ vault_config() {
 	    ports: [443]
 	  - host: paste.evil.test
 	    ports: [443]
+	${V_ALLOW1_EXTRA:-}
 	secrets:
 	  - name: GITHUB_TOKEN
 	    host: api.github.test

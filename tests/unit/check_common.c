@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/pc.h"
+#include "tests/unit/hostnames.h"
 #include "tests/unit/unit.h"
 
 START_TEST(addr_parse_v4_v6)
@@ -246,6 +247,44 @@ START_TEST(rfc3339_time)
 }
 END_TEST
 
+/* The shared table, straight through the validator, every form. */
+START_TEST(hostname_table_every_form)
+{
+	static const enum pc_host_form forms[] = {PC_HOST_NAME, PC_HOST_POLICY, PC_HOST_SNI,
+						  PC_HOST_HTTP};
+
+	for (size_t i = 0; i < N_HOSTNAME_CASES; i++) {
+		const struct hostname_case *c = &hostname_cases[i];
+
+		for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
+			const char *want = hostname_want(c, forms[f]), *why = NULL;
+			struct pc_host h = {.port = 7};
+			char shown[300];
+			int rc = pc_host_parse_str(c->in, forms[f], &h, &why);
+
+			if (want) {
+				ck_assert_msg(rc == 0, "'%s' form %zu: refused (%s)", c->in, f,
+					      why);
+				ck_assert_str_eq(hostname_shown(&h, shown, sizeof(shown)), want);
+			} else {
+				ck_assert_msg(rc == PC_EPARSE, "'%s' form %zu: accepted", c->in, f);
+				ck_assert_ptr_nonnull(why);
+				ck_assert_uint_eq(h.port, 7); /* untouched on failure */
+			}
+		}
+	}
+	/* the bytes between start and end only: no NUL needed, none read past */
+	ck_assert_int_eq(pc_host_parse((const uint8_t *)"xa.example.comx", 1, 14, PC_HOST_SNI,
+				       &(struct pc_host){0}, NULL),
+			 0);
+	ck_assert_int_eq(pc_host_parse(NULL, 0, 0, PC_HOST_NAME, &(struct pc_host){0}, NULL),
+			 PC_EINVAL);
+	ck_assert_int_eq(
+	    pc_host_parse((const uint8_t *)"a", 1, 0, PC_HOST_NAME, &(struct pc_host){0}, NULL),
+	    PC_EINVAL);
+}
+END_TEST
+
 static Suite *common_suite(void)
 {
 	Suite *s = suite_create("common");
@@ -262,6 +301,7 @@ static Suite *common_suite(void)
 	tcase_add_test(tc, file_read_limits_and_atomic_write);
 	tcase_add_test(tc, unix_seqpacket_roundtrip_and_peercred);
 	tcase_add_test(tc, rfc3339_time);
+	tcase_add_test(tc, hostname_table_every_form);
 	suite_add_tcase(s, tc);
 	return s;
 }

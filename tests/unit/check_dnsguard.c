@@ -5,6 +5,7 @@
 #include "dnsguard/dnsguard.h"
 #include "dnsguard/dnsguard_int.h" /* dg_hash: the tables' keyed hash */
 #include "tests/unit/dnsmsg.h"
+#include "tests/unit/hostnames.h"
 #include "tests/unit/unit.h"
 
 #include <ldns/ldns.h>
@@ -196,6 +197,49 @@ START_TEST(query_allowed_exact_name)
 	dnsguard_stats(g, &st);
 	ck_assert_uint_eq(st.queries_allowed, 1);
 	ck_assert_uint_eq(st.pending_queries, 1);
+}
+END_TEST
+
+/* The shared table as a query's name, its labels put on the wire as
+ * they are written (no escapes: the bytes a sandbox sends); names that
+ * have no wire form (an empty label, a label over 63) are skipped. The
+ * query's name is the table's PC_HOST_NAME column or "" ("name is not a
+ * host name"). */
+START_TEST(query_hostname_table)
+{
+	for (size_t i = 0; i < N_HOSTNAME_CASES; i++) {
+		const struct hostname_case *c = &hostname_cases[i];
+		struct dnsguard_query_res r;
+		uint8_t m[600] = {0, 9, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0};
+		size_t n = 12, len = strlen(c->in), start = 0;
+		bool wire = len > 0 && strcmp(c->in, ".") != 0;
+
+		for (size_t k = 0; wire && k <= len; k++) {
+			if (k < len && c->in[k] != '.')
+				continue;
+			if (k == len && k == start)
+				break; /* the trailing dot: the root label below */
+			if (k == start || k - start > 63) {
+				wire = false;
+				break;
+			}
+			m[n++] = (uint8_t)(k - start);
+			memcpy(m + n, c->in + start, k - start);
+			n += k - start;
+			start = k + 1;
+		}
+		if (!wire || n > 12 + 255)
+			continue;
+		m[n++] = 0;
+		m[n++] = 0;
+		m[n++] = 1; /* A */
+		m[n++] = 0;
+		m[n++] = 1; /* IN */
+		ck_assert_int_eq(dnsguard_query(g, &sb1, &qf, m, n, T0, &r), 0);
+		ck_assert_str_eq(r.qname, c->name ? c->name : "");
+		if (!c->name)
+			ck_assert_str_eq(r.reason, "name is not a host name");
+	}
 }
 END_TEST
 
@@ -911,8 +955,12 @@ START_TEST(answer_shared_address_names_and_sni)
 	ck_assert(
 	    dnsguard_sni_allowed(g, &sb1, &dst, IPPROTO_TCP, 443, "PyPI.org", T0 + 10, &rule));
 	ck_assert_ptr_eq(rule, &allows[2]);
-	ck_assert(dnsguard_sni_allowed(g, &sb1, &dst, IPPROTO_TCP, 443, "x.githubusercontent.com.",
+	ck_assert(dnsguard_sni_allowed(g, &sb1, &dst, IPPROTO_TCP, 443, "x.githubusercontent.com",
 				       T0 + 10, NULL));
+	/* a server name carries no trailing dot (RFC 6066): refused, as the
+	 * vault refuses it (common/hostname.c) */
+	ck_assert(!dnsguard_sni_allowed(g, &sb1, &dst, IPPROTO_TCP, 443, "x.githubusercontent.com.",
+					T0 + 10, NULL));
 	/* allowed name, but never resolved to this address: domain fronting */
 	ck_assert(!dnsguard_sni_allowed(g, &sb1, &dst, IPPROTO_TCP, 443, "api.github.com", T0 + 10,
 					NULL));
@@ -1093,6 +1141,7 @@ static Suite *dnsguard_suite(void)
 	tcase_add_test(q, query_allowed_exact_name);
 	tcase_add_test(q, tables_hash_keyed);
 	tcase_add_test(q, query_name_case_insensitive);
+	tcase_add_test(q, query_hostname_table);
 	tcase_add_test(q, query_wildcard_needs_a_label);
 	tcase_add_test(q, query_denied_name_gets_refused_reply);
 	tcase_add_test(q, query_nxdomain_when_configured);

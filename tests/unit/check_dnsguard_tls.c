@@ -3,6 +3,7 @@
  * every prefix, re-framed over many records; and crafted ones for the
  * corner cases (duplicates, bad names, bad lengths, oversize, not TLS). */
 #include "dnsguard/dnsguard.h"
+#include "tests/unit/hostnames.h"
 #include "tests/unit/unit.h"
 
 #include <openssl/ssl.h>
@@ -217,12 +218,13 @@ START_TEST(crafted_names)
 	char sni[POLICY_HOST_MAX], name[300];
 	size_t el;
 
-	el = sni_ext(e, 0, "WWW.Example.ORG.");
+	el = sni_ext(e, 0, "WWW.Example.ORG");
 	ck_assert_int_eq(sni_of(ch, crafted_ch(e, el, ch), sni), 1);
 	ck_assert_str_eq(sni, "www.example.org");
+	/* RFC 6066: no trailing dot; the vault refuses it too */
 	static const char *const bad[] = {
-	    "a..b",	  ".a",		 "a b", "a_b.example", "-a.example",
-	    "a-.example", "a.example..", "",	"a\nb",	       "ex\xc3\xa9.com"};
+	    "a..b",	   ".a", "a b",	 "WWW.Example.ORG.", "-a.example", "a-.example",
+	    "a.example..", "",	 "a\nb", "ex\xc3\xa9.com"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		el = sni_ext(e, 0, bad[i]);
 		ck_assert_msg(sni_of(ch, crafted_ch(e, el, ch), sni) == PC_EPARSE, "%s", bad[i]);
@@ -254,6 +256,28 @@ START_TEST(crafted_names)
 	/* the caller's buffer too small */
 	el = sni_ext(e, 0, "api.github.com");
 	ck_assert_int_eq(tls_clienthello_sni(ch, crafted_ch(e, el, ch), sni, 5, NULL), PC_EINVAL);
+}
+END_TEST
+
+/* The shared table in a ClientHello's server_name: the engine's held-flow
+ * path takes what the policy and the vault take, and only that. */
+START_TEST(crafted_hostname_table)
+{
+	uint8_t e[600], ch[1024];
+	char sni[POLICY_HOST_MAX];
+
+	for (size_t i = 0; i < N_HOSTNAME_CASES; i++) {
+		const struct hostname_case *c = &hostname_cases[i];
+		size_t el = sni_ext(e, 0, c->in);
+		int rc = sni_of(ch, crafted_ch(e, el, ch), sni);
+
+		if (c->sni) {
+			ck_assert_msg(rc == 1, "'%s': %d", c->in, rc);
+			ck_assert_str_eq(sni, c->sni);
+		} else {
+			ck_assert_msg(rc == PC_EPARSE, "'%s': %d", c->in, rc);
+		}
+	}
 }
 END_TEST
 
@@ -355,6 +379,7 @@ static Suite *tls_suite(void)
 	tcase_add_test(t, clienthello_over_many_records);
 	tcase_add_test(t, not_tls_rejected_at_once);
 	tcase_add_test(t, crafted_names);
+	tcase_add_test(t, crafted_hostname_table);
 	tcase_add_test(t, crafted_structure_errors);
 	tcase_add_test(t, oversize_is_refused_not_awaited);
 	tcase_add_test(t, random_bytes_never_crash);

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include "rules/rules.h"
+#include "tests/unit/hostnames.h"
 #include "tests/unit/unit.h"
 
 static struct policy *load_cfg(const char *yaml, const struct pc_config *cfg)
@@ -230,6 +231,40 @@ START_TEST(qtype_bits_follow_rr_types)
 	ck_assert_uint_eq(pc_qtype_bit(255), 0); /* ANY */
 	ck_assert_uint_eq(pc_qtype_bit(252), 0); /* AXFR */
 	ck_assert_uint_eq(pc_qtype_bit(0), 0);
+}
+END_TEST
+
+/* The shared table through a rule's host (policy_host_normalize) and
+ * through a lookup (policy_allow_name_match, which every query, server
+ * name and secret lookup goes through). */
+START_TEST(hostname_table_rules)
+{
+	for (size_t i = 0; i < N_HOSTNAME_CASES; i++) {
+		const struct hostname_case *c = &hostname_cases[i];
+		char out[POLICY_HOST_MAX], shown[300];
+		struct pc_err e = {0};
+		bool w = false;
+		int rc = policy_host_normalize(c->in, out, sizeof(out), &w, &e);
+		struct policy_allow a = {.kind = POLICY_ALLOW_HOST, .host = "example.com"};
+
+		if (c->policy) {
+			ck_assert_msg(rc == 0, "'%s': %s", c->in, e.msg);
+			snprintf(shown, sizeof(shown), "%s%s", w ? "*." : "", out);
+			ck_assert_str_eq(shown, c->policy);
+		} else {
+			ck_assert_msg(rc < 0, "'%s' accepted as a rule's host", c->in);
+		}
+		if (c->name) {
+			pc_strlcpy(a.host, c->name, sizeof(a.host));
+			ck_assert_msg(policy_allow_name_match(&a, c->in), "'%s'", c->in);
+		} else {
+			ck_assert_msg(!policy_allow_name_match(&a, c->in), "'%s'", c->in);
+			if (c->policy && !w) {
+				pc_strlcpy(a.host, out, sizeof(a.host));
+				ck_assert_msg(!policy_allow_name_match(&a, c->in), "'%s'", c->in);
+			}
+		}
+	}
 }
 END_TEST
 
@@ -812,6 +847,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(tc, refcount_keeps_policy_alive);
 	tcase_add_test(tc, qtype_bits_follow_rr_types);
 	tcase_add_test(tc, host_normalize_accepts_and_refuses);
+	tcase_add_test(tc, hostname_table_rules);
 	tcase_add_test(tc, host_exact_wildcard_case_and_trailing_dot);
 	tcase_add_test(tc, cidr_v4_v6_ports_and_proto);
 	tcase_add_test(tc, first_matching_entry_in_file_order_is_reported);

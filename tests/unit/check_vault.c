@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tests/unit/hostnames.h"
 #include "tests/unit/unit.h"
 #include "vault/vault.h"
 
@@ -346,6 +347,35 @@ START_TEST(sni_parse_cases)
 }
 END_TEST
 
+/* The shared table through the vault's server_name parser: the same
+ * verdict as the engine's (check_dnsguard_tls) and the policy's. */
+START_TEST(sni_parse_hostname_table)
+{
+	for (size_t i = 0; i < N_HOSTNAME_CASES; i++) {
+		const struct hostname_case *c = &hostname_cases[i];
+		size_t n = strlen(c->in);
+		uint8_t ext[300];
+		char host[256];
+		int rc;
+
+		ck_assert_uint_le(n + 5, sizeof(ext));
+		ext[0] = (uint8_t)((n + 3) >> 8);
+		ext[1] = (uint8_t)(n + 3);
+		ext[2] = 0;
+		ext[3] = (uint8_t)(n >> 8);
+		ext[4] = (uint8_t)n;
+		memcpy(ext + 5, c->in, n);
+		rc = sni_parse(ext, n + 5, host, sizeof(host), NULL);
+		if (c->sni) {
+			ck_assert_msg(rc == 0, "'%s' refused", c->in);
+			ck_assert_str_eq(host, c->sni);
+		} else {
+			ck_assert_msg(rc < 0, "'%s' accepted", c->in);
+		}
+	}
+}
+END_TEST
+
 START_TEST(store_seal_roundtrip)
 {
 	uint8_t key[32], *sealed, *pt;
@@ -468,6 +498,7 @@ static Suite *vault_suite(void)
 	tcase_add_test(t, scrub_refusal_needle_stops);
 	tcase_add_test(t, scrub_buffer_oneshot);
 	tcase_add_test(t, sni_parse_cases);
+	tcase_add_test(t, sni_parse_hostname_table);
 	tcase_add_test(t, store_seal_roundtrip);
 	tcase_add_test(t, store_dir_roundtrip);
 	suite_add_tcase(s, t);

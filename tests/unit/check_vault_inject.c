@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/unit/hostnames.h"
 #include "tests/unit/unit.h"
 #include "vault/vault_int.h"
 
@@ -229,6 +230,44 @@ START_TEST(client_credentials_replaced)
 }
 END_TEST
 
+/* The shared table in a Host header, against the server name the table
+ * says it is (port 443): anything else is a mismatch (421). */
+START_TEST(host_header_hostname_table)
+{
+	for (size_t i = 0; i < N_HOSTNAME_CASES; i++) {
+		const struct hostname_case *c = &hostname_cases[i];
+		char reqs[600], sni[300] = "example.com", *colon;
+		bool match = false;
+		struct http_request req;
+		struct inject_out r;
+		struct pc_err e = {0};
+		unsigned status;
+		size_t cap = inject_out_cap(32768);
+		uint8_t *buf;
+
+		if (c->http) {
+			pc_strlcpy(sni, c->http, sizeof(sni));
+			colon = strchr(sni, ':');
+			match = !colon || strcmp(colon, ":443") == 0;
+			if (colon)
+				*colon = '\0';
+		}
+		snprintf(reqs, sizeof(reqs), "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", c->in);
+		if (http_request_parse(reqs, strlen(reqs), 32768, &req, &status, &e) <= 0) {
+			/* the head itself is refused first: never a match */
+			ck_assert_msg(!c->http, "'%s': %s", c->in, e.msg);
+			continue;
+		}
+		buf = malloc(cap);
+		ck_assert_int_eq(inject_request(st, sb, sni, 443, reqs, &req, buf, cap, &r), 0);
+		ck_assert_msg((r.status == 421) == !match, "'%s': %u %s", c->in, r.status,
+			      r.reason);
+		inject_out_clear(&r);
+		free(buf);
+	}
+}
+END_TEST
+
 static Suite *inject_suite(void)
 {
 	Suite *s = suite_create("vault_inject");
@@ -242,6 +281,7 @@ static Suite *inject_suite(void)
 	tcase_add_test(t, basic_injected_with_derived_scrub);
 	tcase_add_test(t, refusals);
 	tcase_add_test(t, client_credentials_replaced);
+	tcase_add_test(t, host_header_hostname_table);
 	suite_add_tcase(s, t);
 	return s;
 }
