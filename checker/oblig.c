@@ -368,6 +368,15 @@ static const char *facing_why(const struct ck_state *st, const struct checker_ex
 			}
 		}
 	}
+	/* a veth toward the namespace an uplink leads to is upstream-facing */
+	if (strcmp(l->kind, "veth") == 0 && l->link_netns && l->link_nsid >= 0)
+		for (size_t i = 0; i < st->n_links; i++) {
+			const struct ck_link *o = &st->links[i];
+
+			if (o != l && o->link_netns && o->link_nsid == l->link_nsid &&
+			    is_uplink(st, o))
+				return NULL;
+		}
 	if (!l->master &&
 	    ((strcmp(l->kind, "veth") == 0 && l->link_netns) || strcmp(l->kind, "tun") == 0) &&
 	    !is_uplink(st, l)) {

@@ -750,6 +750,22 @@ static void eval_target(struct reval *e, struct nftnl_expr *x)
 		struct xt_connmark_tginfo1 m;
 
 		memcpy(&m, info, sizeof(m));
+		/* revision 2 (xt_connmark_tginfo2) puts shift_dir and shift_bits
+		 * before the mode; a shift moves bits: not modelled */
+		if (rev >= 2) {
+			struct xt_connmark_tginfo2 m2;
+
+			if (rev > 2 || ilen < sizeof(m2)) {
+				doubtf(e, "xt CONNMARK target revision %u not modelled", rev);
+				return;
+			}
+			memcpy(&m2, info, sizeof(m2));
+			m.mode = m2.mode;
+			if (m2.shift_bits && m2.mode != XT_CONNMARK_SET) {
+				doubtf(e, "xt CONNMARK with a shift not modelled");
+				return;
+			}
+		}
 		if (m.mode == XT_CONNMARK_SET) {
 			struct aval v = {.kind = V_CONST, .len = 4};
 
