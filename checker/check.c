@@ -475,6 +475,7 @@ static int state_read(struct ck_state *st, const char *br, int engine_pid, struc
 	ck_legacy_read(st);
 	ck_ebt_read(st);
 	ck_nfq_read(st, engine_pid);
+	ck_tun_owners(st);
 	return 0;
 }
 

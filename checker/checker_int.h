@@ -170,6 +170,7 @@ struct ck_link {
 	int ifindex, master, link;
 	bool link_netns; /* IFLA_LINK_NETNSID: the peer lives in another namespace */
 	int link_nsid;	 /* that namespace's id here (-1 none): one id, one sandbox */
+	int tun_owner;	 /* tap/tun: a process holding it (a VM), 0 none found */
 	char name[16], kind[32], slave_kind[32];
 	unsigned flags;
 	uint8_t mac[6];
@@ -323,6 +324,10 @@ void ck_ebt_read(struct ck_state *st);
  * named portcullisd in this namespace) is the one that must hold the
  * engine's queues. */
 void ck_nfq_read(struct ck_state *st, int engine_pid);
+/* For each tap/tun device, a process that holds it open (/proc/PID/fdinfo
+ * "iff:"): the taps one VM holds are its NICs. Only looked up when there
+ * are two or more tap devices. */
+void ck_tun_owners(struct ck_state *st);
 
 const struct ck_link *ck_link_by_name(const struct ck_state *st, const char *name);
 const struct ck_link *ck_link_by_index(const struct ck_state *st, int ifindex);

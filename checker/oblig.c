@@ -368,6 +368,21 @@ static const char *facing_why(const struct ck_state *st, const struct checker_ex
 			}
 		}
 	}
+	if (strcmp(l->kind, "tun") == 0 && l->tun_owner > 0) {
+		for (size_t i = 0; i < st->n_links; i++) {
+			const struct ck_link *o = &st->links[i];
+
+			if (o != l && facing[i] && strcmp(o->kind, "tun") == 0 &&
+			    o->tun_owner == l->tun_owner) {
+				snprintf(
+				    why, len,
+				    "a tap of the VM (pid %d) whose tap %s is sandbox-facing (a "
+				    "second NIC of that sandbox)",
+				    l->tun_owner, o->name);
+				return why;
+			}
+		}
+	}
 	/* a veth toward the namespace an uplink leads to is upstream-facing */
 	if (strcmp(l->kind, "veth") == 0 && l->link_netns && l->link_nsid >= 0)
 		for (size_t i = 0; i < st->n_links; i++) {

@@ -512,3 +512,75 @@ void ck_nfq_read(struct ck_state *st, int engine_pid)
 	}
 	free(buf);
 }
+
+/* ---- which process holds each tap ------------------------------------------ */
+
+static struct ck_link *tun_by_name(struct ck_state *st, const char *name)
+{
+	for (size_t i = 0; i < st->n_links; i++)
+		if (strcmp(st->links[i].kind, "tun") == 0 && strcmp(st->links[i].name, name) == 0)
+			return &st->links[i];
+	return NULL;
+}
+
+/* The tun fds of process pid: their fdinfo names the device ("iff:"). */
+static void tun_scan_pid(struct ck_state *st, int pid)
+{
+	char dir[64];
+	struct dirent *d;
+	DIR *dp;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
+	dp = opendir(dir);
+	if (!dp)
+		return;
+	while ((d = readdir(dp))) {
+		char p[384], tgt[32], *buf = NULL, *iff;
+		size_t len = 0;
+		ssize_t n;
+		struct ck_link *l;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, d->d_name);
+		n = readlink(p, tgt, sizeof(tgt) - 1);
+		if (n <= 0)
+			continue;
+		tgt[n] = 0;
+		if (strcmp(tgt, "/dev/net/tun") != 0)
+			continue;
+		snprintf(p, sizeof(p), "/proc/%d/fdinfo/%s", pid, d->d_name);
+		if (pc_file_read(p, 4096, &buf, &len, NULL) < 0)
+			continue;
+		iff = strstr(buf, "iff:");
+		if (iff) {
+			iff += 4;
+			iff += strspn(iff, " \t");
+			iff[strcspn(iff, "\n")] = 0;
+			l = tun_by_name(st, iff);
+			if (l && !l->tun_owner)
+				l->tun_owner = pid;
+		}
+		free(buf);
+	}
+	closedir(dp);
+}
+
+void ck_tun_owners(struct ck_state *st)
+{
+	struct dirent *d;
+	DIR *dp;
+	size_t ntun = 0;
+
+	for (size_t i = 0; i < st->n_links; i++)
+		ntun += strcmp(st->links[i].kind, "tun") == 0;
+	if (ntun < 2 || !(dp = opendir("/proc")))
+		return;
+	while ((d = readdir(dp))) {
+		int id = atoi(d->d_name);
+
+		if (id > 0)
+			tun_scan_pid(st, id);
+	}
+	closedir(dp);
+}
