@@ -203,17 +203,21 @@ void ck_state_canon(const struct ck_state *st, const char *br, struct ck_buf *ou
 {
 	char a[64], g[64], n1[32];
 
-	ck_buf_printf(out, "# portcullis state snapshot v1 (bridge %s)\n", br);
+	ck_buf_printf(out, "# portcullis state snapshot v2 (bridge %s)\n", br);
 	for (size_t i = 0; i < st->n_links; i++) {
 		const struct ck_link *l = &st->links[i];
 
 		ck_buf_printf(out, "link %s kind=%s up=%d master=%s", l->name,
 			      l->kind[0] ? l->kind : "-", (l->flags & 1) ? 1 : 0,
 			      l->master ? ck_ifname(st, l->master, n1, sizeof(n1)) : "-");
+		if (l->link)
+			ck_buf_printf(out, " link=%d%s", l->link, l->link_netns ? "@other-ns" : "");
 		if (l->brport)
 			ck_buf_printf(out,
-				      " isolated=%d learning=%d flood=%d hairpin=%d proxyarp=%d",
-				      l->isolated, l->learning, l->flood, l->hairpin, l->proxyarp);
+				      " isolated=%d learning=%d flood=%d hairpin=%d proxyarp=%d "
+				      "state=%d locked=%d neigh_suppress=%d",
+				      l->isolated, l->learning, l->flood, l->hairpin, l->proxyarp,
+				      l->stp_state, l->locked, l->neigh_suppress);
 		if (l->br_nf_ipt >= 0)
 			ck_buf_printf(
 			    out, " nf_call_iptables=%d nf_call_ip6tables=%d nf_call_arptables=%d",
@@ -262,6 +266,8 @@ void ck_state_canon(const struct ck_state *st, const char *br, struct ck_buf *ou
 		ck_buf_printf(out, "sysctl %s = %s\n", st->sysctls[i].key,
 			      st->sysctls[i].val[0] ? st->sysctls[i].val : "(absent)");
 	ck_buf_printf(out, "legacy %s\n", st->legacy[0] ? st->legacy : "-");
+	ck_buf_printf(out, "ebtables %s%s%s\n", st->ebt[0] ? st->ebt : "-",
+		      st->ebt_unreadable[0] ? " unreadable: " : "", st->ebt_unreadable);
 }
 
 /* ---- ebtables-legacy ---------------------------------------------------- */
