@@ -132,8 +132,8 @@ static void members_check(const struct ck_state *st, const struct checker_expect
 			ck_evid(res, CK_OB_MEMBERS, "policy port %s exists but is on no bridge",
 				l->name);
 	}
-	ck_evid(res, CK_OB_MEMBERS, "bridge %s (ifindex %d) has %zu port(s)", br->name, br->ifindex,
-		nports);
+	ck_evid(res, CK_OB_MEMBERS, "bridge %s (ifindex %d) has %zu port(s), VLAN filtering %d",
+		br->name, br->ifindex, nports, br->br_vlan_filtering);
 }
 
 static void isolation_check(const struct ck_state *st, const struct ck_link *br,

@@ -9,6 +9,7 @@
 #include <libnftnl/expr.h>
 #include <libnftnl/rule.h>
 #include <linux/netfilter.h>
+#include <linux/rtnetlink.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/xt_CT.h>
 #include <sodium.h>
@@ -684,6 +685,50 @@ START_TEST(sandbox_facing_devices_are_named)
 }
 END_TEST
 
+/* tc where marks can be set: the uplink (a default route through it), and
+ * a packet-type rewrite on a port */
+START_TEST(tc_on_uplink_and_ptype_on_port_are_named)
+{
+	struct checker_result *r = calloc(1, sizeof(*r));
+	struct pc_err err = {0};
+	struct ck_route *rt;
+	struct ck_tcfilter *f;
+
+	base_state();
+	our_guard(0);
+	st.links[1].stp_state = 3;
+	add_link(2, "up0", "veth", 0)->link_netns = true;
+	rt = ck_grow(&st.routes, &st.n_routes, &st.cap_routes, sizeof(*rt));
+	rt->family = AF_INET;
+	rt->type = RTN_UNICAST;
+	rt->table = RT_TABLE_MAIN;
+	rt->has_gw = true;
+	rt->oif = 2; /* default via up0 */
+	f = ck_grow(&st.filters, &st.n_filters, &st.cap_filters, sizeof(*f));
+	f->ifindex = 2;
+	strcpy(f->kind, "u32");
+	strcpy(f->acts[0].kind, "skbedit");
+	f->acts[0].has_mark = true;
+	f->acts[0].mark = 0x80000000u;
+	f->acts[0].mark_mask = 0xffffffffu;
+	f->n_acts = 1;
+	f = ck_grow(&st.filters, &st.n_filters, &st.cap_filters, sizeof(*f));
+	f->ifindex = 4; /* pcv1 */
+	strcpy(f->kind, "u32");
+	strcpy(f->acts[0].kind, "skbedit");
+	f->acts[0].has_ptype = true;
+	f->acts[0].ptype = 0; /* PACKET_HOST */
+	f->n_acts = 1;
+	ck_assert_int_eq(ck_analyze(&st, &ex, "pcbr0", r, &err), 0);
+	ck_assert(has(r, "on uplink up0"));
+	ck_assert(has(r, "skbedit sets the engine's mark bits"));
+	ck_assert(has(r, "on port pcv1"));
+	ck_assert(has(r, "skbedit ptype host"));
+	checker_result_free(r);
+	teardown();
+}
+END_TEST
+
 START_TEST(json_strict)
 {
 	struct jv *v = jv_parse("{\"a\":[1,\"x\\u00e9\",true,null]}", 29);
@@ -743,6 +788,7 @@ static Suite *checker_suite(void)
 	tcase_add_test(t, ct_helper_is_an_exit_notrack_is_not);
 	tcase_add_test(t, only_constant_sets_decide_a_lookup);
 	tcase_add_test(t, sandbox_facing_devices_are_named);
+	tcase_add_test(t, tc_on_uplink_and_ptype_on_port_are_named);
 	tcase_add_test(t, json_strict);
 	tcase_add_test(t, dsse_round_trip);
 	suite_add_tcase(s, t);
