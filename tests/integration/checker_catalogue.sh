@@ -28,9 +28,12 @@ gw() { lab_gw "$@"; }
 sb() { lab_sb "$@"; }
 
 # The standard probes from sandbox N: TCP, UDP and ICMP over both
-# families, at once (each bounded), toward X4/X6.
+# families, at once (each bounded), toward X4/X6; then a tagged frame
+# (VLAN 42) and a frame to a link-local group MAC, crafted at layer 2.
 probe() { # sandbox
 	local i=${1:-1}
+	esc_craft "$i" vlan --vid 42 --count 1 --dst $X4 --dport 9 >/dev/null 2>&1 || true
+	esc_craft "$i" --gw-mac 01:80:c2:00:00:0e udp --dst $X6 --dport 9 >/dev/null 2>&1 || true
 	sb "$i" bash -c "
 		timeout 1.5 bash -c 'exec 3<>/dev/tcp/$X4/80' 2>/dev/null &
 		timeout 1.5 bash -c 'exec 3<>/dev/tcp/$X6/443' 2>/dev/null &
