@@ -513,6 +513,8 @@ void ck_nfq_read(struct ck_state *st, int engine_pid)
 				b->pid = st->engine_pid;
 				continue;
 			}
+			if (has < 0)
+				continue; /* nothing to compare with: a scan would not help */
 		}
 		b->pid = socket_owner(b->inode);
 	}
