@@ -102,6 +102,8 @@ static char *statement_build(const struct checker_result *res, const struct poli
 	/* The guard's behaviour this build was checked against (docs/spec.md,
 	 * hashed at build time): what "the guard does only its spec" means. */
 	ck_buf_printf(&b, ",\"spec\":\"sha256:%s\"", PC_SPEC_SHA256);
+	/* the model the proof was made in: what was read, what was assumed */
+	ck_buf_printf(&b, ",\"model\":\"%s\"", CK_MODEL_VERSION);
 	ck_buf_printf(&b, ",\"result\":\"proven\",\"our_tables\":\"%s\",\"log_seq\":%llu",
 		      res->table_digest, (unsigned long long)log_seq);
 	ck_buf_printf(&b, ",\"approved_destinations\":[");
@@ -377,6 +379,15 @@ static int live_compare(const struct jv *stmt, const char *config, const char *b
 		if (!now || strncmp(now, "sha256:", 7) != 0 || strcmp(now + 7, d) != 0) {
 			printf("stale: subject %s was sha256:%s, is now %s\n", n, d,
 			       now && now[0] ? now : "(unavailable)");
+			bad++;
+		}
+	}
+	{
+		const char *m = jv_str(jv_get(pred, "model"));
+
+		if (!m || strcmp(m, CK_MODEL_VERSION) != 0) {
+			printf("stale: proven under model %s, this build checks with %s\n",
+			       m ? m : "(none: before models were versioned)", CK_MODEL_VERSION);
 			bad++;
 		}
 	}

@@ -104,6 +104,8 @@ char *cert_render(const struct jv *st, bool html)
 	item(&b, html, "Policy", jv_str(jv_get(p, "policy")));
 	if (jv_str(jv_get(p, "spec"))) /* (certificates before the spec have none) */
 		item(&b, html, "Spec (docs/spec.md)", jv_str(jv_get(p, "spec")));
+	if (jv_str(jv_get(p, "model"))) /* (certificates before model versions have none) */
+		item(&b, html, "Containment model", jv_str(jv_get(p, "model")));
 	item(&b, html, "Result", jv_str(jv_get(p, "result")));
 	list_close(&b, html);
 

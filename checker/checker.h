@@ -16,6 +16,13 @@
 struct pc_config;
 struct policy;
 
+/* The version of the containment model (docs/checker.md: what it assumes
+ * and what it reads). A certificate names it; `cert verify --live` calls a
+ * certificate proven under another model stale. Bump it whenever what the
+ * checker reads or how it judges changes.
+ * 2: every interface is a way in (issue 23). */
+#define CK_MODEL_VERSION "portcullis-containment-model/2"
+
 /* Result of a check: PROVEN only when every obligation held and nothing was
  * left unmodelled. */
 enum checker_status {

@@ -76,6 +76,7 @@ struct ck_set {
 	size_t n_elems, cap_elems;
 	bool elems_read;  /* element dump succeeded */
 	bool elems_trunc; /* an element was larger than we keep */
+	bool written;	  /* a rule adds or updates elements (dynset) */
 };
 
 struct ck_rule {
@@ -144,6 +145,9 @@ enum {
 };
 struct nlmsghdr;
 int ck_nft_screen(const struct nlmsghdr *nlh);
+/* Mark every set a rule writes (dynset: `add @set`, `update @set`): its
+ * contents change with the traffic, so a lookup in it is never certain. */
+void ck_nft_mark_written(struct ck_ruleset *rs);
 /* Dump the whole live ruleset of this network namespace. */
 int ck_nft_read(struct ck_ruleset *rs, struct pc_err *err);
 
@@ -165,6 +169,8 @@ void ck_nft_canon(const struct ck_ruleset *rs, uint32_t family, const char *tabl
 struct ck_link {
 	int ifindex, master, link;
 	bool link_netns; /* IFLA_LINK_NETNSID: the peer lives in another namespace */
+	int link_nsid;	 /* that namespace's id here (-1 none): one id, one sandbox */
+	int tun_owner;	 /* tap/tun: a process holding it (a VM), 0 none found */
 	char name[16], kind[32], slave_kind[32];
 	unsigned flags;
 	uint8_t mac[6];
@@ -173,7 +179,7 @@ struct ck_link {
 	/* bridge port (slave_kind "bridge"): -1 when not reported */
 	bool brport;
 	int isolated, learning, flood, bcast_flood, mcast_flood, hairpin, proxyarp, neigh_suppress,
-	    locked;
+	    locked, stp_state; /* stp_state: IFLA_BRPORT_STATE (BR_STATE_*) */
 	/* XDP */
 	uint8_t xdp_attached;
 	uint32_t xdp_prog_id;
@@ -209,6 +215,8 @@ struct ck_tcact {
 	int mirred_eaction, mirred_ifindex; /* mirred */
 	bool has_mark;			    /* skbedit */
 	uint32_t mark, mark_mask;
+	bool has_ptype; /* skbedit ptype: a frame's packet type rewritten */
+	uint16_t ptype;
 };
 
 struct ck_tcfilter {
@@ -260,7 +268,22 @@ struct ck_state {
 	struct ck_listener *listeners;
 	size_t n_listeners, cap_listeners;
 	char legacy[256]; /* iptables-legacy tables loaded ("ip:nat ip6:filter") */
-	int nf_bpf_links; /* netfilter BPF links on the host, -1 unknown */
+	/* ebtables-legacy (getsockopt EBT_SO_GET_*): tables with rules or a
+	 * policy other than ACCEPT ("broute: 1 rule(s), BROUTING policy DROP");
+	 * ebt_unreadable: the kernel has them but they could not be read. */
+	char ebt[256];
+	char ebt_unreadable[128];
+	/* /proc/net/netfilter/nfnetlink_queue: who is bound to which queue */
+	struct ck_nfq {
+		uint32_t queue, portid;
+		unsigned long inode; /* of that netlink socket (/proc/net/netlink), 0 unknown */
+		int pid;	     /* the process holding it, 0 not found */
+	} * nfq;
+	size_t n_nfq, cap_nfq;
+	int engine_pid;	       /* the engine's process, 0 not found */
+	bool engine_fds_read;  /* its fds could be listed */
+	bool engine_is_caller; /* the check runs in the engine's own helper */
+	int nf_bpf_links;      /* netfilter BPF links on the host, -1 unknown */
 	bool listeners_read;
 };
 
@@ -294,6 +317,17 @@ const char *ck_sysctl_get(const struct ck_state *st, const char *key);
 int ck_listeners_read(struct ck_state *st, struct pc_err *err);
 /* iptables-legacy tables of this namespace (/proc/net/ip_tables_names and co). */
 void ck_legacy_read(struct ck_state *st);
+/* ebtables-legacy tables of this namespace (ck_state.ebt, ebt_unreadable). */
+void ck_ebt_read(struct ck_state *st);
+/* Queue bindings and, for each, the process holding the socket; engine_pid
+ * (the engine's check helper passes its parent; 0: look for a process
+ * named portcullisd in this namespace) is the one that must hold the
+ * engine's queues. */
+void ck_nfq_read(struct ck_state *st, int engine_pid);
+/* For each tap/tun device, a process that holds it open (/proc/PID/fdinfo
+ * "iff:"): the taps one VM holds are its NICs. Only looked up when there
+ * are two or more tap devices. */
+void ck_tun_owners(struct ck_state *st);
 
 const struct ck_link *ck_link_by_name(const struct ck_state *st, const char *name);
 const struct ck_link *ck_link_by_index(const struct ck_state *st, int ifindex);
@@ -408,7 +442,6 @@ char *cert_render(const struct jv *statement, bool html);
  * The path model (path.c: hooks, chain order, the walk; rule_eval.c: one
  * rule).
  * ====================================================================== */
-
 
 enum { CK_NO = 0, CK_MAYBE = 1, CK_YES = 2 };
 

@@ -10,6 +10,7 @@
 #include <libmnl/libmnl.h>
 #include <libnftnl/chain.h>
 #include <libnftnl/gen.h>
+#include <libnftnl/expr.h>
 #include <libnftnl/rule.h>
 #include <libnftnl/set.h>
 #include <libnftnl/table.h>
@@ -630,6 +631,35 @@ out:
 	return rc;
 }
 
+void ck_nft_mark_written(struct ck_ruleset *rs)
+{
+	for (size_t i = 0; i < rs->n_chains; i++) {
+		const struct ck_chain *c = &rs->chains[i];
+
+		for (size_t j = 0; j < c->n_rules; j++) {
+			struct nftnl_expr_iter *it = nftnl_expr_iter_create(c->rules[j].r);
+			struct nftnl_expr *x;
+
+			if (!it)
+				continue;
+			while ((x = nftnl_expr_iter_next(it))) {
+				const char *n = nftnl_expr_get_str(x, NFTNL_EXPR_NAME);
+				const char *set;
+
+				if (!n || strcmp(n, "dynset") != 0 ||
+				    !(set = nftnl_expr_get_str(x, NFTNL_EXPR_DYNSET_SET_NAME)))
+					continue;
+				for (size_t k = 0; k < rs->n_sets; k++)
+					if (rs->sets[k].family == c->family &&
+					    strcmp(rs->sets[k].table, c->table) == 0 &&
+					    strcmp(rs->sets[k].name, set) == 0)
+						rs->sets[k].written = true;
+			}
+			nftnl_expr_iter_destroy(it);
+		}
+	}
+}
+
 int ck_nft_read(struct ck_ruleset *out, struct pc_err *err)
 {
 	struct ck_nl s = {0};
@@ -653,6 +683,7 @@ int ck_nft_read(struct ck_ruleset *out, struct pc_err *err)
 		rc = nft_read_once(&s, &rs, &retry, err);
 		if (rc == 0 && !retry) {
 			*out = rs;
+			ck_nft_mark_written(out);
 			break;
 		}
 		ck_ruleset_free(&rs);

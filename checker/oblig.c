@@ -3,9 +3,11 @@
  * bridge netfilter — and ck_analyze, which runs every obligation. */
 #include <arpa/inet.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <linux/if_link.h>
+#include <net/if.h>
 #include <linux/pkt_sched.h>
 #include <linux/rtnetlink.h>
 #include <linux/tc_act/tc_mirred.h>
@@ -130,8 +132,8 @@ static void members_check(const struct ck_state *st, const struct checker_expect
 			ck_evid(res, CK_OB_MEMBERS, "policy port %s exists but is on no bridge",
 				l->name);
 	}
-	ck_evid(res, CK_OB_MEMBERS, "bridge %s (ifindex %d) has %zu port(s)", br->name, br->ifindex,
-		nports);
+	ck_evid(res, CK_OB_MEMBERS, "bridge %s (ifindex %d) has %zu port(s), VLAN filtering %d",
+		br->name, br->ifindex, nports, br->br_vlan_filtering);
 }
 
 static void isolation_check(const struct ck_state *st, const struct ck_link *br,
@@ -242,6 +244,14 @@ static void tcxdp_link(const struct ck_state *st, const struct checker_expect *e
 				continue;
 			}
 			if (strcmp(a->kind, "skbedit") == 0) {
+				if (a->has_ptype && a->ptype == 0 /* PACKET_HOST */)
+					ck_find(res, CK_OB_TCXDP, CHECKER_EXIT,
+						"tc filter on %s %s %s: skbedit ptype host: frames "
+						"to a "
+						"link-local group address are handed to the IP "
+						"stack as "
+						"addressed to it, and forwarded",
+						role, l->name, tc_dir(f->parent, d, sizeof(d)));
 				if (a->has_mark && (a->mark & a->mark_mask & ex->mark_mask))
 					ck_find(
 					    res, CK_OB_TCXDP, CHECKER_EXIT,
@@ -261,6 +271,304 @@ static void tcxdp_link(const struct ck_state *st, const struct checker_expect *e
 	}
 	ck_evid(res, CK_OB_TCXDP, "%s %s: XDP %s, %zu tc filter(s), tcx %d/%d", role, l->name,
 		l->xdp_attached ? "ATTACHED" : "none", nf, l->tcx_ingress, l->tcx_egress);
+}
+
+/* ---- every interface is a way in (issue 23) --------------------------------
+ *
+ * A sandbox's frames reach whatever IP stack they are delivered to: the
+ * bridge's (guarded by our chains) or a port's own, a device stacked on a
+ * port, a sandbox's second NIC. The sandbox-facing devices are: the ports
+ * of the sandbox bridge; ports named by the policy or in the engine's port
+ * set; veths whose peer lives in a namespace that holds a sandbox port's
+ * peer (one namespace id, one sandbox); veths and taps on no bridge that
+ * reach another namespace's frames to an IP stack here (an address, or
+ * IPv6 forwarding) without being an uplink (no gateway or default route
+ * through them); and every device stacked on one of those (IFLA_LINK).
+ * Each must be a port of the sandbox bridge, forwarding, isolated, without
+ * an address or a stacked device. */
+
+static bool is_uplink(const struct ck_state *st, const struct ck_link *l)
+{
+	for (size_t i = 0; i < st->n_routes; i++) {
+		const struct ck_route *r = &st->routes[i];
+
+		if (r->oif == l->ifindex && r->type == RTN_UNICAST &&
+		    (r->has_gw || r->dst_len == 0))
+			return true;
+	}
+	return false;
+}
+
+static const char *global_addr(const struct ck_state *st, int ifindex, char *buf, size_t len)
+{
+	for (size_t i = 0; i < st->n_addrs; i++) {
+		const struct ck_ifaddr *a = &st->addrs[i];
+		char as[64] = "?";
+
+		if (a->ifindex != ifindex || a->scope == RT_SCOPE_LINK)
+			continue;
+		inet_ntop(a->family, a->a, as, sizeof(as));
+		snprintf(buf, len, "%s/%u", as, a->prefixlen);
+		return buf;
+	}
+	return NULL;
+}
+
+static int sysctl_int(const struct ck_state *st, const char *fam, const char *ifn, const char *key)
+{
+	char k[128];
+	const char *v;
+
+	snprintf(k, sizeof(k), "net.%s.conf.%s.%s", fam, ifn, key);
+	v = ck_sysctl_get(st, k);
+	return v && v[0] ? atoi(v) : -1;
+}
+
+/* Why l is sandbox-facing (NULL: it is not as far as the model knows). */
+static const char *facing_why(const struct ck_state *st, const struct checker_expect *ex,
+			      const struct ck_link *br, const struct ck_link *l, const bool *facing,
+			      char *why, size_t len)
+{
+	char a[80];
+
+	if (l == br || (l->flags & IFF_LOOPBACK))
+		return NULL;
+	if (l->master == br->ifindex) {
+		snprintf(why, len, "a port of %s", br->name);
+		return why;
+	}
+	if (port_in_policy(st, l->name, ex->policy_ports, ex->n_policy_ports)) {
+		snprintf(why, len, "named by the policy (match: port)");
+		return why;
+	}
+	if (ifindex_in_portset(st, ex, l->ifindex)) {
+		snprintf(why, len, "in the engine's port set");
+		return why;
+	}
+	if (l->link && !l->link_netns && l->link != l->ifindex) {
+		const struct ck_link *low = ck_link_by_index(st, l->link);
+
+		if (low && facing[low - st->links] && strcmp(l->kind, "veth") != 0) {
+			snprintf(why, len, "a %s device stacked on sandbox-facing %s",
+				 l->kind[0] ? l->kind : "?", low->name);
+			return why;
+		}
+	}
+	if (strcmp(l->kind, "veth") == 0 && l->link_netns && l->link_nsid >= 0) {
+		for (size_t i = 0; i < st->n_links; i++) {
+			const struct ck_link *o = &st->links[i];
+
+			if (o != l && o->master == br->ifindex && o->link_netns &&
+			    o->link_nsid == l->link_nsid) {
+				snprintf(why, len,
+					 "its peer is in the namespace of sandbox port %s's peer "
+					 "(a second NIC of that sandbox)",
+					 o->name);
+				return why;
+			}
+		}
+	}
+	if (strcmp(l->kind, "tun") == 0 && l->tun_owner > 0) {
+		for (size_t i = 0; i < st->n_links; i++) {
+			const struct ck_link *o = &st->links[i];
+
+			if (o != l && facing[i] && strcmp(o->kind, "tun") == 0 &&
+			    o->tun_owner == l->tun_owner) {
+				snprintf(
+				    why, len,
+				    "a tap of the VM (pid %d) whose tap %s is sandbox-facing (a "
+				    "second NIC of that sandbox)",
+				    l->tun_owner, o->name);
+				return why;
+			}
+		}
+	}
+	/* a veth toward the namespace an uplink leads to is upstream-facing */
+	if (strcmp(l->kind, "veth") == 0 && l->link_netns && l->link_nsid >= 0)
+		for (size_t i = 0; i < st->n_links; i++) {
+			const struct ck_link *o = &st->links[i];
+
+			if (o != l && o->link_netns && o->link_nsid == l->link_nsid &&
+			    is_uplink(st, o))
+				return NULL;
+		}
+	if (!l->master &&
+	    ((strcmp(l->kind, "veth") == 0 && l->link_netns) || strcmp(l->kind, "tun") == 0) &&
+	    !is_uplink(st, l)) {
+		const char *ga = global_addr(st, l->ifindex, a, sizeof(a));
+		int v6off = sysctl_int(st, "ipv6", l->name, "disable_ipv6");
+		int v6fwd = sysctl_int(st, "ipv6", l->name, "forwarding");
+
+		if (ga) {
+			snprintf(why, len,
+				 "a %s to another namespace on no bridge, with address %s and no "
+				 "gateway route through it (not an uplink)",
+				 l->kind, ga);
+			return why;
+		}
+		if (v6off == 0 && v6fwd > 0 && (l->flags & IFF_UP)) {
+			snprintf(why, len,
+				 "a %s to another namespace on no bridge that forwards IPv6 (not "
+				 "an uplink)",
+				 l->kind);
+			return why;
+		}
+	}
+	return NULL;
+}
+
+static void facing_check(const struct ck_state *st, const struct checker_expect *ex,
+			 const struct ck_link *br, struct checker_result *res)
+{
+	bool *facing = calloc(st->n_links ? st->n_links : 1, sizeof(*facing));
+	char(*why)[200] = calloc(st->n_links ? st->n_links : 1, sizeof(*why));
+	bool changed = true;
+	int all_sr = sysctl_int(st, "ipv4", "all", "accept_source_route");
+
+	if (!facing || !why) {
+		ck_find(res, CK_OB_MEMBERS, CHECKER_DOUBT, "out of memory classifying interfaces");
+		goto out;
+	}
+	/* to a fixed point: stacked devices and second NICs follow the ports */
+	for (int pass = 0; changed && pass < 8; pass++) {
+		changed = false;
+		for (size_t i = 0; i < st->n_links; i++)
+			if (!facing[i] &&
+			    facing_why(st, ex, br, &st->links[i], facing, why[i], sizeof(why[i]))) {
+				facing[i] = true;
+				changed = true;
+			}
+	}
+	for (size_t i = 0; i < st->n_links; i++) {
+		const struct ck_link *l = &st->links[i];
+		char mn[32], a[80];
+		int sr, ra;
+
+		/* the bridge's own sysctls matter as much as a port's */
+		if (l == br || facing[i]) {
+			sr = sysctl_int(st, "ipv4", l->name, "accept_source_route");
+			if (all_sr > 0 && sr > 0)
+				ck_find(res, CK_OB_MEMBERS, CHECKER_EXIT,
+					"interface %s accepts IPv4 source routes "
+					"(net.ipv4.conf.all and .%s.accept_source_route on): an "
+					"LSRR/SSRR "
+					"option re-routes a judged flow to another address",
+					l->name, l->name);
+			ra = sysctl_int(st, "ipv6", l->name, "accept_ra");
+			if (ra >= 2 && sysctl_int(st, "ipv6", l->name, "disable_ipv6") == 0)
+				ck_find(
+				    res, CK_OB_MEMBERS, CHECKER_EXIT,
+				    "interface %s accepts router advertisements while forwarding "
+				    "(accept_ra=%d): a sandbox can install the gateway's routes",
+				    l->name, ra);
+		}
+		if (!facing[i])
+			continue;
+		if (l->master != br->ifindex) {
+			const char *ga = global_addr(st, l->ifindex, a, sizeof(a));
+
+			ck_find(
+			    res, CK_OB_MEMBERS, CHECKER_EXIT,
+			    "sandbox-facing interface %s (%s) is not a port of the sandbox bridge "
+			    "%s: it is %s%s%s%s, so a sandbox's frames reach an IP stack other "
+			    "than %s's",
+			    l->name, why[i], br->name, l->master ? "on bridge " : "on no bridge",
+			    l->master ? ck_ifname(st, l->master, mn, sizeof(mn)) : "",
+			    ga ? " with address " : "", ga ? ga : "", br->name);
+			tcxdp_link(st, ex, l, "sandbox-facing device", res);
+			continue;
+		}
+		if (l->stp_state != 3 /* BR_STATE_FORWARDING */)
+			ck_find(res, CK_OB_MEMBERS, l->stp_state < 0 ? CHECKER_DOUBT : CHECKER_EXIT,
+				"bridge port %s is not in forwarding state (STP state %d): its "
+				"frames do not take the bridge's guarded path",
+				l->name, l->stp_state);
+		for (size_t k = 0; k < st->n_links; k++) {
+			const struct ck_link *u = &st->links[k];
+
+			if (u->link == l->ifindex && !u->link_netns && u != l &&
+			    strcmp(u->kind, "veth") != 0)
+				ck_find(res, CK_OB_MEMBERS, CHECKER_EXIT,
+					"interface %s (%s) is stacked on sandbox port %s: frames "
+					"for it (a VLAN tag, its MAC) are taken before the bridge",
+					u->name, u->kind[0] ? u->kind : "?", l->name);
+		}
+		ck_evid(res, CK_OB_MEMBERS,
+			"port %s: STP state %d, locked %d, neigh_suppress %d, hairpin %d; "
+			"ipv4 forwarding %d rp_filter %d proxy_arp %d accept_source_route %d; "
+			"ipv6 disable %d forwarding %d accept_ra %d",
+			l->name, l->stp_state, l->locked, l->neigh_suppress, l->hairpin,
+			sysctl_int(st, "ipv4", l->name, "forwarding"),
+			sysctl_int(st, "ipv4", l->name, "rp_filter"),
+			sysctl_int(st, "ipv4", l->name, "proxy_arp"),
+			sysctl_int(st, "ipv4", l->name, "accept_source_route"),
+			sysctl_int(st, "ipv6", l->name, "disable_ipv6"),
+			sysctl_int(st, "ipv6", l->name, "forwarding"),
+			sysctl_int(st, "ipv6", l->name, "accept_ra"));
+	}
+	/* tc and XDP where marks can be set on sandbox flows: the uplinks
+	 * (their ingress sees the answers, and a mark saved to conntrack
+	 * there marks the whole flow) */
+	for (size_t i = 0; i < st->n_links; i++)
+		if (!facing[i] && &st->links[i] != br && is_uplink(st, &st->links[i]))
+			tcxdp_link(st, ex, &st->links[i], "uplink", res);
+out:
+	free(facing);
+	free(why);
+}
+
+/* Who holds the engine's queues: a program bound to one of them while the
+ * engine is down (or beside it) judges sandbox packets. */
+static void nfq_check(const struct ck_state *st, const struct checker_expect *ex,
+		      struct checker_result *res)
+{
+	for (size_t i = 0; i < st->n_nfq; i++) {
+		const struct ck_nfq *q = &st->nfq[i];
+		char comm[64] = "?";
+
+		if (q->queue < ex->queue_lo || q->queue > ex->queue_hi)
+			continue;
+		if (q->pid > 0) {
+			char p[64], *buf = NULL;
+			size_t len = 0;
+
+			snprintf(p, sizeof(p), "/proc/%d/comm", q->pid);
+			if (pc_file_read(p, 64, &buf, &len, NULL) == 0) {
+				pc_strlcpy(comm, buf, sizeof(comm));
+				comm[strcspn(comm, "\n")] = 0;
+				free(buf);
+			}
+		}
+		if (st->engine_pid > 0 && q->pid == st->engine_pid) {
+			ck_evid(res, CK_OB_QUEUE, "queue %u is bound by the engine (pid %d)",
+				q->queue, q->pid);
+			continue;
+		}
+		if (st->engine_pid > 0 && !st->engine_fds_read && st->engine_is_caller) {
+			/* the engine's own helper (privileges dropped) cannot list
+			 * its parent's sockets; the engine binds every one of its
+			 * queues at start and dies if it cannot, and a queue number
+			 * takes one socket only: while it runs, they are its own */
+			ck_evid(
+			    res, CK_OB_QUEUE,
+			    "queue %u is bound (netlink port %u) while the engine (pid %d, which "
+			    "runs this check) holds its queues",
+			    q->queue, q->portid, st->engine_pid);
+			continue;
+		}
+		if (st->engine_pid > 0 && !st->engine_fds_read)
+			ck_find(res, CK_OB_QUEUE, CHECKER_DOUBT,
+				"queue %u is bound by netlink port %u, and the engine's (pid %d) "
+				"sockets cannot be listed to tell whether it is the engine's",
+				q->queue, q->portid, st->engine_pid);
+		else
+			ck_find(
+			    res, CK_OB_QUEUE, CHECKER_EXIT,
+			    "queue %u is bound by %s (pid %d, netlink port %u)%s: another program "
+			    "judges sandbox packets",
+			    q->queue, q->pid > 0 ? comm : "a process not found", q->pid, q->portid,
+			    st->engine_pid > 0 ? ", not the engine" : " while no engine runs");
+	}
 }
 
 static void local_check(const struct ck_state *st, const struct ck_link *br,
@@ -347,7 +655,19 @@ int ck_analyze(const struct ck_state *st, const struct checker_expect *ex, const
 		return 0;
 	}
 	members_check(st, ex, brl, res);
+	facing_check(st, ex, brl, res);
 	isolation_check(st, brl, res);
+	nfq_check(st, ex, res);
+	if (st->ebt[0])
+		ck_find(
+		    res, CK_OB_MODEL, CHECKER_DOUBT,
+		    "ebtables-legacy tables have rules or policies other than ACCEPT (%s): legacy "
+		    "bridge tables (a broute DROP routes frames from the port itself) are not "
+		    "modelled",
+		    st->ebt);
+	if (st->ebt_unreadable[0])
+		ck_find(res, CK_OB_MODEL, CHECKER_DOUBT,
+			"ebtables-legacy tables could not be read: %s", st->ebt_unreadable);
 	tcxdp_link(st, ex, brl, "bridge", res);
 	for (size_t i = 0; i < st->n_links; i++)
 		if (st->links[i].master == brl->ifindex)

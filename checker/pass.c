@@ -221,8 +221,11 @@ static void eval_cmp(const struct pwalk *w, struct prule *r, struct nftnl_expr *
  * included): only then does "daddr @set" keep a rule out of the class. */
 static bool set_of_resolvers(const struct pwalk *w, const struct ck_set *s, uint32_t alen)
 {
-	if (!s || !s->elems_read || s->elems_trunc ||
-	    (s->flags & (NFT_SET_INTERVAL | NFT_SET_MAP)) || s->key_len != alen)
+	/* only a constant set bounds the class: one with timeouts or that a
+	 * rule writes holds other addresses tomorrow */
+	if (!s || !s->elems_read || s->elems_trunc || s->written ||
+	    (s->flags & (NFT_SET_INTERVAL | NFT_SET_MAP | NFT_SET_TIMEOUT | NFT_SET_EVAL)) ||
+	    s->key_len != alen)
 		return false;
 	for (size_t i = 0; i < s->n_elems; i++)
 		if (s->elems[i].klen != alen || !is_resolver(w->ex, w->l3, s->elems[i].key))

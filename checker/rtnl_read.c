@@ -82,6 +82,9 @@ static void parse_brport(struct ck_link *l, const struct nlattr *nest)
 		case IFLA_BRPORT_LOCKED:
 			l->locked = u8attr(a);
 			break;
+		case IFLA_BRPORT_STATE:
+			l->stp_state = u8attr(a);
+			break;
 		}
 	}
 }
@@ -177,7 +180,8 @@ static int parse_link(struct ck_state *st, const struct nlmsghdr *nlh)
 	l->flags = ifi->ifi_flags;
 	l->br_nf_ipt = l->br_nf_ip6t = l->br_nf_arpt = l->br_vlan_filtering = -1;
 	l->isolated = l->learning = l->flood = l->bcast_flood = l->mcast_flood = -1;
-	l->hairpin = l->proxyarp = l->neigh_suppress = l->locked = -1;
+	l->hairpin = l->proxyarp = l->neigh_suppress = l->locked = l->stp_state = -1;
+	l->link_nsid = -1;
 	l->tcx_ingress = l->tcx_egress = -1;
 	mnl_attr_for_each(a, nlh, sizeof(*ifi))
 	{
@@ -196,6 +200,8 @@ static int parse_link(struct ck_state *st, const struct nlmsghdr *nlh)
 			break;
 		case IFLA_LINK_NETNSID:
 			l->link_netns = true;
+			if (mnl_attr_validate(a, MNL_TYPE_U32) == 0)
+				l->link_nsid = (int)mnl_attr_get_u32(a);
 			break;
 		case IFLA_ADDRESS:
 			if (mnl_attr_get_payload_len(a) == 6)

@@ -43,6 +43,7 @@ struct reval {
 	bool nd, hop255; /* ICMPv6 ND type, hop limit 255 (on-link only) */
 	int state;	 /* state after effects so far */
 	bool done;	 /* a terminal verdict was produced */
+	int writing;	 /* V_META or V_CT: which mark mark_write is writing */
 	struct ck_rule_out *out;
 };
 
@@ -205,7 +206,10 @@ static void eval_cmp(struct reval *e, struct nftnl_expr *x)
 static bool set_elem_match(const struct ck_set *s, const struct aval *v, bool *known)
 {
 	*known = false;
-	if (!s || !s->elems_read || s->elems_trunc || v->kind != V_CONST ||
+	/* only a constant set decides a lookup: elements with timeouts expire,
+	 * a dynamic set or one a rule writes (dynset) changes with traffic */
+	if (!s || !s->elems_read || s->elems_trunc || v->kind != V_CONST || s->written ||
+	    (s->flags & (NFT_SET_TIMEOUT | NFT_SET_EVAL)) ||
 	    (s->flags & (NFT_SET_INTERVAL | NFT_SET_CONCAT)) || s->key_len > v->len ||
 	    s->key_len == 0)
 		return false;
@@ -301,8 +305,19 @@ static bool mark_may_set_ours(const struct reval *e, const struct aval *v)
 		memcpy(&val, v->d, 4);
 		return (val & ours) != 0;
 	}
-	if (is_mark(v)) /* a copy of a mark keeps our bits as trustworthy as they were */
-		return v->bitwise && (v->xor_ & ours) != 0;
+	if (is_mark(v)) {
+		/* a copy of the mark into itself keeps our bits as trustworthy as
+		 * they were; a copy of the other mark (meta mark set ct mark,
+		 * CONNMARK restore; ct mark set meta mark, CONNMARK save) carries
+		 * a decision from one to the other: a held flow's packets would
+		 * match the engine's accept of decided marks, unjudged (issue 23).
+		 * Only a mask that clears our bits makes it harmless. */
+		bool same = (v->kind == V_META) == (e->writing == V_META);
+
+		if (v->bitwise && (v->mask & ours) == 0)
+			return (v->xor_ & ours) != 0;
+		return !same || (v->bitwise && (v->xor_ & ours) != 0);
+	}
 	return true;
 }
 
@@ -535,11 +550,23 @@ static void eval_meta(struct reval *e, struct nftnl_expr *x)
 	snprintf(k, sizeof(k), "%u", key);
 	switch (key) {
 	case NFT_META_MARK:
+		e->writing = V_META;
 		mark_write(e, "meta mark", reg_get(e, nftnl_expr_get_u32(x, NFTNL_EXPR_META_SREG)));
 		return;
+	case NFT_META_PKTTYPE: {
+		const struct aval *pv = reg_get(e, nftnl_expr_get_u32(x, NFTNL_EXPR_META_SREG));
+
+		/* PACKET_HOST on a frame to a link-local group address hands it to
+		 * the port's own IP stack, which forwards it (issue 23); other
+		 * types only stop delivery */
+		if (pv->kind != V_CONST || pv->d[0] == 0 /* PACKET_HOST */)
+			exitf(e, CK_OB_ORDER,
+			      "meta pkttype set host: a frame to a link-local group address is "
+			      "handed to the IP stack as addressed to it, and forwarded");
+		return;
+	}
 	case NFT_META_PRIORITY:
 	case NFT_META_NFTRACE:
-	case NFT_META_PKTTYPE:
 	case NFT_META_SECMARK:
 		return; /* no effect on where the packet goes */
 	case 36:	/* NFT_META_BRI_BROUTE (headers older than the kernel lack it) */
@@ -569,6 +596,7 @@ static void eval_ct(struct reval *e, struct nftnl_expr *x)
 	snprintf(k, sizeof(k), "%u", key);
 	switch (key) {
 	case NFT_CT_MARK:
+		e->writing = V_CT;
 		mark_write(e, "ct mark", reg_get(e, nftnl_expr_get_u32(x, NFTNL_EXPR_CT_SREG)));
 		return;
 	case NFT_CT_LABELS:
@@ -685,9 +713,9 @@ static void eval_target(struct reval *e, struct nftnl_expr *x)
 	uint32_t rev = nftnl_expr_get_u32(x, NFTNL_EXPR_TG_REV), ilen = 0;
 	const uint8_t *info = nftnl_expr_get(x, NFTNL_EXPR_TG_INFO, &ilen);
 	static const char *harmless[] = {
-	    "LOG",	 "NFLOG",    "TCPMSS",	"CLASSIFY",    "DSCP",	      "TOS",   "TTL",
-	    "HL",	 "CHECKSUM", "NOTRACK", "CT",	       "TRACE",	      "AUDIT", "ECN",
-	    "IDLETIMER", "LED",	     "SECMARK", "CONNSECMARK", "TCPOPTSTRIP", NULL};
+	    "LOG", "NFLOG",    "TCPMSS",      "CLASSIFY",    "DSCP",  "TOS", "TTL",
+	    "HL",  "CHECKSUM", "NOTRACK",     "TRACE",	     "AUDIT", "ECN", "IDLETIMER",
+	    "LED", "SECMARK",  "CONNSECMARK", "TCPOPTSTRIP", NULL};
 
 	if (!name || !info) {
 		doubtf(e, "xt target without name or data");
@@ -713,6 +741,7 @@ static void eval_target(struct reval *e, struct nftnl_expr *x)
 
 		memcpy(&m, info, sizeof(m));
 		memcpy(v.d, &m.mark, 4);
+		e->writing = V_META;
 		mark_write(e, "xt MARK", &v);
 		return;
 	}
@@ -721,17 +750,72 @@ static void eval_target(struct reval *e, struct nftnl_expr *x)
 		struct xt_connmark_tginfo1 m;
 
 		memcpy(&m, info, sizeof(m));
+		/* revision 2 (xt_connmark_tginfo2) puts shift_dir and shift_bits
+		 * before the mode; a shift moves bits: not modelled */
+		if (rev >= 2) {
+			struct xt_connmark_tginfo2 m2;
+
+			if (rev > 2 || ilen < sizeof(m2)) {
+				doubtf(e, "xt CONNMARK target revision %u not modelled", rev);
+				return;
+			}
+			memcpy(&m2, info, sizeof(m2));
+			m.mode = m2.mode;
+			if (m2.shift_bits && m2.mode != XT_CONNMARK_SET) {
+				doubtf(e, "xt CONNMARK with a shift not modelled");
+				return;
+			}
+		}
 		if (m.mode == XT_CONNMARK_SET) {
 			struct aval v = {.kind = V_CONST, .len = 4};
 
 			memcpy(v.d, &m.ctmark, 4);
+			e->writing = V_CT;
 			mark_write(e, "xt CONNMARK", &v);
+		} else if (m.mode == XT_CONNMARK_SAVE || m.mode == XT_CONNMARK_RESTORE) {
+			/* a copy from one mark to the other, through the masks */
+			struct aval v = {.kind = m.mode == XT_CONNMARK_SAVE ? V_META : V_CT,
+					 .key = m.mode == XT_CONNMARK_SAVE ? NFT_META_MARK
+									   : NFT_CT_MARK,
+					 .len = 4,
+					 .bitwise = true,
+					 .mask = m.ctmask & m.nfmask};
+
+			e->writing = m.mode == XT_CONNMARK_SAVE ? V_CT : V_META;
+			mark_write(e,
+				   m.mode == XT_CONNMARK_SAVE ? "xt CONNMARK --save-mark"
+							      : "xt CONNMARK --restore-mark",
+				   &v);
 		}
-		return; /* save/restore copy one mark to the other */
+		return;
 	}
 	if (strcmp(name, "REJECT") == 0) {
 		terminal(e, CK_O_DROP);
 		return;
+	}
+	if (strcmp(name, "CT") == 0) {
+		/* xt_ct_target_info(_v1): flags, zone, ct_events, exp_events, then
+		 * helper[16] in every revision. A helper makes the kernel expect
+		 * related connections that inherit the master's marks: the
+		 * engine's allow reaches flows it never saw (issue 23). */
+		struct {
+			uint16_t flags, zone;
+			uint32_t ct_events, exp_events;
+			char helper[16];
+		} ct;
+
+		if (rev > 2 || ilen < sizeof(ct)) {
+			doubtf(e, "xt CT target revision %u not modelled", rev);
+			return;
+		}
+		memcpy(&ct, info, sizeof(ct));
+		ct.helper[15] = 0;
+		if (ct.helper[0])
+			exitf(e, CK_OB_ORDER,
+			      "xt CT target attaches conntrack helper '%s': the connections it "
+			      "expects inherit the master flow's marks and pass as decided",
+			      ct.helper);
+		return; /* notrack, zones, events: the flow is still judged */
 	}
 	if (strcmp(name, "SNAT") == 0 || strcmp(name, "MASQUERADE") == 0) {
 		accept_here(e, name);

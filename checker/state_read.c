@@ -2,6 +2,7 @@
  * listening sockets (sock_diag), iptables-legacy tables — and the canonical
  * snapshot of links, addresses, routes, rules, tc and sysctls. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,10 @@
 #include <linux/inet_diag.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
+#include <linux/netfilter_bridge/ebtables.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "checker/checker_int.h"
 
@@ -29,6 +33,7 @@ void ck_state_free(struct ck_state *st)
 	free(st->filters);
 	free(st->sysctls);
 	free(st->listeners);
+	free(st->nfq);
 	memset(st, 0, sizeof(*st));
 }
 
@@ -69,20 +74,26 @@ static int sysctl_add(struct ck_state *st, const char *pre, const char *ifname, 
 
 int ck_sysctl_read(struct ck_state *st, const char *br, struct pc_err *err)
 {
-	static const char *v4[] = {"forwarding",   "rp_filter",	     "proxy_arp",
-				   "accept_local", "route_localnet", NULL};
-	static const char *v6[] = {"forwarding", "force_forwarding", "disable_ipv6", NULL};
+	/* Per interface, for "all" and every link: a sandbox-facing device's own
+	 * IP stack (a port's, a device stacked on it) is a way in when these
+	 * let it forward, take source routes or router advertisements. */
+	static const char *v4[] = {
+	    "forwarding",     "rp_filter",	     "proxy_arp", "accept_local",
+	    "route_localnet", "accept_source_route", NULL};
+	static const char *v6[] = {"forwarding", "force_forwarding",	"disable_ipv6",
+				   "accept_ra",	 "accept_source_route", NULL};
 	int rc = sysctl_add(st, "net.ipv4.ip_forward", NULL, NULL);
 
-	for (int i = 0; v4[i] && rc == 0; i++) {
-		rc = sysctl_add(st, "net.ipv4.conf", "all", v4[i]);
-		if (rc == 0)
-			rc = sysctl_add(st, "net.ipv4.conf", br, v4[i]);
-	}
-	for (int i = 0; v6[i] && rc == 0; i++) {
-		rc = sysctl_add(st, "net.ipv6.conf", "all", v6[i]);
-		if (rc == 0)
-			rc = sysctl_add(st, "net.ipv6.conf", br, v6[i]);
+	(void)br; /* the bridge is one of the links */
+	for (size_t k = 0; k <= st->n_links && rc == 0; k++) {
+		const char *ifn = k == 0 ? "all" : st->links[k - 1].name;
+
+		if (!ifn[0] || strchr(ifn, '/'))
+			continue;
+		for (int i = 0; v4[i] && rc == 0; i++)
+			rc = sysctl_add(st, "net.ipv4.conf", ifn, v4[i]);
+		for (int i = 0; v6[i] && rc == 0; i++)
+			rc = sysctl_add(st, "net.ipv6.conf", ifn, v6[i]);
 	}
 	if (rc == 0)
 		rc = sysctl_add(st, "net.bridge.bridge-nf-call-iptables", NULL, NULL);
@@ -192,17 +203,21 @@ void ck_state_canon(const struct ck_state *st, const char *br, struct ck_buf *ou
 {
 	char a[64], g[64], n1[32];
 
-	ck_buf_printf(out, "# portcullis state snapshot v1 (bridge %s)\n", br);
+	ck_buf_printf(out, "# portcullis state snapshot v2 (bridge %s)\n", br);
 	for (size_t i = 0; i < st->n_links; i++) {
 		const struct ck_link *l = &st->links[i];
 
 		ck_buf_printf(out, "link %s kind=%s up=%d master=%s", l->name,
 			      l->kind[0] ? l->kind : "-", (l->flags & 1) ? 1 : 0,
 			      l->master ? ck_ifname(st, l->master, n1, sizeof(n1)) : "-");
+		if (l->link)
+			ck_buf_printf(out, " link=%d%s", l->link, l->link_netns ? "@other-ns" : "");
 		if (l->brport)
 			ck_buf_printf(out,
-				      " isolated=%d learning=%d flood=%d hairpin=%d proxyarp=%d",
-				      l->isolated, l->learning, l->flood, l->hairpin, l->proxyarp);
+				      " isolated=%d learning=%d flood=%d hairpin=%d proxyarp=%d "
+				      "state=%d locked=%d neigh_suppress=%d",
+				      l->isolated, l->learning, l->flood, l->hairpin, l->proxyarp,
+				      l->stp_state, l->locked, l->neigh_suppress);
 		if (l->br_nf_ipt >= 0)
 			ck_buf_printf(
 			    out, " nf_call_iptables=%d nf_call_ip6tables=%d nf_call_arptables=%d",
@@ -251,4 +266,329 @@ void ck_state_canon(const struct ck_state *st, const char *br, struct ck_buf *ou
 		ck_buf_printf(out, "sysctl %s = %s\n", st->sysctls[i].key,
 			      st->sysctls[i].val[0] ? st->sysctls[i].val : "(absent)");
 	ck_buf_printf(out, "legacy %s\n", st->legacy[0] ? st->legacy : "-");
+	ck_buf_printf(out, "ebtables %s%s%s\n", st->ebt[0] ? st->ebt : "-",
+		      st->ebt_unreadable[0] ? " unreadable: " : "", st->ebt_unreadable);
+}
+
+/* ---- ebtables-legacy ---------------------------------------------------- */
+
+/* One table: its rules and chain policies, from EBT_SO_GET_INFO and
+ * EBT_SO_GET_ENTRIES. 1 when it has something (appended to st->ebt), 0
+ * empty or absent, -1 unreadable. */
+static int ebt_table(struct ck_state *st, int fd, const char *name)
+{
+	struct ebt_replace r;
+	socklen_t len = sizeof(r);
+	char *ent = NULL, what[160];
+	size_t off = 0, wl = 0;
+	int rc = 0;
+
+	memset(&r, 0, sizeof(r));
+	pc_strlcpy(r.name, name, sizeof(r.name));
+	if (getsockopt(fd, IPPROTO_IP, EBT_SO_GET_INFO, &r, &len) < 0)
+		return errno == ENOENT || errno == ENOPROTOOPT ? 0 : -1;
+	if (r.entries_size > (1u << 24))
+		return -1;
+	ent = malloc(r.entries_size ? r.entries_size : 1);
+	if (!ent)
+		return -1;
+	r.entries = ent;
+	r.num_counters = 0;
+	r.counters = NULL;
+	len = sizeof(r);
+	if (getsockopt(fd, IPPROTO_IP, EBT_SO_GET_ENTRIES, &r, &len) < 0) {
+		free(ent);
+		return -1;
+	}
+	what[0] = 0;
+	if (r.nentries)
+		wl += (size_t)snprintf(what, sizeof(what), "%u rule(s)", r.nentries);
+	while (off + sizeof(uint32_t) <= r.entries_size) {
+		uint32_t dist;
+
+		memcpy(&dist, ent + off, sizeof(dist));
+		if (dist == 0) { /* a chain header: struct ebt_entries */
+			struct ebt_entries c;
+
+			if (off + sizeof(c) > r.entries_size)
+				break;
+			memcpy(&c, ent + off, sizeof(c));
+			if (c.policy != EBT_ACCEPT && wl < sizeof(what))
+				wl += (size_t)snprintf(what + wl, sizeof(what) - wl,
+						       "%schain %.32s policy %s", wl ? ", " : "",
+						       c.name,
+						       c.policy == EBT_DROP	? "DROP"
+						       : c.policy == EBT_RETURN ? "RETURN"
+										: "?");
+			off += sizeof(c);
+		} else { /* a rule: struct ebt_entry, next_offset from its start */
+			struct ebt_entry e;
+
+			if (off + sizeof(e) > r.entries_size)
+				break;
+			memcpy(&e, ent + off, sizeof(e));
+			if (e.next_offset < sizeof(e))
+				break;
+			off += e.next_offset;
+		}
+	}
+	free(ent);
+	if (what[0]) {
+		size_t l = strlen(st->ebt);
+
+		snprintf(st->ebt + l, sizeof(st->ebt) - l, "%s%s: %s", l ? "; " : "", name, what);
+		rc = 1;
+	}
+	return rc;
+}
+
+void ck_ebt_read(struct ck_state *st)
+{
+	static const char *tables[] = {"filter", "nat", "broute"};
+	/* any inet socket reaches the ebtables getsockopts (no CAP_NET_RAW:
+	 * the engine's check helper has none); they ask for CAP_NET_ADMIN */
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	st->ebt[0] = st->ebt_unreadable[0] = 0;
+	if (fd < 0) {
+		snprintf(st->ebt_unreadable, sizeof(st->ebt_unreadable),
+			 "no socket to ask the kernel (%s)", strerror(errno));
+		return;
+	}
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
+		if (ebt_table(st, fd, tables[i]) < 0) {
+			size_t l = strlen(st->ebt_unreadable);
+
+			snprintf(st->ebt_unreadable + l, sizeof(st->ebt_unreadable) - l,
+				 "%s%s (%s)", l ? ", " : "", tables[i], strerror(errno));
+		}
+	close(fd);
+}
+
+/* ---- nfnetlink_queue bindings --------------------------------------------- */
+
+/* The socket inode of netlink portid on bus proto (/proc/net/netlink). */
+static unsigned long netlink_inode(uint32_t portid, int proto)
+{
+	char *buf = NULL, *save = NULL;
+	size_t len = 0;
+	unsigned long ino = 0;
+
+	if (pc_file_read("/proc/net/netlink", 1 << 22, &buf, &len, NULL) < 0)
+		return 0;
+	for (char *t = strtok_r(buf, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
+		unsigned long long sk;
+		int eth;
+		long long pid;
+		unsigned long f[6], inode;
+
+		if (sscanf(t, "%llx %d %lld %lx %lu %lu %lu %lu %lu %lu", &sk, &eth, &pid, &f[0],
+			   &f[1], &f[2], &f[3], &f[4], &f[5], &inode) == 10 &&
+		    eth == proto && (uint32_t)pid == portid) {
+			ino = inode;
+			break;
+		}
+	}
+	free(buf);
+	return ino;
+}
+
+/* Does process pid hold socket inode ino? 1 yes, 0 no, -1 its fds are
+ * unreadable. */
+static int pid_has_socket(int pid, unsigned long ino)
+{
+	char dir[64], want[64];
+	struct dirent *d;
+	DIR *dp;
+	int found = 0, denied = 0;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
+	snprintf(want, sizeof(want), "socket:[%lu]", ino);
+	dp = opendir(dir);
+	if (!dp)
+		return -1;
+	while ((d = readdir(dp)) && !found) {
+		char p[384], tgt[64];
+		ssize_t n;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, d->d_name);
+		n = readlink(p, tgt, sizeof(tgt) - 1);
+		if (n > 0) {
+			tgt[n] = 0;
+			found = strcmp(tgt, want) == 0;
+		} else if (errno == EACCES || errno == EPERM) {
+			denied = 1; /* the directory lists, its links do not resolve */
+		}
+	}
+	closedir(dp);
+	return found ? 1 : denied ? -1 : 0;
+}
+
+/* A process named portcullisd in this network namespace, or 0. */
+static int find_engine(void)
+{
+	struct stat self;
+	struct dirent *d;
+	DIR *dp;
+	int pid = 0;
+
+	if (stat("/proc/self/ns/net", &self) < 0 || !(dp = opendir("/proc")))
+		return 0;
+	while ((d = readdir(dp)) && !pid) {
+		char p[64], comm[32] = "";
+		char *buf = NULL;
+		size_t len = 0;
+		struct stat ns;
+		int id = atoi(d->d_name);
+
+		if (id <= 0)
+			continue;
+		snprintf(p, sizeof(p), "/proc/%d/comm", id);
+		if (pc_file_read(p, 64, &buf, &len, NULL) < 0)
+			continue;
+		pc_strlcpy(comm, buf, sizeof(comm));
+		free(buf);
+		comm[strcspn(comm, "\n")] = 0;
+		snprintf(p, sizeof(p), "/proc/%d/ns/net", id);
+		if (strcmp(comm, "portcullisd") == 0 && stat(p, &ns) == 0 &&
+		    ns.st_ino == self.st_ino && ns.st_dev == self.st_dev)
+			pid = id;
+	}
+	closedir(dp);
+	return pid;
+}
+
+/* Which process holds socket inode ino (any readable /proc/N/fd), or 0. */
+static int socket_owner(unsigned long ino)
+{
+	struct dirent *d;
+	DIR *dp = opendir("/proc");
+	int pid = 0;
+
+	if (!dp)
+		return 0;
+	while ((d = readdir(dp)) && !pid) {
+		int id = atoi(d->d_name);
+
+		if (id > 0 && pid_has_socket(id, ino) == 1)
+			pid = id;
+	}
+	closedir(dp);
+	return pid;
+}
+
+void ck_nfq_read(struct ck_state *st, int engine_pid)
+{
+	char *buf = NULL, *save = NULL;
+	size_t len = 0;
+
+	st->engine_is_caller = engine_pid > 0;
+	st->engine_pid = engine_pid > 0 ? engine_pid : find_engine();
+	st->engine_fds_read = false;
+	if (pc_file_read("/proc/net/netfilter/nfnetlink_queue", 1 << 20, &buf, &len, NULL) < 0)
+		return;
+	for (char *t = strtok_r(buf, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
+		unsigned q;
+		long long portid;
+		struct ck_nfq *b;
+
+		if (sscanf(t, "%u %lld", &q, &portid) != 2)
+			continue;
+		b = ck_grow(&st->nfq, &st->n_nfq, &st->cap_nfq, sizeof(*b));
+		if (!b)
+			break;
+		b->queue = q;
+		b->portid = (uint32_t)portid;
+		b->inode = netlink_inode(b->portid, NETLINK_NETFILTER);
+		if (!b->inode)
+			continue;
+		if (st->engine_pid > 0) {
+			int has = pid_has_socket(st->engine_pid, b->inode);
+
+			if (has >= 0)
+				st->engine_fds_read = true;
+			if (has == 1) {
+				b->pid = st->engine_pid;
+				continue;
+			}
+			if (has < 0)
+				continue; /* nothing to compare with: a scan would not help */
+		}
+		b->pid = socket_owner(b->inode);
+	}
+	free(buf);
+}
+
+/* ---- which process holds each tap ------------------------------------------ */
+
+static struct ck_link *tun_by_name(struct ck_state *st, const char *name)
+{
+	for (size_t i = 0; i < st->n_links; i++)
+		if (strcmp(st->links[i].kind, "tun") == 0 && strcmp(st->links[i].name, name) == 0)
+			return &st->links[i];
+	return NULL;
+}
+
+/* The tun fds of process pid: their fdinfo names the device ("iff:"). */
+static void tun_scan_pid(struct ck_state *st, int pid)
+{
+	char dir[64];
+	struct dirent *d;
+	DIR *dp;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
+	dp = opendir(dir);
+	if (!dp)
+		return;
+	while ((d = readdir(dp))) {
+		char p[384], tgt[32], *buf = NULL, *iff;
+		size_t len = 0;
+		ssize_t n;
+		struct ck_link *l;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, d->d_name);
+		n = readlink(p, tgt, sizeof(tgt) - 1);
+		if (n <= 0)
+			continue;
+		tgt[n] = 0;
+		if (strcmp(tgt, "/dev/net/tun") != 0)
+			continue;
+		snprintf(p, sizeof(p), "/proc/%d/fdinfo/%s", pid, d->d_name);
+		if (pc_file_read(p, 4096, &buf, &len, NULL) < 0)
+			continue;
+		iff = strstr(buf, "iff:");
+		if (iff) {
+			iff += 4;
+			iff += strspn(iff, " \t");
+			iff[strcspn(iff, "\n")] = 0;
+			l = tun_by_name(st, iff);
+			if (l && !l->tun_owner)
+				l->tun_owner = pid;
+		}
+		free(buf);
+	}
+	closedir(dp);
+}
+
+void ck_tun_owners(struct ck_state *st)
+{
+	struct dirent *d;
+	DIR *dp;
+	size_t ntun = 0;
+
+	for (size_t i = 0; i < st->n_links; i++)
+		ntun += strcmp(st->links[i].kind, "tun") == 0;
+	if (ntun < 2 || !(dp = opendir("/proc")))
+		return;
+	while ((d = readdir(dp))) {
+		int id = atoi(d->d_name);
+
+		if (id > 0)
+			tun_scan_pid(st, id);
+	}
+	closedir(dp);
 }

@@ -56,6 +56,10 @@ static void parse_act(struct ck_tcfilter *f, const struct nlattr *nest)
 			act->mark = mnl_attr_get_u32(a);
 			if (!act->mark_mask)
 				act->mark_mask = 0xffffffffu;
+		} else if (strcmp(act->kind, "skbedit") == 0 && t == TCA_SKBEDIT_PTYPE &&
+			   mnl_attr_validate(a, MNL_TYPE_U16) == 0) {
+			act->has_ptype = true;
+			act->ptype = mnl_attr_get_u16(a);
 		} else if (strcmp(act->kind, "skbedit") == 0 && t == TCA_SKBEDIT_MASK &&
 			   mnl_attr_validate(a, MNL_TYPE_U32) == 0) {
 			act->mark_mask = mnl_attr_get_u32(a);

@@ -35,10 +35,14 @@ t_eq "it cites the spec its guard was checked against (docs/spec.md's sha256)" \
 	"sha256:$spec_sha" "$(printf '%s' "$st" | jq -r .predicate.spec)"
 t_eq "... as a subject too" "$spec_sha" \
 	"$(printf '%s' "$st" | jq -r '.subject[] | select(.name == "spec") | .digest.sha256')"
+model=$(sed -n 's/^#define CK_MODEL_VERSION "\(.*\)"$/\1/p' "$PC_TOP/checker/checker.h")
+t_eq "it names the containment model it was proven in (CK_MODEL_VERSION)" \
+	"$model" "$(printf '%s' "$st" | jq -r .predicate.model)"
 t_match "secret binding named, host given" '"name":"GITHUB_TOKEN","host":"api.github.test"' "$st"
 t_match "HTML: three parts" "What was proven.*What the proof relies on.*What it does not cover" \
 	"$(tr -d '\n' <"$C/agent-1.json.html")"
 t_match "Markdown: three parts" "What it does not cover" "$(cat "$C/agent-1b.json.md")"
+t_match "Markdown: the model's version" "Containment model\\*\\*: $model" "$(cat "$C/agent-1b.json.md")"
 t_match "Markdown: the spec's hash" "Spec \\(docs/spec.md\\)\\*\\*: sha256:$spec_sha" "$(cat "$C/agent-1b.json.md")"
 
 # openssl, without our tools: PAE = "DSSEv1 <len(type)> <type> <len(body)> <body>"
@@ -66,6 +70,25 @@ out=$(ck_pc cert verify "$C/agent-1.json" --key "$C/other.pub" 2>&1) && rc=0 || 
 t_eq "wrong key: verify exits 1" 1 "$rc"
 t_fail "openssl rejects the tampered payload too" \
 	openssl pkeyutl -verify -rawin -pubin -inkey "$pub" -sigfile "$C/sig" -in <(sed 's/agent-1/agent-9/' "$C/pae.bin")
+
+# a certificate proven under another model is stale on --live: re-signed
+# with the appliance key (as an older build would have), model changed
+python3 - "$C/agent-1.json" "$C/oldmodel.payload" <<'EOF2'
+import base64, json, sys
+env = json.load(open(sys.argv[1]))
+st = json.loads(base64.b64decode(env["payload"]))
+st["predicate"]["model"] = "portcullis-containment-model/1"
+open(sys.argv[2], "w").write(json.dumps(st, separators=(",", ":")))
+EOF2
+t=application/vnd.in-toto+json
+{ printf 'DSSEv1 %d %s %d ' "${#t}" "$t" "$(stat -c %s "$C/oldmodel.payload")"; cat "$C/oldmodel.payload"; } >"$C/oldmodel.pae"
+openssl pkeyutl -sign -rawin -inkey "$K/state/appliance.key" -in "$C/oldmodel.pae" -out "$C/oldmodel.sig" 2>/dev/null
+jq --arg p "$(base64 -w0 "$C/oldmodel.payload")" --arg s "$(base64 -w0 "$C/oldmodel.sig")" \
+	'.payload = $p | .signatures[0].sig = $s' "$C/agent-1.json" >"$C/oldmodel.json"
+t_ok "a certificate of an older model still verifies offline" ck_pc cert verify "$C/oldmodel.json" --key "$pub"
+out=$(ck_pc cert verify "$C/oldmodel.json" --live 2>&1) && rc=0 || rc=$?
+t_eq "--live: a certificate of an older model is stale (exit 1)" 1 "$rc"
+t_match "--live names the model" "stale: proven under model portcullis-containment-model/1" "$out"
 
 # stale subjects: the appliance changed after issuance
 lab_gw nft add table ip later

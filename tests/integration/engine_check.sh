@@ -98,6 +98,7 @@ lab_gw nft delete table netdev tap
 runs=$(check_field runs)
 lab_gw ip link set "$P2" master "$LAB_BR"
 lab_gw ip link set "$P2" type bridge_slave isolated on
+lab_gw ip link set "$P2" up
 t_ok "the port coming back ran a check" wait_runs "$runs"
 # the isolation flag may land after the check that the port's return
 # triggered: a reload settles it
@@ -122,7 +123,11 @@ EOF
 DISK=$(guard_cli policy hash)
 t_match "the edited rules.d has another hash" '^sha256:[0-9a-f]{64}$' "$DISK"
 t_ok "... not the one in force" test "$DISK" != "$LOADED"
+# (the port is taken down first: a sandbox port off the bridge that is up
+# forwards its sandbox's IPv6 outside pcbr0's chains, a way out since
+# issue 23 — what this part tests is which policy the check compares with)
 runs=$(check_field runs)
+lab_gw ip link set "$P2" down
 lab_gw ip link set "$P2" nomaster
 t_ok "a port leaving the bridge ran a check" wait_runs "$runs"
 t_eq "status: that check followed the port change" ports "$(check_field trigger)"
@@ -148,6 +153,7 @@ taps=$(tap_lines)
 runs=$(check_field runs)
 lab_gw ip link set "$P2" master "$LAB_BR"
 lab_gw ip link set "$P2" type bridge_slave isolated on
+lab_gw ip link set "$P2" up
 t_ok "the port coming back ran a check" wait_runs "$runs"
 t_eq "status: exit found" "exit found" "$(check_field result)"
 # (the journal, not status' first finding: the port may still have been

@@ -2,13 +2,16 @@
  * libnftnl, no kernel), its JSON reader and the DSSE PAE/sign/verify. */
 #include <arpa/inet.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <libnftnl/chain.h>
 #include <libnftnl/expr.h>
 #include <libnftnl/rule.h>
 #include <linux/netfilter.h>
+#include <linux/rtnetlink.h>
 #include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/xt_CT.h>
 #include <sodium.h>
 
 #include "checker/checker_int.h"
@@ -429,6 +432,303 @@ START_TEST(other_interface_rules_do_not_match_sandbox)
 }
 END_TEST
 
+/* ---- issue 23: what the model no longer takes as harmless ---------------- */
+
+/* a foreign prerouting chain at -300 with one rule built by fn */
+static struct nftnl_rule *foreign_rule(void)
+{
+	struct ck_chain *c =
+	    chain(NFPROTO_IPV4, "f", "pre", NF_INET_PRE_ROUTING, -300, NF_ACCEPT, "filter");
+
+	return rule(c);
+}
+
+static void e_ctmark_load(struct nftnl_rule *r)
+{
+	struct nftnl_expr *e = nftnl_expr_alloc("ct");
+
+	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_MARK);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
+	nftnl_rule_add_expr(r, e);
+}
+
+static void e_meta_set(struct nftnl_rule *r, uint32_t key)
+{
+	struct nftnl_expr *e = nftnl_expr_alloc("meta");
+
+	nftnl_expr_set_u32(e, NFTNL_EXPR_META_KEY, key);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_META_SREG, NFT_REG_1);
+	nftnl_rule_add_expr(r, e);
+}
+
+START_TEST(mark_copy_from_conntrack_is_an_exit)
+{
+	struct checker_result *r;
+	struct nftnl_rule *ru;
+
+	base_state();
+	our_guard(0);
+	ru = foreign_rule(); /* meta mark set ct mark */
+	e_ctmark_load(ru);
+	e_meta_set(ru, NFT_META_MARK);
+	r = analyze();
+	ck_assert(has(r, "meta mark set may set the engine's mark bits"));
+	checker_result_free(r);
+	teardown();
+}
+END_TEST
+
+START_TEST(masked_mark_copy_is_harmless)
+{
+	struct checker_result *r;
+	struct nftnl_rule *ru;
+	struct nftnl_expr *e;
+	uint32_t m = 0x0000ff00u, z = 0;
+
+	base_state();
+	our_guard(0);
+	ru = foreign_rule(); /* meta mark set ct mark and 0xff00 */
+	e_ctmark_load(ru);
+	e = nftnl_expr_alloc("bitwise");
+	nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_LEN, 4);
+	nftnl_expr_set(e, NFTNL_EXPR_BITWISE_MASK, &m, 4);
+	nftnl_expr_set(e, NFTNL_EXPR_BITWISE_XOR, &z, 4);
+	nftnl_rule_add_expr(ru, e);
+	e_meta_set(ru, NFT_META_MARK);
+	r = analyze();
+	ck_assert_int_eq(r->status, CHECKER_PROVEN);
+	checker_result_free(r);
+	teardown();
+}
+END_TEST
+
+START_TEST(pkttype_host_is_an_exit)
+{
+	struct checker_result *r;
+	struct nftnl_rule *ru;
+	struct nftnl_expr *e;
+	uint8_t host = 0; /* PACKET_HOST */
+
+	base_state();
+	our_guard(0);
+	ru = foreign_rule();
+	e = nftnl_expr_alloc("immediate");
+	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_1);
+	nftnl_expr_set(e, NFTNL_EXPR_IMM_DATA, &host, 1);
+	nftnl_rule_add_expr(ru, e);
+	e_meta_set(ru, NFT_META_PKTTYPE);
+	r = analyze();
+	ck_assert(has(r, "meta pkttype set host"));
+	checker_result_free(r);
+	teardown();
+}
+END_TEST
+
+static void e_ct_target(struct nftnl_rule *r, const char *helper)
+{
+	struct nftnl_expr *e = nftnl_expr_alloc("target");
+	/* libnftnl takes the target's data as it is (and frees it) */
+	struct xt_ct_target_info_v1 *info = calloc(1, sizeof(*info));
+
+	if (helper)
+		strcpy(info->helper, helper);
+	else
+		info->flags = XT_CT_NOTRACK;
+	nftnl_expr_set_str(e, NFTNL_EXPR_TG_NAME, "CT");
+	nftnl_expr_set_u32(e, NFTNL_EXPR_TG_REV, 1);
+	nftnl_expr_set(e, NFTNL_EXPR_TG_INFO, info, sizeof(*info));
+	nftnl_rule_add_expr(r, e);
+}
+
+START_TEST(ct_helper_is_an_exit_notrack_is_not)
+{
+	struct checker_result *r;
+
+	base_state();
+	our_guard(0);
+	e_ct_target(foreign_rule(), NULL);
+	r = analyze();
+	ck_assert_msg(r->status == CHECKER_PROVEN, "%s", r->n_findings ? r->findings[0].text : "");
+	checker_result_free(r);
+	e_ct_target(foreign_rule(), "irc");
+	r = analyze();
+	ck_assert(has(r, "conntrack helper 'irc'"));
+	checker_result_free(r);
+	teardown();
+}
+END_TEST
+
+/* iifname != @guarded dnat: with a constant set holding pcbr0 the dnat never
+ * applies to sandbox packets; with timeouts (or a rule writing the set) it
+ * may. */
+static void set_dnat_rule(uint32_t set_flags, bool written)
+{
+	struct ck_chain *c =
+	    chain(NFPROTO_IPV4, "n", "pre", NF_INET_PRE_ROUTING, -100, NF_ACCEPT, "nat");
+	struct ck_set *s = ck_grow(&st.nft.sets, &st.nft.n_sets, &st.nft.cap_sets, sizeof(*s));
+	struct ck_elem *el = ck_grow(&s->elems, &s->n_elems, &s->cap_elems, sizeof(*el));
+	struct nftnl_rule *ru = rule(c);
+	struct nftnl_expr *e;
+	uint32_t a = htonl(0xcb00714d); /* 203.0.113.77 */
+
+	s->family = NFPROTO_IPV4;
+	strcpy(s->table, "n");
+	strcpy(s->name, "guarded");
+	s->flags = set_flags;
+	s->key_len = 16;
+	s->elems_read = true;
+	s->written = written;
+	strcpy((char *)el->key, "pcbr0");
+	el->klen = 16;
+	e_meta(ru, NFT_META_IIFNAME, NFT_REG_1);
+	e = nftnl_expr_alloc("lookup");
+	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1);
+	nftnl_expr_set_str(e, NFTNL_EXPR_LOOKUP_SET, "guarded");
+	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_FLAGS, NFT_LOOKUP_F_INV);
+	nftnl_rule_add_expr(ru, e);
+	e = nftnl_expr_alloc("immediate");
+	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_1);
+	nftnl_expr_set(e, NFTNL_EXPR_IMM_DATA, &a, 4);
+	nftnl_rule_add_expr(ru, e);
+	e = nftnl_expr_alloc("nat");
+	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_TYPE, NFT_NAT_DNAT);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_FAMILY, NFPROTO_IPV4);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_ADDR_MIN, NFT_REG_1);
+	nftnl_rule_add_expr(ru, e);
+}
+
+START_TEST(only_constant_sets_decide_a_lookup)
+{
+	static const struct {
+		uint32_t flags;
+		bool written;
+		bool proven;
+	} cases[] = {{0, false, true},
+		     {NFT_SET_TIMEOUT, false, false},
+		     {NFT_SET_EVAL, false, false},
+		     {0, true, false}};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct checker_result *r;
+
+		base_state();
+		our_guard(0);
+		set_dnat_rule(cases[i].flags, cases[i].written);
+		r = analyze();
+		ck_assert_msg((r->status == CHECKER_PROVEN) == cases[i].proven, "case %zu", i);
+		if (!cases[i].proven)
+			ck_assert(has(r, "dnat to 203.0.113.77"));
+		checker_result_free(r);
+		teardown();
+	}
+}
+END_TEST
+
+static struct ck_link *add_link(int ifindex, const char *name, const char *kind, int master)
+{
+	struct ck_link *l = ck_grow(&st.links, &st.n_links, &st.cap_links, sizeof(*l));
+
+	l->ifindex = ifindex;
+	l->master = master;
+	l->link_nsid = -1;
+	l->stp_state = 3;
+	l->isolated = 1;
+	pc_strlcpy(l->name, name, sizeof(l->name));
+	pc_strlcpy(l->kind, kind, sizeof(l->kind));
+	return l;
+}
+
+/* every interface is a way in: the sandbox-facing devices the model finds
+ * without a ruleset (ck_analyze over links only) */
+START_TEST(sandbox_facing_devices_are_named)
+{
+	struct checker_result *r = calloc(1, sizeof(*r));
+	struct pc_err err = {0};
+	struct ck_link *l;
+	static const char *const pol[] = {"pcv9"};
+
+	base_state();
+	our_guard(0);
+	st.links[1].link_nsid = 7; /* pcv1's peer: sandbox namespace 7 */
+	st.links[1].stp_state = 3;
+	l = add_link(5, "pcv1.42", "vlan", 0); /* stacked on the port */
+	l->link = 4;
+	l = add_link(6, "virbr0-nic", "veth", 9); /* a second NIC of sandbox 7 */
+	l->link_netns = true;
+	l->link_nsid = 7;
+	add_link(9, "virbr0", "bridge", 0);
+	l = add_link(10, "pcv9", "veth", 0); /* a policy port off every bridge */
+	l->link_netns = true;
+	l->link_nsid = 8;
+	ex.policy_ports = pol;
+	ex.n_policy_ports = 1;
+	ck_assert_int_eq(ck_analyze(&st, &ex, "pcbr0", r, &err), 0);
+	ck_assert(has(r, "interface pcv1.42 (vlan) is stacked on sandbox port pcv1"));
+	ck_assert(has(r, "sandbox-facing interface pcv1.42"));
+	ck_assert(has(r, "sandbox-facing interface virbr0-nic (its peer is in the namespace of "
+			 "sandbox port pcv1's peer"));
+	ck_assert(has(r, "sandbox-facing interface pcv9 (named by the policy"));
+	ck_assert(!has(r, "interface virbr0 "));
+	checker_result_free(r);
+	teardown();
+
+	r = calloc(1, sizeof(*r));
+	base_state();
+	our_guard(0);
+	st.links[1].stp_state = 0; /* disabled */
+	ck_assert_int_eq(ck_analyze(&st, &ex, "pcbr0", r, &err), 0);
+	ck_assert(has(r, "bridge port pcv1 is not in forwarding state (STP state 0)"));
+	checker_result_free(r);
+	teardown();
+}
+END_TEST
+
+/* tc where marks can be set: the uplink (a default route through it), and
+ * a packet-type rewrite on a port */
+START_TEST(tc_on_uplink_and_ptype_on_port_are_named)
+{
+	struct checker_result *r = calloc(1, sizeof(*r));
+	struct pc_err err = {0};
+	struct ck_route *rt;
+	struct ck_tcfilter *f;
+
+	base_state();
+	our_guard(0);
+	st.links[1].stp_state = 3;
+	add_link(2, "up0", "veth", 0)->link_netns = true;
+	rt = ck_grow(&st.routes, &st.n_routes, &st.cap_routes, sizeof(*rt));
+	rt->family = AF_INET;
+	rt->type = RTN_UNICAST;
+	rt->table = RT_TABLE_MAIN;
+	rt->has_gw = true;
+	rt->oif = 2; /* default via up0 */
+	f = ck_grow(&st.filters, &st.n_filters, &st.cap_filters, sizeof(*f));
+	f->ifindex = 2;
+	strcpy(f->kind, "u32");
+	strcpy(f->acts[0].kind, "skbedit");
+	f->acts[0].has_mark = true;
+	f->acts[0].mark = 0x80000000u;
+	f->acts[0].mark_mask = 0xffffffffu;
+	f->n_acts = 1;
+	f = ck_grow(&st.filters, &st.n_filters, &st.cap_filters, sizeof(*f));
+	f->ifindex = 4; /* pcv1 */
+	strcpy(f->kind, "u32");
+	strcpy(f->acts[0].kind, "skbedit");
+	f->acts[0].has_ptype = true;
+	f->acts[0].ptype = 0; /* PACKET_HOST */
+	f->n_acts = 1;
+	ck_assert_int_eq(ck_analyze(&st, &ex, "pcbr0", r, &err), 0);
+	ck_assert(has(r, "on uplink up0"));
+	ck_assert(has(r, "skbedit sets the engine's mark bits"));
+	ck_assert(has(r, "on port pcv1"));
+	ck_assert(has(r, "skbedit ptype host"));
+	checker_result_free(r);
+	teardown();
+}
+END_TEST
+
 START_TEST(json_strict)
 {
 	struct jv *v = jv_parse("{\"a\":[1,\"x\\u00e9\",true,null]}", 29);
@@ -482,6 +782,13 @@ static Suite *checker_suite(void)
 	tcase_add_test(t, jump_fanout_is_walked_once_per_chain);
 	tcase_add_test(t, jump_loop_is_unproven);
 	tcase_add_test(t, redirect_to_our_listener_only_in_our_table);
+	tcase_add_test(t, mark_copy_from_conntrack_is_an_exit);
+	tcase_add_test(t, masked_mark_copy_is_harmless);
+	tcase_add_test(t, pkttype_host_is_an_exit);
+	tcase_add_test(t, ct_helper_is_an_exit_notrack_is_not);
+	tcase_add_test(t, only_constant_sets_decide_a_lookup);
+	tcase_add_test(t, sandbox_facing_devices_are_named);
+	tcase_add_test(t, tc_on_uplink_and_ptype_on_port_are_named);
 	tcase_add_test(t, json_strict);
 	tcase_add_test(t, dsse_round_trip);
 	suite_add_tcase(s, t);
