@@ -157,148 +157,27 @@ static bool is_resolver(const struct pc_config *cfg, const struct pc_addr *a)
 	return false;
 }
 
-/* One DNS message from a TCP segment: exactly one, complete, after its
- * two-byte length. Returns NULL otherwise. */
-static const uint8_t *tcp_dns_msg(const struct pkt *p, size_t *len)
+/* What the stream made of a segment that decided nothing new: the
+ * verdict, and the packet as rewritten when it is released so. */
+static void dns_tcp_fate(struct decision *d, const struct dnstcp_fate *f)
 {
-	size_t l;
-
-	if (p->payload_len < 2)
-		return NULL;
-	l = (size_t)p->payload[0] << 8 | p->payload[1];
-	if (l == 0 || l + 2 != p->payload_len)
-		return NULL;
-	*len = l;
-	return p->payload + 2;
-}
-
-/* Release the segment when it lies inside the judged bytes (as judged:
- * rewritten if the message was), else drop it: held while the message is
- * not whole, or sent again later. The stream is forgotten once done. */
-static void tcp_dns_release(const struct decide_ctx *c, const struct pkt_in *in,
-			    const struct pkt *p, struct decision *d, struct dnstcp_stream *st)
-{
-	const uint8_t *bytes;
-
-	d->v = VK_DROP;
-	if (!dnstcp_releasable(st, p->tcp_seq, p->payload_len, &bytes))
-		return;
-	d->v = VK_PASS;
-	if (st->rw) {
-		int n = pkt_replace_payload(in->data, in->len, p, bytes, p->payload_len,
-					       &d->new_pkt);
-
-		if (n < 0)
-			d->v = VK_DROP; /* sent again; the next copy may fare better */
-		else
-			d->new_pkt_len = (size_t)n;
-	}
-	if (dnstcp_done(st))
-		dnstcp_del(c->dnstcp, st);
-}
-
-/* The DNS message a TCP segment makes whole: 1 with *msg and *len to judge
- * (*st: its stream, NULL when the segment held exactly that message); 0
- * when decided here (d->v: released as judged before, or dropped while the
- * message is incomplete: the sender sends it again); <0 with *why: refuse
- * the connection (the stream is forgotten). */
-static int tcp_dns_take(const struct decide_ctx *c, const struct pkt_in *in, const struct pkt *p,
-			const struct policy_sandbox *sb, struct decision *d,
-			struct dnstcp_stream **st, const uint8_t **msg, size_t *len,
-			const char **why)
-{
-	struct dnstcp_stream *s;
-	struct flow_key k;
-	int rc;
-
-	*st = NULL;
-	flow_key_from_pkt(&k, p);
-	s = dnstcp_get(c->dnstcp, &k, c->now_ms);
-	if (!s) {
-		if ((*msg = tcp_dns_msg(p, len)) != NULL)
-			return 1; /* the common case: one whole message, one segment */
-		if (!c->dnstcp) {
-			*why = "DNS over TCP: a segment must hold exactly one whole message";
-			return PC_EINVAL;
-		}
-		if (!sb) {
-			*why = "DNS over TCP: not a sandbox (no stream is kept for it)";
-			return PC_EREFUSED;
-		}
-		/* Each sandbox may hold its share of the table only: one
-		 * that sends partial messages cannot take another's streams. */
-		rc = dnstcp_add(c->dnstcp, &k, p->tcp_seq, c->now_ms, sb->name,
-				policy_sandbox_count(c->policy), &s);
-		if (rc == PC_EREFUSED) {
-			*why = "DNS over TCP: the sandbox's quota of streams being put together "
-			       "is used up (engine quota)";
-			d->quota = QUOTA_DNSTCP;
-			return rc;
-		}
-		if (rc < 0) {
-			*why = "DNS over TCP: too many streams being put together";
-			return PC_EREFUSED;
-		}
-	}
-	rc = dnstcp_add_bytes(s, p->tcp_seq, p->payload, p->payload_len, c->now_ms);
-	if (rc == PC_EINVAL) {
-		d->v = VK_DROP; /* before the stream began: nothing to compare it with */
-		return 0;
-	}
-	if (rc == 0) {
-		rc = dnstcp_next_msg(s, msg, len);
-		if (rc == 1) {
-			*st = s;
-			return 1;
-		}
-	}
-	switch (rc) {
-	case 0:
-		break;
-	case PC_ETAMPER:
-		*why = "DNS over TCP: bytes sent again differ from the ones judged";
-		break;
-	case PC_EREFUSED:
-		*why = "DNS over TCP: more than the engine keeps for one stream";
-		break;
-	case PC_EPARSE:
-		*why = "DNS over TCP: a message of length 0";
-		break;
-	default:
-		*why = "out of memory";
-		break;
-	}
-	if (rc < 0) {
-		dnstcp_del(c->dnstcp, s);
-		return rc;
-	}
-	tcp_dns_release(c, in, p, d, s);
-	return 0;
-}
-
-/* After the message st made whole was allowed (rewritten: what to release
- * instead, same length, or NULL): release the segment when it lies inside
- * the judged bytes, else drop it until it is sent again. false: refuse. */
-static bool tcp_dns_judged(const struct decide_ctx *c, const struct pkt_in *in,
-			   const struct pkt *p, struct decision *d, struct dnstcp_stream *st,
-			   const uint8_t *rewritten)
-{
-	if (dnstcp_judged(st, rewritten) < 0) {
-		dnstcp_del(c->dnstcp, st);
-		return false;
-	}
+	d->v = f->pass ? VK_PASS : VK_DROP;
 	free(d->new_pkt);
-	d->new_pkt = NULL;
-	tcp_dns_release(c, in, p, d, st);
-	return true;
+	d->new_pkt = f->new_pkt;
+	d->new_pkt_len = f->new_pkt_len;
 }
 
-static void tcp_dns_forget(const struct decide_ctx *c, const struct pkt *p)
+/* After the message st made whole was allowed: release the segment as
+ * judged, or drop it until it is sent again. false: refuse. */
+static bool dns_tcp_allowed(const struct decide_ctx *c, const struct dnstcp_seg *seg,
+			    struct decision *d, struct dnstcp_stream *st, const uint8_t *rewritten)
 {
-	struct flow_key k;
+	struct dnstcp_fate f = {0};
 
-	flow_key_from_pkt(&k, p);
-	dnstcp_del(c->dnstcp, dnstcp_get(c->dnstcp, &k, c->now_ms));
+	if (dnstcp_allowed(c->dnstcp, st, seg, rewritten, &f) < 0)
+		return false;
+	dns_tcp_fate(d, &f);
+	return true;
 }
 
 static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const struct pkt *p,
@@ -310,7 +189,7 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 	size_t len = p->payload_len;
 	bool deferred = false;
 	struct dnstcp_stream *st = NULL;
-	const char *why = NULL;
+	struct dnstcp_seg seg = {in->data, in->len, p};
 	/* the only port-53 traffic that may pass (docs/dnsguard.md) */
 	bool to_guard = sb && is_resolver(c->cfg, &p->dst);
 	int rc;
@@ -326,7 +205,7 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 		 * flags carry bytes to wherever it goes. Refused (and
 		 * recorded) before any stream is kept for it. */
 		if (!to_guard) {
-			tcp_dns_forget(c, p); /* one kept from before a reload */
+			dnstcp_forget(c->dnstcp, p, c->now_ms); /* one kept from before a reload */
 			refuse(d, c, p, sb, VK_REJECT,
 			       sb ? "DNS over TCP to a resolver that is not the guard's"
 				  : "not a sandbox (no rule matches its source, MAC and port)");
@@ -345,17 +224,25 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 		}
 		if (p->payload_len == 0) {
 			if (p->tcp_flags & TH_RST)
-				tcp_dns_forget(c, p);
+				dnstcp_forget(c->dnstcp, p, c->now_ms);
 			d->v = VK_PASS; /* handshake, ACK, FIN, RST: no message */
 			return;
 		}
-		rc = tcp_dns_take(c, in, p, sb, d, &st, &msg, &len, &why);
-		if (rc <= 0) {
-			if (rc < 0) {
-				refuse(d, c, p, sb, VK_REJECT, why);
-				d->rec.action = LOGREC_DNS_QUERY;
-			}
-			return; /* released as judged before, or held */
+		struct dnstcp_fate fate = {0};
+
+		rc =
+		    dnstcp_take(c->dnstcp, &seg, sb ? sb->name : NULL,
+				policy_sandbox_count(c->policy), c->now_ms, &st, &msg, &len, &fate);
+		if (rc < 0) {
+			refuse(d, c, p, sb, VK_REJECT, fate.why);
+			d->rec.action = LOGREC_DNS_QUERY;
+			if (fate.over_quota)
+				d->quota = QUOTA_DNSTCP;
+			return;
+		}
+		if (rc == 0) {
+			dns_tcp_fate(d, &fate); /* released as judged before, or held */
+			return;
 		}
 	}
 	if (p->truncated) {
@@ -373,7 +260,7 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 	}
 	if (rc == 0 && res.verdict == DNSG_ALLOW && deferred) {
 		d->v = VK_PASS; /* its record comes with its answer */
-		if (st && !tcp_dns_judged(c, in, p, d, st, NULL))
+		if (st && !dns_tcp_allowed(c, &seg, d, st, NULL))
 			d->v = VK_REJECT; /* out of memory (the query is owed its record) */
 		return;
 	}
@@ -397,7 +284,7 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 	case DNSG_ALLOW:
 		d->v = VK_PASS;
 		d->rec.verdict = LOGREC_ALLOWED;
-		if (st && !tcp_dns_judged(c, in, p, d, st, NULL)) {
+		if (st && !dns_tcp_allowed(c, &seg, d, st, NULL)) {
 			d->v = VK_REJECT;
 			d->rec.verdict = LOGREC_REFUSED;
 			set_reason(d, "%s", "out of memory");
@@ -505,7 +392,7 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 	const uint8_t *msg = p->payload;
 	size_t len = p->payload_len, off = 0, from = 0;
 	struct dnstcp_stream *st = NULL;
-	const char *why = NULL;
+	struct dnstcp_seg seg = {in->data, in->len, p};
 	int rc;
 
 	if (p->proto != IPPROTO_UDP && p->proto != IPPROTO_TCP)
@@ -521,7 +408,7 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 	}
 	if (p->proto == IPPROTO_TCP && p->payload_len == 0) {
 		if (p->tcp_flags & TH_RST)
-			tcp_dns_forget(c, p);
+			dnstcp_forget(c->dnstcp, p, c->now_ms);
 		d->v = sb ? VK_PASS : VK_DROP; /* SYN-ACK, ACK, FIN of a DNS connection */
 		return;
 	}
@@ -535,13 +422,19 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 			set_reason(d, "%s", "receiver is not a sandbox");
 			return;
 		}
-		rc = tcp_dns_take(c, in, p, sb, d, &st, &msg, &len, &why);
-		if (rc < 0)
-			set_reason(d, "%s", why);
-		if (rc <= 0) {
-			if (rc == 0)
-				d->has_rec =
-				    false; /* released as judged, or held: no new decision */
+		struct dnstcp_fate fate = {0};
+
+		rc = dnstcp_take(c->dnstcp, &seg, sb->name, policy_sandbox_count(c->policy),
+				 c->now_ms, &st, &msg, &len, &fate);
+		if (rc < 0) {
+			set_reason(d, "%s", fate.why);
+			if (fate.over_quota)
+				d->quota = QUOTA_DNSTCP;
+			return;
+		}
+		if (rc == 0) {
+			dns_tcp_fate(d, &fate);
+			d->has_rec = false; /* released as judged, or held: no new decision */
 			return;
 		}
 	}
@@ -603,7 +496,7 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 	if (st) {
 		/* released when the segment lies inside the judged bytes, else
 		 * held until sent again; the rewrite goes into the stream */
-		if (!tcp_dns_judged(c, in, p, d, st, res->rewritten)) {
+		if (!dns_tcp_allowed(c, &seg, d, st, res->rewritten)) {
 			set_reason(d, "%s", "out of memory");
 			goto out;
 		}
@@ -1226,8 +1119,8 @@ static void new_flow(const struct decide_ctx *c, const struct pkt *p,
 	allow(d, c, p, sb, fr.rule, VK_ALLOW, FLOW_VIA_HOST, fr.name, "allowed host", src);
 }
 
-static void from_sandbox(const struct decide_ctx *c, const struct pkt_in *in,
-			 const struct pkt *p, struct decision *d)
+static void from_sandbox(const struct decide_ctx *c, const struct pkt_in *in, const struct pkt *p,
+			 struct decision *d)
 {
 	const struct policy_sandbox *sb;
 	struct policy_src src;

@@ -17,8 +17,8 @@
 
 /* Current ports of bridge (may be none; a missing bridge is not an error:
  * *n = 0, *br_ifindex = 0). *ports is malloc'ed, caller frees. */
-int links_bridge_ports(const char *bridge, struct nft_port **ports, size_t *n,
-		       uint32_t *br_ifindex, struct pc_err *err);
+int links_bridge_ports(const char *bridge, struct nft_port **ports, size_t *n, uint32_t *br_ifindex,
+		       struct pc_err *err);
 /* The gateway's own addresses (each as a host prefix) and the subnets of
  * the bridge's addresses and of cfg's sandbox pools: what no DNS answer
  * may teach (dnsguard_local_set). *out is malloc'ed, caller frees. */
@@ -268,6 +268,40 @@ int dnstcp_judged(struct dnstcp_stream *s, const uint8_t *rewritten);
 bool dnstcp_releasable(struct dnstcp_stream *s, uint32_t seq, size_t n, const uint8_t **bytes);
 /* Everything kept was judged and released in order: forget the stream. */
 bool dnstcp_done(const struct dnstcp_stream *s);
+
+/* What the decision uses (decide.c judges the messages; the plumbing that
+ * puts them together and releases their segments is here): one segment of
+ * a port-53 TCP connection, and what becomes of it. */
+struct dnstcp_seg {
+	const uint8_t *data; /* the whole IP packet (a rewrite copies it) */
+	size_t len;
+	const struct pkt *p; /* data parsed */
+};
+struct dnstcp_fate {
+	bool pass;	  /* release the segment; else drop it (held, or sent again) */
+	uint8_t *new_pkt; /* released as rewritten: the whole packet, malloc'ed */
+	size_t new_pkt_len;
+	const char *why; /* refused: why (static text) */
+	bool over_quota; /* refused: the sandbox holds its share of the streams */
+};
+/* The DNS message the segment makes whole (t NULL: it must hold exactly
+ * one). 1 with *msg and *len to judge (*st: its stream; NULL when the
+ * segment held exactly that message); 0 when decided here (f->pass:
+ * released as judged before, or dropped while the message is incomplete:
+ * the sender sends it again); <0 with f->why: refuse the connection (the
+ * stream is forgotten). sandbox NULL: not a sandbox, no stream is kept.
+ * f starts zeroed. */
+int dnstcp_take(struct dnstcp_table *t, const struct dnstcp_seg *seg, const char *sandbox,
+		size_t n_sandboxes, uint64_t now_ms, struct dnstcp_stream **st, const uint8_t **msg,
+		size_t *len, struct dnstcp_fate *f);
+/* The message st made whole was allowed (rewritten: what to release
+ * instead, same length, or NULL): f says whether the segment is released
+ * (it lies inside the judged bytes) or dropped until sent again. 0, or
+ * PC_ENOMEM: refuse (the stream is forgotten). */
+int dnstcp_allowed(struct dnstcp_table *t, struct dnstcp_stream *st, const struct dnstcp_seg *seg,
+		   const uint8_t *rewritten, struct dnstcp_fate *f);
+/* Forget p's stream, if one is kept (a RST, or a connection refused). */
+void dnstcp_forget(struct dnstcp_table *t, const struct pkt *p, uint64_t now_ms);
 
 /* ---- decide.c: one packet, one verdict ------------------------------------ */
 
