@@ -17,6 +17,11 @@
 #define TH_RST 0x04
 #define TH_ACK 0x10
 
+const char *decision_sandbox(const struct decision *d)
+{
+	return d->rec.sandbox ? d->rec.sandbox : "";
+}
+
 void decision_clear(struct decision *d)
 {
 	free(d->new_pkt);
@@ -31,7 +36,7 @@ void decision_clear(struct decision *d)
 	d->promote = false;
 	d->held_judged = false;
 	memset(&d->rec, 0, sizeof(d->rec));
-	d->sandbox[0] = d->rule[0] = d->domain[0] = d->sni[0] = d->dns_name[0] = '\0';
+	d->kept_len = 0;
 	d->answers[0] = d->reason[0] = '\0';
 }
 
@@ -63,6 +68,24 @@ const struct policy_sandbox *sandbox_by_addr(const struct policy *p, const struc
 
 /* ---- records --------------------------------------------------------------- */
 
+/* A copy of s in the decision, for a record field whose string lives
+ * where a later packet of the batch may change or free it (struct
+ * decision, "Where the record's strings live"). */
+static const char *rec_keep(struct decision *d, const char *s)
+{
+	size_t room = sizeof(d->kept) - d->kept_len, n = strlen(s);
+	char *out = d->kept + d->kept_len;
+
+	if (room == 0)
+		return NULL; /* cannot happen: kept is sized for the most a decision keeps */
+	if (n >= room)
+		n = room - 1;
+	memcpy(out, s, n);
+	out[n] = '\0';
+	d->kept_len += n + 1;
+	return out;
+}
+
 static void rec_base(struct decision *d, const struct decide_ctx *c, enum logrec_action action,
 		     enum logrec_verdict v, const struct pkt *p, const struct policy_sandbox *sb,
 		     const struct policy_allow *rule)
@@ -74,14 +97,10 @@ static void rec_base(struct decision *d, const struct decide_ctx *c, enum logrec
 	r->action = action;
 	r->verdict = v;
 	r->policy = policy_hash(c->policy);
-	if (sb) {
-		pc_strlcpy(d->sandbox, sb->name, sizeof(d->sandbox));
-		r->sandbox = d->sandbox;
-	}
-	if (rule) {
-		pc_strlcpy(d->rule, rule->rule, sizeof(d->rule));
-		r->rule = d->rule;
-	}
+	if (sb)
+		r->sandbox = sb->name; /* the policy's, like its hash */
+	if (rule)
+		r->rule = rule->rule;
 	if (p) {
 		r->src.addr = p->src;
 		r->src.port = p->sport;
@@ -128,10 +147,8 @@ static void allow(struct decision *d, const struct decide_ctx *c, const struct p
 	d->v = v;
 	rec_base(d, c, LOGREC_CONNECT, LOGREC_ALLOWED, p, sb, rule);
 	set_reason(d, "%s", reason);
-	if (name && *name) {
-		pc_strlcpy(d->domain, name, sizeof(d->domain));
-		d->rec.domain = d->domain;
-	}
+	if (name && *name)
+		d->rec.domain = rec_keep(d, name);
 	if (v == VK_ALLOW || v == VK_ALLOW_VAULT) {
 		d->register_flow = true;
 		flow_key_from_pkt(&d->key, p);
@@ -268,11 +285,8 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 	set_reason(d, "%s", res.reason ? res.reason : "DNS guard error");
 	/* A name that is not a host name (a tunnelling attempt, typically)
 	 * is recorded too, in its escaped form. */
-	if (res.qname[0] || res.qname_shown[0]) {
-		pc_strlcpy(d->dns_name, res.qname[0] ? res.qname : res.qname_shown,
-			   sizeof(d->dns_name));
-		d->rec.dns_name = d->dns_name;
-	}
+	if (res.qname[0] || res.qname_shown[0])
+		d->rec.dns_name = rec_keep(d, res.qname[0] ? res.qname : res.qname_shown);
 	d->rec.dns_type = res.qtype; /* 0 (not shown) when unparsable */
 	if (rc < 0) {
 		d->v = VK_DROP; /* internal failure: fail closed */
@@ -459,29 +473,18 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 			sb = next;
 		}
 	}
-	if (sb) {
-		pc_strlcpy(d->sandbox, sb->name, sizeof(d->sandbox));
-		d->rec.sandbox = d->sandbox;
-	}
+	/* res is the decision's own (d->ans): the record may point into it */
+	if (sb)
+		d->rec.sandbox = sb->name;
 	set_reason(d, "%s", res->reason ? res->reason : "DNS guard error");
 	if (res->qname[0]) {
-		pc_strlcpy(d->dns_name, res->qname, sizeof(d->dns_name));
-		d->rec.dns_name = d->dns_name;
+		d->rec.dns_name = res->qname;
 		d->rec.dns_type = res->qtype;
 	}
 	if (res->query_owed) {
-		const struct dnsguard_owed *o = &res->query;
 		bool released = rc == 0 && res->verdict == DNSG_ALLOW;
 
-		pc_strlcpy(d->sandbox, o->sandbox, sizeof(d->sandbox));
-		pc_strlcpy(d->rule, o->rule, sizeof(d->rule));
-		pc_strlcpy(d->policy, o->policy, sizeof(d->policy));
-		pc_strlcpy(d->dns_name, o->qname, sizeof(d->dns_name));
-		decision_owed_rec(o, &d->rec);
-		d->rec.sandbox = d->sandbox[0] ? d->sandbox : NULL;
-		d->rec.rule = d->rule[0] ? d->rule : NULL;
-		d->rec.policy = d->policy[0] ? d->policy : NULL;
-		d->rec.dns_name = d->dns_name[0] ? d->dns_name : NULL;
+		decision_owed_rec(&res->query, &d->rec);
 		if (released)
 			set_reason(d, "%s", "name allowed");
 		else
@@ -552,7 +555,7 @@ int decision_commit(struct dnsguard *dg, struct decision *d, uint64_t now_ms)
 	if (!d->learn)
 		return 0;
 	d->learn = false;
-	return dnsguard_learn_commit(dg, d->sandbox, &d->ans, now_ms);
+	return dnsguard_learn_commit(dg, decision_sandbox(d), &d->ans, now_ms);
 }
 
 /* ---- held TCP flows: waiting for the ClientHello --------------------------- */
@@ -596,14 +599,10 @@ static void held_fail(struct decision *d, const struct decide_ctx *c,
 
 	held_view(hf, &op);
 	refuse(d, c, &op, sb, v, reason);
-	if (hf->meta.name[0]) {
-		pc_strlcpy(d->domain, hf->meta.name, sizeof(d->domain));
-		d->rec.domain = d->domain;
-	}
-	if (hf->sni[0]) {
-		pc_strlcpy(d->sni, hf->sni, sizeof(d->sni));
-		d->rec.sni = d->sni;
-	}
+	if (hf->meta.name[0])
+		d->rec.domain = rec_keep(d, hf->meta.name);
+	if (hf->sni[0])
+		d->rec.sni = rec_keep(d, hf->sni);
 	hf->failed = true;
 }
 
@@ -718,14 +717,12 @@ static void held_allowed(const struct decide_ctx *c, const struct pkt *p,
 	if (hf->sni[0]) {
 		allow(d, c, &op, sb, rule, VK_PASS, FLOW_VIA_SNI, hf->sni,
 		      "allowed host; TLS server name checked", &ps);
-		pc_strlcpy(d->sni, hf->sni, sizeof(d->sni));
-		d->rec.sni = d->sni;
+		d->rec.sni = rec_keep(d, hf->sni);
 	} else {
 		allow(d, c, &op, sb, NULL, VK_PASS, FLOW_VIA_HOST, hf->meta.name,
 		      "allowed host (not TLS: no server name to check)", &ps);
 	}
-	pc_strlcpy(d->domain, hf->meta.name, sizeof(d->domain));
-	d->rec.domain = d->domain;
+	d->rec.domain = rec_keep(d, hf->meta.name);
 	d->held_judged = true;
 	flow_key_from_pkt(&d->key, p);
 }
@@ -921,8 +918,7 @@ static void held_promote(const struct decide_ctx *c, struct held_flow *hf, struc
 		}
 		allow(d, c, &op, sb, rule, VK_ALLOW, FLOW_VIA_SNI, hf->sni,
 		      "allowed host; TLS server name checked", &ps);
-		pc_strlcpy(d->sni, hf->sni, sizeof(d->sni));
-		d->rec.sni = d->sni;
+		d->rec.sni = rec_keep(d, hf->sni);
 	} else {
 		const char *why = held_host_refused(c, sb, &op.dst, op.dport);
 
@@ -975,10 +971,8 @@ static void held_reply(const struct decide_ctx *c, const struct pkt_in *in, cons
 			  hf->judged ? "held flow: the server did not acknowledge the judged bytes "
 				       "within engine.sni_timeout_ms"
 				     : "no TLS ClientHello within engine.sni_timeout_ms");
-		if (d->rec.sandbox == NULL) {
-			pc_strlcpy(d->sandbox, hf->meta.sandbox, sizeof(d->sandbox));
-			d->rec.sandbox = d->sandbox;
-		}
+		if (d->rec.sandbox == NULL)
+			d->rec.sandbox = rec_keep(d, hf->meta.sandbox);
 		return;
 	}
 	if (p->tcp_flags & TH_RST) {

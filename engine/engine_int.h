@@ -325,19 +325,29 @@ struct pkt_in {
 	size_t len;
 };
 
-/* The outcome, with at most one log record. Strings in rec point into the
- * decision itself or into the policy the batch holds a reference to. */
+/* The outcome, with at most one log record.
+ *
+ * Where the record's strings live: rec is built in place, each string
+ * field pointing at storage that lasts until the decision is cleared (the
+ * record is sent, committed and counted after the whole batch is decided)
+ * — a literal; the policy the batch holds a reference to (sandbox and rule
+ * names, the policy hash); the decision's own answer result (ans: the
+ * question's name, a deferred query's record); the reason and answers
+ * composed here; or, for a string that lives where a later packet of the
+ * batch may change or free it (a held flow's names, a name parsed on the
+ * stack), kept[] by rec_keep() in decide.c. So a new field is one
+ * assignment where it is set: no buffer per field, and a record rebuilt
+ * from a deferred query (dns_answer) has no pointer to fix up. */
 struct decision {
 	enum verdict_kind v;
 	bool has_rec;
 	struct logrec rec;
-	char sandbox[POLICY_NAME_MAX];
-	char rule[96];
-	char domain[POLICY_HOST_MAX];
-	char sni[POLICY_HOST_MAX];
-	char dns_name[POLICY_HOST_MAX];
 	char answers[512];
 	char reason[640]; /* room for an answer's unlearned addresses and why */
+	/* rec_keep's store: the most a decision keeps is a held flow's
+	 * server name and host name (one of them twice) and its sandbox */
+	char kept[4 * POLICY_HOST_MAX];
+	size_t kept_len;
 	/* refused UDP query: the synthesized answer to send back */
 	bool send_reply;
 	struct pc_endpoint reply_from, reply_to;
@@ -351,7 +361,6 @@ struct decision {
 	 * judged under (a deferred query record) */
 	bool learn;
 	struct dnsguard_answer_res ans;
-	char policy[DNSG_POLICY_MAX];
 	/* refused because its sandbox holds its share of a table: counted
 	 * per sandbox (quota_stats) */
 	enum quota_kind quota;
@@ -387,6 +396,9 @@ struct decide_ctx {
 void decide_packet(const struct decide_ctx *c, const struct pkt_in *in, struct decision *d);
 /* Free what a decision allocated (new_pkt) and reset it. */
 void decision_clear(struct decision *d);
+/* The sandbox the decision's record names, "" if none (quota counts,
+ * what an answer teaches). */
+const char *decision_sandbox(const struct decision *d);
 /* After the decision's record was acknowledged and before its verdict:
  * learn what a released DNS answer teaches. 0, or <0 (refuse it). */
 int decision_commit(struct dnsguard *dg, struct decision *d, uint64_t now_ms);
