@@ -385,12 +385,12 @@ static int expect_build(const struct pc_config *cfg, const struct policy *given,
 	{
 		struct pc_config c2 = *cfg;
 		struct nft_ruleset_params p = {.cfg = &c2,
-					      .policy = use,
-					      .ports = ports,
-					      .n_ports = np,
-					      .qpath = table_uses_compat(&st->nft, NFT_TABLE)
-							   ? NFT_QUEUE_COMPAT
-							   : NFT_QUEUE_NATIVE};
+					       .policy = use,
+					       .ports = ports,
+					       .n_ports = np,
+					       .qpath = table_uses_compat(&st->nft, NFT_TABLE)
+							    ? NFT_QUEUE_COMPAT
+							    : NFT_QUEUE_NATIVE};
 
 		pc_strlcpy(c2.bridge, bridge, sizeof(c2.bridge));
 		rc = nft_ruleset_build(&p, &rs, err);
@@ -440,12 +440,6 @@ int checker_expect_from_policy(const struct pc_config *cfg, const struct policy 
 		rc = expect_build(cfg, pol, bridge ? bridge : cfg->bridge, &st, ex, owned, err);
 	ck_state_free(&st);
 	return rc;
-}
-
-int checker_expect_from_config(const struct pc_config *cfg, const char *bridge,
-			       struct checker_expect *ex, void **owned, struct pc_err *err)
-{
-	return checker_expect_from_policy(cfg, NULL, bridge, ex, owned, err);
 }
 
 /* ---- the check ------------------------------------------------------------------ */

@@ -76,7 +76,7 @@ void checker_result_free(struct checker_result *r);
 
 /* What the guard's own configuration looks like: the names of our tables,
  * our mark bits, our queues, our listeners and what the ruleset expects of
- * bridge netfilter. checker_expect_from_config() derives it from the
+ * bridge netfilter. checker_expect_from_policy() derives it from the
  * configuration and the engine (nft/nft.h); tests set it by hand. */
 struct checker_expect {
 	char table[64];		     /* "portcullis" (inet and bridge families) */
@@ -103,14 +103,11 @@ struct checker_expect {
 };
 /* Fill ex from cfg (queues, listeners), the engine's constants (mark bits,
  * table name) and what the engine's ruleset builder makes for cfg, the
- * policy in cfg->rules_dir and the bridge's current ports. *owned holds
- * what ex borrows; free it with checker_expect_free after ex's last use. */
-int checker_expect_from_config(const struct pc_config *cfg, const char *bridge,
-			       struct checker_expect *ex, void **owned, struct pc_err *err);
-/* As checker_expect_from_config, for the policy pol (borrowed) instead of
- * the one in cfg->rules_dir: the engine's own check compares the live
- * tables with the policy it enforces, not with files an admin may be
- * editing (engine/checkrun.c). */
+ * policy pol (borrowed; NULL: the one in cfg->rules_dir) and the bridge's
+ * current ports. The engine's own check passes the policy it enforces: it
+ * compares the live tables with that, not with files an admin may be
+ * editing (engine/checkrun.c). *owned holds what ex borrows; free it with
+ * checker_expect_free after ex's last use. */
 int checker_expect_from_policy(const struct pc_config *cfg, const struct policy *pol,
 			       const char *bridge, struct checker_expect *ex, void **owned,
 			       struct pc_err *err);

@@ -121,13 +121,6 @@ static void dg_pend_expire(struct dnsguard *g, struct dg_sb *s, uint64_t now_ms)
 		dg_pend_unlink(g, s, s->pq_head, "no answer within 10 s");
 }
 
-void dg_pending_expire(struct dnsguard *g, struct dg_sb *s, uint64_t now_ms)
-{
-	pthread_mutex_lock(&s->mu);
-	dg_pend_expire(g, s, now_ms);
-	pthread_mutex_unlock(&s->mu);
-}
-
 static struct dg_pend *dg_pend_find(struct dg_sb *s, const struct dg_pend_key *k, uint64_t h)
 {
 	struct dg_pend *p;

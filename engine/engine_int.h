@@ -547,7 +547,4 @@ void metrics_count_verdict(struct qthread *t, const struct decision *d);
 int metrics_reason(const char *reason);
 const char *metrics_reason_label(const char *reason);
 
-/* verdictlog.c: the one way verdict records reach logd. */
-void verdictlog_fill_flow(struct decision *d, const struct pkt *p, const char *policy_hash);
-
 #endif

@@ -30,11 +30,9 @@ void nr_ct(struct nr *b, uint32_t key);
 void nr_ct_set(struct nr *b, uint32_t key);
 void nr_lookup(struct nr *b, const char *set, bool inv);
 void nr_verdict(struct nr *b, int verdict, const char *chain);
-void nr_imm_u32(struct nr *b, uint32_t reg, uint32_t v);
 void nr_imm_be16(struct nr *b, uint32_t reg, uint16_t host_value);
 void nr_reject(struct nr *b, uint32_t type, uint8_t code);
 void nr_fib_daddr_type(struct nr *b);
-void nr_redir(struct nr *b, uint16_t port);
 void nr_counter(struct nr *b);
 void nr_notrack(struct nr *b);
 /* dynset update @set { reg 1 limit rate over rate/second burst burst }:

@@ -34,27 +34,6 @@ int http_header_find(const struct http_header *hdr, size_t n, const char *name, 
 	return -1;
 }
 
-bool http_list_has(const char *v, size_t len, const char *token)
-{
-	size_t i = 0;
-
-	while (i < len) {
-		size_t s, e;
-
-		while (i < len && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
-			i++;
-		s = i;
-		while (i < len && v[i] != ',')
-			i++;
-		e = i;
-		while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
-			e--;
-		if (e > s && span_ieq(v + s, e - s, token))
-			return true;
-	}
-	return false;
-}
-
 /* The same comparisons on buf[s..e), the bounds of a header as head_fields
  * finds them. The parser itself works on these indices into the one buffer
  * rather than on the spans of struct http_header (a pointer and a length

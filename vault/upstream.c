@@ -39,11 +39,6 @@ int upstream_ctx_new(const char *trust, SSL_CTX **out, struct pc_err *err)
 	return 0;
 }
 
-static void untracked(void *arg, int fd)
-{
-	(void)arg, (void)fd;
-}
-
 /* Close fd, telling the tracker first. */
 static void tracked_close(void (*track)(void *, int), void *arg, int fd)
 {
@@ -112,13 +107,6 @@ static int tcp_connect(const struct pc_endpoint *dst, uint64_t deadline, void (*
 		return PC_EIO;
 	}
 	return fd;
-}
-
-int upstream_connect(SSL_CTX *ctx, const struct pc_endpoint *dst, const char *host, int timeout_ms,
-		     int *fdp, SSL **sslp, struct pc_err *err)
-{
-	return upstream_connect_tracked(ctx, dst, host, timeout_ms, untracked, NULL, fdp, sslp,
-					err);
 }
 
 int upstream_connect_tracked(SSL_CTX *ctx, const struct pc_endpoint *dst, const char *host,

@@ -103,8 +103,6 @@ size_t http_response_head_rebuild(const char *buf, const struct http_response *r
 
 /* Header lookup by name (case-insensitive); index or -1. */
 int http_header_find(const struct http_header *hdr, size_t n, const char *name, size_t from);
-/* Does a comma-separated header value list contain token (case-insensitive)? */
-bool http_list_has(const char *value, size_t len, const char *token);
 
 /* Chunked body decoder. It never copies: feed() reports how many input bytes
  * it consumed and which span of them (if any) is payload. */

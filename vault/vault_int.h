@@ -43,7 +43,6 @@ int vault_state_make(struct policy *policy, struct vault_store *store, struct va
 		     struct pc_err *err);
 struct vault_state *vault_state_ref(struct vault_state *st);
 void vault_state_unref(struct vault_state *st);
-const struct vault_secret *vault_state_secret(const struct vault_state *st, const char *name);
 
 /* ---- request checking and injection (inject.c) ------------------------------ */
 
@@ -80,12 +79,10 @@ size_t inject_out_cap(size_t max_head);
  * or the system store when empty), ALPN http/1.1. */
 int upstream_ctx_new(const char *trust, SSL_CTX **out, struct pc_err *err);
 /* Connect to dst, handshake for host and verify its certificate and name
- * within timeout_ms. On failure err says why (for the 502 reason). */
-int upstream_connect(SSL_CTX *ctx, const struct pc_endpoint *dst, const char *host, int timeout_ms,
-		     int *fd, SSL **ssl, struct pc_err *err);
-/* As upstream_connect; track(arg, fd) is called with the socket as soon as
- * it exists (so that a stopping daemon can shut it down mid-connect) and
- * with -1 before it is closed on failure. */
+ * within timeout_ms. On failure err says why (for the 502 reason).
+ * track(arg, fd) is called with the socket as soon as it exists (so that a
+ * stopping daemon can shut it down mid-connect) and with -1 before it is
+ * closed on failure. */
 int upstream_connect_tracked(SSL_CTX *ctx, const struct pc_endpoint *dst, const char *host,
 			     int timeout_ms, void (*track)(void *arg, int fd), void *arg, int *fd,
 			     SSL **ssl, struct pc_err *err);
