@@ -159,9 +159,7 @@ static bool ours(const char *table, uint32_t fam, const char *name)
 }
 
 /* The same text for our tables as the kernel holds them. */
-char *ck_live_text(const struct ck_ruleset *rs, const char *name);
-
-char *ck_live_text(const struct ck_ruleset *rs, const char *name)
+static char *ck_live_text(const struct ck_ruleset *rs, const char *name)
 {
 	struct ilist l = {0};
 	char *out;
@@ -473,9 +471,7 @@ static int state_read(struct ck_state *st, const char *br, struct pc_err *err)
 	return 0;
 }
 
-int ck_result_finish(const struct ck_state *st, const char *br, struct checker_result *res);
-
-int ck_result_finish(const struct ck_state *st, const char *br, struct checker_result *res)
+static int ck_result_finish(const struct ck_state *st, const char *br, struct checker_result *res)
 {
 	struct ck_buf rb = {0}, sb = {0};
 

@@ -392,8 +392,6 @@ int cert_key_paths(const struct pc_config *cfg, char *key, char *pub, size_t len
 int cert_key_load_or_create(const char *key, const char *pub, bool create, uint8_t sk[64],
 			    uint8_t pk[32], struct pc_err *err);
 int cert_pub_load(const char *pub, uint8_t pk[32], struct pc_err *err);
-/* keyid: hex sha256 of the raw public key. */
-void cert_keyid(const uint8_t pk[32], char out[65]);
 
 /* ---- CLI pieces (cert.c) ---------------------------------------------------- */
 
@@ -408,7 +406,6 @@ char *cert_render(const struct jv *statement, bool html);
  * The path model (path.c: hooks, chain order, the walk; rule_eval.c: one
  * rule).
  * ====================================================================== */
-
 
 enum { CK_NO = 0, CK_MAYBE = 1, CK_YES = 2 };
 

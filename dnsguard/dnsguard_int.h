@@ -125,8 +125,6 @@ struct dnsguard {
 
 /* ---- guard.c: the sandbox directory --------------------------------------- */
 
-/* With g->dir held shared: the state of sandbox name, or NULL. */
-struct dg_sb *dg_sb_find(struct dnsguard *g, const char *name);
 /* Take g->dir shared and return the state of name, creating it if needed
  * (create=true). On success the caller holds g->dir shared and must release
  * it with pthread_rwlock_unlock. NULL (and no lock held) when absent and
@@ -165,7 +163,6 @@ bool dg_pending_take(struct dnsguard *g, struct dg_sb *s, const struct dg_pend_k
 /* Forget every outstanding query (s->mu held or s unreachable); with owe,
  * deferred ones move to the owed list (why: static text). */
 void dg_pending_clear(struct dnsguard *g, struct dg_sb *s, bool owe, const char *why);
-void dg_owed_fill(const struct dg_pend *p, struct dnsguard_owed *o, const char *why);
 
 /* ---- wire.c: names and message walking ------------------------------------- */
 

@@ -29,7 +29,7 @@ static bool dg_pend_eq(const struct dg_pend *p, const struct dg_pend_key *k, uin
 	       pc_addr_eq(&p->client, &k->client) && strcmp(p->qname, k->qname) == 0;
 }
 
-void dg_owed_fill(const struct dg_pend *p, struct dnsguard_owed *o, const char *why)
+static void dg_owed_fill(const struct dg_pend *p, struct dnsguard_owed *o, const char *why)
 {
 	memset(o, 0, sizeof(*o));
 	pc_strlcpy(o->sandbox, p->sandbox, sizeof(o->sandbox));

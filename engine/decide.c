@@ -40,8 +40,10 @@ void decision_clear(struct decision *d)
 	d->answers[0] = d->reason[0] = '\0';
 }
 
-const struct policy_sandbox *sandbox_by_addr_from(const struct policy *p, const struct pc_addr *a,
-						  size_t *from)
+/* The same, from sandbox index *from on; *from moves past the one found
+ * (sources may overlap between sandboxes told apart by MAC or port). */
+static const struct policy_sandbox *sandbox_by_addr_from(const struct policy *p,
+							 const struct pc_addr *a, size_t *from)
 {
 	size_t n = policy_sandbox_count(p);
 
@@ -59,7 +61,9 @@ const struct policy_sandbox *sandbox_by_addr_from(const struct policy *p, const 
 	return NULL;
 }
 
-const struct policy_sandbox *sandbox_by_addr(const struct policy *p, const struct pc_addr *a)
+/* The sandbox whose sources contain addr (any match field beyond the
+ * address is ignored: layer 2 already binds addresses to ports/MACs). */
+static const struct policy_sandbox *sandbox_by_addr(const struct policy *p, const struct pc_addr *a)
 {
 	size_t from = 0;
 

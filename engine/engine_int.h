@@ -404,13 +404,6 @@ const char *decision_sandbox(const struct decision *d);
 int decision_commit(struct dnsguard *dg, struct decision *d, uint64_t now_ms);
 /* The verdict record of a deferred DNS query (struct dnsguard_owed). */
 void decision_owed_rec(const struct dnsguard_owed *o, struct logrec *r);
-/* The sandbox whose sources contain addr (any match field beyond the
- * address is ignored: layer 2 already binds addresses to ports/MACs). */
-const struct policy_sandbox *sandbox_by_addr(const struct policy *p, const struct pc_addr *a);
-/* The same, from sandbox index *from on; *from moves past the one found
- * (sources may overlap between sandboxes told apart by MAC or port). */
-const struct policy_sandbox *sandbox_by_addr_from(const struct policy *p, const struct pc_addr *a,
-						  size_t *from);
 
 /* Would this allowed flow still be allowed under c->policy? m is what the
  * registry remembers of it (NULL: forgotten, judged on addresses); vault is

@@ -201,10 +201,6 @@ const struct note_verifier *note_signer_verifier(const struct note_signer *s);
 int note_verifier_parse(const char *text, struct note_verifier *out, struct pc_err *err);
 int note_verifier_format(const struct note_verifier *v, char *buf, size_t len);
 
-/* Sign body (non-empty lines, each ending in \n): writes the whole note
- * into out and returns its length. */
-int note_sign(const struct note_signer *s, const char *body, size_t body_len, char *out,
-	      size_t outlen, struct pc_err *err);
 /* Verify that note carries a valid signature by v: 0 and *body_len (the
  * signed text, up to and including its last \n before the blank line);
  * PC_ETAMPER if v's signature is missing or wrong; PC_EPARSE if malformed.
@@ -224,7 +220,6 @@ struct checkpoint {
 	uint8_t root[MERKLE_HASH];
 	uint64_t time_ms; /* wall clock, ms since the epoch */
 };
-int checkpoint_body_format(const struct checkpoint *c, char *buf, size_t len);
 int checkpoint_body_parse(const char *body, size_t len, struct checkpoint *out, struct pc_err *err);
 /* The signed checkpoint note; returns its length. */
 int checkpoint_sign(const struct note_signer *s, const struct checkpoint *c, char *out,
@@ -282,10 +277,6 @@ void logv_set_leaf_fn(struct logv *v, logv_leaf_fn fn, void *ctx);
 /* Also require the file to reach cp's size with cp's root (an external or
  * sidecar checkpoint, already verified by the caller). */
 void logv_expect(struct logv *v, const struct checkpoint *cp);
-/* Feed one line (without its newline). 0, or <0 with "line N: why" in err
- * (PC_ETAMPER for anything wrong with the log). */
-int logv_line(struct logv *v, const char *line, size_t len, struct pc_err *err);
-int logv_finish(struct logv *v, struct pc_err *err);
 /* A whole buffer / file (mmap), then logv_finish. */
 int logv_buffer(struct logv *v, const char *buf, size_t len, unsigned flags, struct pc_err *err);
 int logv_file(struct logv *v, const char *path, unsigned flags, struct pc_err *err);
@@ -305,8 +296,6 @@ struct logv_record {
 };
 int logv_record_parse(struct merkle_hasher *h, const char *line, size_t len,
 		      struct logv_record *out, struct pc_err *err);
-/* Is this record line a log-segment record? */
-bool logv_record_is_segment(const char *line, size_t len);
 
 /* ---- reading lines back (logd/show.c) ----------------------------------- */
 

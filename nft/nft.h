@@ -43,10 +43,10 @@
 #define NFT_MARK_PORT_MASK 0x00ffffffu
 
 /* Names of our tables and chains (both tables are named NFT_TABLE). */
-#define NFT_TABLE	   "portcullis"
-#define NFT_PRIO_INET   (-190) /* after conntrack (-200), before mangle (-150) */
-#define NFT_PRIO_RAW	   (-300) /* output notrack of our DNS answers */
-#define NFT_PRIO_NAT	   (-100) /* dstnat: vault redirect */
+#define NFT_TABLE	"portcullis"
+#define NFT_PRIO_INET	(-190) /* after conntrack (-200), before mangle (-150) */
+#define NFT_PRIO_RAW	(-300) /* output notrack of our DNS answers */
+#define NFT_PRIO_NAT	(-100) /* dstnat: vault redirect */
 #define NFT_PRIO_BRIDGE (-350) /* before every standard bridge priority */
 
 /* ======================================================================
@@ -82,8 +82,8 @@ struct nft_port {
 };
 
 struct nft_ruleset_params {
-	const struct pc_config *cfg;	    /* bridge, queue, dns.resolvers, vault.listen */
-	const struct policy *policy;	    /* anti-spoofing sets and bindings */
+	const struct pc_config *cfg;  /* bridge, queue, dns.resolvers, vault.listen */
+	const struct policy *policy;  /* anti-spoofing sets and bindings */
 	const struct nft_port *ports; /* current ports of cfg->bridge */
 	size_t n_ports;
 	enum nft_queue_path qpath;
@@ -106,7 +106,7 @@ struct nft_ruleset; /* opaque; owns its nftnl objects */
 
 /* Build exactly what the engine installs for these parameters. */
 int nft_ruleset_build(const struct nft_ruleset_params *p, struct nft_ruleset **out,
-		     struct pc_err *err);
+		      struct pc_err *err);
 void nft_ruleset_free(struct nft_ruleset *rs);
 size_t nft_ruleset_count(const struct nft_ruleset *rs);
 /* Borrowed; lives as rs. */
@@ -145,9 +145,6 @@ int nft_remove(struct pc_err *err);
 
 /* ---- what the new-flow limit rules dropped (counters.c) ------------------ */
 
-/* drops[k] = the packets the kernel's limit rules of sandbox k (meter lim<k>)
- * dropped since the tables were installed, k < n. 0 or <0 (err). */
-int nft_limit_drops(uint64_t *drops, size_t n, struct pc_err *err);
 /* Append ,"limits":[{sandbox, new_flows_per_second, new_flows_burst,
  * dropped}...] for pol's sandboxes (dropped null if the dump failed). */
 int limits_status_json(const struct policy *pol, char **buf, size_t *len);
@@ -155,7 +152,6 @@ struct pc_prom;
 /* The family portcullis_engine_new_flow_limit_dropped_total{sandbox} (none
  * if the dump failed). */
 void limits_metrics(struct pc_prom *b, const struct policy *pol);
-
 
 /* The bridge table's port set, rebuilt on link changes. */
 #define NFT_SET_PORTS "ports"

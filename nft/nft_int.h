@@ -64,7 +64,6 @@ void rsb_drop_rule(struct bld *b); /* counter drop */
 void nm_ifname(struct nr *r, uint32_t key, uint32_t op, const char *name);
 void nm_bits(struct nr *r, bool ct, uint32_t mask, uint32_t op, uint32_t value);
 void nm_ctmark_set(struct nr *r, uint32_t bits);
-void nm_nfproto(struct nr *r, uint8_t nfproto);
 void nm_l4proto(struct nr *r, uint32_t op, uint8_t proto);
 void nm_th_port(struct nr *r, bool dst, uint16_t port);
 void nm_ct_state(struct nr *r, uint32_t bits);
@@ -77,8 +76,6 @@ void nft_bridge_table(struct bld *b);
 
 /* ---- sets (nft/sets.c); names are the set names in our tables ----------- */
 
-struct nftnl_set *nftset_new(uint16_t family, const char *name, uint32_t keytype, uint32_t keylen,
-			     uint32_t flags);
 /* Interval set of the prefixes of address family af (others skipped). */
 struct nftnl_set *nftset_prefixes(uint16_t family, const char *name, uint8_t af,
 				  const struct pc_prefix *const *pfx, size_t n);

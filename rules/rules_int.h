@@ -168,9 +168,6 @@ struct strmap_pair {
 	const char *key; /* borrowed until strmap_build returns; copied */
 	uint32_t val;
 };
-/* Build from pairs (reordered in place); values of a key keep ascending
- * order. Everything is allocated in a. */
-int strmap_build(struct strmap *m, struct strmap_pair *pairs, size_t n, struct arena *a);
 /* Values for key (length len, hash h from strmap_hash), or NULL. */
 const uint32_t *strmap_find(const struct strmap *m, const char *key, size_t len, uint32_t h,
 			    uint32_t *count);
@@ -195,9 +192,6 @@ struct ptrie_pair {
 	struct pc_prefix pfx;
 	uint32_t val;
 };
-/* Build from pairs of one family (reordered in place). */
-int ptrie_build(struct ptrie *t, unsigned bits, struct ptrie_pair *pairs, size_t n,
-		struct arena *a);
 /* Call visit for every value whose prefix contains addr, shortest prefix
  * first, values of one prefix in ascending order; stop when visit returns
  * true. */
@@ -273,9 +267,5 @@ int policy_sandbox_index(struct policy_sandbox *sb, struct arena *a);
 int policy_index_build(struct policy *p);
 /* Canonical form and hash of a compiled policy. */
 int policy_canon_build(struct policy *p);
-/* Whether a sandbox's selector matches src (every given field). */
-bool policy_match_src(const struct policy_match *m, const struct policy_src *src);
-/* Whether allow entry a permits proto/port. */
-bool policy_allow_port(const struct policy_allow *a, uint8_t proto, uint16_t port);
 
 #endif
