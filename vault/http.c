@@ -2,7 +2,7 @@
  * two implementations could read two ways (CL+TE, duplicate lengths, folded
  * or bare-LF lines, odd names) is refused: the vault must never disagree with
  * the upstream about where a request ends. */
-#include "vault/vault.h"
+#include "vault/vault_int.h"
 
 #include <ctype.h>
 #include <string.h>

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "tests/unit/unit.h"
-#include "vault/vault.h"
+#include "vault/vault_int.h"
 
 static int req_parse(const char *s, struct http_request *r, unsigned *status, struct pc_err *e)
 {
