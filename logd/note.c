@@ -1,7 +1,7 @@
 /* C2SP signed notes with ed25519 (libsodium) and tlog checkpoints: key
  * strings in the golang.org/x/mod/sumdb/note format, signing, verifying,
  * and the checkpoint body (origin, size, root, our "time" extension). */
-#include "logd/logd.h"
+#include "logd/logd_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,7 +2,7 @@
  * order, the hash chain, each record's hash, the Merkle tree, and every
  * checkpoint's signature, size and root; names the first line that fails.
  * logd runs it on its own file at start; `portcullis log verify` on any. */
-#include "logd/logd.h"
+#include "logd/logd_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
