@@ -7,6 +7,7 @@
  * address that is not a resolver; bits 4-7: seconds before the answer.
  * The policy is a small fixed one, loaded with policy_load_buffer. */
 #include "dnsguard/dnsguard.h"
+#include "rules/rules_int.h"
 
 #include <ldns/ldns.h>
 #include <netinet/in.h>

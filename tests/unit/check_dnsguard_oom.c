@@ -4,6 +4,7 @@
  * failed may have taught anything. Skipped under AddressSanitizer, whose
  * shadow memory does not live with a data limit. */
 #include "dnsguard/dnsguard.h"
+#include "rules/rules_int.h"
 #include "tests/unit/dnsmsg.h"
 #include "tests/unit/unit.h"
 

@@ -5,6 +5,7 @@
  * of the sandbox covers it or the configuration declares its range
  * routable; the answer is still released and says what was not learned. */
 #include "dnsguard/dnsguard.h"
+#include "rules/rules_int.h"
 #include "tests/unit/dnsmsg.h"
 #include "tests/unit/unit.h"
 

@@ -3,6 +3,7 @@
  * are learned only for the allowed name's chain, and bad parameter lists
  * drop the answer. Also: concurrent use from several threads. */
 #include "dnsguard/dnsguard.h"
+#include "rules/rules_int.h"
 #include "tests/unit/dnsmsg.h"
 #include "tests/unit/unit.h"
 

@@ -21,6 +21,7 @@
 #include <libnftnl/set.h>
 
 #include "nft/nft.h"
+#include "rules/rules_int.h"
 #include "tests/unit/unit.h"
 
 static struct nftnl_rule *rule_with(struct nftnl_expr *e)
