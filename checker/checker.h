@@ -45,8 +45,6 @@ enum checker_oblig {
 	CK_OB_MODEL,	 /* everything on the path was modelled */
 	CK_OB_COUNT
 };
-const char *checker_oblig_id(enum checker_oblig ob);	/* "table-identical" */
-const char *checker_oblig_title(enum checker_oblig ob); /* one sentence */
 
 struct checker_finding {
 	enum checker_oblig ob;
@@ -121,10 +119,10 @@ void checker_expect_free(void *owned);
 int checker_run(const struct pc_config *cfg, const struct checker_expect *ex, const char *bridge,
 		struct checker_result **out, struct pc_err *err);
 
-/* Render a result: the human form (one line per finding, then evidence)
- * and JSON. Return a malloc'd NUL-terminated string or NULL (no memory). */
+/* Render a result: the human form (one line per finding, then evidence;
+ * checker_result_json in checker_int.h: JSON). Returns a malloc'd
+ * NUL-terminated string or NULL (no memory). */
 char *checker_result_text(const struct checker_result *r, bool verbose);
-char *checker_result_json(const struct checker_result *r);
 
 /* `portcullis check` and `portcullis cert ...` (argv[0] is the command). */
 int checker_cli(int argc, char **argv, const char *config);

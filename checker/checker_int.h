@@ -15,6 +15,14 @@ struct nftnl_rule;
 #define CK_NAMELEN 256 /* NFT_NAME_MAXLEN */
 #define CK_KEYMAX  64  /* largest set key/data we keep */
 
+/* ---- names of the obligations, the result as JSON (result.c) ------------ */
+
+const char *checker_oblig_id(enum checker_oblig ob);	/* "table-identical" */
+const char *checker_oblig_title(enum checker_oblig ob); /* one sentence */
+/* The result as JSON: a malloc'd NUL-terminated string or NULL (no
+ * memory). */
+char *checker_result_json(const struct checker_result *r);
+
 /* ---- growable arrays ----------------------------------------------------- */
 
 /* Make room for one more element in *arr (of n elements, capacity *cap).

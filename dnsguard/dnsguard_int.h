@@ -123,6 +123,24 @@ struct dnsguard {
 
 #define DG_INC(g, field) atomic_fetch_add_explicit(&(g)->field, 1, memory_order_relaxed)
 
+/* ---- the guard's calls for tests (query.c, answer.c, learn.c) ------------ */
+
+/* dnsguard_query_defer that never defers (dnsguard.h). */
+int dnsguard_query(struct dnsguard *g, const struct policy_sandbox *sb, const struct dns_flow *f,
+		   const uint8_t *msg, size_t len, uint64_t now_ms, struct dnsguard_query_res *res);
+/* dnsguard_answer_judge and dnsguard_learn_commit at once: what the answer
+ * teaches is learned before this returns. */
+int dnsguard_answer(struct dnsguard *g, const struct policy_sandbox *sb, const struct dns_flow *f,
+		    const uint8_t *msg, size_t len, uint64_t now_ms,
+		    struct dnsguard_answer_res *res);
+/* Names dst was learned for by sandbox sb_name (unexpired, or within the
+ * grace period), most recent first, comma separated into buf (the unit
+ * tests look at what was learned with it). Only whole names are written; buf is always terminated
+ * when len > 0. Returns the number of names written (with buf NULL or len
+ * 0: the number there are). */
+size_t dnsguard_names(struct dnsguard *g, const char *sb_name, const struct pc_addr *dst,
+		      uint64_t now_ms, char *buf, size_t len);
+
 /* ---- guard.c: the sandbox directory --------------------------------------- */
 
 /* Take g->dir shared and return the state of name, creating it if needed

@@ -43,11 +43,7 @@
 #define NFT_MARK_PORT_MASK 0x00ffffffu
 
 /* Names of our tables and chains (both tables are named NFT_TABLE). */
-#define NFT_TABLE	"portcullis"
-#define NFT_PRIO_INET	(-190) /* after conntrack (-200), before mangle (-150) */
-#define NFT_PRIO_RAW	(-300) /* output notrack of our DNS answers */
-#define NFT_PRIO_NAT	(-100) /* dstnat: vault redirect */
-#define NFT_PRIO_BRIDGE (-350) /* before every standard bridge priority */
+#define NFT_TABLE "portcullis"
 
 /* ======================================================================
  * nftables ruleset (nft_*.c): what the engine installs, built without a
@@ -66,14 +62,6 @@ enum nft_queue_path {
 	NFT_QUEUE_COMPAT = 2, /* xtables NFQUEUE target v3 through nft_compat */
 };
 const char *nft_queue_path_name(enum nft_queue_path p); /* "native" / "compat" */
-
-/* The queue-rule encoders: queues [num, num + total). Neither ever sets
- * bypass (fail-open) nor CPU fanout (the kernel's flow hash keeps every
- * packet of a flow, both directions, on one queue thread). Caller owns the
- * result (nftnl_expr_free, or hand it to nftnl_rule_add_expr). NULL on
- * allocation failure. */
-struct nftnl_expr *nft_expr_queue_native(uint16_t num, uint16_t total);
-struct nftnl_expr *nft_expr_queue_compat(uint16_t num, uint16_t total);
 
 /* A port of the sandbox bridge, as found in the kernel. */
 struct nft_port {
@@ -119,8 +107,7 @@ const struct nft_obj *nft_ruleset_at(const struct nft_ruleset *rs, size_t i);
  * kernel equals the text of the built one when they are the same. The
  * *_text functions append to a malloc'ed string (*buf, *len); they return 0
  * or PC_ENOMEM. */
-int nft_ruleset_text(const struct nft_ruleset *rs, char **out, size_t *outlen);
-/* "sha256:<hex>" of nft_ruleset_text into buf (>= 72 bytes). */
+/* "sha256:<hex>" of the whole ruleset's text into buf (>= 72 bytes). */
 int nft_ruleset_digest(const struct nft_ruleset *rs, char *buf, size_t len);
 int nft_table_text(const struct nftnl_table *t, char **buf, size_t *len);
 int nft_chain_text(const struct nftnl_chain *c, char **buf, size_t *len);

@@ -8,6 +8,24 @@
 
 #include "nft/nft.h"
 
+/* Base chain priorities of our tables. */
+#define NFT_PRIO_INET	(-190) /* after conntrack (-200), before mangle (-150) */
+#define NFT_PRIO_RAW	(-300) /* output notrack of our DNS answers */
+#define NFT_PRIO_NAT	(-100) /* dstnat: vault redirect */
+#define NFT_PRIO_BRIDGE (-350) /* before every standard bridge priority */
+
+/* The queue-rule encoders (nft/expr.c): queues [num, num + total). Neither
+ * ever sets bypass (fail-open) nor CPU fanout (the kernel's flow hash keeps
+ * every packet of a flow, both directions, on one queue thread). Caller
+ * owns the result (nftnl_expr_free, or hand it to nftnl_rule_add_expr).
+ * NULL on allocation failure. */
+struct nftnl_expr *nft_expr_queue_native(uint16_t num, uint16_t total);
+struct nftnl_expr *nft_expr_queue_compat(uint16_t num, uint16_t total);
+
+/* The canonical text of the whole ruleset (nft/text.c; nft.h says what
+ * the text is), which nft_ruleset_digest hashes. */
+int nft_ruleset_text(const struct nft_ruleset *rs, char **out, size_t *outlen);
+
 /* ---- rule assembler (nft/expr.c). Every expression loads into / reads
  * from register 1. The first failure is kept in err; later calls are
  * no-ops; nr_finish returns NULL then. --------------------------------- */
