@@ -1,8 +1,8 @@
 /* checker internals shared by the checker's own files: the snapshot of the
  * kernel state (nftables, links, routes, tc, sysctls) and the path model.
  * Not an interface: other modules use checker/checker.h only. */
-#ifndef PC_CHECKER_INTERNAL_H
-#define PC_CHECKER_INTERNAL_H
+#ifndef PC_CHECKER_INT_H
+#define PC_CHECKER_INT_H
 
 #include <stdbool.h>
 #include <stddef.h>

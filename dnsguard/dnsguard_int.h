@@ -1,8 +1,8 @@
 /* dnsguard internals shared by its files: the guard object, the per-sandbox
  * state (learned addresses and outstanding queries) and the DNS helpers.
  * Nothing here is part of the interface; see dnsguard.h. */
-#ifndef PC_DNSGUARD_INTERNAL_H
-#define PC_DNSGUARD_INTERNAL_H
+#ifndef PC_DNSGUARD_INT_H
+#define PC_DNSGUARD_INT_H
 
 #include <ldns/ldns.h>
 #include <pthread.h>

@@ -2,8 +2,8 @@
  * and checkpoints, the verifier, inclusion proofs, the log writer (file,
  * chain, tree, sealing), the socket server, and the syslog exporter.
  * Private to logd/ and its tests; other modules use logd.h only. */
-#ifndef PC_LOGD_DAEMON_H
-#define PC_LOGD_DAEMON_H
+#ifndef PC_LOGD_INT_H
+#define PC_LOGD_INT_H
 
 #include <stdatomic.h>
 #include <sys/types.h>

@@ -5,8 +5,8 @@
  *
  * Below the checker and the engine: the checker's model of the guard is
  * this ruleset, so whoever edits it edits what the checker proves. */
-#ifndef NFT_H
-#define NFT_H
+#ifndef PC_NFT_H
+#define PC_NFT_H
 
 #include <stdbool.h>
 #include <stddef.h>

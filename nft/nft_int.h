@@ -1,8 +1,8 @@
 /* Internal to nft/: the rule assembler, the build state and the set
  * builders its files share. Nothing outside nft/ and its unit tests
  * includes this. */
-#ifndef NFT_INT_H
-#define NFT_INT_H
+#ifndef PC_NFT_INT_H
+#define PC_NFT_INT_H
 
 #include <netinet/in.h> /* before any linux/ header (libc-compat) */
 
