@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "vault/vault.h"
+#include "vault/vault_int.h"
 
 static struct {
 	const char *host, *port, *sni, *cafile, *path;

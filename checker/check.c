@@ -160,9 +160,7 @@ static bool ours(const char *table, uint32_t fam, const char *name)
 }
 
 /* The same text for our tables as the kernel holds them. */
-char *ck_live_text(const struct ck_ruleset *rs, const char *name);
-
-char *ck_live_text(const struct ck_ruleset *rs, const char *name)
+static char *ck_live_text(const struct ck_ruleset *rs, const char *name)
 {
 	struct ilist l = {0};
 	char *out;
@@ -443,12 +441,6 @@ int checker_expect_from_policy(const struct pc_config *cfg, const struct policy 
 	return rc;
 }
 
-int checker_expect_from_config(const struct pc_config *cfg, const char *bridge,
-			       struct checker_expect *ex, void **owned, struct pc_err *err)
-{
-	return checker_expect_from_policy(cfg, NULL, bridge, ex, owned, err);
-}
-
 /* ---- the check ------------------------------------------------------------------ */
 
 /* engine_pid: the engine's process when the caller knows it (its check
@@ -479,9 +471,7 @@ static int state_read(struct ck_state *st, const char *br, int engine_pid, struc
 	return 0;
 }
 
-int ck_result_finish(const struct ck_state *st, const char *br, struct checker_result *res);
-
-int ck_result_finish(const struct ck_state *st, const char *br, struct checker_result *res)
+static int ck_result_finish(const struct ck_state *st, const char *br, struct checker_result *res)
 {
 	struct ck_buf rb = {0}, sb = {0};
 

@@ -52,8 +52,6 @@ enum checker_oblig {
 	CK_OB_MODEL,	 /* everything on the path was modelled */
 	CK_OB_COUNT
 };
-const char *checker_oblig_id(enum checker_oblig ob);	/* "table-identical" */
-const char *checker_oblig_title(enum checker_oblig ob); /* one sentence */
 
 struct checker_finding {
 	enum checker_oblig ob;
@@ -83,7 +81,7 @@ void checker_result_free(struct checker_result *r);
 
 /* What the guard's own configuration looks like: the names of our tables,
  * our mark bits, our queues, our listeners and what the ruleset expects of
- * bridge netfilter. checker_expect_from_config() derives it from the
+ * bridge netfilter. checker_expect_from_policy() derives it from the
  * configuration and the engine (nft/nft.h); tests set it by hand. */
 struct checker_expect {
 	char table[64];		     /* "portcullis" (inet and bridge families) */
@@ -110,14 +108,11 @@ struct checker_expect {
 };
 /* Fill ex from cfg (queues, listeners), the engine's constants (mark bits,
  * table name) and what the engine's ruleset builder makes for cfg, the
- * policy in cfg->rules_dir and the bridge's current ports. *owned holds
- * what ex borrows; free it with checker_expect_free after ex's last use. */
-int checker_expect_from_config(const struct pc_config *cfg, const char *bridge,
-			       struct checker_expect *ex, void **owned, struct pc_err *err);
-/* As checker_expect_from_config, for the policy pol (borrowed) instead of
- * the one in cfg->rules_dir: the engine's own check compares the live
- * tables with the policy it enforces, not with files an admin may be
- * editing (engine/checkrun.c). */
+ * policy pol (borrowed; NULL: the one in cfg->rules_dir) and the bridge's
+ * current ports. The engine's own check passes the policy it enforces: it
+ * compares the live tables with that, not with files an admin may be
+ * editing (engine/checkrun.c). *owned holds what ex borrows; free it with
+ * checker_expect_free after ex's last use. */
 int checker_expect_from_policy(const struct pc_config *cfg, const struct policy *pol,
 			       const char *bridge, struct checker_expect *ex, void **owned,
 			       struct pc_err *err);
@@ -131,10 +126,10 @@ void checker_expect_free(void *owned);
 int checker_run(const struct pc_config *cfg, const struct checker_expect *ex, const char *bridge,
 		struct checker_result **out, struct pc_err *err);
 
-/* Render a result: the human form (one line per finding, then evidence)
- * and JSON. Return a malloc'd NUL-terminated string or NULL (no memory). */
+/* Render a result: the human form (one line per finding, then evidence;
+ * checker_result_json in checker_int.h: JSON). Returns a malloc'd
+ * NUL-terminated string or NULL (no memory). */
 char *checker_result_text(const struct checker_result *r, bool verbose);
-char *checker_result_json(const struct checker_result *r);
 
 /* `portcullis check` and `portcullis cert ...` (argv[0] is the command). */
 int checker_cli(int argc, char **argv, const char *config);

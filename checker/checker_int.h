@@ -1,8 +1,8 @@
 /* checker internals shared by the checker's own files: the snapshot of the
  * kernel state (nftables, links, routes, tc, sysctls) and the path model.
  * Not an interface: other modules use checker/checker.h only. */
-#ifndef PC_CHECKER_INTERNAL_H
-#define PC_CHECKER_INTERNAL_H
+#ifndef PC_CHECKER_INT_H
+#define PC_CHECKER_INT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -14,6 +14,14 @@ struct nftnl_rule;
 
 #define CK_NAMELEN 256 /* NFT_NAME_MAXLEN */
 #define CK_KEYMAX  64  /* largest set key/data we keep */
+
+/* ---- names of the obligations, the result as JSON (result.c) ------------ */
+
+const char *checker_oblig_id(enum checker_oblig ob);	/* "table-identical" */
+const char *checker_oblig_title(enum checker_oblig ob); /* one sentence */
+/* The result as JSON: a malloc'd NUL-terminated string or NULL (no
+ * memory). */
+char *checker_result_json(const struct checker_result *r);
 
 /* ---- growable arrays ----------------------------------------------------- */
 
@@ -426,8 +434,6 @@ int cert_key_paths(const struct pc_config *cfg, char *key, char *pub, size_t len
 int cert_key_load_or_create(const char *key, const char *pub, bool create, uint8_t sk[64],
 			    uint8_t pk[32], struct pc_err *err);
 int cert_pub_load(const char *pub, uint8_t pk[32], struct pc_err *err);
-/* keyid: hex sha256 of the raw public key. */
-void cert_keyid(const uint8_t pk[32], char out[65]);
 
 /* ---- CLI pieces (cert.c) ---------------------------------------------------- */
 

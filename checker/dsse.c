@@ -37,7 +37,8 @@ uint8_t *dsse_pae(const char *type, const uint8_t *body, size_t blen, size_t *le
 	return p;
 }
 
-void cert_keyid(const uint8_t pk[32], char out[65])
+/* keyid: hex sha256 of the raw public key. */
+static void cert_keyid(const uint8_t pk[32], char out[65])
 {
 	unsigned char md[32];
 	unsigned int ml = 0;

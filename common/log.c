@@ -15,7 +15,9 @@ void pc_log_init(const char *prog, enum pc_loglevel max)
 	log_max = max;
 }
 
-void pc_vlog(enum pc_loglevel lvl, const char *fmt, va_list ap)
+static void pc_vlog(enum pc_loglevel lvl, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+static void pc_vlog(enum pc_loglevel lvl, const char *fmt, va_list ap)
 {
 	char line[1024];
 	size_t len;

@@ -88,7 +88,6 @@ enum pc_loglevel { PC_LOG_ERR = 3, PC_LOG_WARN = 4, PC_LOG_NOTICE = 5, PC_LOG_IN
  * Called once from main before threads start. */
 void pc_log_init(const char *prog, enum pc_loglevel max);
 void pc_log(enum pc_loglevel lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void pc_vlog(enum pc_loglevel lvl, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* CLI error: "portcullis: <what>: <why>" on stderr. */
 void pc_cli_error(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

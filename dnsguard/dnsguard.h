@@ -57,16 +57,6 @@ struct dnsguard_query_res {
 	size_t reply_len;
 };
 
-/* Judge a query from sandbox sb (NULL: sender is no sandbox -> refuse).
- * An allowed query is remembered (id, name, type, ports, resolver) so that
- * only its answer is accepted later. Always fills res (when res is not
- * NULL); returns 0, or <0 on an internal failure (then res->verdict is
- * DNSG_DROP: fail closed). res->reply is filled only for DNSG_REFUSE; it is
- * a bare DNS message: over TCP the engine adds the two-byte length. The
- * checks, in order, and their reasons are listed in docs/dnsguard.md. */
-int dnsguard_query(struct dnsguard *g, const struct policy_sandbox *sb, const struct dns_flow *f,
-		   const uint8_t *msg, size_t len, uint64_t now_ms, struct dnsguard_query_res *res);
-
 /* The verdict record of an allowed query, deferred to its answer: one record
  * per query instead of one for the query and one for the answer
  * (docs/dnsguard.md, "One record per query"). What the record needs that
@@ -83,13 +73,21 @@ struct dnsguard_owed {
 	const char *why; /* static: what became of the query (no answer, ...) */
 };
 
-/* dnsguard_query; and when the query is allowed, is the first of its kind
- * (not a retransmission of an outstanding one) and policy (the hash of the
- * policy judging it, copied) is not NULL, its record is deferred: *deferred
- * is set (always written when not NULL), the caller writes no record now,
- * and the record is owed — by the answer (dnsguard_answer_judge sets
- * res->query_owed) or, when no answer comes (10 s, evicted, the sandbox
- * pruned), by dnsguard_owed_take. */
+/* Judge a query from sandbox sb (NULL: sender is no sandbox -> refuse).
+ * An allowed query is remembered (id, name, type, ports, resolver) so that
+ * only its answer is accepted later. Always fills res (when res is not
+ * NULL); returns 0, or <0 on an internal failure (then res->verdict is
+ * DNSG_DROP: fail closed). res->reply is filled only for DNSG_REFUSE; it is
+ * a bare DNS message: over TCP the engine adds the two-byte length. The
+ * checks, in order, and their reasons are listed in docs/dnsguard.md.
+ *
+ * When the query is allowed, is the first of its kind (not a
+ * retransmission of an outstanding one) and policy (the hash of the
+ * policy judging it, copied) is not NULL, its record is deferred:
+ * *deferred is set (always written when not NULL), the caller writes no
+ * record now, and the record is owed — by the answer
+ * (dnsguard_answer_judge sets res->query_owed) or, when no answer comes
+ * (10 s, evicted, the sandbox pruned), by dnsguard_owed_take. */
 int dnsguard_query_defer(struct dnsguard *g, const struct policy_sandbox *sb,
 			 const struct dns_flow *f, const uint8_t *msg, size_t len, uint64_t now_ms,
 			 const char *policy, struct dnsguard_query_res *res, bool *deferred);
@@ -138,21 +136,18 @@ struct dnsguard_answer_res {
 /* An answer from a resolver to sandbox sb (f->src is the resolver). It is
  * released only if it answers an outstanding allowed query (and consumes
  * it); its A/AAAA records reached through the CNAME chain of the question
- * (and HTTPS/SVCB address hints) are learned for (sandbox, address) -> qname
- * *before* this returns, so the sandbox's first SYN can never race the
- * learning. Always fills res; returns 0, or <0 on an internal failure (then
+ * (and HTTPS/SVCB address hints) are learned for (sandbox, address) ->
+ * qname before the answer is released, so the sandbox's first SYN can
+ * never race the learning — in two steps, so that what an answer teaches
+ * is learned only once its record is in the log: judge (match, consume the
+ * query, collect res->learned and res->ttls; nothing learned yet), then,
+ * after the record was acknowledged and before the answer is released,
+ * commit. A judged answer that is not committed teaches nothing.
+ *
+ * judge always fills res; returns 0, or <0 on an internal failure (then
  * DNSG_DROP). res->rewritten (caller frees) is set only with DNSG_ALLOW and
  * always has the original's length: ech is replaced in place, so a TCP
- * answer keeps its framing and sequence numbers. */
-int dnsguard_answer(struct dnsguard *g, const struct policy_sandbox *sb, const struct dns_flow *f,
-		    const uint8_t *msg, size_t len, uint64_t now_ms,
-		    struct dnsguard_answer_res *res);
-
-/* dnsguard_answer in two steps, so that what an answer teaches is learned
- * only once its record is in the log: judge (match, consume the query,
- * collect res->learned and res->ttls; nothing learned yet), then, after the
- * record was acknowledged and before the answer is released, commit. A
- * judged answer that is not committed teaches nothing. commit returns 0 or
+ * answer keeps its framing and sequence numbers. commit returns 0 or
  * PC_ENOMEM (then refuse the answer). */
 int dnsguard_answer_judge(struct dnsguard *g, const struct policy_sandbox *sb,
 			  const struct dns_flow *f, const uint8_t *msg, size_t len, uint64_t now_ms,
@@ -198,14 +193,6 @@ int dnsguard_flow(struct dnsguard *g, const struct policy_sandbox *sb, const str
 bool dnsguard_sni_allowed(struct dnsguard *g, const struct policy_sandbox *sb,
 			  const struct pc_addr *dst, uint8_t proto, uint16_t port, const char *sni,
 			  uint64_t now_ms, const struct policy_allow **rule);
-
-/* Names dst was learned for by sandbox sb_name (unexpired, or within the
- * grace period), most recent first, comma separated into buf (for the log
- * and the vault). Only whole names are written; buf is always terminated
- * when len > 0. Returns the number of names written (with buf NULL or len
- * 0: the number there are). */
-size_t dnsguard_names(struct dnsguard *g, const char *sb_name, const struct pc_addr *dst,
-		      uint64_t now_ms, char *buf, size_t len);
 
 /* Forget everything learned for sandboxes not in p (after a reload; NULL:
  * forget everything). Names of kept sandboxes stay: every flow decision

@@ -1,8 +1,8 @@
 /* dnsguard internals shared by its files: the guard object, the per-sandbox
  * state (learned addresses and outstanding queries) and the DNS helpers.
  * Nothing here is part of the interface; see dnsguard.h. */
-#ifndef PC_DNSGUARD_INTERNAL_H
-#define PC_DNSGUARD_INTERNAL_H
+#ifndef PC_DNSGUARD_INT_H
+#define PC_DNSGUARD_INT_H
 
 #include <ldns/ldns.h>
 #include <pthread.h>
@@ -123,10 +123,26 @@ struct dnsguard {
 
 #define DG_INC(g, field) atomic_fetch_add_explicit(&(g)->field, 1, memory_order_relaxed)
 
+/* ---- the guard's calls for tests (query.c, answer.c, learn.c) ------------ */
+
+/* dnsguard_query_defer that never defers (dnsguard.h). */
+int dnsguard_query(struct dnsguard *g, const struct policy_sandbox *sb, const struct dns_flow *f,
+		   const uint8_t *msg, size_t len, uint64_t now_ms, struct dnsguard_query_res *res);
+/* dnsguard_answer_judge and dnsguard_learn_commit at once: what the answer
+ * teaches is learned before this returns. */
+int dnsguard_answer(struct dnsguard *g, const struct policy_sandbox *sb, const struct dns_flow *f,
+		    const uint8_t *msg, size_t len, uint64_t now_ms,
+		    struct dnsguard_answer_res *res);
+/* Names dst was learned for by sandbox sb_name (unexpired, or within the
+ * grace period), most recent first, comma separated into buf (the unit
+ * tests look at what was learned with it). Only whole names are written; buf is always terminated
+ * when len > 0. Returns the number of names written (with buf NULL or len
+ * 0: the number there are). */
+size_t dnsguard_names(struct dnsguard *g, const char *sb_name, const struct pc_addr *dst,
+		      uint64_t now_ms, char *buf, size_t len);
+
 /* ---- guard.c: the sandbox directory --------------------------------------- */
 
-/* With g->dir held shared: the state of sandbox name, or NULL. */
-struct dg_sb *dg_sb_find(struct dnsguard *g, const char *name);
 /* Take g->dir shared and return the state of name, creating it if needed
  * (create=true). On success the caller holds g->dir shared and must release
  * it with pthread_rwlock_unlock. NULL (and no lock held) when absent and
@@ -165,9 +181,6 @@ bool dg_pending_take(struct dnsguard *g, struct dg_sb *s, const struct dg_pend_k
 /* Forget every outstanding query (s->mu held or s unreachable); with owe,
  * deferred ones move to the owed list (why: static text). */
 void dg_pending_clear(struct dnsguard *g, struct dg_sb *s, bool owe, const char *why);
-/* Expire s's outstanding queries (s->mu not held). */
-void dg_pending_expire(struct dnsguard *g, struct dg_sb *s, uint64_t now_ms);
-void dg_owed_fill(const struct dg_pend *p, struct dnsguard_owed *o, const char *why);
 
 /* ---- wire.c: names and message walking ------------------------------------- */
 
@@ -186,7 +199,7 @@ void dg_dname_shown(const ldns_rdf *d, char *out, size_t outlen);
  * (caller frees with ldns_pkt_free) on success; PC_EPARSE otherwise. */
 int dg_wire2pkt(ldns_pkt **out, const uint8_t *msg, size_t len);
 
-/* One resource record's place in the message, as found by dg_wire_walk. */
+/* One resource record's place in the message, as found by dg_wire_walk_sel. */
 struct dg_wire_rr {
 	ldns_pkt_section section;
 	size_t start, end; /* the whole RR */
@@ -195,14 +208,12 @@ struct dg_wire_rr {
 	const ldns_rr *rr; /* parsed with ldns, valid during the callback */
 };
 typedef int (*dg_wire_fn)(void *arg, const struct dg_wire_rr *w);
-/* Walk every question and RR of msg with ldns_wire2rr, calling fn for each
- * (fn returns 0 to go on, anything else stops the walk and is returned).
- * PC_EPARSE when the message is malformed or has bytes after its last RR. */
-int dg_wire_walk(const uint8_t *msg, size_t len, dg_wire_fn fn, void *arg);
-/* The same, but only the records want() selects (by type and section) are
- * parsed with ldns and passed to fn; the others are only stepped over by
- * their fixed fields (their ends and the message's end are still checked).
- * For callers that parse the whole message with ldns as well. */
+/* Walk every question and RR of msg, calling fn for each record want()
+ * selects (by type and section; want NULL: every one), parsed with
+ * ldns_wire2rr (fn returns 0 to go on, anything else stops the walk and is
+ * returned); the others are only stepped over by their fixed fields (their
+ * ends and the message's end are still checked). PC_EPARSE when the
+ * message is malformed or has bytes after its last RR. */
 typedef bool (*dg_wire_want)(uint16_t type, ldns_pkt_section section);
 int dg_wire_walk_sel(const uint8_t *msg, size_t len, dg_wire_want want, dg_wire_fn fn, void *arg);
 

@@ -135,7 +135,8 @@ static size_t dg_sb_bucket(const struct dnsguard *g, const char *name)
 	return dg_hash(g, name, strlen(name)) & (DG_SB_BUCKETS - 1);
 }
 
-struct dg_sb *dg_sb_find(struct dnsguard *g, const char *name)
+/* With g->dir held shared: the state of sandbox name, or NULL. */
+static struct dg_sb *dg_sb_find(struct dnsguard *g, const char *name)
 {
 	struct dg_sb *s = g->sbs[dg_sb_bucket(g, name)];
 

@@ -29,7 +29,7 @@ static bool dg_pend_eq(const struct dg_pend *p, const struct dg_pend_key *k, uin
 	       pc_addr_eq(&p->client, &k->client) && strcmp(p->qname, k->qname) == 0;
 }
 
-void dg_owed_fill(const struct dg_pend *p, struct dnsguard_owed *o, const char *why)
+static void dg_owed_fill(const struct dg_pend *p, struct dnsguard_owed *o, const char *why)
 {
 	memset(o, 0, sizeof(*o));
 	pc_strlcpy(o->sandbox, p->sandbox, sizeof(o->sandbox));
@@ -119,13 +119,6 @@ static void dg_pend_expire(struct dnsguard *g, struct dg_sb *s, uint64_t now_ms)
 {
 	while (s->pq_head && s->pq_head->expires_ms <= now_ms)
 		dg_pend_unlink(g, s, s->pq_head, "no answer within 10 s");
-}
-
-void dg_pending_expire(struct dnsguard *g, struct dg_sb *s, uint64_t now_ms)
-{
-	pthread_mutex_lock(&s->mu);
-	dg_pend_expire(g, s, now_ms);
-	pthread_mutex_unlock(&s->mu);
 }
 
 static struct dg_pend *dg_pend_find(struct dg_sb *s, const struct dg_pend_key *k, uint64_t h)

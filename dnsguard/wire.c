@@ -187,11 +187,6 @@ int dg_wire_walk_sel(const uint8_t *msg, size_t len, dg_wire_want want, dg_wire_
 	return 0;
 }
 
-int dg_wire_walk(const uint8_t *msg, size_t len, dg_wire_fn fn, void *arg)
-{
-	return dg_wire_walk_sel(msg, len, NULL, fn, arg);
-}
-
 static bool dg_want_tsig(uint16_t type, ldns_pkt_section section)
 {
 	return section == LDNS_SECTION_ADDITIONAL && type == LDNS_RR_TYPE_TSIG;

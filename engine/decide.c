@@ -17,6 +17,11 @@
 #define TH_RST 0x04
 #define TH_ACK 0x10
 
+const char *decision_sandbox(const struct decision *d)
+{
+	return d->rec.sandbox ? d->rec.sandbox : "";
+}
+
 void decision_clear(struct decision *d)
 {
 	free(d->new_pkt);
@@ -31,12 +36,14 @@ void decision_clear(struct decision *d)
 	d->promote = false;
 	d->held_judged = false;
 	memset(&d->rec, 0, sizeof(d->rec));
-	d->sandbox[0] = d->rule[0] = d->domain[0] = d->sni[0] = d->dns_name[0] = '\0';
+	d->kept_len = 0;
 	d->answers[0] = d->reason[0] = '\0';
 }
 
-const struct policy_sandbox *sandbox_by_addr_from(const struct policy *p, const struct pc_addr *a,
-						  size_t *from)
+/* The same, from sandbox index *from on; *from moves past the one found
+ * (sources may overlap between sandboxes told apart by MAC or port). */
+static const struct policy_sandbox *sandbox_by_addr_from(const struct policy *p,
+							 const struct pc_addr *a, size_t *from)
 {
 	size_t n = policy_sandbox_count(p);
 
@@ -54,7 +61,9 @@ const struct policy_sandbox *sandbox_by_addr_from(const struct policy *p, const 
 	return NULL;
 }
 
-const struct policy_sandbox *sandbox_by_addr(const struct policy *p, const struct pc_addr *a)
+/* The sandbox whose sources contain addr (any match field beyond the
+ * address is ignored: layer 2 already binds addresses to ports/MACs). */
+static const struct policy_sandbox *sandbox_by_addr(const struct policy *p, const struct pc_addr *a)
 {
 	size_t from = 0;
 
@@ -62,6 +71,24 @@ const struct policy_sandbox *sandbox_by_addr(const struct policy *p, const struc
 }
 
 /* ---- records --------------------------------------------------------------- */
+
+/* A copy of s in the decision, for a record field whose string lives
+ * where a later packet of the batch may change or free it (struct
+ * decision, "Where the record's strings live"). */
+static const char *rec_keep(struct decision *d, const char *s)
+{
+	size_t room = sizeof(d->kept) - d->kept_len, n = strlen(s);
+	char *out = d->kept + d->kept_len;
+
+	if (room == 0)
+		return NULL; /* cannot happen: kept is sized for the most a decision keeps */
+	if (n >= room)
+		n = room - 1;
+	memcpy(out, s, n);
+	out[n] = '\0';
+	d->kept_len += n + 1;
+	return out;
+}
 
 static void rec_base(struct decision *d, const struct decide_ctx *c, enum logrec_action action,
 		     enum logrec_verdict v, const struct pkt *p, const struct policy_sandbox *sb,
@@ -74,14 +101,10 @@ static void rec_base(struct decision *d, const struct decide_ctx *c, enum logrec
 	r->action = action;
 	r->verdict = v;
 	r->policy = policy_hash(c->policy);
-	if (sb) {
-		pc_strlcpy(d->sandbox, sb->name, sizeof(d->sandbox));
-		r->sandbox = d->sandbox;
-	}
-	if (rule) {
-		pc_strlcpy(d->rule, rule->rule, sizeof(d->rule));
-		r->rule = d->rule;
-	}
+	if (sb)
+		r->sandbox = sb->name; /* the policy's, like its hash */
+	if (rule)
+		r->rule = rule->rule;
 	if (p) {
 		r->src.addr = p->src;
 		r->src.port = p->sport;
@@ -128,10 +151,8 @@ static void allow(struct decision *d, const struct decide_ctx *c, const struct p
 	d->v = v;
 	rec_base(d, c, LOGREC_CONNECT, LOGREC_ALLOWED, p, sb, rule);
 	set_reason(d, "%s", reason);
-	if (name && *name) {
-		pc_strlcpy(d->domain, name, sizeof(d->domain));
-		d->rec.domain = d->domain;
-	}
+	if (name && *name)
+		d->rec.domain = rec_keep(d, name);
 	if (v == VK_ALLOW || v == VK_ALLOW_VAULT) {
 		d->register_flow = true;
 		flow_key_from_pkt(&d->key, p);
@@ -157,148 +178,27 @@ static bool is_resolver(const struct pc_config *cfg, const struct pc_addr *a)
 	return false;
 }
 
-/* One DNS message from a TCP segment: exactly one, complete, after its
- * two-byte length. Returns NULL otherwise. */
-static const uint8_t *tcp_dns_msg(const struct pkt *p, size_t *len)
+/* What the stream made of a segment that decided nothing new: the
+ * verdict, and the packet as rewritten when it is released so. */
+static void dns_tcp_fate(struct decision *d, const struct dnstcp_fate *f)
 {
-	size_t l;
-
-	if (p->payload_len < 2)
-		return NULL;
-	l = (size_t)p->payload[0] << 8 | p->payload[1];
-	if (l == 0 || l + 2 != p->payload_len)
-		return NULL;
-	*len = l;
-	return p->payload + 2;
-}
-
-/* Release the segment when it lies inside the judged bytes (as judged:
- * rewritten if the message was), else drop it: held while the message is
- * not whole, or sent again later. The stream is forgotten once done. */
-static void tcp_dns_release(const struct decide_ctx *c, const struct pkt_in *in,
-			    const struct pkt *p, struct decision *d, struct dnstcp_stream *st)
-{
-	const uint8_t *bytes;
-
-	d->v = VK_DROP;
-	if (!dnstcp_releasable(st, p->tcp_seq, p->payload_len, &bytes))
-		return;
-	d->v = VK_PASS;
-	if (st->rw) {
-		int n = pkt_replace_payload(in->data, in->len, p, bytes, p->payload_len,
-					       &d->new_pkt);
-
-		if (n < 0)
-			d->v = VK_DROP; /* sent again; the next copy may fare better */
-		else
-			d->new_pkt_len = (size_t)n;
-	}
-	if (dnstcp_done(st))
-		dnstcp_del(c->dnstcp, st);
-}
-
-/* The DNS message a TCP segment makes whole: 1 with *msg and *len to judge
- * (*st: its stream, NULL when the segment held exactly that message); 0
- * when decided here (d->v: released as judged before, or dropped while the
- * message is incomplete: the sender sends it again); <0 with *why: refuse
- * the connection (the stream is forgotten). */
-static int tcp_dns_take(const struct decide_ctx *c, const struct pkt_in *in, const struct pkt *p,
-			const struct policy_sandbox *sb, struct decision *d,
-			struct dnstcp_stream **st, const uint8_t **msg, size_t *len,
-			const char **why)
-{
-	struct dnstcp_stream *s;
-	struct flow_key k;
-	int rc;
-
-	*st = NULL;
-	flow_key_from_pkt(&k, p);
-	s = dnstcp_get(c->dnstcp, &k, c->now_ms);
-	if (!s) {
-		if ((*msg = tcp_dns_msg(p, len)) != NULL)
-			return 1; /* the common case: one whole message, one segment */
-		if (!c->dnstcp) {
-			*why = "DNS over TCP: a segment must hold exactly one whole message";
-			return PC_EINVAL;
-		}
-		if (!sb) {
-			*why = "DNS over TCP: not a sandbox (no stream is kept for it)";
-			return PC_EREFUSED;
-		}
-		/* Each sandbox may hold its share of the table only: one
-		 * that sends partial messages cannot take another's streams. */
-		rc = dnstcp_add(c->dnstcp, &k, p->tcp_seq, c->now_ms, sb->name,
-				policy_sandbox_count(c->policy), &s);
-		if (rc == PC_EREFUSED) {
-			*why = "DNS over TCP: the sandbox's quota of streams being put together "
-			       "is used up (engine quota)";
-			d->quota = QUOTA_DNSTCP;
-			return rc;
-		}
-		if (rc < 0) {
-			*why = "DNS over TCP: too many streams being put together";
-			return PC_EREFUSED;
-		}
-	}
-	rc = dnstcp_add_bytes(s, p->tcp_seq, p->payload, p->payload_len, c->now_ms);
-	if (rc == PC_EINVAL) {
-		d->v = VK_DROP; /* before the stream began: nothing to compare it with */
-		return 0;
-	}
-	if (rc == 0) {
-		rc = dnstcp_next_msg(s, msg, len);
-		if (rc == 1) {
-			*st = s;
-			return 1;
-		}
-	}
-	switch (rc) {
-	case 0:
-		break;
-	case PC_ETAMPER:
-		*why = "DNS over TCP: bytes sent again differ from the ones judged";
-		break;
-	case PC_EREFUSED:
-		*why = "DNS over TCP: more than the engine keeps for one stream";
-		break;
-	case PC_EPARSE:
-		*why = "DNS over TCP: a message of length 0";
-		break;
-	default:
-		*why = "out of memory";
-		break;
-	}
-	if (rc < 0) {
-		dnstcp_del(c->dnstcp, s);
-		return rc;
-	}
-	tcp_dns_release(c, in, p, d, s);
-	return 0;
-}
-
-/* After the message st made whole was allowed (rewritten: what to release
- * instead, same length, or NULL): release the segment when it lies inside
- * the judged bytes, else drop it until it is sent again. false: refuse. */
-static bool tcp_dns_judged(const struct decide_ctx *c, const struct pkt_in *in,
-			   const struct pkt *p, struct decision *d, struct dnstcp_stream *st,
-			   const uint8_t *rewritten)
-{
-	if (dnstcp_judged(st, rewritten) < 0) {
-		dnstcp_del(c->dnstcp, st);
-		return false;
-	}
+	d->v = f->pass ? VK_PASS : VK_DROP;
 	free(d->new_pkt);
-	d->new_pkt = NULL;
-	tcp_dns_release(c, in, p, d, st);
-	return true;
+	d->new_pkt = f->new_pkt;
+	d->new_pkt_len = f->new_pkt_len;
 }
 
-static void tcp_dns_forget(const struct decide_ctx *c, const struct pkt *p)
+/* After the message st made whole was allowed: release the segment as
+ * judged, or drop it until it is sent again. false: refuse. */
+static bool dns_tcp_allowed(const struct decide_ctx *c, const struct dnstcp_seg *seg,
+			    struct decision *d, struct dnstcp_stream *st, const uint8_t *rewritten)
 {
-	struct flow_key k;
+	struct dnstcp_fate f = {0};
 
-	flow_key_from_pkt(&k, p);
-	dnstcp_del(c->dnstcp, dnstcp_get(c->dnstcp, &k, c->now_ms));
+	if (dnstcp_allowed(c->dnstcp, st, seg, rewritten, &f) < 0)
+		return false;
+	dns_tcp_fate(d, &f);
+	return true;
 }
 
 static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const struct pkt *p,
@@ -310,7 +210,7 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 	size_t len = p->payload_len;
 	bool deferred = false;
 	struct dnstcp_stream *st = NULL;
-	const char *why = NULL;
+	struct dnstcp_seg seg = {in->data, in->len, p};
 	/* the only port-53 traffic that may pass (docs/dnsguard.md) */
 	bool to_guard = sb && is_resolver(c->cfg, &p->dst);
 	int rc;
@@ -326,7 +226,7 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 		 * flags carry bytes to wherever it goes. Refused (and
 		 * recorded) before any stream is kept for it. */
 		if (!to_guard) {
-			tcp_dns_forget(c, p); /* one kept from before a reload */
+			dnstcp_forget(c->dnstcp, p, c->now_ms); /* one kept from before a reload */
 			refuse(d, c, p, sb, VK_REJECT,
 			       sb ? "DNS over TCP to a resolver that is not the guard's"
 				  : "not a sandbox (no rule matches its source, MAC and port)");
@@ -345,17 +245,25 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 		}
 		if (p->payload_len == 0) {
 			if (p->tcp_flags & TH_RST)
-				tcp_dns_forget(c, p);
+				dnstcp_forget(c->dnstcp, p, c->now_ms);
 			d->v = VK_PASS; /* handshake, ACK, FIN, RST: no message */
 			return;
 		}
-		rc = tcp_dns_take(c, in, p, sb, d, &st, &msg, &len, &why);
-		if (rc <= 0) {
-			if (rc < 0) {
-				refuse(d, c, p, sb, VK_REJECT, why);
-				d->rec.action = LOGREC_DNS_QUERY;
-			}
-			return; /* released as judged before, or held */
+		struct dnstcp_fate fate = {0};
+
+		rc =
+		    dnstcp_take(c->dnstcp, &seg, sb ? sb->name : NULL,
+				policy_sandbox_count(c->policy), c->now_ms, &st, &msg, &len, &fate);
+		if (rc < 0) {
+			refuse(d, c, p, sb, VK_REJECT, fate.why);
+			d->rec.action = LOGREC_DNS_QUERY;
+			if (fate.over_quota)
+				d->quota = QUOTA_DNSTCP;
+			return;
+		}
+		if (rc == 0) {
+			dns_tcp_fate(d, &fate); /* released as judged before, or held */
+			return;
 		}
 	}
 	if (p->truncated) {
@@ -373,7 +281,7 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 	}
 	if (rc == 0 && res.verdict == DNSG_ALLOW && deferred) {
 		d->v = VK_PASS; /* its record comes with its answer */
-		if (st && !tcp_dns_judged(c, in, p, d, st, NULL))
+		if (st && !dns_tcp_allowed(c, &seg, d, st, NULL))
 			d->v = VK_REJECT; /* out of memory (the query is owed its record) */
 		return;
 	}
@@ -381,11 +289,8 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 	set_reason(d, "%s", res.reason ? res.reason : "DNS guard error");
 	/* A name that is not a host name (a tunnelling attempt, typically)
 	 * is recorded too, in its escaped form. */
-	if (res.qname[0] || res.qname_shown[0]) {
-		pc_strlcpy(d->dns_name, res.qname[0] ? res.qname : res.qname_shown,
-			   sizeof(d->dns_name));
-		d->rec.dns_name = d->dns_name;
-	}
+	if (res.qname[0] || res.qname_shown[0])
+		d->rec.dns_name = rec_keep(d, res.qname[0] ? res.qname : res.qname_shown);
 	d->rec.dns_type = res.qtype; /* 0 (not shown) when unparsable */
 	if (rc < 0) {
 		d->v = VK_DROP; /* internal failure: fail closed */
@@ -397,7 +302,7 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 	case DNSG_ALLOW:
 		d->v = VK_PASS;
 		d->rec.verdict = LOGREC_ALLOWED;
-		if (st && !tcp_dns_judged(c, in, p, d, st, NULL)) {
+		if (st && !dns_tcp_allowed(c, &seg, d, st, NULL)) {
 			d->v = VK_REJECT;
 			d->rec.verdict = LOGREC_REFUSED;
 			set_reason(d, "%s", "out of memory");
@@ -505,7 +410,7 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 	const uint8_t *msg = p->payload;
 	size_t len = p->payload_len, off = 0, from = 0;
 	struct dnstcp_stream *st = NULL;
-	const char *why = NULL;
+	struct dnstcp_seg seg = {in->data, in->len, p};
 	int rc;
 
 	if (p->proto != IPPROTO_UDP && p->proto != IPPROTO_TCP)
@@ -521,7 +426,7 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 	}
 	if (p->proto == IPPROTO_TCP && p->payload_len == 0) {
 		if (p->tcp_flags & TH_RST)
-			tcp_dns_forget(c, p);
+			dnstcp_forget(c->dnstcp, p, c->now_ms);
 		d->v = sb ? VK_PASS : VK_DROP; /* SYN-ACK, ACK, FIN of a DNS connection */
 		return;
 	}
@@ -535,13 +440,19 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 			set_reason(d, "%s", "receiver is not a sandbox");
 			return;
 		}
-		rc = tcp_dns_take(c, in, p, sb, d, &st, &msg, &len, &why);
-		if (rc < 0)
-			set_reason(d, "%s", why);
-		if (rc <= 0) {
-			if (rc == 0)
-				d->has_rec =
-				    false; /* released as judged, or held: no new decision */
+		struct dnstcp_fate fate = {0};
+
+		rc = dnstcp_take(c->dnstcp, &seg, sb->name, policy_sandbox_count(c->policy),
+				 c->now_ms, &st, &msg, &len, &fate);
+		if (rc < 0) {
+			set_reason(d, "%s", fate.why);
+			if (fate.over_quota)
+				d->quota = QUOTA_DNSTCP;
+			return;
+		}
+		if (rc == 0) {
+			dns_tcp_fate(d, &fate);
+			d->has_rec = false; /* released as judged, or held: no new decision */
 			return;
 		}
 	}
@@ -566,29 +477,18 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 			sb = next;
 		}
 	}
-	if (sb) {
-		pc_strlcpy(d->sandbox, sb->name, sizeof(d->sandbox));
-		d->rec.sandbox = d->sandbox;
-	}
+	/* res is the decision's own (d->ans): the record may point into it */
+	if (sb)
+		d->rec.sandbox = sb->name;
 	set_reason(d, "%s", res->reason ? res->reason : "DNS guard error");
 	if (res->qname[0]) {
-		pc_strlcpy(d->dns_name, res->qname, sizeof(d->dns_name));
-		d->rec.dns_name = d->dns_name;
+		d->rec.dns_name = res->qname;
 		d->rec.dns_type = res->qtype;
 	}
 	if (res->query_owed) {
-		const struct dnsguard_owed *o = &res->query;
 		bool released = rc == 0 && res->verdict == DNSG_ALLOW;
 
-		pc_strlcpy(d->sandbox, o->sandbox, sizeof(d->sandbox));
-		pc_strlcpy(d->rule, o->rule, sizeof(d->rule));
-		pc_strlcpy(d->policy, o->policy, sizeof(d->policy));
-		pc_strlcpy(d->dns_name, o->qname, sizeof(d->dns_name));
-		decision_owed_rec(o, &d->rec);
-		d->rec.sandbox = d->sandbox[0] ? d->sandbox : NULL;
-		d->rec.rule = d->rule[0] ? d->rule : NULL;
-		d->rec.policy = d->policy[0] ? d->policy : NULL;
-		d->rec.dns_name = d->dns_name[0] ? d->dns_name : NULL;
+		decision_owed_rec(&res->query, &d->rec);
 		if (released)
 			set_reason(d, "%s", "name allowed");
 		else
@@ -603,7 +503,7 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 	if (st) {
 		/* released when the segment lies inside the judged bytes, else
 		 * held until sent again; the rewrite goes into the stream */
-		if (!tcp_dns_judged(c, in, p, d, st, res->rewritten)) {
+		if (!dns_tcp_allowed(c, &seg, d, st, res->rewritten)) {
 			set_reason(d, "%s", "out of memory");
 			goto out;
 		}
@@ -659,7 +559,7 @@ int decision_commit(struct dnsguard *dg, struct decision *d, uint64_t now_ms)
 	if (!d->learn)
 		return 0;
 	d->learn = false;
-	return dnsguard_learn_commit(dg, d->sandbox, &d->ans, now_ms);
+	return dnsguard_learn_commit(dg, decision_sandbox(d), &d->ans, now_ms);
 }
 
 /* ---- held TCP flows: waiting for the ClientHello --------------------------- */
@@ -703,14 +603,10 @@ static void held_fail(struct decision *d, const struct decide_ctx *c,
 
 	held_view(hf, &op);
 	refuse(d, c, &op, sb, v, reason);
-	if (hf->meta.name[0]) {
-		pc_strlcpy(d->domain, hf->meta.name, sizeof(d->domain));
-		d->rec.domain = d->domain;
-	}
-	if (hf->sni[0]) {
-		pc_strlcpy(d->sni, hf->sni, sizeof(d->sni));
-		d->rec.sni = d->sni;
-	}
+	if (hf->meta.name[0])
+		d->rec.domain = rec_keep(d, hf->meta.name);
+	if (hf->sni[0])
+		d->rec.sni = rec_keep(d, hf->sni);
 	hf->failed = true;
 }
 
@@ -825,14 +721,12 @@ static void held_allowed(const struct decide_ctx *c, const struct pkt *p,
 	if (hf->sni[0]) {
 		allow(d, c, &op, sb, rule, VK_PASS, FLOW_VIA_SNI, hf->sni,
 		      "allowed host; TLS server name checked", &ps);
-		pc_strlcpy(d->sni, hf->sni, sizeof(d->sni));
-		d->rec.sni = d->sni;
+		d->rec.sni = rec_keep(d, hf->sni);
 	} else {
 		allow(d, c, &op, sb, NULL, VK_PASS, FLOW_VIA_HOST, hf->meta.name,
 		      "allowed host (not TLS: no server name to check)", &ps);
 	}
-	pc_strlcpy(d->domain, hf->meta.name, sizeof(d->domain));
-	d->rec.domain = d->domain;
+	d->rec.domain = rec_keep(d, hf->meta.name);
 	d->held_judged = true;
 	flow_key_from_pkt(&d->key, p);
 }
@@ -1028,8 +922,7 @@ static void held_promote(const struct decide_ctx *c, struct held_flow *hf, struc
 		}
 		allow(d, c, &op, sb, rule, VK_ALLOW, FLOW_VIA_SNI, hf->sni,
 		      "allowed host; TLS server name checked", &ps);
-		pc_strlcpy(d->sni, hf->sni, sizeof(d->sni));
-		d->rec.sni = d->sni;
+		d->rec.sni = rec_keep(d, hf->sni);
 	} else {
 		const char *why = held_host_refused(c, sb, &op.dst, op.dport);
 
@@ -1082,10 +975,8 @@ static void held_reply(const struct decide_ctx *c, const struct pkt_in *in, cons
 			  hf->judged ? "held flow: the server did not acknowledge the judged bytes "
 				       "within engine.sni_timeout_ms"
 				     : "no TLS ClientHello within engine.sni_timeout_ms");
-		if (d->rec.sandbox == NULL) {
-			pc_strlcpy(d->sandbox, hf->meta.sandbox, sizeof(d->sandbox));
-			d->rec.sandbox = d->sandbox;
-		}
+		if (d->rec.sandbox == NULL)
+			d->rec.sandbox = rec_keep(d, hf->meta.sandbox);
 		return;
 	}
 	if (p->tcp_flags & TH_RST) {
@@ -1226,8 +1117,8 @@ static void new_flow(const struct decide_ctx *c, const struct pkt *p,
 	allow(d, c, p, sb, fr.rule, VK_ALLOW, FLOW_VIA_HOST, fr.name, "allowed host", src);
 }
 
-static void from_sandbox(const struct decide_ctx *c, const struct pkt_in *in,
-			 const struct pkt *p, struct decision *d)
+static void from_sandbox(const struct decide_ctx *c, const struct pkt_in *in, const struct pkt *p,
+			 struct decision *d)
 {
 	const struct policy_sandbox *sb;
 	struct policy_src src;

@@ -291,3 +291,138 @@ bool dnstcp_done(const struct dnstcp_stream *s)
 {
 	return s->delivered == s->judged && s->judged == s->len;
 }
+
+/* ---- a segment's way through its stream ----------------------------------- */
+
+/* One DNS message from a TCP segment: exactly one, complete, after its
+ * two-byte length. Returns NULL otherwise. */
+static const uint8_t *dnstcp_whole_msg(const struct pkt *p, size_t *len)
+{
+	size_t l;
+
+	if (p->payload_len < 2)
+		return NULL;
+	l = (size_t)p->payload[0] << 8 | p->payload[1];
+	if (l == 0 || l + 2 != p->payload_len)
+		return NULL;
+	*len = l;
+	return p->payload + 2;
+}
+
+/* Release the segment when it lies inside the judged bytes (as judged:
+ * rewritten if the message was), else drop it: held while the message is
+ * not whole, or sent again later. The stream is forgotten once done. */
+static void dnstcp_release(struct dnstcp_table *t, struct dnstcp_stream *st,
+			   const struct dnstcp_seg *seg, struct dnstcp_fate *f)
+{
+	const struct pkt *p = seg->p;
+	const uint8_t *bytes;
+
+	f->pass = false;
+	if (!dnstcp_releasable(st, p->tcp_seq, p->payload_len, &bytes))
+		return;
+	f->pass = true;
+	if (st->rw) {
+		int n =
+		    pkt_replace_payload(seg->data, seg->len, p, bytes, p->payload_len, &f->new_pkt);
+
+		if (n < 0)
+			f->pass = false; /* sent again; the next copy may fare better */
+		else
+			f->new_pkt_len = (size_t)n;
+	}
+	if (dnstcp_done(st))
+		dnstcp_del(t, st);
+}
+
+int dnstcp_take(struct dnstcp_table *t, const struct dnstcp_seg *seg, const char *sandbox,
+		size_t n_sandboxes, uint64_t now_ms, struct dnstcp_stream **st, const uint8_t **msg,
+		size_t *len, struct dnstcp_fate *f)
+{
+	const struct pkt *p = seg->p;
+	struct dnstcp_stream *s;
+	struct flow_key k;
+	int rc;
+
+	*st = NULL;
+	flow_key_from_pkt(&k, p);
+	s = dnstcp_get(t, &k, now_ms);
+	if (!s) {
+		if ((*msg = dnstcp_whole_msg(p, len)) != NULL)
+			return 1; /* the common case: one whole message, one segment */
+		if (!t) {
+			f->why = "DNS over TCP: a segment must hold exactly one whole message";
+			return PC_EINVAL;
+		}
+		if (!sandbox) {
+			f->why = "DNS over TCP: not a sandbox (no stream is kept for it)";
+			return PC_EREFUSED;
+		}
+		/* Each sandbox may hold its share of the table only: one
+		 * that sends partial messages cannot take another's streams. */
+		rc = dnstcp_add(t, &k, p->tcp_seq, now_ms, sandbox, n_sandboxes, &s);
+		if (rc == PC_EREFUSED) {
+			f->why = "DNS over TCP: the sandbox's quota of streams being put together "
+				 "is used up (engine quota)";
+			f->over_quota = true;
+			return rc;
+		}
+		if (rc < 0) {
+			f->why = "DNS over TCP: too many streams being put together";
+			return PC_EREFUSED;
+		}
+	}
+	rc = dnstcp_add_bytes(s, p->tcp_seq, p->payload, p->payload_len, now_ms);
+	if (rc == PC_EINVAL) {
+		f->pass = false; /* before the stream began: nothing to compare it with */
+		return 0;
+	}
+	if (rc == 0) {
+		rc = dnstcp_next_msg(s, msg, len);
+		if (rc == 1) {
+			*st = s;
+			return 1;
+		}
+	}
+	switch (rc) {
+	case 0:
+		break;
+	case PC_ETAMPER:
+		f->why = "DNS over TCP: bytes sent again differ from the ones judged";
+		break;
+	case PC_EREFUSED:
+		f->why = "DNS over TCP: more than the engine keeps for one stream";
+		break;
+	case PC_EPARSE:
+		f->why = "DNS over TCP: a message of length 0";
+		break;
+	default:
+		f->why = "out of memory";
+		break;
+	}
+	if (rc < 0) {
+		dnstcp_del(t, s);
+		return rc;
+	}
+	dnstcp_release(t, s, seg, f);
+	return 0;
+}
+
+int dnstcp_allowed(struct dnstcp_table *t, struct dnstcp_stream *st, const struct dnstcp_seg *seg,
+		   const uint8_t *rewritten, struct dnstcp_fate *f)
+{
+	if (dnstcp_judged(st, rewritten) < 0) {
+		dnstcp_del(t, st);
+		return PC_ENOMEM;
+	}
+	dnstcp_release(t, st, seg, f);
+	return 0;
+}
+
+void dnstcp_forget(struct dnstcp_table *t, const struct pkt *p, uint64_t now_ms)
+{
+	struct flow_key k;
+
+	flow_key_from_pkt(&k, p);
+	dnstcp_del(t, dnstcp_get(t, &k, now_ms));
+}

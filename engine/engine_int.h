@@ -14,12 +14,60 @@
 #include "logd/logd.h"
 #include "nft/nft.h"
 
+/* ======================================================================
+ * Packet parser (packet.c) — reads bytes a sandbox (or the internet) sent.
+ * Fuzzed by tests/fuzz/fuzz_packet.c.
+ * ====================================================================== */
+
+enum pkt_status {
+	PKT_OK = 0,
+	PKT_FRAGMENT,  /* any IPv4/IPv6 fragment (conntrack reassembles first) */
+	PKT_MALFORMED, /* truncated headers, bad lengths, bad version ... */
+};
+
+struct pkt {
+	uint8_t family; /* AF_INET / AF_INET6 */
+	struct pc_addr src, dst;
+	uint8_t proto; /* final L4 protocol after IPv6 extension headers */
+	uint8_t hoplimit;
+	uint16_t sport, dport; /* TCP/UDP, host order; 0 otherwise */
+	uint8_t tcp_flags;     /* TH_SYN, TH_ACK ... */
+	uint32_t tcp_seq;
+	uint8_t icmp_type, icmp_code;
+	bool truncated;		/* the capture ended before the IP length */
+	size_t l3_len;		/* bytes of IP header(s) */
+	size_t l4_off;		/* offset of the L4 header in the buffer */
+	const uint8_t *payload; /* TCP/UDP payload inside the buffer (borrowed) */
+	size_t payload_len;	/* bytes present (<= what the header claims) */
+};
+
+/* Parse an IP packet as NFQUEUE delivers it (network header first). Returns
+ * a PKT_* status; *out is filled only for PKT_OK. Never reads past
+ * buf + len. */
+int pkt_parse(const uint8_t *buf, size_t len, struct pkt *out);
+
+/* The TCP/UDP checksum of l4 (header with a zeroed checksum field, and
+ * data) between src and dst, pseudo-header included. */
+uint16_t pkt_l4_csum(const struct pc_addr *src, const struct pc_addr *dst, uint8_t proto,
+		     const uint8_t *l4, size_t l4_len);
+
+/* A copy of the TCP/UDP packet pkt (parsed as p) whose payload is replaced
+ * by one of the same length, with its checksum recomputed. *out is
+ * malloc'ed; returns its length or <0. */
+int pkt_replace_payload(const uint8_t *pkt, size_t len, const struct pkt *p, const uint8_t *payload,
+			size_t plen, uint8_t **out);
+
+/* Build a complete IPv4/IPv6 + UDP packet from src:sport to dst:dport with
+ * payload into buf; returns its length, or <0 if buf is too small. */
+int pkt_build_udp(const struct pc_endpoint *src, const struct pc_endpoint *dst,
+		  const uint8_t *payload, size_t len, uint8_t *buf, size_t buflen);
+
 /* ---- links.c: the sandbox bridge and its ports (rtnetlink) -------------- */
 
 /* Current ports of bridge (may be none; a missing bridge is not an error:
  * *n = 0, *br_ifindex = 0). *ports is malloc'ed, caller frees. */
-int links_bridge_ports(const char *bridge, struct nft_port **ports, size_t *n,
-		       uint32_t *br_ifindex, struct pc_err *err);
+int links_bridge_ports(const char *bridge, struct nft_port **ports, size_t *n, uint32_t *br_ifindex,
+		       struct pc_err *err);
 /* The gateway's own addresses (each as a host prefix) and the subnets of
  * the bridge's addresses and of cfg's sandbox pools: what no DNS answer
  * may teach (dnsguard_local_set). *out is malloc'ed, caller frees. */
@@ -270,6 +318,40 @@ bool dnstcp_releasable(struct dnstcp_stream *s, uint32_t seq, size_t n, const ui
 /* Everything kept was judged and released in order: forget the stream. */
 bool dnstcp_done(const struct dnstcp_stream *s);
 
+/* What the decision uses (decide.c judges the messages; the plumbing that
+ * puts them together and releases their segments is here): one segment of
+ * a port-53 TCP connection, and what becomes of it. */
+struct dnstcp_seg {
+	const uint8_t *data; /* the whole IP packet (a rewrite copies it) */
+	size_t len;
+	const struct pkt *p; /* data parsed */
+};
+struct dnstcp_fate {
+	bool pass;	  /* release the segment; else drop it (held, or sent again) */
+	uint8_t *new_pkt; /* released as rewritten: the whole packet, malloc'ed */
+	size_t new_pkt_len;
+	const char *why; /* refused: why (static text) */
+	bool over_quota; /* refused: the sandbox holds its share of the streams */
+};
+/* The DNS message the segment makes whole (t NULL: it must hold exactly
+ * one). 1 with *msg and *len to judge (*st: its stream; NULL when the
+ * segment held exactly that message); 0 when decided here (f->pass:
+ * released as judged before, or dropped while the message is incomplete:
+ * the sender sends it again); <0 with f->why: refuse the connection (the
+ * stream is forgotten). sandbox NULL: not a sandbox, no stream is kept.
+ * f starts zeroed. */
+int dnstcp_take(struct dnstcp_table *t, const struct dnstcp_seg *seg, const char *sandbox,
+		size_t n_sandboxes, uint64_t now_ms, struct dnstcp_stream **st, const uint8_t **msg,
+		size_t *len, struct dnstcp_fate *f);
+/* The message st made whole was allowed (rewritten: what to release
+ * instead, same length, or NULL): f says whether the segment is released
+ * (it lies inside the judged bytes) or dropped until sent again. 0, or
+ * PC_ENOMEM: refuse (the stream is forgotten). */
+int dnstcp_allowed(struct dnstcp_table *t, struct dnstcp_stream *st, const struct dnstcp_seg *seg,
+		   const uint8_t *rewritten, struct dnstcp_fate *f);
+/* Forget p's stream, if one is kept (a RST, or a connection refused). */
+void dnstcp_forget(struct dnstcp_table *t, const struct pkt *p, uint64_t now_ms);
+
 /* ---- decide.c: one packet, one verdict ------------------------------------ */
 
 enum verdict_kind {
@@ -292,19 +374,29 @@ struct pkt_in {
 	size_t len;
 };
 
-/* The outcome, with at most one log record. Strings in rec point into the
- * decision itself or into the policy the batch holds a reference to. */
+/* The outcome, with at most one log record.
+ *
+ * Where the record's strings live: rec is built in place, each string
+ * field pointing at storage that lasts until the decision is cleared (the
+ * record is sent, committed and counted after the whole batch is decided)
+ * — a literal; the policy the batch holds a reference to (sandbox and rule
+ * names, the policy hash); the decision's own answer result (ans: the
+ * question's name, a deferred query's record); the reason and answers
+ * composed here; or, for a string that lives where a later packet of the
+ * batch may change or free it (a held flow's names, a name parsed on the
+ * stack), kept[] by rec_keep() in decide.c. So a new field is one
+ * assignment where it is set: no buffer per field, and a record rebuilt
+ * from a deferred query (dns_answer) has no pointer to fix up. */
 struct decision {
 	enum verdict_kind v;
 	bool has_rec;
 	struct logrec rec;
-	char sandbox[POLICY_NAME_MAX];
-	char rule[96];
-	char domain[POLICY_HOST_MAX];
-	char sni[POLICY_HOST_MAX];
-	char dns_name[POLICY_HOST_MAX];
 	char answers[512];
 	char reason[640]; /* room for an answer's unlearned addresses and why */
+	/* rec_keep's store: the most a decision keeps is a held flow's
+	 * server name and host name (one of them twice) and its sandbox */
+	char kept[4 * POLICY_HOST_MAX];
+	size_t kept_len;
 	/* refused UDP query: the synthesized answer to send back */
 	bool send_reply;
 	struct pc_endpoint reply_from, reply_to;
@@ -318,7 +410,6 @@ struct decision {
 	 * judged under (a deferred query record) */
 	bool learn;
 	struct dnsguard_answer_res ans;
-	char policy[DNSG_POLICY_MAX];
 	/* refused because its sandbox holds its share of a table: counted
 	 * per sandbox (quota_stats) */
 	enum quota_kind quota;
@@ -354,18 +445,14 @@ struct decide_ctx {
 void decide_packet(const struct decide_ctx *c, const struct pkt_in *in, struct decision *d);
 /* Free what a decision allocated (new_pkt) and reset it. */
 void decision_clear(struct decision *d);
+/* The sandbox the decision's record names, "" if none (quota counts,
+ * what an answer teaches). */
+const char *decision_sandbox(const struct decision *d);
 /* After the decision's record was acknowledged and before its verdict:
  * learn what a released DNS answer teaches. 0, or <0 (refuse it). */
 int decision_commit(struct dnsguard *dg, struct decision *d, uint64_t now_ms);
 /* The verdict record of a deferred DNS query (struct dnsguard_owed). */
 void decision_owed_rec(const struct dnsguard_owed *o, struct logrec *r);
-/* The sandbox whose sources contain addr (any match field beyond the
- * address is ignored: layer 2 already binds addresses to ports/MACs). */
-const struct policy_sandbox *sandbox_by_addr(const struct policy *p, const struct pc_addr *a);
-/* The same, from sandbox index *from on; *from moves past the one found
- * (sources may overlap between sandboxes told apart by MAC or port). */
-const struct policy_sandbox *sandbox_by_addr_from(const struct policy *p, const struct pc_addr *a,
-						  size_t *from);
 
 /* Would this allowed flow still be allowed under c->policy? m is what the
  * registry remembers of it (NULL: forgotten, judged on addresses); vault is
@@ -548,8 +635,5 @@ int engine_metrics_text(struct engine *e, char **out);
 void metrics_count_verdict(struct qthread *t, const struct decision *d);
 int metrics_reason(const char *reason);
 const char *metrics_reason_label(const char *reason);
-
-/* verdictlog.c: the one way verdict records reach logd. */
-void verdictlog_fill_flow(struct decision *d, const struct pkt *p, const char *policy_hash);
 
 #endif

@@ -2,7 +2,7 @@
  * ICMPv6 as NFQUEUE hands them over. Every byte here may come from a hostile
  * sandbox; every length is checked before it is used. Also the UDP builder
  * for the DNS answers the engine synthesizes. */
-#include "engine/engine.h"
+#include "engine/engine_int.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -145,7 +145,7 @@ static int ipv6_parse(const uint8_t *buf, size_t len, struct pkt *p)
 		case IPPROTO_HOPOPTS:
 			if (i != 0)
 				return PKT_MALFORMED; /* only allowed first (RFC 8200) */
-							 /* fall through */
+						      /* fall through */
 		case IPPROTO_ROUTING:
 		case IPPROTO_DSTOPTS:
 			if (off + 8 > len)
@@ -236,7 +236,7 @@ static uint16_t csum_fold(uint32_t sum)
 }
 
 uint16_t pkt_l4_csum(const struct pc_addr *src, const struct pc_addr *dst, uint8_t proto,
-			const uint8_t *l4, size_t l4_len)
+		     const uint8_t *l4, size_t l4_len)
 {
 	size_t alen = pc_addr_len(src);
 	uint32_t sum = 0;
@@ -251,8 +251,8 @@ uint16_t pkt_l4_csum(const struct pc_addr *src, const struct pc_addr *dst, uint8
 	return proto == IPPROTO_UDP && c == 0 ? 0xffff : c; /* UDP: 0 is "no checksum" */
 }
 
-int pkt_replace_payload(const uint8_t *pkt, size_t len, const struct pkt *p,
-			   const uint8_t *payload, size_t plen, uint8_t **out)
+int pkt_replace_payload(const uint8_t *pkt, size_t len, const struct pkt *p, const uint8_t *payload,
+			size_t plen, uint8_t **out)
 {
 	size_t off = (size_t)(p->payload - pkt), csum_off, l4_len;
 	uint8_t *n;
@@ -276,7 +276,7 @@ int pkt_replace_payload(const uint8_t *pkt, size_t len, const struct pkt *p,
 }
 
 int pkt_build_udp(const struct pc_endpoint *src, const struct pc_endpoint *dst,
-		     const uint8_t *payload, size_t len, uint8_t *buf, size_t buflen)
+		  const uint8_t *payload, size_t len, uint8_t *buf, size_t buflen)
 {
 	size_t ipl, total, ulen = 8 + len;
 	uint8_t *u;

@@ -435,7 +435,7 @@ static void process_batch(struct qthread *t, struct qbufs *qb, int nmsg)
 		/* the verdict is final here: count it */
 		metrics_count_verdict(t, &t->dec[i]);
 		if (t->dec[i].quota)
-			quota_stats_count(&e->quota, t->dec[i].sandbox, t->dec[i].quota);
+			quota_stats_count(&e->quota, decision_sandbox(&t->dec[i]), t->dec[i].quota);
 	}
 	emit_verdicts(t, qb, n);
 	for (size_t i = 0; i < n; i++) {

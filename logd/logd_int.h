@@ -1,13 +1,227 @@
-/* portcullis-logd internals: the log writer (file, chain, tree, sealing),
- * the socket server, and the syslog exporter. Private to logd/ and its
- * tests; other modules use logd.h only. */
-#ifndef PC_LOGD_DAEMON_H
-#define PC_LOGD_DAEMON_H
+/* logd internals: the record as a JSON line, the Merkle tree, signed notes
+ * and checkpoints, the verifier, inclusion proofs, the log writer (file,
+ * chain, tree, sealing), the socket server, and the syslog exporter.
+ * Private to logd/ and its tests; other modules use logd.h only. */
+#ifndef PC_LOGD_INT_H
+#define PC_LOGD_INT_H
 
 #include <stdatomic.h>
 #include <sys/types.h>
 
 #include "logd/logd.h"
+
+/* ---- the record as a JSON line (ECS field names; docs/logd.md) ----------
+ * logrec_json_format writes the record object without its "hash" member:
+ *   {"seq":N,"@timestamp":"...",...,"prev":"<64 hex>"}
+ * which is exactly the Merkle leaf's data. The line in the file appends
+ * ,"hash":"<hex of the leaf hash>" before the closing brace.
+ * extra (NULL for none) is inserted verbatim before "prev": further
+ * members, each starting with a comma (logd's own log-segment records).
+ * Returns the length written (no NUL counted) or <0 if buf is too small. */
+#define LOGREC_JSON_MAX (6 * LOGWIRE_MAX + 2048) /* worst case: each byte a 6-byte escape */
+int logrec_json_format(const struct logrec *rec, uint64_t seq, uint64_t time_ms,
+		       const uint8_t prev[32], const char *extra, char *buf, size_t len);
+/* The JSON string escape of s (without quotes) into buf; length or <0. */
+int logrec_json_escape(const char *s, char *buf, size_t len);
+
+/* The short DNS type name ("AAAA"; "TYPE<n>" when unnamed), in buf if needed. */
+const char *logrec_dns_type_name(uint16_t t, char *buf, size_t len);
+
+/* ---- Merkle tree (RFC 6962 / RFC 9162 hashing, SHA-256) -----------------
+ * leaf hash = H(0x00 || leaf data), node hash = H(0x01 || left || right). */
+
+#define MERKLE_HASH	 32
+#define MERKLE_PROOF_MAX 64
+
+/* A SHA-256 context; one per thread (not thread-safe). */
+struct merkle_hasher;
+int merkle_hasher_new(struct merkle_hasher **out, struct pc_err *err);
+void merkle_hasher_free(struct merkle_hasher *h);
+
+/* Leaf hash of the data a||b (b may be NULL with blen 0). 0 or PC_EIO. */
+int merkle_leaf(struct merkle_hasher *h, const void *a, size_t alen, const void *b, size_t blen,
+		uint8_t out[MERKLE_HASH]);
+/* Node hash; out may alias l or r. */
+int merkle_node(struct merkle_hasher *h, const uint8_t l[MERKLE_HASH], const uint8_t r[MERKLE_HASH],
+		uint8_t out[MERKLE_HASH]);
+
+/* An append-only tree kept as its right edge: the roots of its perfect
+ * subtrees, largest first (one per set bit of size). Plain data: copy it
+ * to snapshot, compare sizes to order. */
+struct merkle_tree {
+	uint64_t size;
+	uint8_t nodes[64][MERKLE_HASH];
+};
+void merkle_tree_init(struct merkle_tree *t);
+int merkle_tree_append(struct merkle_hasher *h, struct merkle_tree *t,
+		       const uint8_t leaf[MERKLE_HASH]);
+/* MTH of the tree (RFC 6962 2.1); the empty tree's root is SHA-256(""). */
+int merkle_tree_root(struct merkle_hasher *h, const struct merkle_tree *t,
+		     uint8_t out[MERKLE_HASH]);
+
+/* Inclusion proof of leaf index in the tree of the n leaf hashes, leaf to
+ * root order, into proof (room for MERKLE_PROOF_MAX); *proof_len set. */
+int merkle_inclusion_proof(struct merkle_hasher *h, const uint8_t (*leaves)[MERKLE_HASH],
+			   uint64_t n, uint64_t index, uint8_t (*proof)[MERKLE_HASH],
+			   size_t *proof_len, struct pc_err *err);
+/* 0 when proof shows leaf at index in the tree of size with root;
+ * PC_ETAMPER when it does not. */
+int merkle_inclusion_verify(struct merkle_hasher *h, uint64_t index, uint64_t size,
+			    const uint8_t leaf[MERKLE_HASH], const uint8_t (*proof)[MERKLE_HASH],
+			    size_t proof_len, const uint8_t root[MERKLE_HASH]);
+
+/* Lower-case hex of a hash (65 bytes with NUL), and its parse (exactly 64
+ * lower-case hex digits at s; what follows is not looked at). */
+void merkle_hex(const uint8_t h[MERKLE_HASH], char out[2 * MERKLE_HASH + 1]);
+int merkle_hex_parse(const char *s, uint8_t out[MERKLE_HASH]);
+
+/* ---- signed notes and checkpoints (C2SP signed-note, tlog-checkpoint) ---
+ * Keys use the golang.org/x/mod/sumdb/note text forms, so standard tools
+ * read them: private "PRIVATE+KEY+<name>+<hash>+<base64>", public
+ * "<name>+<hash>+<base64>" (ed25519, hash = first 4 bytes of
+ * SHA-256(name "\n" 0x01 pubkey)). A checkpoint body is
+ *   <origin>\n<tree size>\n<base64 root>\ntime <RFC 3339 UTC ms>\n
+ * with origin = the key's name, followed by a blank line and
+ * "— <name> <base64(hash || signature)>". */
+
+#define NOTE_NAME_MAX  128
+#define CHECKPOINT_MAX 512 /* a signed checkpoint note, with room */
+
+struct note_verifier {
+	char name[NOTE_NAME_MAX];
+	uint32_t hash;
+	uint8_t pk[32];
+};
+/* A signing key; opaque, kept in locked memory that is wiped on free. */
+struct note_signer;
+
+int note_signer_generate(const char *name, struct note_signer **out, struct pc_err *err);
+int note_signer_parse(const char *text, struct note_signer **out, struct pc_err *err);
+/* The private key string (secret: the caller wipes buf). Length or <0. */
+int note_signer_format(const struct note_signer *s, char *buf, size_t len);
+void note_signer_free(struct note_signer *s);
+/* The public half (borrowed from s). */
+const struct note_verifier *note_signer_verifier(const struct note_signer *s);
+int note_verifier_parse(const char *text, struct note_verifier *out, struct pc_err *err);
+int note_verifier_format(const struct note_verifier *v, char *buf, size_t len);
+
+/* Verify that note carries a valid signature by v: 0 and *body_len (the
+ * signed text, up to and including its last \n before the blank line);
+ * PC_ETAMPER if v's signature is missing or wrong; PC_EPARSE if malformed.
+ * Signatures by other keys (witnesses) are ignored. */
+int note_verify(const struct note_verifier *v, const char *note, size_t len, size_t *body_len,
+		struct pc_err *err);
+
+/* Key files: the private key (mode 0600) at path, the public key (0644)
+ * at path.pub for auditors. */
+int note_key_load(const char *path, struct note_signer **out, struct pc_err *err);
+int note_key_write(const char *path, const struct note_signer *s, struct pc_err *err);
+int note_verifier_load(const char *path, struct note_verifier *out, struct pc_err *err);
+
+struct checkpoint {
+	char origin[NOTE_NAME_MAX];
+	uint64_t size;
+	uint8_t root[MERKLE_HASH];
+	uint64_t time_ms; /* wall clock, ms since the epoch */
+};
+int checkpoint_body_parse(const char *body, size_t len, struct checkpoint *out, struct pc_err *err);
+/* The signed checkpoint note; returns its length. */
+int checkpoint_sign(const struct note_signer *s, const struct checkpoint *c, char *out,
+		    size_t outlen, struct pc_err *err);
+/* Verify and parse a checkpoint note signed by v, whose origin must be v's
+ * name. PC_ETAMPER / PC_EPARSE as note_verify. */
+int checkpoint_open(const struct note_verifier *v, const char *note, size_t len,
+		    struct checkpoint *out, struct pc_err *err);
+
+/* Parse "2026-11-29T14:02:13.123Z" (exactly that form) to ms since the epoch. */
+int logd_time_parse(const char *s, size_t len, uint64_t *ms);
+
+/* ---- the verifier (logd/verify.c; file format in docs/logd.md) ----------
+ * Lines are records  {"seq":N,...,"prev":"<hex>","hash":"<hex>"}  or
+ * checkpoints  {"checkpoint":"<signed note, newlines as \\n>"}.  A file is
+ * one segment: its first record is a log-segment record, seqs follow each
+ * other, each prev is the previous record's hash, each hash is the leaf
+ * hash of the line without its hash member, and each checkpoint is signed
+ * by the key and covers exactly the records before it. */
+
+struct logv_result {
+	uint64_t lines;	  /* lines read */
+	uint64_t records; /* records (= tree size) */
+	uint64_t first_seq, last_seq;
+	uint64_t last_line;		 /* line of the last record */
+	uint8_t first_prev[MERKLE_HASH]; /* prev of the first record: links to the file before */
+	uint8_t last_hash[MERKLE_HASH];
+	struct merkle_tree tree;
+	uint64_t checkpoints;
+	bool has_cp;
+	struct checkpoint last_cp;	   /* the last checkpoint line ... */
+	uint64_t last_cp_line;		   /* ... where it is ... */
+	char last_cp_note[CHECKPOINT_MAX]; /* ... and its note text */
+	size_t last_cp_len;
+	uint64_t unsealed;	/* records after the last checkpoint */
+	uint64_t unsealed_line; /* line of the first of them */
+	uint64_t valid_bytes;	/* bytes up to the end of the last complete line */
+	bool torn;		/* the file ends in an incomplete line (LOGV_TORN_OK) */
+	uint64_t torn_bytes;
+	uint64_t bad_line; /* the line that failed, 0 if none */
+};
+
+#define LOGV_TORN_OK 1u /* an incomplete last line is reported, not an error */
+
+/* Called for each verified record with its leaf index (0-based in the
+ * file) and hash; the line is borrowed for the call. <0 aborts. */
+typedef int (*logv_leaf_fn)(void *ctx, uint64_t index, uint64_t seq,
+			    const uint8_t leaf[MERKLE_HASH], const char *line, size_t len);
+
+struct logv;
+/* key is borrowed for the verifier's life; without one, checkpoints fail. */
+int logv_new(const struct note_verifier *key, struct logv **out, struct pc_err *err);
+void logv_free(struct logv *v);
+void logv_set_leaf_fn(struct logv *v, logv_leaf_fn fn, void *ctx);
+/* Also require the file to reach cp's size with cp's root (an external or
+ * sidecar checkpoint, already verified by the caller). */
+void logv_expect(struct logv *v, const struct checkpoint *cp);
+/* A whole buffer / file (mmap), then logv_finish. */
+int logv_buffer(struct logv *v, const char *buf, size_t len, unsigned flags, struct pc_err *err);
+int logv_file(struct logv *v, const char *path, unsigned flags, struct pc_err *err);
+const struct logv_result *logv_result(const struct logv *v);
+/* The note inside a checkpoint line; 0 or PC_EPARSE. */
+int logv_checkpoint_unescape(const char *line, size_t len, char *note, size_t notelen,
+			     size_t *outlen);
+
+/* One record line taken apart: seq, where its prev is, and the leaf hash
+ * computed from its contents (which the hash it claims equals, or the call
+ * fails). */
+struct logv_record {
+	uint64_t seq;
+	const char *prev_hex; /* the 64 hex digits of prev, inside the line */
+	uint8_t leaf[MERKLE_HASH];
+	char leaf_hex[2 * MERKLE_HASH + 1];
+};
+int logv_record_parse(struct merkle_hasher *h, const char *line, size_t len,
+		      struct logv_record *out, struct pc_err *err);
+
+/* ---- reading lines back (logd/show.c) ----------------------------------- */
+
+/* The short human form of a record line into out; length or <0. */
+int logrec_human(const char *line, size_t len, char *out, size_t outlen);
+
+/* ---- inclusion proofs (logd/proof.c; text form in docs/logd.md) --------- */
+
+struct logproof_info {
+	uint64_t seq, index;
+	struct checkpoint cp;
+};
+/* The proof text for the record line at leaf index, with its audit path
+ * and the checkpoint note it is proven against. *out is malloc'd. */
+int logproof_format(uint64_t index, const char *line, size_t len,
+		    const uint8_t (*path)[MERKLE_HASH], size_t plen, const char *note, size_t nlen,
+		    char **out, size_t *outlen, struct pc_err *err);
+/* Check a proof text without the log: the record's own hash, the
+ * checkpoint's signature by key, and the path to its root. 0 valid;
+ * PC_ETAMPER / PC_EPARSE with the reason in err. */
+int logproof_verify(const char *text, size_t len, const struct note_verifier *key,
+		    struct logproof_info *info, struct pc_err *err);
 
 /* When the file is forced to disk (docs/logd.md, "Durability").
  * Acknowledgements are always sent after write(2) returned, so a record

@@ -1,7 +1,7 @@
 /* C2SP signed notes with ed25519 (libsodium) and tlog checkpoints: key
  * strings in the golang.org/x/mod/sumdb/note format, signing, verifying,
  * and the checkpoint body (origin, size, root, our "time" extension). */
-#include "logd/logd.h"
+#include "logd/logd_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -234,8 +234,10 @@ int note_verifier_format(const struct note_verifier *v, char *buf, size_t len)
 	return keystr_format("", v->name, v->hash, v->pk, buf, len);
 }
 
-int note_sign(const struct note_signer *s, const char *body, size_t body_len, char *out,
-	      size_t outlen, struct pc_err *err)
+/* Sign body (non-empty lines, each ending in \n): writes the whole note
+ * into out and returns its length. */
+static int note_sign(const struct note_signer *s, const char *body, size_t body_len, char *out,
+		     size_t outlen, struct pc_err *err)
 {
 	uint8_t sig[4 + crypto_sign_BYTES];
 	char b64[sodium_base64_ENCODED_LEN(sizeof(sig), B64)];
@@ -316,7 +318,7 @@ int note_verify(const struct note_verifier *v, const char *note, size_t len, siz
 
 /* ---- checkpoints ------------------------------------------------------ */
 
-int checkpoint_body_format(const struct checkpoint *c, char *buf, size_t len)
+static int checkpoint_body_format(const struct checkpoint *c, char *buf, size_t len)
 {
 	char root[sodium_base64_ENCODED_LEN(MERKLE_HASH, B64)], ts[32];
 	int n;

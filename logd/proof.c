@@ -6,7 +6,7 @@
  *   hash <base64 sibling hash>          (leaf to root, one per line)
  *   checkpoint
  *   <the signed checkpoint note> */
-#include "logd/logd.h"
+#include "logd/logd_int.h"
 
 #include <sodium.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* The record as a JSON line with Elastic Common Schema field names: the
  * mapping of actions and verdicts to event.kind/category/type/outcome is
  * documented in docs/logd.md ("Record fields"). */
-#include "logd/logd.h"
+#include "logd/logd_int.h"
 
 #include <netinet/in.h>
 #include <stdio.h>

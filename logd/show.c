@@ -1,7 +1,7 @@
 /* Reading log lines back: a small reader for the flat JSON objects logd
  * writes, and the short human form `portcullis log show` prints:
  *   #4128 14:02:13Z refused CONNECT paste.example:443 (not on the allow list) */
-#include "logd/logd.h"
+#include "logd/logd_int.h"
 
 #include <stdio.h>
 #include <string.h>

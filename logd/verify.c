@@ -2,7 +2,7 @@
  * order, the hash chain, each record's hash, the Merkle tree, and every
  * checkpoint's signature, size and root; names the first line that fails.
  * logd runs it on its own file at start; `portcullis log verify` on any. */
-#include "logd/logd.h"
+#include "logd/logd_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -133,7 +133,8 @@ static int check_expect(struct logv *v, struct pc_err *err)
 	return 0;
 }
 
-bool logv_record_is_segment(const char *line, size_t len)
+/* Is this record line a log-segment record? */
+static bool logv_record_is_segment(const char *line, size_t len)
 {
 	return memmem(line, len, "\"event.action\":\"log-segment\"", 28) != NULL;
 }
@@ -322,7 +323,9 @@ static int line_checkpoint(struct logv *v, const char *line, size_t len, struct 
 	return 0;
 }
 
-int logv_line(struct logv *v, const char *line, size_t len, struct pc_err *err)
+/* Feed one line (without its newline). 0, or <0 with "line N: why" in err
+ * (PC_ETAMPER for anything wrong with the log). */
+static int logv_line(struct logv *v, const char *line, size_t len, struct pc_err *err)
 {
 	v->r.lines++;
 	if (len > LINE_MAX_LEN)
@@ -334,7 +337,7 @@ int logv_line(struct logv *v, const char *line, size_t len, struct pc_err *err)
 	return bad(v, PC_ETAMPER, err, "not a log record or checkpoint");
 }
 
-int logv_finish(struct logv *v, struct pc_err *err)
+static int logv_finish(struct logv *v, struct pc_err *err)
 {
 	if (v->expect.size && !v->expect_met)
 		return pc_err_set(err, PC_ETAMPER,

@@ -74,7 +74,9 @@ static int rule_cb(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_OK;
 }
 
-int nft_limit_drops(uint64_t *drops, size_t n, struct pc_err *err)
+/* drops[k] = the packets the kernel's limit rules of sandbox k (meter lim<k>)
+ * dropped since the tables were installed, k < n. 0 or <0 (err). */
+static int nft_limit_drops(uint64_t *drops, size_t n, struct pc_err *err)
 {
 	struct mnl_socket *nl = NULL;
 	struct nftnl_rule *q = NULL;

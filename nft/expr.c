@@ -191,17 +191,6 @@ void nr_verdict(struct nr *b, int verdict, const char *chain)
 	nr_push(b, e);
 }
 
-void nr_imm_u32(struct nr *b, uint32_t reg, uint32_t v)
-{
-	struct nftnl_expr *e = nr_new(b, "immediate");
-
-	if (!e)
-		return;
-	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, reg);
-	nftnl_expr_set(e, NFTNL_EXPR_IMM_DATA, &v, sizeof(v));
-	nr_push(b, e);
-}
-
 void nr_imm_be16(struct nr *b, uint32_t reg, uint16_t host_value)
 {
 	struct nftnl_expr *e = nr_new(b, "immediate");
@@ -234,18 +223,6 @@ void nr_fib_daddr_type(struct nr *b)
 	nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_DREG, NFT_REG_1);
 	nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_RESULT, NFT_FIB_RESULT_ADDRTYPE);
 	nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_FLAGS, NFTA_FIB_F_DADDR);
-	nr_push(b, e);
-}
-
-void nr_redir(struct nr *b, uint16_t port)
-{
-	struct nftnl_expr *e;
-
-	nr_imm_be16(b, NFT_REG_1, port);
-	e = nr_new(b, "redir");
-	if (!e)
-		return;
-	nftnl_expr_set_u32(e, NFTNL_EXPR_REDIR_REG_PROTO_MIN, NFT_REG_1);
 	nr_push(b, e);
 }
 

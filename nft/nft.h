@@ -5,8 +5,8 @@
  *
  * Below the checker and the engine: the checker's model of the guard is
  * this ruleset, so whoever edits it edits what the checker proves. */
-#ifndef NFT_H
-#define NFT_H
+#ifndef PC_NFT_H
+#define PC_NFT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -43,11 +43,7 @@
 #define NFT_MARK_PORT_MASK 0x00ffffffu
 
 /* Names of our tables and chains (both tables are named NFT_TABLE). */
-#define NFT_TABLE	   "portcullis"
-#define NFT_PRIO_INET   (-190) /* after conntrack (-200), before mangle (-150) */
-#define NFT_PRIO_RAW	   (-300) /* output notrack of our DNS answers */
-#define NFT_PRIO_NAT	   (-100) /* dstnat: vault redirect */
-#define NFT_PRIO_BRIDGE (-350) /* before every standard bridge priority */
+#define NFT_TABLE "portcullis"
 
 /* ======================================================================
  * nftables ruleset (nft_*.c): what the engine installs, built without a
@@ -67,14 +63,6 @@ enum nft_queue_path {
 };
 const char *nft_queue_path_name(enum nft_queue_path p); /* "native" / "compat" */
 
-/* The queue-rule encoders: queues [num, num + total). Neither ever sets
- * bypass (fail-open) nor CPU fanout (the kernel's flow hash keeps every
- * packet of a flow, both directions, on one queue thread). Caller owns the
- * result (nftnl_expr_free, or hand it to nftnl_rule_add_expr). NULL on
- * allocation failure. */
-struct nftnl_expr *nft_expr_queue_native(uint16_t num, uint16_t total);
-struct nftnl_expr *nft_expr_queue_compat(uint16_t num, uint16_t total);
-
 /* A port of the sandbox bridge, as found in the kernel. */
 struct nft_port {
 	char name[PC_IFNAMSIZ];
@@ -82,8 +70,8 @@ struct nft_port {
 };
 
 struct nft_ruleset_params {
-	const struct pc_config *cfg;	    /* bridge, queue, dns.resolvers, vault.listen */
-	const struct policy *policy;	    /* anti-spoofing sets and bindings */
+	const struct pc_config *cfg;  /* bridge, queue, dns.resolvers, vault.listen */
+	const struct policy *policy;  /* anti-spoofing sets and bindings */
 	const struct nft_port *ports; /* current ports of cfg->bridge */
 	size_t n_ports;
 	enum nft_queue_path qpath;
@@ -106,7 +94,7 @@ struct nft_ruleset; /* opaque; owns its nftnl objects */
 
 /* Build exactly what the engine installs for these parameters. */
 int nft_ruleset_build(const struct nft_ruleset_params *p, struct nft_ruleset **out,
-		     struct pc_err *err);
+		      struct pc_err *err);
 void nft_ruleset_free(struct nft_ruleset *rs);
 size_t nft_ruleset_count(const struct nft_ruleset *rs);
 /* Borrowed; lives as rs. */
@@ -119,8 +107,7 @@ const struct nft_obj *nft_ruleset_at(const struct nft_ruleset *rs, size_t i);
  * kernel equals the text of the built one when they are the same. The
  * *_text functions append to a malloc'ed string (*buf, *len); they return 0
  * or PC_ENOMEM. */
-int nft_ruleset_text(const struct nft_ruleset *rs, char **out, size_t *outlen);
-/* "sha256:<hex>" of nft_ruleset_text into buf (>= 72 bytes). */
+/* "sha256:<hex>" of the whole ruleset's text into buf (>= 72 bytes). */
 int nft_ruleset_digest(const struct nft_ruleset *rs, char *buf, size_t len);
 int nft_table_text(const struct nftnl_table *t, char **buf, size_t *len);
 int nft_chain_text(const struct nftnl_chain *c, char **buf, size_t *len);
@@ -145,9 +132,6 @@ int nft_remove(struct pc_err *err);
 
 /* ---- what the new-flow limit rules dropped (counters.c) ------------------ */
 
-/* drops[k] = the packets the kernel's limit rules of sandbox k (meter lim<k>)
- * dropped since the tables were installed, k < n. 0 or <0 (err). */
-int nft_limit_drops(uint64_t *drops, size_t n, struct pc_err *err);
 /* Append ,"limits":[{sandbox, new_flows_per_second, new_flows_burst,
  * dropped}...] for pol's sandboxes (dropped null if the dump failed). */
 int limits_status_json(const struct policy *pol, char **buf, size_t *len);
@@ -155,7 +139,6 @@ struct pc_prom;
 /* The family portcullis_engine_new_flow_limit_dropped_total{sandbox} (none
  * if the dump failed). */
 void limits_metrics(struct pc_prom *b, const struct policy *pol);
-
 
 /* The bridge table's port set, rebuilt on link changes. */
 #define NFT_SET_PORTS "ports"

@@ -1,12 +1,30 @@
 /* Internal to nft/: the rule assembler, the build state and the set
  * builders its files share. Nothing outside nft/ and its unit tests
  * includes this. */
-#ifndef NFT_INT_H
-#define NFT_INT_H
+#ifndef PC_NFT_INT_H
+#define PC_NFT_INT_H
 
 #include <netinet/in.h> /* before any linux/ header (libc-compat) */
 
 #include "nft/nft.h"
+
+/* Base chain priorities of our tables. */
+#define NFT_PRIO_INET	(-190) /* after conntrack (-200), before mangle (-150) */
+#define NFT_PRIO_RAW	(-300) /* output notrack of our DNS answers */
+#define NFT_PRIO_NAT	(-100) /* dstnat: vault redirect */
+#define NFT_PRIO_BRIDGE (-350) /* before every standard bridge priority */
+
+/* The queue-rule encoders (nft/expr.c): queues [num, num + total). Neither
+ * ever sets bypass (fail-open) nor CPU fanout (the kernel's flow hash keeps
+ * every packet of a flow, both directions, on one queue thread). Caller
+ * owns the result (nftnl_expr_free, or hand it to nftnl_rule_add_expr).
+ * NULL on allocation failure. */
+struct nftnl_expr *nft_expr_queue_native(uint16_t num, uint16_t total);
+struct nftnl_expr *nft_expr_queue_compat(uint16_t num, uint16_t total);
+
+/* The canonical text of the whole ruleset (nft/text.c; nft.h says what
+ * the text is), which nft_ruleset_digest hashes. */
+int nft_ruleset_text(const struct nft_ruleset *rs, char **out, size_t *outlen);
 
 /* ---- rule assembler (nft/expr.c). Every expression loads into / reads
  * from register 1. The first failure is kept in err; later calls are
@@ -30,11 +48,9 @@ void nr_ct(struct nr *b, uint32_t key);
 void nr_ct_set(struct nr *b, uint32_t key);
 void nr_lookup(struct nr *b, const char *set, bool inv);
 void nr_verdict(struct nr *b, int verdict, const char *chain);
-void nr_imm_u32(struct nr *b, uint32_t reg, uint32_t v);
 void nr_imm_be16(struct nr *b, uint32_t reg, uint16_t host_value);
 void nr_reject(struct nr *b, uint32_t type, uint8_t code);
 void nr_fib_daddr_type(struct nr *b);
-void nr_redir(struct nr *b, uint16_t port);
 void nr_counter(struct nr *b);
 void nr_notrack(struct nr *b);
 /* dynset update @set { reg 1 limit rate over rate/second burst burst }:
@@ -66,7 +82,6 @@ void rsb_drop_rule(struct bld *b); /* counter drop */
 void nm_ifname(struct nr *r, uint32_t key, uint32_t op, const char *name);
 void nm_bits(struct nr *r, bool ct, uint32_t mask, uint32_t op, uint32_t value);
 void nm_ctmark_set(struct nr *r, uint32_t bits);
-void nm_nfproto(struct nr *r, uint8_t nfproto);
 void nm_l4proto(struct nr *r, uint32_t op, uint8_t proto);
 void nm_th_port(struct nr *r, bool dst, uint16_t port);
 void nm_ct_state(struct nr *r, uint32_t bits);
@@ -79,8 +94,6 @@ void nft_bridge_table(struct bld *b);
 
 /* ---- sets (nft/sets.c); names are the set names in our tables ----------- */
 
-struct nftnl_set *nftset_new(uint16_t family, const char *name, uint32_t keytype, uint32_t keylen,
-			     uint32_t flags);
 /* Interval set of the prefixes of address family af (others skipped). */
 struct nftnl_set *nftset_prefixes(uint16_t family, const char *name, uint8_t af,
 				  const struct pc_prefix *const *pfx, size_t n);

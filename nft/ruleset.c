@@ -185,7 +185,7 @@ void nm_ctmark_set(struct nr *r, uint32_t bits)
 	nr_ct_set(r, NFT_CT_MARK);
 }
 
-void nm_nfproto(struct nr *r, uint8_t nfproto)
+static void nm_nfproto(struct nr *r, uint8_t nfproto)
 {
 	nr_meta(r, NFT_META_NFPROTO);
 	nr_cmp_u8(r, NFT_CMP_EQ, nfproto);
@@ -249,7 +249,8 @@ void rsb_drop_rule(struct bld *b)
 	rsb_rule_end(b, &r);
 }
 
-int nft_ruleset_build(const struct nft_ruleset_params *p, struct nft_ruleset **out, struct pc_err *err)
+int nft_ruleset_build(const struct nft_ruleset_params *p, struct nft_ruleset **out,
+		      struct pc_err *err)
 {
 	struct bld b = {.p = p};
 

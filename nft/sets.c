@@ -59,8 +59,8 @@ static void prefix_range(const struct pc_prefix *p, size_t n, struct range *r)
 		r->hi[bit / 8] |= (uint8_t)(0x80 >> (bit % 8));
 }
 
-struct nftnl_set *nftset_new(uint16_t family, const char *name, uint32_t keytype, uint32_t keylen,
-			     uint32_t flags)
+static struct nftnl_set *nftset_new(uint16_t family, const char *name, uint32_t keytype,
+				    uint32_t keylen, uint32_t flags)
 {
 	struct nftnl_set *s = nftnl_set_alloc();
 

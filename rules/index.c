@@ -32,7 +32,9 @@ static int strmap_pair_cmp(const void *x, const void *y)
 	return c ? c : (a->val > b->val) - (a->val < b->val);
 }
 
-int strmap_build(struct strmap *m, struct strmap_pair *pairs, size_t n, struct arena *a)
+/* Build from pairs (reordered in place); values of a key keep ascending
+ * order. Everything is allocated in a. */
+static int strmap_build(struct strmap *m, struct strmap_pair *pairs, size_t n, struct arena *a)
 {
 	size_t ng = 0, slots = 8;
 
@@ -120,7 +122,9 @@ static unsigned addr_bit(const uint8_t *a, unsigned i)
 	return (a[i / 8] >> (7 - i % 8)) & 1;
 }
 
-int ptrie_build(struct ptrie *t, unsigned bits, struct ptrie_pair *pairs, size_t n, struct arena *a)
+/* Build from pairs of one family (reordered in place). */
+static int ptrie_build(struct ptrie *t, unsigned bits, struct ptrie_pair *pairs, size_t n,
+		       struct arena *a)
 {
 	struct ptrie_node *nodes = NULL;
 	size_t nn = 1, cap = 64;

@@ -9,7 +9,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-bool policy_allow_port(const struct policy_allow *a, uint8_t proto, uint16_t port)
+/* Whether allow entry a permits proto/port. */
+static bool policy_allow_port(const struct policy_allow *a, uint8_t proto, uint16_t port)
 {
 	unsigned bit = proto == IPPROTO_TCP   ? POLICY_PROTO_TCP
 		       : proto == IPPROTO_UDP ? POLICY_PROTO_UDP
@@ -238,7 +239,8 @@ const struct policy_secret *policy_secret_by_name(const struct policy_sandbox *s
 
 /* ---- sandbox selection ---------------------------------------------------------- */
 
-bool policy_match_src(const struct policy_match *m, const struct policy_src *src)
+/* Whether a sandbox's selector matches src (every given field). */
+static bool policy_match_src(const struct policy_match *m, const struct policy_src *src)
 {
 	bool any = false;
 

@@ -21,13 +21,13 @@
  * ====================================================================== */
 
 #define PC_MAX_RESOLVERS 8
-#define PC_MAX_ROUTABLE 32 /* dns.routable entries */
+#define PC_MAX_ROUTABLE	 32 /* dns.routable entries */
 /* Bounds of limits.new_flows_per_second / new_flows_burst (config and
  * sandbox): at least 1 (a sandbox always may open a flow), at most what
  * the kernel's token bucket represents without overflow, far above any
  * gateway's rate. */
-#define PC_LIMIT_RATE_MAX  1000000
-#define PC_LIMIT_BURST_MAX 1000000
+#define PC_LIMIT_RATE_MAX      1000000
+#define PC_LIMIT_BURST_MAX     1000000
 #define PC_LIMIT_RATE_DEFAULT  1000
 #define PC_LIMIT_BURST_DEFAULT 2000
 
@@ -52,22 +52,22 @@ uint32_t pc_qtype_bit(uint16_t rrtype);
 enum pc_dns_refuse { PC_DNS_REFUSE_REFUSED = 0, PC_DNS_REFUSE_NXDOMAIN = 1 };
 
 struct pc_config {
-	char path[PC_PATH_MAX];     /* file loaded */
-	char bridge[PC_IFNAMSIZ];   /* bridge: sandbox bridge, default "pcbr0" */
-	char rules_dir[PC_PATH_MAX];/* rules: default /etc/portcullis/rules.d */
-	char run_dir[PC_PATH_MAX];  /* run_dir: sockets, default /run/portcullis */
-	char state_dir[PC_PATH_MAX];/* state_dir: default /var/lib/portcullis */
+	char path[PC_PATH_MAX];	     /* file loaded */
+	char bridge[PC_IFNAMSIZ];    /* bridge: sandbox bridge, default "pcbr0" */
+	char rules_dir[PC_PATH_MAX]; /* rules: default /etc/portcullis/rules.d */
+	char run_dir[PC_PATH_MAX];   /* run_dir: sockets, default /run/portcullis */
+	char state_dir[PC_PATH_MAX]; /* state_dir: default /var/lib/portcullis */
 
 	struct {
-		uint16_t base;   /* queue.base: first NFQUEUE number, default 100 */
-		uint16_t count;  /* queue.count: queues/threads, default 2 */
+		uint16_t base;	 /* queue.base: first NFQUEUE number, default 100 */
+		uint16_t count;	 /* queue.count: queues/threads, default 2 */
 		uint32_t maxlen; /* queue.maxlen: kernel queue length, default 4096 */
 	} queue;
 
 	struct {
-		char user[64];        /* engine.user: default "portcullis" */
-		bool remove_on_exit;  /* engine.remove_table_on_exit: default false */
-		uint32_t flows_max;   /* engine.flows_max: default 262144 */
+		char user[64];		 /* engine.user: default "portcullis" */
+		bool remove_on_exit;	 /* engine.remove_table_on_exit: default false */
+		uint32_t flows_max;	 /* engine.flows_max: default 262144 */
 		uint32_t sni_timeout_ms; /* engine.sni_timeout_ms: default 3000 */
 	} engine;
 
@@ -81,12 +81,12 @@ struct pc_config {
 	struct {
 		struct pc_addr resolvers[PC_MAX_RESOLVERS]; /* dns.resolvers */
 		size_t n_resolvers;
-		uint32_t qtypes;           /* dns.qtypes: default PC_QT_DEFAULT */
-		enum pc_dns_refuse refuse; /* dns.refuse_with: refused|nxdomain */
-		uint32_t ttl_min, ttl_max; /* dns.ttl_min/ttl_max (s): 30 / 3600 */
-		uint32_t grace;            /* dns.grace (s): default 60 */
+		uint32_t qtypes;	      /* dns.qtypes: default PC_QT_DEFAULT */
+		enum pc_dns_refuse refuse;    /* dns.refuse_with: refused|nxdomain */
+		uint32_t ttl_min, ttl_max;    /* dns.ttl_min/ttl_max (s): 30 / 3600 */
+		uint32_t grace;		      /* dns.grace (s): default 60 */
 		uint32_t learned_per_sandbox; /* dns.max_learned_per_sandbox: 4096 */
-		uint32_t learned_total;       /* dns.max_learned_total: 100000 */
+		uint32_t learned_total;	      /* dns.max_learned_total: 100000 */
 		/* dns.routable: special-purpose ranges (each inside one entry of
 		 * pc_special_*) this network routes like the internet; answers
 		 * in them are learned. Default none (docs/dnsguard.md). */
@@ -95,34 +95,34 @@ struct pc_config {
 	} dns;
 
 	struct {
-		struct pc_endpoint listen;   /* vault.listen: default 0.0.0.0:8443 */
-		char ca_dir[PC_PATH_MAX];    /* vault.ca_dir */
-		char secrets[PC_PATH_MAX];   /* vault.secrets: sealed store directory */
-		char trust[PC_PATH_MAX];     /* vault.trust: CA bundle for upstream */
-		char user[64];               /* vault.user: default "portcullis-vault" */
+		struct pc_endpoint listen;	/* vault.listen: default 0.0.0.0:8443 */
+		char ca_dir[PC_PATH_MAX];	/* vault.ca_dir */
+		char secrets[PC_PATH_MAX];	/* vault.secrets: sealed store directory */
+		char trust[PC_PATH_MAX];	/* vault.trust: CA bundle for upstream */
+		char user[64];			/* vault.user: default "portcullis-vault" */
 		uint32_t max_conns_per_sandbox; /* vault.max_conns_per_sandbox: 64 */
-		uint32_t max_header_bytes;   /* vault.max_header_bytes: 32768 */
-		uint32_t handshake_timeout_ms; /* vault.handshake_timeout_ms: 10000 */
-		uint32_t idle_timeout_ms;    /* vault.idle_timeout_ms: 60000 */
+		uint32_t max_header_bytes;	/* vault.max_header_bytes: 32768 */
+		uint32_t handshake_timeout_ms;	/* vault.handshake_timeout_ms: 10000 */
+		uint32_t idle_timeout_ms;	/* vault.idle_timeout_ms: 60000 */
 	} vault;
 
 	struct {
-		char socket[PC_PATH_MAX]; /* log.socket: default <run_dir>/logd.sock */
-		char file[PC_PATH_MAX];   /* log.file: /var/log/portcullis/verdicts.jsonl */
-		char key[PC_PATH_MAX];    /* log.key: /var/lib/portcullis/log.key */
-		char user[64];            /* log.user: default "portcullis-log" */
-		uint32_t checkpoint_records;  /* log.checkpoint.records: 1000 */
-		uint32_t checkpoint_ms;       /* log.checkpoint.interval_ms: 1000 */
-		uint64_t rotate_bytes;        /* log.rotate_bytes: 0 = never */
-		bool fsync_batch;            /* log.fsync_batch: fdatasync every batch before
+		char socket[PC_PATH_MAX];    /* log.socket: default <run_dir>/logd.sock */
+		char file[PC_PATH_MAX];	     /* log.file: /var/log/portcullis/verdicts.jsonl */
+		char key[PC_PATH_MAX];	     /* log.key: /var/lib/portcullis/log.key */
+		char user[64];		     /* log.user: default "portcullis-log" */
+		uint32_t checkpoint_records; /* log.checkpoint.records: 1000 */
+		uint32_t checkpoint_ms;	     /* log.checkpoint.interval_ms: 1000 */
+		uint64_t rotate_bytes;	     /* log.rotate_bytes: 0 = never */
+		bool fsync_batch;	     /* log.fsync_batch: fdatasync every batch before
 					       acknowledging it; default false (at checkpoints) */
 		struct {
-			bool local;                 /* log.syslog.local: default true */
-			char remote[256];           /* log.syslog.remote: "host:port" or "" */
-			bool tls;                   /* log.syslog.tls */
-			char ca[PC_PATH_MAX];       /* log.syslog.ca: collector CA bundle */
-			uint32_t spool_records;     /* log.syslog.spool: default 100000 */
-			char socket[PC_PATH_MAX];   /* log.syslog.socket: local, default /dev/log */
+			bool local;		  /* log.syslog.local: default true */
+			char remote[256];	  /* log.syslog.remote: "host:port" or "" */
+			bool tls;		  /* log.syslog.tls */
+			char ca[PC_PATH_MAX];	  /* log.syslog.ca: collector CA bundle */
+			uint32_t spool_records;	  /* log.syslog.spool: default 100000 */
+			char socket[PC_PATH_MAX]; /* log.syslog.socket: local, default /dev/log */
 		} syslog;
 	} log;
 
@@ -132,31 +132,15 @@ struct pc_config {
 		 * bridge's own subnet — and who runs the command */
 		struct pc_prefix pool4; /* sandbox.pool4: an IPv4 prefix */
 		struct pc_prefix pool6; /* sandbox.pool6: an IPv6 prefix */
-		char user[64];          /* sandbox.user: default "nobody" */
+		char user[64];		/* sandbox.user: default "nobody" */
 	} sandbox;
 };
-
-/* Fill cfg with the defaults above (paths under the default directories). */
-void pc_config_defaults(struct pc_config *cfg);
 
 /* Load and validate a configuration file. Unknown keys, wrong types and bad
  * values are errors with file:line:col. Paths left unset are derived from
  * run_dir/state_dir; relative paths are taken relative to the directory of
  * the configuration file. On error *cfg is untouched. */
 int pc_config_load(const char *path, struct pc_config *cfg, struct pc_err *err);
-
-/* Tools that show every error of an input (policy lint) pass a reporter:
- * it is called once per error, in input order, with the error (borrowed for
- * the call). err still receives the first error. */
-typedef void (*pc_err_report_fn)(const struct pc_err *e, void *arg);
-
-/* As pc_config_load, reporting every error to report (may be NULL). */
-int pc_config_load_report(const char *path, struct pc_config *cfg, struct pc_err *err,
-			  pc_err_report_fn report, void *arg);
-/* As pc_config_load, from memory; name is used in errors and as the base
- * of relative paths (fuzzing, tests). */
-int pc_config_load_buffer(const char *name, const char *buf, size_t len, struct pc_config *cfg,
-			  struct pc_err *err);
 
 /* ======================================================================
  * Policy: /etc/portcullis/rules.d/NAME.yaml
@@ -176,8 +160,8 @@ struct policy_match {
 	struct pc_prefix *sources; /* match.source: one or more prefixes */
 	size_t n_sources;
 	bool has_mac;
-	uint8_t mac[6];            /* match.mac */
-	char port[PC_IFNAMSIZ];    /* match.port: bridge port name, "" if unset */
+	uint8_t mac[6];		/* match.mac */
+	char port[PC_IFNAMSIZ]; /* match.port: bridge port name, "" if unset */
 };
 
 /* A port range; a single port has lo == hi. */
@@ -193,22 +177,22 @@ struct policy_allow {
 	 * WILDCARD: the suffix after "*." ("githubusercontent.com"); it matches
 	 * names with one or more labels before the suffix, not the suffix itself. */
 	char host[POLICY_HOST_MAX];
-	struct pc_prefix cidr;            /* CIDR */
-	struct policy_portrange *ports;   /* ports: [443, "8000-8080"] */
+	struct pc_prefix cidr;		/* CIDR */
+	struct policy_portrange *ports; /* ports: [443, "8000-8080"] */
 	size_t n_ports;
-	unsigned proto;                   /* enum policy_proto bits; default TCP */
-	char rule[96];  /* stable name for logs: "agent-1/allow[2]" (0-based, file order) */
+	unsigned proto;	  /* enum policy_proto bits; default TCP */
+	char rule[96];	  /* stable name for logs: "agent-1/allow[2]" (0-based, file order) */
 	const char *file; /* where it was written (borrowed from the policy) */
 	unsigned line;
 	unsigned vline, vcol; /* where its host or cidr value is written (lint) */
 };
 
 struct policy_secret {
-	char name[POLICY_NAME_MAX];   /* GITHUB_TOKEN: [A-Z][A-Z0-9_]* */
-	char host[POLICY_HOST_MAX];   /* exact host it is bound to (no wildcard) */
-	uint16_t port;                /* port: default 443 */
-	char header[64];              /* header: default "Authorization" */
-	char format[256];             /* format: default "Bearer {secret}" */
+	char name[POLICY_NAME_MAX]; /* GITHUB_TOKEN: [A-Z][A-Z0-9_]* */
+	char host[POLICY_HOST_MAX]; /* exact host it is bound to (no wildcard) */
+	uint16_t port;		    /* port: default 443 */
+	char header[64];	    /* header: default "Authorization" */
+	char format[256];	    /* format: default "Bearer {secret}" */
 };
 
 struct policy_index; /* private to rules/ */
@@ -220,12 +204,12 @@ struct policy_sandbox {
 	size_t n_allow;
 	struct policy_secret *secrets;
 	size_t n_secrets;
-	uint32_t dns_qtypes;          /* dns.qtypes, else the config's */
-	enum pc_dns_refuse dns_refuse;/* dns.refuse_with, else the config's */
+	uint32_t dns_qtypes;	       /* dns.qtypes, else the config's */
+	enum pc_dns_refuse dns_refuse; /* dns.refuse_with, else the config's */
 	uint32_t new_flows_per_second; /* limits.new_flows_per_second, else the config's */
 	uint32_t new_flows_burst;      /* limits.new_flows_burst, else the config's */
-	const char *file;             /* rule file it came from */
-	unsigned line;                /* where its "sandbox:" key is */
+	const char *file;	       /* rule file it came from */
+	unsigned line;		       /* where its "sandbox:" key is */
 	/* Lookup structures, private to rules/. NULL in a sandbox built by hand
 	 * (tests): the lookups then scan the entries in order. */
 	const struct policy_index *index;
@@ -234,24 +218,12 @@ struct policy_sandbox {
 struct policy; /* opaque, immutable, refcounted */
 
 /* Load every NAME.yaml file in dir (sorted by name; dot files and other
- * names are ignored, a NAME.yml is an error) / the given files, and
- * compile them into one policy. cfg supplies defaults (qtypes, refuse);
- * may be NULL for built-in defaults. Any error anywhere rejects the whole
- * policy: *out is only written on success. */
+ * names are ignored, a NAME.yml is an error) and compile them into one
+ * policy (policy_load_files in rules_int.h: the given files). cfg supplies defaults (qtypes,
+ * refuse); may be NULL for built-in defaults. Any error anywhere rejects the whole policy: *out is
+ * only written on success. */
 int policy_load_dir(const char *dir, const struct pc_config *cfg, struct policy **out,
 		    struct pc_err *err);
-int policy_load_files(const char *const *paths, size_t n, const struct pc_config *cfg,
-		      struct policy **out, struct pc_err *err);
-/* As policy_load_files, from an in-memory buffer (fuzzing, tests). */
-int policy_load_buffer(const char *name, const char *buf, size_t len,
-		       const struct pc_config *cfg, struct policy **out, struct pc_err *err);
-/* As policy_load_dir / policy_load_files, reporting every error (not only
- * the first) to report (may be NULL); out may be NULL to only check. */
-int policy_load_dir_report(const char *dir, const struct pc_config *cfg, struct policy **out,
-			   struct pc_err *err, pc_err_report_fn report, void *arg);
-int policy_load_files_report(const char *const *paths, size_t n, const struct pc_config *cfg,
-			     struct policy **out, struct pc_err *err, pc_err_report_fn report,
-			     void *arg);
 
 /* Reference counting (atomic). policy_unref frees at zero; NULL is a no-op. */
 struct policy *policy_ref(struct policy *p);
@@ -259,8 +231,6 @@ void policy_unref(struct policy *p);
 
 /* "sha256:<64 hex>" of the canonical form; borrowed, lives as the policy. */
 const char *policy_hash(const struct policy *p);
-/* The canonical serialization the hash is computed over (borrowed). */
-const char *policy_canonical(const struct policy *p, size_t *len);
 
 size_t policy_sandbox_count(const struct policy *p);
 /* Sandboxes are in name order (strcmp); pointers live as the policy. */
@@ -295,8 +265,8 @@ const struct policy_sandbox *policy_sandbox_by_source(const struct policy *p,
  * name suffix and a longest-prefix structure per family (the engine calls
  * these for every new flow; bench target: a 10,000-entry policy within 0.9x
  * of a 10-entry one). */
-bool policy_cidr_allows(const struct policy_sandbox *sb, const struct pc_addr *dst,
-			uint8_t proto, uint16_t port, const struct policy_allow **rule);
+bool policy_cidr_allows(const struct policy_sandbox *sb, const struct pc_addr *dst, uint8_t proto,
+			uint16_t port, const struct policy_allow **rule);
 /* Whether a cidr entry of sb contains dst, whatever its ports and protocol
  * (the DNS guard's question: did the operator open this special-purpose
  * address to this sandbox explicitly?). *rule as above. */
@@ -308,8 +278,6 @@ bool policy_host_allows(const struct policy_sandbox *sb, const char *name, uint8
  * DNS guard's question: may this sandbox resolve it?). */
 bool policy_name_allowed(const struct policy_sandbox *sb, const char *name,
 			 const struct policy_allow **rule);
-/* Does pattern entry a match name? (exported for tests and the checker) */
-bool policy_allow_name_match(const struct policy_allow *a, const char *name);
 
 /* The secret of this sandbox bound to host:port, or NULL; when several
  * are bound there, the first by name. Compiled secrets are in name order. */

@@ -19,6 +19,45 @@
 #define RULES_MAX_FILES	 4096	    /* rule files in one directory */
 #define DIAG_MAX	 100	    /* errors reported before giving up */
 
+/* ---- loading: the configuration and policies (config.c, policy_compile.c) ---- */
+
+/* Fill cfg with the defaults above (paths under the default directories). */
+void pc_config_defaults(struct pc_config *cfg);
+
+/* Tools that show every error of an input (policy lint) pass a reporter:
+ * it is called once per error, in input order, with the error (borrowed for
+ * the call). err still receives the first error. */
+typedef void (*pc_err_report_fn)(const struct pc_err *e, void *arg);
+
+/* As pc_config_load, reporting every error to report (may be NULL). */
+int pc_config_load_report(const char *path, struct pc_config *cfg, struct pc_err *err,
+			  pc_err_report_fn report, void *arg);
+/* As pc_config_load, from memory; name is used in errors and as the base
+ * of relative paths (fuzzing, tests). */
+int pc_config_load_buffer(const char *name, const char *buf, size_t len, struct pc_config *cfg,
+			  struct pc_err *err);
+
+/* policy_load_dir's work on the given files (rules.h). */
+int policy_load_files(const char *const *paths, size_t n, const struct pc_config *cfg,
+		      struct policy **out, struct pc_err *err);
+/* As policy_load_files, from an in-memory buffer (fuzzing, tests). */
+int policy_load_buffer(const char *name, const char *buf, size_t len, const struct pc_config *cfg,
+		       struct policy **out, struct pc_err *err);
+/* As policy_load_dir / policy_load_files, reporting every error (not only
+ * the first) to report (may be NULL); out may be NULL to only check. */
+int policy_load_dir_report(const char *dir, const struct pc_config *cfg, struct policy **out,
+			   struct pc_err *err, pc_err_report_fn report, void *arg);
+int policy_load_files_report(const char *const *paths, size_t n, const struct pc_config *cfg,
+			     struct policy **out, struct pc_err *err, pc_err_report_fn report,
+			     void *arg);
+
+/* ---- the compiled policy's canonical form and names (canon.c, match.c) ---- */
+
+/* The canonical serialization the hash is computed over (borrowed). */
+const char *policy_canonical(const struct policy *p, size_t *len);
+/* Does pattern entry a match name? (exported for tests and the checker) */
+bool policy_allow_name_match(const struct policy_allow *a, const char *name);
+
 /* ---- arena: many small allocations freed together ----------------------- */
 
 struct arena_chunk;
@@ -168,9 +207,6 @@ struct strmap_pair {
 	const char *key; /* borrowed until strmap_build returns; copied */
 	uint32_t val;
 };
-/* Build from pairs (reordered in place); values of a key keep ascending
- * order. Everything is allocated in a. */
-int strmap_build(struct strmap *m, struct strmap_pair *pairs, size_t n, struct arena *a);
 /* Values for key (length len, hash h from strmap_hash), or NULL. */
 const uint32_t *strmap_find(const struct strmap *m, const char *key, size_t len, uint32_t h,
 			    uint32_t *count);
@@ -195,9 +231,6 @@ struct ptrie_pair {
 	struct pc_prefix pfx;
 	uint32_t val;
 };
-/* Build from pairs of one family (reordered in place). */
-int ptrie_build(struct ptrie *t, unsigned bits, struct ptrie_pair *pairs, size_t n,
-		struct arena *a);
 /* Call visit for every value whose prefix contains addr, shortest prefix
  * first, values of one prefix in ascending order; stop when visit returns
  * true. */
@@ -273,9 +306,5 @@ int policy_sandbox_index(struct policy_sandbox *sb, struct arena *a);
 int policy_index_build(struct policy *p);
 /* Canonical form and hash of a compiled policy. */
 int policy_canon_build(struct policy *p);
-/* Whether a sandbox's selector matches src (every given field). */
-bool policy_match_src(const struct policy_match *m, const struct policy_src *src);
-/* Whether allow entry a permits proto/port. */
-bool policy_allow_port(const struct policy_allow *a, uint8_t proto, uint16_t port);
 
 #endif

@@ -5,6 +5,7 @@
  * entry is picked up as new; SYN+ACK, FIN, RST without one are invalid). */
 #include "engine/engine_int.h" /* first: netinet/in.h before linux/ headers */
 
+#include "rules/rules_int.h"
 #include "spec/driver.h"
 
 #include <arpa/inet.h>

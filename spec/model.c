@@ -100,7 +100,8 @@ static bool in_prefix_str(const char *s, const struct pc_addr *a)
 	return pc_prefix_contains(&p, a);
 }
 
-bool spec_addr_special(const struct spec_world *w, const struct pc_addr *a)
+/* Is a special-purpose address (docs/spec.md, "Words")? */
+static bool spec_addr_special(const struct spec_world *w, const struct pc_addr *a)
 {
 	for (size_t i = 0; i < sizeof(special_prefixes) / sizeof(special_prefixes[0]); i++)
 		if (in_prefix_str(special_prefixes[i], a))

@@ -249,7 +249,4 @@ void spec_world_reload(struct spec_world *w, const struct policy *pol);
  * parser knows what that is). The fuzz target sends only described ones. */
 bool spec_describes(struct spec_world *w, const struct spec_pkt *p);
 
-/* Is a special-purpose address (docs/spec.md, "Words")? */
-bool spec_addr_special(const struct spec_world *w, const struct pc_addr *a);
-
 #endif

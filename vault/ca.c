@@ -1,6 +1,6 @@
 /* The appliance CA (`portcullis ca init`) and the leaf certificates the vault
  * mints from it per TLS server name: ECDSA P-256, short-lived, cached. */
-#include "vault/vault.h"
+#include "vault/vault_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

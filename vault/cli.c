@@ -1,7 +1,7 @@
 /* `portcullis secrets set|list|rm|placeholder` and `portcullis ca init`: the
  * administrator's side of the vault. Values come from stdin only, are kept
  * in locked memory, and are never printed. */
-#include "vault/vault.h"
+#include "vault/vault_int.h"
 
 #include <getopt.h>
 #include <sodium.h>

@@ -8,6 +8,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>

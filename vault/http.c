@@ -2,7 +2,7 @@
  * two implementations could read two ways (CL+TE, duplicate lengths, folded
  * or bare-LF lines, odd names) is refused: the vault must never disagree with
  * the upstream about where a request ends. */
-#include "vault/vault.h"
+#include "vault/vault_int.h"
 
 #include <ctype.h>
 #include <string.h>
@@ -32,27 +32,6 @@ int http_header_find(const struct http_header *hdr, size_t n, const char *name, 
 		if (span_ieq(hdr[i].name, hdr[i].name_len, name))
 			return (int)i;
 	return -1;
-}
-
-bool http_list_has(const char *v, size_t len, const char *token)
-{
-	size_t i = 0;
-
-	while (i < len) {
-		size_t s, e;
-
-		while (i < len && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
-			i++;
-		s = i;
-		while (i < len && v[i] != ',')
-			i++;
-		e = i;
-		while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
-			e--;
-		if (e > s && span_ieq(v + s, e - s, token))
-			return true;
-	}
-	return false;
 }
 
 /* The same comparisons on buf[s..e), the bounds of a header as head_fields

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 
 static int io_wait(int fd, short ev, uint64_t deadline)

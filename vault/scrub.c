@@ -1,7 +1,7 @@
 /* Streaming multi-needle replacement: real secret values in responses become
  * placeholders, and placeholders in request bodies are caught, however the
  * stream is cut into reads. At most (longest needle - 1) bytes are held back. */
-#include "vault/vault.h"
+#include "vault/vault_int.h"
 
 #include <sodium.h>
 #include <stdlib.h>

@@ -66,11 +66,3 @@ void vault_state_unref(struct vault_state *st)
 	free(st->values);
 	free(st);
 }
-
-const struct vault_secret *vault_state_secret(const struct vault_state *st, const char *name)
-{
-	for (size_t i = 0; i < st->store->n; i++)
-		if (strcmp(st->store->s[i].name, name) == 0)
-			return &st->store->s[i];
-	return NULL;
-}

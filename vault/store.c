@@ -1,7 +1,7 @@
 /* The sealed secret store: libsodium secretbox under a key only the vault
  * user can read; one sealed file and one public placeholder file per secret.
  * Values live only in sodium_malloc'ed (mlocked, guard-paged) memory. */
-#include "vault/vault.h"
+#include "vault/vault_int.h"
 
 #include <dirent.h>
 #include <errno.h>

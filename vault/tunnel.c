@@ -5,6 +5,7 @@
  * has real values scrubbed and goes to the sandbox as one frame. */
 #include "vault/vault_int.h"
 
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <sodium.h>
 #include <stdio.h>

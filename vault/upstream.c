@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
 #include <string.h>
@@ -37,11 +38,6 @@ int upstream_ctx_new(const char *trust, SSL_CTX **out, struct pc_err *err)
 	SSL_CTX_set_read_ahead(ctx, 1); /* as the server side (conn.c) */
 	*out = ctx;
 	return 0;
-}
-
-static void untracked(void *arg, int fd)
-{
-	(void)arg, (void)fd;
 }
 
 /* Close fd, telling the tracker first. */
@@ -112,13 +108,6 @@ static int tcp_connect(const struct pc_endpoint *dst, uint64_t deadline, void (*
 		return PC_EIO;
 	}
 	return fd;
-}
-
-int upstream_connect(SSL_CTX *ctx, const struct pc_endpoint *dst, const char *host, int timeout_ms,
-		     int *fdp, SSL **sslp, struct pc_err *err)
-{
-	return upstream_connect_tracked(ctx, dst, host, timeout_ms, untracked, NULL, fdp, sslp,
-					err);
 }
 
 int upstream_connect_tracked(SSL_CTX *ctx, const struct pc_endpoint *dst, const char *host,

@@ -2,7 +2,7 @@
  * sandbox's frames are unmasked to look for placeholders, the upstream's
  * are rewritten with real values scrubbed. Both directions' bytes are
  * untrusted, so the header parser is strict and fuzzed. */
-#include "vault/vault.h"
+#include "vault/vault_int.h"
 
 #include <string.h>
 

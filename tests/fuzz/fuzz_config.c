@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rules/rules.h"
+#include "rules/rules_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -23,7 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	/* What loaded must satisfy the cross-key rules the loader enforces. */
 	if (cfg.queue.count == 0 || cfg.dns.ttl_min > cfg.dns.ttl_max ||
-	    cfg.dns.n_resolvers > PC_MAX_RESOLVERS || !memchr(cfg.rules_dir, 0, sizeof(cfg.rules_dir)))
+	    cfg.dns.n_resolvers > PC_MAX_RESOLVERS ||
+	    !memchr(cfg.rules_dir, 0, sizeof(cfg.rules_dir)))
 		abort();
 	return 0;
 }

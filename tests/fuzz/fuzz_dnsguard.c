@@ -6,7 +6,8 @@
  * bits 1-2: sender (agent-1, agent-2, no sandbox, agent-1); bit 3: to an
  * address that is not a resolver; bits 4-7: seconds before the answer.
  * The policy is a small fixed one, loaded with policy_load_buffer. */
-#include "dnsguard/dnsguard.h"
+#include "dnsguard/dnsguard_int.h"
+#include "rules/rules_int.h"
 
 #include <ldns/ldns.h>
 #include <netinet/in.h>

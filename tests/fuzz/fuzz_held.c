@@ -12,6 +12,8 @@
  * payload length, slice offset (x4), 2 spare; raw payload bytes follow. */
 #include "engine/engine_int.h" /* first: netinet/in.h before linux/ headers */
 
+#include "rules/rules_int.h"
+
 #include <arpa/inet.h>
 #include <linux/netfilter.h>
 #include <stdint.h>

@@ -3,7 +3,7 @@
  * reader behind `log show`. The input is read as a log file, as a proof,
  * and as a checkpoint note, against one fixed public key (the seeds in
  * corpus/logverify/ were signed with its private half, which is not kept). */
-#include "logd/logd.h"
+#include "logd/logd_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,6 +5,8 @@
  * 1-2: input port; bit 3: DNS records deferred), then the IP packet. */
 #include "engine/engine_int.h" /* first: netinet/in.h before linux/ headers */
 
+#include "rules/rules_int.h"
+
 #include <linux/netfilter.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -6,14 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rules/rules.h"
+#include "rules/rules_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void exercise(const struct policy *p)
 {
-	static const char *const names[] = {"api.github.com", "x.githubusercontent.com",
-					    "a.b.example.com.", "EXAMPLE.COM", "localhost", ""};
+	static const char *const names[] = {"api.github.com",	"x.githubusercontent.com",
+					    "a.b.example.com.", "EXAMPLE.COM",
+					    "localhost",	""};
 	struct policy_src src = {0};
 
 	for (size_t i = 0; i < policy_sandbox_count(p); i++) {
@@ -33,8 +34,8 @@ static void exercise(const struct policy *p)
 			/* Each entry must allow what it names, on its first port. */
 			if (a->kind == POLICY_ALLOW_CIDR) {
 				if (a->proto & POLICY_PROTO_TCP &&
-				    !policy_cidr_allows(sb, &a->cidr.addr, IPPROTO_TCP, a->ports[0].lo,
-							&r))
+				    !policy_cidr_allows(sb, &a->cidr.addr, IPPROTO_TCP,
+							a->ports[0].lo, &r))
 					abort();
 			} else if (a->kind == POLICY_ALLOW_HOST) {
 				if (!policy_name_allowed(sb, a->host, &r))

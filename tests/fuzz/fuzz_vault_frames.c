@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vault/vault.h"
+#include "vault/vault_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -4,7 +4,7 @@
  *   engine_nft -c CONFIG apply|remove  install / remove it (in this netns)
  *   engine_nft probe                    which queue path the kernel takes
  * Options: -q native|compat forces the queue path for text/digest/apply. */
-#include "nft/nft.h"
+#include "nft/nft_int.h"
 #include "engine/engine_int.h"
 
 #include <stdio.h>

@@ -7,7 +7,7 @@
  * (http_chunked_feed) on the same bytes from its initial state. */
 #include "tests/prove/prove.h"
 
-#include "vault/vault.h"
+#include "vault/vault_int.h"
 
 #ifndef PROVE_MAX_HEAD
 #define PROVE_MAX_HEAD 32768

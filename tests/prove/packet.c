@@ -3,7 +3,7 @@
  * COPY_RANGE, 16384 + 256). */
 #include "tests/prove/prove.h"
 
-#include "engine/engine.h"
+#include "engine/engine_int.h"
 
 int main(void)
 {

@@ -1,6 +1,6 @@
 /* EVA driver for dnsguard/wire.c on len unknown bytes, for every len a DNS
  * message may have (query.c and answer.c refuse more than 65535): the
- * record walk (dg_wire_walk, dg_wire_walk_sel with a filter), the TSIG
+ * record walk (dg_wire_walk_sel, without and with a filter), the TSIG
  * check (dg_wire2pkt), and the name as the policy spells it (dg_dname_str)
  * on a name of the same bytes. ldns is stubbed: tests/prove/stubs/ldns.c.
  * dg_dname_shown is not analysed: its input is ldns's own text rendering
@@ -45,7 +45,7 @@ int main(void)
 #endif
 	buf = prove_buf(len);
 	msg_seen = buf;
-	rc = dg_wire_walk(buf, len, walk_fn, NULL);
+	rc = dg_wire_walk_sel(buf, len, NULL, walk_fn, NULL);
 	rc = dg_wire_walk_sel(buf, len, want_fn, walk_fn, NULL);
 	rc = dg_wire2pkt(&pkt, buf, len);
 	if (rc == 0)

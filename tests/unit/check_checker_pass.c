@@ -22,6 +22,7 @@
 
 #include "nft/nft.h"
 #include "checker/checker_int.h"
+#include "rules/rules_int.h"
 #include "unit.h"
 
 static const char policy_yaml[] = "sandbox: agent-1\n"

@@ -4,6 +4,7 @@
  * a real DNS message built with ldns, and replies are parsed back. */
 #include "dnsguard/dnsguard.h"
 #include "dnsguard/dnsguard_int.h" /* dg_hash: the tables' keyed hash */
+#include "rules/rules_int.h"
 #include "tests/unit/dnsmsg.h"
 #include "tests/unit/hostnames.h"
 #include "tests/unit/unit.h"

@@ -3,7 +3,8 @@
  * every answer that was released must have been learned, and none that
  * failed may have taught anything. Skipped under AddressSanitizer, whose
  * shadow memory does not live with a data limit. */
-#include "dnsguard/dnsguard.h"
+#include "dnsguard/dnsguard_int.h"
+#include "rules/rules_int.h"
 #include "tests/unit/dnsmsg.h"
 #include "tests/unit/unit.h"
 

@@ -4,7 +4,8 @@
  * sandbox bridge's subnet or the gateway's addresses, unless a cidr entry
  * of the sandbox covers it or the configuration declares its range
  * routable; the answer is still released and says what was not learned. */
-#include "dnsguard/dnsguard.h"
+#include "dnsguard/dnsguard_int.h"
+#include "rules/rules_int.h"
 #include "tests/unit/dnsmsg.h"
 #include "tests/unit/unit.h"
 

@@ -2,7 +2,8 @@
  * in place (same length, so TCP answers keep their framing), address hints
  * are learned only for the allowed name's chain, and bad parameter lists
  * drop the answer. Also: concurrent use from several threads. */
-#include "dnsguard/dnsguard.h"
+#include "dnsguard/dnsguard_int.h"
+#include "rules/rules_int.h"
 #include "tests/unit/dnsmsg.h"
 #include "tests/unit/unit.h"
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "engine/engine_int.h"
+#include "rules/rules_int.h"
 #include "tests/unit/unit.h"
 
 static const char policy_yaml[] =
@@ -890,7 +891,7 @@ START_TEST(held_insertion)
 	 * judgement), then another name's ClientHello at the same place */
 	handshake("10.203.0.11", 43000, "203.0.113.10", 443, 1000);
 	tcp_pkt("10.203.0.11", 43000, "203.0.113.10", 443, ACK | PSH, 1001, "X", 1);
-	ck_assert_int_eq(judge(), VK_PASS); /* not TLS, host allowed on 443: not promoted yet */
+	ck_assert_int_eq(judge(), VK_PASS);    /* not TLS, host allowed on 443: not promoted yet */
 	ck_assert(d.has_rec && d.held_judged); /* recorded before the byte goes on */
 	ck_assert_str_eq(d.rec.reason, "allowed host (not TLS: no server name to check)");
 	tcp_pkt("10.203.0.11", 43000, "203.0.113.10", 443, ACK | PSH, 1001, evil, ne);

@@ -20,7 +20,8 @@
 #include <libnftnl/rule.h>
 #include <libnftnl/set.h>
 
-#include "nft/nft.h"
+#include "nft/nft_int.h"
+#include "rules/rules_int.h"
 #include "tests/unit/unit.h"
 
 static struct nftnl_rule *rule_with(struct nftnl_expr *e)

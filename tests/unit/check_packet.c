@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "engine/engine.h"
+#include "engine/engine_int.h"
 #include "tests/unit/unit.h"
 
 /* IPv4 header (20 bytes, no options) + proto. */
@@ -316,8 +316,7 @@ START_TEST(udp_build_roundtrip)
 		ck_assert_mem_eq(p.payload, "hello dns", 9);
 		ck_assert(pc_addr_eq(&p.src, &s.addr));
 		ck_assert(csum_ok(&p, buf, (size_t)n));
-		m = pkt_replace_payload(buf, (size_t)n, &p, (const uint8_t *)"HELLO DNS", 9,
-					   &rw);
+		m = pkt_replace_payload(buf, (size_t)n, &p, (const uint8_t *)"HELLO DNS", 9, &rw);
 		ck_assert_int_eq(m, n);
 		ck_assert_int_eq(pkt_parse(rw, (size_t)m, &p), PKT_OK);
 		ck_assert_mem_eq(p.payload, "HELLO DNS", 9);
@@ -326,9 +325,9 @@ START_TEST(udp_build_roundtrip)
 		{
 			uint8_t *other = NULL;
 
-			ck_assert_int_lt(pkt_replace_payload(rw, (size_t)m, &p,
-								(const uint8_t *)"x", 1, &other),
-					 0);
+			ck_assert_int_lt(
+			    pkt_replace_payload(rw, (size_t)m, &p, (const uint8_t *)"x", 1, &other),
+			    0);
 			ck_assert_ptr_null(other);
 		}
 		free(rw);

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "rules/rules.h"
+#include "rules/rules_int.h"
 #include "tests/unit/hostnames.h"
 #include "tests/unit/unit.h"
 

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rules/rules.h"
+#include "rules/rules_int.h"
 #include "tests/unit/unit.h"
 
 static char errbuf[1024];

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "rules/rules.h"
+#include "rules/rules_int.h"
 #include "tests/unit/unit.h"
 
 static char errbuf[1024];

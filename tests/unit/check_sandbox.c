@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/cli_int.h"
+#include "rules/rules_int.h"
 #include "tests/unit/unit.h"
 
 static struct sb *sb_new(bool attach)

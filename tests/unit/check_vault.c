@@ -12,7 +12,7 @@
 
 #include "tests/unit/hostnames.h"
 #include "tests/unit/unit.h"
-#include "vault/vault.h"
+#include "vault/vault_int.h"
 
 static int req_parse(const char *s, struct http_request *r, unsigned *status, struct pc_err *e)
 {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rules/rules_int.h"
 #include "tests/unit/hostnames.h"
 #include "tests/unit/unit.h"
 #include "vault/vault_int.h"
