@@ -510,4 +510,11 @@ void ck_walk_note_accept(struct ck_walk *w, const struct ck_chain *c, const stru
 			 const char *how);
 void ck_rule_where(const struct ck_chain *c, const struct ck_rule *r, char *buf, size_t len);
 
+/* ---- the routing rules of bridge traffic (routing.c) --------------------- */
+
+/* paths-guarded, routing half: the rules that route bridge traffic only
+ * when our ruleset marked it, nothing before them that may route it
+ * otherwise, and the blackhole table (nft/nft.h NFT_ROUTE_*). */
+void ck_routing_check(const struct ck_state *st, const char *br, struct checker_result *res);
+
 #endif

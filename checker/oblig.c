@@ -676,5 +676,6 @@ int ck_analyze(const struct ck_state *st, const struct checker_expect *ex, const
 	brnf_check(st, ex, brl, res);
 	ck_paths_check(st, ex, br, res);
 	ck_pass_check(st, ex, br, res);
+	ck_routing_check(st, br, res);
 	return 0;
 }

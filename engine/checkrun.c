@@ -307,6 +307,10 @@ static const char *trigger_phrase(const char *trigger)
 		return "after a reload";
 	if (strcmp(trigger, "ports") == 0)
 		return "after a port set change";
+	if (strcmp(trigger, "nftables") == 0)
+		return "after another program changed the tables (reinstalled)";
+	if (strcmp(trigger, "routing") == 0)
+		return "after routing rules went missing (reinstalled)";
 	return trigger;
 }
 

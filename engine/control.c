@@ -256,6 +256,9 @@ static void clients_accept(struct engine *e, struct ctl_client *c)
 	}
 }
 
+/* fixed pollfds before the clients' */
+#define NFIX 6
+
 int control_loop(struct engine *e)
 {
 	uint64_t next_hk = pc_now_mono_ms() + HOUSEKEEPING_MS;
@@ -264,11 +267,13 @@ int control_loop(struct engine *e)
 	for (size_t i = 0; i < CLIENTS_MAX; i++)
 		cl[i].fd = -1;
 	for (;;) {
-		struct pollfd p[4 + CLIENTS_MAX] = {
+		struct pollfd p[NFIX + CLIENTS_MAX] = {
 		    {.fd = e->sig_fd, .events = POLLIN},
 		    {.fd = e->ctl_fd, .events = POLLIN},
 		    {.fd = e->link_fd, .events = POLLIN},
 		    {.fd = e->chk.fd, .events = POLLIN}, /* -1 (no helper): ignored */
+		    {.fd = e->nft_fd, .events = POLLIN},
+		    {.fd = e->route_fd, .events = POLLIN},
 		};
 		struct pc_err err = {0};
 		uint64_t now;
@@ -277,11 +282,11 @@ int control_loop(struct engine *e)
 		bool waiting = false;
 
 		for (size_t i = 0; i < CLIENTS_MAX; i++) {
-			p[4 + i].fd = cl[i].fd; /* -1: ignored by poll */
-			p[4 + i].events = POLLIN;
+			p[NFIX + i].fd = cl[i].fd; /* -1: ignored by poll */
+			p[NFIX + i].events = POLLIN;
 			waiting = waiting || cl[i].fd >= 0;
 		}
-		n = poll(p, 4 + CLIENTS_MAX, waiting ? 100 : 1000);
+		n = poll(p, NFIX + CLIENTS_MAX, waiting ? 100 : 1000);
 		if (n < 0 && errno != EINTR) {
 			pc_log(PC_LOG_ERR, "control loop: %s", strerror(errno));
 			return PC_EIO;
@@ -313,11 +318,16 @@ int control_loop(struct engine *e)
 		}
 		if (n > 0 && p[3].revents)
 			checkrun_readable(e);
+		/* the guard taken away: put back at once, before anything else */
+		if (n > 0 && (p[4].revents & POLLIN) && nftwatch_drain(e->nft_fd, &e->nftw) > 0)
+			engine_tables_restore(e);
+		if (n > 0 && (p[5].revents & POLLIN) && links_monitor_drain(e->route_fd) > 0)
+			engine_routing_restore(e);
 		now = pc_now_mono_ms();
 		for (size_t i = 0; i < CLIENTS_MAX; i++) {
 			if (cl[i].fd < 0)
 				continue;
-			if (n > 0 && p[4 + i].revents)
+			if (n > 0 && p[NFIX + i].revents)
 				control_client(e, cl[i].fd);
 			else if (now < cl[i].deadline)
 				continue; /* still waiting for its request */

@@ -58,8 +58,99 @@ static int ruleset_install(struct engine *e, const struct policy *pol, struct pc
 	return rc;
 }
 
-static bool ports_equal(const struct nft_port *a, size_t na, const struct nft_port *b,
-			size_t nb)
+/* The guard was put back after another program took part of it away: a
+ * policy-load record (the policy is in force again from now on), best
+ * effort as the others; the journal has it either way. */
+static void log_restored(struct engine *e, bool ok, const char *msg)
+{
+	struct policy *pol = engine_policy_get(e);
+	struct logrec r = {.action = LOGREC_POLICY_LOAD};
+	struct pc_err err = {0};
+
+	r.verdict = ok ? LOGREC_ALLOWED : LOGREC_REFUSED;
+	r.policy = pol ? policy_hash(pol) : NULL;
+	r.reason = ok ? "guard reinstalled after another program changed it"
+		      : "guard changed by another program and not reinstalled; sandbox traffic "
+			"is blackholed";
+	r.message = msg;
+	if (e->ctl_lc && logc_send_sync(e->ctl_lc, &r, POLICY_LOG_MS, &err) < 0)
+		pc_log(PC_LOG_WARN, "reinstall record not logged: %s", err.msg);
+	policy_unref(pol);
+}
+
+void engine_tables_restore(struct engine *e)
+{
+	struct policy *pol = engine_policy_get(e);
+	struct pc_err err = {0};
+	char msg[300], ebuf[600];
+	uint64_t t0 = pc_now_mono_ms();
+	int rc = pol ? ruleset_install(e, pol, &err) : pc_err_set(&err, PC_EINVAL, "no policy");
+
+	policy_unref(pol);
+	if (rc == 0) {
+		snprintf(msg, sizeof(msg),
+			 "nftables: tables inet/bridge %s changed by %s; reinstalled in %llu ms",
+			 NFT_TABLE, e->nftw.who, (unsigned long long)(pc_now_mono_ms() - t0));
+		pc_log(PC_LOG_WARN, "%s", msg);
+	} else {
+		snprintf(msg, sizeof(msg),
+			 "nftables: tables inet/bridge %s changed by %s; reinstalling failed: %s",
+			 NFT_TABLE, e->nftw.who, pc_err_str(&err, ebuf, sizeof(ebuf)));
+		pc_log(PC_LOG_ERR, "%s", msg);
+	}
+	log_restored(e, rc == 0, msg);
+	checkrun_request(e, "nftables");
+}
+
+void engine_routing_restore(struct engine *e)
+{
+	struct pc_err err = {0};
+	char msg[300], ebuf[600];
+	size_t added = 0;
+	int rc = routing_ensure(e->cfg.bridge, &added, &err);
+
+	if (rc == 0 && added == 0)
+		return; /* an event about something else, or our own addition */
+	if (rc == 0) {
+		snprintf(msg, sizeof(msg),
+			 "routing: %zu rule%s/route%s of bridge %s were missing; reinstalled",
+			 added, added == 1 ? "" : "s", added == 1 ? "" : "s", e->cfg.bridge);
+		pc_log(PC_LOG_WARN, "%s", msg);
+	} else {
+		snprintf(msg, sizeof(msg),
+			 "routing: reinstalling the rules of bridge %s failed: %s", e->cfg.bridge,
+			 pc_err_str(&err, ebuf, sizeof(ebuf)));
+		pc_log(PC_LOG_ERR, "%s", msg);
+	}
+	log_restored(e, rc == 0, msg);
+	checkrun_request(e, "routing");
+}
+
+/* uplinks must be set, and name neither the bridge nor lo: the ruleset
+ * forwards from nothing else (docs/engine.md, "Uplinks"). */
+static int uplinks_valid(const struct pc_config *cfg, struct pc_err *err)
+{
+	if (!cfg->n_uplinks)
+		return pc_err_set(err, PC_EINVAL,
+				  "%s: uplinks is not set; name the interface(s) toward the "
+				  "upstream network (e.g. uplinks: [eth0]): nothing arriving on "
+				  "any other interface is forwarded",
+				  cfg->path);
+	for (size_t i = 0; i < cfg->n_uplinks; i++)
+		if (strcmp(cfg->uplinks[i], cfg->bridge) == 0 || strcmp(cfg->uplinks[i], "lo") == 0)
+			return pc_err_set(err, PC_EINVAL,
+					  "%s: uplinks: '%s' cannot be an uplink (the sandbox "
+					  "bridge and lo are not)",
+					  cfg->path, cfg->uplinks[i]);
+	return 0;
+}
+
+int engine_config_valid(const struct pc_config *cfg, struct pc_err *err)
+{
+	return uplinks_valid(cfg, err);
+}
+
+static bool ports_equal(const struct nft_port *a, size_t na, const struct nft_port *b, size_t nb)
 {
 	if (na != nb)
 		return false;
@@ -123,6 +214,7 @@ void engine_init(struct engine *e)
 {
 	memset(e, 0, sizeof(*e));
 	e->ctl_fd = e->sig_fd = e->link_fd = e->nfq_proc_fd = -1;
+	e->route_fd = e->nft_fd = -1;
 	e->chk.fd = -1;
 	e->chk.result = -1;
 	e->dnsr.fd4 = e->dnsr.fd6 = -1;
@@ -138,6 +230,9 @@ int engine_setup(struct engine *e, const char *config_path, struct pc_err *err)
 	int rc;
 
 	rc = pc_config_load(config_path, &e->cfg, err);
+	if (rc)
+		return rc;
+	rc = engine_config_valid(&e->cfg, err);
 	if (rc)
 		return rc;
 	rc = policy_load_dir(e->cfg.rules_dir, &e->cfg, &e->policy, err);
@@ -158,7 +253,7 @@ int engine_setup(struct engine *e, const char *config_path, struct pc_err *err)
 		return rc;
 	pc_log(PC_LOG_NOTICE, "queue path: %s (%s)", nft_queue_path_name(e->qpath),
 	       e->qpath == NFT_QUEUE_NATIVE ? "nft queue expression"
-					   : "xt NFQUEUE target through nft_compat");
+					    : "xt NFQUEUE target through nft_compat");
 	/* Queues first: once the table is in, packets are queued to us. */
 	e->q = calloc(e->cfg.queue.count, sizeof(*e->q));
 	if (!e->q)
@@ -187,6 +282,30 @@ int engine_setup(struct engine *e, const char *config_path, struct pc_err *err)
 	rc = engine_ports_refresh(e, true, err);
 	if (rc)
 		return rc;
+	/* Watch before installing: a change made between the install and the
+	 * first poll is not missed (our own batches are recognised). */
+	e->nft_fd = nftwatch_open(err);
+	if (e->nft_fd < 0)
+		return e->nft_fd;
+	e->route_fd = routing_monitor_open(err);
+	if (e->route_fd < 0)
+		return e->route_fd;
+	/* The routing rules first: until the tables mark anything, sandbox
+	 * traffic is blackholed (fail closed), never forwarded. */
+	{
+		size_t added = 0;
+
+		rc = routing_ensure(e->cfg.bridge, &added, err);
+		if (rc) {
+			pc_err_prefix(err, "installing the routing rules: ");
+			return rc;
+		}
+		pc_log(PC_LOG_NOTICE,
+		       "routing: bridge %s routed only when marked (rules %u-%u, blackhole table "
+		       "%u; %zu added)",
+		       e->cfg.bridge, NFT_ROUTE_PRIO_MARK, NFT_ROUTE_PRIO_DROP, NFT_ROUTE_TABLE,
+		       added);
+	}
 	rc = ruleset_install(e, e->policy, err);
 	if (rc) {
 		pc_err_prefix(err, "installing the nftables tables: ");
@@ -436,8 +555,11 @@ void engine_shutdown(struct engine *e)
 			pc_log(PC_LOG_ERR, "removing the tables: %s", err.msg);
 		else
 			pc_log(PC_LOG_NOTICE, "tables removed (engine.remove_table_on_exit)");
+		if (e->route_fd >= 0 && routing_remove(e->cfg.bridge, &err) < 0)
+			pc_log(PC_LOG_ERR, "removing the routing rules: %s", err.msg);
 	} else {
-		pc_log(PC_LOG_NOTICE, "tables left in place: no engine, no traffic");
+		pc_log(PC_LOG_NOTICE, "tables and routing rules left in place: no engine, no "
+				      "traffic");
 	}
 	for (size_t i = 0; i < e->nq; i++) {
 		queue_close(&e->q[i]);
@@ -453,6 +575,10 @@ void engine_shutdown(struct engine *e)
 		close(e->ctl_fd);
 	if (e->link_fd >= 0)
 		close(e->link_fd);
+	if (e->route_fd >= 0)
+		close(e->route_fd);
+	if (e->nft_fd >= 0)
+		close(e->nft_fd);
 	if (e->sig_fd >= 0)
 		close(e->sig_fd);
 	if (e->nfq_proc_fd >= 0)

@@ -80,6 +80,28 @@ int links_monitor_open(struct pc_err *err);
  * <0 error. */
 int links_monitor_drain(int fd);
 
+/* ---- routing.c: fail closed without nftables (docs/engine.md) ----------- */
+
+/* Add whatever is missing of the routing rules of bridge traffic and the
+ * blackhole table (nft/nft.h NFT_ROUTE_*), both families; *added: how many
+ * rules/routes were missing (0 when all were there). */
+int routing_ensure(const char *bridge, size_t *added, struct pc_err *err);
+/* Delete them (engine.remove_table_on_exit); missing ones are fine. */
+int routing_remove(const char *bridge, struct pc_err *err);
+/* Non-blocking rtnetlink socket subscribed to rule and route events of
+ * both families (fd, or <0); drained with links_monitor_drain. */
+int routing_monitor_open(struct pc_err *err);
+/* Non-blocking nfnetlink socket subscribed to nf_tables events (fd). */
+int nftwatch_open(struct pc_err *err);
+struct nftwatch {
+	bool touched; /* the batch being read touched a table named NFT_TABLE */
+	char who[64]; /* the last foreign committer: "nft (pid 123)" */
+};
+/* Read every pending event: 1 when a batch committed by another process
+ * touched our tables (or events were lost), 0 when not, <0 error. The
+ * engine's own batches (any thread of this process) are not changes. */
+int nftwatch_drain(int fd, struct nftwatch *w);
+
 /* The port map the queue threads read: ifindex -> name. Copy-on-write: the
  * control thread builds a new one and swaps it under the lock. */
 struct portmap {
@@ -529,6 +551,8 @@ struct engine {
 	atomic_bool stop;
 	uint64_t start_ms;
 	int ctl_fd, sig_fd, link_fd;
+	int route_fd, nft_fd; /* routing rule/route events; nf_tables events */
+	struct nftwatch nftw;
 	int nfq_proc_fd;	  /* /proc/net/netfilter/nfnetlink_queue */
 	struct logc *ctl_lc;	  /* the control thread's own log client */
 	struct quota_stats quota; /* refusals over the tables' per-sandbox quotas */
@@ -560,6 +584,14 @@ int engine_ports_refresh(struct engine *e, bool force, struct pc_err *err);
 /* Hand the DNS guard the gateway's addresses and sandbox subnets again
  * (links_local_prefixes); on failure the previous set stays. */
 int engine_local_refresh(struct engine *e, struct pc_err *err);
+/* What only the engine requires of the configuration (uplinks set, and
+ * neither the bridge nor lo). */
+int engine_config_valid(const struct pc_config *cfg, struct pc_err *err);
+/* Another program changed our tables (nftwatch): reinstall them, log,
+ * check again. */
+void engine_tables_restore(struct engine *e);
+/* A routing rule or route event: re-add whatever of ours is missing. */
+void engine_routing_restore(struct engine *e);
 /* Periodic: prune the flow registry against conntrack. */
 void engine_housekeeping(struct engine *e);
 

@@ -39,6 +39,8 @@ static int check_only(const char *config)
 
 	rc = pc_config_load(config, &cfg, &err);
 	if (rc == 0)
+		rc = engine_config_valid(&cfg, &err);
+	if (rc == 0)
 		rc = policy_load_dir(cfg.rules_dir, &cfg, &pol, &err);
 	if (rc == 0) {
 		struct nft_ruleset_params p = {&cfg, pol, NULL, 0, NFT_QUEUE_COMPAT};

@@ -161,6 +161,12 @@ static void inet_prerouting(struct bld *b)
 	rsb_rule_begin(b, &r);
 	nm_bits(&r, false, NFT_MARK_PORT_MASK, NFT_CMP_NEQ, 0);
 	nm_bits(&r, true, NFT_MARK_ALLOW, NFT_CMP_EQ, NFT_MARK_ALLOW);
+	/* The packet carries the verdict too (stamp kept, ALLOW added): the
+	 * routing rules (NFT_ROUTE_*) send bridge traffic on only with it, so
+	 * without this table nothing from a sandbox is routed at all. */
+	nr_meta(&r, NFT_META_MARK);
+	nr_bitwise_u32(&r, NFT_MARK_PORT_MASK, NFT_MARK_ALLOW);
+	nr_meta_set(&r, NFT_META_MARK);
 	nr_verdict(&r, NF_ACCEPT, NULL);
 	rsb_rule_end(b, &r);
 	/* a verdict coming back through NF_REPEAT (its mark: verdict bits only) */
@@ -385,6 +391,18 @@ static void inet_forward(struct bld *b)
 	struct nr r;
 
 	rsb_chain(b, "forward", "filter", NF_INET_FORWARD, NFT_PRIO_INET, NF_ACCEPT);
+	/* Every way in is guarded, not only the bridge: whatever arrives on
+	 * an interface that is neither the sandbox bridge, a declared uplink
+	 * nor lo (a sandbox port taken off the bridge, a VLAN stacked on one,
+	 * a VM's second NIC) is not forwarded (docs/engine.md, "Uplinks"). */
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_NEQ, br);
+	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_NEQ, "lo");
+	for (size_t i = 0; i < b->p->cfg->n_uplinks; i++)
+		nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_NEQ, b->p->cfg->uplinks[i]);
+	nr_counter(&r);
+	nr_verdict(&r, NF_DROP, NULL);
+	rsb_rule_end(b, &r);
 	/* sandbox to sandbox through the gateway */
 	rsb_rule_begin(b, &r);
 	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);

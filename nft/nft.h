@@ -42,6 +42,26 @@
 /* stamped by the bridge table: ifindex of the sandbox port a frame came in. */
 #define NFT_MARK_PORT_MASK 0x00ffffffu
 
+/* ======================================================================
+ * Routing rules (engine/routing.c installs them, the checker proves them):
+ * a packet arriving on the sandbox bridge is routed by the main table only
+ * when our ruleset marked it (one rule per bit below), every other one by
+ * NFT_ROUTE_TABLE, which holds only blackhole default routes. So a flushed
+ * or replaced ruleset blackholes sandbox traffic instead of forwarding it.
+ * The priorities come after the local-table rule (0): traffic to the
+ * gateway itself is the input chain's business.
+ * ====================================================================== */
+#define NFT_ROUTE_TABLE	    0x7063u /* 28771, "pc" */
+#define NFT_ROUTE_PRIO_MARK 1000u   /* + i for NFT_ROUTE_MARKS[i]: lookup main */
+#define NFT_ROUTE_PRIO_DROP 1010u   /* everything else from the bridge */
+#define NFT_ROUTE_N_MARKS   3
+/* The packet mark bits that let bridge traffic be routed: ALLOW (decided
+ * flows: the verdict, or set by the fast path from the ct mark), PASS (one
+ * released packet), HELD (the SYN of a held flow). */
+/* clang-format off */
+#define NFT_ROUTE_MARKS {NFT_MARK_ALLOW, NFT_MARK_PASS, NFT_MARK_HELD}
+/* clang-format on */
+
 /* Names of our tables and chains (both tables are named NFT_TABLE). */
 #define NFT_TABLE "portcullis"
 

@@ -20,6 +20,7 @@ enum ctype {
 	CT_REFUSE,    /* refused | nxdomain */
 	CT_QTYPES,    /* list of DNS type names */
 	CT_RESOLVERS, /* list of IP addresses */
+	CT_IFNAMES,   /* list of network interface names */
 	CT_ROUTABLE,  /* list of special-purpose prefixes */
 	CT_ENDPOINT,  /* "addr:port" */
 	CT_HOSTPORT,  /* "host:port" or "" */
@@ -46,6 +47,7 @@ struct ckey {
 
 static const struct ckey ckeys[] = {
     K("bridge", CT_IFNAME, bridge),
+    K("uplinks", CT_IFNAMES, uplinks),
     K("rules", CT_PATH, rules_dir),
     K("run_dir", CT_PATH, run_dir),
     K("state_dir", CT_PATH, state_dir),
@@ -241,6 +243,52 @@ static int cset_name(struct cload *l, const struct ynode *n, const struct ckey *
 				? "1-15 characters without '/', ':' or spaces"
 				: "a system user: lower-case letters, digits, '_', '-'");
 	pc_strlcpy(cfield(&l->cfg, k), s, k->size);
+	return 0;
+}
+
+/* uplinks: a list of interface names (or one written without a list). */
+static int cset_ifnames(struct cload *l, const struct ynode *n, const struct ckey *k)
+{
+	char v[PC_MAX_UPLINKS][PC_IFNAMSIZ];
+	const struct ynode *const *items = (const struct ynode *const *)n->kids;
+	size_t cnt = n->n;
+	int rc = 0;
+
+	if (n->type == YN_SCALAR && !ynode_is_null(n)) {
+		items = &n;
+		cnt = 1;
+	} else if (n->type != YN_SEQ) {
+		return yerr_type(&l->c, n, k->path, "a list of interface names");
+	}
+	if (cnt > PC_MAX_UPLINKS)
+		return yerr(&l->c, n, "%s: %zu interfaces; expected at most %d", k->path, cnt,
+			    PC_MAX_UPLINKS);
+	for (size_t i = 0; i < cnt; i++) {
+		const char *s;
+
+		if (yget_str(&l->c, items[i], k->path, &s)) {
+			rc = PC_EPARSE;
+			continue;
+		}
+		if (!rules_ifname_valid(s)) {
+			rc = yerr(&l->c, items[i],
+				  "%s: invalid interface name '%.40s'; expected 1-15 characters "
+				  "without '/', ':' or spaces",
+				  k->path, s);
+			continue;
+		}
+		pc_strlcpy(v[i], s, sizeof(v[i]));
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(v[i], v[j]) == 0)
+				rc = yerr(
+				    &l->c, items[i],
+				    "%s: '%.40s' is listed twice; expected each interface once",
+				    k->path, s);
+	}
+	if (rc)
+		return rc;
+	memcpy(l->cfg.uplinks, v, cnt * sizeof(v[0]));
+	l->cfg.n_uplinks = cnt;
 	return 0;
 }
 
@@ -469,6 +517,8 @@ static int cset(struct cload *l, const struct ynode *n, const struct ckey *k)
 		return cset_qtypes(l, n, k);
 	case CT_RESOLVERS:
 		return cset_resolvers(l, n, k);
+	case CT_IFNAMES:
+		return cset_ifnames(l, n, k);
 	case CT_ROUTABLE:
 		return cset_routable(l, n, k);
 	case CT_ENDPOINT:

@@ -21,6 +21,7 @@
  * ====================================================================== */
 
 #define PC_MAX_RESOLVERS 8
+#define PC_MAX_UPLINKS	 8  /* uplinks: interfaces toward the upstream network */
 #define PC_MAX_ROUTABLE	 32 /* dns.routable entries */
 /* Bounds of limits.new_flows_per_second / new_flows_burst (config and
  * sandbox): at least 1 (a sandbox always may open a flow), at most what
@@ -54,6 +55,11 @@ enum pc_dns_refuse { PC_DNS_REFUSE_REFUSED = 0, PC_DNS_REFUSE_NXDOMAIN = 1 };
 struct pc_config {
 	char path[PC_PATH_MAX];	     /* file loaded */
 	char bridge[PC_IFNAMSIZ];    /* bridge: sandbox bridge, default "pcbr0" */
+	/* uplinks: the interfaces toward the upstream network; the only ones
+	 * besides the bridge (and lo) whose packets the gateway forwards. No
+	 * default: portcullisd refuses to start without it (docs/engine.md). */
+	char uplinks[PC_MAX_UPLINKS][PC_IFNAMSIZ];
+	size_t n_uplinks;
 	char rules_dir[PC_PATH_MAX]; /* rules: default /etc/portcullis/rules.d */
 	char run_dir[PC_PATH_MAX];   /* run_dir: sockets, default /run/portcullis */
 	char state_dir[PC_PATH_MAX]; /* state_dir: default /var/lib/portcullis */

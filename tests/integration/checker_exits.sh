@@ -1,8 +1,11 @@
 # Seeded misconfigurations of a clean lab guarded by the real portcullisd
 # and portcullis-logd: each one is detected, named precisely, and makes
 # `portcullis check` exit 1; the lab is restored (our tables by the engine
-# itself, through a reload) and proven again between seeds, so each finding
-# belongs to its own seed.
+# itself) and proven again between seeds, so each finding belongs to its
+# own seed. The engine puts back its tables the moment another program
+# changes them (docs/engine.md, "Fail closed without nftables"): the seeds
+# that edit them pause it (SIGSTOP) until the check has read them, and it
+# repairs them by itself once continued.
 set -u
 . "$PC_TOP/tests/lib/tap.sh"
 . "$PC_TOP/tests/integration/checker_setup.bash"
@@ -56,12 +59,12 @@ seed "second bridge holding a sandbox port" \
 	"g ip link add br2 type bridge; g ip link set $P2 nomaster; g ip link set $P2 master br2" \
 	"g ip link set $P2 nomaster; g ip link del br2; g ip link set $P2 master pcbr0; g ip link set $P2 type bridge_slave isolated on"
 seed "our table edited: rule removed" "second exit: our tables differ from what the engine installs" \
-	"h=\$(g nft -a list chain inet portcullis prerouting | awk '/ct state new/ && !/limit rate/ {print \$NF}'); g nft delete rule inet portcullis prerouting handle \$h" \
-	"ck_engine_reinstall"
+	"kill -STOP $ENGINE_PID; h=\$(g nft -a list chain inet portcullis prerouting | awk '/ct state new/ && !/limit rate/ {print \$NF}'); g nft delete rule inet portcullis prerouting handle \$h" \
+	"kill -CONT $ENGINE_PID"
 seed "our table edited: policy changed to accept" \
 	"second exit: our tables differ from what the engine installs.*policy accept" \
-	"g nft chain inet portcullis prerouting '{ policy accept; }'" \
-	"ck_engine_reinstall"
+	"kill -STOP $ENGINE_PID; g nft chain inet portcullis prerouting '{ policy accept; }'" \
+	"kill -CONT $ENGINE_PID"
 seed "queue rule with bypass" "second exit: table ip mangle chain PREROUTING rule handle [0-9]+: queue 100 with bypass" \
 	"g iptables-nft -t mangle -A PREROUTING -i pcbr0 -j NFQUEUE --queue-num 100 --queue-bypass" \
 	"g nft delete table ip mangle"
@@ -75,12 +78,12 @@ seed "DNAT of sandbox DNS to an unguarded resolver" \
 	"g nft delete table ip nat"
 seed "IPv6 forwarding with no IPv6 guard" \
 	"second exit: IPv6 packets from port $P1 are forwarded without passing our queue" \
-	"g sysctl -qw net.ipv6.conf.all.forwarding=1; g nft insert rule inet portcullis prerouting meta nfproto ipv6 accept; g nft insert rule inet portcullis forward meta nfproto ipv6 accept" \
-	"ck_engine_reinstall"
+	"kill -STOP $ENGINE_PID; g sysctl -qw net.ipv6.conf.all.forwarding=1; g nft insert rule inet portcullis prerouting meta nfproto ipv6 accept; g nft insert rule inet portcullis forward meta nfproto ipv6 accept" \
+	"kill -CONT $ENGINE_PID"
 seed "the forward rule before issue 16: what the engine released, to any address" \
 	"second exit: table inet portcullis chain forward rule handle [0-9]+: accepts IPv4 packets the engine released \\(mark PASS\\) from pcbr0 toward an address other than a resolver's port 53" \
-	"g nft insert rule inet portcullis forward iifname pcbr0 meta mark and 0xff000000 == 0x10000000 accept" \
-	"ck_engine_reinstall"
+	"kill -STOP $ENGINE_PID; g nft insert rule inet portcullis forward iifname pcbr0 meta mark and 0xff000000 == 0x10000000 accept" \
+	"kill -CONT $ENGINE_PID"
 seed "bridge netfilter on where the ruleset relies on it being off" \
 	"unproven: bridge netfilter is on for IPv4 .* our ruleset expects it off" \
 	"g ip link set pcbr0 type bridge nf_call_iptables 1" \

@@ -15,6 +15,7 @@ trap 'rm -rf "$D"' EXIT
 chmod 0755 "$D"
 mkdir -p "$D/rules.d" "$D/state"
 cat >"$D/good.yaml" <<EOF
+uplinks: [eth0]
 run_dir: $D/run
 state_dir: $D/state
 rules: $D/rules.d

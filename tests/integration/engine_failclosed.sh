@@ -198,11 +198,15 @@ t_eq "every allowed flow that reached upstream has its record" "yes" \
 
 # ---- engine.remove_table_on_exit ----------------------------------------------------------------
 guard_engine_stop
+t_match "a clean stop leaves the routing rules of the bridge (no engine: blackholed)" \
+	"1010:.*iif $LAB_BR lookup 28771" "$(lab_gw ip -4 rule show | tr '\n' ' ')"
 sed -i 's/^engine:$/engine:\n  remove_table_on_exit: true/' "$GUARD_CONF"
 guard_engine_start
 guard_engine_stop
 t_nomatch "with engine.remove_table_on_exit, a clean stop removes both tables" "portcullis" \
 	"$(lab_gw nft list tables)"
+t_eq "... and the routing rules and blackhole table of both families" "" \
+	"$(lab_gw ip -4 rule show pref 1010; lab_gw ip -6 rule show pref 1000; lab_gw ip -4 route show table 28771 2>/dev/null; lab_gw ip -6 route show table 28771 2>/dev/null)"
 guard_logd_stop
 t_nomatch "nothing of ours in the root namespace" "portcullis" "$(nft list tables 2>&1)"
 t_done

@@ -186,7 +186,17 @@ if cli_has policy lint; then
 else
 	t_skip "portcullis policy lint passes on the shipped default" "policy lint does not exist yet"
 fi
-for d in portcullisd portcullis-logd portcullis-vault; do
+# uplinks: has no default (docs/engine.md, "Uplinks"): the engine refuses
+# the shipped file until the admin names the uplink, and says so.
+if [ -x "$root/usr/sbin/portcullisd" ]; then
+	out=$(in_root portcullisd -t -c /etc/portcullis/portcullis.yaml 2>&1) && rc=0 || rc=$?
+	t_eq "portcullisd -t refuses the shipped configuration until uplinks is set (exit 1)" 1 "$rc"
+	t_match "... and names the key" "uplinks is not set" "$out"
+	{ cat "$root/etc/portcullis/portcullis.yaml"; echo 'uplinks: [eth0]'; } >"$root/tmp/pc-up.yaml"
+	t_ok "portcullisd -t accepts it with uplinks set" \
+		in_root portcullisd -t -c /tmp/pc-up.yaml
+fi
+for d in portcullis-logd portcullis-vault; do
 	if [ -x "$root/usr/sbin/$d" ]; then
 		t_ok "$d -t accepts the shipped configuration" \
 			in_root "$d" -t -c /etc/portcullis/portcullis.yaml

@@ -37,6 +37,7 @@ vault_config() {
 	chmod 0755 "$V" "$V/rules.d" "$V/run"
 	cat >"$V/portcullis.yaml" <<-EOF
 	bridge: $LAB_BR
+	uplinks: [$LAB_UPLINK]
 	queue:
 	  base: 100
 	  count: 2

@@ -26,6 +26,7 @@ LAB_TOP=${PC_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 
 # Addresses (documented in docs/lab.md).
 LAB_BR=pcbr0
+LAB_UPLINK=up0 # the gateway's interface toward the upstream namespace
 LAB_SB_NET4=10.203.0.0/24
 LAB_SB_NET6=fd00:203::/64
 LAB_GW4=10.203.0.1

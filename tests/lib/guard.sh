@@ -37,6 +37,7 @@ guard_config() {
 	local routable=${GUARD_ROUTABLE-$LAB_ROUTABLE}
 	cat >"$GUARD_CONF" <<-EOF
 	bridge: $LAB_BR
+	uplinks: [${GUARD_UPLINKS:-$LAB_UPLINK}]
 	rules: $GUARD_DIR/rules.d
 	run_dir: $GUARD_DIR/run
 	state_dir: $GUARD_DIR/state

@@ -257,6 +257,21 @@ START_TEST(resolvers_take_one_address_or_a_list)
 }
 END_TEST
 
+START_TEST(uplinks_take_one_name_or_a_list)
+{
+	struct pc_config c;
+
+	ck_assert_int_eq(load("bridge: pcbr0\n", &c), 0);
+	ck_assert_uint_eq(c.n_uplinks, 0); /* no default: portcullisd refuses to start */
+	ck_assert_int_eq(load("uplinks: eth0\n", &c), 0);
+	ck_assert_uint_eq(c.n_uplinks, 1);
+	ck_assert_str_eq(c.uplinks[0], "eth0");
+	ck_assert_int_eq(load("uplinks: [eth0, wg0]\n", &c), 0);
+	ck_assert_uint_eq(c.n_uplinks, 2);
+	ck_assert_str_eq(c.uplinks[1], "wg0");
+}
+END_TEST
+
 START_TEST(missing_file_is_a_read_error)
 {
 	struct pc_config c;
@@ -280,7 +295,8 @@ static const struct {
      "once per mapping"},
     {"brige: pcbr1\n",
      "etc/pc.yaml:1:1: unknown key 'brige' in the configuration (did you mean 'bridge'?); "
-     "expected one of: bridge, rules, run_dir, state_dir, queue, engine, limits, dns, vault, log, "
+     "expected one of: bridge, uplinks, rules, run_dir, state_dir, queue, engine, limits, dns, "
+     "vault, log, "
      "sandbox"},
     {"queue:\n  bsae: 1\n",
      "etc/pc.yaml:2:3: unknown key 'bsae' in 'queue' (did you mean 'base'?); expected one of: "
@@ -290,7 +306,7 @@ static const struct {
      "expected one of: local, remote, tls, ca, spool, socket"},
     {"frobnicate: 1\n",
      "etc/pc.yaml:1:1: unknown key 'frobnicate' in the configuration; expected one of: "
-     "bridge, rules, run_dir, state_dir, queue, engine, limits, dns, vault, log, sandbox"},
+     "bridge, uplinks, rules, run_dir, state_dir, queue, engine, limits, dns, vault, log, sandbox"},
     {"queue.base: 1\n",
      "etc/pc.yaml:1:1: unknown key 'queue.base' in the configuration; write nested keys as "
      "mappings (a: {b: ...})"},
@@ -331,6 +347,13 @@ static const struct {
     {"dns: {resolvers: [1.2.3.4:53]}\n",
      "etc/pc.yaml:1:19: dns.resolvers: invalid address '1.2.3.4:53'; expected an IPv4 or IPv6 "
      "address (port 53 is implied)"},
+    {"uplinks: [eth0, eth0]\n",
+     "etc/pc.yaml:1:17: uplinks: 'eth0' is listed twice; expected each interface once"},
+    {"uplinks: [a/b]\n",
+     "etc/pc.yaml:1:11: uplinks: invalid interface name 'a/b'; expected 1-15 characters "
+     "without '/', ':' or spaces"},
+    {"uplinks: {a: 1}\n",
+     "etc/pc.yaml:1:10: uplinks: expected a list of interface names, found a mapping"},
     {"dns: {resolvers: [1.2.3.4, 1.2.3.4]}\n",
      "etc/pc.yaml:1:28: dns.resolvers: '1.2.3.4' is listed twice; expected each resolver once"},
     {"dns: {resolvers: [1.1.1.1, 1.1.1.2, 1.1.1.3, 1.1.1.4, 1.1.1.5, 1.1.1.6, 1.1.1.7, "
@@ -439,6 +462,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, unset_paths_follow_run_and_state_dir);
 	tcase_add_test(tc, relative_paths_start_at_the_config_directory);
 	tcase_add_test(tc, resolvers_take_one_address_or_a_list);
+	tcase_add_test(tc, uplinks_take_one_name_or_a_list);
 	tcase_add_test(tc, missing_file_is_a_read_error);
 	tcase_add_loop_test(tc, error_has_position_and_expectation, 0,
 			    (int)(sizeof(errors) / sizeof(errors[0])));

@@ -1,0 +1,170 @@
+# Escape attempts, class "fail closed": the guard's ruleset taken away
+# under traffic — `nft flush ruleset` (what Debian's stock nftables.conf
+# does on every `systemctl restart nftables`), the engine's routing rules
+# deleted, and the ruleset flushed while the engine is dead (SIGKILL). The
+# evidence is the upstream capture (nothing from the sandbox that the
+# policy does not allow, from the flush on), the time the engine took to
+# put its tables back, and the engine's journal and log records.
+. "$PC_TOP/tests/escape/escape_lib.bash"
+
+esc_init failclosed "Fail closed without nftables"
+esc_up 1
+
+# Sandbox 1 keeps opening TCP connections (and sending UDP datagrams) to
+# addresses and ports the policy does not allow, for $1 seconds, every
+# 10 ms: with the guard gone for a moment, any of them would be forwarded.
+hammer() { # seconds [tcp-port]
+	lab_sb 1 python3 - "$1" "$LAB_DIRECT4" "${2:-443}" "$LAB_UPLINK_UP6" <<-'EOF'
+	import socket, sys, time
+	end = time.time() + float(sys.argv[1])
+	n = 0
+	while time.time() < end:
+	    for fam, dst, port in ((socket.AF_INET, sys.argv[2], int(sys.argv[3])),
+	                           (socket.AF_INET6, sys.argv[4], 443)):
+	        s = socket.socket(fam, socket.SOCK_STREAM)
+	        s.setblocking(False)
+	        try:
+	            s.connect((dst, port))
+	        except (BlockingIOError, OSError):
+	            pass
+	        u = socket.socket(fam, socket.SOCK_DGRAM)
+	        try:
+	            u.sendto(b"x", (dst, 5353))
+	        except OSError:
+	            pass
+	        u.close()
+	        time.sleep(0.005)
+	        s.close()
+	    n += 1
+	print(n)
+	EOF
+}
+NOT_ALLOWED="src host $SB1_4 and dst host $LAB_DIRECT4 and (tcp port 443 or udp port 5353)"
+NOT_ALLOWED6="src host $SB1_6 and dst host $LAB_UPLINK_UP6"
+
+# Milliseconds until CMD... succeeds (polled every 10 ms), or "never" after
+# 5 s.
+ms_until() {
+	local t0 now
+	t0=$(date +%s%N)
+	while :; do
+		if "$@" >/dev/null 2>&1; then
+			echo $((($(date +%s%N) - t0) / 1000000))
+			return 0
+		fi
+		now=$(date +%s%N)
+		[ $(((now - t0) / 1000000)) -lt 5000 ] || break
+		sleep 0.01
+	done
+	echo never
+}
+tables_in() { lab_gw nft list table inet portcullis && lab_gw nft list table bridge portcullis; }
+rule_in() { [ -n "$(lab_gw ip "$1" rule show pref "$2")" ]; }
+check_after() { # trigger: the engine's own check ran after that trigger and proved
+	[ "$(guard_status_field 's["check"].get("trigger","") + " " + s["check"]["result"] + " " + str(s["check"]["running"])' 2>/dev/null)" = "$1 proven False" ]
+}
+
+t_match "the routing rules are in place (IPv4: marked bridge traffic to main, the rest to the blackhole table)" \
+	"1000:.*fwmark 0x80000000/0x80000000 iif $LAB_BR lookup main.*1010:.*iif $LAB_BR lookup 28771" \
+	"$(lab_gw ip -4 rule show | tr '\n' ' ')"
+t_match "... and IPv6" "1010:.*iif $LAB_BR lookup 28771" "$(lab_gw ip -6 rule show | tr '\n' ' ')"
+t_match "the blackhole table holds only blackhole defaults" "^blackhole default" \
+	"$(lab_gw ip -4 route show table 28771) $(lab_gw ip -6 route show table 28771)"
+
+out=$(guard_cli check --verbose 2>&1) && rc=0 || rc=$?
+t_eq "the checker proves the guard with the routing rules in place (exit 0)" 0 "$rc"
+t_match "... and says why (paths-guarded evidence)" \
+	"IPv4: bridge $LAB_BR routed by the main table only with a mark of our ruleset" "$out"
+
+# ---- nft flush ruleset under traffic ---------------------------------------------
+esc_begin "nft flush ruleset while the sandbox hammers unallowed addresses"
+hammer 4 >"$LAB_DIR/hammer.out" &
+hpid=$!
+sleep 1
+lab_gw nft flush ruleset
+ms=$(ms_until tables_in)
+wait $hpid
+t_diag "flushed: the engine's tables were back after $ms ms ($(cat "$LAB_DIR/hammer.out") rounds of attempts)"
+t_nomatch "the engine put its tables back by itself (within 5 s)" "^never$" "$ms"
+esc_expect_nothing "TCP/UDP to an unallowed IPv4 address during and after the flush" "$NOT_ALLOWED"
+n4=$ESC_N
+esc_expect_nothing "TCP/UDP to an unallowed IPv6 address during and after the flush" "$NOT_ALLOWED6"
+t_match "the engine's journal names the change and the reinstall" \
+	"tables inet/bridge portcullis changed by nft \(pid [0-9]+\); reinstalled" \
+	"$(cat "$GUARD_DIR/engine.log")"
+t_match "... and the signed log has the record" \
+	'"event.action":"policy-load".*"event.reason":"guard reinstalled after another program changed it"' \
+	"$(guard_records | tail -n +$((ESC_REC0 + 1)))"
+t_nomatch "the engine checked the reinstalled tables: proven" "^never$" "$(ms_until check_after nftables)"
+t_eq "one reinstall for one flush: the engine does not loop on its own batches" 1 \
+	"$(grep -c 'changed by .*; reinstalled' "$GUARD_DIR/engine.log")"
+t_match "service is back: the allowed flow works" "^http 203.0.113.99 ok" \
+	"$(lab_sb 1 curl -sS --max-time 3 http://$LAB_DIRECT4/)"
+esc_end "blackholed until the engine reinstalled its tables ($ms ms)" \
+	"upstream: $n4 packets of the unallowed flows; journal: changed by nft, reinstalled"
+
+# ---- the routing rules deleted ---------------------------------------------------
+esc_begin "ip rule del of the engine's routing rules"
+lab_gw ip -4 rule del pref 1010
+lab_gw ip -6 rule del pref 1000
+lab_gw ip -4 route del blackhole default table 28771
+ms=$(ms_until rule_in -4 1010)
+t_nomatch "the IPv4 catch-all rule is back (within 5 s)" "^never$" "$ms"
+t_nomatch "... the IPv6 marked-traffic rule too" "^never$" "$(ms_until rule_in -6 1000)"
+t_match "... and the blackhole route" "^blackhole default" "$(lab_gw ip -4 route show table 28771)"
+t_match "the journal says so" "routing: [0-9]+ rules?/routes? of bridge $LAB_BR were missing; reinstalled" \
+	"$(cat "$GUARD_DIR/engine.log")"
+t_nomatch "the engine checked again: proven" "^never$" "$(ms_until check_after routing)"
+t_match "the allowed flow still works" "^http 203.0.113.99 ok" \
+	"$(lab_sb 1 curl -sS --max-time 3 http://$LAB_DIRECT4/)"
+esc_end "reinstalled ($ms ms)" "ip rule show: priorities 1000-1010 back; journal: reinstalled"
+
+# ---- the engine killed, then the ruleset flushed -----------------------------------
+esc_begin "engine SIGKILLed, then nft flush ruleset"
+guard_engine_stop KILL
+lab_gw nft flush ruleset
+t_match "the routing rules outlive the engine" "1010:.*iif $LAB_BR lookup 28771" \
+	"$(lab_gw ip -4 rule show | tr '\n' ' ')"
+crc=$(guard_http_rc 2)
+t_nomatch "the allowed flow is not forwarded without the engine (curl fails)" "^0$" "$crc"
+hammer 1 80 >/dev/null
+lab_sb 1 ping -c 2 -W 1 -i 0.2 "$LAB_UPLINK_UP4" >/dev/null 2>&1 && p4=0 || p4=$?
+lab_sb 1 ping -6 -c 2 -W 1 -i 0.2 "$LAB_UPLINK_UP6" >/dev/null 2>&1 && p6=0 || p6=$?
+t_nomatch "ping to the upstream fails (IPv4)" "^0$" "$p4"
+t_nomatch "ping to the upstream fails (IPv6)" "^0$" "$p6"
+esc_expect_nothing "no engine, no ruleset: nothing from the sandbox reaches the upstream (IPv4)" \
+	"src host $SB1_4"
+n4=$ESC_N
+esc_expect_nothing "... nor IPv6" "src host $SB1_6"
+# The checker, with no engine to repair anything: each way the routing
+# rules can be undone is "NOT proven", naming the rule or route.
+check_says() { # ERE: the checker's verdict is negative and names it
+	local out rc
+	out=$(guard_cli check 2>&1) && rc=0 || rc=$?
+	[ "$rc" = 1 ] && printf '%s' "$out" | grep -Eq -- "$1" || { printf 'exit %s\n%s\n' "$rc" "$out"; return 1; }
+}
+lab_gw ip -4 rule del pref 1010
+t_ok "checker: the IPv4 blackhole rule missing is an exit" \
+	check_says "IPv4 routing rule 1010 \(iif $LAB_BR lookup 28771\) is missing"
+lab_gw ip -4 rule add pref 1010 iif $LAB_BR lookup 28771
+lab_gw ip -6 rule add pref 500 iif $LAB_BR lookup main
+t_ok "checker: a rule before ours that routes bridge traffic is an exit" \
+	check_says "IPv6 routing rule 500: iif $LAB_BR .*lookup 254 comes before the blackhole rule"
+lab_gw ip -6 rule del pref 500
+lab_gw ip -4 rule add pref 600 not iif lo lookup 100
+t_ok "checker: ... also when it matches by not matching another interface" \
+	check_says "IPv4 routing rule 600: not iif lo .*lookup 100 comes before"
+lab_gw ip -4 rule del pref 600
+lab_gw ip -4 route add 203.0.113.0/24 via $LAB_UPLINK_UP4 table 28771
+t_ok "checker: a route in the blackhole table is an exit" \
+	check_says "IPv4 blackhole table 28771 holds a unicast route to 203.0.113.0/24"
+lab_gw ip -4 route del 203.0.113.0/24 table 28771
+guard_engine_start || t_fail "the engine starts again" true
+out=$(guard_cli check 2>&1) && rc=0 || rc=$?
+[ "$rc" = 0 ] || t_diag "$out"
+t_eq "the engine back: proven again (exit 0)" 0 "$rc"
+t_match "the engine back: the allowed flow works" "^http 203.0.113.99 ok" \
+	"$(lab_sb 1 curl -sS --max-time 3 http://$LAB_DIRECT4/)"
+esc_end "blackholed (curl $crc, ping failed)" "upstream: $n4 packets from the sandbox"
+
+t_done
