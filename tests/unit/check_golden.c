@@ -275,7 +275,7 @@ static void checker_texts(void)
 	snprintf(r.snapshot_digest, sizeof(r.snapshot_digest), "sha256:22cc");
 	ck_find(&r, CK_OB_TCXDP, CHECKER_EXIT, "tc filter on port vm\"tap3\\ ingress: %s",
 		"redirect \x01\x1f\x7f \xc3\xa9 <b>&amp;</b> `*_[]|#");
-	ck_find(&r, CK_OB_MODEL, CHECKER_DOUBT, "comment \"a\nb\"");
+	ck_find(&r, CK_OB_MODEL, CHECKER_DOUBT, "comment \"a\nb\tc\rd\"");
 	ck_evid(&r, CK_OB_TABLE, "table inet portcullis: %d rules", 42);
 	ck_evid(&r, CK_OB_PATHS, "path: %s", "br-sbx -> \"queue 0\" \\ done");
 	s = checker_result_json(&r);
