@@ -31,6 +31,8 @@ void pc_buf_init_fixed(struct pc_buf *b, void *mem, size_t size, unsigned flags)
 
 static size_t buf_max(const struct pc_buf *b)
 {
+	if (b->fixed)
+		return b->cap; /* a fixed buffer of size 0 holds nothing */
 	return b->max ? b->max : PC_BUF_MAX_DEFAULT;
 }
 

@@ -321,6 +321,13 @@ START_TEST(buf_limit_is_sticky)
 	ck_assert_uint_eq(b.len, 0);
 	ck_assert_mem_eq(mem + 6, "##", 2);
 	ck_assert_ptr_null(pc_buf_take(&b, NULL)); /* not its memory to give */
+	memcpy(mem, "abcdef##", 8);
+	pc_buf_init_fixed(&b, mem, 0, 0); /* holds nothing, writes nothing */
+	pc_buf_put(&b, "", 0);
+	ck_assert_int_eq(b.err, 0);
+	pc_buf_putc(&b, 'x');
+	ck_assert_int_eq(b.err, PC_EINVAL);
+	ck_assert_mem_eq(mem, "abcdef##", 8);
 }
 END_TEST
 
