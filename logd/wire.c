@@ -73,8 +73,8 @@ int logwire_next(const uint8_t *buf, size_t len, size_t *msg_len, struct pc_err 
 	total = get32(buf + 4);
 	if (total < LOGWIRE_HDR_LEN || total > len || total > LOGWIRE_MAX)
 		return pc_err_set(err, PC_EPARSE,
-				  "header says %u bytes, %zu are there (a message has %d to %d)", total,
-				  len, LOGWIRE_HDR_LEN, LOGWIRE_MAX);
+				  "header says %u bytes, %zu are there (a message has %d to %d)",
+				  total, len, LOGWIRE_HDR_LEN, LOGWIRE_MAX);
 	*msg_len = total;
 	return 0;
 }
@@ -153,25 +153,24 @@ static bool utf8_valid(const uint8_t *s, size_t n)
 	return true;
 }
 
-struct wbuf {
-	uint8_t *p;
-	size_t len, off;
-	bool overflow;
-};
-
-static void w_tlv(struct wbuf *w, uint8_t tag, const void *v, size_t n)
+/* One TLV (tag, 16-bit length, value) into the message body. */
+static void w_tlv(struct pc_buf *w, uint8_t tag, const void *v, size_t n)
 {
-	if (w->overflow || n > UINT16_MAX || w->len - w->off < 3 + n) {
-		w->overflow = true;
+	uint8_t h[3] = {tag};
+
+	if (n > UINT16_MAX) {
+		w->err = w->err ? w->err : PC_EINVAL;
 		return;
 	}
-	w->p[w->off] = tag;
-	put16(w->p + w->off + 1, (uint16_t)n);
-	memcpy(w->p + w->off + 3, v, n);
-	w->off += 3 + n;
+	put16(h + 1, (uint16_t)n);
+	/* a field is written whole or the message fails */
+	if (pc_buf_reserve(w, sizeof(h) + n) < 0)
+		return;
+	pc_buf_put(w, h, sizeof(h));
+	pc_buf_put(w, v, n);
 }
 
-static int w_str(struct wbuf *w, uint8_t tag, const char *s, struct pc_err *err)
+static int w_str(struct pc_buf *w, uint8_t tag, const char *s, struct pc_err *err)
 {
 	size_t n;
 
@@ -184,13 +183,13 @@ static int w_str(struct wbuf *w, uint8_t tag, const char *s, struct pc_err *err)
 	return 0;
 }
 
-static void w_u8(struct wbuf *w, uint8_t tag, uint8_t v)
+static void w_u8(struct pc_buf *w, uint8_t tag, uint8_t v)
 {
 	if (v)
 		w_tlv(w, tag, &v, 1);
 }
 
-static void w_u16(struct wbuf *w, uint8_t tag, uint16_t v)
+static void w_u16(struct pc_buf *w, uint8_t tag, uint16_t v)
 {
 	uint8_t b[2];
 
@@ -200,7 +199,7 @@ static void w_u16(struct wbuf *w, uint8_t tag, uint16_t v)
 	w_tlv(w, tag, b, 2);
 }
 
-static int w_endpoint(struct wbuf *w, uint8_t atag, uint8_t ptag, const struct pc_endpoint *e,
+static int w_endpoint(struct pc_buf *w, uint8_t atag, uint8_t ptag, const struct pc_endpoint *e,
 		      struct pc_err *err)
 {
 	size_t alen = pc_addr_len(&e->addr);
@@ -220,13 +219,14 @@ static int w_endpoint(struct wbuf *w, uint8_t atag, uint8_t ptag, const struct p
 
 int logrec_encode(const struct logrec *rec, uint8_t *buf, size_t len, struct pc_err *err)
 {
-	struct wbuf w = {.p = buf, .len = len, .off = LOGWIRE_HDR_LEN};
+	struct pc_buf w; /* the body, after the header */
 	int rc = PC_EINVAL;
 
 	if (!rec || !buf)
 		return pc_err_set(err, PC_EINVAL, "logrec_encode: no record or buffer");
 	if (len < LOGWIRE_HDR_LEN)
 		goto toolong;
+	pc_buf_init_fixed(&w, buf + LOGWIRE_HDR_LEN, len - LOGWIRE_HDR_LEN, 0);
 	if (rec->action < 1 || rec->action >= LOGREC_ACTION_MAX)
 		return pc_err_set(err, PC_EINVAL, "record action %d is not defined", rec->action);
 	if (rec->verdict < LOGREC_NONE || rec->verdict > LOGREC_REFUSED)
@@ -254,10 +254,10 @@ int logrec_encode(const struct logrec *rec, uint8_t *buf, size_t len, struct pc_
 	if (w_str(&w, TAG_SECRETS, rec->secrets, err) < 0 ||
 	    w_str(&w, TAG_MESSAGE, rec->message, err) < 0)
 		return rc;
-	if (w.overflow || w.off > LOGWIRE_MAX)
+	if (w.err || LOGWIRE_HDR_LEN + w.len > LOGWIRE_MAX)
 		goto toolong;
-	hdr_put(buf, LOGWIRE_RECORD, w.off);
-	return (int)w.off;
+	hdr_put(buf, LOGWIRE_RECORD, LOGWIRE_HDR_LEN + w.len);
+	return (int)(LOGWIRE_HDR_LEN + w.len);
 toolong:
 	return pc_err_set(err, PC_EINVAL, "record does not fit in %zu bytes",
 			  len < LOGWIRE_MAX ? len : (size_t)LOGWIRE_MAX);
