@@ -64,15 +64,15 @@ static void ilist_add(struct ilist *l, int kind, uint32_t fam, const char *table
  * join. Returns NULL on allocation failure. */
 static char *ilist_join(struct ilist *l)
 {
-	struct ck_buf b = {0};
+	struct pc_buf b = {0};
 
 	if (l->oom)
 		return NULL;
 	qsort(l->v, l->n, sizeof(*l->v), itext_cmp);
 	for (size_t i = 0; i < l->n; i++)
-		ck_buf_add(&b, l->v[i].text, strlen(l->v[i].text));
-	if (b.oom) {
-		ck_buf_free(&b);
+		pc_buf_put(&b, l->v[i].text, strlen(l->v[i].text));
+	if (b.err) {
+		pc_buf_free(&b);
 		return NULL;
 	}
 	return b.p ? b.p : strdup("");
@@ -483,13 +483,13 @@ int ck_result_finish(const struct ck_state *st, const char *br, struct checker_r
 
 int ck_result_finish(const struct ck_state *st, const char *br, struct checker_result *res)
 {
-	struct ck_buf rb = {0}, sb = {0};
+	struct pc_buf rb = {0}, sb = {0};
 
 	ck_nft_canon(&st->nft, 0, NULL, &rb);
 	ck_state_canon(st, br, &sb);
-	if (rb.oom || sb.oom) {
-		ck_buf_free(&rb);
-		ck_buf_free(&sb);
+	if (rb.err || sb.err) {
+		pc_buf_free(&rb);
+		pc_buf_free(&sb);
 		return PC_ENOMEM;
 	}
 	res->ruleset_canon = rb.p ? rb.p : strdup("");
@@ -573,81 +573,81 @@ static const char *status_word(enum checker_status s)
 
 char *checker_result_text(const struct checker_result *r, bool verbose)
 {
-	struct ck_buf b = {0};
+	struct pc_buf b = {0};
 
 	for (size_t i = 0; i < r->n_findings; i++)
-		ck_buf_printf(&b, "%s\n", r->findings[i].text);
-	ck_buf_printf(&b, "%s: bridge %s: %s (%zu finding%s)\n",
+		pc_buf_printf(&b, "%s\n", r->findings[i].text);
+	pc_buf_printf(&b, "%s: bridge %s: %s (%zu finding%s)\n",
 		      r->status == CHECKER_PROVEN ? "proven" : "NOT proven", r->bridge,
 		      status_word(r->status), r->n_findings, r->n_findings == 1 ? "" : "s");
 	for (int o = 0; o < CK_OB_COUNT; o++) {
-		ck_buf_printf(&b, "  [%s] %s: %s\n", r->ob[o].failed ? "FAIL" : " ok ",
+		pc_buf_printf(&b, "  [%s] %s: %s\n", r->ob[o].failed ? "FAIL" : " ok ",
 			      checker_oblig_id((enum checker_oblig)o),
 			      checker_oblig_title((enum checker_oblig)o));
 		for (size_t i = 0; verbose && i < r->ob[o].n; i++)
-			ck_buf_printf(&b, "      %s\n", r->ob[o].lines[i]);
+			pc_buf_printf(&b, "      %s\n", r->ob[o].lines[i]);
 	}
-	ck_buf_printf(&b, "  ruleset %s\n  snapshot %s\n", r->ruleset_digest, r->snapshot_digest);
-	if (b.oom) {
-		ck_buf_free(&b);
+	pc_buf_printf(&b, "  ruleset %s\n  snapshot %s\n", r->ruleset_digest, r->snapshot_digest);
+	if (b.err) {
+		pc_buf_free(&b);
 		return NULL;
 	}
 	return b.p;
 }
 
-void ck_json_obligations(const struct checker_result *r, struct ck_buf *b);
+void ck_json_obligations(const struct checker_result *r, struct pc_buf *b);
 
-void ck_json_obligations(const struct checker_result *r, struct ck_buf *b)
+void ck_json_obligations(const struct checker_result *r, struct pc_buf *b)
 {
-	ck_buf_printf(b, "[");
+	pc_buf_printf(b, "[");
 	for (int o = 0; o < CK_OB_COUNT; o++) {
 		size_t nf = 0;
 
-		ck_buf_printf(b, "%s{\"id\":", o ? "," : "");
-		ck_buf_json_str(b, checker_oblig_id((enum checker_oblig)o));
-		ck_buf_printf(b, ",\"statement\":");
-		ck_buf_json_str(b, checker_oblig_title((enum checker_oblig)o));
-		ck_buf_printf(b, ",\"held\":%s,\"evidence\":[", r->ob[o].failed ? "false" : "true");
+		pc_buf_printf(b, "%s{\"id\":", o ? "," : "");
+		pc_json_quote(b, checker_oblig_id((enum checker_oblig)o));
+		pc_buf_printf(b, ",\"statement\":");
+		pc_json_quote(b, checker_oblig_title((enum checker_oblig)o));
+		pc_buf_printf(b, ",\"held\":%s,\"evidence\":[", r->ob[o].failed ? "false" : "true");
 		for (size_t i = 0; i < r->ob[o].n; i++) {
-			ck_buf_printf(b, "%s", i ? "," : "");
-			ck_buf_json_str(b, r->ob[o].lines[i]);
+			pc_buf_printf(b, "%s", i ? "," : "");
+			pc_json_quote(b, r->ob[o].lines[i]);
 		}
-		ck_buf_printf(b, "],\"findings\":[");
+		pc_buf_printf(b, "],\"findings\":[");
 		for (size_t i = 0; i < r->n_findings; i++) {
 			if (r->findings[i].ob != (enum checker_oblig)o)
 				continue;
-			ck_buf_printf(b, "%s", nf++ ? "," : "");
-			ck_buf_json_str(b, r->findings[i].text);
+			pc_buf_printf(b, "%s", nf++ ? "," : "");
+			pc_json_quote(b, r->findings[i].text);
 		}
-		ck_buf_printf(b, "]}");
+		pc_buf_printf(b, "]}");
 	}
-	ck_buf_printf(b, "]");
+	pc_buf_printf(b, "]");
 }
 
 char *checker_result_json(const struct checker_result *r)
 {
-	struct ck_buf b = {0};
+	struct pc_buf b = {0};
 	char t[40];
 
-	ck_buf_printf(&b, "{\"status\":\"%s\",\"bridge\":", status_word(r->status));
-	ck_buf_json_str(&b, r->bridge);
-	ck_buf_printf(&b, ",\"time\":\"%s\",\"findings\":[",
+	pc_buf_printf(&b, "{\"status\":\"%s\",\"bridge\":", status_word(r->status));
+	pc_json_quote(&b, r->bridge);
+	pc_buf_printf(&b, ",\"time\":\"%s\",\"findings\":[",
 		      pc_time_rfc3339(r->time_ms, t, sizeof(t)));
 	for (size_t i = 0; i < r->n_findings; i++) {
-		ck_buf_printf(&b,
+		pc_buf_printf(&b,
 			      "%s{\"kind\":\"%s\",\"obligation\":\"%s\",\"text\":", i ? "," : "",
 			      r->findings[i].kind == CHECKER_EXIT ? "exit" : "unproven",
 			      checker_oblig_id(r->findings[i].ob));
-		ck_buf_json_str(&b, r->findings[i].text);
-		ck_buf_printf(&b, "}");
+		pc_json_quote(&b, r->findings[i].text);
+		pc_buf_printf(&b, "}");
 	}
-	ck_buf_printf(&b, "],\"obligations\":");
+	pc_buf_printf(&b, "],\"obligations\":");
 	ck_json_obligations(r, &b);
-	ck_buf_printf(&b,
+	pc_buf_printf(&b,
 		      ",\"digests\":{\"ruleset\":\"%s\",\"tables\":\"%s\",\"snapshot\":\"%s\"}}\n",
 		      r->ruleset_digest, r->table_digest, r->snapshot_digest);
-	if (b.oom) {
-		ck_buf_free(&b);
+	if (b.err) {
+		pc_buf_free(&b);
 		return NULL;
 	}
 	return b.p;

@@ -361,8 +361,15 @@ START_TEST(text_outputs_match_the_recorded_bytes)
 		size_t gl = ge ? (size_t)(ge - g) : strlen(g),
 		       wl = we ? (size_t)(we - w) : strlen(w);
 
-		ck_assert_msg(gl == wl && memcmp(g, w, gl) == 0, "differs:\n got: %.*s\nwant: %.*s",
-			      (int)gl, g, (int)wl, w);
+		if (gl != wl || memcmp(g, w, gl) != 0) {
+			size_t at = 0, key = strcspn(w, "\t\n");
+
+			while (at < gl && at < wl && g[at] == w[at])
+				at++;
+			at = at > 40 ? at - 40 : 0;
+			ck_abort_msg("%.*s differs:\n got: ...%.120s\nwant: ...%.120s", (int)key, w,
+				     g + at, w + at);
+		}
 		g += gl + (ge ? 1 : 0);
 		w += wl + (we ? 1 : 0);
 	}
