@@ -295,12 +295,10 @@ ssize_t pc_ctl_read(int fd, char *req, size_t size);
 
 /* ---- metrics: Prometheus text exposition format 0.0.4 (common/prom.c) ---- */
 
-/* A growing text; after an allocation failure every call is a no-op and
- * pc_prom_take returns NULL. */
+/* A growing text (a struct pc_buf); after a failure every call is a no-op
+ * and pc_prom_take returns NULL. A zeroed struct pc_prom is empty. */
 struct pc_prom {
-	char *p;
-	size_t len, cap;
-	bool oom;
+	struct pc_buf buf;
 };
 /* "# HELP name help" and "# TYPE name type" (counter, gauge, ...). */
 void pc_prom_family(struct pc_prom *b, const char *name, const char *type, const char *help);
