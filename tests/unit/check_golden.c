@@ -1,7 +1,8 @@
 /* Golden bytes of every text portcullis hashes, signs or exports: the
  * policy hash of every rule file and configuration in the tree, the log
  * record's JSON (its bytes are the Merkle leaves), the wire form, the
- * RFC 5424 syslog lines and the checker's result and certificate texts.
+ * RFC 5424 syslog lines, the canonical nftables text the checker compares
+ * and the checker's result and certificate texts.
  * The expected bytes in tests/unit/golden/textout.txt were recorded on the
  * code before the text builders and JSON escapers were merged into
  * common/buf.c and common/json.c: a refactoring of how text is written
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "appliance/appliance.h"
 #include "checker/cert.h"
 #include "checker/checker.h"
 #include "checker/internal.h"
@@ -258,6 +260,38 @@ static void checkpoints(void)
 	}
 }
 
+/* The canonical text of the ruleset the engine installs (what the checker
+ * compares with the kernel's) and its digest, for both queue paths. */
+static void nft_texts(void)
+{
+	static const struct pc_bridge_port ports[] = {{"pcv1", 4}, {"pcv2", 5}};
+	const char *rules = "packaging/conf/agent-1.yaml";
+	struct pc_config cfg;
+	struct policy *pol = NULL;
+	struct pc_err err = {0};
+
+	ck_assert_msg(pc_config_load("packaging/conf/portcullis.yaml", &cfg, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_msg(policy_load_files(&rules, 1, &cfg, &pol, &err) == 0, "%s", err.msg);
+	for (int q = PC_QUEUE_NATIVE; q <= PC_QUEUE_COMPAT; q++) {
+		struct pc_ruleset_params p = {&cfg, pol, ports, 2, (enum pc_queue_path)q};
+		struct pc_ruleset *rs = NULL;
+		char *t = NULL, d[80], key[64];
+		size_t len = 0;
+
+		ck_assert_msg(pc_ruleset_build(&p, &rs, &err) == 0, "%s", err.msg);
+		ck_assert_int_eq(pc_ruleset_text(rs, &t, &len), 0);
+		snprintf(key, sizeof(key), "nft.%s.text", pc_queue_path_name(p.qpath));
+		emit(key, t, len);
+		free(t);
+		ck_assert_int_eq(pc_ruleset_digest(rs, d, sizeof(d)), 0);
+		snprintf(key, sizeof(key), "nft.%s.digest", pc_queue_path_name(p.qpath));
+		emit_str(key, d);
+		pc_ruleset_free(rs);
+	}
+	policy_unref(pol);
+}
+
 static void checker_texts(void)
 {
 	struct checker_result *rp = calloc(1, sizeof(*rp)), r0 = {0};
@@ -346,6 +380,7 @@ START_TEST(text_outputs_match_the_recorded_bytes)
 	policies();
 	records();
 	checkpoints();
+	nft_texts();
 	checker_texts();
 	certificate();
 	fclose(out);
