@@ -85,35 +85,34 @@ static void ilist_free(struct ilist *l)
 	free(l->v);
 }
 
-typedef int (*text_fn)(const void *, char **, size_t *);
+typedef int (*text_fn)(const void *, struct pc_buf *);
 
-static char *one_text(int (*fn)(const void *, char **, size_t *), const void *obj)
+static char *one_text(text_fn fn, const void *obj)
 {
-	char *buf = NULL;
-	size_t len = 0;
+	struct pc_buf b = {0};
 
-	if (fn(obj, &buf, &len) < 0) {
-		free(buf);
+	if (fn(obj, &b) < 0) {
+		pc_buf_free(&b);
 		return NULL;
 	}
-	return buf ? buf : strdup("");
+	return pc_buf_take(&b, NULL);
 }
 
-static int t_table(const void *o, char **b, size_t *l)
+static int t_table(const void *o, struct pc_buf *b)
 {
-	return pc_nft_table_text(o, b, l);
+	return pc_nft_table_text(o, b);
 }
-static int t_chain(const void *o, char **b, size_t *l)
+static int t_chain(const void *o, struct pc_buf *b)
 {
-	return pc_nft_chain_text(o, b, l);
+	return pc_nft_chain_text(o, b);
 }
-static int t_set(const void *o, char **b, size_t *l)
+static int t_set(const void *o, struct pc_buf *b)
 {
-	return pc_nft_set_text(o, b, l);
+	return pc_nft_set_text(o, b);
 }
-static int t_rule(const void *o, char **b, size_t *l)
+static int t_rule(const void *o, struct pc_buf *b)
 {
-	return pc_nft_rule_text(o, b, l);
+	return pc_nft_rule_text(o, b);
 }
 
 static char *built_text(const struct pc_ruleset *rs)
