@@ -199,7 +199,7 @@ const char *pc_time_rfc3339(uint64_t real_ms, char *buf, size_t len);
 /* A byte and text buffer. Appends never return an error: the first failure
  * (PC_ENOMEM, or PC_EINVAL when the text would pass its limit) is kept in
  * err and every later append is a no-op, so a caller checks err once at
- * the end. A growable buffer's text is always NUL-terminated after len. A
+ * the end. A growable buffer's text is NUL-terminated after len. A
  * zeroed struct pc_buf is an empty growable buffer with the default limit.
  * PC_BUF_SECRET: the memory is wiped before it is freed or moved (growing
  * does not realloc), for buffers that may hold credentials. */
@@ -219,7 +219,10 @@ void pc_buf_init(struct pc_buf *b, size_t max, unsigned flags);
  * that does not fit fails (and is not made). The text is NUL-terminated
  * only while it is shorter than size. */
 void pc_buf_init_fixed(struct pc_buf *b, void *mem, size_t size, unsigned flags);
-/* Room for n more bytes (and the NUL): 0, or the buffer's error. */
+/* Room for n more bytes (and a NUL) at p + len: 0, or the buffer's error.
+ * A caller may write up to n bytes there itself and advance len (logd
+ * formats a record straight into its batch); the text is then unterminated
+ * until the next append. */
 int pc_buf_reserve(struct pc_buf *b, size_t n);
 void pc_buf_put(struct pc_buf *b, const void *data, size_t n);
 void pc_buf_puts(struct pc_buf *b, const char *s);
