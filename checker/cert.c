@@ -155,11 +155,7 @@ static char *statement_build(const struct checker_result *res, const struct poli
 	pc_buf_printf(&b, ",\"not_covered\":");
 	json_strlist(&b, not_covered);
 	pc_buf_printf(&b, "}}");
-	if (b.err) {
-		pc_buf_free(&b);
-		return NULL;
-	}
-	return b.p;
+	return pc_buf_take(&b, NULL); /* NULL after a failure */
 }
 
 static int write_out(const char *path, const char *data, struct pc_err *err)

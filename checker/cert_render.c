@@ -164,9 +164,5 @@ char *cert_render(const struct jv *st, bool html)
 	strlist(&b, html, jv_get(p, "not_covered"));
 	if (html)
 		pc_buf_printf(&b, "</body></html>\n");
-	if (b.err) {
-		pc_buf_free(&b);
-		return NULL;
-	}
-	return b.p;
+	return pc_buf_take(&b, NULL); /* NULL after a failure */
 }

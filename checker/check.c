@@ -71,11 +71,7 @@ static char *ilist_join(struct ilist *l)
 	qsort(l->v, l->n, sizeof(*l->v), itext_cmp);
 	for (size_t i = 0; i < l->n; i++)
 		pc_buf_put(&b, l->v[i].text, strlen(l->v[i].text));
-	if (b.err) {
-		pc_buf_free(&b);
-		return NULL;
-	}
-	return b.p ? b.p : strdup("");
+	return pc_buf_take(&b, NULL); /* NULL after a failure */
 }
 
 static void ilist_free(struct ilist *l)
@@ -486,15 +482,8 @@ int ck_result_finish(const struct ck_state *st, const char *br, struct checker_r
 
 	ck_nft_canon(&st->nft, 0, NULL, &rb);
 	ck_state_canon(st, br, &sb);
-	if (rb.err || sb.err) {
-		pc_buf_free(&rb);
-		pc_buf_free(&sb);
-		return PC_ENOMEM;
-	}
-	res->ruleset_canon = rb.p ? rb.p : strdup("");
-	res->ruleset_len = rb.len;
-	res->snapshot_canon = sb.p ? sb.p : strdup("");
-	res->snapshot_len = sb.len;
+	res->ruleset_canon = pc_buf_take(&rb, &res->ruleset_len);
+	res->snapshot_canon = pc_buf_take(&sb, &res->snapshot_len);
 	if (!res->ruleset_canon || !res->snapshot_canon)
 		return PC_ENOMEM;
 	ck_sha256_str(res->ruleset_canon, res->ruleset_len, res->ruleset_digest);
@@ -587,11 +576,7 @@ char *checker_result_text(const struct checker_result *r, bool verbose)
 			pc_buf_printf(&b, "      %s\n", r->ob[o].lines[i]);
 	}
 	pc_buf_printf(&b, "  ruleset %s\n  snapshot %s\n", r->ruleset_digest, r->snapshot_digest);
-	if (b.err) {
-		pc_buf_free(&b);
-		return NULL;
-	}
-	return b.p;
+	return pc_buf_take(&b, NULL); /* NULL after a failure */
 }
 
 void ck_json_obligations(const struct checker_result *r, struct pc_buf *b);
@@ -645,9 +630,5 @@ char *checker_result_json(const struct checker_result *r)
 	pc_buf_printf(&b,
 		      ",\"digests\":{\"ruleset\":\"%s\",\"tables\":\"%s\",\"snapshot\":\"%s\"}}\n",
 		      r->ruleset_digest, r->table_digest, r->snapshot_digest);
-	if (b.err) {
-		pc_buf_free(&b);
-		return NULL;
-	}
-	return b.p;
+	return pc_buf_take(&b, NULL); /* NULL after a failure */
 }

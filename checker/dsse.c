@@ -166,7 +166,7 @@ int cert_env_sign(const char *payload, size_t len, const uint8_t sk[64], const u
 	size_t plen = 0;
 	uint8_t *pae = dsse_pae(CERT_PAYLOAD_TYPE, (const uint8_t *)payload, len, &plen);
 	uint8_t sig[64];
-	char kid[65], *p64 = NULL, *s64 = NULL;
+	char kid[65], *p64 = NULL, *s64 = NULL, *env;
 	struct pc_buf b = {0};
 	int rc = PC_ENOMEM;
 
@@ -182,10 +182,10 @@ int cert_env_sign(const char *payload, size_t len, const uint8_t sk[64], const u
 	pc_buf_printf(&b, "{\"payloadType\":\"%s\",\"payload\":\"", CERT_PAYLOAD_TYPE);
 	pc_buf_put(&b, p64, strlen(p64));
 	pc_buf_printf(&b, "\",\"signatures\":[{\"keyid\":\"%s\",\"sig\":\"%s\"}]}\n", kid, s64);
-	if (b.err)
+	env = pc_buf_take(&b, NULL);
+	if (!env)
 		goto out;
-	*out = b.p;
-	b.p = NULL;
+	*out = env;
 	rc = 0;
 out:
 	free(p64);

@@ -45,9 +45,9 @@ static void canon_elems(const struct ck_set *s, struct pc_buf *out)
 			pc_buf_put(&l, " : ", 3);
 			pc_buf_hex(&l, e->data, e->dlen);
 		}
-		if (l.err)
+		lines[i] = pc_buf_take(&l, NULL);
+		if (!lines[i])
 			out->err = PC_ENOMEM;
-		lines[i] = l.p ? l.p : strdup("");
 	}
 	qsort(lines, s->n_elems, sizeof(char *), str_cmp);
 	pc_buf_printf(out, "{");
