@@ -72,12 +72,13 @@ static void self_paths(char *self, char *engine, size_t len)
 	snprintf(engine, len, "%s/portcullisd", dirname(tmp));
 }
 
-void ck_json_obligations(const struct checker_result *r, struct pc_buf *b);
+void ck_json_obligations(const struct checker_result *r, struct pc_json *j);
 
 static char *statement_build(const struct checker_result *res, const struct policy *pol,
 			     const struct policy_sandbox *sb, uint64_t log_seq)
 {
 	struct pc_buf b = {0};
+	struct pc_json j;
 	char self[PATH_MAX], engine[PATH_MAX], ds[80], de[80], t[40];
 
 	self_paths(self, engine, sizeof(self));
@@ -149,7 +150,8 @@ static char *statement_build(const struct checker_result *res, const struct poli
 		pc_buf_printf(&b, "}");
 	}
 	pc_buf_printf(&b, "],\"obligations\":");
-	ck_json_obligations(res, &b);
+	pc_json_init(&j, &b); /* a value of its own after the key */
+	ck_json_obligations(res, &j);
 	pc_buf_printf(&b, ",\"assumptions\":");
 	json_strlist(&b, assumptions);
 	pc_buf_printf(&b, ",\"not_covered\":");

@@ -579,56 +579,74 @@ char *checker_result_text(const struct checker_result *r, bool verbose)
 	return pc_buf_take(&b, NULL); /* NULL after a failure */
 }
 
-void ck_json_obligations(const struct checker_result *r, struct pc_buf *b);
+void ck_json_obligations(const struct checker_result *r, struct pc_json *j);
 
-void ck_json_obligations(const struct checker_result *r, struct pc_buf *b)
+void ck_json_obligations(const struct checker_result *r, struct pc_json *j)
 {
-	pc_buf_printf(b, "[");
+	pc_json_arr(j);
 	for (int o = 0; o < CK_OB_COUNT; o++) {
-		size_t nf = 0;
-
-		pc_buf_printf(b, "%s{\"id\":", o ? "," : "");
-		pc_json_quote(b, checker_oblig_id((enum checker_oblig)o));
-		pc_buf_printf(b, ",\"statement\":");
-		pc_json_quote(b, checker_oblig_title((enum checker_oblig)o));
-		pc_buf_printf(b, ",\"held\":%s,\"evidence\":[", r->ob[o].failed ? "false" : "true");
-		for (size_t i = 0; i < r->ob[o].n; i++) {
-			pc_buf_printf(b, "%s", i ? "," : "");
-			pc_json_quote(b, r->ob[o].lines[i]);
-		}
-		pc_buf_printf(b, "],\"findings\":[");
-		for (size_t i = 0; i < r->n_findings; i++) {
-			if (r->findings[i].ob != (enum checker_oblig)o)
-				continue;
-			pc_buf_printf(b, "%s", nf++ ? "," : "");
-			pc_json_quote(b, r->findings[i].text);
-		}
-		pc_buf_printf(b, "]}");
+		pc_json_obj(j);
+		pc_json_key(j, "id");
+		pc_json_str(j, checker_oblig_id((enum checker_oblig)o));
+		pc_json_key(j, "statement");
+		pc_json_str(j, checker_oblig_title((enum checker_oblig)o));
+		pc_json_key(j, "held");
+		pc_json_bool(j, !r->ob[o].failed);
+		pc_json_key(j, "evidence");
+		pc_json_arr(j);
+		for (size_t i = 0; i < r->ob[o].n; i++)
+			pc_json_str(j, r->ob[o].lines[i]);
+		pc_json_arr_end(j);
+		pc_json_key(j, "findings");
+		pc_json_arr(j);
+		for (size_t i = 0; i < r->n_findings; i++)
+			if (r->findings[i].ob == (enum checker_oblig)o)
+				pc_json_str(j, r->findings[i].text);
+		pc_json_arr_end(j);
+		pc_json_obj_end(j);
 	}
-	pc_buf_printf(b, "]");
+	pc_json_arr_end(j);
 }
 
 char *checker_result_json(const struct checker_result *r)
 {
 	struct pc_buf b = {0};
+	struct pc_json j;
 	char t[40];
 
-	pc_buf_printf(&b, "{\"status\":\"%s\",\"bridge\":", status_word(r->status));
-	pc_json_quote(&b, r->bridge);
-	pc_buf_printf(&b, ",\"time\":\"%s\",\"findings\":[",
-		      pc_time_rfc3339(r->time_ms, t, sizeof(t)));
+	pc_json_init(&j, &b);
+	pc_json_obj(&j);
+	pc_json_key(&j, "status");
+	pc_json_str(&j, status_word(r->status));
+	pc_json_key(&j, "bridge");
+	pc_json_str(&j, r->bridge);
+	pc_json_key(&j, "time");
+	pc_json_str(&j, pc_time_rfc3339(r->time_ms, t, sizeof(t)));
+	pc_json_key(&j, "findings");
+	pc_json_arr(&j);
 	for (size_t i = 0; i < r->n_findings; i++) {
-		pc_buf_printf(&b,
-			      "%s{\"kind\":\"%s\",\"obligation\":\"%s\",\"text\":", i ? "," : "",
-			      r->findings[i].kind == CHECKER_EXIT ? "exit" : "unproven",
-			      checker_oblig_id(r->findings[i].ob));
-		pc_json_quote(&b, r->findings[i].text);
-		pc_buf_printf(&b, "}");
+		pc_json_obj(&j);
+		pc_json_key(&j, "kind");
+		pc_json_str(&j, r->findings[i].kind == CHECKER_EXIT ? "exit" : "unproven");
+		pc_json_key(&j, "obligation");
+		pc_json_str(&j, checker_oblig_id(r->findings[i].ob));
+		pc_json_key(&j, "text");
+		pc_json_str(&j, r->findings[i].text);
+		pc_json_obj_end(&j);
 	}
-	pc_buf_printf(&b, "],\"obligations\":");
-	ck_json_obligations(r, &b);
-	pc_buf_printf(&b,
-		      ",\"digests\":{\"ruleset\":\"%s\",\"tables\":\"%s\",\"snapshot\":\"%s\"}}\n",
-		      r->ruleset_digest, r->table_digest, r->snapshot_digest);
+	pc_json_arr_end(&j);
+	pc_json_key(&j, "obligations");
+	ck_json_obligations(r, &j);
+	pc_json_key(&j, "digests");
+	pc_json_obj(&j);
+	pc_json_key(&j, "ruleset");
+	pc_json_str(&j, r->ruleset_digest);
+	pc_json_key(&j, "tables");
+	pc_json_str(&j, r->table_digest);
+	pc_json_key(&j, "snapshot");
+	pc_json_str(&j, r->snapshot_digest);
+	pc_json_obj_end(&j);
+	pc_json_obj_end(&j);
+	pc_buf_putc(&b, '\n');
 	return pc_buf_take(&b, NULL); /* NULL after a failure */
 }
