@@ -26,25 +26,6 @@
 #include "rules/rules.h"
 #include "unit.h"
 
-/* pc_nft_*_text into a malloc'ed string (the tests compare strings). */
-static int rule_text(const struct nftnl_rule *r, char **out)
-{
-	struct pc_buf b = {0};
-	int rc = pc_nft_rule_text(r, &b);
-
-	*out = pc_buf_take(&b, NULL);
-	return rc;
-}
-
-static int set_text(const struct nftnl_set *s, char **out)
-{
-	struct pc_buf b = {0};
-	int rc = pc_nft_set_text(s, &b);
-
-	*out = pc_buf_take(&b, NULL);
-	return rc;
-}
-
 /* ---- building one probe message ----------------------------------------- */
 
 /* A step of the path down to the probed attribute: a string attribute, a
@@ -546,14 +527,14 @@ START_TEST(engine_ruleset_passes_the_screen)
 				break;
 			}
 			if (ck_nft_screen(nlh) != CK_SCREEN_OK) {
-				char *text = NULL;
+				struct pc_buf text = {0};
 
 				if (o->kind == PC_NFT_RULE_OBJ)
-					rule_text(o->u.rule, &text);
+					pc_nft_rule_text(o->u.rule, &text);
 				if (o->kind == PC_NFT_SET_OBJ)
-					set_text(o->u.set, &text);
+					pc_nft_set_text(o->u.set, &text);
 				ck_abort_msg("object %zu (kind %d) refused (%d): %s", i, o->kind,
-					     ck_nft_screen(nlh), text ? text : "");
+					     ck_nft_screen(nlh), pc_buf_str(&text));
 			}
 		}
 		ck_assert_uint_gt(n_rules, 10);
