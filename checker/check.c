@@ -586,10 +586,8 @@ void ck_json_obligations(const struct checker_result *r, struct pc_json *j)
 	pc_json_arr(j);
 	for (int o = 0; o < CK_OB_COUNT; o++) {
 		pc_json_obj(j);
-		pc_json_key(j, "id");
-		pc_json_str(j, checker_oblig_id((enum checker_oblig)o));
-		pc_json_key(j, "statement");
-		pc_json_str(j, checker_oblig_title((enum checker_oblig)o));
+		pc_json_kstr(j, "id", checker_oblig_id((enum checker_oblig)o));
+		pc_json_kstr(j, "statement", checker_oblig_title((enum checker_oblig)o));
 		pc_json_key(j, "held");
 		pc_json_bool(j, !r->ob[o].failed);
 		pc_json_key(j, "evidence");
@@ -616,22 +614,16 @@ char *checker_result_json(const struct checker_result *r)
 
 	pc_json_init(&j, &b);
 	pc_json_obj(&j);
-	pc_json_key(&j, "status");
-	pc_json_str(&j, status_word(r->status));
-	pc_json_key(&j, "bridge");
-	pc_json_str(&j, r->bridge);
-	pc_json_key(&j, "time");
-	pc_json_str(&j, pc_time_rfc3339(r->time_ms, t, sizeof(t)));
+	pc_json_kstr(&j, "status", status_word(r->status));
+	pc_json_kstr(&j, "bridge", r->bridge);
+	pc_json_kstr(&j, "time", pc_time_rfc3339(r->time_ms, t, sizeof(t)));
 	pc_json_key(&j, "findings");
 	pc_json_arr(&j);
 	for (size_t i = 0; i < r->n_findings; i++) {
 		pc_json_obj(&j);
-		pc_json_key(&j, "kind");
-		pc_json_str(&j, r->findings[i].kind == CHECKER_EXIT ? "exit" : "unproven");
-		pc_json_key(&j, "obligation");
-		pc_json_str(&j, checker_oblig_id(r->findings[i].ob));
-		pc_json_key(&j, "text");
-		pc_json_str(&j, r->findings[i].text);
+		pc_json_kstr(&j, "kind", r->findings[i].kind == CHECKER_EXIT ? "exit" : "unproven");
+		pc_json_kstr(&j, "obligation", checker_oblig_id(r->findings[i].ob));
+		pc_json_kstr(&j, "text", r->findings[i].text);
 		pc_json_obj_end(&j);
 	}
 	pc_json_arr_end(&j);
@@ -639,12 +631,9 @@ char *checker_result_json(const struct checker_result *r)
 	ck_json_obligations(r, &j);
 	pc_json_key(&j, "digests");
 	pc_json_obj(&j);
-	pc_json_key(&j, "ruleset");
-	pc_json_str(&j, r->ruleset_digest);
-	pc_json_key(&j, "tables");
-	pc_json_str(&j, r->table_digest);
-	pc_json_key(&j, "snapshot");
-	pc_json_str(&j, r->snapshot_digest);
+	pc_json_kstr(&j, "ruleset", r->ruleset_digest);
+	pc_json_kstr(&j, "tables", r->table_digest);
+	pc_json_kstr(&j, "snapshot", r->snapshot_digest);
 	pc_json_obj_end(&j);
 	pc_json_obj_end(&j);
 	pc_buf_putc(&b, '\n');

@@ -200,8 +200,7 @@ const char *pc_buf_str(const struct pc_buf *b)
 
 void pc_buf_reset(struct pc_buf *b)
 {
-	if (b->p && b->flags & PC_BUF_SECRET)
-		explicit_bzero(b->p, b->len);
+	buf_wipe(b); /* all of it: a failed printf may have written past len */
 	b->len = 0;
 	b->err = 0;
 	if (b->cap)

@@ -187,3 +187,15 @@ void pc_json_raw(struct pc_json *j, const char *json)
 	sep(j);
 	pc_buf_puts(j->b, json);
 }
+
+void pc_json_kstr(struct pc_json *j, const char *key, const char *s)
+{
+	pc_json_key(j, key);
+	pc_json_str(j, s);
+}
+
+void pc_json_ku64(struct pc_json *j, const char *key, uint64_t v)
+{
+	pc_json_key(j, key);
+	pc_json_u64(j, v);
+}

@@ -278,6 +278,9 @@ void pc_json_bool(struct pc_json *j, bool v);
 void pc_json_null(struct pc_json *j);
 /* A value that is already JSON text, written as it is. */
 void pc_json_raw(struct pc_json *j, const char *json);
+/* A member: the key and its string / number value. */
+void pc_json_kstr(struct pc_json *j, const char *key, const char *s);
+void pc_json_ku64(struct pc_json *j, const char *key, uint64_t v);
 
 /* ---- control sockets (common/ctlsock.c) --------------------------------- */
 

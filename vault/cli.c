@@ -152,10 +152,8 @@ static int secrets_list(int argc, char **argv, const struct pc_config *cfg)
 		store_placeholder_read(cfg->vault.secrets, names[i], ph, NULL);
 		if (json) {
 			pc_json_obj(&j);
-			pc_json_key(&j, "name");
-			pc_json_str(&j, names[i]);
-			pc_json_key(&j, "placeholder");
-			pc_json_str(&j, ph);
+			pc_json_kstr(&j, "name", names[i]);
+			pc_json_kstr(&j, "placeholder", ph);
 			pc_json_key(&j, "bindings");
 			pc_json_arr(&j);
 		} else {
@@ -169,14 +167,10 @@ static int secrets_list(int argc, char **argv, const struct pc_config *cfg)
 				continue;
 			if (json) {
 				pc_json_obj(&j);
-				pc_json_key(&j, "sandbox");
-				pc_json_str(&j, sb->name);
-				pc_json_key(&j, "host");
-				pc_json_str(&j, ps->host);
-				pc_json_key(&j, "port");
-				pc_json_u64(&j, ps->port);
-				pc_json_key(&j, "header");
-				pc_json_str(&j, ps->header);
+				pc_json_kstr(&j, "sandbox", sb->name);
+				pc_json_kstr(&j, "host", ps->host);
+				pc_json_ku64(&j, "port", ps->port);
+				pc_json_kstr(&j, "header", ps->header);
 				pc_json_obj_end(&j);
 			} else {
 				printf(" %s:%s:%u", sb->name, ps->host, ps->port);

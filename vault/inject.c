@@ -231,8 +231,9 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 			      port, sb->name);
 	if (!scratch)
 		return PC_EINVAL;
-	/* the head is written into out before the scratch, never past it */
-	pc_buf_init_fixed(&w, out, cap - scratch_len, 0);
+	/* the head is written into out before the scratch, never past it;
+	 * it holds credentials (refusals wipe it below) */
+	pc_buf_init_fixed(&w, out, cap - scratch_len, PC_BUF_SECRET);
 
 	for (size_t i = 0; i < req->n_hdr; i++)
 		marks[i] = (struct mark){.secret = -1};

@@ -321,6 +321,12 @@ START_TEST(buf_limit_is_sticky)
 	ck_assert_uint_eq(b.len, 0);
 	ck_assert_mem_eq(mem + 6, "##", 2);
 	ck_assert_ptr_null(pc_buf_take(&b, NULL)); /* not its memory to give */
+	/* a secret buffer is wiped on reset, past the text too */
+	memcpy(mem, "abcdef##", 8);
+	pc_buf_init_fixed(&b, mem, 6, PC_BUF_SECRET);
+	pc_buf_puts(&b, "xy");
+	pc_buf_reset(&b);
+	ck_assert_mem_eq(mem, "\0\0\0\0\0\0##", 8);
 	memcpy(mem, "abcdef##", 8);
 	pc_buf_init_fixed(&b, mem, 0, 0); /* holds nothing, writes nothing */
 	pc_buf_put(&b, "", 0);
@@ -388,10 +394,12 @@ START_TEST(json_writer_places_commas)
 	pc_json_arr_end(&j);
 	pc_json_key(&j, "c");
 	pc_json_raw(&j, "{\"d\":false}");
+	pc_json_kstr(&j, "e", "f");
+	pc_json_ku64(&j, "g", 7);
 	pc_json_obj_end(&j);
 	ck_assert_int_eq(b.err, 0);
 	ck_assert_str_eq(b.p, "{\"a\":1,\"b\\n\":[\"x\",-9223372036854775808,true,null,{},[],"
-			      "\"y\\u0000z\"],\"c\":{\"d\":false}}");
+			      "\"y\\u0000z\"],\"c\":{\"d\":false},\"e\":\"f\",\"g\":7}");
 	pc_json_obj_end(&j); /* one end too many */
 	ck_assert_int_eq(b.err, PC_EINVAL);
 	pc_buf_reset(&b);
