@@ -230,7 +230,7 @@ void pc_buf_putc(struct pc_buf *b, char c);
 void pc_buf_printf(struct pc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void pc_buf_vprintf(struct pc_buf *b, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
-void pc_buf_u64(struct pc_buf *b, uint64_t v);			  /* decimal */
+void pc_buf_u64(struct pc_buf *b, uint64_t v);		       /* decimal */
 void pc_buf_hex(struct pc_buf *b, const void *data, size_t n); /* lower-case */
 /* The text so far ("" when none, or a full fixed buffer's is unterminated). */
 const char *pc_buf_str(const struct pc_buf *b);
