@@ -134,31 +134,19 @@ static int sign_current(struct logw *w, struct pc_err *err)
 	return 0;
 }
 
-/* Append a checkpoint line sealing every record so far to the batch. */
+/* Append a checkpoint line sealing every record so far to the batch. The
+ * note is printable ASCII (names are checked, note.c), UTF-8 and newlines:
+ * the JSON escaper writes only the newlines as \n. */
 static int append_checkpoint(struct logw *w, struct pc_err *err)
 {
-	static const char pfx[] = "{\"checkpoint\":\"";
-	char *o;
-
 	batch_begin(w);
 	if (sign_current(w, err) < 0)
 		return PC_EIO;
-	if (buf_reserve(w, sizeof(pfx) + 2 * w->cp_len + 4, err) < 0)
-		return PC_ENOMEM;
-	o = w->out.p + w->out.len;
-	memcpy(o, pfx, sizeof(pfx) - 1);
-	o += sizeof(pfx) - 1;
-	for (size_t i = 0; i < w->cp_len; i++) {
-		if (w->cp_note[i] == '\n') {
-			*o++ = '\\';
-			*o++ = 'n';
-		} else {
-			*o++ = w->cp_note[i];
-		}
-	}
-	memcpy(o, "\"}\n", 3);
-	o += 3;
-	w->out.len = (size_t)(o - w->out.p);
+	pc_buf_puts(&w->out, "{\"checkpoint\":\"");
+	pc_json_escape(&w->out, w->cp_note, w->cp_len);
+	pc_buf_puts(&w->out, "\"}\n");
+	if (w->out.err)
+		return pc_err_set(err, PC_ENOMEM, "log buffer: out of memory");
 	w->st.since_cp = 0;
 	w->batch_cp = true;
 	memcpy(w->pending_note, w->cp_note, w->cp_len + 1);
