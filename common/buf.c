@@ -69,6 +69,10 @@ int pc_buf_reserve(struct pc_buf *b, size_t n)
 	cap = b->cap ? b->cap : 256;
 	while (cap < need)
 		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+	/* never more than the limit and a NUL: pc_buf_put's inline check of
+	 * the room then also keeps the limit */
+	if (buf_max(b) < SIZE_MAX && cap > buf_max(b) + 1)
+		cap = buf_max(b) + 1;
 	if (b->flags & PC_BUF_SECRET) {
 		/* realloc could leave a copy behind in freed memory */
 		np = malloc(cap);
@@ -98,7 +102,7 @@ static void buf_terminate(struct pc_buf *b)
 		b->p[b->len] = '\0';
 }
 
-void pc_buf_put(struct pc_buf *b, const void *data, size_t n)
+void pc_buf_put_grow(struct pc_buf *b, const void *data, size_t n)
 {
 	if (b->err)
 		return;
@@ -112,16 +116,6 @@ void pc_buf_put(struct pc_buf *b, const void *data, size_t n)
 	memcpy(b->p + b->len, data, n);
 	b->len += n;
 	buf_terminate(b);
-}
-
-void pc_buf_puts(struct pc_buf *b, const char *s)
-{
-	pc_buf_put(b, s, strlen(s));
-}
-
-void pc_buf_putc(struct pc_buf *b, char c)
-{
-	pc_buf_put(b, &c, 1);
 }
 
 void pc_buf_vprintf(struct pc_buf *b, const char *fmt, va_list ap)

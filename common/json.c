@@ -17,52 +17,67 @@ static const bool esc_tab[256] = {
     [0x1c] = 1, [0x1d] = 1, [0x1e] = 1, [0x1f] = 1, ['"'] = 1,	[0x5c] = 1, [0x7f] = 1,
 };
 
-void pc_json_escape(struct pc_buf *b, const char *s, size_t n)
+/* The escape of c (one that esc_tab marks) into e; its length. */
+static size_t esc_one(unsigned char c, char e[6])
 {
 	static const char hex[] = "0123456789abcdef";
+
+	e[0] = '\\';
+	switch (c) {
+	case '"':
+	case '\\':
+		e[1] = (char)c;
+		return 2;
+	case '\n':
+		e[1] = 'n';
+		return 2;
+	case '\t':
+		e[1] = 't';
+		return 2;
+	case '\r':
+		e[1] = 'r';
+		return 2;
+	default:
+		memcpy(e + 1, "u00", 3);
+		e[4] = hex[c >> 4];
+		e[5] = hex[c & 15];
+		return 6;
+	}
+}
+
+void pc_json_escape(struct pc_buf *b, const char *s, size_t n)
+{
 	const char *end = s + n;
 
 	while (s < end) {
 		const char *run = s;
-		unsigned char c;
-		char e[6] = {'\\'};
-		size_t el = 2;
+		char e[6];
 
 		while (s < end && !esc_tab[(unsigned char)*s])
 			s++;
 		pc_buf_put(b, run, (size_t)(s - run));
 		if (s == end)
 			return;
-		c = (unsigned char)*s++;
-		switch (c) {
-		case '"':
-		case '\\':
-			e[1] = (char)c;
-			break;
-		case '\n':
-			e[1] = 'n';
-			break;
-		case '\t':
-			e[1] = 't';
-			break;
-		case '\r':
-			e[1] = 'r';
-			break;
-		default:
-			memcpy(e + 1, "u00", 3);
-			e[4] = hex[c >> 4];
-			e[5] = hex[c & 15];
-			el = 6;
-		}
-		pc_buf_put(b, e, el);
+		pc_buf_put(b, e, esc_one((unsigned char)*s++, e));
 	}
 }
 
 void pc_json_quote(struct pc_buf *b, const char *s)
 {
 	pc_buf_putc(b, '"');
-	if (s)
-		pc_json_escape(b, s, strlen(s));
+	/* one pass to the NUL, which the table marks: no strlen first (this
+	 * is every string of every log record) */
+	for (; s;) {
+		const char *run = s;
+		char e[6];
+
+		while (!esc_tab[(unsigned char)*s])
+			s++;
+		pc_buf_put(b, run, (size_t)(s - run));
+		if (!*s)
+			break;
+		pc_buf_put(b, e, esc_one((unsigned char)*s++, e));
+	}
 	pc_buf_putc(b, '"');
 }
 

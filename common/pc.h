@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #ifndef PC_VERSION
@@ -224,9 +225,29 @@ void pc_buf_init_fixed(struct pc_buf *b, void *mem, size_t size, unsigned flags)
  * formats a record straight into its batch); the text is then unterminated
  * until the next append. */
 int pc_buf_reserve(struct pc_buf *b, size_t n);
-void pc_buf_put(struct pc_buf *b, const void *data, size_t n);
-void pc_buf_puts(struct pc_buf *b, const char *s);
-void pc_buf_putc(struct pc_buf *b, char c);
+/* pc_buf_put's path when the bytes and a NUL do not fit as things are. */
+void pc_buf_put_grow(struct pc_buf *b, const void *data, size_t n);
+/* Inline: logd formats every record with these (cross-file calls cost it a
+ * third of its rate). The room check is enough: a buffer never has more
+ * than its limit and a NUL allocated. */
+static inline void pc_buf_put(struct pc_buf *b, const void *data, size_t n)
+{
+	if (!b->err && n < b->cap - b->len) {
+		memcpy(b->p + b->len, data, n);
+		b->len += n;
+		b->p[b->len] = '\0';
+		return;
+	}
+	pc_buf_put_grow(b, data, n);
+}
+static inline void pc_buf_puts(struct pc_buf *b, const char *s)
+{
+	pc_buf_put(b, s, strlen(s));
+}
+static inline void pc_buf_putc(struct pc_buf *b, char c)
+{
+	pc_buf_put(b, &c, 1);
+}
 void pc_buf_printf(struct pc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void pc_buf_vprintf(struct pc_buf *b, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
