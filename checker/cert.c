@@ -42,23 +42,23 @@ static const char *not_covered[] = {
     "changes made after the time of issuance (see --live)",
     NULL};
 
-static void json_strlist(struct ck_buf *b, const char *const *v)
+static void json_strlist(struct pc_buf *b, const char *const *v)
 {
-	ck_buf_printf(b, "[");
+	pc_buf_printf(b, "[");
 	for (int i = 0; v[i]; i++) {
-		ck_buf_printf(b, "%s", i ? "," : "");
-		ck_buf_json_str(b, v[i]);
+		pc_buf_printf(b, "%s", i ? "," : "");
+		pc_json_quote(b, v[i]);
 	}
-	ck_buf_printf(b, "]");
+	pc_buf_printf(b, "]");
 }
 
-static void subject(struct ck_buf *b, bool first, const char *name, const char *digest)
+static void subject(struct pc_buf *b, bool first, const char *name, const char *digest)
 {
-	ck_buf_printf(b, "%s{\"name\":", first ? "" : ",");
-	ck_buf_json_str(b, name);
-	ck_buf_printf(b, ",\"digest\":{\"sha256\":");
-	ck_buf_json_str(b, strncmp(digest, "sha256:", 7) == 0 ? digest + 7 : digest);
-	ck_buf_printf(b, "}}");
+	pc_buf_printf(b, "%s{\"name\":", first ? "" : ",");
+	pc_json_quote(b, name);
+	pc_buf_printf(b, ",\"digest\":{\"sha256\":");
+	pc_json_quote(b, strncmp(digest, "sha256:", 7) == 0 ? digest + 7 : digest);
+	pc_buf_printf(b, "}}");
 }
 
 static void self_paths(char *self, char *engine, size_t len)
@@ -71,18 +71,19 @@ static void self_paths(char *self, char *engine, size_t len)
 	snprintf(engine, len, "%s/portcullisd", dirname(tmp));
 }
 
-void ck_json_obligations(const struct checker_result *r, struct ck_buf *b);
+void ck_json_obligations(const struct checker_result *r, struct pc_json *j);
 
 static char *statement_build(const struct checker_result *res, const struct policy *pol,
 			     const struct policy_sandbox *sb, uint64_t log_seq)
 {
-	struct ck_buf b = {0};
+	struct pc_buf b = {0};
+	struct pc_json j;
 	char self[PATH_MAX], engine[PATH_MAX], ds[80], de[80], t[40];
 
 	self_paths(self, engine, sizeof(self));
 	ck_sha256_file(self, ds);
 	ck_sha256_file(engine, de);
-	ck_buf_printf(&b, "{\"_type\":\"https://in-toto.io/Statement/v1\",\"subject\":[");
+	pc_buf_printf(&b, "{\"_type\":\"https://in-toto.io/Statement/v1\",\"subject\":[");
 	subject(&b, true, "nftables-ruleset", res->ruleset_digest);
 	subject(&b, false, "network-snapshot", res->snapshot_digest);
 	subject(&b, false, "policy", policy_hash(pol));
@@ -91,22 +92,22 @@ static char *statement_build(const struct checker_result *res, const struct poli
 		subject(&b, false, "portcullisd", de);
 	if (ds[0])
 		subject(&b, false, "portcullis", ds);
-	ck_buf_printf(&b, "],\"predicateType\":\"https://portcullis.dev/containment/v1\","
+	pc_buf_printf(&b, "],\"predicateType\":\"https://portcullis.dev/containment/v1\","
 			  "\"predicate\":{\"sandbox\":");
-	ck_buf_json_str(&b, sb->name);
-	ck_buf_printf(&b, ",\"bridge\":");
-	ck_buf_json_str(&b, res->bridge);
-	ck_buf_printf(
+	pc_json_quote(&b, sb->name);
+	pc_buf_printf(&b, ",\"bridge\":");
+	pc_json_quote(&b, res->bridge);
+	pc_buf_printf(
 	    &b, ",\"issued\":\"%s\",\"policy\":", pc_time_rfc3339(res->time_ms, t, sizeof(t)));
-	ck_buf_json_str(&b, policy_hash(pol));
+	pc_json_quote(&b, policy_hash(pol));
 	/* The guard's behaviour this build was checked against (docs/spec.md,
 	 * hashed at build time): what "the guard does only its spec" means. */
-	ck_buf_printf(&b, ",\"spec\":\"sha256:%s\"", PC_SPEC_SHA256);
+	pc_buf_printf(&b, ",\"spec\":\"sha256:%s\"", PC_SPEC_SHA256);
 	/* the model the proof was made in: what was read, what was assumed */
-	ck_buf_printf(&b, ",\"model\":\"%s\"", CK_MODEL_VERSION);
-	ck_buf_printf(&b, ",\"result\":\"proven\",\"our_tables\":\"%s\",\"log_seq\":%llu",
+	pc_buf_printf(&b, ",\"model\":\"%s\"", CK_MODEL_VERSION);
+	pc_buf_printf(&b, ",\"result\":\"proven\",\"our_tables\":\"%s\",\"log_seq\":%llu",
 		      res->table_digest, (unsigned long long)log_seq);
-	ck_buf_printf(&b, ",\"approved_destinations\":[");
+	pc_buf_printf(&b, ",\"approved_destinations\":[");
 	for (size_t i = 0; i < sb->n_allow; i++) {
 		const struct policy_allow *a = &sb->allow[i];
 		char host[POLICY_HOST_MAX + 2], ports[512] = "";
@@ -126,41 +127,38 @@ static char *statement_build(const struct checker_result *res, const struct poli
 			    (size_t)snprintf(ports + off, sizeof(ports) - off,
 					     a->ports[k].lo == a->ports[k].hi ? "%s%u" : "%s%u-%u",
 					     k ? "," : "", a->ports[k].lo, a->ports[k].hi);
-		ck_buf_printf(&b, "%s{\"%s\":", i ? "," : "",
+		pc_buf_printf(&b, "%s{\"%s\":", i ? "," : "",
 			      a->kind == POLICY_ALLOW_CIDR ? "cidr" : "host");
-		ck_buf_json_str(&b, host);
-		ck_buf_printf(&b, ",\"ports\":");
-		ck_buf_json_str(&b, ports);
-		ck_buf_printf(&b, ",\"proto\":\"%s\",\"rule\":",
+		pc_json_quote(&b, host);
+		pc_buf_printf(&b, ",\"ports\":");
+		pc_json_quote(&b, ports);
+		pc_buf_printf(&b, ",\"proto\":\"%s\",\"rule\":",
 			      a->proto == POLICY_PROTO_ANY   ? "tcp+udp"
 			      : a->proto == POLICY_PROTO_UDP ? "udp"
 							     : "tcp");
-		ck_buf_json_str(&b, a->rule);
-		ck_buf_printf(&b, "}");
+		pc_json_quote(&b, a->rule);
+		pc_buf_printf(&b, "}");
 	}
-	ck_buf_printf(&b, "],\"secret_bindings\":[");
+	pc_buf_printf(&b, "],\"secret_bindings\":[");
 	for (size_t i = 0; i < sb->n_secrets; i++) {
 		/* names and hosts only: a value never enters a certificate */
-		ck_buf_printf(&b, "%s{\"name\":", i ? "," : "");
-		ck_buf_json_str(&b, sb->secrets[i].name);
-		ck_buf_printf(&b, ",\"host\":");
-		ck_buf_json_str(&b, sb->secrets[i].host);
-		ck_buf_printf(&b, ",\"port\":%u,\"header\":", sb->secrets[i].port);
-		ck_buf_json_str(&b, sb->secrets[i].header);
-		ck_buf_printf(&b, "}");
+		pc_buf_printf(&b, "%s{\"name\":", i ? "," : "");
+		pc_json_quote(&b, sb->secrets[i].name);
+		pc_buf_printf(&b, ",\"host\":");
+		pc_json_quote(&b, sb->secrets[i].host);
+		pc_buf_printf(&b, ",\"port\":%u,\"header\":", sb->secrets[i].port);
+		pc_json_quote(&b, sb->secrets[i].header);
+		pc_buf_printf(&b, "}");
 	}
-	ck_buf_printf(&b, "],\"obligations\":");
-	ck_json_obligations(res, &b);
-	ck_buf_printf(&b, ",\"assumptions\":");
+	pc_buf_printf(&b, "],\"obligations\":");
+	pc_json_init(&j, &b); /* a value of its own after the key */
+	ck_json_obligations(res, &j);
+	pc_buf_printf(&b, ",\"assumptions\":");
 	json_strlist(&b, assumptions);
-	ck_buf_printf(&b, ",\"not_covered\":");
+	pc_buf_printf(&b, ",\"not_covered\":");
 	json_strlist(&b, not_covered);
-	ck_buf_printf(&b, "}}");
-	if (b.oom) {
-		ck_buf_free(&b);
-		return NULL;
-	}
-	return b.p;
+	pc_buf_printf(&b, "}}");
+	return pc_buf_take(&b, NULL); /* NULL after a failure */
 }
 
 static int write_out(const char *path, const char *data, struct pc_err *err)

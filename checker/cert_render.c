@@ -6,7 +6,7 @@
 
 #include "checker/checker_int.h"
 
-static void text(struct ck_buf *b, bool html, const char *s)
+static void text(struct pc_buf *b, bool html, const char *s)
 {
 	for (const char *p = s ? s : ""; *p; p++) {
 		const char *r = NULL;
@@ -29,53 +29,53 @@ static void text(struct ck_buf *b, bool html, const char *s)
 		} else if (strchr("\\`*_[]<>|#", *p)) {
 			char e[2] = {'\\', *p};
 
-			ck_buf_add(b, e, 2);
+			pc_buf_put(b, e, 2);
 			continue;
 		}
 		if (r)
-			ck_buf_add(b, r, strlen(r));
+			pc_buf_put(b, r, strlen(r));
 		else if ((unsigned char)*p >= 0x20 || *p == '\t')
-			ck_buf_add(b, p, 1);
+			pc_buf_put(b, p, 1);
 	}
 }
 
-static void head(struct ck_buf *b, bool html, int level, const char *s)
+static void head(struct pc_buf *b, bool html, int level, const char *s)
 {
 	if (html) {
-		ck_buf_printf(b, "<h%d>", level);
+		pc_buf_printf(b, "<h%d>", level);
 		text(b, html, s);
-		ck_buf_printf(b, "</h%d>\n", level);
+		pc_buf_printf(b, "</h%d>\n", level);
 	} else {
-		ck_buf_printf(b, "\n%.*s ", level, "####");
+		pc_buf_printf(b, "\n%.*s ", level, "####");
 		text(b, html, s);
-		ck_buf_printf(b, "\n\n");
+		pc_buf_printf(b, "\n\n");
 	}
 }
 
-static void item(struct ck_buf *b, bool html, const char *label, const char *s)
+static void item(struct pc_buf *b, bool html, const char *label, const char *s)
 {
-	ck_buf_printf(b, html ? "<li>" : "- ");
+	pc_buf_printf(b, html ? "<li>" : "- ");
 	if (label) {
-		ck_buf_printf(b, html ? "<b>" : "**");
+		pc_buf_printf(b, html ? "<b>" : "**");
 		text(b, html, label);
-		ck_buf_printf(b, html ? "</b>: " : "**: ");
+		pc_buf_printf(b, html ? "</b>: " : "**: ");
 	}
 	text(b, html, s);
-	ck_buf_printf(b, html ? "</li>\n" : "\n");
+	pc_buf_printf(b, html ? "</li>\n" : "\n");
 }
 
-static void list_open(struct ck_buf *b, bool html)
+static void list_open(struct pc_buf *b, bool html)
 {
 	if (html)
-		ck_buf_printf(b, "<ul>\n");
+		pc_buf_printf(b, "<ul>\n");
 }
 
-static void list_close(struct ck_buf *b, bool html)
+static void list_close(struct pc_buf *b, bool html)
 {
-	ck_buf_printf(b, html ? "</ul>\n" : "\n");
+	pc_buf_printf(b, html ? "</ul>\n" : "\n");
 }
 
-static void strlist(struct ck_buf *b, bool html, const struct jv *v)
+static void strlist(struct pc_buf *b, bool html, const struct jv *v)
 {
 	list_open(b, html);
 	for (size_t i = 0; v && v->type == JV_ARRAY && i < v->n; i++)
@@ -86,13 +86,13 @@ static void strlist(struct ck_buf *b, bool html, const struct jv *v)
 char *cert_render(const struct jv *st, bool html)
 {
 	const struct jv *p = jv_get(st, "predicate"), *v;
-	struct ck_buf b = {0};
+	struct pc_buf b = {0};
 	char line[600];
 
 	if (!p || p->type != JV_OBJECT)
 		return NULL;
 	if (html)
-		ck_buf_printf(&b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>"
+		pc_buf_printf(&b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>"
 				  "portcullis containment certificate</title></head><body>\n");
 	snprintf(line, sizeof(line), "Containment certificate: sandbox %s",
 		 jv_str(jv_get(p, "sandbox")) ?: "?");
@@ -114,7 +114,7 @@ char *cert_render(const struct jv *st, bool html)
 	     "Every packet entering from a sandbox port is queued to the engine, sent to "
 	     "the guard's own listeners, or dropped. Each obligation below held, with the "
 	     "evidence read from the live kernel state:");
-	ck_buf_printf(&b, html ? "\n" : "\n\n");
+	pc_buf_printf(&b, html ? "\n" : "\n\n");
 	v = jv_get(p, "obligations");
 	for (size_t i = 0; v && v->type == JV_ARRAY && i < v->n; i++) {
 		const struct jv *o = v->items[i];
@@ -164,10 +164,6 @@ char *cert_render(const struct jv *st, bool html)
 	head(&b, html, 2, "3. What it does not cover");
 	strlist(&b, html, jv_get(p, "not_covered"));
 	if (html)
-		ck_buf_printf(&b, "</body></html>\n");
-	if (b.oom) {
-		ck_buf_free(&b);
-		return NULL;
-	}
-	return b.p;
+		pc_buf_printf(&b, "</body></html>\n");
+	return pc_buf_take(&b, NULL); /* NULL after a failure */
 }

@@ -65,18 +65,14 @@ static void ilist_add(struct ilist *l, int kind, uint32_t fam, const char *table
  * join. Returns NULL on allocation failure. */
 static char *ilist_join(struct ilist *l)
 {
-	struct ck_buf b = {0};
+	struct pc_buf b = {0};
 
 	if (l->oom)
 		return NULL;
 	qsort(l->v, l->n, sizeof(*l->v), itext_cmp);
 	for (size_t i = 0; i < l->n; i++)
-		ck_buf_add(&b, l->v[i].text, strlen(l->v[i].text));
-	if (b.oom) {
-		ck_buf_free(&b);
-		return NULL;
-	}
-	return b.p ? b.p : strdup("");
+		pc_buf_put(&b, l->v[i].text, strlen(l->v[i].text));
+	return pc_buf_take(&b, NULL); /* NULL after a failure */
 }
 
 static void ilist_free(struct ilist *l)
@@ -86,35 +82,34 @@ static void ilist_free(struct ilist *l)
 	free(l->v);
 }
 
-typedef int (*text_fn)(const void *, char **, size_t *);
+typedef int (*text_fn)(const void *, struct pc_buf *);
 
-static char *one_text(int (*fn)(const void *, char **, size_t *), const void *obj)
+static char *one_text(text_fn fn, const void *obj)
 {
-	char *buf = NULL;
-	size_t len = 0;
+	struct pc_buf b = {0};
 
-	if (fn(obj, &buf, &len) < 0) {
-		free(buf);
+	if (fn(obj, &b) < 0) {
+		pc_buf_free(&b);
 		return NULL;
 	}
-	return buf ? buf : strdup("");
+	return pc_buf_take(&b, NULL);
 }
 
-static int t_table(const void *o, char **b, size_t *l)
+static int t_table(const void *o, struct pc_buf *b)
 {
-	return nft_table_text(o, b, l);
+	return nft_table_text(o, b);
 }
-static int t_chain(const void *o, char **b, size_t *l)
+static int t_chain(const void *o, struct pc_buf *b)
 {
-	return nft_chain_text(o, b, l);
+	return nft_chain_text(o, b);
 }
-static int t_set(const void *o, char **b, size_t *l)
+static int t_set(const void *o, struct pc_buf *b)
 {
-	return nft_set_text(o, b, l);
+	return nft_set_text(o, b);
 }
-static int t_rule(const void *o, char **b, size_t *l)
+static int t_rule(const void *o, struct pc_buf *b)
 {
-	return nft_rule_text(o, b, l);
+	return nft_rule_text(o, b);
 }
 
 static char *built_text(const struct nft_ruleset *rs)
@@ -473,19 +468,12 @@ static int state_read(struct ck_state *st, const char *br, int engine_pid, struc
 
 static int ck_result_finish(const struct ck_state *st, const char *br, struct checker_result *res)
 {
-	struct ck_buf rb = {0}, sb = {0};
+	struct pc_buf rb = {0}, sb = {0};
 
 	ck_nft_canon(&st->nft, 0, NULL, &rb);
 	ck_state_canon(st, br, &sb);
-	if (rb.oom || sb.oom) {
-		ck_buf_free(&rb);
-		ck_buf_free(&sb);
-		return PC_ENOMEM;
-	}
-	res->ruleset_canon = rb.p ? rb.p : strdup("");
-	res->ruleset_len = rb.len;
-	res->snapshot_canon = sb.p ? sb.p : strdup("");
-	res->snapshot_len = sb.len;
+	res->ruleset_canon = pc_buf_take(&rb, &res->ruleset_len);
+	res->snapshot_canon = pc_buf_take(&sb, &res->snapshot_len);
 	if (!res->ruleset_canon || !res->snapshot_canon)
 		return PC_ENOMEM;
 	ck_sha256_str(res->ruleset_canon, res->ruleset_len, res->ruleset_digest);
@@ -565,82 +553,81 @@ static const char *status_word(enum checker_status s)
 
 char *checker_result_text(const struct checker_result *r, bool verbose)
 {
-	struct ck_buf b = {0};
+	struct pc_buf b = {0};
 
 	for (size_t i = 0; i < r->n_findings; i++)
-		ck_buf_printf(&b, "%s\n", r->findings[i].text);
-	ck_buf_printf(&b, "%s: bridge %s: %s (%zu finding%s)\n",
+		pc_buf_printf(&b, "%s\n", r->findings[i].text);
+	pc_buf_printf(&b, "%s: bridge %s: %s (%zu finding%s)\n",
 		      r->status == CHECKER_PROVEN ? "proven" : "NOT proven", r->bridge,
 		      status_word(r->status), r->n_findings, r->n_findings == 1 ? "" : "s");
 	for (int o = 0; o < CK_OB_COUNT; o++) {
-		ck_buf_printf(&b, "  [%s] %s: %s\n", r->ob[o].failed ? "FAIL" : " ok ",
+		pc_buf_printf(&b, "  [%s] %s: %s\n", r->ob[o].failed ? "FAIL" : " ok ",
 			      checker_oblig_id((enum checker_oblig)o),
 			      checker_oblig_title((enum checker_oblig)o));
 		for (size_t i = 0; verbose && i < r->ob[o].n; i++)
-			ck_buf_printf(&b, "      %s\n", r->ob[o].lines[i]);
+			pc_buf_printf(&b, "      %s\n", r->ob[o].lines[i]);
 	}
-	ck_buf_printf(&b, "  ruleset %s\n  snapshot %s\n", r->ruleset_digest, r->snapshot_digest);
-	if (b.oom) {
-		ck_buf_free(&b);
-		return NULL;
-	}
-	return b.p;
+	pc_buf_printf(&b, "  ruleset %s\n  snapshot %s\n", r->ruleset_digest, r->snapshot_digest);
+	return pc_buf_take(&b, NULL); /* NULL after a failure */
 }
 
-void ck_json_obligations(const struct checker_result *r, struct ck_buf *b);
+void ck_json_obligations(const struct checker_result *r, struct pc_json *j);
 
-void ck_json_obligations(const struct checker_result *r, struct ck_buf *b)
+void ck_json_obligations(const struct checker_result *r, struct pc_json *j)
 {
-	ck_buf_printf(b, "[");
+	pc_json_arr(j);
 	for (int o = 0; o < CK_OB_COUNT; o++) {
-		size_t nf = 0;
-
-		ck_buf_printf(b, "%s{\"id\":", o ? "," : "");
-		ck_buf_json_str(b, checker_oblig_id((enum checker_oblig)o));
-		ck_buf_printf(b, ",\"statement\":");
-		ck_buf_json_str(b, checker_oblig_title((enum checker_oblig)o));
-		ck_buf_printf(b, ",\"held\":%s,\"evidence\":[", r->ob[o].failed ? "false" : "true");
-		for (size_t i = 0; i < r->ob[o].n; i++) {
-			ck_buf_printf(b, "%s", i ? "," : "");
-			ck_buf_json_str(b, r->ob[o].lines[i]);
-		}
-		ck_buf_printf(b, "],\"findings\":[");
-		for (size_t i = 0; i < r->n_findings; i++) {
-			if (r->findings[i].ob != (enum checker_oblig)o)
-				continue;
-			ck_buf_printf(b, "%s", nf++ ? "," : "");
-			ck_buf_json_str(b, r->findings[i].text);
-		}
-		ck_buf_printf(b, "]}");
+		pc_json_obj(j);
+		pc_json_kstr(j, "id", checker_oblig_id((enum checker_oblig)o));
+		pc_json_kstr(j, "statement", checker_oblig_title((enum checker_oblig)o));
+		pc_json_key(j, "held");
+		pc_json_bool(j, !r->ob[o].failed);
+		pc_json_key(j, "evidence");
+		pc_json_arr(j);
+		for (size_t i = 0; i < r->ob[o].n; i++)
+			pc_json_str(j, r->ob[o].lines[i]);
+		pc_json_arr_end(j);
+		pc_json_key(j, "findings");
+		pc_json_arr(j);
+		for (size_t i = 0; i < r->n_findings; i++)
+			if (r->findings[i].ob == (enum checker_oblig)o)
+				pc_json_str(j, r->findings[i].text);
+		pc_json_arr_end(j);
+		pc_json_obj_end(j);
 	}
-	ck_buf_printf(b, "]");
+	pc_json_arr_end(j);
 }
 
 char *checker_result_json(const struct checker_result *r)
 {
-	struct ck_buf b = {0};
+	struct pc_buf b = {0};
+	struct pc_json j;
 	char t[40];
 
-	ck_buf_printf(&b, "{\"status\":\"%s\",\"bridge\":", status_word(r->status));
-	ck_buf_json_str(&b, r->bridge);
-	ck_buf_printf(&b, ",\"time\":\"%s\",\"findings\":[",
-		      pc_time_rfc3339(r->time_ms, t, sizeof(t)));
+	pc_json_init(&j, &b);
+	pc_json_obj(&j);
+	pc_json_kstr(&j, "status", status_word(r->status));
+	pc_json_kstr(&j, "bridge", r->bridge);
+	pc_json_kstr(&j, "time", pc_time_rfc3339(r->time_ms, t, sizeof(t)));
+	pc_json_key(&j, "findings");
+	pc_json_arr(&j);
 	for (size_t i = 0; i < r->n_findings; i++) {
-		ck_buf_printf(&b,
-			      "%s{\"kind\":\"%s\",\"obligation\":\"%s\",\"text\":", i ? "," : "",
-			      r->findings[i].kind == CHECKER_EXIT ? "exit" : "unproven",
-			      checker_oblig_id(r->findings[i].ob));
-		ck_buf_json_str(&b, r->findings[i].text);
-		ck_buf_printf(&b, "}");
+		pc_json_obj(&j);
+		pc_json_kstr(&j, "kind", r->findings[i].kind == CHECKER_EXIT ? "exit" : "unproven");
+		pc_json_kstr(&j, "obligation", checker_oblig_id(r->findings[i].ob));
+		pc_json_kstr(&j, "text", r->findings[i].text);
+		pc_json_obj_end(&j);
 	}
-	ck_buf_printf(&b, "],\"obligations\":");
-	ck_json_obligations(r, &b);
-	ck_buf_printf(&b,
-		      ",\"digests\":{\"ruleset\":\"%s\",\"tables\":\"%s\",\"snapshot\":\"%s\"}}\n",
-		      r->ruleset_digest, r->table_digest, r->snapshot_digest);
-	if (b.oom) {
-		ck_buf_free(&b);
-		return NULL;
-	}
-	return b.p;
+	pc_json_arr_end(&j);
+	pc_json_key(&j, "obligations");
+	ck_json_obligations(r, &j);
+	pc_json_key(&j, "digests");
+	pc_json_obj(&j);
+	pc_json_kstr(&j, "ruleset", r->ruleset_digest);
+	pc_json_kstr(&j, "tables", r->table_digest);
+	pc_json_kstr(&j, "snapshot", r->snapshot_digest);
+	pc_json_obj_end(&j);
+	pc_json_obj_end(&j);
+	pc_buf_putc(&b, '\n');
+	return pc_buf_take(&b, NULL); /* NULL after a failure */
 }

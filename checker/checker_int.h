@@ -38,18 +38,8 @@ int ck_engine_policy_hash(const struct pc_config *cfg, char *out, size_t len);
  * nlmsg_len as an int, so a huge length passes its check. */
 #define ck_nlmsg_ok(nlh, n) (mnl_nlmsg_ok((nlh), (n)) && (nlh)->nlmsg_len <= (unsigned)(n))
 
-/* ---- a text buffer (report, canonical forms, JSON) ----------------------- */
-
-struct ck_buf {
-	char *p;
-	size_t len, cap;
-	bool oom; /* an append failed; the buffer is unusable */
-};
-void ck_buf_printf(struct ck_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void ck_buf_add(struct ck_buf *b, const void *data, size_t len);
-void ck_buf_json_str(struct ck_buf *b, const char *s); /* "quoted, escaped" */
-void ck_buf_hex(struct ck_buf *b, const uint8_t *d, size_t len);
-void ck_buf_free(struct ck_buf *b);
+/* Text (reports, canonical forms, JSON) is written with common/pc.h's
+ * struct pc_buf and pc_json_*. */
 
 /* ---- nftables ----------------------------------------------------------- */
 
@@ -170,7 +160,7 @@ const char *ck_hook_name(uint32_t family, uint32_t hook);
  * with hook/priority/policy/devices, rules as expressions with attributes,
  * sets with elements; no handles, counters or other kernel-owned values. */
 void ck_nft_canon(const struct ck_ruleset *rs, uint32_t family, const char *table,
-		  struct ck_buf *out);
+		  struct pc_buf *out);
 
 /* ---- links, addresses, routes, tc, sysctls ------------------------------- */
 
@@ -304,11 +294,11 @@ int ck_rtnl_read(struct ck_state *st, struct pc_err *err);
  * sequence number and is sent; every reply message of that dump is appended
  * to out. An error reply or an interrupted dump (PC_EAGAIN) fails; what
  * names the dump in errors ("rtnetlink"). */
-int ck_nl_dump(int bus, const char *what, struct nlmsghdr *req, struct ck_buf *out,
+int ck_nl_dump(int bus, const char *what, struct nlmsghdr *req, struct pc_buf *out,
 	       struct pc_err *err);
 /* One rtnetlink dump request (type, family header); the reply messages are
  * appended to out. */
-int ck_rtnl_dump(uint16_t type, const void *hdr, size_t hdrlen, struct ck_buf *out,
+int ck_rtnl_dump(uint16_t type, const void *hdr, size_t hdrlen, struct pc_buf *out,
 		 struct pc_err *err);
 /* Parse one rtnetlink RTM_NEWLINK message into st (also for the fuzzer). */
 int ck_rtnl_parse(struct ck_state *st, const void *buf, size_t len, struct pc_err *err);
@@ -343,7 +333,7 @@ const char *ck_ifname(const struct ck_state *st, int ifindex, char *buf, size_t 
 
 /* Canonical snapshot of links, addresses, routes, rules, tc and sysctls
  * (what the certificate's second subject digests). */
-void ck_state_canon(const struct ck_state *st, const char *br, struct ck_buf *out);
+void ck_state_canon(const struct ck_state *st, const char *br, struct pc_buf *out);
 
 /* ---- analysis ------------------------------------------------------------ */
 

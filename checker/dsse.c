@@ -166,8 +166,8 @@ int cert_env_sign(const char *payload, size_t len, const uint8_t sk[64], const u
 	size_t plen = 0;
 	uint8_t *pae = dsse_pae(CERT_PAYLOAD_TYPE, (const uint8_t *)payload, len, &plen);
 	uint8_t sig[64];
-	char kid[65], *p64 = NULL, *s64 = NULL;
-	struct ck_buf b = {0};
+	char kid[65], *p64 = NULL, *s64 = NULL, *env;
+	struct pc_buf b = {0};
 	int rc = PC_ENOMEM;
 
 	if (!pae)
@@ -179,18 +179,18 @@ int cert_env_sign(const char *payload, size_t len, const uint8_t sk[64], const u
 	s64 = b64(sig, sizeof(sig));
 	if (!p64 || !s64)
 		goto out;
-	ck_buf_printf(&b, "{\"payloadType\":\"%s\",\"payload\":\"", CERT_PAYLOAD_TYPE);
-	ck_buf_add(&b, p64, strlen(p64));
-	ck_buf_printf(&b, "\",\"signatures\":[{\"keyid\":\"%s\",\"sig\":\"%s\"}]}\n", kid, s64);
-	if (b.oom)
+	pc_buf_printf(&b, "{\"payloadType\":\"%s\",\"payload\":\"", CERT_PAYLOAD_TYPE);
+	pc_buf_put(&b, p64, strlen(p64));
+	pc_buf_printf(&b, "\",\"signatures\":[{\"keyid\":\"%s\",\"sig\":\"%s\"}]}\n", kid, s64);
+	env = pc_buf_take(&b, NULL);
+	if (!env)
 		goto out;
-	*out = b.p;
-	b.p = NULL;
+	*out = env;
 	rc = 0;
 out:
 	free(p64);
 	free(s64);
-	ck_buf_free(&b);
+	pc_buf_free(&b);
 	return rc ? pc_err_set(err, rc, "signing: out of memory") : 0;
 }
 

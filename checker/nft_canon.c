@@ -19,56 +19,56 @@ static int str_cmp(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static void canon_elems(const struct ck_set *s, struct ck_buf *out)
+static void canon_elems(const struct ck_set *s, struct pc_buf *out)
 {
 	char **lines = calloc(s->n_elems ? s->n_elems : 1, sizeof(char *));
 
 	if (!lines) {
-		out->oom = true;
+		out->err = PC_ENOMEM;
 		return;
 	}
 	for (size_t i = 0; i < s->n_elems; i++) {
 		const struct ck_elem *e = &s->elems[i];
-		struct ck_buf l = {0};
+		struct pc_buf l = {0};
 
-		ck_buf_hex(&l, e->key, e->klen);
+		pc_buf_hex(&l, e->key, e->klen);
 		if (e->kelen) {
-			ck_buf_add(&l, "-", 1);
-			ck_buf_hex(&l, e->kend, e->kelen);
+			pc_buf_put(&l, "-", 1);
+			pc_buf_hex(&l, e->kend, e->kelen);
 		}
 		if (e->flags)
-			ck_buf_printf(&l, " flags %u", e->flags);
+			pc_buf_printf(&l, " flags %u", e->flags);
 		if (e->has_verdict)
-			ck_buf_printf(&l, " : verdict %d%s%s", e->verdict, e->chain[0] ? " " : "",
+			pc_buf_printf(&l, " : verdict %d%s%s", e->verdict, e->chain[0] ? " " : "",
 				      e->chain);
 		if (e->dlen) {
-			ck_buf_add(&l, " : ", 3);
-			ck_buf_hex(&l, e->data, e->dlen);
+			pc_buf_put(&l, " : ", 3);
+			pc_buf_hex(&l, e->data, e->dlen);
 		}
-		if (l.oom)
-			out->oom = true;
-		lines[i] = l.p ? l.p : strdup("");
+		lines[i] = pc_buf_take(&l, NULL);
+		if (!lines[i])
+			out->err = PC_ENOMEM;
 	}
 	qsort(lines, s->n_elems, sizeof(char *), str_cmp);
-	ck_buf_printf(out, "{");
+	pc_buf_printf(out, "{");
 	for (size_t i = 0; i < s->n_elems; i++) {
-		ck_buf_printf(out, "%s%s", i ? ", " : " ", lines[i] ? lines[i] : "");
+		pc_buf_printf(out, "%s%s", i ? ", " : " ", lines[i] ? lines[i] : "");
 		free(lines[i]);
 	}
-	ck_buf_printf(out, " }%s", s->elems_read ? "" : " (unreadable)");
+	pc_buf_printf(out, " }%s", s->elems_read ? "" : " (unreadable)");
 	free(lines);
 }
 
-static void canon_set_head(const struct ck_set *s, struct ck_buf *out)
+static void canon_set_head(const struct ck_set *s, struct pc_buf *out)
 {
-	ck_buf_printf(out, "flags %u key %u/%u data %u/%u obj %u ",
+	pc_buf_printf(out, "flags %u key %u/%u data %u/%u obj %u ",
 		      s->flags & ~(uint32_t)NFT_SET_ANONYMOUS, s->key_type, s->key_len,
 		      s->data_type, s->data_len, s->obj_type);
 	canon_elems(s, out);
 }
 
 static void canon_expr(const struct ck_ruleset *rs, const struct ck_chain *c, struct nftnl_expr *x,
-		       struct ck_buf *out)
+		       struct pc_buf *out)
 {
 	const char *n = nftnl_expr_get_str(x, NFTNL_EXPR_NAME);
 	char buf[1024];
@@ -76,11 +76,11 @@ static void canon_expr(const struct ck_ruleset *rs, const struct ck_chain *c, st
 	if (!n)
 		n = "?";
 	if (strcmp(n, "counter") == 0 || strcmp(n, "last") == 0) {
-		ck_buf_printf(out, " [%s]", n); /* values are kernel state */
+		pc_buf_printf(out, " [%s]", n); /* values are kernel state */
 		return;
 	}
 	if (strcmp(n, "quota") == 0) {
-		ck_buf_printf(out, " [quota %llu flags %u]",
+		pc_buf_printf(out, " [quota %llu flags %u]",
 			      (unsigned long long)nftnl_expr_get_u64(x, NFTNL_EXPR_QUOTA_BYTES),
 			      nftnl_expr_get_u32(x, NFTNL_EXPR_QUOTA_FLAGS));
 		return;
@@ -92,56 +92,56 @@ static void canon_expr(const struct ck_ruleset *rs, const struct ck_chain *c, st
 		const struct ck_set *s = sn ? ck_set_find(rs, c->family, c->table, sn) : NULL;
 
 		if (strcmp(n, "lookup") == 0)
-			ck_buf_printf(out, " [lookup sreg %u dreg %u flags %u ",
+			pc_buf_printf(out, " [lookup sreg %u dreg %u flags %u ",
 				      nftnl_expr_get_u32(x, NFTNL_EXPR_LOOKUP_SREG),
 				      nftnl_expr_is_set(x, NFTNL_EXPR_LOOKUP_DREG)
 					  ? nftnl_expr_get_u32(x, NFTNL_EXPR_LOOKUP_DREG)
 					  : 999u,
 				      nftnl_expr_get_u32(x, NFTNL_EXPR_LOOKUP_FLAGS));
 		else
-			ck_buf_printf(
+			pc_buf_printf(
 			    out, " [dynset op %u sreg %u timeout %llu ",
 			    nftnl_expr_get_u32(x, NFTNL_EXPR_DYNSET_OP),
 			    nftnl_expr_get_u32(x, NFTNL_EXPR_DYNSET_SREG_KEY),
 			    (unsigned long long)nftnl_expr_get_u64(x, NFTNL_EXPR_DYNSET_TIMEOUT));
 		if (s && (s->flags & NFT_SET_ANONYMOUS)) {
-			ck_buf_printf(out, "anonymous ");
+			pc_buf_printf(out, "anonymous ");
 			canon_set_head(s, out);
 		} else {
-			ck_buf_printf(out, "set %s", sn ? sn : "?");
+			pc_buf_printf(out, "set %s", sn ? sn : "?");
 		}
-		ck_buf_printf(out, "]");
+		pc_buf_printf(out, "]");
 		return;
 	}
 	buf[0] = 0;
 	nftnl_expr_snprintf(buf, sizeof(buf), x, NFTNL_OUTPUT_DEFAULT, 0);
-	ck_buf_printf(out, " [%s %s]", n, buf);
+	pc_buf_printf(out, " [%s %s]", n, buf);
 }
 
-static void canon_chain(const struct ck_ruleset *rs, const struct ck_chain *c, struct ck_buf *out)
+static void canon_chain(const struct ck_ruleset *rs, const struct ck_chain *c, struct pc_buf *out)
 {
-	ck_buf_printf(out, "  chain %s", c->name);
+	pc_buf_printf(out, "  chain %s", c->name);
 	if (c->base) {
-		ck_buf_printf(out, " { type %s hook %s priority %d policy %s",
+		pc_buf_printf(out, " { type %s hook %s priority %d policy %s",
 			      c->type[0] ? c->type : "filter", ck_hook_name(c->family, c->hook),
 			      c->prio, c->policy == NF_DROP ? "drop" : "accept");
 		for (size_t i = 0; i < c->n_devs; i++)
-			ck_buf_printf(out, " device %s", c->devs[i]);
-		ck_buf_printf(out, " flags %u }", c->flags);
+			pc_buf_printf(out, " device %s", c->devs[i]);
+		pc_buf_printf(out, " flags %u }", c->flags);
 	}
-	ck_buf_printf(out, "\n");
+	pc_buf_printf(out, "\n");
 	for (size_t i = 0; i < c->n_rules; i++) {
 		struct nftnl_expr_iter *it = nftnl_expr_iter_create(c->rules[i].r);
 		struct nftnl_expr *x;
 
 		if (!it) {
-			out->oom = true;
+			out->err = PC_ENOMEM;
 			return;
 		}
-		ck_buf_printf(out, "    rule");
+		pc_buf_printf(out, "    rule");
 		while ((x = nftnl_expr_iter_next(it)))
 			canon_expr(rs, c, x, out);
-		ck_buf_printf(out, "\n");
+		pc_buf_printf(out, "\n");
 		nftnl_expr_iter_destroy(it);
 	}
 }
@@ -154,16 +154,16 @@ static int ptr_chain_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-static void canon_table(const struct ck_ruleset *rs, const struct ck_table *t, struct ck_buf *out)
+static void canon_table(const struct ck_ruleset *rs, const struct ck_table *t, struct pc_buf *out)
 {
 	const struct ck_chain **cv = calloc(rs->n_chains ? rs->n_chains : 1, sizeof(*cv));
 	size_t n = 0;
 
 	if (!cv) {
-		out->oom = true;
+		out->err = PC_ENOMEM;
 		return;
 	}
-	ck_buf_printf(out, "table %s %s flags %u\n", ck_family_name(t->family), t->name, t->flags);
+	pc_buf_printf(out, "table %s %s flags %u\n", ck_family_name(t->family), t->name, t->flags);
 	for (size_t i = 0; i < rs->n_chains; i++)
 		if (rs->chains[i].family == t->family && strcmp(rs->chains[i].table, t->name) == 0)
 			cv[n++] = &rs->chains[i];
@@ -176,15 +176,15 @@ static void canon_table(const struct ck_ruleset *rs, const struct ck_table *t, s
 		if (s->family != t->family || strcmp(s->table, t->name) != 0 ||
 		    (s->flags & NFT_SET_ANONYMOUS))
 			continue;
-		ck_buf_printf(out, "  set %s ", s->name);
+		pc_buf_printf(out, "  set %s ", s->name);
 		canon_set_head(s, out);
-		ck_buf_printf(out, "\n");
+		pc_buf_printf(out, "\n");
 	}
 	for (size_t i = 0; i < rs->n_objs; i++) {
 		const struct ck_obj *o = &rs->objs[i];
 
 		if (o->family == t->family && strcmp(o->table, t->name) == 0)
-			ck_buf_printf(out, "  object %s type %u\n", o->name, o->type);
+			pc_buf_printf(out, "  object %s type %u\n", o->name, o->type);
 	}
 	free(cv);
 }
@@ -200,13 +200,13 @@ static int ptr_table_cmp(const void *a, const void *b)
 }
 
 void ck_nft_canon(const struct ck_ruleset *rs, uint32_t family, const char *table,
-		  struct ck_buf *out)
+		  struct pc_buf *out)
 {
 	const struct ck_table **tv = calloc(rs->n_tables ? rs->n_tables : 1, sizeof(*tv));
 	size_t n = 0;
 
 	if (!tv) {
-		out->oom = true;
+		out->err = PC_ENOMEM;
 		return;
 	}
 	for (size_t i = 0; i < rs->n_tables; i++) {

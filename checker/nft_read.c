@@ -509,7 +509,7 @@ struct ck_nl {
 
 /* Send nlh and collect every reply message into out; error on NLMSG_ERROR
  * (other than the ACK) or an interrupted dump (retry at the caller). */
-static int nl_dump(struct ck_nl *s, struct nlmsghdr *nlh, struct ck_buf *out, bool *intr,
+static int nl_dump(struct ck_nl *s, struct nlmsghdr *nlh, struct pc_buf *out, bool *intr,
 		   struct pc_err *err)
 {
 	uint32_t seq = nlh->nlmsg_seq;
@@ -529,7 +529,7 @@ static int nl_dump(struct ck_nl *s, struct nlmsghdr *nlh, struct ck_buf *out, bo
 			if (m->nlmsg_flags & NLM_F_DUMP_INTR)
 				*intr = true;
 			if (m->nlmsg_type == NLMSG_DONE)
-				return out->oom ? pc_err_set(err, PC_ENOMEM, "netlink dump") : 0;
+				return out->err ? pc_err_set(err, PC_ENOMEM, "netlink dump") : 0;
 			if (m->nlmsg_type == NLMSG_ERROR) {
 				const struct nlmsgerr *e = mnl_nlmsg_get_payload(m);
 
@@ -540,7 +540,7 @@ static int nl_dump(struct ck_nl *s, struct nlmsghdr *nlh, struct ck_buf *out, bo
 				errno = -e->error;
 				return pc_err_errno(err, PC_EIO, "netlink request");
 			}
-			ck_buf_add(out, m, m->nlmsg_len);
+			pc_buf_put(out, m, m->nlmsg_len);
 			if (!(m->nlmsg_flags & NLM_F_MULTI))
 				return 0;
 		}
@@ -552,7 +552,7 @@ static int nft_gen(struct ck_nl *s, uint32_t *gen, struct pc_err *err)
 	char buf[256];
 	struct nlmsghdr *nlh =
 	    nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETGEN, NFPROTO_UNSPEC, NLM_F_ACK, ++s->seq);
-	struct ck_buf out = {0};
+	struct pc_buf out = {0};
 	bool intr = false;
 	struct nftnl_gen *g = NULL;
 	int rc;
@@ -568,7 +568,7 @@ static int nft_gen(struct ck_nl *s, uint32_t *gen, struct pc_err *err)
 	}
 done:
 	nftnl_gen_free(g);
-	ck_buf_free(&out);
+	pc_buf_free(&out);
 	return rc;
 }
 
@@ -579,7 +579,7 @@ static int nft_read_once(struct ck_nl *s, struct ck_ruleset *rs, bool *retry, st
 	/* zeroed: libmnl 1.0.4 leaves an attribute's alignment padding
 	 * unwritten, and the kernel must not be handed uninitialised bytes */
 	char hdr[1024] = {0};
-	struct ck_buf raw = {0};
+	struct pc_buf raw = {0};
 	uint32_t gen0 = 0, gen1 = 0;
 	bool intr = false;
 	int rc;
@@ -627,7 +627,7 @@ static int nft_read_once(struct ck_nl *s, struct ck_ruleset *rs, bool *retry, st
 		goto out;
 	*retry = intr || gen0 != gen1;
 out:
-	ck_buf_free(&raw);
+	pc_buf_free(&raw);
 	return rc;
 }
 

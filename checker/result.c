@@ -1,6 +1,5 @@
 /* checker: the result of a check (findings and evidence per obligation),
- * the small text buffer and array helpers the other checker files share. */
-#include <stdarg.h>
+ * and the array helper the other checker files share. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,92 +66,6 @@ void *ck_grow(void *arrp, size_t *n, size_t *cap, size_t elsize)
 	memset(p, 0, elsize);
 	(*n)++;
 	return p;
-}
-
-void ck_buf_add(struct ck_buf *b, const void *data, size_t len)
-{
-	if (b->oom)
-		return;
-	if (b->len + len + 1 > b->cap) {
-		size_t nc = b->cap ? b->cap : 256;
-		char *q;
-
-		while (nc < b->len + len + 1)
-			nc *= 2;
-		q = realloc(b->p, nc);
-		if (!q) {
-			b->oom = true;
-			return;
-		}
-		b->p = q;
-		b->cap = nc;
-	}
-	memcpy(b->p + b->len, data, len);
-	b->len += len;
-	b->p[b->len] = 0;
-}
-
-void ck_buf_printf(struct ck_buf *b, const char *fmt, ...)
-{
-	char tmp[512];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n < sizeof(tmp)) {
-		ck_buf_add(b, tmp, (size_t)n);
-		return;
-	}
-	{
-		char *big = malloc((size_t)n + 1);
-
-		if (!big) {
-			b->oom = true;
-			return;
-		}
-		va_start(ap, fmt);
-		vsnprintf(big, (size_t)n + 1, fmt, ap);
-		va_end(ap);
-		ck_buf_add(b, big, (size_t)n);
-		free(big);
-	}
-}
-
-void ck_buf_json_str(struct ck_buf *b, const char *s)
-{
-	ck_buf_add(b, "\"", 1);
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-		if (*p == '"' || *p == '\\') {
-			char e[2] = {'\\', (char)*p};
-
-			ck_buf_add(b, e, 2);
-		} else if (*p == '\n') {
-			ck_buf_add(b, "\\n", 2);
-		} else if (*p < 0x20 || *p == 0x7f) {
-			ck_buf_printf(b, "\\u%04x", *p);
-		} else {
-			ck_buf_add(b, p, 1);
-		}
-	}
-	ck_buf_add(b, "\"", 1);
-}
-
-void ck_buf_hex(struct ck_buf *b, const uint8_t *d, size_t len)
-{
-	for (size_t i = 0; i < len; i++)
-		ck_buf_printf(b, "%02x", d[i]);
-}
-
-void ck_buf_free(struct ck_buf *b)
-{
-	if (!b)
-		return;
-	free(b->p);
-	memset(b, 0, sizeof(*b));
 }
 
 static void ck_vappend(struct checker_result *res, enum checker_oblig ob, char *line)

@@ -176,7 +176,7 @@ static const char *route_type(uint8_t t)
 }
 
 static void family_check(const struct ck_state *st, const char *br, uint8_t fam,
-			 const struct ck_buf *dump, struct checker_result *res)
+			 const struct pc_buf *dump, struct checker_result *res)
 {
 	const char *v = fam == AF_INET ? "IPv4" : "IPv6";
 	const struct nlmsghdr *nlh = (const struct nlmsghdr *)dump->p;
@@ -257,15 +257,15 @@ void ck_routing_check(const struct ck_state *st, const char *br, struct checker_
 
 	for (int f = 0; f < 2; f++) {
 		struct fib_rule_hdr h = {.family = fams[f]};
-		struct ck_buf b = {0};
+		struct pc_buf b = {0};
 		struct pc_err err = {0};
 
-		if (ck_rtnl_dump(RTM_GETRULE, &h, sizeof(h), &b, &err) < 0 || b.oom)
+		if (ck_rtnl_dump(RTM_GETRULE, &h, sizeof(h), &b, &err) < 0 || b.err)
 			ck_find(res, CK_OB_PATHS, CHECKER_DOUBT,
 				"%s routing rules could not be read: %s",
 				fams[f] == AF_INET ? "IPv4" : "IPv6", err.msg);
 		else
 			family_check(st, br, fams[f], &b, res);
-		ck_buf_free(&b);
+		pc_buf_free(&b);
 	}
 }

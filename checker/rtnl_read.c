@@ -400,7 +400,7 @@ int ck_rtnl_parse(struct ck_state *st, const void *buf, size_t len, struct pc_er
 	return 0;
 }
 
-static int nl_dump_once(int bus, const char *what, struct nlmsghdr *req, struct ck_buf *out,
+static int nl_dump_once(int bus, const char *what, struct nlmsghdr *req, struct pc_buf *out,
 			struct pc_err *err)
 {
 	struct mnl_socket *nl = mnl_socket_open(bus);
@@ -444,11 +444,11 @@ static int nl_dump_once(int bus, const char *what, struct nlmsghdr *req, struct 
 				rc = pc_err_errno(err, PC_EIO, "%s dump %u", what, req->nlmsg_type);
 				goto out;
 			}
-			ck_buf_add(out, m, m->nlmsg_len);
+			pc_buf_put(out, m, m->nlmsg_len);
 		}
 	}
 out:
-	if (rc == 0 && out->oom)
+	if (rc == 0 && out->err)
 		rc = pc_err_set(err, PC_ENOMEM, "%s dump", what);
 	if (nl)
 		mnl_socket_close(nl);
@@ -459,7 +459,7 @@ out:
 /* The kernel flags a dump that changed while it was read (a link or route
  * added meanwhile); what was read may miss an object, so it is read again.
  * A state that keeps changing stays unproven (the caller's error). */
-int ck_nl_dump(int bus, const char *what, struct nlmsghdr *req, struct ck_buf *out,
+int ck_nl_dump(int bus, const char *what, struct nlmsghdr *req, struct pc_buf *out,
 	       struct pc_err *err)
 {
 	size_t start = out->len;
@@ -472,7 +472,7 @@ int ck_nl_dump(int bus, const char *what, struct nlmsghdr *req, struct ck_buf *o
 	return rc;
 }
 
-int ck_rtnl_dump(uint16_t type, const void *hdr, size_t hdrlen, struct ck_buf *out,
+int ck_rtnl_dump(uint16_t type, const void *hdr, size_t hdrlen, struct pc_buf *out,
 		 struct pc_err *err)
 {
 	union {
@@ -511,12 +511,12 @@ int ck_rtnl_read(struct ck_state *st, struct pc_err *err)
 	int rc = 0;
 
 	for (size_t i = 0; i < sizeof(q) / sizeof(q[0]) && rc == 0; i++) {
-		struct ck_buf b = {0};
+		struct pc_buf b = {0};
 
 		rc = ck_rtnl_dump(q[i].type, q[i].hdr, q[i].len, &b, err);
 		if (rc == 0)
 			rc = ck_rtnl_parse(st, b.p, b.len, err);
-		ck_buf_free(&b);
+		pc_buf_free(&b);
 	}
 	return rc;
 }

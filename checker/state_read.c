@@ -141,7 +141,7 @@ static int diag_dump(struct ck_state *st, uint8_t family, uint8_t proto, struct 
 	} q;
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(q.b);
 	struct inet_diag_req_v2 *req;
-	struct ck_buf b = {0};
+	struct pc_buf b = {0};
 	const struct nlmsghdr *m;
 	int n, rc;
 
@@ -173,7 +173,7 @@ static int diag_dump(struct ck_state *st, uint8_t family, uint8_t proto, struct 
 		l->port = ntohs(d->id.idiag_sport);
 	}
 out:
-	ck_buf_free(&b);
+	pc_buf_free(&b);
 	return rc;
 }
 
@@ -199,36 +199,36 @@ static void addr_fmt(uint8_t family, const uint8_t *a, char *buf, size_t len)
 		snprintf(buf, len, "?");
 }
 
-void ck_state_canon(const struct ck_state *st, const char *br, struct ck_buf *out)
+void ck_state_canon(const struct ck_state *st, const char *br, struct pc_buf *out)
 {
 	char a[64], g[64], n1[32];
 
-	ck_buf_printf(out, "# portcullis state snapshot v2 (bridge %s)\n", br);
+	pc_buf_printf(out, "# portcullis state snapshot v2 (bridge %s)\n", br);
 	for (size_t i = 0; i < st->n_links; i++) {
 		const struct ck_link *l = &st->links[i];
 
-		ck_buf_printf(out, "link %s kind=%s up=%d master=%s", l->name,
+		pc_buf_printf(out, "link %s kind=%s up=%d master=%s", l->name,
 			      l->kind[0] ? l->kind : "-", (l->flags & 1) ? 1 : 0,
 			      l->master ? ck_ifname(st, l->master, n1, sizeof(n1)) : "-");
 		if (l->link)
-			ck_buf_printf(out, " link=%d%s", l->link, l->link_netns ? "@other-ns" : "");
+			pc_buf_printf(out, " link=%d%s", l->link, l->link_netns ? "@other-ns" : "");
 		if (l->brport)
-			ck_buf_printf(out,
+			pc_buf_printf(out,
 				      " isolated=%d learning=%d flood=%d hairpin=%d proxyarp=%d "
 				      "state=%d locked=%d neigh_suppress=%d",
 				      l->isolated, l->learning, l->flood, l->hairpin, l->proxyarp,
 				      l->stp_state, l->locked, l->neigh_suppress);
 		if (l->br_nf_ipt >= 0)
-			ck_buf_printf(
+			pc_buf_printf(
 			    out, " nf_call_iptables=%d nf_call_ip6tables=%d nf_call_arptables=%d",
 			    l->br_nf_ipt, l->br_nf_ip6t, l->br_nf_arpt);
-		ck_buf_printf(out, " xdp=%u\n", l->xdp_attached);
+		pc_buf_printf(out, " xdp=%u\n", l->xdp_attached);
 	}
 	for (size_t i = 0; i < st->n_addrs; i++) {
 		const struct ck_ifaddr *x = &st->addrs[i];
 
 		addr_fmt(x->family, x->a, a, sizeof(a));
-		ck_buf_printf(out, "addr %s %s/%u scope %u\n",
+		pc_buf_printf(out, "addr %s %s/%u scope %u\n",
 			      ck_ifname(st, x->ifindex, n1, sizeof(n1)), a, x->prefixlen, x->scope);
 	}
 	for (size_t i = 0; i < st->n_routes; i++) {
@@ -236,37 +236,37 @@ void ck_state_canon(const struct ck_state *st, const char *br, struct ck_buf *ou
 
 		addr_fmt(r->family, r->dst, a, sizeof(a));
 		addr_fmt(r->family, r->gw, g, sizeof(g));
-		ck_buf_printf(out, "route table %u type %u %s/%u via %s dev %s metric %u\n",
+		pc_buf_printf(out, "route table %u type %u %s/%u via %s dev %s metric %u\n",
 			      r->table, r->type, a, r->dst_len, r->has_gw ? g : "-",
 			      r->oif ? ck_ifname(st, r->oif, n1, sizeof(n1)) : "-", r->prio);
 	}
 	for (size_t i = 0; i < st->n_iprules; i++) {
 		const struct ck_iprule *r = &st->iprules[i];
 
-		ck_buf_printf(
+		pc_buf_printf(
 		    out, "rule %s prio %u action %u table %u iif %s oif %s fwmark 0x%x/0x%x\n",
 		    r->family == 10 ? "ipv6" : "ipv4", r->prio, r->action, r->table,
 		    r->iif[0] ? r->iif : "-", r->oif[0] ? r->oif : "-", r->fwmark, r->fwmask);
 	}
 	for (size_t i = 0; i < st->n_qdiscs; i++)
-		ck_buf_printf(out, "qdisc %s %s handle %x parent %x\n",
+		pc_buf_printf(out, "qdisc %s %s handle %x parent %x\n",
 			      ck_ifname(st, st->qdiscs[i].ifindex, n1, sizeof(n1)),
 			      st->qdiscs[i].kind, st->qdiscs[i].handle, st->qdiscs[i].parent);
 	for (size_t i = 0; i < st->n_filters; i++) {
 		const struct ck_tcfilter *f = &st->filters[i];
 
-		ck_buf_printf(out, "filter %s parent %x prio %u kind %s",
+		pc_buf_printf(out, "filter %s parent %x prio %u kind %s",
 			      ck_ifname(st, f->ifindex, n1, sizeof(n1)), f->parent, f->prio,
 			      f->kind);
 		for (size_t k = 0; k < f->n_acts; k++)
-			ck_buf_printf(out, " action %s", f->acts[k].kind);
-		ck_buf_printf(out, "\n");
+			pc_buf_printf(out, " action %s", f->acts[k].kind);
+		pc_buf_printf(out, "\n");
 	}
 	for (size_t i = 0; i < st->n_sysctls; i++)
-		ck_buf_printf(out, "sysctl %s = %s\n", st->sysctls[i].key,
+		pc_buf_printf(out, "sysctl %s = %s\n", st->sysctls[i].key,
 			      st->sysctls[i].val[0] ? st->sysctls[i].val : "(absent)");
-	ck_buf_printf(out, "legacy %s\n", st->legacy[0] ? st->legacy : "-");
-	ck_buf_printf(out, "ebtables %s%s%s\n", st->ebt[0] ? st->ebt : "-",
+	pc_buf_printf(out, "legacy %s\n", st->legacy[0] ? st->legacy : "-");
+	pc_buf_printf(out, "ebtables %s%s%s\n", st->ebt[0] ? st->ebt : "-",
 		      st->ebt_unreadable[0] ? " unreadable: " : "", st->ebt_unreadable);
 }
 

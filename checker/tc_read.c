@@ -183,12 +183,12 @@ int ck_tc_parse(struct ck_state *st, const void *buf, size_t len, struct pc_err 
 static int dump_filters(struct ck_state *st, int ifindex, uint32_t parent, struct pc_err *err)
 {
 	struct tcmsg t = {.tcm_family = AF_UNSPEC, .tcm_ifindex = ifindex, .tcm_parent = parent};
-	struct ck_buf b = {0};
+	struct pc_buf b = {0};
 	int rc = ck_rtnl_dump(RTM_GETTFILTER, &t, sizeof(t), &b, err);
 
 	if (rc == 0)
 		rc = ck_tc_parse(st, b.p, b.len, err);
-	ck_buf_free(&b);
+	pc_buf_free(&b);
 	return rc;
 }
 
@@ -198,13 +198,13 @@ int ck_tc_read(struct ck_state *st, int ifindex, struct pc_err *err)
 
 	{
 		struct tcmsg t = {.tcm_family = AF_UNSPEC, .tcm_ifindex = ifindex};
-		struct ck_buf b = {0};
+		struct pc_buf b = {0};
 		size_t before = st->n_qdiscs;
 
 		rc = ck_rtnl_dump(RTM_GETQDISC, &t, sizeof(t), &b, err);
 		if (rc == 0)
 			rc = ck_tc_parse(st, b.p, b.len, err);
-		ck_buf_free(&b);
+		pc_buf_free(&b);
 		if (rc < 0)
 			return rc;
 		/* the kernel may return every device's qdiscs: keep this one's */

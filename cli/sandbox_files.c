@@ -327,50 +327,43 @@ int sbfile_pick_addresses(struct sb *s, const struct policy *pol, struct pc_err 
 
 char *sbfile_rule_text(const struct sb *s)
 {
-	char *t = NULL, own[96], b[PC_ADDRSTRLEN];
-	size_t len = 0;
-	int rc = 0;
+	struct pc_buf t = {0};
+	char own[96], b[PC_ADDRSTRLEN];
 
 	owner_text(own, sizeof(own));
-	rc |= pc_buf_appendf(&t, &len,
-			     SB_MARK "%s, %s; written by `portcullis sandbox %s`, removed when "
-				     "the sandbox ends\n",
-			     s->name, own, s->attach ? "attach" : "run");
-	rc |= pc_buf_appendf(&t, &len, "sandbox: %s\nmatch:\n  source: [", s->name);
+	pc_buf_printf(&t,
+		      SB_MARK "%s, %s; written by `portcullis sandbox %s`, removed when "
+			      "the sandbox ends\n",
+		      s->name, own, s->attach ? "attach" : "run");
+	pc_buf_printf(&t, "sandbox: %s\nmatch:\n  source: [", s->name);
 	if (s->addr4.family)
-		rc |= pc_buf_appendf(&t, &len, "\"%s/32\"", pc_addr_str(&s->addr4, b, sizeof(b)));
+		pc_buf_printf(&t, "\"%s/32\"", pc_addr_str(&s->addr4, b, sizeof(b)));
 	if (s->addr6.family)
-		rc |= pc_buf_appendf(&t, &len, "%s\"%s/128\"", s->addr4.family ? ", " : "",
-				     pc_addr_str(&s->addr6, b, sizeof(b)));
-	rc |= pc_buf_appendf(&t, &len, "]\n  port: \"%s\"\n", s->port);
+		pc_buf_printf(&t, "%s\"%s/128\"", s->addr4.family ? ", " : "",
+			      pc_addr_str(&s->addr6, b, sizeof(b)));
+	pc_buf_printf(&t, "]\n  port: \"%s\"\n", s->port);
 	if (s->has_mac)
-		rc |= pc_buf_appendf(&t, &len, "  mac: \"%02x:%02x:%02x:%02x:%02x:%02x\"\n",
-				     s->mac[0], s->mac[1], s->mac[2], s->mac[3], s->mac[4],
-				     s->mac[5]);
-	rc |= pc_buf_appendf(&t, &len, "allow:%s\n", s->n_allow ? "" : " []");
+		pc_buf_printf(&t, "  mac: \"%02x:%02x:%02x:%02x:%02x:%02x\"\n", s->mac[0],
+			      s->mac[1], s->mac[2], s->mac[3], s->mac[4], s->mac[5]);
+	pc_buf_printf(&t, "allow:%s\n", s->n_allow ? "" : " []");
 	for (size_t i = 0; i < s->n_allow; i++) {
 		const struct sb_allow *a = &s->allow[i];
 		bool range = strchr(a->ports, '-') != NULL;
 
 		if (a->cidr)
-			rc |= pc_buf_appendf(&t, &len, "  - cidr: \"%s/%u\"\n",
-					     pc_addr_str(&a->prefix.addr, b, sizeof(b)),
-					     a->prefix.len);
+			pc_buf_printf(&t, "  - cidr: \"%s/%u\"\n",
+				      pc_addr_str(&a->prefix.addr, b, sizeof(b)), a->prefix.len);
 		else
-			rc |= pc_buf_appendf(&t, &len, "  - host: \"%s\"\n", a->host);
-		rc |= pc_buf_appendf(&t, &len, "    ports: [%s%s%s]\n    proto: %s\n",
-				     range ? "\"" : "", a->ports, range ? "\"" : "", a->proto);
+			pc_buf_printf(&t, "  - host: \"%s\"\n", a->host);
+		pc_buf_printf(&t, "    ports: [%s%s%s]\n    proto: %s\n", range ? "\"" : "",
+			      a->ports, range ? "\"" : "", a->proto);
 	}
 	if (s->n_secrets)
-		rc |= pc_buf_appendf(&t, &len, "secrets:\n");
+		pc_buf_printf(&t, "secrets:\n");
 	for (size_t i = 0; i < s->n_secrets; i++)
-		rc |= pc_buf_appendf(&t, &len, "  - name: %s\n    host: \"%s\"\n    port: %u\n",
-				     s->secrets[i].name, s->secrets[i].host, s->secrets[i].port);
-	if (rc) {
-		free(t);
-		return NULL;
-	}
-	return t;
+		pc_buf_printf(&t, "  - name: %s\n    host: \"%s\"\n    port: %u\n",
+			      s->secrets[i].name, s->secrets[i].host, s->secrets[i].port);
+	return pc_buf_take(&t, NULL);
 }
 
 static int write_file(const char *path, const char *data, size_t len, mode_t mode, bool excl,
@@ -454,8 +447,9 @@ const char *sbfile_path(const struct sb *s, const char *file, char *buf, size_t 
  * the gateway. */
 static int bundle_make(const struct sb *s, const char *path, struct pc_err *err)
 {
-	char ca[PC_PATH_MAX + 16], *a = NULL, *b = NULL, *all = NULL;
-	size_t alen = 0, blen = 0, len = 0;
+	char ca[PC_PATH_MAX + 16], *a = NULL, *b = NULL;
+	size_t alen = 0, blen = 0;
+	struct pc_buf all = {0};
 	int rc;
 
 	snprintf(ca, sizeof(ca), "%s/ca.pem", s->cfg.vault.ca_dir);
@@ -470,44 +464,41 @@ static int bundle_make(const struct sb *s, const char *path, struct pc_err *err)
 	}
 	if (pc_file_read(s->cfg.vault.trust, 16 << 20, &b, &blen, NULL) < 0)
 		blen = 0;
-	rc = pc_buf_appendf(&all, &len, "# portcullis sandbox %s: the vault's CA (%s)\n%.*s\n",
-			    s->name, ca, (int)alen, a ? a : "");
-	if (!rc && blen)
-		rc = pc_buf_appendf(&all, &len, "# what the gateway trusts upstream (%s)\n%.*s\n",
-				    s->cfg.vault.trust, (int)blen, b);
+	pc_buf_printf(&all, "# portcullis sandbox %s: the vault's CA (%s)\n%.*s\n", s->name, ca,
+		      (int)alen, a ? a : "");
+	if (blen)
+		pc_buf_printf(&all, "# what the gateway trusts upstream (%s)\n%.*s\n",
+			      s->cfg.vault.trust, (int)blen, b);
 	free(a);
 	free(b);
-	if (rc) {
-		free(all);
+	if (all.err) {
+		pc_buf_free(&all);
 		return pc_err_set(err, PC_ENOMEM, "out of memory");
 	}
-	rc = write_file(path, all, len, 0644, true, err);
-	free(all);
+	rc = write_file(path, all.p, all.len, 0644, true, err);
+	pc_buf_free(&all);
 	return rc;
 }
 
-/* Write the text built so far in *t as file (0644), then start a new text. */
-static int dir_file(struct sb *s, const char *file, char **t, size_t *len, int built,
-		    struct pc_err *err)
+/* Write the text built so far in t as file (0644), then start a new text. */
+static int dir_file(struct sb *s, const char *file, struct pc_buf *t, struct pc_err *err)
 {
 	char path[sizeof(s->dir) + 32];
 	int rc;
 
-	if (built < 0 || !*t)
+	if (t->err || !t->p)
 		rc = pc_err_set(err, PC_ENOMEM, "out of memory");
 	else
-		rc =
-		    write_file(sbfile_path(s, file, path, sizeof(path)), *t, *len, 0644, true, err);
-	free(*t);
-	*t = NULL;
-	*len = 0;
+		rc = write_file(sbfile_path(s, file, path, sizeof(path)), t->p, t->len, 0644, true,
+				err);
+	pc_buf_free(t);
 	return rc;
 }
 
 int sbfile_dir_make(struct sb *s, uid_t uid, gid_t gid, struct pc_err *err)
 {
-	char path[sizeof(s->dir) + 32], b[PC_ADDRSTRLEN], *t = NULL, own[96];
-	size_t len = 0;
+	char path[sizeof(s->dir) + 32], b[PC_ADDRSTRLEN], own[96];
+	struct pc_buf t = {0};
 	int rc;
 
 	if (mkdir(s->dir, 0755) < 0)
@@ -517,31 +508,29 @@ int sbfile_dir_make(struct sb *s, uid_t uid, gid_t gid, struct pc_err *err)
 			   : pc_err_errno(err, PC_EIO, "creating %s", s->dir);
 	s->dir_made = true;
 	owner_text(own, sizeof(own));
-	rc = pc_buf_appendf(&t, &len, "%s\n", own);
-	if ((rc = dir_file(s, "launcher", &t, &len, rc, err)) < 0)
+	pc_buf_printf(&t, "%s\n", own);
+	if ((rc = dir_file(s, "launcher", &t, err)) < 0)
 		return rc;
 	/* resolv.conf: the guard's resolvers, the only ones a query may go to
 	 * (glibc reads at most three) */
-	rc = pc_buf_appendf(&t, &len, "# portcullis sandbox %s: the guard's resolvers\n", s->name);
-	for (size_t i = 0; !rc && i < s->cfg.dns.n_resolvers && i < 3; i++)
-		rc = pc_buf_appendf(&t, &len, "nameserver %s\n",
-				    pc_addr_str(&s->cfg.dns.resolvers[i], b, sizeof(b)));
-	if ((rc = dir_file(s, "resolv.conf", &t, &len, rc, err)) < 0)
+	pc_buf_printf(&t, "# portcullis sandbox %s: the guard's resolvers\n", s->name);
+	for (size_t i = 0; i < s->cfg.dns.n_resolvers && i < 3; i++)
+		pc_buf_printf(&t, "nameserver %s\n",
+			      pc_addr_str(&s->cfg.dns.resolvers[i], b, sizeof(b)));
+	if ((rc = dir_file(s, "resolv.conf", &t, err)) < 0)
 		return rc;
 	/* hosts: loopback only, so every other name goes through the guard */
-	rc = pc_buf_appendf(&t, &len,
-			    "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost "
-			    "ip6-loopback\n");
-	if ((rc = dir_file(s, "hosts", &t, &len, rc, err)) < 0)
+	pc_buf_printf(&t, "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost "
+			  "ip6-loopback\n");
+	if ((rc = dir_file(s, "hosts", &t, err)) < 0)
 		return rc;
 	if ((rc = bundle_make(s, sbfile_path(s, "ca-bundle.pem", path, sizeof(path)), err)) < 0)
 		return rc;
 	/* env: what the guest needs besides its network (attach: for the VM) */
-	rc = pc_buf_appendf(&t, &len, "PORTCULLIS_SANDBOX=%s\n", s->name);
-	for (size_t i = 0; !rc && i < s->n_secrets; i++)
-		rc = pc_buf_appendf(&t, &len, "%s=%s\n", s->secrets[i].name,
-				    s->secrets[i].placeholder);
-	if ((rc = dir_file(s, "env", &t, &len, rc, err)) < 0)
+	pc_buf_printf(&t, "PORTCULLIS_SANDBOX=%s\n", s->name);
+	for (size_t i = 0; i < s->n_secrets; i++)
+		pc_buf_printf(&t, "%s=%s\n", s->secrets[i].name, s->secrets[i].placeholder);
+	if ((rc = dir_file(s, "env", &t, err)) < 0)
 		return rc;
 	if (!s->attach) {
 		sbfile_path(s, "home", path, sizeof(path));

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #ifndef PC_VERSION
@@ -230,6 +231,114 @@ uint64_t pc_now_real_ms(void);
 /* RFC 3339 UTC with milliseconds, "2026-11-29T14:02:13.123Z"; buf >= 25. */
 const char *pc_time_rfc3339(uint64_t real_ms, char *buf, size_t len);
 
+/* ---- text: growable buffer (common/buf.c) and JSON (common/json.c) ----- */
+
+/* A byte and text buffer. Appends never return an error: the first failure
+ * (PC_ENOMEM, or PC_EINVAL when the text would pass its limit) is kept in
+ * err and every later append is a no-op, so a caller checks err once at
+ * the end. A growable buffer's text is NUL-terminated after len. A
+ * zeroed struct pc_buf is an empty growable buffer with the default limit.
+ * PC_BUF_SECRET: the memory is wiped before it is freed or moved (growing
+ * does not realloc), for buffers that may hold credentials. */
+#define PC_BUF_MAX_DEFAULT ((size_t)64 << 20)
+enum { PC_BUF_SECRET = 1 };
+struct pc_buf {
+	char *p;
+	size_t len, cap;
+	size_t max; /* the most bytes it may hold; 0: PC_BUF_MAX_DEFAULT */
+	int err;    /* sticky: 0 or the first failure */
+	unsigned flags;
+	bool fixed; /* over caller memory (pc_buf_init_fixed) */
+};
+/* An empty growable buffer of at most max bytes (0: the default limit). */
+void pc_buf_init(struct pc_buf *b, size_t max, unsigned flags);
+/* A buffer over the caller's mem of size bytes: it never grows; a write
+ * that does not fit fails (and is not made). The text is NUL-terminated
+ * only while it is shorter than size. */
+void pc_buf_init_fixed(struct pc_buf *b, void *mem, size_t size, unsigned flags);
+/* Room for n more bytes (and a NUL) at p + len: 0, or the buffer's error.
+ * A caller may write up to n bytes there itself and advance len (logd
+ * formats a record straight into its batch); the text is then unterminated
+ * until the next append. */
+int pc_buf_reserve(struct pc_buf *b, size_t n);
+/* pc_buf_put's path when the bytes and a NUL do not fit as things are. */
+void pc_buf_put_grow(struct pc_buf *b, const void *data, size_t n);
+/* Inline: logd formats every record with these (cross-file calls cost it a
+ * third of its rate). The room check is enough: a buffer never has more
+ * than its limit and a NUL allocated. */
+static inline void pc_buf_put(struct pc_buf *b, const void *data, size_t n)
+{
+	if (!b->err && n < b->cap - b->len) {
+		memcpy(b->p + b->len, data, n);
+		b->len += n;
+		b->p[b->len] = '\0';
+		return;
+	}
+	pc_buf_put_grow(b, data, n);
+}
+static inline void pc_buf_puts(struct pc_buf *b, const char *s)
+{
+	pc_buf_put(b, s, strlen(s));
+}
+static inline void pc_buf_putc(struct pc_buf *b, char c)
+{
+	pc_buf_put(b, &c, 1);
+}
+void pc_buf_printf(struct pc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void pc_buf_vprintf(struct pc_buf *b, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+void pc_buf_u64(struct pc_buf *b, uint64_t v);		       /* decimal */
+void pc_buf_hex(struct pc_buf *b, const void *data, size_t n); /* lower-case */
+/* The text so far ("" when none, or a full fixed buffer's is unterminated). */
+const char *pc_buf_str(const struct pc_buf *b);
+/* Empty it (wiped when secret) and clear its error; keeps the memory. */
+void pc_buf_reset(struct pc_buf *b);
+/* The malloc'ed NUL-terminated text ("" when empty; caller frees) and its
+ * length in *len (may be NULL); NULL after a failure or for a fixed
+ * buffer. The buffer is empty (and growable) afterwards. */
+char *pc_buf_take(struct pc_buf *b, size_t *len);
+/* Release the memory (wiped first when secret); the buffer is an empty
+ * growable one with the same limit and flags afterwards. NULL is a no-op. */
+void pc_buf_free(struct pc_buf *b);
+
+/* The one JSON string escaper: the bytes of s (n of them) as the inside of
+ * a JSON string. Quote and backslash by a backslash, newline, tab and
+ * carriage return as \n \t \r, other control characters and DEL as
+ * \u00xx (lower-case hex); every other byte as it is (the caller passes
+ * UTF-8). The policy hash and the log's leaf hashes depend on these bytes:
+ * they are pinned by tests/unit/check_golden.c. */
+void pc_json_escape(struct pc_buf *b, const char *s, size_t n);
+/* s escaped between quotes; NULL as "". */
+void pc_json_quote(struct pc_buf *b, const char *s);
+
+/* A JSON writer: values, keys and containers in order; it places commas
+ * and colons. Misuse (unbalanced ends, deeper than PC_JSON_DEPTH) sets the
+ * buffer's error. */
+#define PC_JSON_DEPTH 31
+struct pc_json {
+	struct pc_buf *b;
+	unsigned depth;
+	uint32_t more; /* bit d: the container at depth d has an item */
+	bool after_key;
+};
+void pc_json_init(struct pc_json *j, struct pc_buf *b);
+void pc_json_obj(struct pc_json *j);
+void pc_json_obj_end(struct pc_json *j);
+void pc_json_arr(struct pc_json *j);
+void pc_json_arr_end(struct pc_json *j);
+void pc_json_key(struct pc_json *j, const char *key);
+void pc_json_str(struct pc_json *j, const char *s); /* NULL as "" */
+void pc_json_strn(struct pc_json *j, const char *s, size_t n);
+void pc_json_u64(struct pc_json *j, uint64_t v);
+void pc_json_i64(struct pc_json *j, int64_t v);
+void pc_json_bool(struct pc_json *j, bool v);
+void pc_json_null(struct pc_json *j);
+/* A value that is already JSON text, written as it is. */
+void pc_json_raw(struct pc_json *j, const char *json);
+/* A member: the key and its string / number value. */
+void pc_json_kstr(struct pc_json *j, const char *key, const char *s);
+void pc_json_ku64(struct pc_json *j, const char *key, uint64_t v);
+
 /* ---- control sockets (common/ctlsock.c) --------------------------------- */
 
 /* The reply to one request word ("metrics"): a malloc'ed string, or NULL to
@@ -362,12 +471,10 @@ int pc_engine_call(const char *run_dir, enum pc_eng_type req, int timeout_ms,
 
 /* ---- metrics: Prometheus text exposition format 0.0.4 (common/prom.c) ---- */
 
-/* A growing text; after an allocation failure every call is a no-op and
- * pc_prom_take returns NULL. */
+/* A growing text (a struct pc_buf); after a failure every call is a no-op
+ * and pc_prom_take returns NULL. A zeroed struct pc_prom is empty. */
 struct pc_prom {
-	char *p;
-	size_t len, cap;
-	bool oom;
+	struct pc_buf buf;
 };
 /* "# HELP name help" and "# TYPE name type" (counter, gauge, ...). */
 void pc_prom_family(struct pc_prom *b, const char *name, const char *type, const char *help);

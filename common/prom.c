@@ -13,39 +13,10 @@ static void prom_add(struct pc_prom *b, const char *fmt, ...) __attribute__((for
 static void prom_add(struct pc_prom *b, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
 
-	if (b->oom)
-		return;
-	for (;;) {
-		size_t room = b->cap - b->len;
-
-		va_start(ap, fmt);
-		n = vsnprintf(b->p ? b->p + b->len : NULL, room, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->oom = true;
-			return;
-		}
-		if ((size_t)n < room) {
-			b->len += (size_t)n;
-			return;
-		}
-		{
-			size_t cap = b->cap ? b->cap * 2 : 4096;
-			char *np;
-
-			while (cap - b->len <= (size_t)n)
-				cap *= 2;
-			np = realloc(b->p, cap);
-			if (!np) {
-				b->oom = true;
-				return;
-			}
-			b->p = np;
-			b->cap = cap;
-		}
-	}
+	va_start(ap, fmt);
+	pc_buf_vprintf(&b->buf, fmt, ap);
+	va_end(ap);
 }
 
 void pc_prom_family(struct pc_prom *b, const char *name, const char *type, const char *help)
@@ -101,12 +72,5 @@ const char *pc_prom_label(const char *v, char *buf, size_t len)
 
 char *pc_prom_take(struct pc_prom *b)
 {
-	char *p = b->oom ? NULL : b->p;
-
-	if (b->oom)
-		free(b->p);
-	else if (!p)
-		p = calloc(1, 1);
-	memset(b, 0, sizeof(*b));
-	return p;
+	return pc_buf_take(&b->buf, NULL);
 }

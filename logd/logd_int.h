@@ -124,6 +124,9 @@ struct checkpoint {
 	uint8_t root[MERKLE_HASH];
 	uint64_t time_ms; /* wall clock, ms since the epoch */
 };
+/* The checkpoint body (origin, size, root, time lines); its length or <0.
+ * (Exposed for the golden-bytes test.) */
+int checkpoint_body_format(const struct checkpoint *c, char *buf, size_t len);
 int checkpoint_body_parse(const char *body, size_t len, struct checkpoint *out, struct pc_err *err);
 /* The signed checkpoint note; returns its length. */
 int checkpoint_sign(const struct note_signer *s, const struct checkpoint *c, char *out,

@@ -318,7 +318,7 @@ int note_verify(const struct note_verifier *v, const char *note, size_t len, siz
 
 /* ---- checkpoints ------------------------------------------------------ */
 
-static int checkpoint_body_format(const struct checkpoint *c, char *buf, size_t len)
+int checkpoint_body_format(const struct checkpoint *c, char *buf, size_t len)
 {
 	char root[sodium_base64_ENCODED_LEN(MERKLE_HASH, B64)], ts[32];
 	int n;

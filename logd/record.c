@@ -111,22 +111,6 @@ const char *logrec_dns_type_name(uint16_t t, char *buf, size_t len)
 	return buf;
 }
 
-/* Decimal digits of v into b (at least 21 bytes); returns the length.
- * (snprintf was a tenth of logd's time per record.) */
-static size_t u64_dec(uint64_t v, char *b)
-{
-	char t[20];
-	size_t n = 0;
-
-	do {
-		t[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	for (size_t i = 0; i < n; i++)
-		b[i] = t[n - 1 - i];
-	return n;
-}
-
 /* RFC 3339 time of time_ms into out (25 bytes with NUL). The date and
  * time to the second are formatted once a second; thread-local so that
  * threads each keep their own (nothing is shared). */
@@ -149,140 +133,55 @@ static void time_fmt(uint64_t time_ms, char out[25])
 	out[24] = '\0';
 }
 
-struct jbuf {
-	char *p;
-	size_t len, off;
-	bool overflow;
-};
+/* The record is written into the caller's buffer (struct pc_buf over it):
+ * a record that does not fit fails as a whole. */
 
-static void j_raw(struct jbuf *j, const char *s, size_t n)
+static void j_key(struct pc_buf *j, const char *key)
 {
-	if (j->overflow || j->len - j->off < n) {
-		j->overflow = true;
-		return;
-	}
-	memcpy(j->p + j->off, s, n);
-	j->off += n;
+	pc_buf_put(j, ",\"", 2);
+	pc_buf_puts(j, key);
+	pc_buf_put(j, "\":", 2);
 }
 
-static void j_lit(struct jbuf *j, const char *s)
-{
-	j_raw(j, s, strlen(s));
-}
-
-/* Bytes a JSON string must escape: control characters, quote, backslash
- * (and DEL, kept out of terminals). */
-static const bool esc_tab[256] = {
-    [0x00] = 1, [0x01] = 1, [0x02] = 1, [0x03] = 1, [0x04] = 1, [0x05] = 1, [0x06] = 1,
-    [0x07] = 1, [0x08] = 1, [0x09] = 1, [0x0a] = 1, [0x0b] = 1, [0x0c] = 1, [0x0d] = 1,
-    [0x0e] = 1, [0x0f] = 1, [0x10] = 1, [0x11] = 1, [0x12] = 1, [0x13] = 1, [0x14] = 1,
-    [0x15] = 1, [0x16] = 1, [0x17] = 1, [0x18] = 1, [0x19] = 1, [0x1a] = 1, [0x1b] = 1,
-    [0x1c] = 1, [0x1d] = 1, [0x1e] = 1, [0x1f] = 1, ['"'] = 1,	[0x5c] = 1, [0x7f] = 1,
-};
-
-static bool needs_esc(unsigned char c)
-{
-	return esc_tab[c];
-}
-
-/* A JSON string body: quote, backslash and control characters escaped.
- * Input is valid UTF-8 (the wire decoder guarantees it). */
-static void j_esc(struct jbuf *j, const char *s)
-{
-	static const char hex[] = "0123456789abcdef";
-
-	for (;;) {
-		const char *run = s;
-		unsigned char c;
-		char e[6];
-		size_t n = 2;
-
-		/* NUL is in the table: one test per byte ends the run */
-		while (!needs_esc((unsigned char)*s))
-			s++;
-		j_raw(j, run, (size_t)(s - run));
-		c = (unsigned char)*s;
-		if (!c)
-			return;
-		s++;
-		e[0] = '\\';
-		switch (c) {
-		case '"':
-			e[1] = '"';
-			break;
-		case '\\':
-			e[1] = '\\';
-			break;
-		case '\n':
-			e[1] = 'n';
-			break;
-		case '\t':
-			e[1] = 't';
-			break;
-		case '\r':
-			e[1] = 'r';
-			break;
-		default:
-			e[1] = 'u';
-			e[2] = '0';
-			e[3] = '0';
-			e[4] = hex[c >> 4];
-			e[5] = hex[c & 15];
-			n = 6;
-		}
-		j_raw(j, e, n);
-	}
-}
-
-static void j_str(struct jbuf *j, const char *key, const char *v)
+static void j_str(struct pc_buf *j, const char *key, const char *v)
 {
 	if (!v || !*v)
 		return;
-	j_lit(j, ",\"");
-	j_lit(j, key);
-	j_lit(j, "\":\"");
-	j_esc(j, v);
-	j_raw(j, "\"", 1);
+	j_key(j, key);
+	pc_json_quote(j, v);
 }
 
-static void j_num(struct jbuf *j, const char *key, uint64_t v)
+static void j_num(struct pc_buf *j, const char *key, uint64_t v)
 {
-	char b[64]; /* ,"http.response.status_code":<20 digits> */
-	j_raw(j, ",\"", 2);
-	j_lit(j, key);
-	j_raw(j, "\":", 2);
-	j_raw(j, b, u64_dec(v, b));
+	j_key(j, key);
+	pc_buf_u64(j, v);
 }
 
 /* A comma-separated list as a JSON array of strings (empty items dropped). */
-static void j_list(struct jbuf *j, const char *key, const char *v)
+static void j_list(struct pc_buf *j, const char *key, const char *v)
 {
 	bool first = true;
 
 	if (!v || !*v)
 		return;
-	j_lit(j, ",\"");
-	j_lit(j, key);
-	j_lit(j, "\":[");
+	j_key(j, key);
+	pc_buf_putc(j, '[');
 	while (*v) {
 		const char *end = strchr(v, ',');
 		size_t n = end ? (size_t)(end - v) : strlen(v);
-		char item[LOGWIRE_MAX];
 
-		if (n && n < sizeof(item)) {
-			memcpy(item, v, n);
-			item[n] = '\0';
-			j_lit(j, first ? "\"" : ",\"");
-			j_esc(j, item);
-			j_raw(j, "\"", 1);
+		if (n && n < LOGWIRE_MAX) {
+			pc_buf_puts(j, first ? "\"" : ",\"");
+			pc_json_escape(j, v, n);
+			pc_buf_putc(j, '"');
 			first = false;
 		}
 		v += n + (end ? 1 : 0);
 	}
-	j_raw(j, "]", 1);
+	pc_buf_putc(j, ']');
 }
 
-static void j_endpoint(struct jbuf *j, const char *ipkey, const char *portkey,
+static void j_endpoint(struct pc_buf *j, const char *ipkey, const char *portkey,
 		       const struct pc_endpoint *e)
 {
 	char a[PC_ADDRSTRLEN];
@@ -296,45 +195,47 @@ static void j_endpoint(struct jbuf *j, const char *ipkey, const char *portkey,
 
 int logrec_json_escape(const char *s, char *buf, size_t len)
 {
-	struct jbuf j = {.p = buf, .len = len ? len - 1 : 0};
+	struct pc_buf j;
 
 	if (!len)
 		return PC_EINVAL;
-	j_esc(&j, s);
-	if (j.overflow)
+	pc_buf_init_fixed(&j, buf, len - 1, 0); /* and the NUL */
+	pc_json_escape(&j, s, strlen(s));
+	if (j.err)
 		return PC_EINVAL;
-	buf[j.off] = '\0';
-	return (int)j.off;
+	buf[j.len] = '\0';
+	return (int)j.len;
 }
 
 int logrec_json_format(const struct logrec *rec, uint64_t seq, uint64_t time_ms,
 		       const uint8_t prev[32], const char *extra, char *buf, size_t len)
 {
-	struct jbuf j = {.p = buf, .len = len};
+	struct pc_buf j;
 	const struct ecs_class *c;
-	char ts[32], tmp[16], ph[65], num[32];
+	char ts[32], tmp[16], ph[65];
 
 	if (!rec || rec->action < 1 || rec->action >= LOGREC_ACTION_MAX)
 		return PC_EINVAL;
 	c = &ecs_classes[rec->action];
-	j_lit(&j, "{\"seq\":");
-	j_raw(&j, num, u64_dec(seq, num));
+	pc_buf_init_fixed(&j, buf, len, 0);
+	pc_buf_puts(&j, "{\"seq\":");
+	pc_buf_u64(&j, seq);
 	time_fmt(time_ms, ts);
 	j_str(&j, "@timestamp", ts);
 	j_str(&j, "event.kind", rec->action == LOGREC_EXFIL ? "alert" : "event");
-	j_lit(&j, ",\"event.category\":[");
-	j_lit(&j, c->category);
-	j_lit(&j, "],\"event.type\":[");
+	pc_buf_puts(&j, ",\"event.category\":[");
+	pc_buf_puts(&j, c->category);
+	pc_buf_puts(&j, "],\"event.type\":[");
 	if (c->type)
-		j_lit(&j, c->type);
+		pc_buf_puts(&j, c->type);
 	if (c->verdict_type && rec->verdict != LOGREC_NONE) {
 		if (c->type)
-			j_raw(&j, ",", 1);
-		j_lit(&j, rec->verdict == LOGREC_ALLOWED ? "\"allowed\"" : "\"denied\"");
+			pc_buf_put(&j, ",", 1);
+		pc_buf_puts(&j, rec->verdict == LOGREC_ALLOWED ? "\"allowed\"" : "\"denied\"");
 	} else if (!c->type) {
-		j_lit(&j, "\"info\"");
+		pc_buf_puts(&j, "\"info\"");
 	}
-	j_raw(&j, "]", 1);
+	pc_buf_put(&j, "]", 1);
 	j_str(&j, "event.action", logrec_action_name(rec->action));
 	if (rec->verdict != LOGREC_NONE)
 		j_str(&j, "event.outcome", rec->verdict == LOGREC_ALLOWED ? "success" : "failure");
@@ -361,11 +262,11 @@ int logrec_json_format(const struct logrec *rec, uint64_t seq, uint64_t time_ms,
 	j_list(&j, "secrets", rec->secrets);
 	j_str(&j, "message", rec->message);
 	if (extra)
-		j_lit(&j, extra);
+		pc_buf_puts(&j, extra);
 	merkle_hex(prev, ph);
 	j_str(&j, "prev", ph);
-	j_raw(&j, "}", 1);
-	if (j.overflow)
+	pc_buf_put(&j, "}", 1);
+	if (j.err)
 		return PC_EINVAL;
-	return (int)j.off;
+	return (int)j.len;
 }

@@ -68,8 +68,7 @@ struct logx {
 	size_t n;
 	char host[256];
 	long pid;
-	uint8_t *stage; /* messages of the current batch, framed as in the spool */
-	size_t stage_len, stage_cap;
+	struct pc_buf stage; /* messages of the current batch, framed as in the spool */
 };
 
 /* ---- spool -------------------------------------------------------------- */
@@ -168,22 +167,15 @@ static void stage_add(struct logx *x, uint64_t seq, const char *msg, int n)
 
 	if (n <= 0)
 		return;
-	if (x->stage_cap - x->stage_len < HDR + len) {
-		size_t cap = x->stage_cap ? x->stage_cap : 1 << 16;
-		uint8_t *nb;
-
-		while (cap - x->stage_len < HDR + len)
-			cap *= 2;
-		nb = realloc(x->stage, cap);
-		if (!nb)
-			return; /* the file has it; the copy is what a spool overflow loses */
-		x->stage = nb;
-		x->stage_cap = cap;
+	if (pc_buf_reserve(&x->stage, HDR + len) < 0) {
+		/* the file has it; the copy is what a spool overflow loses:
+		 * drop this one, keep staging the next */
+		x->stage.err = 0;
+		return;
 	}
-	memcpy(x->stage + x->stage_len, &len, 4);
-	memcpy(x->stage + x->stage_len + 4, &seq, 8);
-	memcpy(x->stage + x->stage_len + HDR, msg, len);
-	x->stage_len += HDR + len;
+	pc_buf_put(&x->stage, &len, 4);
+	pc_buf_put(&x->stage, &seq, 8);
+	pc_buf_put(&x->stage, msg, len);
 }
 
 static void hook_stage(void *ctx, const struct logrec *rec, uint64_t seq, uint64_t time_ms,
@@ -212,25 +204,26 @@ static void hook_done(void *ctx, bool written)
 {
 	struct logx *x = ctx;
 
-	if (written && x->stage_len) {
+	if (written && x->stage.len) {
 		for (size_t i = 0; i < x->n; i++) {
 			struct sink *k = x->sinks[i];
 
 			pthread_mutex_lock(&k->mu);
-			for (size_t off = 0; off < x->stage_len;) {
+			for (size_t off = 0; off < x->stage.len;) {
 				uint32_t len;
 				uint64_t seq;
 
-				memcpy(&len, x->stage + off, 4);
-				memcpy(&seq, x->stage + off + 4, 8);
-				spool_push(&k->sp, seq, x->stage + off + HDR, len);
+				memcpy(&len, x->stage.p + off, 4);
+				memcpy(&seq, x->stage.p + off + 4, 8);
+				spool_push(&k->sp, seq, (const uint8_t *)x->stage.p + off + HDR,
+					   len);
 				off += HDR + len;
 			}
 			pthread_cond_signal(&k->cv);
 			pthread_mutex_unlock(&k->mu);
 		}
 	}
-	x->stage_len = 0;
+	pc_buf_reset(&x->stage);
 }
 
 void logx_hooks(struct logx *x, struct logw_export *exp)
@@ -647,6 +640,6 @@ void logx_stop(struct logx *x, int flush_ms, struct logx_stats *st)
 		}
 		sink_free(k);
 	}
-	free(x->stage);
+	pc_buf_free(&x->stage);
 	free(x);
 }

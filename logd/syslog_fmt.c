@@ -5,46 +5,26 @@
 #include <stdio.h>
 #include <string.h>
 
-struct obuf {
-	char *p;
-	size_t len, off;
-};
-
-static void o_raw(struct obuf *o, const char *s, size_t n)
-{
-	if (o->len - o->off <= n) {
-		n = o->len - o->off - 1;
-	}
-	memcpy(o->p + o->off, s, n);
-	o->off += n;
-	o->p[o->off] = '\0';
-}
-
-static void o_str(struct obuf *o, const char *s)
-{
-	o_raw(o, s, strlen(s));
-}
-
 /* An SD-PARAM: name="value" with ", \ and ] escaped (RFC 5424 6.3.3) and
  * control characters replaced, so no receiver splits the message. */
-static void o_param(struct obuf *o, const char *name, const char *v)
+static void o_param(struct pc_buf *o, const char *name, const char *v)
 {
 	if (!v || !*v)
 		return;
-	o_raw(o, " ", 1);
-	o_str(o, name);
-	o_raw(o, "=\"", 2);
+	pc_buf_put(o, " ", 1);
+	pc_buf_puts(o, name);
+	pc_buf_put(o, "=\"", 2);
 	for (; *v; v++) {
 		unsigned char c = (unsigned char)*v;
 
 		if (c == '"' || c == '\\' || c == ']')
-			o_raw(o, "\\", 1);
-		o_raw(o, (unsigned char)c < 0x20 || c == 0x7f ? "?" : v, 1);
+			pc_buf_put(o, "\\", 1);
+		pc_buf_put(o, (unsigned char)c < 0x20 || c == 0x7f ? "?" : v, 1);
 	}
-	o_raw(o, "\"", 1);
+	pc_buf_put(o, "\"", 1);
 }
 
-static void o_uparam(struct obuf *o, const char *name, uint64_t v)
+static void o_uparam(struct pc_buf *o, const char *name, uint64_t v)
 {
 	char b[24];
 
@@ -54,7 +34,7 @@ static void o_uparam(struct obuf *o, const char *name, uint64_t v)
 	o_param(o, name, b);
 }
 
-static void o_header(struct obuf *o, int sev, uint64_t time_ms, const char *host, long pid,
+static void o_header(struct pc_buf *o, int sev, uint64_t time_ms, const char *host, long pid,
 		     const char *msgid)
 {
 	char ts[32], b[600];
@@ -62,14 +42,14 @@ static void o_header(struct obuf *o, int sev, uint64_t time_ms, const char *host
 	snprintf(b, sizeof(b), "<%d>1 %s %s portcullis-logd %ld %s [" LOGX_SD_ID,
 		 LOGX_FACILITY * 8 + sev, pc_time_rfc3339(time_ms, ts, sizeof(ts)), host, pid,
 		 msgid);
-	o_str(o, b);
+	pc_buf_puts(o, b);
 }
 
 int logx_format_record(const struct logrec *r, uint64_t seq, uint64_t time_ms,
 		       const uint8_t hash[MERKLE_HASH], const char *host, long pid, char *buf,
 		       size_t len)
 {
-	struct obuf o = {.p = buf, .len = len};
+	struct pc_buf o;
 	char hx[2 * MERKLE_HASH + 1], a[PC_ADDRSTRLEN], t[16], port[8] = "", text[1200];
 	const char *verdict = r->verdict == LOGREC_ALLOWED   ? "allowed"
 			      : r->verdict == LOGREC_REFUSED ? "refused"
@@ -82,7 +62,9 @@ int logx_format_record(const struct logrec *r, uint64_t seq, uint64_t time_ms,
 
 	if (len < 64)
 		return PC_EINVAL;
-	buf[0] = '\0';
+	/* one byte short of len: a message that fills buf is refused as
+	 * possibly truncated, as a receiver would see it */
+	pc_buf_init_fixed(&o, buf, len - 1, 0);
 	merkle_hex(hash, hx);
 	o_header(&o, sev, time_ms, host, pid, logrec_action_name(r->action));
 	o_uparam(&o, "seq", seq);
@@ -113,7 +95,7 @@ int logx_format_record(const struct logrec *r, uint64_t seq, uint64_t time_ms,
 	o_param(&o, "url.path", r->http_path);
 	o_uparam(&o, "http.response.status_code", r->http_status);
 	o_param(&o, "secrets", r->secrets);
-	o_raw(&o, "] ", 2);
+	pc_buf_put(&o, "] ", 2);
 	/* MSG: the short human form */
 	if (r->dst.port && target)
 		snprintf(port, sizeof(port), ":%u", r->dst.port);
@@ -124,21 +106,21 @@ int logx_format_record(const struct logrec *r, uint64_t seq, uint64_t time_ms,
 	for (char *p = text; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = '?';
-	o_str(&o, text);
+	pc_buf_puts(&o, text);
 	if (r->message && *r->message) {
-		o_raw(&o, ": ", 2);
+		pc_buf_put(&o, ": ", 2);
 		for (const char *p = r->message; *p; p++)
-			o_raw(&o, (unsigned char)*p < 0x20 || *p == 0x7f ? "?" : p, 1);
+			pc_buf_put(&o, (unsigned char)*p < 0x20 || *p == 0x7f ? "?" : p, 1);
 	}
-	if (o.off + 1 >= len)
+	if (o.err || o.len + 1 >= len)
 		return PC_EINVAL; /* truncated: refuse rather than send half a message */
-	return (int)o.off;
+	return (int)o.len;
 }
 
 int logx_format_checkpoint(const char *note, size_t nlen, const char *host, long pid, char *buf,
 			   size_t len)
 {
-	struct obuf o = {.p = buf, .len = len};
+	struct pc_buf o;
 	struct checkpoint cp;
 	const char *blank = memmem(note, nlen, "\n\n", 2);
 	char root[2 * MERKLE_HASH + 1], body[CHECKPOINT_MAX];
@@ -146,17 +128,18 @@ int logx_format_checkpoint(const char *note, size_t nlen, const char *host, long
 	if (!blank || checkpoint_body_parse(note, (size_t)(blank - note) + 1, &cp, NULL) < 0 ||
 	    nlen >= sizeof(body) || len < 64)
 		return PC_EINVAL;
+	pc_buf_init_fixed(&o, buf, len - 1, 0);
 	merkle_hex(cp.root, root);
 	o_header(&o, 6, cp.time_ms, host, pid, "checkpoint");
 	o_param(&o, "log.origin", cp.origin);
 	o_uparam(&o, "log.tree_size", cp.size);
 	o_param(&o, "log.root_hex", root);
-	o_raw(&o, "] ", 2);
+	pc_buf_put(&o, "] ", 2);
 	/* MSG: the signed note, newlines written as \n, so a copy can be
 	 * checked with the public key after turning them back */
 	for (size_t i = 0; i < nlen; i++)
-		o_raw(&o, note[i] == '\n' ? "\\n" : note + i, note[i] == '\n' ? 2 : 1);
-	if (o.off + 1 >= len)
+		pc_buf_put(&o, note[i] == '\n' ? "\\n" : note + i, note[i] == '\n' ? 2 : 1);
+	if (o.err || o.len + 1 >= len)
 		return PC_EINVAL;
-	return (int)o.off;
+	return (int)o.len;
 }

@@ -36,9 +36,8 @@ struct logw {
 	int fd;
 	struct wstate st, snap;
 	bool in_batch, batch_cp, broken;
-	bool reopening; /* a rotation is under way: its own commits do not rotate */
-	char *buf;
-	size_t len, cap;
+	bool reopening;		      /* a rotation is under way: its own commits do not rotate */
+	struct pc_buf out;	      /* the batch's lines (the server commits past 4 MiB) */
 	char cp_note[CHECKPOINT_MAX]; /* the last checkpoint, for the sidecar and links */
 	size_t cp_len;
 	char pending_note[CHECKPOINT_MAX]; /* the batch's checkpoint ... */
@@ -53,20 +52,12 @@ struct logw {
 	char notice[512];
 };
 
+/* Room for more bytes at out.p + out.len, written in place (a record is
+ * formatted straight into the batch). */
 static int buf_reserve(struct logw *w, size_t more, struct pc_err *err)
 {
-	size_t cap = w->cap ? w->cap : 1 << 16;
-	char *nb;
-
-	if (w->cap - w->len >= more)
-		return 0;
-	while (cap - w->len < more)
-		cap *= 2;
-	nb = realloc(w->buf, cap);
-	if (!nb)
+	if (pc_buf_reserve(&w->out, more) < 0)
 		return pc_err_set(err, PC_ENOMEM, "log buffer: out of memory");
-	w->buf = nb;
-	w->cap = cap;
 	return 0;
 }
 
@@ -77,7 +68,7 @@ static void batch_begin(struct logw *w)
 	w->snap = w->st;
 	w->in_batch = true;
 	w->batch_cp = false;
-	w->len = 0;
+	pc_buf_reset(&w->out);
 }
 
 /* Replace path with data: temp file, fdatasync, rename. The sidecar only
@@ -143,31 +134,19 @@ static int sign_current(struct logw *w, struct pc_err *err)
 	return 0;
 }
 
-/* Append a checkpoint line sealing every record so far to the batch. */
+/* Append a checkpoint line sealing every record so far to the batch. The
+ * note is printable ASCII (names are checked, note.c), UTF-8 and newlines:
+ * the JSON escaper writes only the newlines as \n. */
 static int append_checkpoint(struct logw *w, struct pc_err *err)
 {
-	static const char pfx[] = "{\"checkpoint\":\"";
-	char *o;
-
 	batch_begin(w);
 	if (sign_current(w, err) < 0)
 		return PC_EIO;
-	if (buf_reserve(w, sizeof(pfx) + 2 * w->cp_len + 4, err) < 0)
-		return PC_ENOMEM;
-	o = w->buf + w->len;
-	memcpy(o, pfx, sizeof(pfx) - 1);
-	o += sizeof(pfx) - 1;
-	for (size_t i = 0; i < w->cp_len; i++) {
-		if (w->cp_note[i] == '\n') {
-			*o++ = '\\';
-			*o++ = 'n';
-		} else {
-			*o++ = w->cp_note[i];
-		}
-	}
-	memcpy(o, "\"}\n", 3);
-	o += 3;
-	w->len = (size_t)(o - w->buf);
+	pc_buf_puts(&w->out, "{\"checkpoint\":\"");
+	pc_json_escape(&w->out, w->cp_note, w->cp_len);
+	pc_buf_puts(&w->out, "\"}\n");
+	if (w->out.err)
+		return pc_err_set(err, PC_ENOMEM, "log buffer: out of memory");
 	w->st.since_cp = 0;
 	w->batch_cp = true;
 	memcpy(w->pending_note, w->cp_note, w->cp_len + 1);
@@ -188,9 +167,9 @@ static int append_line(struct logw *w, const struct logrec *rec, const char *ext
 	batch_begin(w);
 	if (buf_reserve(w, LOGREC_JSON_MAX + LINE_TAIL + (extra ? strlen(extra) : 0), err) < 0)
 		return PC_ENOMEM;
-	o = w->buf + w->len;
+	o = w->out.p + w->out.len;
 	n = logrec_json_format(rec, w->st.next_seq, now, w->st.last_hash, extra, o,
-			       w->cap - w->len - LINE_TAIL);
+			       w->out.cap - w->out.len - LINE_TAIL);
 	if (n < 0)
 		return pc_err_set(err, PC_EINVAL, "record does not format");
 	if (merkle_leaf(w->h, o, (size_t)n, NULL, 0, leaf) < 0)
@@ -201,7 +180,7 @@ static int append_line(struct logw *w, const struct logrec *rec, const char *ext
 	memcpy(o + n - 1 + 9 + 64, "\"}\n", 3);
 	if (merkle_tree_append(w->h, &w->st.tree, leaf) < 0)
 		return pc_err_set(err, PC_EIO, "hashing failed");
-	w->len += (size_t)n - 1 + LINE_TAIL;
+	w->out.len += (size_t)n - 1 + LINE_TAIL;
 	if (w->exp.stage)
 		w->exp.stage(w->exp.ctx, rec, w->st.next_seq, now, leaf);
 	if (seq_out)
@@ -226,7 +205,7 @@ static void batch_abort(struct logw *w)
 {
 	w->st = w->snap;
 	w->in_batch = false;
-	w->len = 0;
+	pc_buf_reset(&w->out);
 	if (w->exp.done)
 		w->exp.done(w->exp.ctx, false);
 }
@@ -268,7 +247,7 @@ int logw_commit(struct logw *w, struct pc_err *err)
 	now = pc_now_mono_ms();
 	sync = w->conf.fsync == LOGD_FSYNC_BATCH ||
 	       (w->batch_cp && now - w->synced_ms >= w->conf.cp_ms);
-	if (write_all(w->fd, w->buf, w->len) < 0 || (sync && fdatasync(w->fd) < 0)) {
+	if (write_all(w->fd, w->out.p, w->out.len) < 0 || (sync && fdatasync(w->fd) < 0)) {
 		if (errno == EROFS) {
 			/* The file system went read-only under us (a disk
 			 * error): nothing more can be written, and holding the
@@ -291,13 +270,13 @@ int logw_commit(struct logw *w, struct pc_err *err)
 		batch_abort(w);
 		return PC_EIO;
 	}
-	w->st.size += w->len;
+	w->st.size += w->out.len;
 	if (sync) {
 		w->synced_ms = now;
 		w->synced_bytes = w->st.size;
 	}
 	w->in_batch = false;
-	w->len = 0;
+	pc_buf_reset(&w->out);
 	if (w->exp.done)
 		w->exp.done(w->exp.ctx, true);
 	if (w->batch_cp) {
@@ -318,7 +297,7 @@ int logw_commit(struct logw *w, struct pc_err *err)
 
 size_t logw_pending(const struct logw *w)
 {
-	return w->in_batch ? w->len : 0;
+	return w->in_batch ? w->out.len : 0;
 }
 
 bool logw_broken(const struct logw *w)
@@ -804,7 +783,7 @@ int logw_close(struct logw *w, struct pc_err *err)
 	if (w->fd >= 0)
 		close(w->fd);
 	merkle_hasher_free(w->h);
-	free(w->buf);
+	pc_buf_free(&w->out);
 	free(w);
 	return rc;
 }

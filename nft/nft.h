@@ -125,14 +125,13 @@ const struct nft_obj *nft_ruleset_at(const struct nft_ruleset *rs, size_t i);
  * plus the xt target info in hex). Handles, ids, positions, counter values
  * and user data are left out, so the text of a live table dumped from the
  * kernel equals the text of the built one when they are the same. The
- * *_text functions append to a malloc'ed string (*buf, *len); they return 0
- * or PC_ENOMEM. */
+ * *_text functions append to b; they return 0 or b's error (PC_ENOMEM). */
 /* "sha256:<hex>" of the whole ruleset's text into buf (>= 72 bytes). */
 int nft_ruleset_digest(const struct nft_ruleset *rs, char *buf, size_t len);
-int nft_table_text(const struct nftnl_table *t, char **buf, size_t *len);
-int nft_chain_text(const struct nftnl_chain *c, char **buf, size_t *len);
-int nft_set_text(const struct nftnl_set *s, char **buf, size_t *len);
-int nft_rule_text(const struct nftnl_rule *r, char **buf, size_t *len);
+int nft_table_text(const struct nftnl_table *t, struct pc_buf *b);
+int nft_chain_text(const struct nftnl_chain *c, struct pc_buf *b);
+int nft_set_text(const struct nftnl_set *s, struct pc_buf *b);
+int nft_rule_text(const struct nftnl_rule *r, struct pc_buf *b);
 
 /* ---- kernel side (nft/apply.c); need CAP_NET_ADMIN in the netns ------- */
 

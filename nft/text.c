@@ -17,43 +17,34 @@
 #include <libnftnl/set.h>
 #include <libnftnl/table.h>
 
+/* The (char **, size_t *) appenders control.c and checkrun.c still use,
+ * over the common buffer and escaper: the text is malloc'ed, exactly *len
+ * bytes and a NUL. */
 int pc_buf_appendf(char **buf, size_t *len, const char *fmt, ...)
 {
+	struct pc_buf b = {.p = *buf, .len = *len, .cap = *buf ? *len + 1 : 0};
 	va_list ap;
-	int n;
-	char *nb;
 
 	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
+	pc_buf_vprintf(&b, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return PC_EINVAL;
-	nb = realloc(*buf, *len + (size_t)n + 1);
-	if (!nb)
-		return PC_ENOMEM;
-	va_start(ap, fmt);
-	vsnprintf(nb + *len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	*buf = nb;
-	*len += (size_t)n;
+	if (b.err)
+		return b.err; /* *buf is still valid: the buffer only grows */
+	*buf = b.p;
+	*len = b.len;
 	return 0;
 }
 
 int pc_buf_append_json(char **buf, size_t *len, const char *s)
 {
-	int rc = pc_buf_appendf(buf, len, "\"");
+	struct pc_buf b = {.p = *buf, .len = *len, .cap = *buf ? *len + 1 : 0};
 
-	for (; rc == 0 && s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			rc = pc_buf_appendf(buf, len, "\\%c", c);
-		else if (c < 0x20)
-			rc = pc_buf_appendf(buf, len, "\\u%04x", c);
-		else
-			rc = pc_buf_appendf(buf, len, "%c", c);
-	}
-	return rc ? rc : pc_buf_appendf(buf, len, "\"");
+	pc_json_quote(&b, s);
+	if (b.err)
+		return b.err;
+	*buf = b.p;
+	*len = b.len;
+	return 0;
 }
 
 static const char *family_name(uint32_t f)
@@ -76,35 +67,27 @@ static const char *family_name(uint32_t f)
 	}
 }
 
-static int hex_append(char **buf, size_t *len, const uint8_t *p, size_t n)
+int nft_table_text(const struct nftnl_table *t, struct pc_buf *b)
 {
-	for (size_t i = 0; i < n; i++)
-		if (pc_buf_appendf(buf, len, "%02x", p[i]) < 0)
-			return PC_ENOMEM;
-	return 0;
+	pc_buf_printf(b, "table %s %s\n", family_name(nftnl_table_get_u32(t, NFTNL_TABLE_FAMILY)),
+		      nftnl_table_get_str(t, NFTNL_TABLE_NAME));
+	return b->err;
 }
 
-int nft_table_text(const struct nftnl_table *t, char **buf, size_t *len)
+int nft_chain_text(const struct nftnl_chain *c, struct pc_buf *b)
 {
-	return pc_buf_appendf(buf, len, "table %s %s\n",
-			      family_name(nftnl_table_get_u32(t, NFTNL_TABLE_FAMILY)),
-			      nftnl_table_get_str(t, NFTNL_TABLE_NAME));
-}
-
-int nft_chain_text(const struct nftnl_chain *c, char **buf, size_t *len)
-{
-	int rc = pc_buf_appendf(
-	    buf, len, "chain %s %s %s", family_name(nftnl_chain_get_u32(c, NFTNL_CHAIN_FAMILY)),
-	    nftnl_chain_get_str(c, NFTNL_CHAIN_TABLE), nftnl_chain_get_str(c, NFTNL_CHAIN_NAME));
-
-	if (rc == 0 && nftnl_chain_is_set(c, NFTNL_CHAIN_HOOKNUM))
-		rc = pc_buf_appendf(
-		    buf, len, " type %s hook %u prio %d policy %s",
-		    nftnl_chain_get_str(c, NFTNL_CHAIN_TYPE),
-		    nftnl_chain_get_u32(c, NFTNL_CHAIN_HOOKNUM),
-		    nftnl_chain_get_s32(c, NFTNL_CHAIN_PRIO),
-		    nftnl_chain_get_u32(c, NFTNL_CHAIN_POLICY) == NF_ACCEPT ? "accept" : "drop");
-	return rc ? rc : pc_buf_appendf(buf, len, "\n");
+	pc_buf_printf(b, "chain %s %s %s", family_name(nftnl_chain_get_u32(c, NFTNL_CHAIN_FAMILY)),
+		      nftnl_chain_get_str(c, NFTNL_CHAIN_TABLE),
+		      nftnl_chain_get_str(c, NFTNL_CHAIN_NAME));
+	if (nftnl_chain_is_set(c, NFTNL_CHAIN_HOOKNUM))
+		pc_buf_printf(b, " type %s hook %u prio %d policy %s",
+			      nftnl_chain_get_str(c, NFTNL_CHAIN_TYPE),
+			      nftnl_chain_get_u32(c, NFTNL_CHAIN_HOOKNUM),
+			      nftnl_chain_get_s32(c, NFTNL_CHAIN_PRIO),
+			      nftnl_chain_get_u32(c, NFTNL_CHAIN_POLICY) == NF_ACCEPT ? "accept"
+										      : "drop");
+	pc_buf_printf(b, "\n");
+	return b->err;
 }
 
 struct elem_line {
@@ -125,22 +108,22 @@ static int elem_cmp(const void *a, const void *b)
 	return x->flags < y->flags ? -1 : x->flags > y->flags;
 }
 
-int nft_set_text(const struct nftnl_set *s, char **buf, size_t *len)
+int nft_set_text(const struct nftnl_set *s, struct pc_buf *b)
 {
 	struct nftnl_set_elems_iter *it;
 	struct nftnl_set_elem *e;
 	struct elem_line *el = NULL;
 	size_t n = 0, cap = 0;
-	int rc;
+	int rc = 0;
 
-	rc = pc_buf_appendf(
-	    buf, len, "set %s %s %s flags 0x%x keytype %u keylen %u\n",
-	    family_name(nftnl_set_get_u32(s, NFTNL_SET_FAMILY)),
-	    nftnl_set_get_str(s, NFTNL_SET_TABLE), nftnl_set_get_str(s, NFTNL_SET_NAME),
-	    nftnl_set_get_u32(s, NFTNL_SET_FLAGS), nftnl_set_get_u32(s, NFTNL_SET_KEY_TYPE),
-	    nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN));
-	if (rc)
-		return rc;
+	pc_buf_printf(b, "set %s %s %s flags 0x%x keytype %u keylen %u\n",
+		      family_name(nftnl_set_get_u32(s, NFTNL_SET_FAMILY)),
+		      nftnl_set_get_str(s, NFTNL_SET_TABLE), nftnl_set_get_str(s, NFTNL_SET_NAME),
+		      nftnl_set_get_u32(s, NFTNL_SET_FLAGS),
+		      nftnl_set_get_u32(s, NFTNL_SET_KEY_TYPE),
+		      nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN));
+	if (b->err)
+		return b->err;
 	/* A dynamic set's elements are what traffic made (kernel state, like
 	 * counter values): the built set has none, the live one some. */
 	if (nftnl_set_get_u32(s, NFTNL_SET_FLAGS) & NFT_SET_EVAL)
@@ -173,91 +156,94 @@ int nft_set_text(const struct nftnl_set *s, char **buf, size_t *len)
 	}
 	if (n)
 		qsort(el, n, sizeof(*el), elem_cmp);
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		rc = pc_buf_appendf(buf, len, "  elem ");
-		if (rc == 0)
-			rc = hex_append(buf, len, el[i].key, el[i].klen);
-		if (rc == 0)
-			rc = pc_buf_appendf(buf, len, " flags 0x%x\n", el[i].flags);
+	for (size_t i = 0; i < n; i++) {
+		pc_buf_printf(b, "  elem ");
+		pc_buf_hex(b, el[i].key, el[i].klen);
+		pc_buf_printf(b, " flags 0x%x\n", el[i].flags);
 	}
+	rc = b->err;
 out:
 	nftnl_set_elems_iter_destroy(it);
 	free(el);
 	return rc;
 }
 
-static int expr_text(struct nftnl_expr *e, char **buf, size_t *len)
+static void expr_text(struct nftnl_expr *e, struct pc_buf *b)
 {
 	const char *name = nftnl_expr_get_str(e, NFTNL_EXPR_NAME);
 	char tmp[512];
-	int rc;
 
-	if (name && strcmp(name, "counter") == 0)
-		return pc_buf_appendf(buf, len, "  [ counter ]\n"); /* values change */
+	if (name && strcmp(name, "counter") == 0) {
+		pc_buf_printf(b, "  [ counter ]\n"); /* values change */
+		return;
+	}
 	if (nftnl_expr_snprintf(tmp, sizeof(tmp), e, NFTNL_OUTPUT_DEFAULT, 0) < 0)
 		tmp[0] = '\0';
-	rc = pc_buf_appendf(buf, len, "  [ %s %s", name ? name : "?", tmp);
-	if (rc == 0 && name && (strcmp(name, "target") == 0 || strcmp(name, "match") == 0)) {
+	pc_buf_printf(b, "  [ %s %s", name ? name : "?", tmp);
+	if (name && (strcmp(name, "target") == 0 || strcmp(name, "match") == 0)) {
 		uint32_t il = 0;
 		const void *info = nftnl_expr_get(
 		    e, strcmp(name, "target") == 0 ? NFTNL_EXPR_TG_INFO : NFTNL_EXPR_MT_INFO, &il);
 
-		rc = pc_buf_appendf(buf, len, " info ");
-		if (rc == 0 && info)
-			rc = hex_append(buf, len, info, il);
+		pc_buf_printf(b, " info ");
+		if (info)
+			pc_buf_hex(b, info, il);
 	}
-	return rc ? rc : pc_buf_appendf(buf, len, "]\n");
+	pc_buf_printf(b, "]\n");
 }
 
-int nft_rule_text(const struct nftnl_rule *r, char **buf, size_t *len)
+int nft_rule_text(const struct nftnl_rule *r, struct pc_buf *b)
 {
 	struct nftnl_expr_iter *it;
 	struct nftnl_expr *e;
-	int rc;
 
-	rc = pc_buf_appendf(
-	    buf, len, "rule %s %s %s\n", family_name(nftnl_rule_get_u32(r, NFTNL_RULE_FAMILY)),
-	    nftnl_rule_get_str(r, NFTNL_RULE_TABLE), nftnl_rule_get_str(r, NFTNL_RULE_CHAIN));
-	if (rc)
-		return rc;
+	pc_buf_printf(b, "rule %s %s %s\n", family_name(nftnl_rule_get_u32(r, NFTNL_RULE_FAMILY)),
+		      nftnl_rule_get_str(r, NFTNL_RULE_TABLE),
+		      nftnl_rule_get_str(r, NFTNL_RULE_CHAIN));
+	if (b->err)
+		return b->err;
 	it = nftnl_expr_iter_create(r);
 	if (!it)
 		return PC_ENOMEM;
-	while (rc == 0 && (e = nftnl_expr_iter_next(it)))
-		rc = expr_text(e, buf, len);
+	while (!b->err && (e = nftnl_expr_iter_next(it)))
+		expr_text(e, b);
 	nftnl_expr_iter_destroy(it);
-	return rc;
+	return b->err;
 }
 
 int nft_ruleset_text(const struct nft_ruleset *rs, char **out, size_t *outlen)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	int rc = pc_buf_appendf(&buf, &len, "%s", "");
+	struct pc_buf b = {0};
+	char *text;
+	size_t len;
+	int rc = 0;
 
 	for (size_t i = 0; rc == 0 && i < nft_ruleset_count(rs); i++) {
 		const struct nft_obj *o = nft_ruleset_at(rs, i);
 
 		switch (o->kind) {
 		case NFT_TABLE_OBJ:
-			rc = nft_table_text(o->u.table, &buf, &len);
+			rc = nft_table_text(o->u.table, &b);
 			break;
 		case NFT_CHAIN_OBJ:
-			rc = nft_chain_text(o->u.chain, &buf, &len);
+			rc = nft_chain_text(o->u.chain, &b);
 			break;
 		case NFT_SET_OBJ:
-			rc = nft_set_text(o->u.set, &buf, &len);
+			rc = nft_set_text(o->u.set, &b);
 			break;
 		case NFT_RULE_OBJ:
-			rc = nft_rule_text(o->u.rule, &buf, &len);
+			rc = nft_rule_text(o->u.rule, &b);
 			break;
 		}
 	}
 	if (rc) {
-		free(buf);
+		pc_buf_free(&b);
 		return rc;
 	}
-	*out = buf;
+	text = pc_buf_take(&b, &len);
+	if (!text)
+		return PC_ENOMEM;
+	*out = text;
 	if (outlen)
 		*outlen = len;
 	return 0;

@@ -120,26 +120,14 @@ static int secrets_set(int argc, char **argv, const struct pc_config *cfg)
 	return PC_EXIT_OK;
 }
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", (unsigned char)*s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
-}
-
 static int secrets_list(int argc, char **argv, const struct pc_config *cfg)
 {
 	char(*names)[VAULT_NAME_MAX] = NULL;
 	struct policy *pol = NULL;
 	struct pc_err e = {0};
 	bool json = argc > 1 && !strcmp(argv[1], "--json");
+	struct pc_buf out = {0};
+	struct pc_json j;
 	size_t n;
 
 	if (argc > 2 || (argc == 2 && !json)) {
@@ -154,19 +142,20 @@ static int secrets_list(int argc, char **argv, const struct pc_config *cfg)
 		fprintf(stderr,
 			"portcullis: secrets list: policy not loaded, bindings unknown: %s\n",
 			e.msg);
+	pc_json_init(&j, &out);
 	if (json)
-		printf("[");
+		pc_json_arr(&j);
 	for (size_t i = 0; i < n; i++) {
 		char ph[VAULT_PH_MAX] = "?";
 		bool first = true;
 
 		store_placeholder_read(cfg->vault.secrets, names[i], ph, NULL);
 		if (json) {
-			printf("%s{\"name\":", i ? "," : "");
-			json_str(names[i]);
-			printf(",\"placeholder\":");
-			json_str(ph);
-			printf(",\"bindings\":[");
+			pc_json_obj(&j);
+			pc_json_kstr(&j, "name", names[i]);
+			pc_json_kstr(&j, "placeholder", ph);
+			pc_json_key(&j, "bindings");
+			pc_json_arr(&j);
 		} else {
 			printf("%-24s %s", names[i], ph);
 		}
@@ -177,27 +166,36 @@ static int secrets_list(int argc, char **argv, const struct pc_config *cfg)
 			if (!ps)
 				continue;
 			if (json) {
-				printf("%s{\"sandbox\":", first ? "" : ",");
-				json_str(sb->name);
-				printf(",\"host\":");
-				json_str(ps->host);
-				printf(",\"port\":%u,\"header\":", ps->port);
-				json_str(ps->header);
-				printf("}");
+				pc_json_obj(&j);
+				pc_json_kstr(&j, "sandbox", sb->name);
+				pc_json_kstr(&j, "host", ps->host);
+				pc_json_ku64(&j, "port", ps->port);
+				pc_json_kstr(&j, "header", ps->header);
+				pc_json_obj_end(&j);
 			} else {
 				printf(" %s:%s:%u", sb->name, ps->host, ps->port);
 			}
 			first = false;
 		}
-		if (json)
-			printf("]}");
-		else
+		if (json) {
+			pc_json_arr_end(&j);
+			pc_json_obj_end(&j);
+		} else {
 			printf("%s\n", first ? (pol ? " (bound nowhere)" : "") : "");
+		}
 	}
 	if (json)
-		printf("]\n");
+		pc_json_arr_end(&j);
 	policy_unref(pol);
 	free(names);
+	if (out.err) {
+		pc_buf_free(&out);
+		pc_cli_error("secrets list", "%s", pc_strerror(PC_ENOMEM));
+		return PC_EXIT_ERROR;
+	}
+	if (json)
+		printf("%s\n", out.p);
+	pc_buf_free(&out);
 	return PC_EXIT_OK;
 }
 

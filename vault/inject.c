@@ -30,42 +30,6 @@ static const char *const hop_headers[] = {
 
 #define BASIC_MAX 3072 /* decoded Basic credentials we look into */
 
-struct wbuf {
-	uint8_t *p;
-	size_t len, cap;
-	bool over;
-};
-
-static void w_put(struct wbuf *w, const void *s, size_t n)
-{
-	if (w->over || w->cap - w->len < n) {
-		w->over = true;
-		return;
-	}
-	memcpy(w->p + w->len, s, n);
-	w->len += n;
-}
-
-static void w_str(struct wbuf *w, const char *s)
-{
-	w_put(w, s, strlen(s));
-}
-
-__attribute__((format(printf, 2, 3))) static void w_fmt(struct wbuf *w, const char *fmt, ...)
-{
-	char tmp[128];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(tmp))
-		w->over = true;
-	else
-		w_put(w, tmp, (size_t)n);
-}
-
 __attribute__((format(printf, 4, 5))) static int refuse(struct inject_out *r, unsigned status,
 							bool exfil, const char *fmt, ...)
 {
@@ -159,12 +123,12 @@ static int judge(const struct vault_secret *s, const struct policy_sandbox *sb, 
 }
 
 /* Write "Header: value\r\n" for secret s, formatted or as Basic. */
-static int emit_injected(struct wbuf *w, const struct vault_secret *s,
+static int emit_injected(struct pc_buf *w, const struct vault_secret *s,
 			 const struct policy_secret *ps, const struct http_header *h, bool basic,
 			 uint8_t *scratch, struct inject_out *r)
 {
-	w_put(w, ps->header, strlen(ps->header));
-	w_str(w, ": ");
+	pc_buf_put(w, ps->header, strlen(ps->header));
+	pc_buf_puts(w, ": ");
 	if (basic) {
 		uint8_t *dec = scratch, *cred = scratch + BASIC_MAX;
 		size_t cl = 0, b64max = sodium_base64_ENCODED_LEN(BASIC_MAX + VAULT_VALUE_MAX * 2,
@@ -187,8 +151,8 @@ static int emit_injected(struct wbuf *w, const struct vault_secret *s,
 			}
 		}
 		sodium_bin2base64(b64, b64max, cred, cl, sodium_base64_VARIANT_ORIGINAL);
-		w_str(w, "Basic ");
-		w_str(w, b64);
+		pc_buf_puts(w, "Basic ");
+		pc_buf_puts(w, b64);
 		/* the response may reflect the encoded credentials: give back
 		 * what the sandbox sent instead */
 		if (r->n_derived < INJECT_MAX_DERIVED) {
@@ -217,13 +181,13 @@ static int emit_injected(struct wbuf *w, const struct vault_secret *s,
 		const char *f = ps->format, *t;
 
 		while ((t = strstr(f, "{secret}"))) {
-			w_put(w, f, (size_t)(t - f));
-			w_put(w, s->value, s->value_len);
+			pc_buf_put(w, f, (size_t)(t - f));
+			pc_buf_put(w, s->value, s->value_len);
 			f = t + 8;
 		}
-		w_str(w, f);
+		pc_buf_puts(w, f);
 	}
-	w_str(w, "\r\n");
+	pc_buf_puts(w, "\r\n");
 	return 0;
 }
 
@@ -233,7 +197,7 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 {
 	const struct vault_store *store = st->store;
 	struct mark marks[HTTP_MAX_HEADERS];
-	struct wbuf w = {.p = out, .cap = cap};
+	struct pc_buf w = {0};
 	size_t scratch_len = SCRATCH_LEN;
 	/* the tail of the (locked) out buffer is the scratch space for
 	 * decoded credentials: no allocation per request */
@@ -253,7 +217,9 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 			      port, sb->name);
 	if (!scratch)
 		return PC_EINVAL;
-	w.cap = cap - scratch_len;
+	/* the head is written into out before the scratch, never past it;
+	 * it holds credentials (refusals wipe it below) */
+	pc_buf_init_fixed(&w, out, cap - scratch_len, PC_BUF_SECRET);
 
 	for (size_t i = 0; i < req->n_hdr; i++)
 		marks[i] = (struct mark){.secret = -1};
@@ -299,10 +265,10 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 	}
 
 	/* request line and the headers that pass unchanged */
-	w_str(&w, req->method);
-	w_str(&w, " ");
-	w_put(&w, req->target, req->target_len);
-	w_str(&w, " HTTP/1.1\r\n");
+	pc_buf_puts(&w, req->method);
+	pc_buf_puts(&w, " ");
+	pc_buf_put(&w, req->target, req->target_len);
+	pc_buf_puts(&w, " HTTP/1.1\r\n");
 	for (size_t i = 0; i < req->n_hdr; i++) {
 		const struct http_header *h = &req->hdr[i];
 		bool skip = false;
@@ -315,19 +281,20 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 			       strncasecmp(req->hdr[j].name, h->name, h->name_len) == 0;
 		if (skip)
 			continue;
-		w_put(&w, h->name, h->name_len);
-		w_str(&w, ": ");
-		w_put(&w, h->value, h->value_len);
-		w_str(&w, "\r\n");
+		pc_buf_put(&w, h->name, h->name_len);
+		pc_buf_puts(&w, ": ");
+		pc_buf_put(&w, h->value, h->value_len);
+		pc_buf_puts(&w, "\r\n");
 	}
 	if (req->body == HTTP_BODY_LENGTH)
-		w_fmt(&w, "Content-Length: %llu\r\n", (unsigned long long)req->content_length);
+		pc_buf_printf(&w, "Content-Length: %llu\r\n",
+			      (unsigned long long)req->content_length);
 	else if (req->body == HTTP_BODY_CHUNKED)
-		w_str(&w, "Transfer-Encoding: chunked\r\n");
+		pc_buf_puts(&w, "Transfer-Encoding: chunked\r\n");
 	if (req->upgrade)
-		w_str(&w, "Connection: Upgrade\r\nUpgrade: websocket\r\n");
+		pc_buf_puts(&w, "Connection: Upgrade\r\nUpgrade: websocket\r\n");
 	/* scrubbing needs the plain body */
-	w_str(&w, "Accept-Encoding: identity\r\n");
+	pc_buf_puts(&w, "Accept-Encoding: identity\r\n");
 	for (size_t i = 0; i < req->n_hdr; i++) {
 		const struct vault_secret *s;
 		bool first = true;
@@ -350,8 +317,8 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 		pc_strlcpy(r->secrets + strlen(r->secrets), s->name,
 			   sizeof(r->secrets) - strlen(r->secrets));
 	}
-	w_str(&w, "\r\n");
-	if (w.over) {
+	pc_buf_puts(&w, "\r\n");
+	if (w.err) {
 		refuse(r, 431, false, "request head too large after injection");
 		goto out;
 	}

@@ -63,11 +63,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)ck_tc_parse(&st, buf, size, NULL);
 	(void)ck_analyze(&st, &ex, "pcbr0", res, NULL);
 	{
-		struct ck_buf b = {0};
+		struct pc_buf b = {0};
 
 		ck_nft_canon(&st.nft, 0, NULL, &b);
 		ck_state_canon(&st, "pcbr0", &b);
-		ck_buf_free(&b);
+		pc_buf_free(&b);
 	}
 	ck_state_free(&st);
 out:

@@ -527,15 +527,14 @@ START_TEST(engine_ruleset_passes_the_screen)
 				break;
 			}
 			if (ck_nft_screen(nlh) != CK_SCREEN_OK) {
-				char *text = NULL;
-				size_t tl = 0;
+				struct pc_buf text = {0};
 
 				if (o->kind == NFT_RULE_OBJ)
-					nft_rule_text(o->u.rule, &text, &tl);
+					nft_rule_text(o->u.rule, &text);
 				if (o->kind == NFT_SET_OBJ)
-					nft_set_text(o->u.set, &text, &tl);
+					nft_set_text(o->u.set, &text);
 				ck_abort_msg("object %zu (kind %d) refused (%d): %s", i, o->kind,
-					     ck_nft_screen(nlh), text ? text : "");
+					     ck_nft_screen(nlh), pc_buf_str(&text));
 			}
 		}
 		ck_assert_uint_gt(n_rules, 10);

@@ -285,6 +285,171 @@ START_TEST(hostname_table_every_form)
 }
 END_TEST
 
+START_TEST(buf_grows_formats_and_takes)
+{
+	struct pc_buf b = {0};
+	char big[3000];
+	size_t len = 0;
+	char *t;
+
+	ck_assert_str_eq(pc_buf_str(&b), "");
+	pc_buf_puts(&b, "a");
+	pc_buf_putc(&b, 'b');
+	pc_buf_put(&b, "c\0d", 3);
+	ck_assert_uint_eq(b.len, 5);
+	ck_assert_mem_eq(b.p, "abc\0d", 6); /* NUL after the text */
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	pc_buf_printf(&b, "%s|%d", big, 42); /* longer than any first guess */
+	ck_assert_uint_eq(b.len, 5 + sizeof(big) - 1 + 3);
+	ck_assert_str_eq(b.p + 5 + sizeof(big) - 1, "|42");
+	pc_buf_reset(&b);
+	pc_buf_u64(&b, 0);
+	pc_buf_putc(&b, ' ');
+	pc_buf_u64(&b, UINT64_MAX);
+	pc_buf_putc(&b, ' ');
+	pc_buf_hex(&b, "\x00\xab\xff", 3);
+	ck_assert_str_eq(pc_buf_str(&b), "0 18446744073709551615 00abff");
+	t = pc_buf_take(&b, &len);
+	ck_assert_str_eq(t, "0 18446744073709551615 00abff");
+	ck_assert_uint_eq(len, strlen(t));
+	ck_assert_ptr_null(b.p);
+	free(t);
+	/* an empty buffer is taken as "", not NULL */
+	t = pc_buf_take(&b, NULL);
+	ck_assert_str_eq(t, "");
+	free(t);
+	pc_buf_free(NULL);
+}
+END_TEST
+
+START_TEST(buf_limit_is_sticky)
+{
+	struct pc_buf b;
+	char mem[8];
+
+	pc_buf_init(&b, 10, PC_BUF_SECRET);
+	pc_buf_puts(&b, "0123456789"); /* exactly the limit */
+	ck_assert_int_eq(b.err, 0);
+	pc_buf_putc(&b, 'x');
+	ck_assert_int_eq(b.err, PC_EINVAL);
+	pc_buf_reset(&b); /* the error is not sticky across a reset */
+	pc_buf_puts(&b, "ab");
+	ck_assert_int_eq(b.err, 0);
+	pc_buf_printf(&b, "%s", "0123456789");
+	ck_assert_int_eq(b.err, PC_EINVAL);
+	pc_buf_puts(&b, "c"); /* would fit, but the failure sticks */
+	ck_assert_str_eq(pc_buf_str(&b), "ab");
+	ck_assert_ptr_null(pc_buf_take(&b, NULL));
+	ck_assert_ptr_null(b.p);
+
+	/* fixed: never past the caller's memory, an exact fit is allowed */
+	memset(mem, '#', sizeof(mem));
+	pc_buf_init_fixed(&b, mem, 6, 0);
+	pc_buf_puts(&b, "abc");
+	ck_assert_str_eq(mem, "abc");
+	pc_buf_puts(&b, "def");
+	ck_assert_int_eq(b.err, 0);
+	ck_assert_mem_eq(mem, "abcdef##", 8);
+	pc_buf_putc(&b, 'g');
+	ck_assert_int_eq(b.err, PC_EINVAL);
+	ck_assert_mem_eq(mem, "abcdef##", 8);
+	pc_buf_init_fixed(&b, mem, 6, 0);
+	pc_buf_printf(&b, "%d", 123456);
+	ck_assert_int_eq(b.err, PC_EINVAL);
+	ck_assert_uint_eq(b.len, 0);
+	ck_assert_mem_eq(mem + 6, "##", 2);
+	ck_assert_ptr_null(pc_buf_take(&b, NULL)); /* not its memory to give */
+	/* a secret buffer is wiped on reset, past the text too */
+	memcpy(mem, "abcdef##", 8);
+	pc_buf_init_fixed(&b, mem, 6, PC_BUF_SECRET);
+	pc_buf_puts(&b, "xy");
+	pc_buf_reset(&b);
+	ck_assert_mem_eq(mem, "\0\0\0\0\0\0##", 8);
+	memcpy(mem, "abcdef##", 8);
+	pc_buf_init_fixed(&b, mem, 0, 0); /* holds nothing, writes nothing */
+	pc_buf_put(&b, "", 0);
+	ck_assert_int_eq(b.err, 0);
+	pc_buf_putc(&b, 'x');
+	ck_assert_int_eq(b.err, PC_EINVAL);
+	ck_assert_mem_eq(mem, "abcdef##", 8);
+}
+END_TEST
+
+START_TEST(json_escape_every_byte)
+{
+	struct pc_buf b = {0};
+	char in[256], want[2048];
+	size_t w = 0;
+
+	for (int c = 0; c < 256; c++)
+		in[c] = (char)(255 - c);
+	pc_json_escape(&b, in, sizeof(in));
+	for (int i = 0; i < 256; i++) {
+		unsigned c = (unsigned)(255 - i);
+
+		if (c == '"' || c == '\\')
+			w += (size_t)sprintf(want + w, "\\%c", c);
+		else if (c == '\n' || c == '\t' || c == '\r')
+			w += (size_t)sprintf(want + w, "\\%c",
+					     c == '\n'	 ? 'n'
+					     : c == '\t' ? 't'
+							 : 'r');
+		else if (c < 0x20 || c == 0x7f)
+			w += (size_t)sprintf(want + w, "\\u%04x", c);
+		else
+			want[w++] = (char)c;
+	}
+	ck_assert_uint_eq(b.len, w);
+	ck_assert_mem_eq(b.p, want, w);
+	pc_buf_reset(&b);
+	pc_json_quote(&b, NULL);
+	pc_json_quote(&b, "a\"b");
+	ck_assert_str_eq(b.p, "\"\"\"a\\\"b\"");
+	pc_buf_free(&b);
+}
+END_TEST
+
+START_TEST(json_writer_places_commas)
+{
+	struct pc_buf b = {0};
+	struct pc_json j;
+
+	pc_json_init(&j, &b);
+	pc_json_obj(&j);
+	pc_json_key(&j, "a");
+	pc_json_u64(&j, 1);
+	pc_json_key(&j, "b\n");
+	pc_json_arr(&j);
+	pc_json_str(&j, "x");
+	pc_json_i64(&j, -9223372036854775807LL - 1);
+	pc_json_bool(&j, true);
+	pc_json_null(&j);
+	pc_json_obj(&j);
+	pc_json_obj_end(&j);
+	pc_json_arr(&j);
+	pc_json_arr_end(&j);
+	pc_json_strn(&j, "y\0z", 3);
+	pc_json_arr_end(&j);
+	pc_json_key(&j, "c");
+	pc_json_raw(&j, "{\"d\":false}");
+	pc_json_kstr(&j, "e", "f");
+	pc_json_ku64(&j, "g", 7);
+	pc_json_obj_end(&j);
+	ck_assert_int_eq(b.err, 0);
+	ck_assert_str_eq(b.p, "{\"a\":1,\"b\\n\":[\"x\",-9223372036854775808,true,null,{},[],"
+			      "\"y\\u0000z\"],\"c\":{\"d\":false},\"e\":\"f\",\"g\":7}");
+	pc_json_obj_end(&j); /* one end too many */
+	ck_assert_int_eq(b.err, PC_EINVAL);
+	pc_buf_reset(&b);
+	pc_json_init(&j, &b);
+	for (int i = 0; i < PC_JSON_DEPTH + 1; i++)
+		pc_json_arr(&j);
+	ck_assert_int_eq(b.err, PC_EINVAL);
+	pc_buf_free(&b);
+}
+END_TEST
+
 static Suite *common_suite(void)
 {
 	Suite *s = suite_create("common");
@@ -302,6 +467,10 @@ static Suite *common_suite(void)
 	tcase_add_test(tc, unix_seqpacket_roundtrip_and_peercred);
 	tcase_add_test(tc, rfc3339_time);
 	tcase_add_test(tc, hostname_table_every_form);
+	tcase_add_test(tc, buf_grows_formats_and_takes);
+	tcase_add_test(tc, buf_limit_is_sticky);
+	tcase_add_test(tc, json_escape_every_byte);
+	tcase_add_test(tc, json_writer_places_commas);
 	suite_add_tcase(s, tc);
 	return s;
 }
