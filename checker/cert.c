@@ -170,7 +170,7 @@ static int write_out(const char *path, const char *data, struct pc_err *err)
 	return pc_file_write_atomic(path, data, strlen(data), 0644, err);
 }
 
-int cert_cli_issue(int argc, char **argv, const struct pc_config *cfg)
+int cert_cli_issue(int argc, char **argv, const struct config *cfg)
 {
 	static const struct option lo[] = {{"output", required_argument, NULL, 'o'},
 					   {"html", no_argument, NULL, 'H'},
@@ -303,7 +303,7 @@ done:
 	return rc;
 }
 
-int cert_cli_key(int argc, char **argv, const struct pc_config *cfg)
+int cert_cli_key(int argc, char **argv, const struct config *cfg)
 {
 	char keyp[PC_PATH_MAX + 32], pubp[PC_PATH_MAX + 32], eb[1024], *pem = NULL;
 	uint8_t sk[64], pk[32];
@@ -332,7 +332,7 @@ int cert_cli_key(int argc, char **argv, const struct pc_config *cfg)
 /* --live: do the subjects still describe the kernel and the files? */
 static int live_compare(const struct jv *stmt, const char *config, const char *bridge)
 {
-	struct pc_config cfg;
+	struct config cfg;
 	struct pc_err err = {0};
 	struct checker_result *res = NULL;
 	struct policy *pol = NULL;
@@ -340,7 +340,7 @@ static int live_compare(const struct jv *stmt, const char *config, const char *b
 	char eb[1024], self[PATH_MAX], engine[PATH_MAX], ds[80], de[80];
 	int bad = 0;
 
-	if (pc_config_load(config, &cfg, &err) < 0 ||
+	if (config_load(config, &cfg, &err) < 0 ||
 	    policy_load_dir(cfg.rules_dir, &cfg, &pol, &err) < 0) {
 		pc_cli_error("cert verify", "%s", pc_err_str(&err, eb, sizeof(eb)));
 		return PC_EXIT_ERROR;
@@ -449,10 +449,10 @@ int cert_cli_sub(int argc, char **argv, const char *config)
 		return PC_EXIT_USAGE;
 	}
 	if (!keyf) {
-		struct pc_config cfg;
+		struct config cfg;
 		char keyp[PC_PATH_MAX + 32];
 
-		if (pc_config_load(config, &cfg, &err) < 0 ||
+		if (config_load(config, &cfg, &err) < 0 ||
 		    cert_key_paths(&cfg, keyp, pubp, sizeof(pubp)) < 0) {
 			pc_cli_error("cert verify", "no --key and no configuration: %s",
 				     pc_err_str(&err, eb, sizeof(eb)));

@@ -321,7 +321,7 @@ static bool table_uses_compat(const struct ck_ruleset *rs, const char *table)
 }
 
 /* given: the policy to build for (borrowed); NULL: the one in cfg->rules_dir. */
-static int expect_build(const struct pc_config *cfg, const struct policy *given, const char *bridge,
+static int expect_build(const struct config *cfg, const struct policy *given, const char *bridge,
 			const struct ck_state *st, struct checker_expect *ex, void **owned,
 			struct pc_err *err)
 {
@@ -377,7 +377,7 @@ static int expect_build(const struct pc_config *cfg, const struct policy *given,
 		np++;
 	}
 	{
-		struct pc_config c2 = *cfg;
+		struct config c2 = *cfg;
 		struct nft_ruleset_params p = {.cfg = &c2,
 					       .policy = use,
 					       .ports = ports,
@@ -421,7 +421,7 @@ void checker_expect_free(void *owned)
 	free(s);
 }
 
-int checker_expect_from_policy(const struct pc_config *cfg, const struct policy *pol,
+int checker_expect_from_policy(const struct config *cfg, const struct policy *pol,
 			       const char *bridge, struct checker_expect *ex, void **owned,
 			       struct pc_err *err)
 {
@@ -481,7 +481,7 @@ static int ck_result_finish(const struct ck_state *st, const char *br, struct ch
 	return 0;
 }
 
-int checker_run(const struct pc_config *cfg, const struct checker_expect *ex_in, const char *bridge,
+int checker_run(const struct config *cfg, const struct checker_expect *ex_in, const char *bridge,
 		struct checker_result **out, struct pc_err *err)
 {
 	struct ck_state st = {0};

@@ -13,7 +13,7 @@
 
 #include "common/pc.h"
 
-struct pc_config;
+struct config;
 struct policy;
 
 /* The version of the containment model (docs/checker.md: what it assumes
@@ -113,7 +113,7 @@ struct checker_expect {
  * compares the live tables with that, not with files an admin may be
  * editing (engine/checkrun.c). *owned holds what ex borrows; free it with
  * checker_expect_free after ex's last use. */
-int checker_expect_from_policy(const struct pc_config *cfg, const struct policy *pol,
+int checker_expect_from_policy(const struct config *cfg, const struct policy *pol,
 			       const char *bridge, struct checker_expect *ex, void **owned,
 			       struct pc_err *err);
 void checker_expect_free(void *owned);
@@ -123,7 +123,7 @@ void checker_expect_free(void *owned);
  * cfg. On success (the state was read; the answer may still be negative)
  * *out is a result the caller frees; <0 when the state could not be read.
  * The engine calls this at start and after each ruleset change. */
-int checker_run(const struct pc_config *cfg, const struct checker_expect *ex, const char *bridge,
+int checker_run(const struct config *cfg, const struct checker_expect *ex, const char *bridge,
 		struct checker_result **out, struct pc_err *err);
 
 /* Render a result: the human form (one line per finding, then evidence;

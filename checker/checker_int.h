@@ -29,10 +29,10 @@ char *checker_result_json(const struct checker_result *r);
  * Returns a pointer to the new zeroed element or NULL (no memory). */
 void *ck_grow(void *arrp, size_t *n, size_t *cap, size_t elsize);
 
-struct pc_config;
+struct config;
 /* sha256 of the policy the engine enforces (its status); PC_EIO when no
  * engine answers. */
-int ck_engine_policy_hash(const struct pc_config *cfg, char *out, size_t len);
+int ck_engine_policy_hash(const struct config *cfg, char *out, size_t len);
 
 /* mnl_nlmsg_ok, and a length that fits in what is left: libmnl compares
  * nlmsg_len as an int, so a huge length passes its check. */
@@ -371,7 +371,7 @@ void ck_sha256_file(const char *path, char *out); /* "" when unreadable */
 
 #include "common/pc.h"
 
-struct pc_config;
+struct config;
 
 /* ---- JSON (json.c) ------------------------------------------------------- */
 
@@ -420,15 +420,15 @@ int cert_env_sign(const char *payload, size_t len, const uint8_t sk[64], const u
 /* The appliance key: <state_dir>/appliance.key (PKCS#8 PEM, 0600) and
  * <state_dir>/appliance.pub (SubjectPublicKeyInfo PEM, what openssl reads).
  * Created by `portcullis cert keygen` or on first issuance. */
-int cert_key_paths(const struct pc_config *cfg, char *key, char *pub, size_t len);
+int cert_key_paths(const struct config *cfg, char *key, char *pub, size_t len);
 int cert_key_load_or_create(const char *key, const char *pub, bool create, uint8_t sk[64],
 			    uint8_t pk[32], struct pc_err *err);
 int cert_pub_load(const char *pub, uint8_t pk[32], struct pc_err *err);
 
 /* ---- CLI pieces (cert.c) ---------------------------------------------------- */
 
-int cert_cli_issue(int argc, char **argv, const struct pc_config *cfg);
-int cert_cli_key(int argc, char **argv, const struct pc_config *cfg);
+int cert_cli_issue(int argc, char **argv, const struct config *cfg);
+int cert_cli_key(int argc, char **argv, const struct config *cfg);
 int cert_cli_sub(int argc, char **argv, const char *config); /* verify, render */
 
 /* Render a verified statement: md or html (malloc'd) or NULL. */

@@ -9,12 +9,12 @@
 #include "checker/checker_int.h"
 #include "rules/rules.h"
 
-static int load_config(const char *config, struct pc_config *cfg)
+static int load_config(const char *config, struct config *cfg)
 {
 	struct pc_err err = {0};
 	char eb[1024];
 
-	if (pc_config_load(config, cfg, &err) < 0) {
+	if (config_load(config, cfg, &err) < 0) {
 		pc_cli_error("configuration", "%s", pc_err_str(&err, eb, sizeof(eb)));
 		return PC_EXIT_ERROR;
 	}
@@ -23,7 +23,7 @@ static int load_config(const char *config, struct pc_config *cfg)
 
 /* The hash of the policy the engine enforces, from its status. Fails when
  * there is no engine to ask: callers then have nothing to compare. */
-int ck_engine_policy_hash(const struct pc_config *cfg, char *out, size_t len)
+int ck_engine_policy_hash(const struct config *cfg, char *out, size_t len)
 {
 	struct pc_err err = {0};
 	struct pc_eng_reply r;
@@ -43,7 +43,7 @@ int ck_engine_policy_hash(const struct pc_config *cfg, char *out, size_t len)
  * loaded. When they differ (rules.d edited, not reloaded) the findings
  * compare the live tables with the files: say so on stderr, naming both
  * hashes (docs/checker.md). Silent when either is unknown (no engine). */
-static void policy_drift_warn(const struct pc_config *cfg)
+static void policy_drift_warn(const struct config *cfg)
 {
 	struct policy *pol = NULL;
 	struct pc_err err = {0};
@@ -70,7 +70,7 @@ static int cmd_check(int argc, char **argv, const char *config)
 					   {NULL, 0, NULL, 0}};
 	const char *bridge = NULL;
 	bool json = false, verbose = false;
-	struct pc_config cfg;
+	struct config cfg;
 	struct checker_result *res = NULL;
 	struct pc_err err = {0};
 	char eb[1024], *out;
@@ -129,7 +129,7 @@ static void usage_cert(FILE *f)
 
 int checker_cli(int argc, char **argv, const char *config)
 {
-	struct pc_config cfg;
+	struct config cfg;
 	int rc;
 
 	if (strcmp(argv[0], "check") == 0)

@@ -196,7 +196,7 @@ out:
 
 /* ---- key files ------------------------------------------------------------ */
 
-int cert_key_paths(const struct pc_config *cfg, char *key, char *pub, size_t len)
+int cert_key_paths(const struct config *cfg, char *key, char *pub, size_t len)
 {
 	if ((size_t)snprintf(key, len, "%s/appliance.key", cfg->state_dir) >= len ||
 	    (size_t)snprintf(pub, len, "%s/appliance.pub", cfg->state_dir) >= len)

@@ -69,7 +69,7 @@ struct sb {
 	const char *config;
 
 	/* set up */
-	struct pc_config cfg;
+	struct config cfg;
 	struct sb_bridge br;
 	struct pc_addr addr4, addr6;
 	int netns_fd;		    /* run: the sandbox's network namespace, or -1 */
@@ -132,11 +132,11 @@ int sbnet_port_in_set(uint32_t ifindex, bool *in, struct pc_err *err);
 /* ---- sandbox_files.c: the rule file, the sandbox's files, addresses ---- */
 
 /* Take <run_dir>/sandbox/lock (flock, blocking); fd or <0. */
-int sbfile_lock(const struct pc_config *cfg, struct pc_err *err);
+int sbfile_lock(const struct config *cfg, struct pc_err *err);
 void sbfile_unlock(int fd);
 /* Remove rule files and directories of launchers that are gone (killed
  * without their teardown); each removal is reported through note. */
-void sbfile_clean_stale(const struct pc_config *cfg, void (*note)(const char *msg));
+void sbfile_clean_stale(const struct config *cfg, void (*note)(const char *msg));
 /* PC_EEXIST with a message naming where, when the name is taken by a
  * sandbox of the policy in cfg->rules_dir or by another launcher. The
  * policy is returned (caller unrefs) for address selection. */
@@ -173,7 +173,7 @@ void sbproc_wait_signal(void);
 int sbproc_kill_netns(int netns_fd);
 /* The vault: the pid of the process that listens on vault.listen in this
  * network namespace (0 when none). */
-pid_t sbproc_vault_pid(const struct pc_config *cfg);
+pid_t sbproc_vault_pid(const struct config *cfg);
 /* SIGHUP the vault and wait until it has taken the signal and is back
  * waiting for connections (its reload runs between the two). */
 int sbproc_vault_reload(pid_t pid, struct pc_err *err);

@@ -22,7 +22,7 @@
 #define METRICS_MAX (1u << 20)
 
 /* The engine's metrics text (malloc'ed), or its error reply as the error. */
-static int engine_metrics(const struct pc_config *cfg, char **text, struct pc_err *err)
+static int engine_metrics(const struct config *cfg, char **text, struct pc_err *err)
 {
 	struct pc_eng_reply r;
 	int rc = pc_engine_call(cfg->run_dir, PC_ENG_METRICS, 5000, &r, err);
@@ -39,11 +39,11 @@ static int engine_metrics(const struct pc_config *cfg, char **text, struct pc_er
 	return *text ? 0 : pc_err_set(err, PC_ENOMEM, "out of memory");
 }
 
-static int metrics_cli(int argc, char **argv, const struct pc_config *cfg)
+static int metrics_cli(int argc, char **argv, const struct config *cfg)
 {
 	static const struct {
 		const char *daemon, *sock;
-	} d[] = {{"engine", PC_ENGINE_SOCK}, {"vault", PC_VAULT_CTL_SOCK}, {"logd", LOGD_CTL_SOCK}};
+	} d[] = {{"engine", PC_ENGINE_SOCK}, {"vault", VAULT_CTL_SOCK}, {"logd", LOGD_CTL_SOCK}};
 	char *text[3] = {NULL, NULL, NULL};
 	int answered = 0;
 
@@ -135,7 +135,7 @@ static void json_print_indented(const char *js)
 int cli_control(int argc, char **argv, const char *config)
 {
 	static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
-	struct pc_config cfg;
+	struct config cfg;
 	struct pc_err err = {0};
 	struct pc_eng_reply reply;
 	char ebuf[1024];
@@ -143,7 +143,7 @@ int cli_control(int argc, char **argv, const char *config)
 	int opt, rc;
 
 	if (strcmp(argv[0], "metrics") == 0) {
-		if (pc_config_load(config, &cfg, &err) < 0) {
+		if (config_load(config, &cfg, &err) < 0) {
 			pc_cli_error("configuration", "%s", pc_err_str(&err, ebuf, sizeof(ebuf)));
 			return PC_EXIT_ERROR;
 		}
@@ -163,7 +163,7 @@ int cli_control(int argc, char **argv, const char *config)
 		pc_cli_error(argv[0], "unexpected argument '%s'", argv[optind]);
 		return PC_EXIT_USAGE;
 	}
-	if (pc_config_load(config, &cfg, &err) < 0) {
+	if (config_load(config, &cfg, &err) < 0) {
 		pc_cli_error("configuration", "%s", pc_err_str(&err, ebuf, sizeof(ebuf)));
 		return PC_EXIT_ERROR;
 	}

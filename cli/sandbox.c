@@ -659,7 +659,7 @@ int sandbox_cli(int argc, char **argv, const char *config)
 		snprintf(s->name, sizeof(s->name), "sb-%d", (int)getpid());
 	cur_name = s->name;
 	quiet = s->quiet;
-	if (pc_config_load(config, &s->cfg, &e) < 0) {
+	if (config_load(config, &s->cfg, &e) < 0) {
 		pc_cli_error("configuration", "%s", pc_err_str(&e, eb, sizeof(eb)));
 		free(s);
 		return PC_EXIT_ERROR;

@@ -65,7 +65,7 @@ static void owner_text(char *buf, size_t len)
 	snprintf(buf, len, "launcher %d start %llu", (int)getpid(), proc_start(getpid()));
 }
 
-int sbfile_lock(const struct pc_config *cfg, struct pc_err *err)
+int sbfile_lock(const struct config *cfg, struct pc_err *err)
 {
 	char path[PC_PATH_MAX + 32];
 	int fd;
@@ -114,7 +114,7 @@ static void rm_tree(const char *path)
 	rmdir(path);
 }
 
-void sbfile_clean_stale(const struct pc_config *cfg, void (*note)(const char *msg))
+void sbfile_clean_stale(const struct config *cfg, void (*note)(const char *msg))
 {
 	char path[PC_PATH_MAX * 2], msg[PC_PATH_MAX * 4], *text;
 	struct dirent *de;

@@ -272,7 +272,7 @@ static unsigned long listen_inode(const char *file, uint16_t port)
 	return ino;
 }
 
-pid_t sbproc_vault_pid(const struct pc_config *cfg)
+pid_t sbproc_vault_pid(const struct config *cfg)
 {
 	unsigned long ino = listen_inode("/proc/net/tcp", cfg->vault.listen.port);
 	char want[64], path[300], link[PATH_MAX];

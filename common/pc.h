@@ -300,6 +300,13 @@ char *pc_buf_take(struct pc_buf *b, size_t *len);
 /* Release the memory (wiped first when secret); the buffer is an empty
  * growable one with the same limit and flags afterwards. NULL is a no-op. */
 void pc_buf_free(struct pc_buf *b);
+/* The same over a (malloc'ed string, length) pair, for callers that pass
+ * those around (the engine's status JSON): append printf output, or s as a
+ * JSON string literal (quotes included; NULL as ""). 0 or PC_ENOMEM; on
+ * failure *buf is still valid. */
+int pc_buf_appendf(char **buf, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int pc_buf_append_json(char **buf, size_t *len, const char *s);
 
 /* The one JSON string escaper: the bytes of s (n of them) as the inside of
  * a JSON string. Quote and backslash by a backslash, newline, tab and

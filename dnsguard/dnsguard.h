@@ -22,7 +22,7 @@
 
 struct dnsguard;
 
-int dnsguard_new(const struct pc_config *cfg, struct dnsguard **out, struct pc_err *err);
+int dnsguard_new(const struct config *cfg, struct dnsguard **out, struct pc_err *err);
 void dnsguard_free(struct dnsguard *g);
 
 /* A DNS message's transport as seen on the wire. proto is IPPROTO_UDP or

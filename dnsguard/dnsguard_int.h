@@ -80,7 +80,7 @@ struct dg_sb {
 
 struct dnsguard {
 	/* Copied from the configuration at dnsguard_new; read-only after. */
-	struct pc_addr resolvers[PC_MAX_RESOLVERS];
+	struct pc_addr resolvers[RULES_MAX_RESOLVERS];
 	size_t n_resolvers;
 	uint32_t ttl_min, ttl_max;
 	uint64_t grace_ms;
@@ -88,7 +88,7 @@ struct dnsguard {
 	uint8_t hkey[16]; /* SipHash key: addresses come from answers a
 			     sandbox can influence, so bucket choice is keyed */
 	/* dns.routable */
-	struct pc_prefix routable[PC_MAX_ROUTABLE];
+	struct pc_prefix routable[RULES_MAX_ROUTABLE];
 	size_t n_routable;
 
 	/* dnsguard_local_set's set, replaced whole under local_lock (a

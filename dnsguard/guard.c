@@ -24,14 +24,14 @@ bool dg_is_resolver(const struct dnsguard *g, const struct pc_addr *a)
 	return false;
 }
 
-int dnsguard_new(const struct pc_config *cfg, struct dnsguard **out, struct pc_err *err)
+int dnsguard_new(const struct config *cfg, struct dnsguard **out, struct pc_err *err)
 {
 	struct dnsguard *g;
 
 	if (!cfg || !out)
 		return pc_err_set(err, PC_EINVAL, "dnsguard_new: no configuration");
-	if (cfg->dns.n_resolvers > PC_MAX_RESOLVERS)
-		return pc_err_set(err, PC_EINVAL, "dns.resolvers: more than %d", PC_MAX_RESOLVERS);
+	if (cfg->dns.n_resolvers > RULES_MAX_RESOLVERS)
+		return pc_err_set(err, PC_EINVAL, "dns.resolvers: more than %d", RULES_MAX_RESOLVERS);
 	if (cfg->dns.ttl_min > cfg->dns.ttl_max)
 		return pc_err_set(err, PC_EINVAL, "dns.ttl_min (%u) is above dns.ttl_max (%u)",
 				  cfg->dns.ttl_min, cfg->dns.ttl_max);
@@ -66,7 +66,7 @@ int dnsguard_new(const struct pc_config *cfg, struct dnsguard **out, struct pc_e
 	g->grace_ms = (uint64_t)cfg->dns.grace * 1000u;
 	g->cap_sb = cfg->dns.learned_per_sandbox;
 	g->cap_total = cfg->dns.learned_total;
-	g->n_routable = cfg->dns.n_routable <= PC_MAX_ROUTABLE ? cfg->dns.n_routable : 0;
+	g->n_routable = cfg->dns.n_routable <= RULES_MAX_ROUTABLE ? cfg->dns.n_routable : 0;
 	memcpy(g->routable, cfg->dns.routable, g->n_routable * sizeof(g->routable[0]));
 	randombytes_buf(g->hkey, sizeof(g->hkey));
 	*out = g;

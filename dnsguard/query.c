@@ -80,7 +80,7 @@ static const char *dg_edns_check(ldns_pkt *q)
 /* Build the reply to a refused query: same id, opcode and RD, the first
  * question echoed, RA set (the guard stands for a recursive resolver), and,
  * when the query spoke EDNS, an Extended DNS Error saying why. */
-static int dg_reply_build(ldns_pkt *q, enum pc_dns_refuse how, bool prohibited, const char *why,
+static int dg_reply_build(ldns_pkt *q, enum dns_refuse how, bool prohibited, const char *why,
 			  struct dnsguard_query_res *res)
 {
 	ldns_pkt *r = ldns_pkt_new();
@@ -96,7 +96,7 @@ static int dg_reply_build(ldns_pkt *q, enum pc_dns_refuse how, bool prohibited, 
 	ldns_pkt_set_opcode(r, ldns_pkt_get_opcode(q));
 	ldns_pkt_set_rd(r, ldns_pkt_rd(q));
 	ldns_pkt_set_ra(r, true);
-	ldns_pkt_set_rcode(r, how == PC_DNS_REFUSE_NXDOMAIN ? LDNS_RCODE_NXDOMAIN
+	ldns_pkt_set_rcode(r, how == DNS_REFUSE_NXDOMAIN ? LDNS_RCODE_NXDOMAIN
 							    : LDNS_RCODE_REFUSED);
 	if (qs && ldns_rr_list_rr_count(qs) > 0) {
 		ldns_rr *c = ldns_rr_clone(ldns_rr_list_rr(qs, 0));
@@ -181,7 +181,7 @@ static const char *dg_query_judge(const struct dnsguard *g, const struct policy_
 		return "class is not IN";
 	if (res->qname[0] == '\0')
 		return "name is not a host name";
-	if (!(pc_qtype_bit(res->qtype) & sb->dns_qtypes))
+	if (!(rules_qtype_bit(res->qtype) & sb->dns_qtypes))
 		return "query type not permitted";
 	if (!policy_name_allowed(sb, res->qname, &res->rule))
 		return "name not on the allow list";
@@ -242,7 +242,7 @@ int dnsguard_query_defer(struct dnsguard *g, const struct policy_sandbox *sb,
 	why = dg_query_judge(g, sb, f, q, len, &scan, res, &prohibited);
 	if (why) {
 		res->rule = NULL;
-		rc = dg_reply_build(q, sb ? sb->dns_refuse : PC_DNS_REFUSE_REFUSED, prohibited, why,
+		rc = dg_reply_build(q, sb ? sb->dns_refuse : DNS_REFUSE_REFUSED, prohibited, why,
 				    res);
 		if (rc == 0) {
 			res->verdict = DNSG_REFUSE;

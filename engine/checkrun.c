@@ -122,7 +122,7 @@ static int helper_expect_read(int xfd, struct chk_expect_in *in, struct pc_err *
 /* Run the check against the engine's expectation; the answer (a result or
  * why it could not run) into buf. Its length; 0: none (cannot happen with
  * a CHK_RESULT_MAX buffer, and the engine then sees no answer). */
-static size_t helper_answer(const struct pc_config *cfg, int xfd, uint8_t *buf, size_t max)
+static size_t helper_answer(const struct config *cfg, int xfd, uint8_t *buf, size_t max)
 {
 	struct checker_result *r = NULL;
 	struct pc_err err = {0};
@@ -146,7 +146,7 @@ static size_t helper_answer(const struct pc_config *cfg, int xfd, uint8_t *buf, 
 	return n < 0 ? 0 : (size_t)n;
 }
 
-static void __attribute__((noreturn)) helper_main(int fd, const struct pc_config *cfg, pid_t parent)
+static void __attribute__((noreturn)) helper_main(int fd, const struct config *cfg, pid_t parent)
 {
 	/* CAP_NET_ADMIN: nftables dumps and tcx queries; CAP_SYS_ADMIN:
 	 * enumerating netfilter BPF links (bpf() LINK_GET_NEXT_ID);

@@ -170,7 +170,7 @@ static void allow(struct decision *d, const struct decide_ctx *c, const struct p
 
 /* ---- DNS ------------------------------------------------------------------- */
 
-static bool is_resolver(const struct pc_config *cfg, const struct pc_addr *a)
+static bool is_resolver(const struct config *cfg, const struct pc_addr *a)
 {
 	for (size_t i = 0; i < cfg->dns.n_resolvers; i++)
 		if (pc_addr_eq(&cfg->dns.resolvers[i], a))

@@ -15,7 +15,7 @@ struct dnstcp_table {
 	struct dnstcp_stream *head;
 	struct dnstcp_stream *b[DNSTCP_BUCKETS];
 	size_t n, max;
-	uint8_t hkey[PC_HKEY_BYTES];
+	uint8_t hkey[HKEY_BYTES];
 	struct quota_map *quota; /* streams per sandbox */
 };
 

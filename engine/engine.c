@@ -128,7 +128,7 @@ void engine_routing_restore(struct engine *e)
 
 /* uplinks must be set, and name neither the bridge nor lo: the ruleset
  * forwards from nothing else (docs/engine.md, "Uplinks"). */
-static int uplinks_valid(const struct pc_config *cfg, struct pc_err *err)
+static int uplinks_valid(const struct config *cfg, struct pc_err *err)
 {
 	if (!cfg->n_uplinks)
 		return pc_err_set(err, PC_EINVAL,
@@ -145,7 +145,7 @@ static int uplinks_valid(const struct pc_config *cfg, struct pc_err *err)
 	return 0;
 }
 
-int engine_config_valid(const struct pc_config *cfg, struct pc_err *err)
+int engine_config_valid(const struct config *cfg, struct pc_err *err)
 {
 	return uplinks_valid(cfg, err);
 }
@@ -229,7 +229,7 @@ int engine_setup(struct engine *e, const char *config_path, struct pc_err *err)
 	char path[PC_PATH_MAX + 32];
 	int rc;
 
-	rc = pc_config_load(config_path, &e->cfg, err);
+	rc = config_load(config_path, &e->cfg, err);
 	if (rc)
 		return rc;
 	rc = engine_config_valid(&e->cfg, err);

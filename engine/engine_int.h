@@ -71,7 +71,7 @@ int links_bridge_ports(const char *bridge, struct nft_port **ports, size_t *n, u
 /* The gateway's own addresses (each as a host prefix) and the subnets of
  * the bridge's addresses and of cfg's sandbox pools: what no DNS answer
  * may teach (dnsguard_local_set). *out is malloc'ed, caller frees. */
-int links_local_prefixes(const struct pc_config *cfg, struct dnsguard_local **out, size_t *n,
+int links_local_prefixes(const struct config *cfg, struct dnsguard_local **out, size_t *n,
 			 struct pc_err *err);
 /* A non-blocking rtnetlink socket subscribed to link and address events
  * (fd, or <0). */
@@ -144,9 +144,9 @@ int dnsreply_send(struct dnsreply *d, const struct pc_endpoint *from, const stru
 /* Tables keyed by values a sandbox chooses (addresses, ports) hash them with
  * SipHash (libsodium's crypto_shorthash) under a random key made when the
  * table is: a sandbox cannot aim its flows at one hash chain. */
-#define PC_HKEY_BYTES 16
-int hkey_new(uint8_t key[PC_HKEY_BYTES]); /* 0 or PC_EIO (libsodium) */
-uint64_t hkey_hash(const uint8_t key[PC_HKEY_BYTES], const void *data, size_t len);
+#define HKEY_BYTES 16
+int hkey_new(uint8_t key[HKEY_BYTES]); /* 0 or PC_EIO (libsodium) */
+uint64_t hkey_hash(const uint8_t key[HKEY_BYTES], const void *data, size_t len);
 
 /* How many entries of one table each sandbox holds (the table's own
  * locking). A sandbox may hold at most quota_share(capacity, sandboxes of
@@ -449,7 +449,7 @@ struct decision {
 
 /* Everything a decision reads. All borrowed for the call. */
 struct decide_ctx {
-	const struct pc_config *cfg;
+	const struct config *cfg;
 	const struct policy *policy;
 	struct dnsguard *dg;
 	struct portmap *ports;
@@ -486,12 +486,12 @@ bool decide_rejudge(const struct decide_ctx *c, const struct flow_key *k, const 
 
 /* Labels of the verdict counters by reason (metrics.c maps each record's
  * reason to one); room for the table and three of its own. */
-#define PC_MET_REASONS 48
+#define MET_REASONS 48
 
 struct qstats {
 	_Atomic uint64_t queued, accepted, refused, dropped, log_sent, log_failed, enobufs;
 	/* [connect, dns-query][allowed, refused][reason label] */
-	_Atomic uint64_t verdicts[2][2][PC_MET_REASONS];
+	_Atomic uint64_t verdicts[2][2][MET_REASONS];
 };
 
 struct engine;
@@ -537,7 +537,7 @@ struct engine_check {
 };
 
 struct engine {
-	struct pc_config cfg;
+	struct config cfg;
 	enum nft_queue_path qpath;
 	pthread_mutex_t pol_lock; /* guards policy (the pointer, not the object) */
 	struct policy *policy;
@@ -586,7 +586,7 @@ int engine_ports_refresh(struct engine *e, bool force, struct pc_err *err);
 int engine_local_refresh(struct engine *e, struct pc_err *err);
 /* What only the engine requires of the configuration (uplinks set, and
  * neither the bridge nor lo). */
-int engine_config_valid(const struct pc_config *cfg, struct pc_err *err);
+int engine_config_valid(const struct config *cfg, struct pc_err *err);
 /* Another program changed our tables (nftwatch): reinstall them, log,
  * check again. */
 void engine_tables_restore(struct engine *e);

@@ -9,7 +9,7 @@
 
 /* The sandbox chooses every field of a flow key (its ports, and the
  * addresses it sends to): keyed, or it could fill one hash chain. */
-static uint64_t key_hash(const uint8_t hkey[PC_HKEY_BYTES], const struct flow_key *k)
+static uint64_t key_hash(const uint8_t hkey[HKEY_BYTES], const struct flow_key *k)
 {
 	return hkey_hash(hkey, k, sizeof(*k));
 }
@@ -57,7 +57,7 @@ struct reg_ent {
 
 struct flow_registry {
 	pthread_mutex_t mu;
-	uint8_t hkey[PC_HKEY_BYTES];
+	uint8_t hkey[HKEY_BYTES];
 	struct reg_ent **b;
 	size_t nb, n, max;
 	struct reg_ent *oldest, *newest;
@@ -234,7 +234,7 @@ void flow_registry_sweep(struct flow_registry *r)
 struct held_table {
 	struct held_flow **b;
 	size_t nb, n, max;
-	uint8_t hkey[PC_HKEY_BYTES];
+	uint8_t hkey[HKEY_BYTES];
 	struct quota_map *quota; /* entries per sandbox (meta.sandbox) */
 };
 

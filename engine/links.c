@@ -177,7 +177,7 @@ static uint8_t mask_len(const struct sockaddr *m, size_t bytes)
 	return len;
 }
 
-int links_local_prefixes(const struct pc_config *cfg, struct dnsguard_local **out, size_t *n,
+int links_local_prefixes(const struct config *cfg, struct dnsguard_local **out, size_t *n,
 			 struct pc_err *err)
 {
 	static const char gw[] = "an address of the gateway";

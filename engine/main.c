@@ -30,14 +30,14 @@ static int engine_exit(int rc, bool test)
 /* -t: everything that does not need the kernel. 0 or a PC_E* code. */
 static int check_only(const char *config)
 {
-	struct pc_config cfg;
+	struct config cfg;
 	struct policy *pol = NULL;
 	struct nft_ruleset *rs = NULL;
 	struct pc_err err = {0};
 	char ebuf[1024], digest[80];
 	int rc;
 
-	rc = pc_config_load(config, &cfg, &err);
+	rc = config_load(config, &cfg, &err);
 	if (rc == 0)
 		rc = engine_config_valid(&cfg, &err);
 	if (rc == 0)

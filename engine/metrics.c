@@ -67,10 +67,10 @@ static const struct {
  * "unrecorded": decided allowed, then refused because logd did not take
  * the record (or the flow could not be registered) — no record, no
  * connection. */
-#define REASON_PROTOCOL	  (PC_MET_REASONS - 3)
-#define REASON_OTHER	  (PC_MET_REASONS - 2)
-#define REASON_UNRECORDED (PC_MET_REASONS - 1)
-_Static_assert(N_REASONS <= REASON_PROTOCOL, "PC_MET_REASONS too small for the reason table");
+#define REASON_PROTOCOL	  (MET_REASONS - 3)
+#define REASON_OTHER	  (MET_REASONS - 2)
+#define REASON_UNRECORDED (MET_REASONS - 1)
+_Static_assert(N_REASONS <= REASON_PROTOCOL, "MET_REASONS too small for the reason table");
 
 static const char *reason_label(int i)
 {
@@ -161,7 +161,7 @@ static void verdicts(struct pc_prom *b, struct engine *e)
 		       "appears once it has been counted).");
 	for (int a = 0; a < 2; a++)
 		for (int o = 0; o < 2; o++)
-			for (int r = 0; r < PC_MET_REASONS; r++) {
+			for (int r = 0; r < MET_REASONS; r++) {
 				uint64_t v = 0;
 				char l[128];
 

@@ -11,21 +11,21 @@
 
 /* ---- keyed hash of values a sandbox chooses -------------------------------- */
 
-int hkey_new(uint8_t key[PC_HKEY_BYTES])
+int hkey_new(uint8_t key[HKEY_BYTES])
 {
 	/* sodium_init is idempotent; needed before randombytes_buf */
 	if (sodium_init() < 0)
 		return PC_EIO;
-	randombytes_buf(key, PC_HKEY_BYTES);
+	randombytes_buf(key, HKEY_BYTES);
 	return 0;
 }
 
-uint64_t hkey_hash(const uint8_t key[PC_HKEY_BYTES], const void *data, size_t len)
+uint64_t hkey_hash(const uint8_t key[HKEY_BYTES], const void *data, size_t len)
 {
 	unsigned char h[crypto_shorthash_BYTES];
 	uint64_t v;
 
-	_Static_assert(PC_HKEY_BYTES == crypto_shorthash_KEYBYTES, "SipHash key size");
+	_Static_assert(HKEY_BYTES == crypto_shorthash_KEYBYTES, "SipHash key size");
 	crypto_shorthash(h, data, len, key);
 	memcpy(&v, h, sizeof(v));
 	return v;
@@ -42,7 +42,7 @@ struct quota_ent {
 };
 
 struct quota_map {
-	uint8_t hkey[PC_HKEY_BYTES];
+	uint8_t hkey[HKEY_BYTES];
 	struct quota_ent *b[QUOTA_BUCKETS];
 };
 

@@ -23,16 +23,16 @@
 struct cli {
 	const char *config;
 	bool have_cfg;
-	struct pc_config cfg;
+	struct config cfg;
 };
 
-static const struct pc_config *cli_cfg(struct cli *c)
+static const struct config *cli_cfg(struct cli *c)
 {
 	struct pc_err err;
 
 	if (c->have_cfg)
 		return &c->cfg;
-	if (pc_config_load(c->config, &c->cfg, &err) < 0) {
+	if (config_load(c->config, &c->cfg, &err) < 0) {
 		char buf[1024];
 
 		pc_cli_error("log", "%s", pc_err_str(&err, buf, sizeof(buf)));
@@ -47,7 +47,7 @@ static int key_get(struct cli *c, const char *opt, struct note_verifier *v)
 {
 	char path[PC_PATH_MAX + 8];
 	struct pc_err err;
-	const struct pc_config *cfg;
+	const struct config *cfg;
 
 	if (!opt) {
 		if (!(cfg = cli_cfg(c)))
@@ -64,7 +64,7 @@ static int key_get(struct cli *c, const char *opt, struct note_verifier *v)
 
 static const char *file_get(struct cli *c, const char *opt)
 {
-	const struct pc_config *cfg;
+	const struct config *cfg;
 
 	if (opt)
 		return opt;
@@ -525,7 +525,7 @@ static int cmd_keygen(struct cli *c, int argc, char **argv)
 					  {NULL, 0, NULL, 0}};
 	char name[NOTE_NAME_MAX], pub[PC_PATH_MAX + 8], buf[NOTE_NAME_MAX + 80];
 	const char *namep = NULL;
-	const struct pc_config *cfg;
+	const struct config *cfg;
 	struct note_signer *s = NULL;
 	struct pc_err err;
 	bool force = false;

@@ -397,7 +397,7 @@ int logx_format_checkpoint(const char *note, size_t nlen, const char *host, long
 
 /* ---- daemon setup (logd/setup.c) ---------------------------------------- */
 
-struct pc_config;
+struct config;
 
 /* mkdir of the directory file is in (last component only), owned by
  * uid:gid when created ((uid_t)-1: leave). */
@@ -412,14 +412,14 @@ size_t logd_old_keys_load(const char *key, struct note_verifier *out, size_t max
 /* Allow user's uid on the socket (a missing user is logged, not fatal). */
 void logd_allow_user(struct logd_server_conf *sc, const char *user);
 /* The exporter's settings from the configuration (strings borrowed from cfg). */
-void logd_xconf(const struct pc_config *cfg, struct logx_conf *xc);
+void logd_xconf(const struct config *cfg, struct logx_conf *xc);
 
 /* SIGHUP: re-read the syslog settings; if they changed, a new exporter
  * takes over (the old one gets a second to send what it holds). Runs on
  * the server's thread, which is the only one that touches x and w. */
 struct logd_hup {
 	const char *config;
-	struct pc_config *cfg;
+	struct config *cfg;
 	struct logx **x;
 	struct logw *w;
 };

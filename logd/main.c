@@ -50,7 +50,7 @@ int main(int argc, char **argv)
 	struct logx_conf xc;
 	struct logx_stats xs;
 	struct logd_stats st;
-	struct pc_config cfg;
+	struct config cfg;
 	struct pc_err err = {0};
 	bool test = false, root = geteuid() == 0;
 	uid_t log_uid = (uid_t)-1;
@@ -94,7 +94,7 @@ int main(int argc, char **argv)
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	/* -t: 1 for an invalid configuration (or key, or syslog settings),
 	 * 3 for a file that could not be read, as portcullisd and the vault */
-	if ((rc = pc_config_load(config, &cfg, &err)) < 0) {
+	if ((rc = config_load(config, &cfg, &err)) < 0) {
 		char buf[1024];
 
 		pc_log(PC_LOG_ERR, "%s", pc_err_str(&err, buf, sizeof(buf)));

@@ -21,7 +21,7 @@ void logd_key_default_name(char *buf, size_t len)
 	snprintf(buf, len, "%s/portcullis-log", host);
 }
 
-void logd_xconf(const struct pc_config *cfg, struct logx_conf *xc)
+void logd_xconf(const struct config *cfg, struct logx_conf *xc)
 {
 	*xc = (struct logx_conf){
 	    .local = cfg->log.syslog.local,
@@ -94,7 +94,7 @@ size_t logd_old_keys_load(const char *key, struct note_verifier *out, size_t max
 	return n;
 }
 
-static bool syslog_same(const struct pc_config *a, const struct pc_config *b)
+static bool syslog_same(const struct config *a, const struct config *b)
 {
 	return a->log.syslog.local == b->log.syslog.local &&
 	       a->log.syslog.tls == b->log.syslog.tls &&
@@ -107,13 +107,13 @@ static bool syslog_same(const struct pc_config *a, const struct pc_config *b)
 void logd_on_hup(void *ctx)
 {
 	struct logd_hup *h = ctx;
-	struct pc_config cfg;
+	struct config cfg;
 	struct logx_conf xc;
 	struct logw_export exp;
 	struct logx *nx = NULL;
 	struct pc_err err;
 
-	if (pc_config_load(h->config, &cfg, &err) < 0) {
+	if (config_load(h->config, &cfg, &err) < 0) {
 		pc_log(PC_LOG_ERR, "SIGHUP: %s: %s; keeping the syslog settings", h->config,
 		       err.msg);
 		return;

@@ -518,7 +518,7 @@ static void inet_nat(struct bld *b)
 
 void nft_inet_table(struct bld *b)
 {
-	const struct pc_config *cfg = b->p->cfg;
+	const struct config *cfg = b->p->cfg;
 
 	b->fam = NFPROTO_INET;
 	rsb_table(b);

@@ -90,7 +90,7 @@ struct nft_port {
 };
 
 struct nft_ruleset_params {
-	const struct pc_config *cfg;  /* bridge, queue, dns.resolvers, vault.listen */
+	const struct config *cfg;  /* bridge, queue, dns.resolvers, vault.listen */
 	const struct policy *policy;  /* anti-spoofing sets and bindings */
 	const struct nft_port *ports; /* current ports of cfg->bridge */
 	size_t n_ports;
@@ -161,12 +161,5 @@ void limits_metrics(struct pc_prom *b, const struct policy *pol);
 
 /* The bridge table's port set, rebuilt on link changes. */
 #define NFT_SET_PORTS "ports"
-
-/* ---- text helpers (text.c) ----------------------------------------------- */
-/* Append printf output to a growing malloc'ed string. 0 or PC_ENOMEM. */
-int pc_buf_appendf(char **buf, size_t *len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* Append s as a JSON string literal (quotes included; NULL as ""). */
-int pc_buf_append_json(char **buf, size_t *len, const char *s);
 
 #endif

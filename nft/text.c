@@ -17,36 +17,6 @@
 #include <libnftnl/set.h>
 #include <libnftnl/table.h>
 
-/* The (char **, size_t *) appenders control.c and checkrun.c still use,
- * over the common buffer and escaper: the text is malloc'ed, exactly *len
- * bytes and a NUL. */
-int pc_buf_appendf(char **buf, size_t *len, const char *fmt, ...)
-{
-	struct pc_buf b = {.p = *buf, .len = *len, .cap = *buf ? *len + 1 : 0};
-	va_list ap;
-
-	va_start(ap, fmt);
-	pc_buf_vprintf(&b, fmt, ap);
-	va_end(ap);
-	if (b.err)
-		return b.err; /* *buf is still valid: the buffer only grows */
-	*buf = b.p;
-	*len = b.len;
-	return 0;
-}
-
-int pc_buf_append_json(char **buf, size_t *len, const char *s)
-{
-	struct pc_buf b = {.p = *buf, .len = *len, .cap = *buf ? *len + 1 : 0};
-
-	pc_json_quote(&b, s);
-	if (b.err)
-		return b.err;
-	*buf = b.p;
-	*len = b.len;
-	return 0;
-}
-
 static const char *family_name(uint32_t f)
 {
 	switch (f) {

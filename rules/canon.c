@@ -110,7 +110,7 @@ static void canon_sandbox(struct pc_buf *b, const struct policy_sandbox *sb)
 	for (size_t i = 0; i < nq; i++)
 		pc_buf_printf(b, "%s\"%s\"", i ? "," : "", qt[i]);
 	pc_buf_printf(b, "],\"refuse_with\":\"%s\"},",
-		      sb->dns_refuse == PC_DNS_REFUSE_NXDOMAIN ? "nxdomain" : "refused");
+		      sb->dns_refuse == DNS_REFUSE_NXDOMAIN ? "nxdomain" : "refused");
 	pc_buf_printf(b, "\"limits\":{\"new_flows_burst\":%u,\"new_flows_per_second\":%u},",
 		      sb->new_flows_burst, sb->new_flows_per_second);
 	canon_match(b, &sb->match);

@@ -46,7 +46,7 @@ static void policy_summary(const char *where, const struct policy *p, bool hash)
 	       secrets == 1 ? "" : "s", hash ? ", policy " : "", hash ? policy_hash(p) : "");
 }
 
-static bool lint_routable(const struct pc_config *cfg, const struct pc_prefix *p)
+static bool lint_routable(const struct config *cfg, const struct pc_prefix *p)
 {
 	for (size_t i = 0; cfg && i < cfg->dns.n_routable; i++)
 		if (cfg->dns.routable[i].len <= p->len &&
@@ -74,7 +74,7 @@ static void lint_warn_one(const struct policy_sandbox *sb, const struct policy_a
  * rarely is). One warning per entry and block: the most specific block
  * holding the whole entry, else each outermost block inside it. Ranges
  * the configuration declares routable (dns.routable) are ordinary. */
-static void lint_warn_special(const struct policy *p, const struct pc_config *cfg)
+static void lint_warn_special(const struct policy *p, const struct config *cfg)
 {
 	for (size_t i = 0; i < policy_sandbox_count(p); i++) {
 		const struct policy_sandbox *sb = policy_sandbox_at(p, i);
@@ -125,11 +125,11 @@ static void lint_warn_special(const struct policy *p, const struct pc_config *cf
 /* A configuration and the rules directory it names. */
 static void lint_config(struct lint *l, const char *path)
 {
-	struct pc_config cfg;
+	struct config cfg;
 	struct policy *p = NULL;
 	size_t before = l->errors + l->unreadable;
 
-	if (pc_config_load_report(path, &cfg, NULL, lint_report, l) < 0) {
+	if (config_load_report(path, &cfg, NULL, lint_report, l) < 0) {
 		if (l->errors + l->unreadable == before)
 			l->errors++;
 		return;
@@ -224,7 +224,7 @@ static int cmd_lint(int argc, char **argv, const char *config)
 static int cmd_hash(int argc, char **argv, const char *config)
 {
 	struct lint l = {.what = "policy hash"};
-	struct pc_config cfg;
+	struct config cfg;
 	struct policy *p = NULL;
 	bool canonical = false;
 
@@ -239,7 +239,7 @@ static int cmd_hash(int argc, char **argv, const char *config)
 			return PC_EXIT_USAGE;
 		}
 	}
-	if (pc_config_load_report(config, &cfg, NULL, lint_report, &l) < 0 ||
+	if (config_load_report(config, &cfg, NULL, lint_report, &l) < 0 ||
 	    policy_load_dir_report(cfg.rules_dir, &cfg, &p, NULL, lint_report, &l) < 0) {
 		if (!l.errors && !l.unreadable)
 			l.errors++;

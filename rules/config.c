@@ -1,5 +1,5 @@
 /* portcullis.yaml: one table names every key, its type, bounds and place in
- * struct pc_config; the loader walks the YAML against it, so the table is
+ * struct config; the loader walks the YAML against it, so the table is
  * the whole schema (docs/policy.md lists the same keys). */
 #include "rules/rules_int.h"
 
@@ -35,7 +35,7 @@ struct ckey {
 	uint64_t min, max;
 };
 
-#define F(field) offsetof(struct pc_config, field), sizeof(((struct pc_config *)0)->field)
+#define F(field) offsetof(struct config, field), sizeof(((struct config *)0)->field)
 #define K(p, t, fld)                                                                               \
 	{                                                                                          \
 		p, t, F(fld), 0, 0                                                                 \
@@ -58,8 +58,8 @@ static const struct ckey ckeys[] = {
     K("engine.remove_table_on_exit", CT_BOOL, engine.remove_on_exit),
     N("engine.flows_max", engine.flows_max, 1, 1u << 24),
     N("engine.sni_timeout_ms", engine.sni_timeout_ms, 1, 60000),
-    N("limits.new_flows_per_second", limits.new_flows_per_second, 1, PC_LIMIT_RATE_MAX),
-    N("limits.new_flows_burst", limits.new_flows_burst, 1, PC_LIMIT_BURST_MAX),
+    N("limits.new_flows_per_second", limits.new_flows_per_second, 1, RULES_LIMIT_RATE_MAX),
+    N("limits.new_flows_burst", limits.new_flows_burst, 1, RULES_LIMIT_BURST_MAX),
     K("dns.resolvers", CT_RESOLVERS, dns.resolvers),
     K("dns.routable", CT_ROUTABLE, dns.routable),
     K("dns.qtypes", CT_QTYPES, dns.qtypes),
@@ -110,7 +110,7 @@ static const struct {
 
 struct cload {
 	struct yctx c;
-	struct pc_config cfg;
+	struct config cfg;
 	const char *basedir;		    /* for relative paths */
 	const struct ynode *where[N_CKEYS]; /* value node of each key set */
 };
@@ -123,14 +123,14 @@ static size_t ckey_index(const char *path)
 	return N_CKEYS;
 }
 
-static void *cfield(struct pc_config *cfg, const struct ckey *k)
+static void *cfield(struct config *cfg, const struct ckey *k)
 {
 	return (char *)cfg + k->off;
 }
 
 /* Fill the paths that follow run_dir / state_dir and were not set; returns
  * the table index of one that would not fit, or N_CKEYS. */
-static size_t config_derive(struct pc_config *cfg, const bool *set)
+static size_t config_derive(struct config *cfg, const bool *set)
 {
 	for (size_t i = 0; i < sizeof(cderived) / sizeof(cderived[0]); i++) {
 		size_t k = ckey_index(cderived[i].key), b = ckey_index(cderived[i].base);
@@ -146,7 +146,7 @@ static size_t config_derive(struct pc_config *cfg, const bool *set)
 	return N_CKEYS;
 }
 
-void pc_config_defaults(struct pc_config *cfg)
+void config_defaults(struct config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	pc_strlcpy(cfg->bridge, "pcbr0", sizeof(cfg->bridge));
@@ -160,10 +160,10 @@ void pc_config_defaults(struct pc_config *cfg)
 	cfg->engine.remove_on_exit = false;
 	cfg->engine.flows_max = 262144;
 	cfg->engine.sni_timeout_ms = 3000;
-	cfg->limits.new_flows_per_second = PC_LIMIT_RATE_DEFAULT;
-	cfg->limits.new_flows_burst = PC_LIMIT_BURST_DEFAULT;
-	cfg->dns.qtypes = PC_QT_DEFAULT;
-	cfg->dns.refuse = PC_DNS_REFUSE_REFUSED;
+	cfg->limits.new_flows_per_second = RULES_LIMIT_RATE_DEFAULT;
+	cfg->limits.new_flows_burst = RULES_LIMIT_BURST_DEFAULT;
+	cfg->dns.qtypes = QT_DEFAULT;
+	cfg->dns.refuse = DNS_REFUSE_REFUSED;
 	cfg->dns.ttl_min = 30;
 	cfg->dns.ttl_max = 3600;
 	cfg->dns.grace = 60;
@@ -249,7 +249,7 @@ static int cset_name(struct cload *l, const struct ynode *n, const struct ckey *
 /* uplinks: a list of interface names (or one written without a list). */
 static int cset_ifnames(struct cload *l, const struct ynode *n, const struct ckey *k)
 {
-	char v[PC_MAX_UPLINKS][PC_IFNAMSIZ];
+	char v[RULES_MAX_UPLINKS][PC_IFNAMSIZ];
 	const struct ynode *const *items = (const struct ynode *const *)n->kids;
 	size_t cnt = n->n;
 	int rc = 0;
@@ -260,9 +260,9 @@ static int cset_ifnames(struct cload *l, const struct ynode *n, const struct cke
 	} else if (n->type != YN_SEQ) {
 		return yerr_type(&l->c, n, k->path, "a list of interface names");
 	}
-	if (cnt > PC_MAX_UPLINKS)
+	if (cnt > RULES_MAX_UPLINKS)
 		return yerr(&l->c, n, "%s: %zu interfaces; expected at most %d", k->path, cnt,
-			    PC_MAX_UPLINKS);
+			    RULES_MAX_UPLINKS);
 	for (size_t i = 0; i < cnt; i++) {
 		const char *s;
 
@@ -345,7 +345,7 @@ static int cset_qtypes(struct cload *l, const struct ynode *n, const struct ckey
 
 static int cset_resolvers(struct cload *l, const struct ynode *n, const struct ckey *k)
 {
-	struct pc_addr res[PC_MAX_RESOLVERS];
+	struct pc_addr res[RULES_MAX_RESOLVERS];
 	const struct ynode *const *items = (const struct ynode *const *)n->kids;
 	size_t cnt = n->n;
 	int rc = 0;
@@ -357,9 +357,9 @@ static int cset_resolvers(struct cload *l, const struct ynode *n, const struct c
 	} else if (n->type != YN_SEQ) {
 		return yerr_type(&l->c, n, "dns.resolvers", "a list of IP addresses");
 	}
-	if (cnt > PC_MAX_RESOLVERS)
+	if (cnt > RULES_MAX_RESOLVERS)
 		return yerr(&l->c, n, "dns.resolvers: %zu addresses; expected at most %d", cnt,
-			    PC_MAX_RESOLVERS);
+			    RULES_MAX_RESOLVERS);
 	for (size_t i = 0; i < cnt; i++) {
 		const char *s;
 
@@ -394,7 +394,7 @@ static int cset_resolvers(struct cload *l, const struct ynode *n, const struct c
  * here", never widen into a blanket exemption (0.0.0.0/0) by a typo. */
 static int cset_routable(struct cload *l, const struct ynode *n, const struct ckey *k)
 {
-	struct pc_prefix r[PC_MAX_ROUTABLE];
+	struct pc_prefix r[RULES_MAX_ROUTABLE];
 	const struct ynode *const *items = (const struct ynode *const *)n->kids;
 	size_t cnt = n->n;
 	int rc = 0;
@@ -405,9 +405,9 @@ static int cset_routable(struct cload *l, const struct ynode *n, const struct ck
 	} else if (n->type != YN_SEQ) {
 		return yerr_type(&l->c, n, k->path, "a list of special-purpose prefixes");
 	}
-	if (cnt > PC_MAX_ROUTABLE)
+	if (cnt > RULES_MAX_ROUTABLE)
 		return yerr(&l->c, n, "%s: %zu prefixes; expected at most %d", k->path, cnt,
-			    PC_MAX_ROUTABLE);
+			    RULES_MAX_ROUTABLE);
 	for (size_t i = 0; i < cnt; i++) {
 		const struct pc_special *within = NULL;
 		const char *s;
@@ -505,9 +505,9 @@ static int cset(struct cload *l, const struct ynode *n, const struct ckey *k)
 		if (yget_str(&l->c, n, k->path, &s))
 			return PC_EPARSE;
 		if (strcmp(s, "refused") == 0)
-			l->cfg.dns.refuse = PC_DNS_REFUSE_REFUSED;
+			l->cfg.dns.refuse = DNS_REFUSE_REFUSED;
 		else if (strcmp(s, "nxdomain") == 0)
-			l->cfg.dns.refuse = PC_DNS_REFUSE_NXDOMAIN;
+			l->cfg.dns.refuse = DNS_REFUSE_NXDOMAIN;
 		else
 			return yerr(&l->c, n, "%s: expected refused or nxdomain, found '%.32s'",
 				    k->path, s);
@@ -628,7 +628,7 @@ static int cwalk(struct cload *l, const struct ynode *m, const char *prefix)
 /* Relations between keys, reported at the second key. */
 static int config_cross_check(struct cload *l)
 {
-	struct pc_config *c = &l->cfg;
+	struct config *c = &l->cfg;
 	int rc = 0;
 #define AT(key)	     (l->where[ckey_index(key)])
 #define WHERE2(a, b) (AT(b) ? AT(b) : AT(a))
@@ -689,7 +689,7 @@ static int config_from_yaml(struct cload *l, const struct yfile *yf)
 }
 
 static int config_load_mem(const char *name, const char *basedir, const char *buf, size_t len,
-			   struct pc_config *cfg, struct diag *d)
+			   struct config *cfg, struct diag *d)
 {
 	struct cload *l;
 	struct yfile *yf = NULL;
@@ -701,7 +701,7 @@ static int config_load_mem(const char *name, const char *basedir, const char *bu
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return diag_at(d, PC_ENOMEM, name, 0, 0, "out of memory");
-	pc_config_defaults(&l->cfg);
+	config_defaults(&l->cfg);
 	if (pc_strlcpy(l->cfg.path, name, sizeof(l->cfg.path)) >= sizeof(l->cfg.path)) {
 		rc = diag_at(d, PC_EINVAL, name, 0, 0, "configuration path too long");
 		goto out;
@@ -741,7 +741,7 @@ static void config_basedir(const char *path, char *out, size_t len)
 	free(real);
 }
 
-int pc_config_load_report(const char *path, struct pc_config *cfg, struct pc_err *err,
+int config_load_report(const char *path, struct config *cfg, struct pc_err *err,
 			  pc_err_report_fn report, void *arg)
 {
 	char base[PC_PATH_MAX];
@@ -761,12 +761,12 @@ int pc_config_load_report(const char *path, struct pc_config *cfg, struct pc_err
 	return rc;
 }
 
-int pc_config_load(const char *path, struct pc_config *cfg, struct pc_err *err)
+int config_load(const char *path, struct config *cfg, struct pc_err *err)
 {
-	return pc_config_load_report(path, cfg, err, NULL, NULL);
+	return config_load_report(path, cfg, err, NULL, NULL);
 }
 
-int pc_config_load_buffer(const char *name, const char *buf, size_t len, struct pc_config *cfg,
+int config_load_buffer(const char *name, const char *buf, size_t len, struct config *cfg,
 			  struct pc_err *err)
 {
 	char base[PC_PATH_MAX], *slash;

@@ -88,7 +88,7 @@ static const struct {
 const char *const rules_qtype_all[] = {"A",  "AAAA", "CNAME", "HTTPS", "SVCB", "TXT",
 				       "MX", "SRV",  "PTR",   "NS",    "CAA",  NULL};
 
-uint32_t pc_qtype_bit(uint16_t rrtype)
+uint32_t rules_qtype_bit(uint16_t rrtype)
 {
 	for (size_t i = 0; i < N_QTYPES; i++)
 		if (qtypes[i].rrtype == rrtype)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int pbuild_init(struct pbuild *b, struct diag *d, const struct pc_config *cfg)
+static int pbuild_init(struct pbuild *b, struct diag *d, const struct config *cfg)
 {
 	memset(b, 0, sizeof(*b));
 	b->d = d;
@@ -73,7 +73,7 @@ out:
 	return rc;
 }
 
-static int load_files(const char *const *paths, size_t n, const struct pc_config *cfg,
+static int load_files(const char *const *paths, size_t n, const struct config *cfg,
 		      struct policy **out, struct diag *d)
 {
 	struct pbuild b;
@@ -101,7 +101,7 @@ static int load_files(const char *const *paths, size_t n, const struct pc_config
 	return pbuild_finish(&b, out);
 }
 
-int policy_load_files_report(const char *const *paths, size_t n, const struct pc_config *cfg,
+int policy_load_files_report(const char *const *paths, size_t n, const struct config *cfg,
 			     struct policy **out, struct pc_err *err, pc_err_report_fn report,
 			     void *arg)
 {
@@ -111,13 +111,13 @@ int policy_load_files_report(const char *const *paths, size_t n, const struct pc
 	return load_files(paths, n, cfg, out, &d);
 }
 
-int policy_load_files(const char *const *paths, size_t n, const struct pc_config *cfg,
+int policy_load_files(const char *const *paths, size_t n, const struct config *cfg,
 		      struct policy **out, struct pc_err *err)
 {
 	return policy_load_files_report(paths, n, cfg, out, err, NULL, NULL);
 }
 
-int policy_load_buffer(const char *name, const char *buf, size_t len, const struct pc_config *cfg,
+int policy_load_buffer(const char *name, const char *buf, size_t len, const struct config *cfg,
 		       struct policy **out, struct pc_err *err)
 {
 	struct pbuild b;
@@ -144,7 +144,7 @@ static bool has_suffix(const char *s, const char *suf)
 	return n > m && strcmp(s + n - m, suf) == 0;
 }
 
-int policy_load_dir_report(const char *dir, const struct pc_config *cfg, struct policy **out,
+int policy_load_dir_report(const char *dir, const struct config *cfg, struct policy **out,
 			   struct pc_err *err, pc_err_report_fn report, void *arg)
 {
 	char **paths = NULL;
@@ -218,7 +218,7 @@ int policy_load_dir_report(const char *dir, const struct pc_config *cfg, struct 
 	return rc;
 }
 
-int policy_load_dir(const char *dir, const struct pc_config *cfg, struct policy **out,
+int policy_load_dir(const char *dir, const struct config *cfg, struct policy **out,
 		    struct pc_err *err)
 {
 	return policy_load_dir_report(dir, cfg, out, err, NULL, NULL);

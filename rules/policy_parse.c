@@ -526,9 +526,9 @@ static int parse_dns(struct pparse *pp, struct sbb *s, const struct ynode *n)
 		if (yget_str(&pp->c, r, "dns.refuse_with", &str))
 			rc = PC_EPARSE;
 		else if (strcmp(str, "refused") == 0)
-			s->sb.dns_refuse = PC_DNS_REFUSE_REFUSED;
+			s->sb.dns_refuse = DNS_REFUSE_REFUSED;
 		else if (strcmp(str, "nxdomain") == 0)
-			s->sb.dns_refuse = PC_DNS_REFUSE_NXDOMAIN;
+			s->sb.dns_refuse = DNS_REFUSE_NXDOMAIN;
 		else
 			rc = yerr(&pp->c, r,
 				  "dns.refuse_with: expected refused or nxdomain, found '%.32s'",
@@ -544,8 +544,8 @@ static int parse_limits(struct pparse *pp, struct sbb *s, const struct ynode *n)
 	static const struct {
 		const char *key;
 		uint32_t max;
-	} k[] = {{"new_flows_per_second", PC_LIMIT_RATE_MAX},
-		 {"new_flows_burst", PC_LIMIT_BURST_MAX}};
+	} k[] = {{"new_flows_per_second", RULES_LIMIT_RATE_MAX},
+		 {"new_flows_burst", RULES_LIMIT_BURST_MAX}};
 	uint32_t *dst[] = {&s->sb.new_flows_per_second, &s->sb.new_flows_burst};
 	int rc = 0;
 
@@ -590,7 +590,7 @@ static int parse_sandbox(struct pparse *pp, const struct ynode *m)
 	const struct ynode *name = ymap_get(m, "sandbox"), *match = ymap_get(m, "match");
 	const struct ynode *allow = ymap_get(m, "allow"), *secrets = ymap_get(m, "secrets");
 	const struct ynode *dns = ymap_get(m, "dns"), *limits = ymap_get(m, "limits");
-	const struct pc_config *cfg = pp->b->cfg;
+	const struct config *cfg = pp->b->cfg;
 	struct sbb *s;
 	const char *str;
 	int rc = 0;
@@ -603,10 +603,10 @@ static int parse_sandbox(struct pparse *pp, const struct ynode *m)
 		return pp_nomem(pp);
 	s->sb.file = pp->file;
 	s->sb.line = m->line;
-	s->sb.dns_qtypes = cfg ? cfg->dns.qtypes : PC_QT_DEFAULT;
-	s->sb.dns_refuse = cfg ? cfg->dns.refuse : PC_DNS_REFUSE_REFUSED;
-	s->sb.new_flows_per_second = cfg ? cfg->limits.new_flows_per_second : PC_LIMIT_RATE_DEFAULT;
-	s->sb.new_flows_burst = cfg ? cfg->limits.new_flows_burst : PC_LIMIT_BURST_DEFAULT;
+	s->sb.dns_qtypes = cfg ? cfg->dns.qtypes : QT_DEFAULT;
+	s->sb.dns_refuse = cfg ? cfg->dns.refuse : DNS_REFUSE_REFUSED;
+	s->sb.new_flows_per_second = cfg ? cfg->limits.new_flows_per_second : RULES_LIMIT_RATE_DEFAULT;
+	s->sb.new_flows_burst = cfg ? cfg->limits.new_flows_burst : RULES_LIMIT_BURST_DEFAULT;
 	s->name = loc_of(pp, m);
 	if (ymap_check_keys(&pp->c, m, sandbox_keys, "a sandbox"))
 		rc = PC_EPARSE;

@@ -20,45 +20,45 @@
  * Appliance configuration: /etc/portcullis/portcullis.yaml
  * ====================================================================== */
 
-#define PC_MAX_RESOLVERS 8
-#define PC_MAX_UPLINKS	 8  /* uplinks: interfaces toward the upstream network */
-#define PC_MAX_ROUTABLE	 32 /* dns.routable entries */
+#define RULES_MAX_RESOLVERS 8
+#define RULES_MAX_UPLINKS	 8  /* uplinks: interfaces toward the upstream network */
+#define RULES_MAX_ROUTABLE	 32 /* dns.routable entries */
 /* Bounds of limits.new_flows_per_second / new_flows_burst (config and
  * sandbox): at least 1 (a sandbox always may open a flow), at most what
  * the kernel's token bucket represents without overflow, far above any
  * gateway's rate. */
-#define PC_LIMIT_RATE_MAX      1000000
-#define PC_LIMIT_BURST_MAX     1000000
-#define PC_LIMIT_RATE_DEFAULT  1000
-#define PC_LIMIT_BURST_DEFAULT 2000
+#define RULES_LIMIT_RATE_MAX      1000000
+#define RULES_LIMIT_BURST_MAX     1000000
+#define RULES_LIMIT_RATE_DEFAULT  1000
+#define RULES_LIMIT_BURST_DEFAULT 2000
 
 /* DNS query types a sandbox may ask for, as a bitmask. */
-enum pc_qtype_bit {
-	PC_QT_A = 1u << 0,
-	PC_QT_AAAA = 1u << 1,
-	PC_QT_CNAME = 1u << 2,
-	PC_QT_HTTPS = 1u << 3,
-	PC_QT_SVCB = 1u << 4,
-	PC_QT_TXT = 1u << 5,
-	PC_QT_MX = 1u << 6,
-	PC_QT_SRV = 1u << 7,
-	PC_QT_PTR = 1u << 8,
-	PC_QT_NS = 1u << 9,
-	PC_QT_CAA = 1u << 10,
-	PC_QT_DEFAULT = PC_QT_A | PC_QT_AAAA | PC_QT_CNAME | PC_QT_HTTPS | PC_QT_SVCB,
+enum qtype_bit {
+	QT_A = 1u << 0,
+	QT_AAAA = 1u << 1,
+	QT_CNAME = 1u << 2,
+	QT_HTTPS = 1u << 3,
+	QT_SVCB = 1u << 4,
+	QT_TXT = 1u << 5,
+	QT_MX = 1u << 6,
+	QT_SRV = 1u << 7,
+	QT_PTR = 1u << 8,
+	QT_NS = 1u << 9,
+	QT_CAA = 1u << 10,
+	QT_DEFAULT = QT_A | QT_AAAA | QT_CNAME | QT_HTTPS | QT_SVCB,
 };
 /* Map a DNS RR type number to its bit (0 when not representable). */
-uint32_t pc_qtype_bit(uint16_t rrtype);
+uint32_t rules_qtype_bit(uint16_t rrtype);
 
-enum pc_dns_refuse { PC_DNS_REFUSE_REFUSED = 0, PC_DNS_REFUSE_NXDOMAIN = 1 };
+enum dns_refuse { DNS_REFUSE_REFUSED = 0, DNS_REFUSE_NXDOMAIN = 1 };
 
-struct pc_config {
+struct config {
 	char path[PC_PATH_MAX];	     /* file loaded */
 	char bridge[PC_IFNAMSIZ];    /* bridge: sandbox bridge, default "pcbr0" */
 	/* uplinks: the interfaces toward the upstream network; the only ones
 	 * besides the bridge (and lo) whose packets the gateway forwards. No
 	 * default: portcullisd refuses to start without it (docs/engine.md). */
-	char uplinks[PC_MAX_UPLINKS][PC_IFNAMSIZ];
+	char uplinks[RULES_MAX_UPLINKS][PC_IFNAMSIZ];
 	size_t n_uplinks;
 	char rules_dir[PC_PATH_MAX]; /* rules: default /etc/portcullis/rules.d */
 	char run_dir[PC_PATH_MAX];   /* run_dir: sockets, default /run/portcullis */
@@ -80,15 +80,15 @@ struct pc_config {
 	struct {
 		/* limits.*: each sandbox's default new-flow limit, enforced in
 		 * the kernel before the queue (docs/engine.md, "New-flow limit") */
-		uint32_t new_flows_per_second; /* PC_LIMIT_RATE_DEFAULT */
-		uint32_t new_flows_burst;      /* PC_LIMIT_BURST_DEFAULT */
+		uint32_t new_flows_per_second; /* RULES_LIMIT_RATE_DEFAULT */
+		uint32_t new_flows_burst;      /* RULES_LIMIT_BURST_DEFAULT */
 	} limits;
 
 	struct {
-		struct pc_addr resolvers[PC_MAX_RESOLVERS]; /* dns.resolvers */
+		struct pc_addr resolvers[RULES_MAX_RESOLVERS]; /* dns.resolvers */
 		size_t n_resolvers;
-		uint32_t qtypes;	      /* dns.qtypes: default PC_QT_DEFAULT */
-		enum pc_dns_refuse refuse;    /* dns.refuse_with: refused|nxdomain */
+		uint32_t qtypes;	      /* dns.qtypes: default QT_DEFAULT */
+		enum dns_refuse refuse;    /* dns.refuse_with: refused|nxdomain */
 		uint32_t ttl_min, ttl_max;    /* dns.ttl_min/ttl_max (s): 30 / 3600 */
 		uint32_t grace;		      /* dns.grace (s): default 60 */
 		uint32_t learned_per_sandbox; /* dns.max_learned_per_sandbox: 4096 */
@@ -96,7 +96,7 @@ struct pc_config {
 		/* dns.routable: special-purpose ranges (each inside one entry of
 		 * pc_special_*) this network routes like the internet; answers
 		 * in them are learned. Default none (docs/dnsguard.md). */
-		struct pc_prefix routable[PC_MAX_ROUTABLE];
+		struct pc_prefix routable[RULES_MAX_ROUTABLE];
 		size_t n_routable;
 	} dns;
 
@@ -146,7 +146,7 @@ struct pc_config {
  * values are errors with file:line:col. Paths left unset are derived from
  * run_dir/state_dir; relative paths are taken relative to the directory of
  * the configuration file. On error *cfg is untouched. */
-int pc_config_load(const char *path, struct pc_config *cfg, struct pc_err *err);
+int config_load(const char *path, struct config *cfg, struct pc_err *err);
 
 /* ======================================================================
  * Policy: /etc/portcullis/rules.d/NAME.yaml
@@ -211,7 +211,7 @@ struct policy_sandbox {
 	struct policy_secret *secrets;
 	size_t n_secrets;
 	uint32_t dns_qtypes;	       /* dns.qtypes, else the config's */
-	enum pc_dns_refuse dns_refuse; /* dns.refuse_with, else the config's */
+	enum dns_refuse dns_refuse; /* dns.refuse_with, else the config's */
 	uint32_t new_flows_per_second; /* limits.new_flows_per_second, else the config's */
 	uint32_t new_flows_burst;      /* limits.new_flows_burst, else the config's */
 	const char *file;	       /* rule file it came from */
@@ -228,7 +228,7 @@ struct policy; /* opaque, immutable, refcounted */
  * policy (policy_load_files in rules_int.h: the given files). cfg supplies defaults (qtypes,
  * refuse); may be NULL for built-in defaults. Any error anywhere rejects the whole policy: *out is
  * only written on success. */
-int policy_load_dir(const char *dir, const struct pc_config *cfg, struct policy **out,
+int policy_load_dir(const char *dir, const struct config *cfg, struct policy **out,
 		    struct pc_err *err);
 
 /* Reference counting (atomic). policy_unref frees at zero; NULL is a no-op. */

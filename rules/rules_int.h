@@ -22,32 +22,32 @@
 /* ---- loading: the configuration and policies (config.c, policy_compile.c) ---- */
 
 /* Fill cfg with the defaults above (paths under the default directories). */
-void pc_config_defaults(struct pc_config *cfg);
+void config_defaults(struct config *cfg);
 
 /* Tools that show every error of an input (policy lint) pass a reporter:
  * it is called once per error, in input order, with the error (borrowed for
  * the call). err still receives the first error. */
 typedef void (*pc_err_report_fn)(const struct pc_err *e, void *arg);
 
-/* As pc_config_load, reporting every error to report (may be NULL). */
-int pc_config_load_report(const char *path, struct pc_config *cfg, struct pc_err *err,
+/* As config_load, reporting every error to report (may be NULL). */
+int config_load_report(const char *path, struct config *cfg, struct pc_err *err,
 			  pc_err_report_fn report, void *arg);
-/* As pc_config_load, from memory; name is used in errors and as the base
+/* As config_load, from memory; name is used in errors and as the base
  * of relative paths (fuzzing, tests). */
-int pc_config_load_buffer(const char *name, const char *buf, size_t len, struct pc_config *cfg,
+int config_load_buffer(const char *name, const char *buf, size_t len, struct config *cfg,
 			  struct pc_err *err);
 
 /* policy_load_dir's work on the given files (rules.h). */
-int policy_load_files(const char *const *paths, size_t n, const struct pc_config *cfg,
+int policy_load_files(const char *const *paths, size_t n, const struct config *cfg,
 		      struct policy **out, struct pc_err *err);
 /* As policy_load_files, from an in-memory buffer (fuzzing, tests). */
-int policy_load_buffer(const char *name, const char *buf, size_t len, const struct pc_config *cfg,
+int policy_load_buffer(const char *name, const char *buf, size_t len, const struct config *cfg,
 		       struct policy **out, struct pc_err *err);
 /* As policy_load_dir / policy_load_files, reporting every error (not only
  * the first) to report (may be NULL); out may be NULL to only check. */
-int policy_load_dir_report(const char *dir, const struct pc_config *cfg, struct policy **out,
+int policy_load_dir_report(const char *dir, const struct config *cfg, struct policy **out,
 			   struct pc_err *err, pc_err_report_fn report, void *arg);
-int policy_load_files_report(const char *const *paths, size_t n, const struct pc_config *cfg,
+int policy_load_files_report(const char *const *paths, size_t n, const struct config *cfg,
 			     struct policy **out, struct pc_err *err, pc_err_report_fn report,
 			     void *arg);
 
@@ -168,7 +168,7 @@ int yget_str(struct yctx *c, const struct ynode *n, const char *what, const char
 
 /* ---- names ---------------------------------------------------------------- */
 
-/* DNS types by name ("AAAA" -> PC_QT_AAAA), case-insensitive. */
+/* DNS types by name ("AAAA" -> QT_AAAA), case-insensitive. */
 int rules_qtype_from_name(const char *name, uint32_t *bit);
 /* Names of the bits set, in bit order, for canonical forms and messages. */
 size_t rules_qtype_names(uint32_t bits, const char **names, size_t max);
@@ -289,7 +289,7 @@ struct sbb {
 struct pbuild {
 	struct policy *p;
 	struct diag *d;
-	const struct pc_config *cfg;
+	const struct config *cfg;
 	struct sbb *v; /* in load order (files sorted, then file order) */
 	size_t n, cap;
 };

@@ -41,7 +41,7 @@ struct ct_ent {
 };
 
 struct drv {
-	struct pc_config cfg;
+	struct config cfg;
 	struct policy *pols[POLS_MAX];
 	size_t n_pols;
 	struct dnsguard *dg;
@@ -75,7 +75,7 @@ struct drv *drv_new(const char *yaml, bool dns_defer)
 
 	must(d && ports, "out of memory");
 	pthread_rwlock_init(&d->pm.lock, NULL);
-	pc_config_defaults(&d->cfg);
+	config_defaults(&d->cfg);
 	must(pc_addr_parse("198.51.100.53", &d->cfg.dns.resolvers[0]) == 0 &&
 		 pc_addr_parse("2001:db8::53", &d->cfg.dns.resolvers[1]) == 0,
 	     "resolvers");

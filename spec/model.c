@@ -126,7 +126,7 @@ static bool spec_addr_special(const struct spec_world *w, const struct pc_addr *
 
 /* ---- the world -------------------------------------------------------------- */
 
-void spec_world_init(struct spec_world *w, const struct pc_config *cfg, const struct policy *pol)
+void spec_world_init(struct spec_world *w, const struct config *cfg, const struct policy *pol)
 {
 	memset(w, 0, sizeof(*w));
 	w->cfg = cfg;
@@ -332,7 +332,7 @@ static void refuse(struct spec_verdict *v, const char *row, unsigned may, unsign
 
 static bool query_allowed(const struct policy_sandbox *sb, const struct spec_pkt *p)
 {
-	return (pc_qtype_bit(p->qtype) & sb->dns_qtypes) && policy_name_allowed(sb, p->qname, NULL);
+	return (rules_qtype_bit(p->qtype) & sb->dns_qtypes) && policy_name_allowed(sb, p->qname, NULL);
 }
 
 static void pending_add(struct spec_world *w, const struct policy_sandbox *sb,

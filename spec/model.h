@@ -197,7 +197,7 @@ struct spec_flow {
 };
 
 struct spec_world {
-	const struct pc_config *cfg;
+	const struct config *cfg;
 	const struct policy *pol;
 	uint64_t now_ms;
 	/* the gateway's own addresses and the bridge's subnets (special) */
@@ -225,7 +225,7 @@ struct spec_world {
 	size_t n_streams;
 };
 
-void spec_world_init(struct spec_world *w, const struct pc_config *cfg, const struct policy *pol);
+void spec_world_init(struct spec_world *w, const struct config *cfg, const struct policy *pol);
 /* Forget the flows (held and allowed); learned names and queries stay. */
 void spec_world_forget_flows(struct spec_world *w);
 void spec_world_free(struct spec_world *w);

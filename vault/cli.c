@@ -14,12 +14,12 @@
 
 #include "rules/rules.h"
 
-static int load_config(const char *config, struct pc_config *cfg)
+static int load_config(const char *config, struct config *cfg)
 {
 	struct pc_err e = {0};
 	char b[700];
 
-	if (pc_config_load(config, cfg, &e) < 0) {
+	if (config_load(config, cfg, &e) < 0) {
 		pc_cli_error("configuration", "%s", pc_err_str(&e, b, sizeof(b)));
 		return -1;
 	}
@@ -63,7 +63,7 @@ static long value_read(uint8_t *buf, size_t cap)
 	return (long)n;
 }
 
-static int secrets_set(int argc, char **argv, const struct pc_config *cfg)
+static int secrets_set(int argc, char **argv, const struct config *cfg)
 {
 	static const struct option opts[] = {{"keep-placeholder", no_argument, NULL, 'k'},
 					     {NULL, 0, NULL, 0}};
@@ -120,7 +120,7 @@ static int secrets_set(int argc, char **argv, const struct pc_config *cfg)
 	return PC_EXIT_OK;
 }
 
-static int secrets_list(int argc, char **argv, const struct pc_config *cfg)
+static int secrets_list(int argc, char **argv, const struct config *cfg)
 {
 	char(*names)[VAULT_NAME_MAX] = NULL;
 	struct policy *pol = NULL;
@@ -201,7 +201,7 @@ static int secrets_list(int argc, char **argv, const struct pc_config *cfg)
 
 int vault_cli(int argc, char **argv, const char *config)
 {
-	struct pc_config cfg;
+	struct config cfg;
 	struct pc_err e = {0};
 	const char *sub = argc > 1 ? argv[1] : "";
 

@@ -265,7 +265,7 @@ int conn_server_ctx_new(SSL_CTX **out, struct pc_err *err)
  * (answered and logged here). */
 static bool read_head(struct conn *c, struct http_request *req)
 {
-	const struct pc_config *cfg = &c->d->cfg;
+	const struct config *cfg = &c->d->cfg;
 	size_t maxh = cfg->vault.max_header_bytes;
 	uint64_t deadline = pc_now_mono_ms() + cfg->vault.idle_timeout_ms;
 	bool started = c->in_len > 0;
@@ -441,7 +441,7 @@ void *conn_main(void *arg)
 {
 	struct conn_start *cs = arg;
 	struct conn *c = calloc(1, sizeof(*c));
-	const struct pc_config *cfg = &cs->d->cfg;
+	const struct config *cfg = &cs->d->cfg;
 	int one = 1;
 
 	if (!c) {

@@ -406,13 +406,13 @@ static int usage(FILE *f)
 
 /* <run_dir>/vault.sock: made by root, so root's, and 0600 (metrics are for
  * the administrator); served on its own thread once the privileges are gone. */
-static int control_listen(const struct pc_config *cfg, struct pc_err *err)
+static int control_listen(const struct config *cfg, struct pc_err *err)
 {
 	char path[PC_PATH_MAX + 32];
 
 	if (mkdir(cfg->run_dir, 0755) < 0 && errno != EEXIST)
 		return pc_err_errno(err, PC_EIO, "creating %s", cfg->run_dir);
-	snprintf(path, sizeof(path), "%s/%s", cfg->run_dir, PC_VAULT_CTL_SOCK);
+	snprintf(path, sizeof(path), "%s/%s", cfg->run_dir, VAULT_CTL_SOCK);
 	return pc_unix_listen(path, 0600, (uid_t)-1, (gid_t)-1, err);
 }
 
@@ -422,7 +422,7 @@ static int setup(struct vault_daemon *d, const char *config, bool test_only, int
 	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
 	int rc, cfd;
 
-	if ((rc = pc_config_load(config, &d->cfg, err)) < 0)
+	if ((rc = config_load(config, &d->cfg, err)) < 0)
 		return rc;
 	if ((rc = ca_load(d->cfg.vault.ca_dir, &d->ca, err)) < 0 ||
 	    (rc = vault_state_load(&d->cfg, &d->state, err)) < 0 ||

@@ -28,7 +28,7 @@ int vault_state_make(struct policy *policy, struct vault_store *store, struct va
 	return 0;
 }
 
-int vault_state_load(const struct pc_config *cfg, struct vault_state **out, struct pc_err *err)
+int vault_state_load(const struct config *cfg, struct vault_state **out, struct pc_err *err)
 {
 	struct policy *policy = NULL;
 	struct vault_store *store = NULL;

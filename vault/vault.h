@@ -21,7 +21,7 @@ int vault_cli(int argc, char **argv, const char *config);
 /* The vault's control socket, <run_dir>/vault.sock (SOCK_SEQPACKET, root
  * only): the request "metrics" gets the vault's metrics in Prometheus text
  * format (docs/operations.md, "Metrics"). */
-#define PC_VAULT_CTL_SOCK "vault.sock"
+#define VAULT_CTL_SOCK "vault.sock"
 
 /* Secret names and placeholders (the sealed store, store.c): the sandbox
  * launcher names secrets and hands their placeholders to sandboxes. */

@@ -271,7 +271,7 @@ struct vault_state {
 	atomic_int refs;
 };
 
-int vault_state_load(const struct pc_config *cfg, struct vault_state **out, struct pc_err *err);
+int vault_state_load(const struct config *cfg, struct vault_state **out, struct pc_err *err);
 /* As vault_state_load, from a policy and store the caller hands over (tests). */
 int vault_state_make(struct policy *policy, struct vault_store *store, struct vault_state **out,
 		     struct pc_err *err);
@@ -335,7 +335,7 @@ int io_handshake(SSL *ssl, int fd, bool server, uint64_t deadline);
 /* ---- the daemon and its connections (main.c, conn.c, relay.c) ------------- */
 
 struct vault_daemon {
-	struct pc_config cfg;
+	struct config cfg;
 	struct vault_ca *ca;
 	struct logq *logq;
 	SSL_CTX *server_ctx;

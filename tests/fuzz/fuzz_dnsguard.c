@@ -38,7 +38,7 @@ static const char policy_yaml[] =
     "  dns: { qtypes: [A, AAAA, TXT, HTTPS], refuse_with: nxdomain }\n";
 
 /* Built once for the whole run (libFuzzer calls in from one thread). */
-static struct pc_config cfg;
+static struct config cfg;
 static struct policy *pol;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -47,7 +47,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 	(void)argc;
 	(void)argv;
-	pc_config_defaults(&cfg);
+	config_defaults(&cfg);
 	if (pc_addr_parse("198.51.100.53", &cfg.dns.resolvers[0]) != 0)
 		abort();
 	cfg.dns.n_resolvers = 1;

@@ -32,7 +32,7 @@ static const char policy_yaml[] = "sandbox: agent-1\n"
 #define ISN_S 70000u
 #define STEPS 48
 
-static struct pc_config cfg;
+static struct config cfg;
 static struct policy *pol;
 static struct dnsguard *dg;
 static struct portmap pm = {.lock = PTHREAD_RWLOCK_INITIALIZER};
@@ -130,7 +130,7 @@ static int init(void)
 	struct nft_port *ports;
 	struct pc_err err = {0};
 
-	pc_config_defaults(&cfg);
+	config_defaults(&cfg);
 	pc_addr_parse("198.51.100.53", &cfg.dns.resolvers[0]);
 	cfg.dns.n_resolvers = 1;
 	cfg.engine.sni_timeout_ms = 3000;

@@ -30,7 +30,7 @@ static const char policy_yaml[] =
     "allow: []\n";
 
 /* Built once: the policy and DNS guard a running engine would have. */
-static struct pc_config cfg;
+static struct config cfg;
 static struct policy *pol;
 static struct dnsguard *dg;
 static struct portmap pm = {.lock = PTHREAD_RWLOCK_INITIALIZER};
@@ -40,7 +40,7 @@ static int init(void)
 	struct nft_port *ports;
 	struct pc_err err = {0};
 
-	pc_config_defaults(&cfg);
+	config_defaults(&cfg);
 	pc_addr_parse("198.51.100.53", &cfg.dns.resolvers[0]);
 	cfg.dns.n_resolvers = 1;
 	if (policy_load_buffer("fuzz.yaml", policy_yaml, strlen(policy_yaml), &cfg, &pol, &err) <

@@ -24,7 +24,7 @@ int main(int argc, char **argv)
 {
 	const char *config = NULL, *cmd;
 	enum nft_queue_path qp = 0;
-	struct pc_config cfg;
+	struct config cfg;
 	struct policy *pol = NULL;
 	struct nft_port *ports = NULL;
 	struct nft_ruleset *rs = NULL;
@@ -56,7 +56,7 @@ int main(int argc, char **argv)
 		return nft_remove(&e) < 0 ? fail("remove", &e) : 0;
 	if (!config)
 		return 2;
-	if (pc_config_load(config, &cfg, &e) < 0)
+	if (config_load(config, &cfg, &e) < 0)
 		return fail("config", &e);
 	if (policy_load_dir(cfg.rules_dir, &cfg, &pol, &e) < 0)
 		return fail("policy", &e);

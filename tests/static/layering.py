@@ -10,6 +10,10 @@ import sys
 import tempfile
 
 INC = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/([A-Za-z0-9_]+\.h)"', re.M)
+# A declaration or definition of a pc_ name: a function at the start of a
+# line (after its return type) or a struct/enum with a body.
+PC_NAME = re.compile(r'^(?:[A-Za-z_][\w \t*]*?[\s*])?(pc_\w+)\s*\(|^\s*(?:struct|enum)\s+(pc_\w+)\s*\{',
+                     re.M)
 # Not modules: they may include any module's headers (internal ones too),
 # and no module may include them.
 OUTSIDE = ('spec', 'tests', 'bench')
@@ -51,6 +55,13 @@ def check_module(root, mod, order):
             continue
         with open(path, errors='replace') as f:
             text = f.read()
+        if mod != 'common':
+            for m in PC_NAME.finditer(text):
+                if m.group(0).lstrip().startswith(('return', 'if', 'while')):
+                    continue
+                line = text.count('\n', 0, m.start()) + 1
+                bad.append('%s/%s:%d: %s: the pc_ prefix belongs to common/' %
+                           (mod, name, line, m.group(1) or m.group(2)))
         for m in INC.finditer(text):
             line = text.count('\n', 0, m.start()) + 1
             where = '%s/%s:%d: #include "%s/%s"' % (mod, name, line, m.group(1), m.group(2))
@@ -116,6 +127,10 @@ def self_test(out):
         'spec from a module': ({'lo/lo.h': '', 'lo/a.c': '#include "spec/model.h"\n',
                                 'hi/hi.h': ''}, False),
         'stray directory': ({'lo/lo.h': '', 'hi/hi.h': '', 'odd/x.c': ''}, False),
+        'a pc_ name outside common': ({'lo/lo.h': '', 'hi/hi.h': 'int pc_thing(void);\n'}, False),
+        'a pc_ struct outside common': ({'lo/lo.h': 'struct pc_x {\n\tint a;\n};\n', 'hi/hi.h': ''}, False),
+        'a call of a pc_ function': ({'lo/lo.h': '', 'hi/hi.h': '',
+                                      'hi/a.c': 'static int f(void)\n{\n\treturn pc_err_set(0);\n}\n'}, True),
     }
     n = 0
     failed = 0

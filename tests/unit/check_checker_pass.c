@@ -32,7 +32,7 @@ static const char policy_yaml[] = "sandbox: agent-1\n"
 				  "  - host: api.github.test\n"
 				  "    ports: [443]\n";
 
-static struct pc_config cfg;
+static struct config cfg;
 static struct policy *pol;
 static struct ck_state st;
 static struct checker_expect ex;
@@ -43,7 +43,7 @@ static void setup(void)
 	struct pc_err err = {0};
 	struct ck_link *br, *p;
 
-	pc_config_defaults(&cfg);
+	config_defaults(&cfg);
 	pc_strlcpy(cfg.bridge, "pcbr0", sizeof(cfg.bridge));
 	ck_assert_int_eq(pc_addr_parse("198.51.100.53", &cfg.dns.resolvers[0]), 0);
 	ck_assert_int_eq(pc_addr_parse("2001:db8:53::53", &cfg.dns.resolvers[1]), 0);

@@ -465,7 +465,7 @@ START_TEST(engine_ruleset_passes_the_screen)
 				     "dns:\n  resolvers: [198.51.100.53]\n"
 				     "vault:\n  listen: 0.0.0.0:8443\n";
 	char dir[] = "/tmp/ckscreenXXXXXX", path[128];
-	struct pc_config cfg;
+	struct config cfg;
 	struct policy *pol = NULL;
 	struct nft_ruleset *rs = NULL;
 	struct nft_port ports[2] = {{"pcv1", 4}, {"pcv2", 5}};
@@ -478,7 +478,7 @@ START_TEST(engine_ruleset_passes_the_screen)
 	ck_assert_ptr_nonnull(f);
 	fputs(cfgtext, f);
 	fclose(f);
-	ck_assert_int_eq(pc_config_load(path, &cfg, &err), 0);
+	ck_assert_int_eq(config_load(path, &cfg, &err), 0);
 	snprintf(path, sizeof(path), "%s/rules.d", dir);
 	ck_assert_int_eq(mkdir(path, 0755), 0);
 	pc_strlcpy(cfg.rules_dir, path, sizeof(cfg.rules_dir));

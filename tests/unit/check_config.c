@@ -12,10 +12,10 @@
 
 static char errbuf[1024];
 
-static int load(const char *yaml, struct pc_config *c)
+static int load(const char *yaml, struct config *c)
 {
 	struct pc_err e = {0};
-	int rc = pc_config_load_buffer("etc/pc.yaml", yaml, strlen(yaml), c, &e);
+	int rc = config_load_buffer("etc/pc.yaml", yaml, strlen(yaml), c, &e);
 
 	pc_err_str(&e, errbuf, sizeof(errbuf));
 	return rc;
@@ -24,7 +24,7 @@ static int load(const char *yaml, struct pc_config *c)
 /* The first error of yaml, as "file:line:col: message". */
 static const char *load_err(const char *yaml)
 {
-	struct pc_config c;
+	struct config c;
 
 	memset(&c, 0x5a, sizeof(c));
 	if (load(yaml, &c) == 0)
@@ -38,10 +38,10 @@ static const char *load_err(const char *yaml)
 
 START_TEST(defaults_are_the_documented_ones)
 {
-	struct pc_config c;
+	struct config c;
 	char ep[64];
 
-	pc_config_defaults(&c);
+	config_defaults(&c);
 	ck_assert_str_eq(c.bridge, "pcbr0");
 	ck_assert_str_eq(c.rules_dir, "/etc/portcullis/rules.d");
 	ck_assert_str_eq(c.run_dir, "/run/portcullis");
@@ -56,8 +56,8 @@ START_TEST(defaults_are_the_documented_ones)
 	ck_assert_uint_eq(c.limits.new_flows_per_second, 1000);
 	ck_assert_uint_eq(c.limits.new_flows_burst, 2000);
 	ck_assert_uint_eq(c.dns.n_resolvers, 0);
-	ck_assert_uint_eq(c.dns.qtypes, PC_QT_DEFAULT);
-	ck_assert_int_eq(c.dns.refuse, PC_DNS_REFUSE_REFUSED);
+	ck_assert_uint_eq(c.dns.qtypes, QT_DEFAULT);
+	ck_assert_int_eq(c.dns.refuse, DNS_REFUSE_REFUSED);
 	ck_assert_uint_eq(c.dns.ttl_min, 30);
 	ck_assert_uint_eq(c.dns.ttl_max, 3600);
 	ck_assert_uint_eq(c.dns.grace, 60);
@@ -94,10 +94,10 @@ END_TEST
 
 START_TEST(empty_file_means_all_defaults)
 {
-	struct pc_config c, d;
+	struct config c, d;
 
 	ck_assert_int_eq(load("# nothing but a comment\n", &c), 0);
-	pc_config_defaults(&d);
+	config_defaults(&d);
 	ck_assert_str_eq(c.path, "etc/pc.yaml");
 	memcpy(d.path, c.path, sizeof(d.path));
 	ck_assert_int_eq(memcmp(&c, &d, sizeof(c)), 0);
@@ -107,7 +107,7 @@ END_TEST
 
 START_TEST(every_key_reaches_its_field)
 {
-	struct pc_config c;
+	struct config c;
 	char ep[64], a[64];
 	const char *y = "bridge: br-sb\n"
 			"rules: /srv/rules\n"
@@ -165,8 +165,8 @@ START_TEST(every_key_reaches_its_field)
 	ck_assert_uint_eq(c.dns.n_resolvers, 2);
 	ck_assert_str_eq(pc_addr_str(&c.dns.resolvers[0], a, sizeof(a)), "198.51.100.53");
 	ck_assert_str_eq(pc_addr_str(&c.dns.resolvers[1], a, sizeof(a)), "2001:db8::53");
-	ck_assert_uint_eq(c.dns.qtypes, PC_QT_A | PC_QT_TXT);
-	ck_assert_int_eq(c.dns.refuse, PC_DNS_REFUSE_NXDOMAIN);
+	ck_assert_uint_eq(c.dns.qtypes, QT_A | QT_TXT);
+	ck_assert_int_eq(c.dns.refuse, DNS_REFUSE_NXDOMAIN);
 	ck_assert_uint_eq(c.dns.ttl_min, 5);
 	ck_assert_uint_eq(c.dns.ttl_max, 50);
 	ck_assert_uint_eq(c.dns.grace, 0);
@@ -205,7 +205,7 @@ END_TEST
 
 START_TEST(unset_paths_follow_run_and_state_dir)
 {
-	struct pc_config c;
+	struct config c;
 
 	ck_assert_int_eq(load("run_dir: /tmp/r\nstate_dir: /tmp/s\nlog: {key: /k}\n", &c), 0);
 	ck_assert_str_eq(c.log.socket, "/tmp/r/logd.sock");
@@ -221,7 +221,7 @@ START_TEST(relative_paths_start_at_the_config_directory)
 {
 	char dir[] = "/tmp/pc-config-XXXXXX", path[PC_PATH_MAX], want[PC_PATH_MAX];
 	const char *y = "rules: rules.d\nrun_dir: run\nlog: {file: ../v.jsonl}\n";
-	struct pc_config c;
+	struct config c;
 	struct pc_err e;
 	FILE *f;
 
@@ -231,7 +231,7 @@ START_TEST(relative_paths_start_at_the_config_directory)
 	ck_assert_ptr_nonnull(f);
 	fputs(y, f);
 	fclose(f);
-	ck_assert_int_eq(pc_config_load(path, &c, &e), 0);
+	ck_assert_int_eq(config_load(path, &c, &e), 0);
 	ck_assert_str_eq(c.path, path);
 	snprintf(want, sizeof(want), "%s/rules.d", dir);
 	ck_assert_str_eq(c.rules_dir, want);
@@ -246,7 +246,7 @@ END_TEST
 
 START_TEST(resolvers_take_one_address_or_a_list)
 {
-	struct pc_config c;
+	struct config c;
 
 	ck_assert_int_eq(load("dns: {resolvers: 198.51.100.53}\n", &c), 0);
 	ck_assert_uint_eq(c.dns.n_resolvers, 1);
@@ -259,7 +259,7 @@ END_TEST
 
 START_TEST(uplinks_take_one_name_or_a_list)
 {
-	struct pc_config c;
+	struct config c;
 
 	ck_assert_int_eq(load("bridge: pcbr0\n", &c), 0);
 	ck_assert_uint_eq(c.n_uplinks, 0); /* no default: portcullisd refuses to start */
@@ -274,10 +274,10 @@ END_TEST
 
 START_TEST(missing_file_is_a_read_error)
 {
-	struct pc_config c;
+	struct config c;
 	struct pc_err e;
 
-	ck_assert_int_eq(pc_config_load("/nonexistent/pc.yaml", &c, &e), PC_ENOENT);
+	ck_assert_int_eq(config_load("/nonexistent/pc.yaml", &c, &e), PC_ENOENT);
 	ck_assert_ptr_nonnull(strstr(e.msg, "/nonexistent/pc.yaml"));
 }
 END_TEST
@@ -438,13 +438,13 @@ START_TEST(every_error_is_reported)
 	const char *y = "brige: x\nqueue: {count: 0}\ndns: {refuse_with: drop}\n";
 	char path[] = "/tmp/pc-config-XXXXXX";
 	int fd = mkstemp(path), n = 0;
-	struct pc_config c;
+	struct config c;
 	struct pc_err e;
 
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, y, strlen(y)), (int)strlen(y));
 	close(fd);
-	ck_assert_int_eq(pc_config_load_report(path, &c, &e, count_err, &n), PC_EPARSE);
+	ck_assert_int_eq(config_load_report(path, &c, &e, count_err, &n), PC_EPARSE);
 	ck_assert_int_eq(n, 3);
 	ck_assert_uint_eq(e.line, 1);
 	unlink(path);

@@ -17,7 +17,7 @@
 
 #define T0 1000000u /* an arbitrary monotonic start, ms */
 
-static struct pc_config cfg;
+static struct config cfg;
 static struct dnsguard *g;
 
 static struct policy_portrange p443[] = {{443, 443}};
@@ -57,23 +57,23 @@ static struct policy_sandbox sb1 = {
     .n_allow = 4,
     .secrets = secrets,
     .n_secrets = 1,
-    .dns_qtypes = PC_QT_DEFAULT,
-    .dns_refuse = PC_DNS_REFUSE_REFUSED,
+    .dns_qtypes = QT_DEFAULT,
+    .dns_refuse = DNS_REFUSE_REFUSED,
 };
 /* the same sandbox after a reload that dropped pypi.org */
 static struct policy_sandbox sb1_reloaded = {
     .name = "agent-1",
     .allow = allows,
     .n_allow = 2,
-    .dns_qtypes = PC_QT_DEFAULT,
-    .dns_refuse = PC_DNS_REFUSE_REFUSED,
+    .dns_qtypes = QT_DEFAULT,
+    .dns_refuse = DNS_REFUSE_REFUSED,
 };
 static struct policy_sandbox sb2 = {
     .name = "agent-2",
     .allow = allows,
     .n_allow = 4,
-    .dns_qtypes = PC_QT_DEFAULT,
-    .dns_refuse = PC_DNS_REFUSE_NXDOMAIN,
+    .dns_qtypes = QT_DEFAULT,
+    .dns_refuse = DNS_REFUSE_NXDOMAIN,
 };
 
 static struct dns_flow qf; /* sandbox 10.203.0.10:40000 -> resolver:53 */
@@ -87,7 +87,7 @@ static void guard_new(void)
 
 static void setup(void)
 {
-	pc_config_defaults(&cfg);
+	config_defaults(&cfg);
 	cfg.dns.resolvers[0] = dm_addr("198.51.100.53");
 	cfg.dns.resolvers[1] = dm_addr("2001:db8::53");
 	cfg.dns.n_resolvers = 2;
@@ -395,7 +395,7 @@ START_TEST(query_txt_refused_by_default)
 	ck_assert_str_eq(r.reason, "query type not permitted");
 	ck_assert_int_eq(ask(&sb1, &qf, 1, "api.github.com.", LDNS_RR_TYPE_ANY, &r), DNSG_REFUSE);
 	ck_assert_int_eq(ask(&sb1, &qf, 1, "api.github.com.", LDNS_RR_TYPE_HTTPS, &r), DNSG_ALLOW);
-	txt.dns_qtypes = PC_QT_DEFAULT | PC_QT_TXT;
+	txt.dns_qtypes = QT_DEFAULT | QT_TXT;
 	ck_assert_int_eq(ask(&txt, &qf, 2, "api.github.com.", LDNS_RR_TYPE_TXT, &r), DNSG_ALLOW);
 }
 END_TEST

@@ -72,8 +72,8 @@ START_TEST(out_of_memory_fails_closed)
 					    .n_ports = 1,
 					    .proto = POLICY_PROTO_TCP}};
 	struct policy_sandbox sb = {
-	    .name = "oom", .allow = al, .n_allow = 1, .dns_qtypes = PC_QT_DEFAULT};
-	struct pc_config cfg;
+	    .name = "oom", .allow = al, .n_allow = 1, .dns_qtypes = QT_DEFAULT};
+	struct config cfg;
 	struct dnsguard *g;
 	struct pc_err err;
 	struct dns_flow qf = {0}, af;
@@ -84,7 +84,7 @@ START_TEST(out_of_memory_fails_closed)
 #ifdef PC_ASAN
 	return; /* see the file comment */
 #endif
-	pc_config_defaults(&cfg);
+	config_defaults(&cfg);
 	ck_assert_int_eq(pc_addr_parse("198.51.100.53", &cfg.dns.resolvers[0]), 0);
 	cfg.dns.n_resolvers = 1;
 	dm_routable_testnets(&cfg);

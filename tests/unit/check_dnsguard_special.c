@@ -17,7 +17,7 @@
 
 #define T0 1000000u /* an arbitrary monotonic start, ms */
 
-static struct pc_config cfg;
+static struct config cfg;
 static struct dnsguard *g;
 static uint16_t next_id;
 
@@ -42,13 +42,13 @@ static struct policy_sandbox sb1 = {
     .name = "agent-1",
     .allow = allows,
     .n_allow = 1,
-    .dns_qtypes = PC_QT_DEFAULT,
+    .dns_qtypes = QT_DEFAULT,
 };
 static struct policy_sandbox sb2 = {
     .name = "agent-2",
     .allow = allows,
     .n_allow = 2,
-    .dns_qtypes = PC_QT_DEFAULT,
+    .dns_qtypes = QT_DEFAULT,
 };
 
 static struct dns_flow qf;
@@ -62,7 +62,7 @@ static void guard_new(void)
 
 static void setup(void)
 {
-	pc_config_defaults(&cfg); /* the shipped default: nothing declared routable */
+	config_defaults(&cfg); /* the shipped default: nothing declared routable */
 	cfg.dns.resolvers[0] = dm_addr("198.51.100.53");
 	cfg.dns.n_resolvers = 1;
 	qf = dm_flow("10.203.0.10", 40000, "198.51.100.53", 53, IPPROTO_UDP);

@@ -19,7 +19,7 @@
 	"ech=AEX+DQBBpQAgACDEbTPDr7zgN6ReSmn4cPJI4ZMPt+"                                           \
 	"5vZhAeJwa0ZfvrBQAEAAEAAQASY2xvdWRmbGFyZS1lY2guY29tAAA="
 
-static struct pc_config cfg;
+static struct config cfg;
 static struct dnsguard *g;
 static struct policy_portrange p443[] = {{443, 443}};
 static struct policy_allow allows[] = {
@@ -40,8 +40,8 @@ static struct policy_sandbox sb = {
     .name = "t",
     .allow = allows,
     .n_allow = 2,
-    .dns_qtypes = PC_QT_DEFAULT,
-    .dns_refuse = PC_DNS_REFUSE_REFUSED,
+    .dns_qtypes = QT_DEFAULT,
+    .dns_refuse = DNS_REFUSE_REFUSED,
 };
 static struct dns_flow qf, af;
 
@@ -49,7 +49,7 @@ static void setup(void)
 {
 	struct pc_err err;
 
-	pc_config_defaults(&cfg);
+	config_defaults(&cfg);
 	cfg.dns.resolvers[0] = dm_addr("198.51.100.53");
 	cfg.dns.n_resolvers = 1;
 	dm_routable_testnets(&cfg);

@@ -29,7 +29,7 @@ static const char policy_yaml[] =
     "match: { source: 10.203.0.12/32 }\n"
     "allow: []\n";
 
-static struct pc_config cfg;
+static struct config cfg;
 static struct policy *pol;
 static struct dnsguard *dg;
 static struct portmap pm = {.lock = PTHREAD_RWLOCK_INITIALIZER};
@@ -45,7 +45,7 @@ static void setup(void)
 	struct pc_err err = {0};
 	struct nft_port *ports = calloc(2, sizeof(*ports));
 
-	pc_config_defaults(&cfg);
+	config_defaults(&cfg);
 	ck_assert_int_eq(pc_addr_parse("198.51.100.53", &cfg.dns.resolvers[0]), 0);
 	cfg.dns.n_resolvers = 1;
 	/* the upstream hosts here are in the documentation ranges, declared

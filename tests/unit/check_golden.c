@@ -109,7 +109,7 @@ static void policies(void)
 	char key[300];
 
 	for (size_t i = 0; i < sizeof(yaml_files) / sizeof(yaml_files[0]); i++) {
-		struct pc_config cfg;
+		struct config cfg;
 		struct policy *p = NULL;
 		struct pc_err err = {0};
 		int rc;
@@ -120,7 +120,7 @@ static void policies(void)
 		policy_result(key, rc, p, &err);
 		/* as a configuration: the example rules on its defaults */
 		memset(&err, 0, sizeof(err));
-		if (pc_config_load(yaml_files[i], &cfg, &err) == 0) {
+		if (config_load(yaml_files[i], &cfg, &err) == 0) {
 			const char *rules = "docs/examples/rules.d/agent-1.yaml";
 
 			p = NULL;
@@ -264,11 +264,11 @@ static void nft_texts(void)
 {
 	static const struct nft_port ports[] = {{"pcv1", 4}, {"pcv2", 5}};
 	const char *rules = "packaging/conf/agent-1.yaml";
-	struct pc_config cfg;
+	struct config cfg;
 	struct policy *pol = NULL;
 	struct pc_err err = {0};
 
-	ck_assert_msg(pc_config_load("packaging/conf/portcullis.yaml", &cfg, &err) == 0, "%s",
+	ck_assert_msg(config_load("packaging/conf/portcullis.yaml", &cfg, &err) == 0, "%s",
 		      err.msg);
 	ck_assert_msg(policy_load_files(&rules, 1, &cfg, &pol, &err) == 0, "%s", err.msg);
 	for (int q = NFT_QUEUE_NATIVE; q <= NFT_QUEUE_COMPAT; q++) {

@@ -42,8 +42,8 @@ START_TEST(reasons_map_to_fixed_labels)
 			      cases[i].reason ? cases[i].reason : "(null)",
 			      metrics_reason_label(cases[i].reason), cases[i].label);
 	/* every label index fits the counters */
-	ck_assert_int_lt(metrics_reason("ICMP is never allowed"), PC_MET_REASONS);
-	ck_assert_int_lt(metrics_reason("x"), PC_MET_REASONS);
+	ck_assert_int_lt(metrics_reason("ICMP is never allowed"), MET_REASONS);
+	ck_assert_int_lt(metrics_reason("x"), MET_REASONS);
 }
 END_TEST
 

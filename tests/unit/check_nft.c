@@ -156,7 +156,7 @@ static const char policy_yaml[] =
     "match: { source: [10.0.0.5/32, \"fd00::1/128\"], port: pcv2, mac: \"02:00:00:cb:00:0d\" }\n"
     "allow: []\n";
 
-static struct pc_config cfg;
+static struct config cfg;
 static struct policy *pol;
 static const struct nft_port ports[] = {{"pcv1", 4}, {"pcv2", 5}, {"huge", 0x1000000}};
 
@@ -164,7 +164,7 @@ static void setup(void)
 {
 	struct pc_err err = {0};
 
-	pc_config_defaults(&cfg);
+	config_defaults(&cfg);
 	pc_strlcpy(cfg.bridge, "pcbr0", sizeof(cfg.bridge));
 	ck_assert_int_eq(pc_addr_parse("198.51.100.53", &cfg.dns.resolvers[0]), 0);
 	ck_assert_int_eq(pc_addr_parse("2001:db8:53::53", &cfg.dns.resolvers[1]), 0);

@@ -13,7 +13,7 @@
 #include "tests/unit/hostnames.h"
 #include "tests/unit/unit.h"
 
-static struct policy *load_cfg(const char *yaml, const struct pc_config *cfg)
+static struct policy *load_cfg(const char *yaml, const struct config *cfg)
 {
 	struct policy *p = NULL;
 	struct pc_err e = {0};
@@ -87,8 +87,8 @@ START_TEST(design_example_compiles)
 	ck_assert_str_eq(sb->secrets[0].name, "GITHUB_TOKEN");
 	ck_assert_str_eq(sb->secrets[0].host, "api.github.com");
 	ck_assert_uint_eq(sb->secrets[0].port, 443);
-	ck_assert_uint_eq(sb->dns_qtypes, PC_QT_DEFAULT);
-	ck_assert_int_eq(sb->dns_refuse, PC_DNS_REFUSE_REFUSED);
+	ck_assert_uint_eq(sb->dns_qtypes, QT_DEFAULT);
+	ck_assert_int_eq(sb->dns_refuse, DNS_REFUSE_REFUSED);
 	ck_assert_ptr_eq(policy_sandbox_by_name(p, "agent-1"), sb);
 	ck_assert_ptr_null(policy_sandbox_by_name(p, "agent-2"));
 	ck_assert_ptr_null(policy_sandbox_by_name(p, "AGENT-1"));
@@ -156,30 +156,30 @@ END_TEST
 
 START_TEST(dns_settings_come_from_sandbox_then_config)
 {
-	struct pc_config cfg;
+	struct config cfg;
 	struct policy *p;
 
-	pc_config_defaults(&cfg);
-	cfg.dns.qtypes = PC_QT_A;
-	cfg.dns.refuse = PC_DNS_REFUSE_NXDOMAIN;
+	config_defaults(&cfg);
+	cfg.dns.qtypes = QT_A;
+	cfg.dns.refuse = DNS_REFUSE_NXDOMAIN;
 	p = load_cfg("- sandbox: own\n  match: {port: t1}\n"
 		     "  dns: {qtypes: [aaaa, TXT], refuse_with: refused}\n"
 		     "- sandbox: inherits\n  match: {port: t2}\n",
 		     &cfg);
-	ck_assert_uint_eq(policy_sandbox_by_name(p, "own")->dns_qtypes, PC_QT_AAAA | PC_QT_TXT);
-	ck_assert_int_eq(policy_sandbox_by_name(p, "own")->dns_refuse, PC_DNS_REFUSE_REFUSED);
-	ck_assert_uint_eq(policy_sandbox_by_name(p, "inherits")->dns_qtypes, PC_QT_A);
-	ck_assert_int_eq(policy_sandbox_by_name(p, "inherits")->dns_refuse, PC_DNS_REFUSE_NXDOMAIN);
+	ck_assert_uint_eq(policy_sandbox_by_name(p, "own")->dns_qtypes, QT_AAAA | QT_TXT);
+	ck_assert_int_eq(policy_sandbox_by_name(p, "own")->dns_refuse, DNS_REFUSE_REFUSED);
+	ck_assert_uint_eq(policy_sandbox_by_name(p, "inherits")->dns_qtypes, QT_A);
+	ck_assert_int_eq(policy_sandbox_by_name(p, "inherits")->dns_refuse, DNS_REFUSE_NXDOMAIN);
 	policy_unref(p);
 }
 END_TEST
 
 START_TEST(limits_come_from_sandbox_then_config)
 {
-	struct pc_config cfg;
+	struct config cfg;
 	struct policy *p;
 
-	pc_config_defaults(&cfg);
+	config_defaults(&cfg);
 	cfg.limits.new_flows_per_second = 300;
 	cfg.limits.new_flows_burst = 600;
 	p = load_cfg("- sandbox: own\n  match: {port: t1}\n"
@@ -217,20 +217,20 @@ END_TEST
 
 START_TEST(qtype_bits_follow_rr_types)
 {
-	ck_assert_uint_eq(pc_qtype_bit(1), PC_QT_A);
-	ck_assert_uint_eq(pc_qtype_bit(28), PC_QT_AAAA);
-	ck_assert_uint_eq(pc_qtype_bit(5), PC_QT_CNAME);
-	ck_assert_uint_eq(pc_qtype_bit(65), PC_QT_HTTPS);
-	ck_assert_uint_eq(pc_qtype_bit(64), PC_QT_SVCB);
-	ck_assert_uint_eq(pc_qtype_bit(16), PC_QT_TXT);
-	ck_assert_uint_eq(pc_qtype_bit(15), PC_QT_MX);
-	ck_assert_uint_eq(pc_qtype_bit(33), PC_QT_SRV);
-	ck_assert_uint_eq(pc_qtype_bit(12), PC_QT_PTR);
-	ck_assert_uint_eq(pc_qtype_bit(2), PC_QT_NS);
-	ck_assert_uint_eq(pc_qtype_bit(257), PC_QT_CAA);
-	ck_assert_uint_eq(pc_qtype_bit(255), 0); /* ANY */
-	ck_assert_uint_eq(pc_qtype_bit(252), 0); /* AXFR */
-	ck_assert_uint_eq(pc_qtype_bit(0), 0);
+	ck_assert_uint_eq(rules_qtype_bit(1), QT_A);
+	ck_assert_uint_eq(rules_qtype_bit(28), QT_AAAA);
+	ck_assert_uint_eq(rules_qtype_bit(5), QT_CNAME);
+	ck_assert_uint_eq(rules_qtype_bit(65), QT_HTTPS);
+	ck_assert_uint_eq(rules_qtype_bit(64), QT_SVCB);
+	ck_assert_uint_eq(rules_qtype_bit(16), QT_TXT);
+	ck_assert_uint_eq(rules_qtype_bit(15), QT_MX);
+	ck_assert_uint_eq(rules_qtype_bit(33), QT_SRV);
+	ck_assert_uint_eq(rules_qtype_bit(12), QT_PTR);
+	ck_assert_uint_eq(rules_qtype_bit(2), QT_NS);
+	ck_assert_uint_eq(rules_qtype_bit(257), QT_CAA);
+	ck_assert_uint_eq(rules_qtype_bit(255), 0); /* ANY */
+	ck_assert_uint_eq(rules_qtype_bit(252), 0); /* AXFR */
+	ck_assert_uint_eq(rules_qtype_bit(0), 0);
 }
 END_TEST
 
@@ -790,17 +790,17 @@ END_TEST
 
 START_TEST(hash_covers_inherited_dns_settings)
 {
-	struct pc_config cfg;
+	struct config cfg;
 	struct policy *p1, *p2;
 
-	pc_config_defaults(&cfg);
+	config_defaults(&cfg);
 	p1 = load_cfg(base, &cfg);
-	cfg.dns.refuse = PC_DNS_REFUSE_NXDOMAIN;
+	cfg.dns.refuse = DNS_REFUSE_NXDOMAIN;
 	p2 = load_cfg(base, &cfg);
 	ck_assert_str_ne(policy_hash(p1), policy_hash(p2));
 	policy_unref(p2);
 	/* the config's default new-flow limit too: it is the sandbox's */
-	cfg.dns.refuse = PC_DNS_REFUSE_REFUSED;
+	cfg.dns.refuse = DNS_REFUSE_REFUSED;
 	cfg.limits.new_flows_burst = 1;
 	p2 = load_cfg(base, &cfg);
 	ck_assert_str_ne(policy_hash(p1), policy_hash(p2));

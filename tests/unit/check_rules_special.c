@@ -15,10 +15,10 @@
 
 static char errbuf[1024];
 
-static int load(const char *yaml, struct pc_config *c)
+static int load(const char *yaml, struct config *c)
 {
 	struct pc_err e = {0};
-	int rc = pc_config_load_buffer("etc/pc.yaml", yaml, strlen(yaml), c, &e);
+	int rc = config_load_buffer("etc/pc.yaml", yaml, strlen(yaml), c, &e);
 
 	pc_err_str(&e, errbuf, sizeof(errbuf));
 	return rc;
@@ -26,9 +26,9 @@ static int load(const char *yaml, struct pc_config *c)
 
 START_TEST(routable_default_none)
 {
-	struct pc_config c;
+	struct config c;
 
-	pc_config_defaults(&c);
+	config_defaults(&c);
 	ck_assert_uint_eq(c.dns.n_routable, 0);
 	ck_assert_int_eq(load("dns: {resolvers: [198.51.100.53]}\n", &c), 0);
 	ck_assert_uint_eq(c.dns.n_routable, 0);
@@ -37,7 +37,7 @@ END_TEST
 
 START_TEST(routable_parsed)
 {
-	struct pc_config c;
+	struct config c;
 	struct pc_prefix p;
 
 	ck_assert_int_eq(load("dns:\n  routable: [192.0.2.0/24, \"2001:db8::/32\", 10.1.0.0/16, "
@@ -56,7 +56,7 @@ END_TEST
 
 START_TEST(routable_errors)
 {
-	struct pc_config c;
+	struct config c;
 	char many[2048] = "dns:\n  routable: [";
 
 	ck_assert_int_ne(load("dns:\n  routable: [192.0.2.0/24, 8.8.8.0/24]\n", &c), 0);
@@ -73,7 +73,7 @@ START_TEST(routable_errors)
 	ck_assert_int_ne(load("dns: {routable: {a: 1}}\n", &c), 0);
 	ck_assert_ptr_nonnull(strstr(errbuf, "dns.routable: expected a list of special-purpose "
 					     "prefixes, found a mapping"));
-	for (int i = 0; i < PC_MAX_ROUTABLE + 1; i++)
+	for (int i = 0; i < RULES_MAX_ROUTABLE + 1; i++)
 		snprintf(many + strlen(many), sizeof(many) - strlen(many), "%s10.%d.0.0/16",
 			 i ? ", " : "", i);
 	strcat(many, "]\n");

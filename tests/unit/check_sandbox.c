@@ -19,7 +19,7 @@ static struct sb *sb_new(bool attach)
 	ck_assert_ptr_nonnull(s);
 	s->attach = attach;
 	s->netns_fd = s->lock_fd = -1;
-	pc_config_defaults(&s->cfg);
+	config_defaults(&s->cfg);
 	return s;
 }
 

@@ -24,7 +24,7 @@ static inline struct pc_addr dm_addr(const char *s)
 /* The tests' upstream hosts live in the documentation ranges, which are
  * special-purpose: declare them routable, as the lab's configuration does
  * (dns.routable), so that answers there are learned. */
-static inline void dm_routable_testnets(struct pc_config *cfg)
+static inline void dm_routable_testnets(struct config *cfg)
 {
 	static const char *const nets[] = {"192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24",
 					   "2001:db8::/32"};
