@@ -64,7 +64,7 @@ static void cfg(struct q *q, struct nlmsghdr *nlh, const char *what)
 static void *serve(void *arg)
 {
 	struct q *q = arg;
-	char (*rx)[SLOT] = malloc(sizeof(char[BATCH][SLOT]));
+	char(*rx)[SLOT] = malloc(sizeof(char[BATCH][SLOT]));
 	char buf[256];
 	struct mmsghdr msgs[BATCH];
 	struct iovec iov[BATCH];

@@ -20,23 +20,23 @@ struct cli_cmd {
 
 /* Modules add their line here as their commands land. */
 static const struct cli_cmd cli_cmds[] = {
-	{"policy", rules_cli, "policy lint [FILE...] | policy hash"},
-	{"secrets", vault_cli,
-	 "secrets set [--keep-placeholder] NAME < VALUE | secrets list [--json] | "
-	 "secrets placeholder NAME | secrets rm NAME"},
-	{"ca", vault_cli, "ca init [--force]"},
-	{"log", logd_cli, "log verify|show|prove|keygen ..."},
-	{"check", checker_cli, "check [--bridge BR] [--json] [--verbose]"},
-	{"cert", checker_cli,
-	 "cert SANDBOX [-o FILE] [--html|--md] | cert verify FILE [--key PUB] [--live] | "
-	 "cert render FILE | cert keygen | cert pubkey"},
-	{"status", cli_control, "status [--json]"},
-	{"reload", cli_control, "reload"},
-	{"metrics", cli_control, "metrics"},
-	{"sandbox", sandbox_cli,
-	 "sandbox run [--name N] --allow HOST[:PORT]... [--secret NAME...] -- CMD... | "
-	 "sandbox attach --port TAP --name N ..."},
-	{NULL, NULL, NULL},
+    {"policy", rules_cli, "policy lint [FILE...] | policy hash"},
+    {"secrets", vault_cli,
+     "secrets set [--keep-placeholder] NAME < VALUE | secrets list [--json] | "
+     "secrets placeholder NAME | secrets rm NAME"},
+    {"ca", vault_cli, "ca init [--force]"},
+    {"log", logd_cli, "log verify|show|prove|keygen ..."},
+    {"check", checker_cli, "check [--bridge BR] [--json] [--verbose]"},
+    {"cert", checker_cli,
+     "cert SANDBOX [-o FILE] [--html|--md] | cert verify FILE [--key PUB] [--live] | "
+     "cert render FILE | cert keygen | cert pubkey"},
+    {"status", cli_control, "status [--json]"},
+    {"reload", cli_control, "reload"},
+    {"metrics", cli_control, "metrics"},
+    {"sandbox", sandbox_cli,
+     "sandbox run [--name N] --allow HOST[:PORT]... [--secret NAME...] -- CMD... | "
+     "sandbox attach --port TAP --name N ..."},
+    {NULL, NULL, NULL},
 };
 
 static void usage(FILE *f)

@@ -94,19 +94,32 @@ const char *pc_err_str(const struct pc_err *err, char *buf, size_t len)
 const char *pc_strerror(int code)
 {
 	switch (code) {
-	case PC_OK: return "success";
-	case PC_EINVAL: return "invalid input";
-	case PC_ENOMEM: return "out of memory";
-	case PC_EIO: return "input/output error";
-	case PC_EPARSE: return "parse error";
-	case PC_EPERM: return "permission denied";
-	case PC_ENOENT: return "not found";
-	case PC_EEXIST: return "already exists";
-	case PC_EAGAIN: return "try again";
-	case PC_ETIMEOUT: return "timed out";
-	case PC_EREFUSED: return "refused";
-	case PC_EUNSUPP: return "not supported";
-	case PC_ETAMPER: return "integrity check failed";
+	case PC_OK:
+		return "success";
+	case PC_EINVAL:
+		return "invalid input";
+	case PC_ENOMEM:
+		return "out of memory";
+	case PC_EIO:
+		return "input/output error";
+	case PC_EPARSE:
+		return "parse error";
+	case PC_EPERM:
+		return "permission denied";
+	case PC_ENOENT:
+		return "not found";
+	case PC_EEXIST:
+		return "already exists";
+	case PC_EAGAIN:
+		return "try again";
+	case PC_ETIMEOUT:
+		return "timed out";
+	case PC_EREFUSED:
+		return "refused";
+	case PC_EUNSUPP:
+		return "not supported";
+	case PC_ETAMPER:
+		return "integrity check failed";
 	}
 	return "unknown error";
 }

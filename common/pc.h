@@ -26,14 +26,14 @@
 
 enum {
 	PC_OK = 0,
-	PC_EINVAL = -1,  /* bad argument or bad input */
-	PC_ENOMEM = -2,  /* allocation failed */
-	PC_EIO = -3,     /* read/write/socket failure (see errno text) */
-	PC_EPARSE = -4,  /* malformed input; location in pc_err */
-	PC_EPERM = -5,   /* permission or credential check failed */
-	PC_ENOENT = -6,  /* no such object */
-	PC_EEXIST = -7,  /* already exists */
-	PC_EAGAIN = -8,  /* would block / try again */
+	PC_EINVAL = -1, /* bad argument or bad input */
+	PC_ENOMEM = -2, /* allocation failed */
+	PC_EIO = -3,	/* read/write/socket failure (see errno text) */
+	PC_EPARSE = -4, /* malformed input; location in pc_err */
+	PC_EPERM = -5,	/* permission or credential check failed */
+	PC_ENOENT = -6, /* no such object */
+	PC_EEXIST = -7, /* already exists */
+	PC_EAGAIN = -8, /* would block / try again */
 	PC_ETIMEOUT = -9,
 	PC_EREFUSED = -10, /* a security check said no */
 	PC_EUNSUPP = -11,  /* kernel or peer lacks a feature */
@@ -52,13 +52,13 @@ struct pc_err {
 /* Fill err (may be NULL) and return code. Always returns code, so
  * `return pc_err_set(err, PC_EINVAL, "...")` reads naturally. */
 int pc_err_set(struct pc_err *err, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 /* As pc_err_set, with an input location. */
 int pc_err_set_at(struct pc_err *err, int code, const char *file, unsigned line, unsigned col,
 		  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* As pc_err_set, appending ": strerror(errno)". */
 int pc_err_errno(struct pc_err *err, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 /* Prefix the message already in err with more context ("loading X: "). */
 void pc_err_prefix(struct pc_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Render "file:line:col: msg" (or just msg) into buf; returns buf. */
@@ -68,7 +68,7 @@ const char *pc_strerror(int code);
 
 /* Exit codes of every portcullis program (documented in the man pages). */
 enum {
-	PC_EXIT_OK = 0,    /* success; for checks: proven / intact / valid */
+	PC_EXIT_OK = 0,	   /* success; for checks: proven / intact / valid */
 	PC_EXIT_FAIL = 1,  /* a negative answer: lint errors, tampered log,
 			      unproven containment, invalid certificate */
 	PC_EXIT_USAGE = 2, /* bad command line */
@@ -83,7 +83,13 @@ int pc_exit_for_check(int code);
 
 /* ---- daemon logging (stderr, journal-friendly "<N>" level prefixes) ---- */
 
-enum pc_loglevel { PC_LOG_ERR = 3, PC_LOG_WARN = 4, PC_LOG_NOTICE = 5, PC_LOG_INFO = 6, PC_LOG_DEBUG = 7 };
+enum pc_loglevel {
+	PC_LOG_ERR = 3,
+	PC_LOG_WARN = 4,
+	PC_LOG_NOTICE = 5,
+	PC_LOG_INFO = 6,
+	PC_LOG_DEBUG = 7
+};
 
 /* Set the program name used as prefix and the most verbose level shown.
  * Called once from main before threads start. */

@@ -51,7 +51,8 @@ int pc_privdrop(const char *user, uint64_t keep_caps, struct pc_err *err)
 	if (pc_user_lookup(user, &uid, &gid, err) < 0)
 		return PC_ENOENT;
 	if (uid == 0)
-		return pc_err_set(err, PC_EPERM, "refusing to run as root: user %s has uid 0", user);
+		return pc_err_set(err, PC_EPERM, "refusing to run as root: user %s has uid 0",
+				  user);
 	f = fopen("/proc/sys/kernel/cap_last_cap", "re");
 	if (f) {
 		if (fscanf(f, "%d", &last_cap) != 1)
@@ -62,7 +63,8 @@ int pc_privdrop(const char *user, uint64_t keep_caps, struct pc_err *err)
 		if (keep_caps & (1ULL << c))
 			continue;
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
-			return pc_err_errno(err, PC_EPERM, "dropping capability %d from bounding set", c);
+			return pc_err_errno(err, PC_EPERM,
+					    "dropping capability %d from bounding set", c);
 	}
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return pc_err_errno(err, PC_EPERM, "clearing ambient capabilities");

@@ -93,8 +93,8 @@ int pc_unix_connect(const char *path, int nonblock, struct pc_err *err)
 		return pc_err_errno(err, PC_EIO, "socket");
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
 		int code = errno == ENOENT || errno == ECONNREFUSED ? PC_ENOENT
-			   : errno == EACCES			  ? PC_EPERM
-								  : PC_EIO;
+			   : errno == EACCES			    ? PC_EPERM
+								    : PC_EIO;
 
 		pc_err_errno(err, code, "connect %s", path);
 		close(fd);

@@ -71,7 +71,8 @@ int pc_file_read(const char *path, size_t max, char **buf, size_t *len, struct p
 			char *nb;
 
 			if (cap > max) {
-				rc = pc_err_set(err, PC_EINVAL, "%s is too large (limit %zu)", path, max);
+				rc = pc_err_set(err, PC_EINVAL, "%s is too large (limit %zu)", path,
+						max);
 				goto out;
 			}
 			cap *= 2;

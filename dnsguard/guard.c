@@ -31,7 +31,8 @@ int dnsguard_new(const struct config *cfg, struct dnsguard **out, struct pc_err 
 	if (!cfg || !out)
 		return pc_err_set(err, PC_EINVAL, "dnsguard_new: no configuration");
 	if (cfg->dns.n_resolvers > RULES_MAX_RESOLVERS)
-		return pc_err_set(err, PC_EINVAL, "dns.resolvers: more than %d", RULES_MAX_RESOLVERS);
+		return pc_err_set(err, PC_EINVAL, "dns.resolvers: more than %d",
+				  RULES_MAX_RESOLVERS);
 	if (cfg->dns.ttl_min > cfg->dns.ttl_max)
 		return pc_err_set(err, PC_EINVAL, "dns.ttl_min (%u) is above dns.ttl_max (%u)",
 				  cfg->dns.ttl_min, cfg->dns.ttl_max);

@@ -96,8 +96,8 @@ static int dg_reply_build(ldns_pkt *q, enum dns_refuse how, bool prohibited, con
 	ldns_pkt_set_opcode(r, ldns_pkt_get_opcode(q));
 	ldns_pkt_set_rd(r, ldns_pkt_rd(q));
 	ldns_pkt_set_ra(r, true);
-	ldns_pkt_set_rcode(r, how == DNS_REFUSE_NXDOMAIN ? LDNS_RCODE_NXDOMAIN
-							    : LDNS_RCODE_REFUSED);
+	ldns_pkt_set_rcode(r,
+			   how == DNS_REFUSE_NXDOMAIN ? LDNS_RCODE_NXDOMAIN : LDNS_RCODE_REFUSED);
 	if (qs && ldns_rr_list_rr_count(qs) > 0) {
 		ldns_rr *c = ldns_rr_clone(ldns_rr_list_rr(qs, 0));
 

@@ -72,8 +72,8 @@ static int link_cb(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_OK;
 }
 
-int links_bridge_ports(const char *bridge, struct nft_port **ports, size_t *n,
-		       uint32_t *br_ifindex, struct pc_err *err)
+int links_bridge_ports(const char *bridge, struct nft_port **ports, size_t *n, uint32_t *br_ifindex,
+		       struct pc_err *err)
 {
 	char buf[8192] = {
 	    0}; /* no stale bytes to the kernel (a fixed size: a VLA cannot be initialised) */

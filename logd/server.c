@@ -212,7 +212,7 @@ static int client_read(struct server *s, struct client *c, struct pc_err *err)
 				break;
 			}
 			if (client_dgram(s, c, s->msg[i], s->mv[i].msg_len,
-				       s->mv[i].msg_hdr.msg_flags & MSG_TRUNC, err) < 0)
+					 s->mv[i].msg_hdr.msg_flags & MSG_TRUNC, err) < 0)
 				return PC_EIO;
 		}
 		got += n;

@@ -40,7 +40,7 @@ static void queue_expr(struct bld *b, struct nr *r)
 	uint16_t base = b->p->cfg->queue.base, cnt = b->p->cfg->queue.count;
 
 	nr_expr(r, b->p->qpath == NFT_QUEUE_NATIVE ? nft_expr_queue_native(base, cnt)
-						  : nft_expr_queue_compat(base, cnt));
+						   : nft_expr_queue_compat(base, cnt));
 }
 
 /* How long a meter remembers a port that stopped opening flows (its bucket
@@ -288,7 +288,8 @@ static void inet_input(struct bld *b)
 	rsb_rule_end(b, &r);
 	/* flows the nat chain redirected to the vault */
 	rsb_rule_begin(b, &r);
-	nm_bits(&r, true, NFT_MARK_ALLOW | NFT_MARK_VAULT, NFT_CMP_EQ, NFT_MARK_ALLOW | NFT_MARK_VAULT);
+	nm_bits(&r, true, NFT_MARK_ALLOW | NFT_MARK_VAULT, NFT_CMP_EQ,
+		NFT_MARK_ALLOW | NFT_MARK_VAULT);
 	nr_ct(&r, NFT_CT_STATUS);
 	nr_bitwise_u32(&r, IPS_DST_NAT, 0);
 	nr_cmp_u32(&r, NFT_CMP_NEQ, 0);
@@ -502,7 +503,8 @@ static void inet_nat(struct bld *b)
 	rsb_chain(b, "nat_prerouting", "nat", NF_INET_PRE_ROUTING, NFT_PRIO_NAT, NF_ACCEPT);
 	rsb_rule_begin(b, &r);
 	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, b->p->cfg->bridge);
-	nm_bits(&r, true, NFT_MARK_ALLOW | NFT_MARK_VAULT, NFT_CMP_EQ, NFT_MARK_ALLOW | NFT_MARK_VAULT);
+	nm_bits(&r, true, NFT_MARK_ALLOW | NFT_MARK_VAULT, NFT_CMP_EQ,
+		NFT_MARK_ALLOW | NFT_MARK_VAULT);
 	nm_l4proto(&r, NFT_CMP_EQ, IPPROTO_TCP);
 	nr_imm_be16(&r, NFT_REG_1, b->p->cfg->vault.listen.port);
 	e = nftnl_expr_alloc("redir");

@@ -90,7 +90,7 @@ struct nft_port {
 };
 
 struct nft_ruleset_params {
-	const struct config *cfg;  /* bridge, queue, dns.resolvers, vault.listen */
+	const struct config *cfg;     /* bridge, queue, dns.resolvers, vault.listen */
 	const struct policy *policy;  /* anti-spoofing sets and bindings */
 	const struct nft_port *ports; /* current ports of cfg->bridge */
 	size_t n_ports;

@@ -742,7 +742,7 @@ static void config_basedir(const char *path, char *out, size_t len)
 }
 
 int config_load_report(const char *path, struct config *cfg, struct pc_err *err,
-			  pc_err_report_fn report, void *arg)
+		       pc_err_report_fn report, void *arg)
 {
 	char base[PC_PATH_MAX];
 	struct pc_err rerr;
@@ -767,7 +767,7 @@ int config_load(const char *path, struct config *cfg, struct pc_err *err)
 }
 
 int config_load_buffer(const char *name, const char *buf, size_t len, struct config *cfg,
-			  struct pc_err *err)
+		       struct pc_err *err)
 {
 	char base[PC_PATH_MAX], *slash;
 	struct diag d;

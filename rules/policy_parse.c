@@ -605,7 +605,8 @@ static int parse_sandbox(struct pparse *pp, const struct ynode *m)
 	s->sb.line = m->line;
 	s->sb.dns_qtypes = cfg ? cfg->dns.qtypes : QT_DEFAULT;
 	s->sb.dns_refuse = cfg ? cfg->dns.refuse : DNS_REFUSE_REFUSED;
-	s->sb.new_flows_per_second = cfg ? cfg->limits.new_flows_per_second : RULES_LIMIT_RATE_DEFAULT;
+	s->sb.new_flows_per_second =
+	    cfg ? cfg->limits.new_flows_per_second : RULES_LIMIT_RATE_DEFAULT;
 	s->sb.new_flows_burst = cfg ? cfg->limits.new_flows_burst : RULES_LIMIT_BURST_DEFAULT;
 	s->name = loc_of(pp, m);
 	if (ymap_check_keys(&pp->c, m, sandbox_keys, "a sandbox"))

@@ -21,14 +21,14 @@
  * ====================================================================== */
 
 #define RULES_MAX_RESOLVERS 8
-#define RULES_MAX_UPLINKS	 8  /* uplinks: interfaces toward the upstream network */
-#define RULES_MAX_ROUTABLE	 32 /* dns.routable entries */
+#define RULES_MAX_UPLINKS   8  /* uplinks: interfaces toward the upstream network */
+#define RULES_MAX_ROUTABLE  32 /* dns.routable entries */
 /* Bounds of limits.new_flows_per_second / new_flows_burst (config and
  * sandbox): at least 1 (a sandbox always may open a flow), at most what
  * the kernel's token bucket represents without overflow, far above any
  * gateway's rate. */
-#define RULES_LIMIT_RATE_MAX      1000000
-#define RULES_LIMIT_BURST_MAX     1000000
+#define RULES_LIMIT_RATE_MAX	  1000000
+#define RULES_LIMIT_BURST_MAX	  1000000
 #define RULES_LIMIT_RATE_DEFAULT  1000
 #define RULES_LIMIT_BURST_DEFAULT 2000
 
@@ -53,8 +53,8 @@ uint32_t rules_qtype_bit(uint16_t rrtype);
 enum dns_refuse { DNS_REFUSE_REFUSED = 0, DNS_REFUSE_NXDOMAIN = 1 };
 
 struct config {
-	char path[PC_PATH_MAX];	     /* file loaded */
-	char bridge[PC_IFNAMSIZ];    /* bridge: sandbox bridge, default "pcbr0" */
+	char path[PC_PATH_MAX];	  /* file loaded */
+	char bridge[PC_IFNAMSIZ]; /* bridge: sandbox bridge, default "pcbr0" */
 	/* uplinks: the interfaces toward the upstream network; the only ones
 	 * besides the bridge (and lo) whose packets the gateway forwards. No
 	 * default: portcullisd refuses to start without it (docs/engine.md). */
@@ -88,7 +88,7 @@ struct config {
 		struct pc_addr resolvers[RULES_MAX_RESOLVERS]; /* dns.resolvers */
 		size_t n_resolvers;
 		uint32_t qtypes;	      /* dns.qtypes: default QT_DEFAULT */
-		enum dns_refuse refuse;    /* dns.refuse_with: refused|nxdomain */
+		enum dns_refuse refuse;	      /* dns.refuse_with: refused|nxdomain */
 		uint32_t ttl_min, ttl_max;    /* dns.ttl_min/ttl_max (s): 30 / 3600 */
 		uint32_t grace;		      /* dns.grace (s): default 60 */
 		uint32_t learned_per_sandbox; /* dns.max_learned_per_sandbox: 4096 */
@@ -211,7 +211,7 @@ struct policy_sandbox {
 	struct policy_secret *secrets;
 	size_t n_secrets;
 	uint32_t dns_qtypes;	       /* dns.qtypes, else the config's */
-	enum dns_refuse dns_refuse; /* dns.refuse_with, else the config's */
+	enum dns_refuse dns_refuse;    /* dns.refuse_with, else the config's */
 	uint32_t new_flows_per_second; /* limits.new_flows_per_second, else the config's */
 	uint32_t new_flows_burst;      /* limits.new_flows_burst, else the config's */
 	const char *file;	       /* rule file it came from */

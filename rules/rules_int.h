@@ -31,11 +31,11 @@ typedef void (*pc_err_report_fn)(const struct pc_err *e, void *arg);
 
 /* As config_load, reporting every error to report (may be NULL). */
 int config_load_report(const char *path, struct config *cfg, struct pc_err *err,
-			  pc_err_report_fn report, void *arg);
+		       pc_err_report_fn report, void *arg);
 /* As config_load, from memory; name is used in errors and as the base
  * of relative paths (fuzzing, tests). */
 int config_load_buffer(const char *name, const char *buf, size_t len, struct config *cfg,
-			  struct pc_err *err);
+		       struct pc_err *err);
 
 /* policy_load_dir's work on the given files (rules.h). */
 int policy_load_files(const char *const *paths, size_t n, const struct config *cfg,

@@ -332,7 +332,8 @@ static void refuse(struct spec_verdict *v, const char *row, unsigned may, unsign
 
 static bool query_allowed(const struct policy_sandbox *sb, const struct spec_pkt *p)
 {
-	return (rules_qtype_bit(p->qtype) & sb->dns_qtypes) && policy_name_allowed(sb, p->qname, NULL);
+	return (rules_qtype_bit(p->qtype) & sb->dns_qtypes) &&
+	       policy_name_allowed(sb, p->qname, NULL);
 }
 
 static void pending_add(struct spec_world *w, const struct policy_sandbox *sb,

@@ -18,8 +18,8 @@
  * long or this many are queued. Per request that saves a thread wake-up
  * and a logd round trip; it delays no decision (nobody waits for these).
  * Other records without a waiter (refusals at accept) go at once. */
-#define LOGQ_LAZY_MS  5
-#define LOGQ_LAZY_MAX 64
+#define LOGQ_LAZY_MS	5
+#define LOGQ_LAZY_MAX	64
 #define LOGQ_SEND_CHUNK 64 /* records handed to logc_send_batch at once */
 
 struct logq_item {

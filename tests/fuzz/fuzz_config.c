@@ -15,8 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	memset(&cfg, 0xa5, sizeof(cfg));
 	before = cfg;
-	if (config_load_buffer("fuzz/portcullis.yaml", (const char *)data, size, &cfg, &err) !=
-	    0) {
+	if (config_load_buffer("fuzz/portcullis.yaml", (const char *)data, size, &cfg, &err) != 0) {
 		if (memcmp(&cfg, &before, sizeof(cfg)) != 0 || !err.msg[0])
 			abort();
 		return 0;
