@@ -3,7 +3,7 @@
 # system users the daemons drop to. Idempotent; quiet when all is there.
 set -eu
 
-PKGS="build-essential clang libclang-rt-14-dev pkg-config
+PKGS="build-essential clang clang-format libclang-rt-14-dev pkg-config
 libnetfilter-queue-dev libnftnl-dev libmnl-dev libldns-dev libsodium-dev
 libyaml-dev libssl-dev check libsubunit-dev
 nftables iptables iproute2 conntrack tcpdump
