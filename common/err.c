@@ -136,3 +136,10 @@ int pc_exit_for_check(int code)
 		return PC_EXIT_ERROR;
 	}
 }
+
+int pc_daemon_exit(int code, bool test)
+{
+	if (code == 0)
+		return PC_EXIT_OK;
+	return test ? pc_exit_for_check(code) : PC_EXIT_ERROR;
+}

@@ -80,6 +80,11 @@ enum {
  * PC_EINVAL, PC_EREFUSED, PC_ETAMPER), PC_EXIT_ERROR when it could not be
  * read or the check not done (PC_ENOENT, PC_EIO, PC_EPERM, PC_ENOMEM ...). */
 int pc_exit_for_check(int code);
+/* A daemon's exit status for what its work returned (0 or a PC_E* code),
+ * the one place each daemon's main turns a code into a status (the man
+ * pages' EXIT STATUS): with -t (test), pc_exit_for_check; serving, every
+ * failure is PC_EXIT_ERROR. Never negative. */
+int pc_daemon_exit(int code, bool test);
 
 /* ---- daemon logging (stderr, journal-friendly "<N>" level prefixes) ---- */
 

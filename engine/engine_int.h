@@ -64,6 +64,10 @@ int pkt_build_udp(const struct pc_endpoint *src, const struct pc_endpoint *dst,
 
 /* ---- links.c: the sandbox bridge and its ports (rtnetlink) -------------- */
 
+struct mnl_socket;
+/* An rtnetlink socket, bound: 0 and *out, *portid; or <0 (err). */
+int rtnl_open(struct mnl_socket **out, uint32_t *portid, struct pc_err *err);
+
 /* Current ports of bridge (may be none; a missing bridge is not an error:
  * *n = 0, *br_ifindex = 0). *ports is malloc'ed, caller frees. */
 int links_bridge_ports(const char *bridge, struct nft_port **ports, size_t *n, uint32_t *br_ifindex,

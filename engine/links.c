@@ -72,6 +72,23 @@ static int link_cb(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_OK;
 }
 
+int rtnl_open(struct mnl_socket **out, uint32_t *portid, struct pc_err *err)
+{
+	struct mnl_socket *nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
+
+	if (!nl)
+		return pc_err_errno(err, PC_EIO, "rtnetlink socket");
+	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		int rc = pc_err_errno(err, PC_EIO, "rtnetlink bind");
+
+		mnl_socket_close(nl);
+		return rc;
+	}
+	*portid = mnl_socket_get_portid(nl);
+	*out = nl;
+	return 0;
+}
+
 int links_bridge_ports(const char *bridge, struct nft_port **ports, size_t *n, uint32_t *br_ifindex,
 		       struct pc_err *err)
 {
@@ -87,14 +104,9 @@ int links_bridge_ports(const char *bridge, struct nft_port **ports, size_t *n, u
 	int rc = 0;
 	ssize_t r;
 
-	nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
-	if (!nl)
-		return pc_err_errno(err, PC_EIO, "rtnetlink socket");
-	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		rc = pc_err_errno(err, PC_EIO, "rtnetlink bind");
-		goto out;
-	}
-	portid = mnl_socket_get_portid(nl);
+	rc = rtnl_open(&nl, &portid, err);
+	if (rc < 0)
+		return rc;
 	nlh = mnl_nlmsg_put_header(buf);
 	nlh->nlmsg_type = RTM_GETLINK;
 	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;

@@ -16,17 +16,6 @@ static void usage(FILE *f)
 		   "  -v       log every verdict (debug)\n");
 }
 
-/* The exit status for what the engine's work returned (0 or a PC_E*
- * code): the one place this program turns a code into an exit status
- * (docs/man/portcullisd.8, "EXIT STATUS"). -t: 1 for what was read and is
- * invalid, 3 for what could not be read; serving, every failure is 3. */
-static int engine_exit(int rc, bool test)
-{
-	if (rc == 0)
-		return PC_EXIT_OK;
-	return test ? pc_exit_for_check(rc) : PC_EXIT_ERROR;
-}
-
 /* -t: everything that does not need the kernel. 0 or a PC_E* code. */
 static int check_only(const char *config)
 {
@@ -68,7 +57,7 @@ int main(int argc, char **argv)
 	struct pc_err err = {0};
 	char ebuf[1024];
 	bool test = false, verbose = false;
-	int opt, rc; /* 0 or a PC_E* code; engine_exit maps it */
+	int opt, rc; /* 0 or a PC_E* code; pc_daemon_exit maps it */
 
 	while ((opt = getopt(argc, argv, "c:tvhV")) != -1) {
 		switch (opt) {
@@ -98,10 +87,10 @@ int main(int argc, char **argv)
 	}
 	pc_log_init("portcullisd", verbose ? PC_LOG_DEBUG : PC_LOG_INFO);
 	if (test)
-		return engine_exit(check_only(config), true);
+		return pc_daemon_exit(check_only(config), true);
 	if (geteuid() != 0) {
 		pc_log(PC_LOG_ERR, "must start as root (it drops to engine.user after setup)");
-		return engine_exit(PC_EPERM, false);
+		return pc_daemon_exit(PC_EPERM, false);
 	}
 	engine_init(&e);
 	e.verbose = verbose;
@@ -121,7 +110,7 @@ int main(int argc, char **argv)
 	if (rc) {
 		pc_log(PC_LOG_ERR, "%s", pc_err_str(&err, ebuf, sizeof(ebuf)));
 		engine_shutdown(&e);
-		return engine_exit(rc, false);
+		return pc_daemon_exit(rc, false);
 	}
 	pc_log(PC_LOG_NOTICE, "serving queues %u-%u as %s", e.cfg.queue.base,
 	       e.cfg.queue.base + e.cfg.queue.count - 1, e.cfg.engine.user);
@@ -130,5 +119,5 @@ int main(int argc, char **argv)
 	rc = control_loop(&e);
 	pc_sd_notify("STOPPING=1", NULL);
 	engine_shutdown(&e);
-	return engine_exit(rc, false);
+	return pc_daemon_exit(rc, false);
 }

@@ -27,16 +27,25 @@ struct rt_msg {
 	char buf[256];
 };
 
+/* A zeroed request with its header (no stale bytes to the kernel). */
+static struct nlmsghdr *msg_start(struct rt_msg *m, uint16_t type, uint16_t flags)
+{
+	struct nlmsghdr *nlh;
+
+	memset(m->buf, 0, sizeof(m->buf));
+	nlh = mnl_nlmsg_put_header(m->buf);
+	nlh->nlmsg_type = type;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | flags;
+	return nlh;
+}
+
 static void rule_msg(struct rt_msg *m, uint16_t type, uint16_t flags, uint8_t family,
 		     const char *bridge, uint32_t prio, uint32_t mark, uint32_t table)
 {
 	struct nlmsghdr *nlh;
 	struct fib_rule_hdr *h;
 
-	memset(m->buf, 0, sizeof(m->buf));
-	nlh = mnl_nlmsg_put_header(m->buf);
-	nlh->nlmsg_type = type;
-	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | flags;
+	nlh = msg_start(m, type, flags);
 	h = mnl_nlmsg_put_extra_header(nlh, sizeof(*h));
 	h->family = family;
 	h->action = FR_ACT_TO_TBL;
@@ -55,10 +64,7 @@ static void route_msg(struct rt_msg *m, uint16_t type, uint16_t flags, uint8_t f
 	struct nlmsghdr *nlh;
 	struct rtmsg *rt;
 
-	memset(m->buf, 0, sizeof(m->buf));
-	nlh = mnl_nlmsg_put_header(m->buf);
-	nlh->nlmsg_type = type;
-	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | flags;
+	nlh = msg_start(m, type, flags);
 	rt = mnl_nlmsg_put_extra_header(nlh, sizeof(*rt));
 	rt->rtm_family = family;
 	rt->rtm_table = RT_TABLE_UNSPEC;
@@ -95,19 +101,15 @@ static size_t build_msgs(struct rt_msg *m, bool add, const char *bridge)
  * something. */
 static int rt_send(struct rt_msg *m, size_t n, int ignore, size_t *done, struct pc_err *err)
 {
-	struct mnl_socket *nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
+	struct mnl_socket *nl;
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	uint32_t seq = (uint32_t)pc_now_mono_ms(), portid;
-	int rc = 0;
+	int rc;
 
 	*done = 0;
-	if (!nl)
-		return pc_err_errno(err, PC_EIO, "rtnetlink socket");
-	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		rc = pc_err_errno(err, PC_EIO, "rtnetlink bind");
-		goto out;
-	}
-	portid = mnl_socket_get_portid(nl);
+	rc = rtnl_open(&nl, &portid, err);
+	if (rc < 0)
+		return rc;
 	for (size_t i = 0; i < n; i++) {
 		struct nlmsghdr *nlh = (struct nlmsghdr *)m[i].buf;
 		ssize_t r;

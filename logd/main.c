@@ -23,18 +23,6 @@ static void usage(FILE *f)
 		"            or a new key)\n");
 }
 
-/* The exit status for what the daemon's work returned (0 or a PC_E*
- * code): the one place this program turns a code into an exit status
- * (docs/man/portcullis-logd.8, "EXIT STATUS"). With -t, 1 for input that
- * was read and is invalid, 3 for input that could not be read; serving,
- * every failure (a final seal that could not be written included) is 3. */
-static int logd_exit(int rc, bool test)
-{
-	if (rc == 0)
-		return PC_EXIT_OK;
-	return test ? pc_exit_for_check(rc) : PC_EXIT_ERROR;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {{"new-segment", required_argument, NULL, 'N'},
@@ -55,7 +43,7 @@ int main(int argc, char **argv)
 	bool test = false, root = geteuid() == 0;
 	uid_t log_uid = (uid_t)-1;
 	gid_t log_gid = (gid_t)-1;
-	int opt, lfd = -1, cfd = -1, rc = 0; /* 0 or a PC_E* code; logd_exit maps it */
+	int opt, lfd = -1, cfd = -1, rc = 0; /* 0 or a PC_E* code; pc_daemon_exit maps it */
 	enum pc_loglevel lvl = PC_LOG_INFO;
 	sigset_t set;
 
@@ -98,13 +86,13 @@ int main(int argc, char **argv)
 		char buf[1024];
 
 		pc_log(PC_LOG_ERR, "%s", pc_err_str(&err, buf, sizeof(buf)));
-		return logd_exit(rc, test);
+		return pc_daemon_exit(rc, test);
 	}
 	if (root && pc_user_lookup(cfg.log.user, &log_uid, &log_gid, &err) < 0) {
 		/* the configuration names a user this machine does not have:
 		 * invalid input, whatever the lookup's own code */
 		pc_log(PC_LOG_ERR, "log.user: %s", err.msg);
-		return logd_exit(PC_EINVAL, test);
+		return pc_daemon_exit(PC_EINVAL, test);
 	}
 	logd_xconf(&cfg, &xc);
 	if (test) {
@@ -244,5 +232,5 @@ out:
 	note_signer_free(key);
 	if (lfd >= 0)
 		close(lfd);
-	return logd_exit(rc, test);
+	return pc_daemon_exit(rc, test);
 }

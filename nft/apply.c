@@ -293,45 +293,38 @@ out:
 	return rc;
 }
 
-int nft_apply(const struct nft_ruleset *rs, struct pc_err *err)
+/* Delete both of our tables if they exist (add, a no-op when present,
+ * then delete), then create rs's objects (NULL: none), whose first is the
+ * new table: one transaction, so packets see the old table or the new one,
+ * never none. */
+static int replace_tables(const struct nft_ruleset *rs, struct pc_err *err)
 {
 	struct batch bt;
 	int rc;
 
 	if (batch_init(&bt) < 0)
 		return pc_err_set(err, PC_ENOMEM, "nf_tables batch: out of memory");
-	/* add (no-op if present) + delete = "delete if it exists"; then the
-	 * objects, whose first is the new table. One transaction: packets see
-	 * the old table or the new one, never none. */
 	for (int f = 0; f < 2; f++) {
 		uint16_t fam = f ? NFPROTO_BRIDGE : NFPROTO_INET;
 
 		batch_table(&bt, NFT_MSG_NEWTABLE, fam, NLM_F_CREATE);
 		batch_table(&bt, NFT_MSG_DELTABLE, fam, 0);
 	}
-	for (size_t i = 0; i < nft_ruleset_count(rs); i++)
+	for (size_t i = 0; rs && i < nft_ruleset_count(rs); i++)
 		batch_obj(&bt, nft_ruleset_at(rs, i));
 	rc = batch_send(&bt, true, err);
 	batch_free(&bt);
 	return rc;
 }
 
+int nft_apply(const struct nft_ruleset *rs, struct pc_err *err)
+{
+	return replace_tables(rs, err);
+}
+
 int nft_remove(struct pc_err *err)
 {
-	struct batch bt;
-	int rc;
-
-	if (batch_init(&bt) < 0)
-		return pc_err_set(err, PC_ENOMEM, "nf_tables batch: out of memory");
-	for (int f = 0; f < 2; f++) {
-		uint16_t fam = f ? NFPROTO_BRIDGE : NFPROTO_INET;
-
-		batch_table(&bt, NFT_MSG_NEWTABLE, fam, NLM_F_CREATE);
-		batch_table(&bt, NFT_MSG_DELTABLE, fam, 0);
-	}
-	rc = batch_send(&bt, true, err);
-	batch_free(&bt);
-	return rc;
+	return replace_tables(NULL, err);
 }
 
 int nft_ports_update(const struct nft_port *ports, size_t n, struct pc_err *err)

@@ -383,18 +383,6 @@ static void reload(struct vault_daemon *d)
 	       st->store->n);
 }
 
-/* The exit status for what the vault's work returned (0 or a PC_E* code):
- * the one place this program turns a code into an exit status
- * (docs/man/portcullis-vault.8, "EXIT STATUS"). -t: 1 for what was read
- * and is invalid, 3 for what could not be read; serving, every failure is
- * 3. */
-static int vault_exit(int rc, bool test)
-{
-	if (rc == 0)
-		return PC_EXIT_OK;
-	return test ? pc_exit_for_check(rc) : PC_EXIT_ERROR;
-}
-
 static int usage(FILE *f)
 {
 	fprintf(f, "usage: portcullis-vault [-c FILE] [-t]\n"
@@ -473,7 +461,7 @@ int main(int argc, char **argv)
 	struct rlimit nocore = {0, 0};
 	struct pc_err e = {0};
 	bool test_only = false;
-	int lfds[2], sfd, opt, rc; /* rc: 0 or a PC_E* code; vault_exit maps it */
+	int lfds[2], sfd, opt, rc; /* rc: 0 or a PC_E* code; pc_daemon_exit maps it */
 	size_t n_lfds = 0;
 	sigset_t sigs;
 	char b[700];
@@ -510,14 +498,14 @@ int main(int argc, char **argv)
 	}
 	if (sodium_init() < 0) {
 		pc_log(PC_LOG_ERR, "libsodium failed to initialise");
-		return vault_exit(PC_EIO, test_only);
+		return pc_daemon_exit(PC_EIO, test_only);
 	}
 	pthread_mutex_init(&d.lock, NULL);
 	d.reap_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (d.reap_fd < 0) {
 		pc_log(PC_LOG_ERR, "eventfd: %s", strerror(errno));
 		daemon_free(&d);
-		return vault_exit(PC_EIO, test_only);
+		return pc_daemon_exit(PC_EIO, test_only);
 	}
 	if ((rc = setup(&d, config, test_only, lfds, &n_lfds, &e)) < 0) {
 		pc_log(PC_LOG_ERR, "%s", pc_err_str(&e, b, sizeof(b)));
@@ -525,18 +513,18 @@ int main(int argc, char **argv)
 		daemon_free(&d);
 		for (size_t i = 0; i < n_lfds; i++)
 			close(lfds[i]);
-		return vault_exit(rc, test_only);
+		return pc_daemon_exit(rc, test_only);
 	}
 	if (test_only) {
 		printf("portcullis-vault: configuration ok (policy %s, %zu secrets)\n",
 		       policy_hash(d.state->policy), d.state->store->n);
 		daemon_free(&d);
-		return vault_exit(0, true);
+		return pc_daemon_exit(0, true);
 	}
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
 	if (sfd < 0) {
 		pc_log(PC_LOG_ERR, "signalfd: %s", strerror(errno));
-		return vault_exit(PC_EIO, false);
+		return pc_daemon_exit(PC_EIO, false);
 	}
 	pc_log(PC_LOG_NOTICE, "serving on %s as %s: policy %s, %zu secrets",
 	       pc_endpoint_str(&d.cfg.vault.listen, b, sizeof(b)), d.cfg.vault.user,
@@ -581,5 +569,5 @@ int main(int argc, char **argv)
 	 * were acknowledged or their requests refused */
 	if (conns_stop(&d))
 		daemon_free(&d);
-	return vault_exit(0, false);
+	return pc_daemon_exit(0, false);
 }
