@@ -275,6 +275,26 @@ static void dns_answer_queue_rules(struct bld *b)
 	}
 }
 
+/* Every way in is guarded, not only the bridge: whatever arrives on an
+ * interface that is neither the sandbox bridge, a declared uplink nor lo
+ * (a sandbox port taken off the bridge and given an address, a VLAN stacked
+ * on one, a VM's second NIC) is dropped — first in the forward chain (never
+ * forwarded) and in the input chain (the gateway's own services do not
+ * answer it either). docs/engine.md, "Uplinks". */
+static void way_in_rule(struct bld *b)
+{
+	struct nr r;
+
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_NEQ, b->p->cfg->bridge);
+	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_NEQ, "lo");
+	for (size_t k = 0; k < b->p->cfg->n_uplinks; k++)
+		nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_NEQ, b->p->cfg->uplinks[k]);
+	nr_counter(&r);
+	nr_verdict(&r, NF_DROP, NULL);
+	rsb_rule_end(b, &r);
+}
+
 static void inet_input(struct bld *b)
 {
 	const char *br = b->p->cfg->bridge;
@@ -282,6 +302,7 @@ static void inet_input(struct bld *b)
 	struct nr r;
 
 	rsb_chain(b, "input", "filter", NF_INET_LOCAL_IN, NFT_PRIO_INET, NF_ACCEPT);
+	way_in_rule(b);
 	rsb_rule_begin(b, &r);
 	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_NEQ, br);
 	nr_verdict(&r, NF_ACCEPT, NULL);
@@ -392,18 +413,7 @@ static void inet_forward(struct bld *b)
 	struct nr r;
 
 	rsb_chain(b, "forward", "filter", NF_INET_FORWARD, NFT_PRIO_INET, NF_ACCEPT);
-	/* Every way in is guarded, not only the bridge: whatever arrives on
-	 * an interface that is neither the sandbox bridge, a declared uplink
-	 * nor lo (a sandbox port taken off the bridge, a VLAN stacked on one,
-	 * a VM's second NIC) is not forwarded (docs/engine.md, "Uplinks"). */
-	rsb_rule_begin(b, &r);
-	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_NEQ, br);
-	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_NEQ, "lo");
-	for (size_t i = 0; i < b->p->cfg->n_uplinks; i++)
-		nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_NEQ, b->p->cfg->uplinks[i]);
-	nr_counter(&r);
-	nr_verdict(&r, NF_DROP, NULL);
-	rsb_rule_end(b, &r);
+	way_in_rule(b);
 	/* sandbox to sandbox through the gateway */
 	rsb_rule_begin(b, &r);
 	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);

@@ -29,6 +29,11 @@ s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 for _ in range(3): s.sendto(b"x", (sys.argv[1], 5000))' "$LAB_SSH4"
 esc_expect_nothing "TCP, UDP and ICMP from the off-bridge address" "src host $OFF4"
 n=$ESC_N
+# the gateway's own address on that port: its services do not answer either
+lab_sb 1 ping -c 2 -W 1 -i 0.2 10.99.0.1 >/dev/null 2>&1 && p=0 || p=$?
+t_nomatch "no ping answer from the gateway's address on the off-bridge port" "^0$" "$p"
+in_drops=$(esc_counter inet input 'iifname != "lo"')
+t_lt "the input chain's not-an-uplink rule counted them" 0 "$in_drops"
 drops=$(esc_counter inet forward 'iifname != "lo"')
 t_lt "the forward chain's not-an-uplink rule counted them" 0 "$drops"
 esc_end "dropped by the forward chain (${drops} packets counted)" \
