@@ -277,6 +277,27 @@ static void held_seq(struct sc *c, int fam, enum sc_src src, enum sc_dst dc, uin
 		sc_tcp(&p, (flags), (seq), (ack));                                                 \
 	} while (0)
 
+/* The sandbox's bytes at seq, a packet each step: a stream segment (a
+ * ClientHello, or what stands in its place), application data, and the
+ * server's acknowledgement up to ack. */
+#define SEND(seq, kind, name, b, n)                                                                \
+	do {                                                                                       \
+		OUT(P | A, (seq), srv + 1);                                                        \
+		sc_stream(&p, (kind), (name), (b), (n));                                           \
+		STEP(p);                                                                           \
+	} while (0)
+#define DATA(seq)                                                                                  \
+	do {                                                                                       \
+		OUT(P | A, (seq), srv + 1);                                                        \
+		sc_payload(&p, SPEC_PL_DATA, plain, nplain);                                       \
+		STEP(p);                                                                           \
+	} while (0)
+#define ACKED(ack)                                                                                 \
+	do {                                                                                       \
+		IN(A, srv + 1, (ack));                                                             \
+		STEP(p);                                                                           \
+	} while (0)
+
 	OUT(S, isn, 0);
 	if (v == HV_FASTOPEN)
 		sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok, nok);
@@ -292,145 +313,83 @@ static void held_seq(struct sc *c, int fam, enum sc_src src, enum sc_dst dc, uin
 	case HV_RESEND_AFTER_ACK:
 	case HV_MORE_DATA:
 	case HV_ACK_TIMEOUT:
-		OUT(P | A, d1, srv + 1);
-		sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok, nok);
-		STEP(p);
+		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, nok);
 		if (v == HV_ACK_TIMEOUT) {
 			drv_advance(c->d, 3001);
 			OUT(A, d1 + (uint32_t)nok, srv + 1);
 			STEP(p);
 			break;
 		}
-		if (v == HV_MORE_DATA) {
-			OUT(P | A, d1 + (uint32_t)nok, srv + 1);
-			sc_payload(&p, SPEC_PL_DATA, plain, nplain);
-			STEP(p);
-		}
-		IN(A, srv + 1, d1 + (uint32_t)nok);
-		STEP(p);
-		if (v == HV_RESEND_AFTER_ACK) {
-			OUT(P | A, d1, srv + 1);
-			sc_stream(&p, SPEC_ST_CH, "evil.test", bad, nbad);
-			STEP(p);
-		}
-		OUT(P | A, d1 + (uint32_t)nok, srv + 1);
-		sc_payload(&p, SPEC_PL_DATA, plain, nplain);
-		STEP(p);
-		OUT(P | A, d1 + (uint32_t)(nok + nplain), srv + 1);
-		sc_payload(&p, SPEC_PL_DATA, plain, nplain);
-		STEP(p);
+		if (v == HV_MORE_DATA)
+			DATA(d1 + (uint32_t)nok);
+		ACKED(d1 + (uint32_t)nok);
+		if (v == HV_RESEND_AFTER_ACK)
+			SEND(d1, SPEC_ST_CH, "evil.test", bad, nbad);
+		DATA(d1 + (uint32_t)nok);
+		DATA(d1 + (uint32_t)(nok + nplain));
 		break;
 	case HV_CH_DENIED:
-		OUT(P | A, d1, srv + 1);
-		sc_stream(&p, SPEC_ST_CH, "evil.test", bad, nbad);
-		STEP(p);
-		OUT(P | A, d1, srv + 1);
-		sc_stream(&p, SPEC_ST_CH, "evil.test", bad, nbad);
-		STEP(p);
+		SEND(d1, SPEC_ST_CH, "evil.test", bad, nbad);
+		SEND(d1, SPEC_ST_CH, "evil.test", bad, nbad);
 		break;
 	case HV_INSERT_1BYTE:
-		OUT(P | A, d1, srv + 1);
-		sc_stream(&p, SPEC_ST_PLAIN, NULL, (const uint8_t *)"X", 1);
-		STEP(p);
-		OUT(P | A, d1, srv + 1);
-		sc_stream(&p, SPEC_ST_CH, "evil.test", bad, nbad);
-		STEP(p);
+		SEND(d1, SPEC_ST_PLAIN, NULL, (const uint8_t *)"X", 1);
+		SEND(d1, SPEC_ST_CH, "evil.test", bad, nbad);
 		break;
 	case HV_RESEND_OTHER:
-		OUT(P | A, d1, srv + 1);
-		sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok, nok);
-		STEP(p);
-		OUT(P | A, d1, srv + 1);
-		sc_stream(&p, SPEC_ST_CH, "evil.test", bad, nbad);
-		STEP(p);
+		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, nok);
+		SEND(d1, SPEC_ST_CH, "evil.test", bad, nbad);
 		break;
 	case HV_SPLIT:
 	case HV_SPLIT_TAMPER:
 	case HV_GAP:
-		if (v == HV_GAP) {
-			OUT(P | A, d1 + 20, srv + 1);
-			sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok + 20, nok - 20);
-			STEP(p);
-		}
-		OUT(P | A, d1, srv + 1);
-		sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok, 20);
-		STEP(p);
+		if (v == HV_GAP)
+			SEND(d1 + 20, SPEC_ST_CH, "api.allowed.test", ok + 20, nok - 20);
+		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, 20);
 		if (v == HV_SPLIT_TAMPER) {
 			memcpy(x, ok, 20);
 			x[19] ^= 0x55;
-			OUT(P | A, d1, srv + 1);
-			sc_stream(&p, SPEC_ST_CH, "api.allowed.test", x, 20);
-			STEP(p);
+			SEND(d1, SPEC_ST_CH, "api.allowed.test", x, 20);
 		}
-		OUT(P | A, d1 + 20, srv + 1);
-		sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok + 20, nok - 20);
-		STEP(p);
-		IN(A, srv + 1, d1 + (uint32_t)nok);
-		STEP(p);
-		OUT(P | A, d1 + (uint32_t)nok, srv + 1);
-		sc_payload(&p, SPEC_PL_DATA, plain, nplain);
-		STEP(p);
+		SEND(d1 + 20, SPEC_ST_CH, "api.allowed.test", ok + 20, nok - 20);
+		ACKED(d1 + (uint32_t)nok);
+		DATA(d1 + (uint32_t)nok);
 		break;
 	case HV_SYN_OTHER_ISN:
 	case HV_SYN_SAME_ISN:
 		OUT(S, v == HV_SYN_SAME_ISN ? isn : isn + 77777, 0);
 		STEP(p);
-		OUT(P | A, d1, srv + 1);
-		sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok, nok);
-		STEP(p);
+		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, nok);
 		break;
 	case HV_TIMEOUT:
 		drv_advance(c->d, 3001);
-		OUT(P | A, d1, srv + 1);
-		sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok, nok);
-		STEP(p);
+		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, nok);
 		break;
 	case HV_PARTIAL_ACK:
-		OUT(P | A, d1, srv + 1);
-		sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok, nok);
-		STEP(p);
-		IN(A, srv + 1, d1 + 10);
-		STEP(p);
+		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, nok);
+		ACKED(d1 + 10);
 		OUT(A, d1 + (uint32_t)nok, srv + 1);
 		STEP(p);
-		IN(A, srv + 1, d1 + (uint32_t)nok);
-		STEP(p);
-		OUT(P | A, d1 + (uint32_t)nok, srv + 1);
-		sc_payload(&p, SPEC_PL_DATA, plain, nplain);
-		STEP(p);
+		ACKED(d1 + (uint32_t)nok);
+		DATA(d1 + (uint32_t)nok);
 		break;
 	case HV_NOSNI:
 		nok = drv_client_hello(x, NULL);
-		OUT(P | A, d1, srv + 1);
-		sc_stream(&p, SPEC_ST_NOSNI, NULL, x, nok);
-		STEP(p);
+		SEND(d1, SPEC_ST_NOSNI, NULL, x, nok);
 		break;
 	case HV_TLSBAD:
 		nok = drv_tls_bad(x);
-		OUT(P | A, d1, srv + 1);
-		sc_stream(&p, SPEC_ST_TLSBAD, NULL, x, nok);
-		STEP(p);
+		SEND(d1, SPEC_ST_TLSBAD, NULL, x, nok);
 		break;
 	case HV_PLAIN:
-		OUT(P | A, d1, srv + 1);
-		sc_stream(&p, SPEC_ST_PLAIN, NULL, plain, nplain);
-		STEP(p);
-		IN(A, srv + 1, d1 + (uint32_t)nplain);
-		STEP(p);
-		OUT(P | A, d1 + (uint32_t)nplain, srv + 1);
-		sc_payload(&p, SPEC_PL_DATA, plain, nplain);
-		STEP(p);
+		SEND(d1, SPEC_ST_PLAIN, NULL, plain, nplain);
+		ACKED(d1 + (uint32_t)nplain);
+		DATA(d1 + (uint32_t)nplain);
 		break;
 	case HV_RESEND_SAME:
-		OUT(P | A, d1, srv + 1);
-		sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok, 20);
-		STEP(p);
-		OUT(P | A, d1, srv + 1);
-		sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok, 20);
-		STEP(p);
-		OUT(P | A, d1 + 10, srv + 1);
-		sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok + 10, nok - 10);
-		STEP(p);
+		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, 20);
+		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, 20);
+		SEND(d1 + 10, SPEC_ST_CH, "api.allowed.test", ok + 10, nok - 10);
 		break;
 	case HV_SYNACK:
 		OUT(S | A, isn, srv + 1);
@@ -446,36 +405,31 @@ static void held_seq(struct sc *c, int fam, enum sc_src src, enum sc_dst dc, uin
 		OUT(R | A, d1, srv + 1);
 		sc_stream(&p, SPEC_ST_CH, "evil.test", bad, nbad);
 		STEP(p);
-		OUT(P | A, d1, srv + 1);
-		sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok, nok);
-		STEP(p);
+		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, nok);
 		break;
 	case HV_FIN_PAST:
 		OUT(F | A, d1, srv + 1);
 		STEP(p);
-		OUT(P | A, d1, srv + 1);
-		sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok, nok);
-		STEP(p);
+		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, nok);
 		break;
 	case HV_ALERT_FIRST:
 		memcpy(x, "\x15\x03\x03\x00\x02\x01\x00", 7); /* warning alert */
 		memcpy(x + 7, ok, nok);
-		OUT(P | A, d1, srv + 1);
-		sc_stream(&p, SPEC_ST_TLSBAD, NULL, x, 7 + nok);
-		STEP(p);
+		SEND(d1, SPEC_ST_TLSBAD, NULL, x, 7 + nok);
 		break;
 	case HV_RST:
 		OUT(R, d1, 0);
 		STEP(p);
-		OUT(P | A, d1, srv + 1);
-		sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok, nok);
-		STEP(p);
+		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, nok);
 		break;
 	default:
 		break;
 	}
 #undef OUT
 #undef IN
+#undef SEND
+#undef DATA
+#undef ACKED
 done:
 	drv_reset_flows(c->d);
 }
