@@ -13,6 +13,7 @@
 #include "engine/engine_int.h" /* first: netinet/in.h before linux/ headers */
 
 #include "rules/rules_int.h"
+#include "tests/unit/tlsmsg.h"
 
 #include <arpa/inet.h>
 #include <linux/netfilter.h>
@@ -38,41 +39,6 @@ static struct dnsguard *dg;
 static struct portmap pm = {.lock = PTHREAD_RWLOCK_INITIALIZER};
 static uint8_t ch_good[512], ch_evil[512];
 static size_t n_good, n_evil;
-
-static size_t client_hello(uint8_t *b, const char *sni)
-{
-	size_t n = strlen(sni), o = 0, ext = 9 + n, body = 2 + 32 + 1 + 4 + 2 + 2 + ext;
-
-	b[o++] = 0x16;
-	b[o++] = 3;
-	b[o++] = 1;
-	b[o++] = (uint8_t)((body + 4) >> 8);
-	b[o++] = (uint8_t)(body + 4);
-	b[o++] = 1;
-	b[o++] = 0;
-	b[o++] = (uint8_t)(body >> 8);
-	b[o++] = (uint8_t)body;
-	b[o++] = 3;
-	b[o++] = 3;
-	memset(b + o, 0x42, 32);
-	o += 32;
-	b[o++] = 0;
-	memcpy(b + o, "\x00\x02\x13\x01\x01\x00", 6);
-	o += 6;
-	b[o++] = (uint8_t)(ext >> 8);
-	b[o++] = (uint8_t)ext;
-	b[o++] = 0;
-	b[o++] = 0;
-	b[o++] = (uint8_t)((n + 5) >> 8);
-	b[o++] = (uint8_t)(n + 5);
-	b[o++] = (uint8_t)((n + 3) >> 8);
-	b[o++] = (uint8_t)(n + 3);
-	b[o++] = 0;
-	b[o++] = (uint8_t)(n >> 8);
-	b[o++] = (uint8_t)n;
-	memcpy(b + o, sni, n);
-	return o + n;
-}
 
 static void judge(struct decide_ctx *c, const uint8_t *pkt, size_t len, uint8_t hook,
 		  struct decision *d)
@@ -145,8 +111,8 @@ static int init(void)
 	ports[0].ifindex = 4;
 	portmap_set(&pm, ports, 1);
 	learn();
-	n_good = client_hello(ch_good, "api.github.test");
-	n_evil = client_hello(ch_evil, "paste.evil.test");
+	n_good = tm_client_hello(ch_good, "api.github.test");
+	n_evil = tm_client_hello(ch_evil, "paste.evil.test");
 	return 0;
 }
 

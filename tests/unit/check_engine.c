@@ -11,6 +11,7 @@
 
 #include "engine/engine_int.h"
 #include "rules/rules_int.h"
+#include "tests/unit/tlsmsg.h"
 #include "tests/unit/unit.h"
 
 static const char policy_yaml[] =
@@ -199,43 +200,6 @@ static size_t dns_msg6(uint8_t *b, uint16_t id, const char *name, const char *ad
 		o += 16;
 	}
 	return o;
-}
-
-static size_t client_hello(uint8_t *b, const char *sni)
-{
-	size_t n = strlen(sni), o = 0, ext = 9 + n, body = 2 + 32 + 1 + 4 + 2 + 2 + ext;
-
-	b[o++] = 0x16; /* handshake record, TLS 1.0 framing */
-	b[o++] = 3;
-	b[o++] = 1;
-	b[o++] = (uint8_t)((body + 4) >> 8);
-	b[o++] = (uint8_t)(body + 4);
-	b[o++] = 1; /* ClientHello */
-	b[o++] = 0;
-	b[o++] = (uint8_t)(body >> 8);
-	b[o++] = (uint8_t)body;
-	b[o++] = 3;
-	b[o++] = 3;
-	memset(b + o, 0x42, 32);
-	o += 32;
-	b[o++] = 0;			      /* session id */
-	memcpy(b + o, "\x00\x02\x13\x01", 4); /* one cipher suite */
-	o += 4;
-	memcpy(b + o, "\x01\x00", 2); /* null compression */
-	o += 2;
-	b[o++] = (uint8_t)(ext >> 8);
-	b[o++] = (uint8_t)ext;
-	b[o++] = 0; /* server_name */
-	b[o++] = 0;
-	b[o++] = (uint8_t)((n + 5) >> 8);
-	b[o++] = (uint8_t)(n + 5);
-	b[o++] = (uint8_t)((n + 3) >> 8);
-	b[o++] = (uint8_t)(n + 3);
-	b[o++] = 0; /* host_name */
-	b[o++] = (uint8_t)(n >> 8);
-	b[o++] = (uint8_t)n;
-	memcpy(b + o, sni, n);
-	return o + n;
 }
 
 /* Decide the current packet as coming in from port ifindex (prerouting). */
@@ -814,7 +778,7 @@ START_TEST(held_flow_sni)
 	ck_assert_uint_eq(held_count(held), 1);
 	tcp_pkt("10.203.0.11", 41000, "203.0.113.10", 443, SYN, 100, NULL, 0);
 	ck_assert_int_eq(judge(), VK_PASS); /* a retransmitted SYN */
-	n = client_hello(ch, "api.github.test");
+	n = tm_client_hello(ch, "api.github.test");
 	tcp_pkt("10.203.0.11", 41000, "203.0.113.10", 443, ACK | PSH, 101, ch, n);
 	/* allowed: recorded before its bytes go on (no record, no bytes to
 	 * the server), in the flow's own direction; promoted when the server
@@ -856,7 +820,7 @@ START_TEST(held_flow_sni)
 
 	/* another name on the same address */
 	handshake("10.203.0.11", 41001, "203.0.113.10", 443, 500);
-	n = client_hello(ch, "paste.evil.test");
+	n = tm_client_hello(ch, "paste.evil.test");
 	tcp_pkt("10.203.0.11", 41001, "203.0.113.10", 443, ACK | PSH, 501, ch, n);
 	ck_assert_int_eq(judge(), VK_REJECT);
 	ck_assert_ptr_nonnull(strstr(d.rec.reason, "paste.evil.test"));
@@ -867,7 +831,7 @@ START_TEST(held_flow_sni)
 
 	/* a ClientHello in two segments: the first passes, the second decides */
 	handshake("10.203.0.11", 41002, "203.0.113.10", 443, 900);
-	n = client_hello(ch, "api.github.test");
+	n = tm_client_hello(ch, "api.github.test");
 	tcp_pkt("10.203.0.11", 41002, "203.0.113.10", 443, ACK | PSH, 901, ch, 20);
 	ck_assert_int_eq(judge(), VK_PASS);
 	tcp_pkt("10.203.0.11", 41002, "203.0.113.10", 443, ACK | PSH, 901 + 40, ch + 40, n - 40);
@@ -884,7 +848,8 @@ END_TEST
 START_TEST(held_insertion)
 {
 	uint8_t ch[512], evil[512];
-	size_t n = client_hello(ch, "api.github.test"), ne = client_hello(evil, "paste.evil.test");
+	size_t n = tm_client_hello(ch, "api.github.test"),
+	       ne = tm_client_hello(evil, "paste.evil.test");
 
 	resolve("api.github.test", "203.0.113.10", 0x6700, "6020");
 	/* a one-byte non-TLS segment (which TTL 1 would stop after the
@@ -930,7 +895,7 @@ START_TEST(held_insertion)
 	ck_assert_int_eq(judge(), VK_REJECT);
 	ck_assert_str_eq(d.rec.reason, "held flow: bytes sent again differ from the ones judged");
 
-	ne = client_hello(evil, "paste.evil.test");
+	ne = tm_client_hello(evil, "paste.evil.test");
 	/* a second SYN with another sequence number */
 	handshake("10.203.0.11", 43003, "203.0.113.10", 443, 4000);
 	tcp_pkt("10.203.0.11", 43003, "203.0.113.10", 443, SYN, 9000, NULL, 0);
@@ -977,7 +942,7 @@ END_TEST
 START_TEST(held_promotion)
 {
 	uint8_t ch[512];
-	size_t n = client_hello(ch, "api.github.test");
+	size_t n = tm_client_hello(ch, "api.github.test");
 	uint32_t end = 101 + (uint32_t)n;
 	static const uint8_t evil_bytes[] = {0x16, 3, 1, 0};
 
@@ -1054,7 +1019,7 @@ START_TEST(held_reload_before_promotion)
 	struct policy *p2 = NULL;
 	struct pc_err err = {0};
 	uint8_t ch[512];
-	size_t n = client_hello(ch, "api.github.test");
+	size_t n = tm_client_hello(ch, "api.github.test");
 
 	resolve("api.github.test", "203.0.113.10", 0x6900, "6040");
 	handshake("10.203.0.11", 45000, "203.0.113.10", 443, 100);
@@ -1079,7 +1044,8 @@ END_TEST
 START_TEST(held_insertion_v6)
 {
 	uint8_t m[512], ch[512], evil[512];
-	size_t n = client_hello(ch, "api.github.test"), ne = client_hello(evil, "paste.evil.test");
+	size_t n = tm_client_hello(ch, "api.github.test"),
+	       ne = tm_client_hello(evil, "paste.evil.test");
 	size_t q = dns_msg6(m, 0x6a00, "api.github.test", NULL);
 	const char *c6 = "fd00:203::11", *s6 = "2001:db8:10::20";
 
@@ -1106,7 +1072,7 @@ END_TEST
 START_TEST(held_flow_timeout_and_plain)
 {
 	uint8_t ch[512];
-	size_t n = client_hello(ch, "api.github.test");
+	size_t n = tm_client_hello(ch, "api.github.test");
 
 	resolve("api.github.test", "203.0.113.10", 0x7777, "6003");
 	handshake("10.203.0.11", 42000, "203.0.113.10", 443, 1);
