@@ -7,6 +7,7 @@
 #include "rules/rules_int.h"
 #include "tests/unit/dnsmsg.h"
 #include "tests/unit/hostnames.h"
+#include "tests/unit/allow.h"
 #include "tests/unit/unit.h"
 
 #include <ldns/ldns.h>
@@ -23,30 +24,10 @@ static struct dnsguard *g;
 static struct policy_portrange p443[] = {{443, 443}};
 static struct policy_portrange p80_443[] = {{80, 80}, {443, 443}};
 static struct policy_allow allows[] = {
-    {.kind = POLICY_ALLOW_HOST,
-     .host = "api.github.com",
-     .ports = p443,
-     .n_ports = 1,
-     .proto = POLICY_PROTO_TCP,
-     .rule = "agent-1/allow[0]"},
-    {.kind = POLICY_ALLOW_WILDCARD,
-     .host = "githubusercontent.com",
-     .ports = p443,
-     .n_ports = 1,
-     .proto = POLICY_PROTO_TCP,
-     .rule = "agent-1/allow[1]"},
-    {.kind = POLICY_ALLOW_HOST,
-     .host = "pypi.org",
-     .ports = p443,
-     .n_ports = 1,
-     .proto = POLICY_PROTO_TCP,
-     .rule = "agent-1/allow[2]"},
-    {.kind = POLICY_ALLOW_HOST,
-     .host = "files.example",
-     .ports = p80_443,
-     .n_ports = 2,
-     .proto = POLICY_PROTO_ANY,
-     .rule = "agent-1/allow[3]"},
+    UA_NAME(HOST, "api.github.com", p443, TCP, "agent-1/allow[0]"),
+    UA_NAME(WILDCARD, "githubusercontent.com", p443, TCP, "agent-1/allow[1]"),
+    UA_NAME(HOST, "pypi.org", p443, TCP, "agent-1/allow[2]"),
+    UA_NAME(HOST, "files.example", p80_443, ANY, "agent-1/allow[3]"),
 };
 static struct policy_secret secrets[] = {
     {.name = "GITHUB_TOKEN", .host = "api.github.com", .port = 443},

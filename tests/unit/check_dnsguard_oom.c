@@ -6,6 +6,7 @@
 #include "dnsguard/dnsguard_int.h"
 #include "rules/rules_int.h"
 #include "tests/unit/dnsmsg.h"
+#include "tests/unit/allow.h"
 #include "tests/unit/unit.h"
 
 #include <ldns/ldns.h>
@@ -66,11 +67,7 @@ static struct pc_addr addr_of(unsigned i)
 START_TEST(out_of_memory_fails_closed)
 {
 	static struct policy_portrange p443[] = {{443, 443}};
-	static struct policy_allow al[] = {{.kind = POLICY_ALLOW_WILDCARD,
-					    .host = "example.org",
-					    .ports = p443,
-					    .n_ports = 1,
-					    .proto = POLICY_PROTO_TCP}};
+	static struct policy_allow al[] = {UA_NAME(WILDCARD, "example.org", p443, TCP, "")};
 	struct policy_sandbox sb = {
 	    .name = "oom", .allow = al, .n_allow = 1, .dns_qtypes = QT_DEFAULT};
 	struct config cfg;

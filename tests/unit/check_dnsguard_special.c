@@ -7,6 +7,7 @@
 #include "dnsguard/dnsguard_int.h"
 #include "rules/rules_int.h"
 #include "tests/unit/dnsmsg.h"
+#include "tests/unit/allow.h"
 #include "tests/unit/unit.h"
 
 #include <ldns/ldns.h>
@@ -24,19 +25,9 @@ static uint16_t next_id;
 static struct policy_portrange p80[] = {{80, 80}};
 static struct policy_portrange p8080[] = {{8080, 8080}};
 static struct policy_allow allows[] = {
-    {.kind = POLICY_ALLOW_WILDCARD,
-     .host = "example.org",
-     .ports = p80,
-     .n_ports = 1,
-     .proto = POLICY_PROTO_TCP,
-     .rule = "agent-1/allow[0]"},
+    UA_NAME(WILDCARD, "example.org", p80, TCP, "agent-1/allow[0]"),
     /* agent-2 only: opens the metadata address explicitly, on another port */
-    {.kind = POLICY_ALLOW_CIDR,
-     .cidr = {{AF_INET, {169, 254, 169, 254}}, 32},
-     .ports = p8080,
-     .n_ports = 1,
-     .proto = POLICY_PROTO_TCP,
-     .rule = "agent-2/allow[1]"},
+    UA_CIDR(p8080, TCP, "agent-2/allow[1]", {{AF_INET, {169, 254, 169, 254}}, 32}),
 };
 static struct policy_sandbox sb1 = {
     .name = "agent-1",

@@ -5,6 +5,7 @@
 #include "dnsguard/dnsguard_int.h"
 #include "rules/rules_int.h"
 #include "tests/unit/dnsmsg.h"
+#include "tests/unit/allow.h"
 #include "tests/unit/unit.h"
 
 #include <ldns/ldns.h>
@@ -23,18 +24,8 @@ static struct config cfg;
 static struct dnsguard *g;
 static struct policy_portrange p443[] = {{443, 443}};
 static struct policy_allow allows[] = {
-    {.kind = POLICY_ALLOW_HOST,
-     .host = "api.github.com",
-     .ports = p443,
-     .n_ports = 1,
-     .proto = POLICY_PROTO_TCP,
-     .rule = "t/allow[0]"},
-    {.kind = POLICY_ALLOW_WILDCARD,
-     .host = "example.org",
-     .ports = p443,
-     .n_ports = 1,
-     .proto = POLICY_PROTO_TCP,
-     .rule = "t/allow[1]"},
+    UA_NAME(HOST, "api.github.com", p443, TCP, "t/allow[0]"),
+    UA_NAME(WILDCARD, "example.org", p443, TCP, "t/allow[1]"),
 };
 static struct policy_sandbox sb = {
     .name = "t",

@@ -11,6 +11,7 @@
 
 #include "rules/rules_int.h"
 #include "tests/unit/hostnames.h"
+#include "tests/unit/allow.h"
 #include "tests/unit/unit.h"
 
 static struct policy *load_cfg(const char *yaml, const struct config *cfg)
@@ -564,17 +565,8 @@ START_TEST(hand_built_sandbox_is_scanned)
 {
 	struct policy_portrange ports[] = {{443, 443}};
 	struct policy_allow allow[2] = {
-	    {.kind = POLICY_ALLOW_WILDCARD,
-	     .host = "example.com",
-	     .ports = ports,
-	     .n_ports = 1,
-	     .proto = POLICY_PROTO_TCP,
-	     .rule = "h/allow[0]"},
-	    {.kind = POLICY_ALLOW_CIDR,
-	     .ports = ports,
-	     .n_ports = 1,
-	     .proto = POLICY_PROTO_TCP,
-	     .rule = "h/allow[1]"},
+	    UA_NAME(WILDCARD, "example.com", ports, TCP, "h/allow[0]"),
+	    UA_CIDR(ports, TCP, "h/allow[1]", {{0}, 0}),
 	};
 	struct policy_secret sec = {.name = "T", .host = "a.example.com", .port = 443};
 	struct policy_sandbox sb = {
