@@ -7,7 +7,7 @@
 
 #include "rules/rules_int.h"
 #include "spec/driver.h"
-#include "tests/unit/tlsmsg.h"
+#include "tests/unit/wire.h"
 
 #include <arpa/inet.h>
 #include <linux/netfilter.h>
@@ -165,77 +165,24 @@ unsigned drv_last(const struct drv *d)
 
 /* ---- payloads ----------------------------------------------------------------- */
 
-static size_t put_name(uint8_t *b, const char *name)
-{
-	size_t o = 0;
-
-	while (*name) {
-		const char *dot = strchr(name, '.');
-		size_t l = dot ? (size_t)(dot - name) : strlen(name);
-
-		b[o++] = (uint8_t)l;
-		memcpy(b + o, name, l);
-		o += l;
-		name += l + (dot ? 1 : 0);
-	}
-	b[o++] = 0;
-	return o;
-}
-
-static size_t dns_head(uint8_t *b, uint16_t id, bool answer, uint16_t an)
-{
-	memset(b, 0, 12);
-	b[0] = (uint8_t)(id >> 8);
-	b[1] = (uint8_t)id;
-	b[2] = answer ? 0x81 : 0x01; /* QR for answers, RD */
-	b[3] = answer ? 0x80 : 0x00; /* RA */
-	b[5] = 1;
-	b[7] = (uint8_t)an;
-	return 12;
-}
-
 size_t drv_dns_query(uint8_t *b, uint16_t id, const char *name, uint16_t qtype)
 {
-	size_t o = dns_head(b, id, false, 0);
-
-	o += put_name(b + o, name);
-	b[o++] = (uint8_t)(qtype >> 8);
-	b[o++] = (uint8_t)qtype;
-	b[o++] = 0;
-	b[o++] = 1;
-	return o;
+	return wire_dns_question(b, id, false, 0, name, qtype);
 }
 
 size_t drv_dns_answer(uint8_t *b, uint16_t id, const char *name, uint16_t qtype,
 		      const struct pc_addr *addrs, size_t n)
 {
-	size_t o = dns_head(b, id, true, (uint16_t)n);
+	size_t o = wire_dns_question(b, id, true, (uint16_t)n, name, qtype);
 
-	o += put_name(b + o, name);
-	b[o++] = (uint8_t)(qtype >> 8);
-	b[o++] = (uint8_t)qtype;
-	b[o++] = 0;
-	b[o++] = 1;
-	for (size_t i = 0; i < n; i++) {
-		size_t al = addrs[i].family == AF_INET6 ? 16 : 4;
-		uint16_t t = al == 16 ? 28 : 1;
-
-		b[o++] = 0xc0;
-		b[o++] = 0x0c;
-		b[o++] = (uint8_t)(t >> 8);
-		b[o++] = (uint8_t)t;
-		memcpy(b + o, "\x00\x01\x00\x00\x01\x2c\x00", 7);
-		o += 7;
-		b[o++] = (uint8_t)al;
-		memcpy(b + o, addrs[i].a, al);
-		o += al;
-	}
+	for (size_t i = 0; i < n; i++)
+		o += wire_dns_addr(b + o, &addrs[i]);
 	return o;
 }
 
 size_t drv_client_hello(uint8_t *b, const char *sni)
 {
-	return tm_client_hello(b, sni);
+	return wire_client_hello(b, sni);
 }
 
 size_t drv_tls_bad(uint8_t *b)

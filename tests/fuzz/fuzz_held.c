@@ -13,7 +13,7 @@
 #include "engine/engine_int.h" /* first: netinet/in.h before linux/ headers */
 
 #include "rules/rules_int.h"
-#include "tests/unit/tlsmsg.h"
+#include "tests/unit/wire.h"
 
 #include <arpa/inet.h>
 #include <linux/netfilter.h>
@@ -111,8 +111,8 @@ static int init(void)
 	ports[0].ifindex = 4;
 	portmap_set(&pm, ports, 1);
 	learn();
-	n_good = tm_client_hello(ch_good, "api.github.test");
-	n_evil = tm_client_hello(ch_evil, "paste.evil.test");
+	n_good = wire_client_hello(ch_good, "api.github.test");
+	n_evil = wire_client_hello(ch_evil, "paste.evil.test");
 	return 0;
 }
 

@@ -11,7 +11,7 @@
 
 #include "engine/engine_int.h"
 #include "rules/rules_int.h"
-#include "tests/unit/tlsmsg.h"
+#include "tests/unit/wire.h"
 #include "tests/unit/unit.h"
 
 static const char policy_yaml[] =
@@ -137,69 +137,31 @@ static void udp_pkt(const char *src, const char *dst, const void *data, size_t l
 	pkt_len = (size_t)n;
 }
 
-static size_t put_name(uint8_t *b, const char *name)
+/* A DNS query of type qtype, or (with addr) its answer holding one A or
+ * AAAA record. */
+static size_t dns_msg_type(uint8_t *b, uint16_t id, const char *name, const char *addr,
+			   uint16_t qtype)
 {
-	size_t o = 0;
+	size_t o = wire_dns_question(b, id, addr != NULL, addr ? 1 : 0, name, qtype);
+	struct pc_addr a;
 
-	while (*name) {
-		const char *dot = strchr(name, '.');
-		size_t l = dot ? (size_t)(dot - name) : strlen(name);
-
-		b[o++] = (uint8_t)l;
-		memcpy(b + o, name, l);
-		o += l;
-		name += l + (dot ? 1 : 0);
+	if (addr) {
+		ck_assert_int_eq(pc_addr_parse(addr, &a), 0);
+		o += wire_dns_addr(b + o, &a);
 	}
-	b[o++] = 0;
 	return o;
 }
 
-/* A DNS query, or (with addr) its answer holding one A record. */
+/* A query for an A record, or with addr its answer. */
 static size_t dns_msg(uint8_t *b, uint16_t id, const char *name, const char *addr)
 {
-	size_t o = 12;
-
-	memset(b, 0, 12);
-	b[0] = (uint8_t)(id >> 8);
-	b[1] = (uint8_t)id;
-	b[2] = addr ? 0x81 : 0x01; /* QR for answers, RD */
-	b[3] = addr ? 0x80 : 0x00; /* RA */
-	b[5] = 1;
-	b[7] = addr ? 1 : 0;
-	o += put_name(b + o, name);
-	memcpy(b + o, "\x00\x01\x00\x01", 4);
-	o += 4;
-	if (addr) {
-		memcpy(b + o, "\xc0\x0c\x00\x01\x00\x01\x00\x00\x01\x2c\x00\x04", 12);
-		o += 12;
-		inet_pton(AF_INET, addr, b + o);
-		o += 4;
-	}
-	return o;
+	return dns_msg_type(b, id, name, addr, 1);
 }
 
-/* The same for AAAA (with addr: its answer). */
+/* The same for AAAA. */
 static size_t dns_msg6(uint8_t *b, uint16_t id, const char *name, const char *addr)
 {
-	size_t o = 12;
-
-	memset(b, 0, 12);
-	b[0] = (uint8_t)(id >> 8);
-	b[1] = (uint8_t)id;
-	b[2] = addr ? 0x81 : 0x01;
-	b[3] = addr ? 0x80 : 0x00;
-	b[5] = 1;
-	b[7] = addr ? 1 : 0;
-	o += put_name(b + o, name);
-	memcpy(b + o, "\x00\x1c\x00\x01", 4);
-	o += 4;
-	if (addr) {
-		memcpy(b + o, "\xc0\x0c\x00\x1c\x00\x01\x00\x00\x01\x2c\x00\x10", 12);
-		o += 12;
-		inet_pton(AF_INET6, addr, b + o);
-		o += 16;
-	}
-	return o;
+	return dns_msg_type(b, id, name, addr, 28);
 }
 
 /* Decide the current packet as coming in from port ifindex (prerouting). */
@@ -778,7 +740,7 @@ START_TEST(held_flow_sni)
 	ck_assert_uint_eq(held_count(held), 1);
 	tcp_pkt("10.203.0.11", 41000, "203.0.113.10", 443, SYN, 100, NULL, 0);
 	ck_assert_int_eq(judge(), VK_PASS); /* a retransmitted SYN */
-	n = tm_client_hello(ch, "api.github.test");
+	n = wire_client_hello(ch, "api.github.test");
 	tcp_pkt("10.203.0.11", 41000, "203.0.113.10", 443, ACK | PSH, 101, ch, n);
 	/* allowed: recorded before its bytes go on (no record, no bytes to
 	 * the server), in the flow's own direction; promoted when the server
@@ -820,7 +782,7 @@ START_TEST(held_flow_sni)
 
 	/* another name on the same address */
 	handshake("10.203.0.11", 41001, "203.0.113.10", 443, 500);
-	n = tm_client_hello(ch, "paste.evil.test");
+	n = wire_client_hello(ch, "paste.evil.test");
 	tcp_pkt("10.203.0.11", 41001, "203.0.113.10", 443, ACK | PSH, 501, ch, n);
 	ck_assert_int_eq(judge(), VK_REJECT);
 	ck_assert_ptr_nonnull(strstr(d.rec.reason, "paste.evil.test"));
@@ -831,7 +793,7 @@ START_TEST(held_flow_sni)
 
 	/* a ClientHello in two segments: the first passes, the second decides */
 	handshake("10.203.0.11", 41002, "203.0.113.10", 443, 900);
-	n = tm_client_hello(ch, "api.github.test");
+	n = wire_client_hello(ch, "api.github.test");
 	tcp_pkt("10.203.0.11", 41002, "203.0.113.10", 443, ACK | PSH, 901, ch, 20);
 	ck_assert_int_eq(judge(), VK_PASS);
 	tcp_pkt("10.203.0.11", 41002, "203.0.113.10", 443, ACK | PSH, 901 + 40, ch + 40, n - 40);
@@ -848,8 +810,8 @@ END_TEST
 START_TEST(held_insertion)
 {
 	uint8_t ch[512], evil[512];
-	size_t n = tm_client_hello(ch, "api.github.test"),
-	       ne = tm_client_hello(evil, "paste.evil.test");
+	size_t n = wire_client_hello(ch, "api.github.test"),
+	       ne = wire_client_hello(evil, "paste.evil.test");
 
 	resolve("api.github.test", "203.0.113.10", 0x6700, "6020");
 	/* a one-byte non-TLS segment (which TTL 1 would stop after the
@@ -895,7 +857,7 @@ START_TEST(held_insertion)
 	ck_assert_int_eq(judge(), VK_REJECT);
 	ck_assert_str_eq(d.rec.reason, "held flow: bytes sent again differ from the ones judged");
 
-	ne = tm_client_hello(evil, "paste.evil.test");
+	ne = wire_client_hello(evil, "paste.evil.test");
 	/* a second SYN with another sequence number */
 	handshake("10.203.0.11", 43003, "203.0.113.10", 443, 4000);
 	tcp_pkt("10.203.0.11", 43003, "203.0.113.10", 443, SYN, 9000, NULL, 0);
@@ -942,7 +904,7 @@ END_TEST
 START_TEST(held_promotion)
 {
 	uint8_t ch[512];
-	size_t n = tm_client_hello(ch, "api.github.test");
+	size_t n = wire_client_hello(ch, "api.github.test");
 	uint32_t end = 101 + (uint32_t)n;
 	static const uint8_t evil_bytes[] = {0x16, 3, 1, 0};
 
@@ -1019,7 +981,7 @@ START_TEST(held_reload_before_promotion)
 	struct policy *p2 = NULL;
 	struct pc_err err = {0};
 	uint8_t ch[512];
-	size_t n = tm_client_hello(ch, "api.github.test");
+	size_t n = wire_client_hello(ch, "api.github.test");
 
 	resolve("api.github.test", "203.0.113.10", 0x6900, "6040");
 	handshake("10.203.0.11", 45000, "203.0.113.10", 443, 100);
@@ -1044,8 +1006,8 @@ END_TEST
 START_TEST(held_insertion_v6)
 {
 	uint8_t m[512], ch[512], evil[512];
-	size_t n = tm_client_hello(ch, "api.github.test"),
-	       ne = tm_client_hello(evil, "paste.evil.test");
+	size_t n = wire_client_hello(ch, "api.github.test"),
+	       ne = wire_client_hello(evil, "paste.evil.test");
 	size_t q = dns_msg6(m, 0x6a00, "api.github.test", NULL);
 	const char *c6 = "fd00:203::11", *s6 = "2001:db8:10::20";
 
@@ -1072,7 +1034,7 @@ END_TEST
 START_TEST(held_flow_timeout_and_plain)
 {
 	uint8_t ch[512];
-	size_t n = tm_client_hello(ch, "api.github.test");
+	size_t n = wire_client_hello(ch, "api.github.test");
 
 	resolve("api.github.test", "203.0.113.10", 0x7777, "6003");
 	handshake("10.203.0.11", 42000, "203.0.113.10", 443, 1);
