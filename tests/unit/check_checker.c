@@ -170,6 +170,27 @@ static void teardown(void)
 	ck_state_free(&st);
 }
 
+/* The analysis of st names needle among its findings; st is freed. */
+static void expect_finding(const char *needle)
+{
+	struct checker_result *r = analyze();
+
+	ck_assert_msg(has(r, needle), "no finding \"%s\" (%zu findings)", needle, r->n_findings);
+	checker_result_free(r);
+	teardown();
+}
+
+/* The analysis of st proves the guarded path; st is freed. */
+static void expect_proven(void)
+{
+	struct checker_result *r = analyze();
+
+	ck_assert_msg(r->status == CHECKER_PROVEN, "status %d: %s", (int)r->status,
+		      r->n_findings ? r->findings[0].text : "");
+	checker_result_free(r);
+	teardown();
+}
+
 START_TEST(guarded_path_is_proven)
 {
 	struct checker_result *r;
@@ -199,37 +220,26 @@ END_TEST
 
 START_TEST(policy_accept_is_named)
 {
-	struct checker_result *r;
-
 	base_state();
 	our_guard(0);
 	st.nft.chains[0].policy = NF_ACCEPT;
 	nftnl_rule_free(st.nft.chains[0].rules[3].r);
 	nftnl_rule_free(st.nft.chains[0].rules[2].r);
 	st.nft.chains[0].n_rules = 2; /* queue and final drop removed */
-	r = analyze();
-	ck_assert(has(r, "policy accept without an engine decision"));
-	checker_result_free(r);
-	teardown();
+	expect_finding("policy accept without an engine decision");
 }
 END_TEST
 
 START_TEST(bypass_queue_is_an_exit)
 {
-	struct checker_result *r;
-
 	base_state();
 	our_guard(NFT_QUEUE_FLAG_BYPASS);
-	r = analyze();
-	ck_assert(has(r, "queue 100-101 with bypass"));
-	checker_result_free(r);
-	teardown();
+	expect_finding("queue 100-101 with bypass");
 }
 END_TEST
 
 START_TEST(accept_elsewhere_does_not_bypass_us)
 {
-	struct checker_result *r;
 	struct ck_chain *c;
 
 	base_state();
@@ -238,16 +248,12 @@ START_TEST(accept_elsewhere_does_not_bypass_us)
 	 * still runs (accept ends only its own base chain) */
 	c = chain(NFPROTO_IPV4, "early", "pre", NF_INET_PRE_ROUTING, -300, NF_ACCEPT, "filter");
 	e_verdict(rule(c), NF_ACCEPT);
-	r = analyze();
-	ck_assert_int_eq(r->status, CHECKER_PROVEN);
-	checker_result_free(r);
-	teardown();
+	expect_proven();
 }
 END_TEST
 
 START_TEST(foreign_mark_write_is_an_exit)
 {
-	struct checker_result *r;
 	struct ck_chain *c;
 	struct nftnl_expr *e;
 	struct nftnl_rule *ru;
@@ -265,11 +271,8 @@ START_TEST(foreign_mark_write_is_an_exit)
 	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_MARK);
 	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_SREG, NFT_REG_1);
 	nftnl_rule_add_expr(ru, e);
-	r = analyze();
-	ck_assert(has(
-	    r, "table ip m chain out rule handle 1: ct mark set may set the engine's mark bits"));
-	checker_result_free(r);
-	teardown();
+	expect_finding(
+	    "table ip m chain out rule handle 1: ct mark set may set the engine's mark bits");
 }
 END_TEST
 
@@ -306,7 +309,6 @@ static void e_jump(struct nftnl_rule *r, const char *chain)
  * not once per path to it. */
 START_TEST(jump_fanout_is_walked_once_per_chain)
 {
-	struct checker_result *r;
 	char name[16], next[16];
 
 	base_state();
@@ -329,10 +331,7 @@ START_TEST(jump_fanout_is_walked_once_per_chain)
 		e_jump(rule(c), next);
 	}
 	/* c23 is empty: every call returns, so both jumps of each chain run */
-	r = analyze();
-	ck_assert_int_eq(r->status, CHECKER_PROVEN); /* an accept does not get past us */
-	checker_result_free(r);
-	teardown();
+	expect_proven(); /* an accept does not get past us */
 }
 END_TEST
 
@@ -410,7 +409,6 @@ END_TEST
 
 START_TEST(other_interface_rules_do_not_match_sandbox)
 {
-	struct checker_result *r;
 	struct ck_chain *c;
 	struct nftnl_rule *ru;
 	char up[16] = "eth0";
@@ -425,10 +423,7 @@ START_TEST(other_interface_rules_do_not_match_sandbox)
 	e_meta(ru, NFT_META_IIFNAME, NFT_REG_1);
 	e_cmp(ru, NFT_CMP_EQ, up, 16); /* never true on pcv1 */
 	nftnl_rule_add_expr(ru, nftnl_expr_alloc("fwd"));
-	r = analyze();
-	ck_assert_int_eq(r->status, CHECKER_PROVEN);
-	checker_result_free(r);
-	teardown();
+	expect_proven();
 }
 END_TEST
 
@@ -463,7 +458,6 @@ static void e_meta_set(struct nftnl_rule *r, uint32_t key)
 
 START_TEST(mark_copy_from_conntrack_is_an_exit)
 {
-	struct checker_result *r;
 	struct nftnl_rule *ru;
 
 	base_state();
@@ -471,16 +465,12 @@ START_TEST(mark_copy_from_conntrack_is_an_exit)
 	ru = foreign_rule(); /* meta mark set ct mark */
 	e_ctmark_load(ru);
 	e_meta_set(ru, NFT_META_MARK);
-	r = analyze();
-	ck_assert(has(r, "meta mark set may set the engine's mark bits"));
-	checker_result_free(r);
-	teardown();
+	expect_finding("meta mark set may set the engine's mark bits");
 }
 END_TEST
 
 START_TEST(masked_mark_copy_is_harmless)
 {
-	struct checker_result *r;
 	struct nftnl_rule *ru;
 	struct nftnl_expr *e;
 	uint32_t m = 0x0000ff00u, z = 0;
@@ -497,16 +487,12 @@ START_TEST(masked_mark_copy_is_harmless)
 	nftnl_expr_set(e, NFTNL_EXPR_BITWISE_XOR, &z, 4);
 	nftnl_rule_add_expr(ru, e);
 	e_meta_set(ru, NFT_META_MARK);
-	r = analyze();
-	ck_assert_int_eq(r->status, CHECKER_PROVEN);
-	checker_result_free(r);
-	teardown();
+	expect_proven();
 }
 END_TEST
 
 START_TEST(pkttype_host_is_an_exit)
 {
-	struct checker_result *r;
 	struct nftnl_rule *ru;
 	struct nftnl_expr *e;
 	uint8_t host = 0; /* PACKET_HOST */
@@ -519,10 +505,7 @@ START_TEST(pkttype_host_is_an_exit)
 	nftnl_expr_set(e, NFTNL_EXPR_IMM_DATA, &host, 1);
 	nftnl_rule_add_expr(ru, e);
 	e_meta_set(ru, NFT_META_PKTTYPE);
-	r = analyze();
-	ck_assert(has(r, "meta pkttype set host"));
-	checker_result_free(r);
-	teardown();
+	expect_finding("meta pkttype set host");
 }
 END_TEST
 
@@ -553,10 +536,7 @@ START_TEST(ct_helper_is_an_exit_notrack_is_not)
 	ck_assert_msg(r->status == CHECKER_PROVEN, "%s", r->n_findings ? r->findings[0].text : "");
 	checker_result_free(r);
 	e_ct_target(foreign_rule(), "irc");
-	r = analyze();
-	ck_assert(has(r, "conntrack helper 'irc'"));
-	checker_result_free(r);
-	teardown();
+	expect_finding("conntrack helper 'irc'");
 }
 END_TEST
 
