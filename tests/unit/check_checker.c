@@ -15,14 +15,15 @@
 #include <sodium.h>
 
 #include "checker/checker_int.h"
-#include "unit.h"
+#include "tests/unit/nftexpr.h"
+#include "tests/unit/unit.h"
 
 static struct ck_state st;
 static struct checker_expect ex;
 
 static void base_state(void)
 {
-	struct ck_link *br, *p;
+	struct ck_link *p;
 
 	memset(&st, 0, sizeof(st));
 	memset(&ex, 0, sizeof(ex));
@@ -34,17 +35,9 @@ static void base_state(void)
 	ex.listen_ports[0] = 8443;
 	ex.n_listen = 1;
 	ex.br_nf_call = -1;
-	br = ck_grow(&st.links, &st.n_links, &st.cap_links, sizeof(*br));
-	br->ifindex = 3;
-	strcpy(br->name, "pcbr0");
-	strcpy(br->kind, "bridge");
-	p = ck_grow(&st.links, &st.n_links, &st.cap_links, sizeof(*p));
-	p->ifindex = 4;
-	p->master = 3;
+	p = nx_bridge_links(&st);
 	p->link_netns = true;
 	p->isolated = 1;
-	strcpy(p->name, "pcv1");
-	strcpy(p->kind, "veth");
 }
 
 static struct ck_chain *chain(uint32_t fam, const char *table, const char *name, int hook, int prio,
@@ -74,52 +67,6 @@ static struct nftnl_rule *rule(struct ck_chain *c)
 	return r->r;
 }
 
-static void e_meta(struct nftnl_rule *r, uint32_t key, uint32_t reg)
-{
-	struct nftnl_expr *e = nftnl_expr_alloc("meta");
-
-	nftnl_expr_set_u32(e, NFTNL_EXPR_META_KEY, key);
-	nftnl_expr_set_u32(e, NFTNL_EXPR_META_DREG, reg);
-	nftnl_rule_add_expr(r, e);
-}
-
-static void e_cmp(struct nftnl_rule *r, uint32_t op, const void *d, uint32_t len)
-{
-	struct nftnl_expr *e = nftnl_expr_alloc("cmp");
-
-	nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_SREG, NFT_REG_1);
-	nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_OP, op);
-	nftnl_expr_set(e, NFTNL_EXPR_CMP_DATA, d, len);
-	nftnl_rule_add_expr(r, e);
-}
-
-static void e_verdict(struct nftnl_rule *r, int v)
-{
-	struct nftnl_expr *e = nftnl_expr_alloc("immediate");
-
-	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
-	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, (uint32_t)v);
-	nftnl_rule_add_expr(r, e);
-}
-
-static void e_ctmark_guard(struct nftnl_rule *r)
-{
-	struct nftnl_expr *e = nftnl_expr_alloc("ct");
-	uint32_t m = 0x80000000u, z = 0;
-
-	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_MARK);
-	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
-	nftnl_rule_add_expr(r, e);
-	e = nftnl_expr_alloc("bitwise");
-	nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
-	nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
-	nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_LEN, 4);
-	nftnl_expr_set(e, NFTNL_EXPR_BITWISE_MASK, &m, 4);
-	nftnl_expr_set(e, NFTNL_EXPR_BITWISE_XOR, &z, 4);
-	nftnl_rule_add_expr(r, e);
-	e_cmp(r, NFT_CMP_EQ, &m, 4);
-}
-
 static void e_queue(struct nftnl_rule *r, uint16_t num, uint16_t flags)
 {
 	struct nftnl_expr *e = nftnl_expr_alloc("queue");
@@ -138,15 +85,15 @@ static void our_guard(uint16_t qflags)
 	struct nftnl_rule *r = rule(c);
 	char br[16] = "pcbr0";
 
-	e_meta(r, NFT_META_IIFNAME, NFT_REG_1);
-	e_cmp(r, NFT_CMP_NEQ, br, 16);
-	e_verdict(r, NF_ACCEPT);
+	nx_load(r, "meta", NFT_META_IIFNAME);
+	nx_cmp(r, NFT_CMP_NEQ, br, 16);
+	nx_verdict(r, NF_ACCEPT);
 	r = rule(c);
-	e_ctmark_guard(r);
-	e_verdict(r, NF_ACCEPT);
+	nx_mark(r, true, 0x80000000u, 0x80000000u);
+	nx_verdict(r, NF_ACCEPT);
 	r = rule(c);
 	e_queue(r, 100, qflags);
-	e_verdict(rule(c), NF_DROP);
+	nx_verdict(rule(c), NF_DROP);
 }
 
 static struct checker_result *analyze(void)
@@ -247,7 +194,7 @@ START_TEST(accept_elsewhere_does_not_bypass_us)
 	/* an earlier chain that accepts everything: nft semantics say our chain
 	 * still runs (accept ends only its own base chain) */
 	c = chain(NFPROTO_IPV4, "early", "pre", NF_INET_PRE_ROUTING, -300, NF_ACCEPT, "filter");
-	e_verdict(rule(c), NF_ACCEPT);
+	nx_verdict(rule(c), NF_ACCEPT);
 	expect_proven();
 }
 END_TEST
@@ -420,8 +367,8 @@ START_TEST(other_interface_rules_do_not_match_sandbox)
 	strcpy(c->devs[0], "pcv1");
 	c->n_devs = 1;
 	ru = rule(c);
-	e_meta(ru, NFT_META_IIFNAME, NFT_REG_1);
-	e_cmp(ru, NFT_CMP_EQ, up, 16); /* never true on pcv1 */
+	nx_load(ru, "meta", NFT_META_IIFNAME);
+	nx_cmp(ru, NFT_CMP_EQ, up, 16); /* never true on pcv1 */
 	nftnl_rule_add_expr(ru, nftnl_expr_alloc("fwd"));
 	expect_proven();
 }
@@ -562,7 +509,7 @@ static void set_dnat_rule(uint32_t set_flags, bool written)
 	s->written = written;
 	strcpy((char *)el->key, "pcbr0");
 	el->klen = 16;
-	e_meta(ru, NFT_META_IIFNAME, NFT_REG_1);
+	nx_load(ru, "meta", NFT_META_IIFNAME);
 	e = nftnl_expr_alloc("lookup");
 	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1);
 	nftnl_expr_set_str(e, NFTNL_EXPR_LOOKUP_SET, "guarded");

@@ -23,7 +23,8 @@
 #include "nft/nft.h"
 #include "checker/checker_int.h"
 #include "rules/rules_int.h"
-#include "unit.h"
+#include "tests/unit/nftexpr.h"
+#include "tests/unit/unit.h"
 
 static const char policy_yaml[] = "sandbox: agent-1\n"
 				  "match: { source: [10.203.0.11/32, \"fd00:203::11/128\"], port: "
@@ -41,7 +42,6 @@ static const struct nft_port ports[] = {{"pcv1", 4}};
 static void setup(void)
 {
 	struct pc_err err = {0};
-	struct ck_link *br, *p;
 
 	config_defaults(&cfg);
 	pc_strlcpy(cfg.bridge, "pcbr0", sizeof(cfg.bridge));
@@ -59,15 +59,7 @@ static void setup(void)
 	ex.ct_exempt = NFT_MARK_ALLOW | NFT_MARK_HELD;
 	ex.resolvers = cfg.dns.resolvers;
 	ex.n_resolvers = cfg.dns.n_resolvers;
-	br = ck_grow(&st.links, &st.n_links, &st.cap_links, sizeof(*br));
-	br->ifindex = 3;
-	strcpy(br->name, "pcbr0");
-	strcpy(br->kind, "bridge");
-	p = ck_grow(&st.links, &st.n_links, &st.cap_links, sizeof(*p));
-	p->ifindex = 4;
-	p->master = 3;
-	strcpy(p->name, "pcv1");
-	strcpy(p->kind, "veth");
+	nx_bridge_links(&st);
 }
 
 static void teardown(void)
@@ -90,52 +82,12 @@ static struct nftnl_rule *rule_new(const char *chain)
 	return r;
 }
 
-static void e_load(struct nftnl_rule *r, const char *kind, uint32_t key)
-{
-	struct nftnl_expr *e = nftnl_expr_alloc(kind);
-
-	if (strcmp(kind, "meta") == 0) {
-		nftnl_expr_set_u32(e, NFTNL_EXPR_META_KEY, key);
-		nftnl_expr_set_u32(e, NFTNL_EXPR_META_DREG, NFT_REG_1);
-	} else {
-		nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, key);
-		nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
-	}
-	nftnl_rule_add_expr(r, e);
-}
-
-static void e_cmp(struct nftnl_rule *r, uint32_t op, const void *d, uint32_t len)
-{
-	struct nftnl_expr *e = nftnl_expr_alloc("cmp");
-
-	nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_SREG, NFT_REG_1);
-	nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_OP, op);
-	nftnl_expr_set(e, NFTNL_EXPR_CMP_DATA, d, len);
-	nftnl_rule_add_expr(r, e);
-}
-
-static void e_mark(struct nftnl_rule *r, bool ct, uint32_t mask, uint32_t value)
-{
-	struct nftnl_expr *e;
-	uint32_t z = 0;
-
-	e_load(r, ct ? "ct" : "meta", ct ? NFT_CT_MARK : NFT_META_MARK);
-	e = nftnl_expr_alloc("bitwise");
-	nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
-	nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
-	nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_LEN, 4);
-	nftnl_expr_set(e, NFTNL_EXPR_BITWISE_MASK, &mask, 4);
-	nftnl_expr_set(e, NFTNL_EXPR_BITWISE_XOR, &z, 4);
-	nftnl_rule_add_expr(r, e);
-	e_cmp(r, NFT_CMP_EQ, &value, 4);
-}
-
 static void e_iif_bridge(struct nftnl_rule *r)
 {
 	char br[16] = "pcbr0";
 
-	e_load(r, "meta", NFT_META_IIFNAME);
-	e_cmp(r, NFT_CMP_EQ, br, 16);
+	nx_load(r, "meta", NFT_META_IIFNAME);
+	nx_cmp(r, NFT_CMP_EQ, br, 16);
 }
 
 static void e_payload(struct nftnl_rule *r, uint32_t base, uint32_t off, uint32_t len)
@@ -149,23 +101,14 @@ static void e_payload(struct nftnl_rule *r, uint32_t base, uint32_t off, uint32_
 	nftnl_rule_add_expr(r, e);
 }
 
-static void e_verdict(struct nftnl_rule *r, int v)
-{
-	struct nftnl_expr *e = nftnl_expr_alloc("immediate");
-
-	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
-	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, (uint32_t)v);
-	nftnl_rule_add_expr(r, e);
-}
-
 /* The forward rule before issue 16: anything released, anywhere. */
 static struct nftnl_rule *old_pass_rule(void)
 {
 	struct nftnl_rule *r = rule_new("forward");
 
 	e_iif_bridge(r);
-	e_mark(r, false, NFT_MARK_MASK, NFT_MARK_PASS);
-	e_verdict(r, NF_ACCEPT);
+	nx_mark(r, false, NFT_MARK_MASK, NFT_MARK_PASS);
+	nx_verdict(r, NF_ACCEPT);
 	return r;
 }
 
@@ -177,12 +120,12 @@ static struct nftnl_rule *resolver_any_port_rule(void)
 	uint8_t a[4] = {198, 51, 100, 53}, v4 = NFPROTO_IPV4;
 
 	e_iif_bridge(r);
-	e_mark(r, false, NFT_MARK_MASK, NFT_MARK_PASS);
-	e_load(r, "meta", NFT_META_NFPROTO);
-	e_cmp(r, NFT_CMP_EQ, &v4, 1);
+	nx_mark(r, false, NFT_MARK_MASK, NFT_MARK_PASS);
+	nx_load(r, "meta", NFT_META_NFPROTO);
+	nx_cmp(r, NFT_CMP_EQ, &v4, 1);
 	e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 16, 4);
-	e_cmp(r, NFT_CMP_EQ, a, 4);
-	e_verdict(r, NF_ACCEPT);
+	nx_cmp(r, NFT_CMP_EQ, a, 4);
+	nx_verdict(r, NF_ACCEPT);
 	return r;
 }
 
@@ -428,8 +371,8 @@ START_TEST(jumps_followed_writes_unproven)
 	rl = ck_grow(&t->rules, &t->n_rules, &t->cap_rules, sizeof(*rl));
 	rl->handle = 7;
 	rl->r = rule_new("sub");
-	e_mark(rl->r, false, NFT_MARK_MASK, NFT_MARK_PASS);
-	e_verdict(rl->r, NF_ACCEPT);
+	nx_mark(rl->r, false, NFT_MARK_MASK, NFT_MARK_PASS);
+	nx_verdict(rl->r, NF_ACCEPT);
 	/* an input chain that writes the ct mark of what it sees */
 	t = ck_grow(&st.nft.chains, &st.nft.n_chains, &st.nft.cap_chains, sizeof(*t));
 	t->family = NFPROTO_INET;
@@ -441,7 +384,7 @@ START_TEST(jumps_followed_writes_unproven)
 	rl = ck_grow(&t->rules, &t->n_rules, &t->cap_rules, sizeof(*rl));
 	rl->handle = 9;
 	rl->r = rule_new("input");
-	e_load(rl->r, "ct", NFT_CT_MARK);
+	nx_load(rl->r, "ct", NFT_CT_MARK);
 	e = nftnl_expr_alloc("ct");
 	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_MARK);
 	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_SREG, NFT_REG_1);
