@@ -23,6 +23,7 @@
 #include "nft/nft.h"
 #include "checker/checker_int.h"
 #include "rules/rules_int.h"
+#include "tests/unit/gateway.h"
 #include "tests/unit/nftexpr.h"
 #include "tests/unit/unit.h"
 
@@ -41,15 +42,8 @@ static const struct nft_port ports[] = {{"pcv1", 4}};
 
 static void setup(void)
 {
-	struct pc_err err = {0};
-
-	config_defaults(&cfg);
-	pc_strlcpy(cfg.bridge, "pcbr0", sizeof(cfg.bridge));
-	ck_assert_int_eq(pc_addr_parse("198.51.100.53", &cfg.dns.resolvers[0]), 0);
-	ck_assert_int_eq(pc_addr_parse("2001:db8:53::53", &cfg.dns.resolvers[1]), 0);
-	cfg.dns.n_resolvers = 2;
-	if (policy_load_buffer("t.yaml", policy_yaml, strlen(policy_yaml), &cfg, &pol, &err) < 0)
-		ck_abort_msg("policy: %s", err.msg);
+	gw_config(&cfg);
+	pol = gw_policy(policy_yaml, &cfg);
 	memset(&st, 0, sizeof(st));
 	memset(&ex, 0, sizeof(ex));
 	strcpy(ex.table, NFT_TABLE);

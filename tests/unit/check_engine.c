@@ -12,6 +12,7 @@
 #include "engine/engine_int.h"
 #include "rules/rules_int.h"
 #include "tests/unit/wire.h"
+#include "tests/unit/gateway.h"
 #include "tests/unit/unit.h"
 
 static const char policy_yaml[] =
@@ -57,8 +58,7 @@ static void setup(void)
 	ck_assert_int_eq(pc_prefix_parse("2001:db8::/32", &cfg.dns.routable[3]), 0);
 	cfg.dns.n_routable = 4;
 	cfg.engine.sni_timeout_ms = 3000;
-	if (policy_load_buffer("t.yaml", policy_yaml, strlen(policy_yaml), &cfg, &pol, &err) < 0)
-		ck_abort_msg("policy: %s", err.msg);
+	pol = gw_policy(policy_yaml, &cfg);
 	if (dnsguard_new(&cfg, &dg, &err) < 0)
 		ck_abort_msg("dnsguard: %s", err.msg);
 	ck_assert_ptr_nonnull(ports);

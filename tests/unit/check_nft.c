@@ -22,6 +22,7 @@
 
 #include "nft/nft_int.h"
 #include "rules/rules_int.h"
+#include "tests/unit/gateway.h"
 #include "tests/unit/unit.h"
 
 /* nft_*_text into a malloc'ed string (the tests compare strings). */
@@ -162,15 +163,8 @@ static const struct nft_port ports[] = {{"pcv1", 4}, {"pcv2", 5}, {"huge", 0x100
 
 static void setup(void)
 {
-	struct pc_err err = {0};
-
-	config_defaults(&cfg);
-	pc_strlcpy(cfg.bridge, "pcbr0", sizeof(cfg.bridge));
-	ck_assert_int_eq(pc_addr_parse("198.51.100.53", &cfg.dns.resolvers[0]), 0);
-	ck_assert_int_eq(pc_addr_parse("2001:db8:53::53", &cfg.dns.resolvers[1]), 0);
-	cfg.dns.n_resolvers = 2;
-	if (policy_load_buffer("t.yaml", policy_yaml, strlen(policy_yaml), &cfg, &pol, &err) < 0)
-		ck_abort_msg("policy: %s", err.msg);
+	gw_config(&cfg);
+	pol = gw_policy(policy_yaml, &cfg);
 }
 
 static void teardown(void)
