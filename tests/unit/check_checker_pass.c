@@ -412,13 +412,10 @@ static Suite *pass_suite(void)
 	TCase *tc = tcase_create("pass");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, engine_ruleset_holds);
-	tcase_add_test(tc, old_forward_rule_is_named);
-	tcase_add_test(tc, resolver_on_any_port_is_named);
-	tcase_add_test(tc, set_with_another_address_is_named);
-	tcase_add_test(tc, policy_accept_is_named);
-	tcase_add_test(tc, jumps_followed_writes_unproven);
-	tcase_add_test(tc, unknown_mark_is_unproven);
+	PC_UNIT_TESTS(tc, engine_ruleset_holds, old_forward_rule_is_named,
+		      resolver_on_any_port_is_named, set_with_another_address_is_named,
+		      policy_accept_is_named, jumps_followed_writes_unproven,
+		      unknown_mark_is_unproven);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -551,10 +551,10 @@ static Suite *screen_suite(void)
 	TCase *t = tcase_create("screen");
 
 	tcase_set_timeout(t, 120);
-	tcase_add_test(t, whatever_passes_the_screen_survives_libnftnl);
-	tcase_add_test(t, screen_refuses_unterminated_and_wrong_sizes);
-	tcase_add_test(t, unknown_expression_rule_is_kept_as_unreadable);
-	tcase_add_test(t, engine_ruleset_passes_the_screen);
+	PC_UNIT_TESTS(t, whatever_passes_the_screen_survives_libnftnl,
+		      screen_refuses_unterminated_and_wrong_sizes,
+		      unknown_expression_rule_is_kept_as_unreadable,
+		      engine_ruleset_passes_the_screen);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -455,22 +455,12 @@ static Suite *common_suite(void)
 	Suite *s = suite_create("common");
 	TCase *tc = tcase_create("core");
 
-	tcase_add_test(tc, addr_parse_v4_v6);
-	tcase_add_test(tc, addr_str_v4_every_octet);
-	tcase_add_test(tc, endpoint_parse_forms);
-	tcase_add_test(tc, prefix_parse_contains_overlap);
-	tcase_add_test(tc, mac_parse);
-	tcase_add_test(tc, err_formatting);
-	tcase_add_test(tc, strlcpy_truncates);
-	tcase_add_test(tc, hex_digit_values);
-	tcase_add_test(tc, file_read_limits_and_atomic_write);
-	tcase_add_test(tc, unix_seqpacket_roundtrip_and_peercred);
-	tcase_add_test(tc, rfc3339_time);
-	tcase_add_test(tc, hostname_table_every_form);
-	tcase_add_test(tc, buf_grows_formats_and_takes);
-	tcase_add_test(tc, buf_limit_is_sticky);
-	tcase_add_test(tc, json_escape_every_byte);
-	tcase_add_test(tc, json_writer_places_commas);
+	PC_UNIT_TESTS(tc, addr_parse_v4_v6, addr_str_v4_every_octet, endpoint_parse_forms,
+		      prefix_parse_contains_overlap, mac_parse, err_formatting, strlcpy_truncates,
+		      hex_digit_values, file_read_limits_and_atomic_write,
+		      unix_seqpacket_roundtrip_and_peercred, rfc3339_time,
+		      hostname_table_every_form, buf_grows_formats_and_takes, buf_limit_is_sticky,
+		      json_escape_every_byte, json_writer_places_commas);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -456,18 +456,14 @@ static Suite *config_suite(void)
 	Suite *s = suite_create("config");
 	TCase *tc = tcase_create("config");
 
-	tcase_add_test(tc, defaults_are_the_documented_ones);
-	tcase_add_test(tc, empty_file_means_all_defaults);
-	tcase_add_test(tc, every_key_reaches_its_field);
-	tcase_add_test(tc, unset_paths_follow_run_and_state_dir);
-	tcase_add_test(tc, relative_paths_start_at_the_config_directory);
-	tcase_add_test(tc, resolvers_take_one_address_or_a_list);
-	tcase_add_test(tc, uplinks_take_one_name_or_a_list);
-	tcase_add_test(tc, missing_file_is_a_read_error);
+	PC_UNIT_TESTS(tc, defaults_are_the_documented_ones, empty_file_means_all_defaults,
+		      every_key_reaches_its_field, unset_paths_follow_run_and_state_dir,
+		      relative_paths_start_at_the_config_directory,
+		      resolvers_take_one_address_or_a_list, uplinks_take_one_name_or_a_list,
+		      missing_file_is_a_read_error);
 	tcase_add_loop_test(tc, error_has_position_and_expectation, 0,
 			    (int)(sizeof(errors) / sizeof(errors[0])));
-	tcase_add_test(tc, too_long_run_dir_is_refused);
-	tcase_add_test(tc, every_error_is_reported);
+	PC_UNIT_TESTS(tc, too_long_run_dir_is_refused, every_error_is_reported);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1120,43 +1120,27 @@ static Suite *dnsguard_suite(void)
 	TCase *q = tcase_create("queries"), *a = tcase_create("answers");
 
 	tcase_add_checked_fixture(q, setup, teardown);
-	tcase_add_test(q, query_allowed_exact_name);
-	tcase_add_test(q, tables_hash_keyed);
-	tcase_add_test(q, query_name_case_insensitive);
-	tcase_add_test(q, query_hostname_table);
-	tcase_add_test(q, query_wildcard_needs_a_label);
-	tcase_add_test(q, query_denied_name_gets_refused_reply);
-	tcase_add_test(q, query_nxdomain_when_configured);
-	tcase_add_test(q, query_refusal_carries_extended_error);
-	tcase_add_test(q, query_to_other_resolver_refused);
-	tcase_add_test(q, query_from_no_sandbox_refused);
-	tcase_add_test(q, query_two_questions_refused);
-	tcase_add_test(q, query_txt_refused_by_default);
-	tcase_add_test(q, query_class_chaos_refused);
-	tcase_add_test(q, query_with_qr_set_dropped);
-	tcase_add_test(q, query_other_opcode_refused);
-	tcase_add_test(q, query_records_in_query_refused);
-	tcase_add_test(q, query_edns_tricks_refused);
-	tcase_add_test(q, query_malformed_dropped_and_counted);
-	tcase_add_test(q, query_odd_name_bytes_refused);
-	tcase_add_test(q, query_odd_name_shown_escaped_for_the_log);
-	tcase_add_test(q, tsig_records_never_leak);
+	PC_UNIT_TESTS(q, query_allowed_exact_name, tables_hash_keyed, query_name_case_insensitive,
+		      query_hostname_table, query_wildcard_needs_a_label,
+		      query_denied_name_gets_refused_reply, query_nxdomain_when_configured,
+		      query_refusal_carries_extended_error, query_to_other_resolver_refused,
+		      query_from_no_sandbox_refused, query_two_questions_refused,
+		      query_txt_refused_by_default, query_class_chaos_refused,
+		      query_with_qr_set_dropped, query_other_opcode_refused,
+		      query_records_in_query_refused, query_edns_tricks_refused,
+		      query_malformed_dropped_and_counted, query_odd_name_bytes_refused,
+		      query_odd_name_shown_escaped_for_the_log, tsig_records_never_leak);
 	suite_add_tcase(s, q);
 
 	tcase_add_checked_fixture(a, setup, teardown);
-	tcase_add_test(a, answer_learns_and_flow_allowed);
-	tcase_add_test(a, answer_unsolicited_or_mismatched_dropped);
-	tcase_add_test(a, answer_from_sandbox_side_teaches_nothing);
-	tcase_add_test(a, answer_cname_chain_learned_for_qname);
-	tcase_add_test(a, answer_cname_loop_and_long_chain_dropped);
-	tcase_add_test(a, answer_ttl_clamped_expiry_and_grace);
-	tcase_add_test(a, answer_error_rcode_released_learns_nothing);
-	tcase_add_test(a, answer_after_reload_learns_only_allowed);
-	tcase_add_test(a, answer_shared_address_names_and_sni);
-	tcase_add_test(a, learned_caps_evict_oldest_first);
-	tcase_add_test(a, learned_names_per_address_bounded);
-	tcase_add_test(a, prune_keeps_only_sandboxes_of_the_policy);
-	tcase_add_test(a, bad_arguments_fail_closed);
+	PC_UNIT_TESTS(a, answer_learns_and_flow_allowed, answer_unsolicited_or_mismatched_dropped,
+		      answer_from_sandbox_side_teaches_nothing,
+		      answer_cname_chain_learned_for_qname,
+		      answer_cname_loop_and_long_chain_dropped, answer_ttl_clamped_expiry_and_grace,
+		      answer_error_rcode_released_learns_nothing,
+		      answer_after_reload_learns_only_allowed, answer_shared_address_names_and_sni,
+		      learned_caps_evict_oldest_first, learned_names_per_address_bounded,
+		      prune_keeps_only_sandboxes_of_the_policy, bad_arguments_fail_closed);
 	suite_add_tcase(s, a);
 	return s;
 }

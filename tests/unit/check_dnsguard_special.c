@@ -429,14 +429,9 @@ static Suite *special_suite(void)
 	TCase *t = tcase_create("special");
 
 	tcase_add_checked_fixture(t, setup, teardown);
-	tcase_add_test(t, table_matches_its_text);
-	tcase_add_test(t, known_entries_found);
-	tcase_add_test(t, every_entry_boundaries);
-	tcase_add_test(t, mapped_and_nat64);
-	tcase_add_test(t, cidr_entry_covers_explicitly);
-	tcase_add_test(t, routable_ranges_learned);
-	tcase_add_test(t, local_addresses_never_learned);
-	tcase_add_test(t, many_unlearned_counted);
+	PC_UNIT_TESTS(t, table_matches_its_text, known_entries_found, every_entry_boundaries,
+		      mapped_and_nat64, cidr_entry_covers_explicitly, routable_ranges_learned,
+		      local_addresses_never_learned, many_unlearned_counted);
 	suite_add_tcase(s, t);
 	return s;
 }

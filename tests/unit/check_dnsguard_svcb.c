@@ -337,11 +337,9 @@ static Suite *svcb_suite(void)
 	TCase *h = tcase_create("https"), *t = tcase_create("threads");
 
 	tcase_add_checked_fixture(h, setup, teardown);
-	tcase_add_test(h, https_ech_stripped_same_length_hints_learned);
-	tcase_add_test(h, https_mandatory_ech_removed_from_list);
-	tcase_add_test(h, https_hints_only_for_the_allowed_chain);
-	tcase_add_test(h, https_without_ech_unchanged);
-	tcase_add_test(h, https_bad_params_drop_the_answer);
+	PC_UNIT_TESTS(h, https_ech_stripped_same_length_hints_learned,
+		      https_mandatory_ech_removed_from_list, https_hints_only_for_the_allowed_chain,
+		      https_without_ech_unchanged, https_bad_params_drop_the_answer);
 	suite_add_tcase(s, h);
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_set_timeout(t, 120);

@@ -373,16 +373,11 @@ static Suite *tls_suite(void)
 	Suite *s = suite_create("dnsguard_tls");
 	TCase *t = tcase_create("clienthello");
 
-	tcase_add_test(t, real_clienthello_tls13_and_tls12);
-	tcase_add_test(t, real_clienthello_without_sni);
-	tcase_add_test(t, every_prefix_asks_for_more);
-	tcase_add_test(t, clienthello_over_many_records);
-	tcase_add_test(t, not_tls_rejected_at_once);
-	tcase_add_test(t, crafted_names);
-	tcase_add_test(t, crafted_hostname_table);
-	tcase_add_test(t, crafted_structure_errors);
-	tcase_add_test(t, oversize_is_refused_not_awaited);
-	tcase_add_test(t, random_bytes_never_crash);
+	PC_UNIT_TESTS(t, real_clienthello_tls13_and_tls12, real_clienthello_without_sni,
+		      every_prefix_asks_for_more, clienthello_over_many_records,
+		      not_tls_rejected_at_once, crafted_names, crafted_hostname_table,
+		      crafted_structure_errors, oversize_is_refused_not_awaited,
+		      random_bytes_never_crash);
 	suite_add_tcase(s, t);
 	return s;
 }

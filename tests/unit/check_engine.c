@@ -1416,29 +1416,15 @@ static Suite *engine_suite(void)
 	TCase *tc = tcase_create("decide"), *tabs = tcase_create("tables");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, cidr_allowed_and_refused);
-	tcase_add_test(tc, identity_port_and_source);
-	tcase_add_test(tc, only_connection_starts);
-	tcase_add_test(tc, dns_queries);
-	tcase_add_test(tc, dns_answers);
-	tcase_add_test(tc, dns_port53_only_sandbox_to_resolver);
-	tcase_add_test(tc, dns_answer_only_from_resolver);
-	tcase_add_test(tc, dns_one_record_per_query);
-	tcase_add_test(tc, held_flow_sni);
-	tcase_add_test(tc, held_flow_timeout_and_plain);
-	tcase_add_test(tc, held_insertion);
-	tcase_add_test(tc, held_promotion);
-	tcase_add_test(tc, held_reload_before_promotion);
-	tcase_add_test(tc, held_insertion_v6);
-	tcase_add_test(tc, held_plain_after_reload);
-	tcase_add_test(tc, rejudge_after_reload);
-	tcase_add_test(tc, held_quota_in_decide);
-	tcase_add_test(tc, quota_refusals_counted);
-	tcase_add_test(tabs, registry_bounded_and_swept);
-	tcase_add_test(tabs, held_table_bounded);
-	tcase_add_test(tabs, held_quota_fill_drain_fill);
-	tcase_add_test(tabs, dnstcp_quota_fill_drain_fill);
-	tcase_add_test(tabs, tables_hash_keyed);
+	PC_UNIT_TESTS(tc, cidr_allowed_and_refused, identity_port_and_source,
+		      only_connection_starts, dns_queries, dns_answers,
+		      dns_port53_only_sandbox_to_resolver, dns_answer_only_from_resolver,
+		      dns_one_record_per_query, held_flow_sni, held_flow_timeout_and_plain,
+		      held_insertion, held_promotion, held_reload_before_promotion,
+		      held_insertion_v6, held_plain_after_reload, rejudge_after_reload,
+		      held_quota_in_decide, quota_refusals_counted);
+	PC_UNIT_TESTS(tabs, registry_bounded_and_swept, held_table_bounded,
+		      held_quota_fill_drain_fill, dnstcp_quota_fill_drain_fill, tables_hash_keyed);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, tabs);
 	return s;

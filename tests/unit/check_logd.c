@@ -810,24 +810,16 @@ static Suite *logd_suite(void)
 
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_set_timeout(t, 30);
-	tcase_add_test(t, tree_root_matches_rfc6962_mth);
-	tcase_add_test(t, tree_leaf_and_node_prefixes);
-	tcase_add_test(t, inclusion_proofs_verify_and_detect_changes);
-	tcase_add_test(t, keys_round_trip_in_note_format);
-	tcase_add_test(t, checkpoint_is_a_signed_note);
-	tcase_add_test(t, record_json_uses_ecs_names);
-	tcase_add_test(t, wire_round_trip_is_canonical);
-	tcase_add_test(t, wire_golden_bytes);
-	tcase_add_test(t, wire_refuses_malformed_messages);
-	tcase_add_test(t, client_and_daemon_frame_and_acknowledge);
-	tcase_add_test(t, client_batches_records_into_datagrams);
-	tcase_add_test(t, daemon_keeps_what_precedes_a_bad_message_in_a_datagram);
-	tcase_add_test(t, client_fails_closed_without_logd);
-	tcase_add_test(t, client_flush_fails_when_logd_goes_away);
-	tcase_add_test(t, writer_resumes_and_refuses_a_tampered_file);
-	tcase_add_test(t, writer_rotation_does_not_nest);
-	tcase_add_test(t, verifier_large_file_in_parallel);
-	tcase_add_test(t, time_parse_reads_only_its_slice);
+	PC_UNIT_TESTS(t, tree_root_matches_rfc6962_mth, tree_leaf_and_node_prefixes,
+		      inclusion_proofs_verify_and_detect_changes, keys_round_trip_in_note_format,
+		      checkpoint_is_a_signed_note, record_json_uses_ecs_names,
+		      wire_round_trip_is_canonical, wire_golden_bytes,
+		      wire_refuses_malformed_messages, client_and_daemon_frame_and_acknowledge,
+		      client_batches_records_into_datagrams,
+		      daemon_keeps_what_precedes_a_bad_message_in_a_datagram,
+		      client_fails_closed_without_logd, client_flush_fails_when_logd_goes_away,
+		      writer_resumes_and_refuses_a_tampered_file, writer_rotation_does_not_nest,
+		      verifier_large_file_in_parallel, time_parse_reads_only_its_slice);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -140,10 +140,8 @@ static Suite *metrics_suite(void)
 	Suite *s = suite_create("metrics");
 	TCase *t = tcase_create("metrics");
 
-	tcase_add_test(t, reasons_map_to_fixed_labels);
-	tcase_add_test(t, prom_text_and_label_escapes);
-	tcase_add_test(t, prom_one_sample_family);
-	tcase_add_test(t, control_socket_thread_answers_one_request);
+	PC_UNIT_TESTS(t, reasons_map_to_fixed_labels, prom_text_and_label_escapes,
+		      prom_one_sample_family, control_socket_thread_answers_one_request);
 	suite_add_tcase(s, t);
 	return s;
 }

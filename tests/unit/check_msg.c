@@ -648,21 +648,15 @@ static Suite *msg_suite(void)
 	Suite *s = suite_create("msg");
 	TCase *t = tcase_create("framing");
 
-	tcase_add_test(t, framing_round_trip);
-	tcase_add_test(t, framing_refuses_malformed);
+	PC_UNIT_TESTS(t, framing_round_trip, framing_refuses_malformed);
 	suite_add_tcase(s, t);
 	t = tcase_create("engine.sock");
-	tcase_add_test(t, eng_requests);
-	tcase_add_test(t, eng_replies_round_trip);
-	tcase_add_test(t, eng_replies_refuse_malformed);
-	tcase_add_test(t, eng_call_meets_other_versions);
+	PC_UNIT_TESTS(t, eng_requests, eng_replies_round_trip, eng_replies_refuse_malformed,
+		      eng_call_meets_other_versions);
 	suite_add_tcase(s, t);
 	t = tcase_create("check channel");
-	tcase_add_test(t, chk_request);
-	tcase_add_test(t, chk_expect_round_trip);
-	tcase_add_test(t, chk_expect_refuses_malformed);
-	tcase_add_test(t, chk_result_round_trip);
-	tcase_add_test(t, chk_result_refuses_malformed);
+	PC_UNIT_TESTS(t, chk_request, chk_expect_round_trip, chk_expect_refuses_malformed,
+		      chk_result_round_trip, chk_result_refuses_malformed);
 	suite_add_tcase(s, t);
 	return s;
 }

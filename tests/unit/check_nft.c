@@ -544,17 +544,12 @@ static Suite *nft_suite(void)
 	Suite *s = suite_create("nft");
 	TCase *enc = tcase_create("encoders"), *rs = tcase_create("ruleset");
 
-	tcase_add_test(enc, queue_native_encoder);
-	tcase_add_test(enc, queue_compat_encoder);
+	PC_UNIT_TESTS(enc, queue_native_encoder, queue_compat_encoder);
 	tcase_add_checked_fixture(rs, setup, teardown);
-	tcase_add_test(rs, layout_and_hooks);
-	tcase_add_test(rs, queue_rules_never_bypass);
-	tcase_add_test(rs, text_is_stable_and_survives_netlink);
-	tcase_add_test(rs, new_flow_limit_before_the_queue);
-	tcase_add_test(rs, meter_text_leaves_out_its_elements);
-	tcase_add_test(rs, address_sets_merge);
-	tcase_add_test(rs, marks_are_ours_only);
-	tcase_add_test(rs, bad_parameters);
+	PC_UNIT_TESTS(rs, layout_and_hooks, queue_rules_never_bypass,
+		      text_is_stable_and_survives_netlink, new_flow_limit_before_the_queue,
+		      meter_text_leaves_out_its_elements, address_sets_merge, marks_are_ours_only,
+		      bad_parameters);
 	suite_add_tcase(s, enc);
 	suite_add_tcase(s, rs);
 	return s;

@@ -360,18 +360,10 @@ static Suite *packet_suite(void)
 	Suite *s = suite_create("packet");
 	TCase *tc = tcase_create("parse");
 
-	tcase_add_test(tc, ipv4_tcp_syn);
-	tcase_add_test(tc, ipv4_options_and_padding);
-	tcase_add_test(tc, ipv4_malformed);
-	tcase_add_test(tc, ipv4_fragments);
-	tcase_add_test(tc, ipv4_udp_lengths);
-	tcase_add_test(tc, truncated_capture);
-	tcase_add_test(tc, icmp_and_other_protocols);
-	tcase_add_test(tc, ipv6_extension_headers);
-	tcase_add_test(tc, ipv6_fragment_header);
-	tcase_add_test(tc, ipv6_limits);
-	tcase_add_test(tc, udp_build_roundtrip);
-	tcase_add_test(tc, tcp_payload_rewrite_checksum);
+	PC_UNIT_TESTS(tc, ipv4_tcp_syn, ipv4_options_and_padding, ipv4_malformed, ipv4_fragments,
+		      ipv4_udp_lengths, truncated_capture, icmp_and_other_protocols,
+		      ipv6_extension_headers, ipv6_fragment_header, ipv6_limits,
+		      udp_build_roundtrip, tcp_payload_rewrite_checksum);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -830,30 +830,21 @@ static Suite *rules_suite(void)
 	TCase *tc = tcase_create("policy");
 
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, design_example_compiles);
-	tcase_add_test(tc, defaults_are_written_out);
-	tcase_add_test(tc, files_hold_lists_and_documents);
-	tcase_add_test(tc, ports_become_sorted_disjoint_ranges);
-	tcase_add_test(tc, dns_settings_come_from_sandbox_then_config);
-	tcase_add_test(tc, limits_come_from_sandbox_then_config);
-	tcase_add_test(tc, refcount_keeps_policy_alive);
-	tcase_add_test(tc, qtype_bits_follow_rr_types);
-	tcase_add_test(tc, host_normalize_accepts_and_refuses);
-	tcase_add_test(tc, hostname_table_rules);
-	tcase_add_test(tc, host_exact_wildcard_case_and_trailing_dot);
-	tcase_add_test(tc, cidr_v4_v6_ports_and_proto);
-	tcase_add_test(tc, first_matching_entry_in_file_order_is_reported);
-	tcase_add_test(tc, secrets_by_host_and_name);
-	tcase_add_test(tc, sandbox_selected_by_source_mac_and_port);
-	tcase_add_test(tc, sandbox_by_source_ignores_mac_and_port_refuses_ambiguity);
-	tcase_add_test(tc, hand_built_sandbox_is_scanned);
-	tcase_add_test(tc, indexed_lookups_agree_with_a_scan);
+	PC_UNIT_TESTS(tc, design_example_compiles, defaults_are_written_out,
+		      files_hold_lists_and_documents, ports_become_sorted_disjoint_ranges,
+		      dns_settings_come_from_sandbox_then_config,
+		      limits_come_from_sandbox_then_config, refcount_keeps_policy_alive,
+		      qtype_bits_follow_rr_types, host_normalize_accepts_and_refuses,
+		      hostname_table_rules, host_exact_wildcard_case_and_trailing_dot,
+		      cidr_v4_v6_ports_and_proto, first_matching_entry_in_file_order_is_reported,
+		      secrets_by_host_and_name, sandbox_selected_by_source_mac_and_port,
+		      sandbox_by_source_ignores_mac_and_port_refuses_ambiguity,
+		      hand_built_sandbox_is_scanned, indexed_lookups_agree_with_a_scan);
 	tcase_add_loop_test(tc, hash_equal_for_equal_meaning, 0,
 			    (int)(sizeof(same) / sizeof(*same)));
 	tcase_add_loop_test(tc, hash_differs_for_different_meaning, 0,
 			    (int)(sizeof(differ) / sizeof(*differ)));
-	tcase_add_test(tc, hash_covers_inherited_dns_settings);
-	tcase_add_test(tc, canonical_form_is_documented_json);
+	PC_UNIT_TESTS(tc, hash_covers_inherited_dns_settings, canonical_form_is_documented_json);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -552,12 +552,10 @@ static Suite *rules_errors_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, error_has_position_and_expectation, 0,
 			    (int)(sizeof(cases) / sizeof(cases[0])));
-	tcase_add_test(tc, disjoint_selectors_and_reachable_secrets_are_fine);
-	tcase_add_test(tc, dir_loads_yaml_files_in_name_order);
-	tcase_add_test(tc, dir_errors_across_files);
-	tcase_add_test(tc, unreadable_input_is_a_read_error);
-	tcase_add_test(tc, input_bounds_are_enforced);
-	tcase_add_test(tc, error_count_is_bounded);
+	PC_UNIT_TESTS(tc, disjoint_selectors_and_reachable_secrets_are_fine,
+		      dir_loads_yaml_files_in_name_order, dir_errors_across_files,
+		      unreadable_input_is_a_read_error, input_bounds_are_enforced,
+		      error_count_is_bounded);
 	suite_add_tcase(s, tc);
 	return s;
 }

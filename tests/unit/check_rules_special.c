@@ -222,11 +222,8 @@ static Suite *special_suite(void)
 	Suite *s = suite_create("rules_special");
 	TCase *t = tcase_create("special");
 
-	tcase_add_test(t, routable_default_none);
-	tcase_add_test(t, routable_parsed);
-	tcase_add_test(t, routable_errors);
-	tcase_add_test(t, cidr_covers_whatever_the_port);
-	tcase_add_test(t, lint_warns_about_special_cidr);
+	PC_UNIT_TESTS(t, routable_default_none, routable_parsed, routable_errors,
+		      cidr_covers_whatever_the_port, lint_warns_about_special_cidr);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -343,11 +343,10 @@ static Suite *sandbox_suite(void)
 	tcase_add_test(tc, command_line_is_read_into_entries);
 	tcase_add_loop_test(tc, bad_command_lines_say_what_is_wrong, 0,
 			    sizeof(bad) / sizeof(bad[0]));
-	tcase_add_test(tc, rule_file_loads_as_the_policy_it_means);
-	tcase_add_test(tc, rule_file_without_ipv6_or_mac);
-	tcase_add_test(tc, addresses_skip_the_gateway_and_claimed_ones);
-	tcase_add_test(tc, attach_address_is_checked_not_chosen);
-	tcase_add_test(tc, summary_counts_one_sandbox_from_its_first_record);
+	PC_UNIT_TESTS(tc, rule_file_loads_as_the_policy_it_means, rule_file_without_ipv6_or_mac,
+		      addresses_skip_the_gateway_and_claimed_ones,
+		      attach_address_is_checked_not_chosen,
+		      summary_counts_one_sandbox_from_its_first_record);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -109,10 +109,8 @@ static Suite *sdnotify_suite(void)
 	Suite *s = suite_create("sdnotify");
 	TCase *tc = tcase_create("notify");
 
-	tcase_add_test(tc, notify_path_socket);
-	tcase_add_test(tc, notify_abstract_socket);
-	tcase_add_test(tc, notify_without_systemd_is_a_no_op);
-	tcase_add_test(tc, notify_errors_are_reported);
+	PC_UNIT_TESTS(tc, notify_path_socket, notify_abstract_socket,
+		      notify_without_systemd_is_a_no_op, notify_errors_are_reported);
 	suite_add_tcase(s, tc);
 	return s;
 }

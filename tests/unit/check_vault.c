@@ -486,21 +486,12 @@ static Suite *vault_suite(void)
 
 	if (sodium_init() < 0)
 		abort();
-	tcase_add_test(t, http_get_parses);
-	tcase_add_test(t, http_incomplete_is_eagain);
-	tcase_add_test(t, http_smuggling_refused);
-	tcase_add_test(t, http_long_line_and_head_refused);
-	tcase_add_test(t, http_pipelined_and_flags);
-	tcase_add_test(t, http_response_framing);
-	tcase_add_test(t, chunked_any_cut);
-	tcase_add_test(t, chunked_errors);
-	tcase_add_test(t, scrub_values_split_across_reads);
-	tcase_add_test(t, scrub_refusal_needle_stops);
-	tcase_add_test(t, scrub_buffer_oneshot);
-	tcase_add_test(t, sni_parse_cases);
-	tcase_add_test(t, sni_parse_hostname_table);
-	tcase_add_test(t, store_seal_roundtrip);
-	tcase_add_test(t, store_dir_roundtrip);
+	PC_UNIT_TESTS(t, http_get_parses, http_incomplete_is_eagain, http_smuggling_refused,
+		      http_long_line_and_head_refused, http_pipelined_and_flags,
+		      http_response_framing, chunked_any_cut, chunked_errors,
+		      scrub_values_split_across_reads, scrub_refusal_needle_stops,
+		      scrub_buffer_oneshot, sni_parse_cases, sni_parse_hostname_table,
+		      store_seal_roundtrip, store_dir_roundtrip);
 	suite_add_tcase(s, t);
 	return s;
 }

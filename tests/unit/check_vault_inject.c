@@ -277,12 +277,9 @@ static Suite *inject_suite(void)
 	if (sodium_init() < 0)
 		abort();
 	tcase_add_checked_fixture(t, setup, teardown);
-	tcase_add_test(t, bearer_injected);
-	tcase_add_test(t, format_and_header_of_policy);
-	tcase_add_test(t, basic_injected_with_derived_scrub);
-	tcase_add_test(t, refusals);
-	tcase_add_test(t, client_credentials_replaced);
-	tcase_add_test(t, host_header_hostname_table);
+	PC_UNIT_TESTS(t, bearer_injected, format_and_header_of_policy,
+		      basic_injected_with_derived_scrub, refusals, client_credentials_replaced,
+		      host_header_hostname_table);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -5,7 +5,21 @@
 #define PC_UNIT_H
 
 #include <check.h>
+#include <stddef.h>
 #include <stdlib.h>
+
+/* Each test of a list added to a test case, in order. */
+static inline void pc_unit_add(TCase *tc, const TTest *const *tests, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		tcase_add_test(tc, tests[i]);
+}
+
+/* PC_UNIT_TESTS(tc, test_a, test_b, ...): the START_TEST names, one list
+ * instead of a tcase_add_test line each. */
+#define PC_UNIT_TESTS(tc, ...)                                                                     \
+	pc_unit_add((tc), (const TTest *const[]){__VA_ARGS__},                                     \
+		    sizeof((const TTest *const[]){__VA_ARGS__}) / sizeof(const TTest *))
 
 #define PC_UNIT_MAIN(suite_fn)                                                                     \
 	int main(void)                                                                             \
