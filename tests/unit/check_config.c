@@ -8,18 +8,8 @@
 #include <unistd.h>
 
 #include "rules/rules_int.h"
+#include "tests/unit/cfgload.h"
 #include "tests/unit/unit.h"
-
-static char errbuf[1024];
-
-static int load(const char *yaml, struct config *c)
-{
-	struct pc_err e = {0};
-	int rc = config_load_buffer("etc/pc.yaml", yaml, strlen(yaml), c, &e);
-
-	pc_err_str(&e, errbuf, sizeof(errbuf));
-	return rc;
-}
 
 /* The first error of yaml, as "file:line:col: message". */
 static const char *load_err(const char *yaml)
@@ -27,13 +17,13 @@ static const char *load_err(const char *yaml)
 	struct config c;
 
 	memset(&c, 0x5a, sizeof(c));
-	if (load(yaml, &c) == 0)
+	if (cfg_load(yaml, &c) == 0)
 		return "(loaded without error)";
 	/* Out-parameters are written only on success. */
 	for (size_t i = 0; i < sizeof(c); i++)
 		if (((unsigned char *)&c)[i] != 0x5a)
 			return "(cfg modified on error)";
-	return errbuf;
+	return cfg_errbuf;
 }
 
 START_TEST(defaults_are_the_documented_ones)
@@ -96,12 +86,12 @@ START_TEST(empty_file_means_all_defaults)
 {
 	struct config c, d;
 
-	ck_assert_int_eq(load("# nothing but a comment\n", &c), 0);
+	ck_assert_int_eq(cfg_load("# nothing but a comment\n", &c), 0);
 	config_defaults(&d);
 	ck_assert_str_eq(c.path, "etc/pc.yaml");
 	memcpy(d.path, c.path, sizeof(d.path));
 	ck_assert_int_eq(memcmp(&c, &d, sizeof(c)), 0);
-	ck_assert_int_eq(load("", &c), 0);
+	ck_assert_int_eq(cfg_load("", &c), 0);
 }
 END_TEST
 
@@ -150,7 +140,7 @@ START_TEST(every_key_reaches_its_field)
 			"           ca: /l/ca.pem, spool: 7, socket: /l/log.sock}\n"
 			"sandbox: {pool4: 10.203.0.128/25, pool6: 'fd00:203::/64', user: sbx}\n";
 
-	ck_assert_msg(load(y, &c) == 0, "%s", errbuf);
+	ck_assert_msg(cfg_load(y, &c) == 0, "%s", cfg_errbuf);
 	ck_assert_str_eq(c.bridge, "br-sb");
 	ck_assert_str_eq(c.rules_dir, "/srv/rules");
 	ck_assert_str_eq(c.run_dir, "/tmp/run");
@@ -207,7 +197,7 @@ START_TEST(unset_paths_follow_run_and_state_dir)
 {
 	struct config c;
 
-	ck_assert_int_eq(load("run_dir: /tmp/r\nstate_dir: /tmp/s\nlog: {key: /k}\n", &c), 0);
+	ck_assert_int_eq(cfg_load("run_dir: /tmp/r\nstate_dir: /tmp/s\nlog: {key: /k}\n", &c), 0);
 	ck_assert_str_eq(c.log.socket, "/tmp/r/logd.sock");
 	ck_assert_str_eq(c.log.key, "/k");
 	ck_assert_str_eq(c.vault.ca_dir, "/tmp/s/ca");
@@ -248,11 +238,11 @@ START_TEST(resolvers_take_one_address_or_a_list)
 {
 	struct config c;
 
-	ck_assert_int_eq(load("dns: {resolvers: 198.51.100.53}\n", &c), 0);
+	ck_assert_int_eq(cfg_load("dns: {resolvers: 198.51.100.53}\n", &c), 0);
 	ck_assert_uint_eq(c.dns.n_resolvers, 1);
-	ck_assert_int_eq(load("dns: {resolvers: []}\n", &c), 0);
+	ck_assert_int_eq(cfg_load("dns: {resolvers: []}\n", &c), 0);
 	ck_assert_uint_eq(c.dns.n_resolvers, 0);
-	ck_assert_int_eq(load("dns: {qtypes: []}\n", &c), 0);
+	ck_assert_int_eq(cfg_load("dns: {qtypes: []}\n", &c), 0);
 	ck_assert_uint_eq(c.dns.qtypes, 0);
 }
 END_TEST
@@ -261,12 +251,12 @@ START_TEST(uplinks_take_one_name_or_a_list)
 {
 	struct config c;
 
-	ck_assert_int_eq(load("bridge: pcbr0\n", &c), 0);
+	ck_assert_int_eq(cfg_load("bridge: pcbr0\n", &c), 0);
 	ck_assert_uint_eq(c.n_uplinks, 0); /* no default: portcullisd refuses to start */
-	ck_assert_int_eq(load("uplinks: eth0\n", &c), 0);
+	ck_assert_int_eq(cfg_load("uplinks: eth0\n", &c), 0);
 	ck_assert_uint_eq(c.n_uplinks, 1);
 	ck_assert_str_eq(c.uplinks[0], "eth0");
-	ck_assert_int_eq(load("uplinks: [eth0, wg0]\n", &c), 0);
+	ck_assert_int_eq(cfg_load("uplinks: [eth0, wg0]\n", &c), 0);
 	ck_assert_uint_eq(c.n_uplinks, 2);
 	ck_assert_str_eq(c.uplinks[1], "wg0");
 }

@@ -11,18 +11,8 @@
 #include <unistd.h>
 
 #include "rules/rules_int.h"
+#include "tests/unit/cfgload.h"
 #include "tests/unit/unit.h"
-
-static char errbuf[1024];
-
-static int load(const char *yaml, struct config *c)
-{
-	struct pc_err e = {0};
-	int rc = config_load_buffer("etc/pc.yaml", yaml, strlen(yaml), c, &e);
-
-	pc_err_str(&e, errbuf, sizeof(errbuf));
-	return rc;
-}
 
 START_TEST(routable_default_none)
 {
@@ -30,7 +20,7 @@ START_TEST(routable_default_none)
 
 	config_defaults(&c);
 	ck_assert_uint_eq(c.dns.n_routable, 0);
-	ck_assert_int_eq(load("dns: {resolvers: [198.51.100.53]}\n", &c), 0);
+	ck_assert_int_eq(cfg_load("dns: {resolvers: [198.51.100.53]}\n", &c), 0);
 	ck_assert_uint_eq(c.dns.n_routable, 0);
 }
 END_TEST
@@ -40,16 +30,17 @@ START_TEST(routable_parsed)
 	struct config c;
 	struct pc_prefix p;
 
-	ck_assert_int_eq(load("dns:\n  routable: [192.0.2.0/24, \"2001:db8::/32\", 10.1.0.0/16, "
-			      "100.64.0.1, \"64:ff9b::/96\"]\n",
-			      &c),
-			 0);
+	ck_assert_int_eq(
+	    cfg_load("dns:\n  routable: [192.0.2.0/24, \"2001:db8::/32\", 10.1.0.0/16, "
+		     "100.64.0.1, \"64:ff9b::/96\"]\n",
+		     &c),
+	    0);
 	ck_assert_uint_eq(c.dns.n_routable, 5);
 	ck_assert_int_eq(pc_prefix_parse("10.1.0.0/16", &p), 0);
 	ck_assert_uint_eq(c.dns.routable[2].len, 16);
 	ck_assert(pc_addr_eq(&c.dns.routable[2].addr, &p.addr));
 	ck_assert_uint_eq(c.dns.routable[3].len, 32);
-	ck_assert_int_eq(load("dns: {routable: 198.51.100.0/24}\n", &c), 0); /* one, no list */
+	ck_assert_int_eq(cfg_load("dns: {routable: 198.51.100.0/24}\n", &c), 0); /* one, no list */
 	ck_assert_uint_eq(c.dns.n_routable, 1);
 }
 END_TEST
@@ -59,26 +50,28 @@ START_TEST(routable_errors)
 	struct config c;
 	char many[2048] = "dns:\n  routable: [";
 
-	ck_assert_int_ne(load("dns:\n  routable: [192.0.2.0/24, 8.8.8.0/24]\n", &c), 0);
-	ck_assert_str_eq(errbuf, "etc/pc.yaml:2:28: dns.routable: '8.8.8.0/24' is not inside one "
-				 "special-purpose block; expected a range inside one of them, like "
-				 "'192.0.2.0/24' (other addresses are learned anyway)");
+	ck_assert_int_ne(cfg_load("dns:\n  routable: [192.0.2.0/24, 8.8.8.0/24]\n", &c), 0);
+	ck_assert_str_eq(cfg_errbuf,
+			 "etc/pc.yaml:2:28: dns.routable: '8.8.8.0/24' is not inside one "
+			 "special-purpose block; expected a range inside one of them, like "
+			 "'192.0.2.0/24' (other addresses are learned anyway)");
 	/* wider than any block: not a blanket exemption */
-	ck_assert_int_ne(load("dns: {routable: [0.0.0.0/0]}\n", &c), 0);
-	ck_assert_ptr_nonnull(strstr(errbuf, "etc/pc.yaml:1:18: dns.routable: '0.0.0.0/0' is not"));
-	ck_assert_int_ne(load("dns: {routable: [192.0.0.0/16]}\n", &c), 0);
-	ck_assert_int_ne(load("dns: {routable: [10.0.0.1/8]}\n", &c), 0);
-	ck_assert_str_eq(errbuf, "etc/pc.yaml:1:18: dns.routable: invalid prefix '10.0.0.1/8'; "
-				 "expected a network like '192.0.2.0/24' or '2001:db8::/32'");
-	ck_assert_int_ne(load("dns: {routable: {a: 1}}\n", &c), 0);
-	ck_assert_ptr_nonnull(strstr(errbuf, "dns.routable: expected a list of special-purpose "
-					     "prefixes, found a mapping"));
+	ck_assert_int_ne(cfg_load("dns: {routable: [0.0.0.0/0]}\n", &c), 0);
+	ck_assert_ptr_nonnull(
+	    strstr(cfg_errbuf, "etc/pc.yaml:1:18: dns.routable: '0.0.0.0/0' is not"));
+	ck_assert_int_ne(cfg_load("dns: {routable: [192.0.0.0/16]}\n", &c), 0);
+	ck_assert_int_ne(cfg_load("dns: {routable: [10.0.0.1/8]}\n", &c), 0);
+	ck_assert_str_eq(cfg_errbuf, "etc/pc.yaml:1:18: dns.routable: invalid prefix '10.0.0.1/8'; "
+				     "expected a network like '192.0.2.0/24' or '2001:db8::/32'");
+	ck_assert_int_ne(cfg_load("dns: {routable: {a: 1}}\n", &c), 0);
+	ck_assert_ptr_nonnull(strstr(cfg_errbuf, "dns.routable: expected a list of special-purpose "
+						 "prefixes, found a mapping"));
 	for (int i = 0; i < RULES_MAX_ROUTABLE + 1; i++)
 		snprintf(many + strlen(many), sizeof(many) - strlen(many), "%s10.%d.0.0/16",
 			 i ? ", " : "", i);
 	strcat(many, "]\n");
-	ck_assert_int_ne(load(many, &c), 0);
-	ck_assert_ptr_nonnull(strstr(errbuf, "dns.routable: 33 prefixes; expected at most 32"));
+	ck_assert_int_ne(cfg_load(many, &c), 0);
+	ck_assert_ptr_nonnull(strstr(cfg_errbuf, "dns.routable: 33 prefixes; expected at most 32"));
 }
 END_TEST
 
