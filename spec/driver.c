@@ -228,15 +228,7 @@ static size_t ip_head(uint8_t *b, const struct spec_pkt *s, uint8_t proto, size_
 		}
 		return 40 + ext;
 	}
-	memset(b, 0, 20);
-	b[0] = 0x45;
-	b[2] = (uint8_t)((20 + l4len) >> 8);
-	b[3] = (uint8_t)(20 + l4len);
-	b[8] = 64;
-	b[9] = proto;
-	memcpy(b + 12, s->src.a, 4);
-	memcpy(b + 16, s->dst.a, 4);
-	return 20;
+	return wire_ip4_raw(b, proto, l4len, s->src.a, s->dst.a);
 }
 
 static size_t build(struct drv *d, const struct drv_pkt *p)

@@ -119,28 +119,12 @@ static int init(void)
 static size_t tcp4(uint8_t *pkt, bool from_server, uint8_t flags, uint32_t seq, uint32_t ack,
 		   const uint8_t *payload, size_t len)
 {
-	uint8_t *t = pkt + 20;
+	const char *sb = "10.203.0.11", *srv = "203.0.113.10";
 
-	memset(pkt, 0, 40);
-	pkt[0] = 0x45;
-	pkt[2] = (uint8_t)((40 + len) >> 8);
-	pkt[3] = (uint8_t)(40 + len);
-	pkt[8] = 64;
-	pkt[9] = IPPROTO_TCP;
-	inet_pton(AF_INET, from_server ? "203.0.113.10" : "10.203.0.11", pkt + 12);
-	inet_pton(AF_INET, from_server ? "10.203.0.11" : "203.0.113.10", pkt + 16);
-	t[0] = from_server ? 443 >> 8 : 41000 >> 8;
-	t[1] = (uint8_t)(from_server ? 443 : 41000);
-	t[2] = from_server ? 41000 >> 8 : 443 >> 8;
-	t[3] = (uint8_t)(from_server ? 41000 : 443);
-	for (int i = 0; i < 4; i++) {
-		t[4 + i] = (uint8_t)(seq >> (24 - 8 * i));
-		t[8 + i] = (uint8_t)(ack >> (24 - 8 * i));
-	}
-	t[12] = 5 << 4;
-	t[13] = flags;
+	wire_ip4(pkt, IPPROTO_TCP, 20 + len, from_server ? srv : sb, from_server ? sb : srv);
+	wire_tcp(pkt + 20, from_server ? 443 : 41000, from_server ? 41000 : 443, flags, seq, ack);
 	if (len)
-		memcpy(t + 20, payload, len);
+		memcpy(pkt + 40, payload, len);
 	return 40 + len;
 }
 

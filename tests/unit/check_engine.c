@@ -88,40 +88,12 @@ static void teardown(void)
 static void tcp_pkt(const char *src, uint16_t sp, const char *dst, uint16_t dp, uint8_t flags,
 		    uint32_t seq, const void *data, size_t len)
 {
-	bool v6 = strchr(src, ':') != NULL;
-	size_t ipl = v6 ? 40 : 20;
-	uint8_t *t = pkt + ipl;
+	size_t ipl = strchr(src, ':') ? wire_ip6(pkt, IPPROTO_TCP, 20 + len, 64, src, dst)
+				      : wire_ip4(pkt, IPPROTO_TCP, 20 + len, src, dst);
 
-	memset(pkt, 0, ipl + 20);
-	if (v6) {
-		pkt[0] = 0x60;
-		pkt[4] = (uint8_t)((20 + len) >> 8);
-		pkt[5] = (uint8_t)(20 + len);
-		pkt[6] = IPPROTO_TCP;
-		pkt[7] = 64;
-		inet_pton(AF_INET6, src, pkt + 8);
-		inet_pton(AF_INET6, dst, pkt + 24);
-	} else {
-		pkt[0] = 0x45;
-		pkt[2] = (uint8_t)((40 + len) >> 8);
-		pkt[3] = (uint8_t)(40 + len);
-		pkt[8] = 64;
-		pkt[9] = IPPROTO_TCP;
-		inet_pton(AF_INET, src, pkt + 12);
-		inet_pton(AF_INET, dst, pkt + 16);
-	}
-	t[0] = (uint8_t)(sp >> 8);
-	t[1] = (uint8_t)sp;
-	t[2] = (uint8_t)(dp >> 8);
-	t[3] = (uint8_t)dp;
-	t[4] = (uint8_t)(seq >> 24);
-	t[5] = (uint8_t)(seq >> 16);
-	t[6] = (uint8_t)(seq >> 8);
-	t[7] = (uint8_t)seq;
-	t[12] = 5 << 4;
-	t[13] = flags;
+	wire_tcp(pkt + ipl, sp, dp, flags, seq, 0);
 	if (len)
-		memcpy(t + 20, data, len);
+		memcpy(pkt + ipl + 20, data, len);
 	pkt_len = ipl + 20 + len;
 }
 
@@ -407,15 +379,8 @@ static void tcp_pkt_opts(const char *src, uint16_t sp, const char *dst, uint16_t
 	ck_assert(ipl + dstopts + th + len <= sizeof(pkt));
 	memset(pkt, 0, ipl + dstopts + th);
 	if (v6) {
-		size_t pl = dstopts + th + len;
-
-		pkt[0] = 0x60;
-		pkt[4] = (uint8_t)(pl >> 8);
-		pkt[5] = (uint8_t)pl;
-		pkt[6] = dstopts ? IPPROTO_DSTOPTS : IPPROTO_TCP;
-		pkt[7] = 64;
-		inet_pton(AF_INET6, src, pkt + 8);
-		inet_pton(AF_INET6, dst, pkt + 24);
+		wire_ip6(pkt, dstopts ? IPPROTO_DSTOPTS : IPPROTO_TCP, dstopts + th + len, 64, src,
+			 dst);
 		if (dstopts) {
 			uint8_t *o = pkt + 40;
 			size_t left = dstopts - 2;
@@ -436,24 +401,11 @@ static void tcp_pkt_opts(const char *src, uint16_t sp, const char *dst, uint16_t
 			}
 		}
 	} else {
-		size_t tl = ipl + th + len;
-
-		pkt[0] = 0x45;
-		pkt[2] = (uint8_t)(tl >> 8);
-		pkt[3] = (uint8_t)tl;
-		pkt[8] = 64;
-		pkt[9] = IPPROTO_TCP;
-		inet_pton(AF_INET, src, pkt + 12);
-		inet_pton(AF_INET, dst, pkt + 16);
+		wire_ip4(pkt, IPPROTO_TCP, th + len, src, dst);
 	}
 	t = pkt + ipl + dstopts;
-	t[0] = (uint8_t)(sp >> 8);
-	t[1] = (uint8_t)sp;
-	t[2] = (uint8_t)(dp >> 8);
-	t[3] = (uint8_t)dp;
-	t[7] = 7; /* seq */
-	t[12] = (uint8_t)((th / 4) << 4);
-	t[13] = flags;
+	wire_tcp(t, sp, dp, flags, 7, 0);
+	t[12] = (uint8_t)((th / 4) << 4); /* the options' length too */
 	memset(t + 20, 1 /* NOP */, optlen);
 	if (len)
 		memcpy(t + th, data, len);

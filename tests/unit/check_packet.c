@@ -9,57 +9,15 @@
 
 #include "engine/engine_int.h"
 #include "tests/unit/unit.h"
-
-/* IPv4 header (20 bytes, no options) + proto. */
-static size_t ip4(uint8_t *b, uint8_t proto, size_t l4len, const char *src, const char *dst)
-{
-	memset(b, 0, 20);
-	b[0] = 0x45;
-	b[2] = (uint8_t)((20 + l4len) >> 8);
-	b[3] = (uint8_t)(20 + l4len);
-	b[8] = 64;
-	b[9] = proto;
-	inet_pton(AF_INET, src, b + 12);
-	inet_pton(AF_INET, dst, b + 16);
-	return 20;
-}
-
-static size_t tcp(uint8_t *b, uint16_t sp, uint16_t dp, uint8_t flags, uint32_t seq)
-{
-	memset(b, 0, 20);
-	b[0] = (uint8_t)(sp >> 8);
-	b[1] = (uint8_t)sp;
-	b[2] = (uint8_t)(dp >> 8);
-	b[3] = (uint8_t)dp;
-	b[4] = (uint8_t)(seq >> 24);
-	b[5] = (uint8_t)(seq >> 16);
-	b[6] = (uint8_t)(seq >> 8);
-	b[7] = (uint8_t)seq;
-	b[12] = 5 << 4;
-	b[13] = flags;
-	return 20;
-}
-
-static size_t ip6(uint8_t *b, uint8_t nh, size_t plen, const char *src, const char *dst)
-{
-	memset(b, 0, 40);
-	b[0] = 0x60;
-	b[4] = (uint8_t)(plen >> 8);
-	b[5] = (uint8_t)plen;
-	b[6] = nh;
-	b[7] = 255;
-	inet_pton(AF_INET6, src, b + 8);
-	inet_pton(AF_INET6, dst, b + 24);
-	return 40;
-}
+#include "tests/unit/wire.h"
 
 START_TEST(ipv4_tcp_syn)
 {
 	uint8_t b[64];
 	struct pkt p;
-	size_t n = ip4(b, IPPROTO_TCP, 20, "10.203.0.11", "198.51.100.22");
+	size_t n = wire_ip4(b, IPPROTO_TCP, 20, "10.203.0.11", "198.51.100.22");
 
-	n += tcp(b + n, 40000, 22, 0x02, 1000);
+	n += wire_tcp(b + n, 40000, 22, 0x02, 1000, 0);
 	ck_assert_int_eq(pkt_parse(b, n, &p), PKT_OK);
 	ck_assert_int_eq(p.family, AF_INET);
 	ck_assert_int_eq(p.proto, IPPROTO_TCP);
@@ -81,11 +39,11 @@ START_TEST(ipv4_options_and_padding)
 	struct pkt p;
 	size_t n;
 
-	ip4(b, IPPROTO_TCP, 24, "10.0.0.1", "10.0.0.2");
+	wire_ip4(b, IPPROTO_TCP, 24, "10.0.0.1", "10.0.0.2");
 	b[0] = 0x46; /* one 4-byte option word */
 	b[3] = 20 + 24;
 	memset(b + 20, 1, 4);
-	n = 24 + tcp(b + 24, 1, 2, 0x02, 0);
+	n = 24 + wire_tcp(b + 24, 1, 2, 0x02, 0, 0);
 	/* Link-layer padding past the IP length is not payload. */
 	memset(b + n, 0xee, 6);
 	ck_assert_int_eq(pkt_parse(b, n + 6, &p), PKT_OK);
@@ -113,9 +71,9 @@ START_TEST(ipv4_malformed)
 {
 	uint8_t ok[64], b[64];
 	struct pkt p;
-	size_t n = ip4(ok, IPPROTO_TCP, 20, "10.0.0.1", "10.0.0.2");
+	size_t n = wire_ip4(ok, IPPROTO_TCP, 20, "10.0.0.1", "10.0.0.2");
 
-	n += tcp(ok + n, 1, 2, 0x02, 0);
+	n += wire_tcp(ok + n, 1, 2, 0x02, 0, 0);
 	ck_assert_int_eq(pkt_parse(ok, n, &p), PKT_OK);
 	ck_assert_int_eq(pkt_parse(ok, 0, &p), PKT_MALFORMED);
 	ck_assert_int_eq(pkt_parse(ok, 19, &p), PKT_MALFORMED);
@@ -133,7 +91,7 @@ START_TEST(ipv4_fragments)
 {
 	uint8_t b[64];
 	struct pkt p;
-	size_t n = ip4(b, IPPROTO_UDP, 16, "10.0.0.1", "10.0.0.2");
+	size_t n = wire_ip4(b, IPPROTO_UDP, 16, "10.0.0.1", "10.0.0.2");
 
 	b[n + 4] = 0;
 	b[n + 5] = 16;
@@ -153,7 +111,7 @@ START_TEST(ipv4_udp_lengths)
 {
 	uint8_t b[64];
 	struct pkt p;
-	size_t n = ip4(b, IPPROTO_UDP, 12, "10.0.0.1", "10.0.0.2");
+	size_t n = wire_ip4(b, IPPROTO_UDP, 12, "10.0.0.1", "10.0.0.2");
 
 	memset(b + n, 0, 12);
 	b[n + 1] = 53;
@@ -179,7 +137,7 @@ START_TEST(truncated_capture)
 {
 	uint8_t b[64];
 	struct pkt p;
-	size_t n = ip4(b, IPPROTO_UDP, 1008, "10.0.0.1", "10.0.0.2");
+	size_t n = wire_ip4(b, IPPROTO_UDP, 1008, "10.0.0.1", "10.0.0.2");
 
 	memset(b + n, 0, 20);
 	b[n + 4] = (uint8_t)(1008 >> 8);
@@ -195,14 +153,14 @@ START_TEST(icmp_and_other_protocols)
 {
 	uint8_t b[64];
 	struct pkt p;
-	size_t n = ip4(b, IPPROTO_ICMP, 8, "10.0.0.1", "10.0.0.2");
+	size_t n = wire_ip4(b, IPPROTO_ICMP, 8, "10.0.0.1", "10.0.0.2");
 
 	memset(b + n, 0, 8);
 	b[n] = 8; /* echo request */
 	ck_assert_int_eq(pkt_parse(b, n + 8, &p), PKT_OK);
 	ck_assert_int_eq(p.icmp_type, 8);
 	ck_assert_int_eq(pkt_parse(b, n + 4, &p), PKT_MALFORMED);
-	ip4(b, IPPROTO_GRE, 4, "10.0.0.1", "10.0.0.2");
+	wire_ip4(b, IPPROTO_GRE, 4, "10.0.0.1", "10.0.0.2");
 	ck_assert_int_eq(pkt_parse(b, 24, &p), PKT_OK);
 	ck_assert_int_eq(p.proto, IPPROTO_GRE);
 	ck_assert_int_eq(p.sport, 0);
@@ -213,7 +171,8 @@ START_TEST(ipv6_extension_headers)
 {
 	uint8_t b[160];
 	struct pkt p;
-	size_t n = ip6(b, IPPROTO_HOPOPTS, 8 + 16 + 8 + 20, "fd00:203::11", "2001:db8:22::22");
+	size_t n =
+	    wire_ip6(b, IPPROTO_HOPOPTS, 8 + 16 + 8 + 20, 255, "fd00:203::11", "2001:db8:22::22");
 
 	/* hop-by-hop (8) -> destination options (16) -> routing (8) -> TCP */
 	memset(b + n, 0, 32);
@@ -224,7 +183,7 @@ START_TEST(ipv6_extension_headers)
 	b[n + 24] = IPPROTO_TCP;
 	b[n + 25] = 0;
 	n += 32;
-	n += tcp(b + n, 5555, 22, 0x02, 7);
+	n += wire_tcp(b + n, 5555, 22, 0x02, 7, 0);
 	ck_assert_int_eq(pkt_parse(b, n, &p), PKT_OK);
 	ck_assert_int_eq(p.family, AF_INET6);
 	ck_assert_int_eq(p.proto, IPPROTO_TCP);
@@ -245,12 +204,12 @@ START_TEST(ipv6_fragment_header)
 {
 	uint8_t b[128];
 	struct pkt p;
-	size_t n = ip6(b, IPPROTO_FRAGMENT, 8 + 20, "fd00::1", "fd00::2");
+	size_t n = wire_ip6(b, IPPROTO_FRAGMENT, 8 + 20, 255, "fd00::1", "fd00::2");
 
 	memset(b + n, 0, 8);
 	b[n] = IPPROTO_TCP;
 	n += 8;
-	n += tcp(b + n, 1, 2, 0x02, 0);
+	n += wire_tcp(b + n, 1, 2, 0x02, 0, 0);
 	/* atomic fragment (offset 0, M 0): a whole packet */
 	ck_assert_int_eq(pkt_parse(b, n, &p), PKT_OK);
 	ck_assert_int_eq(p.proto, IPPROTO_TCP);
@@ -266,17 +225,17 @@ START_TEST(ipv6_limits)
 {
 	uint8_t b[400];
 	struct pkt p;
-	size_t n = ip6(b, IPPROTO_DSTOPTS, 8 * 12, "fd00::1", "fd00::2");
+	size_t n = wire_ip6(b, IPPROTO_DSTOPTS, 8 * 12, 255, "fd00::1", "fd00::2");
 
 	/* a chain of 12 destination-option headers: more than we follow */
 	memset(b + n, 0, 8 * 12);
 	for (int i = 0; i < 12; i++)
 		b[n + 8 * i] = IPPROTO_DSTOPTS;
 	ck_assert_int_eq(pkt_parse(b, n + 96, &p), PKT_MALFORMED);
-	ip6(b, IPPROTO_TCP, 0, "fd00::1", "fd00::2"); /* payload length 0 (jumbo) */
+	wire_ip6(b, IPPROTO_TCP, 0, 255, "fd00::1", "fd00::2"); /* payload length 0 (jumbo) */
 	ck_assert_int_eq(pkt_parse(b, 60, &p), PKT_MALFORMED);
 	ck_assert_int_eq(pkt_parse(b, 39, &p), PKT_MALFORMED);
-	ip6(b, IPPROTO_ICMPV6, 8, "fe80::1", "ff02::1:ff00:1");
+	wire_ip6(b, IPPROTO_ICMPV6, 8, 255, "fe80::1", "ff02::1:ff00:1");
 	memset(b + 40, 0, 8);
 	b[40] = 135;
 	ck_assert_int_eq(pkt_parse(b, 48, &p), PKT_OK);
@@ -341,9 +300,9 @@ START_TEST(tcp_payload_rewrite_checksum)
 {
 	uint8_t b[128], *rw = NULL;
 	struct pkt p;
-	size_t n = ip4(b, IPPROTO_TCP, 24, "198.51.100.53", "10.203.0.11");
+	size_t n = wire_ip4(b, IPPROTO_TCP, 24, "198.51.100.53", "10.203.0.11");
 
-	n += tcp(b + n, 53, 5000, 0x18, 99);
+	n += wire_tcp(b + n, 53, 5000, 0x18, 99, 0);
 	memcpy(b + n, "\x00\x02zz", 4);
 	n += 4;
 	ck_assert_int_eq(pkt_parse(b, n, &p), PKT_OK);

@@ -1,7 +1,8 @@
 /* Hand-made wire bytes the engine parses, shared by the engine's unit tests,
  * the spec driver and the held-flow fuzz target so that all of them feed it
- * the same messages: a DNS query or answer with A/AAAA records, and the
- * smallest TLS ClientHello the held-flow parser accepts. Plain C (no
+ * the same messages: IPv4, IPv6 and TCP headers, a DNS query or answer
+ * with A/AAAA records, and the smallest TLS ClientHello the held-flow
+ * parser accepts. Plain C (no
  * Check): fuzz targets and spec/ include it too. */
 #ifndef PC_TEST_WIRE_H
 #define PC_TEST_WIRE_H
@@ -12,7 +13,69 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <sys/socket.h>
+
+/* An IPv4 header (20 bytes, no options, TTL 64, checksum left 0) before an
+ * l4len-byte proto payload, addresses as 4 bytes each. */
+static inline size_t wire_ip4_raw(uint8_t *b, uint8_t proto, size_t l4len, const uint8_t *src,
+				  const uint8_t *dst)
+{
+	memset(b, 0, 20);
+	b[0] = 0x45;
+	b[2] = (uint8_t)((20 + l4len) >> 8);
+	b[3] = (uint8_t)(20 + l4len);
+	b[8] = 64;
+	b[9] = proto;
+	memcpy(b + 12, src, 4);
+	memcpy(b + 16, dst, 4);
+	return 20;
+}
+
+/* The same with the addresses written "10.0.0.1". */
+static inline size_t wire_ip4(uint8_t *b, uint8_t proto, size_t l4len, const char *src,
+			      const char *dst)
+{
+	uint8_t s[4] = {0}, d[4] = {0};
+
+	inet_pton(AF_INET, src, s);
+	inet_pton(AF_INET, dst, d);
+	return wire_ip4_raw(b, proto, l4len, s, d);
+}
+
+/* An IPv6 header (40 bytes, hop limit hl) before plen bytes of next
+ * header nh. */
+static inline size_t wire_ip6(uint8_t *b, uint8_t nh, size_t plen, uint8_t hl, const char *src,
+			      const char *dst)
+{
+	memset(b, 0, 40);
+	b[0] = 0x60;
+	b[4] = (uint8_t)(plen >> 8);
+	b[5] = (uint8_t)plen;
+	b[6] = nh;
+	b[7] = hl;
+	inet_pton(AF_INET6, src, b + 8);
+	inet_pton(AF_INET6, dst, b + 24);
+	return 40;
+}
+
+/* A TCP header (20 bytes, no options, window and checksum 0). */
+static inline size_t wire_tcp(uint8_t *b, uint16_t sp, uint16_t dp, uint8_t flags, uint32_t seq,
+			      uint32_t ack)
+{
+	memset(b, 0, 20);
+	b[0] = (uint8_t)(sp >> 8);
+	b[1] = (uint8_t)sp;
+	b[2] = (uint8_t)(dp >> 8);
+	b[3] = (uint8_t)dp;
+	for (int i = 0; i < 4; i++) {
+		b[4 + i] = (uint8_t)(seq >> (24 - 8 * i));
+		b[8 + i] = (uint8_t)(ack >> (24 - 8 * i));
+	}
+	b[12] = 5 << 4;
+	b[13] = flags;
+	return 20;
+}
 
 /* name in DNS labels, no compression; returns its length */
 static inline size_t wire_name(uint8_t *b, const char *name)
