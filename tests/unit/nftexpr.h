@@ -38,20 +38,25 @@ static inline void nx_cmp(struct nftnl_rule *r, uint32_t op, const void *d, uint
 	nftnl_rule_add_expr(r, e);
 }
 
-/* "(ct|meta) mark and mask == value" */
-static inline void nx_mark(struct nftnl_rule *r, bool ct, uint32_t mask, uint32_t value)
+/* register 1 = register 1 & mask (4 bytes) */
+static inline void nx_and(struct nftnl_rule *r, uint32_t mask)
 {
-	struct nftnl_expr *e;
+	struct nftnl_expr *e = nftnl_expr_alloc("bitwise");
 	uint32_t z = 0;
 
-	nx_load(r, ct ? "ct" : "meta", ct ? NFT_CT_MARK : NFT_META_MARK);
-	e = nftnl_expr_alloc("bitwise");
 	nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
 	nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
 	nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_LEN, 4);
 	nftnl_expr_set(e, NFTNL_EXPR_BITWISE_MASK, &mask, 4);
 	nftnl_expr_set(e, NFTNL_EXPR_BITWISE_XOR, &z, 4);
 	nftnl_rule_add_expr(r, e);
+}
+
+/* "(ct|meta) mark and mask == value" */
+static inline void nx_mark(struct nftnl_rule *r, bool ct, uint32_t mask, uint32_t value)
+{
+	nx_load(r, ct ? "ct" : "meta", ct ? NFT_CT_MARK : NFT_META_MARK);
+	nx_and(r, mask);
 	nx_cmp(r, NFT_CMP_EQ, &value, 4);
 }
 
