@@ -6,6 +6,7 @@
 #include "engine/engine_int.h" /* first: netinet/in.h before linux/ headers */
 
 #include "rules/rules_int.h"
+#include "tests/unit/agents.h"
 
 #include <linux/netfilter.h>
 #include <stdint.h>
@@ -14,12 +15,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char policy_yaml[] =
-    "sandbox: agent-1\n"
-    "match: { source: [10.203.0.11/32, \"fd00:203::11/128\"], port: pcv1 }\n"
-    "allow:\n"
-    "  - cidr: 198.51.100.22/32\n"
-    "    ports: [22]\n"
+static const char policy_yaml[] = AGENT1_HEAD ALLOW_SSH /* and: */
     "  - host: api.github.test\n"
     "    ports: [443, 80]\n"
     "  - host: \"*.example.test\"\n"

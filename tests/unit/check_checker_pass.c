@@ -23,16 +23,13 @@
 #include "nft/nft.h"
 #include "checker/checker_int.h"
 #include "rules/rules_int.h"
+#include "tests/unit/agents.h"
 #include "tests/unit/gateway.h"
 #include "tests/unit/nftexpr.h"
 #include "tests/unit/unit.h"
 
-static const char policy_yaml[] = "sandbox: agent-1\n"
-				  "match: { source: [10.203.0.11/32, \"fd00:203::11/128\"], port: "
-				  "pcv1 }\n"
-				  "allow:\n"
-				  "  - host: api.github.test\n"
-				  "    ports: [443]\n";
+static const char policy_yaml[] = AGENT1_HEAD "  - host: api.github.test\n"
+					      "    ports: [443]\n";
 
 static struct config cfg;
 static struct policy *pol;

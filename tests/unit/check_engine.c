@@ -11,16 +11,12 @@
 
 #include "engine/engine_int.h"
 #include "rules/rules_int.h"
-#include "tests/unit/wire.h"
+#include "tests/unit/agents.h"
 #include "tests/unit/gateway.h"
 #include "tests/unit/unit.h"
+#include "tests/unit/wire.h"
 
-static const char policy_yaml[] =
-    "sandbox: agent-1\n"
-    "match: { source: [10.203.0.11/32, \"fd00:203::11/128\"], port: pcv1 }\n"
-    "allow:\n"
-    "  - cidr: 198.51.100.22/32\n"
-    "    ports: [22]\n"
+static const char policy_yaml[] = AGENT1_HEAD ALLOW_SSH /* and: */
     "  - cidr: 198.51.100.22/32\n"
     "    ports: [5000]\n"
     "    proto: udp\n"
@@ -82,6 +78,12 @@ static void teardown(void)
 	dnsguard_free(dg);
 	policy_unref(pol);
 }
+
+/* The policy a reload brings in: agent-1 keeps only ssh, by address. */
+#define V2_SSH_ONLY                                                                                \
+	"sandbox: agent-1\n"                                                                       \
+	"match: { source: 10.203.0.11/32, port: pcv1 }\n"                                          \
+	"allow:\n" ALLOW_SSH
 
 /* ---- packet builders --------------------------------------------------------- */
 
@@ -925,11 +927,7 @@ END_TEST
  * promotion judges again under the policy in force. */
 START_TEST(held_reload_before_promotion)
 {
-	static const char v2[] = "sandbox: agent-1\n"
-				 "match: { source: 10.203.0.11/32, port: pcv1 }\n"
-				 "allow:\n"
-				 "  - cidr: 198.51.100.22/32\n"
-				 "    ports: [22]\n";
+	static const char v2[] = V2_SSH_ONLY;
 	struct policy *p2 = NULL;
 	struct pc_err err = {0};
 	uint8_t ch[512];
@@ -1030,11 +1028,7 @@ END_TEST
  * was learned before (make valgrind shows the same end to end). */
 START_TEST(held_plain_after_reload)
 {
-	static const char v2[] = "sandbox: agent-1\n"
-				 "match: { source: 10.203.0.11/32, port: pcv1 }\n"
-				 "allow:\n"
-				 "  - cidr: 198.51.100.22/32\n"
-				 "    ports: [22]\n";
+	static const char v2[] = V2_SSH_ONLY;
 	static const char get[] = "GET / HTTP/1.0\r\n\r\n";
 	struct policy *p2 = NULL;
 	struct pc_err err = {0};

@@ -22,6 +22,7 @@
 
 #include "nft/nft_int.h"
 #include "rules/rules_int.h"
+#include "tests/unit/agents.h"
 #include "tests/unit/gateway.h"
 #include "tests/unit/unit.h"
 
@@ -135,12 +136,7 @@ END_TEST
 
 /* ---- the ruleset ------------------------------------------------------------ */
 
-static const char policy_yaml[] =
-    "sandbox: agent-1\n"
-    "match: { source: [10.203.0.11/32, \"fd00:203::11/128\"], port: pcv1 }\n"
-    "allow:\n"
-    "  - cidr: 198.51.100.22/32\n"
-    "    ports: [22]\n"
+static const char policy_yaml[] = AGENT1_HEAD ALLOW_SSH /* and: */
     "---\n"
     "sandbox: agent-2\n"
     "match: { source: [10.0.0.0/25, 10.0.0.128/25], mac: \"02:00:00:cb:00:0c\" }\n"
