@@ -19,11 +19,7 @@ static const char policy_yaml[] = AGENT1_HEAD ALLOW_SSH /* and: */
     "  - host: api.github.test\n"
     "    ports: [443, 80]\n"
     "  - host: \"*.example.test\"\n"
-    "    ports: [443]\n"
-    "---\n"
-    "sandbox: agent-2\n"
-    "match: { source: 10.203.0.12/32 }\n"
-    "allow: []\n";
+    "    ports: [443]\n" AGENT2_EMPTY;
 
 /* Built once: the policy and DNS guard a running engine would have. */
 static struct config cfg;

@@ -1,6 +1,7 @@
 /* Policy text the engine and ruleset tests (check_engine, check_nft,
  * check_checker_pass) and the packet fuzz target share: the sandbox
- * agent-1 on port pcv1 with an address of each family, and its ssh entry.
+ * agent-1 on port pcv1 with an address of each family, its ssh entry, and
+ * agent-2 allowed nothing.
  * Plain strings, no Check: fuzz targets include it too. */
 #ifndef PC_TEST_AGENTS_H
 #define PC_TEST_AGENTS_H
@@ -15,5 +16,12 @@
 #define ALLOW_SSH                                                                                  \
 	"  - cidr: 198.51.100.22/32\n"                                                             \
 	"    ports: [22]\n"
+
+/* a second document: agent-2, by address, allowed nothing */
+#define AGENT2_EMPTY                                                                               \
+	"---\n"                                                                                    \
+	"sandbox: agent-2\n"                                                                       \
+	"match: { source: 10.203.0.12/32 }\n"                                                      \
+	"allow: []\n"
 
 #endif

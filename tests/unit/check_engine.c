@@ -21,11 +21,7 @@ static const char policy_yaml[] = AGENT1_HEAD ALLOW_SSH /* and: */
     "    ports: [5000]\n"
     "    proto: udp\n"
     "  - host: api.github.test\n"
-    "    ports: [443, 80]\n"
-    "---\n"
-    "sandbox: agent-2\n"
-    "match: { source: 10.203.0.12/32 }\n"
-    "allow: []\n";
+    "    ports: [443, 80]\n" AGENT2_EMPTY;
 
 static struct config cfg;
 static struct policy *pol;
