@@ -213,10 +213,7 @@ START_TEST(foreign_mark_write_is_an_exit)
 	our_guard(0);
 	c = chain(NFPROTO_IPV4, "m", "out", NF_INET_LOCAL_OUT, 0, NF_ACCEPT, "filter");
 	ru = rule(c);
-	e = nftnl_expr_alloc("immediate");
-	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_1);
-	nftnl_expr_set(e, NFTNL_EXPR_IMM_DATA, &v, 4);
-	nftnl_rule_add_expr(ru, e);
+	nx_imm(ru, &v, 4);
 	e = nftnl_expr_alloc("ct");
 	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_MARK);
 	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_SREG, NFT_REG_1);
@@ -301,12 +298,10 @@ END_TEST
 /* A redirect: port (host order) into register 1, then redir to it. */
 static void e_redirect(struct nftnl_rule *r, uint16_t port)
 {
-	struct nftnl_expr *e = nftnl_expr_alloc("immediate");
+	struct nftnl_expr *e;
 	uint16_t be = htons(port);
 
-	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_1);
-	nftnl_expr_set(e, NFTNL_EXPR_IMM_DATA, &be, sizeof(be));
-	nftnl_rule_add_expr(r, e);
+	nx_imm(r, &be, sizeof(be));
 	e = nftnl_expr_alloc("redir");
 	nftnl_expr_set_u32(e, NFTNL_EXPR_REDIR_REG_PROTO_MIN, NFT_REG_1);
 	nftnl_rule_add_expr(r, e);
@@ -419,16 +414,12 @@ END_TEST
 START_TEST(pkttype_host_is_an_exit)
 {
 	struct nftnl_rule *ru;
-	struct nftnl_expr *e;
 	uint8_t host = 0; /* PACKET_HOST */
 
 	base_state();
 	our_guard(0);
 	ru = foreign_rule();
-	e = nftnl_expr_alloc("immediate");
-	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_1);
-	nftnl_expr_set(e, NFTNL_EXPR_IMM_DATA, &host, 1);
-	nftnl_rule_add_expr(ru, e);
+	nx_imm(ru, &host, 1);
 	e_meta_set(ru, NFT_META_PKTTYPE);
 	expect_finding("meta pkttype set host");
 }
@@ -493,10 +484,7 @@ static void set_dnat_rule(uint32_t set_flags, bool written)
 	nftnl_expr_set_str(e, NFTNL_EXPR_LOOKUP_SET, "guarded");
 	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_FLAGS, NFT_LOOKUP_F_INV);
 	nftnl_rule_add_expr(ru, e);
-	e = nftnl_expr_alloc("immediate");
-	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_1);
-	nftnl_expr_set(e, NFTNL_EXPR_IMM_DATA, &a, 4);
-	nftnl_rule_add_expr(ru, e);
+	nx_imm(ru, &a, 4);
 	e = nftnl_expr_alloc("nat");
 	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_TYPE, NFT_NAT_DNAT);
 	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_FAMILY, NFPROTO_IPV4);

@@ -28,6 +28,16 @@ static inline void nx_load(struct nftnl_rule *r, const char *kind, uint32_t key)
 	nftnl_rule_add_expr(r, e);
 }
 
+/* register 1 = the len bytes at d */
+static inline void nx_imm(struct nftnl_rule *r, const void *d, uint32_t len)
+{
+	struct nftnl_expr *e = nftnl_expr_alloc("immediate");
+
+	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_1);
+	nftnl_expr_set(e, NFTNL_EXPR_IMM_DATA, d, len);
+	nftnl_rule_add_expr(r, e);
+}
+
 static inline void nx_cmp(struct nftnl_rule *r, uint32_t op, const void *d, uint32_t len)
 {
 	struct nftnl_expr *e = nftnl_expr_alloc("cmp");
