@@ -659,23 +659,12 @@ START_TEST(dsse_round_trip)
 }
 END_TEST
 
-static Suite *checker_suite(void)
-{
-	Suite *s = suite_create("checker");
-	TCase *t = tcase_create("model");
-
-	PC_UNIT_TESTS(t, guarded_path_is_proven, no_table_means_undecided_exit,
-		      policy_accept_is_named, bypass_queue_is_an_exit,
-		      accept_elsewhere_does_not_bypass_us, foreign_mark_write_is_an_exit,
-		      unknown_expression_is_unproven, other_interface_rules_do_not_match_sandbox,
-		      jump_fanout_is_walked_once_per_chain, jump_loop_is_unproven,
-		      redirect_to_our_listener_only_in_our_table,
-		      mark_copy_from_conntrack_is_an_exit, masked_mark_copy_is_harmless,
-		      pkttype_host_is_an_exit, ct_helper_is_an_exit_notrack_is_not,
-		      only_constant_sets_decide_a_lookup, sandbox_facing_devices_are_named,
-		      tc_on_uplink_and_ptype_on_port_are_named, json_strict, dsse_round_trip);
-	suite_add_tcase(s, t);
-	return s;
-}
-
-PC_UNIT_MAIN(checker_suite)
+PC_UNIT_SUITE("checker", "model", 0, guarded_path_is_proven, no_table_means_undecided_exit,
+	      policy_accept_is_named, bypass_queue_is_an_exit, accept_elsewhere_does_not_bypass_us,
+	      foreign_mark_write_is_an_exit, unknown_expression_is_unproven,
+	      other_interface_rules_do_not_match_sandbox, jump_fanout_is_walked_once_per_chain,
+	      jump_loop_is_unproven, redirect_to_our_listener_only_in_our_table,
+	      mark_copy_from_conntrack_is_an_exit, masked_mark_copy_is_harmless,
+	      pkttype_host_is_an_exit, ct_helper_is_an_exit_notrack_is_not,
+	      only_constant_sets_decide_a_lookup, sandbox_facing_devices_are_named,
+	      tc_on_uplink_and_ptype_on_port_are_named, json_strict, dsse_round_trip)

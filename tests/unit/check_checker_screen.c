@@ -545,18 +545,6 @@ START_TEST(engine_ruleset_passes_the_screen)
 }
 END_TEST
 
-static Suite *screen_suite(void)
-{
-	Suite *s = suite_create("checker_screen");
-	TCase *t = tcase_create("screen");
-
-	tcase_set_timeout(t, 120);
-	PC_UNIT_TESTS(t, whatever_passes_the_screen_survives_libnftnl,
-		      screen_refuses_unterminated_and_wrong_sizes,
-		      unknown_expression_rule_is_kept_as_unreadable,
-		      engine_ruleset_passes_the_screen);
-	suite_add_tcase(s, t);
-	return s;
-}
-
-PC_UNIT_MAIN(screen_suite)
+PC_UNIT_SUITE("checker_screen", "screen", 120, whatever_passes_the_screen_survives_libnftnl,
+	      screen_refuses_unterminated_and_wrong_sizes,
+	      unknown_expression_rule_is_kept_as_unreadable, engine_ruleset_passes_the_screen)

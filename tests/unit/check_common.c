@@ -450,19 +450,9 @@ START_TEST(json_writer_places_commas)
 }
 END_TEST
 
-static Suite *common_suite(void)
-{
-	Suite *s = suite_create("common");
-	TCase *tc = tcase_create("core");
-
-	PC_UNIT_TESTS(tc, addr_parse_v4_v6, addr_str_v4_every_octet, endpoint_parse_forms,
-		      prefix_parse_contains_overlap, mac_parse, err_formatting, strlcpy_truncates,
-		      hex_digit_values, file_read_limits_and_atomic_write,
-		      unix_seqpacket_roundtrip_and_peercred, rfc3339_time,
-		      hostname_table_every_form, buf_grows_formats_and_takes, buf_limit_is_sticky,
-		      json_escape_every_byte, json_writer_places_commas);
-	suite_add_tcase(s, tc);
-	return s;
-}
-
-PC_UNIT_MAIN(common_suite)
+PC_UNIT_SUITE("common", "core", 0, addr_parse_v4_v6, addr_str_v4_every_octet, endpoint_parse_forms,
+	      prefix_parse_contains_overlap, mac_parse, err_formatting, strlcpy_truncates,
+	      hex_digit_values, file_read_limits_and_atomic_write,
+	      unix_seqpacket_roundtrip_and_peercred, rfc3339_time, hostname_table_every_form,
+	      buf_grows_formats_and_takes, buf_limit_is_sticky, json_escape_every_byte,
+	      json_writer_places_commas)

@@ -151,15 +151,4 @@ START_TEST(out_of_memory_fails_closed)
 }
 END_TEST
 
-static Suite *oom_suite(void)
-{
-	Suite *s = suite_create("dnsguard_oom");
-	TCase *t = tcase_create("oom");
-
-	tcase_set_timeout(t, 120);
-	tcase_add_test(t, out_of_memory_fails_closed);
-	suite_add_tcase(s, t);
-	return s;
-}
-
-PC_UNIT_MAIN(oom_suite)
+PC_UNIT_SUITE("dnsguard_oom", "oom", 120, out_of_memory_fails_closed)

@@ -368,18 +368,8 @@ START_TEST(random_bytes_never_crash)
 }
 END_TEST
 
-static Suite *tls_suite(void)
-{
-	Suite *s = suite_create("dnsguard_tls");
-	TCase *t = tcase_create("clienthello");
-
-	PC_UNIT_TESTS(t, real_clienthello_tls13_and_tls12, real_clienthello_without_sni,
-		      every_prefix_asks_for_more, clienthello_over_many_records,
-		      not_tls_rejected_at_once, crafted_names, crafted_hostname_table,
-		      crafted_structure_errors, oversize_is_refused_not_awaited,
-		      random_bytes_never_crash);
-	suite_add_tcase(s, t);
-	return s;
-}
-
-PC_UNIT_MAIN(tls_suite)
+PC_UNIT_SUITE("dnsguard_tls", "clienthello", 0, real_clienthello_tls13_and_tls12,
+	      real_clienthello_without_sni, every_prefix_asks_for_more,
+	      clienthello_over_many_records, not_tls_rejected_at_once, crafted_names,
+	      crafted_hostname_table, crafted_structure_errors, oversize_is_refused_not_awaited,
+	      random_bytes_never_crash)

@@ -411,15 +411,4 @@ START_TEST(text_outputs_match_the_recorded_bytes)
 }
 END_TEST
 
-static Suite *golden_suite(void)
-{
-	Suite *s = suite_create("golden");
-	TCase *tc = tcase_create("bytes");
-
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, text_outputs_match_the_recorded_bytes);
-	suite_add_tcase(s, tc);
-	return s;
-}
-
-PC_UNIT_MAIN(golden_suite)
+PC_UNIT_SUITE("golden", "bytes", 60, text_outputs_match_the_recorded_bytes)

@@ -135,15 +135,5 @@ START_TEST(control_socket_thread_answers_one_request)
 }
 END_TEST
 
-static Suite *metrics_suite(void)
-{
-	Suite *s = suite_create("metrics");
-	TCase *t = tcase_create("metrics");
-
-	PC_UNIT_TESTS(t, reasons_map_to_fixed_labels, prom_text_and_label_escapes,
-		      prom_one_sample_family, control_socket_thread_answers_one_request);
-	suite_add_tcase(s, t);
-	return s;
-}
-
-PC_UNIT_MAIN(metrics_suite)
+PC_UNIT_SUITE("metrics", "metrics", 0, reasons_map_to_fixed_labels, prom_text_and_label_escapes,
+	      prom_one_sample_family, control_socket_thread_answers_one_request)

@@ -314,17 +314,7 @@ START_TEST(tcp_payload_rewrite_checksum)
 }
 END_TEST
 
-static Suite *packet_suite(void)
-{
-	Suite *s = suite_create("packet");
-	TCase *tc = tcase_create("parse");
-
-	PC_UNIT_TESTS(tc, ipv4_tcp_syn, ipv4_options_and_padding, ipv4_malformed, ipv4_fragments,
-		      ipv4_udp_lengths, truncated_capture, icmp_and_other_protocols,
-		      ipv6_extension_headers, ipv6_fragment_header, ipv6_limits,
-		      udp_build_roundtrip, tcp_payload_rewrite_checksum);
-	suite_add_tcase(s, tc);
-	return s;
-}
-
-PC_UNIT_MAIN(packet_suite)
+PC_UNIT_SUITE("packet", "parse", 0, ipv4_tcp_syn, ipv4_options_and_padding, ipv4_malformed,
+	      ipv4_fragments, ipv4_udp_lengths, truncated_capture, icmp_and_other_protocols,
+	      ipv6_extension_headers, ipv6_fragment_header, ipv6_limits, udp_build_roundtrip,
+	      tcp_payload_rewrite_checksum)

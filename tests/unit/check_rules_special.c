@@ -210,15 +210,5 @@ START_TEST(lint_warns_about_special_cidr)
 }
 END_TEST
 
-static Suite *special_suite(void)
-{
-	Suite *s = suite_create("rules_special");
-	TCase *t = tcase_create("special");
-
-	PC_UNIT_TESTS(t, routable_default_none, routable_parsed, routable_errors,
-		      cidr_covers_whatever_the_port, lint_warns_about_special_cidr);
-	suite_add_tcase(s, t);
-	return s;
-}
-
-PC_UNIT_MAIN(special_suite)
+PC_UNIT_SUITE("rules_special", "special", 0, routable_default_none, routable_parsed,
+	      routable_errors, cidr_covers_whatever_the_port, lint_warns_about_special_cidr)

@@ -104,15 +104,5 @@ START_TEST(notify_errors_are_reported)
 }
 END_TEST
 
-static Suite *sdnotify_suite(void)
-{
-	Suite *s = suite_create("sdnotify");
-	TCase *tc = tcase_create("notify");
-
-	PC_UNIT_TESTS(tc, notify_path_socket, notify_abstract_socket,
-		      notify_without_systemd_is_a_no_op, notify_errors_are_reported);
-	suite_add_tcase(s, tc);
-	return s;
-}
-
-PC_UNIT_MAIN(sdnotify_suite)
+PC_UNIT_SUITE("sdnotify", "notify", 0, notify_path_socket, notify_abstract_socket,
+	      notify_without_systemd_is_a_no_op, notify_errors_are_reported)

@@ -794,15 +794,4 @@ START_TEST(engine_against_model)
 }
 END_TEST
 
-static Suite *spec_suite(void)
-{
-	Suite *s = suite_create("spec");
-	TCase *tc = tcase_create("exhaustive");
-
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, engine_against_model);
-	suite_add_tcase(s, tc);
-	return s;
-}
-
-PC_UNIT_MAIN(spec_suite)
+PC_UNIT_SUITE("spec", "exhaustive", 120, engine_against_model)

@@ -1,5 +1,6 @@
 /* Shared main for the Check unit tests: each tests/unit/check_<module>.c
- * defines its suite and ends with PC_UNIT_MAIN(suite_fn). Results are TAP on
+ * defines its suite and ends with PC_UNIT_MAIN(suite_fn), or, for a suite
+ * of one test case, with PC_UNIT_SUITE(...). Results are TAP on
  * stdout (tests/run counts them); the exit status is non-zero on failure. */
 #ifndef PC_UNIT_H
 #define PC_UNIT_H
@@ -20,6 +21,22 @@ static inline void pc_unit_add(TCase *tc, const TTest *const *tests, size_t n)
 #define PC_UNIT_TESTS(tc, ...)                                                                     \
 	pc_unit_add((tc), (const TTest *const[]){__VA_ARGS__},                                     \
 		    sizeof((const TTest *const[]){__VA_ARGS__}) / sizeof(const TTest *))
+
+/* The whole of a test file's suite when it is one test case: the suite's
+ * name, the case's name, its timeout in seconds (0: Check's default), then
+ * its tests; defines main too. */
+#define PC_UNIT_SUITE(name, tcase_name, timeout, ...)                                              \
+	static Suite *pc_unit_suite(void)                                                          \
+	{                                                                                          \
+		Suite *s = suite_create(name);                                                     \
+		TCase *tc = tcase_create(tcase_name);                                              \
+		if ((timeout) > 0)                                                                 \
+			tcase_set_timeout(tc, (timeout));                                          \
+		PC_UNIT_TESTS(tc, __VA_ARGS__);                                                    \
+		suite_add_tcase(s, tc);                                                            \
+		return s;                                                                          \
+	}                                                                                          \
+	PC_UNIT_MAIN(pc_unit_suite)
 
 #define PC_UNIT_MAIN(suite_fn)                                                                     \
 	int main(void)                                                                             \
