@@ -42,20 +42,8 @@ static struct policy_sandbox sb1 = {
     .dns_refuse = DNS_REFUSE_REFUSED,
 };
 /* the same sandbox after a reload that dropped pypi.org */
-static struct policy_sandbox sb1_reloaded = {
-    .name = "agent-1",
-    .allow = allows,
-    .n_allow = 2,
-    .dns_qtypes = QT_DEFAULT,
-    .dns_refuse = DNS_REFUSE_REFUSED,
-};
-static struct policy_sandbox sb2 = {
-    .name = "agent-2",
-    .allow = allows,
-    .n_allow = 4,
-    .dns_qtypes = QT_DEFAULT,
-    .dns_refuse = DNS_REFUSE_NXDOMAIN,
-};
+static struct policy_sandbox sb1_reloaded = UA_SANDBOX("agent-1", allows, 2, REFUSED);
+static struct policy_sandbox sb2 = UA_SANDBOX("agent-2", allows, 4, NXDOMAIN);
 
 static struct dns_flow qf; /* sandbox 10.203.0.10:40000 -> resolver:53 */
 

@@ -29,18 +29,8 @@ static struct policy_allow allows[] = {
     /* agent-2 only: opens the metadata address explicitly, on another port */
     UA_CIDR(p8080, TCP, "agent-2/allow[1]", {{AF_INET, {169, 254, 169, 254}}, 32}),
 };
-static struct policy_sandbox sb1 = {
-    .name = "agent-1",
-    .allow = allows,
-    .n_allow = 1,
-    .dns_qtypes = QT_DEFAULT,
-};
-static struct policy_sandbox sb2 = {
-    .name = "agent-2",
-    .allow = allows,
-    .n_allow = 2,
-    .dns_qtypes = QT_DEFAULT,
-};
+static struct policy_sandbox sb1 = UA_SANDBOX("agent-1", allows, 1, REFUSED);
+static struct policy_sandbox sb2 = UA_SANDBOX("agent-2", allows, 2, REFUSED);
 
 static struct dns_flow qf;
 

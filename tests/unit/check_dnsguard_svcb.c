@@ -27,13 +27,7 @@ static struct policy_allow allows[] = {
     UA_NAME(HOST, "api.github.com", p443, TCP, "t/allow[0]"),
     UA_NAME(WILDCARD, "example.org", p443, TCP, "t/allow[1]"),
 };
-static struct policy_sandbox sb = {
-    .name = "t",
-    .allow = allows,
-    .n_allow = 2,
-    .dns_qtypes = QT_DEFAULT,
-    .dns_refuse = DNS_REFUSE_REFUSED,
-};
+static struct policy_sandbox sb = UA_SANDBOX("t", allows, 2, REFUSED);
 static struct dns_flow qf, af;
 
 static void setup(void)
