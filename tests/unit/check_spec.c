@@ -607,6 +607,26 @@ static void quota_seq(struct sc *c, int fam)
 	drv_set_capacity(c->d, 4096, 256);
 }
 
+/* agent-1's SYN (seq 10) to dst, and the server's SYN-ACK (seq 70) back:
+ * the openings of the flows a reload then judges again. */
+static void reload_syn(struct sc *c, int fam, const struct pc_addr *dst, uint16_t sport,
+		       uint16_t dport)
+{
+	struct drv_pkt p = sc_out(fam, SC_SB1, dst, IPPROTO_TCP, sport, dport);
+
+	sc_tcp(&p, S, 10, 0);
+	sc_step(c, &p);
+}
+
+static void reload_synack(struct sc *c, const struct pc_addr *dst, uint16_t dport,
+			  const struct pc_addr *me, uint16_t sport)
+{
+	struct drv_pkt p = sc_in(dst, dport, me, sport, IPPROTO_TCP);
+
+	sc_tcp(&p, S | A, 70, 11);
+	sc_step(c, &p);
+}
+
 /* Flows of every kind, then a reload that takes some away (R1, R2). */
 static void reload_seq(int fam, unsigned long *packets, unsigned long *bad)
 {
@@ -634,18 +654,12 @@ static void reload_seq(int fam, unsigned long *packets, unsigned long *bad)
 	nw = drv_client_hello(wild, "x.wild.test");
 	memset(data, 0x61, sizeof(data));
 
-	p = sc_out(fam, SC_SB1, &dst[0], IPPROTO_TCP, 30000, 22);
-	sc_tcp(&p, S, 10, 0);
-	sc_step(c, &p);
+	reload_syn(c, fam, &dst[0], 30000, 22);
 	p = sc_out(fam, SC_SB1, &dst[1], IPPROTO_UDP, 30001, 5353);
 	sc_payload(&p, SPEC_PL_DATA, data, 8);
 	sc_step(c, &p);
-	p = sc_out(fam, SC_SB1, &dst[2], IPPROTO_TCP, 30002, 443);
-	sc_tcp(&p, S, 10, 0);
-	sc_step(c, &p);
-	p = sc_in(&dst[2], 443, &me, 30002, IPPROTO_TCP);
-	sc_tcp(&p, S | A, 70, 11);
-	sc_step(c, &p);
+	reload_syn(c, fam, &dst[2], 30002, 443);
+	reload_synack(c, &dst[2], 443, &me, 30002);
 	p = sc_out(fam, SC_SB1, &dst[2], IPPROTO_TCP, 30002, 443);
 	sc_tcp(&p, P | A, 11, 71);
 	sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok, nok);
@@ -656,15 +670,9 @@ static void reload_seq(int fam, unsigned long *packets, unsigned long *bad)
 	p = sc_out(fam, SC_SB1, &dst[2], IPPROTO_TCP, 30002, 443);
 	sc_tcp(&p, A, 11 + (uint32_t)nok, 71);
 	sc_step(c, &p);
-	p = sc_out(fam, SC_SB1, &dst[3], IPPROTO_TCP, 30003, 443);
-	sc_tcp(&p, S, 10, 0);
-	sc_step(c, &p);
-	p = sc_out(fam, SC_SB1, &dst[4], IPPROTO_TCP, 30004, 443);
-	sc_tcp(&p, S, 10, 0);
-	sc_step(c, &p);
-	p = sc_in(&dst[4], 443, &me, 30004, IPPROTO_TCP);
-	sc_tcp(&p, S | A, 70, 11);
-	sc_step(c, &p);
+	reload_syn(c, fam, &dst[3], 30003, 443);
+	reload_syn(c, fam, &dst[4], 30004, 443);
+	reload_synack(c, &dst[4], 443, &me, 30004);
 
 	c->bad += (unsigned long)drv_reload(c->d, sc_policy2, report, NULL);
 
