@@ -9,10 +9,7 @@ set -u
 
 guard_lab 2
 SB1_4=$(lab_sb_ip4 1) SB1_6=$(lab_sb_ip6 1) SB2_4=$(lab_sb_ip4 2)
-guard_rules agents <<EOF
-sandbox: agent-1
-match: { source: [$SB1_4/32, "$SB1_6/128"], port: $(lab_sb_port 1) }
-allow:
+guard_agent1 dual <<EOF
   - cidr: $LAB_SSH4/32
     ports: [22]
   - cidr: "$LAB_SSH6/128"

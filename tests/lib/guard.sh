@@ -5,9 +5,10 @@
 #
 #   guard_lab N                  the usual start: guard_need_bins, lab_up N,
 #                                guard_config (its knobs apply)
-#   guard_agent1 <<EOF           rules.d/agents.yaml: sandbox 1 (agent-1, by
-#                                its IPv4 address and port) allowing the YAML
-#                                list on stdin (more documents may follow)
+#   guard_agent1 [dual] <<EOF    rules.d/agents.yaml: sandbox 1 (agent-1, by
+#                                its IPv4 address, with dual its IPv6 one
+#                                too, and port) allowing the YAML list on
+#                                stdin (more documents may follow)
 #   guard_config                 write portcullis.yaml (knobs: GUARD_QUEUE_COUNT,
 #                                GUARD_QUEUE_MAXLEN, GUARD_SNI_MS, GUARD_RESOLVERS,
 #                                GUARD_ROUTABLE (dns.routable; default $LAB_ROUTABLE, "": none),
@@ -75,10 +76,12 @@ guard_rules() { # name, YAML on stdin
 	cat >"$GUARD_DIR/rules.d/$1.yaml"
 }
 
-guard_agent1() { # allow list on stdin
+guard_agent1() { # [dual], allow list on stdin
+	local src
+	src="$(lab_sb_ip4 1)/32"
+	[ "${1:-}" != dual ] || src="[$src, \"$(lab_sb_ip6 1)/128\"]"
 	{
-		printf 'sandbox: agent-1\nmatch: { source: %s/32, port: %s }\nallow:\n' \
-			"$(lab_sb_ip4 1)" "$(lab_sb_port 1)"
+		printf 'sandbox: agent-1\nmatch: { source: %s, port: %s }\nallow:\n' "$src" "$(lab_sb_port 1)"
 		cat
 	} | guard_rules agents
 }
