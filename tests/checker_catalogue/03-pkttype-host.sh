@@ -5,13 +5,7 @@
 desc="netdev ingress chain on pcv1: meta pkttype set host"
 expect=hole
 names='pkttype'
-apply() {
-	gw nft -f - <<-EOF2
-	table netdev ckpt {
-		chain in { type filter hook ingress device pcv1 priority 0; meta pkttype set host; }
-	}
-	EOF2
-}
+apply() { nft_chain netdev ckpt in "type filter hook ingress device pcv1 priority 0" "meta pkttype set host"; }
 traffic() {
 	esc_craft 1 --gw-mac 01:80:c2:00:00:0e udp --dst $X6 --dport 9 >/dev/null || true
 	esc_craft 1 --gw-mac 01:80:c2:00:00:0e udp --dst $X4 --dport 9 >/dev/null || true

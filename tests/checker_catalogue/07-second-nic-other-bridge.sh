@@ -5,10 +5,8 @@ desc="second NIC of sandbox 1 on bridge ckbr1 (10.98.0.1/24)"
 expect=hole
 names='ckv1'
 apply() {
-	gw ip link add ckbr1 type bridge
-	gw ip addr add 10.98.0.1/24 dev ckbr1
-	gw ip link set ckbr1 up
-	ip -n "$LAB_GW" link add ckv1 type veth peer name eth1 netns "$(lab_sb_ns 1)"
+	gw_bridge ckbr1 10.98.0.1/24
+	gw_veth_to ckv1 eth1 "$(lab_sb_ns 1)"
 	gw ip link set ckv1 master ckbr1 up
 	sb 1 ip addr add 10.98.0.2/24 dev eth1
 	sb 1 ip link set eth1 up

@@ -14,6 +14,5 @@ apply() {
 }
 traffic() {
 	sleep 1.2 # the element expires
-	sb 1 timeout 1.5 bash -c "exec 3<>/dev/tcp/$LAB_SSH4/22" 2>/dev/null || true
-	probe 1
+	probe_ssh
 }

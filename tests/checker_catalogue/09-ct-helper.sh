@@ -3,5 +3,5 @@
 desc="iptables-nft -t raw -A PREROUTING -p tcp --dport 6667 -j CT --helper irc"
 expect=hole
 names='helper .irc.'
-need() { command -v iptables-nft >/dev/null || { echo "no iptables-nft"; return 1; }; }
+need() { need_cmd iptables-nft; }
 apply() { gw iptables-nft -t raw -A PREROUTING -p tcp --dport 6667 -j CT --helper irc; }

@@ -3,10 +3,4 @@
 desc="prerouting -300: meta mark set ct mark"
 expect=hole
 names='table ip ckmark chain pre rule'
-apply() {
-	gw nft -f - <<-EOF2
-	table ip ckmark {
-		chain pre { type filter hook prerouting priority -300; meta mark set ct mark; }
-	}
-	EOF2
-}
+apply() { nft_chain ip ckmark pre "type filter hook prerouting priority -300" "meta mark set ct mark"; }

@@ -2,5 +2,5 @@
 desc="iptables-nft -t mangle -A PREROUTING -j CONNMARK --restore-mark"
 expect=hole
 names='CONNMARK --restore-mark'
-need() { command -v iptables-nft >/dev/null || { echo "no iptables-nft"; return 1; }; }
+need() { need_cmd iptables-nft; }
 apply() { gw iptables-nft -t mangle -A PREROUTING -j CONNMARK --restore-mark; }

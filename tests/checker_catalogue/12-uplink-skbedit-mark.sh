@@ -4,11 +4,5 @@ desc="tc on up0 ingress: skbedit mark 0x80000000"
 expect=hole
 names='up0'
 need() { # (builds it when it can: apply has nothing left to do)
-	gw tc qdisc add dev up0 clsact 2>/dev/null
-	if ! gw tc filter add dev up0 ingress protocol all u32 match u32 0 0 \
-		action skbedit mark 0x80000000 2>/dev/null; then
-		gw tc qdisc del dev up0 clsact 2>/dev/null
-		echo "this kernel has no tc skbedit action (act_skbedit)"
-		return 1
-	fi
+	tc_ingress_all up0 "this kernel has no tc skbedit action (act_skbedit)" skbedit mark 0x80000000
 }

@@ -3,10 +3,4 @@
 desc="netdev ingress chain on up0: meta mark set 0x80000000"
 expect=hole
 names='table netdev ckup chain in'
-apply() {
-	gw nft -f - <<-EOF2
-	table netdev ckup {
-		chain in { type filter hook ingress device up0 priority 0; meta mark set 0x80000000; }
-	}
-	EOF2
-}
+apply() { nft_chain netdev ckup in "type filter hook ingress device up0 priority 0" "meta mark set 0x80000000"; }

@@ -3,5 +3,5 @@
 desc="iptables-nft -t raw -A PREROUTING -j NFQUEUE --queue-num 7 --queue-bypass"
 expect=hole
 names='queue 7'
-need() { command -v iptables-nft >/dev/null || { echo "no iptables-nft"; return 1; }; }
+need() { need_cmd iptables-nft; }
 apply() { gw iptables-nft -t raw -A PREROUTING -j NFQUEUE --queue-num 7 --queue-bypass; }

@@ -2,10 +2,4 @@
 desc="prerouting -300: meta mark set 0x80000000"
 expect=hole
 names='table ip ckmw chain pre rule'
-apply() {
-	gw nft -f - <<-EOF2
-	table ip ckmw {
-		chain pre { type filter hook prerouting priority -300; meta mark set 0x80000000; }
-	}
-	EOF2
-}
+apply() { nft_chain ip ckmw pre "type filter hook prerouting priority -300" "meta mark set 0x80000000"; }

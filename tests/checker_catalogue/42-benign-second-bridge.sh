@@ -3,10 +3,8 @@
 desc="bridge ckbr2 (10.97.0.1/24) with a port to the upstream namespace"
 expect=benign
 apply() {
-	gw ip link add ckbr2 type bridge
-	gw ip addr add 10.97.0.1/24 dev ckbr2
-	gw ip link set ckbr2 up
-	ip -n "$LAB_GW" link add ckw0 type veth peer name ckw1 netns "$LAB_UP"
+	gw_bridge ckbr2 10.97.0.1/24
+	gw_veth_to ckw0 ckw1 "$LAB_UP"
 	gw ip link set ckw0 master ckbr2 up
 }
 revert() { lab_upstream ip link del ckw1 2>/dev/null || true; }

@@ -10,7 +10,4 @@ apply() {
 	}
 	EOF2
 }
-traffic() {
-	sb 1 timeout 1.5 bash -c "exec 3<>/dev/tcp/$LAB_SSH4/22" 2>/dev/null || true
-	probe 1
-}
+traffic() { probe_ssh; }

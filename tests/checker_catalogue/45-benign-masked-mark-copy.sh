@@ -1,10 +1,4 @@
 # Benign twin of 10: a mark copy masked to bits the engine does not own.
 desc="prerouting -300: meta mark set ct mark and 0x0000ff00"
 expect=benign
-apply() {
-	gw nft -f - <<-EOF2
-	table ip ckmark {
-		chain pre { type filter hook prerouting priority -300; meta mark set ct mark and 0x0000ff00; }
-	}
-	EOF2
-}
+apply() { nft_chain ip ckmark pre "type filter hook prerouting priority -300" "meta mark set ct mark and 0x0000ff00"; }

@@ -2,10 +2,4 @@
 # sandbox frame crosses.
 desc="netdev ingress chain on up0: meta pkttype set host"
 expect=benign
-apply() {
-	gw nft -f - <<-EOF2
-	table netdev ckpt {
-		chain in { type filter hook ingress device up0 priority 0; meta pkttype set host; }
-	}
-	EOF2
-}
+apply() { nft_chain netdev ckpt in "type filter hook ingress device up0 priority 0" "meta pkttype set host"; }

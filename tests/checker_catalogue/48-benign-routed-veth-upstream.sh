@@ -3,7 +3,7 @@
 desc="veth ckr0 (10.96.0.1/30) on no bridge, peer in the upstream namespace"
 expect=benign
 apply() {
-	ip -n "$LAB_GW" link add ckr0 type veth peer name ckr1 netns "$LAB_UP"
+	gw_veth_to ckr0 ckr1 "$LAB_UP"
 	gw ip addr add 10.96.0.1/30 dev ckr0
 	gw ip link set ckr0 up
 }

@@ -41,13 +41,7 @@ gw_vault_start() {
 
 _gw_vault_listening() { lab_gw ss -Hltn "sport = :8443" | grep -q .; }
 
-gw_vault_stop() {
-	local pid
-	pid=$(cat "$LAB_DIR/guard-vault.pid" 2>/dev/null) || return 0
-	kill "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-	rm -f "$LAB_DIR/guard-vault.pid"
-}
+gw_vault_stop() { guard_pid_stop guard-vault; }
 
 gw_start() {
 	[ -x "$GUARD_BIN/portcullis-vault" ] || { echo "# gateway: portcullis-vault not built" >&2; return 1; }

@@ -181,6 +181,15 @@ esc_end() { # outcome evidence [result: held unless a check failed; "limit" = a 
 
 # One common shape: an attempt whose upstream packets and log record are
 # checked. esc_expect_nothing DESC FILTER -> the count (0 expected), asserted.
+# A refusal's evidence: nothing matching FILTER reached upstream, and the
+# record matching RECORD-ERE was logged with a refusal's reason (REASON-ERE,
+# default $ESC_REFUSED_RE); $r: that reason, for esc_end.
+esc_refused() { # desc tcpdump-filter record-ERE [reason-ERE]
+	esc_expect_nothing "$1" "$2"
+	r=$(esc_reason "$3")
+	t_match "logged with its reason" "${4:-$ESC_REFUSED_RE}" "$r"
+}
+
 esc_expect_nothing() { # desc tcpdump-filter...
 	local d=$1 n
 	shift

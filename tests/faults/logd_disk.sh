@@ -5,17 +5,10 @@
 # both daemons say why; when space returns, service
 # resumes, and the log verifies.
 set -u
-. "$PC_TOP/tests/lib/tap.sh"
-. "$PC_TOP/tests/lab/lab.sh"
 . "$PC_TOP/tests/lib/guard.sh"
 
-guard_need_bins
-lab_up 1
-guard_config
-guard_rules agents <<Y
-sandbox: agent-1
-match: { source: $(lab_sb_ip4 1)/32, port: $(lab_sb_port 1) }
-allow:
+guard_lab 1
+guard_agent1 <<Y
   - cidr: $LAB_DIRECT4/32
     ports: [80]
 Y

@@ -4,18 +4,10 @@
 # request itself, and TLS reach nothing upstream while logd is gone, and
 # every request the upstream served has its acknowledged record.
 set -u
-. "$PC_TOP/tests/lib/tap.sh"
-. "$PC_TOP/tests/lab/lab.sh"
 . "$PC_TOP/tests/lib/guard.sh"
 
-guard_need_bins
-lab_up 1
-guard_config
-SB1=$(lab_sb_ip4 1)
-guard_rules agents <<-EOF
-sandbox: agent-1
-match: { source: $SB1/32, port: $(lab_sb_port 1) }
-allow:
+guard_lab 1
+guard_agent1 <<-EOF
   - host: api.github.test
     ports: [80, 443]
 EOF

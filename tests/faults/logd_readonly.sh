@@ -9,8 +9,6 @@
 # why; every flow that got through has its record; once the file system is
 # mounted read-write again, service resumes and the log verifies.
 set -u
-. "$PC_TOP/tests/lib/tap.sh"
-. "$PC_TOP/tests/lab/lab.sh"
 . "$PC_TOP/tests/lib/guard.sh"
 
 guard_need_bins
@@ -42,10 +40,7 @@ guard_config
 # Acknowledged means on disk (fdatasync before the acknowledgement): what a
 # file system error leaves behind is then every record a flow went out on.
 sed -i 's/^log:$/log:\n  fsync_batch: true/' "$GUARD_CONF"
-guard_rules agents <<Y
-sandbox: agent-1
-match: { source: $(lab_sb_ip4 1)/32, port: $(lab_sb_port 1) }
-allow:
+guard_agent1 <<Y
   - cidr: $LAB_DIRECT4/32
     ports: [80]
 Y

@@ -3,13 +3,9 @@
 # while reloads run. Each bad reload is refused with a clear error (the
 # file named), the old policy stays in force, and traffic follows it.
 set -u
-. "$PC_TOP/tests/lib/tap.sh"
-. "$PC_TOP/tests/lab/lab.sh"
 . "$PC_TOP/tests/lib/guard.sh"
 
-guard_need_bins
-lab_up 1
-guard_config
+guard_lab 1
 SB1=$(lab_sb_ip4 1)
 good() { # port
 	cat <<-Y

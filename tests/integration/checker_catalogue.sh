@@ -17,6 +17,8 @@
 # must match, holes), need (prints why it cannot be built, returns 1),
 # apply, traffic (default: probe 1), revert (before the generic reset),
 # final (set: it leaves what cannot be undone; the last entry).
+# They build with the helpers below (nft_chain, tc_ingress_all, gw_bridge,
+# gw_veth_to, bg_start/bg_stop, probe_ssh...) so each says only what differs.
 set -u
 . "$PC_TOP/tests/integration/checker_setup.bash"
 . "$PC_TOP/tests/escape/escape_lib.bash"
@@ -42,6 +44,77 @@ probe() { # sandbox
 		ping -c 1 -W 1 $X4 >/dev/null 2>&1 &
 		ping -6 -c 1 -W 1 $X6 >/dev/null 2>&1 &
 		wait" || true
+}
+
+# Helpers for the entries, so that each says only what it builds.
+# Entries that need a command: need() { need_cmd iptables-nft; }
+need_cmd() { command -v "$1" >/dev/null || { echo "no $1"; return 1; }; }
+
+# One foreign base chain in a table of its own (cat_reset deletes it).
+nft_chain() { # family table chain "type ... hook ... priority N" "rule"
+	gw nft -f - <<-EOF2
+	table $1 $2 {
+		chain $3 { $4; $5; }
+	}
+	EOF2
+}
+
+# A tc action on every frame entering DEV (clsact ingress, u32 match all),
+# built from need(): when this kernel cannot, prints WHY and returns 1.
+tc_ingress_all() { # dev why action...
+	local dev=$1 why=$2
+	shift 2
+	gw tc qdisc add dev "$dev" clsact 2>/dev/null
+	if ! gw tc filter add dev "$dev" ingress protocol all u32 match u32 0 0 \
+		action "$@" 2>/dev/null; then
+		gw tc qdisc del dev "$dev" clsact 2>/dev/null
+		echo "$why"
+		return 1
+	fi
+}
+
+# A bridge of the gateway (not the sandboxes') with the gateway's address.
+gw_bridge() { # name address/prefix
+	gw ip link add "$1" type bridge
+	gw ip addr add "$2" dev "$1"
+	gw ip link set "$1" up
+}
+
+# A veth from the gateway (END) into another namespace (PEER there).
+gw_veth_to() { # end peer netns
+	ip -n "$LAB_GW" link add "$1" type veth peer name "$2" netns "$3"
+}
+
+# A helper program (tests/checker_catalogue/SCRIPT) run in the gateway in
+# the background until it prints WORD; bg_stop NAME ends it (revert).
+bg_start() { # name word script args...
+	local name=$1 word=$2 script=$3
+	shift 3
+	lab_ns_check "$LAB_GW"
+	ip netns exec "$LAB_GW" python3 "$CAT/$script" "$@" >"$LAB_DIR/$name.out" 2>&1 &
+	echo $! >"$LAB_DIR/$name.pid"
+	lab_wait_until grep -q "$word" "$LAB_DIR/$name.out"
+}
+bg_stop() { # name
+	kill "$(cat "$LAB_DIR/$1.pid")" 2>/dev/null
+	wait "$(cat "$LAB_DIR/$1.pid")" 2>/dev/null
+}
+
+# Taps ckt0 (the sandbox VM's, an isolated port of pcbr0) and ckt1 (on
+# bridge ckbr1 with the gateway's 10.98.1.1/24), once a VM holds them.
+vm_taps_bridged() {
+	gw ip link set ckt0 master $LAB_BR
+	gw ip link set ckt0 type bridge_slave isolated on
+	gw ip link set ckt0 up
+	gw_bridge ckbr1 10.98.1.1/24
+	gw ip link set ckt1 master ckbr1 up
+}
+
+# Sandbox 1 opens an allowed flow (ssh to the lab's server: what a foreign
+# nat rule may take elsewhere), then the standard probes.
+probe_ssh() {
+	sb 1 timeout 1.5 bash -c "exec 3<>/dev/tcp/$LAB_SSH4/22" 2>/dev/null || true
+	probe 1
 }
 
 # Everything the entries change, put back: foreign tables, extra links,

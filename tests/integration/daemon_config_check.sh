@@ -5,14 +5,10 @@
 set -u
 . "$PC_TOP/tests/lib/tap.sh"
 B=$PC_TOP/${PC_BUILD:-build}
-for b in portcullis portcullisd portcullis-logd portcullis-vault; do
-	[ -x "$B/$b" ] || { echo "1..0 # SKIP $b not built"; exit 0; }
-done
+t_need_built portcullis portcullisd portcullis-logd portcullis-vault
 getent passwd portcullis-vault >/dev/null || { echo "1..0 # SKIP no daemon users (make deps)"; exit 0; }
 
-D=$(mktemp -d /tmp/portcullis-cfgcheck.XXXXXX)
-trap 'rm -rf "$D"' EXIT
-chmod 0755 "$D"
+t_tmpdir cfgcheck
 mkdir -p "$D/rules.d" "$D/state"
 cat >"$D/good.yaml" <<EOF
 uplinks: [eth0]

@@ -14,11 +14,8 @@ GUARD_SNI_MS=10000 # the grace tests hold a connection's ClientHello for 8 s
 guard_config
 # short-ttl.test has TTL 2: keep it (ttl_min 1), and a short grace.
 dg_dns_conf "ttl_min: 1" "grace: 5"
-SB1=$(lab_sb_ip4 1) SB1_6=$(lab_sb_ip6 1)
-guard_rules agents <<EOF
-sandbox: agent-1
-match: { source: [$SB1/32, "$SB1_6/128"], port: $(lab_sb_port 1) }
-allow:
+SB1=$(lab_sb_ip4 1)
+guard_agent1 dual <<EOF
   - host: api.github.test
     ports: [443]
   - host: "*.wild.test"

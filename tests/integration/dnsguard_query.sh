@@ -16,10 +16,7 @@ LAB_DNS_EXTRA="--address=/wild.test/$LAB_API4 --txt-record=big.test,$S250,$S250,
 lab_up 3
 guard_config
 SB1=$(lab_sb_ip4 1) SB2=$(lab_sb_ip4 2) SB3=$(lab_sb_ip4 3)
-guard_rules agents <<EOF
-sandbox: agent-1
-match: { source: [$SB1/32, "$(lab_sb_ip6 1)/128"], port: $(lab_sb_port 1) }
-allow:
+guard_agent1 dual <<EOF
   - host: api.github.test
     ports: [443]
   - host: "*.wild.test"

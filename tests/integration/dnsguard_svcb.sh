@@ -15,11 +15,7 @@ SVC2=00010000000004000100050001000302683200050004aabbccdd
 LAB_DNS_EXTRA="--dns-rr=svc.test,65,$SVC --dns-rr=svc2.test,65,$SVC2 --dns-rr=evil-svc.test,65,$SVC"
 lab_up 1
 guard_config
-SB1=$(lab_sb_ip4 1) SB1_6=$(lab_sb_ip6 1)
-guard_rules agents <<EOF
-sandbox: agent-1
-match: { source: [$SB1/32, "$SB1_6/128"], port: $(lab_sb_port 1) }
-allow:
+guard_agent1 dual <<EOF
   - host: svc.test
     ports: [443]
   - host: svc2.test

@@ -5,13 +5,9 @@
 # seeded while the engine runs is reported after the next reload; the
 # engine opens nothing while not proven; a helper that dies is reported.
 set -u
-. "$PC_TOP/tests/lib/tap.sh"
-. "$PC_TOP/tests/lab/lab.sh"
 . "$PC_TOP/tests/lib/guard.sh"
 
-guard_need_bins
-lab_up 2
-guard_config
+guard_lab 2
 P1=$(lab_sb_port 1) P2=$(lab_sb_port 2)
 guard_rules agents <<EOF
 sandbox: agent-1

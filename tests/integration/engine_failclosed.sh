@@ -2,19 +2,12 @@
 # stopped (queue full), a broken policy on reload; and a reload that takes a
 # permission away cuts the flows it allowed. Real daemons in the lab.
 set -u
-. "$PC_TOP/tests/lib/tap.sh"
-. "$PC_TOP/tests/lab/lab.sh"
 . "$PC_TOP/tests/lib/guard.sh"
 
-guard_need_bins
-lab_up 1
-GUARD_QUEUE_COUNT=1 GUARD_QUEUE_MAXLEN=16 guard_config
+GUARD_QUEUE_COUNT=1 GUARD_QUEUE_MAXLEN=16 guard_lab 1
 SB1=$(lab_sb_ip4 1)
 rules_v1() {
-	guard_rules agents <<-EOF
-	sandbox: agent-1
-	match: { source: $SB1/32, port: $(lab_sb_port 1) }
-	allow:
+	guard_agent1 <<-EOF
 	  - cidr: $LAB_DIRECT4/32
 	    ports: [80]
 	  - cidr: $LAB_SSH4/32

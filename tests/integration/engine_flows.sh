@@ -5,18 +5,11 @@
 # the lab's gateway; curl, socat, ping, dig in the sandboxes; nginx and
 # socat upstream.
 set -u
-. "$PC_TOP/tests/lib/tap.sh"
-. "$PC_TOP/tests/lab/lab.sh"
 . "$PC_TOP/tests/lib/guard.sh"
 
-guard_need_bins
-lab_up 2
-guard_config
+guard_lab 2
 SB1_4=$(lab_sb_ip4 1) SB1_6=$(lab_sb_ip6 1) SB2_4=$(lab_sb_ip4 2)
-guard_rules agents <<EOF
-sandbox: agent-1
-match: { source: [$SB1_4/32, "$SB1_6/128"], port: $(lab_sb_port 1) }
-allow:
+guard_agent1 dual <<EOF
   - cidr: $LAB_SSH4/32
     ports: [22]
   - cidr: "$LAB_SSH6/128"

@@ -7,8 +7,6 @@
 # limit's meters filled by traffic; a bad limit is a lint error with its
 # position, and a reload installs a changed limit.
 set -u
-. "$PC_TOP/tests/lib/tap.sh"
-. "$PC_TOP/tests/lab/lab.sh"
 . "$PC_TOP/tests/lib/guard.sh"
 
 guard_need_bins
@@ -20,10 +18,7 @@ cc -O2 -std=gnu11 -Wall -Wextra -Werror -o "$FLOOD" "$PC_TOP/bench/flood.c" ||
 SB1=$(lab_sb_ip4 1) SB2=$(lab_sb_ip4 2)
 guard_config
 rules() { # sandbox 2's rate and burst
-	guard_rules agents <<-EOF
-	sandbox: agent-1
-	match: { source: $SB1/32, port: $(lab_sb_port 1) }
-	allow:
+	guard_agent1 <<-EOF
 	  - cidr: $LAB_DIRECT4/32
 	    ports: [80]
 	---

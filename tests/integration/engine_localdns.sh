@@ -4,8 +4,6 @@
 # the upstream resolver is no longer the guard's. Real dnsmasq on the
 # gateway forwarding to the lab's resolver.
 set -u
-. "$PC_TOP/tests/lib/tap.sh"
-. "$PC_TOP/tests/lab/lab.sh"
 . "$PC_TOP/tests/lib/guard.sh"
 
 guard_need_bins
@@ -15,10 +13,7 @@ lab_gw dnsmasq --conf-file=/dev/null --no-resolv --no-hosts --no-poll --bind-int
 	--pid-file="$LAB_DIR/dnsmasq-gw.pid" --log-queries --log-facility="$LAB_DIR/dnsmasq-gw.log" ||
 	lab_die "gateway dnsmasq"
 GUARD_RESOLVERS=$LAB_GW4 guard_config
-guard_rules agents <<EOF
-sandbox: agent-1
-match: { source: $(lab_sb_ip4 1)/32, port: $(lab_sb_port 1) }
-allow:
+guard_agent1 <<EOF
   - host: api.github.test
     ports: [443]
 EOF

@@ -25,6 +25,10 @@
 #   PC ARG...           the portcullis CLI on $D/p.yaml
 #   lg_certs CN SAN     $D/ca.{key,pem} a CA, $D/srv.{key,pem} a certificate
 #                       for CN with subjectAltName SAN, signed by it
+#   rs_global WORKDIR   rsyslog's global(): WORKDIR, TLS with lg_certs' CA and
+#                       server certificate
+#   rs_sd_fields F...   rsyslog template lines, one a field F of the
+#                       portcullis@32473 structured data, each ended by "|"
 #   lg_cleanup          the exit trap; a test that starts more daemons traps
 #                       its own cleanup, which stops them and calls this
 
@@ -95,6 +99,19 @@ logd_stop() {
 	rc=$?
 	LOGD_PID=
 	return "$rc"
+}
+
+rs_global() { # workdir
+	printf 'global(workDirectory="%s" maxMessageSize="64k"\n' "$1"
+	printf '       DefaultNetstreamDriverCAFile="%s" DefaultNetstreamDriverCertFile="%s"\n' "$D/ca.pem" "$D/srv.pem"
+	printf '       DefaultNetstreamDriverKeyFile="%s")\n' "$D/srv.key"
+}
+
+rs_sd_fields() { # field...
+	local f
+	for f in "$@"; do
+		printf '  property(name="$!rfc5424-sd!portcullis@32473!%s") constant(value="|")\n' "$f"
+	done
 }
 
 logd_stop_ok() {

@@ -31,9 +31,7 @@ t_ok "test certificates made" test -s "$D/srv.pem"
 # rsyslog: plain TCP on 10514, TLS on 6514, a local socket; each to its own
 # file, one line per message with the parsed structured data.
 cat >"$D/rs.conf" <<EOF
-global(workDirectory="$D" maxMessageSize="64k"
-       DefaultNetstreamDriverCAFile="$D/ca.pem" DefaultNetstreamDriverCertFile="$D/srv.pem"
-       DefaultNetstreamDriverKeyFile="$D/srv.key")
+$(rs_global "$D")
 module(load="imtcp")
 module(load="imuxsock" SysSock.Use="off")
 module(load="mmpstrucdata")
@@ -44,13 +42,7 @@ input(type="imuxsock" Socket="$D/local.sock" ruleset="local" UseSpecialParser="o
       ParseHostname="on")
 template(name="t" type="list") {
   property(name="msgid") constant(value="|")
-  property(name="\$!rfc5424-sd!portcullis@32473!seq") constant(value="|")
-  property(name="\$!rfc5424-sd!portcullis@32473!hash") constant(value="|")
-  property(name="\$!rfc5424-sd!portcullis@32473!event.outcome") constant(value="|")
-  property(name="\$!rfc5424-sd!portcullis@32473!destination.domain") constant(value="|")
-  property(name="\$!rfc5424-sd!portcullis@32473!destination.port") constant(value="|")
-  property(name="\$!rfc5424-sd!portcullis@32473!sandbox") constant(value="|")
-  property(name="\$!rfc5424-sd!portcullis@32473!log.tree_size") constant(value="|")
+$(rs_sd_fields seq hash event.outcome destination.domain destination.port sandbox log.tree_size)
   property(name="msg") constant(value="\n")
 }
 ruleset(name="tcp") { action(type="mmpstrucdata") action(type="omfile" file="$D/tcp.log" template="t") }

@@ -40,9 +40,7 @@ t_ok "test certificates made" test -s "$D/srv.pem"
 # The collector: TLS on 127.0.0.1:16514, one line per message with the
 # parsed structured data.
 cat >"$D/coll.conf" <<EOF
-global(workDirectory="$D/coll" maxMessageSize="64k"
-       DefaultNetstreamDriverCAFile="$D/ca.pem" DefaultNetstreamDriverCertFile="$D/srv.pem"
-       DefaultNetstreamDriverKeyFile="$D/srv.key")
+$(rs_global "$D/coll")
 module(load="imtcp")
 module(load="mmpstrucdata")
 input(type="imtcp" port="16514" address="127.0.0.1" ruleset="in" streamDriver.name="ossl"
@@ -50,11 +48,7 @@ input(type="imtcp" port="16514" address="127.0.0.1" ruleset="in" streamDriver.na
 template(name="t" type="list") {
   property(name="app-name") constant(value="|")
   property(name="msgid") constant(value="|")
-  property(name="\$!rfc5424-sd!portcullis@32473!seq") constant(value="|")
-  property(name="\$!rfc5424-sd!portcullis@32473!hash") constant(value="|")
-  property(name="\$!rfc5424-sd!portcullis@32473!event.outcome") constant(value="|")
-  property(name="\$!rfc5424-sd!portcullis@32473!destination.domain") constant(value="|")
-  property(name="\$!rfc5424-sd!portcullis@32473!destination.port") constant(value="|")
+$(rs_sd_fields seq hash event.outcome destination.domain destination.port)
   property(name="\$!rfc5424-sd!portcullis@32473!sandbox") constant(value="\n")
 }
 ruleset(name="in") { action(type="mmpstrucdata") action(type="omfile" file="$D/coll.log" template="t") }

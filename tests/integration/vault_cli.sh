@@ -5,14 +5,10 @@
 set -u
 . "$PC_TOP/tests/lib/tap.sh"
 B=$PC_TOP/${PC_BUILD:-build}
-for b in portcullis portcullis-vault; do
-	[ -x "$B/$b" ] || { echo "1..0 # SKIP $b not built"; exit 0; }
-done
+t_need_built portcullis portcullis-vault
 getent passwd portcullis-vault >/dev/null || { echo "1..0 # SKIP no portcullis-vault user (make deps)"; exit 0; }
 
-D=$(mktemp -d /tmp/portcullis-vaultcli.XXXXXX)
-trap 'rm -rf "$D"' EXIT
-chmod 0755 "$D"
+t_tmpdir vaultcli
 mkdir -p "$D/rules.d"
 cat >"$D/portcullis.yaml" <<EOF
 run_dir: $D/run

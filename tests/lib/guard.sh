@@ -1,7 +1,14 @@
 # Shared helpers for suites that run the real guard daemons (portcullis-logd,
-# portcullisd) in the lab's gateway namespace (sourced after tests/lab/lab.sh
-# and lab_up). Everything lives under $GUARD_DIR=$LAB_DIR/guard.
+# portcullisd) in the lab's gateway namespace (sources tests/lib/tap.sh and
+# tests/lab/lab.sh unless the test did). Everything lives under
+# $GUARD_DIR=$LAB_DIR/guard.
 #
+#   guard_lab N                  the usual start: guard_need_bins, lab_up N,
+#                                guard_config (its knobs apply)
+#   guard_agent1 [dual] <<EOF    rules.d/agents.yaml: sandbox 1 (agent-1, by
+#                                its IPv4 address, with dual its IPv6 one
+#                                too, and port) allowing the YAML list on
+#                                stdin (more documents may follow)
 #   guard_config                 write portcullis.yaml (knobs: GUARD_QUEUE_COUNT,
 #                                GUARD_QUEUE_MAXLEN, GUARD_SNI_MS, GUARD_RESOLVERS,
 #                                GUARD_ROUTABLE (dns.routable; default $LAB_ROUTABLE, "": none),
@@ -9,6 +16,7 @@
 #   guard_rules NAME <<EOF       write rules.d/NAME.yaml from stdin
 #   guard_start                  start logd, then the engine; wait until both serve
 #   guard_logd_start / guard_logd_stop
+#   guard_pid_stop NAME [SIGNAL] stop the daemon whose pid is in $LAB_DIR/NAME.pid
 #   guard_engine_start / guard_engine_stop [SIGNAL]
 #   guard_stop                   stop both
 #   guard_cli ARGS...            run `portcullis -c $GUARD_CONF ARGS` in the gateway
@@ -18,6 +26,9 @@
 #   guard_http_rc [MAX_TIME]     curl's exit code for sandbox 1's plain HTTP to
 #                                $LAB_DIRECT4 (0 served, 7 refused at once)
 #   guard_http_served            requests the upstream logged for $LAB_DIRECT4
+
+command -v t_done >/dev/null || . "$PC_TOP/tests/lib/tap.sh"
+command -v lab_up >/dev/null || . "$PC_TOP/tests/lab/lab.sh"
 
 GUARD_BIN=${GUARD_BIN:-$PC_TOP/${PC_BUILD:-build}}
 
@@ -65,6 +76,22 @@ guard_rules() { # name, YAML on stdin
 	cat >"$GUARD_DIR/rules.d/$1.yaml"
 }
 
+guard_agent1() { # [dual], allow list on stdin
+	local src
+	src="$(lab_sb_ip4 1)/32"
+	[ "${1:-}" != dual ] || src="[$src, \"$(lab_sb_ip6 1)/128\"]"
+	{
+		printf 'sandbox: agent-1\nmatch: { source: %s, port: %s }\nallow:\n' "$src" "$(lab_sb_port 1)"
+		cat
+	} | guard_rules agents
+}
+
+guard_lab() { # sandboxes
+	guard_need_bins
+	lab_up "$1"
+	guard_config
+}
+
 guard_cli() {
 	lab_gw "$GUARD_BIN/portcullis" -c "$GUARD_CONF" "$@"
 }
@@ -88,13 +115,16 @@ guard_logd_start() {
 	_guard_wait "portcullis-logd" $! lab_unix_ready "$GUARD_DIR/run/logd.sock"
 }
 
-guard_logd_stop() {
+# Stops the daemon whose pid is in $LAB_DIR/NAME.pid (none: nothing to do).
+guard_pid_stop() { # name [signal]
 	local pid
-	pid=$(cat "$LAB_DIR/guard-logd.pid" 2>/dev/null) || return 0
-	kill "$pid" 2>/dev/null
+	pid=$(cat "$LAB_DIR/$1.pid" 2>/dev/null) || return 0
+	kill "-${2:-TERM}" "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
-	rm -f "$LAB_DIR/guard-logd.pid"
+	rm -f "$LAB_DIR/$1.pid"
 }
+
+guard_logd_stop() { guard_pid_stop guard-logd; }
 
 guard_engine_start() {
 	lab_ns_check "$LAB_GW"
@@ -106,13 +136,7 @@ guard_engine_start() {
 
 guard_engine_pid() { cat "$LAB_DIR/guard-engine.pid" 2>/dev/null; }
 
-guard_engine_stop() { # [signal]
-	local pid
-	pid=$(guard_engine_pid) || return 0
-	kill "-${1:-TERM}" "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-	rm -f "$LAB_DIR/guard-engine.pid"
-}
+guard_engine_stop() { guard_pid_stop guard-engine "${1:-TERM}"; } # [signal]
 
 guard_start() {
 	guard_logd_start && guard_engine_start

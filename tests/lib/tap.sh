@@ -58,6 +58,22 @@ t_lt() {
 
 t_skip() { T_N=$((T_N + 1)); echo "ok $T_N - $1 # SKIP ${2:-}"; }
 
+# Skips the whole test (exit 0) unless each program is built in $B.
+t_need_built() { # program...
+	local b
+	for b in "$@"; do
+		[ -x "$B/$b" ] || { echo "1..0 # SKIP $b not built"; exit 0; }
+	done
+}
+
+# D: a fresh directory /tmp/portcullis-NAME.XXXXXX (mode 0755, for the
+# daemons' users), removed when the test exits.
+t_tmpdir() { # name
+	D=$(mktemp -d "/tmp/portcullis-$1.XXXXXX")
+	trap 'rm -rf "$D"' EXIT
+	chmod 0755 "$D"
+}
+
 t_diag() { printf '%s\n' "$*" | sed 's/^/# /'; }
 
 # Elapsed milliseconds of a command, for "fails fast" checks (not timing
