@@ -506,6 +506,15 @@ void pc_prom_one_u64(struct pc_prom *b, const char *name, const char *type, cons
 		     uint64_t v);
 void pc_prom_one_f64(struct pc_prom *b, const char *name, const char *type, const char *help,
 		     double v);
+/* A table of counters, one row a sample: the uint64_t at offset off of
+ * base (atomic: an _Atomic uint64_t, read with atomic_load); a row with a
+ * type opens its family first (help and type, as pc_prom_family). */
+struct pc_prom_row {
+	const char *name, *type, *help, *labels;
+	size_t off;
+};
+void pc_prom_rows(struct pc_prom *b, const struct pc_prom_row *rows, size_t n, void *base,
+		  bool atomic);
 /* v escaped as a label value (backslash, quote, newline) into buf. */
 const char *pc_prom_label(const char *v, char *buf, size_t len);
 /* The text (caller frees; "" when empty), or NULL after a failure. */
