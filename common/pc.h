@@ -227,6 +227,14 @@ int pc_privdrop(const char *user, uint64_t keep_caps, struct pc_err *err);
 
 /* strlcpy: returns strlen(src); truncation when >= size. */
 size_t pc_strlcpy(char *dst, const char *src, size_t size);
+/* The name of v in a table of {value, name} pairs, dflt when it has none:
+ * what would otherwise be a switch of returns, one per enum. */
+struct pc_name {
+	long v;
+	const char *name;
+};
+const char *pc_name_of(const struct pc_name *t, size_t n, long v, const char *dflt);
+#define PC_NAME_OF(t, v, dflt) pc_name_of((t), sizeof(t) / sizeof((t)[0]), (long)(v), (dflt))
 /* The value of the hex digit c (either case), or -1 for any other character. */
 int pc_hex_digit(char c);
 /* Read a whole file of at most max bytes; *buf is NUL-terminated, caller
