@@ -60,31 +60,16 @@ static char *parse_str(struct jp *j, size_t *outlen)
 			goto bad;
 		enc[0] = (char)c;
 		if (c == '\\') {
+			/* the one-letter escapes and what they stand for */
+			static const char esc_in[] = "\"\\/bfnrt", esc_out[] = "\"\\/\b\f\n\r\t";
+			const char *x;
+
 			if (j->p >= j->end)
 				goto bad;
 			c = (unsigned char)*j->p++;
-			switch (c) {
-			case '"':
-			case '\\':
-			case '/':
-				enc[0] = (char)c;
-				break;
-			case 'b':
-				enc[0] = '\b';
-				break;
-			case 'f':
-				enc[0] = '\f';
-				break;
-			case 'n':
-				enc[0] = '\n';
-				break;
-			case 'r':
-				enc[0] = '\r';
-				break;
-			case 't':
-				enc[0] = '\t';
-				break;
-			case 'u': {
+			if (c && (x = strchr(esc_in, c)) != NULL) {
+				enc[0] = esc_out[x - esc_in];
+			} else if (c == 'u') {
 				unsigned u = 0;
 
 				if (j->end - j->p < 4)
@@ -112,9 +97,7 @@ static char *parse_str(struct jp *j, size_t *outlen)
 					enc[2] = (char)(0x80 | (u & 0x3f));
 					el = 3;
 				}
-				break;
-			}
-			default:
+			} else {
 				goto bad;
 			}
 		}

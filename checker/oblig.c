@@ -168,18 +168,12 @@ static const char *tc_dir(uint32_t parent, char *buf, size_t len)
 
 static const char *mirred_what(int ea)
 {
-	switch (ea) {
-	case TCA_EGRESS_REDIR:
-		return "egress redirect";
-	case TCA_EGRESS_MIRROR:
-		return "egress mirror";
-	case TCA_INGRESS_REDIR:
-		return "ingress redirect";
-	case TCA_INGRESS_MIRROR:
-		return "ingress mirror";
-	default:
-		return "unknown action";
-	}
+	static const struct pc_name names[] = {{TCA_EGRESS_REDIR, "egress redirect"},
+					       {TCA_EGRESS_MIRROR, "egress mirror"},
+					       {TCA_INGRESS_REDIR, "ingress redirect"},
+					       {TCA_INGRESS_MIRROR, "ingress mirror"}};
+
+	return PC_NAME_OF(names, ea, "unknown action");
 }
 
 static void tcxdp_link(const struct ck_state *st, const struct checker_expect *ex,

@@ -85,22 +85,14 @@ static void rule_parse(const struct nlmsghdr *nlh, struct rrule *r)
 
 static const char *action_name(uint8_t a)
 {
-	switch (a) {
-	case FR_ACT_TO_TBL:
-		return "lookup";
-	case FR_ACT_GOTO:
-		return "goto";
-	case FR_ACT_NOP:
-		return "nop";
-	case FR_ACT_BLACKHOLE:
-		return "blackhole";
-	case FR_ACT_UNREACHABLE:
-		return "unreachable";
-	case FR_ACT_PROHIBIT:
-		return "prohibit";
-	default:
-		return "unknown action";
-	}
+	static const struct pc_name names[] = {{FR_ACT_TO_TBL, "lookup"},
+					       {FR_ACT_GOTO, "goto"},
+					       {FR_ACT_NOP, "nop"},
+					       {FR_ACT_BLACKHOLE, "blackhole"},
+					       {FR_ACT_UNREACHABLE, "unreachable"},
+					       {FR_ACT_PROHIBIT, "prohibit"}};
+
+	return PC_NAME_OF(names, a, "unknown action");
 }
 
 static void rule_text(const struct rrule *r, char *buf, size_t len)
@@ -157,22 +149,11 @@ static bool may_shadow(const struct rrule *r, const char *br)
 
 static const char *route_type(uint8_t t)
 {
-	switch (t) {
-	case RTN_UNICAST:
-		return "unicast";
-	case RTN_LOCAL:
-		return "local";
-	case RTN_BROADCAST:
-		return "broadcast";
-	case RTN_MULTICAST:
-		return "multicast";
-	case RTN_THROW:
-		return "throw";
-	case RTN_NAT:
-		return "nat";
-	default:
-		return "non-drop";
-	}
+	static const struct pc_name names[] = {
+	    {RTN_UNICAST, "unicast"},	  {RTN_LOCAL, "local"}, {RTN_BROADCAST, "broadcast"},
+	    {RTN_MULTICAST, "multicast"}, {RTN_THROW, "throw"}, {RTN_NAT, "nat"}};
+
+	return PC_NAME_OF(names, t, "non-drop");
 }
 
 static void family_check(const struct ck_state *st, const char *br, uint8_t fam,

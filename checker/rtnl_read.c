@@ -42,6 +42,19 @@ const char *ck_ifname(const struct ck_state *st, int ifindex, char *buf, size_t 
 	return buf;
 }
 
+/* Attribute a into lval / the char array dst when it is well-formed (a
+ * malformed one leaves the field as it was). */
+#define ATTR_U32(a, lval)                                                                          \
+	do {                                                                                       \
+		if (mnl_attr_validate((a), MNL_TYPE_U32) == 0)                                     \
+			(lval) = mnl_attr_get_u32(a);                                              \
+	} while (0)
+#define ATTR_STR(a, dst)                                                                           \
+	do {                                                                                       \
+		if (mnl_attr_validate((a), MNL_TYPE_STRING) == 0)                                  \
+			pc_strlcpy((dst), mnl_attr_get_str(a), sizeof(dst));                       \
+	} while (0)
+
 static int u8attr(const struct nlattr *a)
 {
 	return mnl_attr_validate(a, MNL_TYPE_U8) == 0 ? mnl_attr_get_u8(a) : -1;
@@ -120,13 +133,10 @@ static void parse_linkinfo(struct ck_link *l, const struct nlattr *nest)
 	{
 		switch (mnl_attr_get_type(a)) {
 		case IFLA_INFO_KIND:
-			if (mnl_attr_validate(a, MNL_TYPE_STRING) == 0)
-				pc_strlcpy(l->kind, mnl_attr_get_str(a), sizeof(l->kind));
+			ATTR_STR(a, l->kind);
 			break;
 		case IFLA_INFO_SLAVE_KIND:
-			if (mnl_attr_validate(a, MNL_TYPE_STRING) == 0)
-				pc_strlcpy(l->slave_kind, mnl_attr_get_str(a),
-					   sizeof(l->slave_kind));
+			ATTR_STR(a, l->slave_kind);
 			break;
 		case IFLA_INFO_DATA:
 			data = a;
@@ -187,21 +197,17 @@ static int parse_link(struct ck_state *st, const struct nlmsghdr *nlh)
 	{
 		switch (mnl_attr_get_type(a)) {
 		case IFLA_IFNAME:
-			if (mnl_attr_validate(a, MNL_TYPE_STRING) == 0)
-				pc_strlcpy(l->name, mnl_attr_get_str(a), sizeof(l->name));
+			ATTR_STR(a, l->name);
 			break;
 		case IFLA_MASTER:
-			if (mnl_attr_validate(a, MNL_TYPE_U32) == 0)
-				l->master = (int)mnl_attr_get_u32(a);
+			ATTR_U32(a, l->master);
 			break;
 		case IFLA_LINK:
-			if (mnl_attr_validate(a, MNL_TYPE_U32) == 0)
-				l->link = (int)mnl_attr_get_u32(a);
+			ATTR_U32(a, l->link);
 			break;
 		case IFLA_LINK_NETNSID:
 			l->link_netns = true;
-			if (mnl_attr_validate(a, MNL_TYPE_U32) == 0)
-				l->link_nsid = (int)mnl_attr_get_u32(a);
+			ATTR_U32(a, l->link_nsid);
 			break;
 		case IFLA_ADDRESS:
 			if (mnl_attr_get_payload_len(a) == 6)
@@ -292,16 +298,13 @@ static int parse_route(struct ck_state *st, const struct nlmsghdr *nlh)
 			}
 			break;
 		case RTA_OIF:
-			if (mnl_attr_validate(a, MNL_TYPE_U32) == 0)
-				r->oif = (int)mnl_attr_get_u32(a);
+			ATTR_U32(a, r->oif);
 			break;
 		case RTA_TABLE:
-			if (mnl_attr_validate(a, MNL_TYPE_U32) == 0)
-				r->table = mnl_attr_get_u32(a);
+			ATTR_U32(a, r->table);
 			break;
 		case RTA_PRIORITY:
-			if (mnl_attr_validate(a, MNL_TYPE_U32) == 0)
-				r->prio = mnl_attr_get_u32(a);
+			ATTR_U32(a, r->prio);
 			break;
 		}
 	}
@@ -330,28 +333,22 @@ static int parse_iprule(struct ck_state *st, const struct nlmsghdr *nlh)
 
 		switch (mnl_attr_get_type(a)) {
 		case FRA_PRIORITY:
-			if (mnl_attr_validate(a, MNL_TYPE_U32) == 0)
-				r->prio = mnl_attr_get_u32(a);
+			ATTR_U32(a, r->prio);
 			break;
 		case FRA_TABLE:
-			if (mnl_attr_validate(a, MNL_TYPE_U32) == 0)
-				r->table = mnl_attr_get_u32(a);
+			ATTR_U32(a, r->table);
 			break;
 		case FRA_FWMARK:
-			if (mnl_attr_validate(a, MNL_TYPE_U32) == 0)
-				r->fwmark = mnl_attr_get_u32(a);
+			ATTR_U32(a, r->fwmark);
 			break;
 		case FRA_FWMASK:
-			if (mnl_attr_validate(a, MNL_TYPE_U32) == 0)
-				r->fwmask = mnl_attr_get_u32(a);
+			ATTR_U32(a, r->fwmask);
 			break;
 		case FRA_IIFNAME:
-			if (mnl_attr_validate(a, MNL_TYPE_STRING) == 0)
-				pc_strlcpy(r->iif, mnl_attr_get_str(a), sizeof(r->iif));
+			ATTR_STR(a, r->iif);
 			break;
 		case FRA_OIFNAME:
-			if (mnl_attr_validate(a, MNL_TYPE_STRING) == 0)
-				pc_strlcpy(r->oif, mnl_attr_get_str(a), sizeof(r->oif));
+			ATTR_STR(a, r->oif);
 			break;
 		case FRA_SRC:
 			if (alen == 4 || alen == 16)

@@ -186,25 +186,6 @@ static int link_get(struct nl *n, const char *name, struct link_info *li, struct
 	return rc;
 }
 
-int sbnet_link_kind(const char *name, char *kind, size_t len, uint32_t *ifindex, uint32_t *master,
-		    struct pc_err *err)
-{
-	struct nl n = {0};
-	struct link_info li;
-	int rc;
-
-	if ((rc = nl_open(&n, NETLINK_ROUTE, err)) < 0)
-		return rc;
-	rc = link_get(&n, name, &li, err);
-	nl_close(&n);
-	if (rc < 0)
-		return rc;
-	pc_strlcpy(kind, li.kind, len);
-	*ifindex = li.ifindex;
-	*master = li.master;
-	return 0;
-}
-
 struct addr_dump {
 	uint32_t ifindex;
 	struct pc_prefix v4, v6;
@@ -249,48 +230,70 @@ static int addrs_of(struct nl *n, uint32_t ifindex, struct addr_dump *d, struct 
 	return nl_talk(n, nlh, addr_cb, d, "reading addresses", err);
 }
 
-int sbnet_link_addrs(const char *name, struct pc_prefix *v4, struct pc_prefix *v6,
-		     struct pc_err *err)
+/* name's link (and, with d, its addresses) in one rtnetlink session;
+ * bridge_only: a link that is not a bridge is refused before its addresses
+ * are read. */
+static int link_query(const char *name, bool bridge_only, struct link_info *li, struct addr_dump *d,
+		      struct pc_err *err)
 {
 	struct nl n = {0};
-	struct link_info li;
-	struct addr_dump d;
 	int rc;
 
 	if ((rc = nl_open(&n, NETLINK_ROUTE, err)) < 0)
 		return rc;
-	if ((rc = link_get(&n, name, &li, err)) == 0 &&
-	    (rc = addrs_of(&n, li.ifindex, &d, err)) == 0) {
+	if ((rc = link_get(&n, name, li, err)) < 0)
+		goto out;
+	if (bridge_only && strcmp(li->kind, "bridge") != 0) {
+		rc = pc_err_set(err, PC_EINVAL, "%s is a%s%s link, not a bridge", name,
+				li->kind[0] ? " " : "n ordinary", li->kind);
+		goto out;
+	}
+	if (d)
+		rc = addrs_of(&n, li->ifindex, d, err);
+out:
+	nl_close(&n);
+	return rc;
+}
+
+int sbnet_link_kind(const char *name, char *kind, size_t len, uint32_t *ifindex, uint32_t *master,
+		    struct pc_err *err)
+{
+	struct link_info li;
+	int rc = link_query(name, false, &li, NULL, err);
+
+	if (rc < 0)
+		return rc;
+	pc_strlcpy(kind, li.kind, len);
+	*ifindex = li.ifindex;
+	*master = li.master;
+	return 0;
+}
+
+int sbnet_link_addrs(const char *name, struct pc_prefix *v4, struct pc_prefix *v6,
+		     struct pc_err *err)
+{
+	struct link_info li;
+	struct addr_dump d;
+	int rc = link_query(name, false, &li, &d, err);
+
+	if (rc == 0) {
 		*v4 = d.v4;
 		*v6 = d.v6;
 	}
-	nl_close(&n);
 	return rc;
 }
 
 int sbnet_bridge_get(const char *name, struct sb_bridge *out, struct pc_err *err)
 {
-	struct nl n = {0};
 	struct link_info li;
 	struct addr_dump d;
-	int rc;
+	int rc = link_query(name, true, &li, &d, err);
 
-	if ((rc = nl_open(&n, NETLINK_ROUTE, err)) < 0)
+	if (rc < 0)
 		return rc;
-	if ((rc = link_get(&n, name, &li, err)) < 0)
-		goto out;
-	if (strcmp(li.kind, "bridge") != 0) {
-		rc = pc_err_set(err, PC_EINVAL, "%s is a%s%s link, not a bridge", name,
-				li.kind[0] ? " " : "n ordinary", li.kind);
-		goto out;
-	}
-	if ((rc = addrs_of(&n, li.ifindex, &d, err)) < 0)
-		goto out;
 	out->ifindex = li.ifindex;
 	out->net4 = d.v4;
 	out->net6 = d.v6;
-out:
-	nl_close(&n);
 	return rc;
 }
 

@@ -227,6 +227,14 @@ int pc_privdrop(const char *user, uint64_t keep_caps, struct pc_err *err);
 
 /* strlcpy: returns strlen(src); truncation when >= size. */
 size_t pc_strlcpy(char *dst, const char *src, size_t size);
+/* The name of v in a table of {value, name} pairs, dflt when it has none:
+ * what would otherwise be a switch of returns, one per enum. */
+struct pc_name {
+	long v;
+	const char *name;
+};
+const char *pc_name_of(const struct pc_name *t, size_t n, long v, const char *dflt);
+#define PC_NAME_OF(t, v, dflt) pc_name_of((t), sizeof(t) / sizeof((t)[0]), (long)(v), (dflt))
 /* The value of the hex digit c (either case), or -1 for any other character. */
 int pc_hex_digit(char c);
 /* Read a whole file of at most max bytes; *buf is NUL-terminated, caller
@@ -506,6 +514,15 @@ void pc_prom_one_u64(struct pc_prom *b, const char *name, const char *type, cons
 		     uint64_t v);
 void pc_prom_one_f64(struct pc_prom *b, const char *name, const char *type, const char *help,
 		     double v);
+/* A table of counters, one row a sample: the uint64_t at offset off of
+ * base (atomic: an _Atomic uint64_t, read with atomic_load); a row with a
+ * type opens its family first (help and type, as pc_prom_family). */
+struct pc_prom_row {
+	const char *name, *type, *help, *labels;
+	size_t off;
+};
+void pc_prom_rows(struct pc_prom *b, const struct pc_prom_row *rows, size_t n, void *base,
+		  bool atomic);
 /* v escaped as a label value (backslash, quote, newline) into buf. */
 const char *pc_prom_label(const char *v, char *buf, size_t len);
 /* The text (caller frees; "" when empty), or NULL after a failure. */

@@ -4,6 +4,7 @@
 #include "common/pc.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,23 @@ void pc_prom_one_f64(struct pc_prom *b, const char *name, const char *type, cons
 {
 	pc_prom_family(b, name, type, help);
 	pc_prom_f64(b, name, NULL, v);
+}
+
+void pc_prom_rows(struct pc_prom *b, const struct pc_prom_row *rows, size_t n, void *base,
+		  bool atomic)
+{
+	for (size_t i = 0; i < n; i++) {
+		void *p = (char *)base + rows[i].off;
+		uint64_t v;
+
+		if (atomic)
+			v = atomic_load((_Atomic uint64_t *)p);
+		else
+			memcpy(&v, p, sizeof(v));
+		if (rows[i].type)
+			pc_prom_family(b, rows[i].name, rows[i].type, rows[i].help);
+		pc_prom_u64(b, rows[i].name, rows[i].labels, v);
+	}
 }
 
 const char *pc_prom_label(const char *v, char *buf, size_t len)

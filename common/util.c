@@ -24,6 +24,14 @@ size_t pc_strlcpy(char *dst, const char *src, size_t size)
 	return n;
 }
 
+const char *pc_name_of(const struct pc_name *t, size_t n, long v, const char *dflt)
+{
+	for (size_t i = 0; i < n; i++)
+		if (t[i].v == v)
+			return t[i].name;
+	return dflt;
+}
+
 int pc_hex_digit(char c)
 {
 	if (c >= '0' && c <= '9')

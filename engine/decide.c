@@ -1019,20 +1019,13 @@ static void held_reply(const struct decide_ctx *c, const struct pkt_in *in, cons
 
 static const char *proto_name(uint8_t proto)
 {
-	switch (proto) {
-	case IPPROTO_ICMP:
-		return "ICMP";
-	case IPPROTO_ICMPV6:
-		return "ICMPv6";
-	case IPPROTO_SCTP:
-		return "SCTP";
-	case IPPROTO_GRE:
-		return "GRE";
-	case IPPROTO_ESP:
-		return "ESP";
-	default:
-		return "this IP protocol";
-	}
+	static const struct pc_name names[] = {{IPPROTO_ICMP, "ICMP"},
+					       {IPPROTO_ICMPV6, "ICMPv6"},
+					       {IPPROTO_SCTP, "SCTP"},
+					       {IPPROTO_GRE, "GRE"},
+					       {IPPROTO_ESP, "ESP"}};
+
+	return PC_NAME_OF(names, proto, "this IP protocol");
 }
 
 static void new_flow(const struct decide_ctx *c, const struct pkt *p,

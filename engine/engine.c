@@ -571,18 +571,14 @@ void engine_shutdown(struct engine *e)
 	e->q = NULL;
 	logc_close(e->ctl_lc);
 	dnsreply_close(&e->dnsr);
-	if (e->ctl_fd >= 0)
-		close(e->ctl_fd);
-	if (e->link_fd >= 0)
-		close(e->link_fd);
-	if (e->route_fd >= 0)
-		close(e->route_fd);
-	if (e->nft_fd >= 0)
-		close(e->nft_fd);
-	if (e->sig_fd >= 0)
-		close(e->sig_fd);
-	if (e->nfq_proc_fd >= 0)
-		close(e->nfq_proc_fd);
+	{
+		const int fds[] = {e->ctl_fd, e->link_fd, e->route_fd,
+				   e->nft_fd, e->sig_fd,  e->nfq_proc_fd};
+
+		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+	}
 	dnsguard_free(e->dg);
 	flow_registry_free(e->flows);
 	quota_stats_free(&e->quota);

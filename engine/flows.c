@@ -14,26 +14,26 @@ static uint64_t key_hash(const uint8_t hkey[HKEY_BYTES], const struct flow_key *
 	return hkey_hash(hkey, k, sizeof(*k));
 }
 
-void flow_key_from_pkt(struct flow_key *k, const struct pkt *p)
+static void flow_key_set(struct flow_key *k, uint8_t family, uint8_t proto, uint16_t sport,
+			 uint16_t dport, const uint8_t src[16], const uint8_t dst[16])
 {
 	memset(k, 0, sizeof(*k));
-	k->family = p->family;
-	k->proto = p->proto;
-	k->sport = p->sport;
-	k->dport = p->dport;
-	memcpy(k->src, p->src.a, 16);
-	memcpy(k->dst, p->dst.a, 16);
+	k->family = family;
+	k->proto = proto;
+	k->sport = sport;
+	k->dport = dport;
+	memcpy(k->src, src, 16);
+	memcpy(k->dst, dst, 16);
+}
+
+void flow_key_from_pkt(struct flow_key *k, const struct pkt *p)
+{
+	flow_key_set(k, p->family, p->proto, p->sport, p->dport, p->src.a, p->dst.a);
 }
 
 void flow_key_from_ct(struct flow_key *k, const struct ct_tuple *t)
 {
-	memset(k, 0, sizeof(*k));
-	k->family = t->family;
-	k->proto = t->proto;
-	k->sport = t->sport;
-	k->dport = t->dport;
-	memcpy(k->src, t->src.a, 16);
-	memcpy(k->dst, t->dst.a, 16);
+	flow_key_set(k, t->family, t->proto, t->sport, t->dport, t->src.a, t->dst.a);
 }
 
 static size_t buckets_for(size_t max)

@@ -187,40 +187,41 @@ static void verdicts(struct pc_prom *b, struct engine *e)
 	}
 }
 
+#define DG(f) offsetof(struct dnsguard_stats, f)
+static const struct pc_prom_row dnsguard_rows[] = {
+    {"portcullis_dnsguard_queries_total", "counter",
+     "DNS queries judged by the DNS guard, by outcome.", "outcome=\"allowed\"",
+     DG(queries_allowed)},
+    {"portcullis_dnsguard_queries_total", NULL, NULL, "outcome=\"refused\"", DG(queries_refused)},
+    {"portcullis_dnsguard_queries_total", NULL, NULL, "outcome=\"malformed\"",
+     DG(queries_malformed)},
+    {"portcullis_dnsguard_answers_total", "counter",
+     "DNS answers from the resolvers, by what happened to them.", "outcome=\"released\"",
+     DG(answers_released)},
+    {"portcullis_dnsguard_answers_total", NULL, NULL, "outcome=\"dropped\"", DG(answers_dropped)},
+    {"portcullis_dnsguard_learned_entries", "gauge",
+     "Addresses learned from answers for allowed names, now.", NULL, DG(learned_entries)},
+    {"portcullis_dnsguard_learned_evicted_total", "counter",
+     "Learned addresses forgotten before their time because of the caps.", NULL,
+     DG(learned_evicted)},
+    {"portcullis_dnsguard_pending_queries", "gauge", "Allowed queries awaiting their answer, now.",
+     NULL, DG(pending_queries)},
+    {"portcullis_dnsguard_pending_evicted_total", "counter",
+     "Allowed queries forgotten because their sandbox had too many outstanding.", NULL,
+     DG(pending_evicted)},
+    {"portcullis_dnsguard_ech_stripped_total", "counter",
+     "Answers whose ECH configuration was removed.", NULL, DG(ech_stripped)},
+};
+#undef DG
+
 static void dnsguard(struct pc_prom *b, struct engine *e)
 {
 	struct dnsguard_stats ds;
 
 	memset(&ds, 0, sizeof(ds));
 	dnsguard_stats(e->dg, &ds);
-	pc_prom_family(b, "portcullis_dnsguard_queries_total", "counter",
-		       "DNS queries judged by the DNS guard, by outcome.");
-	pc_prom_u64(b, "portcullis_dnsguard_queries_total", "outcome=\"allowed\"",
-		    ds.queries_allowed);
-	pc_prom_u64(b, "portcullis_dnsguard_queries_total", "outcome=\"refused\"",
-		    ds.queries_refused);
-	pc_prom_u64(b, "portcullis_dnsguard_queries_total", "outcome=\"malformed\"",
-		    ds.queries_malformed);
-	pc_prom_family(b, "portcullis_dnsguard_answers_total", "counter",
-		       "DNS answers from the resolvers, by what happened to them.");
-	pc_prom_u64(b, "portcullis_dnsguard_answers_total", "outcome=\"released\"",
-		    ds.answers_released);
-	pc_prom_u64(b, "portcullis_dnsguard_answers_total", "outcome=\"dropped\"",
-		    ds.answers_dropped);
-	pc_prom_one_u64(b, "portcullis_dnsguard_learned_entries", "gauge",
-			"Addresses learned from answers for allowed names, now.",
-			ds.learned_entries);
-	pc_prom_one_u64(b, "portcullis_dnsguard_learned_evicted_total", "counter",
-			"Learned addresses forgotten before their time because of the caps.",
-			ds.learned_evicted);
-	pc_prom_one_u64(b, "portcullis_dnsguard_pending_queries", "gauge",
-			"Allowed queries awaiting their answer, now.", ds.pending_queries);
-	pc_prom_one_u64(b, "portcullis_dnsguard_pending_evicted_total", "counter",
-			"Allowed queries forgotten because their sandbox had too many "
-			"outstanding.",
-			ds.pending_evicted);
-	pc_prom_one_u64(b, "portcullis_dnsguard_ech_stripped_total", "counter",
-			"Answers whose ECH configuration was removed.", ds.ech_stripped);
+	pc_prom_rows(b, dnsguard_rows, sizeof(dnsguard_rows) / sizeof(dnsguard_rows[0]), &ds,
+		     false);
 }
 
 static void check(struct pc_prom *b, struct engine *e)

@@ -3,8 +3,32 @@
  * each round (docs/operations.md, "Metrics"). */
 #include "logd/logd_int.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define L(f) offsetof(struct logd_live, f)
+static const struct pc_prom_row live_rows[] = {
+    {"portcullis_logd_records_total", "counter",
+     "Records written to the log and acknowledged to their sender.", NULL, L(records)},
+    {"portcullis_logd_malformed_total", "counter",
+     "Malformed messages rejected (each ended its sender's session).", NULL, L(malformed)},
+    {"portcullis_logd_refused_connections_total", "counter",
+     "Connections refused: not root, the engine's or the vault's user.", NULL, L(refused)},
+    {"portcullis_logd_write_errors_total", "counter",
+     "Batches that could not be written (their records were not acknowledged, so their "
+     "actions were refused).",
+     NULL, L(write_errors)},
+    {"portcullis_logd_clients", "gauge", "Connected clients, now.", NULL, L(clients)},
+    {"portcullis_logd_next_seq", "gauge", "The sequence number the next record will get.", NULL,
+     L(next_seq)},
+    {"portcullis_logd_tree_size", "gauge", "Records in the current log file's Merkle tree.", NULL,
+     L(tree_size)},
+    {"portcullis_logd_unsealed_records", "gauge", "Records not yet covered by a signed checkpoint.",
+     NULL, L(unsealed)},
+    {"portcullis_logd_file_bytes", "gauge", "Size of the current log file.", NULL, L(file_bytes)},
+};
+#undef L
 
 char *logd_metrics(void *ctx, const char *req)
 {
@@ -14,31 +38,7 @@ char *logd_metrics(void *ctx, const char *req)
 
 	if (strcmp(req, "metrics") != 0)
 		return strdup("unknown request (metrics)\n");
-	pc_prom_one_u64(&b, "portcullis_logd_records_total", "counter",
-			"Records written to the log and acknowledged to their sender.",
-			atomic_load(&l->records));
-	pc_prom_one_u64(&b, "portcullis_logd_malformed_total", "counter",
-			"Malformed messages rejected (each ended its sender's session).",
-			atomic_load(&l->malformed));
-	pc_prom_one_u64(&b, "portcullis_logd_refused_connections_total", "counter",
-			"Connections refused: not root, the engine's or the vault's user.",
-			atomic_load(&l->refused));
-	pc_prom_one_u64(&b, "portcullis_logd_write_errors_total", "counter",
-			"Batches that could not be written (their records were not "
-			"acknowledged, so their actions were refused).",
-			atomic_load(&l->write_errors));
-	pc_prom_one_u64(&b, "portcullis_logd_clients", "gauge", "Connected clients, now.",
-			atomic_load(&l->clients));
-	pc_prom_one_u64(&b, "portcullis_logd_next_seq", "gauge",
-			"The sequence number the next record will get.", atomic_load(&l->next_seq));
-	pc_prom_one_u64(&b, "portcullis_logd_tree_size", "gauge",
-			"Records in the current log file's Merkle tree.",
-			atomic_load(&l->tree_size));
-	pc_prom_one_u64(&b, "portcullis_logd_unsealed_records", "gauge",
-			"Records not yet covered by a signed checkpoint.",
-			atomic_load(&l->unsealed));
-	pc_prom_one_u64(&b, "portcullis_logd_file_bytes", "gauge", "Size of the current log file.",
-			atomic_load(&l->file_bytes));
+	pc_prom_rows(&b, live_rows, sizeof(live_rows) / sizeof(live_rows[0]), l, true);
 	pc_prom_one_f64(&b, "portcullis_logd_start_time_seconds", "gauge",
 			"When logd started serving (Unix time).",
 			(double)atomic_load(&l->start_ms) / 1000.0);

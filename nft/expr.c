@@ -47,26 +47,35 @@ static void nr_push(struct nr *b, struct nftnl_expr *e)
 		nftnl_rule_add_expr(b->r, e);
 }
 
-void nr_meta(struct nr *b, uint32_t key)
+/* An expression whose attributes are all u32 (most of this assembler's):
+ * NR_U32S(b, "meta", {KEY, key}, {DREG, NFT_REG_1}). */
+struct nr_attr {
+	uint16_t type;
+	uint32_t v;
+};
+
+static void nr_u32s(struct nr *b, const char *name, const struct nr_attr *a, size_t n)
 {
-	struct nftnl_expr *e = nr_new(b, "meta");
+	struct nftnl_expr *e = nr_new(b, name);
 
 	if (!e)
 		return;
-	nftnl_expr_set_u32(e, NFTNL_EXPR_META_KEY, key);
-	nftnl_expr_set_u32(e, NFTNL_EXPR_META_DREG, NFT_REG_1);
+	for (size_t i = 0; i < n; i++)
+		nftnl_expr_set_u32(e, a[i].type, a[i].v);
 	nr_push(b, e);
+}
+#define NR_U32S(b, name, ...)                                                                      \
+	nr_u32s((b), (name), (const struct nr_attr[]){__VA_ARGS__},                                \
+		sizeof((const struct nr_attr[]){__VA_ARGS__}) / sizeof(struct nr_attr))
+
+void nr_meta(struct nr *b, uint32_t key)
+{
+	NR_U32S(b, "meta", {NFTNL_EXPR_META_KEY, key}, {NFTNL_EXPR_META_DREG, NFT_REG_1});
 }
 
 void nr_meta_set(struct nr *b, uint32_t key)
 {
-	struct nftnl_expr *e = nr_new(b, "meta");
-
-	if (!e)
-		return;
-	nftnl_expr_set_u32(e, NFTNL_EXPR_META_KEY, key);
-	nftnl_expr_set_u32(e, NFTNL_EXPR_META_SREG, NFT_REG_1);
-	nr_push(b, e);
+	NR_U32S(b, "meta", {NFTNL_EXPR_META_KEY, key}, {NFTNL_EXPR_META_SREG, NFT_REG_1});
 }
 
 void nr_cmp(struct nr *b, uint32_t op, const void *data, uint32_t len)
@@ -110,15 +119,8 @@ void nr_cmp_ifname(struct nr *b, uint32_t op, const char *name)
 
 void nr_payload(struct nr *b, uint32_t base, uint32_t off, uint32_t len)
 {
-	struct nftnl_expr *e = nr_new(b, "payload");
-
-	if (!e)
-		return;
-	nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_DREG, NFT_REG_1);
-	nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_BASE, base);
-	nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_OFFSET, off);
-	nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_LEN, len);
-	nr_push(b, e);
+	NR_U32S(b, "payload", {NFTNL_EXPR_PAYLOAD_DREG, NFT_REG_1}, {NFTNL_EXPR_PAYLOAD_BASE, base},
+		{NFTNL_EXPR_PAYLOAD_OFFSET, off}, {NFTNL_EXPR_PAYLOAD_LEN, len});
 }
 
 void nr_bitwise(struct nr *b, uint32_t len, const void *mask, const void * xor)
@@ -143,24 +145,12 @@ void nr_bitwise_u32(struct nr *b, uint32_t mask, uint32_t xor)
 
 void nr_ct(struct nr *b, uint32_t key)
 {
-	struct nftnl_expr *e = nr_new(b, "ct");
-
-	if (!e)
-		return;
-	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, key);
-	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
-	nr_push(b, e);
+	NR_U32S(b, "ct", {NFTNL_EXPR_CT_KEY, key}, {NFTNL_EXPR_CT_DREG, NFT_REG_1});
 }
 
 void nr_ct_set(struct nr *b, uint32_t key)
 {
-	struct nftnl_expr *e = nr_new(b, "ct");
-
-	if (!e)
-		return;
-	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, key);
-	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_SREG, NFT_REG_1);
-	nr_push(b, e);
+	NR_U32S(b, "ct", {NFTNL_EXPR_CT_KEY, key}, {NFTNL_EXPR_CT_SREG, NFT_REG_1});
 }
 
 void nr_lookup(struct nr *b, const char *set, bool inv)
@@ -216,14 +206,9 @@ void nr_reject(struct nr *b, uint32_t type, uint8_t code)
 
 void nr_fib_daddr_type(struct nr *b)
 {
-	struct nftnl_expr *e = nr_new(b, "fib");
-
-	if (!e)
-		return;
-	nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_DREG, NFT_REG_1);
-	nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_RESULT, NFT_FIB_RESULT_ADDRTYPE);
-	nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_FLAGS, NFTA_FIB_F_DADDR);
-	nr_push(b, e);
+	NR_U32S(b, "fib", {NFTNL_EXPR_FIB_DREG, NFT_REG_1},
+		{NFTNL_EXPR_FIB_RESULT, NFT_FIB_RESULT_ADDRTYPE},
+		{NFTNL_EXPR_FIB_FLAGS, NFTA_FIB_F_DADDR});
 }
 
 void nr_counter(struct nr *b)

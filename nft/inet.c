@@ -35,6 +35,56 @@ static void verdict_rule(struct bld *b, uint32_t bits, uint32_t ctbits)
 	rsb_rule_end(b, &r);
 }
 
+/* One-match accept rules, the commonest shape of this table. */
+static void accept_ifname(struct bld *b, uint32_t key, uint32_t op, const char *name)
+{
+	struct nr r;
+
+	rsb_rule_begin(b, &r);
+	nm_ifname(&r, key, op, name);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+}
+
+static void accept_bits(struct bld *b, bool ct, uint32_t mask, uint32_t value)
+{
+	struct nr r;
+
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, ct, mask, NFT_CMP_EQ, value);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
+}
+
+/* Neighbour discovery the gateway must let through (types: ND_*). */
+static void accept_nd(struct bld *b, const uint8_t *types, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct nr r;
+
+		rsb_rule_begin(b, &r);
+		nm_nd(&r, types[i]);
+		nr_verdict(&r, NF_ACCEPT, NULL);
+		rsb_rule_end(b, &r);
+	}
+}
+
+/* Counted drop, the end of a rule. */
+static void nr_drop(struct nr *r)
+{
+	nr_counter(r);
+	nr_verdict(r, NF_DROP, NULL);
+}
+
+/* DNS to (to_resolver) or from a resolver of family v6, transport tcp. */
+static void nm_resolver_dns(struct nr *r, int v6, int tcp, bool to_resolver)
+{
+	nm_addr_set(r, true, v6 ? AF_INET6 : AF_INET, !to_resolver,
+		    v6 ? "resolvers6" : "resolvers4", false);
+	nm_l4proto(r, NFT_CMP_EQ, tcp ? IPPROTO_TCP : IPPROTO_UDP);
+	nm_th_port(r, to_resolver, 53);
+}
+
 static void queue_expr(struct bld *b, struct nr *r)
 {
 	uint16_t base = b->p->cfg->queue.base, cnt = b->p->cfg->queue.count;
@@ -134,8 +184,7 @@ static void limit_rules(struct bld *b, size_t i, const struct policy_sandbox *sb
 			nr_limit_meter(&r, w >= LIM_TCP_DNS ? seg : meter, LIMIT_IDLE_MS,
 				       (uint64_t)sb->new_flows_per_second * k,
 				       sb->new_flows_burst * k);
-			nr_counter(&r);
-			nr_verdict(&r, NF_DROP, NULL);
+			nr_drop(&r);
 			rsb_rule_end(b, &r);
 		}
 	}
@@ -150,10 +199,7 @@ static void inet_prerouting(struct bld *b)
 
 	rsb_chain(b, "prerouting", "filter", NF_INET_PRE_ROUTING, NFT_PRIO_INET, NF_DROP);
 	/* not from the sandbox bridge: not ours */
-	rsb_rule_begin(b, &r);
-	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_NEQ, br);
-	nr_verdict(&r, NF_ACCEPT, NULL);
-	rsb_rule_end(b, &r);
+	accept_ifname(b, NFT_META_IIFNAME, NFT_CMP_NEQ, br);
 	/* The fast path, first: a decided flow (our ct mark) from a port the
 	 * bridge table stamped. Bulk data stops here. (The engine never
 	 * allows a port-53 flow, so DNS is still judged message by message;
@@ -186,14 +232,12 @@ static void inet_prerouting(struct bld *b)
 	/* any other combination of our bits is nothing we produce */
 	rsb_rule_begin(b, &r);
 	nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_NEQ, 0);
-	nr_counter(&r);
-	nr_verdict(&r, NF_DROP, NULL);
+	nr_drop(&r);
 	rsb_rule_end(b, &r);
 	/* not stamped by the bridge table: not from a known sandbox port */
 	rsb_rule_begin(b, &r);
 	nm_bits(&r, false, NFT_MARK_PORT_MASK, NFT_CMP_EQ, 0);
-	nr_counter(&r);
-	nr_verdict(&r, NF_DROP, NULL);
+	nr_drop(&r);
 	rsb_rule_end(b, &r);
 	/* each sandbox's new-flow limit, before anything is queued */
 	for (size_t i = 0; i < policy_sandbox_count(b->p->policy); i++)
@@ -211,43 +255,33 @@ static void inet_prerouting(struct bld *b)
 	nm_bits(&r, true, NFT_MARK_ALLOW | NFT_MARK_HELD, NFT_CMP_EQ, NFT_MARK_HELD);
 	queue_expr(b, &r);
 	rsb_rule_end(b, &r);
-	for (size_t i = 0; i < sizeof(nd_in); i++) {
-		rsb_rule_begin(b, &r);
-		nm_nd(&r, nd_in[i]);
-		nr_verdict(&r, NF_ACCEPT, NULL);
-		rsb_rule_end(b, &r);
-	}
+	accept_nd(b, nd_in, sizeof(nd_in));
 	/* the gateway itself: only DNS (above) and the vault (after dnat) */
 	rsb_rule_begin(b, &r);
 	nr_fib_daddr_type(&r);
 	nr_cmp_u32(&r, NFT_CMP_EQ, 2 /* RTN_LOCAL */);
-	nr_counter(&r);
-	nr_verdict(&r, NF_DROP, NULL);
+	nr_drop(&r);
 	rsb_rule_end(b, &r);
 	rsb_rule_begin(b, &r);
 	nm_ct_state(&r, NF_CT_STATE_BIT(IP_CT_NEW));
 	queue_expr(b, &r);
 	rsb_rule_end(b, &r);
-	rsb_rule_begin(b, &r);
-	nr_counter(&r);
-	nr_verdict(&r, NF_DROP, NULL);
-	rsb_rule_end(b, &r);
+	rsb_drop_rule(b);
 }
 
-/* PASS-marked DNS to the resolvers (input: local resolver), per family and
- * transport. */
-static void dns_pass_rules(struct bld *b, bool to_resolver)
+/* PASS-marked DNS to the resolvers (input: local resolver; forward: from
+ * the bridge iif), per family and transport. */
+static void dns_pass_rules(struct bld *b, bool to_resolver, const char *iif)
 {
 	struct nr r;
 
 	for (int v6 = 0; v6 < 2; v6++) {
 		for (int tcp = 0; tcp < 2; tcp++) {
 			rsb_rule_begin(b, &r);
+			if (iif)
+				nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, iif);
 			nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, NFT_MARK_PASS);
-			nm_addr_set(&r, true, v6 ? AF_INET6 : AF_INET, !to_resolver,
-				    v6 ? "resolvers6" : "resolvers4", false);
-			nm_l4proto(&r, NFT_CMP_EQ, tcp ? IPPROTO_TCP : IPPROTO_UDP);
-			nm_th_port(&r, to_resolver, 53);
+			nm_resolver_dns(&r, v6, tcp, to_resolver);
 			nr_verdict(&r, NF_ACCEPT, NULL);
 			rsb_rule_end(b, &r);
 		}
@@ -265,10 +299,7 @@ static void dns_answer_queue_rules(struct bld *b)
 			rsb_rule_begin(b, &r);
 			nm_ct_state(&r, NF_CT_STATE_BIT(IP_CT_ESTABLISHED));
 			nm_ct_reply(&r);
-			nm_addr_set(&r, true, v6 ? AF_INET6 : AF_INET, true,
-				    v6 ? "resolvers6" : "resolvers4", false);
-			nm_l4proto(&r, NFT_CMP_EQ, tcp ? IPPROTO_TCP : IPPROTO_UDP);
-			nm_th_port(&r, false, 53);
+			nm_resolver_dns(&r, v6, tcp, false);
 			queue_expr(b, &r);
 			rsb_rule_end(b, &r);
 		}
@@ -290,8 +321,7 @@ static void way_in_rule(struct bld *b)
 	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_NEQ, "lo");
 	for (size_t k = 0; k < b->p->cfg->n_uplinks; k++)
 		nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_NEQ, b->p->cfg->uplinks[k]);
-	nr_counter(&r);
-	nr_verdict(&r, NF_DROP, NULL);
+	nr_drop(&r);
 	rsb_rule_end(b, &r);
 }
 
@@ -303,10 +333,7 @@ static void inet_input(struct bld *b)
 
 	rsb_chain(b, "input", "filter", NF_INET_LOCAL_IN, NFT_PRIO_INET, NF_ACCEPT);
 	way_in_rule(b);
-	rsb_rule_begin(b, &r);
-	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_NEQ, br);
-	nr_verdict(&r, NF_ACCEPT, NULL);
-	rsb_rule_end(b, &r);
+	accept_ifname(b, NFT_META_IIFNAME, NFT_CMP_NEQ, br);
 	/* flows the nat chain redirected to the vault */
 	rsb_rule_begin(b, &r);
 	nm_bits(&r, true, NFT_MARK_ALLOW | NFT_MARK_VAULT, NFT_CMP_EQ,
@@ -318,13 +345,8 @@ static void inet_input(struct bld *b)
 	nm_th_port(&r, true, b->p->cfg->vault.listen.port);
 	nr_verdict(&r, NF_ACCEPT, NULL);
 	rsb_rule_end(b, &r);
-	dns_pass_rules(b, true);
-	for (size_t i = 0; i < sizeof(nd_in); i++) {
-		rsb_rule_begin(b, &r);
-		nm_nd(&r, nd_in[i]);
-		nr_verdict(&r, NF_ACCEPT, NULL);
-		rsb_rule_end(b, &r);
-	}
+	dns_pass_rules(b, true, NULL);
+	accept_nd(b, nd_in, sizeof(nd_in));
 	rsb_drop_rule(b);
 }
 
@@ -339,19 +361,7 @@ static void forward_pass_rules(struct bld *b)
 	const char *br = b->p->cfg->bridge;
 	struct nr r;
 
-	for (int v6 = 0; v6 < 2; v6++) {
-		for (int tcp = 0; tcp < 2; tcp++) {
-			rsb_rule_begin(b, &r);
-			nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
-			nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, NFT_MARK_PASS);
-			nm_addr_set(&r, true, v6 ? AF_INET6 : AF_INET, false,
-				    v6 ? "resolvers6" : "resolvers4", false);
-			nm_l4proto(&r, NFT_CMP_EQ, tcp ? IPPROTO_TCP : IPPROTO_UDP);
-			nm_th_port(&r, true, 53);
-			nr_verdict(&r, NF_ACCEPT, NULL);
-			rsb_rule_end(b, &r);
-		}
-	}
+	dns_pass_rules(b, true, br);
 	rsb_rule_begin(b, &r);
 	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
 	nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, NFT_MARK_PASS);
@@ -361,8 +371,7 @@ static void forward_pass_rules(struct bld *b)
 	rsb_rule_begin(b, &r);
 	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
 	nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, NFT_MARK_PASS);
-	nr_counter(&r);
-	nr_verdict(&r, NF_DROP, NULL);
+	nr_drop(&r);
 	rsb_rule_end(b, &r);
 }
 
@@ -402,8 +411,7 @@ static void held_reply_rules(struct bld *b)
 	nm_bits(&r, true, NFT_MARK_ALLOW | NFT_MARK_HELD, NFT_CMP_EQ, NFT_MARK_HELD);
 	nm_ct_reply(&r);
 	nm_l4proto(&r, NFT_CMP_EQ, IPPROTO_TCP);
-	nr_counter(&r);
-	nr_verdict(&r, NF_DROP, NULL);
+	nr_drop(&r);
 	rsb_rule_end(b, &r);
 }
 
@@ -418,14 +426,10 @@ static void inet_forward(struct bld *b)
 	rsb_rule_begin(b, &r);
 	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
 	nm_ifname(&r, NFT_META_OIFNAME, NFT_CMP_EQ, br);
-	nr_counter(&r);
-	nr_verdict(&r, NF_DROP, NULL);
+	nr_drop(&r);
 	rsb_rule_end(b, &r);
 	/* decided flows, both directions (and ICMP errors related to them) */
-	rsb_rule_begin(b, &r);
-	nm_bits(&r, true, NFT_MARK_ALLOW, NFT_CMP_EQ, NFT_MARK_ALLOW);
-	nr_verdict(&r, NF_ACCEPT, NULL);
-	rsb_rule_end(b, &r);
+	accept_bits(b, true, NFT_MARK_ALLOW, NFT_MARK_ALLOW);
 	/* from the sandboxes otherwise: released packets only */
 	forward_pass_rules(b);
 	/* the SYN of a held flow (its later packets come back as PASS) */
@@ -436,18 +440,11 @@ static void inet_forward(struct bld *b)
 	rsb_rule_end(b, &r);
 	rsb_rule_begin(b, &r);
 	nm_ifname(&r, NFT_META_IIFNAME, NFT_CMP_EQ, br);
-	nr_counter(&r);
-	nr_verdict(&r, NF_DROP, NULL);
+	nr_drop(&r);
 	rsb_rule_end(b, &r);
 	/* toward the sandboxes */
-	rsb_rule_begin(b, &r);
-	nm_ifname(&r, NFT_META_OIFNAME, NFT_CMP_NEQ, br);
-	nr_verdict(&r, NF_ACCEPT, NULL);
-	rsb_rule_end(b, &r);
-	rsb_rule_begin(b, &r);
-	nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, NFT_MARK_PASS);
-	nr_verdict(&r, NF_ACCEPT, NULL);
-	rsb_rule_end(b, &r);
+	accept_ifname(b, NFT_META_OIFNAME, NFT_CMP_NEQ, br);
+	accept_bits(b, false, NFT_MARK_MASK, NFT_MARK_PASS);
 	held_reply_rules(b);
 	/* other replies of held flows: ICMP errors about them */
 	rsb_rule_begin(b, &r);
@@ -473,34 +470,17 @@ static void inet_output(struct bld *b)
 	rsb_rule_end(b, &r);
 
 	rsb_chain(b, "output", "filter", NF_INET_LOCAL_OUT, NFT_PRIO_INET, NF_ACCEPT);
-	rsb_rule_begin(b, &r);
-	nm_ifname(&r, NFT_META_OIFNAME, NFT_CMP_NEQ, br);
-	nr_verdict(&r, NF_ACCEPT, NULL);
-	rsb_rule_end(b, &r);
-	rsb_rule_begin(b, &r);
-	nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, NFT_MARK_DNSREPLY);
-	nr_verdict(&r, NF_ACCEPT, NULL);
-	rsb_rule_end(b, &r);
-	rsb_rule_begin(b, &r);
-	nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, NFT_MARK_PASS);
-	nr_verdict(&r, NF_ACCEPT, NULL);
-	rsb_rule_end(b, &r);
+	accept_ifname(b, NFT_META_OIFNAME, NFT_CMP_NEQ, br);
+	accept_bits(b, false, NFT_MARK_MASK, NFT_MARK_DNSREPLY);
+	accept_bits(b, false, NFT_MARK_MASK, NFT_MARK_PASS);
 	/* replies of allowed flows served by the gateway (the vault) */
-	rsb_rule_begin(b, &r);
-	nm_bits(&r, true, NFT_MARK_ALLOW, NFT_CMP_EQ, NFT_MARK_ALLOW);
-	nr_verdict(&r, NF_ACCEPT, NULL);
-	rsb_rule_end(b, &r);
+	accept_bits(b, true, NFT_MARK_ALLOW, NFT_MARK_ALLOW);
 	/* RSTs and ICMP errors about a sandbox's packets (our refusals) */
 	rsb_rule_begin(b, &r);
 	nm_ct_state(&r, NF_CT_STATE_BIT(IP_CT_RELATED));
 	nr_verdict(&r, NF_ACCEPT, NULL);
 	rsb_rule_end(b, &r);
-	for (size_t i = 0; i < sizeof(nd_out); i++) {
-		rsb_rule_begin(b, &r);
-		nm_nd(&r, nd_out[i]);
-		nr_verdict(&r, NF_ACCEPT, NULL);
-		rsb_rule_end(b, &r);
-	}
+	accept_nd(b, nd_out, sizeof(nd_out));
 	dns_answer_queue_rules(b); /* a local resolver's answers */
 	rsb_drop_rule(b);
 }

@@ -19,22 +19,11 @@
 
 static const char *family_name(uint32_t f)
 {
-	switch (f) {
-	case NFPROTO_INET:
-		return "inet";
-	case NFPROTO_BRIDGE:
-		return "bridge";
-	case NFPROTO_IPV4:
-		return "ip";
-	case NFPROTO_IPV6:
-		return "ip6";
-	case NFPROTO_ARP:
-		return "arp";
-	case NFPROTO_NETDEV:
-		return "netdev";
-	default:
-		return "?";
-	}
+	static const struct pc_name names[] = {{NFPROTO_INET, "inet"}, {NFPROTO_BRIDGE, "bridge"},
+					       {NFPROTO_IPV4, "ip"},   {NFPROTO_IPV6, "ip6"},
+					       {NFPROTO_ARP, "arp"},   {NFPROTO_NETDEV, "netdev"}};
+
+	return PC_NAME_OF(names, f, "?");
 }
 
 int nft_table_text(const struct nftnl_table *t, struct pc_buf *b)

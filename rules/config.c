@@ -246,10 +246,15 @@ static int cset_name(struct cload *l, const struct ynode *n, const struct ckey *
 	return 0;
 }
 
-/* uplinks: a list of interface names (or one written without a list). */
-static int cset_ifnames(struct cload *l, const struct ynode *n, const struct ckey *k)
+/* A list setting, or one value written without a list: at most max items,
+ * each a string handed to fn (which checks it and keeps it in v[i]). Every
+ * item is checked, so that one load reports every bad one. */
+typedef int (*citem_fn)(struct cload *l, const struct ynode *it, size_t i, const char *s,
+			const char *path, void *v);
+
+static int clist(struct cload *l, const struct ynode *n, const char *path, const char *expected,
+		 const char *noun, size_t max, citem_fn fn, void *v, size_t *out_cnt)
 {
-	char v[RULES_MAX_UPLINKS][PC_IFNAMSIZ];
 	const struct ynode *const *items = (const struct ynode *const *)n->kids;
 	size_t cnt = n->n;
 	int rc = 0;
@@ -258,33 +263,56 @@ static int cset_ifnames(struct cload *l, const struct ynode *n, const struct cke
 		items = &n;
 		cnt = 1;
 	} else if (n->type != YN_SEQ) {
-		return yerr_type(&l->c, n, k->path, "a list of interface names");
+		return yerr_type(&l->c, n, path, expected);
 	}
-	if (cnt > RULES_MAX_UPLINKS)
-		return yerr(&l->c, n, "%s: %zu interfaces; expected at most %d", k->path, cnt,
-			    RULES_MAX_UPLINKS);
+	if (cnt > max)
+		return yerr(&l->c, n, "%s: %zu %s; expected at most %zu", path, cnt, noun, max);
 	for (size_t i = 0; i < cnt; i++) {
 		const char *s;
+		int r;
 
-		if (yget_str(&l->c, items[i], k->path, &s)) {
+		if (yget_str(&l->c, items[i], path, &s)) {
 			rc = PC_EPARSE;
 			continue;
 		}
-		if (!rules_ifname_valid(s)) {
-			rc = yerr(&l->c, items[i],
-				  "%s: invalid interface name '%.40s'; expected 1-15 characters "
-				  "without '/', ':' or spaces",
-				  k->path, s);
-			continue;
-		}
-		pc_strlcpy(v[i], s, sizeof(v[i]));
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(v[i], v[j]) == 0)
-				rc = yerr(
-				    &l->c, items[i],
-				    "%s: '%.40s' is listed twice; expected each interface once",
-				    k->path, s);
+		r = fn(l, items[i], i, s, path, v);
+		if (r)
+			rc = r;
 	}
+	if (rc)
+		return rc;
+	*out_cnt = cnt;
+	return 0;
+}
+
+static int citem_ifname(struct cload *l, const struct ynode *it, size_t i, const char *s,
+			const char *path, void *v)
+{
+	char(*names)[PC_IFNAMSIZ] = v;
+	int rc = 0;
+
+	if (!rules_ifname_valid(s))
+		return yerr(&l->c, it,
+			    "%s: invalid interface name '%.40s'; expected 1-15 characters "
+			    "without '/', ':' or spaces",
+			    path, s);
+	pc_strlcpy(names[i], s, sizeof(names[i]));
+	for (size_t j = 0; j < i; j++)
+		if (strcmp(names[i], names[j]) == 0)
+			rc = yerr(&l->c, it,
+				  "%s: '%.40s' is listed twice; expected each interface once", path,
+				  s);
+	return rc;
+}
+
+/* uplinks: a list of interface names (or one written without a list). */
+static int cset_ifnames(struct cload *l, const struct ynode *n, const struct ckey *k)
+{
+	char v[RULES_MAX_UPLINKS][PC_IFNAMSIZ];
+	size_t cnt;
+	int rc = clist(l, n, k->path, "a list of interface names", "interfaces", RULES_MAX_UPLINKS,
+		       citem_ifname, v, &cnt);
+
 	if (rc)
 		return rc;
 	memcpy(l->cfg.uplinks, v, cnt * sizeof(v[0]));
@@ -343,45 +371,35 @@ static int cset_qtypes(struct cload *l, const struct ynode *n, const struct ckey
 	return rc;
 }
 
+static int citem_resolver(struct cload *l, const struct ynode *it, size_t i, const char *s,
+			  const char *path, void *v)
+{
+	struct pc_addr *res = v;
+	int rc = 0;
+
+	if (pc_addr_parse(s, &res[i]) < 0)
+		return yerr(&l->c, it,
+			    "%s: invalid address '%.48s'; expected an IPv4 or IPv6 address (port "
+			    "53 is implied)",
+			    path, s);
+	for (size_t j = 0; j < i; j++)
+		if (pc_addr_eq(&res[i], &res[j]))
+			rc = yerr(&l->c, it,
+				  "%s: '%.48s' is listed twice; expected each resolver once", path,
+				  s);
+	return rc;
+}
+
 static int cset_resolvers(struct cload *l, const struct ynode *n, const struct ckey *k)
 {
 	struct pc_addr res[RULES_MAX_RESOLVERS];
-	const struct ynode *const *items = (const struct ynode *const *)n->kids;
-	size_t cnt = n->n;
-	int rc = 0;
+	size_t cnt;
+	int rc;
 
 	(void)k;
-	if (n->type == YN_SCALAR && !ynode_is_null(n)) {
-		items = &n; /* one address written without a list */
-		cnt = 1;
-	} else if (n->type != YN_SEQ) {
-		return yerr_type(&l->c, n, "dns.resolvers", "a list of IP addresses");
-	}
-	if (cnt > RULES_MAX_RESOLVERS)
-		return yerr(&l->c, n, "dns.resolvers: %zu addresses; expected at most %d", cnt,
-			    RULES_MAX_RESOLVERS);
-	for (size_t i = 0; i < cnt; i++) {
-		const char *s;
-
-		if (yget_str(&l->c, items[i], "dns.resolvers", &s)) {
-			rc = PC_EPARSE;
-			continue;
-		}
-		if (pc_addr_parse(s, &res[i]) < 0) {
-			rc =
-			    yerr(&l->c, items[i],
-				 "dns.resolvers: invalid address '%.48s'; expected an IPv4 or IPv6 "
-				 "address (port 53 is implied)",
-				 s);
-			continue;
-		}
-		for (size_t j = 0; j < i; j++)
-			if (pc_addr_eq(&res[i], &res[j]))
-				rc = yerr(&l->c, items[i],
-					  "dns.resolvers: '%.48s' is listed twice; expected each "
-					  "resolver once",
-					  s);
-	}
+	/* (one address may be written without a list) */
+	rc = clist(l, n, "dns.resolvers", "a list of IP addresses", "addresses",
+		   RULES_MAX_RESOLVERS, citem_resolver, res, &cnt);
 	if (rc)
 		return rc;
 	memcpy(l->cfg.dns.resolvers, res, cnt * sizeof(res[0]));
@@ -392,50 +410,39 @@ static int cset_resolvers(struct cload *l, const struct ynode *n, const struct c
 /* dns.routable: each prefix must lie inside one special-purpose block, so
  * that the list can only say "this special range is an ordinary network
  * here", never widen into a blanket exemption (0.0.0.0/0) by a typo. */
+static int citem_routable(struct cload *l, const struct ynode *it, size_t i, const char *s,
+			  const char *path, void *v)
+{
+	struct pc_prefix *r = v;
+	const struct pc_special *within = NULL;
+
+	if (pc_prefix_parse(s, &r[i]) < 0)
+		return yerr(&l->c, it,
+			    "%s: invalid prefix '%.64s'; expected a network like "
+			    "'192.0.2.0/24' or '2001:db8::/32'",
+			    path, s);
+	for (size_t j = 0; j < pc_special_count(); j++) {
+		const struct pc_special *e = pc_special_at(j);
+
+		if (e->prefix.len <= r[i].len && pc_prefix_contains(&e->prefix, &r[i].addr))
+			within = e;
+	}
+	if (!within)
+		return yerr(&l->c, it,
+			    "%s: '%.64s' is not inside one special-purpose block; expected "
+			    "a range inside one of them, like '192.0.2.0/24' (other "
+			    "addresses are learned anyway)",
+			    path, s);
+	return 0;
+}
+
 static int cset_routable(struct cload *l, const struct ynode *n, const struct ckey *k)
 {
 	struct pc_prefix r[RULES_MAX_ROUTABLE];
-	const struct ynode *const *items = (const struct ynode *const *)n->kids;
-	size_t cnt = n->n;
-	int rc = 0;
+	size_t cnt;
+	int rc = clist(l, n, k->path, "a list of special-purpose prefixes", "prefixes",
+		       RULES_MAX_ROUTABLE, citem_routable, r, &cnt);
 
-	if (n->type == YN_SCALAR && !ynode_is_null(n)) {
-		items = &n;
-		cnt = 1;
-	} else if (n->type != YN_SEQ) {
-		return yerr_type(&l->c, n, k->path, "a list of special-purpose prefixes");
-	}
-	if (cnt > RULES_MAX_ROUTABLE)
-		return yerr(&l->c, n, "%s: %zu prefixes; expected at most %d", k->path, cnt,
-			    RULES_MAX_ROUTABLE);
-	for (size_t i = 0; i < cnt; i++) {
-		const struct pc_special *within = NULL;
-		const char *s;
-
-		if (yget_str(&l->c, items[i], k->path, &s)) {
-			rc = PC_EPARSE;
-			continue;
-		}
-		if (pc_prefix_parse(s, &r[i]) < 0) {
-			rc = yerr(&l->c, items[i],
-				  "%s: invalid prefix '%.64s'; expected a network like "
-				  "'192.0.2.0/24' or '2001:db8::/32'",
-				  k->path, s);
-			continue;
-		}
-		for (size_t j = 0; j < pc_special_count(); j++) {
-			const struct pc_special *e = pc_special_at(j);
-
-			if (e->prefix.len <= r[i].len && pc_prefix_contains(&e->prefix, &r[i].addr))
-				within = e;
-		}
-		if (!within)
-			rc = yerr(&l->c, items[i],
-				  "%s: '%.64s' is not inside one special-purpose block; expected "
-				  "a range inside one of them, like '192.0.2.0/24' (other "
-				  "addresses are learned anyway)",
-				  k->path, s);
-	}
 	if (rc)
 		return rc;
 	memcpy(l->cfg.dns.routable, r, cnt * sizeof(r[0]));

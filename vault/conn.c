@@ -22,32 +22,19 @@ static int conn_ex_idx = -1;
 
 static const char *status_text(unsigned s)
 {
-	switch (s) {
-	case 400:
-		return "Bad Request";
-	case 403:
-		return "Forbidden";
-	case 405:
-		return "Method Not Allowed";
-	case 417:
-		return "Expectation Failed";
-	case 421:
-		return "Misdirected Request";
-	case 431:
-		return "Request Header Fields Too Large";
-	case 500:
-		return "Internal Server Error";
-	case 501:
-		return "Not Implemented";
-	case 502:
-		return "Bad Gateway";
-	case 503:
-		return "Service Unavailable";
-	case 505:
-		return "HTTP Version Not Supported";
-	default:
-		return "Error";
-	}
+	static const struct pc_name names[] = {{400, "Bad Request"},
+					       {403, "Forbidden"},
+					       {405, "Method Not Allowed"},
+					       {417, "Expectation Failed"},
+					       {421, "Misdirected Request"},
+					       {431, "Request Header Fields Too Large"},
+					       {500, "Internal Server Error"},
+					       {501, "Not Implemented"},
+					       {502, "Bad Gateway"},
+					       {503, "Service Unavailable"},
+					       {505, "HTTP Version Not Supported"}};
+
+	return PC_NAME_OF(names, s, "Error");
 }
 
 /* Remember the current request's method and path (never the query). */

@@ -2,8 +2,33 @@
  * <run_dir>/vault.sock (docs/operations.md, "Metrics"). */
 #include "vault/vault_int.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define N(f) offsetof(struct vault_counters, f)
+static const struct pc_prom_row conn_rows[] = {
+    {"portcullis_vault_connections_total", "counter",
+     "Redirected sandbox connections: accepted (handed to a thread) and refused (before or at "
+     "the TLS handshake).",
+     "outcome=\"accepted\"", N(conns_accepted)},
+    {"portcullis_vault_connections_total", NULL, NULL, "outcome=\"refused\"", N(conns_refused)},
+};
+static const struct pc_prom_row req_rows[] = {
+    {"portcullis_vault_requests_total", "counter",
+     "HTTP requests: allowed (recorded and forwarded) and refused.", "outcome=\"allowed\"",
+     N(requests_allowed)},
+    {"portcullis_vault_requests_total", NULL, NULL, "outcome=\"refused\"", N(requests_refused)},
+    {"portcullis_vault_injections_total", "counter",
+     "Forwarded requests into which at least one secret was injected.", NULL, N(injections)},
+    {"portcullis_vault_secrets_injected_total", "counter",
+     "Secrets injected (a request with two secrets counts two).", NULL, N(secrets_injected)},
+    {"portcullis_vault_exfiltration_refused_total", "counter",
+     "Requests refused because a placeholder went where its secret is not bound.", NULL, N(exfil)},
+    {"portcullis_vault_log_failures_total", "counter",
+     "Records logd did not acknowledge (their requests were refused).", NULL, N(log_failed)},
+};
+#undef N
 
 char *vault_metrics(void *ctx, const char *req)
 {
@@ -18,37 +43,11 @@ char *vault_metrics(void *ctx, const char *req)
 	pthread_mutex_lock(&d->lock);
 	open_conns = d->conns;
 	pthread_mutex_unlock(&d->lock);
-	pc_prom_family(&b, "portcullis_vault_connections_total", "counter",
-		       "Redirected sandbox connections: accepted (handed to a thread) and "
-		       "refused (before or at the TLS handshake).");
-	pc_prom_u64(&b, "portcullis_vault_connections_total", "outcome=\"accepted\"",
-		    atomic_load(&n->conns_accepted));
-	pc_prom_u64(&b, "portcullis_vault_connections_total", "outcome=\"refused\"",
-		    atomic_load(&n->conns_refused));
+	pc_prom_rows(&b, conn_rows, sizeof(conn_rows) / sizeof(conn_rows[0]), n, true);
 	pc_prom_family(&b, "portcullis_vault_connections_open", "gauge",
 		       "Sandbox connections open now.");
 	pc_prom_u64(&b, "portcullis_vault_connections_open", NULL, open_conns);
-	pc_prom_family(&b, "portcullis_vault_requests_total", "counter",
-		       "HTTP requests: allowed (recorded and forwarded) and refused.");
-	pc_prom_u64(&b, "portcullis_vault_requests_total", "outcome=\"allowed\"",
-		    atomic_load(&n->requests_allowed));
-	pc_prom_u64(&b, "portcullis_vault_requests_total", "outcome=\"refused\"",
-		    atomic_load(&n->requests_refused));
-	pc_prom_family(&b, "portcullis_vault_injections_total", "counter",
-		       "Forwarded requests into which at least one secret was injected.");
-	pc_prom_u64(&b, "portcullis_vault_injections_total", NULL, atomic_load(&n->injections));
-	pc_prom_family(&b, "portcullis_vault_secrets_injected_total", "counter",
-		       "Secrets injected (a request with two secrets counts two).");
-	pc_prom_u64(&b, "portcullis_vault_secrets_injected_total", NULL,
-		    atomic_load(&n->secrets_injected));
-	pc_prom_family(&b, "portcullis_vault_exfiltration_refused_total", "counter",
-		       "Requests refused because a placeholder went where its secret is not "
-		       "bound.");
-	pc_prom_u64(&b, "portcullis_vault_exfiltration_refused_total", NULL,
-		    atomic_load(&n->exfil));
-	pc_prom_family(&b, "portcullis_vault_log_failures_total", "counter",
-		       "Records logd did not acknowledge (their requests were refused).");
-	pc_prom_u64(&b, "portcullis_vault_log_failures_total", NULL, atomic_load(&n->log_failed));
+	pc_prom_rows(&b, req_rows, sizeof(req_rows) / sizeof(req_rows[0]), n, true);
 	st = vault_daemon_state(d);
 	pc_prom_family(&b, "portcullis_vault_secrets", "gauge", "Secrets in the vault's store.");
 	pc_prom_u64(&b, "portcullis_vault_secrets", NULL, st ? st->store->n : 0);
