@@ -347,6 +347,9 @@ static int expect_build(const struct config *cfg, const struct policy *given, co
 	e.listen_ports[0] = cfg->vault.listen.port;
 	e.n_listen = 1;
 	e.br_nf_call = 0; /* sandbox traffic is routed by the gateway, never bridged */
+	for (size_t i = 0; i < cfg->n_uplinks && i < RULES_MAX_UPLINKS; i++)
+		pc_strlcpy(e.uplinks[i], cfg->uplinks[i], sizeof(e.uplinks[i]));
+	e.n_uplinks = cfg->n_uplinks < RULES_MAX_UPLINKS ? cfg->n_uplinks : RULES_MAX_UPLINKS;
 
 	rc = given ? 0 : policy_load_dir(cfg->rules_dir, cfg, &pol, err);
 	if (rc < 0) {

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "common/pc.h"
+#include "rules/rules.h"
 
 struct config;
 struct policy;
@@ -105,6 +106,10 @@ struct checker_expect {
 	uint32_t mark_pass, ct_exempt;
 	const struct pc_addr *resolvers;
 	size_t n_resolvers;
+	/* the configuration's uplinks: upstream-facing whatever their routes
+	 * say (besides those with a gateway or default route through them) */
+	char uplinks[RULES_MAX_UPLINKS][PC_IFNAMSIZ];
+	size_t n_uplinks;
 };
 /* Fill ex from cfg (queues, listeners), the engine's constants (mark bits,
  * table name) and what the engine's ruleset builder makes for cfg, the

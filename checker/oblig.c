@@ -281,8 +281,12 @@ static void tcxdp_link(const struct ck_state *st, const struct checker_expect *e
  * Each must be a port of the sandbox bridge, forwarding, isolated, without
  * an address or a stacked device. */
 
-static bool is_uplink(const struct ck_state *st, const struct ck_link *l)
+static bool is_uplink(const struct ck_state *st, const struct checker_expect *ex,
+		      const struct ck_link *l)
 {
+	for (size_t i = 0; i < ex->n_uplinks; i++)
+		if (strcmp(ex->uplinks[i], l->name) == 0)
+			return true;
 	for (size_t i = 0; i < st->n_routes; i++) {
 		const struct ck_route *r = &st->routes[i];
 
@@ -383,12 +387,12 @@ static const char *facing_why(const struct ck_state *st, const struct checker_ex
 			const struct ck_link *o = &st->links[i];
 
 			if (o != l && o->link_netns && o->link_nsid == l->link_nsid &&
-			    is_uplink(st, o))
+			    is_uplink(st, ex, o))
 				return NULL;
 		}
 	if (!l->master &&
 	    ((strcmp(l->kind, "veth") == 0 && l->link_netns) || strcmp(l->kind, "tun") == 0) &&
-	    !is_uplink(st, l)) {
+	    !is_uplink(st, ex, l)) {
 		const char *ga = global_addr(st, l->ifindex, a, sizeof(a));
 		int v6off = sysctl_int(st, "ipv6", l->name, "disable_ipv6");
 		int v6fwd = sysctl_int(st, "ipv6", l->name, "forwarding");
@@ -504,7 +508,7 @@ static void facing_check(const struct ck_state *st, const struct checker_expect 
 	 * (their ingress sees the answers, and a mark saved to conntrack
 	 * there marks the whole flow) */
 	for (size_t i = 0; i < st->n_links; i++)
-		if (!facing[i] && &st->links[i] != br && is_uplink(st, &st->links[i]))
+		if (!facing[i] && &st->links[i] != br && is_uplink(st, ex, &st->links[i]))
 			tcxdp_link(st, ex, &st->links[i], "uplink", res);
 out:
 	free(facing);

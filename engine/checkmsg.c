@@ -85,8 +85,9 @@ int chkmsg_request_decode(const uint8_t *buf, size_t len, char *trigger, size_t 
 /* ---- the expectation: what the engine's loaded policy makes ---------------
  * str table, u32 mark_mask, u32 mark_decided, u16 queue_lo, u16 queue_hi,
  * u8 n_listen then that many u16 ports, u8 br_nf_call (0, 1, 0xff: either),
- * u16 n_ports then that many strings (match.port names), str canon (empty:
- * none). Sent in a sealed memfd: it may be large. */
+ * u16 n_ports then that many strings (match.port names), u8 n_uplinks then
+ * that many strings (the configuration's uplinks), str canon (empty: none).
+ * Sent in a sealed memfd: it may be large. */
 
 int chkmsg_expect_encode(const struct checker_expect *ex, uint8_t **buf, size_t *len,
 			 struct pc_err *err)
@@ -98,10 +99,12 @@ int chkmsg_expect_encode(const struct checker_expect *ex, uint8_t **buf, size_t 
 	int n;
 
 	if (ex->n_listen > sizeof(ex->listen_ports) / sizeof(ex->listen_ports[0]) ||
-	    ex->n_policy_ports > CHK_EXPECT_PORTS || ex->br_nf_call < -1 || ex->br_nf_call > 1)
+	    ex->n_policy_ports > CHK_EXPECT_PORTS || ex->n_uplinks > RULES_MAX_UPLINKS ||
+	    ex->br_nf_call < -1 || ex->br_nf_call > 1)
 		return pc_err_set(err, PC_EINVAL, "the expectation is out of the channel's bounds");
 	for (size_t i = 0; i < ex->n_policy_ports; i++)
 		cap += 4 + strlen(ex->policy_ports[i]);
+	cap += 1 + RULES_MAX_UPLINKS * (4 + PC_IFNAMSIZ);
 	if (cap > CHK_EXPECT_MAX)
 		return pc_err_set(err, PC_EINVAL, "the expectation exceeds %u bytes",
 				  CHK_EXPECT_MAX);
@@ -121,6 +124,9 @@ int chkmsg_expect_encode(const struct checker_expect *ex, uint8_t **buf, size_t 
 	pc_msg_put_u16(&w, (uint16_t)ex->n_policy_ports);
 	for (size_t i = 0; i < ex->n_policy_ports; i++)
 		pc_msg_put_str(&w, ex->policy_ports[i], strlen(ex->policy_ports[i]));
+	pc_msg_put_u8(&w, (uint8_t)ex->n_uplinks);
+	for (size_t i = 0; i < ex->n_uplinks; i++)
+		pc_msg_put_str(&w, ex->uplinks[i], strnlen(ex->uplinks[i], PC_IFNAMSIZ));
 	pc_msg_put_str(&w, ex->canon, ex->canon ? ex->canon_len : 0);
 	n = finish(&w, CHK_EXPECT, CHK_EXPECT_MAX, err);
 	if (n < 0) {
@@ -139,7 +145,7 @@ int chkmsg_expect_decode(const uint8_t *buf, size_t len, struct chk_expect_in *i
 	struct pc_msg_r r;
 	const char *canon;
 	size_t canon_len;
-	uint8_t n_listen, brnf;
+	uint8_t n_listen, brnf, n_up;
 	uint16_t n_ports;
 
 	memset(in, 0, sizeof(*in));
@@ -178,6 +184,21 @@ int chkmsg_expect_decode(const uint8_t *buf, size_t len, struct chk_expect_in *i
 	}
 	ex->policy_ports = in->ports;
 	ex->n_policy_ports = n_ports;
+	if (pc_msg_get_u8(&r, &n_up, err) < 0)
+		goto bad;
+	if (n_up > RULES_MAX_UPLINKS) {
+		pc_err_set(err, PC_EPARSE, "expectation: %u uplinks", n_up);
+		goto bad;
+	}
+	for (size_t i = 0; i < n_up; i++) {
+		if (pc_msg_get_strcpy(&r, ex->uplinks[i], sizeof(ex->uplinks[i]), err) < 0)
+			goto bad;
+		if (!ex->uplinks[i][0]) {
+			pc_err_set(err, PC_EPARSE, "expectation: an empty uplink name");
+			goto bad;
+		}
+	}
+	ex->n_uplinks = n_up;
 	if (pc_msg_get_str(&r, CHK_EXPECT_MAX, &canon, &canon_len, err) < 0 ||
 	    pc_msg_end(&r, err) < 0)
 		goto bad;

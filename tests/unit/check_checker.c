@@ -622,6 +622,43 @@ START_TEST(tc_on_uplink_and_ptype_on_port_are_named)
 }
 END_TEST
 
+/* An uplink the configuration declares is upstream-facing even with no
+ * route through it: tc on it is judged like a routed uplink's. */
+START_TEST(declared_uplink_without_route_is_an_uplink)
+{
+	struct ck_tcfilter *f;
+	struct pc_err err = {0};
+
+	for (int declared = 0; declared < 2; declared++) {
+		struct checker_result *r = calloc(1, sizeof(*r));
+
+		base_state();
+		our_guard(0);
+		st.links[1].stp_state = 3;
+		add_link(2, "mgmt0", "veth", 0)->link_netns = true;
+		f = ck_grow(&st.filters, &st.n_filters, &st.cap_filters, sizeof(*f));
+		f->ifindex = 2;
+		strcpy(f->kind, "u32");
+		strcpy(f->acts[0].kind, "skbedit");
+		f->acts[0].has_mark = true;
+		f->acts[0].mark = 0x80000000u;
+		f->acts[0].mark_mask = 0xffffffffu;
+		f->n_acts = 1;
+		ex.n_uplinks = 0;
+		if (declared) {
+			strcpy(ex.uplinks[0], "mgmt0");
+			ex.n_uplinks = 1;
+		}
+		ck_assert_int_eq(ck_analyze(&st, &ex, "pcbr0", r, &err), 0);
+		ck_assert_msg(has(r, "on uplink mgmt0") == (declared == 1), "declared %d",
+			      declared);
+		ex.n_uplinks = 0;
+		checker_result_free(r);
+		teardown();
+	}
+}
+END_TEST
+
 START_TEST(json_strict)
 {
 	struct jv *v = jv_parse("{\"a\":[1,\"x\\u00e9\",true,null]}", 29);
@@ -667,4 +704,5 @@ PC_UNIT_SUITE("checker", "model", 0, guarded_path_is_proven, no_table_means_unde
 	      mark_copy_from_conntrack_is_an_exit, masked_mark_copy_is_harmless,
 	      pkttype_host_is_an_exit, ct_helper_is_an_exit_notrack_is_not,
 	      only_constant_sets_decide_a_lookup, sandbox_facing_devices_are_named,
-	      tc_on_uplink_and_ptype_on_port_are_named, json_strict, dsse_round_trip)
+	      tc_on_uplink_and_ptype_on_port_are_named, declared_uplink_without_route_is_an_uplink,
+	      json_strict, dsse_round_trip)

@@ -418,6 +418,9 @@ static void expect_fill(struct checker_expect *ex)
 	ex->br_nf_call = -1;
 	ex->policy_ports = ports;
 	ex->n_policy_ports = 2;
+	pc_strlcpy(ex->uplinks[0], "eth0", sizeof(ex->uplinks[0]));
+	pc_strlcpy(ex->uplinks[1], "mgmt0", sizeof(ex->uplinks[1]));
+	ex->n_uplinks = 2;
 	ex->canon = canon;
 	ex->canon_len = sizeof(canon) - 1;
 }
@@ -443,6 +446,8 @@ START_TEST(chk_expect_round_trip)
 	ck_assert_int_eq(in->ex.br_nf_call, -1);
 	ck_assert_uint_eq(in->ex.n_policy_ports, 2);
 	ck_assert_str_eq(in->ex.policy_ports[1], "vmtap1");
+	ck_assert_uint_eq(in->ex.n_uplinks, 2);
+	ck_assert_str_eq(in->ex.uplinks[1], "mgmt0");
 	ck_assert_str_eq(in->ex.canon, ex.canon); /* NUL-terminated for the checker */
 	ck_assert_uint_eq(in->ex.canon_len, ex.canon_len);
 	chkmsg_expect_free(in);
@@ -469,6 +474,10 @@ END_TEST
 
 /* The expectation's layout in a test's own words, so each field can be
  * broken on its own: table "pc", masks, queues, n_listen, brnf, ports. */
+/* the uplinks expect_raw writes (a test changes them for the malformed ones) */
+static uint8_t raw_n_up = 1;
+static const char *raw_up = "up0";
+
 static size_t expect_raw(uint8_t *b, size_t cap, uint8_t n_listen, uint8_t brnf, uint16_t n_ports,
 			 const char *port, const char *canon, size_t canon_len)
 {
@@ -487,6 +496,9 @@ static size_t expect_raw(uint8_t *b, size_t cap, uint8_t n_listen, uint8_t brnf,
 	pc_msg_put_u16(&w, n_ports);
 	for (uint16_t i = 0; i < n_ports; i++)
 		pc_msg_put_str(&w, port, strlen(port));
+	pc_msg_put_u8(&w, raw_n_up);
+	for (uint8_t i = 0; i < raw_n_up; i++)
+		pc_msg_put_str(&w, raw_up, strlen(raw_up));
 	pc_msg_put_str(&w, canon, canon_len);
 	return (size_t)pc_msg_finish(&w, CHK_PROTO, CHK_VERSION, CHK_EXPECT, cap);
 }
@@ -522,6 +534,17 @@ START_TEST(chk_expect_refuses_malformed)
 	    chkmsg_expect_decode(b, expect_raw(b, sizeof(b), 0, 0, 1, "sixteen-letters!", "", 0),
 				 in, &err),
 	    PC_EPARSE);
+	/* more uplinks than a configuration may have, an empty uplink name */
+	raw_n_up = RULES_MAX_UPLINKS + 1;
+	ck_assert_int_eq(
+	    chkmsg_expect_decode(b, expect_raw(b, sizeof(b), 0, 0, 0, "", "", 0), in, &err),
+	    PC_EPARSE);
+	raw_n_up = 1;
+	raw_up = "";
+	ck_assert_int_eq(
+	    chkmsg_expect_decode(b, expect_raw(b, sizeof(b), 0, 0, 0, "", "", 0), in, &err),
+	    PC_EPARSE);
+	raw_up = "up0";
 	/* a canon holding a NUL (the checker reads it as a C string) */
 	ck_assert_int_eq(
 	    chkmsg_expect_decode(b, expect_raw(b, sizeof(b), 0, 0, 0, "", "a\0b", 3), in, &err),
