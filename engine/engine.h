@@ -1,16 +1,12 @@
 /* engine: portcullisd, the verdict engine — the NFQUEUE loop, the
- * decision, held flows, DNS over TCP, the control socket. What other
- * modules use of it: the control socket protocol (the CLI). The rest,
- * the packet parser too, is in engine/engine_int.h. */
+ * decision, held flows, DNS over TCP, the control socket. No other module
+ * calls into it: its one outside face is the control socket, whose
+ * messages live in common/ (common/pc.h, common/engmsg.c) because the
+ * checker, below the engine, is a client too. This header says what that
+ * socket serves; everything else, the packet parser too, is in
+ * engine/engine_int.h. */
 #ifndef PC_ENGINE_H
 #define PC_ENGINE_H
-
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-
-#include "common/pc.h"
-#include "nft/nft.h"
 
 /* ======================================================================
  * Control socket: <run_dir>/engine.sock, SOCK_SEQPACKET. Typed, versioned,

@@ -578,6 +578,29 @@ START_TEST(sandbox_facing_devices_are_named)
 }
 END_TEST
 
+/* A u32 filter on ifindex whose one action is skbedit (the caller sets
+ * what it edits). */
+static struct ck_tcfilter *skbedit_filter(int ifindex)
+{
+	struct ck_tcfilter *f = ck_grow(&st.filters, &st.n_filters, &st.cap_filters, sizeof(*f));
+
+	f->ifindex = ifindex;
+	strcpy(f->kind, "u32");
+	strcpy(f->acts[0].kind, "skbedit");
+	f->n_acts = 1;
+	return f;
+}
+
+/* skbedit setting the engine's ALLOW bit (a mark write) on ifindex */
+static void skbedit_mark(int ifindex)
+{
+	struct ck_tcfilter *f = skbedit_filter(ifindex);
+
+	f->acts[0].has_mark = true;
+	f->acts[0].mark = 0x80000000u;
+	f->acts[0].mark_mask = 0xffffffffu;
+}
+
 /* tc where marks can be set: the uplink (a default route through it), and
  * a packet-type rewrite on a port */
 START_TEST(tc_on_uplink_and_ptype_on_port_are_named)
@@ -597,21 +620,10 @@ START_TEST(tc_on_uplink_and_ptype_on_port_are_named)
 	rt->table = RT_TABLE_MAIN;
 	rt->has_gw = true;
 	rt->oif = 2; /* default via up0 */
-	f = ck_grow(&st.filters, &st.n_filters, &st.cap_filters, sizeof(*f));
-	f->ifindex = 2;
-	strcpy(f->kind, "u32");
-	strcpy(f->acts[0].kind, "skbedit");
-	f->acts[0].has_mark = true;
-	f->acts[0].mark = 0x80000000u;
-	f->acts[0].mark_mask = 0xffffffffu;
-	f->n_acts = 1;
-	f = ck_grow(&st.filters, &st.n_filters, &st.cap_filters, sizeof(*f));
-	f->ifindex = 4; /* pcv1 */
-	strcpy(f->kind, "u32");
-	strcpy(f->acts[0].kind, "skbedit");
+	skbedit_mark(2);
+	f = skbedit_filter(4); /* pcv1 */
 	f->acts[0].has_ptype = true;
 	f->acts[0].ptype = 0; /* PACKET_HOST */
-	f->n_acts = 1;
 	ck_assert_int_eq(ck_analyze(&st, &ex, "pcbr0", r, &err), 0);
 	ck_assert(has(r, "on uplink up0"));
 	ck_assert(has(r, "skbedit sets the engine's mark bits"));
@@ -626,7 +638,6 @@ END_TEST
  * route through it: tc on it is judged like a routed uplink's. */
 START_TEST(declared_uplink_without_route_is_an_uplink)
 {
-	struct ck_tcfilter *f;
 	struct pc_err err = {0};
 
 	for (int declared = 0; declared < 2; declared++) {
@@ -636,14 +647,7 @@ START_TEST(declared_uplink_without_route_is_an_uplink)
 		our_guard(0);
 		st.links[1].stp_state = 3;
 		add_link(2, "mgmt0", "veth", 0)->link_netns = true;
-		f = ck_grow(&st.filters, &st.n_filters, &st.cap_filters, sizeof(*f));
-		f->ifindex = 2;
-		strcpy(f->kind, "u32");
-		strcpy(f->acts[0].kind, "skbedit");
-		f->acts[0].has_mark = true;
-		f->acts[0].mark = 0x80000000u;
-		f->acts[0].mark_mask = 0xffffffffu;
-		f->n_acts = 1;
+		skbedit_mark(2);
 		ex.n_uplinks = 0;
 		if (declared) {
 			strcpy(ex.uplinks[0], "mgmt0");
