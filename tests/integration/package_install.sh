@@ -250,12 +250,12 @@ else
 fi
 
 # ---- remove keeps data; purge deletes it (but the signed log), and only then
+t_ok "README.Debian is installed and says the log survives a purge" \
+	grep -q "survives a purge" "$root/usr/share/doc/portcullis/README.Debian"
 t_ok "dpkg --remove" in_root dpkg --remove portcullis
 t_fail "remove: binaries are gone" test -e "$root/usr/sbin/portcullis"
 t_eq "remove: keys, CA, secrets and logs stay" "$before" "$(keep_sums)"
 t_ok "remove: the configuration stays" test -e "$root/etc/portcullis/portcullis.yaml"
-t_ok "README.Debian is installed and says the log survives a purge" \
-	grep -q "survives a purge" "$root/usr/share/doc/portcullis/README.Debian"
 log_sum=$(sha256sum <"$root/var/log/portcullis/verdicts.jsonl")
 purge_out=$(in_root dpkg --purge portcullis 2>&1) && rc=0 || rc=$?
 t_eq "dpkg --purge" 0 "$rc"
