@@ -16,4 +16,10 @@ int cli_control(int argc, char **argv, const char *config);
  * code when the sandbox could not be set up (usage 2, refused 1, error 3). */
 int sandbox_cli(int argc, char **argv, const char *config);
 
+/* `portcullis [-c FILE] reload [--engine] [--vault] [--json]` (reload.c):
+ * ask the engine and the vault to load the policy again and wait for their
+ * answers. 0 every daemon asked took it, 1 one refused it, 3 one could not
+ * be asked. argv[0] is "reload". */
+int cli_reload(int argc, char **argv, const char *config);
+
 #endif

@@ -30,8 +30,9 @@ static const struct cli_cmd cli_cmds[] = {
     {"cert", checker_cli,
      "cert SANDBOX [-o FILE] [--html|--md] | cert verify FILE [--key PUB] [--live] | "
      "cert render FILE | cert keygen | cert pubkey"},
+    {"config", config_cli, "config show [--json]"},
     {"status", cli_control, "status [--json]"},
-    {"reload", cli_control, "reload"},
+    {"reload", cli_reload, "reload [--engine] [--vault] [--json]"},
     {"metrics", cli_control, "metrics"},
     {"sandbox", sandbox_cli,
      "sandbox run [--name N] --allow HOST[:PORT]... [--secret NAME...] -- CMD... | "

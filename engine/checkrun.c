@@ -311,6 +311,8 @@ static const char *trigger_phrase(const char *trigger)
 		return "after another program changed the tables (reinstalled)";
 	if (strcmp(trigger, "routing") == 0)
 		return "after routing rules went missing (reinstalled)";
+	if (strcmp(trigger, "foreign") == 0)
+		return "after another program changed another nftables table";
 	return trigger;
 }
 

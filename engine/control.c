@@ -320,7 +320,9 @@ int control_loop(struct engine *e)
 			checkrun_readable(e);
 		/* the guard taken away: put back at once, before anything else */
 		if (n > 0 && (p[4].revents & POLLIN) && nftwatch_drain(e->nft_fd, &e->nftw) > 0)
-			engine_tables_restore(e);
+			engine_tables_restore(e); /* its check covers the other tables too */
+		else if (e->nftw.other)
+			engine_nft_other_changed(e);
 		if (n > 0 && (p[5].revents & POLLIN) && links_monitor_drain(e->route_fd) > 0)
 			engine_routing_restore(e);
 		now = pc_now_mono_ms();

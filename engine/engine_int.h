@@ -100,10 +100,16 @@ int nftwatch_open(struct pc_err *err);
 struct nftwatch {
 	bool touched; /* the batch being read touched a table named NFT_TABLE */
 	char who[64]; /* the last foreign committer: "nft (pid 123)" */
+	/* ad-ops (issue 18): a batch by another process that touched other
+	 * tables only (a foreign rule may open a way out: check again);
+	 * set by nftwatch_drain, cleared by the caller */
+	bool other;
+	char other_who[64];
 };
 /* Read every pending event: 1 when a batch committed by another process
- * touched our tables (or events were lost), 0 when not, <0 error. The
- * engine's own batches (any thread of this process) are not changes. */
+ * touched our tables (or events were lost), 0 when not, <0 error; sets
+ * w->other when another process changed other tables. The engine's own
+ * batches (any thread of this process) are not changes. */
 int nftwatch_drain(int fd, struct nftwatch *w);
 
 /* The port map the queue threads read: ifindex -> name. Copy-on-write: the
@@ -562,6 +568,11 @@ struct engine {
 	struct quota_stats quota; /* refusals over the tables' per-sandbox quotas */
 	bool verbose;		  /* log every verdict (debug) */
 	struct engine_check chk;
+	/* ad-ops (issue 18): the guard put back, and foreign nftables
+	 * changes checked (control thread only; metrics.c) */
+	struct engine_guard_stats {
+		uint64_t tables_ok, tables_failed, routing_ok, routing_failed, other;
+	} guard;
 };
 
 /* Current policy with a reference (caller unrefs). */
@@ -594,6 +605,9 @@ int engine_config_valid(const struct config *cfg, struct pc_err *err);
 /* Another program changed our tables (nftwatch): reinstall them, log,
  * check again. */
 void engine_tables_restore(struct engine *e);
+/* Another program changed other nftables tables (e->nftw.other): check
+ * containment again at once (ad-ops, issue 18). */
+void engine_nft_other_changed(struct engine *e);
 /* A routing rule or route event: re-add whatever of ours is missing. */
 void engine_routing_restore(struct engine *e);
 /* Periodic: prune the flow registry against conntrack. */

@@ -244,6 +244,24 @@ static void check(struct pc_prom *b, struct engine *e)
 			e->chk.findings);
 	pc_prom_one_u64(b, "portcullis_engine_checks_total", "counter",
 			"Containment checks the engine finished.", e->chk.runs);
+	/* the guard taken away by another program and put back (issue 18) */
+	pc_prom_family(b, "portcullis_engine_guard_reinstalls_total", "counter",
+		       "Times another program removed or changed the engine's nftables tables "
+		       "(what=tables) or routing rules (what=routing) and the engine put them "
+		       "back (outcome=ok) or failed to (failed: sandbox traffic stays "
+		       "blackholed).");
+	pc_prom_u64(b, "portcullis_engine_guard_reinstalls_total", "what=\"tables\",outcome=\"ok\"",
+		    e->guard.tables_ok);
+	pc_prom_u64(b, "portcullis_engine_guard_reinstalls_total",
+		    "what=\"tables\",outcome=\"failed\"", e->guard.tables_failed);
+	pc_prom_u64(b, "portcullis_engine_guard_reinstalls_total",
+		    "what=\"routing\",outcome=\"ok\"", e->guard.routing_ok);
+	pc_prom_u64(b, "portcullis_engine_guard_reinstalls_total",
+		    "what=\"routing\",outcome=\"failed\"", e->guard.routing_failed);
+	pc_prom_one_u64(b, "portcullis_engine_foreign_nftables_changes_total", "counter",
+			"nftables changes by other programs to other tables, each followed by a "
+			"containment check.",
+			e->guard.other);
 	if (e->chk.runs) {
 		pc_prom_one_f64(b, "portcullis_engine_check_timestamp_seconds", "gauge",
 				"When the last containment check read the state (Unix time).",

@@ -313,6 +313,10 @@ int nftwatch_drain(int fd, struct nftwatch *w)
 			if (w->touched && !our_task(pid)) {
 				snprintf(w->who, sizeof(w->who), "%.32s (pid %u)", comm, pid);
 				changed = 1;
+			} else if (!w->touched && !our_task(pid)) {
+				snprintf(w->other_who, sizeof(w->other_who), "%.32s (pid %u)", comm,
+					 pid);
+				w->other = true;
 			}
 			w->touched = false;
 		}

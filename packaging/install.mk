@@ -39,7 +39,8 @@ install-extra:
 		$(DESTDIR)$(DOCDIR)/examples/rules.d $(DESTDIR)$(DOCDIR)/examples/siem
 	@set -e; for f in $(CONF_SRC):portcullis/portcullis.yaml \
 		$(RULES_SRC):portcullis/rules.d/agent-1.yaml.example \
-		packaging/logrotate/portcullis:logrotate.d/portcullis; do \
+		packaging/logrotate/portcullis:logrotate.d/portcullis \
+		packaging/logrotate/portcullis-syslog:logrotate.d/portcullis-syslog; do \
 		src=$${f%%:*} dst=$(DESTDIR)$(SYSCONFDIR)/$${f#*:}; \
 		if [ -e "$$dst" ]; then echo "install: keeping existing $$dst"; \
 		else echo "$(INSTALL_DATA) -m 0644 $$src $$dst"; $(INSTALL_DATA) -m 0644 "$$src" "$$dst"; fi; \
@@ -52,5 +53,7 @@ install-extra:
 	$(INSTALL_DATA) -m 0644 $(CONF_SRC) $(DESTDIR)$(DOCDIR)/examples/portcullis.yaml
 	$(INSTALL_DATA) -m 0644 $(RULES_SRC) $(DESTDIR)$(DOCDIR)/examples/rules.d/agent-1.yaml
 	$(if $(SIEM),$(INSTALL_DATA) -m 0644 $(SIEM) $(DESTDIR)$(DOCDIR)/examples/siem/)
+	# links into the source tree become text: no dangling link installed
+	perl packaging/doclinks.pl $(DESTDIR)$(DOCDIR)
 
 .DEFAULT_GOAL := install-extra

@@ -695,8 +695,10 @@ static int config_from_yaml(struct cload *l, const struct yfile *yf)
 	return config_cross_check(l);
 }
 
+/* lines (N_CKEYS of them, may be NULL): the line of each key's value in
+ * the file, 0 for keys not set there (portcullis config show). */
 static int config_load_mem(const char *name, const char *basedir, const char *buf, size_t len,
-			   struct config *cfg, struct diag *d)
+			   struct config *cfg, unsigned *lines, struct diag *d)
 {
 	struct cload *l;
 	struct yfile *yf = NULL;
@@ -723,6 +725,8 @@ static int config_load_mem(const char *name, const char *basedir, const char *bu
 	rc = diag_code(d);
 	if (!rc)
 		*cfg = l->cfg;
+	for (size_t i = 0; !rc && lines && i < N_CKEYS; i++)
+		lines[i] = l->where[i] ? l->where[i]->line : 0;
 out:
 	yfile_free(yf);
 	free(l);
@@ -748,8 +752,8 @@ static void config_basedir(const char *path, char *out, size_t len)
 	free(real);
 }
 
-int config_load_report(const char *path, struct config *cfg, struct pc_err *err,
-		       pc_err_report_fn report, void *arg)
+static int config_load_lines(const char *path, struct config *cfg, unsigned *lines,
+			     struct pc_err *err, pc_err_report_fn report, void *arg)
 {
 	char base[PC_PATH_MAX];
 	struct pc_err rerr;
@@ -763,9 +767,15 @@ int config_load_report(const char *path, struct config *cfg, struct pc_err *err,
 	if (rc)
 		return diag_add(&d, &rerr);
 	config_basedir(path, base, sizeof(base));
-	rc = config_load_mem(path, base, buf, len, cfg, &d);
+	rc = config_load_mem(path, base, buf, len, cfg, lines, &d);
 	free(buf);
 	return rc;
+}
+
+int config_load_report(const char *path, struct config *cfg, struct pc_err *err,
+		       pc_err_report_fn report, void *arg)
+{
+	return config_load_lines(path, cfg, NULL, err, report, arg);
 }
 
 int config_load(const char *path, struct config *cfg, struct pc_err *err)
@@ -786,5 +796,171 @@ int config_load_buffer(const char *name, const char *buf, size_t len, struct con
 		*slash = '\0';
 	else
 		base[0] = '\0';
-	return config_load_mem(name ? name : "<buffer>", base, buf, len, cfg, &d);
+	return config_load_mem(name ? name : "<buffer>", base, buf, len, cfg, NULL, &d);
+}
+
+/* ---- the effective configuration (portcullis config show) ---------------
+ * Every key of the table above with its value after defaults, derivation
+ * and the file, and where that value came from: the answer to "what does
+ * the daemon actually use?" that reading the file cannot give (a derived
+ * path follows state_dir only when the file does not set it). */
+
+/* One value in both forms: as shown to a person (lists as [a, b]) and as
+ * JSON. */
+static void cdesc_item(struct pc_buf *t, struct pc_json *j, const char *s, bool first)
+{
+	if (!first)
+		pc_buf_puts(t, ", ");
+	pc_buf_puts(t, s);
+	pc_json_str(j, s);
+}
+
+static void cdesc_value(const struct config *cfg, const struct ckey *k, struct pc_buf *t,
+			struct pc_json *j)
+{
+	const void *f = (const char *)cfg + k->off;
+	char a[PC_ADDRSTRLEN + 8], p[PC_ADDRSTRLEN + 8];
+	uint64_t v = 0;
+
+	switch (k->type) {
+	case CT_PATH:
+	case CT_OPTPATH:
+	case CT_IFNAME:
+	case CT_USER:
+	case CT_HOSTPORT:
+		pc_buf_puts(t, f);
+		pc_json_str(j, f);
+		return;
+	case CT_UINT:
+		if (k->size == 2) {
+			uint16_t x;
+
+			memcpy(&x, f, 2);
+			v = x;
+		} else if (k->size == 4) {
+			uint32_t x;
+
+			memcpy(&x, f, 4);
+			v = x;
+		} else {
+			memcpy(&v, f, 8);
+		}
+		pc_buf_u64(t, v);
+		pc_json_u64(j, v);
+		return;
+	case CT_BOOL:
+		pc_buf_puts(t, *(const bool *)f ? "true" : "false");
+		pc_json_bool(j, *(const bool *)f);
+		return;
+	case CT_REFUSE:
+		pc_buf_puts(t, cfg->dns.refuse == DNS_REFUSE_NXDOMAIN ? "nxdomain" : "refused");
+		pc_json_str(j, cfg->dns.refuse == DNS_REFUSE_NXDOMAIN ? "nxdomain" : "refused");
+		return;
+	case CT_ENDPOINT:
+		pc_endpoint_str(&cfg->vault.listen, a, sizeof(a));
+		pc_buf_puts(t, a);
+		pc_json_str(j, a);
+		return;
+	case CT_PREFIX4:
+	case CT_PREFIX6: {
+		const struct pc_prefix *px = f;
+
+		if (!px->addr.family) { /* unset: the bridge's own subnet */
+			pc_json_null(j);
+			return;
+		}
+		snprintf(p, sizeof(p), "%s/%u", pc_addr_str(&px->addr, a, sizeof(a)), px->len);
+		pc_buf_puts(t, p);
+		pc_json_str(j, p);
+		return;
+	}
+	case CT_QTYPES:
+	case CT_RESOLVERS:
+	case CT_IFNAMES:
+	case CT_ROUTABLE:
+		break;
+	}
+	/* the lists */
+	pc_buf_putc(t, '[');
+	pc_json_arr(j);
+	if (k->type == CT_QTYPES) {
+		bool first = true;
+
+		for (size_t i = 0; rules_qtype_all[i]; i++) {
+			uint32_t bit;
+
+			if (rules_qtype_from_name(rules_qtype_all[i], &bit) == 0 &&
+			    (cfg->dns.qtypes & bit)) {
+				cdesc_item(t, j, rules_qtype_all[i], first);
+				first = false;
+			}
+		}
+	} else if (k->type == CT_RESOLVERS) {
+		for (size_t i = 0; i < cfg->dns.n_resolvers; i++)
+			cdesc_item(t, j, pc_addr_str(&cfg->dns.resolvers[i], a, sizeof(a)), i == 0);
+	} else if (k->type == CT_IFNAMES) {
+		for (size_t i = 0; i < cfg->n_uplinks; i++)
+			cdesc_item(t, j, cfg->uplinks[i], i == 0);
+	} else {
+		for (size_t i = 0; i < cfg->dns.n_routable; i++) {
+			snprintf(p, sizeof(p), "%s/%u",
+				 pc_addr_str(&cfg->dns.routable[i].addr, a, sizeof(a)),
+				 cfg->dns.routable[i].len);
+			cdesc_item(t, j, p, i == 0);
+		}
+	}
+	pc_buf_putc(t, ']');
+	pc_json_arr_end(j);
+}
+
+void config_entries_free(struct config_entry *e, size_t n)
+{
+	for (size_t i = 0; e && i < n; i++) {
+		free(e[i].text);
+		free(e[i].json);
+	}
+	free(e);
+}
+
+int config_describe(const char *path, struct config *cfg, struct config_entry **out, size_t *n,
+		    struct pc_err *err, pc_err_report_fn report, void *arg)
+{
+	unsigned lines[N_CKEYS];
+	struct config c;
+	struct config_entry *e;
+	int rc = config_load_lines(path, &c, lines, err, report, arg);
+
+	if (rc < 0)
+		return rc;
+	e = calloc(N_CKEYS, sizeof(*e));
+	if (!e)
+		return pc_err_set(err, PC_ENOMEM, "out of memory");
+	for (size_t i = 0; i < N_CKEYS; i++) {
+		struct pc_buf t = {0}, jb = {0};
+		struct pc_json j;
+
+		e[i].key = ckeys[i].path;
+		if (lines[i]) {
+			e[i].origin = CONFIG_FROM_FILE;
+			e[i].line = lines[i];
+		}
+		for (size_t d = 0; !lines[i] && d < sizeof(cderived) / sizeof(cderived[0]); d++)
+			if (strcmp(cderived[d].key, ckeys[i].path) == 0) {
+				e[i].origin = CONFIG_DERIVED;
+				e[i].from = cderived[d].base;
+			}
+		pc_json_init(&j, &jb);
+		cdesc_value(&c, &ckeys[i], &t, &j);
+		e[i].text = pc_buf_take(&t, NULL);
+		e[i].json = pc_buf_take(&jb, NULL);
+		if (!e[i].text || !e[i].json) {
+			config_entries_free(e, i + 1);
+			return pc_err_set(err, PC_ENOMEM, "out of memory");
+		}
+	}
+	*out = e;
+	*n = N_CKEYS;
+	if (cfg)
+		*cfg = c;
+	return 0;
 }

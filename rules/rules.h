@@ -307,4 +307,9 @@ int policy_host_normalize(const char *in, char *out, size_t outlen, bool *wildca
  * is "policy". Returns a PC_EXIT_* code. docs/policy.md describes both. */
 int rules_cli(int argc, char **argv, const char *config);
 
+/* `portcullis config show [--json]` (config_show.c): the effective
+ * configuration, every key with its value and where it came from; argv[0]
+ * is "config". Returns a PC_EXIT_* code. */
+int config_cli(int argc, char **argv, const char *config);
+
 #endif

@@ -307,4 +307,26 @@ int policy_index_build(struct policy *p);
 /* Canonical form and hash of a compiled policy. */
 int policy_canon_build(struct policy *p);
 
+/* ---- the effective configuration (ad-ops, issue 18) ---------------------- */
+/* One key of portcullis.yaml as the daemons see it: its value after the
+ * defaults, the paths derived from run_dir/state_dir and the file, and
+ * where that value came from. */
+enum config_origin { CONFIG_DEFAULT, CONFIG_DERIVED, CONFIG_FROM_FILE };
+struct config_entry {
+	const char *key; /* "log.key" (static) */
+	char *text;	 /* the value as shown: "pcbr0", "100", "true", "[A, AAAA]"; "" unset */
+	char *json;	 /* the same as a JSON value (null: unset) */
+	enum config_origin origin;
+	const char *from; /* CONFIG_DERIVED: the key it follows ("state_dir"; static) */
+	unsigned line;	  /* CONFIG_FROM_FILE: the line of its value */
+};
+/* Load path as config_load does (errors through report, as
+ * config_load_report) and describe every key, in the schema's order:
+ * *out (config_entries_free) and *n; *cfg (may be NULL) the configuration
+ * itself. */
+int config_describe(const char *path, struct config *cfg, struct config_entry **out, size_t *n,
+		    struct pc_err *err, pc_err_report_fn report, void *arg);
+void config_entries_free(struct config_entry *e, size_t n);
+/* ---- end ad-ops ----------------------------------------------------------- */
+
 #endif

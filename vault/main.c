@@ -362,17 +362,19 @@ static void accept_one(struct vault_daemon *d, int lfd)
 	pthread_attr_destroy(&attr);
 }
 
-static void reload(struct vault_daemon *d)
+/* Load the policy and secrets again and swap them in; on failure the running
+ * state stays. SIGHUP and "reload" on vault.sock (ctl.c) both come here. */
+int vault_daemon_reload(struct vault_daemon *d, struct pc_err *err)
 {
 	struct vault_state *st, *old;
-	struct pc_err e = {0};
+	int rc = vault_state_load(&d->cfg, &st, err);
 
-	if (vault_state_load(&d->cfg, &st, &e) < 0) {
+	if (rc < 0) {
 		char b[700];
 
 		pc_log(PC_LOG_ERR, "reload failed, keeping the running state: %s",
-		       pc_err_str(&e, b, sizeof(b)));
-		return;
+		       pc_err_str(err, b, sizeof(b)));
+		return rc;
 	}
 	pthread_mutex_lock(&d->lock);
 	old = d->state;
@@ -381,6 +383,7 @@ static void reload(struct vault_daemon *d)
 	vault_state_unref(old);
 	pc_log(PC_LOG_NOTICE, "reloaded: policy %s, %zu secrets", policy_hash(st->policy),
 	       st->store->n);
+	return 0;
 }
 
 static int usage(FILE *f)
@@ -451,7 +454,7 @@ static int setup(struct vault_daemon *d, const char *config, bool test_only, int
 		close(cfd);
 		return rc;
 	}
-	return pc_ctl_start(cfd, true, vault_metrics, d, &d->ctl, err);
+	return pc_ctl_start(cfd, true, vault_ctl, d, &d->ctl, err);
 }
 
 int main(int argc, char **argv)
@@ -545,8 +548,10 @@ int main(int argc, char **argv)
 
 			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
 				if (si.ssi_signo == SIGHUP) {
+					struct pc_err re = {0};
+
 					pc_sd_notify("RELOADING=1", NULL);
-					reload(&d);
+					(void)vault_daemon_reload(&d, &re); /* logged there */
 					pc_sd_notify("READY=1", NULL);
 				} else {
 					break;

@@ -22,6 +22,12 @@ int vault_cli(int argc, char **argv, const char *config);
  * only): the request "metrics" gets the vault's metrics in Prometheus text
  * format (docs/operations.md, "Metrics"). */
 #define VAULT_CTL_SOCK "vault.sock"
+/* The request "reload" (`portcullis reload`) loads the policy and secrets
+ * again: the reply starts with VAULT_CTL_RELOAD_OK ("policy HASH secrets N"
+ * follows) or VAULT_CTL_RELOAD_REFUSED (the reason follows; the running
+ * state stays). */
+#define VAULT_CTL_RELOAD_OK	 "ok "
+#define VAULT_CTL_RELOAD_REFUSED "refused: "
 
 /* Secret names and placeholders (the sealed store, store.c): the sandbox
  * launcher names secrets and hands their placeholders to sandboxes. */

@@ -372,6 +372,16 @@ char *vault_metrics(void *ctx, const char *req);
 
 struct vault_state *vault_daemon_state(struct vault_daemon *d); /* a reference */
 
+/* ---- reload on request (ad-ops, issue 18: `portcullis reload`) ---------- */
+/* main.c: load policy and secrets again and swap them in; the running state
+ * stays on failure (err says why). */
+int vault_daemon_reload(struct vault_daemon *d, struct pc_err *err);
+/* ctl.c: vault.sock's requests (pc_ctl_fn; ctx is the daemon): "metrics",
+ * and "reload", answered "ok policy HASH secrets N" or "refused: WHY"
+ * (VAULT_CTL_RELOAD_* in vault.h). */
+char *vault_ctl(void *ctx, const char *req);
+/* ---- end ad-ops ----------------------------------------------------------- */
+
 /* A connection thread as the daemon sees it: fd and ufd are the sockets
  * to shut down at SIGTERM (-1: none). Guarded by the daemon's lock; the
  * thread updates them before it closes a socket, so the daemon never shuts

@@ -59,6 +59,7 @@ ms_until() {
 	echo never
 }
 tables_in() { lab_gw nft list table inet portcullis && lab_gw nft list table bridge portcullis; }
+metric() { guard_cli metrics 2>/dev/null | grep "^portcullis_engine_$1"; }
 rule_in() { [ -n "$(lab_gw ip "$1" rule show pref "$2")" ]; }
 check_after() { # trigger: the engine's own check ran after that trigger and proved
 	[ "$(guard_status_field 's["check"].get("trigger","") + " " + s["check"]["result"] + " " + str(s["check"]["running"])' 2>/dev/null)" = "$1 proven False" ]
@@ -100,6 +101,11 @@ t_eq "one reinstall for one flush: the engine does not loop on its own batches" 
 	"$(grep -c 'changed by .*; reinstalled' "$GUARD_DIR/engine.log")"
 t_match "service is back: the allowed flow works" "^http 203.0.113.99 ok" \
 	"$(lab_sb 1 curl -sS --max-time 3 http://$LAB_DIRECT4/)"
+t_match "metrics count the reinstall" \
+	'^portcullis_engine_guard_reinstalls_total\{what="tables",outcome="ok"\} 1$' \
+	"$(metric guard_reinstalls_total)"
+t_match "... and the check after it: proven" '^portcullis_engine_check_result\{result="proven"\} 1$' \
+	"$(metric check_result)"
 esc_end "blackholed until the engine reinstalled its tables ($ms ms)" \
 	"upstream: $n4 packets of the unallowed flows; journal: changed by nft, reinstalled"
 
@@ -117,7 +123,47 @@ t_match "the journal says so" "routing: [0-9]+ rules?/routes? of bridge $LAB_BR 
 t_nomatch "the engine checked again: proven" "^never$" "$(ms_until check_after routing)"
 t_match "the allowed flow still works" "^http 203.0.113.99 ok" \
 	"$(lab_sb 1 curl -sS --max-time 3 http://$LAB_DIRECT4/)"
+t_match "metrics count the routing reinstall" \
+	'^portcullis_engine_guard_reinstalls_total\{what="routing",outcome="ok"\} [1-9]' \
+	"$(metric guard_reinstalls_total)"
 esc_end "reinstalled ($ms ms)" "ip rule show: priorities 1000-1010 back; journal: reinstalled"
+
+# ---- a foreign table that opens a way out, without touching ours ---------------
+# Another program adds a table of its own: a netdev ingress hook on the
+# sandbox's port that copies every frame to the uplink, before any of our
+# chains see it. Nothing of ours changed, so nothing is reinstalled; the
+# engine checks again at once and stops calling the guard proven, without
+# waiting for a reload (issue 18).
+esc_begin "a foreign nftables table opens a way out while the engine runs"
+check_is() { # trigger result
+	[ "$(guard_status_field 's["check"].get("trigger","") + " " + s["check"]["result"] + " " + str(s["check"]["running"])' 2>/dev/null)" = "$1 $2 False" ]
+}
+before=$(metric foreign_nftables_changes_total | awk '{print $2}')
+lab_gw nft -f - <<EOF
+table netdev foreign {
+	chain in {
+		type filter hook ingress device "$(lab_sb_port 1)" priority -500;
+		dup to "$LAB_UPLINK"
+	}
+}
+EOF
+ms=$(ms_until check_is foreign "exit found")
+t_nomatch "the engine found the exit by itself, without a reload (within 5 s)" "^never$" "$ms"
+t_match "... the status names it" "table netdev foreign chain in" \
+	"$(guard_status_field 's["check"]["first"]')"
+t_match "... the journal says what changed and that it checks" \
+	"nftables: nft \(pid [0-9]+\) changed another table; checking containment again" \
+	"$(cat "$GUARD_DIR/engine.log")"
+t_match "... metrics: no longer proven" '^portcullis_engine_check_result\{result="proven"\} 0$' \
+	"$(metric check_result)"
+t_match "... metrics: the foreign change counted" "^portcullis_engine_foreign_nftables_changes_total [0-9]+$" \
+	"$(metric foreign_nftables_changes_total)"
+t_ok "... one more than before" test "$(metric foreign_nftables_changes_total | awk '{print $2}')" -gt "${before:-0}"
+t_eq "our tables were not reinstalled for it" 1 \
+	"$(grep -c 'tables inet/bridge portcullis changed by .*; reinstalled' "$GUARD_DIR/engine.log")"
+lab_gw nft delete table netdev foreign
+t_nomatch "the foreign table removed: proven again, by itself" "^never$" "$(ms_until check_is foreign proven)"
+esc_end "exit found ($ms ms after the foreign table appeared)" "status: check trigger foreign, exit named"
 
 # ---- the engine killed, then the ruleset flushed -----------------------------------
 esc_begin "engine SIGKILLed, then nft flush ruleset"

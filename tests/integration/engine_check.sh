@@ -2,7 +2,8 @@
 # after each change of its tables (reload, port set), in a helper it forked
 # before dropping privileges. The result is in the journal (each exit
 # named), in `portcullis status` and in the log as a "check" record. An exit
-# seeded while the engine runs is reported after the next reload; the
+# seeded while the engine runs (another program's table) is reported at once
+# and after the next reload; the
 # engine opens nothing while not proven; a helper that dies is reported.
 set -u
 . "$PC_TOP/tests/lib/guard.sh"
@@ -37,6 +38,19 @@ wait_runs() {
 	return 1
 }
 records() { guard_records | grep '"event.action":"check"'; }
+# wait (bounded) until the last finished check followed trigger $1, gave
+# result $2 (any: "*") and no check is running or queued behind it
+wait_check() {
+	local i
+	for i in $(seq 1 100); do
+		# shellcheck disable=SC2053 # $2 is a pattern
+		[[ "$(guard_status_field "s['check'].get('trigger','') + ' ' + s['check']['result'] + ' ' + str(s['check']['running'])")" == "$1 "$2" False" ]] &&
+			sleep 0.3 &&
+			[ "$(guard_status_field "str(s['check']['running'])")" = False ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
 
 # ---- at start ----------------------------------------------------------------------
 t_ok "the engine ran its first check" wait_runs 0
@@ -63,6 +77,9 @@ t_eq "the engine itself keeps CAP_NET_ADMIN only" 0000000000001000 \
 lab_gw nft add table netdev tap
 lab_gw nft add chain netdev tap in "{ type filter hook ingress device $P1 priority -500; }"
 lab_gw nft add rule netdev tap in dup to up0
+# Another program's table, ours untouched: the engine checks again at once
+# (issue 18), not only at the next reload.
+t_ok "the foreign table ran a check by itself, which found the exit" wait_check foreign "exit found"
 runs=$(check_field runs)
 t_ok "portcullis reload" guard_cli reload
 t_ok "the reload ran a check" wait_runs "$runs"
@@ -91,6 +108,7 @@ lab_gw ip link set "$P2" nomaster
 t_ok "a port leaving the bridge ran a check" wait_runs "$runs"
 t_eq "status: after the port set changed" ports "$(check_field trigger)"
 lab_gw nft delete table netdev tap
+t_ok "the foreign table gone: checked again" wait_check foreign "*"
 runs=$(check_field runs)
 lab_gw ip link set "$P2" master "$LAB_BR"
 lab_gw ip link set "$P2" type bridge_slave isolated on
@@ -156,6 +174,7 @@ t_eq "status: exit found" "exit found" "$(check_field result)"
 # unisolated when the check read it, and that finding comes first)
 t_ok "journal: the seeded exit named again" test "$(tap_lines)" -gt "$taps"
 lab_gw nft delete table netdev tap
+t_ok "the foreign table gone: checked again" wait_check foreign "*"
 runs=$(check_field runs)
 t_ok "portcullis reload (rules.d in force now)" guard_cli reload
 t_ok "the reload ran a check" wait_runs "$runs"

@@ -249,14 +249,22 @@ else
 	t_skip "upgrade" "the second package did not build"
 fi
 
-# ---- remove keeps data; purge deletes it, and only then -----------------
+# ---- remove keeps data; purge deletes it (but the signed log), and only then
+t_ok "README.Debian is installed and says the log survives a purge" \
+	grep -q "survives a purge" "$root/usr/share/doc/portcullis/README.Debian"
 t_ok "dpkg --remove" in_root dpkg --remove portcullis
 t_fail "remove: binaries are gone" test -e "$root/usr/sbin/portcullis"
 t_eq "remove: keys, CA, secrets and logs stay" "$before" "$(keep_sums)"
 t_ok "remove: the configuration stays" test -e "$root/etc/portcullis/portcullis.yaml"
-t_ok "dpkg --purge" in_root dpkg --purge portcullis
+log_sum=$(sha256sum <"$root/var/log/portcullis/verdicts.jsonl")
+purge_out=$(in_root dpkg --purge portcullis 2>&1) && rc=0 || rc=$?
+t_eq "dpkg --purge" 0 "$rc"
+t_match "purge: says it kept the log, and where to read why" \
+	"kept the signed audit log in /var/log/portcullis.*README.Debian" "$purge_out"
 t_fail "purge: /var/lib/portcullis is gone" test -e "$root/var/lib/portcullis"
-t_fail "purge: /var/log/portcullis is gone" test -e "$root/var/log/portcullis"
+t_ok "purge: the signed audit log stays" test -s "$root/var/log/portcullis/verdicts.jsonl"
+t_eq "purge: ... unchanged, still logd's" "portcullis-log:portcullis-log 750 $log_sum" \
+	"$(st /var/log/portcullis) $(sha256sum <"$root/var/log/portcullis/verdicts.jsonl")"
 t_fail "purge: /etc/portcullis/portcullis.yaml is gone" test -e "$root/etc/portcullis/portcullis.yaml"
 t_nomatch "purge: dpkg keeps neither files nor configuration of it" 'installed|config-files' \
 	"$(in_root dpkg-query -W -f='${Status}' portcullis 2>/dev/null)"
