@@ -39,8 +39,8 @@ for k in $rkeys; do
 	t_ok "portcullis-rules(5) documents $k" page_has "$man/portcullis-rules.5" "(^|[^a-z_])$k([^a-z_]|\$)"
 done
 
-# CLI commands: the dispatch table of cli/main.c.
-cmds=$(sed -n '/cli_cmds\[\] = {/,/NULL, NULL, NULL/p' cli/main.c |
+# CLI commands: the command table of cli/cmds.c.
+cmds=$(sed -n '/cli_cmds\[\] = {/,/NULL, NULL, NULL/p' cli/cmds.c |
 	grep -oE '^\s*\{"[a-z]+"' | grep -oE '[a-z]+')
 for c in $cmds; do
 	t_ok "portcullis(8) documents the $c command" page_has "$man/portcullis.8" "^ {7}$c( |\$)"

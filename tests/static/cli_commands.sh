@@ -1,0 +1,62 @@
+#!/bin/bash
+# The command table of cli/cmds.c (the one list the dispatcher, --help and
+# the CLI test walk) names exactly the subcommands the modules dispatch:
+# every string a module's *_cli dispatcher compares its subcommand with is
+# an entry of the table with that function, and every entry's subcommand
+# is one its function dispatches. A command added to a module without an
+# entry would have no help, no usage and no test: it fails here.
+cd "${PC_TOP:-$(dirname "$0")/../..}" || exit 1
+. tests/lib/tap.sh
+
+# check.py TABLE_FILE: prints one line per mismatch
+check() {
+	python3 - "$@" <<'PY'
+import re, sys, glob
+table = open(sys.argv[1]).read()
+body = table[table.index("cli_cmds[] = {"):]
+entries = []
+for m in re.finditer(r'\{"([a-z-]+)",\s*(NULL|"[a-z-]+")', body):
+    name, sub = m.group(1), m.group(2).strip('"')
+    rest = body[m.end():]
+    # the run function: the first identifier after the two numbers
+    f = re.search(r',\s*-?\d+,\s*-?\d+,\s*([a-z_]+)', rest)
+    entries.append((name, None if sub == "NULL" else sub, f.group(1)))
+srcs = {p: open(p).read() for p in glob.glob("*/*.c") if not p.startswith(("tests/", "spec/"))}
+def func_body(fn):
+    for p, s in srcs.items():
+        m = re.search(r'^int ' + fn + r'\(int argc, char \*\*argv, const char \*config\)\n\{', s, re.M)
+        if m:
+            end = s.index("\n}\n", m.end())
+            return p, s[m.end():end]
+    return None, None
+bad = []
+funcs = sorted({e[2] for e in entries})
+for fn in funcs:
+    p, b = func_body(fn)
+    if b is None:
+        bad.append(f"{fn}: not found as a dispatcher (int {fn}(int argc, char **argv, const char *config))")
+        continue
+    lits = set(re.findall(r'strcmp\([^,]+,\s*"([^"]+)"\)', b))
+    lits = {l for l in lits if not l.startswith("-") and l != "help"}
+    mine = [e for e in entries if e[2] == fn]
+    known = {e[0] for e in mine} | {e[1] for e in mine if e[1]}
+    for l in sorted(lits - known):
+        bad.append(f"{p}: {fn} dispatches '{l}', which cli/cmds.c has no entry for")
+    if lits:  # a dispatcher: each entry's subcommand must be one it knows
+        for name, sub, _ in mine:
+            if sub and sub not in lits:
+                bad.append(f"cli/cmds.c: '{name} {sub}' runs {fn}, which does not dispatch '{sub}'")
+print("\n".join(bad))
+PY
+}
+
+t_eq "cli/cmds.c and the modules' dispatchers name the same commands" "" "$(check cli/cmds.c)"
+
+# The check must find what it is for: a table without 'log prove' is caught.
+tmp=$(mktemp)
+grep -v '{"log", "prove"' cli/cmds.c >"$tmp"
+t_match "a dispatched subcommand missing from the table is found" "dispatches 'prove'" "$(check "$tmp")"
+sed 's/{"ca", "init"/{"ca", "wipe"/' cli/cmds.c >"$tmp"
+t_match "a table entry no dispatcher knows is found" "'ca wipe' runs vault_cli" "$(check "$tmp")"
+rm -f "$tmp"
+t_done
