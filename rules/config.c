@@ -788,3 +788,19 @@ int config_load_buffer(const char *name, const char *buf, size_t len, struct con
 		base[0] = '\0';
 	return config_load_mem(name ? name : "<buffer>", base, buf, len, cfg, &d);
 }
+
+int config_uplinks_valid(const struct config *cfg, struct pc_err *err)
+{
+	if (!cfg->n_uplinks)
+		return pc_err_set(err, PC_EINVAL,
+				  "uplinks is not set; name the interface(s) toward the "
+				  "upstream network (e.g. uplinks: [eth0]): nothing arriving on "
+				  "any other interface is forwarded");
+	for (size_t i = 0; i < cfg->n_uplinks; i++)
+		if (strcmp(cfg->uplinks[i], cfg->bridge) == 0 || strcmp(cfg->uplinks[i], "lo") == 0)
+			return pc_err_set(err, PC_EINVAL,
+					  "uplinks: '%s' cannot be an uplink (the sandbox "
+					  "bridge and lo are not)",
+					  cfg->uplinks[i]);
+	return 0;
+}
