@@ -219,13 +219,22 @@ int vault_cli(int argc, char **argv, const char *config)
 		return PC_EXIT_ERROR;
 	}
 	if (!strcmp(argv[0], "ca")) {
-		bool force = argc == 3 && !strcmp(argv[2], "--force");
+		/* [--force] [--json], in either order */
+		bool force = false, json = false, bad = false;
 		uid_t uid;
 		gid_t gid;
 		int rc;
 
-		if (strcmp(sub, "init") || (argc > 2 && !force)) {
-			fprintf(stderr, "usage: portcullis ca init [--force]\n");
+		for (int i = 2; i < argc; i++) {
+			if (!strcmp(argv[i], "--force"))
+				force = true;
+			else if (!strcmp(argv[i], "--json"))
+				json = true;
+			else
+				bad = true;
+		}
+		if (strcmp(sub, "init") || bad) {
+			fprintf(stderr, "usage: portcullis ca init [--force] [--json]\n");
 			return PC_EXIT_USAGE;
 		}
 		if (load_config(config, &cfg) < 0)
@@ -235,7 +244,21 @@ int vault_cli(int argc, char **argv, const char *config)
 			pc_cli_error("ca init", "%s", e.msg);
 			return e.code == PC_EEXIST ? PC_EXIT_FAIL : PC_EXIT_ERROR;
 		}
-		printf("%s/ca.pem\n", cfg.vault.ca_dir);
+		if (json) {
+			struct pc_buf b = {0};
+			struct pc_json j;
+			char pem[PC_PATH_MAX + 16];
+
+			snprintf(pem, sizeof(pem), "%s/ca.pem", cfg.vault.ca_dir);
+			pc_json_init(&j, &b);
+			pc_json_obj(&j);
+			pc_json_kstr(&j, "ca", pem);
+			pc_json_obj_end(&j);
+			printf("%s\n", pc_buf_str(&b));
+			pc_buf_free(&b);
+		} else {
+			printf("%s/ca.pem\n", cfg.vault.ca_dir);
+		}
 		return PC_EXIT_OK;
 	}
 	if (load_config(config, &cfg) < 0)
