@@ -215,6 +215,8 @@ static int lint_finish(struct lint *l)
 {
 	if (l->json)
 		return lint_json_print(l);
+	pc_buf_free(&l->dbuf);
+	pc_buf_free(&l->cbuf);
 	if (l->strict && l->warnings && !l->errors && !l->unreadable)
 		pc_cli_error(l->what, "%zu warning%s, errors under --strict", l->warnings,
 			     l->warnings == 1 ? "" : "s");
@@ -246,6 +248,8 @@ static int cmd_lint(int argc, char **argv, const char *config)
 	rules = calloc((size_t)argc, sizeof(*rules));
 	if (!rules) {
 		pc_cli_error("policy lint", "out of memory");
+		pc_buf_free(&l.dbuf);
+		pc_buf_free(&l.cbuf);
 		return PC_EXIT_ERROR;
 	}
 	for (int i = 0; i < argc; i++) {
