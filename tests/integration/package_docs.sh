@@ -46,6 +46,13 @@ for c in $cmds; do
 	t_ok "portcullis(8) documents the $c command" page_has "$man/portcullis.8" "^ {7}$c( |\$)"
 done
 
+# Every subcommand of the command table too (cli/cmds.c: {"log", "show", ...}).
+subs=$(grep -oE '^\s*\{"[a-z]+", "[a-z]+"' cli/cmds.c | grep -oE '"[a-z]+", "[a-z]+"' | tr -d '",')
+t_match "the subcommands were found" 'policy test' "$subs"
+while read -r c s; do
+	t_ok "portcullis(8) documents $c $s" page_has "$man/portcullis.8" "^ {7}$c $s( |\$)"
+done <<<"$subs"
+
 # Daemon options: each getopt string's letters appear as options in the page.
 for d in portcullisd:engine/main.c portcullis-logd:logd/main.c \
 	portcullis-vault:vault/main.c; do
@@ -57,7 +64,7 @@ for d in portcullisd:engine/main.c portcullis-logd:logd/main.c \
 	opts=$(grep -oE 'getopt(_long)?\([^"]*"[^"]*"' "$src" | head -1 | sed 's/.*"\(.*\)"/\1/' |
 		tr -d ':+')
 	for o in $(printf '%s' "$opts" | grep -o .); do
-		t_ok "$name(8) documents -$o" page_has "$man/$name.8" "^ {7}-$o( |\$)"
+		t_ok "$name(8) documents -$o" page_has "$man/$name.8" "^ {7}-$o( |,|\$)"
 	done
 done
 
