@@ -36,7 +36,8 @@ for fn in funcs:
     if b is None:
         bad.append(f"{fn}: not found as a dispatcher (int {fn}(int argc, char **argv, const char *config))")
         continue
-    lits = set(re.findall(r'strcmp\([^,]+,\s*"([^"]+)"\)', b))
+    # what the command or subcommand name (argv[0], argv[1], sub) is compared with
+    lits = set(re.findall(r'strcmp\((?:argv\[[01]\]|sub),\s*"([^"]+)"\)', b))
     lits = {l for l in lits if not l.startswith("-") and l != "help"}
     mine = [e for e in entries if e[2] == fn]
     known = {e[0] for e in mine} | {e[1] for e in mine if e[1]}
