@@ -87,7 +87,7 @@ int main(int argc, char **argv)
 	const char *config = "/etc/portcullis/portcullis.yaml";
 	const struct cli_cmd *c;
 	char what[160], why[200];
-	int opt, skip, n;
+	int opt, skip, n, rc;
 	char **rest;
 
 	pc_log_init("portcullis", PC_LOG_NOTICE);
@@ -156,5 +156,11 @@ int main(int argc, char **argv)
 		return PC_EXIT_USAGE;
 	}
 	optind = 0; /* glibc: re-initialise getopt for the command */
-	return c->run(n, rest, config);
+	rc = c->run(n, rest, config);
+	/* A usage error the command found itself (a value it cannot take):
+	 * its usage too, as for those refused above. Not for the sandbox
+	 * launcher, whose status is then its command's. */
+	if (rc == PC_EXIT_USAGE && c->opts[0] != '+')
+		cli_cmd_usage(stderr, c);
+	return rc;
 }

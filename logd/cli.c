@@ -390,11 +390,11 @@ static int cmd_show(struct cli *c, int argc, char **argv)
 			sh.json = true;
 			break;
 		default:
-			return fputs(USAGE, stderr), PC_EXIT_USAGE;
+			return PC_EXIT_USAGE; /* portcullis prints the usage */
 		}
 	}
 	if (argc - optind > 1)
-		return fputs(USAGE, stderr), PC_EXIT_USAGE;
+		return PC_EXIT_USAGE;
 	if (!(path = file_get(c, optind < argc ? argv[optind] : NULL)))
 		return PC_EXIT_ERROR;
 	if (logshow_read(path, follow, show_line, &sh, &err) < 0) {
