@@ -95,6 +95,15 @@ for c in "${!seen_cmd[@]}"; do
 	t_eq "portcullis $c no-such-sub exits 2" 2 "$rc"
 done
 
+# A usage error a command finds in a value: exit 2 with its usage too.
+run "$PC" -c "$NOCONF" policy test agent-1 api.example.com https
+t_eq "policy test with a port that is no number exits 2" 2 "$rc"
+t_match "... saying so, then its usage" \
+	"PORT: expected a port from 1 to 65535.*usage: portcullis \[-c FILE\] policy test " "$(printf '%s' "$err" | tr '\n' ' ')"
+run "$PC" log show /dev/null --outcome maybe
+t_eq "log show --outcome maybe exits 2" 2 "$rc"
+t_match "... with its usage" "usage: portcullis \[-c FILE\] log show " "$err"
+
 # The daemons.
 for d in portcullisd portcullis-logd portcullis-vault; do
 	for a in --help -h; do
