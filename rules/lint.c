@@ -52,40 +52,99 @@ static const psl_ctx_t *psl_get(struct lint_ctx *l)
 	return l->psl;
 }
 
-/* How many rules of the list lie strictly under suffix (the rules as
- * written, "*." and "!" stripped), and the first of them. libpsl answers
- * "is this a suffix" but cannot list them, so the file is read here. */
-static size_t psl_below(struct lint_ctx *l, const char *suffix, char *first, size_t len)
+/* The list's rules indexed by each name above them: for "s3.amazonaws.com",
+ * "amazonaws.com" and "com" count one rule below them. libpsl answers "is
+ * this a suffix" but cannot list them, so the file is read here, once: a
+ * policy of many wildcards costs one hash lookup each. */
+struct psl_above {
+	char *name;  /* lower case; NULL: empty slot */
+	char *first; /* the first rule under it, as written ("*.compute.amazonaws.com") */
+	size_t count;
+};
+
+static uint32_t name_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)(*s | 0x20)) * 16777619u;
+	return h;
+}
+
+static struct psl_above *above_slot(struct lint_ctx *l, const char *name)
+{
+	size_t mask = l->n_above_slots - 1, i = name_hash(name) & mask;
+
+	while (l->above[i].name && strcasecmp(l->above[i].name, name) != 0)
+		i = (i + 1) & mask;
+	return &l->above[i];
+}
+
+static void above_add(struct lint_ctx *l, const char *name, const char *rule)
+{
+	struct psl_above *a;
+
+	if (l->n_above * 2 >= l->n_above_slots)
+		return; /* full: later names go uncounted (the list is far smaller) */
+	a = above_slot(l, name);
+	if (!a->name) {
+		a->name = strdup(name);
+		a->first = strdup(rule);
+		if (!a->name || !a->first) {
+			free(a->name);
+			free(a->first);
+			a->name = a->first = NULL;
+			return;
+		}
+		l->n_above++;
+	}
+	a->count++;
+}
+
+static void above_load(struct lint_ctx *l)
 {
 	const char *path = l->psl_file ? l->psl_file : PSL_DAT;
-	size_t n = 0, sl = strlen(suffix);
 	char line[512];
-	FILE *f = fopen(path, "re");
+	FILE *f;
 
+	if (l->above_tried)
+		return;
+	l->above_tried = true;
+	l->n_above_slots = 1u << 16;
+	l->above = calloc(l->n_above_slots, sizeof(*l->above));
+	f = l->above ? fopen(path, "re") : NULL;
 	if (!f)
-		return 0;
+		return;
 	while (fgets(line, sizeof(line), f)) {
-		char *s = line, *e;
-		size_t ll;
+		char *s = line, *rule;
 
 		if (s[0] == '/' || s[0] == '\n' || s[0] == ' ')
 			continue;
-		e = s + strcspn(s, " \t\r\n");
-		*e = '\0';
-		const char *rule = s;
-
+		s[strcspn(s, " \t\r\n")] = '\0';
+		rule = s;
 		if (*s == '!')
 			s++;
 		if (s[0] == '*' && s[1] == '.')
 			s += 2;
-		ll = strlen(s);
-		if (ll > sl + 1 && s[ll - sl - 1] == '.' && strcasecmp(s + ll - sl, suffix) == 0) {
-			if (n++ == 0)
-				pc_strlcpy(first, rule, len);
-		}
+		for (char *dot = strchr(s, '.'); dot; dot = strchr(dot + 1, '.'))
+			above_add(l, dot + 1, rule);
 	}
 	fclose(f);
-	return n;
+}
+
+/* How many rules of the list lie strictly under suffix, and the first. */
+static size_t psl_below(struct lint_ctx *l, const char *suffix, char *first, size_t len)
+{
+	struct psl_above *a;
+
+	above_load(l);
+	if (!l->n_above)
+		return 0;
+	a = above_slot(l, suffix);
+	if (!a->name)
+		return 0;
+	pc_strlcpy(first, a->first, len);
+	return a->count;
 }
 
 /* *.X where X is a public suffix (anyone can register a name under it), or
@@ -394,7 +453,6 @@ static bool warn_never_cidr(struct lint_ctx *l, const struct policy *p,
 	char c[PC_ADDRSTRLEN + 4];
 	const char *why = NULL;
 
-	snprintf(c, sizeof(c), "%s", "");
 	pc_addr_str(&a->cidr.addr, c, sizeof(c));
 	if (inside(&a->cidr, "127.0.0.0/8") || inside(&a->cidr, "::1/128"))
 		why = "a loopback address: a packet to it never leaves the sandbox's own host";
@@ -606,6 +664,12 @@ void lint_config(struct lint_ctx *l, const struct config *cfg)
 
 void lint_ctx_free(struct lint_ctx *l)
 {
+	for (size_t i = 0; l->above && i < l->n_above_slots; i++) {
+		free(l->above[i].name);
+		free(l->above[i].first);
+	}
+	free(l->above);
+	l->above = NULL;
 	if (l->psl)
 		psl_free((psl_ctx_t *)l->psl);
 	l->psl = NULL;

@@ -310,6 +310,7 @@ int policy_canon_build(struct policy *p);
 /* ---- lint.c: the warnings of `policy lint` (ad-cli, issue 18) ------------ */
 
 #define LINT_BRIDGE_MAX 16
+struct psl_above;
 
 struct lint_ctx {
 	const struct config *cfg; /* NULL: rule files alone, built-in defaults */
@@ -320,7 +321,9 @@ struct lint_ctx {
 	size_t warnings;
 	/* private */
 	const void *psl; /* psl_ctx_t, loaded on first use */
-	bool psl_tried, psl_said, bridge_read;
+	bool psl_tried, psl_said, bridge_read, above_tried;
+	struct psl_above *above; /* the list's names above its rules (lint.c) */
+	size_t n_above, n_above_slots;
 	struct pc_prefix bridge[LINT_BRIDGE_MAX]; /* the bridge's addresses on this box */
 	size_t n_bridge;
 };
