@@ -81,4 +81,14 @@ t_eq "an unknown sandbox: exit 2" 2 "$rc"
 out=$(guard_cli policy test agent-1 api.github.test 443)
 t_match "the text form names the rule" 'allowed: agent-1 api.github.test port 443/tcp by agent-1/allow\[2\]' "$out"
 t_match "... and says the engine enforces this policy" 'the one the engine enforces' "$out"
+
+# policy lint, on the gateway itself: a cidr of the gateway's own address on
+# the sandbox bridge can never match (lint reads the bridge's addresses).
+mkdir -p "$GUARD_DIR/lint.d"
+printf 'sandbox: x\nmatch: {source: 10.203.0.50/32}\nallow:\n  - {cidr: %s, ports: [22]}\n' \
+	"$LAB_GW4" >"$GUARD_DIR/lint.d/x.yaml"
+sed "s|^rules: .*|rules: $GUARD_DIR/lint.d|" "$GUARD_CONF" >"$GUARD_DIR/lint.yaml"
+out=$(lab_gw "$GUARD_BIN/portcullis" -c "$GUARD_DIR/lint.yaml" policy lint 2>&1)
+t_match "lint on the gateway: the bridge's own address never matches" \
+	"x.yaml:4:12: warning: cidr $LAB_GW4/32 of sandbox 'x' can never match: it is the gateway's own address on the sandbox bridge" "$out"
 t_done
