@@ -47,6 +47,29 @@ for fn in funcs:
         for name, sub, _ in mine:
             if sub and sub not in lits:
                 bad.append(f"cli/cmds.c: '{name} {sub}' runs {fn}, which does not dispatch '{sub}'")
+# Every long option a module's command-line code takes (its struct option
+# tables; not the daemons' main.c) is accepted by some entry that module
+# runs: otherwise the dispatcher would refuse it before the module saw it.
+opts_of = {}
+for m in re.finditer(r'\{"([a-z-]+)",\s*(NULL|"[a-z-]+")', body):
+    rest = body[m.end():]
+    f = re.search(r'^,\s*"(?:[^"\\]|\\.)*"(?:\s*"(?:[^"\\]|\\.)*")*,\s*((?:"(?:[^"\\]|\\.)*"\s*)+),', rest, re.S)
+    run = re.search(r',\s*-?\d+,\s*-?\d+,\s*([a-z_]+)', rest).group(1)
+    text = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', f.group(1))) if f else ""
+    opts_of.setdefault(run, set()).update(o.rstrip("=") for o in text.lstrip("+").split())
+dirs = {}
+for fn in funcs:
+    p, _ = func_body(fn)
+    if p:
+        dirs.setdefault(p.split("/")[0], set()).update(opts_of.get(fn, set()))
+for d, accepted in sorted(dirs.items()):
+    for p in sorted(glob.glob(d + "/*.c")):
+        if p.endswith("main.c"):
+            continue
+        for o in re.findall(r'\{"([a-z-]+)",\s*(?:no|required|optional)_argument', srcs.get(p, "")):
+            if o in ("help", "version") or "--" + o in accepted:
+                continue
+            bad.append(f"{p}: option --{o} is taken by the module but accepted by no entry of cli/cmds.c it runs")
 print("\n".join(bad))
 PY
 }
@@ -59,5 +82,7 @@ grep -v '{"log", "prove"' cli/cmds.c >"$tmp"
 t_match "a dispatched subcommand missing from the table is found" "dispatches 'prove'" "$(check "$tmp")"
 sed 's/{"ca", "init"/{"ca", "wipe"/' cli/cmds.c >"$tmp"
 t_match "a table entry no dispatcher knows is found" "'ca wipe' runs vault_cli" "$(check "$tmp")"
+sed 's/"--checkpoints -a --follow/"-a --follow/' cli/cmds.c >"$tmp"
+t_match "an option a module takes but the table does not is found" "option --checkpoints is taken" "$(check "$tmp")"
 rm -f "$tmp"
 t_done
