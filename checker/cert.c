@@ -401,17 +401,43 @@ static int live_compare(const struct jv *stmt, const char *config, const char *b
 	return bad ? PC_EXIT_FAIL : PC_EXIT_OK;
 }
 
+/* cert verify --json: {"file","valid","sandbox","issued","error","live"};
+ * live: -1 not asked, 0 differs, 1 matches. */
+static void cert_verify_json(const char *file, const char *sandbox, const char *issued,
+			     const char *error, int live)
+{
+	struct pc_buf b = {0};
+	struct pc_json j;
+
+	pc_json_init(&j, &b);
+	pc_json_obj(&j);
+	pc_json_kstr(&j, "file", file);
+	pc_json_key(&j, "valid");
+	pc_json_bool(&j, !error);
+	if (sandbox)
+		pc_json_kstr(&j, "sandbox", sandbox);
+	if (issued)
+		pc_json_kstr(&j, "issued", issued);
+	if (error)
+		pc_json_kstr(&j, "error", error);
+	if (live >= 0) {
+		pc_json_key(&j, "live");
+		pc_json_bool(&j, live == 1);
+	}
+	pc_json_obj_end(&j);
+	printf("%s\n", pc_buf_str(&b));
+	pc_buf_free(&b);
+}
+
 int cert_cli_sub(int argc, char **argv, const char *config)
 {
-	static const struct option lo[] = {{"key", required_argument, NULL, 'k'},
-					   {"live", no_argument, NULL, 'l'},
-					   {"bridge", required_argument, NULL, 'b'},
-					   {"html", no_argument, NULL, 'H'},
-					   {"md", no_argument, NULL, 'M'},
-					   {"output", required_argument, NULL, 'o'},
-					   {NULL, 0, NULL, 0}};
+	static const struct option lo[] = {
+	    {"key", required_argument, NULL, 'k'},    {"live", no_argument, NULL, 'l'},
+	    {"bridge", required_argument, NULL, 'b'}, {"html", no_argument, NULL, 'H'},
+	    {"md", no_argument, NULL, 'M'},	      {"output", required_argument, NULL, 'o'},
+	    {"json", no_argument, NULL, 'j'},	      {NULL, 0, NULL, 0}};
 	const char *keyf = NULL, *bridge = NULL, *out = NULL;
-	bool live = false, render = strcmp(argv[0], "render") == 0, html = false;
+	bool live = false, render = strcmp(argv[0], "render") == 0, html = false, json = false;
 	struct cert_env env;
 	struct pc_err err = {0};
 	char *buf = NULL, eb[1024], pubp[PC_PATH_MAX + 32];
@@ -439,6 +465,9 @@ int cert_cli_sub(int argc, char **argv, const char *config)
 			break;
 		case 'o':
 			out = optarg;
+			break;
+		case 'j':
+			json = !render;
 			break;
 		default:
 			return PC_EXIT_USAGE;
@@ -475,6 +504,8 @@ int cert_cli_sub(int argc, char **argv, const char *config)
 	if (cert_env_verify(&env, pk, &err) < 0) {
 		pc_cli_error("cert verify", "%s: %s", argv[optind],
 			     pc_err_str(&err, eb, sizeof(eb)));
+		if (json)
+			cert_verify_json(argv[optind], NULL, NULL, err.msg, -1);
 		cert_env_free(&env);
 		return PC_EXIT_FAIL;
 	}
@@ -483,6 +514,31 @@ int cert_cli_sub(int argc, char **argv, const char *config)
 
 		rc = r && write_out(out, r, &err) == 0 ? PC_EXIT_OK : PC_EXIT_ERROR;
 		free(r);
+		cert_env_free(&env);
+		return rc;
+	}
+	if (json) {
+		/* --json: one object on stdout; what --live compares goes to stderr */
+		int saved = -1;
+
+		rc = PC_EXIT_OK;
+		if (live) {
+			fflush(stdout);
+			saved = dup(STDOUT_FILENO);
+			if (saved >= 0 && dup2(STDERR_FILENO, STDOUT_FILENO) >= 0)
+				rc = live_compare(env.statement, config, bridge);
+			else
+				rc = PC_EXIT_ERROR;
+			fflush(stdout);
+			if (saved >= 0) {
+				dup2(saved, STDOUT_FILENO);
+				close(saved);
+			}
+		}
+		cert_verify_json(argv[optind],
+				 jv_str(jv_get(jv_get(env.statement, "predicate"), "sandbox")),
+				 jv_str(jv_get(jv_get(env.statement, "predicate"), "issued")), NULL,
+				 live ? rc == PC_EXIT_OK : -1);
 		cert_env_free(&env);
 		return rc;
 	}

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
@@ -195,5 +196,33 @@ int sbsum_count(const struct sb *s, struct sb_counts *out, struct pc_err *err);
 void sbsum_count_buffer(const char *name, uint64_t seq_first, const char *buf, size_t len,
 			struct sb_counts *c);
 void sbsum_print(const struct sb *s, const struct sb_counts *c, int status, const char *how);
+
+/* ---- cmds.c: every command and subcommand (ad-cli, issue 18) ------------ */
+
+struct cli_cmd {
+	const char *name; /* "policy" */
+	const char
+	    *sub; /* "lint"; NULL: the command itself (its first argument is no subcommand) */
+	const char *args;     /* the usage after the name: "[--strict] [FILE...]" */
+	const char *opts;     /* accepted options, space-separated; "x=" takes a value; a leading
+				 "+": the first argument that is not an option starts a command */
+	int min_pos, max_pos; /* arguments that are not options (max -1: any) */
+	int (*run)(int argc, char **argv, const char *config);
+	const char *what; /* one line for --help */
+};
+
+/* The table, ended by an entry whose name is NULL. */
+extern const struct cli_cmd cli_cmds[];
+/* "usage: portcullis [-c FILE] NAME SUB ARGS" of one entry, of every
+ * entry of command name. */
+void cli_cmd_usage(FILE *f, const struct cli_cmd *c);
+void cli_cmd_usage_all(FILE *f, const char *name);
+/* 0 when argv (the arguments after the subcommand) is a command line c
+ * accepts; PC_EINVAL with why filled otherwise. */
+int cli_cmd_check_args(const struct cli_cmd *c, int argc, char **argv, char *why, size_t len);
+
+/* ---- policy_test.c: `portcullis policy test` (ad-cli, issue 18) --------- */
+
+int cli_policy_test(int argc, char **argv, const char *config);
 
 #endif

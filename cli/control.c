@@ -1,4 +1,4 @@
-/* `portcullis status` and `portcullis reload`: one request to the engine's
+/* `portcullis status`: one request to the engine's
  * control socket, one typed reply (common/engmsg.c) whose status JSON is
  * shown as it is (--json) or indented; and
  * `portcullis metrics`: every daemon's metrics in Prometheus text format. */
@@ -139,7 +139,7 @@ int cli_control(int argc, char **argv, const char *config)
 	struct pc_err err = {0};
 	struct pc_eng_reply reply;
 	char ebuf[1024];
-	bool json = false, reload;
+	bool json = false;
 	int opt, rc;
 
 	if (strcmp(argv[0], "metrics") == 0) {
@@ -149,15 +149,12 @@ int cli_control(int argc, char **argv, const char *config)
 		}
 		return metrics_cli(argc, argv, &cfg);
 	}
-	reload = strcmp(argv[0], "reload") == 0;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (opt == 'j' && !reload) {
-			json = true;
-		} else {
-			fprintf(stderr, "usage: portcullis [-c FILE] %s\n",
-				reload ? "reload" : "status [--json]");
+		if (opt != 'j') {
+			fprintf(stderr, "usage: portcullis [-c FILE] status [--json]\n");
 			return PC_EXIT_USAGE;
 		}
+		json = true;
 	}
 	if (optind != argc) {
 		pc_cli_error(argv[0], "unexpected argument '%s'", argv[optind]);
@@ -167,9 +164,7 @@ int cli_control(int argc, char **argv, const char *config)
 		pc_cli_error("configuration", "%s", pc_err_str(&err, ebuf, sizeof(ebuf)));
 		return PC_EXIT_ERROR;
 	}
-	/* A reload recompiles the whole policy and cuts flows: give it time. */
-	rc = pc_engine_call(cfg.run_dir, reload ? PC_ENG_RELOAD : PC_ENG_STATUS,
-			    reload ? 60000 : 5000, &reply, &err);
+	rc = pc_engine_call(cfg.run_dir, PC_ENG_STATUS, 5000, &reply, &err);
 	if (rc < 0) {
 		/* a reply we cannot read came from a running engine */
 		pc_cli_error(argv[0], "%s%s", pc_err_str(&err, ebuf, sizeof(ebuf)),
@@ -179,14 +174,10 @@ int cli_control(int argc, char **argv, const char *config)
 	}
 	if (reply.type == PC_ENG_ERROR) {
 		pc_cli_error(argv[0], "%s", reply.message);
-		/* a rejected policy is a negative answer; anything else an error */
-		rc = reply.code == PC_EPERM ? PC_EXIT_ERROR : reload ? PC_EXIT_FAIL : PC_EXIT_ERROR;
 		pc_eng_reply_free(&reply);
-		return rc;
+		return PC_EXIT_ERROR;
 	}
-	if (reload)
-		printf("policy %s in force\n", reply.policy);
-	else if (json)
+	if (json)
 		printf("%s\n", reply.json);
 	else
 		json_print_indented(reply.json);

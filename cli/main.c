@@ -1,62 +1,98 @@
-/* portcullis: the administrator's command. A dispatch table of subcommands;
- * each module implements its own (declared in its header) and receives argv
- * from the subcommand name on, plus the configuration path. */
+/* portcullis: the administrator's command. Dispatches through the one
+ * table of commands and subcommands (cli/cmds.c): each module implements
+ * its own (declared in its header) and receives argv from the command name
+ * on, plus the configuration path. --help and --version are answered here
+ * for every entry, and a command line the entry does not accept is refused
+ * here with its usage, so every command behaves the same way. */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "checker/checker.h"
+#include "cli/cli_int.h"
 #include "common/pc.h"
-#include "logd/logd.h"
-#include "rules/rules.h"
-#include "vault/vault.h"
-
-struct cli_cmd {
-	const char *name;
-	int (*run)(int argc, char **argv, const char *config);
-	const char *usage;
-};
-
-/* Modules add their line here as their commands land. */
-static const struct cli_cmd cli_cmds[] = {
-    {"policy", rules_cli, "policy lint [FILE...] | policy hash"},
-    {"secrets", vault_cli,
-     "secrets set [--keep-placeholder] NAME < VALUE | secrets list [--json] | "
-     "secrets placeholder NAME | secrets rm NAME"},
-    {"ca", vault_cli, "ca init [--force]"},
-    {"log", logd_cli, "log verify|show|prove|keygen ..."},
-    {"check", checker_cli, "check [--bridge BR] [--json] [--verbose]"},
-    {"cert", checker_cli,
-     "cert SANDBOX [-o FILE] [--html|--md] | cert verify FILE [--key PUB] [--live] | "
-     "cert render FILE | cert keygen | cert pubkey"},
-    {"config", config_cli, "config show [--json]"},
-    {"status", cli_control, "status [--json]"},
-    {"reload", cli_reload, "reload [--engine] [--vault] [--json]"},
-    {"metrics", cli_control, "metrics"},
-    {"sandbox", sandbox_cli,
-     "sandbox run [--name N] --allow HOST[:PORT]... [--secret NAME...] -- CMD... | "
-     "sandbox attach --port TAP --name N ..."},
-    {NULL, NULL, NULL},
-};
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: portcullis [-c FILE] COMMAND [ARGS...]\n\ncommands:\n");
-	for (const struct cli_cmd *c = cli_cmds; c->name; c++)
-		fprintf(f, "  %s\n", c->usage);
+	const char *last = "";
+
+	fprintf(f, "usage: portcullis [-c FILE] COMMAND [ARGS...]\n"
+		   "       portcullis --help | --version | --commands\n\ncommands:\n");
+	for (const struct cli_cmd *c = cli_cmds; c->name; c++) {
+		if (strcmp(c->name, last) != 0)
+			fprintf(f, "  %s\n", c->name);
+		last = c->name;
+		fprintf(f, "    %s%s%s  %s\n", c->sub ? c->sub : "",
+			c->sub && c->args[0] ? " " : "", c->args, c->what);
+	}
 	fprintf(f, "\n-c FILE  configuration (default /etc/portcullis/portcullis.yaml)\n"
+		   "COMMAND [SUBCOMMAND] --help: its usage; --json: the result as JSON\n"
 		   "exit status: 0 ok, 1 negative result, 2 usage, 3 error (portcullis(8))\n");
+}
+
+static int version(void)
+{
+	printf("portcullis %s\n", PC_VERSION);
+	return PC_EXIT_OK;
+}
+
+/* --commands: every entry, "COMMAND [SUBCOMMAND]" a line (for scripts and
+ * the CLI test, which walks them all). */
+static int commands(void)
+{
+	for (const struct cli_cmd *c = cli_cmds; c->name; c++)
+		printf("%s%s%s\n", c->name, c->sub ? " " : "", c->sub ? c->sub : "");
+	return PC_EXIT_OK;
+}
+
+static bool is_help(const char *a)
+{
+	return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0;
+}
+
+/* The entry for argv (argv[0] is the command name); *skip: how many of
+ * argv name it (1 or 2). NULL: no such command or subcommand. */
+static const struct cli_cmd *cmd_find(int argc, char **argv, int *skip)
+{
+	const struct cli_cmd *bare = NULL;
+
+	for (const struct cli_cmd *c = cli_cmds; c->name; c++) {
+		if (strcmp(c->name, argv[0]) != 0)
+			continue;
+		if (!c->sub)
+			bare = c;
+		else if (argc > 1 && strcmp(c->sub, argv[1]) == 0) {
+			*skip = 2;
+			return c;
+		}
+	}
+	*skip = 1;
+	return bare;
+}
+
+static bool cmd_exists(const char *name)
+{
+	for (const struct cli_cmd *c = cli_cmds; c->name; c++)
+		if (strcmp(c->name, name) == 0)
+			return true;
+	return false;
 }
 
 int main(int argc, char **argv)
 {
+	static const struct option lo[] = {{"help", no_argument, NULL, 'h'},
+					   {"version", no_argument, NULL, 'V'},
+					   {"commands", no_argument, NULL, 'L'},
+					   {NULL, 0, NULL, 0}};
 	const char *config = "/etc/portcullis/portcullis.yaml";
-	int opt;
+	const struct cli_cmd *c;
+	char what[160], why[200];
+	int opt, skip, n, rc;
+	char **rest;
 
 	pc_log_init("portcullis", PC_LOG_NOTICE);
-	/* '+': stop at the subcommand, whose options are its own. */
-	while ((opt = getopt(argc, argv, "+c:hV")) != -1) {
+	/* '+': stop at the command, whose options are its own. */
+	while ((opt = getopt_long(argc, argv, "+c:hV", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			config = optarg;
@@ -65,8 +101,9 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return PC_EXIT_OK;
 		case 'V':
-			printf("portcullis %s\n", PC_VERSION);
-			return PC_EXIT_OK;
+			return version();
+		case 'L':
+			return commands();
 		default:
 			usage(stderr);
 			return PC_EXIT_USAGE;
@@ -76,14 +113,54 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return PC_EXIT_USAGE;
 	}
-	for (const struct cli_cmd *c = cli_cmds; c->name; c++) {
-		if (strcmp(c->name, argv[optind]) == 0) {
-			int sub = optind;
-
-			optind = 0; /* glibc: re-initialise getopt for the subcommand */
-			return c->run(argc - sub, argv + sub, config);
-		}
+	rest = argv + optind;
+	n = argc - optind;
+	if (!cmd_exists(rest[0])) {
+		pc_cli_error(rest[0], "unknown command (see portcullis --help)");
+		return PC_EXIT_USAGE;
 	}
-	pc_cli_error(argv[optind], "unknown command (see portcullis -h)");
-	return PC_EXIT_USAGE;
+	c = cmd_find(n, rest, &skip);
+	if (!c) {
+		/* a command of subcommands, without a known one */
+		if (n > 1 && is_help(rest[1])) {
+			cli_cmd_usage_all(stdout, rest[0]);
+			return PC_EXIT_OK;
+		}
+		if (n > 1 && strcmp(rest[1], "--version") == 0)
+			return version();
+		if (n > 1)
+			pc_cli_error(rest[0], "unknown subcommand '%s'", rest[1]);
+		else
+			pc_cli_error(rest[0], "missing subcommand");
+		cli_cmd_usage_all(stderr, rest[0]);
+		return PC_EXIT_USAGE;
+	}
+	snprintf(what, sizeof(what), "%s%s%s", c->name, c->sub ? " " : "", c->sub ? c->sub : "");
+	for (int i = skip; i < n; i++) {
+		if (strcmp(rest[i], "--") == 0 || (c->opts[0] == '+' && rest[i][0] != '-'))
+			break; /* the sandbox's command: its options are its own */
+		if (is_help(rest[i])) {
+			if (c->sub)
+				cli_cmd_usage(stdout, c);
+			else
+				cli_cmd_usage_all(stdout, c->name);
+			printf("%s\n", c->what);
+			return PC_EXIT_OK;
+		}
+		if (strcmp(rest[i], "--version") == 0)
+			return version();
+	}
+	if (cli_cmd_check_args(c, n - skip, rest + skip, why, sizeof(why)) < 0) {
+		pc_cli_error(what, "%s", why);
+		cli_cmd_usage(stderr, c);
+		return PC_EXIT_USAGE;
+	}
+	optind = 0; /* glibc: re-initialise getopt for the command */
+	rc = c->run(n, rest, config);
+	/* A usage error the command found itself (a value it cannot take):
+	 * its usage too, as for those refused above. Not for the sandbox
+	 * launcher, whose status is then its command's. */
+	if (rc == PC_EXIT_USAGE && c->opts[0] != '+')
+		cli_cmd_usage(stderr, c);
+	return rc;
 }

@@ -1,18 +1,22 @@
 /* Daemon logging to stderr with sd-daemon "<N>" level prefixes, so journald
- * keeps levels and a plain terminal still reads well. */
+ * keeps levels; on a terminal the prefix is left out (an admin running a
+ * daemon in the foreground reads words, not "<5>"). */
 #include "common/pc.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Written once by pc_log_init before any thread starts; read-only after. */
 static const char *log_prog = "portcullis";
 static enum pc_loglevel log_max = PC_LOG_INFO;
+static bool log_tty;
 
 void pc_log_init(const char *prog, enum pc_loglevel max)
 {
 	log_prog = prog;
 	log_max = max;
+	log_tty = isatty(STDERR_FILENO) == 1;
 }
 
 static void pc_vlog(enum pc_loglevel lvl, const char *fmt, va_list ap)
@@ -25,7 +29,10 @@ static void pc_vlog(enum pc_loglevel lvl, const char *fmt, va_list ap)
 
 	if (lvl > log_max)
 		return;
-	n = snprintf(line, sizeof(line), "<%d>%s: ", (int)lvl, log_prog);
+	if (log_tty)
+		n = snprintf(line, sizeof(line), "%s: ", log_prog);
+	else
+		n = snprintf(line, sizeof(line), "<%d>%s: ", (int)lvl, log_prog);
 	if (n < 0 || (size_t)n >= sizeof(line))
 		return;
 	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);

@@ -149,27 +149,14 @@ void engine_routing_restore(struct engine *e)
 }
 
 /* uplinks must be set, and name neither the bridge nor lo: the ruleset
- * forwards from nothing else (docs/engine.md, "Uplinks"). */
-static int uplinks_valid(const struct config *cfg, struct pc_err *err)
-{
-	if (!cfg->n_uplinks)
-		return pc_err_set(err, PC_EINVAL,
-				  "%s: uplinks is not set; name the interface(s) toward the "
-				  "upstream network (e.g. uplinks: [eth0]): nothing arriving on "
-				  "any other interface is forwarded",
-				  cfg->path);
-	for (size_t i = 0; i < cfg->n_uplinks; i++)
-		if (strcmp(cfg->uplinks[i], cfg->bridge) == 0 || strcmp(cfg->uplinks[i], "lo") == 0)
-			return pc_err_set(err, PC_EINVAL,
-					  "%s: uplinks: '%s' cannot be an uplink (the sandbox "
-					  "bridge and lo are not)",
-					  cfg->path, cfg->uplinks[i]);
-	return 0;
-}
-
+ * forwards from nothing else (docs/engine.md, "Uplinks"). The check is
+ * rules/config.c's, which `policy lint` runs too. */
 int engine_config_valid(const struct config *cfg, struct pc_err *err)
 {
-	return uplinks_valid(cfg, err);
+	struct pc_err e = {0};
+	int rc = config_uplinks_valid(cfg, &e);
+
+	return rc < 0 ? pc_err_set(err, rc, "%s: %s", cfg->path, e.msg) : 0;
 }
 
 static bool ports_equal(const struct nft_port *a, size_t na, const struct nft_port *b, size_t nb)

@@ -2,6 +2,7 @@
  * CAP_NET_ADMIN as engine.user (docs/engine.md, "Privileges"). */
 #include "engine/engine_int.h"
 
+#include <getopt.h>
 #include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,9 @@ static void usage(FILE *f)
 	fprintf(f, "usage: portcullisd [-c FILE] [-t] [-v]\n"
 		   "  -c FILE  configuration (default /etc/portcullis/portcullis.yaml)\n"
 		   "  -t       check the configuration and policy, then exit\n"
-		   "  -v       log every verdict (debug)\n");
+		   "  -v       log every verdict (debug)\n"
+		   "  -h, --help     this text\n"
+		   "  -V, --version  print the version\n");
 }
 
 /* -t: everything that does not need the kernel. 0 or a PC_E* code. */
@@ -59,7 +62,11 @@ int main(int argc, char **argv)
 	bool test = false, verbose = false;
 	int opt, rc; /* 0 or a PC_E* code; pc_daemon_exit maps it */
 
-	while ((opt = getopt(argc, argv, "c:tvhV")) != -1) {
+	static const struct option lopts[] = {{"help", no_argument, NULL, 'h'},
+					      {"version", no_argument, NULL, 'V'},
+					      {NULL, 0, NULL, 0}};
+
+	while ((opt = getopt_long(argc, argv, "c:tvhV", lopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			config = optarg;

@@ -16,7 +16,8 @@
 #define USAGE                                                                                      \
 	"usage: portcullis log verify [FILE...] [--key PUB] [--checkpoint NOTE]\n"                 \
 	"       portcullis log verify --proof PROOF [--key PUB]\n"                                 \
-	"       portcullis log show [FILE] [--checkpoints]\n"                                      \
+	"       portcullis log show [FILE] [--checkpoints] [--follow] [--sandbox NAME]\n"          \
+	"                [--action ACTION] [--outcome allowed|refused] [--since TIME] [--json]\n"  \
 	"       portcullis log prove SEQ [--file FILE] [--key PUB] [-o OUT]\n"                     \
 	"       portcullis log keygen [--name NAME] [--force]\n"
 
@@ -309,67 +310,98 @@ static int cmd_verify(struct cli *c, int argc, char **argv)
 	return PC_EXIT_OK;
 }
 
+struct show {
+	struct logshow_filter f;
+	bool cps, json;
+};
+
+static void show_line(void *arg, const char *p, size_t len)
+{
+	struct show *sh = arg;
+	char out[2048], note[CHECKPOINT_MAX];
+	size_t nlen;
+
+	if (!logshow_match(&sh->f, p, len))
+		return;
+	if (sh->json) {
+		/* a record line is JSON already; checkpoints only with --checkpoints */
+		if (logrec_human(p, len, out, sizeof(out)) >= 0 || sh->cps)
+			printf("%.*s\n", (int)len, p);
+		return;
+	}
+	if (logrec_human(p, len, out, sizeof(out)) >= 0) {
+		puts(out);
+	} else if (logv_checkpoint_unescape(p, len, note, sizeof(note), &nlen) == 0) {
+		struct checkpoint cp;
+		char ts[32];
+		const char *b = memmem(note, nlen, "\n\n", 2);
+
+		if (sh->cps && b &&
+		    checkpoint_body_parse(note, (size_t)(b - note) + 1, &cp, NULL) == 0)
+			printf("-- checkpoint: %llu records, %.8sZ\n", (unsigned long long)cp.size,
+			       pc_time_rfc3339(cp.time_ms, ts, sizeof(ts)) + 11);
+	} else {
+		printf("?? line not understood (log verify says why)\n");
+	}
+}
+
 static int cmd_show(struct cli *c, int argc, char **argv)
 {
-	static const struct option o[] = {{"checkpoints", no_argument, NULL, 'a'},
-					  {NULL, 0, NULL, 0}};
-	bool cps = false;
-	const char *path, *p, *end;
-	struct stat st;
-	char *map;
-	int opt, fd;
+	static const struct option o[] = {
+	    {"checkpoints", no_argument, NULL, 'a'},   {"follow", no_argument, NULL, 'f'},
+	    {"sandbox", required_argument, NULL, 's'}, {"action", required_argument, NULL, 'A'},
+	    {"outcome", required_argument, NULL, 'O'}, {"since", required_argument, NULL, 'S'},
+	    {"json", no_argument, NULL, 'j'},	       {NULL, 0, NULL, 0}};
+	struct show sh;
+	struct pc_err err = {0};
+	bool follow = false;
+	const char *path;
+	int opt;
 
-	while ((opt = getopt_long(argc, argv, "a", o, NULL)) != -1) {
-		if (opt != 'a')
-			return fputs(USAGE, stderr), PC_EXIT_USAGE;
-		cps = true;
+	memset(&sh, 0, sizeof(sh));
+	while ((opt = getopt_long(argc, argv, "af", o, NULL)) != -1) {
+		switch (opt) {
+		case 'a':
+			sh.cps = true;
+			break;
+		case 'f':
+			follow = true;
+			break;
+		case 's':
+			sh.f.sandbox = optarg;
+			break;
+		case 'A':
+			sh.f.action = optarg;
+			break;
+		case 'O':
+			if (strcmp(optarg, "allowed") && strcmp(optarg, "refused")) {
+				pc_cli_error("log show", "--outcome: expected allowed or refused");
+				return PC_EXIT_USAGE;
+			}
+			sh.f.outcome = optarg[0] == 'a' ? LOGSHOW_ALLOWED : LOGSHOW_REFUSED;
+			break;
+		case 'S':
+			if (logshow_filter_since(&sh.f, optarg, pc_now_real_ms(), &err) < 0) {
+				pc_cli_error("log show", "%s", err.msg);
+				return PC_EXIT_USAGE;
+			}
+			break;
+		case 'j':
+			sh.json = true;
+			break;
+		default:
+			return PC_EXIT_USAGE; /* portcullis prints the usage */
+		}
 	}
 	if (argc - optind > 1)
-		return fputs(USAGE, stderr), PC_EXIT_USAGE;
+		return PC_EXIT_USAGE;
 	if (!(path = file_get(c, optind < argc ? argv[optind] : NULL)))
 		return PC_EXIT_ERROR;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		pc_cli_error("log show", "%s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	if (logshow_read(path, follow, show_line, &sh, &err) < 0) {
+		pc_cli_error("log show", "%s", err.msg);
 		return PC_EXIT_ERROR;
 	}
-	if (st.st_size == 0) {
-		close(fd);
-		return PC_EXIT_OK;
-	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (map == MAP_FAILED) {
-		pc_cli_error("log show", "%s: %s", path, strerror(errno));
-		return PC_EXIT_ERROR;
-	}
-	for (p = map, end = map + st.st_size; p < end;) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		size_t len = eol ? (size_t)(eol - p) : (size_t)(end - p);
-		char out[2048], note[CHECKPOINT_MAX];
-		size_t nlen;
-
-		if (logrec_human(p, len, out, sizeof(out)) >= 0) {
-			puts(out);
-		} else if (logv_checkpoint_unescape(p, len, note, sizeof(note), &nlen) == 0) {
-			struct checkpoint cp;
-			char ts[32];
-			const char *b = memmem(note, nlen, "\n\n", 2);
-
-			if (cps && b &&
-			    checkpoint_body_parse(note, (size_t)(b - note) + 1, &cp, NULL) == 0)
-				printf("-- checkpoint: %llu records, %.8sZ\n",
-				       (unsigned long long)cp.size,
-				       pc_time_rfc3339(cp.time_ms, ts, sizeof(ts)) + 11);
-		} else {
-			printf("?? line not understood (log verify says why)\n");
-		}
-		p += len + 1;
-	}
-	munmap(map, (size_t)st.st_size);
-	return PC_EXIT_OK;
+	return fflush(stdout) == 0 ? PC_EXIT_OK : PC_EXIT_ERROR;
 }
 
 struct leaves {

@@ -209,6 +209,28 @@ int logv_record_parse(struct merkle_hasher *h, const char *line, size_t len,
 /* The short human form of a record line into out; length or <0. */
 int logrec_human(const char *line, size_t len, char *out, size_t outlen);
 
+/* ---- log show's filters and reader (logd/show_follow.c; ad-cli) --------- */
+
+enum { LOGSHOW_ALLOWED = 1, LOGSHOW_REFUSED };
+struct logshow_filter {
+	const char *sandbox; /* NULL: any */
+	const char *action;  /* event.action ("connect", "dns-query", ...); NULL: any */
+	int outcome;	     /* 0 any, LOGSHOW_ALLOWED, LOGSHOW_REFUSED */
+	char since[40];	     /* "" or an RFC 3339 UTC time: records at or after it */
+};
+/* --since ARG (a duration back from now_ms: 30s 10m 2h 7d, or a UTC time)
+ * into f->since; PC_EINVAL. */
+int logshow_filter_since(struct logshow_filter *f, const char *arg, uint64_t now_ms,
+			 struct pc_err *err);
+bool logshow_filter_active(const struct logshow_filter *f);
+/* Does this line match? With a filter, only records can (no checkpoint). */
+bool logshow_match(const struct logshow_filter *f, const char *line, size_t len);
+/* Each line of path to line_fn (without its newline); follow: then each
+ * line appended, across rotations, until SIGINT/SIGTERM. 0 or PC_EIO. */
+int logshow_read(const char *path, bool follow,
+		 void (*line_fn)(void *arg, const char *line, size_t len), void *arg,
+		 struct pc_err *err);
+
 /* ---- inclusion proofs (logd/proof.c; text form in docs/logd.md) --------- */
 
 struct logproof_info {

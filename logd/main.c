@@ -17,6 +17,8 @@ static void usage(FILE *f)
 		"  -c FILE   configuration (default /etc/portcullis/portcullis.yaml)\n"
 		"  -t        check the configuration, the key and the syslog settings, and exit\n"
 		"  -v        verbose\n"
+		"  -h, --help      this text\n"
+		"  -V, --version   print the version\n"
 		"  --new-segment REASON\n"
 		"            set the current log file aside and start a new segment whose\n"
 		"            first record says REASON (for a file that no longer verifies,\n"
@@ -27,6 +29,7 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {{"new-segment", required_argument, NULL, 'N'},
 					     {"help", no_argument, NULL, 'h'},
+					     {"version", no_argument, NULL, 'V'},
 					     {NULL, 0, NULL, 0}};
 	const char *config = "/etc/portcullis/portcullis.yaml", *new_segment = NULL;
 	static struct logd_live live; /* the control thread reads it until exit */

@@ -11,7 +11,26 @@ struct lint {
 	const char *what; /* "policy lint" */
 	size_t errors;
 	size_t unreadable;
+	size_t warnings;
+	bool strict, json;
+	/* --json: the diagnostics and the parts checked, as JSON arrays */
+	struct pc_buf dbuf, cbuf;
+	struct pc_json dj, cj;
 };
+
+static void lint_diag_json(struct lint *l, const char *sev, const char *file, unsigned line,
+			   unsigned col, const char *msg)
+{
+	pc_json_obj(&l->dj);
+	pc_json_kstr(&l->dj, "severity", sev);
+	if (file && file[0]) {
+		pc_json_kstr(&l->dj, "file", file);
+		pc_json_ku64(&l->dj, "line", line);
+		pc_json_ku64(&l->dj, "col", col);
+	}
+	pc_json_kstr(&l->dj, "message", msg);
+	pc_json_obj_end(&l->dj);
+}
 
 static void lint_report(const struct pc_err *e, void *arg)
 {
@@ -22,108 +41,86 @@ static void lint_report(const struct pc_err *e, void *arg)
 		l->unreadable++;
 	else
 		l->errors++;
-	if (e->file[0])
+	if (l->json)
+		lint_diag_json(l, "error", e->file, e->line, e->col, e->msg);
+	else if (e->file[0])
 		fprintf(stderr, "%s\n", pc_err_str(e, buf, sizeof(buf)));
 	else
 		pc_cli_error(l->what, "%s", e->msg);
 }
 
-static int lint_exit(const struct lint *l)
+static void lint_warned(void *arg, const char *file, unsigned line, unsigned col, const char *msg)
 {
-	return l->unreadable ? PC_EXIT_ERROR : l->errors ? PC_EXIT_FAIL : PC_EXIT_OK;
+	struct lint *l = arg;
+
+	l->warnings++;
+	if (l->json)
+		lint_diag_json(l, "warning", file, line, col, msg);
+	else
+		fprintf(stderr, "%s:%u:%u: warning: %s\n", file, line, col, msg);
 }
 
-static void policy_summary(const char *where, const struct policy *p, bool hash)
+static int lint_exit(const struct lint *l)
 {
-	size_t n = policy_sandbox_count(p), allow = 0, secrets = 0;
+	return l->unreadable		  ? PC_EXIT_ERROR
+	       : l->errors		  ? PC_EXIT_FAIL
+	       : l->strict && l->warnings ? PC_EXIT_FAIL
+					  : PC_EXIT_OK;
+}
+
+/* One checked part: "PATH: ok" (with the policy's counts), on stdout or as
+ * an item of --json's "checked". */
+static void lint_ok(struct lint *l, const char *where, const char *kind, const struct policy *p,
+		    bool hash)
+{
+	size_t n = p ? policy_sandbox_count(p) : 0, allow = 0, secrets = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		allow += policy_sandbox_at(p, i)->n_allow;
 		secrets += policy_sandbox_at(p, i)->n_secrets;
+	}
+	if (l->json) {
+		pc_json_obj(&l->cj);
+		pc_json_kstr(&l->cj, "path", where);
+		pc_json_kstr(&l->cj, "kind", kind);
+		if (p) {
+			pc_json_ku64(&l->cj, "sandboxes", n);
+			pc_json_ku64(&l->cj, "allow_entries", allow);
+			pc_json_ku64(&l->cj, "secrets", secrets);
+			if (hash)
+				pc_json_kstr(&l->cj, "policy", policy_hash(p));
+		}
+		pc_json_obj_end(&l->cj);
+		return;
+	}
+	if (!p) {
+		printf("%s: ok\n", where);
+		return;
 	}
 	printf("%s: ok: %zu sandbox%s, %zu allow entr%s, %zu secret%s%s%s\n", where, n,
 	       n == 1 ? "" : "es", allow, allow == 1 ? "y" : "ies", secrets,
 	       secrets == 1 ? "" : "s", hash ? ", policy " : "", hash ? policy_hash(p) : "");
 }
 
-static bool lint_routable(const struct config *cfg, const struct pc_prefix *p)
+/* The warnings of a policy (lint.c), with the configuration it was loaded
+ * under (NULL: rule files alone). */
+static void lint_warnings(struct lint *l, const struct policy *p, const struct config *cfg,
+			  const char *rules_dir)
 {
-	for (size_t i = 0; cfg && i < cfg->dns.n_routable; i++)
-		if (cfg->dns.routable[i].len <= p->len &&
-		    pc_prefix_contains(&cfg->dns.routable[i], &p->addr))
-			return true;
-	return false;
-}
+	struct lint_ctx w = {.cfg = cfg, .warn = lint_warned, .arg = l};
 
-static void lint_warn_one(const struct policy_sandbox *sb, const struct policy_allow *a,
-			  const struct pc_special *e)
-{
-	char c[PC_ADDRSTRLEN];
-
-	pc_addr_str(&a->cidr.addr, c, sizeof(c));
-	fprintf(stderr,
-		"%s:%u:%u: warning: cidr %s/%u of sandbox '%s' opens %s, %s (%s), a "
-		"special-purpose range: this sandbox may reach it, and DNS answers in it are "
-		"learned for its names; expected only addresses you mean it to reach\n",
-		a->file ? a->file : "?", a->vline, a->vcol, c, a->cidr.len, sb->name, e->text,
-		e->name, e->rfc);
-}
-
-/* cidr entries that open special-purpose ranges (not an error: an
- * internal service may be meant; but a metadata service or the gateway
- * rarely is). One warning per entry and block: the most specific block
- * holding the whole entry, else each outermost block inside it. Ranges
- * the configuration declares routable (dns.routable) are ordinary. */
-static void lint_warn_special(const struct policy *p, const struct config *cfg)
-{
-	for (size_t i = 0; i < policy_sandbox_count(p); i++) {
-		const struct policy_sandbox *sb = policy_sandbox_at(p, i);
-
-		for (size_t k = 0; k < sb->n_allow; k++) {
-			const struct policy_allow *a = &sb->allow[k];
-			const struct pc_special *holds = NULL;
-			size_t n = pc_special_count();
-
-			if (a->kind != POLICY_ALLOW_CIDR)
-				continue;
-			for (size_t j = 0; j < n; j++) {
-				const struct pc_special *e = pc_special_at(j);
-
-				if (e->prefix.len <= a->cidr.len &&
-				    pc_prefix_contains(&e->prefix, &a->cidr.addr) &&
-				    (!holds || e->prefix.len > holds->prefix.len))
-					holds = e;
-			}
-			if (holds) {
-				if (!lint_routable(cfg, &a->cidr))
-					lint_warn_one(sb, a, holds);
-				continue;
-			}
-			for (size_t j = 0; j < n; j++) {
-				const struct pc_special *e = pc_special_at(j);
-				bool outer = true;
-
-				if (e->prefix.len <= a->cidr.len ||
-				    !pc_prefix_contains(&a->cidr, &e->prefix.addr) ||
-				    lint_routable(cfg, &e->prefix))
-					continue;
-				for (size_t m = 0; m < n && outer; m++) {
-					const struct pc_special *o = pc_special_at(m);
-
-					if (m != j && o->prefix.len > a->cidr.len &&
-					    o->prefix.len < e->prefix.len &&
-					    pc_prefix_contains(&o->prefix, &e->prefix.addr))
-						outer = false;
-				}
-				if (outer)
-					lint_warn_one(sb, a, e);
-			}
-		}
-	}
+	w.psl_file = getenv("PORTCULLIS_PSL_FILE"); /* tests: a list of their own */
+	if (cfg)
+		lint_config(&w, cfg);
+	if (rules_dir)
+		lint_rules_dir(&w, rules_dir);
+	if (p)
+		lint_policy(&w, p);
+	lint_ctx_free(&w);
 }
 
 /* A configuration and the rules directory it names. */
-static void lint_config(struct lint *l, const char *path)
+static void lint_config_file(struct lint *l, const char *path)
 {
 	struct config cfg;
 	struct policy *p = NULL;
@@ -134,15 +131,16 @@ static void lint_config(struct lint *l, const char *path)
 			l->errors++;
 		return;
 	}
-	printf("%s: ok\n", path);
+	lint_ok(l, path, "configuration", NULL, false);
 	before = l->errors + l->unreadable;
 	if (policy_load_dir_report(cfg.rules_dir, &cfg, &p, NULL, lint_report, l) < 0) {
 		if (l->errors + l->unreadable == before)
 			l->errors++;
+		lint_warnings(l, NULL, &cfg, cfg.rules_dir);
 		return;
 	}
-	lint_warn_special(p, &cfg);
-	policy_summary(cfg.rules_dir, p, true);
+	lint_warnings(l, p, &cfg, cfg.rules_dir);
+	lint_ok(l, cfg.rules_dir, "rules", p, true);
 	policy_unref(p);
 }
 
@@ -179,24 +177,86 @@ out:
 	return config;
 }
 
+/* --json: one object on stdout, whatever was found. */
+static int lint_json_print(struct lint *l)
+{
+	struct pc_buf b = {0};
+	struct pc_json j;
+	int rc = lint_exit(l);
+
+	pc_json_arr_end(&l->dj);
+	pc_json_arr_end(&l->cj);
+	pc_json_init(&j, &b);
+	pc_json_obj(&j);
+	pc_json_key(&j, "ok");
+	pc_json_bool(&j, rc == PC_EXIT_OK);
+	pc_json_key(&j, "strict");
+	pc_json_bool(&j, l->strict);
+	pc_json_ku64(&j, "errors", l->errors + l->unreadable);
+	pc_json_ku64(&j, "warnings", l->warnings);
+	pc_json_key(&j, "checked");
+	pc_json_raw(&j, pc_buf_str(&l->cbuf));
+	pc_json_key(&j, "diagnostics");
+	pc_json_raw(&j, pc_buf_str(&l->dbuf));
+	pc_json_obj_end(&j);
+	if (b.err || l->dbuf.err || l->cbuf.err) {
+		pc_cli_error(l->what, "out of memory");
+		rc = PC_EXIT_ERROR;
+	} else {
+		printf("%s\n", pc_buf_str(&b));
+	}
+	pc_buf_free(&b);
+	pc_buf_free(&l->dbuf);
+	pc_buf_free(&l->cbuf);
+	return rc;
+}
+
+static int lint_finish(struct lint *l)
+{
+	if (l->json)
+		return lint_json_print(l);
+	pc_buf_free(&l->dbuf);
+	pc_buf_free(&l->cbuf);
+	if (l->strict && l->warnings && !l->errors && !l->unreadable)
+		pc_cli_error(l->what, "%zu warning%s, errors under --strict", l->warnings,
+			     l->warnings == 1 ? "" : "s");
+	return lint_exit(l);
+}
+
 static int cmd_lint(int argc, char **argv, const char *config)
 {
 	struct lint l = {.what = "policy lint"};
 	const char **rules = NULL;
-	size_t n = 0;
+	size_t n = 0, nfiles = 0;
 
-	if (argc < 1) {
-		lint_config(&l, config);
-		return lint_exit(&l);
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--strict") == 0)
+			l.strict = true;
+		else if (strcmp(argv[i], "--json") == 0)
+			l.json = true;
+		else
+			nfiles++;
+	}
+	pc_json_init(&l.dj, &l.dbuf);
+	pc_json_arr(&l.dj);
+	pc_json_init(&l.cj, &l.cbuf);
+	pc_json_arr(&l.cj);
+	if (!nfiles) {
+		lint_config_file(&l, config);
+		return lint_finish(&l);
 	}
 	rules = calloc((size_t)argc, sizeof(*rules));
 	if (!rules) {
 		pc_cli_error("policy lint", "out of memory");
+		pc_buf_free(&l.dbuf);
+		pc_buf_free(&l.cbuf);
 		return PC_EXIT_ERROR;
 	}
 	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--strict") == 0 || strcmp(argv[i], "--json") == 0)
+			continue;
 		if (file_is_config(argv[i]))
-			lint_config(&l, argv[i]);
+			lint_config_file(&l, argv[i]);
 		else
 			rules[n++] = argv[i];
 	}
@@ -210,15 +270,15 @@ static int cmd_lint(int argc, char **argv, const char *config)
 			char where[64];
 
 			snprintf(where, sizeof(where), "%zu rule file%s", n, n == 1 ? "" : "s");
-			lint_warn_special(p, NULL);
-			policy_summary(where, p, false);
+			lint_warnings(&l, p, NULL, NULL);
+			lint_ok(&l, where, "rule files", p, false);
 			policy_unref(p);
 		} else if (l.errors + l.unreadable == before) {
 			l.errors++;
 		}
 	}
 	free(rules);
-	return lint_exit(&l);
+	return lint_finish(&l);
 }
 
 static int cmd_hash(int argc, char **argv, const char *config)
@@ -226,11 +286,13 @@ static int cmd_hash(int argc, char **argv, const char *config)
 	struct lint l = {.what = "policy hash"};
 	struct config cfg;
 	struct policy *p = NULL;
-	bool canonical = false;
+	bool canonical = false, json = false;
 
 	for (int i = 0; i < argc; i++) {
 		if (strcmp(argv[i], "--canonical") == 0) {
 			canonical = true;
+		} else if (strcmp(argv[i], "--json") == 0) {
+			json = true;
 		} else {
 			pc_cli_error("policy hash",
 				     "unexpected argument '%s' (usage: policy hash "
@@ -245,7 +307,10 @@ static int cmd_hash(int argc, char **argv, const char *config)
 			l.errors++;
 		return lint_exit(&l);
 	}
-	if (canonical) {
+	if (json) {
+		printf("{\"policy\":\"%s\",\"sandboxes\":%zu}\n", policy_hash(p),
+		       policy_sandbox_count(p));
+	} else if (canonical) {
 		size_t len;
 		const char *c = policy_canonical(p, &len);
 
@@ -259,15 +324,16 @@ static int cmd_hash(int argc, char **argv, const char *config)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: portcullis [-c FILE] policy lint [FILE...]\n"
-		   "       portcullis [-c FILE] policy hash [--canonical]\n"
-		   "lint: check the configuration and its rules directory (or the given rule\n"
-		   "      files and configurations); errors as file:line:col: message,\n"
-		   "      warnings (cidr entries opening special-purpose ranges) as\n"
-		   "      file:line:col: warning: message\n"
-		   "      exit 0 clean, 1 errors, 3 unreadable input\n"
-		   "hash: print the sha256 of the policy the configuration points to\n"
-		   "      (--canonical: print the canonical form it is computed over)\n");
+	fprintf(f,
+		"usage: portcullis [-c FILE] policy lint [--strict] [--json] [FILE...]\n"
+		"       portcullis [-c FILE] policy hash [--canonical] [--json]\n"
+		"       portcullis [-c FILE] policy test SANDBOX HOST|IP PORT [--proto tcp|udp]\n"
+		"lint: check the configuration and its rules directory (or the given rule\n"
+		"      files and configurations); errors as file:line:col: message,\n"
+		"      warnings as file:line:col: warning: message (docs/policy.md)\n"
+		"      exit 0 clean, 1 errors (or warnings with --strict), 3 unreadable input\n"
+		"hash: print the sha256 of the policy the configuration points to\n"
+		"      (--canonical: print the canonical form it is computed over)\n");
 }
 
 int rules_cli(int argc, char **argv, const char *config)

@@ -964,3 +964,19 @@ int config_describe(const char *path, struct config *cfg, struct config_entry **
 		*cfg = c;
 	return 0;
 }
+
+int config_uplinks_valid(const struct config *cfg, struct pc_err *err)
+{
+	if (!cfg->n_uplinks)
+		return pc_err_set(err, PC_EINVAL,
+				  "uplinks is not set; name the interface(s) toward the "
+				  "upstream network (e.g. uplinks: [eth0]): nothing arriving on "
+				  "any other interface is forwarded");
+	for (size_t i = 0; i < cfg->n_uplinks; i++)
+		if (strcmp(cfg->uplinks[i], cfg->bridge) == 0 || strcmp(cfg->uplinks[i], "lo") == 0)
+			return pc_err_set(err, PC_EINVAL,
+					  "uplinks: '%s' cannot be an uplink (the sandbox "
+					  "bridge and lo are not)",
+					  cfg->uplinks[i]);
+	return 0;
+}

@@ -110,7 +110,7 @@ static int get_port_item(struct pparse *pp, const struct ynode *n, struct policy
 	    "expected a port from 1 to 65535 or a range like \"8000-8080\"";
 	unsigned long v[2] = {0, 0};
 	const char *s;
-	char *end;
+	char *end, why[96];
 	int k = 0;
 
 	if (n->type != YN_SCALAR || ynode_is_null(n))
@@ -118,6 +118,11 @@ static int get_port_item(struct pparse *pp, const struct ynode *n, struct policy
 				 "a port from 1 to 65535 or a range "
 				 "like \"8000-8080\"");
 	s = n->str;
+	if (rules_nondecimal(s, why, sizeof(why)))
+		return yerr(&pp->c, n,
+			    "ports: %s; expected ports written in decimal, like 443, or a "
+			    "range like \"8000-8080\"",
+			    why);
 	for (;;) {
 		if (*s < '0' || *s > '9' || (s[0] == '0' && s[1] >= '0' && s[1] <= '9'))
 			goto bad;
@@ -463,6 +468,8 @@ static int parse_secret(struct pparse *pp, struct sbb *s, const struct ynode *n,
 				 host->str);
 		s->sec_host[i] = loc_of(pp, host);
 	}
+	sec->line = port ? port->line : n->line;
+	sec->col = port ? port->col : n->col;
 	if (port) {
 		uint64_t v;
 

@@ -147,6 +147,10 @@ struct config {
  * run_dir/state_dir; relative paths are taken relative to the directory of
  * the configuration file. On error *cfg is untouched. */
 int config_load(const char *path, struct config *cfg, struct pc_err *err);
+/* uplinks set, and naming neither the bridge nor lo: what portcullisd
+ * requires at start (and `policy lint` warns about). PC_EINVAL, the message
+ * without the file's name. */
+int config_uplinks_valid(const struct config *cfg, struct pc_err *err);
 
 /* ======================================================================
  * Policy: /etc/portcullis/rules.d/NAME.yaml
@@ -199,6 +203,7 @@ struct policy_secret {
 	uint16_t port;		    /* port: default 443 */
 	char header[64];	    /* header: default "Authorization" */
 	char format[256];	    /* format: default "Bearer {secret}" */
+	unsigned line, col;	    /* where its port (else the secret) is written (lint) */
 };
 
 struct policy_index; /* private to rules/ */

@@ -328,5 +328,36 @@ int config_describe(const char *path, struct config *cfg, struct config_entry **
 		    struct pc_err *err, pc_err_report_fn report, void *arg);
 void config_entries_free(struct config_entry *e, size_t n);
 /* ---- end ad-ops ----------------------------------------------------------- */
+/* ---- lint.c: the warnings of `policy lint` (ad-cli, issue 18) ------------ */
+
+#define LINT_BRIDGE_MAX 16
+struct psl_above;
+
+struct lint_ctx {
+	const struct config *cfg; /* NULL: rule files alone, built-in defaults */
+	const char *psl_file;	  /* NULL: /usr/share/publicsuffix/public_suffix_list.dat */
+	/* each warning: file:line:col and the message (no "warning:" prefix) */
+	void (*warn)(void *arg, const char *file, unsigned line, unsigned col, const char *msg);
+	void *arg;
+	size_t warnings;
+	/* private */
+	const void *psl; /* psl_ctx_t, loaded on first use */
+	bool psl_tried, psl_said, bridge_read, above_tried;
+	struct psl_above *above; /* the list's names above its rules (lint.c) */
+	size_t n_above, n_above_slots;
+	struct pc_prefix bridge[LINT_BRIDGE_MAX]; /* the bridge's addresses on this box */
+	size_t n_bridge;
+};
+/* Warnings about a compiled policy (its entries and secrets). */
+void lint_policy(struct lint_ctx *l, const struct policy *p);
+/* Files of a rules directory the loader ignores though they look like rule
+ * files (x.YAML). */
+void lint_rules_dir(struct lint_ctx *l, const char *dir);
+/* Settings a daemon would refuse at start (users, uplinks). */
+void lint_config(struct lint_ctx *l, const struct config *cfg);
+void lint_ctx_free(struct lint_ctx *l);
+/* A number written in another base (0x1BB, 0o17, 0b1): true, with why
+ * saying so (and its decimal value); the schema takes decimal only. */
+bool rules_nondecimal(const char *s, char *why, size_t len);
 
 #endif

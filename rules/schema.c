@@ -3,7 +3,9 @@
  * scalar conversions. */
 #include "rules/rules_int.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void diag_init(struct diag *d, struct pc_err *err, pc_err_report_fn report, void *arg)
@@ -182,6 +184,35 @@ size_t ymap_check_keys(struct yctx *c, const struct ynode *m, const char *const 
 	return bad;
 }
 
+bool rules_nondecimal(const char *s, char *why, size_t len)
+{
+	static const struct {
+		char letter;
+		int base;
+		const char *name;
+	} forms[] = {{'x', 16, "a hexadecimal"}, {'o', 8, "an octal"}, {'b', 2, "a binary"}};
+	const char *p = s;
+
+	if (*p == '+' || *p == '-')
+		p++;
+	for (size_t i = 0; p[0] == '0' && i < sizeof(forms) / sizeof(forms[0]); i++) {
+		char *end;
+		unsigned long long v;
+
+		if ((p[1] | 0x20) != forms[i].letter)
+			continue;
+		errno = 0;
+		v = strtoull(p + 2, &end, forms[i].base);
+		if (end == p + 2 || *end || errno)
+			snprintf(why, len, "'%.32s' is not a decimal number", s);
+		else
+			snprintf(why, len, "'%.32s' is %s number (%llu in decimal)", s,
+				 forms[i].name, v);
+		return true;
+	}
+	return false;
+}
+
 int yget_uint(struct yctx *c, const struct ynode *n, const char *what, uint64_t min, uint64_t max,
 	      uint64_t *out)
 {
@@ -199,6 +230,8 @@ int yget_uint(struct yctx *c, const struct ynode *n, const char *what, uint64_t 
 	s = n->str;
 	if (!*s)
 		return yerr_type(c, n, what, expected);
+	if (rules_nondecimal(s, desc, sizeof(desc)))
+		return yerr(c, n, "%s: %s; expected %s, written in decimal", what, desc, expected);
 	if (s[0] == '0' && s[1])
 		return yerr(c, n, "%s: expected %s, found '%.32s' (leading zeros are ambiguous)",
 			    what, expected, s);

@@ -66,10 +66,11 @@ static long value_read(uint8_t *buf, size_t cap)
 static int secrets_set(int argc, char **argv, const struct config *cfg)
 {
 	static const struct option opts[] = {{"keep-placeholder", no_argument, NULL, 'k'},
+					     {"json", no_argument, NULL, 'j'},
 					     {NULL, 0, NULL, 0}};
 	char ph[VAULT_PH_MAX];
 	struct pc_err e = {0};
-	bool keep = false;
+	bool keep = false, json = false;
 	uint8_t *val;
 	uid_t uid;
 	gid_t gid;
@@ -77,9 +78,12 @@ static int secrets_set(int argc, char **argv, const struct config *cfg)
 	int o, rc;
 
 	while ((o = getopt_long(argc, argv, "k", opts, NULL)) != -1) {
-		if (o != 'k')
+		if (o == 'j')
+			json = true;
+		else if (o == 'k')
+			keep = true;
+		else
 			return PC_EXIT_USAGE;
-		keep = true;
 	}
 	if (optind + 1 != argc) {
 		fprintf(stderr,
@@ -112,7 +116,10 @@ static int secrets_set(int argc, char **argv, const struct config *cfg)
 		pc_cli_error("secrets set", "%s", e.msg);
 		return rc == PC_EINVAL ? PC_EXIT_USAGE : PC_EXIT_ERROR;
 	}
-	printf("%s\n", ph);
+	if (json)
+		printf("{\"name\":\"%s\",\"placeholder\":\"%s\"}\n", argv[optind], ph);
+	else
+		printf("%s\n", ph);
 	fprintf(stderr,
 		"portcullis: %s sealed; send SIGHUP to portcullis-vault (or `portcullis "
 		"reload`) to serve it\n",
@@ -212,13 +219,22 @@ int vault_cli(int argc, char **argv, const char *config)
 		return PC_EXIT_ERROR;
 	}
 	if (!strcmp(argv[0], "ca")) {
-		bool force = argc == 3 && !strcmp(argv[2], "--force");
+		/* [--force] [--json], in either order */
+		bool force = false, json = false, bad = false;
 		uid_t uid;
 		gid_t gid;
 		int rc;
 
-		if (strcmp(sub, "init") || (argc > 2 && !force)) {
-			fprintf(stderr, "usage: portcullis ca init [--force]\n");
+		for (int i = 2; i < argc; i++) {
+			if (!strcmp(argv[i], "--force"))
+				force = true;
+			else if (!strcmp(argv[i], "--json"))
+				json = true;
+			else
+				bad = true;
+		}
+		if (strcmp(sub, "init") || bad) {
+			fprintf(stderr, "usage: portcullis ca init [--force] [--json]\n");
 			return PC_EXIT_USAGE;
 		}
 		if (load_config(config, &cfg) < 0)
@@ -228,7 +244,21 @@ int vault_cli(int argc, char **argv, const char *config)
 			pc_cli_error("ca init", "%s", e.msg);
 			return e.code == PC_EEXIST ? PC_EXIT_FAIL : PC_EXIT_ERROR;
 		}
-		printf("%s/ca.pem\n", cfg.vault.ca_dir);
+		if (json) {
+			struct pc_buf b = {0};
+			struct pc_json j;
+			char pem[PC_PATH_MAX + 16];
+
+			snprintf(pem, sizeof(pem), "%s/ca.pem", cfg.vault.ca_dir);
+			pc_json_init(&j, &b);
+			pc_json_obj(&j);
+			pc_json_kstr(&j, "ca", pem);
+			pc_json_obj_end(&j);
+			printf("%s\n", pc_buf_str(&b));
+			pc_buf_free(&b);
+		} else {
+			printf("%s/ca.pem\n", cfg.vault.ca_dir);
+		}
 		return PC_EXIT_OK;
 	}
 	if (load_config(config, &cfg) < 0)
@@ -237,17 +267,26 @@ int vault_cli(int argc, char **argv, const char *config)
 		return secrets_set(argc - 1, argv + 1, &cfg);
 	if (!strcmp(sub, "list"))
 		return secrets_list(argc - 1, argv + 1, &cfg);
-	if ((!strcmp(sub, "rm") || !strcmp(sub, "placeholder")) && argc == 3) {
+	/* placeholder takes --json (on either side of the name) */
+	bool json = argc == 4 && sub[0] == 'p' &&
+		    (!strcmp(argv[2], "--json") || !strcmp(argv[3], "--json"));
+	const char *name = json && !strcmp(argv[2], "--json") ? argv[3] : argv[2];
+
+	if ((!strcmp(sub, "rm") || !strcmp(sub, "placeholder")) && (argc == 3 || json)) {
 		char ph[VAULT_PH_MAX];
-		int rc = sub[0] == 'r' ? store_secret_rm(cfg.vault.secrets, argv[2], &e)
-				       : store_placeholder_read(cfg.vault.secrets, argv[2], ph, &e);
+		int rc = sub[0] == 'r' ? store_secret_rm(cfg.vault.secrets, name, &e)
+				       : store_placeholder_read(cfg.vault.secrets, name, ph, &e);
 
 		if (rc < 0) {
 			pc_cli_error(sub[0] == 'r' ? "secrets rm" : "secrets placeholder", "%s",
 				     e.msg);
-			return rc == PC_ENOENT ? PC_EXIT_FAIL : PC_EXIT_ERROR;
+			/* rm of a name not stored could not do its job (3, portcullis(8));
+			 * placeholder of one is a negative answer (1) */
+			return rc == PC_ENOENT && sub[0] == 'p' ? PC_EXIT_FAIL : PC_EXIT_ERROR;
 		}
-		if (sub[0] == 'p')
+		if (sub[0] == 'p' && json)
+			printf("{\"name\":\"%s\",\"placeholder\":\"%s\"}\n", name, ph);
+		else if (sub[0] == 'p')
 			printf("%s\n", ph);
 		return PC_EXIT_OK;
 	}

@@ -4,6 +4,7 @@
 #include "vault/vault_int.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <netinet/in.h>
 #include <openssl/ssl.h>
 #include <poll.h>
@@ -391,7 +392,8 @@ static int usage(FILE *f)
 	fprintf(f, "usage: portcullis-vault [-c FILE] [-t]\n"
 		   "  -c FILE  configuration (default /etc/portcullis/portcullis.yaml)\n"
 		   "  -t       check the configuration, CA, policy and secrets, then exit\n"
-		   "  -V       print the version\n");
+		   "  -h, --help     this text\n"
+		   "  -V, --version  print the version\n");
 	return f == stdout ? PC_EXIT_OK : PC_EXIT_USAGE;
 }
 
@@ -459,6 +461,9 @@ static int setup(struct vault_daemon *d, const char *config, bool test_only, int
 
 int main(int argc, char **argv)
 {
+	static const struct option lopts[] = {{"help", no_argument, NULL, 'h'},
+					      {"version", no_argument, NULL, 'V'},
+					      {NULL, 0, NULL, 0}};
 	const char *config = "/etc/portcullis/portcullis.yaml";
 	struct vault_daemon d = {0};
 	struct rlimit nocore = {0, 0};
@@ -482,7 +487,7 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	while ((opt = getopt(argc, argv, "c:thV")) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:thV", lopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			config = optarg;
@@ -499,6 +504,8 @@ int main(int argc, char **argv)
 			return usage(stderr);
 		}
 	}
+	if (optind != argc)
+		return usage(stderr);
 	if (sodium_init() < 0) {
 		pc_log(PC_LOG_ERR, "libsodium failed to initialise");
 		return pc_daemon_exit(PC_EIO, test_only);

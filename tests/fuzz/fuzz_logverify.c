@@ -43,6 +43,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t nlen;
 
 		(void)logrec_human(text + off, len, out, sizeof(out));
+		/* and through every filter of `log show` (show_follow.c) */
+		{
+			static const struct logshow_filter f = {"a", "connect", LOGSHOW_REFUSED,
+								"2026-12-01T00:00:00.000Z"};
+
+			(void)logshow_match(&f, text + off, len);
+		}
 		(void)logv_checkpoint_unescape(text + off, len, note, sizeof(note), &nlen);
 		off += len + 1;
 	}

@@ -27,6 +27,8 @@ t_match "issuance is a log record" '"cert-issue"' "$(cat "$K/log/verdicts.jsonl"
 pub=$K/state/appliance.pub
 t_ok "cert verify with the appliance key" ck_pc cert verify "$C/agent-1.json" --key "$pub"
 t_ok "cert verify --live on an unchanged appliance" ck_pc cert verify "$C/agent-1.json" --live
+t_eq "cert verify --live --json: one object, valid, live, its sandbox" "true true agent-1" \
+	"$(ck_pc cert verify "$C/agent-1.json" --live --json 2>/dev/null | jq -r '"\(.valid) \(.live) \(.sandbox)"')"
 st=$(jq -r .payload "$C/agent-1.json" | base64 -d)
 t_eq "statement is in-toto v1" "https://in-toto.io/Statement/v1" "$(printf '%s' "$st" | jq -r ._type)"
 t_eq "six subjects" 6 "$(printf '%s' "$st" | jq '.subject | length')"
@@ -64,6 +66,8 @@ env["payload"] = base64.b64encode(bytes(p)).decode()
 json.dump(env, open(sys.argv[2], "w"))
 EOF
 t_fail "tampered certificate (one byte): verify fails" ck_pc cert verify "$C/tampered.json" --key "$pub"
+t_eq "... and --json says it is not valid, and why" "false true" \
+	"$(ck_pc cert verify "$C/tampered.json" --key "$pub" --json 2>/dev/null | jq -r '"\(.valid) \(.error != null)"')"
 openssl genpkey -algorithm ed25519 -out "$C/other.key" 2>/dev/null
 openssl pkey -in "$C/other.key" -pubout -out "$C/other.pub" 2>/dev/null
 out=$(ck_pc cert verify "$C/agent-1.json" --key "$C/other.pub" 2>&1) && rc=0 || rc=$?

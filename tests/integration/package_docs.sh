@@ -39,12 +39,19 @@ for k in $rkeys; do
 	t_ok "portcullis-rules(5) documents $k" page_has "$man/portcullis-rules.5" "(^|[^a-z_])$k([^a-z_]|\$)"
 done
 
-# CLI commands: the dispatch table of cli/main.c.
-cmds=$(sed -n '/cli_cmds\[\] = {/,/NULL, NULL, NULL/p' cli/main.c |
+# CLI commands: the command table of cli/cmds.c.
+cmds=$(sed -n '/cli_cmds\[\] = {/,/NULL, NULL, NULL/p' cli/cmds.c |
 	grep -oE '^\s*\{"[a-z]+"' | grep -oE '[a-z]+')
 for c in $cmds; do
 	t_ok "portcullis(8) documents the $c command" page_has "$man/portcullis.8" "^ {7}$c( |\$)"
 done
+
+# Every subcommand of the command table too (cli/cmds.c: {"log", "show", ...}).
+subs=$(grep -oE '^\s*\{"[a-z]+", "[a-z]+"' cli/cmds.c | grep -oE '"[a-z]+", "[a-z]+"' | tr -d '",')
+t_match "the subcommands were found" 'policy test' "$subs"
+while read -r c s; do
+	t_ok "portcullis(8) documents $c $s" page_has "$man/portcullis.8" "^ {7}$c $s( |\$)"
+done <<<"$subs"
 
 # Daemon options: each getopt string's letters appear as options in the page.
 for d in portcullisd:engine/main.c portcullis-logd:logd/main.c \
@@ -57,7 +64,7 @@ for d in portcullisd:engine/main.c portcullis-logd:logd/main.c \
 	opts=$(grep -oE 'getopt(_long)?\([^"]*"[^"]*"' "$src" | head -1 | sed 's/.*"\(.*\)"/\1/' |
 		tr -d ':+')
 	for o in $(printf '%s' "$opts" | grep -o .); do
-		t_ok "$name(8) documents -$o" page_has "$man/$name.8" "^ {7}-$o( |\$)"
+		t_ok "$name(8) documents -$o" page_has "$man/$name.8" "^ {7}-$o( |,|\$)"
 	done
 done
 

@@ -72,6 +72,21 @@ t_ok "secrets rm" pc secrets rm GITHUB_TOKEN
 t_eq "rm removed both files" "" "$(ls "$D/secrets" | grep GITHUB_TOKEN)"
 rc=0; pc secrets placeholder GITHUB_TOKEN 2>/dev/null || rc=$?
 t_eq "the placeholder of a removed secret: exit 1" 1 "$rc"
+rc=0; pc secrets rm GITHUB_TOKEN 2>"$D/err" || rc=$?
+t_eq "secrets rm of a name not stored: exit 3, as portcullis(8) says" 3 "$rc"
+t_match "... naming it" "secrets rm: .*GITHUB_TOKEN" "$(cat "$D/err")"
+
+# --json on the commands that print a result
+js=$(printf '%s\n' "$VALUE" | pc secrets set --json GITHUB_TOKEN 2>/dev/null)
+t_eq "secrets set --json: name and placeholder" "GITHUB_TOKEN $(cat "$D/secrets/GITHUB_TOKEN.placeholder")" \
+	"$(printf '%s' "$js" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["name"], d["placeholder"])')"
+t_eq "secrets placeholder --json NAME" "$(cat "$D/secrets/GITHUB_TOKEN.placeholder")" \
+	"$(pc secrets placeholder --json GITHUB_TOKEN | python3 -c 'import json,sys; print(json.load(sys.stdin)["placeholder"])')"
+t_eq "secrets placeholder NAME --json (either order)" "$(pc secrets placeholder --json GITHUB_TOKEN)" \
+	"$(pc secrets placeholder GITHUB_TOKEN --json)"
+t_eq "ca init --force --json: the CA's path" "$D/ca/ca.pem" \
+	"$(pc ca init --force --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["ca"])')"
+pc secrets rm GITHUB_TOKEN
 
 # a sealed file that was tampered with stops the vault from loading
 printf '%s\n' "$VALUE" | pc secrets set GITHUB_TOKEN >/dev/null 2>&1
