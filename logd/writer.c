@@ -94,6 +94,7 @@ static int dir_sync(const struct logw *w)
 }
 
 /* What the operator should hear about at start; several notes are joined. */
+static void notice_add(struct logw *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void notice_add(struct logw *w, const char *fmt, ...)
 {
 	size_t n = strlen(w->notice);
