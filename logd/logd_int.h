@@ -356,8 +356,9 @@ struct logd_stats {
 struct logd_live {
 	_Atomic uint64_t records, malformed, refused, write_errors, clients;
 	_Atomic uint64_t next_seq, tree_size, unsealed, file_bytes, last_cp_ms;
-	_Atomic uint64_t start_ms;	  /* wall time logd started serving */
-	_Atomic uint64_t rotate_failures; /* lx-writer: logw_stats.rotate_failures */
+	_Atomic uint64_t start_ms; /* wall time logd started serving */
+	/* lx-writer: logw_stats.rotate_failures */
+	_Atomic uint64_t rotate_failures;
 };
 /* The reply to "metrics" on the control socket (pc_ctl_fn; ctx is the
  * struct logd_live the server publishes into). */
