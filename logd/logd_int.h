@@ -272,6 +272,15 @@ struct logw_conf {
 	 * sound (a key rotation), not as broken */
 	const struct note_verifier *old_keys;
 	size_t n_old_keys;
+	/* -- lx-writer: anchors (issue 21) --
+	 * Paths of signed checkpoint notes (this key's signature; others,
+	 * such as a witness's cosignature, are ignored) that the file must be
+	 * consistent with at start, besides the sidecar: a file shorter than
+	 * one of them, or that disagrees with its root, is refused. A missing
+	 * path is skipped (nothing anchored yet); one that does not verify is
+	 * refused. */
+	const char *const *anchors;
+	size_t n_anchors;
 };
 
 /* The exporter's hooks: each record and checkpoint of a batch is staged
@@ -328,6 +337,9 @@ uint64_t logw_next_seq(const struct logw *w);
 struct logw_stats {
 	uint64_t next_seq, tree_size, unsealed, file_bytes;
 	uint64_t last_cp_ms; /* wall time of the last signed checkpoint, 0 if none */
+	/* -- lx-writer -- rotations that failed (retried; the records of the
+	 * batch that triggered them were written and acknowledged) */
+	uint64_t rotate_failures;
 };
 void logw_stats(const struct logw *w, struct logw_stats *out);
 /* What logw_open repaired or decided that the operator should hear about
@@ -367,6 +379,8 @@ struct logd_live {
 	_Atomic uint64_t records, malformed, refused, write_errors, clients;
 	_Atomic uint64_t next_seq, tree_size, unsealed, file_bytes, last_cp_ms;
 	_Atomic uint64_t start_ms; /* wall time logd started serving */
+	/* lx-writer: logw_stats.rotate_failures */
+	_Atomic uint64_t rotate_failures;
 };
 /* The reply to "metrics" on the control socket (pc_ctl_fn; ctx is the
  * struct logd_live the server publishes into). */

@@ -27,6 +27,10 @@ static const struct pc_prom_row live_rows[] = {
     {"portcullis_logd_unsealed_records", "gauge", "Records not yet covered by a signed checkpoint.",
      NULL, L(unsealed)},
     {"portcullis_logd_file_bytes", "gauge", "Size of the current log file.", NULL, L(file_bytes)},
+    {"portcullis_logd_rotate_failures_total", "counter",
+     "Rotations that failed (retried a second later; the records written before stand and "
+     "were acknowledged).",
+     NULL, L(rotate_failures)},
 };
 #undef L
 

@@ -309,6 +309,7 @@ static void publish(struct server *s)
 	atomic_store(&l->unsealed, ws.unsealed);
 	atomic_store(&l->file_bytes, ws.file_bytes);
 	atomic_store(&l->last_cp_ms, ws.last_cp_ms);
+	atomic_store(&l->rotate_failures, ws.rotate_failures);
 }
 
 /* Read the pending signals: 0, with *stop set for SIGTERM/SIGINT (left

@@ -202,7 +202,11 @@ static int line_record(struct logv *v, const char *line, size_t len, struct pc_e
 				   (unsigned long long)rec.seq);
 		r->first_seq = rec.seq;
 	} else {
-		if (rec.seq != r->last_seq + 1)
+		/* seq goes up by one; only a log-segment record may skip ahead:
+		 * logd's own record of lines it set aside, whose seqs are not
+		 * given again (docs/logd.md, "Recovery") */
+		if (rec.seq != r->last_seq + 1 &&
+		    !(rec.seq > r->last_seq + 1 && logv_record_is_segment(line, len)))
 			return bad(v, PC_ETAMPER, err, "seq %llu follows seq %llu: a record was %s",
 				   (unsigned long long)rec.seq, (unsigned long long)r->last_seq,
 				   rec.seq > r->last_seq + 1 ? "deleted (or records reordered)"

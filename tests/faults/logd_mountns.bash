@@ -33,6 +33,7 @@ mountns_logd_start() { # mount-commands [arg...]
 inns() { nsenter -t "$(cat "$LAB_DIR/anchor")" -m "$@"; }
 
 flow_records() {
-	inns cat "$L/verdicts.jsonl" | grep '"event.outcome":"success"' |
+	# the log and what a restart set aside (docs/logd.md "Recovery")
+	inns sh -c "cat $L/verdicts.jsonl $L/verdicts.jsonl.*-quarantine 2>/dev/null" | grep '"event.outcome":"success"' |
 		grep -c "\"destination.ip\":\"$LAB_DIRECT4\""
 }

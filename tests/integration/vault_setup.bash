@@ -210,4 +210,6 @@ vcurl() { # sandbox-index curl-args...
 # nginx writes a request's access log line after the response went out, so
 # the client can have the response first: let the line land before reading
 v_upstream_log() { sleep 0.1; cat "$LAB_DIR/nginx-access.log" 2>/dev/null; }
-v_verdicts() { cat "$V/log/verdicts.jsonl" 2>/dev/null; }
+# (with the records logd set aside at a restart after a kill: kept in
+# quarantine files, docs/logd.md "Recovery")
+v_verdicts() { cat "$V/log/verdicts.jsonl" "$V"/log/verdicts.jsonl.*-quarantine 2>/dev/null; }

@@ -1,0 +1,210 @@
+/* Unit tests for the log writer's recovery and durability (issue 21):
+ * checkpoints reach the exporter only once synced, the unsealed tail is set
+ * aside at open, an emptied log is refused, a failed rotation does not fail
+ * the commit whose records it follows. */
+#include "logd/logd_int.h"
+#include "tests/unit/unit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct wlog {
+	char dir[64], file[96], side[128];
+	struct note_signer *key;
+	struct logw_conf wc;
+};
+
+static void wlog_make(struct wlog *t, uint32_t cp_records)
+{
+	memset(t, 0, sizeof(*t));
+	snprintf(t->dir, sizeof(t->dir), "/tmp/check_logd_writer.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(t->dir));
+	snprintf(t->file, sizeof(t->file), "%s/log.jsonl", t->dir);
+	snprintf(t->side, sizeof(t->side), "%s.checkpoint", t->file);
+	ck_assert_int_eq(note_signer_generate("test/portcullis-log", &t->key, NULL), 0);
+	t->wc.file = t->file;
+	t->wc.cp_records = cp_records;
+	t->wc.cp_ms = 1000000; /* no checkpoint, and no sync, by time */
+	t->wc.owner = (uid_t)-1;
+	t->wc.group = (gid_t)-1;
+}
+
+static void wlog_remove(struct wlog *t)
+{
+	char cmd[96];
+
+	note_signer_free(t->key);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", t->dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void append_n(struct logw *w, int n)
+{
+	struct logrec r = {.action = LOGREC_CONNECT, .verdict = LOGREC_REFUSED, .sandbox = "a-1"};
+
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(logw_append(w, &r, NULL, NULL), 0);
+	ck_assert_int_eq(logw_commit(w, NULL), 0);
+}
+
+/* what the exporter was handed */
+static struct {
+	int cps;
+	uint64_t last_size;
+} X;
+
+static void x_stage(void *ctx, const struct logrec *rec, uint64_t seq, uint64_t time_ms,
+		    const uint8_t hash[MERKLE_HASH])
+{
+	(void)ctx, (void)rec, (void)seq, (void)time_ms, (void)hash;
+}
+
+static void x_stage_cp(void *ctx, const char *note, size_t len)
+{
+	const char *nl = memchr(note, '\n', len);
+
+	(void)ctx;
+	X.cps++;
+	X.last_size = nl ? strtoull(nl + 1, NULL, 10) : 0;
+}
+
+static void x_done(void *ctx, bool written)
+{
+	(void)ctx, (void)written;
+}
+
+/* A power cut takes back what was not synced: a checkpoint the collector
+ * holds must never be among it. */
+START_TEST(checkpoints_are_exported_only_once_synced)
+{
+	struct logw_export exp = {x_stage, x_stage_cp, x_done, NULL};
+	struct wlog t;
+	struct logw *w;
+
+	wlog_make(&t, 5);
+	ck_assert_int_eq(logw_open(&t.wc, t.key, NULL, &w, NULL), 0);
+	memset(&X, 0, sizeof(X));
+	logw_set_export(w, &exp);
+	append_n(w, 5); /* a checkpoint of 6 records, written, not synced */
+	ck_assert_msg(X.cps == 0, "checkpoint of %llu records exported before it was synced",
+		      (unsigned long long)X.last_size);
+	ck_assert_int_eq(logw_close(w, NULL), 0); /* syncs */
+	ck_assert_int_eq(X.cps, 1);
+	ck_assert_uint_eq(X.last_size, 6);
+	wlog_remove(&t);
+}
+END_TEST
+
+/* Records after the last checkpoint (a kill, or appended by anyone who can
+ * write the file) are set aside, and a record of the log says so. */
+START_TEST(unsealed_tail_is_set_aside_at_open)
+{
+	char cmd[300], last[4096];
+	struct wlog t;
+	struct logw *w;
+	struct logv *v;
+	struct pc_err err;
+	FILE *f;
+
+	wlog_make(&t, 5);
+	ck_assert_int_eq(logw_open(&t.wc, t.key, NULL, &w, NULL), 0);
+	append_n(w, 7); /* seq 2-8; checkpoint after seq 6 */
+	ck_assert_int_eq(logw_close(w, NULL), 0);
+	/* as a kill leaves it: no final checkpoint, the sidecar older */
+	snprintf(cmd, sizeof(cmd), "sed -i '$d' %s && rm %s", t.file, t.side);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(logw_open(&t.wc, t.key, NULL, &w, &err), 0);
+	ck_assert_msg(strstr(logw_notice(w), "set aside at start: 2 lines"), "%s", logw_notice(w));
+	ck_assert_uint_eq(logw_next_seq(w), 10); /* 9: the set-aside record */
+	ck_assert_int_eq(logw_close(w, NULL), 0);
+	snprintf(cmd, sizeof(cmd), "grep -h '\"log.quarantine.seq\":\"7-8\"' %s", t.file);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(fgets(last, sizeof(last), f));
+	pclose(f);
+	ck_assert(strncmp(last, "{\"seq\":9,", 9) == 0);
+	snprintf(cmd, sizeof(cmd), "test $(cat %s/log.jsonl.*-quarantine | wc -l) = 2", t.dir);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(logv_new(note_signer_verifier(t.key), &v, NULL), 0);
+	ck_assert_msg(logv_file(v, t.file, 0, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(logv_result(v)->unsealed, 0);
+	logv_free(v);
+	wlog_remove(&t);
+}
+END_TEST
+
+START_TEST(an_emptied_log_is_refused)
+{
+	struct wlog t;
+	struct logw *w;
+	struct pc_err err;
+
+	wlog_make(&t, 5);
+	ck_assert_int_eq(logw_open(&t.wc, t.key, NULL, &w, NULL), 0);
+	append_n(w, 7);
+	ck_assert_int_eq(logw_close(w, NULL), 0);
+	ck_assert_int_eq(truncate(t.file, 0), 0);
+	ck_assert_int_eq(logw_open(&t.wc, t.key, NULL, &w, &err), PC_ETAMPER);
+	ck_assert_msg(strstr(err.msg, "is empty, but") && strstr(err.msg, "covers 8 records") &&
+			  strstr(err.msg, "--new-segment"),
+		      "%s", err.msg);
+	/* a configured anchor counts as the sidecar does */
+	{
+		char anchor[160];
+		const char *const anchors[] = {anchor};
+
+		snprintf(anchor, sizeof(anchor), "%s/anchor", t.dir);
+		ck_assert_int_eq(rename(t.side, anchor), 0);
+		t.wc.anchors = anchors;
+		t.wc.n_anchors = 1;
+		ck_assert_int_eq(logw_open(&t.wc, t.key, NULL, &w, &err), PC_ETAMPER);
+		ck_assert_msg(strstr(err.msg, "anchor (signed"), "%s", err.msg);
+	}
+	wlog_remove(&t);
+}
+END_TEST
+
+/* The batch is in the file: a rotation failing after it does not fail it. */
+START_TEST(a_failed_rotation_does_not_fail_the_commit)
+{
+	char blocker[160];
+	struct logw_stats st;
+	struct wlog t;
+	struct logw *w;
+	FILE *f;
+
+	wlog_make(&t, 1000);
+	t.wc.rotate_bytes = 2000;
+	ck_assert_int_eq(logw_open(&t.wc, t.key, NULL, &w, NULL), 0);
+	/* <file>.new cannot be made: a directory that is not empty */
+	snprintf(blocker, sizeof(blocker), "%s.new", t.file);
+	ck_assert_int_eq(mkdir(blocker, 0700), 0);
+	snprintf(blocker, sizeof(blocker), "%s.new/x", t.file);
+	f = fopen(blocker, "w");
+	fclose(f);
+	append_n(w, 20);
+	logw_stats(w, &st);
+	ck_assert_uint_ge(st.rotate_failures, 1);
+	ck_assert_uint_eq(logw_next_seq(w), 22);
+	ck_assert(!logw_broken(w));
+	ck_assert_int_eq(logw_close(w, NULL), 0);
+	wlog_remove(&t);
+}
+END_TEST
+
+static Suite *writer_suite(void)
+{
+	Suite *s = suite_create("logd_writer");
+	TCase *t = tcase_create("recovery");
+
+	tcase_set_timeout(t, 30);
+	PC_UNIT_TESTS(t, checkpoints_are_exported_only_once_synced,
+		      unsealed_tail_is_set_aside_at_open, an_emptied_log_is_refused,
+		      a_failed_rotation_does_not_fail_the_commit);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+PC_UNIT_MAIN(writer_suite)
