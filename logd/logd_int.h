@@ -324,6 +324,9 @@ int logw_close(struct logw *w, struct pc_err *err);
 struct logd_server_conf {
 	uid_t allowed_uids[8]; /* SO_PEERCRED uids allowed to connect */
 	size_t n_allowed;
+	/* the sender each allowed uid is (portcullis.sender), by index;
+	 * LOGREC_SENDER_NONE: ROOT for uid 0, else its records are refused */
+	enum logrec_sender senders[8];
 	unsigned max_clients;
 	/* called on SIGHUP after the log file was reopened (may be NULL):
 	 * main re-reads the syslog settings */
@@ -337,6 +340,8 @@ struct logd_stats {
 	uint64_t malformed; /* messages rejected (session ended) */
 	uint64_t refused;   /* connections refused by SO_PEERCRED */
 	uint64_t write_errors;
+	/* records refused by the sender policy (session ended) */
+	uint64_t refused_records;
 };
 
 /* What the server thread publishes after each round for the control
@@ -344,7 +349,8 @@ struct logd_stats {
 struct logd_live {
 	_Atomic uint64_t records, malformed, refused, write_errors, clients;
 	_Atomic uint64_t next_seq, tree_size, unsealed, file_bytes, last_cp_ms;
-	_Atomic uint64_t start_ms; /* wall time logd started serving */
+	_Atomic uint64_t start_ms;	  /* wall time logd started serving */
+	_Atomic uint64_t refused_records; /* the sender policy said no */
 };
 /* The reply to "metrics" on the control socket (pc_ctl_fn; ctx is the
  * struct logd_live the server publishes into). */
@@ -409,8 +415,11 @@ int logd_key_open(const char *path, bool create, struct note_signer **out, struc
 void logd_key_default_name(char *buf, size_t len);
 /* The public keys keygen --force kept (<key>.pub.<hash>), up to max. */
 size_t logd_old_keys_load(const char *key, struct note_verifier *out, size_t max);
-/* Allow user's uid on the socket (a missing user is logged, not fatal). */
-void logd_allow_user(struct logd_server_conf *sc, const char *user);
+/* Allow user's uid on the socket as sender (a missing user is logged, not
+ * fatal); PC_EINVAL when that uid is already another sender (logd could
+ * not tell their records apart). */
+int logd_allow_user(struct logd_server_conf *sc, const char *user, enum logrec_sender sender,
+		    struct pc_err *err);
 /* The exporter's settings from the configuration (strings borrowed from cfg). */
 void logd_xconf(const struct config *cfg, struct logx_conf *xc);
 
@@ -425,5 +434,12 @@ struct logd_hup {
 };
 
 void logd_on_hup(void *ctx);
+
+/* ---- the sender policy ---------------------------------------------------
+ * (logd/record.c; docs/logd.md "Who may write") */
+
+/* May sender write rec (its action and verdict)? The table is in
+ * docs/logd.md. */
+bool logrec_sender_may(enum logrec_sender sender, const struct logrec *rec);
 
 #endif

@@ -95,6 +95,13 @@ int main(int argc, char **argv)
 		return pc_daemon_exit(PC_EINVAL, test);
 	}
 	logd_xconf(&cfg, &xc);
+	/* Who may write, and as which sender (portcullis.sender): root, the
+	 * engine's and the vault's users, each a user of its own. */
+	sc.allowed_uids[sc.n_allowed] = 0;
+	sc.senders[sc.n_allowed++] = LOGREC_SENDER_ROOT;
+	if ((rc = logd_allow_user(&sc, cfg.engine.user, LOGREC_SENDER_ENGINE, &err)) < 0 ||
+	    (rc = logd_allow_user(&sc, cfg.vault.user, LOGREC_SENDER_VAULT, &err)) < 0)
+		goto fail;
 	if (test) {
 		/* The configuration, the key and the syslog settings; the log
 		 * file itself is verified by every start (docs/logd.md). */
@@ -121,9 +128,6 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGXFSZ, SIG_IGN);
 
-	sc.allowed_uids[sc.n_allowed++] = 0;
-	logd_allow_user(&sc, cfg.engine.user);
-	logd_allow_user(&sc, cfg.vault.user);
 	if (!root)
 		pc_log(PC_LOG_WARN,
 		       "not started as root: running as uid %ld without dropping "

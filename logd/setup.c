@@ -1,6 +1,7 @@
 /* portcullis-logd's setup, kept out of main.c: directories, the signing
- * key (created at first start), earlier public keys, who may connect, the
- * syslog settings from the configuration and their reload on SIGHUP. */
+ * key (created at first start), earlier public keys, who may connect and as
+ * which sender, the syslog settings from the configuration and their
+ * reload on SIGHUP. */
 #include "logd/logd_int.h"
 #include "rules/rules.h"
 
@@ -136,17 +137,37 @@ void logd_on_hup(void *ctx)
 	       cfg.log.syslog.tls ? " (TLS)" : "");
 }
 
-void logd_allow_user(struct logd_server_conf *sc, const char *user)
+int logd_allow_user(struct logd_server_conf *sc, const char *user, enum logrec_sender sender,
+		    struct pc_err *err)
 {
 	uid_t uid;
 	gid_t gid;
 
 	if (!user[0])
-		return;
+		return 0;
 	if (pc_user_lookup(user, &uid, &gid, NULL) < 0) {
 		pc_log(PC_LOG_WARN, "user %s does not exist: it cannot log", user);
-		return;
+		return 0;
 	}
-	if (sc->n_allowed < sizeof(sc->allowed_uids) / sizeof(sc->allowed_uids[0]))
+	/* One uid, one sender: records are told apart by the uid alone. */
+	for (size_t i = 0; i < sc->n_allowed; i++) {
+		enum logrec_sender other = sc->senders[i]	      ? sc->senders[i]
+					   : sc->allowed_uids[i] == 0 ? LOGREC_SENDER_ROOT
+								      : LOGREC_SENDER_NONE;
+
+		if (sc->allowed_uids[i] != uid)
+			continue;
+		if (other == sender)
+			return 0;
+		return pc_err_set(err, PC_EINVAL,
+				  "user %s (uid %ld) would log as %s but is already %s: logd tells "
+				  "senders apart by their uid, so each needs a user of its own",
+				  user, (long)uid, logrec_sender_name(sender),
+				  other ? logrec_sender_name(other) : "another sender");
+	}
+	if (sc->n_allowed < sizeof(sc->allowed_uids) / sizeof(sc->allowed_uids[0])) {
+		sc->senders[sc->n_allowed] = sender;
 		sc->allowed_uids[sc->n_allowed++] = uid;
+	}
+	return 0;
 }
