@@ -435,11 +435,25 @@ struct logd_hup {
 
 void logd_on_hup(void *ctx);
 
-/* ---- the sender policy ---------------------------------------------------
- * (logd/record.c; docs/logd.md "Who may write") */
+/* ---- the sender policy, start-up checks, sidecar failures ----------------
+ * (logd/record.c, logd/setup.c, logd/health.c; docs/logd.md "Who may write") */
 
 /* May sender write rec (its action and verdict)? The table is in
  * docs/logd.md. */
 bool logrec_sender_may(enum logrec_sender sender, const struct logrec *rec);
+
+/* Can user (uid uid) create and remove a file in the directory of file? A
+ * real probe: a child drops to the user as pc_privdrop does for the daemon
+ * and creates and removes one; uid (uid_t)-1: this process, as it is
+ * (user only names it). 0; PC_ENOENT when the directory does not exist
+ * yet; PC_EPERM with the directory, the user and the error in err. */
+int logd_dir_writable_as(const char *file, const char *user, uid_t uid, struct pc_err *err);
+
+/* A checkpoint sidecar could not be written (writer.c calls it): counted
+ * for the metrics and said in the journal with the file and the reason.
+ * err may be NULL (errnum then says why). */
+void logd_sidecar_failed(const char *sidecar, int errnum, const struct pc_err *err);
+/* Sidecar writes that failed since start. */
+uint64_t logd_sidecar_errors(void);
 
 #endif

@@ -532,11 +532,16 @@ int logd_serve(int listen_fd, struct logw *w, const struct logd_server_conf *con
 		}
 		now = pc_now_mono_ms();
 		if (now >= logw_next_tick_ms(w) && now >= s.tick_retry_ms) {
+			uint64_t side = logd_sidecar_errors();
 			struct pc_err e;
 
 			if (logw_tick(w, &e) < 0) {
 				s.tick_retry_ms = now + 1000;
-				warn_limited(&s, "sealing the log: %s", e.msg);
+				/* a sidecar that could not be re-signed was
+				 * reported as such (logd_sidecar_failed); the log
+				 * itself is sealed */
+				if (logd_sidecar_errors() == side)
+					warn_limited(&s, "sealing the log: %s", e.msg);
 				if (logw_broken(w)) {
 					*err = e;
 					goto out;
