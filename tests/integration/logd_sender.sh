@@ -81,6 +81,15 @@ t_match "the refused records are counted" '^portcullis_logd_refused_records_tota
 logd_stop_ok
 t_ok "the log verifies" PC log verify
 
+# Senders are told apart by uid: one user for two senders is refused.
+cp "$D/p.yaml" "$D/same.yaml"
+printf 'engine:\n  user: portcullis\nvault:\n  user: portcullis\n' >>"$D/same.yaml"
+out=$("$B/portcullis-logd" -c "$D/same.yaml" -t 2>&1)
+t_eq "the engine's and the vault's user the same: -t fails (exit 1)" 1 $?
+t_match "... saying why" "user portcullis \(uid [0-9]+\) would log as vault but is already engine" "$out"
+out=$("$B/portcullis-logd" -c "$D/same.yaml" 2>&1)
+t_eq "... and logd does not start (exit 3)" 3 $?
+
 # Old logs (without the sender) still verify: logd_old/ was written by logd
 # before records named their sender (main at fb8e840), with its sidecar and
 # public key.
