@@ -36,8 +36,9 @@ const struct cli_cmd cli_cmds[] = {
     {"secrets", "rm", "NAME", "", 1, 1, vault_cli, "delete a stored secret"},
     {"ca", "init", "[--force] [--json]", "--force --json", 0, 0, vault_cli,
      "create the vault's CA"},
-    {"log", "verify", "[FILE...] [--key PUB] [--checkpoint NOTE] | --proof PROOF [--key PUB]",
-     "--key= --checkpoint= --proof= -k= -C= -p=", 0, -1, logd_cli,
+    {"log", "verify",
+     "[FILE...] [--key PUB] [--checkpoint NOTE] [--allow-unsigned] | --proof PROOF [--key PUB]",
+     "--key= --checkpoint= --proof= --allow-unsigned -k= -C= -p=", 0, -1, logd_cli,
      "check the signed log's integrity"},
     {"log", "show",
      "[FILE] [--checkpoints] [--follow] [--sandbox NAME] [--action ACTION] "

@@ -14,7 +14,8 @@
 #include <unistd.h>
 
 #define USAGE                                                                                      \
-	"usage: portcullis log verify [FILE...] [--key PUB] [--checkpoint NOTE]\n"                 \
+	"usage: portcullis log verify [FILE...] [--key PUB] [--checkpoint NOTE] "                  \
+	"[--allow-unsigned]\n"                                                                     \
 	"       portcullis log verify --proof PROOF [--key PUB]\n"                                 \
 	"       portcullis log show [FILE] [--checkpoints] [--follow] [--sandbox NAME]\n"          \
 	"                [--action ACTION] [--outcome allowed|refused] [--since TIME] [--json]\n"  \
@@ -99,22 +100,41 @@ static void age_str(uint64_t ms, char *buf, size_t len)
 		snprintf(buf, len, "%llu h ago", (unsigned long long)d / 3600);
 }
 
-/* Verify one file; prints its summary. PC_EXIT_*. */
+/* How verify goes about one file, and what it found beyond the result. */
+struct verify_opts {
+	bool allow_unsigned; /* a file no checkpoint covers: 0, not 1 */
+	bool defer_sidecar;  /* several files: a missing sidecar matters only for
+				the newest, which the caller knows once all are read */
+};
+
+/* "no sidecar": what that costs, said for the file it concerns. */
+static void no_sidecar_note(const char *path)
+{
+	printf("  no sidecar: %s.checkpoint is missing: records cut off after the last "
+	       "checkpoint in the file cannot be detected (give --checkpoint NOTE, from the "
+	       "SIEM or a witness)\n",
+	       path);
+}
+
+/* Verify one file; prints its summary. PC_EXIT_*. *no_sidecar: verified
+ * without any checkpoint held outside the file. */
 static int verify_one(const char *path, struct note_verifier *key, const char *cpfile,
-		      struct logv_result *out)
+		      const struct verify_opts *o, struct logv_result *out, bool *no_sidecar)
 {
 	char side[PC_PATH_MAX + 16], ts[32], age[32];
 	struct checkpoint ext = {0};
 	const struct logv_result *r;
 	struct logv *v = NULL;
 	struct pc_err err, cperr;
-	bool have_ext = false, cpbad = false;
+	bool have_ext = false, cpbad = false, side_missing = false, sig;
 	int rc;
 
 	if (!cpfile) {
 		snprintf(side, sizeof(side), "%s.checkpoint", path);
 		if (access(side, F_OK) == 0)
 			cpfile = side;
+		else
+			side_missing = true;
 	}
 	/* A checkpoint that does not verify is reported after the file: a
 	 * wrong key is best named at the file's first checkpoint line. */
@@ -161,6 +181,28 @@ static int verify_one(const char *path, struct note_verifier *key, const char *c
 									   : PC_EXIT_ERROR;
 	}
 	r = logv_result(v);
+	/* Signed: a checkpoint in the file, or one held elsewhere that the
+	 * file met (logv_file fails when it does not). Without either, the
+	 * chain proves nothing: anyone can compute hashes. */
+	sig = r->has_cp || (have_ext && ext.size > 0);
+	if (!sig) {
+		printf("%s: unsigned: %llu records", path, (unsigned long long)r->records);
+		if (r->records)
+			printf(" (seq %llu-%llu)", (unsigned long long)r->first_seq,
+			       (unsigned long long)r->last_seq);
+		printf(" and no checkpoint: no signature vouches for %s; %s\n",
+		       r->records ? "them (they form a hash chain, which anyone can compute)"
+				  : "the file",
+		       o->allow_unsigned ? "accepted (--allow-unsigned)"
+					 : "not accepted (--allow-unsigned accepts it)");
+		if (side_missing && !o->defer_sidecar)
+			no_sidecar_note(path);
+		if (no_sidecar)
+			*no_sidecar = side_missing;
+		*out = *r;
+		logv_free(v);
+		return o->allow_unsigned ? PC_EXIT_OK : PC_EXIT_FAIL;
+	}
 	age_str(r->last_cp.time_ms, age, sizeof(age));
 	printf("%s: intact: %llu records (seq %llu-%llu), %llu checkpoints, signed by %s+%08x\n",
 	       path, (unsigned long long)r->records, (unsigned long long)r->first_seq,
@@ -184,6 +226,10 @@ static int verify_one(const char *path, struct note_verifier *key, const char *c
 		printf("  latest checkpoint %s: %llu records, signed %s (%s)%s\n", cpfile,
 		       (unsigned long long)ext.size, pc_time_rfc3339(ext.time_ms, ts, sizeof(ts)),
 		       age, ext.size == r->records ? ": covers the whole file" : "");
+	else if (side_missing && !o->defer_sidecar)
+		no_sidecar_note(path);
+	if (no_sidecar)
+		*no_sidecar = side_missing;
 	*out = *r;
 	logv_free(v);
 	return PC_EXIT_OK;
@@ -191,6 +237,7 @@ static int verify_one(const char *path, struct note_verifier *key, const char *c
 
 struct link {
 	const char *name;
+	bool no_sidecar;
 	uint64_t first_seq, last_seq;
 	uint8_t first_prev[MERKLE_HASH], last_hash[MERKLE_HASH];
 };
@@ -207,8 +254,10 @@ static int cmd_verify(struct cli *c, int argc, char **argv)
 	static const struct option o[] = {{"key", required_argument, NULL, 'k'},
 					  {"checkpoint", required_argument, NULL, 'C'},
 					  {"proof", required_argument, NULL, 'p'},
+					  {"allow-unsigned", no_argument, NULL, 'U'},
 					  {NULL, 0, NULL, 0}};
 	const char *keyp = NULL, *cpfile = NULL, *proof = NULL;
+	struct verify_opts vo = {0};
 	struct note_verifier key;
 	struct logv_result cur;
 	int opt, rc;
@@ -220,6 +269,8 @@ static int cmd_verify(struct cli *c, int argc, char **argv)
 			cpfile = optarg;
 		else if (opt == 'p')
 			proof = optarg;
+		else if (opt == 'U')
+			vo.allow_unsigned = true;
 		else
 			return fputs(USAGE, stderr), PC_EXIT_USAGE;
 	}
@@ -253,7 +304,7 @@ static int cmd_verify(struct cli *c, int argc, char **argv)
 	if (optind == argc) {
 		const char *f = file_get(c, NULL);
 
-		return f ? verify_one(f, &key, cpfile, &cur) : PC_EXIT_ERROR;
+		return f ? verify_one(f, &key, cpfile, &vo, &cur, NULL) : PC_EXIT_ERROR;
 	}
 	/* Several files (in any order, e.g. verdicts.jsonl*): each verifies,
 	 * and in seq order each continues the one before. */
@@ -273,7 +324,9 @@ static int cmd_verify(struct cli *c, int argc, char **argv)
 			 * with its log, not as one */
 			if (n > 1 && fl > 11 && strcmp(f + fl - 11, ".checkpoint") == 0)
 				continue;
-			rc = verify_one(f, &key, n == 1 ? cpfile : NULL, &cur);
+			vo.defer_sidecar = n > 1;
+			rc = verify_one(f, &key, n == 1 ? cpfile : NULL, &vo, &cur,
+					&l[m].no_sidecar);
 			if (rc != 0) {
 				free(l);
 				return rc;
@@ -287,6 +340,12 @@ static int cmd_verify(struct cli *c, int argc, char **argv)
 		}
 		n = m;
 		qsort(l, (size_t)n, sizeof(*l), link_cmp);
+		/* only the newest file can lose records unseen: each older one
+		 * is sealed, and the next one's first record links to its end */
+		if (n > 1 && l[n - 1].no_sidecar)
+			no_sidecar_note(l[n - 1].name);
+		else if (n == 1 && l[0].no_sidecar)
+			no_sidecar_note(l[0].name);
 		for (int i = 1; i < n; i++) {
 			if (l[i].first_seq == l[i - 1].last_seq + 1 &&
 			    memcmp(l[i].first_prev, l[i - 1].last_hash, MERKLE_HASH) == 0)

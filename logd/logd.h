@@ -37,6 +37,21 @@ enum logrec_verdict {
 	LOGREC_REFUSED,
 };
 
+/* Who handed logd a record (portcullis.sender): set by logd from the
+ * kernel's credentials of the message (SCM_CREDENTIALS), mapped to the
+ * configured users; never on the wire, never taken from the client
+ * (logrec_encode leaves it out, logrec_decode leaves it LOGREC_SENDER_NONE).
+ * What each sender may write is logd's policy (docs/logd.md, "Who may
+ * write"). */
+enum logrec_sender {
+	LOGREC_SENDER_NONE = 0, /* not known: the field is left out */
+	LOGREC_SENDER_ENGINE,	/* engine.user: portcullisd and its DNS guard */
+	LOGREC_SENDER_VAULT,	/* vault.user: portcullis-vault */
+	LOGREC_SENDER_ROOT,	/* uid 0: the CLI, a daemon before its privilege drop */
+	LOGREC_SENDER_LOGD,	/* logd itself (log-segment records) */
+	LOGREC_SENDER_MAX
+};
+
 /* One record as a client fills it. Strings are borrowed for the duration of
  * logc_send() (which copies them); NULL or "" means absent. seq and
  * @timestamp are assigned by logd, never taken from the client. */
@@ -60,6 +75,8 @@ struct logrec {
 	uint16_t http_status;	 /* http.response.status_code */
 	const char *secrets;	 /* names injected, comma separated; never values */
 	const char *message;	 /* free text for the human form (no secrets!) */
+	/* set by logd only (above) */
+	enum logrec_sender sender;
 };
 
 /* ---- wire form (SOCK_SEQPACKET, one record per message) ----------------
@@ -161,6 +178,8 @@ int logc_send_sync(struct logc *lc, const struct logrec *rec, int timeout_ms, st
 /* ECS names for actions and verdicts ("connect", "allowed"). */
 const char *logrec_action_name(enum logrec_action a);
 const char *logrec_verdict_name(enum logrec_verdict v);
+/* "engine", "vault", "root", "logd"; NULL for LOGREC_SENDER_NONE. */
+const char *logrec_sender_name(enum logrec_sender s);
 
 /* ---- control socket ------------------------------------------------------
  * <run_dir>/logd-control.sock (SOCK_SEQPACKET, root only): the request

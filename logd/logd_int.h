@@ -358,6 +358,9 @@ int logw_close(struct logw *w, struct pc_err *err);
 struct logd_server_conf {
 	uid_t allowed_uids[8]; /* SO_PEERCRED uids allowed to connect */
 	size_t n_allowed;
+	/* the sender each allowed uid is (portcullis.sender), by index;
+	 * LOGREC_SENDER_NONE: ROOT for uid 0, else its records are refused */
+	enum logrec_sender senders[8];
 	unsigned max_clients;
 	/* called on SIGHUP after the log file was reopened (may be NULL):
 	 * main re-reads the syslog settings */
@@ -371,6 +374,8 @@ struct logd_stats {
 	uint64_t malformed; /* messages rejected (session ended) */
 	uint64_t refused;   /* connections refused by SO_PEERCRED */
 	uint64_t write_errors;
+	/* records refused by the sender policy (session ended) */
+	uint64_t refused_records;
 };
 
 /* What the server thread publishes after each round for the control
@@ -378,9 +383,9 @@ struct logd_stats {
 struct logd_live {
 	_Atomic uint64_t records, malformed, refused, write_errors, clients;
 	_Atomic uint64_t next_seq, tree_size, unsealed, file_bytes, last_cp_ms;
-	_Atomic uint64_t start_ms; /* wall time logd started serving */
-	/* lx-writer: logw_stats.rotate_failures */
-	_Atomic uint64_t rotate_failures;
+	_Atomic uint64_t start_ms;	  /* wall time logd started serving */
+	_Atomic uint64_t refused_records; /* the sender policy said no */
+	_Atomic uint64_t rotate_failures; /* logw_stats.rotate_failures */
 };
 /* The reply to "metrics" on the control socket (pc_ctl_fn; ctx is the
  * struct logd_live the server publishes into). */
@@ -445,8 +450,11 @@ int logd_key_open(const char *path, bool create, struct note_signer **out, struc
 void logd_key_default_name(char *buf, size_t len);
 /* The public keys keygen --force kept (<key>.pub.<hash>), up to max. */
 size_t logd_old_keys_load(const char *key, struct note_verifier *out, size_t max);
-/* Allow user's uid on the socket (a missing user is logged, not fatal). */
-void logd_allow_user(struct logd_server_conf *sc, const char *user);
+/* Allow user's uid on the socket as sender (a missing user is logged, not
+ * fatal); PC_EINVAL when that uid is already another sender (logd could
+ * not tell their records apart). */
+int logd_allow_user(struct logd_server_conf *sc, const char *user, enum logrec_sender sender,
+		    struct pc_err *err);
 /* The exporter's settings from the configuration (strings borrowed from cfg). */
 void logd_xconf(const struct config *cfg, struct logx_conf *xc);
 
@@ -461,5 +469,26 @@ struct logd_hup {
 };
 
 void logd_on_hup(void *ctx);
+
+/* ---- the sender policy, start-up checks, sidecar failures ----------------
+ * (logd/record.c, logd/setup.c, logd/health.c; docs/logd.md "Who may write") */
+
+/* May sender write rec (its action and verdict)? The table is in
+ * docs/logd.md. */
+bool logrec_sender_may(enum logrec_sender sender, const struct logrec *rec);
+
+/* Can user (uid uid) create and remove a file in the directory of file? A
+ * real probe: a child drops to the user as pc_privdrop does for the daemon
+ * and creates and removes one; uid (uid_t)-1: this process, as it is
+ * (user only names it). 0; PC_ENOENT when the directory does not exist
+ * yet; PC_EPERM with the directory, the user and the error in err. */
+int logd_dir_writable_as(const char *file, const char *user, uid_t uid, struct pc_err *err);
+
+/* A checkpoint sidecar could not be written (writer.c calls it): counted
+ * for the metrics and said in the journal with the file and the reason.
+ * err may be NULL (errnum then says why). */
+void logd_sidecar_failed(const char *sidecar, int errnum, const struct pc_err *err);
+/* Sidecar writes that failed since start. */
+uint64_t logd_sidecar_errors(void);
 
 #endif

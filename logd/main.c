@@ -98,6 +98,13 @@ int main(int argc, char **argv)
 		return pc_daemon_exit(PC_EINVAL, test);
 	}
 	logd_xconf(&cfg, &xc);
+	/* Who may write, and as which sender (portcullis.sender): root, the
+	 * engine's and the vault's users, each a user of its own. */
+	sc.allowed_uids[sc.n_allowed] = 0;
+	sc.senders[sc.n_allowed++] = LOGREC_SENDER_ROOT;
+	if ((rc = logd_allow_user(&sc, cfg.engine.user, LOGREC_SENDER_ENGINE, &err)) < 0 ||
+	    (rc = logd_allow_user(&sc, cfg.vault.user, LOGREC_SENDER_VAULT, &err)) < 0)
+		goto fail;
 	if (test) {
 		/* The configuration, the key and the syslog settings; the log
 		 * file itself is verified by every start (docs/logd.md). */
@@ -108,6 +115,12 @@ int main(int argc, char **argv)
 			       cfg.log.key);
 		}
 		if ((rc = logx_check(&xc, &err)) < 0)
+			goto fail;
+		/* as log.user: what the daemon will need after its drop (3) */
+		rc = logd_dir_writable_as(cfg.log.file, root ? cfg.log.user : NULL, log_uid, &err);
+		if (rc == PC_ENOENT)
+			pc_log(PC_LOG_NOTICE, "%s (created at first start)", err.msg);
+		else if (rc < 0)
 			goto fail;
 		pc_log(PC_LOG_NOTICE, "%s: configuration ok", config);
 		rc = 0;
@@ -124,9 +137,6 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGXFSZ, SIG_IGN);
 
-	sc.allowed_uids[sc.n_allowed++] = 0;
-	logd_allow_user(&sc, cfg.engine.user);
-	logd_allow_user(&sc, cfg.vault.user);
 	if (!root)
 		pc_log(PC_LOG_WARN,
 		       "not started as root: running as uid %ld without dropping "
@@ -136,6 +146,12 @@ int main(int argc, char **argv)
 		goto fail;
 	if ((rc = logd_dir_ensure(cfg.log.file, 0750, log_uid, log_gid, &err)) < 0 ||
 	    (rc = logd_dir_ensure(cfg.log.socket, 0755, (uid_t)-1, (gid_t)-1, &err)) < 0)
+		goto fail;
+	/* Before anything is written as root: the log user must be able to
+	 * create files there (the sidecar, rotation), or nothing would say so
+	 * until the first checkpoint after the drop. */
+	if ((rc = logd_dir_writable_as(cfg.log.file, root ? cfg.log.user : NULL, log_uid, &err)) <
+	    0)
 		goto fail;
 	{
 		struct note_verifier old[16];
@@ -178,6 +194,10 @@ int main(int argc, char **argv)
 		}
 	}
 	if (root && (rc = pc_privdrop(cfg.log.user, 0, &err)) < 0)
+		goto fail;
+	/* and once more as what this process now is */
+	if ((rc = logd_dir_writable_as(cfg.log.file, root ? cfg.log.user : NULL, (uid_t)-1, &err)) <
+	    0)
 		goto fail;
 	atomic_store(&live.start_ms, pc_now_real_ms());
 	rc = pc_ctl_start(cfd, true, logd_metrics, &live, &ctl, &err);

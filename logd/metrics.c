@@ -43,6 +43,14 @@ char *logd_metrics(void *ctx, const char *req)
 	if (strcmp(req, "metrics") != 0)
 		return strdup("unknown request (metrics)\n");
 	pc_prom_rows(&b, live_rows, sizeof(live_rows) / sizeof(live_rows[0]), l, true);
+	pc_prom_one_u64(&b, "portcullis_logd_refused_records_total", "counter",
+			"Records refused because their sender may not write that kind (each "
+			"ended its sender's session; docs/logd.md, \"Who may write\").",
+			atomic_load(&l->refused_records));
+	pc_prom_one_u64(&b, "portcullis_logd_sidecar_write_errors_total", "counter",
+			"Checkpoint sidecar writes that failed (the sidecar is stale until one "
+			"succeeds; the journal says which file and why).",
+			logd_sidecar_errors());
 	pc_prom_one_f64(&b, "portcullis_logd_start_time_seconds", "gauge",
 			"When logd started serving (Unix time).",
 			(double)atomic_load(&l->start_ms) / 1000.0);

@@ -39,6 +39,49 @@ const char *logrec_verdict_name(enum logrec_verdict v)
 	}
 }
 
+static const char *const sender_names[LOGREC_SENDER_MAX] = {
+    [LOGREC_SENDER_ENGINE] = "engine",
+    [LOGREC_SENDER_VAULT] = "vault",
+    [LOGREC_SENDER_ROOT] = "root",
+    [LOGREC_SENDER_LOGD] = "logd",
+};
+
+const char *logrec_sender_name(enum logrec_sender s)
+{
+	if (s <= LOGREC_SENDER_NONE || s >= LOGREC_SENDER_MAX)
+		return NULL;
+	return sender_names[s];
+}
+
+/* Which sender may write which action (docs/logd.md, "Who may write"):
+ * each process writes what it decides, so a compromised one cannot put
+ * words in another's mouth. The vault refuses connections itself (not
+ * redirected, over its limit) and says so as connect records, but only
+ * refusals: an allowed flow is the engine's word alone. Root may write
+ * anything a client may (it can read the signing key: refusing it would
+ * protect nothing); log-segment is logd's own. */
+#define A(x) (1u << (x))
+static const unsigned sender_actions[LOGREC_SENDER_MAX] = {
+    [LOGREC_SENDER_ENGINE] = A(LOGREC_CONNECT) | A(LOGREC_DNS_QUERY) | A(LOGREC_DNS_LEARN) |
+			     A(LOGREC_POLICY_LOAD) | A(LOGREC_CHECK),
+    [LOGREC_SENDER_VAULT] = A(LOGREC_HTTP_REQUEST) | A(LOGREC_EXFIL) | A(LOGREC_CONNECT),
+    [LOGREC_SENDER_ROOT] = ((A(LOGREC_ACTION_MAX) - 1) & ~A(0)) & ~A(LOGREC_SEGMENT),
+    [LOGREC_SENDER_LOGD] = A(LOGREC_SEGMENT),
+};
+#undef A
+
+bool logrec_sender_may(enum logrec_sender sender, const struct logrec *rec)
+{
+	if (sender <= LOGREC_SENDER_NONE || sender >= LOGREC_SENDER_MAX || !rec ||
+	    rec->action < 1 || rec->action >= LOGREC_ACTION_MAX)
+		return false;
+	if (!(sender_actions[sender] & (1u << rec->action)))
+		return false;
+	if (sender == LOGREC_SENDER_VAULT && rec->action == LOGREC_CONNECT)
+		return rec->verdict == LOGREC_REFUSED;
+	return true;
+}
+
 /* ECS categorization per action: event.category (a JSON array body) and
  * the event.type entry that says what kind of thing happened; the verdict
  * adds "allowed"/"denied" where ECS allows it for that category. */
@@ -222,6 +265,9 @@ int logrec_json_format(const struct logrec *rec, uint64_t seq, uint64_t time_ms,
 	pc_buf_u64(&j, seq);
 	time_fmt(time_ms, ts);
 	j_str(&j, "@timestamp", ts);
+	/* set by logd, as seq and time: who handed the record over */
+	j_str(&j, "portcullis.sender",
+	      rec->action == LOGREC_SEGMENT ? "logd" : logrec_sender_name(rec->sender));
 	j_str(&j, "event.kind", rec->action == LOGREC_EXFIL ? "alert" : "event");
 	pc_buf_puts(&j, ",\"event.category\":[");
 	pc_buf_puts(&j, c->category);

@@ -1,6 +1,8 @@
 /* portcullis-logd's event loop: accepts clients whose SO_PEERCRED uid is
- * allowed, reads their records, hands each round's records to the writer in
- * one batch, and acknowledges them once they are in the file. */
+ * allowed, reads their records with the kernel's credentials of each
+ * message, names the sender in each record and refuses what that sender
+ * may not write, hands each round's records to the writer in one batch,
+ * and acknowledges them once they are in the file. */
 #include "logd/logd_int.h"
 
 #include <errno.h>
@@ -18,6 +20,7 @@
 #define READ_BURST	256	   /* messages read from one client per round: fairness */
 #define BATCH_MAX_BYTES (4u << 20) /* commit early past this much buffered */
 #define RECV_VEC	32
+#define CMSG_ROOM	CMSG_SPACE(sizeof(struct ucred) + 64) /* SCM_CREDENTIALS, with room */
 #define EVENTS		64
 #define KEY_LISTEN	UINT64_MAX
 #define KEY_SIGNAL	(UINT64_MAX - 1)
@@ -45,6 +48,12 @@ struct server {
 	struct mmsghdr mv[RECV_VEC];
 	struct iovec iov[RECV_VEC];
 	uint8_t (*msg)[LOGWIRE_DGRAM_MAX + 1]; /* RECV_VEC of them */
+	/* each message's SCM_CREDENTIALS (SO_PASSCRED on the listening
+	 * socket, inherited by every accepted one) */
+	union {
+		struct cmsghdr align;
+		uint8_t b[CMSG_ROOM];
+	} ctl[RECV_VEC];
 	char strbuf[LOGWIRE_MAX];
 	uint64_t last_warn_ms;
 	unsigned warn_suppressed;
@@ -98,6 +107,38 @@ static bool uid_allowed(const struct server *s, uid_t uid)
 	return false;
 }
 
+/* The sender a uid is: the configured users' roles; uid 0 is root. */
+static enum logrec_sender uid_sender(const struct server *s, uid_t uid)
+{
+	for (size_t i = 0; i < s->conf->n_allowed; i++)
+		if (s->conf->allowed_uids[i] == uid) {
+			if (s->conf->senders[i] != LOGREC_SENDER_NONE)
+				return s->conf->senders[i];
+			break;
+		}
+	return uid == 0 && uid_allowed(s, 0) ? LOGREC_SENDER_ROOT : LOGREC_SENDER_NONE;
+}
+
+/* The uid the kernel attached to a message (SCM_CREDENTIALS): the sender's
+ * credentials when it sent, not when it connected — the engine connects
+ * as root before it drops privileges — and not what the client claims
+ * (only root may pass credentials other than its own). */
+static bool msg_uid(struct msghdr *mh, uid_t *uid)
+{
+	if (mh->msg_flags & MSG_CTRUNC)
+		return false;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
+			struct ucred cr;
+
+			memcpy(&cr, CMSG_DATA(c), sizeof(cr));
+			*uid = cr.uid;
+			return true;
+		}
+	return false;
+}
+
 static void accept_all(struct server *s)
 {
 	for (;;) {
@@ -116,7 +157,12 @@ static void accept_all(struct server *s)
 				continue;
 			return;
 		}
-		if (pc_unix_peercred(fd, &pid, &uid, &gid, NULL) < 0 || !uid_allowed(s, uid)) {
+		/* Credentials on every message from now on: a socket that
+		 * connected before the listening one had the option does not
+		 * inherit it (messages sent before the accept carry them all
+		 * the same). */
+		if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &(int){1}, sizeof(int)) < 0 ||
+		    pc_unix_peercred(fd, &pid, &uid, &gid, NULL) < 0 || !uid_allowed(s, uid)) {
 			s->st.refused++;
 			warn_limited(s,
 				     "refused a connection from pid %ld uid %ld: not root, the "
@@ -153,8 +199,9 @@ static void accept_all(struct server *s)
  * into the batch, or the session ends at the first one that is not a
  * record; those before it stay in the batch. */
 static int client_dgram(struct server *s, struct client *c, const uint8_t *buf, size_t len,
-			bool truncated, struct pc_err *err)
+			bool truncated, uid_t uid, struct pc_err *err)
 {
+	enum logrec_sender sender = uid_sender(s, uid);
 	struct logrec rec;
 	struct pc_err e;
 	uint64_t seq;
@@ -172,6 +219,9 @@ static int client_dgram(struct server *s, struct client *c, const uint8_t *buf, 
 			pc_err_set(&e, PC_EPARSE, "log-segment records are logd's own");
 			goto malformed;
 		}
+		if (!logrec_sender_may(sender, &rec))
+			goto refused;
+		rec.sender = sender;
 		if (logw_append(s->w, &rec, &seq, err) < 0)
 			return PC_EIO;
 		c->pending++;
@@ -188,6 +238,20 @@ malformed:
 		     (long)c->pid, (long)c->uid, (unsigned long long)s->st.malformed, e.msg);
 	client_close(s, c);
 	return 0;
+refused:
+	/* A record its sender may not write: a compromised process trying
+	 * to speak for another. As a malformed message, it ends the session;
+	 * its earlier records are the sender's own and stay. */
+	s->st.refused_records++;
+	warn_limited(s,
+		     "refused a %s%s%s record from pid %ld uid %ld (sender %s): that sender "
+		     "may not write it; closed its connection (%llu records refused so far)",
+		     logrec_action_name(rec.action), rec.verdict ? " " : "",
+		     rec.verdict ? logrec_verdict_name(rec.verdict) : "", (long)c->pid, (long)uid,
+		     sender ? logrec_sender_name(sender) : "none: not a configured user",
+		     (unsigned long long)s->st.refused_records);
+	client_close(s, c);
+	return 0;
 }
 
 /* Read up to READ_BURST records from one client into the batch, RECV_VEC
@@ -195,7 +259,11 @@ malformed:
 static int client_read(struct server *s, struct client *c, struct pc_err *err)
 {
 	for (int got = 0; got < READ_BURST && c->fd >= 0;) {
-		int n = recvmmsg(c->fd, s->mv, RECV_VEC, MSG_DONTWAIT, NULL);
+		int n;
+
+		for (int i = 0; i < RECV_VEC; i++)
+			s->mv[i].msg_hdr.msg_controllen = sizeof(s->ctl[i]);
+		n = recvmmsg(c->fd, s->mv, RECV_VEC, MSG_DONTWAIT, NULL);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -206,13 +274,20 @@ static int client_read(struct server *s, struct client *c, struct pc_err *err)
 			return 0;
 		}
 		for (int i = 0; i < n && c->fd >= 0; i++) {
+			uid_t uid;
+
 			/* a message of no bytes is the peer's end */
 			if (s->mv[i].msg_len == 0) {
 				client_close(s, c);
 				break;
 			}
+			/* none: sent between the accept and SO_PASSCRED
+			 * on it; the connection's own credentials, which
+			 * let it in, are the sender's then */
+			if (!msg_uid(&s->mv[i].msg_hdr, &uid))
+				uid = c->uid;
 			if (client_dgram(s, c, s->msg[i], s->mv[i].msg_len,
-					 s->mv[i].msg_hdr.msg_flags & MSG_TRUNC, err) < 0)
+					 s->mv[i].msg_hdr.msg_flags & MSG_TRUNC, uid, err) < 0)
 				return PC_EIO;
 		}
 		got += n;
@@ -303,6 +378,7 @@ static void publish(struct server *s)
 	atomic_store(&l->malformed, s->st.malformed);
 	atomic_store(&l->refused, s->st.refused);
 	atomic_store(&l->write_errors, s->st.write_errors);
+	atomic_store(&l->refused_records, s->st.refused_records);
 	atomic_store(&l->clients, clients);
 	atomic_store(&l->next_seq, ws.next_seq);
 	atomic_store(&l->tree_size, ws.tree_size);
@@ -361,6 +437,16 @@ int logd_serve(int listen_fd, struct logw *w, const struct logd_server_conf *con
 		s.iov[i].iov_len = sizeof(s.msg[i]);
 		s.mv[i].msg_hdr.msg_iov = &s.iov[i];
 		s.mv[i].msg_hdr.msg_iovlen = 1;
+		s.mv[i].msg_hdr.msg_control = s.ctl[i].b;
+		s.mv[i].msg_hdr.msg_controllen = sizeof(s.ctl[i]);
+	}
+	/* Every message then carries its sender's credentials: a socket
+	 * that connects from now on has the option from the start (and each
+	 * accepted one gets it again, for those that connected earlier); a
+	 * message sent before its accept carries them anyway. */
+	if (setsockopt(listen_fd, SOL_SOCKET, SO_PASSCRED, &(int){1}, sizeof(int)) < 0) {
+		free(s.msg);
+		return pc_err_errno(err, PC_EIO, "SO_PASSCRED on the socket");
 	}
 	/* accept until EAGAIN: the listening socket must not block */
 	if (fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK) < 0) {
@@ -447,11 +533,16 @@ int logd_serve(int listen_fd, struct logw *w, const struct logd_server_conf *con
 		}
 		now = pc_now_mono_ms();
 		if (now >= logw_next_tick_ms(w) && now >= s.tick_retry_ms) {
+			uint64_t side = logd_sidecar_errors();
 			struct pc_err e;
 
 			if (logw_tick(w, &e) < 0) {
 				s.tick_retry_ms = now + 1000;
-				warn_limited(&s, "sealing the log: %s", e.msg);
+				/* a sidecar that could not be re-signed was
+				 * reported as such (logd_sidecar_failed); the log
+				 * itself is sealed */
+				if (logd_sidecar_errors() == side)
+					warn_limited(&s, "sealing the log: %s", e.msg);
 				if (logw_broken(w)) {
 					*err = e;
 					goto out;

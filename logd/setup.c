@@ -1,6 +1,7 @@
-/* portcullis-logd's setup, kept out of main.c: directories, the signing
- * key (created at first start), earlier public keys, who may connect, the
- * syslog settings from the configuration and their reload on SIGHUP. */
+/* portcullis-logd's setup, kept out of main.c: directories (and whether
+ * the log user can write there), the signing key (created at first start),
+ * earlier public keys, who may connect and as which sender, the syslog
+ * settings from the configuration and their reload on SIGHUP. */
 #include "logd/logd_int.h"
 #include "rules/rules.h"
 
@@ -8,7 +9,9 @@
 #include <glob.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 void logd_key_default_name(char *buf, size_t len)
@@ -136,17 +139,112 @@ void logd_on_hup(void *ctx)
 	       cfg.log.syslog.tls ? " (TLS)" : "");
 }
 
-void logd_allow_user(struct logd_server_conf *sc, const char *user)
+int logd_allow_user(struct logd_server_conf *sc, const char *user, enum logrec_sender sender,
+		    struct pc_err *err)
 {
 	uid_t uid;
 	gid_t gid;
 
 	if (!user[0])
-		return;
+		return 0;
 	if (pc_user_lookup(user, &uid, &gid, NULL) < 0) {
 		pc_log(PC_LOG_WARN, "user %s does not exist: it cannot log", user);
-		return;
+		return 0;
 	}
-	if (sc->n_allowed < sizeof(sc->allowed_uids) / sizeof(sc->allowed_uids[0]))
+	/* One uid, one sender: records are told apart by the uid alone. */
+	for (size_t i = 0; i < sc->n_allowed; i++) {
+		enum logrec_sender other = sc->senders[i]	      ? sc->senders[i]
+					   : sc->allowed_uids[i] == 0 ? LOGREC_SENDER_ROOT
+								      : LOGREC_SENDER_NONE;
+
+		if (sc->allowed_uids[i] != uid)
+			continue;
+		if (other == sender)
+			return 0;
+		return pc_err_set(err, PC_EINVAL,
+				  "user %s (uid %ld) would log as %s but is already %s: logd tells "
+				  "senders apart by their uid, so each needs a user of its own",
+				  user, (long)uid, logrec_sender_name(sender),
+				  other ? logrec_sender_name(other) : "another sender");
+	}
+	if (sc->n_allowed < sizeof(sc->allowed_uids) / sizeof(sc->allowed_uids[0])) {
+		sc->senders[sc->n_allowed] = sender;
 		sc->allowed_uids[sc->n_allowed++] = uid;
+	}
+	return 0;
+}
+
+/* Create and remove a probe file in dir as the process is now. 0 or errno. */
+static int probe_dir(const char *dir)
+{
+	char path[PC_PATH_MAX + 48];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/.portcullis-logd-probe.%ld", dir, (long)getpid());
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 && errno == EEXIST) { /* left by a crash: ours to remove */
+		unlink(path);
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	}
+	if (fd < 0)
+		return errno;
+	close(fd);
+	if (unlink(path) < 0)
+		return errno;
+	return 0;
+}
+
+/* The log user must create files in the log's directory after the drop:
+ * the checkpoint sidecar (a temporary file renamed into place), rotated
+ * segments. Root can write anywhere, so a check made as root proves
+ * nothing: a child drops to the user, as the daemon will, and tries. */
+int logd_dir_writable_as(const char *file, const char *user, uid_t uid, struct pc_err *err)
+{
+	char dir[PC_PATH_MAX];
+	char *slash;
+	int rc, status;
+	pid_t pid;
+
+	pc_strlcpy(dir, file, sizeof(dir));
+	slash = strrchr(dir, '/');
+	if (!slash)
+		pc_strlcpy(dir, ".", sizeof(dir));
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	if (access(dir, F_OK) < 0 && errno == ENOENT)
+		return pc_err_set(err, PC_ENOENT, "the log directory %s does not exist yet", dir);
+	if (uid == (uid_t)-1 || uid == geteuid()) {
+		rc = probe_dir(dir);
+		goto done;
+	}
+	pid = fork();
+	if (pid < 0)
+		return pc_err_errno(err, PC_EIO, "fork");
+	if (pid == 0) {
+		struct pc_err e;
+
+		if (pc_privdrop(user, 0, &e) < 0)
+			_exit(255);
+		_exit(probe_dir(dir) & 0xff);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return pc_err_errno(err, PC_EIO, "waitpid");
+	if (!WIFEXITED(status) || WEXITSTATUS(status) == 255)
+		return pc_err_set(err, PC_EPERM,
+				  "could not check the log directory %s as %s: dropping to that "
+				  "user failed",
+				  dir, user);
+	rc = WEXITSTATUS(status);
+done:
+	if (rc == 0)
+		return 0;
+	return pc_err_set(err, PC_EPERM,
+			  "log.user %s cannot create files in the log directory %s: %s (a probe "
+			  "file, created as that user, failed); logd must, for the checkpoint "
+			  "sidecar and rotation: make the directory writable by %s",
+			  user && *user ? user : "(this process)", dir, strerror(rc),
+			  user && *user ? user : "it");
 }

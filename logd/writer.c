@@ -132,7 +132,24 @@ static void batch_begin(struct logw *w)
  * copies what the log holds, but a rename that reaches the disk before the
  * data (a crash, a file system gone read-only) leaves a sidecar that is not
  * a checkpoint, and `portcullis log verify` rightly refuses that. */
+static int sidecar_write_do(struct logw *w, const char *data, size_t len, struct pc_err *err);
+
+/* A failure, whoever the caller, is counted for the metrics and said with
+ * the file and the reason (logd_sidecar_failed, logd/health.c). */
 static int sidecar_write(struct logw *w, const char *data, size_t len, struct pc_err *err)
+{
+	struct pc_err e = {0};
+	int rc = sidecar_write_do(w, data, len, &e);
+
+	if (rc < 0) {
+		logd_sidecar_failed(w->sidecar, 0, &e);
+		if (err)
+			*err = e;
+	}
+	return rc;
+}
+
+static int sidecar_write_do(struct logw *w, const char *data, size_t len, struct pc_err *err)
 {
 	char tmp[sizeof(w->sidecar) + 8];
 	int fd, rc = PC_EIO;

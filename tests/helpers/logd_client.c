@@ -3,8 +3,13 @@
  * logd acknowledged, for the logd integration tests and the benchmark.
  *
  *   logd_client SOCKET [-n N] [-b BATCH] [-t TIMEOUT_MS] [-s SANDBOX] [-q]
+ *               [-a ACTION] [-V VERDICT] [-m MESSAGE] [-U USER]
  *       send N records, flush every BATCH; prints "acked SEQ" after each
- *       successful flush (-q: only the last), exits 1 at the first failure
+ *       successful flush (-q: only the last), exits 1 at the first failure.
+ *       -a: the action by name (connect, http-request, ...; default
+ *       connect), -V: allowed, refused or none (default: alternating),
+ *       -m: the message; -U: connect first, then drop to USER and send
+ *       (as a daemon that connects before its privilege drop)
  *   logd_client SOCKET --malformed KIND
  *       send one malformed message; prints "closed" if logd ended the
  *       session, "open" if it did not (KIND: short, version, length, tag,
@@ -14,6 +19,7 @@
 
 #include <arpa/inet.h>
 #include <getopt.h>
+#include <grp.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -90,16 +96,17 @@ static int malformed(const char *path, const char *kind)
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {{"malformed", required_argument, NULL, 'm'},
+	static const struct option opts[] = {{"malformed", required_argument, NULL, 'M'},
 					     {NULL, 0, NULL, 0}};
 	long n = 1, batch = 1, timeout = 2000;
-	const char *sandbox = "agent-1", *path;
+	const char *sandbox = "agent-1", *path, *message = NULL, *drop = NULL;
+	int action = LOGREC_CONNECT, verdict = -1;
 	bool quiet = false;
 	struct logc *lc;
 	struct pc_err err;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "n:b:t:s:q", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:b:t:s:qa:V:m:U:", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			n = atol(optarg);
@@ -116,7 +123,25 @@ int main(int argc, char **argv)
 		case 'q':
 			quiet = true;
 			break;
+		case 'a':
+			for (action = 1; action < LOGREC_ACTION_MAX; action++)
+				if (!strcmp(logrec_action_name((enum logrec_action)action), optarg))
+					break;
+			if (action == LOGREC_ACTION_MAX)
+				return 2;
+			break;
+		case 'V':
+			verdict = !strcmp(optarg, "allowed")   ? LOGREC_ALLOWED
+				  : !strcmp(optarg, "refused") ? LOGREC_REFUSED
+							       : LOGREC_NONE;
+			break;
 		case 'm':
+			message = optarg;
+			break;
+		case 'U':
+			drop = optarg;
+			break;
+		case 'M':
 			if (optind >= argc)
 				return 2;
 			return malformed(argv[optind], optarg);
@@ -131,11 +156,24 @@ int main(int argc, char **argv)
 		fprintf(stderr, "logc_open: %s\n", err.msg);
 		return 2;
 	}
+	if (drop) { /* connected (logc_open connects now): become USER */
+		uid_t uid;
+		gid_t gid;
+
+		if (pc_user_lookup(drop, &uid, &gid, &err) < 0 || setgroups(1, &gid) < 0 ||
+		    setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0) {
+			fprintf(stderr, "dropping to %s failed\n", drop);
+			return 2;
+		}
+	}
 	for (long i = 0; i < n; i++) {
 		char domain[64];
 		struct logrec rec = {
-		    .action = LOGREC_CONNECT,
-		    .verdict = i % 3 ? LOGREC_ALLOWED : LOGREC_REFUSED,
+		    .action = (enum logrec_action)action,
+		    .verdict = verdict >= 0 ? (enum logrec_verdict)verdict
+			       : i % 3	    ? LOGREC_ALLOWED
+					    : LOGREC_REFUSED,
+		    .message = message,
 		    .sandbox = sandbox,
 		    .policy = "sha256:4be1c0ffee09c2",
 		    .reason = i % 3 ? "allowed by rule" : "not on the allow list",

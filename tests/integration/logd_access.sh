@@ -23,7 +23,7 @@ logd_start
 t_match "root may log" "^acked" "$("$D/client" "$S" -n 3 -b 3)"
 t_match "the engine's user (portcullis) may log" "^acked" "$(as_user portcullis "$D/client" "$S" -n 2)"
 t_match "the vault's user (portcullis-vault) may log" "^acked" \
-	"$(as_user portcullis-vault "$D/client" "$S" -n 2)"
+	"$(as_user portcullis-vault "$D/client" "$S" -n 2 -a http-request)"
 before=$(grep -c '^{"seq"' "$D/log/verdicts.jsonl")
 t_fail "nobody is refused" as_user nobody "$D/client" "$S" -n 5 -t 1000
 t_fail "logd's own user is refused (it does not write through the socket)" \

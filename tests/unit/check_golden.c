@@ -174,6 +174,9 @@ static void rec_fill(struct logrec *r, int i)
 	r->http_status = i % 5 == 4 ? 403 : 0;
 	r->secrets = i % 2 ? "GITHUB_TOKEN,\"odd\\" : NULL;
 	r->message = i % 2 ? all_bytes : "plain text";
+	/* every sender, and none (the member left out); logd's own for
+	 * log-segment records whatever is set */
+	r->sender = (enum logrec_sender)(i % LOGREC_SENDER_MAX);
 }
 
 /* The shortest buffer fmt accepts (its truncation edge must not move). */
