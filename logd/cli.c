@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +16,11 @@
 
 #define USAGE                                                                                      \
 	"usage: portcullis log verify [FILE...] [--key PUB] [--checkpoint NOTE]\n"                 \
+	"                             [--against NOTE]... [--witness-key PUB]\n"                   \
 	"       portcullis log verify --proof PROOF [--key PUB]\n"                                 \
 	"       portcullis log show [FILE] [--checkpoints]\n"                                      \
 	"       portcullis log prove SEQ [--file FILE] [--key PUB] [-o OUT]\n"                     \
+	"       portcullis log prove --consistency OLD NEW [--file FILE] [--key PUB] [-o OUT]\n"   \
 	"       portcullis log keygen [--name NAME] [--force]\n"
 
 struct cli {
@@ -98,9 +101,62 @@ static void age_str(uint64_t ms, char *buf, size_t len)
 		snprintf(buf, len, "%llu h ago", (unsigned long long)d / 3600);
 }
 
+/* ---- witness and --against (docs/logd.md "Witness and consistency proofs") */
+struct vanchors {
+	const char *const *against; /* --against files */
+	size_t n;
+	const struct cosig_verifier *wkey; /* --witness-key, else log.witness.key; NULL: none */
+};
+
+/* The witness's key for reporting cosignatures: --witness-key, else the
+ * configuration's log.witness.key when there is one. */
+static const struct cosig_verifier *wkey_get(struct cli *c, const char *opt,
+					     struct cosig_verifier *v)
+{
+	struct pc_err err;
+	struct config cfg;
+
+	if (!opt) {
+		if (c->have_cfg)
+			opt = c->cfg.log.witness.key;
+		else if (config_load(c->config, &cfg, NULL) == 0)
+			opt = cfg.log.witness.key[0] ? cfg.log.witness.key : NULL;
+		if (!opt || !opt[0])
+			return NULL;
+		return cosig_verifier_load(opt, v, &err) == 0 ? v : NULL;
+	}
+	if (cosig_verifier_load(opt, v, &err) < 0) {
+		pc_cli_error("log verify", "witness key: %s", err.msg);
+		return NULL;
+	}
+	return v;
+}
+
 /* Verify one file; prints its summary. PC_EXIT_*. */
+static int verify_one_(const char *path, struct note_verifier *key, const char *cpfile,
+		       const struct vanchors *va, struct logc_anchors *anc,
+		       struct merkle_hasher *ah, struct logv_result *out);
 static int verify_one(const char *path, struct note_verifier *key, const char *cpfile,
-		      struct logv_result *out)
+		      const struct vanchors *va, struct logv_result *out)
+{
+	struct logc_anchors *anc = calloc(1, sizeof(*anc));
+	struct merkle_hasher *ah = NULL;
+	int xrc;
+
+	if (!anc || merkle_hasher_new(&ah, NULL) < 0) {
+		free(anc);
+		pc_cli_error("log verify", "out of memory");
+		return PC_EXIT_ERROR;
+	}
+	xrc = verify_one_(path, key, cpfile, va, anc, ah, out);
+	merkle_hasher_free(ah);
+	free(anc);
+	return xrc;
+}
+
+static int verify_one_(const char *path, struct note_verifier *key, const char *cpfile,
+		       const struct vanchors *va, struct logc_anchors *anc,
+		       struct merkle_hasher *ah, struct logv_result *out)
 {
 	char side[PC_PATH_MAX + 16], ts[32], age[32];
 	struct checkpoint ext = {0};
@@ -123,6 +179,12 @@ static int verify_one(const char *path, struct note_verifier *key, const char *c
 		else
 			have_ext = true;
 	}
+	/* --against and <log>.witnessed: checked as the file is read */
+	if (logc_anchors_load(anc, key, path, va ? va->against : NULL, va ? va->n : 0, &err) < 0) {
+		pc_cli_error("log verify", "%s", err.msg);
+		return err.code == PC_ETAMPER || err.code == PC_EPARSE ? PC_EXIT_FAIL
+								       : PC_EXIT_ERROR;
+	}
 	/* A live log may end in a line logd is writing right now: if the
 	 * file grows meanwhile, look again; a file that stays cut mid-line
 	 * was cut (truncated), and that is reported. */
@@ -136,6 +198,7 @@ static int verify_one(const char *path, struct note_verifier *key, const char *c
 		}
 		if (have_ext && ext.size)
 			logv_expect(v, &ext);
+		logc_anchors_attach(anc, ah, v);
 		if (stat(path, &a) < 0)
 			a.st_size = -1;
 		rc = logv_file(v, path, attempt < 3 ? LOGV_TORN_OK : 0, &err);
@@ -160,6 +223,11 @@ static int verify_one(const char *path, struct note_verifier *key, const char *c
 									   : PC_EXIT_ERROR;
 	}
 	r = logv_result(v);
+	if (logc_anchors_report(anc, key, va ? va->wkey : NULL, r->records, false, &err) < 0) {
+		pc_cli_error("log verify", "%s: %s", path, err.msg);
+		logv_free(v);
+		return PC_EXIT_FAIL;
+	}
 	age_str(r->last_cp.time_ms, age, sizeof(age));
 	printf("%s: intact: %llu records (seq %llu-%llu), %llu checkpoints, signed by %s+%08x\n",
 	       path, (unsigned long long)r->records, (unsigned long long)r->first_seq,
@@ -183,6 +251,7 @@ static int verify_one(const char *path, struct note_verifier *key, const char *c
 		printf("  latest checkpoint %s: %llu records, signed %s (%s)%s\n", cpfile,
 		       (unsigned long long)ext.size, pc_time_rfc3339(ext.time_ms, ts, sizeof(ts)),
 		       age, ext.size == r->records ? ": covers the whole file" : "");
+	logc_anchors_report(anc, key, va ? va->wkey : NULL, r->records, true, &err);
 	*out = *r;
 	logv_free(v);
 	return PC_EXIT_OK;
@@ -206,8 +275,13 @@ static int cmd_verify(struct cli *c, int argc, char **argv)
 	static const struct option o[] = {{"key", required_argument, NULL, 'k'},
 					  {"checkpoint", required_argument, NULL, 'C'},
 					  {"proof", required_argument, NULL, 'p'},
+					  {"against", required_argument, NULL, 'A'},
+					  {"witness-key", required_argument, NULL, 'w'},
 					  {NULL, 0, NULL, 0}};
-	const char *keyp = NULL, *cpfile = NULL, *proof = NULL;
+	const char *keyp = NULL, *cpfile = NULL, *proof = NULL, *wkeyp = NULL;
+	const char *against[LOGC_ANCHORS_MAX];
+	struct cosig_verifier wkey;
+	struct vanchors va = {.against = against};
 	struct note_verifier key;
 	struct logv_result cur;
 	int opt, rc;
@@ -219,13 +293,20 @@ static int cmd_verify(struct cli *c, int argc, char **argv)
 			cpfile = optarg;
 		else if (opt == 'p')
 			proof = optarg;
+		else if (opt == 'A' && va.n < LOGC_ANCHORS_MAX - 1)
+			against[va.n++] = optarg;
+		else if (opt == 'w')
+			wkeyp = optarg;
 		else
 			return fputs(USAGE, stderr), PC_EXIT_USAGE;
 	}
-	if ((proof && optind != argc) || (cpfile && argc - optind > 1))
+	if ((proof && optind != argc) || ((cpfile || va.n) && argc - optind > 1))
 		return fputs(USAGE, stderr), PC_EXIT_USAGE;
 	if ((rc = key_get(c, keyp, &key)) != 0)
 		return rc;
+	va.wkey = wkey_get(c, wkeyp, &wkey);
+	if (wkeyp && !va.wkey)
+		return PC_EXIT_ERROR;
 	if (proof) {
 		struct logproof_info info;
 		struct pc_err err;
@@ -252,7 +333,7 @@ static int cmd_verify(struct cli *c, int argc, char **argv)
 	if (optind == argc) {
 		const char *f = file_get(c, NULL);
 
-		return f ? verify_one(f, &key, cpfile, &cur) : PC_EXIT_ERROR;
+		return f ? verify_one(f, &key, cpfile, &va, &cur) : PC_EXIT_ERROR;
 	}
 	/* Several files (in any order, e.g. verdicts.jsonl*): each verifies,
 	 * and in seq order each continues the one before. */
@@ -272,7 +353,9 @@ static int cmd_verify(struct cli *c, int argc, char **argv)
 			 * with its log, not as one */
 			if (n > 1 && fl > 11 && strcmp(f + fl - 11, ".checkpoint") == 0)
 				continue;
-			rc = verify_one(f, &key, n == 1 ? cpfile : NULL, &cur);
+			if (n > 1 && fl > 10 && strcmp(f + fl - 10, LOGWC_SUFFIX) == 0)
+				continue; /* the witnessed checkpoint, too */
+			rc = verify_one(f, &key, n == 1 ? cpfile : NULL, &va, &cur);
 			if (rc != 0) {
 				free(l);
 				return rc;
@@ -405,12 +488,174 @@ static int leaf_collect(void *ctx, uint64_t index, uint64_t seq, const uint8_t l
 	return 0;
 }
 
+/* ---- log prove --consistency OLD NEW ----------------------------------- */
+
+/* OLD or NEW: a tree size, or a checkpoint file signed by key. */
+static int size_or_note(const char *arg, const struct note_verifier *key, uint64_t *size,
+			char *note, size_t notelen, size_t *nlen, struct checkpoint *cp)
+{
+	struct pc_err err;
+	char *text = NULL, *ep;
+	size_t len = 0;
+
+	if (arg[0] >= '0' && arg[0] <= '9') {
+		errno = 0;
+		*size = strtoull(arg, &ep, 10);
+		if (!*ep && !errno)
+			return 0;
+	}
+	if (pc_file_read(arg, notelen - 1, &text, &len, &err) < 0 ||
+	    checkpoint_open(key, text, len, cp, &err) < 0) {
+		free(text);
+		pc_cli_error("log prove", "%s: %s", arg, err.msg);
+		return err.code == PC_ETAMPER || err.code == PC_EPARSE ? PC_EXIT_FAIL
+								       : PC_EXIT_ERROR;
+	}
+	memcpy(note, text, len);
+	*nlen = len;
+	*size = cp->size;
+	free(text);
+	return 0;
+}
+
+static int prove_consistency(struct cli *c, const char *oldp, const char *newp, const char *filep,
+			     const char *keyp, const char *outp)
+{
+	char onote[CHECKPOINT_MAX + 4 * COSIG_LINE_MAX], nnote[CHECKPOINT_MAX + 4 * COSIG_LINE_MAX];
+	char side[PC_PATH_MAX + 16], *sidetext = NULL, *body = NULL;
+	uint8_t proof[MERKLE_PROOF_MAX][MERKLE_HASH], mroot[MERKLE_HASH], nroot[MERKLE_HASH];
+	struct checkpoint ocp = {0}, ncp = {0}, sc;
+	struct leaves l = {.want_seq = UINT64_MAX};
+	struct note_verifier key;
+	struct logv *v = NULL;
+	struct merkle_hasher *h = NULL;
+	struct pc_err err;
+	const struct logv_result *r;
+	uint64_t m, n;
+	size_t olen = 0, nlen = 0, plen, slen = 0, off;
+	const char *path;
+	int rc;
+
+	if (!(path = file_get(c, filep)) || key_get(c, keyp, &key) != 0)
+		return PC_EXIT_ERROR;
+	if ((rc = size_or_note(oldp, &key, &m, onote, sizeof(onote), &olen, &ocp)) != 0 ||
+	    (rc = size_or_note(newp, &key, &n, nnote, sizeof(nnote), &nlen, &ncp)) != 0)
+		return rc;
+	rc = PC_EXIT_ERROR;
+	if (m > n) {
+		pc_cli_error("log prove", "OLD (%llu records) is larger than NEW (%llu)",
+			     (unsigned long long)m, (unsigned long long)n);
+		return PC_EXIT_USAGE;
+	}
+	if (logv_new(&key, &v, &err) < 0 || merkle_hasher_new(&h, &err) < 0)
+		goto fail;
+	logv_set_leaf_fn(v, leaf_collect, &l);
+	if (logv_file(v, path, LOGV_TORN_OK, &err) < 0) {
+		pc_cli_error("log prove", "%s: %s", path, err.msg);
+		rc = err.code == PC_ETAMPER ? PC_EXIT_FAIL : PC_EXIT_ERROR;
+		goto out;
+	}
+	r = logv_result(v);
+	if (n > l.n) {
+		pc_cli_error("log prove", "%s holds %llu records, not %llu", path,
+			     (unsigned long long)l.n, (unsigned long long)n);
+		rc = PC_EXIT_FAIL;
+		goto out;
+	}
+	/* NEW as a size: the signed checkpoint for it, the file's last or the
+	 * sidecar, goes with the proof (the tlog-witness body is complete) */
+	if (!nlen) {
+		snprintf(side, sizeof(side), "%s.checkpoint", path);
+		if (r->has_cp && r->last_cp.size == n) {
+			memcpy(nnote, r->last_cp_note, r->last_cp_len);
+			nlen = r->last_cp_len;
+			ncp = r->last_cp;
+		} else if (pc_file_read(side, CHECKPOINT_MAX, &sidetext, &slen, NULL) == 0 &&
+			   checkpoint_open(&key, sidetext, slen, &sc, NULL) == 0 && sc.size == n) {
+			memcpy(nnote, sidetext, slen);
+			nlen = slen;
+			ncp = sc;
+		} else {
+			pc_cli_error(
+			    "log prove",
+			    "no signed checkpoint for %llu records (the file's last covers "
+			    "%llu): give NEW as a checkpoint file, or that size",
+			    (unsigned long long)n,
+			    (unsigned long long)(r->has_cp ? r->last_cp.size : 0));
+			rc = PC_EXIT_FAIL;
+			goto out;
+		}
+	}
+	{
+		struct merkle_leaves ml = {
+		    .h = h, .leaf = (const uint8_t(*)[MERKLE_HASH])l.h, .n = n};
+
+		if (merkle_leaves_root(&ml, 0, m, mroot) < 0 ||
+		    merkle_leaves_root(&ml, 0, n, nroot) < 0 ||
+		    merkle_consistency_proof(m, n, merkle_leaves_root, &ml, proof, &plen, &err) < 0)
+			goto fail;
+	}
+	/* the checkpoints given must be trees of this file */
+	if ((olen && memcmp(ocp.root, mroot, MERKLE_HASH) != 0) ||
+	    memcmp(ncp.root, nroot, MERKLE_HASH) != 0) {
+		pc_cli_error(
+		    "log prove",
+		    "the first %llu records of %s are not the tree %s signs: records were "
+		    "changed, or the checkpoint is of another log (a split view)",
+		    (unsigned long long)(olen && memcmp(ocp.root, mroot, MERKLE_HASH) ? m : n),
+		    path, olen && memcmp(ocp.root, mroot, MERKLE_HASH) ? oldp : newp);
+		rc = PC_EXIT_FAIL;
+		goto out;
+	}
+	if (merkle_consistency_verify(h, m, n, mroot, nroot, (const uint8_t(*)[MERKLE_HASH])proof,
+				      plen) < 0) {
+		pc_cli_error("log prove", "internal error: the proof does not verify");
+		goto out;
+	}
+	/* the C2SP tlog-witness add-checkpoint body: old, proof, checkpoint */
+	if (!(body = malloc(32 + plen * 45 + nlen + 1)))
+		goto out;
+	off = (size_t)sprintf(body, "old %llu\n", (unsigned long long)m);
+	for (size_t i = 0; i < plen; i++) {
+		char b64[64];
+
+		sodium_bin2base64(b64, sizeof(b64), proof[i], MERKLE_HASH,
+				  sodium_base64_VARIANT_ORIGINAL);
+		off += (size_t)sprintf(body + off, "%s\n", b64);
+	}
+	body[off++] = '\n';
+	memcpy(body + off, nnote, nlen);
+	off += nlen;
+	if (outp) {
+		if (pc_file_write_atomic(outp, body, off, 0644, &err) < 0)
+			goto fail;
+	} else if (fwrite(body, 1, off, stdout) != off || fflush(stdout) != 0) {
+		pc_cli_error("log prove", "writing the proof: %s", strerror(errno));
+		goto out;
+	}
+	rc = PC_EXIT_OK;
+	goto out;
+fail:
+	pc_cli_error("log prove", "%s", err.msg);
+	rc = PC_EXIT_ERROR;
+out:
+	free(body);
+	free(sidetext);
+	free(l.h);
+	free(l.line);
+	merkle_hasher_free(h);
+	logv_free(v);
+	return rc;
+}
+
 static int cmd_prove(struct cli *c, int argc, char **argv)
 {
 	static const struct option o[] = {{"file", required_argument, NULL, 'f'},
 					  {"key", required_argument, NULL, 'k'},
+					  {"consistency", no_argument, NULL, 'c'},
 					  {NULL, 0, NULL, 0}};
 	const char *filep = NULL, *keyp = NULL, *outp = NULL, *path, *note;
+	bool consistency = false;
 	uint8_t proof[MERKLE_PROOF_MAX][MERKLE_HASH];
 	char side[PC_PATH_MAX + 16], *sidetext = NULL, *text = NULL, *ep;
 	struct leaves l = {0};
@@ -429,9 +674,15 @@ static int cmd_prove(struct cli *c, int argc, char **argv)
 			keyp = optarg;
 		else if (opt == 'o')
 			outp = optarg;
+		else if (opt == 'c')
+			consistency = true;
 		else
 			return fputs(USAGE, stderr), PC_EXIT_USAGE;
 	}
+	if (consistency)
+		return argc - optind == 2
+			   ? prove_consistency(c, argv[optind], argv[optind + 1], filep, keyp, outp)
+			   : (fputs(USAGE, stderr), PC_EXIT_USAGE);
 	if (argc - optind != 1)
 		return fputs(USAGE, stderr), PC_EXIT_USAGE;
 	errno = 0;

@@ -483,12 +483,38 @@ struct logc_prefix {
 int logc_prefix_leaf(struct logc_prefix *p, uint64_t index, const uint8_t leaf[MERKLE_HASH]);
 void logc_prefix_finish(struct logc_prefix *p);
 
+/* log verify's anchors (logd/anchor.c): --against files and <log>.witnessed,
+ * each a checkpoint signed by the log's key; attach before logv_file,
+ * report after it (prints one line per anchor met; PC_ETAMPER and why for
+ * the first one cut off or split). */
+#define LOGC_ANCHORS_MAX 8
+#define COSIG_LINE_MAX	 (NOTE_NAME_MAX + 128)
+struct logc_anchor {
+	char path[PC_PATH_MAX];
+	bool witnessed; /* <log>.witnessed, found next to the log */
+	char note[CHECKPOINT_MAX + 4 * COSIG_LINE_MAX];
+	size_t note_len;
+};
+struct logc_anchors {
+	struct logc_anchor a[LOGC_ANCHORS_MAX];
+	struct checkpoint cp[LOGC_ANCHORS_MAX];
+	enum logc_prefix_state st[LOGC_ANCHORS_MAX];
+	size_t n;
+	struct logc_prefix p;
+};
+struct cosig_verifier;
+int logc_anchors_load(struct logc_anchors *a, const struct note_verifier *key, const char *log,
+		      const char *const *against, size_t n, struct pc_err *err);
+void logc_anchors_attach(struct logc_anchors *a, struct merkle_hasher *h, struct logv *v);
+int logc_anchors_report(struct logc_anchors *a, const struct note_verifier *key,
+			const struct cosig_verifier *wkey, uint64_t records, bool print,
+			struct pc_err *err);
+
 /* C2SP tlog-cosignature v1 (logd/cosig.c): a witness signs
  *   "cosignature/v1\ntime <unix seconds>\n" <checkpoint note text>
  * and the signature line is "— <name> base64(key id (4) || time (8, BE)
  * || ed25519 signature (64))", key id = SHA-256(name "\n" 0x04 pk)[:4].
  * The witness's public key: "<name>+<key id hex>+base64(0x04 || pk)". */
-#define COSIG_LINE_MAX (NOTE_NAME_MAX + 128)
 struct cosig_verifier {
 	char name[NOTE_NAME_MAX];
 	uint32_t hash;

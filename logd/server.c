@@ -163,8 +163,9 @@ static int client_dgram(struct server *s, struct client *c, const uint8_t *buf, 
 	if (s->conf->gate && !s->conf->gate(s->conf->gate_ctx)) {
 		/* log.witness.required and no recent cosignature: fail closed,
 		 * nothing written, the sender's flush fails (docs/logd.md) */
-		warn_limited(s, "refusing records from pid %ld: no witness cosigned a checkpoint "
-				"recently and log.witness.required is true",
+		warn_limited(s,
+			     "refusing records from pid %ld: no witness cosigned a checkpoint "
+			     "recently and log.witness.required is true",
 			     (long)c->pid);
 		client_close(s, c);
 		return 0;

@@ -370,8 +370,8 @@ static int post(struct logwc *c, const char *body, size_t blen, int *status, cha
 	}
 	rb += 4;
 	memmove(resp, rb, strlen(rb) + 1);
-	for (p = resp; *p; p++) /* only printable text goes into our log lines */
-		if ((*p < 0x20 && *p != '\n') || *p == 0x7f)
+	for (p = resp; *p; p++) /* no control bytes into our log lines (UTF-8 stays) */
+		if (((unsigned char)*p < 0x20 && *p != '\n') || *p == 0x7f)
 			*p = '?';
 	rc = 0;
 	goto out;
@@ -482,6 +482,13 @@ static enum outcome send_one(struct logwc *c, const char *note, size_t nlen,
 		return RETRY;
 	}
 	if (status != 200) {
+		size_t rl = strlen(resp);
+
+		while (rl && resp[rl - 1] == '\n') /* one log line */
+			resp[--rl] = '\0';
+		for (char *q = resp; *q; q++)
+			if (*q == '\n')
+				*q = ' ';
 		atomic_fetch_add(&c->failures, 1);
 		if (status == 422 || status == 403)
 			atomic_fetch_add(&c->conflicts, 1);
@@ -647,6 +654,20 @@ int logwc_start(const struct logwc_conf *conf, struct logwc **out, struct pc_err
 		c->edge.size = cp.size; /* nodes read back from the file before the first send */
 		memcpy(c->wit_root, cp.root, MERKLE_HASH);
 		atomic_store(&c->cosigned_size, cp.size);
+	}
+	/* the latest checkpoint (the sidecar) goes first: after a restart the
+	 * witness learns where the log stands before any new record, and a
+	 * required witness can open the gate without one */
+	{
+		char side[PC_PATH_MAX + 16];
+
+		snprintf(side, sizeof(side), "%s.checkpoint", c->file);
+		text = NULL;
+		if (pc_file_read(side, CHECKPOINT_MAX - 1, &text, &len, NULL) == 0) {
+			memcpy(c->note, text, len);
+			c->note_len = len;
+		}
+		free(text);
 	}
 	/* required: until the first cosignature, the bound runs from the start */
 	if (c->required)
