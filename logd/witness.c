@@ -247,7 +247,11 @@ int witness_add_checkpoint(struct witness *w, const char *body, size_t len, uint
 		snprintf(resp, resplen, "%s\n", err.msg);
 		return 400;
 	}
-	olen = strcspn(r.note, "\n");
+	{ /* the body is not NUL-terminated: bounded search */
+		const char *nl = memchr(r.note, '\n', r.note_len);
+
+		olen = nl ? (size_t)(nl - r.note) : r.note_len;
+	}
 	if (olen == r.note_len) {
 		snprintf(resp, resplen, "the checkpoint has no origin line\n");
 		return 400;
