@@ -472,7 +472,12 @@ int merkle_edge_root(void *ctx, uint64_t lo, uint64_t hi, uint8_t out[MERKLE_HAS
  * --against, the witnessed checkpoint): feed each leaf in order, then
  * finish; each want[i] ends MET, SPLIT (another root at that size: a split
  * view or an edit) or SHORT (the file ends before it: cut back). */
-enum logc_prefix_state { LOGC_PREFIX_PENDING, LOGC_PREFIX_MET, LOGC_PREFIX_SPLIT, LOGC_PREFIX_SHORT };
+enum logc_prefix_state {
+	LOGC_PREFIX_PENDING,
+	LOGC_PREFIX_MET,
+	LOGC_PREFIX_SPLIT,
+	LOGC_PREFIX_SHORT
+};
 struct logc_prefix {
 	struct merkle_hasher *h;
 	struct merkle_tree tree;
