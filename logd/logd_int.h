@@ -569,6 +569,8 @@ void witness_free(struct witness *w);
  * terminated; the signature line on 200, "<size>\n" on 409, else why). */
 int witness_add_checkpoint(struct witness *w, const char *body, size_t len, uint64_t now_s,
 			   char *resp, size_t resplen);
+/* One accepted connection: one request, its reply (the caller closes fd). */
+void witness_serve_fd(struct witness *w, int fd);
 /* Serve TCP on listen_fd until SIGTERM/SIGINT (blocked by the caller). */
 int witness_serve(struct witness *w, int listen_fd, struct pc_err *err);
 /* portcullis-logd --witness ARGS (logd/witness.c). */

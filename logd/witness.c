@@ -400,6 +400,11 @@ static void serve_one(struct witness *w, int fd)
 	reply(fd, status, resp);
 }
 
+void witness_serve_fd(struct witness *w, int fd)
+{
+	serve_one(w, fd);
+}
+
 int witness_serve(struct witness *w, int lfd, struct pc_err *err)
 {
 	sigset_t set;

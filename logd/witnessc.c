@@ -24,6 +24,7 @@
 #define IO_TIMEOUT_MS  3000
 #define RETRY_MIN_MS   500
 #define RETRY_MAX_MS   10000
+#define SEND_GAP_MS    200 /* at most 5 exchanges a second; newer checkpoints replace waiting ones */
 #define TAIL_MAX       (4u << 20) /* leaves held while the witness is away (128 MiB) */
 #define LEAF_SEG_START 1u
 
@@ -137,7 +138,9 @@ static void hk_done(void *ctx, bool written)
 			if (!atomic_load(&c->pending_since_ms))
 				atomic_store(&c->pending_since_ms, pc_now_mono_ms());
 		}
-		pthread_cond_signal(&c->cv);
+		/* wake the thread for a checkpoint only: leaves wait for it */
+		if (c->stg_note_len || c->overflow)
+			pthread_cond_signal(&c->cv);
 		pthread_mutex_unlock(&c->mu);
 	}
 	c->stg.n = 0;
@@ -533,7 +536,7 @@ static void *run(void *arg)
 	struct logwc *c = arg;
 	char note[CHECKPOINT_MAX];
 	size_t nlen = 0;
-	uint64_t retry_ms = 0, backoff = RETRY_MIN_MS;
+	uint64_t not_before = 0, backoff = RETRY_MIN_MS;
 	struct lvec mine = {0};
 
 	for (;;) {
@@ -543,11 +546,14 @@ static void *run(void *arg)
 		struct pc_err err;
 
 		pthread_mutex_lock(&c->mu);
-		while (!c->stop && !c->q.n && !c->note_len && !c->overflow &&
-		       (!nlen || pc_now_mono_ms() < retry_ms)) {
+		for (;;) {
+			uint64_t now = pc_now_mono_ms(), wait = 1000;
 			struct timespec ts;
-			uint64_t wait = nlen ? retry_ms - pc_now_mono_ms() : 1000;
 
+			if (c->stop || c->overflow || ((c->note_len || nlen) && now >= not_before))
+				break;
+			if ((c->note_len || nlen) && not_before - now < wait)
+				wait = not_before - now;
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_sec += (time_t)(wait / 1000);
 			ts.tv_nsec += (long)(wait % 1000) * 1000000L;
@@ -569,11 +575,10 @@ static void *run(void *arg)
 		}
 		overflow = c->overflow;
 		c->overflow = false;
-		if (c->note_len) {
+		if (c->note_len) { /* the newest checkpoint replaces a waiting one */
 			memcpy(note, c->note, c->note_len);
 			nlen = c->note_len;
 			c->note_len = 0;
-			retry_ms = 0;
 		}
 		pthread_mutex_unlock(&c->mu);
 
@@ -582,7 +587,7 @@ static void *run(void *arg)
 		for (size_t i = 0; i < mine.n; i++)
 			take_leaf(c, &mine.v[i]);
 		mine.n = 0;
-		if (!nlen || pc_now_mono_ms() < retry_ms)
+		if (!nlen || pc_now_mono_ms() < not_before)
 			continue;
 		if (checkpoint_open(&c->logkey, note, nlen, &cp, &err) < 0) {
 			pc_log(PC_LOG_ERR, "witness: our own checkpoint: %s", err.msg);
@@ -593,24 +598,22 @@ static void *run(void *arg)
 		    reread(c, c->edge.size, &err) < 0) {
 			pc_log(PC_LOG_ERR, "witness: reading %s back: %s", c->file, err.msg);
 			atomic_fetch_add(&c->failures, 1);
-			retry_ms = pc_now_mono_ms() + RETRY_MAX_MS;
+			not_before = pc_now_mono_ms() + RETRY_MAX_MS;
 			continue;
 		}
 		o = send_one(c, note, nlen, &cp);
 		if (o == RESYNC)
 			o = send_one(c, note, nlen, &cp);
 		if (o == OK) {
-			bool newer;
-
 			pthread_mutex_lock(&c->mu);
-			newer = c->note_len != 0;
-			if (!newer)
-				atomic_store(&c->pending_since_ms, 0);
+			/* a newer checkpoint waits: the bound runs for it from now */
+			atomic_store(&c->pending_since_ms, c->note_len ? pc_now_mono_ms() : 0);
 			pthread_mutex_unlock(&c->mu);
 			nlen = 0;
 			backoff = RETRY_MIN_MS;
+			not_before = pc_now_mono_ms() + SEND_GAP_MS;
 		} else {
-			retry_ms = pc_now_mono_ms() + backoff;
+			not_before = pc_now_mono_ms() + backoff;
 			backoff = backoff * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : backoff * 2;
 		}
 	}
