@@ -4,6 +4,7 @@
  * parsing and decisions (C2SP tlog-witness), its state across a restart,
  * and the prefix check behind log verify --against. */
 #include "logd/logd_int.h"
+#include "rules/rules.h"
 #include "tests/unit/unit.h"
 
 #include <sodium.h>
@@ -447,6 +448,49 @@ START_TEST(prefix_check_names_cut_back_and_split)
 }
 END_TEST
 
+/* log.witness.* are read with the rest of the configuration, and an
+ * address without a key (whose cosignatures could not be checked), or
+ * required without an address, is refused with the key named. */
+static int cfg_try(const char *text, struct config *cfg, struct pc_err *err)
+{
+	char path[] = "/tmp/pc-witness-cfg.XXXXXX";
+	int fd = mkstemp(path), rc;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	rc = config_load(path, cfg, err);
+	unlink(path);
+	return rc;
+}
+
+START_TEST(config_reads_the_witness_keys)
+{
+	static struct config cfg;
+	struct pc_err err;
+
+	ck_assert_int_eq(cfg_try("log:\n  witness:\n    address: \"w.example:7380\"\n    key: "
+				 "/etc/portcullis/witness.pub\n    required: true\n    "
+				 "max_lag_ms: 2500\n",
+				 &cfg, &err),
+			 0);
+	ck_assert_str_eq(cfg.log.witness.address, "w.example:7380");
+	ck_assert_str_eq(cfg.log.witness.key, "/etc/portcullis/witness.pub");
+	ck_assert(cfg.log.witness.required);
+	ck_assert_uint_eq(cfg.log.witness.max_lag_ms, 2500);
+	ck_assert_int_eq(cfg_try("log:\n  file: /tmp/x\n", &cfg, &err), 0);
+	ck_assert_str_eq(cfg.log.witness.address, "");
+	ck_assert(!cfg.log.witness.required);
+	ck_assert_uint_eq(cfg.log.witness.max_lag_ms, 10000);
+	ck_assert_int_lt(cfg_try("log:\n  witness:\n    address: \"w.example:7380\"\n", &cfg, &err),
+			 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "log.witness.key"));
+	ck_assert_int_lt(cfg_try("log:\n  witness:\n    required: true\n", &cfg, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "log.witness.address"));
+	ck_assert_int_lt(cfg_try("log:\n  witness:\n    max_lag_ms: 5\n", &cfg, &err), 0);
+}
+END_TEST
+
 static Suite *witness_suite(void)
 {
 	Suite *s = suite_create("witness");
@@ -457,7 +501,7 @@ static Suite *witness_suite(void)
 	PC_UNIT_TESTS(t, consistency_every_pair_up_to_64, consistency_from_the_edge_and_tail,
 		      consistency_known_vectors, cosignature_signs_the_checkpoint_text,
 		      witness_cosigns_only_what_extends_its_state, witness_request_parsing,
-		      prefix_check_names_cut_back_and_split);
+		      prefix_check_names_cut_back_and_split, config_reads_the_witness_keys);
 	suite_add_tcase(s, t);
 	return s;
 }
