@@ -149,15 +149,20 @@ mv "$L" "$L.checkpoint" "$L.witnessed" "$D/aside/"
 : >"$D/logd.err"
 logd_ns_start
 t_eq "a second log under the same key starts" 0 $?
-lg_client -n 600 -b 50 -q >/dev/null
+lg_client -n 500 -b 50 -q >/dev/null
 t_eq "it acknowledges records (the witness is not required)" 0 $?
-lab_wait_until grep -q 'HTTP 422' "$D/logd.err"
+lab_wait_until grep -q 'another tree of 501 records' "$D/logd.err"
 t_match "logd reports that the witness knows a larger tree" \
 	'has cosigned 501 records .*more than this log holds.*split view' "$(cat "$D/logd.err")"
-t_match "... and, once it holds 501 records, that the witness refuses its tree (422)" \
-	'refused the checkpoint for [0-9]+ records: HTTP 422.*split view' "$(cat "$D/logd.err")"
-t_match "the witness logged the split view" 'not consistent with the one for 501|split view' \
+t_match "... and, at 501 records of its own, that the witness refuses a second tree of that size (409)" \
+	'refuses: it cosigned another tree of 501 records \(split view\)' "$(cat "$D/logd.err")"
+t_match "the witness logged the split view" 'split view: a checkpoint for 501 records with another root' \
 	"$(cat "$D/witness.err")"
+# one more record: a longer tree that does not extend what it cosigned
+lg_client -n 1 -q >/dev/null
+lab_wait_until grep -q 'HTTP 422' "$D/logd.err"
+t_match "a longer tree of the split log is refused too (422)" \
+	'refused the checkpoint for 502 records: HTTP 422.*split view' "$(cat "$D/logd.err")"
 t_ok "metrics count the conflict" test "$(metrics conflicts_total)" -ge 1
 t_ok "the split log has no witnessed checkpoint" test ! -e "$L.witnessed"
 logd_stop
