@@ -21,7 +21,8 @@
 	"       portcullis log show [FILE] [--checkpoints]\n"                                      \
 	"       portcullis log prove SEQ [--file FILE] [--key PUB] [-o OUT]\n"                     \
 	"       portcullis log prove --consistency OLD NEW [--file FILE] [--key PUB] [-o OUT]\n"   \
-	"       portcullis log keygen [--name NAME] [--force]\n"
+	"       portcullis log keygen [--name NAME] [--force]\n"                                   \
+	"       portcullis log status\n"
 
 struct cli {
 	const char *config;
@@ -830,6 +831,37 @@ static int cmd_keygen(struct cli *c, int argc, char **argv)
 	return PC_EXIT_OK;
 }
 
+/* ---- log status: logd's own view, from its control socket ---------------- */
+
+static int cmd_status(struct cli *c, int argc, char **argv)
+{
+	char path[PC_PATH_MAX + 32], *reply = NULL, *nl;
+	const struct config *cfg;
+	struct pc_err err;
+	int rc;
+
+	(void)argv;
+	if (argc != 1)
+		return fputs(USAGE, stderr), PC_EXIT_USAGE;
+	if (!(cfg = cli_cfg(c)))
+		return PC_EXIT_ERROR;
+	snprintf(path, sizeof(path), "%s/%s", cfg->run_dir, LOGD_CTL_SOCK);
+	if (pc_ctl_request(path, "status", 5000, 8192, &reply, &err) < 0) {
+		pc_cli_error("log status", "portcullis-logd: %s", err.msg);
+		return PC_EXIT_ERROR;
+	}
+	nl = strchr(reply, '\n');
+	if (!nl || (strncmp(reply, "ok\n", 3) != 0 && strncmp(reply, "warn\n", 5) != 0)) {
+		pc_cli_error("log status", "portcullis-logd: %.200s", reply);
+		free(reply);
+		return PC_EXIT_ERROR;
+	}
+	fputs(nl + 1, stdout);
+	rc = reply[0] == 'o' ? PC_EXIT_OK : PC_EXIT_FAIL;
+	free(reply);
+	return rc;
+}
+
 int logd_cli(int argc, char **argv, const char *config)
 {
 	struct cli c = {.config = config};
@@ -851,6 +883,8 @@ int logd_cli(int argc, char **argv, const char *config)
 		return cmd_prove(&c, argc, argv);
 	if (!strcmp(sub, "keygen"))
 		return cmd_keygen(&c, argc, argv);
+	if (!strcmp(sub, "status"))
+		return cmd_status(&c, argc, argv);
 	if (!strcmp(sub, "-h") || !strcmp(sub, "--help") || !strcmp(sub, "help")) {
 		fputs(USAGE, stdout);
 		return PC_EXIT_OK;

@@ -597,7 +597,12 @@ bool logwc_gate(void *ctx);
  * conflicts, refusing) into b; c may be NULL (no witness configured). */
 struct pc_prom;
 void logwc_metrics(struct logwc *c, struct pc_prom *b);
-/* The control socket's "metrics": logd_metrics, then the witness's (ctx). */
+/* One line on the witness for "status" (c may be NULL); *bad set when it
+ * is configured and unreachable, in conflict or refusing records. */
+void logwc_status(struct logwc *c, char *buf, size_t len, bool *bad);
+/* The control socket's "metrics": logd_metrics, then the witness's (ctx);
+ * "status": a few lines for `portcullis log status`, the first word "ok"
+ * or "warn". */
 struct logd_metrics_ctx {
 	struct logd_live *live;
 	struct logwc *wc;

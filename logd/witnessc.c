@@ -103,7 +103,7 @@ static void hk_stage(void *ctx, const struct logrec *rec, uint64_t seq, uint64_t
 	struct qleaf x = {.seq = seq, .flags = rec->action == LOGREC_SEGMENT ? LEAF_SEG_START : 0};
 
 	memcpy(x.h, hash, MERKLE_HASH);
-	if (lvec_push(&c->stg, &x, 1) < 0)
+	if (c->stg.n != SIZE_MAX && lvec_push(&c->stg, &x, 1) < 0)
 		c->stg.n = SIZE_MAX; /* lost: the thread reads the file back */
 	if (c->next.stage)
 		c->next.stage(c->next.ctx, rec, seq, time_ms, hash);
@@ -738,13 +738,64 @@ void logwc_metrics(struct logwc *c, struct pc_prom *b)
 			logwc_gate(c) ? 0 : 1);
 }
 
+void logwc_status(struct logwc *c, char *buf, size_t len, bool *bad)
+{
+	uint64_t ms, now = pc_now_real_ms();
+	char age[48] = "";
+	bool reach, refusing;
+
+	if (!c) {
+		snprintf(
+		    buf, len,
+		    "witness: none (log.witness.address): checkpoints are anchored by the sidecar "
+		    "and syslog only\n");
+		*bad = false;
+		return;
+	}
+	ms = atomic_load(&c->cosigned_ms);
+	if (ms)
+		snprintf(age, sizeof(age), " %llu s ago",
+			 (unsigned long long)(now > ms ? (now - ms) / 1000 : 0));
+	reach = atomic_load(&c->reachable);
+	refusing = !logwc_gate(c);
+	snprintf(buf, len,
+		 "witness: %s (%s+%08x): %s; cosigned %llu records%s; %llu failures, %llu "
+		 "conflicts; %s\n",
+		 c->address, c->wkey.name, c->wkey.hash, reach ? "reachable" : "NOT reachable",
+		 (unsigned long long)atomic_load(&c->cosigned_size), ms ? age : " (none yet)",
+		 (unsigned long long)atomic_load(&c->failures),
+		 (unsigned long long)atomic_load(&c->conflicts),
+		 refusing      ? "REFUSING records (log.witness.required, nothing cosigned for "
+				 "log.witness.max_lag_ms)"
+		 : c->required ? "required: records are refused if nothing is cosigned for "
+				 "log.witness.max_lag_ms"
+			       : "not required: logd keeps acknowledging records without it");
+	*bad = !reach || refusing || atomic_load(&c->conflicts) > 0;
+}
+
 char *logd_metrics_all(void *ctx, const char *req)
 {
 	struct logd_metrics_ctx *m = ctx;
-	char *a = logd_metrics(m->live, req), *b, *all;
+	char *a, *b, *all;
 	struct pc_prom p = {0};
 	size_t la, lb;
 
+	if (!strcmp(req, "status")) {
+		char w[1024], *out = malloc(2048);
+		bool bad;
+
+		if (!out)
+			return NULL;
+		logwc_status(m->wc, w, sizeof(w), &bad);
+		snprintf(out, 2048,
+			 "%s\nlog: %llu records in the current tree, next seq %llu, %llu "
+			 "unsealed\n%s",
+			 bad ? "warn" : "ok", (unsigned long long)atomic_load(&m->live->tree_size),
+			 (unsigned long long)atomic_load(&m->live->next_seq),
+			 (unsigned long long)atomic_load(&m->live->unsealed), w);
+		return out;
+	}
+	a = logd_metrics(m->live, req);
 	if (!a || strcmp(req, "metrics") != 0)
 		return a;
 	logwc_metrics(m->wc, &p);

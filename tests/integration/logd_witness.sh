@@ -101,6 +101,10 @@ t_match "verify reports the cosignature, checked with log.witness.key" \
 	'consistent with the witnessed checkpoint .*: 301 records, cosigned by [^ ]+\+[0-9a-f]{8} \(cosignature verified' "$out"
 t_eq "metrics: the witness is reachable" 1 "$(metrics reachable)"
 t_eq "metrics: the cosigned size" 301 "$(metrics cosigned_size)"
+out=$(PC log status)
+t_eq "log status: exit 0 with a reachable witness" 0 $?
+t_match "log status names the witness, reachable, and what it cosigned" \
+	'witness: 192.0.2.2:7380 \([^)]+\): reachable; cosigned 301 records .*not required' "$out"
 
 # a checkpoint of 301 records in the file: the cut-back target
 cp300=$(grep -n '^{"checkpoint"' "$L" | tail -1 | cut -d: -f1)
@@ -179,6 +183,10 @@ lab_wait_until grep -q 'keeps acknowledging' "$D/logd.err"
 t_match "logd says it works without the witness" 'witness .*logd keeps acknowledging' "$(cat "$D/logd.err")"
 t_eq "metrics: the witness is unreachable" 0 "$(metrics reachable)"
 t_eq "metrics: not refusing" 0 "$(metrics refusing)"
+out=$(PC log status)
+t_eq "log status: exit 1 with the witness down" 1 $?
+t_match "log status says it is not reachable and logd keeps working" \
+	'NOT reachable.*logd keeps acknowledging records without it' "$out"
 logd_stop
 
 # witness down, required: records are refused once nothing was cosigned
@@ -190,6 +198,7 @@ sleep 1.5
 lg_client -n 10 -b 10 -t 500 -q >/dev/null 2>&1
 t_eq "required: true and nothing cosigned for 1 s: records are refused" 1 $?
 t_eq "metrics: refusing" 1 "$(metrics refusing)"
+t_match "log status says records are refused" 'REFUSING records' "$(PC log status)"
 t_match "logd says why" 'no witness cosigned a checkpoint recently' "$(cat "$D/logd.err")"
 witness_start
 lab_wait_until refusing_is 0
