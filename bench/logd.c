@@ -347,7 +347,8 @@ int main(int argc, char **argv)
 			size_t len = 0;
 			struct checkpoint wcp;
 
-			for (int i = 0; i < 50 && !wit_size; i++) {
+			/* the final checkpoint (at close) covers every record */
+			for (int i = 0; i < 50 && wit_size != n + 1; i++) {
 				snprintf(wf, sizeof(wf), "%s%s", file, LOGWC_SUFFIX);
 				if (pc_file_read(wf, 4096, &text, &len, NULL) == 0 &&
 				    checkpoint_open(note_signer_verifier(key), text, len, &wcp,
@@ -355,7 +356,7 @@ int main(int argc, char **argv)
 					wit_size = wcp.size;
 				free(text);
 				text = NULL;
-				if (!wit_size)
+				if (wit_size != n + 1)
 					usleep(100 * 1000);
 			}
 		}
