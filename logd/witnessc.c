@@ -80,6 +80,8 @@ struct logwc {
 
 static int lvec_push(struct lvec *l, const struct qleaf *x, size_t n)
 {
+	if (n == 0) /* a batch of checkpoints only: nothing to copy (x may be NULL) */
+		return 0;
 	if (l->n + n > l->cap) {
 		size_t cap = l->cap ? l->cap : 1024;
 		void *nv;
@@ -523,7 +525,9 @@ static enum outcome send_one(struct logwc *c, const char *note, size_t nlen,
 	/* the edge moves to the cosigned size */
 	for (uint64_t i = 0; i < cp->size - m; i++)
 		merkle_tree_append(c->h, &c->edge, c->tail[i]);
-	memmove(c->tail, c->tail + (cp->size - m), (c->n_tail - (cp->size - m)) * MERKLE_HASH);
+	if (c->n_tail > cp->size - m) /* (tail may be NULL when empty) */
+		memmove(c->tail, c->tail + (cp->size - m),
+			(c->n_tail - (cp->size - m)) * MERKLE_HASH);
 	c->n_tail -= cp->size - m;
 	memcpy(c->wit_root, cp->root, MERKLE_HASH);
 	atomic_store(&c->cosigned_size, cp->size);

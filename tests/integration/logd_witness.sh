@@ -50,10 +50,13 @@ witness_start() {
 	WPID=$!
 	lab_wait_until lab_in "$GWNS" bash -c "exec 3<>/dev/tcp/${WADDR%:*}/${WADDR#*:}" 2>/dev/null
 }
-witness_stop() {
+witness_stop() { # its exit status (0: a clean stop on SIGTERM)
+	local rc
 	kill "$WPID" 2>/dev/null
 	wait "$WPID" 2>/dev/null
+	rc=$?
 	WPID=
+	return "$rc"
 }
 # logd in its namespace: the same as logd_start, run by ip netns exec
 logd_ns_start() {
@@ -142,6 +145,7 @@ t_ok "the whole file verifies against it again" PC log verify
 
 # a restarted witness keeps its state
 witness_stop
+t_eq "the witness stops on SIGTERM (exit 0)" 0 $?
 witness_start
 code=$(lab_in "$GWNS" curl -s -o "$D/resp" -w '%{http_code}' --data-binary @"$D/p300" \
 	"http://$WADDR/add-checkpoint")
@@ -208,6 +212,8 @@ for _ in $(seq 30); do
 	sleep 0.2
 done
 t_eq "the witness back: records are acknowledged again" 0 "$ok"
-logd_stop
+logd_stop_ok
+witness_stop
+t_eq "the witness stops cleanly" 0 $?
 
 t_done
