@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,13 +15,16 @@
 #include <unistd.h>
 
 #define USAGE                                                                                      \
-	"usage: portcullis log verify [FILE...] [--key PUB] [--checkpoint NOTE] "                  \
+	"usage: portcullis log verify [FILE...] [--key PUB] [--checkpoint NOTE]\n"                 \
+	"                             [--against NOTE]... [--witness-key PUB] "                    \
 	"[--allow-unsigned]\n"                                                                     \
 	"       portcullis log verify --proof PROOF [--key PUB]\n"                                 \
 	"       portcullis log show [FILE] [--checkpoints] [--follow] [--sandbox NAME]\n"          \
 	"                [--action ACTION] [--outcome allowed|refused] [--since TIME] [--json]\n"  \
 	"       portcullis log prove SEQ [--file FILE] [--key PUB] [-o OUT]\n"                     \
-	"       portcullis log keygen [--name NAME] [--force]\n"
+	"       portcullis log prove --consistency OLD NEW [--file FILE] [--key PUB] [-o OUT]\n"   \
+	"       portcullis log keygen [--name NAME] [--force]\n"                                   \
+	"       portcullis log status\n"
 
 struct cli {
 	const char *config;
@@ -100,11 +104,43 @@ static void age_str(uint64_t ms, char *buf, size_t len)
 		snprintf(buf, len, "%llu h ago", (unsigned long long)d / 3600);
 }
 
+/* ---- witness and --against (docs/logd.md "Witness and consistency proofs") */
+struct vanchors {
+	const char *const *against; /* --against files */
+	size_t n;
+	const struct cosig_verifier *wkey; /* --witness-key, else log.witness.key; NULL: none */
+};
+
+/* The witness's key for reporting cosignatures: --witness-key, else the
+ * configuration's log.witness.key when there is one. */
+static const struct cosig_verifier *wkey_get(struct cli *c, const char *opt,
+					     struct cosig_verifier *v)
+{
+	struct pc_err err;
+	struct config cfg;
+
+	if (!opt) {
+		if (c->have_cfg)
+			opt = c->cfg.log.witness.key;
+		else if (config_load(c->config, &cfg, NULL) == 0)
+			opt = cfg.log.witness.key[0] ? cfg.log.witness.key : NULL;
+		if (!opt || !opt[0])
+			return NULL;
+		return cosig_verifier_load(opt, v, &err) == 0 ? v : NULL;
+	}
+	if (cosig_verifier_load(opt, v, &err) < 0) {
+		pc_cli_error("log verify", "witness key: %s", err.msg);
+		return NULL;
+	}
+	return v;
+}
+
 /* How verify goes about one file, and what it found beyond the result. */
 struct verify_opts {
-	bool allow_unsigned; /* a file no checkpoint covers: 0, not 1 */
-	bool defer_sidecar;  /* several files: a missing sidecar matters only for
-				the newest, which the caller knows once all are read */
+	bool allow_unsigned;	   /* a file no checkpoint covers: 0, not 1 */
+	bool defer_sidecar;	   /* several files: a missing sidecar matters only for
+				      the newest, which the caller knows once all are read */
+	const struct vanchors *va; /* --against, the witness's key */
 };
 
 /* "no sidecar": what that costs, said for the file it concerns. */
@@ -118,9 +154,32 @@ static void no_sidecar_note(const char *path)
 
 /* Verify one file; prints its summary. PC_EXIT_*. *no_sidecar: verified
  * without any checkpoint held outside the file. */
+static int verify_one_(const char *path, struct note_verifier *key, const char *cpfile,
+		       const struct verify_opts *o, struct logc_anchors *anc,
+		       struct merkle_hasher *ah, struct logv_result *out, bool *no_sidecar);
 static int verify_one(const char *path, struct note_verifier *key, const char *cpfile,
 		      const struct verify_opts *o, struct logv_result *out, bool *no_sidecar)
 {
+	struct logc_anchors *anc = calloc(1, sizeof(*anc));
+	struct merkle_hasher *ah = NULL;
+	int xrc;
+
+	if (!anc || merkle_hasher_new(&ah, NULL) < 0) {
+		free(anc);
+		pc_cli_error("log verify", "out of memory");
+		return PC_EXIT_ERROR;
+	}
+	xrc = verify_one_(path, key, cpfile, o, anc, ah, out, no_sidecar);
+	merkle_hasher_free(ah);
+	free(anc);
+	return xrc;
+}
+
+static int verify_one_(const char *path, struct note_verifier *key, const char *cpfile,
+		       const struct verify_opts *o, struct logc_anchors *anc,
+		       struct merkle_hasher *ah, struct logv_result *out, bool *no_sidecar)
+{
+	const struct vanchors *va = o->va;
 	char side[PC_PATH_MAX + 16], ts[32], age[32];
 	struct checkpoint ext = {0};
 	const struct logv_result *r;
@@ -144,6 +203,12 @@ static int verify_one(const char *path, struct note_verifier *key, const char *c
 		else
 			have_ext = true;
 	}
+	/* --against and <log>.witnessed: checked as the file is read */
+	if (logc_anchors_load(anc, key, path, va ? va->against : NULL, va ? va->n : 0, &err) < 0) {
+		pc_cli_error("log verify", "%s", err.msg);
+		return err.code == PC_ETAMPER || err.code == PC_EPARSE ? PC_EXIT_FAIL
+								       : PC_EXIT_ERROR;
+	}
 	/* A live log may end in a line logd is writing right now: if the
 	 * file grows meanwhile, look again; a file that stays cut mid-line
 	 * was cut (truncated), and that is reported. */
@@ -157,6 +222,7 @@ static int verify_one(const char *path, struct note_verifier *key, const char *c
 		}
 		if (have_ext && ext.size)
 			logv_expect(v, &ext);
+		logc_anchors_attach(anc, ah, v);
 		if (stat(path, &a) < 0)
 			a.st_size = -1;
 		rc = logv_file(v, path, attempt < 3 ? LOGV_TORN_OK : 0, &err);
@@ -203,6 +269,11 @@ static int verify_one(const char *path, struct note_verifier *key, const char *c
 		logv_free(v);
 		return o->allow_unsigned ? PC_EXIT_OK : PC_EXIT_FAIL;
 	}
+	if (logc_anchors_report(anc, key, va ? va->wkey : NULL, r->records, false, &err) < 0) {
+		pc_cli_error("log verify", "%s: %s", path, err.msg);
+		logv_free(v);
+		return PC_EXIT_FAIL;
+	}
 	age_str(r->last_cp.time_ms, age, sizeof(age));
 	printf("%s: intact: %llu records (seq %llu-%llu), %llu checkpoints, signed by %s+%08x\n",
 	       path, (unsigned long long)r->records, (unsigned long long)r->first_seq,
@@ -230,6 +301,7 @@ static int verify_one(const char *path, struct note_verifier *key, const char *c
 		no_sidecar_note(path);
 	if (no_sidecar)
 		*no_sidecar = side_missing;
+	logc_anchors_report(anc, key, va ? va->wkey : NULL, r->records, true, &err);
 	*out = *r;
 	logv_free(v);
 	return PC_EXIT_OK;
@@ -254,10 +326,15 @@ static int cmd_verify(struct cli *c, int argc, char **argv)
 	static const struct option o[] = {{"key", required_argument, NULL, 'k'},
 					  {"checkpoint", required_argument, NULL, 'C'},
 					  {"proof", required_argument, NULL, 'p'},
+					  {"against", required_argument, NULL, 'A'},
+					  {"witness-key", required_argument, NULL, 'w'},
 					  {"allow-unsigned", no_argument, NULL, 'U'},
 					  {NULL, 0, NULL, 0}};
-	const char *keyp = NULL, *cpfile = NULL, *proof = NULL;
-	struct verify_opts vo = {0};
+	const char *keyp = NULL, *cpfile = NULL, *proof = NULL, *wkeyp = NULL;
+	const char *against[LOGC_ANCHORS_MAX];
+	struct cosig_verifier wkey;
+	struct vanchors va = {.against = against};
+	struct verify_opts vo = {.va = &va};
 	struct note_verifier key;
 	struct logv_result cur;
 	int opt, rc;
@@ -269,15 +346,22 @@ static int cmd_verify(struct cli *c, int argc, char **argv)
 			cpfile = optarg;
 		else if (opt == 'p')
 			proof = optarg;
+		else if (opt == 'A' && va.n < LOGC_ANCHORS_MAX - 1)
+			against[va.n++] = optarg;
+		else if (opt == 'w')
+			wkeyp = optarg;
 		else if (opt == 'U')
 			vo.allow_unsigned = true;
 		else
 			return fputs(USAGE, stderr), PC_EXIT_USAGE;
 	}
-	if ((proof && optind != argc) || (cpfile && argc - optind > 1))
+	if ((proof && optind != argc) || ((cpfile || va.n) && argc - optind > 1))
 		return fputs(USAGE, stderr), PC_EXIT_USAGE;
 	if ((rc = key_get(c, keyp, &key)) != 0)
 		return rc;
+	va.wkey = wkey_get(c, wkeyp, &wkey);
+	if (wkeyp && !va.wkey)
+		return PC_EXIT_ERROR;
 	if (proof) {
 		struct logproof_info info;
 		struct pc_err err;
@@ -324,6 +408,8 @@ static int cmd_verify(struct cli *c, int argc, char **argv)
 			 * with its log, not as one */
 			if (n > 1 && fl > 11 && strcmp(f + fl - 11, ".checkpoint") == 0)
 				continue;
+			if (n > 1 && fl > 10 && strcmp(f + fl - 10, LOGWC_SUFFIX) == 0)
+				continue; /* the witnessed checkpoint, too */
 			vo.defer_sidecar = n > 1;
 			rc = verify_one(f, &key, n == 1 ? cpfile : NULL, &vo, &cur,
 					&l[m].no_sidecar);
@@ -496,12 +582,174 @@ static int leaf_collect(void *ctx, uint64_t index, uint64_t seq, const uint8_t l
 	return 0;
 }
 
+/* ---- log prove --consistency OLD NEW ----------------------------------- */
+
+/* OLD or NEW: a tree size, or a checkpoint file signed by key. */
+static int size_or_note(const char *arg, const struct note_verifier *key, uint64_t *size,
+			char *note, size_t notelen, size_t *nlen, struct checkpoint *cp)
+{
+	struct pc_err err;
+	char *text = NULL, *ep;
+	size_t len = 0;
+
+	if (arg[0] >= '0' && arg[0] <= '9') {
+		errno = 0;
+		*size = strtoull(arg, &ep, 10);
+		if (!*ep && !errno)
+			return 0;
+	}
+	if (pc_file_read(arg, notelen - 1, &text, &len, &err) < 0 ||
+	    checkpoint_open(key, text, len, cp, &err) < 0) {
+		free(text);
+		pc_cli_error("log prove", "%s: %s", arg, err.msg);
+		return err.code == PC_ETAMPER || err.code == PC_EPARSE ? PC_EXIT_FAIL
+								       : PC_EXIT_ERROR;
+	}
+	memcpy(note, text, len);
+	*nlen = len;
+	*size = cp->size;
+	free(text);
+	return 0;
+}
+
+static int prove_consistency(struct cli *c, const char *oldp, const char *newp, const char *filep,
+			     const char *keyp, const char *outp)
+{
+	char onote[CHECKPOINT_MAX + 4 * COSIG_LINE_MAX], nnote[CHECKPOINT_MAX + 4 * COSIG_LINE_MAX];
+	char side[PC_PATH_MAX + 16], *sidetext = NULL, *body = NULL;
+	uint8_t proof[MERKLE_PROOF_MAX][MERKLE_HASH], mroot[MERKLE_HASH], nroot[MERKLE_HASH];
+	struct checkpoint ocp = {0}, ncp = {0}, sc;
+	struct leaves l = {.want_seq = UINT64_MAX};
+	struct note_verifier key;
+	struct logv *v = NULL;
+	struct merkle_hasher *h = NULL;
+	struct pc_err err;
+	const struct logv_result *r;
+	uint64_t m, n;
+	size_t olen = 0, nlen = 0, plen, slen = 0, off;
+	const char *path;
+	int rc;
+
+	if (!(path = file_get(c, filep)) || key_get(c, keyp, &key) != 0)
+		return PC_EXIT_ERROR;
+	if ((rc = size_or_note(oldp, &key, &m, onote, sizeof(onote), &olen, &ocp)) != 0 ||
+	    (rc = size_or_note(newp, &key, &n, nnote, sizeof(nnote), &nlen, &ncp)) != 0)
+		return rc;
+	rc = PC_EXIT_ERROR;
+	if (m > n) {
+		pc_cli_error("log prove", "OLD (%llu records) is larger than NEW (%llu)",
+			     (unsigned long long)m, (unsigned long long)n);
+		return PC_EXIT_USAGE;
+	}
+	if (logv_new(&key, &v, &err) < 0 || merkle_hasher_new(&h, &err) < 0)
+		goto fail;
+	logv_set_leaf_fn(v, leaf_collect, &l);
+	if (logv_file(v, path, LOGV_TORN_OK, &err) < 0) {
+		pc_cli_error("log prove", "%s: %s", path, err.msg);
+		rc = err.code == PC_ETAMPER ? PC_EXIT_FAIL : PC_EXIT_ERROR;
+		goto out;
+	}
+	r = logv_result(v);
+	if (n > l.n) {
+		pc_cli_error("log prove", "%s holds %llu records, not %llu", path,
+			     (unsigned long long)l.n, (unsigned long long)n);
+		rc = PC_EXIT_FAIL;
+		goto out;
+	}
+	/* NEW as a size: the signed checkpoint for it, the file's last or the
+	 * sidecar, goes with the proof (the tlog-witness body is complete) */
+	if (!nlen) {
+		snprintf(side, sizeof(side), "%s.checkpoint", path);
+		if (r->has_cp && r->last_cp.size == n) {
+			memcpy(nnote, r->last_cp_note, r->last_cp_len);
+			nlen = r->last_cp_len;
+			ncp = r->last_cp;
+		} else if (pc_file_read(side, CHECKPOINT_MAX, &sidetext, &slen, NULL) == 0 &&
+			   checkpoint_open(&key, sidetext, slen, &sc, NULL) == 0 && sc.size == n) {
+			memcpy(nnote, sidetext, slen);
+			nlen = slen;
+			ncp = sc;
+		} else {
+			pc_cli_error(
+			    "log prove",
+			    "no signed checkpoint for %llu records (the file's last covers "
+			    "%llu): give NEW as a checkpoint file, or that size",
+			    (unsigned long long)n,
+			    (unsigned long long)(r->has_cp ? r->last_cp.size : 0));
+			rc = PC_EXIT_FAIL;
+			goto out;
+		}
+	}
+	{
+		struct merkle_leaves ml = {
+		    .h = h, .leaf = (const uint8_t(*)[MERKLE_HASH])l.h, .n = n};
+
+		if (merkle_leaves_root(&ml, 0, m, mroot) < 0 ||
+		    merkle_leaves_root(&ml, 0, n, nroot) < 0 ||
+		    merkle_consistency_proof(m, n, merkle_leaves_root, &ml, proof, &plen, &err) < 0)
+			goto fail;
+	}
+	/* the checkpoints given must be trees of this file */
+	if ((olen && memcmp(ocp.root, mroot, MERKLE_HASH) != 0) ||
+	    memcmp(ncp.root, nroot, MERKLE_HASH) != 0) {
+		pc_cli_error(
+		    "log prove",
+		    "the first %llu records of %s are not the tree %s signs: records were "
+		    "changed, or the checkpoint is of another log (a split view)",
+		    (unsigned long long)(olen && memcmp(ocp.root, mroot, MERKLE_HASH) ? m : n),
+		    path, olen && memcmp(ocp.root, mroot, MERKLE_HASH) ? oldp : newp);
+		rc = PC_EXIT_FAIL;
+		goto out;
+	}
+	if (merkle_consistency_verify(h, m, n, mroot, nroot, (const uint8_t(*)[MERKLE_HASH])proof,
+				      plen) < 0) {
+		pc_cli_error("log prove", "internal error: the proof does not verify");
+		goto out;
+	}
+	/* the C2SP tlog-witness add-checkpoint body: old, proof, checkpoint */
+	if (!(body = malloc(32 + plen * 45 + nlen + 1)))
+		goto out;
+	off = (size_t)sprintf(body, "old %llu\n", (unsigned long long)m);
+	for (size_t i = 0; i < plen; i++) {
+		char b64[64];
+
+		sodium_bin2base64(b64, sizeof(b64), proof[i], MERKLE_HASH,
+				  sodium_base64_VARIANT_ORIGINAL);
+		off += (size_t)sprintf(body + off, "%s\n", b64);
+	}
+	body[off++] = '\n';
+	memcpy(body + off, nnote, nlen);
+	off += nlen;
+	if (outp) {
+		if (pc_file_write_atomic(outp, body, off, 0644, &err) < 0)
+			goto fail;
+	} else if (fwrite(body, 1, off, stdout) != off || fflush(stdout) != 0) {
+		pc_cli_error("log prove", "writing the proof: %s", strerror(errno));
+		goto out;
+	}
+	rc = PC_EXIT_OK;
+	goto out;
+fail:
+	pc_cli_error("log prove", "%s", err.msg);
+	rc = PC_EXIT_ERROR;
+out:
+	free(body);
+	free(sidetext);
+	free(l.h);
+	free(l.line);
+	merkle_hasher_free(h);
+	logv_free(v);
+	return rc;
+}
+
 static int cmd_prove(struct cli *c, int argc, char **argv)
 {
 	static const struct option o[] = {{"file", required_argument, NULL, 'f'},
 					  {"key", required_argument, NULL, 'k'},
+					  {"consistency", no_argument, NULL, 'c'},
 					  {NULL, 0, NULL, 0}};
 	const char *filep = NULL, *keyp = NULL, *outp = NULL, *path, *note;
+	bool consistency = false;
 	uint8_t proof[MERKLE_PROOF_MAX][MERKLE_HASH];
 	char side[PC_PATH_MAX + 16], *sidetext = NULL, *text = NULL, *ep;
 	struct leaves l = {0};
@@ -520,9 +768,15 @@ static int cmd_prove(struct cli *c, int argc, char **argv)
 			keyp = optarg;
 		else if (opt == 'o')
 			outp = optarg;
+		else if (opt == 'c')
+			consistency = true;
 		else
 			return fputs(USAGE, stderr), PC_EXIT_USAGE;
 	}
+	if (consistency)
+		return argc - optind == 2
+			   ? prove_consistency(c, argv[optind], argv[optind + 1], filep, keyp, outp)
+			   : (fputs(USAGE, stderr), PC_EXIT_USAGE);
 	if (argc - optind != 1)
 		return fputs(USAGE, stderr), PC_EXIT_USAGE;
 	errno = 0;
@@ -670,6 +924,37 @@ static int cmd_keygen(struct cli *c, int argc, char **argv)
 	return PC_EXIT_OK;
 }
 
+/* ---- log status: logd's own view, from its control socket ---------------- */
+
+static int cmd_status(struct cli *c, int argc, char **argv)
+{
+	char path[PC_PATH_MAX + 32], *reply = NULL, *nl;
+	const struct config *cfg;
+	struct pc_err err;
+	int rc;
+
+	(void)argv;
+	if (argc != 1)
+		return fputs(USAGE, stderr), PC_EXIT_USAGE;
+	if (!(cfg = cli_cfg(c)))
+		return PC_EXIT_ERROR;
+	snprintf(path, sizeof(path), "%s/%s", cfg->run_dir, LOGD_CTL_SOCK);
+	if (pc_ctl_request(path, "status", 5000, 8192, &reply, &err) < 0) {
+		pc_cli_error("log status", "portcullis-logd: %s", err.msg);
+		return PC_EXIT_ERROR;
+	}
+	nl = strchr(reply, '\n');
+	if (!nl || (strncmp(reply, "ok\n", 3) != 0 && strncmp(reply, "warn\n", 5) != 0)) {
+		pc_cli_error("log status", "portcullis-logd: %.200s", reply);
+		free(reply);
+		return PC_EXIT_ERROR;
+	}
+	fputs(nl + 1, stdout);
+	rc = reply[0] == 'o' ? PC_EXIT_OK : PC_EXIT_FAIL;
+	free(reply);
+	return rc;
+}
+
 int logd_cli(int argc, char **argv, const char *config)
 {
 	struct cli c = {.config = config};
@@ -691,6 +976,8 @@ int logd_cli(int argc, char **argv, const char *config)
 		return cmd_prove(&c, argc, argv);
 	if (!strcmp(sub, "keygen"))
 		return cmd_keygen(&c, argc, argv);
+	if (!strcmp(sub, "status"))
+		return cmd_status(&c, argc, argv);
 	if (!strcmp(sub, "-h") || !strcmp(sub, "--help") || !strcmp(sub, "help")) {
 		fputs(USAGE, stdout);
 		return PC_EXIT_OK;

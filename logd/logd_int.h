@@ -367,6 +367,10 @@ struct logd_server_conf {
 	void (*on_hup)(void *ctx);
 	void *hup_ctx;
 	struct logd_live *live; /* published after each round (may be NULL) */
+	/* while gate(gate_ctx) is false, records are refused, not written
+	 * (log.witness.required with no recent cosignature); NULL: open */
+	bool (*gate)(void *ctx);
+	void *gate_ctx;
 };
 
 struct logd_stats {
@@ -466,6 +470,7 @@ struct logd_hup {
 	struct config *cfg;
 	struct logx **x;
 	struct logw *w;
+	struct logwc *wc; /* the witness client, chained before the exporter (or NULL) */
 };
 
 void logd_on_hup(void *ctx);
@@ -490,5 +495,181 @@ int logd_dir_writable_as(const char *file, const char *user, uid_t uid, struct p
 void logd_sidecar_failed(const char *sidecar, int errnum, const struct pc_err *err);
 /* Sidecar writes that failed since start. */
 uint64_t logd_sidecar_errors(void);
+/* ---- consistency proofs, the witness and logd's witness client ----------
+ * (logd/consistency.c, logd/cosig.c, logd/witness.c, logd/witnessc.c;
+ * docs/logd.md "Witness and consistency proofs") */
+
+/* The root of the subtree of leaves [lo, hi) from some source. */
+typedef int (*merkle_range_fn)(void *ctx, uint64_t lo, uint64_t hi, uint8_t out[MERKLE_HASH]);
+/* RFC 9162 2.1.4.1 PROOF(m, D[n]) into proof (room for MERKLE_PROOF_MAX);
+ * empty when m is 0 or n. */
+int merkle_consistency_proof(uint64_t m, uint64_t n, merkle_range_fn root, void *ctx,
+			     uint8_t (*proof)[MERKLE_HASH], size_t *proof_len, struct pc_err *err);
+/* RFC 9162 2.1.4.2: 0 when proof shows the tree of m leaves with mroot is
+ * a prefix of the tree of n with nroot (m == n: the same root, m == 0:
+ * anything, both with an empty proof); PC_ETAMPER otherwise. */
+int merkle_consistency_verify(struct merkle_hasher *h, uint64_t m, uint64_t n,
+			      const uint8_t mroot[MERKLE_HASH], const uint8_t nroot[MERKLE_HASH],
+			      const uint8_t (*proof)[MERKLE_HASH], size_t len);
+/* Sources of subtree roots: every leaf ... */
+struct merkle_leaves {
+	struct merkle_hasher *h;
+	const uint8_t (*leaf)[MERKLE_HASH];
+	uint64_t n;
+};
+int merkle_leaves_root(void *ctx, uint64_t lo, uint64_t hi, uint8_t out[MERKLE_HASH]);
+/* ... or the right edge of the older tree and the leaves after it: enough
+ * for any proof from edge.size (what logd's witness client keeps). */
+struct merkle_edge {
+	struct merkle_hasher *h;
+	struct merkle_tree edge;
+	const uint8_t (*tail)[MERKLE_HASH];
+	uint64_t n_tail;
+};
+int merkle_edge_root(void *ctx, uint64_t lo, uint64_t hi, uint8_t out[MERKLE_HASH]);
+
+/* A file's tree must pass through checkpoints held elsewhere (log verify
+ * --against, the witnessed checkpoint): feed each leaf in order, then
+ * finish; each want[i] ends MET, SPLIT (another root at that size: a split
+ * view or an edit) or SHORT (the file ends before it: cut back). */
+enum logc_prefix_state {
+	LOGC_PREFIX_PENDING,
+	LOGC_PREFIX_MET,
+	LOGC_PREFIX_SPLIT,
+	LOGC_PREFIX_SHORT
+};
+struct logc_prefix {
+	struct merkle_hasher *h;
+	struct merkle_tree tree;
+	const struct checkpoint *want;
+	enum logc_prefix_state *state;
+	size_t n;
+};
+int logc_prefix_leaf(struct logc_prefix *p, uint64_t index, const uint8_t leaf[MERKLE_HASH]);
+void logc_prefix_finish(struct logc_prefix *p);
+
+/* log verify's anchors (logd/anchor.c): --against files and <log>.witnessed,
+ * each a checkpoint signed by the log's key; attach before logv_file,
+ * report after it (prints one line per anchor met; PC_ETAMPER and why for
+ * the first one cut off or split). */
+#define LOGC_ANCHORS_MAX 8
+#define COSIG_LINE_MAX	 (NOTE_NAME_MAX + 128)
+struct logc_anchor {
+	char path[PC_PATH_MAX];
+	bool witnessed; /* <log>.witnessed, found next to the log */
+	char note[CHECKPOINT_MAX + 4 * COSIG_LINE_MAX];
+	size_t note_len;
+};
+struct logc_anchors {
+	struct logc_anchor a[LOGC_ANCHORS_MAX];
+	struct checkpoint cp[LOGC_ANCHORS_MAX];
+	enum logc_prefix_state st[LOGC_ANCHORS_MAX];
+	size_t n;
+	struct logc_prefix p;
+};
+struct cosig_verifier;
+int logc_anchors_load(struct logc_anchors *a, const struct note_verifier *key, const char *log,
+		      const char *const *against, size_t n, struct pc_err *err);
+void logc_anchors_attach(struct logc_anchors *a, struct merkle_hasher *h, struct logv *v);
+int logc_anchors_report(struct logc_anchors *a, const struct note_verifier *key,
+			const struct cosig_verifier *wkey, uint64_t records, bool print,
+			struct pc_err *err);
+
+/* C2SP tlog-cosignature v1 (logd/cosig.c): a witness signs
+ *   "cosignature/v1\ntime <unix seconds>\n" <checkpoint note text>
+ * and the signature line is "— <name> base64(key id (4) || time (8, BE)
+ * || ed25519 signature (64))", key id = SHA-256(name "\n" 0x04 pk)[:4].
+ * The witness's public key: "<name>+<key id hex>+base64(0x04 || pk)". */
+struct cosig_verifier {
+	char name[NOTE_NAME_MAX];
+	uint32_t hash;
+	uint8_t pk[32];
+};
+void cosig_verifier_from(const struct note_signer *s, struct cosig_verifier *out);
+int cosig_verifier_parse(const char *text, struct cosig_verifier *out, struct pc_err *err);
+int cosig_verifier_load(const char *path, struct cosig_verifier *out, struct pc_err *err);
+int cosig_verifier_format(const struct cosig_verifier *v, char *buf, size_t len);
+/* The signature line for the note text body (its lines up to the blank
+ * line) at time t (seconds); its length or <0. */
+int cosig_sign(const struct note_signer *s, const char *body, size_t blen, uint64_t t, char *line,
+	       size_t len, struct pc_err *err);
+/* Find v's cosignature in note and check it: 0 and *t; PC_ENOENT when
+ * there is none, PC_ETAMPER when it does not verify, PC_EPARSE. */
+int cosig_verify(const struct cosig_verifier *v, const char *note, size_t len, uint64_t *t,
+		 struct pc_err *err);
+/* Raw ed25519 signature by a note key (logd/note.c). */
+void note_signer_sign_raw(const struct note_signer *s, const void *msg, size_t len,
+			  uint8_t sig[64]);
+
+/* The witness (logd/witness.c, portcullis-logd --witness): C2SP
+ * tlog-witness POST /add-checkpoint. */
+#define WITNESS_BODY_MAX 16384
+#define WITNESS_LOGS_MAX 16
+struct witness_req {
+	uint64_t old;
+	uint8_t proof[MERKLE_PROOF_MAX][MERKLE_HASH];
+	size_t proof_len;
+	const char *note; /* inside the body */
+	size_t note_len;
+};
+/* "old N\n" <base64 hash lines> "\n" <checkpoint note>. */
+int witness_req_parse(const char *body, size_t len, struct witness_req *out, struct pc_err *err);
+/* An HTTP/1.x request head in buf[0, len): PC_EAGAIN until it is complete;
+ * then *head_len, and *body_len from Content-Length (required, at most
+ * WITNESS_BODY_MAX); *add is true for POST /add-checkpoint. */
+int witness_http_head(const char *buf, size_t len, size_t *head_len, size_t *body_len, bool *add,
+		      struct pc_err *err);
+struct witness;
+/* dir: where each log's latest cosigned checkpoint is kept (NULL: in
+ * memory only, for tests and fuzzing); keys and signer borrowed. */
+int witness_new(const struct note_signer *signer, const struct note_verifier *logs, size_t n_logs,
+		const char *dir, struct witness **out, struct pc_err *err);
+void witness_free(struct witness *w);
+/* One request body: the HTTP status, and the reply body in resp (NUL
+ * terminated; the signature line on 200, "<size>\n" on 409, else why). */
+int witness_add_checkpoint(struct witness *w, const char *body, size_t len, uint64_t now_s,
+			   char *resp, size_t resplen);
+/* One accepted connection: one request, its reply (the caller closes fd). */
+void witness_serve_fd(struct witness *w, int fd);
+/* Serve TCP on listen_fd until SIGTERM/SIGINT (blocked by the caller). */
+int witness_serve(struct witness *w, int listen_fd, struct pc_err *err);
+/* portcullis-logd --witness ARGS (logd/witness.c). */
+int witness_main(int argc, char **argv);
+
+/* logd's witness client (logd/witnessc.c): a thread of its own that sends
+ * each durable checkpoint the writer exports, with its consistency proof,
+ * and keeps the latest cosigned one in <file>.witnessed. */
+struct logwc_conf {
+	const char *address; /* "host:port" of the witness */
+	const struct cosig_verifier *wkey;
+	const struct note_verifier *logkey;
+	const char *file; /* the log file */
+	bool required;
+	uint32_t max_lag_ms; /* required: refuse records when nothing was cosigned for this long */
+};
+struct logwc;
+int logwc_start(const struct logwc_conf *c, struct logwc **out, struct pc_err *err);
+/* Hooks that feed the client and then next (copied; may be NULL). */
+void logwc_hooks(struct logwc *c, const struct logw_export *next, struct logw_export *out);
+/* true while records may be acknowledged (always, unless required). */
+bool logwc_gate(void *ctx);
+/* The witness's metrics (reachable, cosigned size and age, failures,
+ * conflicts, refusing) into b; c may be NULL (no witness configured). */
+struct pc_prom;
+void logwc_metrics(struct logwc *c, struct pc_prom *b);
+/* One line on the witness for "status" (c may be NULL); *bad set when it
+ * is configured and unreachable, in conflict or refusing records. */
+void logwc_status(struct logwc *c, char *buf, size_t len, bool *bad);
+/* The control socket's "metrics": logd_metrics, then the witness's (ctx);
+ * "status": a few lines for `portcullis log status`, the first word "ok"
+ * or "warn". */
+struct logd_metrics_ctx {
+	struct logd_live *live;
+	struct logwc *wc;
+};
+char *logd_metrics_all(void *ctx, const char *req);
+void logwc_stop(struct logwc *c);
+/* <file>.witnessed */
+#define LOGWC_SUFFIX ".witnessed"
 
 #endif

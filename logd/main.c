@@ -49,7 +49,16 @@ int main(int argc, char **argv)
 	int opt, lfd = -1, cfd = -1, rc = 0; /* 0 or a PC_E* code; pc_daemon_exit maps it */
 	enum pc_loglevel lvl = PC_LOG_INFO;
 	sigset_t set;
+	/* the witness: its key, its client thread, the metrics that name it */
+	struct cosig_verifier wkey;
+	struct logwc *wcl = NULL;
+	struct logd_metrics_ctx mctx = {.live = &live};
+	char witnessed[PC_PATH_MAX + 16];
+	const char *anchors[1] = {witnessed};
 
+	for (int i = 1; i < argc; i++) /* portcullis-logd --witness: another daemon */
+		if (!strcmp(argv[i], "--witness"))
+			return witness_main(argc, argv);
 	while ((opt = getopt_long(argc, argv, "c:tvhV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
@@ -105,6 +114,12 @@ int main(int argc, char **argv)
 	if ((rc = logd_allow_user(&sc, cfg.engine.user, LOGREC_SENDER_ENGINE, &err)) < 0 ||
 	    (rc = logd_allow_user(&sc, cfg.vault.user, LOGREC_SENDER_VAULT, &err)) < 0)
 		goto fail;
+	if (cfg.log.witness.address[0] &&
+	    (rc = cosig_verifier_load(cfg.log.witness.key, &wkey, &err)) < 0) {
+		pc_err_prefix(&err, "log.witness.key: ");
+		goto fail;
+	}
+	snprintf(witnessed, sizeof(witnessed), "%s%s", cfg.log.file, LOGWC_SUFFIX);
 	if (test) {
 		/* The configuration, the key and the syslog settings; the log
 		 * file itself is verified by every start (docs/logd.md). */
@@ -165,6 +180,8 @@ int main(int argc, char **argv)
 		    .group = log_gid,
 		    .old_keys = old,
 		    .n_old_keys = new_segment ? logd_old_keys_load(cfg.log.key, old, 16) : 0,
+		    .anchors = anchors,
+		    .n_anchors = access(witnessed, F_OK) == 0 ? 1 : 0,
 		};
 
 		if ((rc = logw_open(&wc, key, new_segment, &w, &err)) < 0)
@@ -200,7 +217,26 @@ int main(int argc, char **argv)
 	    0)
 		goto fail;
 	atomic_store(&live.start_ms, pc_now_real_ms());
-	rc = pc_ctl_start(cfd, true, logd_metrics, &live, &ctl, &err);
+	if (cfg.log.witness.address[0]) {
+		struct logwc_conf wcc = {.address = cfg.log.witness.address,
+					 .wkey = &wkey,
+					 .logkey = note_signer_verifier(key),
+					 .file = cfg.log.file,
+					 .required = cfg.log.witness.required,
+					 .max_lag_ms = cfg.log.witness.max_lag_ms};
+
+		if ((rc = logwc_start(&wcc, &wcl, &err)) < 0)
+			goto fail;
+		sc.gate = logwc_gate;
+		sc.gate_ctx = wcl;
+		mctx.wc = wcl;
+		pc_log(PC_LOG_NOTICE, "witness %s (%s+%08x)%s", cfg.log.witness.address, wkey.name,
+		       wkey.hash,
+		       cfg.log.witness.required ? ": required, records are refused when nothing "
+						  "was cosigned for log.witness.max_lag_ms"
+						: ": not required, logd keeps working without it");
+	}
+	rc = pc_ctl_start(cfd, true, logd_metrics_all, &mctx, &ctl, &err);
 	cfd = -1; /* the control thread owns it, or it is closed */
 	if (rc < 0)
 		goto fail;
@@ -210,9 +246,14 @@ int main(int argc, char **argv)
 		if ((rc = logx_start(&xc, &x, &err)) < 0)
 			goto fail;
 		logx_hooks(x, &exp);
+		if (wcl) {
+			struct logw_export next = exp;
+
+			logwc_hooks(wcl, &next, &exp);
+		}
 		logw_set_export(w, &exp);
 	}
-	struct logd_hup hup = {.config = config, .cfg = &cfg, .x = &x, .w = w};
+	struct logd_hup hup = {.config = config, .cfg = &cfg, .x = &x, .w = w, .wc = wcl};
 
 	sc.on_hup = logd_on_hup;
 	sc.hup_ctx = &hup;
@@ -248,6 +289,7 @@ fail:
 	pc_log(PC_LOG_ERR, "%s", err.msg);
 out:
 	pc_ctl_stop(ctl);
+	logwc_stop(wcl);
 	if (cfd >= 0)
 		close(cfd);
 	logw_close(w, NULL);

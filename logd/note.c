@@ -516,3 +516,10 @@ int note_verifier_load(const char *path, struct note_verifier *out, struct pc_er
 	free(text);
 	return rc;
 }
+
+/* ---- raw signatures (cosignatures, logd/cosig.c) ------------------------ */
+
+void note_signer_sign_raw(const struct note_signer *s, const void *msg, size_t len, uint8_t sig[64])
+{
+	crypto_sign_detached(sig, NULL, msg, len, s->sk);
+}

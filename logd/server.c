@@ -207,6 +207,16 @@ static int client_dgram(struct server *s, struct client *c, const uint8_t *buf, 
 	uint64_t seq;
 	size_t n;
 
+	if (s->conf->gate && !s->conf->gate(s->conf->gate_ctx)) {
+		/* log.witness.required and no recent cosignature: fail closed,
+		 * nothing written, the sender's flush fails (docs/logd.md) */
+		warn_limited(s,
+			     "refusing records from pid %ld: no witness cosigned a checkpoint "
+			     "recently and log.witness.required is true",
+			     (long)c->pid);
+		client_close(s, c);
+		return 0;
+	}
 	if (truncated) {
 		pc_err_set(&e, PC_EPARSE, "datagram longer than %d bytes", LOGWIRE_DGRAM_MAX);
 		goto malformed;

@@ -129,6 +129,11 @@ void logd_on_hup(void *ctx)
 		return;
 	}
 	logx_hooks(nx, &exp);
+	if (h->wc) { /* the witness keeps its place in front of the exporter */
+		struct logw_export next = exp;
+
+		logwc_hooks(h->wc, &next, &exp);
+	}
 	logw_set_export(h->w, &exp);
 	logx_stop(*h->x, 1000, NULL);
 	*h->x = nx;

@@ -92,6 +92,10 @@ static const struct ckey ckeys[] = {
     K("log.syslog.ca", CT_OPTPATH, log.syslog.ca),
     N("log.syslog.spool", log.syslog.spool_records, 0, 10000000),
     K("log.syslog.socket", CT_PATH, log.syslog.socket),
+    K("log.witness.address", CT_HOSTPORT, log.witness.address),
+    K("log.witness.key", CT_OPTPATH, log.witness.key),
+    K("log.witness.required", CT_BOOL, log.witness.required),
+    N("log.witness.max_lag_ms", log.witness.max_lag_ms, 100, 86400000),
     K("sandbox.pool4", CT_PREFIX4, sandbox.pool4),
     K("sandbox.pool6", CT_PREFIX6, sandbox.pool6),
     K("sandbox.user", CT_USER, sandbox.user),
@@ -184,6 +188,7 @@ void config_defaults(struct config *cfg)
 	cfg->log.rotate_bytes = 0;
 	cfg->log.syslog.local = true;
 	cfg->log.syslog.spool_records = 100000;
+	cfg->log.witness.max_lag_ms = 10000;
 	pc_strlcpy(cfg->log.syslog.socket, "/dev/log", sizeof(cfg->log.syslog.socket));
 	pc_strlcpy(cfg->sandbox.user, "nobody", sizeof(cfg->sandbox.user));
 	config_derive(cfg, NULL);
@@ -661,6 +666,14 @@ static int config_cross_check(struct cload *l)
 		rc = yerr(&l->c, AT("log.syslog.ca"),
 			  "log.syslog.ca is set but log.syslog.tls is false; expected tls: true "
 			  "(the CA is only used for TLS)");
+	if (c->log.witness.address[0] && !c->log.witness.key[0])
+		rc = yerr(&l->c, AT("log.witness.address"),
+			  "log.witness.address is set but log.witness.key is not; expected the "
+			  "witness's public key file (its cosignatures are checked with it)");
+	if (c->log.witness.required && !c->log.witness.address[0])
+		rc = yerr(&l->c, AT("log.witness.required"),
+			  "log.witness.required is true but log.witness.address is not set; "
+			  "expected the witness's \"host:port\"");
 #undef AT
 #undef WHERE2
 	return rc;

@@ -130,6 +130,13 @@ struct config {
 			uint32_t spool_records;	  /* log.syslog.spool: default 100000 */
 			char socket[PC_PATH_MAX]; /* log.syslog.socket: local, default /dev/log */
 		} syslog;
+		struct {
+			/* the witness (docs/logd.md "Witness and consistency proofs") */
+			char address[256];     /* log.witness.address: "host:port" or "" */
+			char key[PC_PATH_MAX]; /* log.witness.key: its cosignature/v1 public key */
+			bool required;	       /* log.witness.required: fail closed without it */
+			uint32_t max_lag_ms;   /* log.witness.max_lag_ms: 10000 */
+		} witness;
 	} log;
 
 	struct {

@@ -1,0 +1,151 @@
+/* log verify's anchors: checkpoints held outside the file (--against, and
+ * the witnessed checkpoint <log>.witnessed next to it) that the file's tree
+ * must pass through, and the cosignatures they carry. A file cut back
+ * below one, or holding another tree at its size (a split view), is
+ * refused: what a witness has seen cannot be taken back. */
+#include "logd/logd_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int logc_anchors_load(struct logc_anchors *a, const struct note_verifier *key, const char *log,
+		      const char *const *against, size_t n, struct pc_err *err)
+{
+	char side[PC_PATH_MAX + 16];
+	size_t total = n;
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	snprintf(side, sizeof(side), "%s%s", log, LOGWC_SUFFIX);
+	if (access(side, F_OK) == 0)
+		total++;
+	if (total > LOGC_ANCHORS_MAX)
+		return pc_err_set(err, PC_EINVAL, "at most %d checkpoints to check against",
+				  LOGC_ANCHORS_MAX);
+	for (size_t i = 0; i < total; i++) {
+		struct logc_anchor *x = &a->a[a->n];
+		const char *path = i < n ? against[i] : side;
+		char *text = NULL;
+		size_t len = 0;
+
+		pc_strlcpy(x->path, path, sizeof(x->path));
+		x->witnessed = i >= n;
+		if ((rc = pc_file_read(path, sizeof(x->note) - 1, &text, &len, err)) < 0)
+			return rc;
+		memcpy(x->note, text, len);
+		x->note[len] = '\0';
+		x->note_len = len;
+		free(text);
+		if ((rc = checkpoint_open(key, x->note, len, &a->cp[a->n], err)) < 0) {
+			pc_err_prefix(err, "%s: ", path);
+			return rc;
+		}
+		a->n++;
+	}
+	return 0;
+}
+
+static int anchor_leaf(void *ctx, uint64_t index, uint64_t seq, const uint8_t leaf[MERKLE_HASH],
+		       const char *line, size_t len)
+{
+	struct logc_anchors *a = ctx;
+
+	(void)seq;
+	(void)line;
+	(void)len;
+	return logc_prefix_leaf(&a->p, index, leaf);
+}
+
+void logc_anchors_attach(struct logc_anchors *a, struct merkle_hasher *h, struct logv *v)
+{
+	a->p = (struct logc_prefix){.h = h, .want = a->cp, .state = a->st, .n = a->n};
+	memset(a->st, 0, sizeof(a->st));
+	merkle_tree_init(&a->p.tree);
+	if (a->n)
+		logv_set_leaf_fn(v, anchor_leaf, a);
+}
+
+/* The signature lines that are not the log's: "name+id" of each. */
+static void cosigners(const struct logc_anchor *x, const struct note_verifier *key,
+		      const struct cosig_verifier *wkey, char *buf, size_t len)
+{
+	const char *p = strstr(x->note, "\n\n"), *end = x->note + x->note_len;
+	size_t off = 0;
+
+	buf[0] = '\0';
+	if (!p)
+		return;
+	for (p += 2; p < end;) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p)), *name = p + 4, *sp;
+		uint64_t t;
+		char ts[32];
+		int n;
+
+		if (!eol || eol - p < 6)
+			break;
+		sp = memchr(name, ' ', (size_t)(eol - name));
+		if (sp && !((size_t)(sp - name) == strlen(key->name) &&
+			    memcmp(name, key->name, (size_t)(sp - name)) == 0)) {
+			if (wkey && (size_t)(sp - name) == strlen(wkey->name) &&
+			    memcmp(name, wkey->name, (size_t)(sp - name)) == 0 &&
+			    cosig_verify(wkey, x->note, x->note_len, &t, NULL) == 0)
+				n = snprintf(buf + off, len - off,
+					     "%s%.*s+%08x (cosignature verified, %s)",
+					     off ? ", " : "", (int)(sp - name), name, wkey->hash,
+					     pc_time_rfc3339(t * 1000, ts, sizeof(ts)));
+			else
+				n = snprintf(
+				    buf + off, len - off, "%s%.*s (cosignature not checked%s)",
+				    off ? ", " : "", (int)(sp - name), name,
+				    wkey ? ": not the configured witness's, or it does not "
+					   "verify"
+					 : ": no witness key, see --witness-key");
+			if (n < 0 || (size_t)n >= len - off)
+				break;
+			off += (size_t)n;
+		}
+		p = eol + 1;
+	}
+}
+
+int logc_anchors_report(struct logc_anchors *a, const struct note_verifier *key,
+			const struct cosig_verifier *wkey, uint64_t records, bool print,
+			struct pc_err *err)
+{
+	int rc = 0;
+
+	logc_prefix_finish(&a->p);
+	for (size_t i = 0; i < a->n; i++) {
+		const struct logc_anchor *x = &a->a[i];
+		const char *what = x->witnessed ? "the witnessed checkpoint" : "the checkpoint";
+		char who[512];
+
+		cosigners(x, key, wkey, who, sizeof(who));
+		if (a->st[i] == LOGC_PREFIX_SHORT) {
+			rc = pc_err_set(err, PC_ETAMPER,
+					"the file holds %llu records but %s %s covers %llu%s%s: "
+					"records were cut off (a rollback or a cut-back)",
+					(unsigned long long)records, what, x->path,
+					(unsigned long long)a->cp[i].size,
+					who[0] ? ", cosigned by " : "", who);
+			break;
+		}
+		if (a->st[i] == LOGC_PREFIX_SPLIT) {
+			rc = pc_err_set(
+			    err, PC_ETAMPER,
+			    "the file's first %llu records are not the tree %s %s signs%s%s: "
+			    "records were changed, or this is a split view (two logs "
+			    "for one origin)",
+			    (unsigned long long)a->cp[i].size, what, x->path,
+			    who[0] ? ", cosigned by " : "", who);
+			break;
+		}
+		if (print)
+			printf("  consistent with %s %s: %llu records%s%s\n", what, x->path,
+			       (unsigned long long)a->cp[i].size, who[0] ? ", cosigned by " : "",
+			       who);
+	}
+	return rc;
+}

@@ -1,0 +1,606 @@
+/* portcullis-logd --witness: a C2SP tlog-witness on another host. It keeps,
+ * per log, the latest checkpoint it cosigned (durably, before answering),
+ * and cosigns a new one only when the log's signature verifies and a
+ * consistency proof shows it extends that one; it never cosigns two trees
+ * of one log that disagree (docs/logd.md "Witness and consistency proofs").
+ * Everything it parses comes from the network: tests/fuzz/fuzz_witness.c. */
+#include "logd/logd_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define B64	      sodium_base64_VARIANT_ORIGINAL
+#define HEAD_MAX      4096
+#define IO_TIMEOUT_MS 5000
+
+struct witness_log {
+	struct note_verifier key;
+	struct checkpoint cp; /* size 0: nothing cosigned yet */
+};
+
+struct witness {
+	const struct note_signer *signer;
+	struct witness_log logs[WITNESS_LOGS_MAX];
+	size_t n_logs;
+	char dir[PC_PATH_MAX]; /* "" in memory only */
+	struct merkle_hasher *h;
+};
+
+/* ---- the request ------------------------------------------------------- */
+
+static int dec_u64(const char *s, size_t n, uint64_t *out)
+{
+	uint64_t x = 0;
+
+	if (n == 0 || n > 20 || (n > 1 && s[0] == '0'))
+		return PC_EPARSE;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9' || x > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
+			return PC_EPARSE;
+		x = x * 10 + (uint64_t)(s[i] - '0');
+	}
+	*out = x;
+	return 0;
+}
+
+int witness_req_parse(const char *body, size_t len, struct witness_req *out, struct pc_err *err)
+{
+	const char *p = body, *end = body + len, *eol;
+	struct witness_req r;
+
+	r.proof_len = 0;
+	eol = memchr(p, '\n', len);
+	if (!eol || (size_t)(eol - p) < 5 || memcmp(p, "old ", 4) != 0 ||
+	    dec_u64(p + 4, (size_t)(eol - p - 4), &r.old) < 0)
+		return pc_err_set(err, PC_EPARSE, "the body must start with \"old <size>\"");
+	for (p = eol + 1;; p = eol + 1) {
+		size_t hl = 0;
+
+		if (p >= end || !(eol = memchr(p, '\n', (size_t)(end - p))))
+			return pc_err_set(err, PC_EPARSE, "no blank line before the checkpoint");
+		if (eol == p)
+			break;
+		if (r.proof_len == MERKLE_PROOF_MAX)
+			return pc_err_set(err, PC_EPARSE, "more than %d proof lines",
+					  MERKLE_PROOF_MAX);
+		if (eol - p != 44 ||
+		    sodium_base642bin(r.proof[r.proof_len], MERKLE_HASH, p, 44, NULL, &hl, NULL,
+				      B64) != 0 ||
+		    hl != MERKLE_HASH)
+			return pc_err_set(err, PC_EPARSE, "a proof line is not a base64 hash");
+		r.proof_len++;
+	}
+	r.note = eol + 1;
+	r.note_len = (size_t)(end - r.note);
+	if (r.note_len == 0)
+		return pc_err_set(err, PC_EPARSE, "no checkpoint");
+	*out = r;
+	return 0;
+}
+
+static bool hdr_is(const char *p, size_t n, const char *name)
+{
+	size_t l = strlen(name);
+
+	return n > l && p[l] == ':' && strncasecmp(p, name, l) == 0;
+}
+
+int witness_http_head(const char *buf, size_t len, size_t *head_len, size_t *body_len, bool *add,
+		      struct pc_err *err)
+{
+	const char *end = memmem(buf, len, "\r\n\r\n", 4), *p, *eol;
+	uint64_t cl = 0;
+	bool have_cl = false, is_add;
+
+	if (!end) {
+		if (len >= HEAD_MAX)
+			return pc_err_set(err, PC_EPARSE, "request head longer than %d bytes",
+					  HEAD_MAX);
+		return PC_EAGAIN;
+	}
+	if ((size_t)(end - buf) + 4 > HEAD_MAX)
+		return pc_err_set(err, PC_EPARSE, "request head longer than %d bytes", HEAD_MAX);
+	eol = memmem(buf, (size_t)(end + 2 - buf), "\r\n", 2);
+	{
+		static const char a[] = "POST /add-checkpoint HTTP/1.";
+		size_t l = (size_t)(eol - buf);
+
+		is_add = l == sizeof(a) && memcmp(buf, a, sizeof(a) - 1) == 0 &&
+			 (buf[l - 1] == '0' || buf[l - 1] == '1');
+		if (!is_add && (l < 5 || memchr(buf, '\0', l)))
+			return pc_err_set(err, PC_EPARSE, "not an HTTP request");
+	}
+	for (p = eol + 2; p < end + 2; p = eol + 2) {
+		size_t n;
+
+		eol = memmem(p, (size_t)(end + 2 - p), "\r\n", 2);
+		n = (size_t)(eol - p);
+		if (hdr_is(p, n, "Content-Length")) {
+			const char *v = p + 15, *ve = p + n;
+
+			while (v < ve && (*v == ' ' || *v == '\t'))
+				v++;
+			while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+				ve--;
+			if (have_cl || dec_u64(v, (size_t)(ve - v), &cl) < 0)
+				return pc_err_set(err, PC_EPARSE, "bad Content-Length");
+			have_cl = true;
+		} else if (hdr_is(p, n, "Transfer-Encoding")) {
+			return pc_err_set(err, PC_EPARSE, "Transfer-Encoding is not supported");
+		}
+	}
+	if (is_add && !have_cl)
+		return pc_err_set(err, PC_EPARSE, "no Content-Length");
+	if (cl > WITNESS_BODY_MAX)
+		return pc_err_set(err, PC_EPARSE, "body longer than %d bytes", WITNESS_BODY_MAX);
+	*head_len = (size_t)(end - buf) + 4;
+	*body_len = (size_t)cl;
+	*add = is_add;
+	return 0;
+}
+
+/* ---- state ------------------------------------------------------------- */
+
+static void state_path(const struct witness *w, const struct witness_log *l, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/log-%08x.checkpoint", w->dir, l->key.hash);
+}
+
+/* The file, then the directory, synced: a cosignature is only sent once
+ * the state that forbids the conflicting one survives a power cut. */
+static int state_write(const char *dir, const char *path, const char *text, size_t len,
+		       struct pc_err *err)
+{
+	int rc = pc_file_write_atomic(path, text, len, 0600, err), dfd;
+
+	if (rc < 0)
+		return rc;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fsync(dfd) < 0) {
+		rc = pc_err_errno(err, PC_EIO, "syncing %s", dir);
+		if (dfd >= 0)
+			close(dfd);
+		return rc;
+	}
+	close(dfd);
+	return 0;
+}
+
+int witness_new(const struct note_signer *signer, const struct note_verifier *logs, size_t n_logs,
+		const char *dir, struct witness **out, struct pc_err *err)
+{
+	struct witness *w;
+	int rc;
+
+	if (n_logs == 0 || n_logs > WITNESS_LOGS_MAX)
+		return pc_err_set(err, PC_EINVAL, "a witness serves 1-%d logs", WITNESS_LOGS_MAX);
+	if (!(w = calloc(1, sizeof(*w))))
+		return pc_err_set(err, PC_ENOMEM, "out of memory");
+	w->signer = signer;
+	if ((rc = merkle_hasher_new(&w->h, err)) < 0)
+		goto fail;
+	if (dir)
+		pc_strlcpy(w->dir, dir, sizeof(w->dir));
+	for (size_t i = 0; i < n_logs; i++) {
+		struct witness_log *l = &w->logs[w->n_logs++];
+		char path[PC_PATH_MAX + 32], *text = NULL;
+		size_t len = 0;
+
+		l->key = logs[i];
+		if (!dir)
+			continue;
+		state_path(w, l, path, sizeof(path));
+		rc = pc_file_read(path, CHECKPOINT_MAX * 2, &text, &len, err);
+		if (rc == PC_ENOENT)
+			continue;
+		if (rc == 0) {
+			rc = checkpoint_open(&l->key, text, len, &l->cp, err);
+			free(text);
+		}
+		if (rc < 0) { /* a state it cannot read: never start from zero */
+			pc_err_prefix(err, "%s: ", path);
+			goto fail;
+		}
+	}
+	*out = w;
+	return 0;
+fail:
+	witness_free(w);
+	return rc;
+}
+
+void witness_free(struct witness *w)
+{
+	if (!w)
+		return;
+	merkle_hasher_free(w->h);
+	free(w);
+}
+
+/* ---- POST /add-checkpoint ---------------------------------------------- */
+
+int witness_add_checkpoint(struct witness *w, const char *body, size_t len, uint64_t now_s,
+			   char *resp, size_t resplen)
+{
+	struct witness_req r;
+	struct witness_log *l = NULL;
+	struct checkpoint cp;
+	struct pc_err err;
+	size_t olen, blen;
+	int n;
+
+	if (witness_req_parse(body, len, &r, &err) < 0) {
+		snprintf(resp, resplen, "%s\n", err.msg);
+		return 400;
+	}
+	{ /* the body is not NUL-terminated: bounded search */
+		const char *nl = memchr(r.note, '\n', r.note_len);
+
+		olen = nl ? (size_t)(nl - r.note) : r.note_len;
+	}
+	if (olen == r.note_len) {
+		snprintf(resp, resplen, "the checkpoint has no origin line\n");
+		return 400;
+	}
+	for (size_t i = 0; i < w->n_logs; i++)
+		if (strlen(w->logs[i].key.name) == olen &&
+		    memcmp(w->logs[i].key.name, r.note, olen) == 0)
+			l = &w->logs[i];
+	if (!l) {
+		snprintf(resp, resplen, "unknown log\n");
+		return 404;
+	}
+	if (checkpoint_open(&l->key, r.note, r.note_len, &cp, &err) < 0) {
+		snprintf(resp, resplen, "%s\n", err.msg);
+		return err.code == PC_EPARSE ? 400 : 403;
+	}
+	if (r.old > cp.size) {
+		snprintf(resp, resplen, "old size %llu is larger than the checkpoint's %llu\n",
+			 (unsigned long long)r.old, (unsigned long long)cp.size);
+		return 400;
+	}
+	if (r.old != l->cp.size) {
+		snprintf(resp, resplen, "%llu\n", (unsigned long long)l->cp.size);
+		return 409;
+	}
+	if (cp.size == l->cp.size && l->cp.size && memcmp(cp.root, l->cp.root, MERKLE_HASH) != 0) {
+		/* two trees of one size: a split view; keep the evidence */
+		pc_log(PC_LOG_WARN,
+		       "%s: split view: a checkpoint for %llu records with another root than the "
+		       "one cosigned; refused",
+		       l->key.name, (unsigned long long)cp.size);
+		snprintf(resp, resplen, "%llu\n", (unsigned long long)l->cp.size);
+		return 409;
+	}
+	if (merkle_consistency_verify(w->h, r.old, cp.size, l->cp.root, cp.root,
+				      (const uint8_t(*)[MERKLE_HASH])r.proof, r.proof_len) < 0) {
+		pc_log(PC_LOG_WARN,
+		       "%s: the checkpoint for %llu records is not consistent with the one for "
+		       "%llu it cosigned; refused",
+		       l->key.name, (unsigned long long)cp.size, (unsigned long long)l->cp.size);
+		snprintf(resp, resplen, "the consistency proof does not verify\n");
+		return 422;
+	}
+	if (cp.size > l->cp.size || !l->cp.size) {
+		if (w->dir[0]) {
+			char path[PC_PATH_MAX + 32];
+
+			state_path(w, l, path, sizeof(path));
+			if (state_write(w->dir, path, r.note, r.note_len, &err) < 0) {
+				pc_log(PC_LOG_ERR, "%s", err.msg);
+				snprintf(resp, resplen, "the witness could not keep its state\n");
+				return 500;
+			}
+		}
+		l->cp = cp;
+	}
+	if (note_verify(&l->key, r.note, r.note_len, &blen, &err) < 0) {
+		snprintf(resp, resplen, "%s\n", err.msg);
+		return 403;
+	}
+	n = cosig_sign(w->signer, r.note, blen, now_s, resp, resplen, &err);
+	if (n < 0) {
+		snprintf(resp, resplen, "%s\n", err.msg);
+		return 500;
+	}
+	pc_log(PC_LOG_DEBUG, "%s: cosigned %llu records", l->key.name, (unsigned long long)cp.size);
+	return 200;
+}
+
+/* ---- the server ---------------------------------------------------------- */
+
+static const char *reason(int status)
+{
+	switch (status) {
+	case 200:
+		return "OK";
+	case 400:
+		return "Bad Request";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "Not Found";
+	case 409:
+		return "Conflict";
+	case 422:
+		return "Unprocessable Entity";
+	default:
+		return "Internal Server Error";
+	}
+}
+
+static void reply(int fd, int status, const char *body)
+{
+	char buf[1024 + COSIG_LINE_MAX];
+	int n = snprintf(buf, sizeof(buf),
+			 "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+			 "Connection: close\r\n\r\n%s",
+			 status, reason(status),
+			 status == 409 ? "text/x.tlog.size" : "text/plain; charset=utf-8",
+			 strlen(body), body);
+
+	if (n > 0 && (size_t)n < sizeof(buf) && send(fd, buf, (size_t)n, MSG_NOSIGNAL) < 0)
+		pc_log(PC_LOG_DEBUG, "reply: %s", strerror(errno));
+}
+
+/* One request per connection, each within IO_TIMEOUT_MS: a witness sees a
+ * few requests a second, and nothing it holds waits on a client. */
+static void serve_one(struct witness *w, int fd)
+{
+	char buf[HEAD_MAX + WITNESS_BODY_MAX], resp[1024 + COSIG_LINE_MAX];
+	size_t have = 0, head = 0, blen = 0;
+	uint64_t deadline = pc_now_mono_ms() + IO_TIMEOUT_MS;
+	bool add = false;
+	struct pc_err err;
+	int rc = PC_EAGAIN, status;
+
+	for (;;) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		uint64_t now = pc_now_mono_ms();
+		ssize_t r;
+
+		if (rc == 0 && have >= head + blen)
+			break;
+		if (now >= deadline || poll(&pfd, 1, (int)(deadline - now)) <= 0)
+			return;
+		r = recv(fd, buf + have, sizeof(buf) - have, MSG_DONTWAIT);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r <= 0)
+			return;
+		have += (size_t)r;
+		if (rc == PC_EAGAIN) {
+			rc = witness_http_head(buf, have, &head, &blen, &add, &err);
+			if (rc < 0 && rc != PC_EAGAIN) {
+				reply(fd, 400, "malformed request\n");
+				return;
+			}
+		}
+	}
+	if (!add) {
+		reply(fd, 404, "only POST /add-checkpoint\n");
+		return;
+	}
+	status =
+	    witness_add_checkpoint(w, buf + head, blen, (uint64_t)time(NULL), resp, sizeof(resp));
+	reply(fd, status, resp);
+}
+
+void witness_serve_fd(struct witness *w, int fd)
+{
+	serve_one(w, fd);
+}
+
+int witness_serve(struct witness *w, int lfd, struct pc_err *err)
+{
+	sigset_t set;
+	int sfd;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	if ((sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0)
+		return pc_err_errno(err, PC_EIO, "signalfd");
+	for (;;) {
+		struct pollfd p[2] = {{.fd = lfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		int fd;
+
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			close(sfd);
+			return pc_err_errno(err, PC_EIO, "poll");
+		}
+		if (p[1].revents)
+			break;
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		serve_one(w, fd);
+		close(fd);
+	}
+	close(sfd);
+	return 0;
+}
+
+/* ---- portcullis-logd --witness ------------------------------------------- */
+
+#define WUSAGE                                                                                     \
+	"usage: portcullis-logd --witness --listen ADDR:PORT --key FILE --state DIR\n"             \
+	"                       --log PUB [--log PUB]... [--name NAME] [-v]\n"                     \
+	"  --listen    address and port to serve C2SP tlog-witness on (HTTP)\n"                    \
+	"  --key       the witness's private key (created at the first start, with\n"              \
+	"              FILE.pub: its cosignature/v1 public key for the logs' operators)\n"         \
+	"  --state     directory of the latest cosigned checkpoint of each log\n"                  \
+	"  --log       a log's public key (log.key.pub): the logs this witness serves\n"           \
+	"  --name      the witness's key name at creation (default <hostname>/witness)\n"
+
+static int listen_tcp(const char *hostport, struct pc_err *err)
+{
+	char host[256], *colon;
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *res = NULL;
+	int fd = -1, one = 1;
+
+	pc_strlcpy(host, hostport, sizeof(host));
+	colon = strrchr(host, ':');
+	if (!colon)
+		return pc_err_set(err, PC_EINVAL, "--listen %s is not address:port", hostport);
+	*colon = '\0';
+	if (host[0] == '[' && colon[-1] == ']') {
+		memmove(host, host + 1, strlen(host));
+		host[strlen(host) - 1] = '\0';
+	}
+	if (getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &res) != 0 || !res)
+		return pc_err_set(err, PC_EINVAL, "--listen %s: not an address", hostport);
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 64) < 0) {
+		pc_err_errno(err, PC_EIO, "listening on %s", hostport);
+		if (fd >= 0)
+			close(fd);
+		fd = PC_EIO;
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
+static int witness_key(const char *path, const char *name, struct note_signer **out,
+		       struct pc_err *err)
+{
+	struct cosig_verifier cv;
+	char def[NOTE_NAME_MAX], host[64] = "localhost", pub[PC_PATH_MAX + 8], text[256];
+	int rc = note_key_load(path, out, err), n;
+
+	if (rc != PC_ENOENT)
+		return rc;
+	if (!name) {
+		gethostname(host, sizeof(host) - 1);
+		snprintf(def, sizeof(def), "%s/witness", host);
+		name = def;
+	}
+	if ((rc = note_signer_generate(name, out, err)) < 0 ||
+	    (rc = note_key_write(path, *out, err)) < 0)
+		goto fail;
+	/* FILE.pub: the cosignature key, what the logs' operators configure */
+	cosig_verifier_from(*out, &cv);
+	n = cosig_verifier_format(&cv, text, sizeof(text));
+	snprintf(pub, sizeof(pub), "%s.pub", path);
+	if (n < 0 || (rc = pc_file_write_atomic(pub, text, (size_t)n, 0644, err)) < 0)
+		goto fail;
+	pc_log(PC_LOG_NOTICE, "created the witness key %s; its public key %s: %.*s", path, pub,
+	       n - 1, text);
+	return 0;
+fail:
+	note_signer_free(*out);
+	*out = NULL;
+	return rc < 0 ? rc : PC_EIO;
+}
+
+int witness_main(int argc, char **argv)
+{
+	static const struct option o[] = {{"witness", no_argument, NULL, 'W'},
+					  {"listen", required_argument, NULL, 'l'},
+					  {"key", required_argument, NULL, 'k'},
+					  {"state", required_argument, NULL, 's'},
+					  {"log", required_argument, NULL, 'L'},
+					  {"name", required_argument, NULL, 'n'},
+					  {NULL, 0, NULL, 0}};
+	const char *listen_at = NULL, *keyp = NULL, *state = NULL, *name = NULL;
+	struct note_verifier logs[WITNESS_LOGS_MAX];
+	struct note_signer *key = NULL;
+	struct witness *w = NULL;
+	struct pc_err err = {0};
+	size_t n_logs = 0;
+	int opt, rc = 0, lfd = -1;
+	enum pc_loglevel lvl = PC_LOG_INFO;
+	sigset_t set;
+
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "v", o, NULL)) != -1) {
+		switch (opt) {
+		case 'W':
+			break;
+		case 'l':
+			listen_at = optarg;
+			break;
+		case 'k':
+			keyp = optarg;
+			break;
+		case 's':
+			state = optarg;
+			break;
+		case 'n':
+			name = optarg;
+			break;
+		case 'v':
+			lvl = PC_LOG_DEBUG;
+			break;
+		case 'L':
+			if (n_logs == WITNESS_LOGS_MAX) {
+				fprintf(stderr, "portcullis-logd: at most %d --log\n",
+					WITNESS_LOGS_MAX);
+				return PC_EXIT_USAGE;
+			}
+			if (note_verifier_load(optarg, &logs[n_logs], &err) < 0) {
+				fprintf(stderr, "portcullis-logd: --log %s\n", err.msg);
+				return PC_EXIT_ERROR;
+			}
+			n_logs++;
+			break;
+		default:
+			fputs(WUSAGE, stderr);
+			return PC_EXIT_USAGE;
+		}
+	}
+	if (optind != argc || !listen_at || !keyp || !state || !n_logs) {
+		fputs(WUSAGE, stderr);
+		return PC_EXIT_USAGE;
+	}
+	pc_log_init("portcullis-logd[witness]", lvl);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (mkdir(state, 0700) < 0 && errno != EEXIST) {
+		rc = pc_err_errno(&err, PC_EIO, "creating %s", state);
+		goto out;
+	}
+	if ((rc = witness_key(keyp, name, &key, &err)) < 0 ||
+	    (rc = witness_new(key, logs, n_logs, state, &w, &err)) < 0)
+		goto out;
+	if ((lfd = listen_tcp(listen_at, &err)) < 0) {
+		rc = lfd;
+		goto out;
+	}
+	for (size_t i = 0; i < w->n_logs; i++)
+		pc_log(PC_LOG_NOTICE, "witnessing %s+%08x: %llu records cosigned so far",
+		       w->logs[i].key.name, w->logs[i].key.hash,
+		       (unsigned long long)w->logs[i].cp.size);
+	pc_log(PC_LOG_NOTICE, "serving C2SP tlog-witness on %s as %s", listen_at,
+	       note_signer_verifier(key)->name);
+	pc_sd_notify("READY=1", NULL);
+	rc = witness_serve(w, lfd, &err);
+out:
+	if (rc < 0)
+		pc_log(PC_LOG_ERR, "%s", err.msg);
+	if (lfd >= 0)
+		close(lfd);
+	witness_free(w);
+	note_signer_free(key);
+	return pc_daemon_exit(rc, false);
+}

@@ -1,0 +1,219 @@
+# logd's witness: portcullis-logd --witness runs in a network namespace of
+# its own (another host); logd, in a second one, sends it each durable
+# checkpoint with a consistency proof and keeps the cosigned checkpoint in
+# verdicts.jsonl.witnessed. Checked: log verify reports the cosignature; a
+# log cut back to an in-file checkpoint with its sidecar rewritten is
+# refused against the witnessed checkpoint; a restarted witness keeps its
+# state; a second log under the same key (a split view) is refused by the
+# witness (409/422) and logd says so; with the witness down logd keeps
+# acknowledging (log.witness.required: false) or refuses records once
+# nothing was cosigned for log.witness.max_lag_ms (required: true).
+set -u
+. "$PC_TOP/tests/integration/logd_setup.bash"
+
+lg_need_bins "logd witness" "$B/portcullis-logd" "$B/portcullis" "$B/tests/helpers/logd_client"
+if [ "$(id -u)" != 0 ]; then
+	t_skip "logd witness" "needs root (network namespaces)"
+	t_done
+	exit
+fi
+
+lg_init logd-witness
+GWNS=$LAB_ID-gw
+WNS=$LAB_ID-wit
+WADDR=192.0.2.2:7380
+WPID=
+wl_cleanup() {
+	[ -z "$WPID" ] || kill "$WPID" 2>/dev/null
+	[ -z "$LOGD_PID" ] || kill "$LOGD_PID" 2>/dev/null
+	wait 2>/dev/null
+	_lab_ns_del "$GWNS"
+	_lab_ns_del "$WNS"
+	LOGD_PID=
+	lg_cleanup
+}
+trap wl_cleanup EXIT
+lab_clean_stale
+_lab_ns_add "$GWNS"
+_lab_ns_add "$WNS"
+ip -n "$GWNS" link add wv0 type veth peer name wv1 netns "$WNS"
+lab_in "$GWNS" ip addr add 192.0.2.1/24 dev wv0
+lab_in "$GWNS" ip link set wv0 up
+lab_in "$WNS" ip addr add 192.0.2.2/24 dev wv1
+lab_in "$WNS" ip link set wv1 up
+
+mkdir -p "$D/wit"
+witness_start() {
+	lab_ns_check "$WNS" # ip itself, not lab_in: $! must be the daemon
+	ip netns exec "$WNS" "$B/portcullis-logd" --witness --listen "$WADDR" --key "$D/wit/w.key" \
+		--state "$D/wit/state" --log "$D/state/log.key.pub" 2>>"$D/witness.err" &
+	WPID=$!
+	lab_wait_until lab_in "$GWNS" bash -c "exec 3<>/dev/tcp/${WADDR%:*}/${WADDR#*:}" 2>/dev/null
+}
+witness_stop() { # its exit status (0: a clean stop on SIGTERM)
+	local rc
+	kill "$WPID" 2>/dev/null
+	wait "$WPID" 2>/dev/null
+	rc=$?
+	WPID=
+	return "$rc"
+}
+# logd in its namespace: the same as logd_start, run by ip netns exec
+logd_ns_start() {
+	rm -f "$D/run/logd.sock"
+	lab_ns_check "$GWNS"
+	ip netns exec "$GWNS" "$B/portcullis-logd" -c "$D/p.yaml" 2>>"$D/logd.err" &
+	LOGD_PID=$!
+	for _ in $(seq 100); do
+		lab_unix_ready "$D/run/logd.sock" && kill -0 "$LOGD_PID" 2>/dev/null && return 0
+		kill -0 "$LOGD_PID" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+metrics() { PC metrics 2>/dev/null | grep "^portcullis_logd_witness_$1 " | cut -d' ' -f2; }
+witnessed_size() { sed -n 2p "$L.witnessed" 2>/dev/null; }
+wsize_is() { [ "$(witnessed_size)" = "$1" ]; }
+refusing_is() { [ "$(metrics refusing)" = "$1" ]; }
+wconfig() { # required max_lag_ms
+	lg_config "checkpoint:" "  interval_ms: 100" "witness:" "  address: \"$WADDR\"" \
+		"  key: $D/wit/w.key.pub" "  required: $1" "  max_lag_ms: $2"
+}
+
+# The log's key first (the witness is told which log it serves), then
+# the witness, which creates its own key at its first start.
+lg_config
+mkdir -p "$D/state"
+PC log keygen --name gw1/portcullis-log >/dev/null
+t_eq "the log key exists" 0 $?
+witness_start
+t_ok "the witness listens in its own namespace" test -s "$D/wit/w.key.pub"
+t_match "its public key is a cosignature/v1 key" '^[^+]+\+[0-9a-f]{8}\+B' "$(cat "$D/wit/w.key.pub")"
+
+wconfig false 10000
+t_ok "logd -t accepts the witness settings" "$B/portcullis-logd" -c "$D/p.yaml" -t
+logd_ns_start
+t_eq "logd starts with a witness" 0 $?
+lg_client -n 300 -b 50 -q >/dev/null
+t_eq "records are acknowledged" 0 $?
+lab_wait_until wsize_is 301
+t_eq "the witness cosigned the checkpoint for 301 records (300 and the segment record)" 301 "$(witnessed_size)"
+out=$(PC log verify 2>&1)
+t_eq "the log verifies" 0 $?
+t_match "verify reports the cosignature, checked with log.witness.key" \
+	'consistent with the witnessed checkpoint .*: 301 records, cosigned by [^ ]+\+[0-9a-f]{8} \(cosignature verified' "$out"
+t_eq "metrics: the witness is reachable" 1 "$(metrics reachable)"
+t_eq "metrics: the cosigned size" 301 "$(metrics cosigned_size)"
+out=$(PC log status)
+t_eq "log status: exit 0 with a reachable witness" 0 $?
+t_match "log status names the witness, reachable, and what it cosigned" \
+	'witness: 192.0.2.2:7380 \([^)]+\): reachable; cosigned 301 records .*not required' "$out"
+
+# a checkpoint of 301 records in the file: the cut-back target
+cp300=$(grep -n '^{"checkpoint"' "$L" | tail -1 | cut -d: -f1)
+lg_client -n 200 -b 50 -q >/dev/null
+lab_wait_until wsize_is 501
+t_eq "the witness cosigned 501 records, with a proof from 301" 501 "$(witnessed_size)"
+t_nomatch "no conflict was reported" 'split view|refused|cut back' "$(cat "$D/logd.err")"
+
+# prove --consistency writes a tlog-witness body the witness accepts
+PC log prove --consistency 301 501 -o "$D/p300" 2>"$D/prove.err"
+t_eq "log prove --consistency 301 501" 0 $?
+t_eq "the proof starts with old 301" "old 301" "$(head -1 "$D/p300")"
+code=$(lab_in "$GWNS" curl -s -o "$D/resp" -w '%{http_code}' --data-binary @"$D/p300" \
+	"http://$WADDR/add-checkpoint")
+t_eq "the witness answers a stale old size with 409" 409 "$code"
+t_eq "... and the size it knows" 501 "$(cat "$D/resp")"
+
+# cut-back: stop logd, cut the file to the checkpoint line of 300
+# records, rewrite the sidecar from it: without the witness this verifies
+logd_stop
+cp "$L" "$D/full.jsonl"
+head -n "$cp300" "$D/full.jsonl" >"$L"
+sed -n "${cp300}p" "$L" | python3 -c 'import json,sys; sys.stdout.write(json.loads(sys.stdin.read())["checkpoint"])' >"$L.checkpoint"
+mv "$L.witnessed" "$D/witnessed"
+out=$(PC log verify 2>&1)
+t_eq "the cut-back file verifies on its own (what the witness is for)" 0 $?
+mv "$D/witnessed" "$L.witnessed"
+out=$(PC log verify 2>&1)
+t_eq "verify refuses the cut-back against the witnessed checkpoint (exit 1)" 1 $?
+t_match "... and says records were cut off" 'holds 301 records but the witnessed checkpoint .* covers 501.*cut off' "$out"
+out=$(PC log verify --against "$L.witnessed" "$L" 2>&1)
+t_eq "log verify --against names the same" 1 $?
+cp "$D/full.jsonl" "$L"
+t_ok "the whole file verifies against it again" PC log verify
+
+# a restarted witness keeps its state
+witness_stop
+t_eq "the witness stops on SIGTERM (exit 0)" 0 $?
+witness_start
+code=$(lab_in "$GWNS" curl -s -o "$D/resp" -w '%{http_code}' --data-binary @"$D/p300" \
+	"http://$WADDR/add-checkpoint")
+t_eq "a restarted witness still knows 501 records (409)" "409 501" "$code $(cat "$D/resp")"
+
+# a split view: another log under the same key, from an empty file
+mkdir -p "$D/aside"
+mv "$L" "$L.checkpoint" "$L.witnessed" "$D/aside/"
+: >"$D/logd.err"
+logd_ns_start
+t_eq "a second log under the same key starts" 0 $?
+lg_client -n 500 -b 50 -q >/dev/null
+t_eq "it acknowledges records (the witness is not required)" 0 $?
+lab_wait_until grep -q 'another tree of 501 records' "$D/logd.err"
+t_match "logd reports that the witness knows a larger tree" \
+	'has cosigned 501 records .*more than this log holds.*split view' "$(cat "$D/logd.err")"
+t_match "... and, at 501 records of its own, that the witness refuses a second tree of that size (409)" \
+	'refuses: it cosigned another tree of 501 records \(split view\)' "$(cat "$D/logd.err")"
+t_match "the witness logged the split view" 'split view: a checkpoint for 501 records with another root' \
+	"$(cat "$D/witness.err")"
+# one more record: a longer tree that does not extend what it cosigned
+lg_client -n 1 -q >/dev/null
+lab_wait_until grep -q 'HTTP 422' "$D/logd.err"
+t_match "a longer tree of the split log is refused too (422)" \
+	'refused the checkpoint for 502 records: HTTP 422.*split view' "$(cat "$D/logd.err")"
+t_ok "metrics count the conflict" test "$(metrics conflicts_total)" -ge 1
+t_ok "the split log has no witnessed checkpoint" test ! -e "$L.witnessed"
+logd_stop
+rm -f "$L" "$L.checkpoint"
+mv "$D/aside/"* "$(dirname "$L")/"
+
+# witness down, not required: logd keeps acknowledging and says so
+witness_stop
+: >"$D/logd.err"
+logd_ns_start
+lg_client -n 200 -b 50 -q >/dev/null
+t_eq "witness down, required: false: records are acknowledged" 0 $?
+lab_wait_until grep -q 'keeps acknowledging' "$D/logd.err"
+t_match "logd says it works without the witness" 'witness .*logd keeps acknowledging' "$(cat "$D/logd.err")"
+t_eq "metrics: the witness is unreachable" 0 "$(metrics reachable)"
+t_eq "metrics: not refusing" 0 "$(metrics refusing)"
+out=$(PC log status)
+t_eq "log status: exit 1 with the witness down" 1 $?
+t_match "log status says it is not reachable and logd keeps working" \
+	'NOT reachable.*logd keeps acknowledging records without it' "$out"
+logd_stop
+
+# witness down, required: records are refused once nothing was cosigned
+# for max_lag_ms; they are acknowledged again once the witness is back
+wconfig true 1000
+logd_ns_start
+t_eq "logd starts with a required witness that is down" 0 $?
+sleep 1.5
+lg_client -n 10 -b 10 -t 500 -q >/dev/null 2>&1
+t_eq "required: true and nothing cosigned for 1 s: records are refused" 1 $?
+t_eq "metrics: refusing" 1 "$(metrics refusing)"
+t_match "log status says records are refused" 'REFUSING records' "$(PC log status)"
+t_match "logd says why" 'no witness cosigned a checkpoint recently' "$(cat "$D/logd.err")"
+witness_start
+lab_wait_until refusing_is 0
+ok=1
+for _ in $(seq 30); do
+	lg_client -n 10 -b 10 -q >/dev/null 2>&1 && ok=0 && break
+	sleep 0.2
+done
+t_eq "the witness back: records are acknowledged again" 0 "$ok"
+logd_stop_ok
+witness_stop
+t_eq "the witness stops cleanly" 0 $?
+
+t_done
