@@ -527,7 +527,8 @@ static void *sink_main(void *arg)
 			}
 		}
 		if (k->fd < 0) {
-			if (pc_now_mono_ms() < retry_at) {
+			/* (stopping: one last try now, then give up) */
+			if (!stopping && pc_now_mono_ms() < retry_at) {
 				fd_wait(k, -1, 0, retry_at);
 				continue;
 			}
