@@ -414,8 +414,7 @@ struct logx_spool_loss {
 	uint64_t dropped, dropped_first, dropped_last; /* records, and their seqs */
 	uint64_t cps_superseded, cps_dropped;	       /* checkpoints */
 };
-int logx_spool_new(uint64_t max_records, size_t max_bytes, size_t max_cps,
-		   struct logx_spool **out);
+int logx_spool_new(uint64_t max_records, size_t max_bytes, size_t max_cps, struct logx_spool **out);
 void logx_spool_free(struct logx_spool *s);
 void logx_spool_push(struct logx_spool *s, uint64_t seq, uint64_t epoch, uint64_t cp_size,
 		     const void *msg, uint32_t len);
