@@ -285,7 +285,7 @@ static int tcp_connect(struct sink *k)
 	for (ai = res; ai; ai = ai->ai_next) {
 		uint64_t until = pc_now_mono_ms() + CONNECT_MS;
 		int e = 0;
-		socklen_t el = sizeof(e);
+		socklen_t el = sizeof(int);
 
 		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
 			    ai->ai_protocol);
@@ -293,11 +293,15 @@ static int tcp_connect(struct sink *k)
 			continue;
 		if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
 			e = errno;
-			while (e == EINPROGRESS && !stop_due(k) && pc_now_mono_ms() < until)
-				if (fd_wait(k, fd, POLLOUT, until) & (POLLOUT | POLLERR | POLLHUP))
-					e = getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) < 0
-						? errno
-						: e;
+			while (e == EINPROGRESS && !stop_due(k) && pc_now_mono_ms() < until) {
+				int soe = 0;
+
+				if (!(fd_wait(k, fd, POLLOUT, until) &
+				      (POLLOUT | POLLERR | POLLHUP)))
+					continue; /* a wake-up, or the time ran out */
+				e = getsockopt(fd, SOL_SOCKET, SO_ERROR, &soe, &el) < 0 ? errno
+											: soe;
+			}
 			if (e == EINPROGRESS)
 				e = ETIMEDOUT;
 		}
