@@ -61,6 +61,7 @@ struct sink {
 	struct logx_spool *sp;
 	bool idle; /* the thread waits for messages: the next push wakes it */
 	_Atomic bool stop, detached;
+	_Atomic int refs; /* retired: the thread and logx_retire, the last frees */
 	_Atomic uint64_t deadline_ms;
 	/* the sink thread's own */
 	int fd;
@@ -581,7 +582,8 @@ static void *sink_main(void *arg)
 		}
 	}
 	sink_disconnect(k);
-	if (atomic_load(&k->detached)) /* retired: nobody joins, nobody frees */
+	/* retired: nobody joins; the last of this thread and logx_retire frees */
+	if (atomic_load(&k->detached) && atomic_fetch_sub(&k->refs, 1) == 1)
 		sink_free(k);
 	return NULL;
 }
@@ -761,10 +763,14 @@ void logx_retire(struct logx *x, int flush_ms)
 			sink_free(k);
 			continue;
 		}
-		/* detached before stop: the thread sees it when it ends */
+		/* detached before stop: the thread sees it when it ends; and
+		 * k lives until sink_stop's wake-up is done with it */
+		atomic_store(&k->refs, 2);
 		atomic_store(&k->detached, true);
 		pthread_detach(k->th);
 		sink_stop(k, flush_ms);
+		if (atomic_fetch_sub(&k->refs, 1) == 1)
+			sink_free(k);
 	}
 	pc_buf_free(&x->stage);
 	free(x);
