@@ -108,7 +108,13 @@ def adapt_logd(texts):
             "witnessed: accept": "witnessed"}
     wall = {k: [] for k in rows.values()}
     cpu = {k: [] for k in rows.values()}
+    # the acknowledgement latency with a stalled syslog collector and without
+    rx_lat = re.compile(r"ack latency p99: stalled collector (\d+) us, none (\d+) us")
+    lat_stalled, lat_none = [], []
     for t in texts:
+        m = rx_lat.search(t)
+        lat_stalled.append(num(m.group(1)) if m else None)
+        lat_none.append(num(m.group(2)) if m else None)
         for line in t.splitlines():
             for label, key in rows.items():
                 if line.strip().startswith(label):
@@ -141,6 +147,10 @@ def adapt_logd(texts):
             metric("logd_accept_cpu", "records per CPU second, accept (all threads)",
                    "records/CPU s", "higher", "portcullis-logd", cpu["accept"],
                    "signatures per CPU second", cpu["sign"]),
+            metric("logd_ack_p99_stalled_syslog",
+                   "p99 acknowledgement latency, syslog collector that reads nothing", "us",
+                   "lower", "stalled collector", lat_stalled, "no collector", lat_none,
+                   ("ratio_max", 1.5, "<= 1.5x")),
         ],
         "notes": [],
     }

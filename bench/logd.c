@@ -1,7 +1,9 @@
 /* bench/logd: how fast portcullis-logd takes records in, seals and writes
  * them, and how fast the log verifies, next to libsodium's raw ed25519
  * signing rate measured in the same run (the reason logd signs checkpoints,
- * not records). Prints rates and their ratios to the signing rate.
+ * not records). Prints rates and their ratios to the signing rate; then
+ * the p99 acknowledgement latency with a syslog collector that reads
+ * nothing, next to the same without a collector (export_latency).
  *
  *   logd_bench [-n RECORDS] [-b BATCH] [-c CHECKPOINT_RECORDS] [-d DIR]
  */
@@ -19,6 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static double now_s(void)
@@ -152,6 +157,123 @@ static void row(const char *what, uint64_t n, double wall, double cpu, double si
 {
 	printf("  %-40s %10.0f %7.1fx %12.0f %7.1fx\n", what, n / wall, n / wall / sign, n / cpu,
 	       n / cpu / sign_cpu);
+}
+
+/* ---- acknowledgement latency with a stalled syslog collector ----------
+ * Two logd servers, each in a child process of its own: one without
+ * syslog export, one exporting to a local syslog socket that nobody reads
+ * (its queue fills, the exporter's writes would block: a collector that
+ * stalled). One client sends batches of 10 records to each in turn and
+ * times each flush, so both see the same machine at the same moments; the
+ * p99 of each and their ratio are printed (issue 21: within 1.5x). */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static pid_t serve_child(const struct logw_conf *wc0, struct note_signer *key, const char *file,
+			 const char *sock, const char *collector)
+{
+	struct logw_conf wc = *wc0;
+	struct pc_err err;
+	struct logw *w;
+	int lfd;
+	pid_t pid;
+
+	lfd = pc_unix_listen(sock, 0600, (uid_t)-1, (gid_t)-1, &err);
+	if (lfd < 0)
+		die("listen", &err);
+	pid = fork();
+	if (pid < 0)
+		die("fork", NULL);
+	if (pid == 0) {
+		struct logd_server_conf sc = {.allowed_uids = {getuid()}, .n_allowed = 1};
+		struct logx_conf xc = {
+		    .local = true, .local_path = collector, .spool_records = 100000};
+		struct logx *x = NULL;
+		struct logw_export exp;
+
+		wc.file = file;
+		if (logw_open(&wc, key, NULL, &w, &err) < 0)
+			die("open", &err);
+		if (collector) {
+			if (logx_start(&xc, &x, &err) < 0)
+				die("export", &err);
+			logx_hooks(x, &exp);
+			logw_set_export(w, &exp);
+		}
+		if (logd_serve(lfd, w, &sc, NULL, &err) < 0)
+			die("serve", &err);
+		logw_close(w, NULL);
+		logx_stop(x, 0, NULL);
+		_exit(0);
+	}
+	close(lfd);
+	return pid;
+}
+
+static void export_latency(const char *dir, const struct logw_conf *wc, struct note_signer *key,
+			   uint64_t n)
+{
+	char stalled[PC_PATH_MAX + 32], f[2][PC_PATH_MAX + 32], so[2][PC_PATH_MAX + 32];
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	struct logc *lc[2];
+	uint64_t *lat[2], nb = 0, p99[2];
+	struct pc_err err;
+	struct logrec r;
+	char domain[64];
+	pid_t pid[2];
+	int cfd;
+
+	/* the collector: bound, never read */
+	snprintf(stalled, sizeof(stalled), "%s/stalled.sock", dir);
+	pc_strlcpy(sun.sun_path, stalled, sizeof(sun.sun_path));
+	cfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (cfd < 0 || bind(cfd, (struct sockaddr *)&sun, sizeof(sun)) < 0)
+		die("collector socket", NULL);
+	for (int k = 0; k < 2; k++) {
+		snprintf(f[k], sizeof(f[k]), "%s/lat%d.jsonl", dir, k);
+		snprintf(so[k], sizeof(so[k]), "%s/lat%d.sock", dir, k);
+		pid[k] = serve_child(wc, key, f[k], so[k], k ? stalled : NULL);
+		if (logc_open(so[k], &lc[k], &err) < 0)
+			die("client", &err);
+		lat[k] = calloc(n / 10 + 1, sizeof(*lat[k]));
+		if (!lat[k])
+			die("memory", NULL);
+	}
+	for (uint64_t i = 0; i < n; i += 10, nb++) {
+		for (int j = 0; j < 2; j++) {
+			int k = (int)((j + nb) % 2); /* each goes first in turn */
+			uint64_t t0 = pc_now_mono_ns();
+
+			for (uint64_t q = i; q < i + 10; q++) {
+				rec_fill(&r, q, domain, sizeof(domain));
+				if (logc_send(lc[k], &r, &err) < 0)
+					die("send", &err);
+			}
+			if (logc_flush(lc[k], 10000, &err) < 0)
+				die("flush", &err);
+			lat[k][nb] = (pc_now_mono_ns() - t0) / 1000;
+		}
+		usleep(200); /* a flow rate, not a flood: latency, not throughput */
+	}
+	for (int k = 0; k < 2; k++) {
+		logc_close(lc[k]);
+		qsort(lat[k], nb, sizeof(*lat[k]), cmp_u64);
+		p99[k] = lat[k][(nb * 99 + 99) / 100 - 1];
+		kill(pid[k], SIGTERM);
+		waitpid(pid[k], NULL, 0);
+		free(lat[k]);
+	}
+	close(cfd);
+	printf(
+	    "  ack latency p99: stalled collector %llu us, none %llu us, ratio %.2f (%llu flushes "
+	    "each, batches of 10; target <= 1.5)\n",
+	    (unsigned long long)p99[1], (unsigned long long)p99[0],
+	    p99[0] ? (double)p99[1] / (double)p99[0] : 0.0, (unsigned long long)nb);
 }
 
 int main(int argc, char **argv)
@@ -386,6 +508,7 @@ rows:
 	       : n / t_wit >= 200000 ? "met"
 				     : "not met");
 	printf("  a signature per record would cap logd at the signing rate: %.0f /s\n", sign);
+	export_latency(dir, &wc, key, n / 20 < 100000 ? n / 20 : 100000);
 	note_signer_free(key);
 	{
 		char cmd[PC_PATH_MAX + 16];

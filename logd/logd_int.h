@@ -428,6 +428,51 @@ void logx_hooks(struct logx *x, struct logw_export *exp);
 /* Give the threads up to flush_ms to send what is spooled, stop, free. */
 void logx_stop(struct logx *x, int flush_ms, struct logx_stats *st);
 
+/* ---- export off the packet path (lx-export: syslog.c, syslog_spool.c) ----
+ * logx_retire: as logx_stop, without waiting: the threads get flush_ms to
+ * send what they hold and free themselves (SIGHUP swaps exporters on the
+ * server's thread, which must never wait on a collector). */
+void logx_retire(struct logx *x, int flush_ms);
+
+/* The longest message sent (bytes, without framing); a record whose syslog
+ * form is longer goes cut to this size with a marker (logx_format_export). */
+#define LOGX_MSG_MAX 16384
+/* At most this many checkpoints wait per destination (docs/logd.md). */
+#define LOGX_SPOOL_CPS 1024
+
+/* The record as exported: its full form when it fits in LOGX_MSG_MAX,
+ * else cut to fit: long structured-data values end in "...", the SD gains
+ * truncated="<length of the full form>" after hash, MSG ends with
+ * " [truncated]". buf holds at least LOGX_MSG_MAX + 1. Length or <0. */
+int logx_format_export(const struct logrec *r, uint64_t seq, uint64_t time_ms,
+		       const uint8_t hash[MERKLE_HASH], const char *host, long pid, char *buf,
+		       size_t len);
+
+/* One destination's spool (syslog_spool.c; the caller locks): records
+ * (seq > 0) at most max_records and about max_bytes, the oldest giving way
+ * when full; checkpoints (seq 0, with their segment epoch and tree size)
+ * apart, at most max_cps, of which only one a later checkpoint of the same
+ * tree covers gives way (then, if none, the oldest). Messages leave in the
+ * order pushed. */
+struct logx_spool;
+struct logx_spool_loss {
+	uint64_t dropped, dropped_first, dropped_last; /* records, and their seqs */
+	uint64_t cps_superseded, cps_dropped;	       /* checkpoints */
+};
+int logx_spool_new(uint64_t max_records, size_t max_bytes, size_t max_cps, struct logx_spool **out);
+void logx_spool_free(struct logx_spool *s);
+void logx_spool_push(struct logx_spool *s, uint64_t seq, uint64_t epoch, uint64_t cp_size,
+		     const void *msg, uint32_t len);
+/* Length of the oldest message, -1 if none. */
+int logx_spool_next_len(const struct logx_spool *s);
+/* Move the oldest message into buf (its seq, 0 for a checkpoint); length
+ * or PC_EINVAL when empty or it does not fit. */
+int logx_spool_pop(struct logx_spool *s, void *buf, size_t size, uint64_t *seq);
+uint64_t logx_spool_count(const struct logx_spool *s);
+/* What was lost since the last call (then zeroed); true if anything. */
+bool logx_spool_take_loss(struct logx_spool *s, struct logx_spool_loss *out);
+/* ---- end lx-export ---- */
+
 /* SD-ID of our structured data (32473: the enterprise number RFC 5612
  * reserves for examples), and the syslog facility (local0). */
 #define LOGX_SD_ID    "portcullis@32473"

@@ -135,7 +135,7 @@ void logd_on_hup(void *ctx)
 		logwc_hooks(h->wc, &next, &exp);
 	}
 	logw_set_export(h->w, &exp);
-	logx_stop(*h->x, 1000, NULL);
+	logx_retire(*h->x, 1000); /* never wait on a collector here */
 	*h->x = nx;
 	h->cfg->log.syslog = cfg.log.syslog;
 	pc_log(PC_LOG_NOTICE, "SIGHUP: syslog settings changed: now %s%s%s%s",

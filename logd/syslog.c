@@ -1,41 +1,48 @@
 /* Syslog export: each record and checkpoint that reached the file becomes
  * an RFC 5424 message (ECS fields and the record hash as structured data),
  * sent to the local syslog socket and/or a remote collector over TCP with
- * octet counting (RFC 6587), optionally TLS (RFC 5425). Each destination
- * has a bounded spool and its own thread, so a slow or absent collector
- * never holds up the log itself. */
+ * octet counting (RFC 6587), optionally TLS (RFC 5425).
+ *
+ * Nothing here may hold up the packet path. The writer's hooks run on the
+ * server's thread: they format, then append to each destination's spool
+ * under a lock held only for that copy. Each destination has a thread of
+ * its own that does every bit of I/O (connect, TLS handshake, writes, the
+ * collector's TLS session tickets and alerts) on a non-blocking socket with
+ * poll, and takes the spool's lock only to move messages out of it, never
+ * across a system call that could wait. A slow, stalled or hostile
+ * collector fills its spool, never the writer's time. */
 #include "logd/logd_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
-#define MSG_MAX		       16384
 #define BATCH_BYTES	       65536
-#define SPOOL_BYTES_PER_RECORD 2048 /* the spool's byte bound, per record of log.syslog.spool */
-#define IO_TIMEOUT_MS	       5000
+#define BATCH_MSGS	       512
+#define SPOOL_BYTES_PER_RECORD 2048  /* the spool's byte bound, per record of log.syslog.spool */
+#define CONNECT_MS	       10000 /* connect and TLS handshake */
+#define STALL_MS	       30000 /* a collector that takes nothing this long is dropped */
 
-/* A spooled message: [u32 length][u64 seq][bytes] in a byte ring. */
-#define HDR 12
-
-struct spool {
-	uint8_t *buf;
-	size_t cap, max_cap, head, used;
-	uint64_t count, max_count;
-	uint64_t first_id, next_id; /* ids of the oldest and of the next message */
-	uint64_t dropped, dropped_first, dropped_last;
+/* A staged message: [struct stage_hdr][bytes]. */
+struct stage_hdr {
+	uint32_t len;
+	uint64_t seq; /* 0: a checkpoint */
+	uint64_t epoch, cp_size;
 };
 
 enum sink_kind { SINK_LOCAL, SINK_TCP, SINK_TLS };
@@ -47,18 +54,25 @@ struct sink {
 	SSL_CTX *ctx;
 	pthread_t th;
 	bool started;
-	/* mu guards the spool, stop and deadline: the server thread pushes,
-	 * the sink thread sends */
+	int efd; /* eventfd: a push to an idle thread, or stop */
+	/* mu guards sp and idle, and is never held across I/O: the server
+	 * thread pushes, the sink thread takes */
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct spool sp;
-	bool stop;
-	uint64_t deadline_ms;
+	struct logx_spool *sp;
+	bool idle; /* the thread waits for messages: the next push wakes it */
+	_Atomic bool stop, detached;
+	_Atomic int refs; /* retired: the thread and logx_retire, the last frees */
+	_Atomic uint64_t deadline_ms;
 	/* the sink thread's own */
 	int fd;
 	SSL *ssl;
-	uint8_t out[BATCH_BYTES + MSG_MAX + 64];
-	uint64_t sent;
+	uint8_t out[BATCH_BYTES + LOGX_MSG_MAX + 64];
+	size_t out_len, out_pos;     /* the batch taken, and how much of it was written */
+	size_t ends[BATCH_MSGS + 1]; /* where each of its messages ends */
+	size_t n_msgs, msg_i;	     /* its messages, the first not yet written whole */
+	uint64_t progress_ms;	     /* last time the collector took bytes */
+	uint64_t sent, dropped;
+	uint64_t sp_max; /* records the spool holds */
 	char last_err[600];
 	bool down; /* told the operator it is unreachable */
 };
@@ -68,136 +82,65 @@ struct logx {
 	size_t n;
 	char host[256];
 	long pid;
-	struct pc_buf stage; /* messages of the current batch, framed as in the spool */
+	uint64_t epoch;	     /* log-segment records staged: a new tree each */
+	struct pc_buf stage; /* messages of the current batch */
 };
-
-/* ---- spool -------------------------------------------------------------- */
-
-static void ring_put(struct spool *s, size_t off, const void *p, size_t n)
-{
-	size_t a = off % s->cap, first = n < s->cap - a ? n : s->cap - a;
-
-	memcpy(s->buf + a, p, first);
-	memcpy(s->buf, (const uint8_t *)p + first, n - first);
-}
-
-static void ring_get(const struct spool *s, size_t off, void *p, size_t n)
-{
-	size_t a = off % s->cap, first = n < s->cap - a ? n : s->cap - a;
-
-	memcpy(p, s->buf + a, first);
-	memcpy((uint8_t *)p + first, s->buf, n - first);
-}
-
-static void spool_drop_oldest(struct spool *s)
-{
-	uint32_t len;
-	uint64_t seq;
-
-	ring_get(s, s->head, &len, 4);
-	ring_get(s, s->head + 4, &seq, 8);
-	if (!s->dropped)
-		s->dropped_first = seq;
-	s->dropped_last = seq;
-	s->dropped++;
-	s->head = (s->head + HDR + len) % s->cap;
-	s->used -= HDR + len;
-	s->count--;
-	s->first_id++;
-}
-
-/* Grow to at least need bytes (up to max_cap), keeping the order. */
-static bool spool_grow(struct spool *s, size_t need)
-{
-	size_t cap = s->cap ? s->cap : 1 << 16;
-	uint8_t *nb;
-
-	while (cap < need && cap < s->max_cap)
-		cap *= 2;
-	if (cap > s->max_cap)
-		cap = s->max_cap;
-	if (cap <= s->cap || cap < need)
-		return false;
-	nb = malloc(cap);
-	if (!nb)
-		return false;
-	if (s->used)
-		ring_get(s, s->head, nb, s->used);
-	free(s->buf);
-	s->buf = nb;
-	s->cap = cap;
-	s->head = 0;
-	return true;
-}
-
-/* Oldest messages give way when the spool is full: the file has them all,
- * and a notice tells the collector which seqs it missed. */
-static void spool_push(struct spool *s, uint64_t seq, const uint8_t *msg, uint32_t len)
-{
-	size_t need = HDR + len;
-
-	if (need > s->max_cap || s->max_count == 0) {
-		if (!s->dropped)
-			s->dropped_first = seq;
-		s->dropped_last = seq;
-		s->dropped++;
-		return;
-	}
-	if (s->used + need > s->cap)
-		spool_grow(s, s->used + need);
-	while (s->count && (s->used + need > s->cap || s->count >= s->max_count))
-		spool_drop_oldest(s);
-	if (need > s->cap) {
-		s->dropped++;
-		return;
-	}
-	ring_put(s, s->head + s->used, &len, 4);
-	ring_put(s, s->head + s->used + 4, &seq, 8);
-	ring_put(s, s->head + s->used + HDR, msg, len);
-	s->used += need;
-	s->count++;
-	s->next_id++;
-}
 
 /* ---- staging (server thread) --------------------------------------------- */
 
-static void stage_add(struct logx *x, uint64_t seq, const char *msg, int n)
+static void stage_add(struct logx *x, uint64_t seq, uint64_t cp_size, const char *msg, int n)
 {
-	uint32_t len = (uint32_t)n;
+	struct stage_hdr h = {
+	    .len = (uint32_t)n, .seq = seq, .epoch = x->epoch, .cp_size = cp_size};
 
 	if (n <= 0)
 		return;
-	if (pc_buf_reserve(&x->stage, HDR + len) < 0) {
+	if (pc_buf_reserve(&x->stage, sizeof(h) + h.len) < 0) {
 		/* the file has it; the copy is what a spool overflow loses:
 		 * drop this one, keep staging the next */
 		x->stage.err = 0;
 		return;
 	}
-	pc_buf_put(&x->stage, &len, 4);
-	pc_buf_put(&x->stage, &seq, 8);
-	pc_buf_put(&x->stage, msg, len);
+	pc_buf_put(&x->stage, &h, sizeof(h));
+	pc_buf_put(&x->stage, msg, h.len);
 }
 
 static void hook_stage(void *ctx, const struct logrec *rec, uint64_t seq, uint64_t time_ms,
 		       const uint8_t hash[MERKLE_HASH])
 {
 	struct logx *x = ctx;
-	char msg[MSG_MAX];
+	char msg[LOGX_MSG_MAX + 1];
 
 	if (x->n == 0) /* no sink: hook_done would discard the copy unread */
 		return;
-	stage_add(x, seq, msg,
-		  logx_format_record(rec, seq, time_ms, hash, x->host, x->pid, msg, sizeof(msg)));
+	if (rec->action == LOGREC_SEGMENT) /* a new file: its tree starts afresh */
+		x->epoch++;
+	stage_add(x, seq, 0, msg,
+		  logx_format_export(rec, seq, time_ms, hash, x->host, x->pid, msg, sizeof(msg)));
 }
 
 static void hook_stage_checkpoint(void *ctx, const char *note, size_t len)
 {
 	struct logx *x = ctx;
-	char msg[MSG_MAX];
+	char msg[LOGX_MSG_MAX + 1];
+	const char *blank = memmem(note, len, "\n\n", 2);
+	struct checkpoint cp = {0};
 
 	if (x->n == 0)
 		return;
-	stage_add(x, 0, msg, logx_format_checkpoint(note, len, x->host, x->pid, msg, sizeof(msg)));
+	if (blank)
+		checkpoint_body_parse(note, (size_t)(blank - note) + 1, &cp, NULL);
+	stage_add(x, 0, cp.size, msg,
+		  logx_format_checkpoint(note, len, x->host, x->pid, msg, sizeof(msg)));
+}
+
+static void wake(struct sink *k)
+{
+	uint64_t one = 1;
+
+	/* non-blocking: a counter at its maximum already means "wake up" */
+	if (write(k->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		pc_log(PC_LOG_WARN, "syslog export: waking the sender: %s", strerror(errno));
 }
 
 static void hook_done(void *ctx, bool written)
@@ -207,20 +150,22 @@ static void hook_done(void *ctx, bool written)
 	if (written && x->stage.len) {
 		for (size_t i = 0; i < x->n; i++) {
 			struct sink *k = x->sinks[i];
+			bool idle;
 
 			pthread_mutex_lock(&k->mu);
 			for (size_t off = 0; off < x->stage.len;) {
-				uint32_t len;
-				uint64_t seq;
+				struct stage_hdr h;
 
-				memcpy(&len, x->stage.p + off, 4);
-				memcpy(&seq, x->stage.p + off + 4, 8);
-				spool_push(&k->sp, seq, (const uint8_t *)x->stage.p + off + HDR,
-					   len);
-				off += HDR + len;
+				memcpy(&h, x->stage.p + off, sizeof(h));
+				logx_spool_push(k->sp, h.seq, h.epoch, h.cp_size,
+						x->stage.p + off + sizeof(h), h.len);
+				off += sizeof(h) + h.len;
 			}
-			pthread_cond_signal(&k->cv);
+			idle = k->idle;
+			k->idle = false;
 			pthread_mutex_unlock(&k->mu);
+			if (idle)
+				wake(k);
 		}
 	}
 	pc_buf_reset(&x->stage);
@@ -247,12 +192,91 @@ static void sink_disconnect(struct sink *k)
 	k->fd = -1;
 }
 
+/* The poll timeout until the mono time until (0: none), earlier when
+ * stopping with a deadline. */
+static int timeout_to(const struct sink *k, uint64_t until)
+{
+	uint64_t now = pc_now_mono_ms();
+
+	if (atomic_load(&k->stop)) {
+		uint64_t d = atomic_load(&k->deadline_ms);
+
+		if (!until || d < until)
+			until = d;
+	}
+	if (!until)
+		return -1;
+	return until <= now ? 0 : until - now > INT_MAX ? INT_MAX : (int)(until - now);
+}
+
+/* Wait for fd to be ready for events (and the eventfd), until until.
+ * Returns fd's revents (0 on a timeout or a wake-up). */
+static short fd_wait(struct sink *k, int fd, short events, uint64_t until)
+{
+	struct pollfd p[2] = {{.fd = k->efd, .events = POLLIN}, {.fd = fd, .events = events}};
+	int n = fd >= 0 ? 2 : 1;
+
+	if (poll(p, (nfds_t)n, timeout_to(k, until)) <= 0)
+		return 0;
+	if (p[0].revents & POLLIN) {
+		uint64_t v;
+
+		if (read(k->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			pc_log(PC_LOG_WARN, "syslog export: eventfd: %s", strerror(errno));
+	}
+	return n == 2 ? p[1].revents : 0;
+}
+
+static bool stop_due(const struct sink *k)
+{
+	return atomic_load(&k->stop) && pc_now_mono_ms() >= atomic_load(&k->deadline_ms);
+}
+
+/* What the collector sent us: TLS session tickets, alerts, a close, or
+ * bytes it should not send; read and dropped, never waited for (a read
+ * that would block returns at once). -1 (last_err says why) if the
+ * connection ended. */
+static int sink_input(struct sink *k)
+{
+	char buf[4096];
+
+	/* bounded: a collector flooding us cannot keep the thread here */
+	for (int i = 0; i < 64; i++) {
+		if (k->ssl) {
+			int r = SSL_read(k->ssl, buf, sizeof(buf)), e;
+
+			if (r > 0)
+				continue;
+			e = SSL_get_error(k->ssl, r);
+			if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+				return 0;
+			snprintf(k->last_err, sizeof(k->last_err), "%s",
+				 e == SSL_ERROR_ZERO_RETURN ? "the collector closed the connection"
+				 : e == SSL_ERROR_SYSCALL && errno ? strerror(errno)
+								   : "TLS read failed");
+			ERR_clear_error();
+			return -1;
+		} else {
+			ssize_t r = recv(k->fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+			if (r > 0 || (r < 0 && errno == EINTR))
+				continue;
+			if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+				return 0;
+			snprintf(k->last_err, sizeof(k->last_err), "%s",
+				 r == 0 ? "the collector closed the connection" : strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int tcp_connect(struct sink *k)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL, *ai;
-	struct timeval tv = {.tv_sec = IO_TIMEOUT_MS / 1000};
 	int fd = -1, rc;
 
+	/* (getaddrinfo may wait on a resolver: this thread's time only) */
 	rc = getaddrinfo(k->target, k->port, &hints, &res);
 	if (rc != 0) {
 		snprintf(k->last_err, sizeof(k->last_err), "resolving %s: %s", k->target,
@@ -260,20 +284,75 @@ static int tcp_connect(struct sink *k)
 		return -1;
 	}
 	for (ai = res; ai; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+		uint64_t until = pc_now_mono_ms() + CONNECT_MS;
+		int e = 0;
+		socklen_t el = sizeof(int);
+
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			    ai->ai_protocol);
 		if (fd < 0)
 			continue;
-		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+			e = errno;
+			while (e == EINPROGRESS && !stop_due(k) && pc_now_mono_ms() < until) {
+				int soe = 0;
+
+				if (!(fd_wait(k, fd, POLLOUT, until) &
+				      (POLLOUT | POLLERR | POLLHUP)))
+					continue; /* a wake-up, or the time ran out */
+				e = getsockopt(fd, SOL_SOCKET, SO_ERROR, &soe, &el) < 0 ? errno
+											: soe;
+			}
+			if (e == EINPROGRESS)
+				e = ETIMEDOUT;
+		}
+		if (e == 0)
 			break;
 		snprintf(k->last_err, sizeof(k->last_err), "connecting to %s:%s: %s", k->target,
-			 k->port, strerror(errno));
+			 k->port, strerror(e));
 		close(fd);
 		fd = -1;
 	}
 	freeaddrinfo(res);
 	return fd;
+}
+
+static int tls_handshake(struct sink *k)
+{
+	struct in6_addr ip;
+	bool is_ip =
+	    inet_pton(AF_INET, k->target, &ip) == 1 || inet_pton(AF_INET6, k->target, &ip) == 1;
+	uint64_t until = pc_now_mono_ms() + CONNECT_MS;
+	int r = 0, e = SSL_ERROR_SSL;
+
+	k->ssl = SSL_new(k->ctx);
+	if (!k->ssl || SSL_set_fd(k->ssl, k->fd) != 1 ||
+	    (!is_ip && SSL_set_tlsext_host_name(k->ssl, k->target) != 1) ||
+	    (!is_ip && SSL_set1_host(k->ssl, k->target) != 1) ||
+	    (is_ip && X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(k->ssl), k->target) != 1))
+		goto fail;
+	while ((r = SSL_connect(k->ssl)) != 1) {
+		e = SSL_get_error(k->ssl, r);
+		if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) || stop_due(k) ||
+		    pc_now_mono_ms() >= until)
+			goto fail;
+		fd_wait(k, k->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, until);
+	}
+	return 0;
+fail : {
+	unsigned long err = ERR_get_error();
+	long v = k->ssl ? SSL_get_verify_result(k->ssl) : X509_V_OK;
+
+	snprintf(k->last_err, sizeof(k->last_err), "TLS with %s:%s: %s%s%s", k->target, k->port,
+		 err ? ERR_reason_error_string(err)
+		 : e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? "handshake timed out"
+									 : "handshake failed",
+		 v != X509_V_OK ? ": " : "",
+		 v != X509_V_OK ? X509_verify_cert_error_string(v) : "");
+	ERR_clear_error();
+	sink_disconnect(k);
+	return -1;
+}
 }
 
 static int sink_connect(struct sink *k)
@@ -282,7 +361,7 @@ static int sink_connect(struct sink *k)
 		struct sockaddr_un sun = {.sun_family = AF_UNIX};
 
 		pc_strlcpy(sun.sun_path, k->target, sizeof(sun.sun_path));
-		k->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		k->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		if (k->fd < 0 || connect(k->fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
 			snprintf(k->last_err, sizeof(k->last_err), "%s: %s", k->target,
 				 strerror(errno));
@@ -294,199 +373,218 @@ static int sink_connect(struct sink *k)
 	k->fd = tcp_connect(k);
 	if (k->fd < 0)
 		return -1;
-	if (k->kind == SINK_TLS) {
-		struct in6_addr ip;
-		bool is_ip = inet_pton(AF_INET, k->target, &ip) == 1 ||
-			     inet_pton(AF_INET6, k->target, &ip) == 1;
-
-		k->ssl = SSL_new(k->ctx);
-		if (!k->ssl || SSL_set_fd(k->ssl, k->fd) != 1 ||
-		    (!is_ip && SSL_set_tlsext_host_name(k->ssl, k->target) != 1) ||
-		    (!is_ip && SSL_set1_host(k->ssl, k->target) != 1) ||
-		    (is_ip &&
-		     X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(k->ssl), k->target) != 1) ||
-		    SSL_connect(k->ssl) != 1) {
-			unsigned long e = ERR_get_error();
-			long v = k->ssl ? SSL_get_verify_result(k->ssl) : X509_V_OK;
-
-			snprintf(k->last_err, sizeof(k->last_err), "TLS with %s:%s: %s%s%s",
-				 k->target, k->port,
-				 e ? ERR_reason_error_string(e) : "handshake failed",
-				 v != X509_V_OK ? ": " : "",
-				 v != X509_V_OK ? X509_verify_cert_error_string(v) : "");
-			ERR_clear_error();
-			sink_disconnect(k);
-			return -1;
-		}
-	}
+	if (k->kind == SINK_TLS)
+		return tls_handshake(k);
 	return 0;
 }
 
-/* Has the collector closed its side? (it never sends us anything) */
-static bool peer_closed(struct sink *k)
+static void sink_advance(struct sink *k, size_t n)
 {
-	struct pollfd p = {.fd = k->fd, .events = POLLIN};
-	char c;
-
-	if (k->kind == SINK_LOCAL || poll(&p, 1, 0) != 1)
-		return false;
-	if (k->ssl)
-		return SSL_peek(k->ssl, &c, 1) <= 0;
-	return recv(k->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) <= 0;
+	k->out_pos += n;
+	while (k->msg_i < k->n_msgs && k->ends[k->msg_i] <= k->out_pos) {
+		k->msg_i++;
+		k->sent++;
+	}
+	k->progress_ms = pc_now_mono_ms();
 }
 
-static int sink_write(struct sink *k, const uint8_t *p, size_t n)
+/* Write what the collector takes now: 0 all of the batch, 1 it would
+ * block (2: until the collector sends), -1 the connection failed. */
+static int sink_send(struct sink *k)
 {
-	while (n) {
-		int w;
-
+	while (k->out_pos < k->out_len) {
 		if (k->ssl) {
-			w = SSL_write(k->ssl, p, (int)(n < INT32_MAX ? n : INT32_MAX));
-			if (w <= 0) {
-				snprintf(k->last_err, sizeof(k->last_err), "TLS write failed");
-				ERR_clear_error();
-				return -1;
+			int w = SSL_write(k->ssl, k->out + k->out_pos,
+					  (int)(k->out_len - k->out_pos)),
+			    e;
+
+			if (w > 0) {
+				sink_advance(k, (size_t)w);
+				continue;
 			}
+			e = SSL_get_error(k->ssl, w);
+			if (e == SSL_ERROR_WANT_WRITE)
+				return 1;
+			if (e == SSL_ERROR_WANT_READ) /* a key update, say */
+				return 2;
+			snprintf(k->last_err, sizeof(k->last_err), "TLS write failed");
+			ERR_clear_error();
+			return -1;
 		} else {
-			ssize_t r = send(k->fd, p, n, MSG_NOSIGNAL);
+			/* the local socket: one datagram per message */
+			size_t n = k->kind == SINK_LOCAL ? k->ends[k->msg_i] - k->out_pos
+							 : k->out_len - k->out_pos;
+			ssize_t r =
+			    send(k->fd, k->out + k->out_pos, n, MSG_DONTWAIT | MSG_NOSIGNAL);
 
 			if (r < 0 && errno == EINTR)
 				continue;
+			if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+				return 1;
 			if (r < 0) {
 				snprintf(k->last_err, sizeof(k->last_err), "sending: %s",
 					 strerror(errno));
 				return -1;
 			}
-			w = (int)r;
+			sink_advance(k, (size_t)r);
 		}
-		p += w;
-		n -= (size_t)w;
 	}
 	return 0;
 }
 
-/* Frame one message into k->out: octet counting for TCP (RFC 6587 3.4.1). */
-static size_t frame(struct sink *k, size_t off, const uint8_t *msg, uint32_t len)
+/* Frame one message into out (octet counting for TCP, RFC 6587 3.4.1). */
+static void put_msg(struct sink *k, const void *msg, size_t len)
 {
 	if (k->kind != SINK_LOCAL)
-		off += (size_t)snprintf((char *)k->out + off, 16, "%u ", len);
-	memcpy(k->out + off, msg, len);
-	return off + len;
+		k->out_len += (size_t)snprintf((char *)k->out + k->out_len, 16, "%zu ", len);
+	memcpy(k->out + k->out_len, msg, len);
+	k->out_len += len;
+	k->ends[k->n_msgs++] = k->out_len;
+}
+
+/* Take the next batch out of the spool (k->mu held): first a notice of
+ * what the spool lost, if anything, then messages in order. */
+static void take_batch(struct sink *k)
+{
+	struct logx_spool_loss loss;
+
+	k->out_len = k->out_pos = 0;
+	k->n_msgs = k->msg_i = 0;
+	if (logx_spool_take_loss(k->sp, &loss)) {
+		char note[600];
+		int n = snprintf(
+		    note, sizeof(note),
+		    "<%d>1 - - portcullis-logd - spool-overflow [" LOGX_SD_ID
+		    " dropped=\"%llu\" first_seq=\"%llu\" last_seq=\"%llu\" "
+		    "checkpoints_superseded=\"%llu\" checkpoints_dropped=\"%llu\"] "
+		    "%llu records were not exported while the collector was away; the log "
+		    "file has them",
+		    LOGX_FACILITY * 8 + 4, (unsigned long long)loss.dropped,
+		    (unsigned long long)loss.dropped_first, (unsigned long long)loss.dropped_last,
+		    (unsigned long long)loss.cps_superseded, (unsigned long long)loss.cps_dropped,
+		    (unsigned long long)loss.dropped);
+
+		k->dropped += loss.dropped;
+		put_msg(k, note, (size_t)n);
+	}
+	while (k->n_msgs < BATCH_MSGS && k->out_len < BATCH_BYTES &&
+	       (k->kind != SINK_LOCAL || k->n_msgs == 0)) {
+		int n = logx_spool_next_len(k->sp);
+		uint64_t seq;
+		size_t pre = k->kind != SINK_LOCAL ? (size_t)snprintf(NULL, 0, "%d ", n) : 0;
+
+		if (n < 0 || k->out_len + pre + (size_t)n > sizeof(k->out))
+			break;
+		k->out_len += pre;
+		if (pre)
+			snprintf((char *)k->out + k->out_len - pre, pre + 1, "%d ", n);
+		logx_spool_pop(k->sp, k->out + k->out_len, (size_t)n, &seq);
+		k->out_len += (size_t)n;
+		k->ends[k->n_msgs++] = k->out_len;
+	}
+}
+
+static void sink_free(struct sink *k);
+
+static unsigned next_backoff(unsigned ms)
+{
+	return ms < 16000 ? ms * 2 : 30000;
+}
+
+/* The connection failed: drop it, and try again after a pause that grows
+ * while it keeps failing (a collector that resets every connection gets a
+ * connection now and then, not a loop). */
+static void sink_broken(struct sink *k, unsigned *backoff_ms, uint64_t *retry_at)
+{
+	pc_log(PC_LOG_WARN, "syslog export to %s: %s; reconnecting in %u ms", k->target,
+	       k->last_err, *backoff_ms);
+	sink_disconnect(k);
+	*retry_at = pc_now_mono_ms() + *backoff_ms;
+	*backoff_ms = next_backoff(*backoff_ms);
 }
 
 static void *sink_main(void *arg)
 {
 	struct sink *k = arg;
 	unsigned backoff_ms = 250;
+	uint64_t retry_at = 0;
+	int rc;
 
-	pthread_mutex_lock(&k->mu);
 	for (;;) {
-		uint64_t last_id, dropped = 0;
-		size_t off = 0, pos;
-		int rc;
+		bool stopping = atomic_load(&k->stop);
 
-		while (!k->stop && k->sp.count == 0 && k->sp.dropped == 0)
-			pthread_cond_wait(&k->cv, &k->mu);
-		if (k->stop && ((k->sp.count == 0 && k->sp.dropped == 0) ||
-				pc_now_mono_ms() >= k->deadline_ms))
+		if (stopping && stop_due(k))
 			break;
-		if (k->fd < 0 || peer_closed(k)) {
-			sink_disconnect(k);
-			pthread_mutex_unlock(&k->mu);
-			rc = sink_connect(k);
+		if (k->msg_i == k->n_msgs) {
 			pthread_mutex_lock(&k->mu);
-			if (rc < 0) {
-				struct timespec ts;
-				uint64_t until = pc_now_mono_ms() + backoff_ms;
-
+			take_batch(k);
+			k->idle = k->n_msgs == 0;
+			pthread_mutex_unlock(&k->mu);
+			if (!k->n_msgs) {
+				if (stopping)
+					break;
+				/* wait for a push; meanwhile read what the
+				 * collector sends (tickets, a close) */
+				if (fd_wait(k, k->fd, POLLIN, 0) & (POLLIN | POLLHUP | POLLERR) &&
+				    sink_input(k) < 0)
+					sink_broken(k, &backoff_ms, &retry_at);
+				continue;
+			}
+		}
+		if (k->fd < 0) {
+			/* (stopping: one last try now, then give up) */
+			if (!stopping && pc_now_mono_ms() < retry_at) {
+				fd_wait(k, -1, 0, retry_at);
+				continue;
+			}
+			if (sink_connect(k) < 0) {
 				if (!k->down)
 					pc_log(PC_LOG_WARN,
 					       "syslog export to %s unavailable, spooling (at most "
 					       "%llu records): %s",
-					       k->target, (unsigned long long)k->sp.max_count,
+					       k->target, (unsigned long long)k->sp_max,
 					       k->last_err);
 				k->down = true;
-
-				if (k->stop)
+				if (stopping)
 					break; /* no collector to flush to */
-				clock_gettime(CLOCK_REALTIME, &ts);
-				ts.tv_sec += backoff_ms / 1000;
-				ts.tv_nsec += (long)(backoff_ms % 1000) * 1000000L;
-				if (ts.tv_nsec >= 1000000000L) {
-					ts.tv_sec++;
-					ts.tv_nsec -= 1000000000L;
-				}
-				while (!k->stop && pc_now_mono_ms() < until)
-					if (pthread_cond_timedwait(&k->cv, &k->mu, &ts) ==
-					    ETIMEDOUT)
-						break;
-				backoff_ms = backoff_ms < 16000 ? backoff_ms * 2 : 30000;
+				retry_at = pc_now_mono_ms() + backoff_ms;
+				backoff_ms = next_backoff(backoff_ms);
 				continue;
 			}
-			backoff_ms = 250;
 			if (k->down)
 				pc_log(PC_LOG_NOTICE, "syslog export to %s connected", k->target);
 			k->down = false;
+			/* a message the broken connection cut goes again whole */
+			k->out_pos = k->msg_i ? k->ends[k->msg_i - 1] : 0;
+			k->progress_ms = pc_now_mono_ms();
 		}
-		/* A batch: first a notice of what the spool lost, if anything. */
-		if (k->sp.dropped) {
-			char note[400];
-			int n = snprintf(note, sizeof(note),
-					 "<%d>1 - - portcullis-logd - spool-overflow [" LOGX_SD_ID
-					 " dropped=\"%llu\" first_seq=\"%llu\" last_seq=\"%llu\"] "
-					 "%llu records were not exported while the collector was "
-					 "away; the log file has them",
-					 LOGX_FACILITY * 8 + 4, (unsigned long long)k->sp.dropped,
-					 (unsigned long long)k->sp.dropped_first,
-					 (unsigned long long)k->sp.dropped_last,
-					 (unsigned long long)k->sp.dropped);
-
-			dropped = k->sp.dropped;
-			off = frame(k, off, (const uint8_t *)note, (uint32_t)n);
-		}
-		last_id = k->sp.first_id;
-		pos = k->sp.head;
-		for (uint64_t i = 0; i < k->sp.count && off < BATCH_BYTES; i++) {
-			uint32_t len;
-
-			ring_get(&k->sp, pos, &len, 4);
-			if (off + len + 16 > sizeof(k->out))
+		switch ((rc = sink_send(k))) {
+		case -1:
+			sink_broken(k, &backoff_ms, &retry_at);
+			break;
+		case 1:
+		case 2:
+			if (pc_now_mono_ms() - k->progress_ms >= STALL_MS) {
+				snprintf(k->last_err, sizeof(k->last_err),
+					 "the collector took nothing for %d s", STALL_MS / 1000);
+				sink_broken(k, &backoff_ms, &retry_at);
 				break;
-			if (k->kind == SINK_LOCAL && off) /* one datagram per message */
-				break;
-			if (k->kind != SINK_LOCAL)
-				off += (size_t)snprintf((char *)k->out + off, 16, "%u ", len);
-			ring_get(&k->sp, pos + HDR, k->out + off, len);
-			off += len;
-			pos = (pos + HDR + len) % k->sp.cap;
-			last_id++;
-		}
-		pthread_mutex_unlock(&k->mu);
-		rc = sink_write(k, k->out, off);
-		pthread_mutex_lock(&k->mu);
-		if (rc < 0) {
-			sink_disconnect(k);
-			continue;
-		}
-		/* Sent: forget it (unless the spool already dropped it meanwhile). */
-		if (dropped && k->sp.dropped >= dropped) {
-			k->sp.dropped -= dropped;
-			if (!k->sp.dropped)
-				k->sp.dropped_first = k->sp.dropped_last = 0;
-		}
-		while (k->sp.count && k->sp.first_id < last_id) {
-			uint32_t len;
-
-			ring_get(&k->sp, k->sp.head, &len, 4);
-			k->sp.head = (k->sp.head + HDR + len) % k->sp.cap;
-			k->sp.used -= HDR + len;
-			k->sp.count--;
-			k->sp.first_id++;
-			k->sent++;
+			}
+			if (fd_wait(k, k->fd, rc == 1 ? POLLIN | POLLOUT : POLLIN,
+				    k->progress_ms + STALL_MS) &
+				(POLLIN | POLLHUP | POLLERR) &&
+			    sink_input(k) < 0)
+				sink_broken(k, &backoff_ms, &retry_at);
+			break;
+		default:
+			backoff_ms = 250; /* a whole batch went through */
+			break;
 		}
 	}
-	pthread_mutex_unlock(&k->mu);
 	sink_disconnect(k);
+	/* retired: nobody joins; the last of this thread and logx_retire frees */
+	if (atomic_load(&k->detached) && atomic_fetch_sub(&k->refs, 1) == 1)
+		sink_free(k);
 	return NULL;
 }
 
@@ -498,9 +596,10 @@ static void sink_free(struct sink *k)
 		return;
 	sink_disconnect(k);
 	SSL_CTX_free(k->ctx);
-	free(k->sp.buf);
+	logx_spool_free(k->sp);
+	if (k->efd >= 0)
+		close(k->efd);
 	pthread_mutex_destroy(&k->mu);
-	pthread_cond_destroy(&k->cv);
 	free(k);
 }
 
@@ -515,11 +614,14 @@ static int sink_new(enum sink_kind kind, const struct logx_conf *c, struct sink 
 	k->kind = kind;
 	k->fd = -1;
 	pthread_mutex_init(&k->mu, NULL);
-	pthread_cond_init(&k->cv, NULL);
-	k->sp.max_count = c->spool_records ? c->spool_records : 1;
-	k->sp.max_cap = bytes < (1ULL << 30) ? (size_t)bytes : (size_t)1 << 30;
-	if (k->sp.max_cap < MSG_MAX + HDR)
-		k->sp.max_cap = MSG_MAX + HDR;
+	k->sp_max = c->spool_records ? c->spool_records : 1;
+	k->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (k->efd < 0 ||
+	    logx_spool_new(k->sp_max, bytes < (1ULL << 30) ? (size_t)bytes : (size_t)1 << 30,
+			   LOGX_SPOOL_CPS, &k->sp) < 0) {
+		sink_free(k);
+		return pc_err_set(err, PC_ENOMEM, "syslog: out of memory");
+	}
 	if (kind == SINK_LOCAL) {
 		pc_strlcpy(k->target, c->local_path, sizeof(k->target));
 	} else {
@@ -549,6 +651,9 @@ static int sink_new(enum sink_kind kind, const struct logx_conf *c, struct sink 
 		/* No verification, no connection (RFC 5425 5.2: the server's
 		 * certificate, against the configured CA or the system's). */
 		SSL_CTX_set_verify(k->ctx, SSL_VERIFY_PEER, NULL);
+		/* non-blocking writes that may stop part way and resume */
+		SSL_CTX_set_mode(k->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
+					     SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 		if ((c->ca && *c->ca ? SSL_CTX_load_verify_locations(k->ctx, c->ca, NULL)
 				     : SSL_CTX_set_default_verify_paths(k->ctx)) != 1) {
 			sink_free(k);
@@ -613,32 +718,59 @@ fail:
 	return rc;
 }
 
+static void sink_stop(struct sink *k, int flush_ms)
+{
+	atomic_store(&k->deadline_ms, pc_now_mono_ms() + (uint64_t)(flush_ms > 0 ? flush_ms : 0));
+	atomic_store(&k->stop, true);
+	wake(k);
+}
+
 void logx_stop(struct logx *x, int flush_ms, struct logx_stats *st)
 {
 	if (!x)
 		return;
 	if (st)
 		memset(st, 0, sizeof(*st));
-	for (size_t i = 0; i < x->n; i++) {
-		struct sink *k = x->sinks[i];
-
-		pthread_mutex_lock(&k->mu);
-		k->stop = true;
-		k->deadline_ms = pc_now_mono_ms() + (uint64_t)(flush_ms > 0 ? flush_ms : 0);
-		pthread_cond_signal(&k->cv);
-		pthread_mutex_unlock(&k->mu);
-	}
+	for (size_t i = 0; i < x->n; i++)
+		sink_stop(x->sinks[i], flush_ms);
 	for (size_t i = 0; i < x->n; i++) {
 		struct sink *k = x->sinks[i];
 
 		if (k->started)
 			pthread_join(k->th, NULL);
 		if (st) {
+			struct logx_spool_loss loss;
+
+			logx_spool_take_loss(k->sp, &loss);
 			st->sent += k->sent;
-			st->unsent += k->sp.count;
-			st->dropped += k->sp.dropped;
+			st->unsent += logx_spool_count(k->sp) + (k->n_msgs - k->msg_i);
+			st->dropped += k->dropped + loss.dropped;
 		}
 		sink_free(k);
+	}
+	pc_buf_free(&x->stage);
+	free(x);
+}
+
+void logx_retire(struct logx *x, int flush_ms)
+{
+	if (!x)
+		return;
+	for (size_t i = 0; i < x->n; i++) {
+		struct sink *k = x->sinks[i];
+
+		if (!k->started) {
+			sink_free(k);
+			continue;
+		}
+		/* detached before stop: the thread sees it when it ends; and
+		 * k lives until sink_stop's wake-up is done with it */
+		atomic_store(&k->refs, 2);
+		atomic_store(&k->detached, true);
+		pthread_detach(k->th);
+		sink_stop(k, flush_ms);
+		if (atomic_fetch_sub(&k->refs, 1) == 1)
+			sink_free(k);
 	}
 	pc_buf_free(&x->stage);
 	free(x);

@@ -6,22 +6,41 @@
 #include <string.h>
 
 /* An SD-PARAM: name="value" with ", \ and ] escaped (RFC 5424 6.3.3) and
- * control characters replaced, so no receiver splits the message. */
-static void o_param(struct pc_buf *o, const char *name, const char *v)
+ * control characters replaced, so no receiver splits the message. vcap
+ * (0: none) cuts a longer value at a character boundary and ends it in
+ * "..." (an oversize record, logx_format_export). */
+static void o_param_cap(struct pc_buf *o, const char *name, const char *v, size_t vcap)
 {
+	size_t n;
+	bool cut = false;
+
 	if (!v || !*v)
 		return;
+	n = strlen(v);
+	if (vcap && n > vcap) {
+		n = vcap;
+		while (n > 0 && ((unsigned char)v[n] & 0xc0) == 0x80)
+			n--;
+		cut = true;
+	}
 	pc_buf_put(o, " ", 1);
 	pc_buf_puts(o, name);
 	pc_buf_put(o, "=\"", 2);
-	for (; *v; v++) {
+	for (const char *e = v + n; v < e; v++) {
 		unsigned char c = (unsigned char)*v;
 
 		if (c == '"' || c == '\\' || c == ']')
 			pc_buf_put(o, "\\", 1);
 		pc_buf_put(o, (unsigned char)c < 0x20 || c == 0x7f ? "?" : v, 1);
 	}
+	if (cut)
+		pc_buf_put(o, "...", 3);
 	pc_buf_put(o, "\"", 1);
+}
+
+static void o_param(struct pc_buf *o, const char *name, const char *v)
+{
+	o_param_cap(o, name, v, 0);
 }
 
 static void o_uparam(struct pc_buf *o, const char *name, uint64_t v)
@@ -45,11 +64,13 @@ static void o_header(struct pc_buf *o, int sev, uint64_t time_ms, const char *ho
 	pc_buf_puts(o, b);
 }
 
-int logx_format_record(const struct logrec *r, uint64_t seq, uint64_t time_ms,
-		       const uint8_t hash[MERKLE_HASH], const char *host, long pid, char *buf,
-		       size_t len)
+/* The record into o: header, structured data (values cut at vcap, 0 for
+ * none; truncated="full" after hash when full > 0), then MSG, which starts
+ * at *msg_at. */
+static void fmt_record(struct pc_buf *o, const struct logrec *r, uint64_t seq, uint64_t time_ms,
+		       const uint8_t hash[MERKLE_HASH], const char *host, long pid, size_t vcap,
+		       size_t full, size_t *msg_at)
 {
-	struct pc_buf o;
 	char hx[2 * MERKLE_HASH + 1], a[PC_ADDRSTRLEN], t[16], port[8] = "", text[1200];
 	const char *verdict = r->verdict == LOGREC_ALLOWED   ? "allowed"
 			      : r->verdict == LOGREC_REFUSED ? "refused"
@@ -60,42 +81,39 @@ int logx_format_record(const struct logrec *r, uint64_t seq, uint64_t time_ms,
 		  : r->action == LOGREC_SEGMENT	 ? 5
 						 : 6;
 
-	if (len < 64)
-		return PC_EINVAL;
-	/* one byte short of len: a message that fills buf is refused as
-	 * possibly truncated, as a receiver would see it */
-	pc_buf_init_fixed(&o, buf, len - 1, 0);
 	merkle_hex(hash, hx);
-	o_header(&o, sev, time_ms, host, pid, logrec_action_name(r->action));
-	o_uparam(&o, "seq", seq);
-	o_param(&o, "hash", hx);
-	o_param(&o, "event.action", logrec_action_name(r->action));
+	o_header(o, sev, time_ms, host, pid, logrec_action_name(r->action));
+	o_uparam(o, "seq", seq);
+	o_param(o, "hash", hx);
+	o_uparam(o, "truncated", full);
+	o_param(o, "event.action", logrec_action_name(r->action));
 	if (r->verdict != LOGREC_NONE)
-		o_param(&o, "event.outcome", r->verdict == LOGREC_ALLOWED ? "success" : "failure");
-	o_param(&o, "event.reason", r->reason);
-	o_param(&o, "sandbox", r->sandbox);
-	o_param(&o, "policy", r->policy);
-	o_param(&o, "rule.name", r->rule);
+		o_param(o, "event.outcome", r->verdict == LOGREC_ALLOWED ? "success" : "failure");
+	o_param_cap(o, "event.reason", r->reason, vcap);
+	o_param_cap(o, "sandbox", r->sandbox, vcap);
+	o_param_cap(o, "policy", r->policy, vcap);
+	o_param_cap(o, "rule.name", r->rule, vcap);
 	if (r->src.addr.family) {
-		o_param(&o, "source.ip", pc_addr_str(&r->src.addr, a, sizeof(a)));
-		o_uparam(&o, "source.port", r->src.port);
+		o_param(o, "source.ip", pc_addr_str(&r->src.addr, a, sizeof(a)));
+		o_uparam(o, "source.port", r->src.port);
 	}
 	if (r->dst.addr.family) {
-		o_param(&o, "destination.ip", pc_addr_str(&r->dst.addr, a, sizeof(a)));
-		o_uparam(&o, "destination.port", r->dst.port);
+		o_param(o, "destination.ip", pc_addr_str(&r->dst.addr, a, sizeof(a)));
+		o_uparam(o, "destination.port", r->dst.port);
 	}
-	o_param(&o, "destination.domain", r->domain);
-	o_uparam(&o, "network.iana_number", r->transport);
-	o_param(&o, "dns.question.name", r->dns_name);
+	o_param_cap(o, "destination.domain", r->domain, vcap);
+	o_uparam(o, "network.iana_number", r->transport);
+	o_param_cap(o, "dns.question.name", r->dns_name, vcap);
 	if (r->dns_type)
-		o_param(&o, "dns.question.type", logrec_dns_type_name(r->dns_type, t, sizeof(t)));
-	o_param(&o, "dns.resolved_ip", r->dns_answers);
-	o_param(&o, "tls.client.server_name", r->sni);
-	o_param(&o, "http.request.method", r->http_method);
-	o_param(&o, "url.path", r->http_path);
-	o_uparam(&o, "http.response.status_code", r->http_status);
-	o_param(&o, "secrets", r->secrets);
-	pc_buf_put(&o, "] ", 2);
+		o_param(o, "dns.question.type", logrec_dns_type_name(r->dns_type, t, sizeof(t)));
+	o_param_cap(o, "dns.resolved_ip", r->dns_answers, vcap);
+	o_param_cap(o, "tls.client.server_name", r->sni, vcap);
+	o_param_cap(o, "http.request.method", r->http_method, vcap);
+	o_param_cap(o, "url.path", r->http_path, vcap);
+	o_uparam(o, "http.response.status_code", r->http_status);
+	o_param_cap(o, "secrets", r->secrets, vcap);
+	pc_buf_put(o, "] ", 2);
+	*msg_at = o->len;
 	/* MSG: the short human form */
 	if (r->dst.port && target)
 		snprintf(port, sizeof(port), ":%u", r->dst.port);
@@ -106,15 +124,74 @@ int logx_format_record(const struct logrec *r, uint64_t seq, uint64_t time_ms,
 	for (char *p = text; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = '?';
-	pc_buf_puts(&o, text);
+	pc_buf_puts(o, text);
 	if (r->message && *r->message) {
-		pc_buf_put(&o, ": ", 2);
+		pc_buf_put(o, ": ", 2);
 		for (const char *p = r->message; *p; p++)
-			pc_buf_put(&o, (unsigned char)*p < 0x20 || *p == 0x7f ? "?" : p, 1);
+			pc_buf_put(o, (unsigned char)*p < 0x20 || *p == 0x7f ? "?" : p, 1);
 	}
+}
+
+int logx_format_record(const struct logrec *r, uint64_t seq, uint64_t time_ms,
+		       const uint8_t hash[MERKLE_HASH], const char *host, long pid, char *buf,
+		       size_t len)
+{
+	struct pc_buf o;
+	size_t msg_at;
+
+	if (len < 64)
+		return PC_EINVAL;
+	/* one byte short of len: a message that fills buf is refused as
+	 * possibly truncated, as a receiver would see it */
+	pc_buf_init_fixed(&o, buf, len - 1, 0);
+	fmt_record(&o, r, seq, time_ms, hash, host, pid, 0, 0, &msg_at);
 	if (o.err || o.len + 1 >= len)
 		return PC_EINVAL; /* truncated: refuse rather than send half a message */
 	return (int)o.len;
+}
+
+#define TRUNC_MARK " [truncated]"
+
+int logx_format_export(const struct logrec *r, uint64_t seq, uint64_t time_ms,
+		       const uint8_t hash[MERKLE_HASH], const char *host, long pid, char *buf,
+		       size_t len)
+{
+	/* value caps tried in turn until the structured data leaves room for
+	 * MSG; at the last, every value of the record together is a few KiB */
+	static const size_t caps[] = {4096, 1024, 256, 64};
+	const size_t mark = sizeof(TRUNC_MARK) - 1;
+	struct pc_buf o;
+	size_t msg_at, full, cut;
+	int rc = PC_EINVAL;
+
+	if (len < LOGX_MSG_MAX + 1)
+		return PC_EINVAL;
+	/* the usual case: it fits, no copy */
+	pc_buf_init_fixed(&o, buf, len, 0);
+	fmt_record(&o, r, seq, time_ms, hash, host, pid, 0, 0, &msg_at);
+	if (!o.err && o.len <= LOGX_MSG_MAX)
+		return (int)o.len;
+	/* Oversize: never dropped (an alert must reach the SIEM), sent cut,
+	 * saying so and how long it was; seq and hash find it in the file. */
+	pc_buf_init(&o, 1u << 20, 0);
+	fmt_record(&o, r, seq, time_ms, hash, host, pid, 0, 0, &msg_at);
+	full = o.len;
+	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]) && !o.err; i++) {
+		pc_buf_reset(&o);
+		fmt_record(&o, r, seq, time_ms, hash, host, pid, caps[i], full, &msg_at);
+		if (o.err || msg_at + mark > LOGX_MSG_MAX)
+			continue;
+		cut = o.len + mark <= LOGX_MSG_MAX ? o.len : LOGX_MSG_MAX - mark;
+		while (cut > msg_at && ((unsigned char)o.p[cut] & 0xc0) == 0x80 && cut < o.len)
+			cut--;
+		memcpy(buf, o.p, cut);
+		memcpy(buf + cut, TRUNC_MARK, mark);
+		buf[cut + mark] = '\0';
+		rc = (int)(cut + mark);
+		break;
+	}
+	pc_buf_free(&o);
+	return rc;
 }
 
 int logx_format_checkpoint(const char *note, size_t nlen, const char *host, long pid, char *buf,

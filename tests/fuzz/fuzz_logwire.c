@@ -42,6 +42,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort(); /* what logd writes must read back */
 	(void)logrec_human(json, (size_t)n, human, sizeof(human));
 	(void)logx_format_record(&d.rec, 4128, 1764424933123ULL, zero, "gw", 1, msg, sizeof(msg));
+	{
+		static char xm[LOGX_MSG_MAX + 1];
+		int xn = logx_format_export(&d.rec, 4128, 1764424933123ULL, zero, "gw", 1, xm,
+					    sizeof(xm));
+
+		if (xn <= 0 || xn > LOGX_MSG_MAX || strlen(xm) != (size_t)xn)
+			abort(); /* every record is exported, whole or cut, never dropped */
+	}
 	logrec_decoded_free(&d);
 	return 0;
 }

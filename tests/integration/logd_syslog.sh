@@ -5,7 +5,10 @@
 # to the signed log's fields and hash; checkpoints arrive; records written
 # while the collector is down are spooled and arrive when it is back; over
 # TLS every record arrives, and a collector whose certificate does not
-# verify gets nothing while the file still has everything.
+# verify gets nothing while the file still has everything. A record whose
+# syslog form is over 16 KiB arrives cut, with the marker; with the spool
+# full while the collector is away, records give way but every checkpoint
+# arrives.
 set -u
 if [ "${1:-}" != inner ]; then
 	exec unshare -n -- bash "$0" inner
@@ -42,7 +45,7 @@ input(type="imuxsock" Socket="$D/local.sock" ruleset="local" UseSpecialParser="o
       ParseHostname="on")
 template(name="t" type="list") {
   property(name="msgid") constant(value="|")
-$(rs_sd_fields seq hash event.outcome destination.domain destination.port sandbox log.tree_size)
+$(rs_sd_fields seq hash event.outcome destination.domain destination.port sandbox log.tree_size truncated event.reason dropped)
   property(name="msg") constant(value="\n")
 }
 ruleset(name="tcp") { action(type="mmpstrucdata") action(type="omfile" file="$D/tcp.log" template="t") }
@@ -111,11 +114,42 @@ t_match "TCP: the checkpoints arrived (tree size in structured data)" '^checkpoi
 t_match "the message is the short human form" '^connect\|2\|.*\|#2 refused connect host0\.example:443 \(not on the allow list\)$' \
 	"$(cat "$D/tcp.log")"
 
+# --- a record whose syslog form is over 16 KiB: cut, with the marker ---
+logd_start
+big=$("$B/tests/helpers/logd_latency" "$D/run/logd.sock" --oversize)
+t_match "the oversize record is acknowledged" "^oversize seq [0-9]+$" "$big"
+bseq=${big##* }
+wait_lines "$D/tcp.log" "^exfiltration|$bseq|" 1
+line=$(grep "^exfiltration|$bseq|" "$D/tcp.log")
+full=$(python3 - "$L" "$bseq" <<'PY'
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if r.get('seq') == int(sys.argv[2]):
+        print(r['hash'], len(r['event.reason']))
+PY
+)
+t_eq "the record is whole in the file (7,900 bytes of reason)" 7900 "${full#* }"
+t_match "TCP: it reached the collector, seq and hash as in the file" "^exfiltration\|$bseq\|${full% *}\|" "$line"
+t_match "with truncated=\"<length of the full form>\" (over 16384)" \
+	"^([^|]*\|){8}(1[6-9][0-9]{3}|[2-9][0-9]{4})\|" "$line"
+t_match "its long value cut, ending in ..." '\|\]{4096}\.\.\.\|' "$line"
+t_match "MSG ends with the marker" ' \[truncated\]$' "$line"
+wait_lines "$D/local.log" "^exfiltration|$bseq|" 1
+t_match "local socket: it arrived too, cut with the marker" ' \[truncated\]$' \
+	"$(grep "^exfiltration|$bseq|" "$D/local.log")"
+logd_stop_ok
+
 # --- the collector away: spooled, then delivered ---
 rs_stop
 logd_start
 t_match "records are acknowledged while the collector is down (the file comes first)" "^acked" \
 	"$(lg_client -n 50 -b 10 -s agent-8 -q)"
+# (the export thread says so once it tried: wait for it, a readiness wait)
+for _ in $(seq 50); do
+	grep -q "syslog export to 127.0.0.1 unavailable" "$D/logd.err" && break
+	sleep 0.1
+done
 t_match "logd reports the collector unavailable and spools" "syslog export to 127.0.0.1 unavailable, spooling" \
 	"$(cat "$D/logd.err")"
 from=$(($(grep -c '^{"seq"' "$D/log/verdicts.jsonl") - 49))
@@ -123,6 +157,32 @@ rs_start
 wait_lines "$D/tcp.log" '|agent-8|' 50
 t_eq "the spooled records arrived once the collector was back" "$(expected "$from")" \
 	"$(received "$D/tcp.log" "$from")"
+logd_stop_ok
+
+# --- the spool full while the collector is away: records give way, every
+# checkpoint arrives ---
+rs_stop
+# (each batch of 5 is synced and sealed by its own checkpoint: the writer
+# exports the newest checkpoint a sync made durable, so here every one)
+lg_config syslog: "  local: false" "  remote: \"127.0.0.1:10514\"" "  spool: 10" \
+	checkpoint: "  records: 5" "fsync_batch: true"
+logd_start
+t_match "records acknowledged with the collector away and a spool of 10" "^acked" \
+	"$(lg_client -n 100 -b 5 -s agent-13 -q)"
+cps=$(python3 - "$L" <<'PY'
+import json, sys
+n = [json.loads(l)['checkpoint'].split('\n')[1] for l in open(sys.argv[1]) if l.startswith('{"checkpoint"')]
+print(' '.join(n[-20:]))
+PY
+)
+t_eq "20 checkpoints were written meanwhile" 20 "$(wc -w <<<"$cps")"
+rs_start
+last=${cps##* }
+wait_lines "$D/tcp.log" "^checkpoint|.*|$last|" 1
+got=$(for c in $cps; do grep -c "^checkpoint|\([^|]*|\)\{6\}$c|" "$D/tcp.log"; done | tr '\n' ' ')
+t_eq "every one of them reached the collector" "$(for _ in $cps; do printf '1 '; done)" "$got"
+t_match "the records that gave way are counted in a spool-overflow notice" \
+	'^spool-overflow\|.*\|[1-9][0-9]*\|[0-9]+ records were not exported' "$(cat "$D/tcp.log")"
 logd_stop_ok
 
 # --- TLS ---
