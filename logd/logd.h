@@ -127,7 +127,7 @@ int logjson_each(const char *s, size_t n, logjson_fn fn, void *ctx);
 /* The fields of one record line a live view counts. */
 struct logrec_brief {
 	uint64_t seq;
-	uint64_t time_ms; /* @timestamp as Unix ms; 0 when absent or unreadable */
+	uint64_t time_ms;	     /* @timestamp as Unix ms; 0 when absent or unreadable */
 	enum logrec_action action;   /* 0: an action this reader does not know */
 	enum logrec_verdict verdict; /* LOGREC_NONE: not a decision */
 	char sandbox[64];	     /* "" when the record names none */
