@@ -203,12 +203,6 @@ int cli_top(int argc, char **argv, const char *config)
 		free(t);
 		return PC_EXIT_ERROR;
 	}
-	/* before curses starts: it installs its own only where none is */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_stop;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 	if (tail_read(t) < 0) {
 		rc = PC_EXIT_ERROR;
 		goto out;
@@ -230,6 +224,13 @@ int cli_top(int argc, char **argv, const char *config)
 		pc_buf_free(&b);
 		goto out;
 	}
+	/* the view only (a single frame ends by itself); before curses
+	 * starts: it installs its own handlers only where none is */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	if (screen_run(t) < 0)
 		rc = PC_EXIT_ERROR;
 out:
