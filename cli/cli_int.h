@@ -225,4 +225,93 @@ int cli_cmd_check_args(const struct cli_cmd *c, int argc, char **argv, char *why
 
 int cli_policy_test(int argc, char **argv, const char *config);
 
+/* ---- top_agg.c, top_health.c, top.c: `portcullis top` (ad-top, issue 18) -- */
+
+#define TOP_WINDOW_S	  10  /* rates: verdicts per second over the last 10 s */
+#define TOP_SANDBOXES_MAX 64  /* rows; records of more sandboxes count in one row */
+#define TOP_DEST_MAX	  256 /* refused destinations tracked (Space-Saving) */
+#define TOP_DEST_KEY	  160 /* longer destinations are cut (and may then share a row) */
+
+/* One sandbox's verdicts: totals, and per-second counts of the window (a
+ * ring indexed by the second modulo TOP_WINDOW_S, sec says which second). */
+struct top_sandbox {
+	char name[64]; /* "" for records naming no sandbox */
+	uint64_t allowed, refused;
+	uint64_t sec[TOP_WINDOW_S];
+	uint32_t win_allowed[TOP_WINDOW_S], win_refused[TOP_WINDOW_S];
+	uint64_t last_sec;
+};
+
+/* A refused destination: count overestimates the true count by at most
+ * error (Space-Saving: every destination refused more than records/
+ * TOP_DEST_MAX times is in the table, whatever the stream). */
+struct top_dest {
+	char key[TOP_DEST_KEY]; /* "CONNECT 203.0.113.12:443", "DNS x.evil.test A" */
+	char sandbox[64];	/* the last sandbox refused it */
+	uint64_t count, error;
+};
+
+/* Everything counted from the log: a fixed size, whatever it reads. */
+struct top_agg {
+	struct top_sandbox sb[TOP_SANDBOXES_MAX];
+	size_t n_sb;
+	struct top_sandbox others; /* records of sandboxes past the table */
+	struct top_dest dest[TOP_DEST_MAX];
+	size_t n_dest;
+	uint64_t lines, records, verdicts, refused, not_understood;
+	uint64_t first_ms; /* the first record's time (the refused list is counted since) */
+	uint64_t last_seq;
+};
+
+enum top_sort { TOP_SORT_TOTAL, TOP_SORT_REFUSED, TOP_SORT_NAME, TOP_SORT_N };
+
+void top_agg_init(struct top_agg *a);
+/* Count one record; now_ms: the clock (a record stamped later counts now). */
+void top_agg_add(struct top_agg *a, const struct logrec_brief *r, uint64_t now_ms);
+/* One log line (through logrec_brief, the reader of `log show`). */
+void top_agg_line(struct top_agg *a, const char *line, size_t len, uint64_t now_ms);
+/* Verdicts per second of s over the window ending at now_ms. */
+void top_sandbox_rates(const struct top_sandbox *s, uint64_t now_ms, double *allowed,
+		       double *refused);
+/* The sandbox rows sorted by sort (pointers into a, at most max): how many. */
+size_t top_agg_sandboxes(const struct top_agg *a, enum top_sort sort, uint64_t now_ms,
+			 const struct top_sandbox **out, size_t max);
+/* The refused destinations, most refused first (pointers into a). */
+size_t top_agg_dests(const struct top_agg *a, const struct top_dest **out, size_t max);
+
+/* The daemons' side: the engine's status (engine.sock) and logd's metrics
+ * (logd-control.sock), as far as the view shows them. */
+struct top_health {
+	bool engine_up;
+	char engine_error[200];
+	char policy[80], check[24];
+	uint64_t check_findings, uptime_s, flows, held;
+	uint64_t queued, kernel_dropped, user_dropped, enobufs; /* summed over the queues */
+	uint64_t log_sent, log_failed; /* the engine's records, and those logd did not take */
+	bool logd_up;
+	char logd_error[200];
+	uint64_t logd_records, logd_write_errors, logd_malformed, logd_unsealed, logd_clients;
+	uint64_t logd_file_bytes;
+	double logd_checkpoint_age; /* < 0: none signed yet */
+	uint64_t at_ms;		    /* when asked (monotonic) */
+};
+/* The status JSON of the engine (docs/engine.md) into h (engine_up set);
+ * PC_EPARSE when it is not a JSON object. Reads bytes of another process:
+ * fuzzed (tests/fuzz/fuzz_top.c). */
+int top_health_engine(const char *json, size_t len, struct top_health *h);
+/* logd's metrics (Prometheus text) into h (logd_up set). */
+int top_health_logd(const char *text, size_t len, struct top_health *h);
+
+/* One frame as text lines ('\n'-terminated) of at most width columns: the
+ * sandboxes (their rates), the refused destinations, the queue and the log;
+ * prev (NULL: none) gives the drop rates. rows: the most lines. */
+void top_render(struct pc_buf *out, const struct top_agg *a, const struct top_health *h,
+		const struct top_health *prev, enum top_sort sort, uint64_t now_ms, size_t width,
+		size_t rows);
+/* The same snapshot as one JSON object (`portcullis top --json`). */
+void top_render_json(struct pc_buf *out, const struct top_agg *a, const struct top_health *h,
+		     uint64_t now_ms);
+
+int cli_top(int argc, char **argv, const char *config);
+
 #endif

@@ -73,6 +73,8 @@ const struct cli_cmd cli_cmds[] = {
     {"reload", NULL, "[--engine] [--vault] [--json]", "--engine --vault --json", 0, 0, cli_reload,
      "load the policy into the running engine and vault, and say whether each took it"},
     {"metrics", NULL, "", "", 0, 0, cli_control, "every daemon's metrics (Prometheus text format)"},
+    {"top", NULL, "[--once] [--json]", "--once --json", 0, 0, cli_top,
+     "a live view: verdicts per sandbox per second, refused destinations, queue and log health"},
     {"sandbox", "run",
      "[--name N] --allow HOST[:PORT]... [--allow-cidr CIDR:PORT[/PROTO]...] "
      "[--secret NAME[@HOST[:PORT]]...] [--user U] [--env NAME[=VALUE]...] [--cert FILE] "

@@ -136,6 +136,39 @@ typedef int (*logjson_fn)(void *ctx, const char *key, size_t klen, enum logjson_
  * arrays of strings — what logd writes). 0, or PC_EPARSE if malformed. */
 int logjson_each(const char *s, size_t n, logjson_fn fn, void *ctx);
 
+/* ---- reading the log live (logd/show.c, logd/show_follow.c; ad-top) ----
+ * What `portcullis top` (cli/top.c) reads through: the same reader and
+ * the same follower as `log show`, so a change of the record's fields is
+ * made in one place. */
+
+/* The fields of one record line a live view counts. */
+struct logrec_brief {
+	uint64_t seq;
+	uint64_t time_ms;	     /* @timestamp as Unix ms; 0 when absent or unreadable */
+	enum logrec_action action;   /* 0: an action this reader does not know */
+	enum logrec_verdict verdict; /* LOGREC_NONE: not a decision */
+	char sandbox[64];	     /* "" when the record names none */
+	char verb[32];		     /* as `log show` prints it: "CONNECT", "DNS", ... */
+	char target[512];	     /* "paste.example:443", "x.paste.example A", ... */
+};
+/* 0, or PC_EPARSE when the line is not a record (a checkpoint, or not
+ * understood). Strings are display text (no control characters). */
+int logrec_brief(const char *line, size_t len, struct logrec_brief *out);
+
+/* A follower of the log file: hands over the whole lines appended, across
+ * rotations (the path then names a new file, read from its start). */
+struct logtail;
+/* Open path; back > 0: start at the first line that begins in its last
+ * back bytes (0: at its start). PC_EIO (unreadable), PC_ENOMEM. */
+int logtail_open(const char *path, uint64_t back, struct logtail **out, struct pc_err *err);
+/* Each whole line there is now to line_fn (without its newline); never
+ * waits. final: a last line without its newline too (reading a finished
+ * file). 0 or PC_EIO. */
+int logtail_read(struct logtail *t, bool final,
+		 void (*line_fn)(void *arg, const char *line, size_t len), void *arg,
+		 struct pc_err *err);
+void logtail_close(struct logtail *t);
+
 /* ---- client library (engine, DNS guard, vault, CLI) --------------------- */
 
 struct logc; /* one connection; not shared between threads */

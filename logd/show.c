@@ -1,10 +1,13 @@
 /* Reading log lines back: a small reader for the flat JSON objects logd
  * writes, and the short human form `portcullis log show` prints:
- *   #4128 14:02:13Z refused CONNECT paste.example:443 (not on the allow list) */
+ *   #4128 14:02:13Z refused CONNECT paste.example:443 (not on the allow list)
+ * and the few fields of a record `portcullis top` counts (logrec_brief). */
 #include "logd/logd_int.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static size_t skip_ws(const char *s, size_t i, size_t n)
 {
@@ -156,6 +159,7 @@ static int human_field(void *ctx, const char *k, size_t kl, enum logjson_type t,
 	    M("url.path", path),
 	    M("message", message),
 	    M("sandbox", sandbox),
+	    M("portcullis.sandbox", sandbox),
 	    M("tls.client.server_name", sni),
 #undef M
 	};
@@ -199,45 +203,53 @@ static int human_field(void *ctx, const char *k, size_t kl, enum logjson_type t,
 	return 0;
 }
 
+/* The verb and the target of the human form: "CONNECT", "paste.example:443". */
+static void human_target(const struct human *h, char *act, size_t actlen, char *target, size_t tlen)
+{
+	const char *host;
+	bool v6, other_transport;
+	size_t i;
+
+	if (!strcmp(h->action, "dns-query"))
+		pc_strlcpy(act, "DNS", actlen);
+	else if (!strcmp(h->action, "http-request"))
+		pc_strlcpy(act, "HTTP", actlen);
+	else {
+		for (i = 0; h->action[i] && i + 1 < actlen; i++)
+			act[i] =
+			    (char)(h->action[i] >= 'a' && h->action[i] <= 'z' ? h->action[i] - 32
+									      : h->action[i]);
+		act[i] = '\0';
+	}
+	host = h->domain[0] ? h->domain : h->sni[0] ? h->sni : h->dip;
+	v6 = strchr(host, ':') != NULL;
+	other_transport = h->transport[0] && strcmp(h->transport, "tcp") != 0;
+	if (!strcmp(h->action, "connect"))
+		snprintf(target, tlen, "%s%s%s%s%s%s%s", v6 ? "[" : "", host, v6 ? "]" : "",
+			 h->dport[0] ? ":" : "", h->dport, other_transport ? "/" : "",
+			 other_transport ? h->transport : "");
+	else if (!strcmp(h->action, "dns-query")) /* with its answer's addresses, if any */
+		snprintf(target, tlen, "%s %s%s%s", h->qname, h->qtype, h->answers[0] ? " -> " : "",
+			 h->answers);
+	else if (!strcmp(h->action, "dns-learn"))
+		snprintf(target, tlen, "%s -> %s", h->qname, h->answers);
+	else if (!strcmp(h->action, "http-request") || !strcmp(h->action, "exfiltration"))
+		snprintf(target, tlen, "%s%s%s%s%s%s", h->method, h->method[0] ? " " : "", host,
+			 h->path, h->status[0] ? " -> " : "", h->status);
+	else
+		snprintf(target, tlen, "%s", h->message[0] ? h->message : h->sandbox);
+}
+
 int logrec_human(const char *line, size_t len, char *out, size_t outlen)
 {
 	struct human h;
 	char act[32], target[800], reason[300] = "";
-	const char *host;
-	bool v6, other_transport;
-	size_t i;
 	int n;
 
 	memset(&h, 0, sizeof(h));
 	if (logjson_each(line, len, human_field, &h) < 0 || !h.seq[0] || !h.action[0])
 		return PC_EPARSE;
-	if (!strcmp(h.action, "dns-query"))
-		pc_strlcpy(act, "DNS", sizeof(act));
-	else if (!strcmp(h.action, "http-request"))
-		pc_strlcpy(act, "HTTP", sizeof(act));
-	else {
-		for (i = 0; h.action[i] && i + 1 < sizeof(act); i++)
-			act[i] = (char)(h.action[i] >= 'a' && h.action[i] <= 'z' ? h.action[i] - 32
-										 : h.action[i]);
-		act[i] = '\0';
-	}
-	host = h.domain[0] ? h.domain : h.sni[0] ? h.sni : h.dip;
-	v6 = strchr(host, ':') != NULL;
-	other_transport = h.transport[0] && strcmp(h.transport, "tcp") != 0;
-	if (!strcmp(h.action, "connect"))
-		snprintf(target, sizeof(target), "%s%s%s%s%s%s%s", v6 ? "[" : "", host,
-			 v6 ? "]" : "", h.dport[0] ? ":" : "", h.dport, other_transport ? "/" : "",
-			 other_transport ? h.transport : "");
-	else if (!strcmp(h.action, "dns-query")) /* with its answer's addresses, if any */
-		snprintf(target, sizeof(target), "%s %s%s%s", h.qname, h.qtype,
-			 h.answers[0] ? " -> " : "", h.answers);
-	else if (!strcmp(h.action, "dns-learn"))
-		snprintf(target, sizeof(target), "%s -> %s", h.qname, h.answers);
-	else if (!strcmp(h.action, "http-request") || !strcmp(h.action, "exfiltration"))
-		snprintf(target, sizeof(target), "%s%s%s%s%s%s", h.method, h.method[0] ? " " : "",
-			 host, h.path, h.status[0] ? " -> " : "", h.status);
-	else
-		snprintf(target, sizeof(target), "%s", h.message[0] ? h.message : h.sandbox);
+	human_target(&h, act, sizeof(act), target, sizeof(target));
 	/* a segment's reason is its message already */
 	if (h.reason[0] && strcmp(h.action, "log-segment") != 0)
 		snprintf(reason, sizeof(reason), " (%s)", h.reason);
@@ -250,4 +262,44 @@ int logrec_human(const char *line, size_t len, char *out, size_t outlen)
 	if (n < 0 || (size_t)n >= outlen)
 		return PC_EINVAL;
 	return n;
+}
+
+/* "2026-12-01T20:15:29.123Z" as Unix milliseconds; 0 when it is not that. */
+static uint64_t ts_ms(const char *ts)
+{
+	struct tm tm;
+	const char *rest;
+	uint64_t ms = 0;
+
+	memset(&tm, 0, sizeof(tm));
+	rest = strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!rest)
+		return 0;
+	if (*rest == '.')
+		for (int d = 0, mul = 100; d < 3 && rest[1] >= '0' && rest[1] <= '9';
+		     d++, mul /= 10)
+			ms += (uint64_t)(*++rest - '0') * (uint64_t)mul;
+	time_t t = timegm(&tm);
+	return t > 0 ? (uint64_t)t * 1000 + ms : 0;
+}
+
+int logrec_brief(const char *line, size_t len, struct logrec_brief *out)
+{
+	struct human h;
+	struct logrec_brief b;
+
+	memset(&h, 0, sizeof(h));
+	memset(&b, 0, sizeof(b));
+	if (logjson_each(line, len, human_field, &h) < 0 || !h.seq[0] || !h.action[0])
+		return PC_EPARSE;
+	b.seq = strtoull(h.seq, NULL, 10);
+	b.time_ms = ts_ms(h.ts);
+	for (int a = 1; a < LOGREC_ACTION_MAX; a++)
+		if (!strcmp(h.action, logrec_action_name((enum logrec_action)a)))
+			b.action = (enum logrec_action)a;
+	b.verdict = h.allowed ? LOGREC_ALLOWED : h.denied ? LOGREC_REFUSED : LOGREC_NONE;
+	pc_strlcpy(b.sandbox, h.sandbox, sizeof(b.sandbox));
+	human_target(&h, b.verb, sizeof(b.verb), b.target, sizeof(b.target));
+	*out = b;
+	return 0;
 }

@@ -1,7 +1,9 @@
 /* `portcullis log show`'s filters (--sandbox, --action, --outcome,
  * --since) and its reader: the file's lines in order, and with --follow
  * the lines appended after, across logd's and logrotate's rotations (the
- * path then names a new file, read from its start), until a signal. */
+ * path then names a new file, read from its start), until a signal. The
+ * reader is a struct logtail that never waits, so `portcullis top` follows
+ * the log with the same code between two screen updates. */
 #include "logd/logd_int.h"
 
 #include <errno.h>
@@ -145,24 +147,143 @@ static bool same_file(int fd, const char *path, off_t pos)
 	return a.st_dev == b.st_dev && a.st_ino == b.st_ino && b.st_size >= pos;
 }
 
+/* The reader both `log show` and `portcullis top` (cli/top.c) use: each
+ * call hands over the whole lines there are now and never waits, so a
+ * caller with a screen to draw polls it. */
+struct logtail {
+	char *path;
+	char *buf; /* LINE_MAX_BYTES: a partial line waits here for its end */
+	size_t have;
+	off_t pos;
+	int fd;
+	bool skip_first; /* started inside the file: its first line is partial */
+};
+
+int logtail_open(const char *path, uint64_t back, struct logtail **out, struct pc_err *err)
+{
+	struct logtail *t = calloc(1, sizeof(*t));
+	struct stat st;
+	int rc = 0;
+
+	if (t)
+		t->fd = -1;
+	if (!t || !(t->buf = malloc(LINE_MAX_BYTES)) || !(t->path = strdup(path))) {
+		rc = pc_err_set(err, PC_ENOMEM, "out of memory");
+		goto out;
+	}
+	t->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (t->fd < 0) {
+		rc = pc_err_errno(err, PC_EIO, "%s", path);
+		goto out;
+	}
+	if (back && fstat(t->fd, &st) == 0 && (uint64_t)st.st_size > back) {
+		/* from the line that starts after this point */
+		t->pos = st.st_size - (off_t)back - 1;
+		if (lseek(t->fd, t->pos, SEEK_SET) < 0) {
+			rc = pc_err_errno(err, PC_EIO, "%s", path);
+			goto out;
+		}
+		t->skip_first = true;
+	}
+out:
+	if (rc < 0) {
+		if (t && t->fd >= 0)
+			close(t->fd);
+		if (t) {
+			free(t->buf);
+			free(t->path);
+		}
+		free(t);
+		return rc;
+	}
+	*out = t;
+	return 0;
+}
+
+void logtail_close(struct logtail *t)
+{
+	if (!t)
+		return;
+	close(t->fd);
+	free(t->buf);
+	free(t->path);
+	free(t);
+}
+
+/* One line to line_fn, unless it is the partial line a start inside the
+ * file cut. */
+static void tail_line(struct logtail *t, const char *line, size_t len,
+		      void (*line_fn)(void *arg, const char *line, size_t len), void *arg)
+{
+	if (t->skip_first) {
+		t->skip_first = false;
+		return;
+	}
+	line_fn(arg, line, len);
+}
+
+int logtail_read(struct logtail *t, bool final,
+		 void (*line_fn)(void *arg, const char *line, size_t len), void *arg,
+		 struct pc_err *err)
+{
+	for (;;) {
+		ssize_t n = read(t->fd, t->buf + t->have, LINE_MAX_BYTES - t->have);
+		size_t start = 0;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return pc_err_errno(err, PC_EIO, "%s", t->path);
+		if (n == 0) {
+			if (final) {
+				if (t->have)
+					tail_line(t, t->buf, t->have, line_fn, arg);
+				t->have = 0;
+				return 0;
+			}
+			if (!same_file(t->fd, t->path, t->pos)) {
+				/* rotated (or truncated): the path's new file, from its start */
+				int nfd = open(t->path, O_RDONLY | O_CLOEXEC);
+
+				if (nfd >= 0) {
+					close(t->fd);
+					t->fd = nfd;
+					t->pos = 0;
+					t->have = 0;
+					t->skip_first = false;
+					continue;
+				}
+			}
+			return 0;
+		}
+		t->pos += n;
+		t->have += (size_t)n;
+		for (size_t i = 0; i < t->have; i++) {
+			if (t->buf[i] != '\n')
+				continue;
+			tail_line(t, t->buf + start, i - start, line_fn, arg);
+			start = i + 1;
+		}
+		if (start == 0 && t->have == LINE_MAX_BYTES) {
+			/* no record is this long: shown as not understood */
+			tail_line(t, t->buf, t->have, line_fn, arg);
+			t->have = 0;
+			continue;
+		}
+		memmove(t->buf, t->buf + start, t->have - start);
+		t->have -= start;
+	}
+}
+
 int logshow_read(const char *path, bool follow,
 		 void (*line_fn)(void *arg, const char *line, size_t len), void *arg,
 		 struct pc_err *err)
 {
-	char *buf = malloc(LINE_MAX_BYTES);
-	size_t have = 0;
-	off_t pos = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+	struct logtail *t;
+	int rc;
 
-	if (!buf) {
-		if (fd >= 0)
-			close(fd);
-		return pc_err_set(err, PC_ENOMEM, "out of memory");
-	}
-	if (fd < 0) {
-		free(buf);
-		return pc_err_errno(err, PC_EIO, "%s", path);
-	}
+	if ((rc = logtail_open(path, 0, &t, err)) < 0)
+		return rc;
 	if (follow) {
 		struct sigaction sa;
 
@@ -173,56 +294,13 @@ int logshow_read(const char *path, bool follow,
 		sigaction(SIGPIPE, &sa, NULL);
 	}
 	while (!follow_stop) {
-		ssize_t n = read(fd, buf + have, LINE_MAX_BYTES - have);
-		size_t start = 0;
+		struct timespec ts = {0, FOLLOW_POLL_MS * 1000000L};
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = pc_err_errno(err, PC_EIO, "%s", path);
+		if ((rc = logtail_read(t, !follow, line_fn, arg, err)) < 0 || !follow)
 			break;
-		}
-		if (n == 0) {
-			struct timespec ts = {0, FOLLOW_POLL_MS * 1000000L};
-
-			if (!follow)
-				break;
-			fflush(stdout);
-			if (!same_file(fd, path, pos)) {
-				/* rotated (or truncated): the path's new file, from its start */
-				int nfd = open(path, O_RDONLY | O_CLOEXEC);
-
-				if (nfd >= 0) {
-					close(fd);
-					fd = nfd;
-					pos = 0;
-					have = 0;
-					continue;
-				}
-			}
-			nanosleep(&ts, NULL);
-			continue;
-		}
-		pos += n;
-		have += (size_t)n;
-		for (size_t i = 0; i < have; i++) {
-			if (buf[i] != '\n')
-				continue;
-			line_fn(arg, buf + start, i - start);
-			start = i + 1;
-		}
-		if (start == 0 && have == LINE_MAX_BYTES) {
-			line_fn(arg, buf,
-				have); /* no record is this long: shown as not understood */
-			have = 0;
-			continue;
-		}
-		memmove(buf, buf + start, have - start);
-		have -= start;
+		fflush(stdout);
+		nanosleep(&ts, NULL);
 	}
-	if (!follow && have && !rc)
-		line_fn(arg, buf, have); /* a last line without its newline */
-	close(fd);
-	free(buf);
+	logtail_close(t);
 	return rc;
 }
