@@ -186,7 +186,7 @@ static int hello_cb(SSL *ssl, int *al, void *arg)
 			 c->sni, c->orig.port, c->sandbox);
 		return SSL_CLIENT_HELLO_ERROR;
 	}
-	if (ca_leaf_get(c->d->ca, c->sni, &cert, &key, &e) < 0) {
+	if (ca_leaf_get(c->d->ca, c->sni, c->orig.port, &cert, &key, &e) < 0) {
 		*al = SSL_AD_INTERNAL_ERROR;
 		snprintf(c->refusal, sizeof(c->refusal), "%s", e.msg);
 		return SSL_CLIENT_HELLO_ERROR;

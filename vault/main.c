@@ -187,6 +187,7 @@ static void daemon_free(struct vault_daemon *d)
 	SSL_CTX_free(d->client_ctx);
 	vault_state_unref(d->state);
 	ca_free(d->ca);
+	casign_stop(d->casign);
 	free(d->counts);
 	if (d->reap_fd >= 0)
 		close(d->reap_fd);
@@ -366,10 +367,17 @@ static void reload(struct vault_daemon *d)
 {
 	struct vault_state *st, *old;
 	struct pc_err e = {0};
+	char b[700];
 
+	/* the CA first: a name the new policy allows is then signed by the
+	 * time the daemon lets a handshake ask for it. A CA that keeps its old
+	 * policy refuses new names (fail closed) and allows no more than it did. */
+	if (casign_reload(d->casign, &e) < 0) {
+		pc_log(PC_LOG_ERR, "reload of the CA process failed, it keeps its policy: %s",
+		       pc_err_str(&e, b, sizeof(b)));
+		e = (struct pc_err){0};
+	}
 	if (vault_state_load(&d->cfg, &st, &e) < 0) {
-		char b[700];
-
 		pc_log(PC_LOG_ERR, "reload failed, keeping the running state: %s",
 		       pc_err_str(&e, b, sizeof(b)));
 		return;
@@ -412,8 +420,14 @@ static int setup(struct vault_daemon *d, const char *config, bool test_only, int
 
 	if ((rc = config_load(config, &d->cfg, err)) < 0)
 		return rc;
-	if ((rc = ca_load(d->cfg.vault.ca_dir, &d->ca, err)) < 0 ||
-	    (rc = vault_state_load(&d->cfg, &d->state, err)) < 0 ||
+	/* The CA process first, before any secret is loaded or thread
+	 * started: it alone reads ca.key; this process (which parses sandbox
+	 * bytes) never holds the CA key. -t checks the key here instead. */
+	rc = test_only ? ca_load(d->cfg.vault.ca_dir, &d->ca, err)
+		       : casign_start(&d->cfg, &d->casign, err);
+	if (rc < 0 || (!test_only && (rc = ca_client_new(d->casign, &d->ca, err)) < 0))
+		return rc;
+	if ((rc = vault_state_load(&d->cfg, &d->state, err)) < 0 ||
 	    (rc = conn_server_ctx_new(&d->server_ctx, err)) < 0 ||
 	    (rc = upstream_ctx_new(d->cfg.vault.trust, &d->client_ctx, err)) < 0)
 		return rc;
@@ -461,7 +475,7 @@ int main(int argc, char **argv)
 	struct rlimit nocore = {0, 0};
 	struct pc_err e = {0};
 	bool test_only = false;
-	int lfds[2], sfd, opt, rc; /* rc: 0 or a PC_E* code; pc_daemon_exit maps it */
+	int lfds[2], sfd, opt, rc = 0; /* rc: 0 or a PC_E* code; pc_daemon_exit maps it */
 	size_t n_lfds = 0;
 	sigset_t sigs;
 	char b[700];
@@ -531,11 +545,13 @@ int main(int argc, char **argv)
 	       policy_hash(d.state->policy), d.state->store->n);
 	pc_sd_notify("READY=1", NULL);
 	for (;;) {
-		struct pollfd p[4];
+		struct pollfd p[5];
 		size_t np = 0;
 
 		p[np++] = (struct pollfd){.fd = sfd, .events = POLLIN};
 		p[np++] = (struct pollfd){.fd = d.reap_fd, .events = POLLIN};
+		/* no events: POLLHUP alone, when the CA process ended */
+		p[np++] = (struct pollfd){.fd = casign_fd(d.casign), .events = 0};
 		for (size_t i = 0; i < n_lfds; i++)
 			p[np++] = (struct pollfd){.fd = lfds[i], .events = POLLIN};
 		if (poll(p, np, -1) < 0 && errno != EINTR)
@@ -555,7 +571,15 @@ int main(int argc, char **argv)
 		}
 		if (p[1].revents)
 			conns_reap(&d);
-		for (size_t i = 2; i < np; i++)
+		if (p[2].revents & (POLLHUP | POLLERR)) {
+			/* no leaf can be signed any more, and this process
+			 * cannot start another CA (it is no longer root): stop,
+			 * failing closed, for the supervisor to restart us */
+			pc_log(PC_LOG_ERR, "the CA process ended; stopping");
+			rc = PC_EIO;
+			break;
+		}
+		for (size_t i = 3; i < np; i++)
 			if (p[i].revents)
 				accept_one(&d, p[i].fd);
 	}
@@ -569,5 +593,5 @@ int main(int argc, char **argv)
 	 * were acknowledged or their requests refused */
 	if (conns_stop(&d))
 		daemon_free(&d);
-	return pc_daemon_exit(0, false);
+	return pc_daemon_exit(rc, false);
 }

@@ -217,10 +217,12 @@ struct vault_ca; /* thread-safe after ca_load */
 int ca_init(const char *dir, uid_t uid, gid_t gid, bool force, struct pc_err *err);
 int ca_load(const char *dir, struct vault_ca **out, struct pc_err *err);
 void ca_free(struct vault_ca *ca);
-/* A leaf for host (already validated), from the cache or minted. *cert and
+/* A leaf for host (already validated) on port, from the cache or minted
+ * (by the CA process for a ca_client_new handle: ca_load's is the CA's). *cert and
  * *key are new references the caller frees (X509_free, EVP_PKEY_free);
  * declared as void to keep OpenSSL out of this header. */
-int ca_leaf_get(struct vault_ca *ca, const char *host, void **cert, void **key, struct pc_err *err);
+int ca_leaf_get(struct vault_ca *ca, const char *host, uint16_t port, void **cert, void **key,
+		struct pc_err *err);
 
 /* ======================================================================
  * WebSocket frames (ws.c), for the tunnel after a 101.
@@ -336,7 +338,8 @@ int io_handshake(SSL *ssl, int fd, bool server, uint64_t deadline);
 
 struct vault_daemon {
 	struct config cfg;
-	struct vault_ca *ca;
+	struct vault_ca *ca;   /* the leaf cache; casign signs its leaves */
+	struct casign *casign; /* the CA process (va-privsep) */
 	struct logq *logq;
 	SSL_CTX *server_ctx;
 	SSL_CTX *client_ctx;
@@ -454,5 +457,84 @@ enum conn_next tunnel_run(struct conn *c, const struct vault_state *st,
  * every failure is answered and logged here. */
 enum conn_next relay_exchange(struct conn *c, struct vault_state *st,
 			      const struct http_request *req, const struct inject_out *io);
+
+/* ======================================================================
+ * Privilege separation (va-privsep): the CA process (casign.c). It alone
+ * reads ca.key; the daemon asks it to sign a leaf for a public key the
+ * daemon made, and it signs only names some sandbox's policy allows, which
+ * it checks against the policy it compiled itself. One message per
+ * SOCK_SEQPACKET record, the common/msg.c framing:
+ *   SIGN      u32 id | u16 port | str host | tlv 1: public key (DER SPKI)
+ *   RELOAD    u32 id                      (reread the policy)
+ *   CERT      u32 id | tlv 1: certificate (DER)
+ *   REFUSED   u32 id | str reason
+ *   RELOADED  u32 id | str policy hash
+ * ====================================================================== */
+
+#define CASIGN_PROTO   0x4341 /* "CA" */
+#define CASIGN_VERSION 1
+#define CASIGN_MAX     8192 /* a message; a P-256 leaf is ~700 bytes of DER */
+#define CASIGN_DER_MAX 4096
+#define CASIGN_TEXT    640
+
+enum casign_type {
+	CASIGN_SIGN = 1, /* to the CA */
+	CASIGN_RELOAD = 2,
+	CASIGN_CERT = 0x81, /* from the CA */
+	CASIGN_REFUSED = 0x82,
+	CASIGN_RELOADED = 0x83,
+};
+
+struct casign_msg {
+	uint8_t type;
+	uint32_t id;
+	uint16_t port;		    /* SIGN */
+	char host[PC_HOST_MAX + 1]; /* SIGN: a canonical PC_HOST_SNI name */
+	const uint8_t *der;	    /* SIGN: public key, CERT: leaf; borrowed */
+	size_t der_len;		    /* 1..CASIGN_DER_MAX */
+	char text[CASIGN_TEXT];	    /* REFUSED: reason, RELOADED: policy hash */
+};
+
+/* The message's length written into buf, or PC_EINVAL. */
+int casign_encode(const struct casign_msg *m, uint8_t *buf, size_t cap);
+/* Decode one message. from_ca: only the CA's replies are accepted, else
+ * only requests; anything else (another type, protocol or version, a
+ * short or long field, bytes left over, a host that is not a canonical SNI
+ * name) is PC_EPARSE or PC_EUNSUPP. *out borrows buf. Fuzzed:
+ * tests/fuzz/fuzz_casign.c. */
+int casign_decode(const uint8_t *buf, size_t len, bool from_ca, struct casign_msg *out,
+		  struct pc_err *err);
+
+struct casign; /* the daemon's handle on the CA process; thread-safe */
+
+/* Fork the CA process (before any thread exists, while still root): it
+ * reads <ca_dir>/ca.key and the policy, drops to vault.user and serves.
+ * The daemon never reads ca.key. */
+int casign_start(const struct config *cfg, struct casign **out, struct pc_err *err);
+/* Ask for a leaf for host:port with public key pub (EVP_PKEY *); *cert is a
+ * new X509 * (caller frees). Waits at most a few seconds; a CA process
+ * that is gone, slow or answers out of turn is an error (fail closed). */
+int casign_sign(struct casign *c, const char *host, uint16_t port, void *pub, void **cert,
+		struct pc_err *err);
+/* Make the CA process reread the policy (SIGHUP). */
+int casign_reload(struct casign *c, struct pc_err *err);
+/* The socket, for the daemon to see the CA process end (POLLHUP). */
+int casign_fd(const struct casign *c);
+pid_t casign_pid(const struct casign *c);
+void casign_stop(struct casign *c);
+/* A handle on a CA process already serving fd (pid: waited for by
+ * casign_stop; 0 for none). Takes fd. For the unit test. */
+int casign_open(int fd, pid_t pid, struct casign **out, struct pc_err *err);
+/* The CA side: serve fd until it closes. ca holds the key; policy is
+ * owned (freed on return); cfg (may be NULL: no reload) says where the
+ * rules are. Exposed for the unit test, which runs it in a child. */
+int casign_serve(int fd, struct vault_ca *ca, const struct config *cfg, struct policy *policy);
+
+/* ca.c, the daemon's side: a leaf cache whose leaves the CA process signs
+ * (no CA key in this process). */
+int ca_client_new(struct casign *signer, struct vault_ca **out, struct pc_err *err);
+/* ca.c, the CA's side: a leaf certificate for host and public key pub
+ * (EVP_PKEY *), signed by ca; an X509 * or NULL. */
+void *ca_leaf_sign(struct vault_ca *ca, const char *host, void *pub);
 
 #endif
