@@ -48,9 +48,11 @@ int casign_encode(const struct casign_msg *m, uint8_t *buf, size_t cap)
 		break;
 	case CASIGN_REFUSED:
 	case CASIGN_RELOADED:
+	case CASIGN_CLIENT:
 		pc_msg_put_str(&w, m->text, strnlen(m->text, sizeof(m->text)));
 		break;
 	case CASIGN_RELOAD:
+	case CASIGN_OK:
 		break;
 	default:
 		return PC_EINVAL;
@@ -107,10 +109,17 @@ int casign_decode(const uint8_t *buf, size_t len, bool from_ca, struct casign_ms
 			return pc_err_set(err, PC_EPARSE, "host is not a canonical server name");
 		break;
 	case CASIGN_RELOAD:
+	case CASIGN_OK:
 		break;
 	case CASIGN_CERT:
 		if ((rc = get_der(&r, &m, err)) < 0)
 			return rc;
+		break;
+	case CASIGN_CLIENT:
+		if ((rc = pc_msg_get_strcpy(&r, m.text, POLICY_NAME_MAX, err)) < 0)
+			return rc;
+		if (!m.text[0])
+			return pc_err_set(err, PC_EPARSE, "empty sandbox name");
 		break;
 	case CASIGN_REFUSED:
 	case CASIGN_RELOADED:
@@ -128,11 +137,20 @@ int casign_decode(const uint8_t *buf, size_t len, bool from_ca, struct casign_ms
 
 /* ---- the CA's side ------------------------------------------------------------ */
 
-/* Whether some sandbox's policy allows host on TCP port: the same question
- * the daemon asked for its own sandbox, answered without trusting it. */
-static bool name_allowed(const struct policy *p, const char *host, uint16_t port)
+/* Whether the policy of sandbox (NULL: of some sandbox) allows host on TCP
+ * port: the question the daemon asked, answered without trusting it. */
+static bool name_allowed(const struct policy *p, const char *sandbox, const char *host,
+			 uint16_t port)
 {
-	for (size_t i = 0; p && i < policy_sandbox_count(p); i++)
+	const struct policy_sandbox *sb;
+
+	if (!p)
+		return false;
+	if (sandbox) {
+		sb = policy_sandbox_by_name(p, sandbox);
+		return sb && policy_host_allows(sb, host, IPPROTO_TCP, port, NULL);
+	}
+	for (size_t i = 0; i < policy_sandbox_count(p); i++)
 		if (policy_host_allows(policy_sandbox_at(p, i), host, IPPROTO_TCP, port, NULL))
 			return true;
 	return false;
@@ -140,8 +158,8 @@ static bool name_allowed(const struct policy *p, const char *host, uint16_t port
 
 /* The leaf for a SIGN request into reply (CERT or REFUSED); der is a
  * buffer of CASIGN_DER_MAX bytes that the reply may borrow. */
-static void sign_one(struct vault_ca *ca, const struct policy *p, const struct casign_msg *q,
-		     struct casign_msg *reply, uint8_t *der)
+static void sign_one(struct vault_ca *ca, const struct policy *p, const char *sandbox,
+		     const struct casign_msg *q, struct casign_msg *reply, uint8_t *der)
 {
 	const uint8_t *kp = q->der;
 	EVP_PKEY *pub = NULL;
@@ -150,10 +168,15 @@ static void sign_one(struct vault_ca *ca, const struct policy *p, const struct c
 	int n;
 
 	reply->type = CASIGN_REFUSED;
-	if (!name_allowed(p, q->host, q->port)) {
-		snprintf(reply->text, sizeof(reply->text),
-			 "%s:%u is on no sandbox's allow list: the CA does not sign it", q->host,
-			 q->port);
+	if (!name_allowed(p, sandbox, q->host, q->port)) {
+		if (sandbox)
+			snprintf(reply->text, sizeof(reply->text),
+				 "%s:%u is not on the allow list of %s: the CA does not sign it",
+				 q->host, q->port, sandbox);
+		else
+			snprintf(reply->text, sizeof(reply->text),
+				 "%s:%u is on no sandbox's allow list: the CA does not sign it",
+				 q->host, q->port);
 		return;
 	}
 	/* a P-256 key as the daemon makes them, nothing else: what the CA
@@ -199,45 +222,138 @@ static void reload_one(const struct config *cfg, struct policy **p, struct casig
 	pc_strlcpy(reply->text, policy_hash(np), sizeof(reply->text));
 }
 
-int casign_serve(int fd, struct vault_ca *ca, const struct config *cfg, struct policy *policy)
+/* One channel the CA serves: the daemon's (sandbox "", may do anything)
+ * or a worker's (may only SIGN, for its sandbox). */
+struct ca_chan {
+	int fd;
+	char sandbox[POLICY_NAME_MAX];
+};
+#define CA_CHANS 4096 /* the daemon's and one per worker */
+
+/* A message and, with it, at most one passed socket (*pfd, else -1). */
+static ssize_t recv_fd(int fd, uint8_t *buf, size_t cap, int *pfd)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cb;
+	struct iovec iov = {.iov_base = buf, .iov_len = cap};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.b, .msg_controllen = sizeof(cb.b)};
+	struct cmsghdr *c;
+	ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+
+	*pfd = -1;
+	for (c = n >= 0 ? CMSG_FIRSTHDR(&mh) : NULL; c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int))) {
+			if (*pfd >= 0)
+				close(*pfd);
+			memcpy(pfd, CMSG_DATA(c), sizeof(int));
+		}
+	if (n >= 0 && (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+		n = -1; /* too long, or more sockets than one: refused */
+	if (n < 0 && *pfd >= 0) {
+		close(*pfd);
+		*pfd = -1;
+	}
+	return n;
+}
+
+/* Serve the message waiting on chans[i]; returns 0, or <0 to close that
+ * channel (the daemon's: to stop). */
+static int serve_one(struct ca_chan *chans, size_t *n_chans, size_t i, struct vault_ca *ca,
+		     const struct config *cfg, struct policy **policy)
 {
 	static uint8_t in[CASIGN_MAX + 1], out[CASIGN_MAX], der[CASIGN_DER_MAX];
+	struct casign_msg q, reply = {0};
+	struct pc_err e = {0};
+	bool daemon = i == 0;
+	int pfd = -1, len;
+	ssize_t n = recv_fd(chans[i].fd, in, sizeof(in), &pfd);
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (n <= 0)
+		return PC_EIO; /* gone */
+	/* A request that does not decode, or one this channel may not make,
+	 * is a process out of its mind: close its channel rather than guess
+	 * (the daemon's: the CA stops, and the daemon fails closed). */
+	if (casign_decode(in, (size_t)n, false, &q, &e) < 0 || (!daemon && q.type != CASIGN_SIGN) ||
+	    (q.type == CASIGN_CLIENT) != (pfd >= 0)) {
+		pc_log(PC_LOG_ERR, "CA process: bad request from %s%s: %s",
+		       daemon ? "the vault" : "the worker of ", chans[i].sandbox,
+		       e.msg[0] ? e.msg : "not allowed on this channel");
+		if (pfd >= 0)
+			close(pfd);
+		return PC_EPARSE;
+	}
+	reply.id = q.id;
+	if (q.type == CASIGN_SIGN) {
+		sign_one(ca, *policy, daemon ? NULL : chans[i].sandbox, &q, &reply, der);
+	} else if (q.type == CASIGN_RELOAD) {
+		reload_one(cfg, policy, &reply);
+	} else if (*n_chans < CA_CHANS) {
+		chans[*n_chans].fd = pfd;
+		pc_strlcpy(chans[*n_chans].sandbox, q.text, sizeof(chans[*n_chans].sandbox));
+		(*n_chans)++;
+		reply.type = CASIGN_OK;
+	} else {
+		close(pfd);
+		reply.type = CASIGN_REFUSED;
+		pc_strlcpy(reply.text, "too many workers", sizeof(reply.text));
+	}
+	if (reply.type == CASIGN_REFUSED)
+		pc_log(PC_LOG_WARN, "CA process: %s", reply.text);
+	len = casign_encode(&reply, out, sizeof(out));
+	if (len < 0 || send(chans[i].fd, out, (size_t)len, MSG_NOSIGNAL) != len)
+		return daemon ? PC_EIO : 0; /* a worker that went away is reaped on EOF */
+	return 0;
+}
+
+int casign_serve(int fd, struct vault_ca *ca, const struct config *cfg, struct policy *policy)
+{
+	struct ca_chan *chans = calloc(CA_CHANS, sizeof(*chans));
+	struct pollfd *p = calloc(CA_CHANS, sizeof(*p));
+	size_t n_chans = 1;
 	int rc = 0;
 
-	for (;;) {
-		struct casign_msg q, reply = {0};
-		struct pc_err e = {0};
-		ssize_t n = recv(fd, in, sizeof(in), 0);
-		int len;
+	if (!chans || !p) {
+		rc = PC_ENOMEM;
+		goto out;
+	}
+	chans[0].fd = fd;
+	while (rc == 0) {
+		size_t np = n_chans;
 
-		if (n == 0)
-			break; /* the daemon is gone */
-		if (n < 0) {
-			if (errno == EINTR)
+		for (size_t i = 0; i < np; i++)
+			p[i] = (struct pollfd){.fd = chans[i].fd, .events = POLLIN};
+		if (poll(p, np, -1) < 0) {
+			if (errno != EINTR)
+				rc = PC_EIO;
+			continue;
+		}
+		for (size_t i = np; i-- > 0;) {
+			if (!p[i].revents)
 				continue;
-			rc = PC_EIO;
-			break;
-		}
-		/* A request that does not decode is a daemon out of its mind:
-		 * stop rather than guess (the daemon then fails closed). */
-		if (casign_decode(in, (size_t)n, false, &q, &e) < 0) {
-			pc_log(PC_LOG_ERR, "CA process: bad request from the vault: %s", e.msg);
-			rc = PC_EPARSE;
-			break;
-		}
-		reply.id = q.id;
-		if (q.type == CASIGN_SIGN)
-			sign_one(ca, policy, &q, &reply, der);
-		else
-			reload_one(cfg, &policy, &reply);
-		if (reply.type == CASIGN_REFUSED)
-			pc_log(PC_LOG_WARN, "CA process: %s", reply.text);
-		len = casign_encode(&reply, out, sizeof(out));
-		if (len < 0 || send(fd, out, (size_t)len, MSG_NOSIGNAL) != len) {
-			rc = PC_EIO;
-			break;
+			if (serve_one(chans, &n_chans, i, ca, cfg, &policy) == 0)
+				continue;
+			if (i == 0) {
+				rc = PC_EIO; /* the daemon is gone or mad: stop */
+				break;
+			}
+			close(chans[i].fd); /* a worker's channel: only it ends */
+			chans[i] = chans[--n_chans];
 		}
 	}
+	/* EOF from the daemon is the normal end */
+	if (rc == PC_EIO)
+		rc = 0;
+	for (size_t i = 1; i < n_chans; i++)
+		close(chans[i].fd);
+out:
+	free(chans);
+	free(p);
 	policy_unref(policy);
 	return rc;
 }
@@ -503,4 +619,47 @@ int casign_reload(struct casign *c, struct pc_err *err)
 				  reply.type == CASIGN_REFUSED ? reply.text
 							       : "CA reply out of turn");
 	return 0;
+}
+
+int casign_client(struct casign *c, const char *sandbox, int fd, struct pc_err *err)
+{
+	struct casign_msg q = {.type = CASIGN_CLIENT}, reply;
+	uint8_t out[CASIGN_MAX], in[CASIGN_MAX + 1];
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cb;
+	struct iovec iov = {.iov_base = out};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.b, .msg_controllen = sizeof(cb.b)};
+	struct cmsghdr *cm;
+	int len, rc;
+
+	if (pc_strlcpy(q.text, sandbox, POLICY_NAME_MAX) >= POLICY_NAME_MAX)
+		return pc_err_set(err, PC_EINVAL, "sandbox name too long");
+	memset(&cb, 0, sizeof(cb));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	pthread_mutex_lock(&c->lock);
+	if (c->broken) {
+		pthread_mutex_unlock(&c->lock);
+		return pc_err_set(err, PC_EIO, "the CA process is gone");
+	}
+	q.id = ++c->next_id;
+	len = casign_encode(&q, out, sizeof(out));
+	iov.iov_len = len > 0 ? (size_t)len : 0;
+	if (len < 0 || sendmsg(c->fd, &mh, MSG_NOSIGNAL) != len) {
+		c->broken = len >= 0;
+		pthread_mutex_unlock(&c->lock);
+		return pc_err_errno(err, PC_EIO, "handing the CA process a worker's channel");
+	}
+	rc = await(c, q.id, in, &reply, err);
+	pthread_mutex_unlock(&c->lock);
+	if (rc == 0 && reply.type != CASIGN_OK)
+		rc = pc_err_set(err, PC_EIO, "%s",
+				reply.type == CASIGN_REFUSED ? reply.text : "CA reply out of turn");
+	return rc;
 }

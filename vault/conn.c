@@ -56,7 +56,7 @@ static void conn_note(struct conn *c, const struct http_request *req)
  * once logd acknowledged it; without the acknowledgement it is refused. */
 static void conn_count(struct vault_daemon *d, const struct logrec *rec, bool wait, bool acked)
 {
-	struct vault_counters *n = &d->n;
+	struct vault_counters *n = d->n;
 
 	if (wait && !acked)
 		atomic_fetch_add(&n->log_failed, 1);

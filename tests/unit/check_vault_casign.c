@@ -174,6 +174,47 @@ START_TEST(garbage_stops_the_ca)
 }
 END_TEST
 
+/* A worker's channel (CLIENT): its SIGNs are checked against its own
+ * sandbox's policy alone, and it may do nothing else. */
+START_TEST(worker_channels)
+{
+	struct pc_err e = {0};
+	EVP_PKEY *k = EVP_EC_gen("P-256");
+	struct casign *w1, *w2;
+	struct casign_msg q = {.type = CASIGN_RELOAD, .id = 1};
+	uint8_t buf[CASIGN_MAX + 1];
+	int a[2], b[2], n;
+	void *x = NULL;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, a), 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, b), 0);
+	ck_assert_int_eq(casign_client(cli, "agent-1", a[1], &e), 0);
+	ck_assert_int_eq(casign_client(cli, "agent-2", b[1], &e), 0);
+	close(a[1]);
+	close(b[1]);
+	ck_assert_int_eq(casign_open(a[0], 0, &w1, &e), 0);
+	ck_assert_int_eq(casign_open(b[0], 0, &w2, &e), 0);
+	ck_assert_int_eq(casign_sign(w1, "api.github.test", 443, k, &x, &e), 0);
+	check_leaf(x, "api.github.test");
+	X509_free(x);
+	x = NULL;
+	/* allowed to agent-1, not to agent-2 */
+	ck_assert_int_eq(casign_sign(w2, "api.github.test", 443, k, &x, &e), PC_EPERM);
+	ck_assert_ptr_nonnull(strstr(e.msg, "allow list of agent-2"));
+	ck_assert_int_eq(casign_sign(w2, "files.pypi.test", 8443, k, &x, &e), 0);
+	X509_free(x);
+	/* a worker may not reload: its channel is closed, the others go on */
+	ck_assert_int_eq((n = casign_encode(&q, buf, sizeof(buf))) > 0, 1);
+	ck_assert_int_eq(send(casign_fd(w2), buf, (size_t)n, 0), n);
+	ck_assert_int_eq(recv(casign_fd(w2), buf, sizeof(buf), 0), 0);
+	ck_assert_int_eq(casign_sign(w1, "api.github.test", 443, k, &x, &e), 0);
+	X509_free(x);
+	casign_stop(w1);
+	casign_stop(w2);
+	EVP_PKEY_free(k);
+}
+END_TEST
+
 START_TEST(codec_refusals)
 {
 	struct casign_msg m = {.type = CASIGN_SIGN, .id = 1, .port = 443}, out;
@@ -230,7 +271,7 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
 	PC_UNIT_TESTS(tc, signs_allowed_names, refuses_names_no_policy_allows, refuses_other_keys,
-		      garbage_stops_the_ca, codec_refusals);
+		      garbage_stops_the_ca, worker_channels, codec_refusals);
 	suite_add_tcase(s, tc);
 	return s;
 }
