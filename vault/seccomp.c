@@ -12,6 +12,14 @@
 #include <seccomp.h>
 #include <sys/socket.h>
 
+/* An argument test (SCMP_A0 and friends leave datum_b to the compiler,
+ * which clang's -Wmissing-field-initializers refuses). */
+static struct scmp_arg_cmp arg_cmp(unsigned arg, enum scmp_compare op, scmp_datum_t a,
+				   scmp_datum_t b)
+{
+	return (struct scmp_arg_cmp){.arg = arg, .op = op, .datum_a = a, .datum_b = b};
+}
+
 int vault_seccomp_worker(struct pc_err *err)
 {
 	static const int allow[] = {
@@ -52,19 +60,19 @@ int vault_seccomp_worker(struct pc_err *err)
 	/* new sockets: IP (upstream) and UNIX (logd, on reconnect) only */
 	if (rc == 0)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
-				      SCMP_A0(SCMP_CMP_EQ, AF_INET));
+				      arg_cmp(0, SCMP_CMP_EQ, AF_INET, 0));
 	if (rc == 0)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
-				      SCMP_A0(SCMP_CMP_EQ, AF_INET6));
+				      arg_cmp(0, SCMP_CMP_EQ, AF_INET6, 0));
 	if (rc == 0)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
-				      SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+				      arg_cmp(0, SCMP_CMP_EQ, AF_UNIX, 0));
 	/* threads, not processes: clone with CLONE_THREAD only; clone3's flags
 	 * are behind a pointer the filter cannot read, so it is refused with
 	 * ENOSYS and the C library falls back to clone */
 	if (rc == 0)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
-				      SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
+				      arg_cmp(0, SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
 	if (rc == 0)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
 	if (rc == 0)
