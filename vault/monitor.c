@@ -31,11 +31,21 @@ struct worker {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct worker *workers;
 static struct vault_counters ended; /* the counts of workers that ended */
-static char config_path[PC_PATH_MAX];
+static char config_path[PC_PATH_MAX], exe_path[PC_PATH_MAX] = "/proc/self/exe";
 
 void monitor_init(const char *config)
 {
+	char p[PC_PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", p, sizeof(p) - 1);
+
 	pc_strlcpy(config_path, config, sizeof(config_path));
+	/* the program's own path, resolved now: under valgrind /proc/self/exe
+	 * is the tool, and the binary may be replaced by an upgrade (then the
+	 * workers run the new one, as a restart would) */
+	if (n > 0) {
+		p[n] = '\0';
+		pc_strlcpy(exe_path, p, sizeof(exe_path));
+	}
 }
 
 static struct worker *find(const char *sandbox)
@@ -87,7 +97,7 @@ static struct worker *spawn(struct vault_daemon *d, const char *sandbox, struct 
 		    child_fd(hi[0], WORKER_FD_CHAN) < 0 || child_fd(hi[1], WORKER_FD_CA) < 0 ||
 		    child_fd(hi[2], WORKER_FD_COUNTERS) < 0)
 			_exit(PC_EXIT_ERROR);
-		execv("/proc/self/exe", argv);
+		execv(exe_path, argv);
 		_exit(PC_EXIT_ERROR);
 	}
 	for (int i = 0; i < 3; i++)
