@@ -330,7 +330,7 @@ int main(int argc, char **argv)
 		return pc_daemon_exit(PC_EIO, test_only);
 	}
 	if (worker)
-		return worker_main(config, worker);
+		return vault_worker_main(config, worker);
 	d.n = &d.n_own;
 	pthread_mutex_init(&d.lock, NULL);
 	d.reap_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

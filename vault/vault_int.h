@@ -575,7 +575,7 @@ int wmsg_conn_encode(const struct pc_endpoint *src, const struct pc_endpoint *or
 int wmsg_conn_decode(const uint8_t *buf, size_t len, struct pc_endpoint *src,
 		     struct pc_endpoint *orig, struct pc_err *err);
 /* The worker process's life; a PC_EXIT_* code. */
-int worker_main(const char *config, const char *sandbox);
+int vault_worker_main(const char *config, const char *sandbox);
 /* The worker's seccomp filter: the system calls it needs, no file system. */
 int vault_seccomp_worker(struct pc_err *err);
 

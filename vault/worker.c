@@ -169,7 +169,7 @@ static void test_open(const char *sandbox)
 	}
 }
 
-int worker_main(const char *config, const char *sandbox)
+int vault_worker_main(const char *config, const char *sandbox)
 {
 	struct vault_daemon d = {0};
 	struct policy *policy = NULL;
