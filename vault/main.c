@@ -204,6 +204,7 @@ static int usage(FILE *f)
 	fprintf(f, "usage: portcullis-vault [-c FILE] [-t]\n"
 		   "  -c FILE  configuration (default /etc/portcullis/portcullis.yaml)\n"
 		   "  -t       check the configuration, CA, policy and secrets, then exit\n"
+		   "  -W NAME  run as the worker of sandbox NAME (started by the vault itself)\n"
 		   "  -V       print the version\n");
 	return f == stdout ? PC_EXIT_OK : PC_EXIT_USAGE;
 }
