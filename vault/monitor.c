@@ -159,8 +159,12 @@ static int send_conn(struct worker *w, int fd, const struct pc_endpoint *src,
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	/* never blocks the accept loop: a worker that does not read is full */
-	return sendmsg(w->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == n ? 0 : PC_EIO;
+	/* never blocks the accept loop: a worker that does not keep up is
+	 * busy (PC_EAGAIN: this connection is refused, the worker stays); a
+	 * channel that is shut or closed is a worker that retired (PC_EIO) */
+	if (sendmsg(w->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == n)
+		return 0;
+	return errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS ? PC_EAGAIN : PC_EIO;
 }
 
 /* A worker whose channel failed: it takes no more connections; it is
@@ -179,6 +183,7 @@ void monitor_dispatch(struct vault_daemon *d, int fd, const struct pc_endpoint *
 {
 	struct pc_err e = {0};
 	struct worker *w;
+	int rc;
 
 	/* twice at most: a worker that just went idle refuses (its channel
 	 * is shut), and a new one takes the connection */
@@ -186,9 +191,14 @@ void monitor_dispatch(struct vault_daemon *d, int fd, const struct pc_endpoint *
 		w = find(sandbox);
 		if (!w && !(w = spawn(d, sandbox, &e)))
 			break;
-		if (send_conn(w, fd, src, orig) == 0) {
+		rc = send_conn(w, fd, src, orig);
+		if (rc == 0) {
 			close(fd); /* the worker has its own reference */
 			return;
+		}
+		if (rc == PC_EAGAIN) {
+			pc_strlcpy(e.msg, "its worker is busy", sizeof(e.msg));
+			break;
 		}
 		retire(w);
 	}

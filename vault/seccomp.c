@@ -7,6 +7,7 @@
 #include "vault/vault_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <string.h>
 #include <seccomp.h>
@@ -25,9 +26,9 @@ int vault_seccomp_worker(struct pc_err *err)
 	static const int allow[] = {
 	    /* I/O on descriptors it has */
 	    SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(readv), SCMP_SYS(writev), SCMP_SYS(pread64),
-	    SCMP_SYS(close), SCMP_SYS(fcntl), SCMP_SYS(fstat), SCMP_SYS(newfstatat),
-	    SCMP_SYS(lseek), SCMP_SYS(poll), SCMP_SYS(ppoll), SCMP_SYS(epoll_wait),
-	    SCMP_SYS(epoll_pwait), SCMP_SYS(select), SCMP_SYS(pselect6), SCMP_SYS(dup),
+	    SCMP_SYS(close), SCMP_SYS(fcntl), SCMP_SYS(fstat), SCMP_SYS(lseek), SCMP_SYS(poll),
+	    SCMP_SYS(ppoll), SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait), SCMP_SYS(select),
+	    SCMP_SYS(pselect6), SCMP_SYS(dup),
 	    /* sockets: the connections handed over, upstream connections, logd */
 	    SCMP_SYS(recvfrom), SCMP_SYS(recvmsg), SCMP_SYS(sendto), SCMP_SYS(sendmsg),
 	    SCMP_SYS(sendmmsg), SCMP_SYS(recvmmsg), SCMP_SYS(connect), SCMP_SYS(shutdown),
@@ -67,6 +68,12 @@ int vault_seccomp_worker(struct pc_err *err)
 	if (rc == 0)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
 				      arg_cmp(0, SCMP_CMP_EQ, AF_UNIX, 0));
+	/* newfstatat only with AT_EMPTY_PATH: the C library's fstat. (The
+	 * filter cannot read the path: a crafted call with a path and that
+	 * flag still gets a file's metadata — never its content.) */
+	if (rc == 0)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(newfstatat), 1,
+				      arg_cmp(3, SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, AT_EMPTY_PATH));
 	/* threads, not processes: clone with CLONE_THREAD only; clone3's flags
 	 * are behind a pointer the filter cannot read, so it is refused with
 	 * ENOSYS and the C library falls back to clone */
