@@ -48,6 +48,7 @@ void monitor_init(const char *config)
 	}
 }
 
+/* The running worker of sandbox (the lock held). */
 static struct worker *find(const char *sandbox)
 {
 	for (struct worker *w = workers; w; w = w->next)
@@ -167,43 +168,49 @@ static int send_conn(struct worker *w, int fd, const struct pc_endpoint *src,
 	return errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS ? PC_EAGAIN : PC_EIO;
 }
 
-/* A worker whose channel failed: it takes no more connections; it is
- * forgotten when its process ends (monitor_reap). */
-static void retire(struct worker *w)
+/* Send the connection to sandbox's running worker, under the lock (a
+ * reload may retire workers from another thread): 0, PC_EAGAIN (busy),
+ * or PC_ENOENT when it has no worker that takes connections (one whose
+ * channel failed is retired here: it takes no more connections, and is
+ * forgotten when its process ends, monitor_reap). */
+static int send_to_worker(const char *sandbox, int fd, const struct pc_endpoint *src,
+			  const struct pc_endpoint *orig)
 {
+	struct worker *w;
+	int rc = PC_ENOENT;
+
 	pthread_mutex_lock(&lock);
-	if (w->fd >= 0)
-		close(w->fd);
-	w->fd = -1;
+	if ((w = find(sandbox))) {
+		rc = send_conn(w, fd, src, orig);
+		if (rc == PC_EIO) {
+			close(w->fd);
+			w->fd = -1;
+			rc = PC_ENOENT;
+		}
+	}
 	pthread_mutex_unlock(&lock);
+	return rc;
 }
 
 void monitor_dispatch(struct vault_daemon *d, int fd, const struct pc_endpoint *src,
 		      const struct pc_endpoint *orig, const char *sandbox)
 {
 	struct pc_err e = {0};
-	struct worker *w;
-	int rc;
+	int rc = send_to_worker(sandbox, fd, src, orig);
 
-	/* twice at most: a worker that just went idle refuses (its channel
-	 * is shut), and a new one takes the connection */
-	for (int attempt = 0; attempt < 2; attempt++) {
-		w = find(sandbox);
-		if (!w && !(w = spawn(d, sandbox, &e)))
-			break;
-		rc = send_conn(w, fd, src, orig);
-		if (rc == 0) {
-			close(fd); /* the worker has its own reference */
-			return;
-		}
-		if (rc == PC_EAGAIN) {
-			pc_strlcpy(e.msg, "its worker is busy", sizeof(e.msg));
-			break;
-		}
-		retire(w);
+	/* no worker, or one that just went idle (its channel is shut): start
+	 * one and hand it the connection */
+	if (rc == PC_ENOENT && spawn(d, sandbox, &e))
+		rc = send_to_worker(sandbox, fd, src, orig);
+	if (rc == 0) {
+		close(fd); /* the worker has its own reference */
+		return;
 	}
 	if (!e.msg[0])
-		pc_strlcpy(e.msg, "its worker does not take connections", sizeof(e.msg));
+		pc_strlcpy(e.msg,
+			   rc == PC_EAGAIN ? "its worker is busy"
+					   : "its worker does not take connections",
+			   sizeof(e.msg));
 	pc_log(PC_LOG_ERR, "no worker for %s: %s", sandbox, e.msg);
 	accept_refuse(d, fd, src, orig, sandbox, "no worker for the sandbox");
 }
