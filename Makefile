@@ -13,7 +13,7 @@ VERSION := $(or $(shell awk -F'[()]' 'NR==1{print $$2}' packaging/debian/changel
 # here (docs/layout.md; tests/static/layering.sh checks every #include).
 MODULES := common rules nft dnsguard logd vault checker engine cli
 
-PKGS := libnetfilter_queue libnftnl libmnl ldns libsodium yaml-0.1 openssl libpsl ncurses
+PKGS := libnetfilter_queue libnftnl libmnl ldns libsodium yaml-0.1 openssl libpsl ncurses libseccomp
 
 # A missing library is said at once, not found later as a pile of missing
 # headers. The targets that install the libraries (deps, and those that

@@ -24,8 +24,11 @@ struct leaf {
 };
 
 struct vault_ca {
+	/* the CA's own (ca_load: the CA process and -t), or NULL in the
+	 * daemon, whose leaves signer signs (ca_client_new) */
 	X509 *cert;
 	EVP_PKEY *key;
+	struct casign *signer;
 	/* Connection threads share the cache; the mutex guards leaves[] and n. */
 	pthread_mutex_t lock;
 	struct leaf leaves[VAULT_LEAF_CACHE];
@@ -230,6 +233,26 @@ fail:
 	return rc;
 }
 
+int ca_client_new(struct casign *signer, struct vault_ca **out, struct pc_err *err)
+{
+	struct vault_ca *ca = calloc(1, sizeof(*ca));
+
+	if (!ca)
+		return pc_err_set(err, PC_ENOMEM, "out of memory");
+	pthread_mutex_init(&ca->lock, NULL);
+	ca->signer = signer;
+	*out = ca;
+	return 0;
+}
+
+void *ca_leaf_sign(struct vault_ca *ca, const char *host, void *pub)
+{
+	if (!ca->cert || !ca->key)
+		return NULL;
+	return cert_make(pub, host, ca->cert, ca->key, -3600, (long)VAULT_LEAF_HOURS * 3600, false,
+			 host);
+}
+
 void ca_free(struct vault_ca *ca)
 {
 	if (!ca)
@@ -248,7 +271,8 @@ void ca_free(struct vault_ca *ca)
  * handed-out leaf always has hours left. */
 #define LEAF_REFRESH_MS ((uint64_t)(VAULT_LEAF_HOURS - 2) * 3600 * 1000)
 
-int ca_leaf_get(struct vault_ca *ca, const char *host, void **cert, void **key, struct pc_err *err)
+int ca_leaf_get(struct vault_ca *ca, const char *host, uint16_t port, void **cert, void **key,
+		struct pc_err *err)
 {
 	uint64_t now = pc_now_mono_ms();
 	struct leaf *slot = NULL;
@@ -273,9 +297,20 @@ int ca_leaf_get(struct vault_ca *ca, const char *host, void **cert, void **key, 
 	/* Mint outside the lock: signing must not serialise handshakes. Two
 	 * threads may mint for the same host at once; both leaves are valid. */
 	k = EVP_EC_gen("P-256");
-	x = k ? cert_make(k, host, ca->cert, ca->key, -3600, (long)VAULT_LEAF_HOURS * 3600, false,
-			  host)
-	      : NULL;
+	if (!k)
+		return ossl_err(err, PC_EIO, "making a leaf key");
+	if (ca->signer) {
+		void *v = NULL;
+		int rc = casign_sign(ca->signer, host, port, k, &v, err);
+
+		if (rc < 0) {
+			EVP_PKEY_free(k);
+			return rc;
+		}
+		x = v;
+	} else {
+		x = ca_leaf_sign(ca, host, k);
+	}
 	if (!x) {
 		EVP_PKEY_free(k);
 		return ossl_err(err, PC_EIO, "minting a leaf certificate");

@@ -239,8 +239,11 @@ int vault_cli(int argc, char **argv, const char *config)
 		}
 		if (load_config(config, &cfg) < 0)
 			return PC_EXIT_ERROR;
+		/* the vault user must exist, but the key is root's: the vault's
+		 * CA process reads it before it drops to that user, and the
+		 * rest of the vault (same user) cannot (docs/vault.md) */
 		if (pc_user_lookup(cfg.vault.user, &uid, &gid, &e) < 0 ||
-		    (rc = ca_init(cfg.vault.ca_dir, uid, gid, force, &e)) < 0) {
+		    (rc = ca_init(cfg.vault.ca_dir, 0, 0, force, &e)) < 0) {
 			pc_cli_error("ca init", "%s", e.msg);
 			return e.code == PC_EEXIST ? PC_EXIT_FAIL : PC_EXIT_ERROR;
 		}

@@ -56,7 +56,7 @@ static void conn_note(struct conn *c, const struct http_request *req)
  * once logd acknowledged it; without the acknowledgement it is refused. */
 static void conn_count(struct vault_daemon *d, const struct logrec *rec, bool wait, bool acked)
 {
-	struct vault_counters *n = &d->n;
+	struct vault_counters *n = d->n;
 
 	if (wait && !acked)
 		atomic_fetch_add(&n->log_failed, 1);
@@ -186,7 +186,7 @@ static int hello_cb(SSL *ssl, int *al, void *arg)
 			 c->sni, c->orig.port, c->sandbox);
 		return SSL_CLIENT_HELLO_ERROR;
 	}
-	if (ca_leaf_get(c->d->ca, c->sni, &cert, &key, &e) < 0) {
+	if (ca_leaf_get(c->d->ca, c->sni, c->orig.port, &cert, &key, &e) < 0) {
 		*al = SSL_AD_INTERNAL_ERROR;
 		snprintf(c->refusal, sizeof(c->refusal), "%s", e.msg);
 		return SSL_CLIENT_HELLO_ERROR;

@@ -13,6 +13,7 @@ char *vault_ctl(void *ctx, const char *req)
 	struct vault_state *st;
 	struct pc_err err = {0};
 	char ebuf[700], *out = NULL;
+	size_t n;
 
 	if (strcmp(req, "metrics") == 0)
 		return vault_metrics(ctx, req);
@@ -24,9 +25,14 @@ char *vault_ctl(void *ctx, const char *req)
 			return NULL;
 		return out;
 	}
+	/* the monitor holds no secret: it counts them (n_secrets, under
+	 * the lock that guards the state swap) */
+	pthread_mutex_lock(&d->lock);
+	n = d->n_secrets;
+	pthread_mutex_unlock(&d->lock);
 	st = vault_daemon_state(d);
 	if (asprintf(&out, "%spolicy %s secrets %zu\n", VAULT_CTL_RELOAD_OK,
-		     st ? policy_hash(st->policy) : "-", st ? st->store->n : (size_t)0) < 0)
+		     st ? policy_hash(st->policy) : "-", n) < 0)
 		out = NULL;
 	vault_state_unref(st);
 	return out;

@@ -28,172 +28,6 @@
 #define IP6T_SO_ORIGINAL_DST 80 /* linux/netfilter_ipv6/ip6_tables.h */
 #endif
 
-#define VAULT_MAX_CONNS 4096	     /* all sandboxes together */
-#define CONN_STACK	(256 * 1024) /* per connection thread */
-
-struct vault_state *vault_daemon_state(struct vault_daemon *d)
-{
-	struct vault_state *st;
-
-	pthread_mutex_lock(&d->lock);
-	st = vault_state_ref(d->state);
-	pthread_mutex_unlock(&d->lock);
-	return st;
-}
-
-static bool conn_acquire(struct vault_daemon *d, const char *sandbox)
-{
-	struct sb_count *sc = NULL;
-	bool ok = false;
-
-	pthread_mutex_lock(&d->lock);
-	for (size_t i = 0; i < d->n_counts && !sc; i++)
-		if (!strcmp(d->counts[i].name, sandbox))
-			sc = &d->counts[i];
-	if (!sc) {
-		struct sb_count *n = realloc(d->counts, (d->n_counts + 1) * sizeof(*n));
-
-		if (n) {
-			d->counts = n;
-			sc = &n[d->n_counts++];
-			memset(sc, 0, sizeof(*sc));
-			pc_strlcpy(sc->name, sandbox, sizeof(sc->name));
-		}
-	}
-	if (sc && sc->n < d->cfg.vault.max_conns_per_sandbox && d->conns < VAULT_MAX_CONNS) {
-		sc->n++;
-		d->conns++;
-		ok = true;
-	}
-	pthread_mutex_unlock(&d->lock);
-	return ok;
-}
-
-void vault_daemon_conn_release(struct vault_daemon *d, struct conn_slot *s, const char *sandbox)
-{
-	uint64_t one = 1;
-
-	pthread_mutex_lock(&d->lock);
-	for (size_t i = 0; i < d->n_counts; i++)
-		if (!strcmp(d->counts[i].name, sandbox) && d->counts[i].n) {
-			d->counts[i].n--;
-			d->conns--;
-			break;
-		}
-	if (s)
-		s->done = true;
-	pthread_mutex_unlock(&d->lock);
-	/* wake the accept loop to join the thread; a full counter (never in
-	 * practice) only delays the join to the next wake-up */
-	if (s && write(d->reap_fd, &one, sizeof(one)) < 0)
-		return;
-}
-
-void vault_daemon_conn_fds(struct vault_daemon *d, struct conn_slot *s, int fd, int ufd)
-{
-	if (!s)
-		return;
-	pthread_mutex_lock(&d->lock);
-	s->fd = fd;
-	s->ufd = ufd;
-	pthread_mutex_unlock(&d->lock);
-}
-
-/* Join the connection threads that said they are done; returns how many
- * are still running. */
-static size_t conns_reap(struct vault_daemon *d)
-{
-	struct conn_slot *done = NULL, **pp, *s;
-	uint64_t n;
-	size_t left = 0;
-
-	if (read(d->reap_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
-		pc_log(PC_LOG_WARN, "reading the reap eventfd: %s", strerror(errno));
-	pthread_mutex_lock(&d->lock);
-	for (pp = &d->slots; (s = *pp);) {
-		if (s->done) {
-			*pp = s->next;
-			s->next = done;
-			done = s;
-		} else {
-			left++;
-			pp = &s->next;
-		}
-	}
-	pthread_mutex_unlock(&d->lock);
-	while ((s = done)) {
-		done = s->next;
-		pthread_join(s->thr, NULL);
-		free(s);
-	}
-	return left;
-}
-
-/* Shut down the sockets of every running connection: how (SHUT_RD lets a
- * response in flight finish, SHUT_RDWR ends any I/O). */
-static void conns_shutdown(struct vault_daemon *d, int how)
-{
-	pthread_mutex_lock(&d->lock);
-	for (struct conn_slot *s = d->slots; s; s = s->next) {
-		if (s->fd >= 0)
-			shutdown(s->fd, how);
-		if (s->ufd >= 0 && how == SHUT_RDWR)
-			shutdown(s->ufd, how);
-	}
-	pthread_mutex_unlock(&d->lock);
-}
-
-/* Reap until no connection is left or ms passed; returns how many are left. */
-static size_t conns_wait(struct vault_daemon *d, unsigned ms)
-{
-	uint64_t deadline = pc_now_mono_ms() + ms;
-	size_t left;
-
-	while ((left = conns_reap(d)) > 0) {
-		struct pollfd p = {.fd = d->reap_fd, .events = POLLIN};
-		uint64_t now = pc_now_mono_ms();
-
-		if (now >= deadline)
-			break;
-		poll(&p, 1, (int)(deadline - now));
-	}
-	return left;
-}
-
-/* SIGTERM: end every connection, bounded. First no client reads (an idle
- * keep-alive connection ends at once, a response in flight is still
- * delivered), then, for what is left, no I/O at all (a connection stuck in
- * a read or write, or connecting upstream, fails at once). Returns false
- * when threads are still running: what they use must not be freed. */
-static bool conns_stop(struct vault_daemon *d)
-{
-	size_t left;
-
-	conns_shutdown(d, SHUT_RD);
-	if (!conns_wait(d, 2000))
-		return true;
-	conns_shutdown(d, SHUT_RDWR);
-	left = conns_wait(d, 3000);
-	if (left)
-		pc_log(PC_LOG_WARN, "%zu connection threads did not end; exiting without them",
-		       left);
-	return !left;
-}
-
-/* Free what setup made (after the threads using it ended). */
-static void daemon_free(struct vault_daemon *d)
-{
-	logq_stop(d->logq);
-	SSL_CTX_free(d->server_ctx);
-	SSL_CTX_free(d->client_ctx);
-	vault_state_unref(d->state);
-	ca_free(d->ca);
-	free(d->counts);
-	if (d->reap_fd >= 0)
-		close(d->reap_fd);
-	pthread_mutex_destroy(&d->lock);
-}
-
 static int listen_on(const struct pc_endpoint *ep, bool v6only, struct pc_err *err)
 {
 	struct sockaddr_storage ss = {0};
@@ -249,26 +83,6 @@ static void sockaddr_to_ep(const struct sockaddr_storage *ss, struct pc_endpoint
 	}
 }
 
-/* A refusal before any thread exists for the connection: log, close. */
-static void accept_refuse(struct vault_daemon *d, int fd, const struct pc_endpoint *src,
-			  const struct pc_endpoint *orig, const char *sandbox, const char *reason)
-{
-	struct logrec rec = {.action = LOGREC_CONNECT,
-			     .verdict = LOGREC_REFUSED,
-			     .sandbox = sandbox,
-			     .reason = reason,
-			     .src = *src,
-			     .dst = *orig,
-			     .transport = IPPROTO_TCP};
-	char b[64];
-
-	pc_log(PC_LOG_NOTICE, "refused connection from %s: %s", pc_endpoint_str(src, b, sizeof(b)),
-	       reason);
-	logq_record(d->logq, &rec, false, NULL);
-	atomic_fetch_add(&d->n.conns_refused, 1);
-	close(fd);
-}
-
 static void accept_one(struct vault_daemon *d, int lfd)
 {
 	struct sockaddr_storage ss, orig_ss, local_ss;
@@ -277,9 +91,7 @@ static void accept_one(struct vault_daemon *d, int lfd)
 	struct policy_src psrc = {0};
 	const struct policy_sandbox *sb;
 	struct vault_state *st;
-	struct conn_start *cs;
-	struct conn_slot *slot;
-	pthread_attr_t attr;
+	char sandbox[POLICY_NAME_MAX] = "";
 	int fd, rc;
 
 	fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -311,56 +123,47 @@ static void accept_one(struct vault_daemon *d, int lfd)
 	sb = policy_sandbox_match(st->policy, &psrc);
 	if (!sb)
 		sb = policy_sandbox_by_source(st->policy, &src.addr);
-	cs = sb ? calloc(1, sizeof(*cs)) : NULL;
-	if (cs)
-		pc_strlcpy(cs->sandbox, sb->name, sizeof(cs->sandbox));
+	if (sb)
+		pc_strlcpy(sandbox, sb->name, sizeof(sandbox));
 	vault_state_unref(st);
-	if (!cs) {
-		accept_refuse(d, fd, &src, &orig, NULL,
-			      sb ? "out of memory" : "source address matches no sandbox");
+	if (!sb) {
+		accept_refuse(d, fd, &src, &orig, NULL, "source address matches no sandbox");
 		return;
 	}
-	if (!conn_acquire(d, cs->sandbox)) {
-		accept_refuse(d, fd, &src, &orig, cs->sandbox, "connection limit reached");
-		free(cs);
-		return;
+	monitor_dispatch(d, fd, &src, &orig, sandbox);
+}
+
+/* The monitor's state: the policy (to name sandboxes at accept) and no
+ * secret — the store is unsealed only to check it (a store that does not
+ * authenticate keeps the running state on reload) and to count it; each
+ * worker unseals its own sandbox's secrets. */
+static int monitor_state_load(const struct config *cfg, struct vault_state **out, size_t *n_secrets,
+			      struct pc_err *err)
+{
+	struct policy *policy = NULL;
+	struct vault_store *store = NULL;
+	int rc;
+
+	if ((rc = policy_load_dir(cfg->rules_dir, cfg, &policy, err)) < 0) {
+		pc_err_prefix(err, "policy: ");
+		return rc;
 	}
-	slot = calloc(1, sizeof(*slot));
-	if (!slot) {
-		vault_daemon_conn_release(d, NULL, cs->sandbox);
-		accept_refuse(d, fd, &src, &orig, cs->sandbox, "out of memory");
-		free(cs);
-		return;
+	if ((rc = store_load(cfg->vault.secrets, &store, err)) < 0) {
+		pc_err_prefix(err, "secrets: ");
+		policy_unref(policy);
+		return rc;
 	}
-	slot->fd = fd;
-	slot->ufd = -1;
-	cs->d = d;
-	cs->slot = slot;
-	cs->fd = fd;
-	cs->src = src;
-	cs->orig = orig;
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, CONN_STACK);
-	/* joinable: conns_reap joins it once it is done. Linked after the
-	 * start, outside the lock the connections use: a thread that is
-	 * already done has written reap_fd, which this (the accept) thread
-	 * reads only after linking. */
-	rc = pthread_create(&slot->thr, &attr, conn_main, cs);
-	if (rc == 0) {
-		pthread_mutex_lock(&d->lock);
-		slot->next = d->slots;
-		d->slots = slot;
-		pthread_mutex_unlock(&d->lock);
+	*n_secrets = store->n;
+	store_free(store);
+	if (!(store = calloc(1, sizeof(*store)))) {
+		policy_unref(policy);
+		return pc_err_set(err, PC_ENOMEM, "out of memory");
 	}
-	if (rc != 0) {
-		vault_daemon_conn_release(d, NULL, cs->sandbox);
-		accept_refuse(d, fd, &src, &orig, cs->sandbox, "cannot start a thread");
-		free(cs);
-		free(slot);
-	} else {
-		atomic_fetch_add(&d->n.conns_accepted, 1);
+	if ((rc = vault_state_make(policy, store, out, err)) < 0) {
+		policy_unref(policy);
+		store_free(store);
 	}
-	pthread_attr_destroy(&attr);
+	return rc;
 }
 
 /* Load the policy and secrets again and swap them in; on failure the running
@@ -368,22 +171,38 @@ static void accept_one(struct vault_daemon *d, int lfd)
 int vault_daemon_reload(struct vault_daemon *d, struct pc_err *err)
 {
 	struct vault_state *st, *old;
-	int rc = vault_state_load(&d->cfg, &st, err);
+	size_t n_secrets = 0;
+	char b[700];
+	int rc;
 
-	if (rc < 0) {
-		char b[700];
-
+	/* Our own state first: its errors name the file and line. */
+	if ((rc = monitor_state_load(&d->cfg, &st, &n_secrets, err)) < 0) {
 		pc_log(PC_LOG_ERR, "reload failed, keeping the running state: %s",
 		       pc_err_str(err, b, sizeof(b)));
+		return rc;
+	}
+	/* Then the CA, before the swap: a name the new policy allows is then
+	 * signed by the time a worker lets a handshake ask for it. A CA that
+	 * keeps its old policy refuses new names (fail closed) and allows no
+	 * more than it did; the reload is then refused as a whole. */
+	if ((rc = casign_reload(d->casign, err)) < 0) {
+		pc_log(PC_LOG_ERR, "reload of the CA process failed, it keeps its policy: %s",
+		       pc_err_str(err, b, sizeof(b)));
+		vault_state_unref(st);
 		return rc;
 	}
 	pthread_mutex_lock(&d->lock);
 	old = d->state;
 	d->state = st;
+	d->n_secrets = n_secrets;
 	pthread_mutex_unlock(&d->lock);
 	vault_state_unref(old);
+	/* every worker finishes its connections with what it has; the next
+	 * connection of each sandbox starts a worker with the new policy and
+	 * secrets */
+	monitor_retire_all();
 	pc_log(PC_LOG_NOTICE, "reloaded: policy %s, %zu secrets", policy_hash(st->policy),
-	       st->store->n);
+	       n_secrets);
 	return 0;
 }
 
@@ -392,6 +211,7 @@ static int usage(FILE *f)
 	fprintf(f, "usage: portcullis-vault [-c FILE] [-t]\n"
 		   "  -c FILE  configuration (default /etc/portcullis/portcullis.yaml)\n"
 		   "  -t       check the configuration, CA, policy and secrets, then exit\n"
+		   "  -W NAME  run as the worker of sandbox NAME (started by the vault itself)\n"
 		   "  -h, --help     this text\n"
 		   "  -V, --version  print the version\n");
 	return f == stdout ? PC_EXIT_OK : PC_EXIT_USAGE;
@@ -417,13 +237,22 @@ static int setup(struct vault_daemon *d, const char *config, bool test_only, int
 
 	if ((rc = config_load(config, &d->cfg, err)) < 0)
 		return rc;
-	if ((rc = ca_load(d->cfg.vault.ca_dir, &d->ca, err)) < 0 ||
-	    (rc = vault_state_load(&d->cfg, &d->state, err)) < 0 ||
-	    (rc = conn_server_ctx_new(&d->server_ctx, err)) < 0 ||
-	    (rc = upstream_ctx_new(d->cfg.vault.trust, &d->client_ctx, err)) < 0)
-		return rc;
-	if (test_only)
+	if (test_only) {
+		if ((rc = ca_load(d->cfg.vault.ca_dir, &d->ca, err)) < 0 ||
+		    (rc = vault_state_load(&d->cfg, &d->state, err)) < 0 ||
+		    (rc = conn_server_ctx_new(&d->server_ctx, err)) < 0 ||
+		    (rc = upstream_ctx_new(d->cfg.vault.trust, &d->client_ctx, err)) < 0)
+			return rc;
+		d->n_secrets = d->state->store->n;
 		return 0;
+	}
+	/* The CA process first, before any secret is loaded or thread
+	 * started: it alone reads ca.key; the processes that parse sandbox
+	 * bytes (the workers) never hold the CA key. -t checks it here. */
+	if ((rc = casign_start(&d->cfg, &d->casign, err)) < 0 ||
+	    (rc = monitor_state_load(&d->cfg, &d->state, &d->n_secrets, err)) < 0)
+		return rc;
+	monitor_init(config);
 	/* values must stay in RAM: lift the lock limit while still root */
 	if (setrlimit(RLIMIT_MEMLOCK, &rl) < 0)
 		pc_log(PC_LOG_WARN, "cannot raise RLIMIT_MEMLOCK: %s", strerror(errno));
@@ -464,12 +293,12 @@ int main(int argc, char **argv)
 	static const struct option lopts[] = {{"help", no_argument, NULL, 'h'},
 					      {"version", no_argument, NULL, 'V'},
 					      {NULL, 0, NULL, 0}};
-	const char *config = "/etc/portcullis/portcullis.yaml";
+	const char *config = "/etc/portcullis/portcullis.yaml", *worker = NULL;
 	struct vault_daemon d = {0};
 	struct rlimit nocore = {0, 0};
 	struct pc_err e = {0};
 	bool test_only = false;
-	int lfds[2], sfd, opt, rc; /* rc: 0 or a PC_E* code; pc_daemon_exit maps it */
+	int lfds[2], sfd, opt, rc = 0; /* rc: 0 or a PC_E* code; pc_daemon_exit maps it */
 	size_t n_lfds = 0;
 	sigset_t sigs;
 	char b[700];
@@ -485,10 +314,14 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGHUP);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGCHLD);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	while ((opt = getopt_long(argc, argv, "c:thV", lopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:thVW:", lopts, NULL)) != -1) {
 		switch (opt) {
+		case 'W': /* a per-sandbox worker, started by the monitor */
+			worker = optarg;
+			break;
 		case 'c':
 			config = optarg;
 			break;
@@ -510,6 +343,9 @@ int main(int argc, char **argv)
 		pc_log(PC_LOG_ERR, "libsodium failed to initialise");
 		return pc_daemon_exit(PC_EIO, test_only);
 	}
+	if (worker)
+		return vault_worker_main(config, worker);
+	d.n = &d.n_own;
 	pthread_mutex_init(&d.lock, NULL);
 	d.reap_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (d.reap_fd < 0) {
@@ -527,7 +363,7 @@ int main(int argc, char **argv)
 	}
 	if (test_only) {
 		printf("portcullis-vault: configuration ok (policy %s, %zu secrets)\n",
-		       policy_hash(d.state->policy), d.state->store->n);
+		       policy_hash(d.state->policy), d.n_secrets);
 		daemon_free(&d);
 		return pc_daemon_exit(0, true);
 	}
@@ -538,14 +374,16 @@ int main(int argc, char **argv)
 	}
 	pc_log(PC_LOG_NOTICE, "serving on %s as %s: policy %s, %zu secrets",
 	       pc_endpoint_str(&d.cfg.vault.listen, b, sizeof(b)), d.cfg.vault.user,
-	       policy_hash(d.state->policy), d.state->store->n);
+	       policy_hash(d.state->policy), d.n_secrets);
 	pc_sd_notify("READY=1", NULL);
 	for (;;) {
-		struct pollfd p[4];
+		struct pollfd p[5];
 		size_t np = 0;
 
 		p[np++] = (struct pollfd){.fd = sfd, .events = POLLIN};
 		p[np++] = (struct pollfd){.fd = d.reap_fd, .events = POLLIN};
+		/* no events: POLLHUP alone, when the CA process ended */
+		p[np++] = (struct pollfd){.fd = casign_fd(d.casign), .events = 0};
 		for (size_t i = 0; i < n_lfds; i++)
 			p[np++] = (struct pollfd){.fd = lfds[i], .events = POLLIN};
 		if (poll(p, np, -1) < 0 && errno != EINTR)
@@ -554,7 +392,9 @@ int main(int argc, char **argv)
 			struct signalfd_siginfo si;
 
 			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
-				if (si.ssi_signo == SIGHUP) {
+				if (si.ssi_signo == SIGCHLD) {
+					monitor_reap();
+				} else if (si.ssi_signo == SIGHUP) {
 					struct pc_err re = {0};
 
 					pc_sd_notify("RELOADING=1", NULL);
@@ -567,7 +407,15 @@ int main(int argc, char **argv)
 		}
 		if (p[1].revents)
 			conns_reap(&d);
-		for (size_t i = 2; i < np; i++)
+		if (p[2].revents & (POLLHUP | POLLERR)) {
+			/* no leaf can be signed any more, and this process
+			 * cannot start another CA (it is no longer root): stop,
+			 * failing closed, for the supervisor to restart us */
+			pc_log(PC_LOG_ERR, "the CA process ended; stopping");
+			rc = PC_EIO;
+			break;
+		}
+		for (size_t i = 3; i < np; i++)
 			if (p[i].revents)
 				accept_one(&d, p[i].fd);
 	}
@@ -577,9 +425,9 @@ int main(int argc, char **argv)
 		close(lfds[i]);
 	close(sfd);
 	pc_ctl_stop(d.ctl);
-	/* every connection ends before what it uses is freed; their records
-	 * were acknowledged or their requests refused */
-	if (conns_stop(&d))
-		daemon_free(&d);
-	return pc_daemon_exit(0, false);
+	/* every worker ends its connections (bounded) and exits; their
+	 * records were acknowledged or their requests refused */
+	monitor_stop_all();
+	daemon_free(&d);
+	return pc_daemon_exit(rc, false);
 }

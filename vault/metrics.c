@@ -33,24 +33,26 @@ static const struct pc_prom_row req_rows[] = {
 char *vault_metrics(void *ctx, const char *req)
 {
 	struct vault_daemon *d = ctx;
-	struct vault_counters *n = &d->n;
+	struct vault_counters sum = {0};
 	struct pc_prom b = {0};
-	struct vault_state *st;
-	unsigned open_conns;
+	size_t n_secrets;
 
 	if (strcmp(req, "metrics") != 0)
 		return strdup("unknown request (metrics)\n");
+	/* the monitor's own counts (refusals at accept) and every worker's,
+	 * ended ones included */
+	sum.conns_refused = atomic_load(&d->n->conns_refused);
+	monitor_counters(&sum);
 	pthread_mutex_lock(&d->lock);
-	open_conns = d->conns;
+	n_secrets = d->n_secrets;
 	pthread_mutex_unlock(&d->lock);
-	pc_prom_rows(&b, conn_rows, sizeof(conn_rows) / sizeof(conn_rows[0]), n, true);
+	pc_prom_rows(&b, conn_rows, sizeof(conn_rows) / sizeof(conn_rows[0]), &sum, true);
 	pc_prom_family(&b, "portcullis_vault_connections_open", "gauge",
 		       "Sandbox connections open now.");
-	pc_prom_u64(&b, "portcullis_vault_connections_open", NULL, open_conns);
-	pc_prom_rows(&b, req_rows, sizeof(req_rows) / sizeof(req_rows[0]), n, true);
-	st = vault_daemon_state(d);
+	pc_prom_u64(&b, "portcullis_vault_connections_open", NULL, atomic_load(&sum.conns_open));
+	pc_prom_rows(&b, req_rows, sizeof(req_rows) / sizeof(req_rows[0]), &sum, true);
 	pc_prom_family(&b, "portcullis_vault_secrets", "gauge", "Secrets in the vault's store.");
-	pc_prom_u64(&b, "portcullis_vault_secrets", NULL, st ? st->store->n : 0);
-	vault_state_unref(st);
+	pc_prom_u64(&b, "portcullis_vault_secrets", NULL, n_secrets);
+	monitor_metrics(&b);
 	return pc_prom_take(&b);
 }

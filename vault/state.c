@@ -14,13 +14,19 @@ int vault_state_make(struct policy *policy, struct vault_store *store, struct va
 		free(st);
 		return pc_err_set(err, PC_ENOMEM, "out of memory");
 	}
-	for (size_t i = 0; i < store->n; i++)
+	for (size_t i = 0; i < store->n; i++) {
+		const struct vault_secret *x = &store->s[i];
+
+		/* a worker knows other sandboxes' secrets by placeholder only
+		 * (no value): their pattern replaces the placeholder by itself,
+		 * so that the patterns stay one per secret */
 		st->values[i] = (struct scrub_pat){
-		    .needle = store->s[i].value,
-		    .nlen = store->s[i].value_len,
-		    .repl = (const uint8_t *)store->s[i].placeholder,
-		    .rlen = store->s[i].ph_len,
+		    .needle = x->value_len ? x->value : (const uint8_t *)x->placeholder,
+		    .nlen = x->value_len ? x->value_len : x->ph_len,
+		    .repl = (const uint8_t *)x->placeholder,
+		    .rlen = x->ph_len,
 		};
+	}
 	st->policy = policy;
 	st->store = store;
 	atomic_init(&st->refs, 1);

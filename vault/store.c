@@ -377,7 +377,42 @@ out:
 	return rc;
 }
 
+/* Only the placeholder of a secret, from its public NAME.placeholder file:
+ * what a worker knows of other sandboxes' secrets, so that their
+ * placeholders are still refused as exfiltration rather than passed as
+ * unknown strings. No value (value NULL, value_len 0). */
+static int placeholder_load(const char *dir, const char *name, struct vault_secret *s,
+			    struct pc_err *err)
+{
+	char path[PC_PATH_MAX], *txt = NULL;
+	size_t len;
+	int rc;
+
+	if ((rc = store_path(path, dir, name, ".placeholder", err)) < 0 ||
+	    (rc = pc_file_read(path, VAULT_PH_MAX + 1, &txt, &len, err)) < 0)
+		return rc;
+	if (len && txt[len - 1] == '\n')
+		len--;
+	if (!placeholder_valid(name, txt, len)) {
+		free(txt);
+		return pc_err_set(err, PC_ETAMPER, "%s is not a placeholder for %s", path, name);
+	}
+	memset(s, 0, sizeof(*s));
+	pc_strlcpy(s->name, name, sizeof(s->name));
+	memcpy(s->placeholder, txt, len);
+	s->placeholder[len] = '\0';
+	s->ph_len = len;
+	free(txt);
+	return 0;
+}
+
 int store_load(const char *dir, struct vault_store **out, struct pc_err *err)
+{
+	return store_load_only(dir, NULL, NULL, out, err);
+}
+
+int store_load_only(const char *dir, bool (*keep)(const char *name, void *arg), void *arg,
+		    struct vault_store **out, struct pc_err *err)
 {
 	char(*names)[VAULT_NAME_MAX] = NULL;
 	struct vault_store *st = NULL;
@@ -401,7 +436,13 @@ int store_load(const char *dir, struct vault_store **out, struct pc_err *err)
 			goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if ((rc = secret_load(dir, key, names[i], &st->s[i], err)) < 0)
+		/* a worker unseals its own sandbox's secrets only: the others
+		 * never exist in its memory in the clear */
+		if (keep && !keep(names[i], arg))
+			rc = placeholder_load(dir, names[i], &st->s[st->n], err);
+		else
+			rc = secret_load(dir, key, names[i], &st->s[st->n], err);
+		if (rc < 0)
 			goto out;
 		st->n++;
 	}

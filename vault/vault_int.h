@@ -197,6 +197,10 @@ int store_names(const char *dir, char (**names)[VAULT_NAME_MAX], size_t *n, stru
  * or whose placeholder does not carry its name, fails the whole load. */
 int store_load(const char *dir, struct vault_store **out, struct pc_err *err);
 void store_free(struct vault_store *st);
+/* As store_load, unsealing only the secrets keep(name, arg) keeps; of the
+ * others only the placeholder is read (from NAME.placeholder; no value). */
+int store_load_only(const char *dir, bool (*keep)(const char *name, void *arg), void *arg,
+		    struct vault_store **out, struct pc_err *err);
 /* Seal/unseal one blob with a key (exposed for the unit tests). */
 int store_seal(const uint8_t key[32], const uint8_t *pt, size_t len, uint8_t **out, size_t *out_len,
 	       struct pc_err *err);
@@ -217,10 +221,12 @@ struct vault_ca; /* thread-safe after ca_load */
 int ca_init(const char *dir, uid_t uid, gid_t gid, bool force, struct pc_err *err);
 int ca_load(const char *dir, struct vault_ca **out, struct pc_err *err);
 void ca_free(struct vault_ca *ca);
-/* A leaf for host (already validated), from the cache or minted. *cert and
+/* A leaf for host (already validated) on port, from the cache or minted
+ * (by the CA process for a ca_client_new handle: ca_load's is the CA's). *cert and
  * *key are new references the caller frees (X509_free, EVP_PKEY_free);
  * declared as void to keep OpenSSL out of this header. */
-int ca_leaf_get(struct vault_ca *ca, const char *host, void **cert, void **key, struct pc_err *err);
+int ca_leaf_get(struct vault_ca *ca, const char *host, uint16_t port, void **cert, void **key,
+		struct pc_err *err);
 
 /* ======================================================================
  * WebSocket frames (ws.c), for the tunnel after a 101.
@@ -336,7 +342,9 @@ int io_handshake(SSL *ssl, int fd, bool server, uint64_t deadline);
 
 struct vault_daemon {
 	struct config cfg;
-	struct vault_ca *ca;
+	struct vault_ca *ca;   /* the leaf cache; casign signs its leaves */
+	struct casign *casign; /* the CA process (va-privsep) */
+	size_t n_secrets;      /* in the store (the monitor holds none of them) */
 	struct logq *logq;
 	SSL_CTX *server_ctx;
 	SSL_CTX *client_ctx;
@@ -362,7 +370,8 @@ struct vault_daemon {
 		_Atomic uint64_t requests_allowed, requests_refused, exfil;
 		_Atomic uint64_t injections, secrets_injected;
 		_Atomic uint64_t log_failed;
-	} n;
+		_Atomic uint64_t conns_open; /* a gauge */
+	} n_own, *n; /* n: where this process counts (n_own, or a worker's shared page) */
 	struct pc_ctl *ctl;
 };
 
@@ -464,5 +473,149 @@ enum conn_next tunnel_run(struct conn *c, const struct vault_state *st,
  * every failure is answered and logged here. */
 enum conn_next relay_exchange(struct conn *c, struct vault_state *st,
 			      const struct http_request *req, const struct inject_out *io);
+
+/* ======================================================================
+ * Privilege separation (va-privsep): the CA process (casign.c). It alone
+ * reads ca.key; the daemon asks it to sign a leaf for a public key the
+ * daemon made, and it signs only names some sandbox's policy allows, which
+ * it checks against the policy it compiled itself. One message per
+ * SOCK_SEQPACKET record, the common/msg.c framing:
+ *   SIGN      u32 id | u16 port | str host | tlv 1: public key (DER SPKI)
+ *   RELOAD    u32 id                      (reread the policy)
+ *   CLIENT    u32 id | str sandbox        (+ a socket, SCM_RIGHTS: a worker's
+ *                                          channel, whose SIGNs are checked
+ *                                          against that sandbox's policy alone)
+ *   CERT      u32 id | tlv 1: certificate (DER)
+ *   REFUSED   u32 id | str reason
+ *   RELOADED  u32 id | str policy hash
+ *   OK        u32 id
+ * Only the daemon's own channel may RELOAD or add CLIENTs; a worker's may
+ * only SIGN.
+ * ====================================================================== */
+
+#define CASIGN_PROTO   0x4341 /* "CA" */
+#define CASIGN_VERSION 1
+#define CASIGN_MAX     8192 /* a message; a P-256 leaf is ~700 bytes of DER */
+#define CASIGN_DER_MAX 4096
+#define CASIGN_TEXT    640
+
+enum casign_type {
+	CASIGN_SIGN = 1, /* to the CA */
+	CASIGN_RELOAD = 2,
+	CASIGN_CLIENT = 3,
+	CASIGN_CERT = 0x81, /* from the CA */
+	CASIGN_REFUSED = 0x82,
+	CASIGN_RELOADED = 0x83,
+	CASIGN_OK = 0x84,
+};
+
+struct casign_msg {
+	uint8_t type;
+	uint32_t id;
+	uint16_t port;		    /* SIGN */
+	char host[PC_HOST_MAX + 1]; /* SIGN: a canonical PC_HOST_SNI name */
+	const uint8_t *der;	    /* SIGN: public key, CERT: leaf; borrowed */
+	size_t der_len;		    /* 1..CASIGN_DER_MAX */
+	char text[CASIGN_TEXT];	    /* REFUSED: reason, RELOADED: policy hash */
+};
+
+/* The message's length written into buf, or PC_EINVAL. */
+int casign_encode(const struct casign_msg *m, uint8_t *buf, size_t cap);
+/* Decode one message. from_ca: only the CA's replies are accepted, else
+ * only requests; anything else (another type, protocol or version, a
+ * short or long field, bytes left over, a host that is not a canonical SNI
+ * name) is PC_EPARSE or PC_EUNSUPP. *out borrows buf. Fuzzed:
+ * tests/fuzz/fuzz_casign.c. */
+int casign_decode(const uint8_t *buf, size_t len, bool from_ca, struct casign_msg *out,
+		  struct pc_err *err);
+
+struct casign; /* the daemon's handle on the CA process; thread-safe */
+
+/* Fork the CA process (before any thread exists, while still root): it
+ * reads <ca_dir>/ca.key and the policy, drops to vault.user and serves.
+ * The daemon never reads ca.key. */
+int casign_start(const struct config *cfg, struct casign **out, struct pc_err *err);
+/* Ask for a leaf for host:port with public key pub (EVP_PKEY *); *cert is a
+ * new X509 * (caller frees). Waits at most a few seconds; a CA process
+ * that is gone, slow or answers out of turn is an error (fail closed). */
+int casign_sign(struct casign *c, const char *host, uint16_t port, void *pub, void **cert,
+		struct pc_err *err);
+/* Make the CA process reread the policy (SIGHUP). */
+int casign_reload(struct casign *c, struct pc_err *err);
+/* Hand the CA process fd (one end of a socketpair; the caller keeps its
+ * own copy to close) as the channel of sandbox's worker. */
+int casign_client(struct casign *c, const char *sandbox, int fd, struct pc_err *err);
+/* The socket, for the daemon to see the CA process end (POLLHUP). */
+int casign_fd(const struct casign *c);
+pid_t casign_pid(const struct casign *c);
+void casign_stop(struct casign *c);
+/* A handle on a CA process already serving fd (pid: waited for by
+ * casign_stop; 0 for none). Takes fd. For the unit test. */
+int casign_open(int fd, pid_t pid, struct casign **out, struct pc_err *err);
+/* The CA side: serve fd until it closes. ca holds the key; policy is
+ * owned (freed on return); cfg (may be NULL: no reload) says where the
+ * rules are. Exposed for the unit test, which runs it in a child. */
+int casign_serve(int fd, struct vault_ca *ca, const struct config *cfg, struct policy *policy);
+
+/* ca.c, the daemon's side: a leaf cache whose leaves the CA process signs
+ * (no CA key in this process). */
+int ca_client_new(struct casign *signer, struct vault_ca **out, struct pc_err *err);
+/* ca.c, the CA's side: a leaf certificate for host and public key pub
+ * (EVP_PKEY *), signed by ca; an X509 * or NULL. */
+void *ca_leaf_sign(struct vault_ca *ca, const char *host, void *pub);
+
+/* ---- per-sandbox workers (worker.c, monitor.c, seccomp.c) ----------------
+ * The monitor (the vault's first process, main.c) accepts, names the
+ * sandbox by source address and hands the socket to that sandbox's worker
+ * over a socketpair (SCM_RIGHTS), with one message:
+ *   CONN  u8 family | 16 bytes address | u16 port   (source, then original
+ *         destination)                               + the socket
+ * A worker is portcullis-vault -W SANDBOX, exec'ed with these descriptors: */
+#define WORKER_FD_CHAN	   3	  /* the monitor's channel */
+#define WORKER_FD_CA	   4	  /* its own channel to the CA process */
+#define WORKER_FD_COUNTERS 5	  /* a memfd: its struct vault_counters, shared */
+#define WMSG_PROTO	   0x5657 /* "VW" */
+#define WMSG_VERSION	   1
+#define WMSG_CONN	   1
+#define WMSG_MAX	   64
+
+int wmsg_conn_encode(const struct pc_endpoint *src, const struct pc_endpoint *orig, uint8_t *buf,
+		     size_t cap);
+/* Fuzzed: tests/fuzz/fuzz_vworker.c. */
+int wmsg_conn_decode(const uint8_t *buf, size_t len, struct pc_endpoint *src,
+		     struct pc_endpoint *orig, struct pc_err *err);
+/* The worker process's life; a PC_EXIT_* code. */
+int vault_worker_main(const char *config, const char *sandbox);
+/* The worker's seccomp filter: the system calls it needs, no file system. */
+int vault_seccomp_worker(struct pc_err *err);
+
+/* monitor.c: the monitor's table of workers. */
+void monitor_init(const char *config);
+/* Hand fd (accepted, sandbox identified) to sandbox's worker, starting one
+ * if it has none; a refusal is logged and closes fd. */
+void monitor_dispatch(struct vault_daemon *d, int fd, const struct pc_endpoint *src,
+		      const struct pc_endpoint *orig, const char *sandbox);
+/* SIGCHLD: forget the workers that ended (their counts are kept). */
+void monitor_reap(void);
+/* Reload: every worker finishes its connections and ends; new connections
+ * get new workers (new policy and secrets). */
+void monitor_retire_all(void);
+/* SIGTERM: every worker ends its connections (bounded) and exits. */
+void monitor_stop_all(void);
+/* The counters of every worker, ended ones included, added to *sum. */
+void monitor_counters(struct vault_counters *sum);
+/* Per-worker rows (memory) for the metrics. */
+void monitor_metrics(struct pc_prom *b);
+
+/* conns.c: a process's connection threads (moved from main.c). */
+void conn_spawn(struct vault_daemon *d, int fd, const struct pc_endpoint *src,
+		const struct pc_endpoint *orig, const char *sandbox);
+void accept_refuse(struct vault_daemon *d, int fd, const struct pc_endpoint *src,
+		   const struct pc_endpoint *orig, const char *sandbox, const char *reason);
+size_t conns_reap(struct vault_daemon *d);
+size_t conns_wait(struct vault_daemon *d, unsigned ms);
+/* SIGTERM: end every connection, bounded; false when threads are left. */
+bool conns_stop(struct vault_daemon *d);
+void daemon_free(struct vault_daemon *d);
 
 #endif

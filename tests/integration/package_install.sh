@@ -159,7 +159,7 @@ else
 	t_skip "log signing key generated" "portcullis log keygen does not exist yet"
 fi
 if cli_has ca init; then
-	t_eq "vault CA key generated, the vault's alone" "portcullis-vault:portcullis-vault 400" \
+	t_eq "vault CA key generated, root's alone (the CA process reads it as root)" "root:root 400" \
 		"$(st /var/lib/portcullis/ca/ca.key)"
 	t_match "vault CA certificate generated, public" '^root:root 644$' \
 		"$(st /var/lib/portcullis/ca/ca.pem)"

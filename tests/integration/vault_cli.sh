@@ -33,7 +33,8 @@ pc() { "$B/portcullis" -c "$D/portcullis.yaml" "$@"; }
 VALUE="ghp_CLITEST$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 
 t_ok "ca init" pc ca init
-t_eq "the CA key is the vault user's alone" "400 portcullis-vault" "$(stat -c '%a %U' "$D/ca/ca.key")"
+t_eq "the CA key is root's alone (read by the CA process before it drops)" "400 root" \
+	"$(stat -c '%a %U' "$D/ca/ca.key")"
 t_eq "the CA certificate is world-readable" 644 "$(stat -c %a "$D/ca/ca.pem")"
 t_match "the CA is ECDSA P-256, a CA" "prime256v1|P-256" \
 	"$(openssl x509 -in "$D/ca/ca.pem" -noout -text)"
