@@ -295,6 +295,56 @@ size_t ws_frame_header(uint8_t *out, bool fin, uint8_t opcode, uint64_t len);
 /* XOR p with the mask key (payload offset 0). */
 void ws_unmask(uint8_t *p, size_t n, const uint8_t mask[4]);
 
+/* ---- va-holes: one direction of a tunnel as a stream (ws.c) ------------------
+ * Bytes go in as they are read; frames are parsed in place (the payload
+ * unmasked where it lies), so nothing but a sandbox message being collected
+ * is buffered. The sandbox's direction collects each message whole
+ * (ops->message, unmasked: it is searched for placeholders before any of it
+ * goes upstream); the upstream's is passed on as it comes (ops->data, in
+ * pieces, end on the message's last one), to be scrubbed in a stream.
+ * Control frames (<= 125 bytes) go to ops->control whole. Memory: the
+ * tunnel counts what it holds besides (its upstream scrubber's window and
+ * frame buffer, tunnel.c) in one struct ws_mem, and the message buffers
+ * are grown only while the count, the old and the new buffer both counted
+ * while a buffer grows, stays within WS_TUNNEL_MAX (2 MiB). */
+#define WS_MAX_MESSAGE	 (1024 * 1024)
+#define WS_MAX_FRAGMENTS 4096
+#define WS_TUNNEL_MAX	 (2 * 1024 * 1024)
+
+struct ws_mem {
+	size_t cur, peak; /* bytes of message buffers held (now, at most) */
+};
+struct ws_ops {
+	int (*message)(void *ctx, uint8_t op, uint8_t *p, size_t n);
+	int (*data)(void *ctx, uint8_t op, const uint8_t *p, size_t n, bool end);
+	int (*control)(void *ctx, uint8_t op, uint8_t *p, size_t n);
+};
+struct ws_dir {
+	bool from_client;
+	struct ws_mem *mem;
+	uint8_t hdr[14]; /* header bytes gathered so far */
+	size_t hlen;
+	struct ws_frame f; /* the frame whose payload comes */
+	bool in_payload;
+	uint64_t left, moff;
+	uint8_t ctl[125]; /* a control frame's payload */
+	size_t clen;
+	uint8_t op; /* opcode of the data message in progress; 0: none */
+	uint64_t total;
+	unsigned frames;
+	uint8_t *msg; /* sandbox direction: the message so far */
+	size_t mlen, mcap;
+};
+void ws_dir_init(struct ws_dir *w, bool from_client, struct ws_mem *mem);
+/* Feed b[0..n) (unmasked in place). 0, or <0 with why set (PC_EPARSE: a
+ * frame the vault refuses; PC_EREFUSED: over the memory bound) or an ops
+ * function's error. */
+
+int ws_dir_feed(struct ws_dir *w, uint8_t *b, size_t n, const struct ws_ops *ops, void *ctx,
+		char *why, size_t whylen);
+void ws_dir_free(struct ws_dir *w);
+/* ---- end va-holes ---------------------------------------------------------------- */
+
 /* ---- log queue (logq.c) ---------------------------------------------------- */
 
 struct logq;
