@@ -279,14 +279,14 @@ esc_begin "a 206 to a request with a credential, unasked"
 out=$(seqreq "GET /partial HTTP/1.1\r\n${R}Authorization: Bearer $V_PH_WS\r\n\r\n")
 t_match "refused (502)" "^HTTP/1.1 502" "$out"
 t_match "the reason says why" "partial response \\(206\\)" "$(why_of "$out")"
-t_match "logged" '"reason":"upstream sent a partial response' "$(v_verdicts | tail -n 3)"
+t_match "logged" '"event.reason":"upstream sent a partial response' "$(v_verdicts | tail -n 3)"
 esc_end "refused" "502, X-Portcullis-Error: $(why_of "$out")"
 
 esc_begin "a gzip-compressed reflection (Accept-Encoding: identity ignored)"
 out=$(seqreq "GET /gzip HTTP/1.1\r\n${R}Authorization: Bearer $V_PH_WS\r\n\r\n")
 t_match "refused (502)" "^HTTP/1.1 502" "$out"
 t_match "the reason says why" "Content-Encoding" "$(why_of "$out")"
-t_match "logged" '"reason":"upstream sent an encoded' "$(v_verdicts | tail -n 3)"
+t_match "logged" '"event.reason":"upstream sent an encoded' "$(v_verdicts | tail -n 3)"
 t_eq "no form of the value reached the sandbox" "no leak" "$(printf '%s' "$out" | leak_of)"
 esc_end "refused" "502, X-Portcullis-Error: $(why_of "$out")"
 
