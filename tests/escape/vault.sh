@@ -311,8 +311,8 @@ t_ok "the verdict log verifies" "$V_BIN/portcullis" -c "$V/portcullis.yaml" log 
 # ---- a FIFO in rules.d (last: it stops the vault) ----------------------------------------------------
 esc_begin "a FIFO named x.yaml in rules.d: portcullis-vault -t, the vault's reload, then SIGTERM"
 mkfifo "$V/rules.d/x.yaml"
-out=$(lab_gw timeout 10 "$V_BIN/portcullis-vault" -c "$V/portcullis.yaml" -t 2>&1) && rc=0 || rc=$?
-t_ok "portcullis-vault -t does not wait on it" test "$rc" != 124
+out=$(lab_gw timeout -k 2 10 "$V_BIN/portcullis-vault" -c "$V/portcullis.yaml" -t 2>&1) && rc=0 || rc=$?
+t_ok "portcullis-vault -t does not wait on it (timeout: 124, 137)" test "$rc" != 124 -a "$rc" != 137
 t_ok "portcullis-vault -t refuses it" test "$rc" != 0
 t_match "naming the file" "x.yaml is a FIFO" "$out"
 kill -HUP "$V_VAULT_PID"
