@@ -454,6 +454,7 @@ static int relay_response(struct conn *c, const struct http_request *req,
 		if (rc == 0)
 			rc = stream_body(c, r, &s, k);
 		scrub_free(&s);
+		sodium_memzero(k, sizeof(*k)); /* a close-delimited body's last bytes */
 		free(k);
 		if (rc < 0)
 			goto out;
