@@ -240,6 +240,12 @@ int pc_hex_digit(char c);
 /* Read a whole file of at most max bytes; *buf is NUL-terminated, caller
  * frees. A file larger than max is an error, not a truncation. */
 int pc_file_read(const char *path, size_t max, char **buf, size_t *len, struct pc_err *err);
+/* va-holes: as pc_file_read, for files an administrator drops into a
+ * directory the daemons read (rules.d, the secret store): only a regular
+ * file is read; a FIFO, socket or device is an error naming the file. It
+ * is opened with O_NONBLOCK, so that neither the open (a FIFO without a
+ * writer) nor a read can wait, whatever the file is. */
+int pc_file_read_regular(const char *path, size_t max, char **buf, size_t *len, struct pc_err *err);
 /* Write a file atomically (temp file + fsync + rename) with mode. */
 int pc_file_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
 			 struct pc_err *err);

@@ -43,18 +43,34 @@ int pc_hex_digit(char c)
 	return -1;
 }
 
-int pc_file_read(const char *path, size_t max, char **buf, size_t *len, struct pc_err *err)
+static const char *file_kind(mode_t m)
+{
+	return S_ISFIFO(m)   ? "a FIFO"
+	       : S_ISSOCK(m) ? "a socket"
+	       : S_ISCHR(m)  ? "a character device"
+	       : S_ISBLK(m)  ? "a block device"
+	       : S_ISDIR(m)  ? "a directory"
+			     : "not a regular file";
+}
+
+static int file_read(const char *path, size_t max, bool regular, char **buf, size_t *len,
+		     struct pc_err *err)
 {
 	struct stat st;
 	char *b = NULL;
 	size_t n = 0, cap;
 	int fd, rc = PC_EIO;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | (regular ? O_NONBLOCK | O_NOCTTY : 0));
 	if (fd < 0)
 		return pc_err_errno(err, errno == ENOENT ? PC_ENOENT : PC_EIO, "%s", path);
 	if (fstat(fd, &st) < 0) {
 		pc_err_errno(err, PC_EIO, "%s", path);
+		goto out;
+	}
+	if (regular && !S_ISREG(st.st_mode)) {
+		rc = pc_err_set(err, PC_EINVAL, "%s is %s, not a regular file", path,
+				file_kind(st.st_mode));
 		goto out;
 	}
 	if (S_ISDIR(st.st_mode)) {
@@ -115,6 +131,16 @@ out:
 	free(b);
 	close(fd);
 	return rc;
+}
+
+int pc_file_read(const char *path, size_t max, char **buf, size_t *len, struct pc_err *err)
+{
+	return file_read(path, max, false, buf, len, err);
+}
+
+int pc_file_read_regular(const char *path, size_t max, char **buf, size_t *len, struct pc_err *err)
+{
+	return file_read(path, max, true, buf, len, err);
 }
 
 int pc_file_write_atomic(const char *path, const void *data, size_t len, mode_t mode,

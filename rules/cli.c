@@ -157,7 +157,7 @@ static bool file_is_config(const char *path)
 	bool config = false;
 
 	diag_init(&d, NULL, NULL, NULL);
-	if (pc_file_read(path, RULES_FILE_MAX, &buf, &len, NULL) < 0 ||
+	if (pc_file_read_regular(path, RULES_FILE_MAX, &buf, &len, NULL) < 0 ||
 	    yfile_parse(path, buf, len, &yf, &d) < 0)
 		goto out; /* the rule loader will say what is wrong */
 	for (size_t i = 0; i < yf->n_docs; i++) {

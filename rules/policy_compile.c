@@ -89,7 +89,7 @@ static int load_files(const char *const *paths, size_t n, const struct config *c
 		char *buf = NULL;
 		size_t len;
 
-		if (pc_file_read(paths[i], RULES_FILE_MAX, &buf, &len, &rerr) < 0) {
+		if (pc_file_read_regular(paths[i], RULES_FILE_MAX, &buf, &len, &rerr) < 0) {
 			diag_add(d, &rerr);
 			continue;
 		}

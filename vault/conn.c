@@ -257,13 +257,16 @@ static bool read_head(struct conn *c, struct http_request *req)
 	uint64_t deadline = pc_now_mono_ms() + cfg->vault.idle_timeout_ms;
 	bool started = c->in_len > 0;
 	struct pc_err e = {0};
+	struct http_scan sc;
 	unsigned status;
 
+	http_scan_init(&sc);
 	c->method[0] = c->path[0] = '\0';
 	if (started)
 		deadline = pc_now_mono_ms() + cfg->vault.handshake_timeout_ms;
 	for (;;) {
-		int rc = http_request_parse(c->in, c->in_len, maxh, req, &status, &e);
+		/* incremental: a head sent a byte per record costs one parse */
+		int rc = http_request_parse_more(&sc, c->in, c->in_len, maxh, req, &status, &e);
 
 		if (rc > 0)
 			return true;
@@ -400,6 +403,7 @@ static void conn_linger(struct conn *c)
 static void conn_free(struct conn *c)
 {
 	conn_upstream_close(c);
+	relay_conn_free(c);
 	if (c->ssl) {
 		if (c->linger)
 			conn_linger(c);

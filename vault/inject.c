@@ -57,9 +57,64 @@ size_t inject_out_cap(size_t max_head)
 
 void inject_out_clear(struct inject_out *res)
 {
-	if (res->derived_mem)
-		sodium_free(res->derived_mem);
+	scrub_keep_free(&res->derived);
 	memset(res, 0, sizeof(*res));
+}
+
+/* The characters of a value's base64 encoding that depend on the value
+ * alone, for each of the three alignments it can have inside Basic
+ * credentials (the bytes before it, mod 3), whatever comes after it: the
+ * part of every encoding of the value that the sandbox's user part and
+ * password around it cannot change. Scrubbed from every response of a
+ * connection to the host the secret is bound to. */
+static int keep_cores(struct scrub_keep *k, const struct vault_secret *s)
+{
+	size_t cap = 2 + s->value_len;
+	size_t b64cap = sodium_base64_ENCODED_LEN(cap, sodium_base64_VARIANT_ORIGINAL);
+	uint8_t *m = sodium_malloc(cap + b64cap);
+	int rc = 0;
+
+	if (!m)
+		return PC_ENOMEM;
+	for (size_t a = 0; a < 3 && rc == 0; a++) {
+		char *b64 = (char *)m + cap;
+		/* character i holds bits [6i, 6i + 6) of the credentials; the
+		 * value's are [8a, 8a + 8 len) */
+		size_t first = (8 * a + 5) / 6, end = (8 * (a + s->value_len)) / 6;
+
+		memset(m, 0, a);
+		memcpy(m + a, s->value, s->value_len);
+		sodium_bin2base64(b64, b64cap, m, a + s->value_len, sodium_base64_VARIANT_ORIGINAL);
+		if (end > first)
+			rc = scrub_keep_add_b64(k, (const uint8_t *)b64 + first, end - first,
+						(const uint8_t *)s->placeholder, s->ph_len);
+	}
+	sodium_free(m);
+	return rc;
+}
+
+int inject_keep_bound(const struct vault_state *st, const struct policy_sandbox *sb,
+		      const char *sni, uint16_t port, struct scrub_keep *k)
+{
+	for (size_t i = 0; i < sb->n_secrets; i++) {
+		const struct policy_secret *ps = &sb->secrets[i];
+		const struct vault_secret *s = NULL;
+		int rc;
+
+		if (strcasecmp(ps->host, sni) != 0 || ps->port != port)
+			continue;
+		for (size_t j = 0; j < st->store->n && !s; j++)
+			if (!strcmp(st->store->s[j].name, ps->name))
+				s = &st->store->s[j];
+		if (!s)
+			continue;
+		/* a copy: the value stays scrubbed after a reload rotated it */
+		if ((rc = scrub_keep_add(k, s->value, s->value_len, (const uint8_t *)s->placeholder,
+					 s->ph_len, false)) < 0 ||
+		    (rc = keep_cores(k, s)) < 0)
+			return rc;
+	}
+	return 0;
 }
 
 static bool hdr_is(const struct http_header *h, const char *name)
@@ -127,6 +182,8 @@ static int emit_injected(struct pc_buf *w, const struct vault_secret *s,
 			 const struct policy_secret *ps, const struct http_header *h, bool basic,
 			 uint8_t *scratch, struct inject_out *r)
 {
+	int rc;
+
 	pc_buf_put(w, ps->header, strlen(ps->header));
 	pc_buf_puts(w, ": ");
 	if (basic) {
@@ -153,30 +210,14 @@ static int emit_injected(struct pc_buf *w, const struct vault_secret *s,
 		sodium_bin2base64(b64, b64max, cred, cl, sodium_base64_VARIANT_ORIGINAL);
 		pc_buf_puts(w, "Basic ");
 		pc_buf_puts(w, b64);
-		/* the response may reflect the encoded credentials: give back
-		 * what the sandbox sent instead */
-		if (r->n_derived < INJECT_MAX_DERIVED) {
-			size_t bl = strlen(b64), need = bl + h->value_len;
-			uint8_t *m = sodium_malloc(need);
-
-			if (!m)
-				return -1;
-			/* one allocation per request: only the first Basic header
-			 * gets a derived needle (there is one per request) */
-			if (!r->derived_mem) {
-				memcpy(m, b64, bl);
-				memcpy(m + bl, h->value + 6, h->value_len - 6);
-				r->derived[r->n_derived++] =
-				    (struct scrub_pat){.needle = m,
-						       .nlen = bl,
-						       .repl = m + bl,
-						       .rlen = h->value_len - 6};
-				r->derived_mem = m;
-			} else {
-				sodium_free(m);
-			}
-		}
+		/* the response may reflect the encoded credentials, plain or
+		 * escaped: give back what the sandbox sent instead. Every Basic
+		 * header of the request gets its own (two secrets, two). */
+		rc = scrub_keep_add_b64(&r->derived, (const uint8_t *)b64, strlen(b64),
+					(const uint8_t *)h->value + 6, h->value_len - 6);
 		sodium_memzero(scratch, BASIC_MAX * 2 + VAULT_VALUE_MAX * 2 + b64max);
+		if (rc < 0)
+			return -2;
 	} else {
 		const char *f = ps->format, *t;
 
@@ -188,6 +229,11 @@ static int emit_injected(struct pc_buf *w, const struct vault_secret *s,
 		pc_buf_puts(w, f);
 	}
 	pc_buf_puts(w, "\r\n");
+	/* the value itself, for a reflection of the decoded credentials or
+	 * the formatted header (borrowed: the caller holds the state) */
+	if (scrub_keep_add(&r->derived, s->value, s->value_len, (const uint8_t *)s->placeholder,
+			   s->ph_len, true) < 0)
+		return -2;
 	return 0;
 }
 
@@ -202,7 +248,7 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 	/* the tail of the (locked) out buffer is the scratch space for
 	 * decoded credentials: no allocation per request */
 	uint8_t *scratch = cap > scratch_len ? out + cap - scratch_len : NULL;
-	bool any_basic = false;
+	bool any_basic = false, injecting = false;
 	int rc = 0;
 
 	(void)buf;
@@ -264,6 +310,8 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 			goto out;
 	}
 
+	for (size_t i = 0; i < req->n_hdr; i++)
+		injecting |= marks[i].secret >= 0;
 	/* request line and the headers that pass unchanged */
 	pc_buf_puts(&w, req->method);
 	pc_buf_puts(&w, " ");
@@ -275,6 +323,10 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 
 		for (const char *const *hh = hop_headers; *hh && !skip; hh++)
 			skip = hdr_is(h, *hh);
+		/* a response in pieces would carry a reflected value in pieces,
+		 * none of which the scrubber could recognise */
+		if (injecting && (hdr_is(h, "range") || hdr_is(h, "if-range")))
+			skip = true;
 		/* a header some injected secret uses is never forwarded as sent */
 		for (size_t j = 0; j < req->n_hdr && !skip; j++)
 			skip = marks[j].secret >= 0 && req->hdr[j].name_len == h->name_len &&
@@ -306,9 +358,12 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 		if (!first)
 			continue;
 		s = &store->s[marks[i].secret];
-		if (emit_injected(&w, s, policy_secret_by_name(sb, s->name), &req->hdr[i],
-				  marks[i].basic, scratch, r) < 0) {
-			refuse(r, 431, false, "credentials too large to inject");
+		if ((rc = emit_injected(&w, s, policy_secret_by_name(sb, s->name), &req->hdr[i],
+					marks[i].basic, scratch, r)) < 0) {
+			refuse(r, 431, false, "%s",
+			       rc == -2 ? "too many credential encodings to scrub on one request"
+					: "credentials too large to inject");
+			rc = 0;
 			goto out;
 		}
 		if (r->secrets[0])
@@ -327,6 +382,7 @@ out:
 	if (r->status) {
 		/* a refused request's partial head may hold a value */
 		sodium_memzero(out, w.len);
+		scrub_keep_free(&r->derived);
 		r->head_len = 0;
 		r->secrets[0] = '\0';
 	}

@@ -116,10 +116,16 @@ static int body_sink(void *ctx, const uint8_t *p, size_t n)
 			if (b->len + n > b->cap) {
 				size_t cap =
 				    (b->len + n) * 2 < BODY_HOLD ? (b->len + n) * 2 : BODY_HOLD;
-				uint8_t *nb = realloc(b->buf, cap);
+				uint8_t *nb = malloc(cap);
 
 				if (!nb)
 					return PC_ENOMEM;
+				/* not realloc: the old copy is wiped, not left behind */
+				if (b->buf) {
+					memcpy(nb, b->buf, b->len);
+					sodium_memzero(b->buf, b->cap);
+					free(b->buf);
+				}
 				b->buf = nb;
 				b->cap = cap;
 			}
@@ -368,6 +374,7 @@ static int small_body(struct conn *c, const struct http_response *r, const struc
 		size_t avail = upstream_avail(c, &eof), t;
 
 		if (!avail) {
+			sodium_memzero(b, need);
 			free(b);
 			return PC_EIO;
 		}
@@ -447,6 +454,7 @@ static int relay_response(struct conn *c, const struct http_request *req,
 		if (rc == 0)
 			rc = stream_body(c, r, &s, k);
 		scrub_free(&s);
+		sodium_memzero(k, sizeof(*k)); /* a close-delimited body's last bytes */
 		free(k);
 		if (rc < 0)
 			goto out;
@@ -466,25 +474,89 @@ out:
 	return rc;
 }
 
+void relay_conn_free(struct conn *c)
+{
+	scrub_keep_free(&c->keep);
+	vault_state_unref(c->keep_st);
+	c->keep_st = NULL;
+}
+
+/* Add what this exchange injected to what the connection keeps scrubbing,
+ * and, once per state, the patterns of the secrets bound to its host:port:
+ * a reflection on a later request (or of a second secret) is then caught
+ * as well. Before anything goes upstream: a request whose reflection could
+ * not be scrubbed is not sent. */
+static int relay_keep(struct conn *c, struct vault_state *st, const struct inject_out *io)
+{
+	int rc;
+
+	if (c->keep_st != st) {
+		const struct policy_sandbox *sb = policy_sandbox_by_name(st->policy, c->sandbox);
+
+		if (sb && (rc = inject_keep_bound(st, sb, c->sni, c->orig.port, &c->keep)) < 0)
+			return rc;
+		vault_state_unref(c->keep_st);
+		c->keep_st = vault_state_ref(st);
+	}
+	return scrub_keep_merge(&c->keep, &io->derived);
+}
+
+/* A response the vault will not pass on to a request that carried a
+ * credential: a part of a body (a value reflected in pieces no pattern
+ * matches: Range is not forwarded, so a 206 was not asked for), or a
+ * compressed body (the scrubber reads plain bytes only; identity was
+ * asked for). NULL when it may pass. The reason holds no upstream byte. */
+static const char *relay_unscrubbable(const struct http_response *r, const struct inject_out *io)
+{
+	if (!io->secrets[0])
+		return NULL;
+	if (r->status == 206)
+		return "upstream sent a partial response (206) to a request with a credential";
+	for (int i = -1;
+	     (i = http_header_find(r->hdr, r->n_hdr, "content-encoding", (size_t)(i + 1))) >= 0;) {
+		const struct http_header *h = &r->hdr[i];
+
+		if (r->body != HTTP_BODY_NONE &&
+		    !(h->value_len == 8 && strncasecmp(h->value, "identity", 8) == 0))
+			return "upstream sent an encoded (Content-Encoding) response to a request "
+			       "with a credential: it cannot be scrubbed";
+	}
+	return NULL;
+}
+
 enum conn_next relay_exchange(struct conn *c, struct vault_state *st,
 			      const struct http_request *req, const struct inject_out *io)
 {
-	size_t n_vals = st->store->n, n_pats = n_vals + io->n_derived;
-	struct scrub_pat *pats = calloc(n_pats + 1, sizeof(*pats));
+	size_t n_vals = st->store->n, n_pats;
+	struct scrub_pat *pats = NULL;
 	struct scrub_pat *phs = calloc(n_vals + 1, sizeof(*phs));
 	struct http_response resp;
 	struct pc_err e = {0};
 	struct body_out bo = {.c = c, .head = c->out, .head_len = io->head_len};
 	struct scrub bs;
 	enum conn_next next = CONN_CLOSE;
+	const char *bad;
 	int rc, interim = 0; /* rc: 0 or a PC_E* code */
 
+	if ((rc = relay_keep(c, st, io)) < 0) {
+		const char *why = rc == PC_EREFUSED ? "too many distinct credentials on one "
+						      "connection to scrub: open a new connection"
+						    : "internal error (out of memory)";
+
+		conn_log(c, LOGREC_HTTP_REQUEST, LOGREC_NONE, why, rc == PC_EREFUSED ? 431 : 500,
+			 io->secrets, false, NULL);
+		conn_send_error(c, rc == PC_EREFUSED ? 431 : 500, why);
+		goto out;
+	}
+	n_pats = n_vals + c->keep.n;
+	pats = calloc(n_pats + 1, sizeof(*pats));
 	if (!pats || !phs) {
 		conn_send_error(c, 500, "internal error (out of memory)");
 		goto out;
 	}
 	memcpy(pats, st->values, n_vals * sizeof(*pats));
-	memcpy(pats + n_vals, io->derived, io->n_derived * sizeof(*pats));
+	if (c->keep.n)
+		memcpy(pats + n_vals, c->keep.pats, c->keep.n * sizeof(*pats));
 	for (size_t i = 0; i < n_vals; i++)
 		phs[i] = (struct scrub_pat){.needle = (const uint8_t *)st->store->s[i].placeholder,
 					    .nlen = st->store->s[i].ph_len};
@@ -526,6 +598,8 @@ enum conn_next relay_exchange(struct conn *c, struct vault_state *st,
 		conn_send_error(c, rc == PC_EPARSE ? 400 : 502, why);
 	}
 	scrub_free(&bs);
+	if (bo.buf)
+		sodium_memzero(bo.buf, bo.cap);
 	free(bo.buf);
 	if (rc < 0)
 		goto out;
@@ -556,6 +630,14 @@ enum conn_next relay_exchange(struct conn *c, struct vault_state *st,
 	}
 	if (resp.status == 101 && !req->upgrade) {
 		conn_send_error(c, 502, "upstream switched protocols unasked");
+		conn_upstream_close(c);
+		next = CONN_CLOSE;
+		goto out;
+	}
+	if ((bad = relay_unscrubbable(&resp, io))) {
+		pc_log(PC_LOG_WARN, "sandbox %s: %s: %s", c->sandbox, c->sni, bad);
+		conn_log(c, LOGREC_HTTP_REQUEST, LOGREC_NONE, bad, 502, io->secrets, false, NULL);
+		conn_send_error(c, 502, bad);
 		conn_upstream_close(c);
 		next = CONN_CLOSE;
 		goto out;

@@ -200,3 +200,184 @@ int scrub_buffer(const struct scrub_pat *pats, size_t n, const uint8_t *in, size
 	*out_len = m.len;
 	return 0;
 }
+
+/* ---- kept patterns ------------------------------------------------------------ */
+
+/* Copies live in sodium_malloc'ed chunks (locked, guarded, wiped when
+ * freed): they are real credentials or their encodings. */
+struct keep_chunk {
+	struct keep_chunk *next;
+	uint8_t *mem;
+	size_t used, size;
+};
+
+#define KEEP_CHUNK 16384
+
+void scrub_keep_free(struct scrub_keep *k)
+{
+	struct keep_chunk *c, *next;
+
+	if (!k)
+		return;
+	for (c = k->chunks; c; c = next) {
+		next = c->next;
+		sodium_free(c->mem); /* wipes */
+		free(c);
+	}
+	free(k->pats);
+	memset(k, 0, sizeof(*k));
+}
+
+static bool keep_has(const struct scrub_keep *k, const uint8_t *needle, size_t nlen)
+{
+	for (size_t i = 0; i < k->n; i++)
+		if (k->pats[i].nlen == nlen && memcmp(k->pats[i].needle, needle, nlen) == 0)
+			return true;
+	return false;
+}
+
+/* Room for n bytes of locked memory, or NULL. */
+static uint8_t *keep_alloc(struct scrub_keep *k, size_t n)
+{
+	struct keep_chunk *c = k->chunks;
+
+	if (k->bytes + n > SCRUB_KEEP_MAX_BYTES)
+		return NULL;
+	if (!c || c->size - c->used < n) {
+		size_t size = n > KEEP_CHUNK ? n : KEEP_CHUNK;
+
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			return NULL;
+		c->mem = sodium_malloc(size);
+		if (!c->mem) {
+			free(c);
+			return NULL;
+		}
+		c->size = size;
+		c->next = k->chunks;
+		k->chunks = c;
+	}
+	c->used += n;
+	k->bytes += n;
+	return c->mem + c->used - n;
+}
+
+static int keep_push(struct scrub_keep *k, const struct scrub_pat *p)
+{
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? k->cap * 2 : 16;
+		struct scrub_pat *np = malloc(cap * sizeof(*np));
+
+		if (!np)
+			return PC_ENOMEM;
+		if (k->n)
+			memcpy(np, k->pats, k->n * sizeof(*np));
+		free(k->pats); /* pointers and lengths only: nothing to wipe */
+		k->pats = np;
+		k->cap = cap;
+	}
+	k->pats[k->n++] = *p;
+	return 0;
+}
+
+int scrub_keep_add(struct scrub_keep *k, const uint8_t *needle, size_t nlen, const uint8_t *repl,
+		   size_t rlen, bool borrow)
+{
+	struct scrub_pat p = {.needle = needle, .nlen = nlen, .repl = repl, .rlen = rlen};
+	uint8_t *m;
+
+	if (!nlen || !repl)
+		return PC_EINVAL;
+	if (keep_has(k, needle, nlen))
+		return 0;
+	if (k->n >= SCRUB_KEEP_MAX_PATS)
+		return PC_EREFUSED;
+	if (!borrow) {
+		if (!(m = keep_alloc(k, nlen + rlen)))
+			return k->bytes + nlen + rlen > SCRUB_KEEP_MAX_BYTES ? PC_EREFUSED
+									     : PC_ENOMEM;
+		memcpy(m, needle, nlen);
+		memcpy(m + nlen, repl, rlen);
+		p.needle = m;
+		p.repl = m + nlen;
+	}
+	return keep_push(k, &p);
+}
+
+int scrub_keep_merge(struct scrub_keep *dst, const struct scrub_keep *src)
+{
+	for (size_t i = 0; i < src->n; i++) {
+		const struct scrub_pat *p = &src->pats[i];
+		int rc = scrub_keep_add(dst, p->needle, p->nlen, p->repl, p->rlen, false);
+
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* How encoders commonly write the three base64 characters that are not
+ * letters or digits: JSON's escaped solidus (PHP, some Java), JSON \u
+ * escapes in either case, percent-encoding in either case, and Gson's
+ * HTML-safe "=". Letters and digits are never escaped by any of them. */
+static const struct b64_esc {
+	const char *plus, *slash, *eq;
+} b64_escapes[] = {
+    {"+", "\\/", "="},
+    {"\\u002b", "\\u002f", "\\u003d"},
+    {"\\u002B", "\\u002F", "\\u003D"},
+    {"%2B", "%2F", "%3D"},
+    {"%2b", "%2f", "%3d"},
+    {"+", "/", "\\u003d"},
+};
+#define B64_ESC_MAX 6 /* longest escape */
+
+/* s[0..n) written with escape e into out (room for n * B64_ESC_MAX);
+ * the length, and whether anything changed. */
+static size_t b64_escape(const struct b64_esc *e, const uint8_t *s, size_t n, uint8_t *out,
+			 bool *changed)
+{
+	size_t o = 0;
+
+	*changed = false;
+	for (size_t i = 0; i < n; i++) {
+		const char *r = s[i] == '+'   ? e->plus
+				: s[i] == '/' ? e->slash
+				: s[i] == '=' ? e->eq
+					      : NULL;
+
+		if (r && (strlen(r) != 1 || *r != (char)s[i])) {
+			memcpy(out + o, r, strlen(r));
+			o += strlen(r);
+			*changed = true;
+		} else {
+			out[o++] = s[i];
+		}
+	}
+	return o;
+}
+
+int scrub_keep_add_b64(struct scrub_keep *k, const uint8_t *needle, size_t nlen,
+		       const uint8_t *repl, size_t rlen)
+{
+	size_t cap = (nlen + rlen) * B64_ESC_MAX;
+	uint8_t *tmp;
+	int rc = scrub_keep_add(k, needle, nlen, repl, rlen, false);
+
+	if (rc < 0)
+		return rc;
+	if (!(tmp = sodium_malloc(cap)))
+		return PC_ENOMEM;
+	for (size_t i = 0; rc == 0 && i < sizeof(b64_escapes) / sizeof(b64_escapes[0]); i++) {
+		bool ch, chr;
+		size_t en = b64_escape(&b64_escapes[i], needle, nlen, tmp, &ch);
+		/* the sandbox gets back its own encoding, escaped alike */
+		size_t er = b64_escape(&b64_escapes[i], repl, rlen, tmp + en, &chr);
+
+		if (ch)
+			rc = scrub_keep_add(k, tmp, en, tmp + en, er, false);
+	}
+	sodium_free(tmp); /* wipes */
+	return rc;
+}

@@ -174,7 +174,7 @@ int store_placeholder_read(const char *dir, const char *name, char *ph, struct p
 		return pc_err_set(err, PC_EINVAL, "invalid secret name");
 	if (store_path(path, dir, name, ".placeholder", err) < 0)
 		return PC_EINVAL;
-	rc = pc_file_read(path, VAULT_PH_MAX + 1, &buf, &len, err);
+	rc = pc_file_read_regular(path, VAULT_PH_MAX + 1, &buf, &len, err);
 	if (rc < 0)
 		return rc;
 	if (len && buf[len - 1] == '\n')
@@ -345,7 +345,7 @@ static int secret_load(const char *dir, const uint8_t *key, const char *name,
 
 	if ((rc = store_path(path, dir, name, ".sealed", err)) < 0)
 		return rc;
-	if ((rc = pc_file_read(path, SEALED_MAX, &sealed, &sl, err)) < 0)
+	if ((rc = pc_file_read_regular(path, SEALED_MAX, &sealed, &sl, err)) < 0)
 		return rc;
 	if ((rc = store_unseal(key, (uint8_t *)sealed, sl, &pt, &pl, err)) < 0) {
 		pc_err_prefix(err, "%s: ", path);

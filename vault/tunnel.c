@@ -1,8 +1,12 @@
-/* The WebSocket tunnel after a 101. Messages are collected whole (at most
- * WS_MAX_FRAME bytes; RFC 6455 5.4 lets an intermediary change
- * fragmentation): a sandbox message is unmasked and searched for
- * placeholders before its frames go upstream unchanged; an upstream message
- * has real values scrubbed and goes to the sandbox as one frame. */
+/* The WebSocket tunnel after a 101. Frames are parsed as they are read
+ * (ws.c, struct ws_dir; RFC 6455 5.4 lets an intermediary change
+ * fragmentation): a sandbox message is collected whole, unmasked and
+ * searched for placeholders before it goes upstream as one frame (masked
+ * anew); an upstream message is scrubbed as it streams and goes to the
+ * sandbox in fragments. One tunnel holds at most WS_TUNNEL_MAX bytes of
+ * buffers (a sandbox message of up to 1 MiB, the upstream scrubber and one
+ * frame buffer), and every buffer that held plaintext is wiped before it
+ * is freed. */
 #include "vault/vault_int.h"
 
 #include <openssl/ssl.h>
@@ -12,205 +16,170 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct wsdir {
-	bool from_client;
-	uint8_t *in; /* raw bytes not yet framed */
-	size_t len, cap;
-	uint8_t *msg; /* payload of the message being collected (unmasked) */
-	size_t mlen;
-	uint8_t *raw; /* client direction: its frames, as received */
-	size_t rlen;
-	uint8_t op; /* opcode of the message being collected; 0: none */
+#define FRAG_MAX 16384 /* an upstream message goes to the sandbox in frames of this */
+
+struct tunnel {
+	struct conn *c;
+	const struct vault_state *st;
+	const struct scrub_pat *pats;
+	size_t n_pats;
+	struct scrub us; /* the upstream direction's scrubber, reused per message */
+	uint8_t *frag;	 /* 10 header bytes + FRAG_MAX: the next frame to the sandbox */
+	size_t flen;	 /* payload bytes in frag */
+	bool started;	 /* the message in progress has sent its first frame */
+	bool exfil;	 /* a placeholder was found: the refusal is an exfiltration */
+	uint8_t op;	 /* its opcode */
+	char why[600];
 };
-
-static int grow(uint8_t **p, size_t *cap, size_t need)
-{
-	uint8_t *n;
-
-	if (need <= *cap)
-		return 0;
-	if (need > 2 * WS_MAX_FRAME + 64)
-		return PC_EINVAL;
-	n = realloc(*p, need * 2 > 2 * WS_MAX_FRAME + 64 ? 2 * WS_MAX_FRAME + 64 : need * 2);
-	if (!n)
-		return PC_ENOMEM;
-	*cap = need * 2 > 2 * WS_MAX_FRAME + 64 ? 2 * WS_MAX_FRAME + 64 : need * 2;
-	*p = n;
-	return 0;
-}
-
-static int put(uint8_t **p, size_t *len, const uint8_t *src, size_t n)
-{
-	uint8_t *b = realloc(*p, *len + n + 1);
-
-	if (!b)
-		return PC_ENOMEM;
-	memcpy(b + *len, src, n);
-	*len += n;
-	*p = b;
-	return 0;
-}
 
 static uint64_t deadline(struct conn *c)
 {
 	return pc_now_mono_ms() + c->d->cfg.vault.idle_timeout_ms;
 }
 
-/* A whole message (or control frame) from the sandbox: refuse it if it
- * holds a placeholder, else forward its frames as they came. */
-static int client_message(struct conn *c, const uint8_t *raw, size_t rawlen, const uint8_t *payload,
-			  size_t n, const struct vault_state *st, char *why, size_t whylen)
+/* Refuse a sandbox payload that holds a placeholder. */
+static int scan(struct tunnel *t, const uint8_t *p, size_t n)
 {
-	for (size_t i = 0; i < st->store->n; i++)
-		if (memmem(payload, n, st->store->s[i].placeholder, st->store->s[i].ph_len)) {
-			snprintf(why, whylen, "placeholder of %s in a WebSocket message",
-				 st->store->s[i].name);
+	for (size_t i = 0; i < t->st->store->n; i++)
+		if (memmem(p, n, t->st->store->s[i].placeholder, t->st->store->s[i].ph_len)) {
+			snprintf(t->why, sizeof(t->why), "placeholder of %s in a WebSocket message",
+				 t->st->store->s[i].name);
+			t->exfil = true;
 			return PC_EREFUSED;
 		}
-	return io_write(c->ussl, c->ufd, raw, rawlen, deadline(c));
+	return 0;
 }
 
-/* A whole message from the upstream: scrub, send as one frame. */
-static int upstream_message(struct conn *c, uint8_t op, const uint8_t *payload, size_t n,
-			    const struct scrub_pat *pats, size_t n_pats)
+/* A sandbox message or control frame, checked, to the upstream as one
+ * frame, masked with a fresh key (a client's frames must be masked). */
+static int to_upstream(struct tunnel *t, uint8_t op, uint8_t *p, size_t n)
 {
+	uint8_t hdr[14], mask[4];
+	size_t hl;
+	int rc;
+
+	if ((rc = scan(t, p, n)) < 0)
+		return rc;
+	randombytes_buf(mask, sizeof(mask));
+	hl = ws_frame_header(hdr, true, op, n);
+	hdr[1] |= 0x80;
+	memcpy(hdr + hl, mask, 4);
+	ws_unmask(p, n, mask); /* XOR: masks */
+	rc = io_write(t->c->ussl, t->c->ufd, hdr, hl + 4, deadline(t->c));
+	if (rc == 0 && n)
+		rc = io_write(t->c->ussl, t->c->ufd, p, n, deadline(t->c));
+	return rc;
+}
+
+static int client_message(void *ctx, uint8_t op, uint8_t *p, size_t n)
+{
+	return to_upstream(ctx, op, p, n);
+}
+
+/* Send frag as a frame of the message in progress. */
+static int frag_flush(struct tunnel *t, bool fin)
+{
+	uint8_t hdr[10];
+	size_t hl = ws_frame_header(hdr, fin, t->started ? 0 : t->op, t->flen);
+	int rc;
+
+	memcpy(t->frag + 10 - hl, hdr, hl);
+	rc = io_write(t->c->ssl, t->c->fd, t->frag + 10 - hl, hl + t->flen, deadline(t->c));
+	sodium_memzero(t->frag, 10 + t->flen);
+	t->flen = 0;
+	t->started = true;
+	return rc;
+}
+
+static int frag_out(void *ctx, const uint8_t *p, size_t n)
+{
+	struct tunnel *t = ctx;
+
+	while (n) {
+		size_t k = FRAG_MAX - t->flen < n ? FRAG_MAX - t->flen : n;
+		int rc;
+
+		memcpy(t->frag + 10 + t->flen, p, k);
+		t->flen += k;
+		p += k;
+		n -= k;
+		if (t->flen == FRAG_MAX && (rc = frag_flush(t, false)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Upstream message bytes as they come: scrubbed on their way out. */
+static int upstream_data(void *ctx, uint8_t op, const uint8_t *p, size_t n, bool end)
+{
+	struct tunnel *t = ctx;
+	int rc;
+
+	if (!t->started && !t->flen)
+		t->op = op;
+	if (n && (rc = scrub_feed(&t->us, p, n, frag_out, t)) < 0)
+		return rc;
+	if (!end)
+		return 0;
+	if ((rc = scrub_finish(&t->us, frag_out, t)) < 0 || (rc = frag_flush(t, true)) < 0)
+		return rc;
+	t->started = false;
+	return 0;
+}
+
+/* A control frame from the upstream: scrubbed, and still a control frame. */
+static int upstream_control(void *ctx, uint8_t op, uint8_t *p, size_t n)
+{
+	struct tunnel *t = ctx;
 	uint8_t *out = NULL, hdr[10];
 	size_t ol = 0, hl;
 	int rc;
 
-	if ((rc = scrub_buffer(pats, n_pats, payload, n, &out, &ol, NULL)) < 0)
+	if ((rc = scrub_buffer(t->pats, t->n_pats, p, n, &out, &ol, NULL)) < 0)
 		return rc;
-	if (op >= 8 && ol > 125)
-		ol = 125; /* a control frame stays a control frame */
+	if (ol > 125)
+		ol = 125;
 	hl = ws_frame_header(hdr, true, op, ol);
-	rc = io_write(c->ssl, c->fd, hdr, hl, deadline(c));
+	rc = io_write(t->c->ssl, t->c->fd, hdr, hl, deadline(t->c));
 	if (rc == 0 && ol)
-		rc = io_write(c->ssl, c->fd, out, ol, deadline(c));
+		rc = io_write(t->c->ssl, t->c->fd, out, ol, deadline(t->c));
 	sodium_memzero(out, ol);
 	free(out);
 	return rc;
 }
 
-/* Handle every complete frame in w->in. */
-static int frames(struct conn *c, struct wsdir *w, const struct vault_state *st,
-		  const struct scrub_pat *pats, size_t n_pats, char *why, size_t whylen)
-{
-	size_t off = 0;
-	int rc = 0;
-
-	for (;;) {
-		struct ws_frame f;
-		struct pc_err e;
-		uint8_t *p;
-		int h = ws_frame_parse(w->in + off, w->len - off, w->from_client, &f, &e);
-
-		if (h < 0) {
-			snprintf(why, whylen, "%s", e.msg);
-			return PC_EPARSE;
-		}
-		if (h == 0)
-			break;
-		if (f.len > WS_MAX_FRAME || w->mlen + f.len > WS_MAX_FRAME) {
-			snprintf(why, whylen, "WebSocket message larger than %d bytes",
-				 WS_MAX_FRAME);
-			return PC_EPARSE;
-		}
-		if (w->len - off < (size_t)h + f.len)
-			break;
-		/* empty fragments must not grow a message's frames without end */
-		if (w->rlen + (size_t)h + f.len > 2 * WS_MAX_FRAME) {
-			snprintf(why, whylen, "WebSocket message in too many fragments");
-			return PC_EPARSE;
-		}
-		p = w->in + off + h;
-		if (f.masked)
-			ws_unmask(p, (size_t)f.len, f.mask);
-		if (f.opcode >= 8) { /* control frames may come between fragments */
-			if (w->from_client) {
-				uint8_t tmp[125];
-
-				/* scan a copy; the frame goes on as it came (masked) */
-				memcpy(tmp, p, (size_t)f.len);
-				ws_unmask(p, (size_t)f.len, f.mask);
-				rc = client_message(c, w->in + off, (size_t)h + f.len, tmp,
-						    (size_t)f.len, st, why, whylen);
-			} else {
-				rc = upstream_message(c, f.opcode, p, (size_t)f.len, pats, n_pats);
-			}
-		} else {
-			if ((f.opcode == 0) != (w->op != 0)) {
-				snprintf(why, whylen, "WebSocket fragments out of order");
-				return PC_EPARSE;
-			}
-			if (f.opcode)
-				w->op = f.opcode;
-			if ((rc = put(&w->msg, &w->mlen, p, (size_t)f.len)) < 0)
-				return rc;
-			if (w->from_client) {
-				ws_unmask(p, (size_t)f.len, f.mask); /* keep the frame as it came */
-				if ((rc = put(&w->raw, &w->rlen, w->in + off, (size_t)h + f.len)) <
-				    0)
-					return rc;
-			}
-			if (f.fin) {
-				rc = w->from_client ? client_message(c, w->raw, w->rlen, w->msg,
-								     w->mlen, st, why, whylen)
-						    : upstream_message(c, w->op, w->msg, w->mlen,
-								       pats, n_pats);
-				sodium_memzero(w->msg, w->mlen);
-				w->mlen = w->rlen = 0;
-				w->op = 0;
-			}
-		}
-		off += (size_t)h + f.len;
-		if (rc < 0)
-			return rc;
-	}
-	memmove(w->in, w->in + off, w->len - off);
-	w->len -= off;
-	return 0;
-}
-
-static int feed(struct conn *c, struct wsdir *w, const uint8_t *b, size_t n,
-		const struct vault_state *st, const struct scrub_pat *pats, size_t n_pats,
-		char *why, size_t whylen)
-{
-	int rc = grow(&w->in, &w->cap, w->len + n);
-
-	if (rc < 0) {
-		snprintf(why, whylen, "WebSocket message larger than %d bytes", WS_MAX_FRAME);
-		return PC_EPARSE;
-	}
-	memcpy(w->in + w->len, b, n);
-	w->len += n;
-	return frames(c, w, st, pats, n_pats, why, whylen);
-}
-
-static void wsdir_free(struct wsdir *w)
-{
-	if (w->in)
-		sodium_memzero(w->in, w->cap);
-	if (w->msg)
-		sodium_memzero(w->msg, w->mlen);
-	free(w->in);
-	free(w->msg);
-	free(w->raw);
-}
+static const struct ws_ops client_ops = {.message = client_message, .control = client_message};
+static const struct ws_ops upstream_ops = {.data = upstream_data, .control = upstream_control};
 
 enum conn_next tunnel_run(struct conn *c, const struct vault_state *st,
 			  const struct scrub_pat *pats, size_t n_pats)
 {
-	struct wsdir cw = {.from_client = true}, uw = {0};
-	char why[600] = "";
+	struct tunnel *t = calloc(1, sizeof(*t));
+	struct ws_mem mem = {0};
+	struct ws_dir cw, uw;
 	int rc = 0;
 
+	ws_dir_init(&cw, true, &mem);
+	ws_dir_init(&uw, false, &mem);
+	if (!t || !(t->frag = malloc(10 + FRAG_MAX)) ||
+	    scrub_init(&t->us, pats, n_pats, NULL) < 0) {
+		rc = PC_ENOMEM;
+		goto out;
+	}
+	/* the fixed part of the tunnel's bound: this, the frame buffer, and
+	 * the scrubber's window (16 KiB of input and the held-back tail) */
+	mem.cur = mem.peak = sizeof(*t) + 10 + FRAG_MAX + 16384 + 64 + t->us.maxlen;
+	t->c = c;
+	t->st = st;
+	t->pats = pats;
+	t->n_pats = n_pats;
 	if (c->in_off < c->in_len)
-		rc = feed(c, &cw, (uint8_t *)c->in + c->in_off, c->in_len - c->in_off, st, pats,
-			  n_pats, why, sizeof(why));
+		rc = ws_dir_feed(&cw, (uint8_t *)c->in + c->in_off, c->in_len - c->in_off,
+				 &client_ops, t, t->why, sizeof(t->why));
 	c->in_off = c->in_len = 0;
 	if (rc == 0 && c->uoff < c->ulen)
-		rc = feed(c, &uw, (uint8_t *)c->ubuf + c->uoff, c->ulen - c->uoff, st, pats, n_pats,
-			  why, sizeof(why));
+		rc = ws_dir_feed(&uw, (uint8_t *)c->ubuf + c->uoff, c->ulen - c->uoff,
+				 &upstream_ops, t, t->why, sizeof(t->why));
 	c->uoff = c->ulen = 0;
 	while (rc == 0) {
 		struct pollfd p[2] = {{.fd = c->fd, .events = POLLIN},
@@ -231,25 +200,37 @@ enum conn_next tunnel_run(struct conn *c, const struct vault_state *st,
 			n = io_read(c->ssl, c->fd, c->in, c->in_cap, deadline(c));
 			if (n <= 0)
 				break;
-			rc = feed(c, &cw, (uint8_t *)c->in, (size_t)n, st, pats, n_pats, why,
-				  sizeof(why));
+			rc = ws_dir_feed(&cw, (uint8_t *)c->in, (size_t)n, &client_ops, t, t->why,
+					 sizeof(t->why));
+			sodium_memzero(c->in, (size_t)n);
 		}
 		if (rc == 0 && p[1].revents) {
 			n = io_read(c->ussl, c->ufd, c->ubuf, c->ucap, deadline(c));
 			if (n <= 0)
 				break;
-			rc = feed(c, &uw, (uint8_t *)c->ubuf, (size_t)n, st, pats, n_pats, why,
-				  sizeof(why));
+			rc = ws_dir_feed(&uw, (uint8_t *)c->ubuf, (size_t)n, &upstream_ops, t,
+					 t->why, sizeof(t->why));
+			sodium_memzero(c->ubuf, (size_t)n);
 		}
 	}
-	if (rc == PC_EREFUSED) {
+	if (rc == PC_EREFUSED && t->exfil) {
 		pc_log(PC_LOG_WARN, "exfiltration attempt refused: sandbox %s, %s: %s", c->sandbox,
-		       c->sni, why);
-		conn_log(c, LOGREC_EXFIL, LOGREC_REFUSED, why, 0, NULL, false, NULL);
-	} else if (rc < 0 && why[0]) {
-		conn_log(c, LOGREC_HTTP_REQUEST, LOGREC_REFUSED, why, 0, NULL, false, NULL);
+		       c->sni, t->why);
+		conn_log(c, LOGREC_EXFIL, LOGREC_REFUSED, t->why, 0, NULL, false, NULL);
+	} else if (rc < 0 && t && t->why[0]) {
+		conn_log(c, LOGREC_HTTP_REQUEST, LOGREC_REFUSED, t->why, 0, NULL, false, NULL);
 	}
-	wsdir_free(&cw);
-	wsdir_free(&uw);
+out:
+	ws_dir_free(&cw);
+	ws_dir_free(&uw);
+	if (t) {
+		scrub_free(&t->us);
+		if (t->frag) {
+			sodium_memzero(t->frag, 10 + FRAG_MAX);
+			free(t->frag);
+		}
+		sodium_memzero(t, sizeof(*t));
+		free(t);
+	}
 	return CONN_CLOSE;
 }

@@ -82,6 +82,23 @@ struct http_response {
 int http_request_parse(const char *buf, size_t len, size_t max_head, struct http_request *req,
 		       unsigned *status, struct pc_err *err);
 
+/* va-holes: the same, fed as the head arrives (one TLS record at a time):
+ * each call looks only at the bytes after those the last call saw, and the
+ * head is parsed in full once, when its end (or an error) is there, so the
+ * cost is linear in the head's size however it is cut. buf must hold the
+ * same bytes as before, plus more; init the scan for each head. */
+struct http_scan {
+	size_t pos;	/* bytes looked at */
+	size_t ls;	/* start of the current line */
+	size_t lines;	/* lines ended so far */
+	bool in_head;	/* past the empty lines a request may start with */
+	size_t parses;	/* full parses run (the unit test counts them) */
+	size_t scanned; /* bytes looked at by the scan */
+};
+void http_scan_init(struct http_scan *sc);
+int http_request_parse_more(struct http_scan *sc, const char *buf, size_t len, size_t max_head,
+			    struct http_request *req, unsigned *status, struct pc_err *err);
+
 /* Parse a response head; for_head: the request was HEAD (no body follows).
  * Returns as http_request_parse (no status). */
 int http_response_parse(const char *buf, size_t len, size_t max_head, bool for_head,
@@ -158,6 +175,38 @@ void scrub_free(struct scrub *s);
  * wiping it if it may hold a secret). */
 int scrub_buffer(const struct scrub_pat *pats, size_t n, const uint8_t *in, size_t len,
 		 uint8_t **out, size_t *out_len, struct pc_err *err);
+
+/* ---- va-holes: kept patterns (scrub.c) ------------------------------------------
+ * A set of scrub patterns that grows: what one request, or one connection
+ * over its whole life, injected (values, Basic encodings and their escaped
+ * forms). Copies live in locked memory, wiped when freed; a needle already
+ * in the set is not added twice, so a keep-alive connection that repeats
+ * its credentials does not grow it. Bounded: beyond the limits an add is
+ * PC_EREFUSED (the caller refuses the request: it could not be scrubbed). */
+#define SCRUB_KEEP_MAX_PATS  256
+#define SCRUB_KEEP_MAX_BYTES (256 * 1024)
+
+struct keep_chunk;
+struct scrub_keep {
+	struct scrub_pat *pats;
+	size_t n, cap;
+	struct keep_chunk *chunks;
+	size_t bytes;
+};
+
+/* Add needle -> repl; borrow: keep the pointers (they outlive the set)
+ * instead of copying. 0 (also when the needle is there already),
+ * PC_EREFUSED beyond the limits, PC_ENOMEM, PC_EINVAL. */
+int scrub_keep_add(struct scrub_keep *k, const uint8_t *needle, size_t nlen, const uint8_t *repl,
+		   size_t rlen, bool borrow);
+/* A base64 needle as it is and as encoders escape its '+', '/' and '='
+ * (JSON "\/", "\u002f", percent-encoding, ...); repl is escaped alike. */
+int scrub_keep_add_b64(struct scrub_keep *k, const uint8_t *needle, size_t nlen,
+		       const uint8_t *repl, size_t rlen);
+/* Copy every pattern of src into dst (dst owns its copies). */
+int scrub_keep_merge(struct scrub_keep *dst, const struct scrub_keep *src);
+void scrub_keep_free(struct scrub_keep *k);
+/* ---- end va-holes ---------------------------------------------------------------- */
 
 /* ======================================================================
  * Sealed store (store.c) in the vault.secrets directory:
@@ -252,6 +301,56 @@ size_t ws_frame_header(uint8_t *out, bool fin, uint8_t opcode, uint64_t len);
 /* XOR p with the mask key (payload offset 0). */
 void ws_unmask(uint8_t *p, size_t n, const uint8_t mask[4]);
 
+/* ---- va-holes: one direction of a tunnel as a stream (ws.c) ------------------
+ * Bytes go in as they are read; frames are parsed in place (the payload
+ * unmasked where it lies), so nothing but a sandbox message being collected
+ * is buffered. The sandbox's direction collects each message whole
+ * (ops->message, unmasked: it is searched for placeholders before any of it
+ * goes upstream); the upstream's is passed on as it comes (ops->data, in
+ * pieces, end on the message's last one), to be scrubbed in a stream.
+ * Control frames (<= 125 bytes) go to ops->control whole. Memory: the
+ * tunnel counts what it holds besides (its upstream scrubber's window and
+ * frame buffer, tunnel.c) in one struct ws_mem, and the message buffers
+ * are grown only while the count, the old and the new buffer both counted
+ * while a buffer grows, stays within WS_TUNNEL_MAX (2 MiB). */
+#define WS_MAX_MESSAGE	 (1024 * 1024)
+#define WS_MAX_FRAGMENTS 4096
+#define WS_TUNNEL_MAX	 (2 * 1024 * 1024)
+
+struct ws_mem {
+	size_t cur, peak; /* bytes of message buffers held (now, at most) */
+};
+struct ws_ops {
+	int (*message)(void *ctx, uint8_t op, uint8_t *p, size_t n);
+	int (*data)(void *ctx, uint8_t op, const uint8_t *p, size_t n, bool end);
+	int (*control)(void *ctx, uint8_t op, uint8_t *p, size_t n);
+};
+struct ws_dir {
+	bool from_client;
+	struct ws_mem *mem;
+	uint8_t hdr[14]; /* header bytes gathered so far */
+	size_t hlen;
+	struct ws_frame f; /* the frame whose payload comes */
+	bool in_payload;
+	uint64_t left, moff;
+	uint8_t ctl[125]; /* a control frame's payload */
+	size_t clen;
+	uint8_t op; /* opcode of the data message in progress; 0: none */
+	uint64_t total;
+	unsigned frames;
+	uint8_t *msg; /* sandbox direction: the message so far */
+	size_t mlen, mcap;
+};
+void ws_dir_init(struct ws_dir *w, bool from_client, struct ws_mem *mem);
+/* Feed b[0..n) (unmasked in place). 0, or <0 with why set (PC_EPARSE: a
+ * frame the vault refuses; PC_EREFUSED: over the memory bound) or an ops
+ * function's error. */
+
+int ws_dir_feed(struct ws_dir *w, uint8_t *b, size_t n, const struct ws_ops *ops, void *ctx,
+		char *why, size_t whylen);
+void ws_dir_free(struct ws_dir *w);
+/* ---- end va-holes ---------------------------------------------------------------- */
+
 /* ---- log queue (logq.c) ---------------------------------------------------- */
 
 struct logq;
@@ -286,8 +385,6 @@ void vault_state_unref(struct vault_state *st);
 
 /* ---- request checking and injection (inject.c) ------------------------------ */
 
-#define INJECT_MAX_DERIVED 8
-
 /* The verdict on one request head. status 0: forward out[0..head_len). */
 struct inject_out {
 	unsigned status;   /* else: refuse with this status */
@@ -295,11 +392,11 @@ struct inject_out {
 	char reason[256];  /* X-Portcullis-Error; never holds a value */
 	char secrets[512]; /* names injected, comma separated */
 	size_t head_len;
-	/* Encoded forms of injected values (Basic credentials) to scrub from
-	 * the response, besides the raw values; needles live in derived_mem. */
-	struct scrub_pat derived[INJECT_MAX_DERIVED];
-	size_t n_derived;
-	uint8_t *derived_mem; /* sodium_malloc'ed; inject_out_clear wipes it */
+	/* va-holes: what was injected, to scrub from every later response of
+	 * the connection: the values (borrowed from the state) and every
+	 * Basic encoding sent, with its escaped forms (copies, locked);
+	 * inject_out_clear wipes them. */
+	struct scrub_keep derived;
 };
 
 /* Check req (parsed from buf) from sandbox sb on a TLS connection for sni,
@@ -310,6 +407,11 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 		   uint16_t port, const char *buf, const struct http_request *req, uint8_t *out,
 		   size_t cap, struct inject_out *res);
 void inject_out_clear(struct inject_out *res);
+/* va-holes: add to k, for every secret of sb bound to sni:port, its value
+ * and the part of its base64 encoding (in each alignment, and escaped)
+ * that does not depend on what surrounds it in Basic credentials. */
+int inject_keep_bound(const struct vault_state *st, const struct policy_sandbox *sb,
+		      const char *sni, uint16_t port, struct scrub_keep *k);
 /* Bytes of out-buffer inject_request may need for a head of head_len. */
 size_t inject_out_cap(size_t max_head);
 
@@ -456,7 +558,15 @@ struct conn {
 	 * with it */
 	uint8_t *out;
 	size_t out_cap;
+	/* va-holes: every encoding of every secret this connection injected
+	 * (and of the secrets bound to its host:port), scrubbed from each of
+	 * its responses for its whole life (relay.c); keep_st is the state
+	 * the bound secrets' patterns were added for (a reference). */
+	struct scrub_keep keep;
+	struct vault_state *keep_st;
 };
+/* va-holes: free what relay.c keeps for the connection (conn_free). */
+void relay_conn_free(struct conn *c);
 
 int conn_server_ctx_new(SSL_CTX **out, struct pc_err *err);
 void conn_log(struct conn *c, enum logrec_action action, enum logrec_verdict verdict,

@@ -5,8 +5,11 @@
 # games, the placeholder in the path, a header name, a cookie, a chunked
 # body split across chunks, a trailer, a pipelined second request, Basic
 # wrapping, request smuggling shapes, a reflecting endpoint, HTTP/2
-# prefaces, WebSocket frames after the upgrade. Real engine, vault, logd,
-# nginx. The plain cases are in tests/integration/vault_inject.sh; these are
+# prefaces, WebSocket frames after the upgrade; and a hostile reflecting
+# upstream (two Basic secrets on one host, a reflection on a later request
+# or connection, a user part that puts a '/' in the encoding behind JSON's
+# \/ escape, Range, gzip, a value as a header name); a FIFO in rules.d.
+# Real engine, vault, logd, nginx. The plain cases are in tests/integration/vault_inject.sh; these are
 # the hostile variants. Evidence: the status and X-Portcullis-Error the
 # sandbox got, nginx's access log (the upstream), the verdict log, and one
 # invariant over everything: the real value reached no upstream request but
@@ -15,7 +18,24 @@
 . "$PC_TOP/tests/integration/vault_setup.bash"
 
 esc_init vault "TLS/HTTP through the vault"
-vault_up
+# vault_up, with a second secret bound to api.github.test:8444 in its own
+# header (two Basic secrets on one host:port)
+vault_need_bins
+lab_up 2
+vault_config
+cat >>"$V/rules.d/agents.yaml" <<-EOF
+  - name: WS2_TOKEN
+    host: api.github.test
+    port: 8444
+    header: X-Api-Auth
+EOF
+vault_secrets
+V_WS2_VALUE="ws2-VAULTTEST$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+V_PH_WS2=$(printf '%s' "$V_WS2_VALUE" | "$V_BIN/portcullis" -c "$V/portcullis.yaml" secrets set WS2_TOKEN 2>/dev/null)
+[ -n "$V_PH_WS2" ] || lab_die "secrets set WS2_TOKEN failed"
+vault_logd_start
+vault_start
+vault_redirect
 trap 'esc_finish' EXIT
 GUARD_CONF=$V/portcullis.yaml GUARD_DIR=$V GUARD_BIN=$V_BIN
 lab_upstream python3 "$PC_TOP/tests/integration/vault_ws_echo.py" "$LAB_API4" 8444 \
@@ -208,9 +228,100 @@ for mode in split ping; do
 	esc_end "tunnel ended" "upstream echo log: no placeholder; log: exfiltration record"
 done
 
+# ---- a hostile reflecting upstream -------------------------------------------------------------------
+# api.github.test:8444 (tests/integration/vault_ws_echo.py) answers plain
+# requests with their credentials as JSON. WS_TOKEN (Authorization) and
+# WS2_TOKEN (X-Api-Auth) are bound there. Each answer is searched for any
+# 8 bytes of a value in any form (vault_client.py leak: JSON and percent
+# escapes undone, base64 at every offset, gzip inflated).
+leak_of() { python3 "$PC_TOP/tests/escape/vault_client.py" leak "$V_WS_VALUE" "$V_WS2_VALUE" "$V_GH_VALUE"; }
+b64() { printf '%s' "$1" | base64 -w0; }
+R="Host: api.github.test:8444\r\n"
+seqreq() { client seq "$LAB_DIR/vault-ca.pem" api.github.test 8444 api.github.test "$@"; }
+wslog() { cat "$LAB_DIR/ws.log" 2>/dev/null; }
+
+esc_begin "two Basic secrets bound to one host:port, both reflected in one answer"
+out=$(seqreq "GET /reflect HTTP/1.1\r\n${R}Authorization: Basic $(b64 "u:$V_PH_WS")\r\nX-Api-Auth: Basic $(b64 "v:$V_PH_WS2")\r\n\r\n")
+t_match "served" "^HTTP/1.1 200" "$out"
+t_match "the upstream got both values, Basic-encoded" "auth=Basic $(b64 "u:$V_WS_VALUE") x-api-auth=Basic $(b64 "v:$V_WS2_VALUE")" "$(wslog)"
+t_eq "no form of either value reached the sandbox" "no leak" "$(printf '%s' "$out" | leak_of)"
+esc_end "scrubbed" "both encodings scrubbed (each Basic header gets its patterns)"
+
+esc_begin "delayed reflection: Basic credentials injected, reflected on the next request of the connection"
+out=$(seqreq "GET /reflect HTTP/1.1\r\n${R}Authorization: Basic $(b64 "u1:$V_PH_WS")\r\n\r\n" "GET /last HTTP/1.1\r\n${R}\r\n")
+t_match "both served" "HTTP/1.1 200.*HTTP/1.1 200" "$(printf '%s' "$out" | tr -d '\r\n')"
+t_eq "no form of the value reached the sandbox" "no leak" "$(printf '%s' "$out" | leak_of)"
+esc_end "scrubbed" "the connection keeps its patterns for its life"
+
+esc_begin "delayed reflection on a later connection, Basic with a user part never seen there"
+seqreq "GET /reflect HTTP/1.1\r\n${R}Authorization: Basic $(b64 "someone-else:$V_PH_WS")\r\n\r\n" >/dev/null
+out=$(seqreq "GET /last HTTP/1.1\r\n${R}\r\n")
+t_match "served" "^HTTP/1.1 200" "$out"
+t_eq "no form of the value reached the sandbox" "no leak" "$(printf '%s' "$out" | leak_of)"
+esc_end "scrubbed" "the value-only part of the bound secret's encoding, in every alignment"
+
+esc_begin "a user part that puts '/' in the encoding, reflected with JSON's \\/ escape"
+t_match "(the real encoding does hold a '/')" "/" "$(b64 "???:$V_WS_VALUE")"
+out=$(seqreq "GET /reflect?esc=solidus HTTP/1.1\r\n${R}Authorization: Basic $(b64 "???:$V_PH_WS")\r\n\r\n")
+t_match "served" '^HTTP/1.1 200' "$out"
+t_match "the answer carries JSON escapes" '\\/' "$out"
+t_eq "no form of the value reached the sandbox" "no leak" "$(printf '%s' "$out" | leak_of)"
+esc_end "scrubbed" "escaped forms of every encoding are scrubbed too"
+
+esc_begin "Range: the reflection fetched 8 bytes at a time (no piece holds a whole value)"
+out=$(client pieces "$LAB_DIR/vault-ca.pem" api.github.test 8444 api.github.test "Authorization: Bearer $V_PH_WS" 8 12)
+t_nomatch "no 206 reached the sandbox" "^HTTP/1.1 206" "$out"
+t_nomatch "the upstream never saw a Range with the credential" "auth=Bearer $V_WS_VALUE .*range=bytes" "$(wslog)"
+t_eq "no form of the value reached the sandbox" "no leak" "$(printf '%s' "$out" | leak_of)"
+esc_end "Range dropped" "Range/If-Range are not forwarded with a credential: whole answers, scrubbed"
+
+esc_begin "a 206 to a request with a credential, unasked"
+out=$(seqreq "GET /partial HTTP/1.1\r\n${R}Authorization: Bearer $V_PH_WS\r\n\r\n")
+t_match "refused (502)" "^HTTP/1.1 502" "$out"
+t_match "the reason says why" "partial response \\(206\\)" "$(why_of "$out")"
+t_match "logged" '"event.reason":"upstream sent a partial response' "$(v_verdicts | tail -n 3)"
+esc_end "refused" "502, X-Portcullis-Error: $(why_of "$out")"
+
+esc_begin "a gzip-compressed reflection (Accept-Encoding: identity ignored)"
+out=$(seqreq "GET /gzip HTTP/1.1\r\n${R}Authorization: Bearer $V_PH_WS\r\n\r\n")
+t_match "refused (502)" "^HTTP/1.1 502" "$out"
+t_match "the reason says why" "Content-Encoding" "$(why_of "$out")"
+t_match "logged" '"event.reason":"upstream sent an encoded' "$(v_verdicts | tail -n 3)"
+t_eq "no form of the value reached the sandbox" "no leak" "$(printf '%s' "$out" | leak_of)"
+esc_end "refused" "502, X-Portcullis-Error: $(why_of "$out")"
+
+esc_begin "the value as an upstream header name, in a response the vault refuses"
+out=$(seqreq "GET /badname HTTP/1.1\r\n${R}Authorization: Bearer $V_PH_WS\r\n\r\n")
+t_match "refused (502)" "^HTTP/1.1 502" "$out"
+t_nomatch "the reason does not hold the value" "$V_WS_VALUE" "$out"
+t_nomatch "nor does the log" "$V_WS_VALUE" "$(v_verdicts)"
+esc_end "refused" "502, X-Portcullis-Error: $(why_of "$out")"
+
 # ---- invariants over the whole run ------------------------------------------------------------------
 t_eq "the value reached no upstream request but api.github.test's" 0 "$(value_leaks)"
 t_nomatch "no sandbox output ever held the value" "$V_GH_VALUE" "$(cat "$OUT")"
 t_nomatch "no verdict record holds the value" "$V_GH_VALUE" "$(v_verdicts)"
+for v in "$V_WS_VALUE" "$V_WS2_VALUE"; do
+	t_nomatch "no sandbox output ever held ${v%%VAULTTEST*} value" "$v" "$(cat "$OUT")"
+	t_nomatch "no verdict record holds ${v%%VAULTTEST*} value" "$v" "$(v_verdicts)"
+done
+t_eq "no sandbox output held any form of a value" "no leak" "$(leak_of <"$OUT")"
 t_ok "the verdict log verifies" "$V_BIN/portcullis" -c "$V/portcullis.yaml" log verify
+
+# ---- a FIFO in rules.d (last: it stops the vault) ----------------------------------------------------
+esc_begin "a FIFO named x.yaml in rules.d: portcullis-vault -t, the vault's reload, then SIGTERM"
+mkfifo "$V/rules.d/x.yaml"
+out=$(lab_gw timeout -k 2 10 "$V_BIN/portcullis-vault" -c "$V/portcullis.yaml" -t 2>&1) && rc=0 || rc=$?
+t_ok "portcullis-vault -t does not wait on it (timeout: 124, 137)" test "$rc" != 124 -a "$rc" != 137
+t_ok "portcullis-vault -t refuses it" test "$rc" != 0
+t_match "naming the file" "x.yaml is a FIFO" "$out"
+kill -HUP "$V_VAULT_PID"
+for _ in $(seq 50); do grep -q "x.yaml is a FIFO" "$LAB_DIR/vault.stderr" && break; sleep 0.2; done
+t_match "the reload is refused, naming the file" "x.yaml is a FIFO" "$(cat "$LAB_DIR/vault.stderr")"
+kill -TERM "$V_VAULT_PID"
+for _ in $(seq 50); do kill -0 "$V_VAULT_PID" 2>/dev/null || break; sleep 0.2; done
+t_ok "SIGTERM still stops the vault" bash -c "! kill -0 $V_VAULT_PID 2>/dev/null"
+rm -f "$V/rules.d/x.yaml"
+esc_end "refused" "-t: exit $rc; reload refused naming x.yaml; SIGTERM obeyed"
 t_done
+

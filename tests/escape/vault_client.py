@@ -7,9 +7,24 @@
 #
 #   vault_client.py raw  CA CONNECT_HOST PORT SNI REQUEST [--alpn h2]
 #   vault_client.py ws   CA CONNECT_HOST PORT SNI AUTH_PLACEHOLDER MODE PAYLOAD
+#   vault_client.py seq  CA CONNECT_HOST PORT SNI REQUEST...
+#   vault_client.py pieces CA CONNECT_HOST PORT SNI AUTH STEP COUNT
+#   vault_client.py leak VALUE...   < text
 # REQUEST takes \r \n \t escapes. MODE: split (the payload's halves in a
 # first frame and a continuation), ping (in a ping frame), text (whole).
+# seq: the requests one after the other on one connection, each response
+# read whole (printed in turn). pieces: GET /range with Range for STEP
+# bytes at a time, COUNT times, on one connection, with the header AUTH;
+# prints the bodies put together. leak: does the text hold 8 bytes of a
+# VALUE in any form a reflecting server could have hidden it in (JSON or
+# percent escapes undone, base64 decoded at every offset, gzip inflated)?
+# Prints "LEAK ..." or "no leak".
 import base64
+import gzip
+import json
+import re
+import urllib.parse
+import zlib
 import os
 import socket
 import ssl
@@ -96,5 +111,105 @@ def ws(argv):
     print("echo of after: %s" % (b"after" in got))
 
 
+def read_response(s, buf):
+    """One response from s (buf: bytes read ahead); (response, rest)."""
+    def more():
+        c = s.recv(65536)
+        if not c:
+            raise EOFError
+        return c
+    try:
+        while b"\r\n\r\n" not in buf:
+            buf += more()
+        head, buf = buf.split(b"\r\n\r\n", 1)
+        hl = head.decode("latin-1").lower()
+        m = re.search(r"\r\ncontent-length: *(\d+)", hl)
+        if m:
+            n = int(m.group(1))
+            while len(buf) < n:
+                buf += more()
+            return head + b"\r\n\r\n" + buf[:n], buf[n:]
+        if "transfer-encoding: chunked" in hl:
+            body = b""
+            while True:
+                while b"\r\n" not in buf:
+                    buf += more()
+                line, buf = buf.split(b"\r\n", 1)
+                n = int(line.split(b";")[0], 16)
+                while len(buf) < n + 2:
+                    buf += more()
+                body, buf = body + buf[:n], buf[n + 2:]
+                if n == 0:
+                    return head + b"\r\n\r\n" + body, buf
+        return head + b"\r\n\r\n" + buf + read_all(s), b""
+    except (EOFError, socket.timeout, ssl.SSLError, ConnectionResetError):
+        return buf, None
+
+
+def seq(argv):
+    ca, host, port, sni = argv[:4]
+    s = connect(ca, host, port, sni)
+    rest = b""
+    for req in argv[4:]:
+        s.sendall(req.encode().decode("unicode_escape").encode("latin-1"))
+        resp, rest = read_response(s, rest)
+        sys.stdout.write(resp.decode("latin-1") + "\n")
+        if rest is None:
+            print("connection closed")
+            return
+
+
+def pieces(argv):
+    ca, host, port, sni, auth, step, count = argv[:7]
+    s = connect(ca, host, port, sni)
+    rest, got = b"", b""
+    for i in range(int(count)):
+        a = i * int(step)
+        s.sendall(("GET /range HTTP/1.1\r\nHost: %s:%s\r\n%s\r\nRange: bytes=%d-%d\r\n\r\n"
+                   % (sni, port, auth, a, a + int(step) - 1)).encode())
+        resp, rest = read_response(s, rest)
+        if rest is None:
+            print("connection closed")
+            break
+        head, _, body = resp.partition(b"\r\n\r\n")
+        print(head.split(b"\r\n")[0].decode())
+        got += body
+    print("together: " + got.decode("latin-1"))
+
+
+def leak(argv):
+    text = sys.stdin.buffer.read()
+    forms = [text]
+    for m in re.finditer(rb"\x1f\x8b", text):
+        try:
+            forms.append(zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(text[m.start():]))
+        except zlib.error:
+            pass
+    more = []
+    for f in forms:
+        t = f.decode("latin-1")
+        t = re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), t)
+        t = t.replace("\\/", "/")
+        t = urllib.parse.unquote(t)
+        more.append(t.encode("latin-1", "replace"))
+    for f in list(more):
+        for run in re.findall(rb"[A-Za-z0-9+/]{8,}", f):
+            for shift in range(4):
+                r = run[shift:]
+                r = r[:len(r) // 4 * 4]
+                try:
+                    more.append(base64.b64decode(r))
+                except ValueError:
+                    pass
+    for v in argv:
+        vb = v.encode()
+        for i in range(len(vb) - 7):
+            for f in forms + more:
+                if vb[i:i + 8] in f:
+                    print("LEAK of %d bytes at %d of a value" % (8, i))
+                    return
+    print("no leak")
+
+
 if __name__ == "__main__":
-    {"raw": raw, "ws": ws}[sys.argv[1]](sys.argv[2:])
+    {"raw": raw, "ws": ws, "seq": seq, "pieces": pieces, "leak": leak}[sys.argv[1]](sys.argv[2:])

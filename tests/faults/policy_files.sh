@@ -1,7 +1,9 @@
 # Fault: the policy file replaced under the running engine — by garbage, an
 # empty file, a 100 MB file, a file cut short mid-write, and files swapped
-# while reloads run. Each bad reload is refused with a clear error (the
-# file named), the old policy stays in force, and traffic follows it.
+# while reloads run, and a FIFO named like a rule file. Each bad reload is
+# refused with a clear error (the file named), the old policy stays in
+# force, and traffic follows it; nothing that reads rules.d waits on a
+# FIFO (policy lint, portcullisd -t, a reload).
 set -u
 . "$PC_TOP/tests/lib/guard.sh"
 
@@ -66,5 +68,24 @@ t_eq "the last good policy is in force" "$old" "$(policy)"
 t_match "traffic follows it" "^http 203.0.113.99 ok" "$(http_ok)"
 t_match "the refused reloads are logged with the file" "reload refused.*agents.yaml" "$(cat "$GUARD_DIR/engine.log")"
 t_match "and recorded (policy-load, failure)" '"event.action":"policy-load","event.outcome":"failure"' "$(guard_records)"
+# A FIFO named like a rule file: opened for reading it would wait for a
+# writer for ever (and the daemons read rules.d with SIGTERM blocked). Every
+# reader refuses it at once, naming it. timeout exits 124 if one waits.
+good 80 >"$F"
+mkfifo "$GUARD_DIR/rules.d/x.yaml"
+fifo_refused() { # description, command...
+	local d=$1 out rc
+	shift
+	out=$(lab_gw timeout -k 2 10 "$@" 2>&1) && rc=0 || rc=$?
+	t_ok "$d: does not wait on the FIFO (timeout: 124, 137)" test "$rc" != 124 -a "$rc" != 137
+	t_ok "$d: refused" test "$rc" != 0
+	t_match "$d: the error names the file" "x.yaml is a FIFO" "$out"
+	t_diag "$d: exit $rc: $(printf '%s' "$out" | head -1)"
+}
+fifo_refused "policy lint" "$GUARD_BIN/portcullis" -c "$GUARD_CONF" policy lint
+fifo_refused "portcullisd -t" "$GUARD_BIN/portcullisd" -c "$GUARD_CONF" -t
+fifo_refused "reload of the running engine" "$GUARD_BIN/portcullis" -c "$GUARD_CONF" reload
+t_eq "the FIFO: the old policy stays in force" "$old" "$(policy)"
+rm -f "$GUARD_DIR/rules.d/x.yaml"
 t_ok "the verdict log verifies" guard_cli log verify
 t_done

@@ -1,6 +1,8 @@
 /* libFuzzer target: the vault's HTTP/1.1 request and response head parsers,
- * the chunked decoder fed in two pieces, and the scrubber, whose streamed
- * output must equal its one-shot output however the input is cut. */
+ * the incremental request parse (which must decide as the one-shot parse
+ * does, wherever the input is cut), the chunked decoder fed in two pieces,
+ * and the scrubber, whose streamed output must equal its one-shot output
+ * however the input is cut. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +76,26 @@ static void scrub(const uint8_t *in, size_t len, size_t cut)
 	free(one);
 }
 
+/* Fed in steps of step bytes, the incremental parse must give, at every
+ * length, what the one-shot parse of those bytes gives. */
+static void incremental(const char *in, size_t size, size_t step)
+{
+	struct http_scan sc;
+
+	http_scan_init(&sc);
+	for (size_t l = 0;; l = l + step > size ? size : l + step) {
+		struct http_request r1, r2;
+		unsigned s1 = 0, s2 = 0;
+		int a = http_request_parse_more(&sc, in, l, 4096, &r1, &s1, NULL);
+		int b = http_request_parse(in, l, 4096, &r2, &s2, NULL);
+
+		if (a != b || (a == PC_EPARSE && s1 != s2) || (a > 0 && r1.n_hdr != r2.n_hdr))
+			abort();
+		if (a != PC_EAGAIN || l == size)
+			break;
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *in = (const char *)data;
@@ -109,5 +131,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	chunked(in, size, cut);
 	scrub(data, size, cut);
+	if (size <= 2048) /* each step also parses whole: quadratic */
+		incremental(in, size, 1 + cut % 7);
 	return 0;
 }

@@ -2,8 +2,19 @@
 """WebSocket echo server behind TLS for the vault's tests (standard library
 only). Logs the Authorization header of each upgrade request to LOG; echoes
 every message; answers the message "whoami" with that header (a reflecting
-endpoint). Usage: vault_ws_echo.py ADDR PORT CERT KEY LOG"""
-import base64, hashlib, socket, ssl, struct, sys, threading
+endpoint). Plain HTTP/1.1 requests (keep-alive) get hostile reflecting
+endpoints (tests/escape/vault.sh), each answering with the request's
+Authorization and X-Api-Auth headers as JSON:
+  /reflect[?esc=solidus]  this request's ("solidus": '/' written '\/', as PHP does)
+  /last[?esc=solidus]     the previous request's, whatever connection it came on
+  /range                  honours Range (206 with the slice asked for)
+  /partial                a 206 whatever was asked
+  /gzip                   gzip-compressed, whatever Accept-Encoding said
+  /badname                a header named after the Bearer token, with a bad value
+Usage: vault_ws_echo.py ADDR PORT CERT KEY LOG"""
+import base64, gzip, hashlib, json, socket, ssl, struct, sys, threading
+
+LAST = {"authorization": "-", "x-api-auth": "-"}
 
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
@@ -54,6 +65,8 @@ def serve(conn, log):
             head += c
         lines = head.split(b"\r\n\r\n")[0].decode().split("\r\n")
         hdrs = {k.strip().lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:])}
+        if "sec-websocket-key" not in hdrs:
+            return http(conn, head, log)
         auth = hdrs.get("authorization", "-")
         with open(log, "a") as f:
             f.write("upgrade auth=%s ext=%s\n" % (auth, hdrs.get("sec-websocket-extensions", "-")))
@@ -88,6 +101,49 @@ def serve(conn, log):
         pass
     finally:
         conn.close()
+
+
+def http(conn, buf, log):
+    """Plain requests, one after the other on the connection (no bodies)."""
+    global LAST
+    while True:
+        while b"\r\n\r\n" not in buf:
+            c = conn.recv(4096)
+            if not c:
+                return
+            buf += c
+        head, buf = buf.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        target = lines[0].split(" ")[1]
+        path, _, query = target.partition("?")
+        hdrs = {k.strip().lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:])}
+        mine = {k: hdrs.get(k, "-") for k in ("authorization", "x-api-auth")}
+        with open(log, "a") as f:
+            f.write("http %s auth=%s x-api-auth=%s range=%s\n" % (
+                target, mine["authorization"], mine["x-api-auth"], hdrs.get("range", "-")))
+        shown = LAST if path == "/last" else mine
+        LAST = mine
+        body = json.dumps(shown).encode()
+        if "esc=solidus" in query:
+            body = body.replace(b"/", b"\\/")
+        status, extra = "200 OK", ""
+        if path == "/gzip":
+            body = gzip.compress(body)
+            extra = "Content-Encoding: gzip\r\n"
+        elif path == "/partial":
+            status, extra = "206 Partial Content", "Content-Range: bytes 0-%d/%d\r\n" % (
+                len(body) - 1, len(body))
+        elif path == "/range" and hdrs.get("range", "").startswith("bytes="):
+            a, b = (int(x) for x in hdrs["range"][6:].split("-"))
+            n = len(body)
+            body = body[a:b + 1]
+            status = "206 Partial Content"
+            extra = "Content-Range: bytes %d-%d/%d\r\n" % (a, a + len(body) - 1, n)
+        elif path == "/badname":
+            tok = mine["authorization"].split(" ")[-1]
+            extra = "%s: a\x01b\r\n" % tok
+        conn.sendall(("HTTP/1.1 %s\r\nContent-Length: %d\r\n%s\r\n" % (
+            status, len(body), extra)).encode("latin-1") + body)
 
 
 def main():

@@ -3,8 +3,10 @@
  * splitter, the request line, the header fields, their framing and
  * semantics) with the vault's default head limit (vault.max_header_bytes,
  * 32768), on len unknown bytes for every len the vault's input buffer
- * holds (that limit + CONN_IO_BUF); and the chunked body framing
- * (http_chunked_feed) on the same bytes from its initial state. */
+ * holds (that limit + CONN_IO_BUF); the incremental request parse the
+ * vault runs as records arrive (http_request_parse_more: the first half,
+ * then the whole); and the chunked body framing (http_chunked_feed) on the
+ * same bytes from its initial state. */
 #include "tests/prove/prove.h"
 
 #include "vault/vault_int.h"
@@ -18,6 +20,7 @@ int main(void)
 	size_t len = prove_len();
 	struct http_request req;
 	struct http_chunked c;
+	struct http_scan sc;
 	struct pc_err err;
 	size_t cons, off, dl;
 	unsigned status;
@@ -30,6 +33,10 @@ int main(void)
 	buf = prove_buf(len);
 	rc = http_request_parse(buf, len, PROVE_MAX_HEAD, &req, &status, &err);
 	rc = http_request_parse(buf, len, PROVE_MAX_HEAD, &req, &status, NULL);
+	http_scan_init(&sc);
+	rc = http_request_parse_more(&sc, buf, len / 2, PROVE_MAX_HEAD, &req, &status, &err);
+	if (rc == PC_EAGAIN)
+		rc = http_request_parse_more(&sc, buf, len, PROVE_MAX_HEAD, &req, &status, &err);
 	http_chunked_init(&c);
 	rc = http_chunked_feed(&c, buf, len, &cons, &off, &dl, &err);
 	//@ assert rc == 0 || rc == 1 || rc == PC_EPARSE;
