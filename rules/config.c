@@ -776,7 +776,7 @@ static int config_load_lines(const char *path, struct config *cfg, unsigned *lin
 	int rc;
 
 	diag_init(&d, err, report, arg);
-	rc = pc_file_read(path, RULES_CONFIG_MAX, &buf, &len, &rerr);
+	rc = pc_file_read_regular(path, RULES_CONFIG_MAX, &buf, &len, &rerr);
 	if (rc)
 		return diag_add(&d, &rerr);
 	config_basedir(path, base, sizeof(base));

@@ -609,7 +609,7 @@ static void config_pos(const char *path, const char *a, const char *b, unsigned 
 
 	*line = *col = 1;
 	diag_init(&d, NULL, NULL, NULL);
-	if (pc_file_read(path, RULES_FILE_MAX, &buf, &len, NULL) == 0 &&
+	if (pc_file_read_regular(path, RULES_FILE_MAX, &buf, &len, NULL) == 0 &&
 	    yfile_parse(path, buf, len, &yf, &d) == 0 && yf->n_docs) {
 		const struct ynode *n = ymap_get(yf->docs[0].root, a);
 

@@ -79,7 +79,7 @@ fifo_refused() { # description, command...
 	out=$(lab_gw timeout -k 2 10 "$@" 2>&1) && rc=0 || rc=$?
 	t_ok "$d: does not wait on the FIFO (timeout: 124, 137)" test "$rc" != 124 -a "$rc" != 137
 	t_ok "$d: refused" test "$rc" != 0
-	t_match "$d: the error names the file" "x.yaml is a FIFO" "$out"
+	t_match "$d: the error names the file" "(x.yaml|conf.fifo) is a FIFO" "$out"
 	t_diag "$d: exit $rc: $(printf '%s' "$out" | head -1)"
 }
 fifo_refused "policy lint" "$GUARD_BIN/portcullis" -c "$GUARD_CONF" policy lint
@@ -87,5 +87,13 @@ fifo_refused "portcullisd -t" "$GUARD_BIN/portcullisd" -c "$GUARD_CONF" -t
 fifo_refused "reload of the running engine" "$GUARD_BIN/portcullis" -c "$GUARD_CONF" reload
 t_eq "the FIFO: the old policy stays in force" "$old" "$(policy)"
 rm -f "$GUARD_DIR/rules.d/x.yaml"
+# The configuration file itself, given as a FIFO: the same, for each daemon
+# and the CLI.
+mkfifo "$GUARD_DIR/conf.fifo"
+fifo_refused "policy lint -c FIFO" "$GUARD_BIN/portcullis" -c "$GUARD_DIR/conf.fifo" policy lint
+fifo_refused "portcullisd -t -c FIFO" "$GUARD_BIN/portcullisd" -c "$GUARD_DIR/conf.fifo" -t
+fifo_refused "portcullis-vault -t -c FIFO" "$GUARD_BIN/portcullis-vault" -c "$GUARD_DIR/conf.fifo" -t
+fifo_refused "portcullis-logd -t -c FIFO" "$GUARD_BIN/portcullis-logd" -c "$GUARD_DIR/conf.fifo" -t
+rm -f "$GUARD_DIR/conf.fifo"
 t_ok "the verdict log verifies" guard_cli log verify
 t_done
