@@ -82,6 +82,7 @@ int control_status_json(struct engine *e, char **out)
 			: quota_status_json(&e->quota, pol, e->nq ? held_capacity(e->q[0].held) : 0,
 					    e->nq ? dnstcp_capacity(e->q[0].dnstcp) : 0, &b, &l);
 		rc = rc ? rc : checkrun_status_json(e, &b, &l);
+		rc = rc ? rc : cutoff_status_json(e, &b, &l);
 		rc = rc ? rc : pc_buf_appendf(&b, &l, "}");
 	}
 	policy_unref(pol);
@@ -315,6 +316,7 @@ int control_loop(struct engine *e)
 			if (engine_local_refresh(e, &err) < 0)
 				pc_log(PC_LOG_ERR, "gateway addresses (kept the previous set): %s",
 				       err.msg);
+			cutoff_enforce(e); /* cut off: a port up again goes down again */
 		}
 		if (n > 0 && p[3].revents)
 			checkrun_readable(e);

@@ -84,8 +84,13 @@ void engine_tables_restore(struct engine *e)
 	struct pc_err err = {0};
 	char msg[300], ebuf[600];
 	uint64_t t0 = pc_now_mono_ms();
-	int rc = pol ? ruleset_install(e, pol, &err) : pc_err_set(&err, PC_EINVAL, "no policy");
+	int rc;
 
+	/* cut off first: whatever the change opened is closed before anything
+	 * else happens, and stays closed until a check proves the guard */
+	snprintf(msg, sizeof(msg), "%s changed the tables inet/bridge %s", e->nftw.who, NFT_TABLE);
+	cutoff_begin(e, msg);
+	rc = pol ? ruleset_install(e, pol, &err) : pc_err_set(&err, PC_EINVAL, "no policy");
 	e->nftw.other = false; /* the check below covers other tables too */
 	policy_unref(pol);
 	if (rc == 0) {
@@ -113,8 +118,12 @@ void engine_tables_restore(struct engine *e)
  * engine_check_result stops saying "proven" as soon as it is not. */
 void engine_nft_other_changed(struct engine *e)
 {
+	char why[160];
+
 	pc_log(PC_LOG_NOTICE, "nftables: %s changed another table; checking containment again",
 	       e->nftw.other_who);
+	snprintf(why, sizeof(why), "%s changed another nftables table", e->nftw.other_who);
+	cutoff_begin(e, why);
 	e->nftw.other = false;
 	e->guard.other++;
 	checkrun_request(e, "foreign");
@@ -568,6 +577,7 @@ void engine_shutdown(struct engine *e)
 
 	atomic_store(&e->stop, true);
 	checkrun_stop(e);
+	cutoff_shutdown(e);
 	for (size_t i = 0; i < e->nq; i++)
 		if (e->q[i].started)
 			pthread_join(e->q[i].tid, NULL);

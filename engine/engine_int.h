@@ -544,6 +544,21 @@ struct engine_check {
 	uint64_t time_ms, runs;
 	size_t findings;
 	char first[512];
+	uint64_t cut_seq; /* ad-guard: e->cut.seq when the running check was asked for */
+};
+
+/* ad-guard (issue 18): cutoff.c, the sandboxes cut off (their bridge ports
+ * down) from another program's nftables change until a check requested
+ * after it proves containment (docs/engine.md, "Cut off until proven").
+ * Control thread only. */
+struct engine_cutoff {
+	bool active;
+	uint64_t seq;		    /* changes seen: only a check asked for after the last lifts it */
+	uint64_t since_ms, since_mono; /* when it began (real, monotonic) */
+	uint64_t count, failures;   /* cut-offs begun; ports that could not be taken down */
+	char why[160];		    /* the change that began (or last renewed) it */
+	struct nft_port *downed;    /* the ports it took down: brought up again at the end */
+	size_t n_downed, cap;
 };
 
 struct engine {
@@ -573,6 +588,7 @@ struct engine {
 	struct engine_guard_stats {
 		uint64_t tables_ok, tables_failed, routing_ok, routing_failed, other;
 	} guard;
+	struct engine_cutoff cut; /* ad-guard (issue 18) */
 };
 
 /* Current policy with a reference (caller unrefs). */
@@ -630,6 +646,22 @@ void checkrun_readable(struct engine *e);
 const char *checkrun_result_name(int result); /* "proven", ..., "none" */
 /* Append ,"check":{...} to the status JSON. 0 or PC_ENOMEM. */
 int checkrun_status_json(const struct engine *e, char **buf, size_t *len);
+
+/* cutoff.c (ad-guard, issue 18). begin: another program changed nftables
+ * (why: what, for the journal): take every sandbox port down now, and
+ * count this change, so only a check asked for after it may lift the cut.
+ * enforce: while cut off, take down any port that is up again (a port
+ * attached, or brought up by someone else). check_done: a check finished
+ * with result; proven, and asked for after the last change: the ports it
+ * took down come up again. shutdown: free; the ports stay down (fail
+ * closed) unless engine.remove_table_on_exit. */
+void cutoff_begin(struct engine *e, const char *why);
+void cutoff_enforce(struct engine *e);
+void cutoff_check_done(struct engine *e, int result);
+void cutoff_shutdown(struct engine *e);
+/* ,"cutoff":{...} for status; the cut-off's metrics. */
+int cutoff_status_json(const struct engine *e, char **buf, size_t *len);
+void cutoff_metrics(struct pc_prom *b, const struct engine *e);
 
 /* checkmsg.c: the check helper channel (typed, versioned, length-checked;
  * the framing of common/msg.c). engine -> helper: CHK_REQUEST (the

@@ -262,6 +262,7 @@ static void check(struct pc_prom *b, struct engine *e)
 			"nftables changes by other programs to other tables, each followed by a "
 			"containment check.",
 			e->guard.other);
+	cutoff_metrics(b, e);
 	if (e->chk.runs) {
 		pc_prom_one_f64(b, "portcullis_engine_check_timestamp_seconds", "gauge",
 				"When the last containment check read the state (Unix time).",
