@@ -16,6 +16,16 @@
 
 #define POLICY_LOG_MS 2000
 
+struct rulehits *engine_hits_get(struct engine *e)
+{
+	struct rulehits *h;
+
+	pthread_mutex_lock(&e->pol_lock);
+	h = rulehits_ref(e->hits);
+	pthread_mutex_unlock(&e->pol_lock);
+	return h;
+}
+
 struct policy *engine_policy_get(struct engine *e)
 {
 	struct policy *p;
@@ -248,6 +258,9 @@ void engine_init(struct engine *e)
 	e->route_fd = e->nft_fd = -1;
 	e->chk.fd = -1;
 	e->chk.result = -1;
+	e->httpm.fd = -1;
+	for (size_t i = 0; i < HTTPM_CLIENTS; i++)
+		e->httpm.c[i].fd = -1;
 	e->dnsr.fd4 = e->dnsr.fd6 = -1;
 	pthread_mutex_init(&e->pol_lock, NULL);
 	quota_stats_init(&e->quota);
@@ -269,6 +282,8 @@ int engine_setup(struct engine *e, const char *config_path, struct pc_err *err)
 	rc = policy_load_dir(e->cfg.rules_dir, &e->cfg, &e->policy, err);
 	if (rc)
 		return rc;
+	if (rulehits_new(e->policy, &e->hits) < 0)
+		return pc_err_set(err, PC_ENOMEM, "out of memory");
 	rc = dnsguard_new(&e->cfg, &e->dg, err);
 	if (rc)
 		return rc;
@@ -362,6 +377,9 @@ int engine_setup(struct engine *e, const char *config_path, struct pc_err *err)
 		return e->ctl_fd;
 	if (fcntl(e->ctl_fd, F_SETFL, fcntl(e->ctl_fd, F_GETFL) | O_NONBLOCK) < 0)
 		return pc_err_errno(err, PC_EIO, "control socket");
+	rc = httpm_open(e, err); /* engine.metrics_port / metrics_listen; off by default */
+	if (rc)
+		return rc;
 	log_policy(e, true, policy_hash(e->policy), "loaded at start");
 	return 0;
 }
@@ -479,17 +497,21 @@ static void rejudge_flows(struct engine *e, struct policy *pol)
 int engine_reload(struct engine *e, struct pc_err *err)
 {
 	struct policy *np = NULL, *old;
+	struct rulehits *nh = NULL, *oh;
 	char ebuf[1024];
 	int rc;
 
 	pc_sd_notify("RELOADING=1", NULL);
 	rc = policy_load_dir(e->cfg.rules_dir, &e->cfg, &np, err);
+	if (rc == 0 && rulehits_new(np, &nh) < 0)
+		rc = pc_err_set(err, PC_ENOMEM, "out of memory");
 	if (rc == 0) {
 		rc = ruleset_install(e, np, err);
 		if (rc)
 			pc_err_prefix(err, "installing the new tables: ");
 	}
 	if (rc) {
+		rulehits_unref(nh);
 		policy_unref(np);
 		pc_log(PC_LOG_ERR, "reload refused, previous policy stays in force: %s",
 		       pc_err_str(err, ebuf, sizeof(ebuf)));
@@ -500,8 +522,11 @@ int engine_reload(struct engine *e, struct pc_err *err)
 	pthread_mutex_lock(&e->pol_lock);
 	old = e->policy;
 	e->policy = np;
+	oh = e->hits; /* the new policy's rules count from 0 */
+	e->hits = nh;
 	pthread_mutex_unlock(&e->pol_lock);
 	wait_batches(e);
+	rulehits_unref(oh);
 	dnsguard_prune(e->dg, np);
 	rejudge_flows(e, np);
 	policy_unref(old);
@@ -603,6 +628,7 @@ void engine_shutdown(struct engine *e)
 	e->q = NULL;
 	logc_close(e->ctl_lc);
 	dnsreply_close(&e->dnsr);
+	httpm_close(e);
 	{
 		const int fds[] = {e->ctl_fd, e->link_fd, e->route_fd,
 				   e->nft_fd, e->sig_fd,  e->nfq_proc_fd};
@@ -615,6 +641,8 @@ void engine_shutdown(struct engine *e)
 	flow_registry_free(e->flows);
 	quota_stats_free(&e->quota);
 	portmap_set(&e->ports, NULL, 0);
+	rulehits_unref(e->hits);
+	e->hits = NULL;
 	policy_unref(e->policy);
 	e->policy = NULL;
 }

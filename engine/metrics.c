@@ -286,6 +286,12 @@ int engine_metrics_text(struct engine *e, char **out)
 		 pc_prom_label(pol ? policy_hash(pol) : "", h, sizeof(h)));
 	pc_prom_u64(&b, "portcullis_engine_info", l, 1);
 	limits_metrics(&b, pol);
+	{
+		struct rulehits *rh = engine_hits_get(e);
+
+		rulehits_metrics(&b, rh);
+		rulehits_unref(rh);
+	}
 	quota_metrics(&b, &e->quota, pol);
 	policy_unref(pol);
 	pc_prom_one_f64(&b, "portcullis_engine_uptime_seconds", "gauge",
@@ -316,6 +322,7 @@ int engine_metrics_text(struct engine *e, char **out)
 	pc_prom_u64(&b, "portcullis_engine_log_records_total", "outcome=\"failed\"", failed);
 	dnsguard(&b, e);
 	check(&b, e);
+	pc_prom_process(&b);
 	text = pc_prom_take(&b);
 	if (!text)
 		return PC_ENOMEM;

@@ -52,5 +52,6 @@ char *vault_metrics(void *ctx, const char *req)
 	pc_prom_family(&b, "portcullis_vault_secrets", "gauge", "Secrets in the vault's store.");
 	pc_prom_u64(&b, "portcullis_vault_secrets", NULL, st ? st->store->n : 0);
 	vault_state_unref(st);
+	pc_prom_process(&b); /* process_* (issue 18) */
 	return pc_prom_take(&b);
 }
