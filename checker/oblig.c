@@ -476,7 +476,13 @@ static void facing_check(const struct ck_state *st, const struct checker_expect 
 			tcxdp_link(st, ex, l, "sandbox-facing device", res);
 			continue;
 		}
-		if (l->stp_state != 3 /* BR_STATE_FORWARDING */)
+		/* A port whose device is down (the engine's cut-off, or an admin's)
+		 * receives nothing at all, link-local frames included: state
+		 * disabled is then no way out (docs/engine.md, "Cut off until
+		 * proven"). */
+		if (l->stp_state == 0 /* BR_STATE_DISABLED */ && !(l->flags & IFF_UP))
+			ck_evid(res, CK_OB_MEMBERS, "port %s: down (receives nothing)", l->name);
+		else if (l->stp_state != 3 /* BR_STATE_FORWARDING */)
 			ck_find(res, CK_OB_MEMBERS, l->stp_state < 0 ? CHECKER_DOUBT : CHECKER_EXIT,
 				"bridge port %s is not in forwarding state (STP state %d): its "
 				"frames do not take the bridge's guarded path",

@@ -82,11 +82,20 @@ static int metrics_cli(int argc, char **argv, const struct config *cfg)
 	       "# TYPE portcullis_up gauge\n");
 	for (size_t i = 0; i < 3; i++)
 		printf("portcullis_up{daemon=\"%s\"} %d\n", d[i].daemon, text[i] != NULL);
-	for (size_t i = 0; i < 3; i++) {
-		if (text[i])
-			fputs(text[i], stdout);
-		free(text[i]);
+	{
+		/* each daemon's process_* under one family, labelled daemon="..." */
+		static const char *const lab[3] = {"daemon=\"engine\"", "daemon=\"vault\"",
+						   "daemon=\"logd\""};
+		char *all = pc_prom_merge(text, lab, 3);
+
+		if (all)
+			fputs(all, stdout);
+		else
+			pc_cli_error("metrics", "out of memory");
+		free(all);
 	}
+	for (size_t i = 0; i < 3; i++)
+		free(text[i]);
 	return answered ? PC_EXIT_OK : PC_EXIT_ERROR;
 }
 

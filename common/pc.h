@@ -533,6 +533,17 @@ void pc_prom_rows(struct pc_prom *b, const struct pc_prom_row *rows, size_t n, v
 const char *pc_prom_label(const char *v, char *buf, size_t len);
 /* The text (caller frees; "" when empty), or NULL after a failure. */
 char *pc_prom_take(struct pc_prom *b);
+/* ad-guard (issue 18): the calling process's process_* families as the
+ * Prometheus client libraries name them (process_cpu_seconds_total,
+ * process_open_fds, process_max_fds, process_virtual_memory_bytes,
+ * process_resident_memory_bytes, process_start_time_seconds), from /proc;
+ * none when /proc cannot be read. */
+void pc_prom_process(struct pc_prom *b);
+/* ad-guard: n expositions (texts[i] may be NULL: skipped) as one: the
+ * samples of a family found in several (process_*) are grouped under one
+ * HELP/TYPE, each with label[i] (e.g. daemon="engine") added. Malloc'ed,
+ * or NULL (out of memory). */
+char *pc_prom_merge(char *const *texts, const char *const *label, size_t n);
 
 /* ---- systemd ------------------------------------------------------------- */
 

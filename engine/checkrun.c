@@ -325,6 +325,7 @@ static void set_result(struct engine *e, int result, uint64_t time_ms, size_t fi
 	pc_strlcpy(e->chk.first, first ? first : "", sizeof(e->chk.first));
 	pc_strlcpy(e->chk.done_trigger, e->chk.trigger, sizeof(e->chk.done_trigger));
 	e->chk.runs++;
+	cutoff_check_done(e, result); /* proven: a cut-off may end */
 }
 
 /* The check record: outcome success when proven (docs/logd.md). Best
@@ -392,6 +393,7 @@ void checkrun_request(struct engine *e, const char *trigger)
 	}
 	e->chk.busy = true;
 	e->chk.started_ms = pc_now_mono_ms();
+	e->chk.cut_seq = e->cut.seq; /* a change after this: this check cannot lift a cut-off */
 }
 
 /* The helper's answer, decoded strictly: anything malformed is a check

@@ -82,6 +82,13 @@ int control_status_json(struct engine *e, char **out)
 			: quota_status_json(&e->quota, pol, e->nq ? held_capacity(e->q[0].held) : 0,
 					    e->nq ? dnstcp_capacity(e->q[0].dnstcp) : 0, &b, &l);
 		rc = rc ? rc : checkrun_status_json(e, &b, &l);
+		rc = rc ? rc : cutoff_status_json(e, &b, &l);
+		if (rc == 0) {
+			struct rulehits *h = engine_hits_get(e);
+
+			rc = rulehits_status_json(h, &b, &l);
+			rulehits_unref(h);
+		}
 		rc = rc ? rc : pc_buf_appendf(&b, &l, "}");
 	}
 	policy_unref(pol);
@@ -267,7 +274,7 @@ int control_loop(struct engine *e)
 	for (size_t i = 0; i < CLIENTS_MAX; i++)
 		cl[i].fd = -1;
 	for (;;) {
-		struct pollfd p[NFIX + CLIENTS_MAX] = {
+		struct pollfd p[NFIX + CLIENTS_MAX + HTTPM_POLLFDS] = {
 		    {.fd = e->sig_fd, .events = POLLIN},
 		    {.fd = e->ctl_fd, .events = POLLIN},
 		    {.fd = e->link_fd, .events = POLLIN},
@@ -286,7 +293,9 @@ int control_loop(struct engine *e)
 			p[NFIX + i].events = POLLIN;
 			waiting = waiting || cl[i].fd >= 0;
 		}
-		n = poll(p, NFIX + CLIENTS_MAX, waiting ? 100 : 1000);
+		httpm_pollfds(e, &p[NFIX + CLIENTS_MAX]);
+		waiting = waiting || httpm_waiting(e);
+		n = poll(p, NFIX + CLIENTS_MAX + HTTPM_POLLFDS, waiting ? 100 : 1000);
 		if (n < 0 && errno != EINTR) {
 			pc_log(PC_LOG_ERR, "control loop: %s", strerror(errno));
 			return PC_EIO;
@@ -315,6 +324,7 @@ int control_loop(struct engine *e)
 			if (engine_local_refresh(e, &err) < 0)
 				pc_log(PC_LOG_ERR, "gateway addresses (kept the previous set): %s",
 				       err.msg);
+			cutoff_enforce(e); /* cut off: a port up again goes down again */
 		}
 		if (n > 0 && p[3].revents)
 			checkrun_readable(e);
@@ -326,6 +336,7 @@ int control_loop(struct engine *e)
 		if (n > 0 && (p[5].revents & POLLIN) && links_monitor_drain(e->route_fd) > 0)
 			engine_routing_restore(e);
 		now = pc_now_mono_ms();
+		httpm_handle(e, &p[NFIX + CLIENTS_MAX], now); /* HTTP /metrics, if on */
 		for (size_t i = 0; i < CLIENTS_MAX; i++) {
 			if (cl[i].fd < 0)
 				continue;

@@ -16,6 +16,16 @@
 
 #define POLICY_LOG_MS 2000
 
+struct rulehits *engine_hits_get(struct engine *e)
+{
+	struct rulehits *h;
+
+	pthread_mutex_lock(&e->pol_lock);
+	h = rulehits_ref(e->hits);
+	pthread_mutex_unlock(&e->pol_lock);
+	return h;
+}
+
 struct policy *engine_policy_get(struct engine *e)
 {
 	struct policy *p;
@@ -84,8 +94,13 @@ void engine_tables_restore(struct engine *e)
 	struct pc_err err = {0};
 	char msg[300], ebuf[600];
 	uint64_t t0 = pc_now_mono_ms();
-	int rc = pol ? ruleset_install(e, pol, &err) : pc_err_set(&err, PC_EINVAL, "no policy");
+	int rc;
 
+	/* cut off first: whatever the change opened is closed before anything
+	 * else happens, and stays closed until a check proves the guard */
+	snprintf(msg, sizeof(msg), "%s changed the tables inet/bridge %s", e->nftw.who, NFT_TABLE);
+	cutoff_begin(e, msg);
+	rc = pol ? ruleset_install(e, pol, &err) : pc_err_set(&err, PC_EINVAL, "no policy");
 	e->nftw.other = false; /* the check below covers other tables too */
 	policy_unref(pol);
 	if (rc == 0) {
@@ -113,8 +128,12 @@ void engine_tables_restore(struct engine *e)
  * engine_check_result stops saying "proven" as soon as it is not. */
 void engine_nft_other_changed(struct engine *e)
 {
+	char why[160];
+
 	pc_log(PC_LOG_NOTICE, "nftables: %s changed another table; checking containment again",
 	       e->nftw.other_who);
+	snprintf(why, sizeof(why), "%s changed another nftables table", e->nftw.other_who);
+	cutoff_begin(e, why);
 	e->nftw.other = false;
 	e->guard.other++;
 	checkrun_request(e, "foreign");
@@ -226,6 +245,9 @@ void engine_init(struct engine *e)
 	e->route_fd = e->nft_fd = -1;
 	e->chk.fd = -1;
 	e->chk.result = -1;
+	e->httpm.fd = -1;
+	for (size_t i = 0; i < HTTPM_CLIENTS; i++)
+		e->httpm.c[i].fd = -1;
 	e->dnsr.fd4 = e->dnsr.fd6 = -1;
 	pthread_mutex_init(&e->pol_lock, NULL);
 	quota_stats_init(&e->quota);
@@ -247,6 +269,8 @@ int engine_setup(struct engine *e, const char *config_path, struct pc_err *err)
 	rc = policy_load_dir(e->cfg.rules_dir, &e->cfg, &e->policy, err);
 	if (rc)
 		return rc;
+	if (rulehits_new(e->policy, &e->hits) < 0)
+		return pc_err_set(err, PC_ENOMEM, "out of memory");
 	rc = dnsguard_new(&e->cfg, &e->dg, err);
 	if (rc)
 		return rc;
@@ -340,6 +364,9 @@ int engine_setup(struct engine *e, const char *config_path, struct pc_err *err)
 		return e->ctl_fd;
 	if (fcntl(e->ctl_fd, F_SETFL, fcntl(e->ctl_fd, F_GETFL) | O_NONBLOCK) < 0)
 		return pc_err_errno(err, PC_EIO, "control socket");
+	rc = httpm_open(e, err); /* engine.metrics_port / metrics_listen; off by default */
+	if (rc)
+		return rc;
 	log_policy(e, true, policy_hash(e->policy), "loaded at start");
 	return 0;
 }
@@ -457,17 +484,21 @@ static void rejudge_flows(struct engine *e, struct policy *pol)
 int engine_reload(struct engine *e, struct pc_err *err)
 {
 	struct policy *np = NULL, *old;
+	struct rulehits *nh = NULL, *oh;
 	char ebuf[1024];
 	int rc;
 
 	pc_sd_notify("RELOADING=1", NULL);
 	rc = policy_load_dir(e->cfg.rules_dir, &e->cfg, &np, err);
+	if (rc == 0 && rulehits_new(np, &nh) < 0)
+		rc = pc_err_set(err, PC_ENOMEM, "out of memory");
 	if (rc == 0) {
 		rc = ruleset_install(e, np, err);
 		if (rc)
 			pc_err_prefix(err, "installing the new tables: ");
 	}
 	if (rc) {
+		rulehits_unref(nh);
 		policy_unref(np);
 		pc_log(PC_LOG_ERR, "reload refused, previous policy stays in force: %s",
 		       pc_err_str(err, ebuf, sizeof(ebuf)));
@@ -478,8 +509,11 @@ int engine_reload(struct engine *e, struct pc_err *err)
 	pthread_mutex_lock(&e->pol_lock);
 	old = e->policy;
 	e->policy = np;
+	oh = e->hits; /* the new policy's rules count from 0 */
+	e->hits = nh;
 	pthread_mutex_unlock(&e->pol_lock);
 	wait_batches(e);
+	rulehits_unref(oh);
 	dnsguard_prune(e->dg, np);
 	rejudge_flows(e, np);
 	policy_unref(old);
@@ -555,6 +589,7 @@ void engine_shutdown(struct engine *e)
 
 	atomic_store(&e->stop, true);
 	checkrun_stop(e);
+	cutoff_shutdown(e);
 	for (size_t i = 0; i < e->nq; i++)
 		if (e->q[i].started)
 			pthread_join(e->q[i].tid, NULL);
@@ -580,6 +615,7 @@ void engine_shutdown(struct engine *e)
 	e->q = NULL;
 	logc_close(e->ctl_lc);
 	dnsreply_close(&e->dnsr);
+	httpm_close(e);
 	{
 		const int fds[] = {e->ctl_fd, e->link_fd, e->route_fd,
 				   e->nft_fd, e->sig_fd,  e->nfq_proc_fd};
@@ -592,6 +628,8 @@ void engine_shutdown(struct engine *e)
 	flow_registry_free(e->flows);
 	quota_stats_free(&e->quota);
 	portmap_set(&e->ports, NULL, 0);
+	rulehits_unref(e->hits);
+	e->hits = NULL;
 	policy_unref(e->policy);
 	e->policy = NULL;
 }

@@ -528,6 +528,34 @@ struct qthread {
 	struct pkt_in *pin;
 };
 
+/* httpmetrics.c (ad-guard, issue 18 point 10): the optional HTTP /metrics
+ * listener, served non-blocking from the control thread's loop. */
+#define HTTPM_REQ_MAX 4096 /* a request head, bytes */
+#define HTTPM_CLIENTS 4
+#define HTTPM_POLLFDS (1 + HTTPM_CLIENTS)
+struct httpm_req {
+	char method[16];
+	char target[256];
+};
+/* Parse a request head (peer bytes; fuzzed): its length (> 0) and *out
+ * when whole and well formed; 0 when more bytes are needed; PC_EPARSE
+ * when malformed or longer than HTTPM_REQ_MAX. */
+int httpm_request_parse(const uint8_t *buf, size_t len, struct httpm_req *out);
+struct httpm_client {
+	int fd; /* -1: free */
+	uint64_t deadline;
+	uint8_t in[HTTPM_REQ_MAX];
+	size_t in_len;
+	char *out; /* the answer being sent (malloc'ed), NULL while reading */
+	size_t out_len, out_off;
+};
+struct httpm {
+	int fd; /* listening socket, -1: off */
+	char where[80];
+	uint64_t requests;
+	struct httpm_client c[HTTPM_CLIENTS];
+};
+
 /* checkrun.c: the containment check the engine runs after each change of
  * its tables, in a helper process forked before the privilege drop (it
  * needs more than CAP_NET_ADMIN). Touched by the control thread only. */
@@ -544,6 +572,21 @@ struct engine_check {
 	uint64_t time_ms, runs;
 	size_t findings;
 	char first[512];
+	uint64_t cut_seq; /* ad-guard: e->cut.seq when the running check was asked for */
+};
+
+/* ad-guard (issue 18): cutoff.c, the sandboxes cut off (their bridge ports
+ * down) from another program's nftables change until a check requested
+ * after it proves containment (docs/engine.md, "Cut off until proven").
+ * Control thread only. */
+struct engine_cutoff {
+	bool active;
+	uint64_t seq; /* changes seen: only a check asked for after the last lifts it */
+	uint64_t since_ms, since_mono; /* when it began (real, monotonic) */
+	uint64_t count, failures;      /* cut-offs begun; ports that could not be taken down */
+	char why[160];		       /* the change that began (or last renewed) it */
+	struct nft_port *downed;       /* the ports it took down: brought up again at the end */
+	size_t n_downed, cap;
 };
 
 struct engine {
@@ -573,10 +616,16 @@ struct engine {
 	struct engine_guard_stats {
 		uint64_t tables_ok, tables_failed, routing_ok, routing_failed, other;
 	} guard;
+	struct engine_cutoff cut; /* ad-guard (issue 18) */
+	struct rulehits *hits;	  /* ad-guard: the policy's rule hits (under pol_lock, as policy) */
+	struct httpm httpm;	  /* ad-guard: HTTP /metrics (control thread only) */
 };
 
 /* Current policy with a reference (caller unrefs). */
 struct policy *engine_policy_get(struct engine *e);
+/* ad-guard: the current policy's rule hit table with a reference
+ * (rulehits_unref). */
+struct rulehits *engine_hits_get(struct engine *e);
 
 /* queue.c */
 int queue_open(struct qthread *t, struct pc_err *err);
@@ -630,6 +679,47 @@ void checkrun_readable(struct engine *e);
 const char *checkrun_result_name(int result); /* "proven", ..., "none" */
 /* Append ,"check":{...} to the status JSON. 0 or PC_ENOMEM. */
 int checkrun_status_json(const struct engine *e, char **buf, size_t *len);
+
+/* cutoff.c (ad-guard, issue 18). begin: another program changed nftables
+ * (why: what, for the journal): take every sandbox port down now, and
+ * count this change, so only a check asked for after it may lift the cut.
+ * enforce: while cut off, take down any port that is up again (a port
+ * attached, or brought up by someone else). check_done: a check finished
+ * with result; proven, and asked for after the last change: the ports it
+ * took down come up again. shutdown: free; the ports stay down (fail
+ * closed) unless engine.remove_table_on_exit. */
+void cutoff_begin(struct engine *e, const char *why);
+void cutoff_enforce(struct engine *e);
+void cutoff_check_done(struct engine *e, int result);
+void cutoff_shutdown(struct engine *e);
+/* ,"cutoff":{...} for status; the cut-off's metrics. */
+int cutoff_status_json(const struct engine *e, char **buf, size_t *len);
+void cutoff_metrics(struct pc_prom *b, const struct engine *e);
+
+/* rulehits.c (ad-guard, issue 18 point 10): per-rule hit counters, one
+ * table per policy (it holds a reference to it). new: a table of 0s for
+ * every allow entry of pol; count (queue threads, lock-free): the
+ * decision's final verdict let a flow or DNS query through by rule
+ * d->rec.rule; status_json appends ,"rules":[...]; metrics the family
+ * portcullis_engine_rule_hits_total{rule}. h may be NULL (nothing). */
+struct rulehits;
+int rulehits_new(struct policy *pol, struct rulehits **out);
+struct rulehits *rulehits_ref(struct rulehits *h);
+void rulehits_unref(struct rulehits *h);
+void rulehits_count(struct rulehits *h, const struct decision *d);
+int rulehits_status_json(struct rulehits *h, char **buf, size_t *len);
+void rulehits_metrics(struct pc_prom *b, struct rulehits *h);
+
+/* httpmetrics.c. open: bind the listener the configuration asks for (none
+ * by default; as root, before the drop); close. pollfds: fill
+ * HTTPM_POLLFDS entries of p (the listener, then the clients); handle:
+ * after poll, with the same entries; waiting: a client is connected. */
+struct pollfd;
+int httpm_open(struct engine *e, struct pc_err *err);
+void httpm_close(struct engine *e);
+size_t httpm_pollfds(struct engine *e, struct pollfd *p);
+void httpm_handle(struct engine *e, const struct pollfd *p, uint64_t now);
+bool httpm_waiting(const struct engine *e);
 
 /* checkmsg.c: the check helper channel (typed, versioned, length-checked;
  * the framing of common/msg.c). engine -> helper: CHK_REQUEST (the

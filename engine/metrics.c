@@ -262,6 +262,7 @@ static void check(struct pc_prom *b, struct engine *e)
 			"nftables changes by other programs to other tables, each followed by a "
 			"containment check.",
 			e->guard.other);
+	cutoff_metrics(b, e);
 	if (e->chk.runs) {
 		pc_prom_one_f64(b, "portcullis_engine_check_timestamp_seconds", "gauge",
 				"When the last containment check read the state (Unix time).",
@@ -285,6 +286,12 @@ int engine_metrics_text(struct engine *e, char **out)
 		 pc_prom_label(pol ? policy_hash(pol) : "", h, sizeof(h)));
 	pc_prom_u64(&b, "portcullis_engine_info", l, 1);
 	limits_metrics(&b, pol);
+	{
+		struct rulehits *rh = engine_hits_get(e);
+
+		rulehits_metrics(&b, rh);
+		rulehits_unref(rh);
+	}
 	quota_metrics(&b, &e->quota, pol);
 	policy_unref(pol);
 	pc_prom_one_f64(&b, "portcullis_engine_uptime_seconds", "gauge",
@@ -315,6 +322,7 @@ int engine_metrics_text(struct engine *e, char **out)
 	pc_prom_u64(&b, "portcullis_engine_log_records_total", "outcome=\"failed\"", failed);
 	dnsguard(&b, e);
 	check(&b, e);
+	pc_prom_process(&b);
 	text = pc_prom_take(&b);
 	if (!text)
 		return PC_ENOMEM;

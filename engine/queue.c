@@ -396,6 +396,7 @@ static void process_batch(struct qthread *t, struct qbufs *qb, int nmsg)
 {
 	struct engine *e = t->e;
 	struct policy *pol = engine_policy_get(e);
+	struct rulehits *hits = engine_hits_get(e);
 	struct decide_ctx c = {.cfg = &e->cfg,
 			       .policy = pol,
 			       .dg = e->dg,
@@ -434,6 +435,7 @@ static void process_batch(struct qthread *t, struct qbufs *qb, int nmsg)
 			refuse_unlogged(t, &t->dec[i]); /* allocation failure refuses too */
 		/* the verdict is final here: count it */
 		metrics_count_verdict(t, &t->dec[i]);
+		rulehits_count(hits, &t->dec[i]);
 		if (t->dec[i].quota)
 			quota_stats_count(&e->quota, decision_sandbox(&t->dec[i]), t->dec[i].quota);
 	}
@@ -448,6 +450,7 @@ static void process_batch(struct qthread *t, struct qbufs *qb, int nmsg)
 		decision_clear(&t->dec[i]);
 	}
 out:
+	rulehits_unref(hits);
 	policy_unref(pol);
 }
 

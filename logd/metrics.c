@@ -63,5 +63,6 @@ char *logd_metrics(void *ctx, const char *req)
 				"re-signs one every log.checkpoint.interval_ms).",
 				now > cp ? (double)(now - cp) / 1000.0 : 0.0);
 	}
+	pc_prom_process(&b); /* process_* (issue 18) */
 	return pc_prom_take(&b);
 }

@@ -58,6 +58,8 @@ static const struct ckey ckeys[] = {
     K("engine.remove_table_on_exit", CT_BOOL, engine.remove_on_exit),
     N("engine.flows_max", engine.flows_max, 1, 1u << 24),
     N("engine.sni_timeout_ms", engine.sni_timeout_ms, 1, 60000),
+    N("engine.metrics_port", engine.metrics_port, 0, 65535),
+    K("engine.metrics_listen", CT_HOSTPORT, engine.metrics_listen),
     N("limits.new_flows_per_second", limits.new_flows_per_second, 1, RULES_LIMIT_RATE_MAX),
     N("limits.new_flows_burst", limits.new_flows_burst, 1, RULES_LIMIT_BURST_MAX),
     K("dns.resolvers", CT_RESOLVERS, dns.resolvers),

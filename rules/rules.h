@@ -75,6 +75,11 @@ struct config {
 		bool remove_on_exit;	 /* engine.remove_table_on_exit: default false */
 		uint32_t flows_max;	 /* engine.flows_max: default 262144 */
 		uint32_t sni_timeout_ms; /* engine.sni_timeout_ms: default 3000 */
+		/* ad-guard (issue 18): the HTTP /metrics listener. metrics_port:
+		 * 0 (default) off, else 127.0.0.1:port; metrics_listen: another
+		 * "address:port" (an IP literal), "" (default) for that one */
+		uint16_t metrics_port;
+		char metrics_listen[64];
 	} engine;
 
 	struct {

@@ -54,5 +54,6 @@ char *vault_metrics(void *ctx, const char *req)
 	pc_prom_family(&b, "portcullis_vault_secrets", "gauge", "Secrets in the vault's store.");
 	pc_prom_u64(&b, "portcullis_vault_secrets", NULL, n_secrets);
 	monitor_metrics(&b);
+	pc_prom_process(&b); /* process_* of the monitor (issue 18) */
 	return pc_prom_take(&b);
 }

@@ -30,7 +30,8 @@ vault_need_bins() {
 
 # vault_config: write portcullis.yaml and the rules for sandbox 1 (agent-1)
 # and sandbox 2 (agent-2); $V_ALLOW1_EXTRA (allow entries, indented as
-# the others) is added to agent-1's.
+# the others) is added to agent-1's; $V_CONF_EXTRA (top-level keys, one
+# line, e.g. "engine: { metrics_port: 9812 }") to portcullis.yaml.
 vault_config() {
 	V=$LAB_DIR/v
 	mkdir -p "$V/rules.d" "$V/run"
@@ -61,6 +62,7 @@ vault_config() {
 	  key: $V/state/log.key
 	  syslog:
 	    local: false
+	${V_CONF_EXTRA:-}
 	EOF
 	mkdir -p "$V/state"
 	cat >"$V/rules.d/agents.yaml" <<-EOF

@@ -1,6 +1,7 @@
 /* Unit tests of the checker's path model on synthetic rulesets (built with
  * libnftnl, no kernel), its JSON reader and the DSSE PAE/sign/verify. */
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -571,8 +572,21 @@ START_TEST(sandbox_facing_devices_are_named)
 	base_state();
 	our_guard(0);
 	st.links[1].stp_state = 0; /* disabled */
+	st.links[1].flags |= IFF_UP;
 	ck_assert_int_eq(ck_analyze(&st, &ex, "pcbr0", r, &err), 0);
 	ck_assert(has(r, "bridge port pcv1 is not in forwarding state (STP state 0)"));
+	checker_result_free(r);
+	teardown();
+
+	/* the same port with its device down (the engine's cut-off): it
+	 * receives nothing, state disabled is no way out */
+	r = calloc(1, sizeof(*r));
+	base_state();
+	our_guard(0);
+	st.links[1].stp_state = 0;
+	st.links[1].flags &= ~(unsigned)IFF_UP;
+	ck_assert_int_eq(ck_analyze(&st, &ex, "pcbr0", r, &err), 0);
+	ck_assert(!has(r, "bridge port pcv1 is not in forwarding state"));
 	checker_result_free(r);
 	teardown();
 }
