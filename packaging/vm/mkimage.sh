@@ -25,7 +25,7 @@ busybox=/bin/busybox
 file "$busybox" 2>/dev/null | grep -q dynamically && { echo "vm-image: $busybox is not the static one (busybox-static)" >&2; exit 1; }
 
 # up to date? (the inputs' names and contents)
-stamp=$( (echo "$deb"; cat "$here/init" "$here/mkimage.sh" "$here/mkcpio.py" "$busybox" /usr/bin/curl) | sha256sum | cut -c1-16)
+stamp=$( (echo "$deb"; cat "$here/init" "$here/mkimage.sh" "$here/mkcpio.py" "$here/pymods.py" "$busybox" /usr/bin/curl /usr/bin/python3.11) | sha256sum | cut -c1-16)
 if [ -f "$out/vmlinuz" ] && [ -f "$out/initrd.img" ] && [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ]; then
 	exit 0
 fi
@@ -38,12 +38,27 @@ cp "$busybox" "$r/bin/busybox"
 for a in $("$busybox" --list); do
 	[ "$a" = busybox ] || ln -s busybox "$r/bin/$a"
 done
-# curl and the libraries it loads (the guest's HTTPS client)
+# curl and the libraries it loads (the guest's HTTPS client); /usr/bin
+# in the guest is /bin (merged /usr, as in Debian 12)
 rm -f "$r/bin/wget.real"
 cp /usr/bin/curl "$r/bin/curl"
 for l in $(ldd /usr/bin/curl | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) .*/\1/p' | sort -u); do
 	mkdir -p "$r$(dirname "$l")"
 	cp -L "$l" "$r$l"
+done
+# Debian's python3 (not whatever python3 is first in PATH) with the part of
+# its library the escape suite's crafter uses (packaging/vm/pymods.py)
+py=/usr/bin/python3.11
+[ -x "$py" ] || { echo "vm-image: $py missing (python3 is in make deps)" >&2; exit 1; }
+cp "$py" "$r/usr/bin/python3.11" 2>/dev/null || { mkdir -p "$r/usr/bin"; cp "$py" "$r/usr/bin/python3.11"; }
+ln -s python3.11 "$r/usr/bin/python3"
+for l in $(ldd "$py" | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p' | sort -u); do
+	mkdir -p "$r$(dirname "$l")"
+	cp -L "$l" "$r$l"
+done
+for f in $("$py" -S "$here/pymods.py" "$here/../../tests/escape/craft.py"); do
+	mkdir -p "$r$(dirname "$f")"
+	cp "$f" "$r$f"
 done
 ln -s lib "$r/lib64" 2>/dev/null || true
 [ -e "$r/lib64/ld-linux-x86-64.so.2" ] || { mkdir -p "$r/lib/x86_64-linux-gnu"; }
