@@ -23,6 +23,8 @@ echo "first line from the guest"
 echo "kernel $(uname -r)"
 ip -o -4 addr show dev eth0 | awk '{print "addr4 " $4}'
 ip -4 route show default | sed 's/^/route /'
+ip -o -6 addr show dev eth0 scope global | awk '{print "addr6 " $4}'
+ip -6 route show default | sed 's/^/route6 /'
 grep '^nameserver' /etc/resolv.conf | sed 's/^/resolv /'
 echo "token=$GITHUB_TOKEN"
 curl -sS --max-time 30 -H "Authorization: Bearer $GITHUB_TOKEN" https://api.github.test/echo | sed 's/^/api /'
@@ -42,6 +44,9 @@ t_match "the guest's console streams back" "first line from the guest" "$OUT"
 t_match "it is Debian's cloud kernel, not the gateway's namespace" "kernel [0-9.]+-[0-9]+-cloud-amd64" "$OUT"
 t_match "the address assigned on the kernel command line" 'addr4 10\.203\.0\.[0-9]+/24' "$OUT"
 t_match "a default route via the gateway" "route default via $LAB_GW4" "$OUT"
+t_match "the IPv6 address assigned on the kernel command line" 'addr6 fd00:203::[0-9a-f]+/64' "$OUT"
+t_match "an IPv6 default route via the gateway" "route6 default via $LAB_GW6" "$OUT"
+t_nomatch "no error from the guest's network set-up" "^ip: " "$OUT"
 t_match "the configured resolver" "resolv nameserver $LAB_RESOLVER4" "$OUT"
 t_match "the guest holds the placeholder, not the secret" "token=$PH\$" "$OUT"
 t_match "an allowed HTTPS fetch from the guest succeeds, the vault injected the secret" \
