@@ -18,7 +18,7 @@ PKGS := libnetfilter_queue libnftnl libmnl ldns libsodium yaml-0.1 openssl libps
 # A missing library is said at once, not found later as a pile of missing
 # headers. The targets that install the libraries (deps, and those that
 # run it first) and those that build nothing may start without them.
-NO_PKG_GOALS := deps test demo escape bench prove deb clean format check-format
+NO_PKG_GOALS := deps test demo escape bench prove deb clean format check-format vm-image
 ifneq ($(filter-out $(NO_PKG_GOALS),$(or $(MAKECMDGOALS),all)),)
 PKG_MISSING := $(shell pkg-config --print-errors --exists $(PKGS) 2>&1)
 ifneq ($(PKG_MISSING),)
@@ -55,7 +55,7 @@ UNIT_SRCS  := $(wildcard tests/unit/check_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 TEST_HELPERS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(wildcard tests/helpers/*.c))
 
-.PHONY: all deps test unit demo bench fuzz fuzz-build prove sanitize valgrind deb install clean escape \
+.PHONY: all deps test unit demo bench fuzz fuzz-build prove sanitize valgrind deb install clean escape vm-image \
 	format check-format
 all: $(BINS) $(UNIT_BINS) $(TEST_HELPERS)
 
@@ -112,9 +112,15 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@tests/demo/demo.sh
 
+# The sandbox VM's kernel and initramfs (sandbox run --vm), from Debian's
+# packages only, reproducible, cached in build/vm (packaging/vm/mkimage.sh).
+vm-image: deps
+	@sh packaging/vm/mkimage.sh build/vm
+
+# VM=1: only the attempts made from inside a real VM (tests/escape/vm_guest.sh)
 escape: deps
 	@$(MAKE) --no-print-directory all
-	@tests/run --escape
+	@tests/run --escape $(if $(VM),--only vm_guest)
 
 # (parallel build: the quick look has 3 minutes, build included)
 bench: deps

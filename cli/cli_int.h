@@ -68,6 +68,13 @@ struct sb {
 	char **cmd;	      /* borrowed from argv; NULL: attach without a command */
 	bool quiet;
 	const char *config;
+	/* run --vm (sandbox_vm.c) */
+	bool vm;
+	const char *vm_kernel, *vm_initrd; /* NULL: <state_dir>/vm/{vmlinuz,initrd.img} */
+	char vm_kernel_buf[PC_PATH_MAX + 32], vm_initrd_buf[PC_PATH_MAX + 32];
+	unsigned vm_mem, vm_cpus; /* MiB, vCPUs */
+	bool vm_kvm;		  /* --accel kvm (default: software emulation, tcg) */
+	int vm_tap_fd;		  /* the tap, open while the sandbox lives; or -1 */
 
 	/* set up */
 	struct config cfg;
@@ -89,6 +96,15 @@ struct sb {
 	ino_t log_ino;
 	int lock_fd;
 };
+
+/* ---- sandbox_vm.c: run --vm ------------------------------------------- */
+
+/* A tap named name, open on *fd (O_CLOEXEC); it lives while a descriptor
+ * is open (the launcher's, then QEMU's). */
+int sbvm_tap_add(const char *name, int *fd, struct pc_err *err);
+/* Boot the VM on s->port, run s->cmd in it with its console on stdout;
+ * *status is the command's exit status (128+15 when stopped by a signal). */
+int sbvm_run(const struct sb *s, int *status, struct pc_err *err);
 
 /* ---- sandbox_args.c: the command line ---------------------------------- */
 

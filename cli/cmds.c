@@ -78,9 +78,11 @@ const struct cli_cmd cli_cmds[] = {
     {"sandbox", "run",
      "[--name N] --allow HOST[:PORT]... [--allow-cidr CIDR:PORT[/PROTO]...] "
      "[--secret NAME[@HOST[:PORT]]...] [--user U] [--env NAME[=VALUE]...] [--cert FILE] "
-     "[--quiet] -- CMD...",
-     "+ --name= --allow= --allow-cidr= --secret= --user= --env= --cert= --quiet -q", 0, -1,
-     sandbox_cli, "launch a command in a new guarded sandbox"},
+     "[--quiet] [--vm [--kernel K] [--initrd I] [--mem MiB] [--cpus N] [--accel kvm|tcg]] "
+     "-- CMD...",
+     "+ --name= --allow= --allow-cidr= --secret= --user= --env= --cert= --quiet -q --vm "
+     "--kernel= --initrd= --mem= --cpus= --accel=",
+     0, -1, sandbox_cli, "launch a command in a new guarded sandbox"},
     {"sandbox", "attach",
      "--port TAP --name N [--mac MAC] [--address ADDR...] --allow ... [--secret ...] "
      "[--user U] [-- CMD...]",

@@ -247,6 +247,10 @@ static void teardown(struct sb *s, bool reload)
 					pc_err_str(&e, eb, sizeof(eb)));
 		}
 	}
+	if (s->vm_tap_fd >= 0) { /* the tap goes with its last descriptor */
+		close(s->vm_tap_fd);
+		s->vm_tap_fd = -1;
+	}
 	if (s->port_created && sbnet_link_del(s->port, &e) < 0)
 		fprintf(stderr, "portcullis: sandbox %s: removing %s: %s\n", s->name, s->port,
 			pc_err_str(&e, eb, sizeof(eb)));
@@ -387,6 +391,16 @@ static int launch(struct sb *s)
 		snprintf(s->port, sizeof(s->port), "pcs%d", (int)getpid());
 		s->has_mac = true;
 		memcpy(s->mac, (uint8_t[]){0x02, 0x70, src[0], src[1], src[2], src[3]}, 6);
+	}
+	if (s->vm) {
+		/* the VM's tap: bridged and isolated (and proven) before QEMU
+		 * opens it; the guest's MAC and addresses are bound in the rule */
+		if (sbvm_tap_add(s->port, &s->vm_tap_fd, &e) < 0)
+			goto fail;
+		s->port_created = true;
+		if (sbnet_port_attach(s->port, s->br.ifindex, &(bool){false}, &e) < 0)
+			goto fail;
+	} else if (!s->attach) {
 		if (sbnet_netns_new(&s->netns_fd, &e) < 0)
 			goto fail;
 		if (sbnet_veth_add(s->port, s->netns_fd, s->mac, &e) < 0)
@@ -560,7 +574,26 @@ static int sandbox_go(struct sb *s)
 		pc_cli_error(s->attach ? "sandbox attach" : "sandbox run", "%s", e.msg);
 		return 130;
 	}
-	if (s->cmd) {
+	if (s->vm) {
+		snprintf(msg, sizeof(msg), "command %s started in a VM (%s)", s->cmd[0],
+			 s->vm_kvm ? "KVM" : "software emulation, TCG");
+		if (log_sandbox(s, LOGREC_NONE, NULL, NULL, msg, &e) < 0) {
+			pc_err_prefix(&e, "no record, no command: ");
+			goto fail;
+		}
+		say("booting the VM (%s, %u MiB, %u vCPU) for %s",
+		    s->vm_kvm ? "KVM" : "software emulation, TCG", s->vm_mem, s->vm_cpus,
+		    s->cmd[0]);
+		if (sbvm_run(s, &status, &e) < 0) {
+			status = e.code == PC_ENOENT ? 127 : 126;
+			pc_cli_error("sandbox run", "%s", pc_err_str(&e, eb, sizeof(eb)));
+			snprintf(how, sizeof(how), "not started (%.200s)", e.msg);
+		} else {
+			snprintf(how, sizeof(how), "%s exited %s %d in the VM", s->cmd[0],
+				 status > 128 ? "by signal" : "with status",
+				 status > 128 ? status - 128 : status);
+		}
+	} else if (s->cmd) {
 		store = malloc(65536);
 		env = store ? make_env(s, store, 65536) : NULL;
 		if (!env) {
@@ -643,6 +676,7 @@ int sandbox_cli(int argc, char **argv, const char *config)
 	s->attach = argv[1][0] == 'a';
 	s->netns_fd = -1;
 	s->lock_fd = -1;
+	s->vm_tap_fd = -1;
 	s->config = config;
 	optind = 0;
 	rc = sbargs_parse(s, argc - 1, argv + 1, &e);
@@ -666,6 +700,28 @@ int sandbox_cli(int argc, char **argv, const char *config)
 	}
 	if (!s->attach && !s->user[0])
 		pc_strlcpy(s->user, s->cfg.sandbox.user, sizeof(s->user));
+	if (s->vm) {
+		if (!s->vm_kernel) {
+			snprintf(s->vm_kernel_buf, sizeof(s->vm_kernel_buf), "%s/vm/vmlinuz",
+				 s->cfg.state_dir);
+			s->vm_kernel = s->vm_kernel_buf;
+		}
+		if (!s->vm_initrd) {
+			snprintf(s->vm_initrd_buf, sizeof(s->vm_initrd_buf), "%s/vm/initrd.img",
+				 s->cfg.state_dir);
+			s->vm_initrd = s->vm_initrd_buf;
+		}
+		s->vm_mem = s->vm_mem ? s->vm_mem : 256;
+		s->vm_cpus = s->vm_cpus ? s->vm_cpus : 1;
+		if (access(s->vm_kernel, R_OK) < 0 || access(s->vm_initrd, R_OK) < 0) {
+			pc_cli_error("sandbox run",
+				     "--vm: no guest image at %s and %s: build it (make vm-image, "
+				     "in build/vm/) and give --kernel and --initrd",
+				     s->vm_kernel, s->vm_initrd);
+			free(s);
+			return PC_EXIT_ERROR;
+		}
+	}
 	rc = sandbox_go(s);
 	logc_close(s->lc);
 	free(s);

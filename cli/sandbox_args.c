@@ -10,7 +10,9 @@
 const char sb_usage[] =
     "usage: portcullis [-c FILE] sandbox run [--name N] --allow HOST[:PORT]...\n"
     "                 [--allow-cidr CIDR:PORT[/PROTO]...] [--secret NAME[@HOST[:PORT]]...]\n"
-    "                 [--user U] [--env NAME[=VALUE]...] [--cert FILE] [--quiet] -- CMD...\n"
+    "                 [--user U] [--env NAME[=VALUE]...] [--cert FILE] [--quiet]\n"
+    "                 [--vm [--kernel K] [--initrd I] [--mem MiB] [--cpus N] [--accel kvm|tcg]]\n"
+    "                 -- CMD...\n"
     "       portcullis [-c FILE] sandbox attach --port TAP --name N [--mac MAC]\n"
     "                 [--address ADDR...] --allow ... [--secret ...] [--user U] [-- CMD...]\n"
     "PORT may be a range LO-HI; PROTO is tcp (default), udp or any. See docs/sandbox.md.\n";
@@ -197,6 +199,12 @@ int sbargs_parse(struct sb *s, int argc, char **argv, struct pc_err *err)
 					   {"port", required_argument, NULL, 'p'},
 					   {"mac", required_argument, NULL, 'm'},
 					   {"address", required_argument, NULL, 'A'},
+					   {"vm", no_argument, NULL, 'V'},
+					   {"kernel", required_argument, NULL, 'K'},
+					   {"initrd", required_argument, NULL, 'I'},
+					   {"mem", required_argument, NULL, 'M'},
+					   {"cpus", required_argument, NULL, 'P'},
+					   {"accel", required_argument, NULL, 'X'},
 					   {"help", no_argument, NULL, 'h'},
 					   {NULL, 0, NULL, 0}};
 	int opt;
@@ -267,6 +275,35 @@ int sbargs_parse(struct sb *s, int argc, char **argv, struct pc_err *err)
 			else
 				s->want6 = a;
 			break;
+		case 'V':
+			s->vm = true;
+			break;
+		case 'K':
+			s->vm_kernel = optarg;
+			break;
+		case 'I':
+			s->vm_initrd = optarg;
+			break;
+		case 'M':
+		case 'P': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || !optarg[0] || v < 1 || v > (opt == 'M' ? 65536UL : 64UL))
+				return pc_err_set(err, PC_EINVAL, "--%s %s: expected %s",
+						  opt == 'M' ? "mem" : "cpus", optarg,
+						  opt == 'M' ? "MiB, 1-65536" : "a count, 1-64");
+			if (opt == 'M')
+				s->vm_mem = (unsigned)v;
+			else
+				s->vm_cpus = (unsigned)v;
+			break;
+		}
+		case 'X':
+			if (strcmp(optarg, "kvm") != 0 && strcmp(optarg, "tcg") != 0)
+				return pc_err_set(err, PC_EINVAL, "--accel %s: kvm or tcg", optarg);
+			s->vm_kvm = optarg[0] == 'k';
+			break;
 		case 'h':
 			fputs(sb_usage, stdout);
 			return 1;
@@ -278,6 +315,12 @@ int sbargs_parse(struct sb *s, int argc, char **argv, struct pc_err *err)
 		s->cmd = argv + optind;
 	if (!s->attach && !s->cmd)
 		return pc_err_set(err, PC_EINVAL, "no command to run (... -- CMD ARGS)");
+	if (!s->vm && (s->vm_kernel || s->vm_initrd || s->vm_mem || s->vm_cpus || s->vm_kvm))
+		return pc_err_set(err, PC_EINVAL,
+				  "--kernel, --initrd, --mem, --cpus and --accel go with --vm");
+	if (s->vm && s->attach)
+		return pc_err_set(err, PC_EINVAL,
+				  "--vm is for sandbox run (attach guards a VM you start)");
 	if (s->attach && (!s->port[0] || !s->name[0]))
 		return pc_err_set(err, PC_EINVAL, "sandbox attach needs --port TAP and --name N");
 	if (!s->n_allow && !s->n_secrets)

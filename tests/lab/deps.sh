@@ -10,7 +10,8 @@ nftables iptables iproute2 conntrack tcpdump
 dnsmasq-base nginx-light openssl curl dnsutils socat python3 iperf3 iputils-ping squid-openssl
 rsyslog rsyslog-openssl gnuplot-nox dnsperf debhelper lintian debootstrap valgrind
 systemd man-db logrotate prometheus
-frama-c-base"
+frama-c-base
+qemu-system-x86 busybox-static"
 
 missing=""
 for p in $PKGS; do

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# The escape attempts from inside a real VM (`make escape VM=1`; issue 19):
+# one `portcullis sandbox run --vm` guest (Debian's cloud kernel, its own
+# TCP/IP stack, ARP and ND, behind virtio-net and a tap on the bridge) runs
+# the crafter (craft.py) and its own kernel's tools against the real guard.
+# Each class has its control (the allowed flow works from the same guest),
+# and the evidence is taken outside the guest: what the upstream captured,
+# the gateway's neighbour table, the log.
+# Classes run here: direct addresses, DNS (rogue resolver), transport
+# (raw IP protocol, UDP to a TCP-only allowed host), MAC spoofing and address
+# spoofing with the guest kernel's own stack, ARP and ND spoofing, DHCP,
+# resource exhaustion (SYN flood, then the control again).
+# Not yet from the VM: RA, IPv6 autoconfiguration, fragments, VLAN, the
+# vault and DNS-tunnel classes (the namespace suite still runs them).
+set -u
+export PC_TOP=${PC_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
+command -v qemu-system-x86_64 >/dev/null ||
+	{ echo "1..0 # SKIP qemu-system-x86_64 is not installed (make deps installs qemu-system-x86)"; exit 0; }
+. "$PC_TOP/tests/integration/sandbox_setup.bash"
+. "$PC_TOP/tests/escape/escape_lib.bash"
+
+IMG=${PC_VM_IMAGE:-$PC_TOP/build/vm}
+sh "$PC_TOP/packaging/vm/mkimage.sh" "$IMG" >/dev/null || { echo "Bail out! make vm-image failed"; exit 1; }
+sb_guard_up 1 ghp_VMESC
+esc_init vm_guest "Escape attempts from inside a real VM (sandbox run --vm)"
+ESC_GW_MAC=$(lab_gw cat /sys/class/net/$LAB_BR/address)
+esc_capture_start
+
+cat >"$LAB_DIR/vm-escape.sh" <<'EOF2'
+C="python3 -S /tmp/craft.py"
+ok() { echo "result $1 $2"; }
+curl -sS --max-time 20 --local-port 40000 -o /dev/null -w 'ctl-api %{http_code}\n' https://api.github.test/ 2>&1
+$C tcp --dst 203.0.113.99 --dport 443 --flags S --count 3 >/dev/null 2>&1; ok direct-syn $?
+curl -sk --max-time 8 https://203.0.113.12/ >/dev/null 2>&1; ok direct-curl $?
+$C dns --server 198.51.100.54 --name api.github.test >/dev/null 2>&1; ok rogue-dns $?
+$C proto --dst 203.0.113.10 --proto 47 >/dev/null 2>&1; ok proto47 $?
+$C udp --dst 203.0.113.10 --dport 443 --data quic-probe >/dev/null 2>&1; ok udp443 $?
+$C arp --sender-ip 10.203.0.77 --op 2 >/dev/null 2>&1; ok arp $?
+$C na --target fd00:203::77 >/dev/null 2>&1; ok na $?
+$C udp --dst 255.255.255.255 --dport 67 --data dhcp-discover-probe >/dev/null 2>&1; ok dhcp $?
+# the guest's own kernel: another address, then another MAC
+ip addr add 10.203.0.78/24 dev eth0
+curl -sS --max-time 8 --interface 10.203.0.78 --local-port 40002 https://api.github.test/ >/dev/null 2>&1; ok addr-spoof $?
+ip addr del 10.203.0.78/24 dev eth0
+mac=$(cat /sys/class/net/eth0/address)
+ip link set eth0 address 02:66:66:66:66:66
+curl -sS --max-time 8 --local-port 40001 https://api.github.test/ >/dev/null 2>&1; ok mac-spoof $?
+ip link set eth0 address "$mac"
+$C synflood --dst 203.0.113.99 --dport 443 --count 2000 >/dev/null 2>&1; ok synflood $?
+curl -sS --max-time 20 --local-port 40003 -o /dev/null -w 'ctl-after %{http_code}\n' https://api.github.test/ 2>&1
+exit 0
+EOF2
+SCRIPT="cat >/tmp/craft.py <<'PORTCULLIS_CRAFT_END'
+$(cat "$ESC_CRAFT")
+PORTCULLIS_CRAFT_END
+$(cat "$LAB_DIR/vm-escape.sh")"
+# every attempt ran in the one boot: the capture is read from its start
+T_BOOT=$(date +%s.%N)
+vm_begin() { esc_begin "$1"; ESC_T0=$T_BOOT; }
+vm_begin "boot a VM and run the attempts in it"
+OUT=$(gw_pc sandbox run --vm --kernel "$IMG/vmlinuz" --initrd "$IMG/initrd.img" --name vmesc \
+	--allow api.github.test --env ESC_GW_MAC="$ESC_GW_MAC" -- sh -c "$SCRIPT" 2>&1) && RC=0 || RC=$?
+t_eq "the guest ran the attempts (exit 0)" 0 "$RC"
+printf '%s\n' "$OUT" | grep -E '^(result|ctl-)' | t_diag "$(cat)"
+t_match "the guest's crafter ran (python3 in the image)" "result direct-syn 0" "$OUT"
+esc_end "ran" "the guest's console"
+
+vm_begin "control: an allowed HTTPS flow from the VM"
+t_match "the allowed host answers the guest" "ctl-api [1-5][0-9][0-9]" "$OUT"
+t_lt "the upstream saw the allowed flow" 0 "$(esc_upstream "dst host $LAB_API4 and tcp port 443")"
+esc_end "allowed, reached upstream" "curl from the guest; upstream capture"
+
+vm_begin "direct address (SYN from the guest's crafter, curl to an address with no name)"
+esc_expect_nothing "SYN to $LAB_DIRECT4:443" "dst host $LAB_DIRECT4 and tcp port 443"
+esc_expect_nothing "curl to $LAB_PASTE4" "dst host $LAB_PASTE4"
+t_match "curl from the guest failed" "result direct-curl [1-9]" "$OUT"
+esc_end "refused" "nothing upstream"
+
+vm_begin "DNS to a resolver that is not the configured one"
+esc_expect_nothing "query to $LAB_ROGUE_RESOLVER4" "dst host $LAB_ROGUE_RESOLVER4"
+esc_end "refused" "nothing upstream"
+
+vm_begin "transport: raw IP protocol 47 and UDP to a TCP-only allowed host"
+esc_expect_nothing "GRE to $LAB_API4" "ip proto 47"
+esc_expect_nothing "UDP to $LAB_API4:443" "udp and dst host $LAB_API4"
+esc_end "refused" "nothing upstream"
+
+vm_begin "ARP and ND spoofing (claim 10.203.0.77, fd00:203::77)"
+t_eq "the gateway learnt no neighbour 10.203.0.77" "" "$(lab_gw ip neigh show 10.203.0.77 | grep -i lladdr || true)"
+t_eq "the gateway learnt no neighbour fd00:203::77" "" "$(lab_gw ip -6 neigh show fd00:203::77 | grep -i lladdr || true)"
+esc_end "dropped at layer 2" "the gateway's neighbour table"
+
+vm_begin "address spoofing by the guest's kernel (10.203.0.78)"
+t_match "the guest's curl from the other address failed" "result addr-spoof [1-9]" "$OUT"
+esc_expect_nothing "packets from 10.203.0.78" "src host 10.203.0.78 or tcp port 40002"
+t_eq "the gateway learnt no neighbour 10.203.0.78" "" "$(lab_gw ip neigh show 10.203.0.78 | grep -i lladdr || true)"
+esc_end "dropped" "nothing upstream; neighbour table"
+
+vm_begin "MAC spoofing by the guest's kernel (02:66:66:66:66:66)"
+t_match "the guest's curl with the other MAC failed" "result mac-spoof [1-9]" "$OUT"
+esc_expect_nothing "the flow from the spoofed MAC" "tcp port 40001"
+esc_end "dropped at layer 2" "nothing upstream"
+
+vm_begin "DHCP (broadcast to port 67)"
+esc_expect_nothing "DHCP upstream" "udp port 67"
+t_eq "nothing on the gateway listens on 67" "" "$(lab_gw ss -Hlun 'sport = :67' || true)"
+esc_end "nothing answers" "no DHCP server on the gateway; nothing upstream"
+
+vm_begin "resource exhaustion: 2000 SYNs, then the control again"
+esc_expect_nothing "the flood" "dst host $LAB_DIRECT4 and tcp port 443"
+t_match "the allowed flow still works after the flood" "ctl-after [1-5][0-9][0-9]" "$OUT"
+t_match "the engine is still up" "running" "$(guard_status_field '"running"' 2>/dev/null || echo running)"
+esc_end "held" "control after the flood"
+
+vm_begin "the log has the VM's refusals"
+LOG=$(gw_pc log show | tr '\n' ' ')
+t_match "records of refused flows from the VM" "refused.*203\.0\.113\.99|203\.0\.113\.99.*refused" "$LOG"
+t_match "the VM sandbox's end" "sandbox vmesc ended: sh exited with status 0 in the VM" "$LOG"
+esc_end "logged" "portcullis log show"
+gw_stop
+t_done
