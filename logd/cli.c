@@ -180,7 +180,7 @@ static int verify_one_(const char *path, struct note_verifier *key, const char *
 		       struct merkle_hasher *ah, struct logv_result *out, bool *no_sidecar)
 {
 	const struct vanchors *va = o->va;
-	char side[PC_PATH_MAX + 16], ts[32], age[32];
+	char side[PC_PATH_MAX + 16], ts[32], age[32], onote[1024];
 	struct checkpoint ext = {0};
 	const struct logv_result *r;
 	struct logv *v = NULL;
@@ -269,7 +269,8 @@ static int verify_one_(const char *path, struct note_verifier *key, const char *
 		logv_free(v);
 		return o->allow_unsigned ? PC_EXIT_OK : PC_EXIT_FAIL;
 	}
-	if (logc_anchors_report(anc, key, va ? va->wkey : NULL, r->records, false, &err) < 0) {
+	if (logc_anchors_origin(anc, key, r, onote, sizeof(onote), &err) < 0 ||
+	    logc_anchors_report(anc, key, va ? va->wkey : NULL, r->records, false, &err) < 0) {
 		pc_cli_error("log verify", "%s: %s", path, err.msg);
 		logv_free(v);
 		return PC_EXIT_FAIL;
@@ -301,6 +302,7 @@ static int verify_one_(const char *path, struct note_verifier *key, const char *
 		no_sidecar_note(path);
 	if (no_sidecar)
 		*no_sidecar = side_missing;
+	fputs(onote, stdout);
 	logc_anchors_report(anc, key, va ? va->wkey : NULL, r->records, true, &err);
 	*out = *r;
 	logv_free(v);

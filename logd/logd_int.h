@@ -132,7 +132,8 @@ int checkpoint_body_parse(const char *body, size_t len, struct checkpoint *out, 
 int checkpoint_sign(const struct note_signer *s, const struct checkpoint *c, char *out,
 		    size_t outlen, struct pc_err *err);
 /* Verify and parse a checkpoint note signed by v, whose origin must be v's
- * name. PC_ETAMPER / PC_EPARSE as note_verify. */
+ * name or one of its segments' ("<name>/<seq>", logd/origin.c). PC_ETAMPER / PC_EPARSE as
+ * note_verify. */
 int checkpoint_open(const struct note_verifier *v, const char *note, size_t len,
 		    struct checkpoint *out, struct pc_err *err);
 
@@ -716,5 +717,24 @@ char *logd_metrics_all(void *ctx, const char *req);
 void logwc_stop(struct logwc *c);
 /* <file>.witnessed */
 #define LOGWC_SUFFIX ".witnessed"
+
+/* ---- lx-origin: one origin per log segment (logd/origin.c) -------------
+ * A checkpoint's origin is the key's name (logs from before segments had
+ * their own) or "<name>/<seq>", seq the segment's first record's. */
+/* 0 and *seg (0 for the bare name) if origin is one of name's; else PC_ETAMPER. */
+int checkpoint_origin_seg(const char *origin, const char *name, uint64_t *seg);
+/* "<name>/<seg>" (seg 0: the bare name) into out. */
+int checkpoint_origin_make(const char *name, uint64_t seg, char *out, size_t len,
+			   struct pc_err *err);
+/* log verify: anchors (the witnessed checkpoint, --against) of another
+ * origin than the file's checkpoints. An earlier segment's witnessed
+ * checkpoint is dropped (not comparable) and named in note; a later
+ * segment's, or an --against of another origin: PC_ETAMPER. After
+ * logv_file, before logc_anchors_report. */
+struct logc_anchors;
+int logc_anchors_origin(struct logc_anchors *a, const struct note_verifier *key,
+			const struct logv_result *r, char *note, size_t notelen,
+			struct pc_err *err);
+/* ---- end lx-origin ---- */
 
 #endif

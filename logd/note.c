@@ -456,9 +456,14 @@ int checkpoint_open(const struct note_verifier *v, const char *note, size_t len,
 		return rc;
 	if (checkpoint_body_parse(note, body_len, &c, err) < 0)
 		return PC_EPARSE;
-	if (strcmp(c.origin, v->name) != 0)
-		return pc_err_set(err, PC_ETAMPER, "checkpoint origin %s is not the key's log %s",
-				  c.origin, v->name);
+	{ /* the key's name, or one of its segments' (logd/origin.c) */
+		uint64_t seg;
+
+		if (checkpoint_origin_seg(c.origin, v->name, &seg) < 0)
+			return pc_err_set(err, PC_ETAMPER,
+					  "checkpoint origin %s is not the key's log %s", c.origin,
+					  v->name);
+	}
 	*out = c;
 	return 0;
 }

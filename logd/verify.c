@@ -293,6 +293,23 @@ static int line_checkpoint(struct logv *v, const char *line, size_t len, struct 
 			   "checkpoint does not verify with key %s+%08x: %s (forged checkpoint, "
 			   "or the wrong key)",
 			   v->key->name, v->key->hash, e.msg);
+	{ /* one origin per file: the bare key name (older logs) or this
+	   * segment's, named by its first record's seq (logd/origin.c) */
+		uint64_t seg = 0;
+
+		if (checkpoint_origin_seg(cp.origin, v->key->name, &seg) < 0 ||
+		    (seg && seg != r->first_seq))
+			return bad(v, PC_ETAMPER, err,
+				   "checkpoint origin %s is not this segment's (its first record "
+				   "is seq %llu): a checkpoint of another segment",
+				   cp.origin, (unsigned long long)r->first_seq);
+		if (r->has_cp && strcmp(cp.origin, r->last_cp.origin) != 0)
+			return bad(v, PC_ETAMPER, err,
+				   "checkpoint origin %s is not the origin %s of the one on line "
+				   "%llu: one file, one origin",
+				   cp.origin, r->last_cp.origin,
+				   (unsigned long long)r->last_cp_line);
+	}
 	if (cp.size != r->records)
 		return bad(v, PC_ETAMPER, err,
 			   "checkpoint covers %llu records but %llu precede it: %s",

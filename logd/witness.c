@@ -27,9 +27,19 @@
 #define HEAD_MAX      4096
 #define IO_TIMEOUT_MS 5000
 
+/* A log segment's origin "<key>/<seg>" (logd/origin.c) and what was
+ * cosigned for it: each origin is its own append-only log. */
+struct witness_origin {
+	uint64_t seg;
+	struct checkpoint cp;
+};
+#define WITNESS_ORIGINS_MAX 4096 /* in memory; with a state dir, older ones are read back */
+
 struct witness_log {
 	struct note_verifier key;
-	struct checkpoint cp; /* size 0: nothing cosigned yet */
+	struct checkpoint cp; /* the bare key name's origin; size 0: nothing cosigned yet */
+	struct witness_origin *seg;
+	size_t n_seg;
 };
 
 struct witness {
@@ -155,9 +165,80 @@ int witness_http_head(const char *buf, size_t len, size_t *head_len, size_t *bod
 
 /* ---- state ------------------------------------------------------------- */
 
-static void state_path(const struct witness *w, const struct witness_log *l, char *buf, size_t len)
+static void state_path(const struct witness *w, const struct witness_log *l, uint64_t seg,
+		       char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/log-%08x.checkpoint", w->dir, l->key.hash);
+	if (seg)
+		snprintf(buf, len, "%s/log-%08x-%llu.checkpoint", w->dir, l->key.hash,
+			 (unsigned long long)seg);
+	else
+		snprintf(buf, len, "%s/log-%08x.checkpoint", w->dir, l->key.hash);
+}
+
+/* The state file of one origin into *cp (size 0 if there is none); a
+ * state it cannot read, or of another origin, is an error: never start
+ * an origin from zero again. */
+static int state_read(const struct witness *w, const struct witness_log *l, uint64_t seg,
+		      struct checkpoint *cp, struct pc_err *err)
+{
+	char path[PC_PATH_MAX + 48], *text = NULL;
+	size_t len = 0;
+	uint64_t s = 0;
+	int rc;
+
+	memset(cp, 0, sizeof(*cp));
+	if (!w->dir[0])
+		return 0;
+	state_path(w, l, seg, path, sizeof(path));
+	rc = pc_file_read(path, CHECKPOINT_MAX * 2, &text, &len, err);
+	if (rc == PC_ENOENT)
+		return 0;
+	if (rc == 0) {
+		rc = checkpoint_open(&l->key, text, len, cp, err);
+		free(text);
+		if (rc == 0 && (checkpoint_origin_seg(cp->origin, l->key.name, &s) < 0 || s != seg))
+			rc = pc_err_set(err, PC_ETAMPER, "holds a checkpoint of origin %s",
+					cp->origin);
+	}
+	if (rc < 0)
+		pc_err_prefix(err, "%s: ", path);
+	return rc;
+}
+
+/* What was cosigned for one origin of l (seg 0: the bare name). */
+static int origin_state(struct witness *w, struct witness_log *l, uint64_t seg,
+			struct checkpoint **out, struct pc_err *err)
+{
+	struct witness_origin *o;
+	int rc;
+
+	if (!seg) {
+		*out = &l->cp;
+		return 0;
+	}
+	for (size_t i = 0; i < l->n_seg; i++)
+		if (l->seg[i].seg == seg) {
+			*out = &l->seg[i].cp;
+			return 0;
+		}
+	if (!l->seg && !(l->seg = calloc(WITNESS_ORIGINS_MAX, sizeof(*l->seg))))
+		return pc_err_set(err, PC_ENOMEM, "out of memory");
+	if (l->n_seg == WITNESS_ORIGINS_MAX) {
+		/* the oldest goes from memory; its state file keeps it */
+		if (!w->dir[0])
+			return pc_err_set(err, PC_ENOMEM,
+					  "more than %d segments of one log without --state",
+					  WITNESS_ORIGINS_MAX);
+		memmove(l->seg, l->seg + 1, (l->n_seg - 1) * sizeof(*l->seg));
+		l->n_seg--;
+	}
+	o = &l->seg[l->n_seg];
+	if ((rc = state_read(w, l, seg, &o->cp, err)) < 0)
+		return rc;
+	o->seg = seg;
+	l->n_seg++;
+	*out = &o->cp;
+	return 0;
 }
 
 /* The file, then the directory, synced: a cosignature is only sent once
@@ -197,24 +278,11 @@ int witness_new(const struct note_signer *signer, const struct note_verifier *lo
 		pc_strlcpy(w->dir, dir, sizeof(w->dir));
 	for (size_t i = 0; i < n_logs; i++) {
 		struct witness_log *l = &w->logs[w->n_logs++];
-		char path[PC_PATH_MAX + 32], *text = NULL;
-		size_t len = 0;
 
 		l->key = logs[i];
-		if (!dir)
-			continue;
-		state_path(w, l, path, sizeof(path));
-		rc = pc_file_read(path, CHECKPOINT_MAX * 2, &text, &len, err);
-		if (rc == PC_ENOENT)
-			continue;
-		if (rc == 0) {
-			rc = checkpoint_open(&l->key, text, len, &l->cp, err);
-			free(text);
-		}
-		if (rc < 0) { /* a state it cannot read: never start from zero */
-			pc_err_prefix(err, "%s: ", path);
+		/* the bare name's state now; each segment's when it is asked for */
+		if ((rc = state_read(w, l, 0, &l->cp, err)) < 0)
 			goto fail;
-		}
 	}
 	*out = w;
 	return 0;
@@ -228,6 +296,8 @@ void witness_free(struct witness *w)
 	if (!w)
 		return;
 	merkle_hasher_free(w->h);
+	for (size_t i = 0; i < w->n_logs; i++)
+		free(w->logs[i].seg);
 	free(w);
 }
 
@@ -238,9 +308,10 @@ int witness_add_checkpoint(struct witness *w, const char *body, size_t len, uint
 {
 	struct witness_req r;
 	struct witness_log *l = NULL;
-	struct checkpoint cp;
+	struct checkpoint cp, *st = NULL;
 	struct pc_err err;
 	size_t olen, blen;
+	uint64_t seg = 0;
 	int n;
 
 	if (witness_req_parse(body, len, &r, &err) < 0) {
@@ -256,10 +327,18 @@ int witness_add_checkpoint(struct witness *w, const char *body, size_t len, uint
 		snprintf(resp, resplen, "the checkpoint has no origin line\n");
 		return 400;
 	}
+	/* the key whose name is the origin, else one whose name and a "/"
+	 * begin it (a segment's origin; checkpoint_open checks the rest) */
 	for (size_t i = 0; i < w->n_logs; i++)
 		if (strlen(w->logs[i].key.name) == olen &&
 		    memcmp(w->logs[i].key.name, r.note, olen) == 0)
 			l = &w->logs[i];
+	for (size_t i = 0; i < w->n_logs && !l; i++) {
+		size_t kl = strlen(w->logs[i].key.name);
+
+		if (kl < olen && r.note[kl] == '/' && memcmp(w->logs[i].key.name, r.note, kl) == 0)
+			l = &w->logs[i];
+	}
 	if (!l) {
 		snprintf(resp, resplen, "unknown log\n");
 		return 404;
@@ -268,45 +347,51 @@ int witness_add_checkpoint(struct witness *w, const char *body, size_t len, uint
 		snprintf(resp, resplen, "%s\n", err.msg);
 		return err.code == PC_EPARSE ? 400 : 403;
 	}
+	if (checkpoint_origin_seg(cp.origin, l->key.name, &seg) < 0 ||
+	    origin_state(w, l, seg, &st, &err) < 0) {
+		pc_log(PC_LOG_ERR, "%s: %s", cp.origin, err.msg);
+		snprintf(resp, resplen, "the witness could not read its state\n");
+		return 500;
+	}
 	if (r.old > cp.size) {
 		snprintf(resp, resplen, "old size %llu is larger than the checkpoint's %llu\n",
 			 (unsigned long long)r.old, (unsigned long long)cp.size);
 		return 400;
 	}
-	if (r.old != l->cp.size) {
-		snprintf(resp, resplen, "%llu\n", (unsigned long long)l->cp.size);
+	if (r.old != st->size) {
+		snprintf(resp, resplen, "%llu\n", (unsigned long long)st->size);
 		return 409;
 	}
-	if (cp.size == l->cp.size && l->cp.size && memcmp(cp.root, l->cp.root, MERKLE_HASH) != 0) {
+	if (cp.size == st->size && st->size && memcmp(cp.root, st->root, MERKLE_HASH) != 0) {
 		/* two trees of one size: a split view; keep the evidence */
 		pc_log(PC_LOG_WARN,
 		       "%s: split view: a checkpoint for %llu records with another root than the "
 		       "one cosigned; refused",
-		       l->key.name, (unsigned long long)cp.size);
-		snprintf(resp, resplen, "%llu\n", (unsigned long long)l->cp.size);
+		       cp.origin, (unsigned long long)cp.size);
+		snprintf(resp, resplen, "%llu\n", (unsigned long long)st->size);
 		return 409;
 	}
-	if (merkle_consistency_verify(w->h, r.old, cp.size, l->cp.root, cp.root,
+	if (merkle_consistency_verify(w->h, r.old, cp.size, st->root, cp.root,
 				      (const uint8_t(*)[MERKLE_HASH])r.proof, r.proof_len) < 0) {
 		pc_log(PC_LOG_WARN,
 		       "%s: the checkpoint for %llu records is not consistent with the one for "
 		       "%llu it cosigned; refused",
-		       l->key.name, (unsigned long long)cp.size, (unsigned long long)l->cp.size);
+		       cp.origin, (unsigned long long)cp.size, (unsigned long long)st->size);
 		snprintf(resp, resplen, "the consistency proof does not verify\n");
 		return 422;
 	}
-	if (cp.size > l->cp.size || !l->cp.size) {
+	if (cp.size > st->size || !st->size) {
 		if (w->dir[0]) {
-			char path[PC_PATH_MAX + 32];
+			char path[PC_PATH_MAX + 48];
 
-			state_path(w, l, path, sizeof(path));
+			state_path(w, l, seg, path, sizeof(path));
 			if (state_write(w->dir, path, r.note, r.note_len, &err) < 0) {
 				pc_log(PC_LOG_ERR, "%s", err.msg);
 				snprintf(resp, resplen, "the witness could not keep its state\n");
 				return 500;
 			}
 		}
-		l->cp = cp;
+		*st = cp;
 	}
 	if (note_verify(&l->key, r.note, r.note_len, &blen, &err) < 0) {
 		snprintf(resp, resplen, "%s\n", err.msg);
@@ -317,7 +402,7 @@ int witness_add_checkpoint(struct witness *w, const char *body, size_t len, uint
 		snprintf(resp, resplen, "%s\n", err.msg);
 		return 500;
 	}
-	pc_log(PC_LOG_DEBUG, "%s: cosigned %llu records", l->key.name, (unsigned long long)cp.size);
+	pc_log(PC_LOG_DEBUG, "%s: cosigned %llu records", cp.origin, (unsigned long long)cp.size);
 	return 200;
 }
 

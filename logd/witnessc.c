@@ -627,6 +627,24 @@ static void *run(void *arg)
 
 /* ---- life ---------------------------------------------------------------- */
 
+/* Is the witnessed checkpoint of another origin than the log's latest
+ * (the sidecar): cosigned for an earlier segment, before a rotation? */
+static bool witnessed_other_origin(const char *file, const struct note_verifier *key,
+				   const char *origin)
+{
+	char side[PC_PATH_MAX + 16], *text = NULL;
+	struct checkpoint sc;
+	size_t len = 0;
+	bool other = false;
+
+	snprintf(side, sizeof(side), "%s.checkpoint", file);
+	if (pc_file_read(side, CHECKPOINT_MAX - 1, &text, &len, NULL) == 0 &&
+	    checkpoint_open(key, text, len, &sc, NULL) == 0)
+		other = strcmp(sc.origin, origin) != 0;
+	free(text);
+	return other;
+}
+
 int logwc_start(const struct logwc_conf *conf, struct logwc **out, struct pc_err *err)
 {
 	struct logwc *c = calloc(1, sizeof(*c));
@@ -658,9 +676,13 @@ int logwc_start(const struct logwc_conf *conf, struct logwc **out, struct pc_err
 			goto fail;
 		}
 		free(text);
-		c->edge.size = cp.size; /* nodes read back from the file before the first send */
-		memcpy(c->wit_root, cp.root, MERKLE_HASH);
-		atomic_store(&c->cosigned_size, cp.size);
+		if (!witnessed_other_origin(c->file, &c->logkey, cp.origin)) {
+			c->edge.size =
+			    cp.size; /* nodes read back from the file before the first send */
+			memcpy(c->wit_root, cp.root, MERKLE_HASH);
+			atomic_store(&c->cosigned_size, cp.size);
+		}
+		/* else an earlier segment's: this one starts at 0 at the witness */
 	}
 	/* the latest checkpoint (the sidecar) goes first: after a restart the
 	 * witness learns where the log stands before any new record, and a

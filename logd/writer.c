@@ -48,8 +48,11 @@ struct logw {
 	size_t pending_len;
 	char sealed_note[CHECKPOINT_MAX]; /* ... and the last one in the file */
 	size_t sealed_len;
-	uint64_t sidecar_ms;   /* monotonic time the sidecar was last re-signed */
-	uint64_t first_seq;    /* of the current file's first record */
+	uint64_t sidecar_ms; /* monotonic time the sidecar was last re-signed */
+	uint64_t first_seq;  /* of the current file's first record */
+	/* the checkpoints' origin: "<key>/<first_seq>" for a segment begun
+	 * here; a file resumed keeps the one it has (logd/origin.c) */
+	char origin[NOTE_NAME_MAX];
 	uint64_t synced_ms;    /* monotonic time of the last fdatasync ... */
 	uint64_t synced_bytes; /* ... and the file size it made durable */
 	struct logw_export exp;
@@ -197,7 +200,8 @@ static int sign_current(struct logw *w, struct pc_err *err)
 	int n;
 
 	memset(&cp, 0, sizeof(cp));
-	pc_strlcpy(cp.origin, note_signer_verifier(w->signer)->name, sizeof(cp.origin));
+	pc_strlcpy(cp.origin, w->origin[0] ? w->origin : note_signer_verifier(w->signer)->name,
+		   sizeof(cp.origin));
 	cp.size = w->st.tree.size;
 	/* Never older than the last one, whatever the wall clock did: the
 	 * verifier reads a checkpoint going back in time as a replay. */
@@ -542,6 +546,13 @@ static int segment_record(struct logw *w, bool new_tree, const char *reason, con
 		 reason);
 	rec.message = msg;
 	if (new_tree) {
+		/* a new tree is a new origin: the witness sees each segment as
+		 * its own append-only log, which starts at size 0 */
+		if (checkpoint_origin_make(note_signer_verifier(w->signer)->name, w->st.next_seq,
+					   w->origin, sizeof(w->origin), err) < 0) {
+			rc = PC_EINVAL;
+			goto out;
+		}
 		merkle_tree_init(&w->st.tree);
 		w->st.since_cp = 0;
 		w->first_seq = w->st.next_seq;
@@ -1157,6 +1168,7 @@ static int state_from(struct logw *w, const struct logv_result *r, struct pc_err
 	w->st.since_cp = r->unsealed;
 	w->st.unsealed_since_ms = pc_now_mono_ms();
 	if (r->has_cp) {
+		pc_strlcpy(w->origin, r->last_cp.origin, sizeof(w->origin));
 		w->st.last_cp_time = r->last_cp.time_ms;
 		memcpy(w->sealed_note, r->last_cp_note, r->last_cp_len + 1);
 		w->sealed_len = r->last_cp_len;

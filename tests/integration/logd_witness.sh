@@ -7,7 +7,10 @@
 # state; a second log under the same key (a split view) is refused by the
 # witness (409/422) and logd says so; with the witness down logd keeps
 # acknowledging (log.witness.required: false) or refuses records once
-# nothing was cosigned for log.witness.max_lag_ms (required: true).
+# nothing was cosigned for log.witness.max_lag_ms (required: true). A
+# rotation starts a new origin that the witness cosigns from 0, while the
+# old origin stays append-only; verify compares the witnessed checkpoint
+# within one origin and refuses an earlier segment put back in place.
 set -u
 . "$PC_TOP/tests/integration/logd_setup.bash"
 
@@ -176,6 +179,88 @@ t_ok "the split log has no witnessed checkpoint" test ! -e "$L.witnessed"
 logd_stop
 rm -f "$L" "$L.checkpoint"
 mv "$D/aside/"* "$(dirname "$L")/"
+
+# Rotation with a witness: each segment is its own origin, "<key name>/<seq
+# of its first record>", which the witness starts at size 0; an origin it
+# has seen stays append-only (docs/logd.md "Checkpoints").
+worigin() { sed -n 1p "$L.witnessed" 2>/dev/null; }
+wis() { [ "$(worigin) $(witnessed_size)" = "$1 $2" ]; }
+first_seq() { head -1 "$1" | grep -o '^{"seq":[0-9]*' | cut -d: -f2; }
+sidecar_from() { # the sidecar rewritten from FILE's last checkpoint
+	sed -n "$(grep -n '^{"checkpoint"' "$1" | tail -1 | cut -d: -f1)p" "$1" |
+		python3 -c 'import json,sys; sys.stdout.write(json.loads(sys.stdin.read())["checkpoint"])' >"$L.checkpoint"
+}
+sidecar_from "$L" # the cut-back above left it at 301 records
+: >"$D/logd.err"
+: >"$D/witness.err"
+logd_ns_start
+t_eq "logd resumes the first segment" 0 $?
+lg_client -n 20 -b 10 -q >/dev/null
+seg1=gw1/portcullis-log/$(first_seq "$L")
+n1=$(($(grep -c '^{"seq"' "$L")))
+lab_wait_until wis "$seg1" "$n1"
+t_eq "the first segment's checkpoints carry the origin <key name>/<its first seq>" \
+	"$seg1 $n1" "$(worigin) $(witnessed_size)"
+cp "$L.witnessed" "$D/seg1.witnessed"
+mv "$L" "$L.1"
+kill -HUP "$LOGD_PID"
+lab_wait_until test -s "$L"
+seg2=gw1/portcullis-log/$(first_seq "$L")
+t_eq "the new segment starts after the last seq of the first" "$(($(first_seq "$L.1") + n1))" \
+	"${seg2##*/}"
+lg_client -n 30 -b 10 -q >/dev/null
+t_eq "records are acknowledged after the rotation" 0 $?
+lab_wait_until wis "$seg2" 31
+t_eq "the witness cosigned the new segment under its own origin (31 records)" "$seg2 31" \
+	"$(worigin) $(witnessed_size)"
+t_nomatch "logd saw no conflict after the rotation" 'split view|refused|cut back|has cosigned' \
+	"$(cat "$D/logd.err")"
+t_eq "metrics: no conflict" 0 "$(metrics conflicts_total)"
+t_nomatch "the witness refused nothing" 'split view|not consistent' "$(cat "$D/witness.err")"
+cpn=$(grep -n '^{"checkpoint"' "$L" | head -2 | tail -1 | cut -d: -f1)
+cpsize=$(sed -n "${cpn}p" "$L" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["checkpoint"].split("\n")[1])')
+lg_client -n 20 -b 10 -q >/dev/null
+lab_wait_until wis "$seg2" 51
+t_eq "... and extends it (51 records)" "$seg2 51" "$(worigin) $(witnessed_size)"
+code=$(lab_in "$GWNS" curl -s -o "$D/resp" -w '%{http_code}' --data-binary @"$D/p300" \
+	"http://$WADDR/add-checkpoint")
+t_eq "the first origin is still append-only at the witness: a stale size is refused (409)" \
+	"409 $n1" "$code $(cat "$D/resp")"
+logd_stop
+out=$(PC log verify 2>&1)
+t_eq "the new segment verifies" 0 $?
+t_match "... against the witnessed checkpoint of its own origin" \
+	'consistent with the witnessed checkpoint .*: 51 records, cosigned by [^ ]+ \(cosignature verified' "$out"
+out=$(PC log verify --against "$D/seg1.witnessed" "$L.1" 2>&1)
+t_eq "the first segment verifies against what the witness cosigned for it" 0 $?
+t_match "... all of it" "consistent with the checkpoint $D/seg1.witnessed: $n1 records" "$out"
+t_ok "both files verify as one chain" PC log verify "$L.1" "$L"
+out=$(PC log verify --against "$D/seg1.witnessed" "$L" 2>&1)
+t_eq "a checkpoint of another origin is not taken as the new segment's" 1 $?
+t_match "... and verify says so" "is of origin $seg1 but this file's checkpoints are of $seg2" "$out"
+# just after a rotation the witnessed checkpoint is still the old segment's
+cp "$L.witnessed" "$D/seg2.witnessed"
+cp "$D/seg1.witnessed" "$L.witnessed"
+out=$(PC log verify 2>&1)
+t_eq "an earlier segment's witnessed checkpoint does not fail the new one" 0 $?
+t_match "... and is named as not compared" 'not compared with the witnessed checkpoint .*earlier segment' "$out"
+cp "$D/seg2.witnessed" "$L.witnessed"
+# an earlier segment put back in the log's place
+mv "$L" "$D/seg2.jsonl"
+cp "$L.1" "$L"
+sidecar_from "$L"
+out=$(PC log verify 2>&1)
+t_eq "the old segment in the log's place is refused (the witness saw a later one)" 1 $?
+t_match "... as a rollback" 'later segment was cosigned.*rollback' "$out"
+# a rollback within the new origin: cut back to an in-file checkpoint
+head -n "$cpn" "$D/seg2.jsonl" >"$L"
+sed -n "${cpn}p" "$L" | python3 -c 'import json,sys; sys.stdout.write(json.loads(sys.stdin.read())["checkpoint"])' >"$L.checkpoint"
+out=$(PC log verify 2>&1)
+t_eq "a cut-back of the new segment is refused against its witnessed checkpoint" 1 $?
+t_match "... records were cut off" "holds $cpsize records but the witnessed checkpoint .* covers 51.*cut off" "$out"
+mv "$D/seg2.jsonl" "$L"
+sidecar_from "$L"
+t_ok "the whole new segment verifies again" PC log verify
 
 # witness down, not required: logd keeps acknowledging and says so
 witness_stop

@@ -242,13 +242,17 @@ static void keys(void)
 	}
 }
 
+/* The origin cp_note signs under; NULL: the key's name. */
+static const char *CP_ORIGIN;
+
 /* A signed checkpoint of the first n leaves into note. */
 static size_t cp_note(uint8_t (*leaves)[32], uint64_t n, char *note, size_t len)
 {
 	struct checkpoint cp = {.size = n, .time_ms = 1764000000000ull + n};
 	int r;
 
-	pc_strlcpy(cp.origin, note_signer_verifier(LOGK)->name, sizeof(cp.origin));
+	pc_strlcpy(cp.origin, CP_ORIGIN ? CP_ORIGIN : note_signer_verifier(LOGK)->name,
+		   sizeof(cp.origin));
 	root_of(leaves, n, cp.root);
 	r = checkpoint_sign(LOGK, &cp, note, len, NULL);
 	ck_assert_int_gt(r, 0);
@@ -386,6 +390,115 @@ START_TEST(witness_cosigns_only_what_extends_its_state)
 }
 END_TEST
 
+START_TEST(origin_names_a_segment)
+{
+	uint64_t seg = 99;
+
+	ck_assert_int_eq(checkpoint_origin_seg("gw1/log", "gw1/log", &seg), 0);
+	ck_assert_uint_eq(seg, 0);
+	ck_assert_int_eq(checkpoint_origin_seg("gw1/log/1234", "gw1/log", &seg), 0);
+	ck_assert_uint_eq(seg, 1234);
+	ck_assert_int_eq(checkpoint_origin_seg("gw1/log/18446744073709551615", "gw1/log", &seg), 0);
+	ck_assert_uint_eq(seg, UINT64_MAX);
+	/* one spelling per segment; nothing but the key's name before it */
+	ck_assert_int_eq(checkpoint_origin_seg("gw1/log/0", "gw1/log", &seg), PC_ETAMPER);
+	ck_assert_int_eq(checkpoint_origin_seg("gw1/log/012", "gw1/log", &seg), PC_ETAMPER);
+	ck_assert_int_eq(checkpoint_origin_seg("gw1/log/", "gw1/log", &seg), PC_ETAMPER);
+	ck_assert_int_eq(checkpoint_origin_seg("gw1/log/1x", "gw1/log", &seg), PC_ETAMPER);
+	ck_assert_int_eq(checkpoint_origin_seg("gw1/log/18446744073709551616", "gw1/log", &seg),
+			 PC_ETAMPER);
+	ck_assert_int_eq(checkpoint_origin_seg("gw1/logx/1", "gw1/log", &seg), PC_ETAMPER);
+	ck_assert_int_eq(checkpoint_origin_seg("gw1/lo", "gw1/log", &seg), PC_ETAMPER);
+	ck_assert_int_eq(checkpoint_origin_seg("other/1", "gw1/log", &seg), PC_ETAMPER);
+	ck_assert_uint_eq(seg, UINT64_MAX); /* not written on failure */
+}
+END_TEST
+
+/* Each segment's origin is a log of its own at the witness: it starts at
+ * 0, whatever the key's other origins hold, and stays append-only,
+ * across a restart too. */
+START_TEST(witness_keeps_one_state_per_origin)
+{
+	static uint8_t leaves[40][32], other[40][32];
+	char body[WITNESS_BODY_MAX], resp[1024], dir[] = "/tmp/pc-witness.XXXXXX", o26[160],
+						 bad[160];
+	struct note_verifier lv;
+	struct witness *w;
+	size_t n;
+
+	keys();
+	leaves_make(leaves, 40);
+	memcpy(other, leaves, sizeof(other));
+	other[0][0] ^= 1;
+	lv = *note_signer_verifier(LOGK);
+	snprintf(o26, sizeof(o26), "%s/26", lv.name);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(witness_new(WITK, &lv, 1, dir, &w, NULL), 0);
+	CP_ORIGIN = NULL;
+	n = wbody(leaves, 0, 25, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 1, resp, sizeof(resp)), 200);
+	/* a new segment's origin: from 0, another tree */
+	CP_ORIGIN = o26;
+	n = wbody(other, 0, 10, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 2, resp, sizeof(resp)), 200);
+	n = wbody(other, 10, 20, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 3, resp, sizeof(resp)), 200);
+	/* once seen, append-only: from 0 again, or another tree, refused */
+	n = wbody(other, 0, 30, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 4, resp, sizeof(resp)), 409);
+	ck_assert_str_eq(resp, "20\n");
+	n = wbody(leaves, 20, 30, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 5, resp, sizeof(resp)), 422);
+	/* the bare name's origin is unchanged */
+	CP_ORIGIN = NULL;
+	n = wbody(leaves, 20, 30, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 6, resp, sizeof(resp)), 409);
+	ck_assert_str_eq(resp, "25\n");
+	/* origins that are not one of the key's segments */
+	snprintf(bad, sizeof(bad), "%s/026", lv.name);
+	CP_ORIGIN = bad;
+	n = wbody(leaves, 0, 5, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 7, resp, sizeof(resp)), 403);
+	snprintf(bad, sizeof(bad), "%sx/26", lv.name);
+	n = wbody(leaves, 0, 5, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 8, resp, sizeof(resp)), 404);
+	witness_free(w);
+
+	/* restarted: each origin's state is read back */
+	ck_assert_int_eq(witness_new(WITK, &lv, 1, dir, &w, NULL), 0);
+	CP_ORIGIN = o26;
+	n = wbody(other, 0, 30, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 9, resp, sizeof(resp)), 409);
+	ck_assert_str_eq(resp, "20\n");
+	n = wbody(other, 20, 30, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 10, resp, sizeof(resp)), 200);
+	CP_ORIGIN = NULL;
+	n = wbody(leaves, 0, 30, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 11, resp, sizeof(resp)), 409);
+	ck_assert_str_eq(resp, "25\n");
+	witness_free(w);
+	{
+		char path[160];
+
+		snprintf(path, sizeof(path), "%s/log-%08x.checkpoint", dir, lv.hash);
+		ck_assert_int_eq(unlink(path), 0);
+		snprintf(path, sizeof(path), "%s/log-%08x-26.checkpoint", dir, lv.hash);
+		ck_assert_int_eq(unlink(path), 0);
+		rmdir(dir);
+	}
+
+	/* without a state directory, in memory */
+	ck_assert_int_eq(witness_new(WITK, &lv, 1, NULL, &w, NULL), 0);
+	CP_ORIGIN = o26;
+	n = wbody(other, 0, 10, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 12, resp, sizeof(resp)), 200);
+	n = wbody(other, 0, 20, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 13, resp, sizeof(resp)), 409);
+	CP_ORIGIN = NULL;
+	witness_free(w);
+}
+END_TEST
+
 #define HEAD(str) witness_http_head(str, sizeof(str) - 1, &hl, &bl, &add, NULL)
 
 START_TEST(witness_request_parsing)
@@ -500,7 +613,8 @@ static Suite *witness_suite(void)
 	tcase_set_timeout(t, 60);
 	PC_UNIT_TESTS(t, consistency_every_pair_up_to_64, consistency_from_the_edge_and_tail,
 		      consistency_known_vectors, cosignature_signs_the_checkpoint_text,
-		      witness_cosigns_only_what_extends_its_state, witness_request_parsing,
+		      witness_cosigns_only_what_extends_its_state, origin_names_a_segment,
+		      witness_keeps_one_state_per_origin, witness_request_parsing,
 		      prefix_check_names_cut_back_and_split, config_reads_the_witness_keys);
 	suite_add_tcase(s, t);
 	return s;
