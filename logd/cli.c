@@ -152,6 +152,17 @@ static void no_sidecar_note(const char *path)
 	       path);
 }
 
+/* Was a checkpoint the witness cosigned found beside the log? When a
+ * witness is configured and none is, verify says so: it cannot vouch
+ * against a cut-back (issue 21: say only what it knows). */
+static bool witnessed_present(const struct logc_anchors *anc)
+{
+	for (size_t i = 0; i < anc->n; i++)
+		if (anc->a[i].witnessed)
+			return true;
+	return false;
+}
+
 /* Verify one file; prints its summary. PC_EXIT_*. *no_sidecar: verified
  * without any checkpoint held outside the file. */
 static int verify_one_(const char *path, struct note_verifier *key, const char *cpfile,
@@ -304,6 +315,12 @@ static int verify_one_(const char *path, struct note_verifier *key, const char *
 		*no_sidecar = side_missing;
 	fputs(onote, stdout);
 	logc_anchors_report(anc, key, va ? va->wkey : NULL, r->records, true, &err);
+	if (va && va->wkey && !witnessed_present(anc))
+		printf(
+		    "  no witnessed checkpoint: %s%s is missing: the witness has cosigned none of "
+		    "this file (it was unreachable, or never asked): a cut-back to a checkpoint "
+		    "in the file cannot be detected\n",
+		    path, LOGWC_SUFFIX);
 	*out = *r;
 	logv_free(v);
 	return PC_EXIT_OK;

@@ -137,6 +137,8 @@ sed -n "${cp300}p" "$L" | python3 -c 'import json,sys; sys.stdout.write(json.loa
 mv "$L.witnessed" "$D/witnessed"
 out=$(PC log verify 2>&1)
 t_eq "the cut-back file verifies on its own (what the witness is for)" 0 $?
+t_match "... and says no witnessed checkpoint vouches for it" \
+	'no witnessed checkpoint: .*\.witnessed is missing: the witness has cosigned none' "$out"
 mv "$D/witnessed" "$L.witnessed"
 out=$(PC log verify 2>&1)
 t_eq "verify refuses the cut-back against the witnessed checkpoint (exit 1)" 1 $?
