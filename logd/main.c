@@ -167,6 +167,11 @@ int main(int argc, char **argv)
 		    .n_old_keys = new_segment ? logd_old_keys_load(cfg.log.key, old, 16) : 0,
 		};
 
+		char host[256] = "";
+
+		/* observer.hostname of the records: the gateway that judged */
+		if (gethostname(host, sizeof(host) - 1) == 0)
+			logrec_set_observer(host);
 		if ((rc = logw_open(&wc, key, new_segment, &w, &err)) < 0)
 			goto fail;
 	}
@@ -207,6 +212,7 @@ int main(int argc, char **argv)
 	{
 		struct logw_export exp;
 
+		logx_set_identity(cfg.log.syslog.facility, cfg.log.syslog.enterprise_number);
 		if ((rc = logx_start(&xc, &x, &err)) < 0)
 			goto fail;
 		logx_hooks(x, &exp);

@@ -432,11 +432,12 @@ static void *sink_main(void *arg)
 		if (k->sp.dropped) {
 			char note[400];
 			int n = snprintf(note, sizeof(note),
-					 "<%d>1 - - portcullis-logd - spool-overflow [" LOGX_SD_ID
+					 "<%d>1 - - portcullis-logd - spool-overflow [%s"
 					 " dropped=\"%llu\" first_seq=\"%llu\" last_seq=\"%llu\"] "
 					 "%llu records were not exported while the collector was "
 					 "away; the log file has them",
-					 LOGX_FACILITY * 8 + 4, (unsigned long long)k->sp.dropped,
+					 logx_facility() * 8 + 4, logx_sd_id(),
+					 (unsigned long long)k->sp.dropped,
 					 (unsigned long long)k->sp.dropped_first,
 					 (unsigned long long)k->sp.dropped_last,
 					 (unsigned long long)k->sp.dropped);

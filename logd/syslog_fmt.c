@@ -34,15 +34,63 @@ static void o_uparam(struct pc_buf *o, const char *name, uint64_t v)
 	o_param(o, name, b);
 }
 
+/* Facility and SD-ID, set once from the configuration before the export
+ * starts (log.syslog.facility, log.syslog.enterprise_number). */
+static int facility = LOGX_FACILITY;
+static char sd_id[32] = LOGX_SD_ID;
+
+void logx_set_identity(int fac, uint32_t pen)
+{
+	facility = fac;
+	snprintf(sd_id, sizeof(sd_id), "portcullis@%u", pen);
+}
+
+int logx_facility(void)
+{
+	return facility;
+}
+
+const char *logx_sd_id(void)
+{
+	return sd_id;
+}
+
 static void o_header(struct pc_buf *o, int sev, uint64_t time_ms, const char *host, long pid,
 		     const char *msgid)
 {
 	char ts[32], b[600];
 
-	snprintf(b, sizeof(b), "<%d>1 %s %s portcullis-logd %ld %s [" LOGX_SD_ID,
-		 LOGX_FACILITY * 8 + sev, pc_time_rfc3339(time_ms, ts, sizeof(ts)), host, pid,
-		 msgid);
+	snprintf(b, sizeof(b), "<%d>1 %s %s portcullis-logd %ld %s [%s", facility * 8 + sev,
+		 pc_time_rfc3339(time_ms, ts, sizeof(ts)), host, pid, msgid, sd_id);
 	pc_buf_puts(o, b);
+}
+
+/* A record field as SD-PARAMs: a list as the same name repeated, once
+ * per item (RFC 5424 6.3.3 allows it), as JSON has an array. */
+static void o_field(void *ctx, const char *key, enum logrec_field_kind k, const char *s, uint64_t n)
+{
+	struct pc_buf *o = ctx;
+	char b[256];
+
+	if (k == LOGF_NUM) {
+		o_uparam(o, key, n);
+		return;
+	}
+	if (k == LOGF_STR || !s) {
+		o_param(o, key, s);
+		return;
+	}
+	while (*s) {
+		const char *end = strchr(s, ',');
+		size_t len = end ? (size_t)(end - s) : strlen(s);
+
+		if (len && len < sizeof(b)) {
+			memcpy(b, s, len);
+			b[len] = '\0';
+			o_param(o, key, b);
+		}
+		s += len + (end ? 1 : 0);
+	}
 }
 
 int logx_format_record(const struct logrec *r, uint64_t seq, uint64_t time_ms,
@@ -50,11 +98,16 @@ int logx_format_record(const struct logrec *r, uint64_t seq, uint64_t time_ms,
 		       size_t len)
 {
 	struct pc_buf o;
-	char hx[2 * MERKLE_HASH + 1], a[PC_ADDRSTRLEN], t[16], port[8] = "", text[1200];
+	char hx[2 * MERKLE_HASH + 1], a[PC_ADDRSTRLEN], port[8] = "", text[1200];
 	const char *verdict = r->verdict == LOGREC_ALLOWED   ? "allowed"
 			      : r->verdict == LOGREC_REFUSED ? "refused"
 							     : "";
-	const char *target = r->domain ? r->domain : r->dns_name ? r->dns_name : r->sni;
+	/* the destination: its name, else its address (IP-only records) */
+	const char *target = r->domain		  ? r->domain
+			     : r->dns_name	  ? r->dns_name
+			     : r->sni		  ? r->sni
+			     : r->dst.addr.family ? pc_addr_str(&r->dst.addr, a, sizeof(a))
+						  : NULL;
 	int sev = r->action == LOGREC_EXFIL	 ? 1
 		  : r->verdict == LOGREC_REFUSED ? 4
 		  : r->action == LOGREC_SEGMENT	 ? 5
@@ -67,34 +120,11 @@ int logx_format_record(const struct logrec *r, uint64_t seq, uint64_t time_ms,
 	pc_buf_init_fixed(&o, buf, len - 1, 0);
 	merkle_hex(hash, hx);
 	o_header(&o, sev, time_ms, host, pid, logrec_action_name(r->action));
-	o_uparam(&o, "seq", seq);
-	o_param(&o, "hash", hx);
-	o_param(&o, "event.action", logrec_action_name(r->action));
-	if (r->verdict != LOGREC_NONE)
-		o_param(&o, "event.outcome", r->verdict == LOGREC_ALLOWED ? "success" : "failure");
-	o_param(&o, "event.reason", r->reason);
-	o_param(&o, "sandbox", r->sandbox);
-	o_param(&o, "policy", r->policy);
-	o_param(&o, "rule.name", r->rule);
-	if (r->src.addr.family) {
-		o_param(&o, "source.ip", pc_addr_str(&r->src.addr, a, sizeof(a)));
-		o_uparam(&o, "source.port", r->src.port);
-	}
-	if (r->dst.addr.family) {
-		o_param(&o, "destination.ip", pc_addr_str(&r->dst.addr, a, sizeof(a)));
-		o_uparam(&o, "destination.port", r->dst.port);
-	}
-	o_param(&o, "destination.domain", r->domain);
-	o_uparam(&o, "network.iana_number", r->transport);
-	o_param(&o, "dns.question.name", r->dns_name);
-	if (r->dns_type)
-		o_param(&o, "dns.question.type", logrec_dns_type_name(r->dns_type, t, sizeof(t)));
-	o_param(&o, "dns.resolved_ip", r->dns_answers);
-	o_param(&o, "tls.client.server_name", r->sni);
-	o_param(&o, "http.request.method", r->http_method);
-	o_param(&o, "url.path", r->http_path);
-	o_uparam(&o, "http.response.status_code", r->http_status);
-	o_param(&o, "secrets", r->secrets);
+	/* the record's fields, as in the JSON line (logrec_fields): the
+	 * chain's own (event.sequence, event.hash) first */
+	o_uparam(&o, LOGREC_SEQ_KEY, seq);
+	o_param(&o, LOGREC_HASH_KEY, hx);
+	logrec_fields(r, o_field, &o);
 	pc_buf_put(&o, "] ", 2);
 	/* MSG: the short human form */
 	if (r->dst.port && target)

@@ -293,7 +293,8 @@ static const struct {
      "base, count, maxlen"},
     {"log: {syslog: {remtoe: x}}\n",
      "etc/pc.yaml:1:16: unknown key 'remtoe' in 'log.syslog' (did you mean 'remote'?); "
-     "expected one of: local, remote, tls, ca, spool, socket"},
+     "expected one of: local, remote, tls, ca, spool, socket, facility, "
+     "enterprise_number"},
     {"frobnicate: 1\n",
      "etc/pc.yaml:1:1: unknown key 'frobnicate' in the configuration; expected one of: "
      "bridge, uplinks, rules, run_dir, state_dir, queue, engine, limits, dns, vault, log, sandbox"},
