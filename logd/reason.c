@@ -16,6 +16,7 @@ static const char *const codes[LOGREC_REASON_CODES] = {
     "host_not_tls",
     "host",
     "dns_name",
+    "resolved_name",
     "not_a_sandbox",
     "unknown_port",
     "sandbox_to_sandbox",
@@ -41,6 +42,19 @@ static const char *const codes[LOGREC_REASON_CODES] = {
     "fragment",
     "malformed",
     "internal_error",
+    "dns_answer_dropped",
+    "dns_answer_not_from_resolver",
+    "dns_answer_malformed",
+    "dns_answer_unasked",
+    "dns_answer_released",
+    "cut_by_reload",
+    "policy_loaded",
+    "policy_rejected",
+    "guard_reinstalled",
+    "guard_not_reinstalled",
+    "containment_proven",
+    "containment_not_proven",
+    "containment_check_failed",
     "protocol",
     "other",
 };
@@ -52,12 +66,14 @@ static const struct {
 	const char *code;
 } prefixes[] = {
     /* allowed */
+    {"name allowed; its answer dropped", "dns_answer_dropped"},
     {"allowed address", "cidr"},
     {"allowed host; secret-bound", "vault"},
     {"allowed host; TLS server name checked", "server_name"},
     {"allowed host (not TLS", "host_not_tls"},
     {"allowed host", "host"},
     {"name allowed", "dns_name"},
+    {"resolved name allowed", "resolved_name"},
     /* refused: who is asking */
     {"not a sandbox", "not_a_sandbox"},
     {"sender is not a sandbox", "not_a_sandbox"},
@@ -74,6 +90,7 @@ static const struct {
     {"held flow no longer matches", "held_mismatch"},
     {"held flow: the server did not acknowledge", "held_unacknowledged"},
     {"held flow: ", "held_inconsistent"},
+    {"the held flow's host is no longer allowed", "held_mismatch"},
     /* refused: TLS server name */
     {"no TLS ClientHello within", "tls_timeout"},
     {"TLS server name ", "server_name"},
@@ -97,6 +114,26 @@ static const struct {
     {"DNS guard error", "internal_error"},
     {"internal error", "internal_error"},
     {"out of memory", "internal_error"},
+    /* DNS answers (the guard drops what it cannot vouch for) */
+    {"receiver is not a sandbox", "not_a_sandbox"},
+    {"not from a configured resolver", "dns_answer_not_from_resolver"},
+    {"malformed answer", "dns_answer_malformed"},
+    {"not a response to one question", "dns_answer_malformed"},
+    {"DNS answer ", "dns_answer_malformed"},
+    {"cannot strip ech", "dns_answer_malformed"},
+    {"question is not one an allowed query asked", "dns_answer_unasked"},
+    {"matches no outstanding query", "dns_answer_unasked"},
+    {"answered without a request", "dns_answer_unasked"},
+    {"answer released", "dns_answer_released"},
+    /* flows the engine ends, and the engine's own records */
+    {"cut by reload", "cut_by_reload"},
+    {"policy in force", "policy_loaded"},
+    {"policy rejected", "policy_rejected"},
+    {"guard reinstalled", "guard_reinstalled"},
+    {"guard changed by another program", "guard_not_reinstalled"},
+    {"containment proven", "containment_proven"},
+    {"containment not proven", "containment_not_proven"},
+    {"containment check could not run", "containment_check_failed"},
 };
 
 static int code_index(const char *code)

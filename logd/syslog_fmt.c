@@ -161,9 +161,9 @@ int logx_format_checkpoint(const char *note, size_t nlen, const char *host, long
 	pc_buf_init_fixed(&o, buf, len - 1, 0);
 	merkle_hex(cp.root, root);
 	o_header(&o, 6, cp.time_ms, host, pid, "checkpoint");
-	o_param(&o, "log.origin", cp.origin);
-	o_uparam(&o, "log.tree_size", cp.size);
-	o_param(&o, "log.root_hex", root);
+	o_param(&o, "portcullis.checkpoint.origin", cp.origin);
+	o_uparam(&o, "portcullis.checkpoint.size", cp.size);
+	o_param(&o, "portcullis.checkpoint.root", root);
 	pc_buf_put(&o, "] ", 2);
 	/* MSG: the signed note, newlines written as \n, so a copy can be
 	 * checked with the public key after turning them back */

@@ -40,8 +40,8 @@ t_match "against a tree of a million" "leaf 765431 of the 1000001-record tree" \
 	"$(PC log verify --proof "$D/proof")"
 
 # one byte in the middle: sed on a 600 MB file would be slow, dd is not
-off=$(grep -b -m1 '^{"seq":500000,' "$D/log/verdicts.jsonl" | cut -d: -f1)
-line=$(grep -n -m1 '^{"seq":500000,' "$D/log/verdicts.jsonl" | cut -d: -f1)
+off=$(grep -b -m1 '^{"event.sequence":500000,' "$D/log/verdicts.jsonl" | cut -d: -f1)
+line=$(grep -n -m1 '^{"event.sequence":500000,' "$D/log/verdicts.jsonl" | cut -d: -f1)
 printf '9' | dd of="$D/log/verdicts.jsonl" bs=1 seek=$((off + 8)) conv=notrunc 2>/dev/null
 out=$(PC log verify 2>&1)
 t_eq "one changed byte in the middle fails verify" 1 $?
