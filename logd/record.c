@@ -289,9 +289,9 @@ void logrec_fields(const struct logrec *rec, logrec_field_fn fn, void *ctx)
 	if (rec->verdict != LOGREC_NONE)
 		fn(ctx, "event.outcome", LOGF_STR,
 		   rec->verdict == LOGREC_ALLOWED ? "success" : "failure", 0);
+	fn(ctx, "event.reason", LOGF_STR, rec->reason, 0);
 	if (rec->reason && *rec->reason)
 		fn(ctx, "event.code", LOGF_STR, code, 0);
-	fn(ctx, "event.reason", LOGF_STR, rec->reason, 0);
 	fn(ctx, "portcullis.sandbox", LOGF_STR, rec->sandbox, 0);
 	fn(ctx, "portcullis.policy", LOGF_STR, rec->policy, 0);
 	fn(ctx, "rule.name", LOGF_STR, rec->rule, 0);

@@ -112,7 +112,7 @@ up=$UP
 t_eq "the resolver saw TXT only from the permitted sandbox" "1 0" \
 	"$(echo "$up" | grep -c "query\[TXT\] api.github.test from $SB2\$") $(echo "$up" | from1)"
 t_match "verdict record: TXT refused for agent-1" \
-	'"event.reason":"query type not permitted","portcullis.sandbox":"agent-1".*"dns.question.type":"TXT"' \
+	'"event.reason":"query type not permitted","event.code":"dns_type","portcullis.sandbox":"agent-1".*"dns.question.type":"TXT"' \
 	"$(dg_rec api.github.test | grep TXT)"
 
 # ---- shapes of query the guard refuses --------------------------------------------------
