@@ -322,10 +322,10 @@ void logrec_fields(const struct logrec *rec, logrec_field_fn fn, void *ctx)
 	if (rec->dns_type)
 		fn(ctx, "dns.question.type", LOGF_STR,
 		   logrec_dns_type_name(rec->dns_type, tmp, sizeof(tmp)), 0);
+	fn(ctx, "dns.resolved_ip", LOGF_LIST, rec->dns_answers, 0);
 	/* learned from answers the guard takes only from NOERROR responses */
 	if (rec->action == LOGREC_DNS_LEARN)
 		fn(ctx, "dns.response_code", LOGF_STR, "NOERROR", 0);
-	fn(ctx, "dns.resolved_ip", LOGF_LIST, rec->dns_answers, 0);
 	fn(ctx, "tls.client.server_name", LOGF_STR, rec->sni, 0);
 	fn(ctx, "http.request.method", LOGF_STR, rec->http_method, 0);
 	fn(ctx, "url.path", LOGF_STR, rec->http_path, 0);
