@@ -306,17 +306,17 @@ void logrec_fields(const struct logrec *rec, logrec_field_fn fn, void *ctx)
 			fn(ctx, "destination.port", LOGF_NUM, NULL, rec->dst.port);
 	}
 	fn(ctx, "destination.domain", LOGF_STR, rec->domain, 0);
-	/* from the sandboxes, through the guard, to the outside: the
-	 * perimeter's point of view (ECS network.direction) */
-	if (rec->action == LOGREC_CONNECT || rec->action == LOGREC_DNS_QUERY ||
-	    rec->action == LOGREC_HTTP_REQUEST || rec->action == LOGREC_EXFIL)
-		fn(ctx, "network.direction", LOGF_STR, "outbound", 0);
 	if (rec->transport) {
 		snprintf(iana, sizeof(iana), "%u", rec->transport); /* ECS: a keyword */
 		fn(ctx, "network.transport", LOGF_STR,
 		   transport_name(rec->transport, tmp, sizeof(tmp)), 0);
 		fn(ctx, "network.iana_number", LOGF_STR, iana, 0);
 	}
+	/* from the sandboxes, through the guard, to the outside: the
+	 * perimeter's point of view (ECS network.direction) */
+	if (rec->action == LOGREC_CONNECT || rec->action == LOGREC_DNS_QUERY ||
+	    rec->action == LOGREC_HTTP_REQUEST || rec->action == LOGREC_EXFIL)
+		fn(ctx, "network.direction", LOGF_STR, "outbound", 0);
 	fn(ctx, "network.protocol", LOGF_STR, c->protocol, 0);
 	fn(ctx, "dns.question.name", LOGF_STR, rec->dns_name, 0);
 	if (rec->dns_type)
