@@ -31,8 +31,8 @@ int logrec_json_format(const struct logrec *rec, uint64_t seq, uint64_t time_ms,
 #define LOGREC_OLD_HASH_KEY "hash"
 enum logrec_field_kind { LOGF_STR, LOGF_NUM, LOGF_LIST /* comma separated */ };
 /* s is NULL or "" for an absent field (the form leaves it out). */
-typedef void (*logrec_field_fn)(void *ctx, const char *key, enum logrec_field_kind k,
-				const char *s, uint64_t n);
+typedef void (*logrec_field_fn)(void *ctx, const char *key, enum logrec_field_kind k, const char *s,
+				uint64_t n);
 /* The fields between @timestamp and message, the same for JSON and syslog. */
 void logrec_fields(const struct logrec *rec, logrec_field_fn fn, void *ctx);
 /* Length of the "{"<seq key>": that opens a record line, in either

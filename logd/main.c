@@ -212,7 +212,7 @@ int main(int argc, char **argv)
 	{
 		struct logw_export exp;
 
-		logx_set_identity(cfg.log.syslog.facility, cfg.log.syslog.enterprise_number);
+		logx_set_identity(cfg.log.syslog.facility, cfg.log.syslog.pen);
 		if ((rc = logx_start(&xc, &x, &err)) < 0)
 			goto fail;
 		logx_hooks(x, &exp);

@@ -94,7 +94,7 @@ static const struct ckey ckeys[] = {
     N("log.syslog.spool", log.syslog.spool_records, 0, 10000000),
     K("log.syslog.socket", CT_PATH, log.syslog.socket),
     K("log.syslog.facility", CT_FACILITY, log.syslog.facility),
-    N("log.syslog.enterprise_number", log.syslog.enterprise_number, 1, UINT32_MAX),
+    N("log.syslog.enterprise_number", log.syslog.pen, 1, UINT32_MAX),
     K("sandbox.pool4", CT_PREFIX4, sandbox.pool4),
     K("sandbox.pool6", CT_PREFIX6, sandbox.pool6),
     K("sandbox.user", CT_USER, sandbox.user),
@@ -187,8 +187,8 @@ void config_defaults(struct config *cfg)
 	cfg->log.rotate_bytes = 0;
 	cfg->log.syslog.local = true;
 	cfg->log.syslog.spool_records = 100000;
-	cfg->log.syslog.facility = 16;		   /* local0 */
-	cfg->log.syslog.enterprise_number = 32473; /* docs/logd.md "Syslog export" */
+	cfg->log.syslog.facility = 16; /* local0 */
+	cfg->log.syslog.pen = 32473;   /* docs/logd.md "Syslog export" */
 	pc_strlcpy(cfg->log.syslog.socket, "/dev/log", sizeof(cfg->log.syslog.socket));
 	pc_strlcpy(cfg->sandbox.user, "nobody", sizeof(cfg->sandbox.user));
 	config_derive(cfg, NULL);

@@ -130,7 +130,7 @@ struct config {
 			uint32_t spool_records;	  /* log.syslog.spool: default 100000 */
 			char socket[PC_PATH_MAX]; /* log.syslog.socket: local, default /dev/log */
 			uint8_t facility;	  /* log.syslog.facility: default 16 (local0) */
-			uint32_t enterprise_number; /* log.syslog.enterprise_number: SD-ID's */
+			uint32_t pen;		  /* log.syslog.enterprise_number (SD-ID) */
 		} syslog;
 	} log;
 

@@ -326,6 +326,26 @@ START_TEST(a_log_written_before_the_ecs_names_verifies)
 }
 END_TEST
 
+/* The configured facility and enterprise number are what the messages
+ * carry (log.syslog.facility, log.syslog.enterprise_number). */
+START_TEST(syslog_identity_is_the_configured_one)
+{
+	static const uint8_t hash[MERKLE_HASH];
+	struct logrec r;
+	char msg[8192];
+	int m;
+
+	rec_of_kind(&r, LOGREC_CONNECT, LOGREC_ALLOWED);
+	logx_set_identity(19, 99999); /* local3 */
+	m = logx_format_record(&r, 1, 1764424933123ULL, hash, "gw", 1, msg, sizeof(msg));
+	logx_set_identity(LOGX_FACILITY, 32473);
+	ck_assert_int_gt(m, 0);
+	msg[m] = '\0';
+	ck_assert_msg(!strncmp(msg, "<158>1 ", 7), "%s", msg); /* 19 * 8 + info */
+	ck_assert_msg(strstr(msg, " [portcullis@99999 event.sequence=\"1\""), "%s", msg);
+}
+END_TEST
+
 PC_UNIT_SUITE("logd_ecs", "ecs", 30, every_record_kind_has_the_ecs_fields_in_both_forms,
 	      every_reason_in_the_sources_has_an_event_code, every_event_code_is_documented,
-	      a_log_written_before_the_ecs_names_verifies)
+	      a_log_written_before_the_ecs_names_verifies, syslog_identity_is_the_configured_one)
