@@ -322,6 +322,37 @@ START_TEST(a_log_written_before_the_ecs_names_verifies)
 	ck_assert_int_eq(logv_new(&key, &v, NULL), 0);
 	ck_assert_int_lt(logv_buffer(v, text, len, 0, &err), 0);
 	logv_free(v);
+	/* an upgraded logd goes on in the same file with the new names: the
+	 * chain runs from the last old line into the first new one */
+	{
+		struct merkle_hasher *h;
+		struct logrec r;
+		uint8_t prev[MERKLE_HASH], leaf[MERKLE_HASH];
+		char *mixed = malloc(len + LOGREC_JSON_MAX + 128), hex[2 * MERKLE_HASH + 1];
+		const char *last = text;
+		int n;
+
+		text[strstr(text, "\"seq\":2,") - text + 20] ^= 1; /* undo the edit */
+		for (const char *p = text; (p = strstr(p, "\n{\"seq\":")); p++)
+			last = p + 1;
+		ck_assert_int_eq(merkle_hex_parse(strchr(last, '\n') - 66, prev), 0);
+		rec_of_kind(&r, LOGREC_CONNECT, LOGREC_REFUSED);
+		memcpy(mixed, text, len);
+		n = logrec_json_format(&r, 8, 1764424933123ULL, prev, NULL, mixed + len,
+				       LOGREC_JSON_MAX);
+		ck_assert_int_gt(n, 0);
+		ck_assert_int_eq(merkle_hasher_new(&h, NULL), 0);
+		ck_assert_int_eq(merkle_leaf(h, mixed + len, (size_t)n, NULL, 0, leaf), 0);
+		merkle_hasher_free(h);
+		merkle_hex(leaf, hex);
+		n += snprintf(mixed + len + n - 1, 128, ",\"event.hash\":\"%s\"}\n", hex) - 1;
+		ck_assert_int_eq(logv_new(&key, &v, NULL), 0);
+		ck_assert_msg(logv_buffer(v, mixed, len + (size_t)n, 0, &err) == 0, "%s", err.msg);
+		ck_assert_uint_eq(logv_result(v)->records, 8);
+		ck_assert_uint_eq(logv_result(v)->last_seq, 8);
+		logv_free(v);
+		free(mixed);
+	}
 	free(text);
 }
 END_TEST
