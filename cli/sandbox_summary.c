@@ -34,13 +34,17 @@ static int rec_field(void *ctx, const char *k, size_t kl, enum logjson_type t, c
 {
 	struct rec_fields *r = ctx;
 
-	if (kl == 3 && !memcmp(k, "seq", 3) && t == LOGJSON_SCALAR)
+	/* both spellings: ECS names, and those of logs written before them */
+	if (((kl == 3 && !memcmp(k, "seq", 3)) || (kl == 14 && !memcmp(k, "event.sequence", 14))) &&
+	    t == LOGJSON_SCALAR)
 		r->seq = strtoull(v, NULL, 10);
 	else if (kl == 12 && !memcmp(k, "event.action", 12) && t == LOGJSON_STRING)
 		str_copy(v, vl, r->action, sizeof(r->action));
 	else if (kl == 13 && !memcmp(k, "event.outcome", 13) && t == LOGJSON_STRING)
 		str_copy(v, vl, r->outcome, sizeof(r->outcome));
-	else if (kl == 7 && !memcmp(k, "secrets", 7) && t == LOGJSON_ARRAY && vl > 2)
+	else if (((kl == 7 && !memcmp(k, "secrets", 7)) ||
+		  (kl == 18 && !memcmp(k, "portcullis.secrets", 18))) &&
+		 t == LOGJSON_ARRAY && vl > 2)
 		str_copy(v + 1, vl - 2, r->secrets, sizeof(r->secrets)); /* [..] -> a,b */
 	return 0;
 }
@@ -73,7 +77,8 @@ static void count_line(const char *name, uint64_t seq_first, const char *line, s
 {
 	struct rec_fields r = {0};
 	char pat[POLICY_NAME_MAX + 16];
-	int plen = snprintf(pat, sizeof(pat), "\"sandbox\":\"%s\"", name);
+	/* "sandbox" (old logs) or "portcullis.sandbox" */
+	int plen = snprintf(pat, sizeof(pat), "sandbox\":\"%s\"", name);
 
 	if (plen < 0 || (size_t)plen >= sizeof(pat) || !memmem(line, len, pat, (size_t)plen) ||
 	    logjson_each(line, len, rec_field, &r) < 0 || r.seq < seq_first)

@@ -494,8 +494,8 @@ bool decide_rejudge(const struct decide_ctx *c, const struct flow_key *k, const 
 
 /* ---- the engine (engine.c, queue.c, control.c) ------------------------------ */
 
-/* Labels of the verdict counters by reason (metrics.c maps each record's
- * reason to one); room for the table and three of its own. */
+/* Labels of the verdict counters by reason: the event.codes (logd/reason.c)
+ * and "unrecorded". */
 #define MET_REASONS 48
 
 struct qstats {

@@ -1,101 +1,28 @@
 /* The engine's metrics in Prometheus text format (`metrics` on engine.sock):
  * verdicts by outcome and reason, queue counters and drops, flows, the DNS
  * guard's counters, log records, the containment check. The reasons of the
- * records are free text; here they become a fixed set of labels. */
+ * records are free text; their event.code is the label. */
 #include "engine/engine_int.h"
 #include "checker/checker.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* Reason label by the start of the record's reason (decide.c, dnsguard);
- * anything not listed is "other". Order matters: first match wins. */
-static const struct {
-	const char *prefix;
-	const char *label;
-} reasons[] = {
-    /* allowed */
-    {"allowed address", "cidr"},
-    {"allowed host; secret-bound", "vault"},
-    {"allowed host; TLS server name checked", "server_name"},
-    {"allowed host (not TLS", "host_not_tls"},
-    {"allowed host", "host"},
-    {"name allowed", "dns_name"},
-    /* refused: who is asking */
-    {"not a sandbox", "not_a_sandbox"},
-    {"sender is not a sandbox", "not_a_sandbox"},
-    {"packet from an unknown bridge port", "unknown_port"},
-    {"sandboxes may not reach each other", "sandbox_to_sandbox"},
-    /* refused: where to */
-    {"not on the allow list", "not_allowed"},
-    {"no allowed name resolved to this address", "not_resolved"},
-    {"names resolved to this address are not allowed on this port", "port_not_allowed"},
-    {"TCP segment of no connection", "no_connection"},
-    {"data in a SYN", "tcp_fast_open"},
-    {"too many connections of this sandbox waiting", "held_quota"},
-    {"too many connections waiting", "held_full"},
-    {"held flow no longer matches", "held_mismatch"},
-    {"held flow: the server did not acknowledge", "held_unacknowledged"},
-    {"held flow: ", "held_inconsistent"},
-    /* refused: TLS server name */
-    {"no TLS ClientHello within", "tls_timeout"},
-    {"TLS server name ", "server_name"},
-    {"TLS ClientHello without a server name", "tls_no_server_name"},
-    {"malformed TLS ClientHello", "tls_malformed"},
-    {"TLS ClientHello", "tls_malformed"},
-    /* refused: DNS */
-    {"name not on the allow list", "dns_name_not_allowed"},
-    {"query type not permitted", "dns_type"},
-    {"not to a configured resolver", "dns_resolver"},
-    {"DNS over TCP to a resolver", "dns_resolver"},
-    {"name is not a host name", "dns_not_host_name"},
-    {"DNS over TCP: the sandbox's quota", "dns_tcp_quota"},
-    {"DNS over TCP", "dns_malformed"},
-    {"DNS message larger", "dns_malformed"},
-    {"malformed query", "dns_malformed"},
-    {"a response, not a query", "dns_malformed"},
-    /* refused: the packet itself, the guard itself */
-    {"IP fragment", "fragment"},
-    {"malformed packet", "malformed"},
-    {"DNS guard error", "internal_error"},
-    {"internal error", "internal_error"},
-    {"out of memory", "internal_error"},
-};
-
-#define N_REASONS (sizeof(reasons) / sizeof(reasons[0]))
-/* After the table: "<protocol> is never allowed"; anything else; and
- * "unrecorded": decided allowed, then refused because logd did not take
- * the record (or the flow could not be registered) — no record, no
- * connection. */
-#define REASON_PROTOCOL	  (MET_REASONS - 3)
-#define REASON_OTHER	  (MET_REASONS - 2)
+/* The reason label is the record's event.code (logd/reason.c: one table
+ * for records and metrics), plus "unrecorded": decided allowed, then
+ * refused because logd did not take the record (or the flow could not be
+ * registered) — no record, no connection. */
 #define REASON_UNRECORDED (MET_REASONS - 1)
-_Static_assert(N_REASONS <= REASON_PROTOCOL, "MET_REASONS too small for the reason table");
+_Static_assert(LOGREC_REASON_CODES <= REASON_UNRECORDED, "MET_REASONS too small for the codes");
 
 static const char *reason_label(int i)
 {
-	if (i == REASON_PROTOCOL)
-		return "protocol";
-	if (i == REASON_OTHER)
-		return "other";
-	if (i == REASON_UNRECORDED)
-		return "unrecorded";
-	return (size_t)i < N_REASONS ? reasons[i].label : "other";
+	return i == REASON_UNRECORDED ? "unrecorded" : logrec_reason_code_at(i);
 }
 
 int metrics_reason(const char *reason)
 {
-	size_t n = strlen(reason ? reason : "");
-
-	for (size_t i = 0; i < N_REASONS; i++) {
-		size_t pl = strlen(reasons[i].prefix);
-
-		if (n >= pl && strncmp(reason, reasons[i].prefix, pl) == 0)
-			return (int)i;
-	}
-	if (n && strstr(reason, " is never allowed"))
-		return REASON_PROTOCOL;
-	return REASON_OTHER;
+	return logrec_reason_index(reason);
 }
 
 const char *metrics_reason_label(const char *reason)

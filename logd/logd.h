@@ -211,6 +211,13 @@ int logc_send_sync(struct logc *lc, const struct logrec *rec, int timeout_ms, st
 /* ECS names for actions and verdicts ("connect", "allowed"). */
 const char *logrec_action_name(enum logrec_action a);
 const char *logrec_verdict_name(enum logrec_verdict v);
+/* event.code of a reason (logd/reason.c; docs/logd.md "Event codes"):
+ * an index 0..LOGREC_REASON_CODES-1 and its code; "other" (the last) when
+ * no code is known. Stable: SIEM rules and metrics labels use them. */
+#define LOGREC_REASON_CODES 47
+int logrec_reason_index(const char *reason);
+const char *logrec_reason_code_at(int i);
+const char *logrec_reason_code(const char *reason);
 /* "engine", "vault", "root", "logd"; NULL for LOGREC_SENDER_NONE. */
 const char *logrec_sender_name(enum logrec_sender s);
 

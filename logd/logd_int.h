@@ -11,16 +11,37 @@
 #include "logd/logd.h"
 
 /* ---- the record as a JSON line (ECS field names; docs/logd.md) ----------
- * logrec_json_format writes the record object without its "hash" member:
- *   {"seq":N,"@timestamp":"...",...,"prev":"<64 hex>"}
+ * logrec_json_format writes the record object without its hash member:
+ *   {"event.sequence":N,"@timestamp":"...",...,"portcullis.prev":"<64 hex>"}
  * which is exactly the Merkle leaf's data. The line in the file appends
- * ,"hash":"<hex of the leaf hash>" before the closing brace.
- * extra (NULL for none) is inserted verbatim before "prev": further
+ * ,"event.hash":"<hex of the leaf hash>" before the closing brace (logs
+ * written before ECS names say "seq", "prev", "hash": LOGREC_OLD_*).
+ * extra (NULL for none) is inserted verbatim before the prev: further
  * members, each starting with a comma (logd's own log-segment records).
  * Returns the length written (no NUL counted) or <0 if buf is too small. */
 #define LOGREC_JSON_MAX (6 * LOGWIRE_MAX + 2048) /* worst case: each byte a 6-byte escape */
 int logrec_json_format(const struct logrec *rec, uint64_t seq, uint64_t time_ms,
 		       const uint8_t prev[32], const char *extra, char *buf, size_t len);
+/* ---- ECS names and event codes (ad-ecs) --------------------------------- */
+#define LOGREC_SEQ_KEY	    "event.sequence"
+#define LOGREC_PREV_KEY	    "portcullis.prev"
+#define LOGREC_HASH_KEY	    "event.hash"
+#define LOGREC_OLD_SEQ_KEY  "seq"
+#define LOGREC_OLD_PREV_KEY "prev"
+#define LOGREC_OLD_HASH_KEY "hash"
+enum logrec_field_kind { LOGF_STR, LOGF_NUM, LOGF_LIST /* comma separated */ };
+/* s is NULL or "" for an absent field (the form leaves it out). */
+typedef void (*logrec_field_fn)(void *ctx, const char *key, enum logrec_field_kind k, const char *s,
+				uint64_t n);
+/* The fields between @timestamp and message, the same for JSON and syslog. */
+void logrec_fields(const struct logrec *rec, logrec_field_fn fn, void *ctx);
+/* Length of the "{"<seq key>": that opens a record line, in either
+ * spelling (new or old), 0 if the line does not open like a record. */
+size_t logrec_seq_prefix(const char *line, size_t len);
+/* observer.hostname of every record from now on (logd sets it at start). */
+void logrec_set_observer(const char *hostname);
+/* ---- end ad-ecs ---------------------------------------------------------- */
+
 /* The JSON string escape of s (without quotes) into buf; length or <0. */
 int logrec_json_escape(const char *s, char *buf, size_t len);
 
@@ -478,6 +499,12 @@ bool logx_spool_take_loss(struct logx_spool *s, struct logx_spool_loss *out);
  * reserves for examples), and the syslog facility (local0). */
 #define LOGX_SD_ID    "portcullis@32473"
 #define LOGX_FACILITY 16
+
+/* ad-ecs: the configured facility and enterprise number of the SD-ID
+ * (defaults: LOGX_FACILITY, 32473); set before the export starts. */
+void logx_set_identity(int facility, uint32_t pen);
+int logx_facility(void);
+const char *logx_sd_id(void);
 
 /* One record / checkpoint as an RFC 5424 message (logd/syslog_fmt.c). */
 int logx_format_record(const struct logrec *r, uint64_t seq, uint64_t time_ms,

@@ -184,6 +184,11 @@ int main(int argc, char **argv)
 		    .n_anchors = access(witnessed, F_OK) == 0 ? 1 : 0,
 		};
 
+		char host[256] = "";
+
+		/* observer.hostname of the records: the gateway that judged */
+		if (gethostname(host, sizeof(host) - 1) == 0)
+			logrec_set_observer(host);
 		if ((rc = logw_open(&wc, key, new_segment, &w, &err)) < 0)
 			goto fail;
 	}
@@ -243,6 +248,7 @@ int main(int argc, char **argv)
 	{
 		struct logw_export exp;
 
+		logx_set_identity(cfg.log.syslog.facility, cfg.log.syslog.pen);
 		if ((rc = logx_start(&xc, &x, &err)) < 0)
 			goto fail;
 		logx_hooks(x, &exp);

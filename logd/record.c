@@ -82,8 +82,9 @@ bool logrec_sender_may(enum logrec_sender sender, const struct logrec *rec)
 	return true;
 }
 
-/* ECS categorization per action: event.category (a JSON array body) and
- * the event.type entry that says what kind of thing happened; the verdict
+/* ECS categorization per action: event.category and
+ * the event.type entry that says what kind of thing happened (comma
+ * lists); the verdict
  * adds "allowed"/"denied" where ECS allows it for that category. */
 struct ecs_class {
 	const char *category;
@@ -93,16 +94,16 @@ struct ecs_class {
 };
 
 static const struct ecs_class ecs_classes[LOGREC_ACTION_MAX] = {
-    [LOGREC_CONNECT] = {"\"network\"", "\"connection\"", true, NULL},
-    [LOGREC_DNS_QUERY] = {"\"network\"", "\"protocol\"", true, "dns"},
-    [LOGREC_DNS_LEARN] = {"\"network\"", "\"protocol\",\"info\"", false, "dns"},
-    [LOGREC_HTTP_REQUEST] = {"\"network\",\"web\"", "\"access\"", true, "http"},
-    [LOGREC_EXFIL] = {"\"intrusion_detection\",\"network\"", NULL, true, "http"},
-    [LOGREC_CERT_ISSUE] = {"\"configuration\"", "\"creation\"", false, NULL},
-    [LOGREC_POLICY_LOAD] = {"\"configuration\"", "\"change\"", false, NULL},
-    [LOGREC_SANDBOX] = {"\"host\"", "\"change\"", false, NULL},
-    [LOGREC_CHECK] = {"\"configuration\"", "\"info\"", false, NULL},
-    [LOGREC_SEGMENT] = {"\"file\"", "\"creation\"", false, NULL},
+    [LOGREC_CONNECT] = {"network", "connection", true, NULL},
+    [LOGREC_DNS_QUERY] = {"network", "protocol", true, "dns"},
+    [LOGREC_DNS_LEARN] = {"network", "protocol,info", false, "dns"},
+    [LOGREC_HTTP_REQUEST] = {"network,web", "access", true, "http"},
+    [LOGREC_EXFIL] = {"intrusion_detection,network", NULL, true, "http"},
+    [LOGREC_CERT_ISSUE] = {"configuration", "creation", false, NULL},
+    [LOGREC_POLICY_LOAD] = {"configuration", "change", false, NULL},
+    [LOGREC_SANDBOX] = {"host", "change", false, NULL},
+    [LOGREC_CHECK] = {"configuration", "info", false, NULL},
+    [LOGREC_SEGMENT] = {"file", "creation", false, NULL},
 };
 
 /* IANA protocol keywords as ECS network.transport wants them (lower case). */
@@ -224,18 +225,6 @@ static void j_list(struct pc_buf *j, const char *key, const char *v)
 	pc_buf_putc(j, ']');
 }
 
-static void j_endpoint(struct pc_buf *j, const char *ipkey, const char *portkey,
-		       const struct pc_endpoint *e)
-{
-	char a[PC_ADDRSTRLEN];
-
-	if (!e->addr.family)
-		return;
-	j_str(j, ipkey, pc_addr_str(&e->addr, a, sizeof(a)));
-	if (e->port)
-		j_num(j, portkey, e->port);
-}
-
 int logrec_json_escape(const char *s, char *buf, size_t len)
 {
 	struct pc_buf j;
@@ -250,67 +239,132 @@ int logrec_json_escape(const char *s, char *buf, size_t len)
 	return (int)j.len;
 }
 
+/* ECS version the names follow, and who observes (set once by logd). */
+#define ECS_VERSION "8.11.0"
+static char observer_host[256];
+
+size_t logrec_seq_prefix(const char *line, size_t len)
+{
+	static const char n[] = "{\"" LOGREC_SEQ_KEY "\":", o[] = "{\"" LOGREC_OLD_SEQ_KEY "\":";
+
+	if (len >= sizeof(n) - 1 && memcmp(line, n, sizeof(n) - 1) == 0)
+		return sizeof(n) - 1;
+	if (len >= sizeof(o) - 1 && memcmp(line, o, sizeof(o) - 1) == 0)
+		return sizeof(o) - 1;
+	return 0;
+}
+
+void logrec_set_observer(const char *hostname)
+{
+	pc_strlcpy(observer_host, hostname ? hostname : "", sizeof(observer_host));
+}
+
+/* Every field of a record between @timestamp and message, in order, for
+ * both forms: the JSON line (record.c) and the syslog structured data
+ * (syslog_fmt.c), so the two cannot carry different fields. */
+void logrec_fields(const struct logrec *rec, logrec_field_fn fn, void *ctx)
+{
+	const struct ecs_class *c = &ecs_classes[rec->action];
+	char tmp[16], iana[4], a[PC_ADDRSTRLEN], type[64];
+	const char *code = logrec_reason_code(rec->reason);
+
+	fn(ctx, "ecs.version", LOGF_STR, ECS_VERSION, 0);
+	fn(ctx, "observer.hostname", LOGF_STR, observer_host, 0);
+	fn(ctx, "observer.product", LOGF_STR, "portcullis", 0);
+	fn(ctx, "observer.vendor", LOGF_STR, "portcullis", 0);
+	fn(ctx, "observer.type", LOGF_STR, "firewall", 0);
+	/* set by logd, as seq and time: who handed the record over */
+	fn(ctx, "portcullis.sender", LOGF_STR,
+	   rec->action == LOGREC_SEGMENT ? "logd" : logrec_sender_name(rec->sender), 0);
+	fn(ctx, "event.kind", LOGF_STR, rec->action == LOGREC_EXFIL ? "alert" : "event", 0);
+	fn(ctx, "event.category", LOGF_LIST, c->category, 0);
+	snprintf(type, sizeof(type), "%s%s%s", c->type ? c->type : "",
+		 c->type && c->verdict_type && rec->verdict != LOGREC_NONE ? "," : "",
+		 c->verdict_type && rec->verdict != LOGREC_NONE
+		     ? (rec->verdict == LOGREC_ALLOWED ? "allowed" : "denied")
+		 : !c->type ? "info"
+			    : "");
+	fn(ctx, "event.type", LOGF_LIST, type, 0);
+	fn(ctx, "event.action", LOGF_STR, logrec_action_name(rec->action), 0);
+	if (rec->verdict != LOGREC_NONE)
+		fn(ctx, "event.outcome", LOGF_STR,
+		   rec->verdict == LOGREC_ALLOWED ? "success" : "failure", 0);
+	fn(ctx, "event.reason", LOGF_STR, rec->reason, 0);
+	if (rec->reason && *rec->reason)
+		fn(ctx, "event.code", LOGF_STR, code, 0);
+	fn(ctx, "portcullis.sandbox", LOGF_STR, rec->sandbox, 0);
+	fn(ctx, "portcullis.policy", LOGF_STR, rec->policy, 0);
+	fn(ctx, "rule.name", LOGF_STR, rec->rule, 0);
+	if (rec->src.addr.family) {
+		fn(ctx, "source.ip", LOGF_STR, pc_addr_str(&rec->src.addr, a, sizeof(a)), 0);
+		if (rec->src.port)
+			fn(ctx, "source.port", LOGF_NUM, NULL, rec->src.port);
+	}
+	if (rec->dst.addr.family) {
+		fn(ctx, "destination.ip", LOGF_STR, pc_addr_str(&rec->dst.addr, a, sizeof(a)), 0);
+		if (rec->dst.port)
+			fn(ctx, "destination.port", LOGF_NUM, NULL, rec->dst.port);
+	}
+	fn(ctx, "destination.domain", LOGF_STR, rec->domain, 0);
+	if (rec->transport) {
+		snprintf(iana, sizeof(iana), "%u", rec->transport); /* ECS: a keyword */
+		fn(ctx, "network.transport", LOGF_STR,
+		   transport_name(rec->transport, tmp, sizeof(tmp)), 0);
+		fn(ctx, "network.iana_number", LOGF_STR, iana, 0);
+	}
+	/* from the sandboxes, through the guard, to the outside: the
+	 * perimeter's point of view (ECS network.direction) */
+	if (rec->action == LOGREC_CONNECT || rec->action == LOGREC_DNS_QUERY ||
+	    rec->action == LOGREC_HTTP_REQUEST || rec->action == LOGREC_EXFIL)
+		fn(ctx, "network.direction", LOGF_STR, "outbound", 0);
+	fn(ctx, "network.protocol", LOGF_STR, c->protocol, 0);
+	fn(ctx, "dns.question.name", LOGF_STR, rec->dns_name, 0);
+	if (rec->dns_type)
+		fn(ctx, "dns.question.type", LOGF_STR,
+		   logrec_dns_type_name(rec->dns_type, tmp, sizeof(tmp)), 0);
+	fn(ctx, "dns.resolved_ip", LOGF_LIST, rec->dns_answers, 0);
+	/* learned from answers the guard takes only from NOERROR responses */
+	if (rec->action == LOGREC_DNS_LEARN)
+		fn(ctx, "dns.response_code", LOGF_STR, "NOERROR", 0);
+	fn(ctx, "tls.client.server_name", LOGF_STR, rec->sni, 0);
+	fn(ctx, "http.request.method", LOGF_STR, rec->http_method, 0);
+	fn(ctx, "url.path", LOGF_STR, rec->http_path, 0);
+	if (rec->http_status)
+		fn(ctx, "http.response.status_code", LOGF_NUM, NULL, rec->http_status);
+	fn(ctx, "portcullis.secrets", LOGF_LIST, rec->secrets, 0);
+}
+
+static void j_field(void *ctx, const char *key, enum logrec_field_kind k, const char *s, uint64_t n)
+{
+	struct pc_buf *j = ctx;
+
+	if (k == LOGF_NUM)
+		j_num(j, key, n);
+	else if (k == LOGF_LIST)
+		j_list(j, key, s);
+	else
+		j_str(j, key, s);
+}
+
 int logrec_json_format(const struct logrec *rec, uint64_t seq, uint64_t time_ms,
 		       const uint8_t prev[32], const char *extra, char *buf, size_t len)
 {
 	struct pc_buf j;
-	const struct ecs_class *c;
-	char ts[32], tmp[16], ph[65];
+	char ts[32], ph[65];
 
 	if (!rec || rec->action < 1 || rec->action >= LOGREC_ACTION_MAX)
 		return PC_EINVAL;
-	c = &ecs_classes[rec->action];
 	pc_buf_init_fixed(&j, buf, len, 0);
-	pc_buf_puts(&j, "{\"seq\":");
+	pc_buf_puts(&j, "{\"" LOGREC_SEQ_KEY "\":");
 	pc_buf_u64(&j, seq);
 	time_fmt(time_ms, ts);
 	j_str(&j, "@timestamp", ts);
-	/* set by logd, as seq and time: who handed the record over */
-	j_str(&j, "portcullis.sender",
-	      rec->action == LOGREC_SEGMENT ? "logd" : logrec_sender_name(rec->sender));
-	j_str(&j, "event.kind", rec->action == LOGREC_EXFIL ? "alert" : "event");
-	pc_buf_puts(&j, ",\"event.category\":[");
-	pc_buf_puts(&j, c->category);
-	pc_buf_puts(&j, "],\"event.type\":[");
-	if (c->type)
-		pc_buf_puts(&j, c->type);
-	if (c->verdict_type && rec->verdict != LOGREC_NONE) {
-		if (c->type)
-			pc_buf_put(&j, ",", 1);
-		pc_buf_puts(&j, rec->verdict == LOGREC_ALLOWED ? "\"allowed\"" : "\"denied\"");
-	} else if (!c->type) {
-		pc_buf_puts(&j, "\"info\"");
-	}
-	pc_buf_put(&j, "]", 1);
-	j_str(&j, "event.action", logrec_action_name(rec->action));
-	if (rec->verdict != LOGREC_NONE)
-		j_str(&j, "event.outcome", rec->verdict == LOGREC_ALLOWED ? "success" : "failure");
-	j_str(&j, "event.reason", rec->reason);
-	j_str(&j, "sandbox", rec->sandbox);
-	j_str(&j, "policy", rec->policy);
-	j_str(&j, "rule.name", rec->rule);
-	j_endpoint(&j, "source.ip", "source.port", &rec->src);
-	j_endpoint(&j, "destination.ip", "destination.port", &rec->dst);
-	j_str(&j, "destination.domain", rec->domain);
-	if (rec->transport)
-		j_str(&j, "network.transport", transport_name(rec->transport, tmp, sizeof(tmp)));
-	j_str(&j, "network.protocol", c->protocol);
-	j_str(&j, "dns.question.name", rec->dns_name);
-	if (rec->dns_type)
-		j_str(&j, "dns.question.type",
-		      logrec_dns_type_name(rec->dns_type, tmp, sizeof(tmp)));
-	j_list(&j, "dns.resolved_ip", rec->dns_answers);
-	j_str(&j, "tls.client.server_name", rec->sni);
-	j_str(&j, "http.request.method", rec->http_method);
-	j_str(&j, "url.path", rec->http_path);
-	if (rec->http_status)
-		j_num(&j, "http.response.status_code", rec->http_status);
-	j_list(&j, "secrets", rec->secrets);
+	logrec_fields(rec, j_field, &j);
 	j_str(&j, "message", rec->message);
 	if (extra)
 		pc_buf_puts(&j, extra);
 	merkle_hex(prev, ph);
-	j_str(&j, "prev", ph);
+	j_str(&j, LOGREC_PREV_KEY, ph);
 	pc_buf_put(&j, "}", 1);
 	if (j.err)
 		return PC_EINVAL;

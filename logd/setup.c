@@ -121,6 +121,12 @@ void logd_on_hup(void *ctx)
 		       err.msg);
 		return;
 	}
+	/* the identity of the messages is set once, at start: the export
+	 * threads read it without a lock */
+	if (cfg.log.syslog.facility != h->cfg->log.syslog.facility ||
+	    cfg.log.syslog.pen != h->cfg->log.syslog.pen)
+		pc_log(PC_LOG_WARN, "SIGHUP: log.syslog.facility and "
+				    "log.syslog.enterprise_number take effect at the next start");
 	if (syslog_same(&cfg, h->cfg))
 		return;
 	logd_xconf(&cfg, &xc);
@@ -137,6 +143,8 @@ void logd_on_hup(void *ctx)
 	logw_set_export(h->w, &exp);
 	logx_retire(*h->x, 1000); /* never wait on a collector here */
 	*h->x = nx;
+	cfg.log.syslog.facility = h->cfg->log.syslog.facility; /* in force till restart */
+	cfg.log.syslog.pen = h->cfg->log.syslog.pen;
 	h->cfg->log.syslog = cfg.log.syslog;
 	pc_log(PC_LOG_NOTICE, "SIGHUP: syslog settings changed: now %s%s%s%s",
 	       cfg.log.syslog.local ? cfg.log.syslog.socket : "no local socket",

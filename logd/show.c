@@ -158,13 +158,14 @@ static int human_field(void *ctx, const char *k, size_t kl, enum logjson_type t,
 	    M("http.request.method", method),
 	    M("url.path", path),
 	    M("message", message),
-	    M("sandbox", sandbox),
+	    M("sandbox", sandbox), /* before ECS names */
 	    M("portcullis.sandbox", sandbox),
 	    M("tls.client.server_name", sni),
 #undef M
 	};
 
-	if (kl == 3 && !memcmp(k, "seq", 3) && t == LOGJSON_SCALAR) {
+	if (((kl == 3 && !memcmp(k, "seq", 3)) || (kl == 14 && !memcmp(k, "event.sequence", 14))) &&
+	    t == LOGJSON_SCALAR) {
 		snprintf(h->seq, sizeof(h->seq), "%.*s", (int)(vl < 20 ? vl : 20), v);
 		return 0;
 	}

@@ -454,12 +454,12 @@ static void take_batch(struct sink *k)
 		char note[600];
 		int n = snprintf(
 		    note, sizeof(note),
-		    "<%d>1 - - portcullis-logd - spool-overflow [" LOGX_SD_ID
+		    "<%d>1 - - portcullis-logd - spool-overflow [%s"
 		    " dropped=\"%llu\" first_seq=\"%llu\" last_seq=\"%llu\" "
 		    "checkpoints_superseded=\"%llu\" checkpoints_dropped=\"%llu\"] "
 		    "%llu records were not exported while the collector was away; the log "
 		    "file has them",
-		    LOGX_FACILITY * 8 + 4, (unsigned long long)loss.dropped,
+		    logx_facility() * 8 + 4, logx_sd_id(), (unsigned long long)loss.dropped,
 		    (unsigned long long)loss.dropped_first, (unsigned long long)loss.dropped_last,
 		    (unsigned long long)loss.cps_superseded, (unsigned long long)loss.cps_dropped,
 		    (unsigned long long)loss.dropped);

@@ -53,15 +53,69 @@ static void o_uparam(struct pc_buf *o, const char *name, uint64_t v)
 	o_param(o, name, b);
 }
 
+/* Facility and SD-ID, set once from the configuration before the export
+ * starts (log.syslog.facility, log.syslog.enterprise_number). */
+static int facility = LOGX_FACILITY;
+static char sd_id[32] = LOGX_SD_ID;
+
+void logx_set_identity(int fac, uint32_t pen)
+{
+	facility = fac;
+	snprintf(sd_id, sizeof(sd_id), "portcullis@%u", pen);
+}
+
+int logx_facility(void)
+{
+	return facility;
+}
+
+const char *logx_sd_id(void)
+{
+	return sd_id;
+}
+
 static void o_header(struct pc_buf *o, int sev, uint64_t time_ms, const char *host, long pid,
 		     const char *msgid)
 {
 	char ts[32], b[600];
 
-	snprintf(b, sizeof(b), "<%d>1 %s %s portcullis-logd %ld %s [" LOGX_SD_ID,
-		 LOGX_FACILITY * 8 + sev, pc_time_rfc3339(time_ms, ts, sizeof(ts)), host, pid,
-		 msgid);
+	snprintf(b, sizeof(b), "<%d>1 %s %s portcullis-logd %ld %s [%s", facility * 8 + sev,
+		 pc_time_rfc3339(time_ms, ts, sizeof(ts)), host, pid, msgid, sd_id);
 	pc_buf_puts(o, b);
+}
+
+/* A record field as SD-PARAMs, each value cut at vcap (0: none): a list
+ * as the same name repeated, once per item (RFC 5424 6.3.3 allows it), as
+ * JSON has an array. */
+struct fieldctx {
+	struct pc_buf *o;
+	size_t vcap;
+};
+
+static void o_field(void *ctx, const char *key, enum logrec_field_kind k, const char *s, uint64_t n)
+{
+	const struct fieldctx *f = ctx;
+	char b[256];
+
+	if (k == LOGF_NUM) {
+		o_uparam(f->o, key, n);
+		return;
+	}
+	if (k == LOGF_STR || !s) {
+		o_param_cap(f->o, key, s, f->vcap);
+		return;
+	}
+	while (*s) {
+		const char *end = strchr(s, ',');
+		size_t len = end ? (size_t)(end - s) : strlen(s);
+
+		if (len && len < sizeof(b)) {
+			memcpy(b, s, len);
+			b[len] = '\0';
+			o_param_cap(f->o, key, b, f->vcap);
+		}
+		s += len + (end ? 1 : 0);
+	}
 }
 
 /* The record into o: header, structured data (values cut at vcap, 0 for
@@ -71,11 +125,17 @@ static void fmt_record(struct pc_buf *o, const struct logrec *r, uint64_t seq, u
 		       const uint8_t hash[MERKLE_HASH], const char *host, long pid, size_t vcap,
 		       size_t full, size_t *msg_at)
 {
-	char hx[2 * MERKLE_HASH + 1], a[PC_ADDRSTRLEN], t[16], port[8] = "", text[1200];
+	char hx[2 * MERKLE_HASH + 1], a[PC_ADDRSTRLEN], port[8] = "", text[1200];
+	struct fieldctx fc = {o, vcap};
 	const char *verdict = r->verdict == LOGREC_ALLOWED   ? "allowed"
 			      : r->verdict == LOGREC_REFUSED ? "refused"
 							     : "";
-	const char *target = r->domain ? r->domain : r->dns_name ? r->dns_name : r->sni;
+	/* the destination: its name, else its address (IP-only records) */
+	const char *target = r->domain		  ? r->domain
+			     : r->dns_name	  ? r->dns_name
+			     : r->sni		  ? r->sni
+			     : r->dst.addr.family ? pc_addr_str(&r->dst.addr, a, sizeof(a))
+						  : NULL;
 	int sev = r->action == LOGREC_EXFIL	 ? 1
 		  : r->verdict == LOGREC_REFUSED ? 4
 		  : r->action == LOGREC_SEGMENT	 ? 5
@@ -83,35 +143,13 @@ static void fmt_record(struct pc_buf *o, const struct logrec *r, uint64_t seq, u
 
 	merkle_hex(hash, hx);
 	o_header(o, sev, time_ms, host, pid, logrec_action_name(r->action));
-	o_uparam(o, "seq", seq);
-	o_param(o, "hash", hx);
+	/* the record's fields, as in the JSON line (logrec_fields): the
+	 * chain's own (event.sequence, event.hash) first, then how long the
+	 * whole message was when it is sent cut */
+	o_uparam(o, LOGREC_SEQ_KEY, seq);
+	o_param(o, LOGREC_HASH_KEY, hx);
 	o_uparam(o, "truncated", full);
-	o_param(o, "event.action", logrec_action_name(r->action));
-	if (r->verdict != LOGREC_NONE)
-		o_param(o, "event.outcome", r->verdict == LOGREC_ALLOWED ? "success" : "failure");
-	o_param_cap(o, "event.reason", r->reason, vcap);
-	o_param_cap(o, "sandbox", r->sandbox, vcap);
-	o_param_cap(o, "policy", r->policy, vcap);
-	o_param_cap(o, "rule.name", r->rule, vcap);
-	if (r->src.addr.family) {
-		o_param(o, "source.ip", pc_addr_str(&r->src.addr, a, sizeof(a)));
-		o_uparam(o, "source.port", r->src.port);
-	}
-	if (r->dst.addr.family) {
-		o_param(o, "destination.ip", pc_addr_str(&r->dst.addr, a, sizeof(a)));
-		o_uparam(o, "destination.port", r->dst.port);
-	}
-	o_param_cap(o, "destination.domain", r->domain, vcap);
-	o_uparam(o, "network.iana_number", r->transport);
-	o_param_cap(o, "dns.question.name", r->dns_name, vcap);
-	if (r->dns_type)
-		o_param(o, "dns.question.type", logrec_dns_type_name(r->dns_type, t, sizeof(t)));
-	o_param_cap(o, "dns.resolved_ip", r->dns_answers, vcap);
-	o_param_cap(o, "tls.client.server_name", r->sni, vcap);
-	o_param_cap(o, "http.request.method", r->http_method, vcap);
-	o_param_cap(o, "url.path", r->http_path, vcap);
-	o_uparam(o, "http.response.status_code", r->http_status);
-	o_param_cap(o, "secrets", r->secrets, vcap);
+	logrec_fields(r, o_field, &fc);
 	pc_buf_put(o, "] ", 2);
 	*msg_at = o->len;
 	/* MSG: the short human form */
@@ -208,9 +246,9 @@ int logx_format_checkpoint(const char *note, size_t nlen, const char *host, long
 	pc_buf_init_fixed(&o, buf, len - 1, 0);
 	merkle_hex(cp.root, root);
 	o_header(&o, 6, cp.time_ms, host, pid, "checkpoint");
-	o_param(&o, "log.origin", cp.origin);
-	o_uparam(&o, "log.tree_size", cp.size);
-	o_param(&o, "log.root_hex", root);
+	o_param(&o, "portcullis.checkpoint.origin", cp.origin);
+	o_uparam(&o, "portcullis.checkpoint.size", cp.size);
+	o_param(&o, "portcullis.checkpoint.root", root);
 	pc_buf_put(&o, "] ", 2);
 	/* MSG: the signed note, newlines written as \n, so a copy can be
 	 * checked with the public key after turning them back */

@@ -15,12 +15,40 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define REC_PREFIX "{\"seq\":"
-#define CP_PREFIX  "{\"checkpoint\":\""
-/* ,"prev":"<64 hex>","hash":"<64 hex>"} closes every record line */
-#define TAIL_HASH_LEN 75 /* ,"hash":"<64>"} */
-#define TAIL_LEN      (TAIL_HASH_LEN + 9 + 64 + 1)
-#define LINE_MAX_LEN  (LOGREC_JSON_MAX + TAIL_HASH_LEN + 1)
+#define CP_PREFIX "{\"checkpoint\":\""
+
+/* The two spellings of a record line, both verified: ECS names
+ *   {"event.sequence":N,...,"portcullis.prev":"<64 hex>","event.hash":"<64 hex>"}
+ * and, in logs written before them,
+ *   {"seq":N,...,"prev":"<64 hex>","hash":"<64 hex>"}
+ * A line keeps one spelling throughout: its bytes are its hash. */
+struct rec_form {
+	const char *prefix, *prev, *hash; /* {"seq":  ,"prev":"  ,"hash":" */
+	size_t plen, prevlen, hashlen;
+};
+static const struct rec_form forms[] = {
+    {"{\"" LOGREC_SEQ_KEY "\":", ",\"" LOGREC_PREV_KEY "\":\"", ",\"" LOGREC_HASH_KEY "\":\"",
+     sizeof("{\"" LOGREC_SEQ_KEY "\":") - 1, sizeof(",\"" LOGREC_PREV_KEY "\":\"") - 1,
+     sizeof(",\"" LOGREC_HASH_KEY "\":\"") - 1},
+    {"{\"" LOGREC_OLD_SEQ_KEY "\":", ",\"" LOGREC_OLD_PREV_KEY "\":\"",
+     ",\"" LOGREC_OLD_HASH_KEY "\":\"", sizeof("{\"" LOGREC_OLD_SEQ_KEY "\":") - 1,
+     sizeof(",\"" LOGREC_OLD_PREV_KEY "\":\"") - 1, sizeof(",\"" LOGREC_OLD_HASH_KEY "\":\"") - 1},
+};
+/* ,"hash":"<64>"} and ,"prev":"<64>" before it */
+#define TAIL_HASH_LEN(f) ((f)->hashlen + 64 + 2)
+#define TAIL_LEN(f)	 (TAIL_HASH_LEN(f) + (f)->prevlen + 64 + 1)
+#define LINE_MAX_LEN	 (LOGREC_JSON_MAX + sizeof(",\"" LOGREC_HASH_KEY "\":\"") - 1 + 64 + 2 + 1)
+
+/* The spelling of a line that opens like a record (and is long enough to
+ * close like one), else NULL. */
+static const struct rec_form *rec_form(const char *line, size_t len)
+{
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++)
+		if (len >= forms[i].plen + TAIL_LEN(&forms[i]) &&
+		    memcmp(line, forms[i].prefix, forms[i].plen) == 0)
+			return &forms[i];
+	return NULL;
+}
 
 struct logv {
 	const struct note_verifier *key;
@@ -142,17 +170,19 @@ static bool logv_record_is_segment(const char *line, size_t len)
 static int record_parse(struct merkle_hasher *h, const char *line, size_t len,
 			const uint8_t *pre_leaf, struct logv_record *out, struct pc_err *err)
 {
-	const char *p = line + sizeof(REC_PREFIX) - 1, *comma, *tail;
+	const struct rec_form *f = rec_form(line, len);
+	const char *p, *comma, *tail;
 	struct logv_record r;
 
-	if (len < sizeof(REC_PREFIX) + TAIL_LEN || memcmp(line, REC_PREFIX, sizeof(REC_PREFIX) - 1))
+	if (!f)
 		return pc_err_set(err, PC_ETAMPER, "not a record line");
+	p = line + f->plen;
 	comma = memchr(p, ',', len - (size_t)(p - line));
 	if (!comma || parse_u64(p, (size_t)(comma - p), &r.seq) < 0)
 		return pc_err_set(err, PC_ETAMPER, "record has no valid seq");
-	tail = line + len - TAIL_LEN;
-	if (memcmp(tail, ",\"prev\":\"", 9) != 0 || tail[9 + 64] != '"' ||
-	    memcmp(tail + 9 + 64 + 1, ",\"hash\":\"", 9) != 0 ||
+	tail = line + len - TAIL_LEN(f);
+	if (memcmp(tail, f->prev, f->prevlen) != 0 || tail[f->prevlen + 64] != '"' ||
+	    memcmp(tail + f->prevlen + 64 + 1, f->hash, f->hashlen) != 0 ||
 	    memcmp(line + len - 2, "\"}", 2) != 0)
 		return pc_err_set(err, PC_ETAMPER,
 				  "record (seq %llu) does not end with prev and hash",
@@ -160,7 +190,7 @@ static int record_parse(struct merkle_hasher *h, const char *line, size_t len,
 	/* leaf data: the line without its ,"hash":"..." member */
 	if (pre_leaf)
 		memcpy(r.leaf, pre_leaf, MERKLE_HASH);
-	else if (merkle_leaf(h, line, len - TAIL_HASH_LEN, "}", 1, r.leaf) < 0)
+	else if (merkle_leaf(h, line, len - TAIL_HASH_LEN(f), "}", 1, r.leaf) < 0)
 		return pc_err_set(err, PC_EIO, "hashing failed");
 	/* compared as text: a hash has one spelling (lower-case hex) */
 	merkle_hex(r.leaf, r.leaf_hex);
@@ -170,7 +200,7 @@ static int record_parse(struct merkle_hasher *h, const char *line, size_t len,
 				  "line says %.16s...",
 				  (unsigned long long)r.seq, r.leaf_hex, line + len - 66);
 	}
-	r.prev_hex = tail + 9;
+	r.prev_hex = tail + f->prevlen;
 	*out = r;
 	return 0;
 }
@@ -351,7 +381,7 @@ static int logv_line(struct logv *v, const char *line, size_t len, struct pc_err
 	v->r.lines++;
 	if (len > LINE_MAX_LEN)
 		return bad(v, PC_ETAMPER, err, "line of %zu bytes is longer than any record", len);
-	if (len >= sizeof(REC_PREFIX) - 1 && memcmp(line, REC_PREFIX, sizeof(REC_PREFIX) - 1) == 0)
+	if (logrec_seq_prefix(line, len))
 		return line_record(v, line, len, err);
 	if (len >= sizeof(CP_PREFIX) - 1 && memcmp(line, CP_PREFIX, sizeof(CP_PREFIX) - 1) == 0)
 		return line_checkpoint(v, line, len, err);
@@ -428,9 +458,9 @@ static int chunk_hash(struct merkle_hasher *h, struct pchunk *c)
 		const char *eol = memchr(p, '\n', (size_t)(c->end - p));
 		size_t len = (size_t)(eol - p);
 
-		if (len >= sizeof(REC_PREFIX) + TAIL_LEN && len <= LINE_MAX_LEN &&
-		    memcmp(p, REC_PREFIX, sizeof(REC_PREFIX) - 1) == 0 &&
-		    merkle_leaf(h, p, len - TAIL_HASH_LEN, "}", 1, c->leaf[i]) < 0)
+		const struct rec_form *f = len <= LINE_MAX_LEN ? rec_form(p, len) : NULL;
+
+		if (f && merkle_leaf(h, p, len - TAIL_HASH_LEN(f), "}", 1, c->leaf[i]) < 0)
 			return PC_EIO;
 		p = eol + 1;
 	}

@@ -18,7 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define LINE_TAIL 76 /* ,"hash":"<64 hex>"}\n */
+#define HASH_MEMBER ",\"" LOGREC_HASH_KEY "\":\""
+#define LINE_TAIL   (sizeof(HASH_MEMBER) - 1 + 64 + 3) /* ,"event.hash":"<64 hex>"}\n */
 
 /* Everything a failed batch must restore. */
 struct wstate {
@@ -261,9 +262,9 @@ static int append_line(struct logw *w, const struct logrec *rec, const char *ext
 	if (merkle_leaf(w->h, o, (size_t)n, NULL, 0, leaf) < 0)
 		return pc_err_set(err, PC_EIO, "hashing failed");
 	/* the closing brace gives way to the hash member */
-	memcpy(o + n - 1, ",\"hash\":\"", 9);
-	merkle_hex(leaf, o + n - 1 + 9);
-	memcpy(o + n - 1 + 9 + 64, "\"}\n", 3);
+	memcpy(o + n - 1, HASH_MEMBER, sizeof(HASH_MEMBER) - 1);
+	merkle_hex(leaf, o + n - 1 + sizeof(HASH_MEMBER) - 1);
+	memcpy(o + n - 1 + sizeof(HASH_MEMBER) - 1 + 64, "\"}\n", 3);
 	if (merkle_tree_append(w->h, &w->st.tree, leaf) < 0)
 		return pc_err_set(err, PC_EIO, "hashing failed");
 	w->out.len += (size_t)n - 1 + LINE_TAIL;
@@ -512,12 +513,13 @@ static int segment_extra(struct logw *w, const char *prev_file, const char *prev
 	if (kl < 1)
 		return PC_EINVAL;
 	key[kl - 1] = '\0'; /* no newline */
-	n = snprintf(out, len, ",\"log.key\":\"%s\"", key);
+	n = snprintf(out, len, ",\"portcullis.log.key\":\"%s\"", key);
 	if (prev_file && *prev_file && logrec_json_escape(prev_file, efile, sizeof(efile)) >= 0)
-		n += snprintf(out + n, len - (size_t)n, ",\"log.previous.file\":\"%s\"", efile);
+		n += snprintf(out + n, len - (size_t)n, ",\"portcullis.log.previous.file\":\"%s\"",
+			      efile);
 	if (prev_note && *prev_note && logrec_json_escape(prev_note, enote, sizeof(enote)) >= 0)
-		n += snprintf(out + n, len - (size_t)n, ",\"log.previous.checkpoint\":\"%s\"",
-			      enote);
+		n += snprintf(out + n, len - (size_t)n,
+			      ",\"portcullis.log.previous.checkpoint\":\"%s\"", enote);
 	if (more && (size_t)n < len)
 		n += snprintf(out + n, len - (size_t)n, "%s", more);
 	return (size_t)n < len ? 0 : PC_EINVAL;
@@ -924,7 +926,6 @@ static bool first_cp_time(struct logw *w, uint64_t *out)
 /* The highest seq any line of buf claims; at least floor. */
 static uint64_t max_seq_buf(const char *p, const char *end, uint64_t floor)
 {
-	static const char pfx[] = "{\"seq\":";
 	uint64_t best = floor;
 
 	while (p < end) {
@@ -933,8 +934,10 @@ static uint64_t max_seq_buf(const char *p, const char *end, uint64_t floor)
 
 		if (!eol)
 			eol = end;
-		if ((size_t)(eol - p) > sizeof(pfx) && memcmp(p, pfx, sizeof(pfx) - 1) == 0) {
-			for (const char *q = p + sizeof(pfx) - 1;
+		size_t pl = logrec_seq_prefix(p, (size_t)(eol - p));
+
+		if (pl && (size_t)(eol - p) > pl) {
+			for (const char *q = p + pl;
 			     q < eol && *q >= '0' && *q <= '9' && x < UINT64_MAX / 10 - 10; q++)
 				x = x * 10 + (uint64_t)(*q - '0');
 			if (x > best)
@@ -1066,7 +1069,6 @@ struct quarantine {
  * the next start sets it aside again. */
 static int set_aside(struct logw *w, uint64_t off, struct quarantine *q, struct pc_err *err)
 {
-	static const char pfx[] = "{\"seq\":";
 	uint8_t h[crypto_hash_sha256_BYTES];
 	struct stat st;
 	char *map = MAP_FAILED;
@@ -1091,8 +1093,7 @@ static int set_aside(struct logw *w, uint64_t off, struct quarantine *q, struct 
 	for (const char *p = map + off, *end = map + st.st_size; p < end; q->lines++) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 
-		if (!q->first_seq && (size_t)(end - p) > sizeof(pfx) &&
-		    memcmp(p, pfx, sizeof(pfx) - 1) == 0)
+		if (!q->first_seq && logrec_seq_prefix(p, (size_t)(end - p)))
 			q->first_seq = max_seq_buf(p, eol ? eol : end, 0);
 		p = eol ? eol + 1 : end;
 	}
@@ -1140,11 +1141,12 @@ static void quarantine_describe(const struct quarantine *q, uint64_t vouched, ch
 
 	if (logrec_json_escape(bn, ename, sizeof(ename)) < 0)
 		ename[0] = '\0';
-	snprintf(more, mlen,
-		 ",\"log.quarantine.file\":\"%s\",\"log.quarantine.bytes\":%llu,"
-		 "\"log.quarantine.sha256\":\"%s\",\"log.quarantine.seq\":\"%llu-%llu\"",
-		 ename, (unsigned long long)q->bytes, q->sha, (unsigned long long)q->first_seq,
-		 (unsigned long long)q->max_seq);
+	snprintf(
+	    more, mlen,
+	    ",\"portcullis.quarantine.file\":\"%s\",\"portcullis.quarantine.bytes\":%llu,"
+	    "\"portcullis.quarantine.sha256\":\"%s\",\"portcullis.quarantine.seq\":\"%llu-%llu\"",
+	    ename, (unsigned long long)q->bytes, q->sha, (unsigned long long)q->first_seq,
+	    (unsigned long long)q->max_seq);
 	snprintf(why, wlen,
 		 "set aside at start: %llu lines (%llu bytes, sha256 %s, seq %llu-%llu) after "
 		 "the %llu records the last checkpoint signed by this key covers were not "

@@ -18,6 +18,7 @@ enum ctype {
 	CT_UINT,    /* u16/u32/u64 by size, within min..max */
 	CT_BOOL,
 	CT_REFUSE,    /* refused | nxdomain */
+	CT_FACILITY,  /* syslog facility by name: local0..local7, user, daemon */
 	CT_QTYPES,    /* list of DNS type names */
 	CT_RESOLVERS, /* list of IP addresses */
 	CT_IFNAMES,   /* list of network interface names */
@@ -98,6 +99,8 @@ static const struct ckey ckeys[] = {
     K("log.witness.key", CT_OPTPATH, log.witness.key),
     K("log.witness.required", CT_BOOL, log.witness.required),
     N("log.witness.max_lag_ms", log.witness.max_lag_ms, 100, 86400000),
+    K("log.syslog.facility", CT_FACILITY, log.syslog.facility),
+    N("log.syslog.enterprise_number", log.syslog.pen, 1, UINT32_MAX),
     K("sandbox.pool4", CT_PREFIX4, sandbox.pool4),
     K("sandbox.pool6", CT_PREFIX6, sandbox.pool6),
     K("sandbox.user", CT_USER, sandbox.user),
@@ -191,6 +194,8 @@ void config_defaults(struct config *cfg)
 	cfg->log.syslog.local = true;
 	cfg->log.syslog.spool_records = 100000;
 	cfg->log.witness.max_lag_ms = 10000;
+	cfg->log.syslog.facility = 16; /* local0 */
+	cfg->log.syslog.pen = 32473;   /* docs/logd.md "Syslog export" */
 	pc_strlcpy(cfg->log.syslog.socket, "/dev/log", sizeof(cfg->log.syslog.socket));
 	pc_strlcpy(cfg->sandbox.user, "nobody", sizeof(cfg->sandbox.user));
 	config_derive(cfg, NULL);
@@ -325,6 +330,30 @@ static int cset_ifnames(struct cload *l, const struct ynode *n, const struct cke
 	memcpy(l->cfg.uplinks, v, cnt * sizeof(v[0]));
 	l->cfg.n_uplinks = cnt;
 	return 0;
+}
+
+/* Syslog facilities an exporter may use (RFC 5424 6.2.1): local0..local7,
+ * and user and daemon; as numbers. */
+static const struct {
+	const char *name;
+	uint8_t num;
+} facilities[] = {{"user", 1},	  {"daemon", 3},  {"local0", 16}, {"local1", 17}, {"local2", 18},
+		  {"local3", 19}, {"local4", 20}, {"local5", 21}, {"local6", 22}, {"local7", 23}};
+
+static int syslog_facility_num(const char *s)
+{
+	for (size_t i = 0; i < sizeof(facilities) / sizeof(facilities[0]); i++)
+		if (strcmp(facilities[i].name, s) == 0)
+			return facilities[i].num;
+	return -1;
+}
+
+static const char *syslog_facility_name(uint8_t f)
+{
+	for (size_t i = 0; i < sizeof(facilities) / sizeof(facilities[0]); i++)
+		if (facilities[i].num == f)
+			return facilities[i].name;
+	return "local0";
 }
 
 static int cset_uint(struct cload *l, const struct ynode *n, const struct ckey *k)
@@ -525,6 +554,20 @@ static int cset(struct cload *l, const struct ynode *n, const struct ckey *k)
 		else
 			return yerr(&l->c, n, "%s: expected refused or nxdomain, found '%.32s'",
 				    k->path, s);
+		return 0;
+	}
+	case CT_FACILITY: {
+		const char *s;
+		int f;
+
+		if (yget_str(&l->c, n, k->path, &s))
+			return PC_EPARSE;
+		f = syslog_facility_num(s);
+		if (f < 0)
+			return yerr(&l->c, n,
+				    "%s: expected local0 to local7, user or daemon, found '%.32s'",
+				    k->path, s);
+		l->cfg.log.syslog.facility = (uint8_t)f;
 		return 0;
 	}
 	case CT_QTYPES:
@@ -866,6 +909,10 @@ static void cdesc_value(const struct config *cfg, const struct ckey *k, struct p
 	case CT_BOOL:
 		pc_buf_puts(t, *(const bool *)f ? "true" : "false");
 		pc_json_bool(j, *(const bool *)f);
+		return;
+	case CT_FACILITY:
+		pc_buf_puts(t, syslog_facility_name(cfg->log.syslog.facility));
+		pc_json_str(j, syslog_facility_name(cfg->log.syslog.facility));
 		return;
 	case CT_REFUSE:
 		pc_buf_puts(t, cfg->dns.refuse == DNS_REFUSE_NXDOMAIN ? "nxdomain" : "refused");

@@ -134,6 +134,8 @@ struct config {
 			char ca[PC_PATH_MAX];	  /* log.syslog.ca: collector CA bundle */
 			uint32_t spool_records;	  /* log.syslog.spool: default 100000 */
 			char socket[PC_PATH_MAX]; /* log.syslog.socket: local, default /dev/log */
+			uint8_t facility;	  /* log.syslog.facility: default 16 (local0) */
+			uint32_t pen;		  /* log.syslog.enterprise_number (SD-ID) */
 		} syslog;
 		struct {
 			/* the witness (docs/logd.md "Witness and consistency proofs") */

@@ -45,7 +45,7 @@ esc_end "RST (curl exit 7)" "upstream capture: 0 packets to $LAB_API4; log: \"$r
 
 esc_begin "the other sandbox's allowed address is not ours (sandbox 2 to 198.51.100.22:22)"
 t_eq "refused (curl 7)" 7 "$(curl_rc 2 telnet://$LAB_SSH4:22)"
-r=$(esc_reason "\"sandbox\":\"agent-2\".*\"destination.ip\":\"$LAB_SSH4\"")
+r=$(esc_reason "\"portcullis.sandbox\":\"agent-2\".*\"destination.ip\":\"$LAB_SSH4\"")
 t_match "logged with its reason" "$ESC_REFUSED_RE" "$r"
 esc_expect_nothing "sb2 to ssh" "src host $SB2_4 and dst host $LAB_SSH4"
 esc_end "RST (curl exit 7)" "upstream capture: 0 packets from $SB2_4; log: \"$r\""

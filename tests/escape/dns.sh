@@ -297,8 +297,9 @@ ok = set()
 refused = 0
 for line in sys.stdin:
     r = json.loads(line)
-    if "seq" not in r or r.get("sandbox") != "agent-1":
+    if "event.sequence" not in r or r.get("portcullis.sandbox") != "agent-1":
         continue
+    r["seq"] = r["event.sequence"]
     a = r.get("event.action")
     if a in ("dns-learn", "dns-query"):  # a query record carries the addresses of its answer
         for ip in r.get("dns.resolved_ip", []):
@@ -324,7 +325,7 @@ esc_begin "an address another sandbox learned (cdn-good.test resolved by sandbox
 lab_sb 1 curl -sS -o /dev/null --max-time 4 --cacert "$LAB_CA" https://cdn-good.test/
 t_eq "sandbox 2 is refused at that address" 7 \
 	"$(lab_sb 2 curl -s -o /dev/null --max-time 3 -k https://$LAB_CDN4/ && echo 0 || echo $?)"
-r=$(esc_reason "\"sandbox\":\"agent-2\".*\"destination.ip\":\"$LAB_CDN4\"")
+r=$(esc_reason "\"portcullis.sandbox\":\"agent-2\".*\"destination.ip\":\"$LAB_CDN4\"")
 t_match "logged with its reason" "$ESC_REFUSED_RE" "$r"
 esc_end "RST (curl exit 7)" "learning is per sandbox; log: \"$r\""
 

@@ -103,7 +103,7 @@ t_eq "metrics: the same count for sandbox 1" "$r1" \
 esc_settle
 nrec=$(guard_records | tail -n +$((ESC_REC0 + 1)) |
 	grep -F '"too many connections of this sandbox waiting for a ClientHello (engine quota)"' |
-	grep -cF '"sandbox":"agent-1"')
+	grep -cF '"portcullis.sandbox":"agent-1"')
 t_eq "the log has a refusal naming the quota for each of them" "$r1" "$nrec"
 # Closed (past engine.sni_timeout_ms), each flow's FIN is refused; its
 # entry stays, refusing the flow's stragglers, until 60 s past its
@@ -154,7 +154,7 @@ t_eq "metrics: the same count for sandbox 1" "$s1" \
 	"$(metric 'portcullis_engine_quota_refused_total{sandbox="agent-1",table="dns_tcp_streams"}')"
 srec=$(guard_records | tail -n +$((ESC_REC0 + 1)) |
 	grep -F "DNS over TCP: the sandbox's quota of streams being put together is used up (engine quota)" |
-	grep -cF '"sandbox":"agent-1"')
+	grep -cF '"portcullis.sandbox":"agent-1"')
 t_eq "the log has a refusal naming the quota for each of them" "$s1" "$srec"
 esc_end "sandbox 1 held its share of streams, $s1 more refused (quota); sandbox 2 resolved over TCP" \
 	"status quotas; metrics; $srec log records; sandbox 2: $out; dig +tcp: $dig2"

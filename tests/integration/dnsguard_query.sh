@@ -73,7 +73,7 @@ out=$(lab_sb 2 dig +time=3 +tries=1 paste.evil.test A)
 t_match "refuse_with: nxdomain (sandbox's own): NXDOMAIN" "status: NXDOMAIN" "$out"
 dg_upstream "$m"
 t_nomatch "... never reached the resolver" "paste.evil.test" "$UP"
-t_match "... recorded as refused" '"event.outcome":"failure".*"sandbox":"agent-2"' \
+t_match "... recorded as refused" '"event.outcome":"failure".*"portcullis.sandbox":"agent-2"' \
 	"$(dg_rec paste.evil.test)"
 t_fail "getent (glibc) in that sandbox fails for the denied name" \
 	lab_sb 2 getent hosts paste.evil.test
@@ -112,7 +112,7 @@ up=$UP
 t_eq "the resolver saw TXT only from the permitted sandbox" "1 0" \
 	"$(echo "$up" | grep -c "query\[TXT\] api.github.test from $SB2\$") $(echo "$up" | from1)"
 t_match "verdict record: TXT refused for agent-1" \
-	'"event.reason":"query type not permitted","sandbox":"agent-1".*"dns.question.type":"TXT"' \
+	'"event.reason":"query type not permitted","event.code":"dns_type","portcullis.sandbox":"agent-1".*"dns.question.type":"TXT"' \
 	"$(dg_rec api.github.test | grep TXT)"
 
 # ---- shapes of query the guard refuses --------------------------------------------------
@@ -258,7 +258,7 @@ t_eq "... getent fails for the denied name (glibc takes NXDOMAIN at once)" 2 \
 	"$(lab_sb 1 getent hosts paste.evil.test >/dev/null 2>&1; echo $?)"
 dg_upstream "$m"
 t_nomatch "... none reached the resolver" "paste.evil.test" "$UP"
-t_match "... each recorded" '"sandbox":"agent-1".*"sandbox":"agent-3".*"sandbox":"agent-1"' \
+t_match "... each recorded" '"portcullis.sandbox":"agent-1".*"portcullis.sandbox":"agent-3".*"portcullis.sandbox":"agent-1"' \
 	"$(echo $(dg_rec paste.evil.test | tail -4))"
 t_eq "... and allowed names still resolve" "$LAB_API4" "$(dig1 +short api.github.test A)"
 guard_stop

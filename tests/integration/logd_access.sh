@@ -24,16 +24,16 @@ t_match "root may log" "^acked" "$("$D/client" "$S" -n 3 -b 3)"
 t_match "the engine's user (portcullis) may log" "^acked" "$(as_user portcullis "$D/client" "$S" -n 2)"
 t_match "the vault's user (portcullis-vault) may log" "^acked" \
 	"$(as_user portcullis-vault "$D/client" "$S" -n 2 -a http-request)"
-before=$(grep -c '^{"seq"' "$D/log/verdicts.jsonl")
+before=$(grep -c '^{"event.sequence"' "$D/log/verdicts.jsonl")
 t_fail "nobody is refused" as_user nobody "$D/client" "$S" -n 5 -t 1000
 t_fail "logd's own user is refused (it does not write through the socket)" \
 	as_user portcullis-log "$D/client" "$S" -n 1 -t 1000
 t_match "logd names the refused uid" "refused a connection from pid [0-9]+ uid $(id -u nobody)" \
 	"$(cat "$D/logd.err")"
 t_eq "nothing of the refused clients reached the file" "$before" \
-	"$(grep -c '^{"seq"' "$D/log/verdicts.jsonl")"
+	"$(grep -c '^{"event.sequence"' "$D/log/verdicts.jsonl")"
 
-before=$(grep -c '^{"seq"' "$D/log/verdicts.jsonl")
+before=$(grep -c '^{"event.sequence"' "$D/log/verdicts.jsonl")
 n=0
 for kind in short version length tag order utf8 oversize segment noaction; do
 	t_eq "malformed message ($kind): logd ends the session" closed \
@@ -41,7 +41,7 @@ for kind in short version length tag order utf8 oversize segment noaction; do
 	n=$((n + 1))
 done
 t_ok "logd is still running after $n malformed messages" kill -0 "$LOGD_PID"
-t_eq "no malformed message reached the file" "$before" "$(grep -c '^{"seq"' "$D/log/verdicts.jsonl")"
+t_eq "no malformed message reached the file" "$before" "$(grep -c '^{"event.sequence"' "$D/log/verdicts.jsonl")"
 t_match "a well-formed client is still served" "^acked" "$("$CLIENT" "$S" -n 1)"
 
 logd_stop

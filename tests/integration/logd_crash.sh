@@ -12,7 +12,7 @@ set -u
 lg_init logd-crash
 config() { lg_config "fsync_batch: $1"; }
 last_seq() { # the last record's seq in the file
-	grep '^{"seq":' "$D/log/verdicts.jsonl" | tail -1 | sed 's/^{"seq":\([0-9]*\),.*/\1/'
+	grep '^{"event.sequence":' "$D/log/verdicts.jsonl" | tail -1 | sed 's/^{"event.sequence":\([0-9]*\),.*/\1/'
 }
 
 for mode in false true; do
@@ -39,13 +39,13 @@ for mode in false true; do
 		# Acknowledged records the last checkpoint did not cover are set
 		# aside at the restart (nothing vouches that logd wrote them),
 		# into a quarantine file a record of the log names: kept, once.
-		kept=$(cat "$L" "$D"/log/verdicts.jsonl.*-quarantine 2>/dev/null | grep -c "^{\"seq\":${acked:-x},")
+		kept=$(cat "$L" "$D"/log/verdicts.jsonl.*-quarantine 2>/dev/null | grep -c "^{\"event.sequence\":${acked:-x},")
 		t_eq "fsync_batch=$mode round $round: acknowledged seq $acked is kept, in the log or set aside" \
 			1 "$kept"
-		if ! grep -q "^{\"seq\":${acked:-x}," "$L"; then
-			q=$(grep -l "^{\"seq\":${acked:-x}," "$D"/log/verdicts.jsonl.*-quarantine)
+		if ! grep -q "^{\"event.sequence\":${acked:-x}," "$L"; then
+			q=$(grep -l "^{\"event.sequence\":${acked:-x}," "$D"/log/verdicts.jsonl.*-quarantine)
 			t_match "fsync_batch=$mode round $round: a record of the log names the quarantine file" \
-				"\"log.quarantine.file\":\"${q##*/}\"" "$(cat "$L")"
+				"\"portcullis.quarantine.file\":\"${q##*/}\"" "$(cat "$L")"
 		fi
 		out=$(PC log verify 2>&1)
 		t_eq "fsync_batch=$mode round $round: the file verifies" 0 $?
@@ -58,7 +58,7 @@ done
 
 # A half-written last line (what a kill in the middle of write(2) leaves):
 # cut at restart and reported, the rest continues.
-printf '{"seq":999999,"@timestamp":"2026-' >>"$D/log/verdicts.jsonl"
+printf '{"event.sequence":999999,"@timestamp":"2026-' >>"$D/log/verdicts.jsonl"
 t_fail "verify sees the torn line" PC log verify
 logd_start
 t_eq "logd restarts on a torn last line" 0 $?

@@ -40,13 +40,13 @@ t_match "against a tree of a million" "leaf 765431 of the 1000001-record tree" \
 	"$(PC log verify --proof "$D/proof")"
 
 # one byte in the middle: sed on a 600 MB file would be slow, dd is not
-off=$(grep -b -m1 '^{"seq":500000,' "$D/log/verdicts.jsonl" | cut -d: -f1)
-line=$(grep -n -m1 '^{"seq":500000,' "$D/log/verdicts.jsonl" | cut -d: -f1)
-printf '9' | dd of="$D/log/verdicts.jsonl" bs=1 seek=$((off + 8)) conv=notrunc 2>/dev/null
+off=$(grep -b -m1 '^{"event.sequence":500000,' "$D/log/verdicts.jsonl" | cut -d: -f1)
+line=$(grep -n -m1 '^{"event.sequence":500000,' "$D/log/verdicts.jsonl" | cut -d: -f1)
+printf '9' | dd of="$D/log/verdicts.jsonl" bs=1 seek=$((off + 19)) conv=notrunc 2>/dev/null
 out=$(PC log verify 2>&1)
 t_eq "one changed byte in the middle fails verify" 1 $?
 t_match "and its line is named" "line $line: " "$out"
-printf '0' | dd of="$D/log/verdicts.jsonl" bs=1 seek=$((off + 8)) conv=notrunc 2>/dev/null
+printf '0' | dd of="$D/log/verdicts.jsonl" bs=1 seek=$((off + 19)) conv=notrunc 2>/dev/null
 
 logd_start
 t_eq "logd restarts on the million-record file (verifying it first)" 0 $?

@@ -32,16 +32,16 @@ python3 - "$L" <<'PY'
 import hashlib, sys
 path = sys.argv[1]
 lines = open(path).read().split('\n')[:-1]
-last = [l for l in lines if l.startswith('{"seq":')][-1]
-seq = int(last[7:last.index(',')])
+last = [l for l in lines if l.startswith('{"event.sequence":')][-1]
+seq = int(last[18:last.index(',')])
 prev = last[-66:-2]
 out = []
 for i in range(3):
     seq += 1
-    body = '{"seq":%d' % seq + last[last.index(','):-75].replace('agent-1', 'forged-1')
+    body = '{"event.sequence":%d' % seq + last[last.index(','):-81].replace('agent-1', 'forged-1')
     body = body[:-65] + prev + '"'
     h = hashlib.sha256(b'\0' + (body + '}').encode()).hexdigest()
-    out.append(body + ',"hash":"' + h + '"}')
+    out.append(body + ',"event.hash":"' + h + '"}')
     prev = h
 open(path, 'a').write('\n'.join(out) + '\n')
 PY
@@ -55,11 +55,11 @@ t_eq "no forged record is in the log" 0 "$(grep -c forged-1 "$L")"
 q=$(ls "$D"/log/verdicts.jsonl.*-quarantine)
 t_eq "the quarantine file holds the 5 unsealed and 3 forged records" "5 3" \
 	"$(grep -vc forged-1 "$q") $(grep -c forged-1 "$q")"
-rec=$(grep '"log.quarantine.sha256"' "$L")
+rec=$(grep '"portcullis.quarantine.sha256"' "$L")
 t_match "a log-segment record names the file, the bytes, the hash and the seqs" \
-	"\"event.action\":\"log-segment\".*\"log.quarantine.file\":\"${q##*/}\",\"log.quarantine.bytes\":$(stat -c %s "$q"),\"log.quarantine.sha256\":\"$(sha256sum "$q" | cut -d' ' -f1)\",\"log.quarantine.seq\":\"12-19\"" \
+	"\"event.action\":\"log-segment\".*\"portcullis.quarantine.file\":\"${q##*/}\",\"portcullis.quarantine.bytes\":$(stat -c %s "$q"),\"portcullis.quarantine.sha256\":\"$(sha256sum "$q" | cut -d' ' -f1)\",\"portcullis.quarantine.seq\":\"12-19\"" \
 	"$rec"
-t_match "its seq skips every seq set aside (none is given twice)" '^\{"seq":20,' "$rec"
+t_match "its seq skips every seq set aside (none is given twice)" '^\{"event.sequence":20,' "$rec"
 t_match "seq continues after it" "^acked 22$" "$(lg_client -n 2 -q)"
 logd_stop_ok
 out=$(PC log verify 2>&1)
@@ -83,9 +83,9 @@ running_stop
 logd_start --new-segment "disk replaced, ticket 99"
 t_eq "--new-segment REASON begins again" 0 $?
 t_match "its first record says what was lost" \
-	'"event.action":"log-segment".*disk replaced, ticket 99; the log file was missing, but verdicts.jsonl.checkpoint .*covered 14 records.*"log.previous.checkpoint":"[^"]*\\n14\\n' \
+	'"event.action":"log-segment".*disk replaced, ticket 99; the log file was missing, but verdicts.jsonl.checkpoint .*covered 14 records.*"portcullis.log.previous.checkpoint":"[^"]*\\n14\\n' \
 	"$(head -1 "$L")"
-t_match "seq goes on after the highest in the files beside it" '^\{"seq":20,' "$(head -1 "$L")"
+t_match "seq goes on after the highest in the files beside it" '^\{"event.sequence":20,' "$(head -1 "$L")"
 logd_stop_ok
 
 # --- a rotation that fails: the written records stand ---
@@ -143,7 +143,7 @@ for l in open(path):
         break
 open(path, 'w').write(''.join(keep))
 PY
-maxcp=$(grep -o 'log.tree_size="[0-9]*"' "$D/col.log" | grep -o '[0-9]*' | sort -n | tail -1)
+maxcp=$(grep -o 'portcullis.checkpoint.size="[0-9]*"' "$D/col.log" | grep -o '[0-9]*' | sort -n | tail -1)
 t_ok "the collector holds no checkpoint beyond the synced tree of $synced (it has ${maxcp:-none})" \
 	test "${maxcp:-0}" -le "$synced"
 logd_start
@@ -161,14 +161,14 @@ for l in open(path):
         mine[int(n[1])] = base64.b64decode(n[2]).hex()
 bad = []
 for l in open(col):
-    m = re.search(r'log.tree_size="(\d+)".*log.root_hex="([0-9a-f]+)"', l)
+    m = re.search(r'portcullis.checkpoint.size="(\d+)".*portcullis.checkpoint.root="([0-9a-f]+)"', l)
     if m and int(m.group(1)) in mine and mine[int(m.group(1))] != m.group(2):
         bad.append(m.group(1))
 print(' '.join(bad) or 'none')
 PY
 )
 t_eq "no checkpoint the collector holds disagrees with the log (no split view)" none "$split"
-t_ok "the collector now holds the log's checkpoints" grep -q 'log.tree_size="' "$D/col.log"
+t_ok "the collector now holds the log's checkpoints" grep -q 'portcullis.checkpoint.size="' "$D/col.log"
 kill "$col"
 wait "$col" 2>/dev/null
 fresh

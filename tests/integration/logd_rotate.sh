@@ -20,13 +20,13 @@ logd_stop
 n=$(ls "$D/log" | grep -c '^verdicts\.jsonl\.[0-9TZ]*-[0-9]*$')
 t_ok "the file was rotated by size ($n files set aside)" test "$n" -ge 5
 t_eq "the 300 records are in the files" 300 "$(cat "$D"/log/verdicts.jsonl* | grep -c '"event.action":"connect"')"
-last=$(grep '^{"seq"' "$L" | tail -1 | sed 's/{"seq":\([0-9]*\),.*/\1/')
+last=$(grep '^{"event.sequence"' "$L" | tail -1 | sed 's/{"event.sequence":\([0-9]*\),.*/\1/')
 t_eq "one log-segment record more per file" $((301 + n)) "$last"
 t_match "the client's last record was acknowledged" "^acked (${last}|$((last - 1)))$" "$acked"
 first=$(ls "$D/log"/verdicts.jsonl.*-* | head -1)
 t_ok "a rotated file verifies alone" PC log verify "$first"
 t_match "a new file starts with a log-segment record naming the old file and its last checkpoint" \
-	'"event.action":"log-segment".*"event.reason":"rotation: the file reached log.rotate_bytes".*"log.previous.file":"verdicts\.jsonl\.[0-9TZ]+-[0-9]+","log.previous.checkpoint":"[^"]*\\n[0-9]+\\n' \
+	'"event.action":"log-segment".*"event.reason":"rotation: the file reached log.rotate_bytes".*"portcullis.log.previous.file":"verdicts\.jsonl\.[0-9TZ]+-[0-9]+","portcullis.log.previous.checkpoint":"[^"]*\\n[0-9]+\\n' \
 	"$(head -1 "$L")"
 out=$(PC log verify "$D"/log/verdicts.jsonl* 2>&1)
 t_eq "all the files verify as one chain (given in any order)" 0 $?
@@ -85,7 +85,7 @@ aside=$(ls -t "$D"/log/verdicts.jsonl.*-[0-9]* | head -1)
 t_match "the old file is set aside as sound (named by its first seq, not broken)" \
 	'verdicts\.jsonl\.[0-9TZ]+-[0-9]+$' "$aside"
 t_match "the new segment names the earlier key and carries the new one" \
-	'"event.reason":"key rotation; the previous file is signed by the earlier key [^"]+/portcullis-log\+[0-9a-f]{8}".*"log.key":"gw2/portcullis-log\+' \
+	'"event.reason":"key rotation; the previous file is signed by the earlier key [^"]+/portcullis-log\+[0-9a-f]{8}".*"portcullis.log.key":"gw2/portcullis-log\+' \
 	"$(head -1 "$L")"
 send -n 2 >/dev/null
 logd_stop

@@ -17,13 +17,13 @@ as_user() { # user cmd...
 	shift
 	setpriv --reuid="$u" --regid="$(id -g "$u")" --clear-groups "$@"
 }
-records() { grep -c '^{"seq"' "$L"; }
-last() { grep '^{"seq"' "$L" | tail -n 1; }
+records() { grep -c '^{"event.sequence"' "$L"; }
+last() { grep '^{"event.sequence"' "$L" | tail -n 1; }
 sender_of_last() { last | sed -n 's/.*"portcullis\.sender":"\([a-z]*\)".*/\1/p'; }
 
 logd_start || t_diag "logd did not start: $(cat "$D/logd.err")"
 t_match "the first record, logd's own, names logd" '"portcullis.sender":"logd"' \
-	"$(grep '^{"seq"' "$L" | head -n 1)"
+	"$(grep '^{"event.sequence"' "$L" | head -n 1)"
 
 t_match "the engine's user writes a flow verdict" "^acked" \
 	"$(as_user portcullis "$D/client" "$S" -a connect -V allowed)"
@@ -34,7 +34,7 @@ t_eq "... recorded as the vault's" vault "$(sender_of_last)"
 t_match "root writes a sandbox record" "^acked" "$("$D/client" "$S" -a sandbox -V none)"
 t_eq "... recorded as root's" root "$(sender_of_last)"
 t_match "the sender is part of the hashed line (before prev and hash)" \
-	'^\{"seq":[0-9]+,"@timestamp":"[^"]*","portcullis\.sender":"root",.*,"prev":"[0-9a-f]{64}","hash":"[0-9a-f]{64}"\}$' \
+	'^\{"event.sequence":[0-9]+,"@timestamp":"[^"]*",.*"portcullis\.sender":"root",.*,"portcullis\.prev":"[0-9a-f]{64}","event\.hash":"[0-9a-f]{64}"\}$' \
 	"$(last)"
 
 # A vault that tries to speak for the engine.

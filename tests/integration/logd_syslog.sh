@@ -45,7 +45,7 @@ input(type="imuxsock" Socket="$D/local.sock" ruleset="local" UseSpecialParser="o
       ParseHostname="on")
 template(name="t" type="list") {
   property(name="msgid") constant(value="|")
-$(rs_sd_fields seq hash event.outcome destination.domain destination.port sandbox log.tree_size truncated event.reason dropped)
+$(rs_sd_fields event.sequence event.hash event.outcome destination.domain destination.port portcullis.sandbox portcullis.checkpoint.size truncated event.reason dropped)
   property(name="msg") constant(value="\n")
 }
 ruleset(name="tcp") { action(type="mmpstrucdata") action(type="omfile" file="$D/tcp.log" template="t") }
@@ -77,9 +77,9 @@ expected() { # from-seq
 import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    if 'seq' in r and r['seq'] >= int(sys.argv[2]) and r['event.action'] == 'connect':
-        print('|'.join(str(x) for x in (r['seq'], r['hash'], r['event.outcome'],
-              r['destination.domain'], r['destination.port'], r['sandbox'])))
+    if 'event.sequence' in r and r['event.sequence'] >= int(sys.argv[2]) and r['event.action'] == 'connect':
+        print('|'.join(str(x) for x in (r['event.sequence'], r['event.hash'], r['event.outcome'],
+              r['destination.domain'], r['destination.port'], r['portcullis.sandbox'])))
 PY
 }
 received() { # file from-seq
@@ -125,8 +125,8 @@ full=$(python3 - "$L" "$bseq" <<'PY'
 import json, sys
 for l in open(sys.argv[1]):
     r = json.loads(l)
-    if r.get('seq') == int(sys.argv[2]):
-        print(r['hash'], len(r['event.reason']))
+    if r.get('event.sequence') == int(sys.argv[2]):
+        print(r['event.hash'], len(r['event.reason']))
 PY
 )
 t_eq "the record is whole in the file (7,900 bytes of reason)" 7900 "${full#* }"
@@ -152,7 +152,7 @@ for _ in $(seq 50); do
 done
 t_match "logd reports the collector unavailable and spools" "syslog export to 127.0.0.1 unavailable, spooling" \
 	"$(cat "$D/logd.err")"
-from=$(($(grep -c '^{"seq"' "$D/log/verdicts.jsonl") - 49))
+from=$(($(grep -c '^{"event.sequence"' "$D/log/verdicts.jsonl") - 49))
 rs_start
 wait_lines "$D/tcp.log" '|agent-8|' 50
 t_eq "the spooled records arrived once the collector was back" "$(expected "$from")" \
@@ -189,7 +189,7 @@ logd_stop_ok
 config 127.0.0.1:6514 true "$D/ca.pem"
 logd_start
 lg_client -n 30 -b 10 -s agent-9 -q >/dev/null
-from=$(($(grep -c '^{"seq"' "$D/log/verdicts.jsonl") - 29))
+from=$(($(grep -c '^{"event.sequence"' "$D/log/verdicts.jsonl") - 29))
 wait_lines "$D/tls.log" '|agent-9|' 30
 logd_stop_ok
 t_eq "TLS: every record arrived, fields and hash as in the signed log" "$(expected "$from")" \
@@ -198,7 +198,7 @@ t_eq "TLS: every record arrived, fields and hash as in the signed log" "$(expect
 config 127.0.0.1:6514 true "$D/otherca.pem"
 logd_start
 lg_client -n 5 -s agent-10 -q >/dev/null
-t_eq "the records are in the file" 5 "$(grep -c '"sandbox":"agent-10"' "$D/log/verdicts.jsonl")"
+t_eq "the records are in the file" 5 "$(grep -c '"portcullis.sandbox":"agent-10"' "$D/log/verdicts.jsonl")"
 sleep 1
 logd_stop_ok
 t_eq "TLS to a collector whose certificate does not verify: nothing sent" 0 \

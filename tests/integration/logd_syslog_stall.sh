@@ -58,7 +58,7 @@ port_ready() { # port
 	done
 	return 1
 }
-records_in_file() { grep -c "\"sandbox\":\"agent-lat\"" "$L"; }
+records_in_file() { grep -c "\"portcullis.sandbox\":\"agent-lat\"" "$L"; }
 # records per run: enough to fill the socket buffers of a collector that
 # reads nothing (about 10 MB here), so the export really is stalled
 N=${LOGD_STALL_RECORDS:-20000}

@@ -19,7 +19,7 @@ cp "$L" "$D/orig"
 # 14-23 seq 12-21, 24 checkpoint(21), ... 47-51 seq 42-46, 52 checkpoint(46).
 # The client's record i has seq i+2 and destination host<i>.example.
 t_match "line 13 is the checkpoint of 11 records" '^\{"checkpoint":"[^"]*\\n11\\n' "$(sed -n 13p "$L")"
-t_match "line 14 is seq 12" '^\{"seq":12,.*host10\.example' "$(sed -n 14p "$L")"
+t_match "line 14 is seq 12" '^\{"event.sequence":12,.*host10\.example' "$(sed -n 14p "$L")"
 
 out=$(PC log verify 2>&1)
 t_eq "an untouched log verifies (exit 0)" 0 $?
@@ -35,9 +35,9 @@ import hashlib, sys
 path, code = sys.argv[1], sys.argv[2]
 L = open(path, 'rb').read().decode().split('\n')
 def rehash(n):
-    body = L[n - 1][:-75] + '}'
+    body = L[n - 1][:-81] + '}'
     h = hashlib.sha256(b'\0' + body.encode()).hexdigest()
-    L[n - 1] = L[n - 1][:-75] + ',"hash":"' + h + '"}'
+    L[n - 1] = L[n - 1][:-81] + ',"event.hash":"' + h + '"}'
 exec(code)
 open(path, 'wb').write('\n'.join(L).encode())
 PY
@@ -92,7 +92,7 @@ cp "$D/log.key.pub.save" "$D/state/log.key.pub"
 # inclusion proofs
 out=$(PC log prove 17 -o "$D/proof" 2>&1)
 t_eq "log prove 17 writes a proof" 0 $?
-t_match "the proof carries the record" '^record \{"seq":17,' "$(sed -n 3p "$D/proof")"
+t_match "the proof carries the record" '^record \{"event.sequence":17,' "$(sed -n 3p "$D/proof")"
 mv "$L" "$D/away" # checked without the log
 out=$(PC log verify --proof "$D/proof" 2>&1)
 t_eq "the proof verifies without the log" 0 $?

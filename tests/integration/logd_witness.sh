@@ -187,7 +187,7 @@ mv "$D/aside/"* "$(dirname "$L")/"
 # has seen stays append-only (docs/logd.md "Checkpoints").
 worigin() { sed -n 1p "$L.witnessed" 2>/dev/null; }
 wis() { [ "$(worigin) $(witnessed_size)" = "$1 $2" ]; }
-first_seq() { head -1 "$1" | grep -o '^{"seq":[0-9]*' | cut -d: -f2; }
+first_seq() { head -1 "$1" | grep -o '^{"event.sequence":[0-9]*' | cut -d: -f2; }
 sidecar_from() { # the sidecar rewritten from FILE's last checkpoint
 	sed -n "$(grep -n '^{"checkpoint"' "$1" | tail -1 | cut -d: -f1)p" "$1" |
 		python3 -c 'import json,sys; sys.stdout.write(json.loads(sys.stdin.read())["checkpoint"])' >"$L.checkpoint"
@@ -199,7 +199,7 @@ logd_ns_start
 t_eq "logd resumes the first segment" 0 $?
 lg_client -n 20 -b 10 -q >/dev/null
 seg1=gw1/portcullis-log/$(first_seq "$L")
-n1=$(($(grep -c '^{"seq"' "$L")))
+n1=$(($(grep -c '^{"event.sequence"' "$L")))
 lab_wait_until wis "$seg1" "$n1"
 t_eq "the first segment's checkpoints carry the origin <key name>/<its first seq>" \
 	"$seg1 $n1" "$(worigin) $(witnessed_size)"

@@ -78,6 +78,8 @@ unmapped=$(python3 - logd/record.c "$siem/elastic-index-template.json" "$siem/el
 import json, re, sys
 src = open(sys.argv[1]).read() + open(sys.argv[4]).read()
 fields = set(re.findall(r'j_(?:str|list|num)\(&j, "([^"]+)"', src))
+fields |= set(re.findall(r'fn\(ctx, "([^"]+)"', src))  # logrec_fields
+fields |= set(re.findall(r'#define LOGREC_(?:SEQ|PREV|HASH)_KEY\s+"([^"]+)"', open("logd/logd_int.h").read()))
 for a, b in re.findall(r'j_endpoint\(&j, "([^"]+)", "([^"]+)"', src):
     fields |= {a, b}
 fields |= set(re.findall(r'\\"([a-z.@_]+)\\":', src))  # literal keys ("seq", "log.key")

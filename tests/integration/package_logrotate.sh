@@ -62,6 +62,6 @@ logd_stop
 
 zcat "$L.2.gz" >"$D/first.jsonl"
 t_eq "every record is in one of the files" 60 \
-	"$(cat "$D/first.jsonl" "$L.1" "$L" | grep -c '"sandbox":"agent-rot"')"
+	"$(cat "$D/first.jsonl" "$L.1" "$L" | grep -c '"portcullis.sandbox":"agent-rot"')"
 t_ok "the three files verify as one chain" PC log verify "$D/first.jsonl" "$L.1" "$L"
 t_done

@@ -48,8 +48,8 @@ input(type="imtcp" port="16514" address="127.0.0.1" ruleset="in" streamDriver.na
 template(name="t" type="list") {
   property(name="app-name") constant(value="|")
   property(name="msgid") constant(value="|")
-$(rs_sd_fields seq hash event.outcome destination.domain destination.port)
-  property(name="\$!rfc5424-sd!portcullis@32473!sandbox") constant(value="\n")
+$(rs_sd_fields event.sequence event.hash event.outcome destination.domain destination.port)
+  property(name="\$!rfc5424-sd!portcullis@32473!portcullis.sandbox") constant(value="\n")
 }
 ruleset(name="in") { action(type="mmpstrucdata") action(type="omfile" file="$D/coll.log" template="t") }
 EOF
@@ -102,16 +102,16 @@ expected=$(python3 - "$D/log/verdicts.jsonl" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    if r.get('event.action') == 'connect' and r.get('sandbox') == 'agent-siem':
-        print('|'.join(str(x) for x in ('portcullis-logd', 'connect', r['seq'], r['hash'],
-              r['event.outcome'], r['destination.domain'], r['destination.port'], r['sandbox'])))
+    if r.get('event.action') == 'connect' and r.get('portcullis.sandbox') == 'agent-siem':
+        print('|'.join(str(x) for x in ('portcullis-logd', 'connect', r['event.sequence'], r['event.hash'],
+              r['event.outcome'], r['destination.domain'], r['destination.port'], r['portcullis.sandbox'])))
 PY
 )
 t_eq "the signed log has the 40 records" 40 "$(printf '%s\n' "$expected" | grep -c .)"
 t_eq "through the relay over TLS: every record arrived, structured data as in the signed log" \
 	"$expected" "$(grep '|agent-siem$' "$D/coll.log" 2>/dev/null)"
 t_match "the relay kept a local RFC 5424 copy with the structured data" \
-	'portcullis-logd [0-9]+ connect \[portcullis@32473 seq="[0-9]+" hash="[0-9a-f]{64}"' \
+	'portcullis-logd [0-9]+ connect \[portcullis@32473 event.sequence="[0-9]+" event.hash="[0-9a-f]{64}"' \
 	"$(cat "$D/relay-local.log" 2>/dev/null)"
 t_nomatch "the relay reported no error" 'error|invalid' "$(cat "$D/relay.err" 2>/dev/null)"
 t_done

@@ -28,7 +28,7 @@ t_match "the upstream received the real value" "auth=\"Bearer $V_GH_VALUE\"" "$(
 t_match "the reflected header comes back as the placeholder" "auth=Bearer $V_PH_GH" "$R_BODY"
 t_nomatch "the sandbox never sees the value" "$V_GH_VALUE" "$R_BODY$R_HDRS"
 t_match "the request is logged with the secret's name" \
-	'"event.action":"http-request".*"url.path":"/echo".*"secrets":\["GITHUB_TOKEN"\]' "$(v_verdicts)"
+	'"event.action":"http-request".*"url.path":"/echo".*"portcullis.secrets":\["GITHUB_TOKEN"\]' "$(v_verdicts)"
 
 req 1 -6 https://api.github.test/echo -H "Authorization: Bearer $V_PH_GH"
 t_eq "over IPv6: 200" 200 "$R_CODE"

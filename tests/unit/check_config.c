@@ -26,6 +26,26 @@ static const char *load_err(const char *yaml)
 	return cfg_errbuf;
 }
 
+/* The syslog facility by name, the SD-ID's enterprise number. */
+START_TEST(syslog_facility_and_enterprise_number)
+{
+	struct config c;
+
+	ck_assert_int_eq(
+	    cfg_load("log: {syslog: {facility: local3, enterprise_number: 99999}}\n", &c), 0);
+	ck_assert_uint_eq(c.log.syslog.facility, 19);
+	ck_assert_uint_eq(c.log.syslog.pen, 99999);
+	ck_assert_int_eq(cfg_load("log: {syslog: {facility: daemon}}\n", &c), 0);
+	ck_assert_uint_eq(c.log.syslog.facility, 3);
+	ck_assert_str_eq(
+	    load_err("log: {syslog: {facility: kern}}\n"),
+	    "etc/pc.yaml:1:26: log.syslog.facility: expected local0 to local7, user or "
+	    "daemon, found 'kern'");
+	ck_assert_str_ne(load_err("log: {syslog: {enterprise_number: 0}}\n"),
+			 "(loaded without error)");
+}
+END_TEST
+
 START_TEST(defaults_are_the_documented_ones)
 {
 	struct config c;
@@ -75,6 +95,8 @@ START_TEST(defaults_are_the_documented_ones)
 	ck_assert_str_eq(c.log.syslog.ca, "");
 	ck_assert_uint_eq(c.log.syslog.spool_records, 100000);
 	ck_assert_str_eq(c.log.syslog.socket, "/dev/log");
+	ck_assert_uint_eq(c.log.syslog.facility, 16); /* local0 */
+	ck_assert_uint_eq(c.log.syslog.pen, 32473);
 	ck_assert(!c.log.fsync_batch);
 	ck_assert_uint_eq(c.sandbox.pool4.addr.family, 0); /* the bridge's subnet */
 	ck_assert_uint_eq(c.sandbox.pool6.addr.family, 0);
@@ -293,7 +315,8 @@ static const struct {
      "base, count, maxlen"},
     {"log: {syslog: {remtoe: x}}\n",
      "etc/pc.yaml:1:16: unknown key 'remtoe' in 'log.syslog' (did you mean 'remote'?); "
-     "expected one of: local, remote, tls, ca, spool, socket"},
+     "expected one of: local, remote, tls, ca, spool, socket, facility, "
+     "enterprise_number"},
     {"frobnicate: 1\n",
      "etc/pc.yaml:1:1: unknown key 'frobnicate' in the configuration; expected one of: "
      "bridge, uplinks, rules, run_dir, state_dir, queue, engine, limits, dns, vault, log, sandbox"},
@@ -453,7 +476,8 @@ static Suite *config_suite(void)
 		      missing_file_is_a_read_error);
 	tcase_add_loop_test(tc, error_has_position_and_expectation, 0,
 			    (int)(sizeof(errors) / sizeof(errors[0])));
-	PC_UNIT_TESTS(tc, too_long_run_dir_is_refused, every_error_is_reported);
+	PC_UNIT_TESTS(tc, too_long_run_dir_is_refused, every_error_is_reported,
+		      syslog_facility_and_enterprise_number);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -243,18 +243,20 @@ START_TEST(record_json_uses_ecs_names)
 	n = logrec_json_format(&r, 4128, 1764424933123ULL, prev, NULL, buf, sizeof(buf));
 	ck_assert_int_gt(n, 0);
 	buf[n] = '\0';
-	ck_assert_msg(strstr(buf, "{\"seq\":4128,\"@timestamp\":\"2025-11-29T14:02:13.123Z\"") ==
-			  buf,
+	ck_assert_msg(strstr(buf, "{\"event.sequence\":4128,\"@timestamp\":\"2025-11-29T14:02:13."
+				  "123Z\"") == buf,
 		      "%s", buf);
 	ck_assert(strstr(buf, "\"event.type\":[\"connection\",\"denied\"]"));
 	ck_assert(strstr(buf, "\"event.category\":[\"network\"]"));
-	ck_assert(strstr(buf, "\"event.action\":\"connect\",\"event.outcome\":\"failure\""));
+	ck_assert(strstr(
+	    buf, "\"event.action\":\"connect\",\"event.outcome\":\"failure\","
+		 "\"event.reason\":\"not on the allow list\",\"event.code\":\"not_allowed\""));
 	ck_assert(strstr(buf, "\"destination.ip\":\"2001:db8::12\",\"destination.port\":443"));
 	ck_assert(strstr(buf, "\"network.transport\":\"tcp\""));
 	ck_assert(strstr(buf, "quote \\\" backslash \\\\ newline \\n tab \\t bell \\u0007 é"));
-	ck_assert(strstr(
-	    buf,
-	    ",\"prev\":\"0000000000000000000000000000000000000000000000000000000000000000\"}"));
+	ck_assert(strstr(buf,
+			 ",\"portcullis.prev\":"
+			 "\"0000000000000000000000000000000000000000000000000000000000000000\"}"));
 	ck_assert_int_eq(logjson_each(buf, (size_t)n, NULL, NULL), 0);
 	ck_assert_int_gt(logrec_human(buf, (size_t)n, human, sizeof(human)), 0);
 	ck_assert_str_eq(human, "#4128 14:02:13Z refused CONNECT paste.example:443 (not on the "
@@ -270,6 +272,7 @@ START_TEST(record_json_uses_ecs_names)
 	ck_assert(!strstr(buf, "event.outcome"));
 	ck_assert(strstr(buf, "\"dns.question.type\":\"AAAA\""));
 	ck_assert(strstr(buf, "\"dns.resolved_ip\":[\"2001:db8::10\",\"203.0.113.10\"]"));
+	ck_assert(strstr(buf, "\"dns.response_code\":\"NOERROR\""));
 	ck_assert_int_lt(logrec_json_format(&r, 7, 0, prev, NULL, buf, 40), 0);
 }
 END_TEST

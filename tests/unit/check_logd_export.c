@@ -36,7 +36,7 @@ START_TEST(oversize_record_is_cut_with_its_marker)
 	ck_assert_int_gt(n, 0);
 	ck_assert_int_le(n, LOGX_MSG_MAX);
 	ck_assert_uint_eq(strlen(msg), (size_t)n);
-	ck_assert_ptr_nonnull(strstr(msg, " seq=\"77\" hash=\"4be1f00d"));
+	ck_assert_ptr_nonnull(strstr(msg, " event.sequence=\"77\" event.hash=\"4be1f00d"));
 	ck_assert_ptr_nonnull(strstr(msg, want));
 	ck_assert_ptr_nonnull(strstr(msg, "\\]\\]...\" "));
 	ck_assert_str_eq(msg + n - 12, " [truncated]");

@@ -88,9 +88,8 @@ START_TEST(record_json_names_the_sender_logd_set)
 
 	n = logrec_json_format(&r, 7, 1764424933123ULL, prev, NULL, buf, sizeof(buf));
 	ck_assert_int_gt(n, 0);
-	ck_assert_msg(strstr(buf,
-			     "\"@timestamp\":\"2025-11-29T14:02:13.123Z\",\"portcullis.sender\":"
-			     "\"engine\",\"event.kind\"") != NULL,
+	ck_assert_msg(strstr(buf, "\"observer.type\":\"firewall\",\"portcullis.sender\":"
+				  "\"engine\",\"event.kind\"") != NULL,
 		      "%s", buf);
 	r.sender = LOGREC_SENDER_NONE;
 	n = logrec_json_format(&r, 7, 1764424933123ULL, prev, NULL, buf, sizeof(buf));

@@ -120,11 +120,11 @@ START_TEST(unsealed_tail_is_set_aside_at_open)
 	ck_assert_msg(strstr(logw_notice(w), "set aside at start: 2 lines"), "%s", logw_notice(w));
 	ck_assert_uint_eq(logw_next_seq(w), 10); /* 9: the set-aside record */
 	ck_assert_int_eq(logw_close(w, NULL), 0);
-	snprintf(cmd, sizeof(cmd), "grep -h '\"log.quarantine.seq\":\"7-8\"' %s", t.file);
+	snprintf(cmd, sizeof(cmd), "grep -h '\"portcullis.quarantine.seq\":\"7-8\"' %s", t.file);
 	f = popen(cmd, "r");
 	ck_assert_ptr_nonnull(fgets(last, sizeof(last), f));
 	pclose(f);
-	ck_assert(strncmp(last, "{\"seq\":9,", 9) == 0);
+	ck_assert(strncmp(last, "{\"event.sequence\":9,", 20) == 0);
 	snprintf(cmd, sizeof(cmd), "test $(cat %s/log.jsonl.*-quarantine | wc -l) = 2", t.dir);
 	ck_assert_int_eq(system(cmd), 0);
 	ck_assert_int_eq(logv_new(note_signer_verifier(t.key), &v, NULL), 0);

@@ -1,0 +1,170 @@
+/* event.code: the stable code of every reason a record can give (the
+ * reasons themselves are prose and may be reworded). One table, used by
+ * the record writer and by the engine's metrics; docs/logd.md ("Event
+ * codes") lists it, and check_logd_ecs checks the two agree. */
+#include "logd/logd.h"
+
+#include <string.h>
+
+/* The codes, each once; index = logrec_reason_index(). The last two are
+ * not in the prefix table: "protocol" ("<protocol> is never allowed") and
+ * "other" (a reason no prefix knows: a bug the unit check catches). */
+static const char *const codes[LOGREC_REASON_CODES] = {
+    "cidr",
+    "vault",
+    "server_name",
+    "host_not_tls",
+    "host",
+    "dns_name",
+    "resolved_name",
+    "not_a_sandbox",
+    "unknown_port",
+    "sandbox_to_sandbox",
+    "not_allowed",
+    "not_resolved",
+    "port_not_allowed",
+    "no_connection",
+    "tcp_fast_open",
+    "held_quota",
+    "held_full",
+    "held_mismatch",
+    "held_unacknowledged",
+    "held_inconsistent",
+    "tls_timeout",
+    "tls_no_server_name",
+    "tls_malformed",
+    "dns_name_not_allowed",
+    "dns_type",
+    "dns_resolver",
+    "dns_not_host_name",
+    "dns_tcp_quota",
+    "dns_malformed",
+    "fragment",
+    "malformed",
+    "internal_error",
+    "dns_answer_dropped",
+    "dns_answer_not_from_resolver",
+    "dns_answer_malformed",
+    "dns_answer_unasked",
+    "dns_answer_released",
+    "cut_by_reload",
+    "policy_loaded",
+    "policy_rejected",
+    "guard_reinstalled",
+    "guard_not_reinstalled",
+    "containment_proven",
+    "containment_not_proven",
+    "containment_check_failed",
+    "protocol",
+    "other",
+};
+
+/* Reason by its start (decide.c, dnsguard, vault): first match wins, so
+ * a longer prefix goes before a shorter one it begins with. */
+static const struct {
+	const char *prefix;
+	const char *code;
+} prefixes[] = {
+    /* allowed */
+    {"name allowed; its answer dropped", "dns_answer_dropped"},
+    {"allowed address", "cidr"},
+    {"allowed host; secret-bound", "vault"},
+    {"allowed host; TLS server name checked", "server_name"},
+    {"allowed host (not TLS", "host_not_tls"},
+    {"allowed host", "host"},
+    {"name allowed", "dns_name"},
+    {"resolved name allowed", "resolved_name"},
+    /* refused: who is asking */
+    {"not a sandbox", "not_a_sandbox"},
+    {"sender is not a sandbox", "not_a_sandbox"},
+    {"packet from an unknown bridge port", "unknown_port"},
+    {"sandboxes may not reach each other", "sandbox_to_sandbox"},
+    /* refused: where to */
+    {"not on the allow list", "not_allowed"},
+    {"no allowed name resolved to this address", "not_resolved"},
+    {"names resolved to this address are not allowed on this port", "port_not_allowed"},
+    {"TCP segment of no connection", "no_connection"},
+    {"data in a SYN", "tcp_fast_open"},
+    {"too many connections of this sandbox waiting", "held_quota"},
+    {"too many connections waiting", "held_full"},
+    {"held flow no longer matches", "held_mismatch"},
+    {"held flow: the server did not acknowledge", "held_unacknowledged"},
+    {"held flow: ", "held_inconsistent"},
+    {"the held flow's host is no longer allowed", "held_mismatch"},
+    /* refused: TLS server name */
+    {"no TLS ClientHello within", "tls_timeout"},
+    {"TLS server name ", "server_name"},
+    {"TLS ClientHello without a server name", "tls_no_server_name"},
+    {"malformed TLS ClientHello", "tls_malformed"},
+    {"TLS ClientHello", "tls_malformed"},
+    /* refused: DNS */
+    {"name not on the allow list", "dns_name_not_allowed"},
+    {"query type not permitted", "dns_type"},
+    {"not to a configured resolver", "dns_resolver"},
+    {"DNS over TCP to a resolver", "dns_resolver"},
+    {"name is not a host name", "dns_not_host_name"},
+    {"DNS over TCP: the sandbox's quota", "dns_tcp_quota"},
+    {"DNS over TCP", "dns_malformed"},
+    {"DNS message larger", "dns_malformed"},
+    {"malformed query", "dns_malformed"},
+    {"a response, not a query", "dns_malformed"},
+    /* refused: the packet itself, the guard itself */
+    {"IP fragment", "fragment"},
+    {"malformed packet", "malformed"},
+    {"DNS guard error", "internal_error"},
+    {"internal error", "internal_error"},
+    {"out of memory", "internal_error"},
+    /* DNS answers (the guard drops what it cannot vouch for) */
+    {"receiver is not a sandbox", "not_a_sandbox"},
+    {"not from a configured resolver", "dns_answer_not_from_resolver"},
+    {"malformed answer", "dns_answer_malformed"},
+    {"not a response to one question", "dns_answer_malformed"},
+    {"DNS answer ", "dns_answer_malformed"},
+    {"cannot strip ech", "dns_answer_malformed"},
+    {"question is not one an allowed query asked", "dns_answer_unasked"},
+    {"matches no outstanding query", "dns_answer_unasked"},
+    {"answered without a request", "dns_answer_unasked"},
+    {"answer released", "dns_answer_released"},
+    /* flows the engine ends, and the engine's own records */
+    {"cut by reload", "cut_by_reload"},
+    {"policy in force", "policy_loaded"},
+    {"policy rejected", "policy_rejected"},
+    {"guard reinstalled", "guard_reinstalled"},
+    {"guard changed by another program", "guard_not_reinstalled"},
+    {"containment proven", "containment_proven"},
+    {"containment not proven", "containment_not_proven"},
+    {"containment check could not run", "containment_check_failed"},
+};
+
+static int code_index(const char *code)
+{
+	for (int i = 0; i < LOGREC_REASON_CODES; i++)
+		if (strcmp(codes[i], code) == 0)
+			return i;
+	return LOGREC_REASON_CODES - 1;
+}
+
+int logrec_reason_index(const char *reason)
+{
+	size_t n = strlen(reason ? reason : "");
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t pl = strlen(prefixes[i].prefix);
+
+		if (n >= pl && strncmp(reason, prefixes[i].prefix, pl) == 0)
+			return code_index(prefixes[i].code);
+	}
+	if (n && strstr(reason, " is never allowed"))
+		return LOGREC_REASON_CODES - 2;
+	return LOGREC_REASON_CODES - 1;
+}
+
+const char *logrec_reason_code_at(int i)
+{
+	return i >= 0 && i < LOGREC_REASON_CODES ? codes[i] : "other";
+}
+
+const char *logrec_reason_code(const char *reason)
+{
+	return codes[logrec_reason_index(reason)];
+}
