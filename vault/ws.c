@@ -167,8 +167,10 @@ static int payload(struct ws_dir *w, uint8_t *p, size_t n, bool end, const struc
 		return ops->data(ctx, w->op, p, n, end && w->f.fin);
 	if ((rc = msg_room(w, n, why, whylen)) < 0)
 		return rc;
-	memcpy(w->msg + w->mlen, p, n);
-	w->mlen += n;
+	if (n) { /* an empty frame before any data: msg is still NULL */
+		memcpy(w->msg + w->mlen, p, n);
+		w->mlen += n;
+	}
 	if (!(end && w->f.fin))
 		return 0;
 	rc = ops->message(ctx, w->op, w->msg, w->mlen);
