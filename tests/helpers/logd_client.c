@@ -196,7 +196,9 @@ int main(int argc, char **argv)
 		}
 		if ((i + 1) % batch == 0 || i + 1 == n) {
 			if (logc_flush(lc, (int)timeout, &err) < 0) {
-				fprintf(stderr, "flush after %ld: %s\n", i + 1, err.msg);
+				fprintf(stderr,
+					"flush after %ld: %s (last acknowledged seq %llu)\n", i + 1,
+					err.msg, (unsigned long long)logc_last_seq(lc));
 				logc_close(lc);
 				return 1;
 			}
