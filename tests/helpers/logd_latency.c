@@ -164,6 +164,7 @@ int main(int argc, char **argv)
 		int rc = oversize(r[0].lc);
 
 		logc_close(r[0].lc);
+		free(r[0].lat);
 		return rc;
 	}
 	for (long i = 0, b = 0; i < n; i += batch, b++) {
