@@ -130,8 +130,10 @@ vault_secrets() {
 	chmod 0644 "$LAB_DIR/vault-ca.pem"
 }
 
-# The pid of this run's daemon (its configuration path is unique to the run).
-v_pid() { pgrep -f "$1 -c $V/portcullis.yaml" | head -1; }
+# The pid of this run's daemon (its configuration path is unique to the run):
+# the oldest match, for the vault its monitor (its CA process and workers
+# carry the same command line, and a pid that wrapped around can be lower).
+v_pid() { pgrep -o -f "$1 -c $V/portcullis.yaml"; }
 
 vault_logd_start() {
 	lab_gw "$V_BIN/portcullis-logd" -c "$V/portcullis.yaml" 2>>"$LAB_DIR/logd.stderr" &
