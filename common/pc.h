@@ -554,8 +554,7 @@ char *pc_prom_merge(char *const *texts, const char *const *label, size_t n);
 size_t pc_wire_ip(uint8_t *b, uint8_t proto, size_t l4len, uint8_t hop, const struct pc_addr *s,
 		  const struct pc_addr *d);
 /* A TCP header, 20 bytes, no options, window and checksum 0. */
-size_t pc_wire_tcp(uint8_t *b, uint16_t sp, uint16_t dp, uint8_t flags, uint32_t seq,
-		   uint32_t ack);
+size_t pc_wire_tcp(uint8_t *b, uint16_t sp, uint16_t dp, uint8_t flags, uint32_t seq, uint32_t ack);
 /* name in DNS labels, no compression; 0 if no DNS name can carry it (an
  * empty or 64-byte label, over 253 bytes); b must hold strlen(name)+2. */
 size_t pc_wire_name(uint8_t *b, const char *name);
