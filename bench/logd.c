@@ -67,6 +67,32 @@ static void rec_fill(struct logrec *r, uint64_t i, char *domain, size_t dlen)
 	r->dst.port = 443;
 }
 
+/* n records through the client library to the logd at sock, flushed (each
+ * batch acknowledged) every batch records: its wall and CPU seconds. */
+static void send_all(const char *sock, uint64_t n, uint64_t batch, double *wall, double *cpu)
+{
+	struct logrec r;
+	struct logc *lc;
+	struct pc_err err;
+	char domain[64];
+	double t0, c0;
+
+	if (logc_open(sock, &lc, &err) < 0)
+		die("client", &err);
+	t0 = now_s();
+	c0 = cpu_s();
+	for (uint64_t i = 0; i < n; i++) {
+		rec_fill(&r, i, domain, sizeof(domain));
+		if (logc_send(lc, &r, &err) < 0)
+			die("send", &err);
+		if (((i + 1) % batch == 0 || i + 1 == n) && logc_flush(lc, 10000, &err) < 0)
+			die("flush", &err);
+	}
+	*wall = now_s() - t0;
+	*cpu = cpu_s() - c0;
+	logc_close(lc);
+}
+
 static double bench_sign(double *per_cpu)
 {
 	unsigned char pk[32], sk[64], sig[64], msg[100] = {0};
@@ -284,7 +310,6 @@ int main(int argc, char **argv)
 	struct note_signer *key;
 	struct served s;
 	struct logw *w;
-	struct logc *lc;
 	struct logv *v;
 	struct pc_err err;
 	struct logrec r;
@@ -370,20 +395,7 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	pthread_create(&th, NULL, serve, &s);
-	if (logc_open(sock, &lc, &err) < 0)
-		die("client", &err);
-	t0 = now_s();
-	c0 = cpu_s();
-	for (uint64_t i = 0; i < n; i++) {
-		rec_fill(&r, i, domain, sizeof(domain));
-		if (logc_send(lc, &r, &err) < 0)
-			die("send", &err);
-		if (((i + 1) % batch == 0 || i + 1 == n) && logc_flush(lc, 10000, &err) < 0)
-			die("flush", &err);
-	}
-	t_sock = now_s() - t0;
-	c_sock = cpu_s() - c0;
-	logc_close(lc);
+	send_all(sock, n, batch, &t_sock, &c_sock);
 	kill(getpid(), SIGTERM);
 	pthread_join(th, NULL);
 	if (logw_close(s.w, &err) < 0)
@@ -445,20 +457,7 @@ int main(int argc, char **argv)
 		if (s.lfd < 0)
 			die("listen", &err);
 		pthread_create(&th, NULL, serve, &s);
-		if (logc_open(sock, &lc, &err) < 0)
-			die("client", &err);
-		t0 = now_s();
-		c0 = cpu_s();
-		for (uint64_t i = 0; i < n; i++) {
-			rec_fill(&r, i, domain, sizeof(domain));
-			if (logc_send(lc, &r, &err) < 0)
-				die("send", &err);
-			if (((i + 1) % batch == 0 || i + 1 == n) && logc_flush(lc, 10000, &err) < 0)
-				die("flush", &err);
-		}
-		t_wit = now_s() - t0;
-		c_wit = cpu_s() - c0;
-		logc_close(lc);
+		send_all(sock, n, batch, &t_wit, &c_wit);
 		kill(getpid(), SIGTERM);
 		pthread_join(th, NULL);
 		if (logw_close(s.w, &err) < 0)

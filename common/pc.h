@@ -545,6 +545,30 @@ void pc_prom_process(struct pc_prom *b);
  * or NULL (out of memory). */
 char *pc_prom_merge(char *const *texts, const char *const *label, size_t n);
 
+/* ---- packets as bytes (common/wire.c) ------------------------------------ */
+
+/* What a sandbox would send, built for `policy test` and the tests; every
+ * builder writes at b (the caller makes room) and returns the length.
+ * An IPv4 (20 bytes) or IPv6 (40 bytes) header by s's family, before
+ * l4len bytes of proto, hop as TTL or hop limit; checksum left 0. */
+size_t pc_wire_ip(uint8_t *b, uint8_t proto, size_t l4len, uint8_t hop, const struct pc_addr *s,
+		  const struct pc_addr *d);
+/* A TCP header, 20 bytes, no options, window and checksum 0. */
+size_t pc_wire_tcp(uint8_t *b, uint16_t sp, uint16_t dp, uint8_t flags, uint32_t seq, uint32_t ack);
+/* name in DNS labels, no compression; 0 if no DNS name can carry it (an
+ * empty or 64-byte label, over 253 bytes); b must hold strlen(name)+2. */
+size_t pc_wire_name(uint8_t *b, const char *name);
+/* A DNS header and one question (class IN): a query, or with answer set the
+ * head of a response announcing an records the caller appends; 0 if the
+ * name cannot be carried. */
+size_t pc_wire_dns_question(uint8_t *b, uint16_t id, bool answer, uint16_t an, const char *name,
+			    uint16_t qtype);
+/* An A or AAAA record (by a's family) for the question's name, TTL 300. */
+size_t pc_wire_dns_addr(uint8_t *b, const struct pc_addr *a);
+/* The smallest TLS ClientHello the engine's parser takes, naming sni (NULL:
+ * no server_name extension); b must hold 60 bytes more than the name. */
+size_t pc_wire_client_hello(uint8_t *b, const char *sni);
+
 /* ---- systemd ------------------------------------------------------------- */
 
 /* Tell systemd the daemon's state (sd_notify protocol): "READY=1" once the

@@ -37,54 +37,15 @@ struct wi {
 
 /* ---- bytes ------------------------------------------------------------------- */
 
-static size_t put_ip(uint8_t *b, uint8_t proto, size_t l4len, const struct pc_addr *s,
-		     const struct pc_addr *d)
-{
-	if (s->family == AF_INET) {
-		memset(b, 0, 20);
-		b[0] = 0x45;
-		b[2] = (uint8_t)((20 + l4len) >> 8);
-		b[3] = (uint8_t)(20 + l4len);
-		b[8] = 64;
-		b[9] = proto;
-		memcpy(b + 12, s->a, 4);
-		memcpy(b + 16, d->a, 4);
-		return 20;
-	}
-	memset(b, 0, 40);
-	b[0] = 0x60;
-	b[4] = (uint8_t)(l4len >> 8);
-	b[5] = (uint8_t)l4len;
-	b[6] = proto;
-	b[7] = 64;
-	memcpy(b + 8, s->a, 16);
-	memcpy(b + 24, d->a, 16);
-	return 40;
-}
-
-static void put32(uint8_t *b, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		b[i] = (uint8_t)(v >> (24 - 8 * i));
-}
-
 /* An IP+TCP segment with payload into w->buf; its length. */
 static size_t tcp_seg(struct wi *w, const struct pc_endpoint *s, const struct pc_endpoint *d,
 		      uint8_t flags, uint32_t seq, uint32_t ack, const uint8_t *data, size_t n)
 {
-	size_t o = put_ip(w->buf, IPPROTO_TCP, 20 + n, &s->addr, &d->addr);
+	size_t o = pc_wire_ip(w->buf, IPPROTO_TCP, 20 + n, 64, &s->addr, &d->addr);
 	uint8_t *t = w->buf + o;
 	uint16_t sum;
 
-	memset(t, 0, 20);
-	t[0] = (uint8_t)(s->port >> 8);
-	t[1] = (uint8_t)s->port;
-	t[2] = (uint8_t)(d->port >> 8);
-	t[3] = (uint8_t)d->port;
-	put32(t + 4, seq);
-	put32(t + 8, ack);
-	t[12] = 5 << 4;
-	t[13] = flags;
+	pc_wire_tcp(t, s->port, d->port, flags, seq, ack);
 	t[14] = 0xff; /* window */
 	t[15] = 0xff;
 	if (n)
@@ -95,99 +56,15 @@ static size_t tcp_seg(struct wi *w, const struct pc_endpoint *s, const struct pc
 	return o + 20 + n;
 }
 
-/* name in DNS labels (no compression); 0 when it does not fit a name */
-static size_t dns_name(uint8_t *b, const char *name)
-{
-	size_t o = 0;
-
-	if (strlen(name) > 253)
-		return 0;
-	while (*name) {
-		const char *dot = strchr(name, '.');
-		size_t l = dot ? (size_t)(dot - name) : strlen(name);
-
-		if (l == 0 || l > 63)
-			return 0;
-		b[o++] = (uint8_t)l;
-		memcpy(b + o, name, l);
-		o += l;
-		name += l + (dot ? 1 : 0);
-	}
-	b[o++] = 0;
-	return o;
-}
-
-/* A query for name (type qtype), or with an the answer giving addr. */
+/* A query for name (type qtype), or with an the answer giving addr; 0 if
+ * no DNS name can carry it. */
 static size_t dns_msg(uint8_t *b, const char *name, uint16_t qtype, const struct pc_addr *an)
 {
-	size_t o = 12, n, al;
+	size_t o = pc_wire_dns_question(b, WI_DNS_ID, an != NULL, an ? 1 : 0, name, qtype);
 
-	memset(b, 0, 12);
-	b[0] = WI_DNS_ID >> 8;
-	b[1] = WI_DNS_ID & 0xff;
-	b[2] = an ? 0x81 : 0x01; /* QR for the answer, RD */
-	b[3] = an ? 0x80 : 0x00; /* RA */
-	b[5] = 1;
-	b[7] = an ? 1 : 0;
-	n = dns_name(b + o, name);
-	if (!n)
-		return 0;
-	o += n;
-	b[o++] = (uint8_t)(qtype >> 8);
-	b[o++] = (uint8_t)qtype;
-	b[o++] = 0;
-	b[o++] = 1;
-	if (!an)
+	if (!o || !an)
 		return o;
-	al = an->family == AF_INET6 ? 16 : 4;
-	b[o++] = 0xc0; /* the question's name */
-	b[o++] = 0x0c;
-	b[o++] = 0;
-	b[o++] = al == 16 ? 28 : 1;
-	memcpy(b + o, "\x00\x01\x00\x00\x01\x2c\x00", 7); /* IN, TTL 300 */
-	o += 7;
-	b[o++] = (uint8_t)al;
-	memcpy(b + o, an->a, al);
-	return o + al;
-}
-
-/* The smallest ClientHello the engine's parser takes, naming sni. */
-static size_t client_hello(uint8_t *b, const char *sni)
-{
-	size_t n = strlen(sni), o = 0, ext = 9 + n;
-	size_t body = 2 + 32 + 1 + 4 + 2 + 2 + ext;
-
-	b[o++] = 0x16; /* handshake record */
-	b[o++] = 3;
-	b[o++] = 1;
-	b[o++] = (uint8_t)((body + 4) >> 8);
-	b[o++] = (uint8_t)(body + 4);
-	b[o++] = 1; /* ClientHello */
-	b[o++] = 0;
-	b[o++] = (uint8_t)(body >> 8);
-	b[o++] = (uint8_t)body;
-	b[o++] = 3;
-	b[o++] = 3;
-	memset(b + o, 0x42, 32);
-	o += 32;
-	b[o++] = 0;			      /* session id */
-	memcpy(b + o, "\x00\x02\x13\x01", 4); /* one cipher suite */
-	o += 4;
-	memcpy(b + o, "\x01\x00", 2); /* null compression */
-	o += 2;
-	b[o++] = (uint8_t)(ext >> 8);
-	b[o++] = (uint8_t)ext;
-	b[o++] = 0; /* server_name */
-	b[o++] = 0;
-	b[o++] = (uint8_t)((n + 5) >> 8);
-	b[o++] = (uint8_t)(n + 5);
-	b[o++] = (uint8_t)((n + 3) >> 8);
-	b[o++] = (uint8_t)(n + 3);
-	b[o++] = 0; /* host_name */
-	b[o++] = (uint8_t)(n >> 8);
-	b[o++] = (uint8_t)n;
-	memcpy(b + o, sni, n);
-	return o + n;
+	return o + pc_wire_dns_addr(b + o, an);
 }
 
 /* ---- judging ------------------------------------------------------------------ */
@@ -464,7 +341,7 @@ int engine_whatif(const struct config *cfg, const struct policy *pol, const stru
 	}
 	{
 		uint8_t hello[600];
-		size_t n = client_hello(hello, by_name ? q->target : as);
+		size_t n = pc_wire_client_hello(hello, by_name ? q->target : as);
 
 		len = tcp_seg(w, &s, &d, 0x18, WI_ISN + 1, WI_SRV_ISN + 1, hello, n);
 		judge(w, len, true);

@@ -442,84 +442,165 @@ static void reply(int fd, int status, const char *body)
 		pc_log(PC_LOG_DEBUG, "reply: %s", strerror(errno));
 }
 
-/* One request per connection, each within IO_TIMEOUT_MS: a witness sees a
- * few requests a second, and nothing it holds waits on a client. */
-static void serve_one(struct witness *w, int fd)
+/* One request per connection, each within IO_TIMEOUT_MS of its accept. The
+ * witness serves up to WITNESS_CONNS connections at once from one poll
+ * loop: a client that connects and says nothing (or trickles) holds only
+ * its own slot until its deadline, never the other logs' cosignatures —
+ * with log.witness.required set, a stalled witness stops every gateway
+ * that uses it. */
+#define WITNESS_CONNS 64
+
+struct wconn {
+	int fd; /* -1: a free slot */
+	uint64_t deadline;
+	size_t have, head, blen;
+	bool add;
+	int rc;	   /* witness_http_head's: PC_EAGAIN until the head is whole */
+	char *buf; /* HEAD_MAX + WITNESS_BODY_MAX */
+};
+
+static void conn_close(struct wconn *c)
 {
-	char buf[HEAD_MAX + WITNESS_BODY_MAX], resp[1024 + COSIG_LINE_MAX];
-	size_t have = 0, head = 0, blen = 0;
-	uint64_t deadline = pc_now_mono_ms() + IO_TIMEOUT_MS;
-	bool add = false;
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->buf);
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+}
+
+/* What arrived on c: read it, and once the request is whole answer it.
+ * Returns true when c is done (answered, refused or gone). */
+static bool conn_read(struct witness *w, struct wconn *c)
+{
+	char resp[1024 + COSIG_LINE_MAX];
 	struct pc_err err;
-	int rc = PC_EAGAIN, status;
+	ssize_t r;
+	int status;
 
-	for (;;) {
-		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		uint64_t now = pc_now_mono_ms();
-		ssize_t r;
-
-		if (rc == 0 && have >= head + blen)
-			break;
-		if (now >= deadline || poll(&pfd, 1, (int)(deadline - now)) <= 0)
-			return;
-		r = recv(fd, buf + have, sizeof(buf) - have, MSG_DONTWAIT);
-		if (r < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (r <= 0)
-			return;
-		have += (size_t)r;
-		if (rc == PC_EAGAIN) {
-			rc = witness_http_head(buf, have, &head, &blen, &add, &err);
-			if (rc < 0 && rc != PC_EAGAIN) {
-				reply(fd, 400, "malformed request\n");
-				return;
-			}
+	r = recv(c->fd, c->buf + c->have, HEAD_MAX + WITNESS_BODY_MAX - c->have, MSG_DONTWAIT);
+	if (r < 0 && (errno == EINTR || errno == EAGAIN))
+		return false;
+	if (r <= 0)
+		return true;
+	c->have += (size_t)r;
+	if (c->rc == PC_EAGAIN) {
+		c->rc = witness_http_head(c->buf, c->have, &c->head, &c->blen, &c->add, &err);
+		if (c->rc < 0 && c->rc != PC_EAGAIN) {
+			reply(c->fd, 400, "malformed request\n");
+			return true;
 		}
 	}
-	if (!add) {
-		reply(fd, 404, "only POST /add-checkpoint\n");
-		return;
+	if (c->rc != 0 || c->have < c->head + c->blen)
+		return false;
+	if (!c->add) {
+		reply(c->fd, 404, "only POST /add-checkpoint\n");
+		return true;
 	}
-	status =
-	    witness_add_checkpoint(w, buf + head, blen, (uint64_t)time(NULL), resp, sizeof(resp));
-	reply(fd, status, resp);
+	status = witness_add_checkpoint(w, c->buf + c->head, c->blen, (uint64_t)time(NULL), resp,
+					sizeof(resp));
+	reply(c->fd, status, resp);
+	return true;
+}
+
+static int conn_open(struct wconn *c, int fd)
+{
+	memset(c, 0, sizeof(*c));
+	c->fd = fd;
+	c->rc = PC_EAGAIN;
+	c->deadline = pc_now_mono_ms() + IO_TIMEOUT_MS;
+	if (!(c->buf = malloc(HEAD_MAX + WITNESS_BODY_MAX))) {
+		conn_close(c);
+		return PC_ENOMEM;
+	}
+	return 0;
 }
 
 void witness_serve_fd(struct witness *w, int fd)
 {
-	serve_one(w, fd);
+	struct wconn c;
+
+	if (conn_open(&c, dup(fd)) < 0)
+		return;
+	for (;;) {
+		struct pollfd pfd = {.fd = c.fd, .events = POLLIN};
+		uint64_t now = pc_now_mono_ms();
+
+		if (c.fd < 0 || now >= c.deadline || poll(&pfd, 1, (int)(c.deadline - now)) <= 0)
+			break;
+		if (conn_read(w, &c))
+			break;
+	}
+	conn_close(&c);
 }
 
 int witness_serve(struct witness *w, int lfd, struct pc_err *err)
 {
+	struct wconn conns[WITNESS_CONNS];
+	struct pollfd p[2 + WITNESS_CONNS];
+	size_t slot[WITNESS_CONNS];
 	sigset_t set;
-	int sfd;
+	int sfd, rc = 0;
 
+	for (size_t i = 0; i < WITNESS_CONNS; i++) {
+		memset(&conns[i], 0, sizeof(conns[i]));
+		conns[i].fd = -1;
+	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	if ((sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0)
 		return pc_err_errno(err, PC_EIO, "signalfd");
 	for (;;) {
-		struct pollfd p[2] = {{.fd = lfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
-		int fd;
+		uint64_t now = pc_now_mono_ms(), next = UINT64_MAX;
+		size_t np = 2, free_slots = 0;
+		int timeout;
 
-		if (poll(p, 2, -1) < 0) {
+		for (size_t i = 0; i < WITNESS_CONNS; i++) {
+			if (conns[i].fd < 0) {
+				free_slots++;
+				continue;
+			}
+			if (now >= conns[i].deadline) { /* too slow: its slot back */
+				conn_close(&conns[i]);
+				free_slots++;
+				continue;
+			}
+			if (conns[i].deadline < next)
+				next = conns[i].deadline;
+			slot[np - 2] = i;
+			p[np++] = (struct pollfd){.fd = conns[i].fd, .events = POLLIN};
+		}
+		/* all slots busy: new clients wait in the listen backlog */
+		p[0] = (struct pollfd){.fd = free_slots ? lfd : -1, .events = POLLIN};
+		p[1] = (struct pollfd){.fd = sfd, .events = POLLIN};
+		timeout = next == UINT64_MAX ? -1 : (int)(next - now);
+		if (poll(p, np, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
-			close(sfd);
-			return pc_err_errno(err, PC_EIO, "poll");
+			rc = pc_err_errno(err, PC_EIO, "poll");
+			break;
 		}
 		if (p[1].revents)
 			break;
-		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		serve_one(w, fd);
-		close(fd);
+		for (size_t k = 2; k < np; k++)
+			if (p[k].revents && conn_read(w, &conns[slot[k - 2]]))
+				conn_close(&conns[slot[k - 2]]);
+		if (p[0].revents) {
+			int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+			for (size_t i = 0; fd >= 0 && i < WITNESS_CONNS; i++)
+				if (conns[i].fd < 0) {
+					if (conn_open(&conns[i], fd) < 0)
+						pc_log(PC_LOG_WARN,
+						       "out of memory for a connection");
+					fd = -1;
+				}
+		}
 	}
+	for (size_t i = 0; i < WITNESS_CONNS; i++)
+		conn_close(&conns[i]);
 	close(sfd);
-	return 0;
+	return rc;
 }
 
 /* ---- portcullis-logd --witness ------------------------------------------- */

@@ -128,6 +128,20 @@ code=$(lab_in "$GWNS" curl -s -o "$D/resp" -w '%{http_code}' --data-binary @"$D/
 t_eq "the witness answers a stale old size with 409" 409 "$code"
 t_eq "... and the size it knows" 501 "$(cat "$D/resp")"
 
+# Clients that connect and say nothing hold their own slot only: with 20
+# of them open (each may wait IO_TIMEOUT_MS, 5 s), a request is still
+# answered at once. A witness that served one connection at a time made
+# it wait 20 x 5 s, and a log with witness.required stopped behind them.
+lab_in "$GWNS" bash -c 'for i in $(seq 20); do exec {f}<>"/dev/tcp/${1%:*}/${1#*:}"; done; echo open; sleep 60' \
+	_ "$WADDR" >"$D/idle.out" 2>&1 &
+idle=$!
+lab_wait_until grep -q open "$D/idle.out"
+code=$(lab_in "$GWNS" curl -s --max-time 4 -o "$D/resp" -w '%{http_code}' --data-binary @"$D/p300" \
+	"http://$WADDR/add-checkpoint")
+t_eq "with 20 idle connections open, the witness still answers at once (409)" 409 "$code"
+kill "$idle" 2>/dev/null
+wait "$idle" 2>/dev/null
+
 # cut-back: stop logd, cut the file to the checkpoint line of 300
 # records, rewrite the sidecar from it: without the witness this verifies
 logd_stop

@@ -68,6 +68,12 @@ for f in "$D"/*.yaml; do
 done
 t_lt "the table has a case for each kind of warning" 19 "$n_cases"
 
+# The rule file the package installs as the admin's model lints without a
+# warning: an example that lint warns about teaches the habit lint warns of.
+lint policy lint --strict "$PC_TOP/packaging/conf/agent-1.yaml"
+t_eq "the shipped example rule file: no warning (--strict exit 0)" 0 "$rc"
+t_eq "... and nothing on stderr" "" "$err"
+
 # Non-decimal ports are said to be so (they once read as "port 0").
 printf 'sandbox: a\nmatch: {source: 10.0.0.1}\nallow:\n  - {host: a.example, ports: [0x1BB]}\n' >"$T/hex.yaml"
 lint policy lint "$T/hex.yaml"
