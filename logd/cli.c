@@ -601,6 +601,24 @@ static int leaf_collect(void *ctx, uint64_t index, uint64_t seq, const uint8_t l
 	return 0;
 }
 
+/* The end of both proofs: to -o OUT (atomically), else to stdout. An exit
+ * status. */
+static int prove_write(const char *outp, const char *text, size_t len)
+{
+	struct pc_err err;
+
+	if (outp) {
+		if (pc_file_write_atomic(outp, text, len, 0644, &err) < 0) {
+			pc_cli_error("log prove", "%s", err.msg);
+			return PC_EXIT_ERROR;
+		}
+	} else if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) {
+		pc_cli_error("log prove", "writing the proof: %s", strerror(errno));
+		return PC_EXIT_ERROR;
+	}
+	return PC_EXIT_OK;
+}
+
 /* ---- log prove --consistency OLD NEW ----------------------------------- */
 
 /* OLD or NEW: a tree size, or a checkpoint file signed by key. */
@@ -739,14 +757,7 @@ static int prove_consistency(struct cli *c, const char *oldp, const char *newp, 
 	body[off++] = '\n';
 	memcpy(body + off, nnote, nlen);
 	off += nlen;
-	if (outp) {
-		if (pc_file_write_atomic(outp, body, off, 0644, &err) < 0)
-			goto fail;
-	} else if (fwrite(body, 1, off, stdout) != off || fflush(stdout) != 0) {
-		pc_cli_error("log prove", "writing the proof: %s", strerror(errno));
-		goto out;
-	}
-	rc = PC_EXIT_OK;
+	rc = prove_write(outp, body, off);
 	goto out;
 fail:
 	pc_cli_error("log prove", "%s", err.msg);
@@ -861,14 +872,7 @@ static int cmd_prove(struct cli *c, int argc, char **argv)
 	if (logproof_format(l.index, l.line, l.len, (const uint8_t(*)[MERKLE_HASH])proof, plen,
 			    note, nlen, &text, &tlen, &err) < 0)
 		goto fail;
-	if (outp) {
-		if (pc_file_write_atomic(outp, text, tlen, 0644, &err) < 0)
-			goto fail;
-	} else if (fwrite(text, 1, tlen, stdout) != tlen || fflush(stdout) != 0) {
-		pc_cli_error("log prove", "writing the proof: %s", strerror(errno));
-		goto out;
-	}
-	rc = PC_EXIT_OK;
+	rc = prove_write(outp, text, tlen);
 	goto out;
 fail:
 	pc_cli_error("log prove", "%s", err.msg);
