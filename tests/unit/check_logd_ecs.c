@@ -377,6 +377,99 @@ START_TEST(syslog_identity_is_the_configured_one)
 }
 END_TEST
 
+/* event.code is the one the sender decided (the vault's refusals have
+ * their own; the prose would say "other"), and a refused DNS query says
+ * which rcode the guard answered; both forms, and through the wire. */
+START_TEST(the_senders_code_and_rcode_are_the_records)
+{
+	static const uint8_t prev[32], hash[MERKLE_HASH];
+	struct logrec r = {.action = LOGREC_EXFIL,
+			   .verdict = LOGREC_REFUSED,
+			   .sandbox = "agent-1",
+			   .reason = "placeholder of GITHUB_TOKEN in the request URL",
+			   .code = "vault_placeholder_in_url"};
+	struct logrec_decoded d;
+	char buf[LOGREC_JSON_MAX], msg[8192];
+	uint8_t wire[LOGWIRE_MAX];
+	int n;
+
+	n = logrec_json_format(&r, 7, 1764424933123ULL, prev, NULL, buf, sizeof(buf));
+	ck_assert_int_gt(n, 0);
+	buf[n] = '\0';
+	ck_assert_msg(strstr(buf, "\"event.code\":\"vault_placeholder_in_url\""), "%s", buf);
+	n = logx_format_record(&r, 7, 1764424933123ULL, hash, "gw", 1, msg, sizeof(msg));
+	ck_assert_int_gt(n, 0);
+	msg[n] = '\0';
+	ck_assert_msg(strstr(msg, "event.code=\"vault_placeholder_in_url\""), "%s", msg);
+	/* a record without a code (an older client): derived from the reason */
+	r.code = NULL;
+	n = logrec_json_format(&r, 7, 1764424933123ULL, prev, NULL, buf, sizeof(buf));
+	buf[n > 0 ? n : 0] = '\0';
+	ck_assert_msg(strstr(buf, "\"event.code\":\"other\""), "%s", buf);
+
+	r = (struct logrec){.action = LOGREC_DNS_QUERY,
+			    .verdict = LOGREC_REFUSED,
+			    .sandbox = "agent-1",
+			    .reason = "query type not permitted",
+			    .dns_name = "api.github.test",
+			    .dns_type = 16,
+			    .code = "dns_type",
+			    .dns_rcode = "NXDOMAIN"};
+	n = logrec_json_format(&r, 8, 1764424933123ULL, prev, NULL, buf, sizeof(buf));
+	ck_assert_int_gt(n, 0);
+	buf[n] = '\0';
+	ck_assert_msg(strstr(buf, "\"event.code\":\"dns_type\""), "%s", buf);
+	ck_assert_msg(strstr(buf, "\"dns.response_code\":\"NXDOMAIN\""), "%s", buf);
+	n = logx_format_record(&r, 8, 1764424933123ULL, hash, "gw", 1, msg, sizeof(msg));
+	ck_assert_int_gt(n, 0);
+	msg[n] = '\0';
+	ck_assert_msg(strstr(msg, "dns.response_code=\"NXDOMAIN\""), "%s", msg);
+
+	/* the wire keeps both; logd refuses a code or an rcode it does not know */
+	n = logrec_encode(&r, wire, sizeof(wire), NULL);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(logrec_decode(wire, (size_t)n, &d, NULL), 0);
+	ck_assert_str_eq(d.rec.code, "dns_type");
+	ck_assert_str_eq(d.rec.dns_rcode, "NXDOMAIN");
+	logrec_decoded_free(&d);
+	r.code = "dns_typo";
+	n = logrec_encode(&r, wire, sizeof(wire), NULL);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(logrec_decode(wire, (size_t)n, &d, NULL), PC_EPARSE);
+	r.code = "dns_type";
+	r.dns_rcode = "NOPE";
+	n = logrec_encode(&r, wire, sizeof(wire), NULL);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(logrec_decode(wire, (size_t)n, &d, NULL), PC_EPARSE);
+}
+END_TEST
+
+/* Every code the vault, the DNS guard and the engine set where they decide
+ * is one of the table (a misspelt code would be refused by logd: the
+ * action with it). The scan must find the vault's refusals. */
+START_TEST(every_code_the_sources_set_is_known)
+{
+	FILE *f = popen("grep -hoE '(code = |refuse\\([^\"]*|conn_log_refused\\([^\"]*)"
+			"\"[a-z_]+\"' vault/*.c dnsguard/*.c engine/*.c "
+			"| sed -E 's/^[^\"]*\"//; s/\"$//' | sort -u",
+			"r");
+	char line[128];
+	int n = 0, vault = 0;
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		ck_assert_msg(logrec_code_index(line) >= 0, "\"%s\" is no event.code", line);
+		vault += strncmp(line, "vault_", 6) == 0;
+		n++;
+	}
+	pclose(f);
+	ck_assert_int_ge(vault, 18);
+	ck_assert_int_gt(n, 25);
+}
+END_TEST
+
 PC_UNIT_SUITE("logd_ecs", "ecs", 30, every_record_kind_has_the_ecs_fields_in_both_forms,
 	      every_reason_in_the_sources_has_an_event_code, every_event_code_is_documented,
-	      a_log_written_before_the_ecs_names_verifies, syslog_identity_is_the_configured_one)
+	      a_log_written_before_the_ecs_names_verifies, syslog_identity_is_the_configured_one,
+	      the_senders_code_and_rcode_are_the_records, every_code_the_sources_set_is_known)
