@@ -6,6 +6,7 @@
 #define PC_LOGD_INT_H
 
 #include <stdatomic.h>
+#include <stdio.h> /* FILE: logc_anchors_report */
 #include <sys/types.h>
 
 #include "logd/logd.h"
@@ -623,8 +624,8 @@ void logc_prefix_finish(struct logc_prefix *p);
 
 /* log verify's anchors (logd/anchor.c): --against files and <log>.witnessed,
  * each a checkpoint signed by the log's key; attach before logv_file,
- * report after it (prints one line per anchor met; PC_ETAMPER and why for
- * the first one cut off or split). */
+ * report after it (prints one line per anchor met to print, unless NULL;
+ * PC_ETAMPER and why for the first one cut off or split). */
 #define LOGC_ANCHORS_MAX 8
 #define COSIG_LINE_MAX	 (NOTE_NAME_MAX + 128)
 struct logc_anchor {
@@ -645,7 +646,7 @@ int logc_anchors_load(struct logc_anchors *a, const struct note_verifier *key, c
 		      const char *const *against, size_t n, struct pc_err *err);
 void logc_anchors_attach(struct logc_anchors *a, struct merkle_hasher *h, struct logv *v);
 int logc_anchors_report(struct logc_anchors *a, const struct note_verifier *key,
-			const struct cosig_verifier *wkey, uint64_t records, bool print,
+			const struct cosig_verifier *wkey, uint64_t records, FILE *print,
 			struct pc_err *err);
 
 /* C2SP tlog-cosignature v1 (logd/cosig.c): a witness signs
