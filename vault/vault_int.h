@@ -541,8 +541,9 @@ struct conn {
 	struct pc_endpoint src, orig;
 	char sandbox[POLICY_NAME_MAX];
 	char sni[256];
-	char refusal[700];	/* why the handshake was refused */
-	const char *refusal_code; /* its event.code (static) */
+	char refusal[700]; /* why the handshake was refused */
+	/* and its event.code (static) */
+	const char *refusal_code;
 	bool linger;		/* an error was answered: drain before closing */
 	const char *why;	/* why relaying the current request failed (static text) */
 	struct vault_state *st; /* the current request's (handle_request's reference) */
