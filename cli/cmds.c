@@ -38,9 +38,9 @@ const struct cli_cmd cli_cmds[] = {
      "create the vault's CA"},
     {"log", "verify",
      "[FILE...] [--key PUB] [--checkpoint NOTE] [--against NOTE]... [--witness-key PUB] "
-     "[--allow-unsigned] | --proof PROOF [--key PUB]",
-     "--key= --checkpoint= --proof= --against= --witness-key= --allow-unsigned -k= -C= -p=", 0, -1,
-     logd_cli, "check the signed log's integrity"},
+     "[--allow-unsigned] [--json] | --proof PROOF [--key PUB] [--json]",
+     "--key= --checkpoint= --proof= --against= --witness-key= --allow-unsigned --json -k= -C= -p=",
+     0, -1, logd_cli, "check the signed log's integrity"},
     {"log", "show",
      "[FILE] [--checkpoints] [--follow] [--sandbox NAME] [--action ACTION] "
      "[--outcome allowed|refused] [--since TIME] [--json]",
@@ -49,7 +49,7 @@ const struct cli_cmd cli_cmds[] = {
     {"log", "prove", "SEQ [--file FILE] [--key PUB] [-o OUT] | --consistency OLD NEW [...]",
      "--consistency --file= --key= -o= -f= -k=", 1, 2, logd_cli,
      "an inclusion proof of one record, or a consistency proof between two checkpoints"},
-    {"log", "status", "", "", 0, 0, logd_cli,
+    {"log", "status", "[--json]", "--json", 0, 0, logd_cli,
      "logd's state: the log, its last checkpoint, the witness"},
     {"log", "keygen", "[--name NAME] [--force]", "--name= --force -n= -f", 0, 0, logd_cli,
      "logd's signing key"},

@@ -52,7 +52,9 @@ struct dnsguard_query_res {
 	char qname_shown[POLICY_HOST_MAX];
 	uint16_t qtype;
 	const char *reason;		 /* static text for the log */
+	const char *code;		 /* its event.code (static; logd/reason.c) */
 	const struct policy_allow *rule; /* entry that allowed the name, or NULL */
+	const char *rcode;		 /* REFUSE: reply's rcode ("REFUSED"), static */
 	uint8_t reply[DNSG_REPLY_MAX];	 /* REFUSE: DNS message to send back */
 	size_t reply_len;
 };

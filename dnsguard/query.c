@@ -98,6 +98,7 @@ static int dg_reply_build(ldns_pkt *q, enum dns_refuse how, bool prohibited, con
 	ldns_pkt_set_ra(r, true);
 	ldns_pkt_set_rcode(r,
 			   how == DNS_REFUSE_NXDOMAIN ? LDNS_RCODE_NXDOMAIN : LDNS_RCODE_REFUSED);
+	res->rcode = how == DNS_REFUSE_NXDOMAIN ? "NXDOMAIN" : "REFUSED";
 	if (qs && ldns_rr_list_rr_count(qs) > 0) {
 		ldns_rr *c = ldns_rr_clone(ldns_rr_list_rr(qs, 0));
 
@@ -142,8 +143,9 @@ out:
 	return rc;
 }
 
-/* Why this query is refused, or NULL to allow it. *prohibited: the
- * sender or transport is wrong rather than the question. */
+/* Why this query is refused, or NULL to allow it; res->code: the refusal's
+ * event.code, set with each reason. *prohibited: the sender or transport
+ * is wrong rather than the question. */
 static const char *dg_query_judge(const struct dnsguard *g, const struct policy_sandbox *sb,
 				  const struct dns_flow *f, ldns_pkt *q, size_t len,
 				  const struct dg_qscan *scan, struct dnsguard_query_res *res,
@@ -153,12 +155,14 @@ static const char *dg_query_judge(const struct dnsguard *g, const struct policy_
 	const char *why;
 
 	*prohibited = true;
+	res->code = "not_a_sandbox";
 	if (!sb)
 		return "sender is not a sandbox";
+	res->code = "dns_malformed";
 	if (f->proto != IPPROTO_UDP && f->proto != IPPROTO_TCP)
 		return "not over UDP or TCP";
 	if (f->dst.port != 53 || !dg_is_resolver(g, &f->dst.addr))
-		return "not to a configured resolver";
+		return res->code = "dns_resolver", "not to a configured resolver";
 	*prohibited = false;
 	if (ldns_pkt_get_opcode(q) != LDNS_PACKET_QUERY)
 		return "opcode is not QUERY";
@@ -180,11 +184,11 @@ static const char *dg_query_judge(const struct dnsguard *g, const struct policy_
 	if (ldns_rr_get_class(qrr) != LDNS_RR_CLASS_IN)
 		return "class is not IN";
 	if (res->qname[0] == '\0')
-		return "name is not a host name";
+		return res->code = "dns_not_host_name", "name is not a host name";
 	if (!(rules_qtype_bit(res->qtype) & sb->dns_qtypes))
-		return "query type not permitted";
+		return res->code = "dns_type", "query type not permitted";
 	if (!policy_name_allowed(sb, res->qname, &res->rule))
-		return "name not on the allow list";
+		return res->code = "dns_name_not_allowed", "name not on the allow list";
 	return NULL;
 }
 
@@ -213,8 +217,10 @@ int dnsguard_query_defer(struct dnsguard *g, const struct policy_sandbox *sb,
 	res->reply_len = 0;
 	res->verdict = DNSG_DROP;
 	res->reason = "malformed query";
+	res->code = "dns_malformed";
 	if (!g || !f) {
 		res->reason = "internal error: no guard";
+		res->code = "internal_error";
 		return PC_EINVAL;
 	}
 	if (!msg || len < LDNS_HEADER_SIZE || len > 65535 || dg_wire2pkt(&q, msg, len) != 0 ||
@@ -250,6 +256,7 @@ int dnsguard_query_defer(struct dnsguard *g, const struct policy_sandbox *sb,
 			DG_INC(g, q_refused);
 		} else {
 			res->reason = "internal error: cannot build the refusal";
+			res->code = "internal_error";
 			DG_INC(g, q_refused);
 		}
 		goto out;
@@ -270,6 +277,7 @@ int dnsguard_query_defer(struct dnsguard *g, const struct policy_sandbox *sb,
 
 		if (!s) {
 			res->reason = "internal error: out of memory";
+			res->code = "internal_error";
 			rc = PC_ENOMEM;
 			goto out;
 		}
@@ -278,11 +286,13 @@ int dnsguard_query_defer(struct dnsguard *g, const struct policy_sandbox *sb,
 		pthread_rwlock_unlock(&g->dir);
 		if (rc != 0) {
 			res->reason = "internal error: out of memory";
+			res->code = "internal_error";
 			goto out;
 		}
 	}
 	res->verdict = DNSG_ALLOW;
 	res->reason = "name allowed";
+	res->code = "dns_name";
 	DG_INC(g, q_allowed);
 	if (deferred)
 		*deferred = dfr;

@@ -277,6 +277,7 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 		/* the DNS guard checks this too; never pass it if it did not */
 		res.verdict = DNSG_DROP;
 		res.reason = "DNS guard error";
+		res.code = "internal_error";
 		deferred = false;
 	}
 	if (rc == 0 && res.verdict == DNSG_ALLOW && deferred) {
@@ -287,6 +288,7 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 	}
 	rec_base(d, c, LOGREC_DNS_QUERY, LOGREC_REFUSED, p, sb, res.rule);
 	set_reason(d, "%s", res.reason ? res.reason : "DNS guard error");
+	d->rec.code = res.reason ? res.code : "internal_error"; /* decided with the reason */
 	/* A name that is not a host name (a tunnelling attempt, typically)
 	 * is recorded too, in its escaped form. */
 	if (res.qname[0] || res.qname_shown[0])
@@ -306,6 +308,7 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 			d->v = VK_REJECT;
 			d->rec.verdict = LOGREC_REFUSED;
 			set_reason(d, "%s", "out of memory");
+			d->rec.code = "internal_error";
 		}
 		break;
 	case DNSG_REFUSE:
@@ -318,6 +321,7 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 		d->v = VK_DROP;
 		if (res.reply_len > 0 && res.reply_len <= sizeof(d->reply)) {
 			d->send_reply = true;
+			d->rec.dns_rcode = res.rcode; /* what the guard answers */
 			memcpy(d->reply, res.reply, res.reply_len);
 			d->reply_len = res.reply_len;
 			d->reply_from = f.dst;

@@ -496,7 +496,7 @@ bool decide_rejudge(const struct decide_ctx *c, const struct flow_key *k, const 
 
 /* Labels of the verdict counters by reason: the event.codes (logd/reason.c)
  * and "unrecorded". */
-#define MET_REASONS 48
+#define MET_REASONS (LOGREC_REASON_CODES + 1)
 
 struct qstats {
 	_Atomic uint64_t queued, accepted, refused, dropped, log_sent, log_failed, enobufs;

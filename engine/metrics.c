@@ -45,7 +45,7 @@ void metrics_count_verdict(struct qthread *t, const struct decision *d)
 		return;
 	decided_allowed = d->rec.verdict == LOGREC_ALLOWED;
 	refused = d->v == VK_DROP || d->v == VK_REJECT;
-	r = decided_allowed && refused ? REASON_UNRECORDED : metrics_reason(d->rec.reason);
+	r = decided_allowed && refused ? REASON_UNRECORDED : logrec_event_code_index(&d->rec);
 	atomic_fetch_add(&t->st.verdicts[a][refused ? 1 : 0][r], 1);
 }
 

@@ -111,7 +111,7 @@ static void cosigners(const struct logc_anchor *x, const struct note_verifier *k
 }
 
 int logc_anchors_report(struct logc_anchors *a, const struct note_verifier *key,
-			const struct cosig_verifier *wkey, uint64_t records, bool print,
+			const struct cosig_verifier *wkey, uint64_t records, FILE *print,
 			struct pc_err *err)
 {
 	int rc = 0;
@@ -143,9 +143,9 @@ int logc_anchors_report(struct logc_anchors *a, const struct note_verifier *key,
 			break;
 		}
 		if (print)
-			printf("  consistent with %s %s: %llu records%s%s\n", what, x->path,
-			       (unsigned long long)a->cp[i].size, who[0] ? ", cosigned by " : "",
-			       who);
+			fprintf(print, "  consistent with %s %s: %llu records%s%s\n", what, x->path,
+				(unsigned long long)a->cp[i].size, who[0] ? ", cosigned by " : "",
+				who);
 	}
 	return rc;
 }

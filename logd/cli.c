@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,20 +18,41 @@
 #define USAGE                                                                                      \
 	"usage: portcullis log verify [FILE...] [--key PUB] [--checkpoint NOTE]\n"                 \
 	"                             [--against NOTE]... [--witness-key PUB] "                    \
-	"[--allow-unsigned]\n"                                                                     \
-	"       portcullis log verify --proof PROOF [--key PUB]\n"                                 \
+	"[--allow-unsigned] [--json]\n"                                                            \
+	"       portcullis log verify --proof PROOF [--key PUB] [--json]\n"                        \
 	"       portcullis log show [FILE] [--checkpoints] [--follow] [--sandbox NAME]\n"          \
 	"                [--action ACTION] [--outcome allowed|refused] [--since TIME] [--json]\n"  \
 	"       portcullis log prove SEQ [--file FILE] [--key PUB] [-o OUT]\n"                     \
 	"       portcullis log prove --consistency OLD NEW [--file FILE] [--key PUB] [-o OUT]\n"   \
 	"       portcullis log keygen [--name NAME] [--force]\n"                                   \
-	"       portcullis log status\n"
+	"       portcullis log status [--json]\n"
 
 struct cli {
 	const char *config;
 	bool have_cfg;
 	struct config cfg;
 };
+
+/* Where log verify writes its text: stdout, or with --json a memory
+ * stream whose lines become the object's "notes". */
+static FILE *vout;
+/* With --json, the first error said (the object's "error"). */
+static char *first_err;
+static size_t first_err_len;
+
+/* pc_cli_error, and the first one kept for --json. */
+__attribute__((format(printf, 2, 3))) static void cli_error(const char *what, const char *fmt, ...)
+{
+	char why[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	pc_cli_error(what, "%s", why);
+	if (first_err && !first_err[0])
+		pc_strlcpy(first_err, why, first_err_len);
+}
 
 static const struct config *cli_cfg(struct cli *c)
 {
@@ -41,7 +63,7 @@ static const struct config *cli_cfg(struct cli *c)
 	if (config_load(c->config, &c->cfg, &err) < 0) {
 		char buf[1024];
 
-		pc_cli_error("log", "%s", pc_err_str(&err, buf, sizeof(buf)));
+		cli_error("log", "%s", pc_err_str(&err, buf, sizeof(buf)));
 		return NULL;
 	}
 	c->have_cfg = true;
@@ -62,7 +84,7 @@ static int key_get(struct cli *c, const char *opt, struct note_verifier *v)
 		opt = path;
 	}
 	if (note_verifier_load(opt, v, &err) < 0) {
-		pc_cli_error("log", "public key: %s", err.msg);
+		cli_error("log", "public key: %s", err.msg);
 		return PC_EXIT_ERROR;
 	}
 	return 0;
@@ -104,6 +126,26 @@ static void age_str(uint64_t ms, char *buf, size_t len)
 		snprintf(buf, len, "%llu h ago", (unsigned long long)d / 3600);
 }
 
+/* --json when the command could not get to a result: one object saying
+ * why, so a script reading stdout always gets JSON. */
+static void json_error_print(const char *msg)
+{
+	struct pc_buf b;
+	struct pc_json j;
+	char *t;
+
+	pc_buf_init(&b, 4096, 0);
+	pc_json_init(&j, &b);
+	pc_json_obj(&j);
+	pc_json_key(&j, "ok");
+	pc_json_bool(&j, false);
+	pc_json_kstr(&j, "error", msg);
+	pc_json_obj_end(&j);
+	if ((t = pc_buf_take(&b, NULL)))
+		printf("%s\n", t);
+	free(t);
+}
+
 /* ---- witness and --against (docs/logd.md "Witness and consistency proofs") */
 struct vanchors {
 	const char *const *against; /* --against files */
@@ -129,7 +171,7 @@ static const struct cosig_verifier *wkey_get(struct cli *c, const char *opt,
 		return cosig_verifier_load(opt, v, &err) == 0 ? v : NULL;
 	}
 	if (cosig_verifier_load(opt, v, &err) < 0) {
-		pc_cli_error("log verify", "witness key: %s", err.msg);
+		cli_error("log verify", "witness key: %s", err.msg);
 		return NULL;
 	}
 	return v;
@@ -146,10 +188,11 @@ struct verify_opts {
 /* "no sidecar": what that costs, said for the file it concerns. */
 static void no_sidecar_note(const char *path)
 {
-	printf("  no sidecar: %s.checkpoint is missing: records cut off after the last "
-	       "checkpoint in the file cannot be detected (give --checkpoint NOTE, from the "
-	       "SIEM or a witness)\n",
-	       path);
+	fprintf(vout,
+		"  no sidecar: %s.checkpoint is missing: records cut off after the last "
+		"checkpoint in the file cannot be detected (give --checkpoint NOTE, from the "
+		"SIEM or a witness)\n",
+		path);
 }
 
 /* Was a checkpoint the witness cosigned found beside the log? When a
@@ -161,6 +204,148 @@ static bool witnessed_present(const struct logc_anchors *anc)
 		if (anc->a[i].witnessed)
 			return true;
 	return false;
+}
+
+/* ---- log verify --json: one object with the facts the text gives, the
+ * text itself line by line ("notes") and the first error (docs/logd.md) */
+struct vjson {
+	struct pc_buf fb; /* the "files" array */
+	struct pc_json fj;
+	char *text; /* vout's memory */
+	size_t text_len;
+	bool unsigned_seen;
+	bool have_chain, have_proof;
+	uint64_t chain_n, chain_first, chain_last;
+	struct logproof_info proof;
+	char proof_key[NOTE_NAME_MAX + 16];
+	char err[1024];
+};
+static struct vjson *vj; /* NULL: text */
+
+/* One verified file's facts, as its summary line and what follows say. */
+static void vjson_file(const char *path, bool sig, const struct logv_result *r,
+		       const struct note_verifier *key, const char *cpfile,
+		       const struct checkpoint *ext, bool side_missing)
+{
+	struct pc_json *j;
+	char ts[32], k[NOTE_NAME_MAX + 16];
+
+	if (!vj)
+		return;
+	j = &vj->fj;
+	vj->unsigned_seen |= !sig;
+	pc_json_obj(j);
+	pc_json_kstr(j, "file", path);
+	pc_json_kstr(j, "result", sig ? "intact" : "unsigned");
+	pc_json_ku64(j, "records", r->records);
+	pc_json_ku64(j, "first_seq", r->records ? r->first_seq : 0);
+	pc_json_ku64(j, "last_seq", r->records ? r->last_seq : 0);
+	pc_json_ku64(j, "checkpoints", r->checkpoints);
+	snprintf(k, sizeof(k), "%s+%08x", key->name, key->hash);
+	pc_json_key(j, "signed_by");
+	if (sig)
+		pc_json_str(j, k);
+	else
+		pc_json_null(j);
+	pc_json_key(j, "sealed");
+	if (r->has_cp) {
+		pc_json_obj(j);
+		pc_json_ku64(j, "line", r->last_cp_line);
+		pc_json_ku64(j, "records", r->last_cp.size);
+		pc_json_kstr(j, "time", pc_time_rfc3339(r->last_cp.time_ms, ts, sizeof(ts)));
+		pc_json_obj_end(j);
+	} else {
+		pc_json_null(j);
+	}
+	pc_json_ku64(j, "unsealed", r->unsealed);
+	pc_json_key(j, "checkpoint");
+	if (ext) {
+		pc_json_obj(j);
+		pc_json_kstr(j, "file", cpfile);
+		pc_json_ku64(j, "records", ext->size);
+		pc_json_kstr(j, "time", pc_time_rfc3339(ext->time_ms, ts, sizeof(ts)));
+		pc_json_key(j, "covers_whole_file");
+		pc_json_bool(j, ext->size == r->records);
+		pc_json_obj_end(j);
+	} else {
+		pc_json_null(j);
+	}
+	pc_json_key(j, "sidecar_missing");
+	pc_json_bool(j, side_missing);
+	pc_json_obj_end(j);
+}
+
+/* The object, from what the run gathered; rc is its exit status. */
+static void vjson_print(int rc)
+{
+	struct pc_buf b;
+	struct pc_json j;
+	char *files, *t, ts[32];
+	const char *p, *e;
+
+	pc_json_arr_end(&vj->fj);
+	files = pc_buf_take(&vj->fb, NULL);
+	pc_buf_init(&b, 1 << 24, 0);
+	pc_json_init(&j, &b);
+	pc_json_obj(&j);
+	pc_json_key(&j, "ok");
+	pc_json_bool(&j, rc == PC_EXIT_OK);
+	pc_json_kstr(&j, "result",
+		     rc == PC_EXIT_ERROR		  ? "error"
+		     : vj->have_proof && rc == PC_EXIT_OK ? "valid"
+		     : vj->err[0]			  ? "failed"
+		     : vj->unsigned_seen		  ? "unsigned"
+		     : rc == PC_EXIT_OK			  ? "intact"
+							  : "failed");
+	pc_json_key(&j, "files");
+	pc_json_raw(&j, files ? files : "[]");
+	pc_json_key(&j, "chain");
+	if (vj->have_chain) {
+		pc_json_obj(&j);
+		pc_json_ku64(&j, "files", vj->chain_n);
+		pc_json_ku64(&j, "first_seq", vj->chain_first);
+		pc_json_ku64(&j, "last_seq", vj->chain_last);
+		pc_json_obj_end(&j);
+	} else {
+		pc_json_null(&j);
+	}
+	pc_json_key(&j, "proof");
+	if (vj->have_proof) {
+		pc_json_obj(&j);
+		pc_json_ku64(&j, "seq", vj->proof.seq);
+		pc_json_ku64(&j, "leaf", vj->proof.index);
+		pc_json_ku64(&j, "tree_records", vj->proof.cp.size);
+		pc_json_kstr(&j, "signed_by", vj->proof_key);
+		pc_json_kstr(&j, "time", pc_time_rfc3339(vj->proof.cp.time_ms, ts, sizeof(ts)));
+		pc_json_obj_end(&j);
+	} else {
+		pc_json_null(&j);
+	}
+	pc_json_key(&j, "notes");
+	pc_json_arr(&j);
+	for (p = vj->text; p && p < vj->text + vj->text_len; p = e + 1) {
+		size_t skip = 0;
+
+		if (!(e = memchr(p, '\n', (size_t)(vj->text + vj->text_len - p))))
+			e = vj->text + vj->text_len;
+		while (p + skip < e && p[skip] == ' ')
+			skip++;
+		if (e > p + skip)
+			pc_json_strn(&j, p + skip, (size_t)(e - p - skip));
+	}
+	pc_json_arr_end(&j);
+	pc_json_key(&j, "error");
+	if (vj->err[0])
+		pc_json_str(&j, vj->err);
+	else
+		pc_json_null(&j);
+	pc_json_obj_end(&j);
+	if ((t = pc_buf_take(&b, NULL)))
+		printf("%s\n", t);
+	else
+		json_error_print("out of memory");
+	free(t);
+	free(files);
 }
 
 /* Verify one file; prints its summary. PC_EXIT_*. *no_sidecar: verified
@@ -177,7 +362,7 @@ static int verify_one(const char *path, struct note_verifier *key, const char *c
 
 	if (!anc || merkle_hasher_new(&ah, NULL) < 0) {
 		free(anc);
-		pc_cli_error("log verify", "out of memory");
+		cli_error("log verify", "out of memory");
 		return PC_EXIT_ERROR;
 	}
 	xrc = verify_one_(path, key, cpfile, o, anc, ah, out, no_sidecar);
@@ -216,7 +401,7 @@ static int verify_one_(const char *path, struct note_verifier *key, const char *
 	}
 	/* --against and <log>.witnessed: checked as the file is read */
 	if (logc_anchors_load(anc, key, path, va ? va->against : NULL, va ? va->n : 0, &err) < 0) {
-		pc_cli_error("log verify", "%s", err.msg);
+		cli_error("log verify", "%s", err.msg);
 		return err.code == PC_ETAMPER || err.code == PC_EPARSE ? PC_EXIT_FAIL
 								       : PC_EXIT_ERROR;
 	}
@@ -228,7 +413,7 @@ static int verify_one_(const char *path, struct note_verifier *key, const char *
 		bool torn;
 
 		if (logv_new(key, &v, &err) < 0) {
-			pc_cli_error("log verify", "%s", err.msg);
+			cli_error("log verify", "%s", err.msg);
 			return PC_EXIT_ERROR;
 		}
 		if (have_ext && ext.size)
@@ -247,12 +432,12 @@ static int verify_one_(const char *path, struct note_verifier *key, const char *
 			attempt = 2; /* it did not grow: once more, strictly */
 	}
 	if (rc < 0) {
-		pc_cli_error("log verify", "%s: %s", path, err.msg);
+		cli_error("log verify", "%s: %s", path, err.msg);
 		logv_free(v);
 		return rc == PC_ETAMPER ? PC_EXIT_FAIL : PC_EXIT_ERROR;
 	}
 	if (cpbad) {
-		pc_cli_error("log verify", "%s: %s", cpfile, cperr.msg);
+		cli_error("log verify", "%s: %s", cpfile, cperr.msg);
 		logv_free(v);
 		return cperr.code == PC_ETAMPER || cperr.code == PC_EPARSE ? PC_EXIT_FAIL
 									   : PC_EXIT_ERROR;
@@ -263,64 +448,70 @@ static int verify_one_(const char *path, struct note_verifier *key, const char *
 	 * chain proves nothing: anyone can compute hashes. */
 	sig = r->has_cp || (have_ext && ext.size > 0);
 	if (!sig) {
-		printf("%s: unsigned: %llu records", path, (unsigned long long)r->records);
+		fprintf(vout, "%s: unsigned: %llu records", path, (unsigned long long)r->records);
 		if (r->records)
-			printf(" (seq %llu-%llu)", (unsigned long long)r->first_seq,
-			       (unsigned long long)r->last_seq);
-		printf(" and no checkpoint: no signature vouches for %s; %s\n",
-		       r->records ? "them (they form a hash chain, which anyone can compute)"
-				  : "the file",
-		       o->allow_unsigned ? "accepted (--allow-unsigned)"
-					 : "not accepted (--allow-unsigned accepts it)");
+			fprintf(vout, " (seq %llu-%llu)", (unsigned long long)r->first_seq,
+				(unsigned long long)r->last_seq);
+		fprintf(vout, " and no checkpoint: no signature vouches for %s; %s\n",
+			r->records ? "them (they form a hash chain, which anyone can compute)"
+				   : "the file",
+			o->allow_unsigned ? "accepted (--allow-unsigned)"
+					  : "not accepted (--allow-unsigned accepts it)");
 		if (side_missing && !o->defer_sidecar)
 			no_sidecar_note(path);
 		if (no_sidecar)
 			*no_sidecar = side_missing;
+		vjson_file(path, false, r, key, cpfile, have_ext ? &ext : NULL, side_missing);
 		*out = *r;
 		logv_free(v);
 		return o->allow_unsigned ? PC_EXIT_OK : PC_EXIT_FAIL;
 	}
 	if (logc_anchors_origin(anc, key, r, onote, sizeof(onote), &err) < 0 ||
-	    logc_anchors_report(anc, key, va ? va->wkey : NULL, r->records, false, &err) < 0) {
-		pc_cli_error("log verify", "%s: %s", path, err.msg);
+	    logc_anchors_report(anc, key, va ? va->wkey : NULL, r->records, NULL, &err) < 0) {
+		cli_error("log verify", "%s: %s", path, err.msg);
 		logv_free(v);
 		return PC_EXIT_FAIL;
 	}
 	age_str(r->last_cp.time_ms, age, sizeof(age));
-	printf("%s: intact: %llu records (seq %llu-%llu), %llu checkpoints, signed by %s+%08x\n",
-	       path, (unsigned long long)r->records, (unsigned long long)r->first_seq,
-	       (unsigned long long)r->last_seq, (unsigned long long)r->checkpoints, key->name,
-	       key->hash);
+	fprintf(vout,
+		"%s: intact: %llu records (seq %llu-%llu), %llu checkpoints, signed by %s+%08x\n",
+		path, (unsigned long long)r->records, (unsigned long long)r->first_seq,
+		(unsigned long long)r->last_seq, (unsigned long long)r->checkpoints, key->name,
+		key->hash);
 	if (r->has_cp)
-		printf("  sealed: the checkpoint on line %llu covers %llu records, signed %s "
-		       "(%s)\n",
-		       (unsigned long long)r->last_cp_line, (unsigned long long)r->last_cp.size,
-		       pc_time_rfc3339(r->last_cp.time_ms, ts, sizeof(ts)), age);
+		fprintf(vout,
+			"  sealed: the checkpoint on line %llu covers %llu records, signed %s "
+			"(%s)\n",
+			(unsigned long long)r->last_cp_line, (unsigned long long)r->last_cp.size,
+			pc_time_rfc3339(r->last_cp.time_ms, ts, sizeof(ts)), age);
 	if (r->unsealed)
-		printf("  unsealed tail: %llu records from line %llu (seq %llu-%llu) are not "
-		       "covered by a signature yet\n",
-		       (unsigned long long)r->unsealed, (unsigned long long)r->unsealed_line,
-		       (unsigned long long)(r->last_seq - r->unsealed + 1),
-		       (unsigned long long)r->last_seq);
+		fprintf(vout,
+			"  unsealed tail: %llu records from line %llu (seq %llu-%llu) are not "
+			"covered by a signature yet\n",
+			(unsigned long long)r->unsealed, (unsigned long long)r->unsealed_line,
+			(unsigned long long)(r->last_seq - r->unsealed + 1),
+			(unsigned long long)r->last_seq);
 	else if (r->records)
-		printf("  no unsealed tail: every record is covered by a signature\n");
+		fprintf(vout, "  no unsealed tail: every record is covered by a signature\n");
 	age_str(ext.time_ms, age, sizeof(age));
 	if (have_ext)
-		printf("  latest checkpoint %s: %llu records, signed %s (%s)%s\n", cpfile,
-		       (unsigned long long)ext.size, pc_time_rfc3339(ext.time_ms, ts, sizeof(ts)),
-		       age, ext.size == r->records ? ": covers the whole file" : "");
+		fprintf(vout, "  latest checkpoint %s: %llu records, signed %s (%s)%s\n", cpfile,
+			(unsigned long long)ext.size, pc_time_rfc3339(ext.time_ms, ts, sizeof(ts)),
+			age, ext.size == r->records ? ": covers the whole file" : "");
 	else if (side_missing && !o->defer_sidecar)
 		no_sidecar_note(path);
 	if (no_sidecar)
 		*no_sidecar = side_missing;
-	fputs(onote, stdout);
-	logc_anchors_report(anc, key, va ? va->wkey : NULL, r->records, true, &err);
+	fputs(onote, vout);
+	logc_anchors_report(anc, key, va ? va->wkey : NULL, r->records, vout, &err);
 	if (va && va->wkey && !witnessed_present(anc))
-		printf(
+		fprintf(
+		    vout,
 		    "  no witnessed checkpoint: %s%s is missing: the witness has cosigned none of "
 		    "this file (it was unreachable, or never asked): a cut-back to a checkpoint "
 		    "in the file cannot be detected\n",
 		    path, LOGWC_SUFFIX);
+	vjson_file(path, true, r, key, cpfile, have_ext ? &ext : NULL, side_missing);
 	*out = *r;
 	logv_free(v);
 	return PC_EXIT_OK;
@@ -340,9 +531,10 @@ static int link_cmp(const void *a, const void *b)
 	return x->first_seq < y->first_seq ? -1 : x->first_seq > y->first_seq;
 }
 
-static int cmd_verify(struct cli *c, int argc, char **argv)
+static int verify_main(struct cli *c, int argc, char **argv, struct vjson *json)
 {
 	static const struct option o[] = {{"key", required_argument, NULL, 'k'},
+					  {"json", no_argument, NULL, 'j'},
 					  {"checkpoint", required_argument, NULL, 'C'},
 					  {"proof", required_argument, NULL, 'p'},
 					  {"against", required_argument, NULL, 'A'},
@@ -371,11 +563,27 @@ static int cmd_verify(struct cli *c, int argc, char **argv)
 			wkeyp = optarg;
 		else if (opt == 'U')
 			vo.allow_unsigned = true;
+		else if (opt == 'j')
+			vj = json;
 		else
 			return fputs(USAGE, stderr), PC_EXIT_USAGE;
 	}
 	if ((proof && optind != argc) || ((cpfile || va.n) && argc - optind > 1))
 		return fputs(USAGE, stderr), PC_EXIT_USAGE;
+	if (vj) {
+		/* the text goes into the object's notes */
+		if (!(vout = open_memstream(&vj->text, &vj->text_len))) {
+			vj = NULL;
+			vout = stdout;
+			cli_error("log verify", "out of memory");
+			return PC_EXIT_ERROR;
+		}
+		pc_buf_init(&vj->fb, 1 << 24, 0);
+		pc_json_init(&vj->fj, &vj->fb);
+		pc_json_arr(&vj->fj);
+		first_err = vj->err;
+		first_err_len = sizeof(vj->err);
+	}
 	if ((rc = key_get(c, keyp, &key)) != 0)
 		return rc;
 	va.wkey = wkey_get(c, wkeyp, &wkey);
@@ -388,20 +596,27 @@ static int cmd_verify(struct cli *c, int argc, char **argv)
 		size_t len = 0;
 
 		if (pc_file_read(proof, 1 << 20, &text, &len, &err) < 0) {
-			pc_cli_error("log verify", "%s", err.msg);
+			cli_error("log verify", "%s", err.msg);
 			return PC_EXIT_ERROR;
 		}
 		rc = logproof_verify(text, len, &key, &info, &err);
 		free(text);
 		if (rc < 0) {
-			pc_cli_error("log verify", "%s: %s", proof, err.msg);
+			cli_error("log verify", "%s: %s", proof, err.msg);
 			return rc == PC_ETAMPER || rc == PC_EPARSE ? PC_EXIT_FAIL : PC_EXIT_ERROR;
 		}
-		printf("%s: valid: record seq %llu is leaf %llu of the %llu-record tree signed by "
-		       "%s+%08x at %s\n",
-		       proof, (unsigned long long)info.seq, (unsigned long long)info.index,
-		       (unsigned long long)info.cp.size, key.name, key.hash,
-		       pc_time_rfc3339(info.cp.time_ms, ts, sizeof(ts)));
+		fprintf(vout,
+			"%s: valid: record seq %llu is leaf %llu of the %llu-record tree signed by "
+			"%s+%08x at %s\n",
+			proof, (unsigned long long)info.seq, (unsigned long long)info.index,
+			(unsigned long long)info.cp.size, key.name, key.hash,
+			pc_time_rfc3339(info.cp.time_ms, ts, sizeof(ts)));
+		if (vj) {
+			vj->have_proof = true;
+			vj->proof = info;
+			snprintf(vj->proof_key, sizeof(vj->proof_key), "%s+%08x", key.name,
+				 key.hash);
+		}
 		return PC_EXIT_OK;
 	}
 	if (optind == argc) {
@@ -455,23 +670,55 @@ static int cmd_verify(struct cli *c, int argc, char **argv)
 			if (l[i].first_seq == l[i - 1].last_seq + 1 &&
 			    memcmp(l[i].first_prev, l[i - 1].last_hash, MERKLE_HASH) == 0)
 				continue;
-			pc_cli_error("log verify",
-				     "%s (from seq %llu) does not continue %s (up to seq %llu): %s",
-				     l[i].name, (unsigned long long)l[i].first_seq, l[i - 1].name,
-				     (unsigned long long)l[i - 1].last_seq,
-				     l[i].first_seq == l[i - 1].last_seq + 1
-					 ? "its first record does not link to the last one there"
-					 : "a file is missing in between");
+			cli_error("log verify",
+				  "%s (from seq %llu) does not continue %s (up to seq %llu): %s",
+				  l[i].name, (unsigned long long)l[i].first_seq, l[i - 1].name,
+				  (unsigned long long)l[i - 1].last_seq,
+				  l[i].first_seq == l[i - 1].last_seq + 1
+				      ? "its first record does not link to the last one there"
+				      : "a file is missing in between");
 			free(l);
 			return PC_EXIT_FAIL;
 		}
 		if (n > 1)
-			printf("%d files form one unbroken chain, seq %llu-%llu\n", n,
-			       (unsigned long long)l[0].first_seq,
-			       (unsigned long long)l[n - 1].last_seq);
+			fprintf(vout, "%d files form one unbroken chain, seq %llu-%llu\n", n,
+				(unsigned long long)l[0].first_seq,
+				(unsigned long long)l[n - 1].last_seq);
+		if (n > 1 && vj) {
+			vj->have_chain = true;
+			vj->chain_n = (uint64_t)n;
+			vj->chain_first = l[0].first_seq;
+			vj->chain_last = l[n - 1].last_seq;
+		}
 		free(l);
 	}
 	return PC_EXIT_OK;
+}
+
+/* log verify [--json]: the exit status is the same either way. */
+static int cmd_verify(struct cli *c, int argc, char **argv)
+{
+	struct vjson *json = calloc(1, sizeof(*json));
+	int rc;
+
+	if (!json) {
+		cli_error("log verify", "out of memory");
+		return PC_EXIT_ERROR;
+	}
+	vout = stdout;
+	rc = verify_main(c, argc, argv, json);
+	if (vj) {
+		fclose(vout);
+		vout = stdout;
+		if (rc != PC_EXIT_USAGE)
+			vjson_print(rc);
+		pc_buf_free(&vj->fb);
+		free(vj->text);
+		first_err = NULL;
+		vj = NULL;
+	}
+	free(json);
+	return rc;
 }
 
 struct show {
@@ -599,6 +846,24 @@ static int leaf_collect(void *ctx, uint64_t index, uint64_t seq, const uint8_t l
 		l->index = index;
 	}
 	return 0;
+}
+
+/* The end of both proofs: to -o OUT (atomically), else to stdout. An exit
+ * status. */
+static int prove_write(const char *outp, const char *text, size_t len)
+{
+	struct pc_err err;
+
+	if (outp) {
+		if (pc_file_write_atomic(outp, text, len, 0644, &err) < 0) {
+			pc_cli_error("log prove", "%s", err.msg);
+			return PC_EXIT_ERROR;
+		}
+	} else if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) {
+		pc_cli_error("log prove", "writing the proof: %s", strerror(errno));
+		return PC_EXIT_ERROR;
+	}
+	return PC_EXIT_OK;
 }
 
 /* ---- log prove --consistency OLD NEW ----------------------------------- */
@@ -739,14 +1004,7 @@ static int prove_consistency(struct cli *c, const char *oldp, const char *newp, 
 	body[off++] = '\n';
 	memcpy(body + off, nnote, nlen);
 	off += nlen;
-	if (outp) {
-		if (pc_file_write_atomic(outp, body, off, 0644, &err) < 0)
-			goto fail;
-	} else if (fwrite(body, 1, off, stdout) != off || fflush(stdout) != 0) {
-		pc_cli_error("log prove", "writing the proof: %s", strerror(errno));
-		goto out;
-	}
-	rc = PC_EXIT_OK;
+	rc = prove_write(outp, body, off);
 	goto out;
 fail:
 	pc_cli_error("log prove", "%s", err.msg);
@@ -861,14 +1119,7 @@ static int cmd_prove(struct cli *c, int argc, char **argv)
 	if (logproof_format(l.index, l.line, l.len, (const uint8_t(*)[MERKLE_HASH])proof, plen,
 			    note, nlen, &text, &tlen, &err) < 0)
 		goto fail;
-	if (outp) {
-		if (pc_file_write_atomic(outp, text, tlen, 0644, &err) < 0)
-			goto fail;
-	} else if (fwrite(text, 1, tlen, stdout) != tlen || fflush(stdout) != 0) {
-		pc_cli_error("log prove", "writing the proof: %s", strerror(errno));
-		goto out;
-	}
-	rc = PC_EXIT_OK;
+	rc = prove_write(outp, text, tlen);
 	goto out;
 fail:
 	pc_cli_error("log prove", "%s", err.msg);
@@ -947,24 +1198,36 @@ static int cmd_keygen(struct cli *c, int argc, char **argv)
 
 static int cmd_status(struct cli *c, int argc, char **argv)
 {
+	static const struct option o[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
 	char path[PC_PATH_MAX + 32], *reply = NULL, *nl;
 	const struct config *cfg;
 	struct pc_err err;
-	int rc;
+	bool json = false;
+	int opt, rc;
 
-	(void)argv;
-	if (argc != 1)
+	while ((opt = getopt_long(argc, argv, "", o, NULL)) != -1) {
+		if (opt == 'j')
+			json = true;
+		else
+			return fputs(USAGE, stderr), PC_EXIT_USAGE;
+	}
+	if (optind != argc)
 		return fputs(USAGE, stderr), PC_EXIT_USAGE;
 	if (!(cfg = cli_cfg(c)))
 		return PC_EXIT_ERROR;
 	snprintf(path, sizeof(path), "%s/%s", cfg->run_dir, LOGD_CTL_SOCK);
-	if (pc_ctl_request(path, "status", 5000, 8192, &reply, &err) < 0) {
+	/* --json: logd's "status-json", the same facts from one reading */
+	if (pc_ctl_request(path, json ? "status-json" : "status", 5000, 8192, &reply, &err) < 0) {
 		pc_cli_error("log status", "portcullis-logd: %s", err.msg);
+		if (json)
+			json_error_print(err.msg);
 		return PC_EXIT_ERROR;
 	}
 	nl = strchr(reply, '\n');
 	if (!nl || (strncmp(reply, "ok\n", 3) != 0 && strncmp(reply, "warn\n", 5) != 0)) {
 		pc_cli_error("log status", "portcullis-logd: %.200s", reply);
+		if (json)
+			json_error_print("portcullis-logd did not give its status");
 		free(reply);
 		return PC_EXIT_ERROR;
 	}

@@ -73,21 +73,6 @@ bad:
 	return pc_err_set(err, PC_EPARSE, "not a witness key (expected name+id+base64)");
 }
 
-int cosig_verifier_load(const char *path, struct cosig_verifier *out, struct pc_err *err)
-{
-	char *text = NULL;
-	size_t len = 0;
-	int rc = pc_file_read(path, 4096, &text, &len, err);
-
-	if (rc < 0)
-		return rc;
-	rc = cosig_verifier_parse(text, out, err);
-	if (rc < 0)
-		pc_err_prefix(err, "%s: ", path);
-	free(text);
-	return rc;
-}
-
 int cosig_verifier_format(const struct cosig_verifier *v, char *buf, size_t len)
 {
 	uint8_t raw[33];

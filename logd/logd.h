@@ -75,6 +75,11 @@ struct logrec {
 	uint16_t http_status;	 /* http.response.status_code */
 	const char *secrets;	 /* names injected, comma separated; never values */
 	const char *message;	 /* free text for the human form (no secrets!) */
+	/* event.code, set where the sender decides (one of logd/reason.c's
+	 * codes; logd refuses another); NULL: logd derives it from reason,
+	 * as for the clients that predate it */
+	const char *code;
+	const char *dns_rcode; /* dns.response_code the guard answered ("REFUSED") */
 	/* set by logd only (above) */
 	enum logrec_sender sender;
 };
@@ -214,10 +219,17 @@ const char *logrec_verdict_name(enum logrec_verdict v);
 /* event.code of a reason (logd/reason.c; docs/logd.md "Event codes"):
  * an index 0..LOGREC_REASON_CODES-1 and its code; "other" (the last) when
  * no code is known. Stable: SIEM rules and metrics labels use them. */
-#define LOGREC_REASON_CODES 47
+#define LOGREC_REASON_CODES 68
 int logrec_reason_index(const char *reason);
 const char *logrec_reason_code_at(int i);
 const char *logrec_reason_code(const char *reason);
+/* The index of code in the table, or -1 when it is none of them. */
+int logrec_code_index(const char *code);
+/* The event.code a record carries: its own (rec->code), else the one of
+ * its reason; as an index (metrics) and as text (the record). */
+int logrec_event_code_index(const struct logrec *rec);
+/* A DNS response code's name logd accepts for dns.response_code. */
+bool logrec_dns_rcode_known(const char *rcode);
 /* "engine", "vault", "root", "logd"; NULL for LOGREC_SENDER_NONE. */
 const char *logrec_sender_name(enum logrec_sender s);
 

@@ -6,6 +6,7 @@
 #define PC_LOGD_INT_H
 
 #include <stdatomic.h>
+#include <stdio.h> /* FILE: logc_anchors_report */
 #include <sys/types.h>
 
 #include "logd/logd.h"
@@ -495,16 +496,20 @@ uint64_t logx_spool_count(const struct logx_spool *s);
 bool logx_spool_take_loss(struct logx_spool *s, struct logx_spool_loss *out);
 /* ---- end lx-export ---- */
 
-/* SD-ID of our structured data (32473: the enterprise number RFC 5612
- * reserves for examples), and the syslog facility (local0). */
-#define LOGX_SD_ID    "portcullis@32473"
+/* The syslog facility by default (local0). */
 #define LOGX_FACILITY 16
 
 /* ad-ecs: the configured facility and enterprise number of the SD-ID
- * (defaults: LOGX_FACILITY, 32473); set before the export starts. */
+ * (defaults: LOGX_FACILITY, 0); set before the export starts. pen 0: no
+ * SD-ID of ours, no structured data, the fields as a JSON MSG (issue 18:
+ * never the documentation PEN 32473 by default). */
 void logx_set_identity(int facility, uint32_t pen);
 int logx_facility(void);
+/* "portcullis@<pen>", or "" without one. */
 const char *logx_sd_id(void);
+/* The notice of what a spool lost (a spool-overflow message). Length or <0. */
+int logx_format_overflow(uint64_t dropped, uint64_t first, uint64_t last, uint64_t cps_superseded,
+			 uint64_t cps_dropped, char *buf, size_t len);
 
 /* One record / checkpoint as an RFC 5424 message (logd/syslog_fmt.c). */
 int logx_format_record(const struct logrec *r, uint64_t seq, uint64_t time_ms,
@@ -623,8 +628,8 @@ void logc_prefix_finish(struct logc_prefix *p);
 
 /* log verify's anchors (logd/anchor.c): --against files and <log>.witnessed,
  * each a checkpoint signed by the log's key; attach before logv_file,
- * report after it (prints one line per anchor met; PC_ETAMPER and why for
- * the first one cut off or split). */
+ * report after it (prints one line per anchor met to print, unless NULL;
+ * PC_ETAMPER and why for the first one cut off or split). */
 #define LOGC_ANCHORS_MAX 8
 #define COSIG_LINE_MAX	 (NOTE_NAME_MAX + 128)
 struct logc_anchor {
@@ -645,7 +650,7 @@ int logc_anchors_load(struct logc_anchors *a, const struct note_verifier *key, c
 		      const char *const *against, size_t n, struct pc_err *err);
 void logc_anchors_attach(struct logc_anchors *a, struct merkle_hasher *h, struct logv *v);
 int logc_anchors_report(struct logc_anchors *a, const struct note_verifier *key,
-			const struct cosig_verifier *wkey, uint64_t records, bool print,
+			const struct cosig_verifier *wkey, uint64_t records, FILE *print,
 			struct pc_err *err);
 
 /* C2SP tlog-cosignature v1 (logd/cosig.c): a witness signs

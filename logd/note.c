@@ -507,7 +507,11 @@ int note_key_write(const char *path, const struct note_signer *s, struct pc_err 
 	return pc_file_write_atomic(pub, text, (size_t)n, 0644, err);
 }
 
-int note_verifier_load(const char *path, struct note_verifier *out, struct pc_err *err)
+/* A log's key and a witness's key are read alike: the file (a public key,
+ * at most 4 KiB) parsed by its own parser, an error prefixed with the
+ * path. Exactly one of nv, cv. */
+static int verifier_load(const char *path, struct note_verifier *nv, struct cosig_verifier *cv,
+			 struct pc_err *err)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -515,11 +519,21 @@ int note_verifier_load(const char *path, struct note_verifier *out, struct pc_er
 
 	if (rc < 0)
 		return rc;
-	rc = note_verifier_parse(text, out, err);
+	rc = nv ? note_verifier_parse(text, nv, err) : cosig_verifier_parse(text, cv, err);
 	if (rc < 0)
 		pc_err_prefix(err, "%s: ", path);
 	free(text);
 	return rc;
+}
+
+int note_verifier_load(const char *path, struct note_verifier *out, struct pc_err *err)
+{
+	return verifier_load(path, out, NULL, err);
+}
+
+int cosig_verifier_load(const char *path, struct cosig_verifier *out, struct pc_err *err)
+{
+	return verifier_load(path, NULL, out, err);
 }
 
 /* ---- raw signatures (cosignatures, logd/cosig.c) ------------------------ */

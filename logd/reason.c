@@ -55,6 +55,29 @@ static const char *const codes[LOGREC_REASON_CODES] = {
     "containment_proven",
     "containment_not_proven",
     "containment_check_failed",
+    /* the vault's refusals, each its own (issue 18): set by the vault
+     * where it refuses, never derived from its prose */
+    "vault_not_redirected",
+    "vault_connection_limit",
+    "vault_no_worker",
+    "vault_not_allowed",
+    "vault_certificate_failed",
+    "vault_bad_request",
+    "vault_head_too_large",
+    "vault_request_timeout",
+    "vault_sandbox_gone",
+    "vault_upstream_failed",
+    "vault_placeholder_in_url",
+    "vault_placeholder_in_body",
+    "vault_placeholder_in_websocket",
+    "vault_placeholder_wrong_header",
+    "vault_secret_not_bound",
+    "vault_secret_wrong_host",
+    "vault_two_secrets",
+    "vault_method_reflects",
+    "vault_host_mismatch",
+    "vault_inject_too_large",
+    "vault_websocket_malformed",
     "protocol",
     "other",
 };
@@ -136,12 +159,39 @@ static const struct {
     {"containment check could not run", "containment_check_failed"},
 };
 
-static int code_index(const char *code)
+int logrec_code_index(const char *code)
 {
-	for (int i = 0; i < LOGREC_REASON_CODES; i++)
+	for (int i = 0; code && i < LOGREC_REASON_CODES; i++)
 		if (strcmp(codes[i], code) == 0)
 			return i;
-	return LOGREC_REASON_CODES - 1;
+	return -1;
+}
+
+static int code_index(const char *code)
+{
+	int i = logrec_code_index(code);
+
+	return i >= 0 ? i : LOGREC_REASON_CODES - 1;
+}
+
+/* The sender's own code when it gave one (where it decided); the prefix
+ * table is the fallback, for clients that predate the field. */
+int logrec_event_code_index(const struct logrec *rec)
+{
+	int i = rec->code && *rec->code ? logrec_code_index(rec->code) : -1;
+
+	return i >= 0 ? i : logrec_reason_index(rec->reason);
+}
+
+bool logrec_dns_rcode_known(const char *rcode)
+{
+	static const char *const names[] = {"NOERROR",	"FORMERR", "SERVFAIL",
+					    "NXDOMAIN", "NOTIMP",  "REFUSED"};
+
+	for (size_t i = 0; rcode && i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(names[i], rcode) == 0)
+			return true;
+	return false;
 }
 
 int logrec_reason_index(const char *reason)

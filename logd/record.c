@@ -266,7 +266,7 @@ void logrec_fields(const struct logrec *rec, logrec_field_fn fn, void *ctx)
 {
 	const struct ecs_class *c = &ecs_classes[rec->action];
 	char tmp[16], iana[4], a[PC_ADDRSTRLEN], type[64];
-	const char *code = logrec_reason_code(rec->reason);
+	const char *code = logrec_reason_code_at(logrec_event_code_index(rec));
 
 	fn(ctx, "ecs.version", LOGF_STR, ECS_VERSION, 0);
 	fn(ctx, "observer.hostname", LOGF_STR, observer_host, 0);
@@ -290,7 +290,7 @@ void logrec_fields(const struct logrec *rec, logrec_field_fn fn, void *ctx)
 		fn(ctx, "event.outcome", LOGF_STR,
 		   rec->verdict == LOGREC_ALLOWED ? "success" : "failure", 0);
 	fn(ctx, "event.reason", LOGF_STR, rec->reason, 0);
-	if (rec->reason && *rec->reason)
+	if ((rec->reason && *rec->reason) || (rec->code && *rec->code))
 		fn(ctx, "event.code", LOGF_STR, code, 0);
 	fn(ctx, "portcullis.sandbox", LOGF_STR, rec->sandbox, 0);
 	fn(ctx, "portcullis.policy", LOGF_STR, rec->policy, 0);
@@ -326,6 +326,9 @@ void logrec_fields(const struct logrec *rec, logrec_field_fn fn, void *ctx)
 	/* learned from answers the guard takes only from NOERROR responses */
 	if (rec->action == LOGREC_DNS_LEARN)
 		fn(ctx, "dns.response_code", LOGF_STR, "NOERROR", 0);
+	else
+		fn(ctx, "dns.response_code", LOGF_STR, rec->dns_rcode,
+		   0); /* what the guard answered */
 	fn(ctx, "tls.client.server_name", LOGF_STR, rec->sni, 0);
 	fn(ctx, "http.request.method", LOGF_STR, rec->http_method, 0);
 	fn(ctx, "url.path", LOGF_STR, rec->http_path, 0);

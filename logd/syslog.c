@@ -452,20 +452,13 @@ static void take_batch(struct sink *k)
 	k->n_msgs = k->msg_i = 0;
 	if (logx_spool_take_loss(k->sp, &loss)) {
 		char note[600];
-		int n = snprintf(
-		    note, sizeof(note),
-		    "<%d>1 - - portcullis-logd - spool-overflow [%s"
-		    " dropped=\"%llu\" first_seq=\"%llu\" last_seq=\"%llu\" "
-		    "checkpoints_superseded=\"%llu\" checkpoints_dropped=\"%llu\"] "
-		    "%llu records were not exported while the collector was away; the log "
-		    "file has them",
-		    logx_facility() * 8 + 4, logx_sd_id(), (unsigned long long)loss.dropped,
-		    (unsigned long long)loss.dropped_first, (unsigned long long)loss.dropped_last,
-		    (unsigned long long)loss.cps_superseded, (unsigned long long)loss.cps_dropped,
-		    (unsigned long long)loss.dropped);
+		int n =
+		    logx_format_overflow(loss.dropped, loss.dropped_first, loss.dropped_last,
+					 loss.cps_superseded, loss.cps_dropped, note, sizeof(note));
 
 		k->dropped += loss.dropped;
-		put_msg(k, note, (size_t)n);
+		if (n > 0)
+			put_msg(k, note, (size_t)n);
 	}
 	while (k->n_msgs < BATCH_MSGS && k->out_len < BATCH_BYTES &&
 	       (k->kind != SINK_LOCAL || k->n_msgs == 0)) {

@@ -1,5 +1,7 @@
 /* RFC 5424 formatting of what logd exports: a record (ECS fields and its
- * hash as structured data, the short human form as MSG) or a checkpoint. */
+ * hash as structured data, the short human form as MSG; without an
+ * enterprise number, no structured data and the fields as a JSON MSG) or a
+ * checkpoint. */
 #include "logd/logd_int.h"
 
 #include <stdio.h>
@@ -54,14 +56,20 @@ static void o_uparam(struct pc_buf *o, const char *name, uint64_t v)
 }
 
 /* Facility and SD-ID, set once from the configuration before the export
- * starts (log.syslog.facility, log.syslog.enterprise_number). */
+ * starts (log.syslog.facility, log.syslog.enterprise_number). "": no
+ * enterprise number, so no SD-ID of ours (RFC 5424 6.3.2 allows an SD-ID
+ * without "@" only for IANA's own, and 32473 is RFC 5612's number for
+ * documentation): the structured data is "-" and MSG the fields as JSON. */
 static int facility = LOGX_FACILITY;
-static char sd_id[32] = LOGX_SD_ID;
+static char sd_id[32] = "";
 
 void logx_set_identity(int fac, uint32_t pen)
 {
 	facility = fac;
-	snprintf(sd_id, sizeof(sd_id), "portcullis@%u", pen);
+	if (pen)
+		snprintf(sd_id, sizeof(sd_id), "portcullis@%u", pen);
+	else
+		sd_id[0] = '\0';
 }
 
 int logx_facility(void)
@@ -74,16 +82,6 @@ const char *logx_sd_id(void)
 	return sd_id;
 }
 
-static void o_header(struct pc_buf *o, int sev, uint64_t time_ms, const char *host, long pid,
-		     const char *msgid)
-{
-	char ts[32], b[600];
-
-	snprintf(b, sizeof(b), "<%d>1 %s %s portcullis-logd %ld %s [%s", facility * 8 + sev,
-		 pc_time_rfc3339(time_ms, ts, sizeof(ts)), host, pid, msgid, sd_id);
-	pc_buf_puts(o, b);
-}
-
 /* A record field as SD-PARAMs, each value cut at vcap (0: none): a list
  * as the same name repeated, once per item (RFC 5424 6.3.3 allows it), as
  * JSON has an array. */
@@ -91,6 +89,89 @@ struct fieldctx {
 	struct pc_buf *o;
 	size_t vcap;
 };
+
+static void o_header(struct pc_buf *o, int sev, uint64_t time_ms, const char *host, long pid,
+		     const char *msgid)
+{
+	char ts[32], b[600];
+
+	snprintf(b, sizeof(b), "<%d>1 %s %s portcullis-logd %ld %s %s%s", facility * 8 + sev,
+		 pc_time_rfc3339(time_ms, ts, sizeof(ts)), host, pid, msgid, sd_id[0] ? "[" : "-",
+		 sd_id);
+	pc_buf_puts(o, b);
+}
+
+/* ---- the JSON MSG (no enterprise number): the same fields and names as
+ * the structured data would carry, values cut at vcap (0: none) ---------- */
+static void j_strcap(struct pc_buf *o, const char *key, const char *v, size_t vcap)
+{
+	size_t n;
+
+	if (!v || !*v)
+		return;
+	n = strlen(v);
+	pc_buf_puts(o, ",\"");
+	pc_buf_puts(o, key);
+	pc_buf_puts(o, "\":\"");
+	if (vcap && n > vcap) {
+		n = vcap;
+		while (n > 0 && ((unsigned char)v[n] & 0xc0) == 0x80)
+			n--;
+		pc_json_escape(o, v, n);
+		pc_buf_puts(o, "...");
+	} else {
+		pc_json_escape(o, v, n);
+	}
+	pc_buf_put(o, "\"", 1);
+}
+
+static void j_u64(struct pc_buf *o, const char *key, uint64_t v)
+{
+	char b[24];
+
+	snprintf(b, sizeof(b), "%llu", (unsigned long long)v);
+	pc_buf_puts(o, ",\"");
+	pc_buf_puts(o, key);
+	pc_buf_puts(o, "\":");
+	pc_buf_puts(o, b);
+}
+
+static void j_field(void *ctx, const char *key, enum logrec_field_kind k, const char *s, uint64_t n)
+{
+	const struct fieldctx *f = ctx;
+	bool first = true;
+
+	if (k == LOGF_NUM) {
+		j_u64(f->o, key, n);
+		return;
+	}
+	if (k == LOGF_STR) {
+		j_strcap(f->o, key, s, f->vcap);
+		return;
+	}
+	if (!s || !*s)
+		return;
+	pc_buf_puts(f->o, ",\"");
+	pc_buf_puts(f->o, key);
+	pc_buf_puts(f->o, "\":[");
+	while (*s) {
+		const char *end = strchr(s, ',');
+		size_t len = end ? (size_t)(end - s) : strlen(s);
+
+		if (len) {
+			size_t c = f->vcap && len > f->vcap ? f->vcap : len;
+
+			while (c < len && c > 0 && ((unsigned char)s[c] & 0xc0) == 0x80)
+				c--;
+			pc_buf_puts(f->o, first ? "\"" : ",\"");
+			pc_json_escape(f->o, s, c);
+			pc_buf_puts(f->o, c < len ? "...\"" : "\"");
+			first = false;
+		}
+		s += len + (end ? 1 : 0);
+	}
+	pc_buf_put(f->o, "]", 1);
+}
 
 static void o_field(void *ctx, const char *key, enum logrec_field_kind k, const char *s, uint64_t n)
 {
@@ -143,6 +224,24 @@ static void fmt_record(struct pc_buf *o, const struct logrec *r, uint64_t seq, u
 
 	merkle_hex(hash, hx);
 	o_header(o, sev, time_ms, host, pid, logrec_action_name(r->action));
+	if (!sd_id[0]) {
+		/* no enterprise number: every field in a JSON MSG, as the JSON
+		 * line names them (the Elastic pipeline parses either) */
+		char ts[32];
+
+		pc_buf_put(o, " ", 1);
+		*msg_at = o->len;
+		pc_buf_puts(o, "{\"" LOGREC_SEQ_KEY "\":");
+		pc_buf_u64(o, seq);
+		j_strcap(o, "@timestamp", pc_time_rfc3339(time_ms, ts, sizeof(ts)), 0);
+		j_strcap(o, LOGREC_HASH_KEY, hx, 0);
+		if (full)
+			j_u64(o, "truncated", full);
+		logrec_fields(r, j_field, &fc);
+		j_strcap(o, "message", r->message, vcap);
+		pc_buf_put(o, "}", 1);
+		return;
+	}
 	/* the record's fields, as in the JSON line (logrec_fields): the
 	 * chain's own (event.sequence, event.hash) first, then how long the
 	 * whole message was when it is sent cut */
@@ -217,6 +316,15 @@ int logx_format_export(const struct logrec *r, uint64_t seq, uint64_t time_ms,
 	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]) && !o.err; i++) {
 		pc_buf_reset(&o);
 		fmt_record(&o, r, seq, time_ms, hash, host, pid, caps[i], full, &msg_at);
+		if (!sd_id[0]) {
+			/* a JSON MSG is never cut: only its values ("truncated") */
+			if (o.err || o.len > LOGX_MSG_MAX)
+				continue;
+			memcpy(buf, o.p, o.len);
+			buf[o.len] = '\0';
+			rc = (int)o.len;
+			break;
+		}
 		if (o.err || msg_at + mark > LOGX_MSG_MAX)
 			continue;
 		cut = o.len + mark <= LOGX_MSG_MAX ? o.len : LOGX_MSG_MAX - mark;
@@ -246,6 +354,15 @@ int logx_format_checkpoint(const char *note, size_t nlen, const char *host, long
 	pc_buf_init_fixed(&o, buf, len - 1, 0);
 	merkle_hex(cp.root, root);
 	o_header(&o, 6, cp.time_ms, host, pid, "checkpoint");
+	if (!sd_id[0]) {
+		/* the line as the log file has it, which the pipeline knows */
+		pc_buf_puts(&o, " {\"checkpoint\":\"");
+		pc_json_escape(&o, note, nlen);
+		pc_buf_puts(&o, "\"}");
+		if (o.err || o.len + 1 >= len)
+			return PC_EINVAL;
+		return (int)o.len;
+	}
 	o_param(&o, "portcullis.checkpoint.origin", cp.origin);
 	o_uparam(&o, "portcullis.checkpoint.size", cp.size);
 	o_param(&o, "portcullis.checkpoint.root", root);
@@ -257,4 +374,32 @@ int logx_format_checkpoint(const char *note, size_t nlen, const char *host, long
 	if (o.err || o.len + 1 >= len)
 		return PC_EINVAL;
 	return (int)o.len;
+}
+
+int logx_format_overflow(uint64_t dropped, uint64_t first, uint64_t last, uint64_t cps_superseded,
+			 uint64_t cps_dropped, char *buf, size_t len)
+{
+	static const char what[] = "records were not exported while the collector was away; "
+				   "the log file has them";
+	int n;
+
+	if (sd_id[0])
+		n = snprintf(buf, len,
+			     "<%d>1 - - portcullis-logd - spool-overflow [%s dropped=\"%llu\" "
+			     "first_seq=\"%llu\" last_seq=\"%llu\" checkpoints_superseded=\"%llu\" "
+			     "checkpoints_dropped=\"%llu\"] %llu %s",
+			     facility * 8 + 4, sd_id, (unsigned long long)dropped,
+			     (unsigned long long)first, (unsigned long long)last,
+			     (unsigned long long)cps_superseded, (unsigned long long)cps_dropped,
+			     (unsigned long long)dropped, what);
+	else
+		n = snprintf(buf, len,
+			     "<%d>1 - - portcullis-logd - spool-overflow - {\"dropped\":%llu,"
+			     "\"first_seq\":%llu,\"last_seq\":%llu,\"checkpoints_superseded\":%llu,"
+			     "\"checkpoints_dropped\":%llu,\"message\":\"%llu %s\"}",
+			     facility * 8 + 4, (unsigned long long)dropped,
+			     (unsigned long long)first, (unsigned long long)last,
+			     (unsigned long long)cps_superseded, (unsigned long long)cps_dropped,
+			     (unsigned long long)dropped, what);
+	return n < 0 || (size_t)n >= len ? PC_EINVAL : n;
 }

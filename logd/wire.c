@@ -33,6 +33,8 @@ enum {
 	TAG_HTTP_STATUS = 19,
 	TAG_SECRETS = 20,
 	TAG_MESSAGE = 21,
+	TAG_CODE = 22,	    /* event.code (issue 18: set where the sender decides) */
+	TAG_DNS_RCODE = 23, /* dns.response_code */
 };
 
 /* logd's protocol id in the shared header (common/msg.c): 0, the bytes
@@ -203,7 +205,9 @@ int logrec_encode(const struct logrec *rec, uint8_t *buf, size_t len, struct pc_
 		return rc;
 	w_u16(&w, TAG_HTTP_STATUS, rec->http_status);
 	if (w_str(&w, TAG_SECRETS, rec->secrets, err) < 0 ||
-	    w_str(&w, TAG_MESSAGE, rec->message, err) < 0)
+	    w_str(&w, TAG_MESSAGE, rec->message, err) < 0 ||
+	    w_str(&w, TAG_CODE, rec->code, err) < 0 ||
+	    w_str(&w, TAG_DNS_RCODE, rec->dns_rcode, err) < 0)
 		return rc;
 	n = pc_msg_finish(&w, LOGWIRE_PROTO, LOGWIRE_VERSION, LOGWIRE_RECORD, LOGWIRE_MAX);
 	if (n >= 0)
@@ -257,6 +261,10 @@ static const char **tag_str(struct logrec *r, unsigned tag)
 		return &r->secrets;
 	case TAG_MESSAGE:
 		return &r->message;
+	case TAG_CODE:
+		return &r->code;
+	case TAG_DNS_RCODE:
+		return &r->dns_rcode;
 	default:
 		return NULL;
 	}
@@ -379,6 +387,11 @@ int logrec_decode_into(const uint8_t *buf, size_t len, struct logrec *out, char 
 	}
 	if (!r.action)
 		return pc_err_set(err, PC_EPARSE, "record has no action");
+	/* SIEM rules key on the codes: only the documented ones */
+	if (r.code && logrec_code_index(r.code) < 0)
+		return pc_err_set(err, PC_EPARSE, "unknown event code %.40s", r.code);
+	if (r.dns_rcode && !logrec_dns_rcode_known(r.dns_rcode))
+		return pc_err_set(err, PC_EPARSE, "unknown DNS response code %.40s", r.dns_rcode);
 	*out = r;
 	return 0;
 }

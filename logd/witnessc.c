@@ -764,11 +764,29 @@ void logwc_metrics(struct logwc *c, struct pc_prom *b)
 			logwc_gate(c) ? 0 : 1);
 }
 
+/* What "status" says of the witness, read once: the text and the JSON
+ * form (`log status --json`) are made from it, so they say the same. */
+struct logwc_state {
+	uint64_t cosigned_size, cosigned_ms, failures, conflicts;
+	bool reachable, refusing, bad;
+};
+
+static void logwc_snap(struct logwc *c, struct logwc_state *s)
+{
+	s->cosigned_ms = atomic_load(&c->cosigned_ms);
+	s->cosigned_size = atomic_load(&c->cosigned_size);
+	s->failures = atomic_load(&c->failures);
+	s->conflicts = atomic_load(&c->conflicts);
+	s->reachable = atomic_load(&c->reachable);
+	s->refusing = !logwc_gate(c);
+	s->bad = !s->reachable || s->refusing || s->conflicts > 0;
+}
+
 void logwc_status(struct logwc *c, char *buf, size_t len, bool *bad)
 {
-	uint64_t ms, now = pc_now_real_ms();
+	uint64_t now = pc_now_real_ms();
+	struct logwc_state s;
 	char age[48] = "";
-	bool reach, refusing;
 
 	if (!c) {
 		snprintf(
@@ -778,25 +796,99 @@ void logwc_status(struct logwc *c, char *buf, size_t len, bool *bad)
 		*bad = false;
 		return;
 	}
-	ms = atomic_load(&c->cosigned_ms);
-	if (ms)
-		snprintf(age, sizeof(age), " %llu s ago",
-			 (unsigned long long)(now > ms ? (now - ms) / 1000 : 0));
-	reach = atomic_load(&c->reachable);
-	refusing = !logwc_gate(c);
+	logwc_snap(c, &s);
+	if (s.cosigned_ms)
+		snprintf(
+		    age, sizeof(age), " %llu s ago",
+		    (unsigned long long)(now > s.cosigned_ms ? (now - s.cosigned_ms) / 1000 : 0));
 	snprintf(buf, len,
 		 "witness: %s (%s+%08x): %s; cosigned %llu records%s; %llu failures, %llu "
 		 "conflicts; %s\n",
-		 c->address, c->wkey.name, c->wkey.hash, reach ? "reachable" : "NOT reachable",
-		 (unsigned long long)atomic_load(&c->cosigned_size), ms ? age : " (none yet)",
-		 (unsigned long long)atomic_load(&c->failures),
-		 (unsigned long long)atomic_load(&c->conflicts),
-		 refusing      ? "REFUSING records (log.witness.required, nothing cosigned for "
+		 c->address, c->wkey.name, c->wkey.hash,
+		 s.reachable ? "reachable" : "NOT reachable", (unsigned long long)s.cosigned_size,
+		 s.cosigned_ms ? age : " (none yet)", (unsigned long long)s.failures,
+		 (unsigned long long)s.conflicts,
+		 s.refusing    ? "REFUSING records (log.witness.required, nothing cosigned for "
 				 "log.witness.max_lag_ms)"
 		 : c->required ? "required: records are refused if nothing is cosigned for "
 				 "log.witness.max_lag_ms"
 			       : "not required: logd keeps acknowledging records without it");
-	*bad = !reach || refusing || atomic_load(&c->conflicts) > 0;
+	*bad = s.bad;
+}
+
+/* The same as a JSON value: null without a witness (docs/logd.md). */
+static void logwc_status_json(struct logwc *c, struct pc_json *j, bool *bad)
+{
+	uint64_t now = pc_now_real_ms();
+	struct logwc_state s;
+	char key[NOTE_NAME_MAX + 16], ts[32];
+
+	*bad = false;
+	if (!c) {
+		pc_json_null(j);
+		return;
+	}
+	logwc_snap(c, &s);
+	snprintf(key, sizeof(key), "%s+%08x", c->wkey.name, c->wkey.hash);
+	pc_json_obj(j);
+	pc_json_kstr(j, "address", c->address);
+	pc_json_kstr(j, "key", key);
+	pc_json_key(j, "reachable");
+	pc_json_bool(j, s.reachable);
+	pc_json_ku64(j, "cosigned_records", s.cosigned_size);
+	pc_json_key(j, "cosigned_time");
+	if (s.cosigned_ms)
+		pc_json_str(j, pc_time_rfc3339(s.cosigned_ms, ts, sizeof(ts)));
+	else
+		pc_json_null(j);
+	pc_json_key(j, "cosigned_age_s");
+	if (s.cosigned_ms)
+		pc_json_u64(j, now > s.cosigned_ms ? (now - s.cosigned_ms) / 1000 : 0);
+	else
+		pc_json_null(j);
+	pc_json_ku64(j, "failures", s.failures);
+	pc_json_ku64(j, "conflicts", s.conflicts);
+	pc_json_key(j, "required");
+	pc_json_bool(j, c->required);
+	pc_json_key(j, "refusing");
+	pc_json_bool(j, s.refusing);
+	pc_json_obj_end(j);
+	*bad = s.bad;
+}
+
+/* "status-json": the reply to `log status --json`, "ok\n" or "warn\n" and
+ * one JSON object with what "status" says in text. */
+static char *status_json(struct logd_metrics_ctx *m)
+{
+	struct pc_buf b, w;
+	struct pc_json j, jw;
+	char *wtext, *out;
+	bool bad;
+
+	pc_buf_init(&w, 4096, 0);
+	pc_json_init(&jw, &w);
+	logwc_status_json(m->wc, &jw, &bad);
+	if (!(wtext = pc_buf_take(&w, NULL)))
+		return NULL;
+	pc_buf_init(&b, 8192, 0);
+	pc_buf_puts(&b, bad ? "warn\n" : "ok\n");
+	pc_json_init(&j, &b);
+	pc_json_obj(&j);
+	pc_json_key(&j, "ok");
+	pc_json_bool(&j, !bad);
+	pc_json_key(&j, "log");
+	pc_json_obj(&j);
+	pc_json_ku64(&j, "tree_records", atomic_load(&m->live->tree_size));
+	pc_json_ku64(&j, "next_seq", atomic_load(&m->live->next_seq));
+	pc_json_ku64(&j, "unsealed", atomic_load(&m->live->unsealed));
+	pc_json_obj_end(&j);
+	pc_json_key(&j, "witness");
+	pc_json_raw(&j, wtext);
+	pc_json_obj_end(&j);
+	pc_buf_puts(&b, "\n");
+	free(wtext);
+	out = pc_buf_take(&b, NULL);
+	return out;
 }
 
 char *logd_metrics_all(void *ctx, const char *req)
@@ -821,6 +913,8 @@ char *logd_metrics_all(void *ctx, const char *req)
 			 (unsigned long long)atomic_load(&m->live->unsealed), w);
 		return out;
 	}
+	if (!strcmp(req, "status-json"))
+		return status_json(m);
 	a = logd_metrics(m->live, req);
 	if (!a || strcmp(req, "metrics") != 0)
 		return a;

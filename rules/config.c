@@ -195,7 +195,7 @@ void config_defaults(struct config *cfg)
 	cfg->log.syslog.spool_records = 100000;
 	cfg->log.witness.max_lag_ms = 10000;
 	cfg->log.syslog.facility = 16; /* local0 */
-	cfg->log.syslog.pen = 32473;   /* docs/logd.md "Syslog export" */
+	cfg->log.syslog.pen = 0;       /* none: no structured data (docs/logd.md "Syslog export") */
 	pc_strlcpy(cfg->log.syslog.socket, "/dev/log", sizeof(cfg->log.syslog.socket));
 	pc_strlcpy(cfg->sandbox.user, "nobody", sizeof(cfg->sandbox.user));
 	config_derive(cfg, NULL);
@@ -902,6 +902,12 @@ static void cdesc_value(const struct config *cfg, const struct ckey *k, struct p
 			v = x;
 		} else {
 			memcpy(&v, f, 8);
+		}
+		/* no enterprise number: say what logd does instead (docs/logd.md) */
+		if (v == 0 && strcmp(k->path, "log.syslog.enterprise_number") == 0) {
+			pc_buf_puts(t, "none (no structured data: the fields as a JSON MSG)");
+			pc_json_null(j);
+			return;
 		}
 		pc_buf_u64(t, v);
 		pc_json_u64(j, v);

@@ -34,9 +34,9 @@ static void show_text(const char *path, const struct config_entry *e, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		/* an empty string shown as one; an unset prefix as none */
 		printf("%-*s  %-40s  # ", w, e[i].key,
-		       strcmp(e[i].json, "null") == 0 ? "none"
-		       : e[i].text[0]		      ? e[i].text
-						      : "\"\"");
+		       e[i].text[0]			? e[i].text
+		       : strcmp(e[i].json, "null") == 0 ? "none"
+							: "\"\"");
 		if (e[i].origin == CONFIG_FROM_FILE)
 			printf("%s:%u\n", path, e[i].line);
 		else if (e[i].origin == CONFIG_DERIVED)

@@ -89,8 +89,9 @@ static void conn_count(struct vault_daemon *d, const struct logrec *rec, bool wa
 	}
 }
 
-void conn_log(struct conn *c, enum logrec_action action, enum logrec_verdict verdict,
-	      const char *reason, unsigned status, const char *secrets, bool wait, int *acked)
+static void conn_log_code(struct conn *c, enum logrec_action action, enum logrec_verdict verdict,
+			  const char *code, const char *reason, unsigned status,
+			  const char *secrets, bool wait, int *acked)
 {
 	struct logrec rec = {0};
 	/* during a request its state, without the daemon's lock */
@@ -103,6 +104,7 @@ void conn_log(struct conn *c, enum logrec_action action, enum logrec_verdict ver
 	rec.sandbox = c->sandbox;
 	rec.policy = st ? policy_hash(st->policy) : NULL;
 	rec.reason = reason;
+	rec.code = code;
 	rec.src = c->src;
 	rec.dst = c->orig;
 	rec.transport = IPPROTO_TCP;
@@ -120,6 +122,18 @@ void conn_log(struct conn *c, enum logrec_action action, enum logrec_verdict ver
 		*acked = rc == 0;
 	conn_count(c->d, &rec, wait, rc == 0);
 	vault_state_unref(st);
+}
+
+void conn_log(struct conn *c, enum logrec_action action, enum logrec_verdict verdict,
+	      const char *reason, unsigned status, const char *secrets, bool wait, int *acked)
+{
+	conn_log_code(c, action, verdict, NULL, reason, status, secrets, wait, acked);
+}
+
+void conn_log_refused(struct conn *c, enum logrec_action action, const char *code,
+		      const char *reason, unsigned status)
+{
+	conn_log_code(c, action, LOGREC_REFUSED, code, reason, status, NULL, false, NULL);
 }
 
 int conn_send_error(struct conn *c, unsigned status, const char *reason)
@@ -140,13 +154,14 @@ int conn_send_error(struct conn *c, unsigned status, const char *reason)
 
 /* Refuse a request: answer, and log (the refusal stands whether or not logd
  * acknowledges; the connection closes). */
-enum conn_next conn_refuse(struct conn *c, unsigned status, bool exfil, const char *reason)
+enum conn_next conn_refuse(struct conn *c, unsigned status, bool exfil, const char *code,
+			   const char *reason)
 {
 	if (exfil)
 		pc_log(PC_LOG_WARN, "exfiltration attempt refused: sandbox %s, %s: %s", c->sandbox,
 		       c->sni, reason);
-	conn_log(c, exfil ? LOGREC_EXFIL : LOGREC_HTTP_REQUEST, LOGREC_REFUSED, reason, status,
-		 NULL, true, NULL);
+	conn_log_code(c, exfil ? LOGREC_EXFIL : LOGREC_HTTP_REQUEST, LOGREC_REFUSED, code, reason,
+		      status, NULL, true, NULL);
 	conn_send_error(c, status, reason);
 	return CONN_CLOSE;
 }
@@ -170,10 +185,12 @@ static int hello_cb(SSL *ssl, int *al, void *arg)
 		return SSL_CLIENT_HELLO_ERROR;
 	if (!SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_server_name, &ext, &len)) {
 		pc_strlcpy(c->refusal, "no TLS server name (SNI)", sizeof(c->refusal));
+		c->refusal_code = "tls_no_server_name";
 		return SSL_CLIENT_HELLO_ERROR;
 	}
 	if (sni_parse(ext, len, c->sni, sizeof(c->sni), &e) < 0) {
 		snprintf(c->refusal, sizeof(c->refusal), "bad TLS server name: %s", e.msg);
+		c->refusal_code = "tls_malformed";
 		c->sni[0] = '\0';
 		return SSL_CLIENT_HELLO_ERROR;
 	}
@@ -184,11 +201,13 @@ static int hello_cb(SSL *ssl, int *al, void *arg)
 	if (!ok) {
 		snprintf(c->refusal, sizeof(c->refusal), "%s:%u is not on the allow list of %s",
 			 c->sni, c->orig.port, c->sandbox);
+		c->refusal_code = "vault_not_allowed";
 		return SSL_CLIENT_HELLO_ERROR;
 	}
 	if (ca_leaf_get(c->d->ca, c->sni, c->orig.port, &cert, &key, &e) < 0) {
 		*al = SSL_AD_INTERNAL_ERROR;
 		snprintf(c->refusal, sizeof(c->refusal), "%s", e.msg);
+		c->refusal_code = "vault_certificate_failed";
 		return SSL_CLIENT_HELLO_ERROR;
 	}
 	ok = SSL_use_certificate(ssl, cert) == 1 && SSL_use_PrivateKey(ssl, key) == 1;
@@ -198,6 +217,7 @@ static int hello_cb(SSL *ssl, int *al, void *arg)
 		*al = SSL_AD_INTERNAL_ERROR;
 		pc_strlcpy(c->refusal, "installing the leaf certificate failed",
 			   sizeof(c->refusal));
+		c->refusal_code = "vault_certificate_failed";
 		return SSL_CLIENT_HELLO_ERROR;
 	}
 	return SSL_CLIENT_HELLO_SUCCESS;
@@ -271,18 +291,20 @@ static bool read_head(struct conn *c, struct http_request *req)
 		if (rc > 0)
 			return true;
 		if (rc != PC_EAGAIN) {
-			conn_refuse(c, status, false, e.msg);
+			conn_refuse(c, status, false, "vault_bad_request", e.msg);
 			return false;
 		}
 		if (c->in_len >= maxh) {
-			conn_refuse(c, 431, false, "header section too large");
+			conn_refuse(c, 431, false, "vault_head_too_large",
+				    "header section too large");
 			return false;
 		}
 		rc =
 		    io_read_wait(c->ssl, c->fd, c->in + c->in_len, c->in_cap - c->in_len, deadline);
 		if (rc <= 0) {
 			if (rc == PC_ETIMEOUT && started)
-				conn_refuse(c, 400, false, "request head not completed in time");
+				conn_refuse(c, 400, false, "vault_request_timeout",
+					    "request head not completed in time");
 			return false;
 		}
 		c->in_len += (size_t)rc;
@@ -342,16 +364,17 @@ static enum conn_next handle_request(struct conn *c, struct http_request *req)
 	c->st = st;
 	sb = st ? policy_sandbox_by_name(st->policy, c->sandbox) : NULL;
 	if (!sb) {
-		rc = conn_refuse(c, 403, false, "sandbox is no longer in the policy");
+		rc = conn_refuse(c, 403, false, "vault_sandbox_gone",
+				 "sandbox is no longer in the policy");
 		goto out;
 	}
 	if (inject_request(st, sb, c->sni, c->orig.port, c->in, req, c->out,
 			   c->out_cap - CONN_OUT_BODY, &io) < 0) {
-		rc = conn_refuse(c, 500, false, "internal error (out of memory)");
+		rc = conn_refuse(c, 500, false, "internal_error", "internal error (out of memory)");
 		goto out;
 	}
 	if (io.status) {
-		rc = conn_refuse(c, io.status, io.exfil, io.reason);
+		rc = conn_refuse(c, io.status, io.exfil, io.code, io.reason);
 		goto out;
 	}
 	/* no record, no request */
@@ -367,7 +390,7 @@ static enum conn_next handle_request(struct conn *c, struct http_request *req)
 						 (int)d->cfg.vault.handshake_timeout_ms,
 						 conn_track_ufd, c, &c->ufd, &c->ussl, &e) < 0) {
 		pc_log(PC_LOG_WARN, "sandbox %s: %s: %s", c->sandbox, c->sni, e.msg);
-		conn_log(c, LOGREC_HTTP_REQUEST, LOGREC_REFUSED, e.msg, 502, NULL, false, NULL);
+		conn_log_refused(c, LOGREC_HTTP_REQUEST, "vault_upstream_failed", e.msg, 502);
 		conn_send_error(c, 502, e.msg);
 		rc = CONN_CLOSE;
 		goto out;
@@ -470,8 +493,7 @@ void *conn_main(void *arg)
 		if (c->refusal[0]) {
 			pc_log(PC_LOG_NOTICE, "sandbox %s: TLS refused: %s", c->sandbox,
 			       c->refusal);
-			conn_log(c, LOGREC_CONNECT, LOGREC_REFUSED, c->refusal, 0, NULL, false,
-				 NULL);
+			conn_log_refused(c, LOGREC_CONNECT, c->refusal_code, c->refusal, 0);
 		}
 		SSL_free(c->ssl);
 		c->ssl = NULL;

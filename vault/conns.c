@@ -185,12 +185,14 @@ void daemon_free(struct vault_daemon *d)
 
 /* A refusal before any thread exists for the connection: log, close. */
 void accept_refuse(struct vault_daemon *d, int fd, const struct pc_endpoint *src,
-		   const struct pc_endpoint *orig, const char *sandbox, const char *reason)
+		   const struct pc_endpoint *orig, const char *sandbox, const char *code,
+		   const char *reason)
 {
 	struct logrec rec = {.action = LOGREC_CONNECT,
 			     .verdict = LOGREC_REFUSED,
 			     .sandbox = sandbox,
 			     .reason = reason,
+			     .code = code,
 			     .src = *src,
 			     .dst = *orig,
 			     .transport = IPPROTO_TCP};
@@ -215,19 +217,20 @@ void conn_spawn(struct vault_daemon *d, int fd, const struct pc_endpoint *src_,
 	int rc;
 
 	if (!cs) {
-		accept_refuse(d, fd, &src, &orig, sandbox, "out of memory");
+		accept_refuse(d, fd, &src, &orig, sandbox, "internal_error", "out of memory");
 		return;
 	}
 	pc_strlcpy(cs->sandbox, sandbox, sizeof(cs->sandbox));
 	if (!conn_acquire(d, cs->sandbox)) {
-		accept_refuse(d, fd, &src, &orig, cs->sandbox, "connection limit reached");
+		accept_refuse(d, fd, &src, &orig, cs->sandbox, "vault_connection_limit",
+			      "connection limit reached");
 		free(cs);
 		return;
 	}
 	slot = calloc(1, sizeof(*slot));
 	if (!slot) {
 		vault_daemon_conn_release(d, NULL, cs->sandbox);
-		accept_refuse(d, fd, &src, &orig, cs->sandbox, "out of memory");
+		accept_refuse(d, fd, &src, &orig, cs->sandbox, "internal_error", "out of memory");
 		free(cs);
 		return;
 	}
@@ -253,7 +256,8 @@ void conn_spawn(struct vault_daemon *d, int fd, const struct pc_endpoint *src_,
 	}
 	if (rc != 0) {
 		vault_daemon_conn_release(d, NULL, cs->sandbox);
-		accept_refuse(d, fd, &src, &orig, cs->sandbox, "cannot start a thread");
+		accept_refuse(d, fd, &src, &orig, cs->sandbox, "internal_error",
+			      "cannot start a thread");
 		free(cs);
 		free(slot);
 	} else {

@@ -30,13 +30,15 @@ static const char *const hop_headers[] = {
 
 #define BASIC_MAX 3072 /* decoded Basic credentials we look into */
 
-__attribute__((format(printf, 4, 5))) static int refuse(struct inject_out *r, unsigned status,
-							bool exfil, const char *fmt, ...)
+/* code: the refusal's event.code (docs/logd.md "Event codes"). */
+__attribute__((format(printf, 5, 6))) static int
+refuse(struct inject_out *r, unsigned status, bool exfil, const char *code, const char *fmt, ...)
 {
 	va_list ap;
 
 	r->status = status;
 	r->exfil = exfil;
+	r->code = code;
 	va_start(ap, fmt);
 	vsnprintf(r->reason, sizeof(r->reason), fmt, ap);
 	va_end(ap);
@@ -164,16 +166,19 @@ static int judge(const struct vault_secret *s, const struct policy_sandbox *sb, 
 	const struct policy_secret *ps = policy_secret_by_name(sb, s->name);
 
 	if (!h)
-		return refuse(r, 403, true, "placeholder of %s in the request URL", s->name);
+		return refuse(r, 403, true, "vault_placeholder_in_url",
+			      "placeholder of %s in the request URL", s->name);
 	if (!ps)
-		return refuse(r, 403, true, "placeholder of %s, a secret not bound for sandbox %s",
-			      s->name, sb->name);
+		return refuse(r, 403, true, "vault_secret_not_bound",
+			      "placeholder of %s, a secret not bound for sandbox %s", s->name,
+			      sb->name);
 	if (strcasecmp(ps->host, sni) != 0 || ps->port != port)
-		return refuse(r, 403, true, "placeholder of %s is bound to %s:%u, not %s:%u",
-			      s->name, ps->host, ps->port, sni, port);
+		return refuse(r, 403, true, "vault_secret_wrong_host",
+			      "placeholder of %s is bound to %s:%u, not %s:%u", s->name, ps->host,
+			      ps->port, sni, port);
 	if (in_name || !hdr_is(h, ps->header))
-		return refuse(r, 403, true, "placeholder of %s outside its header %s", s->name,
-			      ps->header);
+		return refuse(r, 403, true, "vault_placeholder_wrong_header",
+			      "placeholder of %s outside its header %s", s->name, ps->header);
 	return 1;
 }
 
@@ -254,13 +259,14 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 	(void)buf;
 	memset(r, 0, sizeof(*r));
 	if (!strcmp(req->method, "TRACE") || !strcmp(req->method, "TRACK"))
-		return refuse(r, 405, true, "%s is refused: it reflects credentials", req->method);
+		return refuse(r, 405, true, "vault_method_reflects",
+			      "%s is refused: it reflects credentials", req->method);
 	if (!host_matches(&req->hdr[req->host], sni, port))
-		return refuse(r, 421, false, "Host header does not match the TLS server name %s:%u",
-			      sni, port);
+		return refuse(r, 421, false, "vault_host_mismatch",
+			      "Host header does not match the TLS server name %s:%u", sni, port);
 	if (!policy_host_allows(sb, sni, IPPROTO_TCP, port, NULL))
-		return refuse(r, 403, false, "%s:%u is not on the allow list of sandbox %s", sni,
-			      port, sb->name);
+		return refuse(r, 403, false, "vault_not_allowed",
+			      "%s:%u is not on the allow list of sandbox %s", sni, port, sb->name);
 	if (!scratch)
 		return PC_EINVAL;
 	/* the head is written into out before the scratch, never past it;
@@ -295,7 +301,7 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 			if (!judge(s, sb, sni, port, h, in_name, r)) {
 				stop = true;
 			} else if (marks[i].secret >= 0 && marks[i].secret != (int)k) {
-				refuse(r, 403, true,
+				refuse(r, 403, true, "vault_two_secrets",
 				       "placeholders of two secrets in one %.*s header",
 				       (int)h->name_len, h->name);
 				stop = true;
@@ -360,7 +366,7 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 		s = &store->s[marks[i].secret];
 		if ((rc = emit_injected(&w, s, policy_secret_by_name(sb, s->name), &req->hdr[i],
 					marks[i].basic, scratch, r)) < 0) {
-			refuse(r, 431, false, "%s",
+			refuse(r, 431, false, "vault_inject_too_large", "%s",
 			       rc == -2 ? "too many credential encodings to scrub on one request"
 					: "credentials too large to inject");
 			rc = 0;
@@ -374,7 +380,8 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 	}
 	pc_buf_puts(&w, "\r\n");
 	if (w.err) {
-		refuse(r, 431, false, "request head too large after injection");
+		refuse(r, 431, false, "vault_head_too_large",
+		       "request head too large after injection");
 		goto out;
 	}
 	r->head_len = w.len;

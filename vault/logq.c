@@ -60,7 +60,8 @@ static const char **rec_str(struct logrec *r, size_t i)
 {
 	const char **f[] = {&r->sandbox,     &r->policy,    &r->reason,	     &r->rule,
 			    &r->domain,	     &r->dns_name,  &r->dns_answers, &r->sni,
-			    &r->http_method, &r->http_path, &r->secrets,     &r->message};
+			    &r->http_method, &r->http_path, &r->secrets,     &r->message,
+			    &r->code,	     &r->dns_rcode};
 
 	return i < sizeof(f) / sizeof(f[0]) ? f[i] : NULL;
 }

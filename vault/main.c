@@ -103,13 +103,14 @@ static void accept_one(struct vault_daemon *d, int lfd)
 		 ? getsockopt(fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, &orig_ss, &ol)
 		 : getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &orig_ss, &ol);
 	if (rc < 0 || getsockname(fd, (struct sockaddr *)&local_ss, &ll) < 0) {
-		accept_refuse(d, fd, &src, &orig, NULL, "no original destination (not redirected)");
+		accept_refuse(d, fd, &src, &orig, NULL, "vault_not_redirected",
+			      "no original destination (not redirected)");
 		return;
 	}
 	sockaddr_to_ep(&orig_ss, &orig);
 	sockaddr_to_ep(&local_ss, &local);
 	if (pc_addr_eq(&orig.addr, &local.addr) && orig.port == local.port) {
-		accept_refuse(d, fd, &src, &orig, NULL,
+		accept_refuse(d, fd, &src, &orig, NULL, "vault_not_redirected",
 			      "direct connection to the vault (not redirected)");
 		return;
 	}
@@ -127,7 +128,8 @@ static void accept_one(struct vault_daemon *d, int lfd)
 		pc_strlcpy(sandbox, sb->name, sizeof(sandbox));
 	vault_state_unref(st);
 	if (!sb) {
-		accept_refuse(d, fd, &src, &orig, NULL, "source address matches no sandbox");
+		accept_refuse(d, fd, &src, &orig, NULL, "not_a_sandbox",
+			      "source address matches no sandbox");
 		return;
 	}
 	monitor_dispatch(d, fd, &src, &orig, sandbox);

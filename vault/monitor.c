@@ -212,7 +212,7 @@ void monitor_dispatch(struct vault_daemon *d, int fd, const struct pc_endpoint *
 					   : "its worker does not take connections",
 			   sizeof(e.msg));
 	pc_log(PC_LOG_ERR, "no worker for %s: %s", sandbox, e.msg);
-	accept_refuse(d, fd, src, orig, sandbox, "no worker for the sandbox");
+	accept_refuse(d, fd, src, orig, sandbox, "vault_no_worker", "no worker for the sandbox");
 }
 
 static void add(struct vault_counters *to, struct vault_counters *from, bool gauges)

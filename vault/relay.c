@@ -586,7 +586,7 @@ enum conn_next relay_exchange(struct conn *c, struct vault_state *st,
 		 * request never completes */
 		if (bo.head_sent)
 			conn_upstream_close(c);
-		conn_refuse(c, 403, true, reason);
+		conn_refuse(c, 403, true, "vault_placeholder_in_body", reason);
 	} else if (rc < 0) {
 		const char *why = rc == PC_EPARSE ? "malformed chunked body"
 				  : c->why	  ? c->why

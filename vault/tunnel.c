@@ -216,9 +216,9 @@ enum conn_next tunnel_run(struct conn *c, const struct vault_state *st,
 	if (rc == PC_EREFUSED && t->exfil) {
 		pc_log(PC_LOG_WARN, "exfiltration attempt refused: sandbox %s, %s: %s", c->sandbox,
 		       c->sni, t->why);
-		conn_log(c, LOGREC_EXFIL, LOGREC_REFUSED, t->why, 0, NULL, false, NULL);
+		conn_log_refused(c, LOGREC_EXFIL, "vault_placeholder_in_websocket", t->why, 0);
 	} else if (rc < 0 && t && t->why[0]) {
-		conn_log(c, LOGREC_HTTP_REQUEST, LOGREC_REFUSED, t->why, 0, NULL, false, NULL);
+		conn_log_refused(c, LOGREC_HTTP_REQUEST, "vault_websocket_malformed", t->why, 0);
 	}
 out:
 	ws_dir_free(&cw);

@@ -389,6 +389,7 @@ void vault_state_unref(struct vault_state *st);
 struct inject_out {
 	unsigned status;   /* else: refuse with this status */
 	bool exfil;	   /* log the refusal as an exfiltration attempt */
+	const char *code;  /* the refusal's event.code (static) */
 	char reason[256];  /* X-Portcullis-Error; never holds a value */
 	char secrets[512]; /* names injected, comma separated */
 	size_t head_len;
@@ -540,7 +541,9 @@ struct conn {
 	struct pc_endpoint src, orig;
 	char sandbox[POLICY_NAME_MAX];
 	char sni[256];
-	char refusal[700];	/* why the handshake was refused */
+	char refusal[700]; /* why the handshake was refused */
+	/* and its event.code (static) */
+	const char *refusal_code;
 	bool linger;		/* an error was answered: drain before closing */
 	const char *why;	/* why relaying the current request failed (static text) */
 	struct vault_state *st; /* the current request's (handle_request's reference) */
@@ -571,9 +574,14 @@ void relay_conn_free(struct conn *c);
 int conn_server_ctx_new(SSL_CTX **out, struct pc_err *err);
 void conn_log(struct conn *c, enum logrec_action action, enum logrec_verdict verdict,
 	      const char *reason, unsigned status, const char *secrets, bool wait, int *acked);
+/* A refusal's record, with the event.code (static, docs/logd.md "Event
+ * codes") the caller decided it by. */
+void conn_log_refused(struct conn *c, enum logrec_action action, const char *code,
+		      const char *reason, unsigned status);
 int conn_send_error(struct conn *c, unsigned status, const char *reason);
-/* Answer status, log the refusal; always CONN_CLOSE. */
-enum conn_next conn_refuse(struct conn *c, unsigned status, bool exfil, const char *reason);
+/* Answer status, log the refusal (code: its event.code); always CONN_CLOSE. */
+enum conn_next conn_refuse(struct conn *c, unsigned status, bool exfil, const char *code,
+			   const char *reason);
 void conn_upstream_close(struct conn *c);
 /* After a 101: relay WebSocket messages both ways (tunnel.c). Returns
  * CONN_CLOSE. */
@@ -721,7 +729,8 @@ void monitor_metrics(struct pc_prom *b);
 void conn_spawn(struct vault_daemon *d, int fd, const struct pc_endpoint *src,
 		const struct pc_endpoint *orig, const char *sandbox);
 void accept_refuse(struct vault_daemon *d, int fd, const struct pc_endpoint *src,
-		   const struct pc_endpoint *orig, const char *sandbox, const char *reason);
+		   const struct pc_endpoint *orig, const char *sandbox, const char *code,
+		   const char *reason);
 size_t conns_reap(struct vault_daemon *d);
 size_t conns_wait(struct vault_daemon *d, unsigned ms);
 /* SIGTERM: end every connection, bounded; false when threads are left. */

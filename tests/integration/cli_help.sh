@@ -66,10 +66,10 @@ for entry in "${cmds[@]}"; do
 	t_match "... with its usage" "usage: portcullis \[-c FILE\] $entry( |\$)" "$err"
 done
 # --json on every command that prints a result. Not on these, and why:
-# their output is a file or a format of its own, or nothing but the exit
-# status; log verify is being reworked by issue 21 (logd integrity); log
-# status is logd's own status text (its numbers are in `metrics`).
-no_json="secrets rm|metrics|log verify|log status|log prove|log keygen|cert|cert render|cert keygen|cert pubkey|sandbox run|sandbox attach"
+# their output is a file or a format of its own (the Prometheus text, a
+# proof, a certificate), or nothing but the exit status. The same list is
+# in tests/static/cli_commands.sh, which checks the table's usages.
+no_json="secrets rm|metrics|log prove|log keygen|cert|cert render|cert keygen|cert pubkey|sandbox run|sandbox attach"
 for entry in "${cmds[@]}"; do
 	read -r -a words <<<"$entry"
 	if printf '%s\n' "$entry" | grep -qxE "$no_json"; then

@@ -75,6 +75,9 @@ dg_upstream "$m"
 t_nomatch "... never reached the resolver" "paste.evil.test" "$UP"
 t_match "... recorded as refused" '"event.outcome":"failure".*"portcullis.sandbox":"agent-2"' \
 	"$(dg_rec paste.evil.test)"
+t_match "... with its code and the rcode the guard answered" \
+	'"event.code":"dns_name_not_allowed","portcullis.sandbox":"agent-2".*"dns.response_code":"NXDOMAIN"' \
+	"$(dg_rec paste.evil.test | grep agent-2)"
 t_fail "getent (glibc) in that sandbox fails for the denied name" \
 	lab_sb 2 getent hosts paste.evil.test
 
@@ -112,7 +115,7 @@ up=$UP
 t_eq "the resolver saw TXT only from the permitted sandbox" "1 0" \
 	"$(echo "$up" | grep -c "query\[TXT\] api.github.test from $SB2\$") $(echo "$up" | from1)"
 t_match "verdict record: TXT refused for agent-1" \
-	'"event.reason":"query type not permitted","event.code":"dns_type","portcullis.sandbox":"agent-1".*"dns.question.type":"TXT"' \
+	'"event.reason":"query type not permitted","event.code":"dns_type","portcullis.sandbox":"agent-1".*"dns.question.type":"TXT","dns.response_code":"REFUSED"' \
 	"$(dg_rec api.github.test | grep TXT)"
 
 # ---- shapes of query the guard refuses --------------------------------------------------
@@ -125,6 +128,8 @@ out=$(dig1 +notcp api.github.test ANY) # (dig asks ANY over TCP by default)
 t_match "QTYPE ANY: REFUSED" "status: REFUSED.*query type not permitted" "$(echo $out)"
 out=$(dig1 +tcp api.github.test AXFR 2>&1)
 t_match "a zone transfer (AXFR over TCP): the connection is reset" "connection reset" "$out"
+t_nomatch "... and its record has no dns.response_code (no answer was sent)" 'dns.response_code' \
+	"$(dg_rec api.github.test | grep '"dns.question.type":"AXFR"')"
 out=$(dig1 -c CH api.github.test A)
 t_match "class CH: REFUSED" "status: REFUSED.*portcullis: class is not IN" "$(echo $out)"
 out=$(dig1 CH TXT version.bind)

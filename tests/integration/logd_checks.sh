@@ -43,6 +43,14 @@ t_nomatch "... and leaves no probe file" "probe" "$(ls -A "$D/log")"
 # away from the log user under it.
 logd_start || t_diag "logd did not start: $(cat "$D/logd.err")"
 t_match "logd serves" "^acked" "$(lg_client -n 3)"
+# log status without a witness: --json says the same as the text, witness null
+txt=$(PC log status)
+t_eq "log status without a witness: exit 0" 0 $?
+js=$(PC log status --json)
+t_eq "log status --json: exit 0 as without" 0 $?
+t_eq "... ok, the tree the text gives, no witness" \
+	"true $(sed -nE 's/^log: ([0-9]+) records in the current tree, next seq ([0-9]+), ([0-9]+) unsealed$/\1 \2 \3/p' <<<"$txt") null" \
+	"$(jq -r '"\(.ok) \(.log.tree_records) \(.log.next_seq) \(.log.unsealed) \(.witness)"' <<<"$js")"
 t_eq "no sidecar write error yet" 0 "$(metric portcullis_logd_sidecar_write_errors_total)"
 chmod 0550 "$D/log"
 t_match "records are still written" "^acked" "$(lg_client -n 3)"
@@ -100,5 +108,37 @@ t_match "... and the missing sidecar is named, with what it costs" \
 	"$out"
 out=$(PC log verify "$D/real.jsonl" --checkpoint "$L.checkpoint" 2>&1)
 t_nomatch "with --checkpoint given, no sidecar is missed" "no sidecar" "$out"
+
+# log verify --json: one object with the facts of the text form, the same
+# exit status (issue 18: --json on every command that prints a result).
+cp "$L.checkpoint" "$D/real.jsonl.checkpoint"
+txt=$(PC log verify "$D/real.jsonl" 2>/dev/null)
+js=$(PC log verify "$D/real.jsonl" --json 2>/dev/null)
+t_eq "--json, intact: exit 0 as without" 0 $?
+t_ok "... stdout is one JSON object" jq -e 'type == "object"' <<<"$js"
+read -r n c k <<<"$(sed -nE '1s/.*intact: ([0-9]+) records .*, ([0-9]+) checkpoints, signed by ([^ ]+)$/\1 \2 \3/p' <<<"$txt")"
+t_eq "... ok, intact, the records, checkpoints and key the text names" "true intact $n $c $k" \
+	"$(jq -r '"\(.ok) \(.result) \(.files[0].records) \(.files[0].checkpoints) \(.files[0].signed_by)"' <<<"$js")"
+t_eq "... the sidecar: its records, not missing; no error" "7 false null" \
+	"$(jq -r '"\(.files[0].checkpoint.records) \(.files[0].sidecar_missing) \(.error)"' <<<"$js")"
+t_eq "... its notes are the text's lines" "$(sed -E 's/^ +//' <<<"$txt")" "$(jq -r '.notes[]' <<<"$js")"
+js=$(PC log verify "$D/nocp.jsonl" --json 2>/dev/null)
+t_eq "--json, unsigned: exit 1 as without" 1 $?
+t_eq "... not ok, unsigned, 7 records, the sidecar missing, no signer" "false unsigned 7 true null" \
+	"$(jq -r '"\(.ok) \(.result) \(.files[0].records) \(.files[0].sidecar_missing) \(.files[0].signed_by)"' <<<"$js")"
+t_eq "--allow-unsigned --json: exit 0, ok, still unsigned" "0 true unsigned" \
+	"$(js=$(PC log verify --allow-unsigned "$D/nocp.jsonl" --json 2>/dev/null); echo "$? $(jq -r '"\(.ok) \(.result)"' <<<"$js")")"
+sed '3s/"event.action":"[a-z-]*"/"event.action":"connect-x"/' "$D/real.jsonl" >"$D/edited.jsonl"
+err=$(PC log verify "$D/edited.jsonl" 2>&1 >/dev/null)
+t_eq "control: an edited record fails (exit 1)" 1 "$(PC log verify "$D/edited.jsonl" >/dev/null 2>&1; echo $?)"
+js=$(PC log verify "$D/edited.jsonl" --json 2>/dev/null)
+t_eq "--json, edited: exit 1 as without" 1 $?
+t_eq "... not ok, failed" "false failed" "$(jq -r '"\(.ok) \(.result)"' <<<"$js")"
+t_eq "... its error is the first error the text form gives" "${err#portcullis: log verify: }" \
+	"$(jq -r .error <<<"$js")"
+js=$(PC log verify "$D/absent.jsonl" --json 2>/dev/null)
+t_eq "--json, a file that cannot be read: exit 3 as without" 3 $?
+t_eq "... result error, saying why" "error true" \
+	"$(jq -r '"\(.result) \(.error | test("absent.jsonl"))"' <<<"$js")"
 
 t_done

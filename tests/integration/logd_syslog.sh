@@ -67,9 +67,9 @@ rs_stop() {
 	RS_PID=
 	rm -f "$D/local.sock"
 }
-config() { # remote tls ca
+config() { # remote tls ca [enterprise_number]: the tests below parse portcullis@32473
 	lg_config syslog: "  local: true" "  socket: $D/local.sock" "  remote: \"$1\"" "  tls: $2" \
-		"  ca: \"$3\"" "  spool: 10000"
+		"  ca: \"$3\"" "  spool: 10000" "  enterprise_number: ${4:-32473}"
 }
 # expected: seq|hash|outcome|domain|port|sandbox for each record of the file
 expected() { # from-seq
@@ -165,7 +165,7 @@ rs_stop
 # (each batch of 5 is synced and sealed by its own checkpoint: the writer
 # exports the newest checkpoint a sync made durable, so here every one)
 lg_config syslog: "  local: false" "  remote: \"127.0.0.1:10514\"" "  spool: 10" \
-	checkpoint: "  records: 5" "fsync_batch: true"
+	"  enterprise_number: 32473" checkpoint: "  records: 5" "fsync_batch: true"
 logd_start
 t_match "records acknowledged with the collector away and a spool of 10" "^acked" \
 	"$(lg_client -n 100 -b 5 -s agent-13 -q)"
@@ -220,6 +220,34 @@ t_eq "after SIGHUP with new settings, records go to the new collector (TLS)" 4 \
 	"$(grep -c '|agent-12|' "$D/tls.log")"
 t_eq "and no longer to the old one" 0 "$(grep -c '|agent-12|' "$D/tcp.log")"
 t_match "logd says so" "SIGHUP: syslog settings changed" "$(cat "$D/logd.err")"
+
+# --- no enterprise number (the default): no structured data of ours (no
+# documentation PEN), every field in a JSON MSG, as the JSON line names it
+lg_config syslog: "  local: false" "  remote: \"127.0.0.1:10514\""
+logd_start
+lg_client -n 6 -s agent-14 -q >/dev/null
+wait_lines "$D/tcp.log" 'agent-14' 6
+logd_stop_ok
+t_eq "default: the 6 records arrived" 6 "$(grep -c 'agent-14' "$D/tcp.log")"
+t_eq "default: no structured data (no SD-ID at all)" "" \
+	"$(grep 'agent-14' "$D/tcp.log" | cut -d'|' -f2-11 | tr -d '|' | sort -u)"
+exp=$(python3 - "$D/log/verdicts.jsonl" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get('portcullis.sandbox') == 'agent-14':
+        r.pop('portcullis.prev')
+        print(json.dumps(r, sort_keys=True))
+PY
+)
+t_eq "default: the MSG is a JSON object with every field of the signed line (but prev)" "$exp" \
+	"$(grep 'agent-14' "$D/tcp.log" | cut -d'|' -f12- | python3 -c '
+import json, sys
+for l in sys.stdin:
+    print(json.dumps(json.loads(l), sort_keys=True))')"
+t_match "default: the checkpoints arrive as the file's checkpoint lines" \
+	'^checkpoint\|\|\|\|\|\|\|\|\|\|\|\{"checkpoint":"[^"]+\\n[0-9]+\\n' "$(tail -5 "$D/tcp.log")"
+t_nomatch "nothing says 32473 by default" '32473' "$(PC config show)"
 
 rs_stop
 t_ok "the log verifies" PC log verify

@@ -111,6 +111,17 @@ out=$(PC log status)
 t_eq "log status: exit 0 with a reachable witness" 0 $?
 t_match "log status names the witness, reachable, and what it cosigned" \
 	'witness: 192.0.2.2:7380 \([^)]+\): reachable; cosigned 301 records .*not required' "$out"
+# --json: the same facts as one object, the same exit status
+js=$(PC log status --json)
+t_eq "log status --json: exit 0 as without" 0 $?
+read -r tree next unsealed <<<"$(sed -nE 's/^log: ([0-9]+) records in the current tree, next seq ([0-9]+), ([0-9]+) unsealed$/\1 \2 \3/p' <<<"$out")"
+t_eq "... the tree, next seq and unsealed records the text says" "true $tree $next $unsealed" \
+	"$(jq -r '"\(.ok) \(.log.tree_records) \(.log.next_seq) \(.log.unsealed)"' <<<"$js")"
+wkey=$(sed -nE 's/^witness: [^ ]+ \(([^)]+)\).*/\1/p' <<<"$out")
+t_eq "... the witness: address, key, reachable, cosigned, conflicts, required, refusing" \
+	"192.0.2.2:7380 $wkey true 301 0 false false" \
+	"$(jq -r '.witness | "\(.address) \(.key) \(.reachable) \(.cosigned_records) \(.conflicts) \(.required) \(.refusing)"' <<<"$js")"
+t_match "... when it cosigned" '^20[0-9-]+T[0-9:.]+Z [0-9]+$' "$(jq -r '.witness | "\(.cosigned_time) \(.cosigned_age_s)"' <<<"$js")"
 
 # a checkpoint of 301 records in the file: the cut-back target
 cp300=$(grep -n '^{"checkpoint"' "$L" | tail -1 | cut -d: -f1)
@@ -292,6 +303,10 @@ out=$(PC log status)
 t_eq "log status: exit 1 with the witness down" 1 $?
 t_match "log status says it is not reachable and logd keeps working" \
 	'NOT reachable.*logd keeps acknowledging records without it' "$out"
+js=$(PC log status --json)
+t_eq "log status --json: exit 1 as without" 1 $?
+t_eq "... not ok, the witness not reachable, records not refused" "false false false" \
+	"$(jq -r '"\(.ok) \(.witness.reachable) \(.witness.refusing)"' <<<"$js")"
 logd_stop
 
 # witness down, required: records are refused once nothing was cosigned
@@ -304,6 +319,8 @@ lg_client -n 10 -b 10 -t 500 -q >/dev/null 2>&1
 t_eq "required: true and nothing cosigned for 1 s: records are refused" 1 $?
 t_eq "metrics: refusing" 1 "$(metrics refusing)"
 t_match "log status says records are refused" 'REFUSING records' "$(PC log status)"
+t_eq "log status --json says so too (required, refusing)" "true true" \
+	"$(PC log status --json | jq -r '"\(.witness.required) \(.witness.refusing)"')"
 t_match "logd says why" 'no witness cosigned a checkpoint recently' "$(cat "$D/logd.err")"
 witness_start
 lab_wait_until refusing_is 0

@@ -85,8 +85,10 @@ for _ in $(seq 50); do
 done
 t_ok "relay and collector run" test -S "$D/relay.sock"
 
-# logd, configured as operations.md says: log.syslog.socket = the relay's.
-lg_config syslog: "  local: true" "  socket: $D/relay.sock"
+# logd, configured as operations.md says: log.syslog.socket = the relay's,
+# and an enterprise number for the SD-ID (32473, the documentation one, in
+# a test: without one there is no structured data, logd_syslog.sh).
+lg_config syslog: "  local: true" "  socket: $D/relay.sock" "  enterprise_number: 32473"
 logd_start
 t_match "40 records acknowledged by logd" "^acked" \
 	"$(lg_client -n 40 -b 10 -s agent-siem -q)"

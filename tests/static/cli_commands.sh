@@ -72,6 +72,17 @@ for d, accepted in sorted(dirs.items()):
             if o in ("help", "version") or "--" + o in accepted:
                 continue
             bad.append(f"{p}: option --{o} is taken by the module but accepted by no entry of cli/cmds.c it runs")
+# --json on every command that prints a result: each entry's usage names
+# it, but for these (their output is a file or a format of its own, or
+# nothing but the exit status; the same list is in
+# tests/integration/cli_help.sh, which runs them).
+no_json = {"secrets rm", "metrics", "log prove", "log keygen", "cert", "cert render",
+           "cert keygen", "cert pubkey", "sandbox run", "sandbox attach"}
+for m in re.finditer(r'\{"([a-z-]+)",\s*(NULL|"[a-z-]+"),\s*((?:"(?:[^"\\]|\\.)*"\s*)+),', body):
+    name = m.group(1) + ("" if m.group(2) == "NULL" else " " + m.group(2).strip('"'))
+    usage = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(3)))
+    if name not in no_json and "--json" not in usage:
+        bad.append(f"cli/cmds.c: '{name}' prints a result but its usage has no --json")
 print("\n".join(bad))
 PY
 }
@@ -86,5 +97,7 @@ sed 's/{"ca", "init"/{"ca", "wipe"/' cli/cmds.c >"$tmp"
 t_match "a table entry no dispatcher knows is found" "'ca wipe' runs vault_cli" "$(check "$tmp")"
 sed 's/"--checkpoints -a --follow/"-a --follow/' cli/cmds.c >"$tmp"
 t_match "an option a module takes but the table does not is found" "option --checkpoints is taken" "$(check "$tmp")"
+sed 's/"\[--allow-unsigned\] \[--json\] | --proof PROOF \[--key PUB\] \[--json\]"/"[--allow-unsigned] | --proof PROOF [--key PUB]"/' cli/cmds.c >"$tmp"
+t_match "a command without --json in its usage is found" "'log verify' prints a result but its usage has no --json" "$(check "$tmp")"
 rm -f "$tmp"
 t_done

@@ -362,6 +362,9 @@ START_TEST(query_txt_refused_by_default)
 
 	ck_assert_int_eq(ask(&sb1, &qf, 1, "api.github.com.", LDNS_RR_TYPE_TXT, &r), DNSG_REFUSE);
 	ck_assert_str_eq(r.reason, "query type not permitted");
+	/* the code and the rcode answered, decided where the guard refuses */
+	ck_assert_str_eq(r.code, "dns_type");
+	ck_assert_str_eq(r.rcode, "REFUSED");
 	ck_assert_int_eq(ask(&sb1, &qf, 1, "api.github.com.", LDNS_RR_TYPE_ANY, &r), DNSG_REFUSE);
 	ck_assert_int_eq(ask(&sb1, &qf, 1, "api.github.com.", LDNS_RR_TYPE_HTTPS, &r), DNSG_ALLOW);
 	txt.dns_qtypes = QT_DEFAULT | QT_TXT;

@@ -149,6 +149,7 @@ START_TEST(every_record_kind_has_the_ecs_fields_in_both_forms)
 	static const enum logrec_verdict vs[] = {LOGREC_NONE, LOGREC_ALLOWED, LOGREC_REFUSED};
 
 	logrec_set_observer("gw1.example");
+	logx_set_identity(LOGX_FACILITY, 32473); /* a configured PEN: structured data */
 	for (int a = 1; a < LOGREC_ACTION_MAX; a++)
 		for (size_t vi = 0; vi < 3; vi++) {
 			struct logrec r;
@@ -227,6 +228,7 @@ START_TEST(every_record_kind_has_the_ecs_fields_in_both_forms)
 			msg[m] = '\0';
 			ck_assert_msg(strstr(strstr(msg, "\"] "), " 2001:db8::12:443"), "%s", msg);
 		}
+	logx_set_identity(LOGX_FACILITY, 0);
 	logrec_set_observer(NULL);
 }
 END_TEST
@@ -369,7 +371,7 @@ START_TEST(syslog_identity_is_the_configured_one)
 	rec_of_kind(&r, LOGREC_CONNECT, LOGREC_ALLOWED);
 	logx_set_identity(19, 99999); /* local3 */
 	m = logx_format_record(&r, 1, 1764424933123ULL, hash, "gw", 1, msg, sizeof(msg));
-	logx_set_identity(LOGX_FACILITY, 32473);
+	logx_set_identity(LOGX_FACILITY, 0);
 	ck_assert_int_gt(m, 0);
 	msg[m] = '\0';
 	ck_assert_msg(!strncmp(msg, "<158>1 ", 7), "%s", msg); /* 19 * 8 + info */
@@ -377,6 +379,162 @@ START_TEST(syslog_identity_is_the_configured_one)
 }
 END_TEST
 
+/* event.code is the one the sender decided (the vault's refusals have
+ * their own; the prose would say "other"), and a refused DNS query says
+ * which rcode the guard answered; both forms, and through the wire. */
+START_TEST(the_senders_code_and_rcode_are_the_records)
+{
+	static const uint8_t prev[32], hash[MERKLE_HASH];
+	struct logrec r = {.action = LOGREC_EXFIL,
+			   .verdict = LOGREC_REFUSED,
+			   .sandbox = "agent-1",
+			   .reason = "placeholder of GITHUB_TOKEN in the request URL",
+			   .code = "vault_placeholder_in_url"};
+	struct logrec_decoded d;
+	char buf[LOGREC_JSON_MAX], msg[8192];
+	uint8_t wire[LOGWIRE_MAX];
+	int n;
+
+	n = logrec_json_format(&r, 7, 1764424933123ULL, prev, NULL, buf, sizeof(buf));
+	ck_assert_int_gt(n, 0);
+	buf[n] = '\0';
+	ck_assert_msg(strstr(buf, "\"event.code\":\"vault_placeholder_in_url\""), "%s", buf);
+	logx_set_identity(LOGX_FACILITY, 99999); /* the structured-data form */
+	n = logx_format_record(&r, 7, 1764424933123ULL, hash, "gw", 1, msg, sizeof(msg));
+	ck_assert_int_gt(n, 0);
+	msg[n] = '\0';
+	ck_assert_msg(strstr(msg, "event.code=\"vault_placeholder_in_url\""), "%s", msg);
+	/* a record without a code (an older client): derived from the reason */
+	r.code = NULL;
+	n = logrec_json_format(&r, 7, 1764424933123ULL, prev, NULL, buf, sizeof(buf));
+	buf[n > 0 ? n : 0] = '\0';
+	ck_assert_msg(strstr(buf, "\"event.code\":\"other\""), "%s", buf);
+
+	r = (struct logrec){.action = LOGREC_DNS_QUERY,
+			    .verdict = LOGREC_REFUSED,
+			    .sandbox = "agent-1",
+			    .reason = "query type not permitted",
+			    .dns_name = "api.github.test",
+			    .dns_type = 16,
+			    .code = "dns_type",
+			    .dns_rcode = "NXDOMAIN"};
+	n = logrec_json_format(&r, 8, 1764424933123ULL, prev, NULL, buf, sizeof(buf));
+	ck_assert_int_gt(n, 0);
+	buf[n] = '\0';
+	ck_assert_msg(strstr(buf, "\"event.code\":\"dns_type\""), "%s", buf);
+	ck_assert_msg(strstr(buf, "\"dns.response_code\":\"NXDOMAIN\""), "%s", buf);
+	n = logx_format_record(&r, 8, 1764424933123ULL, hash, "gw", 1, msg, sizeof(msg));
+	ck_assert_int_gt(n, 0);
+	msg[n] = '\0';
+	ck_assert_msg(strstr(msg, "dns.response_code=\"NXDOMAIN\""), "%s", msg);
+	logx_set_identity(LOGX_FACILITY, 0);
+
+	/* the wire keeps both; logd refuses a code or an rcode it does not know */
+	n = logrec_encode(&r, wire, sizeof(wire), NULL);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(logrec_decode(wire, (size_t)n, &d, NULL), 0);
+	ck_assert_str_eq(d.rec.code, "dns_type");
+	ck_assert_str_eq(d.rec.dns_rcode, "NXDOMAIN");
+	logrec_decoded_free(&d);
+	r.code = "dns_typo";
+	n = logrec_encode(&r, wire, sizeof(wire), NULL);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(logrec_decode(wire, (size_t)n, &d, NULL), PC_EPARSE);
+	r.code = "dns_type";
+	r.dns_rcode = "NOPE";
+	n = logrec_encode(&r, wire, sizeof(wire), NULL);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(logrec_decode(wire, (size_t)n, &d, NULL), PC_EPARSE);
+}
+END_TEST
+
+/* Every code the vault, the DNS guard and the engine set where they decide
+ * is one of the table (a misspelt code would be refused by logd: the
+ * action with it). The scan must find the vault's refusals. */
+START_TEST(every_code_the_sources_set_is_known)
+{
+	FILE *f = popen("grep -hoE '(code = |refuse\\([^\"]*|conn_log_refused\\([^\"]*)"
+			"\"[a-z_]+\"' vault/*.c dnsguard/*.c engine/*.c "
+			"| sed -E 's/^[^\"]*\"//; s/\"$//' | sort -u",
+			"r");
+	char line[128];
+	int n = 0, vault = 0;
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		ck_assert_msg(logrec_code_index(line) >= 0, "\"%s\" is no event.code", line);
+		vault += strncmp(line, "vault_", 6) == 0;
+		n++;
+	}
+	pclose(f);
+	ck_assert_int_ge(vault, 18);
+	ck_assert_int_gt(n, 25);
+}
+END_TEST
+
+/* Without an enterprise number (the default) no message carries an SD-ID,
+ * the documentation PEN least of all: the structured data is "-" and MSG
+ * is a JSON object with the same fields and values as the JSON line (its
+ * hash instead of prev); a checkpoint is the file's checkpoint line. */
+START_TEST(syslog_without_a_pen_carries_the_fields_as_json)
+{
+	static const uint8_t prev[32], hash[MERKLE_HASH] = {0x4b};
+	struct checkpoint c = {
+	    .origin = "gw/portcullis-log", .size = 7, .time_ms = 1764424933123ULL};
+	char buf[LOGREC_JSON_MAX], msg[LOGX_MSG_MAX + 1], note[512], *body;
+	int n, m;
+
+	logx_set_identity(LOGX_FACILITY, 0);
+	for (int a = 1; a < LOGREC_ACTION_MAX; a++) {
+		struct logrec r;
+		struct fields js = {0}, mj = {0};
+
+		rec_of_kind(&r, (enum logrec_action)a, LOGREC_REFUSED);
+		n = logrec_json_format(&r, 9, 1764424933123ULL, prev, NULL, buf, sizeof(buf));
+		ck_assert_int_gt(n, 0);
+		ck_assert_int_eq(logjson_each(buf, (size_t)n, json_field, &js), 0);
+		m = logx_format_export(&r, 9, 1764424933123ULL, hash, "gw", 1, msg, sizeof(msg));
+		ck_assert_int_gt(m, 0);
+		msg[m] = '\0';
+		ck_assert_msg(!strstr(msg, "32473") && !strstr(msg, "[portcullis"), "%s", msg);
+		body = strstr(msg, " - {");
+		ck_assert_msg(body, "no NILVALUE structured data and JSON MSG: %s", msg);
+		body += 3;
+		ck_assert_int_eq(logjson_each(body, strlen(body), json_field, &mj), 0);
+		ck_assert(has(&mj, "event.hash", NULL, LOGJSON_STRING));
+		for (int i = 0; i < js.n; i++)
+			ck_assert_msg(!strcmp(js.f[i].key, "portcullis.prev") ||
+					  has(&mj, js.f[i].key, js.f[i].val, js.f[i].t),
+				      "%s=%s in the JSON line, not in the JSON MSG: %s",
+				      js.f[i].key, js.f[i].val, body);
+		for (int i = 0; i < mj.n; i++)
+			ck_assert_msg(!strcmp(mj.f[i].key, "event.hash") ||
+					  has(&js, mj.f[i].key, mj.f[i].val, mj.f[i].t),
+				      "%s in the JSON MSG, not in the JSON line", mj.f[i].key);
+	}
+	n = checkpoint_body_format(&c, note, sizeof(note) - 64);
+	ck_assert_int_gt(n, 0);
+	snprintf(note + n, sizeof(note) - (size_t)n, "\n\xe2\x80\x94 gw/portcullis-log AAAA\n");
+	m = logx_format_checkpoint(note, strlen(note), "gw", 1, msg, sizeof(msg));
+	ck_assert_int_gt(m, 0);
+	msg[m] = '\0';
+	ck_assert_msg(strstr(msg, " checkpoint - {\"checkpoint\":\"gw/portcullis-log\\n7\\n"), "%s",
+		      msg);
+	m = logx_format_overflow(3, 10, 12, 1, 0, msg, sizeof(msg));
+	ck_assert_int_gt(m, 0);
+	ck_assert_msg(strstr(msg, " spool-overflow - {\"dropped\":3,"), "%s", msg);
+	/* with one: the SD-ID names it */
+	logx_set_identity(LOGX_FACILITY, 99999);
+	m = logx_format_overflow(3, 10, 12, 1, 0, msg, sizeof(msg));
+	logx_set_identity(LOGX_FACILITY, 0);
+	ck_assert_int_gt(m, 0);
+	ck_assert_msg(strstr(msg, "[portcullis@99999 dropped=\"3\""), "%s", msg);
+}
+END_TEST
+
 PC_UNIT_SUITE("logd_ecs", "ecs", 30, every_record_kind_has_the_ecs_fields_in_both_forms,
 	      every_reason_in_the_sources_has_an_event_code, every_event_code_is_documented,
-	      a_log_written_before_the_ecs_names_verifies, syslog_identity_is_the_configured_one)
+	      a_log_written_before_the_ecs_names_verifies, syslog_identity_is_the_configured_one,
+	      the_senders_code_and_rcode_are_the_records, every_code_the_sources_set_is_known,
+	      syslog_without_a_pen_carries_the_fields_as_json)

@@ -24,6 +24,7 @@ START_TEST(oversize_record_is_cut_with_its_marker)
 	int n;
 
 	memset(reason, ']', sizeof(reason) - 1);
+	logx_set_identity(LOGX_FACILITY, 32473); /* the structured-data form */
 	/* its full form is over the limit: logx_format_record refuses it in
 	 * a buffer of the limit, and writes it in a bigger one */
 	ck_assert_int_lt(
@@ -42,6 +43,49 @@ START_TEST(oversize_record_is_cut_with_its_marker)
 	ck_assert_str_eq(msg + n - 12, " [truncated]");
 	/* still one SD element: the value's escapes are whole */
 	ck_assert_ptr_nonnull(strstr(msg, "url.path=\"/gists\"] #77 refused exfiltration"));
+	logx_set_identity(LOGX_FACILITY, 0);
+}
+END_TEST
+
+/* Without an enterprise number the MSG is JSON: an oversize record is
+ * never cut mid-object, only its values, and says how long it was. */
+static int count_key(void *ctx, const char *k, size_t kl, enum logjson_type t, const char *v,
+		     size_t vl)
+{
+	(void)t;
+	(void)v;
+	(void)vl;
+	if (kl == 9 && memcmp(k, "truncated", 9) == 0)
+		++*(int *)ctx;
+	return 0;
+}
+
+START_TEST(oversize_json_record_stays_json)
+{
+	static char reason[7901], msg[LOGX_MSG_MAX + 1], text[9000];
+	struct logrec r = {.action = LOGREC_EXFIL,
+			   .verdict = LOGREC_REFUSED,
+			   .sandbox = "agent-big",
+			   .reason = reason,
+			   .message = text,
+			   .http_path = "/gists"};
+	const char *body;
+	int n, found = 0;
+
+	memset(reason, '"', sizeof(reason) - 1);
+	memset(text, 'x', sizeof(text) - 1);
+	logx_set_identity(LOGX_FACILITY, 0);
+	n = logx_format_export(&r, 78, 1764424933123ULL, hash, "gw1", 1, msg, sizeof(msg));
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_le(n, LOGX_MSG_MAX);
+	body = strstr(msg, " exfiltration - {");
+	ck_assert_ptr_nonnull(body);
+	body += 15;
+	ck_assert_int_eq(msg[n - 1], '}');
+	ck_assert_int_eq(logjson_each(body, (size_t)(msg + n - body), count_key, &found), 0);
+	ck_assert_int_eq(found, 1);
+	ck_assert_ptr_nonnull(strstr(body, "\"url.path\":\"/gists\""));
+	ck_assert_ptr_nonnull(strstr(body, "\\\"...\""));
 }
 END_TEST
 
@@ -57,7 +101,9 @@ START_TEST(oversize_message_is_cut_at_a_character)
 		memcpy(text + i, "\xe2\x82\xac", 3);
 	memset(reason, '"', sizeof(reason) - 1);
 	r.reason = reason;
+	logx_set_identity(LOGX_FACILITY, 32473); /* the structured-data form: MSG is cut */
 	n = logx_format_export(&r, 5, 1764424933123ULL, hash, "gw1", 1, msg, sizeof(msg));
+	logx_set_identity(LOGX_FACILITY, 0);
 	ck_assert_int_gt(n, 0);
 	ck_assert_int_le(n, LOGX_MSG_MAX);
 	ck_assert_str_eq(msg + n - 12, " [truncated]");
@@ -198,6 +244,6 @@ START_TEST(spool_grows_by_chunks_and_bounds_bytes)
 END_TEST
 
 PC_UNIT_SUITE("logd_export", "core", 30, oversize_record_is_cut_with_its_marker,
-	      oversize_message_is_cut_at_a_character, record_that_fits_is_sent_as_formatted,
-	      full_spool_drops_records_never_checkpoints,
+	      oversize_json_record_stays_json, oversize_message_is_cut_at_a_character,
+	      record_that_fits_is_sent_as_formatted, full_spool_drops_records_never_checkpoints,
 	      checkpoint_queue_keeps_the_last_of_each_tree, spool_grows_by_chunks_and_bounds_bytes)

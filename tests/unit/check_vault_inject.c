@@ -174,6 +174,9 @@ static void refused(const char *sni, const char *reqs, unsigned status, bool exf
 	ck_assert_msg(r.status == status, "status %u, want %u (%s)", r.status, status, r.reason);
 	ck_assert_int_eq(r.exfil, exfil);
 	ck_assert_msg(strstr(r.reason, why), "reason '%s' lacks '%s'", r.reason, why);
+	/* the code is decided with the refusal, a documented one of its own */
+	ck_assert_msg(r.code && logrec_code_index(r.code) >= 0 && strncmp(r.code, "vault_", 6) == 0,
+		      "refusal '%s' has event.code %s", r.reason, r.code ? r.code : "(none)");
 	ck_assert_int_eq(r.head_len, 0);
 	inject_out_clear(&r);
 }
@@ -189,6 +192,15 @@ START_TEST(refusals)
 		403, true, "not www.github.test");
 	refused("api.github.test", "GET /?a=" PH_GH " HTTP/1.1\r\nHost: api.github.test\r\n\r\n",
 		403, true, "in the request URL");
+	{
+		struct inject_out r;
+		char out[8192];
+
+		run("api.github.test",
+		    "GET /?a=" PH_GH " HTTP/1.1\r\nHost: api.github.test\r\n\r\n", &r, out);
+		ck_assert_str_eq(r.code, "vault_placeholder_in_url");
+		inject_out_clear(&r);
+	}
 	refused("api.github.test",
 		"GET / HTTP/1.1\r\nHost: api.github.test\r\nX-Other: " PH_GH "\r\n\r\n", 403, true,
 		"outside its header Authorization");
