@@ -110,12 +110,17 @@ bench_mode() { # plain|nullq|guarded [nullq's mark: ALLOW (default) or PASS]
 	case $1 in
 	plain)
 		# the engine reinstalls its tables when another program deletes
-		# them (engine/routing.c): it stops for the plain row (the next
-		# row starts it again), and its policy-routing rule that drops
-		# unmarked bridge traffic (NFT_ROUTE_PRIO_DROP) goes too
-		guard_engine_stop
-		while lab_gw ip -4 rule del priority 1010 2>/dev/null; do :; done
-		while lab_gw ip -6 rule del priority 1010 2>/dev/null; do :; done
+		# them (engine/routing.c): with BENCH_PLAIN_STOPS_ENGINE=1 (bench/dns,
+		# bench/flows) it stops for the plain row (the next row starts it
+		# again: a new pid), and its policy-routing rule that drops
+		# unmarked bridge traffic (NFT_ROUTE_PRIO_DROP) goes too. Without
+		# it (bench/flood, which follows one engine's RSS across its
+		# floods) the check below stops the run.
+		if [ "${BENCH_PLAIN_STOPS_ENGINE:-0}" = 1 ]; then
+			guard_engine_stop
+			while lab_gw ip -4 rule del priority 1010 2>/dev/null; do :; done
+			while lab_gw ip -6 rule del priority 1010 2>/dev/null; do :; done
+		fi
 		lab_gw nft delete table inet portcullis 2>/dev/null
 		lab_gw nft delete table bridge portcullis 2>/dev/null
 		lab_gw nft list tables | grep -q portcullis && lab_die "tables still there"
