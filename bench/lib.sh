@@ -109,6 +109,18 @@ bench_mode() { # plain|nullq|guarded [nullq's mark: ALLOW (default) or PASS]
 	_bench_nullq_off
 	case $1 in
 	plain)
+		# the engine reinstalls its tables when another program deletes
+		# them (engine/routing.c): with BENCH_PLAIN_STOPS_ENGINE=1 (bench/dns,
+		# bench/flows) it stops for the plain row (the next row starts it
+		# again: a new pid), and its policy-routing rule that drops
+		# unmarked bridge traffic (NFT_ROUTE_PRIO_DROP) goes too. Without
+		# it (bench/flood, which follows one engine's RSS across its
+		# floods) the check below stops the run.
+		if [ "${BENCH_PLAIN_STOPS_ENGINE:-0}" = 1 ]; then
+			guard_engine_stop
+			while lab_gw ip -4 rule del priority 1010 2>/dev/null; do :; done
+			while lab_gw ip -6 rule del priority 1010 2>/dev/null; do :; done
+		fi
 		lab_gw nft delete table inet portcullis 2>/dev/null
 		lab_gw nft delete table bridge portcullis 2>/dev/null
 		lab_gw nft list tables | grep -q portcullis && lab_die "tables still there"
@@ -119,6 +131,9 @@ bench_mode() { # plain|nullq|guarded [nullq's mark: ALLOW (default) or PASS]
 	esac
 }
 _bench_tables_on() {
+	if ! kill -0 "$(guard_engine_pid)" 2>/dev/null; then
+		GUARD_ENGINE_ARGS="" guard_engine_start || lab_die "the engine did not come back"
+	fi
 	guard_cli reload >/dev/null || lab_die "reload (table install) failed"
 	lab_gw nft list tables | grep -q "inet portcullis" || lab_die "table not installed"
 }
@@ -134,8 +149,8 @@ _bench_nullq_on() { # ALLOW|PASS
 		lab_die "bench/nullq did not build"
 	mark=$(sed -n "s/^#define NFT_MARK_$1 \\(0x[0-9a-f]*\\)u.*/\\1/p" "$PC_TOP/nft/nft.h")
 	[ -n "$mark" ] || lab_die "bench_mode nullq: no mark NFT_MARK_$1"
-	queues=$(guard_status_field '" ".join(str(q["num"]) for q in s["queues"])')
 	_bench_tables_on
+	queues=$(guard_status_field '" ".join(str(q["num"]) for q in s["queues"])')
 	guard_engine_stop
 	lab_gw nft list tables | grep -q "inet portcullis" || lab_die "the engine took its tables away"
 	lab_ns_check "$LAB_GW"
@@ -230,4 +245,25 @@ bench_learn_hosts() { # n file
 }
 bench_learn_queries() { # from to file
 	awk -v a="$1" -v b="$2" 'BEGIN { for (i = a; i < b; i++) printf "n%d.learn.test AAAA\n", i }' >"$3"
+}
+
+# BENCH_PERF=DIR (bench/dns, bench/flows): a call-graph profile of
+# portcullisd and portcullis-logd (all their threads, perf record -g -p)
+# over each guarded measurement, DIR/NAME-ROUND.data, for the "where the
+# time goes" notes (bench/report-notes.md). It costs CPU of its own, so
+# the CPU per verdict of a profiled run is not comparable with another.
+BENCH_PERF_PID=
+bench_perf_start() { # name
+	[ -n "${BENCH_PERF:-}" ] || return 0
+	mkdir -p "$BENCH_PERF"
+	perf record -q -g -F 2999 -p "$(guard_engine_pid),$(cat "$LAB_DIR/guard-logd.pid")" \
+		-o "$BENCH_PERF/$1.data" >/dev/null 2>&1 &
+	BENCH_PERF_PID=$!
+	sleep 0.3
+}
+bench_perf_stop() {
+	[ -n "$BENCH_PERF_PID" ] || return 0
+	kill -INT "$BENCH_PERF_PID" 2>/dev/null
+	wait "$BENCH_PERF_PID" 2>/dev/null
+	BENCH_PERF_PID=
 }

@@ -77,13 +77,15 @@ uint64_t logc_last_seq(const struct logc *lc)
 	return lc ? lc->last_seq : 0;
 }
 
-/* Read every acknowledgement already queued, without waiting.
+/* Read the acknowledgements already queued, without waiting; it stops
+ * once every record sent is acknowledged (logd sends nothing more then:
+ * no recv just to see EAGAIN, one system call less per flush).
  * 0 ok, <0 the connection is broken (and has been reset). */
 static int logc_drain(struct logc *lc, struct pc_err *err)
 {
 	uint8_t buf[LOGWIRE_ACK_LEN + 1];
 
-	while (lc->fd >= 0) {
+	while (lc->fd >= 0 && lc->acked != lc->sent) {
 		ssize_t n = recv(lc->fd, buf, sizeof(buf), MSG_DONTWAIT);
 		uint32_t count;
 		uint64_t seq;
@@ -251,6 +253,7 @@ size_t logc_send_batch(struct logc *lc, const struct logrec *const *recs, size_t
 int logc_flush(struct logc *lc, int timeout_ms, struct pc_err *err)
 {
 	uint64_t deadline;
+	bool last_look = false;
 
 	if (!lc)
 		return pc_err_set(err, PC_EINVAL, "logc_flush: no client");
@@ -259,9 +262,12 @@ int logc_flush(struct logc *lc, int timeout_ms, struct pc_err *err)
 		struct pollfd p;
 		uint64_t now;
 
-		/* A broken connection resets the counters and sets lost when
-		 * records were pending; with nothing pending it is no failure. */
-		logc_drain(lc, err);
+		/* Waited for first, read after: the acknowledgement of what was
+		 * just sent cannot be there yet, so a read before the wait only
+		 * costs a system call (send, poll, recv per batch). A broken
+		 * connection wakes the poll; the drain then resets the counters
+		 * and sets lost when records were pending (with nothing pending
+		 * it is no failure, and the next send finds it). */
 		if (lc->lost) {
 			/* Reported once: the caller refuses everything since its
 			 * last successful flush. */
@@ -272,6 +278,12 @@ int logc_flush(struct logc *lc, int timeout_ms, struct pc_err *err)
 		if (lc->acked == lc->sent)
 			return 0;
 		now = pc_now_mono_ms();
+		if (now >= deadline && !last_look) {
+			/* what came in since the last wait still counts */
+			last_look = true;
+			logc_drain(lc, err);
+			continue;
+		}
 		if (now >= deadline) {
 			pc_err_set(err, PC_ETIMEOUT,
 				   "logd did not acknowledge %llu records within %d ms",
@@ -285,7 +297,9 @@ int logc_flush(struct logc *lc, int timeout_ms, struct pc_err *err)
 		if (poll(&p, 1, (int)(deadline - now)) < 0 && errno != EINTR) {
 			pc_err_errno(err, PC_EIO, "waiting for logd");
 			logc_reset(lc, err);
+			continue;
 		}
+		logc_drain(lc, err);
 	}
 }
 

@@ -610,6 +610,36 @@ START_TEST(client_fails_closed_without_logd)
 }
 END_TEST
 
+/* logc_flush waits before it reads (issue 20): with no time left it must
+ * still count the acknowledgements already queued, not time out. logd
+ * stops after acknowledging (the send left the record in its socket
+ * before the SIGTERM, and a round reads clients before signals), so the
+ * acknowledgement is queued, then the end of the session. */
+START_TEST(client_flush_zero_counts_queued_acks)
+{
+	struct served s;
+	struct logc *lc;
+	struct logrec r;
+	struct pc_err err;
+
+	uint64_t seq1;
+
+	serve_start(&s);
+	ck_assert_int_eq(logc_open(s.sock, &lc, NULL), 0);
+	rec_fill(&r);
+	/* the first one makes sure logd has accepted the connection */
+	ck_assert_int_eq(logc_send(lc, &r, &err), 0);
+	ck_assert_msg(logc_flush(lc, 5000, &err) == 0, "%s", err.msg);
+	seq1 = logc_last_seq(lc);
+	ck_assert_int_eq(logc_send(lc, &r, &err), 0);
+	serve_stop(&s);
+	ck_assert_uint_eq(s.st.records, 2);
+	ck_assert_msg(logc_flush(lc, 0, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(logc_last_seq(lc), seq1 + 1);
+	logc_close(lc);
+}
+END_TEST
+
 START_TEST(client_flush_fails_when_logd_goes_away)
 {
 	struct served s;
@@ -820,7 +850,8 @@ static Suite *logd_suite(void)
 		      wire_refuses_malformed_messages, client_and_daemon_frame_and_acknowledge,
 		      client_batches_records_into_datagrams,
 		      daemon_keeps_what_precedes_a_bad_message_in_a_datagram,
-		      client_fails_closed_without_logd, client_flush_fails_when_logd_goes_away,
+		      client_fails_closed_without_logd, client_flush_zero_counts_queued_acks,
+		      client_flush_fails_when_logd_goes_away,
 		      writer_resumes_and_refuses_a_tampered_file, writer_rotation_does_not_nest,
 		      verifier_large_file_in_parallel, time_parse_reads_only_its_slice);
 	suite_add_tcase(s, t);
