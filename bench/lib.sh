@@ -93,32 +93,62 @@ bench_cc() { # name [cc args...] -> path on stdout
 	echo "$out"
 }
 
-# The three ways bench/flows and bench/dns run the same traffic, in
-# interleaved rounds (lab and guard running):
-#   plain    portcullis' tables deleted: the same gateway forwarding alone
+# The three ways bench/flows, bench/dns and bench/flood run the same
+# traffic, in interleaved rounds (lab and guard running):
+#   plain    the same gateway forwarding alone: the engine stopped, its
+#            tables and its policy-routing rules deleted. Deleting the
+#            tables under a running engine is not enough: it watches them
+#            and reinstalls them at once, and without its marks the routing
+#            rules blackhole the bridge's traffic (docs/engine.md, "Fail
+#            closed without nftables").
 #   nullq    the ceiling of any NFQUEUE design on this machine: the
-#            engine's tables stay, the engine stops (no engine, no
-#            traffic), and bench/nullq takes its queues, letting every
-#            packet through with the engine's allow mark, deciding and
-#            logging nothing. Reported, never judged: portcullis' own cost
-#            is the gap between that row and the guarded one.
-#   guarded  the tables installed again by portcullis reload: every new
-#            flow and DNS message queued, judged and logged
-# Leaving nullq brings the engine back.
+#            engine's tables and routing rules stay, the engine stops (no
+#            engine, no traffic), and bench/nullq takes its queues, letting
+#            every packet through with the engine's allow mark, deciding
+#            and logging nothing. Reported, never judged: portcullis' own
+#            cost is the gap between that row and the guarded one.
+#   guarded  the engine running (started again if plain or nullq stopped
+#            it: it installs its tables and rules) and its tables installed
+#            again by portcullis reload: every new flow and DNS message
+#            queued, judged and logged
+# Leaving plain or nullq starts a new engine process (guard_engine_pid).
 bench_mode() { # plain|nullq|guarded [nullq's mark: ALLOW (default) or PASS]
 	_bench_nullq_off
 	case $1 in
 	plain)
+		guard_engine_stop
 		lab_gw nft delete table inet portcullis 2>/dev/null
 		lab_gw nft delete table bridge portcullis 2>/dev/null
 		lab_gw nft list tables | grep -q portcullis && lab_die "tables still there"
+		_bench_routing_off
 		;;
 	guarded) _bench_tables_on ;;
 	nullq) _bench_nullq_on "${2:-ALLOW}" ;;
 	*) lab_die "bench_mode: no mode $1" ;;
 	esac
 }
+# The engine's policy-routing rules of the bridge (nft/nft.h, NFT_ROUTE_*:
+# the mark rules at 1000.., the blackhole lookup at 1010), both families;
+# its blackhole table is harmless without them and stays.
+_bench_routing_off() {
+	local f p base drop
+	base=$(sed -n 's/^#define NFT_ROUTE_PRIO_MARK \([0-9]*\)u.*/\1/p' "$PC_TOP/nft/nft.h")
+	drop=$(sed -n 's/^#define NFT_ROUTE_PRIO_DROP \([0-9]*\)u.*/\1/p' "$PC_TOP/nft/nft.h")
+	[ -n "$base" ] && [ -n "$drop" ] || lab_die "bench_mode plain: no NFT_ROUTE_PRIO_* in nft/nft.h"
+	for f in -4 -6; do
+		for p in $(seq "$base" $((drop - 1))) "$drop"; do
+			while lab_gw ip "$f" rule del pref "$p" iif "$LAB_BR" 2>/dev/null; do :; done
+		done
+		lab_gw ip "$f" rule show | grep -q "iif $LAB_BR" &&
+			lab_die "bench_mode plain: routing rules of $LAB_BR still there"
+	done
+}
+_bench_engine_up() {
+	[ -n "$(guard_engine_pid)" ] && kill -0 "$(guard_engine_pid)" 2>/dev/null && return 0
+	GUARD_ENGINE_ARGS="" guard_engine_start || lab_die "the engine did not come back"
+}
 _bench_tables_on() {
+	_bench_engine_up
 	guard_cli reload >/dev/null || lab_die "reload (table install) failed"
 	lab_gw nft list tables | grep -q "inet portcullis" || lab_die "table not installed"
 }
@@ -134,8 +164,8 @@ _bench_nullq_on() { # ALLOW|PASS
 		lab_die "bench/nullq did not build"
 	mark=$(sed -n "s/^#define NFT_MARK_$1 \\(0x[0-9a-f]*\\)u.*/\\1/p" "$PC_TOP/nft/nft.h")
 	[ -n "$mark" ] || lab_die "bench_mode nullq: no mark NFT_MARK_$1"
-	queues=$(guard_status_field '" ".join(str(q["num"]) for q in s["queues"])')
 	_bench_tables_on
+	queues=$(guard_status_field '" ".join(str(q["num"]) for q in s["queues"])')
 	guard_engine_stop
 	lab_gw nft list tables | grep -q "inet portcullis" || lab_die "the engine took its tables away"
 	lab_ns_check "$LAB_GW"
@@ -158,7 +188,6 @@ _bench_nullq_off() {
 	kill "$(cat "$LAB_DIR/nullq.pid")" 2>/dev/null
 	wait "$(cat "$LAB_DIR/nullq.pid")" 2>/dev/null
 	rm -f "$LAB_DIR/nullq.pid"
-	GUARD_ENGINE_ARGS="" guard_engine_start || lab_die "the engine did not come back"
 }
 
 _bj_str() { # JSON string of $1
