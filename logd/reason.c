@@ -55,6 +55,7 @@ static const char *const codes[LOGREC_REASON_CODES] = {
     "containment_proven",
     "containment_not_proven",
     "containment_check_failed",
+    "new_flow_limit", /* flood (issue 20) */
     "protocol",
     "other",
 };
@@ -134,6 +135,7 @@ static const struct {
     {"containment proven", "containment_proven"},
     {"containment not proven", "containment_not_proven"},
     {"containment check could not run", "containment_check_failed"},
+    {"over the sandbox's new-flow limit", "new_flow_limit"},
 };
 
 static int code_index(const char *code)
