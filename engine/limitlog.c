@@ -73,7 +73,8 @@ void limitlog_tick(struct engine *e)
 	}
 	if (sent == 0 || logc_flush(e->ctl_lc, LIMITLOG_WAIT_MS, &err) < 0 || failed) {
 		if (sent || failed)
-			pc_log(PC_LOG_WARN, "new-flow limit summary not logged (kept for the next): %s",
+			pc_log(PC_LOG_WARN,
+			       "new-flow limit summary not logged (kept for the next): %s",
 			       err.msg);
 		goto out;
 	}
