@@ -146,6 +146,20 @@ _bench_routing_off() {
 _bench_engine_up() {
 	[ -n "$(guard_engine_pid)" ] && kill -0 "$(guard_engine_pid)" 2>/dev/null && return 0
 	GUARD_ENGINE_ARGS="" guard_engine_start || lab_die "the engine did not come back"
+	bench_guard_nice
+}
+# BENCH_GUARD_NICE=N: every thread of portcullisd and portcullis-logd at
+# nice N (an experiment: the guard's threads ahead of a sandbox's CPU hog;
+# bench/report-notes.md). Unset: left as started.
+bench_guard_nice() {
+	[ -n "${BENCH_GUARD_NICE:-}" ] || return 0
+	local p t
+	for p in "$(guard_engine_pid)" "$(cat "$LAB_DIR/guard-logd.pid" 2>/dev/null)"; do
+		[ -n "$p" ] || continue
+		for t in /proc/"$p"/task/*; do
+			renice -n "$BENCH_GUARD_NICE" -p "${t##*/}" >/dev/null 2>&1
+		done
+	done
 }
 _bench_tables_on() {
 	_bench_engine_up
