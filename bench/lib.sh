@@ -93,47 +93,76 @@ bench_cc() { # name [cc args...] -> path on stdout
 	echo "$out"
 }
 
-# The three ways bench/flows and bench/dns run the same traffic, in
-# interleaved rounds (lab and guard running):
-#   plain    portcullis' tables deleted: the same gateway forwarding alone
+# The three ways bench/flows, bench/dns and bench/flood run the same
+# traffic, in interleaved rounds (lab and guard running):
+#   plain    the same gateway forwarding alone: the engine stopped, its
+#            tables and its policy-routing rules deleted. Deleting the
+#            tables under a running engine is not enough: it watches them
+#            and reinstalls them at once, and without its marks the routing
+#            rules blackhole the bridge's traffic (docs/engine.md, "Fail
+#            closed without nftables").
 #   nullq    the ceiling of any NFQUEUE design on this machine: the
-#            engine's tables stay, the engine stops (no engine, no
-#            traffic), and bench/nullq takes its queues, letting every
-#            packet through with the engine's allow mark, deciding and
-#            logging nothing. Reported, never judged: portcullis' own cost
-#            is the gap between that row and the guarded one.
-#   guarded  the tables installed again by portcullis reload: every new
-#            flow and DNS message queued, judged and logged
-# Leaving nullq brings the engine back.
+#            engine's tables and routing rules stay, the engine stops (no
+#            engine, no traffic), and bench/nullq takes its queues, letting
+#            every packet through with the engine's allow mark, deciding
+#            and logging nothing. Reported, never judged: portcullis' own
+#            cost is the gap between that row and the guarded one.
+#   guarded  the engine running (started again if plain or nullq stopped
+#            it: it installs its tables and rules) and its tables installed
+#            again by portcullis reload: every new flow and DNS message
+#            queued, judged and logged
+# Leaving plain or nullq starts a new engine process (guard_engine_pid).
 bench_mode() { # plain|nullq|guarded [nullq's mark: ALLOW (default) or PASS]
 	_bench_nullq_off
 	case $1 in
 	plain)
-		# the engine reinstalls its tables when another program deletes
-		# them (engine/routing.c): with BENCH_PLAIN_STOPS_ENGINE=1 (bench/dns,
-		# bench/flows) it stops for the plain row (the next row starts it
-		# again: a new pid), and its policy-routing rule that drops
-		# unmarked bridge traffic (NFT_ROUTE_PRIO_DROP) goes too. Without
-		# it (bench/flood, which follows one engine's RSS across its
-		# floods) the check below stops the run.
-		if [ "${BENCH_PLAIN_STOPS_ENGINE:-0}" = 1 ]; then
-			guard_engine_stop
-			while lab_gw ip -4 rule del priority 1010 2>/dev/null; do :; done
-			while lab_gw ip -6 rule del priority 1010 2>/dev/null; do :; done
-		fi
+		guard_engine_stop
 		lab_gw nft delete table inet portcullis 2>/dev/null
 		lab_gw nft delete table bridge portcullis 2>/dev/null
 		lab_gw nft list tables | grep -q portcullis && lab_die "tables still there"
+		_bench_routing_off
 		;;
 	guarded) _bench_tables_on ;;
 	nullq) _bench_nullq_on "${2:-ALLOW}" ;;
 	*) lab_die "bench_mode: no mode $1" ;;
 	esac
 }
+# The engine's policy-routing rules of the bridge (nft/nft.h, NFT_ROUTE_*:
+# the mark rules at 1000.., the blackhole lookup at 1010), both families;
+# its blackhole table is harmless without them and stays.
+_bench_routing_off() {
+	local f p base drop
+	base=$(sed -n 's/^#define NFT_ROUTE_PRIO_MARK \([0-9]*\)u.*/\1/p' "$PC_TOP/nft/nft.h")
+	drop=$(sed -n 's/^#define NFT_ROUTE_PRIO_DROP \([0-9]*\)u.*/\1/p' "$PC_TOP/nft/nft.h")
+	[ -n "$base" ] && [ -n "$drop" ] || lab_die "bench_mode plain: no NFT_ROUTE_PRIO_* in nft/nft.h"
+	for f in -4 -6; do
+		for p in $(seq "$base" $((drop - 1))) "$drop"; do
+			while lab_gw ip "$f" rule del pref "$p" iif "$LAB_BR" 2>/dev/null; do :; done
+		done
+		lab_gw ip "$f" rule show | grep -q "iif $LAB_BR" &&
+			lab_die "bench_mode plain: routing rules of $LAB_BR still there"
+	done
+}
+_bench_engine_up() {
+	[ -n "$(guard_engine_pid)" ] && kill -0 "$(guard_engine_pid)" 2>/dev/null && return 0
+	GUARD_ENGINE_ARGS="" guard_engine_start || lab_die "the engine did not come back"
+	bench_guard_nice
+}
+# BENCH_GUARD_NICE=N: every thread of portcullisd and portcullis-logd at
+# nice N (an experiment: the guard's threads ahead of a sandbox's CPU hog;
+# bench/report-notes.md). Unset: left as started.
+bench_guard_nice() {
+	[ -n "${BENCH_GUARD_NICE:-}" ] || return 0
+	local p t
+	for p in "$(guard_engine_pid)" "$(cat "$LAB_DIR/guard-logd.pid" 2>/dev/null)"; do
+		[ -n "$p" ] || continue
+		for t in /proc/"$p"/task/*; do
+			renice -n "$BENCH_GUARD_NICE" -p "${t##*/}" >/dev/null 2>&1
+		done
+	done
+}
 _bench_tables_on() {
-	if ! kill -0 "$(guard_engine_pid)" 2>/dev/null; then
-		GUARD_ENGINE_ARGS="" guard_engine_start || lab_die "the engine did not come back"
-	fi
+	_bench_engine_up
 	guard_cli reload >/dev/null || lab_die "reload (table install) failed"
 	lab_gw nft list tables | grep -q "inet portcullis" || lab_die "table not installed"
 }
@@ -173,7 +202,6 @@ _bench_nullq_off() {
 	kill "$(cat "$LAB_DIR/nullq.pid")" 2>/dev/null
 	wait "$(cat "$LAB_DIR/nullq.pid")" 2>/dev/null
 	rm -f "$LAB_DIR/nullq.pid"
-	GUARD_ENGINE_ARGS="" guard_engine_start || lab_die "the engine did not come back"
 }
 
 _bj_str() { # JSON string of $1

@@ -62,8 +62,12 @@ static int ruleset_install(struct engine *e, const struct policy *pol, struct pc
 	p.n_ports = e->ports.n;
 	rc = nft_ruleset_build(&p, &rs, err);
 	pthread_rwlock_unlock(&e->ports.lock);
-	if (rc == 0)
+	if (rc == 0) {
+		limitlog_tick(e); /* what the tables in place dropped: their counters go */
 		rc = nft_apply(rs, err);
+	}
+	if (rc == 0)
+		limitlog_tables_new(e, pol);
 	nft_ruleset_free(rs);
 	return rc;
 }
@@ -573,6 +577,7 @@ void engine_housekeeping(struct engine *e)
 	struct pc_err err = {0};
 
 	engine_dns_owed(e, false);
+	limitlog_tick(e);
 
 	/* Forget registry entries whose conntrack entry is gone. */
 	flow_registry_unsee_all(e->flows);
@@ -594,6 +599,7 @@ void engine_shutdown(struct engine *e)
 		if (e->q[i].started)
 			pthread_join(e->q[i].tid, NULL);
 	engine_dns_owed(e, true);
+	limitlog_tick(e); /* the last summary, before the tables may go */
 	if (e->cfg.engine.remove_on_exit) {
 		if (nft_remove(&err) < 0)
 			pc_log(PC_LOG_ERR, "removing the tables: %s", err.msg);
@@ -614,6 +620,7 @@ void engine_shutdown(struct engine *e)
 	free(e->q);
 	e->q = NULL;
 	logc_close(e->ctl_lc);
+	limitlog_free(e);
 	dnsreply_close(&e->dnsr);
 	httpm_close(e);
 	{

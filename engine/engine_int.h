@@ -619,6 +619,13 @@ struct engine {
 	struct engine_cutoff cut; /* ad-guard (issue 18) */
 	struct rulehits *hits;	  /* ad-guard: the policy's rule hits (under pol_lock, as policy) */
 	struct httpm httpm;	  /* ad-guard: HTTP /metrics (control thread only) */
+	/* flood (issue 20): the new-flow limit's drops already in the log,
+	 * per sandbox of the tables in force (limitlog.c; control thread) */
+	struct engine_limitlog {
+		uint64_t *logged; /* NULL before the first install */
+		size_t n;
+		uint64_t since_ms; /* when logged was last brought up to date */
+	} limlog;
 };
 
 /* Current policy with a reference (caller unrefs). */
@@ -661,6 +668,15 @@ void engine_nft_other_changed(struct engine *e);
 void engine_routing_restore(struct engine *e);
 /* Periodic: prune the flow registry against conntrack. */
 void engine_housekeeping(struct engine *e);
+
+/* limitlog.c (flood, issue 20): tick: one refused connect record per
+ * sandbox whose new-flow limit dropped packets since the last summary logd
+ * acknowledged (housekeeping, and before the tables are replaced);
+ * tables_new: the tables of pol were just installed, their counters start
+ * at 0; free: at shutdown. */
+void limitlog_tick(struct engine *e);
+void limitlog_tables_new(struct engine *e, const struct policy *pol);
+void limitlog_free(struct engine *e);
 
 /* control.c: the main thread's loop (signals, control socket, links). */
 int control_open(struct engine *e, struct pc_err *err);

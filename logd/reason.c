@@ -78,6 +78,7 @@ static const char *const codes[LOGREC_REASON_CODES] = {
     "vault_host_mismatch",
     "vault_inject_too_large",
     "vault_websocket_malformed",
+    "new_flow_limit", /* flood (issue 20) */
     "protocol",
     "other",
 };
@@ -157,6 +158,7 @@ static const struct {
     {"containment proven", "containment_proven"},
     {"containment not proven", "containment_not_proven"},
     {"containment check could not run", "containment_check_failed"},
+    {"over the sandbox's new-flow limit", "new_flow_limit"},
 };
 
 int logrec_code_index(const char *code)

@@ -1,6 +1,7 @@
 /* What the kernel counted on our new-flow limit rules: a dump of the inet
  * table's prerouting chain (libmnl + libnftnl), the counter of every rule
- * that updates a meter lim<k> summed per sandbox k, for status and metrics. */
+ * that updates a meter lim<k> summed per sandbox k, for status, metrics and
+ * the engine's summary records (engine/limitlog.c). */
 #include "nft/nft_int.h"
 
 #include <errno.h>
@@ -74,9 +75,8 @@ static int rule_cb(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_OK;
 }
 
-/* drops[k] = the packets the kernel's limit rules of sandbox k (meter lim<k>)
- * dropped since the tables were installed, k < n. 0 or <0 (err). */
-static int nft_limit_drops(uint64_t *drops, size_t n, struct pc_err *err)
+/* (nft.h) */
+int nft_limit_drops(uint64_t *drops, size_t n, struct pc_err *err)
 {
 	struct mnl_socket *nl = NULL;
 	struct nftnl_rule *q = NULL;

@@ -158,6 +158,10 @@ struct pc_prom;
 /* The family portcullis_engine_new_flow_limit_dropped_total{sandbox} (none
  * if the dump failed). */
 void limits_metrics(struct pc_prom *b, const struct policy *pol);
+/* flood (issue 20): drops[k] = the packets the limit rules of sandbox k
+ * (meters lim<k> and seg<k>) dropped since the tables were installed,
+ * k < n; drops is written only on success. 0 or <0 (err). */
+int nft_limit_drops(uint64_t *drops, size_t n, struct pc_err *err);
 
 /* The bridge table's port set, rebuilt on link changes. */
 #define NFT_SET_PORTS "ports"

@@ -4,7 +4,9 @@
 # policy allows; sandbox 1's allowed requests all succeed while the flood
 # runs (functional: each must simply work, with a generous timeout; no
 # timing threshold); the containment check proves the ruleset with the
-# limit's meters filled by traffic; a bad limit is a lint error with its
+# limit's meters filled by traffic; the drops are in the signed log too, as
+# summary records (engine/limitlog.c) that add up to the kernel's counter
+# exactly, none for sandbox 1; a bad limit is a lint error with its
 # position, and a reload installs a changed limit.
 set -u
 . "$PC_TOP/tests/lib/guard.sh"
@@ -96,6 +98,33 @@ t_eq "portcullis status shows sandbox 2's limit and what it dropped (the rules' 
 t_match "portcullis metrics too" \
 	"portcullis_engine_new_flow_limit_dropped_total\{sandbox=\"agent-2\"\} $(limit_drops lim1)" \
 	"$(guard_cli metrics 2>/dev/null)"
+
+# ---- the drops in the signed log: summary records, as many as the kernel counted ----
+# (refused connect records, event.code new_flow_limit, the count first in
+# the message; written every housekeeping round, 10 s: waited for, not timed)
+logged_limit() { # sandbox -> the packets its summary records account for
+	guard_records | python3 -c '
+import json, sys
+n = 0
+for line in sys.stdin:
+    try:
+        r = json.loads(line)
+    except ValueError:
+        continue  # not a record line
+    if isinstance(r, dict) and r.get("event.code") == "new_flow_limit" and r.get("portcullis.sandbox") == sys.argv[1]:
+        assert r.get("event.outcome") == "failure" and r.get("event.action") == "connect", r
+        n += int(r["message"].split()[0])
+print(n)' "$1"
+}
+logged_is() { [ "$(logged_limit "$1")" = "$2" ]; }
+k1=$(limit_drops lim1)
+lab_wait_until logged_is agent-2 "$k1"
+t_eq "the log accounts for every packet sandbox 2's limit dropped (summary records = the kernel's counter)" \
+	"$k1" "$(logged_limit agent-2)"
+t_match "a summary says what was dropped, under which limit, over how long" \
+	"\"message\":\"[0-9]+ packets \(new flows, and segments of held flows and DNS over TCP\) over the limit of 20 new flows/s, burst 40, dropped in the last [0-9]+ s" \
+	"$(guard_records | grep '"event.code":"new_flow_limit"' | grep '"portcullis.sandbox":"agent-2"' | tail -1)"
+t_eq "no summary record for sandbox 1 (its limit dropped nothing)" 0 "$(logged_limit agent-1)"
 
 # what got through the limit was judged: refused, recorded, and nothing upstream
 for i in $(seq 1 50); do # readiness: every queued packet has its verdict

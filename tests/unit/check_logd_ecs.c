@@ -241,7 +241,7 @@ START_TEST(every_reason_in_the_sources_has_an_event_code)
 	FILE *f =
 	    popen("grep -rhoE '(reason = |set_reason\\(d, (\"%s\", )?|why = |\\? |: )\"[^\"]+\"' "
 		  "engine/decide.c engine/engine.c engine/checkrun.c engine/queue.c "
-		  "engine/dnstcp.c engine/flows.c dnsguard/*.c "
+		  "engine/dnstcp.c engine/flows.c engine/limitlog.c dnsguard/*.c "
 		  "| sed -E 's/^[^\"]*\"//; s/\"$//' | sort -u",
 		  "r");
 	char line[512];
