@@ -217,10 +217,35 @@ static size_t qemu_common(const struct sb *s, const char **argv, const char *acc
 	return n;
 }
 
+/* The tools disk (make vm-image: tools.img beside the initramfs; curl,
+ * python3 and their libraries, mounted read-only on the guest's /usr) as a
+ * -drive argument; false when there is none (an initramfs with everything
+ * in it still boots). Read-only for QEMU: every VM shares the one file. */
+static bool tools_drive(const struct sb *s, char *out, size_t len)
+{
+	char path[PC_PATH_MAX + 64];
+	const char *slash = strrchr(s->vm_initrd, '/');
+	size_t n;
+
+	snprintf(path, sizeof(path), "%.*stools.img", slash ? (int)(slash - s->vm_initrd + 1) : 0,
+		 s->vm_initrd);
+	if (access(path, R_OK) < 0)
+		return false;
+	n = (size_t)snprintf(out, len, "if=none,id=t0,format=raw,readonly=on,file=");
+	/* QEMU's option syntax: a comma in the value is written twice */
+	for (const char *p = path; *p && n + 3 < len; p++) {
+		out[n++] = *p;
+		if (*p == ',')
+			out[n++] = ',';
+	}
+	out[n] = '\0';
+	return n + 3 < len;
+}
+
 int sbvm_run(const struct sb *s, int *status, struct pc_err *err)
 {
 	char run[sizeof(s->dir) + 16], fw[sizeof(run) + 40], append[1024], mac[32], net[64],
-	    dev[96], mem[16], cpus[16], accel[48], line[4096];
+	    dev[96], mem[16], cpus[16], accel[48], line[4096], drive[2 * PC_PATH_MAX + 160];
 	const char *argv[48];
 	size_t n = 0, ll = 0;
 	int p[2], rc, ws = 0, st = -1;
@@ -250,6 +275,12 @@ int sbvm_run(const struct sb *s, int *status, struct pc_err *err)
 	argv[n++] = dev;
 	argv[n++] = "-device";
 	argv[n++] = "virtio-rng-pci";
+	if (tools_drive(s, drive, sizeof(drive))) {
+		argv[n++] = "-drive";
+		argv[n++] = drive;
+		argv[n++] = "-device";
+		argv[n++] = "virtio-blk-pci,drive=t0";
+	}
 	argv[n] = NULL;
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return pc_err_errno(err, PC_EIO, "pipe");
