@@ -59,6 +59,15 @@ done
 for f in $("$py" -S "$here/pymods.py" "$here/../../tests/escape/craft.py"); do
 	mkdir -p "$r$(dirname "$f")"
 	cp "$f" "$r$f"
+	# an extension module (_ssl, ...) and the libraries it loads
+	case "$f" in
+	*.so)
+		for l in $(ldd "$f" | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p' | sort -u); do
+			mkdir -p "$r$(dirname "$l")"
+			cp -L "$l" "$r$l"
+		done
+		;;
+	esac
 done
 mkdir -p "$r/lib64" "$r/lib/x86_64-linux-gnu"
 for m in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci failover \
