@@ -7,6 +7,9 @@
 # secret the guest holds only as a placeholder); a host not allowed does not
 # resolve and a direct address is refused; the log has the records, the
 # certificate verifies, and the tap, rules and files are gone afterwards.
+# The accelerator: auto (the default) says which it chose and why, falls
+# back to TCG when /dev/kvm does not work (here /dev/null bound over it in
+# the launcher's mount namespace), and --accel tcg is taken without a probe.
 set -u
 export PC_TOP=${PC_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
 command -v qemu-system-x86_64 >/dev/null ||
