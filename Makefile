@@ -108,9 +108,12 @@ test: deps
 unit: all
 	@tests/run --unit
 
+# VM=1: the agent runs in a real QEMU VM (sandbox run --vm) instead of a
+# network namespace
 demo: deps
 	@$(MAKE) --no-print-directory all
-	@tests/demo/demo.sh
+	$(if $(VM),@sh packaging/vm/mkimage.sh build/vm)
+	@$(if $(VM),PC_DEMO_VM=1 )tests/demo/demo.sh
 
 # The sandbox VM's kernel and initramfs (sandbox run --vm), from Debian's
 # packages only, reproducible, cached in build/vm (packaging/vm/mkimage.sh).

@@ -73,7 +73,9 @@ struct sb {
 	const char *vm_kernel, *vm_initrd; /* NULL: <state_dir>/vm/{vmlinuz,initrd.img} */
 	char vm_kernel_buf[PC_PATH_MAX + 32], vm_initrd_buf[PC_PATH_MAX + 32];
 	unsigned vm_mem, vm_cpus; /* MiB, vCPUs */
-	bool vm_kvm;		  /* --accel kvm (default: software emulation, tcg) */
+	const char *vm_accel;	  /* --accel: NULL or "auto" (the default), "kvm", "tcg" */
+	bool vm_kvm;		  /* the accelerator chosen (sbvm_accel): KVM, else TCG */
+	char vm_accel_why[160];	  /* how it was chosen, for the output and the log */
 	int vm_tap_fd;		  /* the tap, open while the sandbox lives; or -1 */
 
 	/* set up */
@@ -102,6 +104,11 @@ struct sb {
 /* A tap named name, open on *fd (O_CLOEXEC); it lives while a descriptor
  * is open (the launcher's, then QEMU's). */
 int sbvm_tap_add(const char *name, int *fd, struct pc_err *err);
+/* Choose the accelerator (s->vm_kvm, s->vm_accel_why) from --accel: auto
+ * probes KVM by booting the guest image under it with a timeout (a KVM that
+ * opens but hangs the guest exists: nested virtualisation) and falls back to
+ * TCG; the answer is kept for this host's boot in <run_dir>/vm-accel. */
+void sbvm_accel(struct sb *s);
 /* Boot the VM on s->port, run s->cmd in it with its console on stdout;
  * *status is the command's exit status (128+15 when stopped by a signal). */
 int sbvm_run(const struct sb *s, int *status, struct pc_err *err);

@@ -78,7 +78,7 @@ const struct cli_cmd cli_cmds[] = {
     {"sandbox", "run",
      "[--name N] --allow HOST[:PORT]... [--allow-cidr CIDR:PORT[/PROTO]...] "
      "[--secret NAME[@HOST[:PORT]]...] [--user U] [--env NAME[=VALUE]...] [--cert FILE] "
-     "[--quiet] [--vm [--kernel K] [--initrd I] [--mem MiB] [--cpus N] [--accel kvm|tcg]] "
+     "[--quiet] [--vm [--kernel K] [--initrd I] [--mem MiB] [--cpus N] [--accel auto|kvm|tcg]] "
      "-- CMD...",
      "+ --name= --allow= --allow-cidr= --secret= --user= --env= --cert= --quiet -q --vm "
      "--kernel= --initrd= --mem= --cpus= --accel=",

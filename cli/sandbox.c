@@ -575,15 +575,16 @@ static int sandbox_go(struct sb *s)
 		return 130;
 	}
 	if (s->vm) {
-		snprintf(msg, sizeof(msg), "command %s started in a VM (%s)", s->cmd[0],
-			 s->vm_kvm ? "KVM" : "software emulation, TCG");
+		sbvm_accel(s);
+		snprintf(msg, sizeof(msg), "command %s started in a VM (%s; %s)", s->cmd[0],
+			 s->vm_kvm ? "KVM" : "software emulation, TCG", s->vm_accel_why);
 		if (log_sandbox(s, LOGREC_NONE, NULL, NULL, msg, &e) < 0) {
 			pc_err_prefix(&e, "no record, no command: ");
 			goto fail;
 		}
-		say("booting the VM (%s, %u MiB, %u vCPU) for %s",
-		    s->vm_kvm ? "KVM" : "software emulation, TCG", s->vm_mem, s->vm_cpus,
-		    s->cmd[0]);
+		say("booting the VM (%s, %u MiB, %u vCPU) for %s; accelerator: %s",
+		    s->vm_kvm ? "KVM" : "software emulation, TCG", s->vm_mem, s->vm_cpus, s->cmd[0],
+		    s->vm_accel_why);
 		if (sbvm_run(s, &status, &e) < 0) {
 			status = e.code == PC_ENOENT ? 127 : 126;
 			pc_cli_error("sandbox run", "%s", pc_err_str(&e, eb, sizeof(eb)));

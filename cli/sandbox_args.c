@@ -11,7 +11,8 @@ const char sb_usage[] =
     "usage: portcullis [-c FILE] sandbox run [--name N] --allow HOST[:PORT]...\n"
     "                 [--allow-cidr CIDR:PORT[/PROTO]...] [--secret NAME[@HOST[:PORT]]...]\n"
     "                 [--user U] [--env NAME[=VALUE]...] [--cert FILE] [--quiet]\n"
-    "                 [--vm [--kernel K] [--initrd I] [--mem MiB] [--cpus N] [--accel kvm|tcg]]\n"
+    "                 [--vm [--kernel K] [--initrd I] [--mem MiB] [--cpus N] [--accel "
+    "auto|kvm|tcg]]\n"
     "                 -- CMD...\n"
     "       portcullis [-c FILE] sandbox attach --port TAP --name N [--mac MAC]\n"
     "                 [--address ADDR...] --allow ... [--secret ...] [--user U] [-- CMD...]\n"
@@ -300,9 +301,11 @@ int sbargs_parse(struct sb *s, int argc, char **argv, struct pc_err *err)
 			break;
 		}
 		case 'X':
-			if (strcmp(optarg, "kvm") != 0 && strcmp(optarg, "tcg") != 0)
-				return pc_err_set(err, PC_EINVAL, "--accel %s: kvm or tcg", optarg);
-			s->vm_kvm = optarg[0] == 'k';
+			if (strcmp(optarg, "auto") != 0 && strcmp(optarg, "kvm") != 0 &&
+			    strcmp(optarg, "tcg") != 0)
+				return pc_err_set(err, PC_EINVAL, "--accel %s: auto, kvm or tcg",
+						  optarg);
+			s->vm_accel = optarg;
 			break;
 		case 'h':
 			fputs(sb_usage, stdout);
@@ -315,7 +318,7 @@ int sbargs_parse(struct sb *s, int argc, char **argv, struct pc_err *err)
 		s->cmd = argv + optind;
 	if (!s->attach && !s->cmd)
 		return pc_err_set(err, PC_EINVAL, "no command to run (... -- CMD ARGS)");
-	if (!s->vm && (s->vm_kernel || s->vm_initrd || s->vm_mem || s->vm_cpus || s->vm_kvm))
+	if (!s->vm && (s->vm_kernel || s->vm_initrd || s->vm_mem || s->vm_cpus || s->vm_accel))
 		return pc_err_set(err, PC_EINVAL,
 				  "--kernel, --initrd, --mem, --cpus and --accel go with --vm");
 	if (s->vm && s->attach)

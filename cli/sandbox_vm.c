@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
+#include <linux/kvm.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,12 +17,32 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The line the guest's init prints after the command (packaging/vm/init). */
 #define SBVM_MARK "@@portcullis-exit "
 /* The tap's descriptor in QEMU (after stdin, stdout, stderr). */
 #define SBVM_TAP_FD 3
+/* What the guest's init prints, and nothing else, when booted with
+ * portcullis.probe=1 (the KVM probe). */
+#define SBVM_PROBE_MARK "@@portcullis-probe@@"
+/* How long a KVM guest gets to reach its init before KVM is taken as not
+ * working. Where KVM works the probe guest is there in well under a second;
+ * where it hangs (nested virtualisation here) it never is. */
+#define SBVM_PROBE_MS 4000
+/* qboot (Debian's qemu-system-data) starts a -kernel guest in a fraction
+ * of SeaBIOS's time under TCG; SeaBIOS is the fallback. */
+#define SBVM_QBOOT "/usr/share/qemu/qboot.rom"
+/* Kernel arguments that skip what a throwaway guest does not need and is
+ * slow under software emulation (docs/sandbox.md, "Boot time"): crypto
+ * self-tests, the TSC and timer checks, the PS/2 controller, serial ports
+ * beyond the console, audit, KASLR, and the CPU vulnerability mitigations
+ * (they protect the guest's processes from each other; the guest runs one
+ * command as its root, and the host's own mitigations are not affected). */
+#define SBVM_FAST_ARGS                                                                             \
+	" cryptomgr.notests tsc=reliable no_timer_check i8042.noaux i8042.nokbd i8042.nopnp"       \
+	" 8250.nr_uarts=1 audit=0 nokaslr mitigations=off random.trust_cpu=on"
 
 int sbvm_tap_add(const char *name, int *fd_out, struct pc_err *err)
 {
@@ -123,7 +144,8 @@ static void cmdline(const struct sb *s, char *out, size_t len)
 	char a[PC_ADDRSTRLEN], g[PC_ADDRSTRLEN];
 	size_t n;
 
-	n = (size_t)snprintf(out, len, "console=ttyS0 quiet loglevel=0 panic=-1 rdinit=/init");
+	n = (size_t)snprintf(out, len,
+			     "console=ttyS0 quiet loglevel=0 panic=-1 rdinit=/init" SBVM_FAST_ARGS);
 	if (s->addr4.family && n < len)
 		n += (size_t)snprintf(out + n, len - n, " portcullis.ip=%s/%u portcullis.gw=%s",
 				      pc_addr_str(&s->addr4, a, sizeof(a)), s->br.net4.len,
@@ -158,10 +180,72 @@ out:
 	*n = 0;
 }
 
+/* The QEMU arguments the run and the KVM probe share, into argv (room for
+ * 24); returns how many. */
+static size_t qemu_common(const struct sb *s, const char **argv, const char *accel, const char *mem,
+			  const char *cpus)
+{
+	size_t n = 0;
+
+	argv[n++] = "qemu-system-x86_64";
+	argv[n++] = "-M";
+	argv[n++] = "q35";
+	argv[n++] = "-accel";
+	argv[n++] = accel;
+	argv[n++] = "-m";
+	argv[n++] = mem;
+	argv[n++] = "-smp";
+	argv[n++] = cpus;
+	argv[n++] = "-nodefaults";
+	argv[n++] = "-no-user-config";
+	argv[n++] = "-display";
+	argv[n++] = "none";
+	argv[n++] = "-no-reboot";
+	argv[n++] = "-serial";
+	argv[n++] = "stdio";
+	if (access(SBVM_QBOOT, R_OK) == 0) {
+		argv[n++] = "-bios";
+		argv[n++] = SBVM_QBOOT;
+	}
+	/* QEMU parses what the guest sends: it gets no more than it needs */
+	argv[n++] = "-sandbox";
+	argv[n++] = "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny";
+	argv[n++] = "-kernel";
+	argv[n++] = s->vm_kernel;
+	argv[n++] = "-initrd";
+	argv[n++] = s->vm_initrd;
+	return n;
+}
+
+/* The tools disk (make vm-image: tools.img beside the initramfs; curl,
+ * python3 and their libraries, mounted read-only on the guest's /usr) as a
+ * -drive argument; false when there is none (an initramfs with everything
+ * in it still boots). Read-only for QEMU: every VM shares the one file. */
+static bool tools_drive(const struct sb *s, char *out, size_t len)
+{
+	char path[PC_PATH_MAX + 64];
+	const char *slash = strrchr(s->vm_initrd, '/');
+	size_t n;
+
+	snprintf(path, sizeof(path), "%.*stools.img", slash ? (int)(slash - s->vm_initrd + 1) : 0,
+		 s->vm_initrd);
+	if (access(path, R_OK) < 0)
+		return false;
+	n = (size_t)snprintf(out, len, "if=none,id=t0,format=raw,readonly=on,file=");
+	/* QEMU's option syntax: a comma in the value is written twice */
+	for (const char *p = path; *p && n + 3 < len; p++) {
+		out[n++] = *p;
+		if (*p == ',')
+			out[n++] = ',';
+	}
+	out[n] = '\0';
+	return n + 3 < len;
+}
+
 int sbvm_run(const struct sb *s, int *status, struct pc_err *err)
 {
 	char run[sizeof(s->dir) + 16], fw[sizeof(run) + 40], append[1024], mac[32], net[64],
-	    dev[96], mem[16], cpus[16], accel[48], line[4096];
+	    dev[96], mem[16], cpus[16], accel[48], line[4096], drive[2 * PC_PATH_MAX + 160];
 	const char *argv[48];
 	size_t n = 0, ll = 0;
 	int p[2], rc, ws = 0, st = -1;
@@ -180,26 +264,7 @@ int sbvm_run(const struct sb *s, int *status, struct pc_err *err)
 	snprintf(mem, sizeof(mem), "%u", s->vm_mem);
 	snprintf(cpus, sizeof(cpus), "%u", s->vm_cpus);
 	snprintf(accel, sizeof(accel), "%s", s->vm_kvm ? "kvm" : "tcg");
-	argv[n++] = "qemu-system-x86_64";
-	argv[n++] = "-M";
-	argv[n++] = "q35";
-	argv[n++] = "-accel";
-	argv[n++] = accel;
-	argv[n++] = "-m";
-	argv[n++] = mem;
-	argv[n++] = "-smp";
-	argv[n++] = cpus;
-	argv[n++] = "-nodefaults";
-	argv[n++] = "-no-user-config";
-	argv[n++] = "-display";
-	argv[n++] = "none";
-	argv[n++] = "-no-reboot";
-	argv[n++] = "-serial";
-	argv[n++] = "stdio";
-	argv[n++] = "-kernel";
-	argv[n++] = s->vm_kernel;
-	argv[n++] = "-initrd";
-	argv[n++] = s->vm_initrd;
+	n = qemu_common(s, argv, accel, mem, cpus);
 	argv[n++] = "-append";
 	argv[n++] = append;
 	argv[n++] = "-fw_cfg";
@@ -210,9 +275,12 @@ int sbvm_run(const struct sb *s, int *status, struct pc_err *err)
 	argv[n++] = dev;
 	argv[n++] = "-device";
 	argv[n++] = "virtio-rng-pci";
-	/* QEMU parses what the guest sends: it gets no more than it needs */
-	argv[n++] = "-sandbox";
-	argv[n++] = "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny";
+	if (tools_drive(s, drive, sizeof(drive))) {
+		argv[n++] = "-drive";
+		argv[n++] = drive;
+		argv[n++] = "-device";
+		argv[n++] = "virtio-blk-pci,drive=t0";
+	}
 	argv[n] = NULL;
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return pc_err_errno(err, PC_EIO, "pipe");
@@ -294,4 +362,162 @@ int sbvm_run(const struct sb *s, int *status, struct pc_err *err)
 				  WIFEXITED(ws) ? "exited with status" : "killed by signal",
 				  WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws));
 	return 0;
+}
+
+/* Boot the guest image under KVM with portcullis.probe=1: 0 when its init
+ * printed the probe line within SBVM_PROBE_MS, -1 otherwise (QEMU is
+ * killed). Nothing of the sandbox is given to it: no network, no run file. */
+static int kvm_boots(const struct sb *s)
+{
+	const char *argv[40];
+	char buf[4096];
+	size_t n, got = 0;
+	int p[2], ok = -1, ws;
+	long left = SBVM_PROBE_MS;
+	struct timespec t0, t1;
+	pid_t pid;
+
+	n = qemu_common(s, argv, "kvm", "128", "1");
+	argv[n++] = "-append";
+	argv[n++] = "console=ttyS0 quiet loglevel=0 panic=-1 rdinit=/init "
+		    "portcullis.probe=1" SBVM_FAST_ARGS;
+	argv[n] = NULL;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		sigset_t none;
+		int nul = open("/dev/null", O_RDWR);
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (nul >= 0) {
+			dup2(nul, 0);
+			dup2(nul, 2);
+		}
+		dup2(p[1], 1);
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(p[1]);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (left > 0) {
+		struct pollfd pf = {.fd = p[0], .events = POLLIN};
+		ssize_t r;
+
+		if (poll(&pf, 1, (int)left) > 0) {
+			r = read(p[0], buf + got, sizeof(buf) - 1 - got);
+			if (r <= 0 && !(r < 0 && errno == EINTR))
+				break;
+			if (r > 0) {
+				got += (size_t)r;
+				buf[got] = '\0';
+				if (strstr(buf, SBVM_PROBE_MARK)) {
+					ok = 0;
+					break;
+				}
+				/* keep the tail: the mark may straddle two reads */
+				if (got > sizeof(buf) / 2) {
+					memmove(buf, buf + got - 64, 64);
+					got = 64;
+				}
+			}
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		left = SBVM_PROBE_MS -
+		       ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
+	}
+	kill(pid, SIGKILL);
+	close(p[0]);
+	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+		;
+	return ok;
+}
+
+/* The probe's cache key: this host's boot, /dev/kvm, the guest image. */
+static void probe_key(const struct sb *s, const struct stat *kvm, char *out, size_t len)
+{
+	char boot[64] = "";
+	struct stat k = {0}, i = {0};
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+
+	if (f) {
+		if (!fgets(boot, sizeof(boot), f))
+			boot[0] = '\0';
+		fclose(f);
+		boot[strcspn(boot, "\n")] = '\0';
+	}
+	stat(s->vm_kernel, &k);
+	stat(s->vm_initrd, &i);
+	snprintf(out, len, "%s %lx %lu %s %lld %lld %s %lld %lld", boot,
+		 (unsigned long)kvm->st_rdev, (unsigned long)kvm->st_ino, s->vm_kernel,
+		 (long long)k.st_size, (long long)k.st_mtime, s->vm_initrd, (long long)i.st_size,
+		 (long long)i.st_mtime);
+}
+
+void sbvm_accel(struct sb *s)
+{
+	const char *want = s->vm_accel ? s->vm_accel : "auto";
+	char cache[sizeof(s->cfg.run_dir) + 16], key[PC_PATH_MAX * 2 + 160], rec[sizeof(key) + 8],
+	    *old = NULL;
+	size_t oldlen = 0;
+	int rl;
+	struct stat st;
+	struct pc_err e;
+	int fd, ver;
+
+	s->vm_kvm = false;
+	if (!strcmp(want, "tcg") || !strcmp(want, "kvm")) {
+		s->vm_kvm = want[0] == 'k';
+		snprintf(s->vm_accel_why, sizeof(s->vm_accel_why), "--accel %s", want);
+		return;
+	}
+	/* auto: the cheap checks every time, then the boot probe once */
+	fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(s->vm_accel_why, sizeof(s->vm_accel_why), "auto, no usable /dev/kvm (%s)",
+			 strerror(errno));
+		return;
+	}
+	ver = ioctl(fd, KVM_GET_API_VERSION, 0);
+	if (ver != KVM_API_VERSION || fstat(fd, &st) < 0) {
+		snprintf(s->vm_accel_why, sizeof(s->vm_accel_why),
+			 "auto, /dev/kvm does not answer as KVM (KVM_GET_API_VERSION: %s)",
+			 ver < 0 ? strerror(errno) : "unexpected version");
+		close(fd);
+		return;
+	}
+	close(fd);
+	snprintf(cache, sizeof(cache), "%s/vm-accel", s->cfg.run_dir);
+	probe_key(s, &st, key, sizeof(key));
+	if (pc_file_read(cache, 4096, &old, &oldlen, &e) == 0) {
+		size_t kl = strlen(key);
+
+		if (oldlen > kl + 1 && !memcmp(old, key, kl) && old[kl] == '\n') {
+			s->vm_kvm = !strncmp(old + kl + 1, "kvm", 3);
+			snprintf(s->vm_accel_why, sizeof(s->vm_accel_why),
+				 "auto, %s (probed earlier in this host's boot)",
+				 s->vm_kvm ? "KVM booted a probe guest"
+					   : "KVM did not boot a probe guest");
+			free(old);
+			return;
+		}
+		free(old);
+	}
+	s->vm_kvm = kvm_boots(s) == 0;
+	if (s->vm_kvm)
+		snprintf(s->vm_accel_why, sizeof(s->vm_accel_why),
+			 "auto, KVM booted a probe guest");
+	else
+		snprintf(s->vm_accel_why, sizeof(s->vm_accel_why),
+			 "auto, KVM did not boot a probe guest within %d ms", SBVM_PROBE_MS);
+	rl = snprintf(rec, sizeof(rec), "%s\n%s\n", key, s->vm_kvm ? "kvm" : "tcg");
+	/* no cache, no harm: the next run probes again */
+	if (rl > 0 && (size_t)rl < sizeof(rec))
+		pc_file_write_atomic(cache, rec, (size_t)rl, 0644, &e);
 }

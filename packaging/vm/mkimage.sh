@@ -26,7 +26,7 @@ file "$busybox" 2>/dev/null | grep -q dynamically && { echo "vm-image: $busybox 
 
 # up to date? (the inputs' names and contents)
 stamp=$( (echo "$deb"; cat "$here/init" "$here/mkimage.sh" "$here/mkcpio.py" "$here/pymods.py" "$busybox" /usr/bin/curl /usr/bin/python3.11) | sha256sum | cut -c1-16)
-if [ -f "$out/vmlinuz" ] && [ -f "$out/initrd.img" ] && [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ]; then
+if [ -f "$out/vmlinuz" ] && [ -f "$out/initrd.img" ] && [ -f "$out/tools.img" ] && [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ]; then
 	exit 0
 fi
 rm -rf "$out/x" "$out/root"
@@ -38,8 +38,8 @@ cp "$busybox" "$r/bin/busybox"
 for a in $("$busybox" --list); do
 	[ "$a" = busybox ] || ln -s busybox "$r/bin/$a"
 done
-# curl and the libraries it loads (the guest's HTTPS client); /usr/bin
-# in the guest is /bin (merged /usr, as in Debian 12)
+# curl and the libraries it loads (the guest's HTTPS client); in the
+# guest it is /usr/bin/curl, on the tools disk
 rm -f "$r/bin/wget.real"
 cp /usr/bin/curl "$r/bin/curl"
 for l in $(ldd /usr/bin/curl | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) .*/\1/p' | sort -u); do
@@ -59,11 +59,19 @@ done
 for f in $("$py" -S "$here/pymods.py" "$here/../../tests/escape/craft.py"); do
 	mkdir -p "$r$(dirname "$f")"
 	cp "$f" "$r$f"
+	# an extension module (_ssl, ...) and the libraries it loads
+	case "$f" in
+	*.so)
+		for l in $(ldd "$f" | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p' | sort -u); do
+			mkdir -p "$r$(dirname "$l")"
+			cp -L "$l" "$r$l"
+		done
+		;;
+	esac
 done
-ln -s lib "$r/lib64" 2>/dev/null || true
-[ -e "$r/lib64/ld-linux-x86-64.so.2" ] || { mkdir -p "$r/lib/x86_64-linux-gnu"; }
+mkdir -p "$r/lib64" "$r/lib/x86_64-linux-gnu"
 for m in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci failover \
-	net_failover virtio_net qemu_fw_cfg virtio-rng; do
+	net_failover virtio_net qemu_fw_cfg virtio-rng virtio_blk; do
 	f=$(find "$out/x/lib/modules/$kver" -name "$m.ko" | head -1)
 	[ -n "$f" ] || { echo "vm-image: module $m not in $deb" >&2; exit 1; }
 	cp "$f" "$r/lib/modules/$m.ko"
@@ -73,8 +81,44 @@ printf 'root:x:0:\nnogroup:x:65534:\n' >"$r/etc/group"
 printf '127.0.0.1 localhost\n::1 localhost\n' >"$r/etc/hosts"
 cp "$here/init" "$r/init"
 chmod 0755 "$r/init"
-python3 "$here/mkcpio.py" "$r" "$out/initrd.img"
+# The tools (curl, python3 and the libraries they load: 28 of the 30 MiB)
+# go on a read-only disk, tools.img, that the guest mounts on /usr and
+# reads only what it runs from: an initramfs is unpacked whole before init
+# starts, which cost about 2 s of the boot under TCG (docs/sandbox.md,
+# "Boot time"). The initramfs keeps busybox, the modules and init.
+t=$out/tools
+rm -rf "$t"
+mkdir -p "$t/bin" "$t/lib/x86_64-linux-gnu" "$t/lib64"
+cp -a "$r/usr/." "$t/"
+cp -a "$r/lib/x86_64-linux-gnu/." "$t/lib/x86_64-linux-gnu/"
+cp -a "$r/lib64/." "$t/lib64/"
+mv "$r/bin/curl" "$t/bin/curl"
+rm -rf "$r/usr" "$r/lib/x86_64-linux-gnu" "$r/lib64"
+mkdir "$r/usr"
+ln -s ../usr/lib/x86_64-linux-gnu "$r/lib/x86_64-linux-gnu"
+ln -s usr/lib64 "$r/lib64"
+# reproducible: fixed times, UUID, hash seed and creation time
+find "$t" -exec touch -h -d @0 {} +
+size=$(( $(du -sk "$t" | cut -f1) * 5 / 4 + 2048 ))
+rm -f "$out/tools.img"
+E2FSPROGS_FAKE_TIME=1 mke2fs -q -F -t ext4 -O ^has_journal -b 4096 -L pctools \
+	-U 7f1e0c52-6b4a-4d2e-9c1f-70c7e5a1b0de -E root_owner=0:0,hash_seed=3b8d5a0e-2c61-4f7e-8a90-1d2c3b4a5f60 \
+	-d "$t" "$out/tools.img" "${size}k" ||
+	{ echo "vm-image: mke2fs failed (e2fsprogs)" >&2; exit 1; }
+# mke2fs -d copies each file's ctime (no one can set it) and atime (reading
+# a file sets it): zero both after
+(cd "$t" && find . | sed 's|^\.$|/|; s|^\./|/|; s|.*|sif "&" ctime 0\nsif "&" atime 0|') >"$out/tools.fix"
+E2FSPROGS_FAKE_TIME=1 debugfs -w -f "$out/tools.fix" "$out/tools.img" >/dev/null 2>&1 ||
+	{ echo "vm-image: debugfs failed (e2fsprogs)" >&2; exit 1; }
+rm -f "$out/tools.fix"
+python3 "$here/mkcpio.py" "$r" "$out/initrd.cpio"
+# LZ4 (the kernel's fastest decompressor): half the bytes for QEMU to load
+# and the guest to copy, for no measurable decompression time under TCG
+# (docs/sandbox.md, "Boot time"); lz4 output depends only on its input
+command -v lz4 >/dev/null || { echo "vm-image: lz4 is not installed (make deps)" >&2; exit 1; }
+lz4 -l -9 -q -f "$out/initrd.cpio" "$out/initrd.img"
+rm -f "$out/initrd.cpio"
 cp "$out/x/boot/vmlinuz-$kver" "$out/vmlinuz"
-rm -rf "$out/x" "$out/root"
+rm -rf "$out/x" "$out/root" "$t"
 echo "$stamp" >"$out/stamp"
-echo "vm-image: $out/vmlinuz ($kver) and $out/initrd.img ($(du -k "$out/initrd.img" | cut -f1) KiB)"
+echo "vm-image: $out/vmlinuz ($kver), $out/initrd.img ($(du -k "$out/initrd.img" | cut -f1) KiB) and $out/tools.img ($(du -k "$out/tools.img" | cut -f1) KiB)"

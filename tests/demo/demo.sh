@@ -63,17 +63,35 @@ say "  real value (this demo's, made up): $DEMO_TOKEN"
 say "  placeholder:                       $PH"
 
 act "4. The agent runs in a sandbox"
-say "One command: a sandbox (a network namespace standing in for a VM) on the bridge, its"
-say "rule file, the engine and vault reloaded, the containment check, a signed certificate,"
-say "then the agent as user nobody with GITHUB_TOKEN=<placeholder> and the vault's CA trusted."
-say "The agent (tests/demo/agent.py) does its job, then tries what a prompt-injected one would."
 cp "$PC_TOP/tests/demo/agent.py" "$LAB_DIR/agent.py" && chmod 0644 "$LAB_DIR/agent.py"
-cmd "portcullis sandbox run --name agent-1 --allow api.github.test --allow www.github.test \\"
-printf '%s      --secret GITHUB_TOKEN -- python3 agent.py%s\n' "$bold" "$off"
 RUN_OUT=$LAB_DIR/run.out
-(cd "$LAB_DIR" && pc sandbox run --name agent-1 --allow api.github.test --allow www.github.test \
-	--secret GITHUB_TOKEN -- python3 agent.py) >"$RUN_OUT" 2>&1
-RUN_RC=$?
+if [ -n "${PC_DEMO_VM:-}" ]; then
+	# make demo VM=1: the sandbox is a real QEMU VM (make vm-image) on a tap
+	IMG=$PC_TOP/build/vm
+	[ -r "$IMG/vmlinuz" ] && [ -r "$IMG/initrd.img" ] || die "no guest image in $IMG (make vm-image)"
+	say "One command: a real VM (QEMU, Debian's cloud kernel, its own TCP/IP stack) on a tap of"
+	say "the bridge, its rule file, the engine and vault reloaded, the containment check, a"
+	say "signed certificate, then the agent in the VM with GITHUB_TOKEN=<placeholder> and the"
+	say "vault's CA trusted. The agent (tests/demo/agent.py) does its job, then tries what a"
+	say "prompt-injected one would."
+	cmd "portcullis sandbox run --vm --name agent-1 --allow api.github.test --allow www.github.test \\"
+	printf '%s      --secret GITHUB_TOKEN -- python3 -S -c "$(cat agent.py)"%s\n' "$bold" "$off"
+	(cd "$LAB_DIR" && pc sandbox run --vm --kernel "$IMG/vmlinuz" --initrd "$IMG/initrd.img" \
+		--name agent-1 --allow api.github.test --allow www.github.test \
+		--secret GITHUB_TOKEN -- python3 -S -c "$(cat agent.py)") >"$RUN_OUT" 2>&1
+	RUN_RC=$?
+	VM_HOW=$(sed -n 's/.*booting the VM (\(software emulation, TCG\|KVM\).*/\1/p' "$RUN_OUT" | head -1)
+else
+	say "One command: a sandbox (a network namespace standing in for a VM) on the bridge, its"
+	say "rule file, the engine and vault reloaded, the containment check, a signed certificate,"
+	say "then the agent as user nobody with GITHUB_TOKEN=<placeholder> and the vault's CA trusted."
+	say "The agent (tests/demo/agent.py) does its job, then tries what a prompt-injected one would."
+	cmd "portcullis sandbox run --name agent-1 --allow api.github.test --allow www.github.test \\"
+	printf '%s      --secret GITHUB_TOKEN -- python3 agent.py%s\n' "$bold" "$off"
+	(cd "$LAB_DIR" && pc sandbox run --name agent-1 --allow api.github.test --allow www.github.test \
+		--secret GITHUB_TOKEN -- python3 agent.py) >"$RUN_OUT" 2>&1
+	RUN_RC=$?
+fi
 sed -e "s|$LAB_DIR|\$LAB|g" "$RUN_OUT"
 field() { sed -n "s/^  $1 *//p" "$RUN_OUT" | head -1; }
 FLOWS=$(field flows)
@@ -177,6 +195,7 @@ pgrep -f "$LAB_DIR_WAS" >/dev/null && LEFT="$LEFT processes"
 say "  daemons stopped, namespaces and files removed: ${LEFT:-nothing left behind}"
 
 act "Summary"
+[ -z "${PC_DEMO_VM:-}" ] || result "the sandbox" "a QEMU VM ($VM_HOW)"
 result "agent steps as the policy says" "$STEPS_OK of $STEPS_ALL"
 result "flows" "$FLOWS"
 result "DNS queries" "$DNSQ"

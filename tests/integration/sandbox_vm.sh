@@ -7,6 +7,9 @@
 # secret the guest holds only as a placeholder); a host not allowed does not
 # resolve and a direct address is refused; the log has the records, the
 # certificate verifies, and the tap, rules and files are gone afterwards.
+# The accelerator: auto (the default) says which it chose and why, falls
+# back to TCG when /dev/kvm does not work (here /dev/null bound over it in
+# the launcher's mount namespace), and --accel tcg is taken without a probe.
 set -u
 export PC_TOP=${PC_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
 command -v qemu-system-x86_64 >/dev/null ||
@@ -39,7 +42,11 @@ OUT=$(gw_pc sandbox run "${VM[@]}" --name vm1 --allow api.github.test --secret G
 t1=$(date +%s%N)
 echo "# sandbox run --vm took $(((t1 - t0) / 1000000)) ms (TCG, load $(cut -d' ' -f1 /proc/loadavg))"
 t_eq "the guest command's exit status passes through (5)" 5 "$RC"
-t_match "the launcher says it boots a VM and how" "booting the VM \(software emulation, TCG" "$OUT"
+t_match "the launcher says it boots a VM and with which accelerator, chosen how" \
+	"booting the VM \((software emulation, TCG|KVM), 256 MiB, 1 vCPU\) for sh; accelerator: auto, " "$OUT"
+# this host: /dev/kvm opens, but a KVM guest hangs (nested virtualisation);
+# where KVM works the probe says so and the VM runs under KVM
+echo "# $(printf '%s\n' "$OUT" | grep -o 'accelerator: .*' | head -1)"
 t_match "the guest's console streams back" "first line from the guest" "$OUT"
 t_match "it is Debian's cloud kernel, not the gateway's namespace" "kernel [0-9.]+-[0-9]+-cloud-amd64" "$OUT"
 t_match "the address assigned on the kernel command line" 'addr4 10\.203\.0\.[0-9]+/24' "$OUT"
@@ -69,6 +76,24 @@ t_match "the log has the refused lookup from the guest" "pypi\.test" "$LOG"
 t_eq "no tap left on the gateway" "" "$(lab_gw ip -o link show | grep -o 'pcs[0-9]*' || true)"
 t_eq "no rule file left" "" "$(ls "$GUARD_DIR/rules.d" | grep -F sandbox-vm1 || true)"
 t_eq "the policy is the one from before" "$POLICY0" "$(gw_pc policy hash)"
+
+# the accelerator: auto falls back to TCG when /dev/kvm does not work; here
+# it is /dev/null in the launcher's own mount namespace (KVM_GET_API_VERSION
+# fails), whatever KVM the host has
+OUT=$(lab_gw unshare -m sh -c 'mount --bind /dev/null /dev/kvm 2>/dev/null || [ ! -e /dev/kvm ] || exit 99
+	exec "$@"' sh "$GUARD_BIN/portcullis" -c "$GUARD_CONF" sandbox run "${VM[@]}" --name vm2 \
+	--allow api.github.test -- sh -c 'echo guest up' 2>&1) && RC=0 || RC=$?
+t_eq "with a /dev/kvm that does not work, the VM still runs (auto)" 0 "$RC"
+t_match "... under TCG, saying why" \
+	"booting the VM \(software emulation, TCG, .*accelerator: auto, (no usable /dev/kvm|/dev/kvm does not answer as KVM)" "$OUT"
+t_match "... and the command ran" "guest up" "$OUT"
+t_match "the log says which accelerator ran the VM" "command sh started in a VM \(software emulation, TCG; auto, " \
+	"$(gw_pc log show | tr '\n' ' ')"
+OUT=$(gw_pc sandbox run "${VM[@]}" --accel tcg --name vm3 --allow api.github.test -- true 2>&1) && RC=0 || RC=$?
+t_match "--accel tcg is taken as asked, without a probe" "accelerator: --accel tcg" "$OUT"
+OUT=$(gw_pc sandbox run --vm --accel fast --allow api.github.test -- true 2>&1) && RC=0 || RC=$?
+t_eq "--accel fast: a usage error (2)" 2 "$RC"
+t_match "... naming the choices" "auto, kvm or tcg" "$OUT"
 
 # errors an admin meets
 OUT=$(gw_pc sandbox run --vm --kernel /nonexistent --initrd /nonexistent --allow api.github.test -- true 2>&1) && RC=0 || RC=$?

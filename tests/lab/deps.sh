@@ -11,7 +11,7 @@ dnsmasq-base nginx-light openssl curl dnsutils socat python3 iperf3 iputils-ping
 rsyslog rsyslog-openssl gnuplot-nox dnsperf debhelper lintian debootstrap valgrind
 systemd man-db logrotate prometheus
 frama-c-base
-qemu-system-x86 busybox-static"
+qemu-system-x86 busybox-static lz4"
 
 missing=""
 for p in $PKGS; do
