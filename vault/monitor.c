@@ -182,6 +182,15 @@ static int send_to_worker(const char *sandbox, int fd, const struct pc_endpoint 
 
 	pthread_mutex_lock(&lock);
 	if ((w = find(sandbox))) {
+		uint64_t others = 0;
+
+		/* what the sandbox still holds in its retired workers (they
+		 * take no new connection, so this only shrinks): its quota is
+		 * one, across a reload too (conn_acquire) */
+		for (struct worker *o = workers; o; o = o->next)
+			if (o != w && o->fd < 0 && !strcmp(o->sandbox, sandbox))
+				others += atomic_load(&o->n->conns_open);
+		atomic_store(&w->n->others_open, others);
 		rc = send_conn(w, fd, src, orig);
 		if (rc == PC_EIO) {
 			close(w->fd);

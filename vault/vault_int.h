@@ -473,6 +473,10 @@ struct vault_daemon {
 		_Atomic uint64_t injections, secrets_injected;
 		_Atomic uint64_t log_failed;
 		_Atomic uint64_t conns_open; /* a gauge */
+		/* a worker's page only, written by the monitor: the
+		 * connections of its sandbox still open in workers that
+		 * retired (reload), which count against its quota too */
+		_Atomic uint64_t others_open;
 		/* a worker's page only, written by the worker: its resident
 		 * memory, for the metrics when the monitor cannot read the
 		 * worker's /proc (systemd's ProtectProc hides other uids) */
