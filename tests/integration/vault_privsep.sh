@@ -99,7 +99,9 @@ t_eq "... without any capability (effective, permitted, ambient)" \
 	"0000000000000000 0000000000000000 0000000000000000" \
 	"$(caps "$w1" CapEff) $(caps "$w1" CapPrm) $(caps "$w1" CapAmb)"
 t_eq "... and no_new_privs" 1 "$(caps "$w1" NoNewPrivs)"
-asw() { setpriv --reuid=portcullis-vworker --regid=portcullis-vworker --clear-groups "$@"; }
+# as the worker's own uid and gid, read from the running worker
+asw() { setpriv --reuid="$(uid "$w1")" --regid="$(awk '/^Gid:/ {print $2}' "/proc/$w1/status")" \
+	--clear-groups "$@"; }
 t_fail "the worker's uid cannot signal the monitor (kill -0)" asw kill -0 "$V_VAULT_PID"
 t_fail "... nor the CA process" asw kill -0 "$ca_pid"
 t_ok "control: the vault user can signal the monitor (a worker could, as that user)" \
