@@ -196,6 +196,13 @@ lab_sb 1 python3 - "$LAB_DIR/vault-ca.pem" "$LAB_DIR/held" >"$LAB_DIR/held.out" 
 	EOF
 held=$!
 for _ in $(seq 1 100); do [ -e "$LAB_DIR/held" ] && break; sleep 0.1; done
+# the workers as they are now (the ones above may have ended idle during
+# the scans in a slow run): agent-1's holds the connection, agent-2's has
+# just served one
+vcurl 2 https://api.github.test/ -o /dev/null
+w1=$(worker agent-1)
+w2=$(worker agent-2)
+t_ok "agent-1 and agent-2 have a worker each" test -n "$w1" -a -n "$w2"
 kill -KILL "$w1"
 sleep 0.3
 rm -f "$LAB_DIR/held"
