@@ -188,7 +188,7 @@ lab_sb 1 python3 - "$LAB_DIR/vault-ca.pem" "$LAB_DIR/held" >"$LAB_DIR/held.out" 
 	while os.path.exists(sys.argv[2]):
 	    time.sleep(0.05)
 	try:
-	    s.sendall(b"GET / HTTP/1.1\r\nHost: api.github.test\r\n\r\n")
+	    s.sendall(b"GET /after-kill HTTP/1.1\r\nHost: api.github.test\r\n\r\n")
 	    r = s.recv(4096)
 	    print("second:", r.split(b"\r\n")[0].decode() if r else "EOF")
 	except OSError as e:
@@ -211,6 +211,8 @@ t_match "a held connection of agent-1 was served before" "first: HTTP/1.1 200" \
 	"$(cat "$LAB_DIR/held.out")"
 t_match "... and broken when its worker was killed" "second: (EOF|[A-Za-z]*Error)" \
 	"$(cat "$LAB_DIR/held.out")"
+t_nomatch "... its request sent after the kill never reached the upstream" "/after-kill" \
+	"$(v_upstream_log)"
 t_eq "agent-2 is served while agent-1's worker is gone" 200 \
 	"$(vcurl 2 https://api.github.test/ -o /dev/null -w '%{http_code}')"
 t_eq "the worker of agent-2 is the same" "$w2" "$(worker agent-2)"
