@@ -257,4 +257,29 @@ t_fail "when the CA process dies the vault stops" kill -0 "$V_VAULT_PID"
 t_match "... saying why" "the CA process ended; stopping" "$(cat "$LAB_DIR/vault.stderr")"
 t_eq "... and serves nobody" 000 \
 	"$(vcurl 1 https://api.github.test/echo -o /dev/null -w '%{http_code}' 2>/dev/null)"
+
+# The monitor dies (SIGKILL): a worker ends too, by its death signal (set
+# again after its change of uid, which clears it; the monitor's CAP_KILL
+# lets the kernel deliver it to the other uid), even one serving an open
+# connection: within 2 s, well before that connection's idle timeout.
+vault_start
+lab_sb 1 python3 - "$LAB_DIR/vault-ca.pem" "$LAB_DIR/held3" <<-'EOF' &
+	import socket, ssl, sys, time
+	ctx = ssl.create_default_context(cafile=sys.argv[1])
+	s = ctx.wrap_socket(socket.create_connection(("api.github.test", 443), timeout=20),
+	                    server_hostname="api.github.test")
+	s.sendall(b"GET / HTTP/1.1\r\nHost: api.github.test\r\n\r\n")
+	s.recv(4096)
+	open(sys.argv[2], "w").close()
+	time.sleep(15)
+	EOF
+held=$!
+for _ in $(seq 1 100); do [ -e "$LAB_DIR/held3" ] && break; sleep 0.1; done
+w=$(worker agent-1)
+t_ok "a restarted vault's worker serves a held connection" test -n "$w"
+kill -KILL "$V_VAULT_PID"
+for _ in $(seq 1 20); do kill -0 "$w" 2>/dev/null || break; sleep 0.1; done
+t_fail "when the monitor is killed its worker ends, a connection open" kill -0 "$w"
+kill "$held" 2>/dev/null
+wait "$held" 2>/dev/null
 t_done
