@@ -222,6 +222,12 @@ int pc_user_lookup(const char *user, uid_t *uid, gid_t *gid, struct pc_err *err)
  * and no_new_privs is set. Fails (and the caller must exit) if any step
  * fails or if root can be regained. */
 int pc_privdrop(const char *user, uint64_t keep_caps, struct pc_err *err);
+/* The same, also keeping keep_permitted in the permitted set only (not
+ * effective): capabilities the process hands on to children it starts
+ * (ambient), as the vault's monitor does with CAP_SETUID/CAP_SETGID for its
+ * workers, without being able to use them itself unless it raises them. */
+int pc_privdrop_permitted(const char *user, uint64_t keep_caps, uint64_t keep_permitted,
+			  struct pc_err *err);
 
 /* ---- small helpers --------------------------------------------------------- */
 

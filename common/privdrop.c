@@ -26,14 +26,16 @@ int pc_user_lookup(const char *user, uid_t *uid, gid_t *gid, struct pc_err *err)
 	return 0;
 }
 
-static int caps_set(uint64_t caps, struct pc_err *err)
+static int caps_set(uint64_t eff, uint64_t perm, struct pc_err *err)
 {
 	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct data[2];
 
 	memset(data, 0, sizeof(data));
-	data[0].permitted = data[0].effective = (uint32_t)caps;
-	data[1].permitted = data[1].effective = (uint32_t)(caps >> 32);
+	data[0].effective = (uint32_t)eff;
+	data[1].effective = (uint32_t)(eff >> 32);
+	data[0].permitted = (uint32_t)(eff | perm);
+	data[1].permitted = (uint32_t)((eff | perm) >> 32);
 	if (syscall(SYS_capset, &hdr, data) < 0)
 		return pc_err_errno(err, PC_EPERM, "capset");
 	return 0;
@@ -42,6 +44,12 @@ static int caps_set(uint64_t caps, struct pc_err *err)
 /* Threads: capset applies to the calling thread only, so this must run
  * before the process starts any thread. */
 int pc_privdrop(const char *user, uint64_t keep_caps, struct pc_err *err)
+{
+	return pc_privdrop_permitted(user, keep_caps, 0, err);
+}
+
+int pc_privdrop_permitted(const char *user, uint64_t keep_caps, uint64_t keep_permitted,
+			  struct pc_err *err)
 {
 	uid_t uid;
 	gid_t gid;
@@ -60,7 +68,7 @@ int pc_privdrop(const char *user, uint64_t keep_caps, struct pc_err *err)
 		fclose(f);
 	}
 	for (int c = 0; c <= last_cap && c < 64; c++) {
-		if (keep_caps & (1ULL << c))
+		if ((keep_caps | keep_permitted) & (1ULL << c))
 			continue;
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
 			return pc_err_errno(err, PC_EPERM,
@@ -68,7 +76,7 @@ int pc_privdrop(const char *user, uint64_t keep_caps, struct pc_err *err)
 	}
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return pc_err_errno(err, PC_EPERM, "clearing ambient capabilities");
-	if (keep_caps && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+	if ((keep_caps | keep_permitted) && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
 		return pc_err_errno(err, PC_EPERM, "PR_SET_KEEPCAPS");
 	if (setgroups(1, &gid) < 0)
 		return pc_err_errno(err, PC_EPERM, "setgroups");
@@ -76,13 +84,14 @@ int pc_privdrop(const char *user, uint64_t keep_caps, struct pc_err *err)
 		return pc_err_errno(err, PC_EPERM, "setresgid(%u)", (unsigned)gid);
 	if (setresuid(uid, uid, uid) < 0)
 		return pc_err_errno(err, PC_EPERM, "setresuid(%u)", (unsigned)uid);
-	if (caps_set(keep_caps, err) < 0)
+	if (caps_set(keep_caps, keep_permitted, err) < 0)
 		return PC_EPERM;
 	if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
 		return pc_err_errno(err, PC_EPERM, "clearing PR_SET_KEEPCAPS");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return pc_err_errno(err, PC_EPERM, "PR_SET_NO_NEW_PRIVS");
-	/* Paranoia, as OpenSSH does: root must not come back. */
+	/* Paranoia, as OpenSSH does: root must not come back (a CAP_SETUID
+	 * kept in keep_permitted alone is not effective: setuid(0) fails). */
 	if (setuid(0) == 0 || seteuid(0) == 0)
 		return pc_err_set(err, PC_EPERM, "could regain root after dropping to %s", user);
 	return 0;

@@ -112,7 +112,9 @@ int main(int argc, char **argv)
 	sc.allowed_uids[sc.n_allowed] = 0;
 	sc.senders[sc.n_allowed++] = LOGREC_SENDER_ROOT;
 	if ((rc = logd_allow_user(&sc, cfg.engine.user, LOGREC_SENDER_ENGINE, &err)) < 0 ||
-	    (rc = logd_allow_user(&sc, cfg.vault.user, LOGREC_SENDER_VAULT, &err)) < 0)
+	    (rc = logd_allow_user(&sc, cfg.vault.user, LOGREC_SENDER_VAULT, &err)) < 0 ||
+	    /* the vault's workers (vault.worker_user) log as the vault */
+	    (rc = logd_allow_user(&sc, cfg.vault.worker_user, LOGREC_SENDER_VAULT, &err)) < 0)
 		goto fail;
 	if (cfg.log.witness.address[0] &&
 	    (rc = cosig_verifier_load(cfg.log.witness.key, &wkey, &err)) < 0) {

@@ -77,6 +77,7 @@ static const struct ckey ckeys[] = {
     K("vault.secrets", CT_PATH, vault.secrets),
     K("vault.trust", CT_PATH, vault.trust),
     K("vault.user", CT_USER, vault.user),
+    K("vault.worker_user", CT_USER, vault.worker_user),
     N("vault.max_conns_per_sandbox", vault.max_conns_per_sandbox, 1, 65535),
     N("vault.max_header_bytes", vault.max_header_bytes, 1024, 1u << 20),
     N("vault.handshake_timeout_ms", vault.handshake_timeout_ms, 100, 600000),
@@ -182,6 +183,7 @@ void config_defaults(struct config *cfg)
 	pc_strlcpy(cfg->vault.trust, "/etc/ssl/certs/ca-certificates.crt",
 		   sizeof(cfg->vault.trust));
 	pc_strlcpy(cfg->vault.user, "portcullis-vault", sizeof(cfg->vault.user));
+	pc_strlcpy(cfg->vault.worker_user, "portcullis-vworker", sizeof(cfg->vault.worker_user));
 	cfg->vault.max_conns_per_sandbox = 64;
 	cfg->vault.max_header_bytes = 32768;
 	cfg->vault.handshake_timeout_ms = 10000;

@@ -627,12 +627,14 @@ static void config_pos(const char *path, const char *a, const char *b, unsigned 
 void lint_config(struct lint_ctx *l, const struct config *cfg)
 {
 	static const struct {
-		const char *section, *daemon;
+		const char *section, *key, *daemon;
 		size_t off;
 	} users[] = {
-	    {"engine", "portcullisd", offsetof(struct config, engine.user)},
-	    {"vault", "portcullis-vault", offsetof(struct config, vault.user)},
-	    {"log", "portcullis-logd", offsetof(struct config, log.user)},
+	    {"engine", "user", "portcullisd", offsetof(struct config, engine.user)},
+	    {"vault", "user", "portcullis-vault", offsetof(struct config, vault.user)},
+	    {"vault", "worker_user", "portcullis-vault",
+	     offsetof(struct config, vault.worker_user)},
+	    {"log", "user", "portcullis-logd", offsetof(struct config, log.user)},
 	};
 	struct pc_err err = {0};
 	unsigned line, col;
@@ -643,17 +645,17 @@ void lint_config(struct lint_ctx *l, const struct config *cfg)
 		gid_t gid;
 
 		if (pc_user_lookup(user, &uid, &gid, &err) < 0) {
-			config_pos(cfg->path, users[i].section, "user", &line, &col);
+			config_pos(cfg->path, users[i].section, users[i].key, &line, &col);
 			warn(l, cfg->path, line, col,
-			     "%s.user: no user '%s' on this machine: %s would refuse to start "
+			     "%s.%s: no user '%s' on this machine: %s would refuse to start "
 			     "(it drops to this user after its setup)",
-			     users[i].section, user, users[i].daemon);
+			     users[i].section, users[i].key, user, users[i].daemon);
 		} else if (uid == 0) {
-			config_pos(cfg->path, users[i].section, "user", &line, &col);
+			config_pos(cfg->path, users[i].section, users[i].key, &line, &col);
 			warn(l, cfg->path, line, col,
-			     "%s.user: '%s' has uid 0: %s would refuse to start (it never runs "
+			     "%s.%s: '%s' has uid 0: %s would refuse to start (it never runs "
 			     "as root after its setup); expected its own system user",
-			     users[i].section, user, users[i].daemon);
+			     users[i].section, users[i].key, user, users[i].daemon);
 		}
 	}
 	if (config_uplinks_valid(cfg, &err) < 0) {

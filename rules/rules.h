@@ -111,6 +111,7 @@ struct config {
 		char secrets[PC_PATH_MAX];	/* vault.secrets: sealed store directory */
 		char trust[PC_PATH_MAX];	/* vault.trust: CA bundle for upstream */
 		char user[64];			/* vault.user: default "portcullis-vault" */
+		char worker_user[64];		/* vault.worker_user: "portcullis-vworker" */
 		uint32_t max_conns_per_sandbox; /* vault.max_conns_per_sandbox: 64 */
 		uint32_t max_header_bytes;	/* vault.max_header_bytes: 32768 */
 		uint32_t handshake_timeout_ms;	/* vault.handshake_timeout_ms: 10000 */

@@ -46,7 +46,11 @@ static bool conn_acquire(struct vault_daemon *d, const char *sandbox)
 			pc_strlcpy(sc->name, sandbox, sizeof(sc->name));
 		}
 	}
-	if (sc && sc->n < d->cfg.vault.max_conns_per_sandbox && d->conns < VAULT_MAX_CONNS) {
+	/* the sandbox's connections in workers that retired count too: a
+	 * reload must not give it a second quota (others_open only shrinks
+	 * while we read it: the check is never too lenient) */
+	if (sc && sc->n + atomic_load(&d->n->others_open) < d->cfg.vault.max_conns_per_sandbox &&
+	    d->conns < VAULT_MAX_CONNS) {
 		sc->n++;
 		d->conns++;
 		atomic_fetch_add(&d->n->conns_open, 1);

@@ -1,6 +1,7 @@
 /* portcullis-vault: binds its listener and reads its keys as root, drops to
- * vault.user, then accepts redirected sandbox connections — each served by
- * its own thread (conn.c) — and reloads policy and secrets on SIGHUP. */
+ * vault.user (keeping what starting workers of their own user needs), then accepts redirected
+ * sandbox connections — each served by its own thread (conn.c) — and reloads policy and secrets on
+ * SIGHUP. */
 #include "vault/vault_int.h"
 
 #include <errno.h>
@@ -239,6 +240,11 @@ static int setup(struct vault_daemon *d, const char *config, bool test_only, int
 
 	if ((rc = config_load(config, &d->cfg, err)) < 0)
 		return rc;
+	/* the workers' user must be there and of its own, or no worker
+	 * could start: say so now (-t too) rather than at the first
+	 * connection */
+	if ((rc = vault_worker_user_check(&d->cfg, err)) < 0)
+		return rc;
 	if (test_only) {
 		if ((rc = ca_load(d->cfg.vault.ca_dir, &d->ca, err)) < 0 ||
 		    (rc = vault_state_load(&d->cfg, &d->state, err)) < 0 ||
@@ -277,7 +283,12 @@ static int setup(struct vault_daemon *d, const char *config, bool test_only, int
 	cfd = control_listen(&d->cfg, err);
 	if (cfd < 0)
 		return cfd;
-	if ((rc = pc_privdrop(d->cfg.vault.user, 0, err)) < 0) {
+	/* the vault user, keeping only what starting and stopping workers
+	 * of another user needs: CAP_SETUID/CAP_SETGID permitted but not
+	 * effective (handed to each worker for its own drop, wuser.c), and
+	 * CAP_KILL (SIGTERM to a worker at stop) */
+	if ((rc = pc_privdrop_permitted(d->cfg.vault.user, vault_monitor_caps_effective(),
+					vault_monitor_caps_permitted(), err)) < 0) {
 		close(cfd);
 		return rc;
 	}

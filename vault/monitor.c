@@ -1,6 +1,7 @@
 /* The monitor's side of the per-sandbox workers: starting a worker on a
  * sandbox's first connection (a fresh exec of portcullis-vault -W, with its
  * channel, its own channel to the CA process and a shared counters page),
+ * handing it the capabilities to become vault.worker_user (wuser.c),
  * handing it accepted sockets, retiring every worker on reload, stopping
  * them at SIGTERM, and adding up their counters and memory for the metrics.
  * The monitor reads nothing a worker sends (a worker is as untrusted as the
@@ -95,8 +96,8 @@ static struct worker *spawn(struct vault_daemon *d, const char *sandbox, struct 
 		char *argv[] = {"portcullis-vault", "-c", config_path, "-W", (char *)sandbox, NULL};
 
 		if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0 ||
-		    child_fd(hi[0], WORKER_FD_CHAN) < 0 || child_fd(hi[1], WORKER_FD_CA) < 0 ||
-		    child_fd(hi[2], WORKER_FD_COUNTERS) < 0)
+		    vault_worker_caps_child() < 0 || child_fd(hi[0], WORKER_FD_CHAN) < 0 ||
+		    child_fd(hi[1], WORKER_FD_CA) < 0 || child_fd(hi[2], WORKER_FD_COUNTERS) < 0)
 			_exit(PC_EXIT_ERROR);
 		execv(exe_path, argv);
 		_exit(PC_EXIT_ERROR);
@@ -181,6 +182,15 @@ static int send_to_worker(const char *sandbox, int fd, const struct pc_endpoint 
 
 	pthread_mutex_lock(&lock);
 	if ((w = find(sandbox))) {
+		uint64_t others = 0;
+
+		/* what the sandbox still holds in its retired workers (they
+		 * take no new connection, so this only shrinks): its quota is
+		 * one, across a reload too (conn_acquire) */
+		for (struct worker *o = workers; o; o = o->next)
+			if (o != w && o->fd < 0 && !strcmp(o->sandbox, sandbox))
+				others += atomic_load(&o->n->conns_open);
+		atomic_store(&w->n->others_open, others);
 		rc = send_conn(w, fd, src, orig);
 		if (rc == PC_EIO) {
 			close(w->fd);
@@ -325,9 +335,15 @@ void monitor_metrics(struct pc_prom *b)
 	pc_prom_family(b, "portcullis_vault_worker_rss_bytes", "gauge",
 		       "Resident memory of each worker process.");
 	for (struct worker *w = workers; w; w = w->next) {
+		uint64_t rss = rss_bytes(w->pid);
+
 		snprintf(lab, sizeof(lab), "sandbox=\"%s\",pid=\"%d\"",
 			 pc_prom_label(w->sandbox, esc, sizeof(esc)), (int)w->pid);
-		pc_prom_u64(b, "portcullis_vault_worker_rss_bytes", lab, rss_bytes(w->pid));
+		/* a worker runs as another user: under systemd's ProtectProc
+		 * its /proc is hidden from us; then what it reports itself */
+		if (!rss)
+			rss = atomic_load(&w->n->rss_bytes);
+		pc_prom_u64(b, "portcullis_vault_worker_rss_bytes", lab, rss);
 	}
 	pthread_mutex_unlock(&lock);
 }

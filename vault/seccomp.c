@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <seccomp.h>
+#include <unistd.h>
 #include <sys/socket.h>
 #if defined(__has_include)
 #if __has_include(<valgrind/valgrind.h>)
@@ -89,7 +90,7 @@ int vault_seccomp_worker(struct pc_err *err)
 	    SCMP_SYS(rt_sigreturn), SCMP_SYS(sigaltstack), SCMP_SYS(restart_syscall),
 	    SCMP_SYS(clock_gettime), SCMP_SYS(clock_getres), SCMP_SYS(gettimeofday),
 	    SCMP_SYS(nanosleep), SCMP_SYS(clock_nanosleep), SCMP_SYS(exit), SCMP_SYS(exit_group),
-	    SCMP_SYS(tgkill), SCMP_SYS(madvise),
+	    SCMP_SYS(madvise),
 	    /* memory (sodium_malloc: mprotect, mlock) and randomness */
 	    SCMP_SYS(brk), SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(mprotect),
 	    SCMP_SYS(mlock), SCMP_SYS(munlock), SCMP_SYS(mlock2), SCMP_SYS(getrandom),
@@ -123,6 +124,12 @@ int vault_seccomp_worker(struct pc_err *err)
 	if (rc == 0)
 		rc = allow_lsan(ctx);
 #endif
+	/* signals to its own threads only (raise, abort): the workers of
+	 * other sandboxes share its uid, so the uid alone would let it
+	 * signal them */
+	if (rc == 0)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
+				      arg_cmp(0, SCMP_CMP_EQ, (scmp_datum_t)getpid(), 0));
 	/* new sockets: IP (upstream) and UNIX (logd, on reconnect) only */
 	if (rc == 0)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,

@@ -474,6 +474,14 @@ struct vault_daemon {
 		_Atomic uint64_t injections, secrets_injected;
 		_Atomic uint64_t log_failed;
 		_Atomic uint64_t conns_open; /* a gauge */
+		/* a worker's page only, written by the monitor: the
+		 * connections of its sandbox still open in workers that
+		 * retired (reload), which count against its quota too */
+		_Atomic uint64_t others_open;
+		/* a worker's page only, written by the worker: its resident
+		 * memory, for the metrics when the monitor cannot read the
+		 * worker's /proc (systemd's ProtectProc hides other uids) */
+		_Atomic uint64_t rss_bytes;
 	} n_own, *n; /* n: where this process counts (n_own, or a worker's shared page) */
 	struct pc_ctl *ctl;
 };
@@ -736,5 +744,19 @@ size_t conns_wait(struct vault_daemon *d, unsigned ms);
 /* SIGTERM: end every connection, bounded; false when threads are left. */
 bool conns_stop(struct vault_daemon *d);
 void daemon_free(struct vault_daemon *d);
+
+/* ---- wuser.c: the workers' own user (vault.worker_user) ---------------
+ * The monitor keeps vault_monitor_caps_permitted() (CAP_SETUID, CAP_SETGID)
+ * in its permitted set only and vault_monitor_caps_effective() (CAP_KILL);
+ * the child it forks hands the first two to the worker as ambient
+ * capabilities (vault_worker_caps_child: system calls only, -1 on failure);
+ * the worker, once it has loaded what it reads as the vault user, becomes
+ * vault.worker_user with no capability (vault_worker_become), before any
+ * thread or sandbox byte. */
+uint64_t vault_monitor_caps_effective(void);
+uint64_t vault_monitor_caps_permitted(void);
+int vault_worker_user_check(const struct config *cfg, struct pc_err *err);
+int vault_worker_caps_child(void);
+int vault_worker_become(const struct config *cfg, struct pc_err *err);
 
 #endif

@@ -1,9 +1,10 @@
 /* A per-sandbox worker process: the only code that parses a sandbox's bytes
  * (TLS, HTTP, WebSocket). Started by the monitor (vault/monitor.c) on the
  * sandbox's first connection, it holds that sandbox's secrets alone, runs
- * under a seccomp filter without file system access, gets its connections
- * from the monitor as sockets (SCM_RIGHTS) and ends when idle, when the
- * monitor retires it (reload), or at SIGTERM (docs/vault.md, "Processes"). */
+ * as its own user (vault.worker_user, wuser.c) under a seccomp filter
+ * without file system access, gets its connections from the monitor as
+ * sockets (SCM_RIGHTS) and ends when idle, when the monitor retires it
+ * (reload), or at SIGTERM (docs/vault.md, "Processes"). */
 #include "vault/vault_int.h"
 
 #include <errno.h>
@@ -139,6 +140,21 @@ static int take_conn(struct vault_daemon *d, int chan, const char *sandbox)
 	return 0;
 }
 
+/* Its resident memory into its counters page, from /proc/self/statm
+ * (opened before the filter: pread is allowed, open is not). */
+static void report_rss(struct vault_daemon *d, int statm)
+{
+	char b[128];
+	unsigned long size, rss;
+	ssize_t n = statm >= 0 ? pread(statm, b, sizeof(b) - 1, 0) : -1;
+
+	if (n <= 0)
+		return;
+	b[n] = '\0';
+	if (sscanf(b, "%lu %lu", &size, &rss) == 2)
+		atomic_store(&d->n->rss_bytes, (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE));
+}
+
 static unsigned open_conns(struct vault_daemon *d)
 {
 	unsigned n;
@@ -179,7 +195,7 @@ int vault_worker_main(const char *config, const char *sandbox)
 	struct casign *signer = NULL;
 	uint64_t idle_ms, idle_since;
 	bool retiring = false;
-	int chan = WORKER_FD_CHAN, sfd = -1, rc;
+	int chan = WORKER_FD_CHAN, sfd = -1, statm = -1, rc;
 	sigset_t sigs;
 	void *page;
 	char b[700];
@@ -219,12 +235,18 @@ int vault_worker_main(const char *config, const char *sandbox)
 	    (rc = conn_server_ctx_new(&d.server_ctx, &e)) < 0 ||
 	    (rc = upstream_ctx_new(d.cfg.vault.trust, &d.client_ctx, &e)) < 0)
 		goto out;
+	/* all it reads as the vault user is read: become the worker user,
+	 * without any capability, before the first thread (capabilities are
+	 * per thread) and the first sandbox byte */
+	if ((rc = vault_worker_become(&d.cfg, &e)) < 0)
+		goto out;
 	d.reap_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGHUP);
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	statm = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
 	if (d.reap_fd < 0 || sfd < 0) {
 		rc = pc_err_errno(&e, PC_EIO, "eventfd/signalfd");
 		goto out;
@@ -248,7 +270,9 @@ int vault_worker_main(const char *config, const char *sandbox)
 			       ? 1000
 			       : (int)(idle_since + idle_ms > now ? idle_since + idle_ms - now : 0);
 
-		if (poll(p, 3, wait) < 0 && errno != EINTR)
+		report_rss(&d, statm);
+		/* awake at least every 5 s: the memory reported stays current */
+		if (poll(p, 3, wait < 5000 ? wait : 5000) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents) {
 			struct signalfd_siginfo si;
@@ -284,6 +308,8 @@ stopped:
 	pc_log(PC_LOG_INFO, "worker %s: ending", sandbox);
 	close(sfd);
 	close(chan);
+	if (statm >= 0)
+		close(statm);
 	if (rc == 0)
 		daemon_free(&d);
 	return rc < 0 ? PC_EXIT_ERROR : PC_EXIT_OK;

@@ -15,7 +15,7 @@ vault_need_bins
 lab_up 2
 vault_config
 vault_secrets
-VG="valgrind --tool=memcheck --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
+VG="valgrind --tool=memcheck --vgdb=no --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
 	--show-leak-kinds=definite --track-fds=no --num-callers=30"
 # The vault's workers (exec'd by its monitor) run under memcheck too
 # (--trace-children; a log per process): valgrind cannot run a seccomp

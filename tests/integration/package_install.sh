@@ -132,7 +132,7 @@ done
 t_eq "no daemon runs inside the root after install" "" "$running"
 
 # Users and directories.
-for u in portcullis portcullis-log portcullis-vault; do
+for u in portcullis portcullis-log portcullis-vault portcullis-vworker; do
 	pw=$(in_root getent passwd "$u")
 	t_match "system user $u exists, no login shell" "^$u:x:[0-9]+:[0-9]+:.*:/usr/sbin/nologin$" "$pw"
 	uid=$(printf '%s' "$pw" | cut -d: -f3)
@@ -236,10 +236,26 @@ keep_sums() {
 	(cd "$root" && find var/lib/portcullis var/log/portcullis -type f -print0 | sort -z |
 		xargs -0 sha256sum)
 }
+# a CA key as versions before the vault's process split left it: the vault
+# user's; the upgrade makes it root's (only the CA process, as root, reads it)
+old_key=""
+if [ -f "$root/var/lib/portcullis/ca/ca.key" ]; then
+	in_root chown portcullis-vault:portcullis-vault /var/lib/portcullis/ca/ca.key
+	old_key=$(st /var/lib/portcullis/ca/ca.key)
+fi
 before=$(keep_sums)
 if [ -n "$deb2" ]; then
-	t_ok "upgrade to $v2 with apt" \
-		in_root apt-get install -y -q --no-install-recommends "/tmp/$(basename "$deb2")" </dev/null
+	up_out=$(in_root apt-get install -y -q --no-install-recommends \
+		"/tmp/$(basename "$deb2")" </dev/null 2>&1) && rc=0 || rc=$?
+	t_eq "upgrade to $v2 with apt" 0 "$rc"
+	[ "$rc" -eq 0 ] || t_diag "$(tail -20 <<<"$up_out")"
+	if [ -n "$old_key" ]; then
+		t_eq "control: the CA key was the vault user's before the upgrade" \
+			"portcullis-vault:portcullis-vault 400" "$old_key"
+		t_eq "the upgrade made it root's, 0400" "root:root 400" \
+			"$(st /var/lib/portcullis/ca/ca.key)"
+		t_match "... and said so" "ca.key is now root's, mode 0400" "$up_out"
+	fi
 	t_eq "dpkg: installed at $v2" "install ok installed $v2" \
 		"$(in_root dpkg-query -W -f='${Status} ${Version}' portcullis 2>&1)"
 	t_match "the modified conffile is kept" "changed by the admin $$" \

@@ -3,6 +3,12 @@
 # the vault user, cannot open the key (a real attempt as its uid), and holds
 # no byte of it in memory (its memory read through /proc, the CA process's
 # read the same way as the control). Per-sandbox workers (vault/worker.c)
+# run as their own user (vault.worker_user, portcullis-vworker), not the
+# monitor's nor the CA's: that uid cannot signal the monitor or the CA, nor
+# open ca.key, the store key or a sealed secret (real attempts as its uid;
+# the vault user, which the workers used to share, can signal the monitor
+# and open the store); the monitor keeps CAP_KILL and, permitted only,
+# CAP_SETUID/CAP_SETGID (to start workers), the workers none. They also
 # run under seccomp: from inside a real worker (the test hook
 # PORTCULLIS_VAULT_TEST_OPEN) opening ca.key, the store key or another
 # sandbox's sealed secret fails, although the vault user may open the last
@@ -43,10 +49,16 @@ t_eq "ca.key is root's alone, an older vault-owned key included" "400 root:root"
 uid() { awk '/^Uid:/ {print $2}' "/proc/$1/status"; }
 vuid=$(id -u portcullis-vault)
 t_eq "the monitor runs as the vault user" "$vuid" "$(uid "$V_VAULT_PID")"
+caps() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
+# CAP_KILL (5) effective; CAP_SETGID (6), CAP_SETUID (7) permitted only
+t_eq "the monitor's effective capabilities: CAP_KILL only" 0000000000000020 \
+	"$(caps "$V_VAULT_PID" CapEff)"
+t_eq "... permitted: CAP_KILL, CAP_SETGID, CAP_SETUID (for starting workers)" \
+	00000000000000e0 "$(caps "$V_VAULT_PID" CapPrm)"
 t_eq "the CA process too, once the key is read" "$vuid" "$(uid "$ca_pid")"
 t_eq "... without any capability" "0000000000000000" \
 	"$(awk '/^CapEff:/ {print $2}' "/proc/$ca_pid/status")"
-t_fail "the vault user (the monitor's and the workers' uid) cannot open ca.key" \
+t_fail "the vault user (the monitor's and the CA's uid) cannot open ca.key" \
 	setpriv --reuid=portcullis-vault --regid=portcullis-vault --clear-groups \
 	cat "$V/ca/ca.key"
 t_ok "control: root can" cat "$V/ca/ca.key"
@@ -70,10 +82,38 @@ w2=$(worker agent-2)
 t_ok "sandbox 1 has a worker process" test -n "$w1"
 t_ok "sandbox 2 has another" test -n "$w2" -a "$w1" != "$w2"
 [ -n "$w1" ] && [ -n "$w2" ] || { t_done; exit 1; }
-t_eq "the worker runs as the vault user" "$vuid" "$(uid "$w1")"
+wuid=$(id -u portcullis-vworker)
+t_ok "the worker user is not the vault user" test "$wuid" != "$vuid"
+# real, effective, saved and file system uid: all the worker user's
+t_eq "the worker runs as its own user (portcullis-vworker)" "$wuid $wuid $wuid $wuid" \
+	"$(awk '/^Uid:/ {print $2, $3, $4, $5}' "/proc/$w1/status")"
+t_eq "... the other sandbox's worker too" "$wuid" "$(uid "$w2")"
+t_ok "... not the monitor's uid nor the CA's" \
+	test "$(uid "$w1")" != "$(uid "$V_VAULT_PID")" -a "$(uid "$w1")" != "$(uid "$ca_pid")"
+wgid=$(id -g portcullis-vworker)
+t_eq "... with the worker user's group alone" "$wgid $wgid $wgid $wgid / $wgid" \
+	"$(awk '/^Gid:/ {print $2, $3, $4, $5} /^Groups:/ {g = $2 ($3 ? " " $3 : "")} END {print "/", g}' \
+		"/proc/$w1/status" | tr '\n' ' ' | sed 's/ $//')"
 t_eq "... under a seccomp filter" 2 "$(awk '/^Seccomp:/ {print $2}' "/proc/$w1/status")"
-t_eq "... without any capability" "0000000000000000" \
-	"$(awk '/^CapEff:/ {print $2}' "/proc/$w1/status")"
+t_eq "... without any capability (effective, permitted, ambient)" \
+	"0000000000000000 0000000000000000 0000000000000000" \
+	"$(caps "$w1" CapEff) $(caps "$w1" CapPrm) $(caps "$w1" CapAmb)"
+t_eq "... and no_new_privs" 1 "$(caps "$w1" NoNewPrivs)"
+# as the worker's own uid and gid, read from the running worker
+asw() { setpriv --reuid="$(uid "$w1")" --regid="$(awk '/^Gid:/ {print $2}' "/proc/$w1/status")" \
+	--clear-groups "$@"; }
+t_fail "the worker's uid cannot signal the monitor (kill -0)" asw kill -0 "$V_VAULT_PID"
+t_fail "... nor the CA process" asw kill -0 "$ca_pid"
+t_ok "control: the vault user can signal the monitor (a worker could, as that user)" \
+	setpriv --reuid=portcullis-vault --regid=portcullis-vault --clear-groups \
+	kill -0 "$V_VAULT_PID"
+t_fail "the worker's uid cannot attach to the monitor (ptrace)" asw python3 -c '
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+sys.exit(0 if libc.ptrace(16, int(sys.argv[1]), 0, 0) == 0 else 1)' "$V_VAULT_PID"
+for f in "$V/ca/ca.key" "$V/secrets/secret.key" "$V/secrets/GITHUB_TOKEN.sealed"; do
+	t_fail "the worker's uid cannot open $(basename "$f")" asw cat "$f"
+done
 err=$(cat "$LAB_DIR/vault.stderr")
 for f in "$V/ca/ca.key" "$V/secrets/secret.key" "$V/secrets/AGENT2_TOKEN.sealed"; do
 	t_match "from inside the worker of agent-1, open($(basename "$f")) fails" \
@@ -148,7 +188,7 @@ lab_sb 1 python3 - "$LAB_DIR/vault-ca.pem" "$LAB_DIR/held" >"$LAB_DIR/held.out" 
 	while os.path.exists(sys.argv[2]):
 	    time.sleep(0.05)
 	try:
-	    s.sendall(b"GET / HTTP/1.1\r\nHost: api.github.test\r\n\r\n")
+	    s.sendall(b"GET /after-kill HTTP/1.1\r\nHost: api.github.test\r\n\r\n")
 	    r = s.recv(4096)
 	    print("second:", r.split(b"\r\n")[0].decode() if r else "EOF")
 	except OSError as e:
@@ -156,6 +196,13 @@ lab_sb 1 python3 - "$LAB_DIR/vault-ca.pem" "$LAB_DIR/held" >"$LAB_DIR/held.out" 
 	EOF
 held=$!
 for _ in $(seq 1 100); do [ -e "$LAB_DIR/held" ] && break; sleep 0.1; done
+# the workers as they are now (the ones above may have ended idle during
+# the scans in a slow run): agent-1's holds the connection, agent-2's has
+# just served one
+vcurl 2 https://api.github.test/ -o /dev/null
+w1=$(worker agent-1)
+w2=$(worker agent-2)
+t_ok "agent-1 and agent-2 have a worker each" test -n "$w1" -a -n "$w2"
 kill -KILL "$w1"
 sleep 0.3
 rm -f "$LAB_DIR/held"
@@ -164,6 +211,8 @@ t_match "a held connection of agent-1 was served before" "first: HTTP/1.1 200" \
 	"$(cat "$LAB_DIR/held.out")"
 t_match "... and broken when its worker was killed" "second: (EOF|[A-Za-z]*Error)" \
 	"$(cat "$LAB_DIR/held.out")"
+t_nomatch "... its request sent after the kill never reached the upstream" "/after-kill" \
+	"$(v_upstream_log)"
 t_eq "agent-2 is served while agent-1's worker is gone" 200 \
 	"$(vcurl 2 https://api.github.test/ -o /dev/null -w '%{http_code}')"
 t_eq "the worker of agent-2 is the same" "$w2" "$(worker agent-2)"
@@ -208,4 +257,29 @@ t_fail "when the CA process dies the vault stops" kill -0 "$V_VAULT_PID"
 t_match "... saying why" "the CA process ended; stopping" "$(cat "$LAB_DIR/vault.stderr")"
 t_eq "... and serves nobody" 000 \
 	"$(vcurl 1 https://api.github.test/echo -o /dev/null -w '%{http_code}' 2>/dev/null)"
+
+# The monitor dies (SIGKILL): a worker ends too, by its death signal (set
+# again after its change of uid, which clears it; the monitor's CAP_KILL
+# lets the kernel deliver it to the other uid), even one serving an open
+# connection: within 2 s, well before that connection's idle timeout.
+vault_start
+lab_sb 1 python3 - "$LAB_DIR/vault-ca.pem" "$LAB_DIR/held3" <<-'EOF' &
+	import socket, ssl, sys, time
+	ctx = ssl.create_default_context(cafile=sys.argv[1])
+	s = ctx.wrap_socket(socket.create_connection(("api.github.test", 443), timeout=20),
+	                    server_hostname="api.github.test")
+	s.sendall(b"GET / HTTP/1.1\r\nHost: api.github.test\r\n\r\n")
+	s.recv(4096)
+	open(sys.argv[2], "w").close()
+	time.sleep(15)
+	EOF
+held=$!
+for _ in $(seq 1 100); do [ -e "$LAB_DIR/held3" ] && break; sleep 0.1; done
+w=$(worker agent-1)
+t_ok "a restarted vault's worker serves a held connection" test -n "$w"
+kill -KILL "$V_VAULT_PID"
+for _ in $(seq 1 20); do kill -0 "$w" 2>/dev/null || break; sleep 0.1; done
+t_fail "when the monitor is killed its worker ends, a connection open" kill -0 "$w"
+kill "$held" 2>/dev/null
+wait "$held" 2>/dev/null
 t_done

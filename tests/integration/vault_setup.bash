@@ -26,6 +26,12 @@ vault_need_bins() {
 	for b in portcullis portcullis-vault portcullis-logd; do
 		[ -x "$V_BIN/$b" ] || { echo "1..0 # SKIP $V_BIN/$b not built"; exit 0; }
 	done
+	# the vault refuses to start without its users (tests/lab/deps.sh
+	# creates them, as the package does)
+	for b in portcullis-vault portcullis-vworker; do
+		getent passwd "$b" >/dev/null ||
+			{ echo "1..0 # SKIP no $b user (make deps)"; exit 0; }
+	done
 }
 
 # vault_config: write portcullis.yaml and the rules for sandbox 1 (agent-1)

@@ -40,7 +40,7 @@ if [ -n "$missing" ]; then
 fi
 
 # The daemons' own users, as the Debian package creates them.
-for u in portcullis portcullis-log portcullis-vault; do
+for u in portcullis portcullis-log portcullis-vault portcullis-vworker; do
 	if ! getent passwd "$u" >/dev/null; then
 		[ "$(id -u)" -eq 0 ] || { echo "deps: user $u missing (run as root)" >&2; exit 1; }
 		useradd --system --no-create-home --home-dir /nonexistent \

@@ -78,6 +78,7 @@ START_TEST(defaults_are_the_documented_ones)
 	ck_assert_str_eq(c.vault.secrets, "/var/lib/portcullis/secrets");
 	ck_assert_str_eq(c.vault.trust, "/etc/ssl/certs/ca-certificates.crt");
 	ck_assert_str_eq(c.vault.user, "portcullis-vault");
+	ck_assert_str_eq(c.vault.worker_user, "portcullis-vworker");
 	ck_assert_uint_eq(c.vault.max_conns_per_sandbox, 64);
 	ck_assert_uint_eq(c.vault.max_header_bytes, 32768);
 	ck_assert_uint_eq(c.vault.handshake_timeout_ms, 10000);
@@ -146,6 +147,7 @@ START_TEST(every_key_reaches_its_field)
 			"  secrets: /v/sec\n"
 			"  trust: /v/trust.pem\n"
 			"  user: vlt\n"
+			"  worker_user: vwk\n"
 			"  max_conns_per_sandbox: 3\n"
 			"  max_header_bytes: 2048\n"
 			"  handshake_timeout_ms: 200\n"
@@ -189,6 +191,7 @@ START_TEST(every_key_reaches_its_field)
 	ck_assert_str_eq(c.vault.secrets, "/v/sec");
 	ck_assert_str_eq(c.vault.trust, "/v/trust.pem");
 	ck_assert_str_eq(c.vault.user, "vlt");
+	ck_assert_str_eq(c.vault.worker_user, "vwk");
 	ck_assert_uint_eq(c.vault.max_conns_per_sandbox, 3);
 	ck_assert_uint_eq(c.vault.max_header_bytes, 2048);
 	ck_assert_uint_eq(c.vault.handshake_timeout_ms, 200);
