@@ -700,7 +700,8 @@ void cutoff_metrics(struct pc_prom *b, const struct engine *e);
  * table per policy (it holds a reference to it). new: a table of 0s for
  * every allow entry of pol; count (queue threads, lock-free): the
  * decision's final verdict let a flow or DNS query through by rule
- * d->rec.rule; status_json appends ,"rules":[...]; metrics the family
+ * d->rec.rule; status_json appends ,"rules":[...] (the entries with a
+ * hit: the reply stays small with thousands of entries); metrics the family
  * portcullis_engine_rule_hits_total{rule}. h may be NULL (nothing). */
 struct rulehits;
 int rulehits_new(struct policy *pol, struct rulehits **out);
