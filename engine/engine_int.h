@@ -732,7 +732,7 @@ bool httpm_waiting(const struct engine *e);
 #define CHK_REQ_MAX	 64
 #define CHK_RESULT_MAX	 65536 /* findings beyond this are counted, not sent */
 #define CHK_EXPECT_MAX	 (256u << 20)
-#define CHK_EXPECT_PORTS 64
+#define CHK_EXPECT_PORTS 8192 /* every policy port: 1,000s of sandboxes (issue 20) */
 #define CHK_TEXT_MAX	 4096 /* an error's text */
 enum chk_type { CHK_REQUEST = 1, CHK_EXPECT = 2, CHK_RESULT = 3, CHK_ERROR = 4 };
 int chkmsg_request_encode(const char *trigger, uint8_t *buf, size_t len, struct pc_err *err);
