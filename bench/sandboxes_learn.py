@@ -15,6 +15,7 @@ engine learns them before they leave).
         address, and its index k (it asks nI.learn.test AAAA for
         I = k*PER_SANDBOX .. k*PER_SANDBOX+PER_SANDBOX-1)
 """
+import errno
 import socket
 import struct
 import sys
@@ -61,8 +62,16 @@ def main(argv):
         src6 = socket.inet_pton(socket.AF_INET6, src)
         for j in range(per):
             i = k * per + j
-            s.send(frame(gw_mac, src_mac, src6, dst6, 20000 + j, query((k * 131 + j) & 0xFFFF,
-                                                                        "n%d.learn.test" % i)))
+            f = frame(gw_mac, src_mac, src6, dst6, 20000 + j,
+                      query((k * 131 + j) & 0xFFFF, "n%d.learn.test" % i))
+            for _ in range(200):
+                try:
+                    s.send(f)
+                    break
+                except OSError as e:  # the gateway's backlog is full: let it drain
+                    if e.errno != errno.ENOBUFS:
+                        raise
+                    time.sleep(0.01)
             sent += 1
         s.close()
         if sent % 256 < per:
