@@ -289,11 +289,13 @@ static void table_check(const struct ck_state *st, const struct checker_expect *
 
 /* ---- expectation ------------------------------------------------------------ */
 
-/* What checker_expect borrows: the built text and the policy's port names. */
+/* What checker_expect borrows: the built text and the policy's port names
+ * — every one of them (a gateway may have 1,000 sandboxes: a port beyond a
+ * fixed count would not be known as sandbox-facing by its name). */
 struct ck_expect_store {
 	char *canon;
-	const char *ports[64];
-	char names[64][PC_IFNAMSIZ];
+	const char **ports;
+	char (*names)[PC_IFNAMSIZ];
 };
 
 static bool table_uses_compat(const struct ck_ruleset *rs, const char *table)
@@ -357,7 +359,13 @@ static int expect_build(const struct config *cfg, const struct policy *given, co
 		goto out;
 	}
 	use = given ? given : pol;
-	for (size_t i = 0; i < policy_sandbox_count(use) && e.n_policy_ports < 64; i++) {
+	store->ports = calloc(policy_sandbox_count(use) + 1, sizeof(*store->ports));
+	store->names = calloc(policy_sandbox_count(use) + 1, sizeof(*store->names));
+	if (!store->ports || !store->names) {
+		rc = pc_err_set(err, PC_ENOMEM, "policy ports");
+		goto out;
+	}
+	for (size_t i = 0; i < policy_sandbox_count(use); i++) {
 		const struct policy_sandbox *sb = policy_sandbox_at(use, i);
 
 		if (!sb->match.port[0])
@@ -406,9 +414,7 @@ static int expect_build(const struct config *cfg, const struct policy *given, co
 	store = NULL;
 	rc = 0;
 out:
-	if (store)
-		free(store->canon);
-	free(store);
+	checker_expect_free(store);
 	free(ports);
 	nft_ruleset_free(rs);
 	policy_unref(pol);
@@ -419,8 +425,11 @@ void checker_expect_free(void *owned)
 {
 	struct ck_expect_store *s = owned;
 
-	if (s)
+	if (s) {
 		free(s->canon);
+		free(s->ports);
+		free(s->names);
+	}
 	free(s);
 }
 

@@ -122,7 +122,15 @@ struct ck_ruleset {
 	size_t n_bad, cap_bad;
 	size_t n_rules;	  /* rules attached to chains */
 	size_t n_orphans; /* rules whose chain was not in the dump */
+	/* scale (issue 20): sets[] positions sorted by (family, table, name),
+	 * so that finding a set costs log(sets), not sets — a gateway of 1,000
+	 * sandboxes has thousands. Valid while n_set_idx == n_sets (else the
+	 * finds scan); built by ck_set_index. */
+	size_t *set_idx;
+	size_t n_set_idx;
 };
+/* Index rs's sets for ck_set_find (out of memory: none, the finds scan). */
+void ck_set_index(struct ck_ruleset *rs);
 
 void ck_ruleset_free(struct ck_ruleset *rs);
 /* Parse a buffer of netlink messages (NFT_MSG_NEW{TABLE,CHAIN,RULE,SET,

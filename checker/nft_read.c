@@ -72,9 +72,101 @@ const struct ck_chain *ck_chain_find(const struct ck_ruleset *rs, uint32_t famil
 	return NULL;
 }
 
+static int set_key_cmp(uint32_t family, const char *table, const char *name, const struct ck_set *b)
+{
+	int c;
+
+	if (family != b->family)
+		return family < b->family ? -1 : 1;
+	c = strcmp(table, b->table);
+	return c ? c : strcmp(name, b->name);
+}
+
+/* Equal keys in sets[] order: the first of them is what a scan finds. */
+static int set_sort_cmp(const void *a, const void *b, void *arg)
+{
+	const struct ck_ruleset *rs = arg;
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	const struct ck_set *sx = &rs->sets[x];
+	int c = set_key_cmp(sx->family, sx->table, sx->name, &rs->sets[y]);
+
+	return c ? c : (x < y ? -1 : x > y);
+}
+
+void ck_set_index(struct ck_ruleset *rs)
+{
+	size_t *ix;
+
+	free(rs->set_idx);
+	rs->set_idx = NULL;
+	rs->n_set_idx = 0;
+	if (!rs->n_sets)
+		return;
+	ix = malloc(rs->n_sets * sizeof(*ix));
+	if (!ix)
+		return;
+	for (size_t i = 0; i < rs->n_sets; i++)
+		ix[i] = i;
+	qsort_r(ix, rs->n_sets, sizeof(*ix), set_sort_cmp, rs);
+	rs->set_idx = ix;
+	rs->n_set_idx = rs->n_sets;
+}
+
+/* The position in set_idx of the first set with this key (n_set_idx:
+ * none); SIZE_MAX when there is no valid index. */
+static size_t set_lower(const struct ck_ruleset *rs, uint32_t family, const char *table,
+			const char *name)
+{
+	size_t lo = 0, hi;
+
+	if (!rs->set_idx || rs->n_set_idx != rs->n_sets)
+		return SIZE_MAX;
+	hi = rs->n_set_idx;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (set_key_cmp(family, table, name, &rs->sets[rs->set_idx[mid]]) <= 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+/* Call fn for every set with this key, in sets[] order. */
+static void set_each(struct ck_ruleset *rs, uint32_t family, const char *table, const char *name,
+		     void (*fn)(struct ck_set *s, void *arg), void *arg)
+{
+	size_t lo = set_lower(rs, family, table, name);
+
+	if (lo == SIZE_MAX) {
+		for (size_t i = 0; i < rs->n_sets; i++)
+			if (set_key_cmp(family, table, name, &rs->sets[i]) == 0)
+				fn(&rs->sets[i], arg);
+		return;
+	}
+	for (; lo < rs->n_set_idx &&
+	       set_key_cmp(family, table, name, &rs->sets[rs->set_idx[lo]]) == 0;
+	     lo++)
+		fn(&rs->sets[rs->set_idx[lo]], arg);
+}
+
+static void set_mark_written(struct ck_set *s, void *arg)
+{
+	(void)arg;
+	s->written = true;
+}
+
 const struct ck_set *ck_set_find(const struct ck_ruleset *rs, uint32_t family, const char *table,
 				 const char *name)
 {
+	size_t lo = set_lower(rs, family, table, name);
+
+	if (lo != SIZE_MAX)
+		return lo < rs->n_set_idx &&
+			       set_key_cmp(family, table, name, &rs->sets[rs->set_idx[lo]]) == 0
+			   ? &rs->sets[rs->set_idx[lo]]
+			   : NULL;
 	for (size_t i = 0; i < rs->n_sets; i++) {
 		const struct ck_set *s = &rs->sets[i];
 
@@ -108,6 +200,7 @@ void ck_ruleset_free(struct ck_ruleset *rs)
 	free(rs->tables);
 	free(rs->chains);
 	free(rs->sets);
+	free(rs->set_idx);
 	free(rs->objs);
 	free(rs->bad);
 	memset(rs, 0, sizeof(*rs));
@@ -351,13 +444,8 @@ static int parse_setelems(struct ck_ruleset *rs, const struct nlmsghdr *nlh)
 	}
 	table = nftnl_set_get_str(s, NFTNL_SET_TABLE);
 	name = nftnl_set_get_str(s, NFTNL_SET_NAME);
-	for (size_t i = 0; table && name && i < rs->n_sets; i++) {
-		if (rs->sets[i].family == nfg->nfgen_family &&
-		    strcmp(rs->sets[i].table, table) == 0 && strcmp(rs->sets[i].name, name) == 0) {
-			cs = &rs->sets[i];
-			break;
-		}
-	}
+	if (table && name)
+		cs = (struct ck_set *)ck_set_find(rs, nfg->nfgen_family, table, name);
 	if (!cs) {
 		rc = 0; /* elements of a set not in the dump: nothing refers to them */
 		goto out;
@@ -598,6 +686,7 @@ static int nft_read_once(struct ck_nl *s, struct ck_ruleset *rs, bool *retry, st
 		if (rc < 0)
 			goto out;
 		if (kinds[k] == NFT_MSG_GETSET) {
+			ck_set_index(rs); /* the sets are all here: their elements follow */
 			/* elements of every set, one dump per set */
 			for (size_t i = 0; i < rs->n_sets; i++) {
 				struct nftnl_set *q = nftnl_set_alloc();
@@ -649,11 +738,7 @@ void ck_nft_mark_written(struct ck_ruleset *rs)
 				if (!n || strcmp(n, "dynset") != 0 ||
 				    !(set = nftnl_expr_get_str(x, NFTNL_EXPR_DYNSET_SET_NAME)))
 					continue;
-				for (size_t k = 0; k < rs->n_sets; k++)
-					if (rs->sets[k].family == c->family &&
-					    strcmp(rs->sets[k].table, c->table) == 0 &&
-					    strcmp(rs->sets[k].name, set) == 0)
-						rs->sets[k].written = true;
+				set_each(rs, c->family, c->table, set, set_mark_written, NULL);
 			}
 			nftnl_expr_iter_destroy(it);
 		}

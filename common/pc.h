@@ -463,7 +463,7 @@ int pc_msg_end(const struct pc_msg_r *r, struct pc_err *err);
 #define PC_ENGINE_SOCK	   "engine.sock"
 #define PC_ENG_PROTO	   0x4543 /* "EC" */
 #define PC_ENG_VERSION	   1
-#define PC_ENG_MAX	   (1u << 20) /* largest reply (the metrics text) */
+#define PC_ENG_MAX	   (1u << 22) /* largest reply (the metrics text; 1,000 sandboxes: ~3 MiB) */
 #define PC_ENG_POLICY_MAX  128	      /* "sha256:<64 hex>", with room */
 #define PC_ENG_MESSAGE_MAX 4096
 enum pc_eng_type {

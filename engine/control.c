@@ -5,6 +5,7 @@
 #include "engine/engine_int.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -100,6 +101,22 @@ int control_status_json(struct engine *e, char **out)
 	return 0;
 }
 
+/* A reply is one SOCK_SEQPACKET record, which the kernel refuses when it
+ * is longer than the socket's send buffer (default about 200 KiB): the
+ * status and metrics of hundreds of sandboxes are longer (per-sandbox
+ * limits and quotas, per-rule hits). Room for this one (the engine keeps
+ * CAP_NET_ADMIN, which SO_SNDBUFFORCE needs; else up to wmem_max). */
+static void reply_room(int fd, size_t len)
+{
+	int want = len > (size_t)INT_MAX / 2 - 65536 ? INT_MAX / 2 : (int)len + 65536, have = 0;
+	socklen_t sl = sizeof(have);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &have, &sl) == 0 && have >= want + 64)
+		return;
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &want, sizeof(want)) < 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want));
+}
+
 /* One typed reply (common/engmsg.c); a reply that cannot be encoded (too
  * long, out of memory) becomes an error reply saying so. */
 static void reply_send(int fd, const struct pc_eng_reply *r)
@@ -116,7 +133,10 @@ static void reply_send(int fd, const struct pc_eng_reply *r)
 		if (r->type == PC_ENG_ERROR || pc_eng_reply_encode(&e, &b, &l, NULL) < 0)
 			return;
 	}
-	send(fd, b, l, MSG_NOSIGNAL | MSG_DONTWAIT);
+	reply_room(fd, l);
+	if (send(fd, b, l, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		pc_log(PC_LOG_WARN, "engine.sock: reply of %zu bytes not sent: %s", l,
+		       strerror(errno));
 	free(b);
 }
 

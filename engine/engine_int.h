@@ -716,7 +716,8 @@ void cutoff_metrics(struct pc_prom *b, const struct engine *e);
  * table per policy (it holds a reference to it). new: a table of 0s for
  * every allow entry of pol; count (queue threads, lock-free): the
  * decision's final verdict let a flow or DNS query through by rule
- * d->rec.rule; status_json appends ,"rules":[...]; metrics the family
+ * d->rec.rule; status_json appends ,"rules":[...] (the entries with a
+ * hit: the reply stays small with thousands of entries); metrics the family
  * portcullis_engine_rule_hits_total{rule}. h may be NULL (nothing). */
 struct rulehits;
 int rulehits_new(struct policy *pol, struct rulehits **out);
@@ -747,7 +748,7 @@ bool httpm_waiting(const struct engine *e);
 #define CHK_REQ_MAX	 64
 #define CHK_RESULT_MAX	 65536 /* findings beyond this are counted, not sent */
 #define CHK_EXPECT_MAX	 (256u << 20)
-#define CHK_EXPECT_PORTS 64
+#define CHK_EXPECT_PORTS 8192 /* every policy port: 1,000s of sandboxes (issue 20) */
 #define CHK_TEXT_MAX	 4096 /* an error's text */
 enum chk_type { CHK_REQUEST = 1, CHK_EXPECT = 2, CHK_RESULT = 3, CHK_ERROR = 4 };
 int chkmsg_request_encode(const char *trigger, uint8_t *buf, size_t len, struct pc_err *err);

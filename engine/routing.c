@@ -194,8 +194,19 @@ static int monitor_open(int bus, const unsigned *groups, size_t n, struct pc_err
 		if (mnl_socket_setsockopt(nl, NETLINK_ADD_MEMBERSHIP, (void *)&groups[i],
 					  sizeof(groups[i])) < 0)
 			goto fail;
-	/* (a lost event is read as a change: ENOBUFS below) */
-	(void)setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	/* (a lost event is read as a change: ENOBUFS below) The engine's own
+	 * install sends an event per table, chain, set and rule: at 100
+	 * sandboxes (thousands of objects) they overflowed 1 MiB, the loss
+	 * read as a foreign change, the tables were installed again, and lost
+	 * again — the sandboxes stayed cut off (issue 20). Room for 1,000
+	 * sandboxes' install (memory is used only while events wait; the
+	 * engine keeps CAP_NET_ADMIN, which SO_RCVBUFFORCE needs). */
+	if (bus == NETLINK_NETFILTER)
+		rcvbuf = 1 << 27;
+	if (setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) <
+	    0)
+		(void)setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVBUF, &rcvbuf,
+				 sizeof(rcvbuf));
 	fd = dup(mnl_socket_get_fd(nl));
 	mnl_socket_close(nl);
 	if (fd < 0)

@@ -115,14 +115,21 @@ void rulehits_count(struct rulehits *h, const struct decision *d)
 	/* not this table's policy (a decision made just before a reload): not counted */
 }
 
+/* Only the entries that matched: a gateway of 1,000 sandboxes has 50,000
+ * entries, most of them idle, and the status reply must stay one message
+ * of engine.sock (PC_ENG_MAX; `portcullis metrics` has every entry). */
 int rulehits_status_json(struct rulehits *h, char **buf, size_t *len)
 {
 	int rc = pc_buf_appendf(buf, len, ",\"rules\":[");
+	bool first = true;
 
 	for (size_t i = 0; rc == 0 && h && i < h->n; i++) {
 		const struct policy_allow *r = h->rules[i];
 
-		rc = pc_buf_appendf(buf, len, "%s{\"rule\":", i ? "," : "");
+		if (atomic_load(&h->hits[i]) == 0)
+			continue;
+		rc = pc_buf_appendf(buf, len, "%s{\"rule\":", first ? "" : ",");
+		first = false;
 		rc = rc ? rc : pc_buf_append_json(buf, len, r->rule);
 		rc = rc ? rc : pc_buf_appendf(buf, len, ",\"file\":");
 		rc = rc ? rc : pc_buf_append_json(buf, len, r->file ? r->file : "");

@@ -19,10 +19,15 @@
 #define NFT_TYPE_IP6ADDR 8
 #define NFT_TYPE_IFINDEX 20
 #define NFT_TYPE_MARK	 19
-/* Elements a meter holds at most: one per sandbox port that sent a new
- * flow in the last timeout (a full meter makes the rule not match: the
- * packet goes on to the queue, never to an accept). */
-#define METER_SIZE 65535
+/* A meter declares no size (issue 20, 1,000 sandboxes): the kernel sizes
+ * a set's hash table for its declared size at creation — 65,535 elements
+ * took a 1 MiB table, cleared, per meter, two meters per sandbox: 2 GiB of
+ * kernel memory and seconds per reload at 1,000 sandboxes. Undeclared, the
+ * table starts small and grows with the elements (one per sandbox port
+ * that sent a new flow in the last timeout); a dynamic set without a size
+ * holds at most 65,535 elements (nft_dynset_init), as before, and a full
+ * meter still makes the rule not match: the packet goes on to the queue,
+ * never to an accept. */
 
 struct range {
 	uint8_t lo[16], hi[16];
@@ -196,7 +201,6 @@ struct nftnl_set *nftset_meter(uint16_t family, const char *name)
 
 	if (!s)
 		return NULL;
-	nftnl_set_set_u32(s, NFTNL_SET_DESC_SIZE, METER_SIZE);
 	if (set_key_host_order(s) < 0) {
 		nftnl_set_free(s);
 		return NULL;

@@ -322,6 +322,48 @@ const struct policy_sandbox *policy_sandbox_by_source(const struct policy *p,
 	return b.found == UINT32_MAX || b.many ? NULL : &p->sb[b.found];
 }
 
+struct fromsrc {
+	const struct policy *p;
+	const struct pc_addr *a;
+	size_t from;
+	uint32_t found; /* UINT32_MAX: none */
+};
+
+static bool fromsrc_visit(uint32_t v, void *arg)
+{
+	struct fromsrc *f = arg;
+	const struct policy_match *m = &f->p->sb[v].match;
+	size_t i;
+
+	if (v < f->from || v >= f->found)
+		return false;
+	for (i = 0; i < m->n_sources && !pc_prefix_contains(&m->sources[i], f->a); i++) {
+	}
+	if (i < m->n_sources)
+		f->found = v;
+	return false; /* a longer prefix may belong to an earlier sandbox */
+}
+
+const struct policy_sandbox *policy_sandbox_by_addr_from(const struct policy *p,
+							 const struct pc_addr *addr, size_t *from)
+{
+	struct fromsrc f = {p, addr, 0, UINT32_MAX};
+
+	if (!p || !addr || !from)
+		return NULL;
+	f.from = *from;
+	if (addr->family == AF_INET)
+		ptrie_walk(&p->src4, addr->a, fromsrc_visit, &f);
+	else if (addr->family == AF_INET6)
+		ptrie_walk(&p->src6, addr->a, fromsrc_visit, &f);
+	if (f.found == UINT32_MAX) {
+		*from = p->n_sb;
+		return NULL;
+	}
+	*from = (size_t)f.found + 1;
+	return &p->sb[f.found];
+}
+
 const struct policy_sandbox *policy_sandbox_match(const struct policy *p,
 						  const struct policy_src *src)
 {

@@ -284,6 +284,18 @@ const struct policy_sandbox *policy_sandbox_match(const struct policy *p,
 const struct policy_sandbox *policy_sandbox_by_source(const struct policy *p,
 						      const struct pc_addr *addr);
 
+/* The first sandbox, in index order from *from on, one of whose
+ * match.source prefixes contains addr, whatever its mac and port
+ * selectors; *from moves past it (to policy_sandbox_count when there is
+ * none, then NULL). For the engine's questions about a destination or an
+ * answer's receiver ("is this a sandbox?"; sources may overlap between
+ * sandboxes told apart by MAC or port: the next one). Cost: the address's
+ * length and the sandboxes whose sources contain it, through the policy's
+ * trie of sources — never a scan of the sandboxes (issue 20: a gateway of
+ * 1,000 sandboxes pays per new flow what a gateway of one does). */
+const struct policy_sandbox *policy_sandbox_by_addr_from(const struct policy *p,
+							 const struct pc_addr *addr, size_t *from);
+
 /* Allow entries: allowed when any entry matches; *rule (may be NULL) is set
  * to the first matching entry in file order. proto is IPPROTO_TCP or
  * IPPROTO_UDP. Names are compared case-insensitively, a trailing dot

@@ -505,7 +505,7 @@ static size_t expect_raw(uint8_t *b, size_t cap, uint8_t n_listen, uint8_t brnf,
 
 START_TEST(chk_expect_refuses_malformed)
 {
-	static uint8_t b[4096];
+	static uint8_t b[1 << 17]; /* room for CHK_EXPECT_PORTS + 1 port names */
 	struct chk_expect_in *in = calloc(1, sizeof(*in));
 	struct checker_expect ex;
 	struct pc_err err;
@@ -524,7 +524,8 @@ START_TEST(chk_expect_refuses_malformed)
 	    chkmsg_expect_decode(b, expect_raw(b, sizeof(b), 0, 2, 0, "", "", 0), in, &err),
 	    PC_EPARSE);
 	ck_assert_int_eq(
-	    chkmsg_expect_decode(b, expect_raw(b, sizeof(b), 0, 0, 65, "vmtap0", "", 0), in, &err),
+	    chkmsg_expect_decode(
+		b, expect_raw(b, sizeof(b), 0, 0, CHK_EXPECT_PORTS + 1, "vmtap0", "", 0), in, &err),
 	    PC_EPARSE);
 	/* an empty port name, one longer than an interface name can be */
 	ck_assert_int_eq(

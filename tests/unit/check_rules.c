@@ -561,6 +561,67 @@ START_TEST(sandbox_by_source_ignores_mac_and_port_refuses_ambiguity)
 }
 END_TEST
 
+/* issue 20: the engine's "is this address a sandbox's?" (every new flow's
+ * destination, every DNS answer's receiver) walks the trie of sources:
+ * sandboxes in index (name) order from *from on, overlapping sources one
+ * after the other, and a policy of 1,000 sandboxes answered for its last
+ * one as for its first. */
+START_TEST(sandbox_by_addr_walks_the_source_trie_in_order)
+{
+	static const char y[] =
+	    "- {sandbox: a-wide, match: {source: 10.205.0.0/24, port: tap1}}\n"
+	    "- {sandbox: b-narrow, match: {source: [10.205.0.7/32, 'fd00::7/128'], port: tap2}}\n"
+	    "- {sandbox: c-other, match: {source: 10.206.0.1/32, port: tap3}}\n"
+	    "- {sandbox: d-maconly, match: {mac: '02:00:5e:10:00:01', port: tap4}}\n";
+	struct policy *p = load(y), *big;
+	struct pc_addr a;
+	size_t from = 0;
+	char *many = NULL, line[160];
+	size_t len = 0;
+
+	a = addr("10.205.0.7"); /* in a-wide and b-narrow: both, in order */
+	ck_assert_str_eq(policy_sandbox_by_addr_from(p, &a, &from)->name, "a-wide");
+	ck_assert_uint_eq(from, 1);
+	ck_assert_str_eq(policy_sandbox_by_addr_from(p, &a, &from)->name, "b-narrow");
+	ck_assert_uint_eq(from, 2);
+	ck_assert_ptr_null(policy_sandbox_by_addr_from(p, &a, &from));
+	ck_assert_uint_eq(from, policy_sandbox_count(p));
+	from = 0;
+	a = addr("fd00::7");
+	ck_assert_str_eq(policy_sandbox_by_addr_from(p, &a, &from)->name, "b-narrow");
+	from = 0;
+	a = addr("10.207.0.1"); /* nobody's */
+	ck_assert_ptr_null(policy_sandbox_by_addr_from(p, &a, &from));
+	ck_assert_ptr_null(policy_sandbox_by_addr_from(p, NULL, &from));
+	ck_assert_ptr_null(policy_sandbox_by_addr_from(NULL, &a, &from));
+	ck_assert_ptr_null(policy_sandbox_by_addr_from(p, &a, NULL));
+	policy_unref(p);
+
+	for (int k = 0; k < 1000; k++) {
+		snprintf(
+		    line, sizeof(line),
+		    "- {sandbox: sb%04d, match: {source: 'fd00:203::1:%x/128', port: pcs%d}}\n", k,
+		    k, k);
+		ck_assert_int_eq(pc_buf_appendf(&many, &len, "%s", line), 0);
+	}
+	big = load(many);
+	ck_assert_uint_eq(policy_sandbox_count(big), 1000);
+	for (int k = 0; k < 1000; k += 333) {
+		char want[16], at[64];
+
+		snprintf(at, sizeof(at), "fd00:203::1:%x", k);
+		snprintf(want, sizeof(want), "sb%04d", k);
+		a = addr(at);
+		from = 0;
+		ck_assert_str_eq(policy_sandbox_by_addr_from(big, &a, &from)->name, want);
+		ck_assert_uint_eq(from, (size_t)k + 1);
+		ck_assert_ptr_null(policy_sandbox_by_addr_from(big, &a, &from));
+	}
+	policy_unref(big);
+	free(many);
+}
+END_TEST
+
 START_TEST(hand_built_sandbox_is_scanned)
 {
 	struct policy_portrange ports[] = {{443, 443}};
@@ -839,7 +900,8 @@ static Suite *rules_suite(void)
 		      cidr_v4_v6_ports_and_proto, first_matching_entry_in_file_order_is_reported,
 		      secrets_by_host_and_name, sandbox_selected_by_source_mac_and_port,
 		      sandbox_by_source_ignores_mac_and_port_refuses_ambiguity,
-		      hand_built_sandbox_is_scanned, indexed_lookups_agree_with_a_scan);
+		      sandbox_by_addr_walks_the_source_trie_in_order, hand_built_sandbox_is_scanned,
+		      indexed_lookups_agree_with_a_scan);
 	tcase_add_loop_test(tc, hash_equal_for_equal_meaning, 0,
 			    (int)(sizeof(same) / sizeof(*same)));
 	tcase_add_loop_test(tc, hash_differs_for_different_meaning, 0,
