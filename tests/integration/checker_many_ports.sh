@@ -14,6 +14,16 @@ set -u
 
 ck_setup 2
 P2=$(lab_sb_port 2)
+
+# a policy the engine could not build: check says so in words (the error's
+# parts once ran together: "building the engine's rulesetpolicysandbox ...")
+printf 'sandbox: aaa-x\nmatch: { source: %s/32 }\nallow:\n  - host: pypi.test\n    ports: [443]\n' \
+	"$(lab_sb_ip4 1)" >"$GUARD_DIR/rules.d/aaa-x.yaml"
+out=$(ck_pc check 2>&1) && rc=0 || rc=$?
+t_eq "overlapping sandboxes: check exits 3 (could not run)" 3 "$rc"
+t_match "... and says which step, then why" \
+	"building the engine's ruleset: policy: sandbox '(agent-1|aaa-x)' can claim the same packets" "$out"
+rm -f "$GUARD_DIR/rules.d/aaa-x.yaml"
 {
 	for i in $(seq -w 0 69); do
 		printf -- '---\nsandbox: aaa-%s\nmatch: { source: 10.204.0.%d/32, port: pcf%s }\nallow:\n  - host: pypi.test\n    ports: [443]\n' "$i" "$((10#$i + 1))" "$i"
