@@ -355,7 +355,7 @@ static int expect_build(const struct config *cfg, const struct policy *given, co
 
 	rc = given ? 0 : policy_load_dir(cfg->rules_dir, cfg, &pol, err);
 	if (rc < 0) {
-		pc_err_prefix(err, "policy");
+		pc_err_prefix(err, "policy: ");
 		goto out;
 	}
 	use = given ? given : pol;
@@ -511,7 +511,7 @@ int checker_run(const struct config *cfg, const struct checker_expect *ex_in, co
 	 * of the engine: the queues must be bound by that parent */
 	rc = state_read(&st, br, ex_in ? (int)getppid() : 0, err);
 	if (rc < 0) {
-		pc_err_prefix(err, "reading the kernel state");
+		pc_err_prefix(err, "reading the kernel state: ");
 		goto out;
 	}
 	if (ex_in) {
@@ -519,7 +519,7 @@ int checker_run(const struct config *cfg, const struct checker_expect *ex_in, co
 	} else {
 		rc = expect_build(cfg, NULL, br, &st, &ex, &owned, err);
 		if (rc < 0) {
-			pc_err_prefix(err, "building the engine's ruleset");
+			pc_err_prefix(err, "building the engine's ruleset: ");
 			goto out;
 		}
 	}
