@@ -122,7 +122,7 @@ PY
 col=$!
 for _ in $(seq 50); do [ -S "$D/col.sock" ] && break; sleep 0.1; done
 chmod 666 "$D/col.sock"
-lg_config checkpoint: "  records: 10" "  interval_ms: 5000" syslog: "  local: true" "  socket: $D/col.sock"
+lg_config checkpoint: "  records: 10" "  interval_ms: 5000" syslog: "  local: true" "  socket: $D/col.sock" "  enterprise_number: 32473"
 logd_start
 t_match "25 records acknowledged" "^acked 26$" "$(lg_client -n 25 -b 5 -q)"
 sleep 0.5 # the exporter sends what it was given
