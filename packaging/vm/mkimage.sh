@@ -26,7 +26,7 @@ file "$busybox" 2>/dev/null | grep -q dynamically && { echo "vm-image: $busybox 
 
 # up to date? (the inputs' names and contents)
 stamp=$( (echo "$deb"; cat "$here/init" "$here/mkimage.sh" "$here/mkcpio.py" "$here/pymods.py" "$busybox" /usr/bin/curl /usr/bin/python3.11) | sha256sum | cut -c1-16)
-if [ -f "$out/vmlinuz" ] && [ -f "$out/initrd.img" ] && [ -f "$out/tools.img" ] && [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ]; then
+if [ -f "$out/vmlinuz" ] && [ -f "$out/vmlinux" ] && [ -f "$out/initrd.img" ] && [ -f "$out/tools.img" ] && [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ]; then
 	exit 0
 fi
 rm -rf "$out/x" "$out/root"
@@ -119,6 +119,24 @@ command -v lz4 >/dev/null || { echo "vm-image: lz4 is not installed (make deps)"
 lz4 -l -9 -q -f "$out/initrd.cpio" "$out/initrd.img"
 rm -f "$out/initrd.cpio"
 cp "$out/x/boot/vmlinuz-$kver" "$out/vmlinuz"
+# The same kernel uncompressed (an ELF with its PVH entry point, which the
+# cloud kernel has: CONFIG_PVH): QEMU loads it and starts it directly, with
+# no decompressor to run under software emulation (docs/sandbox.md, "Boot
+# time"). Cut from the bzImage's payload (setup header fields payload_offset
+# and payload_length; the kernel is LZ4: CONFIG_KERNEL_LZ4) less the 4-byte
+# size the kernel's build appends; vmlinuz stays for what wants a bzImage.
+python3 - "$out/vmlinuz" "$out/vmlinux.lz4" <<'EOF'
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+setup = (d[0x1f1] or 4) + 1
+off, length = struct.unpack_from("<II", d, 0x248)
+start = setup * 512 + off
+if d[start:start + 4] != bytes.fromhex("02214c18"):
+    sys.exit("vm-image: the kernel's payload is not LZ4 (legacy frame)")
+open(sys.argv[2], "wb").write(d[start:start + length - 4])
+EOF
+lz4 -d -q -f "$out/vmlinux.lz4" "$out/vmlinux" || { echo "vm-image: could not uncompress the kernel" >&2; exit 1; }
+rm -f "$out/vmlinux.lz4"
 rm -rf "$out/x" "$out/root" "$t"
 echo "$stamp" >"$out/stamp"
-echo "vm-image: $out/vmlinuz ($kver), $out/initrd.img ($(du -k "$out/initrd.img" | cut -f1) KiB) and $out/tools.img ($(du -k "$out/tools.img" | cut -f1) KiB)"
+echo "vm-image: $out/vmlinuz and vmlinux ($kver), $out/initrd.img ($(du -k "$out/initrd.img" | cut -f1) KiB) and $out/tools.img ($(du -k "$out/tools.img" | cut -f1) KiB)"

@@ -10,6 +10,7 @@
 # The accelerator: auto (the default) says which it chose and why, falls
 # back to TCG when /dev/kvm does not work (here /dev/null bound over it in
 # the launcher's mount namespace), and --accel tcg is taken without a probe.
+# The kernel QEMU gets: vmlinux beside vmlinuz when not older, else vmlinuz.
 set -u
 export PC_TOP=${PC_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
 command -v qemu-system-x86_64 >/dev/null ||
@@ -89,8 +90,27 @@ t_match "... under TCG, saying why" \
 t_match "... and the command ran" "guest up" "$OUT"
 t_match "the log says which accelerator ran the VM" "command sh started in a VM \(software emulation, TCG; auto, " \
 	"$(gw_pc log show | tr '\n' ' ')"
-OUT=$(gw_pc sandbox run "${VM[@]}" --accel tcg --name vm3 --allow api.github.test -- true 2>&1) && RC=0 || RC=$?
+
+# the kernel QEMU is given: vmlinux beside vmlinuz when it is not older
+# (make vm-image writes it after vmlinuz), vmlinuz otherwise. A vmlinux that
+# is not a kernel shows which one QEMU got: older, the VM boots (vmlinuz);
+# newer, QEMU cannot load it and the run fails
+IMG2=$LAB_DIR/img2
+mkdir -p "$IMG2"
+for f in vmlinuz initrd.img tools.img; do ln -sf "$IMG/$f" "$IMG2/$f"; done
+echo "not a kernel" >"$IMG2/vmlinux"
+touch -d @0 "$IMG2/vmlinux"
+OUT=$(gw_pc sandbox run --vm --kernel "$IMG2/vmlinuz" --initrd "$IMG2/initrd.img" --accel tcg --name vm3 \
+	--allow api.github.test -- sh -c 'echo guest up' 2>&1) && RC=0 || RC=$?
 t_match "--accel tcg is taken as asked, without a probe" "accelerator: --accel tcg" "$OUT"
+t_eq "a vmlinux older than vmlinuz is not used: the VM boots" 0 "$RC"
+t_match "... and the command ran" "guest up" "$OUT"
+touch "$IMG2/vmlinux"
+OUT=$(gw_pc sandbox run --vm --kernel "$IMG2/vmlinuz" --initrd "$IMG2/initrd.img" --accel tcg --name vm4 \
+	--allow api.github.test -- sh -c 'echo guest up' 2>&1) && RC=0 || RC=$?
+t_ok "a vmlinux beside vmlinuz and not older is the kernel QEMU gets (here not a kernel: no boot)" [ "$RC" -ne 0 ]
+t_match "... the run says the VM ended without the command's status" "ended without the command's status" "$OUT"
+t_nomatch "... and no command ran" "guest up" "$OUT"
 OUT=$(gw_pc sandbox run --vm --accel fast --allow api.github.test -- true 2>&1) && RC=0 || RC=$?
 t_eq "--accel fast: a usage error (2)" 2 "$RC"
 t_match "... naming the choices" "auto, kvm or tcg" "$OUT"
