@@ -366,6 +366,10 @@ lab_up() { # [sandboxes=2]
 	# The sandbox bridge. Bridged frames do not go through the inet hooks
 	# (bridge-nf-call-* off): sandbox traffic is routed by the gateway.
 	lab_gw ip link add $LAB_BR type bridge
+	# its random address set as its own: a bridge whose address is not set
+	# takes its lowest port's, so a VM's tap joining later could change the
+	# gateway's MAC under the sandboxes (and under ESC_GW_MAC)
+	lab_gw ip link set $LAB_BR address "$(lab_gw cat /sys/class/net/$LAB_BR/address)"
 	lab_gw ip addr add $LAB_GW4/24 dev $LAB_BR
 	lab_gw ip -6 addr add $LAB_GW6/64 dev $LAB_BR nodad
 	lab_gw ip link set $LAB_BR up
