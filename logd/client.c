@@ -80,8 +80,8 @@ uint64_t logc_last_seq(const struct logc *lc)
 /* Read the acknowledgements already queued, without waiting; it stops
  * once every record sent is acknowledged (logd sends nothing more then:
  * no recv just to see EAGAIN, one system call less per flush).
- * 0 ok, <0 the connection is broken (and has been reset). */
-static int logc_drain(struct logc *lc, struct pc_err *err)
+ * 0 ok, <0 the connection is broken (left for the caller to reset). */
+static int take_acks(struct logc *lc, struct pc_err *err)
 {
 	uint8_t buf[LOGWIRE_ACK_LEN + 1];
 
@@ -94,30 +94,42 @@ static int logc_drain(struct logc *lc, struct pc_err *err)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return 0;
-		if (n < 0) {
-			pc_err_errno(err, PC_EIO, "reading from logd");
-			goto broken;
-		}
-		if (n == 0) {
-			pc_err_set(err, PC_EIO, "logd closed the connection");
-			goto broken;
-		}
+		if (n < 0)
+			return pc_err_errno(err, PC_EIO, "reading from logd");
+		if (n == 0)
+			return pc_err_set(err, PC_EIO, "logd closed the connection");
 		if (logwire_ack_decode(buf, (size_t)n, &count, &seq, err) < 0) {
 			pc_err_prefix(err, "bad acknowledgement from logd: ");
-			goto broken;
+			return PC_EIO;
 		}
-		if (count > lc->sent - lc->acked) {
-			pc_err_set(err, PC_EIO, "logd acknowledged %u records, %llu were pending",
-				   count, (unsigned long long)(lc->sent - lc->acked));
-			goto broken;
-		}
+		if (count > lc->sent - lc->acked)
+			return pc_err_set(err, PC_EIO,
+					  "logd acknowledged %u records, %llu were pending", count,
+					  (unsigned long long)(lc->sent - lc->acked));
 		lc->acked += count;
 		lc->last_seq = seq;
 	}
 	return 0;
-broken:
-	logc_reset(lc, err);
-	return PC_EIO;
+}
+
+static int logc_drain(struct logc *lc, struct pc_err *err)
+{
+	int rc = take_acks(lc, err);
+
+	if (rc < 0)
+		logc_reset(lc, err);
+	return rc;
+}
+
+/* The connection failed under a send or a wait: logd may have written and
+ * acknowledged part of what was sent before it ended the session (a write
+ * that failed after one that did not). Those acknowledgements are still in
+ * the receive queue; read them first, so the caller knows how far its
+ * records got and nothing acknowledged counts as lost. */
+static void logc_drop(struct logc *lc, const struct pc_err *why)
+{
+	take_acks(lc, NULL);
+	logc_reset(lc, why);
 }
 
 static int logc_connect(struct logc *lc, struct pc_err *err)
@@ -182,7 +194,7 @@ static int send_dgram(struct logc *lc, const uint8_t *buf, size_t n, unsigned nr
 		}
 		/* logd went away (restart): one fresh connection, then give up. */
 		pc_err_errno(err, PC_EIO, "sending to logd");
-		logc_reset(lc, err);
+		logc_drop(lc, err);
 		if (attempt > 0 || (rc = logc_connect(lc, err)) < 0)
 			return PC_EIO;
 	}
@@ -296,7 +308,7 @@ int logc_flush(struct logc *lc, int timeout_ms, struct pc_err *err)
 		p.events = POLLIN;
 		if (poll(&p, 1, (int)(deadline - now)) < 0 && errno != EINTR) {
 			pc_err_errno(err, PC_EIO, "waiting for logd");
-			logc_reset(lc, err);
+			logc_drop(lc, err);
 			continue;
 		}
 		logc_drain(lc, err);

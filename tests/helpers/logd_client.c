@@ -3,13 +3,15 @@
  * logd acknowledged, for the logd integration tests and the benchmark.
  *
  *   logd_client SOCKET [-n N] [-b BATCH] [-t TIMEOUT_MS] [-s SANDBOX] [-q]
- *               [-a ACTION] [-V VERDICT] [-m MESSAGE] [-U USER]
+ *               [-a ACTION] [-V VERDICT] [-m MESSAGE] [-U USER] [-w MS]
  *       send N records, flush every BATCH; prints "acked SEQ" after each
  *       successful flush (-q: only the last), exits 1 at the first failure.
  *       -a: the action by name (connect, http-request, ...; default
  *       connect), -V: allowed, refused or none (default: alternating),
  *       -m: the message; -U: connect first, then drop to USER and send
- *       (as a daemon that connects before its privilege drop)
+ *       (as a daemon that connects before its privilege drop); -w: wait
+ *       MS after each send, so that logd takes each record in a round of
+ *       its own (and acknowledges it before it reads the next)
  *   logd_client SOCKET --malformed KIND
  *       send one malformed message; prints "closed" if logd ended the
  *       session, "open" if it did not (KIND: short, version, length, tag,
@@ -98,7 +100,7 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {{"malformed", required_argument, NULL, 'M'},
 					     {NULL, 0, NULL, 0}};
-	long n = 1, batch = 1, timeout = 2000;
+	long n = 1, batch = 1, timeout = 2000, pause_ms = 0;
 	const char *sandbox = "agent-1", *path, *message = NULL, *drop = NULL;
 	int action = LOGREC_CONNECT, verdict = -1;
 	bool quiet = false;
@@ -106,7 +108,7 @@ int main(int argc, char **argv)
 	struct pc_err err;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "n:b:t:s:qa:V:m:U:", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:b:t:s:qa:V:m:U:w:", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			n = atol(optarg);
@@ -140,6 +142,9 @@ int main(int argc, char **argv)
 			break;
 		case 'U':
 			drop = optarg;
+			break;
+		case 'w':
+			pause_ms = atol(optarg);
 			break;
 		case 'M':
 			if (optind >= argc)
@@ -194,6 +199,8 @@ int main(int argc, char **argv)
 			logc_close(lc);
 			return 1;
 		}
+		if (pause_ms > 0)
+			poll(NULL, 0, (int)pause_ms);
 		if ((i + 1) % batch == 0 || i + 1 == n) {
 			if (logc_flush(lc, (int)timeout, &err) < 0) {
 				fprintf(stderr,
