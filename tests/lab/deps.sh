@@ -11,7 +11,8 @@ dnsmasq-base nginx-light openssl curl dnsutils socat python3 iperf3 iputils-ping
 rsyslog rsyslog-openssl gnuplot-nox dnsperf debhelper lintian debootstrap valgrind
 systemd man-db logrotate prometheus
 frama-c-base
-qemu-system-x86 busybox-static lz4"
+qemu-system-x86 busybox-static lz4
+libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients"
 
 missing=""
 for p in $PKGS; do
@@ -39,11 +40,16 @@ if [ -n "$missing" ]; then
 	[ "${rc:-0}" -eq 0 ] || { echo "deps: apt-get install failed" >&2; exit 1; }
 fi
 
-# The daemons' own users, as the Debian package creates them.
-for u in portcullis portcullis-log portcullis-vault portcullis-vworker; do
+# The daemons' own users, as the Debian package creates them; and
+# libvirt-qemu, which libvirt's QEMU driver looks up before it reads its
+# configuration (libvirt-daemon-system would create it, but would also start
+# libvirtd system-wide; tests/integration/sandbox_libvirt_doc.sh runs a
+# libvirtd of its own and needs only the user to exist).
+for u in portcullis portcullis-log portcullis-vault portcullis-vworker libvirt-qemu; do
 	if ! getent passwd "$u" >/dev/null; then
 		[ "$(id -u)" -eq 0 ] || { echo "deps: user $u missing (run as root)" >&2; exit 1; }
 		useradd --system --no-create-home --home-dir /nonexistent \
 			--shell /usr/sbin/nologin --user-group "$u"
 	fi
 done
+

@@ -3,7 +3,7 @@
 <!-- lab: KIND --> line followed by a fenced block, for the KINDs asked,
 written to OUTDIR/NN-KIND.sh in page order, so a test runs the page's own
 text, never a retyped copy (tests/integration/install_walkthrough.sh,
-sandbox_qemu_doc.sh). Usage: doc_blocks.py PAGE OUTDIR KIND..."""
+sandbox_qemu_doc.sh, sandbox_libvirt_doc.sh). Usage: doc_blocks.py PAGE OUTDIR KIND..."""
 import os
 import re
 import sys
