@@ -17,7 +17,10 @@
 # advertisements on the bridge, and the namespace sandbox beside the VM
 # must take nothing from it), DNS rebinding (allowed names answering a
 # metadata or a private address).
-# Not yet from the VM: the vault classes (the namespace suite runs them).
+# The vault from the VM: the placeholder to its bound host (the control),
+# in the path, a cookie, under another Host, to another allowed name on the
+# bound host's address, in Basic credentials; the namespace suite
+# (vault.sh) runs the vault's classes in full.
 set -u
 export PC_TOP=${PC_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
 command -v qemu-system-x86_64 >/dev/null ||
@@ -69,6 +72,17 @@ $C dns --server 198.51.100.53 --name api.github.test --qtype TXT >/dev/null 2>&1
 # private host
 curl -sk --max-time 8 https://meta.evil.test/ >/dev/null 2>&1; ok rebind-meta $?
 curl -sk --max-time 8 https://internal.evil.test/ >/dev/null 2>&1; ok rebind-internal $?
+# the vault: the placeholder to its bound host (the control), then where it
+# may not go: the path, a cookie, a Host naming another host, another
+# allowed name on the bound host's address, Basic credentials toward it
+P=$GITHUB_TOKEN
+curl -sS --max-time 20 -H "Authorization: Bearer $P" https://api.github.test/echo 2>&1 | sed 's/^/vault-ctl /'
+vc() { n=$1; shift; echo "vault-$n $(curl -s --max-time 10 -o /dev/null -w '%{http_code}' "$@")"; }
+vc path "https://api.github.test/echo/$P"
+vc cookie -H "Cookie: t=$P" https://api.github.test/echo
+vc host -H "Host: paste.evil.test" -H "Authorization: Bearer $P" https://api.github.test/echo
+vc www -H "Authorization: Bearer $P" https://www.github.test/echo
+vc basic -u "agent:$P" https://www.github.test/echo
 $C synflood --dst 203.0.113.99 --dport 443 --count 2000 >/dev/null 2>&1; ok synflood $?
 curl -sS --max-time 20 --local-port 40003 -o /dev/null -w 'ctl-after %{http_code}\n' https://api.github.test/ 2>&1
 # IPv6 autoconfiguration, last (taking the link down drops its addresses):
@@ -122,12 +136,13 @@ ra_count() { # file
 }
 ra_capture "$LAB_GW" any "$LAB_DIR/ra-gw.pcap"
 ra_capture "$(lab_sb_ns 1)" eth0 "$LAB_DIR/ra-sb1.pcap"
+NGX0=$(wc -l <"$LAB_DIR/nginx-access.log")
 T_BOOT=$(date +%s.%N)
 vm_begin() { esc_begin "$1"; ESC_T0=$T_BOOT; }
 vm_begin "boot a VM and run the attempts in it"
 OUT=$(gw_pc sandbox run --vm --kernel "$IMG/vmlinuz" --initrd "$IMG/initrd.img" --name vmesc \
-	--allow api.github.test --allow meta.evil.test --allow internal.evil.test \
-	--env ESC_GW_MAC="$ESC_GW_MAC" -- sh -c "$SCRIPT" 2>&1) && RC=0 || RC=$?
+	--allow api.github.test --allow www.github.test --allow meta.evil.test --allow internal.evil.test \
+	--secret GITHUB_TOKEN --env ESC_GW_MAC="$ESC_GW_MAC" -- sh -c "$SCRIPT" 2>&1) && RC=0 || RC=$?
 t_eq "the guest ran the attempts (exit 0)" 0 "$RC"
 printf '%s\n' "$OUT" | grep -E '^(result|ctl-)' | t_diag "$(cat)"
 t_match "the guest's crafter ran (python3 in the image)" "result direct-syn 0" "$OUT"
@@ -214,6 +229,23 @@ r=$(guard_records | grep -F "\"destination.ip\":\"$LAB_META4\"" | tail -1 |
 	python3 -c 'import json,sys; l=sys.stdin.read().strip(); print(json.loads(l).get("event.reason","") if l else "(no record)")')
 t_eq "refused: the answer's address was not learned" "no allowed name resolved to this address" "$r"
 esc_end "refused" "nothing upstream; log: \"$r\""
+
+vm_begin "the vault: the placeholder from the VM to its bound host, and where it may not go"
+ngx_new() { tail -n +$((NGX0 + 1)) "$LAB_DIR/nginx-access.log"; }
+t_match "control: the bound host answered, echoing the placeholder (the value scrubbed)" \
+	"vault-ctl host=api.github.test auth=Bearer $PH" "$OUT"
+t_eq "control: the upstream received the real token, once, from api.github.test" 1 \
+	"$(ngx_new | grep -F "auth=\"Bearer $VALUE\"" | grep -c " api.github.test ")"
+t_eq "the real token reached no other request upstream" 1 "$(ngx_new | grep -cF "$VALUE")"
+t_eq "the placeholder reached the upstream in no form" 0 "$(ngx_new | grep -cF "$PH")"
+for c in path:403 cookie:403 host:400\|421 www:403 basic:403; do
+	t_match "the placeholder in/with ${c%%:*}: refused (${c#*:})" "vault-${c%%:*} (${c#*:})\$" \
+		"$(printf '%s\n' "$OUT" | grep "^vault-${c%%:*} ")"
+done
+t_nomatch "the guest never saw the real token" "$VALUE" "$OUT"
+n=$(guard_records | grep -F '"event.action":"exfiltration"' | grep -cF '"portcullis.sandbox":"vmesc"' || true)
+t_lt "exfiltration records for the VM's refusals (at least 4)" 3 "$n"
+esc_end "refused" "guest: 403/400 per attempt; nginx: only the control's request carried the value; log: $n exfiltration records"
 
 vm_begin "router advertisement from the guest (default router, a prefix to autoconfigure from)"
 t_match "the guest's crafter sent its advertisements" "result ra 0" "$OUT"
