@@ -133,6 +133,14 @@ static bool msg_uid(struct msghdr *mh, uid_t *uid)
 			struct ucred cr;
 
 			memcpy(&cr, CMSG_DATA(c), sizeof(cr));
+			/* pid 0: the kernel attached no credentials when the
+			 * message was sent (the socket did not ask for them
+			 * yet) and reports the overflow uid (65534) for them;
+			 * that is nobody's uid, so these are none. A sender
+			 * cannot claim pid 0 itself (scm_check_creds) unless
+			 * it is root already. */
+			if (cr.pid == 0)
+				return false;
 			*uid = cr.uid;
 			return true;
 		}
@@ -291,9 +299,9 @@ static int client_read(struct server *s, struct client *c, struct pc_err *err)
 				client_close(s, c);
 				break;
 			}
-			/* none: sent between the accept and SO_PASSCRED
-			 * on it; the connection's own credentials, which
-			 * let it in, are the sender's then */
+			/* none: queued before the socket asked for them;
+			 * the connection's own credentials (SO_PEERCRED),
+			 * which let it in, are the sender's then */
 			if (!msg_uid(&s->mv[i].msg_hdr, &uid))
 				uid = c->uid;
 			if (client_dgram(s, c, s->msg[i], s->mv[i].msg_len,
