@@ -123,6 +123,10 @@ static enum logrec_sender uid_sender(const struct server *s, uid_t uid)
  * credentials when it sent, not when it connected — the engine connects
  * as root before it drops privileges — and not what the client claims
  * (only root may pass credentials other than its own). */
+/* The kernel's overflow uid and gid (kernel.overflowuid, overflowgid) at
+ * their default: what it reports for credentials it does not have. */
+#define LOGD_OVERFLOW_ID 65534
+
 static bool msg_uid(struct msghdr *mh, uid_t *uid)
 {
 	if (mh->msg_flags & MSG_CTRUNC)
@@ -133,13 +137,16 @@ static bool msg_uid(struct msghdr *mh, uid_t *uid)
 			struct ucred cr;
 
 			memcpy(&cr, CMSG_DATA(c), sizeof(cr));
-			/* pid 0: the kernel attached no credentials when the
-			 * message was sent (the socket did not ask for them
-			 * yet) and reports the overflow uid (65534) for them;
-			 * that is nobody's uid, so these are none. A sender
-			 * cannot claim pid 0 itself (scm_check_creds) unless
-			 * it is root already. */
-			if (cr.pid == 0)
+			/* pid 0 with the overflow uid and gid: the kernel
+			 * attached no credentials when the message was sent
+			 * (the socket had not asked for them yet), so these
+			 * are none, not nobody's. No sender can claim pid 0
+			 * (the kernel finds no such pid). Only the three
+			 * together: pid 0 alone is also what a sender in a pid
+			 * namespace logd cannot see looks like, and its uid
+			 * is then real. (An overflow uid changed from its
+			 * default makes such messages refused: closed.) */
+			if (cr.pid == 0 && cr.uid == LOGD_OVERFLOW_ID && cr.gid == LOGD_OVERFLOW_ID)
 				return false;
 			*uid = cr.uid;
 			return true;
