@@ -560,6 +560,13 @@ void logd_on_hup(void *ctx);
  * docs/logd.md. */
 bool logrec_sender_may(enum logrec_sender sender, const struct logrec *rec);
 
+/* The uid of a received message's SCM_CREDENTIALS: false when it has none,
+ * or when the kernel attached none when it was sent (pid 0 with the
+ * overflow uid and gid: queued before the socket asked for them); the
+ * connection's own credentials stand for the sender then. */
+struct msghdr;
+bool logd_msg_uid(struct msghdr *mh, uid_t *uid);
+
 /* Can user (uid uid) create and remove a file in the directory of file? A
  * real probe: a child drops to the user as pc_privdrop does for the daemon
  * and creates and removes one; uid (uid_t)-1: this process, as it is

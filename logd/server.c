@@ -127,7 +127,7 @@ static enum logrec_sender uid_sender(const struct server *s, uid_t uid)
  * their default: what it reports for credentials it does not have. */
 #define LOGD_OVERFLOW_ID 65534
 
-static bool msg_uid(struct msghdr *mh, uid_t *uid)
+bool logd_msg_uid(struct msghdr *mh, uid_t *uid)
 {
 	if (mh->msg_flags & MSG_CTRUNC)
 		return false;
@@ -309,7 +309,7 @@ static int client_read(struct server *s, struct client *c, struct pc_err *err)
 			/* none: queued before the socket asked for them;
 			 * the connection's own credentials (SO_PEERCRED),
 			 * which let it in, are the sender's then */
-			if (!msg_uid(&s->mv[i].msg_hdr, &uid))
+			if (!logd_msg_uid(&s->mv[i].msg_hdr, &uid))
 				uid = c->uid;
 			if (client_dgram(s, c, s->msg[i], s->mv[i].msg_len,
 					 s->mv[i].msg_hdr.msg_flags & MSG_TRUNC, uid, err) < 0)

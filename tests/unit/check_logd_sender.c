@@ -236,5 +236,43 @@ START_TEST(daemon_names_the_sender_from_each_message)
 }
 END_TEST
 
+/* What the kernel hands logd with each message, on a real socket pair: a
+ * message queued before the receiver asked for credentials arrives with
+ * pid 0 and the overflow uid, which is "none" (the connection's
+ * credentials stand), not a sender uid 65534 to refuse; one sent after
+ * carries the sender's own uid. */
+static bool recv_uid(int fd, uid_t *uid, bool *has)
+{
+	char buf[16], ctl[CMSG_SPACE(sizeof(struct ucred))];
+	struct iovec iov = {buf, sizeof(buf)};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
+
+	ck_assert_int_gt(recvmsg(fd, &mh, 0), 0);
+	*has = CMSG_FIRSTHDR(&mh) != NULL;
+	return logd_msg_uid(&mh, uid);
+}
+
+START_TEST(credentials_the_kernel_did_not_attach_are_none)
+{
+	int sv[2];
+	uid_t uid = 4242;
+	bool has;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	ck_assert_int_eq(send(sv[0], "before", 6, 0), 6);
+	ck_assert_int_eq(setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &(int){1}, sizeof(int)), 0);
+	ck_assert_int_eq(send(sv[0], "after", 5, 0), 5);
+	/* the kernel does report credentials for the first: pid 0, 65534 */
+	ck_assert(!recv_uid(sv[1], &uid, &has));
+	ck_assert(has);
+	ck_assert_uint_eq(uid, 4242);
+	ck_assert(recv_uid(sv[1], &uid, &has));
+	ck_assert_uint_eq(uid, getuid());
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
 PC_UNIT_SUITE("logd_sender", "core", 30, sender_policy_table, record_json_names_the_sender_logd_set,
-	      daemon_names_the_sender_from_each_message)
+	      daemon_names_the_sender_from_each_message, credentials_the_kernel_did_not_attach_are_none)
