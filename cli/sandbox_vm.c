@@ -50,8 +50,8 @@
  * the ACPI PnP scan (the guest has no PnP devices to find). */
 #define SBVM_FAST_ARGS                                                                             \
 	" cryptomgr.notests tsc=reliable no_timer_check i8042.noaux i8042.nokbd i8042.nopnp"       \
-	" 8250.nr_uarts=1 audit=0 nokaslr mitigations=off random.trust_cpu=on noreplace-smp"      \
-	" pnpacpi=off initcall_blacklist=init_kprobe_trace,crypto_kdf108_init,"                     \
+	" 8250.nr_uarts=1 audit=0 nokaslr mitigations=off random.trust_cpu=on noreplace-smp"       \
+	" pnpacpi=off initcall_blacklist=init_kprobe_trace,crypto_kdf108_init,"                    \
 	"tomoyo_initerface_init,init_ima,crc_t10dif_mod_init"
 /* One vCPU under TCG: no local APIC timer, the HPET is the clock event
  * device. The kernel calibrates the APIC timer for 100 ms of guest time

@@ -275,4 +275,5 @@ START_TEST(credentials_the_kernel_did_not_attach_are_none)
 END_TEST
 
 PC_UNIT_SUITE("logd_sender", "core", 30, sender_policy_table, record_json_names_the_sender_logd_set,
-	      daemon_names_the_sender_from_each_message, credentials_the_kernel_did_not_attach_are_none)
+	      daemon_names_the_sender_from_each_message,
+	      credentials_the_kernel_did_not_attach_are_none)
