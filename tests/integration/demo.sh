@@ -26,7 +26,7 @@ demo() {
 		# built: both steps are quick no-ops here)
 		make -C "$PC_TOP" --no-print-directory -s demo ${vm:+VM=1} </dev/null >"$OUT" 2>&1
 	else
-		PC_BUILD=$PC_BUILD ${vm:+PC_DEMO_VM=1} "$PC_TOP/tests/demo/demo.sh" </dev/null >"$OUT" 2>&1
+		env PC_BUILD="$PC_BUILD" ${vm:+PC_DEMO_VM=1} "$PC_TOP/tests/demo/demo.sh" </dev/null >"$OUT" 2>&1
 	fi
 	rc=$?
 	took=$((SECONDS - start))
