@@ -13,10 +13,9 @@
 # (IPv4 tiny, overlapping, lone non-first; IPv6 tiny), VLAN tags (802.1Q,
 # QinQ), a DNS tunnel through the configured resolver (label, TXT),
 # IPv6 autoconfiguration (the guest solicits a router advertisement), a
-# router advertisement the guest sends (the gateway, made to listen to
-# advertisements on the bridge, and the namespace sandbox beside the VM
-# must take nothing from it), DNS rebinding (allowed names answering a
-# metadata or a private address).
+# router advertisement the guest sends (neither the gateway's own IPv6
+# stack nor the namespace sandbox beside the VM may see it), DNS rebinding
+# (allowed names answering a metadata or a private address).
 # The vault from the VM: the placeholder to its bound host (the control),
 # in the path, a cookie, under another Host, to another allowed name on the
 # bound host's address, in Basic credentials; the namespace suite
