@@ -13,6 +13,7 @@
 #   esc_reason ERE               event.reason of the last log record matching ERE
 #   esc_counter FAMILY CHAIN ERE packets counted by the rules of a chain matching ERE
 #   esc_craft SB ARGS...         tests/escape/craft.py in sandbox SB
+#   esc_gw_snmp6 NAME            the gateway's /proc/net/snmp6 counter NAME
 set -u
 . "$PC_TOP/tests/lib/tap.sh"
 . "$PC_TOP/tests/lab/lab.sh"
@@ -154,6 +155,11 @@ esc_counter() { # family chain ERE: sum of the counters of the rules matching ER
 		awk -v c="$2" '$1 == "chain" && $2 == c {p = 1; next} p && $1 == "}" {p = 0} p' |
 		grep -E -- "$3" |
 		grep -oE 'counter packets [0-9]+' | awk '{s += $3} END {print s + 0}'
+}
+
+# Read directly: nstat keeps a history file other runs on this machine share.
+esc_gw_snmp6() { # name
+	lab_gw awk -v k="$1" '$1 == k { print $2 }' /proc/net/snmp6
 }
 
 esc_craft() { # sandbox args...

@@ -128,13 +128,13 @@ t_ok "sandbox 1's entry for the gateway is not sandbox 2's MAC" test "$n" != "$M
 esc_end "not delivered" "sandbox 1 capture: nothing from $MAC2; its gateway entry: ${n:-none}"
 
 esc_begin "RA: sandbox 2 advertises itself as the default router, with a prefix to autoconfigure from"
-ra_in() { lab_gw awk '$1 == "Icmp6InRouterAdvertisements" { print $2 }' /proc/net/snmp6; }
-r0=$(ra_in)
+r0=$(esc_gw_snmp6 Icmp6InRouterAdvertisements)
 esc_craft 2 ra --prefix 2001:db8:bad:: >/dev/null
 sleep 0.3
 t_eq "sandbox 1 received none" 0 "$(sb_saw 1 "ether src $MAC2 and icmp6 and ip6[40] == 134")"
 t_eq "sandbox 1 has no route from it" "" "$(lab_sb 1 ip -6 route show proto ra)"
-t_eq "none reached the gateway's IPv6 stack (Icmp6InRouterAdvertisements)" "$r0" "$(ra_in)"
+t_eq "none reached the gateway's IPv6 stack (Icmp6InRouterAdvertisements)" "$r0" \
+	"$(esc_gw_snmp6 Icmp6InRouterAdvertisements)"
 t_eq "the gateway took no address from the prefix" "" \
 	"$(lab_gw ip -6 addr show dev "$LAB_BR" | grep -i '2001:db8:bad' || true)"
 esc_end "dropped" "sandbox 1 capture: none; the gateway's ICMPv6 counter unchanged"

@@ -119,8 +119,7 @@ echo "# gateway before the boot: IpReasmReqds $Q0, IpReasmFails+IpExtReasmOverla
 # forwarding interface does; one that listens, accept_ra 2, is a second
 # exit the checker refuses to start a sandbox with), nor sandbox 1 beside
 # the VM; what reaches the VM's port and sandbox 1's is captured.
-ra_in() { lab_gw awk '$1 == "Icmp6InRouterAdvertisements" { print $2 }' /proc/net/snmp6; }
-RA0=$(ra_in)
+RA0=$(esc_gw_snmp6 Icmp6InRouterAdvertisements)
 ra_capture() { # ns iface file
 	ip netns exec "$1" tcpdump -i "$2" -n -U --immediate-mode -w "$3" 'icmp6 and ip6[40] == 134' \
 		2>"$3.err" &
@@ -250,7 +249,8 @@ vm_begin "router advertisement from the guest (default router, a prefix to autoc
 t_match "the guest's crafter sent its advertisements" "result ra 0" "$OUT"
 t_lt "they reached the gateway (captured on the VM's port)" 0 "$(ra_count "$LAB_DIR/ra-gw.pcap")"
 t_eq "sandbox 1, beside the VM, received none" 0 "$(ra_count "$LAB_DIR/ra-sb1.pcap")"
-t_eq "none reached the gateway's IPv6 stack (Icmp6InRouterAdvertisements)" "$RA0" "$(ra_in)"
+t_eq "none reached the gateway's IPv6 stack (Icmp6InRouterAdvertisements)" "$RA0" \
+	"$(esc_gw_snmp6 Icmp6InRouterAdvertisements)"
 t_eq "the gateway took no address from the prefix" "" \
 	"$(lab_gw ip -6 addr show dev "$LAB_BR" | grep -i '2001:db8:bad' || true)"
 t_eq "and no route from it" "" "$(lab_gw ip -6 route show proto ra 2>/dev/null || true)"
