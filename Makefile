@@ -18,7 +18,7 @@ PKGS := libnetfilter_queue libnftnl libmnl ldns libsodium yaml-0.1 openssl libps
 # A missing library is said at once, not found later as a pile of missing
 # headers. The targets that install the libraries (deps, and those that
 # run it first) and those that build nothing may start without them.
-NO_PKG_GOALS := deps test demo escape bench prove deb clean format check-format vm-image
+NO_PKG_GOALS := deps test check soak $(addprefix test-,$(MODULES) packaging) demo escape bench prove deb clean format check-format vm-image
 ifneq ($(filter-out $(NO_PKG_GOALS),$(or $(MAKECMDGOALS),all)),)
 PKG_MISSING := $(shell pkg-config --print-errors --exists $(PKGS) 2>&1)
 ifneq ($(PKG_MISSING),)
@@ -55,7 +55,7 @@ UNIT_SRCS  := $(wildcard tests/unit/check_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 TEST_HELPERS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(wildcard tests/helpers/*.c))
 
-.PHONY: all deps test unit demo bench fuzz fuzz-build prove sanitize valgrind deb install clean escape vm-image \
+.PHONY: all deps test check soak $(addprefix test-,$(MODULES) packaging) unit demo bench fuzz fuzz-build prove sanitize valgrind deb install clean escape vm-image \
 	format check-format
 all: $(BINS) $(UNIT_BINS) $(TEST_HELPERS)
 
@@ -100,13 +100,47 @@ $(BUILD)/checker/cert.o: CPPFLAGS += -DPC_SPEC_SHA256='"$(SPEC_SHA256)"'
 deps:
 	@tests/lab/deps.sh
 
+# The tiers (docs/layout.md "Tests"): `make check` before a commit (static
+# checks, unit tests, each fuzz target's corpus: under 2 minutes),
+# `make test-MODULE` while working on one module (its unit, integration,
+# escape and fault tests), `make test` before a push (everything, the lab
+# tests side by side: J=N sets how many at once), `make soak` for the long
+# generated runs. T=PATTERN: only the tests whose name contains it.
+RUN_OPTS = $(if $(T),--only $(T)) $(if $(J),-j $(J))
 test: deps
+	@$(MAKE) --no-print-directory test-build
+	@tests/run $(RUN_OPTS)
+
+check: deps
+	@$(MAKE) --no-print-directory test-build
+	@FUZZ_SECONDS=0 tests/run --static --unit --fuzz $(RUN_OPTS)
+
+TEST_MODULES := $(MODULES) packaging
+$(addprefix test-,$(TEST_MODULES)): test-%: deps
+	@$(MAKE) --no-print-directory test-build
+	@tests/run --module $* $(RUN_OPTS)
+
+# Longer runs of what `make test` runs bounded: each fuzz target for
+# SOAK_SECONDS (300 by default), and the generated tests with PC_SOAK=1
+# (more cases, other seeds: each test's header says what it does with it).
+SOAK_SECONDS ?= 300
+soak: deps
+	@$(MAKE) --no-print-directory test-build
+	@PC_SOAK=1 FUZZ_SECONDS=$(SOAK_SECONDS) tests/run $(RUN_OPTS)
+
+# What the tests run: the tree and the fuzz targets, both builds at once
+# (they share the jobserver: one build's link waits are the other's
+# compiles).
+.PHONY: test-build test-build-all test-build-fuzz
+test-build:
+	@$(MAKE) --no-print-directory -j$$(nproc) test-build-all test-build-fuzz
+test-build-all:
 	@$(MAKE) --no-print-directory all
+test-build-fuzz:
 	@$(MAKE) --no-print-directory fuzz-build
-	@tests/run $(if $(T),--only $(T))
 
 unit: all
-	@tests/run --unit
+	@tests/run --unit $(RUN_OPTS)
 
 # VM=1: the agent runs in a real QEMU VM (sandbox run --vm) instead of a
 # network namespace
@@ -165,7 +199,7 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(ALL_LIBS)
 # Not a module: no daemon links it, only the check and the fuzz target
 # that compare the engine with it (their objects go first on the line).
 SPEC_OBJS = $(patsubst %.c,$(BUILD)/%.o,$(wildcard spec/*.c))
-SPEC_BINS = $(BUILD)/tests/check_spec $(FUZZ_BUILD)/fuzz_spec
+SPEC_BINS = $(BUILD)/tests/check_engine_spec $(FUZZ_BUILD)/fuzz_spec
 $(SPEC_BINS): $(SPEC_OBJS)
 $(SPEC_BINS): LINK_LIBS = $(SPEC_OBJS) $(ALL_LIBS)
 -include $(wildcard $(BUILD)/spec/*.d)

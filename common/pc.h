@@ -344,7 +344,7 @@ int pc_buf_append_json(char **buf, size_t *len, const char *s);
  * carriage return as \n \t \r, other control characters and DEL as
  * \u00xx (lower-case hex); every other byte as it is (the caller passes
  * UTF-8). The policy hash and the log's leaf hashes depend on these bytes:
- * they are pinned by tests/unit/check_golden.c. */
+ * they are pinned by tests/unit/check_checker_golden.c. */
 void pc_json_escape(struct pc_buf *b, const char *s, size_t n);
 /* s escaped between quotes; NULL as "". */
 void pc_json_quote(struct pc_buf *b, const char *s);

@@ -10,7 +10,7 @@
 #include <string.h>
 
 /* Policy strings are validated printable ASCII: the common escaper writes
- * them as they are but for quote and backslash (pinned by check_golden). */
+ * them as they are but for quote and backslash (pinned by check_checker_golden). */
 static void quote_prefix(struct pc_buf *b, const struct pc_prefix *p)
 {
 	char a[PC_ADDRSTRLEN], s[PC_ADDRSTRLEN + 8];

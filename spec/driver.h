@@ -4,7 +4,7 @@
  * engine's real decide_packet() with a real policy, DNS guard and flow
  * tables, and through the model (spec/model.c); any verdict or record the
  * model does not allow is a disagreement, named by its spec row.
- * Shared by tests/unit/check_spec.c and tests/fuzz/fuzz_spec.c. */
+ * Shared by tests/unit/check_engine_spec.c and tests/fuzz/fuzz_spec.c. */
 #ifndef PC_SPEC_DRIVER_H
 #define PC_SPEC_DRIVER_H
 

@@ -2,7 +2,7 @@
  * guard's abstract state, the verdicts the guard may give and the record it
  * must leave. Written from the spec's rows, not from engine/decide.c; it
  * shares only the compiled policy (rules/) and the address helpers of
- * common/ with the engine. Used by tests/unit/check_spec.c and
+ * common/ with the engine. Used by tests/unit/check_engine_spec.c and
  * tests/fuzz/fuzz_spec.c, never by a daemon. */
 #ifndef PC_SPEC_MODEL_H
 #define PC_SPEC_MODEL_H

@@ -3,7 +3,7 @@
  * address shared by an allowed and a refused name, a secret-bound host;
  * the classes of sources and destinations of docs/spec.md as addresses;
  * and the packets of the abstract space, built for the driver. Shared by
- * tests/unit/check_spec.c and tests/fuzz/fuzz_spec.c. */
+ * tests/unit/check_engine_spec.c and tests/fuzz/fuzz_spec.c. */
 #ifndef PC_SPEC_SCENARIO_H
 #define PC_SPEC_SCENARIO_H
 

@@ -1,5 +1,5 @@
 /* portcullis.yaml from a string, as the configuration tests read it
- * (check_config, check_rules_special): the file is named etc/pc.yaml, and
+ * (check_rules_config, check_rules_special): the file is named etc/pc.yaml, and
  * its first error stays in cfg_errbuf as "file:line:col: message" for the
  * test to compare. */
 #ifndef PC_TEST_CFGLOAD_H

@@ -785,7 +785,7 @@ START_TEST(engine_against_model)
 
 	qsort(rows, n_rows, sizeof(rows[0]), row_cmp);
 	fprintf(stderr,
-		"check_spec: %lu packets checked (%lu single-packet cases, %lu sequences), "
+		"check_engine_spec: %lu packets checked (%lu single-packet cases, %lu sequences), "
 		"%lu disagreements with docs/spec.md\n",
 		packets, singles_n, seqs, bad);
 	qsort(seen, n_seen, sizeof(seen[0]), seen_cmp);
