@@ -10,6 +10,10 @@ out=${1:-build/vm}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out/deb"
 out=$(cd "$out" && pwd)
+# One builder at a time (the tests that boot a guest run side by side and
+# each asks for the image): the others wait, then find it up to date.
+exec 9>"$out/.lock"
+flock 9
 
 deb=$(ls "$out"/deb/linux-image-*-cloud-amd64_*.deb 2>/dev/null | tail -1 || true)
 if [ -z "$deb" ]; then
