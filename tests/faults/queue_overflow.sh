@@ -23,11 +23,12 @@ lab_sb 1 python3 "$ESC_CRAFT" synflood --dst $LAB_DIRECT4 --dport 80 --count 300
 a=$!
 lab_sb 1 python3 "$ESC_CRAFT" synflood --dst $LAB_PASTE4 --dport 443 --count 3000 >/dev/null &
 b=$!
+cpids=()
 for i in $(seq 1 30); do
 	lab_sb 2 curl -s -o /dev/null --max-time 2 http://$LAB_DIRECT4/ && echo ok >>"$LAB_DIR/stopped.out" &
+	cpids+=($!)
 done
-wait $a $b
-sleep 2.5
+wait $a $b "${cpids[@]}" # every attempt ended (curl gives up after 2 s)
 t_eq "while the engine is stopped, no connection attempt succeeds" 0 \
 	"$(cat "$LAB_DIR/stopped.out" 2>/dev/null | wc -l | tr -d ' ')"
 t_eq "... and no SYN reaches the upstream" 0 \

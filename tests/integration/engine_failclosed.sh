@@ -168,15 +168,18 @@ t_match "engine restarted: the flow works again" "^http 203.0.113.99 ok" "$(http
 q0=$(guard_status_field 's["queues"][0]["queued"]')
 before=$(guard_http_served)
 kill -STOP "$(guard_engine_pid)"
+cpids=()
 for i in $(seq 1 40); do
 	lab_sb 1 curl -s -o /dev/null --max-time 3 http://$LAB_DIRECT4/ && echo ok >>"$LAB_DIR/stop.out" &
+	cpids+=($!)
 done
-sleep 4
+wait "${cpids[@]}" # every attempt ended (curl gives up after 3 s)
 t_eq "engine stopped: none of 40 connection attempts succeeded" 0 \
 	"$(cat "$LAB_DIR/stop.out" 2>/dev/null | wc -l)"
 t_eq "... and upstream saw none of them" "$before" "$(guard_http_served)"
 kill -CONT "$(guard_engine_pid)"
-sleep 1
+# the engine has caught up once every packet it took has its verdict
+lab_wait_until test "$(guard_status_field 'sum(q["queued"]-q["accepted"]-q["refused"] for q in s["queues"])')" = 0
 st=$(guard_cli status --json)
 kd=$(printf '%s' "$st" | python3 -c 'import json,sys; print(json.load(sys.stdin)["queues"][0]["kernel_dropped"])')
 t_lt "the kernel dropped what did not fit the queue (maxlen 16)" 0 "$kd"
