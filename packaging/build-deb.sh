@@ -85,6 +85,11 @@ offline=""
 if [ "$(id -u)" -eq 0 ] && unshare --net true 2>/dev/null; then
 	offline="unshare --net"
 fi
+# every core (dh passes -jN to make), unless the caller chose
+case " ${DEB_BUILD_OPTIONS:-} " in *" parallel="*) ;; *)
+	DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS:+$DEB_BUILD_OPTIONS }parallel=$(nproc)"
+	export DEB_BUILD_OPTIONS ;;
+esac
 (cd "$tree" && $offline dpkg-buildpackage -b -us -uc >"$work/build.log" 2>&1) || {
 	tail -40 "$work/build.log" >&2
 	die "dpkg-buildpackage failed (full log: $work/build.log)"
