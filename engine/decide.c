@@ -16,6 +16,23 @@
 #define TH_SYN 0x02
 #define TH_RST 0x04
 #define TH_ACK 0x10
+#define TH_URG 0x20
+
+/* Urgent data (docs/spec.md, S7a, S22a, S42a, H2a). A stream the guard
+ * judges by its bytes — a held flow until its promotion, DNS over TCP for
+ * its whole life — must reach the receiver's application as the guard read
+ * it. With URG (or a non-zero urgent pointer, which some stacks read even
+ * without the flag) the receiver's TCP may take a byte out of the stream
+ * (Linux without SO_OOBINLINE), keep it (with it), or point at another
+ * byte (RFC 793 and RFC 1122 disagree on where the pointer points, and
+ * stacks follow either): the bytes judged are then not the bytes served.
+ * No client needs urgent data there, so the segment is refused rather
+ * than rewritten (clearing the flag would still leave the sender's
+ * stream and the guard's to disagree about what was sent). */
+static bool tcp_urgent(const struct pkt *p)
+{
+	return p->proto == IPPROTO_TCP && ((p->tcp_flags & TH_URG) || p->tcp_urp != 0);
+}
 
 const char *decision_sandbox(const struct decision *d)
 {
@@ -221,6 +238,15 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 				  : "not a sandbox (no rule matches its source, MAC and port)");
 			return;
 		}
+		if (tcp_urgent(p)) {
+			/* the resolver's framing would no longer be the guard's */
+			dnstcp_forget(c->dnstcp, p, c->now_ms);
+			refuse(d, c, p, sb, VK_REJECT,
+			       "TCP urgent data on DNS over TCP: the resolver would not read "
+			       "the messages the guard judged");
+			d->rec.action = LOGREC_DNS_QUERY;
+			return;
+		}
 		if ((p->tcp_flags & TH_SYN) && p->payload_len) {
 			/* its bytes would reach the resolver unjudged */
 			refuse(d, c, p, sb, VK_REJECT,
@@ -415,6 +441,15 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 		 * toward a sandbox. */
 		rec_base(d, c, LOGREC_DNS_LEARN, LOGREC_REFUSED, p, sb, NULL);
 		set_reason(d, "%s", "not from a configured resolver");
+		return; /* VK_DROP */
+	}
+	if (tcp_urgent(p)) {
+		/* the sandbox's framing would no longer be the guard's */
+		dnstcp_forget(c->dnstcp, p, c->now_ms);
+		rec_base(d, c, LOGREC_DNS_LEARN, LOGREC_REFUSED, p, sb, NULL);
+		set_reason(d, "%s",
+			   "TCP urgent data on DNS over TCP: the sandbox would not read the "
+			   "answers the guard judged");
 		return; /* VK_DROP */
 	}
 	if (p->proto == IPPROTO_TCP && p->payload_len == 0) {
@@ -805,6 +840,15 @@ static void held_segment(const struct decide_ctx *c, const struct pkt *p,
 				     : "no TLS ClientHello within engine.sni_timeout_ms");
 		return;
 	}
+	if (!hf->promoted_ms && tcp_urgent(p)) {
+		/* Even without bytes (a bare ACK moving the pointer ahead): the
+		 * server may take a judged byte out of the stream, or one of
+		 * those judged next. */
+		held_fail(d, c, sb, hf, VK_REJECT,
+			  "TCP urgent data on a held flow: the server would not read the bytes "
+			  "the guard judges");
+		return;
+	}
 	if (p->tcp_flags & TH_SYN) {
 		if ((p->tcp_flags & TH_ACK) || n) {
 			d->v = VK_DROP;
@@ -1070,6 +1114,13 @@ static void new_flow(const struct decide_ctx *c, const struct pkt *p,
 		if (p->payload_len) {
 			refuse(d, c, p, sb, VK_REJECT,
 			       "data in a SYN (TCP Fast Open) to a named host");
+			return;
+		}
+		if (tcp_urgent(p)) {
+			/* the flow would be held: judged by its bytes */
+			refuse(d, c, p, sb, VK_REJECT,
+			       "TCP urgent data on a held flow: the server would not read the "
+			       "bytes the guard judges");
 			return;
 		}
 		flow_key_from_pkt(&k, p);

@@ -49,6 +49,7 @@ static int l4_parse(const uint8_t *buf, size_t off, size_t end, struct pkt *p)
 		p->dport = rd16(h + 2);
 		p->tcp_seq = rd32(h + 4);
 		p->tcp_flags = h[13];
+		p->tcp_urp = rd16(h + 18);
 		p->payload = h + doff;
 		p->payload_len = avail - doff;
 		return PKT_OK;

@@ -79,6 +79,7 @@ static const char *const codes[LOGREC_REASON_CODES] = {
     "vault_inject_too_large",
     "vault_websocket_malformed",
     "new_flow_limit", /* flood (issue 20) */
+    "tcp_urgent",     /* issue 30: urgent data on a stream judged by its bytes */
     "protocol",
     "other",
 };
@@ -109,6 +110,7 @@ static const struct {
     {"names resolved to this address are not allowed on this port", "port_not_allowed"},
     {"TCP segment of no connection", "no_connection"},
     {"data in a SYN", "tcp_fast_open"},
+    {"TCP urgent data", "tcp_urgent"},
     {"too many connections of this sandbox waiting", "held_quota"},
     {"too many connections waiting", "held_full"},
     {"held flow no longer matches", "held_mismatch"},

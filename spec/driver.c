@@ -21,6 +21,7 @@
 #define F_RST 0x04
 #define F_PSH 0x08
 #define F_ACK 0x10
+#define F_URG 0x20
 
 #define CT_MAX	   128
 #define POLS_MAX   8
@@ -265,6 +266,8 @@ static size_t build(struct drv *d, const struct drv_pkt *p)
 		t[12] = (uint8_t)((hl / 4) << 4);
 		t[13] = s->tcp_flags;
 		t[14] = 0xfa;
+		t[18] = (uint8_t)(s->urp >> 8);
+		t[19] = (uint8_t)s->urp;
 		memset(t + 20, 1, p->tcp_opt_len); /* NOP options */
 		if (s->len)
 			memcpy(t + hl, s->data, s->len);
@@ -429,6 +432,8 @@ static const char *flags_str(uint8_t f, char *b)
 		b[o++] = 'R';
 	if (f & F_PSH)
 		b[o++] = 'P';
+	if (f & F_URG)
+		b[o++] = 'U';
 	if (!o)
 		b[o++] = '-';
 	b[o] = '\0';
@@ -468,12 +473,12 @@ const char *drv_pkt_str(const struct drv_pkt *p, char *buf, size_t n)
 							 : "IP";
 
 	snprintf(buf, n,
-		 "%s %s %s %s:%u > %s:%u%s%s%s seq=%u ack=%u len=%zu%s pl=%s%s%s%s stamp=%u",
+		 "%s %s %s %s:%u > %s:%u%s%s%s seq=%u ack=%u urp=%u len=%zu%s pl=%s%s%s%s stamp=%u",
 		 s->dir == SPEC_OUT ? "out" : "in", s->src.family == AF_INET6 ? "v6" : "v4", proto,
 		 pc_addr_str(&s->src, a, sizeof(a)), s->sport, pc_addr_str(&s->dst, b, sizeof(b)),
 		 s->dport, s->proto == IPPROTO_TCP ? " [" : "",
 		 s->proto == IPPROTO_TCP ? flags_str(s->tcp_flags, f) : "",
-		 s->proto == IPPROTO_TCP ? "]" : "", s->seq, s->ack, s->len,
+		 s->proto == IPPROTO_TCP ? "]" : "", s->seq, s->ack, s->urp, s->len,
 		 p->tcp_opt_len				     ? " +options"
 		 : p->v6_dstopt && s->src.family == AF_INET6 ? " +dstopts"
 							     : "",

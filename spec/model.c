@@ -16,6 +16,13 @@
 #define F_SYN 0x02
 #define F_RST 0x04
 #define F_ACK 0x10
+#define F_URG 0x20
+
+/* Urgent data: URG, or an urgent pointer without it (docs/spec.md S7a). */
+static bool urgent(const struct spec_pkt *p)
+{
+	return p->proto == IPPROTO_TCP && ((p->tcp_flags & F_URG) || p->urp != 0);
+}
 
 /* ---- reason classes (docs/spec.md, "Verdicts and records") ------------------ */
 
@@ -44,6 +51,7 @@ static const struct {
     [SPEC_R_SPECIAL] = {"SPECIAL", {"special"}},
     [SPEC_R_RELOAD] = {"RELOAD", {"cut by reload"}},
     [SPEC_R_FASTOPEN] = {"FASTOPEN", {"Fast Open"}},
+    [SPEC_R_URGENT] = {"URGENT", {"urgent"}},
 };
 
 bool spec_reason_is(enum spec_reason c, const char *reason)
@@ -413,6 +421,12 @@ static void port53(struct spec_world *w, const struct policy_sandbox *sb, const 
 		refuse(v, "S7", SPEC_V_REJECT, CONNECT | DNSQUERY, SPEC_R_NOT_RESOLVER);
 		return;
 	}
+	if (urgent(p)) {
+		/* the resolver's framing would part from the guard's */
+		refuse(v, "S7a", SPEC_V_REJECT, CONNECT | DNSQUERY, SPEC_R_URGENT);
+		stream_drop(w, stream_find(w, p));
+		return;
+	}
 	if (p->len == 0) {
 		say(v, "S11", SPEC_V_PASS);
 		if (p->tcp_flags & F_RST) /* a RST forgets the stream */
@@ -566,6 +580,11 @@ static void held_out(struct spec_world *w, const struct policy_sandbox *sb, stru
 	}
 	if (w->now_ms > f->deadline_ms) {
 		held_fail(f, v, "H2", SPEC_V_REJECT, SPEC_R_TIMEOUT);
+		return;
+	}
+	if (urgent(p)) {
+		/* the server may read other bytes than the judged ones */
+		held_fail(f, v, "H2a", SPEC_V_REJECT, SPEC_R_URGENT);
 		return;
 	}
 	if (p->tcp_flags & F_SYN) {
@@ -786,6 +805,11 @@ static void new_flow(struct spec_world *w, const struct policy_sandbox *sb,
 			refuse(v, "S22", SPEC_V_REJECT, CONNECT, SPEC_R_FASTOPEN);
 			return;
 		}
+		if (urgent(p)) {
+			/* the flow would be held: judged by its bytes (H2a) */
+			refuse(v, "S22a", SPEC_V_REJECT, CONNECT, SPEC_R_URGENT);
+			return;
+		}
 		if (w->held_cap) {
 			/* S23: held flows count from their SYN until forgotten;
 			 * refused and promoted ones may linger a while */
@@ -964,6 +988,12 @@ static void answer(struct spec_world *w, const struct spec_pkt *p, struct spec_v
 	size_t learned = 0, special = 0, qi = 0;
 	bool found = false, owed;
 
+	if (urgent(p)) {
+		/* the sandbox's framing would part from the guard's */
+		refuse(v, "S42a", SPEC_V_DROP, DNSLEARN, SPEC_R_URGENT);
+		stream_drop(w, stream_find(w, p));
+		return;
+	}
 	if (p->proto == IPPROTO_TCP && p->len == 0) {
 		say(v, "S42", sandbox_of_addr(w, &p->dst, 0) ? SPEC_V_PASS : SPEC_V_DROP);
 		return;

@@ -54,6 +54,7 @@ struct spec_pkt {
 	uint16_t sport, dport;
 	uint8_t tcp_flags;
 	uint32_t seq, ack;
+	uint16_t urp; /* the urgent pointer (with or without URG in tcp_flags) */
 	enum spec_ct ct;
 	bool tcp_framed; /* DNS over TCP: payload is the message after its length */
 	enum spec_payload pl;
@@ -114,6 +115,7 @@ enum spec_reason {
 	SPEC_R_SPECIAL,
 	SPEC_R_RELOAD,
 	SPEC_R_FASTOPEN,
+	SPEC_R_URGENT,
 	SPEC_R_MAX
 };
 

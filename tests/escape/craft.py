@@ -27,8 +27,14 @@
 #   craft.py dnsflood --server A --count N [--names-from SUFFIX]
 #   craft.py held --dst A --dport P --sport P --scenario S [--good N] [--evil N]
 #            (a TCP handshake of its own on a held flow, then an insertion:
-#            S = ttl1-plain, ttl1-hello, syn2, alert; the sandbox's own stack must
-#            not answer the server: drop its RSTs for that port first)
+#            S = ttl1-plain, ttl1-hello, syn2, alert, urg-ack; the sandbox's own
+#            stack must not answer the server: drop its RSTs for that port first)
+#   craft.py oob-tls --dst A [--dport 443] --name N   (the sandbox's own TCP: one
+#            byte sent urgent, MSG_OOB, then a TLS handshake naming N: issue 30)
+#   craft.py dns ... --tcp --oob   (the query sent urgent)
+#   craft.py oob-server --listen A --port P --cert F --key F --log F [--inline]
+#            (upstream: a TLS server that reads with SO_OOBINLINE when --inline,
+#            answers "oob-server <SNI> ok" and logs each connection's first bytes)
 # Every address given may be IPv4 or IPv6. Layer 2 sends go to the
 # gateway's MAC (--gw-mac or $ESC_GW_MAC) from eth0's own MAC unless told.
 import argparse
@@ -111,13 +117,13 @@ def l4sum(src, dst, proto, seg):
 FLAGS = {"F": 0x01, "S": 0x02, "R": 0x04, "P": 0x08, "A": 0x10, "U": 0x20, "E": 0x40, "C": 0x80}
 
 
-def tcp(src, dst, sport, dport, flags, data=b"", seq=None, ack=0, options=b""):
+def tcp(src, dst, sport, dport, flags, data=b"", seq=None, ack=0, options=b"", urp=0):
     seq = random.randrange(1 << 32) if seq is None else seq
     fl = 0
     for c in flags:
         fl |= FLAGS[c]
     off = (20 + len(options)) // 4
-    h = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, off << 4, fl, 65535, 0, 0) + options
+    h = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, off << 4, fl, 65535, 0, urp) + options
     seg = h + data
     c = l4sum(src, dst, 6, seg)
     return seg[:16] + struct.pack("!H", c) + seg[18:]
@@ -543,6 +549,9 @@ def cmd_dns(a):
                 s.send(msg)
             elif a.double:  # two messages in one segment
                 s.send(struct.pack("!H", len(msg)) + msg + struct.pack("!H", len(msg)) + msg)
+            elif a.oob:  # sent urgent: URG, the pointer past the last byte
+                print("sport %d" % s.getsockname()[1], end="; ")
+                s.send(struct.pack("!H", len(msg)) + msg, socket.MSG_OOB)
             else:
                 s.send(struct.pack("!H", len(msg)) + msg)
             hdr = s.recv(2)
@@ -666,8 +675,9 @@ class TcpPeer:
         self.v6 = is6(a.dst)
         self.seen = []  # (flags, seq, ack, payload length) of the server's segments
 
-    def send(self, flags, seq, ack=0, data=b"", ttl=64):
-        seg = tcp(self.src, self.dst, self.sport, self.dport, flags, data, seq=seq, ack=ack)
+    def send(self, flags, seq, ack=0, data=b"", ttl=64, urp=0):
+        seg = tcp(self.src, self.dst, self.sport, self.dport, flags, data, seq=seq, ack=ack,
+                  urp=urp)
         if self.v6:
             pkt = ipv6(self.src, self.dst, 6, seg, hlim=ttl)
         else:
@@ -749,6 +759,19 @@ def cmd_held(a):
         p.send("PA", isn + 1 + len(alert), p.rcv, evil)
         p.recv(1.5)
         print("handshake ok; %s" % p.summary())
+    elif a.scenario == "urg-ack":
+        # issue 30: a bare ACK moving the urgent pointer onto the next byte
+        # (Linux: the byte before seq + urp), then "X" and the ClientHello
+        # in one segment: judged "not TLS" by its first byte, while a
+        # server without SO_OOBINLINE takes the "X" out and reads the rest
+        if not p.handshake(isn):
+            print("no SYN-ACK; " + p.summary())
+            return
+        p.send("AU", isn + 1, p.rcv, urp=1)
+        p.recv(0.3)
+        p.send("PA", isn + 1, p.rcv, b"X" + evil)
+        p.recv(1.5)
+        print("handshake ok; %s" % p.summary())
     elif a.scenario == "syn2":
         # a first SYN that never arrives, then another ISN the server takes
         # (a little before the first: conntrack's window still holds both)
@@ -767,6 +790,78 @@ def cmd_held(a):
         print(p.summary())
     else:
         sys.exit("craft: unknown scenario " + a.scenario)
+
+
+def cmd_oob_tls(a):
+    """Issue 30 with the sandbox's own TCP: one byte sent urgent
+    (MSG_OOB: URG, urgent pointer 1), a pause, then a real TLS handshake
+    naming a.name and a request for it. Prints the port it used and what
+    the server answered, or why nothing."""
+    import ssl
+    fam = socket.AF_INET6 if is6(a.dst) else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.settimeout(3)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        s.connect((a.dst, a.dport))
+        print("sport %d" % s.getsockname()[1], end="; ")
+        s.send(b"X", socket.MSG_OOB)
+        time.sleep(a.wait)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        t = ctx.wrap_socket(s, server_hostname=a.name)
+        t.sendall(("GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" %
+                   a.name).encode())
+        body = b""
+        while True:
+            b = t.recv(4096)
+            if not b:
+                break
+            body += b
+        last = body.split(b"\r\n\r\n", 1)[-1].decode(errors="replace").strip()
+        print("served: %s" % last)
+    except (OSError, ssl.SSLError) as e:
+        print("not served: %s" % (type(e).__name__))
+
+
+def cmd_oob_server(a):
+    """A TLS server (upstream side) whose TCP keeps urgent data in the
+    stream when --inline (SO_OOBINLINE), unlike nginx: what it reads first,
+    the SNI and the outcome of each connection go to --log, one line each."""
+    import ssl
+    fam = socket.AF_INET6 if is6(a.listen) else socket.AF_INET
+    ls = socket.socket(fam, socket.SOCK_STREAM)
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind((a.listen, a.port))
+    ls.listen(16)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(a.cert, a.key)
+    sni = {}
+    ctx.sni_callback = lambda obj, name, c: sni.__setitem__("name", name)
+    with open(a.log, "a") as f:
+        print("listening", file=f, flush=True)
+    while True:
+        c, peer = ls.accept()
+        c.settimeout(3)
+        if a.inline:
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_OOBINLINE, 1)
+        sni.clear()
+        line = "peer %s inline %d" % (peer[1], 1 if a.inline else 0)
+        try:
+            first = c.recv(8, socket.MSG_PEEK)
+            line += " first %s" % first[:8].hex()
+            t = ctx.wrap_socket(c, server_side=True)
+            t.recv(4096)
+            t.sendall(("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\noob-server %s ok\n" %
+                       sni.get("name", "-")).encode())
+            line += " sni %s served" % sni.get("name", "-")
+            t.close()
+        except (OSError, ssl.SSLError) as e:
+            line += " sni %s failed %s" % (sni.get("name", "-"), type(e).__name__)
+            c.close()
+        with open(a.log, "a") as f:
+            print(line, file=f, flush=True)
 
 
 def main():
@@ -866,6 +961,7 @@ def main():
     t.add_argument("--tcp", action="store_true")
     t.add_argument("--split", action="store_true")
     t.add_argument("--double", action="store_true")
+    t.add_argument("--oob", action="store_true")
     t.add_argument("--timeout", type=float, default=2)
     t.add_argument("--sport", type=int, default=0)
     t.add_argument("--id", type=int)
@@ -900,6 +996,20 @@ def main():
     t.add_argument("--scenario", required=True)
     t.add_argument("--good", default="cdn-good.test")
     t.add_argument("--evil", default="cdn-evil.test")
+
+    t = sub.add_parser("oob-server")
+    t.add_argument("--listen", required=True)
+    t.add_argument("--port", type=int, required=True)
+    t.add_argument("--cert", required=True)
+    t.add_argument("--key", required=True)
+    t.add_argument("--log", required=True)
+    t.add_argument("--inline", action="store_true")
+
+    t = sub.add_parser("oob-tls")
+    t.add_argument("--dst", required=True)
+    t.add_argument("--dport", type=int, default=443)
+    t.add_argument("--name", required=True)
+    t.add_argument("--wait", type=float, default=0.5)
 
     a = p.parse_args()
     globals()["cmd_" + a.cmd.replace("-", "_")](a)

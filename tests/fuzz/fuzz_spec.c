@@ -122,7 +122,8 @@ static void op_flow(struct sc *c, int fam, struct rd *r, bool in)
 	enum sc_dst dc = (enum sc_dst)(b2 % SC_NDST);
 	uint16_t sport = (uint16_t)(40000 + (b1 >> 4) % 4), dport = dports[b3 % 6];
 	uint8_t proto = (b3 >> 3) % 4 == 3 ? IPPROTO_UDP : IPPROTO_TCP;
-	uint8_t flags = b4 & 0x1f;
+	uint8_t flags = b4 & 0x3f; /* URG too (docs/spec.md S7a, S22a, S42a, H2a) */
+	uint16_t urp = (b4 & 0x40) ? (uint16_t)(1 + b6 % 4) : 0;
 	struct pc_addr dst, me;
 	uint32_t stamp, isn = 1000, off;
 	int s = b5 % 4;
@@ -140,6 +141,7 @@ static void op_flow(struct sc *c, int fam, struct rd *r, bool in)
 		p = sc_in(&dst, dport, &me, sport, proto);
 		off = (b6 & 4) ? (uint32_t)stream_len[b6 % 4] : acks[b6 % 4];
 		sc_tcp(&p, flags | 0x10, seqs[(b5 >> 1) % 4], isn + 1 + off);
+		p.s.urp = urp;
 		if (b5 & 1)
 			sc_payload(&p, SPEC_PL_DATA, srv, sizeof(srv));
 		sc_step(c, &p);
@@ -195,6 +197,7 @@ static void op_flow(struct sc *c, int fam, struct rd *r, bool in)
 	}
 	off = (flags & 0x02) && (b5 & 0x80) ? 77777 : 0; /* a SYN with another ISN */
 	sc_tcp(&p, flags, (flags & 0x02) ? isn + off : isn + 1 + (uint32_t)from, 5001);
+	p.s.urp = urp;
 	if (b5 & 0x40)
 		p.tcp_opt_len = 36;
 	if (b5 & 0x20)

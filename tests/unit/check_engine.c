@@ -471,6 +471,15 @@ START_TEST(dns_port53_only_sandbox_to_resolver)
 		/* from the sandbox to its resolver, no payload: passes (a SYN
 		 * included: the queries on the connection are judged) */
 		tcp_pkt_opts("10.203.0.11", 4100, "198.51.100.53", 53, flags[i], 36, 0, NULL, 0);
+		if (flags[i] & 0x20) {
+			/* URG: the resolver's framing could part from the
+			 * guard's (docs/spec.md S7a), whatever else it holds */
+			ck_assert_int_eq(judge(), VK_REJECT);
+			ck_assert(d.has_rec);
+			ck_assert_int_eq(d.rec.action, LOGREC_DNS_QUERY);
+			ck_assert_ptr_nonnull(strstr(d.rec.reason, "TCP urgent data"));
+			continue;
+		}
 		ck_assert_int_eq(judge(), VK_PASS);
 		ck_assert(!d.has_rec);
 		/* a SYN with data: the data would reach the resolver unjudged */

@@ -19,6 +19,7 @@
 #define F 0x01
 #define R 0x04
 #define P 0x08
+#define U 0x20
 
 /* ---- what went wrong, by row --------------------------------------------------- */
 
@@ -152,14 +153,31 @@ static void payload(struct drv_pkt *p, enum pl_kind k, uint8_t *buf, uint16_t id
 
 struct proto_case {
 	uint8_t proto, flags, opt;
+	uint16_t urp; /* the urgent pointer (URG in flags or not) */
 };
 
 static const struct proto_case protos[] = {
-    {IPPROTO_TCP, S, 0},      {IPPROTO_TCP, S | A, 0}, {IPPROTO_TCP, A, 0},
-    {IPPROTO_TCP, A, 36},     {IPPROTO_TCP, P | A, 0}, {IPPROTO_TCP, F | A, 0},
-    {IPPROTO_TCP, F | A, 36}, {IPPROTO_TCP, R, 0},     {IPPROTO_TCP, R | A, 0},
-    {IPPROTO_TCP, F, 0},      {IPPROTO_TCP, S | F, 0}, {IPPROTO_TCP, 0, 0},
-    {IPPROTO_UDP, 0, 0},      {IPPROTO_ICMP, 0, 0},    {IPPROTO_GRE, 0, 0},
+    {IPPROTO_TCP, S, 0, 0},
+    {IPPROTO_TCP, S | A, 0, 0},
+    {IPPROTO_TCP, A, 0, 0},
+    {IPPROTO_TCP, A, 36, 0},
+    {IPPROTO_TCP, P | A, 0, 0},
+    {IPPROTO_TCP, F | A, 0, 0},
+    {IPPROTO_TCP, F | A, 36, 0},
+    {IPPROTO_TCP, R, 0, 0},
+    {IPPROTO_TCP, R | A, 0, 0},
+    {IPPROTO_TCP, F, 0, 0},
+    {IPPROTO_TCP, S | F, 0, 0},
+    {IPPROTO_TCP, 0, 0, 0},
+    {IPPROTO_UDP, 0, 0, 0},
+    {IPPROTO_ICMP, 0, 0, 0},
+    {IPPROTO_GRE, 0, 0, 0},
+    /* urgent data (S7a, S22a): the flag with a pointer, the flag alone, a
+     * pointer without the flag */
+    {IPPROTO_TCP, S | U, 0, 1},
+    {IPPROTO_TCP, P | A | U, 0, 1},
+    {IPPROTO_TCP, A | U, 0, 0},
+    {IPPROTO_TCP, A, 0, 3},
 };
 
 static const uint16_t dports[] = {53, 443, 80, 22, 5353, 8443};
@@ -190,6 +208,7 @@ static void singles(struct sc *c, int fam)
 							c->next_port = 20000;
 						sc_tcp(&p, pc.flags, 1000, pc.flags & A ? 7000 : 0);
 						p.tcp_opt_len = pc.opt;
+						p.s.urp = pc.urp;
 						payload(&p, (enum pl_kind)k, buf, c->next_id++,
 							fam);
 						drv_reset_flows(c->d);
@@ -236,15 +255,22 @@ enum held_variant {
 	HV_RST_DATA,	/* a RST carrying bytes */
 	HV_FIN_PAST,	/* a FIN, then bytes past it */
 	HV_ALERT_FIRST, /* a TLS alert record before the ClientHello */
+	/* issue 30: urgent data (H2a) */
+	HV_URG_BYTE,	 /* 1 byte "X" sent urgent (the server takes it out), then CH denied */
+	HV_URG_ACK,	 /* a bare ACK moving the urgent pointer ahead, then "X" and CH denied */
+	HV_URG_PTR,	 /* an urgent pointer without URG on the ClientHello */
+	HV_URG_RETRANS,	 /* CH allowed, sent again with URG before the server's ACK */
+	HV_URG_PROMOTED, /* CH allowed and acknowledged, then urgent data: the fast path */
 	HV_N
 };
 
 static const char *const hv_names[HV_N] = {
-    "ch-ok",   "ch-denied",    "insert-1byte", "resend-other",	"resend-after-ack",
-    "split",   "split-tamper", "gap",	       "syn-other-isn", "syn-same-isn",
-    "timeout", "ack-timeout",  "partial-ack",  "no-sni",	"tls-bad",
-    "not-tls", "rst",	       "fast-open",    "more-data",	"resend-same",
-    "syn-ack", "other-port",
+    "ch-ok",	"ch-denied",	"insert-1byte", "resend-other",	 "resend-after-ack",
+    "split",	"split-tamper", "gap",		"syn-other-isn", "syn-same-isn",
+    "timeout",	"ack-timeout",	"partial-ack",	"no-sni",	 "tls-bad",
+    "not-tls",	"rst",		"fast-open",	"more-data",	 "resend-same",
+    "syn-ack",	"other-port",	"rst-data",	"fin-past",	 "alert-first",
+    "urg-byte", "urg-ack",	"urg-ptr",	"urg-retrans",	 "urg-promoted",
 };
 
 static void held_seq(struct sc *c, int fam, enum sc_src src, enum sc_dst dc, uint16_t dport,
@@ -422,6 +448,48 @@ static void held_seq(struct sc *c, int fam, enum sc_src src, enum sc_dst dc, uin
 		STEP(p);
 		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, nok);
 		break;
+	case HV_URG_BYTE:
+		/* the issue's attack: "X" judged "not TLS", taken out of the
+		 * stream by the server's TCP, which then reads the ClientHello */
+		OUT(P | A | U, d1, srv + 1);
+		p.s.urp = 1;
+		sc_stream(&p, SPEC_ST_PLAIN, NULL, (const uint8_t *)"X", 1);
+		STEP(p);
+		ACKED(d1 + 1);
+		SEND(d1 + 1, SPEC_ST_CH, "evil.test", bad, nbad);
+		break;
+	case HV_URG_ACK:
+		OUT(A | U, d1, srv + 1);
+		p.s.urp = 1;
+		STEP(p);
+		x[0] = 'X';
+		memcpy(x + 1, bad, nbad);
+		SEND(d1, SPEC_ST_PLAIN, NULL, x, 1 + nbad);
+		ACKED(d1 + 1 + (uint32_t)nbad);
+		break;
+	case HV_URG_PTR:
+		OUT(P | A, d1, srv + 1);
+		p.s.urp = 1;
+		sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok, nok);
+		STEP(p);
+		ACKED(d1 + (uint32_t)nok);
+		break;
+	case HV_URG_RETRANS:
+		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, nok);
+		OUT(P | A | U, d1, srv + 1);
+		p.s.urp = 1;
+		sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok, nok);
+		STEP(p);
+		ACKED(d1 + (uint32_t)nok);
+		break;
+	case HV_URG_PROMOTED:
+		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, nok);
+		ACKED(d1 + (uint32_t)nok);
+		OUT(P | A | U, d1 + (uint32_t)nok, srv + 1);
+		p.s.urp = 1;
+		sc_payload(&p, SPEC_PL_DATA, plain, nplain);
+		STEP(p);
+		break;
 	default:
 		break;
 	}
@@ -435,9 +503,10 @@ done:
 }
 
 /* DNS, then a connection to what it taught: query, answer (matching or
- * not), SYN, and on for a held flow. */
-static void dns_seq(struct sc *c, int fam, enum sc_src src, const char *name, const char *answer,
-		    bool match, bool tcp)
+ * not), SYN, and on for a held flow. urg (TCP): 1 the query is sent
+ * urgent (S7a), 2 the answer comes urgent (S42a). */
+static void dns_seq_urg(struct sc *c, int fam, enum sc_src src, const char *name,
+			const char *answer, bool match, bool tcp, int urg)
 {
 	static uint8_t q[600], a[600];
 	struct pc_addr res, me, ad;
@@ -465,12 +534,16 @@ static void dns_seq(struct sc *c, int fam, enum sc_src src, const char *name, co
 		STEP(p);
 	}
 	p = sc_out(fam, src, &res, tcp ? IPPROTO_TCP : IPPROTO_UDP, port, 53);
-	sc_tcp(&p, tcp ? P | A : 0, 301, 901);
+	sc_tcp(&p, tcp ? P | A | (urg == 1 ? U : 0) : 0, 301, 901);
 	sc_query(&p, q, id, name, qtype, tcp);
+	if (tcp && urg == 1)
+		p.s.urp = 1;
 	STEP(p);
 	p = sc_in(&res, 53, &me, port, tcp ? IPPROTO_TCP : IPPROTO_UDP);
-	sc_tcp(&p, tcp ? P | A : 0, 901, 301 + (uint32_t)p.s.len);
+	sc_tcp(&p, tcp ? P | A | (urg == 2 ? U : 0) : 0, 901, 301 + (uint32_t)p.s.len);
 	sc_answer(&p, a, match ? id : (uint16_t)(id ^ 0x5555), name, qtype, &ad, 1, tcp);
+	if (tcp && urg == 2)
+		p.s.urp = 1;
 	STEP(p);
 	if (tcp) {
 		p = sc_out(fam, src, &res, IPPROTO_TCP, port, 53);
@@ -489,11 +562,17 @@ done:
 	drv_reset_flows(c->d);
 }
 
+static void dns_seq(struct sc *c, int fam, enum sc_src src, const char *name, const char *answer,
+		    bool match, bool tcp)
+{
+	dns_seq_urg(c, fam, src, name, answer, match, tcp, 0);
+}
+
 /* Port 53 over TCP to something that is not a resolver (hole 1), and to
  * one: every flag set, with and without the 36 bytes of options. */
 static void port53_seq(struct sc *c, int fam, enum sc_src src, enum sc_dst dc)
 {
-	static const uint8_t flags[] = {S, A, F | A, R, S | A, P | A, R | A};
+	static const uint8_t flags[] = {S, A, F | A, R, S | A, P | A, R | A, P | A | U, A | U};
 	static uint8_t data[64];
 	struct pc_addr dst;
 	uint16_t port = c->next_port++;
@@ -510,8 +589,10 @@ static void port53_seq(struct sc *c, int fam, enum sc_src src, enum sc_dst dc)
 			sc_tcp(&p, flags[i], 1000 + (uint32_t)i, 5000);
 			p.tcp_opt_len = opt ? 36 : 0;
 			p.v6_dstopt = opt == 2 ? 1024 : 0; /* about 1 KB per packet (IPv6) */
-			if (flags[i] == (P | A))
+			if (flags[i] & P)
 				sc_payload(&p, SPEC_PL_DATA, data, 36);
+			if (flags[i] & U)
+				p.s.urp = 1;
 			STEP(p);
 		}
 	}
@@ -746,6 +827,10 @@ START_TEST(engine_against_model)
 					dns_seq(&c, fam, SC_SB1, names[i].name,
 						fam == 6 ? names[i].v6 : names[i].v4, m == 0, tcp);
 		}
+		/* urgent data on DNS over TCP, each way (S7a, S42a) */
+		for (int urg = 1; urg <= 2; urg++, seqs++)
+			dns_seq_urg(&c, fam, SC_SB1, "api.allowed.test",
+				    fam == 6 ? "2a04:4e42::11" : "151.101.1.11", true, true, urg);
 		for (int s = 0; s < SC_NSRC; s++)
 			for (int d = 0; d < SC_NDST; d++, seqs++)
 				port53_seq(&c, fam, (enum sc_src)s, (enum sc_dst)d);
