@@ -560,12 +560,22 @@ void logd_on_hup(void *ctx);
  * docs/logd.md. */
 bool logrec_sender_may(enum logrec_sender sender, const struct logrec *rec);
 
-/* The uid of a received message's SCM_CREDENTIALS: false when it has none,
- * or when the kernel attached none when it was sent (pid 0 with the
- * overflow uid and gid: queued before the socket asked for them); the
- * connection's own credentials stand for the sender then. */
+/* What a received message's control data says of its sender. Every
+ * descriptor it carried (SCM_RIGHTS) is closed first, whatever the
+ * answer: logd takes none. */
+enum logd_cred {
+	LOGD_CRED_UID,	/* *uid: the kernel's credentials of the message */
+	LOGD_CRED_NONE, /* the kernel attached none when it was sent (pid 0
+			 * with the overflow uid and gid: queued before the
+			 * socket asked for them); the connection's own
+			 * credentials stand for the sender */
+	LOGD_CRED_BAD,	/* refuse the message (*why): descriptors attached,
+			 * control data truncated (MSG_CTRUNC: the
+			 * credentials may be among what was cut), no
+			 * credentials at all, or anything else */
+};
 struct msghdr;
-bool logd_msg_uid(struct msghdr *mh, uid_t *uid);
+enum logd_cred logd_msg_cred(struct msghdr *mh, uid_t *uid, const char **why);
 
 /* Can user (uid uid) create and remove a file in the directory of file? A
  * real probe: a child drops to the user as pc_privdrop does for the daemon
