@@ -3,12 +3,13 @@
  * logd acknowledged, for the logd integration tests and the benchmark.
  *
  *   logd_client SOCKET [-n N] [-b BATCH] [-t TIMEOUT_MS] [-s SANDBOX] [-q]
- *               [-a ACTION] [-V VERDICT] [-m MESSAGE] [-U USER] [-w MS]
+ *               [-a ACTION] [-V VERDICT] [-m MESSAGE] [-d NAME] [-U USER] [-w MS]
  *       send N records, flush every BATCH; prints "acked SEQ" after each
  *       successful flush (-q: only the last), exits 1 at the first failure.
  *       -a: the action by name (connect, http-request, ...; default
  *       connect), -V: allowed, refused or none (default: alternating),
- *       -m: the message; -U: connect first, then drop to USER and send
+ *       -m: the message; -d: the destination name (default hostN.example,
+ *       N the record's index); -U: connect first, then drop to USER and send
  *       (as a daemon that connects before its privilege drop); -w: wait
  *       MS after each send, so that logd takes each record in a round of
  *       its own (and acknowledges it before it reads the next)
@@ -178,13 +179,14 @@ int main(int argc, char **argv)
 					     {NULL, 0, NULL, 0}};
 	long n = 1, batch = 1, timeout = 2000, pause_ms = 0;
 	const char *sandbox = "agent-1", *path, *message = NULL, *drop = NULL, *fds = NULL;
+	const char *dname = NULL;
 	int action = LOGREC_CONNECT, verdict = -1;
 	bool quiet = false;
 	struct logc *lc;
 	struct pc_err err;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "n:b:t:s:qa:V:m:U:w:F:", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:b:t:s:qa:V:m:U:w:F:d:", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			n = atol(optarg);
@@ -224,6 +226,9 @@ int main(int argc, char **argv)
 			break;
 		case 'F':
 			fds = optarg;
+			break;
+		case 'd':
+			dname = optarg;
 			break;
 		case 'M':
 			if (optind >= argc)
@@ -280,6 +285,8 @@ int main(int argc, char **argv)
 		};
 
 		snprintf(domain, sizeof(domain), "host%ld.example", i);
+		if (dname)
+			rec.domain = dname;
 		rec.src.addr.family = AF_INET;
 		inet_pton(AF_INET, "10.203.0.11", rec.src.addr.a);
 		rec.src.port = (uint16_t)(40000 + i % 20000);
