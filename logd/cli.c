@@ -735,9 +735,21 @@ static void show_line(void *arg, const char *p, size_t len)
 	if (!logshow_match(&sh->f, p, len))
 		return;
 	if (sh->json) {
-		/* a record line is JSON already; checkpoints only with --checkpoints */
-		if (logrec_human(p, len, out, sizeof(out)) >= 0 || sh->cps)
-			printf("%.*s\n", (int)len, p);
+		/* a record line is JSON already; checkpoints only with
+		 * --checkpoints. What does not print (raw in the line: C1 and
+		 * bidi controls, U+2028/9) as \uxxxx: the same JSON, which a
+		 * terminal does not obey (the file's bytes are log verify's) */
+		if (logrec_human(p, len, out, sizeof(out)) >= 0 || sh->cps) {
+			struct pc_buf o;
+
+			pc_buf_init(&o, 0, 0);
+			logesc_put(&o, p, len, LOGESC_JSON_LINE);
+			if (!o.err)
+				printf("%s\n", pc_buf_str(&o));
+			else
+				printf("?? line not shown: out of memory\n");
+			pc_buf_free(&o);
+		}
 		return;
 	}
 	if (logrec_human(p, len, out, sizeof(out)) >= 0) {

@@ -227,6 +227,31 @@ struct logv_record {
 int logv_record_parse(struct merkle_hasher *h, const char *line, size_t len,
 		      struct logv_record *out, struct pc_err *err);
 
+/* ---- display escaping (logd/escape.c; docs/logd.md "Display escaping") -- */
+
+/* Does code point cp not print (and so must never reach a reader as it
+ * is)? C0 controls, DEL, C1 controls, the bidi controls (U+061C, U+200E,
+ * U+200F, U+202A-U+202E, U+2066-U+2069), U+2028 and U+2029. */
+bool logesc_nonprinting(uint32_t cp);
+
+/* How an escape is written: */
+enum logesc_form {
+	LOGESC_TEXT,	  /* \\ for a backslash, \u{XXXX} for a code point that
+			   * does not print, \x{XX} for a byte that is not
+			   * UTF-8 (log show, syslog's MSG) */
+	LOGESC_SD,	  /* LOGESC_TEXT, and \" and \] (an RFC 5424 SD-PARAM) */
+	LOGESC_JSON,	  /* inside a JSON string: \" \\ \n \t \r, \uxxxx,
+			   * \ufffd for a byte that is not UTF-8 (syslog's
+			   * JSON MSG; as common/json.c for ASCII) */
+	LOGESC_JSON_LINE, /* a whole JSON line (log show --json): only the
+			   * code points that do not print (\uxxxx) and bytes
+			   * that are not UTF-8 (\ufffd) */
+};
+
+/* Append s[0..n) to o, every code point that does not print escaped, each
+ * piece whole: a fixed buffer that fills keeps no half escape. */
+void logesc_put(struct pc_buf *o, const char *s, size_t n, enum logesc_form f);
+
 /* ---- reading lines back (logd/show.c) ----------------------------------- */
 
 /* The short human form of a record line into out; length or <0. */
@@ -560,12 +585,22 @@ void logd_on_hup(void *ctx);
  * docs/logd.md. */
 bool logrec_sender_may(enum logrec_sender sender, const struct logrec *rec);
 
-/* The uid of a received message's SCM_CREDENTIALS: false when it has none,
- * or when the kernel attached none when it was sent (pid 0 with the
- * overflow uid and gid: queued before the socket asked for them); the
- * connection's own credentials stand for the sender then. */
+/* What a received message's control data says of its sender. Every
+ * descriptor it carried (SCM_RIGHTS) is closed first, whatever the
+ * answer: logd takes none. */
+enum logd_cred {
+	LOGD_CRED_UID,	/* *uid: the kernel's credentials of the message */
+	LOGD_CRED_NONE, /* the kernel attached none when it was sent (pid 0
+			 * with the overflow uid and gid: queued before the
+			 * socket asked for them); the connection's own
+			 * credentials stand for the sender */
+	LOGD_CRED_BAD,	/* refuse the message (*why): descriptors attached,
+			 * control data truncated (MSG_CTRUNC: the
+			 * credentials may be among what was cut), no
+			 * credentials at all, or anything else */
+};
 struct msghdr;
-bool logd_msg_uid(struct msghdr *mh, uid_t *uid);
+enum logd_cred logd_msg_cred(struct msghdr *mh, uid_t *uid, const char **why);
 
 /* Can user (uid uid) create and remove a file in the directory of file? A
  * real probe: a child drops to the user as pc_privdrop does for the daemon

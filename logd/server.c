@@ -20,10 +20,12 @@
 #define READ_BURST	256	   /* messages read from one client per round: fairness */
 #define BATCH_MAX_BYTES (4u << 20) /* commit early past this much buffered */
 #define RECV_VEC	32
-#define CMSG_ROOM	CMSG_SPACE(sizeof(struct ucred) + 64) /* SCM_CREDENTIALS, with room */
-#define EVENTS		64
-#define KEY_LISTEN	UINT64_MAX
-#define KEY_SIGNAL	(UINT64_MAX - 1)
+/* SCM_CREDENTIALS, and room for a few descriptors: those are closed and
+ * the message refused; more than fit truncate it, refused as well */
+#define CMSG_ROOM  CMSG_SPACE(sizeof(struct ucred) + 64)
+#define EVENTS	   64
+#define KEY_LISTEN UINT64_MAX
+#define KEY_SIGNAL (UINT64_MAX - 1)
 
 struct client {
 	int fd; /* -1: free slot */
@@ -119,39 +121,78 @@ static enum logrec_sender uid_sender(const struct server *s, uid_t uid)
 	return uid == 0 && uid_allowed(s, 0) ? LOGREC_SENDER_ROOT : LOGREC_SENDER_NONE;
 }
 
-/* The uid the kernel attached to a message (SCM_CREDENTIALS): the sender's
- * credentials when it sent, not when it connected — the engine connects
- * as root before it drops privileges — and not what the client claims
- * (only root may pass credentials other than its own). */
 /* The kernel's overflow uid and gid (kernel.overflowuid, overflowgid) at
  * their default: what it reports for credentials it does not have. */
 #define LOGD_OVERFLOW_ID 65534
 
-bool logd_msg_uid(struct msghdr *mh, uid_t *uid)
+/* Close the descriptors of one SCM_RIGHTS message (those the kernel
+ * installed: with MSG_CTRUNC, as many as fitted; it dropped the rest). */
+static unsigned close_rights(const struct msghdr *mh, struct cmsghdr *c)
 {
-	if (mh->msg_flags & MSG_CTRUNC)
-		return false;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
-		    c->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
-			struct ucred cr;
+	const uint8_t *end = (const uint8_t *)mh->msg_control + mh->msg_controllen;
+	const uint8_t *data = CMSG_DATA(c);
+	size_t len = c->cmsg_len - CMSG_LEN(0);
+	unsigned n = 0;
 
+	if (data + len > end)
+		len = (size_t)(end - data);
+	for (size_t off = 0; off + sizeof(int) <= len; off += sizeof(int)) {
+		int fd;
+
+		memcpy(&fd, data + off, sizeof(fd));
+		if (fd >= 0)
+			close(fd);
+		n++;
+	}
+	return n;
+}
+
+/* The uid the kernel attached to a message (SCM_CREDENTIALS): the sender's
+ * credentials when it sent, not when it connected — the engine connects
+ * as root before it drops privileges — and not what the client claims
+ * (only root may pass credentials other than its own). Anything but
+ * exactly those credentials is refused, never put down to the uid the
+ * connection had at connect time: descriptors (which would also fill
+ * logd's table), and control data the kernel truncated — a sender can
+ * force that by attaching more descriptors than the buffer holds, and
+ * the credentials may then be what was cut. */
+enum logd_cred logd_msg_cred(struct msghdr *mh, uid_t *uid, const char **why)
+{
+	unsigned fds = 0;
+	bool found = false, other = false;
+	struct ucred cr = {0};
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			fds += close_rights(mh, c);
+		else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
+			 c->cmsg_len >= CMSG_LEN(sizeof(struct ucred)) && !found) {
 			memcpy(&cr, CMSG_DATA(c), sizeof(cr));
-			/* pid 0 with the overflow uid and gid: the kernel
-			 * attached no credentials when the message was sent
-			 * (the socket had not asked for them yet), so these
-			 * are none, not nobody's. No sender can claim pid 0
-			 * (the kernel finds no such pid). Only the three
-			 * together: pid 0 alone is also what a sender in a pid
-			 * namespace logd cannot see looks like, and its uid
-			 * is then real. (An overflow uid changed from its
-			 * default makes such messages refused: closed.) */
-			if (cr.pid == 0 && cr.uid == LOGD_OVERFLOW_ID && cr.gid == LOGD_OVERFLOW_ID)
-				return false;
-			*uid = cr.uid;
-			return true;
+			found = true;
+		} else {
+			other = true;
 		}
-	return false;
+	}
+	if (fds || (mh->msg_flags & MSG_CTRUNC)) {
+		*why = fds ? "descriptors attached (logd takes none; closed them)"
+			   : "control data truncated (descriptors attached)";
+		return LOGD_CRED_BAD;
+	}
+	if (other || !found) {
+		*why = other ? "unexpected control data" : "no credentials";
+		return LOGD_CRED_BAD;
+	}
+	/* pid 0 with the overflow uid and gid: the kernel attached no
+	 * credentials when the message was sent (the socket had not asked for
+	 * them yet), so these are none, not nobody's. No sender can claim pid
+	 * 0 (the kernel finds no such pid). Only the three together: pid 0
+	 * alone is also what a sender in a pid namespace logd cannot see
+	 * looks like, and its uid is then real. (An overflow uid changed from
+	 * its default makes such messages refused: closed.) */
+	if (cr.pid == 0 && cr.uid == LOGD_OVERFLOW_ID && cr.gid == LOGD_OVERFLOW_ID)
+		return LOGD_CRED_NONE;
+	*uid = cr.uid;
+	return LOGD_CRED_UID;
 }
 
 static void accept_all(struct server *s)
@@ -210,6 +251,18 @@ static void accept_all(struct server *s)
 	}
 }
 
+/* Anything unexpected ends that peer's session; its earlier records are
+ * valid and stay in the batch. */
+static void client_reject(struct server *s, struct client *c, const char *why)
+{
+	s->st.malformed++;
+	warn_limited(s,
+		     "rejected a malformed message from pid %ld uid %ld and closed its "
+		     "connection (%llu rejected so far): %s",
+		     (long)c->pid, (long)c->uid, (unsigned long long)s->st.malformed, why);
+	client_close(s, c);
+}
+
 /* One datagram from c: its records (one, or a client's batch back to back)
  * into the batch, or the session ends at the first one that is not a
  * record; those before it stay in the batch. */
@@ -254,14 +307,7 @@ static int client_dgram(struct server *s, struct client *c, const uint8_t *buf, 
 	}
 	return 0;
 malformed:
-	/* Anything unexpected ends that peer's session; its earlier records
-	 * are valid and stay in the batch. */
-	s->st.malformed++;
-	warn_limited(s,
-		     "rejected a malformed message from pid %ld uid %ld and closed its "
-		     "connection (%llu rejected so far): %s",
-		     (long)c->pid, (long)c->uid, (unsigned long long)s->st.malformed, e.msg);
-	client_close(s, c);
+	client_reject(s, c, e.msg);
 	return 0;
 refused:
 	/* A record its sender may not write: a compromised process trying
@@ -283,12 +329,16 @@ refused:
  * at a time (one system call for many records). */
 static int client_read(struct server *s, struct client *c, struct pc_err *err)
 {
+	enum logd_cred cred[RECV_VEC];
+	uid_t uid[RECV_VEC];
+	const char *why[RECV_VEC];
+
 	for (int got = 0; got < READ_BURST && c->fd >= 0;) {
 		int n;
 
 		for (int i = 0; i < RECV_VEC; i++)
 			s->mv[i].msg_hdr.msg_controllen = sizeof(s->ctl[i]);
-		n = recvmmsg(c->fd, s->mv, RECV_VEC, MSG_DONTWAIT, NULL);
+		n = recvmmsg(c->fd, s->mv, RECV_VEC, MSG_DONTWAIT | MSG_CMSG_CLOEXEC, NULL);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -298,21 +348,27 @@ static int client_read(struct server *s, struct client *c, struct pc_err *err)
 			client_close(s, c);
 			return 0;
 		}
+		/* every message first: the descriptors of those after one
+		 * that ends the session are in logd's table all the same */
+		for (int i = 0; i < n; i++)
+			cred[i] = logd_msg_cred(&s->mv[i].msg_hdr, &uid[i], &why[i]);
 		for (int i = 0; i < n && c->fd >= 0; i++) {
-			uid_t uid;
-
 			/* a message of no bytes is the peer's end */
 			if (s->mv[i].msg_len == 0) {
 				client_close(s, c);
 				break;
 			}
+			if (cred[i] == LOGD_CRED_BAD) {
+				client_reject(s, c, why[i]);
+				break;
+			}
 			/* none: queued before the socket asked for them;
 			 * the connection's own credentials (SO_PEERCRED),
 			 * which let it in, are the sender's then */
-			if (!logd_msg_uid(&s->mv[i].msg_hdr, &uid))
-				uid = c->uid;
+			if (cred[i] == LOGD_CRED_NONE)
+				uid[i] = c->uid;
 			if (client_dgram(s, c, s->msg[i], s->mv[i].msg_len,
-					 s->mv[i].msg_hdr.msg_flags & MSG_TRUNC, uid, err) < 0)
+					 s->mv[i].msg_hdr.msg_flags & MSG_TRUNC, uid[i], err) < 0)
 				return PC_EIO;
 		}
 		got += n;

@@ -105,30 +105,128 @@ int logjson_each(const char *s, size_t n, logjson_fn fn, void *ctx)
 	}
 }
 
-/* A JSON string (with its quotes) as display text: \" \\ \/ decoded,
- * anything else escaped or that could move a terminal's cursor shown as ?. */
-static void str_text(const char *v, size_t vlen, char *out, size_t outlen)
+/* The code point of the JSON escape at v[*i] == '\\' (v ends at end) as
+ * UTF-8 into u; its length, *i past it. What is not a valid escape, or a
+ * lone surrogate, is U+FFFD: shown, never passed on. */
+static size_t json_unescape_one(const char *v, size_t *i, size_t end, char u[4])
 {
-	size_t o = 0;
+	static const char simple[] = "\"\"\\\\//b\bf\fn\nr\rt\t";
+	uint32_t cp = 0xfffd;
+	size_t at = *i + 1;
 
-	for (size_t i = 1; i + 1 < vlen && o + 1 < outlen; i++) {
-		unsigned char c = (unsigned char)v[i];
+	if (at >= end) {
+		*i = end;
+		goto put;
+	}
+	*i = at + 1;
+	for (const char *p = simple; *p; p += 2)
+		if (v[at] == p[0]) {
+			u[0] = p[1];
+			return 1;
+		}
+	if (v[at] == 'u') {
+		uint32_t hi = 0;
+		int k;
 
-		if (c == '\\') {
-			if (i + 2 >= vlen)
+		for (k = 0; k < 4 && at + 1 + (size_t)k < end; k++) {
+			char c = v[at + 1 + k];
+			int d = c >= '0' && c <= '9'   ? c - '0'
+				: c >= 'a' && c <= 'f' ? c - 'a' + 10
+				: c >= 'A' && c <= 'F' ? c - 'A' + 10
+						       : -1;
+			if (d < 0)
 				break;
-			c = (unsigned char)v[++i];
-			if (c == 'u') {
-				i = i + 4 < vlen - 2 ? i + 4 : vlen - 2;
-				c = '?';
-			} else if (c != '"' && c != '\\' && c != '/') {
-				c = '?';
+			hi = hi << 4 | (uint32_t)d;
+		}
+		if (k < 4)
+			goto put;
+		*i = at + 5;
+		cp = hi;
+		if (hi >= 0xdc00 && hi <= 0xdfff) {
+			cp = 0xfffd;
+		} else if (hi >= 0xd800 && hi <= 0xdbff) {
+			size_t j = *i;
+			uint32_t lo = 0;
+
+			cp = 0xfffd;
+			if (j + 6 <= end && v[j] == '\\' && v[j + 1] == 'u') {
+				for (k = 0; k < 4; k++) {
+					char c = v[j + 2 + k];
+					int d = c >= '0' && c <= '9'   ? c - '0'
+						: c >= 'a' && c <= 'f' ? c - 'a' + 10
+						: c >= 'A' && c <= 'F' ? c - 'A' + 10
+								       : -1;
+					if (d < 0)
+						break;
+					lo = lo << 4 | (uint32_t)d;
+				}
+				if (k == 4 && lo >= 0xdc00 && lo <= 0xdfff) {
+					cp = 0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00);
+					*i = j + 6;
+				}
 			}
 		}
-		out[o++] = (char)(c < 0x20 || c == 0x7f ? '?' : c);
 	}
-	if (outlen)
-		out[o] = '\0';
+put:
+	if (cp < 0x80) {
+		u[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		u[0] = (char)(0xc0 | cp >> 6);
+		u[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		u[0] = (char)(0xe0 | cp >> 12);
+		u[1] = (char)(0x80 | (cp >> 6 & 0x3f));
+		u[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	u[0] = (char)(0xf0 | cp >> 18);
+	u[1] = (char)(0x80 | (cp >> 12 & 0x3f));
+	u[2] = (char)(0x80 | (cp >> 6 & 0x3f));
+	u[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/* A JSON string (with its quotes) as display text, appended to o: its
+ * escapes decoded, then every code point that does not print escaped as
+ * everywhere a record is shown (logesc_put). */
+static void str_put(struct pc_buf *o, const char *v, size_t vlen)
+{
+	size_t i = 1, end = vlen - 1;
+
+	while (i < end) {
+		size_t run = i;
+		char u[4];
+
+		while (i < end && v[i] != '\\')
+			i++;
+		logesc_put(o, v + run, i - run, LOGESC_TEXT);
+		if (i < end)
+			logesc_put(o, u, json_unescape_one(v, &i, end, u), LOGESC_TEXT);
+	}
+}
+
+/* (A fixed buffer that fills is not terminated: one byte is kept for it.) */
+static void str_text(const char *v, size_t vlen, char *out, size_t outlen)
+{
+	struct pc_buf o;
+
+	pc_buf_init_fixed(&o, out, outlen - 1, 0);
+	str_put(&o, v, vlen);
+	out[o.len] = '\0';
+}
+
+/* A scalar as display text: logd writes digits, a file may hold anything. */
+static void scalar_text(const char *v, size_t vlen, char *out, size_t outlen)
+{
+	struct pc_buf o;
+
+	pc_buf_init_fixed(&o, out, outlen - 1, 0);
+	logesc_put(&o, v, vlen, LOGESC_TEXT);
+	out[o.len] = '\0';
 }
 
 struct human {
@@ -166,7 +264,7 @@ static int human_field(void *ctx, const char *k, size_t kl, enum logjson_type t,
 
 	if (((kl == 3 && !memcmp(k, "seq", 3)) || (kl == 14 && !memcmp(k, "event.sequence", 14))) &&
 	    t == LOGJSON_SCALAR) {
-		snprintf(h->seq, sizeof(h->seq), "%.*s", (int)(vl < 20 ? vl : 20), v);
+		scalar_text(v, vl, h->seq, sizeof(h->seq));
 		return 0;
 	}
 	if (t == LOGJSON_SCALAR) {
@@ -178,7 +276,7 @@ static int human_field(void *ctx, const char *k, size_t kl, enum logjson_type t,
 		else if (kl == 25 && !memcmp(k, "http.response.status_code", 25))
 			dst = h->status, len = sizeof(h->status);
 		if (dst)
-			snprintf(dst, len, "%.*s", (int)(vl < len - 1 ? vl : len - 1), v);
+			scalar_text(v, vl, dst, len);
 		return 0;
 	}
 	if (t == LOGJSON_ARRAY) {
@@ -187,12 +285,18 @@ static int human_field(void *ctx, const char *k, size_t kl, enum logjson_type t,
 			h->denied = memmem(v, vl, "\"denied\"", 8) != NULL;
 		} else if (kl == 15 && !memcmp(k, "dns.resolved_ip", 15)) {
 			/* ["a","b"] -> a,b */
-			size_t o = 0;
+			struct pc_buf o;
+			size_t e;
 
-			for (size_t i = 0; i < vl && o + 1 < sizeof(h->answers); i++)
-				if (v[i] != '"' && v[i] != '[' && v[i] != ']')
-					h->answers[o++] = v[i];
-			h->answers[o] = '\0';
+			pc_buf_init_fixed(&o, h->answers, sizeof(h->answers) - 1, 0);
+			for (size_t i = 0; i < vl; i++)
+				if (v[i] == '"' && (e = str_end(v, i, vl))) {
+					if (o.len)
+						pc_buf_putc(&o, ',');
+					str_put(&o, v + i, e - i);
+					i = e - 1;
+				}
+			h->answers[o.len] = '\0';
 		}
 		return 0;
 	}

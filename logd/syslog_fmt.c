@@ -8,9 +8,10 @@
 #include <string.h>
 
 /* An SD-PARAM: name="value" with ", \ and ] escaped (RFC 5424 6.3.3) and
- * control characters replaced, so no receiver splits the message. vcap
- * (0: none) cuts a longer value at a character boundary and ends it in
- * "..." (an oversize record, logx_format_export). */
+ * every code point that does not print escaped as log show does
+ * (logesc_put), so no receiver splits the message and no terminal that
+ * shows it obeys it. vcap (0: none) cuts a longer value at a character
+ * boundary and ends it in "..." (an oversize record, logx_format_export). */
 static void o_param_cap(struct pc_buf *o, const char *name, const char *v, size_t vcap)
 {
 	size_t n;
@@ -28,13 +29,7 @@ static void o_param_cap(struct pc_buf *o, const char *name, const char *v, size_
 	pc_buf_put(o, " ", 1);
 	pc_buf_puts(o, name);
 	pc_buf_put(o, "=\"", 2);
-	for (const char *e = v + n; v < e; v++) {
-		unsigned char c = (unsigned char)*v;
-
-		if (c == '"' || c == '\\' || c == ']')
-			pc_buf_put(o, "\\", 1);
-		pc_buf_put(o, (unsigned char)c < 0x20 || c == 0x7f ? "?" : v, 1);
-	}
+	logesc_put(o, v, n, LOGESC_SD);
 	if (cut)
 		pc_buf_put(o, "...", 3);
 	pc_buf_put(o, "\"", 1);
@@ -117,10 +112,10 @@ static void j_strcap(struct pc_buf *o, const char *key, const char *v, size_t vc
 		n = vcap;
 		while (n > 0 && ((unsigned char)v[n] & 0xc0) == 0x80)
 			n--;
-		pc_json_escape(o, v, n);
+		logesc_put(o, v, n, LOGESC_JSON);
 		pc_buf_puts(o, "...");
 	} else {
-		pc_json_escape(o, v, n);
+		logesc_put(o, v, n, LOGESC_JSON);
 	}
 	pc_buf_put(o, "\"", 1);
 }
@@ -164,7 +159,7 @@ static void j_field(void *ctx, const char *key, enum logrec_field_kind k, const 
 			while (c < len && c > 0 && ((unsigned char)s[c] & 0xc0) == 0x80)
 				c--;
 			pc_buf_puts(f->o, first ? "\"" : ",\"");
-			pc_json_escape(f->o, s, c);
+			logesc_put(f->o, s, c, LOGESC_JSON);
 			pc_buf_puts(f->o, c < len ? "...\"" : "\"");
 			first = false;
 		}
@@ -208,6 +203,7 @@ static void fmt_record(struct pc_buf *o, const struct logrec *r, uint64_t seq, u
 {
 	char hx[2 * MERKLE_HASH + 1], a[PC_ADDRSTRLEN], port[8] = "", text[1200];
 	struct fieldctx fc = {o, vcap};
+	struct pc_buf t;
 	const char *verdict = r->verdict == LOGREC_ALLOWED   ? "allowed"
 			      : r->verdict == LOGREC_REFUSED ? "refused"
 							     : "";
@@ -251,21 +247,32 @@ static void fmt_record(struct pc_buf *o, const struct logrec *r, uint64_t seq, u
 	logrec_fields(r, o_field, &fc);
 	pc_buf_put(o, "] ", 2);
 	*msg_at = o->len;
-	/* MSG: the short human form */
+	/* MSG: the short human form (its first part at most sizeof(text)),
+	 * what a record's strings bring escaped as log show does */
 	if (r->dst.port && target)
 		snprintf(port, sizeof(port), ":%u", r->dst.port);
-	snprintf(text, sizeof(text), "#%llu %s%s%s%s%s%s%s%s%s", (unsigned long long)seq, verdict,
-		 *verdict ? " " : "", logrec_action_name(r->action), target ? " " : "",
-		 target ? target : "", port, r->reason ? " (" : "", r->reason ? r->reason : "",
-		 r->reason ? ")" : "");
-	for (char *p = text; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-	pc_buf_puts(o, text);
+	text[0] = '\0';
+	pc_buf_init_fixed(&t, text, sizeof(text), 0);
+	pc_buf_putc(&t, '#');
+	pc_buf_u64(&t, seq);
+	pc_buf_put(&t, " ", 1);
+	pc_buf_puts(&t, verdict);
+	pc_buf_puts(&t, *verdict ? " " : "");
+	pc_buf_puts(&t, logrec_action_name(r->action));
+	if (target) {
+		pc_buf_put(&t, " ", 1);
+		logesc_put(&t, target, strlen(target), LOGESC_TEXT);
+	}
+	pc_buf_puts(&t, port);
+	if (r->reason) {
+		pc_buf_put(&t, " (", 2);
+		logesc_put(&t, r->reason, strlen(r->reason), LOGESC_TEXT);
+		pc_buf_put(&t, ")", 1);
+	}
+	pc_buf_put(o, text, t.len);
 	if (r->message && *r->message) {
 		pc_buf_put(o, ": ", 2);
-		for (const char *p = r->message; *p; p++)
-			pc_buf_put(o, (unsigned char)*p < 0x20 || *p == 0x7f ? "?" : p, 1);
+		logesc_put(o, r->message, strlen(r->message), LOGESC_TEXT);
 	}
 }
 

@@ -3,15 +3,21 @@
  * logd acknowledged, for the logd integration tests and the benchmark.
  *
  *   logd_client SOCKET [-n N] [-b BATCH] [-t TIMEOUT_MS] [-s SANDBOX] [-q]
- *               [-a ACTION] [-V VERDICT] [-m MESSAGE] [-U USER] [-w MS]
+ *               [-a ACTION] [-V VERDICT] [-m MESSAGE] [-d NAME] [-U USER] [-w MS]
  *       send N records, flush every BATCH; prints "acked SEQ" after each
  *       successful flush (-q: only the last), exits 1 at the first failure.
  *       -a: the action by name (connect, http-request, ...; default
  *       connect), -V: allowed, refused or none (default: alternating),
- *       -m: the message; -U: connect first, then drop to USER and send
+ *       -m: the message; -d: the destination name (default hostN.example,
+ *       N the record's index); -U: connect first, then drop to USER and send
  *       (as a daemon that connects before its privilege drop); -w: wait
  *       MS after each send, so that logd takes each record in a round of
  *       its own (and acknowledges it before it reads the next)
+ *   logd_client SOCKET -F N:FILE [-a ACTION] [-V VERDICT] [-m MESSAGE] [-U USER]
+ *       send one record (raw, not through the client library) with N
+ *       descriptors of FILE attached (SCM_RIGHTS); prints "acked SEQ" and
+ *       exits 0 if logd acknowledged it, "closed" and exits 1 if logd
+ *       ended the session, "open" and exits 2 if neither within 3 s
  *   logd_client SOCKET --malformed KIND
  *       send one malformed message; prints "closed" if logd ended the
  *       session, "open" if it did not (KIND: short, version, length, tag,
@@ -20,6 +26,7 @@
 #include "logd/logd.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
 #include <netinet/in.h>
@@ -96,19 +103,90 @@ static int malformed(const char *path, const char *kind)
 	return 0;
 }
 
+/* One record with n descriptors of file attached: what a compromised
+ * sender can hand logd besides its bytes. */
+static int with_fds(const char *path, const struct logrec *rec, int n, const char *file,
+		    const char *drop)
+{
+	uint8_t buf[LOGWIRE_MAX], ack[LOGWIRE_ACK_LEN];
+	union {
+		struct cmsghdr align;
+		uint8_t b[CMSG_SPACE(64 * sizeof(int))];
+	} ctl;
+	struct iovec iov;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct cmsghdr *cm;
+	struct pc_err err;
+	struct pollfd p;
+	uint64_t seq;
+	uint32_t count;
+	int fd, ffd, len;
+	ssize_t got;
+
+	len = logrec_encode(rec, buf, sizeof(buf), &err);
+	if (len < 0 || n < 1 || n > 64)
+		return 3;
+	ffd = open(file, O_RDONLY | O_CLOEXEC);
+	fd = pc_unix_connect(path, 0, &err);
+	if (ffd < 0 || fd < 0) {
+		fprintf(stderr, "open/connect failed\n");
+		return 3;
+	}
+	if (drop) { /* connected: become USER, as a daemon after its drop */
+		uid_t uid;
+		gid_t gid;
+
+		if (pc_user_lookup(drop, &uid, &gid, &err) < 0 || setgroups(1, &gid) < 0 ||
+		    setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0) {
+			fprintf(stderr, "dropping to %s failed\n", drop);
+			return 3;
+		}
+	}
+	iov.iov_base = buf;
+	iov.iov_len = (size_t)len;
+	memset(&ctl, 0, sizeof(ctl));
+	mh.msg_control = ctl.b;
+	mh.msg_controllen = CMSG_SPACE((size_t)n * sizeof(int));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN((size_t)n * sizeof(int));
+	for (int i = 0; i < n; i++)
+		memcpy(CMSG_DATA(cm) + i * sizeof(int), &ffd, sizeof(int));
+	if (sendmsg(fd, &mh, MSG_NOSIGNAL) != len) {
+		perror("sendmsg");
+		return 3;
+	}
+	p.fd = fd;
+	p.events = POLLIN;
+	if (poll(&p, 1, 3000) != 1) {
+		printf("open\n");
+		return 2;
+	}
+	got = recv(fd, ack, sizeof(ack), 0);
+	if (got == (ssize_t)sizeof(ack) &&
+	    logwire_ack_decode(ack, sizeof(ack), &count, &seq, &err) == 0) {
+		printf("acked %llu\n", (unsigned long long)seq);
+		return 0;
+	}
+	printf(got <= 0 ? "closed\n" : "open\n");
+	return got <= 0 ? 1 : 2;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {{"malformed", required_argument, NULL, 'M'},
 					     {NULL, 0, NULL, 0}};
 	long n = 1, batch = 1, timeout = 2000, pause_ms = 0;
-	const char *sandbox = "agent-1", *path, *message = NULL, *drop = NULL;
+	const char *sandbox = "agent-1", *path, *message = NULL, *drop = NULL, *fds = NULL;
+	const char *dname = NULL;
 	int action = LOGREC_CONNECT, verdict = -1;
 	bool quiet = false;
 	struct logc *lc;
 	struct pc_err err;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "n:b:t:s:qa:V:m:U:w:", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:b:t:s:qa:V:m:U:w:F:d:", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			n = atol(optarg);
@@ -146,6 +224,12 @@ int main(int argc, char **argv)
 		case 'w':
 			pause_ms = atol(optarg);
 			break;
+		case 'F':
+			fds = optarg;
+			break;
+		case 'd':
+			dname = optarg;
+			break;
 		case 'M':
 			if (optind >= argc)
 				return 2;
@@ -157,6 +241,19 @@ int main(int argc, char **argv)
 	if (optind != argc - 1 || batch < 1)
 		return 2;
 	path = argv[optind];
+	if (fds) {
+		struct logrec rec = {
+		    .action = (enum logrec_action)action,
+		    .verdict = verdict >= 0 ? (enum logrec_verdict)verdict : LOGREC_REFUSED,
+		    .message = message,
+		    .sandbox = sandbox,
+		};
+		const char *colon = strchr(fds, ':');
+
+		if (!colon)
+			return 3;
+		return with_fds(path, &rec, atoi(fds), colon + 1, drop);
+	}
 	if (logc_open(path, &lc, &err) < 0) {
 		fprintf(stderr, "logc_open: %s\n", err.msg);
 		return 2;
@@ -188,6 +285,8 @@ int main(int argc, char **argv)
 		};
 
 		snprintf(domain, sizeof(domain), "host%ld.example", i);
+		if (dname)
+			rec.domain = dname;
 		rec.src.addr.family = AF_INET;
 		inet_pton(AF_INET, "10.203.0.11", rec.src.addr.a);
 		rec.src.port = (uint16_t)(40000 + i % 20000);

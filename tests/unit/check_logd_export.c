@@ -243,7 +243,212 @@ START_TEST(spool_grows_by_chunks_and_bounds_bytes)
 }
 END_TEST
 
+/* ---- display escaping: one list of code points that do not print, for
+ * log show and the export (logd/escape.c) ---------------------------------- */
+
+static const char *esc(const char *s, size_t n, enum logesc_form f)
+{
+	static char out[512];
+	struct pc_buf o;
+
+	pc_buf_init_fixed(&o, out, sizeof(out) - 1, 0);
+	logesc_put(&o, s, n, f);
+	if (o.err)
+		ck_abort_msg("escape: buffer error %d", o.err);
+	out[o.len] = '\0';
+	return out;
+}
+
+#define ESC_EQ(in, f, want) ck_assert_str_eq(esc(in, sizeof(in) - 1, f), want)
+
+START_TEST(display_escape_each_class_each_form)
+{
+	/* C0 (ESC, NUL, newline), DEL */
+	ESC_EQ("a\x1b[2Jb", LOGESC_TEXT, "a\\u{001B}[2Jb");
+	ESC_EQ("a\x1b[2Jb", LOGESC_SD, "a\\u{001B}[2Jb");
+	ESC_EQ("a\x1b[2Jb", LOGESC_JSON, "a\\u001b[2Jb");
+	ESC_EQ("a\x1b[2Jb", LOGESC_JSON_LINE, "a\\u001b[2Jb");
+	ESC_EQ("\0", LOGESC_TEXT, "\\u{0000}");
+	ESC_EQ("\n\t\r", LOGESC_TEXT, "\\u{000A}\\u{0009}\\u{000D}");
+	ESC_EQ("\n\t\r", LOGESC_JSON, "\\n\\t\\r"); /* as common/json.c */
+	ESC_EQ("\n", LOGESC_JSON_LINE, "\\u000a");
+	ESC_EQ("\x7f", LOGESC_TEXT, "\\u{007F}");
+	ESC_EQ("\x7f", LOGESC_JSON, "\\u007f");
+	/* C1, as UTF-8: U+0080, U+0085 (NEL), U+009B (CSI), U+009F */
+	ESC_EQ("\xc2\x80\xc2\x85\xc2\x9b\xc2\x9f", LOGESC_TEXT,
+	       "\\u{0080}\\u{0085}\\u{009B}\\u{009F}");
+	ESC_EQ("\xc2\x9b", LOGESC_SD, "\\u{009B}");
+	ESC_EQ("\xc2\x9b", LOGESC_JSON, "\\u009b");
+	ESC_EQ("\xc2\x9b", LOGESC_JSON_LINE, "\\u009b");
+	/* bidi controls */
+	ESC_EQ("\xe2\x80\xaa\xe2\x80\xab\xe2\x80\xac\xe2\x80\xad\xe2\x80\xae", LOGESC_TEXT,
+	       "\\u{202A}\\u{202B}\\u{202C}\\u{202D}\\u{202E}");
+	ESC_EQ("\xe2\x81\xa6\xe2\x81\xa7\xe2\x81\xa8\xe2\x81\xa9", LOGESC_TEXT,
+	       "\\u{2066}\\u{2067}\\u{2068}\\u{2069}");
+	ESC_EQ("\xe2\x80\x8e\xe2\x80\x8f\xd8\x9c", LOGESC_TEXT, "\\u{200E}\\u{200F}\\u{061C}");
+	ESC_EQ("\xe2\x80\xae", LOGESC_SD, "\\u{202E}");
+	ESC_EQ("\xe2\x80\xae", LOGESC_JSON, "\\u202e");
+	ESC_EQ("\xe2\x80\xae", LOGESC_JSON_LINE, "\\u202e");
+	/* line and paragraph separators */
+	ESC_EQ("\xe2\x80\xa8\xe2\x80\xa9", LOGESC_TEXT, "\\u{2028}\\u{2029}");
+	ESC_EQ("\xe2\x80\xa8\xe2\x80\xa9", LOGESC_JSON, "\\u2028\\u2029");
+	/* their neighbours print, as do letters and emoji */
+	ESC_EQ("\xc2\xa0\xe2\x80\x8d\xe2\x80\xaf\xe2\x81\xa5\xe2\x81\xaa\xd8\x9b", LOGESC_TEXT,
+	       "\xc2\xa0\xe2\x80\x8d\xe2\x80\xaf\xe2\x81\xa5\xe2\x81\xaa\xd8\x9b");
+	ESC_EQ("caf\xc3\xa9 \xf0\x9f\x94\x91", LOGESC_JSON, "caf\xc3\xa9 \xf0\x9f\x94\x91");
+	/* not UTF-8: stray, overlong, surrogate, past U+10FFFF, cut short */
+	ESC_EQ("\xff\x80", LOGESC_TEXT, "\\x{FF}\\x{80}");
+	ESC_EQ("\xc0\x9b", LOGESC_TEXT, "\\x{C0}\\x{9B}"); /* an overlong ESC */
+	ESC_EQ("\xed\xa0\x80", LOGESC_TEXT, "\\x{ED}\\x{A0}\\x{80}");
+	ESC_EQ("\xf4\x90\x80\x80", LOGESC_TEXT, "\\x{F4}\\x{90}\\x{80}\\x{80}");
+	ESC_EQ("\xe2\x80", LOGESC_TEXT, "\\x{E2}\\x{80}");
+	ESC_EQ("\xff", LOGESC_JSON, "\\ufffd");
+	ESC_EQ("\xe2\x80", LOGESC_JSON_LINE, "\\ufffd\\ufffd");
+	/* each form's own: a backslash always (so an escape is never a
+	 * record's own text), " and ] where the syntax needs them */
+	ESC_EQ("\\u{202E}", LOGESC_TEXT, "\\\\u{202E}");
+	ESC_EQ("a\"]\\", LOGESC_TEXT, "a\"]\\\\");
+	ESC_EQ("a\"]\\", LOGESC_SD, "a\\\"\\]\\\\");
+	ESC_EQ("a\"]\\", LOGESC_JSON, "a\\\"]\\\\");
+	ESC_EQ("{\"k\":\"\\\\\"}", LOGESC_JSON_LINE, "{\"k\":\"\\\\\"}");
+}
+END_TEST
+
+/* Every code point, in every form: the ones on the list escaped, every
+ * other one as it is (or, ASCII, as the form's syntax needs), and never a
+ * byte that does not print in the output. */
+START_TEST(display_escape_every_code_point)
+{
+	static const enum logesc_form forms[] = {LOGESC_TEXT, LOGESC_SD, LOGESC_JSON,
+						 LOGESC_JSON_LINE};
+	unsigned listed = 0;
+
+	for (uint32_t cp = 0; cp <= 0x10ffff; cp++) {
+		char u[4];
+		size_t n;
+
+		if (cp >= 0xd800 && cp <= 0xdfff)
+			continue;
+		if (cp < 0x80)
+			u[0] = (char)cp, n = 1;
+		else if (cp < 0x800)
+			u[0] = (char)(0xc0 | cp >> 6), u[1] = (char)(0x80 | (cp & 0x3f)), n = 2;
+		else if (cp < 0x10000)
+			u[0] = (char)(0xe0 | cp >> 12), u[1] = (char)(0x80 | (cp >> 6 & 0x3f)),
+			u[2] = (char)(0x80 | (cp & 0x3f)), n = 3;
+		else
+			u[0] = (char)(0xf0 | cp >> 18), u[1] = (char)(0x80 | (cp >> 12 & 0x3f)),
+			u[2] = (char)(0x80 | (cp >> 6 & 0x3f)), u[3] = (char)(0x80 | (cp & 0x3f)),
+			n = 4;
+		listed += logesc_nonprinting(cp);
+		for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
+			const char *o = esc(u, n, forms[f]);
+			bool special = cp == '\\' || cp == '"' || cp == ']', ok;
+
+			/* (one assertion only when it fails: Check's cost a
+			 * message each, a million of them) */
+			if (logesc_nonprinting(cp))
+				ok = o[0] == '\\' && o[1] && strchr("untr", o[1]);
+			else
+				ok = special || (strlen(o) == n && !memcmp(o, u, n));
+			for (const unsigned char *p = (const unsigned char *)o; *p; p++)
+				if (*p < 0x20 || *p == 0x7f ||
+				    (*p >= 0x80 && logesc_nonprinting(cp)))
+					ok = false;
+			if (!ok)
+				ck_abort_msg("U+%04X form %zu: %s", cp, f, o);
+		}
+	}
+	/* C0 32, DEL, C1 32, the bidi controls 12, U+2028/9 */
+	ck_assert_uint_eq(listed, 32 + 1 + 32 + 12 + 2);
+}
+END_TEST
+
+/* A piece is put whole: a fixed buffer that fills ends before an escape
+ * or a character it cannot hold, never in it. */
+START_TEST(display_escape_never_cuts_an_escape)
+{
+	static const char in[] = "ab\xe2\x80\xae"
+				 "cd\xf0\x9f\x94\x91";
+
+	for (size_t size = 0; size < 24; size++) {
+		char out[24];
+		struct pc_buf o;
+
+		memset(out, 'X', sizeof(out));
+		pc_buf_init_fixed(&o, out, size, 0);
+		logesc_put(&o, in, sizeof(in) - 1, LOGESC_TEXT);
+		ck_assert_uint_le(o.len, size);
+		out[o.len] = '\0';
+		ck_assert_msg(!strncmp("ab\\u{202E}cd\xf0\x9f\x94\x91", out, strlen(out)),
+			      "size %zu: %s", size, out);
+		ck_assert_msg(strlen(out) == 0 || strlen(out) == 1 || strlen(out) == 2 ||
+				  strlen(out) == 10 || strlen(out) == 11 || strlen(out) == 12 ||
+				  strlen(out) == 16,
+			      "size %zu: cut inside a piece: %s", size, out);
+	}
+}
+END_TEST
+
+static bool has_raw_control(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) ||
+		    (p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xae || p[2] == 0xa8)))
+			return true;
+	return false;
+}
+
+/* The same escapes through log show's human form (from a record line, the
+ * JSON's own escapes decoded first) and through each syslog form. */
+START_TEST(display_escape_in_show_and_export)
+{
+	static const char line[] =
+	    "{\"event.sequence\":9,\"@timestamp\":\"2026-12-01T10:00:00.000Z\","
+	    "\"event.type\":[\"connection\",\"allowed\"],\"event.action\":\"connect\","
+	    "\"event.reason\":\"r\\u001b]0;t\\u0007\","
+	    "\"destination.domain\":\"a\\u001b[2J\xc2\x9b\xe2\x80\xaegnp.exe\\\\x\\ud83d\\udd11\","
+	    "\"destination.port\":443}";
+	struct logrec r = {.action = LOGREC_CONNECT,
+			   .verdict = LOGREC_ALLOWED,
+			   .sandbox = "agent\xe2\x80\xa8"
+				      "1",
+			   .domain = "a\x1b[2J\xc2\x9b\xe2\x80\xaegnp.exe",
+			   .reason = "r\x1b]0;t\x07",
+			   .message = "m\xc2\x85"};
+	static char msg[LOGX_MSG_MAX + 1];
+	char out[2048];
+	int n;
+
+	ck_assert_int_gt(logrec_human(line, sizeof(line) - 1, out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "#9 10:00:00Z allowed CONNECT "
+			      "a\\u{001B}[2J\\u{009B}\\u{202E}gnp.exe\\\\x\xf0\x9f\x94\x91:443 "
+			      "(r\\u{001B}]0;t\\u{0007})");
+
+	logx_set_identity(LOGX_FACILITY, 32473);
+	n = logx_format_record(&r, 9, 1764424933123ULL, hash, "gw1", 1, msg, sizeof(msg));
+	ck_assert_int_gt(n, 0);
+	ck_assert_msg(!has_raw_control(msg), "%s", msg);
+	ck_assert_ptr_nonnull(
+	    strstr(msg, "destination.domain=\"a\\u{001B}[2J\\u{009B}\\u{202E}gnp.exe\""));
+	ck_assert_ptr_nonnull(strstr(msg, "portcullis.sandbox=\"agent\\u{2028}1\""));
+	ck_assert_ptr_nonnull(strstr(msg, "] #9 allowed connect a\\u{001B}[2J\\u{009B}\\u{202E}"
+					  "gnp.exe (r\\u{001B}]0;t\\u{0007}): m\\u{0085}"));
+
+	logx_set_identity(LOGX_FACILITY, 0);
+	n = logx_format_record(&r, 9, 1764424933123ULL, hash, "gw1", 1, msg, sizeof(msg));
+	ck_assert_int_gt(n, 0);
+	ck_assert_msg(!has_raw_control(msg), "%s", msg);
+	ck_assert_ptr_nonnull(
+	    strstr(msg, "\"destination.domain\":\"a\\u001b[2J\\u009b\\u202egnp.exe\""));
+	ck_assert_ptr_nonnull(strstr(msg, "\"message\":\"m\\u0085\""));
+	ck_assert_int_eq(logjson_each(strchr(msg, '{'), strlen(strchr(msg, '{')), NULL, NULL), 0);
+}
+END_TEST
+
 PC_UNIT_SUITE("logd_export", "core", 30, oversize_record_is_cut_with_its_marker,
 	      oversize_json_record_stays_json, oversize_message_is_cut_at_a_character,
 	      record_that_fits_is_sent_as_formatted, full_spool_drops_records_never_checkpoints,
-	      checkpoint_queue_keeps_the_last_of_each_tree, spool_grows_by_chunks_and_bounds_bytes)
+	      checkpoint_queue_keeps_the_last_of_each_tree, spool_grows_by_chunks_and_bounds_bytes,
+	      display_escape_each_class_each_form, display_escape_every_code_point,
+	      display_escape_never_cuts_an_escape, display_escape_in_show_and_export)

@@ -6,6 +6,8 @@
 #include "logd/logd_int.h"
 #include "tests/unit/unit.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pthread.h>
 #include <signal.h>
@@ -241,16 +243,26 @@ END_TEST
  * pid 0 and the overflow uid, which is "none" (the connection's
  * credentials stand), not a sender uid 65534 to refuse; one sent after
  * carries the sender's own uid. */
-static bool recv_uid(int fd, uid_t *uid, bool *has)
+static enum logd_cred recv_cred(int fd, uid_t *uid, bool *has, size_t room)
 {
-	char buf[16], ctl[CMSG_SPACE(sizeof(struct ucred))];
+	char buf[16];
+	union {
+		struct cmsghdr align;
+		char b[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(64 * sizeof(int))];
+	} ctl;
 	struct iovec iov = {buf, sizeof(buf)};
-	struct msghdr mh = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = ctl.b,
+			    .msg_controllen = room ? room : sizeof(ctl)};
+	const char *why = NULL;
+	enum logd_cred r;
 
 	ck_assert_int_gt(recvmsg(fd, &mh, 0), 0);
 	*has = CMSG_FIRSTHDR(&mh) != NULL;
-	return logd_msg_uid(&mh, uid);
+	r = logd_msg_cred(&mh, uid, &why);
+	ck_assert(r == LOGD_CRED_BAD ? why != NULL : why == NULL);
+	return r;
 }
 
 START_TEST(credentials_the_kernel_did_not_attach_are_none)
@@ -264,11 +276,92 @@ START_TEST(credentials_the_kernel_did_not_attach_are_none)
 	ck_assert_int_eq(setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &(int){1}, sizeof(int)), 0);
 	ck_assert_int_eq(send(sv[0], "after", 5, 0), 5);
 	/* the kernel does report credentials for the first: pid 0, 65534 */
-	ck_assert(!recv_uid(sv[1], &uid, &has));
+	ck_assert_int_eq(recv_cred(sv[1], &uid, &has, 0), LOGD_CRED_NONE);
 	ck_assert(has);
 	ck_assert_uint_eq(uid, 4242);
-	ck_assert(recv_uid(sv[1], &uid, &has));
+	ck_assert_int_eq(recv_cred(sv[1], &uid, &has, 0), LOGD_CRED_UID);
 	ck_assert_uint_eq(uid, getuid());
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
+static int open_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+
+	ck_assert_ptr_nonnull(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* n descriptors of /dev/null with one message */
+static void send_fds(int fd, int n)
+{
+	union {
+		struct cmsghdr align;
+		char b[CMSG_SPACE(64 * sizeof(int))];
+	} ctl;
+	struct iovec iov = {"rec", 3};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = ctl.b,
+			    .msg_controllen = CMSG_SPACE((size_t)n * sizeof(int))};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	ck_assert_int_ge(nul, 0);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN((size_t)n * sizeof(int));
+	for (int i = 0; i < n; i++)
+		memcpy(CMSG_DATA(c) + (size_t)i * sizeof(int), &nul, sizeof(int));
+	ck_assert_int_eq(sendmsg(fd, &mh, 0), 3);
+	close(nul);
+}
+
+/* Descriptors with a message: closed, and the message refused, whether
+ * they all fit (its credentials are there: refused all the same) or are
+ * so many that the kernel truncates the control data (MSG_CTRUNC: the
+ * credentials may be what was cut, and the connection's uid at connect
+ * time — root, for the engine — must not stand for them). */
+START_TEST(descriptors_are_closed_and_refused)
+{
+	static const size_t small = CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(4 * sizeof(int));
+	int sv[2], before;
+	uid_t uid = 4242;
+	bool has;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	ck_assert_int_eq(setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &(int){1}, sizeof(int)), 0);
+	before = open_fds();
+	send_fds(sv[0], 3);
+	send_fds(sv[0], 20); /* all fit the test's full buffer */
+	send_fds(sv[0], 20); /* 4 fit the small one: truncated */
+	send_fds(sv[0], 1);  /* no room for even one: truncated */
+	ck_assert_int_eq(recv_cred(sv[1], &uid, &has, 0), LOGD_CRED_BAD);
+	ck_assert_int_eq(open_fds(), before);
+	ck_assert_int_eq(recv_cred(sv[1], &uid, &has, 0), LOGD_CRED_BAD);
+	ck_assert_int_eq(open_fds(), before);
+	ck_assert_int_eq(recv_cred(sv[1], &uid, &has, small), LOGD_CRED_BAD);
+	ck_assert_int_eq(open_fds(), before);
+	ck_assert_int_eq(
+	    recv_cred(sv[1], &uid, &has, CMSG_SPACE(sizeof(struct ucred)) + sizeof(struct cmsghdr)),
+	    LOGD_CRED_BAD);
+	ck_assert_int_eq(open_fds(), before);
+	ck_assert_uint_eq(uid, 4242); /* never set */
+	/* and the next message, without any, is its sender's */
+	ck_assert_int_eq(send(sv[0], "rec", 3, 0), 3);
+	ck_assert_int_eq(recv_cred(sv[1], &uid, &has, 0), LOGD_CRED_UID);
+	ck_assert_uint_eq(uid, getuid());
+	/* no credentials at all (the option off): refused, not the peer's */
+	ck_assert_int_eq(setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &(int){0}, sizeof(int)), 0);
+	ck_assert_int_eq(send(sv[0], "rec", 3, 0), 3);
+	ck_assert_int_eq(recv_cred(sv[1], &uid, &has, 0), LOGD_CRED_BAD);
+	ck_assert(!has);
 	close(sv[0]);
 	close(sv[1]);
 }
@@ -276,4 +369,4 @@ END_TEST
 
 PC_UNIT_SUITE("logd_sender", "core", 30, sender_policy_table, record_json_names_the_sender_logd_set,
 	      daemon_names_the_sender_from_each_message,
-	      credentials_the_kernel_did_not_attach_are_none)
+	      credentials_the_kernel_did_not_attach_are_none, descriptors_are_closed_and_refused)
