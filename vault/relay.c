@@ -187,6 +187,12 @@ static int relay_body_scan(struct conn *c, const struct http_request *req, struc
 		if (done)
 			break;
 	}
+	/* the end of the body is judged too: the decoded scanner still holds
+	 * its last (longest placeholder - 1) bytes, which may end one */
+	if (req->body == HTTP_BODY_CHUNKED && scrub_finish(ds, discard, NULL) == PC_EREFUSED) {
+		s->hit = ds->hit;
+		return PC_EREFUSED;
+	}
 	return scrub_finish(s, body_sink, bo);
 }
 

@@ -10,7 +10,7 @@
 #   vault_client.py seq  CA CONNECT_HOST PORT SNI REQUEST...
 #   vault_client.py pieces CA CONNECT_HOST PORT SNI AUTH STEP COUNT
 #   vault_client.py leak VALUE...   < text
-# REQUEST takes \r \n \t escapes. MODE: split (the payload's halves in a
+# REQUEST takes \r \n \t escapes; @FILE: the bytes of FILE as they are. MODE: split (the payload's halves in a
 # first frame and a continuation), ping (in a ping frame), text (whole).
 # seq: the requests one after the other on one connection, each response
 # read whole (printed in turn). pieces: GET /range with Range for STEP
@@ -63,7 +63,11 @@ def raw(argv):
     s = connect(ca, host, port, sni, alpn)
     if alpn:
         print("alpn:", s.selected_alpn_protocol())
-    data = req.encode().decode("unicode_escape").encode("latin-1")
+    if req.startswith("@"):
+        with open(req[1:], "rb") as f:
+            data = f.read()
+    else:
+        data = req.encode().decode("unicode_escape").encode("latin-1")
     try:
         s.sendall(data)
     except OSError as e:
