@@ -30,6 +30,24 @@ static const char *const hop_headers[] = {
 
 #define BASIC_MAX 3072 /* decoded Basic credentials we look into */
 
+/* The methods a request that carries a credential may use, exactly as
+ * spelled (method names are case-sensitive, but a server may not treat
+ * them so: "trace" is TRACE to some). TRACE, TRACK and CONNECT are not
+ * among them, nor anything a server could take for them. */
+static const char *const credential_methods[] = {
+    "GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", NULL,
+};
+
+/* Headers that make some servers and frameworks run another method than
+ * the request line's: on a request with a credential they could turn an
+ * allowed method into TRACE. */
+static const char *const method_override_headers[] = {
+    "x-http-method-override",
+    "x-http-method",
+    "x-method-override",
+    NULL,
+};
+
 /* code: the refusal's event.code (docs/logd.md "Event codes"). */
 __attribute__((format(printf, 5, 6))) static int
 refuse(struct inject_out *r, unsigned status, bool exfil, const char *code, const char *fmt, ...)
@@ -126,8 +144,10 @@ static bool hdr_is(const struct http_header *h, const char *name)
 
 /* Host header == TLS server name (and port, if given, == original port).
  * The header is read by the grammar every other name is (common/
- * hostname.c): a trailing dot is the same name, case does not count. */
-static bool host_matches(const struct http_header *h, const char *sni, uint16_t port)
+ * hostname.c): a trailing dot is the same name, case does not count.
+ * *given_port: whether the header named a port. */
+static bool host_matches(const struct http_header *h, const char *sni, uint16_t port,
+			 bool *given_port)
 {
 	struct pc_host host;
 
@@ -136,7 +156,29 @@ static bool host_matches(const struct http_header *h, const char *sni, uint16_t 
 		return false;
 	if (host.port && host.port != port)
 		return false;
+	*given_port = host.port != 0;
 	return strcmp(host.name, sni) == 0;
+}
+
+/* The Host sent upstream: the name the check approved, written the one
+ * way (the server name: lower case, no trailing dot), and the port only
+ * if the client gave one other than HTTPS's 443 (no leading zeros): the
+ * upstream must not read a Host the vault did not judge. */
+static void host_emit(struct pc_buf *w, const char *sni, uint16_t port, bool given_port)
+{
+	pc_buf_puts(w, "Host: ");
+	pc_buf_puts(w, sni);
+	if (given_port && port != 443)
+		pc_buf_printf(w, ":%u", (unsigned)port);
+	pc_buf_puts(w, "\r\n");
+}
+
+static bool name_in(const char *const *list, const char *s)
+{
+	for (; *list; list++)
+		if (!strcmp(*list, s))
+			return true;
+	return false;
 }
 
 /* Decode "Basic <b64>" into dec (BASIC_MAX); length or -1. */
@@ -253,15 +295,19 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 	/* the tail of the (locked) out buffer is the scratch space for
 	 * decoded credentials: no allocation per request */
 	uint8_t *scratch = cap > scratch_len ? out + cap - scratch_len : NULL;
-	bool any_basic = false, injecting = false;
+	bool any_basic = false, injecting = false, given_port = false;
 	int rc = 0;
 
 	(void)buf;
 	memset(r, 0, sizeof(*r));
-	if (!strcmp(req->method, "TRACE") || !strcmp(req->method, "TRACK"))
+	/* in any case: a server may read "trace" as TRACE */
+	if (!strcasecmp(req->method, "TRACE") || !strcasecmp(req->method, "TRACK"))
 		return refuse(r, 405, true, "vault_method_reflects",
 			      "%s is refused: it reflects credentials", req->method);
-	if (!host_matches(&req->hdr[req->host], sni, port))
+	if (!strcasecmp(req->method, "CONNECT"))
+		return refuse(r, 405, false, "vault_method_not_allowed",
+			      "CONNECT is refused in any spelling");
+	if (!host_matches(&req->hdr[req->host], sni, port, &given_port))
 		return refuse(r, 421, false, "vault_host_mismatch",
 			      "Host header does not match the TLS server name %s:%u", sni, port);
 	if (!policy_host_allows(sb, sni, IPPROTO_TCP, port, NULL))
@@ -318,6 +364,21 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 
 	for (size_t i = 0; i < req->n_hdr; i++)
 		injecting |= marks[i].secret >= 0;
+	if (injecting && !name_in(credential_methods, req->method)) {
+		refuse(r, 405, true, "vault_method_not_allowed",
+		       "a request with a credential must use GET, HEAD, POST, PUT, DELETE, "
+		       "OPTIONS or PATCH as spelled");
+		goto out;
+	}
+	for (size_t i = 0; injecting && i < req->n_hdr; i++)
+		for (const char *const *mo = method_override_headers; *mo; mo++)
+			if (hdr_is(&req->hdr[i], *mo)) {
+				refuse(r, 405, true, "vault_method_override",
+				       "a method override header (%s) on a request with a "
+				       "credential",
+				       *mo);
+				goto out;
+			}
 	/* request line and the headers that pass unchanged */
 	pc_buf_puts(&w, req->method);
 	pc_buf_puts(&w, " ");
@@ -339,6 +400,10 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 			       strncasecmp(req->hdr[j].name, h->name, h->name_len) == 0;
 		if (skip)
 			continue;
+		if ((int)i == req->host) {
+			host_emit(&w, sni, port, given_port);
+			continue;
+		}
 		pc_buf_put(&w, h->name, h->name_len);
 		pc_buf_puts(&w, ": ");
 		pc_buf_put(&w, h->value, h->value_len);

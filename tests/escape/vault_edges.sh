@@ -2,8 +2,13 @@
 # leaves out at the edges of a request —
 #  1. a placeholder that ends a request body: its last bytes in a chunk
 #     of their own, in 1-byte chunks, after 1 MiB (a streamed body), or at
-#     the end of a Content-Length body; only a body's end judges it.
-# Real engine, vault, logd, nginx (api.github.test:443).
+#     the end of a Content-Length body; only a body's end judges it;
+#  3. methods and Host spelt otherwise: "trace", "connect", a method
+#     outside the standard ones, X-HTTP-Method-Override (and its cousins)
+#     with a credential; a Host in capitals with a trailing dot and a port
+#     with a leading zero, forwarded only as the canonical name.
+# Real engine, vault, logd, nginx (api.github.test:443) and the reflecting
+# upstream tests/integration/vault_ws_echo.py (api.github.test:8444).
 . "$PC_TOP/tests/escape/escape_lib.bash"
 . "$PC_TOP/tests/integration/vault_setup.bash"
 
@@ -17,6 +22,9 @@ vault_start
 vault_redirect
 trap 'esc_finish' EXIT
 GUARD_CONF=$V/portcullis.yaml GUARD_DIR=$V GUARD_BIN=$V_BIN
+lab_upstream python3 "$PC_TOP/tests/integration/vault_ws_echo.py" "$LAB_API4" 8444 \
+	"$LAB_DIR/pki/api.github.test.pem" "$LAB_DIR/pki/api.github.test.key" "$LAB_DIR/ws.log" &
+lab_wait_tcp "$LAB_UP" "$LAB_API4" 8444
 OUT=$LAB_DIR/sandbox-outputs
 : >"$OUT"
 PH=$V_PH_GH
@@ -26,6 +34,9 @@ client() { # args of vault_client.py; output kept for the final invariant
 }
 rawreq() { # SNI REQUEST|@FILE
 	client raw "$LAB_DIR/vault-ca.pem" api.github.test 443 "$1" "$2"
+}
+req8444() { # REQUEST
+	client raw "$LAB_DIR/vault-ca.pem" api.github.test 8444 api.github.test "$1"
 }
 status_of() { printf '%s\n' "$1" | head -1 | awk '/^HTTP/ {print $2} !/^HTTP/ {print "none"}'; }
 why_of() { printf '%s\n' "$1" | tr -d '\r' | sed -n 's/^X-Portcullis-Error: //p' | head -1; }
@@ -88,6 +99,30 @@ t_eq "streamed chunked end: refused (403)" 403 "$st"
 t_match "streamed chunked end: recorded as exfiltration (vault_placeholder_in_body)" '"event.code":"vault_placeholder_in_body"' "$(new_records)"
 t_nomatch "streamed chunked end: the sandbox got no upstream answer" "host=api.github.test" "$out"
 esc_end "refused, the upstream connection cut" "status $st, X-Portcullis-Error: $(why_of "$out")"
+
+# ---- 3. methods and Host, spelt otherwise ----------------------------------------------------
+A="Host: api.github.test:8444\r\nAuthorization: Bearer $V_PH_WS\r\nConnection: close\r\n"
+for case in "lowercase trace|trace /reflect HTTP/1.1\r\n$A|vault_method_reflects" \
+	"lowercase connect|connect /reflect HTTP/1.1\r\n$A|vault_method_not_allowed|http-request" \
+	"a method outside the standard ones (PROPFIND)|PROPFIND /reflect HTTP/1.1\r\n$A|vault_method_not_allowed" \
+	"X-HTTP-Method-Override: TRACE|GET /reflect HTTP/1.1\r\n${A}X-HTTP-Method-Override: TRACE\r\n|vault_method_override" \
+	"X-HTTP-Method: TRACE|POST /reflect HTTP/1.1\r\n${A}X-HTTP-Method: TRACE\r\nContent-Length: 0\r\n|vault_method_override" \
+	"X-Method-Override: TRACE|GET /reflect HTTP/1.1\r\n${A}X-Method-Override: TRACE\r\n|vault_method_override"; do
+	IFS='|' read -r name req code action <<<"$case"
+	esc_begin "a request with a credential: $name"
+	b=$(ws_lines)
+	out=$(req8444 "$req\r\n")
+	# CONNECT is refused whatever the request carries: not judged as exfiltration
+	refused_as "$name" 405 "$out" "${action:-exfiltration}" "$code" ws_lines "$b"
+	esc_end "refused" "$ESC_EV"
+done
+
+esc_begin "Host: API.github.test.:08444 (capitals, trailing dot, a leading zero in the port)"
+out=$(req8444 "GET /reflect HTTP/1.1\r\nHost: API.github.test.:08444\r\nAuthorization: Bearer $V_PH_WS\r\nConnection: close\r\n\r\n")
+t_match "served" "^HTTP/1.1 200" "$out"
+last=$(grep '^http ' "$LAB_DIR/ws.log" | tail -1)
+t_match "the upstream got the canonical Host, api.github.test:8444" ' host=api\.github\.test:8444$' "$last"
+esc_end "forwarded as the canonical Host" "upstream log: ${last##* }"
 
 # ---- invariants --------------------------------------------------------------------------------
 t_nomatch "no sandbox output ever held a value" "$V_GH_VALUE|$V_WS_VALUE" "$(cat "$OUT")"

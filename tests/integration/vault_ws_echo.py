@@ -11,6 +11,7 @@ Authorization and X-Api-Auth headers as JSON:
   /partial                a 206 whatever was asked
   /gzip                   gzip-compressed, whatever Accept-Encoding said
   /badname                a header named after the Bearer token, with a bad value
+The log line of a plain request names its method, target, credentials and Host.
 Usage: vault_ws_echo.py ADDR PORT CERT KEY LOG"""
 import base64, gzip, hashlib, json, socket, ssl, struct, sys, threading
 
@@ -119,8 +120,9 @@ def http(conn, buf, log):
         hdrs = {k.strip().lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:])}
         mine = {k: hdrs.get(k, "-") for k in ("authorization", "x-api-auth")}
         with open(log, "a") as f:
-            f.write("http %s auth=%s x-api-auth=%s range=%s\n" % (
-                target, mine["authorization"], mine["x-api-auth"], hdrs.get("range", "-")))
+            f.write("http %s %s auth=%s x-api-auth=%s range=%s host=%s\n" % (
+                lines[0].split(" ")[0], target, mine["authorization"], mine["x-api-auth"],
+                hdrs.get("range", "-"), hdrs.get("host", "-")))
         shown = LAST if path == "/last" else mine
         LAST = mine
         body = json.dumps(shown).encode()
