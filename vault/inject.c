@@ -81,38 +81,6 @@ void inject_out_clear(struct inject_out *res)
 	memset(res, 0, sizeof(*res));
 }
 
-/* The characters of a value's base64 encoding that depend on the value
- * alone, for each of the three alignments it can have inside Basic
- * credentials (the bytes before it, mod 3), whatever comes after it: the
- * part of every encoding of the value that the sandbox's user part and
- * password around it cannot change. Scrubbed from every response of a
- * connection to the host the secret is bound to. */
-static int keep_cores(struct scrub_keep *k, const struct vault_secret *s)
-{
-	size_t cap = 2 + s->value_len;
-	size_t b64cap = sodium_base64_ENCODED_LEN(cap, sodium_base64_VARIANT_ORIGINAL);
-	uint8_t *m = sodium_malloc(cap + b64cap);
-	int rc = 0;
-
-	if (!m)
-		return PC_ENOMEM;
-	for (size_t a = 0; a < 3 && rc == 0; a++) {
-		char *b64 = (char *)m + cap;
-		/* character i holds bits [6i, 6i + 6) of the credentials; the
-		 * value's are [8a, 8a + 8 len) */
-		size_t first = (8 * a + 5) / 6, end = (8 * (a + s->value_len)) / 6;
-
-		memset(m, 0, a);
-		memcpy(m + a, s->value, s->value_len);
-		sodium_bin2base64(b64, b64cap, m, a + s->value_len, sodium_base64_VARIANT_ORIGINAL);
-		if (end > first)
-			rc = scrub_keep_add_b64(k, (const uint8_t *)b64 + first, end - first,
-						(const uint8_t *)s->placeholder, s->ph_len);
-	}
-	sodium_free(m);
-	return rc;
-}
-
 int inject_keep_bound(const struct vault_state *st, const struct policy_sandbox *sb,
 		      const char *sni, uint16_t port, struct scrub_keep *k)
 {
@@ -128,10 +96,10 @@ int inject_keep_bound(const struct vault_state *st, const struct policy_sandbox 
 				s = &st->store->s[j];
 		if (!s)
 			continue;
-		/* a copy: the value stays scrubbed after a reload rotated it */
-		if ((rc = scrub_keep_add(k, s->value, s->value_len, (const uint8_t *)s->placeholder,
-					 s->ph_len, false)) < 0 ||
-		    (rc = keep_cores(k, s)) < 0)
+		/* a copy: the value and its encodings stay scrubbed after a
+		 * reload rotated it */
+		if ((rc = scrub_keep_add_value(k, s->value, s->value_len,
+					       (const uint8_t *)s->placeholder, s->ph_len)) < 0)
 			return rc;
 	}
 	return 0;

@@ -16,11 +16,13 @@
 # read whole (printed in turn). pieces: GET /range with Range for STEP
 # bytes at a time, COUNT times, on one connection, with the header AUTH;
 # prints the bodies put together. leak: does the text hold 8 bytes of a
-# VALUE in any form a reflecting server could have hidden it in (JSON or
-# percent escapes undone, base64 decoded at every offset, gzip inflated)?
+# VALUE in any form a reflecting server could have hidden it in (JSON,
+# percent or HTML escapes undone, base64 and base64url decoded at every
+# offset, gzip inflated)?
 # Prints "LEAK ..." or "no leak".
 import base64
 import gzip
+import html
 import json
 import re
 import urllib.parse
@@ -193,13 +195,14 @@ def leak(argv):
     for f in forms:
         t = f.decode("latin-1")
         t = re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), t)
-        t = t.replace("\\/", "/")
+        t = t.replace("\\/", "/").replace('\\"', '"').replace("\\\\", "\\")
         t = urllib.parse.unquote(t)
+        t = html.unescape(t)
         more.append(t.encode("latin-1", "replace"))
     for f in list(more):
-        for run in re.findall(rb"[A-Za-z0-9+/]{8,}", f):
+        for run in re.findall(rb"[A-Za-z0-9+/_-]{8,}", f):
             for shift in range(4):
-                r = run[shift:]
+                r = run[shift:].replace(b"-", b"+").replace(b"_", b"/")
                 r = r[:len(r) // 4 * 4]
                 try:
                     more.append(base64.b64decode(r))

@@ -1,8 +1,12 @@
 # Escape attempts, class "vault edges" (issue 33): what tests/escape/vault.sh
-# leaves out at the edges of a request —
+# leaves out at the edges of a request and of a reflection —
 #  1. a placeholder that ends a request body: its last bytes in a chunk
 #     of their own, in 1-byte chunks, after 1 MiB (a streamed body), or at
 #     the end of a Content-Length body; only a body's end judges it;
+#  2. a secret holding '/', '+', '=', '"' and '\' reflected by a hostile
+#     upstream in every form servers write (JSON, PHP's \/, \u escapes,
+#     percent-encoding, base64 and base64url with and without padding,
+#     HTML references): the sandbox must get none of it;
 #  3. methods and Host spelt otherwise: "trace", "connect", a method
 #     outside the standard ones, X-HTTP-Method-Override (and its cousins)
 #     with a credential; a Host in capitals with a trailing dot and a port
@@ -16,7 +20,20 @@ esc_init vault_edges "vault edges: body ends, escaped reflections, method and Ho
 vault_need_bins
 lab_up 2
 vault_config
+# a secret bound to the reflecting upstream in a header of its own, its
+# value full of the characters encoders escape
+cat >>"$V/rules.d/agents.yaml" <<-EOF
+  - name: FORMS_TOKEN
+    host: api.github.test
+    port: 8444
+    header: X-Forms-Auth
+    format: "{secret}"
+EOF
 vault_secrets
+hex8() { head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+V_FORMS_VALUE="f/$(hex8)+$(hex8)=$(hex8)\"$(hex8)\\$(hex8)/"
+V_PH_FORMS=$(printf '%s' "$V_FORMS_VALUE" | "$V_BIN/portcullis" -c "$V/portcullis.yaml" secrets set FORMS_TOKEN 2>/dev/null)
+[ -n "$V_PH_FORMS" ] || lab_die "secrets set FORMS_TOKEN failed"
 vault_logd_start
 vault_start
 vault_redirect
@@ -100,6 +117,21 @@ t_match "streamed chunked end: recorded as exfiltration (vault_placeholder_in_bo
 t_nomatch "streamed chunked end: the sandbox got no upstream answer" "host=api.github.test" "$out"
 esc_end "refused, the upstream connection cut" "status $st, X-Portcullis-Error: $(why_of "$out")"
 
+# ---- 2. a value with / + = " \ reflected in every form ---------------------------------------
+leak_of() { python3 "$PC_TOP/tests/escape/vault_client.py" leak "$V_FORMS_VALUE"; }
+R="Host: api.github.test:8444\r\nX-Forms-Auth: $V_PH_FORMS\r\nConnection: close\r\n"
+for form in raw json php_json json_u_lower json_u_upper percent_lower percent_upper \
+	base64 base64_nopad base64url base64url_nopad base64_php_json base64_percent \
+	html_named html_decimal html_hex; do
+	esc_begin "the value, holding / + = \" \\, reflected as $form"
+	out=$(req8444 "GET /forms?form=$form HTTP/1.1\r\n${R}\r\n")
+	t_match "$form: served" "^HTTP/1.1 200" "$out"
+	t_match "$form: the placeholder stands in its place" "$V_PH_FORMS" "$out"
+	t_eq "$form: no form of the value reached the sandbox" "no leak" "$(printf '%s' "$out" | leak_of)"
+	esc_end "scrubbed" "answer: $(printf '%s' "$out" | tail -1 | sed "s/$V_PH_FORMS/<placeholder>/g" | cut -c1-60)"
+done
+t_match "the reflecting upstream was asked for each form" "http GET /forms\?form=html_hex" "$(cat "$LAB_DIR/ws.log")"
+
 # ---- 3. methods and Host, spelt otherwise ----------------------------------------------------
 A="Host: api.github.test:8444\r\nAuthorization: Bearer $V_PH_WS\r\nConnection: close\r\n"
 for case in "lowercase trace|trace /reflect HTTP/1.1\r\n$A|vault_method_reflects" \
@@ -126,6 +158,7 @@ esc_end "forwarded as the canonical Host" "upstream log: ${last##* }"
 
 # ---- invariants --------------------------------------------------------------------------------
 t_nomatch "no sandbox output ever held a value" "$V_GH_VALUE|$V_WS_VALUE" "$(cat "$OUT")"
+t_eq "no sandbox output held any form of the forms value" "no leak" "$(leak_of <"$OUT")"
 t_nomatch "no verdict record holds a value" "$V_GH_VALUE|$V_WS_VALUE" "$(v_verdicts)"
 t_ok "the verdict log verifies" "$V_BIN/portcullis" -c "$V/portcullis.yaml" log verify
 t_done

@@ -52,9 +52,9 @@ static void chunked(const char *in, size_t len, size_t cut)
 static void scrub(const uint8_t *in, size_t len, size_t cut)
 {
 	static const struct scrub_pat pats[] = {
-	    {(const uint8_t *)"secret", 6, (const uint8_t *)"pcph_X_aaaa", 11},
-	    {(const uint8_t *)"cre", 3, (const uint8_t *)"", 0},
-	    {(const uint8_t *)"ssss", 4, (const uint8_t *)"s", 1},
+	    {(const uint8_t *)"secret", 6, (const uint8_t *)"pcph_X_aaaa", 11, false},
+	    {(const uint8_t *)"cre", 3, (const uint8_t *)"", 0, false},
+	    {(const uint8_t *)"ssss", 4, (const uint8_t *)"s", 1, false},
 	};
 	struct sink a = {0}, b = {0};
 	struct scrub s;
