@@ -383,6 +383,20 @@ START_TEST(scrub_escaped_forms)
 				scrub_free(&s);
 			}
 	}
+	{
+		/* too many ways to read a run of backslashes at once: the
+		 * stream stops rather than pass what it could not decide */
+		char nd[81], in[200];
+		struct scrub_pat many = {(const uint8_t *)nd, 80, (const uint8_t *)"PH", 2, true};
+		uint8_t *o = NULL;
+		size_t ol;
+
+		memset(nd, '\\', 80);
+		memset(in, '\\', sizeof(in));
+		ck_assert_int_lt(
+		    scrub_buffer(&many, 1, (const uint8_t *)in, sizeof(in), &o, &ol, NULL), 0);
+		ck_assert_ptr_null(o);
+	}
 	for (size_t f = 0; f < sizeof(misses) / sizeof(misses[0]); f++) {
 		uint8_t *o;
 		size_t ol;
