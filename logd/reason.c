@@ -75,6 +75,8 @@ static const char *const codes[LOGREC_REASON_CODES] = {
     "vault_secret_wrong_host",
     "vault_two_secrets",
     "vault_method_reflects",
+    "vault_method_not_allowed",
+    "vault_method_override",
     "vault_host_mismatch",
     "vault_inject_too_large",
     "vault_websocket_malformed",

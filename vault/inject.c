@@ -30,6 +30,24 @@ static const char *const hop_headers[] = {
 
 #define BASIC_MAX 3072 /* decoded Basic credentials we look into */
 
+/* The methods a request that carries a credential may use, exactly as
+ * spelled (method names are case-sensitive, but a server may not treat
+ * them so: "trace" is TRACE to some). TRACE, TRACK and CONNECT are not
+ * among them, nor anything a server could take for them. */
+static const char *const credential_methods[] = {
+    "GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", NULL,
+};
+
+/* Headers that make some servers and frameworks run another method than
+ * the request line's: on a request with a credential they could turn an
+ * allowed method into TRACE. */
+static const char *const method_override_headers[] = {
+    "x-http-method-override",
+    "x-http-method",
+    "x-method-override",
+    NULL,
+};
+
 /* code: the refusal's event.code (docs/logd.md "Event codes"). */
 __attribute__((format(printf, 5, 6))) static int
 refuse(struct inject_out *r, unsigned status, bool exfil, const char *code, const char *fmt, ...)
@@ -63,38 +81,6 @@ void inject_out_clear(struct inject_out *res)
 	memset(res, 0, sizeof(*res));
 }
 
-/* The characters of a value's base64 encoding that depend on the value
- * alone, for each of the three alignments it can have inside Basic
- * credentials (the bytes before it, mod 3), whatever comes after it: the
- * part of every encoding of the value that the sandbox's user part and
- * password around it cannot change. Scrubbed from every response of a
- * connection to the host the secret is bound to. */
-static int keep_cores(struct scrub_keep *k, const struct vault_secret *s)
-{
-	size_t cap = 2 + s->value_len;
-	size_t b64cap = sodium_base64_ENCODED_LEN(cap, sodium_base64_VARIANT_ORIGINAL);
-	uint8_t *m = sodium_malloc(cap + b64cap);
-	int rc = 0;
-
-	if (!m)
-		return PC_ENOMEM;
-	for (size_t a = 0; a < 3 && rc == 0; a++) {
-		char *b64 = (char *)m + cap;
-		/* character i holds bits [6i, 6i + 6) of the credentials; the
-		 * value's are [8a, 8a + 8 len) */
-		size_t first = (8 * a + 5) / 6, end = (8 * (a + s->value_len)) / 6;
-
-		memset(m, 0, a);
-		memcpy(m + a, s->value, s->value_len);
-		sodium_bin2base64(b64, b64cap, m, a + s->value_len, sodium_base64_VARIANT_ORIGINAL);
-		if (end > first)
-			rc = scrub_keep_add_b64(k, (const uint8_t *)b64 + first, end - first,
-						(const uint8_t *)s->placeholder, s->ph_len);
-	}
-	sodium_free(m);
-	return rc;
-}
-
 int inject_keep_bound(const struct vault_state *st, const struct policy_sandbox *sb,
 		      const char *sni, uint16_t port, struct scrub_keep *k)
 {
@@ -110,10 +96,10 @@ int inject_keep_bound(const struct vault_state *st, const struct policy_sandbox 
 				s = &st->store->s[j];
 		if (!s)
 			continue;
-		/* a copy: the value stays scrubbed after a reload rotated it */
-		if ((rc = scrub_keep_add(k, s->value, s->value_len, (const uint8_t *)s->placeholder,
-					 s->ph_len, false)) < 0 ||
-		    (rc = keep_cores(k, s)) < 0)
+		/* a copy: the value and its encodings stay scrubbed after a
+		 * reload rotated it */
+		if ((rc = scrub_keep_add_value(k, s->value, s->value_len,
+					       (const uint8_t *)s->placeholder, s->ph_len)) < 0)
 			return rc;
 	}
 	return 0;
@@ -126,8 +112,10 @@ static bool hdr_is(const struct http_header *h, const char *name)
 
 /* Host header == TLS server name (and port, if given, == original port).
  * The header is read by the grammar every other name is (common/
- * hostname.c): a trailing dot is the same name, case does not count. */
-static bool host_matches(const struct http_header *h, const char *sni, uint16_t port)
+ * hostname.c): a trailing dot is the same name, case does not count.
+ * *given_port: whether the header named a port. */
+static bool host_matches(const struct http_header *h, const char *sni, uint16_t port,
+			 bool *given_port)
 {
 	struct pc_host host;
 
@@ -136,7 +124,29 @@ static bool host_matches(const struct http_header *h, const char *sni, uint16_t 
 		return false;
 	if (host.port && host.port != port)
 		return false;
+	*given_port = host.port != 0;
 	return strcmp(host.name, sni) == 0;
+}
+
+/* The Host sent upstream: the name the check approved, written the one
+ * way (the server name: lower case, no trailing dot), and the port only
+ * if the client gave one other than HTTPS's 443 (no leading zeros): the
+ * upstream must not read a Host the vault did not judge. */
+static void host_emit(struct pc_buf *w, const char *sni, uint16_t port, bool given_port)
+{
+	pc_buf_puts(w, "Host: ");
+	pc_buf_puts(w, sni);
+	if (given_port && port != 443)
+		pc_buf_printf(w, ":%u", (unsigned)port);
+	pc_buf_puts(w, "\r\n");
+}
+
+static bool name_in(const char *const *list, const char *s)
+{
+	for (; *list; list++)
+		if (!strcmp(*list, s))
+			return true;
+	return false;
 }
 
 /* Decode "Basic <b64>" into dec (BASIC_MAX); length or -1. */
@@ -253,15 +263,19 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 	/* the tail of the (locked) out buffer is the scratch space for
 	 * decoded credentials: no allocation per request */
 	uint8_t *scratch = cap > scratch_len ? out + cap - scratch_len : NULL;
-	bool any_basic = false, injecting = false;
+	bool any_basic = false, injecting = false, given_port = false;
 	int rc = 0;
 
 	(void)buf;
 	memset(r, 0, sizeof(*r));
-	if (!strcmp(req->method, "TRACE") || !strcmp(req->method, "TRACK"))
+	/* in any case: a server may read "trace" as TRACE */
+	if (!strcasecmp(req->method, "TRACE") || !strcasecmp(req->method, "TRACK"))
 		return refuse(r, 405, true, "vault_method_reflects",
 			      "%s is refused: it reflects credentials", req->method);
-	if (!host_matches(&req->hdr[req->host], sni, port))
+	if (!strcasecmp(req->method, "CONNECT"))
+		return refuse(r, 405, false, "vault_method_not_allowed",
+			      "CONNECT is refused in any spelling");
+	if (!host_matches(&req->hdr[req->host], sni, port, &given_port))
 		return refuse(r, 421, false, "vault_host_mismatch",
 			      "Host header does not match the TLS server name %s:%u", sni, port);
 	if (!policy_host_allows(sb, sni, IPPROTO_TCP, port, NULL))
@@ -318,6 +332,21 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 
 	for (size_t i = 0; i < req->n_hdr; i++)
 		injecting |= marks[i].secret >= 0;
+	if (injecting && !name_in(credential_methods, req->method)) {
+		refuse(r, 405, true, "vault_method_not_allowed",
+		       "a request with a credential must use GET, HEAD, POST, PUT, DELETE, "
+		       "OPTIONS or PATCH as spelled");
+		goto out;
+	}
+	for (size_t i = 0; injecting && i < req->n_hdr; i++)
+		for (const char *const *mo = method_override_headers; *mo; mo++)
+			if (hdr_is(&req->hdr[i], *mo)) {
+				refuse(r, 405, true, "vault_method_override",
+				       "a method override header (%s) on a request with a "
+				       "credential",
+				       *mo);
+				goto out;
+			}
 	/* request line and the headers that pass unchanged */
 	pc_buf_puts(&w, req->method);
 	pc_buf_puts(&w, " ");
@@ -339,6 +368,10 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 			       strncasecmp(req->hdr[j].name, h->name, h->name_len) == 0;
 		if (skip)
 			continue;
+		if ((int)i == req->host) {
+			host_emit(&w, sni, port, given_port);
+			continue;
+		}
 		pc_buf_put(&w, h->name, h->name_len);
 		pc_buf_puts(&w, ": ");
 		pc_buf_put(&w, h->value, h->value_len);

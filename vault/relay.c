@@ -187,6 +187,12 @@ static int relay_body_scan(struct conn *c, const struct http_request *req, struc
 		if (done)
 			break;
 	}
+	/* the end of the body is judged too: the decoded scanner still holds
+	 * its last (longest placeholder - 1) bytes, which may end one */
+	if (req->body == HTTP_BODY_CHUNKED && scrub_finish(ds, discard, NULL) == PC_EREFUSED) {
+		s->hit = ds->hit;
+		return PC_EREFUSED;
+	}
 	return scrub_finish(s, body_sink, bo);
 }
 
@@ -527,7 +533,7 @@ static const char *relay_unscrubbable(const struct http_response *r, const struc
 enum conn_next relay_exchange(struct conn *c, struct vault_state *st,
 			      const struct http_request *req, const struct inject_out *io)
 {
-	size_t n_vals = st->store->n, n_pats;
+	size_t n_vals = st->store->n, n_forms = st->forms.n, n_pats;
 	struct scrub_pat *pats = NULL;
 	struct scrub_pat *phs = calloc(n_vals + 1, sizeof(*phs));
 	struct http_response resp;
@@ -548,15 +554,16 @@ enum conn_next relay_exchange(struct conn *c, struct vault_state *st,
 		conn_send_error(c, rc == PC_EREFUSED ? 431 : 500, why);
 		goto out;
 	}
-	n_pats = n_vals + c->keep.n;
+	n_pats = n_forms + c->keep.n;
 	pats = calloc(n_pats + 1, sizeof(*pats));
 	if (!pats || !phs) {
 		conn_send_error(c, 500, "internal error (out of memory)");
 		goto out;
 	}
-	memcpy(pats, st->values, n_vals * sizeof(*pats));
+	if (n_forms)
+		memcpy(pats, st->forms.pats, n_forms * sizeof(*pats));
 	if (c->keep.n)
-		memcpy(pats + n_vals, c->keep.pats, c->keep.n * sizeof(*pats));
+		memcpy(pats + n_forms, c->keep.pats, c->keep.n * sizeof(*pats));
 	for (size_t i = 0; i < n_vals; i++)
 		phs[i] = (struct scrub_pat){.needle = (const uint8_t *)st->store->s[i].placeholder,
 					    .nlen = st->store->s[i].ph_len};

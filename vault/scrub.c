@@ -7,6 +7,168 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* ---- the escaped forms the vault knows (the one table) ---------------------------
+ * A secret value or encoding is searched for with each character that is
+ * not a letter or digit also written the ways encoders write it, mixed as
+ * an encoder mixes them (PHP's json_encode writes '/' as "\/" and '"' as
+ * "\"", Gson '=' as "\u003d"): JSON's "\/", "\"" and "\\" and "\uXXXX";
+ * percent-encoding, and '+' for a space (forms); HTML's numeric references
+ * and the named ones below. Hex digits in either case. Letters and digits
+ * are never escaped by any of them. */
+
+#define ESC_FORM_MAX 8 /* longest form of one character: "&#x002F;", "&equals;" */
+
+static const struct {
+	char c;
+	const char *name;
+} html_names[] = {
+    {'"', "quot"},   {'"', "QUOT"},   {'&', "amp"},    {'&', "AMP"},	{'<', "lt"},
+    {'<', "LT"},     {'>', "gt"},     {'>', "GT"},     {'\'', "apos"},	{'/', "sol"},
+    {'+', "plus"},   {'=', "equals"}, {'\\', "bsol"},  {':', "colon"},	{'!', "excl"},
+    {'?', "quest"},  {'#', "num"},    {'$', "dollar"}, {'%', "percnt"}, {'(', "lpar"},
+    {')', "rpar"},   {'*', "ast"},    {',', "comma"},  {'.', "period"}, {';', "semi"},
+    {'[', "lsqb"},   {']', "rsqb"},   {'_', "lowbar"}, {'`', "grave"},	{'{', "lcub"},
+    {'|', "verbar"}, {'}', "rcub"},   {'^', "Hat"},    {'@', "commat"},
+};
+
+static bool esc_plain(uint8_t c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static int hexv(uint8_t h)
+{
+	return h >= '0' && h <= '9'   ? h - '0'
+	       : h >= 'a' && h <= 'f' ? h - 'a' + 10
+	       : h >= 'A' && h <= 'F' ? h - 'A' + 10
+				      : -1;
+}
+
+/* t[0..n) as the number of up to 4 digits (base 16 or 10) then ';': the
+ * length read, 0 when it is not one, the number in *v. */
+static size_t num_ref(const uint8_t *t, size_t n, bool hex, unsigned *v)
+{
+	size_t i = 0;
+
+	*v = 0;
+	while (i < n && i < 4 && (hex ? hexv(t[i]) >= 0 : (t[i] >= '0' && t[i] <= '9'))) {
+		*v = *v * (hex ? 16 : 10) + (unsigned)(hex ? hexv(t[i]) : t[i] - '0');
+		i++;
+	}
+	return i && i < n && t[i] == ';' ? i + 1 : 0;
+}
+
+/* The length of an escaped form of c at t[0..n) (not c itself), or 0. */
+static size_t esc_form(uint8_t c, const uint8_t *t, size_t n)
+{
+	unsigned v;
+	size_t l;
+
+	if (esc_plain(c) || !n)
+		return 0;
+	switch (t[0]) {
+	case '\\':
+		if (n >= 2 && t[1] == c && (c == '/' || c == '"' || c == '\\'))
+			return 2;
+		if (n >= 6 && t[1] == 'u' && hexv(t[2]) >= 0 && hexv(t[3]) >= 0 &&
+		    hexv(t[4]) >= 0 && hexv(t[5]) >= 0 &&
+		    ((unsigned)hexv(t[2]) << 12 | (unsigned)hexv(t[3]) << 8 |
+		     (unsigned)hexv(t[4]) << 4 | (unsigned)hexv(t[5])) == c)
+			return 6;
+		return 0;
+	case '%':
+		return n >= 3 && hexv(t[1]) >= 0 && hexv(t[2]) >= 0 &&
+			       ((unsigned)hexv(t[1]) << 4 | (unsigned)hexv(t[2])) == c
+			   ? 3
+			   : 0;
+	case '+':
+		return c == ' ';
+	case '&':
+		if (n >= 4 && t[1] == '#') {
+			bool hex = t[2] == 'x' || t[2] == 'X';
+			size_t at = hex ? 3 : 2;
+
+			l = num_ref(t + at, n - at, hex, &v);
+			return l && v == c ? at + l : 0;
+		}
+		for (size_t i = 0; i < sizeof(html_names) / sizeof(html_names[0]); i++) {
+			l = strlen(html_names[i].name);
+			if ((uint8_t)html_names[i].c == c && n >= l + 2 &&
+			    memcmp(t + 1, html_names[i].name, l) == 0 && t[l + 1] == ';')
+				return l + 2;
+		}
+		return 0;
+	}
+	return 0;
+}
+
+/* Can a form of c start with byte b? */
+static bool esc_may_start(uint8_t c, uint8_t b)
+{
+	return b == c ||
+	       (!esc_plain(c) && (b == '\\' || b == '%' || b == '&' || (c == ' ' && b == '+')));
+}
+
+/* Text offsets a match may be at, at once: a character has at most two
+ * forms at one offset (itself and an escape that starts with it: '\\'
+ * and "\\\\", '%' and "%25", '&' and "&amp;"), so more takes a value
+ * with dozens of those in a row. Beyond, the match cannot be decided and
+ * the stream stops (fail closed). */
+#define ESC_LIVE      64
+#define ESC_UNDECIDED ((size_t)-1)
+
+/* The end of the longest match of the needle, escaped, at b[at..len): 0
+ * when none, ESC_UNDECIDED. */
+static size_t esc_match(const struct scrub_pat *p, const uint8_t *b, size_t len, size_t at)
+{
+	size_t cur[ESC_LIVE], nxt[ESC_LIVE], nc = 1, end = 0;
+
+	cur[0] = at;
+	for (size_t k = 0; k < p->nlen && nc; k++) {
+		uint8_t c = p->needle[k];
+		size_t nn = 0;
+
+		for (size_t j = 0; j < nc; j++) {
+			size_t o = cur[j], ends[2], ne = 0, l;
+
+			if (o >= len)
+				continue;
+			if (b[o] == c)
+				ends[ne++] = o + 1;
+			if ((l = esc_form(c, b + o, len - o)))
+				ends[ne++] = o + l;
+			for (size_t e = 0; e < ne; e++) {
+				bool dup = false;
+
+				for (size_t q = 0; q < nn && !dup; q++)
+					dup = nxt[q] == ends[e];
+				if (dup)
+					continue;
+				if (nn == ESC_LIVE)
+					return ESC_UNDECIDED;
+				nxt[nn++] = ends[e];
+			}
+		}
+		memcpy(cur, nxt, nn * sizeof(*cur));
+		nc = nn;
+	}
+	for (size_t j = 0; j < nc; j++)
+		end = cur[j] > end ? cur[j] : end;
+	return end;
+}
+
+/* The longest any match of p can be. */
+static size_t pat_maxlen(const struct scrub_pat *p)
+{
+	size_t m = 0;
+
+	if (!p->esc)
+		return p->nlen;
+	for (size_t i = 0; i < p->nlen; i++)
+		m += esc_plain(p->needle[i]) ? 1 : ESC_FORM_MAX;
+	return m;
+}
+
 int scrub_init(struct scrub *s, const struct scrub_pat *pats, size_t n, struct pc_err *err)
 {
 	memset(s, 0, sizeof(*s));
@@ -16,8 +178,8 @@ int scrub_init(struct scrub *s, const struct scrub_pat *pats, size_t n, struct p
 	for (size_t i = 0; i < n; i++) {
 		if (!pats[i].nlen)
 			return pc_err_set(err, PC_EINVAL, "empty scrub needle");
-		if (pats[i].nlen > s->maxlen)
-			s->maxlen = pats[i].nlen;
+		if (pat_maxlen(&pats[i]) > s->maxlen)
+			s->maxlen = pat_maxlen(&pats[i]);
 	}
 	return 0;
 }
@@ -35,30 +197,139 @@ void scrub_free(struct scrub *s)
 	s->len = s->cap = 0;
 }
 
-/* Earliest match starting before limit (ties: the longest needle). */
+/* The earliest escaped match of p starting in b[from..stop), tried at
+ * every byte a form of its first character can start with. */
+static bool esc_scan(const struct scrub_pat *p, const uint8_t *b, size_t len, size_t from,
+		     size_t stop, size_t *at, size_t *end, bool *undecided)
+{
+	uint8_t c0 = p->needle[0];
+
+	for (size_t q = from; q < stop; q++) {
+		size_t e;
+
+		if (esc_plain(c0)) {
+			/* a letter or digit is only ever itself */
+			const uint8_t *m = memchr(b + q, c0, stop - q);
+
+			if (!m)
+				return false;
+			q = (size_t)(m - b);
+		} else if (!esc_may_start(c0, b[q])) {
+			continue;
+		}
+		e = esc_match(p, b, len, q);
+		if (e == ESC_UNDECIDED) {
+			*undecided = true;
+			return false;
+		}
+		if (e) {
+			*at = q;
+			*end = e;
+			return true;
+		}
+	}
+	return false;
+}
+
+#define ESC_ANCHOR_MIN 4
+
+/* The earliest escaped match of p in b[from..len) starting before limit:
+ * its start and end, or false; *undecided when it could not be told.
+ * Letters and digits only ever match themselves, so every match holds the
+ * needle's longest run of them as it is: found with memmem, it leaves a
+ * few starts to try (the escaped forms before it are 1 to ESC_FORM_MAX
+ * bytes each), instead of every byte. */
+static bool esc_find(const struct scrub_pat *p, const uint8_t *b, size_t len, size_t from,
+		     size_t limit, size_t *at, size_t *end, bool *undecided)
+{
+	size_t stop = limit < len ? limit : len, ao = 0, al = 0, pmax = 0, q = from, srch;
+
+	for (size_t i = 0, run = 0; i < p->nlen; i++) {
+		run = esc_plain(p->needle[i]) ? run + 1 : 0;
+		if (run > al) {
+			al = run;
+			ao = i + 1 - run;
+		}
+	}
+	if (al < ESC_ANCHOR_MIN)
+		return esc_scan(p, b, len, from, stop, at, end, undecided);
+	for (size_t i = 0; i < ao; i++)
+		pmax += esc_plain(p->needle[i]) ? 1 : ESC_FORM_MAX;
+	/* candidates are tried in increasing order, each once: the first
+	 * match is the earliest */
+	for (srch = from + ao; q < stop && srch < len;) {
+		const uint8_t *m = memmem(b + srch, len - srch, p->needle + ao, al);
+		size_t h, lo, hi;
+
+		if (!m)
+			return false;
+		h = (size_t)(m - b);
+		lo = h >= pmax ? h - pmax : 0;
+		lo = lo > q ? lo : q;
+		hi = h - ao; /* at most ao bytes before the anchor: the prefix unescaped */
+		for (size_t c = lo; c <= hi && c < stop; c++) {
+			size_t e;
+
+			if (!esc_may_start(p->needle[0], b[c]))
+				continue;
+			e = esc_match(p, b, len, c);
+			if (e == ESC_UNDECIDED) {
+				*undecided = true;
+				return false;
+			}
+			if (e) {
+				*at = c;
+				*end = e;
+				return true;
+			}
+		}
+		q = hi + 1 > q ? hi + 1 : q;
+		srch = h + 1;
+	}
+	return false;
+}
+
+/* Earliest match starting before limit (ties: the longest match): the
+ * pattern's index, its start and its length; -1 none, -2 undecided. */
 static int find_first(const struct scrub *s, const uint8_t *b, size_t len, size_t from,
-		      size_t limit, size_t *at)
+		      size_t limit, size_t *at, size_t *mlen)
 {
 	int best = -1;
-	size_t best_at = limit;
+	size_t best_at = limit, best_len = 0;
 
 	for (size_t i = 0; i < s->n_pats; i++) {
 		const struct scrub_pat *p = &s->pats[i];
-		const uint8_t *m;
+		size_t m_at, m_end;
+		bool undecided = false;
 
 		if (from >= len || len - from < p->nlen)
 			continue;
-		m = memmem(b + from, len - from, p->needle, p->nlen);
-		if (!m)
-			continue;
-		if ((size_t)(m - b) < best_at ||
-		    ((size_t)(m - b) == best_at && best >= 0 && p->nlen > s->pats[best].nlen)) {
-			best_at = (size_t)(m - b);
+		if (p->esc) {
+			/* a tie with the best so far still counts */
+			if (!esc_find(p, b, len, from, best >= 0 ? best_at + 1 : limit, &m_at,
+				      &m_end, &undecided)) {
+				if (undecided)
+					return -2;
+				continue;
+			}
+		} else {
+			const uint8_t *m = memmem(b + from, len - from, p->needle, p->nlen);
+
+			if (!m)
+				continue;
+			m_at = (size_t)(m - b);
+			m_end = m_at + p->nlen;
+		}
+		if (m_at < best_at || (m_at == best_at && best >= 0 && m_end - m_at > best_len)) {
+			best_at = m_at;
+			best_len = m_end - m_at;
 			best = (int)i;
 		}
 	}
-	if (best >= 0)
+	if (best >= 0) {
 		*at = best_at;
+		*mlen = best_len;
+	}
 	return best;
 }
 
@@ -70,9 +341,11 @@ static int scrub_run(struct scrub *s, size_t safe_end, scrub_out_fn out, void *c
 	int rc = 0;
 
 	for (;;) {
-		size_t at;
-		int i = find_first(s, s->buf, s->len, pos, safe_end, &at);
+		size_t at, mlen;
+		int i = find_first(s, s->buf, s->len, pos, safe_end, &at, &mlen);
 
+		if (i == -2)
+			return PC_EUNSUPP; /* undecided: nothing more goes out */
 		if (i < 0)
 			break;
 		if (at > pos && (rc = out(ctx, s->buf + pos, at - pos)) < 0)
@@ -85,7 +358,7 @@ static int scrub_run(struct scrub *s, size_t safe_end, scrub_out_fn out, void *c
 		}
 		if (s->pats[i].rlen && (rc = out(ctx, s->pats[i].repl, s->pats[i].rlen)) < 0)
 			return rc;
-		pos = at + s->pats[i].nlen;
+		pos = at + mlen;
 	}
 	keep = safe_end > pos ? safe_end : pos;
 	if (keep > pos && (rc = out(ctx, s->buf + pos, keep - pos)) < 0)
@@ -241,7 +514,7 @@ static uint8_t *keep_alloc(struct scrub_keep *k, size_t n)
 {
 	struct keep_chunk *c = k->chunks;
 
-	if (k->bytes + n > SCRUB_KEEP_MAX_BYTES)
+	if (!k->unbounded && k->bytes + n > SCRUB_KEEP_MAX_BYTES)
 		return NULL;
 	if (!c || c->size - c->used < n) {
 		size_t size = n > KEEP_CHUNK ? n : KEEP_CHUNK;
@@ -284,19 +557,22 @@ static int keep_push(struct scrub_keep *k, const struct scrub_pat *p)
 int scrub_keep_add(struct scrub_keep *k, const uint8_t *needle, size_t nlen, const uint8_t *repl,
 		   size_t rlen, bool borrow)
 {
-	struct scrub_pat p = {.needle = needle, .nlen = nlen, .repl = repl, .rlen = rlen};
+	/* what is kept is values and their encodings: searched for escaped */
+	struct scrub_pat p = {
+	    .needle = needle, .nlen = nlen, .repl = repl, .rlen = rlen, .esc = true};
 	uint8_t *m;
 
 	if (!nlen || !repl)
 		return PC_EINVAL;
 	if (keep_has(k, needle, nlen))
 		return 0;
-	if (k->n >= SCRUB_KEEP_MAX_PATS)
+	if (!k->unbounded && k->n >= SCRUB_KEEP_MAX_PATS)
 		return PC_EREFUSED;
 	if (!borrow) {
 		if (!(m = keep_alloc(k, nlen + rlen)))
-			return k->bytes + nlen + rlen > SCRUB_KEEP_MAX_BYTES ? PC_EREFUSED
-									     : PC_ENOMEM;
+			return !k->unbounded && k->bytes + nlen + rlen > SCRUB_KEEP_MAX_BYTES
+				   ? PC_EREFUSED
+				   : PC_ENOMEM;
 		memcpy(m, needle, nlen);
 		memcpy(m + nlen, repl, rlen);
 		p.needle = m;
@@ -317,67 +593,41 @@ int scrub_keep_merge(struct scrub_keep *dst, const struct scrub_keep *src)
 	return 0;
 }
 
-/* How encoders commonly write the three base64 characters that are not
- * letters or digits: JSON's escaped solidus (PHP, some Java), JSON \u
- * escapes in either case, percent-encoding in either case, and Gson's
- * HTML-safe "=". Letters and digits are never escaped by any of them. */
-static const struct b64_esc {
-	const char *plus, *slash, *eq;
-} b64_escapes[] = {
-    {"+", "\\/", "="},
-    {"\\u002b", "\\u002f", "\\u003d"},
-    {"\\u002B", "\\u002F", "\\u003D"},
-    {"%2B", "%2F", "%3D"},
-    {"%2b", "%2f", "%3d"},
-    {"+", "/", "\\u003d"},
-};
-#define B64_ESC_MAX 6 /* longest escape */
-
-/* s[0..n) written with escape e into out (room for n * B64_ESC_MAX);
- * the length, and whether anything changed. */
-static size_t b64_escape(const struct b64_esc *e, const uint8_t *s, size_t n, uint8_t *out,
-			 bool *changed)
-{
-	size_t o = 0;
-
-	*changed = false;
-	for (size_t i = 0; i < n; i++) {
-		const char *r = s[i] == '+'   ? e->plus
-				: s[i] == '/' ? e->slash
-				: s[i] == '=' ? e->eq
-					      : NULL;
-
-		if (r && (strlen(r) != 1 || *r != (char)s[i])) {
-			memcpy(out + o, r, strlen(r));
-			o += strlen(r);
-			*changed = true;
-		} else {
-			out[o++] = s[i];
-		}
-	}
-	return o;
-}
-
 int scrub_keep_add_b64(struct scrub_keep *k, const uint8_t *needle, size_t nlen,
 		       const uint8_t *repl, size_t rlen)
 {
-	size_t cap = (nlen + rlen) * B64_ESC_MAX;
-	uint8_t *tmp;
-	int rc = scrub_keep_add(k, needle, nlen, repl, rlen, false);
+	/* its '+', '/' and '=' escaped in any form: the pattern is esc */
+	return scrub_keep_add(k, needle, nlen, repl, rlen, false);
+}
+
+int scrub_keep_add_value(struct scrub_keep *k, const uint8_t *value, size_t vlen,
+			 const uint8_t *repl, size_t rlen)
+{
+	static const int variants[] = {sodium_base64_VARIANT_ORIGINAL,
+				       sodium_base64_VARIANT_URLSAFE};
+	size_t cap = 2 + vlen;
+	size_t b64cap = sodium_base64_ENCODED_LEN(cap, sodium_base64_VARIANT_ORIGINAL);
+	uint8_t *m;
+	int rc = scrub_keep_add(k, value, vlen, repl, rlen, false);
 
 	if (rc < 0)
 		return rc;
-	if (!(tmp = sodium_malloc(cap)))
+	if (!(m = sodium_malloc(cap + b64cap)))
 		return PC_ENOMEM;
-	for (size_t i = 0; rc == 0 && i < sizeof(b64_escapes) / sizeof(b64_escapes[0]); i++) {
-		bool ch, chr;
-		size_t en = b64_escape(&b64_escapes[i], needle, nlen, tmp, &ch);
-		/* the sandbox gets back its own encoding, escaped alike */
-		size_t er = b64_escape(&b64_escapes[i], repl, rlen, tmp + en, &chr);
+	for (size_t v = 0; v < 2 && rc == 0; v++)
+		for (size_t a = 0; a < 3 && rc == 0; a++) {
+			char *b64 = (char *)m + cap;
+			/* character i holds bits [6i, 6i + 6) of the encoded
+			 * bytes; the value's are [8a, 8a + 8 vlen) */
+			size_t first = (8 * a + 5) / 6, end = (8 * (a + vlen)) / 6;
 
-		if (ch)
-			rc = scrub_keep_add(k, tmp, en, tmp + en, er, false);
-	}
-	sodium_free(tmp); /* wipes */
+			memset(m, 0, a);
+			memcpy(m + a, value, vlen);
+			sodium_bin2base64(b64, b64cap, m, a + vlen, variants[v]);
+			if (end > first)
+				rc = scrub_keep_add(k, (const uint8_t *)b64 + first, end - first,
+						    repl, rlen, false);
+		}
+	sodium_free(m); /* wipes */
 	return rc;
 }

@@ -10,22 +10,24 @@ int vault_state_make(struct policy *policy, struct vault_store *store, struct va
 {
 	struct vault_state *st = calloc(1, sizeof(*st));
 
-	if (!st || (store->n && !(st->values = calloc(store->n, sizeof(*st->values))))) {
-		free(st);
+	if (!st)
 		return pc_err_set(err, PC_ENOMEM, "out of memory");
-	}
+	st->forms.unbounded = true;
 	for (size_t i = 0; i < store->n; i++) {
 		const struct vault_secret *x = &store->s[i];
+		int rc;
 
 		/* a worker knows other sandboxes' secrets by placeholder only
-		 * (no value): their pattern replaces the placeholder by itself,
-		 * so that the patterns stay one per secret */
-		st->values[i] = (struct scrub_pat){
-		    .needle = x->value_len ? x->value : (const uint8_t *)x->placeholder,
-		    .nlen = x->value_len ? x->value_len : x->ph_len,
-		    .repl = (const uint8_t *)x->placeholder,
-		    .rlen = x->ph_len,
-		};
+		 * (no value): nothing of theirs to scrub */
+		if (!x->value_len)
+			continue;
+		rc = scrub_keep_add_value(&st->forms, x->value, x->value_len,
+					  (const uint8_t *)x->placeholder, x->ph_len);
+		if (rc < 0) {
+			scrub_keep_free(&st->forms);
+			free(st);
+			return pc_err_set(err, PC_ENOMEM, "out of memory");
+		}
 	}
 	st->policy = policy;
 	st->store = store;
@@ -69,6 +71,6 @@ void vault_state_unref(struct vault_state *st)
 		return;
 	policy_unref(st->policy);
 	store_free(st->store);
-	free(st->values);
+	scrub_keep_free(&st->forms);
 	free(st);
 }

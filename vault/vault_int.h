@@ -147,6 +147,11 @@ struct scrub_pat {
 	size_t nlen;	       /* >= 1 */
 	const uint8_t *repl;   /* NULL: a match is a refusal */
 	size_t rlen;
+	/* each character of the needle that is not a letter or digit also
+	 * matches in every escaped form the vault knows (scrub.c, esc_form:
+	 * JSON, percent-encoding, HTML entities), mixed as an encoder mixes
+	 * them: how a secret value or encoding is searched for */
+	bool esc;
 };
 
 /* Called with output bytes; returns 0 or <0 to stop (returned by feed). */
@@ -192,6 +197,7 @@ struct scrub_keep {
 	size_t n, cap;
 	struct keep_chunk *chunks;
 	size_t bytes;
+	bool unbounded; /* the state's own set (every value of the store) */
 };
 
 /* Add needle -> repl; borrow: keep the pointers (they outlive the set)
@@ -199,10 +205,18 @@ struct scrub_keep {
  * PC_EREFUSED beyond the limits, PC_ENOMEM, PC_EINVAL. */
 int scrub_keep_add(struct scrub_keep *k, const uint8_t *needle, size_t nlen, const uint8_t *repl,
 		   size_t rlen, bool borrow);
-/* A base64 needle as it is and as encoders escape its '+', '/' and '='
- * (JSON "\/", "\u002f", percent-encoding, ...); repl is escaped alike. */
+/* A base64 needle, matched in every escaped form (esc): a reflection of
+ * it, however escaped, becomes repl. */
 int scrub_keep_add_b64(struct scrub_keep *k, const uint8_t *needle, size_t nlen,
 		       const uint8_t *repl, size_t rlen);
+/* Every form of a secret value the vault knows, each matched escaped too
+ * (esc), replaced by repl (its placeholder): the value itself, and the
+ * characters of its base64 and base64url encodings that hold value bits
+ * only, in each of the three alignments it can have (a standalone
+ * encoding, padded or not, or inside Basic credentials: whatever
+ * surrounds it). */
+int scrub_keep_add_value(struct scrub_keep *k, const uint8_t *value, size_t vlen,
+			 const uint8_t *repl, size_t rlen);
 /* Copy every pattern of src into dst (dst owns its copies). */
 int scrub_keep_merge(struct scrub_keep *dst, const struct scrub_keep *src);
 void scrub_keep_free(struct scrub_keep *k);
@@ -372,7 +386,10 @@ void logq_stop(struct logq *q);
 struct vault_state {
 	struct policy *policy;
 	struct vault_store *store;
-	struct scrub_pat *values; /* per secret: value -> placeholder (response scrubbing) */
+	/* every form of every value (scrub_keep_add_value) -> its placeholder,
+	 * for response scrubbing; a secret known by placeholder only has one
+	 * pattern, the placeholder to itself */
+	struct scrub_keep forms;
 	atomic_int refs;
 };
 

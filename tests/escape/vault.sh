@@ -264,7 +264,7 @@ esc_begin "a user part that puts '/' in the encoding, reflected with JSON's \\/ 
 t_match "(the real encoding does hold a '/')" "/" "$(b64 "???:$V_WS_VALUE")"
 out=$(seqreq "GET /reflect?esc=solidus HTTP/1.1\r\n${R}Authorization: Basic $(b64 "???:$V_PH_WS")\r\n\r\n")
 t_match "served" '^HTTP/1.1 200' "$out"
-t_match "the answer carries JSON escapes" '\\/' "$out"
+t_match "the escaped reflection became the encoding the sandbox sent" "\"Basic $(b64 "???:$V_PH_WS" | sed 's/[+]/\\+/g')\"" "$out"
 t_eq "no form of the value reached the sandbox" "no leak" "$(printf '%s' "$out" | leak_of)"
 esc_end "scrubbed" "escaped forms of every encoding are scrubbed too"
 

@@ -10,17 +10,19 @@
 #   vault_client.py seq  CA CONNECT_HOST PORT SNI REQUEST...
 #   vault_client.py pieces CA CONNECT_HOST PORT SNI AUTH STEP COUNT
 #   vault_client.py leak VALUE...   < text
-# REQUEST takes \r \n \t escapes. MODE: split (the payload's halves in a
+# REQUEST takes \r \n \t escapes; @FILE: the bytes of FILE as they are. MODE: split (the payload's halves in a
 # first frame and a continuation), ping (in a ping frame), text (whole).
 # seq: the requests one after the other on one connection, each response
 # read whole (printed in turn). pieces: GET /range with Range for STEP
 # bytes at a time, COUNT times, on one connection, with the header AUTH;
 # prints the bodies put together. leak: does the text hold 8 bytes of a
-# VALUE in any form a reflecting server could have hidden it in (JSON or
-# percent escapes undone, base64 decoded at every offset, gzip inflated)?
+# VALUE in any form a reflecting server could have hidden it in (JSON,
+# percent or HTML escapes undone, base64 and base64url decoded at every
+# offset, gzip inflated)?
 # Prints "LEAK ..." or "no leak".
 import base64
 import gzip
+import html
 import json
 import re
 import urllib.parse
@@ -63,7 +65,11 @@ def raw(argv):
     s = connect(ca, host, port, sni, alpn)
     if alpn:
         print("alpn:", s.selected_alpn_protocol())
-    data = req.encode().decode("unicode_escape").encode("latin-1")
+    if req.startswith("@"):
+        with open(req[1:], "rb") as f:
+            data = f.read()
+    else:
+        data = req.encode().decode("unicode_escape").encode("latin-1")
     try:
         s.sendall(data)
     except OSError as e:
@@ -189,13 +195,14 @@ def leak(argv):
     for f in forms:
         t = f.decode("latin-1")
         t = re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), t)
-        t = t.replace("\\/", "/")
+        t = t.replace("\\/", "/").replace('\\"', '"').replace("\\\\", "\\")
         t = urllib.parse.unquote(t)
+        t = html.unescape(t)
         more.append(t.encode("latin-1", "replace"))
     for f in list(more):
-        for run in re.findall(rb"[A-Za-z0-9+/]{8,}", f):
+        for run in re.findall(rb"[A-Za-z0-9+/_-]{8,}", f):
             for shift in range(4):
-                r = run[shift:]
+                r = run[shift:].replace(b"-", b"+").replace(b"_", b"/")
                 r = r[:len(r) // 4 * 4]
                 try:
                     more.append(base64.b64decode(r))

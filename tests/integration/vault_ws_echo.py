@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""WebSocket echo server behind TLS for the vault's tests (standard library
+r"""WebSocket echo server behind TLS for the vault's tests (standard library
 only). Logs the Authorization header of each upgrade request to LOG; echoes
 every message; answers the message "whoami" with that header (a reflecting
 endpoint). Plain HTTP/1.1 requests (keep-alive) get hostile reflecting
@@ -11,12 +11,47 @@ Authorization and X-Api-Auth headers as JSON:
   /partial                a 206 whatever was asked
   /gzip                   gzip-compressed, whatever Accept-Encoding said
   /badname                a header named after the Bearer token, with a bad value
+  /forms?form=NAME        the request's X-Forms-Auth value written in the form NAME
+                          (FORMS below: JSON, PHP's \/, \u escapes, percent-encoding,
+                          base64/base64url with and without padding, HTML references)
+The log line of a plain request names its target, credentials and Host.
 Usage: vault_ws_echo.py ADDR PORT CERT KEY LOG"""
-import base64, gzip, hashlib, json, socket, ssl, struct, sys, threading
+import base64, gzip, hashlib, html, json, socket, ssl, struct, sys, threading
+import urllib.parse
 
 LAST = {"authorization": "-", "x-api-auth": "-"}
 
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+def _each(v, f):
+    return "".join(c if c.isalnum() else f(c) for c in v)
+
+
+def _b64(v, url=False, pad=True):
+    e = (base64.urlsafe_b64encode if url else base64.b64encode)(v.encode()).decode()
+    return e if pad else e.rstrip("=")
+
+
+# How servers write a value they reflect (tests/escape/vault_edges.sh).
+FORMS = {
+    "raw": lambda v: v,
+    "json": lambda v: json.dumps(v),
+    "php_json": lambda v: json.dumps(v).replace("/", "\\/"),
+    "json_u_lower": lambda v: _each(v, lambda c: "\\u%04x" % ord(c)),
+    "json_u_upper": lambda v: _each(v, lambda c: "\\u%04X" % ord(c)),
+    "percent_lower": lambda v: _each(v, lambda c: "%%%02x" % ord(c)),
+    "percent_upper": lambda v: urllib.parse.quote(v, safe=""),
+    "base64": lambda v: _b64(v),
+    "base64_nopad": lambda v: _b64(v, pad=False),
+    "base64url": lambda v: _b64(v, url=True),
+    "base64url_nopad": lambda v: _b64(v, url=True, pad=False),
+    "base64_php_json": lambda v: json.dumps(_b64(v)).replace("/", "\\/"),
+    "base64_percent": lambda v: urllib.parse.quote(_b64(v), safe=""),
+    "html_named": lambda v: html.escape(v),
+    "html_decimal": lambda v: _each(v, lambda c: "&#%d;" % ord(c)),
+    "html_hex": lambda v: _each(v, lambda c: "&#x%X;" % ord(c)),
+}
 
 
 def recv_exact(s, n):
@@ -119,8 +154,9 @@ def http(conn, buf, log):
         hdrs = {k.strip().lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:])}
         mine = {k: hdrs.get(k, "-") for k in ("authorization", "x-api-auth")}
         with open(log, "a") as f:
-            f.write("http %s auth=%s x-api-auth=%s range=%s\n" % (
-                target, mine["authorization"], mine["x-api-auth"], hdrs.get("range", "-")))
+            f.write("http %s %s auth=%s x-api-auth=%s range=%s host=%s\n" % (
+                lines[0].split(" ")[0], target, mine["authorization"], mine["x-api-auth"],
+                hdrs.get("range", "-"), hdrs.get("host", "-")))
         shown = LAST if path == "/last" else mine
         LAST = mine
         body = json.dumps(shown).encode()
@@ -139,6 +175,9 @@ def http(conn, buf, log):
             body = body[a:b + 1]
             status = "206 Partial Content"
             extra = "Content-Range: bytes %d-%d/%d\r\n" % (a, a + len(body) - 1, n)
+        elif path == "/forms":
+            form = urllib.parse.parse_qs(query).get("form", ["raw"])[0]
+            body = ("<%s>" % FORMS[form](hdrs.get("x-forms-auth", "-"))).encode()
         elif path == "/badname":
             tok = mine["authorization"].split(" ")[-1]
             extra = "%s: a\x01b\r\n" % tok

@@ -400,8 +400,77 @@ START_TEST(host_header_hostname_table)
 		ck_assert_int_eq(inject_request(st, sb, sni, 443, reqs, &req, buf, cap, &r), 0);
 		ck_assert_msg((r.status == 421) == !match, "'%s': %u %s", c->in, r.status,
 			      r.reason);
+		if (r.status == 0) {
+			/* upstream reads only the name the check approved, one way */
+			char want[320];
+
+			snprintf(want, sizeof(want), "\r\nHost: %s\r\n", sni);
+			ck_assert_msg(memmem(buf, r.head_len, want, strlen(want)), "'%s': %.*s",
+				      c->in, (int)r.head_len, (char *)buf);
+		}
 		inject_out_clear(&r);
 		free(buf);
+	}
+}
+END_TEST
+
+/* A request with a credential uses a standard method as spelled, and no
+ * method override; TRACE, TRACK and CONNECT are refused in any case. The
+ * Host goes upstream canonical: lower case, no trailing dot, the port
+ * without leading zeros, left out when it is 443. */
+START_TEST(methods_and_host_spellings)
+{
+	static const struct {
+		const char *req;
+		unsigned status;
+		const char *code;
+	} cases[] = {
+	    {"trace / HTTP/1.1\r\nHost: api.github.test\r\n\r\n", 405, "vault_method_reflects"},
+	    {"Track / HTTP/1.1\r\nHost: api.github.test\r\n\r\n", 405, "vault_method_reflects"},
+	    {"connect / HTTP/1.1\r\nHost: api.github.test\r\n\r\n", 405,
+	     "vault_method_not_allowed"},
+	    {"get / HTTP/1.1\r\nHost: api.github.test\r\nAuthorization: Bearer " PH_GH "\r\n\r\n",
+	     405, "vault_method_not_allowed"},
+	    {"PROPFIND / HTTP/1.1\r\nHost: api.github.test\r\nAuthorization: Bearer " PH_GH
+	     "\r\n\r\n",
+	     405, "vault_method_not_allowed"},
+	    {"GET / HTTP/1.1\r\nHost: api.github.test\r\nAuthorization: Bearer " PH_GH
+	     "\r\nx-http-method-override: TRACE\r\n\r\n",
+	     405, "vault_method_override"},
+	    {"POST / HTTP/1.1\r\nHost: api.github.test\r\nX-HTTP-Method: PUT\r\nAuthorization: "
+	     "Bearer " PH_GH "\r\n\r\n",
+	     405, "vault_method_override"},
+	    {"GET / HTTP/1.1\r\nHost: api.github.test\r\nX-Method-Override: GET\r\nAuthorization: "
+	     "Bearer " PH_GH "\r\n\r\n",
+	     405, "vault_method_override"},
+	    /* without a credential: the client's business */
+	    {"PROPFIND / HTTP/1.1\r\nHost: api.github.test\r\n\r\n", 0, NULL},
+	    {"GET / HTTP/1.1\r\nHost: api.github.test\r\nX-HTTP-Method-Override: PUT\r\n\r\n", 0,
+	     NULL},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct inject_out r;
+		char out[8192];
+
+		run("api.github.test", cases[i].req, &r, out);
+		ck_assert_msg(r.status == cases[i].status, "%zu: %u %s", i, r.status, r.reason);
+		if (cases[i].code)
+			ck_assert_str_eq(r.code, cases[i].code);
+		inject_out_clear(&r);
+	}
+	{
+		struct inject_out r;
+		char out[8192];
+
+		run("api.github.test",
+		    "GET / HTTP/1.1\r\nHost: API.github.test.:0443\r\nAuthorization: Bearer " PH_GH
+		    "\r\n\r\n",
+		    &r, out);
+		ck_assert_int_eq(r.status, 0);
+		ck_assert_ptr_nonnull(strstr(out, "\r\nHost: api.github.test\r\n"));
+		ck_assert_ptr_null(strstr(out, "API"));
+		inject_out_clear(&r);
 	}
 }
 END_TEST
@@ -417,7 +486,7 @@ static Suite *inject_suite(void)
 	PC_UNIT_TESTS(t, bearer_injected, format_and_header_of_policy,
 		      basic_injected_with_derived_scrub, refusals, client_credentials_replaced,
 		      host_header_hostname_table, range_dropped_with_a_credential,
-		      basic_reflection_scrubbed_whatever_the_user_part);
+		      basic_reflection_scrubbed_whatever_the_user_part, methods_and_host_spellings);
 	suite_add_tcase(s, t);
 	return s;
 }

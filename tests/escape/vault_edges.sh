@@ -1,0 +1,164 @@
+# Escape attempts, class "vault edges" (issue 33): what tests/escape/vault.sh
+# leaves out at the edges of a request and of a reflection —
+#  1. a placeholder that ends a request body: its last bytes in a chunk
+#     of their own, in 1-byte chunks, after 1 MiB (a streamed body), or at
+#     the end of a Content-Length body; only a body's end judges it;
+#  2. a secret holding '/', '+', '=', '"' and '\' reflected by a hostile
+#     upstream in every form servers write (JSON, PHP's \/, \u escapes,
+#     percent-encoding, base64 and base64url with and without padding,
+#     HTML references): the sandbox must get none of it;
+#  3. methods and Host spelt otherwise: "trace", "connect", a method
+#     outside the standard ones, X-HTTP-Method-Override (and its cousins)
+#     with a credential; a Host in capitals with a trailing dot and a port
+#     with a leading zero, forwarded only as the canonical name.
+# Real engine, vault, logd, nginx (api.github.test:443) and the reflecting
+# upstream tests/integration/vault_ws_echo.py (api.github.test:8444).
+. "$PC_TOP/tests/escape/escape_lib.bash"
+. "$PC_TOP/tests/integration/vault_setup.bash"
+
+esc_init vault_edges "vault edges: body ends, escaped reflections, method and Host spellings"
+vault_need_bins
+lab_up 2
+vault_config
+# a secret bound to the reflecting upstream in a header of its own, its
+# value full of the characters encoders escape
+cat >>"$V/rules.d/agents.yaml" <<-EOF
+  - name: FORMS_TOKEN
+    host: api.github.test
+    port: 8444
+    header: X-Forms-Auth
+    format: "{secret}"
+EOF
+vault_secrets
+hex8() { head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+V_FORMS_VALUE="f/$(hex8)+$(hex8)=$(hex8)\"$(hex8)\\$(hex8)/"
+V_PH_FORMS=$(printf '%s' "$V_FORMS_VALUE" | "$V_BIN/portcullis" -c "$V/portcullis.yaml" secrets set FORMS_TOKEN 2>/dev/null)
+[ -n "$V_PH_FORMS" ] || lab_die "secrets set FORMS_TOKEN failed"
+vault_logd_start
+vault_start
+vault_redirect
+trap 'esc_finish' EXIT
+GUARD_CONF=$V/portcullis.yaml GUARD_DIR=$V GUARD_BIN=$V_BIN
+lab_upstream python3 "$PC_TOP/tests/integration/vault_ws_echo.py" "$LAB_API4" 8444 \
+	"$LAB_DIR/pki/api.github.test.pem" "$LAB_DIR/pki/api.github.test.key" "$LAB_DIR/ws.log" &
+lab_wait_tcp "$LAB_UP" "$LAB_API4" 8444
+OUT=$LAB_DIR/sandbox-outputs
+: >"$OUT"
+PH=$V_PH_GH
+
+client() { # args of vault_client.py; output kept for the final invariant
+	lab_sb 1 python3 "$PC_TOP/tests/escape/vault_client.py" "$@" 2>&1 | tee -a "$OUT"
+}
+rawreq() { # SNI REQUEST|@FILE
+	client raw "$LAB_DIR/vault-ca.pem" api.github.test 443 "$1" "$2"
+}
+req8444() { # REQUEST
+	client raw "$LAB_DIR/vault-ca.pem" api.github.test 8444 api.github.test "$1"
+}
+status_of() { printf '%s\n' "$1" | head -1 | awk '/^HTTP/ {print $2} !/^HTTP/ {print "none"}'; }
+why_of() { printf '%s\n' "$1" | tr -d '\r' | sed -n 's/^X-Portcullis-Error: //p' | head -1; }
+up_lines() { v_upstream_log | wc -l | tr -d ' '; }
+ws_lines() { grep -c . "$LAB_DIR/ws.log" 2>/dev/null || echo 0; }
+new_records() { v_verdicts | tail -n +$((ESC_REC0 + 1)); }
+
+# A refused request: its status, the record the refusal left (action and
+# event.code), and what the upstream saw (COUNT_FN lines before = after).
+refused_as() { # name statuses-ERE output action code count-fn before
+	local st why
+	st=$(status_of "$3")
+	why=$(why_of "$3")
+	t_match "$1: refused ($2)" "^($2)$" "$st"
+	t_match "$1: recorded as $4 ($5)" "\"event.action\":\"($4)\".*\"event.code\":\"$5\"|\"event.code\":\"$5\".*\"event.action\":\"($4)\"" "$(new_records)"
+	t_eq "$1: the upstream saw nothing" "$7" "$($6)"
+	ESC_EV="status $st${why:+, X-Portcullis-Error: $why}; record: $4 $5; upstream: no request"
+}
+
+# ---- 1. a placeholder that ends the body ----------------------------------------------------
+# The body scanner holds back (longest placeholder - 1) bytes: only a
+# placeholder shorter than the longest one the store knows (WS_TOKEN's:
+# the shortest name) is left undecided when the body ends there.
+BPH=$V_PH_WS
+t_ok "(WS_TOKEN's placeholder is shorter than GITHUB_TOKEN's)" test ${#BPH} -lt ${#V_PH_GH}
+q=${BPH:0:5} r=${BPH:5}
+chunks1=""
+for ((i = 0; i < ${#BPH}; i++)); do chunks1+="1\r\n${BPH:i:1}\r\n"; done
+for case in \
+	"its last bytes in a chunk of their own (5 bytes, then the rest)|$(printf '%x' ${#q})\r\n$q\r\n$(printf '%x' ${#r})\r\n$r\r\n0\r\n\r\n" \
+	"in 1-byte chunks, nothing after it|${chunks1}0\r\n\r\n"; do
+	name=${case%%|*} body=${case#*|}
+	esc_begin "the placeholder ending a chunked body, $name"
+	b=$(up_lines)
+	out=$(rawreq api.github.test "POST /echo HTTP/1.1\r\nHost: api.github.test\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n$body")
+	refused_as "chunked end, $name" 403 "$out" exfiltration vault_placeholder_in_body up_lines "$b"
+	esc_end "refused" "$ESC_EV"
+done
+
+esc_begin "the placeholder ending a Content-Length body"
+b=$(up_lines)
+out=$(rawreq api.github.test "POST /echo HTTP/1.1\r\nHost: api.github.test\r\nContent-Length: $((${#BPH} + 2))\r\nConnection: close\r\n\r\nx=$BPH")
+refused_as "Content-Length end" 403 "$out" exfiltration vault_placeholder_in_body up_lines "$b"
+esc_end "refused" "$ESC_EV"
+
+# past the 1 MiB the vault holds, the body is streamed: the upstream gets
+# its start, and the request must be cut, never completed
+big=$LAB_DIR/big-body.req
+{
+	printf 'POST /echo HTTP/1.1\r\nHost: api.github.test\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n'
+	printf '%x\r\n' 1200000
+	head -c 1200000 /dev/zero | tr '\0' a
+	printf '\r\n%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n' ${#q} "$q" ${#r} "$r"
+} >"$big"
+chmod 0644 "$big"
+esc_begin "the placeholder ending a chunked body streamed past 1 MiB, in two chunks"
+out=$(rawreq api.github.test "@$big")
+st=$(status_of "$out")
+t_eq "streamed chunked end: refused (403)" 403 "$st"
+t_match "streamed chunked end: recorded as exfiltration (vault_placeholder_in_body)" '"event.code":"vault_placeholder_in_body"' "$(new_records)"
+t_nomatch "streamed chunked end: the sandbox got no upstream answer" "host=api.github.test" "$out"
+esc_end "refused, the upstream connection cut" "status $st, X-Portcullis-Error: $(why_of "$out")"
+
+# ---- 2. a value with / + = " \ reflected in every form ---------------------------------------
+leak_of() { python3 "$PC_TOP/tests/escape/vault_client.py" leak "$V_FORMS_VALUE"; }
+R="Host: api.github.test:8444\r\nX-Forms-Auth: $V_PH_FORMS\r\nConnection: close\r\n"
+for form in raw json php_json json_u_lower json_u_upper percent_lower percent_upper \
+	base64 base64_nopad base64url base64url_nopad base64_php_json base64_percent \
+	html_named html_decimal html_hex; do
+	esc_begin "the value, holding / + = \" \\, reflected as $form"
+	out=$(req8444 "GET /forms?form=$form HTTP/1.1\r\n${R}\r\n")
+	t_match "$form: served" "^HTTP/1.1 200" "$out"
+	t_match "$form: the placeholder stands in its place" "$V_PH_FORMS" "$out"
+	t_eq "$form: no form of the value reached the sandbox" "no leak" "$(printf '%s' "$out" | leak_of)"
+	esc_end "scrubbed" "answer: $(printf '%s' "$out" | tail -1 | sed "s/$V_PH_FORMS/<placeholder>/g" | cut -c1-60)"
+done
+t_match "the reflecting upstream was asked for each form" "http GET /forms\?form=html_hex" "$(cat "$LAB_DIR/ws.log")"
+
+# ---- 3. methods and Host, spelt otherwise ----------------------------------------------------
+A="Host: api.github.test:8444\r\nAuthorization: Bearer $V_PH_WS\r\nConnection: close\r\n"
+for case in "lowercase trace|trace /reflect HTTP/1.1\r\n$A|vault_method_reflects" \
+	"lowercase connect|connect /reflect HTTP/1.1\r\n$A|vault_method_not_allowed|http-request" \
+	"a method outside the standard ones (PROPFIND)|PROPFIND /reflect HTTP/1.1\r\n$A|vault_method_not_allowed" \
+	"X-HTTP-Method-Override: TRACE|GET /reflect HTTP/1.1\r\n${A}X-HTTP-Method-Override: TRACE\r\n|vault_method_override" \
+	"X-HTTP-Method: TRACE|POST /reflect HTTP/1.1\r\n${A}X-HTTP-Method: TRACE\r\nContent-Length: 0\r\n|vault_method_override" \
+	"X-Method-Override: TRACE|GET /reflect HTTP/1.1\r\n${A}X-Method-Override: TRACE\r\n|vault_method_override"; do
+	IFS='|' read -r name req code action <<<"$case"
+	esc_begin "a request with a credential: $name"
+	b=$(ws_lines)
+	out=$(req8444 "$req\r\n")
+	# CONNECT is refused whatever the request carries: not judged as exfiltration
+	refused_as "$name" 405 "$out" "${action:-exfiltration}" "$code" ws_lines "$b"
+	esc_end "refused" "$ESC_EV"
+done
+
+esc_begin "Host: API.github.test.:08444 (capitals, trailing dot, a leading zero in the port)"
+out=$(req8444 "GET /reflect HTTP/1.1\r\nHost: API.github.test.:08444\r\nAuthorization: Bearer $V_PH_WS\r\nConnection: close\r\n\r\n")
+t_match "served" "^HTTP/1.1 200" "$out"
+last=$(grep '^http ' "$LAB_DIR/ws.log" | tail -1)
+t_match "the upstream got the canonical Host, api.github.test:8444" ' host=api\.github\.test:8444$' "$last"
+esc_end "forwarded as the canonical Host" "upstream log: ${last##* }"
+
+# ---- invariants --------------------------------------------------------------------------------
+t_nomatch "no sandbox output ever held a value" "$V_GH_VALUE|$V_WS_VALUE" "$(cat "$OUT")"
+t_eq "no sandbox output held any form of the forms value" "no leak" "$(leak_of <"$OUT")"
+t_nomatch "no verdict record holds a value" "$V_GH_VALUE|$V_WS_VALUE" "$(v_verdicts)"
+t_ok "the verdict log verifies" "$V_BIN/portcullis" -c "$V/portcullis.yaml" log verify
+t_done
