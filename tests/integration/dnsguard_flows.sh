@@ -4,6 +4,8 @@
 # open flows; addresses the sandbox never resolved do not; after TTL plus
 # grace a new connection needs a new lookup while an open flow lives through
 # the grace period. (engine_flows covers the CDN SNI mismatch.)
+# runs alone: its TTL and grace phases have margins of about a second, which a
+# Python start-up on a machine busy with other tests can eat (seen at load 7)
 PC_TOP=${PC_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$PC_TOP/tests/integration/dnsguard_setup.bash"
 
