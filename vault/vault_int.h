@@ -4,11 +4,13 @@
  * (store.c), the CA and leaf certificates (ca.c), WebSocket frames (ws.c),
  * the served state (state.c), request checking and injection (inject.c),
  * the log queue (logq.c), upstream TLS (upstream.c), one client connection
- * (conn.c, relay.c, tunnel.c), and the daemon (main.c). */
+ * (conn.c, relay.c, tunnel.c), and the daemon (daemon.c; main.c only reads
+ * its options). */
 #ifndef PC_VAULT_INT_H
 #define PC_VAULT_INT_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 
 #include "logd/logd.h"
@@ -458,7 +460,7 @@ int io_read_wait(SSL *ssl, int fd, void *buf, size_t len, uint64_t deadline);
 int io_write(SSL *ssl, int fd, const void *buf, size_t len, uint64_t deadline);
 int io_handshake(SSL *ssl, int fd, bool server, uint64_t deadline);
 
-/* ---- the daemon and its connections (main.c, conn.c, relay.c) ------------- */
+/* ---- the daemon and its connections (daemon.c, conn.c, relay.c) ----------- */
 
 struct vault_daemon {
 	struct config cfg;
@@ -501,6 +503,8 @@ struct vault_daemon {
 		_Atomic uint64_t rss_bytes;
 	} n_own, *n; /* n: where this process counts (n_own, or a worker's shared page) */
 	struct pc_ctl *ctl;
+	int lfds[2]; /* the monitor's listeners (IPv4 or 6, and IPv6 for 0.0.0.0) */
+	size_t n_lfds;
 };
 
 /* metrics.c: the reply to "metrics" on vault.sock (pc_ctl_fn; ctx is the
@@ -509,9 +513,25 @@ char *vault_metrics(void *ctx, const char *req);
 
 struct vault_state *vault_daemon_state(struct vault_daemon *d); /* a reference */
 
+/* daemon.c: the monitor (main.c parses the options, then comes here; the
+ * worker's life is vault_worker_main). d is zeroed by the caller.
+ * Setup: the configuration, the workers' user, and then with test_only what
+ * -t checks (CA, state, TLS contexts) and nothing else; without, as root:
+ * the CA process, the state, the listeners and vault.sock, the drop to
+ * vault.user, the log queue and vault.sock's thread. 0 or a PC_E* code;
+ * vault_daemon_end frees d whatever it returned. */
+int vault_daemon_setup(struct vault_daemon *d, const char *config, bool test_only,
+		       struct pc_err *err);
+/* The accept loop, until SIGTERM or SIGINT (0) or the end of the CA process
+ * (PC_EIO). sigs: the signals main blocked before any thread started, read
+ * here through a signalfd (SIGHUP reloads, SIGCHLD reaps workers). */
+int vault_daemon_serve(struct vault_daemon *d, const sigset_t *sigs);
+/* Close the listeners and vault.sock, stop every worker (bounded), free d. */
+void vault_daemon_end(struct vault_daemon *d);
+
 /* ---- reload on request (ad-ops, issue 18: `portcullis reload`) ---------- */
-/* main.c: load policy and secrets again and swap them in; the running state
- * stays on failure (err says why). */
+/* daemon.c: load policy and secrets again and swap them in; the running
+ * state stays on failure (err says why). */
 int vault_daemon_reload(struct vault_daemon *d, struct pc_err *err);
 /* ctl.c: vault.sock's requests (pc_ctl_fn; ctx is the daemon): "metrics",
  * and "reload", answered "ok policy HASH secrets N" or "refused: WHY"
@@ -708,7 +728,7 @@ int ca_client_new(struct casign *signer, struct vault_ca **out, struct pc_err *e
 void *ca_leaf_sign(struct vault_ca *ca, const char *host, void *pub);
 
 /* ---- per-sandbox workers (worker.c, monitor.c, seccomp.c) ----------------
- * The monitor (the vault's first process, main.c) accepts, names the
+ * The monitor (the vault's first process, daemon.c) accepts, names the
  * sandbox by source address and hands the socket to that sandbox's worker
  * over a socketpair (SCM_RIGHTS), with one message:
  *   CONN  u8 family | 16 bytes address | u16 port   (source, then original
