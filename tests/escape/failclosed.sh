@@ -84,9 +84,11 @@ t_match "... and says why (paths-guarded evidence)" \
 
 # ---- nft flush ruleset under traffic ---------------------------------------------
 esc_begin "nft flush ruleset while the sandbox hammers unallowed addresses"
+queued() { guard_status_field 'sum(q["queued"] for q in s["queues"])'; }
+q0=$(queued)
 hammer 4 >"$LAB_DIR/hammer.out" &
 hpid=$!
-sleep 1
+lab_wait_until -p "$hpid" test "$(queued)" -gt $((q0 + 20)) # the hammer is at work
 lab_gw nft flush ruleset
 ms=$(ms_until tables_in)
 wait $hpid

@@ -46,7 +46,9 @@ for d in engine logd vault; do
 	logd) t_match "logd gone: no record, no request (vault 503, direct refused)" "vault (503|000) direct 000 denied 000" "$out" ;;
 	vault) t_match "vault gone: secret-bound requests fail, others go on" "vault 000 direct 200 denied 000" "$out" ;;
 	esac
-	sleep 1
+	# the traffic loop, too, ran a round with the daemon gone
+	n=$(wc -l <"$LAB_DIR/traffic.out")
+	lab_wait_until -p "$TRAFFIC" test "$(wc -l <"$LAB_DIR/traffic.out")" -gt "$n"
 	case $d in
 	engine) engine_start ;;
 	logd) vault_logd_start ;;
