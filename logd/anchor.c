@@ -142,7 +142,36 @@ int logc_anchors_report(struct logc_anchors *a, const struct note_verifier *key,
 			    who[0] ? ", cosigned by " : "", who);
 			break;
 		}
-		if (print)
+		if (x->witnessed && wkey) {
+			/* issue 32: a .witnessed file is anyone's to write who can
+			 * write the log's directory; only the witness's
+			 * cosignature makes it the witness's word */
+			struct pc_err cerr;
+			uint64_t t;
+
+			if (cosig_verify(wkey, x->note, x->note_len, &t, &cerr) < 0) {
+				rc = pc_err_set(
+				    err, PC_ETAMPER,
+				    "%s %s carries no cosignature by the witness %s+%08x "
+				    "that verifies (%s): it is not the witness's: "
+				    "replaced or forged",
+				    what, x->path, wkey->name, wkey->hash, cerr.msg);
+				break;
+			}
+		}
+		if (!print)
+			continue;
+		if (x->witnessed && !wkey)
+			/* without the witness's key nothing shows the witness saw
+			 * this checkpoint: say so, never "consistent with" it */
+			fprintf(
+			    print,
+			    "  witnessed checkpoint %s unchecked: no witness key (give "
+			    "--witness-key or log.witness.key), so its cosignature cannot be "
+			    "verified; the file passes through its %llu records, which only the "
+			    "log's own key vouches for\n",
+			    x->path, (unsigned long long)a->cp[i].size);
+		else
 			fprintf(print, "  consistent with %s %s: %llu records%s%s\n", what, x->path,
 				(unsigned long long)a->cp[i].size, who[0] ? ", cosigned by " : "",
 				who);

@@ -156,7 +156,7 @@ struct vanchors {
 /* The witness's key for reporting cosignatures: --witness-key, else the
  * configuration's log.witness.key when there is one. */
 static const struct cosig_verifier *wkey_get(struct cli *c, const char *opt,
-					     struct cosig_verifier *v)
+					     struct cosig_verifier *v, bool *bad)
 {
 	struct pc_err err;
 	struct config cfg;
@@ -168,10 +168,12 @@ static const struct cosig_verifier *wkey_get(struct cli *c, const char *opt,
 			opt = cfg.log.witness.key[0] ? cfg.log.witness.key : NULL;
 		if (!opt || !opt[0])
 			return NULL;
-		return cosig_verifier_load(opt, v, &err) == 0 ? v : NULL;
 	}
 	if (cosig_verifier_load(opt, v, &err) < 0) {
-		cli_error("log verify", "witness key: %s", err.msg);
+		/* a configured key that cannot be read must not turn the
+		 * cosignature check off */
+		cli_error("log verify", "witness key %s: %s", opt, err.msg);
+		*bad = true;
 		return NULL;
 	}
 	return v;
@@ -214,7 +216,7 @@ struct vjson {
 	char *text; /* vout's memory */
 	size_t text_len;
 	bool unsigned_seen;
-	bool have_chain, have_proof;
+	bool have_chain, have_proof, chain_from_start;
 	uint64_t chain_n, chain_first, chain_last;
 	struct logproof_info proof;
 	char proof_key[NOTE_NAME_MAX + 16];
@@ -305,6 +307,8 @@ static void vjson_print(int rc)
 		pc_json_ku64(&j, "files", vj->chain_n);
 		pc_json_ku64(&j, "first_seq", vj->chain_first);
 		pc_json_ku64(&j, "last_seq", vj->chain_last);
+		pc_json_key(&j, "from_start");
+		pc_json_bool(&j, vj->chain_from_start);
 		pc_json_obj_end(&j);
 	} else {
 		pc_json_null(&j);
@@ -524,6 +528,21 @@ struct link {
 	uint8_t first_prev[MERKLE_HASH], last_hash[MERKLE_HASH];
 };
 
+/* <log>.<time>-quarantine or -quarantine.<N> (writer.c's aside_name) */
+static bool quarantine_name(const char *f)
+{
+	const char *q = strstr(f, "-quarantine");
+
+	if (!q)
+		return false;
+	q += strlen("-quarantine");
+	if (*q == '\0')
+		return true;
+	if (*q++ != '.' || !*q)
+		return false;
+	return strspn(q, "0123456789") == strlen(q);
+}
+
 static int link_cmp(const void *a, const void *b)
 {
 	const struct link *x = a, *y = b;
@@ -586,9 +605,13 @@ static int verify_main(struct cli *c, int argc, char **argv, struct vjson *json)
 	}
 	if ((rc = key_get(c, keyp, &key)) != 0)
 		return rc;
-	va.wkey = wkey_get(c, wkeyp, &wkey);
-	if (wkeyp && !va.wkey)
-		return PC_EXIT_ERROR;
+	{
+		bool wbad = false;
+
+		va.wkey = wkey_get(c, wkeyp, &wkey, &wbad);
+		if (wbad)
+			return PC_EXIT_ERROR;
+	}
 	if (proof) {
 		struct logproof_info info;
 		struct pc_err err;
@@ -629,6 +652,7 @@ static int verify_main(struct cli *c, int argc, char **argv, struct vjson *json)
 	{
 		int n = argc - optind;
 		struct link *l = calloc((size_t)n, sizeof(*l));
+		bool head_missing = false;
 
 		if (!l)
 			return PC_EXIT_ERROR;
@@ -644,6 +668,17 @@ static int verify_main(struct cli *c, int argc, char **argv, struct vjson *json)
 				continue;
 			if (n > 1 && fl > 10 && strcmp(f + fl - 10, LOGWC_SUFFIX) == 0)
 				continue; /* the witnessed checkpoint, too */
+			/* a quarantine file (<log>.<time>-quarantine[.N]) is lines
+			 * logd set aside: evidence, not a segment (issue 32: a
+			 * glob that took it in broke the chain) */
+			if (n > 1 && quarantine_name(f)) {
+				fprintf(vout,
+					"%s: skipped: a quarantine file (lines logd set aside at a "
+					"start), not a segment of the log; check it with sha256sum "
+					"against the log-segment record that names it\n",
+					f);
+				continue;
+			}
 			vo.defer_sidecar = n > 1;
 			rc = verify_one(f, &key, n == 1 ? cpfile : NULL, &vo, &cur,
 					&l[m].no_sidecar);
@@ -680,13 +715,31 @@ static int verify_main(struct cli *c, int argc, char **argv, struct vjson *json)
 			free(l);
 			return PC_EXIT_FAIL;
 		}
-		if (n > 1)
+		/* The oldest file given links to a record before it: the
+		 * segments before it were not given (deleted by rotation, or
+		 * removed). The chain proves nothing about them: say so. */
+		for (int i = 0; n > 1 && i < MERKLE_HASH; i++)
+			if (l[0].first_prev[i]) {
+				head_missing = true;
+				break;
+			}
+		if (n > 1 && head_missing)
+			fprintf(vout,
+				"%d files form one unbroken chain, seq %llu-%llu, but not from the "
+				"start of the log: the first record of %s (seq %llu) links to a "
+				"record before it: the older segments are missing (deleted by "
+				"rotation, or removed)\n",
+				n, (unsigned long long)l[0].first_seq,
+				(unsigned long long)l[n - 1].last_seq, l[0].name,
+				(unsigned long long)l[0].first_seq);
+		else if (n > 1)
 			fprintf(vout, "%d files form one unbroken chain, seq %llu-%llu\n", n,
 				(unsigned long long)l[0].first_seq,
 				(unsigned long long)l[n - 1].last_seq);
 		if (n > 1 && vj) {
 			vj->have_chain = true;
 			vj->chain_n = (uint64_t)n;
+			vj->chain_from_start = !head_missing;
 			vj->chain_first = l[0].first_seq;
 			vj->chain_last = l[n - 1].last_seq;
 		}

@@ -108,6 +108,10 @@ int merkle_hex_parse(const char *s, uint8_t out[MERKLE_HASH]);
 
 #define NOTE_NAME_MAX  128
 #define CHECKPOINT_MAX 512 /* a signed checkpoint note, with room */
+/* The largest seq logd gives and the verifier accepts: far beyond any
+ * real log, and far enough below 2^64 that seq + 1 never wraps (issue 32:
+ * a line claiming seq 2^64 - 107 made seqs run ..., 0, 1, 2). */
+#define LOGSEQ_MAX (UINT64_C(1) << 63)
 
 struct note_verifier {
 	char name[NOTE_NAME_MAX];

@@ -221,6 +221,12 @@ static int line_record(struct logv *v, const char *line, size_t len, struct pc_e
 	rc = record_parse(v->h, line, len, v->pre_leaf, &rec, &e);
 	if (rc < 0)
 		return bad(v, rc, err, "%s", e.msg);
+	if (rec.seq == 0 || rec.seq > LOGSEQ_MAX)
+		return bad(
+		    v, PC_ETAMPER, err,
+		    "seq %llu is out of range (1 to %llu): logd never gives it; the line was "
+		    "forged",
+		    (unsigned long long)rec.seq, (unsigned long long)LOGSEQ_MAX);
 	if (r->records == 0) {
 		if (!logv_record_is_segment(line, len))
 			return bad(v, PC_ETAMPER, err,

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sodium.h>
@@ -26,6 +27,8 @@
 #define B64	      sodium_base64_VARIANT_ORIGINAL
 #define HEAD_MAX      4096
 #define IO_TIMEOUT_MS 5000
+/* A state file: a checkpoint and the log's signature line, with room. */
+#define WITNESS_STATE_MAX (CHECKPOINT_MAX * 2)
 
 /* A log segment's origin "<key>/<seg>" (logd/origin.c) and what was
  * cosigned for it: each origin is its own append-only log. */
@@ -190,7 +193,7 @@ static int state_read(const struct witness *w, const struct witness_log *l, uint
 	if (!w->dir[0])
 		return 0;
 	state_path(w, l, seg, path, sizeof(path));
-	rc = pc_file_read(path, CHECKPOINT_MAX * 2, &text, &len, err);
+	rc = pc_file_read(path, WITNESS_STATE_MAX, &text, &len, err);
 	if (rc == PC_ENOENT)
 		return 0;
 	if (rc == 0) {
@@ -239,6 +242,35 @@ static int origin_state(struct witness *w, struct witness_log *l, uint64_t seg,
 	l->n_seg++;
 	*out = &o->cp;
 	return 0;
+}
+
+/* What the witness keeps of a note it verified (body: blen bytes): the
+ * body, the blank line and the first signature line of the log's key
+ * that verifies, into keep (WITNESS_STATE_MAX). The state is read back
+ * with that bound, so it is written with it: a note with more lines
+ * (other signatures, padding) must not become a state the witness
+ * cannot read after a restart (issue 32). */
+static int state_text(const struct witness_log *l, const char *note, size_t len, size_t blen,
+		      char *keep, size_t *klen)
+{
+	const char *p = note + blen + 1, *end = note + len, *eol;
+	size_t body_len;
+
+	if (blen + 1 > WITNESS_STATE_MAX)
+		return PC_EINVAL;
+	memcpy(keep, note, blen + 1);
+	for (; p < end && (eol = memchr(p, '\n', (size_t)(end - p))); p = eol + 1) {
+		size_t ll = (size_t)(eol - p) + 1;
+
+		if (blen + 1 + ll > WITNESS_STATE_MAX)
+			continue;
+		memcpy(keep + blen + 1, p, ll);
+		if (note_verify(&l->key, keep, blen + 1 + ll, &body_len, NULL) == 0) {
+			*klen = blen + 1 + ll;
+			return 0;
+		}
+	}
+	return PC_EINVAL;
 }
 
 /* The file, then the directory, synced: a cosignature is only sent once
@@ -380,22 +412,32 @@ int witness_add_checkpoint(struct witness *w, const char *body, size_t len, uint
 		snprintf(resp, resplen, "the consistency proof does not verify\n");
 		return 422;
 	}
+	if (note_verify(&l->key, r.note, r.note_len, &blen, &err) < 0) {
+		snprintf(resp, resplen, "%s\n", err.msg);
+		return 403;
+	}
 	if (cp.size > st->size || !st->size) {
 		if (w->dir[0]) {
-			char path[PC_PATH_MAX + 48];
+			char path[PC_PATH_MAX + 48], keep[WITNESS_STATE_MAX];
+			size_t klen;
 
+			/* only what was verified: the body and the log's own
+			 * signature, never other lines a client added */
+			if (state_text(l, r.note, r.note_len, blen, keep, &klen) < 0) {
+				snprintf(resp, resplen,
+					 "the checkpoint and its log signature are longer than %d "
+					 "bytes\n",
+					 WITNESS_STATE_MAX);
+				return 400;
+			}
 			state_path(w, l, seg, path, sizeof(path));
-			if (state_write(w->dir, path, r.note, r.note_len, &err) < 0) {
+			if (state_write(w->dir, path, keep, klen, &err) < 0) {
 				pc_log(PC_LOG_ERR, "%s", err.msg);
 				snprintf(resp, resplen, "the witness could not keep its state\n");
 				return 500;
 			}
 		}
 		*st = cp;
-	}
-	if (note_verify(&l->key, r.note, r.note_len, &blen, &err) < 0) {
-		snprintf(resp, resplen, "%s\n", err.msg);
-		return 403;
 	}
 	n = cosig_sign(w->signer, r.note, blen, now_s, resp, resplen, &err);
 	if (n < 0) {
@@ -449,6 +491,9 @@ static void reply(int fd, int status, const char *body)
  * with log.witness.required set, a stalled witness stops every gateway
  * that uses it. */
 #define WITNESS_CONNS 64
+/* ... and at most this many of them from one source address, so that one
+ * source cannot take every slot (issue 32). */
+#define WITNESS_CONNS_PER_SOURCE 8
 
 struct wconn {
 	int fd; /* -1: a free slot */
@@ -457,6 +502,8 @@ struct wconn {
 	bool add;
 	int rc;	   /* witness_http_head's: PC_EAGAIN until the head is whole */
 	char *buf; /* HEAD_MAX + WITNESS_BODY_MAX */
+	struct sockaddr_storage src;
+	socklen_t src_len;
 };
 
 static void conn_close(struct wconn *c)
@@ -533,6 +580,32 @@ void witness_serve_fd(struct witness *w, int fd)
 	conn_close(&c);
 }
 
+/* The address alone (no port): one host is one source. */
+static bool same_source(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			      &((const struct sockaddr_in6 *)b)->sin6_addr,
+			      sizeof(struct in6_addr)) == 0;
+	return true; /* another family: one source */
+}
+
+static size_t source_count(const struct wconn *conns, const struct sockaddr_storage *sa,
+			   socklen_t sl)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; sl && i < WITNESS_CONNS; i++)
+		if (conns[i].fd >= 0 && conns[i].src_len && same_source(&conns[i].src, sa))
+			n++;
+	return n;
+}
+
 int witness_serve(struct witness *w, int lfd, struct pc_err *err)
 {
 	struct wconn conns[WITNESS_CONNS];
@@ -586,13 +659,24 @@ int witness_serve(struct witness *w, int lfd, struct pc_err *err)
 			if (p[k].revents && conn_read(w, &conns[slot[k - 2]]))
 				conn_close(&conns[slot[k - 2]]);
 		if (p[0].revents) {
-			int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+			struct sockaddr_storage sa;
+			socklen_t sl = sizeof(sa);
+			int fd =
+			    accept4(lfd, (struct sockaddr *)&sa, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
+			if (fd >= 0 && source_count(conns, &sa, sl) >= WITNESS_CONNS_PER_SOURCE) {
+				close(fd); /* its share is taken: the others keep theirs */
+				fd = -1;
+			}
 			for (size_t i = 0; fd >= 0 && i < WITNESS_CONNS; i++)
 				if (conns[i].fd < 0) {
 					if (conn_open(&conns[i], fd) < 0)
 						pc_log(PC_LOG_WARN,
 						       "out of memory for a connection");
+					else {
+						conns[i].src = sa;
+						conns[i].src_len = sl;
+					}
 					fd = -1;
 				}
 		}

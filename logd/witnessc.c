@@ -413,6 +413,33 @@ static int write_durable(const char *path, const char *text, size_t len, struct 
 
 enum outcome { OK, RETRY, RESYNC };
 
+/* note, then the first line of resp that is a cosignature of it by the
+ * configured witness that verifies, into full (*flen bytes). */
+static int keep_cosig(struct logwc *c, const char *note, size_t nlen, const char *resp, char *full,
+		      size_t fsize, size_t *flen, struct pc_err *err)
+{
+	const char *p = resp, *eol;
+	uint64_t ts;
+
+	memcpy(full, note, nlen);
+	for (; *p; p = eol + 1) {
+		size_t ll;
+
+		if (!(eol = strchr(p, '\n')))
+			break; /* a cosignature line ends with a newline */
+		ll = (size_t)(eol - p) + 1;
+		if (nlen + ll >= fsize)
+			continue;
+		memcpy(full + nlen, p, ll);
+		if (cosig_verify(&c->wkey, full, nlen + ll, &ts, NULL) == 0) {
+			*flen = nlen + ll;
+			return 0;
+		}
+	}
+	return pc_err_set(err, PC_ETAMPER, "no cosignature by %s+%08x in it that verifies",
+			  c->wkey.name, c->wkey.hash);
+}
+
 /* Send note (a checkpoint for cp.size records). */
 static enum outcome send_one(struct logwc *c, const char *note, size_t nlen,
 			     const struct checkpoint *cp)
@@ -420,8 +447,8 @@ static enum outcome send_one(struct logwc *c, const char *note, size_t nlen,
 	uint8_t proof[MERKLE_PROOF_MAX][MERKLE_HASH];
 	char body[WITNESS_BODY_MAX], resp[2048], full[CHECKPOINT_MAX + COSIG_LINE_MAX];
 	struct merkle_edge me = {.h = c->h, .edge = c->edge, .tail = c->tail, .n_tail = c->n_tail};
-	uint64_t m = c->edge.size, ts;
-	size_t plen = 0, off;
+	uint64_t m = c->edge.size;
+	size_t plen = 0, off, flen = 0;
 	struct pc_err err;
 	int status = 0;
 
@@ -505,19 +532,17 @@ static enum outcome send_one(struct logwc *c, const char *note, size_t nlen,
 				     : "");
 		return RETRY;
 	}
-	/* the cosignature line(s) after our note, checked with the witness's key */
-	if (nlen + strlen(resp) >= sizeof(full)) {
-		atomic_fetch_add(&c->failures, 1);
-		return RETRY;
-	}
-	memcpy(full, note, nlen);
-	memcpy(full + nlen, resp, strlen(resp));
-	if (cosig_verify(&c->wkey, full, nlen + strlen(resp), &ts, &err) < 0) {
+	/* Of the reply, only a cosignature line that verifies with the
+	 * witness's key goes after our note: anything else (a hostile
+	 * witness, or anyone on its plain-HTTP path) would make
+	 * <log>.witnessed a note that no longer parses, and logd refuses to
+	 * start over an anchor it cannot read (issue 32). */
+	if (keep_cosig(c, note, nlen, resp, full, sizeof(full), &flen, &err) < 0) {
 		atomic_fetch_add(&c->failures, 1);
 		pc_log(PC_LOG_ERR, "witness %s: its reply: %s", c->address, err.msg);
 		return RETRY;
 	}
-	if (write_durable(c->wfile, full, nlen + strlen(resp), &err) < 0) {
+	if (write_durable(c->wfile, full, flen, &err) < 0) {
 		atomic_fetch_add(&c->failures, 1);
 		pc_log(PC_LOG_ERR, "witness: keeping the cosigned checkpoint: %s", err.msg);
 		return RETRY;

@@ -251,6 +251,12 @@ static int append_line(struct logw *w, const struct logrec *rec, const char *ext
 	char *o;
 	int n;
 
+	if (w->st.next_seq > LOGSEQ_MAX)
+		return pc_err_set(err, PC_EREFUSED,
+				  "seq %llu would pass the largest seq %llu: refusing to write "
+				  "(docs/logd.md, \"File format\")",
+				  (unsigned long long)w->st.next_seq,
+				  (unsigned long long)LOGSEQ_MAX);
 	batch_begin(w);
 	if (buf_reserve(w, LOGREC_JSON_MAX + LINE_TAIL + (extra ? strlen(extra) : 0), err) < 0)
 		return PC_ENOMEM;
@@ -940,7 +946,9 @@ static uint64_t max_seq_buf(const char *p, const char *end, uint64_t floor)
 			for (const char *q = p + pl;
 			     q < eol && *q >= '0' && *q <= '9' && x < UINT64_MAX / 10 - 10; q++)
 				x = x * 10 + (uint64_t)(*q - '0');
-			if (x > best)
+			/* a seq logd never gives is a forgery: it must not
+			 * carry the next seq past the end */
+			if (x > best && x <= LOGSEQ_MAX)
 				best = x;
 		}
 		p = eol + 1;
@@ -1355,6 +1363,10 @@ static int resume(struct logw *w, const char *new_segment, const struct anchor *
 		 * every one claimed */
 		unlink(w->path);
 		w->st.next_seq = max_seq_beside(w);
+		/* lines nothing vouches for may carry seq forward by as many
+		 * as they are (what a genuine tail needs), never further */
+		if (next_floor > w->st.next_seq + q.lines)
+			next_floor = w->st.next_seq + q.lines;
 		if (w->st.next_seq < next_floor)
 			w->st.next_seq = next_floor;
 		w->st.next_seq++;
@@ -1382,6 +1394,8 @@ static int resume(struct logw *w, const char *new_segment, const struct anchor *
 	if (aside) {
 		/* seq goes on after every seq the set-aside lines claim, so
 		 * none is given twice (a collector may have seen them) */
+		if (next_floor > w->st.next_seq - 1 + q.lines)
+			next_floor = w->st.next_seq - 1 + q.lines;
 		if (w->st.next_seq <= next_floor)
 			w->st.next_seq = next_floor + 1;
 		w->synced_ms = w->synced_bytes = 0;

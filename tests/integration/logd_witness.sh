@@ -139,17 +139,25 @@ code=$(lab_in "$GWNS" curl -s -o "$D/resp" -w '%{http_code}' --data-binary @"$D/
 t_eq "the witness answers a stale old size with 409" 409 "$code"
 t_eq "... and the size it knows" 501 "$(cat "$D/resp")"
 
-# Clients that connect and say nothing hold their own slot only: with 20
+# Clients that connect and say nothing hold their own slot only: with 21
 # of them open (each may wait IO_TIMEOUT_MS, 5 s), a request is still
 # answered at once. A witness that served one connection at a time made
 # it wait 20 x 5 s, and a log with witness.required stopped behind them.
-lab_in "$GWNS" bash -c 'for i in $(seq 20); do exec {f}<>"/dev/tcp/${1%:*}/${1#*:}"; done; echo open; sleep 60' \
-	_ "$WADDR" >"$D/idle.out" 2>&1 &
+# (from three other addresses, 7 each: one source holds at most 8)
+for a in 3 4 5; do lab_in "$GWNS" ip addr add 192.0.2.$a/24 dev wv0; done
+lab_in "$GWNS" python3 -c '
+import socket, sys, time
+h, p = sys.argv[1].split(":")
+held = []
+for a in (3, 4, 5):
+    for _ in range(7):
+        s = socket.socket(); s.bind(("192.0.2.%d" % a, 0)); s.connect((h, int(p))); held.append(s)
+print("open", flush=True); time.sleep(60)' "$WADDR" >"$D/idle.out" 2>&1 &
 idle=$!
 lab_wait_until grep -q open "$D/idle.out"
 code=$(lab_in "$GWNS" curl -s --max-time 4 -o "$D/resp" -w '%{http_code}' --data-binary @"$D/p300" \
 	"http://$WADDR/add-checkpoint")
-t_eq "with 20 idle connections open, the witness still answers at once (409)" 409 "$code"
+t_eq "with 21 idle connections open, the witness still answers at once (409)" 409 "$code"
 kill "$idle" 2>/dev/null
 wait "$idle" 2>/dev/null
 

@@ -712,6 +712,70 @@ START_TEST(writer_resumes_and_refuses_a_tampered_file)
 }
 END_TEST
 
+/* Issue 32: a line appended with a seq near 2^64 was set aside, and seq
+ * went on after it, wrapping to 0 120 records later. A set-aside line
+ * moves seq on by one (what a genuine line of the tail needs), never to
+ * what it claims; and the verifier refuses a seq past LOGSEQ_MAX. */
+START_TEST(writer_seq_is_not_taken_from_a_forged_line)
+{
+	struct logw_conf wc = {
+	    .cp_records = 3, .cp_ms = 100000, .owner = (uid_t)-1, .group = (gid_t)-1};
+	char line[256];
+	struct tmplog t;
+	struct logw *w;
+	struct logrec r;
+	struct logv *v;
+	struct pc_err err;
+	uint64_t seq;
+	FILE *f;
+	int n;
+
+	tmplog_make(&t);
+	wc.file = t.file;
+	ck_assert_int_eq(logw_open(&wc, t.key, NULL, &w, NULL), 0);
+	rec_fill(&r);
+	for (int i = 0; i < 5; i++)
+		ck_assert_int_eq(logw_append(w, &r, &seq, NULL), 0);
+	ck_assert_int_eq(logw_close(w, NULL), 0);
+	ck_assert_uint_eq(seq, 6);
+	f = fopen(t.file, "a");
+	fputs("{\"event.sequence\":18446744073709551509,\"@timestamp\":\"x\"}\n", f);
+	fclose(f);
+	ck_assert_int_eq(logw_open(&wc, t.key, NULL, &w, &err), 0);
+	ck_assert(strstr(logw_notice(w), "set aside"));
+	/* 7: the record saying so (a seq past LOGSEQ_MAX counts for nothing) */
+	ck_assert_uint_eq(logw_next_seq(w), 8);
+	ck_assert_int_eq(logw_close(w, NULL), 0);
+	/* a claim in range moves seq by one line's worth, not to the claim */
+	f = fopen(t.file, "a");
+	fputs("{\"event.sequence\":4611686018427387904,\"@timestamp\":\"x\"}\n", f);
+	fclose(f);
+	ck_assert_int_eq(logw_open(&wc, t.key, NULL, &w, &err), 0);
+	/* 8: the line set aside; 9: the record saying so */
+	ck_assert_uint_eq(logw_next_seq(w), 10);
+	ck_assert_int_eq(logw_close(w, NULL), 0);
+	/* the verifier: a seq past LOGSEQ_MAX is out of range, whatever the
+	 * hash (the range is checked before the chain) */
+	ck_assert_int_eq(logv_new(note_signer_verifier(t.key), &v, NULL), 0);
+	n = snprintf(line, sizeof(line), "{\"event.sequence\":%llu,\"portcullis.prev\":\"%064d\"}",
+		     (unsigned long long)(UINT64_C(1) << 63) + 1, 0);
+	ck_assert_int_gt(n, 0);
+	{
+		uint8_t leaf[MERKLE_HASH];
+		char hex[65], full[300];
+
+		ck_assert_int_eq(merkle_leaf(H, line, (size_t)n, NULL, 0, leaf), 0);
+		merkle_hex(leaf, hex);
+		hex[64] = '\0';
+		snprintf(full, sizeof(full), "%.*s,\"event.hash\":\"%s\"}\n", n - 1, line, hex);
+		ck_assert_int_eq(logv_buffer(v, full, strlen(full), 0, &err), PC_ETAMPER);
+		ck_assert_msg(strstr(err.msg, "out of range"), "%s", err.msg);
+	}
+	logv_free(v);
+	tmplog_remove(&t);
+}
+END_TEST
+
 /* A rotation's own sealing commit must not start a second rotation (which
  * would set aside a file holding nothing but its segment record). */
 START_TEST(writer_rotation_does_not_nest)
@@ -843,17 +907,17 @@ static Suite *logd_suite(void)
 
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_set_timeout(t, 30);
-	PC_UNIT_TESTS(t, tree_root_matches_rfc6962_mth, tree_leaf_and_node_prefixes,
-		      inclusion_proofs_verify_and_detect_changes, keys_round_trip_in_note_format,
-		      checkpoint_is_a_signed_note, record_json_uses_ecs_names,
-		      wire_round_trip_is_canonical, wire_golden_bytes,
-		      wire_refuses_malformed_messages, client_and_daemon_frame_and_acknowledge,
-		      client_batches_records_into_datagrams,
-		      daemon_keeps_what_precedes_a_bad_message_in_a_datagram,
-		      client_fails_closed_without_logd, client_flush_zero_counts_queued_acks,
-		      client_flush_fails_when_logd_goes_away,
-		      writer_resumes_and_refuses_a_tampered_file, writer_rotation_does_not_nest,
-		      verifier_large_file_in_parallel, time_parse_reads_only_its_slice);
+	PC_UNIT_TESTS(
+	    t, tree_root_matches_rfc6962_mth, tree_leaf_and_node_prefixes,
+	    inclusion_proofs_verify_and_detect_changes, keys_round_trip_in_note_format,
+	    checkpoint_is_a_signed_note, record_json_uses_ecs_names, wire_round_trip_is_canonical,
+	    wire_golden_bytes, wire_refuses_malformed_messages,
+	    client_and_daemon_frame_and_acknowledge, client_batches_records_into_datagrams,
+	    daemon_keeps_what_precedes_a_bad_message_in_a_datagram,
+	    client_fails_closed_without_logd, client_flush_zero_counts_queued_acks,
+	    client_flush_fails_when_logd_goes_away, writer_resumes_and_refuses_a_tampered_file,
+	    writer_seq_is_not_taken_from_a_forged_line, writer_rotation_does_not_nest,
+	    verifier_large_file_in_parallel, time_parse_reads_only_its_slice);
 	suite_add_tcase(s, t);
 	return s;
 }

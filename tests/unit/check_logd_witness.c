@@ -604,6 +604,55 @@ START_TEST(config_reads_the_witness_keys)
 }
 END_TEST
 
+/* issue 32: a client's note with extra signature lines was kept as sent,
+ * but read back with a 1 KiB bound: after a restart the witness refused
+ * to start (the bare name's state) or answered 500. It keeps only the
+ * body and the log's signature, bounded when written. */
+START_TEST(witness_state_keeps_only_what_it_verified)
+{
+	static uint8_t leaves[20][32];
+	char body[WITNESS_BODY_MAX], resp[1024], dir[] = "/tmp/pc-witness.XXXXXX", path[256],
+						 *text = NULL;
+	struct note_verifier lv;
+	struct witness *w;
+	struct checkpoint cp;
+	size_t n, len = 0, nl;
+
+	keys();
+	leaves_make(leaves, 20);
+	lv = *note_signer_verifier(LOGK);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(witness_new(WITK, &lv, 1, dir, &w, NULL), 0);
+	CP_ORIGIN = NULL;
+	n = wbody(leaves, 0, 10, body, sizeof(body));
+	nl = n;
+	/* 30 well-formed signature lines of someone else: 3 KiB */
+	for (int i = 0; i < 30; i++) {
+		n += (size_t)snprintf(body + n, sizeof(body) - n, "\xe2\x80\x94 other/signer%02d ",
+				      i);
+		memset(body + n, 'A', 96);
+		n += 96;
+		body[n++] = '\n';
+	}
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 1, resp, sizeof(resp)), 200);
+	witness_free(w);
+	snprintf(path, sizeof(path), "%s/log-%08x.checkpoint", dir, lv.hash);
+	ck_assert_int_eq(pc_file_read(path, 1 << 16, &text, &len, NULL), 0);
+	ck_assert_uint_le(len, CHECKPOINT_MAX * 2);
+	ck_assert_ptr_null(strstr(text, "other/signer"));
+	ck_assert_int_eq(checkpoint_open(&lv, text, len, &cp, NULL), 0);
+	ck_assert_uint_eq(cp.size, 10);
+	/* the note as logd signed it: body, blank line, the log's line */
+	ck_assert_uint_eq(len, nl - (size_t)(strstr(body, "\n\n") + 2 - body));
+	free(text);
+	/* a restart reads it back, and the log goes on from there */
+	ck_assert_int_eq(witness_new(WITK, &lv, 1, dir, &w, NULL), 0);
+	n = wbody(leaves, 10, 20, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 2, resp, sizeof(resp)), 200);
+	witness_free(w);
+}
+END_TEST
+
 static Suite *witness_suite(void)
 {
 	Suite *s = suite_create("witness");
@@ -615,7 +664,8 @@ static Suite *witness_suite(void)
 		      consistency_known_vectors, cosignature_signs_the_checkpoint_text,
 		      witness_cosigns_only_what_extends_its_state, origin_names_a_segment,
 		      witness_keeps_one_state_per_origin, witness_request_parsing,
-		      prefix_check_names_cut_back_and_split, config_reads_the_witness_keys);
+		      prefix_check_names_cut_back_and_split, config_reads_the_witness_keys,
+		      witness_state_keeps_only_what_it_verified);
 	suite_add_tcase(s, t);
 	return s;
 }
