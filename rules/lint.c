@@ -2,9 +2,8 @@
  * certainly not what the admin meant — a wildcard under a public suffix,
  * an allow-all prefix, a way to DNS around the guard, a special-purpose
  * range, an entry that can never match, a secret on a port the vault
- * cannot serve, a rule file the loader ignores, a setting a daemon would
- * refuse at start. Each is reported with the file:line:col of what it is
- * about; none changes the policy. docs/policy.md lists them. */
+ * cannot serve, a rule file the loader ignores, a dangerous setting. Each is reported with the
+ * file:line:col of what it is about; none changes the policy. docs/policy.md lists them. */
 #include "rules/rules_int.h"
 
 #include <dirent.h>
@@ -597,71 +596,13 @@ void lint_rules_dir(struct lint_ctx *l, const char *dir)
 
 /* ---- the configuration ---------------------------------------------------- */
 
-/* Where key (a.b) is written in the configuration file: its value's
- * position, else 1:1 (a default). */
-static void config_pos(const char *path, const char *a, const char *b, unsigned *line,
-		       unsigned *col)
-{
-	struct diag d;
-	struct yfile *yf = NULL;
-	char *buf = NULL;
-	size_t len;
-
-	*line = *col = 1;
-	diag_init(&d, NULL, NULL, NULL);
-	if (pc_file_read_regular(path, RULES_FILE_MAX, &buf, &len, NULL) == 0 &&
-	    yfile_parse(path, buf, len, &yf, &d) == 0 && yf->n_docs) {
-		const struct ynode *n = ymap_get(yf->docs[0].root, a);
-
-		if (n && b)
-			n = ymap_get(n, b);
-		if (n) {
-			*line = n->line;
-			*col = n->col;
-		}
-	}
-	yfile_free(yf);
-	free(buf);
-}
-
+/* Warnings about settings that are valid but dangerous. What would stop
+ * a daemon from starting is not here: it is an error, config_start_check's
+ * (startcheck.c), which `policy lint` and the daemons' -t share. */
 void lint_config(struct lint_ctx *l, const struct config *cfg)
 {
-	static const struct {
-		const char *section, *key, *daemon;
-		size_t off;
-	} users[] = {
-	    {"engine", "user", "portcullisd", offsetof(struct config, engine.user)},
-	    {"vault", "user", "portcullis-vault", offsetof(struct config, vault.user)},
-	    {"vault", "worker_user", "portcullis-vault",
-	     offsetof(struct config, vault.worker_user)},
-	    {"log", "user", "portcullis-logd", offsetof(struct config, log.user)},
-	};
-	struct pc_err err = {0};
-	unsigned line, col;
-
-	for (size_t i = 0; i < sizeof(users) / sizeof(users[0]); i++) {
-		const char *user = (const char *)cfg + users[i].off;
-		uid_t uid;
-		gid_t gid;
-
-		if (pc_user_lookup(user, &uid, &gid, &err) < 0) {
-			config_pos(cfg->path, users[i].section, users[i].key, &line, &col);
-			warn(l, cfg->path, line, col,
-			     "%s.%s: no user '%s' on this machine: %s would refuse to start "
-			     "(it drops to this user after its setup)",
-			     users[i].section, users[i].key, user, users[i].daemon);
-		} else if (uid == 0) {
-			config_pos(cfg->path, users[i].section, users[i].key, &line, &col);
-			warn(l, cfg->path, line, col,
-			     "%s.%s: '%s' has uid 0: %s would refuse to start (it never runs "
-			     "as root after its setup); expected its own system user",
-			     users[i].section, users[i].key, user, users[i].daemon);
-		}
-	}
-	if (config_uplinks_valid(cfg, &err) < 0) {
-		config_pos(cfg->path, "uplinks", NULL, &line, &col);
-		warn(l, cfg->path, line, col, "portcullisd would refuse to start: %s", err.msg);
-	}
+	(void)l;
+	(void)cfg;
 }
 
 void lint_ctx_free(struct lint_ctx *l)

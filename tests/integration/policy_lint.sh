@@ -22,9 +22,16 @@ run policy lint "$PC_TOP/docs/examples/rules.d/agent-1.yaml"
 t_eq "example rule file lints clean (exit 0)" 0 "$rc"
 t_match "and says what it checked" '^1 rule file: ok: 1 sandbox, 3 allow entries, 1 secret$' "$out"
 
-# (the example sets no key: every one is commented out at its default)
+# (the example sets no key: every one is commented out at its default;
+# uplinks has no default, and lint refuses the file without it, as
+# portcullisd -t does)
 { cat "$PC_TOP/docs/examples/portcullis.yaml"; echo "rules: $PC_TOP/docs/examples/rules.d"; } \
 	>"$T/example.yaml"
+run -c "$T/example.yaml" policy lint
+t_eq "example configuration without uplinks: an error (exit 1), as portcullisd -t" 1 "$rc"
+t_match "... saying portcullisd would refuse to start" \
+	"^$T/example.yaml:1:1: portcullisd would refuse to start: uplinks is not set" "$err"
+echo "uplinks: [eth0]" >>"$T/example.yaml"
 run -c "$T/example.yaml" policy lint
 t_eq "example configuration with the example rules lints clean" 0 "$rc"
 t_match "lint prints the policy hash" 'rules.d: ok: 1 sandbox, 3 allow entries, 1 secret, policy sha256:[0-9a-f]{64}$' "$out"
@@ -44,6 +51,7 @@ t_match "... and recognised as a configuration" "example.yaml: ok" "$out"
 # --- a configuration of our own ---------------------------------------------
 mkdir -p "$T/etc/rules.d"
 cat >"$T/etc/portcullis.yaml" <<'EOF'
+uplinks: [eth0]
 rules: rules.d
 run_dir: run
 EOF
