@@ -48,6 +48,25 @@ run policy lint "$T/example.yaml"
 t_eq "a configuration given as FILE is linted with its rules directory" 0 "$rc"
 t_match "... and recognised as a configuration" "example.yaml: ok" "$out"
 
+# Every shipped example (the files the package installs as the admin's
+# model: a rule file it installs as rules.d/agent-1.yaml.example, the
+# configuration) passes lint --strict: an example lint warns about teaches
+# the habit lint warns of. A configuration is linted with the example
+# rules and its one required key (uplinks, which has no default) set as
+# the admin is told to, by uncommenting it, and nothing else.
+for f in "$PC_TOP"/docs/examples/rules.d/*.yaml "$PC_TOP"/packaging/conf/agent-1.yaml; do
+	run policy lint --strict "$f"
+	t_eq "shipped example ${f#$PC_TOP/}: lint --strict exit 0" 0 "$rc"
+	t_eq "... and nothing on stderr" "" "$err"
+done
+for f in "$PC_TOP"/docs/examples/portcullis.yaml "$PC_TOP"/packaging/conf/portcullis.yaml; do
+	t_match "${f#$PC_TOP/}: uplinks is there to uncomment" '^#uplinks: \[eth0\]$' "$(cat "$f")"
+	{ sed 's/^#uplinks:/uplinks:/' "$f"; echo "rules: $PC_TOP/docs/examples/rules.d"; } >"$T/shipped.yaml"
+	run -c "$T/shipped.yaml" policy lint --strict
+	t_eq "shipped example ${f#$PC_TOP/} (uplinks uncommented): lint --strict exit 0" 0 "$rc"
+	t_eq "... and nothing on stderr" "" "$err"
+done
+
 # --- a configuration of our own ---------------------------------------------
 mkdir -p "$T/etc/rules.d"
 cat >"$T/etc/portcullis.yaml" <<'EOF'
