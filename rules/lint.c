@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <net/if.h>
 #include <strings.h>
 
 #define PSL_DAT "/usr/share/publicsuffix/public_suffix_list.dat"
@@ -596,13 +597,130 @@ void lint_rules_dir(struct lint_ctx *l, const char *dir)
 
 /* ---- the configuration ---------------------------------------------------- */
 
+static bool addr_unspecified(const struct pc_addr *a)
+{
+	for (size_t i = 0; i < (a->family == AF_INET ? 4u : 16u); i++)
+		if (a->a[i])
+			return false;
+	return true;
+}
+
+/* The gateway's own address on the sandbox bridge (read from this box). */
+static bool addr_gateway(struct lint_ctx *l, const struct pc_addr *a)
+{
+	bridge_addrs(l);
+	for (size_t i = 0; i < l->n_bridge; i++)
+		if (pc_addr_eq(&l->bridge[i].addr, a))
+			return true;
+	return false;
+}
+
+static void warn_at(struct lint_ctx *l, const struct config *cfg, const char *a, const char *b,
+		    const char *c, long idx, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
+static void warn_at(struct lint_ctx *l, const struct config *cfg, const char *a, const char *b,
+		    const char *c, long idx, const char *fmt, ...)
+{
+	const char *keys[] = {a, b, c, NULL};
+	char msg[1024];
+	unsigned line, col;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	config_item_pos(cfg->path, keys, idx, &line, &col);
+	warn(l, cfg->path, line, col, "%s", msg);
+}
+
 /* Warnings about settings that are valid but dangerous. What would stop
  * a daemon from starting is not here: it is an error, config_start_check's
  * (startcheck.c), which `policy lint` and the daemons' -t share. */
 void lint_config(struct lint_ctx *l, const struct config *cfg)
 {
-	(void)l;
-	(void)cfg;
+	static const char *const private[] = {"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
+					      "fc00::/7"};
+
+	/* RFC 5612's documentation number: records would claim another
+	 * organisation's SD-ID, which no collector can tell apart */
+	if (cfg->log.syslog.pen == 32473)
+		warn_at(l, cfg, "log", "syslog", "enterprise_number", -1,
+			"log.syslog.enterprise_number: 32473 is RFC 5612's documentation "
+			"number, never an organisation's: structured data under it cannot be "
+			"told from anyone else's examples; expected your organisation's own "
+			"private enterprise number (or none)");
+	if (cfg->engine.metrics_listen[0]) {
+		struct pc_endpoint ep;
+
+		if (pc_endpoint_parse(cfg->engine.metrics_listen, 0, &ep) == 0 &&
+		    addr_unspecified(&ep.addr))
+			warn_at(l, cfg, "engine", "metrics_listen", NULL, -1,
+				"engine.metrics_listen: '%s' serves the engine's metrics on every "
+				"interface, the sandbox bridge and the uplinks included: its "
+				"counters name sandboxes, rules and hosts; expected 127.0.0.1 or "
+				"a management address",
+				cfg->engine.metrics_listen);
+	}
+	{
+		uid_t uid;
+		gid_t gid;
+
+		if (pc_user_lookup(cfg->sandbox.user, &uid, &gid, NULL) == 0 && uid == 0)
+			warn_at(l, cfg, "sandbox", "user", NULL, -1,
+				"sandbox.user: '%s' has uid 0: root in a sandbox's network "
+				"namespace is root on the gateway (it can leave the namespace "
+				"and the guard); expected an unprivileged user like nobody",
+				cfg->sandbox.user);
+	}
+	for (size_t i = 0; i < cfg->dns.n_resolvers; i++) {
+		const struct pc_addr *r = &cfg->dns.resolvers[i];
+		char t[PC_ADDRSTRLEN];
+
+		pc_addr_str(r, t, sizeof(t));
+		if (addr_unspecified(r))
+			warn_at(l, cfg, "dns", "resolvers", NULL, (long)i,
+				"dns.resolvers: %s is the unspecified address, no resolver: "
+				"queries to it go to whatever answers on this host; expected the "
+				"upstream resolvers' addresses",
+				t);
+		else if (addr_gateway(l, r))
+			warn_at(l, cfg, "dns", "resolvers", NULL, (long)i,
+				"dns.resolvers: %s is the gateway's own address on the sandbox "
+				"bridge: the guard drops sandbox traffic to the gateway itself, "
+				"so no query to it is ever answered; expected the upstream "
+				"resolvers' addresses",
+				t);
+	}
+	for (size_t i = 0; i < cfg->dns.n_routable; i++) {
+		const struct pc_prefix *p = &cfg->dns.routable[i];
+
+		for (size_t k = 0; k < sizeof(private) / sizeof(private[0]); k++) {
+			char t[PC_ADDRSTRLEN];
+
+			if (!inside(p, private[k]))
+				continue;
+			pc_addr_str(&p->addr, t, sizeof(t));
+			warn_at(l, cfg, "dns", "routable", NULL, (long)i,
+				"dns.routable: %s/%u is a private range (%s): DNS answers in it "
+				"are learned, so any name a sandbox may reach can be made to "
+				"point into your internal network (DNS rebinding); expected only "
+				"ranges this network routes like the internet",
+				t, p->len, private[k]);
+			break;
+		}
+	}
+	/* lint runs on the gateway: an uplink that is not here is a typo
+	 * (the ruleset would forward from nothing). Asked of the kernel, not
+	 * /sys/class/net, which shows the network namespace sysfs was mounted
+	 * in rather than the one lint runs in. */
+	for (size_t i = 0; i < cfg->n_uplinks; i++) {
+		if (if_nametoindex(cfg->uplinks[i]) == 0)
+			warn_at(l, cfg, "uplinks", NULL, NULL, (long)i,
+				"uplinks: '%s': no such interface on this box: nothing from it "
+				"would be forwarded; expected the name of the interface toward "
+				"the upstream network (ip link)",
+				cfg->uplinks[i]);
+	}
 }
 
 void lint_ctx_free(struct lint_ctx *l)

@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-void config_key_pos(const char *path, const char *a, const char *b, unsigned *line, unsigned *col)
+void config_item_pos(const char *path, const char *const *keys, long idx, unsigned *line,
+		     unsigned *col)
 {
 	struct diag d;
 	struct yfile *yf = NULL;
@@ -21,10 +22,13 @@ void config_key_pos(const char *path, const char *a, const char *b, unsigned *li
 	diag_init(&d, NULL, NULL, NULL);
 	if (pc_file_read_regular(path, RULES_FILE_MAX, &buf, &len, NULL) == 0 &&
 	    yfile_parse(path, buf, len, &yf, &d) == 0 && yf->n_docs) {
-		const struct ynode *n = ymap_get(yf->docs[0].root, a);
+		const struct ynode *n = yf->docs[0].root;
 
-		if (n && b)
-			n = ymap_get(n, b);
+		for (size_t i = 0; n && keys[i]; i++)
+			n = ymap_get(n, keys[i]);
+		/* a list's item; one value written without a list is item 0 */
+		if (n && idx >= 0 && n->type == YN_SEQ)
+			n = (size_t)idx < n->n ? n->kids[idx] : n;
 		if (n) {
 			*line = n->line;
 			*col = n->col;
@@ -32,6 +36,13 @@ void config_key_pos(const char *path, const char *a, const char *b, unsigned *li
 	}
 	yfile_free(yf);
 	free(buf);
+}
+
+void config_key_pos(const char *path, const char *a, const char *b, unsigned *line, unsigned *col)
+{
+	const char *keys[] = {a, b, NULL};
+
+	config_item_pos(path, keys, -1, line, col);
 }
 
 struct startck {
