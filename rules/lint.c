@@ -542,8 +542,121 @@ static bool port_cleartext(uint16_t port)
 	return false;
 }
 
+/* Where source k of sandbox sb is written (the compiled policy keeps the
+ * sandbox's line only): its rule file parsed again, else the sandbox. */
+static void source_pos(const struct policy_sandbox *sb, size_t k, unsigned *line, unsigned *col)
+{
+	struct diag d;
+	struct yfile *yf = NULL;
+	char *buf = NULL;
+	size_t len;
+
+	*line = sb->line;
+	*col = 1;
+	diag_init(&d, NULL, NULL, NULL);
+	if (!sb->file || pc_file_read_regular(sb->file, RULES_FILE_MAX, &buf, &len, NULL) < 0 ||
+	    yfile_parse(sb->file, buf, len, &yf, &d) < 0)
+		goto out;
+	for (size_t i = 0; i < yf->n_docs; i++) {
+		const struct ynode *r = yf->docs[i].root;
+		size_t n = r->type == YN_SEQ ? r->n : 1;
+
+		for (size_t j = 0; j < n; j++) {
+			const struct ynode *m = r->type == YN_SEQ ? r->kids[j] : r;
+			const struct ynode *nm = m->type == YN_MAP ? ymap_get(m, "sandbox") : NULL;
+			const struct ynode *src;
+
+			if (!nm || nm->type != YN_SCALAR || strcasecmp(nm->str, sb->name) != 0)
+				continue;
+			src = ymap_get(m, "match");
+			src = src && src->type == YN_MAP ? ymap_get(src, "source") : NULL;
+			if (src && src->type == YN_SEQ && k < src->n)
+				src = src->kids[k];
+			if (src) {
+				*line = src->line;
+				*col = src->col;
+			}
+			goto out;
+		}
+	}
+out:
+	yfile_free(yf);
+	free(buf);
+}
+
+/* match.source that claims more than a sandbox: every address, or more
+ * than the bridge's subnet, with no mac or port to narrow it (a VM that
+ * turns on IPv6, or takes another address, gets this sandbox's allow
+ * list); the gateway's own address; an address outside the bridge's
+ * subnets (read from this box), which no sandbox on the bridge sends from. */
+static void lint_sources(struct lint_ctx *l, const struct policy_sandbox *sb)
+{
+	bool narrowed = sb->match.has_mac || sb->match.port[0];
+
+	bridge_addrs(l);
+	for (size_t k = 0; k < sb->match.n_sources; k++) {
+		const struct pc_prefix *s = &sb->match.sources[k];
+		unsigned full = s->addr.family == AF_INET ? 32 : 128, line, col;
+		const char *why = NULL;
+		char t[PC_ADDRSTRLEN], sub[PC_ADDRSTRLEN + 4] = "", w[320];
+		bool same_family = false, inside_one = false;
+
+		pc_addr_str(&s->addr, t, sizeof(t));
+		for (size_t i = 0; i < l->n_bridge; i++) {
+			const struct pc_prefix *b = &l->bridge[i];
+
+			if (b->addr.family != s->addr.family)
+				continue;
+			same_family = true;
+			if (s->len == full && pc_addr_eq(&s->addr, &b->addr)) {
+				why = "is the gateway's own address on the sandbox bridge: no "
+				      "sandbox "
+				      "sends from it";
+				break;
+			}
+			if (b->len <= s->len && pc_prefix_contains(b, &s->addr))
+				inside_one = true;
+			else if (s->len < b->len && pc_prefix_contains(s, &b->addr) && !sub[0]) {
+				char a[PC_ADDRSTRLEN];
+				struct pc_prefix net = *b;
+
+				/* the subnet itself, host bits cleared */
+				for (unsigned bit = net.len; bit < full; bit++)
+					net.addr.a[bit / 8] &= (uint8_t) ~(0x80u >> (bit % 8));
+				pc_addr_str(&net.addr, a, sizeof(a));
+				snprintf(sub, sizeof(sub), "%s/%u", a, net.len);
+			}
+		}
+		if (!why && !narrowed && s->len == 0)
+			why = "claims every address of its family with no mac or port: any VM on "
+			      "the bridge that takes such an address (turns on IPv6, say) gets "
+			      "this sandbox's allow list";
+		if (!why && !narrowed && sub[0]) {
+			snprintf(
+			    w, sizeof(w),
+			    "is wider than the bridge's subnet %s, with no mac or port: any VM "
+			    "on the bridge gets this sandbox's allow list",
+			    sub);
+			why = w;
+		}
+		if (!why && same_family && !inside_one && s->len > 0 && !sub[0])
+			why = "is outside the sandbox bridge's subnets: no sandbox on the bridge "
+			      "sends from it, so this selector claims nothing (or what another "
+			      "network's packets carry)";
+		if (!why)
+			continue;
+		source_pos(sb, k, &line, &col);
+		warn(l, sb->file, line, col,
+		     "match.source %s/%u of sandbox '%s' %s; expected the sandbox's own "
+		     "addresses (add mac or port to tie a wide prefix to its VM)",
+		     t, s->len, sb->name, why);
+	}
+}
+
 void lint_policy(struct lint_ctx *l, const struct policy *p)
 {
+	for (size_t i = 0; i < policy_sandbox_count(p); i++)
+		lint_sources(l, policy_sandbox_at(p, i));
 	for (size_t i = 0; i < policy_sandbox_count(p); i++) {
 		const struct policy_sandbox *sb = policy_sandbox_at(p, i);
 
