@@ -171,15 +171,12 @@ void engine_routing_restore(struct engine *e)
 	checkrun_request(e, "routing");
 }
 
-/* uplinks must be set, and name neither the bridge nor lo: the ruleset
- * forwards from nothing else (docs/engine.md, "Uplinks"). The check is
- * rules/config.c's, which `policy lint` runs too. */
+/* What stops the engine from starting that its configuration decides
+ * (uplinks, engine.user): rules/startcheck.c's list, the one `policy lint`
+ * reports, so that -t, the start and lint give one answer. */
 int engine_config_valid(const struct config *cfg, struct pc_err *err)
 {
-	struct pc_err e = {0};
-	int rc = config_uplinks_valid(cfg, &e);
-
-	return rc < 0 ? pc_err_set(err, rc, "%s: %s", cfg->path, e.msg) : 0;
+	return config_start_check(cfg, CFGD_ENGINE, NULL, NULL, err);
 }
 
 static bool ports_equal(const struct nft_port *a, size_t na, const struct nft_port *b, size_t nb)

@@ -131,7 +131,11 @@ static void lint_config_file(struct lint *l, const char *path)
 			l->errors++;
 		return;
 	}
-	lint_ok(l, path, "configuration", NULL, false);
+	/* what would stop a daemon: errors, the daemons' -t's own answer */
+	before = l->errors;
+	(void)config_start_check(&cfg, CFGD_ALL, lint_report, l, NULL);
+	if (l->errors == before)
+		lint_ok(l, path, "configuration", NULL, false);
 	before = l->errors + l->unreadable;
 	if (policy_load_dir_report(cfg.rules_dir, &cfg, &p, NULL, lint_report, l) < 0) {
 		if (l->errors + l->unreadable == before)

@@ -2,9 +2,8 @@
  * certainly not what the admin meant — a wildcard under a public suffix,
  * an allow-all prefix, a way to DNS around the guard, a special-purpose
  * range, an entry that can never match, a secret on a port the vault
- * cannot serve, a rule file the loader ignores, a setting a daemon would
- * refuse at start. Each is reported with the file:line:col of what it is
- * about; none changes the policy. docs/policy.md lists them. */
+ * cannot serve, a rule file the loader ignores, a dangerous setting. Each is reported with the
+ * file:line:col of what it is about; none changes the policy. docs/policy.md lists them. */
 #include "rules/rules_int.h"
 
 #include <dirent.h>
@@ -17,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <net/if.h>
 #include <strings.h>
 
 #define PSL_DAT "/usr/share/publicsuffix/public_suffix_list.dat"
@@ -542,8 +542,121 @@ static bool port_cleartext(uint16_t port)
 	return false;
 }
 
+/* Where source k of sandbox sb is written (the compiled policy keeps the
+ * sandbox's line only): its rule file parsed again, else the sandbox. */
+static void source_pos(const struct policy_sandbox *sb, size_t k, unsigned *line, unsigned *col)
+{
+	struct diag d;
+	struct yfile *yf = NULL;
+	char *buf = NULL;
+	size_t len;
+
+	*line = sb->line;
+	*col = 1;
+	diag_init(&d, NULL, NULL, NULL);
+	if (!sb->file || pc_file_read_regular(sb->file, RULES_FILE_MAX, &buf, &len, NULL) < 0 ||
+	    yfile_parse(sb->file, buf, len, &yf, &d) < 0)
+		goto out;
+	for (size_t i = 0; i < yf->n_docs; i++) {
+		const struct ynode *r = yf->docs[i].root;
+		size_t n = r->type == YN_SEQ ? r->n : 1;
+
+		for (size_t j = 0; j < n; j++) {
+			const struct ynode *m = r->type == YN_SEQ ? r->kids[j] : r;
+			const struct ynode *nm = m->type == YN_MAP ? ymap_get(m, "sandbox") : NULL;
+			const struct ynode *src;
+
+			if (!nm || nm->type != YN_SCALAR || strcasecmp(nm->str, sb->name) != 0)
+				continue;
+			src = ymap_get(m, "match");
+			src = src && src->type == YN_MAP ? ymap_get(src, "source") : NULL;
+			if (src && src->type == YN_SEQ && k < src->n)
+				src = src->kids[k];
+			if (src) {
+				*line = src->line;
+				*col = src->col;
+			}
+			goto out;
+		}
+	}
+out:
+	yfile_free(yf);
+	free(buf);
+}
+
+/* match.source that claims more than a sandbox: every address, or more
+ * than the bridge's subnet, with no mac or port to narrow it (a VM that
+ * turns on IPv6, or takes another address, gets this sandbox's allow
+ * list); the gateway's own address; an address outside the bridge's
+ * subnets (read from this box), which no sandbox on the bridge sends from. */
+static void lint_sources(struct lint_ctx *l, const struct policy_sandbox *sb)
+{
+	bool narrowed = sb->match.has_mac || sb->match.port[0];
+
+	bridge_addrs(l);
+	for (size_t k = 0; k < sb->match.n_sources; k++) {
+		const struct pc_prefix *s = &sb->match.sources[k];
+		unsigned full = s->addr.family == AF_INET ? 32 : 128, line, col;
+		const char *why = NULL;
+		char t[PC_ADDRSTRLEN], sub[PC_ADDRSTRLEN + 4] = "", w[320];
+		bool same_family = false, inside_one = false;
+
+		pc_addr_str(&s->addr, t, sizeof(t));
+		for (size_t i = 0; i < l->n_bridge; i++) {
+			const struct pc_prefix *b = &l->bridge[i];
+
+			if (b->addr.family != s->addr.family)
+				continue;
+			same_family = true;
+			if (s->len == full && pc_addr_eq(&s->addr, &b->addr)) {
+				why = "is the gateway's own address on the sandbox bridge: no "
+				      "sandbox "
+				      "sends from it";
+				break;
+			}
+			if (b->len <= s->len && pc_prefix_contains(b, &s->addr))
+				inside_one = true;
+			else if (s->len < b->len && pc_prefix_contains(s, &b->addr) && !sub[0]) {
+				char a[PC_ADDRSTRLEN];
+				struct pc_prefix net = *b;
+
+				/* the subnet itself, host bits cleared */
+				for (unsigned bit = net.len; bit < full; bit++)
+					net.addr.a[bit / 8] &= (uint8_t) ~(0x80u >> (bit % 8));
+				pc_addr_str(&net.addr, a, sizeof(a));
+				snprintf(sub, sizeof(sub), "%s/%u", a, net.len);
+			}
+		}
+		if (!why && !narrowed && s->len == 0)
+			why = "claims every address of its family with no mac or port: any VM on "
+			      "the bridge that takes such an address (turns on IPv6, say) gets "
+			      "this sandbox's allow list";
+		if (!why && !narrowed && sub[0]) {
+			snprintf(
+			    w, sizeof(w),
+			    "is wider than the bridge's subnet %s, with no mac or port: any VM "
+			    "on the bridge gets this sandbox's allow list",
+			    sub);
+			why = w;
+		}
+		if (!why && same_family && !inside_one && s->len > 0 && !sub[0])
+			why = "is outside the sandbox bridge's subnets: no sandbox on the bridge "
+			      "sends from it, so this selector claims nothing (or what another "
+			      "network's packets carry)";
+		if (!why)
+			continue;
+		source_pos(sb, k, &line, &col);
+		warn(l, sb->file, line, col,
+		     "match.source %s/%u of sandbox '%s' %s; expected the sandbox's own "
+		     "addresses (add mac or port to tie a wide prefix to its VM)",
+		     t, s->len, sb->name, why);
+	}
+}
+
 void lint_policy(struct lint_ctx *l, const struct policy *p)
 {
+	for (size_t i = 0; i < policy_sandbox_count(p); i++)
+		lint_sources(l, policy_sandbox_at(p, i));
 	for (size_t i = 0; i < policy_sandbox_count(p); i++) {
 		const struct policy_sandbox *sb = policy_sandbox_at(p, i);
 
@@ -597,70 +710,129 @@ void lint_rules_dir(struct lint_ctx *l, const char *dir)
 
 /* ---- the configuration ---------------------------------------------------- */
 
-/* Where key (a.b) is written in the configuration file: its value's
- * position, else 1:1 (a default). */
-static void config_pos(const char *path, const char *a, const char *b, unsigned *line,
-		       unsigned *col)
+static bool addr_unspecified(const struct pc_addr *a)
 {
-	struct diag d;
-	struct yfile *yf = NULL;
-	char *buf = NULL;
-	size_t len;
-
-	*line = *col = 1;
-	diag_init(&d, NULL, NULL, NULL);
-	if (pc_file_read_regular(path, RULES_FILE_MAX, &buf, &len, NULL) == 0 &&
-	    yfile_parse(path, buf, len, &yf, &d) == 0 && yf->n_docs) {
-		const struct ynode *n = ymap_get(yf->docs[0].root, a);
-
-		if (n && b)
-			n = ymap_get(n, b);
-		if (n) {
-			*line = n->line;
-			*col = n->col;
-		}
-	}
-	yfile_free(yf);
-	free(buf);
+	for (size_t i = 0; i < (a->family == AF_INET ? 4u : 16u); i++)
+		if (a->a[i])
+			return false;
+	return true;
 }
 
+/* The gateway's own address on the sandbox bridge (read from this box). */
+static bool addr_gateway(struct lint_ctx *l, const struct pc_addr *a)
+{
+	bridge_addrs(l);
+	for (size_t i = 0; i < l->n_bridge; i++)
+		if (pc_addr_eq(&l->bridge[i].addr, a))
+			return true;
+	return false;
+}
+
+static void warn_at(struct lint_ctx *l, const struct config *cfg, const char *a, const char *b,
+		    const char *c, long idx, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
+static void warn_at(struct lint_ctx *l, const struct config *cfg, const char *a, const char *b,
+		    const char *c, long idx, const char *fmt, ...)
+{
+	const char *keys[] = {a, b, c, NULL};
+	char msg[1024];
+	unsigned line, col;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	config_item_pos(cfg->path, keys, idx, &line, &col);
+	warn(l, cfg->path, line, col, "%s", msg);
+}
+
+/* Warnings about settings that are valid but dangerous. What would stop
+ * a daemon from starting is not here: it is an error, config_start_check's
+ * (startcheck.c), which `policy lint` and the daemons' -t share. */
 void lint_config(struct lint_ctx *l, const struct config *cfg)
 {
-	static const struct {
-		const char *section, *key, *daemon;
-		size_t off;
-	} users[] = {
-	    {"engine", "user", "portcullisd", offsetof(struct config, engine.user)},
-	    {"vault", "user", "portcullis-vault", offsetof(struct config, vault.user)},
-	    {"vault", "worker_user", "portcullis-vault",
-	     offsetof(struct config, vault.worker_user)},
-	    {"log", "user", "portcullis-logd", offsetof(struct config, log.user)},
-	};
-	struct pc_err err = {0};
-	unsigned line, col;
+	static const char *const private[] = {"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
+					      "fc00::/7"};
 
-	for (size_t i = 0; i < sizeof(users) / sizeof(users[0]); i++) {
-		const char *user = (const char *)cfg + users[i].off;
+	/* RFC 5612's documentation number: records would claim another
+	 * organisation's SD-ID, which no collector can tell apart */
+	if (cfg->log.syslog.pen == 32473)
+		warn_at(l, cfg, "log", "syslog", "enterprise_number", -1,
+			"log.syslog.enterprise_number: 32473 is RFC 5612's documentation "
+			"number, never an organisation's: structured data under it cannot be "
+			"told from anyone else's examples; expected your organisation's own "
+			"private enterprise number (or none)");
+	if (cfg->engine.metrics_listen[0]) {
+		struct pc_endpoint ep;
+
+		if (pc_endpoint_parse(cfg->engine.metrics_listen, 0, &ep) == 0 &&
+		    addr_unspecified(&ep.addr))
+			warn_at(l, cfg, "engine", "metrics_listen", NULL, -1,
+				"engine.metrics_listen: '%s' serves the engine's metrics on every "
+				"interface, the sandbox bridge and the uplinks included: its "
+				"counters name sandboxes, rules and hosts; expected 127.0.0.1 or "
+				"a management address",
+				cfg->engine.metrics_listen);
+	}
+	{
 		uid_t uid;
 		gid_t gid;
 
-		if (pc_user_lookup(user, &uid, &gid, &err) < 0) {
-			config_pos(cfg->path, users[i].section, users[i].key, &line, &col);
-			warn(l, cfg->path, line, col,
-			     "%s.%s: no user '%s' on this machine: %s would refuse to start "
-			     "(it drops to this user after its setup)",
-			     users[i].section, users[i].key, user, users[i].daemon);
-		} else if (uid == 0) {
-			config_pos(cfg->path, users[i].section, users[i].key, &line, &col);
-			warn(l, cfg->path, line, col,
-			     "%s.%s: '%s' has uid 0: %s would refuse to start (it never runs "
-			     "as root after its setup); expected its own system user",
-			     users[i].section, users[i].key, user, users[i].daemon);
+		if (pc_user_lookup(cfg->sandbox.user, &uid, &gid, NULL) == 0 && uid == 0)
+			warn_at(l, cfg, "sandbox", "user", NULL, -1,
+				"sandbox.user: '%s' has uid 0: root in a sandbox's network "
+				"namespace is root on the gateway (it can leave the namespace "
+				"and the guard); expected an unprivileged user like nobody",
+				cfg->sandbox.user);
+	}
+	for (size_t i = 0; i < cfg->dns.n_resolvers; i++) {
+		const struct pc_addr *r = &cfg->dns.resolvers[i];
+		char t[PC_ADDRSTRLEN];
+
+		pc_addr_str(r, t, sizeof(t));
+		if (addr_unspecified(r))
+			warn_at(l, cfg, "dns", "resolvers", NULL, (long)i,
+				"dns.resolvers: %s is the unspecified address, no resolver: "
+				"queries to it go to whatever answers on this host; expected the "
+				"upstream resolvers' addresses",
+				t);
+		else if (addr_gateway(l, r))
+			warn_at(l, cfg, "dns", "resolvers", NULL, (long)i,
+				"dns.resolvers: %s is the gateway's own address on the sandbox "
+				"bridge: the guard drops sandbox traffic to the gateway itself, "
+				"so no query to it is ever answered; expected the upstream "
+				"resolvers' addresses",
+				t);
+	}
+	for (size_t i = 0; i < cfg->dns.n_routable; i++) {
+		const struct pc_prefix *p = &cfg->dns.routable[i];
+
+		for (size_t k = 0; k < sizeof(private) / sizeof(private[0]); k++) {
+			char t[PC_ADDRSTRLEN];
+
+			if (!inside(p, private[k]))
+				continue;
+			pc_addr_str(&p->addr, t, sizeof(t));
+			warn_at(l, cfg, "dns", "routable", NULL, (long)i,
+				"dns.routable: %s/%u is a private range (%s): DNS answers in it "
+				"are learned, so any name a sandbox may reach can be made to "
+				"point into your internal network (DNS rebinding); expected only "
+				"ranges this network routes like the internet",
+				t, p->len, private[k]);
+			break;
 		}
 	}
-	if (config_uplinks_valid(cfg, &err) < 0) {
-		config_pos(cfg->path, "uplinks", NULL, &line, &col);
-		warn(l, cfg->path, line, col, "portcullisd would refuse to start: %s", err.msg);
+	/* lint runs on the gateway: an uplink that is not here is a typo
+	 * (the ruleset would forward from nothing). Asked of the kernel, not
+	 * /sys/class/net, which shows the network namespace sysfs was mounted
+	 * in rather than the one lint runs in. */
+	for (size_t i = 0; i < cfg->n_uplinks; i++) {
+		if (if_nametoindex(cfg->uplinks[i]) == 0)
+			warn_at(l, cfg, "uplinks", NULL, NULL, (long)i,
+				"uplinks: '%s': no such interface on this box: nothing from it "
+				"would be forwarded; expected the name of the interface toward "
+				"the upstream network (ip link)",
+				cfg->uplinks[i]);
 	}
 }
 

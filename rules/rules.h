@@ -163,9 +163,29 @@ struct config {
  * the configuration file. On error *cfg is untouched. */
 int config_load(const char *path, struct config *cfg, struct pc_err *err);
 /* uplinks set, and naming neither the bridge nor lo: what portcullisd
- * requires at start (and `policy lint` warns about). PC_EINVAL, the message
- * without the file's name. */
+ * requires at start (one of config_start_check's reasons). PC_EINVAL, the
+ * message without the file's name. */
 int config_uplinks_valid(const struct config *cfg, struct pc_err *err);
+
+/* The daemons whose start a configuration can stop. */
+enum config_daemon {
+	CFGD_ENGINE = 1u << 0, /* portcullisd */
+	CFGD_VAULT = 1u << 1,  /* portcullis-vault */
+	CFGD_LOGD = 1u << 2,   /* portcullis-logd */
+	CFGD_ALL = 7u,
+};
+/* Called once per reason; e is PC_EINVAL with the file:line:col of the key
+ * (1:1 for a default) and a message naming the daemons that would refuse. */
+typedef void (*config_refusal_fn)(const struct pc_err *e, void *arg);
+/* What stops the daemons of mask (CFGD_*) from starting that the
+ * configuration decides, with this machine's users: uplinks, and each
+ * daemon's user (missing, root, or one shared where logd or the vault needs
+ * them apart). The one list: each daemon checks it at start and with -t,
+ * and `policy lint` reports it, as errors, for all three. Each reason goes
+ * to report (may be NULL); returns 0 when there is none, else PC_EINVAL
+ * with the first in err. */
+int config_start_check(const struct config *cfg, unsigned mask, config_refusal_fn report, void *arg,
+		       struct pc_err *err);
 
 /* ======================================================================
  * Policy: /etc/portcullis/rules.d/NAME.yaml

@@ -353,8 +353,16 @@ void lint_policy(struct lint_ctx *l, const struct policy *p);
 /* Files of a rules directory the loader ignores though they look like rule
  * files (x.YAML). */
 void lint_rules_dir(struct lint_ctx *l, const char *dir);
-/* Settings a daemon would refuse at start (users, uplinks). */
+/* Settings that are valid but dangerous (what a daemon would refuse at
+ * start is config_start_check's, an error). */
 void lint_config(struct lint_ctx *l, const struct config *cfg);
+/* Where key a.b (b may be NULL) is written in the configuration file at
+ * path: its value's position, else 1:1 (a default). startcheck.c. */
+void config_key_pos(const char *path, const char *a, const char *b, unsigned *line, unsigned *col);
+/* The same for the key path keys (NULL-terminated) and, idx >= 0, item idx
+ * of the list there. */
+void config_item_pos(const char *path, const char *const *keys, long idx, unsigned *line,
+		     unsigned *col);
 void lint_ctx_free(struct lint_ctx *l);
 /* A number written in another base (0x1BB, 0o17, 0b1): true, with why
  * saying so (and its decimal value); the schema takes decimal only. */

@@ -234,10 +234,11 @@ int vault_daemon_setup(struct vault_daemon *d, const char *config, bool test_onl
 		return pc_err_errno(err, PC_EIO, "eventfd");
 	if ((rc = config_load(config, &d->cfg, err)) < 0)
 		return rc;
-	/* the workers' user must be there and of its own, or no worker
-	 * could start: say so now (-t too) rather than at the first
-	 * connection */
-	if ((rc = vault_worker_user_check(&d->cfg, err)) < 0)
+	/* the vault's and the workers' users (there, not root, each of its
+	 * own), or the drop or every worker would fail: say so now (-t too)
+	 * rather than at the first connection; the list is the one `policy
+	 * lint` reports (rules/startcheck.c) */
+	if ((rc = config_start_check(&d->cfg, CFGD_VAULT, NULL, NULL, err)) < 0)
 		return rc;
 	if (test_only) {
 		if ((rc = ca_load(d->cfg.vault.ca_dir, &d->ca, err)) < 0 ||

@@ -792,7 +792,6 @@ void daemon_free(struct vault_daemon *d);
  * thread or sandbox byte. */
 uint64_t vault_monitor_caps_effective(void);
 uint64_t vault_monitor_caps_permitted(void);
-int vault_worker_user_check(const struct config *cfg, struct pc_err *err);
 int vault_worker_caps_child(void);
 int vault_worker_become(const struct config *cfg, struct pc_err *err);
 

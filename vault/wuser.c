@@ -27,26 +27,6 @@ uint64_t vault_monitor_caps_permitted(void)
 	return CAPB(CAP_SETUID) | CAPB(CAP_SETGID);
 }
 
-int vault_worker_user_check(const struct config *cfg, struct pc_err *err)
-{
-	uid_t vu, wu;
-	gid_t vg, wg;
-
-	if (pc_user_lookup(cfg->vault.worker_user, &wu, &wg, NULL) < 0)
-		return pc_err_set(err, PC_EINVAL,
-				  "vault.worker_user: user %s does not exist (the package "
-				  "creates portcullis-vworker)",
-				  cfg->vault.worker_user);
-	if (pc_user_lookup(cfg->vault.user, &vu, &vg, err) < 0)
-		return PC_EINVAL;
-	if (wu == 0 || wg == 0 || wu == vu || wg == vg)
-		return pc_err_set(err, PC_EINVAL,
-				  "vault.worker_user: %s must be a user and group of its own, "
-				  "neither root nor vault.user's (%s)",
-				  cfg->vault.worker_user, cfg->vault.user);
-	return 0;
-}
-
 /* In the monitor's child between fork and exec: only system calls (a
  * threaded parent). Hands CAP_SETUID and CAP_SETGID over the exec as
  * ambient capabilities, and nothing else (not CAP_KILL). */

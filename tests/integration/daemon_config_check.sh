@@ -62,4 +62,78 @@ t_eq "portcullis-vault -t: no CA to read: 3" 3 "$(code portcullis-vault "$D/good
 mv "$D/ca.gone" "$D/ca"
 printf 'not a key\n' >"$D/state/log.key"
 t_eq "portcullis-logd -t: a key that is not one: 1" 1 "$(code portcullis-logd "$D/good.yaml")"
+rm "$D/state/log.key" # (generated at first start: -t says ok without one)
+
+# What stops a daemon from starting that the configuration decides
+# (rules/startcheck.c): `policy lint` must name exactly the daemons whose
+# -t refuses the case (exit 1), and each of the others' -t must say ok.
+# Each case is good.yaml with one key changed; the expected set is written
+# out too, so that a case both sides stopped checking also fails. (lint once
+# warned, exit 0, about a missing uplinks; -t said ok for engine.user root
+# or a user that does not exist; lint said ok for a worker_user that the
+# vault refuses.)
+mkcase() { # NAME SED-EXPRESSION: $D/case-NAME.yaml
+	sed "$2" "$D/good.yaml" >"$D/case-$1.yaml"
+}
+mkcase ok 's|^x||'
+mkcase engine-root 's|^dns:|engine: {user: root}\ndns:|'
+mkcase engine-nouser 's|^dns:|engine: {user: pc-no-such-user}\ndns:|'
+mkcase worker-is-vault 's|^vault:|vault:\n  worker_user: portcullis-vault|'
+mkcase worker-nouser 's|^vault:|vault:\n  worker_user: pc-no-such-worker|'
+mkcase worker-root 's|^vault:|vault:\n  worker_user: root|'
+mkcase vault-nouser 's|^vault:|vault:\n  user: pc-no-such-user|'
+mkcase vault-is-engine 's|^vault:|vault:\n  user: portcullis|'
+mkcase log-root 's|^log:|log:\n  user: root|'
+mkcase log-nouser 's|^log:|log:\n  user: pc-no-such-user|'
+mkcase no-uplinks '/^uplinks:/d'
+mkcase uplink-bridge 's|^uplinks: .*|uplinks: [pcbr0]|'
+mkcase uplink-lo 's|^uplinks: .*|uplinks: [eth0, lo]|'
+
+# refusers CONFIG: the daemons whose -t exits 1, in the order of the lists
+refusers() {
+	local d r=""
+	for d in portcullisd portcullis-vault portcullis-logd; do
+		c=$(code "$d" "$1")
+		case $c in
+		1) r="$r $d" ;;
+		0) ;;
+		*) r="$r $d:exit$c" ;;
+		esac
+	done
+	echo "${r# }"
+}
+# lint_names CONFIG: lint's exit code, then the daemons its errors say would refuse
+lint_names() {
+	local out r="" d
+	out=$("$B/portcullis" -c "$1" policy lint 2>&1 >/dev/null) && c=0 || c=$?
+	for d in portcullisd portcullis-vault portcullis-logd; do
+		printf '%s\n' "$out" | grep -E "^$1:[0-9]+:[0-9]+: .*\b$d\b.* would refuse to start" \
+			| grep -qv ': warning: ' && r="$r $d"
+	done
+	echo "$c${r:+ }${r# }"
+}
+for spec in "ok|" \
+	"engine-root|portcullisd portcullis-logd" \
+	"engine-nouser|portcullisd" \
+	"worker-is-vault|portcullis-vault" \
+	"worker-nouser|portcullis-vault" \
+	"worker-root|portcullis-vault portcullis-logd" \
+	"vault-nouser|portcullis-vault" \
+	"vault-is-engine|portcullis-logd" \
+	"log-root|portcullis-logd" \
+	"log-nouser|portcullis-logd" \
+	"no-uplinks|portcullisd" \
+	"uplink-bridge|portcullisd" \
+	"uplink-lo|portcullisd"; do
+	name=${spec%%|*} want=${spec#*|}
+	got=$(refusers "$D/case-$name.yaml")
+	t_eq "$name: the daemons whose -t refuses it (exit 1)" "$want" "$got"
+	if [ -n "$want" ]; then
+		t_eq "$name: policy lint: exit 1, naming the same daemons" "1 $want" \
+			"$(lint_names "$D/case-$name.yaml")"
+	else
+		t_eq "$name: policy lint: exit 0, naming no daemon" "0" \
+			"$(lint_names "$D/case-$name.yaml")"
+	fi
+done
 t_done

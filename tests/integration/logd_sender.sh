@@ -86,7 +86,8 @@ cp "$D/p.yaml" "$D/same.yaml"
 printf 'engine:\n  user: portcullis\nvault:\n  user: portcullis\n' >>"$D/same.yaml"
 out=$("$B/portcullis-logd" -c "$D/same.yaml" -t 2>&1)
 t_eq "the engine's and the vault's user the same: -t fails (exit 1)" 1 $?
-t_match "... saying why" "user portcullis \(uid [0-9]+\) would log as vault but is already engine" "$out"
+t_match "... saying why (config_start_check, the list policy lint reports too)" \
+	"portcullis-logd would refuse to start: vault.user: 'portcullis' is engine.user's uid [0-9]+: the log tells the engine's records from the vault's by uid" "$out"
 out=$(timeout 10 "$B/portcullis-logd" -c "$D/same.yaml" 2>&1) # old logds served on
 t_eq "... and logd does not start (exit 3)" 3 $?
 

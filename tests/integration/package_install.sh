@@ -178,11 +178,17 @@ fi
 
 # The shipped configuration is valid, for each program that reads it.
 if cli_has policy lint; then
-	t_ok "portcullis policy lint passes on the shipped default" \
-		in_root portcullis -c /etc/portcullis/portcullis.yaml policy lint
-	t_ok "the shipped example rule file lints" \
-		in_root portcullis -c /etc/portcullis/portcullis.yaml policy lint \
-		/etc/portcullis/rules.d/agent-1.yaml.example
+	# uplinks has no default: lint refuses the shipped file as portcullisd
+	# -t does (below), until the admin names the uplink
+	out=$(in_root portcullis -c /etc/portcullis/portcullis.yaml policy lint 2>&1) && rc=0 || rc=$?
+	t_eq "portcullis policy lint refuses the shipped default until uplinks is set (exit 1)" 1 "$rc"
+	t_match "... saying portcullisd would refuse to start" \
+		"portcullisd would refuse to start: uplinks is not set" "$out"
+	{ cat "$root/etc/portcullis/portcullis.yaml"; echo 'uplinks: [eth0]'; } >"$root/tmp/pc-lint.yaml"
+	t_ok "portcullis policy lint passes on it with uplinks set" \
+		in_root portcullis -c /tmp/pc-lint.yaml policy lint
+	t_ok "the shipped example rule file lints with --strict" \
+		in_root portcullis policy lint --strict /etc/portcullis/rules.d/agent-1.yaml.example
 else
 	t_skip "portcullis policy lint passes on the shipped default" "policy lint does not exist yet"
 fi

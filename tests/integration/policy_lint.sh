@@ -22,9 +22,16 @@ run policy lint "$PC_TOP/docs/examples/rules.d/agent-1.yaml"
 t_eq "example rule file lints clean (exit 0)" 0 "$rc"
 t_match "and says what it checked" '^1 rule file: ok: 1 sandbox, 3 allow entries, 1 secret$' "$out"
 
-# (the example sets no key: every one is commented out at its default)
+# (the example sets no key: every one is commented out at its default;
+# uplinks has no default, and lint refuses the file without it, as
+# portcullisd -t does)
 { cat "$PC_TOP/docs/examples/portcullis.yaml"; echo "rules: $PC_TOP/docs/examples/rules.d"; } \
 	>"$T/example.yaml"
+run -c "$T/example.yaml" policy lint
+t_eq "example configuration without uplinks: an error (exit 1), as portcullisd -t" 1 "$rc"
+t_match "... saying portcullisd would refuse to start" \
+	"^$T/example.yaml:1:1: portcullisd would refuse to start: uplinks is not set" "$err"
+echo "uplinks: [eth0]" >>"$T/example.yaml"
 run -c "$T/example.yaml" policy lint
 t_eq "example configuration with the example rules lints clean" 0 "$rc"
 t_match "lint prints the policy hash" 'rules.d: ok: 1 sandbox, 3 allow entries, 1 secret, policy sha256:[0-9a-f]{64}$' "$out"
@@ -41,9 +48,29 @@ run policy lint "$T/example.yaml"
 t_eq "a configuration given as FILE is linted with its rules directory" 0 "$rc"
 t_match "... and recognised as a configuration" "example.yaml: ok" "$out"
 
+# Every shipped example (the files the package installs as the admin's
+# model: a rule file it installs as rules.d/agent-1.yaml.example, the
+# configuration) passes lint --strict: an example lint warns about teaches
+# the habit lint warns of. A configuration is linted with the example
+# rules and its one required key (uplinks, which has no default) set as
+# the admin is told to, by uncommenting it, and nothing else.
+for f in "$PC_TOP"/docs/examples/rules.d/*.yaml "$PC_TOP"/packaging/conf/agent-1.yaml; do
+	run policy lint --strict "$f"
+	t_eq "shipped example ${f#$PC_TOP/}: lint --strict exit 0" 0 "$rc"
+	t_eq "... and nothing on stderr" "" "$err"
+done
+for f in "$PC_TOP"/docs/examples/portcullis.yaml "$PC_TOP"/packaging/conf/portcullis.yaml; do
+	t_match "${f#$PC_TOP/}: uplinks is there to uncomment" '^#uplinks: \[eth0\]$' "$(cat "$f")"
+	{ sed 's/^#uplinks:/uplinks:/' "$f"; echo "rules: $PC_TOP/docs/examples/rules.d"; } >"$T/shipped.yaml"
+	run -c "$T/shipped.yaml" policy lint --strict
+	t_eq "shipped example ${f#$PC_TOP/} (uplinks uncommented): lint --strict exit 0" 0 "$rc"
+	t_eq "... and nothing on stderr" "" "$err"
+done
+
 # --- a configuration of our own ---------------------------------------------
 mkdir -p "$T/etc/rules.d"
 cat >"$T/etc/portcullis.yaml" <<'EOF'
+uplinks: [eth0]
 rules: rules.d
 run_dir: run
 EOF

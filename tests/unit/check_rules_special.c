@@ -191,8 +191,13 @@ START_TEST(lint_warns_about_special_cidr)
 	/* through a configuration that declares the TEST-NET routable */
 	snprintf(conf, sizeof(conf), "%s/pc.yaml", dir);
 	snprintf(cfg, sizeof(cfg),
-		 "rules: %s\nrun_dir: %s\nstate_dir: %s\ndns: {routable: [203.0.113.0/24]}\n", rdir,
-		 dir, dir);
+		 "uplinks: [eth0]\nrules: %s\nrun_dir: %s\nstate_dir: %s\n"
+		 "dns: {routable: [203.0.113.0/24]}\n"
+		 /* users every Debian has, apart where the daemons need them
+		  * apart: what stops a daemon is an error of lint */
+		 "engine: {user: nobody}\nvault: {user: daemon, worker_user: bin}\n"
+		 "log: {user: nobody}\n",
+		 rdir, dir, dir);
 	write_file(conf, cfg);
 	ck_assert_int_eq(lint(out, sizeof(out), conf, 2, argv_conf), PC_EXIT_OK);
 	ck_assert_msg(strstr(out, "opens 169.254.0.0/16"), "%s", out);
