@@ -88,7 +88,10 @@ queued() { guard_status_field 'sum(q["queued"] for q in s["queues"])'; }
 q0=$(queued)
 hammer 4 >"$LAB_DIR/hammer.out" &
 hpid=$!
-lab_wait_until -p "$hpid" test "$(queued)" -gt $((q0 + 20)) # the hammer is at work
+hammering() { [ "$(queued)" -gt "$1" ]; }
+t0=$(date +%s%N)
+lab_wait_until -p "$hpid" hammering $((q0 + 20))
+t_diag "the hammer was at work after $((($(date +%s%N) - t0) / 1000000)) ms"
 lab_gw nft flush ruleset
 ms=$(ms_until tables_in)
 wait $hpid

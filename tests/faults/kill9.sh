@@ -27,6 +27,7 @@ traffic() { # rounds -> background loop writing $LAB_DIR/traffic.out
 	for i in $(seq 1 "$1"); do round; done >>"$LAB_DIR/traffic.out" 2>&1 &
 	TRAFFIC=$!
 }
+more_rounds() { [ "$(wc -l <"$LAB_DIR/traffic.out")" -gt "$1" ]; }
 up_lines() { v_upstream_log | wc -l | tr -d ' '; }
 t_eq "baseline" "vault 200 direct 200 denied 000" "$(round)"
 
@@ -47,8 +48,7 @@ for d in engine logd vault; do
 	vault) t_match "vault gone: secret-bound requests fail, others go on" "vault 000 direct 200 denied 000" "$out" ;;
 	esac
 	# the traffic loop, too, ran a round with the daemon gone
-	n=$(wc -l <"$LAB_DIR/traffic.out")
-	lab_wait_until -p "$TRAFFIC" test "$(wc -l <"$LAB_DIR/traffic.out")" -gt "$n"
+	lab_wait_until -p "$TRAFFIC" more_rounds "$(wc -l <"$LAB_DIR/traffic.out")"
 	case $d in
 	engine) engine_start ;;
 	logd) vault_logd_start ;;

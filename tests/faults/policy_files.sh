@@ -62,7 +62,8 @@ for i in $(seq 1 40); do
 done
 good 80 >"$F"
 kill -HUP "$pid"
-lab_wait_until test "$(policy)" = "$old" # the last reload is done
+policy_is() { [ "$(policy)" = "$1" ]; }
+lab_wait_until policy_is "$old" # the last reload is done
 t_ok "after 40 reloads racing the writer, the engine runs" kill -0 "$pid"
 t_eq "the last good policy is in force" "$old" "$(policy)"
 t_match "traffic follows it" "^http 203.0.113.99 ok" "$(http_ok)"

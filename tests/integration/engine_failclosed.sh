@@ -179,7 +179,8 @@ t_eq "engine stopped: none of 40 connection attempts succeeded" 0 \
 t_eq "... and upstream saw none of them" "$before" "$(guard_http_served)"
 kill -CONT "$(guard_engine_pid)"
 # the engine has caught up once every packet it took has its verdict
-lab_wait_until test "$(guard_status_field 'sum(q["queued"]-q["accepted"]-q["refused"] for q in s["queues"])')" = 0
+caught_up() { [ "$(guard_status_field 'sum(q["queued"]-q["accepted"]-q["refused"] for q in s["queues"])')" = 0 ]; }
+lab_wait_until caught_up
 st=$(guard_cli status --json)
 kd=$(printf '%s' "$st" | python3 -c 'import json,sys; print(json.load(sys.stdin)["queues"][0]["kernel_dropped"])')
 t_lt "the kernel dropped what did not fit the queue (maxlen 16)" 0 "$kd"

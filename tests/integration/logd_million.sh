@@ -18,9 +18,9 @@ client=$!
 # verified while logd writes: a line being written is no tampering
 live=0
 size() { stat -c %s "$D/log/verdicts.jsonl" 2>/dev/null || echo 0; }
+grew() { [ "$(size)" -gt "$1" ]; }
 for _ in 1 2 3; do
-	sz=$(size)
-	lab_wait_until -p "$client" test "$(size)" -gt "$sz" # logd wrote more since
+	lab_wait_until -p "$client" grew "$(size)" # logd wrote more since
 	PC log verify >"$D/live.out" 2>&1 || live=1
 done
 t_eq "the log verifies while logd writes to it" 0 "$live"
