@@ -108,6 +108,25 @@ int logjson_each(const char *s, size_t n, logjson_fn fn, void *ctx)
 /* The code point of the JSON escape at v[*i] == '\\' (v ends at end) as
  * UTF-8 into u; its length, *i past it. What is not a valid escape, or a
  * lone surrogate, is U+FFFD: shown, never passed on. */
+/* Four hex digits (either case) at v[at..end): their value, or false. */
+static bool hex4(const char *v, size_t at, size_t end, uint32_t *out)
+{
+	uint32_t x = 0;
+
+	for (int k = 0; k < 4; k++) {
+		char c = at + (size_t)k < end ? v[at + (size_t)k] : 0;
+		int d = c >= '0' && c <= '9'   ? c - '0'
+			: c >= 'a' && c <= 'f' ? c - 'a' + 10
+			: c >= 'A' && c <= 'F' ? c - 'A' + 10
+					       : -1;
+		if (d < 0)
+			return false;
+		x = x << 4 | (uint32_t)d;
+	}
+	*out = x;
+	return true;
+}
+
 static size_t json_unescape_one(const char *v, size_t *i, size_t end, char u[4])
 {
 	static const char simple[] = "\"\"\\\\//b\bf\fn\nr\rt\t";
@@ -125,20 +144,9 @@ static size_t json_unescape_one(const char *v, size_t *i, size_t end, char u[4])
 			return 1;
 		}
 	if (v[at] == 'u') {
-		uint32_t hi = 0;
-		int k;
+		uint32_t hi, lo;
 
-		for (k = 0; k < 4 && at + 1 + (size_t)k < end; k++) {
-			char c = v[at + 1 + k];
-			int d = c >= '0' && c <= '9'   ? c - '0'
-				: c >= 'a' && c <= 'f' ? c - 'a' + 10
-				: c >= 'A' && c <= 'F' ? c - 'A' + 10
-						       : -1;
-			if (d < 0)
-				break;
-			hi = hi << 4 | (uint32_t)d;
-		}
-		if (k < 4)
+		if (!hex4(v, at + 1, end, &hi))
 			goto put;
 		*i = at + 5;
 		cp = hi;
@@ -146,21 +154,10 @@ static size_t json_unescape_one(const char *v, size_t *i, size_t end, char u[4])
 			cp = 0xfffd;
 		} else if (hi >= 0xd800 && hi <= 0xdbff) {
 			size_t j = *i;
-			uint32_t lo = 0;
 
 			cp = 0xfffd;
-			if (j + 6 <= end && v[j] == '\\' && v[j + 1] == 'u') {
-				for (k = 0; k < 4; k++) {
-					char c = v[j + 2 + k];
-					int d = c >= '0' && c <= '9'   ? c - '0'
-						: c >= 'a' && c <= 'f' ? c - 'a' + 10
-						: c >= 'A' && c <= 'F' ? c - 'A' + 10
-								       : -1;
-					if (d < 0)
-						break;
-					lo = lo << 4 | (uint32_t)d;
-				}
-				if (k == 4 && lo >= 0xdc00 && lo <= 0xdfff) {
+			if (j + 2 <= end && v[j] == '\\' && v[j + 1] == 'u') {
+				if (hex4(v, j + 2, end, &lo) && lo >= 0xdc00 && lo <= 0xdfff) {
 					cp = 0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00);
 					*i = j + 6;
 				}
