@@ -149,7 +149,10 @@ t_eq "/etc/portcullis/portcullis.yaml: root, 644" "root:root 644" \
 	"$(st /etc/portcullis/portcullis.yaml)"
 
 # Keys, made by the product's own commands on first install.
-cli_has() { in_root /usr/sbin/portcullis -h 2>&1 | grep -Eq "^[[:space:]]+$1[[:space:]].*$2"; }
+# (as the postinst asks: the subcommand's --help exits 0, an unknown one 2;
+# `-h` lists a command's subcommands on lines of their own, so a pattern
+# over one line of it never matched, and these checks were always skipped)
+cli_has() { in_root /usr/sbin/portcullis "$1" "$2" --help >/dev/null 2>&1; }
 if cli_has log keygen; then
 	t_eq "log signing key generated, root's alone (logd reads it before dropping root)" \
 		"root:root 600" "$(st /var/lib/portcullis/log.key)"
