@@ -152,7 +152,7 @@ static int discard(void *ctx, const uint8_t *p, size_t n)
  * PC_EREFUSED (s->hit set), PC_EPARSE (bad chunked framing) or another
  * error. */
 static int relay_body_scan(struct conn *c, const struct http_request *req, struct scrub *s,
-			   struct scrub *ds, struct body_out *bo)
+			   struct scrub *ds, struct ph_stream *fs, struct body_out *bo)
 {
 	uint64_t remaining = req->content_length;
 	struct http_chunked ch;
@@ -170,11 +170,18 @@ static int relay_body_scan(struct conn *c, const struct http_request *req, struc
 			take = avail < remaining ? avail : (size_t)remaining;
 			remaining -= take;
 			done = !remaining;
+			/* the payload percent-decoded and case-folded, as an
+			 * application may read a form or a query string */
+			if ((s->hit = ph_stream_feed(fs, (uint8_t *)c->in + c->in_off, take)) >= 0)
+				return PC_EREFUSED;
 		} else {
 			rc = http_chunked_feed(&ch, c->in + c->in_off, avail, &take, &off, &dl, &e);
 			if (rc < 0)
 				return PC_EPARSE;
 			done = rc == 1;
+			if (dl && (s->hit = ph_stream_feed(fs, (uint8_t *)c->in + c->in_off + off,
+							   dl)) >= 0)
+				return PC_EREFUSED;
 			if (dl && scrub_feed(ds, (uint8_t *)c->in + c->in_off + off, dl, discard,
 					     NULL) == PC_EREFUSED) {
 				s->hit = ds->hit;
@@ -197,8 +204,9 @@ static int relay_body_scan(struct conn *c, const struct http_request *req, struc
 }
 
 static int relay_body(struct conn *c, const struct http_request *req, struct scrub *s,
-		      struct body_out *bo)
+		      const struct vault_store *store, struct body_out *bo)
 {
+	struct ph_stream fs;
 	struct scrub ds;
 	int rc;
 
@@ -206,7 +214,9 @@ static int relay_body(struct conn *c, const struct http_request *req, struct scr
 		return 0;
 	if ((rc = scrub_init(&ds, s->pats, s->n_pats, NULL)) < 0)
 		return rc;
-	rc = relay_body_scan(c, req, s, &ds, bo);
+	ph_stream_init(&fs, store);
+	rc = relay_body_scan(c, req, s, &ds, &fs, bo);
+	ph_stream_wipe(&fs);
 	scrub_free(&ds);
 	return rc;
 }
@@ -581,7 +591,7 @@ enum conn_next relay_exchange(struct conn *c, struct vault_state *st,
 		conn_send_error(c, 500, "internal error (request body scanner)");
 		goto out;
 	}
-	rc = relay_body(c, req, &bs, &bo);
+	rc = relay_body(c, req, &bs, st->store, &bo);
 	if (rc == 0)
 		rc = body_release(&bo);
 	if (rc == PC_EREFUSED) {

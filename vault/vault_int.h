@@ -248,6 +248,30 @@ struct vault_store {
 	size_t n;
 };
 
+/* ---- placeholders decoded and case-folded (phscan.c) -------------------------------
+ * A stream scanner: what it was fed, percent-decoded (one level) and
+ * folded to lower case, searched for every placeholder of the store folded
+ * the same way; the tail it keeps carries a placeholder split across two
+ * feeds (two reads of a body, two WebSocket messages). */
+#define PH_BLOCK 4096
+struct ph_stream {
+	const struct vault_store *store; /* borrowed */
+	size_t maxlen;			 /* the longest placeholder */
+	uint8_t tail[VAULT_PH_MAX];	 /* the last (maxlen - 1) folded bytes */
+	size_t tlen;
+	int esc; /* 1: a '%' is pending, 2: '%' and h1 */
+	uint8_t h1;
+};
+void ph_stream_init(struct ph_stream *ps, const struct vault_store *store);
+/* The index of a secret whose placeholder the folded stream now holds, or -1. */
+int ph_stream_feed(struct ph_stream *ps, const uint8_t *in, size_t n);
+void ph_stream_wipe(struct ph_stream *ps);
+/* One-shot: the index of a secret whose placeholder in[0..n) holds folded, or -1. */
+int ph_find_folded(const struct vault_store *store, const uint8_t *in, size_t n);
+/* The same, with every exact placeholder blanked first: a decoded or
+ * case-changed copy beside an exact one. -2: out of memory. */
+int ph_find_altered(const struct vault_store *store, const uint8_t *in, size_t n);
+
 /* Create the key if missing (owner uid/gid, 0400) and seal value under
  * name, making a new placeholder (or keeping the existing one when
  * keep_placeholder and the secret exists: rotation). The placeholder is

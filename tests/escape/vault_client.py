@@ -106,6 +106,9 @@ def ws(argv):
         data = frame(1, p[:half], fin=False) + frame(0, p[half:])
     elif mode == "ping":
         data = frame(9, p[:125])
+    elif mode == "twomsgs":  # two whole messages, the payload cut between them
+        half = len(p) // 2
+        data = frame(1, p[:half]) + frame(1, p[half:])
     else:
         data = frame(1, p)
     try:
