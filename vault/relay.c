@@ -17,6 +17,27 @@ static uint64_t idle_deadline(struct conn *c)
 	return pc_now_mono_ms() + c->d->cfg.vault.idle_timeout_ms;
 }
 
+/* The deadline of one wait while the request is read and sent: the idle
+ * timeout, cut to the whole request's (read_head set it). */
+static uint64_t request_deadline(struct conn *c)
+{
+	uint64_t d = idle_deadline(c);
+
+	return c->req_deadline && c->req_deadline < d ? c->req_deadline : d;
+}
+
+/* Did a timeout come from the whole request's deadline? */
+static bool request_timed_out(struct conn *c)
+{
+	if (c->req_deadline && pc_now_mono_ms() >= c->req_deadline) {
+		c->req_timed_out = true;
+		c->why = "the request (head and body) was not completed within "
+			 "vault.request_timeout_ms";
+		return true;
+	}
+	return false;
+}
+
 /* Make sure client bytes are available; returns how many (0: EOF/error). */
 static size_t client_avail(struct conn *c)
 {
@@ -25,8 +46,10 @@ static size_t client_avail(struct conn *c)
 	if (c->in_off < c->in_len)
 		return c->in_len - c->in_off;
 	c->in_off = c->in_len = 0;
-	n = io_read(c->ssl, c->fd, c->in, c->in_cap, idle_deadline(c));
+	n = io_read(c->ssl, c->fd, c->in, c->in_cap, request_deadline(c));
 	if (n <= 0) {
+		if (n == PC_ETIMEOUT && request_timed_out(c))
+			return 0;
 		c->why = n == PC_ETIMEOUT ? "the client sent no more of the request within "
 					    "vault.idle_timeout_ms"
 					  : "the client closed the connection mid-request";
@@ -56,8 +79,10 @@ static size_t upstream_avail(struct conn *c, int *eof)
 static int to_upstream(void *ctx, const uint8_t *p, size_t n)
 {
 	struct conn *c = ctx;
-	int rc = io_write(c->ussl, c->ufd, p, n, idle_deadline(c));
+	int rc = io_write(c->ussl, c->ufd, p, n, request_deadline(c));
 
+	if (rc == PC_ETIMEOUT && request_timed_out(c))
+		return rc;
 	if (rc < 0)
 		c->why = rc == PC_ETIMEOUT ? "upstream took no more of the request within "
 					     "vault.idle_timeout_ms"
@@ -610,9 +635,14 @@ enum conn_next relay_exchange(struct conn *c, struct vault_state *st,
 						  : "request not completed";
 
 		conn_upstream_close(c);
-		conn_log(c, LOGREC_HTTP_REQUEST, LOGREC_NONE, why, rc == PC_EPARSE ? 400 : 502,
-			 io->secrets, false, NULL);
-		conn_send_error(c, rc == PC_EPARSE ? 400 : 502, why);
+		if (c->req_timed_out) {
+			conn_log_refused(c, LOGREC_HTTP_REQUEST, "vault_request_timeout", why, 408);
+			conn_send_error(c, 408, why);
+		} else {
+			conn_log(c, LOGREC_HTTP_REQUEST, LOGREC_NONE, why,
+				 rc == PC_EPARSE ? 400 : 502, io->secrets, false, NULL);
+			conn_send_error(c, rc == PC_EPARSE ? 400 : 502, why);
+		}
 	}
 	scrub_free(&bs);
 	if (bo.buf)

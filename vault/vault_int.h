@@ -613,8 +613,14 @@ struct conn {
 	char refusal[700]; /* why the handshake was refused */
 	/* and its event.code (static) */
 	const char *refusal_code;
-	bool linger;		/* an error was answered: drain before closing */
-	const char *why;	/* why relaying the current request failed (static text) */
+	bool linger;	 /* an error was answered: drain before closing */
+	const char *why; /* why relaying the current request failed (static text) */
+	/* the current request's head and body must have arrived by this
+	 * (vault.request_timeout_ms from its first byte): a body trickled
+	 * just under the idle timeout would otherwise hold the thread and the
+	 * upstream connection for ever */
+	uint64_t req_deadline;
+	bool req_timed_out;
 	struct vault_state *st; /* the current request's (handle_request's reference) */
 	/* the current request, for its log records */
 	char method[24];

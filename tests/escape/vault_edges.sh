@@ -10,7 +10,11 @@
 #  3. methods and Host spelt otherwise: "trace", "connect", a method
 #     outside the standard ones, X-HTTP-Method-Override (and its cousins)
 #     with a credential; a Host in capitals with a trailing dot and a port
-#     with a leading zero, forwarded only as the canonical name.
+#     with a leading zero, forwarded only as the canonical name;
+#  4. a placeholder percent-encoded or case-changed in the target, a header,
+#     a body, a WebSocket message; cut between two WebSocket messages;
+#  5. a body trickled a byte a second, each read under the idle timeout:
+#     vault.request_timeout_ms ends it (408, recorded).
 # Real engine, vault, logd, nginx (api.github.test:443) and the reflecting
 # upstream tests/integration/vault_ws_echo.py (api.github.test:8444).
 . "$PC_TOP/tests/escape/escape_lib.bash"
@@ -19,6 +23,9 @@
 esc_init vault_edges "vault edges: body ends, escaped reflections, method and Host spellings"
 vault_need_bins
 lab_up 2
+# section 5: a whole request (head and body) must arrive within 4 s; the
+# idle timeout (5 s) bounds each read only
+V_REQUEST_MS=4000
 vault_config
 # a secret bound to the reflecting upstream in a header of its own, its
 # value full of the characters encoders escape
@@ -209,6 +216,18 @@ out=$(client ws "$LAB_DIR/vault-ca.pem" api.github.test 8444 api.github.test "$V
 t_nomatch "upper case message: the tunnel ended" "echo of after: True" "$out"
 t_match "upper case message: recorded (vault_placeholder_in_websocket)" '"event.code":"vault_placeholder_in_websocket"' "$(new_records)"
 esc_end "tunnel ended" "record: exfiltration"
+
+# ---- 5. a body trickled under the idle timeout ---------------------------------------------
+esc_begin "a body trickled a byte a second (idle timeout 5 s, request timeout 4 s)"
+b=$(up_lines)
+out=$(client trickle "$LAB_DIR/vault-ca.pem" api.github.test 443 api.github.test \
+	"POST /echo HTTP/1.1\r\nHost: api.github.test\r\nContent-Length: 1000\r\nConnection: close\r\n\r\na" 1 20)
+t_match "trickle: refused with 408 once vault.request_timeout_ms passed" "^HTTP/1.1 408" "$out"
+secs=$(printf '%s\n' "$out" | sed -n 's/^after \([0-9]*\)\..*/\1/p')
+t_ok "trickle: answered within 4 s + 3 s of slack (took ${secs:-?} s)" test "${secs:-99}" -lt 7
+t_match "trickle: recorded (vault_request_timeout)" '"event.code":"vault_request_timeout"' "$(new_records)"
+t_eq "trickle: the upstream saw nothing" "$b" "$(up_lines)"
+esc_end "refused" "$(printf '%s' "$out" | head -2 | tr '\n' ' ')"
 
 # ---- invariants --------------------------------------------------------------------------------
 t_nomatch "no sandbox output ever held a value" "$V_GH_VALUE|$V_WS_VALUE" "$(cat "$OUT")"
