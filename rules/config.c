@@ -82,6 +82,7 @@ static const struct ckey ckeys[] = {
     N("vault.max_header_bytes", vault.max_header_bytes, 1024, 1u << 20),
     N("vault.handshake_timeout_ms", vault.handshake_timeout_ms, 100, 600000),
     N("vault.idle_timeout_ms", vault.idle_timeout_ms, 100, 3600000),
+    N("vault.request_timeout_ms", vault.request_timeout_ms, 100, 3600000),
     K("log.socket", CT_PATH, log.socket),
     K("log.file", CT_PATH, log.file),
     K("log.key", CT_PATH, log.key),
@@ -188,6 +189,7 @@ void config_defaults(struct config *cfg)
 	cfg->vault.max_header_bytes = 32768;
 	cfg->vault.handshake_timeout_ms = 10000;
 	cfg->vault.idle_timeout_ms = 60000;
+	cfg->vault.request_timeout_ms = 60000;
 	pc_strlcpy(cfg->log.file, "/var/log/portcullis/verdicts.jsonl", sizeof(cfg->log.file));
 	pc_strlcpy(cfg->log.user, "portcullis-log", sizeof(cfg->log.user));
 	cfg->log.checkpoint_records = 1000;

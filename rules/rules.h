@@ -116,6 +116,7 @@ struct config {
 		uint32_t max_header_bytes;	/* vault.max_header_bytes: 32768 */
 		uint32_t handshake_timeout_ms;	/* vault.handshake_timeout_ms: 10000 */
 		uint32_t idle_timeout_ms;	/* vault.idle_timeout_ms: 60000 */
+		uint32_t request_timeout_ms;	/* vault.request_timeout_ms: 60000 */
 	} vault;
 
 	struct {

@@ -25,6 +25,7 @@ static const char *status_text(unsigned s)
 	static const struct pc_name names[] = {{400, "Bad Request"},
 					       {403, "Forbidden"},
 					       {405, "Method Not Allowed"},
+					       {408, "Request Timeout"},
 					       {417, "Expectation Failed"},
 					       {421, "Misdirected Request"},
 					       {431, "Request Header Fields Too Large"},
@@ -282,8 +283,11 @@ static bool read_head(struct conn *c, struct http_request *req)
 
 	http_scan_init(&sc);
 	c->method[0] = c->path[0] = '\0';
-	if (started)
+	c->req_timed_out = false;
+	if (started) {
 		deadline = pc_now_mono_ms() + cfg->vault.handshake_timeout_ms;
+		c->req_deadline = pc_now_mono_ms() + cfg->vault.request_timeout_ms;
+	}
 	for (;;) {
 		/* incremental: a head sent a byte per record costs one parse */
 		int rc = http_request_parse_more(&sc, c->in, c->in_len, maxh, req, &status, &e);
@@ -299,8 +303,9 @@ static bool read_head(struct conn *c, struct http_request *req)
 				    "header section too large");
 			return false;
 		}
-		rc =
-		    io_read_wait(c->ssl, c->fd, c->in + c->in_len, c->in_cap - c->in_len, deadline);
+		rc = io_read_wait(c->ssl, c->fd, c->in + c->in_len, c->in_cap - c->in_len,
+				  started && c->req_deadline < deadline ? c->req_deadline
+									: deadline);
 		if (rc <= 0) {
 			if (rc == PC_ETIMEOUT && started)
 				conn_refuse(c, 400, false, "vault_request_timeout",
@@ -312,6 +317,7 @@ static bool read_head(struct conn *c, struct http_request *req)
 			/* slowloris: once a head starts it must end within the header timeout */
 			started = true;
 			deadline = pc_now_mono_ms() + cfg->vault.handshake_timeout_ms;
+			c->req_deadline = pc_now_mono_ms() + cfg->vault.request_timeout_ms;
 		}
 	}
 }

@@ -295,13 +295,43 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 			judge(&store->s[k], sb, sni, port, NULL, false, r);
 			goto out;
 		}
+	/* percent-encoded or case-changed: the upstream may decode the
+	 * target before it reads it (phscan.c) */
+	if ((rc = ph_find_altered(store, (const uint8_t *)req->target, req->target_len)) != -1) {
+		if (rc >= 0) {
+			judge(&store->s[rc], sb, sni, port, NULL, false, r);
+			rc = 0;
+		} else {
+			rc = PC_ENOMEM;
+		}
+		goto out;
+	}
+	rc = 0;
 	for (size_t i = 0; i < req->n_hdr; i++) {
 		const struct http_header *h = &req->hdr[i];
 		/* Basic credentials are decoded once per header, into scratch */
 		bool basic = h->value_len >= 7 && strncasecmp(h->value, "basic ", 6) == 0;
 		long dl = basic ? basic_decode(h, scratch) : -1;
 		bool stop = false;
+		int alt = ph_find_altered(store, (const uint8_t *)h->name, h->name_len);
 
+		if (alt == -1)
+			alt = ph_find_altered(store, (const uint8_t *)h->value, h->value_len);
+		if (alt != -1) {
+			/* nothing injects an altered placeholder: wherever it is,
+			 * it is one the sandbox sends toward an application that
+			 * may decode it */
+			if (alt >= 0)
+				refuse(r, 403, true, "vault_placeholder_wrong_header",
+				       "placeholder of %s percent-encoded or in another case in a "
+				       "%.*s header",
+				       store->s[alt].name, (int)h->name_len, h->name);
+			else
+				rc = PC_ENOMEM;
+			if (basic)
+				sodium_memzero(scratch, BASIC_MAX);
+			goto out;
+		}
 		any_basic |= basic;
 		for (size_t k = 0; k < store->n && !stop; k++) {
 			const struct vault_secret *s = &store->s[k];

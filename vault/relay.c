@@ -17,6 +17,27 @@ static uint64_t idle_deadline(struct conn *c)
 	return pc_now_mono_ms() + c->d->cfg.vault.idle_timeout_ms;
 }
 
+/* The deadline of one wait while the request is read and sent: the idle
+ * timeout, cut to the whole request's (read_head set it). */
+static uint64_t request_deadline(struct conn *c)
+{
+	uint64_t d = idle_deadline(c);
+
+	return c->req_deadline && c->req_deadline < d ? c->req_deadline : d;
+}
+
+/* Did a timeout come from the whole request's deadline? */
+static bool request_timed_out(struct conn *c)
+{
+	if (c->req_deadline && pc_now_mono_ms() >= c->req_deadline) {
+		c->req_timed_out = true;
+		c->why = "the request (head and body) was not completed within "
+			 "vault.request_timeout_ms";
+		return true;
+	}
+	return false;
+}
+
 /* Make sure client bytes are available; returns how many (0: EOF/error). */
 static size_t client_avail(struct conn *c)
 {
@@ -25,8 +46,10 @@ static size_t client_avail(struct conn *c)
 	if (c->in_off < c->in_len)
 		return c->in_len - c->in_off;
 	c->in_off = c->in_len = 0;
-	n = io_read(c->ssl, c->fd, c->in, c->in_cap, idle_deadline(c));
+	n = io_read(c->ssl, c->fd, c->in, c->in_cap, request_deadline(c));
 	if (n <= 0) {
+		if (n == PC_ETIMEOUT && request_timed_out(c))
+			return 0;
 		c->why = n == PC_ETIMEOUT ? "the client sent no more of the request within "
 					    "vault.idle_timeout_ms"
 					  : "the client closed the connection mid-request";
@@ -56,8 +79,10 @@ static size_t upstream_avail(struct conn *c, int *eof)
 static int to_upstream(void *ctx, const uint8_t *p, size_t n)
 {
 	struct conn *c = ctx;
-	int rc = io_write(c->ussl, c->ufd, p, n, idle_deadline(c));
+	int rc = io_write(c->ussl, c->ufd, p, n, request_deadline(c));
 
+	if (rc == PC_ETIMEOUT && request_timed_out(c))
+		return rc;
 	if (rc < 0)
 		c->why = rc == PC_ETIMEOUT ? "upstream took no more of the request within "
 					     "vault.idle_timeout_ms"
@@ -152,7 +177,7 @@ static int discard(void *ctx, const uint8_t *p, size_t n)
  * PC_EREFUSED (s->hit set), PC_EPARSE (bad chunked framing) or another
  * error. */
 static int relay_body_scan(struct conn *c, const struct http_request *req, struct scrub *s,
-			   struct scrub *ds, struct body_out *bo)
+			   struct scrub *ds, struct ph_stream *fs, struct body_out *bo)
 {
 	uint64_t remaining = req->content_length;
 	struct http_chunked ch;
@@ -170,11 +195,18 @@ static int relay_body_scan(struct conn *c, const struct http_request *req, struc
 			take = avail < remaining ? avail : (size_t)remaining;
 			remaining -= take;
 			done = !remaining;
+			/* the payload percent-decoded and case-folded, as an
+			 * application may read a form or a query string */
+			if ((s->hit = ph_stream_feed(fs, (uint8_t *)c->in + c->in_off, take)) >= 0)
+				return PC_EREFUSED;
 		} else {
 			rc = http_chunked_feed(&ch, c->in + c->in_off, avail, &take, &off, &dl, &e);
 			if (rc < 0)
 				return PC_EPARSE;
 			done = rc == 1;
+			if (dl && (s->hit = ph_stream_feed(fs, (uint8_t *)c->in + c->in_off + off,
+							   dl)) >= 0)
+				return PC_EREFUSED;
 			if (dl && scrub_feed(ds, (uint8_t *)c->in + c->in_off + off, dl, discard,
 					     NULL) == PC_EREFUSED) {
 				s->hit = ds->hit;
@@ -197,8 +229,9 @@ static int relay_body_scan(struct conn *c, const struct http_request *req, struc
 }
 
 static int relay_body(struct conn *c, const struct http_request *req, struct scrub *s,
-		      struct body_out *bo)
+		      const struct vault_store *store, struct body_out *bo)
 {
+	struct ph_stream fs;
 	struct scrub ds;
 	int rc;
 
@@ -206,7 +239,9 @@ static int relay_body(struct conn *c, const struct http_request *req, struct scr
 		return 0;
 	if ((rc = scrub_init(&ds, s->pats, s->n_pats, NULL)) < 0)
 		return rc;
-	rc = relay_body_scan(c, req, s, &ds, bo);
+	ph_stream_init(&fs, store);
+	rc = relay_body_scan(c, req, s, &ds, &fs, bo);
+	ph_stream_wipe(&fs);
 	scrub_free(&ds);
 	return rc;
 }
@@ -581,7 +616,7 @@ enum conn_next relay_exchange(struct conn *c, struct vault_state *st,
 		conn_send_error(c, 500, "internal error (request body scanner)");
 		goto out;
 	}
-	rc = relay_body(c, req, &bs, &bo);
+	rc = relay_body(c, req, &bs, st->store, &bo);
 	if (rc == 0)
 		rc = body_release(&bo);
 	if (rc == PC_EREFUSED) {
@@ -600,9 +635,14 @@ enum conn_next relay_exchange(struct conn *c, struct vault_state *st,
 						  : "request not completed";
 
 		conn_upstream_close(c);
-		conn_log(c, LOGREC_HTTP_REQUEST, LOGREC_NONE, why, rc == PC_EPARSE ? 400 : 502,
-			 io->secrets, false, NULL);
-		conn_send_error(c, rc == PC_EPARSE ? 400 : 502, why);
+		if (c->req_timed_out) {
+			conn_log_refused(c, LOGREC_HTTP_REQUEST, "vault_request_timeout", why, 408);
+			conn_send_error(c, 408, why);
+		} else {
+			conn_log(c, LOGREC_HTTP_REQUEST, LOGREC_NONE, why,
+				 rc == PC_EPARSE ? 400 : 502, io->secrets, false, NULL);
+			conn_send_error(c, rc == PC_EPARSE ? 400 : 502, why);
+		}
 	}
 	scrub_free(&bs);
 	if (bo.buf)

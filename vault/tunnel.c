@@ -28,7 +28,10 @@ struct tunnel {
 	size_t flen;	 /* payload bytes in frag */
 	bool started;	 /* the message in progress has sent its first frame */
 	bool exfil;	 /* a placeholder was found: the refusal is an exfiltration */
-	uint8_t op;	 /* its opcode */
+	/* every sandbox payload, decoded and folded, as one stream: a
+	 * placeholder split across two messages is found in the second */
+	struct ph_stream fs;
+	uint8_t op; /* its opcode */
 	char why[600];
 };
 
@@ -37,17 +40,24 @@ static uint64_t deadline(struct conn *c)
 	return pc_now_mono_ms() + c->d->cfg.vault.idle_timeout_ms;
 }
 
-/* Refuse a sandbox payload that holds a placeholder. */
+/* Refuse a sandbox payload that holds a placeholder, or whose bytes and
+ * the tail of the connection's earlier payloads do, percent-decoded or in
+ * any case (phscan.c). */
 static int scan(struct tunnel *t, const uint8_t *p, size_t n)
 {
-	for (size_t i = 0; i < t->st->store->n; i++)
-		if (memmem(p, n, t->st->store->s[i].placeholder, t->st->store->s[i].ph_len)) {
-			snprintf(t->why, sizeof(t->why), "placeholder of %s in a WebSocket message",
-				 t->st->store->s[i].name);
-			t->exfil = true;
-			return PC_EREFUSED;
-		}
-	return 0;
+	int k = -1;
+
+	for (size_t i = 0; i < t->st->store->n && k < 0; i++)
+		if (memmem(p, n, t->st->store->s[i].placeholder, t->st->store->s[i].ph_len))
+			k = (int)i;
+	if (k < 0)
+		k = ph_stream_feed(&t->fs, p, n);
+	if (k < 0)
+		return 0;
+	snprintf(t->why, sizeof(t->why), "placeholder of %s in a WebSocket message",
+		 t->st->store->s[k].name);
+	t->exfil = true;
+	return PC_EREFUSED;
 }
 
 /* A sandbox message or control frame, checked, to the upstream as one
@@ -171,6 +181,7 @@ enum conn_next tunnel_run(struct conn *c, const struct vault_state *st,
 	mem.cur = mem.peak = sizeof(*t) + 10 + FRAG_MAX + 16384 + 64 + t->us.maxlen;
 	t->c = c;
 	t->st = st;
+	ph_stream_init(&t->fs, st->store);
 	t->pats = pats;
 	t->n_pats = n_pats;
 	if (c->in_off < c->in_len)

@@ -248,6 +248,30 @@ struct vault_store {
 	size_t n;
 };
 
+/* ---- placeholders decoded and case-folded (phscan.c) -------------------------------
+ * A stream scanner: what it was fed, percent-decoded (one level) and
+ * folded to lower case, searched for every placeholder of the store folded
+ * the same way; the tail it keeps carries a placeholder split across two
+ * feeds (two reads of a body, two WebSocket messages). */
+#define PH_BLOCK 4096
+struct ph_stream {
+	const struct vault_store *store; /* borrowed */
+	size_t maxlen;			 /* the longest placeholder */
+	uint8_t tail[VAULT_PH_MAX];	 /* the last (maxlen - 1) folded bytes */
+	size_t tlen;
+	int esc; /* 1: a '%' is pending, 2: '%' and h1 */
+	uint8_t h1;
+};
+void ph_stream_init(struct ph_stream *ps, const struct vault_store *store);
+/* The index of a secret whose placeholder the folded stream now holds, or -1. */
+int ph_stream_feed(struct ph_stream *ps, const uint8_t *in, size_t n);
+void ph_stream_wipe(struct ph_stream *ps);
+/* One-shot: the index of a secret whose placeholder in[0..n) holds folded, or -1. */
+int ph_find_folded(const struct vault_store *store, const uint8_t *in, size_t n);
+/* The same, with every exact placeholder blanked first: a decoded or
+ * case-changed copy beside an exact one. -2: out of memory. */
+int ph_find_altered(const struct vault_store *store, const uint8_t *in, size_t n);
+
 /* Create the key if missing (owner uid/gid, 0400) and seal value under
  * name, making a new placeholder (or keeping the existing one when
  * keep_placeholder and the secret exists: rotation). The placeholder is
@@ -589,8 +613,14 @@ struct conn {
 	char refusal[700]; /* why the handshake was refused */
 	/* and its event.code (static) */
 	const char *refusal_code;
-	bool linger;		/* an error was answered: drain before closing */
-	const char *why;	/* why relaying the current request failed (static text) */
+	bool linger;	 /* an error was answered: drain before closing */
+	const char *why; /* why relaying the current request failed (static text) */
+	/* the current request's head and body must have arrived by this
+	 * (vault.request_timeout_ms from its first byte): a body trickled
+	 * just under the idle timeout would otherwise hold the thread and the
+	 * upstream connection for ever */
+	uint64_t req_deadline;
+	bool req_timed_out;
 	struct vault_state *st; /* the current request's (handle_request's reference) */
 	/* the current request, for its log records */
 	char method[24];

@@ -138,13 +138,8 @@ for case in "path|GET /echo/$PH HTTP/1.1\r\nHost: api.github.test\r\n" \
 	esc_begin "the placeholder in the $name"
 	b=$(up_lines)
 	out=$(rawreq api.github.test "${req}Connection: close\r\n\r\n")
-	if [ "$name" = "percent-encoded path" ]; then
-		# not a placeholder to the vault's eyes: a worthless string, never the value
-		value_kept "$out"
-		t_nomatch "nothing was injected for it" "$V_GH_VALUE" "$(v_upstream_log | tail -1)"
-		esc_end "status $st: passed as a worthless string, nothing injected" "nginx: the request without any credential"
-		continue
-	fi
+	# the percent-encoded path too: the upstream decodes it into the
+	# placeholder (issue 33, finding 5; vault_edges.sh has the other forms)
 	refused "$name" "403" "$out" "$b"
 	t_match "$name: logged as exfiltration" '"event.action":"exfiltration"' "$(v_verdicts | tail -n +$((ESC_REC0 + 1)))"
 	esc_end "refused" "$ESC_EV; log: exfiltration record"

@@ -32,6 +32,7 @@ import socket
 import ssl
 import struct
 import sys
+import time
 
 
 def connect(ca, host, port, sni, alpn=None):
@@ -106,6 +107,9 @@ def ws(argv):
         data = frame(1, p[:half], fin=False) + frame(0, p[half:])
     elif mode == "ping":
         data = frame(9, p[:125])
+    elif mode == "twomsgs":  # two whole messages, the payload cut between them
+        half = len(p) // 2
+        data = frame(1, p[:half]) + frame(1, p[half:])
     else:
         data = frame(1, p)
     try:
@@ -115,6 +119,39 @@ def ws(argv):
     got = read_all(s)
     print("received %d bytes after the upgrade" % len(got))
     print("echo of after: %s" % (b"after" in got))
+
+
+def trickle(argv):
+    """Send a request head, then its body a byte every INTERVAL seconds
+    (the attack: each read just under the idle timeout); stop at the first
+    byte of an answer or after LIMIT seconds. Prints the answer's first
+    line (or "no answer") and the seconds it took."""
+    ca, host, port, sni, head, interval, limit = argv[:7]
+    interval, limit = float(interval), float(limit)
+    s = connect(ca, host, port, sni)
+    head = head.encode().decode("unicode_escape").encode("latin-1")
+    t0 = time.monotonic()
+    s.sendall(head)
+    s.settimeout(interval)
+    got = b""
+    while time.monotonic() - t0 < limit:
+        try:
+            c = s.recv(4096)
+            if not c:
+                break
+            got += c
+            if b"\r\n\r\n" in got:
+                break
+        except socket.timeout:
+            try:
+                s.sendall(b"a")
+            except OSError:
+                break
+    line = got.split(b"\r\n")[0].decode("latin-1") if got else "no answer"
+    print(line)
+    print("error: %s" % next((l for l in got.decode("latin-1").split("\r\n")
+                              if l.startswith("X-Portcullis-Error:")), ""))
+    print("after %.1f s" % (time.monotonic() - t0))
 
 
 def read_response(s, buf):
@@ -219,4 +256,4 @@ def leak(argv):
 
 
 if __name__ == "__main__":
-    {"raw": raw, "ws": ws, "seq": seq, "pieces": pieces, "leak": leak}[sys.argv[1]](sys.argv[2:])
+    {"raw": raw, "ws": ws, "seq": seq, "pieces": pieces, "leak": leak, "trickle": trickle}[sys.argv[1]](sys.argv[2:])

@@ -10,7 +10,11 @@
 #  3. methods and Host spelt otherwise: "trace", "connect", a method
 #     outside the standard ones, X-HTTP-Method-Override (and its cousins)
 #     with a credential; a Host in capitals with a trailing dot and a port
-#     with a leading zero, forwarded only as the canonical name.
+#     with a leading zero, forwarded only as the canonical name;
+#  4. a placeholder percent-encoded or case-changed in the target, a header,
+#     a body, a WebSocket message; cut between two WebSocket messages;
+#  5. a body trickled a byte a second, each read under the idle timeout:
+#     vault.request_timeout_ms ends it (408, recorded).
 # Real engine, vault, logd, nginx (api.github.test:443) and the reflecting
 # upstream tests/integration/vault_ws_echo.py (api.github.test:8444).
 . "$PC_TOP/tests/escape/escape_lib.bash"
@@ -19,6 +23,9 @@
 esc_init vault_edges "vault edges: body ends, escaped reflections, method and Host spellings"
 vault_need_bins
 lab_up 2
+# section 5: a whole request (head and body) must arrive within 4 s; the
+# idle timeout (5 s) bounds each read only
+V_REQUEST_MS=4000
 vault_config
 # a secret bound to the reflecting upstream in a header of its own, its
 # value full of the characters encoders escape
@@ -155,6 +162,72 @@ t_match "served" "^HTTP/1.1 200" "$out"
 last=$(grep '^http ' "$LAB_DIR/ws.log" | tail -1)
 t_match "the upstream got the canonical Host, api.github.test:8444" ' host=api\.github\.test:8444$' "$last"
 esc_end "forwarded as the canonical Host" "upstream log: ${last##* }"
+
+# ---- 4. a placeholder in the forms an application decodes -------------------------------------
+# Percent-encoded (one character, every other one, either hex case),
+# upper-cased or in mixed case, in the request target, a header (its
+# bound one too), a Content-Length or chunked body; and a WebSocket
+# placeholder cut between two messages of one connection.
+pct() { # STRING STEP CASE: every STEP-th character percent-encoded (hex in CASE)
+	python3 -c 'import sys
+s, st, up = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "upper"
+f = "%%%02X" if up else "%%%02x"
+print("".join(f % ord(c) if i % st == 0 else c for i, c in enumerate(s)), end="")' "$1" "$2" "$3"
+}
+upper() { printf '%s' "$1" | tr a-z A-Z; }
+mixed() { python3 -c 'import sys; print("".join(c.upper() if i % 2 else c.lower() for i, c in enumerate(sys.argv[1])), end="")' "$1"; }
+P1=%70${PH:1}          # the first character percent-encoded
+P2=$(pct "$PH" 2 upper) # every other character, upper-case hex
+P3=$(pct "$PH" 3 lower) # every third, lower-case hex
+PU=$(upper "$PH")       # PCPH_GITHUB_TOKEN_<RANDOM>
+PM=$(mixed "$PH")       # pCpH_gItHuB_…
+PX="PcPh_${PH:5}"       # the prefix alone in another case
+B="Host: api.github.test\r\nConnection: close\r\n"
+for case in "the query, %70cph_…|GET /echo?q=$P1 HTTP/1.1\r\n$B|vault_placeholder_in_url" \
+	"the path, every other character %XX|GET /echo/$P2 HTTP/1.1\r\n$B|vault_placeholder_in_url" \
+	"the query, every third character %xx|GET /echo?q=$P3 HTTP/1.1\r\n$B|vault_placeholder_in_url" \
+	"the query, upper case|GET /echo?q=$PU HTTP/1.1\r\n$B|vault_placeholder_in_url" \
+	"a header, upper case|GET /echo HTTP/1.1\r\n${B}X-Note: $PU\r\n|vault_placeholder_wrong_header" \
+	"a header, case mixed|GET /echo HTTP/1.1\r\n${B}X-Note: $PM\r\n|vault_placeholder_wrong_header" \
+	"a header, %70cph_…|GET /echo HTTP/1.1\r\n${B}X-Note: $P1\r\n|vault_placeholder_wrong_header" \
+	"a header beside the exact placeholder, prefix in capitals|GET /echo HTTP/1.1\r\n${B}Authorization: Bearer $PH $PX\r\n|vault_placeholder_wrong_header" \
+	"a form body, %70cph_…|POST /echo HTTP/1.1\r\n${B}Content-Type: application/x-www-form-urlencoded\r\nContent-Length: $((${#P1} + 2))\r\n\r\nq=$P1|vault_placeholder_in_body" \
+	"a chunked body, upper case, cut in two chunks|POST /echo HTTP/1.1\r\n${B}Transfer-Encoding: chunked\r\n\r\n$(printf '%x' 9)\r\n${PU:0:9}\r\n$(printf '%x' $((${#PU} - 9)))\r\n${PU:9}\r\n0\r\n\r\n|vault_placeholder_in_body" \
+	"a chunked body, every other character %XX, cut inside an escape|POST /echo HTTP/1.1\r\n${B}Transfer-Encoding: chunked\r\n\r\n2\r\n${P2:0:2}\r\n$(printf '%x' $((${#P2} - 2)))\r\n${P2:2}\r\n0\r\n\r\n|vault_placeholder_in_body"; do
+	IFS='|' read -r name req code <<<"$case"
+	case $req in POST*) req=$req ;; *) req="$req\r\n" ;; esac
+	esc_begin "the placeholder decoded: $name"
+	b=$(up_lines)
+	out=$(rawreq api.github.test "$req")
+	refused_as "decoded, $name" 403 "$out" exfiltration "$code" up_lines "$b"
+	esc_end "refused" "$ESC_EV"
+done
+
+esc_begin "WebSocket: the placeholder cut between two messages of one connection"
+out=$(client ws "$LAB_DIR/vault-ca.pem" api.github.test 8444 api.github.test "$V_PH_WS" twomsgs "x=$V_PH_GH;")
+t_match "two messages: the upgrade succeeded" "^HTTP/1.1 101" "$out"
+t_nomatch "two messages: the tunnel ended, the message after was not echoed" "echo of after: True" "$out"
+t_nomatch "two messages: the upstream never saw the whole placeholder" "$V_PH_GH" "$(cat "$LAB_DIR/ws.log" 2>/dev/null)"
+t_match "two messages: recorded as exfiltration (vault_placeholder_in_websocket)" '"event.code":"vault_placeholder_in_websocket"' "$(new_records)"
+esc_end "tunnel ended" "upstream echo log: no whole placeholder; record: exfiltration"
+
+esc_begin "WebSocket: the placeholder upper-cased in one message"
+out=$(client ws "$LAB_DIR/vault-ca.pem" api.github.test 8444 api.github.test "$V_PH_WS" one "x=$(upper "$V_PH_GH");")
+t_nomatch "upper case message: the tunnel ended" "echo of after: True" "$out"
+t_match "upper case message: recorded (vault_placeholder_in_websocket)" '"event.code":"vault_placeholder_in_websocket"' "$(new_records)"
+esc_end "tunnel ended" "record: exfiltration"
+
+# ---- 5. a body trickled under the idle timeout ---------------------------------------------
+esc_begin "a body trickled a byte a second (idle timeout 5 s, request timeout 4 s)"
+b=$(up_lines)
+out=$(client trickle "$LAB_DIR/vault-ca.pem" api.github.test 443 api.github.test \
+	"POST /echo HTTP/1.1\r\nHost: api.github.test\r\nContent-Length: 1000\r\nConnection: close\r\n\r\na" 1 20)
+t_match "trickle: refused with 408 once vault.request_timeout_ms passed" "^HTTP/1.1 408" "$out"
+secs=$(printf '%s\n' "$out" | sed -n 's/^after \([0-9]*\)\..*/\1/p')
+t_ok "trickle: answered within 4 s + 3 s of slack (took ${secs:-?} s)" test "${secs:-99}" -lt 7
+t_match "trickle: recorded (vault_request_timeout)" '"event.code":"vault_request_timeout"' "$(new_records)"
+t_eq "trickle: the upstream saw nothing" "$b" "$(up_lines)"
+esc_end "refused" "$(printf '%s' "$out" | head -2 | tr '\n' ' ')"
 
 # ---- invariants --------------------------------------------------------------------------------
 t_nomatch "no sandbox output ever held a value" "$V_GH_VALUE|$V_WS_VALUE" "$(cat "$OUT")"

@@ -62,6 +62,7 @@ vault_config() {
 	  max_conns_per_sandbox: ${V_MAX_CONNS:-64}
 	  handshake_timeout_ms: ${V_HANDSHAKE_MS:-3000}
 	  idle_timeout_ms: ${V_IDLE_MS:-5000}
+	  request_timeout_ms: ${V_REQUEST_MS:-60000}
 	log:
 	  socket: $V/run/logd.sock
 	  file: $V/log/verdicts.jsonl

@@ -83,6 +83,7 @@ START_TEST(defaults_are_the_documented_ones)
 	ck_assert_uint_eq(c.vault.max_header_bytes, 32768);
 	ck_assert_uint_eq(c.vault.handshake_timeout_ms, 10000);
 	ck_assert_uint_eq(c.vault.idle_timeout_ms, 60000);
+	ck_assert_uint_eq(c.vault.request_timeout_ms, 60000);
 	ck_assert_str_eq(c.log.socket, "/run/portcullis/logd.sock");
 	ck_assert_str_eq(c.log.file, "/var/log/portcullis/verdicts.jsonl");
 	ck_assert_str_eq(c.log.key, "/var/lib/portcullis/log.key");
@@ -152,6 +153,7 @@ START_TEST(every_key_reaches_its_field)
 			"  max_header_bytes: 2048\n"
 			"  handshake_timeout_ms: 200\n"
 			"  idle_timeout_ms: 300\n"
+			"  request_timeout_ms: 400\n"
 			"log:\n"
 			"  socket: /l/s.sock\n"
 			"  file: /l/v.jsonl\n"
@@ -196,6 +198,7 @@ START_TEST(every_key_reaches_its_field)
 	ck_assert_uint_eq(c.vault.max_header_bytes, 2048);
 	ck_assert_uint_eq(c.vault.handshake_timeout_ms, 200);
 	ck_assert_uint_eq(c.vault.idle_timeout_ms, 300);
+	ck_assert_uint_eq(c.vault.request_timeout_ms, 400);
 	ck_assert_str_eq(c.log.socket, "/l/s.sock");
 	ck_assert_str_eq(c.log.file, "/l/v.jsonl");
 	ck_assert_str_eq(c.log.key, "/l/k");

@@ -1,0 +1,161 @@
+/* Placeholders in the forms an upstream or an application may decode
+ * before it reads them: percent-encoding undone (one level, either hex
+ * case, mixed with plain characters) and case folded. The whole
+ * placeholder is compared without case, its random part too: the random
+ * part is lower-case base32, so a case-changed spelling is one an
+ * application that folds case reads as the placeholder, and a chance
+ * match of 26 random characters does not happen. The exact placeholder is
+ * found by the callers' own scans (inject.c, relay.c, tunnel.c); this one
+ * catches what they would pass. */
+#include "vault/vault_int.h"
+
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int hexval(uint8_t h)
+{
+	if (h >= '0' && h <= '9')
+		return h - '0';
+	if (h >= 'a' && h <= 'f')
+		return h - 'a' + 10;
+	if (h >= 'A' && h <= 'F')
+		return h - 'A' + 10;
+	return -1;
+}
+
+static uint8_t fold(uint8_t c)
+{
+	return c >= 'A' && c <= 'Z' ? (uint8_t)(c - 'A' + 'a') : c;
+}
+
+/* Percent-decode and fold in[0..n) into out (room for n), continuing the
+ * escape state of ps (a '%' or '%H' left at the end of the previous
+ * input). */
+static size_t fold_run(struct ph_stream *ps, const uint8_t *in, size_t n, uint8_t *out)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		uint8_t c = in[i];
+
+		if (ps->esc == 1) {
+			if (hexval(c) >= 0) {
+				ps->h1 = c;
+				ps->esc = 2;
+				continue;
+			}
+			out[o++] = '%';
+			ps->esc = 0;
+		} else if (ps->esc == 2) {
+			ps->esc = 0;
+			if (hexval(c) >= 0) {
+				out[o++] = fold((uint8_t)(hexval(ps->h1) * 16 + hexval(c)));
+				continue;
+			}
+			/* "%H" then a non-hex byte: three bytes in, two out
+			 * before c; out has room since '%' and H were not
+			 * written when read */
+			out[o++] = '%';
+			out[o++] = fold(ps->h1);
+		}
+		if (c == '%')
+			ps->esc = 1;
+		else
+			out[o++] = fold(c);
+	}
+	return o;
+}
+
+static int find_folded(const struct vault_store *store, const uint8_t *b, size_t n)
+{
+	for (size_t k = 0; k < store->n; k++) {
+		const struct vault_secret *s = &store->s[k];
+		uint8_t ph[VAULT_PH_MAX];
+
+		for (size_t i = 0; i < s->ph_len; i++)
+			ph[i] = fold((uint8_t)s->placeholder[i]);
+		if (memmem(b, n, ph, s->ph_len))
+			return (int)k;
+	}
+	return -1;
+}
+
+void ph_stream_init(struct ph_stream *ps, const struct vault_store *store)
+{
+	memset(ps, 0, sizeof(*ps));
+	ps->store = store;
+	for (size_t k = 0; k < store->n; k++)
+		if (store->s[k].ph_len > ps->maxlen)
+			ps->maxlen = store->s[k].ph_len;
+}
+
+int ph_stream_feed(struct ph_stream *ps, const uint8_t *in, size_t n)
+{
+	/* the kept tail (at most the longest placeholder - 1 folded bytes),
+	 * then a block of input folded; a block may write one byte more than
+	 * it reads (a '%H' held from before) */
+	uint8_t b[VAULT_PH_MAX + PH_BLOCK + 2];
+	int hit = -1;
+
+	if (!ps->maxlen)
+		return -1;
+	while (n && hit < 0) {
+		size_t take = n < PH_BLOCK ? n : PH_BLOCK, len, keep;
+
+		memcpy(b, ps->tail, ps->tlen);
+		len = ps->tlen + fold_run(ps, in, take, b + ps->tlen);
+		hit = find_folded(ps->store, b, len);
+		keep = len < ps->maxlen - 1 ? len : ps->maxlen - 1;
+		memcpy(ps->tail, b + len - keep, keep);
+		ps->tlen = keep;
+		in += take;
+		n -= take;
+	}
+	sodium_memzero(b, sizeof(b));
+	return hit;
+}
+
+void ph_stream_wipe(struct ph_stream *ps)
+{
+	sodium_memzero(ps->tail, sizeof(ps->tail));
+	ps->tlen = 0;
+	ps->esc = 0;
+	ps->h1 = 0;
+}
+
+int ph_find_folded(const struct vault_store *store, const uint8_t *in, size_t n)
+{
+	struct ph_stream ps;
+	int hit;
+
+	ph_stream_init(&ps, store);
+	hit = ph_stream_feed(&ps, in, n);
+	ph_stream_wipe(&ps);
+	return hit;
+}
+
+int ph_find_altered(const struct vault_store *store, const uint8_t *in, size_t n)
+{
+	uint8_t *b;
+	int hit;
+
+	if (!n)
+		return -1;
+	if (!(b = malloc(n)))
+		return -2;
+	memcpy(b, in, n);
+	/* the exact placeholders are the callers' to judge (one in its bound
+	 * header is injected); blanked, they cannot hide an altered copy */
+	for (size_t k = 0; k < store->n; k++) {
+		const struct vault_secret *s = &store->s[k];
+		uint8_t *p = b;
+
+		while ((p = memmem(p, n - (size_t)(p - b), s->placeholder, s->ph_len)))
+			memset(p, 0, s->ph_len);
+	}
+	hit = ph_find_folded(store, b, n);
+	sodium_memzero(b, n);
+	free(b);
+	return hit;
+}
