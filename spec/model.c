@@ -417,6 +417,13 @@ static void dnstcp_ordered(struct spec_world *w, const struct policy_sandbox *sb
 		say(v, "S12a", SPEC_V_DROP); /* before the stream, or past a hole: sent again */
 		return;
 	}
+	if (w->streams[i].lost) {
+		say(v, "S12", SPEC_V_DROP | SPEC_V_REJECT | SPEC_V_PASS);
+		v->rec = SPEC_REC_MAY;
+		v->actions = DNSQUERY;
+		v->outcome = LOGREC_REFUSED;
+		return;
+	}
 	o = (size_t)off;
 	same = w->streams[i].len - o < p->len ? w->streams[i].len - o : p->len;
 	if (same && memcmp(w->streams[i].kept + o, p->data, same) != 0) {
@@ -429,8 +436,19 @@ static void dnstcp_ordered(struct spec_world *w, const struct policy_sandbox *sb
 		say(v, "S12a", w->streams[i].clean ? SPEC_V_PASS : SPEC_V_PASS | SPEC_V_DROP);
 		return;
 	}
-	if (w->streams[i].len + p->len - same > SPEC_STREAM_KEEP)
-		abort(); /* the driver keeps streams shorter than this */
+	if (w->streams[i].len + p->len - same > SPEC_STREAM_KEEP) {
+		/* more than the model keeps (a fuzzed sequence): it says
+		 * no more of this stream than S12 does of incomplete ones */
+		w->streams[i].lost = true;
+		w->streams[i].clean = false;
+	}
+	if (w->streams[i].lost) {
+		say(v, "S12", SPEC_V_DROP | SPEC_V_REJECT | SPEC_V_PASS);
+		v->rec = SPEC_REC_MAY;
+		v->actions = DNSQUERY;
+		v->outcome = LOGREC_REFUSED;
+		return;
+	}
 	memcpy(w->streams[i].kept + w->streams[i].len, p->data + same, p->len - same);
 	w->streams[i].len += p->len - same;
 	if (!w->streams[i].clean || same || !p->tcp_framed) {

@@ -229,7 +229,7 @@ struct spec_world {
 		/* the sandbox's queries, from the SYN on (S12a): the bytes
 		 * from base in order; clean while each was one whole message
 		 * placed at the next byte (then every kept byte was judged) */
-		bool syn, clean, fin;
+		bool syn, clean, fin, lost; /* lost: past SPEC_STREAM_KEEP */
 		uint32_t base;
 		size_t len, fin_at;
 		uint8_t kept[SPEC_STREAM_KEEP];
