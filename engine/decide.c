@@ -469,6 +469,8 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 	if (p->proto == IPPROTO_TCP && p->payload_len == 0) {
 		if (p->tcp_flags & TH_RST)
 			dnstcp_forget(c->dnstcp, p, c->now_ms);
+		else if (sb && (p->tcp_flags & (TH_SYN | TH_ACK)) == (TH_SYN | TH_ACK))
+			dnstcp_synack(c->dnstcp, p, in->data, c->now_ms);
 		d->v = sb ? VK_PASS : VK_DROP; /* SYN-ACK, ACK, FIN of a DNS connection */
 		return;
 	}

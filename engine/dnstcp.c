@@ -368,6 +368,10 @@ int dnstcp_take(struct dnstcp_table *t, const struct dnstcp_seg *seg, const char
 			 "(or forgot it idle)";
 		return PC_EREFUSED;
 	}
+	if (s && s->syn && !s->confirmed) {
+		f->pass = false; /* the resolver has not taken this ISN yet: sent again */
+		return 0;
+	}
 	if (s && s->syn) {
 		int64_t off = (int32_t)(p->tcp_seq - s->base);
 
@@ -472,7 +476,15 @@ int dnstcp_open(struct dnstcp_table *t, const struct pkt *p, const char *sandbox
 	if (!t)
 		return 0; /* no table (policy test): segments are judged alone */
 	flow_key_from_pkt(&k, p);
-	dnstcp_del(t, dnstcp_get(t, &k, now_ms)); /* a SYN again, or the port reused */
+	s = dnstcp_get(t, &k, now_ms);
+	if (s && s->syn && s->base == p->tcp_seq + 1)
+		return 0; /* the same SYN again */
+	/* Another ISN, or a stream forgotten: the stream begins here, but
+	 * carries nothing until the resolver's SYN-ACK acknowledges this
+	 * ISN. A receiver already in the connection ignores the SYN (a
+	 * challenge ACK, no SYN-ACK) and keeps its own next byte, which a
+	 * stream based here would misplace. */
+	dnstcp_del(t, s);
 	rc = dnstcp_add(t, &k, p->tcp_seq + 1, now_ms, sandbox, n_sandboxes, &s);
 	if (rc == PC_EREFUSED) {
 		f->why = "DNS over TCP: the sandbox's quota of streams being put together "
@@ -486,6 +498,25 @@ int dnstcp_open(struct dnstcp_table *t, const struct pkt *p, const char *sandbox
 	}
 	s->syn = true;
 	return 0;
+}
+
+void dnstcp_synack(struct dnstcp_table *t, const struct pkt *p, const uint8_t *data,
+		   uint64_t now_ms)
+{
+	struct dnstcp_stream *s;
+	struct flow_key k;
+	const uint8_t *h = data + p->l4_off;
+	uint32_t ack = (uint32_t)h[8] << 24 | (uint32_t)h[9] << 16 | (uint32_t)h[10] << 8 | h[11];
+
+	/* the sandbox's direction of the connection */
+	flow_key_from_pkt(&k, p);
+	memcpy(k.src, p->dst.a, sizeof(k.src));
+	memcpy(k.dst, p->src.a, sizeof(k.dst));
+	k.sport = p->dport;
+	k.dport = p->sport;
+	s = dnstcp_get(t, &k, now_ms);
+	if (s && s->syn && ack == s->base)
+		s->confirmed = true;
 }
 
 void dnstcp_fin(struct dnstcp_table *t, const struct pkt *p, uint64_t now_ms)

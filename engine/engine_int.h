@@ -314,6 +314,7 @@ struct dnstcp_stream {
 	size_t ahead_start, ahead_end; /* one released range past delivered */
 	size_t fin_at;		       /* the sender's FIN is at buf[fin_at] (fin) */
 	bool syn;		       /* kept from the SYN on, for the connection's life */
+	bool confirmed;		       /* the resolver's SYN-ACK acknowledged base */
 	bool fin;
 	uint64_t last_ms;
 	char sandbox[POLICY_NAME_MAX]; /* whose quota it counts against */
@@ -395,6 +396,10 @@ int dnstcp_allowed(struct dnstcp_table *t, struct dnstcp_stream *st, const struc
  * refuse the SYN. */
 int dnstcp_open(struct dnstcp_table *t, const struct pkt *p, const char *sandbox,
 		size_t n_sandboxes, uint64_t now_ms, struct dnstcp_fate *f);
+/* p (in the IP packet data) is a resolver's SYN-ACK: the stream of the
+ * sandbox's SYN it acknowledges (ISN+1) may carry data from now on. */
+void dnstcp_synack(struct dnstcp_table *t, const struct pkt *p, const uint8_t *data,
+		   uint64_t now_ms);
 /* p carries a FIN: no byte may follow it in its stream. */
 void dnstcp_fin(struct dnstcp_table *t, const struct pkt *p, uint64_t now_ms);
 /* Forget p's stream, if one is kept (a RST, or a connection refused). */

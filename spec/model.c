@@ -407,6 +407,12 @@ static void dnstcp_ordered(struct spec_world *w, const struct policy_sandbox *sb
 		refuse(v, "S12a", SPEC_V_REJECT, DNSQUERY, SPEC_R_NO_STREAM);
 		return;
 	}
+	if (!w->streams[i].confirmed) {
+		/* the resolver has not acknowledged this ISN: it may be in
+		 * the connection from another one (it ignores such a SYN) */
+		say(v, "S12a", SPEC_V_DROP);
+		return;
+	}
 	off = (int32_t)(p->seq - w->streams[i].base);
 	if (w->streams[i].fin && off + (int64_t)p->len > (int64_t)w->streams[i].fin_at) {
 		refuse(v, "S12a", SPEC_V_REJECT, DNSQUERY, SPEC_R_OVERLAP); /* data past the FIN */
@@ -513,6 +519,10 @@ static void port53(struct spec_world *w, const struct policy_sandbox *sb, const 
 		/* the connection's stream begins at ISN+1 (S12a) */
 		size_t i = stream_find(w, p);
 
+		if (i < w->n_streams && w->streams[i].syn && w->streams[i].base == p->seq + 1) {
+			say(v, "S11", SPEC_V_PASS); /* the same SYN again */
+			return;
+		}
 		stream_drop(w, i);
 		if (w->dnstcp_cap && (streams_of(w, sb->name) >= quota_share(w, w->dnstcp_cap) ||
 				      w->n_streams >= w->dnstcp_cap)) {
@@ -1083,6 +1093,17 @@ static void answer(struct spec_world *w, const struct spec_pkt *p, struct spec_v
 	}
 	if (p->proto == IPPROTO_TCP && p->len == 0) {
 		say(v, "S42", sandbox_of_addr(w, &p->dst, 0) ? SPEC_V_PASS : SPEC_V_DROP);
+		if (sandbox_of_addr(w, &p->dst, 0) &&
+		    (p->tcp_flags & (F_SYN | F_ACK)) == (F_SYN | F_ACK)) {
+			/* the resolver took the sandbox's ISN (S12a) */
+			for (size_t i = 0; i < w->n_streams; i++)
+				if (w->streams[i].syn && w->streams[i].proto == p->proto &&
+				    pc_addr_eq(&w->streams[i].a, &p->dst) &&
+				    w->streams[i].ap == p->dport &&
+				    pc_addr_eq(&w->streams[i].b, &p->src) &&
+				    w->streams[i].bp == p->sport && w->streams[i].base == p->ack)
+					w->streams[i].confirmed = true;
+		}
 		return;
 	}
 	if (p->pl == SPEC_PL_DNS_ANSWER && (p->proto == IPPROTO_UDP || p->tcp_framed)) {

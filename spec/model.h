@@ -230,6 +230,7 @@ struct spec_world {
 		 * from base in order; clean while each was one whole message
 		 * placed at the next byte (then every kept byte was judged) */
 		bool syn, clean, fin, lost; /* lost: past SPEC_STREAM_KEEP */
+		bool confirmed;		    /* the resolver's SYN-ACK acknowledged base */
 		uint32_t base;
 		size_t len, fin_at;
 		uint8_t kept[SPEC_STREAM_KEEP];

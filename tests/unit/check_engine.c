@@ -243,8 +243,17 @@ END_TEST
  * seq, docs/spec.md S12a), and its RST (the stream forgotten). */
 static void dns_syn(const char *src, uint16_t port, uint32_t seq)
 {
+	size_t ipl = strchr(src, ':') ? 40 : 20;
+
 	tcp_pkt(src, port, "198.51.100.53", 53, SYN, seq - 1, NULL, 0);
 	ck_assert_int_eq(judge(), VK_PASS);
+	/* the resolver's SYN-ACK acknowledges it: data may flow */
+	tcp_pkt("198.51.100.53", 53, src, port, SYN | ACK, 9000, NULL, 0);
+	pkt[ipl + 8] = (uint8_t)(seq >> 24);
+	pkt[ipl + 9] = (uint8_t)(seq >> 16);
+	pkt[ipl + 10] = (uint8_t)(seq >> 8);
+	pkt[ipl + 11] = (uint8_t)seq;
+	ck_assert_int_eq(judge_from(0, NF_INET_FORWARD), VK_PASS);
 }
 
 static void dns_rst(const char *src, uint16_t port)
@@ -281,8 +290,7 @@ START_TEST(dns_queries)
 	ck_assert(d.send_reply);
 	ck_assert_int_eq(d.reply_from.addr.a[3], 54);
 	/* over TCP: the handshake to the guard's resolver passes, elsewhere not */
-	tcp_pkt("10.203.0.11", 4000, "198.51.100.53", 53, SYN, 1, NULL, 0);
-	ck_assert_int_eq(judge(), VK_PASS);
+	dns_syn("10.203.0.11", 4000, 2);
 	tcp_pkt("10.203.0.11", 4000, "198.51.100.54", 53, SYN, 1, NULL, 0);
 	ck_assert_int_eq(judge(), VK_REJECT);
 	{
@@ -305,6 +313,14 @@ START_TEST(dns_queries)
 				 "DNS over TCP: bytes overlap kept ones and differ from them");
 		ck_assert_str_eq(metrics_reason_label(d.rec.reason), "dns_tcp_overlap");
 		ck_assert_uint_eq(dnstcp_count(dnstcp), 0);
+		/* another ISN on the connection (the resolver ignores that
+		 * SYN, no SYN-ACK): its data is not judged, only dropped */
+		tcp_pkt("10.203.0.11", 4005, "198.51.100.53", 53, SYN, 1, NULL, 0);
+		ck_assert_int_eq(judge(), VK_PASS);
+		tcp_pkt("10.203.0.11", 4005, "198.51.100.53", 53, ACK | PSH, 2, t, n + 2);
+		ck_assert_int_eq(judge(), VK_DROP);
+		ck_assert(!d.has_rec);
+		dns_rst("10.203.0.11", 4005);
 		/* data the guard saw no SYN for: reset */
 		tcp_pkt("10.203.0.11", 4000, "198.51.100.53", 53, ACK | PSH, 2, t, n + 2);
 		ck_assert_int_eq(judge(), VK_REJECT);
