@@ -255,20 +255,34 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 			return;
 		}
 		if ((p->tcp_flags & (TH_SYN | TH_ACK)) == TH_SYN) {
-			d->v = VK_PASS; /* the queries on it are judged one by one */
+			/* Its bytes are placed in order from here on: the
+			 * resolver frames the stream, not the segments. */
+			struct dnstcp_fate open = {0};
+
+			if (dnstcp_open(c->dnstcp, p, sb->name, policy_sandbox_count(c->policy),
+					c->now_ms, &open) < 0) {
+				refuse(d, c, p, sb, VK_REJECT, open.why);
+				d->rec.action = LOGREC_DNS_QUERY;
+				if (open.over_quota)
+					d->quota = QUOTA_DNSTCP;
+				return;
+			}
+			d->v = VK_PASS;
 			return;
 		}
 		if (p->payload_len == 0) {
 			if (p->tcp_flags & TH_RST)
 				dnstcp_forget(c->dnstcp, p, c->now_ms);
+			else if (p->tcp_flags & TH_FIN)
+				dnstcp_fin(c->dnstcp, p, c->now_ms); /* no byte may follow */
 			d->v = VK_PASS; /* handshake, ACK, FIN, RST: no message */
 			return;
 		}
 		struct dnstcp_fate fate = {0};
 
-		rc =
-		    dnstcp_take(c->dnstcp, &seg, sb ? sb->name : NULL,
-				policy_sandbox_count(c->policy), c->now_ms, &st, &msg, &len, &fate);
+		rc = dnstcp_take(c->dnstcp, &seg, sb ? sb->name : NULL,
+				 policy_sandbox_count(c->policy), true, c->now_ms, &st, &msg, &len,
+				 &fate);
 		if (rc < 0) {
 			refuse(d, c, p, sb, VK_REJECT, fate.why);
 			d->rec.action = LOGREC_DNS_QUERY;
@@ -455,6 +469,8 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 	if (p->proto == IPPROTO_TCP && p->payload_len == 0) {
 		if (p->tcp_flags & TH_RST)
 			dnstcp_forget(c->dnstcp, p, c->now_ms);
+		else if (sb && (p->tcp_flags & (TH_SYN | TH_ACK)) == (TH_SYN | TH_ACK))
+			dnstcp_synack(c->dnstcp, p, in->data, c->now_ms);
 		d->v = sb ? VK_PASS : VK_DROP; /* SYN-ACK, ACK, FIN of a DNS connection */
 		return;
 	}
@@ -470,7 +486,7 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 		}
 		struct dnstcp_fate fate = {0};
 
-		rc = dnstcp_take(c->dnstcp, &seg, sb->name, policy_sandbox_count(c->policy),
+		rc = dnstcp_take(c->dnstcp, &seg, sb->name, policy_sandbox_count(c->policy), false,
 				 c->now_ms, &st, &msg, &len, &fate);
 		if (rc < 0) {
 			set_reason(d, "%s", fate.why);

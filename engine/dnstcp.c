@@ -292,6 +292,18 @@ bool dnstcp_done(const struct dnstcp_stream *s)
 	return s->delivered == s->judged && s->judged == s->len;
 }
 
+/* The FIN's sequence number, as an offset in s (the first one seen). */
+static void dnstcp_fin_at(struct dnstcp_stream *s, const struct pkt *p)
+{
+	int64_t off = (int32_t)(p->tcp_seq - s->base) + (int64_t)p->payload_len;
+
+	if (off < 0)
+		off = 0;
+	if (!s->fin || (size_t)off < s->fin_at)
+		s->fin_at = (size_t)off;
+	s->fin = true;
+}
+
 /* ---- a segment's way through its stream ----------------------------------- */
 
 /* One DNS message from a TCP segment: exactly one, complete, after its
@@ -331,13 +343,13 @@ static void dnstcp_release(struct dnstcp_table *t, struct dnstcp_stream *st,
 		else
 			f->new_pkt_len = (size_t)n;
 	}
-	if (dnstcp_done(st))
-		dnstcp_del(t, st);
+	if (!st->syn && dnstcp_done(st))
+		dnstcp_del(t, st); /* one kept from the SYN lives as long as its connection */
 }
 
 int dnstcp_take(struct dnstcp_table *t, const struct dnstcp_seg *seg, const char *sandbox,
-		size_t n_sandboxes, uint64_t now_ms, struct dnstcp_stream **st, const uint8_t **msg,
-		size_t *len, struct dnstcp_fate *f)
+		size_t n_sandboxes, bool from_syn, uint64_t now_ms, struct dnstcp_stream **st,
+		const uint8_t **msg, size_t *len, struct dnstcp_fate *f)
 {
 	const struct pkt *p = seg->p;
 	struct dnstcp_stream *s;
@@ -347,6 +359,28 @@ int dnstcp_take(struct dnstcp_table *t, const struct dnstcp_seg *seg, const char
 	*st = NULL;
 	flow_key_from_pkt(&k, p);
 	s = dnstcp_get(t, &k, now_ms);
+	if (!s && from_syn && t) {
+		/* Judged alone, a whole message says nothing of where the
+		 * resolver's framing is: an overlapping segment the receiver
+		 * trims (Linux keeps the bytes it got first) would frame the
+		 * judged message's tail as the next one (issue 30). */
+		f->why = "DNS over TCP: no stream: the guard did not see the connection open "
+			 "(or forgot it idle)";
+		return PC_EREFUSED;
+	}
+	if (s && s->syn && !s->confirmed) {
+		f->pass = false; /* the resolver has not taken this ISN yet: sent again */
+		return 0;
+	}
+	if (s && s->syn) {
+		int64_t off = (int32_t)(p->tcp_seq - s->base);
+
+		if (s->fin && off + (int64_t)p->payload_len > (int64_t)s->fin_at) {
+			f->why = "DNS over TCP: bytes overlap: data after the sender's FIN";
+			dnstcp_del(t, s);
+			return PC_ETAMPER;
+		}
+	}
 	if (!s) {
 		if ((*msg = dnstcp_whole_msg(p, len)) != NULL)
 			return 1; /* the common case: one whole message, one segment */
@@ -373,6 +407,8 @@ int dnstcp_take(struct dnstcp_table *t, const struct dnstcp_seg *seg, const char
 		}
 	}
 	rc = dnstcp_add_bytes(s, p->tcp_seq, p->payload, p->payload_len, now_ms);
+	if (rc == 0 && s->syn && (p->tcp_flags & 0x01 /* FIN */))
+		dnstcp_fin_at(s, p);
 	if (rc == PC_EINVAL) {
 		f->pass = false; /* before the stream began: nothing to compare it with */
 		return 0;
@@ -388,7 +424,10 @@ int dnstcp_take(struct dnstcp_table *t, const struct dnstcp_seg *seg, const char
 	case 0:
 		break;
 	case PC_ETAMPER:
-		f->why = "DNS over TCP: bytes sent again differ from the ones judged";
+		/* the receiver keeps the bytes it got first: others would
+		 * not be the ones the guard judges */
+		f->why = s->syn ? "DNS over TCP: bytes overlap kept ones and differ from them"
+				: "DNS over TCP: bytes sent again differ from the ones judged";
 		break;
 	case PC_EREFUSED:
 		f->why = "DNS over TCP: more than the engine keeps for one stream";
@@ -425,4 +464,68 @@ void dnstcp_forget(struct dnstcp_table *t, const struct pkt *p, uint64_t now_ms)
 
 	flow_key_from_pkt(&k, p);
 	dnstcp_del(t, dnstcp_get(t, &k, now_ms));
+}
+
+int dnstcp_open(struct dnstcp_table *t, const struct pkt *p, const char *sandbox,
+		size_t n_sandboxes, uint64_t now_ms, struct dnstcp_fate *f)
+{
+	struct dnstcp_stream *s;
+	struct flow_key k;
+	int rc;
+
+	if (!t)
+		return 0; /* no table (policy test): segments are judged alone */
+	flow_key_from_pkt(&k, p);
+	s = dnstcp_get(t, &k, now_ms);
+	if (s && s->syn && s->base == p->tcp_seq + 1)
+		return 0; /* the same SYN again */
+	/* Another ISN, or a stream forgotten: the stream begins here, but
+	 * carries nothing until the resolver's SYN-ACK acknowledges this
+	 * ISN. A receiver already in the connection ignores the SYN (a
+	 * challenge ACK, no SYN-ACK) and keeps its own next byte, which a
+	 * stream based here would misplace. */
+	dnstcp_del(t, s);
+	rc = dnstcp_add(t, &k, p->tcp_seq + 1, now_ms, sandbox, n_sandboxes, &s);
+	if (rc == PC_EREFUSED) {
+		f->why = "DNS over TCP: the sandbox's quota of streams being put together "
+			 "is used up (engine quota)";
+		f->over_quota = true;
+		return rc;
+	}
+	if (rc < 0) {
+		f->why = "DNS over TCP: too many streams being put together";
+		return PC_EREFUSED;
+	}
+	s->syn = true;
+	return 0;
+}
+
+void dnstcp_synack(struct dnstcp_table *t, const struct pkt *p, const uint8_t *data,
+		   uint64_t now_ms)
+{
+	struct dnstcp_stream *s;
+	struct flow_key k;
+	const uint8_t *h = data + p->l4_off;
+	uint32_t ack = (uint32_t)h[8] << 24 | (uint32_t)h[9] << 16 | (uint32_t)h[10] << 8 | h[11];
+
+	/* the sandbox's direction of the connection */
+	flow_key_from_pkt(&k, p);
+	memcpy(k.src, p->dst.a, sizeof(k.src));
+	memcpy(k.dst, p->src.a, sizeof(k.dst));
+	k.sport = p->dport;
+	k.dport = p->sport;
+	s = dnstcp_get(t, &k, now_ms);
+	if (s && s->syn && ack == s->base)
+		s->confirmed = true;
+}
+
+void dnstcp_fin(struct dnstcp_table *t, const struct pkt *p, uint64_t now_ms)
+{
+	struct flow_key k;
+	struct dnstcp_stream *s;
+
+	flow_key_from_pkt(&k, p);
+	s = dnstcp_get(t, &k, now_ms);
+	if (s && s->syn)
+		dnstcp_fin_at(s, p);
 }

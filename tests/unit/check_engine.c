@@ -144,7 +144,6 @@ static enum verdict_kind judge_from(uint32_t port, uint8_t hook)
 			    .mac = {2, 0, 0, 0xcb, 0, 0x0b},
 			    .data = pkt,
 			    .len = pkt_len};
-
 	decide_packet(&ctx, &in, &d);
 	/* as the queue thread does once the record is acknowledged */
 	ck_assert_int_eq(decision_commit(dg, &d, ctx.now_ms), 0);
@@ -160,6 +159,7 @@ static enum verdict_kind judge(void)
 #define ACK 0x10
 #define PSH 0x08
 #define RST 0x04
+#define FIN 0x01
 
 /* ---- flows ------------------------------------------------------------------- */
 
@@ -239,6 +239,29 @@ END_TEST
 
 /* ---- DNS ---------------------------------------------------------------------- */
 
+/* The sandbox's SYN from port to the resolver (its stream begins at
+ * seq, docs/spec.md S12a), and its RST (the stream forgotten). */
+static void dns_syn(const char *src, uint16_t port, uint32_t seq)
+{
+	size_t ipl = strchr(src, ':') ? 40 : 20;
+
+	tcp_pkt(src, port, "198.51.100.53", 53, SYN, seq - 1, NULL, 0);
+	ck_assert_int_eq(judge(), VK_PASS);
+	/* the resolver's SYN-ACK acknowledges it: data may flow */
+	tcp_pkt("198.51.100.53", 53, src, port, SYN | ACK, 9000, NULL, 0);
+	pkt[ipl + 8] = (uint8_t)(seq >> 24);
+	pkt[ipl + 9] = (uint8_t)(seq >> 16);
+	pkt[ipl + 10] = (uint8_t)(seq >> 8);
+	pkt[ipl + 11] = (uint8_t)seq;
+	ck_assert_int_eq(judge_from(0, NF_INET_FORWARD), VK_PASS);
+}
+
+static void dns_rst(const char *src, uint16_t port)
+{
+	tcp_pkt(src, port, "198.51.100.53", 53, RST, 1, NULL, 0);
+	ck_assert_int_eq(judge(), VK_PASS);
+}
+
 START_TEST(dns_queries)
 {
 	uint8_t m[512];
@@ -267,8 +290,7 @@ START_TEST(dns_queries)
 	ck_assert(d.send_reply);
 	ck_assert_int_eq(d.reply_from.addr.a[3], 54);
 	/* over TCP: the handshake to the guard's resolver passes, elsewhere not */
-	tcp_pkt("10.203.0.11", 4000, "198.51.100.53", 53, SYN, 1, NULL, 0);
-	ck_assert_int_eq(judge(), VK_PASS);
+	dns_syn("10.203.0.11", 4000, 2);
 	tcp_pkt("10.203.0.11", 4000, "198.51.100.54", 53, SYN, 1, NULL, 0);
 	ck_assert_int_eq(judge(), VK_REJECT);
 	{
@@ -279,6 +301,41 @@ START_TEST(dns_queries)
 		memcpy(t + 2, m, n);
 		tcp_pkt("10.203.0.11", 4000, "198.51.100.53", 53, ACK | PSH, 2, t, n + 2);
 		ck_assert_int_eq(judge(), VK_PASS);
+		/* kept from the SYN on: the same message sent again is released
+		 * as judged; one at a sequence number inside it is not the
+		 * resolver's next message (issue 30): reset */
+		tcp_pkt("10.203.0.11", 4000, "198.51.100.53", 53, ACK | PSH, 2, t, n + 2);
+		ck_assert_int_eq(judge(), VK_PASS);
+		ck_assert(!d.has_rec);
+		tcp_pkt("10.203.0.11", 4000, "198.51.100.53", 53, ACK | PSH, 4, t, n + 2);
+		ck_assert_int_eq(judge(), VK_REJECT);
+		ck_assert_str_eq(d.rec.reason,
+				 "DNS over TCP: bytes overlap kept ones and differ from them");
+		ck_assert_str_eq(metrics_reason_label(d.rec.reason), "dns_tcp_overlap");
+		ck_assert_uint_eq(dnstcp_count(dnstcp), 0);
+		/* another ISN on the connection (the resolver ignores that
+		 * SYN, no SYN-ACK): its data is not judged, only dropped */
+		tcp_pkt("10.203.0.11", 4005, "198.51.100.53", 53, SYN, 1, NULL, 0);
+		ck_assert_int_eq(judge(), VK_PASS);
+		tcp_pkt("10.203.0.11", 4005, "198.51.100.53", 53, ACK | PSH, 2, t, n + 2);
+		ck_assert_int_eq(judge(), VK_DROP);
+		ck_assert(!d.has_rec);
+		dns_rst("10.203.0.11", 4005);
+		/* data the guard saw no SYN for: reset */
+		tcp_pkt("10.203.0.11", 4000, "198.51.100.53", 53, ACK | PSH, 2, t, n + 2);
+		ck_assert_int_eq(judge(), VK_REJECT);
+		ck_assert_str_eq(metrics_reason_label(d.rec.reason), "dns_tcp_no_stream");
+		/* past a hole: dropped (sent again); after the FIN: reset */
+		dns_syn("10.203.0.11", 4000, 2);
+		tcp_pkt("10.203.0.11", 4000, "198.51.100.53", 53, ACK | PSH, 3, t, n + 2);
+		ck_assert_int_eq(judge(), VK_DROP);
+		tcp_pkt("10.203.0.11", 4000, "198.51.100.53", 53, ACK | FIN, 2, NULL, 0);
+		ck_assert_int_eq(judge(), VK_PASS);
+		tcp_pkt("10.203.0.11", 4000, "198.51.100.53", 53, ACK | PSH, 2, t, n + 2);
+		ck_assert_int_eq(judge(), VK_REJECT);
+		ck_assert_str_eq(metrics_reason_label(d.rec.reason), "dns_tcp_overlap");
+		ck_assert_uint_eq(dnstcp_count(dnstcp), 0);
+		dns_syn("10.203.0.11", 4001, 100);
 		/* A message split across segments (on another connection, seq
 		 * 100): its first part is held, the last part makes it whole and
 		 * is released once it is judged, and the first part sent again
@@ -294,8 +351,11 @@ START_TEST(dns_queries)
 		tcp_pkt("10.203.0.11", 4001, "198.51.100.53", 53, ACK | PSH, 100, t, 2);
 		ck_assert_int_eq(judge(), VK_PASS);
 		ck_assert(!d.has_rec);
+		ck_assert_uint_eq(dnstcp_count(dnstcp), 1); /* until the connection ends */
+		dns_rst("10.203.0.11", 4001);
 		ck_assert_uint_eq(dnstcp_count(dnstcp), 0);
 		/* sent again with other bytes than were judged: reset */
+		dns_syn("10.203.0.11", 4002, 100);
 		tcp_pkt("10.203.0.11", 4002, "198.51.100.53", 53, ACK | PSH, 100, t, 5);
 		ck_assert_int_eq(judge(), VK_DROP);
 		tcp_pkt("10.203.0.11", 4002, "198.51.100.53", 53, ACK | PSH, 105, t + 5, n - 3);
@@ -304,7 +364,7 @@ START_TEST(dns_queries)
 		tcp_pkt("10.203.0.11", 4002, "198.51.100.53", 53, ACK | PSH, 100, t, 5);
 		ck_assert_int_eq(judge(), VK_REJECT);
 		ck_assert_str_eq(d.rec.reason,
-				 "DNS over TCP: bytes sent again differ from the ones judged");
+				 "DNS over TCP: bytes overlap kept ones and differ from them");
 		ck_assert_uint_eq(dnstcp_count(dnstcp), 0);
 		t[3] ^= 1;
 		/* a refused query made whole: reset, nothing of it passed */
@@ -312,6 +372,7 @@ START_TEST(dns_queries)
 		t[0] = (uint8_t)(n >> 8);
 		t[1] = (uint8_t)n;
 		memcpy(t + 2, m, n);
+		dns_syn("10.203.0.11", 4003, 7);
 		tcp_pkt("10.203.0.11", 4003, "198.51.100.53", 53, ACK | PSH, 7, t, 10);
 		ck_assert_int_eq(judge(), VK_DROP);
 		tcp_pkt("10.203.0.11", 4003, "198.51.100.53", 53, ACK | PSH, 17, t + 10, n - 8);
@@ -320,6 +381,7 @@ START_TEST(dns_queries)
 		ck_assert_uint_eq(dnstcp_count(dnstcp), 0);
 		/* a zero length: reset */
 		t[0] = t[1] = 0;
+		dns_syn("10.203.0.11", 4004, 7);
 		tcp_pkt("10.203.0.11", 4004, "198.51.100.53", 53, ACK | PSH, 7, t, 1);
 		ck_assert_int_eq(judge(), VK_DROP);
 		tcp_pkt("10.203.0.11", 4004, "198.51.100.53", 53, ACK | PSH, 8, t + 1, 3);
@@ -328,12 +390,13 @@ START_TEST(dns_queries)
 		 * two sandboxes may hold 2; agent-1's third is refused over its
 		 * quota (and counted as such), agent-2 still gets its own two */
 		for (uint16_t i = 0; i < 2; i++) {
+			dns_syn("10.203.0.11", (uint16_t)(4010 + i), 7);
 			tcp_pkt("10.203.0.11", (uint16_t)(4010 + i), "198.51.100.53", 53, ACK | PSH,
 				7, t, 1);
 			ck_assert_int_eq(judge(), VK_DROP);
 			ck_assert_int_eq(d.quota, QUOTA_NONE);
 		}
-		tcp_pkt("10.203.0.11", 4020, "198.51.100.53", 53, ACK | PSH, 7, t, 1);
+		tcp_pkt("10.203.0.11", 4020, "198.51.100.53", 53, SYN, 6, NULL, 0);
 		ck_assert_int_eq(judge(), VK_REJECT);
 		ck_assert_str_eq(d.rec.reason,
 				 "DNS over TCP: the sandbox's quota of streams being put together "
@@ -342,6 +405,7 @@ START_TEST(dns_queries)
 		ck_assert_int_eq(d.quota, QUOTA_DNSTCP);
 		ck_assert_str_eq(metrics_reason_label(d.rec.reason), "dns_tcp_quota");
 		for (uint16_t i = 0; i < 2; i++) {
+			dns_syn("10.203.0.12", (uint16_t)(4010 + i), 7);
 			tcp_pkt("10.203.0.12", (uint16_t)(4010 + i), "198.51.100.53", 53, ACK | PSH,
 				7, t, 1);
 			ck_assert_int_eq(judge(), VK_DROP);
@@ -350,6 +414,7 @@ START_TEST(dns_queries)
 		ck_assert_uint_eq(dnstcp_used(dnstcp, "agent-2"), 2);
 		/* idle streams are forgotten, and their quota comes back */
 		ctx.now_ms += DNSTCP_IDLE_MS + 1;
+		dns_syn("10.203.0.11", 4020, 7);
 		tcp_pkt("10.203.0.11", 4020, "198.51.100.53", 53, ACK | PSH, 7, t, 1);
 		ck_assert_int_eq(judge(), VK_DROP);
 		ck_assert_uint_eq(dnstcp_count(dnstcp), 1);
@@ -409,9 +474,6 @@ static void tcp_pkt_opts(const char *src, uint16_t sp, const char *dst, uint16_t
 		memcpy(t + th, data, len);
 	pkt_len = ipl + dstopts + th + len;
 }
-
-#define FIN 0x01
-#define RST 0x04
 
 /* Port 53 passes only from a known sandbox to the guard's resolver, for
  * every flag set, with or without payload; everything else is refused with
@@ -482,6 +544,9 @@ START_TEST(dns_port53_only_sandbox_to_resolver)
 		}
 		ck_assert_int_eq(judge(), VK_PASS);
 		ck_assert(!d.has_rec);
+		/* a SYN began a stream: forgotten at the RST */
+		tcp_pkt_opts("10.203.0.11", 4100, "198.51.100.53", 53, RST, 0, 0, NULL, 0);
+		ck_assert_int_eq(judge(), VK_PASS);
 		/* a SYN with data: the data would reach the resolver unjudged */
 		if (flags[i] & SYN) {
 			tcp_pkt_opts("10.203.0.11", 4100, "198.51.100.53", 53, flags[i], 36, 0, t,
@@ -492,6 +557,7 @@ START_TEST(dns_port53_only_sandbox_to_resolver)
 		}
 	}
 	/* a whole allowed query to the resolver still passes, with options */
+	dns_syn("10.203.0.11", 4101, 7); /* tcp_pkt_opts sends seq 7 */
 	tcp_pkt_opts("10.203.0.11", 4101, "198.51.100.53", 53, PSH | ACK, 36, 0, t, n + 2);
 	ck_assert_int_eq(judge(), VK_PASS);
 	ck_assert_int_eq(d.rec.verdict, LOGREC_ALLOWED);

@@ -655,6 +655,88 @@ static void expiry_seq(int fam, unsigned long *packets, unsigned long *bad)
 	sc_fini(c);
 }
 
+/* The resolver's SYN-ACK (seq 900) to sandbox 1's SYN whose stream
+ * begins at base. */
+static void sc_me_synack(struct sc *c, int fam, const struct pc_addr *res, uint16_t port,
+			 uint32_t base)
+{
+	struct pc_addr me;
+	uint32_t stamp;
+	struct drv_pkt p;
+
+	sc_src(fam, SC_SB1, &me, &stamp);
+	p = sc_in(res, 53, &me, port, IPPROTO_TCP);
+	sc_tcp(&p, S | A, 900, base);
+	sc_step(c, &p);
+}
+
+/* S12a (issue 30): the sandbox's DNS-over-TCP stream from the SYN on.
+ * A whole allowed query, then: 0 another whole one at a sequence number
+ * inside it (the resolver would frame its tail as the next message:
+ * REJECT); 1 the first sent again (PASS), then the next in order; 2 the
+ * next past a hole (DROP), then in order; 3 a FIN, then the next (REJECT);
+ * 4 data before the resolver's SYN-ACK (DROP), then as 0. */
+static void overlap_seq(struct sc *c, int fam, int variant)
+{
+	static uint8_t qa[600], qb[600];
+	struct pc_addr res;
+	uint16_t port = c->next_port++, qt = fam == 6 ? 28 : 1;
+	uint32_t base = 5001;
+	struct drv_pkt p, a;
+	size_t la;
+	char ctx[64];
+
+	snprintf(ctx, sizeof(ctx), "dns overlap v%d variant %d", fam, variant);
+	context = ctx;
+	sc_dst(fam, SC_RESOLVER, &res);
+	p = sc_out(fam, SC_SB1, &res, IPPROTO_TCP, port, 53);
+	sc_tcp(&p, S, base - 1, 0);
+	STEP(p);
+	if (variant == 4) {
+		/* no SYN-ACK yet: nothing is judged ahead of the resolver */
+		a = sc_out(fam, SC_SB1, &res, IPPROTO_TCP, port, 53);
+		sc_tcp(&a, P | A, base, 1);
+		sc_query(&a, qa, c->next_id++, "api.allowed.test", qt, true);
+		STEP(a);
+	}
+	sc_me_synack(c, fam, &res, port, base);
+	a = sc_out(fam, SC_SB1, &res, IPPROTO_TCP, port, 53);
+	sc_tcp(&a, P | A, base, 1);
+	sc_query(&a, qa, c->next_id++, "api.allowed.test", qt, true);
+	la = a.s.len;
+	STEP(a);
+	p = sc_out(fam, SC_SB1, &res, IPPROTO_TCP, port, 53);
+	switch (variant) {
+	default:
+		sc_tcp(&p, P | A, base + 5, 1);
+		break;
+	case 1:
+		STEP(a);
+		sc_tcp(&p, P | A, base + (uint32_t)la, 1);
+		break;
+	case 2:
+		sc_tcp(&p, P | A, base + (uint32_t)la + 3, 1);
+		sc_query(&p, qb, c->next_id, "api.allowed.test", qt, true);
+		STEP(p);
+		p = sc_out(fam, SC_SB1, &res, IPPROTO_TCP, port, 53);
+		sc_tcp(&p, P | A, base + (uint32_t)la, 1);
+		break;
+	case 3:
+		sc_tcp(&p, F | A, base + (uint32_t)la, 1);
+		STEP(p);
+		p = sc_out(fam, SC_SB1, &res, IPPROTO_TCP, port, 53);
+		sc_tcp(&p, P | A, base + (uint32_t)la, 1);
+		break;
+	}
+	sc_query(&p, qb, c->next_id++, "api.allowed.test", qt, true);
+	STEP(p);
+	p = sc_out(fam, SC_SB1, &res, IPPROTO_TCP, port, 53);
+	sc_tcp(&p, R, base + (uint32_t)la, 0);
+	STEP(p);
+done:
+	drv_reset_flows(c->d);
+}
+
 /* Quotas (S14, S23): tables of 8 held flows and 4 DNS-over-TCP streams,
  * so a share of 4 and 2 per sandbox: agent-1 tries to take them all, and
  * agent-2 must still get its own. */
@@ -679,6 +761,12 @@ static void quota_seq(struct sc *c, int fam)
 		sc_step(c, &p);
 	}
 	for (i = 0; i < 6; i++) {
+		p = sc_out(fam, i < 4 ? SC_SB1 : SC_SB2, &res, IPPROTO_TCP, (uint16_t)(32000 + i),
+			   53);
+		sc_tcp(&p, S, 0, 0); /* the stream is taken at the SYN (S12a) */
+		sc_step(c, &p);
+		if (i < 2) /* agent-1's that got a stream */
+			sc_me_synack(c, fam, &res, (uint16_t)(32000 + i), 1);
 		p = sc_out(fam, i < 4 ? SC_SB1 : SC_SB2, &res, IPPROTO_TCP, (uint16_t)(32000 + i),
 			   53);
 		sc_tcp(&p, P | A, 1, 1);
@@ -834,6 +922,8 @@ START_TEST(engine_against_model)
 		for (int s = 0; s < SC_NSRC; s++)
 			for (int d = 0; d < SC_NDST; d++, seqs++)
 				port53_seq(&c, fam, (enum sc_src)s, (enum sc_dst)d);
+		for (int v = 0; v < 5; v++, seqs++)
+			overlap_seq(&c, fam, v);
 		quota_seq(&c, fam);
 		seqs++;
 		packets += c.packets;
