@@ -347,6 +347,28 @@ static void dnstcp_release(struct dnstcp_table *t, struct dnstcp_stream *st,
 		dnstcp_del(t, st); /* one kept from the SYN lives as long as its connection */
 }
 
+/* A new stream of the sandbox's at seq. Each sandbox may hold its share of
+ * the table only: one that sends partial messages or opens connections
+ * cannot take another's streams. */
+static int stream_open(struct dnstcp_table *t, const struct flow_key *k, uint32_t seq,
+		       const char *sandbox, size_t n_sandboxes, uint64_t now_ms,
+		       struct dnstcp_stream **s, struct dnstcp_fate *f)
+{
+	int rc = dnstcp_add(t, k, seq, now_ms, sandbox, n_sandboxes, s);
+
+	if (rc == PC_EREFUSED) {
+		f->why = "DNS over TCP: the sandbox's quota of streams being put together "
+			 "is used up (engine quota)";
+		f->over_quota = true;
+		return rc;
+	}
+	if (rc < 0) {
+		f->why = "DNS over TCP: too many streams being put together";
+		return PC_EREFUSED;
+	}
+	return 0;
+}
+
 int dnstcp_take(struct dnstcp_table *t, const struct dnstcp_seg *seg, const char *sandbox,
 		size_t n_sandboxes, bool from_syn, uint64_t now_ms, struct dnstcp_stream **st,
 		const uint8_t **msg, size_t *len, struct dnstcp_fate *f)
@@ -392,19 +414,8 @@ int dnstcp_take(struct dnstcp_table *t, const struct dnstcp_seg *seg, const char
 			f->why = "DNS over TCP: not a sandbox (no stream is kept for it)";
 			return PC_EREFUSED;
 		}
-		/* Each sandbox may hold its share of the table only: one
-		 * that sends partial messages cannot take another's streams. */
-		rc = dnstcp_add(t, &k, p->tcp_seq, now_ms, sandbox, n_sandboxes, &s);
-		if (rc == PC_EREFUSED) {
-			f->why = "DNS over TCP: the sandbox's quota of streams being put together "
-				 "is used up (engine quota)";
-			f->over_quota = true;
+		if ((rc = stream_open(t, &k, p->tcp_seq, sandbox, n_sandboxes, now_ms, &s, f)) < 0)
 			return rc;
-		}
-		if (rc < 0) {
-			f->why = "DNS over TCP: too many streams being put together";
-			return PC_EREFUSED;
-		}
 	}
 	rc = dnstcp_add_bytes(s, p->tcp_seq, p->payload, p->payload_len, now_ms);
 	if (rc == 0 && s->syn && (p->tcp_flags & 0x01 /* FIN */))
@@ -485,17 +496,8 @@ int dnstcp_open(struct dnstcp_table *t, const struct pkt *p, const char *sandbox
 	 * challenge ACK, no SYN-ACK) and keeps its own next byte, which a
 	 * stream based here would misplace. */
 	dnstcp_del(t, s);
-	rc = dnstcp_add(t, &k, p->tcp_seq + 1, now_ms, sandbox, n_sandboxes, &s);
-	if (rc == PC_EREFUSED) {
-		f->why = "DNS over TCP: the sandbox's quota of streams being put together "
-			 "is used up (engine quota)";
-		f->over_quota = true;
+	if ((rc = stream_open(t, &k, p->tcp_seq + 1, sandbox, n_sandboxes, now_ms, &s, f)) < 0)
 		return rc;
-	}
-	if (rc < 0) {
-		f->why = "DNS over TCP: too many streams being put together";
-		return PC_EREFUSED;
-	}
 	s->syn = true;
 	return 0;
 }
