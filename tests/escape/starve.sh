@@ -117,8 +117,17 @@ esc_end "sandbox 1 held its share ($held of 4096), its other $r1 connections ref
 	"status quotas; metrics portcullis_engine_quota_refused_total; $nrec log records; sandbox 2: $(printf '%s' "$out" | head -1)"
 
 # ---- DNS-over-TCP streams --------------------------------------------------------------------
-esc_begin "DNS-over-TCP table: sandbox 1 starts $N_STREAMS streams, each a partial message that is never completed"
-esc_craft 1 tcp --dst $LAB_RESOLVER4 --dport 53 --flags PA --data ABC --count $N_STREAMS \
+# A stream is kept from the connection's SYN on (a segment of no stream the
+# guard saw open is refused), so sandbox 1 holds its streams open as an
+# attacker would: SYNs whose SYN-ACKs its own kernel drops, so it never
+# answers them with a RST that would end them.
+esc_begin "DNS-over-TCP table: sandbox 1 opens $N_STREAMS connections to the resolver and never completes them"
+lab_sb 1 nft -f - <<'EOF'
+table inet starve {
+	chain in { type filter hook input priority 0; tcp sport 53 tcp flags & (syn | ack) == syn | ack drop; }
+}
+EOF
+esc_craft 1 tcp --dst $LAB_RESOLVER4 --dport 53 --flags S --count $N_STREAMS \
 	>"$LAB_DIR/streams.out" 2>&1
 t_diag "$(cat "$LAB_DIR/streams.out")"
 s1=$(quota_field 0 dns_tcp_streams_refused)
