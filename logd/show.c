@@ -114,11 +114,7 @@ static bool hex4(const char *v, size_t at, size_t end, uint32_t *out)
 	uint32_t x = 0;
 
 	for (int k = 0; k < 4; k++) {
-		char c = at + (size_t)k < end ? v[at + (size_t)k] : 0;
-		int d = c >= '0' && c <= '9'   ? c - '0'
-			: c >= 'a' && c <= 'f' ? c - 'a' + 10
-			: c >= 'A' && c <= 'F' ? c - 'A' + 10
-					       : -1;
+		int d = at + (size_t)k < end ? pc_hex_digit(v[at + (size_t)k]) : -1;
 		if (d < 0)
 			return false;
 		x = x << 4 | (uint32_t)d;

@@ -13,17 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int hexval(uint8_t h)
-{
-	if (h >= '0' && h <= '9')
-		return h - '0';
-	if (h >= 'a' && h <= 'f')
-		return h - 'a' + 10;
-	if (h >= 'A' && h <= 'F')
-		return h - 'A' + 10;
-	return -1;
-}
-
 static uint8_t fold(uint8_t c)
 {
 	return c >= 'A' && c <= 'Z' ? (uint8_t)(c - 'A' + 'a') : c;
@@ -40,7 +29,7 @@ static size_t fold_run(struct ph_stream *ps, const uint8_t *in, size_t n, uint8_
 		uint8_t c = in[i];
 
 		if (ps->esc == 1) {
-			if (hexval(c) >= 0) {
+			if (pc_hex_digit((char)c) >= 0) {
 				ps->h1 = c;
 				ps->esc = 2;
 				continue;
@@ -49,8 +38,9 @@ static size_t fold_run(struct ph_stream *ps, const uint8_t *in, size_t n, uint8_
 			ps->esc = 0;
 		} else if (ps->esc == 2) {
 			ps->esc = 0;
-			if (hexval(c) >= 0) {
-				out[o++] = fold((uint8_t)(hexval(ps->h1) * 16 + hexval(c)));
+			if (pc_hex_digit((char)c) >= 0) {
+				out[o++] = fold((uint8_t)(pc_hex_digit((char)ps->h1) * 16 +
+							  pc_hex_digit((char)c)));
 				continue;
 			}
 			/* "%H" then a non-hex byte: three bytes in, two out

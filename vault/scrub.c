@@ -36,14 +36,6 @@ static bool esc_plain(uint8_t c)
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-static int hexv(uint8_t h)
-{
-	return h >= '0' && h <= '9'   ? h - '0'
-	       : h >= 'a' && h <= 'f' ? h - 'a' + 10
-	       : h >= 'A' && h <= 'F' ? h - 'A' + 10
-				      : -1;
-}
-
 /* t[0..n) as the number of up to 4 digits (base 16 or 10) then ';': the
  * length read, 0 when it is not one, the number in *v. */
 static size_t num_ref(const uint8_t *t, size_t n, bool hex, unsigned *v)
@@ -51,8 +43,9 @@ static size_t num_ref(const uint8_t *t, size_t n, bool hex, unsigned *v)
 	size_t i = 0;
 
 	*v = 0;
-	while (i < n && i < 4 && (hex ? hexv(t[i]) >= 0 : (t[i] >= '0' && t[i] <= '9'))) {
-		*v = *v * (hex ? 16 : 10) + (unsigned)(hex ? hexv(t[i]) : t[i] - '0');
+	while (i < n && i < 4 &&
+	       (hex ? pc_hex_digit((char)t[i]) >= 0 : (t[i] >= '0' && t[i] <= '9'))) {
+		*v = *v * (hex ? 16 : 10) + (unsigned)(hex ? pc_hex_digit((char)t[i]) : t[i] - '0');
 		i++;
 	}
 	return i && i < n && t[i] == ';' ? i + 1 : 0;
@@ -70,15 +63,19 @@ static size_t esc_form(uint8_t c, const uint8_t *t, size_t n)
 	case '\\':
 		if (n >= 2 && t[1] == c && (c == '/' || c == '"' || c == '\\'))
 			return 2;
-		if (n >= 6 && t[1] == 'u' && hexv(t[2]) >= 0 && hexv(t[3]) >= 0 &&
-		    hexv(t[4]) >= 0 && hexv(t[5]) >= 0 &&
-		    ((unsigned)hexv(t[2]) << 12 | (unsigned)hexv(t[3]) << 8 |
-		     (unsigned)hexv(t[4]) << 4 | (unsigned)hexv(t[5])) == c)
+		if (n >= 6 && t[1] == 'u' && pc_hex_digit((char)t[2]) >= 0 &&
+		    pc_hex_digit((char)t[3]) >= 0 && pc_hex_digit((char)t[4]) >= 0 &&
+		    pc_hex_digit((char)t[5]) >= 0 &&
+		    ((unsigned)pc_hex_digit((char)t[2]) << 12 |
+		     (unsigned)pc_hex_digit((char)t[3]) << 8 |
+		     (unsigned)pc_hex_digit((char)t[4]) << 4 |
+		     (unsigned)pc_hex_digit((char)t[5])) == c)
 			return 6;
 		return 0;
 	case '%':
-		return n >= 3 && hexv(t[1]) >= 0 && hexv(t[2]) >= 0 &&
-			       ((unsigned)hexv(t[1]) << 4 | (unsigned)hexv(t[2])) == c
+		return n >= 3 && pc_hex_digit((char)t[1]) >= 0 && pc_hex_digit((char)t[2]) >= 0 &&
+			       ((unsigned)pc_hex_digit((char)t[1]) << 4 |
+				(unsigned)pc_hex_digit((char)t[2])) == c
 			   ? 3
 			   : 0;
 	case '+':
@@ -199,13 +196,31 @@ void scrub_free(struct scrub *s)
 
 /* The earliest escaped match of p starting in b[from..stop), tried at
  * every byte a form of its first character can start with. */
+/* An escaped match of p starting at b[q]: 1 with its start and end, -1
+ * when it cannot be told (*undecided set), 0 when there is none. */
+static int esc_try(const struct scrub_pat *p, const uint8_t *b, size_t len, size_t q, size_t *at,
+		   size_t *end, bool *undecided)
+{
+	size_t e = esc_match(p, b, len, q);
+
+	if (e == ESC_UNDECIDED) {
+		*undecided = true;
+		return -1;
+	}
+	if (!e)
+		return 0;
+	*at = q;
+	*end = e;
+	return 1;
+}
+
 static bool esc_scan(const struct scrub_pat *p, const uint8_t *b, size_t len, size_t from,
 		     size_t stop, size_t *at, size_t *end, bool *undecided)
 {
 	uint8_t c0 = p->needle[0];
 
 	for (size_t q = from; q < stop; q++) {
-		size_t e;
+		int r;
 
 		if (esc_plain(c0)) {
 			/* a letter or digit is only ever itself */
@@ -217,16 +232,8 @@ static bool esc_scan(const struct scrub_pat *p, const uint8_t *b, size_t len, si
 		} else if (!esc_may_start(c0, b[q])) {
 			continue;
 		}
-		e = esc_match(p, b, len, q);
-		if (e == ESC_UNDECIDED) {
-			*undecided = true;
-			return false;
-		}
-		if (e) {
-			*at = q;
-			*end = e;
-			return true;
-		}
+		if ((r = esc_try(p, b, len, q, at, end, undecided)) != 0)
+			return r > 0;
 	}
 	return false;
 }
@@ -268,20 +275,11 @@ static bool esc_find(const struct scrub_pat *p, const uint8_t *b, size_t len, si
 		lo = lo > q ? lo : q;
 		hi = h - ao; /* at most ao bytes before the anchor: the prefix unescaped */
 		for (size_t c = lo; c <= hi && c < stop; c++) {
-			size_t e;
+			int r;
 
-			if (!esc_may_start(p->needle[0], b[c]))
-				continue;
-			e = esc_match(p, b, len, c);
-			if (e == ESC_UNDECIDED) {
-				*undecided = true;
-				return false;
-			}
-			if (e) {
-				*at = c;
-				*end = e;
-				return true;
-			}
+			if (esc_may_start(p->needle[0], b[c]) &&
+			    (r = esc_try(p, b, len, c, at, end, undecided)) != 0)
+				return r > 0;
 		}
 		q = hi + 1 > q ? hi + 1 : q;
 		srch = h + 1;
