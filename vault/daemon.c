@@ -147,15 +147,8 @@ static int monitor_state_load(const struct config *cfg, struct vault_state **out
 	struct vault_store *store = NULL;
 	int rc;
 
-	if ((rc = policy_load_dir(cfg->rules_dir, cfg, &policy, err)) < 0) {
-		pc_err_prefix(err, "policy: ");
+	if ((rc = vault_state_inputs_load(cfg, &policy, &store, err)) < 0)
 		return rc;
-	}
-	if ((rc = store_load(cfg->vault.secrets, &store, err)) < 0) {
-		pc_err_prefix(err, "secrets: ");
-		policy_unref(policy);
-		return rc;
-	}
 	*n_secrets = store->n;
 	store_free(store);
 	if (!(store = calloc(1, sizeof(*store)))) {

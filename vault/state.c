@@ -36,21 +36,33 @@ int vault_state_make(struct policy *policy, struct vault_store *store, struct va
 	return 0;
 }
 
+int vault_state_inputs_load(const struct config *cfg, struct policy **policy,
+			    struct vault_store **store, struct pc_err *err)
+{
+	struct policy *pol = NULL;
+	int rc;
+
+	if ((rc = policy_load_dir(cfg->rules_dir, cfg, &pol, err)) < 0) {
+		pc_err_prefix(err, "policy: ");
+		return rc;
+	}
+	if ((rc = store_load(cfg->vault.secrets, store, err)) < 0) {
+		pc_err_prefix(err, "secrets: ");
+		policy_unref(pol);
+		return rc;
+	}
+	*policy = pol;
+	return 0;
+}
+
 int vault_state_load(const struct config *cfg, struct vault_state **out, struct pc_err *err)
 {
 	struct policy *policy = NULL;
 	struct vault_store *store = NULL;
 	int rc;
 
-	if ((rc = policy_load_dir(cfg->rules_dir, cfg, &policy, err)) < 0) {
-		pc_err_prefix(err, "policy: ");
+	if ((rc = vault_state_inputs_load(cfg, &policy, &store, err)) < 0)
 		return rc;
-	}
-	if ((rc = store_load(cfg->vault.secrets, &store, err)) < 0) {
-		pc_err_prefix(err, "secrets: ");
-		policy_unref(policy);
-		return rc;
-	}
 	if ((rc = vault_state_make(policy, store, out, err)) < 0) {
 		policy_unref(policy);
 		store_free(store);

@@ -420,6 +420,10 @@ struct vault_state {
 };
 
 int vault_state_load(const struct config *cfg, struct vault_state **out, struct pc_err *err);
+/* The policy and the secret store the configuration names, read for a
+ * state (errors prefixed "policy: " or "secrets: "); the caller owns both. */
+int vault_state_inputs_load(const struct config *cfg, struct policy **policy,
+			    struct vault_store **store, struct pc_err *err);
 /* As vault_state_load, from a policy and store the caller hands over (tests). */
 int vault_state_make(struct policy *policy, struct vault_store *store, struct vault_state **out,
 		     struct pc_err *err);
