@@ -331,6 +331,17 @@ static void must_rec(struct spec_verdict *v, unsigned actions, int outcome, enum
 #define DNSQUERY SPEC_ACT(LOGREC_DNS_QUERY)
 #define DNSLEARN SPEC_ACT(LOGREC_DNS_LEARN)
 
+/* What S12 allows of a stream the model does not put together: a message
+ * in parts, or more than it keeps (the guard may pass, drop or reset it,
+ * and may record a refused query). */
+static void say_s12(struct spec_verdict *v)
+{
+	say(v, "S12", SPEC_V_DROP | SPEC_V_REJECT | SPEC_V_PASS);
+	v->rec = SPEC_REC_MAY;
+	v->actions = DNSQUERY;
+	v->outcome = LOGREC_REFUSED;
+}
+
 static void refuse(struct spec_verdict *v, const char *row, unsigned may, unsigned actions,
 		   enum spec_reason r)
 {
@@ -424,10 +435,7 @@ static void dnstcp_ordered(struct spec_world *w, const struct policy_sandbox *sb
 		return;
 	}
 	if (w->streams[i].lost) {
-		say(v, "S12", SPEC_V_DROP | SPEC_V_REJECT | SPEC_V_PASS);
-		v->rec = SPEC_REC_MAY;
-		v->actions = DNSQUERY;
-		v->outcome = LOGREC_REFUSED;
+		say_s12(v);
 		return;
 	}
 	o = (size_t)off;
@@ -449,10 +457,7 @@ static void dnstcp_ordered(struct spec_world *w, const struct policy_sandbox *sb
 		w->streams[i].clean = false;
 	}
 	if (w->streams[i].lost) {
-		say(v, "S12", SPEC_V_DROP | SPEC_V_REJECT | SPEC_V_PASS);
-		v->rec = SPEC_REC_MAY;
-		v->actions = DNSQUERY;
-		v->outcome = LOGREC_REFUSED;
+		say_s12(v);
 		return;
 	}
 	memcpy(w->streams[i].kept + w->streams[i].len, p->data + same, p->len - same);
@@ -461,10 +466,7 @@ static void dnstcp_ordered(struct spec_world *w, const struct policy_sandbox *sb
 		/* put together before it is judged (S12); the model does not
 		 * parse what the parts make */
 		w->streams[i].clean = false;
-		say(v, "S12", SPEC_V_DROP | SPEC_V_REJECT | SPEC_V_PASS);
-		v->rec = SPEC_REC_MAY;
-		v->actions = DNSQUERY;
-		v->outcome = LOGREC_REFUSED;
+		say_s12(v);
 		return;
 	}
 	if (p->len >= 2 && p->data[0] == 0 && p->data[1] == 0) {
