@@ -13,25 +13,8 @@
 . "$PC_TOP/tests/escape/escape_lib.bash"
 esc_init dns_overlap "Overlapping whole messages in DNS over TCP"
 esc_up 1
-# The crafted client's source ports: the sandbox's own stack would reset
-# the connections it does not know; its RSTs on these ports are dropped
-# (in the sandbox's namespace, which the lab made).
-lab_sb 1 nft -f - <<-'EOF2'
-	table inet esc_ovl {
-		chain out {
-			type filter hook output priority 0; policy accept;
-			tcp sport 47300-47399 tcp flags rst drop
-		}
-	}
-EOF2
+esc_crafted_ports 1 47300-47399
 resolver_saw() { grep -ciE -- "query\[[A-Z0-9]+\] $1 " "$LAB_DIR/dnsmasq.log" 2>/dev/null | tr -d ' '; }
-flow_reason() { esc_reason "\"source.port\":$1,"; }
-flow_code() {
-	guard_records | tail -n +$((ESC_REC0 + 1)) | grep -E -- "\"source.port\":$1," | tail -1 |
-		python3 -c 'import json,sys
-l = sys.stdin.read().strip()
-print(json.loads(l).get("event.code", "(no code)") if l else "(no record)")'
-}
 t_match "sandbox 1 resolves api.github.test over TCP" "^NOERROR" \
 	"$(esc_craft 1 dns --server "$LAB_RESOLVER4" --tcp --name api.github.test --timeout 2)"
 
@@ -43,9 +26,9 @@ esc_settle
 n=$(resolver_saw 'ov\.evil\.test')
 t_eq "the resolver never saw ov.evil.test" 0 "$n"
 t_match "the connection was reset" "resets [1-9]" "$out"
-r=$(flow_reason 47301)
+r=$(esc_flow_reason 47301)
 t_match "the refusal is in the log" "^DNS over TCP: bytes overlap" "$r"
-c=$(flow_code 47301)
+c=$(esc_flow_code 47301)
 t_eq "its event.code" dns_tcp_overlap "$c"
 esc_end "RST at the overlapping segment" "craft: $out; dnsmasq: $n queries for ov.evil.test; log: \"$r\" ($c)"
 

@@ -11,6 +11,10 @@
 #   esc_settle                   wait until the engine gave every queued packet a verdict
 #   esc_upstream FILTER          packets the upstream received matching a tcpdump filter
 #   esc_reason ERE               event.reason of the last log record matching ERE
+#   esc_code ERE                 its event.code
+#   esc_flow_reason/_code SPORT  the same of the flow from sandbox port SPORT
+#   esc_crafted_ports SB LO-HI   sandbox SB's own stack resets nothing on ports LO-HI
+#   esc_evil_upstream SPORT      upstream packets from SPORT naming cdn-evil.test
 #   esc_counter FAMILY CHAIN ERE packets counted by the rules of a chain matching ERE
 #   esc_craft SB ARGS...         tests/escape/craft.py in sandbox SB
 #   esc_gw_snmp6 NAME            the gateway's /proc/net/snmp6 counter NAME
@@ -142,11 +146,38 @@ esc_settle() {
 	sleep 0.3
 }
 
-esc_reason() { # ERE over the log's lines since the attempt began -> the event.reason of the last match
-	guard_records | tail -n +$((${ESC_REC0:-0} + 1)) | grep -E -- "$1" | tail -1 |
+# A field of the last record since the attempt began matching ERE.
+esc_field() { # field ERE
+	guard_records | tail -n +$((${ESC_REC0:-0} + 1)) | grep -E -- "$2" | tail -1 |
 		python3 -c 'import json,sys
 l = sys.stdin.read().strip()
-print(json.loads(l).get("event.reason", "(no reason)") if l else "(no record)")'
+print(json.loads(l).get(sys.argv[1], "(no %s)" % sys.argv[1].split(".")[-1]) if l else "(no record)")' "$1"
+}
+esc_reason() { esc_field event.reason "$1"; } # ERE
+esc_code() { esc_field event.code "$1"; }     # ERE
+esc_flow_reason() { esc_reason "\"source.port\":$1,"; } # sport
+esc_flow_code() { esc_code "\"source.port\":$1,"; }     # sport
+
+# Ports a crafted client of sandbox SB uses: the sandbox's own stack would
+# reset the connections it does not know; its RSTs from them are dropped
+# (in the sandbox's namespace, which the lab made).
+esc_crafted_ports() { # sandbox lo-hi
+	lab_sb "$1" nft -f - <<-EOF
+		table inet esc_crafted {
+			chain out {
+				type filter hook output priority 0; policy accept;
+				tcp sport $2 tcp flags rst drop
+			}
+		}
+	EOF
+}
+
+# Packets the upstream received from sandbox port SPORT whose bytes name
+# cdn-evil.test (a ClientHello carries the name in clear).
+esc_evil_upstream() { # sport
+	esc_settle
+	tcpdump -n -A -r "$LAB_DIR/upstream.pcap" "tcp and src port $1" 2>/dev/null |
+		grep -c 'cdn-evil\.test' | tr -d ' '
 }
 
 esc_counter() { # family chain ERE: sum of the counters of the rules matching ERE

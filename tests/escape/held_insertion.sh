@@ -18,27 +18,8 @@ ESC_ALLOW1='  - host: api.github.test
     ports: [80]'
 esc_up 2
 
-# The crafted client's source ports: the sandbox's own stack would reset
-# the connections it does not know; its RSTs on these ports are dropped
-# (in the sandbox's namespace, which the lab made).
-lab_sb 1 nft -f - <<-'EOF'
-	table inet esc_held {
-		chain out {
-			type filter hook output priority 0; policy accept;
-			tcp sport 47000-47999 tcp flags rst drop
-		}
-	}
-EOF
+esc_crafted_ports 1 47000-47999
 
-# Packets the upstream received from sandbox port $1 whose bytes name
-# cdn-evil.test (a ClientHello carries the name in clear).
-evil_upstream() { # sport
-	esc_settle
-	tcpdump -n -A -r "$LAB_DIR/upstream.pcap" "tcp and src port $1" 2>/dev/null |
-		grep -c 'cdn-evil\.test' | tr -d ' '
-}
-# event.reason of the last record of the flow from sandbox port $1.
-flow_reason() { esc_reason "\"source.port\":$1,"; }
 
 t_match "sandbox 1 resolves cdn-good.test (A)" "$LAB_CDN4" \
 	"$(lab_sb 1 dig +short +time=2 +tries=1 cdn-good.test A)"
@@ -50,10 +31,10 @@ held_attempt() { # title dst sport scenario reason-ERE outcome
 	esc_begin "$1"
 	out=$(esc_craft 1 held --dst "$2" --sport "$3" --scenario "$4" 2>&1)
 	t_diag "craft: $out"
-	n=$(evil_upstream "$3")
+	n=$(esc_evil_upstream "$3")
 	t_eq "$4 $2: no byte naming cdn-evil.test reached the upstream" 0 "$n"
 	t_match "$4 $2: the crafted client got no byte from the server" "data bytes 0," "$out"
-	r=$(flow_reason "$3")
+	r=$(esc_flow_reason "$3")
 	t_match "$4 $2: the refusal is in the log" "$5" "$r"
 	esc_end "$6" "upstream capture: $n packets naming cdn-evil.test from port $3; client: $out; log: \"$r\""
 }

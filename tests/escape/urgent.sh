@@ -30,34 +30,8 @@ for i in $(seq 1 100); do
 done
 t_match "the SO_OOBINLINE server listens" listening "$(cat "$LAB_DIR/oob-server.log" 2>&1)"
 
-# The crafted client's source ports: the sandbox's own stack would reset
-# the connections it does not know; its RSTs on these ports are dropped
-# (in the sandbox's namespace, which the lab made).
-lab_sb 1 nft -f - <<-'EOF'
-	table inet esc_urg {
-		chain out {
-			type filter hook output priority 0; policy accept;
-			tcp sport 47100-47199 tcp flags rst drop
-		}
-	}
-EOF
+esc_crafted_ports 1 47100-47199
 
-# Packets the upstream received from sandbox port $1 whose bytes name
-# cdn-evil.test (a ClientHello carries the name in clear).
-evil_upstream() { # sport
-	esc_settle
-	tcpdump -n -A -r "$LAB_DIR/upstream.pcap" "tcp and src port $1" 2>/dev/null |
-		grep -c 'cdn-evil\.test' | tr -d ' '
-}
-# The log record of the flow from sandbox port $1: its event.reason and
-# event.code.
-flow_reason() { esc_reason "\"source.port\":$1,"; }
-flow_code() {
-	guard_records | tail -n +$((ESC_REC0 + 1)) | grep -E -- "\"source.port\":$1," | tail -1 |
-		python3 -c 'import json,sys
-l = sys.stdin.read().strip()
-print(json.loads(l).get("event.code", "(no code)") if l else "(no record)")'
-}
 URG_HELD_RE='^TCP urgent data on a held flow'
 URG_DNS_RE='^TCP urgent data on DNS over TCP'
 
@@ -75,11 +49,11 @@ oob_attempt() { # title dst
 	sport=$(printf '%s\n' "$out" | sed -n 's/^sport \([0-9]*\);.*/\1/p')
 	t_match "$2: the client connected (its port is known)" '^[0-9]+$' "$sport"
 	t_nomatch "$2: cdn-evil.test is not served" "served: cdn-evil.test" "$out"
-	n=$(evil_upstream "${sport:-0}")
+	n=$(esc_evil_upstream "${sport:-0}")
 	t_eq "$2: no byte naming cdn-evil.test reached the upstream" 0 "$n"
-	r=$(flow_reason "${sport:-0}")
+	r=$(esc_flow_reason "${sport:-0}")
 	t_match "$2: the refusal is in the log" "$URG_HELD_RE" "$r"
-	c=$(flow_code "${sport:-0}")
+	c=$(esc_flow_code "${sport:-0}")
 	t_eq "$2: its event.code" tcp_urgent "$c"
 	esc_end "RST at the urgent byte" "client: $out; upstream: $n packets naming cdn-evil.test; log: \"$r\" ($c)"
 }
@@ -104,7 +78,7 @@ for i in $(seq 1 100); do # the server gives up on a silent connection after 3 s
 done
 t_diag "server: $srv"
 t_nomatch "the server read no byte of the flow" " first " "${srv:- first (no line)}"
-r=$(flow_reason "${sport:-0}")
+r=$(esc_flow_reason "${sport:-0}")
 t_match "the refusal is in the log" "$URG_HELD_RE" "$r"
 esc_end "RST at the urgent byte" "client: $out; server: $srv; log: \"$r\""
 
@@ -114,10 +88,10 @@ esc_end "RST at the urgent byte" "client: $out; server: $srv; log: \"$r\""
 esc_begin "(b) a bare ACK moving the urgent pointer ahead, then 'X' and cdn-evil.test's ClientHello in one segment"
 out=$(esc_craft 1 held --dst "$LAB_CDN4" --sport 47101 --scenario urg-ack 2>&1)
 t_diag "craft: $out"
-n=$(evil_upstream 47101)
+n=$(esc_evil_upstream 47101)
 t_eq "urg-ack: no byte naming cdn-evil.test reached the upstream" 0 "$n"
 t_match "urg-ack: the crafted client got no byte from the server" "data bytes 0," "$out"
-r=$(flow_reason 47101)
+r=$(esc_flow_reason 47101)
 t_match "urg-ack: the refusal is in the log" "$URG_HELD_RE" "$r"
 esc_end "RST at the bare ACK" "upstream: $n packets naming cdn-evil.test; client: $out; log: \"$r\""
 
@@ -131,7 +105,7 @@ t_match "the client connected (its port is known)" '^[0-9]+$' "$sport"
 n=$(esc_upstream "tcp and src port ${sport:-0} and dst port 53 and (tcp[tcpflags] & tcp-urg != 0 or tcp[18:2] != 0)")
 t_eq "no urgent segment reached the resolver" 0 "$n"
 t_match "the connection was reset" "^sport [0-9]+; reset" "$out"
-r=$(flow_reason "${sport:-0}")
+r=$(esc_flow_reason "${sport:-0}")
 t_match "the refusal is in the log" "$URG_DNS_RE" "$r"
 esc_end "RST at the urgent query" "client: $out; upstream: $n urgent segments to port 53; log: \"$r\""
 
