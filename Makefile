@@ -1,6 +1,6 @@
 # portcullis — one GNU Makefile, no generated build system.
 #
-# Every .c file of a module directory except *main.c goes into
+# Every .c file of a module directory except main.c goes into
 # build/lib<module>.a; binaries link the archives (--as-needed drops what a
 # binary does not use). Unit tests are tests/unit/check_<name>.c, fuzz
 # targets tests/fuzz/fuzz_<name>.c; both are found by wildcard.
@@ -40,7 +40,7 @@ LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 # linker resolves every module against those below it (no --start-group: a
 # reference upwards is a link error, not something the linker hides).
 reverse   = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
-mod_srcs  = $(filter-out %main.c,$(wildcard $(1)/*.c))
+mod_srcs  = $(filter-out $(1)/main.c,$(wildcard $(1)/*.c))
 mod_objs  = $(patsubst %.c,$(BUILD)/%.o,$(call mod_srcs,$(1)))
 ALL_LIBS := $(foreach m,$(call reverse,$(MODULES)),$(if $(call mod_srcs,$(m)),$(BUILD)/lib$(m).a))
 LINK_LIBS = $(ALL_LIBS)

@@ -66,7 +66,7 @@ for fn in funcs:
         dirs.setdefault(p.split("/")[0], set()).update(opts_of.get(fn, set()))
 for d, accepted in sorted(dirs.items()):
     for p in sorted(glob.glob(d + "/*.c")):
-        if p.endswith("main.c") or p == "logd/witness.c":
+        if p.endswith("/main.c") or p == "logd/witness.c":
             continue
         for o in re.findall(r'\{"([a-z-]+)",\s*(?:no|required|optional)_argument', srcs.get(p, "")):
             if o in ("help", "version") or "--" + o in accepted:

@@ -208,11 +208,11 @@ def check(order, archives, mains, system):
 
 
 def module_sources(root, mod):
-    """The Makefile's rule: every .c of the module but *main.c goes into the
-    archive; the *main.c files are the binaries' own."""
+    """The Makefile's rule: every .c of the module but main.c goes into the
+    archive; main.c is the binary's own."""
     d = os.path.join(root, mod)
     names = sorted(n for n in os.listdir(d) if n.endswith('.c')) if os.path.isdir(d) else []
-    return ([n for n in names if not n.endswith('main.c')], [n for n in names if n.endswith('main.c')])
+    return ([n for n in names if n != 'main.c'], [n for n in names if n == 'main.c'])
 
 
 def run(root, build, cc, out, system=None):
