@@ -580,19 +580,26 @@ void witness_serve_fd(struct witness *w, int fd)
 	conn_close(&c);
 }
 
-/* The address alone (no port): one host is one source. */
+/* The address alone (no port): one host is one source. An IPv6 host is
+ * handed a whole /64 (RFC 7421) and picks any address in it, so a /64 is one
+ * source; an IPv4 client of a dual-stack listener arrives as ::ffff:a.b.c.d
+ * and is still one address, or every IPv4 client would share one cap. */
 static bool same_source(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 {
+	const struct in6_addr *a6, *b6;
+
 	if (a->ss_family != b->ss_family)
 		return false;
 	if (a->ss_family == AF_INET)
 		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
 		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
-	if (a->ss_family == AF_INET6)
-		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-			      &((const struct sockaddr_in6 *)b)->sin6_addr,
-			      sizeof(struct in6_addr)) == 0;
-	return true; /* another family: one source */
+	if (a->ss_family != AF_INET6)
+		return true; /* another family: one source */
+	a6 = &((const struct sockaddr_in6 *)a)->sin6_addr;
+	b6 = &((const struct sockaddr_in6 *)b)->sin6_addr;
+	if (IN6_IS_ADDR_V4MAPPED(a6) || IN6_IS_ADDR_V4MAPPED(b6))
+		return memcmp(a6, b6, sizeof(*a6)) == 0;
+	return memcmp(a6, b6, 8) == 0;
 }
 
 static size_t source_count(const struct wconn *conns, const struct sockaddr_storage *sa,

@@ -29,7 +29,9 @@ WADDR=192.0.2.2:7380
 PADDR=192.0.2.2:7381 # the hostile proxy in front of the witness
 WPID=
 PPID_=
+W6PID=
 wl_cleanup() {
+	[ -z "$W6PID" ] || kill "$W6PID" 2>/dev/null
 	[ -z "$PPID_" ] || kill "$PPID_" 2>/dev/null
 	[ -z "$WPID" ] || kill "$WPID" 2>/dev/null
 	[ -z "$LOGD_PID" ] || kill "$LOGD_PID" 2>/dev/null
@@ -203,6 +205,47 @@ print(r)
 EOF
 )
 t_eq "a 9th connection from one source is closed at once; another source is served" "closed served" "$out"
+
+# ... and over IPv6 a /64 is one source (a host picks any address in its
+# /64), while IPv4 clients of the same dual-stack listener, which arrive as
+# ::ffff:a.b.c.d and share those first 64 bits, are still one address each
+lab_in "$GWNS" ip addr add 2001:db8::1/48 dev wv0 nodad
+lab_in "$GWNS" ip addr add 2001:db8::5/48 dev wv0 nodad
+lab_in "$GWNS" ip addr add 2001:db8:0:1::1/48 dev wv0 nodad
+lab_in "$WNS" ip addr add 2001:db8::2/48 dev wv1 nodad
+mkdir -p "$D/wit6"
+ip netns exec "$WNS" "$B/portcullis-logd" --witness --listen "[::]:7382" --key "$D/wit6/w.key" \
+	--state "$D/wit6/state" --log "$D/state/log.key.pub" 2>>"$D/witness6.err" &
+W6PID=$!
+wl_w6_up() { lab_in "$GWNS" bash -c "exec 3<>/dev/tcp/2001:db8::2/7382" 2>/dev/null; }
+lab_wait_until wl_w6_up
+out=$(lab_in "$GWNS" python3 - <<'EOF'
+import socket
+def conn(src, dst):
+    fam = socket.AF_INET6 if ":" in src else socket.AF_INET
+    s = socket.socket(fam); s.bind((src, 0)); s.connect((dst, 7382)); s.settimeout(2); return s
+def fate(s, ask):
+    try:
+        if ask:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            return "served" if s.recv(64).startswith(b"HTTP/1.1 404") else "not-served"
+        return "closed" if s.recv(1) == b"" else "data"
+    except socket.timeout:
+        return "not-served" if ask else "open"
+    except ConnectionResetError:
+        return "closed"
+held = [conn("2001:db8::1", "2001:db8::2") for _ in range(8)]
+r = [fate(conn("2001:db8::5", "2001:db8::2"), False),
+     fate(conn("2001:db8:0:1::1", "2001:db8::2"), True)]
+held += [conn("192.0.2.1", "192.0.2.2") for _ in range(7)]
+r.append(fate(conn("192.0.2.3", "192.0.2.2"), True))
+print(" ".join(r))
+EOF
+)
+kill "$W6PID" 2>/dev/null
+wait "$W6PID" 2>/dev/null
+W6PID=
+t_eq "IPv6: a 9th connection from one /64 is closed, another /64 is served; two IPv4 clients of a dual-stack listener are two sources" "closed served served" "$out"
 
 # --- 8: a forged line with seq 2^64-107 after the sealed records
 wl_stop_witness() { kill "$WPID" 2>/dev/null; wait "$WPID" 2>/dev/null; WPID=; }
