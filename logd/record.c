@@ -283,6 +283,10 @@ void logrec_fields(const struct logrec *rec, logrec_field_fn fn, void *ctx)
 		     ? (rec->verdict == LOGREC_ALLOWED ? "allowed" : "denied")
 		 : !c->type ? "info"
 			    : "");
+	/* a connect record that is no decision: flows that ended (a sandbox
+	 * that left the policy, docs/logd.md "Event codes") */
+	if (rec->action == LOGREC_CONNECT && rec->verdict == LOGREC_NONE)
+		snprintf(type, sizeof(type), "connection,end");
 	fn(ctx, "event.type", LOGF_LIST, type, 0);
 	fn(ctx, "event.action", LOGF_STR, logrec_action_name(rec->action), 0);
 	if (rec->verdict != LOGREC_NONE)
