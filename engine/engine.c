@@ -400,11 +400,20 @@ static void wait_batches(struct engine *e)
 			usleep(1000);
 }
 
+/* A flow the new policy does not allow, and whose it was: the sandbox
+ * the flow registry filed it under, else the one the old policy gives its
+ * source address ("" when neither knows). */
+struct cut_flow {
+	struct ct_tuple t;
+	const char *why;
+	char sandbox[POLICY_NAME_MAX];
+};
+
 struct rejudge {
 	struct engine *e;
 	struct decide_ctx c;
-	struct ct_tuple *cut;
-	const char **why;
+	const struct policy *old;
+	struct cut_flow *cut;
 	size_t n, cap;
 	size_t kept;
 };
@@ -414,6 +423,7 @@ static int rejudge_visit(const struct ct_tuple *t, void *arg)
 	struct rejudge *rj = arg;
 	struct flow_key k;
 	struct flow_meta m;
+	struct cut_flow *f;
 	bool have;
 	const char *why = NULL;
 
@@ -425,27 +435,104 @@ static int rejudge_visit(const struct ct_tuple *t, void *arg)
 	}
 	if (rj->n == rj->cap) {
 		size_t cap = rj->cap ? rj->cap * 2 : 64;
-		struct ct_tuple *nc = realloc(rj->cut, cap * sizeof(*nc));
-		const char **nw = nc ? realloc(rj->why, cap * sizeof(*nw)) : NULL;
+		struct cut_flow *nc = realloc(rj->cut, cap * sizeof(*nc));
 
-		if (nc)
-			rj->cut = nc;
-		if (!nw)
+		if (!nc)
 			return PC_ENOMEM;
-		rj->why = nw;
+		rj->cut = nc;
 		rj->cap = cap;
 	}
-	rj->cut[rj->n] = *t;
-	rj->why[rj->n++] = why;
+	f = &rj->cut[rj->n++];
+	f->t = *t;
+	f->why = why;
+	f->sandbox[0] = '\0';
+	if (have) {
+		pc_strlcpy(f->sandbox, m.sandbox, sizeof(f->sandbox));
+	} else if (rj->old) {
+		const struct policy_sandbox *sb = policy_sandbox_by_source(rj->old, &t->src);
+
+		if (sb)
+			pc_strlcpy(f->sandbox, sb->name, sizeof(f->sandbox));
+	}
 	return 0;
+}
+
+/* The flows of one sandbox that left the policy. */
+struct ended {
+	const char *sandbox; /* a cut_flow's */
+	size_t tcp, udp, other, vault;
+};
+
+/* What a cut is recorded as (docs/engine.md, "Reload"). A flow whose
+ * sandbox is still in the policy lost its permission: a refusal, naming
+ * the sandbox. A flow whose sandbox left the policy (`portcullis sandbox
+ * run` ending, or the admin removing it) was refused nothing: it ended
+ * with its sandbox, and one informational record per sandbox says so and
+ * counts them; a refusal per flow made every sandbox's exit look like an
+ * attack to a SIEM. Either way the flow is cut. */
+static void rejudge_log(struct engine *e, const struct policy *pol, const struct cut_flow *cut,
+			size_t n)
+{
+	struct ended *ended = n ? calloc(n, sizeof(*ended)) : NULL;
+	struct pc_err err = {0};
+	size_t n_ended = 0;
+	char msg[300];
+
+	for (size_t i = 0; i < n; i++) {
+		const struct cut_flow *f = &cut[i];
+		struct logrec r = {.action = LOGREC_CONNECT, .verdict = LOGREC_REFUSED};
+		size_t j;
+
+		if (f->sandbox[0] && !policy_sandbox_by_name(pol, f->sandbox) && ended) {
+			for (j = 0; j < n_ended && strcmp(ended[j].sandbox, f->sandbox); j++)
+				;
+			if (j == n_ended)
+				ended[n_ended++].sandbox = f->sandbox;
+			ended[j].tcp += f->t.proto == IPPROTO_TCP;
+			ended[j].udp += f->t.proto == IPPROTO_UDP;
+			ended[j].other += f->t.proto != IPPROTO_TCP && f->t.proto != IPPROTO_UDP;
+			ended[j].vault += (f->t.mark & NFT_MARK_VAULT) != 0;
+			continue;
+		}
+		r.sandbox = f->sandbox[0] ? f->sandbox : NULL;
+		r.policy = policy_hash(pol);
+		r.reason = f->why;
+		r.src.addr = f->t.src;
+		r.src.port = f->t.sport;
+		r.dst.addr = f->t.dst;
+		r.dst.port = f->t.dport;
+		r.transport = f->t.proto;
+		if (e->ctl_lc && logc_send(e->ctl_lc, &r, &err) < 0)
+			pc_log(PC_LOG_WARN, "reload: cut flow not logged: %s", err.msg);
+	}
+	for (size_t j = 0; j < n_ended; j++) {
+		const struct ended *x = &ended[j];
+		size_t all = x->tcp + x->udp + x->other;
+		struct logrec r = {.action = LOGREC_CONNECT,
+				   .verdict = LOGREC_NONE,
+				   .sandbox = x->sandbox,
+				   .policy = policy_hash(pol),
+				   .reason = "sandbox left the policy: its flows ended with it",
+				   .message = msg};
+
+		snprintf(msg, sizeof(msg),
+			 "%zu flow%s of sandbox %s ended with it (%zu TCP, %zu UDP, %zu other; %zu "
+			 "through the vault)",
+			 all, all == 1 ? "" : "s", x->sandbox, x->tcp, x->udp, x->other, x->vault);
+		if (e->ctl_lc && logc_send(e->ctl_lc, &r, &err) < 0)
+			pc_log(PC_LOG_WARN, "reload: ended flows not logged: %s", err.msg);
+	}
+	if (n && e->ctl_lc && logc_flush(e->ctl_lc, POLICY_LOG_MS, &err) < 0)
+		pc_log(PC_LOG_WARN, "reload: cut flows not logged: %s", err.msg);
+	free(ended);
 }
 
 /* Cut the allowed flows the new policy does not allow: their conntrack
  * entries are deleted, so their next packet is a new, non-SYN flow that
  * the engine answers with a RST (docs/engine.md, "Reload"). */
-static void rejudge_flows(struct engine *e, struct policy *pol)
+static void rejudge_flows(struct engine *e, struct policy *pol, const struct policy *old)
 {
-	struct rejudge rj = {.e = e};
+	struct rejudge rj = {.e = e, .old = old};
 	struct pc_err err = {0};
 
 	rj.c.cfg = &e->cfg;
@@ -456,30 +543,17 @@ static void rejudge_flows(struct engine *e, struct policy *pol)
 	if (ct_dump_marked(NFT_MARK_ALLOW, NFT_MARK_ALLOW, rejudge_visit, &rj, &err) < 0)
 		pc_log(PC_LOG_ERR, "reload: listing allowed flows: %s", err.msg);
 	for (size_t i = 0; i < rj.n; i++) {
-		const struct ct_tuple *t = &rj.cut[i];
-		struct logrec r = {.action = LOGREC_CONNECT, .verdict = LOGREC_REFUSED};
 		struct flow_key k;
 
-		if (ct_delete(t, &err) < 0)
+		if (ct_delete(&rj.cut[i].t, &err) < 0)
 			pc_log(PC_LOG_ERR, "reload: cutting a flow: %s", err.msg);
-		flow_key_from_ct(&k, t);
+		flow_key_from_ct(&k, &rj.cut[i].t);
 		flow_registry_del(e->flows, &k);
-		r.policy = policy_hash(pol);
-		r.reason = rj.why[i];
-		r.src.addr = t->src;
-		r.src.port = t->sport;
-		r.dst.addr = t->dst;
-		r.dst.port = t->dport;
-		r.transport = t->proto;
-		if (e->ctl_lc && logc_send(e->ctl_lc, &r, &err) < 0)
-			pc_log(PC_LOG_WARN, "reload: cut flow not logged: %s", err.msg);
 	}
-	if (rj.n && e->ctl_lc && logc_flush(e->ctl_lc, POLICY_LOG_MS, &err) < 0)
-		pc_log(PC_LOG_WARN, "reload: cut flows not logged: %s", err.msg);
+	rejudge_log(e, pol, rj.cut, rj.n);
 	pc_log(PC_LOG_NOTICE, "reload: %zu allowed flow%s kept, %zu cut", rj.kept,
 	       rj.kept == 1 ? "" : "s", rj.n);
 	free(rj.cut);
-	free(rj.why);
 }
 
 int engine_reload(struct engine *e, struct pc_err *err)
@@ -516,7 +590,7 @@ int engine_reload(struct engine *e, struct pc_err *err)
 	wait_batches(e);
 	rulehits_unref(oh);
 	dnsguard_prune(e->dg, np);
-	rejudge_flows(e, np);
+	rejudge_flows(e, np, old);
 	policy_unref(old);
 	pc_log(PC_LOG_NOTICE, "policy %s in force", policy_hash(np));
 	log_policy(e, true, policy_hash(np), "reloaded");

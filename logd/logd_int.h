@@ -30,6 +30,8 @@ int logrec_json_format(const struct logrec *rec, uint64_t seq, uint64_t time_ms,
 #define LOGREC_OLD_SEQ_KEY  "seq"
 #define LOGREC_OLD_PREV_KEY "prev"
 #define LOGREC_OLD_HASH_KEY "hash"
+/* the ECS version the names follow (ecs.version of every record) */
+#define LOGREC_ECS_VERSION "8.11.0"
 enum logrec_field_kind { LOGF_STR, LOGF_NUM, LOGF_LIST /* comma separated */ };
 /* s is NULL or "" for an absent field (the form leaves it out). */
 typedef void (*logrec_field_fn)(void *ctx, const char *key, enum logrec_field_kind k, const char *s,

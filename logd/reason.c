@@ -84,6 +84,8 @@ static const char *const codes[LOGREC_REASON_CODES] = {
     "tcp_urgent",	 /* issue 30: urgent data on a stream judged by its bytes */
     "dns_tcp_overlap",	 /* issue 30: overlapping bytes that differ, data after FIN */
     "dns_tcp_no_stream", /* issue 30: DNS over TCP the guard did not see open */
+    /* issue 36: a sandbox left the policy; not a refusal */
+    "sandbox_flows_ended",
     "protocol",
     "other",
 };
@@ -159,6 +161,7 @@ static const struct {
     {"answer released", "dns_answer_released"},
     /* flows the engine ends, and the engine's own records */
     {"cut by reload", "cut_by_reload"},
+    {"sandbox left the policy", "sandbox_flows_ended"},
     {"policy in force", "policy_loaded"},
     {"policy rejected", "policy_rejected"},
     {"guard reinstalled", "guard_reinstalled"},

@@ -239,8 +239,7 @@ int logrec_json_escape(const char *s, char *buf, size_t len)
 	return (int)j.len;
 }
 
-/* ECS version the names follow, and who observes (set once by logd). */
-#define ECS_VERSION "8.11.0"
+/* Who observes (set once by logd). */
 static char observer_host[256];
 
 size_t logrec_seq_prefix(const char *line, size_t len)
@@ -268,7 +267,7 @@ void logrec_fields(const struct logrec *rec, logrec_field_fn fn, void *ctx)
 	char tmp[16], iana[4], a[PC_ADDRSTRLEN], type[64];
 	const char *code = logrec_reason_code_at(logrec_event_code_index(rec));
 
-	fn(ctx, "ecs.version", LOGF_STR, ECS_VERSION, 0);
+	fn(ctx, "ecs.version", LOGF_STR, LOGREC_ECS_VERSION, 0);
 	fn(ctx, "observer.hostname", LOGF_STR, observer_host, 0);
 	fn(ctx, "observer.product", LOGF_STR, "portcullis", 0);
 	fn(ctx, "observer.vendor", LOGF_STR, "portcullis", 0);
@@ -284,6 +283,10 @@ void logrec_fields(const struct logrec *rec, logrec_field_fn fn, void *ctx)
 		     ? (rec->verdict == LOGREC_ALLOWED ? "allowed" : "denied")
 		 : !c->type ? "info"
 			    : "");
+	/* a connect record that is no decision: flows that ended (a sandbox
+	 * that left the policy, docs/logd.md "Event codes") */
+	if (rec->action == LOGREC_CONNECT && rec->verdict == LOGREC_NONE)
+		snprintf(type, sizeof(type), "connection,end");
 	fn(ctx, "event.type", LOGF_LIST, type, 0);
 	fn(ctx, "event.action", LOGF_STR, logrec_action_name(rec->action), 0);
 	if (rec->verdict != LOGREC_NONE)

@@ -77,9 +77,12 @@ const char *logx_sd_id(void)
 	return sd_id;
 }
 
-/* A record field as SD-PARAMs, each value cut at vcap (0: none): a list
- * as the same name repeated, once per item (RFC 5424 6.3.3 allows it), as
- * JSON has an array. */
+/* A record field as an SD-PARAM, its value cut at vcap (0: none). A list
+ * is one SD-PARAM, its items joined by commas ("connection,allowed"): a
+ * name repeated in one SD-ELEMENT is legal RFC 5424 (6.3.3), but parsers
+ * that make a map of the element (rsyslog's mmpstrucdata, most SIEMs)
+ * keep one of the values; no item holds a comma (the wire's lists are
+ * comma-separated too), and the JSON body keeps the array. */
 struct fieldctx {
 	struct pc_buf *o;
 	size_t vcap;
@@ -171,27 +174,14 @@ static void j_field(void *ctx, const char *key, enum logrec_field_kind k, const 
 static void o_field(void *ctx, const char *key, enum logrec_field_kind k, const char *s, uint64_t n)
 {
 	const struct fieldctx *f = ctx;
-	char b[256];
 
 	if (k == LOGF_NUM) {
 		o_uparam(f->o, key, n);
 		return;
 	}
-	if (k == LOGF_STR || !s) {
-		o_param_cap(f->o, key, s, f->vcap);
-		return;
-	}
-	while (*s) {
-		const char *end = strchr(s, ',');
-		size_t len = end ? (size_t)(end - s) : strlen(s);
-
-		if (len && len < sizeof(b)) {
-			memcpy(b, s, len);
-			b[len] = '\0';
-			o_param_cap(f->o, key, b, f->vcap);
-		}
-		s += len + (end ? 1 : 0);
-	}
+	/* a list's text is already its items joined by commas; empty items
+	 * (never written) would show as ",," and are left as they are */
+	o_param_cap(f->o, key, s, f->vcap);
 }
 
 /* The record into o: header, structured data (values cut at vcap, 0 for
@@ -362,14 +352,27 @@ int logx_format_checkpoint(const char *note, size_t nlen, const char *host, long
 	merkle_hex(cp.root, root);
 	o_header(&o, 6, cp.time_ms, host, pid, "checkpoint");
 	if (!sd_id[0]) {
-		/* the line as the log file has it, which the pipeline knows */
+		/* the line as the log file has it, which the pipeline knows,
+		 * and what a SIEM files an event under: its time (the note's,
+		 * as the header's) and its kind (a state of the log, not an
+		 * event of the guard) */
+		char ts[32];
+
 		pc_buf_puts(&o, " {\"checkpoint\":\"");
 		pc_json_escape(&o, note, nlen);
-		pc_buf_puts(&o, "\"}");
+		pc_buf_puts(&o, "\"");
+		j_strcap(&o, "@timestamp", pc_time_rfc3339(cp.time_ms, ts, sizeof(ts)), 0);
+		j_strcap(&o, "ecs.version", LOGREC_ECS_VERSION, 0);
+		j_strcap(&o, "event.kind", "state", 0);
+		j_strcap(&o, "event.action", "log-checkpoint", 0);
+		pc_buf_puts(&o, "}");
 		if (o.err || o.len + 1 >= len)
 			return PC_EINVAL;
 		return (int)o.len;
 	}
+	o_param(&o, "ecs.version", LOGREC_ECS_VERSION);
+	o_param(&o, "event.kind", "state");
+	o_param(&o, "event.action", "log-checkpoint");
 	o_param(&o, "portcullis.checkpoint.origin", cp.origin);
 	o_uparam(&o, "portcullis.checkpoint.size", cp.size);
 	o_param(&o, "portcullis.checkpoint.root", root);

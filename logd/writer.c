@@ -70,6 +70,15 @@ struct logw {
 	uint64_t rotate_failures, rotate_retry_ms;
 	const char *crash_at;		/* PORTCULLIS_LOGD_CRASH_AT: fault injection, tests only */
 	char tmp_path[PC_PATH_MAX + 8]; /* <file>.new: a segment being begun */
+	/* Segment records logw_open wrote before an exporter was attached
+	 * (the first start's seq 1 among them): logw_set_export hands them
+	 * over, so a collector sees every record the file has. */
+	struct logw_unexported {
+		uint64_t seq, time_ms;
+		uint8_t hash[MERKLE_HASH];
+		char reason[512], message[300];
+	} unexported[4];
+	size_t n_unexported;
 };
 
 /* Fault injection (docs/logd.md, "Rotation"): with PORTCULLIS_LOGD_CRASH_AT
@@ -471,6 +480,23 @@ void logw_set_export(struct logw *w, const struct logw_export *exp)
 		w->exp = *exp;
 	else
 		memset(&w->exp, 0, sizeof(w->exp));
+	if (!w->exp.stage || !w->n_unexported)
+		return;
+	/* committed and synced by segment_record: they may leave now, with
+	 * the checkpoint that sealed them */
+	for (size_t i = 0; i < w->n_unexported; i++) {
+		struct logrec rec = {.action = LOGREC_SEGMENT,
+				     .reason = w->unexported[i].reason,
+				     .message = w->unexported[i].message};
+
+		w->exp.stage(w->exp.ctx, &rec, w->unexported[i].seq, w->unexported[i].time_ms,
+			     w->unexported[i].hash);
+	}
+	w->n_unexported = 0;
+	if (w->exp.stage_checkpoint && w->sealed_len && w->synced_bytes == w->st.size)
+		w->exp.stage_checkpoint(w->exp.ctx, w->sealed_note, w->sealed_len);
+	if (w->exp.done)
+		w->exp.done(w->exp.ctx, true);
 }
 
 uint64_t logw_next_tick_ms(const struct logw *w)
@@ -574,6 +600,17 @@ static int segment_record(struct logw *w, bool new_tree, const char *reason, con
 	w->bump_time = false;
 	w->force_sync = true;
 	rc = logw_commit(w, err);
+	/* (a rotation stages its own once the segment is the log) */
+	if (rc == 0 && !w->exp.stage && !w->no_sidecar &&
+	    w->n_unexported < sizeof(w->unexported) / sizeof(w->unexported[0])) {
+		struct logw_unexported *u = &w->unexported[w->n_unexported++];
+
+		u->seq = w->st.next_seq - 1;
+		u->time_ms = w->last_time_ms;
+		memcpy(u->hash, w->st.last_hash, MERKLE_HASH);
+		pc_strlcpy(u->reason, reason ? reason : "", sizeof(u->reason));
+		pc_strlcpy(u->message, msg, sizeof(u->message));
+	}
 out:
 	free(extra);
 	return rc;

@@ -18,6 +18,11 @@
  *       descriptors of FILE attached (SCM_RIGHTS); prints "acked SEQ" and
  *       exits 0 if logd acknowledged it, "closed" and exits 1 if logd
  *       ended the session, "open" and exits 2 if neither within 3 s
+ *   logd_client SOCKET --every-kind
+ *       send one record of each action and verdict a client may write,
+ *       every field the record has filled (the SIEM tests check each
+ *       field's type against the shipped Elastic template); prints
+ *       "acked SEQ"
  *   logd_client SOCKET --malformed KIND
  *       send one malformed message; prints "closed" if logd ended the
  *       session, "open" if it did not (KIND: short, version, length, tag,
@@ -173,10 +178,72 @@ static int with_fds(const char *path, const struct logrec *rec, int n, const cha
 	return got <= 0 ? 1 : 2;
 }
 
+/* What check_logd_ecs's records hold, through the client library. */
+static int every_kind(const char *path)
+{
+	static const enum logrec_verdict vs[] = {LOGREC_NONE, LOGREC_ALLOWED, LOGREC_REFUSED};
+	struct logc *lc;
+	struct pc_err err;
+
+	if (logc_open(path, &lc, &err) < 0) {
+		fprintf(stderr, "logc_open: %s\n", err.msg);
+		return 2;
+	}
+	for (int a = 1; a < LOGREC_ACTION_MAX; a++)
+		for (size_t v = 0; v < 3; v++) {
+			struct logrec r = {
+			    .action = (enum logrec_action)a,
+			    .verdict = vs[v],
+			    .sandbox = "agent-1",
+			    .policy = "sha256:4be1c0ffee09c2",
+			    .reason =
+				vs[v] == LOGREC_REFUSED ? "not on the allow list" : "allowed host",
+			    .rule = "agent-1/allow[0]",
+			    .transport = IPPROTO_TCP,
+			    .domain = "paste.example",
+			    .dns_name = "api.github.test",
+			    .dns_type = 28,
+			    .dns_answers = "2001:db8::10,203.0.113.10",
+			    .sni = "paste.example",
+			    .http_method = "POST",
+			    .http_path = "/upload",
+			    .http_status = 403,
+			    .secrets = "GITHUB_TOKEN,NPM_TOKEN",
+			    .message = "every kind",
+			    .dns_rcode = vs[v] == LOGREC_REFUSED ? "REFUSED" : NULL,
+			};
+
+			if (a == LOGREC_SEGMENT) /* logd's own */
+				continue;
+			r.src.addr.family = AF_INET;
+			inet_pton(AF_INET, "10.203.0.11", r.src.addr.a);
+			r.src.port = 40001;
+			r.dst.addr.family = AF_INET6;
+			inet_pton(AF_INET6, "2001:db8::12", r.dst.addr.a);
+			r.dst.port = 443;
+			if (logc_send(lc, &r, &err) < 0) {
+				fprintf(stderr, "send %s: %s\n", logrec_action_name(r.action),
+					err.msg);
+				logc_close(lc);
+				return 1;
+			}
+		}
+	if (logc_flush(lc, 5000, &err) < 0) {
+		fprintf(stderr, "flush: %s\n", err.msg);
+		logc_close(lc);
+		return 1;
+	}
+	printf("acked %llu\n", (unsigned long long)logc_last_seq(lc));
+	logc_close(lc);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {{"malformed", required_argument, NULL, 'M'},
+					     {"every-kind", no_argument, NULL, 'K'},
 					     {NULL, 0, NULL, 0}};
+	bool every = false;
 	long n = 1, batch = 1, timeout = 2000, pause_ms = 0;
 	const char *sandbox = "agent-1", *path, *message = NULL, *drop = NULL, *fds = NULL;
 	const char *dname = NULL;
@@ -230,6 +297,9 @@ int main(int argc, char **argv)
 		case 'd':
 			dname = optarg;
 			break;
+		case 'K':
+			every = true;
+			break;
 		case 'M':
 			if (optind >= argc)
 				return 2;
@@ -241,6 +311,8 @@ int main(int argc, char **argv)
 	if (optind != argc - 1 || batch < 1)
 		return 2;
 	path = argv[optind];
+	if (every)
+		return every_kind(path);
 	if (fds) {
 		struct logrec rec = {
 		    .action = (enum logrec_action)action,

@@ -8,7 +8,11 @@
  * common/buf.c and common/json.c: a refactoring of how text is written
  * must not change one byte of it. The syslog lines were re-recorded once,
  * on purpose: display escaping (docs/logd.md) writes a code point that does
- * not print as \u{XXXX} where it wrote ?, and a backslash in MSG doubled.
+ * not print as \u{XXXX} where it wrote ?, and a backslash in MSG doubled;
+ * and again (issue 36): a list is one SD-PARAM, its items joined by commas,
+ * and a checkpoint's structured data says ecs.version, event.kind "state"
+ * and event.action; record[0] (a connect with no verdict) says event.type
+ * connection,end (flows that ended with their sandbox).
  * PC_GOLDEN_WRITE=FILE writes the current bytes to FILE instead (to record
  * them; review the diff). */
 #include <arpa/inet.h>

@@ -60,8 +60,24 @@ static int json_field(void *ctx, const char *k, size_t kl, enum logjson_type t, 
 	return 0;
 }
 
+static bool has(const struct fields *fs, const char *k, const char *v, int t);
+
+/* The fields JSON has as arrays: in structured data one SD-PARAM each,
+ * the items joined by commas. */
+static bool is_list(const char *k, size_t kl)
+{
+	static const char *const lists[] = {"event.category", "event.type", "dns.resolved_ip",
+					    "portcullis.secrets"};
+
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
+		if (kl == strlen(lists[i]) && !strncmp(k, lists[i], kl))
+			return true;
+	return false;
+}
+
 /* Syslog: the SD-PARAMs of the one SD-ELEMENT (no escapes in the test
- * records). */
+ * records); no PARAM-NAME twice (a parser that maps the element keeps one
+ * of them); a list's items one entry each. */
 static void sd_fields(const char *msg, struct fields *fs)
 {
 	const char *p = strchr(msg, '['), *end;
@@ -83,7 +99,23 @@ static void sd_fields(const char *msg, struct fields *fs)
 			if (o + 1 < sizeof(v))
 				v[o++] = *q;
 		}
-		add(fs, p + 1, (size_t)(eq - p - 1), v, o, LOGJSON_STRING);
+		{
+			char k[64];
+
+			snprintf(k, sizeof(k), "%.*s", (int)(eq - p - 1), p + 1);
+			ck_assert_msg(!has(fs, k, NULL, -1), "%s twice in the structured data: %s",
+				      k, msg);
+		}
+		if (is_list(p + 1, (size_t)(eq - p - 1))) {
+			for (size_t i = 0, b = 0; i <= o; i++)
+				if (i == o || v[i] == ',') {
+					add(fs, p + 1, (size_t)(eq - p - 1), v + b, i - b,
+					    LOGJSON_ARRAY);
+					b = i + 1;
+				}
+		} else {
+			add(fs, p + 1, (size_t)(eq - p - 1), v, o, LOGJSON_STRING);
+		}
 		p = q + 1;
 	}
 }
@@ -521,6 +553,28 @@ START_TEST(syslog_without_a_pen_carries_the_fields_as_json)
 	msg[m] = '\0';
 	ck_assert_msg(strstr(msg, " checkpoint - {\"checkpoint\":\"gw/portcullis-log\\n7\\n"), "%s",
 		      msg);
+	{
+		struct fields cj = {0};
+
+		/* a SIEM files it by its time and as a state, not an event */
+		body = strstr(msg, " - {") + 3;
+		ck_assert_int_eq(logjson_each(body, strlen(body), json_field, &cj), 0);
+		ck_assert_msg(has(&cj, "@timestamp", "2025-11-29T14:02:13.123Z", LOGJSON_STRING),
+			      "%s", msg);
+		ck_assert_msg(has(&cj, "event.kind", "state", LOGJSON_STRING), "%s", msg);
+		ck_assert_msg(has(&cj, "ecs.version", LOGREC_ECS_VERSION, LOGJSON_STRING), "%s",
+			      msg);
+	}
+	/* and with structured data */
+	logx_set_identity(LOGX_FACILITY, 99999);
+	m = logx_format_checkpoint(note, strlen(note), "gw", 1, msg, sizeof(msg));
+	logx_set_identity(LOGX_FACILITY, 0);
+	ck_assert_int_gt(m, 0);
+	msg[m] = '\0';
+	ck_assert_msg(strstr(msg, "<134>1 2025-11-29T14:02:13.123Z gw portcullis-logd 1 checkpoint "
+				  "[portcullis@99999 ecs.version=\"" LOGREC_ECS_VERSION
+				  "\" event.kind=\"state\""),
+		      "%s", msg);
 	m = logx_format_overflow(3, 10, 12, 1, 0, msg, sizeof(msg));
 	ck_assert_int_gt(m, 0);
 	ck_assert_msg(strstr(msg, " spool-overflow - {\"dropped\":3,"), "%s", msg);

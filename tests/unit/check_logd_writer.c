@@ -1,7 +1,8 @@
 /* Unit tests for the log writer's recovery and durability (issue 21):
  * checkpoints reach the exporter only once synced, the unsealed tail is set
  * aside at open, an emptied log is refused, a failed rotation does not fail
- * the commit whose records it follows. */
+ * the commit whose records it follows; the segment record a start writes
+ * (seq 1 of a new log) reaches the exporter attached after it (issue 36). */
 #include "logd/logd_int.h"
 #include "tests/unit/unit.h"
 
@@ -52,14 +53,22 @@ static void append_n(struct logw *w, int n)
 
 /* what the exporter was handed */
 static struct {
-	int cps;
-	uint64_t last_size;
+	int cps, recs, dones;
+	uint64_t last_size, first_seq, first_time;
+	enum logrec_action first_action;
+	uint8_t first_hash[MERKLE_HASH];
 } X;
 
 static void x_stage(void *ctx, const struct logrec *rec, uint64_t seq, uint64_t time_ms,
 		    const uint8_t hash[MERKLE_HASH])
 {
-	(void)ctx, (void)rec, (void)seq, (void)time_ms, (void)hash;
+	(void)ctx;
+	if (!X.recs++) {
+		X.first_seq = seq;
+		X.first_time = time_ms;
+		X.first_action = rec->action;
+		memcpy(X.first_hash, hash, MERKLE_HASH);
+	}
 }
 
 static void x_stage_cp(void *ctx, const char *note, size_t len)
@@ -73,7 +82,8 @@ static void x_stage_cp(void *ctx, const char *note, size_t len)
 
 static void x_done(void *ctx, bool written)
 {
-	(void)ctx, (void)written;
+	(void)ctx;
+	X.dones += written;
 }
 
 /* A power cut takes back what was not synced: a checkpoint the collector
@@ -86,14 +96,54 @@ START_TEST(checkpoints_are_exported_only_once_synced)
 
 	wlog_make(&t, 5);
 	ck_assert_int_eq(logw_open(&t.wc, t.key, NULL, &w, NULL), 0);
-	memset(&X, 0, sizeof(X));
 	logw_set_export(w, &exp);
-	append_n(w, 5); /* a checkpoint of 6 records, written, not synced */
+	memset(&X, 0, sizeof(X)); /* (the start's segment record and its checkpoint) */
+	append_n(w, 5);		  /* a checkpoint of 6 records, written, not synced */
 	ck_assert_msg(X.cps == 0, "checkpoint of %llu records exported before it was synced",
 		      (unsigned long long)X.last_size);
 	ck_assert_int_eq(logw_close(w, NULL), 0); /* syncs */
 	ck_assert_int_eq(X.cps, 1);
 	ck_assert_uint_eq(X.last_size, 6);
+	wlog_remove(&t);
+}
+END_TEST
+
+/* logd attaches the exporter after logw_open, which writes seq 1 of a new
+ * log (the log-segment record) and syncs it: that record, with its hash as
+ * the file has it, and the checkpoint sealing it are handed over then, once
+ * (a SIEM must see every seq). */
+START_TEST(the_segment_record_of_the_start_is_exported)
+{
+	struct logw_export exp = {x_stage, x_stage_cp, x_done, NULL};
+	char cmd[300], line[4096], hx[2 * MERKLE_HASH + 1];
+	struct wlog t;
+	struct logw *w;
+	FILE *f;
+
+	wlog_make(&t, 5);
+	ck_assert_int_eq(logw_open(&t.wc, t.key, NULL, &w, NULL), 0);
+	memset(&X, 0, sizeof(X));
+	logw_set_export(w, &exp);
+	ck_assert_int_eq(X.recs, 1);
+	ck_assert_uint_eq(X.first_seq, 1);
+	ck_assert_int_eq(X.first_action, LOGREC_SEGMENT);
+	ck_assert_int_eq(X.cps, 1);
+	ck_assert_uint_eq(X.last_size, 1);
+	ck_assert_int_eq(X.dones, 1);
+	merkle_hex(X.first_hash, hx);
+	snprintf(cmd, sizeof(cmd), "head -1 %s", t.file);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), f));
+	pclose(f);
+	ck_assert_msg(strstr(line, hx), "hash %s is not seq 1's: %s", hx, line);
+	/* once: a second exporter (a SIGHUP) gets only what comes next */
+	memset(&X, 0, sizeof(X));
+	logw_set_export(w, &exp);
+	ck_assert_int_eq(X.recs + X.cps, 0);
+	append_n(w, 1);
+	ck_assert_int_eq(X.recs, 1);
+	ck_assert_uint_eq(X.first_seq, 2);
+	ck_assert_int_eq(logw_close(w, NULL), 0);
 	wlog_remove(&t);
 }
 END_TEST
@@ -201,6 +251,7 @@ static Suite *writer_suite(void)
 
 	tcase_set_timeout(t, 30);
 	PC_UNIT_TESTS(t, checkpoints_are_exported_only_once_synced,
+		      the_segment_record_of_the_start_is_exported,
 		      unsealed_tail_is_set_aside_at_open, an_emptied_log_is_refused,
 		      a_failed_rotation_does_not_fail_the_commit);
 	suite_add_tcase(s, t);
