@@ -42,7 +42,7 @@ static int check_only(const char *config)
 	if (rc == 0)
 		rc = nft_ruleset_digest(rs, digest, sizeof(digest));
 	if (rc) {
-		fprintf(stderr, "portcullisd: %s\n", pc_err_str(&err, ebuf, sizeof(ebuf)));
+		pc_log(PC_LOG_ERR, "%s", pc_err_str(&err, ebuf, sizeof(ebuf)));
 		policy_unref(pol);
 		return rc;
 	}

@@ -123,15 +123,23 @@ for d in portcullisd portcullis-logd portcullis-vault; do
 	t_eq "$d with a stray argument exits 2" 2 "$rc"
 done
 
-# Daemon logging: "<N>" priority prefixes for journald, none on a terminal.
-run "$B/portcullisd" -c "$NOCONF" -t
-t_match "a daemon's error on a pipe carries the <N> prefix" '^<[0-7]>portcullisd: |^portcullisd: ' "$err"
+# Daemon logging, one convention for the three daemons (common/log.c):
+# "<N>" priority prefixes only when stderr is the journal (systemd's
+# $JOURNAL_STREAM names stderr's device and inode), plain text on a pipe,
+# a file or a terminal.
+for d in portcullisd portcullis-logd portcullis-vault; do
+	"$B/$d" -c "$NOCONF" -t 2>"$T/pipe" >/dev/null </dev/null
+	t_match "$d: an error on a redirected stderr is plain text" "^$d: " "$(cat "$T/pipe")"
+	: >"$T/journal"
+	JOURNAL_STREAM=$(stat -c '%d:%i' "$T/journal") "$B/$d" -c "$NOCONF" -t 2>"$T/journal" >/dev/null </dev/null
+	t_match "$d: with stderr the journal's stream, the <N> prefix" "^<[0-7]>$d: " "$(cat "$T/journal")"
+	JOURNAL_STREAM=1:1 "$B/$d" -c "$NOCONF" -t 2>"$T/pipe" >/dev/null </dev/null
+	t_match "$d: JOURNAL_STREAM naming another stream (inherited): plain text" "^$d: " "$(cat "$T/pipe")"
+done
 if command -v script >/dev/null; then
 	script -qec "$B/portcullis-logd -c $NOCONF -t" /dev/null >"$T/tty" 2>&1 </dev/null
 	t_nomatch "on a terminal, no <N> prefix" '<[0-7]>' "$(cat "$T/tty")"
 	t_match "... but the daemon's name" 'portcullis-logd: ' "$(cat "$T/tty")"
-	"$B/portcullis-logd" -c "$NOCONF" -t 2>"$T/pipe" >/dev/null
-	t_match "on a pipe, the <N> prefix" '^<[0-7]>portcullis-logd: ' "$(cat "$T/pipe")"
 else
 	t_skip "on a terminal, no <N> prefix" "script(1) not installed"
 fi
