@@ -317,11 +317,26 @@ struct top_health {
 	uint64_t logd_file_bytes;
 	double logd_checkpoint_age; /* < 0: none signed yet */
 	uint64_t at_ms;		    /* when asked (monotonic) */
+	/* the rest of the engine's status, for `portcullis status`'s summary */
+	struct top_status {
+		char version[32], queue_path[16];
+		char check_time[32], check_trigger[16], check_first[160];
+		char cutoff_since[32], cutoff_after[96];
+		uint64_t pid, queues, accepted, refused;
+		uint64_t dns_allowed, dns_refused, dns_malformed, learned, evicted;
+		uint64_t check_runs, cutoff_count, cutoff_ports_down;
+		uint64_t limits, limit_dropped, quota_held_refused, quota_dnstcp_refused;
+		uint64_t rules_hit, rule_hits;
+		bool check_running, cutoff_active;
+	} st;
 };
 /* The status JSON of the engine (docs/engine.md) into h (engine_up set);
  * PC_EPARSE when it is not a JSON object. Reads bytes of another process:
  * fuzzed (tests/fuzz/fuzz_top.c). */
 int top_health_engine(const char *json, size_t len, struct top_health *h);
+/* `portcullis status` without --json: a short summary of the engine's
+ * status as top_health_engine read it, '\n'-terminated lines (control.c). */
+void cli_status_text(struct pc_buf *out, const struct top_health *h);
 /* logd's metrics (Prometheus text) into h (logd_up set). */
 int top_health_logd(const char *text, size_t len, struct top_health *h);
 
