@@ -240,9 +240,24 @@ extern const struct cli_cmd cli_cmds[];
  * entry of command name. */
 void cli_cmd_usage(FILE *f, const struct cli_cmd *c);
 void cli_cmd_usage_all(FILE *f, const char *name);
+/* `portcullis --help`: every command. */
+void cli_usage(FILE *f);
+/* The help of command name (every entry of it) or of name sub: each
+ * entry's usage and what it does. PC_EINVAL when there is no such entry. */
+int cli_cmd_help(FILE *f, const char *name, const char *sub);
+/* `portcullis help [COMMAND [SUBCOMMAND]]`. */
+int cli_help(int argc, char **argv, const char *config);
 /* 0 when argv (the arguments after the subcommand) is a command line c
  * accepts; PC_EINVAL with why filled otherwise. */
 int cli_cmd_check_args(const struct cli_cmd *c, int argc, char **argv, char *why, size_t len);
+/* Take the global options that name the configuration (-c FILE, -cFILE,
+ * --config FILE, --config=FILE) out of argv (the arguments after the
+ * program's name; *argc of them, argv[*argc] NULL) wherever they are:
+ * before the command, between it and its subcommand, among its options.
+ * Not after "--" nor in a sandbox's command, and not a value of the
+ * command's own option (read with the table). *config: the last one given.
+ * 0, or PC_EINVAL with why filled (a -c without its value). */
+int cli_globals_take(int *argc, char **argv, const char **config, char *why, size_t len);
 
 /* ---- policy_test.c: `portcullis policy test` (ad-cli, issue 18) --------- */
 
