@@ -240,9 +240,24 @@ extern const struct cli_cmd cli_cmds[];
  * entry of command name. */
 void cli_cmd_usage(FILE *f, const struct cli_cmd *c);
 void cli_cmd_usage_all(FILE *f, const char *name);
+/* `portcullis --help`: every command. */
+void cli_usage(FILE *f);
+/* The help of command name (every entry of it) or of name sub: each
+ * entry's usage and what it does. PC_EINVAL when there is no such entry. */
+int cli_cmd_help(FILE *f, const char *name, const char *sub);
+/* `portcullis help [COMMAND [SUBCOMMAND]]`. */
+int cli_help(int argc, char **argv, const char *config);
 /* 0 when argv (the arguments after the subcommand) is a command line c
  * accepts; PC_EINVAL with why filled otherwise. */
 int cli_cmd_check_args(const struct cli_cmd *c, int argc, char **argv, char *why, size_t len);
+/* Take the global options that name the configuration (-c FILE, -cFILE,
+ * --config FILE, --config=FILE) out of argv (the arguments after the
+ * program's name; *argc of them, argv[*argc] NULL) wherever they are:
+ * before the command, between it and its subcommand, among its options.
+ * Not after "--" nor in a sandbox's command, and not a value of the
+ * command's own option (read with the table). *config: the last one given.
+ * 0, or PC_EINVAL with why filled (a -c without its value). */
+int cli_globals_take(int *argc, char **argv, const char **config, char *why, size_t len);
 
 /* ---- policy_test.c: `portcullis policy test` (ad-cli, issue 18) --------- */
 
@@ -317,11 +332,26 @@ struct top_health {
 	uint64_t logd_file_bytes;
 	double logd_checkpoint_age; /* < 0: none signed yet */
 	uint64_t at_ms;		    /* when asked (monotonic) */
+	/* the rest of the engine's status, for `portcullis status`'s summary */
+	struct top_status {
+		char version[32], queue_path[16];
+		char check_time[32], check_trigger[16], check_first[160];
+		char cutoff_since[32], cutoff_after[96];
+		uint64_t pid, queues, accepted, refused;
+		uint64_t dns_allowed, dns_refused, dns_malformed, learned, evicted;
+		uint64_t check_runs, cutoff_count, cutoff_ports_down;
+		uint64_t limits, limit_dropped, quota_held_refused, quota_dnstcp_refused;
+		uint64_t rules_hit, rule_hits;
+		bool check_running, cutoff_active;
+	} st;
 };
 /* The status JSON of the engine (docs/engine.md) into h (engine_up set);
  * PC_EPARSE when it is not a JSON object. Reads bytes of another process:
  * fuzzed (tests/fuzz/fuzz_top.c). */
 int top_health_engine(const char *json, size_t len, struct top_health *h);
+/* `portcullis status` without --json: a short summary of the engine's
+ * status as top_health_engine read it, '\n'-terminated lines (control.c). */
+void cli_status_text(struct pc_buf *out, const struct top_health *h);
 /* logd's metrics (Prometheus text) into h (logd_up set). */
 int top_health_logd(const char *text, size_t len, struct top_health *h);
 

@@ -89,6 +89,8 @@ const struct cli_cmd cli_cmds[] = {
      "+ --port= --name= --mac= --address= --allow= --allow-cidr= --secret= --user= --env= "
      "--cert= --quiet -q",
      0, -1, sandbox_cli, "guard a VM's tap as a sandbox"},
+    {"help", NULL, "[COMMAND [SUBCOMMAND]]", "", 0, 2, cli_help,
+     "the commands, or one command's usage (as COMMAND --help)"},
     {NULL, NULL, NULL, NULL, 0, 0, NULL, NULL},
 };
 
@@ -96,6 +98,63 @@ void cli_cmd_usage(FILE *f, const struct cli_cmd *c)
 {
 	fprintf(f, "usage: portcullis [-c FILE] %s%s%s%s%s\n", c->name, c->sub ? " " : "",
 		c->sub ? c->sub : "", c->args[0] ? " " : "", c->args);
+}
+
+static bool has_entry(const char *name);
+
+void cli_usage(FILE *f)
+{
+	const char *last = "";
+
+	fprintf(f, "usage: portcullis [-c FILE] COMMAND [ARGS...]\n"
+		   "       portcullis help [COMMAND [SUBCOMMAND]]\n"
+		   "       portcullis --help | --version | --commands\n\ncommands:\n");
+	for (const struct cli_cmd *c = cli_cmds; c->name; c++) {
+		if (strcmp(c->name, last) != 0)
+			fprintf(f, "  %s\n", c->name);
+		last = c->name;
+		fprintf(f, "    %s%s%s  %s\n", c->sub ? c->sub : "",
+			c->sub && c->args[0] ? " " : "", c->args, c->what);
+	}
+	fprintf(f, "\n-c FILE, --config FILE  configuration (default "
+		   "/etc/portcullis/portcullis.yaml), anywhere on the line\n"
+		   "COMMAND [SUBCOMMAND] --help: its usage; --json: the result as JSON\n"
+		   "exit status: 0 ok, 1 negative result, 2 usage, 3 error (portcullis(8))\n");
+}
+
+int cli_cmd_help(FILE *f, const char *name, const char *sub)
+{
+	bool any = false;
+
+	for (const struct cli_cmd *c = cli_cmds; c->name; c++) {
+		if (strcmp(c->name, name) != 0 || (sub && (!c->sub || strcmp(c->sub, sub) != 0)))
+			continue;
+		cli_cmd_usage(f, c);
+		fprintf(f, "    %s\n", c->what);
+		any = true;
+	}
+	return any ? 0 : PC_EINVAL;
+}
+
+/* `portcullis help [COMMAND [SUBCOMMAND]]`: what --help says, for a
+ * person who asks the way most tools are asked. */
+int cli_help(int argc, char **argv, const char *config)
+{
+	(void)config;
+	if (argc < 2) {
+		cli_usage(stdout);
+		return PC_EXIT_OK;
+	}
+	if (!has_entry(argv[1])) {
+		pc_cli_error("help", "unknown command '%s' (see portcullis help)", argv[1]);
+		return PC_EXIT_USAGE;
+	}
+	if (cli_cmd_help(stdout, argv[1], argc > 2 ? argv[2] : NULL) < 0) {
+		pc_cli_error("help", "%s has no subcommand '%s'", argv[1], argv[2]);
+		cli_cmd_help(stderr, argv[1], NULL);
+		return PC_EXIT_USAGE;
+	}
+	return PC_EXIT_OK;
 }
 
 /* Every entry of command name, one usage line each. */
@@ -165,5 +224,116 @@ int cli_cmd_check_args(const struct cli_cmd *c, int argc, char **argv, char *why
 		snprintf(why, len, "too many arguments");
 		return PC_EINVAL;
 	}
+	return 0;
+}
+
+/* Is a one of the global options that name the configuration? *val: its
+ * value when the argument carries it (-cFILE, --config=FILE), else NULL
+ * (the value is the next argument). */
+static bool global_config(const char *a, const char **val)
+{
+	if (strcmp(a, "-c") == 0 || strcmp(a, "--config") == 0) {
+		*val = NULL;
+		return true;
+	}
+	if (strncmp(a, "--config=", 9) == 0) {
+		*val = a + 9;
+		return true;
+	}
+	if (a[0] == '-' && a[1] == 'c' && a[2]) {
+		*val = a + 2;
+		return true;
+	}
+	return false;
+}
+
+static const struct cli_cmd *entry_of(const char *name, const char *sub, bool *is_sub)
+{
+	const struct cli_cmd *bare = NULL;
+
+	*is_sub = false;
+	for (const struct cli_cmd *c = cli_cmds; c->name; c++) {
+		if (strcmp(c->name, name) != 0)
+			continue;
+		if (!c->sub)
+			bare = c;
+		else if (sub && strcmp(c->sub, sub) == 0) {
+			*is_sub = true;
+			return c;
+		}
+	}
+	return bare;
+}
+
+static bool has_entry(const char *name)
+{
+	for (const struct cli_cmd *c = cli_cmds; c->name; c++)
+		if (strcmp(c->name, name) == 0)
+			return true;
+	return false;
+}
+
+int cli_globals_take(int *argc, char **argv, const char **config, char *why, size_t len)
+{
+	const struct cli_cmd *c = NULL; /* the entry, once its words are read */
+	const char *name = NULL;
+	int n = *argc, out = 0, i = 0;
+
+	while (i < n) {
+		const char *a = argv[i], *val;
+		bool takes = false, is_sub;
+
+		if (strcmp(a, "--") == 0)
+			break; /* what follows is not ours (a sandbox's command) */
+		if (a[0] == '-' && a[1] && !(c && opt_known(c, a, &takes)) &&
+		    global_config(a, &val)) {
+			if (!val && i + 1 >= n) {
+				snprintf(why, len, "option '%s' needs a value", a);
+				return PC_EINVAL;
+			}
+			*config = val ? val : argv[i + 1];
+			i += val ? 1 : 2;
+			continue;
+		}
+		if (a[0] == '-' && a[1]) {
+			argv[out++] = argv[i++];
+			if (takes && i < n)
+				argv[out++] =
+				    argv[i++]; /* the option's value, whatever it looks like */
+			continue;
+		}
+		/* a word: the command, its subcommand, or an argument */
+		if (!name) {
+			name = a;
+			if (!has_entry(name))
+				break; /* main says it is unknown */
+			c = entry_of(name, NULL, &is_sub);
+			if (c && !c->sub) {
+				/* a command with subcommands too (cert): the next word decides */
+				bool any_sub = false;
+
+				for (const struct cli_cmd *e = cli_cmds; e->name; e++)
+					any_sub |= strcmp(e->name, name) == 0 && e->sub;
+				if (any_sub)
+					c = NULL;
+			}
+			argv[out++] = argv[i++];
+			continue;
+		}
+		if (!c) {
+			c = entry_of(name, a, &is_sub);
+			if (!c)
+				break; /* an unknown subcommand: main says so */
+			argv[out++] = argv[i++];
+			continue;
+		}
+		if (c->opts[0] == '+')
+			break; /* the sandbox's command starts here */
+		argv[out++] = argv[i++];
+	}
+	while (i < n)
+		argv[out++] = argv[i++];
+	argv[out] = NULL;
+	*argc = out;
 	return 0;
 }

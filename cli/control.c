@@ -1,8 +1,8 @@
 /* `portcullis status`: one request to the engine's
  * control socket, one typed reply (common/engmsg.c) whose status JSON is
- * shown as it is (--json) or indented; and
+ * shown as it is (--json) or as a short summary for a person; and
  * `portcullis metrics`: every daemon's metrics in Prometheus text format. */
-#include "cli/cli.h"
+#include "cli/cli_int.h"
 #include "rules/rules.h"
 #include "logd/logd.h"
 #include "vault/vault.h"
@@ -99,46 +99,82 @@ static int metrics_cli(int argc, char **argv, const struct config *cfg)
 	return answered ? PC_EXIT_OK : PC_EXIT_ERROR;
 }
 
-static void json_print_indented(const char *js)
+/* "1h02m", "3m07s", "42s": an uptime as a person reads it. */
+static void duration(struct pc_buf *b, uint64_t s)
 {
-	int depth = 0;
-	bool in_str = false;
+	if (s >= 86400)
+		pc_buf_printf(b, "%llud%02lluh", (unsigned long long)(s / 86400),
+			      (unsigned long long)(s % 86400 / 3600));
+	else if (s >= 3600)
+		pc_buf_printf(b, "%lluh%02llum", (unsigned long long)(s / 3600),
+			      (unsigned long long)(s % 3600 / 60));
+	else if (s >= 60)
+		pc_buf_printf(b, "%llum%02llus", (unsigned long long)(s / 60),
+			      (unsigned long long)(s % 60));
+	else
+		pc_buf_printf(b, "%llus", (unsigned long long)s);
+}
 
-	for (const char *p = js; *p; p++) {
-		char c = *p;
+static const char *plural(uint64_t n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
 
-		if (in_str) {
-			putchar(c);
-			if (c == '\\' && p[1])
-				putchar(*++p);
-			else if (c == '"')
-				in_str = false;
-			continue;
-		}
-		switch (c) {
-		case '"':
-			in_str = true;
-			putchar(c);
-			break;
-		case '{':
-		case '[':
-			printf("%c\n%*s", c, ++depth * 2, "");
-			break;
-		case '}':
-		case ']':
-			printf("\n%*s%c", --depth * 2, "", c);
-			break;
-		case ',':
-			printf(",\n%*s", depth * 2, "");
-			break;
-		case ':':
-			printf(": ");
-			break;
-		default:
-			putchar(c);
-		}
-	}
-	putchar('\n');
+/* The few lines an admin reads first (what runs, whether it is proven and
+ * serving, what it refused); every counter, per queue and per sandbox, is
+ * in --json, the engine's own object. */
+void cli_status_text(struct pc_buf *b, const struct top_health *h)
+{
+	const struct top_status *s = &h->st;
+#define U(x) ((unsigned long long)(x))
+
+	pc_buf_printf(b, "engine       portcullisd %s, pid %llu, up ",
+		      s->version[0] ? s->version : "?", U(s->pid));
+	duration(b, h->uptime_s);
+	pc_buf_printf(b, "\npolicy       %s\n", h->policy[0] ? h->policy : "(none)");
+	pc_buf_printf(b, "containment  %s", h->check[0] ? h->check : "?");
+	if (s->check_time[0])
+		pc_buf_printf(b, " (check %llu at %s, after %s)", U(s->check_runs), s->check_time,
+			      s->check_trigger[0] ? s->check_trigger : "?");
+	if (s->check_running)
+		pc_buf_puts(b, "; a check is running");
+	pc_buf_putc(b, '\n');
+	if (h->check_findings)
+		pc_buf_printf(b, "             %llu %s, the first: %s\n", U(h->check_findings),
+			      plural(h->check_findings, "finding", "findings"), s->check_first);
+	if (s->cutoff_active)
+		pc_buf_printf(b, "cut off      YES since %s, %llu %s down, after %s\n",
+			      s->cutoff_since[0] ? s->cutoff_since : "?", U(s->cutoff_ports_down),
+			      plural(s->cutoff_ports_down, "port", "ports"),
+			      s->cutoff_after[0] ? s->cutoff_after : "?");
+	else
+		pc_buf_printf(b, "cut off      no (%llu %s since start)\n", U(s->cutoff_count),
+			      plural(s->cutoff_count, "time", "times"));
+	pc_buf_printf(b,
+		      "queues       %llu (%s): %llu packets, %llu accepted, %llu refused; dropped "
+		      "%llu in the kernel, %llu by the engine, %llu ENOBUFS\n",
+		      U(s->queues), s->queue_path[0] ? s->queue_path : "?", U(h->queued),
+		      U(s->accepted), U(s->refused), U(h->kernel_dropped), U(h->user_dropped),
+		      U(h->enobufs));
+	pc_buf_printf(b, "flows        %llu allowed, %llu held for their ClientHello\n",
+		      U(h->flows), U(h->held));
+	pc_buf_printf(b,
+		      "dns          %llu queries allowed, %llu refused, %llu malformed; %llu %s "
+		      "learned, %llu evicted\n",
+		      U(s->dns_allowed), U(s->dns_refused), U(s->dns_malformed), U(s->learned),
+		      plural(s->learned, "address", "addresses"), U(s->evicted));
+	pc_buf_printf(b, "log          %llu records sent, %llu not taken by logd\n", U(h->log_sent),
+		      U(h->log_failed));
+	pc_buf_printf(b,
+		      "limits       %llu %s; %llu new flows dropped over a limit; refused over a "
+		      "share: %llu held flows, %llu DNS-over-TCP streams\n",
+		      U(s->limits), plural(s->limits, "sandbox", "sandboxes"), U(s->limit_dropped),
+		      U(s->quota_held_refused), U(s->quota_dnstcp_refused));
+	pc_buf_printf(b, "rules        %llu %s hit, %llu %s in all\n", U(s->rules_hit),
+		      plural(s->rules_hit, "entry", "entries"), U(s->rule_hits),
+		      plural(s->rule_hits, "hit", "hits"));
+	pc_buf_puts(b, "(every counter, per queue, sandbox and rule: portcullis status --json)\n");
+#undef U
 }
 
 int cli_control(int argc, char **argv, const char *config)
@@ -188,8 +224,26 @@ int cli_control(int argc, char **argv, const char *config)
 	}
 	if (json)
 		printf("%s\n", reply.json);
-	else
-		json_print_indented(reply.json);
+	else {
+		struct top_health h;
+		struct pc_buf b = {0};
+
+		memset(&h, 0, sizeof(h));
+		if (top_health_engine(reply.json, strlen(reply.json), &h) < 0) {
+			pc_cli_error(argv[0], "the engine's status is not a JSON object");
+			pc_eng_reply_free(&reply);
+			return PC_EXIT_ERROR;
+		}
+		cli_status_text(&b, &h);
+		if (b.err) {
+			pc_cli_error(argv[0], "out of memory");
+			pc_buf_free(&b);
+			pc_eng_reply_free(&reply);
+			return PC_EXIT_ERROR;
+		}
+		fputs(pc_buf_str(&b), stdout);
+		pc_buf_free(&b);
+	}
 	pc_eng_reply_free(&reply);
 	return PC_EXIT_OK;
 }

@@ -12,24 +12,6 @@
 #include "cli/cli_int.h"
 #include "common/pc.h"
 
-static void usage(FILE *f)
-{
-	const char *last = "";
-
-	fprintf(f, "usage: portcullis [-c FILE] COMMAND [ARGS...]\n"
-		   "       portcullis --help | --version | --commands\n\ncommands:\n");
-	for (const struct cli_cmd *c = cli_cmds; c->name; c++) {
-		if (strcmp(c->name, last) != 0)
-			fprintf(f, "  %s\n", c->name);
-		last = c->name;
-		fprintf(f, "    %s%s%s  %s\n", c->sub ? c->sub : "",
-			c->sub && c->args[0] ? " " : "", c->args, c->what);
-	}
-	fprintf(f, "\n-c FILE  configuration (default /etc/portcullis/portcullis.yaml)\n"
-		   "COMMAND [SUBCOMMAND] --help: its usage; --json: the result as JSON\n"
-		   "exit status: 0 ok, 1 negative result, 2 usage, 3 error (portcullis(8))\n");
-}
-
 static int version(void)
 {
 	printf("portcullis %s\n", PC_VERSION);
@@ -91,6 +73,15 @@ int main(int argc, char **argv)
 	char **rest;
 
 	pc_log_init("portcullis", PC_LOG_NOTICE);
+	/* An admin adds -c at the end of the line recalled from history as
+	 * often as at the front: the configuration is taken from anywhere. */
+	n = argc - 1;
+	if (cli_globals_take(&n, argv + 1, &config, why, sizeof(why)) < 0) {
+		pc_cli_error("command line", "%s", why);
+		cli_usage(stderr);
+		return PC_EXIT_USAGE;
+	}
+	argc = n + 1;
 	/* '+': stop at the command, whose options are its own. */
 	while ((opt = getopt_long(argc, argv, "+c:hV", lo, NULL)) != -1) {
 		switch (opt) {
@@ -98,19 +89,19 @@ int main(int argc, char **argv)
 			config = optarg;
 			break;
 		case 'h':
-			usage(stdout);
+			cli_usage(stdout);
 			return PC_EXIT_OK;
 		case 'V':
 			return version();
 		case 'L':
 			return commands();
 		default:
-			usage(stderr);
+			cli_usage(stderr);
 			return PC_EXIT_USAGE;
 		}
 	}
 	if (optind >= argc) {
-		usage(stderr);
+		cli_usage(stderr);
 		return PC_EXIT_USAGE;
 	}
 	rest = argv + optind;
@@ -123,7 +114,7 @@ int main(int argc, char **argv)
 	if (!c) {
 		/* a command of subcommands, without a known one */
 		if (n > 1 && is_help(rest[1])) {
-			cli_cmd_usage_all(stdout, rest[0]);
+			cli_cmd_help(stdout, rest[0], NULL);
 			return PC_EXIT_OK;
 		}
 		if (n > 1 && strcmp(rest[1], "--version") == 0)
@@ -140,11 +131,7 @@ int main(int argc, char **argv)
 		if (strcmp(rest[i], "--") == 0 || (c->opts[0] == '+' && rest[i][0] != '-'))
 			break; /* the sandbox's command: its options are its own */
 		if (is_help(rest[i])) {
-			if (c->sub)
-				cli_cmd_usage(stdout, c);
-			else
-				cli_cmd_usage_all(stdout, c->name);
-			printf("%s\n", c->what);
+			cli_cmd_help(stdout, c->name, c->sub);
 			return PC_EXIT_OK;
 		}
 		if (strcmp(rest[i], "--version") == 0)

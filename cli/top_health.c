@@ -48,54 +48,97 @@ static bool path_is(const char *path, const char *want)
 	return strcmp(path, want) == 0;
 }
 
-/* A number or a string at a path the view shows. */
+/* A number, a boolean or a string at a path the view or the status
+ * summary shows. */
 static void jfield(struct jwalk *w, const char *path, const char *v, size_t vl, bool str)
 {
 	struct top_health *h = w->h;
+	enum { SET, SUM, COUNT }; /* the value; added up over an array; its items counted */
 	static const struct {
 		const char *path;
 		size_t off;
-		bool sum; /* over the queues */
+		int how;
 	} nums[] = {
 #define F(p, f, s) {p, offsetof(struct top_health, f), s}
-	    F("uptime_s", uptime_s, false),
-	    F("flows", flows, false),
-	    F("held", held, false),
-	    F("queues.queued", queued, true),
-	    F("queues.kernel_dropped", kernel_dropped, true),
-	    F("queues.user_dropped", user_dropped, true),
-	    F("queues.enobufs", enobufs, true),
-	    F("log.sent", log_sent, false),
-	    F("log.failed", log_failed, false),
-	    F("check.findings", check_findings, false),
+	    F("uptime_s", uptime_s, SET),
+	    F("flows", flows, SET),
+	    F("held", held, SET),
+	    F("queues.queued", queued, SUM),
+	    F("queues.kernel_dropped", kernel_dropped, SUM),
+	    F("queues.user_dropped", user_dropped, SUM),
+	    F("queues.enobufs", enobufs, SUM),
+	    F("log.sent", log_sent, SET),
+	    F("log.failed", log_failed, SET),
+	    F("check.findings", check_findings, SET),
+	    F("pid", st.pid, SET),
+	    F("queues.num", st.queues, COUNT),
+	    F("queues.accepted", st.accepted, SUM),
+	    F("queues.refused", st.refused, SUM),
+	    F("dnsguard.queries_allowed", st.dns_allowed, SET),
+	    F("dnsguard.queries_refused", st.dns_refused, SET),
+	    F("dnsguard.queries_malformed", st.dns_malformed, SET),
+	    F("dnsguard.learned_entries", st.learned, SET),
+	    F("dnsguard.learned_evicted", st.evicted, SET),
+	    F("check.runs", st.check_runs, SET),
+	    F("cutoff.count", st.cutoff_count, SET),
+	    F("cutoff.ports_down", st.cutoff_ports_down, SET),
+	    F("limits.sandbox", st.limits, COUNT),
+	    F("limits.dropped", st.limit_dropped, SUM),
+	    F("quotas.sandboxes.held_flows_refused", st.quota_held_refused, SUM),
+	    F("quotas.sandboxes.dns_tcp_streams_refused", st.quota_dnstcp_refused, SUM),
+	    F("rules.rule", st.rules_hit, COUNT),
+	    F("rules.hits", st.rule_hits, SUM),
 #undef F
 	};
-	char text[64];
+	static const struct {
+		const char *path;
+		size_t off, len;
+	} strs[] = {
+#define S(p, f) {p, offsetof(struct top_health, f), sizeof(((struct top_health *)0)->f)}
+	    S("policy", policy),
+	    S("check.result", check),
+	    S("version", st.version),
+	    S("queue_path", st.queue_path),
+	    S("check.time", st.check_time),
+	    S("check.trigger", st.check_trigger),
+	    S("check.first", st.check_first),
+	    S("cutoff.since", st.cutoff_since),
+	    S("cutoff.after", st.cutoff_after),
+#undef S
+	};
+	char text[200];
 	size_t n = 0;
 
 	/* display text: no escape decoded, nothing that moves a cursor */
 	for (size_t i = 0; i < vl && n + 1 < sizeof(text); i++)
 		text[n++] = (unsigned char)v[i] < 0x20 || v[i] == 0x7f || v[i] == '\\' ? '?' : v[i];
 	text[n] = '\0';
-	if (str) {
-		if (path_is(path, "policy"))
-			pc_strlcpy(h->policy, text, sizeof(h->policy));
-		else if (path_is(path, "check.result"))
-			pc_strlcpy(h->check, text, sizeof(h->check));
-		return;
-	}
 	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
 		uint64_t *dst = (uint64_t *)((char *)h + nums[i].off);
 		uint64_t x;
 
 		if (!path_is(path, nums[i].path))
 			continue;
-		if (text[0] < '0' || text[0] > '9')
+		if (nums[i].how == COUNT) {
+			(*dst)++;
+			return;
+		}
+		if (str || text[0] < '0' || text[0] > '9')
 			return;
 		x = strtoull(text, NULL, 10);
-		*dst = nums[i].sum ? *dst + x : x;
+		*dst = nums[i].how == SUM ? *dst + x : x;
 		return;
 	}
+	if (str) {
+		for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+			if (path_is(path, strs[i].path))
+				pc_strlcpy((char *)h + strs[i].off, text, strs[i].len);
+		return;
+	}
+	if (path_is(path, "check.running"))
+		h->st.check_running = strcmp(text, "true") == 0;
+	else if (path_is(path, "cutoff.active"))
+		h->st.cutoff_active = strcmp(text, "true") == 0;
 }
 
 /* A value at w->i, its path (keys joined by '.'; array items add none). */
@@ -174,6 +217,7 @@ int top_health_engine(const char *json, size_t len, struct top_health *h)
 
 	h->policy[0] = h->check[0] = '\0';
 	h->queued = h->kernel_dropped = h->user_dropped = h->enobufs = 0;
+	memset(&h->st, 0, sizeof(h->st));
 	ws(&w);
 	if (w.i >= w.n || json[w.i] != '{')
 		return PC_EPARSE;

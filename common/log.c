@@ -1,22 +1,48 @@
-/* Daemon logging to stderr with sd-daemon "<N>" level prefixes, so journald
- * keeps levels; on a terminal the prefix is left out (an admin running a
- * daemon in the foreground reads words, not "<5>"). */
+/* Daemon logging to stderr, one convention for every daemon: sd-daemon
+ * "<N>" level prefixes only when stderr is the journal, so journald keeps
+ * levels; anywhere else (a terminal, a file, a pipe to a test or to
+ * another logger) plain text, which a "<5>" would only clutter. */
 #include "common/pc.h"
 
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Written once by pc_log_init before any thread starts; read-only after. */
 static const char *log_prog = "portcullis";
 static enum pc_loglevel log_max = PC_LOG_INFO;
-static bool log_tty;
+static bool log_journal;
+
+/* systemd sets JOURNAL_STREAM to "DEV:INODE" of the stream it connected
+ * stderr to; the variable is inherited, so it counts only while stderr is
+ * still that stream (a child whose stderr was redirected is not). */
+bool pc_log_stderr_is_journal(void)
+{
+	const char *v = getenv("JOURNAL_STREAM");
+	uintmax_t dev, ino;
+	struct stat st;
+	char *end;
+
+	if (!v || !*v || fstat(STDERR_FILENO, &st) < 0)
+		return false;
+	dev = strtoumax(v, &end, 10);
+	if (end == v || *end != ':')
+		return false;
+	v = end + 1;
+	ino = strtoumax(v, &end, 10);
+	if (end == v || *end != '\0')
+		return false;
+	return dev == (uintmax_t)st.st_dev && ino == (uintmax_t)st.st_ino;
+}
 
 void pc_log_init(const char *prog, enum pc_loglevel max)
 {
 	log_prog = prog;
 	log_max = max;
-	log_tty = isatty(STDERR_FILENO) == 1;
+	log_journal = pc_log_stderr_is_journal();
 }
 
 static void pc_vlog(enum pc_loglevel lvl, const char *fmt, va_list ap)
@@ -29,10 +55,10 @@ static void pc_vlog(enum pc_loglevel lvl, const char *fmt, va_list ap)
 
 	if (lvl > log_max)
 		return;
-	if (log_tty)
-		n = snprintf(line, sizeof(line), "%s: ", log_prog);
-	else
+	if (log_journal)
 		n = snprintf(line, sizeof(line), "<%d>%s: ", (int)lvl, log_prog);
+	else
+		n = snprintf(line, sizeof(line), "%s: ", log_prog);
 	if (n < 0 || (size_t)n >= sizeof(line))
 		return;
 	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);

@@ -86,7 +86,7 @@ int pc_exit_for_check(int code);
  * failure is PC_EXIT_ERROR. Never negative. */
 int pc_daemon_exit(int code, bool test);
 
-/* ---- daemon logging (stderr, journal-friendly "<N>" level prefixes) ---- */
+/* ---- daemon logging (stderr; "<N>" level prefixes for the journal only) -- */
 
 enum pc_loglevel {
 	PC_LOG_ERR = 3,
@@ -96,9 +96,14 @@ enum pc_loglevel {
 	PC_LOG_DEBUG = 7
 };
 
-/* Set the program name used as prefix and the most verbose level shown.
- * Called once from main before threads start. */
+/* Set the program name used as prefix and the most verbose level shown,
+ * and whether lines carry "<N>" priority prefixes: only when stderr is the
+ * journal (pc_log_stderr_is_journal). Called once from main before threads
+ * start, after stderr is where it stays. */
 void pc_log_init(const char *prog, enum pc_loglevel max);
+/* Is stderr the journal's stream: $JOURNAL_STREAM ("DEV:INODE", set by
+ * systemd) names stderr's st_dev:st_ino. */
+bool pc_log_stderr_is_journal(void);
 void pc_log(enum pc_loglevel lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* CLI error: "portcullis: <what>: <why>" on stderr. */
 void pc_cli_error(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

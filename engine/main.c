@@ -11,12 +11,13 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: portcullisd [-c FILE] [-t] [-v]\n"
-		   "  -c FILE  configuration (default /etc/portcullis/portcullis.yaml)\n"
-		   "  -t       check the configuration and policy, then exit\n"
-		   "  -v       log every verdict (debug)\n"
-		   "  -h, --help     this text\n"
-		   "  -V, --version  print the version\n");
+	fprintf(
+	    f, "usage: portcullisd [-c FILE] [-t] [-v]\n"
+	       "  -c FILE, --config FILE  configuration (default /etc/portcullis/portcullis.yaml)\n"
+	       "  -t       check the configuration and policy, then exit\n"
+	       "  -v       log every verdict (debug)\n"
+	       "  -h, --help     this text\n"
+	       "  -V, --version  print the version\n");
 }
 
 /* -t: everything that does not need the kernel. 0 or a PC_E* code. */
@@ -42,7 +43,7 @@ static int check_only(const char *config)
 	if (rc == 0)
 		rc = nft_ruleset_digest(rs, digest, sizeof(digest));
 	if (rc) {
-		fprintf(stderr, "portcullisd: %s\n", pc_err_str(&err, ebuf, sizeof(ebuf)));
+		pc_log(PC_LOG_ERR, "%s", pc_err_str(&err, ebuf, sizeof(ebuf)));
 		policy_unref(pol);
 		return rc;
 	}
@@ -63,6 +64,7 @@ int main(int argc, char **argv)
 	int opt, rc; /* 0 or a PC_E* code; pc_daemon_exit maps it */
 
 	static const struct option lopts[] = {{"help", no_argument, NULL, 'h'},
+					      {"config", required_argument, NULL, 'c'},
 					      {"version", no_argument, NULL, 'V'},
 					      {NULL, 0, NULL, 0}};
 

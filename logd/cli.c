@@ -78,6 +78,19 @@ static int key_get(struct cli *c, const char *opt, struct note_verifier *v)
 	const struct config *cfg;
 
 	if (!opt) {
+		struct stat st;
+
+		/* An auditor checks a copy of the log on a workstation without
+		 * the gateway's configuration: what is missing is the key, not
+		 * the configuration file. */
+		if (stat(c->config, &st) < 0 && errno == ENOENT) {
+			cli_error("log",
+				  "no public key to check the log with: give --key PUB (the log's "
+				  "public key, log.key.pub on the gateway); without --key it is "
+				  "read from the configuration, and %s does not exist",
+				  c->config);
+			return PC_EXIT_ERROR;
+		}
 		if (!(cfg = cli_cfg(c)))
 			return PC_EXIT_ERROR;
 		snprintf(path, sizeof(path), "%s.pub", cfg->log.key);

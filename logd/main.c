@@ -12,22 +12,23 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: portcullis-logd [-c FILE] [-t] [-v] [--new-segment REASON]\n"
-		"  -c FILE   configuration (default /etc/portcullis/portcullis.yaml)\n"
-		"  -t        check the configuration, the key and the syslog settings, and exit\n"
-		"  -v        verbose\n"
-		"  -h, --help      this text\n"
-		"  -V, --version   print the version\n"
-		"  --new-segment REASON\n"
-		"            set the current log file aside and start a new segment whose\n"
-		"            first record says REASON (for a file that no longer verifies,\n"
-		"            or a new key)\n");
+	fprintf(
+	    f, "usage: portcullis-logd [-c FILE] [-t] [-v] [--new-segment REASON]\n"
+	       "  -c FILE, --config FILE  configuration (default /etc/portcullis/portcullis.yaml)\n"
+	       "  -t        check the configuration, the key and the syslog settings, and exit\n"
+	       "  -v        verbose\n"
+	       "  -h, --help      this text\n"
+	       "  -V, --version   print the version\n"
+	       "  --new-segment REASON\n"
+	       "            set the current log file aside and start a new segment whose\n"
+	       "            first record says REASON (for a file that no longer verifies,\n"
+	       "            or a new key)\n");
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {{"new-segment", required_argument, NULL, 'N'},
+					     {"config", required_argument, NULL, 'c'},
 					     {"help", no_argument, NULL, 'h'},
 					     {"version", no_argument, NULL, 'V'},
 					     {NULL, 0, NULL, 0}};

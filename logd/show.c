@@ -1,6 +1,6 @@
 /* Reading log lines back: a small reader for the flat JSON objects logd
  * writes, and the short human form `portcullis log show` prints:
- *   #4128 14:02:13Z refused CONNECT paste.example:443 (not on the allow list)
+ *   #4128 2026-12-01 14:02:13Z agent-1 refused CONNECT paste.example:443 (not on the allow list)
  * and the few fields of a record `portcullis top` counts (logrec_brief). */
 #include "logd/logd_int.h"
 
@@ -338,6 +338,18 @@ static void human_target(const struct human *h, char *act, size_t actlen, char *
 		snprintf(target, tlen, "%s", h->message[0] ? h->message : h->sandbox);
 }
 
+/* "YYYY-MM-DDTHH:MM:SS...": what the human form cuts the date and the
+ * time from (anything else, a record of another writer, shows as ?). */
+static bool ts_shaped(const char *ts)
+{
+	static const char shape[] = "dddd-dd-ddTdd:dd:dd";
+
+	for (size_t i = 0; i < sizeof(shape) - 1; i++)
+		if (shape[i] == 'd' ? ts[i] < '0' || ts[i] > '9' : ts[i] != shape[i])
+			return false;
+	return true;
+}
+
 int logrec_human(const char *line, size_t len, char *out, size_t outlen)
 {
 	struct human h;
@@ -351,8 +363,12 @@ int logrec_human(const char *line, size_t len, char *out, size_t outlen)
 	/* a segment's reason is its message already */
 	if (h.reason[0] && strcmp(h.action, "log-segment") != 0)
 		snprintf(reason, sizeof(reason), " (%s)", h.reason);
-	n = snprintf(out, outlen, "#%s %.8sZ %s%s%s%s%s", h.seq,
-		     strlen(h.ts) >= 19 ? h.ts + 11 : "??:??:??",
+	/* the date too: a log spans days (logrotate keeps weeks), and a time
+	 * alone is ambiguous across them; the sandbox, so that a line says
+	 * whose verdict it is without --json */
+	n = snprintf(out, outlen, "#%s %.10s %.8sZ %s %s%s%s%s%s", h.seq,
+		     ts_shaped(h.ts) ? h.ts : "\?\?\?\?-\?\?-\?\?",
+		     ts_shaped(h.ts) ? h.ts + 11 : "??:??:??", h.sandbox[0] ? h.sandbox : "-",
 		     h.allowed	? "allowed "
 		     : h.denied ? "refused "
 				: "",

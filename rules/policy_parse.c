@@ -492,19 +492,33 @@ static int parse_secret(struct pparse *pp, struct sbb *s, const struct ynode *n,
 			pc_strlcpy(sec->header, str, sizeof(sec->header));
 	}
 	if (format) {
-		const char *at;
-		bool printable = true;
+		const char *at, *bad = NULL;
 
 		if (yget_str(&pp->c, format, "format", &str))
 			return PC_EPARSE;
-		for (const char *c = str; *c; c++)
-			printable = printable && *c >= 0x20 && *c < 0x7f;
+		for (const char *c = str; *c && !bad; c++)
+			if (*c < 0x20 || *c >= 0x7f)
+				bad = c;
 		at = strstr(str, "{secret}");
-		if (!printable || strlen(str) >= sizeof(sec->format))
-			rc = yerr(
-			    &pp->c, format,
-			    "format: expected at most 255 printable ASCII characters (it becomes "
-			    "a header value)");
+		/* each failure its own words: a CR/LF read as "too long" sent the
+		 * admin counting characters instead of removing a line break */
+		if (bad && (*bad == '\r' || *bad == '\n'))
+			rc =
+			    yerr(&pp->c, format,
+				 "format: contains a line break (%s at character %zu), which would "
+				 "end the header and start another; expected one line, like "
+				 "\"Bearer {secret}\"",
+				 *bad == '\r' ? "CR" : "LF", (size_t)(bad - str) + 1);
+		else if (bad)
+			rc = yerr(&pp->c, format,
+				  "format: contains byte 0x%02X at character %zu, not printable "
+				  "ASCII; expected printable ASCII (it becomes a header value)",
+				  (unsigned char)*bad, (size_t)(bad - str) + 1);
+		else if (strlen(str) >= sizeof(sec->format))
+			rc = yerr(&pp->c, format,
+				  "format: too long (%zu characters); expected at most %zu (it "
+				  "becomes a header value)",
+				  strlen(str), sizeof(sec->format) - 1);
 		else if (!at || strstr(at + 1, "{secret}"))
 			rc = yerr(&pp->c, format,
 				  "format: '%.64s' must contain {secret} exactly once; expected "

@@ -43,12 +43,27 @@ static int ybuild_nomem(struct ybuild *b)
 	return diag_at(b->c.d, PC_ENOMEM, b->f->name, 0, 0, "out of memory");
 }
 
+/* The byte the reader refused: for a bad trailing octet libyaml names
+ * the octet after the lead byte; the admin's character starts at the
+ * lead byte (a Latin-1 'é' is that byte alone). */
+static size_t reader_error_offset(const yaml_parser_t *p, const char *buf, size_t len)
+{
+	size_t off = p->problem_offset < len ? p->problem_offset : len;
+
+	for (int back = 0;
+	     back < 3 && off > 0 && off < len && ((unsigned char)buf[off] & 0xC0) != 0xC0 &&
+	     (unsigned char)buf[off - 1] >= 0x80;
+	     back++)
+		off--;
+	return off;
+}
+
 /* Where the syntax error is; the reader reports only a byte offset. */
 static void yparse_error_pos(const yaml_parser_t *p, const char *buf, size_t len, unsigned *line,
 			     unsigned *col)
 {
 	if (p->error == YAML_READER_ERROR) {
-		size_t off = p->problem_offset < len ? p->problem_offset : len;
+		size_t off = reader_error_offset(p, buf, len);
 
 		*line = 1;
 		*col = 1;
@@ -73,6 +88,26 @@ static int yparse_error(struct ybuild *b, const yaml_parser_t *p, const char *bu
 	if (p->error == YAML_MEMORY_ERROR)
 		return ybuild_nomem(b);
 	yparse_error_pos(p, buf, len, &line, &col);
+	if (p->error == YAML_READER_ERROR && p->problem && strstr(p->problem, "UTF-8")) {
+		size_t off = reader_error_offset(p, buf, len);
+
+		return diag_at(b->c.d, PC_EPARSE, b->f->name, line, col,
+			       "byte 0x%02X is not UTF-8 (%s); the file must be UTF-8: save it "
+			       "as UTF-8 or convert it (iconv -f latin1 -t utf-8)",
+			       off < len ? (unsigned char)buf[off] : 0, p->problem);
+	}
+	if (p->context && strcmp(p->context, "while scanning an alias") == 0 &&
+	    p->context_mark.index < len && buf[p->context_mark.index] == '*') {
+		/* `host: *.example.com`: the wildcard read as an alias */
+		const char *w = buf + p->context_mark.index;
+		size_t wl = strcspn(w, " \t\r\n,]}#");
+
+		return diag_at(b->c.d, PC_EPARSE, b->f->name, (unsigned)p->context_mark.line + 1,
+			       (unsigned)p->context_mark.column + 1,
+			       "invalid YAML: an unquoted '*' starts a YAML alias; quote a "
+			       "wildcard: \"%.*s\"",
+			       (int)(wl > 200 ? 200 : wl), w);
+	}
 	if (p->error != YAML_READER_ERROR && p->problem_mark.index < len &&
 	    buf[p->problem_mark.index] == '\t')
 		return diag_at(b->c.d, PC_EPARSE, b->f->name, line, col,
@@ -310,7 +345,10 @@ int yfile_parse(const char *name, const char *buf, size_t len, struct yfile **ou
 			break;
 		case YAML_ALIAS_EVENT:
 			rc = ybuild_err(&b, &ev.start_mark,
-					"YAML aliases (*%s) are not supported; write the value out",
+					"YAML aliases (*%s) are not supported; write the value out "
+					"(a wildcard or a value starting with '*' must be quoted: "
+					"\"*%s\")",
+					(const char *)ev.data.alias.anchor,
 					(const char *)ev.data.alias.anchor);
 			break;
 		case YAML_SCALAR_EVENT:

@@ -213,7 +213,11 @@ static void reload_one(const struct config *cfg, struct policy **p, struct casig
 		return;
 	}
 	if (policy_load_dir(cfg->rules_dir, cfg, &np, &e) < 0) {
-		snprintf(reply->text, sizeof(reply->text), "policy: %s", e.msg);
+		char b[sizeof(reply->text)];
+
+		/* the position says it is the policy; without one, say so */
+		snprintf(reply->text, sizeof(reply->text), "%s%s",
+			 e.file[0] ? "" : "policy: ", pc_err_str(&e, b, sizeof(b)));
 		return;
 	}
 	policy_unref(*p);

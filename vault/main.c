@@ -14,18 +14,20 @@
 
 static int usage(FILE *f)
 {
-	fprintf(f, "usage: portcullis-vault [-c FILE] [-t]\n"
-		   "  -c FILE  configuration (default /etc/portcullis/portcullis.yaml)\n"
-		   "  -t       check the configuration, CA, policy and secrets, then exit\n"
-		   "  -W NAME  run as the worker of sandbox NAME (started by the vault itself)\n"
-		   "  -h, --help     this text\n"
-		   "  -V, --version  print the version\n");
+	fprintf(
+	    f, "usage: portcullis-vault [-c FILE] [-t]\n"
+	       "  -c FILE, --config FILE  configuration (default /etc/portcullis/portcullis.yaml)\n"
+	       "  -t       check the configuration, CA, policy and secrets, then exit\n"
+	       "  -W NAME  run as the worker of sandbox NAME (started by the vault itself)\n"
+	       "  -h, --help     this text\n"
+	       "  -V, --version  print the version\n");
 	return f == stdout ? PC_EXIT_OK : PC_EXIT_USAGE;
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {{"help", no_argument, NULL, 'h'},
+					      {"config", required_argument, NULL, 'c'},
 					      {"version", no_argument, NULL, 'V'},
 					      {NULL, 0, NULL, 0}};
 	const char *config = "/etc/portcullis/portcullis.yaml", *worker = NULL;

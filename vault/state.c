@@ -43,7 +43,10 @@ int vault_state_inputs_load(const struct config *cfg, struct policy **policy,
 	int rc;
 
 	if ((rc = policy_load_dir(cfg->rules_dir, cfg, &pol, err)) < 0) {
-		pc_err_prefix(err, "policy: ");
+		/* A rule file's error names its file:line:col, which says it is
+		 * the policy; a prefix would land after the position. */
+		if (!err || !err->file[0])
+			pc_err_prefix(err, "policy: ");
 		return rc;
 	}
 	if ((rc = store_load(cfg->vault.secrets, store, err)) < 0) {

@@ -123,7 +123,7 @@ pc log show | awk '
 			last ~ / DNS / ? ": A and AAAA, to each resolver, retried" : ""
 		n = 0
 	}
-	{ key = $0; sub(/^#[0-9]+ [0-9:]+Z /, "", key); gsub(/ (A|AAAA) \(/, " A/AAAA (", key) }
+	{ key = $0; sub(/^#[0-9]+ [0-9-]+ [0-9:]+Z /, "", key); gsub(/ (A|AAAA) \(/, " A/AAAA (", key) }
 	key == last { n++; next }
 	{ fold(); last = key; print "  " $0 }
 	END { fold() }'

@@ -69,7 +69,7 @@ done
 # their output is a file or a format of its own (the Prometheus text, a
 # proof, a certificate), or nothing but the exit status. The same list is
 # in tests/static/cli_commands.sh, which checks the table's usages.
-no_json="secrets rm|metrics|log prove|log keygen|cert|cert render|cert keygen|cert pubkey|sandbox run|sandbox attach"
+no_json="help|secrets rm|metrics|log prove|log keygen|cert|cert render|cert keygen|cert pubkey|sandbox run|sandbox attach"
 for entry in "${cmds[@]}"; do
 	read -r -a words <<<"$entry"
 	if printf '%s\n' "$entry" | grep -qxE "$no_json"; then
@@ -94,6 +94,32 @@ for c in "${!seen_cmd[@]}"; do
 	run "$PC" -c "$NOCONF" "$c" no-such-sub
 	t_eq "portcullis $c no-such-sub exits 2" 2 "$rc"
 done
+
+# `portcullis help [COMMAND [SUBCOMMAND]]` says what COMMAND --help says.
+run "$PC" help
+t_eq "portcullis help exits 0" 0 "$rc"
+t_match "... with the list of commands" '^usage: portcullis .*commands:' "$(printf '%s' "$out" | tr '\n' ' ')"
+for entry in "${cmds[@]}"; do
+	read -r -a words <<<"$entry"
+	t_eq "portcullis help $entry says what portcullis $entry --help says" \
+		"$("$PC" "${words[@]}" --help 2>&1)" "$("$PC" help "${words[@]}" 2>&1)"
+done
+run "$PC" help no-such-command
+t_eq "portcullis help of an unknown command exits 2" 2 "$rc"
+t_match "... naming it" "portcullis: help: unknown command 'no-such-command'" "$err"
+
+# The global options are accepted anywhere on the line, in each form.
+for form in "-c $T/c1.yaml config show" "config show -c $T/c1.yaml" "config -c $T/c1.yaml show" \
+	"config show --config $T/c1.yaml" "config show --config=$T/c1.yaml" "--config=$T/c1.yaml config show" \
+	"config show -c$T/c1.yaml" "-c $T/c0.yaml config show -c $T/c1.yaml"; do
+	# shellcheck disable=SC2086 # the form is words
+	run "$PC" $form
+	t_eq "portcullis $form: the configuration given (unreadable: exit 3)" 3 "$rc"
+	t_match "... is the one read" "c1\.yaml: No such file" "$err"
+done
+run "$PC" status --json -c
+t_eq "-c without its value exits 2" 2 "$rc"
+t_match "... saying so" "portcullis: command line: option '-c' needs a value" "$err"
 
 # A usage error a command finds in a value: exit 2 with its usage too.
 run "$PC" -c "$NOCONF" policy test agent-1 api.example.com https
@@ -123,15 +149,23 @@ for d in portcullisd portcullis-logd portcullis-vault; do
 	t_eq "$d with a stray argument exits 2" 2 "$rc"
 done
 
-# Daemon logging: "<N>" priority prefixes for journald, none on a terminal.
-run "$B/portcullisd" -c "$NOCONF" -t
-t_match "a daemon's error on a pipe carries the <N> prefix" '^<[0-7]>portcullisd: |^portcullisd: ' "$err"
+# Daemon logging, one convention for the three daemons (common/log.c):
+# "<N>" priority prefixes only when stderr is the journal (systemd's
+# $JOURNAL_STREAM names stderr's device and inode), plain text on a pipe,
+# a file or a terminal.
+for d in portcullisd portcullis-logd portcullis-vault; do
+	"$B/$d" -c "$NOCONF" -t 2>"$T/pipe" >/dev/null </dev/null
+	t_match "$d: an error on a redirected stderr is plain text" "^$d: " "$(cat "$T/pipe")"
+	: >"$T/journal"
+	JOURNAL_STREAM=$(stat -c '%d:%i' "$T/journal") "$B/$d" -c "$NOCONF" -t 2>"$T/journal" >/dev/null </dev/null
+	t_match "$d: with stderr the journal's stream, the <N> prefix" "^<[0-7]>$d: " "$(cat "$T/journal")"
+	JOURNAL_STREAM=1:1 "$B/$d" -c "$NOCONF" -t 2>"$T/pipe" >/dev/null </dev/null
+	t_match "$d: JOURNAL_STREAM naming another stream (inherited): plain text" "^$d: " "$(cat "$T/pipe")"
+done
 if command -v script >/dev/null; then
 	script -qec "$B/portcullis-logd -c $NOCONF -t" /dev/null >"$T/tty" 2>&1 </dev/null
 	t_nomatch "on a terminal, no <N> prefix" '<[0-7]>' "$(cat "$T/tty")"
 	t_match "... but the daemon's name" 'portcullis-logd: ' "$(cat "$T/tty")"
-	"$B/portcullis-logd" -c "$NOCONF" -t 2>"$T/pipe" >/dev/null
-	t_match "on a pipe, the <N> prefix" '^<[0-7]>portcullis-logd: ' "$(cat "$T/pipe")"
 else
 	t_skip "on a terminal, no <N> prefix" "script(1) not installed"
 fi

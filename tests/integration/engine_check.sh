@@ -87,7 +87,9 @@ t_eq "status: the last check followed the reload" reload "$(check_field trigger)
 t_eq "status: exit found" "exit found" "$(check_field result)"
 t_match "status: the first finding names the exit" "table netdev tap chain in rule handle [0-9]+: dup" \
 	"$(check_field first)"
-t_match "status (human form) shows it too" '"result": "exit found"' "$(guard_cli status)"
+t_match "status (the human summary) shows it too, with the first finding" \
+	'containment  exit found .*after reload.*the first: .*table netdev tap chain in rule handle [0-9]+: dup' \
+	"$(guard_cli status | tr '\n' ' ')"
 t_match "journal: NOT proven after the reload" "containment check \(reload\): NOT proven" \
 	"$(cat "$GUARD_DIR/engine.log")"
 t_match "journal: the exit named" "containment check: second exit: table netdev tap chain in" \

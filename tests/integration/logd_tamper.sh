@@ -115,8 +115,8 @@ t_eq "log prove to a full stdout: exit 3, not 0" 3 $?
 
 # the human form
 show=$(PC log show)
-t_match "show: the refused form" '^#5 [0-9]{2}:[0-9]{2}:[0-9]{2}Z refused CONNECT host3\.example:443 \(not on the allow list\)$' "$show"
-t_match "show: the allowed form" '^#6 [0-9:]{8}Z allowed CONNECT host4\.example:443 \(allowed by rule\)$' "$show"
+t_match "show: the refused form, with date, time and sandbox" '^#5 20[0-9]{2}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}Z [a-z0-9-]+ refused CONNECT host3\.example:443 \(not on the allow list\)$' "$show"
+t_match "show: the allowed form" '^#6 [0-9-]{10} [0-9:]{8}Z [a-z0-9-]+ allowed CONNECT host4\.example:443 \(allowed by rule\)$' "$show"
 t_eq "show: one line per record" 46 "$(printf '%s\n' "$show" | wc -l)"
 
 t_done

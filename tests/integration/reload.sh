@@ -46,6 +46,8 @@ t_match "the engine's refusal names file and line" \
 	"portcullis: engine: reload refused: .*zz-broken.yaml:[45]:[0-9]+" "$OUT"
 t_match "the vault's refusal names them too" \
 	"portcullis: vault: reload refused: .*zz-broken.yaml:[45]:[0-9]+" "$OUT"
+t_nomatch "... as the engine does, without a stray 'policy:' after the position" \
+	"zz-broken.yaml:[0-9]+:[0-9]+: policy:" "$OUT"
 t_eq "the engine keeps the old policy" "$OLD" "$(engine_policy)"
 run reload --vault
 t_eq "reload --vault alone: exit 1 too" 1 "$RC"

@@ -76,7 +76,7 @@ for d, accepted in sorted(dirs.items()):
 # it, but for these (their output is a file or a format of its own, or
 # nothing but the exit status; the same list is in
 # tests/integration/cli_help.sh, which runs them).
-no_json = {"secrets rm", "metrics", "log prove", "log keygen", "cert", "cert render",
+no_json = {"help", "secrets rm", "metrics", "log prove", "log keygen", "cert", "cert render",
            "cert keygen", "cert pubkey", "sandbox run", "sandbox attach"}
 for m in re.finditer(r'\{"([a-z-]+)",\s*(NULL|"[a-z-]+"),\s*((?:"(?:[^"\\]|\\.)*"\s*)+),', body):
     name = m.group(1) + ("" if m.group(2) == "NULL" else " " + m.group(2).strip('"'))

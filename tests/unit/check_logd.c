@@ -259,8 +259,8 @@ START_TEST(record_json_uses_ecs_names)
 			 "\"0000000000000000000000000000000000000000000000000000000000000000\"}"));
 	ck_assert_int_eq(logjson_each(buf, (size_t)n, NULL, NULL), 0);
 	ck_assert_int_gt(logrec_human(buf, (size_t)n, human, sizeof(human)), 0);
-	ck_assert_str_eq(human, "#4128 14:02:13Z refused CONNECT paste.example:443 (not on the "
-				"allow list)");
+	ck_assert_str_eq(human, "#4128 2025-11-29 14:02:13Z agent-1 refused CONNECT "
+				"paste.example:443 (not on the allow list)");
 	/* a learned answer: no verdict -> no outcome, addresses as an array */
 	memset(&r, 0, sizeof(r));
 	r.action = LOGREC_DNS_LEARN;

@@ -421,7 +421,7 @@ START_TEST(display_escape_in_show_and_export)
 	int n;
 
 	ck_assert_int_gt(logrec_human(line, sizeof(line) - 1, out, sizeof(out)), 0);
-	ck_assert_str_eq(out, "#9 10:00:00Z allowed CONNECT "
+	ck_assert_str_eq(out, "#9 2026-12-01 10:00:00Z - allowed CONNECT "
 			      "a\\u{001B}[2J\\u{009B}\\u{202E}gnp.exe\\\\x\xf0\x9f\x94\x91:443 "
 			      "(r\\u{001B}]0;t\\u{0007})");
 

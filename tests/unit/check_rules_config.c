@@ -422,7 +422,13 @@ static const struct {
      "etc/pc.yaml:1:18: sandbox.pool6: invalid prefix '10.0.0.1/24'; expected an IPv6 prefix "
      "like 'fd00:203::/64'"},
     {"bridge: &b pcbr0\nrules: *b\n",
-     "etc/pc.yaml:2:8: YAML aliases (*b) are not supported; write the value out"},
+     "etc/pc.yaml:2:8: YAML aliases (*b) are not supported; write the value out (a wildcard or "
+     "a value starting with '*' must be quoted: \"*b\")"},
+    /* portcullis.yaml read by the same loader: Latin-1 says the file must be UTF-8 */
+    {"bridge: pcbr0 # br\xfc"
+     "cke\n",
+     "etc/pc.yaml:1:19: byte 0xFC is not UTF-8 (invalid leading UTF-8 octet); the file must be "
+     "UTF-8: save it as UTF-8 or convert it (iconv -f latin1 -t utf-8)"},
     {"bridge: !!int 3\n",
      "etc/pc.yaml:1:9: YAML tag 'tag:yaml.org,2002:int' is not supported; expected a plain "
      "value"},

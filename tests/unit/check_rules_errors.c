@@ -28,7 +28,9 @@ static const char *load_err(const char *yaml)
 	return pc_err_str(&e, errbuf, sizeof(errbuf));
 }
 
-#define SB "sandbox: s\nmatch: {port: tap0}\n" /* two lines of a valid head */
+#define SB   "sandbox: s\nmatch: {port: tap0}\n" /* two lines of a valid head */
+#define X16  "xxxxxxxxxxxxxxxx"
+#define X256 X16 X16 X16 X16 X16 X16 X16 X16 X16 X16 X16 X16 X16 X16 X16 X16
 
 static const struct {
 	const char *yaml, *err;
@@ -43,12 +45,26 @@ static const struct {
     {"sandbox: \"a\n",
      "t.yaml:2:1: invalid YAML: found unexpected end of stream (while scanning a quoted scalar "
      "at line 1 column 10)"},
-    {"sandbox: \xff\n", "t.yaml:1:10: invalid YAML: invalid leading UTF-8 octet"},
+    {"sandbox: \xff\n",
+     "t.yaml:1:10: byte 0xFF is not UTF-8 (invalid leading UTF-8 octet); the "
+     "file must be UTF-8: save it as UTF-8 or convert it (iconv -f latin1 -t utf-8)"},
+    /* a Latin-1 'é' in a comment: the position of the 'é', not of the byte after it */
+    {"sandbox: s\n# caf\xe9 au lait\nmatch: {port: tap0}\n",
+     "t.yaml:2:6: byte 0xE9 is not UTF-8 (invalid trailing UTF-8 octet); the file must be "
+     "UTF-8: save it as UTF-8 or convert it (iconv -f latin1 -t utf-8)"},
+    /* an unquoted wildcard is read as a YAML alias: say to quote it */
+    {SB "allow:\n  - host: *.example.com\n    ports: [443]\n",
+     "t.yaml:4:11: invalid YAML: an unquoted '*' starts a YAML alias; quote a wildcard: "
+     "\"*.example.com\""},
+    {SB "allow: [{host: *.example.com, ports: [443]}]\n",
+     "t.yaml:3:16: invalid YAML: an unquoted '*' starts a YAML alias; quote a wildcard: "
+     "\"*.example.com\""},
     {SB "sandbox: t\n",
      "t.yaml:3:1: duplicate key 'sandbox' (first at line 1 column 1); expected each key once "
      "per mapping"},
     {"sandbox: &n a\nmatch: {port: *n}\n",
-     "t.yaml:2:15: YAML aliases (*n) are not supported; write the value out"},
+     "t.yaml:2:15: YAML aliases (*n) are not supported; write the value out (a wildcard or a "
+     "value starting with '*' must be quoted: \"*n\")"},
     {SB "allow: !!seq []\n",
      "t.yaml:3:8: YAML tag 'tag:yaml.org,2002:seq' is not supported; expected a plain list"},
     /* unknown keys */
@@ -251,7 +267,19 @@ static const struct {
      "something like \"Bearer {secret}\""},
     {SB "allow: [{host: a.example.com, ports: [443]}]\nsecrets: [{name: A, host: "
 	"a.example.com, format: \"Bearer {secret}\\r\\nX: y\"}]\n",
-     "t.yaml:4:50: format: expected at most 255 printable ASCII characters (it becomes a header "
+     "t.yaml:4:50: format: contains a line break (CR at character 16), which would end the "
+     "header and start another; expected one line, like \"Bearer {secret}\""},
+    {SB "allow: [{host: a.example.com, ports: [443]}]\nsecrets: [{name: A, host: "
+	"a.example.com, format: \"Bearer {secret}\\nX: y\"}]\n",
+     "t.yaml:4:50: format: contains a line break (LF at character 16), which would end the "
+     "header and start another; expected one line, like \"Bearer {secret}\""},
+    {SB "allow: [{host: a.example.com, ports: [443]}]\nsecrets: [{name: A, host: "
+	"a.example.com, format: \"Bearer\\t{secret}\"}]\n",
+     "t.yaml:4:50: format: contains byte 0x09 at character 7, not printable ASCII; expected "
+     "printable ASCII (it becomes a header value)"},
+    {SB "allow: [{host: a.example.com, ports: [443]}]\nsecrets: [{name: A, host: "
+	"a.example.com, format: \"{secret}" X256 "\"}]\n",
+     "t.yaml:4:50: format: too long (264 characters); expected at most 255 (it becomes a header "
      "value)"},
     {SB "allow: [{host: a.example.com, ports: [443]}]\nsecrets:\n  - {name: A, host: "
 	"a.example.com}\n  - {name: A, host: a.example.com}\n",
