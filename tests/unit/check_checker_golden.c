@@ -12,7 +12,8 @@
  * and again (issue 36): a list is one SD-PARAM, its items joined by commas,
  * and a checkpoint's structured data says ecs.version, event.kind "state"
  * and event.action; record[0] (a connect with no verdict) says event.type
- * connection,end (flows that ended with their sandbox).
+ * connection,end (flows that ended with their sandbox); the error for an
+ * unquoted alias says to quote a wildcard (issue 36).
  * PC_GOLDEN_WRITE=FILE writes the current bytes to FILE instead (to record
  * them; review the diff). */
 #include <arpa/inet.h>
