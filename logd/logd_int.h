@@ -538,9 +538,10 @@ void logx_set_identity(int facility, uint32_t pen);
 int logx_facility(void);
 /* "portcullis@<pen>", or "" without one. */
 const char *logx_sd_id(void);
-/* The notice of what a spool lost (a spool-overflow message). Length or <0. */
-int logx_format_overflow(uint64_t dropped, uint64_t first, uint64_t last, uint64_t cps_superseded,
-			 uint64_t cps_dropped, char *buf, size_t len);
+/* The notice of what a spool lost (a spool-overflow message), written at
+ * time_ms by host/pid. Length or <0. */
+int logx_format_overflow(const struct logx_spool_loss *loss, uint64_t time_ms, const char *host,
+			 long pid, char *buf, size_t len);
 
 /* One record / checkpoint as an RFC 5424 message (logd/syslog_fmt.c). */
 int logx_format_record(const struct logrec *r, uint64_t seq, uint64_t time_ms,

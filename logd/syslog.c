@@ -75,6 +75,10 @@ struct sink {
 	uint64_t sp_max; /* records the spool holds */
 	char last_err[600];
 	bool down; /* told the operator it is unreachable */
+	/* the exporter's HOSTNAME and PROCID, for the spool-overflow notice
+	 * (a copy: a retired sink outlives its logx) */
+	char host[256];
+	long pid;
 };
 
 struct logx {
@@ -452,9 +456,8 @@ static void take_batch(struct sink *k)
 	k->n_msgs = k->msg_i = 0;
 	if (logx_spool_take_loss(k->sp, &loss)) {
 		char note[600];
-		int n =
-		    logx_format_overflow(loss.dropped, loss.dropped_first, loss.dropped_last,
-					 loss.cps_superseded, loss.cps_dropped, note, sizeof(note));
+		int n = logx_format_overflow(&loss, pc_now_real_ms(), k->host, k->pid, note,
+					     sizeof(note));
 
 		k->dropped += loss.dropped;
 		if (n > 0)
@@ -698,6 +701,8 @@ int logx_start(const struct logx_conf *c, struct logx **out, struct pc_err *err)
 		x->n++;
 	}
 	for (size_t i = 0; i < x->n; i++) {
+		pc_strlcpy(x->sinks[i]->host, x->host, sizeof(x->sinks[i]->host));
+		x->sinks[i]->pid = x->pid;
 		if (pthread_create(&x->sinks[i]->th, NULL, sink_main, x->sinks[i]) != 0) {
 			rc = pc_err_set(err, PC_EIO, "syslog: cannot start a thread");
 			goto fail;

@@ -386,30 +386,54 @@ int logx_format_checkpoint(const char *note, size_t nlen, const char *host, long
 	return (int)o.len;
 }
 
-int logx_format_overflow(uint64_t dropped, uint64_t first, uint64_t last, uint64_t cps_superseded,
-			 uint64_t cps_dropped, char *buf, size_t len)
+/* A notice of the exporter, not a record of the log: its time is when it
+ * was written, its kind an event of the pipeline, and every count a number
+ * under portcullis.spool so the index template types it. */
+int logx_format_overflow(const struct logx_spool_loss *l, uint64_t time_ms, const char *host,
+			 long pid, char *buf, size_t len)
 {
-	static const char what[] = "records were not exported while the collector was away; "
+	static const char what[] = " records were not exported while the collector was away; "
 				   "the log file has them";
-	int n;
+	const struct {
+		const char *name;
+		uint64_t v;
+	} n[] = {{"portcullis.spool.dropped", l->dropped},
+		 {"portcullis.spool.first_seq", l->dropped_first},
+		 {"portcullis.spool.last_seq", l->dropped_last},
+		 {"portcullis.spool.checkpoints_superseded", l->cps_superseded},
+		 {"portcullis.spool.checkpoints_dropped", l->cps_dropped}};
+	char ts[32], d[24];
+	struct pc_buf o;
 
-	if (sd_id[0])
-		n = snprintf(buf, len,
-			     "<%d>1 - - portcullis-logd - spool-overflow [%s dropped=\"%llu\" "
-			     "first_seq=\"%llu\" last_seq=\"%llu\" checkpoints_superseded=\"%llu\" "
-			     "checkpoints_dropped=\"%llu\"] %llu %s",
-			     facility * 8 + 4, sd_id, (unsigned long long)dropped,
-			     (unsigned long long)first, (unsigned long long)last,
-			     (unsigned long long)cps_superseded, (unsigned long long)cps_dropped,
-			     (unsigned long long)dropped, what);
-	else
-		n = snprintf(buf, len,
-			     "<%d>1 - - portcullis-logd - spool-overflow - {\"dropped\":%llu,"
-			     "\"first_seq\":%llu,\"last_seq\":%llu,\"checkpoints_superseded\":%llu,"
-			     "\"checkpoints_dropped\":%llu,\"message\":\"%llu %s\"}",
-			     facility * 8 + 4, (unsigned long long)dropped,
-			     (unsigned long long)first, (unsigned long long)last,
-			     (unsigned long long)cps_superseded, (unsigned long long)cps_dropped,
-			     (unsigned long long)dropped, what);
-	return n < 0 || (size_t)n >= len ? PC_EINVAL : n;
+	if (len < 64)
+		return PC_EINVAL;
+	pc_buf_init_fixed(&o, buf, len - 1, 0);
+	snprintf(d, sizeof(d), "%llu", (unsigned long long)l->dropped);
+	o_header(&o, 4, time_ms, host, pid, "spool-overflow");
+	if (!sd_id[0]) {
+		pc_buf_puts(&o, " {\"@timestamp\":\"");
+		pc_buf_puts(&o, pc_time_rfc3339(time_ms, ts, sizeof(ts)));
+		pc_buf_puts(&o, "\"");
+		j_strcap(&o, "ecs.version", LOGREC_ECS_VERSION, 0);
+		j_strcap(&o, "event.kind", "event", 0);
+		j_strcap(&o, "event.action", "log-spool-overflow", 0);
+		for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++)
+			pc_buf_printf(&o, ",\"%s\":%llu", n[i].name, (unsigned long long)n[i].v);
+		pc_buf_puts(&o, ",\"message\":\"");
+		pc_buf_puts(&o, d);
+		pc_buf_puts(&o, what);
+		pc_buf_puts(&o, "\"}");
+	} else {
+		o_param(&o, "ecs.version", LOGREC_ECS_VERSION);
+		o_param(&o, "event.kind", "event");
+		o_param(&o, "event.action", "log-spool-overflow");
+		for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++)
+			o_uparam(&o, n[i].name, n[i].v);
+		pc_buf_puts(&o, "] ");
+		pc_buf_puts(&o, d);
+		pc_buf_puts(&o, what);
+	}
+	if (o.err || o.len + 1 >= len)
+		return PC_EINVAL;
+	return (int)o.len;
 }

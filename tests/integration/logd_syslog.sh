@@ -45,7 +45,7 @@ input(type="imuxsock" Socket="$D/local.sock" ruleset="local" UseSpecialParser="o
       ParseHostname="on")
 template(name="t" type="list") {
   property(name="msgid") constant(value="|")
-$(rs_sd_fields event.sequence event.hash event.outcome destination.domain destination.port portcullis.sandbox portcullis.checkpoint.size truncated event.reason dropped)
+$(rs_sd_fields event.sequence event.hash event.outcome destination.domain destination.port portcullis.sandbox portcullis.checkpoint.size truncated event.reason portcullis.spool.dropped)
   property(name="msg") constant(value="\n")
 }
 ruleset(name="tcp") { action(type="mmpstrucdata") action(type="omfile" file="$D/tcp.log" template="t") }

@@ -514,6 +514,8 @@ START_TEST(syslog_without_a_pen_carries_the_fields_as_json)
 	static const uint8_t prev[32], hash[MERKLE_HASH] = {0x4b};
 	struct checkpoint c = {
 	    .origin = "gw/portcullis-log", .size = 7, .time_ms = 1764424933123ULL};
+	const struct logx_spool_loss loss = {
+	    .dropped = 3, .dropped_first = 10, .dropped_last = 12, .cps_superseded = 1};
 	char buf[LOGREC_JSON_MAX], msg[LOGX_MSG_MAX + 1], note[512], *body;
 	int n, m;
 
@@ -575,15 +577,30 @@ START_TEST(syslog_without_a_pen_carries_the_fields_as_json)
 				  "[portcullis@99999 ecs.version=\"" LOGREC_ECS_VERSION
 				  "\" event.kind=\"state\""),
 		      "%s", msg);
-	m = logx_format_overflow(3, 10, 12, 1, 0, msg, sizeof(msg));
+	/* a spool overflow: the exporter's notice, with its time and kind,
+	 * and its counts as numbers under portcullis.spool */
+	m = logx_format_overflow(&loss, 1764424933123ull, "gw", 1, msg, sizeof(msg));
 	ck_assert_int_gt(m, 0);
-	ck_assert_msg(strstr(msg, " spool-overflow - {\"dropped\":3,"), "%s", msg);
+	msg[m] = '\0';
+	ck_assert_msg(
+	    strstr(
+		msg,
+		"<132>1 2025-11-29T14:02:13.123Z gw portcullis-logd 1 spool-overflow - "
+		"{\"@timestamp\":\"2025-11-29T14:02:13.123Z\",\"ecs.version\":\"" LOGREC_ECS_VERSION
+		"\",\"event.kind\":\"event\",\"event.action\":\"log-spool-overflow\","
+		"\"portcullis.spool.dropped\":3,\"portcullis.spool.first_seq\":10,"),
+	    "%s", msg);
 	/* with one: the SD-ID names it */
 	logx_set_identity(LOGX_FACILITY, 99999);
-	m = logx_format_overflow(3, 10, 12, 1, 0, msg, sizeof(msg));
+	m = logx_format_overflow(&loss, 1764424933123ull, "gw", 1, msg, sizeof(msg));
 	logx_set_identity(LOGX_FACILITY, 0);
 	ck_assert_int_gt(m, 0);
-	ck_assert_msg(strstr(msg, "[portcullis@99999 dropped=\"3\""), "%s", msg);
+	msg[m] = '\0';
+	ck_assert_msg(strstr(msg,
+			     " spool-overflow [portcullis@99999 ecs.version=\"" LOGREC_ECS_VERSION
+			     "\" event.kind=\"event\" event.action=\"log-spool-overflow\" "
+			     "portcullis.spool.dropped=\"3\""),
+		      "%s", msg);
 }
 END_TEST
 
