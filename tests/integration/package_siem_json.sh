@@ -87,6 +87,10 @@ logd_start
 t_match "one record of each kind, acknowledged" "^acked" "$(lg_client --every-kind)"
 last=$(lg_client -n 20 -b 5 -s agent-json -q)
 t_match "20 more, acknowledged" "^acked [0-9]+" "$last"
+# one whose export is about 10 KiB, past rsyslog's default message size
+# (8 KiB): 1,500 control characters, each written \u0001 in the JSON
+t_match "a record exported in about 10 KiB, acknowledged" "^acked [0-9]+" \
+	"$(lg_client -n 1 -s agent-json -V refused -m "$(printf '\001%.0s' $(seq 1500))")"
 last=${last#acked }
 for _ in $(seq 100); do
 	grep -q "\"event.sequence\":$last," "$D/coll.log" 2>/dev/null && break
