@@ -591,13 +591,6 @@ int scrub_keep_merge(struct scrub_keep *dst, const struct scrub_keep *src)
 	return 0;
 }
 
-int scrub_keep_add_b64(struct scrub_keep *k, const uint8_t *needle, size_t nlen,
-		       const uint8_t *repl, size_t rlen)
-{
-	/* its '+', '/' and '=' escaped in any form: the pattern is esc */
-	return scrub_keep_add(k, needle, nlen, repl, rlen, false);
-}
-
 int scrub_keep_add_value(struct scrub_keep *k, const uint8_t *value, size_t vlen,
 			 const uint8_t *repl, size_t rlen)
 {

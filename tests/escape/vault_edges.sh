@@ -14,7 +14,12 @@
 #  4. a placeholder percent-encoded or case-changed in the target, a header,
 #     a body, a WebSocket message; cut between two WebSocket messages;
 #  5. a body trickled a byte a second, each read under the idle timeout:
-#     vault.request_timeout_ms ends it (408, recorded).
+#     vault.request_timeout_ms ends it (408, recorded);
+#  6. the bound header not exactly the secret's format with the
+#     placeholder: bytes before or after it, another scheme or none, the
+#     scheme in another case, a Basic base64 wrapper, two placeholders,
+#     the header twice or beside the sandbox's own, the placeholder in
+#     another secret's bound header: refused, recorded, never forwarded.
 # Real engine, vault, logd, nginx (api.github.test:443) and the reflecting
 # upstream tests/integration/vault_ws_echo.py (api.github.test:8444).
 . "$PC_TOP/tests/escape/escape_lib.bash"
@@ -228,6 +233,52 @@ t_ok "trickle: answered within 4 s + 3 s of slack (took ${secs:-?} s)" test "${s
 t_match "trickle: recorded (vault_request_timeout)" '"event.code":"vault_request_timeout"' "$(new_records)"
 t_eq "trickle: the upstream saw nothing" "$b" "$(up_lines)"
 esc_end "refused" "$(printf '%s' "$out" | head -2 | tr '\n' ' ')"
+
+# ---- 6. the bound header is the format, exactly ----------------------------------------------
+# GITHUB_TOKEN: Authorization, "Bearer {secret}" (nginx on 443); on 8444
+# FORMS_TOKEN: X-Forms-Auth, "{secret}", and WS_TOKEN: Authorization,
+# "Bearer {secret}" (the reflecting upstream). Anything but the format
+# would let the sandbox choose the bytes next to the value the upstream
+# gets (issue 33, finding 3).
+b64() { printf '%s' "$1" | base64 -w0; }
+esc_begin "the bound header exactly as its format (the control)"
+b=$(up_lines)
+out=$(rawreq api.github.test "GET /echo HTTP/1.1\r\n${B}Authorization: Bearer $PH\r\n\r\n")
+t_match "exact format: served" "^HTTP/1.1 200" "$out"
+t_match "exact format: the upstream got exactly the format with the value" "auth=\"Bearer $V_GH_VALUE\"" "$(v_upstream_log | tail -1)"
+esc_end "injected" "upstream: auth=\"Bearer <value>\""
+
+for case in "bytes after the placeholder|Authorization: Bearer $PH x" \
+	"bytes before the placeholder|Authorization: Bearer x$PH" \
+	"another scheme (token)|Authorization: token $PH" \
+	"no scheme|Authorization: $PH" \
+	"the scheme in lower case|Authorization: bearer $PH" \
+	"the placeholder wrapped in Basic, as the password|Authorization: Basic $(b64 "agent:$PH")" \
+	"the placeholder wrapped in Basic, alone|Authorization: Basic $(b64 "$PH")" \
+	"two placeholders in the header|Authorization: Bearer $PH $PH" \
+	"the header twice, each exactly the format|Authorization: Bearer $PH\r\nAuthorization: Bearer $PH" \
+	"the sandbox's own credential beside the placeholder|Authorization: Bearer mine\r\nAuthorization: Bearer $PH"; do
+	IFS='|' read -r name hdr <<<"$case"
+	esc_begin "the bound header not as its format: $name"
+	b=$(up_lines)
+	out=$(rawreq api.github.test "GET /echo HTTP/1.1\r\n${B}$hdr\r\n\r\n")
+	refused_as "format, $name" 403 "$out" exfiltration vault_placeholder_not_format up_lines "$b"
+	esc_end "refused" "$ESC_EV"
+done
+
+F="Host: api.github.test:8444\r\nConnection: close\r\n"
+for case in "{secret} alone, bytes before it|X-Forms-Auth: x$V_PH_FORMS|vault_placeholder_not_format" \
+	"{secret} alone, a Bearer scheme|X-Forms-Auth: Bearer $V_PH_FORMS|vault_placeholder_not_format" \
+	"{secret} alone, wrapped in Basic|X-Forms-Auth: Basic $(b64 "u:$V_PH_FORMS")|vault_placeholder_not_format" \
+	"WS_TOKEN's placeholder in FORMS_TOKEN's bound header|X-Forms-Auth: $V_PH_WS|vault_placeholder_wrong_header" \
+	"FORMS_TOKEN's placeholder in WS_TOKEN's bound header|Authorization: Bearer $V_PH_FORMS|vault_placeholder_wrong_header"; do
+	IFS='|' read -r name hdr code <<<"$case"
+	esc_begin "two secrets on one host:port: $name"
+	b=$(ws_lines)
+	out=$(req8444 "GET /reflect HTTP/1.1\r\n${F}$hdr\r\n\r\n")
+	refused_as "8444, $name" 403 "$out" exfiltration "$code" ws_lines "$b"
+	esc_end "refused" "$ESC_EV"
+done
 
 # ---- invariants --------------------------------------------------------------------------------
 t_nomatch "no sandbox output ever held a value" "$V_GH_VALUE|$V_WS_VALUE" "$(cat "$OUT")"
