@@ -154,6 +154,10 @@ struct scrub_pat {
 	 * JSON, percent-encoding, HTML entities), mixed as an encoder mixes
 	 * them: how a secret value or encoding is searched for */
 	bool esc;
+	/* (with esc) a base64 pattern: a line break (LF, CRLF, or JSON's
+	 * "\\n", "\\r\\n") may stand between two of its characters, as
+	 * encoders wrap lines (scrub.c, lb_form) */
+	bool lb;
 };
 
 /* Called with output bytes; returns 0 or <0 to stop (returned by feed). */

@@ -5,8 +5,9 @@
 #     the end of a Content-Length body; only a body's end judges it;
 #  2. a secret holding '/', '+', '=', '"' and '\' reflected by a hostile
 #     upstream in every form servers write (JSON, PHP's \/, \u escapes,
-#     percent-encoding, base64 and base64url with and without padding,
-#     HTML references): the sandbox must get none of it;
+#     percent-encoding, base64 and base64url with and without padding or
+#     wrapped in lines inside a longer blob, HTML references): the sandbox
+#     must get none of it;
 #  3. methods and Host spelt otherwise: "trace", "connect", a method
 #     outside the standard ones, X-HTTP-Method-Override (and its cousins)
 #     with a credential; a Host in capitals with a trailing dot and a port
@@ -134,7 +135,7 @@ leak_of() { python3 "$PC_TOP/tests/escape/vault_client.py" leak "$V_FORMS_VALUE"
 R="Host: api.github.test:8444\r\nX-Forms-Auth: $V_PH_FORMS\r\nConnection: close\r\n"
 for form in raw json php_json json_u_lower json_u_upper percent_lower percent_upper \
 	base64 base64_nopad base64url base64url_nopad base64_php_json base64_percent \
-	html_named html_decimal html_hex; do
+	base64_mime base64_pem_json html_named html_decimal html_hex; do
 	esc_begin "the value, holding / + = \" \\, reflected as $form"
 	out=$(req8444 "GET /forms?form=$form HTTP/1.1\r\n${R}\r\n")
 	t_match "$form: served" "^HTTP/1.1 200" "$out"
