@@ -13,7 +13,8 @@
 #     with a credential; a Host in capitals with a trailing dot and a port
 #     with a leading zero, forwarded only as the canonical name;
 #  4. a placeholder percent-encoded or case-changed in the target, a header,
-#     a body, a WebSocket message; cut between two WebSocket messages;
+#     a body (its trailer fields and chunk extensions too), a WebSocket
+#     message; cut between two WebSocket messages;
 #  5. a body trickled a byte a second, each read under the idle timeout:
 #     vault.request_timeout_ms ends it (408, recorded);
 #  6. the bound header not exactly the secret's format with the
@@ -199,6 +200,8 @@ for case in "the query, %70cph_…|GET /echo?q=$P1 HTTP/1.1\r\n$B|vault_placehol
 	"a header beside the exact placeholder, prefix in capitals|GET /echo HTTP/1.1\r\n${B}Authorization: Bearer $PH $PX\r\n|vault_placeholder_wrong_header" \
 	"a form body, %70cph_…|POST /echo HTTP/1.1\r\n${B}Content-Type: application/x-www-form-urlencoded\r\nContent-Length: $((${#P1} + 2))\r\n\r\nq=$P1|vault_placeholder_in_body" \
 	"a chunked body, upper case, cut in two chunks|POST /echo HTTP/1.1\r\n${B}Transfer-Encoding: chunked\r\n\r\n$(printf '%x' 9)\r\n${PU:0:9}\r\n$(printf '%x' $((${#PU} - 9)))\r\n${PU:9}\r\n0\r\n\r\n|vault_placeholder_in_body" \
+	"a chunked body's trailer field, %70cph_…|POST /echo HTTP/1.1\r\n${B}Transfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\nX-T: $P1\r\n\r\n|vault_placeholder_in_body" \
+	"a chunk extension, upper case|POST /echo HTTP/1.1\r\n${B}Transfer-Encoding: chunked\r\n\r\n2;x=$PU\r\nhi\r\n0\r\n\r\n|vault_placeholder_in_body" \
 	"a chunked body, every other character %XX, cut inside an escape|POST /echo HTTP/1.1\r\n${B}Transfer-Encoding: chunked\r\n\r\n2\r\n${P2:0:2}\r\n$(printf '%x' $((${#P2} - 2)))\r\n${P2:2}\r\n0\r\n\r\n|vault_placeholder_in_body"; do
 	IFS='|' read -r name req code <<<"$case"
 	case $req in POST*) req=$req ;; *) req="$req\r\n" ;; esac
