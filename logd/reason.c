@@ -71,6 +71,7 @@ static const char *const codes[LOGREC_REASON_CODES] = {
     "vault_placeholder_in_body",
     "vault_placeholder_in_websocket",
     "vault_placeholder_wrong_header",
+    "vault_placeholder_not_format",
     "vault_secret_not_bound",
     "vault_secret_wrong_host",
     "vault_two_secrets",

@@ -1,7 +1,9 @@
 /* The decision on one request head and the head sent upstream: TLS name,
  * Host and policy must agree; a placeholder may appear only in its secret's
- * header toward its bound host:port, where it is replaced by the real value;
- * anywhere else the request is refused as an exfiltration attempt. */
+ * header toward its bound host:port, and that header must be exactly the
+ * secret's format with the placeholder in it; there it is replaced by the
+ * real value; anywhere else, or in any other shape, the request is refused
+ * as an exfiltration attempt. */
 #include "vault/vault_int.h"
 
 #include <netinet/in.h>
@@ -63,16 +65,13 @@ refuse(struct inject_out *r, unsigned status, bool exfil, const char *code, cons
 	return 0;
 }
 
-#define SCRATCH_LEN                                                                                \
-	(BASIC_MAX * 2 + VAULT_VALUE_MAX * 2 +                                                     \
-	 sodium_base64_ENCODED_LEN(BASIC_MAX + VAULT_VALUE_MAX * 2,                                \
-				   sodium_base64_VARIANT_ORIGINAL))
+#define SCRATCH_LEN BASIC_MAX
 
 size_t inject_out_cap(size_t max_head)
 {
 	/* the head, our own headers, per injected header the value in its
-	 * format or Basic-encoded (4/3 of decoded credentials), and scratch */
-	return max_head + 1024 + 4 * (VAULT_VALUE_MAX * 2 + BASIC_MAX + 512) + SCRATCH_LEN;
+	 * format, and scratch */
+	return max_head + 1024 + 4 * (VAULT_VALUE_MAX * 2 + 512) + SCRATCH_LEN;
 }
 
 void inject_out_clear(struct inject_out *res)
@@ -149,7 +148,8 @@ static bool name_in(const char *const *list, const char *s)
 	return false;
 }
 
-/* Decode "Basic <b64>" into dec (BASIC_MAX); length or -1. */
+/* Decode "Basic <b64>" into dec (BASIC_MAX); length or -1. Only to find
+ * a placeholder wrapped in it: nothing the sandbox encodes is injected. */
 static long basic_decode(const struct http_header *h, uint8_t *dec)
 {
 	size_t bl;
@@ -165,8 +165,25 @@ static long basic_decode(const struct http_header *h, uint8_t *dec)
 /* Per header: which secret (index into the store) it carries, if any. */
 struct mark {
 	int secret; /* -1 none */
-	bool basic;
 };
+
+/* Is the header value exactly format with its {secret} (there is one:
+ * rules/ checks) spelled as the placeholder? Anything else around the
+ * placeholder would be bytes the sandbox chose next to the value. */
+static bool format_is(const char *format, const struct http_header *h, const char *ph,
+		      size_t ph_len)
+{
+	const char *t = strstr(format, "{secret}");
+	size_t pre, suf;
+
+	if (!t)
+		return false;
+	pre = (size_t)(t - format);
+	suf = strlen(t + 8);
+	return h->value_len == pre + ph_len + suf && memcmp(h->value, format, pre) == 0 &&
+	       memcmp(h->value + pre, ph, ph_len) == 0 &&
+	       memcmp(h->value + pre + ph_len, t + 8, suf) == 0;
+}
 
 /* Judge placeholders of secret s found in header h (or the URL when h is
  * NULL). Returns 1 when the header is to be injected, 0 after a refusal. */
@@ -192,60 +209,23 @@ static int judge(const struct vault_secret *s, const struct policy_sandbox *sb, 
 	return 1;
 }
 
-/* Write "Header: value\r\n" for secret s, formatted or as Basic. */
+/* Write "Header: value\r\n" for secret s: its format with the value. */
 static int emit_injected(struct pc_buf *w, const struct vault_secret *s,
-			 const struct policy_secret *ps, const struct http_header *h, bool basic,
-			 uint8_t *scratch, struct inject_out *r)
+			 const struct policy_secret *ps, struct inject_out *r)
 {
-	int rc;
+	const char *f = ps->format, *t;
 
 	pc_buf_put(w, ps->header, strlen(ps->header));
 	pc_buf_puts(w, ": ");
-	if (basic) {
-		uint8_t *dec = scratch, *cred = scratch + BASIC_MAX;
-		size_t cl = 0, b64max = sodium_base64_ENCODED_LEN(BASIC_MAX + VAULT_VALUE_MAX * 2,
-								  sodium_base64_VARIANT_ORIGINAL);
-		char *b64 = (char *)scratch + BASIC_MAX * 2 + VAULT_VALUE_MAX * 2;
-		long dl = basic_decode(h, dec);
-
-		for (long i = 0; i < dl;) {
-			if ((size_t)(dl - i) >= s->ph_len &&
-			    memcmp(dec + i, s->placeholder, s->ph_len) == 0) {
-				if (cl + s->value_len > BASIC_MAX + VAULT_VALUE_MAX * 2)
-					return -1;
-				memcpy(cred + cl, s->value, s->value_len);
-				cl += s->value_len;
-				i += (long)s->ph_len;
-			} else {
-				if (cl + 1 > BASIC_MAX + VAULT_VALUE_MAX * 2)
-					return -1;
-				cred[cl++] = dec[i++];
-			}
-		}
-		sodium_bin2base64(b64, b64max, cred, cl, sodium_base64_VARIANT_ORIGINAL);
-		pc_buf_puts(w, "Basic ");
-		pc_buf_puts(w, b64);
-		/* the response may reflect the encoded credentials, plain or
-		 * escaped: give back what the sandbox sent instead. Every Basic
-		 * header of the request gets its own (two secrets, two). */
-		rc = scrub_keep_add_b64(&r->derived, (const uint8_t *)b64, strlen(b64),
-					(const uint8_t *)h->value + 6, h->value_len - 6);
-		sodium_memzero(scratch, BASIC_MAX * 2 + VAULT_VALUE_MAX * 2 + b64max);
-		if (rc < 0)
-			return -2;
-	} else {
-		const char *f = ps->format, *t;
-
-		while ((t = strstr(f, "{secret}"))) {
-			pc_buf_put(w, f, (size_t)(t - f));
-			pc_buf_put(w, s->value, s->value_len);
-			f = t + 8;
-		}
-		pc_buf_puts(w, f);
+	while ((t = strstr(f, "{secret}"))) {
+		pc_buf_put(w, f, (size_t)(t - f));
+		pc_buf_put(w, s->value, s->value_len);
+		f = t + 8;
 	}
+	pc_buf_puts(w, f);
 	pc_buf_puts(w, "\r\n");
-	/* the value itself, for a reflection of the decoded credentials or
-	 * the formatted header (borrowed: the caller holds the state) */
+	/* the value itself, for a reflection of the formatted header
+	 * (borrowed: the caller holds the state) */
 	if (scrub_keep_add(&r->derived, s->value, s->value_len, (const uint8_t *)s->placeholder,
 			   s->ph_len, true) < 0)
 		return -2;
@@ -261,9 +241,10 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 	struct pc_buf w = {0};
 	size_t scratch_len = SCRATCH_LEN;
 	/* the tail of the (locked) out buffer is the scratch space for
-	 * decoded credentials: no allocation per request */
+	 * decoded Basic credentials (wiped after each header): no allocation
+	 * per request */
 	uint8_t *scratch = cap > scratch_len ? out + cap - scratch_len : NULL;
-	bool any_basic = false, injecting = false, given_port = false;
+	bool injecting = false, given_port = false;
 	int rc = 0;
 
 	(void)buf;
@@ -332,7 +313,6 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 				sodium_memzero(scratch, BASIC_MAX);
 			goto out;
 		}
-		any_basic |= basic;
 		for (size_t k = 0; k < store->n && !stop; k++) {
 			const struct vault_secret *s = &store->s[k];
 			bool in_name = memmem(h->name, h->name_len, s->placeholder, s->ph_len);
@@ -350,8 +330,7 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 				       (int)h->name_len, h->name);
 				stop = true;
 			} else {
-				marks[i] =
-				    (struct mark){.secret = (int)k, .basic = in_basic && !in_value};
+				marks[i] = (struct mark){.secret = (int)k};
 			}
 		}
 		if (basic)
@@ -360,8 +339,32 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 			goto out;
 	}
 
-	for (size_t i = 0; i < req->n_hdr; i++)
-		injecting |= marks[i].secret >= 0;
+	/* the header must be the format exactly, and sent once: a scheme,
+	 * bytes or a base64 wrapper around the placeholder, a second
+	 * placeholder, or another copy of the header beside it would each
+	 * put bytes the sandbox chose next to the value (issue 33, finding 3) */
+	for (size_t i = 0; i < req->n_hdr; i++) {
+		const struct http_header *h = &req->hdr[i];
+		const struct vault_secret *s;
+		const struct policy_secret *ps;
+		size_t copies = 0;
+
+		if (marks[i].secret < 0)
+			continue;
+		s = &store->s[marks[i].secret];
+		ps = policy_secret_by_name(sb, s->name);
+		for (size_t j = 0; j < req->n_hdr; j++)
+			copies += req->hdr[j].name_len == h->name_len &&
+				  strncasecmp(req->hdr[j].name, h->name, h->name_len) == 0;
+		if (!format_is(ps->format, h, s->placeholder, s->ph_len) || copies != 1) {
+			refuse(r, 403, true, "vault_placeholder_not_format",
+			       "placeholder of %s: its %s header must be sent once, exactly as "
+			       "\"%s\" with the placeholder for {secret}",
+			       s->name, ps->header, ps->format);
+			goto out;
+		}
+		injecting = true;
+	}
 	if (injecting && !name_in(credential_methods, req->method)) {
 		refuse(r, 405, true, "vault_method_not_allowed",
 		       "a request with a credential must use GET, HEAD, POST, PUT, DELETE, "
@@ -418,21 +421,14 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 	pc_buf_puts(&w, "Accept-Encoding: identity\r\n");
 	for (size_t i = 0; i < req->n_hdr; i++) {
 		const struct vault_secret *s;
-		bool first = true;
 
+		/* each secret's header is sent once (checked above) */
 		if (marks[i].secret < 0)
 			continue;
-		for (size_t j = 0; j < i && first; j++)
-			first = marks[j].secret != marks[i].secret;
-		if (!first)
-			continue;
 		s = &store->s[marks[i].secret];
-		if ((rc = emit_injected(&w, s, policy_secret_by_name(sb, s->name), &req->hdr[i],
-					marks[i].basic, scratch, r)) < 0) {
-			refuse(r, 431, false, "vault_inject_too_large", "%s",
-			       rc == -2 ? "too many credential encodings to scrub on one request"
-					: "credentials too large to inject");
-			rc = 0;
+		if (emit_injected(&w, s, policy_secret_by_name(sb, s->name), r) < 0) {
+			refuse(r, 431, false, "vault_inject_too_large",
+			       "too many credential encodings to scrub on one request");
 			goto out;
 		}
 		if (r->secrets[0])
@@ -456,7 +452,5 @@ out:
 		r->head_len = 0;
 		r->secrets[0] = '\0';
 	}
-	if (any_basic) /* emit_injected wipes after itself; this is for refusals */
-		sodium_memzero(scratch, scratch_len);
 	return rc;
 }

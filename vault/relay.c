@@ -173,11 +173,14 @@ static int discard(void *ctx, const uint8_t *p, size_t n)
 /* Request body: every byte (framing included) passes the placeholder
  * scanner s on its way to the body sink; a chunked body's payload also
  * passes ds by itself, since a placeholder split across two chunks is whole
- * again once the upstream decodes them (tests/escape/vault.sh). Returns 0,
- * PC_EREFUSED (s->hit set), PC_EPARSE (bad chunked framing) or another
- * error. */
+ * again once the upstream decodes them (tests/escape/vault.sh). The
+ * payload passes the decoding scanner fs; a chunked body's bytes as sent
+ * pass rfs too, for its chunk extensions and trailer fields, which an
+ * application may read and decode as well. Returns 0, PC_EREFUSED (s->hit
+ * set), PC_EPARSE (bad chunked framing) or another error. */
 static int relay_body_scan(struct conn *c, const struct http_request *req, struct scrub *s,
-			   struct scrub *ds, struct ph_stream *fs, struct body_out *bo)
+			   struct scrub *ds, struct ph_stream *fs, struct ph_stream *rfs,
+			   struct body_out *bo)
 {
 	uint64_t remaining = req->content_length;
 	struct http_chunked ch;
@@ -204,6 +207,8 @@ static int relay_body_scan(struct conn *c, const struct http_request *req, struc
 			if (rc < 0)
 				return PC_EPARSE;
 			done = rc == 1;
+			if ((s->hit = ph_stream_feed(rfs, (uint8_t *)c->in + c->in_off, take)) >= 0)
+				return PC_EREFUSED;
 			if (dl && (s->hit = ph_stream_feed(fs, (uint8_t *)c->in + c->in_off + off,
 							   dl)) >= 0)
 				return PC_EREFUSED;
@@ -231,7 +236,7 @@ static int relay_body_scan(struct conn *c, const struct http_request *req, struc
 static int relay_body(struct conn *c, const struct http_request *req, struct scrub *s,
 		      const struct vault_store *store, struct body_out *bo)
 {
-	struct ph_stream fs;
+	struct ph_stream fs, rfs;
 	struct scrub ds;
 	int rc;
 
@@ -240,8 +245,10 @@ static int relay_body(struct conn *c, const struct http_request *req, struct scr
 	if ((rc = scrub_init(&ds, s->pats, s->n_pats, NULL)) < 0)
 		return rc;
 	ph_stream_init(&fs, store);
-	rc = relay_body_scan(c, req, s, &ds, &fs, bo);
+	ph_stream_init(&rfs, store);
+	rc = relay_body_scan(c, req, s, &ds, &fs, &rfs, bo);
 	ph_stream_wipe(&fs);
+	ph_stream_wipe(&rfs);
 	scrub_free(&ds);
 	return rc;
 }

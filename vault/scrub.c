@@ -99,6 +99,36 @@ static size_t esc_form(uint8_t c, const uint8_t *t, size_t n)
 	return 0;
 }
 
+/* ---- line breaks inside a base64 encoding --------------------------------------
+ * Encoders wrap base64 in lines (MIME and base64(1): 76 columns; PEM and
+ * OpenSSL: 64), with LF or CRLF, written raw or JSON-escaped when the
+ * blob sits in a JSON string. A base64 pattern (lb) may have such a break
+ * between any two of its characters, at most one per LB_COLS of them; a
+ * break is no character of the value, so it is dropped with the match. */
+
+#define LB_COLS	    64 /* the narrowest line encoders write */
+#define LB_FORM_MAX 4  /* "\\r\\n" */
+
+/* The length of a line break at t[0..n), or 0. */
+static size_t lb_form(const uint8_t *t, size_t n)
+{
+	if (n >= 1 && t[0] == '\n')
+		return 1;
+	if (n >= 2 && t[0] == '\r' && t[1] == '\n')
+		return 2;
+	if (n >= 2 && t[0] == '\\' && t[1] == 'n')
+		return 2;
+	if (n >= 4 && t[0] == '\\' && t[1] == 'r' && t[2] == '\\' && t[3] == 'n')
+		return 4;
+	return 0;
+}
+
+/* How many line breaks a match of p may hold. */
+static size_t lb_max(const struct scrub_pat *p)
+{
+	return p->lb ? p->nlen / LB_COLS + 1 : 0;
+}
+
 /* Can a form of c start with byte b? */
 static bool esc_may_start(uint8_t c, uint8_t b)
 {
@@ -118,35 +148,56 @@ static bool esc_may_start(uint8_t c, uint8_t b)
  * when none, ESC_UNDECIDED. */
 static size_t esc_match(const struct scrub_pat *p, const uint8_t *b, size_t len, size_t at)
 {
-	size_t cur[ESC_LIVE], nxt[ESC_LIVE], nc = 1, end = 0;
+	/* each candidate: where the next character is, and the line breaks
+	 * it went past (a lb pattern only) */
+	size_t cur[ESC_LIVE], nxt[ESC_LIVE], nc = 1, end = 0, maxb = lb_max(p);
+	uint8_t cb[ESC_LIVE], nb[ESC_LIVE];
 
 	cur[0] = at;
+	cb[0] = 0;
 	for (size_t k = 0; k < p->nlen && nc; k++) {
 		uint8_t c = p->needle[k];
 		size_t nn = 0;
 
 		for (size_t j = 0; j < nc; j++) {
-			size_t o = cur[j], ends[2], ne = 0, l;
+			size_t starts[2] = {cur[j], 0}, ns = 1, ends[4], ne = 0, l;
+			uint8_t brk[4];
 
-			if (o >= len)
-				continue;
-			if (b[o] == c)
-				ends[ne++] = o + 1;
-			if ((l = esc_form(c, b + o, len - o)))
-				ends[ne++] = o + l;
+			/* a break before any character but the first */
+			if (k && cb[j] < maxb && cur[j] < len &&
+			    (l = lb_form(b + cur[j], len - cur[j])))
+				starts[ns++] = cur[j] + l;
+			for (size_t i = 0; i < ns; i++) {
+				size_t o = starts[i];
+
+				if (o >= len)
+					continue;
+				if (b[o] == c) {
+					brk[ne] = (uint8_t)(cb[j] + i);
+					ends[ne++] = o + 1;
+				}
+				if ((l = esc_form(c, b + o, len - o))) {
+					brk[ne] = (uint8_t)(cb[j] + i);
+					ends[ne++] = o + l;
+				}
+			}
 			for (size_t e = 0; e < ne; e++) {
 				bool dup = false;
 
+				/* the same place with fewer breaks behind it wins */
 				for (size_t q = 0; q < nn && !dup; q++)
-					dup = nxt[q] == ends[e];
+					if ((dup = nxt[q] == ends[e]) && brk[e] < nb[q])
+						nb[q] = brk[e];
 				if (dup)
 					continue;
 				if (nn == ESC_LIVE)
 					return ESC_UNDECIDED;
+				nb[nn] = brk[e];
 				nxt[nn++] = ends[e];
 			}
 		}
 		memcpy(cur, nxt, nn * sizeof(*cur));
+		memcpy(cb, nb, nn * sizeof(*cb));
 		nc = nn;
 	}
 	for (size_t j = 0; j < nc; j++)
@@ -163,7 +214,7 @@ static size_t pat_maxlen(const struct scrub_pat *p)
 		return p->nlen;
 	for (size_t i = 0; i < p->nlen; i++)
 		m += esc_plain(p->needle[i]) ? 1 : ESC_FORM_MAX;
-	return m;
+	return m + lb_max(p) * LB_FORM_MAX;
 }
 
 int scrub_init(struct scrub *s, const struct scrub_pat *pats, size_t n, struct pc_err *err)
@@ -240,26 +291,35 @@ static bool esc_scan(const struct scrub_pat *p, const uint8_t *b, size_t len, si
 
 #define ESC_ANCHOR_MIN 4
 
-/* The earliest escaped match of p in b[from..len) starting before limit:
- * its start and end, or false; *undecided when it could not be told.
- * Letters and digits only ever match themselves, so every match holds the
- * needle's longest run of them as it is: found with memmem, it leaves a
- * few starts to try (the escaped forms before it are 1 to ESC_FORM_MAX
- * bytes each), instead of every byte. */
-static bool esc_find(const struct scrub_pat *p, const uint8_t *b, size_t len, size_t from,
-		     size_t limit, size_t *at, size_t *end, bool *undecided)
+/* The longest run of letters and digits in p's needle[lo..hi): its offset
+ * *ao and length (returned). */
+static size_t plain_run(const struct scrub_pat *p, size_t lo, size_t hi, size_t *ao)
 {
-	size_t stop = limit < len ? limit : len, ao = 0, al = 0, pmax = 0, q = from, srch;
+	size_t al = 0;
 
-	for (size_t i = 0, run = 0; i < p->nlen; i++) {
+	for (size_t i = lo, run = 0; i < hi; i++) {
 		run = esc_plain(p->needle[i]) ? run + 1 : 0;
 		if (run > al) {
 			al = run;
-			ao = i + 1 - run;
+			*ao = i + 1 - run;
 		}
 	}
-	if (al < ESC_ANCHOR_MIN)
-		return esc_scan(p, b, len, from, stop, at, end, undecided);
+	return al;
+}
+
+/* The earliest escaped match of p in b[from..len) starting before limit
+ * that holds needle[ao..ao+al) as it is: its start and end, or false;
+ * *undecided when it could not be told. Letters and digits only ever
+ * match themselves, so found with memmem the anchor leaves a few starts
+ * to try (the escaped forms before it are 1 to ESC_FORM_MAX bytes each,
+ * and a base64 pattern's line breaks up to LB_FORM_MAX), instead of every
+ * byte. */
+static bool esc_find_at(const struct scrub_pat *p, const uint8_t *b, size_t len, size_t from,
+			size_t limit, size_t ao, size_t al, size_t *at, size_t *end,
+			bool *undecided)
+{
+	size_t stop = limit < len ? limit : len, pmax = lb_max(p) * LB_FORM_MAX, q = from, srch;
+
 	for (size_t i = 0; i < ao; i++)
 		pmax += esc_plain(p->needle[i]) ? 1 : ESC_FORM_MAX;
 	/* candidates are tried in increasing order, each once: the first
@@ -285,6 +345,43 @@ static bool esc_find(const struct scrub_pat *p, const uint8_t *b, size_t len, si
 		srch = h + 1;
 	}
 	return false;
+}
+
+/* The earliest escaped match of p in b[from..len) starting before limit:
+ * its start and end, or false; *undecided when it could not be told.
+ * Every match holds the needle's longest run of letters and digits as it
+ * is; a base64 pattern's (lb) may have a line break in it, but not in both
+ * of two runs within LB_COLS characters of each other: the match holds
+ * one of them, and the earlier of the two searches is the earliest. */
+static bool esc_find(const struct scrub_pat *p, const uint8_t *b, size_t len, size_t from,
+		     size_t limit, size_t *at, size_t *end, bool *undecided)
+{
+	size_t ao = 0, al, bo = 0, bl, w, a_at, a_end;
+
+	if (!p->lb) {
+		al = plain_run(p, 0, p->nlen, &ao);
+		if (al < ESC_ANCHOR_MIN)
+			return esc_scan(p, b, len, from, limit < len ? limit : len, at, end,
+					undecided);
+		return esc_find_at(p, b, len, from, limit, ao, al, at, end, undecided);
+	}
+	w = p->nlen < LB_COLS ? p->nlen : LB_COLS;
+	al = plain_run(p, 0, w / 2, &ao);
+	bl = plain_run(p, w / 2, w, &bo);
+	if (al < ESC_ANCHOR_MIN || bl < ESC_ANCHOR_MIN)
+		return esc_scan(p, b, len, from, limit < len ? limit : len, at, end, undecided);
+	if (esc_find_at(p, b, len, from, limit, ao, al, &a_at, &a_end, undecided)) {
+		if (esc_find_at(p, b, len, from, a_at, bo, bl, at, end, undecided))
+			return true;
+		if (*undecided)
+			return false;
+		*at = a_at;
+		*end = a_end;
+		return true;
+	}
+	if (*undecided)
+		return false;
+	return esc_find_at(p, b, len, from, limit, bo, bl, at, end, undecided);
 }
 
 /* Earliest match starting before limit (ties: the longest match): the
@@ -552,12 +649,12 @@ static int keep_push(struct scrub_keep *k, const struct scrub_pat *p)
 	return 0;
 }
 
-int scrub_keep_add(struct scrub_keep *k, const uint8_t *needle, size_t nlen, const uint8_t *repl,
-		   size_t rlen, bool borrow)
+static int keep_add(struct scrub_keep *k, const uint8_t *needle, size_t nlen, const uint8_t *repl,
+		    size_t rlen, bool borrow, bool lb)
 {
 	/* what is kept is values and their encodings: searched for escaped */
 	struct scrub_pat p = {
-	    .needle = needle, .nlen = nlen, .repl = repl, .rlen = rlen, .esc = true};
+	    .needle = needle, .nlen = nlen, .repl = repl, .rlen = rlen, .esc = true, .lb = lb};
 	uint8_t *m;
 
 	if (!nlen || !repl)
@@ -579,23 +676,22 @@ int scrub_keep_add(struct scrub_keep *k, const uint8_t *needle, size_t nlen, con
 	return keep_push(k, &p);
 }
 
+int scrub_keep_add(struct scrub_keep *k, const uint8_t *needle, size_t nlen, const uint8_t *repl,
+		   size_t rlen, bool borrow)
+{
+	return keep_add(k, needle, nlen, repl, rlen, borrow, false);
+}
+
 int scrub_keep_merge(struct scrub_keep *dst, const struct scrub_keep *src)
 {
 	for (size_t i = 0; i < src->n; i++) {
 		const struct scrub_pat *p = &src->pats[i];
-		int rc = scrub_keep_add(dst, p->needle, p->nlen, p->repl, p->rlen, false);
+		int rc = keep_add(dst, p->needle, p->nlen, p->repl, p->rlen, false, p->lb);
 
 		if (rc < 0)
 			return rc;
 	}
 	return 0;
-}
-
-int scrub_keep_add_b64(struct scrub_keep *k, const uint8_t *needle, size_t nlen,
-		       const uint8_t *repl, size_t rlen)
-{
-	/* its '+', '/' and '=' escaped in any form: the pattern is esc */
-	return scrub_keep_add(k, needle, nlen, repl, rlen, false);
 }
 
 int scrub_keep_add_value(struct scrub_keep *k, const uint8_t *value, size_t vlen,
@@ -623,8 +719,8 @@ int scrub_keep_add_value(struct scrub_keep *k, const uint8_t *value, size_t vlen
 			memcpy(m + a, value, vlen);
 			sodium_bin2base64(b64, b64cap, m, a + vlen, variants[v]);
 			if (end > first)
-				rc = scrub_keep_add(k, (const uint8_t *)b64 + first, end - first,
-						    repl, rlen, false);
+				rc = keep_add(k, (const uint8_t *)b64 + first, end - first, repl,
+					      rlen, false, true);
 		}
 	sodium_free(m); /* wipes */
 	return rc;

@@ -154,6 +154,10 @@ struct scrub_pat {
 	 * JSON, percent-encoding, HTML entities), mixed as an encoder mixes
 	 * them: how a secret value or encoding is searched for */
 	bool esc;
+	/* (with esc) a base64 pattern: a line break (LF, CRLF, or JSON's
+	 * "\\n", "\\r\\n") may stand between two of its characters, as
+	 * encoders wrap lines (scrub.c, lb_form) */
+	bool lb;
 };
 
 /* Called with output bytes; returns 0 or <0 to stop (returned by feed). */
@@ -185,8 +189,8 @@ int scrub_buffer(const struct scrub_pat *pats, size_t n, const uint8_t *in, size
 
 /* ---- va-holes: kept patterns (scrub.c) ------------------------------------------
  * A set of scrub patterns that grows: what one request, or one connection
- * over its whole life, injected (values, Basic encodings and their escaped
- * forms). Copies live in locked memory, wiped when freed; a needle already
+ * over its whole life, injected (values and their encodings, matched in
+ * their escaped forms). Copies live in locked memory, wiped when freed; a needle already
  * in the set is not added twice, so a keep-alive connection that repeats
  * its credentials does not grow it. Bounded: beyond the limits an add is
  * PC_EREFUSED (the caller refuses the request: it could not be scrubbed). */
@@ -207,10 +211,6 @@ struct scrub_keep {
  * PC_EREFUSED beyond the limits, PC_ENOMEM, PC_EINVAL. */
 int scrub_keep_add(struct scrub_keep *k, const uint8_t *needle, size_t nlen, const uint8_t *repl,
 		   size_t rlen, bool borrow);
-/* A base64 needle, matched in every escaped form (esc): a reflection of
- * it, however escaped, becomes repl. */
-int scrub_keep_add_b64(struct scrub_keep *k, const uint8_t *needle, size_t nlen,
-		       const uint8_t *repl, size_t rlen);
 /* Every form of a secret value the vault knows, each matched escaped too
  * (esc), replaced by repl (its placeholder): the value itself, and the
  * characters of its base64 and base64url encodings that hold value bits
@@ -441,9 +441,8 @@ struct inject_out {
 	char secrets[512]; /* names injected, comma separated */
 	size_t head_len;
 	/* va-holes: what was injected, to scrub from every later response of
-	 * the connection: the values (borrowed from the state) and every
-	 * Basic encoding sent, with its escaped forms (copies, locked);
-	 * inject_out_clear wipes them. */
+	 * the connection: the values (borrowed from the state);
+	 * inject_out_clear forgets them. */
 	struct scrub_keep derived;
 };
 
@@ -457,7 +456,8 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 void inject_out_clear(struct inject_out *res);
 /* va-holes: add to k, for every secret of sb bound to sni:port, its value
  * and the part of its base64 encoding (in each alignment, and escaped)
- * that does not depend on what surrounds it in Basic credentials. */
+ * that does not depend on what surrounds it where an upstream encodes it
+ * with other bytes (Basic credentials of its own making). */
 int inject_keep_bound(const struct vault_state *st, const struct policy_sandbox *sb,
 		      const char *sni, uint16_t port, struct scrub_keep *k);
 /* Bytes of out-buffer inject_request may need for a head of head_len. */

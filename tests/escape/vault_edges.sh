@@ -5,16 +5,23 @@
 #     the end of a Content-Length body; only a body's end judges it;
 #  2. a secret holding '/', '+', '=', '"' and '\' reflected by a hostile
 #     upstream in every form servers write (JSON, PHP's \/, \u escapes,
-#     percent-encoding, base64 and base64url with and without padding,
-#     HTML references): the sandbox must get none of it;
+#     percent-encoding, base64 and base64url with and without padding or
+#     wrapped in lines inside a longer blob, HTML references): the sandbox
+#     must get none of it;
 #  3. methods and Host spelt otherwise: "trace", "connect", a method
 #     outside the standard ones, X-HTTP-Method-Override (and its cousins)
 #     with a credential; a Host in capitals with a trailing dot and a port
 #     with a leading zero, forwarded only as the canonical name;
 #  4. a placeholder percent-encoded or case-changed in the target, a header,
-#     a body, a WebSocket message; cut between two WebSocket messages;
+#     a body (its trailer fields and chunk extensions too), a WebSocket
+#     message; cut between two WebSocket messages;
 #  5. a body trickled a byte a second, each read under the idle timeout:
-#     vault.request_timeout_ms ends it (408, recorded).
+#     vault.request_timeout_ms ends it (408, recorded);
+#  6. the bound header not exactly the secret's format with the
+#     placeholder: bytes before or after it, another scheme or none, the
+#     scheme in another case, a Basic base64 wrapper, two placeholders,
+#     the header twice or beside the sandbox's own, the placeholder in
+#     another secret's bound header: refused, recorded, never forwarded.
 # Real engine, vault, logd, nginx (api.github.test:443) and the reflecting
 # upstream tests/integration/vault_ws_echo.py (api.github.test:8444).
 . "$PC_TOP/tests/escape/escape_lib.bash"
@@ -129,7 +136,7 @@ leak_of() { python3 "$PC_TOP/tests/escape/vault_client.py" leak "$V_FORMS_VALUE"
 R="Host: api.github.test:8444\r\nX-Forms-Auth: $V_PH_FORMS\r\nConnection: close\r\n"
 for form in raw json php_json json_u_lower json_u_upper percent_lower percent_upper \
 	base64 base64_nopad base64url base64url_nopad base64_php_json base64_percent \
-	html_named html_decimal html_hex; do
+	base64_mime base64_pem_json html_named html_decimal html_hex; do
 	esc_begin "the value, holding / + = \" \\, reflected as $form"
 	out=$(req8444 "GET /forms?form=$form HTTP/1.1\r\n${R}\r\n")
 	t_match "$form: served" "^HTTP/1.1 200" "$out"
@@ -193,6 +200,8 @@ for case in "the query, %70cph_…|GET /echo?q=$P1 HTTP/1.1\r\n$B|vault_placehol
 	"a header beside the exact placeholder, prefix in capitals|GET /echo HTTP/1.1\r\n${B}Authorization: Bearer $PH $PX\r\n|vault_placeholder_wrong_header" \
 	"a form body, %70cph_…|POST /echo HTTP/1.1\r\n${B}Content-Type: application/x-www-form-urlencoded\r\nContent-Length: $((${#P1} + 2))\r\n\r\nq=$P1|vault_placeholder_in_body" \
 	"a chunked body, upper case, cut in two chunks|POST /echo HTTP/1.1\r\n${B}Transfer-Encoding: chunked\r\n\r\n$(printf '%x' 9)\r\n${PU:0:9}\r\n$(printf '%x' $((${#PU} - 9)))\r\n${PU:9}\r\n0\r\n\r\n|vault_placeholder_in_body" \
+	"a chunked body's trailer field, %70cph_…|POST /echo HTTP/1.1\r\n${B}Transfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\nX-T: $P1\r\n\r\n|vault_placeholder_in_body" \
+	"a chunk extension, upper case|POST /echo HTTP/1.1\r\n${B}Transfer-Encoding: chunked\r\n\r\n2;x=$PU\r\nhi\r\n0\r\n\r\n|vault_placeholder_in_body" \
 	"a chunked body, every other character %XX, cut inside an escape|POST /echo HTTP/1.1\r\n${B}Transfer-Encoding: chunked\r\n\r\n2\r\n${P2:0:2}\r\n$(printf '%x' $((${#P2} - 2)))\r\n${P2:2}\r\n0\r\n\r\n|vault_placeholder_in_body"; do
 	IFS='|' read -r name req code <<<"$case"
 	case $req in POST*) req=$req ;; *) req="$req\r\n" ;; esac
@@ -228,6 +237,52 @@ t_ok "trickle: answered within 4 s + 3 s of slack (took ${secs:-?} s)" test "${s
 t_match "trickle: recorded (vault_request_timeout)" '"event.code":"vault_request_timeout"' "$(new_records)"
 t_eq "trickle: the upstream saw nothing" "$b" "$(up_lines)"
 esc_end "refused" "$(printf '%s' "$out" | head -2 | tr '\n' ' ')"
+
+# ---- 6. the bound header is the format, exactly ----------------------------------------------
+# GITHUB_TOKEN: Authorization, "Bearer {secret}" (nginx on 443); on 8444
+# FORMS_TOKEN: X-Forms-Auth, "{secret}", and WS_TOKEN: Authorization,
+# "Bearer {secret}" (the reflecting upstream). Anything but the format
+# would let the sandbox choose the bytes next to the value the upstream
+# gets (issue 33, finding 3).
+b64() { printf '%s' "$1" | base64 -w0; }
+esc_begin "the bound header exactly as its format (the control)"
+b=$(up_lines)
+out=$(rawreq api.github.test "GET /echo HTTP/1.1\r\n${B}Authorization: Bearer $PH\r\n\r\n")
+t_match "exact format: served" "^HTTP/1.1 200" "$out"
+t_match "exact format: the upstream got exactly the format with the value" "auth=\"Bearer $V_GH_VALUE\"" "$(v_upstream_log | tail -1)"
+esc_end "injected" "upstream: auth=\"Bearer <value>\""
+
+for case in "bytes after the placeholder|Authorization: Bearer $PH x" \
+	"bytes before the placeholder|Authorization: Bearer x$PH" \
+	"another scheme (token)|Authorization: token $PH" \
+	"no scheme|Authorization: $PH" \
+	"the scheme in lower case|Authorization: bearer $PH" \
+	"the placeholder wrapped in Basic, as the password|Authorization: Basic $(b64 "agent:$PH")" \
+	"the placeholder wrapped in Basic, alone|Authorization: Basic $(b64 "$PH")" \
+	"two placeholders in the header|Authorization: Bearer $PH $PH" \
+	"the header twice, each exactly the format|Authorization: Bearer $PH\r\nAuthorization: Bearer $PH" \
+	"the sandbox's own credential beside the placeholder|Authorization: Bearer mine\r\nAuthorization: Bearer $PH"; do
+	IFS='|' read -r name hdr <<<"$case"
+	esc_begin "the bound header not as its format: $name"
+	b=$(up_lines)
+	out=$(rawreq api.github.test "GET /echo HTTP/1.1\r\n${B}$hdr\r\n\r\n")
+	refused_as "format, $name" 403 "$out" exfiltration vault_placeholder_not_format up_lines "$b"
+	esc_end "refused" "$ESC_EV"
+done
+
+F="Host: api.github.test:8444\r\nConnection: close\r\n"
+for case in "{secret} alone, bytes before it|X-Forms-Auth: x$V_PH_FORMS|vault_placeholder_not_format" \
+	"{secret} alone, a Bearer scheme|X-Forms-Auth: Bearer $V_PH_FORMS|vault_placeholder_not_format" \
+	"{secret} alone, wrapped in Basic|X-Forms-Auth: Basic $(b64 "u:$V_PH_FORMS")|vault_placeholder_not_format" \
+	"WS_TOKEN's placeholder in FORMS_TOKEN's bound header|X-Forms-Auth: $V_PH_WS|vault_placeholder_wrong_header" \
+	"FORMS_TOKEN's placeholder in WS_TOKEN's bound header|Authorization: Bearer $V_PH_FORMS|vault_placeholder_wrong_header"; do
+	IFS='|' read -r name hdr code <<<"$case"
+	esc_begin "two secrets on one host:port: $name"
+	b=$(ws_lines)
+	out=$(req8444 "GET /reflect HTTP/1.1\r\n${F}$hdr\r\n\r\n")
+	refused_as "8444, $name" 403 "$out" exfiltration "$code" ws_lines "$b"
+	esc_end "refused" "$ESC_EV"
+done
 
 # ---- invariants --------------------------------------------------------------------------------
 t_nomatch "no sandbox output ever held a value" "$V_GH_VALUE|$V_WS_VALUE" "$(cat "$OUT")"

@@ -52,21 +52,23 @@ static void chunked(const char *in, size_t len, size_t cut)
 static void scrub(const uint8_t *in, size_t len, size_t cut)
 {
 	static const struct scrub_pat pats[] = {
-	    {(const uint8_t *)"secret", 6, (const uint8_t *)"pcph_X_aaaa", 11, false},
-	    {(const uint8_t *)"cre", 3, (const uint8_t *)"", 0, false},
-	    {(const uint8_t *)"ssss", 4, (const uint8_t *)"s", 1, false},
+	    {(const uint8_t *)"secret", 6, (const uint8_t *)"pcph_X_aaaa", 11, false, false},
+	    {(const uint8_t *)"cre", 3, (const uint8_t *)"", 0, false, false},
+	    {(const uint8_t *)"ssss", 4, (const uint8_t *)"s", 1, false, false},
 	    /* escaped forms: matched character by character, and by an anchor */
-	    {(const uint8_t *)"a/b\"c\\d%e&f g+", 15, (const uint8_t *)"PH", 2, true},
-	    {(const uint8_t *)"=/Abcd1234&", 11, (const uint8_t *)"", 0, true},
+	    {(const uint8_t *)"a/b\"c\\d%e&f g+", 15, (const uint8_t *)"PH", 2, true, false},
+	    {(const uint8_t *)"=/Abcd1234&", 11, (const uint8_t *)"", 0, true, false},
+	    /* a base64 pattern: line breaks between its characters, two anchors */
+	    {(const uint8_t *)"QWxh/ZGRp+bjpvcGVu", 18, (const uint8_t *)"PB", 2, true, true},
 	};
 	struct sink a = {0}, b = {0};
 	struct scrub s;
 	uint8_t *one;
 	size_t ol;
 
-	if (scrub_buffer(pats, 5, in, len, &one, &ol, NULL) < 0)
+	if (scrub_buffer(pats, sizeof(pats) / sizeof(pats[0]), in, len, &one, &ol, NULL) < 0)
 		return;
-	scrub_init(&s, pats, 5, NULL);
+	scrub_init(&s, pats, sizeof(pats) / sizeof(pats[0]), NULL);
 	if (scrub_feed(&s, in, cut, sink_out, &a) == 0 &&
 	    scrub_feed(&s, in + cut, len - cut, sink_out, &a) == 0 &&
 	    scrub_finish(&s, sink_out, &a) == 0) {

@@ -41,20 +41,6 @@ t_eq "second secret, custom header and format: 200" 200 "$R_CODE"
 t_match "upstream got X-Api-Key as the bare value" "xkey=\"$V_PYPI_VALUE\"" "$(v_upstream_log)"
 t_nomatch "reflected X-Api-Key scrubbed" "$V_PYPI_VALUE" "$R_BODY"
 
-req 1 https://api.github.test/echo -u "agent:$V_PH_GH"
-b64=$(printf 'agent:%s' "$V_GH_VALUE" | base64 -w0)
-t_eq "Basic auth with the placeholder as password: 200" 200 "$R_CODE"
-t_match "upstream got Basic with the real value" "auth=\"Basic $b64\"" "$(v_upstream_log)"
-t_nomatch "the encoded credentials do not come back" "$b64" "$R_BODY"
-t_match "the sandbox gets its own encoding back" "auth=Basic $(printf 'agent:%s' "$V_PH_GH" | base64 -w0)" \
-	"$R_BODY"
-
-req 1 https://api.github.test/echo -H "Authorization: Bearer attacker-chosen" \
-	-H "Authorization: Bearer $V_PH_GH"
-t_eq "a client credential next to the placeholder: 200" 200 "$R_CODE"
-t_nomatch "the client-supplied credential is never forwarded alongside" "attacker-chosen" \
-	"$(v_upstream_log)"
-
 req 1 https://api.github.test/echo
 t_eq "no placeholder: the request passes without injection" 200 "$R_CODE"
 t_match "... and upstream saw no credential" 'GET /echo HTTP/1.1" 200 auth="-"' \
@@ -93,6 +79,16 @@ CODE=vault_placeholder_in_url refusal "placeholder in the query string" 403 "pla
 	"https://api.github.test/echo?t=$V_PH_GH"
 refusal "Basic auth toward the wrong host" 403 "bound to api.github.test:443, not pypi.test:443" yes 1 \
 	https://pypi.test/echo -u "agent:$V_PH_GH"
+# the bound header must be exactly its format, once: curl -u's Basic
+# wrapping, or the client's own credential beside the placeholder, would
+# put bytes the sandbox chose next to the value
+CODE=vault_placeholder_not_format refusal "Basic auth wrapping the placeholder toward its bound host" 403 \
+	"Authorization header must be sent once, exactly as .* with the placeholder for .secret." yes 1 \
+	https://api.github.test/echo -u "agent:$V_PH_GH"
+CODE=vault_placeholder_not_format refusal "a client credential next to the placeholder" 403 \
+	"Authorization header must be sent once, exactly as .* with the placeholder for .secret." yes 1 \
+	https://api.github.test/echo \
+	-H "Authorization: Bearer attacker-chosen" -H "Authorization: Bearer $V_PH_GH"
 refusal "placeholder in another header" 403 "outside its header Authorization" yes 1 \
 	https://api.github.test/echo -H "X-Api-Key: $V_PH_GH"
 refusal "TRACE" 405 "TRACE is refused" yes 1 -X TRACE https://api.github.test/echo

@@ -13,7 +13,8 @@ Authorization and X-Api-Auth headers as JSON:
   /badname                a header named after the Bearer token, with a bad value
   /forms?form=NAME        the request's X-Forms-Auth value written in the form NAME
                           (FORMS below: JSON, PHP's \/, \u escapes, percent-encoding,
-                          base64/base64url with and without padding, HTML references)
+                          base64/base64url with and without padding, wrapped in lines
+                          inside a longer blob, HTML references)
 The log line of a plain request names its target, credentials and Host.
 Usage: vault_ws_echo.py ADDR PORT CERT KEY LOG"""
 import base64, gzip, hashlib, html, json, socket, ssl, struct, sys, threading
@@ -33,6 +34,10 @@ def _b64(v, url=False, pad=True):
     return e if pad else e.rstrip("=")
 
 
+def _lines(e, cols, sep):
+    return sep.join(e[i:i + cols] for i in range(0, len(e), cols))
+
+
 # How servers write a value they reflect (tests/escape/vault_edges.sh).
 FORMS = {
     "raw": lambda v: v,
@@ -48,6 +53,11 @@ FORMS = {
     "base64url_nopad": lambda v: _b64(v, url=True, pad=False),
     "base64_php_json": lambda v: json.dumps(_b64(v)).replace("/", "\\/"),
     "base64_percent": lambda v: urllib.parse.quote(_b64(v), safe=""),
+    # in a longer blob, wrapped so that a line break falls inside the value's
+    # part: MIME (76 columns, LF), PEM in PHP's JSON (64, CRLF escaped)
+    "base64_mime": lambda v: base64.encodebytes(("x" * 40 + v).encode()).decode(),
+    "base64_pem_json": lambda v: json.dumps(_lines(_b64("y" * 21 + v), 64, "\r\n")).replace(
+        "/", "\\/"),
     "html_named": lambda v: html.escape(v),
     "html_decimal": lambda v: _each(v, lambda c: "&#%d;" % ord(c)),
     "html_hex": lambda v: _each(v, lambda c: "&#x%X;" % ord(c)),

@@ -254,9 +254,9 @@ static int collect(void *ctx, const uint8_t *p, size_t n)
 START_TEST(scrub_values_split_across_reads)
 {
 	static const struct scrub_pat pats[] = {
-	    {(const uint8_t *)"ghp_SECRETVALUE1", 16, (const uint8_t *)"pcph_A_x", 8, false},
+	    {(const uint8_t *)"ghp_SECRETVALUE1", 16, (const uint8_t *)"pcph_A_x", 8, false, false},
 	    {(const uint8_t *)"xyz-secret-2", 12, (const uint8_t *)"pcph_B_yyyyyyyyyyyyyy", 21,
-	     false},
+	     false, false},
 	};
 	const char *in = "auth=Bearer ghp_SECRETVALUE1 and xyz-secret-2, ghp_SECRETVALUE1ghp_SECRE";
 	const char *want = "auth=Bearer pcph_A_x and pcph_B_yyyyyyyyyyyyyy, pcph_A_xghp_SECRE";
@@ -293,7 +293,7 @@ END_TEST
 START_TEST(scrub_refusal_needle_stops)
 {
 	static const struct scrub_pat pats[] = {
-	    {(const uint8_t *)"pcph_TOKEN_abc", 14, NULL, 0, false},
+	    {(const uint8_t *)"pcph_TOKEN_abc", 14, NULL, 0, false, false},
 	};
 	const char *in = "body part one pcph_TOKEN_abc and after";
 	char out[128] = "";
@@ -318,7 +318,8 @@ END_TEST
 START_TEST(scrub_escaped_forms)
 {
 	static const struct scrub_pat pats[] = {
-	    {(const uint8_t *)"ab/cd+ef=gh\"ij\\kl mn&op%qr", 26, (const uint8_t *)"PH", 2, true},
+	    {(const uint8_t *)"ab/cd+ef=gh\"ij\\kl mn&op%qr", 26, (const uint8_t *)"PH", 2, true,
+	     false},
 	};
 	static const char *const forms[] = {
 	    "ab/cd+ef=gh\"ij\\kl mn&op%qr",
@@ -357,7 +358,8 @@ START_TEST(scrub_escaped_forms)
 		 * escaped start before it; the earliest of overlapping
 		 * candidates wins */
 		static const struct scrub_pat anch[] = {
-		    {(const uint8_t *)"/\"+Abcdef0123456789=z", 21, (const uint8_t *)"PH", 2, true},
+		    {(const uint8_t *)"/\"+Abcdef0123456789=z", 21, (const uint8_t *)"PH", 2, true,
+		     false},
 		};
 		static const char *const in2[] = {
 		    "q=&#47;&quot;%2bAbcdef0123456789\\u003dz;",
@@ -387,7 +389,8 @@ START_TEST(scrub_escaped_forms)
 		/* too many ways to read a run of backslashes at once: the
 		 * stream stops rather than pass what it could not decide */
 		char nd[81], in[200];
-		struct scrub_pat many = {(const uint8_t *)nd, 80, (const uint8_t *)"PH", 2, true};
+		struct scrub_pat many = {
+		    (const uint8_t *)nd, 80, (const uint8_t *)"PH", 2, true, false};
 		uint8_t *o = NULL;
 		size_t ol;
 
@@ -414,8 +417,8 @@ END_TEST
 START_TEST(scrub_buffer_oneshot)
 {
 	static const struct scrub_pat pats[] = {
-	    {(const uint8_t *)"abcdefgh", 8, (const uint8_t *)"X", 1, false},
-	    {(const uint8_t *)"cd", 2, (const uint8_t *)"Y", 1, false},
+	    {(const uint8_t *)"abcdefgh", 8, (const uint8_t *)"X", 1, false, false},
+	    {(const uint8_t *)"cd", 2, (const uint8_t *)"Y", 1, false, false},
 	};
 	uint8_t *out;
 	size_t ol;
@@ -426,6 +429,121 @@ START_TEST(scrub_buffer_oneshot)
 	ck_assert_int_eq(ol, 4);
 	ck_assert(memcmp(out, "zXzY", 4) == 0);
 	free(out);
+}
+END_TEST
+
+/* Does text hold 6 consecutive bytes of val in any base64 or base64url
+ * run, once every line break (LF, CRLF, JSON's \n and \r\n) is taken out,
+ * decoded at every offset? */
+static bool b64_leaks(const char *text, const char *val)
+{
+	char plain[8192];
+	size_t n = 0, vl = strlen(val);
+
+	for (const char *p = text; *p && n < sizeof(plain) - 1; p++) {
+		if (*p == '\r' || *p == '\n')
+			continue;
+		if (p[0] == '\\' && (p[1] == 'n' || p[1] == 'r')) {
+			p++;
+			continue;
+		}
+		plain[n++] = *p == '-' ? '+' : *p == '_' ? '/' : *p;
+	}
+	plain[n] = '\0';
+	for (size_t off = 0; off < n; off++)
+		for (size_t shift = 0; shift < 4; shift++) {
+			unsigned char dec[8192];
+			size_t dl = 0,
+			       run = strspn(plain + off,
+					    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu"
+					    "vwxyz0123456789+/");
+
+			if (run <= shift + 8)
+				continue;
+			run = (run - shift) / 4 * 4;
+			if (sodium_base642bin(dec, sizeof(dec), plain + off + shift, run, NULL, &dl,
+					      NULL, sodium_base64_VARIANT_ORIGINAL_NO_PADDING) != 0)
+				continue;
+			for (size_t i = 0; i + 6 <= vl; i++)
+				if (dl >= 6 && memmem(dec, dl, val + i, 6))
+					return true;
+		}
+	return false;
+}
+
+/* A value inside a longer blob, base64- or base64url-encoded and wrapped
+ * as encoders wrap lines (64 and 76 columns; LF, CRLF, JSON's escaped
+ * \n): every alignment, the stream cut anywhere; nothing of the value is
+ * left in what the scrubber lets through (issue 33: a line break inside
+ * the value's part used to let the encoding through whole). */
+START_TEST(scrub_base64_with_line_breaks)
+{
+	static const char *const breaks[] = {"\n", "\r\n", "\\n", "\\r\\n"};
+	static const int variants[] = {sodium_base64_VARIANT_ORIGINAL,
+				       sodium_base64_VARIANT_URLSAFE_NO_PADDING};
+	static const unsigned cols[] = {64, 76};
+	const char *val = "aws/Secret+Key=0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS"
+			  "TUVWXYZ/+=0123456789-the-end";
+	struct scrub_keep k = {.unbounded = true};
+
+	ck_assert_int_eq(
+	    scrub_keep_add_value(&k, (const uint8_t *)val, strlen(val), (const uint8_t *)"PH", 2),
+	    0);
+	for (size_t pre = 0; pre < 40; pre++)
+		for (size_t v = 0; v < 2; v++)
+			for (size_t c = 0; c < 2; c++)
+				for (size_t br = 0; br < 4; br++) {
+					char blob[512], b64[1024], wrapped[2048];
+					size_t bl, wl = 0, cut;
+					uint8_t *o;
+					size_t ol;
+
+					memset(blob, 'x', pre);
+					bl = pre + (size_t)snprintf(blob + pre, sizeof(blob) - pre,
+								    "%s;tail", val);
+					sodium_bin2base64(b64, sizeof(b64), (uint8_t *)blob, bl,
+							  variants[v]);
+					for (size_t i = 0; b64[i]; i++) {
+						if (i && i % cols[c] == 0)
+							wl += (size_t)snprintf(wrapped + wl,
+									       sizeof(wrapped) - wl,
+									       "%s", breaks[br]);
+						wrapped[wl++] = b64[i];
+					}
+					wrapped[wl] = '\0';
+					ck_assert_msg(b64_leaks(wrapped, val), "the check finds %s",
+						      wrapped);
+					ck_assert_int_eq(scrub_buffer(k.pats, k.n,
+								      (uint8_t *)wrapped, wl, &o,
+								      &ol, NULL),
+							 0);
+					o = realloc(o, ol + 1);
+					o[ol] = '\0';
+					ck_assert_msg(!b64_leaks((char *)o, val),
+						      "pre %zu variant %zu cols %u break %zu: %s",
+						      pre, v, cols[c], br, (char *)o);
+					free(o);
+					/* cut anywhere (a few places per case) */
+					for (cut = pre % 7; cut < wl; cut += 23) {
+						char out[4096] = "";
+						struct scrub s;
+
+						ck_assert_int_eq(scrub_init(&s, k.pats, k.n, NULL),
+								 0);
+						ck_assert_int_eq(scrub_feed(&s, (uint8_t *)wrapped,
+									    cut, collect, out),
+								 0);
+						ck_assert_int_eq(
+						    scrub_feed(&s, (uint8_t *)wrapped + cut,
+							       wl - cut, collect, out),
+						    0);
+						ck_assert_int_eq(scrub_finish(&s, collect, out), 0);
+						ck_assert_msg(!b64_leaks(out, val), "cut %zu: %s",
+							      cut, out);
+						scrub_free(&s);
+					}
+				}
+	scrub_keep_free(&k);
 }
 END_TEST
 
@@ -590,8 +708,9 @@ static Suite *vault_suite(void)
 		      http_long_line_and_head_refused, http_pipelined_and_flags,
 		      http_response_framing, chunked_any_cut, chunked_errors,
 		      scrub_values_split_across_reads, scrub_refusal_needle_stops,
-		      scrub_buffer_oneshot, scrub_escaped_forms, sni_parse_cases,
-		      sni_parse_hostname_table, store_seal_roundtrip, store_dir_roundtrip);
+		      scrub_buffer_oneshot, scrub_escaped_forms, scrub_base64_with_line_breaks,
+		      sni_parse_cases, sni_parse_hostname_table, store_seal_roundtrip,
+		      store_dir_roundtrip);
 	suite_add_tcase(s, t);
 	return s;
 }

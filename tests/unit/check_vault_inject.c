@@ -115,51 +115,12 @@ START_TEST(format_and_header_of_policy)
 	struct inject_out r;
 	char out[8192];
 
-	/* the whole header value becomes the formatted secret */
+	/* the header's name in any case; its value exactly the format */
 	run("pypi.test",
-	    "GET / HTTP/1.1\r\nHost: pypi.test:443\r\nx-api-key: junk " PH_PY " junk\r\n\r\n", &r,
-	    out);
+	    "GET / HTTP/1.1\r\nHost: pypi.test:443\r\nx-api-key: key=" PH_PY ";\r\n\r\n", &r, out);
 	ck_assert_int_eq(r.status, 0);
-	ck_assert_ptr_nonnull(strstr(out, "X-Api-Key: key=" VAL_PY ";\r\n"));
-	ck_assert_ptr_null(strstr(out, "junk"));
-	inject_out_clear(&r);
-}
-END_TEST
-
-START_TEST(basic_injected_with_derived_scrub)
-{
-	struct inject_out r;
-	char out[8192], b64[256], want[512];
-	unsigned char dec[256];
-	size_t dl;
-	const char *cred = "user:" PH_GH;
-
-	sodium_bin2base64(b64, sizeof(b64), (const unsigned char *)cred, strlen(cred),
-			  sodium_base64_VARIANT_ORIGINAL);
-	snprintf(want, sizeof(want),
-		 "GET / HTTP/1.1\r\nHost: api.github.test\r\nAuthorization: Basic %s\r\n\r\n", b64);
-	run("api.github.test", want, &r, out);
-	ck_assert_int_eq(r.status, 0);
-	/* the encoding sent (and its escaped forms, if it has '+', '/' or
-	 * '='), and the value itself */
-	ck_assert_int_ge(r.derived.n, 2);
-	{
-		const char *p = strstr(out, "Authorization: Basic ");
-
-		ck_assert_ptr_nonnull(p);
-		p += 21;
-		ck_assert_int_eq(sodium_base642bin(dec, sizeof(dec), p, strcspn(p, "\r"), NULL, &dl,
-						   NULL, sodium_base64_VARIANT_ORIGINAL),
-				 0);
-		ck_assert_int_eq(dl, strlen("user:" VAL_GH));
-		ck_assert(memcmp(dec, "user:" VAL_GH, dl) == 0);
-		/* the response scrubber maps the real encoding back to the sandbox's */
-		ck_assert_int_eq(r.derived.pats[0].nlen, strcspn(p, "\r"));
-		ck_assert(memcmp(r.derived.pats[0].needle, p, r.derived.pats[0].nlen) == 0);
-		ck_assert(memcmp(r.derived.pats[0].repl, b64, r.derived.pats[0].rlen) == 0);
-		ck_assert(memcmp(r.derived.pats[r.derived.n - 1].needle, VAL_GH, strlen(VAL_GH)) ==
-			  0);
-	}
+	ck_assert_ptr_nonnull(strstr(out, "\r\nX-Api-Key: key=" VAL_PY ";\r\n"));
+	ck_assert_ptr_null(strstr(out, "x-api-key"));
 	inject_out_clear(&r);
 }
 END_TEST
@@ -222,21 +183,87 @@ START_TEST(refusals)
 }
 END_TEST
 
-START_TEST(client_credentials_replaced)
+/* The bound header is injected only when it is exactly the secret's
+ * format with the placeholder for {secret}, sent once: anything the
+ * sandbox puts around the placeholder, a base64 wrapper, a second copy of
+ * the header (its own credential beside the placeholder) is refused as
+ * exfiltration, and nothing goes upstream (issue 33, finding 3). */
+START_TEST(only_the_exact_format_is_injected)
+{
+	static const char *const gh[] = {
+	    "Authorization: Bearer " PH_GH " x",      /* after */
+	    "Authorization: Bearer x" PH_GH,	      /* before */
+	    "Authorization: xBearer " PH_GH,	      /* before the scheme */
+	    "Authorization: Bearer  " PH_GH,	      /* a second space */
+	    "Authorization: token " PH_GH,	      /* another scheme */
+	    "Authorization: bearer " PH_GH,	      /* the scheme in another case */
+	    "Authorization: " PH_GH,		      /* no scheme */
+	    "Authorization: Bearer " PH_GH " " PH_GH, /* two placeholders */
+	    "Authorization: Bearer " PH_GH "," PH_GH,
+	    "Authorization: Bearer mine\r\nAUTHORIZATION: Bearer " PH_GH,      /* beside its own */
+	    "Authorization: Bearer " PH_GH "\r\nAuthorization: Bearer " PH_GH, /* twice */
+	    "Authorization: Bearer " PH_GH "\r\nAuthorization: Bearer mine",
+	};
+	static const char *const py[] = {
+	    "X-Api-Key: key=" PH_PY,
+	    "X-Api-Key: key=" PH_PY ";;",
+	    "X-Api-Key: " PH_PY,
+	    "X-Api-Key: junk key=" PH_PY ";",
+	};
+	/* the placeholder wrapped in Basic credentials, as user or password
+	 * or alone; Basic is only what a format says */
+	static const char *const basic[] = {"user:" PH_GH, PH_GH ":x", PH_GH};
+
+	for (size_t i = 0; i < sizeof(gh) / sizeof(gh[0]); i++) {
+		char req[1024];
+		struct inject_out r;
+		char out[8192];
+
+		snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nHost: api.github.test\r\n%s\r\n\r\n",
+			 gh[i]);
+		run("api.github.test", req, &r, out);
+		ck_assert_msg(r.status == 403 && r.exfil, "%zu: %u %s", i, r.status, r.reason);
+		ck_assert_str_eq(r.code, "vault_placeholder_not_format");
+		ck_assert_ptr_nonnull(strstr(r.reason, "exactly as \"Bearer {secret}\""));
+		ck_assert_int_eq(r.head_len, 0);
+		inject_out_clear(&r);
+	}
+	for (size_t i = 0; i < sizeof(py) / sizeof(py[0]); i++) {
+		char req[1024];
+		struct inject_out r;
+		char out[8192];
+
+		snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nHost: pypi.test\r\n%s\r\n\r\n",
+			 py[i]);
+		run("pypi.test", req, &r, out);
+		ck_assert_msg(r.status == 403, "%zu: %u %s", i, r.status, r.reason);
+		ck_assert_str_eq(r.code, "vault_placeholder_not_format");
+		inject_out_clear(&r);
+	}
+	for (size_t i = 0; i < sizeof(basic) / sizeof(basic[0]); i++) {
+		char b64[256], req[1024];
+		struct inject_out r;
+		char out[8192];
+
+		sodium_bin2base64(b64, sizeof(b64), (const unsigned char *)basic[i],
+				  strlen(basic[i]), sodium_base64_VARIANT_ORIGINAL);
+		snprintf(
+		    req, sizeof(req),
+		    "GET / HTTP/1.1\r\nHost: api.github.test\r\nAuthorization: Basic %s\r\n\r\n",
+		    b64);
+		run("api.github.test", req, &r, out);
+		ck_assert_msg(r.status == 403, "basic %zu: %u %s", i, r.status, r.reason);
+		ck_assert_str_eq(r.code, "vault_placeholder_not_format");
+		inject_out_clear(&r);
+	}
+}
+END_TEST
+
+START_TEST(client_credentials_without_placeholder)
 {
 	struct inject_out r;
 	char out[8192];
 
-	run("api.github.test",
-	    "GET / HTTP/1.1\r\nHost: api.github.test\r\nAuthorization: Bearer mine\r\n"
-	    "AUTHORIZATION: Bearer " PH_GH "\r\n\r\n",
-	    &r, out);
-	ck_assert_int_eq(r.status, 0);
-	ck_assert_ptr_null(strstr(out, "mine"));
-	ck_assert_ptr_nonnull(strstr(out, VAL_GH));
-	/* exactly one Authorization header goes out */
-	ck_assert_ptr_null(strstr(strstr(out, "Authorization") + 1, "Authorization"));
-	inject_out_clear(&r);
 	/* without a placeholder the client's own header passes untouched */
 	run("api.github.test",
 	    "GET / HTTP/1.1\r\nHost: api.github.test\r\nAuthorization: Bearer mine\r\n\r\n", &r,
@@ -308,10 +335,11 @@ static bool leaks_value(const char *text)
 	return false;
 }
 
-/* Basic credentials with every user part length (every alignment of the
- * value in the encoding), reflected plain and as JSON escapes '/': what
- * the connection keeps (the request's encodings and the bound secret's
- * value-only cores) leaves no 4 bytes of the value in the reflection. */
+/* An upstream that puts the value into Basic credentials of its own
+ * making, with every user part length (every alignment of the value in
+ * the encoding), reflected plain and as JSON escapes '/': the bound
+ * secret's value-only cores the connection keeps leave no 4 bytes of the
+ * value in the reflection. */
 START_TEST(basic_reflection_scrubbed_whatever_the_user_part)
 {
 	static const char *const users[] = {"", "u", "uu", "uuu", "\xff\xff", "?>?", "a?b", "??~~"};
@@ -319,51 +347,32 @@ START_TEST(basic_reflection_scrubbed_whatever_the_user_part)
 
 	ck_assert_int_eq(inject_keep_bound(st, sb, "api.github.test", 443, &keep), 0);
 	for (size_t u = 0; u < sizeof(users) / sizeof(users[0]); u++)
-		for (int json = 0; json < 2; json++)
-			for (int own = 0; own < 2; own++) {
-				char cred[128], ph64[256], val64[256], req[512], refl[1024];
-				struct inject_out r;
-				char out[8192];
-				uint8_t *res;
-				size_t rl, k = 0;
-				struct pc_err e = {0};
+		for (int json = 0; json < 2; json++) {
+			char cred[128], val64[256], refl[1024];
+			uint8_t *res;
+			size_t rl, k = 0;
+			struct pc_err e = {0};
 
-				snprintf(cred, sizeof(cred), "%s:%s", users[u], PH_GH);
-				sodium_bin2base64(ph64, sizeof(ph64), (unsigned char *)cred,
-						  strlen(cred), sodium_base64_VARIANT_ORIGINAL);
-				snprintf(cred, sizeof(cred), "%s:%s", users[u], VAL_GH);
-				sodium_bin2base64(val64, sizeof(val64), (unsigned char *)cred,
-						  strlen(cred), sodium_base64_VARIANT_ORIGINAL);
-				snprintf(
-				    req, sizeof(req),
-				    "GET / HTTP/1.1\r\nHost: api.github.test\r\nAuthorization: "
-				    "Basic %s\r\n\r\n",
-				    ph64);
-				run("api.github.test", req, &r, out);
-				ck_assert_int_eq(r.status, 0);
-				ck_assert_ptr_nonnull(strstr(out, val64));
-				/* own: this request's patterns too; else only the
-				 * bound cores (a reflection on a later connection) */
-				if (own)
-					ck_assert_int_eq(scrub_keep_merge(&keep, &r.derived), 0);
-				k = snprintf(refl, sizeof(refl), "{\"auth\":\"Basic ");
-				for (const char *p = val64; *p; p++) {
-					if (json && *p == '/')
-						refl[k++] = '\\';
-					refl[k++] = *p;
-				}
-				snprintf(refl + k, sizeof(refl) - k, "\"}");
-				ck_assert_int_eq(scrub_buffer(keep.pats, keep.n, (uint8_t *)refl,
-							      strlen(refl), &res, &rl, &e),
-						 0);
-				res = realloc(res, rl + 1);
-				res[rl] = '\0';
-				ck_assert_msg(!leaks_value((char *)res), "user '%s' json %d: %s",
-					      users[u], json, (char *)res);
-				ck_assert_msg(leaks_value(refl), "the check itself finds %s", refl);
-				free(res);
-				inject_out_clear(&r);
+			snprintf(cred, sizeof(cred), "%s:%s", users[u], VAL_GH);
+			sodium_bin2base64(val64, sizeof(val64), (unsigned char *)cred, strlen(cred),
+					  sodium_base64_VARIANT_ORIGINAL);
+			k = snprintf(refl, sizeof(refl), "{\"auth\":\"Basic ");
+			for (const char *p = val64; *p; p++) {
+				if (json && *p == '/')
+					refl[k++] = '\\';
+				refl[k++] = *p;
 			}
+			snprintf(refl + k, sizeof(refl) - k, "\"}");
+			ck_assert_int_eq(scrub_buffer(keep.pats, keep.n, (uint8_t *)refl,
+						      strlen(refl), &res, &rl, &e),
+					 0);
+			res = realloc(res, rl + 1);
+			res[rl] = '\0';
+			ck_assert_msg(!leaks_value((char *)res), "user '%s' json %d: %s", users[u],
+				      json, (char *)res);
+			ck_assert_msg(leaks_value(refl), "the check itself finds %s", refl);
+			free(res);
+		}
 	scrub_keep_free(&keep);
 }
 END_TEST
@@ -484,8 +493,9 @@ static Suite *inject_suite(void)
 		abort();
 	tcase_add_checked_fixture(t, setup, teardown);
 	PC_UNIT_TESTS(t, bearer_injected, format_and_header_of_policy,
-		      basic_injected_with_derived_scrub, refusals, client_credentials_replaced,
-		      host_header_hostname_table, range_dropped_with_a_credential,
+		      only_the_exact_format_is_injected, refusals,
+		      client_credentials_without_placeholder, host_header_hostname_table,
+		      range_dropped_with_a_credential,
 		      basic_reflection_scrubbed_whatever_the_user_part, methods_and_host_spellings);
 	suite_add_tcase(s, t);
 	return s;
