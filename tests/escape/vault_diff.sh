@@ -27,6 +27,9 @@ else
 	SEED=${PC_DIFF_SEED:-33}
 	COUNT=${PC_DIFF_COUNT:-300}
 fi
+# PC_DIFF_CASES=N,N: only those cases of the seed (a reproducer of each
+# of their violations)
+[ -z "${PC_DIFF_CASES:-}" ] || COUNT=$(($(tr -cd , <<<"$PC_DIFF_CASES" | wc -c) + 1))
 t_diag "seed $SEED, $COUNT cases (rerun: PC_DIFF_SEED=$SEED PC_DIFF_COUNT=$COUNT)"
 
 VAULT_REDIRECT=fixture
