@@ -753,8 +753,15 @@ def check_case(cfg, c, res, conns, sandbox=True):
         if err:
             v.append(("h11", "h11 refused what the vault forwarded: %s" % err))
         # placeholders, in every decoded form, in the bytes, bodies, messages
-        blobs = [("the bytes", raw)] + [("a body put together", q["body"]) for q in reqs] + \
-            [("a WebSocket message", m) for m in ws] + [("the WebSocket messages put together", b"".join(ws))]
+        # where: the most precise place first; the bytes as a whole last
+        # (what is left there is chunk framing: h11 drops extensions)
+        blobs = [("the request line", (q["method"] + " " + q["target"]).encode("latin-1")) for q in reqs] + \
+            [("a header", ("%s: %s" % kv).encode("latin-1")) for q in reqs for kv in q["headers"]] + \
+            [("a trailer", ("%s: %s" % kv).encode("latin-1")) for q in reqs for kv in q["trailers"]] + \
+            [("a body put together", q["body"]) for q in reqs] + \
+            [("a WebSocket message", m) for m in ws] + \
+            [("the WebSocket messages put together", b"".join(ws)),
+             ("the bytes h11 could not read" if err else "the chunk framing", raw)]
         hit = set()
         for where, blob in blobs:
             t, d = decoded_forms(blob)[:2]
@@ -766,8 +773,8 @@ def check_case(cfg, c, res, conns, sandbox=True):
                             if ok), None)
                 if how and s["name"] not in hit:
                     hit.add(s["name"])
-                    v.append(("placeholder", "%s's placeholder reached the upstream (%s, %s)" % (
-                        s["name"], where, how)))
+                    v.append(("placeholder", "%s's placeholder reached the upstream %s (%s)" % (
+                        s["name"], how, where)))
         # every request is one the sandbox sent, and not one it was refused
         for q in reqs:
             tags = [val for k, val in q["headers"] if k == "x-case"]
@@ -970,8 +977,9 @@ def reproducer(c):
 
 def is_open(kind, text, spec):
     """Whether a violation is one of the holes known open (PC_DIFF_OPEN:
-    "KIND" or "leak=FORM,FORM", separated by ";"): a leak only if every
-    reflection that got through is of the forms listed."""
+    "KIND" or "KIND=WHAT,WHAT", separated by ";"): with WHATs, only if
+    everything the violation names in its closing parentheses is listed (a
+    leak: the forms that got through; a placeholder: where it was)."""
     for e in filter(None, spec.split(";")):
         k, _, forms = e.partition("=")
         if k != kind:

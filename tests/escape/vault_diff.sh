@@ -112,7 +112,8 @@ lab_wait_tcp "$LAB_UP" "$LAB_API4" 8444
 # PC_DIFF_STRICT=1: none is excused. Remove an entry when its fix lands.
 declare -A OPEN=(
 	[format]="issue 33 finding 3: the bound header's format is not enforced (a Basic wrapper passes); branch fix-vfmt"
-	[leak=base64_mime,base64url_pem_nopad]="found by this harness: a value inside base64 wrapped in lines (MIME 76, PEM 64 columns) reaches the sandbox; not fixed yet"
+	[leak=base64_mime,base64url_pem_nopad]="found by this harness: a value inside base64 wrapped in lines (MIME 76, PEM 64 columns) reaches the sandbox; fixed on branch fix-vfmt"
+	[placeholder=a trailer,the chunk framing]="a placeholder percent-encoded or case-changed in a trailer field or a chunk extension reaches the upstream: the decoded scan reads the payload only (a limit docs/security.md states on branch fix-vfmt)"
 )
 open_spec=""
 if [ -z "${PC_DIFF_STRICT:-}" ]; then
