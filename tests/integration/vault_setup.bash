@@ -14,7 +14,12 @@ PC_TOP=${PC_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 PC_BUILD=${PC_BUILD:-build}
 . "$PC_TOP/tests/lab/lab.sh"
 
-V_BIN=$PC_TOP/$PC_BUILD
+# PC_BUILD may be absolute: the binaries of another tree (an older commit
+# built in a worktree of its own, to show a test fails there)
+case $PC_BUILD in
+/*) V_BIN=$PC_BUILD ;;
+*) V_BIN=$PC_TOP/$PC_BUILD ;;
+esac
 V_PORT=8443
 # Test values: long, distinctive, never printed by a passing test.
 V_GH_VALUE="ghp_VAULTTEST$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
@@ -38,6 +43,9 @@ vault_need_bins() {
 # and sandbox 2 (agent-2); $V_ALLOW1_EXTRA (allow entries, indented as
 # the others) is added to agent-1's; $V_CONF_EXTRA (top-level keys, one
 # line, e.g. "engine: { metrics_port: 9812 }") to portcullis.yaml.
+# vault.request_timeout_ms is written only when $V_REQUEST_MS is set (the
+# default otherwise), so that a vault of a commit from before the key reads
+# the configuration too (PC_BUILD of an older tree).
 vault_config() {
 	V=$LAB_DIR/v
 	mkdir -p "$V/rules.d" "$V/run"
@@ -62,7 +70,7 @@ vault_config() {
 	  max_conns_per_sandbox: ${V_MAX_CONNS:-64}
 	  handshake_timeout_ms: ${V_HANDSHAKE_MS:-3000}
 	  idle_timeout_ms: ${V_IDLE_MS:-5000}
-	  request_timeout_ms: ${V_REQUEST_MS:-60000}
+	${V_REQUEST_MS:+  request_timeout_ms: $V_REQUEST_MS}
 	log:
 	  socket: $V/run/logd.sock
 	  file: $V/log/verdicts.jsonl
