@@ -36,6 +36,9 @@
 #   craft.py oob-server --listen A --port P --cert F --key F --log F [--inline]
 #            (upstream: a TLS server that reads with SO_OOBINLINE when --inline,
 #            answers "oob-server <SNI> ok" and logs each connection's first bytes)
+#   craft.py record-server --listen A[,A] --port P --cert F --key F --log F [--inline]
+#            [--idle S]   (upstream, for tcp_oracle.py: logs every byte each
+#            connection's application read and the server name OpenSSL selected)
 # Every address given may be IPv4 or IPv6. Layer 2 sends go to the
 # gateway's MAC (--gw-mac or $ESC_GW_MAC) from eth0's own MAC unless told.
 import argparse
@@ -928,6 +931,83 @@ def cmd_oob_server(a):
             print(line, file=f, flush=True)
 
 
+REC_LOCK = None  # record-server: one line at a time in its log
+
+
+def record_conn(c, peer, ctx, inline, idle, log):
+    """One connection of record-server: every byte the application read
+    (recv, so without SO_OOBINLINE the kernel has taken urgent data out)
+    goes to the TLS library through a memory BIO and to the log line, with
+    the server name OpenSSL selected."""
+    import ssl
+    sel = []
+    c.settimeout(idle)
+    if inline:
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_OOBINLINE, 1)
+    ctx2 = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx2.load_cert_chain(*ctx)
+    ctx2.sni_callback = lambda obj, name, c_: sel.append(name or "")
+    inb, outb = ssl.MemoryBIO(), ssl.MemoryBIO()
+    t = ctx2.wrap_bio(inb, outb, server_side=True)
+    got, end = b"", "closed"
+    while True:
+        try:
+            b = c.recv(4096)
+        except socket.timeout:
+            end = "idle"
+            break
+        except OSError as e:
+            end = type(e).__name__
+            break
+        if not b:
+            break
+        got += b
+        inb.write(b)
+        try:
+            t.do_handshake()
+        except ssl.SSLWantReadError:
+            pass
+        except ssl.SSLError:
+            pass  # bytes go on being read and recorded: the record is what was read
+        out = outb.read()
+        if out:
+            try:
+                c.sendall(out)
+            except OSError:
+                pass
+    c.close()
+    with REC_LOCK:
+        with open(log, "a") as f:
+            print("peer %s inline %d sni %s end %s read %s" % (
+                peer[1], 1 if inline else 0, sel[0] if sel else "-", end, got.hex() or "-"),
+                file=f, flush=True)
+
+
+def cmd_record_server(a):
+    """The differential test's receiver (tests/escape/tcp_oracle.py): on
+    each address of --listen, port --port; SO_OOBINLINE when --inline. One
+    line per connection, when it ends, in --log: the peer's port, the server
+    name selected and every byte read."""
+    import threading
+    global REC_LOCK
+    REC_LOCK = threading.Lock()
+    socks = []
+    for addr in a.listen.split(","):
+        ls = socket.socket(socket.AF_INET6 if is6(addr) else socket.AF_INET, socket.SOCK_STREAM)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind((addr, a.port))
+        ls.listen(64)
+        socks.append(ls)
+    with open(a.log, "a") as f:
+        print("listening %d" % a.port, file=f, flush=True)
+    while True:
+        r, _, _ = select.select(socks, [], [])
+        for ls in r:
+            c, peer = ls.accept()
+            threading.Thread(target=record_conn, daemon=True,
+                             args=(c, peer, (a.cert, a.key), a.inline, a.idle, a.log)).start()
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--gw-mac")
@@ -1076,6 +1156,15 @@ def main():
     t.add_argument("--key", required=True)
     t.add_argument("--log", required=True)
     t.add_argument("--inline", action="store_true")
+
+    t = sub.add_parser("record-server")
+    t.add_argument("--listen", required=True)
+    t.add_argument("--port", type=int, required=True)
+    t.add_argument("--cert", required=True)
+    t.add_argument("--key", required=True)
+    t.add_argument("--log", required=True)
+    t.add_argument("--inline", action="store_true")
+    t.add_argument("--idle", type=float, default=1.5)
 
     t = sub.add_parser("oob-tls")
     t.add_argument("--dst", required=True)
