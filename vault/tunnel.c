@@ -41,9 +41,12 @@ static uint64_t deadline(struct conn *c)
 }
 
 /* Refuse a sandbox payload that holds a placeholder, or whose bytes and
- * the tail of the connection's earlier payloads do, percent-decoded or in
- * any case (phscan.c). */
-static int scan(struct tunnel *t, const uint8_t *p, size_t n)
+ * the tail of the connection's earlier messages do, percent-decoded or in
+ * any case (phscan.c). A control frame (ping, pong, close) is judged on
+ * its own and kept out of the message stream: the upstream application
+ * reads messages only, so a ping between two halves of a placeholder must
+ * not hide the placeholder they make together. */
+static int scan(struct tunnel *t, uint8_t op, const uint8_t *p, size_t n)
 {
 	int k = -1;
 
@@ -51,7 +54,7 @@ static int scan(struct tunnel *t, const uint8_t *p, size_t n)
 		if (memmem(p, n, t->st->store->s[i].placeholder, t->st->store->s[i].ph_len))
 			k = (int)i;
 	if (k < 0)
-		k = ph_stream_feed(&t->fs, p, n);
+		k = op & 0x8 ? ph_find_folded(t->st->store, p, n) : ph_stream_feed(&t->fs, p, n);
 	if (k < 0)
 		return 0;
 	snprintf(t->why, sizeof(t->why), "placeholder of %s in a WebSocket message",
@@ -68,7 +71,7 @@ static int to_upstream(struct tunnel *t, uint8_t op, uint8_t *p, size_t n)
 	size_t hl;
 	int rc;
 
-	if ((rc = scan(t, p, n)) < 0)
+	if ((rc = scan(t, op, p, n)) < 0)
 		return rc;
 	randombytes_buf(mask, sizeof(mask));
 	hl = ws_frame_header(hdr, true, op, n);

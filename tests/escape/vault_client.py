@@ -110,6 +110,9 @@ def ws(argv):
     elif mode == "twomsgs":  # two whole messages, the payload cut between them
         half = len(p) // 2
         data = frame(1, p[:half]) + frame(1, p[half:])
+    elif mode == "twomsgs-ping":  # the same with a ping between them
+        half = len(p) // 2
+        data = frame(1, p[:half]) + frame(9, b"p") + frame(1, p[half:])
     else:
         data = frame(1, p)
     try:

@@ -220,6 +220,14 @@ t_nomatch "two messages: the upstream never saw the whole placeholder" "$V_PH_GH
 t_match "two messages: recorded as exfiltration (vault_placeholder_in_websocket)" '"event.code":"vault_placeholder_in_websocket"' "$(new_records)"
 esc_end "tunnel ended" "upstream echo log: no whole placeholder; record: exfiltration"
 
+esc_begin "WebSocket: the placeholder cut between two messages with a ping between them"
+out=$(client ws "$LAB_DIR/vault-ca.pem" api.github.test 8444 api.github.test "$V_PH_WS" twomsgs-ping "x=$V_PH_GH;")
+t_match "two messages and a ping: the upgrade succeeded" "^HTTP/1.1 101" "$out"
+t_nomatch "two messages and a ping: the tunnel ended, the message after was not echoed" "echo of after: True" "$out"
+t_nomatch "two messages and a ping: the upstream never saw the whole placeholder" "$V_PH_GH" "$(cat "$LAB_DIR/ws.log" 2>/dev/null)"
+t_match "two messages and a ping: recorded as exfiltration (vault_placeholder_in_websocket)" '"event.code":"vault_placeholder_in_websocket"' "$(new_records)"
+esc_end "tunnel ended" "the ping's payload is not part of the message stream (found by vault_diff, seed 3692359356)"
+
 esc_begin "WebSocket: the placeholder upper-cased in one message"
 out=$(client ws "$LAB_DIR/vault-ca.pem" api.github.test 8444 api.github.test "$V_PH_WS" one "x=$(upper "$V_PH_GH");")
 t_nomatch "upper case message: the tunnel ended" "echo of after: True" "$out"
