@@ -712,10 +712,7 @@ static void eval_target(struct reval *e, struct nftnl_expr *x)
 	const char *name = nftnl_expr_get_str(x, NFTNL_EXPR_TG_NAME);
 	uint32_t rev = nftnl_expr_get_u32(x, NFTNL_EXPR_TG_REV), ilen = 0;
 	const uint8_t *info = nftnl_expr_get(x, NFTNL_EXPR_TG_INFO, &ilen);
-	static const char *harmless[] = {
-	    "LOG", "NFLOG",    "TCPMSS",      "CLASSIFY",    "DSCP",  "TOS", "TTL",
-	    "HL",  "CHECKSUM", "NOTRACK",     "TRACE",	     "AUDIT", "ECN", "IDLETIMER",
-	    "LED", "SECMARK",  "CONNSECMARK", "TCPOPTSTRIP", NULL};
+	const struct ck_vocab *voc = name ? ck_vocab_find(CK_V_TARGET, name) : NULL;
 
 	if (!name || !info) {
 		doubtf(e, "xt target without name or data");
@@ -833,9 +830,8 @@ static void eval_target(struct reval *e, struct nftnl_expr *x)
 		exitf(e, CK_OB_ORDER, "xt TEE target duplicates packets to another host");
 		return;
 	}
-	for (int i = 0; harmless[i]; i++)
-		if (strcmp(name, harmless[i]) == 0)
-			return;
+	if (voc && voc->model == CK_VM_PURE)
+		return; /* no effect on where the packet goes, nor on a mark */
 	doubtf(e, "xt target '%s' not modelled", name);
 }
 
@@ -865,10 +861,6 @@ static void eval_objref(struct reval *e, struct nftnl_expr *x)
 static void eval_expr(struct reval *e, struct nftnl_expr *x)
 {
 	const char *n = nftnl_expr_get_str(x, NFTNL_EXPR_NAME);
-	static const char *pure[] = {"counter",	  "limit",  "quota",   "log",	    "last",
-				     "connlimit", "dynset", "notrack", "byteorder", "range",
-				     "numgen",	  "hash",   "fib",     "rt",	    "socket",
-				     "exthdr",	  "xfrm",   "tunnel",  NULL};
 
 	if (!n) {
 		doubtf(e, "expression without a name");
@@ -916,7 +908,13 @@ static void eval_expr(struct reval *e, struct nftnl_expr *x)
 	} else if (strcmp(n, "lookup") == 0) {
 		eval_lookup(e, x);
 	} else if (strcmp(n, "match") == 0) {
-		maybe(e); /* an xtables match is a condition: over-approximated */
+		const char *mn = nftnl_expr_get_str(x, NFTNL_EXPR_MT_NAME);
+
+		/* a match is a condition (over-approximated), but only one the
+		 * vocabulary knows */
+		if (!mn || !ck_vocab_find(CK_V_MATCH, mn))
+			doubtf(e, "xt match '%s' not modelled", mn ? mn : "?");
+		maybe(e);
 	} else if (strcmp(n, "target") == 0) {
 		eval_target(e, x);
 	} else if (strcmp(n, "queue") == 0) {
@@ -954,35 +952,22 @@ static void eval_expr(struct reval *e, struct nftnl_expr *x)
 	} else if (strcmp(n, "objref") == 0) {
 		eval_objref(e, x);
 	} else {
-		for (int i = 0; pure[i]; i++) {
-			if (strcmp(n, pure[i]) == 0) {
-				/* conditions or loads whose value we do not track */
-				struct aval unk = {.len = 16};
-				static const struct {
-					const char *n;
-					uint16_t attr;
-				} dregs[] = {{"numgen", NFTNL_EXPR_NG_DREG},
-					     {"hash", NFTNL_EXPR_HASH_DREG},
-					     {"fib", NFTNL_EXPR_FIB_DREG},
-					     {"rt", NFTNL_EXPR_RT_DREG},
-					     {"socket", NFTNL_EXPR_SOCKET_DREG},
-					     {"exthdr", NFTNL_EXPR_EXTHDR_DREG},
-					     {"xfrm", NFTNL_EXPR_XFRM_DREG},
-					     {"tunnel", NFTNL_EXPR_TUNNEL_DREG},
-					     {"byteorder", NFTNL_EXPR_BYTEORDER_DREG}};
+		const struct ck_vocab *v = ck_vocab_find(CK_V_EXPR, n);
+		uint32_t reg, len;
 
-				/* counting and logging never stop a rule; the rest
-				 * are conditions or loads that may */
-				if (strcmp(n, "counter") && strcmp(n, "log") && strcmp(n, "last") &&
-				    strcmp(n, "notrack"))
-					maybe(e);
-				for (size_t k = 0; k < sizeof(dregs) / sizeof(dregs[0]); k++)
-					if (strcmp(n, dregs[k].n) == 0 &&
-					    nftnl_expr_is_set(x, dregs[k].attr))
-						reg_set(e, nftnl_expr_get_u32(x, dregs[k].attr),
-							&unk);
-				return;
+		if (v && v->model == CK_VM_PURE) {
+			/* a condition or load whose value we do not track (its
+			 * register is unknown), or counting and logging, which never
+			 * stop a rule */
+			struct aval unk = {0};
+
+			if (v->cond)
+				maybe(e);
+			if (ck_vocab_dreg(v, x, &reg, &len)) {
+				unk.len = len;
+				reg_set(e, reg, &unk);
 			}
+			return;
 		}
 		doubtf(e, "expression '%s' not modelled", n);
 		/* what it does is unknown: it may end the chain either way */
