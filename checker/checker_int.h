@@ -151,6 +151,97 @@ enum {
 };
 struct nlmsghdr;
 int ck_nft_screen(const struct nlmsghdr *nlh);
+/* ---- the vocabulary (vocab.c): every nftables expression, xt target and
+ * xt match the checker knows, read by the screen (nft_screen.c), the path
+ * walk (rule_eval.c) and pass-restricted (pass.c). A name not in it is
+ * unproven wherever it may act: the closed world's dictionary. ---------- */
+
+/* What a netlink attribute must be (the screen's schemas). */
+enum ck_sk {
+	CK_SK_U8 = 1,
+	CK_SK_U16,
+	CK_SK_U32,
+	CK_SK_U64,
+	CK_SK_STR,     /* NUL-terminated, at least the NUL */
+	CK_SK_BIN,     /* any bytes (libnftnl copies exactly the payload length) */
+	CK_SK_NEST,    /* nested attributes of the schema `nest` */
+	CK_SK_LIST,    /* nested NFTA_LIST_ELEMs, each nested attributes of `nest` */
+	CK_SK_DATA,    /* struct nft_data: NFTA_DATA_VALUE or NFTA_DATA_VERDICT */
+	CK_SK_EXPR,    /* one expression: NFTA_EXPR_NAME and NFTA_EXPR_DATA */
+	CK_SK_EXPRS,   /* nested NFTA_LIST_ELEMs, each one expression */
+	CK_SK_DEVS,    /* nested NFTA_DEVICE_NAME strings only (libnftnl fails on others) */
+	CK_SK_VERDICT, /* nested `nest` with a code, and a chain when it jumps */
+};
+
+struct ck_sschema;
+struct ck_sattr {
+	uint16_t type;
+	uint8_t kind; /* enum ck_sk; 0 ends nothing, it is an empty schema */
+	const struct ck_sschema *nest;
+};
+
+struct ck_sschema {
+	const struct ck_sattr *a;
+	size_t n;
+	bool strict; /* an attribute type not listed is refused, not skipped */
+};
+
+#define CK_SCHEMA_(name, strict, ...)                                                              \
+	static const struct ck_sattr name##_a[] = {__VA_ARGS__};                                   \
+	static const struct ck_sschema name = {name##_a, sizeof(name##_a) / sizeof(name##_a[0]),   \
+					       strict}
+#define CK_SCHEMA(name, ...)	    CK_SCHEMA_(name, false, __VA_ARGS__)
+#define CK_SCHEMA_STRICT(name, ...) CK_SCHEMA_(name, true, __VA_ARGS__)
+
+/* Fields of the packet or its conntrack entry an entry may write. */
+#define CK_F_MARK     (1u << 0)	 /* the packet mark */
+#define CK_F_CTMARK   (1u << 1)	 /* the conntrack mark */
+#define CK_F_CTLABEL  (1u << 2)	 /* conntrack labels (the engine keeps nothing there) */
+#define CK_F_PRIORITY (1u << 3)	 /* skb priority (tc classes) */
+#define CK_F_NFTRACE  (1u << 4)	 /* the nftrace bit */
+#define CK_F_PKTTYPE  (1u << 5)	 /* packet type (host, broadcast ...) */
+#define CK_F_SECMARK  (1u << 6)	 /* packet or conntrack security mark */
+#define CK_F_CT	      (1u << 7)	 /* other conntrack state: zone, helper, timeout, events, notrack */
+#define CK_F_HEADER   (1u << 8)	 /* header bytes other than the destination (TTL, DSCP, options) */
+#define CK_F_DEST     (1u << 9)	 /* the destination or source: NAT, redirect, tproxy */
+#define CK_F_ROUTE    (1u << 10) /* where the packet goes: dup, fwd, TEE, broute, offload */
+#define CK_F_SET      (1u << 11) /* the contents of a set */
+#define CK_F_VERDICT  (1u << 12) /* ends the rule's chain (accept, drop, queue, steal) */
+
+enum ck_vkind { CK_V_EXPR = 1, CK_V_TARGET, CK_V_MATCH };
+
+/* How the walks treat an entry. OWN: each walk reads its attributes itself
+ * (cmp, meta, nat, MARK ...). PURE: it writes nothing but its destination
+ * register (and counters, sets it owns): a condition when `cond`, whose
+ * value the walks do not track. NONE: not modelled: unproven where it may
+ * act (and anywhere when it may write a mark). */
+enum ck_vmodel { CK_VM_OWN = 1, CK_VM_PURE, CK_VM_NONE };
+
+struct ck_vocab {
+	const char *name;
+	uint8_t kind;  /* enum ck_vkind */
+	uint8_t model; /* enum ck_vmodel */
+	bool cond;     /* may stop its rule (a condition, or a load that may fail) */
+	/* registers it may write: the libnftnl attribute naming its destination
+	 * register (0: none; NFT_REG_VERDICT through it is a verdict), the
+	 * attribute holding how many bytes it writes there (0: dbytes) */
+	uint16_t dreg, dlen;
+	uint8_t dbytes;
+	uint32_t writes;		 /* CK_F_*: what it may write besides registers */
+	const struct ck_sschema *schema; /* expressions: the attributes the screen admits */
+};
+
+/* The entry of that kind and name (case-sensitive: xt "MARK" and ebtables
+ * "mark" differ), or NULL: not known. */
+const struct ck_vocab *ck_vocab_find(enum ck_vkind kind, const char *name);
+/* The whole table (for the tests): *n entries. */
+const struct ck_vocab *ck_vocab_table(size_t *n);
+struct nftnl_expr;
+/* The register expression x (of entry v) writes, and how many bytes: false
+ * when it writes none. */
+bool ck_vocab_dreg(const struct ck_vocab *v, const struct nftnl_expr *x, uint32_t *reg,
+		   uint32_t *len);
+
 /* Mark every set a rule writes (dynset: `add @set`, `update @set`): its
  * contents change with the traffic, so a lookup in it is never certain. */
 void ck_nft_mark_written(struct ck_ruleset *rs);

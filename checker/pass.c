@@ -253,10 +253,6 @@ static void rule_conds(struct pwalk *w, const struct ck_chain *c, const struct c
 {
 	struct nftnl_expr_iter *it = nftnl_expr_iter_create(rl->r);
 	struct nftnl_expr *x;
-	static const char *quiet[] = {"counter", "log",	      "last",	"notrack", "limit",
-				      "quota",	 "connlimit", "range",	"numgen",  "hash",
-				      "fib",	 "rt",	      "socket", "exthdr",  "xfrm",
-				      "tunnel",	 "byteorder", "match",	"dynset",  NULL};
 
 	memset(r, 0, sizeof(*r));
 	r->match = M_YES;
@@ -398,26 +394,30 @@ static void rule_conds(struct pwalk *w, const struct ck_chain *c, const struct c
 		} else if (strcmp(n, "queue") == 0) {
 			*verdict = V_OTHER;
 		} else {
-			bool known = false;
+			const struct ck_vocab *vo = ck_vocab_find(CK_V_EXPR, n);
+			const char *mn = strcmp(n, "match") == 0
+					     ? nftnl_expr_get_str(x, NFTNL_EXPR_MT_NAME)
+					     : NULL;
+			uint32_t reg, len;
 
-			for (int i = 0; quiet[i]; i++)
-				known = known || strcmp(n, quiet[i]) == 0;
-			if (!known) {
+			if (mn && ck_vocab_find(CK_V_MATCH, mn)) {
+				maybe(r); /* an xt match: a condition */
+			} else if (!vo || vo->model != CK_VM_PURE) {
 				/* a write (meta/ct/payload set), nat, dup, fwd, an xt
 				 * target …: what it does to these packets is not
 				 * modelled here */
 				*verdict = V_OTHER;
 			} else {
-				if (strcmp(n, "counter") && strcmp(n, "log") && strcmp(n, "last") &&
-				    strcmp(n, "notrack"))
+				struct pval unk = {0};
+
+				if (vo->cond)
 					maybe(r);
-				/* loads into registers we do not track */
-				if (strcmp(n, "fib") == 0 || strcmp(n, "rt") == 0 ||
-				    strcmp(n, "socket") == 0 || strcmp(n, "exthdr") == 0 ||
-				    strcmp(n, "hash") == 0 || strcmp(n, "numgen") == 0 ||
-				    strcmp(n, "byteorder") == 0 || strcmp(n, "xfrm") == 0 ||
-				    strcmp(n, "tunnel") == 0)
-					memset(r->slot, 0, sizeof(r->slot));
+				/* a load into a register we do not track: that register
+				 * only (the vocabulary's, as the path walk clears it) */
+				if (ck_vocab_dreg(vo, x, &reg, &len)) {
+					unk.len = len;
+					reg_set(r, reg, &unk);
+				}
 			}
 		}
 	}

@@ -13,13 +13,19 @@
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/xt_HMARK.h>
 #include <linux/netfilter/xt_NFQUEUE.h>
+#include <linux/netfilter/xt_TPROXY.h>
 #include <linux/netfilter/xt_connmark.h>
 #include <linux/netfilter/xt_mark.h>
+#include <linux/netfilter/xt_set.h>
+#include <linux/netfilter_bridge/ebt_mark_t.h>
 
 #include "checker/checker_int.h"
 
-enum { V_UNK = 0, V_CONST, V_META, V_CT, V_PAYLOAD };
+/* V_BITS: a value of which only the bits in mask may be set (an xt target's
+ * mark, bounded by the model: HMARK's range, a shifted CONNMARK copy). */
+enum { V_UNK = 0, V_CONST, V_META, V_CT, V_PAYLOAD, V_BITS };
 
 struct aval {
 	int kind;
@@ -299,6 +305,8 @@ static bool mark_may_set_ours(const struct reval *e, const struct aval *v)
 {
 	uint32_t ours = e->w->ex->mark_mask;
 
+	if (v->kind == V_BITS)
+		return (v->mask & ours) != 0;
 	if (v->kind == V_CONST && v->len >= 4) {
 		uint32_t val;
 
@@ -342,6 +350,7 @@ static void mark_write(struct reval *e, const char *what, const struct aval *v)
 static void exitf(struct reval *e, enum checker_oblig ob, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void doubtf(struct reval *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void markdoubtf(struct reval *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void exitf(struct reval *e, enum checker_oblig ob, const char *fmt, ...)
 {
@@ -359,18 +368,39 @@ static void exitf(struct reval *e, enum checker_oblig ob, const char *fmt, ...)
 	ck_find(e->w->res, ob, CHECKER_EXIT, "%s: %s", loc, msg);
 }
 
-static void doubtf(struct reval *e, const char *fmt, ...)
+static void vdoubt(struct reval *e, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+static void vdoubt(struct reval *e, const char *fmt, va_list ap)
 {
 	char loc[700], msg[300];
+
+	where(e, loc, sizeof(loc));
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	ck_find(e->w->res, CK_OB_MODEL, CHECKER_DOUBT, "%s: %s", loc, msg);
+}
+
+static void doubtf(struct reval *e, const char *fmt, ...)
+{
 	va_list ap;
 
 	if (e->w->marks_only)
 		return;
-	where(e, loc, sizeof(loc));
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vdoubt(e, fmt, ap);
 	va_end(ap);
-	ck_find(e->w->res, CK_OB_MODEL, CHECKER_DOUBT, "%s: %s", loc, msg);
+}
+
+/* Something not modelled that may write a mark: unproven wherever it is,
+ * on the sandbox path or not (the scan of every chain reports it too): a
+ * conntrack entry marked by anyone lets its flow skip the queue (issue 31). */
+static void markdoubtf(struct reval *e, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vdoubt(e, fmt, ap);
+	va_end(ap);
 }
 
 static void terminal(struct reval *e, int bits)
@@ -707,20 +737,216 @@ static void eval_payload_set(struct reval *e, struct nftnl_expr *x)
 		exitf(e, CK_OB_ORDER, "payload write may rewrite the destination");
 }
 
+/* Every bit a value in [lo, hi] may have set (no wrap: hi >= lo). */
+static uint32_t range_bits(uint64_t lo, uint64_t hi)
+{
+	uint64_t diff = lo ^ hi;
+	int k = 63;
+
+	if (hi > 0xffffffffu)
+		return 0xffffffffu; /* the sum wraps: anything */
+	if (!diff)
+		return (uint32_t)lo;
+	while (!(diff >> k))
+		k--;
+	/* below the highest bit where they differ, every pattern occurs */
+	return (uint32_t)(lo | hi | ((2ull << k) - 1));
+}
+
+static uint32_t shifted(uint32_t x, uint8_t dir, uint8_t bits)
+{
+	if (bits >= 32)
+		return 0xffffffffu; /* the kernel refuses it; take the worst */
+	return dir == D_SHIFT_RIGHT ? x >> bits : x << bits;
+}
+
+/* CONNMARK: set (ct = (ct & ~ctmask) ^ ctmark), save (packet mark into the
+ * ct mark through nfmask and ctmask), restore (the reverse); revision 2
+ * shifts the result (set) or the copied bits (save, restore). */
+static void eval_connmark(struct reval *e, uint32_t rev, const uint8_t *info, uint32_t ilen)
+{
+	static const char *mode_name[] = {"--set-xmark", "--save-mark", "--restore-mark"};
+	struct xt_connmark_tginfo2 m;
+	char what[160];
+
+	memset(&m, 0, sizeof(m));
+	if (rev == 1 && ilen >= sizeof(struct xt_connmark_tginfo1)) {
+		struct xt_connmark_tginfo1 m1;
+
+		memcpy(&m1, info, sizeof(m1));
+		m.ctmark = m1.ctmark;
+		m.ctmask = m1.ctmask;
+		m.nfmask = m1.nfmask;
+		m.mode = m1.mode;
+	} else if (rev == 2 && ilen >= sizeof(m)) {
+		memcpy(&m, info, sizeof(m));
+	} else {
+		markdoubtf(e, "xt CONNMARK target revision %u not modelled", rev);
+		return;
+	}
+	if (m.mode > XT_CONNMARK_RESTORE) {
+		markdoubtf(e, "xt CONNMARK mode %u not modelled", m.mode);
+		return;
+	}
+	if (m.shift_bits) {
+		/* a shift moves bits from one position to another: what lands on
+		 * the engine's bits came from bits anyone may set (a MARK of a low
+		 * bit before a save shifted by 31 is ALLOW, issue 31) */
+		struct aval v = {.kind = V_BITS, .len = 4};
+
+		if (m.mode == XT_CONNMARK_SET)
+			v.mask = shifted(~m.ctmask | m.ctmark, m.shift_dir, m.shift_bits);
+		else if (m.mode == XT_CONNMARK_SAVE)
+			v.mask = shifted(m.nfmask, m.shift_dir, m.shift_bits) & m.ctmask;
+		else
+			v.mask = shifted(m.ctmask, m.shift_dir, m.shift_bits) & m.nfmask;
+		snprintf(what, sizeof(what), "xt CONNMARK %s --%s-shift-mark %u (bits 0x%08x)",
+			 mode_name[m.mode], m.shift_dir == D_SHIFT_RIGHT ? "right" : "left",
+			 m.shift_bits, v.mask);
+		e->writing = m.mode == XT_CONNMARK_RESTORE ? V_META : V_CT;
+		mark_write(e, what, &v);
+		return;
+	}
+	if (m.mode == XT_CONNMARK_SET) {
+		struct aval v = {.kind = V_CONST, .len = 4};
+
+		memcpy(v.d, &m.ctmark, 4);
+		e->writing = V_CT;
+		mark_write(e, "xt CONNMARK", &v);
+	} else {
+		/* a copy from one mark to the other, through the masks */
+		struct aval v = {.kind = m.mode == XT_CONNMARK_SAVE ? V_META : V_CT,
+				 .key = m.mode == XT_CONNMARK_SAVE ? NFT_META_MARK : NFT_CT_MARK,
+				 .len = 4,
+				 .bitwise = true,
+				 .mask = m.ctmask & m.nfmask};
+
+		e->writing = m.mode == XT_CONNMARK_SAVE ? V_CT : V_META;
+		mark_write(e,
+			   m.mode == XT_CONNMARK_SAVE ? "xt CONNMARK --save-mark"
+						      : "xt CONNMARK --restore-mark",
+			   &v);
+	}
+}
+
+/* The targets that write a mark with a value the model bounds (MARK,
+ * CONNMARK, HMARK, TPROXY's mark, ebtables mark, SET --map-mark): true when
+ * name was one of them (handled). */
+static bool eval_mark_target(struct reval *e, const char *name, uint32_t rev, const uint8_t *info,
+			     uint32_t ilen)
+{
+	char what[160];
+
+	if (strcmp(name, "MARK") == 0) {
+		struct xt_mark_tginfo2 m;
+		struct aval v = {.kind = V_CONST, .len = 4};
+
+		if (rev != 2 || ilen < sizeof(m)) {
+			markdoubtf(e, "xt MARK target revision %u not modelled", rev);
+			return true;
+		}
+		memcpy(&m, info, sizeof(m));
+		memcpy(v.d, &m.mark, 4);
+		e->writing = V_META;
+		mark_write(e, "xt MARK", &v);
+		return true;
+	}
+	if (strcmp(name, "CONNMARK") == 0) {
+		eval_connmark(e, rev, info, ilen);
+		return true;
+	}
+	if (strcmp(name, "HMARK") == 0) {
+		/* mark = hash scaled to [0, mod) + offset: every bit of that range */
+		struct xt_hmark_info h;
+		struct aval v = {.kind = V_BITS, .len = 4};
+
+		if (rev > 1 || ilen < sizeof(h)) {
+			markdoubtf(e, "xt HMARK target revision %u not modelled", rev);
+			return true;
+		}
+		memcpy(&h, info, sizeof(h));
+		v.mask =
+		    range_bits(h.hoffset, (uint64_t)h.hoffset + (h.hmodulus ? h.hmodulus - 1 : 0));
+		snprintf(what, sizeof(what), "xt HMARK --hmark-offset 0x%x --hmark-mod %u",
+			 h.hoffset, h.hmodulus);
+		e->writing = V_META;
+		mark_write(e, what, &v);
+		return true;
+	}
+	if (strcmp(name, "mark") == 0) {
+		/* ebtables: set, or and xor may set the value's bits; and clears */
+		struct ebt_mark_t_info m;
+		struct aval v = {.kind = V_CONST, .len = 4};
+		uint32_t mark;
+		int verdict;
+
+		if (rev != 0 || ilen < sizeof(m)) {
+			markdoubtf(e, "ebtables mark target revision %u not modelled", rev);
+			return true;
+		}
+		memcpy(&m, info, sizeof(m));
+		mark = (uint32_t)m.mark;
+		memcpy(v.d, &mark, 4);
+		e->writing = V_META;
+		if ((m.target & ~0xf) != (int)MARK_AND_VALUE)
+			mark_write(e, "ebtables mark", &v);
+		/* its verdict: EBT_ACCEPT -1, DROP -2, CONTINUE -3, RETURN -4 */
+		verdict = m.target | ~0xf;
+		if (verdict == -1)
+			accept_here(e, "accept");
+		else if (verdict == -2)
+			terminal(e, CK_O_DROP);
+		else if (verdict == -4)
+			terminal(e, CK_O_RET(st_now(e)));
+		return true;
+	}
+	if (strcmp(name, "SET") == 0) {
+		/* --map-set ... --map-mark copies a mark out of an ipset element */
+		struct xt_set_info_target_v3 t;
+		struct aval unk = {0};
+
+		if (rev < 3)
+			return true; /* adds to and deletes from ipsets only */
+		if (rev > 3 || ilen < sizeof(t)) {
+			markdoubtf(e, "xt SET target revision %u not modelled", rev);
+			return true;
+		}
+		memcpy(&t, info, sizeof(t));
+		e->writing = V_META;
+		if (t.map_set.index != IPSET_INVALID_ID && (t.flags & IPSET_FLAG_MAP_SKBMARK))
+			mark_write(e, "xt SET --map-mark", &unk);
+		return true;
+	}
+	return false;
+}
+
 static void eval_target(struct reval *e, struct nftnl_expr *x)
 {
 	const char *name = nftnl_expr_get_str(x, NFTNL_EXPR_TG_NAME);
 	uint32_t rev = nftnl_expr_get_u32(x, NFTNL_EXPR_TG_REV), ilen = 0;
 	const uint8_t *info = nftnl_expr_get(x, NFTNL_EXPR_TG_INFO, &ilen);
-	static const char *harmless[] = {
-	    "LOG", "NFLOG",    "TCPMSS",      "CLASSIFY",    "DSCP",  "TOS", "TTL",
-	    "HL",  "CHECKSUM", "NOTRACK",     "TRACE",	     "AUDIT", "ECN", "IDLETIMER",
-	    "LED", "SECMARK",  "CONNSECMARK", "TCPOPTSTRIP", NULL};
+	const struct ck_vocab *v = name ? ck_vocab_find(CK_V_TARGET, name) : NULL;
 
 	if (!name || !info) {
-		doubtf(e, "xt target without name or data");
+		markdoubtf(e, "xt target without name or data");
 		return;
 	}
+	if (!v) {
+		/* it may write anything, a mark included */
+		markdoubtf(e, "xt target '%s' not modelled", name);
+		return;
+	}
+	if (v->model == CK_VM_PURE)
+		return; /* no effect on where the packet goes, nor on a mark */
+	if (v->model == CK_VM_NONE) {
+		if (v->writes & (CK_F_MARK | CK_F_CTMARK))
+			markdoubtf(e, "xt target '%s' not modelled", name);
+		else
+			doubtf(e, "xt target '%s' not modelled", name);
+		return;
+	}
+	if (eval_mark_target(e, name, rev, info, ilen))
+		return;
 	if (strcmp(name, "NFQUEUE") == 0) {
 		uint16_t f[3] = {0, 0, 0};
 
@@ -732,60 +958,6 @@ static void eval_target(struct reval *e, struct nftnl_expr *x)
 		} else {
 			doubtf(e, "xt NFQUEUE target revision not modelled");
 			terminal(e, CK_O_ACC(st_now(e)));
-		}
-		return;
-	}
-	if (strcmp(name, "MARK") == 0 && rev == 2 && ilen >= sizeof(struct xt_mark_tginfo2)) {
-		struct xt_mark_tginfo2 m;
-		struct aval v = {.kind = V_CONST, .len = 4};
-
-		memcpy(&m, info, sizeof(m));
-		memcpy(v.d, &m.mark, 4);
-		e->writing = V_META;
-		mark_write(e, "xt MARK", &v);
-		return;
-	}
-	if (strcmp(name, "CONNMARK") == 0 && rev >= 1 &&
-	    ilen >= sizeof(struct xt_connmark_tginfo1)) {
-		struct xt_connmark_tginfo1 m;
-
-		memcpy(&m, info, sizeof(m));
-		/* revision 2 (xt_connmark_tginfo2) puts shift_dir and shift_bits
-		 * before the mode; a shift moves bits: not modelled */
-		if (rev >= 2) {
-			struct xt_connmark_tginfo2 m2;
-
-			if (rev > 2 || ilen < sizeof(m2)) {
-				doubtf(e, "xt CONNMARK target revision %u not modelled", rev);
-				return;
-			}
-			memcpy(&m2, info, sizeof(m2));
-			m.mode = m2.mode;
-			if (m2.shift_bits && m2.mode != XT_CONNMARK_SET) {
-				doubtf(e, "xt CONNMARK with a shift not modelled");
-				return;
-			}
-		}
-		if (m.mode == XT_CONNMARK_SET) {
-			struct aval v = {.kind = V_CONST, .len = 4};
-
-			memcpy(v.d, &m.ctmark, 4);
-			e->writing = V_CT;
-			mark_write(e, "xt CONNMARK", &v);
-		} else if (m.mode == XT_CONNMARK_SAVE || m.mode == XT_CONNMARK_RESTORE) {
-			/* a copy from one mark to the other, through the masks */
-			struct aval v = {.kind = m.mode == XT_CONNMARK_SAVE ? V_META : V_CT,
-					 .key = m.mode == XT_CONNMARK_SAVE ? NFT_META_MARK
-									   : NFT_CT_MARK,
-					 .len = 4,
-					 .bitwise = true,
-					 .mask = m.ctmask & m.nfmask};
-
-			e->writing = m.mode == XT_CONNMARK_SAVE ? V_CT : V_META;
-			mark_write(e,
-				   m.mode == XT_CONNMARK_SAVE ? "xt CONNMARK --save-mark"
-							      : "xt CONNMARK --restore-mark",
-				   &v);
 		}
 		return;
 	}
@@ -821,6 +993,21 @@ static void eval_target(struct reval *e, struct nftnl_expr *x)
 		accept_here(e, name);
 		return;
 	}
+	if (strcmp(name, "TPROXY") == 0) {
+		/* both revisions start with mark_mask, mark_value: mark =
+		 * (mark & ~mask) ^ value */
+		struct xt_tproxy_target_info t;
+		struct aval mv = {.kind = V_CONST, .len = 4};
+
+		if (rev > 1 || ilen < sizeof(t)) {
+			markdoubtf(e, "xt TPROXY target revision %u not modelled", rev);
+			return;
+		}
+		memcpy(&t, info, sizeof(t));
+		memcpy(mv.d, &t.mark_value, 4);
+		e->writing = V_META;
+		mark_write(e, "xt TPROXY --tproxy-mark", &mv);
+	}
 	if (strcmp(name, "DNAT") == 0 || strcmp(name, "REDIRECT") == 0 ||
 	    strcmp(name, "NETMAP") == 0 || strcmp(name, "TPROXY") == 0) {
 		exitf(e, e->w->ours ? CK_OB_PATHS : CK_OB_ORDER,
@@ -833,10 +1020,8 @@ static void eval_target(struct reval *e, struct nftnl_expr *x)
 		exitf(e, CK_OB_ORDER, "xt TEE target duplicates packets to another host");
 		return;
 	}
-	for (int i = 0; harmless[i]; i++)
-		if (strcmp(name, harmless[i]) == 0)
-			return;
-	doubtf(e, "xt target '%s' not modelled", name);
+	/* a target the vocabulary says this file models, and it does not */
+	markdoubtf(e, "xt target '%s' not modelled", name);
 }
 
 static void eval_objref(struct reval *e, struct nftnl_expr *x)
@@ -865,10 +1050,6 @@ static void eval_objref(struct reval *e, struct nftnl_expr *x)
 static void eval_expr(struct reval *e, struct nftnl_expr *x)
 {
 	const char *n = nftnl_expr_get_str(x, NFTNL_EXPR_NAME);
-	static const char *pure[] = {"counter",	  "limit",  "quota",   "log",	    "last",
-				     "connlimit", "dynset", "notrack", "byteorder", "range",
-				     "numgen",	  "hash",   "fib",     "rt",	    "socket",
-				     "exthdr",	  "xfrm",   "tunnel",  NULL};
 
 	if (!n) {
 		doubtf(e, "expression without a name");
@@ -916,7 +1097,13 @@ static void eval_expr(struct reval *e, struct nftnl_expr *x)
 	} else if (strcmp(n, "lookup") == 0) {
 		eval_lookup(e, x);
 	} else if (strcmp(n, "match") == 0) {
-		maybe(e); /* an xtables match is a condition: over-approximated */
+		const char *mn = nftnl_expr_get_str(x, NFTNL_EXPR_MT_NAME);
+
+		/* a match is a condition (over-approximated), but only one the
+		 * vocabulary knows: another may write anything */
+		if (!mn || !ck_vocab_find(CK_V_MATCH, mn))
+			markdoubtf(e, "xt match '%s' not modelled", mn ? mn : "?");
+		maybe(e);
 	} else if (strcmp(n, "target") == 0) {
 		eval_target(e, x);
 	} else if (strcmp(n, "queue") == 0) {
@@ -954,37 +1141,27 @@ static void eval_expr(struct reval *e, struct nftnl_expr *x)
 	} else if (strcmp(n, "objref") == 0) {
 		eval_objref(e, x);
 	} else {
-		for (int i = 0; pure[i]; i++) {
-			if (strcmp(n, pure[i]) == 0) {
-				/* conditions or loads whose value we do not track */
-				struct aval unk = {.len = 16};
-				static const struct {
-					const char *n;
-					uint16_t attr;
-				} dregs[] = {{"numgen", NFTNL_EXPR_NG_DREG},
-					     {"hash", NFTNL_EXPR_HASH_DREG},
-					     {"fib", NFTNL_EXPR_FIB_DREG},
-					     {"rt", NFTNL_EXPR_RT_DREG},
-					     {"socket", NFTNL_EXPR_SOCKET_DREG},
-					     {"exthdr", NFTNL_EXPR_EXTHDR_DREG},
-					     {"xfrm", NFTNL_EXPR_XFRM_DREG},
-					     {"tunnel", NFTNL_EXPR_TUNNEL_DREG},
-					     {"byteorder", NFTNL_EXPR_BYTEORDER_DREG}};
+		const struct ck_vocab *v = ck_vocab_find(CK_V_EXPR, n);
+		uint32_t reg, len;
 
-				/* counting and logging never stop a rule; the rest
-				 * are conditions or loads that may */
-				if (strcmp(n, "counter") && strcmp(n, "log") && strcmp(n, "last") &&
-				    strcmp(n, "notrack"))
-					maybe(e);
-				for (size_t k = 0; k < sizeof(dregs) / sizeof(dregs[0]); k++)
-					if (strcmp(n, dregs[k].n) == 0 &&
-					    nftnl_expr_is_set(x, dregs[k].attr))
-						reg_set(e, nftnl_expr_get_u32(x, dregs[k].attr),
-							&unk);
-				return;
+		if (v && v->model == CK_VM_PURE) {
+			/* a condition or load whose value we do not track (its
+			 * register is unknown), or counting and logging, which never
+			 * stop a rule */
+			struct aval unk = {0};
+
+			if (v->cond)
+				maybe(e);
+			if (ck_vocab_dreg(v, x, &reg, &len)) {
+				unk.len = len;
+				reg_set(e, reg, &unk);
 			}
+			return;
 		}
-		doubtf(e, "expression '%s' not modelled", n);
+		if (!v || (v->writes & (CK_F_MARK | CK_F_CTMARK)))
+			markdoubtf(e, "expression '%s' not modelled", n);
+		else
+			doubtf(e, "expression '%s' not modelled", n);
 		/* what it does is unknown: it may end the chain either way */
 		terminal(e, CK_O_ACC(st_now(e)) | CK_O_DROP | CK_O_STOLEN);
 	}

@@ -13,6 +13,9 @@
 #include <linux/rtnetlink.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/xt_CT.h>
+#include <linux/netfilter/xt_HMARK.h>
+#include <linux/netfilter/xt_connmark.h>
+#include <linux/netfilter/xt_mark.h>
 #include <sodium.h>
 
 #include "checker/checker_int.h"
@@ -457,6 +460,123 @@ START_TEST(ct_helper_is_an_exit_notrack_is_not)
 }
 END_TEST
 
+/* An xt target whose data libnftnl takes as it is (and frees). */
+static void e_xt(struct nftnl_rule *r, const char *name, uint32_t rev, const void *info, size_t len)
+{
+	struct nftnl_expr *e = nftnl_expr_alloc("target");
+	void *d = calloc(1, len);
+
+	memcpy(d, info, len);
+	nftnl_expr_set_str(e, NFTNL_EXPR_TG_NAME, name);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_TG_REV, rev);
+	nftnl_expr_set(e, NFTNL_EXPR_TG_INFO, d, (uint32_t)len);
+	nftnl_rule_add_expr(r, e);
+}
+
+/* A rule of an uplink's mangle prerouting chain (iifname "up0": never a
+ * sandbox packet, so off the sandbox path). */
+static struct nftnl_rule *uplink_rule(struct ck_chain *c)
+{
+	struct nftnl_rule *r = rule(c);
+	char up[16] = "up0";
+
+	nx_load(r, "meta", NFT_META_IIFNAME);
+	nx_cmp(r, NFT_CMP_EQ, up, 16);
+	return r;
+}
+
+static struct ck_chain *mangle(void)
+{
+	return chain(NFPROTO_IPV4, "mangle", "PREROUTING", NF_INET_PRE_ROUTING, -150, NF_ACCEPT,
+		     "filter");
+}
+
+/* Issue 31, 2: HMARK's mark is hash % mod + offset; with offset 0x80000000
+ * every answer on the uplink carries ALLOW. A range below our byte is
+ * harmless. */
+START_TEST(xt_hmark_off_the_path_is_an_exit)
+{
+	struct xt_hmark_info h;
+	struct checker_result *r;
+
+	memset(&h, 0, sizeof(h));
+	h.hmodulus = 256;
+	h.hoffset = 0x100;
+	base_state();
+	our_guard(0);
+	e_xt(uplink_rule(mangle()), "HMARK", 1, &h, sizeof(h));
+	r = analyze();
+	ck_assert_msg(r->status == CHECKER_PROVEN, "%s", r->n_findings ? r->findings[0].text : "");
+	checker_result_free(r);
+	teardown();
+	h.hmodulus = 1;
+	h.hoffset = 0x80000000u;
+	base_state();
+	our_guard(0);
+	e_xt(uplink_rule(mangle()), "HMARK", 1, &h, sizeof(h));
+	expect_status(CHECKER_EXIT_FOUND,
+		      "table ip mangle chain PREROUTING rule handle 1: xt HMARK --hmark-offset "
+		      "0x80000000 --hmark-mod 1 set may set the engine's mark bits");
+}
+END_TEST
+
+/* Issue 31, 3: MARK sets a low bit, CONNMARK --save-mark shifts it onto
+ * ALLOW in the ct mark. A shift whose ct mask keeps it below our byte is
+ * harmless. */
+static void mark_then_save(uint8_t shift, uint32_t nfmask, uint32_t ctmask)
+{
+	struct ck_chain *c = mangle();
+	struct xt_mark_tginfo2 mk = {.mark = 1, .mask = 0xff};
+	struct xt_connmark_tginfo2 cm = {.ctmask = ctmask,
+					 .nfmask = nfmask,
+					 .shift_dir = D_SHIFT_LEFT,
+					 .shift_bits = shift,
+					 .mode = XT_CONNMARK_SAVE};
+
+	e_xt(uplink_rule(c), "MARK", 2, &mk, sizeof(mk));
+	e_xt(uplink_rule(c), "CONNMARK", 2, &cm, sizeof(cm));
+}
+
+START_TEST(xt_connmark_shift_off_the_path_is_an_exit)
+{
+	struct checker_result *r;
+
+	base_state();
+	our_guard(0);
+	mark_then_save(8, 0xff, 0xff00);
+	r = analyze();
+	ck_assert_msg(r->status == CHECKER_PROVEN, "%s", r->n_findings ? r->findings[0].text : "");
+	checker_result_free(r);
+	teardown();
+	base_state();
+	our_guard(0);
+	mark_then_save(31, 0xffffffffu, 0xffffffffu);
+	expect_status(CHECKER_EXIT_FOUND, "rule handle 2: xt CONNMARK --save-mark "
+					  "--left-shift-mark 31 (bits 0x80000000) set may set");
+}
+END_TEST
+
+/* Off the path, an xt target the vocabulary does not know may write a
+ * mark: unproven (it was ignored); one it knows writes nothing, proven. */
+START_TEST(unknown_xt_target_off_the_path_is_unproven)
+{
+	static const uint8_t info[8];
+	struct checker_result *r;
+
+	base_state();
+	our_guard(0);
+	e_xt(uplink_rule(mangle()), "TTL", 0, info, sizeof(info));
+	r = analyze();
+	ck_assert_msg(r->status == CHECKER_PROVEN, "%s", r->n_findings ? r->findings[0].text : "");
+	checker_result_free(r);
+	teardown();
+	base_state();
+	our_guard(0);
+	e_xt(uplink_rule(mangle()), "FOOMARK", 0, info, sizeof(info));
+	expect_status(CHECKER_UNPROVEN, "xt target 'FOOMARK' not modelled");
+}
+END_TEST
+
 /* iifname != @guarded dnat: with a constant set holding pcbr0 the dnat never
  * applies to sandbox packets; with timeouts (or a rule writing the set) it
  * may. */
@@ -721,6 +841,7 @@ PC_UNIT_SUITE("checker", "model", 0, guarded_path_is_proven, no_table_means_unde
 	      jump_loop_is_unproven, redirect_to_our_listener_only_in_our_table,
 	      mark_copy_from_conntrack_is_an_exit, masked_mark_copy_is_harmless,
 	      pkttype_host_is_an_exit, ct_helper_is_an_exit_notrack_is_not,
-	      only_constant_sets_decide_a_lookup, sandbox_facing_devices_are_named,
-	      tc_on_uplink_and_ptype_on_port_are_named, declared_uplink_without_route_is_an_uplink,
-	      json_strict, dsse_round_trip)
+	      xt_hmark_off_the_path_is_an_exit, xt_connmark_shift_off_the_path_is_an_exit,
+	      unknown_xt_target_off_the_path_is_unproven, only_constant_sets_decide_a_lookup,
+	      sandbox_facing_devices_are_named, tc_on_uplink_and_ptype_on_port_are_named,
+	      declared_uplink_without_route_is_an_uplink, json_strict, dsse_round_trip)
