@@ -109,7 +109,7 @@ int merkle_hex_parse(const char *s, uint8_t out[MERKLE_HASH]);
  * "— <name> <base64(hash || signature)>". */
 
 #define NOTE_NAME_MAX  128
-#define CHECKPOINT_MAX 512 /* a signed checkpoint note, with room */
+#define CHECKPOINT_MAX 640 /* a signed checkpoint note, with room (and a previous line) */
 /* The largest seq logd gives and the verifier accepts: far beyond any
  * real log, and far enough below 2^64 that seq + 1 never wraps (issue 32:
  * a line claiming seq 2^64 - 107 made seqs run ..., 0, 1, 2). */
@@ -151,6 +151,13 @@ struct checkpoint {
 	uint64_t size;
 	uint8_t root[MERKLE_HASH];
 	uint64_t time_ms; /* wall clock, ms since the epoch */
+	/* "previous <seg> <size> <root>": the checkpoint of the origin before
+	 * this one (seg 0: the key's bare name) that this origin continues;
+	 * what the witness holds a new origin to (docs/logd.md "One history
+	 * per key"). has_prev false: the key's first origin. */
+	bool has_prev;
+	uint64_t prev_seg, prev_size;
+	uint8_t prev_root[MERKLE_HASH];
 };
 /* The checkpoint body (origin, size, root, time lines); its length or <0.
  * (Exposed for the golden-bytes test.) */

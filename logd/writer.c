@@ -54,6 +54,9 @@ struct logw {
 	/* the checkpoints' origin: "<key>/<first_seq>" for a segment begun
 	 * here; a file resumed keeps the one it has (logd/origin.c) */
 	char origin[NOTE_NAME_MAX];
+	/* the checkpoint of the origin before it that this segment continues,
+	 * named in each of its checkpoints (has_prev false: none) */
+	struct checkpoint prev;
 	uint64_t synced_ms;    /* monotonic time of the last fdatasync ... */
 	uint64_t synced_bytes; /* ... and the file size it made durable */
 	struct logw_export exp;
@@ -213,6 +216,12 @@ static int sign_current(struct logw *w, struct pc_err *err)
 	pc_strlcpy(cp.origin, w->origin[0] ? w->origin : note_signer_verifier(w->signer)->name,
 		   sizeof(cp.origin));
 	cp.size = w->st.tree.size;
+	if (w->prev.has_prev) {
+		cp.has_prev = true;
+		cp.prev_seg = w->prev.prev_seg;
+		cp.prev_size = w->prev.prev_size;
+		memcpy(cp.prev_root, w->prev.prev_root, MERKLE_HASH);
+	}
 	/* Never older than the last one, whatever the wall clock did: the
 	 * verifier reads a checkpoint going back in time as a replay. */
 	cp.time_ms = now > w->st.last_cp_time ? now : w->st.last_cp_time;
@@ -559,6 +568,29 @@ static int segment_extra(struct logw *w, const char *prev_file, const char *prev
 
 #define SEG_EXTRA_MAX (NOTE_NAME_MAX + 4 * CHECKPOINT_MAX + 6 * PC_PATH_MAX + 600)
 
+/* The new segment continues the origin of prev_note (a checkpoint of this
+ * key: the old file's last, or the anchor a recovery names): its
+ * checkpoints say so, and a witness that holds that origin accepts the new
+ * one only then. Without such a note (a log begun over nothing that
+ * verifies) the segment continues nothing, and a witness that holds an
+ * origin of this key refuses it. */
+static void segment_prev(struct logw *w, const char *prev_note)
+{
+	struct checkpoint pc;
+	uint64_t seg;
+
+	memset(&w->prev, 0, sizeof(w->prev));
+	if (!prev_note || !*prev_note ||
+	    checkpoint_open(note_signer_verifier(w->signer), prev_note, strlen(prev_note), &pc,
+			    NULL) < 0 ||
+	    checkpoint_origin_seg(pc.origin, note_signer_verifier(w->signer)->name, &seg) < 0)
+		return;
+	w->prev.has_prev = true;
+	w->prev.prev_seg = seg;
+	w->prev.prev_size = pc.size;
+	memcpy(w->prev.prev_root, pc.root, MERKLE_HASH);
+}
+
 /* A log-segment record and a checkpoint sealing it, committed and synced.
  * new_tree: the record begins a new file (tree restarts; seq and the hash
  * chain continue); else it goes on in the same tree (a set-aside record). */
@@ -591,6 +623,7 @@ static int segment_record(struct logw *w, bool new_tree, const char *reason, con
 		w->st.since_cp = 0;
 		w->first_seq = w->st.next_seq;
 		w->bump_time = true;
+		segment_prev(w, prev_note);
 	}
 	if (append_line(w, &rec, extra, NULL, err) < 0 || append_checkpoint(w, err) < 0) {
 		w->bump_time = false;
@@ -1216,6 +1249,7 @@ static int state_from(struct logw *w, const struct logv_result *r, struct pc_err
 	w->st.unsealed_since_ms = pc_now_mono_ms();
 	if (r->has_cp) {
 		pc_strlcpy(w->origin, r->last_cp.origin, sizeof(w->origin));
+		w->prev = r->last_cp; /* its previous line goes on in the next ones */
 		w->st.last_cp_time = r->last_cp.time_ms;
 		memcpy(w->sealed_note, r->last_cp_note, r->last_cp_len + 1);
 		w->sealed_len = r->last_cp_len;

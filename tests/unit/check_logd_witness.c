@@ -244,6 +244,18 @@ static void keys(void)
 
 /* The origin cp_note signs under; NULL: the key's name. */
 static const char *CP_ORIGIN;
+/* The previous checkpoint cp_note names (has_prev false: none). */
+static struct checkpoint CP_PREV;
+
+/* CP_PREV := the checkpoint of seg's origin for the first n of leaves. */
+static void prev_set(uint64_t seg, uint8_t (*leaves)[32], uint64_t n)
+{
+	memset(&CP_PREV, 0, sizeof(CP_PREV));
+	CP_PREV.has_prev = true;
+	CP_PREV.prev_seg = seg;
+	CP_PREV.prev_size = n;
+	root_of(leaves, n, CP_PREV.prev_root);
+}
 
 /* A signed checkpoint of the first n leaves into note. */
 static size_t cp_note(uint8_t (*leaves)[32], uint64_t n, char *note, size_t len)
@@ -254,6 +266,10 @@ static size_t cp_note(uint8_t (*leaves)[32], uint64_t n, char *note, size_t len)
 	pc_strlcpy(cp.origin, CP_ORIGIN ? CP_ORIGIN : note_signer_verifier(LOGK)->name,
 		   sizeof(cp.origin));
 	root_of(leaves, n, cp.root);
+	cp.has_prev = CP_PREV.has_prev;
+	cp.prev_seg = CP_PREV.prev_seg;
+	cp.prev_size = CP_PREV.prev_size;
+	memcpy(cp.prev_root, CP_PREV.prev_root, 32);
 	r = checkpoint_sign(LOGK, &cp, note, len, NULL);
 	ck_assert_int_gt(r, 0);
 	return (size_t)r;
@@ -415,8 +431,10 @@ START_TEST(origin_names_a_segment)
 END_TEST
 
 /* Each segment's origin is a log of its own at the witness: it starts at
- * 0, whatever the key's other origins hold, and stays append-only,
- * across a restart too. */
+ * 0 and stays append-only, across a restart too; one history per key: a
+ * new origin must name the newest checkpoint cosigned for the key as its
+ * previous one, and an origin superseded by a newer one never grows
+ * (issue 32, findings 3 and 4). */
 START_TEST(witness_keeps_one_state_per_origin)
 {
 	static uint8_t leaves[40][32], other[40][32];
@@ -437,8 +455,19 @@ START_TEST(witness_keeps_one_state_per_origin)
 	CP_ORIGIN = NULL;
 	n = wbody(leaves, 0, 25, body, sizeof(body));
 	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 1, resp, sizeof(resp)), 200);
-	/* a new segment's origin: from 0, another tree */
+	/* a new segment's origin: from 0, another tree; it must continue the
+	 * bare name's 25 records */
 	CP_ORIGIN = o26;
+	n = wbody(other, 0, 10, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 2, resp, sizeof(resp)), 409);
+	ck_assert_str_eq(resp, "0\n");
+	prev_set(0, leaves, 24); /* an older checkpoint than the newest cosigned */
+	n = wbody(other, 0, 10, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 2, resp, sizeof(resp)), 409);
+	prev_set(0, other, 25); /* another tree */
+	n = wbody(other, 0, 10, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 2, resp, sizeof(resp)), 409);
+	prev_set(0, leaves, 25);
 	n = wbody(other, 0, 10, body, sizeof(body));
 	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 2, resp, sizeof(resp)), 200);
 	n = wbody(other, 10, 20, body, sizeof(body));
@@ -449,11 +478,17 @@ START_TEST(witness_keeps_one_state_per_origin)
 	ck_assert_str_eq(resp, "20\n");
 	n = wbody(leaves, 20, 30, body, sizeof(body));
 	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 5, resp, sizeof(resp)), 422);
-	/* the bare name's origin is unchanged */
+	/* the bare name's origin is unchanged, and superseded: it never grows */
 	CP_ORIGIN = NULL;
+	memset(&CP_PREV, 0, sizeof(CP_PREV));
 	n = wbody(leaves, 20, 30, body, sizeof(body));
 	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 6, resp, sizeof(resp)), 409);
 	ck_assert_str_eq(resp, "25\n");
+	n = wbody(leaves, 25, 30, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 6, resp, sizeof(resp)), 409);
+	ck_assert_str_eq(resp, "25\n");
+	n = wbody(leaves, 25, 25, body, sizeof(body)); /* even its own latest again */
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 6, resp, sizeof(resp)), 409);
 	/* origins that are not one of the key's segments */
 	snprintf(bad, sizeof(bad), "%s/026", lv.name);
 	CP_ORIGIN = bad;
@@ -476,6 +511,24 @@ START_TEST(witness_keeps_one_state_per_origin)
 	n = wbody(leaves, 0, 30, body, sizeof(body));
 	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 11, resp, sizeof(resp)), 409);
 	ck_assert_str_eq(resp, "25\n");
+	n = wbody(leaves, 25, 30, body, sizeof(body)); /* the head (26) was read back */
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 11, resp, sizeof(resp)), 409);
+	/* a log begun again (no previous checkpoint) is refused; the next
+	 * segment, naming /26's newest, is cosigned, and /26 is done */
+	snprintf(bad, sizeof(bad), "%s/40", lv.name);
+	CP_ORIGIN = bad;
+	n = wbody(leaves, 0, 5, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 12, resp, sizeof(resp)), 409);
+	prev_set(26, other, 30);
+	ck_assert_int_eq(witness_add_checkpoint(w, body, wbody(leaves, 0, 5, body, sizeof(body)),
+						12, resp, sizeof(resp)),
+			 200);
+	CP_ORIGIN = o26;
+	memset(&CP_PREV, 0, sizeof(CP_PREV));
+	n = wbody(other, 30, 31, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 13, resp, sizeof(resp)), 409);
+	ck_assert_str_eq(resp, "30\n");
+	CP_ORIGIN = NULL;
 	witness_free(w);
 	{
 		char path[160];
@@ -484,11 +537,15 @@ START_TEST(witness_keeps_one_state_per_origin)
 		ck_assert_int_eq(unlink(path), 0);
 		snprintf(path, sizeof(path), "%s/log-%08x-26.checkpoint", dir, lv.hash);
 		ck_assert_int_eq(unlink(path), 0);
+		snprintf(path, sizeof(path), "%s/log-%08x-40.checkpoint", dir, lv.hash);
+		ck_assert_int_eq(unlink(path), 0);
 		rmdir(dir);
 	}
 
-	/* without a state directory, in memory */
+	/* without a state directory, in memory (the first origin seen needs
+	 * no previous one: nothing came before it at this witness) */
 	ck_assert_int_eq(witness_new(WITK, &lv, 1, NULL, &w, NULL), 0);
+	memset(&CP_PREV, 0, sizeof(CP_PREV));
 	CP_ORIGIN = o26;
 	n = wbody(other, 0, 10, body, sizeof(body));
 	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 12, resp, sizeof(resp)), 200);
