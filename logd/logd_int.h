@@ -406,6 +406,8 @@ void logw_stats(const struct logw *w, struct logw_stats *out);
 /* What logw_open repaired or decided that the operator should hear about
  * ("" if nothing); borrowed. */
 const char *logw_notice(const struct logw *w);
+/* The newest checkpoint in the file (NUL-terminated; "" if none), its length in *len. */
+const char *logw_sealed_note(const struct logw *w, size_t *len);
 
 /* exp is copied; NULL detaches. */
 void logw_set_export(struct logw *w, const struct logw_export *exp);
@@ -780,6 +782,11 @@ struct logwc_conf {
 	const char *file; /* the log file */
 	bool required;
 	uint32_t max_lag_ms; /* required: refuse records when nothing was cosigned for this long */
+	/* the log's newest checkpoint (logw_sealed_note), sent before logd
+	 * serves: a witness that holds a history this log does not extend
+	 * makes logwc_start fail (PC_ETAMPER). NULL: none. */
+	const char *start_note;
+	size_t start_len;
 };
 struct logwc;
 int logwc_start(const struct logwc_conf *c, struct logwc **out, struct pc_err *err);

@@ -478,6 +478,12 @@ void logw_stats(const struct logw *w, struct logw_stats *out)
 	out->rotate_failures = w->rotate_failures;
 }
 
+const char *logw_sealed_note(const struct logw *w, size_t *len)
+{
+	*len = w->sealed_len;
+	return w->sealed_note;
+}
+
 const char *logw_notice(const struct logw *w)
 {
 	return w->notice;
