@@ -1055,8 +1055,51 @@ static uint64_t max_seq(const char *path, uint64_t floor)
 	return best;
 }
 
-/* The highest seq in the files beside the log (<file>.*: earlier segments,
- * broken and quarantined files): a log begun again never gives a seq twice. */
+struct sealed_seq {
+	uint64_t index; /* the last record a checkpoint covers ... */
+	uint64_t seq;	/* ... and its seq */
+};
+
+static int sealed_leaf(void *ctx, uint64_t index, uint64_t seq, const uint8_t leaf[MERKLE_HASH],
+		       const char *line, size_t len)
+{
+	struct sealed_seq *ss = ctx;
+
+	(void)leaf;
+	(void)line;
+	(void)len;
+	if (index == ss->index)
+		ss->seq = seq;
+	return 0;
+}
+
+/* The seq of the last record a checkpoint of this key covers in path, if
+ * the file verifies (else floor): lines nothing vouches for, which anyone
+ * who can write the directory can plant, never move seq on (issue 32). */
+static uint64_t sealed_max_seq(struct logw *w, const char *path, uint64_t floor)
+{
+	struct sealed_seq ss = {0};
+	struct logv *v = NULL;
+	uint64_t n = 0;
+
+	if (logv_new(note_signer_verifier(w->signer), &v, NULL) < 0)
+		return floor;
+	if (logv_file(v, path, LOGV_TORN_OK, NULL) == 0 && logv_result(v)->has_cp)
+		n = logv_result(v)->last_cp.size;
+	logv_free(v);
+	if (!n || logv_new(note_signer_verifier(w->signer), &v, NULL) < 0)
+		return floor;
+	ss.index = n - 1;
+	logv_set_leaf_fn(v, sealed_leaf, &ss);
+	if (logv_file(v, path, LOGV_TORN_OK, NULL) < 0)
+		ss.seq = 0;
+	logv_free(v);
+	return ss.seq > floor ? ss.seq : floor;
+}
+
+/* The highest sealed seq in the files beside the log that verify (<file>.*:
+ * earlier segments): a log begun again never gives a seq that a verified
+ * segment holds. */
 static uint64_t max_seq_beside(struct logw *w)
 {
 	char dir[PC_PATH_MAX], full[2 * PC_PATH_MAX + 2];
@@ -1074,7 +1117,7 @@ static uint64_t max_seq_beside(struct logw *w)
 		if (strncmp(de->d_name, base, bl) != 0 || de->d_name[bl] != '.')
 			continue;
 		snprintf(full, sizeof(full), "%s/%s", dir, de->d_name);
-		best = max_seq(full, best);
+		best = sealed_max_seq(w, full, best);
 	}
 	closedir(d);
 	return best;
@@ -1555,8 +1598,19 @@ static int begin(struct logw *w, const char *new_segment, const struct anchor *a
 		snprintf(why, sizeof(why), "%s", new_segment ? new_segment : "new log");
 	if (exists)
 		unlink(w->path); /* an empty file: nothing to keep */
-	/* a log begun again never gives a seq twice */
+	/* a log begun again gives no seq that a verified segment beside it or
+	 * the signed checkpoint that showed the loss holds (its origin's
+	 * first seq and size: seqs within a segment follow each other) */
 	w->st.next_seq = max_seq_beside(w) + 1;
+	if (a) {
+		uint64_t seg = 0;
+
+		if (checkpoint_origin_seg(a->cp.origin, note_signer_verifier(w->signer)->name,
+					  &seg) == 0 &&
+		    seg <= LOGSEQ_MAX && a->cp.size <= LOGSEQ_MAX - (seg ? seg : 1) &&
+		    (seg ? seg : 1) + a->cp.size > w->st.next_seq)
+			w->st.next_seq = (seg ? seg : 1) + a->cp.size;
+	}
 	if ((rc = file_open_new(w, err)) < 0)
 		return rc;
 	return segment_start(w, why, NULL, a ? a->note : NULL, NULL, err);
