@@ -1032,14 +1032,28 @@ static uint64_t max_seq_buf(const char *p, const char *end, uint64_t floor)
 	return best;
 }
 
-/* The same for a whole file. */
-static uint64_t max_seq(const char *path, uint64_t floor)
+/* The number of lines in buf (a last one without its newline counts). */
+static uint64_t lines_buf(const char *p, const char *end)
+{
+	uint64_t n = 0;
+
+	for (; p < end; n++) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+
+		p = eol ? eol + 1 : end;
+	}
+	return n;
+}
+
+/* The same for a whole file, and its number of lines into *lines. */
+static uint64_t max_seq_lines(const char *path, uint64_t floor, uint64_t *lines)
 {
 	uint64_t best = floor;
 	struct stat st;
 	char *map;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
+	*lines = 0;
 	if (fd < 0)
 		return best;
 	if (fstat(fd, &st) < 0 || st.st_size == 0) {
@@ -1051,6 +1065,7 @@ static uint64_t max_seq(const char *path, uint64_t floor)
 	if (map == MAP_FAILED)
 		return best;
 	best = max_seq_buf(map, map + st.st_size, floor);
+	*lines = lines_buf(map, map + st.st_size);
 	munmap(map, (size_t)st.st_size);
 	return best;
 }
@@ -1343,8 +1358,15 @@ static int new_segment_over_broken(struct logw *w, const char *new_segment, cons
 		snprintf(why, sizeof(why), "%.300s; the previous file did not verify: %.500s",
 			 new_segment, complaint);
 	/* seq continues after the highest one in the file, so no seq is ever
-	 * given twice; the chain after what verified */
-	w->st.next_seq = max_seq(w->path, r->records ? r->last_seq : 0) + 1;
+	 * given twice; but lines nothing verifies move it on by at most as many
+	 * as they are (what genuine records after the bad line need), never to
+	 * a seq one of them claims (issue 32); the chain after what verified */
+	{
+		uint64_t base = r->records ? r->last_seq : 0, lines = 0,
+			 claim = max_seq_lines(w->path, base, &lines);
+
+		w->st.next_seq = (claim - base > lines ? base + lines : claim) + 1;
+	}
 	memcpy(w->st.last_hash, r->last_hash, MERKLE_HASH);
 	if (aside_name(w->path, tag, aside, sizeof(aside)) < 0 || rename(w->path, aside) < 0) {
 		rc = pc_err_errno(err, PC_EIO, "moving %s aside", w->path);

@@ -11,7 +11,8 @@
 #   ({"event.sequence":1000,): logd refuses to start, the witness cosigns
 #   no new origin; the documented recovery (--new-segment over the
 #   witness's checkpoint) is cosigned; without a witness the new log's seq
-#   does not come from the planted (unverified) file.
+#   does not come from the planted (unverified) file, nor from a forged line
+#   in a broken file set aside by --new-segment.
 set -u
 . "$PC_TOP/tests/integration/logd_setup.bash"
 
@@ -214,4 +215,26 @@ lh_start
 t_eq "without a witness, a new log starts beside the planted line" 0 $?
 logd_stop
 t_match "... at seq 1: the planted line's seq is not taken" '^\{"event.sequence":1,' "$(head -1 "$L")"
+# a log that no longer verifies (a sealed record edited) with a forged
+# line claiming seq 2^63-5 after it: --new-segment sets it aside, and the
+# new segment's seq goes on after the file's lines, not after the claim
+lh_start
+lg_client -n 5 -q >/dev/null
+logd_stop
+python3 - "$L" <<'EOF'
+import sys
+f = sys.argv[1]
+lines = open(f, encoding="utf-8").read().splitlines(True)
+i = next(n for n, l in enumerate(lines) if n > 0 and l.startswith('{"event.sequence":'))
+lines[i] = lines[i].replace('"@timestamp":"20', '"@timestamp":"19', 1)
+rest = lines[i].split(",", 1)[1]
+lines.append('{"event.sequence":9223372036854775803,' + rest)
+open(f, "w", encoding="utf-8").writelines(lines)
+EOF
+lh_start --new-segment "test: broken"
+t_eq "--new-segment over a broken file with a forged seq starts" 0 $?
+t_match "... at a seq after the file's lines, not the forged one" '^\{"event.sequence":[0-9]{1,2},' "$(head -1 "$L")"
+lg_client -n 10 -q >/dev/null
+t_eq "... and goes on acknowledging records (seq is far from its end)" 0 $?
+logd_stop
 t_done
