@@ -430,6 +430,65 @@ START_TEST(origin_names_a_segment)
 }
 END_TEST
 
+/* The "previous" extension line: what a segment's checkpoints name as the
+ * checkpoint of the origin they continue survives signing and opening,
+ * and a malformed or repeated one is refused (the witness parses it from
+ * the network); a checkpoint without one has none. */
+START_TEST(checkpoint_previous_line)
+{
+	static uint8_t leaves[8][32];
+	struct checkpoint cp = {.size = 3, .time_ms = 1764000000000ull}, got;
+	char note[CHECKPOINT_MAX], body[512];
+	const char *bad[] = {"previous 01 3 ", "previous 1 3", "previous 1  3 ", "previous x 3 ",
+			     "previous 1 3 AAAA"};
+	int n;
+
+	keys();
+	leaves_make(leaves, 8);
+	pc_strlcpy(cp.origin, note_signer_verifier(LOGK)->name, sizeof(cp.origin));
+	root_of(leaves, 3, cp.root);
+	n = checkpoint_sign(LOGK, &cp, note, sizeof(note), NULL);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(checkpoint_open(note_signer_verifier(LOGK), note, (size_t)n, &got, NULL),
+			 0);
+	ck_assert(!got.has_prev);
+	cp.has_prev = true;
+	cp.prev_seg = 26;
+	cp.prev_size = 7;
+	root_of(leaves, 7, cp.prev_root);
+	n = checkpoint_sign(LOGK, &cp, note, sizeof(note), NULL);
+	ck_assert_int_gt(n, 0);
+	ck_assert_ptr_nonnull(strstr(note, "\nprevious 26 7 "));
+	ck_assert_int_eq(checkpoint_open(note_signer_verifier(LOGK), note, (size_t)n, &got, NULL),
+			 0);
+	ck_assert(got.has_prev);
+	ck_assert_uint_eq(got.prev_seg, 26);
+	ck_assert_uint_eq(got.prev_size, 7);
+	ck_assert_mem_eq(got.prev_root, cp.prev_root, 32);
+	n = checkpoint_body_format(&cp, body, sizeof(body));
+	ck_assert_int_gt(n, 0);
+	{ /* the same line twice */
+		char twice[1024];
+		const char *pl = strstr(body, "previous ");
+		int m = snprintf(twice, sizeof(twice), "%s%s", body, pl);
+
+		ck_assert_int_eq(checkpoint_body_parse(twice, (size_t)m, &got, NULL), PC_EPARSE);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char b[1024], root[64];
+		const char *rl = strstr(body, "previous ");
+		int m;
+
+		sodium_bin2base64(root, sizeof(root), cp.prev_root, 32,
+				  sodium_base64_VARIANT_ORIGINAL);
+		m = snprintf(b, sizeof(b), "%.*s%s%s\n", (int)(rl - body), body, bad[i],
+			     i == 4 ? "" : root);
+		ck_assert_msg(checkpoint_body_parse(b, (size_t)m, &got, NULL) == PC_EPARSE, "%s",
+			      bad[i]);
+	}
+}
+END_TEST
+
 /* Each segment's origin is a log of its own at the witness: it starts at
  * 0 and stays append-only, across a restart too; one history per key: a
  * new origin must name the newest checkpoint cosigned for the key as its
@@ -720,9 +779,9 @@ static Suite *witness_suite(void)
 	PC_UNIT_TESTS(t, consistency_every_pair_up_to_64, consistency_from_the_edge_and_tail,
 		      consistency_known_vectors, cosignature_signs_the_checkpoint_text,
 		      witness_cosigns_only_what_extends_its_state, origin_names_a_segment,
-		      witness_keeps_one_state_per_origin, witness_request_parsing,
-		      prefix_check_names_cut_back_and_split, config_reads_the_witness_keys,
-		      witness_state_keeps_only_what_it_verified);
+		      witness_keeps_one_state_per_origin, checkpoint_previous_line,
+		      witness_request_parsing, prefix_check_names_cut_back_and_split,
+		      config_reads_the_witness_keys, witness_state_keeps_only_what_it_verified);
 	suite_add_tcase(s, t);
 	return s;
 }
