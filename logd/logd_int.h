@@ -109,7 +109,7 @@ int merkle_hex_parse(const char *s, uint8_t out[MERKLE_HASH]);
  * "— <name> <base64(hash || signature)>". */
 
 #define NOTE_NAME_MAX  128
-#define CHECKPOINT_MAX 512 /* a signed checkpoint note, with room */
+#define CHECKPOINT_MAX 640 /* a signed checkpoint note, with room (and a previous line) */
 /* The largest seq logd gives and the verifier accepts: far beyond any
  * real log, and far enough below 2^64 that seq + 1 never wraps (issue 32:
  * a line claiming seq 2^64 - 107 made seqs run ..., 0, 1, 2). */
@@ -151,6 +151,13 @@ struct checkpoint {
 	uint64_t size;
 	uint8_t root[MERKLE_HASH];
 	uint64_t time_ms; /* wall clock, ms since the epoch */
+	/* "previous <seg> <size> <root>": the checkpoint of the origin before
+	 * this one (seg 0: the key's bare name) that this origin continues;
+	 * what the witness holds a new origin to (docs/logd.md "One history
+	 * per key"). has_prev false: the key's first origin. */
+	bool has_prev;
+	uint64_t prev_seg, prev_size;
+	uint8_t prev_root[MERKLE_HASH];
 };
 /* The checkpoint body (origin, size, root, time lines); its length or <0.
  * (Exposed for the golden-bytes test.) */
@@ -399,6 +406,8 @@ void logw_stats(const struct logw *w, struct logw_stats *out);
 /* What logw_open repaired or decided that the operator should hear about
  * ("" if nothing); borrowed. */
 const char *logw_notice(const struct logw *w);
+/* The newest checkpoint in the file (NUL-terminated; "" if none), its length in *len. */
+const char *logw_sealed_note(const struct logw *w, size_t *len);
 
 /* exp is copied; NULL detaches. */
 void logw_set_export(struct logw *w, const struct logw_export *exp);
@@ -773,6 +782,11 @@ struct logwc_conf {
 	const char *file; /* the log file */
 	bool required;
 	uint32_t max_lag_ms; /* required: refuse records when nothing was cosigned for this long */
+	/* the log's newest checkpoint (logw_sealed_note), sent before logd
+	 * serves: a witness that holds a history this log does not extend
+	 * makes logwc_start fail (PC_ETAMPER). NULL: none. */
+	const char *start_note;
+	size_t start_len;
 };
 struct logwc;
 int logwc_start(const struct logwc_conf *c, struct logwc **out, struct pc_err *err);

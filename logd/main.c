@@ -239,6 +239,8 @@ int main(int argc, char **argv)
 					 .required = cfg.log.witness.required,
 					 .max_lag_ms = cfg.log.witness.max_lag_ms};
 
+		wcc.start_note = logw_sealed_note(w, &wcc.start_len);
+
 		if ((rc = logwc_start(&wcc, &wcl, &err)) < 0)
 			goto fail;
 		sc.gate = logwc_gate;

@@ -328,6 +328,17 @@ int checkpoint_body_format(const struct checkpoint *c, char *buf, size_t len)
 		     root, pc_time_rfc3339(c->time_ms, ts, sizeof(ts)));
 	if (n < 0 || (size_t)n >= len)
 		return PC_EINVAL;
+	if (c->has_prev) {
+		int m;
+
+		sodium_bin2base64(root, sizeof(root), c->prev_root, MERKLE_HASH, B64);
+		m = snprintf(buf + n, len - (size_t)n, "previous %llu %llu %s\n",
+			     (unsigned long long)c->prev_seg, (unsigned long long)c->prev_size,
+			     root);
+		if (m < 0 || (size_t)m >= len - (size_t)n)
+			return PC_EINVAL;
+		n += m;
+	}
 	return n;
 }
 
@@ -378,6 +389,43 @@ int logd_time_parse(const char *s, size_t len, uint64_t *ms)
 	return 0;
 }
 
+/* A decimal of a line, no leading zero: its length, or 0. */
+static size_t dec_field(const char *p, const char *end, uint64_t *out)
+{
+	const char *q = p;
+	uint64_t x = 0;
+
+	for (; q < end && *q >= '0' && *q <= '9'; q++) {
+		if (x > (UINT64_MAX - 9) / 10)
+			return 0;
+		x = x * 10 + (uint64_t)(*q - '0');
+	}
+	if (q == p || (*p == '0' && q - p > 1))
+		return 0;
+	*out = x;
+	return (size_t)(q - p);
+}
+
+/* "<seg> <size> <root base64>" of a previous line. */
+static int previous_parse(const char *p, size_t len, struct checkpoint *c)
+{
+	const char *end = p + len;
+	size_t n, rootlen = 0;
+
+	if (!(n = dec_field(p, end, &c->prev_seg)) || p + n >= end || p[n] != ' ')
+		return PC_EPARSE;
+	p += n + 1;
+	if (!(n = dec_field(p, end, &c->prev_size)) || p + n >= end || p[n] != ' ')
+		return PC_EPARSE;
+	p += n + 1;
+	if (end - p != 44 ||
+	    sodium_base642bin(c->prev_root, MERKLE_HASH, p, 44, NULL, &rootlen, NULL, B64) != 0 ||
+	    rootlen != MERKLE_HASH)
+		return PC_EPARSE;
+	c->has_prev = true;
+	return 0;
+}
+
 int checkpoint_body_parse(const char *body, size_t len, struct checkpoint *out, struct pc_err *err)
 {
 	struct checkpoint c;
@@ -424,6 +472,10 @@ int checkpoint_body_parse(const char *body, size_t len, struct checkpoint *out, 
 				return pc_err_set(err, PC_EPARSE,
 						  "checkpoint time line is malformed");
 			have_time = true;
+		} else if (eol - p > 9 && memcmp(p, "previous ", 9) == 0) {
+			if (c.has_prev || previous_parse(p + 9, (size_t)(eol - p - 9), &c) < 0)
+				return pc_err_set(err, PC_EPARSE,
+						  "checkpoint previous line is malformed");
 		}
 		p = eol + 1;
 	}
@@ -436,7 +488,7 @@ int checkpoint_body_parse(const char *body, size_t len, struct checkpoint *out, 
 int checkpoint_sign(const struct note_signer *s, const struct checkpoint *c, char *out,
 		    size_t outlen, struct pc_err *err)
 {
-	char body[NOTE_NAME_MAX + 128];
+	char body[NOTE_NAME_MAX + 256];
 	int n = checkpoint_body_format(c, body, sizeof(body));
 
 	if (n < 0)

@@ -20,6 +20,7 @@
 #include <strings.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +44,11 @@ struct witness_log {
 	struct checkpoint cp; /* the bare key name's origin; size 0: nothing cosigned yet */
 	struct witness_origin *seg;
 	size_t n_seg;
+	/* The newest origin cosigned for this key (its seg; 0 the bare name)
+	 * and whether there is one: only it may grow, and a new origin must
+	 * name its checkpoint as its previous one (one history per key). */
+	uint64_t head;
+	bool has_head;
 };
 
 struct witness {
@@ -293,6 +299,40 @@ static int state_write(const char *dir, const char *path, const char *text, size
 	return 0;
 }
 
+/* The newest origin of l with a state: the highest seg among the state
+ * files (seqs, and so segs, only grow), else the bare name if it has one. */
+static int head_scan(struct witness *w, struct witness_log *l, struct pc_err *err)
+{
+	char pre[32];
+	struct dirent *de;
+	size_t pl;
+	DIR *d;
+
+	l->has_head = l->cp.size > 0;
+	l->head = 0;
+	if (!w->dir[0])
+		return 0;
+	if (!(d = opendir(w->dir)))
+		return pc_err_errno(err, PC_EIO, "opening %s", w->dir);
+	pl = (size_t)snprintf(pre, sizeof(pre), "log-%08x-", l->key.hash);
+	while ((de = readdir(d))) {
+		const char *n = de->d_name, *dot;
+		uint64_t seg = 0;
+
+		if (strncmp(n, pre, pl) != 0 || !(dot = strchr(n + pl, '.')) ||
+		    strcmp(dot, ".checkpoint") != 0 || dot == n + pl || n[pl] == '0')
+			continue;
+		for (const char *q = n + pl; q < dot && seg < UINT64_MAX / 10 - 10; q++)
+			seg = *q >= '0' && *q <= '9' ? seg * 10 + (uint64_t)(*q - '0') : 0;
+		if (seg && (!l->has_head || seg > l->head)) {
+			l->head = seg;
+			l->has_head = true;
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
 int witness_new(const struct note_signer *signer, const struct note_verifier *logs, size_t n_logs,
 		const char *dir, struct witness **out, struct pc_err *err)
 {
@@ -313,7 +353,7 @@ int witness_new(const struct note_signer *signer, const struct note_verifier *lo
 
 		l->key = logs[i];
 		/* the bare name's state now; each segment's when it is asked for */
-		if ((rc = state_read(w, l, 0, &l->cp, err)) < 0)
+		if ((rc = state_read(w, l, 0, &l->cp, err)) < 0 || (rc = head_scan(w, l, err)) < 0)
 			goto fail;
 	}
 	*out = w;
@@ -334,6 +374,43 @@ void witness_free(struct witness *w)
 }
 
 /* ---- POST /add-checkpoint ---------------------------------------------- */
+
+/* One history per key: an origin other than the newest one cosigned for
+ * l (seg: cp's) is refused (409) unless it is a new origin whose
+ * checkpoint names, as its previous one, exactly the newest checkpoint
+ * cosigned for the head. So an origin once superseded never grows (a
+ * segment put back after the next one began), and an origin that does
+ * not continue the history (a log begun again over lost files) is never
+ * cosigned; 200 otherwise. */
+static int head_check(struct witness *w, struct witness_log *l, uint64_t seg,
+		      const struct checkpoint *cp)
+{
+	struct checkpoint *hst = NULL;
+	struct pc_err err;
+
+	if (seg < l->head) {
+		pc_log(PC_LOG_WARN,
+		       "%s: refused: a newer origin of this key (%s/%llu) has been cosigned since: "
+		       "this one was superseded and may not grow",
+		       cp->origin, l->key.name, (unsigned long long)l->head);
+		return 409;
+	}
+	if (origin_state(w, l, l->head, &hst, &err) < 0) {
+		pc_log(PC_LOG_ERR, "%s: %s", cp->origin, err.msg);
+		return 500;
+	}
+	if (!cp->has_prev || cp->prev_seg != l->head || cp->prev_size != hst->size ||
+	    memcmp(cp->prev_root, hst->root, MERKLE_HASH) != 0) {
+		pc_log(PC_LOG_WARN,
+		       "%s: refused: a new origin must continue the newest one cosigned for this "
+		       "key, %s (%llu records), and this one %s",
+		       cp->origin, hst->origin, (unsigned long long)hst->size,
+		       !cp->has_prev ? "names no previous checkpoint (a log begun again)"
+				     : "names another previous checkpoint");
+		return 409;
+	}
+	return 200;
+}
 
 int witness_add_checkpoint(struct witness *w, const char *body, size_t len, uint64_t now_s,
 			   char *resp, size_t resplen)
@@ -394,6 +471,14 @@ int witness_add_checkpoint(struct witness *w, const char *body, size_t len, uint
 		snprintf(resp, resplen, "%llu\n", (unsigned long long)st->size);
 		return 409;
 	}
+	if (l->has_head && seg != l->head) {
+		int status = head_check(w, l, seg, &cp);
+
+		if (status != 200) {
+			snprintf(resp, resplen, "%llu\n", (unsigned long long)st->size);
+			return status;
+		}
+	}
 	if (cp.size == st->size && st->size && memcmp(cp.root, st->root, MERKLE_HASH) != 0) {
 		/* two trees of one size: a split view; keep the evidence */
 		pc_log(PC_LOG_WARN,
@@ -438,6 +523,10 @@ int witness_add_checkpoint(struct witness *w, const char *body, size_t len, uint
 			}
 		}
 		*st = cp;
+		if (!l->has_head || seg > l->head) {
+			l->head = seg;
+			l->has_head = true;
+		}
 	}
 	n = cosig_sign(w->signer, r.note, blen, now_s, resp, resplen, &err);
 	if (n < 0) {

@@ -9,6 +9,7 @@
 #include "logd/logd_int.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
@@ -68,6 +69,10 @@ struct logwc {
 	uint64_t seg_first_seq;
 	struct merkle_tree edge; /* the tree the witness cosigned (edge.size = its size) */
 	uint8_t wit_root[MERKLE_HASH];
+	/* the newest checkpoint the witness cosigned for us, as far as we
+	 * know (<log>.witnessed, then each exchange); has_wit false: none */
+	struct checkpoint wit;
+	bool has_wit;
 	uint8_t (*tail)[MERKLE_HASH];
 	uint64_t n_tail, cap_tail;
 
@@ -193,8 +198,10 @@ static void take_leaf(struct logwc *c, const struct qleaf *x)
 {
 	uint64_t have = c->edge.size + c->n_tail;
 
-	if (x->flags & LEAF_SEG_START) {
-		/* a new segment: a new tree from leaf 0 */
+	if ((x->flags & LEAF_SEG_START) && !(c->known && x->seq == c->seg_first_seq)) {
+		/* a new segment: a new tree from leaf 0 (not the one the start's
+		 * exchange already read back, whose segment record the writer
+		 * hands over only now) */
 		c->seg_first_seq = x->seq;
 		merkle_tree_init(&c->edge);
 		c->n_tail = 0;
@@ -411,7 +418,10 @@ static int write_durable(const char *path, const char *text, size_t len, struct 
 	return 0;
 }
 
-enum outcome { OK, RETRY, RESYNC };
+/* CONFLICT: the witness holds exactly what we sent from and still refuses:
+ * the log does not extend what it cosigned (docs/logd.md "One history per
+ * key"). */
+enum outcome { OK, RETRY, RESYNC, CONFLICT };
 
 /* note, then the first line of resp that is a cosignature of it by the
  * configured witness that verifies, into full (*flen bytes). */
@@ -511,6 +521,15 @@ static enum outcome send_one(struct logwc *c, const char *note, size_t nlen,
 			}
 			return RESYNC;
 		}
+		if (ws == m || ws > cp->size) {
+			pc_log(
+			    PC_LOG_ERR,
+			    "witness %s refuses the checkpoint of %s for %llu records: this log "
+			    "does not extend the newest checkpoint it cosigned for this key (an "
+			    "origin superseded by a newer one, or one that does not continue it)",
+			    c->address, cp->origin, (unsigned long long)cp->size);
+			return CONFLICT;
+		}
 		return RETRY;
 	}
 	if (status != 200) {
@@ -555,9 +574,167 @@ static enum outcome send_one(struct logwc *c, const char *note, size_t nlen,
 			(c->n_tail - (cp->size - m)) * MERKLE_HASH);
 	c->n_tail -= cp->size - m;
 	memcpy(c->wit_root, cp->root, MERKLE_HASH);
+	c->wit = *cp;
+	c->has_wit = true;
 	atomic_store(&c->cosigned_size, cp->size);
 	atomic_store(&c->cosigned_ms, pc_now_real_ms());
 	return OK;
+}
+
+/* ---- one history per key: the previous origin first ---------------------- */
+
+struct prevfile {
+	struct logwc *c;
+	uint64_t keep;
+	int rc;
+};
+
+static int prev_leaf(void *ctx, uint64_t index, uint64_t seq, const uint8_t leaf[MERKLE_HASH],
+		     const char *line, size_t len)
+{
+	struct prevfile *p = ctx;
+
+	(void)seq;
+	(void)line;
+	(void)len;
+	if (index < p->keep)
+		return merkle_tree_append(p->c->h, &p->c->edge, leaf);
+	return tail_push(p->c, leaf);
+}
+
+/* Does the file at path begin with seq (its first line's)? */
+static bool first_seq_is(const char *path, uint64_t seq)
+{
+	char line[128];
+	FILE *f = fopen(path, "re");
+	size_t n, pl;
+	uint64_t x = 0;
+
+	if (!f)
+		return false;
+	n = fread(line, 1, sizeof(line) - 1, f);
+	fclose(f);
+	line[n] = '\0';
+	if (!(pl = logrec_seq_prefix(line, n)))
+		return false;
+	for (const char *q = line + pl; *q >= '0' && *q <= '9' && x < UINT64_MAX / 10 - 10; q++)
+		x = x * 10 + (uint64_t)(*q - '0');
+	return x == seq;
+}
+
+/* The witness holds the origin that cp's segment continues, but not up to
+ * the checkpoint cp names as its previous one (the witness was away when
+ * the segment ended, or logd stopped before it caught up): it refuses the
+ * new origin until it has that one. Find the previous segment beside the
+ * log (a verified file whose last checkpoint is the one named), send that
+ * checkpoint with its consistency proof, and start the new origin at 0.
+ * Returns OK when there is nothing to catch up or it was done. */
+static enum outcome catch_up(struct logwc *c, const struct checkpoint *cp)
+{
+	char dir[PC_PATH_MAX], full[2 * PC_PATH_MAX + 2], note[CHECKPOINT_MAX];
+	const char *slash = strrchr(c->file, '/'), *base = slash ? slash + 1 : c->file;
+	size_t bl = strlen(base), nlen = 0;
+	uint64_t wseg = 0;
+	enum outcome o = RETRY;
+	struct dirent *de;
+	struct checkpoint fin;
+	DIR *d;
+
+	if (!cp->has_prev || !c->has_wit || strcmp(cp->origin, c->wit.origin) == 0 ||
+	    checkpoint_origin_seg(c->wit.origin, c->logkey.name, &wseg) < 0 ||
+	    wseg != cp->prev_seg || c->wit.size >= cp->prev_size)
+		return OK;
+	if (slash)
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - c->file), c->file);
+	else
+		pc_strlcpy(dir, ".", sizeof(dir));
+	if (!(d = opendir(dir)))
+		goto missing;
+	while ((de = readdir(d))) {
+		const char *n = de->d_name;
+		struct prevfile p = {.c = c, .keep = c->wit.size};
+		struct logv *v = NULL;
+		const struct logv_result *r;
+
+		if (strncmp(n, base, bl) != 0 || n[bl] != '.' || strstr(n + bl, "quarantine") ||
+		    strstr(n + bl, ".witnessed") || strstr(n + bl, ".checkpoint") ||
+		    strcmp(n + bl, ".new") == 0)
+			continue;
+		snprintf(full, sizeof(full), "%s/%s", dir, n);
+		if (wseg && !first_seq_is(full, wseg))
+			continue;
+		merkle_tree_init(&c->edge);
+		c->n_tail = 0;
+		if (logv_new(&c->logkey, &v, NULL) < 0)
+			break;
+		logv_set_leaf_fn(v, prev_leaf, &p);
+		if (logv_file(v, full, LOGV_TORN_OK, NULL) == 0 && (r = logv_result(v))->has_cp &&
+		    strcmp(r->last_cp.origin, c->wit.origin) == 0 &&
+		    r->last_cp.size == cp->prev_size &&
+		    memcmp(r->last_cp.root, cp->prev_root, MERKLE_HASH) == 0 &&
+		    r->records >= cp->prev_size) {
+			fin = r->last_cp;
+			memcpy(note, r->last_cp_note, r->last_cp_len);
+			nlen = r->last_cp_len;
+			c->n_tail = cp->prev_size - c->wit.size; /* its records only */
+		}
+		logv_free(v);
+		if (nlen)
+			break;
+	}
+	closedir(d);
+	if (!nlen)
+		goto missing;
+	pc_log(PC_LOG_NOTICE,
+	       "witness %s: cosigned %s up to %llu records; sending its last checkpoint (%llu, "
+	       "from %s) before the segment that continues it",
+	       c->address, c->wit.origin, (unsigned long long)c->wit.size,
+	       (unsigned long long)fin.size, full);
+	o = send_one(c, note, nlen, &fin);
+	if (o == RESYNC)
+		o = send_one(c, note, nlen, &fin);
+	/* the new origin starts from 0, from the current file */
+	merkle_tree_init(&c->edge);
+	c->n_tail = 0;
+	c->known = false;
+	return o;
+missing:
+	merkle_tree_init(&c->edge);
+	c->n_tail = 0;
+	c->known = false;
+	pc_log(PC_LOG_ERR,
+	       "witness %s: cosigned %s up to %llu records, and this segment continues it at "
+	       "%llu, but no file beside %s holds that segment to prove it: put the segment "
+	       "back (uncompressed) beside the log (docs/operations.md, \"Witness\")",
+	       c->address, c->wit.origin, (unsigned long long)c->wit.size,
+	       (unsigned long long)cp->prev_size, c->file);
+	return RETRY;
+}
+
+/* Send note (the newest checkpoint) after what must go before it. */
+static enum outcome send_current(struct logwc *c, const char *note, size_t nlen,
+				 const struct checkpoint *cp, struct pc_err *err)
+{
+	enum outcome o;
+
+	if (c->has_wit && strcmp(cp->origin, c->wit.origin) != 0 && c->edge.size) {
+		/* another origin than the witness holds: it starts at 0 */
+		merkle_tree_init(&c->edge);
+		c->n_tail = 0;
+		c->known = false;
+	}
+	if ((o = catch_up(c, cp)) != OK)
+		return o;
+	if ((!c->known || cp->size > c->edge.size + c->n_tail) &&
+	    reread(c, c->edge.size, err) < 0) {
+		pc_log(PC_LOG_ERR, "witness: reading %s back: %s", c->file, err->msg);
+		atomic_fetch_add(&c->failures, 1);
+		return RETRY;
+	}
+	o = send_one(c, note, nlen, cp);
+	if (o == RESYNC)
+		o = send_one(c, note, nlen, cp);
+	return o;
 }
 
 static void *run(void *arg)
@@ -623,16 +800,7 @@ static void *run(void *arg)
 			nlen = 0;
 			continue;
 		}
-		if ((!c->known || cp.size > c->edge.size + c->n_tail) &&
-		    reread(c, c->edge.size, &err) < 0) {
-			pc_log(PC_LOG_ERR, "witness: reading %s back: %s", c->file, err.msg);
-			atomic_fetch_add(&c->failures, 1);
-			not_before = pc_now_mono_ms() + RETRY_MAX_MS;
-			continue;
-		}
-		o = send_one(c, note, nlen, &cp);
-		if (o == RESYNC)
-			o = send_one(c, note, nlen, &cp);
+		o = send_current(c, note, nlen, &cp, &err);
 		if (o == OK) {
 			pthread_mutex_lock(&c->mu);
 			/* a newer checkpoint waits: the bound runs for it from now */
@@ -670,6 +838,39 @@ static bool witnessed_other_origin(const char *file, const struct note_verifier 
 	return other;
 }
 
+/* Before logd serves: the log's newest checkpoint to the witness, once. A
+ * witness that answers that the log does not extend what it cosigned for
+ * this key stops the start (fail closed: serving would write records the
+ * witness will never cosign onto a history it refuses); one that does not
+ * answer does not (the thread keeps trying, as for any outage). */
+static int first_exchange(struct logwc *c, const struct logwc_conf *conf, struct pc_err *err)
+{
+	struct checkpoint cp;
+	struct pc_err e;
+	enum outcome o;
+
+	if (checkpoint_open(&c->logkey, conf->start_note, conf->start_len, &cp, &e) < 0)
+		return 0; /* the writer's own: the thread says what is wrong */
+	o = send_current(c, conf->start_note, conf->start_len, &cp, &e);
+	if (o == OK) {
+		c->note_len = 0; /* cosigned: nothing waits */
+		atomic_store(&c->pending_since_ms, 0);
+		return 0;
+	}
+	if (o != CONFLICT)
+		return 0;
+	return pc_err_set(
+	    err, PC_ETAMPER,
+	    "witness %s refuses this log: the checkpoint of %s for %llu records does not extend "
+	    "the newest checkpoint it cosigned for the key %s (%s); the log files were replaced "
+	    "by older ones, or removed and begun again; refusing to start: put back the newest "
+	    "segment (the one the witness cosigned and every file after it) from a backup; if it "
+	    "is lost, start once with portcullis-logd --new-segment REASON over the witness's "
+	    "checkpoint (docs/operations.md, \"Witness refuses the log\")",
+	    c->address, cp.origin, (unsigned long long)cp.size, c->logkey.name,
+	    c->has_wit ? c->wit.origin : "see the witness's log");
+}
+
 int logwc_start(const struct logwc_conf *conf, struct logwc **out, struct pc_err *err)
 {
 	struct logwc *c = calloc(1, sizeof(*c));
@@ -701,6 +902,8 @@ int logwc_start(const struct logwc_conf *conf, struct logwc **out, struct pc_err
 			goto fail;
 		}
 		free(text);
+		c->wit = cp;
+		c->has_wit = true;
 		if (!witnessed_other_origin(c->file, &c->logkey, cp.origin)) {
 			c->edge.size =
 			    cp.size; /* nodes read back from the file before the first send */
@@ -726,6 +929,8 @@ int logwc_start(const struct logwc_conf *conf, struct logwc **out, struct pc_err
 	/* required: until the first cosignature, the bound runs from the start */
 	if (c->required)
 		atomic_store(&c->pending_since_ms, pc_now_mono_ms());
+	if (conf->start_note && conf->start_len && (rc = first_exchange(c, conf, err)) < 0)
+		goto fail;
 	if (pthread_create(&c->th, NULL, run, c) != 0) {
 		rc = pc_err_set(err, PC_EIO, "starting the witness thread failed");
 		goto fail;

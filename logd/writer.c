@@ -54,6 +54,9 @@ struct logw {
 	/* the checkpoints' origin: "<key>/<first_seq>" for a segment begun
 	 * here; a file resumed keeps the one it has (logd/origin.c) */
 	char origin[NOTE_NAME_MAX];
+	/* the checkpoint of the origin before it that this segment continues,
+	 * named in each of its checkpoints (has_prev false: none) */
+	struct checkpoint prev;
 	uint64_t synced_ms;    /* monotonic time of the last fdatasync ... */
 	uint64_t synced_bytes; /* ... and the file size it made durable */
 	struct logw_export exp;
@@ -213,6 +216,12 @@ static int sign_current(struct logw *w, struct pc_err *err)
 	pc_strlcpy(cp.origin, w->origin[0] ? w->origin : note_signer_verifier(w->signer)->name,
 		   sizeof(cp.origin));
 	cp.size = w->st.tree.size;
+	if (w->prev.has_prev) {
+		cp.has_prev = true;
+		cp.prev_seg = w->prev.prev_seg;
+		cp.prev_size = w->prev.prev_size;
+		memcpy(cp.prev_root, w->prev.prev_root, MERKLE_HASH);
+	}
 	/* Never older than the last one, whatever the wall clock did: the
 	 * verifier reads a checkpoint going back in time as a replay. */
 	cp.time_ms = now > w->st.last_cp_time ? now : w->st.last_cp_time;
@@ -469,6 +478,12 @@ void logw_stats(const struct logw *w, struct logw_stats *out)
 	out->rotate_failures = w->rotate_failures;
 }
 
+const char *logw_sealed_note(const struct logw *w, size_t *len)
+{
+	*len = w->sealed_len;
+	return w->sealed_note;
+}
+
 const char *logw_notice(const struct logw *w)
 {
 	return w->notice;
@@ -559,6 +574,29 @@ static int segment_extra(struct logw *w, const char *prev_file, const char *prev
 
 #define SEG_EXTRA_MAX (NOTE_NAME_MAX + 4 * CHECKPOINT_MAX + 6 * PC_PATH_MAX + 600)
 
+/* The new segment continues the origin of prev_note (a checkpoint of this
+ * key: the old file's last, or the anchor a recovery names): its
+ * checkpoints say so, and a witness that holds that origin accepts the new
+ * one only then. Without such a note (a log begun over nothing that
+ * verifies) the segment continues nothing, and a witness that holds an
+ * origin of this key refuses it. */
+static void segment_prev(struct logw *w, const char *prev_note)
+{
+	struct checkpoint pc;
+	uint64_t seg;
+
+	memset(&w->prev, 0, sizeof(w->prev));
+	if (!prev_note || !*prev_note ||
+	    checkpoint_open(note_signer_verifier(w->signer), prev_note, strlen(prev_note), &pc,
+			    NULL) < 0 ||
+	    checkpoint_origin_seg(pc.origin, note_signer_verifier(w->signer)->name, &seg) < 0)
+		return;
+	w->prev.has_prev = true;
+	w->prev.prev_seg = seg;
+	w->prev.prev_size = pc.size;
+	memcpy(w->prev.prev_root, pc.root, MERKLE_HASH);
+}
+
 /* A log-segment record and a checkpoint sealing it, committed and synced.
  * new_tree: the record begins a new file (tree restarts; seq and the hash
  * chain continue); else it goes on in the same tree (a set-aside record). */
@@ -591,6 +629,7 @@ static int segment_record(struct logw *w, bool new_tree, const char *reason, con
 		w->st.since_cp = 0;
 		w->first_seq = w->st.next_seq;
 		w->bump_time = true;
+		segment_prev(w, prev_note);
 	}
 	if (append_line(w, &rec, extra, NULL, err) < 0 || append_checkpoint(w, err) < 0) {
 		w->bump_time = false;
@@ -993,14 +1032,28 @@ static uint64_t max_seq_buf(const char *p, const char *end, uint64_t floor)
 	return best;
 }
 
-/* The same for a whole file. */
-static uint64_t max_seq(const char *path, uint64_t floor)
+/* The number of lines in buf (a last one without its newline counts). */
+static uint64_t lines_buf(const char *p, const char *end)
+{
+	uint64_t n = 0;
+
+	for (; p < end; n++) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+
+		p = eol ? eol + 1 : end;
+	}
+	return n;
+}
+
+/* The same for a whole file, and its number of lines into *lines. */
+static uint64_t max_seq_lines(const char *path, uint64_t floor, uint64_t *lines)
 {
 	uint64_t best = floor;
 	struct stat st;
 	char *map;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
+	*lines = 0;
 	if (fd < 0)
 		return best;
 	if (fstat(fd, &st) < 0 || st.st_size == 0) {
@@ -1012,12 +1065,56 @@ static uint64_t max_seq(const char *path, uint64_t floor)
 	if (map == MAP_FAILED)
 		return best;
 	best = max_seq_buf(map, map + st.st_size, floor);
+	*lines = lines_buf(map, map + st.st_size);
 	munmap(map, (size_t)st.st_size);
 	return best;
 }
 
-/* The highest seq in the files beside the log (<file>.*: earlier segments,
- * broken and quarantined files): a log begun again never gives a seq twice. */
+struct sealed_seq {
+	uint64_t index; /* the last record a checkpoint covers ... */
+	uint64_t seq;	/* ... and its seq */
+};
+
+static int sealed_leaf(void *ctx, uint64_t index, uint64_t seq, const uint8_t leaf[MERKLE_HASH],
+		       const char *line, size_t len)
+{
+	struct sealed_seq *ss = ctx;
+
+	(void)leaf;
+	(void)line;
+	(void)len;
+	if (index == ss->index)
+		ss->seq = seq;
+	return 0;
+}
+
+/* The seq of the last record a checkpoint of this key covers in path, if
+ * the file verifies (else floor): lines nothing vouches for, which anyone
+ * who can write the directory can plant, never move seq on (issue 32). */
+static uint64_t sealed_max_seq(struct logw *w, const char *path, uint64_t floor)
+{
+	struct sealed_seq ss = {0};
+	struct logv *v = NULL;
+	uint64_t n = 0;
+
+	if (logv_new(note_signer_verifier(w->signer), &v, NULL) < 0)
+		return floor;
+	if (logv_file(v, path, LOGV_TORN_OK, NULL) == 0 && logv_result(v)->has_cp)
+		n = logv_result(v)->last_cp.size;
+	logv_free(v);
+	if (!n || logv_new(note_signer_verifier(w->signer), &v, NULL) < 0)
+		return floor;
+	ss.index = n - 1;
+	logv_set_leaf_fn(v, sealed_leaf, &ss);
+	if (logv_file(v, path, LOGV_TORN_OK, NULL) < 0)
+		ss.seq = 0;
+	logv_free(v);
+	return ss.seq > floor ? ss.seq : floor;
+}
+
+/* The highest sealed seq in the files beside the log that verify (<file>.*:
+ * earlier segments): a log begun again never gives a seq that a verified
+ * segment holds. */
 static uint64_t max_seq_beside(struct logw *w)
 {
 	char dir[PC_PATH_MAX], full[2 * PC_PATH_MAX + 2];
@@ -1035,7 +1132,7 @@ static uint64_t max_seq_beside(struct logw *w)
 		if (strncmp(de->d_name, base, bl) != 0 || de->d_name[bl] != '.')
 			continue;
 		snprintf(full, sizeof(full), "%s/%s", dir, de->d_name);
-		best = max_seq(full, best);
+		best = sealed_max_seq(w, full, best);
 	}
 	closedir(d);
 	return best;
@@ -1216,6 +1313,7 @@ static int state_from(struct logw *w, const struct logv_result *r, struct pc_err
 	w->st.unsealed_since_ms = pc_now_mono_ms();
 	if (r->has_cp) {
 		pc_strlcpy(w->origin, r->last_cp.origin, sizeof(w->origin));
+		w->prev = r->last_cp; /* its previous line goes on in the next ones */
 		w->st.last_cp_time = r->last_cp.time_ms;
 		memcpy(w->sealed_note, r->last_cp_note, r->last_cp_len + 1);
 		w->sealed_len = r->last_cp_len;
@@ -1260,8 +1358,15 @@ static int new_segment_over_broken(struct logw *w, const char *new_segment, cons
 		snprintf(why, sizeof(why), "%.300s; the previous file did not verify: %.500s",
 			 new_segment, complaint);
 	/* seq continues after the highest one in the file, so no seq is ever
-	 * given twice; the chain after what verified */
-	w->st.next_seq = max_seq(w->path, r->records ? r->last_seq : 0) + 1;
+	 * given twice; but lines nothing verifies move it on by at most as many
+	 * as they are (what genuine records after the bad line need), never to
+	 * a seq one of them claims (issue 32); the chain after what verified */
+	{
+		uint64_t base = r->records ? r->last_seq : 0, lines = 0,
+			 claim = max_seq_lines(w->path, base, &lines);
+
+		w->st.next_seq = (claim - base > lines ? base + lines : claim) + 1;
+	}
 	memcpy(w->st.last_hash, r->last_hash, MERKLE_HASH);
 	if (aside_name(w->path, tag, aside, sizeof(aside)) < 0 || rename(w->path, aside) < 0) {
 		rc = pc_err_errno(err, PC_EIO, "moving %s aside", w->path);
@@ -1515,8 +1620,19 @@ static int begin(struct logw *w, const char *new_segment, const struct anchor *a
 		snprintf(why, sizeof(why), "%s", new_segment ? new_segment : "new log");
 	if (exists)
 		unlink(w->path); /* an empty file: nothing to keep */
-	/* a log begun again never gives a seq twice */
+	/* a log begun again gives no seq that a verified segment beside it or
+	 * the signed checkpoint that showed the loss holds (its origin's
+	 * first seq and size: seqs within a segment follow each other) */
 	w->st.next_seq = max_seq_beside(w) + 1;
+	if (a) {
+		uint64_t seg = 0;
+
+		if (checkpoint_origin_seg(a->cp.origin, note_signer_verifier(w->signer)->name,
+					  &seg) == 0 &&
+		    seg <= LOGSEQ_MAX && a->cp.size <= LOGSEQ_MAX - (seg ? seg : 1) &&
+		    (seg ? seg : 1) + a->cp.size > w->st.next_seq)
+			w->st.next_seq = (seg ? seg : 1) + a->cp.size;
+	}
 	if ((rc = file_open_new(w, err)) < 0)
 		return rc;
 	return segment_start(w, why, NULL, a ? a->note : NULL, NULL, err);

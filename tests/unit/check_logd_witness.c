@@ -244,6 +244,18 @@ static void keys(void)
 
 /* The origin cp_note signs under; NULL: the key's name. */
 static const char *CP_ORIGIN;
+/* The previous checkpoint cp_note names (has_prev false: none). */
+static struct checkpoint CP_PREV;
+
+/* CP_PREV := the checkpoint of seg's origin for the first n of leaves. */
+static void prev_set(uint64_t seg, uint8_t (*leaves)[32], uint64_t n)
+{
+	memset(&CP_PREV, 0, sizeof(CP_PREV));
+	CP_PREV.has_prev = true;
+	CP_PREV.prev_seg = seg;
+	CP_PREV.prev_size = n;
+	root_of(leaves, n, CP_PREV.prev_root);
+}
 
 /* A signed checkpoint of the first n leaves into note. */
 static size_t cp_note(uint8_t (*leaves)[32], uint64_t n, char *note, size_t len)
@@ -254,6 +266,10 @@ static size_t cp_note(uint8_t (*leaves)[32], uint64_t n, char *note, size_t len)
 	pc_strlcpy(cp.origin, CP_ORIGIN ? CP_ORIGIN : note_signer_verifier(LOGK)->name,
 		   sizeof(cp.origin));
 	root_of(leaves, n, cp.root);
+	cp.has_prev = CP_PREV.has_prev;
+	cp.prev_seg = CP_PREV.prev_seg;
+	cp.prev_size = CP_PREV.prev_size;
+	memcpy(cp.prev_root, CP_PREV.prev_root, 32);
 	r = checkpoint_sign(LOGK, &cp, note, len, NULL);
 	ck_assert_int_gt(r, 0);
 	return (size_t)r;
@@ -414,9 +430,70 @@ START_TEST(origin_names_a_segment)
 }
 END_TEST
 
+/* The "previous" extension line: what a segment's checkpoints name as the
+ * checkpoint of the origin they continue survives signing and opening,
+ * and a malformed or repeated one is refused (the witness parses it from
+ * the network); a checkpoint without one has none. */
+START_TEST(checkpoint_previous_line)
+{
+	static uint8_t leaves[8][32];
+	struct checkpoint cp = {.size = 3, .time_ms = 1764000000000ull}, got;
+	char note[CHECKPOINT_MAX], body[512];
+	const char *bad[] = {"previous 01 3 ", "previous 1 3", "previous 1  3 ", "previous x 3 ",
+			     "previous 1 3 AAAA"};
+	int n;
+
+	keys();
+	leaves_make(leaves, 8);
+	pc_strlcpy(cp.origin, note_signer_verifier(LOGK)->name, sizeof(cp.origin));
+	root_of(leaves, 3, cp.root);
+	n = checkpoint_sign(LOGK, &cp, note, sizeof(note), NULL);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(checkpoint_open(note_signer_verifier(LOGK), note, (size_t)n, &got, NULL),
+			 0);
+	ck_assert(!got.has_prev);
+	cp.has_prev = true;
+	cp.prev_seg = 26;
+	cp.prev_size = 7;
+	root_of(leaves, 7, cp.prev_root);
+	n = checkpoint_sign(LOGK, &cp, note, sizeof(note), NULL);
+	ck_assert_int_gt(n, 0);
+	ck_assert_ptr_nonnull(strstr(note, "\nprevious 26 7 "));
+	ck_assert_int_eq(checkpoint_open(note_signer_verifier(LOGK), note, (size_t)n, &got, NULL),
+			 0);
+	ck_assert(got.has_prev);
+	ck_assert_uint_eq(got.prev_seg, 26);
+	ck_assert_uint_eq(got.prev_size, 7);
+	ck_assert_mem_eq(got.prev_root, cp.prev_root, 32);
+	n = checkpoint_body_format(&cp, body, sizeof(body));
+	ck_assert_int_gt(n, 0);
+	{ /* the same line twice */
+		char twice[1024];
+		const char *pl = strstr(body, "previous ");
+		int m = snprintf(twice, sizeof(twice), "%s%s", body, pl);
+
+		ck_assert_int_eq(checkpoint_body_parse(twice, (size_t)m, &got, NULL), PC_EPARSE);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char b[1024], root[64];
+		const char *rl = strstr(body, "previous ");
+		int m;
+
+		sodium_bin2base64(root, sizeof(root), cp.prev_root, 32,
+				  sodium_base64_VARIANT_ORIGINAL);
+		m = snprintf(b, sizeof(b), "%.*s%s%s\n", (int)(rl - body), body, bad[i],
+			     i == 4 ? "" : root);
+		ck_assert_msg(checkpoint_body_parse(b, (size_t)m, &got, NULL) == PC_EPARSE, "%s",
+			      bad[i]);
+	}
+}
+END_TEST
+
 /* Each segment's origin is a log of its own at the witness: it starts at
- * 0, whatever the key's other origins hold, and stays append-only,
- * across a restart too. */
+ * 0 and stays append-only, across a restart too; one history per key: a
+ * new origin must name the newest checkpoint cosigned for the key as its
+ * previous one, and an origin superseded by a newer one never grows
+ * (issue 32, findings 3 and 4). */
 START_TEST(witness_keeps_one_state_per_origin)
 {
 	static uint8_t leaves[40][32], other[40][32];
@@ -437,8 +514,19 @@ START_TEST(witness_keeps_one_state_per_origin)
 	CP_ORIGIN = NULL;
 	n = wbody(leaves, 0, 25, body, sizeof(body));
 	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 1, resp, sizeof(resp)), 200);
-	/* a new segment's origin: from 0, another tree */
+	/* a new segment's origin: from 0, another tree; it must continue the
+	 * bare name's 25 records */
 	CP_ORIGIN = o26;
+	n = wbody(other, 0, 10, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 2, resp, sizeof(resp)), 409);
+	ck_assert_str_eq(resp, "0\n");
+	prev_set(0, leaves, 24); /* an older checkpoint than the newest cosigned */
+	n = wbody(other, 0, 10, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 2, resp, sizeof(resp)), 409);
+	prev_set(0, other, 25); /* another tree */
+	n = wbody(other, 0, 10, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 2, resp, sizeof(resp)), 409);
+	prev_set(0, leaves, 25);
 	n = wbody(other, 0, 10, body, sizeof(body));
 	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 2, resp, sizeof(resp)), 200);
 	n = wbody(other, 10, 20, body, sizeof(body));
@@ -449,11 +537,17 @@ START_TEST(witness_keeps_one_state_per_origin)
 	ck_assert_str_eq(resp, "20\n");
 	n = wbody(leaves, 20, 30, body, sizeof(body));
 	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 5, resp, sizeof(resp)), 422);
-	/* the bare name's origin is unchanged */
+	/* the bare name's origin is unchanged, and superseded: it never grows */
 	CP_ORIGIN = NULL;
+	memset(&CP_PREV, 0, sizeof(CP_PREV));
 	n = wbody(leaves, 20, 30, body, sizeof(body));
 	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 6, resp, sizeof(resp)), 409);
 	ck_assert_str_eq(resp, "25\n");
+	n = wbody(leaves, 25, 30, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 6, resp, sizeof(resp)), 409);
+	ck_assert_str_eq(resp, "25\n");
+	n = wbody(leaves, 25, 25, body, sizeof(body)); /* even its own latest again */
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 6, resp, sizeof(resp)), 409);
 	/* origins that are not one of the key's segments */
 	snprintf(bad, sizeof(bad), "%s/026", lv.name);
 	CP_ORIGIN = bad;
@@ -476,6 +570,24 @@ START_TEST(witness_keeps_one_state_per_origin)
 	n = wbody(leaves, 0, 30, body, sizeof(body));
 	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 11, resp, sizeof(resp)), 409);
 	ck_assert_str_eq(resp, "25\n");
+	n = wbody(leaves, 25, 30, body, sizeof(body)); /* the head (26) was read back */
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 11, resp, sizeof(resp)), 409);
+	/* a log begun again (no previous checkpoint) is refused; the next
+	 * segment, naming /26's newest, is cosigned, and /26 is done */
+	snprintf(bad, sizeof(bad), "%s/40", lv.name);
+	CP_ORIGIN = bad;
+	n = wbody(leaves, 0, 5, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 12, resp, sizeof(resp)), 409);
+	prev_set(26, other, 30);
+	ck_assert_int_eq(witness_add_checkpoint(w, body, wbody(leaves, 0, 5, body, sizeof(body)),
+						12, resp, sizeof(resp)),
+			 200);
+	CP_ORIGIN = o26;
+	memset(&CP_PREV, 0, sizeof(CP_PREV));
+	n = wbody(other, 30, 31, body, sizeof(body));
+	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 13, resp, sizeof(resp)), 409);
+	ck_assert_str_eq(resp, "30\n");
+	CP_ORIGIN = NULL;
 	witness_free(w);
 	{
 		char path[160];
@@ -484,11 +596,15 @@ START_TEST(witness_keeps_one_state_per_origin)
 		ck_assert_int_eq(unlink(path), 0);
 		snprintf(path, sizeof(path), "%s/log-%08x-26.checkpoint", dir, lv.hash);
 		ck_assert_int_eq(unlink(path), 0);
+		snprintf(path, sizeof(path), "%s/log-%08x-40.checkpoint", dir, lv.hash);
+		ck_assert_int_eq(unlink(path), 0);
 		rmdir(dir);
 	}
 
-	/* without a state directory, in memory */
+	/* without a state directory, in memory (the first origin seen needs
+	 * no previous one: nothing came before it at this witness) */
 	ck_assert_int_eq(witness_new(WITK, &lv, 1, NULL, &w, NULL), 0);
+	memset(&CP_PREV, 0, sizeof(CP_PREV));
 	CP_ORIGIN = o26;
 	n = wbody(other, 0, 10, body, sizeof(body));
 	ck_assert_int_eq(witness_add_checkpoint(w, body, n, 12, resp, sizeof(resp)), 200);
@@ -663,9 +779,9 @@ static Suite *witness_suite(void)
 	PC_UNIT_TESTS(t, consistency_every_pair_up_to_64, consistency_from_the_edge_and_tail,
 		      consistency_known_vectors, cosignature_signs_the_checkpoint_text,
 		      witness_cosigns_only_what_extends_its_state, origin_names_a_segment,
-		      witness_keeps_one_state_per_origin, witness_request_parsing,
-		      prefix_check_names_cut_back_and_split, config_reads_the_witness_keys,
-		      witness_state_keeps_only_what_it_verified);
+		      witness_keeps_one_state_per_origin, checkpoint_previous_line,
+		      witness_request_parsing, prefix_check_names_cut_back_and_split,
+		      config_reads_the_witness_keys, witness_state_keeps_only_what_it_verified);
 	suite_add_tcase(s, t);
 	return s;
 }
