@@ -60,13 +60,30 @@ static double cpu_s(void)
 /* the daemons this program started: stopped if it dies, never left
  * running */
 static pid_t daemons[4];
+/* the directory this program made (none with -d), and its process: what
+ * die() removes, in that process only */
+static char made_dir[PC_PATH_MAX];
+static pid_t main_pid;
+
+static void remove_made_dir(void)
+{
+	char cmd[PC_PATH_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", made_dir);
+	if (made_dir[0] && strncmp(made_dir, "/tmp/pc-bench-logd.", 19) == 0 && system(cmd) != 0)
+		fprintf(stderr, "logd bench: could not remove %s\n", made_dir);
+}
 
 static void die(const char *what, const struct pc_err *err)
 {
 	for (size_t i = 0; i < sizeof(daemons) / sizeof(daemons[0]); i++)
-		if (daemons[i] > 0)
+		if (daemons[i] > 0) {
 			kill(daemons[i], SIGTERM);
+			waitpid(daemons[i], NULL, 0);
+		}
 	fprintf(stderr, "logd bench: %s: %s\n", what, err ? err->msg : "failed");
+	if (getpid() == main_pid)
+		remove_made_dir();
 	exit(1);
 }
 
@@ -264,8 +281,10 @@ static void stop(pid_t pid, const char *what)
 			daemons[i] = 0;
 	kill(pid, SIGTERM);
 	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		fprintf(stderr, "logd bench: %s did not stop cleanly\n", what);
-		exit(1);
+		struct pc_err e;
+
+		pc_err_set(&e, PC_EIO, "%s did not stop cleanly (SIGTERM)", what);
+		die("stop", &e);
 	}
 }
 
@@ -631,10 +650,12 @@ int main(int argc, char **argv)
 	}
 	if (!n || !batch || !cp || !logd || !senders || senders > 64 || sodium_init() < 0)
 		return 2;
+	main_pid = getpid();
 	if (!dir[0]) {
 		snprintf(dir, sizeof(dir), "/tmp/pc-bench-logd.XXXXXX");
 		if (!mkdtemp(dir))
 			die("mkdtemp", NULL);
+		pc_strlcpy(made_dir, dir, sizeof(made_dir));
 	}
 	/* logd drops to its own user, the senders to the engine's: both
 	 * must reach the directory */
@@ -754,12 +775,6 @@ int main(int argc, char **argv)
 	printf("  a signature per record would cap logd at the signing rate: %.0f /s\n", sign);
 	export_latency(dir, &wc, key, n / 20 < 100000 ? n / 20 : 100000);
 	note_signer_free(key);
-	{
-		char cmd[PC_PATH_MAX + 16];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-		if (strncmp(dir, "/tmp/pc-bench-logd.", 19) == 0 && system(cmd) != 0)
-			fprintf(stderr, "logd bench: could not remove %s\n", dir);
-	}
+	remove_made_dir();
 	return 0;
 }
