@@ -34,6 +34,7 @@ void ck_state_free(struct ck_state *st)
 	free(st->sysctls);
 	free(st->listeners);
 	free(st->nfq);
+	free(st->xdevs);
 	memset(st, 0, sizeof(*st));
 }
 
