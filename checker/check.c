@@ -475,6 +475,7 @@ static int state_read(struct ck_state *st, const char *br, int engine_pid, struc
 	ck_ebt_read(st);
 	ck_nfq_read(st, engine_pid);
 	ck_tun_owners(st);
+	ck_packet_read(st);
 	return ck_netns_read(st, err);
 }
 

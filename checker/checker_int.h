@@ -308,6 +308,17 @@ struct ck_state {
 	int netns_read;		      /* other namespaces whose links were read */
 	int netns_unreadable;	      /* namespaces found but not entered (or -1: none walked) */
 	char netns_unreadable_eg[96]; /* one of them, for the finding */
+	/* /proc/net/packet of this namespace: packet sockets that receive
+	 * (protocol not 0), with the interface they are bound to (0: every
+	 * interface) and the process holding them */
+	struct ck_pkt {
+		int ifindex;
+		unsigned proto;
+		unsigned long inode;
+		int pid; /* 0 not found */
+		char comm[32];
+	} * pkts;
+	size_t n_pkts, cap_pkts;
 };
 
 void ck_state_free(struct ck_state *st);
@@ -368,6 +379,10 @@ struct ck_nsrec {
 };
 /* Parse the walker's stream (ck_nsrec records) into st; also for tests. */
 int ck_netns_parse(struct ck_state *st, const void *buf, size_t len, struct pc_err *err);
+/* Packet sockets of this namespace (/proc/net/packet) and their holders. */
+void ck_packet_read(struct ck_state *st);
+/* Parse /proc/net/packet's text into st (no holders looked up). */
+void ck_packet_parse(struct ck_state *st, const char *text);
 
 const struct ck_link *ck_link_by_name(const struct ck_state *st, const char *name);
 const struct ck_link *ck_link_by_index(const struct ck_state *st, int ifindex);

@@ -1,5 +1,5 @@
 /* checker: devices of other network namespaces stacked on a device of this
- * one (issue 31).
+ * one, and the packet sockets of this namespace (issue 31).
  *
  * A macvlan (ipvlan, macvtap, VLAN) keeps its lower device when it is moved
  * to another namespace: it leaves this namespace's link dump, yet stays the
@@ -296,4 +296,31 @@ out:
 	pc_buf_free(&b);
 	free(l.v);
 	return rc;
+}
+
+/* ---- packet sockets -------------------------------------------------------- */
+
+void ck_packet_parse(struct ck_state *st, const char *text)
+{
+	const char *line = text;
+
+	/* sk RefCnt Type Proto Iface R Rmem User Inode */
+	while (line && *line) {
+		unsigned long long sk;
+		unsigned ref, type, proto, r, rmem, user;
+		int ifindex;
+		unsigned long inode;
+		struct ck_pkt *k;
+
+		if (sscanf(line, "%llx %u %u %x %d %u %u %u %lu", &sk, &ref, &type, &proto,
+			   &ifindex, &r, &rmem, &user, &inode) == 9 &&
+		    (k = ck_grow(&st->pkts, &st->n_pkts, &st->cap_pkts, sizeof(*k)))) {
+			k->ifindex = ifindex;
+			k->proto = proto;
+			k->inode = inode;
+		}
+		line = strchr(line, '\n');
+		if (line)
+			line++;
+	}
 }

@@ -1,7 +1,7 @@
 /* Unit tests of what the checker reads beyond its own namespace's links
  * (issue 31): devices of other namespaces stacked on the sandbox bridge or
- * a sandbox-facing device, and the bridge's promiscuity when nothing
- * explains it. */
+ * a sandbox-facing device, the bridge's promiscuity when nothing explains
+ * it, and packet sockets on the sandbox side. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +73,14 @@ static bool has_kind(const struct checker_result *r, const char *needle, enum ch
 	for (size_t i = 0; i < r->n_findings; i++)
 		if (strstr(r->findings[i].text, needle))
 			return r->findings[i].kind == k;
+	return false;
+}
+
+static bool evidence_has(const struct checker_result *r, const char *needle)
+{
+	for (size_t i = 0; i < r->ob[CK_OB_MODEL].n; i++)
+		if (strstr(r->ob[CK_OB_MODEL].lines[i], needle))
+			return true;
 	return false;
 }
 
@@ -170,5 +178,41 @@ START_TEST(unexplained_promiscuity_is_unproven)
 }
 END_TEST
 
+/* /proc/net/packet: sockets that receive on the bridge or a port are named
+ * with their holder; on the uplink, or of protocol 0 (receiving nothing),
+ * they are not; bound to none, they are evidence. */
+START_TEST(packet_sockets_on_the_sandbox_side_are_named)
+{
+	static const char text[] =
+	    "sk       RefCnt Type Proto  Iface R Rmem   User   Inode\n"
+	    "0000000000000001 3      3    0003   4     1 0      0      1001\n"
+	    "0000000000000002 3      3    0800   2     1 0      0      1002\n"
+	    "0000000000000003 3      3    0000   3     1 0      0      1003\n"
+	    "0000000000000004 3      2    0003   0     1 0      0      1004\n"
+	    "0000000000000005 3      3    88cc   3     1 0      0      1005\n";
+	struct checker_result *r;
+
+	base();
+	ck_packet_parse(&st, text);
+	ck_assert_uint_eq(st.n_pkts, 5);
+	st.pkts[0].pid = 77;
+	strcpy(st.pkts[0].comm, "tcpdump");
+	r = analyze();
+	ck_assert(has(r, "packet socket (inode 1001, protocol 0x0003) held by tcpdump (pid 77) "
+			 "receives on sandbox-facing pcv1"));
+	ck_assert(has(r, "inode 1005, protocol 0x88cc) held by a process not found receives on "
+			 "the sandbox bridge pcbr0"));
+	ck_assert(!has(r, "inode 1002"));
+	ck_assert(!has(r, "inode 1003"));
+	ck_assert(has_kind(r, "inode 1001", CHECKER_DOUBT));
+	/* bound to none (tcpdump -i any): evidence, under the certificate's
+	 * assumption */
+	ck_assert(!has(r, "inode 1004"));
+	ck_assert(evidence_has(r, "inode 1004, protocol 0x0003) held by a process not found "
+				  "receives on every interface"));
+	done(r);
+}
+END_TEST
+
 PC_UNIT_SUITE("checker_netns", "netns", 0, macvlan_on_bridge_elsewhere_is_an_exit,
-	      unexplained_promiscuity_is_unproven)
+	      unexplained_promiscuity_is_unproven, packet_sockets_on_the_sandbox_side_are_named)
