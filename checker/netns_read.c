@@ -203,6 +203,9 @@ int ck_netns_parse(struct ck_state *st, const void *buf, size_t len, struct pc_e
 		h.where[sizeof(h.where) - 1] = 0;
 		if (h.len > len)
 			return pc_err_set(err, PC_EPARSE, "namespace walk: short record");
+		rc = h.status ? 0 : ck_rtnl_parse(&tmp, p, h.len, err);
+		p += h.len;
+		len -= h.len;
 		if (h.status) {
 			if (st->netns_unreadable++ == 0)
 				snprintf(st->netns_unreadable_eg, sizeof(st->netns_unreadable_eg),
@@ -210,9 +213,6 @@ int ck_netns_parse(struct ck_state *st, const void *buf, size_t len, struct pc_e
 			continue;
 		}
 		st->netns_read++;
-		rc = ck_rtnl_parse(&tmp, p, h.len, err);
-		p += h.len;
-		len -= h.len;
 		for (size_t i = 0; rc == 0 && h.nsid >= 0 && i < tmp.n_links; i++) {
 			const struct ck_link *l = &tmp.links[i];
 			struct ck_xdev *x;
