@@ -30,6 +30,9 @@ static const char *assumptions[] = {
     "--live` to check it still holds",
     "the engine (portcullisd) judges queued packets as its policy says, and refuses when it "
     "cannot (fail closed)",
+    "no program on the gateway relays the frames it captures: a packet socket bound to the "
+    "bridge or a sandbox-facing device is refused, one bound to every interface (a capture "
+    "such as tcpdump -i any) is listed in the evidence",
     "approved destinations are themselves secure: what they let the sandbox do is the "
     "administrator's responsibility",
     NULL};

@@ -475,7 +475,8 @@ static int state_read(struct ck_state *st, const char *br, int engine_pid, struc
 	ck_ebt_read(st);
 	ck_nfq_read(st, engine_pid);
 	ck_tun_owners(st);
-	return 0;
+	ck_packet_read(st);
+	return ck_netns_read(st, err);
 }
 
 static int ck_result_finish(const struct ck_state *st, const char *br, struct checker_result *res)

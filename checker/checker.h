@@ -21,8 +21,10 @@ struct policy;
  * and what it reads). A certificate names it; `cert verify --live` calls a
  * certificate proven under another model stale. Bump it whenever what the
  * checker reads or how it judges changes.
- * 2: every interface is a way in (issue 23). */
-#define CK_MODEL_VERSION "portcullis-containment-model/2"
+ * 2: every interface is a way in (issue 23).
+ * 3: devices of every network namespace stacked on the sandbox side, and
+ *    the bridge's promiscuity (issue 31). */
+#define CK_MODEL_VERSION "portcullis-containment-model/3"
 
 /* Result of a check: PROVEN only when every obligation held and nothing was
  * left unmodelled. */

@@ -282,6 +282,9 @@ struct ck_link {
 	uint32_t xdp_prog_id;
 	/* tcx (bpf_link) programs found by BPF_PROG_QUERY, -1 unknown */
 	int tcx_ingress, tcx_egress;
+	/* IFLA_PROMISCUITY: how many holders asked for every frame (a macvlan
+	 * on a device without unicast filtering, a capture), -1 not reported */
+	int promisc;
 };
 
 struct ck_ifaddr {
@@ -382,6 +385,31 @@ struct ck_state {
 	bool engine_is_caller; /* the check runs in the engine's own helper */
 	int nf_bpf_links;      /* netfilter BPF links on the host, -1 unknown */
 	bool listeners_read;
+	/* Devices of other network namespaces whose lower device is in this
+	 * one (IFLA_LINK with IFLA_LINK_NETNSID naming this namespace there):
+	 * a macvlan on the bridge moved elsewhere stays its receive handler
+	 * but leaves this namespace's dump (issue 31). veths are left out:
+	 * their IFLA_LINK is the peer, a sandbox's own NIC. */
+	struct ck_xdev {
+		char name[16], kind[32];
+		int link;	/* the lower device's ifindex in this namespace */
+		char where[64]; /* "/run/netns/NAME" or "/proc/PID/ns/net" */
+	} * xdevs;
+	size_t n_xdevs, cap_xdevs;
+	int netns_read;		      /* other namespaces whose links were read */
+	int netns_unreadable;	      /* namespaces found but not entered (or -1: none walked) */
+	char netns_unreadable_eg[96]; /* one of them, for the finding */
+	/* /proc/net/packet of this namespace: packet sockets that receive
+	 * (protocol not 0), with the interface they are bound to (0: every
+	 * interface) and the process holding them */
+	struct ck_pkt {
+		int ifindex;
+		unsigned proto;
+		unsigned long inode;
+		int pid; /* 0 not found */
+		char comm[32];
+	} * pkts;
+	size_t n_pkts, cap_pkts;
 };
 
 void ck_state_free(struct ck_state *st);
@@ -425,6 +453,27 @@ void ck_nfq_read(struct ck_state *st, int engine_pid);
  * "iff:"): the taps one VM holds are its NICs. Only looked up when there
  * are two or more tap devices. */
 void ck_tun_owners(struct ck_state *st);
+/* Walk every other network namespace of the host (/run/netns, and
+ * /proc/PID/ns/net deduplicated by inode) in a forked child that enters
+ * each one (this process never leaves its own) and dumps its links; keep
+ * the devices stacked on a device of this namespace (ck_state.xdevs).
+ * Namespaces that cannot be entered are counted (netns_unreadable).
+ * PC_EIO when the walk itself fails (no fork, no pipe). */
+int ck_netns_read(struct ck_state *st, struct pc_err *err);
+/* One record of the walker's stream per namespace: this header, then len
+ * bytes of its RTM_NEWLINK messages. */
+struct ck_nsrec {
+	int32_t status; /* 0 read, else the errno that stopped it */
+	int32_t nsid;	/* the walking namespace's id there, -1 none */
+	uint32_t len;
+	char where[64];
+};
+/* Parse the walker's stream (ck_nsrec records) into st; also for tests. */
+int ck_netns_parse(struct ck_state *st, const void *buf, size_t len, struct pc_err *err);
+/* Packet sockets of this namespace (/proc/net/packet) and their holders. */
+void ck_packet_read(struct ck_state *st);
+/* Parse /proc/net/packet's text into st (no holders looked up). */
+void ck_packet_parse(struct ck_state *st, const char *text);
 
 const struct ck_link *ck_link_by_name(const struct ck_state *st, const char *name);
 const struct ck_link *ck_link_by_index(const struct ck_state *st, int ifindex);

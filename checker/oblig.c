@@ -415,6 +415,101 @@ static const char *facing_why(const struct ck_state *st, const struct checker_ex
 	return NULL;
 }
 
+/* Devices of other namespaces stacked on the bridge or a sandbox-facing
+ * device (issue 31): what a Docker macvlan network with parent pcbr0 does.
+ * The bridge's promiscuity is the signal left when a namespace could not
+ * be read: a macvlan on a device without unicast filtering (a bridge) makes
+ * it promiscuous, and so does a capture; each is a finding of its own, so
+ * a promiscuous bridge with neither found is refused as unexplained. */
+static void elsewhere_check(const struct ck_state *st, const struct ck_link *br, const bool *facing,
+			    struct checker_result *res)
+{
+	bool explained = false;
+
+	for (size_t i = 0; i < st->n_xdevs; i++) {
+		const struct ck_xdev *x = &st->xdevs[i];
+		const struct ck_link *low = ck_link_by_index(st, x->link);
+
+		if (!low || (low != br && !facing[low - st->links]))
+			continue;
+		explained |= low == br;
+		ck_find(res, CK_OB_MEMBERS, CHECKER_EXIT,
+			"interface %s (%s) in another network namespace (%s) is stacked on %s %s: "
+			"it is %s's receive handler there, so a sandbox's frames reach that "
+			"namespace's IP stack without the guarded path",
+			x->name, x->kind, x->where,
+			low == br ? "the sandbox bridge" : "sandbox-facing", low->name, low->name);
+	}
+	for (size_t i = 0; i < st->n_links; i++) {
+		const struct ck_link *u = &st->links[i];
+
+		explained |= u->link == br->ifindex && u != br && !u->link_netns && u->kind[0];
+	}
+	for (size_t i = 0; i < st->n_pkts; i++)
+		explained |= st->pkts[i].proto && st->pkts[i].ifindex == br->ifindex;
+	ck_evid(res, CK_OB_MEMBERS,
+		"other network namespaces: %d read, %d not entered%s%s; %zu device(s) there "
+		"stacked on this namespace's; %s promiscuity %d",
+		st->netns_read, st->netns_unreadable, st->netns_unreadable ? ", e.g. " : "",
+		st->netns_unreadable_eg, st->n_xdevs, br->name, br->promisc);
+	if (br->promisc > 0 && !explained)
+		ck_find(res, CK_OB_MEMBERS, CHECKER_DOUBT,
+			"the sandbox bridge %s is promiscuous (promiscuity %d) and no device "
+			"stacked on it or capture explains it%s%s%s: a device in a namespace not "
+			"read may be its receive handler",
+			br->name, br->promisc,
+			st->netns_unreadable ? " (namespaces not entered: " : "",
+			st->netns_unreadable_eg, st->netns_unreadable ? ")" : "");
+}
+
+/* Packet sockets, the decision of docs/checker.md ("Packet sockets"): one
+ * that receives on the bridge or a sandbox-facing device reads a sandbox's
+ * frames before the guard, and every packet socket can send: what its
+ * program does with them (a capture, or a relay out of the uplink) is
+ * outside the model, so the proof stops there. Relays (dhcrelay,
+ * udpbroadcastrelay, L2 bridging daemons) bind the devices they serve;
+ * a socket bound to none (tcpdump -i any, a host-wide monitor) is listed
+ * in the evidence and covered by the certificate's assumption that no
+ * program on the gateway relays what it captures. */
+static void packet_check(const struct ck_state *st, const struct ck_link *br, const bool *facing,
+			 struct checker_result *res)
+{
+	size_t seen = 0;
+
+	for (size_t i = 0; i < st->n_pkts; i++) {
+		const struct ck_pkt *k = &st->pkts[i];
+		const struct ck_link *l = k->ifindex ? ck_link_by_index(st, k->ifindex) : NULL;
+		char who[80], on[64];
+
+		if (!k->proto)
+			continue;
+		seen++;
+		if (k->ifindex && (!l || (l != br && !facing[l - st->links])))
+			continue;
+		if (k->pid > 0)
+			snprintf(who, sizeof(who), "%s (pid %d)", k->comm[0] ? k->comm : "?",
+				 k->pid);
+		else
+			snprintf(who, sizeof(who), "a process not found");
+		if (!l) {
+			ck_evid(res, CK_OB_MODEL,
+				"packet socket (inode %lu, protocol 0x%04x) held by %s receives on "
+				"every interface (bound to none): a capture, assumed to relay "
+				"nothing",
+				k->inode, k->proto, who);
+			continue;
+		}
+		snprintf(on, sizeof(on), "%s %s", l == br ? "the sandbox bridge" : "sandbox-facing",
+			 l->name);
+		ck_find(res, CK_OB_MODEL, CHECKER_DOUBT,
+			"packet socket (inode %lu, protocol 0x%04x) held by %s receives on %s: a "
+			"program reading a sandbox's frames can send them anywhere, and what it "
+			"does is not modelled",
+			k->inode, k->proto, who, on);
+	}
+	ck_evid(res, CK_OB_MODEL, "%zu packet socket(s) receiving in this namespace", seen);
+}
+
 static void facing_check(const struct ck_state *st, const struct checker_expect *ex,
 			 const struct ck_link *br, struct checker_result *res)
 {
@@ -510,6 +605,8 @@ static void facing_check(const struct ck_state *st, const struct checker_expect 
 			sysctl_int(st, "ipv6", l->name, "forwarding"),
 			sysctl_int(st, "ipv6", l->name, "accept_ra"));
 	}
+	elsewhere_check(st, br, facing, res);
+	packet_check(st, br, facing, res);
 	/* tc and XDP where marks can be set on sandbox flows: the uplinks
 	 * (their ingress sees the answers, and a mark saved to conntrack
 	 * there marks the whole flow) */

@@ -193,6 +193,7 @@ static int parse_link(struct ck_state *st, const struct nlmsghdr *nlh)
 	l->hairpin = l->proxyarp = l->neigh_suppress = l->locked = l->stp_state = -1;
 	l->link_nsid = -1;
 	l->tcx_ingress = l->tcx_egress = -1;
+	l->promisc = -1;
 	mnl_attr_for_each(a, nlh, sizeof(*ifi))
 	{
 		switch (mnl_attr_get_type(a)) {
@@ -204,6 +205,9 @@ static int parse_link(struct ck_state *st, const struct nlmsghdr *nlh)
 			break;
 		case IFLA_LINK:
 			ATTR_U32(a, l->link);
+			break;
+		case IFLA_PROMISCUITY:
+			ATTR_U32(a, l->promisc);
 			break;
 		case IFLA_LINK_NETNSID:
 			l->link_netns = true;

@@ -34,6 +34,8 @@ void ck_state_free(struct ck_state *st)
 	free(st->sysctls);
 	free(st->listeners);
 	free(st->nfq);
+	free(st->xdevs);
+	free(st->pkts);
 	memset(st, 0, sizeof(*st));
 }
 
@@ -363,6 +365,37 @@ void ck_ebt_read(struct ck_state *st)
 				 "%s%s (%s)", l ? ", " : "", tables[i], strerror(errno));
 		}
 	close(fd);
+}
+
+static int socket_owner(unsigned long ino);
+
+/* Packet sockets that receive, with their holders: a capture on a
+ * sandbox-facing device reads the sandbox's frames, and its holder may send
+ * them anywhere (docs/checker.md, "Packet sockets"). */
+void ck_packet_read(struct ck_state *st)
+{
+	char *buf = NULL;
+	size_t len = 0;
+
+	if (pc_file_read("/proc/net/packet", 1 << 22, &buf, &len, NULL) < 0)
+		return;
+	ck_packet_parse(st, buf);
+	free(buf);
+	for (size_t i = 0; i < st->n_pkts; i++) {
+		struct ck_pkt *k = &st->pkts[i];
+		char p[64], *c = NULL;
+		size_t cl = 0;
+
+		if (!k->proto)
+			continue; /* receives nothing: never looked up */
+		k->pid = socket_owner(k->inode);
+		snprintf(p, sizeof(p), "/proc/%d/comm", k->pid);
+		if (k->pid > 0 && pc_file_read(p, 64, &c, &cl, NULL) == 0) {
+			pc_strlcpy(k->comm, c, sizeof(k->comm));
+			k->comm[strcspn(k->comm, "\n")] = 0;
+			free(c);
+		}
+	}
 }
 
 /* ---- nfnetlink_queue bindings --------------------------------------------- */

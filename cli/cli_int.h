@@ -149,6 +149,25 @@ int sbnet_link_kind(const char *name, char *kind, size_t len, uint32_t *ifindex,
 int sbnet_sandbox_config(int netns_fd, const struct pc_addr *a4, uint8_t p4,
 			 const struct pc_addr *gw4, const struct pc_addr *a6, uint8_t p6,
 			 const struct pc_addr *gw6, struct pc_err *err);
+/* What a sandbox's network namespace holds, as read by the launcher: its
+ * links (names), routes (text) and the links other than lo and its own
+ * interface (want_ifindex, or by name want_name), which make a second way
+ * in or out that the guard does not see. */
+struct sbnet_inv {
+	char links[256];  /* "lo, eth0" */
+	char routes[512]; /* "default via 10.203.0.1 dev eth0; 10.203.0.0/24 dev eth0" */
+	char extra[256];  /* "eth1 (dummy), ..." */
+	int n_links, n_extra;
+	bool found; /* its own interface is there */
+};
+int sbnet_netns_inventory(int netns_fd, uint32_t want_ifindex, const char *want_name,
+			  struct sbnet_inv *inv, struct pc_err *err);
+/* The namespace of veth port's peer (attach): an fd (O_CLOEXEC, the
+ * caller's), the peer's ifindex there and where it was found (/run/netns
+ * or a process); PC_ENOENT when port is not a veth to another namespace
+ * or no process or bind mount holds that namespace. */
+int sbnet_peer_netns(const char *port, int *fd, uint32_t *peer_ifindex, char *where, size_t len,
+		     struct pc_err *err);
 /* Is ifindex in the engine's bridge port set (table bridge portcullis, set
  * ports)? PC_ENOENT when the table or set is missing. */
 int sbnet_port_in_set(uint32_t ifindex, bool *in, struct pc_err *err);

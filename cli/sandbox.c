@@ -357,6 +357,56 @@ static void say_setup(const struct sb *s)
 	    s->cfg.bridge, s->port, g);
 }
 
+/* What the sandbox's own side holds (issue 31): the checker proves the
+ * gateway, but a second interface inside the sandbox (a veth elsewhere, a
+ * physical NIC moved in) is a way in or out it never sees. run: the
+ * namespace made for the command must hold exactly its interface and lo;
+ * attach of a veth: its peer's namespace is read the same way; what cannot
+ * be read (a VM's inside, a namespace nothing names) is said. Read as late
+ * as possible before the command starts: just before the proof. 0, or
+ * PC_EREFUSED (err names the extra link) or another PC_E*. */
+static int inside_check(struct sb *s, struct pc_err *err)
+{
+	struct sbnet_inv inv;
+	char where[300] = "the sandbox's namespace";
+	uint32_t peer = 0;
+	int fd = s->netns_fd, rc;
+
+	if (s->vm) {
+		say("not read: the VM's inside (its interfaces and routes) is not visible from the "
+		    "gateway; only its tap %s is guarded (a second NIC of the VM is seen only as "
+		    "another tap of its QEMU process)",
+		    s->port);
+		return 0;
+	}
+	if (s->attach) {
+		rc = sbnet_peer_netns(s->port, &fd, &peer, where, sizeof(where), err);
+		if (rc == PC_ENOENT) {
+			say("not read: %s; the guest's interfaces and routes are not checked, only "
+			    "port %s is guarded",
+			    err->msg, s->port);
+			return 0;
+		}
+		if (rc < 0)
+			return rc;
+	}
+	rc = sbnet_netns_inventory(fd, peer, s->attach ? NULL : SB_PEER_IFNAME, &inv, err);
+	if (fd != s->netns_fd)
+		close(fd);
+	if (rc < 0)
+		return rc;
+	say("%s holds links %s; routes: %s", where, inv.links, inv.routes[0] ? inv.routes : "none");
+	if (!inv.found)
+		return pc_err_set(err, PC_EREFUSED, "%s does not hold the sandbox's interface%s%s",
+				  where, s->attach ? "" : " ", s->attach ? "" : SB_PEER_IFNAME);
+	if (inv.n_extra)
+		return pc_err_set(err, PC_EREFUSED,
+				  "%s holds %s besides its interface and lo: a way in or out that "
+				  "the guard does not see; the command was not started",
+				  where, inv.extra);
+	return 0;
+}
+
 /* Everything up to a proven, certified sandbox. The exit code on failure
  * (after teardown), 0 on success. */
 static int launch(struct sb *s)
@@ -483,6 +533,16 @@ static int launch(struct sb *s)
 		 s->port);
 	if (log_sandbox(s, LOGREC_NONE, policy, NULL, msg, &e) < 0) {
 		pc_err_prefix(&e, "no record, no sandbox: ");
+		goto fail;
+	}
+	if ((rc = inside_check(s, &e)) < 0) {
+		if (rc == PC_EREFUSED) {
+			/* the same refusal as a way out the check names: the
+			 * containment is not proven */
+			log_sandbox(s, LOGREC_REFUSED, policy, "containment not proven", e.msg,
+				    NULL);
+			code = PC_EXIT_FAIL;
+		}
 		goto fail;
 	}
 	if ((rc = checker_run(&s->cfg, NULL, NULL, &res, &e)) < 0) {

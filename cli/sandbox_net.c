@@ -14,7 +14,10 @@
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/rtnetlink.h>
+#include <linux/net_namespace.h>
 #include <linux/veth.h>
+#include <dirent.h>
+#include <stdio.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,7 +137,8 @@ static struct nlmsghdr *nl_link_msg(char *buf, uint16_t type, uint16_t flags, in
 
 struct link_info {
 	char kind[16];
-	uint32_t ifindex, master;
+	uint32_t ifindex, master, link; /* link: IFLA_LINK (a veth's peer) */
+	int32_t link_nsid;		/* IFLA_LINK_NETNSID, -1 none */
 	bool found;
 };
 
@@ -163,6 +167,11 @@ static int link_info_cb(const struct nlmsghdr *nlh, void *data)
 		return MNL_CB_OK;
 	li->found = true;
 	li->ifindex = (uint32_t)ifi->ifi_index;
+	li->link_nsid = -1;
+	if (tb[IFLA_LINK] && mnl_attr_validate(tb[IFLA_LINK], MNL_TYPE_U32) == 0)
+		li->link = mnl_attr_get_u32(tb[IFLA_LINK]);
+	if (tb[IFLA_LINK_NETNSID] && mnl_attr_validate(tb[IFLA_LINK_NETNSID], MNL_TYPE_U32) == 0)
+		li->link_nsid = (int32_t)mnl_attr_get_u32(tb[IFLA_LINK_NETNSID]);
 	if (tb[IFLA_MASTER] && mnl_attr_validate(tb[IFLA_MASTER], MNL_TYPE_U32) == 0)
 		li->master = mnl_attr_get_u32(tb[IFLA_MASTER]);
 	if (tb[IFLA_LINKINFO] && mnl_attr_parse_nested(tb[IFLA_LINKINFO], info_attr_cb, ti) >= 0 &&
@@ -560,6 +569,270 @@ int sbnet_sandbox_config(int netns_fd, const struct pc_addr *a4, uint8_t p4,
 	if (a6->family && ((rc = addr_add(&n, li.ifindex, a6, p6, err)) < 0 ||
 			   (rc = route_default(&n, li.ifindex, gw6, err)) < 0))
 		goto out;
+out:
+	nl_close(&n);
+	return rc;
+}
+
+/* ---- what a sandbox's namespace holds --------------------------------- */
+
+/* A netlink socket of the namespace netns_fd: a socket belongs to the
+ * namespace it was made in, so the launcher enters it only for socket()
+ * and is back at once (it must never run anything else inside). */
+static int nl_open_in(struct nl *n, int netns_fd, struct pc_err *err)
+{
+	int orig = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC), rc;
+
+	if (orig < 0)
+		return pc_err_errno(err, PC_EIO, "opening our network namespace");
+	if (setns(netns_fd, CLONE_NEWNET) < 0) {
+		close(orig);
+		return pc_err_errno(err, PC_EIO, "entering the sandbox's namespace");
+	}
+	rc = nl_open(n, NETLINK_ROUTE, err);
+	if (setns(orig, CLONE_NEWNET) < 0) {
+		close(orig);
+		nl_close(n);
+		return pc_err_errno(err, PC_EIO, "returning to the gateway's network namespace");
+	}
+	close(orig);
+	return rc;
+}
+
+struct inv_ctx {
+	struct sbnet_inv *inv;
+	uint32_t want_ifindex;
+	const char *want_name;
+	char names[64][IFNAMSIZ]; /* ifindex -> name, for the routes */
+	uint32_t idx[64];
+	size_t n;
+};
+
+static void cat(char *dst, size_t len, const char *sep, const char *what)
+{
+	size_t l = strlen(dst);
+
+	if (l + 1 < len)
+		snprintf(dst + l, len - l, "%s%s", l ? sep : "", what);
+}
+
+static int inv_link_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct inv_ctx *c = data;
+	const struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
+	const struct nlattr *tb[IFLA_MAX + 1] = {0}, *ti[IFLA_INFO_MAX + 1] = {0};
+	char name[IFNAMSIZ] = "?", kind[24] = "", item[64];
+
+	if (nlh->nlmsg_type != RTM_NEWLINK ||
+	    mnl_attr_parse(nlh, sizeof(*ifi), link_attr_cb, tb) < 0)
+		return MNL_CB_OK;
+	if (tb[IFLA_IFNAME] && mnl_attr_validate(tb[IFLA_IFNAME], MNL_TYPE_STRING) == 0)
+		pc_strlcpy(name, mnl_attr_get_str(tb[IFLA_IFNAME]), sizeof(name));
+	if (tb[IFLA_LINKINFO] && mnl_attr_parse_nested(tb[IFLA_LINKINFO], info_attr_cb, ti) >= 0 &&
+	    ti[IFLA_INFO_KIND] && mnl_attr_validate(ti[IFLA_INFO_KIND], MNL_TYPE_STRING) == 0)
+		pc_strlcpy(kind, mnl_attr_get_str(ti[IFLA_INFO_KIND]), sizeof(kind));
+	if (c->n < 64) {
+		pc_strlcpy(c->names[c->n], name, IFNAMSIZ);
+		c->idx[c->n++] = (uint32_t)ifi->ifi_index;
+	}
+	cat(c->inv->links, sizeof(c->inv->links), ", ", name);
+	c->inv->n_links++;
+	if (ifi->ifi_flags & IFF_LOOPBACK)
+		return MNL_CB_OK;
+	if ((c->want_ifindex && (uint32_t)ifi->ifi_index == c->want_ifindex) ||
+	    (c->want_name && strcmp(name, c->want_name) == 0)) {
+		c->inv->found = true;
+		return MNL_CB_OK;
+	}
+	snprintf(item, sizeof(item), "%s (%s)", name, kind[0] ? kind : "a device of no kind");
+	cat(c->inv->extra, sizeof(c->inv->extra), ", ", item);
+	c->inv->n_extra++;
+	return MNL_CB_OK;
+}
+
+static const char *inv_ifname(const struct inv_ctx *c, uint32_t ifindex)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (c->idx[i] == ifindex)
+			return c->names[i];
+	return "?";
+}
+
+static int inv_route_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct inv_ctx *c = data;
+	const struct rtmsg *rt = mnl_nlmsg_get_payload(nlh);
+	const struct nlattr *a;
+	struct pc_addr dst = {0}, gw = {0};
+	uint32_t oif = 0, table = rt->rtm_table;
+	char ds[64] = "default", gs[64], item[200];
+
+	if (nlh->nlmsg_type != RTM_NEWROUTE)
+		return MNL_CB_OK;
+	mnl_attr_for_each(a, nlh, sizeof(*rt))
+	{
+		size_t alen = mnl_attr_get_payload_len(a);
+		uint16_t t = mnl_attr_get_type(a);
+
+		if ((t == RTA_DST || t == RTA_GATEWAY) && (alen == 4 || alen == 16)) {
+			struct pc_addr *p = t == RTA_DST ? &dst : &gw;
+
+			p->family = alen == 4 ? AF_INET : AF_INET6;
+			memcpy(p->a, mnl_attr_get_payload(a), alen);
+		} else if (t == RTA_OIF && mnl_attr_validate(a, MNL_TYPE_U32) == 0) {
+			oif = mnl_attr_get_u32(a);
+		} else if (t == RTA_TABLE && mnl_attr_validate(a, MNL_TYPE_U32) == 0) {
+			table = mnl_attr_get_u32(a);
+		}
+	}
+	/* the local table and IPv6 multicast/link-local are the kernel's own */
+	if (table == RT_TABLE_LOCAL || rt->rtm_type == RTN_MULTICAST ||
+	    (rt->rtm_family == AF_INET6 && dst.family && dst.a[0] == 0xfe && dst.a[1] == 0x80))
+		return MNL_CB_OK;
+	if (dst.family) {
+		pc_addr_str(&dst, ds, sizeof(ds));
+		snprintf(ds + strlen(ds), sizeof(ds) - strlen(ds), "/%u", rt->rtm_dst_len);
+	}
+	snprintf(item, sizeof(item), "%s%s%s dev %s%s", ds, gw.family ? " via " : "",
+		 gw.family ? pc_addr_str(&gw, gs, sizeof(gs)) : "", inv_ifname(c, oif),
+		 table != RT_TABLE_MAIN ? " (another table)" : "");
+	cat(c->inv->routes, sizeof(c->inv->routes), "; ", item);
+	return MNL_CB_OK;
+}
+
+int sbnet_netns_inventory(int netns_fd, uint32_t want_ifindex, const char *want_name,
+			  struct sbnet_inv *inv, struct pc_err *err)
+{
+	char buf[NL_REQ_BUF] = {0};
+	struct inv_ctx *c = calloc(1, sizeof(*c));
+	struct nl n = {0};
+	struct nlmsghdr *nlh;
+	struct rtmsg *rt;
+	struct sbnet_inv out = {0};
+	int rc;
+
+	if (!c)
+		return pc_err_set(err, PC_ENOMEM, "out of memory");
+	c->inv = &out;
+	c->want_ifindex = want_ifindex;
+	c->want_name = want_name;
+	if ((rc = nl_open_in(&n, netns_fd, err)) < 0)
+		goto out;
+	nlh = nl_link_msg(buf, RTM_GETLINK, NLM_F_DUMP, 0);
+	if ((rc = nl_talk(&n, nlh, inv_link_cb, c, "reading the sandbox's links", err)) < 0)
+		goto out;
+	memset(buf, 0, sizeof(buf));
+	nlh = mnl_nlmsg_put_header(buf);
+	nlh->nlmsg_type = RTM_GETROUTE;
+	nlh->nlmsg_flags = NLM_F_DUMP;
+	rt = mnl_nlmsg_put_extra_header(nlh, sizeof(*rt));
+	rt->rtm_family = AF_UNSPEC;
+	if ((rc = nl_talk(&n, nlh, inv_route_cb, c, "reading the sandbox's routes", err)) < 0)
+		goto out;
+	*inv = out;
+out:
+	nl_close(&n);
+	free(c);
+	return rc;
+}
+
+/* The id the gateway's namespace gives the namespace of fd (RTM_GETNSID),
+ * -1 none. */
+static int32_t nsid_of(struct nl *n, int fd)
+{
+	char buf[NL_REQ_BUF] = {0};
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct rtgenmsg *g;
+	int32_t id = -1;
+	ssize_t r;
+
+	nlh->nlmsg_type = RTM_GETNSID;
+	nlh->nlmsg_flags = NLM_F_REQUEST;
+	nlh->nlmsg_seq = ++n->seq;
+	g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
+	g->rtgen_family = AF_UNSPEC;
+	mnl_attr_put_u32(nlh, NETNSA_FD, (uint32_t)fd);
+	if (mnl_socket_sendto(n->sock, nlh, nlh->nlmsg_len) < 0)
+		return -1;
+	r = mnl_socket_recvfrom(n->sock, buf, sizeof(buf));
+	if (r > 0 && mnl_nlmsg_ok((struct nlmsghdr *)buf, (int)r) &&
+	    ((struct nlmsghdr *)buf)->nlmsg_type == RTM_NEWNSID) {
+		const struct nlattr *a;
+
+		mnl_attr_for_each(a, (struct nlmsghdr *)buf, sizeof(struct rtgenmsg))
+		{
+			if (mnl_attr_get_type(a) == NETNSA_NSID &&
+			    mnl_attr_validate(a, MNL_TYPE_U32) == 0)
+				id = (int32_t)mnl_attr_get_u32(a);
+		}
+	}
+	return id;
+}
+
+/* Try one namespace file: *fd when the gateway calls it nsid. */
+static bool peer_try(struct nl *n, const char *path, int32_t nsid, int *fd)
+{
+	int f = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (f < 0)
+		return false;
+	if (nsid_of(n, f) == nsid) {
+		*fd = f;
+		return true;
+	}
+	close(f);
+	return false;
+}
+
+int sbnet_peer_netns(const char *port, int *fd, uint32_t *peer_ifindex, char *where, size_t len,
+		     struct pc_err *err)
+{
+	static const char *const dirs[] = {"/run/netns", "/run/docker/netns", "/proc"};
+	struct link_info li;
+	struct nl n = {0};
+	int rc, f = -1;
+
+	if ((rc = nl_open(&n, NETLINK_ROUTE, err)) < 0)
+		return rc;
+	if ((rc = link_get(&n, port, &li, err)) < 0)
+		goto out;
+	if (strcmp(li.kind, "tun") == 0) {
+		rc = pc_err_set(err, PC_ENOENT,
+				"%s is a tap: a VM's inside is not visible from the "
+				"gateway",
+				port);
+		goto out;
+	}
+	if (strcmp(li.kind, "veth") != 0 || li.link_nsid < 0) {
+		rc = pc_err_set(err, PC_ENOENT, "%s is not a veth to another namespace", port);
+		goto out;
+	}
+	for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]) && f < 0; d++) {
+		DIR *dp = opendir(dirs[d]);
+		struct dirent *e;
+
+		while (dp && f < 0 && (e = readdir(dp))) {
+			char p[300];
+			bool proc = d == 2;
+
+			if (e->d_name[0] == '.' || (proc && atoi(e->d_name) <= 0))
+				continue;
+			snprintf(p, sizeof(p), proc ? "%s/%s/ns/net" : "%s/%s", dirs[d], e->d_name);
+			if (peer_try(&n, p, li.link_nsid, &f))
+				pc_strlcpy(where, p, len);
+		}
+		if (dp)
+			closedir(dp);
+	}
+	if (f < 0) {
+		rc = pc_err_set(err, PC_ENOENT,
+				"no process holds the namespace of %s's peer and it is not in "
+				"/run/netns",
+				port);
+		goto out;
+	}
+	*fd = f;
+	*peer_ifindex = li.link;
 out:
 	nl_close(&n);
 	return rc;

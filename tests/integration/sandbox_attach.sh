@@ -6,7 +6,8 @@
 # the gateway) gets the guest's configuration, the VM reaches only what is
 # allowed with the secret injected, and afterwards the port is released and
 # the rules are gone. Refusals: an interface with addresses (the uplink), a
-# missing one, a bridge.
+# missing one, a bridge, a guest namespace holding a second link. What the
+# launcher cannot read (a tap's VM) it names.
 set -u
 export PC_TOP=${PC_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$PC_TOP/tests/integration/sandbox_setup.bash"
@@ -44,6 +45,8 @@ OUT=$(gw_pc sandbox attach --port vmtap1 --name vm1 --mac $VMMAC --address $VMIP
 	--allow api.github.test --secret GITHUB_TOKEN -- bash "$LAB_DIR/monitor.sh" 2>&1) &&
 	RC=0 || RC=$?
 t_eq "the monitor's exit status passes through" 5 "$RC"
+t_match "the launcher read the guest's namespace: its links and routes" \
+	"/run/netns/$VM holds links lo, eth0; routes: default via $LAB_GW4 dev eth0" "$OUT"
 t_match "the monitor learns the guest's address" "PORTCULLIS_ADDRESS4=$VMIP/24" "$OUT"
 t_match "... its gateway" "PORTCULLIS_GATEWAY4=$LAB_GW4" "$OUT"
 t_match "... its resolver" "PORTCULLIS_DNS=$LAB_RESOLVER4" "$OUT"
@@ -95,6 +98,21 @@ t_match "... named" "nosuch0 does not exist" "$OUT"
 OUT=$(gw_pc sandbox attach --port "$LAB_BR" --name br --allow api.github.test -- true 2>&1) && RC=0 || RC=$?
 t_eq "the bridge itself: exit 3" 3 "$RC"
 t_match "... is not a tap" "is a bridge link, not a VM's tap" "$OUT"
+# the guest's namespace with a second link, a veth to the upstream's
+# namespace: a path around the gateway no check of the gateway sees (issue 31)
+lab_in "$VM" ip link add ckx0 type veth peer name ckx1 netns "$LAB_UP"
+OUT=$(gw_pc sandbox attach --port vmtap1 --name vmx --mac $VMMAC --address $VMIP \
+	--allow api.github.test -- sh -c 'exit 9' 2>&1) && RC=0 || RC=$?
+t_eq "a second link in the guest's namespace: refused (exit 1)" 1 "$RC"
+t_match "... named" "/run/netns/$VM holds ckx0 \(veth\) besides its interface and lo" "$OUT"
+t_eq "... the tap released" "" "$(lab_gw ip -o link show dev vmtap1 | grep -o "master $LAB_BR" || true)"
+lab_in "$VM" ip link del ckx0
+# a tap: the VM's inside cannot be read from the gateway, and attach says so
+lab_gw ip tuntap add mode tap cktap0
+OUT=$(gw_pc sandbox attach --port cktap0 --name tp --allow api.github.test -- true 2>&1) && RC=0 || RC=$?
+t_match "a tap: attach names what it cannot read (the VM's inside)" \
+	"not read: cktap0 is a tap: a VM's inside is not visible from the gateway" "$OUT"
+lab_gw ip link del cktap0
 OUT=$(gw_pc sandbox attach --name x --allow api.github.test -- true 2>&1) && RC=0 || RC=$?
 t_eq "attach without --port: usage (exit 2)" 2 "$RC"
 t_eq "nothing left in the rules directory" "" "$(ls "$GUARD_DIR/rules.d")"

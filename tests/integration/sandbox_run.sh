@@ -4,7 +4,8 @@
 # unprivileged with placeholders and the trust bundle; the real secret is in
 # nothing the sandbox can read; the secret is injected toward its host only;
 # rules, links, processes and files are gone afterwards; a way out found by
-# the check blocks the launch with the exit named; the errors an admin meets
+# the check blocks the launch with the exit named, and so does a second link
+# in the sandbox's own namespace; the errors an admin meets
 # say what to do; a signal to the launcher reaches the command and cleans up.
 set -u
 export PC_TOP=${PC_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -34,6 +35,8 @@ t_eq "the command's exit status passes through (7)" 7 "$RC"
 t_match "the summary says how it ended" "command +sh exited with status 7" "$OUT"
 run --name st0 --allow api.github.test -- true
 t_eq "... and 0" 0 "$RC"
+t_match "the launcher read the sandbox's namespace: lo and its interface, its routes" \
+	"the sandbox's namespace holds links lo, eth0; routes: .*default via $LAB_GW4 dev eth0" "$OUT"
 run --name sig --allow api.github.test -- sh -c 'kill -TERM $$'
 t_eq "a command killed by a signal: 128 + signal" 143 "$RC"
 run --name nf --allow api.github.test -- /nonexistent/agent
@@ -172,6 +175,39 @@ t_match "the exit names the table and the dnat" "second exit: .*sbtest_evil.*dna
 t_fail "the command did not run" test -e "$LAB_DIR/blocked2.ran"
 lab_gw nft delete table ip sbtest_evil
 no_leftovers blocked2
+
+# ---- a second link in the sandbox's own namespace blocks the launch (issue 31) ----------
+# The namespace is the launcher's (held by a descriptor, named nowhere). The
+# vault is paused, so the launcher, which reloads it for the secret, waits
+# (SIGHUP pending, up to 10 s) with the namespace made; a second veth goes in
+# through the launcher's descriptor, its peer in the upstream's namespace: a
+# path around the gateway, which no check of the gateway can see; the vault
+# resumes.
+GWNS=$(lab_gw readlink /proc/self/ns/net)
+launcher_netns() { # the launcher's descriptor of a namespace other than the gateway's
+	local f l
+	for f in /proc/"$lpid"/fd/*; do
+		l=$(readlink "$f" 2>/dev/null) || continue
+		case $l in net:*) [ "$l" != "$GWNS" ] && { echo "$f"; return 0; } ;; esac
+	done
+	return 1
+}
+VPID=$(cat "$LAB_DIR/guard-vault.pid")
+kill -STOP "$VPID"
+ip netns exec "$LAB_GW" "$GUARD_BIN/portcullis" -c "$GUARD_CONF" sandbox run --name extra \
+	--allow api.github.test --secret GITHUB_TOKEN -- sh -c 'exit 9' \
+	>"$LAB_DIR/extra.out" 2>&1 &
+lpid=$!
+lab_wait_until -p "$lpid" launcher_netns &&
+	nsenter --net="$(launcher_netns)" ip link add ckx0 type veth peer name ckx1 netns "$LAB_UP"
+kill -CONT "$VPID"
+wait "$lpid" && RC=0 || RC=$?
+t_eq "a second link in the sandbox's namespace: refused (exit 1)" 1 "$RC"
+t_match "... named" "namespace holds ckx0 \(veth\) besides its interface and lo" \
+	"$(cat "$LAB_DIR/extra.out")"
+t_fail "the command did not run (it would exit 9)" grep -q "running sh as" "$LAB_DIR/extra.out"
+t_match "the refusal is in the log" "SANDBOX the sandbox's namespace holds ckx0" "$(gw_pc log show 2>&1)"
+no_leftovers extra
 
 # ---- the errors an admin meets ---------------------------------------------------------
 run --name dup --allow api.github.test --secret NOPE_TOKEN -- true
