@@ -235,29 +235,28 @@ class Run:
         return self.logd is not None and self.logd.poll() is None
 
     def start(self):
-        """True if logd started and serves; False if it refused (exited)."""
+        """True if logd started and serves; False if it refused (exited).
+        Serving is logd's "serving ..." line, not its socket: logd binds
+        the socket before it asks the witness whether the files extend
+        what it cosigned, and may still refuse after that."""
         if self.running():
             return True
-        sock = os.path.join(self.d, "run", "logd.sock")
+        errf = os.path.join(self.d, "logd.err")
         try:
-            os.unlink(sock)
+            seen = os.path.getsize(errf)
         except OSError:
-            pass
-        self.logd = subprocess.Popen([BIN + "/portcullis-logd", "-c", self.cfg],
-                                     stderr=open(os.path.join(self.d, "logd.err"), "ab"))
-        end = time.monotonic() + 10
+            seen = 0
+        self.logd = subprocess.Popen([BIN + "/portcullis-logd", "-c", self.cfg], stderr=open(errf, "ab"))
+        end = time.monotonic() + 20
         while time.monotonic() < end:
             if self.logd.poll() is not None:
                 self.logd = None
                 return False
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            try:
-                s.connect(sock)
-                s.close()
-                self.settle()
-                return True
-            except OSError:
-                s.close()
+            with open(errf, "rb") as f:
+                f.seek(seen)
+                if b"portcullis-logd: serving " in f.read():
+                    self.settle()
+                    return self.running()
             time.sleep(0.03)
         self.kill()
         return False
@@ -550,7 +549,10 @@ class Run:
                 return
         if started:
             if not any(v[0] == "silent-loss" for v in self.violations):
-                self.violations.append(("silent-loss", step, what + "; and logd started over it"))
+                err = open(os.path.join(self.d, "logd.err"), "rb").read().decode("utf-8", "replace")
+                said = [l for l in err.strip().split("\n") if "witness" in l][-2:]
+                self.violations.append(("silent-loss", step, what + "; and logd started over it" +
+                                        ("; logd said: " + " | ".join(l[:300] for l in said) if said else "")))
         else:
             self.pending_loss = what
 
