@@ -177,9 +177,8 @@ def is_segment(name):
 class Run:
     """One operation sequence from a fresh log and a fresh witness."""
 
-    def __init__(self, proxy, idx, trace=False):
+    def __init__(self, proxy, idx):
         self.proxy = proxy
-        self.trace = trace
         self.d = os.path.join(TOP, "r%d" % idx)
         shutil.rmtree(self.d, ignore_errors=True)
         os.makedirs(self.d)
@@ -461,7 +460,7 @@ class Run:
                     p[s] = self.acked[s]
         return p
 
-    def lost(self, segs, out):
+    def lost(self, segs):
         """Protected records not in the files verify was given, byte for
         byte, and not named lost: set aside at a start (a quarantine
         record names their seqs), or below a chain that visibly does not
@@ -535,7 +534,7 @@ class Run:
         self.pending_loss = None
         if rc != 0:
             return
-        gone = self.lost(segs, out)
+        gone = self.lost(segs)
         if not gone:
             return
         what = "protected seqs %s gone or changed; verify exit 0: %s" % (
