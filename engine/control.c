@@ -303,6 +303,7 @@ int control_loop(struct engine *e)
 		    {.fd = e->route_fd, .events = POLLIN},
 		};
 		struct pc_err err = {0};
+		struct cutoff_events ev;
 		uint64_t now;
 		int n;
 
@@ -338,13 +339,15 @@ int control_loop(struct engine *e)
 		}
 		if (n > 0 && (p[1].revents & POLLIN))
 			clients_accept(e, cl);
-		if (n > 0 && (p[2].revents & POLLIN) && links_monitor_drain(e->link_fd) > 0) {
+		if (n > 0 && (p[2].revents & POLLIN) &&
+		    cutoff_events_read(e, e->link_fd, &ev) > 0) {
 			if (engine_ports_refresh(e, false, &err) < 0)
 				pc_log(PC_LOG_ERR, "bridge ports: %s", err.msg);
 			if (engine_local_refresh(e, &err) < 0)
 				pc_log(PC_LOG_ERR, "gateway addresses (kept the previous set): %s",
 				       err.msg);
 			cutoff_enforce(e); /* cut off: a port up again goes down again */
+			cutoff_events_act(e, &ev);
 		}
 		if (n > 0 && p[3].revents)
 			checkrun_readable(e);
@@ -353,8 +356,11 @@ int control_loop(struct engine *e)
 			engine_tables_restore(e); /* its check covers the other tables too */
 		else if (e->nftw.other)
 			engine_nft_other_changed(e);
-		if (n > 0 && (p[5].revents & POLLIN) && links_monitor_drain(e->route_fd) > 0)
+		if (n > 0 && (p[5].revents & POLLIN) &&
+		    cutoff_events_read(e, e->route_fd, &ev) > 0) {
 			engine_routing_restore(e);
+			cutoff_events_act(e, &ev);
+		}
 		now = pc_now_mono_ms();
 		httpm_handle(e, &p[NFIX + CLIENTS_MAX], now); /* HTTP /metrics, if on */
 		for (size_t i = 0; i < CLIENTS_MAX; i++) {
