@@ -318,6 +318,8 @@ static const char *trigger_phrase(const char *trigger)
 		       "relies on";
 	if (strcmp(trigger, "cutoff") == 0)
 		return "after a routing, rule or link event while cut off";
+	if (strcmp(trigger, "admin") == 0)
+		return "at an admin's request (portcullis check)";
 	return trigger;
 }
 

@@ -86,6 +86,26 @@ lifted_by_events
 lab_gw nft delete table inet ckbenign
 lab_wait_until resumed
 
+# ---- kept by a change no event announces: the admin's check asks ------------------
+# A sysctl changes without a netlink event: once it is undone, only a check
+# asked for can see it. `portcullis check` as root, proving, asks the engine
+# for its own.
+lab_gw sysctl -qw net.ipv4.conf.all.accept_source_route=1
+lab_gw nft add table inet ckbenign2
+t_ok "source routes accepted, then an nftables change: cut off, the exit found" \
+	lab_wait_until cut_exit
+lab_gw sysctl -qw net.ipv4.conf.all.accept_source_route=0
+t_ok "the sysctl undone: still cut off (no event says so)" cut_is true
+out=$(guard_cli check 2>&1) && rc=0 || rc=$?
+t_eq "portcullis check (root): proven" 0 "$rc"
+t_match "... and it says it asked the engine to check" \
+	"the engine had the sandboxes cut off: it checks again now" "$out"
+t_ok "... whose own check lets the sandboxes out" lab_wait_until resumed
+t_match "... a check asked for by the admin" "^admin proven$" \
+	"$(guard_status_field 's["check"]["trigger"] + " " + s["check"]["result"]')"
+lab_gw nft delete table inet ckbenign2
+lab_wait_until resumed
+
 # ---- ours and harmless ones do not cut off ------------------------------------------
 cuts=$(guard_status_field 's["cutoff"]["count"]')
 runs=$(guard_status_field 's["check"]["runs"]')
