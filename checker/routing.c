@@ -215,20 +215,28 @@ static bool route_drops(const struct ck_route *rt)
  * "multicast" route covers (ip6_rt_init_dst), IPv4 treats it as a martian;
  * the whole space is the safe side. Everything else may (unicast, nat, a
  * type this file does not know). */
-static bool route_forwards(const struct ck_route *rt)
+bool checker_route_forwards(uint8_t family, uint8_t type, const uint8_t *dst, uint8_t dst_len)
 {
-	switch (rt->type) {
+	switch (type) {
 	case RTN_LOCAL:
 	case RTN_BROADCAST:
 	case RTN_ANYCAST:
 	case RTN_THROW:
+	case RTN_BLACKHOLE:
+	case RTN_UNREACHABLE:
+	case RTN_PROHIBIT:
 		return false;
 	case RTN_MULTICAST:
-		return rt->family == AF_INET6 ? !(rt->dst_len >= 8 && rt->dst[0] == 0xff)
-					      : !(rt->dst_len >= 4 && (rt->dst[0] & 0xf0) == 0xe0);
+		return family == AF_INET6 ? !(dst_len >= 8 && dst[0] == 0xff)
+					  : !(dst_len >= 4 && (dst[0] & 0xf0) == 0xe0);
 	default:
-		return !route_drops(rt);
+		return true;
 	}
+}
+
+static bool route_forwards(const struct ck_route *rt)
+{
+	return checker_route_forwards(rt->family, rt->type, rt->dst, rt->dst_len);
 }
 
 static void route_text(const struct ck_route *rt, char *buf, size_t len)

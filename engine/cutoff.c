@@ -282,29 +282,6 @@ static bool rule_ours(const struct nlmsghdr *nlh, const char *br, uint32_t *prio
 	return false;
 }
 
-/* Can a route that an input lookup finds forward? As the checker's
- * route_forwards (local delivery, drops, throws and multicast space do
- * not). */
-static bool route_forwards(const struct rtmsg *rt, const uint8_t *dst)
-{
-	switch (rt->rtm_type) {
-	case RTN_LOCAL:
-	case RTN_BROADCAST:
-	case RTN_ANYCAST:
-	case RTN_THROW:
-	case RTN_BLACKHOLE:
-	case RTN_UNREACHABLE:
-	case RTN_PROHIBIT:
-		return false;
-	case RTN_MULTICAST:
-		return rt->rtm_family == AF_INET6
-			   ? !(rt->rtm_dst_len >= 8 && dst[0] == 0xff)
-			   : !(rt->rtm_dst_len >= 4 && (dst[0] & 0xf0) == 0xe0);
-	default:
-		return true;
-	}
-}
-
 static void ev_note(struct cutoff_events *ev, bool foreign, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void ev_note(struct cutoff_events *ev, bool foreign, const char *fmt, ...)
@@ -356,7 +333,8 @@ static void route_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
 			add ? "added" : "removed", v, add ? "to" : "from", NFT_ROUTE_TABLE);
 		return;
 	}
-	if (table == RT_TABLE_LOCAL && add && route_forwards(rt, dst)) {
+	if (table == RT_TABLE_LOCAL && add &&
+	    checker_route_forwards(rt->rtm_family, rt->rtm_type, dst, rt->rtm_dst_len)) {
 		ev_note(ev, true, "another program added a forwarding %s route to table local", v);
 		return;
 	}
@@ -423,8 +401,9 @@ static void event_one(const struct nlmsghdr *nlh, void *ctx)
 	struct cutoff_events *ev = ctx;
 
 	if (!nlh) {
-		/* events lost: anything may have changed, a foreign rule too */
-		ev_note(ev, true, "rtnetlink events were lost (ENOBUFS)");
+		/* events lost: anything may have changed; on the routing
+		 * monitor, a foreign rule too */
+		ev_note(ev, ev->routing, "rtnetlink events were lost (ENOBUFS)");
 		return;
 	}
 	switch (nlh->nlmsg_type) {
@@ -451,6 +430,7 @@ int cutoff_events_read(struct engine *e, int fd, struct cutoff_events *ev)
 {
 	memset(ev, 0, sizeof(*ev));
 	ev->e = e;
+	ev->routing = fd == e->route_fd;
 	return links_monitor_read(fd, event_one, ev);
 }
 

@@ -748,6 +748,7 @@ void cutoff_shutdown(struct engine *e);
  * the first foreign (else changed) object, for the journal. */
 struct cutoff_events {
 	struct engine *e;
+	bool routing; /* read from the routing monitor (else the link one) */
 	bool change, foreign, rules;
 	char what[200];
 };
