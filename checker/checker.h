@@ -138,6 +138,12 @@ int checker_run(const struct config *cfg, const struct checker_expect *ex, const
  * NUL-terminated string or NULL (no memory). */
 char *checker_result_text(const struct checker_result *r, bool verbose);
 
+/* Can a route that an input route lookup finds forward the packet (type
+ * RTN_*, destination dst/dst_len of family AF_INET/AF_INET6)? What the
+ * routing half reads table local by (checker/routing.c), and the engine
+ * the routes added to it (engine/cutoff.c): one answer for both. */
+bool checker_route_forwards(uint8_t family, uint8_t type, const uint8_t *dst, uint8_t dst_len);
+
 /* `portcullis check` and `portcullis cert ...` (argv[0] is the command). */
 int checker_cli(int argc, char **argv, const char *config);
 

@@ -296,8 +296,9 @@ struct ck_ifaddr {
 
 struct ck_route {
 	uint8_t family, dst_len, type, scope, protocol;
+	uint8_t tos, src_len; /* selectors: IPv4 tos, IPv6 source prefix ("from") */
 	uint32_t table, prio;
-	uint8_t dst[16], gw[16];
+	uint8_t dst[16], gw[16], src[16];
 	bool has_gw;
 	int oif;
 };
@@ -654,5 +655,9 @@ void ck_rule_where(const struct ck_chain *c, const struct ck_rule *r, char *buf,
  * when our ruleset marked it, nothing before them that may route it
  * otherwise, and the blackhole table (nft/nft.h NFT_ROUTE_*). */
 void ck_routing_check(const struct ck_state *st, const char *br, struct checker_result *res);
+/* One family of it over a dump of the kernel's rules (RTM_NEWRULE
+ * messages, evaluation order) and st's routes (the unit tests' way in). */
+void ck_routing_family(const struct ck_state *st, const char *br, uint8_t fam,
+		       const struct pc_buf *dump, struct checker_result *res);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nft/nft.h"
 #include "checker/checker_int.h"
@@ -42,16 +43,21 @@ int ck_engine_policy_hash(const struct config *cfg, char *out, size_t len)
 /* The check reads the policy in rules.d; the engine enforces the one it
  * loaded. When they differ (rules.d edited, not reloaded) the findings
  * compare the live tables with the files: say so on stderr, naming both
- * hashes (docs/checker.md). Silent when either is unknown (no engine). */
-static void policy_drift_warn(const struct config *cfg)
+ * hashes (docs/checker.md). Silent when either is unknown (no engine).
+ * Returns false when the engine was asked and did not answer. */
+static bool policy_drift_warn(const struct config *cfg)
 {
 	struct policy *pol = NULL;
 	struct pc_err err = {0};
 	char loaded[128];
+	bool answered = true;
 
-	if (policy_load_dir(cfg->rules_dir, cfg, &pol, &err) < 0 ||
-	    ck_engine_policy_hash(cfg, loaded, sizeof(loaded)) < 0)
+	if (policy_load_dir(cfg->rules_dir, cfg, &pol, &err) < 0)
 		goto out;
+	if (ck_engine_policy_hash(cfg, loaded, sizeof(loaded)) < 0) {
+		answered = false;
+		goto out;
+	}
 	if (strcmp(loaded, policy_hash(pol)) != 0)
 		fprintf(stderr,
 			"portcullis: warning: the policy in %s (%s) is not the one the engine "
@@ -60,6 +66,60 @@ static void policy_drift_warn(const struct config *cfg)
 			cfg->rules_dir, policy_hash(pol), loaded, cfg->rules_dir);
 out:
 	policy_unref(pol);
+	return answered;
+}
+
+/* The engine's cut-off (docs/engine.md, "Cut off until proven") ends only
+ * with a check of the engine's own. It checks again on every nftables,
+ * routing and link event; a change it is not told of (a sysctl, a tc
+ * filter) needs someone to ask: a proving check run by root asks it, and
+ * anything else says how the cut-off ends. Silent when there is no
+ * engine or it has not cut the sandboxes off. */
+static void cutoff_follow(const struct config *cfg, bool proven)
+{
+	struct pc_err err = {0};
+	struct pc_eng_reply r;
+	bool cut, called;
+
+	if (pc_engine_call(cfg->run_dir, PC_ENG_STATUS, 5000, &r, &err) < 0)
+		return;
+	cut = r.type == PC_ENG_STATUS_REPLY && r.json &&
+	      strstr(r.json, "\"cutoff\":{\"active\":true") != NULL;
+	pc_eng_reply_free(&r);
+	if (!cut)
+		return;
+	if (!proven) {
+		fprintf(stderr,
+			"portcullis: the engine has the sandboxes cut off: they stay so until a "
+			"check proves the guard; remove what is named above (the engine checks "
+			"again at every nftables, routing and link change; after a change it is "
+			"not told of, a sysctl or tc, run `portcullis check` again as root)\n");
+		return;
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, "portcullis: proven, but the engine has the sandboxes cut off: "
+				"run `portcullis check` as root (it asks the engine to check "
+				"again), or `portcullis reload`\n");
+		return;
+	}
+	memset(&r, 0, sizeof(r));
+	called = pc_engine_call(cfg->run_dir, PC_ENG_RECHECK, 5000, &r, &err) == 0;
+	if (!called || r.type != PC_ENG_RECHECK_REPLY) {
+		fprintf(stderr,
+			"portcullis: proven, but the engine has the sandboxes cut off and did "
+			"not take the request to check again (%s): `portcullis reload` runs its "
+			"check\n",
+			!called				      ? err.msg
+			: r.type == PC_ENG_ERROR && r.message ? r.message
+							      : "an unexpected reply");
+		if (called)
+			pc_eng_reply_free(&r);
+		return;
+	}
+	pc_eng_reply_free(&r);
+	fprintf(stderr, "portcullis: proven; the engine had the sandboxes cut off: it checks "
+			"again now, and its check lets them out when it proves "
+			"(`portcullis status`)\n");
 }
 
 static int cmd_check(int argc, char **argv, const char *config)
@@ -113,7 +173,8 @@ static int cmd_check(int argc, char **argv, const char *config)
 	fputs(out, stdout);
 	free(out);
 	fflush(stdout);
-	policy_drift_warn(&cfg);
+	if (policy_drift_warn(&cfg)) /* no engine (or a stopped one): no cut-off to follow */
+		cutoff_follow(&cfg, res->status == CHECKER_PROVEN);
 	rc = res->status == CHECKER_PROVEN ? PC_EXIT_OK : PC_EXIT_FAIL;
 	checker_result_free(res);
 	return rc;

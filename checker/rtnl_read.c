@@ -286,6 +286,8 @@ static int parse_route(struct ck_state *st, const struct nlmsghdr *nlh)
 	r->scope = rt->rtm_scope;
 	r->protocol = rt->rtm_protocol;
 	r->table = rt->rtm_table;
+	r->tos = rt->rtm_tos;
+	r->src_len = rt->rtm_src_len;
 	mnl_attr_for_each(a, nlh, sizeof(*rt))
 	{
 		size_t alen = mnl_attr_get_payload_len(a);
@@ -294,6 +296,10 @@ static int parse_route(struct ck_state *st, const struct nlmsghdr *nlh)
 		case RTA_DST:
 			if (alen == 4 || alen == 16)
 				memcpy(r->dst, mnl_attr_get_payload(a), alen);
+			break;
+		case RTA_SRC:
+			if (alen == 4 || alen == 16)
+				memcpy(r->src, mnl_attr_get_payload(a), alen);
 			break;
 		case RTA_GATEWAY:
 			if (alen == 4 || alen == 16) {

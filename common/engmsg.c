@@ -17,7 +17,7 @@ int pc_eng_request_encode(enum pc_eng_type type, uint8_t *buf, size_t len)
 {
 	struct pc_msg_w w;
 
-	if (type < PC_ENG_STATUS || type > PC_ENG_METRICS)
+	if (type < PC_ENG_STATUS || type > PC_ENG_RECHECK)
 		return PC_EINVAL;
 	pc_msg_w_init(&w, buf, len);
 	return pc_msg_finish(&w, PC_ENG_PROTO, PC_ENG_VERSION, (uint8_t)type, ENG_REQ_MAX);
@@ -32,9 +32,9 @@ int pc_eng_request_decode(const uint8_t *buf, size_t len, enum pc_eng_type *type
 
 	if (rc < 0)
 		return rc;
-	if (t < PC_ENG_STATUS || t > PC_ENG_METRICS)
+	if (t < PC_ENG_STATUS || t > PC_ENG_RECHECK)
 		return pc_err_set(err, PC_EPARSE,
-				  "unknown request type %u (status, reload, metrics)", t);
+				  "unknown request type %u (status, reload, metrics, recheck)", t);
 	if (pc_msg_end(&r, err) < 0)
 		return PC_EPARSE;
 	*type = (enum pc_eng_type)t;
@@ -74,6 +74,7 @@ int pc_eng_reply_encode(const struct pc_eng_reply *r, uint8_t **buf, size_t *len
 		pc_msg_put_str(&w, r->json, slen(r->json));
 		break;
 	case PC_ENG_RELOAD_REPLY:
+	case PC_ENG_RECHECK_REPLY:
 		pc_msg_put_str(&w, r->policy, slen(r->policy));
 		break;
 	case PC_ENG_METRICS_REPLY:
@@ -154,6 +155,7 @@ int pc_eng_reply_decode(const uint8_t *buf, size_t len, struct pc_eng_reply *out
 		d.check_running = running;
 		break;
 	case PC_ENG_RELOAD_REPLY:
+	case PC_ENG_RECHECK_REPLY:
 		if (get_str(&r, PC_ENG_POLICY_MAX, d.strings, &soff, &d.policy, err) < 0)
 			goto fail;
 		break;

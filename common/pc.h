@@ -475,10 +475,12 @@ enum pc_eng_type {
 	PC_ENG_STATUS = 1, /* requests */
 	PC_ENG_RELOAD = 2,
 	PC_ENG_METRICS = 3,
+	PC_ENG_RECHECK = 4,	     /* root: check containment again now (a cut-off may end) */
 	PC_ENG_ERROR = 0x80,	     /* replies: code, message */
 	PC_ENG_STATUS_REPLY = 0x81,  /* policy, check running, the status JSON */
 	PC_ENG_RELOAD_REPLY = 0x82,  /* policy now in force */
 	PC_ENG_METRICS_REPLY = 0x83, /* Prometheus text */
+	PC_ENG_RECHECK_REPLY = 0x84, /* policy in force (a check was asked for) */
 };
 /* A reply. Strings are NUL-terminated; after pc_eng_reply_decode they point
  * into strings (freed by pc_eng_reply_free); for encoding they are

@@ -313,6 +313,13 @@ static const char *trigger_phrase(const char *trigger)
 		return "after routing rules went missing (reinstalled)";
 	if (strcmp(trigger, "foreign") == 0)
 		return "after another program changed another nftables table";
+	if (strcmp(trigger, "foreignroute") == 0)
+		return "after another program changed the routing rules or tables the blackhole "
+		       "relies on";
+	if (strcmp(trigger, "cutoff") == 0)
+		return "after a routing, rule or link event while cut off";
+	if (strcmp(trigger, "admin") == 0)
+		return "at an admin's request (portcullis check)";
 	return trigger;
 }
 
@@ -394,6 +401,20 @@ void checkrun_request(struct engine *e, const char *trigger)
 	e->chk.busy = true;
 	e->chk.started_ms = pc_now_mono_ms();
 	e->chk.cut_seq = e->cut.seq; /* a change after this: this check cannot lift a cut-off */
+}
+
+void checkrun_repeat(struct engine *e, const char *trigger)
+{
+	if (e->chk.fd >= 0 && e->chk.busy && !e->chk.again) {
+		/* the running check may have read the state before the event:
+		 * the same check once more, under the name that says why it runs */
+		e->chk.again = true;
+		pc_strlcpy(e->chk.next_trigger, e->chk.trigger, sizeof(e->chk.next_trigger));
+		return;
+	}
+	if (!e->chk.busy)
+		checkrun_request(e, trigger);
+	/* else one is queued already: it runs after this event */
 }
 
 /* The helper's answer, decoded strictly: anything malformed is a check

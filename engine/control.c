@@ -1,5 +1,5 @@
 /* The main thread's loop: signals (SIGHUP reloads, SIGTERM/SIGINT stop),
- * the control socket (status, reload, metrics: typed messages of
+ * the control socket (status, reload, metrics, recheck: typed messages of
  * common/engmsg.c), bridge port changes and periodic
  * housekeeping. The queue threads never wait for anything here. */
 #include "engine/engine_int.h"
@@ -188,6 +188,41 @@ static void reload_send(struct engine *e, int fd)
 	policy_unref(pol);
 }
 
+/* The admin's `portcullis check` proved the guard while the sandboxes are
+ * cut off, after a change the engine is not told of (a sysctl, a tc
+ * filter): the engine does not take the client's word for it, it runs
+ * its own check now, which lifts the cut-off if it proves (a check asked
+ * for after every change so far). Root only, as reload: it costs a check. */
+static void recheck_send(struct engine *e, int fd)
+{
+	struct pc_eng_reply r = {.type = PC_ENG_RECHECK_REPLY};
+	struct pc_err err = {0};
+	uid_t uid = (uid_t)-1;
+	struct policy *pol;
+
+	if (pc_unix_peercred(fd, NULL, &uid, NULL, &err) < 0 || uid != 0) {
+		error_send(fd, PC_EPERM, "permission denied: only root may ask for a check");
+		return;
+	}
+	if (e->chk.fd < 0) {
+		error_send(fd, PC_EIO,
+			   "no check helper: the engine cannot check (restart portcullisd)");
+		return;
+	}
+	if (e->cut.active) {
+		e->cut.seq++; /* the running check may predate what the admin undid */
+		pc_log(PC_LOG_NOTICE,
+		       "bridge %s: still cut off; an admin's check asks for one of the "
+		       "engine's: checking containment again",
+		       e->cfg.bridge);
+	}
+	checkrun_request(e, "admin");
+	pol = engine_policy_get(e);
+	r.policy = pol ? policy_hash(pol) : "";
+	reply_send(fd, &r);
+	policy_unref(pol);
+}
+
 static void metrics_send(struct engine *e, int fd)
 {
 	/* Prometheus text (docs/operations.md, "Metrics"), carried as a string */
@@ -249,6 +284,9 @@ static void control_client(struct engine *e, int fd)
 	case PC_ENG_RELOAD:
 		reload_send(e, fd);
 		break;
+	case PC_ENG_RECHECK:
+		recheck_send(e, fd);
+		break;
 	default:
 		metrics_send(e, fd);
 		break;
@@ -303,6 +341,7 @@ int control_loop(struct engine *e)
 		    {.fd = e->route_fd, .events = POLLIN},
 		};
 		struct pc_err err = {0};
+		struct cutoff_events ev;
 		uint64_t now;
 		int n;
 
@@ -338,13 +377,15 @@ int control_loop(struct engine *e)
 		}
 		if (n > 0 && (p[1].revents & POLLIN))
 			clients_accept(e, cl);
-		if (n > 0 && (p[2].revents & POLLIN) && links_monitor_drain(e->link_fd) > 0) {
+		if (n > 0 && (p[2].revents & POLLIN) &&
+		    cutoff_events_read(e, e->link_fd, &ev) > 0) {
 			if (engine_ports_refresh(e, false, &err) < 0)
 				pc_log(PC_LOG_ERR, "bridge ports: %s", err.msg);
 			if (engine_local_refresh(e, &err) < 0)
 				pc_log(PC_LOG_ERR, "gateway addresses (kept the previous set): %s",
 				       err.msg);
 			cutoff_enforce(e); /* cut off: a port up again goes down again */
+			cutoff_events_act(e, &ev);
 		}
 		if (n > 0 && p[3].revents)
 			checkrun_readable(e);
@@ -353,8 +394,11 @@ int control_loop(struct engine *e)
 			engine_tables_restore(e); /* its check covers the other tables too */
 		else if (e->nftw.other)
 			engine_nft_other_changed(e);
-		if (n > 0 && (p[5].revents & POLLIN) && links_monitor_drain(e->route_fd) > 0)
+		if (n > 0 && (p[5].revents & POLLIN) &&
+		    cutoff_events_read(e, e->route_fd, &ev) > 0) {
 			engine_routing_restore(e);
+			cutoff_events_act(e, &ev);
+		}
 		now = pc_now_mono_ms();
 		httpm_handle(e, &p[NFIX + CLIENTS_MAX], now); /* HTTP /metrics, if on */
 		for (size_t i = 0; i < CLIENTS_MAX; i++) {

@@ -6,12 +6,17 @@
 
 #include <errno.h>
 #include <net/if.h>
+#include <linux/fib_rules.h>
+#include <linux/rtnetlink.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <libmnl/libmnl.h>
 
 #define CUTOFF_LOG_MS 2000
 
@@ -215,6 +220,240 @@ void cutoff_shutdown(struct engine *e)
 	e->cut.n_downed = e->cut.cap = 0;
 }
 
+/* ---- routing and link events (issue 31) ----------------------------------
+ * The blackhole that holds without the ruleset is made of routing rules
+ * and two tables the checker reads in full (checker/routing.c): a change
+ * there by another program is the routing twin of a foreign nftables batch
+ * and cuts the sandboxes off the same way; and while they are cut off,
+ * every route, rule and link event may be the one that undoes what the
+ * last check found, so each is checked again. */
+
+/* Is this rule one the engine adds (engine/routing.c), attribute for
+ * attribute? *prio: its priority. */
+static bool rule_ours(const struct nlmsghdr *nlh, const char *br, uint32_t *prio)
+{
+	static const uint32_t marks[NFT_ROUTE_N_MARKS] = NFT_ROUTE_MARKS;
+	const struct fib_rule_hdr *h = mnl_nlmsg_get_payload(nlh);
+	const struct nlattr *a;
+	uint32_t table = h->table, mark = 0, mask = 0;
+	bool iif = false, other = false;
+
+	*prio = 0;
+	mnl_attr_for_each(a, nlh, sizeof(*h))
+	{
+		bool u32 = mnl_attr_validate(a, MNL_TYPE_U32) == 0;
+
+		switch (mnl_attr_get_type(a)) {
+		case FRA_PRIORITY:
+			*prio = u32 ? mnl_attr_get_u32(a) : UINT32_MAX;
+			break;
+		case FRA_TABLE:
+			table = u32 ? mnl_attr_get_u32(a) : 0;
+			break;
+		case FRA_FWMARK:
+			mark = u32 ? mnl_attr_get_u32(a) : 0;
+			break;
+		case FRA_FWMASK:
+			mask = u32 ? mnl_attr_get_u32(a) : 0;
+			break;
+		case FRA_IIFNAME:
+			iif = mnl_attr_validate(a, MNL_TYPE_NUL_STRING) == 0 &&
+			      strcmp(mnl_attr_get_str(a), br) == 0;
+			break;
+		case FRA_PROTOCOL: /* who added it */
+			break;
+		case FRA_SUPPRESS_PREFIXLEN: /* in every dump and event; -1: not set */
+		case FRA_SUPPRESS_IFGROUP:
+			other = other || !u32 || mnl_attr_get_u32(a) != UINT32_MAX;
+			break;
+		default:
+			other = true;
+			break;
+		}
+	}
+	if (other || !iif || h->action != FR_ACT_TO_TBL || h->src_len || h->dst_len || h->tos ||
+	    (h->flags & FIB_RULE_INVERT))
+		return false;
+	if (*prio == NFT_ROUTE_PRIO_DROP)
+		return table == NFT_ROUTE_TABLE && !mark && !mask;
+	for (uint32_t i = 0; i < NFT_ROUTE_N_MARKS; i++)
+		if (*prio == NFT_ROUTE_PRIO_MARK + i)
+			return table == RT_TABLE_MAIN && mark == marks[i] && mask == marks[i];
+	return false;
+}
+
+static void ev_note(struct cutoff_events *ev, bool foreign, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void ev_note(struct cutoff_events *ev, bool foreign, const char *fmt, ...)
+{
+	va_list ap;
+
+	if ((foreign && !ev->foreign) || !ev->change) {
+		va_start(ap, fmt);
+		vsnprintf(ev->what, sizeof(ev->what), fmt, ap);
+		va_end(ap);
+	}
+	ev->change = true;
+	ev->foreign = ev->foreign || foreign;
+}
+
+static void route_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
+{
+	const struct rtmsg *rt = mnl_nlmsg_get_payload(nlh);
+	const char *v = rt->rtm_family == AF_INET6 ? "IPv6" : "IPv4";
+	bool add = nlh->nlmsg_type == RTM_NEWROUTE;
+	uint8_t dst[16] = {0};
+	uint32_t table = rt->rtm_table, oif = 0;
+	const struct nlattr *a;
+
+	mnl_attr_for_each(a, nlh, sizeof(*rt))
+	{
+		size_t alen = mnl_attr_get_payload_len(a);
+
+		if (mnl_attr_get_type(a) == RTA_TABLE && alen == 4)
+			table = mnl_attr_get_u32(a);
+		else if (mnl_attr_get_type(a) == RTA_OIF && alen == 4)
+			oif = mnl_attr_get_u32(a);
+		else if (mnl_attr_get_type(a) == RTA_DST && alen <= sizeof(dst))
+			memcpy(dst, mnl_attr_get_payload(a), alen);
+	}
+	if (!add && oif && downed_has(&ev->e->cut, oif))
+		return; /* a port the cut-off took down loses its routes */
+	if (table == NFT_ROUTE_TABLE) {
+		if (rt->rtm_type == RTN_BLACKHOLE && !rt->rtm_dst_len && !rt->rtm_src_len &&
+		    !rt->rtm_tos) {
+			/* ours, as routing_ensure adds it; removed, it puts it back */
+			if (!add)
+				ev_note(ev, false, "the %s blackhole default of the engine removed",
+					v);
+			return;
+		}
+		ev->rules = ev->rules || !add;
+		ev_note(ev, add, "another program %s a %s route %s the blackhole table %u",
+			add ? "added" : "removed", v, add ? "to" : "from", NFT_ROUTE_TABLE);
+		return;
+	}
+	if (table == RT_TABLE_LOCAL && add &&
+	    checker_route_forwards(rt->rtm_family, rt->rtm_type, dst, rt->rtm_dst_len)) {
+		ev_note(ev, true, "another program added a forwarding %s route to table local", v);
+		return;
+	}
+	ev_note(ev, false, "%s route %s (table %u)", v, add ? "added" : "removed", table);
+}
+
+static void rule_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
+{
+	const struct fib_rule_hdr *h = mnl_nlmsg_get_payload(nlh);
+	const char *v = h->family == AF_INET6 ? "IPv6" : "IPv4";
+	bool add = nlh->nlmsg_type == RTM_NEWRULE;
+	uint32_t prio;
+
+	if (rule_ours(nlh, ev->e->cfg.bridge, &prio)) {
+		if (!add) /* routing_ensure puts it back; the check after it reads it */
+			ev_note(ev, false, "%s routing rule %u of the engine removed", v, prio);
+		return;
+	}
+	ev->rules = true;
+	/* a rule after our found-all never sees bridge traffic while it holds */
+	ev_note(ev, add && prio <= NFT_ROUTE_PRIO_DROP, "another program %s %s routing rule %u",
+		add ? "added" : "removed", v, prio);
+}
+
+static void link_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
+{
+	const struct engine_cutoff *c = &ev->e->cut;
+
+	if (nlh->nlmsg_type == RTM_NEWLINK &&
+	    nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(struct ifinfomsg)) {
+		const struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
+
+		if (ifi->ifi_index > 0 && downed_has(c, (uint32_t)ifi->ifi_index) &&
+		    !(ifi->ifi_flags & IFF_UP))
+			return; /* a port the cut-off took down, down */
+	} else if (nlh->nlmsg_type == RTM_DELADDR &&
+		   nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(struct ifaddrmsg)) {
+		const struct ifaddrmsg *ifa = mnl_nlmsg_get_payload(nlh);
+
+		if (downed_has(c, ifa->ifa_index))
+			return; /* ... and its (link-local) address with it */
+	}
+	if (nlh->nlmsg_type == RTM_NEWLINK || nlh->nlmsg_type == RTM_DELLINK) {
+		const struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
+		char name[IF_NAMESIZE] = "?";
+
+		if (nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(*ifi) && ifi->ifi_index > 0)
+			if_indextoname((unsigned)ifi->ifi_index, name);
+		ev_note(ev, false, "link %s (ifindex %d%s) %s", name,
+			nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(*ifi) ? ifi->ifi_index : 0,
+			nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(*ifi) &&
+				ifi->ifi_family == AF_BRIDGE
+			    ? ", bridge port"
+			    : "",
+			nlh->nlmsg_type == RTM_NEWLINK ? "changed" : "removed");
+		return;
+	}
+	ev_note(ev, false, "an address %s",
+		nlh->nlmsg_type == RTM_NEWADDR ? "added" : "changed or removed");
+}
+
+static void event_one(const struct nlmsghdr *nlh, void *ctx)
+{
+	struct cutoff_events *ev = ctx;
+
+	if (!nlh) {
+		/* events lost: anything may have changed; on the routing
+		 * monitor, a foreign rule too */
+		ev_note(ev, ev->routing, "rtnetlink events were lost (ENOBUFS)");
+		return;
+	}
+	switch (nlh->nlmsg_type) {
+	case RTM_NEWROUTE:
+	case RTM_DELROUTE:
+		if (nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(struct rtmsg))
+			route_event(ev, nlh);
+		break;
+	case RTM_NEWRULE:
+	case RTM_DELRULE:
+		if (nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(struct fib_rule_hdr))
+			rule_event(ev, nlh);
+		break;
+	case NLMSG_DONE:
+	case NLMSG_NOOP:
+		break;
+	default:
+		link_event(ev, nlh);
+		break;
+	}
+}
+
+int cutoff_events_read(struct engine *e, int fd, struct cutoff_events *ev)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->e = e;
+	ev->routing = fd == e->route_fd;
+	return links_monitor_read(fd, event_one, ev);
+}
+
+void cutoff_events_act(struct engine *e, const struct cutoff_events *ev)
+{
+	struct engine_cutoff *c = &e->cut;
+
+	if (ev->foreign) {
+		cutoff_begin(e, ev->what);
+		checkrun_request(e, "foreignroute");
+		return;
+	}
+	if (c->active && ev->change) {
+		c->seq++; /* a check already running may have read the state before it */
+		pc_log(PC_LOG_NOTICE, "bridge %s: still cut off; %s: checking containment again",
+		       e->cfg.bridge, ev->what);
+		checkrun_repeat(e, "cutoff");
+		return;
+	}
+	if (ev->rules)
+		checkrun_request(e, "foreignroute");
+}
+
 int cutoff_status_json(const struct engine *e, char **buf, size_t *len)
 {
 	const struct engine_cutoff *c = &e->cut;
@@ -235,11 +474,13 @@ void cutoff_metrics(struct pc_prom *b, const struct engine *e)
 {
 	pc_prom_one_u64(b, "portcullis_engine_sandboxes_cut_off", "gauge",
 			"1 while the sandboxes are cut off (their bridge ports down) because "
-			"another program changed nftables and no check has proven containment "
+			"another program changed nftables or the routing the blackhole relies on "
+			"and no check has proven containment "
 			"since; 0 otherwise.",
 			e->cut.active);
 	pc_prom_one_u64(b, "portcullis_engine_cutoffs_total", "counter",
-			"Times the sandboxes were cut off after another program changed nftables.",
+			"Times the sandboxes were cut off after another program changed nftables "
+			"or the routing the blackhole relies on.",
 			e->cut.count);
 	pc_prom_one_u64(b, "portcullis_engine_cutoff_failures_total", "counter",
 			"Sandbox ports the cut-off could not take down.", e->cut.failures);

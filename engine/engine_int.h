@@ -84,6 +84,11 @@ int links_monitor_open(struct pc_err *err);
 /* Read every pending event; 1 if any link or address changed, 0 if none,
  * <0 error. */
 int links_monitor_drain(int fd);
+/* The same, handing each event message to fn (NULL: events were lost,
+ * ENOBUFS); for fds of either monitor. */
+struct nlmsghdr;
+typedef void links_event_fn(const struct nlmsghdr *nlh, void *ctx);
+int links_monitor_read(int fd, links_event_fn *fn, void *ctx);
 
 /* ---- routing.c: fail closed without nftables (docs/engine.md) ----------- */
 
@@ -712,6 +717,10 @@ int control_status_json(struct engine *e, char **out);
 int checkrun_start(struct engine *e, struct pc_err *err);
 void checkrun_stop(struct engine *e);
 void checkrun_request(struct engine *e, const char *trigger);
+/* The same for an event that changes nothing a running check is about (a
+ * route, rule or link event while cut off): the running check is repeated
+ * under its own trigger, else one with this trigger runs. */
+void checkrun_repeat(struct engine *e, const char *trigger);
 void checkrun_readable(struct engine *e);
 const char *checkrun_result_name(int result); /* "proven", ..., "none" */
 /* Append ,"check":{...} to the status JSON. 0 or PC_ENOMEM. */
@@ -729,6 +738,27 @@ void cutoff_begin(struct engine *e, const char *why);
 void cutoff_enforce(struct engine *e);
 void cutoff_check_done(struct engine *e, int result);
 void cutoff_shutdown(struct engine *e);
+/* What a read of the link or the routing monitor's pending events means
+ * (issue 31). change: anything but the engine's own doing (its rules and
+ * blackhole routes as it adds them, the ports the cut-off took down going
+ * down); foreign: a routing change that may open a way out once the
+ * ruleset is gone (a rule at or before the engine's found-all rule, a
+ * route added to the blackhole table, a forwarding one to table local);
+ * rules: another program's rule or blackhole-table route removed; what:
+ * the first foreign (else changed) object, for the journal. */
+struct cutoff_events {
+	struct engine *e;
+	bool routing; /* read from the routing monitor (else the link one) */
+	bool change, foreign, rules;
+	char what[200];
+};
+/* Read fd's pending events into ev (zeroed first); links_monitor_read's
+ * return. act: foreign begins a cut-off (and a check); while cut off, any
+ * change counts as one (only a check asked for after it may lift the cut)
+ * and is checked again; otherwise rules asks for a check (status follows
+ * the facts). */
+int cutoff_events_read(struct engine *e, int fd, struct cutoff_events *ev);
+void cutoff_events_act(struct engine *e, const struct cutoff_events *ev);
 /* ,"cutoff":{...} for status; the cut-off's metrics. */
 int cutoff_status_json(const struct engine *e, char **buf, size_t *len);
 void cutoff_metrics(struct pc_prom *b, const struct engine *e);

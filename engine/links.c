@@ -267,7 +267,7 @@ int links_monitor_open(struct pc_err *err)
 	return fd;
 }
 
-int links_monitor_drain(int fd)
+int links_monitor_read(int fd, links_event_fn *fn, void *ctx)
 {
 	char buf[8192];
 	int any = 0;
@@ -279,6 +279,8 @@ int links_monitor_drain(int fd)
 				break;
 			if (errno == ENOBUFS) { /* events lost: assume a change */
 				any = 1;
+				if (fn)
+					fn(NULL, ctx);
 				continue;
 			}
 			if (errno == EINTR)
@@ -286,8 +288,20 @@ int links_monitor_drain(int fd)
 			return PC_EIO;
 		}
 		any = 1;
+		if (fn) {
+			const struct nlmsghdr *nlh = (const struct nlmsghdr *)buf;
+			int n = (int)r;
+
+			for (; mnl_nlmsg_ok(nlh, n); nlh = mnl_nlmsg_next(nlh, &n))
+				fn(nlh, ctx);
+		}
 	}
 	return any;
+}
+
+int links_monitor_drain(int fd)
+{
+	return links_monitor_read(fd, NULL, NULL);
 }
 
 bool portmap_name(struct portmap *pm, uint32_t ifindex, char name[PC_IFNAMSIZ])

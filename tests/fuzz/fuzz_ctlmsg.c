@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* every string the reply's type carries is there, NUL-terminated */
 	if ((d.type == PC_ENG_ERROR && (!d.message || d.code >= 0)) ||
 	    (d.type == PC_ENG_STATUS_REPLY && (!d.policy || !d.json)) ||
-	    (d.type == PC_ENG_RELOAD_REPLY && !d.policy) ||
+	    ((d.type == PC_ENG_RELOAD_REPLY || d.type == PC_ENG_RECHECK_REPLY) && !d.policy) ||
 	    (d.type == PC_ENG_METRICS_REPLY && !d.text))
 		abort();
 	(void)strlen(d.message ? d.message : d.policy ? d.policy : d.text);

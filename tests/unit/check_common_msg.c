@@ -127,12 +127,13 @@ END_TEST
 
 START_TEST(eng_requests)
 {
-	static const enum pc_eng_type types[] = {PC_ENG_STATUS, PC_ENG_RELOAD, PC_ENG_METRICS};
+	static const enum pc_eng_type types[] = {PC_ENG_STATUS, PC_ENG_RELOAD, PC_ENG_METRICS,
+						 PC_ENG_RECHECK};
 	uint8_t b[64];
 	struct pc_err err;
 	enum pc_eng_type t;
 
-	for (size_t i = 0; i < 3; i++) {
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		ck_assert_int_eq(pc_eng_request_encode(types[i], b, sizeof(b)), PC_MSG_HDR_LEN);
 		ck_assert_int_eq(pc_eng_request_decode(b, PC_MSG_HDR_LEN, &t, &err), 0);
 		ck_assert_int_eq(t, types[i]);
@@ -147,10 +148,10 @@ START_TEST(eng_requests)
 	pc_eng_request_encode(PC_ENG_STATUS, b, sizeof(b));
 	b[0] = PC_ENG_VERSION + 1;
 	ck_assert_int_eq(pc_eng_request_decode(b, PC_MSG_HDR_LEN, &t, &err), PC_EUNSUPP);
-	/* unknown types: 0, past metrics, a reply type */
+	/* unknown types: 0, past recheck, a reply type */
 	b[0] = PC_ENG_VERSION;
 	for (unsigned bad = 0; bad < 256; bad++) {
-		if (bad >= PC_ENG_STATUS && bad <= PC_ENG_METRICS)
+		if (bad >= PC_ENG_STATUS && bad <= PC_ENG_RECHECK)
 			continue;
 		b[1] = (uint8_t)bad;
 		ck_assert_int_eq(pc_eng_request_decode(b, PC_MSG_HDR_LEN, &t, &err), PC_EPARSE);
@@ -203,6 +204,14 @@ START_TEST(eng_replies_round_trip)
 	ck_assert_ptr_null(d.json);
 	pc_eng_reply_free(&d);
 	free(b);
+	rl.type = PC_ENG_RECHECK_REPLY; /* the same body: the policy in force */
+	len = reply_bytes(&rl, &b);
+	ck_assert_int_eq(pc_eng_reply_decode(b, len, &d, NULL), 0);
+	ck_assert_int_eq(d.type, PC_ENG_RECHECK_REPLY);
+	ck_assert_str_eq(d.policy, "sha256:cd");
+	pc_eng_reply_free(&d);
+	free(b);
+	rl.type = PC_ENG_RELOAD_REPLY;
 	len = reply_bytes(&mt, &b);
 	ck_assert_int_eq(pc_eng_reply_decode(b, len, &d, NULL), 0);
 	ck_assert_str_eq(d.text, "# HELP x y\nx 1\n");
