@@ -301,7 +301,8 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 		return;
 	}
 	rc = dnsguard_query_defer(c->dg, sb, &f, msg, len, c->now_ms,
-				  c->dns_defer ? policy_hash(c->policy) : NULL, &res, &deferred);
+				  c->dns_defer ? policy_hash(c->policy) : NULL,
+				  policy_sandbox_count(c->policy), &res, &deferred);
 	if (rc == 0 && res.verdict == DNSG_ALLOW && !to_guard) {
 		/* the DNS guard checks this too; never pass it if it did not */
 		res.verdict = DNSG_DROP;

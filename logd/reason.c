@@ -84,6 +84,7 @@ static const char *const codes[LOGREC_REASON_CODES] = {
     "tcp_urgent",	 /* issue 30: urgent data on a stream judged by its bytes */
     "dns_tcp_overlap",	 /* issue 30: overlapping bytes that differ, data after FIN */
     "dns_tcp_no_stream", /* issue 30: DNS over TCP the guard did not see open */
+    "dns_owed_quota",	 /* issue 30: the sandbox owes its share of deferred records */
     "protocol",
     "other",
 };
@@ -136,6 +137,7 @@ static const struct {
     {"DNS over TCP: the sandbox's quota", "dns_tcp_quota"},
     {"DNS over TCP: bytes overlap", "dns_tcp_overlap"},
     {"DNS over TCP: no stream", "dns_tcp_no_stream"},
+    {"DNS: the sandbox's share of queries awaiting", "dns_owed_quota"},
     {"DNS over TCP", "dns_malformed"},
     {"DNS message larger", "dns_malformed"},
     {"malformed query", "dns_malformed"},
