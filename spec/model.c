@@ -462,6 +462,18 @@ static void dnstcp_ordered(struct spec_world *w, const struct policy_sandbox *sb
 	}
 	memcpy(w->streams[i].kept + w->streams[i].len, p->data + same, p->len - same);
 	w->streams[i].len += p->len - same;
+	if (w->streams[i].clean && same && p->msg_at == same && p->pl == SPEC_PL_DNS_QUERY &&
+	    p->len - same >= 2 &&
+	    ((size_t)p->data[same] << 8 | p->data[same + 1]) + 2 == p->len - same) {
+		/* the stream's tail sent again, then one whole message that
+		 * starts where the judged ones end: in order from the
+		 * stream's start, judged as if it came alone (two whole
+		 * messages, the second starting inside the first) */
+		dns_message(w, sb, p, v);
+		if (!(v->may & SPEC_V_PASS))
+			stream_drop(w, stream_find(w, p));
+		return;
+	}
 	if (!w->streams[i].clean || same || !p->tcp_framed) {
 		/* put together before it is judged (S12); the model does not
 		 * parse what the parts make */

@@ -61,6 +61,8 @@ struct spec_pkt {
 	const uint8_t *data; /* the L4 payload */
 	size_t len;
 	/* DNS_QUERY / DNS_ANSWER */
+	size_t msg_at; /* DNS over TCP: the framed message these describe starts
+			  here in data; before it, bytes of the stream sent again */
 	uint16_t dns_id, qtype;
 	char qname[POLICY_HOST_MAX];
 	struct pc_addr answer[SPEC_ANSWER_MAX];

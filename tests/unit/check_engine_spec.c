@@ -675,10 +675,17 @@ static void sc_me_synack(struct sc *c, int fam, const struct pc_addr *res, uint1
  * inside it (the resolver would frame its tail as the next message:
  * REJECT); 1 the first sent again (PASS), then the next in order; 2 the
  * next past a hole (DROP), then in order; 3 a FIN, then the next (REJECT);
- * 4 data before the resolver's SYN-ACK (DROP), then as 0. */
+ * 4 data before the resolver's SYN-ACK (DROP), then as 0. Two whole
+ * messages, the second starting inside the first, in the other orders and
+ * shapes: 5 the second first (past a hole: DROP), then the first (PASS),
+ * then the second again (REJECT); 6 one segment of the first's last 5
+ * bytes, one changed, and the whole second (REJECT); 7 the same with the 5
+ * bytes unchanged (the second message is put together, S12), then a third
+ * inside the second (REJECT). */
+#define OVERLAP_VARIANTS 8
 static void overlap_seq(struct sc *c, int fam, int variant)
 {
-	static uint8_t qa[600], qb[600];
+	static uint8_t qa[600], qb[600], qc[600], seg[1200];
 	struct pc_addr res;
 	uint16_t port = c->next_port++, qt = fam == 6 ? 28 : 1;
 	uint32_t base = 5001;
@@ -700,12 +707,43 @@ static void overlap_seq(struct sc *c, int fam, int variant)
 		STEP(a);
 	}
 	sc_me_synack(c, fam, &res, port, base);
+	if (variant == 5) {
+		/* the second before the first: past a hole, nothing to compare */
+		p = sc_out(fam, SC_SB1, &res, IPPROTO_TCP, port, 53);
+		sc_tcp(&p, P | A, base + 5, 1);
+		sc_query(&p, qb, c->next_id, "api.allowed.test", qt, true);
+		STEP(p);
+	}
 	a = sc_out(fam, SC_SB1, &res, IPPROTO_TCP, port, 53);
 	sc_tcp(&a, P | A, base, 1);
 	sc_query(&a, qa, c->next_id++, "api.allowed.test", qt, true);
 	la = a.s.len;
 	STEP(a);
 	p = sc_out(fam, SC_SB1, &res, IPPROTO_TCP, port, 53);
+	if (variant == 6 || variant == 7) {
+		size_t lb =
+		    drv_tcp_frame(qb, drv_dns_query(qb, c->next_id++, "api.allowed.test", qt));
+
+		memcpy(seg, qa + la - 5, 5);
+		if (variant == 6)
+			seg[4] ^= 0x20;
+		memcpy(seg + 5, qb, lb);
+		sc_tcp(&p, P | A, base + (uint32_t)la - 5, 1);
+		sc_payload(&p, SPEC_PL_DATA, seg, 5 + lb);
+		if (variant == 7) { /* the model judges the second message whole */
+			p.s.pl = SPEC_PL_DNS_QUERY;
+			p.s.msg_at = 5;
+			p.s.dns_id = (uint16_t)(c->next_id - 1);
+			p.s.qtype = qt;
+			pc_strlcpy(p.s.qname, "api.allowed.test", sizeof(p.s.qname));
+		}
+		STEP(p);
+		p = sc_out(fam, SC_SB1, &res, IPPROTO_TCP, port, 53);
+		sc_tcp(&p, P | A, base + (uint32_t)(la + 7), 1);
+		sc_query(&p, qc, c->next_id++, "api.allowed.test", qt, true);
+		STEP(p);
+		goto reset;
+	}
 	switch (variant) {
 	default:
 		sc_tcp(&p, P | A, base + 5, 1);
@@ -730,6 +768,7 @@ static void overlap_seq(struct sc *c, int fam, int variant)
 	}
 	sc_query(&p, qb, c->next_id++, "api.allowed.test", qt, true);
 	STEP(p);
+reset:
 	p = sc_out(fam, SC_SB1, &res, IPPROTO_TCP, port, 53);
 	sc_tcp(&p, R, base + (uint32_t)la, 0);
 	STEP(p);
@@ -922,7 +961,7 @@ START_TEST(engine_against_model)
 		for (int s = 0; s < SC_NSRC; s++)
 			for (int d = 0; d < SC_NDST; d++, seqs++)
 				port53_seq(&c, fam, (enum sc_src)s, (enum sc_dst)d);
-		for (int v = 0; v < 5; v++, seqs++)
+		for (int v = 0; v < OVERLAP_VARIANTS; v++, seqs++)
 			overlap_seq(&c, fam, v);
 		quota_seq(&c, fam);
 		seqs++;
