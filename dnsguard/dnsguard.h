@@ -89,15 +89,33 @@ struct dnsguard_owed {
  * *deferred is set (always written when not NULL), the caller writes no
  * record now, and the record is owed — by the answer
  * (dnsguard_answer_judge sets res->query_owed) or, when no answer comes
- * (10 s, evicted, the sandbox pruned), by dnsguard_owed_take. */
+ * (10 s, evicted, the sandbox pruned), by dnsguard_owed_take. A sandbox
+ * may owe at most its share of such records (DG_OWED_MAX over n_sandboxes,
+ * the policy's count); past it, a query that would be deferred is refused
+ * instead (DNSG_OWED_REASON) until records drain: no record is dropped to
+ * make room. */
 int dnsguard_query_defer(struct dnsguard *g, const struct policy_sandbox *sb,
 			 const struct dns_flow *f, const uint8_t *msg, size_t len, uint64_t now_ms,
-			 const char *policy, struct dnsguard_query_res *res, bool *deferred);
+			 const char *policy, size_t n_sandboxes, struct dnsguard_query_res *res,
+			 bool *deferred);
+/* The reason of a query refused because its sandbox owes its share of
+ * deferred records (DNSG_REFUSE, REFUSED whatever dns_refuse says: the
+ * name may well exist; code "dns_owed_quota"). */
+#define DNSG_OWED_REASON                                                                           \
+	"DNS: the sandbox's share of queries awaiting their record is used up (engine quota)"
 
-/* Take up to max owed records of queries that got no answer (their
+/* Copy up to max owed records of queries that got no answer (their
  * outstanding entry expired, was evicted or its sandbox pruned; with all,
- * every outstanding deferred query too: the engine is stopping). Returns
- * how many were written to out; the caller logs them. */
+ * every outstanding deferred query too: the engine is stopping), oldest
+ * first, to out; returns how many. They stay owed — and counted in their
+ * sandbox's share — until dnsguard_owed_done says they are in the log, so a
+ * logd that does not take them loses none. One caller at a time (the
+ * engine's control thread). */
+size_t dnsguard_owed_peek(struct dnsguard *g, uint64_t now_ms, bool all, struct dnsguard_owed *out,
+			  size_t max);
+/* The first n records the last dnsguard_owed_peek copied are in the log. */
+void dnsguard_owed_done(struct dnsguard *g, size_t n);
+/* dnsguard_owed_peek, then dnsguard_owed_done of what it copied. */
 size_t dnsguard_owed_take(struct dnsguard *g, uint64_t now_ms, bool all, struct dnsguard_owed *out,
 			  size_t max);
 
@@ -210,6 +228,8 @@ struct dnsguard_stats {
 	uint64_t ech_stripped;
 	uint64_t pending_queries, pending_evicted; /* allowed queries awaiting
 						      their answer */
+	uint64_t owed_refused; /* queries refused: their sandbox owed its share of
+				  deferred records (DNSG_OWED_REASON) */
 };
 void dnsguard_stats(struct dnsguard *g, struct dnsguard_stats *st);
 

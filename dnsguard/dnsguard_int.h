@@ -53,11 +53,16 @@ struct dg_pend {
 	const char *why; /* on the owed list: what became of it (static) */
 	char rule[96], policy[DNSG_POLICY_MAX]; /* for that record */
 	char sandbox[POLICY_NAME_MAX];
-	uint16_t dport; /* the resolver's port */
+	uint16_t dport;	 /* the resolver's port */
+	uint64_t sb_gen; /* owed: the dg_sb whose share it counts in (its gen) */
 	char qname[];
 };
 
-#define DG_OWED_MAX 65536u /* unanswered deferred queries awaiting their record */
+/* Deferred records the guard may owe at once, shared out equally between
+ * the policy's sandboxes (dg_owed_share): a sandbox whose share is used
+ * gets its new queries refused, so no record is ever dropped for room and
+ * no sandbox can use up another's. */
+#define DG_OWED_MAX 65536u
 
 /* Everything dnsguard knows about one sandbox, guarded by mu. */
 struct dg_sb {
@@ -76,6 +81,11 @@ struct dg_sb {
 	struct dg_pend **pbuckets; /* DG_PENDING_PER_SB buckets, allocated lazily */
 	struct dg_pend *pq_head, *pq_tail;
 	uint32_t npend;
+	/* Its deferred records not yet in the log: outstanding (owed set)
+	 * and on the guard's owed list. gen tells this sandbox's entries on
+	 * that list from those of a namesake a reload removed before. */
+	uint32_t n_owed;
+	uint64_t gen;
 };
 
 struct dnsguard {
@@ -118,7 +128,8 @@ struct dnsguard {
 	pthread_mutex_t owed_mu;
 	struct dg_pend *owed_head, *owed_tail;
 	size_t n_owed;
-	_Atomic uint64_t owed_lost;
+	_Atomic uint64_t sb_gen; /* the last dg_sb.gen given */
+	_Atomic uint64_t owed_refused;
 };
 
 #define DG_INC(g, field) atomic_fetch_add_explicit(&(g)->field, 1, memory_order_relaxed)
@@ -171,9 +182,12 @@ struct dg_pend_key {
 };
 /* Remember an allowed query (s->mu not held). With policy not NULL and
  * the query new (not a retransmission), its record is deferred: *deferred
- * set, rule and policy kept for it. */
+ * set, rule and policy kept for it — unless the sandbox owes its share of
+ * records already (DG_OWED_MAX over n_sandboxes): then PC_EREFUSED and
+ * nothing is remembered. */
 int dg_pending_add(struct dnsguard *g, struct dg_sb *s, const struct dg_pend_key *k,
-		   uint64_t now_ms, const char *rule, const char *policy, bool *deferred);
+		   uint64_t now_ms, const char *rule, const char *policy, size_t n_sandboxes,
+		   bool *deferred);
 /* Consume the query an answer matches; false when none (s->mu not held).
  * When its record was deferred, *owed_out is filled and *owed set. */
 bool dg_pending_take(struct dnsguard *g, struct dg_sb *s, const struct dg_pend_key *k,

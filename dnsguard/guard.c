@@ -176,6 +176,7 @@ struct dg_sb *dg_sb_get(struct dnsguard *g, const char *name, bool create, bool 
 			return NULL;
 		}
 		pc_strlcpy(s->name, name, sizeof(s->name));
+		s->gen = atomic_fetch_add_explicit(&g->sb_gen, 1, memory_order_relaxed) + 1;
 		atomic_store_explicit(&s->oldest_ms, UINT64_MAX, memory_order_relaxed);
 		s->next = g->sbs[b];
 		g->sbs[b] = s;
@@ -228,5 +229,6 @@ void dnsguard_stats(struct dnsguard *g, struct dnsguard_stats *st)
 	st->ech_stripped = DG_LOAD(ech_stripped);
 	st->pending_queries = DG_LOAD(pending);
 	st->pending_evicted = DG_LOAD(pending_evicted);
+	st->owed_refused = DG_LOAD(owed_refused);
 #undef DG_LOAD
 }

@@ -1,7 +1,10 @@
 /* Outstanding allowed queries, per sandbox: an answer is released only if
  * it matches one (resolver, sandbox address and port, transport, id, name,
- * type), and consumes it. Bounded (DG_PENDING_PER_SB, oldest dropped) and
- * expiring (DG_PENDING_MS). Guarded by the sandbox's mutex (see learn.c). */
+ * type), and consumes it. Bounded (DG_PENDING_PER_SB, oldest forgotten: a
+ * deferred record goes to the owed list) and expiring (DG_PENDING_MS).
+ * Guarded by the sandbox's mutex (see learn.c). The deferred records a
+ * sandbox owes are bounded by its share, at the query (dg_pending_add),
+ * never by dropping one. */
 #include "dnsguard/dnsguard_int.h"
 
 #include <stdlib.h>
@@ -46,13 +49,11 @@ static void dg_owed_fill(const struct dg_pend *p, struct dnsguard_owed *o, const
 }
 
 /* A deferred query leaves without its answer: its record goes to the owed
- * list (bounded: past DG_OWED_MAX the oldest is lost and counted — the
- * engine stops deferring when it cannot log, so this takes a logd that
- * accepts nothing for minutes while queries keep coming). */
+ * list, and stays counted in its sandbox's share until it is in the log
+ * (dnsguard_owed_done). Not bounded here: the shares bound it, at the
+ * query, where refusing is still possible. */
 static void dg_owe(struct dnsguard *g, struct dg_pend *p, const char *why)
 {
-	struct dg_pend *lost = NULL;
-
 	p->why = why;
 	p->hnext = NULL;
 	pthread_mutex_lock(&g->owed_mu);
@@ -61,16 +62,15 @@ static void dg_owe(struct dnsguard *g, struct dg_pend *p, const char *why)
 	else
 		g->owed_head = p;
 	g->owed_tail = p;
-	if (++g->n_owed > DG_OWED_MAX) {
-		lost = g->owed_head;
-		g->owed_head = lost->hnext;
-		g->n_owed--;
-	}
+	g->n_owed++;
 	pthread_mutex_unlock(&g->owed_mu);
-	if (lost) {
-		atomic_fetch_add_explicit(&g->owed_lost, 1, memory_order_relaxed);
-		free(lost);
-	}
+}
+
+static uint32_t dg_owed_share(size_t n_sandboxes)
+{
+	size_t share = DG_OWED_MAX / (n_sandboxes ? n_sandboxes : 1);
+
+	return share ? (uint32_t)share : 1;
 }
 
 /* Unlink p from s; with why and a deferred record, it moves to the owed
@@ -134,7 +134,8 @@ static struct dg_pend *dg_pend_find(struct dg_sb *s, const struct dg_pend_key *k
 }
 
 int dg_pending_add(struct dnsguard *g, struct dg_sb *s, const struct dg_pend_key *k,
-		   uint64_t now_ms, const char *rule, const char *policy, bool *deferred)
+		   uint64_t now_ms, const char *rule, const char *policy, size_t n_sandboxes,
+		   bool *deferred)
 {
 	uint64_t h = dg_pend_hash(g, k);
 	size_t nlen = strlen(k->qname);
@@ -165,6 +166,11 @@ int dg_pending_add(struct dnsguard *g, struct dg_sb *s, const struct dg_pend_key
 		}
 		goto out;
 	}
+	if (policy && s->n_owed >= dg_owed_share(n_sandboxes)) {
+		/* Its record could not be kept: the query does not leave. */
+		rc = PC_EREFUSED;
+		goto out;
+	}
 	if (s->npend >= DG_PENDING_PER_SB) {
 		dg_pend_unlink(g, s, s->pq_head, "forgotten unanswered (too many outstanding)");
 		DG_INC(g, pending_evicted);
@@ -188,6 +194,8 @@ int dg_pending_add(struct dnsguard *g, struct dg_sb *s, const struct dg_pend_key
 	pc_strlcpy(p->sandbox, s->name, sizeof(p->sandbox));
 	if (policy) {
 		p->owed = true;
+		p->sb_gen = s->gen;
+		s->n_owed++;
 		pc_strlcpy(p->rule, rule ? rule : "", sizeof(p->rule));
 		pc_strlcpy(p->policy, policy, sizeof(p->policy));
 		*deferred = true;
@@ -218,6 +226,7 @@ bool dg_pending_take(struct dnsguard *g, struct dg_sb *s, const struct dg_pend_k
 			dg_owed_fill(p, owed_out, "answered");
 			*owed = true;
 			p->owed = false;
+			s->n_owed--; /* its record goes with the answer's */
 		}
 		if (--p->count == 0)
 			dg_pend_remove(g, s, p);
@@ -234,7 +243,7 @@ void dg_pending_clear(struct dnsguard *g, struct dg_sb *s, bool owe, const char 
 	s->pbuckets = NULL;
 }
 
-size_t dnsguard_owed_take(struct dnsguard *g, uint64_t now_ms, bool all, struct dnsguard_owed *out,
+size_t dnsguard_owed_peek(struct dnsguard *g, uint64_t now_ms, bool all, struct dnsguard_owed *out,
 			  size_t max)
 {
 	size_t n = 0;
@@ -259,16 +268,56 @@ size_t dnsguard_owed_take(struct dnsguard *g, uint64_t now_ms, bool all, struct 
 		}
 	pthread_rwlock_unlock(&g->dir);
 	pthread_mutex_lock(&g->owed_mu);
-	while (g->owed_head && n < max) {
+	for (struct dg_pend *p = g->owed_head; p && n < max; p = p->hnext)
+		dg_owed_fill(p, &out[n++], p->why);
+	pthread_mutex_unlock(&g->owed_mu);
+	return n;
+}
+
+void dnsguard_owed_done(struct dnsguard *g, size_t n)
+{
+	struct dg_pend *done = NULL, **tail = &done;
+
+	if (!g)
+		return;
+	pthread_mutex_lock(&g->owed_mu);
+	for (; n && g->owed_head; n--) {
 		struct dg_pend *p = g->owed_head;
 
 		g->owed_head = p->hnext;
 		if (!g->owed_head)
 			g->owed_tail = NULL;
 		g->n_owed--;
-		dg_owed_fill(p, &out[n++], p->why);
-		free(p);
+		p->hnext = NULL;
+		*tail = p;
+		tail = &p->hnext;
 	}
 	pthread_mutex_unlock(&g->owed_mu);
+	/* Their sandbox may take as many new deferred queries (lock order:
+	 * dir, a dg_sb.mu; owed_mu is not held). A sandbox a reload removed
+	 * has no state any more, or a namesake's of another gen. */
+	while (done) {
+		struct dg_pend *p = done;
+		bool enomem;
+		struct dg_sb *s = dg_sb_get(g, p->sandbox, false, &enomem);
+
+		done = p->hnext;
+		if (s) {
+			pthread_mutex_lock(&s->mu);
+			if (s->gen == p->sb_gen && s->n_owed > 0)
+				s->n_owed--;
+			pthread_mutex_unlock(&s->mu);
+			pthread_rwlock_unlock(&g->dir);
+		}
+		free(p);
+	}
+}
+
+size_t dnsguard_owed_take(struct dnsguard *g, uint64_t now_ms, bool all, struct dnsguard_owed *out,
+			  size_t max)
+{
+	size_t n = dnsguard_owed_peek(g, now_ms, all, out, max);
+
+	dnsguard_owed_done(g, n);
 	return n;
 }

@@ -195,12 +195,13 @@ static const char *dg_query_judge(const struct dnsguard *g, const struct policy_
 int dnsguard_query(struct dnsguard *g, const struct policy_sandbox *sb, const struct dns_flow *f,
 		   const uint8_t *msg, size_t len, uint64_t now_ms, struct dnsguard_query_res *res)
 {
-	return dnsguard_query_defer(g, sb, f, msg, len, now_ms, NULL, res, NULL);
+	return dnsguard_query_defer(g, sb, f, msg, len, now_ms, NULL, 0, res, NULL);
 }
 
 int dnsguard_query_defer(struct dnsguard *g, const struct policy_sandbox *sb,
 			 const struct dns_flow *f, const uint8_t *msg, size_t len, uint64_t now_ms,
-			 const char *policy, struct dnsguard_query_res *res, bool *deferred)
+			 const char *policy, size_t n_sandboxes, struct dnsguard_query_res *res,
+			 bool *deferred)
 {
 	struct dg_qscan scan = {0};
 	bool dfr = false;
@@ -282,8 +283,25 @@ int dnsguard_query_defer(struct dnsguard *g, const struct policy_sandbox *sb,
 			goto out;
 		}
 		rc = dg_pending_add(g, s, &k, now_ms, res->rule ? res->rule->rule : NULL,
-				    deferred && policy ? policy : NULL, &dfr);
+				    deferred && policy ? policy : NULL, n_sandboxes, &dfr);
 		pthread_rwlock_unlock(&g->dir);
+		if (rc == PC_EREFUSED) {
+			/* REFUSED, not NXDOMAIN: the name may exist, and a
+			 * stub must not cache its absence. */
+			res->rule = NULL;
+			res->code = "dns_owed_quota";
+			rc = dg_reply_build(q, DNS_REFUSE_REFUSED, false, DNSG_OWED_REASON, res);
+			if (rc == 0) {
+				res->verdict = DNSG_REFUSE;
+				res->reason = DNSG_OWED_REASON;
+			} else {
+				res->reason = "internal error: cannot build the refusal";
+				res->code = "internal_error";
+			}
+			DG_INC(g, q_refused);
+			DG_INC(g, owed_refused);
+			goto out;
+		}
 		if (rc != 0) {
 			res->reason = "internal error: out of memory";
 			res->code = "internal_error";

@@ -301,7 +301,8 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 		return;
 	}
 	rc = dnsguard_query_defer(c->dg, sb, &f, msg, len, c->now_ms,
-				  c->dns_defer ? policy_hash(c->policy) : NULL, &res, &deferred);
+				  c->dns_defer ? policy_hash(c->policy) : NULL,
+				  policy_sandbox_count(c->policy), &res, &deferred);
 	if (rc == 0 && res.verdict == DNSG_ALLOW && !to_guard) {
 		/* the DNS guard checks this too; never pass it if it did not */
 		res.verdict = DNSG_DROP;
@@ -994,6 +995,31 @@ static void held_promote(const struct decide_ctx *c, struct held_flow *hf, struc
 	pc_strlcpy(hf->policy, policy_hash(c->policy), sizeof(hf->policy));
 }
 
+/* What the server's first bytes on a TLS flow say (H13a): a HelloRetryRequest
+ * (a ServerHello whose random is RFC 8446's fixed value) has the client send
+ * a second ClientHello. Promoted on the first one's acknowledgement, the
+ * flow would carry the second on the fast path, unjudged, and the server
+ * reads its server name again (OpenSSL runs its server-name callback on
+ * each: the virtual host is chosen anew). */
+enum tls_first { TLS_FIRST_UNKNOWN, TLS_FIRST_OK, TLS_FIRST_HRR };
+
+static enum tls_first tls_first_flight(const uint8_t *b, size_t n)
+{
+	static const uint8_t hrr[32] = {0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11,
+					0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+					0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e,
+					0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c};
+
+	/* record header 5, handshake header 4, legacy_version 2, random 32 */
+	if (n >= 1 && b[0] != 0x16)
+		return TLS_FIRST_OK;
+	if (n >= 6 && b[5] != 0x02)
+		return TLS_FIRST_OK;
+	if (n < 43)
+		return TLS_FIRST_UNKNOWN; /* never promoted on it: H2's timeout */
+	return memcmp(b + 11, hrr, sizeof(hrr)) == 0 ? TLS_FIRST_HRR : TLS_FIRST_OK;
+}
+
 /* A reply (forward hook, conntrack's reply direction, from the server's
  * side: the ruleset queues nothing else here but DNS answers) of a held
  * flow. Released; the one whose acknowledgement covers every judged byte
@@ -1062,9 +1088,25 @@ static void held_reply(const struct decide_ctx *c, const struct pkt_in *in, cons
 	if (in_order && rel + n > nxt)
 		hf->srv_nxt = hf->srv_isn + 1 + rel + (uint32_t)n;
 	judged_end = hf->isn + 1 + (uint32_t)hf->len;
+	if (hf->judged && hf->sni[0] && !hf->srv_first && in_order && rel == 0 && p->payload_len) {
+		switch (tls_first_flight(p->payload, p->payload_len)) {
+		case TLS_FIRST_HRR:
+			held_fail(d, c, NULL, hf, VK_DROP,
+				  "held flow: the server asked for a second ClientHello (TLS "
+				  "HelloRetryRequest), which the guard would not judge");
+			if (d->rec.sandbox == NULL)
+				d->rec.sandbox = rec_keep(d, hf->meta.sandbox);
+			return;
+		case TLS_FIRST_OK:
+			hf->srv_first = true;
+			break;
+		default:
+			break;
+		}
+	}
 	d->v = VK_PASS;
 	if (hf->judged && in_order && (p->tcp_flags & TH_ACK) && (int32_t)(ack - judged_end) >= 0 &&
-	    (int32_t)(ack - hf->snd_max) <= 0)
+	    (int32_t)(ack - hf->snd_max) <= 0 && (!hf->sni[0] || hf->srv_first))
 		held_promote(c, hf, d);
 }
 

@@ -612,14 +612,18 @@ static int seen_visit(const struct ct_tuple *t, void *arg)
 /* The verdict records of allowed DNS queries that were deferred to their
  * answer and got none (docs/dnsguard.md, "One record per query"): written
  * from the control thread's connection. all: every outstanding one (the
- * engine is stopping). A record logd does not take cannot refuse a query
- * that already left: it is said on stderr, with the name. */
+ * engine is stopping). Records logd does not take stay owed, counted in
+ * their sandbox's share, for the next round: a query that already left
+ * cannot be refused, but its record can wait. Only when the engine stops
+ * are they said on stderr instead, with the name. A batch logd took in
+ * part and failed to acknowledge is sent again whole: a record twice
+ * rather than none. */
 static void engine_dns_owed(struct engine *e, bool all)
 {
 	struct dnsguard_owed o[64];
 	size_t n;
 
-	while ((n = dnsguard_owed_take(e->dg, pc_now_mono_ms(), all, o, 64)) > 0) {
+	while ((n = dnsguard_owed_peek(e->dg, pc_now_mono_ms(), all, o, 64)) > 0) {
 		struct pc_err err = {0};
 		bool ok = e->ctl_lc != NULL;
 
@@ -632,12 +636,20 @@ static void engine_dns_owed(struct engine *e, bool all)
 		}
 		if (ok)
 			ok = logc_flush(e->ctl_lc, POLICY_LOG_MS, &err) == 0;
+		if (!ok && !all) {
+			pc_log(PC_LOG_ERR,
+			       "DNS query records not logged yet (%s): kept for the next round; "
+			       "their sandboxes' new queries are refused past their share",
+			       err.msg[0] ? err.msg : "no log client");
+			return;
+		}
 		if (!ok)
 			for (size_t i = 0; i < n; i++)
 				pc_log(PC_LOG_ERR,
 				       "DNS query record not logged (%s): sandbox %s asked %s (%s)",
 				       err.msg[0] ? err.msg : "no log client", o[i].sandbox,
 				       o[i].qname, o[i].why);
+		dnsguard_owed_done(e->dg, n);
 		if (n < 64)
 			break;
 	}

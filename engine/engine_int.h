@@ -273,6 +273,9 @@ struct held_flow {
 	char sni[POLICY_HOST_MAX];    /* the server name judged ("" when not TLS) */
 	bool fin_seen;		      /* a FIN passed, at isn + 1 + fin_at */
 	uint32_t fin_at;
+	/* TLS (sni set): the server's first bytes, in order, were seen and
+	 * are no HelloRetryRequest; promotion waits for them (H13a). */
+	bool srv_first;
 };
 /* How long a promoted entry stays to catch packets queued before the
  * conntrack mark took effect (a batch and its log flush). */

@@ -87,6 +87,7 @@ static const char *const codes[LOGREC_REASON_CODES] = {
     "dns_tcp_no_stream", /* issue 30: DNS over TCP the guard did not see open */
     /* issue 36: a sandbox left the policy; not a refusal */
     "sandbox_flows_ended",
+    "dns_owed_quota",	 /* issue 30: the sandbox owes its share of deferred records */
     "protocol",
     "other",
 };
@@ -139,6 +140,7 @@ static const struct {
     {"DNS over TCP: the sandbox's quota", "dns_tcp_quota"},
     {"DNS over TCP: bytes overlap", "dns_tcp_overlap"},
     {"DNS over TCP: no stream", "dns_tcp_no_stream"},
+    {"DNS: the sandbox's share of queries awaiting", "dns_owed_quota"},
     {"DNS over TCP", "dns_malformed"},
     {"DNS message larger", "dns_malformed"},
     {"malformed query", "dns_malformed"},

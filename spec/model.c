@@ -462,6 +462,18 @@ static void dnstcp_ordered(struct spec_world *w, const struct policy_sandbox *sb
 	}
 	memcpy(w->streams[i].kept + w->streams[i].len, p->data + same, p->len - same);
 	w->streams[i].len += p->len - same;
+	if (w->streams[i].clean && same && p->msg_at == same && p->pl == SPEC_PL_DNS_QUERY &&
+	    p->len - same >= 2 &&
+	    ((size_t)p->data[same] << 8 | p->data[same + 1]) + 2 == p->len - same) {
+		/* the stream's tail sent again, then one whole message that
+		 * starts where the judged ones end: in order from the
+		 * stream's start, judged as if it came alone (two whole
+		 * messages, the second starting inside the first) */
+		dns_message(w, sb, p, v);
+		if (!(v->may & SPEC_V_PASS))
+			stream_drop(w, stream_find(w, p));
+		return;
+	}
 	if (!w->streams[i].clean || same || !p->tcp_framed) {
 		/* put together before it is judged (S12); the model does not
 		 * parse what the parts make */
@@ -838,9 +850,26 @@ static void held_in(struct spec_world *w, struct spec_flow *f, const struct spec
 	in_order = (int32_t)rel >= 0 && rel <= nxt;
 	if (in_order && rel + n > nxt)
 		f->srv_nxt = f->srv_isn + 1 + rel + n;
+	if (f->st == SPEC_F_APPROVED && f->via == SPEC_VIA_SNI && !f->srv_first && in_order &&
+	    rel == 0 && p->len) {
+		/* H13a: a TLS record that is a ServerHello (handshake type 2)
+		 * with RFC 8446's HelloRetryRequest random */
+		static const uint8_t hrr[32] = {0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11,
+						0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+						0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e,
+						0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c};
+		bool hello = p->data[0] == 0x16 && (p->len < 6 || p->data[5] == 0x02);
+
+		if (hello && p->len >= 43 && memcmp(p->data + 11, hrr, sizeof(hrr)) == 0) {
+			held_fail(f, v, "H13a", SPEC_V_DROP, SPEC_R_ANY);
+			return;
+		}
+		f->srv_first = !hello || p->len >= 43; /* else: not promoted on it */
+	}
 	say(v, "H13", SPEC_V_PASS);
 	if (f->st == SPEC_F_APPROVED && in_order && (p->tcp_flags & F_ACK) &&
-	    (int32_t)(p->ack - judged_end) >= 0 && (int32_t)(p->ack - f->snd_max) <= 0) {
+	    (f->via != SPEC_VIA_SNI || f->srv_first) && (int32_t)(p->ack - judged_end) >= 0 &&
+	    (int32_t)(p->ack - f->snd_max) <= 0) {
 		if (!held_still_allowed(w, f)) {
 			held_fail(f, v, "H13", SPEC_V_DROP, SPEC_R_ANY);
 			return;

@@ -61,6 +61,8 @@ struct spec_pkt {
 	const uint8_t *data; /* the L4 payload */
 	size_t len;
 	/* DNS_QUERY / DNS_ANSWER */
+	size_t msg_at; /* DNS over TCP: the framed message these describe starts
+			  here in data; before it, bytes of the stream sent again */
 	uint16_t dns_id, qtype;
 	char qname[POLICY_HOST_MAX];
 	struct pc_addr answer[SPEC_ANSWER_MAX];
@@ -195,6 +197,7 @@ struct spec_flow {
 	uint32_t fin_at;
 	bool srv_known; /* a SYN-ACK acknowledged isn: the server's sequence space */
 	uint32_t srv_isn, srv_nxt;
+	bool srv_first; /* SNI: the server's first bytes came and are no HelloRetryRequest */
 	uint64_t deadline_ms;
 	uint64_t promoted_ms; /* when the server's ACK promoted it (0: never) */
 	uint8_t *kept;	      /* judged bytes from isn+1 (malloc'ed, SPEC_KEEP_MAX) */

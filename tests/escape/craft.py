@@ -904,8 +904,16 @@ def cmd_oob_server(a):
     ls.listen(16)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(a.cert, a.key)
+    if a.group:
+        # one group the client does not guess first: a HelloRetryRequest
+        ctx.set_ecdh_curve(a.group)
     sni = {}
-    ctx.sni_callback = lambda obj, name, c: sni.__setitem__("name", name)
+    names = []
+
+    def on_sni(obj, name, c):  # called for every ClientHello (a second one after an HRR too)
+        sni["name"] = name
+        names.append(name or "-")
+    ctx.sni_callback = on_sni
     with open(a.log, "a") as f:
         print("listening", file=f, flush=True)
     while True:
@@ -914,6 +922,7 @@ def cmd_oob_server(a):
         if a.inline:
             c.setsockopt(socket.SOL_SOCKET, socket.SO_OOBINLINE, 1)
         sni.clear()
+        del names[:]
         line = "peer %s inline %d" % (peer[1], 1 if a.inline else 0)
         try:
             first = c.recv(8, socket.MSG_PEEK)
@@ -927,6 +936,7 @@ def cmd_oob_server(a):
         except (OSError, ssl.SSLError) as e:
             line += " sni %s failed %s" % (sni.get("name", "-"), type(e).__name__)
             c.close()
+        line += " names %s" % ",".join(names)
         with open(a.log, "a") as f:
             print(line, file=f, flush=True)
 
@@ -1006,6 +1016,43 @@ def cmd_record_server(a):
             c, peer = ls.accept()
             threading.Thread(target=record_conn, daemon=True,
                              args=(c, peer, (a.cert, a.key), a.inline, a.idle, a.log)).start()
+def cmd_hrr_tls(a):
+    """A TLS client over the sandbox's own TCP that, when the server answers
+    its ClientHello with a HelloRetryRequest, sends a second ClientHello
+    naming --second instead of --name (same length: only the name
+    differs). Prints its source port, the flights it sent and how it
+    ended."""
+    import ssl
+    s = socket.create_connection((a.dst, a.dport), timeout=a.timeout)
+    sport = s.getsockname()[1]
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    i, o = ssl.MemoryBIO(), ssl.MemoryBIO()
+    t = ctx.wrap_bio(i, o, server_hostname=a.name)
+    flights, outcome = 0, "no answer"
+    try:
+        for _ in range(8):
+            try:
+                t.do_handshake()
+                outcome = "handshake done"
+                break
+            except ssl.SSLWantReadError:
+                pass
+            d = o.read()
+            if d:
+                flights += 1
+                if flights == 2 and a.second:
+                    d = d.replace(a.name.encode(), a.second.encode())
+                s.sendall(d)
+            r = s.recv(16384)
+            if not r:
+                outcome = "closed"
+                break
+            i.write(r)
+    except (OSError, ssl.SSLError) as e:
+        outcome = type(e).__name__
+    print("sport %d; flights %d; %s" % (sport, flights, outcome))
 
 
 def main():
@@ -1156,6 +1203,14 @@ def main():
     t.add_argument("--key", required=True)
     t.add_argument("--log", required=True)
     t.add_argument("--inline", action="store_true")
+    t.add_argument("--group", default="")
+
+    t = sub.add_parser("hrr-tls")
+    t.add_argument("--dst", required=True)
+    t.add_argument("--dport", type=int, default=443)
+    t.add_argument("--name", required=True)
+    t.add_argument("--second", default="")
+    t.add_argument("--timeout", type=float, default=3)
 
     t = sub.add_parser("record-server")
     t.add_argument("--listen", required=True)

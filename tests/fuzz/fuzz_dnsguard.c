@@ -114,7 +114,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	/* the low bit of the length also chooses a deferred record */
 	if (dnsguard_query_defer(g, sb, &qf, data + 3, qlen, now, (data[2] & 1) ? "sha256:x" : NULL,
-				 &qr, &deferred) != 0 &&
+				 1, &qr, &deferred) != 0 &&
 	    qr.verdict != DNSG_DROP)
 		abort(); /* an internal failure must fail closed */
 	if (deferred && qr.verdict != DNSG_ALLOW)

@@ -1105,6 +1105,96 @@ START_TEST(tables_hash_keyed)
 }
 END_TEST
 
+/* ---- deferred records: owed, never dropped ------------------------------ */
+
+static enum dnsguard_verdict ask_defer(const struct policy_sandbox *sb, uint16_t id, uint64_t now,
+				       struct dnsguard_query_res *r, bool *deferred)
+{
+	uint8_t m[512];
+	size_t n =
+	    dm_wire(dm_query(id, "api.github.com", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN), m, sizeof(m));
+
+	/* as many sandboxes in the policy as give each a share of 4 */
+	ck_assert_int_eq(
+	    dnsguard_query_defer(g, sb, &qf, m, n, now, "sha256:p", DG_OWED_MAX / 4, r, deferred),
+	    0);
+	return r->verdict;
+}
+
+/* A sandbox owes at most its share of deferred records (DG_OWED_MAX over the
+ * policy's sandboxes): past it a query is refused, with its own reason and a
+ * REFUSED reply, and no record is dropped to make room (issue 30, item 4).
+ * Another sandbox's share is its own; an answer, or records the log took
+ * (dnsguard_owed_done), give the share back; records peeked but not done
+ * (logd did not take them) stay owed and counted. */
+START_TEST(owed_share_refuses_never_drops)
+{
+	static const char *const rrs[] = {"api.github.com. 300 IN A 203.0.113.10", NULL};
+	struct dnsguard_query_res r;
+	struct dnsguard_answer_res ar;
+	struct dnsguard_owed o[16];
+	struct dnsguard_stats st;
+	struct dns_flow af = dm_reversed(&qf);
+	uint8_t m[512];
+	size_t n;
+	bool d;
+
+	for (uint16_t id = 1; id <= 4; id++) {
+		ck_assert_int_eq(ask_defer(&sb1, id, T0, &r, &d), DNSG_ALLOW);
+		ck_assert(d);
+	}
+	ck_assert_int_eq(ask_defer(&sb1, 5, T0, &r, &d), DNSG_REFUSE);
+	ck_assert(!d);
+	ck_assert_str_eq(r.reason, DNSG_OWED_REASON);
+	ck_assert_str_eq(r.code, "dns_owed_quota");
+	ldns_pkt_free(reply_check(&r, 5, LDNS_RCODE_REFUSED));
+	/* sandbox 2 has a share of its own; refused past it with REFUSED
+	 * although it answers refusals with NXDOMAIN: the name exists */
+	for (uint16_t id = 1; id <= 4; id++)
+		ck_assert_int_eq(ask_defer(&sb2, id, T0, &r, &d), DNSG_ALLOW);
+	ck_assert_int_eq(ask_defer(&sb2, 5, T0, &r, &d), DNSG_REFUSE);
+	ldns_pkt_free(reply_check(&r, 5, LDNS_RCODE_REFUSED));
+	/* an answer carries its query's record: one more may be deferred */
+	n = mkanswer(m, sizeof(m), 1, "api.github.com", LDNS_RR_TYPE_A, rrs);
+	ck_assert_int_eq(dnsguard_answer(g, &sb1, &af, m, n, T0, &ar), 0);
+	ck_assert(ar.query_owed);
+	ck_assert_int_eq(ask_defer(&sb1, 6, T0, &r, &d), DNSG_ALLOW);
+	ck_assert_int_eq(ask_defer(&sb1, 7, T0, &r, &d), DNSG_REFUSE);
+	/* unanswered, they move to the owed list: still owed, still counted */
+	ck_assert_uint_eq(dnsguard_owed_peek(g, T0 + 10001, false, o, 16), 8);
+	ck_assert_int_eq(ask_defer(&sb1, 7, T0 + 10001, &r, &d), DNSG_REFUSE);
+	/* not taken by the log: the same eight again, none lost */
+	ck_assert_uint_eq(dnsguard_owed_peek(g, T0 + 10001, false, o, 16), 8);
+	ck_assert_str_eq(o[0].why, "no answer within 10 s");
+	dnsguard_owed_done(g, 8);
+	ck_assert_uint_eq(dnsguard_owed_peek(g, T0 + 10001, false, o, 16), 0);
+	ck_assert_int_eq(ask_defer(&sb1, 7, T0 + 10001, &r, &d), DNSG_ALLOW);
+	ck_assert(d);
+	dnsguard_stats(g, &st);
+	ck_assert_uint_eq(st.owed_refused, 4);
+}
+END_TEST
+
+/* A sandbox a reload removes leaves its owed records on the list; a
+ * namesake added back later starts with a share of its own, and taking the
+ * old records does not give the new one back what it never owed. */
+START_TEST(owed_share_of_a_removed_sandbox)
+{
+	struct dnsguard_query_res r;
+	struct dnsguard_owed o[16];
+	bool d;
+
+	for (uint16_t id = 1; id <= 4; id++)
+		ck_assert_int_eq(ask_defer(&sb1, id, T0, &r, &d), DNSG_ALLOW);
+	dnsguard_prune(g, NULL); /* a policy with no sandboxes */
+	for (uint16_t id = 11; id <= 14; id++)
+		ck_assert_int_eq(ask_defer(&sb1, id, T0, &r, &d), DNSG_ALLOW);
+	ck_assert_uint_eq(dnsguard_owed_take(g, T0, false, o, 16), 4);
+	ck_assert_str_eq(o[0].why, "sandbox removed by a reload");
+	ck_assert_int_eq(ask_defer(&sb1, 15, T0, &r, &d), DNSG_REFUSE);
+}
+END_TEST
+
 static Suite *dnsguard_suite(void)
 {
 	Suite *s = suite_create("dnsguard");
@@ -1131,7 +1221,8 @@ static Suite *dnsguard_suite(void)
 		      answer_error_rcode_released_learns_nothing,
 		      answer_after_reload_learns_only_allowed, answer_shared_address_names_and_sni,
 		      learned_caps_evict_oldest_first, learned_names_per_address_bounded,
-		      prune_keeps_only_sandboxes_of_the_policy, bad_arguments_fail_closed);
+		      prune_keeps_only_sandboxes_of_the_policy, bad_arguments_fail_closed,
+		      owed_share_refuses_never_drops, owed_share_of_a_removed_sandbox);
 	suite_add_tcase(s, a);
 	return s;
 }

@@ -826,7 +826,7 @@ START_TEST(held_flow_sni)
 	tcp_pkt("10.203.0.11", 41002, "203.0.113.10", 443, ACK | PSH, 901 + 20, ch + 20, n - 20);
 	ck_assert_int_eq(judge(), VK_PASS);
 	ck_assert_int_eq(
-	    reply("203.0.113.10", 443, "10.203.0.11", 41002, ACK, 7001, 901 + (uint32_t)n, NULL, 0),
+	    reply("203.0.113.10", 443, "10.203.0.11", 41002, ACK, 7001, 901 + (uint32_t)n, "SH", 2),
 	    VK_ALLOW);
 }
 END_TEST
@@ -973,8 +973,13 @@ START_TEST(held_promotion)
 	    reply("203.0.113.10", 443, "10.203.0.11", 44000, ACK, 7001, end + 100, NULL, 0),
 	    VK_PASS);
 	ck_assert(!d.promote && !d.has_rec);
-	/* the server's: promoted */
+	/* the server's, without bytes: a TLS flow waits for its first ones
+	 * (a HelloRetryRequest would bring a second ClientHello, H13a) */
 	ck_assert_int_eq(reply("203.0.113.10", 443, "10.203.0.11", 44000, ACK, 7001, end, NULL, 0),
+			 VK_PASS);
+	ck_assert(!d.promote && !d.has_rec);
+	/* the server's with its first bytes: promoted */
+	ck_assert_int_eq(reply("203.0.113.10", 443, "10.203.0.11", 44000, ACK, 7001, end, "SH", 2),
 			 VK_ALLOW);
 	ck_assert(d.promote && !d.has_rec); /* recorded with its judged bytes */
 
@@ -991,6 +996,42 @@ START_TEST(held_promotion)
 	ck_assert_int_eq(reply("203.0.113.10", 443, "10.203.0.11", 44001, ACK, 7001, end, NULL, 0),
 			 VK_DROP);
 	ck_assert(!d.has_rec);
+}
+END_TEST
+
+/* A TLS flow's server answering with a HelloRetryRequest (H13a): the flow is
+ * refused, recorded, and the second ClientHello never passes. The server's
+ * first bytes cut short of the random decide nothing: not promoted. */
+START_TEST(held_hello_retry)
+{
+	static const uint8_t hrr_random[32] = {0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11,
+					       0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+					       0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e,
+					       0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c};
+	uint8_t ch[600], hello[49];
+	size_t n = wire_client_hello(ch, "api.github.test");
+	uint32_t end = 101 + (uint32_t)n;
+
+	memcpy(hello, "\x16\x03\x03\x00\x2c\x02\x00\x00\x28\x03\x03", 11);
+	memcpy(hello + 11, hrr_random, sizeof(hrr_random));
+	memcpy(hello + 43, "\x00\x13\x01\x00\x00\x00", 6);
+	resolve("api.github.test", "203.0.113.10", 0x6801, "6031");
+	handshake("10.203.0.11", 44100, "203.0.113.10", 443, 100);
+	tcp_pkt("10.203.0.11", 44100, "203.0.113.10", 443, ACK | PSH, 101, ch, n);
+	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert_int_eq(
+	    reply("203.0.113.10", 443, "10.203.0.11", 44100, ACK | PSH, 7001, end, hello, 20),
+	    VK_PASS);
+	ck_assert(!d.promote);
+	ck_assert_int_eq(reply("203.0.113.10", 443, "10.203.0.11", 44100, ACK | PSH, 7001, end,
+			       hello, sizeof(hello)),
+			 VK_DROP);
+	ck_assert(!d.promote && d.has_rec);
+	ck_assert_int_eq(d.rec.verdict, LOGREC_REFUSED);
+	ck_assert_str_eq(metrics_reason_label(d.rec.reason), "held_inconsistent");
+	tcp_pkt("10.203.0.11", 44100, "203.0.113.10", 443, ACK | PSH, end, ch, n);
+	ck_assert_int_eq(judge(), VK_REJECT); /* the second ClientHello */
+	ck_assert(!d.has_rec);		      /* recorded once */
 }
 END_TEST
 
@@ -1011,7 +1052,7 @@ START_TEST(held_reload_before_promotion)
 	ck_assert_int_eq(policy_load_buffer("v2.yaml", v2, strlen(v2), &cfg, &p2, &err), 0);
 	ctx.policy = p2;
 	ck_assert_int_eq(
-	    reply("203.0.113.10", 443, "10.203.0.11", 45000, ACK, 7001, 101 + (uint32_t)n, NULL, 0),
+	    reply("203.0.113.10", 443, "10.203.0.11", 45000, ACK, 7001, 101 + (uint32_t)n, "SH", 2),
 	    VK_DROP);
 	ck_assert_int_eq(d.rec.verdict, LOGREC_REFUSED);
 	ck_assert(!d.register_flow);
@@ -1046,7 +1087,7 @@ START_TEST(held_insertion_v6)
 	handshake(c6, 46001, s6, 443, 100);
 	tcp_pkt(c6, 46001, s6, 443, ACK | PSH, 101, ch, n);
 	ck_assert_int_eq(judge(), VK_PASS);
-	ck_assert_int_eq(reply(s6, 443, c6, 46001, ACK, 7001, 101 + (uint32_t)n, NULL, 0),
+	ck_assert_int_eq(reply(s6, 443, c6, 46001, ACK, 7001, 101 + (uint32_t)n, "SH", 2),
 			 VK_ALLOW);
 	ck_assert_str_eq(d.rec.sni, "api.github.test");
 }
@@ -1437,9 +1478,9 @@ static Suite *engine_suite(void)
 		      only_connection_starts, dns_queries, dns_answers,
 		      dns_port53_only_sandbox_to_resolver, dns_answer_only_from_resolver,
 		      dns_one_record_per_query, held_flow_sni, held_flow_timeout_and_plain,
-		      held_insertion, held_promotion, held_reload_before_promotion,
-		      held_insertion_v6, held_plain_after_reload, rejudge_after_reload,
-		      held_quota_in_decide, quota_refusals_counted);
+		      held_insertion, held_promotion, held_hello_retry,
+		      held_reload_before_promotion, held_insertion_v6, held_plain_after_reload,
+		      rejudge_after_reload, held_quota_in_decide, quota_refusals_counted);
 	PC_UNIT_TESTS(tabs, registry_bounded_and_swept, held_table_bounded,
 		      held_quota_fill_drain_fill, dnstcp_quota_fill_drain_fill, tables_hash_keyed);
 	suite_add_tcase(s, tc);

@@ -261,6 +261,10 @@ enum held_variant {
 	HV_URG_PTR,	 /* an urgent pointer without URG on the ClientHello */
 	HV_URG_RETRANS,	 /* CH allowed, sent again with URG before the server's ACK */
 	HV_URG_PROMOTED, /* CH allowed and acknowledged, then urgent data: the fast path */
+	/* issue 30: what the server's first bytes say (H13a) */
+	HV_BARE_ACK,	/* CH allowed, a bare ACK of it (not promoted), then the ServerHello */
+	HV_HRR,		/* CH allowed, answered by a HelloRetryRequest, then CH denied */
+	HV_HELLO_SHORT, /* the first 20 bytes of the ServerHello only: not promoted */
 	HV_N
 };
 
@@ -271,12 +275,17 @@ static const char *const hv_names[HV_N] = {
     "not-tls",	"rst",		"fast-open",	"more-data",	 "resend-same",
     "syn-ack",	"other-port",	"rst-data",	"fin-past",	 "alert-first",
     "urg-byte", "urg-ack",	"urg-ptr",	"urg-retrans",	 "urg-promoted",
+    "bare-ack", "hrr",		"hello-short",
 };
 
 static void held_seq(struct sc *c, int fam, enum sc_src src, enum sc_dst dc, uint16_t dport,
 		     enum held_variant v)
 {
-	static uint8_t ok[600], bad[600], x[600], plain[64];
+	static uint8_t ok[600], bad[600], x[600], plain[64], hello[49], hrr[49];
+	static const uint8_t hrr_random[32] = {0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11,
+					       0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+					       0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e,
+					       0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c};
 	struct pc_addr dst, me;
 	uint32_t stamp, isn = 1000, srv = 5000, d1 = isn + 1;
 	uint16_t sport = c->next_port++;
@@ -318,11 +327,28 @@ static void held_seq(struct sc *c, int fam, enum sc_src src, enum sc_dst dc, uin
 		sc_payload(&p, SPEC_PL_DATA, plain, nplain);                                       \
 		STEP(p);                                                                           \
 	} while (0)
-#define ACKED(ack)                                                                                 \
+/* The server's first flight (a ServerHello, or what it says) acknowledging
+ * up to ack; BARE: an acknowledgement without bytes. */
+#define ACKED_WITH(ack, b, n)                                                                      \
+	do {                                                                                       \
+		IN(P | A, srv + 1, (ack));                                                         \
+		sc_payload(&p, SPEC_PL_DATA, (b), (n));                                            \
+		STEP(p);                                                                           \
+	} while (0)
+#define ACKED(ack) ACKED_WITH((ack), hello, sizeof(hello))
+#define BARE(ack)                                                                                  \
 	do {                                                                                       \
 		IN(A, srv + 1, (ack));                                                             \
 		STEP(p);                                                                           \
 	} while (0)
+
+	/* record and handshake headers, version, random, session id, suite,
+	 * compression, no extensions */
+	memcpy(hello, "\x16\x03\x03\x00\x2c\x02\x00\x00\x28\x03\x03", 11);
+	memset(hello + 11, 0x5a, 32);
+	memcpy(hello + 43, "\x00\x13\x01\x00\x00\x00", 6);
+	memcpy(hrr, hello, sizeof(hello));
+	memcpy(hrr + 11, hrr_random, sizeof(hrr_random));
 
 	OUT(S, isn, 0);
 	if (v == HV_FASTOPEN)
@@ -390,6 +416,25 @@ static void held_seq(struct sc *c, int fam, enum sc_src src, enum sc_dst dc, uin
 	case HV_TIMEOUT:
 		drv_advance(c->d, 3001);
 		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, nok);
+		break;
+	case HV_BARE_ACK:
+		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, nok);
+		BARE(d1 + (uint32_t)nok);
+		DATA(d1 + (uint32_t)nok);
+		ACKED(d1 + (uint32_t)nok);
+		DATA(d1 + (uint32_t)(nok + nplain));
+		break;
+	case HV_HRR:
+		/* the second ClientHello would ride the fast path unjudged,
+		 * and the server reads its name again */
+		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, nok);
+		ACKED_WITH(d1 + (uint32_t)nok, hrr, sizeof(hrr));
+		SEND(d1 + (uint32_t)nok, SPEC_ST_CH, "evil.test", bad, nbad);
+		break;
+	case HV_HELLO_SHORT:
+		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, nok);
+		ACKED_WITH(d1 + (uint32_t)nok, hello, 20);
+		DATA(d1 + (uint32_t)nok);
 		break;
 	case HV_PARTIAL_ACK:
 		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, nok);
@@ -675,10 +720,17 @@ static void sc_me_synack(struct sc *c, int fam, const struct pc_addr *res, uint1
  * inside it (the resolver would frame its tail as the next message:
  * REJECT); 1 the first sent again (PASS), then the next in order; 2 the
  * next past a hole (DROP), then in order; 3 a FIN, then the next (REJECT);
- * 4 data before the resolver's SYN-ACK (DROP), then as 0. */
+ * 4 data before the resolver's SYN-ACK (DROP), then as 0. Two whole
+ * messages, the second starting inside the first, in the other orders and
+ * shapes: 5 the second first (past a hole: DROP), then the first (PASS),
+ * then the second again (REJECT); 6 one segment of the first's last 5
+ * bytes, one changed, and the whole second (REJECT); 7 the same with the 5
+ * bytes unchanged (the second message is put together, S12), then a third
+ * inside the second (REJECT). */
+#define OVERLAP_VARIANTS 8
 static void overlap_seq(struct sc *c, int fam, int variant)
 {
-	static uint8_t qa[600], qb[600];
+	static uint8_t qa[600], qb[600], qc[600], seg[1200];
 	struct pc_addr res;
 	uint16_t port = c->next_port++, qt = fam == 6 ? 28 : 1;
 	uint32_t base = 5001;
@@ -700,12 +752,43 @@ static void overlap_seq(struct sc *c, int fam, int variant)
 		STEP(a);
 	}
 	sc_me_synack(c, fam, &res, port, base);
+	if (variant == 5) {
+		/* the second before the first: past a hole, nothing to compare */
+		p = sc_out(fam, SC_SB1, &res, IPPROTO_TCP, port, 53);
+		sc_tcp(&p, P | A, base + 5, 1);
+		sc_query(&p, qb, c->next_id, "api.allowed.test", qt, true);
+		STEP(p);
+	}
 	a = sc_out(fam, SC_SB1, &res, IPPROTO_TCP, port, 53);
 	sc_tcp(&a, P | A, base, 1);
 	sc_query(&a, qa, c->next_id++, "api.allowed.test", qt, true);
 	la = a.s.len;
 	STEP(a);
 	p = sc_out(fam, SC_SB1, &res, IPPROTO_TCP, port, 53);
+	if (variant == 6 || variant == 7) {
+		size_t lb =
+		    drv_tcp_frame(qb, drv_dns_query(qb, c->next_id++, "api.allowed.test", qt));
+
+		memcpy(seg, qa + la - 5, 5);
+		if (variant == 6)
+			seg[4] ^= 0x20;
+		memcpy(seg + 5, qb, lb);
+		sc_tcp(&p, P | A, base + (uint32_t)la - 5, 1);
+		sc_payload(&p, SPEC_PL_DATA, seg, 5 + lb);
+		if (variant == 7) { /* the model judges the second message whole */
+			p.s.pl = SPEC_PL_DNS_QUERY;
+			p.s.msg_at = 5;
+			p.s.dns_id = (uint16_t)(c->next_id - 1);
+			p.s.qtype = qt;
+			pc_strlcpy(p.s.qname, "api.allowed.test", sizeof(p.s.qname));
+		}
+		STEP(p);
+		p = sc_out(fam, SC_SB1, &res, IPPROTO_TCP, port, 53);
+		sc_tcp(&p, P | A, base + (uint32_t)(la + 7), 1);
+		sc_query(&p, qc, c->next_id++, "api.allowed.test", qt, true);
+		STEP(p);
+		goto reset;
+	}
 	switch (variant) {
 	default:
 		sc_tcp(&p, P | A, base + 5, 1);
@@ -730,6 +813,7 @@ static void overlap_seq(struct sc *c, int fam, int variant)
 	}
 	sc_query(&p, qb, c->next_id++, "api.allowed.test", qt, true);
 	STEP(p);
+reset:
 	p = sc_out(fam, SC_SB1, &res, IPPROTO_TCP, port, 53);
 	sc_tcp(&p, R, base + (uint32_t)la, 0);
 	STEP(p);
@@ -922,7 +1006,7 @@ START_TEST(engine_against_model)
 		for (int s = 0; s < SC_NSRC; s++)
 			for (int d = 0; d < SC_NDST; d++, seqs++)
 				port53_seq(&c, fam, (enum sc_src)s, (enum sc_dst)d);
-		for (int v = 0; v < 5; v++, seqs++)
+		for (int v = 0; v < OVERLAP_VARIANTS; v++, seqs++)
 			overlap_seq(&c, fam, v);
 		quota_seq(&c, fam);
 		seqs++;
