@@ -4,7 +4,8 @@
 # hash"): at start and at each reload, by both daemons; `policy show` prints
 # one after checking it; a stored file that does not match its name is
 # refused by `policy show` and, when a reload would store that policy, the
-# reload is refused (fail closed). Real logd, engine and vault in the lab.
+# reload is refused and a start too (fail closed). Real logd, engine and
+# vault in the lab.
 set -u
 . "$PC_TOP/tests/lib/tap.sh"
 . "$PC_TOP/tests/integration/vault_setup.bash"
@@ -103,5 +104,14 @@ run policy show "sha256:$(printf '%064d' 0)"
 t_eq "a policy never stored: exit 1" 1 "$RC"
 run policy show sha256:1234
 t_eq "a malformed hash: exit 2" 2 "$RC"
+
+# ---- a start over a tampered copy of the policy it would put in force --------------
+# (the rules give H3, which the vault stored)
+printf ' ' >>"$S/$H3"
+kill "$V_ENGINE_PID"
+wait "$V_ENGINE_PID" 2>/dev/null
+out=$(lab_gw timeout 10 "$V_BIN/portcullisd" -c "$V/portcullis.yaml" 2>&1) && rc=0 || rc=$?
+t_eq "the engine refuses to start over a tampered stored policy (exit 3)" 3 "$rc"
+t_match "... naming the file" "storing the policy: stored policy $S/$H3 does not match its name" "$out"
 
 t_done
