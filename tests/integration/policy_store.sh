@@ -104,6 +104,21 @@ run policy show "sha256:$(printf '%064d' 0)"
 t_eq "a policy never stored: exit 1" 1 "$RC"
 run policy show sha256:1234
 t_eq "a malformed hash: exit 2" 2 "$RC"
+# bytes that hash to their name but are no canonical form (an escape
+# sequence for the admin's terminal): not printed
+printf '\033]0;owned\007{}' >"$LAB_DIR/esc"
+HE=$(sha "$LAB_DIR/esc")
+cp "$LAB_DIR/esc" "$S/$HE"
+run policy show "$HE"
+t_eq "a file that matches its name but is no canonical form: exit 1" 1 "$RC"
+t_match "... said so" "is not a policy's canonical form" "$OUT"
+t_nomatch "... and not printed" "owned" "$OUT"
+rm -f "$S/$HE"
+ln -s "$S/$H1" "$S/$HE"
+run policy show "$HE"
+t_eq "a symbolic link in the store: exit 3" 3 "$RC"
+t_match "... not a regular file" "$HE is not a regular file" "$OUT"
+rm -f "$S/$HE"
 
 # ---- a start over a tampered copy of the policy it would put in force --------------
 # (the rules give H3, which the vault stored)
