@@ -90,6 +90,16 @@ t_eq "the vault stored its new policy, as its user" "portcullis-vault 444 $H3" \
 	"$(stat -c '%U %a' "$S/$H3" 2>&1) $(sha "$S/$H3" 2>&1)"
 t_eq "the engine did not reload" "$H2" "$(engine_policy)"
 
+# ---- and so does the engine, as its user after the drop ---------------------------
+printf 'sandbox: agent-7\nmatch: { source: 10.203.0.97/32 }\nallow:\n  - host: seven.test\n    ports: [443]\n' \
+	>"$V/rules.d/agent7.yaml"
+H4=$(pc policy hash)
+run reload --engine
+t_eq "reload --engine: exit 0" 0 "$RC"
+t_eq "the engine stored its new policy, as its user" "portcullis 444 $H4" \
+	"$(stat -c '%U %a' "$S/$H4" 2>&1) $(sha "$S/$H4" 2>&1)"
+t_eq "... and put it in force" "$H4" "$(engine_policy)"
+
 # ---- a tampered stored policy --------------------------------------------------
 sed -i 's/nine\.test/evil.test/' "$S/$H2"
 run policy show "$H2"
@@ -121,12 +131,12 @@ t_match "... not a regular file" "$HE is not a regular file" "$OUT"
 rm -f "$S/$HE"
 
 # ---- a start over a tampered copy of the policy it would put in force --------------
-# (the rules give H3, which the vault stored)
-printf ' ' >>"$S/$H3"
+# (the rules give H4, which the engine stored)
+printf ' ' >>"$S/$H4"
 kill "$V_ENGINE_PID"
 wait "$V_ENGINE_PID" 2>/dev/null
 out=$(lab_gw timeout 10 "$V_BIN/portcullisd" -c "$V/portcullis.yaml" 2>&1) && rc=0 || rc=$?
 t_eq "the engine refuses to start over a tampered stored policy (exit 3)" 3 "$rc"
-t_match "... naming the file" "storing the policy: stored policy $S/$H3 does not match its name" "$out"
+t_match "... naming the file" "storing the policy: stored policy $S/$H4 does not match its name" "$out"
 
 t_done
