@@ -31,7 +31,7 @@
 /* A state file: a checkpoint and the log's signature line, with room. */
 #define WITNESS_STATE_MAX (CHECKPOINT_MAX * 2)
 
-/* A log segment's origin "<key>/<seg>" (logd/origin.c) and what was
+/* A log segment's origin "<key>/<seg>" (tlog/origin.c) and what was
  * cosigned for it: each origin is its own append-only log. */
 struct witness_origin {
 	uint64_t seg;
