@@ -13,6 +13,7 @@
 
 #include "logd/logd.h"
 #include "tlog/tlog.h"
+#include "witness/witness.h"
 
 /* ---- the record as a JSON line (ECS field names; docs/logd.md) ----------
  * logrec_json_format writes the record object without its hash member:
@@ -456,41 +457,6 @@ void logc_anchors_attach(struct logc_anchors *a, struct merkle_hasher *h, struct
 int logc_anchors_report(struct logc_anchors *a, const struct note_verifier *key,
 			const struct cosig_verifier *wkey, uint64_t records, FILE *print,
 			struct pc_err *err);
-
-/* The witness (logd/witness.c, portcullis-logd --witness): C2SP
- * tlog-witness POST /add-checkpoint. */
-#define WITNESS_BODY_MAX 16384
-#define WITNESS_LOGS_MAX 16
-struct witness_req {
-	uint64_t old;
-	uint8_t proof[MERKLE_PROOF_MAX][MERKLE_HASH];
-	size_t proof_len;
-	const char *note; /* inside the body */
-	size_t note_len;
-};
-/* "old N\n" <base64 hash lines> "\n" <checkpoint note>. */
-int witness_req_parse(const char *body, size_t len, struct witness_req *out, struct pc_err *err);
-/* An HTTP/1.x request head in buf[0, len): PC_EAGAIN until it is complete;
- * then *head_len, and *body_len from Content-Length (required, at most
- * WITNESS_BODY_MAX); *add is true for POST /add-checkpoint. */
-int witness_http_head(const char *buf, size_t len, size_t *head_len, size_t *body_len, bool *add,
-		      struct pc_err *err);
-struct witness;
-/* dir: where each log's latest cosigned checkpoint is kept (NULL: in
- * memory only, for tests and fuzzing); keys and signer borrowed. */
-int witness_new(const struct note_signer *signer, const struct note_verifier *logs, size_t n_logs,
-		const char *dir, struct witness **out, struct pc_err *err);
-void witness_free(struct witness *w);
-/* One request body: the HTTP status, and the reply body in resp (NUL
- * terminated; the signature line on 200, "<size>\n" on 409, else why). */
-int witness_add_checkpoint(struct witness *w, const char *body, size_t len, uint64_t now_s,
-			   char *resp, size_t resplen);
-/* One accepted connection: one request, its reply (the caller closes fd). */
-void witness_serve_fd(struct witness *w, int fd);
-/* Serve TCP on listen_fd until SIGTERM/SIGINT (blocked by the caller). */
-int witness_serve(struct witness *w, int listen_fd, struct pc_err *err);
-/* portcullis-logd --witness ARGS (logd/witness.c). */
-int witness_main(int argc, char **argv);
 
 /* logd's witness client (logd/witnessc.c): a thread of its own that sends
  * each durable checkpoint the writer exports, with its consistency proof,
