@@ -320,4 +320,67 @@ int checkpoint_origin_make(const char *name, uint64_t seg, char *out, size_t len
 			   struct pc_err *err);
 /* ---- end lx-origin ---- */
 
+/* ---- the verdict: what "intact" means (tlog/verdict.c; docs/logd.md
+ * "Verifying") ------------------------------------------------------------
+ * Decided here, from what the verifier found, so that `portcullis log
+ * verify` only prints it (text or --json) and the fuzz target runs the
+ * same decision. The caller reads the files; nothing here does. */
+
+/* One file the verifier read through (logv_buffer returned 0). */
+enum tlog_result {
+	TLOG_INTACT,   /* a signature vouches for it: a checkpoint in the file,
+			* or one held elsewhere that the file met */
+	TLOG_UNSIGNED, /* no checkpoint: a hash chain, which anyone can compute */
+};
+struct tlog_file_verdict {
+	enum tlog_result result;
+	bool accepted; /* intact, or unsigned and the caller allows that */
+	uint64_t records, first_seq, last_seq, checkpoints;
+	/* the last checkpoint in the file (sealed false: none) */
+	bool sealed;
+	uint64_t sealed_line, sealed_records, sealed_time_ms;
+	/* what no signature covers yet: records after that checkpoint */
+	uint64_t unsealed, unsealed_line, unsealed_first_seq;
+	/* a checkpoint held outside the file (the sidecar, --checkpoint) */
+	bool has_checkpoint, checkpoint_covers_all;
+	uint64_t checkpoint_records, checkpoint_time_ms;
+	/* what could be lost unseen: without a checkpoint held outside the
+	 * file, records cut off after its last checkpoint; with a witness
+	 * configured and no witnessed checkpoint, a cut-back to one */
+	bool sidecar_missing, witnessed_missing;
+	/* how it links to the files before and after it */
+	uint8_t first_prev[MERKLE_HASH], last_hash[MERKLE_HASH];
+};
+/* What the caller found beside the file. */
+struct tlog_file_facts {
+	const struct checkpoint *ext; /* held outside the file, verified (NULL: none) */
+	bool sidecar_missing;	      /* no sidecar, no --checkpoint */
+	bool allow_unsigned;	      /* --allow-unsigned */
+	bool witness_key;	      /* a witness's key was given or configured ... */
+	bool witnessed_present;	      /* ... and <log>.witnessed was found */
+};
+void tlog_verdict_file(const struct logv_result *r, const struct tlog_file_facts *f,
+		       struct tlog_file_verdict *out);
+
+/* Several files (segments) of one log: in seq order, each continues the
+ * one before (its first record's seq and prev are the last one's seq + 1
+ * and hash). */
+struct tlog_link {
+	uint64_t first_seq, last_seq;
+	uint8_t first_prev[MERKLE_HASH], last_hash[MERKLE_HASH];
+	size_t id; /* the caller's, carried through the sort */
+};
+struct tlog_chain_verdict {
+	size_t files;
+	uint64_t first_seq, last_seq;
+	bool from_start; /* the oldest file's first record starts the log (prev 0) */
+	/* where it breaks (broken false: nowhere): links[at] does not continue
+	 * links[at - 1], the sorted order's */
+	bool broken, missing_between; /* a seq gap (a file missing), else the prev does not link */
+	size_t at;
+};
+/* Sorts links by first seq (in place) and judges them: 0 unbroken;
+ * PC_ETAMPER broken (out says where). n >= 1. */
+int tlog_verdict_chain(struct tlog_link *links, size_t n, struct tlog_chain_verdict *out);
+
 #endif
