@@ -210,17 +210,6 @@ static void no_sidecar_note(const char *path)
 		path);
 }
 
-/* Was a checkpoint the witness cosigned found beside the log? When a
- * witness is configured and none is, verify says so: it cannot vouch
- * against a cut-back (issue 21: say only what it knows). */
-static bool witnessed_present(const struct logc_anchors *anc)
-{
-	for (size_t i = 0; i < anc->n; i++)
-		if (anc->a[i].witnessed)
-			return true;
-	return false;
-}
-
 /* ---- log verify --json: one object with the facts the text gives, the
  * text itself line by line ("notes") and the first error (docs/logd.md) */
 struct vjson {
@@ -467,12 +456,17 @@ static int verify_one_(const char *path, struct note_verifier *key, const char *
 		logv_free(v);
 		return PC_EXIT_FAIL;
 	}
-	facts = (struct tlog_file_facts){.ext = have_ext ? &ext : NULL,
+	facts = (struct tlog_file_facts){.key = key,
+					 .ext = have_ext ? &ext : NULL,
 					 .sidecar_missing = side_missing,
 					 .allow_unsigned = o->allow_unsigned,
-					 .witness_key = va && va->wkey,
-					 .witnessed_present = witnessed_present(anc)};
-	tlog_verdict_file(logv_result(v), &facts, &fv);
+					 .wkey = va ? va->wkey : NULL,
+					 .anchors = anc};
+	if (tlog_verdict_file(logv_result(v), &facts, &fv, &err) < 0) {
+		cli_error("log verify", "%s: %s", path, err.msg);
+		logv_free(v);
+		return PC_EXIT_FAIL;
+	}
 	if (fv.result == TLOG_UNSIGNED) {
 		fprintf(vout, "%s: unsigned: %llu records", path, (unsigned long long)fv.records);
 		if (fv.records)
@@ -489,11 +483,6 @@ static int verify_one_(const char *path, struct note_verifier *key, const char *
 		*out = fv;
 		logv_free(v);
 		return fv.accepted ? PC_EXIT_OK : PC_EXIT_FAIL;
-	}
-	if (logc_anchors_report(anc, key, va ? va->wkey : NULL, fv.records, NULL, &err) < 0) {
-		cli_error("log verify", "%s: %s", path, err.msg);
-		logv_free(v);
-		return PC_EXIT_FAIL;
 	}
 	age_str(fv.sealed_time_ms, age, sizeof(age));
 	fprintf(vout,
@@ -524,7 +513,16 @@ static int verify_one_(const char *path, struct note_verifier *key, const char *
 	else if (fv.sidecar_missing && !o->defer_sidecar)
 		no_sidecar_note(path);
 	fputs(onote, vout);
-	logc_anchors_report(anc, key, va ? va->wkey : NULL, fv.records, vout, &err);
+	{
+		struct pc_buf lines;
+		char *t;
+
+		pc_buf_init(&lines, 1 << 16, 0);
+		logc_anchors_report(anc, key, va ? va->wkey : NULL, fv.records, &lines, &err);
+		if ((t = pc_buf_take(&lines, NULL)))
+			fputs(t, vout);
+		free(t);
+	}
 	if (fv.witnessed_missing)
 		fprintf(
 		    vout,

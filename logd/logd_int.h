@@ -8,7 +8,6 @@
 #define PC_LOGD_INT_H
 
 #include <stdatomic.h>
-#include <stdio.h> /* FILE: logc_anchors_report */
 #include <sys/types.h>
 
 #include "logd/logd.h"
@@ -433,31 +432,11 @@ void logd_sidecar_failed(const char *sidecar, int errnum, const struct pc_err *e
 /* Sidecar writes that failed since start. */
 uint64_t logd_sidecar_errors(void);
 
-/* log verify's anchors (logd/anchor.c): --against files and <log>.witnessed,
- * each a checkpoint signed by the log's key; attach before logv_file,
- * report after it (prints one line per anchor met to print, unless NULL;
- * PC_ETAMPER and why for the first one cut off or split). */
-#define LOGC_ANCHORS_MAX 8
-struct logc_anchor {
-	char path[PC_PATH_MAX];
-	bool witnessed; /* <log>.witnessed, found next to the log */
-	char note[CHECKPOINT_MAX + 4 * COSIG_LINE_MAX];
-	size_t note_len;
-};
-struct logc_anchors {
-	struct logc_anchor a[LOGC_ANCHORS_MAX];
-	struct checkpoint cp[LOGC_ANCHORS_MAX];
-	enum logc_prefix_state st[LOGC_ANCHORS_MAX];
-	size_t n;
-	struct logc_prefix p;
-};
+/* log verify's anchors (struct logc_anchors, tlog/tlog.h): the --against
+ * files and <log>.witnessed, each read and opened with key
+ * (logd/tlog_files.c). */
 int logc_anchors_load(struct logc_anchors *a, const struct note_verifier *key, const char *log,
 		      const char *const *against, size_t n, struct pc_err *err);
-void logc_anchors_attach(struct logc_anchors *a, struct merkle_hasher *h, struct logv *v);
-int logc_anchors_report(struct logc_anchors *a, const struct note_verifier *key,
-			const struct cosig_verifier *wkey, uint64_t records, FILE *print,
-			struct pc_err *err);
-
 /* logd's witness client (logd/witnessc.c): a thread of its own that sends
  * each durable checkpoint the writer exports, with its consistency proof,
  * and keeps the latest cosigned one in <file>.witnessed. */
@@ -498,14 +477,5 @@ char *logd_metrics_all(void *ctx, const char *req);
 void logwc_stop(struct logwc *c);
 /* <file>.witnessed */
 #define LOGWC_SUFFIX ".witnessed"
-
-/* log verify: anchors (the witnessed checkpoint, --against) of another
- * origin than the file's checkpoints. An earlier segment's witnessed
- * checkpoint is dropped (not comparable) and named in note; a later
- * segment's, or an --against of another origin: PC_ETAMPER. After
- * logv_file, before logc_anchors_report. */
-int logc_anchors_origin(struct logc_anchors *a, const struct note_verifier *key,
-			const struct logv_result *r, char *note, size_t notelen,
-			struct pc_err *err);
 
 #endif

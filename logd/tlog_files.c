@@ -117,3 +117,43 @@ out:
 	close(fd);
 	return rc;
 }
+
+/* log verify's anchors: the --against files and <log>.witnessed beside
+ * the log, each read and opened with the log's key (tlog/anchor.c checks
+ * the file against them). */
+int logc_anchors_load(struct logc_anchors *a, const struct note_verifier *key, const char *log,
+		      const char *const *against, size_t n, struct pc_err *err)
+{
+	char side[PC_PATH_MAX + 16];
+	size_t total = n;
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	snprintf(side, sizeof(side), "%s%s", log, LOGWC_SUFFIX);
+	if (access(side, F_OK) == 0)
+		total++;
+	if (total > LOGC_ANCHORS_MAX)
+		return pc_err_set(err, PC_EINVAL, "at most %d checkpoints to check against",
+				  LOGC_ANCHORS_MAX);
+	for (size_t i = 0; i < total; i++) {
+		struct logc_anchor *x = &a->a[a->n];
+		const char *path = i < n ? against[i] : side;
+		char *text = NULL;
+		size_t len = 0;
+
+		pc_strlcpy(x->path, path, sizeof(x->path));
+		x->witnessed = i >= n;
+		if ((rc = pc_file_read(path, sizeof(x->note) - 1, &text, &len, err)) < 0)
+			return rc;
+		memcpy(x->note, text, len);
+		x->note[len] = '\0';
+		x->note_len = len;
+		free(text);
+		if ((rc = checkpoint_open(key, x->note, len, &a->cp[a->n], err)) < 0) {
+			pc_err_prefix(err, "%s: ", path);
+			return rc;
+		}
+		a->n++;
+	}
+	return 0;
+}

@@ -320,6 +320,38 @@ int checkpoint_origin_make(const char *name, uint64_t seg, char *out, size_t len
 			   struct pc_err *err);
 /* ---- end lx-origin ---- */
 
+/* log verify's anchors (tlog/anchor.c): --against files and <log>.witnessed,
+ * each a checkpoint signed by the log's key (read by the caller); attach
+ * before logv_buffer, report after it (one line per anchor met appended to
+ * print, unless NULL;
+ * PC_ETAMPER and why for the first one cut off or split). */
+#define LOGC_ANCHORS_MAX 8
+struct logc_anchor {
+	char path[PC_PATH_MAX];
+	bool witnessed; /* <log>.witnessed, found next to the log */
+	char note[CHECKPOINT_MAX + 4 * COSIG_LINE_MAX];
+	size_t note_len;
+};
+struct logc_anchors {
+	struct logc_anchor a[LOGC_ANCHORS_MAX];
+	struct checkpoint cp[LOGC_ANCHORS_MAX];
+	enum logc_prefix_state st[LOGC_ANCHORS_MAX];
+	size_t n;
+	struct logc_prefix p;
+};
+void logc_anchors_attach(struct logc_anchors *a, struct merkle_hasher *h, struct logv *v);
+int logc_anchors_report(struct logc_anchors *a, const struct note_verifier *key,
+			const struct cosig_verifier *wkey, uint64_t records, struct pc_buf *print,
+			struct pc_err *err);
+/* log verify: anchors (the witnessed checkpoint, --against) of another
+ * origin than the file's checkpoints. An earlier segment's witnessed
+ * checkpoint is dropped (not comparable) and named in note; a later
+ * segment's, or an --against of another origin: PC_ETAMPER. After
+ * logv_buffer, before logc_anchors_report. */
+int logc_anchors_origin(struct logc_anchors *a, const struct note_verifier *key,
+			const struct logv_result *r, char *note, size_t notelen,
+			struct pc_err *err);
+
 /* ---- the verdict: what "intact" means (tlog/verdict.c; docs/logd.md
  * "Verifying") ------------------------------------------------------------
  * Decided here, from what the verifier found, so that `portcullis log
@@ -344,6 +376,9 @@ struct tlog_file_verdict {
 	/* a checkpoint held outside the file (the sidecar, --checkpoint) */
 	bool has_checkpoint, checkpoint_covers_all;
 	uint64_t checkpoint_records, checkpoint_time_ms;
+	/* the witnessed checkpoint: none, present but unchecked (no witness
+	 * key), or cosigned by the witness (its cosignature verified) */
+	enum { TLOG_WITNESSED_NONE, TLOG_WITNESSED_UNCHECKED, TLOG_WITNESSED_COSIGNED } witnessed;
 	/* what could be lost unseen: without a checkpoint held outside the
 	 * file, records cut off after its last checkpoint; with a witness
 	 * configured and no witnessed checkpoint, a cut-back to one */
@@ -353,14 +388,21 @@ struct tlog_file_verdict {
 };
 /* What the caller found beside the file. */
 struct tlog_file_facts {
-	const struct checkpoint *ext; /* held outside the file, verified (NULL: none) */
-	bool sidecar_missing;	      /* no sidecar, no --checkpoint */
-	bool allow_unsigned;	      /* --allow-unsigned */
-	bool witness_key;	      /* a witness's key was given or configured ... */
-	bool witnessed_present;	      /* ... and <log>.witnessed was found */
+	const struct note_verifier *key;   /* the log's */
+	const struct checkpoint *ext;	   /* held outside the file, verified (NULL: none) */
+	bool sidecar_missing;		   /* no sidecar, no --checkpoint */
+	bool allow_unsigned;		   /* --allow-unsigned */
+	const struct cosig_verifier *wkey; /* the witness's, given or configured (NULL: none) */
+	/* --against and <log>.witnessed, attached to the verifier before it
+	 * ran and their origins settled (logc_anchors_origin); NULL: none */
+	struct logc_anchors *anchors;
 };
-void tlog_verdict_file(const struct logv_result *r, const struct tlog_file_facts *f,
-		       struct tlog_file_verdict *out);
+/* 0 and *out; PC_ETAMPER (out not written) when a signed file does not
+ * hold what an anchor says it held (cut back, or another tree: a split
+ * view), or its witnessed checkpoint carries no cosignature by wkey that
+ * verifies; err says which and why. */
+int tlog_verdict_file(const struct logv_result *r, const struct tlog_file_facts *f,
+		      struct tlog_file_verdict *out, struct pc_err *err);
 
 /* Several files (segments) of one log: in seq order, each continues the
  * one before (its first record's seq and prev are the last one's seq + 1

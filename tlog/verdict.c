@@ -7,11 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-void tlog_verdict_file(const struct logv_result *r, const struct tlog_file_facts *f,
-		       struct tlog_file_verdict *out)
+int tlog_verdict_file(const struct logv_result *r, const struct tlog_file_facts *f,
+		      struct tlog_file_verdict *out, struct pc_err *err)
 {
 	const struct checkpoint *ext = f->ext;
 	struct tlog_file_verdict v = {0};
+	bool witnessed = false;
+	int rc;
 
 	/* Signed: a checkpoint in the file, or one held elsewhere that the
 	 * file met (the verifier fails when it does not). Without either,
@@ -40,12 +42,27 @@ void tlog_verdict_file(const struct logv_result *r, const struct tlog_file_facts
 		v.checkpoint_covers_all = ext->size == r->records;
 	}
 	v.sidecar_missing = f->sidecar_missing;
-	/* a witness configured that has cosigned none of this file cannot
-	 * vouch against a cut-back (issue 21: say only what it knows) */
-	v.witnessed_missing = v.result == TLOG_INTACT && f->witness_key && !f->witnessed_present;
 	memcpy(v.first_prev, r->first_prev, MERKLE_HASH);
 	memcpy(v.last_hash, r->last_hash, MERKLE_HASH);
+	if (v.result == TLOG_UNSIGNED) { /* nothing signed to hold it to */
+		*out = v;
+		return 0;
+	}
+	/* What a witness (or anyone holding a checkpoint) has seen cannot be
+	 * taken back: the file must pass through every anchor. */
+	if (f->anchors && f->key &&
+	    (rc = logc_anchors_report(f->anchors, f->key, f->wkey, r->records, NULL, err)) < 0)
+		return rc;
+	for (size_t i = 0; f->anchors && i < f->anchors->n; i++)
+		witnessed |= f->anchors->a[i].witnessed;
+	v.witnessed = !witnessed ? TLOG_WITNESSED_NONE
+		      : f->wkey	 ? TLOG_WITNESSED_COSIGNED
+				 : TLOG_WITNESSED_UNCHECKED;
+	/* a witness configured that has cosigned none of this file cannot
+	 * vouch against a cut-back (issue 21: say only what it knows) */
+	v.witnessed_missing = f->wkey && !witnessed;
 	*out = v;
+	return 0;
 }
 
 static int link_cmp(const void *a, const void *b)

@@ -37,13 +37,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			return 0;
 		if (logv_buffer(v, text, size, flags, NULL) == 0) {
 			const struct logv_result *r = logv_result(v);
-			struct tlog_file_facts f = {.ext = r->has_cp ? &r->last_cp : NULL,
+			static const struct cosig_verifier wkey = {.name = "fuzz/witness"};
+			struct tlog_file_facts f = {.key = &key,
+						    .ext = r->has_cp ? &r->last_cp : NULL,
 						    .sidecar_missing = !r->has_cp,
 						    .allow_unsigned = flags != 0,
-						    .witness_key = flags != 0};
+						    .wkey = flags ? &wkey : NULL};
 			struct tlog_file_verdict fv;
 
-			tlog_verdict_file(r, &f, &fv);
+			if (tlog_verdict_file(r, &f, &fv, NULL) < 0)
+				abort(); /* no anchors: nothing to fail against */
 			if (fv.result == TLOG_UNSIGNED && r->has_cp)
 				abort(); /* a checkpoint in the file signs it */
 			if (fv.result == TLOG_INTACT && !fv.accepted)
