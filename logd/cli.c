@@ -227,9 +227,9 @@ struct vjson {
 static struct vjson *vj; /* NULL: text */
 
 /* One verified file's verdict, as its summary line and what follows say. */
-static void vjson_file(const char *path, const struct tlog_file_verdict *fv,
-		       const struct note_verifier *key, const char *cpfile)
+static void vjson_file(const char *path, const struct tlog_file_verdict *fv, const char *cpfile)
 {
+	const struct note_verifier *key = fv->signed_by;
 	bool sig = fv->result == TLOG_INTACT;
 	struct pc_json *j;
 	char ts[32], k[NOTE_NAME_MAX + 16];
@@ -245,12 +245,13 @@ static void vjson_file(const char *path, const struct tlog_file_verdict *fv,
 	pc_json_ku64(j, "first_seq", fv->first_seq);
 	pc_json_ku64(j, "last_seq", fv->last_seq);
 	pc_json_ku64(j, "checkpoints", fv->checkpoints);
-	snprintf(k, sizeof(k), "%s+%08x", key->name, key->hash);
 	pc_json_key(j, "signed_by");
-	if (sig)
+	if (sig && key) {
+		snprintf(k, sizeof(k), "%s+%08x", key->name, key->hash);
 		pc_json_str(j, k);
-	else
+	} else {
 		pc_json_null(j);
+	}
 	pc_json_key(j, "sealed");
 	if (fv->sealed) {
 		pc_json_obj(j);
@@ -479,7 +480,7 @@ static int verify_one_(const char *path, struct note_verifier *key, const char *
 					  : "not accepted (--allow-unsigned accepts it)");
 		if (fv.sidecar_missing && !o->defer_sidecar)
 			no_sidecar_note(path);
-		vjson_file(path, &fv, key, cpfile);
+		vjson_file(path, &fv, cpfile);
 		*out = fv;
 		logv_free(v);
 		return fv.accepted ? PC_EXIT_OK : PC_EXIT_FAIL;
@@ -488,8 +489,8 @@ static int verify_one_(const char *path, struct note_verifier *key, const char *
 	fprintf(vout,
 		"%s: intact: %llu records (seq %llu-%llu), %llu checkpoints, signed by %s+%08x\n",
 		path, (unsigned long long)fv.records, (unsigned long long)fv.first_seq,
-		(unsigned long long)fv.last_seq, (unsigned long long)fv.checkpoints, key->name,
-		key->hash);
+		(unsigned long long)fv.last_seq, (unsigned long long)fv.checkpoints,
+		fv.signed_by->name, fv.signed_by->hash);
 	if (fv.sealed)
 		fprintf(vout,
 			"  sealed: the checkpoint on line %llu covers %llu records, signed %s "
@@ -530,7 +531,7 @@ static int verify_one_(const char *path, struct note_verifier *key, const char *
 		    "this file (it was unreachable, or never asked): a cut-back to a checkpoint "
 		    "in the file cannot be detected\n",
 		    path, LOGWC_SUFFIX);
-	vjson_file(path, &fv, key, cpfile);
+	vjson_file(path, &fv, cpfile);
 	*out = fv;
 	logv_free(v);
 	return PC_EXIT_OK;

@@ -367,6 +367,9 @@ enum tlog_result {
 struct tlog_file_verdict {
 	enum tlog_result result;
 	bool accepted; /* intact, or unsigned and the caller allows that */
+	/* the key whose signature vouches for it (the facts' key, borrowed);
+	 * NULL when unsigned */
+	const struct note_verifier *signed_by;
 	uint64_t records, first_seq, last_seq, checkpoints;
 	/* the last checkpoint in the file (sealed false: none) */
 	bool sealed;

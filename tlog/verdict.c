@@ -48,6 +48,7 @@ int tlog_verdict_file(const struct logv_result *r, const struct tlog_file_facts 
 		*out = v;
 		return 0;
 	}
+	v.signed_by = f->key;
 	/* What a witness (or anyone holding a checkpoint) has seen cannot be
 	 * taken back: the file must pass through every anchor. */
 	if (f->anchors && f->key &&

@@ -36,6 +36,7 @@ START_TEST(a_file_without_a_checkpoint_is_unsigned_and_refused_unless_allowed)
 	ck_assert_int_eq(tlog_verdict_file(&r, &f, &v, NULL), 0);
 	ck_assert_int_eq(v.result, TLOG_UNSIGNED);
 	ck_assert(!v.accepted);
+	ck_assert_ptr_null(v.signed_by);
 	ck_assert(v.sidecar_missing);
 	f.allow_unsigned = true;
 	ck_assert_int_eq(tlog_verdict_file(&r, &f, &v, NULL), 0);
@@ -110,6 +111,7 @@ START_TEST(a_witnessed_checkpoint_is_unchecked_without_the_key_and_forged_withou
 	witnessed_anchor(&anc, 0);
 	ck_assert_int_eq(tlog_verdict_file(&r, &f, &v, &err), 0);
 	ck_assert_int_eq(v.witnessed, TLOG_WITNESSED_UNCHECKED);
+	ck_assert_ptr_eq(v.signed_by, &key);
 	ck_assert(!v.witnessed_missing);
 	/* with the witness's key, a note that carries no cosignature of it
 	 * is not the witness's (issue 32, finding 5) */
