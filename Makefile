@@ -12,7 +12,7 @@ VERSION := $(or $(shell awk -F'[()]' 'NR==1{print $$2}' packaging/debian/changel
 # The module order, lowest first: a module may use only those before it
 # here (docs/layout.md; tests/static/layering.sh checks every #include,
 # tests/static/symbols.sh every symbol the archives leave undefined).
-MODULES := common rules nft dnsguard logd vault checker engine cli
+MODULES := common rules nft dnsguard tlog witness logd vault checker engine cli
 
 PKGS := libnetfilter_queue libnftnl libmnl ldns libsodium yaml-0.1 openssl libpsl ncurses libseccomp
 

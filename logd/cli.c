@@ -210,17 +210,6 @@ static void no_sidecar_note(const char *path)
 		path);
 }
 
-/* Was a checkpoint the witness cosigned found beside the log? When a
- * witness is configured and none is, verify says so: it cannot vouch
- * against a cut-back (issue 21: say only what it knows). */
-static bool witnessed_present(const struct logc_anchors *anc)
-{
-	for (size_t i = 0; i < anc->n; i++)
-		if (anc->a[i].witnessed)
-			return true;
-	return false;
-}
-
 /* ---- log verify --json: one object with the facts the text gives, the
  * text itself line by line ("notes") and the first error (docs/logd.md) */
 struct vjson {
@@ -237,11 +226,11 @@ struct vjson {
 };
 static struct vjson *vj; /* NULL: text */
 
-/* One verified file's facts, as its summary line and what follows say. */
-static void vjson_file(const char *path, bool sig, const struct logv_result *r,
-		       const struct note_verifier *key, const char *cpfile,
-		       const struct checkpoint *ext, bool side_missing)
+/* One verified file's verdict, as its summary line and what follows say. */
+static void vjson_file(const char *path, const struct tlog_file_verdict *fv, const char *cpfile)
 {
+	const struct note_verifier *key = fv->signed_by;
+	bool sig = fv->result == TLOG_INTACT;
 	struct pc_json *j;
 	char ts[32], k[NOTE_NAME_MAX + 16];
 
@@ -252,41 +241,42 @@ static void vjson_file(const char *path, bool sig, const struct logv_result *r,
 	pc_json_obj(j);
 	pc_json_kstr(j, "file", path);
 	pc_json_kstr(j, "result", sig ? "intact" : "unsigned");
-	pc_json_ku64(j, "records", r->records);
-	pc_json_ku64(j, "first_seq", r->records ? r->first_seq : 0);
-	pc_json_ku64(j, "last_seq", r->records ? r->last_seq : 0);
-	pc_json_ku64(j, "checkpoints", r->checkpoints);
-	snprintf(k, sizeof(k), "%s+%08x", key->name, key->hash);
+	pc_json_ku64(j, "records", fv->records);
+	pc_json_ku64(j, "first_seq", fv->first_seq);
+	pc_json_ku64(j, "last_seq", fv->last_seq);
+	pc_json_ku64(j, "checkpoints", fv->checkpoints);
 	pc_json_key(j, "signed_by");
-	if (sig)
+	if (sig && key) {
+		snprintf(k, sizeof(k), "%s+%08x", key->name, key->hash);
 		pc_json_str(j, k);
-	else
+	} else {
 		pc_json_null(j);
+	}
 	pc_json_key(j, "sealed");
-	if (r->has_cp) {
+	if (fv->sealed) {
 		pc_json_obj(j);
-		pc_json_ku64(j, "line", r->last_cp_line);
-		pc_json_ku64(j, "records", r->last_cp.size);
-		pc_json_kstr(j, "time", pc_time_rfc3339(r->last_cp.time_ms, ts, sizeof(ts)));
+		pc_json_ku64(j, "line", fv->sealed_line);
+		pc_json_ku64(j, "records", fv->sealed_records);
+		pc_json_kstr(j, "time", pc_time_rfc3339(fv->sealed_time_ms, ts, sizeof(ts)));
 		pc_json_obj_end(j);
 	} else {
 		pc_json_null(j);
 	}
-	pc_json_ku64(j, "unsealed", r->unsealed);
+	pc_json_ku64(j, "unsealed", fv->unsealed);
 	pc_json_key(j, "checkpoint");
-	if (ext) {
+	if (fv->has_checkpoint) {
 		pc_json_obj(j);
 		pc_json_kstr(j, "file", cpfile);
-		pc_json_ku64(j, "records", ext->size);
-		pc_json_kstr(j, "time", pc_time_rfc3339(ext->time_ms, ts, sizeof(ts)));
+		pc_json_ku64(j, "records", fv->checkpoint_records);
+		pc_json_kstr(j, "time", pc_time_rfc3339(fv->checkpoint_time_ms, ts, sizeof(ts)));
 		pc_json_key(j, "covers_whole_file");
-		pc_json_bool(j, ext->size == r->records);
+		pc_json_bool(j, fv->checkpoint_covers_all);
 		pc_json_obj_end(j);
 	} else {
 		pc_json_null(j);
 	}
 	pc_json_key(j, "sidecar_missing");
-	pc_json_bool(j, side_missing);
+	pc_json_bool(j, fv->sidecar_missing);
 	pc_json_obj_end(j);
 }
 
@@ -365,13 +355,12 @@ static void vjson_print(int rc)
 	free(files);
 }
 
-/* Verify one file; prints its summary. PC_EXIT_*. *no_sidecar: verified
- * without any checkpoint held outside the file. */
+/* Verify one file; prints its verdict (tlog_verdict_file). PC_EXIT_*. */
 static int verify_one_(const char *path, struct note_verifier *key, const char *cpfile,
 		       const struct verify_opts *o, struct logc_anchors *anc,
-		       struct merkle_hasher *ah, struct logv_result *out, bool *no_sidecar);
+		       struct merkle_hasher *ah, struct tlog_file_verdict *out);
 static int verify_one(const char *path, struct note_verifier *key, const char *cpfile,
-		      const struct verify_opts *o, struct logv_result *out, bool *no_sidecar)
+		      const struct verify_opts *o, struct tlog_file_verdict *out)
 {
 	struct logc_anchors *anc = calloc(1, sizeof(*anc));
 	struct merkle_hasher *ah = NULL;
@@ -382,7 +371,7 @@ static int verify_one(const char *path, struct note_verifier *key, const char *c
 		cli_error("log verify", "out of memory");
 		return PC_EXIT_ERROR;
 	}
-	xrc = verify_one_(path, key, cpfile, o, anc, ah, out, no_sidecar);
+	xrc = verify_one_(path, key, cpfile, o, anc, ah, out);
 	merkle_hasher_free(ah);
 	free(anc);
 	return xrc;
@@ -390,15 +379,16 @@ static int verify_one(const char *path, struct note_verifier *key, const char *c
 
 static int verify_one_(const char *path, struct note_verifier *key, const char *cpfile,
 		       const struct verify_opts *o, struct logc_anchors *anc,
-		       struct merkle_hasher *ah, struct logv_result *out, bool *no_sidecar)
+		       struct merkle_hasher *ah, struct tlog_file_verdict *out)
 {
 	const struct vanchors *va = o->va;
 	char side[PC_PATH_MAX + 16], ts[32], age[32], onote[1024];
 	struct checkpoint ext = {0};
-	const struct logv_result *r;
+	struct tlog_file_facts facts;
+	struct tlog_file_verdict fv;
 	struct logv *v = NULL;
 	struct pc_err err, cperr;
-	bool have_ext = false, cpbad = false, side_missing = false, sig;
+	bool have_ext = false, cpbad = false, side_missing = false;
 	int rc;
 
 	if (!cpfile) {
@@ -459,86 +449,99 @@ static int verify_one_(const char *path, struct note_verifier *key, const char *
 		return cperr.code == PC_ETAMPER || cperr.code == PC_EPARSE ? PC_EXIT_FAIL
 									   : PC_EXIT_ERROR;
 	}
-	r = logv_result(v);
-	/* Signed: a checkpoint in the file, or one held elsewhere that the
-	 * file met (logv_file fails when it does not). Without either, the
-	 * chain proves nothing: anyone can compute hashes. */
-	sig = r->has_cp || (have_ext && ext.size > 0);
-	if (!sig) {
-		fprintf(vout, "%s: unsigned: %llu records", path, (unsigned long long)r->records);
-		if (r->records)
-			fprintf(vout, " (seq %llu-%llu)", (unsigned long long)r->first_seq,
-				(unsigned long long)r->last_seq);
-		fprintf(vout, " and no checkpoint: no signature vouches for %s; %s\n",
-			r->records ? "them (they form a hash chain, which anyone can compute)"
-				   : "the file",
-			o->allow_unsigned ? "accepted (--allow-unsigned)"
-					  : "not accepted (--allow-unsigned accepts it)");
-		if (side_missing && !o->defer_sidecar)
-			no_sidecar_note(path);
-		if (no_sidecar)
-			*no_sidecar = side_missing;
-		vjson_file(path, false, r, key, cpfile, have_ext ? &ext : NULL, side_missing);
-		*out = *r;
-		logv_free(v);
-		return o->allow_unsigned ? PC_EXIT_OK : PC_EXIT_FAIL;
-	}
-	if (logc_anchors_origin(anc, key, r, onote, sizeof(onote), &err) < 0 ||
-	    logc_anchors_report(anc, key, va ? va->wkey : NULL, r->records, NULL, &err) < 0) {
+	/* an earlier segment's witnessed checkpoint is set aside before the
+	 * verdict asks whether one was found (a file without a checkpoint
+	 * has no origin to compare: nothing happens for it) */
+	if (logc_anchors_origin(anc, key, logv_result(v), onote, sizeof(onote), &err) < 0) {
 		cli_error("log verify", "%s: %s", path, err.msg);
 		logv_free(v);
 		return PC_EXIT_FAIL;
 	}
-	age_str(r->last_cp.time_ms, age, sizeof(age));
+	facts = (struct tlog_file_facts){.key = key,
+					 .ext = have_ext ? &ext : NULL,
+					 .sidecar_missing = side_missing,
+					 .allow_unsigned = o->allow_unsigned,
+					 .wkey = va ? va->wkey : NULL,
+					 .anchors = anc};
+	if (tlog_verdict_file(logv_result(v), &facts, &fv, &err) < 0) {
+		cli_error("log verify", "%s: %s", path, err.msg);
+		logv_free(v);
+		return PC_EXIT_FAIL;
+	}
+	if (fv.result == TLOG_UNSIGNED) {
+		fprintf(vout, "%s: unsigned: %llu records", path, (unsigned long long)fv.records);
+		if (fv.records)
+			fprintf(vout, " (seq %llu-%llu)", (unsigned long long)fv.first_seq,
+				(unsigned long long)fv.last_seq);
+		fprintf(vout, " and no checkpoint: no signature vouches for %s; %s\n",
+			fv.records ? "them (they form a hash chain, which anyone can compute)"
+				   : "the file",
+			o->allow_unsigned ? "accepted (--allow-unsigned)"
+					  : "not accepted (--allow-unsigned accepts it)");
+		if (fv.sidecar_missing && !o->defer_sidecar)
+			no_sidecar_note(path);
+		vjson_file(path, &fv, cpfile);
+		*out = fv;
+		logv_free(v);
+		return fv.accepted ? PC_EXIT_OK : PC_EXIT_FAIL;
+	}
+	age_str(fv.sealed_time_ms, age, sizeof(age));
 	fprintf(vout,
 		"%s: intact: %llu records (seq %llu-%llu), %llu checkpoints, signed by %s+%08x\n",
-		path, (unsigned long long)r->records, (unsigned long long)r->first_seq,
-		(unsigned long long)r->last_seq, (unsigned long long)r->checkpoints, key->name,
-		key->hash);
-	if (r->has_cp)
+		path, (unsigned long long)fv.records, (unsigned long long)fv.first_seq,
+		(unsigned long long)fv.last_seq, (unsigned long long)fv.checkpoints,
+		fv.signed_by->name, fv.signed_by->hash);
+	if (fv.sealed)
 		fprintf(vout,
 			"  sealed: the checkpoint on line %llu covers %llu records, signed %s "
 			"(%s)\n",
-			(unsigned long long)r->last_cp_line, (unsigned long long)r->last_cp.size,
-			pc_time_rfc3339(r->last_cp.time_ms, ts, sizeof(ts)), age);
-	if (r->unsealed)
+			(unsigned long long)fv.sealed_line, (unsigned long long)fv.sealed_records,
+			pc_time_rfc3339(fv.sealed_time_ms, ts, sizeof(ts)), age);
+	if (fv.unsealed)
 		fprintf(vout,
 			"  unsealed tail: %llu records from line %llu (seq %llu-%llu) are not "
 			"covered by a signature yet\n",
-			(unsigned long long)r->unsealed, (unsigned long long)r->unsealed_line,
-			(unsigned long long)(r->last_seq - r->unsealed + 1),
-			(unsigned long long)r->last_seq);
-	else if (r->records)
+			(unsigned long long)fv.unsealed, (unsigned long long)fv.unsealed_line,
+			(unsigned long long)fv.unsealed_first_seq, (unsigned long long)fv.last_seq);
+	else if (fv.records)
 		fprintf(vout, "  no unsealed tail: every record is covered by a signature\n");
-	age_str(ext.time_ms, age, sizeof(age));
-	if (have_ext)
+	age_str(fv.checkpoint_time_ms, age, sizeof(age));
+	if (fv.has_checkpoint)
 		fprintf(vout, "  latest checkpoint %s: %llu records, signed %s (%s)%s\n", cpfile,
-			(unsigned long long)ext.size, pc_time_rfc3339(ext.time_ms, ts, sizeof(ts)),
-			age, ext.size == r->records ? ": covers the whole file" : "");
-	else if (side_missing && !o->defer_sidecar)
+			(unsigned long long)fv.checkpoint_records,
+			pc_time_rfc3339(fv.checkpoint_time_ms, ts, sizeof(ts)), age,
+			fv.checkpoint_covers_all ? ": covers the whole file" : "");
+	else if (fv.sidecar_missing && !o->defer_sidecar)
 		no_sidecar_note(path);
-	if (no_sidecar)
-		*no_sidecar = side_missing;
 	fputs(onote, vout);
-	logc_anchors_report(anc, key, va ? va->wkey : NULL, r->records, vout, &err);
-	if (va && va->wkey && !witnessed_present(anc))
+	{
+		struct pc_buf lines;
+		char *t;
+
+		pc_buf_init(&lines, 1 << 16, 0);
+		logc_anchors_report(anc, key, va ? va->wkey : NULL, fv.records, &lines, &err);
+		if ((t = pc_buf_take(&lines, NULL)))
+			fputs(t, vout);
+		free(t);
+	}
+	if (fv.witnessed_missing)
 		fprintf(
 		    vout,
 		    "  no witnessed checkpoint: %s%s is missing: the witness has cosigned none of "
 		    "this file (it was unreachable, or never asked): a cut-back to a checkpoint "
 		    "in the file cannot be detected\n",
 		    path, LOGWC_SUFFIX);
-	vjson_file(path, true, r, key, cpfile, have_ext ? &ext : NULL, side_missing);
-	*out = *r;
+	vjson_file(path, &fv, cpfile);
+	*out = fv;
 	logv_free(v);
 	return PC_EXIT_OK;
 }
 
-struct link {
+/* A file given to a multi-file verify: its name and whether it had a
+ * checkpoint held outside it (tlog_link.id is its index here). */
+struct given {
 	const char *name;
 	bool no_sidecar;
-	uint64_t first_seq, last_seq;
-	uint8_t first_prev[MERKLE_HASH], last_hash[MERKLE_HASH];
 };
 
 /* <log>.<time>-quarantine or -quarantine.<N> (writer.c's aside_name) */
@@ -554,13 +557,6 @@ static bool quarantine_name(const char *f)
 	if (*q++ != '.' || !*q)
 		return false;
 	return strspn(q, "0123456789") == strlen(q);
-}
-
-static int link_cmp(const void *a, const void *b)
-{
-	const struct link *x = a, *y = b;
-
-	return x->first_seq < y->first_seq ? -1 : x->first_seq > y->first_seq;
 }
 
 static int verify_main(struct cli *c, int argc, char **argv, struct vjson *json)
@@ -579,7 +575,7 @@ static int verify_main(struct cli *c, int argc, char **argv, struct vjson *json)
 	struct vanchors va = {.against = against};
 	struct verify_opts vo = {.va = &va};
 	struct note_verifier key;
-	struct logv_result cur;
+	struct tlog_file_verdict cur;
 	int opt, rc;
 
 	while ((opt = getopt_long(argc, argv, "k:C:p:", o, NULL)) != -1) {
@@ -658,17 +654,21 @@ static int verify_main(struct cli *c, int argc, char **argv, struct vjson *json)
 	if (optind == argc) {
 		const char *f = file_get(c, NULL);
 
-		return f ? verify_one(f, &key, cpfile, &vo, &cur, NULL) : PC_EXIT_ERROR;
+		return f ? verify_one(f, &key, cpfile, &vo, &cur) : PC_EXIT_ERROR;
 	}
 	/* Several files (in any order, e.g. verdicts.jsonl*): each verifies,
 	 * and in seq order each continues the one before. */
 	{
 		int n = argc - optind;
-		struct link *l = calloc((size_t)n, sizeof(*l));
-		bool head_missing = false;
+		struct tlog_link *l = calloc((size_t)n, sizeof(*l));
+		struct given *g = calloc((size_t)n, sizeof(*g));
+		struct tlog_chain_verdict cv = {0};
 
-		if (!l)
+		if (!l || !g) {
+			free(l);
+			free(g);
 			return PC_EXIT_ERROR;
+		}
 		int m = 0;
 
 		for (int i = 0; i < n; i++) {
@@ -693,70 +693,60 @@ static int verify_main(struct cli *c, int argc, char **argv, struct vjson *json)
 				continue;
 			}
 			vo.defer_sidecar = n > 1;
-			rc = verify_one(f, &key, n == 1 ? cpfile : NULL, &vo, &cur,
-					&l[m].no_sidecar);
+			rc = verify_one(f, &key, n == 1 ? cpfile : NULL, &vo, &cur);
 			if (rc != 0) {
 				free(l);
+				free(g);
 				return rc;
 			}
-			l[m].name = f;
-			l[m].first_seq = cur.first_seq;
-			l[m].last_seq = cur.last_seq;
+			g[m] = (struct given){.name = f, .no_sidecar = cur.sidecar_missing};
+			l[m] = (struct tlog_link){
+			    .first_seq = cur.first_seq, .last_seq = cur.last_seq, .id = (size_t)m};
 			memcpy(l[m].first_prev, cur.first_prev, MERKLE_HASH);
 			memcpy(l[m].last_hash, cur.last_hash, MERKLE_HASH);
 			m++;
 		}
 		n = m;
-		qsort(l, (size_t)n, sizeof(*l), link_cmp);
+		rc = n ? tlog_verdict_chain(l, (size_t)n, &cv) : 0;
 		/* only the newest file can lose records unseen: each older one
 		 * is sealed, and the next one's first record links to its end */
-		if (n > 1 && l[n - 1].no_sidecar)
-			no_sidecar_note(l[n - 1].name);
-		else if (n == 1 && l[0].no_sidecar)
-			no_sidecar_note(l[0].name);
-		for (int i = 1; i < n; i++) {
-			if (l[i].first_seq == l[i - 1].last_seq + 1 &&
-			    memcmp(l[i].first_prev, l[i - 1].last_hash, MERKLE_HASH) == 0)
-				continue;
+		if (n >= 1 && g[l[n - 1].id].no_sidecar)
+			no_sidecar_note(g[l[n - 1].id].name);
+		if (rc < 0) {
+			const struct tlog_link *a = &l[cv.at], *b = &l[cv.at - 1];
+
 			cli_error("log verify",
 				  "%s (from seq %llu) does not continue %s (up to seq %llu): %s",
-				  l[i].name, (unsigned long long)l[i].first_seq, l[i - 1].name,
-				  (unsigned long long)l[i - 1].last_seq,
-				  l[i].first_seq == l[i - 1].last_seq + 1
-				      ? "its first record does not link to the last one there"
-				      : "a file is missing in between");
+				  g[a->id].name, (unsigned long long)a->first_seq, g[b->id].name,
+				  (unsigned long long)b->last_seq,
+				  cv.missing_between
+				      ? "a file is missing in between"
+				      : "its first record does not link to the last one there");
 			free(l);
+			free(g);
 			return PC_EXIT_FAIL;
 		}
-		/* The oldest file given links to a record before it: the
-		 * segments before it were not given (deleted by rotation, or
-		 * removed). The chain proves nothing about them: say so. */
-		for (int i = 0; n > 1 && i < MERKLE_HASH; i++)
-			if (l[0].first_prev[i]) {
-				head_missing = true;
-				break;
-			}
-		if (n > 1 && head_missing)
+		if (n > 1 && !cv.from_start)
 			fprintf(vout,
 				"%d files form one unbroken chain, seq %llu-%llu, but not from the "
 				"start of the log: the first record of %s (seq %llu) links to a "
 				"record before it: the older segments are missing (deleted by "
 				"rotation, or removed)\n",
-				n, (unsigned long long)l[0].first_seq,
-				(unsigned long long)l[n - 1].last_seq, l[0].name,
+				n, (unsigned long long)cv.first_seq,
+				(unsigned long long)cv.last_seq, g[l[0].id].name,
 				(unsigned long long)l[0].first_seq);
 		else if (n > 1)
 			fprintf(vout, "%d files form one unbroken chain, seq %llu-%llu\n", n,
-				(unsigned long long)l[0].first_seq,
-				(unsigned long long)l[n - 1].last_seq);
+				(unsigned long long)cv.first_seq, (unsigned long long)cv.last_seq);
 		if (n > 1 && vj) {
 			vj->have_chain = true;
 			vj->chain_n = (uint64_t)n;
-			vj->chain_from_start = !head_missing;
-			vj->chain_first = l[0].first_seq;
-			vj->chain_last = l[n - 1].last_seq;
+			vj->chain_from_start = cv.from_start;
+			vj->chain_first = cv.first_seq;
+			vj->chain_last = cv.last_seq;
 		}
 		free(l);
+		free(g);
 	}
 	return PC_EXIT_OK;
 }

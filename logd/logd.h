@@ -1,8 +1,9 @@
 /* logd: the verdict record, its wire form between the guard processes and
  * portcullis-logd, the client library they use to hand records over, and
  * the walk over a record line the sandbox summary uses. portcullis-logd
- * alone writes the log; the file's form, the Merkle tree, signed notes and
- * checkpoints, the verifier and proofs are logd's own (logd/logd_int.h).
+ * alone writes the log; the file's form is logd's own (logd/logd_int.h),
+ * the Merkle tree, signed notes and checkpoints, the verifier, proofs and
+ * the verdict are the transparency-log core's (tlog/tlog.h).
  *
  * "No record, no connection": a client that cannot hand a record to logd
  * and get it acknowledged must refuse the action the record describes. */

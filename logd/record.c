@@ -242,17 +242,6 @@ int logrec_json_escape(const char *s, char *buf, size_t len)
 /* Who observes (set once by logd). */
 static char observer_host[256];
 
-size_t logrec_seq_prefix(const char *line, size_t len)
-{
-	static const char n[] = "{\"" LOGREC_SEQ_KEY "\":", o[] = "{\"" LOGREC_OLD_SEQ_KEY "\":";
-
-	if (len >= sizeof(n) - 1 && memcmp(line, n, sizeof(n) - 1) == 0)
-		return sizeof(n) - 1;
-	if (len >= sizeof(o) - 1 && memcmp(line, o, sizeof(o) - 1) == 0)
-		return sizeof(o) - 1;
-	return 0;
-}
-
 void logrec_set_observer(const char *hostname)
 {
 	pc_strlcpy(observer_host, hostname ? hostname : "", sizeof(observer_host));

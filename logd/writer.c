@@ -52,7 +52,7 @@ struct logw {
 	uint64_t sidecar_ms; /* monotonic time the sidecar was last re-signed */
 	uint64_t first_seq;  /* of the current file's first record */
 	/* the checkpoints' origin: "<key>/<first_seq>" for a segment begun
-	 * here; a file resumed keeps the one it has (logd/origin.c) */
+	 * here; a file resumed keeps the one it has (tlog/origin.c) */
 	char origin[NOTE_NAME_MAX];
 	/* the checkpoint of the origin before it that this segment continues,
 	 * named in each of its checkpoints (has_prev false: none) */

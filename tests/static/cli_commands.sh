@@ -48,8 +48,8 @@ for fn in funcs:
             if sub and sub not in lits:
                 bad.append(f"cli/cmds.c: '{name} {sub}' runs {fn}, which does not dispatch '{sub}'")
 # Every long option a module's command-line code takes (its struct option
-# tables; not the daemons' main.c, nor the witness mode of portcullis-logd,
-# logd/witness.c, a daemon's options too) is accepted by some entry that
+# tables; not the daemons' main.c; the witness's options are witness/'s,
+# a module without a command of portcullis) is accepted by some entry that
 # module runs: otherwise the dispatcher would refuse it before the module
 # saw it.
 opts_of = {}
@@ -66,7 +66,7 @@ for fn in funcs:
         dirs.setdefault(p.split("/")[0], set()).update(opts_of.get(fn, set()))
 for d, accepted in sorted(dirs.items()):
     for p in sorted(glob.glob(d + "/*.c")):
-        if p.endswith("/main.c") or p == "logd/witness.c":
+        if p.endswith("/main.c"):
             continue
         for o in re.findall(r'\{"([a-z-]+)",\s*(?:no|required|optional)_argument', srcs.get(p, "")):
             if o in ("help", "version") or "--" + o in accepted:

@@ -1,19 +1,17 @@
 /* The log verifier: reads a log file line by line and checks the seq
  * order, the hash chain, each record's hash, the Merkle tree, and every
  * checkpoint's signature, size and root; names the first line that fails.
- * logd runs it on its own file at start; `portcullis log verify` on any. */
-#include "logd/logd_int.h"
+ * logd runs it on its own file at start; `portcullis log verify` on any
+ * (both hand it the bytes: logd/tlog_files.c maps the file). */
+#include "tlog/tlog_int.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <unistd.h> /* sysconf: how many threads hash a large buffer */
 
 #define CP_PREFIX "{\"checkpoint\":\""
 
@@ -37,7 +35,7 @@ static const struct rec_form forms[] = {
 /* ,"hash":"<64>"} and ,"prev":"<64>" before it */
 #define TAIL_HASH_LEN(f) ((f)->hashlen + 64 + 2)
 #define TAIL_LEN(f)	 (TAIL_HASH_LEN(f) + (f)->prevlen + 64 + 1)
-#define LINE_MAX_LEN	 (LOGREC_JSON_MAX + sizeof(",\"" LOGREC_HASH_KEY "\":\"") - 1 + 64 + 2 + 1)
+#define LINE_MAX_LEN	 (TLOG_RECORD_JSON_MAX + sizeof(",\"" LOGREC_HASH_KEY "\":\"") - 1 + 64 + 2 + 1)
 
 /* The spelling of a line that opens like a record (and is long enough to
  * close like one), else NULL. */
@@ -330,7 +328,7 @@ static int line_checkpoint(struct logv *v, const char *line, size_t len, struct 
 			   "or the wrong key)",
 			   v->key->name, v->key->hash, e.msg);
 	{ /* one origin per file: the bare key name (older logs) or this
-	   * segment's, named by its first record's seq (logd/origin.c) */
+	   * segment's, named by its first record's seq (tlog/origin.c) */
 		uint64_t seg = 0;
 
 		if (checkpoint_origin_seg(cp.origin, v->key->name, &seg) < 0 ||
@@ -596,38 +594,13 @@ int logv_buffer(struct logv *v, const char *buf, size_t len, unsigned flags, str
 	return buffer_tail(v, p, end, flags, err);
 }
 
-int logv_file(struct logv *v, const char *path, unsigned flags, struct pc_err *err)
+size_t logrec_seq_prefix(const char *line, size_t len)
 {
-	struct stat st;
-	void *map = NULL;
-	int fd, rc;
+	static const char n[] = "{\"" LOGREC_SEQ_KEY "\":", o[] = "{\"" LOGREC_OLD_SEQ_KEY "\":";
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return pc_err_errno(err, errno == ENOENT ? PC_ENOENT : PC_EIO, "%s", path);
-	if (fstat(fd, &st) < 0) {
-		rc = pc_err_errno(err, PC_EIO, "%s", path);
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		rc = pc_err_set(err, PC_EINVAL, "%s is not a regular file", path);
-		goto out;
-	}
-	if (st.st_size == 0) {
-		rc = logv_buffer(v, "", 0, flags, err);
-		goto out;
-	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (map == MAP_FAILED) {
-		map = NULL;
-		rc = pc_err_errno(err, PC_EIO, "mapping %s", path);
-		goto out;
-	}
-	madvise(map, (size_t)st.st_size, MADV_SEQUENTIAL);
-	rc = logv_buffer(v, map, (size_t)st.st_size, flags, err);
-out:
-	if (map)
-		munmap(map, (size_t)st.st_size);
-	close(fd);
-	return rc;
+	if (len >= sizeof(n) - 1 && memcmp(line, n, sizeof(n) - 1) == 0)
+		return sizeof(n) - 1;
+	if (len >= sizeof(o) - 1 && memcmp(line, o, sizeof(o) - 1) == 0)
+		return sizeof(o) - 1;
+	return 0;
 }

@@ -1,6 +1,6 @@
 /* C2SP tlog-cosignature v1: the witness's key in its public text form, the
  * signature line a witness adds to a checkpoint, and its verification. */
-#include "logd/logd_int.h"
+#include "tlog/tlog_int.h"
 
 #include <sodium.h>
 #include <stdio.h>
@@ -8,8 +8,6 @@
 #include <string.h>
 
 #define ALG_COSIG 0x04
-#define EMDASH	  "\xe2\x80\x94"
-#define B64	  sodium_base64_VARIANT_ORIGINAL
 
 static uint32_t cosig_key_id(const char *name, const uint8_t pk[32])
 {

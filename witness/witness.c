@@ -1,10 +1,10 @@
-/* portcullis-logd --witness: a C2SP tlog-witness on another host. It keeps,
+/* The witness (portcullis-logd --witness): a C2SP tlog-witness on another host. It keeps,
  * per log, the latest checkpoint it cosigned (durably, before answering),
  * and cosigns a new one only when the log's signature verifies and a
  * consistency proof shows it extends that one; it never cosigns two trees
  * of one log that disagree (docs/logd.md "Witness and consistency proofs").
  * Everything it parses comes from the network: tests/fuzz/fuzz_witness.c. */
-#include "logd/logd_int.h"
+#include "witness/witness.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +31,7 @@
 /* A state file: a checkpoint and the log's signature line, with room. */
 #define WITNESS_STATE_MAX (CHECKPOINT_MAX * 2)
 
-/* A log segment's origin "<key>/<seg>" (logd/origin.c) and what was
+/* A log segment's origin "<key>/<seg>" (tlog/origin.c) and what was
  * cosigned for it: each origin is its own append-only log. */
 struct witness_origin {
 	uint64_t seg;
@@ -824,12 +824,56 @@ static int listen_tcp(const char *hostport, struct pc_err *err)
 	return fd;
 }
 
+/* The witness's own key files: its signing key (0600) and the logs' public
+ * keys. Read here, not through logd (which is above the witness in the
+ * module order): a file read, then the core's parser. */
+static int key_load(const char *path, struct note_signer **out, struct pc_err *err)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int rc = pc_file_read(path, 4096, &text, &len, err);
+
+	if (rc < 0)
+		return rc;
+	if ((rc = note_signer_parse(text, out, err)) < 0)
+		pc_err_prefix(err, "%s: ", path);
+	sodium_memzero(text, len);
+	free(text);
+	return rc;
+}
+
+static int key_write(const char *path, const struct note_signer *s, struct pc_err *err)
+{
+	char text[NOTE_NAME_MAX + 128];
+	int n = note_signer_format(s, text, sizeof(text)), rc;
+
+	if (n < 0)
+		return pc_err_set(err, PC_EINVAL, "key does not fit");
+	rc = pc_file_write_atomic(path, text, (size_t)n, 0600, err);
+	sodium_memzero(text, sizeof(text));
+	return rc;
+}
+
+static int log_key_load(const char *path, struct note_verifier *out, struct pc_err *err)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int rc = pc_file_read(path, 4096, &text, &len, err);
+
+	if (rc < 0)
+		return rc;
+	if ((rc = note_verifier_parse(text, out, err)) < 0)
+		pc_err_prefix(err, "%s: ", path);
+	free(text);
+	return rc;
+}
+
 static int witness_key(const char *path, const char *name, struct note_signer **out,
 		       struct pc_err *err)
 {
 	struct cosig_verifier cv;
 	char def[NOTE_NAME_MAX], host[64] = "localhost", pub[PC_PATH_MAX + 8], text[256];
-	int rc = note_key_load(path, out, err), n;
+	int rc = key_load(path, out, err), n;
 
 	if (rc != PC_ENOENT)
 		return rc;
@@ -839,7 +883,7 @@ static int witness_key(const char *path, const char *name, struct note_signer **
 		name = def;
 	}
 	if ((rc = note_signer_generate(name, out, err)) < 0 ||
-	    (rc = note_key_write(path, *out, err)) < 0)
+	    (rc = key_write(path, *out, err)) < 0)
 		goto fail;
 	/* FILE.pub: the cosignature key, what the logs' operators configure */
 	cosig_verifier_from(*out, &cv);
@@ -901,7 +945,7 @@ int witness_main(int argc, char **argv)
 					WITNESS_LOGS_MAX);
 				return PC_EXIT_USAGE;
 			}
-			if (note_verifier_load(optarg, &logs[n_logs], &err) < 0) {
+			if (log_key_load(optarg, &logs[n_logs], &err) < 0) {
 				fprintf(stderr, "portcullis-logd: --log %s\n", err.msg);
 				return PC_EXIT_ERROR;
 			}

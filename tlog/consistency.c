@@ -3,7 +3,7 @@
  * roots (all the leaves, or the right edge of the older tree and the
  * leaves after it), verification, and a check that a file's tree passes
  * through a given checkpoint (log verify --against). */
-#include "logd/logd_int.h"
+#include "tlog/tlog_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -6,7 +6,7 @@
  *   hash <base64 sibling hash>          (leaf to root, one per line)
  *   checkpoint
  *   <the signed checkpoint note> */
-#include "logd/logd_int.h"
+#include "tlog/tlog_int.h"
 
 #include <sodium.h>
 #include <stdio.h>
@@ -14,7 +14,6 @@
 #include <string.h>
 
 #define MAGIC "portcullis-log-proof v1\n"
-#define B64   sodium_base64_VARIANT_ORIGINAL
 
 int logproof_format(uint64_t index, const char *line, size_t len,
 		    const uint8_t (*path)[MERKLE_HASH], size_t plen, const char *note, size_t nlen,

@@ -2,50 +2,12 @@
  * the witnessed checkpoint <log>.witnessed next to it) that the file's tree
  * must pass through, and the cosignatures they carry. A file cut back
  * below one, or holding another tree at its size (a split view), is
- * refused: what a witness has seen cannot be taken back. */
-#include "logd/logd_int.h"
+ * refused: what a witness has seen cannot be taken back. The checks only:
+ * logd/tlog_files.c reads the anchors' files. */
+#include "tlog/tlog_int.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-int logc_anchors_load(struct logc_anchors *a, const struct note_verifier *key, const char *log,
-		      const char *const *against, size_t n, struct pc_err *err)
-{
-	char side[PC_PATH_MAX + 16];
-	size_t total = n;
-	int rc;
-
-	memset(a, 0, sizeof(*a));
-	snprintf(side, sizeof(side), "%s%s", log, LOGWC_SUFFIX);
-	if (access(side, F_OK) == 0)
-		total++;
-	if (total > LOGC_ANCHORS_MAX)
-		return pc_err_set(err, PC_EINVAL, "at most %d checkpoints to check against",
-				  LOGC_ANCHORS_MAX);
-	for (size_t i = 0; i < total; i++) {
-		struct logc_anchor *x = &a->a[a->n];
-		const char *path = i < n ? against[i] : side;
-		char *text = NULL;
-		size_t len = 0;
-
-		pc_strlcpy(x->path, path, sizeof(x->path));
-		x->witnessed = i >= n;
-		if ((rc = pc_file_read(path, sizeof(x->note) - 1, &text, &len, err)) < 0)
-			return rc;
-		memcpy(x->note, text, len);
-		x->note[len] = '\0';
-		x->note_len = len;
-		free(text);
-		if ((rc = checkpoint_open(key, x->note, len, &a->cp[a->n], err)) < 0) {
-			pc_err_prefix(err, "%s: ", path);
-			return rc;
-		}
-		a->n++;
-	}
-	return 0;
-}
 
 static int anchor_leaf(void *ctx, uint64_t index, uint64_t seq, const uint8_t leaf[MERKLE_HASH],
 		       const char *line, size_t len)
@@ -111,7 +73,7 @@ static void cosigners(const struct logc_anchor *x, const struct note_verifier *k
 }
 
 int logc_anchors_report(struct logc_anchors *a, const struct note_verifier *key,
-			const struct cosig_verifier *wkey, uint64_t records, FILE *print,
+			const struct cosig_verifier *wkey, uint64_t records, struct pc_buf *print,
 			struct pc_err *err)
 {
 	int rc = 0;
@@ -164,7 +126,7 @@ int logc_anchors_report(struct logc_anchors *a, const struct note_verifier *key,
 		if (x->witnessed && !wkey)
 			/* without the witness's key nothing shows the witness saw
 			 * this checkpoint: say so, never "consistent with" it */
-			fprintf(
+			pc_buf_printf(
 			    print,
 			    "  witnessed checkpoint %s unchecked: no witness key (give "
 			    "--witness-key or log.witness.key), so its cosignature cannot be "
@@ -172,9 +134,71 @@ int logc_anchors_report(struct logc_anchors *a, const struct note_verifier *key,
 			    "log's own key vouches for\n",
 			    x->path, (unsigned long long)a->cp[i].size);
 		else
-			fprintf(print, "  consistent with %s %s: %llu records%s%s\n", what, x->path,
-				(unsigned long long)a->cp[i].size, who[0] ? ", cosigned by " : "",
-				who);
+			pc_buf_printf(print, "  consistent with %s %s: %llu records%s%s\n", what,
+				      x->path, (unsigned long long)a->cp[i].size,
+				      who[0] ? ", cosigned by " : "", who);
 	}
 	return rc;
+}
+
+/* An anchor's segment against the file's: "<key>" (older logs) is the
+ * earliest, then by first seq. */
+static int anchor_cmp(const char *name, const char *anchor, const char *file, int *cmp)
+{
+	uint64_t sa, sf;
+
+	if (checkpoint_origin_seg(anchor, name, &sa) < 0 ||
+	    checkpoint_origin_seg(file, name, &sf) < 0)
+		return PC_ETAMPER;
+	*cmp = sa < sf ? -1 : sa > sf;
+	return 0;
+}
+
+int logc_anchors_origin(struct logc_anchors *a, const struct note_verifier *key,
+			const struct logv_result *r, char *note, size_t notelen, struct pc_err *err)
+{
+	size_t off = 0;
+
+	note[0] = '\0';
+	if (!r->has_cp) /* no origin in the file to compare with */
+		return 0;
+	for (size_t i = 0; i < a->n;) {
+		const struct logc_anchor *x = &a->a[i];
+		const char *what = x->witnessed ? "the witnessed checkpoint" : "the checkpoint";
+		int cmp = 0, n;
+
+		if (strcmp(a->cp[i].origin, r->last_cp.origin) == 0) {
+			i++;
+			continue;
+		}
+		if (anchor_cmp(key->name, a->cp[i].origin, r->last_cp.origin, &cmp) < 0)
+			return pc_err_set(err, PC_ETAMPER, "%s %s has origin %s", what, x->path,
+					  a->cp[i].origin);
+		if (cmp > 0 || !x->witnessed)
+			/* The witness has seen a later segment than this file: the
+			 * file is an earlier one put back in the log's place. And
+			 * a checkpoint named with --against is meant for this
+			 * file: one of another segment is a mistake or a swap. */
+			return pc_err_set(
+			    err, PC_ETAMPER,
+			    "%s %s is of origin %s but this file's checkpoints are of %s%s", what,
+			    x->path, a->cp[i].origin, r->last_cp.origin,
+			    cmp > 0 ? ": a later segment was cosigned, so this file is an "
+				      "earlier one in the log's place (a rollback)"
+				    : ": another segment's");
+		/* an earlier segment's: the witness has not cosigned this one
+		 * yet (just after a rotation); nothing to compare */
+		n = snprintf(note + off, notelen - off,
+			     "  not compared with %s %s: it is of an earlier segment (origin %s); "
+			     "the witness has not cosigned this one (%s) yet\n",
+			     what, x->path, a->cp[i].origin, r->last_cp.origin);
+		if (n > 0 && (size_t)n < notelen - off)
+			off += (size_t)n;
+		memmove(&a->a[i], &a->a[i + 1], (a->n - i - 1) * sizeof(a->a[0]));
+		memmove(&a->cp[i], &a->cp[i + 1], (a->n - i - 1) * sizeof(a->cp[0]));
+		memmove(&a->st[i], &a->st[i + 1], (a->n - i - 1) * sizeof(a->st[0]));
+		a->n--;
+		a->p.n = a->n;
+	}
+	return 0;
 }

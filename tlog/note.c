@@ -1,21 +1,16 @@
 /* C2SP signed notes with ed25519 (libsodium) and tlog checkpoints: key
  * strings in the golang.org/x/mod/sumdb/note format, signing, verifying,
  * and the checkpoint body (origin, size, root, our "time" extension). */
-#include "logd/logd_int.h"
+#include "tlog/tlog_int.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #define ALG_ED25519 0x01
-#define EMDASH	    "\xe2\x80\x94"
-#define B64	    sodium_base64_VARIANT_ORIGINAL
 
 /* Lives in sodium_malloc memory: guarded, locked, wiped by sodium_free. */
 struct note_signer {
@@ -508,7 +503,7 @@ int checkpoint_open(const struct note_verifier *v, const char *note, size_t len,
 		return rc;
 	if (checkpoint_body_parse(note, body_len, &c, err) < 0)
 		return PC_EPARSE;
-	{ /* the key's name, or one of its segments' (logd/origin.c) */
+	{ /* the key's name, or one of its segments' (tlog/origin.c) */
 		uint64_t seg;
 
 		if (checkpoint_origin_seg(c.origin, v->name, &seg) < 0)
@@ -520,75 +515,7 @@ int checkpoint_open(const struct note_verifier *v, const char *note, size_t len,
 	return 0;
 }
 
-/* ---- key files -------------------------------------------------------- */
-
-int note_key_load(const char *path, struct note_signer **out, struct pc_err *err)
-{
-	char *text = NULL;
-	size_t len = 0;
-	int rc;
-
-	rc = pc_file_read(path, 4096, &text, &len, err);
-	if (rc < 0)
-		return rc;
-	rc = note_signer_parse(text, out, err);
-	if (rc < 0)
-		pc_err_prefix(err, "%s: ", path);
-	sodium_memzero(text, len);
-	free(text);
-	return rc;
-}
-
-int note_key_write(const char *path, const struct note_signer *s, struct pc_err *err)
-{
-	char text[NOTE_NAME_MAX + 128], pub[PC_PATH_MAX + 8];
-	int n, rc;
-
-	if ((size_t)snprintf(pub, sizeof(pub), "%s.pub", path) >= sizeof(pub))
-		return pc_err_set(err, PC_EINVAL, "key path too long: %s", path);
-	n = note_signer_format(s, text, sizeof(text));
-	if (n < 0)
-		return pc_err_set(err, PC_EINVAL, "key does not fit");
-	rc = pc_file_write_atomic(path, text, (size_t)n, 0600, err);
-	sodium_memzero(text, sizeof(text));
-	if (rc < 0)
-		return rc;
-	n = note_verifier_format(&s->pub, text, sizeof(text));
-	if (n < 0)
-		return pc_err_set(err, PC_EINVAL, "key does not fit");
-	return pc_file_write_atomic(pub, text, (size_t)n, 0644, err);
-}
-
-/* A log's key and a witness's key are read alike: the file (a public key,
- * at most 4 KiB) parsed by its own parser, an error prefixed with the
- * path. Exactly one of nv, cv. */
-static int verifier_load(const char *path, struct note_verifier *nv, struct cosig_verifier *cv,
-			 struct pc_err *err)
-{
-	char *text = NULL;
-	size_t len = 0;
-	int rc = pc_file_read(path, 4096, &text, &len, err);
-
-	if (rc < 0)
-		return rc;
-	rc = nv ? note_verifier_parse(text, nv, err) : cosig_verifier_parse(text, cv, err);
-	if (rc < 0)
-		pc_err_prefix(err, "%s: ", path);
-	free(text);
-	return rc;
-}
-
-int note_verifier_load(const char *path, struct note_verifier *out, struct pc_err *err)
-{
-	return verifier_load(path, out, NULL, err);
-}
-
-int cosig_verifier_load(const char *path, struct cosig_verifier *out, struct pc_err *err)
-{
-	return verifier_load(path, NULL, out, err);
-}
-
-/* ---- raw signatures (cosignatures, logd/cosig.c) ------------------------ */
+/* ---- raw signatures (cosignatures, tlog/cosig.c) ------------------------ */
 
 void note_signer_sign_raw(const struct note_signer *s, const void *msg, size_t len, uint8_t sig[64])
 {

@@ -1,6 +1,6 @@
 /* RFC 6962 / RFC 9162 Merkle tree hashing: leaf and node hashes, the
  * append-only tree kept as its right edge, roots, inclusion proofs. */
-#include "logd/logd_int.h"
+#include "tlog/tlog_int.h"
 
 #include <openssl/sha.h>
 #include <stdlib.h>
