@@ -87,7 +87,7 @@ static const char *const codes[LOGREC_REASON_CODES] = {
     "dns_tcp_no_stream", /* issue 30: DNS over TCP the guard did not see open */
     /* issue 36: a sandbox left the policy; not a refusal */
     "sandbox_flows_ended",
-    "dns_owed_quota",	 /* issue 30: the sandbox owes its share of deferred records */
+    "dns_owed_quota", /* issue 30: the sandbox owes its share of deferred records */
     "protocol",
     "other",
 };
