@@ -99,14 +99,20 @@ static int yparse_error(struct ybuild *b, const yaml_parser_t *p, const char *bu
 	if (p->context && strcmp(p->context, "while scanning an alias") == 0 &&
 	    p->context_mark.index < len && buf[p->context_mark.index] == '*') {
 		/* `host: *.example.com`: the wildcard read as an alias */
+		/* buf is the file's bytes, not a C string: scan within len;
+		 * quote only what prints */
 		const char *w = buf + p->context_mark.index;
-		size_t wl = strcspn(w, " \t\r\n,]}#");
+		size_t wl = 0, room = len - p->context_mark.index;
+
+		while (wl < room && wl < 200 && (unsigned char)w[wl] > 0x20 &&
+		       (unsigned char)w[wl] < 0x7f && !strchr(",]}#\"", w[wl]))
+			wl++;
 
 		return diag_at(b->c.d, PC_EPARSE, b->f->name, (unsigned)p->context_mark.line + 1,
 			       (unsigned)p->context_mark.column + 1,
 			       "invalid YAML: an unquoted '*' starts a YAML alias; quote a "
 			       "wildcard: \"%.*s\"",
-			       (int)(wl > 200 ? 200 : wl), w);
+			       (int)wl, w);
 	}
 	if (p->error != YAML_READER_ERROR && p->problem_mark.index < len &&
 	    buf[p->problem_mark.index] == '\t')
