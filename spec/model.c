@@ -2,7 +2,7 @@
  * spec and cites its rows; the order of the tests is the order of the rows
  * (the first that holds decides). Small and slow on purpose: linear scans
  * of fixed arrays, no cleverness, nothing shared with engine/decide.c. */
-#include "spec/model.h"
+#include "spec/spec.h"
 
 #include <netinet/in.h>
 #include <stdio.h>
@@ -111,13 +111,22 @@ static bool in_prefix_str(const char *s, const struct pc_addr *a)
 }
 
 /* Is a special-purpose address (docs/spec.md, "Words")? */
+static bool spec_routable(const struct spec_world *w, const struct pc_addr *a)
+{
+	for (size_t i = 0; w->cfg && i < w->cfg->dns.n_routable; i++)
+		if (pc_prefix_contains(&w->cfg->dns.routable[i], a))
+			return true;
+	return false;
+}
+
 static bool spec_addr_special(const struct spec_world *w, const struct pc_addr *a)
 {
 	for (size_t i = 0; i < sizeof(special_prefixes) / sizeof(special_prefixes[0]); i++)
-		if (in_prefix_str(special_prefixes[i], a))
+		if (in_prefix_str(special_prefixes[i], a) && !spec_routable(w, a))
 			return true;
 	/* an IPv4 address mapped into IPv6, or NAT64's well-known prefix
-	 * (which delivers to it), is that IPv4 address */
+	 * (which delivers to it), is that IPv4 address, even where the
+	 * prefix itself is declared routable */
 	if (a->family == AF_INET6 &&
 	    (in_prefix_str("::ffff:0:0/96", a) || in_prefix_str("64:ff9b::/96", a))) {
 		struct pc_addr v4 = {.family = AF_INET};

@@ -2,10 +2,12 @@
  * guard's abstract state, the verdicts the guard may give and the record it
  * must leave. Written from the spec's rows, not from engine/decide.c; it
  * shares only the compiled policy (rules/) and the address helpers of
- * common/ with the engine. Used by tests/unit/check_engine_spec.c and
- * tests/fuzz/fuzz_spec.c, never by a daemon. */
-#ifndef PC_SPEC_MODEL_H
-#define PC_SPEC_MODEL_H
+ * common/ with the engine, and depends on nothing above logd/ (whose
+ * record actions it names). Used by tests/unit/check_engine_spec.c and
+ * tests/fuzz/fuzz_spec.c (through tests/spec/driver.c) and by
+ * `portcullis log audit` (cli/audit.c), never by a daemon. */
+#ifndef PC_SPEC_H
+#define PC_SPEC_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -41,7 +43,8 @@ enum spec_stream {
 	SPEC_ST_PLAIN,	/* not TLS */
 };
 
-#define SPEC_ANSWER_MAX 4
+#define SPEC_ANSWER_MAX                                                                            \
+	16 /* an answer record names at most this many addresses the audit replays */
 
 struct spec_pkt {
 	enum spec_dir dir;
