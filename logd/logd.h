@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common/pc.h"
 
@@ -245,5 +246,13 @@ const char *logrec_sender_name(enum logrec_sender s);
 /* `portcullis log verify|show|prove|keygen ...`: argv[0] is "log". Returns
  * a PC_EXIT_* code (docs/logd.md, portcullis(8)). */
 int logd_cli(int argc, char **argv, const char *config);
+
+/* `log verify FILE...` as the CLI runs it (the configuration's key, its
+ * witness key and witnessed checkpoint, every file's chain and
+ * checkpoints), its text written to out: what `portcullis log audit`
+ * (cli/audit.c) runs before it replays a log. argv[0] is ignored, the
+ * rest are the files (none: the configured log). Returns a PC_EXIT_* code
+ * as `log verify` does. */
+int logd_verify_files(FILE *out, int argc, char **argv, const char *config);
 
 #endif
