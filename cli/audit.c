@@ -128,17 +128,38 @@ static uint64_t jnum(const char *v, size_t n)
 }
 
 /* "2026-11-29T14:02:13.123Z" as ms since the epoch; 0 when not that form. */
+static int digits(const char *s, int n)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	return v;
+}
+
 static uint64_t time_ms_of(const char *s)
 {
-	struct tm tm = {0};
-	unsigned ms = 0;
+	/* days from 1970-01-01 to the first of each month (civil calendar) */
+	int y = digits(s, 4), mo = digits(s + 5, 2), d = digits(s + 8, 2), h = digits(s + 11, 2),
+	    mi = digits(s + 14, 2), se = digits(s + 17, 2), ms = digits(s + 20, 3);
+	int64_t days;
 
-	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d.%3uZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-		   &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7)
+	if (strlen(s) != 24 || s[4] != '-' || s[10] != 'T' || s[19] != '.' || s[23] != 'Z' ||
+	    y < 1970 || mo < 1 || mo > 12 || d < 1 || h < 0 || mi < 0 || se < 0 || ms < 0)
 		return 0;
-	tm.tm_year -= 1900;
-	tm.tm_mon -= 1;
-	return (uint64_t)timegm(&tm) * 1000 + ms;
+	/* Howard Hinnant's days_from_civil */
+	y -= mo <= 2;
+	{
+		int64_t era = y / 400, yoe = y - era * 400;
+		int64_t doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+		int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+
+		days = era * 146097 + doe - 719468;
+	}
+	return ((uint64_t)days * 86400 + (uint64_t)(h * 3600 + mi * 60 + se)) * 1000 + (uint64_t)ms;
 }
 
 static const struct {

@@ -215,7 +215,13 @@ struct spec_world {
 	size_t n_bridge;
 	struct spec_pending pending[SPEC_PENDING_MAX];
 	size_t n_pending;
+	/* learned names: slots, and their order from the oldest
+	 * (learned_order[0]) to the newest; learned_key[slot] folds the
+	 * slot's address, so that a scan compares 4 bytes a slot (the audit
+	 * scans for every flow it replays) */
 	struct spec_learned learned[SPEC_LEARNED_MAX];
+	uint16_t learned_order[SPEC_LEARNED_MAX];
+	uint32_t learned_key[SPEC_LEARNED_MAX];
 	size_t n_learned;
 	struct spec_flow flows[SPEC_FLOWS_MAX];
 	/* per queue thread: the tables' sizes (0: unbounded) and the
