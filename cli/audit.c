@@ -38,6 +38,7 @@ struct arec {
 	struct pc_addr answers[SPEC_ANSWER_MAX];
 	size_t n_answers, answers_over;
 	char sni[POLICY_HOST_MAX];
+	uint32_t ttl; /* portcullis.dns.ttl; 0: the record predates it */
 	bool has_seq;
 };
 
@@ -240,6 +241,8 @@ static int field(void *ctx, const char *k, size_t kl, enum logjson_type t, const
 	} else if (key_is(k, kl, "dns.question.type")) {
 		jstr(v, vl, tmp, sizeof(tmp));
 		r->qtype = qtype_of(tmp);
+	} else if (key_is(k, kl, "portcullis.dns.ttl")) {
+		r->ttl = (uint32_t)jnum(v, vl);
 	} else if (key_is(k, kl, "tls.client.server_name")) {
 		jstr(v, vl, r->sni, sizeof(r->sni));
 	} else if (key_is(k, kl, "dns.resolved_ip") && t == LOGJSON_ARRAY) {
@@ -662,9 +665,10 @@ static void answer_pkt(const struct audit *a, const struct arec *r, struct spec_
 	pc_strlcpy(p->qname, r->qname, sizeof(p->qname));
 	memcpy(p->answer, r->answers, sizeof(p->answer));
 	p->n_answer = r->n_answers;
-	/* the record does not carry the answer's TTL: the longest the guard
-	 * keeps (an audit never refuses what a shorter TTL would have) */
-	p->answer_ttl = a->cfg.dns.ttl_max;
+	/* what the guard kept it for; a record from before portcullis.dns.ttl
+	 * carries none: the longest the guard keeps (an audit never refuses
+	 * what a shorter TTL would have) */
+	p->answer_ttl = r->ttl ? r->ttl : a->cfg.dns.ttl_max;
 }
 
 static void judge_query(struct audit *a, const struct arec *r, const char *line, size_t len)

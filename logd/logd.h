@@ -81,6 +81,11 @@ struct logrec {
 	 * as for the clients that predate it */
 	const char *code;
 	const char *dns_rcode; /* dns.response_code the guard answered ("REFUSED") */
+	/* portcullis.dns.ttl: how long (s) the guard keeps what it learned
+	 * from this answer (the longest of its addresses, clamped to
+	 * dns.ttl_min..dns.ttl_max); 0 absent. What `log audit` needs to
+	 * know when a learned address expired (docs/logd.md, "Audit"). */
+	uint32_t dns_ttl;
 	/* set by logd only (above) */
 	enum logrec_sender sender;
 };

@@ -154,7 +154,33 @@ t_eq "exactly the connect that needed them disagrees (not host-allowed: S26)" \
 	"disagreement: seq $((HELD - ndrop)), spec row S26: the spec allows REJECT; connect refused" \
 	"$(grep '^disagreement:' "$LAB_DIR/noanswer.out")"
 
-# --- 5. JSON, and a log that does not verify is not audited -----------------------
+# --- 5. a connect after what taught its address expired ---------------------------
+# The answers say how long the guard keeps what they taught
+# (portcullis.dns.ttl: the lab's resolver answers with TTL 300); the held
+# flow's record moved 600 s later is a connect to an expired address.
+t_eq "every dns-learn record says how long its addresses are kept (300 s)" "" \
+	"$(grep '"event.action":"dns-learn"' "$LOG" | grep -v '"portcullis.dns.ttl":300,')"
+LATE=$(python3 - "$LOG" "$HELD" <<-'PY'
+	import json, sys, datetime
+	for l in open(sys.argv[1]):
+	    if l.startswith('{"checkpoint"'): continue
+	    r = json.loads(l)
+	    if r["event.sequence"] == int(sys.argv[2]):
+	        t = datetime.datetime.strptime(r["@timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ")
+	        t += datetime.timedelta(seconds=600)
+	        print(t.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (t.microsecond // 1000))
+	PY
+)
+"$RESIGN" "$KEY" "$LOG" "$LAB_DIR/late.jsonl" "$HELD:@timestamp=\"$LATE\""
+rc=0
+audit "$LAB_DIR/late.out" "$LAB_DIR/late.jsonl" || rc=$?
+sed 's/^/# /' "$LAB_DIR/late.out"
+t_eq "a connect after the learned TTL does not audit (exit 1)" 1 "$rc"
+t_eq "exactly that connect disagrees (its address expired: S26)" \
+	"disagreement: seq $HELD, spec row S26: the spec allows REJECT; connect refused" \
+	"$(grep '^disagreement:' "$LAB_DIR/late.out")"
+
+# --- 6. JSON, and a log that does not verify is not audited -----------------------
 rc=0
 lab_gw "$GUARD_BIN/portcullis" -c "$GUARD_CONF" log audit --policies "$POL" --json \
 	"$LAB_DIR/flip.jsonl" >"$LAB_DIR/flip.json" 2>/dev/null || rc=$?
