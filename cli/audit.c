@@ -38,6 +38,7 @@ struct arec {
 	struct pc_addr answers[SPEC_ANSWER_MAX];
 	size_t n_answers, answers_over;
 	char sni[POLICY_HOST_MAX];
+	char secrets[512];
 	uint32_t ttl; /* portcullis.dns.ttl; 0: the record predates it */
 	bool has_seq;
 };
@@ -245,6 +246,15 @@ static int field(void *ctx, const char *k, size_t kl, enum logjson_type t, const
 		r->ttl = (uint32_t)jnum(v, vl);
 	} else if (key_is(k, kl, "tls.client.server_name")) {
 		jstr(v, vl, r->sni, sizeof(r->sni));
+	} else if ((key_is(k, kl, "portcullis.secrets") || key_is(k, kl, "secrets")) &&
+		   t == LOGJSON_ARRAY) {
+		/* ["A","B"] as "A,B": secret names hold no quote or comma */
+		size_t o = 0;
+
+		for (size_t i = 0; i < vl && o + 1 < sizeof(r->secrets); i++)
+			if (v[i] != '[' && v[i] != ']' && v[i] != '"')
+				r->secrets[o++] = v[i];
+		r->secrets[o] = '\0';
 	} else if (key_is(k, kl, "dns.resolved_ip") && t == LOGJSON_ARRAY) {
 		/* ["a","b"]: addresses hold no quote or comma */
 		const char *p = v, *end = v + vl;
@@ -731,6 +741,27 @@ static void judge_learn(struct audit *a, const struct arec *r, const char *line,
 			   SPEC_ANSWER_MAX);
 }
 
+/* An allowed request through the vault: V1, V3 and V4 on what its record
+ * states (the sandbox, server name, original destination, secrets). */
+static void judge_vault(struct audit *a, const struct arec *r, const char *line, size_t len)
+{
+	struct spec_vreq q = {.sandbox = r->sandbox,
+			      .src = r->src.addr,
+			      .dst = r->dst.addr,
+			      .port = r->dst.port,
+			      .sni = r->sni,
+			      .secrets = r->secrets};
+	char why[512], allows[700];
+	const char *row = spec_vault_refuses(a->w, &q, why, sizeof(why));
+
+	if (!row) {
+		a->confirmed++;
+		return;
+	}
+	snprintf(allows, sizeof(allows), "the request refused, not sent upstream (%s)", why);
+	disagree(a, r, line, len, row, allows);
+}
+
 static void judge(struct audit *a, const char *line, size_t len)
 {
 	struct arec r;
@@ -782,8 +813,12 @@ static void judge(struct audit *a, const char *line, size_t len)
 		return;
 	}
 	a->verdicts++;
-	if (strcmp(r.action, "http-request") == 0 || strcmp(r.action, "exfiltration") == 0) {
-		not_judged(a, &r, "%s: the vault is not in the spec's model (V1-V6)", r.action);
+	if (strcmp(r.action, "exfiltration") == 0 ||
+	    (strcmp(r.action, "http-request") == 0 && r.verdict != LOGREC_ALLOWED)) {
+		not_judged(a, &r,
+			   "%s refused: the vault refuses on a request's bytes (V2, V4-V6), which "
+			   "the record does not carry",
+			   r.action);
 		return;
 	}
 	pol = policy_for(a, r.policy, &why);
@@ -794,7 +829,9 @@ static void judge(struct audit *a, const char *line, size_t len)
 	if (pol != a->cur)
 		spec_world_reload(a->w, pol);
 	a->cur = pol;
-	if (strcmp(r.action, "connect") == 0)
+	if (strcmp(r.action, "http-request") == 0)
+		judge_vault(a, &r, line, len);
+	else if (strcmp(r.action, "connect") == 0)
 		judge_connect(a, &r, line, len);
 	else if (strcmp(r.action, "dns-query") == 0)
 		judge_query(a, &r, line, len);

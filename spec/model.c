@@ -1299,6 +1299,69 @@ bool spec_describes(struct spec_world *w, const struct spec_pkt *p)
 	       memcmp(p->data, p->stream_all + off, n) == 0;
 }
 
+/* ---- the vault's requests: V1, V3, V4 ----------------------------------------- */
+
+const char *spec_vault_refuses(const struct spec_world *w, const struct spec_vreq *q, char *why,
+			       size_t n)
+{
+	const struct policy_sandbox *sb =
+	    q->sandbox ? policy_sandbox_by_name(w->pol, q->sandbox) : NULL;
+	bool mine = false;
+
+	for (size_t i = 0; sb && i < sb->match.n_sources; i++)
+		mine |= pc_prefix_contains(&sb->match.sources[i], &q->src) != 0;
+	if (!mine) {
+		snprintf(why, n, "the source is not a sandbox of that name");
+		return "V1";
+	}
+	if (!q->sni || !q->sni[0]) {
+		snprintf(why, n, "no server name");
+		return "V1";
+	}
+	if (!policy_host_allows(sb, q->sni, IPPROTO_TCP, q->port, NULL)) {
+		snprintf(why, n, "%s is not allowed to this sandbox on port %u", q->sni, q->port);
+		return "V1";
+	}
+	for (const char *p = q->secrets; p && *p;) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		char name[POLICY_NAME_MAX];
+		const struct policy_secret *s;
+		const char *names[32];
+		size_t k;
+		bool learned = false;
+
+		if (len >= sizeof(name)) {
+			snprintf(why, n, "a secret name longer than any");
+			return "V4";
+		}
+		memcpy(name, p, len);
+		name[len] = '\0';
+		p = e ? e + 1 : p + len;
+		s = policy_secret_by_name(sb, name);
+		if (!s) {
+			snprintf(why, n, "%s is not a secret of this sandbox", name);
+			return "V4";
+		}
+		if (strcasecmp(s->host, q->sni) != 0 || s->port != q->port) {
+			snprintf(why, n, "%s is bound to %s:%u, not %s:%u", name, s->host, s->port,
+				 q->sni, q->port);
+			return "V4";
+		}
+		/* the flow went to the vault because its destination was
+		 * learned for the secret's host (S21) */
+		k = learned_names(w, sb->name, &q->dst, true, names, 32);
+		for (size_t i = 0; i < k; i++)
+			learned |= strcasecmp(names[i], s->host) == 0;
+		if (!learned) {
+			snprintf(why, n, "the original destination was not learned for %s (S21)",
+				 s->host);
+			return "V3";
+		}
+	}
+	return NULL;
+}
+
 /* ---- reload: R1 ------------------------------------------------------------- */
 
 void spec_world_reload(struct spec_world *w, const struct policy *pol)

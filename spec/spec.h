@@ -265,6 +265,25 @@ bool spec_reload_keeps(struct spec_world *w, uint8_t proto, const struct pc_addr
 /* Put a new policy in force (R1-R3); spec_reload_keeps judges each flow. */
 void spec_world_reload(struct spec_world *w, const struct policy *pol);
 
+/* ---- the vault's requests, as their records state them (V1, V3, V4) -------
+ * The model has no vault connection; what it judges is a request the
+ * vault let through (an allowed http-request record): the sandbox (which
+ * its source address must belong to), the server name, the original
+ * destination and its port, the names of the secrets injected. */
+struct spec_vreq {
+	const char *sandbox;
+	struct pc_addr src, dst;
+	uint16_t port;
+	const char *sni;
+	const char *secrets; /* comma separated; NULL or "": none */
+};
+/* NULL when V1 and V3 allow the request to go upstream with those
+ * secrets; else the row that refuses it ("V1", "V3", "V4"), why saying
+ * what (a secret bound elsewhere, a name not allowed, a destination not
+ * learned for the secret's host). */
+const char *spec_vault_refuses(const struct spec_world *w, const struct spec_vreq *q, char *why,
+			       size_t n);
+
 /* Does the model describe what this packet does to a held flow? false when
  * it would add bytes after a TLS record header that are not the rest of
  * the message it says it belongs to (two messages mixed: only the real

@@ -180,7 +180,26 @@ t_eq "exactly that connect disagrees (its address expired: S26)" \
 	"disagreement: seq $HELD, spec row S26: the spec allows REJECT; connect refused" \
 	"$(grep '^disagreement:' "$LAB_DIR/late.out")"
 
-# --- 6. JSON, and a log that does not verify is not audited -----------------------
+# --- 6. the vault's requests (V1, V3, V4 on what their records state) -------------
+# The held flow's record rewritten as the vault's record of a request on
+# that flow: without a secret it is one the spec allows; claiming to have
+# injected a secret agent-1 does not have is a lie the audit names (V4).
+"$RESIGN" "$KEY" "$LOG" "$LAB_DIR/vault.jsonl" "$HELD:event.action=\"http-request\""
+rc=0
+audit "$LAB_DIR/vault.out" "$LAB_DIR/vault.jsonl" || rc=$?
+sed 's/^/# /' "$LAB_DIR/vault.out"
+t_eq "a request through the vault to an allowed name, no secret: audits clean" 0 "$rc"
+"$RESIGN" "$KEY" "$LOG" "$LAB_DIR/vault2.jsonl" "$HELD:event.action=\"http-request\"" \
+	"$HELD:rule.name=\"agent-1/allow[4]\",\"portcullis.secrets\":[\"GH_TOKEN\"]"
+rc=0
+audit "$LAB_DIR/vault2.out" "$LAB_DIR/vault2.jsonl" || rc=$?
+sed 's/^/# /' "$LAB_DIR/vault2.out"
+t_eq "a request that injected a secret the sandbox lacks does not audit (exit 1)" 1 "$rc"
+t_eq "exactly that request disagrees (V4)" \
+	"disagreement: seq $HELD, spec row V4: the spec allows the request refused, not sent upstream (GH_TOKEN is not a secret of this sandbox)" \
+	"$(grep '^disagreement:' "$LAB_DIR/vault2.out")"
+
+# --- 7. JSON, and a log that does not verify is not audited -----------------------
 rc=0
 lab_gw "$GUARD_BIN/portcullis" -c "$GUARD_CONF" log audit --policies "$POL" --json \
 	"$LAB_DIR/flip.jsonl" >"$LAB_DIR/flip.json" 2>/dev/null || rc=$?
