@@ -24,6 +24,8 @@ const struct cli_cmd cli_cmds[] = {
      "file:line:col"},
     {"policy", "hash", "[--canonical] [--json]", "--canonical --json", 0, 0, rules_cli,
      "the sha256 of the policy logs and certificates cite"},
+    {"policy", "show", "[--json] [--dir DIR] HASH", "--json --dir=", 1, 1, rules_cli,
+     "a policy in force once, by its hash, from the store (checked against it)"},
     {"policy", "test", "SANDBOX HOST|IP PORT [--proto tcp|udp] [--address ADDR] [--json]",
      "--proto= --address= --json", 3, 3, cli_policy_test,
      "would the policy allow this connection (or DNS query, PORT 53), by which rule"},

@@ -270,6 +270,14 @@ int engine_setup(struct engine *e, const char *config_path, struct pc_err *err)
 	rc = policy_load_dir(e->cfg.rules_dir, &e->cfg, &e->policy, err);
 	if (rc)
 		return rc;
+	/* Kept before it goes in force, so that no record names a policy an
+	 * auditor cannot find (docs/policy.md, "Policies kept by hash"); the
+	 * directory while still root, for the drop that follows. */
+	rc = polstore_prepare(&e->cfg, err);
+	if (rc == 0)
+		rc = polstore_put_cfg(&e->cfg, e->policy, err);
+	if (rc)
+		return rc;
 	if (rulehits_new(e->policy, &e->hits) < 0)
 		return pc_err_set(err, PC_ENOMEM, "out of memory");
 	rc = dnsguard_new(&e->cfg, &e->dg, err);
@@ -565,6 +573,9 @@ int engine_reload(struct engine *e, struct pc_err *err)
 
 	pc_sd_notify("RELOADING=1", NULL);
 	rc = policy_load_dir(e->cfg.rules_dir, &e->cfg, &np, err);
+	/* a policy the store cannot keep is not put in force */
+	if (rc == 0)
+		rc = polstore_put_cfg(&e->cfg, np, err);
 	if (rc == 0 && rulehits_new(np, &nh) < 0)
 		rc = pc_err_set(err, PC_ENOMEM, "out of memory");
 	if (rc == 0) {

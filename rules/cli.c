@@ -1,8 +1,10 @@
 /* `portcullis policy lint` and `portcullis policy hash`: the admin's way to
  * check rule files and the configuration before a reload, and to see the
- * hash logs and certificates will cite. docs/policy.md documents both. */
+ * hash logs and certificates will cite; `policy show`, the policy a hash
+ * names, from the store. docs/policy.md documents them. */
 #include "rules/rules_int.h"
 
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -326,18 +328,116 @@ static int cmd_hash(int argc, char **argv, const char *config)
 	return fflush(stdout) == 0 ? PC_EXIT_OK : PC_EXIT_ERROR;
 }
 
+/* `policy show [--json] [--dir DIR] HASH`: the stored policy, after
+ * checking its bytes against its name (polstore_get). */
+static int cmd_show(int argc, char **argv, const char *config)
+{
+	static const struct option o[] = {{"json", no_argument, NULL, 'j'},
+					  {"dir", required_argument, NULL, 'd'},
+					  {NULL, 0, NULL, 0}};
+	char dir[PC_PATH_MAX + 16], file[PC_PATH_MAX + 96], name[POLSTORE_NAME_LEN + 1];
+	const char *dirarg = NULL;
+	struct pc_err err = {0};
+	struct config cfg;
+	bool json = false;
+	char *text = NULL;
+	size_t len;
+	int opt, rc;
+
+	/* argv[0] is "show" for getopt; the table checked the options */
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc + 1, argv - 1, "", o, NULL)) != -1) {
+		if (opt == 'j') {
+			json = true;
+		} else if (opt == 'd') {
+			dirarg = optarg;
+		} else {
+			pc_cli_error("policy show", "usage: policy show [--json] [--dir DIR] HASH");
+			return PC_EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		pc_cli_error("policy show", "usage: policy show [--json] [--dir DIR] HASH");
+		return PC_EXIT_USAGE;
+	}
+	if (polstore_name(argv[optind - 1], name, &err) < 0) {
+		pc_cli_error("policy show", "%s", err.msg);
+		return PC_EXIT_USAGE;
+	}
+	if (dirarg) {
+		if (pc_strlcpy(dir, dirarg, sizeof(dir)) >= sizeof(dir)) {
+			pc_cli_error("policy show", "--dir: path too long");
+			return PC_EXIT_USAGE;
+		}
+	} else if (config_load(config, &cfg, &err) < 0 ||
+		   polstore_dir(&cfg, dir, sizeof(dir), &err) < 0) {
+		pc_cli_error("policy show", "%s", err.msg);
+		return pc_exit_for_check(err.code);
+	}
+	rc = polstore_get(dir, name, &text, &len, &err);
+	if (rc < 0) {
+		pc_cli_error("policy show", "%s", err.msg);
+		/* a missing object answers 1, as for the other commands */
+		return rc == PC_ETAMPER || rc == PC_ENOENT ? PC_EXIT_FAIL : PC_EXIT_ERROR;
+	}
+	/* A canonical form is printable ASCII (docs/policy.md): anything else
+	 * was not written by portcullis, whatever its name, and must not reach
+	 * a terminal. */
+	for (size_t i = 0; i < len; i++) {
+		if (text[i] < 0x20 || text[i] > 0x7e) {
+			pc_cli_error("policy show",
+				     "%s/%s is not a policy's canonical form (byte %zu is not "
+				     "printable ASCII)",
+				     dir, name, i);
+			free(text);
+			return PC_EXIT_FAIL;
+		}
+	}
+	snprintf(file, sizeof(file), "%s/%s", dir, name);
+	if (json) {
+		struct pc_buf b;
+		struct pc_json j;
+
+		pc_buf_init(&b, 0, 0);
+		pc_json_init(&j, &b);
+		pc_json_obj(&j);
+		pc_json_kstr(&j, "hash", name);
+		pc_json_kstr(&j, "file", file);
+		pc_json_key(&j, "canonical");
+		pc_json_strn(&j, text, len);
+		pc_json_obj_end(&j);
+		rc = b.err ? PC_ENOMEM : 0;
+		if (rc == 0)
+			printf("%.*s\n", (int)b.len, b.p);
+		pc_buf_free(&b);
+		if (rc < 0) {
+			free(text);
+			pc_cli_error("policy show", "out of memory");
+			return PC_EXIT_ERROR;
+		}
+	} else {
+		fwrite(text, 1, len, stdout);
+	}
+	free(text);
+	return fflush(stdout) == 0 ? PC_EXIT_OK : PC_EXIT_ERROR;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: portcullis [-c FILE] policy lint [--strict] [--json] [FILE...]\n"
 		"       portcullis [-c FILE] policy hash [--canonical] [--json]\n"
 		"       portcullis [-c FILE] policy test SANDBOX HOST|IP PORT [--proto tcp|udp]\n"
+		"       portcullis [-c FILE] policy show [--json] [--dir DIR] HASH\n"
 		"lint: check the configuration and its rules directory (or the given rule\n"
 		"      files and configurations); errors as file:line:col: message,\n"
 		"      warnings as file:line:col: warning: message (docs/policy.md)\n"
 		"      exit 0 clean, 1 errors (or warnings with --strict), 3 unreadable input\n"
 		"hash: print the sha256 of the policy the configuration points to\n"
-		"      (--canonical: print the canonical form it is computed over)\n");
+		"      (--canonical: print the canonical form it is computed over)\n"
+		"show: print a stored policy (the canonical form a hash was computed\n"
+		"      over), after checking its hash; exit 1 if it does not match\n");
 }
 
 int rules_cli(int argc, char **argv, const char *config)
@@ -354,6 +454,8 @@ int rules_cli(int argc, char **argv, const char *config)
 		return cmd_lint(argc - 2, argv + 2, config);
 	if (strcmp(argv[1], "hash") == 0)
 		return cmd_hash(argc - 2, argv + 2, config);
-	pc_cli_error("policy", "unknown subcommand '%s' (lint or hash)", argv[1]);
+	if (strcmp(argv[1], "show") == 0)
+		return cmd_show(argc - 2, argv + 2, config);
+	pc_cli_error("policy", "unknown subcommand '%s' (lint, hash or show)", argv[1]);
 	return PC_EXIT_USAGE;
 }

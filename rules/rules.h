@@ -353,10 +353,30 @@ int policy_host_normalize(const char *in, char *out, size_t outlen, bool *wildca
 			  struct pc_err *err);
 
 /* ======================================================================
+ * The policy store: <state_dir>/policies/sha256:<hex>, the canonical form
+ * of every policy a daemon puts in force (polstore.c; docs/policy.md,
+ * "Policies kept by hash")
+ * ====================================================================== */
+
+/* At a daemon's start, as root: create the store directory if it is
+ * missing (owner engine.user, group vault.user's primary group, 01775, so
+ * that both daemons can add to it after their drop and neither can remove
+ * what the other stored). An existing one must be a directory, not a
+ * symbolic link (PC_EREFUSED). */
+int polstore_prepare(const struct config *cfg, struct pc_err *err);
+
+/* Store p in cfg's store before it goes in force: written to a temporary
+ * file, fsynced and linked to its name; a file already under the name is
+ * read and hashed again and must hold the same text (PC_ETAMPER if not,
+ * PC_EREFUSED if it is not a regular file). Never replaces nor deletes a
+ * stored policy. */
+int polstore_put_cfg(const struct config *cfg, const struct policy *p, struct pc_err *err);
+
+/* ======================================================================
  * CLI
  * ====================================================================== */
 
-/* `portcullis policy lint [FILE...]` and `portcullis policy hash`; argv[0]
+/* `portcullis policy lint [FILE...]`, `policy hash` and `policy show`; argv[0]
  * is "policy". Returns a PC_EXIT_* code. docs/policy.md describes both. */
 int rules_cli(int argc, char **argv, const char *config);
 

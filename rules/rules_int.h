@@ -368,4 +368,26 @@ void lint_ctx_free(struct lint_ctx *l);
  * saying so (and its decimal value); the schema takes decimal only. */
 bool rules_nondecimal(const char *s, char *why, size_t len);
 
+/* ---- the policy store (polstore.c) ---- */
+
+#define POLSTORE_DIRNAME  "policies"
+#define POLSTORE_NAME_LEN 71 /* "sha256:" and 64 hex digits */
+
+/* "<state_dir>/policies" into out (len bytes). */
+int polstore_dir(const struct config *cfg, char *out, size_t len, struct pc_err *err);
+/* hash ("sha256:<hex>" or the 64 hex digits alone, either case) as the
+ * file name the store uses; PC_EINVAL for anything else. */
+int polstore_name(const char *hash, char out[POLSTORE_NAME_LEN + 1], struct pc_err *err);
+/* Store text under the hash of its bytes in dir (as polstore_put_cfg);
+ * hash_out (may be NULL) gets that hash. */
+int polstore_put_text(const char *dir, const char *text, size_t len, char *hash_out,
+		      size_t hash_len, struct pc_err *err);
+int polstore_put(const char *dir, const struct policy *p, struct pc_err *err);
+/* The stored policy named hash, after checking that its bytes hash to that
+ * name: *text (malloc'd, NUL-terminated, the caller frees) and *len.
+ * PC_EINVAL a malformed hash, PC_ENOENT none stored, PC_EREFUSED not a
+ * regular file (a symbolic link, a FIFO, a directory) or a store that is
+ * not a directory, PC_ETAMPER bytes that do not match the name, PC_EIO. */
+int polstore_get(const char *dir, const char *hash, char **text, size_t *len, struct pc_err *err);
+
 #endif

@@ -149,6 +149,13 @@ static int monitor_state_load(const struct config *cfg, struct vault_state **out
 
 	if ((rc = vault_state_inputs_load(cfg, &policy, &store, err)) < 0)
 		return rc;
+	/* kept before it goes in force (docs/policy.md, "Policies kept by
+	 * hash"): a policy the store cannot keep is refused as a whole */
+	if ((rc = polstore_put_cfg(cfg, policy, err)) < 0) {
+		policy_unref(policy);
+		store_free(store);
+		return rc;
+	}
 	*n_secrets = store->n;
 	store_free(store);
 	if (!(store = calloc(1, sizeof(*store)))) {
@@ -246,6 +253,7 @@ int vault_daemon_setup(struct vault_daemon *d, const char *config, bool test_onl
 	 * started: it alone reads ca.key; the processes that parse sandbox
 	 * bytes (the workers) never hold the CA key. -t checks it here. */
 	if ((rc = casign_start(&d->cfg, &d->casign, err)) < 0 ||
+	    (rc = polstore_prepare(&d->cfg, err)) < 0 ||
 	    (rc = monitor_state_load(&d->cfg, &d->state, &d->n_secrets, err)) < 0)
 		return rc;
 	monitor_init(config);

@@ -214,8 +214,12 @@ int vault_worker_main(const char *config, const char *sandbox)
 		goto out;
 	}
 	d.n = page;
+	/* a worker compiles the rules itself, and its records cite what it
+	 * compiled: that is kept too (docs/policy.md, "Policies kept by
+	 * hash") */
 	if ((rc = config_load(config, &d.cfg, &e)) < 0 ||
-	    (rc = policy_load_dir(d.cfg.rules_dir, &d.cfg, &policy, &e)) < 0)
+	    (rc = policy_load_dir(d.cfg.rules_dir, &d.cfg, &policy, &e)) < 0 ||
+	    (rc = polstore_put_cfg(&d.cfg, policy, &e)) < 0)
 		goto out;
 	sb = policy_sandbox_by_name(policy, sandbox);
 	if (!sb) {

@@ -140,6 +140,8 @@ for u in portcullis portcullis-log portcullis-vault portcullis-vworker; do
 done
 st() { in_root stat -c '%U:%G %a' "$1" 2>&1; }
 t_eq "/var/lib/portcullis: root, 755" "root:root 755" "$(st /var/lib/portcullis)"
+t_eq "the policy store: the engine's user, the vault's group, sticky 1775" \
+	"portcullis:portcullis-vault 1775" "$(st /var/lib/portcullis/policies)"
 t_eq "/var/lib/portcullis/secrets: root writes, the vault's group reads" \
 	"root:portcullis-vault 750" "$(st /var/lib/portcullis/secrets)"
 t_eq "/var/log/portcullis: logd's alone" "portcullis-log:portcullis-log 750" \
@@ -282,11 +284,21 @@ t_fail "remove: binaries are gone" test -e "$root/usr/sbin/portcullis"
 t_eq "remove: keys, CA, secrets and logs stay" "$before" "$(keep_sums)"
 t_ok "remove: the configuration stays" test -e "$root/etc/portcullis/portcullis.yaml"
 log_sum=$(sha256sum <"$root/var/log/portcullis/verdicts.jsonl")
+# a policy as the daemons store it (nothing runs in this root)
+pol='{"portcullis_policy":1,"sandboxes":[]}'
+pol_name=sha256:$(printf '%s' "$pol" | sha256sum | cut -c1-64)
+printf '%s' "$pol" >"$root/var/lib/portcullis/policies/$pol_name"
+chmod 0444 "$root/var/lib/portcullis/policies/$pol_name"
 purge_out=$(in_root dpkg --purge portcullis 2>&1) && rc=0 || rc=$?
 t_eq "dpkg --purge" 0 "$rc"
 t_match "purge: says it kept the log, and where to read why" \
 	"kept the signed audit log in /var/log/portcullis.*README.Debian" "$purge_out"
-t_fail "purge: /var/lib/portcullis is gone" test -e "$root/var/lib/portcullis"
+t_eq "purge: of /var/lib/portcullis only the policies the log cites stay" "policies" \
+	"$(ls -A "$root/var/lib/portcullis" 2>&1)"
+t_eq "purge: ... the stored policy unchanged" "$pol" \
+	"$(cat "$root/var/lib/portcullis/policies/$pol_name" 2>&1)"
+t_match "purge: says it kept them" "kept the policies the log cites in /var/lib/portcullis/policies" \
+	"$purge_out"
 t_ok "purge: the signed audit log stays" test -s "$root/var/log/portcullis/verdicts.jsonl"
 t_eq "purge: ... unchanged, still logd's" "portcullis-log:portcullis-log 750 $log_sum" \
 	"$(st /var/log/portcullis) $(sha256sum <"$root/var/log/portcullis/verdicts.jsonl")"
