@@ -68,6 +68,12 @@ t_lt "the log has the held flow's allowed record (its server name)" 0 \
 	"$(grep -c '"tls.client.server_name":"api.github.test"' "$LOG")"
 t_lt "the log has the answer the guard learned from" 0 \
 	"$(grep -c '"event.action":"dns-learn"' "$LOG")"
+# without --policies: the store the engine itself filled (docs/policy.md)
+rc=0
+lab_gw "$GUARD_BIN/portcullis" -c "$GUARD_CONF" log audit "$LOG" >"$LAB_DIR/store.out" 2>&1 ||
+	rc=$?
+t_eq "by default, against the policy store the engine filled: clean (exit 0)" 0 "$rc"
+t_match "... every verdict confirmed" ", 0 disagreements, 0 not judged" "$(cat "$LAB_DIR/store.out")"
 
 # --- 2. every record names a stricter policy -----------------------------------
 # agent-1 loses api.github.test: its allowed connect and query must show.
