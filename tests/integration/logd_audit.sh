@@ -39,6 +39,9 @@ guard_stop
 LOG=$GUARD_DIR/log/verdicts.jsonl
 KEY=$GUARD_DIR/state/log.key
 POL=$LAB_DIR/policies
+# the held flow's allowed record (its server name)
+HELD=$(grep -o '"event.sequence":[0-9]*,[^}]*"tls.client.server_name":"api.github.test"' "$LOG" |
+	head -1 | sed 's/"event.sequence":\([0-9]*\),.*/\1/')
 # the policy store as docs/policy.md defines it: the canonical form under
 # its hash
 mkdir -p "$POL"
@@ -131,13 +134,18 @@ t_eq "a flipped verdict does not audit (exit 1)" 1 "$rc"
 t_eq "exactly the flipped record disagrees, under S26 (refused)" \
 	"disagreement: seq $FLIP, spec row S26: the spec allows REJECT; connect refused" \
 	"$(grep '^disagreement:' "$LAB_DIR/flip.out")"
+rc=0
+audit "$LAB_DIR/from.out" --from $((FLIP + 1)) "$LAB_DIR/flip.jsonl" || rc=$?
+t_eq "--from past the flipped record: what comes after it audits clean (exit 0)" 0 "$rc"
+rc=0
+audit "$LAB_DIR/from2.out" --from "$HELD" "$LAB_DIR/strict.jsonl" || rc=$?
+t_match "--from the held flow under the stricter policy: the records before it are replayed, not judged" \
+	"^disagreement: seq $HELD, spec row S26" "$(grep '^disagreement:' "$LAB_DIR/from2.out" | head -1)"
 
 # --- 4. the answers before an allowed connect left out ---------------------------
 # Every record that taught agent-1 api.github.test's addresses before its
 # held flow (the dns-learn of dig's answer, curl's queries whose records
 # were deferred to their answers) is dropped: the flow's record remains.
-HELD=$(grep -o '"event.sequence":[0-9]*,[^}]*"tls.client.server_name":"api.github.test"' "$LOG" |
-	head -1 | sed 's/"event.sequence":\([0-9]*\),.*/\1/')
 DROPS=$(python3 - "$LOG" "$HELD" <<-'PY'
 	import json, sys
 	for l in open(sys.argv[1]):
