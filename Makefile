@@ -12,7 +12,7 @@ VERSION := $(or $(shell awk -F'[()]' 'NR==1{print $$2}' packaging/debian/changel
 # The module order, lowest first: a module may use only those before it
 # here (docs/layout.md; tests/static/layering.sh checks every #include,
 # tests/static/symbols.sh every symbol the archives leave undefined).
-MODULES := common rules nft dnsguard tlog witness logd vault checker engine cli
+MODULES := common rules nft dnsguard tlog witness logd spec vault checker engine cli
 
 PKGS := libnetfilter_queue libnftnl libmnl ldns libsodium yaml-0.1 openssl libpsl ncurses libseccomp
 
@@ -196,14 +196,15 @@ fuzz-build:
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(ALL_LIBS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -fsanitize=fuzzer -o $@ $< $(LINK_LIBS) $(LDLIBS)
 
-# spec/: the executable model of docs/spec.md and its differential driver.
-# Not a module: no daemon links it, only the check and the fuzz target
-# that compare the engine with it (their objects go first on the line).
-SPEC_OBJS = $(patsubst %.c,$(BUILD)/%.o,$(wildcard spec/*.c))
+# tests/spec/: the differential driver that compares the engine with the
+# model of docs/spec.md (the module spec/, which `portcullis log audit`
+# links too); only the check and the fuzz target link it (their objects
+# go first on the line).
+SPEC_OBJS = $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/spec/*.c))
 SPEC_BINS = $(BUILD)/tests/check_engine_spec $(FUZZ_BUILD)/fuzz_spec
 $(SPEC_BINS): $(SPEC_OBJS)
 $(SPEC_BINS): LINK_LIBS = $(SPEC_OBJS) $(ALL_LIBS)
--include $(wildcard $(BUILD)/spec/*.d)
+-include $(wildcard $(BUILD)/tests/spec/*.d)
 
 # Frama-C's EVA over the parsers of sandbox bytes: no run-time error for any
 # input of any length up to the largest they take (docs/prove.md).

@@ -163,6 +163,30 @@ char *cert_render(const struct jv *st, bool html)
 
 	head(&b, html, 2, "3. What it does not cover");
 	strlist(&b, html, jv_get(p, "not_covered"));
+
+	/* The certificate proves the path; the log's audit is the other half:
+	 * that each decision on it was one the spec allows (docs/logd.md,
+	 * "Audit"). */
+	head(&b, html, 2, "4. How to audit the log");
+	v = jv_get(p, "log_seq");
+	snprintf(line, sizeof(line),
+		 "This certificate was recorded in the gateway's signed log (seq %s) under "
+		 "policy %s. To check that every verdict the guard logged is one docs/spec.md "
+		 "allows under the policy in force, run on the log's files:",
+		 v && v->type == JV_NUMBER ? v->s : "?", jv_str(jv_get(p, "policy")) ?: "?");
+	text(&b, html, line);
+	pc_buf_printf(&b, html ? "\n" : "\n\n");
+	list_open(&b, html);
+	item(&b, html, NULL,
+	     "portcullis log audit [FILE...] [--policies DIR]: the log is verified first (as "
+	     "portcullis log verify), then replayed through the spec's model under each policy "
+	     "the records name, read from the policy store DIR (default: the state "
+	     "directory's policies/); exit 0 only when every verdict is confirmed");
+	item(&b, html, NULL,
+	     "what it cannot prove: it trusts the facts each record states, and it cannot see "
+	     "traffic that was never logged; that is what section 1 and the guard's fail-closed "
+	     "rules are for");
+	list_close(&b, html);
 	if (html)
 		pc_buf_printf(&b, "</body></html>\n");
 	return pc_buf_take(&b, NULL); /* NULL after a failure */

@@ -281,6 +281,12 @@ int cli_globals_take(int *argc, char **argv, const char **config, char *why, siz
 /* ---- policy_test.c: `portcullis policy test` (ad-cli, issue 18) --------- */
 
 int cli_policy_test(int argc, char **argv, const char *config);
+/* `portcullis log audit [FILE...] [--policies DIR] [--from SEQ] [--json]`
+ * (audit.c; docs/logd.md "Audit"): the log verified, then each verdict
+ * replayed through the spec's model. 0 every verdict confirmed, 1 a
+ * disagreement, a verdict not judged or a log that does not verify, 3
+ * unreadable. */
+int cli_log_audit(int argc, char **argv, const char *config);
 
 /* ---- top_agg.c, top_health.c, top.c: `portcullis top` (ad-top, issue 18) -- */
 

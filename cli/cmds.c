@@ -53,6 +53,10 @@ const struct cli_cmd cli_cmds[] = {
      "an inclusion proof of one record, or a consistency proof between two checkpoints"},
     {"log", "status", "[--json]", "--json", 0, 0, logd_cli,
      "logd's state: the log, its last checkpoint, the witness"},
+    {"log", "audit", "[FILE...] [--policies DIR] [--from SEQ] [--json]",
+     "--policies= --from= --json", 0, -1, cli_log_audit,
+     "verify the log, then check every verdict in it against the spec's model under the "
+     "policy it names"},
     {"log", "keygen", "[--name NAME] [--force]", "--name= --force -n= -f", 0, 0, logd_cli,
      "logd's signing key"},
     {"check", NULL, "[--bridge BR] [--json] [--verbose]", "--bridge= --json --verbose -b= -j -v", 0,

@@ -587,9 +587,13 @@ record:
 	}
 	if (res->n_unlearned)
 		reason_unlearned(d, res);
-	if (res->n_learned)
+	if (res->n_learned) {
 		d->rec.dns_answers = d->answers;
-	else if (!res->query_owed && !res->n_unlearned)
+		/* when what it taught expires: a replay of the log needs it */
+		for (size_t i = 0; i < res->n_learned && i < DNSG_LEARN_MAX; i++)
+			if (res->ttls[i] > d->rec.dns_ttl)
+				d->rec.dns_ttl = res->ttls[i];
+	} else if (!res->query_owed && !res->n_unlearned)
 		d->has_rec = false; /* released, nothing learned: no decision to record */
 out:
 	free(res->rewritten);

@@ -1,6 +1,6 @@
 /* Internal to engine/: the pieces of portcullisd that its files share
  * (netlink helpers, flow tables, the decision, the engine). Nothing outside
- * engine/, its unit tests and spec/ includes this. */
+ * engine/, its unit tests and the spec driver (tests/spec/) includes this. */
 #ifndef PC_ENGINE_INT_H
 #define PC_ENGINE_INT_H
 

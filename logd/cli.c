@@ -1305,6 +1305,23 @@ static int cmd_status(struct cli *c, int argc, char **argv)
 	return rc;
 }
 
+int logd_verify_files(FILE *out, int argc, char **argv, const char *config)
+{
+	struct cli c = {.config = config};
+	int rc;
+
+	/* options are the audit's: only files reach the verifier */
+	for (int i = 1; i < argc; i++)
+		if (argv[i][0] == '-')
+			return PC_EXIT_USAGE;
+	vout = out;
+	optind = 0;
+	rc = verify_main(&c, argc, argv, NULL);
+	vout = stdout;
+	optind = 0;
+	return rc;
+}
+
 int logd_cli(int argc, char **argv, const char *config)
 {
 	struct cli c = {.config = config};

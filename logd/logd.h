@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common/pc.h"
 
@@ -81,6 +82,11 @@ struct logrec {
 	 * as for the clients that predate it */
 	const char *code;
 	const char *dns_rcode; /* dns.response_code the guard answered ("REFUSED") */
+	/* portcullis.dns.ttl: how long (s) the guard keeps what it learned
+	 * from this answer (the longest of its addresses, clamped to
+	 * dns.ttl_min..dns.ttl_max); 0 absent. What `log audit` needs to
+	 * know when a learned address expired (docs/logd.md, "Audit"). */
+	uint32_t dns_ttl;
 	/* set by logd only (above) */
 	enum logrec_sender sender;
 };
@@ -246,5 +252,13 @@ const char *logrec_sender_name(enum logrec_sender s);
 /* `portcullis log verify|show|prove|keygen ...`: argv[0] is "log". Returns
  * a PC_EXIT_* code (docs/logd.md, portcullis(8)). */
 int logd_cli(int argc, char **argv, const char *config);
+
+/* `log verify FILE...` as the CLI runs it (the configuration's key, its
+ * witness key and witnessed checkpoint, every file's chain and
+ * checkpoints), its text written to out: what `portcullis log audit`
+ * (cli/audit.c) runs before it replays a log. argv[0] is ignored, the
+ * rest are the files (none: the configured log). Returns a PC_EXIT_* code
+ * as `log verify` does. */
+int logd_verify_files(FILE *out, int argc, char **argv, const char *config);
 
 #endif

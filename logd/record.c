@@ -315,6 +315,8 @@ void logrec_fields(const struct logrec *rec, logrec_field_fn fn, void *ctx)
 		fn(ctx, "dns.question.type", LOGF_STR,
 		   logrec_dns_type_name(rec->dns_type, tmp, sizeof(tmp)), 0);
 	fn(ctx, "dns.resolved_ip", LOGF_LIST, rec->dns_answers, 0);
+	if (rec->dns_ttl)
+		fn(ctx, "portcullis.dns.ttl", LOGF_NUM, NULL, rec->dns_ttl);
 	/* learned from answers the guard takes only from NOERROR responses */
 	if (rec->action == LOGREC_DNS_LEARN)
 		fn(ctx, "dns.response_code", LOGF_STR, "NOERROR", 0);

@@ -35,6 +35,7 @@ enum {
 	TAG_MESSAGE = 21,
 	TAG_CODE = 22,	    /* event.code (issue 18: set where the sender decides) */
 	TAG_DNS_RCODE = 23, /* dns.response_code */
+	TAG_DNS_TTL = 24,   /* portcullis.dns.ttl (issue 35) */
 };
 
 /* logd's protocol id in the shared header (common/msg.c): 0, the bytes
@@ -209,6 +210,12 @@ int logrec_encode(const struct logrec *rec, uint8_t *buf, size_t len, struct pc_
 	    w_str(&w, TAG_CODE, rec->code, err) < 0 ||
 	    w_str(&w, TAG_DNS_RCODE, rec->dns_rcode, err) < 0)
 		return rc;
+	if (rec->dns_ttl) {
+		uint8_t b[4];
+
+		pc_msg_put32(b, rec->dns_ttl);
+		pc_msg_put_tlv(&w, TAG_DNS_TTL, b, 4);
+	}
 	n = pc_msg_finish(&w, LOGWIRE_PROTO, LOGWIRE_VERSION, LOGWIRE_RECORD, LOGWIRE_MAX);
 	if (n >= 0)
 		return n;
@@ -229,6 +236,8 @@ static int tag_numlen(unsigned tag)
 	case TAG_DNS_TYPE:
 	case TAG_HTTP_STATUS:
 		return 2;
+	case TAG_DNS_TTL:
+		return 4;
 	default:
 		return 0;
 	}
@@ -375,6 +384,11 @@ int logrec_decode_into(const uint8_t *buf, size_t len, struct logrec *out, char 
 					r.http_status = x;
 				break;
 			}
+			case TAG_DNS_TTL:
+				r.dns_ttl = pc_msg_get32(v);
+				if (r.dns_ttl == 0)
+					return pc_err_set(err, PC_EPARSE, "field %u is zero", tag);
+				break;
 			default:
 				return pc_err_set(err, PC_EPARSE, "unknown field %u at byte %zu",
 						  tag, off);

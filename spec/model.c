@@ -2,7 +2,7 @@
  * spec and cites its rows; the order of the tests is the order of the rows
  * (the first that holds decides). Small and slow on purpose: linear scans
  * of fixed arrays, no cleverness, nothing shared with engine/decide.c. */
-#include "spec/model.h"
+#include "spec/spec.h"
 
 #include <netinet/in.h>
 #include <stdio.h>
@@ -110,14 +110,40 @@ static bool in_prefix_str(const char *s, const struct pc_addr *a)
 	return pc_prefix_contains(&p, a);
 }
 
+/* The table parsed once: the audit asks it for every learned address. */
+static bool in_special_table(const struct pc_addr *a)
+{
+	static struct pc_prefix parsed[sizeof(special_prefixes) / sizeof(special_prefixes[0])];
+	static bool done;
+
+	if (!done) {
+		for (size_t i = 0; i < sizeof(parsed) / sizeof(parsed[0]); i++)
+			if (pc_prefix_parse(special_prefixes[i], &parsed[i]) < 0)
+				abort(); /* the table above is wrong */
+		done = true;
+	}
+	for (size_t i = 0; i < sizeof(parsed) / sizeof(parsed[0]); i++)
+		if (pc_prefix_contains(&parsed[i], a))
+			return true;
+	return false;
+}
+
 /* Is a special-purpose address (docs/spec.md, "Words")? */
+static bool spec_routable(const struct spec_world *w, const struct pc_addr *a)
+{
+	for (size_t i = 0; w->cfg && i < w->cfg->dns.n_routable; i++)
+		if (pc_prefix_contains(&w->cfg->dns.routable[i], a))
+			return true;
+	return false;
+}
+
 static bool spec_addr_special(const struct spec_world *w, const struct pc_addr *a)
 {
-	for (size_t i = 0; i < sizeof(special_prefixes) / sizeof(special_prefixes[0]); i++)
-		if (in_prefix_str(special_prefixes[i], a))
-			return true;
+	if (in_special_table(a) && !spec_routable(w, a))
+		return true;
 	/* an IPv4 address mapped into IPv6, or NAT64's well-known prefix
-	 * (which delivers to it), is that IPv4 address */
+	 * (which delivers to it), is that IPv4 address, even where the
+	 * prefix itself is declared routable */
 	if (a->family == AF_INET6 &&
 	    (in_prefix_str("::ffff:0:0/96", a) || in_prefix_str("64:ff9b::/96", a))) {
 		struct pc_addr v4 = {.family = AF_INET};
@@ -152,7 +178,8 @@ static void flow_forget(struct spec_flow *f)
 void spec_world_forget_flows(struct spec_world *w)
 {
 	for (size_t i = 0; i < SPEC_FLOWS_MAX; i++)
-		flow_forget(&w->flows[i]);
+		if (w->flows[i].used) /* the audit forgets after every record */
+			flow_forget(&w->flows[i]);
 	w->n_streams = 0;
 }
 
@@ -268,18 +295,54 @@ static struct spec_flow *flow_new(struct spec_world *w, const struct spec_pkt *p
 	abort(); /* the driver keeps sequences shorter than this */
 }
 
+/* pc_addr_eq without its calls: the learned table is scanned whole for
+ * every flow the audit replays. */
+static inline bool addr_same(const struct pc_addr *x, const struct pc_addr *y)
+{
+	uint64_t a0, a1, b0, b1;
+	uint32_t p, q;
+
+	if (x->family != y->family)
+		return false;
+	if (x->family == AF_INET) {
+		memcpy(&p, x->a, 4);
+		memcpy(&q, y->a, 4);
+		return p == q;
+	}
+	memcpy(&a0, x->a, 8);
+	memcpy(&a1, x->a + 8, 8);
+	memcpy(&b0, y->a, 8);
+	memcpy(&b1, y->a + 8, 8);
+	return a0 == b0 && a1 == b1;
+}
+
 /* Learned: the names this sandbox learned for a, newest first, unexpired
  * (grace: or expired less than dns.grace ago, for flows that exist). */
+static uint32_t addr_key(const struct pc_addr *a)
+{
+	uint32_t k = a->family, x;
+
+	for (size_t i = 0; i < (a->family == AF_INET ? 4u : 16u); i += 4) {
+		memcpy(&x, a->a + i, 4);
+		k = (k ^ x) * 16777619u;
+	}
+	return k;
+}
+
 static size_t learned_names(const struct spec_world *w, const char *sandbox,
 			    const struct pc_addr *a, bool grace, const char **names, size_t max)
 {
 	uint64_t g = grace ? (uint64_t)w->cfg->dns.grace * 1000 : 0;
+	uint32_t key = addr_key(a);
 	size_t n = 0;
 
-	for (size_t i = w->n_learned; i-- > 0 && n < max;)
-		if (strcmp(w->learned[i].sandbox, sandbox) == 0 &&
-		    pc_addr_eq(&w->learned[i].addr, a) && w->learned[i].expires_ms + g > w->now_ms)
-			names[n++] = w->learned[i].name;
+	for (size_t i = w->n_learned; i-- > 0 && n < max;) {
+		const struct spec_learned *l = &w->learned[w->learned_order[i]];
+
+		if (w->learned_key[w->learned_order[i]] == key && addr_same(&l->addr, a) &&
+		    l->expires_ms + g > w->now_ms && strcmp(l->sandbox, sandbox) == 0)
+			names[n++] = l->name;
+	}
 	return n;
 }
 
@@ -1084,30 +1147,39 @@ static void learn(struct spec_world *w, const char *sandbox, const struct pc_add
 		     : ttl > w->cfg->dns.ttl_max ? w->cfg->dns.ttl_max
 						 : ttl;
 	uint64_t expires = w->now_ms + (uint64_t)t * 1000;
+	uint32_t key = addr_key(a);
 	struct spec_learned *l;
+	uint16_t slot;
 
 	for (size_t i = 0; i < w->n_learned; i++) {
-		l = &w->learned[i];
-		if (strcmp(l->sandbox, sandbox) == 0 && pc_addr_eq(&l->addr, a) &&
-		    strcasecmp(l->name, name) == 0) {
-			struct spec_learned keep = *l; /* learned again: the newest, later expiry */
-
-			if (expires > keep.expires_ms)
-				keep.expires_ms = expires;
-			memmove(l, l + 1, sizeof(*l) * (w->n_learned - i - 1));
-			w->learned[w->n_learned - 1] = keep;
+		slot = w->learned_order[i];
+		l = &w->learned[slot];
+		if (w->learned_key[slot] == key && addr_same(&l->addr, a) &&
+		    strcmp(l->sandbox, sandbox) == 0 && strcasecmp(l->name, name) == 0) {
+			/* learned again: the newest, later expiry */
+			if (expires > l->expires_ms)
+				l->expires_ms = expires;
+			memmove(w->learned_order + i, w->learned_order + i + 1,
+				sizeof(w->learned_order[0]) * (w->n_learned - i - 1));
+			w->learned_order[w->n_learned - 1] = slot;
 			return;
 		}
 	}
-	if (w->n_learned == SPEC_LEARNED_MAX) {
-		memmove(w->learned, w->learned + 1, sizeof(w->learned[0]) * (SPEC_LEARNED_MAX - 1));
+	if (w->n_learned == SPEC_LEARNED_MAX) { /* the oldest's slot is reused */
+		slot = w->learned_order[0];
+		memmove(w->learned_order, w->learned_order + 1,
+			sizeof(w->learned_order[0]) * (SPEC_LEARNED_MAX - 1));
 		w->n_learned--;
+	} else {
+		slot = (uint16_t)w->n_learned; /* slots fill in order until the first eviction */
 	}
-	l = &w->learned[w->n_learned++];
+	w->learned_order[w->n_learned++] = slot;
+	l = &w->learned[slot];
 	pc_strlcpy(l->sandbox, sandbox, sizeof(l->sandbox));
 	l->addr = *a;
 	pc_strlcpy(l->name, name, sizeof(l->name));
 	l->expires_ms = expires;
+	w->learned_key[slot] = key;
 }
 
 static void answer(struct spec_world *w, const struct spec_pkt *p, struct spec_verdict *v)
@@ -1254,6 +1326,69 @@ bool spec_describes(struct spec_world *w, const struct spec_pkt *p)
 	return p->stream_all && (size_t)off + n <= p->stream_all_len &&
 	       memcmp(f->kept, p->stream_all, f->kept_len) == 0 &&
 	       memcmp(p->data, p->stream_all + off, n) == 0;
+}
+
+/* ---- the vault's requests: V1, V3, V4 ----------------------------------------- */
+
+const char *spec_vault_refuses(const struct spec_world *w, const struct spec_vreq *q, char *why,
+			       size_t n)
+{
+	const struct policy_sandbox *sb =
+	    q->sandbox ? policy_sandbox_by_name(w->pol, q->sandbox) : NULL;
+	bool mine = false;
+
+	for (size_t i = 0; sb && i < sb->match.n_sources; i++)
+		mine |= pc_prefix_contains(&sb->match.sources[i], &q->src) != 0;
+	if (!mine) {
+		snprintf(why, n, "the source is not a sandbox of that name");
+		return "V1";
+	}
+	if (!q->sni || !q->sni[0]) {
+		snprintf(why, n, "no server name");
+		return "V1";
+	}
+	if (!policy_host_allows(sb, q->sni, IPPROTO_TCP, q->port, NULL)) {
+		snprintf(why, n, "%s is not allowed to this sandbox on port %u", q->sni, q->port);
+		return "V1";
+	}
+	for (const char *p = q->secrets; p && *p;) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		char name[POLICY_NAME_MAX];
+		const struct policy_secret *s;
+		const char *names[32];
+		size_t k;
+		bool learned = false;
+
+		if (len >= sizeof(name)) {
+			snprintf(why, n, "a secret name longer than any");
+			return "V4";
+		}
+		memcpy(name, p, len);
+		name[len] = '\0';
+		p = e ? e + 1 : p + len;
+		s = policy_secret_by_name(sb, name);
+		if (!s) {
+			snprintf(why, n, "%s is not a secret of this sandbox", name);
+			return "V4";
+		}
+		if (strcasecmp(s->host, q->sni) != 0 || s->port != q->port) {
+			snprintf(why, n, "%s is bound to %s:%u, not %s:%u", name, s->host, s->port,
+				 q->sni, q->port);
+			return "V4";
+		}
+		/* the flow went to the vault because its destination was
+		 * learned for the secret's host (S21) */
+		k = learned_names(w, sb->name, &q->dst, true, names, 32);
+		for (size_t i = 0; i < k; i++)
+			learned |= strcasecmp(names[i], s->host) == 0;
+		if (!learned) {
+			snprintf(why, n, "the original destination was not learned for %s (S21)",
+				 s->host);
+			return "V3";
+		}
+	}
+	return NULL;
 }
 
 /* ---- reload: R1 ------------------------------------------------------------- */

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "spec/scenario.h"
+#include "tests/spec/scenario.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "spec/scenario.h"
+#include "tests/spec/scenario.h"
 #include "tests/unit/unit.h"
 
 #define S 0x02

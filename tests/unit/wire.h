@@ -3,7 +3,7 @@
  * the same messages: IPv4, IPv6 and TCP headers, a DNS query or answer
  * with A/AAAA records, and the smallest TLS ClientHello the held-flow
  * parser accepts (common/wire.c builds them; here are the forms that take
- * addresses as text). Plain C (no Check): fuzz targets and spec/ include
+ * addresses as text). Plain C (no Check): fuzz targets and tests/spec/ include
  * it too. */
 #ifndef PC_TEST_WIRE_H
 #define PC_TEST_WIRE_H

@@ -2,10 +2,12 @@
  * guard's abstract state, the verdicts the guard may give and the record it
  * must leave. Written from the spec's rows, not from engine/decide.c; it
  * shares only the compiled policy (rules/) and the address helpers of
- * common/ with the engine. Used by tests/unit/check_engine_spec.c and
- * tests/fuzz/fuzz_spec.c, never by a daemon. */
-#ifndef PC_SPEC_MODEL_H
-#define PC_SPEC_MODEL_H
+ * common/ with the engine, and depends on nothing above logd/ (whose
+ * record actions it names). Used by tests/unit/check_engine_spec.c and
+ * tests/fuzz/fuzz_spec.c (through tests/spec/driver.c) and by
+ * `portcullis log audit` (cli/audit.c), never by a daemon. */
+#ifndef PC_SPEC_H
+#define PC_SPEC_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -41,7 +43,8 @@ enum spec_stream {
 	SPEC_ST_PLAIN,	/* not TLS */
 };
 
-#define SPEC_ANSWER_MAX 4
+#define SPEC_ANSWER_MAX                                                                            \
+	16 /* an answer record names at most this many addresses the audit replays */
 
 struct spec_pkt {
 	enum spec_dir dir;
@@ -215,7 +218,13 @@ struct spec_world {
 	size_t n_bridge;
 	struct spec_pending pending[SPEC_PENDING_MAX];
 	size_t n_pending;
+	/* learned names: slots, and their order from the oldest
+	 * (learned_order[0]) to the newest; learned_key[slot] folds the
+	 * slot's address, so that a scan compares 4 bytes a slot (the audit
+	 * scans for every flow it replays) */
 	struct spec_learned learned[SPEC_LEARNED_MAX];
+	uint16_t learned_order[SPEC_LEARNED_MAX];
+	uint32_t learned_key[SPEC_LEARNED_MAX];
 	size_t n_learned;
 	struct spec_flow flows[SPEC_FLOWS_MAX];
 	/* per queue thread: the tables' sizes (0: unbounded) and the
@@ -258,6 +267,25 @@ bool spec_reload_keeps(struct spec_world *w, uint8_t proto, const struct pc_addr
 		       const struct pc_addr *b, uint16_t bp);
 /* Put a new policy in force (R1-R3); spec_reload_keeps judges each flow. */
 void spec_world_reload(struct spec_world *w, const struct policy *pol);
+
+/* ---- the vault's requests, as their records state them (V1, V3, V4) -------
+ * The model has no vault connection; what it judges is a request the
+ * vault let through (an allowed http-request record): the sandbox (which
+ * its source address must belong to), the server name, the original
+ * destination and its port, the names of the secrets injected. */
+struct spec_vreq {
+	const char *sandbox;
+	struct pc_addr src, dst;
+	uint16_t port;
+	const char *sni;
+	const char *secrets; /* comma separated; NULL or "": none */
+};
+/* NULL when V1 and V3 allow the request to go upstream with those
+ * secrets; else the row that refuses it ("V1", "V3", "V4"), why saying
+ * what (a secret bound elsewhere, a name not allowed, a destination not
+ * learned for the secret's host). */
+const char *spec_vault_refuses(const struct spec_world *w, const struct spec_vreq *q, char *why,
+			       size_t n);
 
 /* Does the model describe what this packet does to a held flow? false when
  * it would add bytes after a TLS record header that are not the rest of

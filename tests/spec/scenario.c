@@ -1,6 +1,6 @@
 /* The world of the spec checks (spec/scenario.h): policies, addresses by
  * class, the names each sandbox resolves, and packet makers. */
-#include "spec/scenario.h"
+#include "tests/spec/scenario.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -7,7 +7,7 @@
 #ifndef PC_SPEC_SCENARIO_H
 #define PC_SPEC_SCENARIO_H
 
-#include "spec/driver.h"
+#include "tests/spec/driver.h"
 
 extern const char sc_policy[];	/* in force at start */
 extern const char sc_policy2[]; /* a reload that takes names and a cidr away */

@@ -6,7 +6,7 @@
 #include "engine/engine_int.h" /* first: netinet/in.h before linux/ headers */
 
 #include "rules/rules_int.h"
-#include "spec/driver.h"
+#include "tests/spec/driver.h"
 #include "tests/unit/wire.h"
 
 #include <arpa/inet.h>

@@ -8,7 +8,7 @@
 #ifndef PC_SPEC_DRIVER_H
 #define PC_SPEC_DRIVER_H
 
-#include "spec/model.h"
+#include "spec/spec.h"
 
 /* Bridge port stamps: the engine knows 4 (pcv1) and 5 (pcv2); 9 is a port
  * the kernel stamped but the engine does not know (yet). */
