@@ -241,7 +241,9 @@ class Gen:
         if self.chance(0.15):
             spec += " metric 5"
         spec += " table %s" % table
-        return Atom("route", "ip -%s route add %s" % (v, spec), ["gw ip -%s route add %s" % (v, spec)],
+        # (in table 28771 a default replaces the engine's blackhole one)
+        op = "replace" if table == "28771" and dst in ("default",) else "add"
+        return Atom("route", "ip -%s route %s %s" % (v, op, spec), ["gw ip -%s route %s %s" % (v, op, spec)],
                     ["gw ip -%s route del %s" % (v, spec)])
 
     # -- links ------------------------------------------------------------

@@ -103,25 +103,29 @@ probe_battery() {
 	local d4="$X4" d6="$X6"
 	for h in $gen_hops4; do d4="$d4 203.0.113.$((80 + h))"; done
 	for h in $gen_hops6; do d6="$d6 2001:db8:77::$((80 + h))"; done
-	esc_craft 1 vlan --vid 42 --count 1 --dst $X4 --dport 9 >/dev/null 2>&1 || true
-	esc_craft 1 --gw-mac 01:80:c2:00:00:0e udp --dst $X6 --dport 9 >/dev/null 2>&1 || true
+	local c1 c2
+	esc_craft 1 vlan --vid 42 --count 1 --dst $X4 --dport 9 >/dev/null 2>&1 &
+	c1=$!
+	esc_craft 1 --gw-mac 01:80:c2:00:00:0e udp --dst $X6 --dport 9 >/dev/null 2>&1 &
+	c2=$!
 	HELD_PORT=$((HELD_PORT + 1))
 	[ "$HELD_PORT" -le 40199 ] || HELD_PORT=40100
 	sb 1 bash -c "
 		for d in $d4; do
-			timeout 1.5 bash -c \"exec 3<>/dev/tcp/\$d/80\" 2>/dev/null &
+			timeout 1.2 bash -c \"exec 3<>/dev/tcp/\$d/80\" 2>/dev/null &
 			echo probe >/dev/udp/\$d/5353 2>/dev/null &
 			ping -c 1 -W 1 \$d >/dev/null 2>&1 &
 		done
 		for d in $d6; do
-			timeout 1.5 bash -c \"exec 3<>/dev/tcp/\$d/443\" 2>/dev/null &
+			timeout 1.2 bash -c \"exec 3<>/dev/tcp/\$d/443\" 2>/dev/null &
 			echo probe >/dev/udp/\$d/5353 2>/dev/null &
 			ping -6 -c 1 -W 1 \$d >/dev/null 2>&1 &
 		done
 		{ timeout 1 getent ahostsv4 cdn-good.test >/dev/null
-		  curl -sk --max-time 1.5 --local-port $HELD_PORT \
+		  curl -sk --max-time 1.2 --local-port $HELD_PORT \
 			--resolve cdn-evil.test:443:$LAB_CDN4 https://cdn-evil.test/ >/dev/null 2>&1; } &
 		wait" || true
+	wait $c1 $c2 2>/dev/null || true
 }
 
 # Everything a configuration may leave, put back to the lab as it was.
@@ -149,6 +153,8 @@ reset_all() {
 	# another MAC: a stale neighbour entry would hide it for seconds)
 	sb 1 ip neigh flush all 2>/dev/null || true
 	sb 1 ip -6 neigh flush all 2>/dev/null || true
+	gw ip -4 route replace default via $LAB_UPLINK_UP4 2>/dev/null || true
+	gw ip -6 route replace default via $LAB_UPLINK_UP6 2>/dev/null || true
 	gw ip -4 route flush table 100 2>/dev/null || true
 	gw ip -6 route flush table 100 2>/dev/null || true
 	gw sysctl -q -p "$LAB_DIR/sysctl.base" >/dev/null 2>&1 || true
