@@ -78,8 +78,8 @@ SYSCTL_VALUES = {"rp_filter": ["0", "1", "2"], "accept_ra": ["0", "1", "2"],
 
 
 class Atom:
-    def __init__(self, kind, desc, apply, revert=(), hops4=(), hops6=(), other=False):
-        self.kind, self.desc = kind, desc
+    def __init__(self, kind, desc, apply, revert=(), hops4=(), hops6=(), other=False, name=""):
+        self.kind, self.desc, self.name = kind, desc, name
         self.apply, self.revert = list(apply), list(revert)
         self.hops4, self.hops6, self.other = list(hops4), list(hops6), other
 
@@ -149,7 +149,7 @@ class Gen:
                     ["gw nft add table %s %s" % (fam, t),
                      "gw nft 'add chain %s %s c { %s; }'" % (fam, t, "type %s hook %s%s priority %d" % (ctype, hook, dev, prio)),
                      "gw nft add rule %s %s c %s" % (fam, t, rule)],
-                    ["gw nft delete table %s %s" % (fam, t)])
+                    ["gw nft delete table %s %s" % (fam, t)], name="table %s %s" % (fam, t))
 
     # -- xt targets through iptables-nft ----------------------------------
     def xt(self):
@@ -196,7 +196,8 @@ class Gen:
         if not extra and self.chance(0.4):
             m += self.pick("-p tcp --sport 443 ", "-p tcp --dport 443 ", "-m conntrack --ctstate ESTABLISHED ")
         line = "%s -t %s -A %s %s%s-j %s %s" % (cmd, table, chain, m, extra, tgt, arg)
-        return Atom("xt", line.strip(), ["gw " + line.strip()], ["gw " + line.strip().replace(" -A ", " -D ", 1)])
+        return Atom("xt", line.strip(), ["gw " + line.strip()], ["gw " + line.strip().replace(" -A ", " -D ", 1)],
+                    name="table ip6? %s chain %s" % (table, chain))
 
     # -- policy rules -----------------------------------------------------
     def rule(self):
@@ -213,7 +214,7 @@ class Gen:
         spec = "pref %d %s %s" % (pref, sel, act)
         spec = " ".join(spec.split())
         return Atom("rule", "ip -%s rule add %s" % (v, spec), ["gw ip -%s rule add %s" % (v, spec)],
-                    ["gw ip -%s rule del %s" % (v, spec)])
+                    ["gw ip -%s rule del %s" % (v, spec)], name="rule %d" % pref)
 
     # -- routes in every table ----------------------------------------------
     def route(self):
@@ -227,7 +228,7 @@ class Gen:
                         ["gw ip -%s route del %s table 28771" % (v, old),
                          "gw ip -%s route add %s table 28771" % (v, new)],
                         ["gw ip -%s route del %s table 28771" % (v, new),
-                         "gw ip -%s route add %s table 28771 2>/dev/null || true" % (v, old)])
+                         "gw ip -%s route add %s table 28771 2>/dev/null || true" % (v, old)], name="28771")
         if v == "4":
             dst = self.pick("default", "203.0.113.0/24", X4NET, X4NET, "0.0.0.0/1", "128.0.0.0/1")
         else:
@@ -244,7 +245,7 @@ class Gen:
         # (in table 28771 a default replaces the engine's blackhole one)
         op = "replace" if table == "28771" and dst in ("default",) else "add"
         return Atom("route", "ip -%s route %s %s" % (v, op, spec), ["gw ip -%s route %s %s" % (v, op, spec)],
-                    ["gw ip -%s route del %s" % (v, spec)])
+                    ["gw ip -%s route del %s" % (v, spec)], name="%s|table %s" % (dst, table))
 
     # -- links ------------------------------------------------------------
     def link(self):
@@ -316,7 +317,7 @@ class Gen:
                 h6.append(h)
                 desc += " and fd00:99:%d::1/64" % h
         ap.append("%s ip link set %s up" % (ns, name))
-        return Atom("link", desc, ap, rv, h4, h6, other)
+        return Atom("link", desc, ap, rv, h4, h6, other, name=name)
 
     # -- tc ---------------------------------------------------------------
     def tc(self):
@@ -335,13 +336,14 @@ class Gen:
         return Atom("tc", "tc on %s %s: %s action %s" % (dev, d, cls, a),
                     ["gw tc qdisc add dev %s clsact 2>/dev/null || true" % dev,
                      "gw tc filter add dev %s %s protocol %s %s action %s" % (dev, d, proto, cls, a)],
-                    ["gw tc qdisc del dev %s clsact 2>/dev/null || true" % dev])
+                    ["gw tc qdisc del dev %s clsact 2>/dev/null || true" % dev], name="tc filter on [a-z ]*%s" % dev)
 
     # -- sysctls and bridge port flags ---------------------------------------
     def sysctl(self):
         k = self.pick(*SYSCTLS)
         val = self.pick(*SYSCTL_VALUES.get(k.rsplit(".", 1)[1], ["0", "1"]))
-        return Atom("sysctl", "sysctl %s=%s" % (k, val), ["gw sysctl -qw %s=%s" % (k, val)], [], ())
+        return Atom("sysctl", "sysctl %s=%s" % (k, val), ["gw sysctl -qw %s=%s" % (k, val)], [], (),
+                    name=k.rsplit(".", 1)[1])
 
     def brport(self):
         p = self.pick(*PORTS)
@@ -352,7 +354,7 @@ class Gen:
                             ("state 0", "state 3"), ("state 1", "state 3"))
         return Atom("brport", "bridge port %s: %s" % (p, f),
                     ["gw ip link set %s type bridge_slave %s" % (p, f)],
-                    ["gw ip link set %s type bridge_slave %s 2>/dev/null || true" % (p, undo)])
+                    ["gw ip link set %s type bridge_slave %s 2>/dev/null || true" % (p, undo)], name=p)
 
     def config(self):
         fams = [(self.nft, 20), (self.xt, 20), (self.rule, 12), (self.route, 14), (self.link, 22), (self.tc, 7),
@@ -411,12 +413,21 @@ def emit_entry(atoms, kill, idx, args, baseline):
         ",".join(map(str, idx)) + (",k" if kill else ""), len(atoms)))
     print("desc=%s" % sh_quote("; ".join(a.desc for a in sel) + ("; engine killed, ruleset flushed" if kill else "")))
     print("expect=hole")
-    print("names='ck|pcbr0|table|rule|route'  # (set to the object the fixed checker names)")
+    print("names=%s  # (the objects: adjust to what the fixed checker says)" % sh_quote(
+        "|".join(a.name.replace(".", "\\.") for a in sel if a.name)))
     if other:
         print('ox() { lab_in "$LAB_ID-ckx" "$@"; }')
     print("apply() {")
     if other:
+        # another namespace (a container's) with its own way to the upstream
         print('\t_lab_ns_add "$LAB_ID-ckx"')
+        print('\tip -n "$LAB_ID-ckx" link add ckxu type veth peer name ckx0 netns "$LAB_UP"')
+        print('\tox ip addr add 10.97.0.2/30 dev ckxu')
+        print('\tox ip link set ckxu up')
+        print('\tox ip route add default via 10.97.0.1')
+        print('\tox sysctl -qw net.ipv4.ip_forward=1')
+        print('\tlab_upstream ip addr add 10.97.0.1/30 dev ckx0')
+        print('\tlab_upstream ip link set ckx0 up')
     for a in sel:
         for c in a.apply:
             print("\t%s" % c)
@@ -432,8 +443,8 @@ def emit_entry(atoms, kill, idx, args, baseline):
         print("\t# the held-flow probe: a ClientHello naming cdn-evil.test on a flow held for")
         print("\t# cdn-good.test (shared address); needs agent-1 to allow cdn-good.test:443 and")
         print("\t# counts as arrived when the ClientHello reaches the upstream")
-        print("\tsb 1 getent ahostsv4 cdn-good.test >/dev/null || true")
-        print("\tsb 1 curl -sk --max-time 1.5 --resolve cdn-evil.test:443:$LAB_CDN4 https://cdn-evil.test/ >/dev/null 2>&1 || true")
+        print("\tsb 1 timeout 1 getent ahostsv4 cdn-good.test >/dev/null || true")
+        print("\tsb 1 curl -sk --max-time 1.2 --resolve cdn-evil.test:443:$LAB_CDN4 https://cdn-evil.test/ >/dev/null 2>&1 || true")
     if kill:
         print("\tguard_engine_stop KILL")
         print("\tgw nft flush ruleset")
