@@ -45,6 +45,7 @@ PROBES = [
     ("link:gretap", "ip link add ckp0 type gretap local 192.0.2.1 remote 192.0.2.2"),
     ("link:tap", "ip tuntap add ckp0 mode tap"),
     ("link:ifb", "ip link add ckp0 type ifb"),
+    ("link:bridge", "ip link add ckp0 type bridge"),
     ("xt:MARK", "iptables-nft -t mangle -A PREROUTING -j MARK --set-mark 1"),
     ("xt:CONNMARK", "iptables-nft -t mangle -A PREROUTING -j CONNMARK --save-mark"),
     ("xt:HMARK", "iptables-nft -t mangle -A PREROUTING -j HMARK --hmark-tuple src --hmark-mod 1 --hmark-offset 1 --hmark-rnd 1"),
@@ -103,10 +104,10 @@ class Gen:
 
     # -- nftables -------------------------------------------------------
     def nft(self):
-        fam = self.pick("ip", "ip6", "inet", "inet", "bridge", "netdev")
+        fam = self.pick("ip", "ip6", "inet", "inet", "bridge", "netdev", "arp")
         hooks = {"ip": ["prerouting", "input", "forward", "output", "postrouting"],
                  "bridge": ["prerouting", "input", "forward", "output", "postrouting"],
-                 "netdev": ["ingress", "ingress", "egress"]}
+                 "netdev": ["ingress", "ingress", "egress"], "arp": ["input", "output"]}
         hooks["ip6"] = hooks["ip"]
         hooks["inet"] = hooks["ip"] + ["ingress"]
         hook = self.pick(*hooks[fam])
@@ -296,6 +297,17 @@ class Gen:
                 desc = "tap %s, a port of pcbr0" % name
             else:
                 desc = "tap %s" % name
+        elif kind == "bridge":
+            # a second bridge of the gateway (libvirt's, docker0), a sandbox
+            # port moved onto it or not
+            ap.append("gw ip link add %s type bridge" % name)
+            other = False
+            desc = "bridge %s" % name
+            if self.chance(0.3):
+                p = self.pick(*PORTS)
+                ap.append("gw ip link set %s master %s" % (p, name))
+                rv.insert(0, "gw ip link set %s master pcbr0" % p)
+                desc += " with sandbox port %s moved onto it" % p
         else:  # ifb and the rest: a plain device
             ap.append("gw ip link add %s type %s" % (name, kind))
             other = False
