@@ -188,16 +188,18 @@ run_one() { # index keep
 	TIMES=""
 	eval "$(python3 "$GEN" config --caps "$LAB_DIR/caps" --seed "$SEED" --index "$idx" ${keep:+--keep "$keep"})"
 	[ "$gen_other" = 0 ] || ckx_up
+	RUNS0=$(ck_engine_runs)
 	if ! gen_apply >"$LAB_DIR/apply.out" 2>&1; then
 		CLASS=unbuilt
 		gen_revert >/dev/null 2>&1
 		reset_all
 		return
 	fi
-	# the engine's own check of a foreign nftables batch first (it cuts the
-	# sandboxes off until it proves): ours then meets the settled state
+	# the engine's own check of a foreign nftables batch or routing change
+	# first (it cuts the sandboxes off until it proves): ours then meets the
+	# settled state, and the battery does not meet a cut-off it began
 	if [ "$gen_nft" = 1 ]; then
-		lab_wait_until ck_engine_checked || true
+		PC_START_TIMEOUT=1 lab_wait_until ck_engine_checked || true
 	fi
 	tm applied
 	OUT=$(ck_pc check 2>&1) && rc=0 || rc=$?
@@ -206,7 +208,7 @@ run_one() { # index keep
 	ESC_T0=$(date +%s.%N)
 	cut=0
 	if [ "$rc" = 0 ]; then
-		lab_wait_until ck_not_cut_off || true
+		PC_START_TIMEOUT=3 lab_wait_until ck_not_cut_off || true
 	elif ck_cut_off; then
 		# refused and cut off: the engine is paused (its queue keeps what it
 		# is sent) and the ports brought up, so that the battery measures
@@ -246,8 +248,11 @@ run_one() { # index keep
 	reset_all
 	tm reset
 }
-ck_engine_checked() { # the engine's check after the last change ran
-	[ "$(guard_status_field 'str(s["check"]["running"])' 2>/dev/null)" = False ]
+ck_engine_runs() {
+	guard_status_field 's["check"]["runs"]' 2>/dev/null || echo 0
+}
+ck_engine_checked() { # a check of the engine's ran after the change, and ended
+	[ "$(guard_status_field 'str(s["check"]["runs"] > '"$RUNS0"' and not s["check"]["running"])' 2>/dev/null)" = True ]
 }
 ck_not_cut_off() { ! ck_cut_off; }
 undone() {
