@@ -210,13 +210,22 @@ run_one() { # index keep
 	if [ "$rc" = 0 ]; then
 		PC_START_TIMEOUT=3 lab_wait_until ck_not_cut_off || true
 	elif ck_cut_off; then
-		# refused and cut off: the engine is paused (its queue keeps what it
-		# is sent) and the ports brought up, so that the battery measures
-		# what the configuration itself lets out (a false alarm or not)
-		cut=1
-		kill -STOP "$(guard_engine_pid)"
-		ENGINE=paused
+		# refused and cut off: the battery must measure what the
+		# configuration lets out (a false alarm or not), not the cut-off.
+		# The engine restarted meets the configuration as its state, not
+		# as a change: it serves, ports up, held flows and all.
+		guard_engine_stop
+		guard_engine_start || lab_die "the engine did not start again"
 		gw ip link set pcv1 up
+		gw ip link set pcv2 up
+		if ! PC_START_TIMEOUT=2 lab_wait_until ck_not_cut_off; then
+			# still cut off: paused instead (its queue keeps what it is
+			# sent; no held flow then), the port brought up
+			cut=1
+			kill -STOP "$(guard_engine_pid)"
+			ENGINE=paused
+			gw ip link set pcv1 up
+		fi
 	fi
 	tm settled
 	probe_battery
