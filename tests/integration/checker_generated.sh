@@ -135,14 +135,18 @@ probe_battery() {
 # Everything a configuration may leave, put back to the lab as it was.
 reset_all() {
 	local t fam name
+	# links first, the other namespace with them (its veths' gateway ends
+	# go when the kernel has cleaned it up: waited for), the nftables
+	# tables last: the engine's check of that batch then meets the lab
+	ckx_down
+	for t in $(gw_ck_links); do
+		gw ip link del "$t" 2>/dev/null || true
+	done
+	PC_START_TIMEOUT=3 lab_wait_until no_ck_links || true
 	gw nft list tables 2>/dev/null | while read -r _ fam name; do
 		[ "$name" = portcullis ] && { [ "$fam" = inet ] || [ "$fam" = bridge ]; } && continue
 		gw nft delete table "$fam" "$name"
 	done
-	for t in $(gw ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep '^ck'); do
-		gw ip link del "$t" 2>/dev/null || true
-	done
-	ckx_down
 	for t in 1 2; do
 		gw ip link set "pcv$t" master $LAB_BR 2>/dev/null || true
 		gw ip link set "pcv$t" type bridge_slave isolated on learning on state 3 flood on hairpin off \
@@ -169,6 +173,9 @@ reset_all() {
 		gw ip link set pcv2 up
 	fi
 }
+
+gw_ck_links() { gw ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep '^ck'; }
+no_ck_links() { [ -z "$(gw_ck_links)" ]; }
 
 # The routing rules and routes that are not the lab's: what a rule or route
 # atom's own revert missed (the engine puts its own back).
@@ -266,8 +273,9 @@ ck_engine_checked() { # a check of the engine's ran after the change, and ended
 ck_not_cut_off() { ! ck_cut_off; }
 undone() {
 	ck_wait_proven && return 0
-	# a slow reinstall: once more, longer
-	sleep 1
+	# proven, but the engine's own check ran before the lab was whole (a
+	# link of a namespace still being cleaned up): a reload checks again
+	ck_pc reload >/dev/null 2>&1
 	ck_wait_proven
 }
 
