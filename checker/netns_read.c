@@ -139,23 +139,6 @@ out:
 	return id;
 }
 
-static int write_all(int fd, const void *p, size_t len)
-{
-	const char *c = p;
-
-	while (len) {
-		ssize_t n = write(fd, c, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		c += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* The child: enter each namespace in turn, dump its links, ask which id
  * it gives ours (after the dump: filling IFLA_LINK_NETNSID assigns one). */
 static void __attribute__((noreturn)) walker(const struct ns_list *l, int self_fd, int out)
@@ -178,7 +161,7 @@ static void __attribute__((noreturn)) walker(const struct ns_list *l, int self_f
 		if (fd >= 0)
 			close(fd);
 		h.len = h.status ? 0 : (uint32_t)b.len;
-		if (write_all(out, &h, sizeof(h)) < 0 || write_all(out, b.p, h.len) < 0)
+		if (pc_write_all(out, &h, sizeof(h)) < 0 || pc_write_all(out, b.p, h.len) < 0)
 			_exit(1);
 		pc_buf_free(&b);
 		errno = 0;

@@ -257,6 +257,9 @@ int pc_file_read(const char *path, size_t max, char **buf, size_t *len, struct p
  * is opened with O_NONBLOCK, so that neither the open (a FIFO without a
  * writer) nor a read can wait, whatever the file is. */
 int pc_file_read_regular(const char *path, size_t max, char **buf, size_t *len, struct pc_err *err);
+/* Write all len bytes to fd, again after EINTR and short writes; -1 with
+ * errno set (EIO for a write that makes no progress). */
+int pc_write_all(int fd, const void *data, size_t len);
 /* Write a file atomically (temp file + fsync + rename) with mode. */
 int pc_file_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
 			 struct pc_err *err);

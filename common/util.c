@@ -143,11 +143,31 @@ int pc_file_read_regular(const char *path, size_t max, char **buf, size_t *len, 
 	return file_read(path, max, true, buf, len, err);
 }
 
+int pc_write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0) { /* no progress and no error: never spin on it */
+			errno = EIO;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 int pc_file_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
 			 struct pc_err *err)
 {
 	char tmp[PC_PATH_MAX + 16];
-	const char *p = data;
 	int fd;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp%ld", path, (long)getpid()) >= sizeof(tmp))
@@ -155,16 +175,8 @@ int pc_file_write_atomic(const char *path, const void *data, size_t len, mode_t 
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
 	if (fd < 0)
 		return pc_err_errno(err, PC_EIO, "creating %s", tmp);
-	while (len) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			goto fail;
-		p += w;
-		len -= (size_t)w;
-	}
+	if (pc_write_all(fd, data, len) < 0)
+		goto fail;
 	if (fchmod(fd, mode) < 0 || fsync(fd) < 0)
 		goto fail;
 	if (close(fd) < 0) {

@@ -323,25 +323,6 @@ static void batch_abort(struct logw *w)
 		w->exp.done(w->exp.ctx, false);
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		if (n == 0) {
-			errno = EIO;
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static void rotate_if_due(struct logw *w);
 
 /* A checkpoint leaves the machine only once the file holding it is on disk:
@@ -420,7 +401,7 @@ int logw_commit(struct logw *w, struct pc_err *err)
 	sync = w->conf.fsync == LOGD_FSYNC_BATCH || w->force_sync ||
 	       (w->batch_cp && now - w->synced_ms >= w->conf.cp_ms);
 	w->force_sync = false;
-	if (write_all(w->fd, w->out.p, w->out.len) < 0 || (sync && fdatasync(w->fd) < 0)) {
+	if (pc_write_all(w->fd, w->out.p, w->out.len) < 0 || (sync && fdatasync(w->fd) < 0)) {
 		if (errno == EROFS) {
 			/* The file system went read-only under us (a disk
 			 * error): nothing more can be written, and holding the
@@ -1274,7 +1255,7 @@ static int set_aside(struct logw *w, uint64_t off, struct quarantine *q, struct 
 	qfd = create_owned(w, q->name, err);
 	if (qfd < 0)
 		goto out;
-	if (write_all(qfd, map + off, q->bytes) < 0 || fdatasync(qfd) < 0) {
+	if (pc_write_all(qfd, map + off, q->bytes) < 0 || fdatasync(qfd) < 0) {
 		pc_err_errno(err, PC_EIO, "writing %s", q->name);
 		unlink(q->name);
 		goto out;

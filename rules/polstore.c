@@ -173,21 +173,6 @@ int polstore_get(const char *dir, const char *hash, char **text, size_t *len, st
 	return rc;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* The file under the name is there: it must be the same text. */
 static int check_existing(int dfd, const char *dir, const char *name, struct pc_err *err)
 {
@@ -227,7 +212,7 @@ int polstore_put_text(const char *dir, const char *text, size_t len, char *hash_
 		goto out;
 	}
 	/* the daemons' umask (0027) would hide it from auditors */
-	if (fchmod(fd, 0444) < 0 || write_all(fd, text, len) < 0 || fsync(fd) < 0) {
+	if (fchmod(fd, 0444) < 0 || pc_write_all(fd, text, len) < 0 || fsync(fd) < 0) {
 		rc = pc_err_errno(err, PC_EIO, "writing %s/%s", dir, tmp);
 		goto out;
 	}
