@@ -9,27 +9,13 @@
 
 #define ALG_COSIG 0x04
 
-static uint32_t cosig_key_id(const char *name, const uint8_t pk[32])
-{
-	crypto_hash_sha256_state st;
-	uint8_t h[32], alg = ALG_COSIG;
-
-	crypto_hash_sha256_init(&st);
-	crypto_hash_sha256_update(&st, (const uint8_t *)name, strlen(name));
-	crypto_hash_sha256_update(&st, (const uint8_t *)"\n", 1);
-	crypto_hash_sha256_update(&st, &alg, 1);
-	crypto_hash_sha256_update(&st, pk, 32);
-	crypto_hash_sha256_final(&st, h);
-	return (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3];
-}
-
 void cosig_verifier_from(const struct note_signer *s, struct cosig_verifier *out)
 {
 	const struct note_verifier *v = note_signer_verifier(s);
 
 	pc_strlcpy(out->name, v->name, sizeof(out->name));
 	memcpy(out->pk, v->pk, 32);
-	out->hash = cosig_key_id(v->name, v->pk);
+	out->hash = note_key_id(v->name, ALG_COSIG, v->pk);
 }
 
 int cosig_verifier_parse(const char *text, struct cosig_verifier *out, struct pc_err *err)
@@ -63,7 +49,7 @@ int cosig_verifier_parse(const char *text, struct cosig_verifier *out, struct pc
 				  "not a cosignature/v1 key (name+id+base64 of 0x04 and an "
 				  "ed25519 key)");
 	memcpy(v.pk, raw + 1, 32);
-	if (cosig_key_id(v.name, v.pk) != v.hash)
+	if (note_key_id(v.name, ALG_COSIG, v.pk) != v.hash)
 		return pc_err_set(err, PC_EPARSE, "witness key's id does not match its key");
 	*out = v;
 	return 0;

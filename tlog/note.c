@@ -32,11 +32,10 @@ static bool name_valid(const char *n)
 	return true;
 }
 
-/* key hash: first 4 bytes of SHA-256(name || "\n" || alg || pubkey). */
-static uint32_t key_hash(const char *name, const uint8_t pk[32])
+uint32_t note_key_id(const char *name, uint8_t alg, const uint8_t pk[32])
 {
 	crypto_hash_sha256_state st;
-	uint8_t h[32], alg = ALG_ED25519;
+	uint8_t h[32];
 
 	crypto_hash_sha256_init(&st);
 	crypto_hash_sha256_update(&st, (const uint8_t *)name, strlen(name));
@@ -92,7 +91,7 @@ static int signer_from_seed(const char *name, const uint8_t seed[32], struct not
 		return pc_err_set(err, PC_EIO, "ed25519 key derivation failed");
 	}
 	pc_strlcpy(s->pub.name, name, sizeof(s->pub.name));
-	s->pub.hash = key_hash(name, s->pub.pk);
+	s->pub.hash = note_key_id(name, ALG_ED25519, s->pub.pk);
 	*out = s;
 	return 0;
 }
@@ -218,7 +217,7 @@ int note_verifier_parse(const char *text, struct note_verifier *out, struct pc_e
 
 	if (keystr_parse(text, v.name, &v.hash, v.pk, err) < 0)
 		return PC_EPARSE;
-	if (key_hash(v.name, v.pk) != v.hash)
+	if (note_key_id(v.name, ALG_ED25519, v.pk) != v.hash)
 		return pc_err_set(err, PC_EPARSE, "verifier key's hash does not match its key");
 	*out = v;
 	return 0;

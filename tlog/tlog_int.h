@@ -13,4 +13,9 @@
 /* Keys, roots and signatures: standard base64 with padding (C2SP). */
 #define B64 sodium_base64_VARIANT_ORIGINAL
 
+/* C2SP key ID of a key of signature type alg (0x01 Ed25519 notes, 0x04
+ * timestamped cosignatures): the first 4 bytes of
+ * SHA-256(name || "\n" || alg || public key), big-endian (note.c). */
+uint32_t note_key_id(const char *name, uint8_t alg, const uint8_t pk[32]);
+
 #endif
