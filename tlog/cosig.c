@@ -114,15 +114,14 @@ int cosig_sign(const struct note_signer *s, const char *body, size_t blen, uint6
 int cosig_verify(const struct cosig_verifier *v, const char *note, size_t len, uint64_t *t,
 		 struct pc_err *err)
 {
-	const char *split = NULL, *p, *end = note + len;
-	size_t nlen = strlen(v->name);
+	const char *split, *p, *end = note + len;
+	size_t nlen = strlen(v->name), blen;
 
 	if (len == 0 || note[len - 1] != '\n')
 		return pc_err_set(err, PC_EPARSE, "note does not end with a newline");
-	for (p = note; (p = memmem(p, (size_t)(end - p), "\n\n", 2)); p++)
-		split = p;
-	if (!split)
+	if (!(blen = note_body_len(note, len)))
 		return pc_err_set(err, PC_EPARSE, "note has no signature block");
+	split = note + blen - 1;
 	for (p = split + 2; p < end;) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 		uint8_t sig[4 + 8 + 64 + 1];

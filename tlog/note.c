@@ -32,6 +32,15 @@ static bool name_valid(const char *n)
 	return true;
 }
 
+size_t note_body_len(const char *note, size_t len)
+{
+	const char *split = NULL, *end = note + len;
+
+	for (const char *p = note; (p = memmem(p, (size_t)(end - p), "\n\n", 2)); p++)
+		split = p;
+	return split ? (size_t)(split + 1 - note) : 0;
+}
+
 uint32_t note_key_id(const char *name, uint8_t alg, const uint8_t pk[32])
 {
 	crypto_hash_sha256_state st;
@@ -259,16 +268,13 @@ int note_verify(const struct note_verifier *v, const char *note, size_t len, siz
 {
 	const char *split, *p, *end = note + len;
 	bool ours = false;
-	size_t nlen = strlen(v->name);
+	size_t nlen = strlen(v->name), blen;
 
 	if (len == 0 || note[len - 1] != '\n' || memchr(note, '\0', len))
 		return pc_err_set(err, PC_EPARSE, "note does not end with a newline");
-	/* The signatures follow the last blank line. */
-	split = NULL;
-	for (p = note; (p = memmem(p, (size_t)(end - p), "\n\n", 2)); p++)
-		split = p;
-	if (!split)
+	if (!(blen = note_body_len(note, len)))
 		return pc_err_set(err, PC_EPARSE, "note has no signature block");
+	split = note + blen - 1;
 	for (p = split + 2; p < end;) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 		const char *sp;

@@ -17,5 +17,9 @@
  * timestamped cosignatures): the first 4 bytes of
  * SHA-256(name || "\n" || alg || public key), big-endian (note.c). */
 uint32_t note_key_id(const char *name, uint8_t alg, const uint8_t pk[32]);
+/* The length of a signed note's body: up to and including the newline
+ * before its last blank line, which the signature lines follow (C2SP
+ * signed-note); 0 when the note has no blank line. */
+size_t note_body_len(const char *note, size_t len);
 
 #endif
