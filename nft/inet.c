@@ -191,6 +191,60 @@ static void limit_rules(struct bld *b, size_t i, const struct policy_sandbox *sb
 	free(pfx);
 }
 
+/* A held flow's bare ACKs from the sandbox go on without the queue
+ * (docs/engine.md, "Held flows: what is queued"): the engine passes them
+ * anyway (H7), since they put no byte in the server's stream. The shape is
+ * matched exactly, so that nothing else can take this way: no IP options
+ * or IPv6 extension headers, a TCP header of 20 bytes or of 32 (the
+ * timestamp option every Linux stack sends), total length that header and
+ * nothing more, flags ACK alone (no SYN, FIN, RST, PSH, URG, ECN, reserved
+ * bits), urgent pointer 0 (H2a: a pointer moved without URG is queued and
+ * refused). The packet takes PASS with its stamp kept, as the engine's
+ * verdict would: forward rule 7 and the routing rule for PASS carry it. */
+static void held_bare_ack_rules(struct bld *b)
+{
+	static const uint8_t thlens[] = {20, 32};
+
+	for (int v6 = 0; v6 < 2; v6++) {
+		for (size_t i = 0; i < sizeof(thlens); i++) {
+			uint8_t th = thlens[i];
+			struct nr r;
+
+			rsb_rule_begin(b, &r);
+			nm_bits(&r, true, NFT_MARK_ALLOW | NFT_MARK_HELD, NFT_CMP_EQ,
+				NFT_MARK_HELD);
+			nr_meta(&r, NFT_META_NFPROTO);
+			nr_cmp_u8(&r, NFT_CMP_EQ, v6 ? NFPROTO_IPV6 : NFPROTO_IPV4);
+			if (v6) {
+				/* next header TCP: no extension header */
+				nr_payload(&r, NFT_PAYLOAD_NETWORK_HEADER, 6, 1);
+				nr_cmp_u8(&r, NFT_CMP_EQ, IPPROTO_TCP);
+				nr_payload(&r, NFT_PAYLOAD_NETWORK_HEADER, 4, 2);
+				nr_cmp_be16(&r, NFT_CMP_EQ, th);
+			} else {
+				/* version 4, header 20 bytes: no options */
+				nr_payload(&r, NFT_PAYLOAD_NETWORK_HEADER, 0, 1);
+				nr_cmp_u8(&r, NFT_CMP_EQ, 0x45);
+				nr_payload(&r, NFT_PAYLOAD_NETWORK_HEADER, 9, 1);
+				nr_cmp_u8(&r, NFT_CMP_EQ, IPPROTO_TCP);
+				nr_payload(&r, NFT_PAYLOAD_NETWORK_HEADER, 2, 2);
+				nr_cmp_be16(&r, NFT_CMP_EQ, (uint16_t)(20 + th));
+			}
+			/* data offset, reserved bits 0, flags ACK alone */
+			nr_payload(&r, NFT_PAYLOAD_TRANSPORT_HEADER, 12, 2);
+			nr_cmp_be16(&r, NFT_CMP_EQ, (uint16_t)((th / 4) << 12 | 0x10));
+			nr_payload(&r, NFT_PAYLOAD_TRANSPORT_HEADER, 18, 2);
+			nr_cmp_be16(&r, NFT_CMP_EQ, 0);
+			nr_meta(&r, NFT_META_MARK);
+			nr_bitwise_u32(&r, NFT_MARK_PORT_MASK, NFT_MARK_PASS);
+			nr_meta_set(&r, NFT_META_MARK);
+			nr_counter(&r);
+			nr_verdict(&r, NF_ACCEPT, NULL);
+			rsb_rule_end(b, &r);
+		}
+	}
+}
+
 static void inet_prerouting(struct bld *b)
 {
 	const char *br = b->p->cfg->bridge;
@@ -250,7 +304,8 @@ static void inet_prerouting(struct bld *b)
 		queue_expr(b, &r);
 		rsb_rule_end(b, &r);
 	}
-	/* held flows: every packet until the ClientHello decides */
+	held_bare_ack_rules(b);
+	/* held flows: every other packet until the ClientHello decides */
 	rsb_rule_begin(b, &r);
 	nm_bits(&r, true, NFT_MARK_ALLOW | NFT_MARK_HELD, NFT_CMP_EQ, NFT_MARK_HELD);
 	queue_expr(b, &r);

@@ -27,7 +27,9 @@
 #   craft.py dnsflood --server A --count N [--names-from SUFFIX]
 #   craft.py held --dst A --dport P --sport P --scenario S [--good N] [--evil N]
 #            (a TCP handshake of its own on a held flow, then an insertion:
-#            S = ttl1-plain, ttl1-hello, syn2, alert, urg-ack; the sandbox's own
+#            S = ttl1-plain, ttl1-hello, syn2, alert, urg-ack, ack-VARIANT (a
+#            handshake, then one segment near a bare ACK's shape: none plain ts
+#            opts data urp psh ece res ipopt trail dstopts); the sandbox's own
 #            stack must not answer the server: drop its RSTs for that port first)
 #   craft.py oob-tls --dst A [--dport 443] --name N   (the sandbox's own TCP: one
 #            byte sent urgent, MSG_OOB, then a TLS handshake naming N: issue 30)
@@ -792,8 +794,72 @@ def cmd_held(a):
         p.send("PA", isn2 + 1, getattr(p, "rcv", 0), evil)
         p.recv(1.5)
         print(p.summary())
+    elif a.scenario.startswith("ack-"):
+        held_bare_ack(p, isn, a.scenario[4:])
     else:
         sys.exit("craft: unknown scenario " + a.scenario)
+
+
+def held_bare_ack(p, isn, variant):
+    """A handshake on a held flow, then one segment shaped `variant` (the
+    ruleset lets a held flow's bare ACKs past the queue: docs/engine.md,
+    "Held flows: what is queued"), then a RST. Prints the highest sequence
+    number the server acknowledged, relative to isn + 1: 0 means it took no
+    byte of the flow into its stream."""
+    if not p.handshake(isn):
+        print("no SYN-ACK; " + p.summary())
+        return
+    seq, ack = isn + 1, p.rcv
+    opts, data, fl, urp, res, ipopt, trail, dstopts = b"", b"", 0x10, 0, 0, b"", b"", 0
+    if variant == "none":
+        fl = None
+    elif variant == "plain":
+        pass
+    elif variant == "ts":  # what Linux sends: NOP NOP timestamps
+        opts = b"\x01\x01\x08\x0a" + struct.pack("!II", 12345, 0)
+    elif variant == "opts":  # 12 bytes of an experimental option: data, not stream bytes
+        opts = b"\xfe\x0c" + b"EXFILTRATE"
+    elif variant == "data":  # ACK alone, one byte
+        data = b"X"
+    elif variant == "urp":  # no URG flag, urgent pointer 1 (H2a)
+        urp = 1
+    elif variant == "psh":
+        fl = 0x18
+    elif variant == "ece":
+        fl = 0x50
+    elif variant == "res":  # a reserved header bit
+        res = 0x02
+    elif variant == "ipopt":  # IPv4 options: NOP NOP NOP EOL
+        ipopt = b"\x01\x01\x01\x00"
+    elif variant == "trail":  # bytes in the frame past the IP length
+        trail = b"TRAILING"
+    elif variant == "dstopts":  # IPv6 destination options header
+        dstopts = 8
+    else:
+        sys.exit("craft: unknown bare-ack variant " + variant)
+    if fl is not None:
+        off = (20 + len(opts)) // 4
+        h = struct.pack("!HHIIBBHHH", p.sport, p.dport, seq & 0xFFFFFFFF, ack, off << 4 | res,
+                        fl, 65535, 0, urp) + opts
+        seg = h + data
+        c = l4sum(p.src, p.dst, 6, seg)
+        seg = seg[:16] + struct.pack("!H", c) + seg[18:]
+        if p.v6:
+            pkt = ipv6(p.src, p.dst, 60, ipv6_dstopts(6, dstopts) + seg) if dstopts else \
+                ipv6(p.src, p.dst, 6, seg)
+        elif ipopt:
+            hl = 20 + len(ipopt)
+            ih = struct.pack("!BBHHHBBH4s4s", 0x40 | hl // 4, 0, hl + len(seg),
+                             random.randrange(65536), 0, 64, 6, 0, socket.inet_aton(p.src),
+                             socket.inet_aton(p.dst)) + ipopt
+            pkt = ih[:10] + struct.pack("!H", csum(ih)) + ih[12:] + seg
+        else:
+            pkt = ipv4(p.src, p.dst, 6, seg)
+        p.l2.ip(pkt + trail)
+    p.recv(0.5)
+    top = max([(s[2] - (isn + 1)) & 0xFFFFFFFF for s in p.seen if s[0] & 0x10] or [0])
+    p.send("R", seq)
+    print("variant %s; server acknowledged %d bytes; %s" % (variant, top, p.summary()))
 
 
 def dns_msg(name, ident, options=b""):

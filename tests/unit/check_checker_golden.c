@@ -14,7 +14,8 @@
  * and event.action; record[0] (a connect with no verdict) says event.type
  * connection,end (flows that ended with their sandbox); the error for an
  * unquoted alias says to quote a wildcard (issue 36); the certificate's
- * rendering says how to audit the log it was recorded in (issue 35).
+ * rendering says how to audit the log it was recorded in (issue 35); the
+ * nftables text has prerouting's bare-ACK rules of held flows (issue 34).
  * PC_GOLDEN_WRITE=FILE writes the current bytes to FILE instead (to record
  * them; review the diff). */
 #include <arpa/inet.h>

@@ -1,0 +1,109 @@
+# Held flows cheaper, and no weaker (issue 34, point 4): the ruleset lets a
+# held flow's bare ACKs from the sandbox past the queue (prerouting, before
+# the held-flow queue rule; docs/engine.md, "Held flows: what is queued").
+# The engine passed them anyway (H7): they put no byte into the server's
+# stream. What this proves, through the lab's real kernel, on the address
+# shared by an allowed name and a disallowed one (cdn-good.test):
+#   - a bare ACK, with no TCP options or with the timestamps Linux sends,
+#     IPv4 and IPv6, does not reach the queue (old ruleset: it did);
+#   - every segment one field away from that shape still does, and is
+#     judged as before: one byte of data, PSH, ECE, a reserved bit, IPv4
+#     options, an IPv6 destination options header, and an urgent pointer
+#     without URG (refused: H2a, tcp_urgent);
+#   - what the exact shape can still carry reaches no application: bytes
+#     in the frame past the IP length are cut by the kernel (the server
+#     acknowledges no byte, the upstream capture holds none of them), and
+#     an unknown TCP option's bytes are the TCP stack's, as they were under
+#     H7 (the server acknowledges no byte).
+# Each connection is crafted from sandbox 1 (tests/escape/craft.py held
+# --scenario ack-VARIANT) and compared with a connection that sends no
+# extra segment: the difference in packets queued is the verdict.
+. "$PC_TOP/tests/escape/escape_lib.bash"
+
+esc_init held_ack "Bare ACKs of held flows past the queue"
+esc_up 2
+
+esc_crafted_ports 1 47200-47299
+
+t_match "sandbox 1 resolves cdn-good.test (A)" "$LAB_CDN4" \
+	"$(lab_sb 1 dig +short +time=2 +tries=1 cdn-good.test A)"
+t_match "sandbox 1 resolves cdn-good.test (AAAA)" "$LAB_CDN6" \
+	"$(lab_sb 1 dig +short +time=2 +tries=1 cdn-good.test AAAA)"
+
+queued() { guard_status_field 'sum(q["queued"] for q in s["queues"])'; }
+sport=47200
+OUT=
+# run DST VARIANT: one crafted connection; sets N (packets queued for it),
+# OUT (the crafter's line) and SP (its source port)
+run() {
+	local q0 q1
+	sport=$((sport + 1))
+	SP=$sport
+	esc_settle
+	q0=$(queued)
+	OUT=$(esc_craft 1 held --dst "$1" --sport "$SP" --scenario "ack-$2" 2>&1)
+	esc_settle
+	q1=$(queued)
+	N=$((q1 - q0))
+}
+
+for fam in 4 6; do
+	if [ $fam = 4 ]; then dst=$LAB_CDN4; else dst=$LAB_CDN6; fi
+	# the baseline: handshake and RST, nothing between (median of three:
+	# a retransmitted SYN-ACK on a loaded machine adds one)
+	base=()
+	for i in 1 2 3; do
+		run "$dst" none
+		base+=("$N")
+	done
+	b=$(printf '%s\n' "${base[@]}" | sort -n | sed -n 2p)
+	t_diag "IPv$fam: a held connection without an extra segment queues $b packets (${base[*]}); $OUT"
+
+	for v in plain ts opts trail; do
+		[ $fam = 6 ] && [ $v = trail ] && continue
+		esc_begin "IPv$fam: a bare ACK ($v) on a held flow"
+		run "$dst" "$v"
+		t_diag "craft: $OUT; queued $N (baseline $b)"
+		t_eq "IPv$fam bare ACK ($v): not queued" "$b" "$N"
+		t_match "IPv$fam bare ACK ($v): the server took no byte of the flow" \
+			"server acknowledged 0 bytes" "$OUT"
+		t_eq "IPv$fam bare ACK ($v): no trailing or option byte reached the upstream as data" 0 \
+			"$(tcpdump -n -A -r "$LAB_DIR/upstream.pcap" "tcp and src port $SP" 2>/dev/null |
+				grep -c 'TRAILING' | tr -d ' ')"
+		esc_end "passed without the queue, no byte in the server's stream" "queued $N (baseline $b); $OUT"
+	done
+
+	vs="data psh ece res urp"
+	[ $fam = 4 ] && vs="$vs ipopt" || vs="$vs dstopts"
+	for v in $vs; do
+		esc_begin "IPv$fam: a segment one field away from a bare ACK ($v) on a held flow"
+		run "$dst" "$v"
+		t_diag "craft: $OUT; queued $N (baseline $b)"
+		t_ok "IPv$fam $v: queued and judged ($N > $b)" [ "$N" -gt "$b" ]
+		if [ $v = urp ]; then
+			t_eq "IPv$fam urp: refused as urgent data (H2a)" tcp_urgent "$(esc_flow_code "$SP")"
+		fi
+		esc_end "queued and judged" "queued $N (baseline $b); $OUT"
+	done
+done
+
+# The rule's own counter: the bare ACKs above, and every handshake's ACK.
+n=$(esc_counter inet prerouting 'meta mark set')
+t_diag "prerouting's bare-ACK rules counted $n packets"
+
+# A real client still works, and queues fewer packets than before (5.7
+# per connection with every bare ACK queued: docs/engine.md).
+esc_begin "curl https://cdn-good.test: a real TLS client on the shared address"
+esc_settle
+q0=$(queued)
+for i in $(seq 1 10); do
+	r=$(lab_sb 1 curl -sS --max-time 5 --cacert "$LAB_CA" \
+		--resolve "cdn-good.test:443:$LAB_CDN4" https://cdn-good.test/ 2>&1)
+	t_match "curl $i works" "^cdn-good.test ok" "$r"
+done
+esc_settle
+q1=$(queued)
+t_diag "queued packets per TLS connection to a held host: $(((q1 - q0) / 10)).$(((q1 - q0) % 10)) (10 connections: $((q1 - q0)))"
+esc_end "works" "queued $((q1 - q0)) for 10 connections"
+
+t_done
