@@ -997,6 +997,9 @@ static void held_promote(const struct decide_ctx *c, struct held_flow *hf, struc
 	d->promote = true;
 	hf->promoted_ms = c->now_ms ? c->now_ms : 1;
 	pc_strlcpy(hf->policy, policy_hash(c->policy), sizeof(hf->policy));
+	/* No longer waiting: its grace must not take the place of a flow that
+	 * is (full share of promoted entries: it stays counted as waiting). */
+	(void)held_promoted(c->held, hf, policy_sandbox_count(c->policy));
 }
 
 /* What the server's first bytes on a TLS flow say (H13a): a HelloRetryRequest

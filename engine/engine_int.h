@@ -276,10 +276,14 @@ struct held_flow {
 	/* TLS (sni set): the server's first bytes, in order, were seen and
 	 * are no HelloRetryRequest; promotion waits for them (H13a). */
 	bool srv_first;
+	bool grace; /* counted as promoted (held_promoted), no longer as waiting */
+	struct held_flow *gnext, *gprev; /* promoted entries, oldest first */
 };
 /* How long a promoted entry stays to catch packets queued before the
- * conntrack mark took effect (a batch and its log flush). */
-#define HELD_GRACE_MS 2000
+ * conntrack mark took effect (a batch and its log flush: milliseconds).
+ * It was 2 s; each promoted entry then held a place for 2 s, so a sandbox
+ * could promote at most its share per 2 s (1,024 TLS flows/s: issue 34). */
+#define HELD_GRACE_MS 500
 struct held_table;
 int held_table_new(size_t max, struct held_table **out);
 void held_table_free(struct held_table *t);
@@ -295,6 +299,14 @@ size_t held_used(struct held_table *t, const char *sandbox);
 size_t held_capacity(const struct held_table *t);
 uint64_t held_key_hash(const struct held_table *t, const struct flow_key *k);
 void held_del(struct held_table *t, struct held_flow *f);
+/* f was promoted (f->promoted_ms set): for its grace (HELD_GRACE_MS) it
+ * counts against its sandbox's share of promoted entries (of twice the
+ * table's size) instead of its share of entries waiting for a ClientHello,
+ * so that a sandbox opening TLS flows quickly does not fill its waiting
+ * share with flows already decided; promoted entries past their grace are
+ * forgotten first, oldest first. 0; on PC_EREFUSED (that share is full) it
+ * stays counted as waiting. */
+int held_promoted(struct held_table *t, struct held_flow *f, size_t n_sandboxes);
 /* Forget entries well past their deadline; returns how many. */
 size_t held_expire(struct held_table *t, uint64_t now_ms);
 size_t held_count(const struct held_table *t);

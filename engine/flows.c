@@ -234,8 +234,11 @@ void flow_registry_sweep(struct flow_registry *r)
 struct held_table {
 	struct held_flow **b;
 	size_t nb, n, max;
+	size_t n_grace; /* promoted entries, counted apart from n */
 	uint8_t hkey[HKEY_BYTES];
-	struct quota_map *quota; /* entries per sandbox (meta.sandbox) */
+	struct quota_map *quota;	 /* entries per sandbox (meta.sandbox) */
+	struct quota_map *grace;	 /* promoted entries per sandbox */
+	struct held_flow *ghead, *gtail; /* promoted entries, oldest first */
 };
 
 int held_table_new(size_t max, struct held_table **out)
@@ -247,7 +250,9 @@ int held_table_new(size_t max, struct held_table **out)
 	t->max = max ? max : 1;
 	t->nb = buckets_for(t->max);
 	t->b = calloc(t->nb, sizeof(*t->b));
-	if (!t->b || hkey_new(t->hkey) < 0 || quota_map_new(&t->quota) < 0) {
+	if (!t->b || hkey_new(t->hkey) < 0 || quota_map_new(&t->quota) < 0 ||
+	    quota_map_new(&t->grace) < 0) {
+		quota_map_free(t->quota);
 		free(t->b);
 		free(t);
 		return PC_ENOMEM;
@@ -259,8 +264,21 @@ int held_table_new(size_t max, struct held_table **out)
 /* The entry leaves the table: its sandbox's quota gets it back. */
 static void held_free_one(struct held_table *t, struct held_flow *f)
 {
-	quota_give(t->quota, f->meta.sandbox);
-	t->n--;
+	if (f->grace) {
+		quota_give(t->grace, f->meta.sandbox);
+		t->n_grace--;
+		if (f->gprev)
+			f->gprev->gnext = f->gnext;
+		else
+			t->ghead = f->gnext;
+		if (f->gnext)
+			f->gnext->gprev = f->gprev;
+		else
+			t->gtail = f->gprev;
+	} else {
+		quota_give(t->quota, f->meta.sandbox);
+		t->n--;
+	}
 	free(f->buf);
 	free(f);
 }
@@ -278,6 +296,7 @@ void held_table_free(struct held_table *t)
 		}
 	}
 	quota_map_free(t->quota);
+	quota_map_free(t->grace);
 	free(t->b);
 	free(t);
 }
@@ -315,6 +334,32 @@ int held_add(struct held_table *t, const struct flow_key *k, const char *sandbox
 	t->b[h] = f;
 	t->n++;
 	*out = f;
+	return 0;
+}
+
+int held_promoted(struct held_table *t, struct held_flow *f, size_t n_sandboxes)
+{
+	int rc;
+
+	if (f->grace)
+		return 0;
+	/* promoted in time order (per queue thread): the oldest first */
+	while (t->ghead && f->promoted_ms > t->ghead->promoted_ms + HELD_GRACE_MS)
+		held_del(t, t->ghead);
+	rc = quota_take(t->grace, f->meta.sandbox, quota_share(2 * t->max, n_sandboxes));
+	if (rc < 0)
+		return rc;
+	quota_give(t->quota, f->meta.sandbox);
+	t->n--;
+	t->n_grace++;
+	f->grace = true;
+	f->gprev = t->gtail;
+	f->gnext = NULL;
+	if (t->gtail)
+		t->gtail->gnext = f;
+	else
+		t->ghead = f;
+	t->gtail = f;
 	return 0;
 }
 
@@ -358,7 +403,7 @@ size_t held_expire(struct held_table *t, uint64_t now_ms)
 
 size_t held_count(const struct held_table *t)
 {
-	return t->n;
+	return t->n + t->n_grace;
 }
 
 size_t held_used(struct held_table *t, const char *sandbox)

@@ -1341,6 +1341,70 @@ START_TEST(held_quota_fill_drain_fill)
 }
 END_TEST
 
+/* A promoted entry stays HELD_GRACE_MS for packets queued before its ct
+ * mark acted, but no longer counts as waiting for a ClientHello: a sandbox
+ * opening TLS flows faster than its share per grace period was refused
+ * "too many connections waiting" by its own decided flows (issue 34). Its
+ * promoted entries have a share of their own (of twice the table), the
+ * oldest forgotten first once past their grace; past that share they stay
+ * counted as waiting, as before. */
+START_TEST(held_promoted_frees_waiting_share)
+{
+	struct held_table *t = NULL;
+	struct held_flow *f[13], *x;
+	struct flow_key k;
+
+	/* 2 sandboxes: shares of 4 waiting, 8 promoted */
+	ck_assert_int_eq(held_table_new(8, &t), 0);
+	memset(&k, 0, sizeof(k));
+	for (uint16_t i = 0; i < 12; i++) {
+		k.sport = (uint16_t)(100 + i);
+		ck_assert_int_eq(held_add(t, &k, "a", 2, &f[i]), 0);
+		f[i]->deadline_ms = 10;
+		if (i < 8) {
+			f[i]->promoted_ms = 5;
+			ck_assert_int_eq(held_promoted(t, f[i], 2), 0);
+			ck_assert_int_eq(held_promoted(t, f[i], 2), 0); /* once only */
+			ck_assert_uint_eq(held_used(t, "a"), 0);
+		}
+	}
+	ck_assert_uint_eq(held_count(t), 12);
+	ck_assert_uint_eq(held_used(t, "a"), 4);
+	k.sport = 200;
+	ck_assert_int_eq(held_add(t, &k, "a", 2, &x), PC_EREFUSED);
+	/* within the grace, the promoted share is full: it stays waiting */
+	f[8]->promoted_ms = 5 + HELD_GRACE_MS;
+	ck_assert_int_eq(held_promoted(t, f[8], 2), PC_EREFUSED);
+	ck_assert_uint_eq(held_used(t, "a"), 4);
+	ck_assert_uint_eq(held_count(t), 12);
+	/* past it, the promoted entries go, oldest first, and make room */
+	f[9]->promoted_ms = 6 + HELD_GRACE_MS;
+	ck_assert_int_eq(held_promoted(t, f[9], 2), 0);
+	ck_assert_uint_eq(held_count(t), 4); /* f[8], f[10], f[11] waiting; f[9] */
+	ck_assert_uint_eq(held_used(t, "a"), 3);
+	k.sport = 101;
+	ck_assert_ptr_null(held_get(t, &k));
+	k.sport = 109;
+	ck_assert_ptr_eq(held_get(t, &k), f[9]);
+	k.sport = 200;
+	ck_assert_int_eq(held_add(t, &k, "a", 2, &f[12]), 0);
+	/* a promoted entry deleted early leaves the list whole */
+	f[10]->promoted_ms = 7 + HELD_GRACE_MS;
+	ck_assert_int_eq(held_promoted(t, f[10], 2), 0);
+	f[11]->promoted_ms = 8 + HELD_GRACE_MS;
+	ck_assert_int_eq(held_promoted(t, f[11], 2), 0);
+	held_del(t, f[10]);
+	f[12]->promoted_ms = 9 + 2 * HELD_GRACE_MS;
+	ck_assert_int_eq(held_promoted(t, f[12], 2), 0); /* forgets f[9] and f[11] */
+	ck_assert_uint_eq(held_count(t), 2);		 /* f[8] (waiting) and f[12] */
+	ck_assert_uint_eq(held_used(t, "a"), 1);
+	ck_assert_uint_eq(held_expire(t, 100000), 2);
+	ck_assert_uint_eq(held_count(t), 0);
+	ck_assert_uint_eq(held_used(t, "a"), 0);
+	held_table_free(t);
+}
+END_TEST
+
 START_TEST(dnstcp_quota_fill_drain_fill)
 {
 	struct dnstcp_table *t = NULL;
@@ -1482,7 +1546,8 @@ static Suite *engine_suite(void)
 		      held_reload_before_promotion, held_insertion_v6, held_plain_after_reload,
 		      rejudge_after_reload, held_quota_in_decide, quota_refusals_counted);
 	PC_UNIT_TESTS(tabs, registry_bounded_and_swept, held_table_bounded,
-		      held_quota_fill_drain_fill, dnstcp_quota_fill_drain_fill, tables_hash_keyed);
+		      held_quota_fill_drain_fill, held_promoted_frees_waiting_share,
+		      dnstcp_quota_fill_drain_fill, tables_hash_keyed);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, tabs);
 	return s;
