@@ -3,8 +3,18 @@
  * established: the SYN's trip through the gateway, and the engine's verdict
  * when it is there).
  *   flows serve ADDR PORT                   accept and close, until killed
- *   flows conn ADDR PORT SECONDS INFLIGHT   print: conns N fails F secs S
- *                                           rate R p50_us A p99_us B */
+ *   flows serve-hello ADDR PORT             accept, read one TLS record (the
+ *                                           ClientHello), answer with a
+ *                                           ServerHello record, until killed
+ *   flows conn ADDR PORT SECONDS INFLIGHT [HELLO_FILE]
+ *                                           print: conns N fails F secs S
+ *                                           rate R p50_us A p99_us B
+ * With HELLO_FILE (a ClientHello, bytes as a TLS client sent them), each
+ * connection sends it once established and waits for the server's first
+ * bytes before it resets: a flow held for its ClientHello (a host entry) is
+ * then judged and promoted as a real TLS client's is, instead of being
+ * reset before anything was judged (which only fills the held table). The
+ * time measured is then connect() to the server's answer. */
 #define _GNU_SOURCE /* accept4 */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -51,7 +61,24 @@ static int addr_fill(const char *a, const char *p, struct sockaddr_storage *ss, 
 /* Accept, then wait for the client's RST/FIN before closing: the server
  * never closes first, so no server-side FIN_WAIT entry blocks a client port
  * the kernel hands out again a moment later. */
-static int serve(const struct sockaddr_storage *ss, socklen_t len)
+/* What serve-hello answers: a TLS 1.2-framed handshake record holding a
+ * ServerHello (TLS 1.3 suite, no extensions) whose random is not RFC 8446's
+ * HelloRetryRequest value: the engine promotes a held flow on it (H13a). */
+static const uint8_t server_hello[] = {0x16, 0x03, 0x03, 0x00, 0x2c, 0x02, 0x00, 0x00, 0x28, 0x03,
+				       0x03, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11,
+				       0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11,
+				       0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11,
+				       0x11, 0x11, 0x11, 0x00, 0x13, 0x01, 0x00, 0x00, 0x00};
+
+/* Per connection of serve-hello: bytes of the first record read so far. */
+struct hconn {
+	int fd;
+	size_t got, need;
+	bool answered;
+	uint8_t hdr[5];
+};
+
+static int serve(const struct sockaddr_storage *ss, socklen_t len, bool hello)
 {
 	int one = 1, l = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -64,30 +91,53 @@ static int serve(const struct sockaddr_storage *ss, socklen_t len)
 		perror("flows serve");
 		return 1;
 	}
-	ev.data.fd = l;
+	ev.data.ptr = NULL; /* the listener; connections carry their hconn */
 	epoll_ctl(ep, EPOLL_CTL_ADD, l, &ev);
 	for (;;) {
 		int k = epoll_wait(ep, evs, 256, -1);
 
 		for (int i = 0; i < k; i++) {
-			int fd = evs[i].data.fd;
-
-			if (fd == l) {
+			if (evs[i].data.ptr == NULL) {
 				int c;
 
 				while ((c = accept4(l, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >=
 				       0) {
+					struct hconn *h = calloc(1, sizeof(*h));
 					struct epoll_event ce = {.events = EPOLLIN | EPOLLRDHUP,
-								 .data.fd = c};
+								 .data.ptr = h};
 
-					if (epoll_ctl(ep, EPOLL_CTL_ADD, c, &ce) < 0)
+					if (!h || epoll_ctl(ep, EPOLL_CTL_ADD, c, &ce) < 0) {
 						close(c);
+						free(h);
+						continue;
+					}
+					h->fd = c;
+					h->need = 5;
 				}
 			} else {
-				char b[256];
+				struct hconn *h = evs[i].data.ptr;
+				uint8_t b[4096];
+				ssize_t r = read(h->fd, b, sizeof(b));
 
-				if (read(fd, b, sizeof(b)) <= 0)
-					close(fd);
+				if (r <= 0) {
+					close(h->fd);
+					free(h);
+					continue;
+				}
+				/* the record's header says how long the ClientHello is */
+				for (ssize_t j = 0; hello && !h->answered && j < r; j++) {
+					if (h->got < 5)
+						h->hdr[h->got] = b[j];
+					if (++h->got == 5)
+						h->need = 5 + ((size_t)h->hdr[3] << 8 | h->hdr[4]);
+				}
+				if (hello && !h->answered && h->got >= h->need) {
+					h->answered = true;
+					if (write(h->fd, server_hello, sizeof(server_hello)) < 0) {
+						close(h->fd);
+						free(h);
+					}
+				}
 			}
 		}
 	}
@@ -95,14 +145,19 @@ static int serve(const struct sockaddr_storage *ss, socklen_t len)
 
 struct slot {
 	int fd;
+	bool sent; /* the ClientHello went: waiting for the server's answer */
 	uint64_t t0;
 };
+
+static const uint8_t *hello_buf;
+static size_t hello_len;
 
 static int start(int ep, const struct sockaddr_storage *ss, socklen_t len, struct slot *s)
 {
 	struct epoll_event ev = {.events = EPOLLOUT, .data.ptr = s};
 	struct linger lg = {1, 0}; /* close with RST: no TIME_WAIT, ports recycle */
 
+	s->sent = false;
 	s->fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s->fd < 0)
 		return -1;
@@ -146,6 +201,22 @@ static int conn(const struct sockaddr_storage *ss, socklen_t len, double secs, i
 			socklen_t el = sizeof(err);
 
 			getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &el);
+			if (err == 0 && hello_buf && !s->sent) {
+				struct epoll_event ev = {.events = EPOLLIN, .data.ptr = s};
+
+				/* established: the ClientHello, then wait for the answer */
+				if (write(s->fd, hello_buf, hello_len) == (ssize_t)hello_len &&
+				    epoll_ctl(ep, EPOLL_CTL_MOD, s->fd, &ev) == 0) {
+					s->sent = true;
+					continue;
+				}
+				err = EIO;
+			} else if (err == 0 && hello_buf) {
+				uint8_t b[512];
+
+				if (read(s->fd, b, sizeof(b)) <= 0)
+					err = ECONNRESET;
+			}
 			if (err == 0 && n < cap) {
 				lat[n++] = (uint32_t)((t - s->t0) / 1000);
 			} else if (err) {
@@ -194,12 +265,28 @@ int main(int argc, char **argv)
 	struct sockaddr_storage ss;
 	socklen_t len;
 
-	if (argc >= 4 && strcmp(argv[1], "serve") == 0 &&
+	if (argc >= 4 && (strcmp(argv[1], "serve") == 0 || strcmp(argv[1], "serve-hello") == 0) &&
 	    addr_fill(argv[2], argv[3], &ss, &len) == 0)
-		return serve(&ss, len);
+		return serve(&ss, len, strcmp(argv[1], "serve-hello") == 0);
 	if (argc >= 6 && strcmp(argv[1], "conn") == 0 &&
-	    addr_fill(argv[2], argv[3], &ss, &len) == 0)
+	    addr_fill(argv[2], argv[3], &ss, &len) == 0) {
+		static uint8_t hb[16384];
+
+		if (argc >= 7) {
+			FILE *f = fopen(argv[6], "rb");
+
+			hello_len = f ? fread(hb, 1, sizeof(hb), f) : 0;
+			if (f)
+				fclose(f);
+			if (hello_len < 6 || hb[0] != 0x16) {
+				fprintf(stderr, "flows: %s holds no TLS record\n", argv[6]);
+				return 2;
+			}
+			hello_buf = hb;
+		}
 		return conn(&ss, len, atof(argv[4]), atoi(argv[5]) > 0 ? atoi(argv[5]) : 1);
-	fprintf(stderr, "usage: flows serve ADDR PORT | flows conn ADDR PORT SECONDS INFLIGHT\n");
+	}
+	fprintf(stderr, "usage: flows serve|serve-hello ADDR PORT | flows conn ADDR PORT SECONDS "
+			"INFLIGHT [HELLO_FILE]\n");
 	return 2;
 }
