@@ -233,3 +233,161 @@ struct nftnl_set *nftset_ports(const struct nft_port *ports, size_t n)
 	}
 	return s;
 }
+
+/* ---- bindings: concatenated "port/MAC . address" sets (nft/bridge.c) ---- */
+
+#define NFT_TYPE_ETHERADDR 9
+#define NFT_TYPE_IFNAME	   41
+#define NFT_TYPE_BITS	   6 /* nft(8)'s concatenated type: types shifted in */
+
+struct pair_range {
+	uint8_t who[16];
+	struct range r;
+};
+
+static int pair_cmp(const void *a, const void *b)
+{
+	const struct pair_range *x = a, *y = b;
+	int c = memcmp(x->who, y->who, sizeof(x->who));
+
+	return c ? c : range_sort_cmp(&x->r, &y->r);
+}
+
+static uint32_t round4(uint32_t n)
+{
+	return (n + 3) & ~3u;
+}
+
+/* An element of a concatenated set: who (padded to a register) then the
+ * address, for the key (lo) and the key's end (hi, inclusive). */
+static int pair_elem_add(struct nftnl_set *s, const struct pair_range *p, uint32_t wholen,
+			 uint32_t alen)
+{
+	uint8_t k[32], ke[32];
+	uint32_t wl = round4(wholen);
+	struct nftnl_set_elem *e;
+
+	memset(k, 0, sizeof(k));
+	memset(ke, 0, sizeof(ke));
+	memcpy(k, p->who, wholen);
+	memcpy(ke, p->who, wholen);
+	memcpy(k + wl, p->r.lo, alen);
+	memcpy(ke + wl, p->r.hi, alen);
+	e = nftnl_set_elem_alloc();
+	if (!e)
+		return PC_ENOMEM;
+	if (nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, k, wl + alen) < 0 ||
+	    nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY_END, ke, wl + alen) < 0) {
+		nftnl_set_elem_free(e);
+		return PC_ENOMEM;
+	}
+	nftnl_set_elem_add(s, e);
+	return 0;
+}
+
+struct nftnl_set *nftset_bind_pairs(const char *name, uint8_t af, uint32_t wholen,
+				    const struct nft_bind_range *b, size_t n)
+{
+	uint32_t alen = af == AF_INET ? 4 : 16,
+		 wtype = wholen == 6 ? NFT_TYPE_ETHERADDR : NFT_TYPE_IFNAME;
+	uint8_t fields[3] = {(uint8_t)wholen, (uint8_t)alen, 0};
+	struct pair_range *p = NULL;
+	struct nftnl_set *s;
+	size_t np = 0;
+
+	s = nftset_new(NFPROTO_BRIDGE, name,
+		       (wtype << NFT_TYPE_BITS) |
+			   (af == AF_INET ? NFT_TYPE_IPADDR : NFT_TYPE_IP6ADDR),
+		       round4(wholen) + alen, NFT_SET_INTERVAL | NFT_SET_CONCAT);
+	if (!s)
+		return NULL;
+	/* the kernel's pipapo set needs each field's length */
+	if (nftnl_set_set_data(s, NFTNL_SET_DESC_CONCAT, fields, 2) < 0)
+		goto fail;
+	if (n) {
+		p = calloc(n, sizeof(*p));
+		if (!p)
+			goto fail;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (b[i].pfx.addr.family != af)
+			continue;
+		memcpy(p[np].who, b[i].who, sizeof(p[np].who));
+		prefix_range(&b[i].pfx, alen, &p[np].r);
+		np++;
+	}
+	if (np)
+		qsort(p, np, sizeof(*p), pair_cmp);
+	/* pipapo refuses overlapping elements: merge a who's ranges that
+	 * overlap or touch */
+	for (size_t i = 0; i < np;) {
+		struct pair_range cur = p[i++];
+		uint8_t next[16];
+
+		for (; i < np && memcmp(p[i].who, cur.who, sizeof(cur.who)) == 0; i++) {
+			memcpy(next, cur.r.hi, alen);
+			if (!be_inc(next, alen))
+				continue; /* cur reaches the top: it holds every later range */
+			if (range_cmp(p[i].r.lo, next, alen) > 0)
+				break;
+			if (range_cmp(p[i].r.hi, cur.r.hi, alen) > 0)
+				memcpy(cur.r.hi, p[i].r.hi, alen);
+		}
+		if (pair_elem_add(s, &cur, wholen, alen) < 0)
+			goto fail;
+	}
+	free(p);
+	return s;
+fail:
+	free(p);
+	nftnl_set_free(s);
+	return NULL;
+}
+
+struct nftnl_set *nftset_bind_whos(const char *name, uint32_t wholen,
+				   const struct nft_bind_range *b, size_t n)
+{
+	struct nftnl_set *s = nftset_new(
+	    NFPROTO_BRIDGE, name, wholen == 6 ? NFT_TYPE_ETHERADDR : NFT_TYPE_IFNAME, wholen, 0);
+
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		bool dup = false;
+
+		for (size_t j = 0; j < i && !dup; j++)
+			dup = memcmp(b[i].who, b[j].who, wholen) == 0;
+		if (!dup && elem_add(s, b[i].who, wholen, false) < 0) {
+			nftnl_set_free(s);
+			return NULL;
+		}
+	}
+	return s;
+}
+
+struct nftnl_set *nftset_mac_pairs(const char *name, const struct nft_bind_range *b, size_t n)
+{
+	struct nftnl_set *s =
+	    nftset_new(NFPROTO_BRIDGE, name,
+		       (NFT_TYPE_ETHERADDR << NFT_TYPE_BITS) | NFT_TYPE_ETHERADDR, 16, 0);
+
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t k[16];
+		bool dup = false;
+
+		for (size_t j = 0; j < i && !dup; j++)
+			dup = memcmp(b[i].who, b[j].who, 6) == 0;
+		if (dup)
+			continue;
+		memset(k, 0, sizeof(k));
+		memcpy(k, b[i].who, 6);
+		memcpy(k + 8, b[i].who, 6);
+		if (elem_add(s, k, 16, false) < 0) {
+			nftnl_set_free(s);
+			return NULL;
+		}
+	}
+	return s;
+}

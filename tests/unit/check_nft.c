@@ -358,12 +358,15 @@ START_TEST(address_sets_merge)
 			    "  elem 04000000 flags 0x0\n"
 			    "  elem 05000000 flags 0x0\n");
 	free(t);
-	/* per-binding sets: agent-1's port, agent-2's MAC */
-	t = set_text(rs, NFPROTO_BRIDGE, "p0_4");
-	ck_assert_ptr_nonnull(strstr(t, "elem 0acb000b flags 0x0"));
+	/* the bindings as concatenated ranges, "who . first-last" (flags
+	 * interval|concat): agent-1's port, agent-2's MAC */
+	t = set_text(rs, NFPROTO_BRIDGE, "p_pair4");
+	ck_assert_ptr_nonnull(strstr(t, "flags 0x84 "));
+	ck_assert_ptr_nonnull(strstr(t, "0acb000b-"));
+	ck_assert_ptr_nonnull(strstr(t, "0acb000b flags 0x0"));
 	free(t);
-	t = set_text(rs, NFPROTO_BRIDGE, "m1_4");
-	ck_assert_ptr_nonnull(strstr(t, "elem 0a000000 flags 0x0"));
+	t = set_text(rs, NFPROTO_BRIDGE, "m_pair4");
+	ck_assert_ptr_nonnull(strstr(t, "00000a000000-"));
 	free(t);
 	t = set_text(rs, NFPROTO_INET, "resolvers6");
 	ck_assert_ptr_nonnull(strstr(t, "elem 20010db8005300000000000000000053"));
