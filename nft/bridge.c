@@ -303,20 +303,22 @@ static void nm_who_in(struct nr *r, const struct bindset *bs, bool out, bool inv
 }
 
 /* "who . address" is not one of the bound pairs: the fields load into
- * consecutive 32-bit registers, who first. */
+ * consecutive 32-bit registers, who first. Named as the kernel dumps them
+ * (a 32-bit register at the start of a 128-bit one by the latter: reg 1
+ * for reg32 0, reg 2 for reg32 4), so that the texts compare. */
 static void nm_pair_not_in(struct nr *r, const struct bindset *bs, bool out, struct field a, int f)
 {
 	char name[32];
 
 	bs_name(name, sizeof(name), bs, "pair", f);
 	if (bs->is_mac) {
-		nr_payload_to(r, NFT_REG32_00, NFT_PAYLOAD_LL_HEADER, out ? 0 : 6, 6);
+		nr_payload_to(r, NFT_REG_1, NFT_PAYLOAD_LL_HEADER, out ? 0 : 6, 6);
 		nr_payload_to(r, NFT_REG32_02, a.base, a.off, a.len);
 	} else {
-		nr_meta_to(r, NFT_REG32_00, out ? NFT_META_OIFNAME : NFT_META_IIFNAME);
-		nr_payload_to(r, NFT_REG32_04, a.base, a.off, a.len);
+		nr_meta_to(r, NFT_REG_1, out ? NFT_META_OIFNAME : NFT_META_IIFNAME);
+		nr_payload_to(r, NFT_REG_2, a.base, a.off, a.len);
 	}
-	nr_lookup_from(r, NFT_REG32_00, name, true);
+	nr_lookup_from(r, NFT_REG_1, name, true);
 }
 
 static void nm_field_in(struct nr *r, struct field a, const char *set, bool inv)
@@ -473,9 +475,9 @@ static void bridge_family_chain(struct bld *b, int kind, const struct bindset *b
 		/* ARP sender hardware address must be the frame's */
 		rsb_rule_begin(b, &r);
 		nm_who_in(&r, &bs[1], false, false);
-		nr_payload_to(&r, NFT_REG32_00, NFT_PAYLOAD_LL_HEADER, 6, 6);
+		nr_payload_to(&r, NFT_REG_1, NFT_PAYLOAD_LL_HEADER, 6, 6);
 		nr_payload_to(&r, NFT_REG32_02, NFT_PAYLOAD_NETWORK_HEADER, 8, 6);
-		nr_lookup_from(&r, NFT_REG32_00, "m_sha", true);
+		nr_lookup_from(&r, NFT_REG_1, "m_sha", true);
 		counted_drop(&r);
 		rsb_rule_end(b, &r);
 	}
