@@ -110,6 +110,13 @@ struct nftnl_set *nftset_ports(const struct nft_port *ports, size_t n);
  * elements the rules create, each with its own limit (nr_limit_meter). */
 struct nftnl_set *nftset_meter(uint16_t family, const char *name);
 
+/* An interval set of the prefixes of family af cut into pieces that each
+ * belong to one owner: where prefixes nest, the innermost owns (of equal
+ * ones the lowest owner; nft_prefix_owner says which). Each element has a
+ * counter, which a lookup that finds it counts. */
+struct nftnl_set *nftset_owned(const char *name, uint8_t af, const struct pc_prefix *const *pfx,
+			       const uint32_t *owner, size_t n);
+
 /* Bindings (nft/bridge.c): an address range bound to a bridge port (by
  * name) or to a MAC. */
 struct nft_bind_range {

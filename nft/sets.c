@@ -6,10 +6,12 @@
 #include <netinet/in.h> /* before the linux/ headers (libc-compat) */
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
+#include <stdio.h> /* libnftnl headers use FILE */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
+#include <libnftnl/expr.h>
 #include <libnftnl/set.h>
 #include <libnftnl/udata.h>
 
@@ -390,4 +392,144 @@ struct nftnl_set *nftset_mac_pairs(const char *name, const struct nft_bind_range
 		}
 	}
 	return s;
+}
+
+/* ---- the new-flow limit's owner map (nft/inet.c) ------------------------ */
+
+struct owned {
+	struct range r;
+	uint32_t owner;
+};
+
+/* Outer ranges first (first address up, last down), and of two equal ones
+ * the higher owner first, so that the lower is inside and owns it. */
+static int owned_cmp(const void *a, const void *b)
+{
+	const struct owned *x = a, *y = b;
+	int c = range_cmp(x->r.lo, y->r.lo, 16);
+
+	if (c)
+		return c;
+	c = range_cmp(y->r.hi, x->r.hi, 16);
+	if (c)
+		return c;
+	return x->owner < y->owner ? 1 : x->owner > y->owner ? -1 : 0;
+}
+
+struct piece_out {
+	struct nftnl_set *s;
+	size_t alen;
+	bool open; /* a piece is pending */
+	uint8_t lo[16], hi[16];
+	uint32_t owner;
+	int err;
+};
+
+static void piece_flush(struct piece_out *o)
+{
+	uint8_t end[16];
+
+	if (!o->open || o->err)
+		return;
+	o->open = false;
+	if (elem_add(o->s, o->lo, (uint32_t)o->alen, false) < 0) {
+		o->err = PC_ENOMEM;
+		return;
+	}
+	memcpy(end, o->hi, o->alen);
+	if (be_inc(end, o->alen) && elem_add(o->s, end, (uint32_t)o->alen, true) < 0)
+		o->err = PC_ENOMEM;
+}
+
+/* The piece [lo, hi] belongs to owner: joined to the pending piece when it
+ * continues it with the same owner. */
+static void piece_emit(struct piece_out *o, const uint8_t *lo, const uint8_t *hi, uint32_t owner)
+{
+	uint8_t next[16];
+
+	if (range_cmp(lo, hi, o->alen) > 0)
+		return; /* empty */
+	if (o->open && o->owner == owner) {
+		memcpy(next, o->hi, o->alen);
+		if (be_inc(next, o->alen) && range_cmp(next, lo, o->alen) == 0) {
+			memcpy(o->hi, hi, o->alen);
+			return;
+		}
+	}
+	piece_flush(o);
+	memcpy(o->lo, lo, o->alen);
+	memcpy(o->hi, hi, o->alen);
+	o->owner = owner;
+	o->open = true;
+}
+
+struct nftnl_set *nftset_owned(const char *name, uint8_t af, const struct pc_prefix *const *pfx,
+			       const uint32_t *owner, size_t n)
+{
+	size_t alen = af == AF_INET ? 4 : 16, nr = 0, top = 0;
+	struct owned *r = calloc(n ? n : 1, sizeof(*r)),
+		     **stack = calloc(n ? n : 1, sizeof(*stack));
+	struct piece_out o = {.alen = alen};
+	uint8_t pos[16], end[16];
+	bool pos_valid = false;
+
+	struct nftnl_expr *ctr = nftnl_expr_alloc("counter");
+
+	o.s = nftset_new(NFPROTO_INET, name, af == AF_INET ? NFT_TYPE_IPADDR : NFT_TYPE_IP6ADDR,
+			 (uint32_t)alen, NFT_SET_INTERVAL);
+	if (!o.s || !r || !stack || !ctr) {
+		if (ctr)
+			nftnl_expr_free(ctr);
+		goto fail;
+	}
+	/* every element gets a counter of its own (the kernel copies the
+	 * set's expressions into each element it adds) */
+	nftnl_set_add_expr(o.s, ctr);
+	for (size_t i = 0; i < n; i++) {
+		if (pfx[i]->addr.family != af)
+			continue;
+		prefix_range(pfx[i], alen, &r[nr].r);
+		r[nr++].owner = owner[i];
+	}
+	if (nr)
+		qsort(r, nr, sizeof(*r), owned_cmp);
+	/* Prefixes nest or are disjoint: a sweep with the open ranges on a
+	 * stack gives each address to the innermost range holding it, in
+	 * disjoint pieces (an interval map holds no overlaps). pos: the first
+	 * address not yet given. */
+	for (size_t i = 0; i <= nr; i++) {
+		/* close the open ranges that end before r[i] (all, at the end) */
+		while (top && (i == nr || range_cmp(stack[top - 1]->r.hi, r[i].r.lo, alen) < 0)) {
+			struct owned *t = stack[--top];
+
+			if (pos_valid)
+				piece_emit(&o, pos, t->r.hi, t->owner);
+			memcpy(pos, t->r.hi, alen);
+			pos_valid = be_inc(pos, alen);
+		}
+		if (i == nr)
+			break;
+		if (top && pos_valid && range_cmp(pos, r[i].r.lo, alen) < 0) {
+			memcpy(end, r[i].r.lo, alen);
+			for (size_t k = alen; k-- > 0;) /* end = lo - 1 */
+				if (end[k]-- != 0)
+					break;
+			piece_emit(&o, pos, end, stack[top - 1]->owner);
+		}
+		stack[top++] = &r[i];
+		memcpy(pos, r[i].r.lo, alen);
+		pos_valid = true;
+	}
+	piece_flush(&o);
+	if (o.err)
+		goto fail;
+	free(r);
+	free(stack);
+	return o.s;
+fail:
+	free(r);
+	free(stack);
+	if (o.s)
+		nftnl_set_free(o.s);
+	return NULL;
 }

@@ -14,7 +14,9 @@
  * and event.action; record[0] (a connect with no verdict) says event.type
  * connection,end (flows that ended with their sandbox); the error for an
  * unquoted alias says to quote a wildcard (issue 36); the certificate's
- * rendering says how to audit the log it was recorded in (issue 35).
+ * rendering says how to audit the log it was recorded in (issue 35); the
+ * nftables texts and digests (issue 34): the new-flow limit's rules count
+ * what they drop in limsb4/limsb6, one group of rules per distinct limit.
  * PC_GOLDEN_WRITE=FILE writes the current bytes to FILE instead (to record
  * them; review the diff). */
 #include <arpa/inet.h>

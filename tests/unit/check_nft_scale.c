@@ -3,7 +3,8 @@
  * 2.5 s, a check 25 s, and every frame walk thousands of rules. Built
  * without a kernel for 2, 20 and 200 sandboxes, each bound to its own port
  * (and some to a MAC): the tables have the same rules and sets, and each
- * sandbox is only elements. */
+ * sandbox is only elements; what the limit drops is still counted per
+ * sandbox. */
 #include <netinet/in.h>
 #include <linux/netfilter.h>
 #include <stdio.h>
@@ -17,7 +18,8 @@
 #include "tests/unit/gateway.h"
 #include "tests/unit/unit.h"
 
-/* n sandboxes: sandbox k sends from 10.20.<k/250>.<k%250+1> and
+/* n sandboxes (every fourth with a limit of its own: two limits in all)
+ * sandbox k sends from 10.20.<k/250>.<k%250+1> and
  * fd00:203::1:<k>, on port pcs<k>; every third is bound to a MAC too. The
  * last two share an address (told apart by their ports). */
 static char *policy_of(size_t n)
@@ -34,7 +36,11 @@ static char *policy_of(size_t n)
 			      k ? "---\n" : "", k, a / 250, a % 250 + 1, k, k);
 		if (k % 3 == 0)
 			pc_buf_printf(&b, ", mac: \"02:00:00:00:%02zx:%02zx\"", k / 256, k % 256);
-		pc_buf_printf(&b, " }\nallow: []\n");
+		pc_buf_printf(&b, " }\n");
+		if (k % 4 == 1)
+			pc_buf_printf(
+			    &b, "limits: { new_flows_per_second: 50, new_flows_burst: 100 }\n");
+		pc_buf_printf(&b, "allow: []\n");
 	}
 	return pc_buf_take(&b, NULL);
 }
@@ -113,6 +119,45 @@ static char *set_text_of(const struct nft_ruleset *rs, const char *name)
 	return NULL;
 }
 
+START_TEST(inet_table_size_does_not_grow_with_sandboxes)
+{
+	struct shape a = shape_of(2, NULL), b = shape_of(20, NULL), c = shape_of(200, NULL);
+
+	/* one group of limit rules per distinct limit, not per sandbox */
+	ck_assert_uint_eq(a.rules[0], b.rules[0]);
+	ck_assert_uint_eq(a.rules[0], c.rules[0]);
+	ck_assert_uint_eq(a.sets[0], b.sets[0]);
+	ck_assert_uint_eq(a.sets[0], c.sets[0]);
+	ck_assert_uint_gt(c.elems[0], b.elems[0]);
+	ck_assert_uint_gt(b.elems[0], a.elems[0]);
+}
+END_TEST
+
+/* Every piece of limsb4/6 counts for the sandbox nft_prefix_owner names
+ * for its first address, the one whose source holds it: the shared
+ * 10.20.0.2 is sb1's (the first of the two), the others each their own. */
+START_TEST(limit_drops_count_for_the_source_sandbox)
+{
+	struct config cfg;
+	char *yaml = policy_of(3);
+	struct policy *pol;
+	struct pc_addr a;
+
+	gw_config(&cfg);
+	pol = gw_policy(yaml, &cfg);
+	ck_assert_int_eq(pc_addr_parse("10.20.0.1", &a), 0);
+	ck_assert_int_eq(nft_prefix_owner(pol, &a), 0);
+	ck_assert_int_eq(pc_addr_parse("10.20.0.2", &a), 0);
+	ck_assert_int_eq(nft_prefix_owner(pol, &a), 1);
+	ck_assert_int_eq(pc_addr_parse("fd00:203::1:2", &a), 0);
+	ck_assert_int_eq(nft_prefix_owner(pol, &a), 2);
+	ck_assert_int_eq(pc_addr_parse("10.9.9.9", &a), 0);
+	ck_assert_int_eq(nft_prefix_owner(pol, &a), -1);
+	policy_unref(pol);
+	free(yaml);
+}
+END_TEST
+
 START_TEST(bindings_are_elements)
 {
 	struct nft_ruleset *rs = NULL;
@@ -147,4 +192,5 @@ START_TEST(bindings_are_elements)
 END_TEST
 
 PC_UNIT_SUITE("nft_scale", "shape", 60, bridge_table_size_does_not_grow_with_sandboxes,
-	      bindings_are_elements)
+	      inet_table_size_does_not_grow_with_sandboxes,
+	      limit_drops_count_for_the_source_sandbox, bindings_are_elements)
