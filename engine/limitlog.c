@@ -54,7 +54,7 @@ void limitlog_tick(struct engine *e)
 	if (!pol || !l->logged || l->n != n || !e->ctl_lc || n == 0)
 		goto out;
 	now = calloc(n, sizeof(*now));
-	if (!now || nft_limit_drops(now, n, &err) < 0)
+	if (!now || nft_limit_drops(pol, now, n, &err) < 0)
 		goto out; /* no numbers this time: they are logged at the next */
 	secs = (t - l->since_ms + 500) / 1000;
 	for (size_t k = 0; k < n; k++) {

@@ -127,6 +127,34 @@ static void batch_table(struct batch *bt, uint16_t type, uint16_t family, uint16
 	batch_next(bt);
 }
 
+/* The elements of s, in as many messages as they take. A netlink
+ * attribute's length is 16 bits: in one message, a set's element list
+ * past 64 KiB wrapped that length, and the kernel took the first few
+ * hundred elements and silently dropped the rest (at 1,000 sandboxes the
+ * bridge's pair sets held fewer than a quarter of their elements: the
+ * check found the tables not identical, and the engine kept the guard
+ * closed). libnftnl's iterator fills each message up to a page. */
+static void batch_elems(struct batch *bt, const struct nftnl_set *s, uint16_t family,
+			uint16_t flags, const char *what)
+{
+	struct nftnl_set_elems_iter *it = nftnl_set_elems_iter_create(s);
+	int more = 0;
+
+	if (!it) {
+		bt->err = bt->err ? bt->err : PC_ENOMEM;
+		return;
+	}
+	do {
+		struct nlmsghdr *nlh = batch_msg(bt, NFT_MSG_NEWSETELEM, family, flags, what);
+
+		if (!nlh)
+			break;
+		more = nftnl_set_elems_nlmsg_build_payload_iter(nlh, it);
+		batch_next(bt);
+	} while (more > 0);
+	nftnl_set_elems_iter_destroy(it);
+}
+
 static bool set_empty(const struct nftnl_set *s)
 {
 	struct nftnl_set_elems_iter *it = nftnl_set_elems_iter_create(s);
@@ -164,10 +192,7 @@ static void batch_obj(struct batch *bt, const struct nft_obj *o)
 		if (set_empty(o->u.set))
 			return;
 		snprintf(what, sizeof(what), "elements of set %s", name);
-		nlh = batch_msg(bt, NFT_MSG_NEWSETELEM, o->family, NLM_F_CREATE | NLM_F_EXCL, what);
-		if (nlh)
-			nftnl_set_elems_nlmsg_build_payload(nlh, o->u.set);
-		batch_next(bt);
+		batch_elems(bt, o->u.set, o->family, NLM_F_CREATE | NLM_F_EXCL, what);
 		return;
 	case NFT_RULE_OBJ:
 		snprintf(what, sizeof(what), "rule %zu (%s chain %s)", ++bt->nrules,
@@ -347,13 +372,8 @@ int nft_ports_update(const struct nft_port *ports, size_t n, struct pc_err *err)
 		mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_SET, NFT_SET_PORTS);
 	}
 	batch_next(&bt);
-	if (!set_empty(s)) {
-		nlh = batch_msg(&bt, NFT_MSG_NEWSETELEM, NFPROTO_BRIDGE, NLM_F_CREATE,
-				"elements of set ports");
-		if (nlh)
-			nftnl_set_elems_nlmsg_build_payload(nlh, s);
-		batch_next(&bt);
-	}
+	if (!set_empty(s))
+		batch_elems(&bt, s, NFPROTO_BRIDGE, NLM_F_CREATE, "elements of set ports");
 	rc = batch_send(&bt, true, err);
 	batch_free(&bt);
 	nftnl_set_free(s);

@@ -68,21 +68,6 @@ static int binding_add(struct binding **bd, size_t *n, bool is_mac, const char *
 	return 0;
 }
 
-static void nm_ether_saddr(struct nr *r, uint32_t op, const uint8_t *mac)
-{
-	nr_payload(r, NFT_PAYLOAD_LL_HEADER, 6, 6);
-	nr_cmp(r, op, mac, 6);
-}
-
-/* Match frames sent from the binding's MAC or arriving on its port. */
-static void nm_from_binding(struct nr *r, const struct binding *bd, uint32_t op)
-{
-	if (bd->is_mac)
-		nm_ether_saddr(r, op, bd->mac);
-	else
-		nm_ifname(r, NFT_META_IIFNAME, op, bd->port);
-}
-
 /* ip6 saddr is neither link-local nor unspecified (those only serve ND). */
 static void nm_ip6_not_ll(struct nr *r)
 {
@@ -142,12 +127,293 @@ static void nm_na_target_in(struct nr *r, const char *set, bool inv)
 	}
 }
 
+/* The bindings of one kind (ports or MACs) as set elements: the ruleset's
+ * shape does not depend on how many there are (issue 34). For each family
+ * (4: IPv4 and ARP, 6: IPv6), <k>_pair<f> holds "who . address range" for
+ * every binding, <k>_src<f> every bound address, <k>_dup<f> the addresses
+ * bound to two different ports (or MACs), and <k>_who the bound ports (or
+ * MACs). */
+struct bindset {
+	bool is_mac;
+	struct nft_bind_range *r;
+	size_t n;
+};
+
+static const char *bs_kind(const struct bindset *bs)
+{
+	return bs->is_mac ? "m" : "p";
+}
+
+static void bs_name(char *buf, size_t len, const struct bindset *bs, const char *what, int f)
+{
+	if (f)
+		snprintf(buf, len, "%s_%s%d", bs_kind(bs), what, f);
+	else
+		snprintf(buf, len, "%s_%s", bs_kind(bs), what);
+}
+
+static uint32_t bs_wholen(const struct bindset *bs)
+{
+	return bs->is_mac ? 6 : PC_IFNAMSIZ;
+}
+
+static int bindset_fill(struct bindset *bs, const struct binding *bd, size_t nbd, bool is_mac)
+{
+	size_t n = 0;
+
+	memset(bs, 0, sizeof(*bs));
+	bs->is_mac = is_mac;
+	for (size_t i = 0; i < nbd; i++)
+		if (bd[i].is_mac == is_mac)
+			n += bd[i].n;
+	if (!n)
+		return 0;
+	bs->r = calloc(n, sizeof(*bs->r));
+	if (!bs->r)
+		return PC_ENOMEM;
+	for (size_t i = 0; i < nbd; i++) {
+		if (bd[i].is_mac != is_mac)
+			continue;
+		for (size_t k = 0; k < bd[i].n; k++) {
+			struct nft_bind_range *x = &bs->r[bs->n++];
+
+			if (is_mac)
+				memcpy(x->who, bd[i].mac, 6);
+			else
+				memcpy(x->who, bd[i].port, strnlen(bd[i].port, PC_IFNAMSIZ));
+			x->pfx = *bd[i].pfx[k];
+		}
+	}
+	return 0;
+}
+
+struct dup_item {
+	const struct nft_bind_range *r;
+	uint8_t lo[16], hi[16];
+};
+
+static int dup_cmp(const void *a, const void *b)
+{
+	return memcmp(((const struct dup_item *)a)->lo, ((const struct dup_item *)b)->lo, 16);
+}
+
+/* The addresses of family af bound to two different whos: prefixes nest or
+ * are disjoint, so where two of different whos overlap, the longer one is
+ * the overlap. Sorted by first address, each range meets only the ranges
+ * that start inside it. */
+static struct nftnl_set *bindset_dups(const struct bindset *bs, const char *name, uint8_t af)
+{
+	size_t alen = af == AF_INET ? 4 : 16, n = 0, nd = 0, cap = bs->n + 1;
+	struct dup_item *it = calloc(cap, sizeof(*it));
+	const struct pc_prefix **dup = calloc(cap, sizeof(*dup));
+	struct nftnl_set *s = NULL;
+
+	if (!it || !dup)
+		goto out;
+	for (size_t i = 0; i < bs->n; i++) {
+		const struct pc_prefix *p = &bs->r[i].pfx;
+
+		if (p->addr.family != af)
+			continue;
+		it[n].r = &bs->r[i];
+		memcpy(it[n].lo, p->addr.a, alen);
+		memcpy(it[n].hi, p->addr.a, alen);
+		for (size_t bit = p->len; bit < alen * 8; bit++) {
+			it[n].lo[bit / 8] &= (uint8_t) ~(0x80 >> (bit % 8));
+			it[n].hi[bit / 8] |= (uint8_t)(0x80 >> (bit % 8));
+		}
+		n++;
+	}
+	if (n)
+		qsort(it, n, sizeof(*it), dup_cmp);
+	for (size_t i = 0; i < n; i++) {
+		for (size_t j = i + 1; j < n && memcmp(it[j].lo, it[i].hi, alen) <= 0; j++) {
+			if (memcmp(it[i].r->who, it[j].r->who, sizeof(it[i].r->who)) == 0)
+				continue;
+			if (nd == cap) {
+				const struct pc_prefix **nx =
+				    realloc(dup, (cap *= 2) * sizeof(*nx));
+
+				if (!nx)
+					goto out;
+				dup = nx;
+			}
+			dup[nd++] =
+			    it[j].r->pfx.len >= it[i].r->pfx.len ? &it[j].r->pfx : &it[i].r->pfx;
+		}
+	}
+	s = nftset_prefixes(NFPROTO_BRIDGE, name, af, dup, nd);
+out:
+	free(it);
+	free(dup);
+	return s;
+}
+
+static void bindset_sets(struct bld *b, const struct bindset *bs)
+{
+	const struct pc_prefix **pfx;
+	char name[32];
+
+	if (!bs->n)
+		return;
+	pfx = calloc(bs->n, sizeof(*pfx));
+	if (!pfx) {
+		b->err = b->err ? b->err : PC_ENOMEM;
+		return;
+	}
+	for (size_t i = 0; i < bs->n; i++)
+		pfx[i] = &bs->r[i].pfx;
+	bs_name(name, sizeof(name), bs, "who", 0);
+	rsb_push(b, NFT_SET_OBJ, nftset_bind_whos(name, bs_wholen(bs), bs->r, bs->n));
+	for (int v6 = 0; v6 < 2; v6++) {
+		uint8_t af = v6 ? AF_INET6 : AF_INET;
+		int f = v6 ? 6 : 4;
+
+		bs_name(name, sizeof(name), bs, "src", f);
+		rsb_push(b, NFT_SET_OBJ, nftset_prefixes(NFPROTO_BRIDGE, name, af, pfx, bs->n));
+		bs_name(name, sizeof(name), bs, "dup", f);
+		rsb_push(b, NFT_SET_OBJ, bindset_dups(bs, name, af));
+		bs_name(name, sizeof(name), bs, "pair", f);
+		rsb_push(b, NFT_SET_OBJ, nftset_bind_pairs(name, af, bs_wholen(bs), bs->r, bs->n));
+	}
+	if (bs->is_mac) {
+		bs_name(name, sizeof(name), bs, "sha", 0);
+		rsb_push(b, NFT_SET_OBJ, nftset_mac_pairs(name, bs->r, bs->n));
+	}
+	free(pfx);
+}
+
+/* Where an address sits in a frame: payload base, offset, length. */
+struct field {
+	uint32_t base, off, len;
+};
+
+/* The frame's who (input port or source MAC; out: output port or
+ * destination MAC) is [not] in <k>_who. */
+static void nm_who_in(struct nr *r, const struct bindset *bs, bool out, bool inv)
+{
+	char name[32];
+
+	bs_name(name, sizeof(name), bs, "who", 0);
+	if (bs->is_mac)
+		nr_payload(r, NFT_PAYLOAD_LL_HEADER, out ? 0 : 6, 6);
+	else
+		nr_meta(r, out ? NFT_META_OIFNAME : NFT_META_IIFNAME);
+	nr_lookup(r, name, inv);
+}
+
+/* "who . address" is not one of the bound pairs: the fields load into
+ * consecutive 32-bit registers, who first. Named as the kernel dumps them
+ * (a 32-bit register at the start of a 128-bit one by the latter: reg 1
+ * for reg32 0, reg 2 for reg32 4), so that the texts compare. */
+static void nm_pair_not_in(struct nr *r, const struct bindset *bs, bool out, struct field a, int f)
+{
+	char name[32];
+
+	bs_name(name, sizeof(name), bs, "pair", f);
+	if (bs->is_mac) {
+		nr_payload_to(r, NFT_REG_1, NFT_PAYLOAD_LL_HEADER, out ? 0 : 6, 6);
+		nr_payload_to(r, NFT_REG32_02, a.base, a.off, a.len);
+	} else {
+		nr_meta_to(r, NFT_REG_1, out ? NFT_META_OIFNAME : NFT_META_IIFNAME);
+		nr_payload_to(r, NFT_REG_2, a.base, a.off, a.len);
+	}
+	nr_lookup_from(r, NFT_REG_1, name, true);
+}
+
+static void nm_field_in(struct nr *r, struct field a, const char *set, bool inv)
+{
+	nr_payload(r, a.base, a.off, a.len);
+	nr_lookup(r, set, inv);
+}
+
+static void counted_drop(struct nr *r)
+{
+	nr_counter(r);
+	nr_verdict(r, NF_DROP, NULL);
+}
+
+/* The exemptions of "not bound here" (kind 1: link-local and unspecified
+ * IPv6 sources, neighbour discovery's; kind 2: ARP probes' 0.0.0.0;
+ * kind 3: link-local NA targets). */
+static void nm_exempt(struct nr *r, int kind)
+{
+	static const uint8_t any4[4], mask[2] = {0xff, 0xc0}, zero2[2] = {0, 0},
+				      ll[2] = {0xfe, 0x80};
+
+	if (kind == 1) {
+		nm_ip6_not_ll(r);
+	} else if (kind == 2) {
+		nr_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 14, 4);
+		nr_cmp(r, NFT_CMP_NEQ, any4, 4); /* 0.0.0.0: ARP probes (RFC 5227) */
+	} else if (kind == 3) {
+		nr_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, 8, 2);
+		nr_bitwise(r, 2, mask, zero2);
+		nr_cmp(r, NFT_CMP_NEQ, ll, 2);
+	}
+}
+
+/* An ICMPv6 neighbour advertisement (its target: transport header + 8). */
+static void nm_na(struct nr *r)
+{
+	static const uint8_t na = 136;
+
+	nm_l4proto(r, NFT_CMP_EQ, IPPROTO_ICMPV6);
+	nr_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, 0, 1);
+	nr_cmp(r, NFT_CMP_EQ, &na, 1);
+}
+
+/* The bindings of one kind over one address field (kind 0: IPv4 source,
+ * 1: IPv6 source, 2: ARP sender, 3: NA target): an address bound to two
+ * different ports (or MACs) comes from none — each binding's "only from
+ * there" excludes the other —; a bound port (or MAC) sends only its own
+ * addresses; a bound address comes only from its port (or MAC). The same
+ * drops as one pair of rules per binding, as lookups. */
+static void bind_rules(struct bld *b, const struct bindset *bs, int kind)
+{
+	static const struct field fields[] = {{NFT_PAYLOAD_NETWORK_HEADER, 12, 4},
+					      {NFT_PAYLOAD_NETWORK_HEADER, 8, 16},
+					      {NFT_PAYLOAD_NETWORK_HEADER, 14, 4},
+					      {NFT_PAYLOAD_TRANSPORT_HEADER, 8, 16}};
+	struct field a = fields[kind];
+	int f = kind == 1 || kind == 3 ? 6 : 4;
+	char dup[32], src[32];
+	struct nr r;
+
+	if (!bs->n)
+		return;
+	bs_name(dup, sizeof(dup), bs, "dup", f);
+	bs_name(src, sizeof(src), bs, "src", f);
+	rsb_rule_begin(b, &r);
+	if (kind == 3)
+		nm_na(&r);
+	nm_field_in(&r, a, dup, false);
+	counted_drop(&r);
+	rsb_rule_end(b, &r);
+	/* the port/MAC sends only from its sandboxes' addresses ... */
+	rsb_rule_begin(b, &r);
+	if (kind == 3)
+		nm_na(&r);
+	nm_who_in(&r, bs, false, false);
+	nm_pair_not_in(&r, bs, false, a, f);
+	nm_exempt(&r, kind);
+	counted_drop(&r);
+	rsb_rule_end(b, &r);
+	/* ... and those addresses come only from that port/MAC */
+	rsb_rule_begin(b, &r);
+	if (kind == 3)
+		nm_na(&r);
+	nm_field_in(&r, a, src, false);
+	nm_pair_not_in(&r, bs, false, a, f);
+	counted_drop(&r);
+	rsb_rule_end(b, &r);
+}
+
 /* kind 0 = ipv4, 1 = ipv6, 2 = arp: one regular chain each. */
-static void bridge_family_chain(struct bld *b, int kind, const struct binding *bd, size_t nbd)
+static void bridge_family_chain(struct bld *b, int kind, const struct bindset *bs)
 {
 	static const char *const names[] = {"ipv4", "ipv6", "arp"};
 	const char *all = kind == 1 ? "src6" : "src4";
-	char set[32];
 	struct nr r;
 
 	rsb_chain(b, names[kind], NULL, -1, 0, 0);
@@ -198,103 +464,69 @@ static void bridge_family_chain(struct bld *b, int kind, const struct binding *b
 		nr_verdict(&r, NF_DROP, NULL);
 		rsb_rule_end(b, &r);
 	}
-	for (size_t i = 0; i < nbd; i++) {
-		snprintf(set, sizeof(set), "%c%zu_%d", bd[i].is_mac ? 'm' : 'p', i,
-			 kind == 1 ? 6 : 4);
-		/* the port/MAC sends only from its sandbox's addresses ... */
+	for (int k = 0; k < 2; k++) {
+		bind_rules(b, &bs[k], kind);
+		/* the port/MAC advertises only its sandbox's addresses, and
+		 * those only it advertises */
+		if (kind == 1)
+			bind_rules(b, &bs[k], 3);
+	}
+	if (kind == 2 && bs[1].n) {
+		/* ARP sender hardware address must be the frame's */
 		rsb_rule_begin(b, &r);
-		nm_from_binding(&r, &bd[i], NFT_CMP_EQ);
-		nm_src_in(&r, kind, set, true);
-		nr_counter(&r);
-		nr_verdict(&r, NF_DROP, NULL);
+		nm_who_in(&r, &bs[1], false, false);
+		nr_payload_to(&r, NFT_REG_1, NFT_PAYLOAD_LL_HEADER, 6, 6);
+		nr_payload_to(&r, NFT_REG32_02, NFT_PAYLOAD_NETWORK_HEADER, 8, 6);
+		nr_lookup_from(&r, NFT_REG_1, "m_sha", true);
+		counted_drop(&r);
 		rsb_rule_end(b, &r);
-		/* ... and those addresses come only from that port/MAC */
-		rsb_rule_begin(b, &r);
-		nm_src_in(&r, kind, set, false);
-		nm_from_binding(&r, &bd[i], NFT_CMP_NEQ);
-		nr_counter(&r);
-		nr_verdict(&r, NF_DROP, NULL);
-		rsb_rule_end(b, &r);
-		if (kind == 1) {
-			/* the port/MAC advertises only its sandbox's addresses,
-			 * and those only it advertises */
-			rsb_rule_begin(b, &r);
-			nm_from_binding(&r, &bd[i], NFT_CMP_EQ);
-			nm_na_target_in(&r, set, true);
-			nr_counter(&r);
-			nr_verdict(&r, NF_DROP, NULL);
-			rsb_rule_end(b, &r);
-			rsb_rule_begin(b, &r);
-			nm_na_target_in(&r, set, false);
-			nm_from_binding(&r, &bd[i], NFT_CMP_NEQ);
-			nr_counter(&r);
-			nr_verdict(&r, NF_DROP, NULL);
-			rsb_rule_end(b, &r);
-		}
-		if (kind == 2 && bd[i].is_mac) {
-			/* ARP sender hardware address must be the frame's */
-			rsb_rule_begin(b, &r);
-			nm_ether_saddr(&r, NFT_CMP_EQ, bd[i].mac);
-			nr_payload(&r, NFT_PAYLOAD_NETWORK_HEADER, 8, 6);
-			nr_cmp(&r, NFT_CMP_NEQ, bd[i].mac, 6);
-			nr_counter(&r);
-			nr_verdict(&r, NF_DROP, NULL);
-			rsb_rule_end(b, &r);
-		}
 	}
 	rsb_rule_begin(b, &r);
 	nr_verdict(&r, NF_ACCEPT, NULL);
 	rsb_rule_end(b, &r);
 }
 
-static void bridge_sets(struct bld *b, const struct binding *bd, size_t nbd,
-			const struct pc_prefix **all, size_t nall)
+static void bridge_sets(struct bld *b, const struct bindset *bs, const struct pc_prefix **all,
+			size_t nall)
 {
-	char name[32];
-
 	rsb_push(b, NFT_SET_OBJ, nftset_ports(b->p->ports, b->p->n_ports));
 	rsb_push(b, NFT_SET_OBJ, nftset_prefixes(NFPROTO_BRIDGE, "src4", AF_INET, all, nall));
 	rsb_push(b, NFT_SET_OBJ, nftset_prefixes(NFPROTO_BRIDGE, "src6", AF_INET6, all, nall));
-	for (size_t i = 0; i < nbd; i++) {
-		for (int v6 = 0; v6 < 2; v6++) {
-			snprintf(name, sizeof(name), "%c%zu_%d", bd[i].is_mac ? 'm' : 'p', i,
-				 v6 ? 6 : 4);
-			rsb_push(b, NFT_SET_OBJ,
-				 nftset_prefixes(NFPROTO_BRIDGE, name, v6 ? AF_INET6 : AF_INET,
-						 bd[i].pfx, bd[i].n));
-		}
-	}
+	for (int k = 0; k < 2; k++)
+		bindset_sets(b, &bs[k]);
 }
 
 /* Frames the gateway sends toward a bound sandbox's address leave only
  * through that sandbox's port (or toward its MAC). A sandbox that sends from
  * another one's MAC moves that MAC to its own port in the bridge's
  * forwarding database; without this chain the gateway would then hand it
- * the other sandbox's traffic (tests/escape/l2.sh, MAC spoofing). */
-static void bridge_output_chain(struct bld *b, const struct binding *bd, size_t nbd)
+ * the other sandbox's traffic (tests/escape/l2.sh, MAC spoofing). An
+ * address bound to two ports (or MACs) is sent to none. */
+static void bridge_output_chain(struct bld *b, const struct bindset *bs)
 {
 	char set[32];
 	struct nr r;
 
 	rsb_chain(b, "output", "filter", NF_BR_LOCAL_OUT, NFT_PRIO_BRIDGE, NF_ACCEPT);
-	for (size_t i = 0; i < nbd; i++) {
+	for (int k = 0; k < 2; k++) {
+		if (!bs[k].n)
+			continue;
 		for (int v6 = 0; v6 < 2; v6++) {
-			snprintf(set, sizeof(set), "%c%zu_%d", bd[i].is_mac ? 'm' : 'p', i,
-				 v6 ? 6 : 4);
-			rsb_rule_begin(b, &r);
-			nr_payload(&r, NFT_PAYLOAD_LL_HEADER, 12, 2);
-			nr_cmp_be16(&r, NFT_CMP_EQ, v6 ? ETH_P_IPV6_ : ETH_P_IP_);
-			nr_payload(&r, NFT_PAYLOAD_NETWORK_HEADER, v6 ? 24 : 16, v6 ? 16 : 4);
-			nr_lookup(&r, set, false);
-			if (bd[i].is_mac) {
-				nr_payload(&r, NFT_PAYLOAD_LL_HEADER, 0, 6);
-				nr_cmp(&r, NFT_CMP_NEQ, bd[i].mac, 6);
-			} else {
-				nm_ifname(&r, NFT_META_OIFNAME, NFT_CMP_NEQ, bd[i].port);
+			struct field a = {NFT_PAYLOAD_NETWORK_HEADER, v6 ? 24u : 16u,
+					  v6 ? 16u : 4u};
+			int f = v6 ? 6 : 4;
+
+			for (int w = 0; w < 2; w++) {
+				rsb_rule_begin(b, &r);
+				nr_payload(&r, NFT_PAYLOAD_LL_HEADER, 12, 2);
+				nr_cmp_be16(&r, NFT_CMP_EQ, v6 ? ETH_P_IPV6_ : ETH_P_IP_);
+				bs_name(set, sizeof(set), &bs[k], w ? "src" : "dup", f);
+				nm_field_in(&r, a, set, false);
+				if (w)
+					nm_pair_not_in(&r, &bs[k], true, a, f);
+				counted_drop(&r);
+				rsb_rule_end(b, &r);
 			}
-			nr_counter(&r);
-			nr_verdict(&r, NF_DROP, NULL);
-			rsb_rule_end(b, &r);
 		}
 	}
 }
@@ -303,6 +535,7 @@ void nft_bridge_table(struct bld *b)
 {
 	const struct policy *pol = b->p->policy;
 	struct binding *bd = NULL;
+	struct bindset bs[2] = {{0}};
 	const struct pc_prefix **all = NULL;
 	size_t nbd = 0, nall = 0, nsb = policy_sandbox_count(pol);
 	static const uint16_t types[] = {ETH_P_IP_, ETH_P_IPV6_, ETH_P_ARP_};
@@ -328,11 +561,14 @@ void nft_bridge_table(struct bld *b)
 		if (sb->match.has_mac && binding_add(&bd, &nbd, true, NULL, sb->match.mac, sb) < 0)
 			b->err = PC_ENOMEM;
 	}
+	if (!b->err &&
+	    (bindset_fill(&bs[0], bd, nbd, false) < 0 || bindset_fill(&bs[1], bd, nbd, true) < 0))
+		b->err = PC_ENOMEM;
 	rsb_table(b);
-	bridge_sets(b, bd, nbd, all, nall);
+	bridge_sets(b, bs, all, nall);
 	/* regular chains first: the prerouting chain jumps to them */
 	for (int k = 0; k < 3; k++)
-		bridge_family_chain(b, k, bd, nbd);
+		bridge_family_chain(b, k, bs);
 
 	rsb_chain(b, "prerouting", "filter", NF_BR_PRE_ROUTING, NFT_PRIO_BRIDGE, NF_ACCEPT);
 	rsb_rule_begin(b, &r);
@@ -364,7 +600,9 @@ void nft_bridge_table(struct bld *b)
 		nr_verdict(&r, NF_DROP, NULL);
 		rsb_rule_end(b, &r);
 	}
-	bridge_output_chain(b, bd, nbd);
+	bridge_output_chain(b, bs);
 	bindings_free(bd, nbd);
+	free(bs[0].r);
+	free(bs[1].r);
 	free(all);
 }

@@ -119,8 +119,18 @@ void nr_cmp_ifname(struct nr *b, uint32_t op, const char *name)
 
 void nr_payload(struct nr *b, uint32_t base, uint32_t off, uint32_t len)
 {
-	NR_U32S(b, "payload", {NFTNL_EXPR_PAYLOAD_DREG, NFT_REG_1}, {NFTNL_EXPR_PAYLOAD_BASE, base},
+	nr_payload_to(b, NFT_REG_1, base, off, len);
+}
+
+void nr_payload_to(struct nr *b, uint32_t dreg, uint32_t base, uint32_t off, uint32_t len)
+{
+	NR_U32S(b, "payload", {NFTNL_EXPR_PAYLOAD_DREG, dreg}, {NFTNL_EXPR_PAYLOAD_BASE, base},
 		{NFTNL_EXPR_PAYLOAD_OFFSET, off}, {NFTNL_EXPR_PAYLOAD_LEN, len});
+}
+
+void nr_meta_to(struct nr *b, uint32_t dreg, uint32_t key)
+{
+	NR_U32S(b, "meta", {NFTNL_EXPR_META_KEY, key}, {NFTNL_EXPR_META_DREG, dreg});
 }
 
 void nr_bitwise(struct nr *b, uint32_t len, const void *mask, const void * xor)
@@ -155,11 +165,16 @@ void nr_ct_set(struct nr *b, uint32_t key)
 
 void nr_lookup(struct nr *b, const char *set, bool inv)
 {
+	nr_lookup_from(b, NFT_REG_1, set, inv);
+}
+
+void nr_lookup_from(struct nr *b, uint32_t sreg, const char *set, bool inv)
+{
 	struct nftnl_expr *e = nr_new(b, "lookup");
 
 	if (!e)
 		return;
-	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, sreg);
 	if (nftnl_expr_set_str(e, NFTNL_EXPR_LOOKUP_SET, set) < 0)
 		b->err = PC_ENOMEM;
 	/* Always sent, 0 included: a kernel dump always has it, and the

@@ -113,45 +113,105 @@ enum limit_what {
 	LIM_N
 };
 
-/* The new-flow limit of sandbox i (docs/engine.md, "New-flow limit"): for
- * each family its sources have, whatever conntrack has no flow for (new,
- * invalid, untracked) or a UDP DNS query on an established 5-tuple is
- * counted in the meter lim<i>; the later segments of DNS-over-TCP and held
- * flows in the meter seg<i>, at LIMIT_SEGMENTS_PER_FLOW times the rate.
- * One bucket per sandbox port (the stamp: a flooding port never spends
- * another's tokens, whatever source it forges); over the limit: counter,
- * drop. Every packet from a sandbox that reaches the queue has passed one
- * of these (the queue rules follow). */
-static void limit_rules(struct bld *b, size_t i, const struct policy_sandbox *sb)
+/* The sandboxes' new-flow limits (docs/engine.md, "New-flow limit"), one
+ * group of rules per distinct limit (a class: rate and burst), not per
+ * sandbox (issue 34: 4,000 rules at 1,000 sandboxes walked by every queued
+ * packet). For each class and each family its sandboxes' sources have:
+ * whatever conntrack has no flow for (new, invalid, untracked) or a UDP
+ * DNS query on an established 5-tuple is counted in the meter lim<c>; the
+ * later segments of DNS-over-TCP and held flows in the meter seg<c>, at
+ * LIMIT_SEGMENTS_PER_FLOW times the rate. One bucket per sandbox port (the
+ * stamp: a flooding port never spends another's tokens, whatever source it
+ * forges). Over the limit: the packet is counted for its sandbox (by the
+ * element of limsb<f> its source is in: each element belongs to one
+ * sandbox and counts what the lookup finds), counted, dropped. Every
+ * packet from a sandbox that reaches the queue has passed one of these
+ * (the queue rules follow). */
+struct limclass {
+	uint32_t rate, burst;
+	const struct pc_prefix **pfx;
+	size_t n;
+};
+
+struct limits {
+	struct limclass *c;
+	size_t nc;
+	/* every sandbox's sources with the sandbox's index, for limsb4/6 */
+	const struct pc_prefix **pfx;
+	uint32_t *owner;
+	size_t n;
+};
+
+static void limits_free(struct limits *l)
+{
+	for (size_t i = 0; i < l->nc; i++)
+		free(l->c[i].pfx);
+	free(l->c);
+	free(l->pfx);
+	free(l->owner);
+}
+
+static int limits_group(const struct policy *pol, struct limits *l)
+{
+	size_t nsb = policy_sandbox_count(pol), total = 0;
+
+	memset(l, 0, sizeof(*l));
+	for (size_t i = 0; i < nsb; i++)
+		total += policy_sandbox_at(pol, i)->match.n_sources;
+	l->c = calloc(nsb ? nsb : 1, sizeof(*l->c));
+	l->pfx = calloc(total ? total : 1, sizeof(*l->pfx));
+	l->owner = calloc(total ? total : 1, sizeof(*l->owner));
+	if (!l->c || !l->pfx || !l->owner)
+		return PC_ENOMEM;
+	for (size_t i = 0; i < nsb; i++) {
+		const struct policy_sandbox *sb = policy_sandbox_at(pol, i);
+		struct limclass *c = NULL;
+		const struct pc_prefix **np;
+
+		if (!sb->match.n_sources)
+			continue; /* sends only from another sandbox's sources (layer 2): its rule
+				   */
+		for (size_t k = 0; k < l->nc && !c; k++)
+			if (l->c[k].rate == sb->new_flows_per_second &&
+			    l->c[k].burst == sb->new_flows_burst)
+				c = &l->c[k];
+		if (!c) {
+			c = &l->c[l->nc++];
+			c->rate = sb->new_flows_per_second;
+			c->burst = sb->new_flows_burst;
+		}
+		np = realloc(c->pfx, (c->n + sb->match.n_sources) * sizeof(*np));
+		if (!np)
+			return PC_ENOMEM;
+		c->pfx = np;
+		for (size_t k = 0; k < sb->match.n_sources; k++) {
+			c->pfx[c->n++] = &sb->match.sources[k];
+			l->pfx[l->n] = &sb->match.sources[k];
+			l->owner[l->n++] = (uint32_t)i;
+		}
+	}
+	return 0;
+}
+
+static void limit_rules(struct bld *b, size_t ci, const struct limclass *c)
 {
 	char meter[24], seg[24], src[32];
-	const struct pc_prefix **pfx;
 	struct nr r;
 
-	if (!sb->match.n_sources)
-		return; /* sends only from another sandbox's sources (layer 2): its rule */
-	pfx = calloc(sb->match.n_sources, sizeof(*pfx));
-	if (!pfx) {
-		b->err = b->err ? b->err : PC_ENOMEM;
-		return;
-	}
-	for (size_t k = 0; k < sb->match.n_sources; k++)
-		pfx[k] = &sb->match.sources[k];
-	snprintf(meter, sizeof(meter), "lim%zu", i);
-	snprintf(seg, sizeof(seg), "seg%zu", i);
+	snprintf(meter, sizeof(meter), "lim%zu", ci);
+	snprintf(seg, sizeof(seg), "seg%zu", ci);
 	rsb_push(b, NFT_SET_OBJ, nftset_meter(NFPROTO_INET, meter));
 	rsb_push(b, NFT_SET_OBJ, nftset_meter(NFPROTO_INET, seg));
 	for (int v6 = 0; v6 < 2; v6++) {
 		uint8_t af = v6 ? AF_INET6 : AF_INET;
 		bool any = false;
 
-		for (size_t k = 0; k < sb->match.n_sources; k++)
-			any = any || sb->match.sources[k].addr.family == af;
+		for (size_t k = 0; k < c->n; k++)
+			any = any || c->pfx[k]->addr.family == af;
 		if (!any)
 			continue;
-		snprintf(src, sizeof(src), "lim%zu_src%c", i, v6 ? '6' : '4');
-		rsb_push(b, NFT_SET_OBJ,
-			 nftset_prefixes(NFPROTO_INET, src, af, pfx, sb->match.n_sources));
+		snprintf(src, sizeof(src), "lim%zu_src%c", ci, v6 ? '6' : '4');
+		rsb_push(b, NFT_SET_OBJ, nftset_prefixes(NFPROTO_INET, src, af, c->pfx, c->n));
 		for (int w = 0; w < LIM_N; w++) {
 			uint32_t est = NF_CT_STATE_BIT(IP_CT_ESTABLISHED);
 			uint32_t k = w >= LIM_TCP_DNS ? LIMIT_SEGMENTS_PER_FLOW : 1;
@@ -182,13 +242,33 @@ static void limit_rules(struct bld *b, size_t i, const struct policy_sandbox *sb
 			nr_meta(&r, NFT_META_MARK);
 			nr_bitwise_u32(&r, NFT_MARK_PORT_MASK, 0);
 			nr_limit_meter(&r, w >= LIM_TCP_DNS ? seg : meter, LIMIT_IDLE_MS,
-				       (uint64_t)sb->new_flows_per_second * k,
-				       sb->new_flows_burst * k);
+				       (uint64_t)c->rate * k, c->burst * k);
+			/* over the limit: counted for the sandbox of the source
+			 * (the set holds every source of a limit's rules: the
+			 * lookup finds it; were it not to, the packet would go
+			 * on to the queue, never to an accept) */
+			nm_addr_set(&r, false, af, true, v6 ? NFT_SET_LIMSB6 : NFT_SET_LIMSB4,
+				    false);
 			nr_drop(&r);
 			rsb_rule_end(b, &r);
 		}
 	}
-	free(pfx);
+}
+
+static void limits_all(struct bld *b)
+{
+	struct limits l;
+
+	if (limits_group(b->p->policy, &l) < 0) {
+		b->err = b->err ? b->err : PC_ENOMEM;
+		limits_free(&l);
+		return;
+	}
+	rsb_push(b, NFT_SET_OBJ, nftset_owned(NFT_SET_LIMSB4, AF_INET, l.pfx, l.owner, l.n));
+	rsb_push(b, NFT_SET_OBJ, nftset_owned(NFT_SET_LIMSB6, AF_INET6, l.pfx, l.owner, l.n));
+	for (size_t i = 0; i < l.nc; i++)
+		limit_rules(b, i, &l.c[i]);
+	limits_free(&l);
 }
 
 /* A held flow's bare ACKs from the sandbox go on without the queue
@@ -293,9 +373,8 @@ static void inet_prerouting(struct bld *b)
 	nm_bits(&r, false, NFT_MARK_PORT_MASK, NFT_CMP_EQ, 0);
 	nr_drop(&r);
 	rsb_rule_end(b, &r);
-	/* each sandbox's new-flow limit, before anything is queued */
-	for (size_t i = 0; i < policy_sandbox_count(b->p->policy); i++)
-		limit_rules(b, i, policy_sandbox_at(b->p->policy, i));
+	/* the sandboxes' new-flow limits, before anything is queued */
+	limits_all(b);
 	/* every DNS message is judged, whatever the conntrack state */
 	for (int tcp = 0; tcp < 2; tcp++) {
 		rsb_rule_begin(b, &r);

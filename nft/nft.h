@@ -158,10 +158,19 @@ struct pc_prom;
 /* The family portcullis_engine_new_flow_limit_dropped_total{sandbox} (none
  * if the dump failed). */
 void limits_metrics(struct pc_prom *b, const struct policy *pol);
-/* flood (issue 20): drops[k] = the packets the limit rules of sandbox k
- * (meters lim<k> and seg<k>) dropped since the tables were installed,
- * k < n; drops is written only on success. 0 or <0 (err). */
-int nft_limit_drops(uint64_t *drops, size_t n, struct pc_err *err);
+/* flood (issue 20): drops[k] = the packets of sandbox k of pol the limit
+ * rules (both meters) dropped since the tables were installed, k < n: the
+ * counters of the elements of limsb4/limsb6 that belong to sandbox k
+ * (nft_prefix_owner); drops is written only on success. 0 or <0 (err). */
+int nft_limit_drops(const struct policy *pol, uint64_t *drops, size_t n, struct pc_err *err);
+/* The sandbox of pol whose source prefix holding a is the longest (of two
+ * equal ones, the first): the owner of a's element of limsb4/6. -1: none. */
+long nft_prefix_owner(const struct policy *pol, const struct pc_addr *a);
+
+/* The inet table's sets of the sandboxes' sources, cut into pieces that
+ * each belong to one sandbox, each counting what its limit dropped. */
+#define NFT_SET_LIMSB4 "limsb4"
+#define NFT_SET_LIMSB6 "limsb6"
 
 /* The bridge table's port set, rebuilt on link changes. */
 #define NFT_SET_PORTS "ports"

@@ -42,11 +42,16 @@ void nr_cmp_u8(struct nr *b, uint32_t op, uint8_t v);
 void nr_cmp_be16(struct nr *b, uint32_t op, uint16_t host_value);
 void nr_cmp_ifname(struct nr *b, uint32_t op, const char *name);
 void nr_payload(struct nr *b, uint32_t base, uint32_t off, uint32_t len);
+/* The same loads into another register: the fields of a concatenation
+ * (each field starts at a 32-bit register, NFT_REG32_00 onwards). */
+void nr_payload_to(struct nr *b, uint32_t dreg, uint32_t base, uint32_t off, uint32_t len);
+void nr_meta_to(struct nr *b, uint32_t dreg, uint32_t key);
 void nr_bitwise(struct nr *b, uint32_t len, const void *mask, const void * xor);
 void nr_bitwise_u32(struct nr *b, uint32_t mask, uint32_t xor);
 void nr_ct(struct nr *b, uint32_t key);
 void nr_ct_set(struct nr *b, uint32_t key);
 void nr_lookup(struct nr *b, const char *set, bool inv);
+void nr_lookup_from(struct nr *b, uint32_t sreg, const char *set, bool inv);
 void nr_verdict(struct nr *b, int verdict, const char *chain);
 void nr_imm_be16(struct nr *b, uint32_t reg, uint16_t host_value);
 void nr_reject(struct nr *b, uint32_t type, uint8_t code);
@@ -104,5 +109,30 @@ struct nftnl_set *nftset_ports(const struct nft_port *ports, size_t n);
 /* An empty dynamic set keyed by a packet mark (a port stamp), whose
  * elements the rules create, each with its own limit (nr_limit_meter). */
 struct nftnl_set *nftset_meter(uint16_t family, const char *name);
+
+/* An interval set of the prefixes of family af cut into pieces that each
+ * belong to one owner: where prefixes nest, the innermost owns (of equal
+ * ones the lowest owner; nft_prefix_owner says which). Each element has a
+ * counter, which a lookup that finds it counts. */
+struct nftnl_set *nftset_owned(const char *name, uint8_t af, const struct pc_prefix *const *pfx,
+			       const uint32_t *owner, size_t n);
+
+/* Bindings (nft/bridge.c): an address range bound to a bridge port (by
+ * name) or to a MAC. */
+struct nft_bind_range {
+	uint8_t who[16]; /* the port's name, NUL-padded, or the MAC */
+	struct pc_prefix pfx;
+};
+/* The pairs "port (or MAC) . address" of family af as one set of
+ * concatenated ranges (flags interval|concat): who is exact, the address a
+ * range; ranges of one port/MAC merged. wholen: 16 (ifname) or 6 (MAC). */
+struct nftnl_set *nftset_bind_pairs(const char *name, uint8_t af, uint32_t wholen,
+				    const struct nft_bind_range *b, size_t n);
+/* A plain set of the distinct whos of b (ifnames or MACs). */
+struct nftnl_set *nftset_bind_whos(const char *name, uint32_t wholen,
+				   const struct nft_bind_range *b, size_t n);
+/* A plain set of concatenated "MAC . MAC" keys, one per distinct MAC of b:
+ * an ARP sender hardware address equal to the frame's. */
+struct nftnl_set *nftset_mac_pairs(const char *name, const struct nft_bind_range *b, size_t n);
 
 #endif

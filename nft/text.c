@@ -50,8 +50,8 @@ int nft_chain_text(const struct nftnl_chain *c, struct pc_buf *b)
 }
 
 struct elem_line {
-	uint8_t key[64];
-	uint32_t klen, flags;
+	uint8_t key[64], kend[64];
+	uint32_t klen, kelen, flags;
 };
 
 static int elem_cmp(const void *a, const void *b)
@@ -64,6 +64,9 @@ static int elem_cmp(const void *a, const void *b)
 		return c;
 	if (x->klen != y->klen)
 		return x->klen < y->klen ? -1 : 1;
+	c = memcmp(x->kend, y->kend, sizeof(x->kend));
+	if (c)
+		return c;
 	return x->flags < y->flags ? -1 : x->flags > y->flags;
 }
 
@@ -92,8 +95,11 @@ int nft_set_text(const struct nftnl_set *s, struct pc_buf *b)
 		return PC_ENOMEM;
 	/* The kernel dumps elements in its own order: sort them. */
 	while ((e = nftnl_set_elems_iter_next(it))) {
-		uint32_t kl = 0;
+		uint32_t kl = 0, kel = 0;
 		const void *k = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &kl);
+		const void *ke = nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_KEY_END)
+				     ? nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY_END, &kel)
+				     : NULL;
 
 		if (n == cap) {
 			struct elem_line *ne = realloc(el, (cap ? cap * 2 : 16) * sizeof(*ne));
@@ -109,6 +115,10 @@ int nft_set_text(const struct nftnl_set *s, struct pc_buf *b)
 		el[n].klen = k && kl <= sizeof(el[n].key) ? kl : 0;
 		if (el[n].klen)
 			memcpy(el[n].key, k, el[n].klen);
+		/* a range of a concatenation (interval|concat): its last key */
+		el[n].kelen = ke && kel <= sizeof(el[n].kend) ? kel : 0;
+		if (el[n].kelen)
+			memcpy(el[n].kend, ke, el[n].kelen);
 		if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_FLAGS))
 			el[n].flags = nftnl_set_elem_get_u32(e, NFTNL_SET_ELEM_FLAGS);
 		n++;
@@ -118,6 +128,10 @@ int nft_set_text(const struct nftnl_set *s, struct pc_buf *b)
 	for (size_t i = 0; i < n; i++) {
 		pc_buf_printf(b, "  elem ");
 		pc_buf_hex(b, el[i].key, el[i].klen);
+		if (el[i].kelen) {
+			pc_buf_printf(b, "-");
+			pc_buf_hex(b, el[i].kend, el[i].kelen);
+		}
 		pc_buf_printf(b, " flags 0x%x\n", el[i].flags);
 	}
 	rc = b->err;

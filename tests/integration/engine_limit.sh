@@ -45,7 +45,7 @@ qdrops() { guard_status_field 'sum(q["kernel_dropped"] + q["user_dropped"] for q
 # ---- the rules ---------------------------------------------------------------------
 r=$(limit_rules lim1)
 t_match "sandbox 2's limit is in the kernel: its own rate and burst, over it: drop" \
-	"limit rate over 20/second burst 40 packets \} counter packets [0-9]+ bytes [0-9]+ drop" "$r"
+	"limit rate over 20/second burst 40 packets \} ip saddr @limsb4 counter packets [0-9]+ bytes [0-9]+ drop" "$r"
 t_match "keyed by the bridge port's stamp" "update @lim1 \{ meta mark & 0x00ffffff" "$r"
 t_match "sandbox 1 has the configuration's default (1000/s, burst 2000)" \
 	"limit rate over 1000/second burst 2000 packets" "$(limit_rules lim0)"

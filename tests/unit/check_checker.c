@@ -579,7 +579,9 @@ END_TEST
 
 /* iifname != @guarded dnat: with a constant set holding pcbr0 the dnat never
  * applies to sandbox packets; with timeouts (or a rule writing the set) it
- * may. */
+ * may; and an interval or concatenated set (the guard's own bindings and
+ * limit sets are such, issue 34) is never read as deciding: the rule may
+ * match. */
 static void set_dnat_rule(uint32_t set_flags, bool written)
 {
 	struct ck_chain *c =
@@ -622,7 +624,9 @@ START_TEST(only_constant_sets_decide_a_lookup)
 	} cases[] = {{0, false, true},
 		     {NFT_SET_TIMEOUT, false, false},
 		     {NFT_SET_EVAL, false, false},
-		     {0, true, false}};
+		     {0, true, false},
+		     {NFT_SET_INTERVAL, false, false},
+		     {NFT_SET_INTERVAL | NFT_SET_CONCAT, false, false}};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct checker_result *r;

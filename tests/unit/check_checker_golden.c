@@ -15,7 +15,9 @@
  * connection,end (flows that ended with their sandbox); the error for an
  * unquoted alias says to quote a wildcard (issue 36); the certificate's
  * rendering says how to audit the log it was recorded in (issue 35); the
- * nftables text has prerouting's bare-ACK rules of held flows (issue 34).
+ * nftables text has prerouting's bare-ACK rules of held flows (issue 34);
+ * the nftables texts and digests (issue 34): the new-flow limit's rules count
+ * what they drop in limsb4/limsb6, one group of rules per distinct limit.
  * PC_GOLDEN_WRITE=FILE writes the current bytes to FILE instead (to record
  * them; review the diff). */
 #include <arpa/inet.h>

@@ -358,12 +358,15 @@ START_TEST(address_sets_merge)
 			    "  elem 04000000 flags 0x0\n"
 			    "  elem 05000000 flags 0x0\n");
 	free(t);
-	/* per-binding sets: agent-1's port, agent-2's MAC */
-	t = set_text(rs, NFPROTO_BRIDGE, "p0_4");
-	ck_assert_ptr_nonnull(strstr(t, "elem 0acb000b flags 0x0"));
+	/* the bindings as concatenated ranges, "who . first-last" (flags
+	 * interval|concat): agent-1's port, agent-2's MAC */
+	t = set_text(rs, NFPROTO_BRIDGE, "p_pair4");
+	ck_assert_ptr_nonnull(strstr(t, "flags 0x84 "));
+	ck_assert_ptr_nonnull(strstr(t, "0acb000b-"));
+	ck_assert_ptr_nonnull(strstr(t, "0acb000b flags 0x0"));
 	free(t);
-	t = set_text(rs, NFPROTO_BRIDGE, "m1_4");
-	ck_assert_ptr_nonnull(strstr(t, "elem 0a000000 flags 0x0"));
+	t = set_text(rs, NFPROTO_BRIDGE, "m_pair4");
+	ck_assert_ptr_nonnull(strstr(t, "00000a000000-"));
 	free(t);
 	t = set_text(rs, NFPROTO_INET, "resolvers6");
 	ck_assert_ptr_nonnull(strstr(t, "elem 20010db8005300000000000000000053"));
@@ -411,10 +414,11 @@ START_TEST(new_flow_limit_before_the_queue)
 	/* after the stamp check, before anything is queued (DNS included) */
 	ck_assert_uint_lt(unstamped, first_limit);
 	ck_assert_uint_lt(first_limit, first_queue);
-	/* per family of each sandbox's sources (agent-1 4+6, agent-2 4, inner
-	 * 4+6, top 4+6): what conntrack has no flow for, UDP DNS on an
-	 * established 5-tuple, segments of DNS over TCP and of held flows */
-	ck_assert_uint_eq(limits, 4 * 7);
+	/* per family of each limit's sandboxes' sources (the config's 1000/s:
+	 * agent-1, inner and top, 4+6; agent-2's own 50/s, 4): what conntrack
+	 * has no flow for, UDP DNS on an established 5-tuple, segments of DNS
+	 * over TCP and of held flows */
+	ck_assert_uint_eq(limits, 4 * 3);
 	for (size_t i = first_limit; i < first_limit + limits; i++) {
 		/* keyed by the port stamp, over the limit: counted and dropped —
 		 * never an accept */
@@ -425,9 +429,12 @@ START_TEST(new_flow_limit_before_the_queue)
 		ck_assert_ptr_nonnull(strstr(r[i], "[ counter ]\n  [ immediate reg 0 drop ]\n"));
 		ck_assert_ptr_null(strstr(r[i], "accept"));
 		ck_assert_ptr_nonnull(strstr(r[i], "flags 0x1")); /* NFT_LIMIT_F_INV: "over" */
+		/* what is dropped is counted for the sandbox of its source */
+		ck_assert_ptr_nonnull(strstr(r[i], "set limsb"));
 	}
-	/* sandboxes in name order: agent-1 (lim0) the config's 1000/s burst
-	 * 2000, agent-2 (lim1) its own 50/s burst 100 */
+	/* limits in the order of their first sandbox (name order): agent-1's
+	 * (lim0) the config's 1000/s burst 2000, agent-2's (lim1) its own
+	 * 50/s burst 100 */
 	ck_assert_ptr_nonnull(strstr(r[first_limit], "set lim0 "));
 	ck_assert_ptr_nonnull(strstr(r[first_limit], "lookup reg 1 set lim0_src4"));
 	ck_assert_ptr_nonnull(strstr(r[first_limit], "rate 1000/second burst 2000 type packets"));
@@ -460,6 +467,18 @@ START_TEST(new_flow_limit_before_the_queue)
 	ck_assert_str_eq(t, "set inet portcullis lim1_src4 flags 0x4 keytype 7 keylen 4\n"
 			    "  elem 0a000000 flags 0x0\n"
 			    "  elem 0a000100 flags 0x1\n");
+	free(t);
+	/* every source, in pieces that each belong to one sandbox (and count
+	 * its drops): agent-2's 10.0.0.0/24 holds inner's 10.0.0.5, which is
+	 * inner's alone */
+	t = set_text(rs, NFPROTO_INET, "limsb4");
+	ck_assert_ptr_nonnull(strstr(t, "flags 0x4 keytype 7 keylen 4\n"));
+	ck_assert_ptr_nonnull(strstr(t, "  elem 0a000000 flags 0x0\n"
+					"  elem 0a000005 flags 0x0\n"
+					"  elem 0a000005 flags 0x1\n"
+					"  elem 0a000006 flags 0x0\n"
+					"  elem 0a000006 flags 0x1\n"
+					"  elem 0a000100 flags 0x1\n"));
 	free(t);
 	nft_ruleset_free(rs);
 }
