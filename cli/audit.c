@@ -1108,6 +1108,7 @@ static const char *vault_row(const char *code)
 	    {"vault_not_redirected", "V1"},
 	    {"vault_not_allowed", "V1"},
 	    {"tls_malformed", "V1"},
+	    {"tls_no_server_name", "V1"},
 	    {"vault_host_mismatch", "V2"},
 	    {"vault_placeholder_", "V4"},
 	    {"vault_secret_", "V4"},
