@@ -795,10 +795,11 @@ static void judge_connect(struct audit *a, const struct arec *r, const char *lin
 	/* A connect record states no flags class and no bridge port: a
 	 * refusal's reason class stands for the packet it names (docs/logd.md,
 	 * "Audit"); that refusal is then judged as that packet's. */
-	if (r->verdict == LOGREC_REFUSED) {
-		if (malformed_packet(r))
-			p.malformed = true; /* S3 */
-		else if (spec_reason_is(SPEC_R_UNKNOWN_PORT, r->reason))
+	/* a packet that did not parse is one whatever the record's outcome
+	 * says (S3: only a refusal fits it) */
+	p.malformed = malformed_packet(r);
+	if (r->verdict == LOGREC_REFUSED && !p.malformed) {
+		if (spec_reason_is(SPEC_R_UNKNOWN_PORT, r->reason))
 			p.port_known = false;
 		else if (p.proto == IPPROTO_TCP && spec_reason_is(SPEC_R_NO_CONN, r->reason))
 			p.tcp_flags = 0x10; /* ACK: not a bare SYN */
