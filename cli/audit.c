@@ -1145,7 +1145,7 @@ static void judge_vault_refusal(struct audit *a, const struct arec *r, const cha
 				const struct policy *pol)
 {
 	const char *row = vault_row(r->code);
-	char allows[700];
+	char allows[1400];
 
 	if (!row) {
 		not_judged(a, r, "%s refused by the vault without a check's event.code (%s)",
@@ -1157,6 +1157,30 @@ static void judge_vault_refusal(struct audit *a, const struct arec *r, const cha
 			snprintf(allows, sizeof(allows),
 				 "the request refused (its record's own check: %s)", r->code);
 			disagree(a, r, line, len, row, allows);
+			return;
+		}
+	}
+	if ((strcmp(r->code, "vault_secret_not_bound") == 0 ||
+	     strcmp(r->code, "vault_secret_wrong_host") == 0) &&
+	    r->secrets[0] && !strchr(r->secrets, ',')) {
+		/* V4's binding, the record's secret against the policy: one
+		 * this sandbox has, bound to the request's server name and
+		 * port, is no placeholder "bound elsewhere" */
+		const struct policy_sandbox *sb =
+		    pol && r->sandbox[0] ? policy_sandbox_by_name(pol, r->sandbox) : NULL;
+		const struct policy_secret *ps = sb ? policy_secret_by_name(sb, r->secrets) : NULL;
+
+		if (!pol) {
+			not_judged(a, r, "%s refusal: its policy is not in the store", r->code);
+			return;
+		}
+		if (ps && (strcmp(r->code, "vault_secret_not_bound") == 0 ||
+			   (strcasecmp(ps->host, r->sni) == 0 && ps->port == r->dst.port))) {
+			snprintf(allows, sizeof(allows),
+				 "the request judged by V3 (%s is a secret of %s bound to %s:%u), "
+				 "not refused as %s",
+				 r->secrets, r->sandbox, ps->host, ps->port, r->code);
+			disagree(a, r, line, len, "V4", allows);
 			return;
 		}
 	}
