@@ -21,6 +21,14 @@
 
 #define AUDIT_POLICIES_MAX 64
 #define AUDIT_SHOW_MAX	   200 /* disagreements printed in full */
+#define AUDIT_RECENT	   64
+/* An answer's addresses are learned once its record is acknowledged
+ * (docs/dnsguard.md), and a queue thread's records reach the log in the
+ * order logd takes them: a connect judged on another thread in between is
+ * refused, yet its record may follow the answer's. Refusals of addresses
+ * an answer taught less than this before are such races, not lies (a
+ * refusal is never a way out). */
+#define AUDIT_COMMIT_MS 1000
 
 /* One record line, the fields a replay reads (pointers into scratch). */
 struct arec {
@@ -39,7 +47,12 @@ struct arec {
 	size_t n_answers, answers_over;
 	char sni[POLICY_HOST_MAX];
 	char secrets[512];
-	uint32_t ttl; /* portcullis.dns.ttl; 0: the record predates it */
+	uint32_t ttl;	  /* portcullis.dns.ttl; 0: the record predates it */
+	char code[48];	  /* event.code */
+	bool from_vault;  /* portcullis.sender: the vault wrote it */
+	char held[32];	  /* portcullis.held.bytes: what a refused held flow's bytes were */
+	uint32_t held_ms; /* portcullis.held.ms: held that long (0: not recorded) */
+	uint32_t quota;	  /* portcullis.quota: the share that was full (0: not recorded) */
 	bool has_seq;
 };
 
@@ -69,6 +82,14 @@ struct audit {
 	struct unjudged un[AUDIT_UNJUDGED_KINDS];
 	size_t n_un;
 	uint64_t unjudged;
+	/* the addresses the last answers taught, and when their records
+	 * were written (refused connects racing them: recent_learned) */
+	struct {
+		char sandbox[POLICY_NAME_MAX];
+		struct pc_addr addr;
+		uint64_t time_ms;
+	} recent[AUDIT_RECENT];
+	size_t recent_next;
 	struct pc_buf dis; /* the disagreements, as text or JSON array items */
 	struct pc_json dj;
 };
@@ -244,6 +265,16 @@ static int field(void *ctx, const char *k, size_t kl, enum logjson_type t, const
 		r->qtype = qtype_of(tmp);
 	} else if (key_is(k, kl, "portcullis.dns.ttl")) {
 		r->ttl = (uint32_t)jnum(v, vl);
+	} else if (key_is(k, kl, "portcullis.sender")) {
+		r->from_vault = vl == 7 && memcmp(v, "\"vault\"", 7) == 0;
+	} else if (key_is(k, kl, "event.code")) {
+		jstr(v, vl, r->code, sizeof(r->code));
+	} else if (key_is(k, kl, "portcullis.held.bytes")) {
+		jstr(v, vl, r->held, sizeof(r->held));
+	} else if (key_is(k, kl, "portcullis.held.ms")) {
+		r->held_ms = (uint32_t)jnum(v, vl);
+	} else if (key_is(k, kl, "portcullis.quota")) {
+		r->quota = (uint32_t)jnum(v, vl);
 	} else if (key_is(k, kl, "tls.client.server_name")) {
 		jstr(v, vl, r->sni, sizeof(r->sni));
 	} else if ((key_is(k, kl, "portcullis.secrets") || key_is(k, kl, "secrets")) &&
@@ -528,58 +559,222 @@ static void sender_of(const struct audit *a, const struct arec *r, struct spec_p
 	p->proto = r->proto;
 }
 
-#define ISN 1000u
-#define SRV 5000u
+/* One packet of a replayed held flow: from the sandbox (out) or from the
+ * server, its bytes described as the model reads them. */
+static void step(struct audit *a, const struct spec_pkt *syn, bool out, uint8_t flags, uint32_t seq,
+		 uint32_t ack, const uint8_t *data, size_t len, enum spec_stream st,
+		 const char *sni, struct spec_verdict *v)
+{
+	struct spec_pkt p = *syn;
 
-/* A held flow's outcome (S24, then H11): the record's own facts (the
- * server name, or not TLS) stand for the first message's bytes. */
+	if (!out) {
+		p.dir = SPEC_IN;
+		p.src = syn->dst;
+		p.sport = syn->dport;
+		p.dst = syn->src;
+		p.dport = syn->sport;
+	}
+	p.tcp_flags = flags;
+	p.seq = seq;
+	p.ack = ack;
+	p.ct = SPEC_CT_EST;
+	p.pl = len ? SPEC_PL_STREAM : SPEC_PL_NONE;
+	p.stream = st;
+	if (sni)
+		pc_strlcpy(p.stream_sni, sni, sizeof(p.stream_sni));
+	p.data = data;
+	p.len = len;
+	p.stream_all = data;
+	p.stream_all_len = len;
+	memset(v, 0, sizeof(*v));
+	spec_judge(a->w, &p, v);
+}
+
+#define ISN	 1000u
+#define SRV	 5000u
+#define F_ACK	 0x10
+#define F_PSHACK 0x18
+
+/* A held flow's outcome (S24, then H1-H13a): the record's own facts stand
+ * for what its bytes were. An allowed record: a server name for a
+ * ClientHello naming it (after the server's SYN-ACK), "not TLS" for plain
+ * bytes (H11). A refused one: portcullis.held.bytes, the class the engine
+ * saw, as the shortest sequence the spec's rows read that way, its last
+ * packet portcullis.held.ms after the SYN (docs/logd.md, "Audit"). */
 static void judge_held(struct audit *a, const struct arec *r, const struct spec_pkt *syn,
 		       struct spec_verdict *v, bool *judged)
 {
 	static const uint8_t plain[] = "GET / HTTP/1.1\r\n\r\n";
-	uint8_t hello[1024];
-	struct spec_pkt sa = {0}, d = *syn;
+	static const uint8_t part[] = {0x16, 0x03, 0x01}; /* a ClientHello's first bytes */
+	static const uint8_t other[] = {0x17, 0x03, 0x01};
+	static const uint8_t alert[] = {0x15, 0x03, 0x01, 0x00, 0x02, 0x01, 0x00};
+	static const uint8_t big[] = {0x16, 0x03, 0x01, 0xff, 0xff};
+	static const uint8_t nosni[] = {0x16, 0x03, 0x01, 0x00, 0x04, 0x01, 0x00, 0x00, 0x00};
+	/* RFC 8446's HelloRetryRequest random, at byte 11 of a ServerHello */
+	static const uint8_t hrr_random[32] = {0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11,
+					       0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+					       0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e,
+					       0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c};
+	uint8_t hello[1024], srv[64] = {0x16, 0x03, 0x03, 0x00, 0x3b, 0x02};
+	const char *k = r->held;
+	uint64_t t_rec = a->w->now_ms;
 	struct spec_verdict sv;
+	size_t n = 0;
+	bool tls = r->sni[0] != 0;
 
 	*judged = false;
-	if (r->sni[0]) {
-		size_t n = pc_wire_client_hello(hello, r->sni);
-
-		d.pl = SPEC_PL_STREAM;
-		d.stream = SPEC_ST_CH;
-		pc_strlcpy(d.stream_sni, r->sni, sizeof(d.stream_sni));
-		d.data = hello;
-		d.len = n;
-		d.stream_all = hello;
-		d.stream_all_len = n;
-	} else if (spec_reason_is(SPEC_R_NOT_TLS, r->reason) &&
-		   !spec_reason_is(SPEC_R_NO_SNI, r->reason)) {
-		d.pl = SPEC_PL_STREAM;
-		d.stream = SPEC_ST_PLAIN;
-		d.data = plain;
-		d.len = sizeof(plain) - 1;
-		d.stream_all = plain;
-		d.stream_all_len = d.len;
-	} else {
+	if (r->verdict == LOGREC_ALLOWED) {
+		if (!r->sni[0] && !(spec_reason_is(SPEC_R_NOT_TLS, r->reason) &&
+				    !spec_reason_is(SPEC_R_NO_SNI, r->reason)))
+			return;
+		k = "approved";
+	} else if (!k[0] || !r->held_ms || !r->time_ms || r->time_ms < r->held_ms) {
+		return; /* a log from before portcullis.held.*: not judged */
+	}
+	if (tls)
+		n = pc_wire_client_hello(hello, r->sni);
+	*judged = true;
+	/* every packet but the last at the SYN's time; the last at the record's */
+	if (r->verdict == LOGREC_REFUSED)
+		a->w->now_ms = t_rec - r->held_ms;
+#define LAST() (a->w->now_ms = t_rec)
+	if (strcmp(k, "timeout") == 0) {
+		LAST();
+		step(a, syn, true, F_ACK, ISN + 1, 0, NULL, 0, SPEC_ST_PLAIN, NULL, v);
 		return;
 	}
-	sa.dir = SPEC_IN;
-	sa.proto = IPPROTO_TCP;
-	sa.src = syn->dst;
-	sa.sport = syn->dport;
-	sa.dst = syn->src;
-	sa.dport = syn->sport;
-	sa.tcp_flags = 0x12; /* SYN|ACK */
-	sa.seq = SRV;
-	sa.ack = ISN + 1;
-	sa.ct = SPEC_CT_EST;
-	spec_judge(a->w, &sa, &sv);
-	d.tcp_flags = 0x18; /* PSH|ACK */
-	d.seq = ISN + 1;
-	d.ack = SRV + 1;
-	d.ct = SPEC_CT_EST;
-	spec_judge(a->w, &d, v);
-	*judged = true;
+	if (strcmp(k, "urgent") == 0) {
+		struct spec_pkt u = *syn;
+
+		LAST();
+		u.tcp_flags = F_ACK | 0x20;
+		u.urp = 1;
+		u.seq = ISN + 1;
+		u.ct = SPEC_CT_EST;
+		memset(v, 0, sizeof(*v));
+		spec_judge(a->w, &u, v);
+		return;
+	}
+	if (strcmp(k, "another-isn") == 0) {
+		LAST();
+		step(a, syn, true, 0x02, ISN + 7, 0, NULL, 0, SPEC_ST_PLAIN, NULL, v);
+		return;
+	}
+	if (strcmp(k, "before-accept") == 0) {
+		LAST();
+		step(a, syn, true, F_PSHACK, ISN + 1, 0, part, sizeof(part), SPEC_ST_PLAIN, NULL,
+		     v);
+		return;
+	}
+	if (strcmp(k, "sandbox-changed") == 0) {
+		struct spec_pkt o = *syn;
+
+		memset(&o.from, 0, sizeof(o.from)); /* a sender no rule matches */
+		LAST();
+		step(a, &o, true, F_ACK, ISN + 1, 0, NULL, 0, SPEC_ST_PLAIN, NULL, v);
+		return;
+	}
+	/* the server's SYN-ACK: the rest needs the connection */
+	step(a, syn, false, 0x12, SRV, ISN + 1, NULL, 0, SPEC_ST_PLAIN, NULL, &sv);
+	if (strcmp(k, "before-start") == 0) {
+		LAST();
+		step(a, syn, true, F_PSHACK, ISN, SRV + 1, part, sizeof(part), SPEC_ST_PLAIN, NULL,
+		     v);
+	} else if (strcmp(k, "bytes-differ") == 0) {
+		step(a, syn, true, F_PSHACK, ISN + 1, SRV + 1, part, sizeof(part), SPEC_ST_PLAIN,
+		     NULL, &sv);
+		LAST();
+		step(a, syn, true, F_PSHACK, ISN + 1, SRV + 1, other, sizeof(other), SPEC_ST_PLAIN,
+		     NULL, v);
+	} else if (strcmp(k, "fin") == 0) {
+		step(a, syn, true, F_PSHACK, ISN + 1, SRV + 1, part, sizeof(part), SPEC_ST_PLAIN,
+		     NULL, &sv);
+		LAST();
+		step(a, syn, true, 0x11, ISN + 2, SRV + 1, NULL, 0, SPEC_ST_PLAIN, NULL, v);
+	} else if (strcmp(k, "tls-malformed") == 0) {
+		LAST();
+		step(a, syn, true, F_PSHACK, ISN + 1, SRV + 1, alert, sizeof(alert), SPEC_ST_PLAIN,
+		     NULL, v);
+	} else if (strcmp(k, "too-large") == 0) {
+		LAST();
+		step(a, syn, true, F_PSHACK, ISN + 1, SRV + 1, big, sizeof(big), SPEC_ST_PLAIN,
+		     NULL, v);
+	} else if (strcmp(k, "client-hello-no-name") == 0) {
+		LAST();
+		step(a, syn, true, F_PSHACK, ISN + 1, SRV + 1, nosni, sizeof(nosni), SPEC_ST_NOSNI,
+		     NULL, v);
+	} else if (strcmp(k, "client-hello") == 0 && tls) {
+		LAST();
+		step(a, syn, true, F_PSHACK, ISN + 1, SRV + 1, hello, n, SPEC_ST_CH, r->sni, v);
+	} else if (strcmp(k, "not-tls") == 0) {
+		LAST();
+		step(a, syn, true, F_PSHACK, ISN + 1, SRV + 1, plain, sizeof(plain) - 1,
+		     SPEC_ST_PLAIN, NULL, v);
+	} else if (strcmp(k, "approved") == 0) {
+		if (tls)
+			step(a, syn, true, F_PSHACK, ISN + 1, SRV + 1, hello, n, SPEC_ST_CH, r->sni,
+			     v);
+		else
+			step(a, syn, true, F_PSHACK, ISN + 1, SRV + 1, plain, sizeof(plain) - 1,
+			     SPEC_ST_PLAIN, NULL, v);
+	} else if ((strcmp(k, "hello-retry") == 0 && tls) || strcmp(k, "no-longer-allowed") == 0) {
+		/* approved, then the server's first bytes: a HelloRetryRequest
+		 * (H13a), or a ServerHello acknowledging every judged byte that
+		 * promotes it when the policy in force still allows it (H13) */
+		uint32_t end;
+
+		if (tls)
+			step(a, syn, true, F_PSHACK, ISN + 1, SRV + 1, hello, n, SPEC_ST_CH, r->sni,
+			     &sv);
+		else
+			step(a, syn, true, F_PSHACK, ISN + 1, SRV + 1, plain, sizeof(plain) - 1,
+			     SPEC_ST_PLAIN, NULL, &sv);
+		end = ISN + 1 + (uint32_t)(tls ? n : sizeof(plain) - 1);
+		if (strcmp(k, "hello-retry") == 0)
+			memcpy(srv + 11, hrr_random, sizeof(hrr_random));
+		LAST();
+		step(a, syn, false, F_PSHACK, SRV + 1, end, srv, sizeof(srv), SPEC_ST_PLAIN, NULL,
+		     v);
+	} else {
+		*judged = false;
+	}
+	LAST();
+#undef LAST
+}
+
+static void recent_add(struct audit *a, const struct arec *r)
+{
+	for (size_t i = 0; i < r->n_answers; i++) {
+		size_t k = a->recent_next++ % AUDIT_RECENT;
+
+		pc_strlcpy(a->recent[k].sandbox, r->sandbox, sizeof(a->recent[k].sandbox));
+		a->recent[k].addr = r->answers[i];
+		a->recent[k].time_ms = r->time_ms;
+	}
+}
+
+/* Was the connect's address taught this sandbox by an answer whose record
+ * came less than AUDIT_COMMIT_MS before it? */
+static bool recent_learned(const struct audit *a, const struct arec *r)
+{
+	for (size_t i = 0; i < AUDIT_RECENT; i++)
+		if (a->recent[i].time_ms && strcmp(a->recent[i].sandbox, r->sandbox) == 0 &&
+		    pc_addr_eq(&a->recent[i].addr, &r->dst.addr) &&
+		    r->time_ms >= a->recent[i].time_ms &&
+		    r->time_ms - a->recent[i].time_ms < AUDIT_COMMIT_MS)
+			return true;
+	return false;
+}
+
+/* S3's record: the packet did not parse, or was a fragment (its event.code
+ * says which; a record from before event.code, its reason's start). A held
+ * flow's "malformed TLS ClientHello" is not one: that is its bytes'. */
+static bool malformed_packet(const struct arec *r)
+{
+	if (r->code[0])
+		return strcmp(r->code, "malformed") == 0 || strcmp(r->code, "fragment") == 0;
+	return strncmp(r->reason, "malformed packet", 16) == 0 ||
+	       strncmp(r->reason, "IP fragment", 11) == 0;
 }
 
 static void judge_connect(struct audit *a, const struct arec *r, const char *line, size_t len)
@@ -587,6 +782,7 @@ static void judge_connect(struct audit *a, const struct arec *r, const char *lin
 	struct spec_pkt p = {0};
 	struct spec_verdict v = {0};
 	char allows[256];
+	uint64_t t_rec = a->w->now_ms;
 
 	static const uint8_t one = 'x';
 
@@ -599,13 +795,10 @@ static void judge_connect(struct audit *a, const struct arec *r, const char *lin
 	/* A connect record states no flags class and no bridge port: a
 	 * refusal's reason class stands for the packet it names (docs/logd.md,
 	 * "Audit"); that refusal is then judged as that packet's. */
-	if (r->verdict == LOGREC_REFUSED) {
-		if (spec_reason_is(SPEC_R_MALFORMED, r->reason)) {
-			not_judged(a, r,
-				   "connect refused as malformed (S3): the model judges "
-				   "well-formed packets only");
-			return;
-		}
+	/* a packet that did not parse is one whatever the record's outcome
+	 * says (S3: only a refusal fits it) */
+	p.malformed = malformed_packet(r);
+	if (r->verdict == LOGREC_REFUSED && !p.malformed) {
 		if (spec_reason_is(SPEC_R_UNKNOWN_PORT, r->reason))
 			p.port_known = false;
 		else if (p.proto == IPPROTO_TCP && spec_reason_is(SPEC_R_NO_CONN, r->reason))
@@ -614,28 +807,51 @@ static void judge_connect(struct audit *a, const struct arec *r, const char *lin
 			p.pl = SPEC_PL_DATA;
 			p.data = &one;
 			p.len = 1;
-		} else if (p.proto == IPPROTO_TCP && spec_reason_is(SPEC_R_URGENT, r->reason)) {
+		} else if (p.proto == IPPROTO_TCP && !r->held[0] &&
+			   spec_reason_is(SPEC_R_URGENT, r->reason)) {
 			p.tcp_flags |= 0x20; /* URG */
 			p.urp = 1;
 		}
+		/* a held flow's refusal: its SYN held_ms before the record */
+		if (r->held[0] && r->held_ms && r->time_ms >= r->held_ms)
+			a->w->now_ms = r->time_ms - r->held_ms;
 	}
 	if ((p.proto == IPPROTO_TCP || p.proto == IPPROTO_UDP) && !p.dst.family) {
 		not_judged(a, r, "connect without a destination address");
 		return;
 	}
 	spec_judge(a->w, &p, &v);
+	a->w->now_ms = t_rec;
 	if (v.may & SPEC_V_HOLD) {
 		const char *row = v.row;
 		bool judged;
 
+		if (r->verdict == LOGREC_REFUSED && !r->held[0] &&
+		    (strcmp(r->code, "held_quota") == 0 || strcmp(r->code, "held_full") == 0)) {
+			/* S23: the SYN the spec would hold, refused because this
+			 * sandbox holds its share of the queue thread's table
+			 * (the share the record names) or the table is full; the
+			 * model keeps no table of the engine's size, the record's
+			 * quota is the fact */
+			if (strcmp(r->code, "held_quota") == 0 && !r->quota)
+				not_judged(
+				    a, r,
+				    "held-flow quota refusal without portcullis.quota (a log "
+				    "from before it)");
+			else
+				a->confirmed++;
+			spec_world_forget_flows(a->w);
+			return;
+		}
 		judge_held(a, r, &p, &v, &judged);
 		if (!judged) {
 			if (r->verdict == LOGREC_REFUSED)
-				not_judged(
-				    a, r,
-				    "connect refused on a held flow's bytes (%s): the record "
-				    "does not carry the bytes",
-				    r->reason[0] ? r->reason : "no reason");
+				not_judged(a, r,
+					   "connect refused on a held flow's bytes without "
+					   "portcullis.held.bytes and .ms (%s)",
+					   r->code[0]	  ? r->code
+					   : r->reason[0] ? r->reason
+							  : "no reason");
 			else {
 				snprintf(allows, sizeof(allows),
 					 "HOLD, then an allowed connect only for an allowed server "
@@ -648,6 +864,9 @@ static void judge_connect(struct audit *a, const struct arec *r, const char *lin
 	}
 	if (record_fits(&v, r, LOGREC_CONNECT))
 		a->confirmed++;
+	else if (r->verdict == LOGREC_REFUSED &&
+		 (v.may & (SPEC_V_ALLOW | SPEC_V_VAULT | SPEC_V_HOLD)) && recent_learned(a, r))
+		a->confirmed++; /* refused before the answer's addresses were learned */
 	else {
 		allows_str(&v, allows, sizeof(allows));
 		disagree(a, r, line, len, v.row ? v.row : "?", allows);
@@ -679,6 +898,113 @@ static void answer_pkt(const struct audit *a, const struct arec *r, struct spec_
 	 * carries none: the longest the guard keeps (an audit never refuses
 	 * what a shorter TTL would have) */
 	p->answer_ttl = r->ttl ? r->ttl : a->cfg.dns.ttl_max;
+	if (p->proto == IPPROTO_TCP) {
+		/* a whole framed answer (S42): the record stands for its bytes */
+		static const uint8_t framed[14] = {0x00, 0x0c};
+
+		p->tcp_flags = 0x18;
+		p->data = framed;
+		p->len = sizeof(framed);
+	}
+}
+
+/* The query's message as the record describes it: a well-formed query
+ * (its name and type), one whose shape the guard refuses (S9: a refusal of
+ * event.code dns_malformed whose reason is none of DNS_MALFORMED's words,
+ * e.g. "not exactly one question"; docs/dnsguard.md), or a message that
+ * does not parse (S10). */
+static enum spec_payload query_payload(const struct arec *r)
+{
+	if (r->verdict == LOGREC_REFUSED && strcmp(r->code, "dns_malformed") == 0)
+		return spec_reason_is(SPEC_R_DNS_MALFORMED, r->reason) ? SPEC_PL_DNS_BAD
+								       : SPEC_PL_DNS_SHAPE;
+	return r->qname[0] && r->qtype ? SPEC_PL_DNS_QUERY : SPEC_PL_DNS_BAD;
+}
+
+/* DNS over TCP (S11-S14, S7a, S12a): the record is one judged message of a
+ * stream, or a refusal its event.code names. The model is given the
+ * shortest stream that makes it: the SYN (S12a: the stream from ISN + 1),
+ * the resolver's SYN-ACK, then the message whole at the stream's next
+ * byte; or the segments each refusal names. */
+static void judge_query_tcp(struct audit *a, const struct arec *r, struct spec_pkt *p,
+			    struct spec_verdict *v, bool *fact)
+{
+	static const uint8_t part[] = {0x00, 0x20, 0x12}, other[] = {0x00, 0x20, 0x34};
+	static const uint8_t zero[] = {0x00, 0x00};
+	uint8_t msg[14] = {0x00, 0x0c};
+	struct spec_pkt s = *p, sa = {0};
+	struct spec_verdict sv;
+	const char *c = r->code;
+
+	*fact = false;
+	s.tcp_flags = 0x02;
+	s.seq = ISN;
+	s.pl = SPEC_PL_NONE;
+	/* refusals of the segment whatever its stream: the SYN stands */
+	if (strcmp(c, "tcp_urgent") == 0) {
+		s.tcp_flags |= 0x20;
+		s.urp = 1;
+	} else if (strcmp(c, "tcp_fast_open") == 0) {
+		s.pl = SPEC_PL_DATA;
+		s.data = part;
+		s.len = sizeof(part);
+	} else if (strcmp(c, "dns_tcp_no_stream") == 0) {
+		s.tcp_flags = F_PSHACK;
+		s.seq = ISN + 1;
+		s.pl = SPEC_PL_DATA;
+		s.data = part;
+		s.len = sizeof(part);
+	}
+	spec_judge(a->w, &s, v);
+	if (s.tcp_flags & 0x20 || s.len || !(v->may & SPEC_V_PASS))
+		return; /* the SYN decided (S5, S7, S7a, S12, S12a) */
+	if (strcmp(c, "dns_tcp_quota") == 0) {
+		/* S14: the stream the spec would keep, refused because the
+		 * sandbox holds its share of the queue thread's streams (the
+		 * share the record names); the model keeps no table of the
+		 * engine's size: the record's quota is the fact */
+		*fact = r->quota != 0;
+		return;
+	}
+	sa.dir = SPEC_IN;
+	sa.proto = IPPROTO_TCP;
+	sa.src = s.dst;
+	sa.sport = s.dport;
+	sa.dst = s.src;
+	sa.dport = s.sport;
+	sa.tcp_flags = 0x12;
+	sa.seq = SRV;
+	sa.ack = ISN + 1;
+	sa.ct = SPEC_CT_EST;
+	spec_judge(a->w, &sa, &sv);
+	s.tcp_flags = F_PSHACK;
+	s.seq = ISN + 1;
+	s.ack = SRV + 1;
+	s.ct = SPEC_CT_EST;
+	if (strcmp(c, "dns_tcp_overlap") == 0) {
+		/* bytes placed, then other bytes over them (S12a) */
+		s.pl = SPEC_PL_DATA;
+		s.data = part;
+		s.len = sizeof(part);
+		spec_judge(a->w, &s, &sv);
+		s.data = other;
+		spec_judge(a->w, &s, v);
+		return;
+	}
+	s.tcp_framed = true;
+	s.pl = query_payload(r);
+	if (s.pl == SPEC_PL_DNS_BAD && strcmp(c, "dns_malformed") == 0 &&
+	    !spec_reason_is(SPEC_R_DNS_MALFORMED, r->reason)) {
+		/* S13: a zero-length message, bytes sent again that differ */
+		s.data = zero;
+		s.len = sizeof(zero);
+	} else {
+		s.data = msg;
+		s.len = sizeof(msg);
+	}
+	s.qtype = r->qtype;
+	pc_strlcpy(s.qname, r->qname, sizeof(s.qname));
+	spec_judge(a->w, &s, v);
 }
 
 static void judge_query(struct audit *a, const struct arec *r, const char *line, size_t len)
@@ -686,22 +1012,23 @@ static void judge_query(struct audit *a, const struct arec *r, const char *line,
 	struct spec_pkt p = {0};
 	struct spec_verdict v = {0};
 	char allows[256];
+	bool fact = false;
+	size_t pending = a->w->n_pending;
 
-	if (r->proto != IPPROTO_UDP) {
-		not_judged(a, r, "dns-query over TCP: the record does not carry the stream");
-		return;
-	}
 	sender_of(a, r, &p);
 	p.ct = SPEC_CT_NEW;
-	if (r->qname[0] && r->qtype) {
-		p.pl = SPEC_PL_DNS_QUERY;
-		p.qtype = r->qtype;
-		pc_strlcpy(p.qname, r->qname, sizeof(p.qname));
-	} else {
-		p.pl = SPEC_PL_DNS_BAD;
-	}
-	spec_judge(a->w, &p, &v);
-	if (record_fits(&v, r, LOGREC_DNS_QUERY))
+	p.pl = query_payload(r);
+	p.qtype = r->qtype;
+	pc_strlcpy(p.qname, r->qname, sizeof(p.qname));
+	if (r->proto == IPPROTO_TCP)
+		judge_query_tcp(a, r, &p, &v, &fact);
+	else
+		spec_judge(a->w, &p, &v);
+	if (r->verdict == LOGREC_REFUSED && strcmp(r->code, "dns_owed_quota") == 0 &&
+	    (v.may & SPEC_V_PASS) && v.row && strcmp(v.row, "S8") == 0)
+		fact = true; /* S8a: a query S8 would pass, refused while the sandbox owes
+				its share of deferred records (the model keeps none) */
+	if (fact || record_fits(&v, r, LOGREC_DNS_QUERY))
 		a->confirmed++;
 	else {
 		allows_str(&v, allows, sizeof(allows));
@@ -715,7 +1042,13 @@ static void judge_query(struct audit *a, const struct arec *r, const char *line,
 
 		answer_pkt(a, r, &ans, true);
 		spec_judge(a->w, &ans, &av);
+		recent_add(a, r);
 	}
+	/* a refused query leaves nothing outstanding (S8a: the model
+	 * passed it); over TCP, the next record is another stream */
+	if (r->verdict == LOGREC_REFUSED && a->w->n_pending == pending + 1)
+		a->w->n_pending--;
+	spec_world_forget_flows(a->w);
 }
 
 static void judge_learn(struct audit *a, const struct arec *r, const char *line, size_t len)
@@ -724,11 +1057,12 @@ static void judge_learn(struct audit *a, const struct arec *r, const char *line,
 	struct spec_verdict v = {0};
 	char allows[256];
 
-	if (r->proto != IPPROTO_UDP) {
-		not_judged(a, r, "dns-learn over TCP: the record does not carry the stream");
-		return;
-	}
 	answer_pkt(a, r, &p, false);
+	recent_add(a, r);
+	if (r->proto == IPPROTO_TCP && strcmp(r->code, "tcp_urgent") == 0) {
+		p.tcp_flags |= 0x20; /* S42a */
+		p.urp = 1;
+	}
 	spec_judge(a->w, &p, &v);
 	if (record_fits(&v, r, LOGREC_DNS_LEARN))
 		a->confirmed++;
@@ -739,6 +1073,7 @@ static void judge_learn(struct audit *a, const struct arec *r, const char *line,
 	if (r->answers_over)
 		not_judged(a, r, "dns-learn naming more than %d addresses (the rest not learned)",
 			   SPEC_ANSWER_MAX);
+	spec_world_forget_flows(a->w);
 }
 
 /* An allowed request through the vault: V1, V3 and V4 on what its record
@@ -762,6 +1097,114 @@ static void judge_vault(struct audit *a, const struct arec *r, const char *line,
 	disagree(a, r, line, len, row, allows);
 }
 
+/* The vault's refusals by the check that refused (event.code, set where
+ * the vault decides): the spec's row it applies, or docs/vault.md's
+ * bounds (sizes, timeouts, limits, a parser's refusal), which refuse under
+ * any policy. NULL: not one of the vault's refusals. */
+static const char *vault_row(const char *code)
+{
+	static const struct {
+		const char *prefix, *row;
+	} rows[] = {
+	    {"vault_not_redirected", "V1"},
+	    {"vault_not_allowed", "V1"},
+	    {"tls_malformed", "V1"},
+	    {"tls_no_server_name", "V1"},
+	    {"vault_host_mismatch", "V2"},
+	    {"vault_placeholder_", "V4"},
+	    {"vault_secret_", "V4"},
+	    {"vault_two_secrets", "V4"},
+	    {"vault_method_", "V4"},
+	    {"vault_request_timeout", "V6"},
+	    {"vault_certificate_failed", "bounds"},
+	    {"vault_connection_limit", "bounds"},
+	    {"vault_no_worker", "bounds"},
+	    {"vault_bad_request", "bounds"},
+	    {"vault_head_too_large", "bounds"},
+	    {"vault_sandbox_gone", "bounds"},
+	    {"vault_upstream_failed", "bounds"},
+	    {"vault_inject_too_large", "bounds"},
+	    {"vault_websocket_malformed", "bounds"},
+	    {"internal_error", "bounds"},
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		if (strncmp(code, rows[i].prefix, strlen(rows[i].prefix)) == 0)
+			return rows[i].row;
+	return NULL;
+}
+
+/* A refusal of the vault (connect, http-request, exfiltration): the check
+ * that refused is the record's fact (event.code, with the server name and
+ * port it names). Each of V1, V2, V4, V6 and the bounds requires or allows
+ * a refusal given its fact; V1's "not on the allow list" is checked
+ * against the policy the record names (an allowed name refused is a
+ * disagreement). An allowed record that carries a refusal's code states
+ * that a check refused it: a disagreement. */
+static void judge_vault_refusal(struct audit *a, const struct arec *r, const char *line, size_t len,
+				const struct policy *pol)
+{
+	const char *row = vault_row(r->code);
+	char allows[1400];
+
+	if (!row) {
+		not_judged(a, r, "%s refused by the vault without a check's event.code (%s)",
+			   r->action, r->code[0] ? r->code : "none");
+		return;
+	}
+	if (r->verdict == LOGREC_ALLOWED || strcmp(r->action, "exfiltration") == 0) {
+		if (r->verdict != LOGREC_REFUSED) {
+			snprintf(allows, sizeof(allows),
+				 "the request refused (its record's own check: %s)", r->code);
+			disagree(a, r, line, len, row, allows);
+			return;
+		}
+	}
+	if ((strcmp(r->code, "vault_secret_not_bound") == 0 ||
+	     strcmp(r->code, "vault_secret_wrong_host") == 0) &&
+	    r->secrets[0] && !strchr(r->secrets, ',')) {
+		/* V4's binding, the record's secret against the policy: one
+		 * this sandbox has, bound to the request's server name and
+		 * port, is no placeholder "bound elsewhere" */
+		const struct policy_sandbox *sb =
+		    pol && r->sandbox[0] ? policy_sandbox_by_name(pol, r->sandbox) : NULL;
+		const struct policy_secret *ps = sb ? policy_secret_by_name(sb, r->secrets) : NULL;
+
+		if (!pol) {
+			not_judged(a, r, "%s refusal: its policy is not in the store", r->code);
+			return;
+		}
+		if (ps && (strcmp(r->code, "vault_secret_not_bound") == 0 ||
+			   (strcasecmp(ps->host, r->sni) == 0 && ps->port == r->dst.port))) {
+			snprintf(allows, sizeof(allows),
+				 "the request judged by V3 (%s is a secret of %s bound to %s:%u), "
+				 "not refused as %s",
+				 r->secrets, r->sandbox, ps->host, ps->port, r->code);
+			disagree(a, r, line, len, "V4", allows);
+			return;
+		}
+	}
+	if (strcmp(r->code, "vault_not_allowed") == 0) {
+		const struct policy_sandbox *sb =
+		    pol && r->sandbox[0] ? policy_sandbox_by_name(pol, r->sandbox) : NULL;
+
+		if (!pol) {
+			not_judged(a, r,
+				   "vault_not_allowed refusal: its policy is not in the store");
+			return;
+		}
+		if (sb && r->sni[0] &&
+		    policy_host_allows(sb, r->sni, IPPROTO_TCP, r->dst.port, NULL)) {
+			snprintf(allows, sizeof(allows),
+				 "%s:%u allowed to %s: the handshake goes on (V1)", r->sni,
+				 r->dst.port, r->sandbox);
+			disagree(a, r, line, len, "V1", allows);
+			return;
+		}
+	}
+	a->confirmed++;
+}
+
 static void judge(struct audit *a, const char *line, size_t len)
 {
 	struct arec r;
@@ -777,7 +1220,11 @@ static void judge(struct audit *a, const char *line, size_t len)
 		       strcmp(r.action, "dns-learn") == 0 ||
 		       strcmp(r.action, "http-request") == 0 ||
 		       strcmp(r.action, "exfiltration") == 0;
-	if (!verdict_kind || (strcmp(r.action, "dns-learn") != 0 && r.verdict == LOGREC_NONE)) {
+	/* the new-flow limit's summary of what the kernel dropped before the
+	 * queue (A3: no record per packet; limitlog.c counts them): no
+	 * packet's verdict, no addresses to judge */
+	if (!verdict_kind || (strcmp(r.action, "dns-learn") != 0 && r.verdict == LOGREC_NONE) ||
+	    strcmp(r.code, "new_flow_limit") == 0) {
 		a->not_verdicts++;
 		return;
 	}
@@ -803,8 +1250,14 @@ static void judge(struct audit *a, const char *line, size_t len)
 					pc_strlcpy(p.qname, r.qname, sizeof(p.qname));
 					if (r.proto == IPPROTO_UDP)
 						spec_judge(a->w, &p, &v);
+					else if (r.proto == IPPROTO_TCP) {
+						bool fact;
+
+						judge_query_tcp(a, &r, &p, &v, &fact);
+						spec_world_forget_flows(a->w);
+					}
 				}
-				if (r.n_answers && r.proto == IPPROTO_UDP) {
+				if (r.n_answers) {
 					answer_pkt(a, &r, &p, strcmp(r.action, "dns-query") == 0);
 					spec_judge(a->w, &p, &v);
 				}
@@ -813,15 +1266,14 @@ static void judge(struct audit *a, const char *line, size_t len)
 		return;
 	}
 	a->verdicts++;
+	pol = policy_for(a, r.policy, &why);
 	if (strcmp(r.action, "exfiltration") == 0 ||
-	    (strcmp(r.action, "http-request") == 0 && r.verdict != LOGREC_ALLOWED)) {
-		not_judged(a, &r,
-			   "%s refused: the vault refuses on a request's bytes (V2, V4-V6), which "
-			   "the record does not carry",
-			   r.action);
+	    (strcmp(r.action, "http-request") == 0 &&
+	     (r.verdict != LOGREC_ALLOWED || vault_row(r.code))) ||
+	    (strcmp(r.action, "connect") == 0 && r.from_vault)) {
+		judge_vault_refusal(a, &r, line, len, pol);
 		return;
 	}
-	pol = policy_for(a, r.policy, &why);
 	if (!pol) {
 		not_judged(a, &r, "%s", why);
 		return;

@@ -263,8 +263,11 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 					c->now_ms, &open) < 0) {
 				refuse(d, c, p, sb, VK_REJECT, open.why);
 				d->rec.action = LOGREC_DNS_QUERY;
-				if (open.over_quota)
+				if (open.over_quota) {
 					d->quota = QUOTA_DNSTCP;
+					d->rec.quota = (uint32_t)quota_share(
+					    DNSTCP_STREAMS_MAX, policy_sandbox_count(c->policy));
+				}
 				return;
 			}
 			d->v = VK_PASS;
@@ -286,8 +289,11 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 		if (rc < 0) {
 			refuse(d, c, p, sb, VK_REJECT, fate.why);
 			d->rec.action = LOGREC_DNS_QUERY;
-			if (fate.over_quota)
+			if (fate.over_quota) {
 				d->quota = QUOTA_DNSTCP;
+				d->rec.quota = (uint32_t)quota_share(
+				    DNSTCP_STREAMS_MAX, policy_sandbox_count(c->policy));
+			}
 			return;
 		}
 		if (rc == 0) {
@@ -491,8 +497,11 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 				 c->now_ms, &st, &msg, &len, &fate);
 		if (rc < 0) {
 			set_reason(d, "%s", fate.why);
-			if (fate.over_quota)
+			if (fate.over_quota) {
 				d->quota = QUOTA_DNSTCP;
+				d->rec.quota = (uint32_t)quota_share(
+				    DNSTCP_STREAMS_MAX, policy_sandbox_count(c->policy));
+			}
 			return;
 		}
 		if (rc == 0) {
@@ -640,6 +649,43 @@ static void held_view(const struct held_flow *hf, struct pkt *op)
 	memcpy(op->dst.a, hf->key.dst, 16);
 }
 
+/* What `log audit` judges a held flow's refusal by (docs/logd.md,
+ * "Audit"): the class of what its bytes were, as the spec's H rows name
+ * it, and how long it had been held. Taken from the refusal's own reason
+ * (each is a constant of this file) so that every caller of held_fail
+ * records it; a reason missing here leaves the class out, and the audit
+ * then says the record is not judged rather than confirming it. */
+static void held_facts(struct decision *d, const struct decide_ctx *c, const struct held_flow *hf,
+		       const char *reason)
+{
+	static const struct {
+		const char *prefix, *cls;
+	} classes[] = {
+	    {"TLS ClientHello without a server name", "client-hello-no-name"},
+	    {"malformed TLS ClientHello", "tls-malformed"},
+	    {"TLS ClientHello could not be checked", "tls-malformed"},
+	    {"TLS ClientHello larger than", "too-large"},
+	    {"held flow no longer matches its sandbox", "sandbox-changed"},
+	    {"held flow: the server did not acknowledge", "timeout"},
+	    {"no TLS ClientHello within", "timeout"},
+	    {"TCP urgent data", "urgent"},
+	    {"held flow: a SYN with another sequence number", "another-isn"},
+	    {"held flow: data before the server accepted", "before-accept"},
+	    {"held flow: data before the connection's first byte", "before-start"},
+	    {"held flow: data past its FIN", "fin"},
+	    {"held flow: a FIN inside", "fin"},
+	    {"held flow: bytes sent again differ", "bytes-differ"},
+	    {"held flow: the server asked for a second ClientHello", "hello-retry"},
+	};
+	uint64_t since = hf->deadline_ms - c->cfg->engine.sni_timeout_ms;
+
+	for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+		if (strncmp(reason, classes[i].prefix, strlen(classes[i].prefix)) == 0)
+			d->rec.held_bytes = classes[i].cls;
+	/* at least 1: 0 is "absent" on the wire */
+	d->rec.held_ms = c->now_ms > since ? (uint32_t)(c->now_ms - since) : 1;
+}
+
 /* Refuse the held flow, once: the record is written now, the entry stays
  * (failed) so that every later packet of it is refused without another
  * record and a new SYN on the same addresses cannot start it afresh with
@@ -656,6 +702,7 @@ static void held_fail(struct decision *d, const struct decide_ctx *c,
 		d->rec.domain = rec_keep(d, hf->meta.name);
 	if (hf->sni[0])
 		d->rec.sni = rec_keep(d, hf->sni);
+	held_facts(d, c, hf, reason);
 	hf->failed = true;
 }
 
@@ -664,6 +711,7 @@ static void held_fail_sni(struct decision *d, const struct decide_ctx *c,
 			  enum verdict_kind v)
 {
 	held_fail(d, c, sb, hf, v, "");
+	d->rec.held_bytes = "client-hello";
 	set_reason(d,
 		   "TLS server name %s is not a name this sandbox resolved to this address and "
 		   "may use on this port",
@@ -825,6 +873,7 @@ static void held_judge(const struct decide_ctx *c, const struct pkt *p,
 		why = held_host_refused(c, sb, &p->dst, p->dport);
 		if (why) {
 			held_fail(d, c, sb, hf, VK_REJECT, why);
+			d->rec.held_bytes = "not-tls";
 			return;
 		}
 		break;
@@ -976,6 +1025,7 @@ static void held_promote(const struct decide_ctx *c, struct held_flow *hf, struc
 		if (!dnsguard_sni_allowed(c->dg, sb, &op.dst, IPPROTO_TCP, op.dport, hf->sni,
 					  c->now_ms, &rule)) {
 			held_fail_sni(d, c, sb, hf, VK_DROP);
+			d->rec.held_bytes = "no-longer-allowed";
 			return;
 		}
 		allow(d, c, &op, sb, rule, VK_ALLOW, FLOW_VIA_SNI, hf->sni,
@@ -986,6 +1036,7 @@ static void held_promote(const struct decide_ctx *c, struct held_flow *hf, struc
 
 		if (why) {
 			held_fail(d, c, sb, hf, VK_DROP, why);
+			d->rec.held_bytes = "no-longer-allowed";
 			return;
 		}
 		allow(d, c, &op, sb, NULL, VK_ALLOW, FLOW_VIA_HOST, hf->meta.name,
@@ -1196,6 +1247,8 @@ static void new_flow(const struct decide_ctx *c, const struct pkt *p,
 			       "too many connections of this sandbox waiting for a ClientHello "
 			       "(engine quota)");
 			d->quota = QUOTA_HELD;
+			d->rec.quota =
+			    (uint32_t)held_share(c->held, policy_sandbox_count(c->policy));
 			return;
 		}
 		if (rc < 0) {

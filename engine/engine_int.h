@@ -288,6 +288,9 @@ struct held_table;
 int held_table_new(size_t max, struct held_table **out);
 void held_table_free(struct held_table *t);
 struct held_flow *held_get(struct held_table *t, const struct flow_key *k);
+/* The most held flows one sandbox may have in t (what a quota refusal
+ * records: portcullis.quota). */
+size_t held_share(const struct held_table *t, size_t n_sandboxes);
 /* New entry of sandbox (its meta.sandbox), which may hold at most
  * quota_share(max, n_sandboxes) of the table: 0 and *out; PC_EREFUSED:
  * the sandbox holds its share; PC_EAGAIN: the table is full; PC_ENOMEM.

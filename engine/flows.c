@@ -425,3 +425,8 @@ uint64_t held_key_hash(const struct held_table *t, const struct flow_key *k)
 {
 	return key_hash(t->hkey, k);
 }
+
+size_t held_share(const struct held_table *t, size_t n_sandboxes)
+{
+	return quota_share(t->max, n_sandboxes);
+}

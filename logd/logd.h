@@ -87,6 +87,15 @@ struct logrec {
 	 * dns.ttl_min..dns.ttl_max); 0 absent. What `log audit` needs to
 	 * know when a learned address expired (docs/logd.md, "Audit"). */
 	uint32_t dns_ttl;
+	/* A refused held flow (docs/spec.md H1-H13, S23): what the guard saw
+	 * of its bytes, as one of logrec_held_names ("client-hello" naming
+	 * sni, "not-tls", "timeout", ...; portcullis.held.bytes), and how
+	 * long it had been held (portcullis.held.ms, from its SYN). A quota
+	 * refusal (S14, S23): the share of the table that was full
+	 * (portcullis.quota). What `log audit` judges them by; 0/NULL absent. */
+	const char *held_bytes;
+	uint32_t held_ms;
+	uint32_t quota;
 	/* set by logd only (above) */
 	enum logrec_sender sender;
 };
@@ -235,6 +244,12 @@ int logrec_code_index(const char *code);
 /* The event.code a record carries: its own (rec->code), else the one of
  * its reason; as an index (metrics) and as text (the record). */
 int logrec_event_code_index(const struct logrec *rec);
+/* portcullis.held.bytes: what a refused held flow's bytes were, the
+ * class the engine saw (docs/logd.md, "Audit"); the index of name in
+ * the table, or -1 when it is none of them. */
+#define LOGREC_HELD_CLASSES 15
+extern const char *const logrec_held_names[LOGREC_HELD_CLASSES];
+int logrec_held_index(const char *name);
 /* A DNS response code's name logd accepts for dns.response_code. */
 bool logrec_dns_rcode_known(const char *rcode);
 /* "engine", "vault", "root", "logd"; NULL for LOGREC_SENDER_NONE. */

@@ -199,6 +199,34 @@ int logrec_event_code_index(const struct logrec *rec)
 	return i >= 0 ? i : logrec_reason_index(rec->reason);
 }
 
+/* What a held flow's bytes were when it was refused: the spec's rows
+ * H1-H13a by what they look at, in words an auditor reads. */
+const char *const logrec_held_names[LOGREC_HELD_CLASSES] = {
+    "client-hello",	    /* a whole ClientHello naming tls.client.server_name (H11) */
+    "client-hello-no-name", /* a whole ClientHello without server_name (H11) */
+    "tls-malformed",	    /* another TLS record first, SSLv2, or a bad handshake (H11) */
+    "too-large",	    /* more than 16 KiB before a whole ClientHello (H11) */
+    "not-tls",		    /* not TLS, to an address no longer host-allowed (H11) */
+    "urgent",		    /* URG or an urgent pointer (H2a) */
+    "another-isn",	    /* a SYN with another ISN (H6) */
+    "bytes-differ",	    /* bytes sent again that differ from the judged ones (H8) */
+    "fin",		    /* a FIN inside the judged bytes, data past the FIN (H8) */
+    "before-start",	    /* data before ISN + 1 (H9) */
+    "before-accept",	    /* data before the server's SYN-ACK (H7) */
+    "hello-retry",	    /* the server's HelloRetryRequest (H13a) */
+    "timeout",		    /* not promoted within engine.sni_timeout_ms (H2) */
+    "sandbox-changed",	    /* its sandbox no longer matches the sender (H1) */
+    "no-longer-allowed",    /* judged again at the promotion, refused (H13) */
+};
+
+int logrec_held_index(const char *name)
+{
+	for (int i = 0; name && i < LOGREC_HELD_CLASSES; i++)
+		if (strcmp(logrec_held_names[i], name) == 0)
+			return i;
+	return -1;
+}
+
 bool logrec_dns_rcode_known(const char *rcode)
 {
 	static const char *const names[] = {"NOERROR",	"FORMERR", "SERVFAIL",

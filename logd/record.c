@@ -317,6 +317,11 @@ void logrec_fields(const struct logrec *rec, logrec_field_fn fn, void *ctx)
 	fn(ctx, "dns.resolved_ip", LOGF_LIST, rec->dns_answers, 0);
 	if (rec->dns_ttl)
 		fn(ctx, "portcullis.dns.ttl", LOGF_NUM, NULL, rec->dns_ttl);
+	fn(ctx, "portcullis.held.bytes", LOGF_STR, rec->held_bytes, 0);
+	if (rec->held_ms)
+		fn(ctx, "portcullis.held.ms", LOGF_NUM, NULL, rec->held_ms);
+	if (rec->quota)
+		fn(ctx, "portcullis.quota", LOGF_NUM, NULL, rec->quota);
 	/* learned from answers the guard takes only from NOERROR responses */
 	if (rec->action == LOGREC_DNS_LEARN)
 		fn(ctx, "dns.response_code", LOGF_STR, "NOERROR", 0);

@@ -36,6 +36,9 @@ enum {
 	TAG_CODE = 22,	    /* event.code (issue 18: set where the sender decides) */
 	TAG_DNS_RCODE = 23, /* dns.response_code */
 	TAG_DNS_TTL = 24,   /* portcullis.dns.ttl (issue 35) */
+	TAG_HELD = 25,	    /* portcullis.held.bytes: what a refused held flow's bytes were */
+	TAG_HELD_MS = 26,   /* portcullis.held.ms: how long it had been held */
+	TAG_QUOTA = 27,	    /* portcullis.quota: the share that was full */
 };
 
 /* logd's protocol id in the shared header (common/msg.c): 0, the bytes
@@ -155,6 +158,16 @@ static void w_u16(struct pc_msg_w *w, uint8_t tag, uint16_t v)
 	pc_msg_put_tlv(w, tag, b, 2);
 }
 
+static void w_u32(struct pc_msg_w *w, uint8_t tag, uint32_t v)
+{
+	uint8_t b[4];
+
+	if (!v)
+		return;
+	pc_msg_put32(b, v);
+	pc_msg_put_tlv(w, tag, b, 4);
+}
+
 static int w_endpoint(struct pc_msg_w *w, uint8_t atag, uint8_t ptag, const struct pc_endpoint *e,
 		      struct pc_err *err)
 {
@@ -210,12 +223,11 @@ int logrec_encode(const struct logrec *rec, uint8_t *buf, size_t len, struct pc_
 	    w_str(&w, TAG_CODE, rec->code, err) < 0 ||
 	    w_str(&w, TAG_DNS_RCODE, rec->dns_rcode, err) < 0)
 		return rc;
-	if (rec->dns_ttl) {
-		uint8_t b[4];
-
-		pc_msg_put32(b, rec->dns_ttl);
-		pc_msg_put_tlv(&w, TAG_DNS_TTL, b, 4);
-	}
+	w_u32(&w, TAG_DNS_TTL, rec->dns_ttl);
+	if (w_str(&w, TAG_HELD, rec->held_bytes, err) < 0)
+		return rc;
+	w_u32(&w, TAG_HELD_MS, rec->held_ms);
+	w_u32(&w, TAG_QUOTA, rec->quota);
 	n = pc_msg_finish(&w, LOGWIRE_PROTO, LOGWIRE_VERSION, LOGWIRE_RECORD, LOGWIRE_MAX);
 	if (n >= 0)
 		return n;
@@ -237,6 +249,8 @@ static int tag_numlen(unsigned tag)
 	case TAG_HTTP_STATUS:
 		return 2;
 	case TAG_DNS_TTL:
+	case TAG_HELD_MS:
+	case TAG_QUOTA:
 		return 4;
 	default:
 		return 0;
@@ -274,6 +288,8 @@ static const char **tag_str(struct logrec *r, unsigned tag)
 		return &r->code;
 	case TAG_DNS_RCODE:
 		return &r->dns_rcode;
+	case TAG_HELD:
+		return &r->held_bytes;
 	default:
 		return NULL;
 	}
@@ -385,10 +401,20 @@ int logrec_decode_into(const uint8_t *buf, size_t len, struct logrec *out, char 
 				break;
 			}
 			case TAG_DNS_TTL:
-				r.dns_ttl = pc_msg_get32(v);
-				if (r.dns_ttl == 0)
+			case TAG_HELD_MS:
+			case TAG_QUOTA: {
+				uint32_t x = pc_msg_get32(v);
+
+				if (x == 0)
 					return pc_err_set(err, PC_EPARSE, "field %u is zero", tag);
+				if (tag == TAG_DNS_TTL)
+					r.dns_ttl = x;
+				else if (tag == TAG_HELD_MS)
+					r.held_ms = x;
+				else
+					r.quota = x;
 				break;
+			}
 			default:
 				return pc_err_set(err, PC_EPARSE, "unknown field %u at byte %zu",
 						  tag, off);
@@ -406,6 +432,8 @@ int logrec_decode_into(const uint8_t *buf, size_t len, struct logrec *out, char 
 		return pc_err_set(err, PC_EPARSE, "unknown event code %.40s", r.code);
 	if (r.dns_rcode && !logrec_dns_rcode_known(r.dns_rcode))
 		return pc_err_set(err, PC_EPARSE, "unknown DNS response code %.40s", r.dns_rcode);
+	if (r.held_bytes && logrec_held_index(r.held_bytes) < 0)
+		return pc_err_set(err, PC_EPARSE, "unknown held-flow class %.40s", r.held_bytes);
 	*out = r;
 	return 0;
 }

@@ -449,6 +449,10 @@ static void dns_message(struct spec_world *w, const struct policy_sandbox *sb,
 {
 	bool tcp = p->proto == IPPROTO_TCP;
 
+	if (p->pl == SPEC_PL_DNS_SHAPE) {
+		refuse(v, "S9", tcp ? SPEC_V_REJECT : SPEC_V_REFUSED, DNSQUERY, SPEC_R_ANY);
+		return;
+	}
 	if (p->pl != SPEC_PL_DNS_QUERY) {
 		refuse(v, "S10", SPEC_V_DROP | (tcp ? SPEC_V_REJECT : 0), DNSQUERY,
 		       SPEC_R_DNS_MALFORMED);
@@ -1111,6 +1115,10 @@ static void from_sandbox(struct spec_world *w, const struct spec_pkt *p, struct 
 	/* the engine */
 	if (!p->port_known) {
 		refuse(v, "S2", SPEC_V_DROP, CONNECT, SPEC_R_UNKNOWN_PORT);
+		return;
+	}
+	if (p->malformed) {
+		refuse(v, "S3", SPEC_V_DROP, CONNECT, SPEC_R_MALFORMED);
 		return;
 	}
 	sb = policy_sandbox_match(w->pol, &p->from);

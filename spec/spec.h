@@ -33,6 +33,9 @@ enum spec_payload {
 	SPEC_PL_DNS_ANSWER,
 	SPEC_PL_STREAM, /* bytes of a TCP stream described by stream_* */
 	SPEC_PL_DATA,	/* anything else (for port 53 over TCP: an incomplete message) */
+	/* a query (qname, qtype) whose shape the guard refuses: opcode,
+	 * sections, EDNS, size, class (docs/dnsguard.md's table; S9) */
+	SPEC_PL_DNS_SHAPE,
 };
 
 /* What the first message of a held flow's stream is, whole. */
@@ -59,6 +62,9 @@ struct spec_pkt {
 	uint32_t seq, ack;
 	uint16_t urp; /* the urgent pointer (with or without URG in tcp_flags) */
 	enum spec_ct ct;
+	/* S3: malformed at the IP or transport layer, or a fragment (the
+	 * parser's verdict; what makes it so is not modelled) */
+	bool malformed;
 	bool tcp_framed; /* DNS over TCP: payload is the message after its length */
 	enum spec_payload pl;
 	const uint8_t *data; /* the L4 payload */

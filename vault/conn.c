@@ -158,11 +158,19 @@ int conn_send_error(struct conn *c, unsigned status, const char *reason)
 enum conn_next conn_refuse(struct conn *c, unsigned status, bool exfil, const char *code,
 			   const char *reason)
 {
+	return conn_refuse_named(c, status, exfil, code, reason, NULL);
+}
+
+/* As conn_refuse, the record naming the secret whose placeholder was
+ * refused (V4; never a value): what `log audit` checks its binding by. */
+enum conn_next conn_refuse_named(struct conn *c, unsigned status, bool exfil, const char *code,
+				 const char *reason, const char *secret)
+{
 	if (exfil)
 		pc_log(PC_LOG_WARN, "exfiltration attempt refused: sandbox %s, %s: %s", c->sandbox,
 		       c->sni, reason);
 	conn_log_code(c, exfil ? LOGREC_EXFIL : LOGREC_HTTP_REQUEST, LOGREC_REFUSED, code, reason,
-		      status, NULL, true, NULL);
+		      status, secret, true, NULL);
 	conn_send_error(c, status, reason);
 	return CONN_CLOSE;
 }
@@ -380,7 +388,7 @@ static enum conn_next handle_request(struct conn *c, struct http_request *req)
 		goto out;
 	}
 	if (io.status) {
-		rc = conn_refuse(c, io.status, io.exfil, io.code, io.reason);
+		rc = conn_refuse_named(c, io.status, io.exfil, io.code, io.reason, io.refused);
 		goto out;
 	}
 	/* no record, no request */

@@ -191,22 +191,27 @@ static int judge(const struct vault_secret *s, const struct policy_sandbox *sb, 
 		 uint16_t port, const struct http_header *h, bool in_name, struct inject_out *r)
 {
 	const struct policy_secret *ps = policy_secret_by_name(sb, s->name);
+	int rc = 1;
 
 	if (!h)
-		return refuse(r, 403, true, "vault_placeholder_in_url",
-			      "placeholder of %s in the request URL", s->name);
-	if (!ps)
-		return refuse(r, 403, true, "vault_secret_not_bound",
-			      "placeholder of %s, a secret not bound for sandbox %s", s->name,
-			      sb->name);
-	if (strcasecmp(ps->host, sni) != 0 || ps->port != port)
-		return refuse(r, 403, true, "vault_secret_wrong_host",
-			      "placeholder of %s is bound to %s:%u, not %s:%u", s->name, ps->host,
-			      ps->port, sni, port);
-	if (in_name || !hdr_is(h, ps->header))
-		return refuse(r, 403, true, "vault_placeholder_wrong_header",
-			      "placeholder of %s outside its header %s", s->name, ps->header);
-	return 1;
+		rc = refuse(r, 403, true, "vault_placeholder_in_url",
+			    "placeholder of %s in the request URL", s->name);
+	else if (!ps)
+		rc = refuse(r, 403, true, "vault_secret_not_bound",
+			    "placeholder of %s, a secret not bound for sandbox %s", s->name,
+			    sb->name);
+	else if (strcasecmp(ps->host, sni) != 0 || ps->port != port)
+		rc = refuse(r, 403, true, "vault_secret_wrong_host",
+			    "placeholder of %s is bound to %s:%u, not %s:%u", s->name, ps->host,
+			    ps->port, sni, port);
+	else if (in_name || !hdr_is(h, ps->header))
+		rc = refuse(r, 403, true, "vault_placeholder_wrong_header",
+			    "placeholder of %s outside its header %s", s->name, ps->header);
+	/* the refused secret's name (never its value) goes with the record:
+	 * `log audit` checks V4's binding against the policy */
+	if (rc == 0)
+		pc_strlcpy(r->refused, s->name, sizeof(r->refused));
+	return rc;
 }
 
 /* Write "Header: value\r\n" for secret s: its format with the value. */

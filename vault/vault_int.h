@@ -439,6 +439,9 @@ struct inject_out {
 	const char *code;  /* the refusal's event.code (static) */
 	char reason[256];  /* X-Portcullis-Error; never holds a value */
 	char secrets[512]; /* names injected, comma separated */
+	/* refused (V4): the secret whose placeholder was refused, its name
+	 * only ("" when none), for the record (`log audit`) */
+	char refused[VAULT_NAME_MAX];
 	size_t head_len;
 	/* va-holes: what was injected, to scrub from every later response of
 	 * the connection: the values (borrowed from the state);
@@ -661,6 +664,9 @@ int conn_send_error(struct conn *c, unsigned status, const char *reason);
 /* Answer status, log the refusal (code: its event.code); always CONN_CLOSE. */
 enum conn_next conn_refuse(struct conn *c, unsigned status, bool exfil, const char *code,
 			   const char *reason);
+/* ... naming the secret whose placeholder was refused (V4), never a value */
+enum conn_next conn_refuse_named(struct conn *c, unsigned status, bool exfil, const char *code,
+				 const char *reason, const char *secret);
 void conn_upstream_close(struct conn *c);
 /* After a 101: relay WebSocket messages both ways (tunnel.c). Returns
  * CONN_CLOSE. */

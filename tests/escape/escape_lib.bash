@@ -30,6 +30,31 @@ ESC_OUT=$PC_TOP/build/escape
 ESC_REFUSED_RE='^(not on the allow list|no allowed name resolved to this address)$'
 SB1_4=$(lab_sb_ip4 1) SB1_6=$(lab_sb_ip6 1) SB2_4=$(lab_sb_ip4 2) SB2_6=$(lab_sb_ip6 2)
 
+# Issue 35's done-when: the log each escape test's guard wrote audits
+# clean (`portcullis log audit`: every verdict in it is one docs/spec.md
+# allows under the policy in force). One TAP line before the plan; the
+# audit reads the live log (what logd signed so far: its checkpoints cover
+# every acknowledged record). ESC_AUDIT=0 leaves it out (a test that
+# rewrites the log on purpose).
+esc_audit() {
+	local dir=${GUARD_DIR:-} out rc=0
+	[ "${ESC_AUDIT:-1}" != 0 ] && [ -n "$dir" ] && [ -s "$dir/log/verdicts.jsonl" ] || return 0
+	# logd signs what it wrote within log.checkpoint.interval_ms: wait
+	# for the file to end with a checkpoint (bounded)
+	lab_wait_until _esc_log_signed "$dir/log/verdicts.jsonl" || true
+	out=$(lab_gw "${GUARD_BIN:-$PC_TOP/build}/portcullis" -c "$GUARD_CONF" log audit 2>&1) ||
+		rc=$?
+	printf '%s\n' "$out" | grep -E '^(audit|disagreement|  record|not judged|\(|portcullis)' |
+		head -60 | sed 's/^/# /'
+	t_eq "the log of this run audits clean: every verdict confirmed" 0 "$rc"
+}
+_esc_log_signed() { tail -n 1 "$1" | grep -q '^{"checkpoint"'; }
+eval "$(declare -f t_done | sed '1s/^t_done/_esc_tap_done/')"
+t_done() {
+	esc_audit
+	_esc_tap_done
+}
+
 esc_init() { # class title
 	ESC_CLASS=$1
 	mkdir -p "$ESC_OUT"

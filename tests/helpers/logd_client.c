@@ -211,6 +211,10 @@ static int every_kind(const char *path)
 			    .secrets = "GITHUB_TOKEN,NPM_TOKEN",
 			    .message = "every kind",
 			    .dns_rcode = vs[v] == LOGREC_REFUSED ? "REFUSED" : NULL,
+			    .dns_ttl = 300,
+			    .held_bytes = "timeout",
+			    .held_ms = 3001,
+			    .quota = 16,
 			};
 
 			if (a == LOGREC_SEGMENT) /* logd's own */

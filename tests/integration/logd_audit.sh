@@ -7,7 +7,13 @@
 # lies) each give exactly the disagreements they should:
 #   - the policy named by every record swapped for a stricter one,
 #   - one refused connect flipped to allowed,
-#   - the DNS answer before an allowed connect left out.
+#   - the DNS answer before an allowed connect left out;
+# and, one per kind the records now carry the facts of (issue 35), a
+# record the spec allows and the same record made one it does not: a held
+# flow's timeout refusal held shorter than engine.sni_timeout_ms, a held
+# flow refused on a ClientHello naming an allowed name, the vault's V2
+# refusal flipped to allowed, a refused DNS-over-TCP query flipped to
+# allowed, a malformed packet's refusal flipped to allowed.
 cd "${PC_TOP:-$(dirname "$0")/../..}" || exit 1
 PC_TOP=$(pwd)
 PC_BUILD=${PC_BUILD:-$PC_TOP/build}
@@ -33,6 +39,9 @@ t_eq "refused: a DNS query for a name the policy does not allow" "" \
 	"$(lab_sb 1 dig +short +time=2 +tries=1 paste.evil.test A 2>/dev/null | grep -v '^;')"
 lab_sb 1 curl -s -o /dev/null --max-time 3 -k "https://$LAB_PASTE4/" || true
 lab_sb 2 curl -s -o /dev/null --max-time 3 "telnet://$LAB_SSH4:22" || true
+# DNS over TCP: an allowed query and a refused one (S8, S9 on a stream)
+lab_sb 1 dig +tcp +short +time=2 +tries=1 api.github.test A >/dev/null 2>&1 || true
+lab_sb 1 dig +tcp +short +time=2 +tries=1 paste.evil.test A >/dev/null 2>&1 || true
 esc_settle
 guard_stop
 
@@ -213,7 +222,84 @@ t_eq "exactly that request disagrees (V4)" \
 	"disagreement: seq $HELD, spec row V4: the spec allows the request refused, not sent upstream (GH_TOKEN is not a secret of this sandbox)" \
 	"$(grep '^disagreement:' "$LAB_DIR/vault2.out")"
 
-# --- 7. JSON, and a log that does not verify is not audited -----------------------
+# --- 7. what the audit judges since the records carry its facts --------------------
+# (issue 35: a held flow's refusal, the vault's refusals, DNS over TCP, a
+# malformed packet). Each rewritten record is first made one the spec
+# allows (the log audits clean: the fact is judged, not waved through),
+# then one it does not (exactly that record disagrees).
+HELD_T=$(python3 - "$LOG" "$HELD" <<-'PY'
+	import json, sys, datetime
+	for l in open(sys.argv[1]):
+	    if l.startswith('{"checkpoint"'): continue
+	    r = json.loads(l)
+	    if r["event.sequence"] == int(sys.argv[2]):
+	        t = datetime.datetime.strptime(r["@timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ")
+	        t += datetime.timedelta(seconds=5)
+	        print(t.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (t.microsecond // 1000))
+	PY
+)
+TCPQ=$(python3 - "$LOG" <<-'PY'
+	import json, sys
+	for l in open(sys.argv[1]):
+	    if l.startswith('{"checkpoint"'): continue
+	    r = json.loads(l)
+	    if r.get("event.action") == "dns-query" and r.get("network.transport") == "tcp" \
+	       and r.get("dns.question.name") == "paste.evil.test":
+	        print(r["event.sequence"]); break
+	PY
+)
+t_lt "the log has a refused DNS-over-TCP query" 0 "${TCPQ:-0}"
+# a case: name, expected exit, expected disagreement ("" none), edits...
+tamper() {
+	local name=$1 want_rc=$2 want=$3 rc=0
+	shift 3
+	"$RESIGN" "$KEY" "$LOG" "$LAB_DIR/$name.jsonl" "$@"
+	audit "$LAB_DIR/$name.out" "$LAB_DIR/$name.jsonl" || rc=$?
+	sed 's/^/# /' "$LAB_DIR/$name.out" | grep -v '^#   record' | grep -v '^# [/ ]' | head -8
+	t_eq "$name: exit $want_rc" "$want_rc" "$rc"
+	t_eq "$name: ${want:-no disagreement}" "$want" "$(grep '^disagreement:' "$LAB_DIR/$name.out")"
+	t_nomatch "$name: nothing left not judged" "^not judged" "$(cat "$LAB_DIR/$name.out")"
+}
+TIMEOUT="\"no TLS ClientHello within engine.sni_timeout_ms\""
+# the held flow's record, 5 s later, as a refusal on its timeout (H2):
+# held 3.5 s (engine.sni_timeout_ms is 3 s), then held 1.2 s
+tamper held-timeout 0 "" "$HELD:@timestamp=\"$HELD_T\"" "$HELD:event.outcome=\"failure\"" \
+	"$HELD:event.code=\"tls_timeout\"" \
+	"$HELD:event.reason=$TIMEOUT,\"portcullis.held.bytes\":\"timeout\",\"portcullis.held.ms\":3500"
+tamper held-timeout-short 1 \
+	"disagreement: seq $HELD, spec row H7: the spec allows PASS; no record" \
+	"$HELD:@timestamp=\"$HELD_T\"" "$HELD:event.outcome=\"failure\"" \
+	"$HELD:event.code=\"tls_timeout\"" \
+	"$HELD:event.reason=$TIMEOUT,\"portcullis.held.bytes\":\"timeout\",\"portcullis.held.ms\":1200"
+# refused on its bytes: a ClientHello naming cdn-evil.test (not agent-1's),
+# then naming api.github.test, which H11 approves
+SNIREF="\"TLS server name is not allowed\",\"portcullis.held.bytes\":\"client-hello\",\"portcullis.held.ms\":40"
+tamper held-sni 0 "" "$HELD:event.outcome=\"failure\"" "$HELD:event.reason=$SNIREF" \
+	"$HELD:tls.client.server_name=\"cdn-evil.test\""
+tamper held-sni-allowed 1 \
+	"disagreement: seq $HELD, spec row H11: the spec allows PASS; connect allowed (class SNI)" \
+	"$HELD:event.outcome=\"failure\"" "$HELD:event.reason=$SNIREF"
+# the vault's refusal of the request for a Host that is not its server
+# name (V2), then the same record allowed
+V2="\"http-request\""
+tamper vault-host 0 "" "$HELD:event.action=$V2" "$HELD:event.code=\"vault_host_mismatch\"" \
+	"$HELD:event.outcome=\"failure\""
+tamper vault-host-allowed 1 \
+	"disagreement: seq $HELD, spec row V2: the spec allows the request refused (its record's own check: vault_host_mismatch)" \
+	"$HELD:event.action=$V2" "$HELD:event.code=\"vault_host_mismatch\""
+# DNS over TCP: the refused query for paste.evil.test, then allowed (S9)
+tamper dnstcp-allowed 1 \
+	"disagreement: seq $TCPQ, spec row S9: the spec allows REJECT; dns-query refused" \
+	"$TCPQ:event.outcome=\"success\""
+# a packet that did not parse (S3), then the same record allowed
+MAL="\"malformed packet\""
+tamper malformed 0 "" "$FLIP:event.reason=$MAL" "$FLIP:event.code=\"malformed\""
+tamper malformed-allowed 1 \
+	"disagreement: seq $FLIP, spec row S3: the spec allows DROP; connect refused (class MALFORMED)" \
+	"$FLIP:event.reason=$MAL" "$FLIP:event.code=\"malformed\"" \
+	"$FLIP:event.outcome=\"success\""
+
+# --- 8. JSON, and a log that does not verify is not audited -----------------------
 rc=0
 lab_gw "$GUARD_BIN/portcullis" -c "$GUARD_CONF" log audit --policies "$POL" --json \
 	"$LAB_DIR/flip.jsonl" >"$LAB_DIR/flip.json" 2>/dev/null || rc=$?

@@ -458,6 +458,8 @@ static const char *pl_name(const struct spec_pkt *s)
 						     : "not-tls";
 	case SPEC_PL_DATA:
 		return "data";
+	case SPEC_PL_DNS_SHAPE:
+		return "dns-query-shape";
 	}
 	return "?";
 }

@@ -1029,6 +1029,8 @@ START_TEST(held_hello_retry)
 	ck_assert(!d.promote && d.has_rec);
 	ck_assert_int_eq(d.rec.verdict, LOGREC_REFUSED);
 	ck_assert_str_eq(metrics_reason_label(d.rec.reason), "held_inconsistent");
+	ck_assert_str_eq(d.rec.held_bytes, "hello-retry"); /* what log audit replays */
+	ck_assert_uint_gt(d.rec.held_ms, 0);
 	tcp_pkt("10.203.0.11", 44100, "203.0.113.10", 443, ACK | PSH, end, ch, n);
 	ck_assert_int_eq(judge(), VK_REJECT); /* the second ClientHello */
 	ck_assert(!d.has_rec);		      /* recorded once */
@@ -1104,6 +1106,9 @@ START_TEST(held_flow_timeout_and_plain)
 	tcp_pkt("10.203.0.11", 42000, "203.0.113.10", 443, ACK | PSH, 2, ch, n);
 	ck_assert_int_eq(judge(), VK_REJECT);
 	ck_assert_ptr_nonnull(strstr(d.rec.reason, "sni_timeout_ms"));
+	/* log audit's facts: the class, and held longer than the timeout */
+	ck_assert_str_eq(d.rec.held_bytes, "timeout");
+	ck_assert_uint_eq(d.rec.held_ms, cfg.engine.sni_timeout_ms + 1);
 	/* not TLS: allowed on the learned name (docs/engine.md) */
 	resolve("api.github.test", "203.0.113.10", 0x7778, "6004");
 	handshake("10.203.0.11", 42001, "203.0.113.10", 80, 1);
@@ -1129,6 +1134,7 @@ START_TEST(held_flow_timeout_and_plain)
 		"\x15\x03\x01\x00\x02\x01\x5a", 7);
 	ck_assert_int_eq(judge(), VK_REJECT);
 	ck_assert_str_eq(d.rec.reason, "malformed TLS ClientHello");
+	ck_assert_str_eq(d.rec.held_bytes, "tls-malformed");
 	/* data in the SYN to a named host */
 	tcp_pkt("10.203.0.11", 42002, "203.0.113.10", 443, SYN, 1, "x", 1);
 	ck_assert_int_eq(judge(), VK_REJECT);
@@ -1273,6 +1279,7 @@ START_TEST(held_quota_in_decide)
 	ck_assert_str_eq(d.rec.reason, "too many connections of this sandbox waiting for a "
 				       "ClientHello (engine quota)");
 	ck_assert_int_eq(d.quota, QUOTA_HELD);
+	ck_assert_uint_eq(d.rec.quota, 8); /* the share that was full, for log audit */
 	ck_assert_str_eq(metrics_reason_label(d.rec.reason), "held_quota");
 	ck_assert_uint_eq(held_used(held, "agent-1"), 8);
 	ck_assert_uint_eq(held_count(held), 8);
