@@ -1,6 +1,8 @@
 /* TLS I/O on non-blocking sockets with a deadline: every wait of a
- * connection thread is bounded, so a slow or silent peer costs its own
- * thread a timeout and nothing else. */
+ * connection is bounded, so a slow or silent peer costs its own connection
+ * a timeout and nothing else. In a worker's event loop a wait (OpenSSL's
+ * SSL_ERROR_WANT_READ or WANT_WRITE) hands the thread to the loop's other
+ * connections until the socket is ready (vloop.c); elsewhere it polls. */
 #include "vault/vault_int.h"
 
 #include <errno.h>
@@ -10,6 +12,8 @@
 
 static int io_wait(int fd, short ev, uint64_t deadline)
 {
+	if (vloop_in_co())
+		return vloop_wait(fd, ev, deadline);
 	for (;;) {
 		uint64_t now = pc_now_mono_ms();
 		struct pollfd p = {.fd = fd, .events = ev};
