@@ -87,6 +87,12 @@ void vault_daemon_conn_fds(struct vault_daemon *d, struct conn_slot *s, int fd, 
 	if (!s)
 		return;
 	pthread_mutex_lock(&d->lock);
+	/* a socket the connection lets go of leaves its loop before it is
+	 * closed: its number may come back as another socket */
+	if (s->fd >= 0 && s->fd != fd)
+		vloop_forget(d->loop, s->fd);
+	if (s->ufd >= 0 && s->ufd != ufd)
+		vloop_forget(d->loop, s->ufd);
 	s->fd = fd;
 	s->ufd = ufd;
 	pthread_mutex_unlock(&d->lock);

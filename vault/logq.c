@@ -291,6 +291,7 @@ static void loop_send(struct logq *q)
 {
 	struct logq_item *it;
 	struct pc_err e = {0};
+	size_t nsent = 0;
 	bool all = false;
 	int rc;
 
@@ -301,7 +302,7 @@ static void loop_send(struct logq *q)
 		const struct logrec *recs[LOGQ_SEND_CHUNK];
 		struct logq_item *of[LOGQ_SEND_CHUNK];
 		bool sent[LOGQ_SEND_CHUNK];
-		size_t n = 0;
+		size_t n = 0, m;
 
 		for (; it && n < LOGQ_SEND_CHUNK; it = it->next) {
 			of[n] = it;
@@ -310,12 +311,18 @@ static void loop_send(struct logq *q)
 		/* one batch in flight at a time, its acknowledgements read
 		 * before the next: none pile up unread, so a record the socket
 		 * refuses now is lost (its request is refused) */
-		if (logc_send_batch(q->lc, recs, n, sent, &e) != n)
+		m = logc_send_batch(q->lc, recs, n, sent, &e);
+		nsent += m;
+		if (m != n)
 			for (size_t k = 0; k < n; k++)
 				of[k]->lost |= !sent[k];
 	}
-	rc = logc_flush_nb(q->lc, &all, &e);
-	if (rc < 0 || all) {
+	/* the acknowledgement of what was just sent cannot be there yet:
+	 * look only when nothing went out (logd down), else wait for it */
+	if (!nsent || logc_fd(q->lc) < 0) {
+		rc = logc_flush_nb(q->lc, &all, &e);
+		if (rc == 0 && !all)
+			rc = pc_err_set(&e, PC_EIO, "logd unreachable");
 		loop_finish(q, rc, &e);
 		return;
 	}

@@ -523,10 +523,16 @@ void vloop_set_prep(struct vloop *l, void (*prep)(void *arg, uint64_t *deadline)
 int vloop_arm(struct vloop *l, int fd, short ev, void (*cb)(void *arg, int fd, short rev),
 	      void *arg);
 void vloop_disarm(struct vloop *l, int fd);
+/* A socket a coroutine waited on is about to be closed: forget its
+ * registration (its number may come back as another socket). */
+void vloop_forget(struct vloop *l, int fd);
 bool vloop_in_co(void);
 /* In a coroutine: wait until fd is ready for ev or deadline passes (0,
  * PC_ETIMEOUT, PC_EIO). vloop_waitn: any of n (at most 2) descriptors;
- * rev[i] (may be NULL) says which. */
+ * rev[i] (may be NULL) says which. The socket stays registered
+ * (edge-triggered) for the coroutine until vloop_forget: a 0 may be an
+ * edge that came before the operation that wanted it, which then wants it
+ * again and waits again. */
 int vloop_wait(int fd, short ev, uint64_t deadline);
 int vloop_waitn(const int *fd, const short *ev, short *rev, int n, uint64_t deadline);
 /* In a coroutine: sleep until vloop_wake or deadline (0, PC_ETIMEOUT). */

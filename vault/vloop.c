@@ -7,11 +7,17 @@
  * runs whatever else is ready: one wake-up serves every connection that has
  * work, and logd's acknowledgement of a batch is one event of the loop
  * (docs/vault.md, "Concurrency model"). */
+/* The switches are _setjmp/_longjmp between stacks that are all alive (the
+ * loop's frame that resumed a coroutine, the coroutine's frame that
+ * parked): fortified longjmp refuses a jump to another stack, and
+ * swapcontext would make a system call (the signal mask) per switch. */
+#undef _FORTIFY_SOURCE
 #include "vault/vault_int.h"
 
 #include <errno.h>
 #include <openssl/err.h>
 #include <poll.h>
+#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -34,10 +40,21 @@ void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_
 				     size_t *size_old);
 #endif
 
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+/* memcheck must know the coroutines' stacks, or it reads a switch as a
+ * huge stack frame (a no-op outside valgrind) */
+#include <valgrind/valgrind.h>
+#define VLOOP_VALGRIND 1
+#endif
+#endif
+
 #define VLOOP_MAXWAIT 2 /* descriptors one coroutine waits on at once */
 
 struct vloop_co {
-	ucontext_t ctx;
+	ucontext_t ctx; /* its first start only */
+	jmp_buf jb;	/* where it parked */
+	bool started;
 	struct vloop *l;
 	void *map; /* the stack and its guard page below it */
 	size_t map_len, guard;
@@ -48,22 +65,31 @@ struct vloop_co {
 	short rev[VLOOP_MAXWAIT];
 	int nfds;
 	bool parked, queued, timed_out, done;
+	unsigned vg_id;		      /* its stack, registered with valgrind */
 	struct vloop_co *prev, *next; /* every coroutine of the loop */
 	struct vloop_co *rnext;	      /* the ready list */
 };
 
-/* What a descriptor's one-shot arming wakes; gen tells an event of this
- * arming from one of an earlier arming of the same number. */
+/* A descriptor of the loop, in one of two ways. The loop's own (the
+ * worker's channel and signals, logd's socket): armed one-shot, with a
+ * callback. A connection's socket: registered once, edge-triggered, with
+ * the readiness seen since its coroutine last waited (rdy), so that a wait
+ * costs no system call (vloop_wait); forgotten when the connection lets
+ * go of it (vloop_forget), before it is closed. gen tells an event of this
+ * arming or registration from one of an earlier one of the same number. */
 struct vloop_fd {
 	uint32_t gen;
 	bool added; /* believed to be in the epoll set (a close removes it) */
 	void (*cb)(void *arg, int fd, short rev);
 	void *arg;
+	struct vloop_co *owner; /* edge-triggered: the coroutine it is for */
+	struct vloop_co *waiter;
+	short rdy, want;
 };
 
 struct vloop {
 	int ep;
-	ucontext_t main;
+	jmp_buf main; /* where the loop resumed the running coroutine */
 	struct vloop_co *all;
 	size_t n_co;
 	struct vloop_co *ready, *ready_tail;
@@ -201,10 +227,15 @@ static void co_switch_in(struct vloop *l, struct vloop_co *co)
 	void *fake = NULL;
 
 	__sanitizer_start_switch_fiber(&fake, (char *)co->map + co->guard, co->map_len - co->guard);
-	swapcontext(&l->main, &co->ctx);
+#endif
+	if (!_setjmp(l->main)) {
+		if (co->started)
+			_longjmp(co->jb, 1);
+		co->started = true;
+		setcontext(&co->ctx);
+	}
+#ifdef VLOOP_ASAN
 	__sanitizer_finish_switch_fiber(fake, NULL, NULL);
-#else
-	swapcontext(&l->main, &co->ctx);
 #endif
 }
 
@@ -215,10 +246,11 @@ static void co_switch_out(struct vloop_co *co)
 	void *fake = NULL;
 
 	__sanitizer_start_switch_fiber(co->done ? NULL : &fake, l->main_bottom, l->main_size);
-	swapcontext(&co->ctx, &l->main);
+#endif
+	if (!_setjmp(co->jb))
+		_longjmp(l->main, 1);
+#ifdef VLOOP_ASAN
 	__sanitizer_finish_switch_fiber(fake, NULL, NULL);
-#else
-	swapcontext(&co->ctx, &l->main);
 #endif
 }
 
@@ -236,6 +268,12 @@ static void co_entry(void)
 
 static void co_free(struct vloop *l, struct vloop_co *co)
 {
+	/* its sockets were forgotten before they were closed; should one
+	 * not have been, a coroutine allocated at the same address must not
+	 * take its registration for its own */
+	for (size_t i = 0; i < l->n_fds; i++)
+		if (l->fds[i].owner == co)
+			vloop_forget(l, (int)i);
 	if (co->prev)
 		co->prev->next = co->next;
 	else
@@ -243,6 +281,9 @@ static void co_free(struct vloop *l, struct vloop_co *co)
 	if (co->next)
 		co->next->prev = co->prev;
 	l->n_co--;
+#ifdef VLOOP_VALGRIND
+	VALGRIND_STACK_DEREGISTER(co->vg_id);
+#endif
 	munmap(co->map, co->map_len);
 	free(co);
 }
@@ -287,6 +328,10 @@ int vloop_spawn(struct vloop *l, size_t stack, void (*fn)(void *), void *arg, st
 	co->ctx.uc_stack.ss_sp = (char *)co->map + co->guard;
 	co->ctx.uc_stack.ss_size = stack;
 	co->ctx.uc_link = NULL;
+#ifdef VLOOP_VALGRIND
+	co->vg_id =
+	    VALGRIND_STACK_REGISTER((char *)co->map + co->guard, (char *)co->map + co->map_len);
+#endif
 	makecontext(&co->ctx, co_entry, 0);
 	co->l = l;
 	co->fn = fn;
@@ -319,9 +364,56 @@ static int co_park(struct vloop_co *co, uint64_t deadline)
 	return co->timed_out ? PC_ETIMEOUT : 0;
 }
 
+/* A connection's socket in the set, edge-triggered, for co. */
+static int et_register(struct vloop *l, int fd, struct vloop_co *co, struct vloop_fd **out)
+{
+	struct epoll_event e = {0};
+	struct vloop_fd *f;
+	int rc = fd_slot(l, fd, &f);
+
+	if (rc < 0)
+		return rc;
+	if (f->owner != co) {
+		e.events = EPOLLET | EPOLLIN | EPOLLOUT | EPOLLRDHUP;
+		f->gen = ++l->gen;
+		e.data.u64 = (uint64_t)(uint32_t)fd | (uint64_t)f->gen << 32;
+		/* an edge-triggered registration reports the readiness the
+		 * socket has now, so nothing that came before is missed */
+		if (epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &e) < 0 &&
+		    (errno != EEXIST || epoll_ctl(l->ep, EPOLL_CTL_MOD, fd, &e) < 0))
+			return PC_EIO;
+		f->added = true;
+		f->cb = NULL;
+		f->owner = co;
+		f->waiter = NULL;
+		f->rdy = 0;
+	}
+	*out = f;
+	return 0;
+}
+
+void vloop_forget(struct vloop *l, int fd)
+{
+	struct vloop_fd *f;
+
+	if (!l || fd < 0 || (size_t)fd >= l->n_fds)
+		return;
+	f = &l->fds[fd];
+	if (!f->owner)
+		return;
+	/* the close that follows takes it out of the set; events of it
+	 * already fetched carry the old gen */
+	f->gen = ++l->gen;
+	f->owner = f->waiter = NULL;
+	f->rdy = 0;
+	f->added = false;
+}
+
 int vloop_waitn(const int *fd, const short *ev, short *rev, int n, uint64_t deadline)
 {
 	struct vloop_co *co = vloop_cur;
+	struct vloop_fd *f[VLOOP_MAXWAIT];
+	bool now = false;
 	int rc = 0;
 
 	if (!co || n < 1 || n > VLOOP_MAXWAIT)
@@ -329,22 +421,42 @@ int vloop_waitn(const int *fd, const short *ev, short *rev, int n, uint64_t dead
 	if (pc_now_mono_ms() >= deadline)
 		return PC_ETIMEOUT;
 	co->nfds = n;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n && rc == 0; i++) {
 		co->fds[i] = fd[i];
 		co->rev[i] = 0;
-		if (rc == 0)
-			rc = vloop_arm(co->l, fd[i], ev[i], co_wake_fd, co);
+		if ((rc = et_register(co->l, fd[i], co, &f[i])) < 0)
+			return rc;
+		/* an edge since the last wait: the operation that wanted
+		 * this may go through now (at worst it wants it again) */
+		if (f[i]->rdy & (ev[i] | POLLHUP)) {
+			co->rev[i] = f[i]->rdy & (ev[i] | POLLHUP);
+			now = true;
+		}
 	}
-	if (rc == 0)
+	if (!now) {
+		for (int i = 0; i < n; i++) {
+			f[i]->waiter = co;
+			f[i]->want = ev[i];
+		}
 		rc = co_park(co, deadline);
+		for (int i = 0; i < n; i++) {
+			/* the slot may have been forgotten meanwhile: look again */
+			struct vloop_fd *g = &co->l->fds[fd[i]];
+
+			if (g->waiter == co)
+				g->waiter = NULL;
+		}
+	}
 	for (int i = 0; i < n; i++) {
-		if ((size_t)fd[i] < co->l->n_fds && co->l->fds[fd[i]].arg == co)
-			vloop_disarm(co->l, fd[i]);
+		struct vloop_fd *g = &co->l->fds[fd[i]];
+
+		if (g->owner == co)
+			g->rdy &= (short)~(co->rev[i] & ~POLLHUP);
 		if (rev)
 			rev[i] = co->rev[i];
 	}
 	co->nfds = 0;
-	return rc;
+	return co->rev[0] || (n > 1 && co->rev[1]) ? 0 : rc;
 }
 
 int vloop_wait(int fd, short ev, uint64_t deadline)
@@ -424,8 +536,21 @@ void vloop_run_once(struct vloop *l, int max_ms)
 		struct vloop_fd *f = (size_t)fd < l->n_fds ? &l->fds[fd] : NULL;
 		void (*cb)(void *, int, short);
 
-		if (!f || f->gen != gen || !f->cb)
+		if (!f || f->gen != gen)
 			continue; /* an earlier arming's: nobody waits for it */
+		if (f->owner) {
+			short r = rev_of(ev[i].events);
+			struct vloop_co *co = f->waiter;
+
+			f->rdy |= r;
+			if (co && (r & (f->want | POLLHUP))) {
+				co_wake_fd(co, fd, r & (f->want | POLLHUP));
+				f->waiter = NULL;
+			}
+			continue;
+		}
+		if (!f->cb)
+			continue;
 		cb = f->cb;
 		f->cb = NULL;
 		cb(f->arg, fd, rev_of(ev[i].events));
