@@ -55,8 +55,10 @@ int io_read(SSL *ssl, int fd, void *buf, size_t len, uint64_t deadline)
 		size_t n = 0;
 		int ret = SSL_read_ex(ssl, buf, len, &n), rc;
 
-		if (ret == 1)
+		if (ret == 1) {
+			vloop_tick();
 			return (int)n;
+		}
 		rc = io_step(ssl, fd, ret, deadline);
 		if (rc == 1)
 			return 0;
@@ -89,6 +91,7 @@ int io_write(SSL *ssl, int fd, const void *buf, size_t len, uint64_t deadline)
 		if (ret == 1) {
 			p += n;
 			len -= n;
+			vloop_tick();
 			continue;
 		}
 		rc = io_step(ssl, fd, ret, deadline);

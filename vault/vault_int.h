@@ -535,6 +535,10 @@ bool vloop_in_co(void);
  * again and waits again. */
 int vloop_wait(int fd, short ev, uint64_t deadline);
 int vloop_waitn(const int *fd, const short *ev, short *rev, int n, uint64_t deadline);
+/* In a coroutine, after an I/O operation that did not wait: every few of
+ * them, hand the thread to the other connections (fairness toward a peer
+ * that always has bytes ready). Nothing outside a coroutine. */
+void vloop_tick(void);
 /* In a coroutine: sleep until vloop_wake or deadline (0, PC_ETIMEOUT). */
 struct vloop_co *vloop_self(void);
 int vloop_park(uint64_t deadline);

@@ -65,6 +65,7 @@ struct vloop_co {
 	short rev[VLOOP_MAXWAIT];
 	int nfds;
 	bool parked, queued, timed_out, done;
+	unsigned ops;		      /* I/O operations since it last handed the thread back */
 	unsigned vg_id;		      /* its stack, registered with valgrind */
 	struct vloop_co *prev, *next; /* every coroutine of the loop */
 	struct vloop_co *rnext;	      /* the ready list */
@@ -357,6 +358,7 @@ static void co_wake_fd(void *arg, int fd, short rev)
 
 static int co_park(struct vloop_co *co, uint64_t deadline)
 {
+	co->ops = 0;
 	co->deadline = deadline;
 	co->timed_out = false;
 	co->parked = true;
@@ -464,6 +466,27 @@ int vloop_wait(int fd, short ev, uint64_t deadline)
 	return vloop_waitn(&fd, &ev, NULL, 1, deadline);
 }
 
+/* A peer that always has bytes ready (a large upload or download that both
+ * sides keep up with) would never make its connection wait: without this
+ * it would keep the thread, and its worker's other connections, until it
+ * ended. Every VLOOP_FAIR_OPS operations it goes to the back of the queue,
+ * behind the connections the next epoll_wait finds ready. */
+#define VLOOP_FAIR_OPS 16
+
+void vloop_tick(void)
+{
+	struct vloop_co *co = vloop_cur;
+
+	if (!co || ++co->ops < VLOOP_FAIR_OPS)
+		return;
+	co->nfds = 0;
+	co->deadline = UINT64_MAX;
+	co->parked = true;
+	ready_push(co->l, co);
+	co->ops = 0;
+	co_switch_out(co);
+}
+
 struct vloop_co *vloop_self(void)
 {
 	return vloop_cur;
@@ -504,16 +527,20 @@ static short rev_of(uint32_t e)
 void vloop_run_once(struct vloop *l, int max_ms)
 {
 	struct epoll_event ev[64];
+	struct vloop_co *batch;
 	uint64_t now, until, prep_at = UINT64_MAX;
 	int n, timeout;
 
-	/* coroutines first, then the batch they made (logq), then sleep */
-	while (l->ready) {
-		struct vloop_co *co = l->ready;
+	/* the coroutines ready when the round began, then the batch they
+	 * made (logq), then sleep; one that becomes ready meanwhile (woken,
+	 * or one that yielded: vloop_tick) runs next round, after the events
+	 * this round's epoll_wait finds */
+	batch = l->ready;
+	l->ready = l->ready_tail = NULL;
+	while (batch) {
+		struct vloop_co *co = batch;
 
-		l->ready = co->rnext;
-		if (!l->ready)
-			l->ready_tail = NULL;
+		batch = co->rnext;
 		co_resume(l, co);
 	}
 	if (l->prep)
