@@ -2,20 +2,20 @@
 # (docs/vault.md, "Concurrency model"): a peer that stalls must stall only
 # its own connection. Sandbox 1 holds three stalled connections in its
 # worker — a head half sent, a TCP connection that never starts its TLS
-# handshake, a client that stopped reading a 256 MB response (the vault's
+# handshake, a client that stopped reading a 4 MB response (the vault's
 # write waits) — while its fourth connection's keep-alive requests and
 # sandbox 2's requests complete; then the stalled ones are served to the end.
-# Then a download the client keeps up with, on which the vault never has to
-# wait, must take turns with that fourth connection's requests.
+# (A connection that never has to wait takes turns too: check_vault_vloop,
+# where that does not depend on how fast the machine is.)
 set -u
 . "$PC_TOP/tests/lib/tap.sh"
 . "$PC_TOP/tests/integration/vault_setup.bash"
 
 # the stalls must outlast the requests they must not delay
-LAB_BIG_SIZE=256M V_HANDSHAKE_MS=20000 V_IDLE_MS=20000 vault_up
+LAB_BIG_SIZE=4M V_HANDSHAKE_MS=20000 V_IDLE_MS=20000 vault_up
 
 lab_sb 1 python3 - "$LAB_DIR/vault-ca.pem" "$LAB_DIR/go" "$LAB_DIR/seen" >"$LAB_DIR/stall.out" 2>&1 <<-'EOF' &
-	import os, socket, ssl, sys, threading, time
+	import os, socket, ssl, sys, time
 	ctx = ssl.create_default_context(cafile=sys.argv[1])
 	def tls():
 	    return ctx.wrap_socket(socket.create_connection(("api.github.test", 443), timeout=30),
@@ -44,7 +44,7 @@ lab_sb 1 python3 - "$LAB_DIR/vault-ca.pem" "$LAB_DIR/go" "$LAB_DIR/seen" >"$LAB_
 	a.sendall(b"GET / HTTP/1.1\r\nHost: api.github.test\r\nX-Half: ")
 	# B: connected, no ClientHello
 	b = socket.create_connection(("api.github.test", 443), timeout=30)
-	# C: asks for 256 MB, reads the start of the answer, then stops reading
+	# C: asks for 4 MB, reads the start of the answer, then stops reading
 	cs = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 	cs.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)  # fills soon
 	cs.settimeout(30)
@@ -77,34 +77,9 @@ lab_sb 1 python3 - "$LAB_DIR/vault-ca.pem" "$LAB_DIR/go" "$LAB_DIR/seen" >"$LAB_
 	        break
 	    total += len(x)
 	    if total >= 4 * 1024 * 1024:
-	        break  # its first 4 MB
+	        break
 	print("C received: %s" % ("all" if total >= 4 * 1024 * 1024 else total), flush=True)
 	b.close()
-	c.close()
-	# E: a download that both ends keep up with (256 MB, read as fast as
-	# it comes) must not keep the worker from D's requests meanwhile
-	e = tls()
-	e.sendall(b"GET /big HTTP/1.1\r\nHost: api.github.test\r\n\r\n")
-	state = {"got": 0, "done": False}
-	def drain():
-	    buf = bytearray(1 << 20)
-	    while state["got"] < 256 * 1024 * 1024:
-	        n = e.recv_into(buf)
-	        if not n:
-	            break
-	        state["got"] += n
-	    state["done"] = True
-	th = threading.Thread(target=drain)
-	th.start()
-	while state["got"] < (1 << 20) and not state["done"]:
-	    time.sleep(0.01)
-	served = 0
-	while not state["done"]:
-	    if req(d) and not state["done"]:
-	        served += 1
-	th.join()
-	print("during the download (%d MB): %d requests served" % (state["got"] >> 20, served),
-	      flush=True)
 	EOF
 stall=$!
 lab_wait_until test -e "$LAB_DIR/go"
@@ -125,13 +100,7 @@ t_match "40 keep-alive requests of the same sandbox are served while three of it
 	"D served: 40 of 40, slowest [0-4]\.[0-9]+ s" "$out"
 t_eq "sandbox 2 is served meanwhile (5 requests)" 5 "$(grep -c '^api.github.test ok$' <<<"$two")"
 t_match "the half-sent head, completed afterwards, is answered" "A answered: HTTP/1.1 200" "$out"
-t_match "the client that stopped reading, reading again, gets 4 MB more" "C received: all" "$out"
-printf "# %s\n" "$(grep during <<<"$out")"
-# A coroutine that never has to wait must still hand the thread over
-# (vloop_tick): without that, 7, 27 and 13 requests were served during the
-# download (0c195d2); with it 106 and 214
-t_match "a 256 MB download the client keeps up with takes turns with the same sandbox's requests: 60 or more served meanwhile" \
-	"during the download \(25[0-9] MB\): ([6-9][0-9]|[1-9][0-9][0-9]+) requests served" "$out"
+t_match "the client that stopped reading, reading again, gets its whole response" "C received: all" "$out"
 t_eq "one worker served sandbox 1's connections" 1 \
 	"$(grep -c 'worker agent-1: serving' "$LAB_DIR/vault.stderr" 2>/dev/null || echo 0)"
 t_done
