@@ -315,6 +315,26 @@ int logc_flush(struct logc *lc, int timeout_ms, struct pc_err *err)
 	}
 }
 
+int logc_fd(const struct logc *lc)
+{
+	return lc ? lc->fd : -1;
+}
+
+int logc_flush_nb(struct logc *lc, bool *all, struct pc_err *err)
+{
+	if (!lc || !all)
+		return pc_err_set(err, PC_EINVAL, "logc_flush_nb: no client");
+	if (lc->acked != lc->sent)
+		logc_drain(lc, err);
+	if (lc->lost) {
+		lc->lost = false;
+		return pc_err_set(err, PC_EIO, "logd did not acknowledge every record: %s",
+				  lc->why);
+	}
+	*all = lc->acked == lc->sent;
+	return 0;
+}
+
 int logc_send_sync(struct logc *lc, const struct logrec *rec, int timeout_ms, struct pc_err *err)
 {
 	int rc = logc_send(lc, rec, err);

@@ -223,6 +223,15 @@ size_t logc_send_batch(struct logc *lc, const struct logrec *const *recs, size_t
  * was sent since the last successful flush. */
 int logc_flush(struct logc *lc, int timeout_ms, struct pc_err *err);
 
+/* logc_flush without waiting, for an event loop: reads the acknowledgements
+ * already queued; *all: every record sent so far is acknowledged (else wait
+ * until logc_fd is readable and call it again; the caller bounds the wait,
+ * and at its end calls logc_flush(lc, 0, err)). <0 as logc_flush: a record
+ * was not acknowledged. logc_fd: the connection's socket, -1 if none (it
+ * changes when the connection is re-made, on a send). */
+int logc_flush_nb(struct logc *lc, bool *all, struct pc_err *err);
+int logc_fd(const struct logc *lc);
+
 /* Sequence number logd gave the last acknowledged record (0 if none). */
 uint64_t logc_last_seq(const struct logc *lc);
 

@@ -1,4 +1,4 @@
-/* One sandbox connection, in its own thread: the TLS handshake with a leaf
+/* One sandbox connection, a coroutine of its worker's event loop: the TLS handshake with a leaf
  * minted for the checked server name, then each request in turn — parse,
  * check and inject, log (acknowledged before anything goes upstream),
  * forward, relay the scrubbed response. */
@@ -465,7 +465,7 @@ static void conn_free(struct conn *c)
 	free(c);
 }
 
-void *conn_main(void *arg)
+void conn_main(void *arg)
 {
 	struct conn_start *cs = arg;
 	struct conn *c = calloc(1, sizeof(*c));
@@ -477,7 +477,7 @@ void *conn_main(void *arg)
 		close(cs->fd);
 		vault_daemon_conn_release(cs->d, cs->slot, cs->sandbox);
 		free(cs);
-		return NULL;
+		return;
 	}
 	c->d = cs->d;
 	c->slot = cs->slot;
@@ -521,5 +521,4 @@ void *conn_main(void *arg)
 	}
 out:
 	conn_free(c);
-	return NULL;
 }

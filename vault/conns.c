@@ -1,8 +1,9 @@
-/* The connection threads of a process that serves sandbox connections
- * (the vault's per-sandbox worker, vault/worker.c): the per-sandbox quota,
- * starting a thread per connection, joining them, and ending them all at
- * SIGTERM within a bound. Moved from main.c when the monitor and the
- * workers became separate processes. */
+/* The connections of a process that serves sandbox connections (the
+ * vault's per-sandbox worker, vault/worker.c): the per-sandbox quota,
+ * starting a coroutine of the worker's event loop per connection
+ * (vloop.c), freeing their slots, and ending them all at SIGTERM within a
+ * bound. Moved from main.c when the monitor and the workers became
+ * separate processes. */
 #include "vault/vault_int.h"
 
 #include <errno.h>
@@ -15,7 +16,7 @@
 #include <unistd.h>
 
 #define VAULT_MAX_CONNS 4096	     /* all of one process's connections */
-#define CONN_STACK	(256 * 1024) /* per connection thread */
+#define CONN_STACK	(256 * 1024) /* per connection coroutine */
 
 struct vault_state *vault_daemon_state(struct vault_daemon *d)
 {
@@ -75,8 +76,8 @@ void vault_daemon_conn_release(struct vault_daemon *d, struct conn_slot *s, cons
 	if (s)
 		s->done = true;
 	pthread_mutex_unlock(&d->lock);
-	/* wake the accept loop to join the thread; a full counter (never in
-	 * practice) only delays the join to the next wake-up */
+	/* wake the loop to free the slot; a full counter (never in
+	 * practice) only delays that to the next wake-up */
 	if (s && write(d->reap_fd, &one, sizeof(one)) < 0)
 		return;
 }
@@ -86,13 +87,19 @@ void vault_daemon_conn_fds(struct vault_daemon *d, struct conn_slot *s, int fd, 
 	if (!s)
 		return;
 	pthread_mutex_lock(&d->lock);
+	/* a socket the connection lets go of leaves its loop before it is
+	 * closed: its number may come back as another socket */
+	if (s->fd >= 0 && s->fd != fd)
+		vloop_forget(d->loop, s->fd);
+	if (s->ufd >= 0 && s->ufd != ufd)
+		vloop_forget(d->loop, s->ufd);
 	s->fd = fd;
 	s->ufd = ufd;
 	pthread_mutex_unlock(&d->lock);
 }
 
-/* Join the connection threads that said they are done; returns how many
- * are still running. */
+/* Free the slots of the connections that said they are done; returns how
+ * many are still running. */
 size_t conns_reap(struct vault_daemon *d)
 {
 	struct conn_slot *done = NULL, **pp, *s;
@@ -115,7 +122,6 @@ size_t conns_reap(struct vault_daemon *d)
 	pthread_mutex_unlock(&d->lock);
 	while ((s = done)) {
 		done = s->next;
-		pthread_join(s->thr, NULL);
 		free(s);
 	}
 	return left;
@@ -142,12 +148,11 @@ size_t conns_wait(struct vault_daemon *d, unsigned ms)
 	size_t left;
 
 	while ((left = conns_reap(d)) > 0) {
-		struct pollfd p = {.fd = d->reap_fd, .events = POLLIN};
 		uint64_t now = pc_now_mono_ms();
 
-		if (now >= deadline)
+		if (now >= deadline || !d->loop)
 			break;
-		poll(&p, 1, (int)(deadline - now));
+		vloop_run_once(d->loop, (int)(deadline - now));
 	}
 	return left;
 }
@@ -167,15 +172,15 @@ bool conns_stop(struct vault_daemon *d)
 	conns_shutdown(d, SHUT_RDWR);
 	left = conns_wait(d, 3000);
 	if (left)
-		pc_log(PC_LOG_WARN, "%zu connection threads did not end; exiting without them",
-		       left);
+		pc_log(PC_LOG_WARN, "%zu connections did not end; exiting without them", left);
 	return !left;
 }
 
-/* Free what setup made (after the threads using it ended). */
+/* Free what setup made (after the connections using it ended). */
 void daemon_free(struct vault_daemon *d)
 {
 	logq_stop(d->logq);
+	vloop_free(d->loop);
 	SSL_CTX_free(d->server_ctx);
 	SSL_CTX_free(d->client_ctx);
 	vault_state_unref(d->state);
@@ -187,7 +192,7 @@ void daemon_free(struct vault_daemon *d)
 	pthread_mutex_destroy(&d->lock);
 }
 
-/* A refusal before any thread exists for the connection: log, close. */
+/* A refusal before any coroutine exists for the connection: log, close. */
 void accept_refuse(struct vault_daemon *d, int fd, const struct pc_endpoint *src,
 		   const struct pc_endpoint *orig, const char *sandbox, const char *code,
 		   const char *reason)
@@ -209,16 +214,15 @@ void accept_refuse(struct vault_daemon *d, int fd, const struct pc_endpoint *src
 	close(fd);
 }
 
-/* Serve an accepted connection of sandbox on a thread of its own (the
- * per-sandbox quota first); refusals are logged and close fd. */
+/* Serve an accepted connection of sandbox as a coroutine of the worker's
+ * loop (the per-sandbox quota first); refusals are logged and close fd. */
 void conn_spawn(struct vault_daemon *d, int fd, const struct pc_endpoint *src_,
 		const struct pc_endpoint *orig_, const char *sandbox)
 {
 	struct pc_endpoint src = *src_, orig = *orig_;
 	struct conn_start *cs = calloc(1, sizeof(*cs));
 	struct conn_slot *slot;
-	pthread_attr_t attr;
-	int rc;
+	struct pc_err e = {0};
 
 	if (!cs) {
 		accept_refuse(d, fd, &src, &orig, sandbox, "internal_error", "out of memory");
@@ -232,10 +236,12 @@ void conn_spawn(struct vault_daemon *d, int fd, const struct pc_endpoint *src_,
 		return;
 	}
 	slot = calloc(1, sizeof(*slot));
-	if (!slot) {
+	if (!slot || !d->loop || vloop_spawn(d->loop, CONN_STACK, conn_main, cs, &e) < 0) {
 		vault_daemon_conn_release(d, NULL, cs->sandbox);
-		accept_refuse(d, fd, &src, &orig, cs->sandbox, "internal_error", "out of memory");
+		accept_refuse(d, fd, &src, &orig, cs->sandbox, "internal_error",
+			      slot ? "cannot start a coroutine" : "out of memory");
 		free(cs);
+		free(slot);
 		return;
 	}
 	slot->fd = fd;
@@ -245,27 +251,10 @@ void conn_spawn(struct vault_daemon *d, int fd, const struct pc_endpoint *src_,
 	cs->fd = fd;
 	cs->src = src;
 	cs->orig = orig;
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, CONN_STACK);
-	/* joinable: conns_reap joins it once it is done. Linked after the
-	 * start, outside the lock the connections use: a thread that is
-	 * already done has written reap_fd, which this (the accept) thread
-	 * reads only after linking. */
-	rc = pthread_create(&slot->thr, &attr, conn_main, cs);
-	if (rc == 0) {
-		pthread_mutex_lock(&d->lock);
-		slot->next = d->slots;
-		d->slots = slot;
-		pthread_mutex_unlock(&d->lock);
-	}
-	if (rc != 0) {
-		vault_daemon_conn_release(d, NULL, cs->sandbox);
-		accept_refuse(d, fd, &src, &orig, cs->sandbox, "internal_error",
-			      "cannot start a thread");
-		free(cs);
-		free(slot);
-	} else {
-		atomic_fetch_add(&d->n->conns_accepted, 1);
-	}
-	pthread_attr_destroy(&attr);
+	/* it runs only at the loop's next round: linked before it can end */
+	pthread_mutex_lock(&d->lock);
+	slot->next = d->slots;
+	d->slots = slot;
+	pthread_mutex_unlock(&d->lock);
+	atomic_fetch_add(&d->n->conns_accepted, 1);
 }

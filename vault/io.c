@@ -1,6 +1,8 @@
 /* TLS I/O on non-blocking sockets with a deadline: every wait of a
- * connection thread is bounded, so a slow or silent peer costs its own
- * thread a timeout and nothing else. */
+ * connection is bounded, so a slow or silent peer costs its own connection
+ * a timeout and nothing else. In a worker's event loop a wait (OpenSSL's
+ * SSL_ERROR_WANT_READ or WANT_WRITE) hands the thread to the loop's other
+ * connections until the socket is ready (vloop.c); elsewhere it polls. */
 #include "vault/vault_int.h"
 
 #include <errno.h>
@@ -10,6 +12,8 @@
 
 static int io_wait(int fd, short ev, uint64_t deadline)
 {
+	if (vloop_in_co())
+		return vloop_wait(fd, ev, deadline);
 	for (;;) {
 		uint64_t now = pc_now_mono_ms();
 		struct pollfd p = {.fd = fd, .events = ev};
@@ -51,8 +55,10 @@ int io_read(SSL *ssl, int fd, void *buf, size_t len, uint64_t deadline)
 		size_t n = 0;
 		int ret = SSL_read_ex(ssl, buf, len, &n), rc;
 
-		if (ret == 1)
+		if (ret == 1) {
+			vloop_tick();
 			return (int)n;
+		}
 		rc = io_step(ssl, fd, ret, deadline);
 		if (rc == 1)
 			return 0;
@@ -85,6 +91,7 @@ int io_write(SSL *ssl, int fd, const void *buf, size_t len, uint64_t deadline)
 		if (ret == 1) {
 			p += n;
 			len -= n;
+			vloop_tick();
 			continue;
 		}
 		rc = io_step(ssl, fd, ret, deadline);

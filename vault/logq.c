@@ -1,10 +1,17 @@
-/* The vault's one logd client, shared by every connection thread through a
- * queue: whichever thread needs an acknowledgement first sends everything
- * queued, flushes once and wakes the others (group commit, leader/follower),
- * so that "no record, no request" costs one logd round trip per batch and
- * no thread hop; a background thread leads for records nobody waits for. */
+/* The vault's logd client, shared through a queue by everything that makes
+ * records. Two ways to serve it:
+ * - in the monitor, threads (logq_start): whichever thread needs an
+ *   acknowledgement first sends everything queued, flushes once and wakes
+ *   the others (group commit, leader/follower); a background thread leads
+ *   for records nobody waits for;
+ * - in a worker, its event loop (logq_start_loop): once per round, after
+ *   the connections that had work ran, everything queued goes to logd in one
+ *   batch, and its acknowledgement is an event of the loop that wakes the
+ *   connections waiting for it; no thread of its own.
+ * Either way "no record, no request" costs one logd round trip per batch. */
 #include "vault/vault_int.h"
 
+#include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdlib.h>
@@ -24,10 +31,11 @@
 
 struct logq_item {
 	struct logrec rec;
-	char *strs;  /* copies of rec's strings */
-	bool wait;   /* a thread waits for the outcome */
-	bool lost;   /* not handed to logd (the leader's own note) */
-	int outcome; /* 0 pending, 1 acknowledged, <0 lost: atomic */
+	char *strs;	     /* copies of rec's strings */
+	bool wait;	     /* a thread (a coroutine) waits for the outcome */
+	struct vloop_co *co; /* loop mode: the coroutine that waits */
+	bool lost;	     /* not handed to logd (the leader's own note) */
+	int outcome;	     /* 0 pending, 1 acknowledged, <0 lost: atomic */
 	/* wait items: posted by the leader that set outcome, or to make the
 	 * waiter lead the next batch; one wake per waiter, no herd on the
 	 * lock. The waiter may see the outcome before that leader's post (it
@@ -54,6 +62,11 @@ struct logq {
 	struct logc *lc; /* used only by the leader of the moment */
 	int timeout_ms;
 	pthread_t thr;
+	/* loop mode (no lock, no thread: one loop's thread uses it) */
+	struct vloop *loop;
+	struct logq_item *flight; /* the batch logd has not acknowledged yet */
+	uint64_t flight_deadline; /* ... and until when it may */
+	size_t n_waiters;	  /* queued items a coroutine waits for */
 };
 
 static const char **rec_str(struct logrec *r, size_t i)
@@ -235,6 +248,186 @@ static void *logq_main(void *arg)
 	return NULL;
 }
 
+/* ---- loop mode ------------------------------------------------------------ */
+
+/* The batch in flight got its outcome (rc < 0: not acknowledged): wake
+ * whoever waits for a record of it. */
+static void loop_finish(struct logq *q, int rc, const struct pc_err *e)
+{
+	struct logq_item *it, *next;
+
+	if (rc < 0)
+		pc_log(PC_LOG_ERR, "logd did not acknowledge records: %s", e->msg);
+	for (it = q->flight; it; it = next) {
+		next = it->next;
+		if (it->wait) {
+			it->outcome = it->lost || rc < 0 ? -1 : 1;
+			vloop_wake(it->co);
+			item_unref(it);
+		} else {
+			item_free(it);
+		}
+	}
+	q->flight = NULL;
+}
+
+static void loop_ack(void *arg, int fd, short rev)
+{
+	struct logq *q = arg;
+	struct pc_err e = {0};
+	bool all = false;
+	int rc = logc_flush_nb(q->lc, &all, &e);
+
+	(void)fd;
+	(void)rev;
+	if (rc < 0 || all)
+		loop_finish(q, rc, &e);
+	else if (vloop_arm(q->loop, logc_fd(q->lc), POLLIN, loop_ack, q) < 0)
+		loop_finish(q, pc_err_set(&e, PC_EIO, "cannot wait for logd"), &e);
+}
+
+/* Hand everything queued to logd as one batch (the one in flight). */
+static void loop_send(struct logq *q)
+{
+	struct logq_item *it;
+	struct pc_err e = {0};
+	size_t nsent = 0;
+	bool all = false;
+	int rc;
+
+	q->flight = q->head;
+	q->head = q->tail = NULL;
+	q->n = q->n_urgent = q->n_waiters = 0;
+	for (it = q->flight; it;) {
+		const struct logrec *recs[LOGQ_SEND_CHUNK];
+		struct logq_item *of[LOGQ_SEND_CHUNK];
+		bool sent[LOGQ_SEND_CHUNK];
+		size_t n = 0, m;
+
+		for (; it && n < LOGQ_SEND_CHUNK; it = it->next) {
+			of[n] = it;
+			recs[n++] = &it->rec;
+		}
+		/* one batch in flight at a time, its acknowledgements read
+		 * before the next: none pile up unread, so a record the socket
+		 * refuses now is lost (its request is refused) */
+		m = logc_send_batch(q->lc, recs, n, sent, &e);
+		nsent += m;
+		if (m != n)
+			for (size_t k = 0; k < n; k++)
+				of[k]->lost |= !sent[k];
+	}
+	/* the acknowledgement of what was just sent cannot be there yet:
+	 * look only when nothing went out (logd down), else wait for it */
+	if (!nsent || logc_fd(q->lc) < 0) {
+		rc = logc_flush_nb(q->lc, &all, &e);
+		if (rc == 0 && !all)
+			rc = pc_err_set(&e, PC_EIO, "logd unreachable");
+		loop_finish(q, rc, &e);
+		return;
+	}
+	q->flight_deadline = pc_now_mono_ms() + (uint64_t)q->timeout_ms;
+	if (vloop_arm(q->loop, logc_fd(q->lc), POLLIN, loop_ack, q) < 0)
+		loop_finish(q, pc_err_set(&e, PC_EIO, "cannot wait for logd"), &e);
+}
+
+/* The loop's prep: after the round's connections ran, send what they
+ * queued (or what is due), or time the batch in flight out. */
+static void loop_prep(void *arg, uint64_t *deadline)
+{
+	struct logq *q = arg;
+	struct pc_err e = {0};
+
+	if (q->flight && pc_now_mono_ms() >= q->flight_deadline) {
+		/* a last look at what came in, then the connection is reset */
+		int fd = logc_fd(q->lc), rc = logc_flush(q->lc, 0, &e);
+
+		vloop_disarm(q->loop, fd);
+		loop_finish(q, rc, &e);
+	}
+	if (!q->flight && q->head && (q->n_waiters || logq_due(q)))
+		loop_send(q);
+	if (q->flight && q->flight_deadline < *deadline)
+		*deadline = q->flight_deadline;
+	else if (!q->flight && q->head && q->since_ms + LOGQ_LAZY_MS < *deadline)
+		*deadline = q->since_ms + LOGQ_LAZY_MS;
+}
+
+int logq_start_loop(const char *socket, int timeout_ms, struct vloop *loop, struct logq **out,
+		    struct pc_err *err)
+{
+	struct logq *q = calloc(1, sizeof(*q));
+	int rc;
+
+	if (!q)
+		return pc_err_set(err, PC_ENOMEM, "out of memory");
+	if ((rc = logc_open(socket, &q->lc, err)) < 0) {
+		free(q);
+		return rc;
+	}
+	q->timeout_ms = timeout_ms;
+	q->loop = loop;
+	pthread_mutex_init(&q->lock, NULL);
+	vloop_set_prep(loop, loop_prep, q);
+	*out = q;
+	return 0;
+}
+
+static int loop_put(struct logq *q, struct logq_item *it, bool wait, bool lazy, struct pc_err *err)
+{
+	int outcome;
+
+	/* a record that must be waited for needs a coroutine to wait in */
+	if (wait && !(it->co = vloop_self())) {
+		item_free(it);
+		return pc_err_set(err, PC_EINVAL, "log record: waited for outside the loop");
+	}
+	if (q->tail) {
+		q->tail->next = it;
+	} else {
+		q->head = it;
+		q->since_ms = pc_now_mono_ms();
+	}
+	q->tail = it;
+	q->n++;
+	q->n_urgent += !lazy;
+	if (!wait)
+		return 0;
+	q->n_waiters++;
+	/* woken by loop_finish; the flight's deadline bounds it */
+	while (!(outcome = it->outcome))
+		vloop_park(UINT64_MAX);
+	item_unref(it);
+	if (outcome < 0)
+		return pc_err_set(err, PC_EIO, "logd did not acknowledge the record");
+	return 0;
+}
+
+/* At the end: what is queued or in flight gets its answer, waiting. */
+static void loop_stop(struct logq *q)
+{
+	struct pc_err e = {0};
+
+	if (q->flight) {
+		int fd = logc_fd(q->lc), rc = logc_flush(q->lc, q->timeout_ms, &e);
+
+		vloop_disarm(q->loop, fd);
+		loop_finish(q, rc, &e);
+	}
+	if (q->head) {
+		loop_send(q);
+		if (q->flight) {
+			int rc = logc_flush(q->lc, q->timeout_ms, &e);
+
+			loop_finish(q, rc, &e);
+		}
+	}
+	vloop_set_prep(q->loop, NULL, NULL);
+	logc_close(q->lc);
+	pthread_mutex_destroy(&q->lock);
+	free(q);
+}
+
 int logq_start(const char *socket, int timeout_ms, struct logq **out, struct pc_err *err)
 {
 	struct logq *q = calloc(1, sizeof(*q));
@@ -278,6 +471,8 @@ static int logq_put(struct logq *q, const struct logrec *rec, bool wait, bool la
 		item_free(it);
 		return pc_err_set(err, PC_EIO, "log record: no semaphore");
 	}
+	if (q->loop)
+		return loop_put(q, it, wait, lazy, err);
 	pthread_mutex_lock(&q->lock);
 	if (q->stop) {
 		pthread_mutex_unlock(&q->lock);
@@ -336,6 +531,10 @@ void logq_stop(struct logq *q)
 {
 	if (!q)
 		return;
+	if (q->loop) {
+		loop_stop(q);
+		return;
+	}
 	pthread_mutex_lock(&q->lock);
 	q->stop = true;
 	pthread_cond_signal(&q->work);

@@ -75,8 +75,8 @@ int vault_seccomp_worker(struct pc_err *err)
 	    /* I/O on descriptors it has */
 	    SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(readv), SCMP_SYS(writev), SCMP_SYS(pread64),
 	    SCMP_SYS(close), SCMP_SYS(fcntl), SCMP_SYS(fstat), SCMP_SYS(lseek), SCMP_SYS(poll),
-	    SCMP_SYS(ppoll), SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait), SCMP_SYS(select),
-	    SCMP_SYS(pselect6), SCMP_SYS(dup),
+	    SCMP_SYS(ppoll), SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait), SCMP_SYS(epoll_ctl),
+	    SCMP_SYS(select), SCMP_SYS(pselect6), SCMP_SYS(dup),
 	    /* sockets: the connections handed over, upstream connections, logd */
 	    SCMP_SYS(recvfrom), SCMP_SYS(recvmsg), SCMP_SYS(sendto), SCMP_SYS(sendmsg),
 	    SCMP_SYS(sendmmsg), SCMP_SYS(recvmmsg), SCMP_SYS(connect), SCMP_SYS(shutdown),

@@ -202,7 +202,17 @@ enum conn_next tunnel_run(struct conn *c, const struct vault_state *st,
 
 		/* has_pending: decrypted bytes or read-ahead ones not yet
 		 * decrypted (both contexts read ahead) */
-		if (!SSL_has_pending(c->ssl) && !SSL_has_pending(c->ussl)) {
+		if (!SSL_has_pending(c->ssl) && !SSL_has_pending(c->ussl) && vloop_in_co()) {
+			const int fds[2] = {c->fd, c->ufd};
+			const short evs[2] = {POLLIN, POLLIN};
+			short rev[2];
+
+			if (vloop_waitn(fds, evs, rev, 2,
+					pc_now_mono_ms() + c->d->cfg.vault.idle_timeout_ms) < 0)
+				break;
+			p[0].revents = rev[0];
+			p[1].revents = rev[1];
+		} else if (!SSL_has_pending(c->ssl) && !SSL_has_pending(c->ussl)) {
 			n = poll(p, 2, (int)c->d->cfg.vault.idle_timeout_ms);
 			if (n <= 0)
 				break;

@@ -88,6 +88,18 @@ static int tcp_connect(const struct pc_endpoint *dst, uint64_t deadline, void (*
 		struct pollfd p = {.fd = fd, .events = POLLOUT};
 		int r;
 
+		if (vloop_in_co() && now < deadline) {
+			/* the loop serves the worker's other connections
+			 * meanwhile */
+			if ((r = vloop_wait(fd, POLLOUT, deadline)) == 0)
+				break;
+			if (r != PC_ETIMEOUT) {
+				pc_err_set(err, PC_EIO, "connecting upstream: waiting failed");
+				tracked_close(track, arg, fd);
+				return PC_EIO;
+			}
+			continue;
+		}
 		if (now >= deadline) {
 			tracked_close(track, arg, fd);
 			return pc_err_set(err, PC_ETIMEOUT, "connecting upstream: timed out");

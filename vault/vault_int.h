@@ -394,9 +394,17 @@ void ws_dir_free(struct ws_dir *w);
 /* ---- log queue (logq.c) ---------------------------------------------------- */
 
 struct logq;
+struct vloop;
 /* Start the log thread with a client for socket; timeout_ms bounds each
  * acknowledgement wait. */
 int logq_start(const char *socket, int timeout_ms, struct logq **out, struct pc_err *err);
+/* As logq_start, without a thread: the queue is served by loop (a worker's
+ * event loop), as the loop's prep and an event on logd's socket; a
+ * coroutine that waits for an acknowledgement parks until it came. Records
+ * are sent once per round of the loop (every connection that had work in
+ * that round shares one logd round trip). */
+int logq_start_loop(const char *socket, int timeout_ms, struct vloop *loop, struct logq **out,
+		    struct pc_err *err);
 /* Queue a copy of rec. wait: block until logd acknowledged it (0) or did
  * not (<0: refuse the action). Without wait, returns once queued. */
 int logq_record(struct logq *q, const struct logrec *rec, bool wait, struct pc_err *err);
@@ -491,6 +499,54 @@ int io_read_wait(SSL *ssl, int fd, void *buf, size_t len, uint64_t deadline);
 int io_write(SSL *ssl, int fd, const void *buf, size_t len, uint64_t deadline);
 int io_handshake(SSL *ssl, int fd, bool server, uint64_t deadline);
 
+/* ---- a worker's event loop (vloop.c) ------------------------------------------
+ * One thread, one epoll set, a coroutine per connection. The waits below
+ * are for code running in a coroutine of the loop (vloop_in_co()); io.c
+ * and upstream.c use them there and poll otherwise. Not thread-safe: one
+ * loop, used by the thread that runs it. */
+struct vloop;
+struct vloop_co;
+int vloop_new(struct vloop **out, struct pc_err *err);
+/* Coroutines still parked are left as they are (their stacks too). */
+void vloop_free(struct vloop *l);
+/* Start fn(arg) as a coroutine with a stack of stack bytes (and a guard
+ * page below it); it first runs at the next vloop_run_once. */
+int vloop_spawn(struct vloop *l, size_t stack, void (*fn)(void *), void *arg, struct pc_err *err);
+/* Coroutines not yet ended. */
+size_t vloop_count(const struct vloop *l);
+/* Run the ready coroutines, then prep (if set), then wait up to max_ms
+ * (<0: no bound but the coroutines' and prep's deadlines) for events, and
+ * dispatch them. */
+void vloop_run_once(struct vloop *l, int max_ms);
+/* prep(arg, &deadline) runs once per round after the coroutines: it may
+ * lower *deadline (monotonic ms) to be called again by then. */
+void vloop_set_prep(struct vloop *l, void (*prep)(void *arg, uint64_t *deadline), void *arg);
+/* One-shot: call cb(arg, fd, revents) once fd is ready for ev (POLLIN,
+ * POLLOUT); arming again replaces it. 0 or PC_E*. */
+int vloop_arm(struct vloop *l, int fd, short ev, void (*cb)(void *arg, int fd, short rev),
+	      void *arg);
+void vloop_disarm(struct vloop *l, int fd);
+/* A socket a coroutine waited on is about to be closed: forget its
+ * registration (its number may come back as another socket). */
+void vloop_forget(struct vloop *l, int fd);
+bool vloop_in_co(void);
+/* In a coroutine: wait until fd is ready for ev or deadline passes (0,
+ * PC_ETIMEOUT, PC_EIO). vloop_waitn: any of n (at most 2) descriptors;
+ * rev[i] (may be NULL) says which. The socket stays registered
+ * (edge-triggered) for the coroutine until vloop_forget: a 0 may be an
+ * edge that came before the operation that wanted it, which then wants it
+ * again and waits again. */
+int vloop_wait(int fd, short ev, uint64_t deadline);
+int vloop_waitn(const int *fd, const short *ev, short *rev, int n, uint64_t deadline);
+/* In a coroutine, after an I/O operation that did not wait: every few of
+ * them, hand the thread to the other connections (fairness toward a peer
+ * that always has bytes ready). Nothing outside a coroutine. */
+void vloop_tick(void);
+/* In a coroutine: sleep until vloop_wake or deadline (0, PC_ETIMEOUT). */
+struct vloop_co *vloop_self(void);
+int vloop_park(uint64_t deadline);
+void vloop_wake(struct vloop_co *co);
+
 /* ---- the daemon and its connections (daemon.c, conn.c, relay.c) ----------- */
 
 struct vault_daemon {
@@ -511,9 +567,11 @@ struct vault_daemon {
 	} * counts;
 	size_t n_counts;
 	unsigned conns; /* all connections */
-	/* the connection threads (joinable): the accept loop joins each once
-	 * it said it is done (a byte on reap_fd), and at SIGTERM shuts their
-	 * sockets down and joins them all before freeing what they use */
+	/* the connections, each a coroutine of loop (a worker's; NULL in the
+	 * monitor): the loop frees a slot once its connection said it is done
+	 * (a byte on reap_fd), and at SIGTERM shuts their sockets down and
+	 * runs until they all ended before freeing what they use */
+	struct vloop *loop;
 	struct conn_slot *slots;
 	int reap_fd; /* eventfd */
 	struct vault_counters {
@@ -575,7 +633,6 @@ char *vault_ctl(void *ctx, const char *req);
  * thread updates them before it closes a socket, so the daemon never shuts
  * down a number that was reused. */
 struct conn_slot {
-	pthread_t thr;
 	int fd, ufd;
 	bool done;
 	struct conn_slot *next;
@@ -591,7 +648,7 @@ struct conn_start {
 	struct pc_endpoint src, orig;
 	char sandbox[POLICY_NAME_MAX];
 };
-void *conn_main(void *arg);
+void conn_main(void *arg); /* a coroutine of the worker's loop */
 /* Give back the per-sandbox slot conn_start took and say the thread is
  * done (its last call: the daemon then joins it). */
 void vault_daemon_conn_release(struct vault_daemon *d, struct conn_slot *s, const char *sandbox);

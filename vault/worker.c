@@ -165,6 +165,33 @@ static unsigned open_conns(struct vault_daemon *d)
 	return n;
 }
 
+/* One of the worker's own descriptors in its event loop: armed (one-shot)
+ * while nothing fired, and fired until the worker handled it. */
+struct wev {
+	bool armed, fired;
+};
+
+static void wev_fire(void *arg, int fd, short rev)
+{
+	struct wev *w = arg;
+
+	(void)fd;
+	(void)rev;
+	w->armed = false;
+	w->fired = true;
+}
+
+static int wev_arm(struct vault_daemon *d, struct wev *w, int fd)
+{
+	int rc;
+
+	if (w->armed || w->fired)
+		return 0;
+	if ((rc = vloop_arm(d->loop, fd, POLLIN, wev_fire, w)) == 0)
+		w->armed = true;
+	return rc;
+}
+
 /* The test hook (PORTCULLIS_VAULT_TEST_OPEN=path:path...): after the
  * filter is in place, try to open each path and say what happened — how
  * the tests show, from inside a real worker, that it cannot. */
@@ -193,7 +220,8 @@ int vault_worker_main(const char *config, const char *sandbox)
 	const struct policy_sandbox *sb;
 	struct pc_err e = {0};
 	struct casign *signer = NULL;
-	uint64_t idle_ms, idle_since;
+	uint64_t idle_ms, idle_since, rss_at = 0;
+	struct wev ev_sig = {0}, ev_reap = {0}, ev_chan = {0};
 	bool retiring = false;
 	int chan = WORKER_FD_CHAN, sfd = -1, statm = -1, rc;
 	sigset_t sigs;
@@ -258,7 +286,8 @@ int vault_worker_main(const char *config, const char *sandbox)
 	/* everything it will ever open is open: from here on, no file system
 	 * (the log thread reconnects to logd.sock with connect(), which the
 	 * filter allows, as it allows the upstream connections) */
-	if ((rc = logq_start(d.cfg.log.socket, 2000, &d.logq, &e)) < 0 ||
+	if ((rc = vloop_new(&d.loop, &e)) < 0 ||
+	    (rc = logq_start_loop(d.cfg.log.socket, 2000, d.loop, &d.logq, &e)) < 0 ||
 	    (rc = vault_seccomp_worker(&e)) < 0)
 		goto out;
 	test_open(sandbox);
@@ -266,31 +295,40 @@ int vault_worker_main(const char *config, const char *sandbox)
 	idle_ms = 2 * (uint64_t)d.cfg.vault.idle_timeout_ms;
 	idle_since = pc_now_mono_ms();
 	for (;;) {
-		struct pollfd p[3] = {{.fd = sfd, .events = POLLIN},
-				      {.fd = d.reap_fd, .events = POLLIN},
-				      {.fd = retiring ? -1 : chan, .events = POLLIN}};
 		uint64_t now = pc_now_mono_ms();
 		int wait = retiring
 			       ? 1000
 			       : (int)(idle_since + idle_ms > now ? idle_since + idle_ms - now : 0);
 
-		report_rss(&d, statm);
-		/* awake at least every 5 s: the memory reported stays current */
-		if (poll(p, 3, wait < 5000 ? wait : 5000) < 0 && errno != EINTR)
+		/* at least every 5 s, and not more than once a second: the
+		 * memory reported stays current without a read per round */
+		if (now - rss_at >= 1000) {
+			report_rss(&d, statm);
+			rss_at = now;
+		}
+		if (wev_arm(&d, &ev_sig, sfd) < 0 || wev_arm(&d, &ev_reap, d.reap_fd) < 0 ||
+		    (!retiring && wev_arm(&d, &ev_chan, chan) < 0))
 			break;
-		if (p[0].revents) {
+		vloop_run_once(d.loop, wait < 5000 ? wait : 5000);
+		if (ev_sig.fired) {
 			struct signalfd_siginfo si;
 
+			ev_sig.fired = false;
 			if (read(sfd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo != SIGHUP) {
 				/* SIGTERM: end every connection, bounded */
 				rc = conns_stop(&d) ? 0 : PC_EIO;
 				goto stopped;
 			}
 		}
-		if (p[1].revents)
+		if (ev_reap.fired) {
+			ev_reap.fired = false;
 			conns_reap(&d);
-		if (p[2].revents && take_conn(&d, chan, sandbox) < 0)
-			retiring = true; /* the monitor retired us (reload) or is gone */
+		}
+		if (ev_chan.fired) {
+			ev_chan.fired = false;
+			if (!retiring && take_conn(&d, chan, sandbox) < 0)
+				retiring = true; /* the monitor retired us (reload) or is gone */
+		}
 		if (open_conns(&d))
 			idle_since = pc_now_mono_ms();
 		else if (retiring)
