@@ -50,6 +50,7 @@ struct arec {
 	uint32_t ttl;	  /* portcullis.dns.ttl; 0: the record predates it */
 	char code[48];	  /* event.code */
 	bool from_vault;  /* portcullis.sender: the vault wrote it */
+	bool started;	  /* the engine's policy-load at its start */
 	char held[32];	  /* portcullis.held.bytes: what a refused held flow's bytes were */
 	uint32_t held_ms; /* portcullis.held.ms: held that long (0: not recorded) */
 	uint32_t quota;	  /* portcullis.quota: the share that was full (0: not recorded) */
@@ -269,6 +270,9 @@ static int field(void *ctx, const char *k, size_t kl, enum logjson_type t, const
 		r->from_vault = vl == 7 && memcmp(v, "\"vault\"", 7) == 0;
 	} else if (key_is(k, kl, "event.code")) {
 		jstr(v, vl, r->code, sizeof(r->code));
+	} else if (key_is(k, kl, "message")) {
+		jstr(v, vl, tmp, sizeof(tmp));
+		r->started = strcmp(tmp, "loaded at start") == 0;
 	} else if (key_is(k, kl, "portcullis.held.bytes")) {
 		jstr(v, vl, r->held, sizeof(r->held));
 	} else if (key_is(k, kl, "portcullis.held.ms")) {
@@ -1216,6 +1220,15 @@ static void judge(struct audit *a, const char *line, size_t len)
 	if (logjson_each(line, len, field, &r) < 0 || !r.has_seq)
 		return; /* a checkpoint line */
 	a->records++;
+	/* The engine started (again): what it had learned, its held flows and
+	 * its DNS-over-TCP streams died with the old process, so the model's
+	 * do too; a name learned before the restart allows nothing after it
+	 * (docs/logd.md, "Audit"). */
+	if (strcmp(r.action, "policy-load") == 0 && r.started && r.verdict == LOGREC_ALLOWED &&
+	    !r.from_vault) {
+		spec_world_free(a->w);
+		spec_world_init(a->w, &a->cfg, a->cur);
+	}
 	verdict_kind = strcmp(r.action, "connect") == 0 || strcmp(r.action, "dns-query") == 0 ||
 		       strcmp(r.action, "dns-learn") == 0 ||
 		       strcmp(r.action, "http-request") == 0 ||

@@ -42,6 +42,16 @@ lab_sb 2 curl -s -o /dev/null --max-time 3 "telnet://$LAB_SSH4:22" || true
 # DNS over TCP: an allowed query and a refused one (S8, S9 on a stream)
 lab_sb 1 dig +tcp +short +time=2 +tries=1 api.github.test A >/dev/null 2>&1 || true
 lab_sb 1 dig +tcp +short +time=2 +tries=1 paste.evil.test A >/dev/null 2>&1 || true
+# The engine starts again: what it learned died with the old process, so
+# the address api.github.test had allows nothing until it is asked again
+# (refused, not resolved); the audit's model forgets at the engine's
+# "loaded at start" record too, or it would take the refusal for a flow
+# the spec holds
+guard_engine_stop
+guard_engine_start || t_fail "the engine started again" true
+t_eq "after an engine restart, the address learned before it is refused" "000" \
+	"$(lab_sb 1 curl -s -o /dev/null -w '%{http_code}' --max-time 3 --cacert "$LAB_CA" \
+		--resolve "api.github.test:443:$LAB_API4" https://api.github.test/ 2>/dev/null)"
 esc_settle
 guard_stop
 
@@ -69,6 +79,8 @@ rc=0
 audit "$LAB_DIR/clean.out" "$LOG" || rc=$?
 sed 's/^/# /' "$LAB_DIR/clean.out"
 t_eq "the lab's log audits clean (exit 0)" 0 "$rc"
+t_lt "the log has the refusal after the restart (not resolved)" 0 \
+	"$(grep '"event.code":"not_resolved"' "$LOG" | grep -c "\"destination.ip\":\"$LAB_API4\"")"
 t_match "it judged verdicts of every kind the lab made" \
 	"audit: [0-9]+ records, [0-9]+ verdicts .*: [1-9][0-9]* confirmed, 0 disagreements, 0 not judged" \
 	"$(head -n 20 "$LAB_DIR/clean.out")"
