@@ -106,6 +106,8 @@ struct logrec {
 enum logwire_type {
 	LOGWIRE_RECORD = 1, /* client -> logd: one record */
 	LOGWIRE_ACK = 2,    /* logd -> client: records written to the file */
+	LOGWIRE_RING = 3,   /* client -> logd: its record ring (a memfd attached) */
+	LOGWIRE_BELL = 4,   /* either way, header only: look at the ring */
 };
 #define LOGWIRE_HDR_LEN PC_MSG_HDR_LEN /* the framing shared by the local protocols */
 #define LOGWIRE_ACK_LEN 20	       /* header + u32 count + u64 seq */
@@ -216,6 +218,16 @@ int logc_flush(struct logc *lc, int timeout_ms, struct pc_err *err);
 
 /* Sequence number logd gave the last acknowledged record (0 if none). */
 uint64_t logc_last_seq(const struct logc *lc);
+
+/* Records of this client travel through a shared-memory ring from the
+ * next connection on (one made already is closed: call it before sending;
+ * the ring is registered by the first send, as the sender is then, and
+ * logd refuses one registered by root): one wake-up of logd and one
+ * of the client serve a batch, and neither sleeps while the other is
+ * busy (docs/logd.md "The record ring"). Same contract for logc_send,
+ * logc_send_batch and logc_flush; a full ring waits as a full socket did.
+ * The engine's queue threads use it. 0 or PC_E*. */
+int logc_use_ring(struct logc *lc, struct pc_err *err);
 
 /* Send one record and wait for its acknowledgement (CLI, rare events). */
 int logc_send_sync(struct logc *lc, const struct logrec *rec, int timeout_ms, struct pc_err *err);
