@@ -317,6 +317,10 @@ int engine_setup(struct engine *e, const char *config_path, struct pc_err *err)
 		rc = logc_open(e->cfg.log.socket, &t->lc, err);
 		if (rc)
 			return rc;
+		/* The queue threads' records go through a ring: no sleep and
+		 * wake-up per batch while logd keeps up (docs/engine.md). A
+		 * ring that cannot be made now is made on the next send. */
+		logc_use_ring(t->lc, NULL);
 	}
 	rc = logc_open(e->cfg.log.socket, &e->ctl_lc, err);
 	if (rc)
