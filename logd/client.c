@@ -30,8 +30,9 @@ struct logc {
 	bool ring_on;		/* records through the ring (logc_use_ring) */
 	struct logring_hdr *rh; /* the ring, mapped while connected with one */
 	uint8_t *rdata;
-	uint64_t rprod; /* bytes of records published */
-	uint64_t rcons; /* logd's cons as last seen (never goes back) */
+	uint64_t rprod;	  /* bytes of records published */
+	uint64_t rcons;	  /* logd's cons as last seen (never goes back) */
+	uint64_t rkicked; /* rprod when logd was last looked at for a bell */
 };
 
 int logc_open(const char *path, struct logc **out, struct pc_err *err)
@@ -66,7 +67,7 @@ static void logc_reset(struct logc *lc, const struct pc_err *why)
 		munmap(lc->rh, LOGRING_SIZE);
 	lc->rh = NULL;
 	lc->rdata = NULL;
-	lc->rprod = lc->rcons = 0;
+	lc->rprod = lc->rcons = lc->rkicked = 0;
 	if (lc->sent != lc->acked && !lc->lost) {
 		lc->lost = true;
 		pc_strlcpy(lc->why, why && why->msg[0] ? why->msg : "connection closed",
@@ -203,7 +204,7 @@ static int ring_setup(struct logc *lc, struct pc_err *err)
 	close(fd);
 	lc->rh = map;
 	lc->rdata = (uint8_t *)map + LOGRING_HDR;
-	lc->rprod = lc->rcons = 0;
+	lc->rprod = lc->rcons = lc->rkicked = 0;
 	return 0;
 fail:
 	if (map != MAP_FAILED)
@@ -237,6 +238,7 @@ static int ring_kick(struct logc *lc, struct pc_err *err)
 	uint8_t bell[LOGWIRE_HDR_LEN];
 
 	atomic_thread_fence(memory_order_seq_cst);
+	lc->rkicked = lc->rprod;
 	if (!atomic_load_explicit(&lc->rh->cons_waiting, memory_order_relaxed))
 		return 0;
 	logwire_bell_encode(bell, sizeof(bell));
@@ -251,9 +253,12 @@ static int ring_kick(struct logc *lc, struct pc_err *err)
 	}
 }
 
-/* Read the bells logd sent (their content says nothing the page does not);
- * <0 when the connection ended. */
-static int ring_drain_bells(struct logc *lc, struct pc_err *err)
+/* Read the bell that woke us (its content says nothing the page does not);
+ * <0 when the connection ended. One read, not a drain to EAGAIN: a bell
+ * left over (logd saw the flag of a wait that then found its answer
+ * without sleeping) costs the next wait a spurious wake-up, rarer than a
+ * second read every time. */
+static int ring_take_bell(struct logc *lc, struct pc_err *err)
 {
 	uint8_t buf[LOGWIRE_ACK_LEN];
 
@@ -261,7 +266,7 @@ static int ring_drain_bells(struct logc *lc, struct pc_err *err)
 		ssize_t n = recv(lc->fd, buf, sizeof(buf), MSG_DONTWAIT);
 
 		if (n > 0)
-			continue;
+			return 0;
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -297,15 +302,22 @@ static int ring_sleep(struct logc *lc, uint64_t deadline, bool (*done)(struct lo
 	int rc;
 
 	atomic_store_explicit(&lc->rh->prod_waiting, 1, memory_order_relaxed);
-	if ((rc = ring_kick(lc, err)) < 0) /* its fence orders the flag too */
-		goto out;
+	/* records published since the last look need one (its fence orders
+	 * the flag too); else the fence alone */
+	if (lc->rkicked != lc->rprod) {
+		if ((rc = ring_kick(lc, err)) < 0)
+			goto out;
+	} else {
+		atomic_thread_fence(memory_order_seq_cst);
+		rc = 0;
+	}
 	if (done(lc) || now >= deadline)
 		goto out;
 	if (poll(&p, 1, (int)(deadline - now)) < 0 && errno != EINTR) {
 		rc = pc_err_errno(err, PC_EIO, "waiting for logd");
 		goto out;
 	}
-	rc = ring_drain_bells(lc, err);
+	rc = ring_take_bell(lc, err);
 out:
 	atomic_store_explicit(&lc->rh->prod_waiting, 0, memory_order_relaxed);
 	return rc;
