@@ -33,6 +33,7 @@ struct logc {
 	uint64_t rprod;	  /* bytes of records published */
 	uint64_t rcons;	  /* logd's cons as last seen (never goes back) */
 	uint64_t rkicked; /* rprod when logd was last looked at for a bell */
+	uint64_t base;	  /* records of the connections before this one */
 };
 
 int logc_open(const char *path, struct logc **out, struct pc_err *err)
@@ -68,6 +69,7 @@ static void logc_reset(struct logc *lc, const struct pc_err *why)
 	lc->rh = NULL;
 	lc->rdata = NULL;
 	lc->rprod = lc->rcons = lc->rkicked = 0;
+	lc->base += lc->sent; /* the lost ones too: lost is what says so */
 	if (lc->sent != lc->acked && !lc->lost) {
 		lc->lost = true;
 		pc_strlcpy(lc->why, why && why->msg[0] ? why->msg : "connection closed",
@@ -654,6 +656,75 @@ int logc_flush(struct logc *lc, int timeout_ms, struct pc_err *err)
 		}
 		logc_drain(lc, err);
 	}
+}
+
+uint64_t logc_sent_total(const struct logc *lc)
+{
+	return lc ? lc->base + lc->sent : 0;
+}
+
+int logc_acked_total(struct logc *lc, uint64_t *acked, struct pc_err *err)
+{
+	if (!lc || !acked)
+		return pc_err_set(err, PC_EINVAL, "logc_acked_total: no client");
+	if (lc->fd >= 0)
+		logc_drain(lc, err);
+	if (lc->lost) {
+		/* before the total: a reset counted the lost records in base */
+		lc->lost = false;
+		return pc_err_set(err, PC_EIO, "logd did not acknowledge every record: %s",
+				  lc->why);
+	}
+	*acked = lc->base + lc->acked;
+	return 0;
+}
+
+int logc_wait_acked(struct logc *lc, uint64_t want, int fd, int timeout_ms, bool *fd_ready,
+		    struct pc_err *err)
+{
+	struct pollfd p[2] = {{.fd = -1, .events = POLLIN}, {.fd = fd, .events = POLLIN}};
+	int rc = 0;
+
+	if (fd_ready)
+		*fd_ready = false;
+	if (!lc)
+		return pc_err_set(err, PC_EINVAL, "logc_wait_acked: no client");
+	if (lc->fd >= 0) {
+		p[0].fd = lc->fd;
+		if (lc->rh) {
+			/* as ring_sleep: the flag first, then the look */
+			atomic_store_explicit(&lc->rh->prod_waiting, 1, memory_order_relaxed);
+			if (lc->rkicked != lc->rprod)
+				rc = ring_kick(lc, err);
+			else
+				atomic_thread_fence(memory_order_seq_cst);
+			if (rc == 0 && (rc = ring_take_acks(lc, err)) == 0 &&
+			    lc->base + lc->acked >= want)
+				goto out;
+		} else if (lc->base + lc->acked >= want) {
+			return 0;
+		}
+	}
+	if (rc == 0 && poll(p, 2, timeout_ms) < 0 && errno != EINTR)
+		rc = pc_err_errno(err, PC_EIO, "waiting for logd");
+	if (rc == 0 && fd_ready && fd >= 0 && p[1].revents)
+		*fd_ready = true;
+	if (rc == 0 && p[0].fd >= 0 && p[0].revents)
+		rc = lc->rh ? ring_take_bell(lc, err) : take_acks(lc, err);
+out:
+	if (lc->rh)
+		atomic_store_explicit(&lc->rh->prod_waiting, 0, memory_order_relaxed);
+	if (rc < 0)
+		logc_drop(lc, err); /* what was pending is lost: logc_acked_total says so */
+	return rc;
+}
+
+void logc_abandon(struct logc *lc)
+{
+	if (!lc)
+		return;
+	logc_reset(lc, NULL);
+	lc->lost = false;
 }
 
 int logc_send_sync(struct logc *lc, const struct logrec *rec, int timeout_ms, struct pc_err *err)

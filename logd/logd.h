@@ -229,6 +229,26 @@ uint64_t logc_last_seq(const struct logc *lc);
  * The engine's queue threads use it. 0 or PC_E*. */
 int logc_use_ring(struct logc *lc, struct pc_err *err);
 
+/* Pipelined use (the engine's queue threads: docs/engine.md "The
+ * pipeline"): records counted over the client's life, across connections,
+ * so that a caller with several batches awaiting acknowledgement knows
+ * which are covered (acknowledgements are cumulative). After a batch's
+ * logc_send_batch, logc_sent_total is the count its records are covered
+ * at. logc_acked_total: how many are acknowledged, without waiting; PC_EIO
+ * when records were lost with a connection since the last call (reported
+ * once; every record sent and not covered before is then lost: the caller
+ * refuses them all). logc_wait_acked sleeps until the acknowledgements
+ * reach want, fd (if >= 0) is readable (*fd_ready), or timeout_ms pass,
+ * having told logd to ring; 0 or PC_EIO (the loss is then reported by
+ * logc_acked_total). logc_abandon gives up on every record not
+ * acknowledged (a timeout: the caller refuses them) and closes the
+ * connection; the next send makes a new one. */
+uint64_t logc_sent_total(const struct logc *lc);
+int logc_acked_total(struct logc *lc, uint64_t *acked, struct pc_err *err);
+int logc_wait_acked(struct logc *lc, uint64_t want, int fd, int timeout_ms, bool *fd_ready,
+		    struct pc_err *err);
+void logc_abandon(struct logc *lc);
+
 /* Send one record and wait for its acknowledgement (CLI, rare events). */
 int logc_send_sync(struct logc *lc, const struct logrec *rec, int timeout_ms, struct pc_err *err);
 
