@@ -55,6 +55,7 @@ struct qbufs {
 	struct iovec iov[QWINDOW][BATCH_MAX];
 	struct qbatch win[QWINDOW];
 	unsigned head, count; /* the window: win[head], ... in arrival order */
+	uint64_t gathered;    /* the want of the batch await gathered for */
 	uint8_t vbuf[VBUF_SIZE];
 	size_t voff;
 	uint32_t last_id; /* id of the last packet given a verdict */
@@ -561,9 +562,15 @@ static void settle(struct qthread *t, struct qbufs *qb)
 	}
 }
 
-/* Nothing to read now (or no room to): sleep until logd acknowledges, a
- * packet comes (when the window takes one), or the oldest batch's
- * deadline. */
+/* Sleep until logd acknowledges, a packet comes (when the window takes
+ * one), or the oldest batch's deadline. The first sleep for a batch waits
+ * for logd alone, up to GATHER_MS, before the thread reads again: the
+ * packets that come meanwhile are read together once it answers, one
+ * wake-up for many. Reading at once instead (and on each packet's
+ * wake-up) made batches of one and cost more CPU per verdict than no
+ * window at all (bench/report-notes.md). A logd slower than that
+ * (stalled, or a loaded machine) no longer holds up the reading. */
+#define GATHER_MS 1
 static void await(struct qthread *t, struct qbufs *qb, bool can_read)
 {
 	const struct qbatch *B = win_at(qb, 0);
@@ -573,6 +580,12 @@ static void await(struct qthread *t, struct qbufs *qb, bool can_read)
 
 	if (ms > 250)
 		ms = 250; /* shutdown and held flows' expiry are looked at */
+	if (can_read && qb->gathered != B->want) {
+		qb->gathered = B->want;
+		if (ms > GATHER_MS)
+			ms = GATHER_MS;
+		can_read = false;
+	}
 	logc_wait_acked(t->lc, B->want, can_read ? mnl_socket_get_fd(t->nl) : -1, ms, NULL, &err);
 }
 
@@ -602,7 +615,8 @@ void *queue_thread_main(void *arg)
 		can_read = qb->count < QWINDOW && !window_gated(qb);
 		if (qb->count == 0) /* waits up to SO_RCVTIMEO */
 			n = recvmmsg(fd, qb->msgs[slot], BATCH_MAX, MSG_WAITFORONE, NULL);
-		else if (can_read) /* under load: never a sleep while packets wait */
+		else if (can_read && qb->gathered == win_at(qb, 0)->want)
+			/* logd is slow: read on, never a sleep while packets wait */
 			n = recvmmsg(fd, qb->msgs[slot], BATCH_MAX, MSG_DONTWAIT, NULL);
 		else
 			errno = EAGAIN;
