@@ -70,6 +70,17 @@ bench_cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} EN
 bench_guard_cpu_ns() {
 	echo $(($(bench_cpu_ns "$(guard_engine_pid)") + $(bench_cpu_ns "$(cat "$LAB_DIR/guard-logd.pid")")))
 }
+# Context switches of a process's threads so far (voluntary and not,
+# /proc/PID/task/*/status): a sleep and wake-up per verdict shows here as
+# about one switch per thread involved (docs/logd.md "The record ring").
+bench_ctxt() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^(non)?voluntary_ctxt_switches:/ {s += $2} END {printf "%.0f", s}'; }
+bench_guard_ctxt() {
+	echo $(($(bench_ctxt "$(guard_engine_pid)") + $(bench_ctxt "$(cat "$LAB_DIR/guard-logd.pid")")))
+}
+bench_nullq_ctxt() { bench_ctxt "$(cat "$LAB_DIR/nullq.pid")"; }
+bench_per() { # count items -> count per item, 2 decimals (0 for no item)
+	awk -v t="$1" -v n="$2" 'BEGIN { printf "%.2f", (n > 0 ? t / n : 0) }'
+}
 # the do-nothing consumer's (bench_mode nullq)
 bench_nullq_cpu_ns() { bench_cpu_ns "$(cat "$LAB_DIR/nullq.pid")"; }
 # the CPU time of the consumer of the current mode: nullq's or portcullis'
@@ -284,7 +295,8 @@ BENCH_PERF_PID=
 bench_perf_start() { # name
 	[ -n "${BENCH_PERF:-}" ] || return 0
 	mkdir -p "$BENCH_PERF"
-	perf record -q -g -F 2999 -p "$(guard_engine_pid),$(cat "$LAB_DIR/guard-logd.pid")" \
+	# cpu-clock: no hardware counters on this machine's virtual CPUs
+	perf record -q -g -e cpu-clock -F 2999 -p "$(guard_engine_pid),$(cat "$LAB_DIR/guard-logd.pid")" \
 		-o "$BENCH_PERF/$1.data" >/dev/null 2>&1 &
 	BENCH_PERF_PID=$!
 	sleep 0.3

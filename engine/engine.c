@@ -317,6 +317,10 @@ int engine_setup(struct engine *e, const char *config_path, struct pc_err *err)
 		rc = logc_open(e->cfg.log.socket, &t->lc, err);
 		if (rc)
 			return rc;
+		/* The queue threads' records go through a ring: no sleep and
+		 * wake-up per batch while logd keeps up (docs/engine.md). A
+		 * ring that cannot be made now is made on the next send. */
+		logc_use_ring(t->lc, NULL);
 	}
 	rc = logc_open(e->cfg.log.socket, &e->ctl_lc, err);
 	if (rc)
@@ -394,17 +398,17 @@ int engine_start_threads(struct engine *e, struct pc_err *err)
 	return 0;
 }
 
-/* Wait (bounded) until no queue thread is inside a batch that began
- * before now: after that, every decision uses the new policy. */
+/* Wait (bounded) until every batch a queue thread began before now has
+ * its verdicts, the window of batches awaiting logd's acknowledgement
+ * included: after that, every verdict issued follows the new policy. */
 static void wait_batches(struct engine *e)
 {
-	uint64_t gens[64], deadline = pc_now_mono_ms() + 2000;
+	uint64_t want[64], deadline = pc_now_mono_ms() + 2000;
 
 	for (size_t i = 0; i < e->nq && i < 64; i++)
-		gens[i] = atomic_load(&e->q[i].gen);
+		want[i] = atomic_load(&e->q[i].begun);
 	for (size_t i = 0; i < e->nq && i < 64; i++)
-		while (atomic_load(&e->q[i].busy) && atomic_load(&e->q[i].gen) == gens[i] &&
-		       pc_now_mono_ms() < deadline)
+		while (atomic_load(&e->q[i].done) < want[i] && pc_now_mono_ms() < deadline)
 			usleep(1000);
 }
 

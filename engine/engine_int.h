@@ -564,9 +564,10 @@ struct qthread {
 	struct dnstcp_table *dnstcp; /* this thread's DNS-over-TCP streams */
 	struct qstats st;
 	_Atomic size_t held_n; /* for status */
-	atomic_bool busy;      /* inside a batch (reload waits for it) */
-	_Atomic uint64_t gen;  /* batches done */
-	struct qbufs *bufs;    /* queue.c's receive/verdict buffers */
+	/* batches decided, and given their verdicts (refused or not): a
+	 * reload waits until those begun before it are done */
+	_Atomic uint64_t begun, done;
+	struct qbufs *bufs; /* queue.c's receive/verdict buffers */
 	uint8_t *rx;
 	struct decision *dec; /* one per packet of a batch */
 	struct pkt_in *pin;

@@ -1,7 +1,10 @@
 /* One NFQUEUE queue, one thread: receive a batch of packets (recvmmsg),
- * decide each, hand the batch's records to logd and wait for their
- * acknowledgement, then issue the verdicts (batched where the ids allow).
- * A record logd did not acknowledge turns its verdict into a refusal. */
+ * decide each, hand the batch's records to logd, and while logd has not
+ * acknowledged them receive and decide the next batches (a window of
+ * QWINDOW); a batch's verdicts go out, in order, once the acknowledgement
+ * covers its last record (batched where the ids allow). A record logd did
+ * not acknowledge turns its verdict into a refusal (docs/engine.md, "The
+ * pipeline"). */
 #include "engine/engine_int.h"
 
 #include <arpa/inet.h>
@@ -29,10 +32,30 @@
 #define BATCH_MAX    64
 #define LOG_FLUSH_MS 1000
 #define VBUF_SIZE    (BATCH_MAX * 128 + COPY_RANGE + 1024)
+/* Batches awaiting logd's acknowledgement at most: enough that the thread
+ * reads while logd writes, few enough that a stalled logd holds up (and a
+ * timeout refuses) a bounded number of packets. */
+#define QWINDOW 4
+
+/* A batch read and decided, its records handed to logd. */
+struct qbatch {
+	size_t n;	      /* packets */
+	uint64_t want;	      /* logc_sent_total once its records were in */
+	uint64_t deadline_ms; /* its records unacknowledged by then: refused */
+	uint64_t now_ms;      /* when it was decided */
+	struct policy *pol;   /* it was decided with */
+	struct rulehits *hits;
+	struct decision *dec; /* t->dec + slot * BATCH_MAX */
+	struct pkt_in *pin;
+	bool gates; /* holds a held flow's judgement (window_gated) */
+};
 
 struct qbufs {
-	struct mmsghdr msgs[BATCH_MAX];
-	struct iovec iov[BATCH_MAX];
+	struct mmsghdr msgs[QWINDOW][BATCH_MAX];
+	struct iovec iov[QWINDOW][BATCH_MAX];
+	struct qbatch win[QWINDOW];
+	unsigned head, count; /* the window: win[head], ... in arrival order */
+	uint64_t gathered;    /* the want of the batch await gathered for */
 	uint8_t vbuf[VBUF_SIZE];
 	size_t voff;
 	uint32_t last_id; /* id of the last packet given a verdict */
@@ -168,9 +191,9 @@ int queue_open(struct qthread *t, struct pc_err *err)
 	if (rc)
 		return rc;
 	t->bufs = calloc(1, sizeof(struct qbufs));
-	t->rx = malloc((size_t)BATCH_MAX * MSG_SLOT);
-	t->dec = calloc(BATCH_MAX, sizeof(*t->dec));
-	t->pin = calloc(BATCH_MAX, sizeof(*t->pin));
+	t->rx = malloc((size_t)QWINDOW * BATCH_MAX * MSG_SLOT);
+	t->dec = calloc((size_t)QWINDOW * BATCH_MAX, sizeof(*t->dec));
+	t->pin = calloc((size_t)QWINDOW * BATCH_MAX, sizeof(*t->pin));
 	if (!t->bufs || !t->rx || !t->dec || !t->pin)
 		return pc_err_set(err, PC_ENOMEM, "queue %u: out of memory", t->num);
 	return 0;
@@ -181,10 +204,15 @@ void queue_close(struct qthread *t)
 	if (t->nl)
 		mnl_socket_close(t->nl); /* unbinds: the kernel drops what is still queued */
 	t->nl = NULL;
+	if (t->bufs)
+		for (unsigned k = 0; k < QWINDOW; k++) {
+			policy_unref(t->bufs->win[k].pol);
+			rulehits_unref(t->bufs->win[k].hits);
+		}
 	free(t->bufs);
 	free(t->rx);
 	if (t->dec)
-		for (size_t i = 0; i < BATCH_MAX; i++)
+		for (size_t i = 0; i < (size_t)QWINDOW * BATCH_MAX; i++)
 			decision_clear(&t->dec[i]);
 	free(t->dec);
 	free(t->pin);
@@ -273,34 +301,36 @@ static void put_verdict(struct qthread *t, struct qbufs *qb, uint16_t type, uint
 
 /* Verdicts in id order; a run of equal verdicts whose ids follow the last
  * verdict without a gap becomes one VERDICT_BATCH (which covers every
- * queued id up to its own: only safe when we know them all). */
-static void emit_verdicts(struct qthread *t, struct qbufs *qb, size_t n)
+ * queued id up to its own: only safe when we know them all). Batches are
+ * emitted in arrival order, so the ids of a later batch of the window,
+ * still awaiting its acknowledgement, are all above this one's. */
+static void emit_verdicts(struct qthread *t, struct qbufs *qb, const struct qbatch *B)
 {
-	for (size_t i = 0; i < n;) {
+	for (size_t i = 0; i < B->n;) {
 		uint32_t v, m, v2, m2;
 		size_t j = i + 1;
 
-		verdict_of(&t->dec[i], &v, &m);
-		if (!t->dec[i].new_pkt && qb->have_last && t->pin[i].id == qb->last_id + 1) {
-			while (j < n && !t->dec[j].new_pkt &&
-			       t->pin[j].id == t->pin[j - 1].id + 1) {
-				verdict_of(&t->dec[j], &v2, &m2);
+		verdict_of(&B->dec[i], &v, &m);
+		if (!B->dec[i].new_pkt && qb->have_last && B->pin[i].id == qb->last_id + 1) {
+			while (j < B->n && !B->dec[j].new_pkt &&
+			       B->pin[j].id == B->pin[j - 1].id + 1) {
+				verdict_of(&B->dec[j], &v2, &m2);
 				if (v2 != v || m2 != m)
 					break;
 				j++;
 			}
 		}
 		if (j - i > 1)
-			put_verdict(t, qb, NFQNL_MSG_VERDICT_BATCH, t->pin[j - 1].id, v, m, NULL);
+			put_verdict(t, qb, NFQNL_MSG_VERDICT_BATCH, B->pin[j - 1].id, v, m, NULL);
 		else
-			put_verdict(t, qb, NFQNL_MSG_VERDICT, t->pin[i].id, v, m, &t->dec[i]);
+			put_verdict(t, qb, NFQNL_MSG_VERDICT, B->pin[i].id, v, m, &B->dec[i]);
 		for (size_t k = i; k < j; k++) {
 			if (v == NF_DROP || m == NFT_MARK_REJECT)
 				atomic_fetch_add(&t->st.refused, 1);
 			else
 				atomic_fetch_add(&t->st.accepted, 1);
 		}
-		qb->last_id = t->pin[j - 1].id;
+		qb->last_id = B->pin[j - 1].id;
 		qb->have_last = true;
 		i = j;
 	}
@@ -341,22 +371,86 @@ static void log_debug(struct qthread *t, const struct decision *d)
 	       d->rec.dns_name ? " name " : "", d->rec.dns_name ? d->rec.dns_name : "");
 }
 
-/* The batch's records leave together (one datagram for many, one wake-up
- * of logd); then one wait for their acknowledgement. */
-static void log_batch(struct qthread *t, struct qbufs *qb, size_t n)
+static struct qbatch *win_at(struct qbufs *qb, unsigned k)
 {
+	return &qb->win[(qb->head + k) % QWINDOW];
+}
+
+static void warn_unlogged(struct qthread *t, struct qbufs *qb, const struct pc_err *err)
+{
+	char buf[600];
+
+	if (pc_now_mono_ms() - qb->last_warn_ms <= 5000)
+		return;
+	qb->last_warn_ms = pc_now_mono_ms();
+	pc_log(PC_LOG_WARN, "queue %u: logd did not take the records (%s): refusing", t->num,
+	       pc_err_str(err, buf, sizeof(buf)));
+}
+
+/* A held flow's judgement gates the window: a later segment of the flow
+ * would be released as judged before on the strength of a record not yet
+ * in the log, and if that record fails the flow must fail before the
+ * segment is decided (docs/engine.md, "The pipeline"). */
+static bool window_gated(struct qbufs *qb)
+{
+	for (unsigned k = 0; k < qb->count; k++)
+		if (win_at(qb, k)->gates)
+			return true;
+	return false;
+}
+
+/* Read one batch into the window's next slot: decide each packet and hand
+ * the records to logd. A record not handed over is refused now, before
+ * the next packet is decided (a held flow it judged fails first). */
+static void take_batch(struct qthread *t, struct qbufs *qb, unsigned slot, int nmsg)
+{
+	struct engine *e = t->e;
+	struct qbatch *B = &qb->win[slot];
 	const struct logrec *recs[BATCH_MAX];
 	struct decision *of[BATCH_MAX];
-	bool sent[BATCH_MAX], sent_any = false, failed = false;
+	bool sent[BATCH_MAX], failed = false;
 	struct pc_err err = {0};
-	size_t nr = 0, ok;
+	struct decide_ctx c;
+	size_t n = 0, nr = 0, ok;
 
+	/* counted before the policy is read: a reload that swapped it before
+	 * this read waits for this batch (engine.c, wait_batches) */
+	atomic_fetch_add(&t->begun, 1);
+	B->pol = engine_policy_get(e);
+	B->hits = engine_hits_get(e);
+	B->now_ms = pc_now_mono_ms();
+	B->dec = t->dec + (size_t)slot * BATCH_MAX;
+	B->pin = t->pin + (size_t)slot * BATCH_MAX;
+	c = (struct decide_ctx){.cfg = &e->cfg,
+				.policy = B->pol,
+				.dg = e->dg,
+				.ports = &e->ports,
+				.held = t->held,
+				.now_ms = B->now_ms,
+				.dns_defer = t->log_ok,
+				.dnstcp = t->dnstcp};
+	for (int i = 0; i < nmsg; i++) {
+		struct nlmsghdr *nlh = qb->iov[slot][i].iov_base;
+		int len = (int)qb->msgs[slot][i].msg_len;
+
+		for (; mnl_nlmsg_ok(nlh, len) && n < BATCH_MAX; nlh = mnl_nlmsg_next(nlh, &len)) {
+			if (!parse_packet(nlh, &B->pin[n]))
+				continue;
+			if (!B->pol || !B->pin[n].data)
+				decision_clear(&B->dec[n]); /* VK_DROP */
+			else
+				decide_packet(&c, &B->pin[n], &B->dec[n]);
+			n++;
+		}
+	}
+	B->n = n;
+	atomic_fetch_add(&t->st.queued, n);
 	for (size_t i = 0; i < n; i++) {
-		struct decision *d = &t->dec[i];
+		struct decision *d = &B->dec[i];
 
 		if (!d->has_rec)
 			continue;
-		if (t->e->verbose)
+		if (e->verbose)
 			log_debug(t, d);
 		of[nr] = d;
 		recs[nr++] = &d->rec;
@@ -371,87 +465,128 @@ static void log_batch(struct qthread *t, struct qbufs *qb, size_t n)
 		}
 	}
 	atomic_fetch_add(&t->st.log_sent, ok);
-	sent_any = ok > 0;
-	if (sent_any && logc_flush(t->lc, LOG_FLUSH_MS, &err) < 0) {
-		failed = true;
-		for (size_t i = 0; i < n; i++) {
-			if (t->dec[i].has_rec) {
-				atomic_fetch_add(&t->st.log_failed, 1);
-				refuse_unlogged(t, &t->dec[i]);
-			}
-		}
+	B->gates = false;
+	for (size_t k = 0; k < nr; k++)
+		B->gates |= of[k]->held_judged && of[k]->has_rec;
+	if (failed) {
+		t->log_ok = false; /* DNS query records are deferred only while true */
+		warn_unlogged(t, qb, &err);
 	}
-	if (sent_any || failed)
-		t->log_ok = !failed; /* DNS query records are deferred only while true */
-	if (failed && pc_now_mono_ms() - qb->last_warn_ms > 5000) {
-		char buf[600];
+	/* acknowledgements are cumulative: this batch is covered once they
+	 * reach what has been sent so far */
+	B->want = logc_sent_total(t->lc);
+	B->deadline_ms = pc_now_mono_ms() + LOG_FLUSH_MS;
+}
 
-		qb->last_warn_ms = pc_now_mono_ms();
-		pc_log(PC_LOG_WARN, "queue %u: logd did not take the records (%s): refusing",
-		       t->num, pc_err_str(&err, buf, sizeof(buf)));
+/* The oldest batch's verdicts. acked false: the window failed, and every
+ * verdict of the batch is refused, a packet without a record of its own
+ * too: it was decided while records before it were unacknowledged (a
+ * segment released as judged before, a DNS query deferred while logd
+ * seemed well), and what those records said may not be in the log. */
+static void finish_batch(struct qthread *t, struct qbufs *qb, struct qbatch *B, bool acked)
+{
+	struct engine *e = t->e;
+	bool had = false;
+
+	for (size_t i = 0; i < B->n; i++) {
+		if (B->dec[i].has_rec) {
+			had = true;
+			if (!acked)
+				atomic_fetch_add(&t->st.log_failed, 1);
+		}
+		if (!acked)
+			refuse_unlogged(t, &B->dec[i]);
+	}
+	if (had && acked)
+		t->log_ok = true;
+	for (size_t i = 0; i < B->n; i++) {
+		struct decision *d = &B->dec[i];
+
+		/* learned only now that its record is in the log */
+		if (decision_commit(e->dg, d, B->now_ms) < 0)
+			refuse_unlogged(t, d);
+		if (d->register_flow && flow_registry_put(e->flows, &d->key, &d->meta) < 0)
+			refuse_unlogged(t, d); /* allocation failure refuses too */
+		/* the verdict is final here: count it */
+		metrics_count_verdict(t, d);
+		rulehits_count(B->hits, d);
+		if (d->quota)
+			quota_stats_count(&e->quota, decision_sandbox(d), d->quota);
+	}
+	emit_verdicts(t, qb, B);
+	for (size_t i = 0; i < B->n; i++) {
+		struct pc_err err = {0};
+		struct decision *d = &B->dec[i];
+
+		if (d->send_reply && dnsreply_send(&e->dnsr, &d->reply_from, &d->reply_to, d->reply,
+						   d->reply_len, &err) < 0)
+			pc_log(PC_LOG_DEBUG, "queue %u: %s", t->num, err.msg);
+		decision_clear(d);
+	}
+	rulehits_unref(B->hits);
+	policy_unref(B->pol);
+	B->hits = NULL;
+	B->pol = NULL;
+	B->n = 0;
+	atomic_fetch_add(&t->done, 1);
+}
+
+/* Verdicts for the batches the acknowledgements cover, oldest first. When
+ * records were lost, or the oldest batch's wait ran out, every batch of
+ * the window fails: each later one was decided after it, and the
+ * acknowledgement of its records would follow the missing ones. */
+static void settle(struct qthread *t, struct qbufs *qb)
+{
+	struct pc_err err = {0};
+	uint64_t acked = 0;
+	bool lost;
+
+	if (!qb->count)
+		return;
+	lost = logc_acked_total(t->lc, &acked, &err) < 0;
+	if (!lost && acked < win_at(qb, 0)->want &&
+	    pc_now_mono_ms() >= win_at(qb, 0)->deadline_ms) {
+		pc_err_set(&err, PC_ETIMEOUT, "logd did not acknowledge %llu records within %d ms",
+			   (unsigned long long)(logc_sent_total(t->lc) - acked), LOG_FLUSH_MS);
+		logc_abandon(t->lc);
+		lost = true;
+	}
+	while (qb->count && (lost || acked >= win_at(qb, 0)->want)) {
+		finish_batch(t, qb, win_at(qb, 0), !lost);
+		qb->head = (qb->head + 1) % QWINDOW;
+		qb->count--;
+	}
+	if (lost) {
+		t->log_ok = false;
+		warn_unlogged(t, qb, &err);
 	}
 }
 
-static void process_batch(struct qthread *t, struct qbufs *qb, int nmsg)
+/* Sleep until logd acknowledges, a packet comes (when the window takes
+ * one), or the oldest batch's deadline. The first sleep for a batch waits
+ * for logd alone, up to GATHER_MS, before the thread reads again: the
+ * packets that come meanwhile are read together once it answers, one
+ * wake-up for many. Reading at once instead (and on each packet's
+ * wake-up) made batches of one and cost more CPU per verdict than no
+ * window at all (bench/report-notes.md). A logd slower than that
+ * (stalled, or a loaded machine) no longer holds up the reading. */
+#define GATHER_MS 1
+static void await(struct qthread *t, struct qbufs *qb, bool can_read)
 {
-	struct engine *e = t->e;
-	struct policy *pol = engine_policy_get(e);
-	struct rulehits *hits = engine_hits_get(e);
-	struct decide_ctx c = {.cfg = &e->cfg,
-			       .policy = pol,
-			       .dg = e->dg,
-			       .ports = &e->ports,
-			       .held = t->held,
-			       .now_ms = pc_now_mono_ms(),
-			       .dns_defer = t->log_ok,
-			       .dnstcp = t->dnstcp};
-	size_t n = 0;
+	const struct qbatch *B = win_at(qb, 0);
+	uint64_t now = pc_now_mono_ms();
+	int ms = B->deadline_ms > now ? (int)(B->deadline_ms - now) : 0;
+	struct pc_err err = {0};
 
-	for (int i = 0; i < nmsg; i++) {
-		struct nlmsghdr *nlh = qb->iov[i].iov_base;
-		int len = (int)qb->msgs[i].msg_len;
-
-		for (; mnl_nlmsg_ok(nlh, len) && n < BATCH_MAX; nlh = mnl_nlmsg_next(nlh, &len)) {
-			if (!parse_packet(nlh, &t->pin[n]))
-				continue;
-			if (!pol || !t->pin[n].data) {
-				decision_clear(&t->dec[n]); /* VK_DROP */
-			} else {
-				decide_packet(&c, &t->pin[n], &t->dec[n]);
-			}
-			n++;
-		}
+	if (ms > 250)
+		ms = 250; /* shutdown and held flows' expiry are looked at */
+	if (can_read && qb->gathered != B->want) {
+		qb->gathered = B->want;
+		if (ms > GATHER_MS)
+			ms = GATHER_MS;
+		can_read = false;
 	}
-	atomic_fetch_add(&t->st.queued, n);
-	if (n == 0)
-		goto out;
-	log_batch(t, qb, n);
-	for (size_t i = 0; i < n; i++) {
-		/* learned only now that its record is in the log */
-		if (decision_commit(e->dg, &t->dec[i], c.now_ms) < 0)
-			refuse_unlogged(t, &t->dec[i]);
-		if (t->dec[i].register_flow &&
-		    flow_registry_put(e->flows, &t->dec[i].key, &t->dec[i].meta) < 0)
-			refuse_unlogged(t, &t->dec[i]); /* allocation failure refuses too */
-		/* the verdict is final here: count it */
-		metrics_count_verdict(t, &t->dec[i]);
-		rulehits_count(hits, &t->dec[i]);
-		if (t->dec[i].quota)
-			quota_stats_count(&e->quota, decision_sandbox(&t->dec[i]), t->dec[i].quota);
-	}
-	emit_verdicts(t, qb, n);
-	for (size_t i = 0; i < n; i++) {
-		struct pc_err err = {0};
-
-		if (t->dec[i].send_reply &&
-		    dnsreply_send(&e->dnsr, &t->dec[i].reply_from, &t->dec[i].reply_to,
-				  t->dec[i].reply, t->dec[i].reply_len, &err) < 0)
-			pc_log(PC_LOG_DEBUG, "queue %u: %s", t->num, err.msg);
-		decision_clear(&t->dec[i]);
-	}
-out:
-	rulehits_unref(hits);
-	policy_unref(pol);
+	logc_wait_acked(t->lc, B->want, can_read ? mnl_socket_get_fd(t->nl) : -1, ms, NULL, &err);
 }
 
 void *queue_thread_main(void *arg)
@@ -460,24 +595,40 @@ void *queue_thread_main(void *arg)
 	struct qbufs *qb = t->bufs;
 	uint64_t next_gc = 0;
 
-	for (int i = 0; i < BATCH_MAX; i++) {
-		qb->iov[i].iov_base = t->rx + (size_t)i * MSG_SLOT;
-		qb->iov[i].iov_len = MSG_SLOT;
-		memset(&qb->msgs[i], 0, sizeof(qb->msgs[i]));
-		qb->msgs[i].msg_hdr.msg_iov = &qb->iov[i];
-		qb->msgs[i].msg_hdr.msg_iovlen = 1;
-	}
+	for (int k = 0; k < QWINDOW; k++)
+		for (int i = 0; i < BATCH_MAX; i++) {
+			qb->iov[k][i].iov_base =
+			    t->rx + ((size_t)k * BATCH_MAX + (size_t)i) * MSG_SLOT;
+			qb->iov[k][i].iov_len = MSG_SLOT;
+			memset(&qb->msgs[k][i], 0, sizeof(qb->msgs[k][i]));
+			qb->msgs[k][i].msg_hdr.msg_iov = &qb->iov[k][i];
+			qb->msgs[k][i].msg_hdr.msg_iovlen = 1;
+		}
 	while (!atomic_load(&t->e->stop)) {
-		int n =
-		    recvmmsg(mnl_socket_get_fd(t->nl), qb->msgs, BATCH_MAX, MSG_WAITFORONE, NULL);
+		int fd = mnl_socket_get_fd(t->nl), n = -1;
+		unsigned slot;
+		bool can_read;
 		uint64_t now;
 
-		atomic_store(&t->busy, true);
+		settle(t, qb);
+		slot = (qb->head + qb->count) % QWINDOW;
+		can_read = qb->count < QWINDOW && !window_gated(qb);
+		if (qb->count == 0) /* waits up to SO_RCVTIMEO */
+			n = recvmmsg(fd, qb->msgs[slot], BATCH_MAX, MSG_WAITFORONE, NULL);
+		else if (can_read && qb->gathered == win_at(qb, 0)->want)
+			/* logd is slow: read on, never a sleep while packets wait */
+			n = recvmmsg(fd, qb->msgs[slot], BATCH_MAX, MSG_DONTWAIT, NULL);
+		else
+			errno = EAGAIN;
 		if (n > 0) {
-			process_batch(t, qb, n);
+			take_batch(t, qb, slot, n);
+			qb->count++;
 		} else if (n < 0 && errno == ENOBUFS) {
 			atomic_fetch_add(&t->st.enobufs, 1);
-		} else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+			if (qb->count)
+				await(t, qb, can_read);
+		} else if (n < 0) {
 			pc_log(PC_LOG_ERR, "queue %u: receive: %s", t->num, strerror(errno));
 			usleep(10000);
 		}
@@ -487,8 +638,6 @@ void *queue_thread_main(void *arg)
 			next_gc = now + 1000;
 		}
 		atomic_store(&t->held_n, held_count(t->held));
-		atomic_fetch_add(&t->gen, 1);
-		atomic_store(&t->busy, false);
 	}
 	return NULL;
 }

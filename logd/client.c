@@ -2,12 +2,15 @@
  * non-blocking sends, cumulative acknowledgements, and a flush that fails
  * closed — a record logd did not acknowledge is a record that does not
  * exist, and its action must be refused. */
-#include "logd/logd.h"
+#include "logd/logd_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -24,6 +27,13 @@ struct logc {
 	bool lost;	   /* a connection died with records unacknowledged */
 	char why[160];	   /* ... and why it died */
 	unsigned since_drain;
+	bool ring_on;		/* records through the ring (logc_use_ring) */
+	struct logring_hdr *rh; /* the ring, mapped while connected with one */
+	uint8_t *rdata;
+	uint64_t rprod;	  /* bytes of records published */
+	uint64_t rcons;	  /* logd's cons as last seen (never goes back) */
+	uint64_t rkicked; /* rprod when logd was last looked at for a bell */
+	uint64_t base;	  /* records of the connections before this one */
 };
 
 int logc_open(const char *path, struct logc **out, struct pc_err *err)
@@ -54,6 +64,12 @@ static void logc_reset(struct logc *lc, const struct pc_err *why)
 	if (lc->fd >= 0)
 		close(lc->fd);
 	lc->fd = -1;
+	if (lc->rh)
+		munmap(lc->rh, LOGRING_SIZE);
+	lc->rh = NULL;
+	lc->rdata = NULL;
+	lc->rprod = lc->rcons = lc->rkicked = 0;
+	lc->base += lc->sent; /* the lost ones too: lost is what says so */
 	if (lc->sent != lc->acked && !lc->lost) {
 		lc->lost = true;
 		pc_strlcpy(lc->why, why && why->msg[0] ? why->msg : "connection closed",
@@ -69,6 +85,8 @@ void logc_close(struct logc *lc)
 		return;
 	if (lc->fd >= 0)
 		close(lc->fd);
+	if (lc->rh)
+		munmap(lc->rh, LOGRING_SIZE);
 	free(lc);
 }
 
@@ -81,10 +99,14 @@ uint64_t logc_last_seq(const struct logc *lc)
  * once every record sent is acknowledged (logd sends nothing more then:
  * no recv just to see EAGAIN, one system call less per flush).
  * 0 ok, <0 the connection is broken (left for the caller to reset). */
+static int ring_take_acks(struct logc *lc, struct pc_err *err);
+
 static int take_acks(struct logc *lc, struct pc_err *err)
 {
 	uint8_t buf[LOGWIRE_ACK_LEN + 1];
 
+	if (lc->rh)
+		return ring_take_acks(lc, err);
 	while (lc->fd >= 0 && lc->acked != lc->sent) {
 		ssize_t n = recv(lc->fd, buf, sizeof(buf), MSG_DONTWAIT);
 		uint32_t count;
@@ -132,9 +154,287 @@ static void logc_drop(struct logc *lc, const struct pc_err *why)
 	logc_reset(lc, why);
 }
 
+/* ---- the record ring ------------------------------------------------------
+ * logd acknowledges by publishing counts in the shared page; the socket
+ * carries only the registration and bells, and a bell is sent only to a
+ * side that said it sleeps (its waiting flag, read after a full fence
+ * that follows the publication: one of the two always sees the other). */
+
+static int logc_connect(struct logc *lc, struct pc_err *err);
+
+/* The ring for a fresh connection: a sealed memfd (logd maps it and can
+ * rely on its size: it cannot shrink under logd's reads), sent once. */
+static int ring_setup(struct logc *lc, struct pc_err *err)
+{
+	uint8_t msg[LOGRING_REG_LEN];
+	union {
+		struct cmsghdr align;
+		uint8_t b[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = {.iov_base = msg, .iov_len = sizeof(msg)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = ctl.b,
+			    .msg_controllen = sizeof(ctl.b)};
+	struct cmsghdr *c;
+	void *map = MAP_FAILED;
+	int fd = memfd_create("portcullis-logring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return pc_err_errno(err, PC_EIO, "record ring: memfd_create");
+	if (ftruncate(fd, LOGRING_SIZE) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		pc_err_errno(err, PC_EIO, "record ring: sizing and sealing the memfd");
+		goto fail;
+	}
+	map = mmap(NULL, LOGRING_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		pc_err_errno(err, PC_EIO, "record ring: mmap");
+		goto fail;
+	}
+	logwire_ring_encode(msg, sizeof(msg));
+	memset(&ctl, 0, sizeof(ctl));
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(fd));
+	if (sendmsg(lc->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(msg)) {
+		pc_err_errno(err, PC_EIO, "record ring: handing it to logd");
+		goto fail;
+	}
+	close(fd);
+	lc->rh = map;
+	lc->rdata = (uint8_t *)map + LOGRING_HDR;
+	lc->rprod = lc->rcons = lc->rkicked = 0;
+	return 0;
+fail:
+	if (map != MAP_FAILED)
+		munmap(map, LOGRING_SIZE);
+	close(fd);
+	return PC_EIO;
+}
+
+/* logd's acknowledgements, bounded: never back, never past what was sent. */
+static int ring_take_acks(struct logc *lc, struct pc_err *err)
+{
+	uint64_t a = atomic_load_explicit(&lc->rh->acked, memory_order_acquire);
+
+	if (a < lc->acked || a > lc->sent)
+		return pc_err_set(err, PC_EIO,
+				  "logd's ring acknowledges %llu records, %llu were sent and %llu "
+				  "acknowledged",
+				  (unsigned long long)a, (unsigned long long)lc->sent,
+				  (unsigned long long)lc->acked);
+	if (a != lc->acked) {
+		lc->last_seq = atomic_load_explicit(&lc->rh->ack_seq, memory_order_relaxed);
+		lc->acked = a;
+	}
+	return 0;
+}
+
+/* Bell logd if it said it sleeps. A full socket is no failure: logd has
+ * bells to read already. */
+static int ring_kick(struct logc *lc, struct pc_err *err)
+{
+	uint8_t bell[LOGWIRE_HDR_LEN];
+
+	atomic_thread_fence(memory_order_seq_cst);
+	lc->rkicked = lc->rprod;
+	if (!atomic_load_explicit(&lc->rh->cons_waiting, memory_order_relaxed))
+		return 0;
+	logwire_bell_encode(bell, sizeof(bell));
+	for (;;) {
+		if (send(lc->fd, bell, sizeof(bell), MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
+			return 0;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return 0;
+		return pc_err_errno(err, PC_EIO, "ringing logd");
+	}
+}
+
+/* Read the bell that woke us (its content says nothing the page does not);
+ * <0 when the connection ended. One read, not a drain to EAGAIN: a bell
+ * left over (logd saw the flag of a wait that then found its answer
+ * without sleeping) costs the next wait a spurious wake-up, rarer than a
+ * second read every time. */
+static int ring_take_bell(struct logc *lc, struct pc_err *err)
+{
+	uint8_t buf[LOGWIRE_ACK_LEN];
+
+	for (;;) {
+		ssize_t n = recv(lc->fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n == 0)
+			return pc_err_set(err, PC_EIO, "logd closed the connection");
+		return pc_err_errno(err, PC_EIO, "reading from logd");
+	}
+}
+
+static bool ring_all_acked(struct logc *lc)
+{
+	return atomic_load_explicit(&lc->rh->acked, memory_order_acquire) == lc->sent;
+}
+
+static bool ring_has_room(struct logc *lc)
+{
+	/* want: room for the largest record; checked exactly by ring_put */
+	return LOGRING_DATA -
+		   (lc->rprod - atomic_load_explicit(&lc->rh->cons, memory_order_acquire)) >=
+	       LOGWIRE_MAX;
+}
+
+/* Sleep until logd rings, the deadline, or the connection ends: say so
+ * first (the flag, then a look at what we wait for: logd reads the flag
+ * after it publishes), and make sure logd is awake to see our records.
+ * <0: the connection is broken. */
+static int ring_sleep(struct logc *lc, uint64_t deadline, bool (*done)(struct logc *),
+		      struct pc_err *err)
+{
+	struct pollfd p = {.fd = lc->fd, .events = POLLIN};
+	uint64_t now = pc_now_mono_ms();
+	int rc;
+
+	atomic_store_explicit(&lc->rh->prod_waiting, 1, memory_order_relaxed);
+	/* records published since the last look need one (its fence orders
+	 * the flag too); else the fence alone */
+	if (lc->rkicked != lc->rprod) {
+		if ((rc = ring_kick(lc, err)) < 0)
+			goto out;
+	} else {
+		atomic_thread_fence(memory_order_seq_cst);
+		rc = 0;
+	}
+	if (done(lc) || now >= deadline)
+		goto out;
+	if (poll(&p, 1, (int)(deadline - now)) < 0 && errno != EINTR) {
+		rc = pc_err_errno(err, PC_EIO, "waiting for logd");
+		goto out;
+	}
+	rc = ring_take_bell(lc, err);
+out:
+	atomic_store_explicit(&lc->rh->prod_waiting, 0, memory_order_relaxed);
+	return rc;
+}
+
+/* One encoded record into the ring, published. Waits up to
+ * LOGC_SEND_WAIT_MS for room, as a full socket did, then PC_EAGAIN: the
+ * caller refuses. */
+static int ring_put(struct logc *lc, const uint8_t *buf, size_t n, struct pc_err *err)
+{
+	uint64_t deadline = 0;
+	size_t at, first;
+
+	for (;;) {
+		uint64_t cons = atomic_load_explicit(&lc->rh->cons, memory_order_acquire);
+		uint64_t now;
+
+		if (cons < lc->rcons || cons > lc->rprod)
+			return pc_err_set(err, PC_EIO,
+					  "logd's ring index %llu is outside %llu..%llu",
+					  (unsigned long long)cons, (unsigned long long)lc->rcons,
+					  (unsigned long long)lc->rprod);
+		lc->rcons = cons;
+		if (LOGRING_DATA - (lc->rprod - cons) >= n)
+			break;
+		now = pc_now_mono_ms();
+		if (!deadline)
+			deadline = now + LOGC_SEND_WAIT_MS;
+		if (now >= deadline)
+			return pc_err_set(err, PC_EAGAIN,
+					  "logd's record ring stayed full for %d ms (%llu records "
+					  "unacknowledged)",
+					  LOGC_SEND_WAIT_MS,
+					  (unsigned long long)(lc->sent - lc->acked));
+		if (ring_sleep(lc, deadline, ring_has_room, err) < 0)
+			return PC_EIO;
+	}
+	at = (size_t)(lc->rprod % LOGRING_DATA);
+	first = n < LOGRING_DATA - at ? n : LOGRING_DATA - at;
+	memcpy(lc->rdata + at, buf, first);
+	memcpy(lc->rdata, buf + first, n - first);
+	lc->rprod += n;
+	/* release: the record's bytes are there before logd sees the index */
+	atomic_store_explicit(&lc->rh->prod, lc->rprod, memory_order_release);
+	lc->sent++;
+	return 0;
+}
+
+/* As send_dgram, through the ring: a broken ring or connection is made
+ * again once (logd restarted); the records on the old one are lost. */
+static int ring_send(struct logc *lc, const uint8_t *buf, size_t n, struct pc_err *err)
+{
+	int rc;
+
+	for (int attempt = 0;; attempt++) {
+		if (lc->fd < 0 && (rc = logc_connect(lc, err)) < 0)
+			return rc;
+		rc = ring_put(lc, buf, n, err);
+		if (rc == 0 || rc == PC_EAGAIN)
+			return rc;
+		logc_drop(lc, err);
+		if (attempt > 0)
+			return PC_EIO;
+	}
+}
+
+static int ring_flush(struct logc *lc, int timeout_ms, struct pc_err *err)
+{
+	uint64_t deadline = pc_now_mono_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+
+	for (;;) {
+		if (lc->lost) {
+			lc->lost = false;
+			return pc_err_set(err, PC_EIO, "logd did not acknowledge every record: %s",
+					  lc->why);
+		}
+		if (!lc->rh || lc->acked == lc->sent)
+			return 0;
+		if (ring_take_acks(lc, err) < 0) {
+			logc_reset(lc, err);
+			continue;
+		}
+		if (lc->acked == lc->sent)
+			return 0;
+		if (pc_now_mono_ms() >= deadline) {
+			pc_err_set(err, PC_ETIMEOUT,
+				   "logd did not acknowledge %llu records within %d ms",
+				   (unsigned long long)(lc->sent - lc->acked), timeout_ms);
+			logc_reset(lc, NULL);
+			lc->lost = false;
+			return PC_ETIMEOUT;
+		}
+		if (ring_sleep(lc, deadline, ring_all_acked, err) < 0)
+			logc_drop(lc, err);
+	}
+}
+
+int logc_use_ring(struct logc *lc, struct pc_err *err)
+{
+	if (!lc)
+		return pc_err_set(err, PC_EINVAL, "logc_use_ring: no client");
+	if (lc->ring_on)
+		return 0;
+	lc->ring_on = true;
+	/* The ring is registered by the next send's connection, not by this
+	 * one: a ring speaks for whoever registered it, and this connection
+	 * may have been made before a privilege drop (logd refuses root's). */
+	if (lc->fd >= 0)
+		logc_reset(lc, NULL);
+	return 0;
+}
+
 static int logc_connect(struct logc *lc, struct pc_err *err)
 {
-	int fd = pc_unix_connect(lc->path, 1, err);
+	int rc, fd = pc_unix_connect(lc->path, 1, err);
 
 	if (fd < 0) {
 		pc_err_prefix(err, "logd unreachable: ");
@@ -142,6 +442,11 @@ static int logc_connect(struct logc *lc, struct pc_err *err)
 	}
 	lc->fd = fd;
 	lc->sent = lc->acked = 0;
+	if (lc->ring_on && (rc = ring_setup(lc, err)) < 0) {
+		close(lc->fd);
+		lc->fd = -1;
+		return rc;
+	}
 	return 0;
 }
 
@@ -210,6 +515,14 @@ int logc_send(struct logc *lc, const struct logrec *rec, struct pc_err *err)
 	n = logrec_encode(rec, buf, sizeof(buf), err);
 	if (n < 0)
 		return n;
+	if (lc->ring_on) {
+		int rc = ring_send(lc, buf, (size_t)n, err);
+
+		/* a failed bell leaves the record in: the flush reports it */
+		if (rc == 0 && ring_kick(lc, err) < 0)
+			logc_drop(lc, err);
+		return rc;
+	}
 	return send_dgram(lc, buf, (size_t)n, 1, err);
 }
 
@@ -228,6 +541,32 @@ static int batch_flush(struct logc *lc, const uint8_t *buf, size_t *len, size_t 
 	return 0;
 }
 
+/* Each record into the ring, then one bell at most for the batch. */
+static size_t ring_send_batch(struct logc *lc, const struct logrec *const *recs, size_t n,
+			      bool *sent, struct pc_err *err)
+{
+	uint8_t buf[LOGWIRE_MAX];
+	size_t done = 0;
+	bool any = false;
+
+	for (size_t i = 0; i < n; i++) {
+		int m = logrec_encode(recs[i], buf, sizeof(buf), err);
+
+		if (m < 0)
+			continue; /* it does not encode: not sent, the rest go */
+		if (ring_send(lc, buf, (size_t)m, err) < 0)
+			break; /* nothing more is tried */
+		sent[i] = true;
+		any = true;
+		done++;
+	}
+	/* a bell that fails leaves them in: the flush finds the connection
+	 * ended and reports them lost */
+	if (any && lc->fd >= 0 && ring_kick(lc, err) < 0)
+		logc_drop(lc, err);
+	return done;
+}
+
 size_t logc_send_batch(struct logc *lc, const struct logrec *const *recs, size_t n, bool *sent,
 		       struct pc_err *err)
 {
@@ -240,6 +579,8 @@ size_t logc_send_batch(struct logc *lc, const struct logrec *const *recs, size_t
 	}
 	for (size_t i = 0; i < n; i++)
 		sent[i] = false;
+	if (lc->ring_on)
+		return ring_send_batch(lc, recs, n, sent, err);
 	for (size_t i = 0; i < n;) {
 		int m = logrec_encode(recs[i], buf + len, sizeof(buf) - len, NULL);
 
@@ -269,6 +610,8 @@ int logc_flush(struct logc *lc, int timeout_ms, struct pc_err *err)
 
 	if (!lc)
 		return pc_err_set(err, PC_EINVAL, "logc_flush: no client");
+	if (lc->rh || (lc->ring_on && lc->lost))
+		return ring_flush(lc, timeout_ms, err);
 	deadline = pc_now_mono_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	for (;;) {
 		struct pollfd p;
@@ -333,6 +676,75 @@ int logc_flush_nb(struct logc *lc, bool *all, struct pc_err *err)
 	}
 	*all = lc->acked == lc->sent;
 	return 0;
+}
+
+uint64_t logc_sent_total(const struct logc *lc)
+{
+	return lc ? lc->base + lc->sent : 0;
+}
+
+int logc_acked_total(struct logc *lc, uint64_t *acked, struct pc_err *err)
+{
+	if (!lc || !acked)
+		return pc_err_set(err, PC_EINVAL, "logc_acked_total: no client");
+	if (lc->fd >= 0)
+		logc_drain(lc, err);
+	if (lc->lost) {
+		/* before the total: a reset counted the lost records in base */
+		lc->lost = false;
+		return pc_err_set(err, PC_EIO, "logd did not acknowledge every record: %s",
+				  lc->why);
+	}
+	*acked = lc->base + lc->acked;
+	return 0;
+}
+
+int logc_wait_acked(struct logc *lc, uint64_t want, int fd, int timeout_ms, bool *fd_ready,
+		    struct pc_err *err)
+{
+	struct pollfd p[2] = {{.fd = -1, .events = POLLIN}, {.fd = fd, .events = POLLIN}};
+	int rc = 0;
+
+	if (fd_ready)
+		*fd_ready = false;
+	if (!lc)
+		return pc_err_set(err, PC_EINVAL, "logc_wait_acked: no client");
+	if (lc->fd >= 0) {
+		p[0].fd = lc->fd;
+		if (lc->rh) {
+			/* as ring_sleep: the flag first, then the look */
+			atomic_store_explicit(&lc->rh->prod_waiting, 1, memory_order_relaxed);
+			if (lc->rkicked != lc->rprod)
+				rc = ring_kick(lc, err);
+			else
+				atomic_thread_fence(memory_order_seq_cst);
+			if (rc == 0 && (rc = ring_take_acks(lc, err)) == 0 &&
+			    lc->base + lc->acked >= want)
+				goto out;
+		} else if (lc->base + lc->acked >= want) {
+			return 0;
+		}
+	}
+	if (rc == 0 && poll(p, 2, timeout_ms) < 0 && errno != EINTR)
+		rc = pc_err_errno(err, PC_EIO, "waiting for logd");
+	if (rc == 0 && fd_ready && fd >= 0 && p[1].revents)
+		*fd_ready = true;
+	if (rc == 0 && p[0].fd >= 0 && p[0].revents)
+		rc = lc->rh ? ring_take_bell(lc, err) : take_acks(lc, err);
+out:
+	if (lc->rh)
+		atomic_store_explicit(&lc->rh->prod_waiting, 0, memory_order_relaxed);
+	if (rc < 0)
+		logc_drop(lc, err); /* what was pending is lost: logc_acked_total says so */
+	return rc;
+}
+
+void logc_abandon(struct logc *lc)
+{
+	if (!lc)
+		return;
+	logc_reset(lc, NULL);
+	lc->lost = false;
 }
 
 int logc_send_sync(struct logc *lc, const struct logrec *rec, int timeout_ms, struct pc_err *err)

@@ -115,6 +115,8 @@ struct logrec {
 enum logwire_type {
 	LOGWIRE_RECORD = 1, /* client -> logd: one record */
 	LOGWIRE_ACK = 2,    /* logd -> client: records written to the file */
+	LOGWIRE_RING = 3,   /* client -> logd: its record ring (a memfd attached) */
+	LOGWIRE_BELL = 4,   /* either way, header only: look at the ring */
 };
 #define LOGWIRE_HDR_LEN PC_MSG_HDR_LEN /* the framing shared by the local protocols */
 #define LOGWIRE_ACK_LEN 20	       /* header + u32 count + u64 seq */
@@ -234,6 +236,36 @@ int logc_fd(const struct logc *lc);
 
 /* Sequence number logd gave the last acknowledged record (0 if none). */
 uint64_t logc_last_seq(const struct logc *lc);
+
+/* Records of this client travel through a shared-memory ring from the
+ * next connection on (one made already is closed: call it before sending;
+ * the ring is registered by the first send, as the sender is then, and
+ * logd refuses one registered by root): one wake-up of logd and one
+ * of the client serve a batch, and neither sleeps while the other is
+ * busy (docs/logd.md "The record ring"). Same contract for logc_send,
+ * logc_send_batch and logc_flush; a full ring waits as a full socket did.
+ * The engine's queue threads use it. 0 or PC_E*. */
+int logc_use_ring(struct logc *lc, struct pc_err *err);
+
+/* Pipelined use (the engine's queue threads: docs/engine.md "The
+ * pipeline"): records counted over the client's life, across connections,
+ * so that a caller with several batches awaiting acknowledgement knows
+ * which are covered (acknowledgements are cumulative). After a batch's
+ * logc_send_batch, logc_sent_total is the count its records are covered
+ * at. logc_acked_total: how many are acknowledged, without waiting; PC_EIO
+ * when records were lost with a connection since the last call (reported
+ * once; every record sent and not covered before is then lost: the caller
+ * refuses them all). logc_wait_acked sleeps until the acknowledgements
+ * reach want, fd (if >= 0) is readable (*fd_ready), or timeout_ms pass,
+ * having told logd to ring; 0 or PC_EIO (the loss is then reported by
+ * logc_acked_total). logc_abandon gives up on every record not
+ * acknowledged (a timeout: the caller refuses them) and closes the
+ * connection; the next send makes a new one. */
+uint64_t logc_sent_total(const struct logc *lc);
+int logc_acked_total(struct logc *lc, uint64_t *acked, struct pc_err *err);
+int logc_wait_acked(struct logc *lc, uint64_t want, int fd, int timeout_ms, bool *fd_ready,
+		    struct pc_err *err);
+void logc_abandon(struct logc *lc);
 
 /* Send one record and wait for its acknowledgement (CLI, rare events). */
 int logc_send_sync(struct logc *lc, const struct logrec *rec, int timeout_ms, struct pc_err *err);

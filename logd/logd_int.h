@@ -417,6 +417,44 @@ enum logd_cred {
 };
 struct msghdr;
 enum logd_cred logd_msg_cred(struct msghdr *mh, uid_t *uid, const char **why);
+/* As logd_msg_cred, but a message with exactly one descriptor keeps it in
+ * *fd (else -1) instead of being refused for it: only a ring registration
+ * may carry one, which the caller decides once the message is parsed (and
+ * closes *fd otherwise). */
+enum logd_cred logd_msg_cred_fd(struct msghdr *mh, uid_t *uid, const char **why, int *fd);
+
+/* ---- the record ring (logd/client.c, logd/server.c; docs/logd.md
+ * "The record ring") --------------------------------------------------------
+ * A memfd the client creates, seals against shrinking and growing, and
+ * passes once with a LOGWIRE_RING message; records are wire-form messages
+ * back to back in a byte ring of LOGRING_DATA bytes after a header page.
+ * Each index has one writer; the other side only reads it and bounds it. */
+#define LOGRING_DATA	(512u << 10) /* a batch of 64 records of LOGWIRE_MAX fits */
+#define LOGRING_HDR	4096u
+#define LOGRING_SIZE	(LOGRING_HDR + LOGRING_DATA)
+#define LOGRING_REG_LEN (LOGWIRE_HDR_LEN + 4) /* header + u32 LOGRING_DATA */
+/* The ring's registration (the memfd rides with it) and the bell; the
+ * type byte of a message already framed (logwire_next), -1 if none. */
+int logwire_ring_encode(uint8_t *buf, size_t len);
+int logwire_ring_decode(const uint8_t *buf, size_t len, struct pc_err *err);
+int logwire_bell_encode(uint8_t *buf, size_t len);
+int logwire_bell_decode(const uint8_t *buf, size_t len, struct pc_err *err);
+int logwire_type(const uint8_t *buf, size_t len);
+struct logring_hdr {
+	/* the client's: bytes of whole records published (a record is
+	 * written first, then this moves past it) */
+	_Alignas(64) _Atomic uint64_t prod;
+	/* the client's: 1 while it sleeps until logd rings the bell */
+	_Atomic uint32_t prod_waiting;
+	/* logd's: bytes copied out of the ring (space the client may reuse) */
+	_Alignas(64) _Atomic uint64_t cons;
+	/* logd's: seq of the last record acknowledged, then their count:
+	 * the records of this ring in the file (written before acked) */
+	_Atomic uint64_t ack_seq;
+	_Atomic uint64_t acked;
+	/* logd's: 1 while it sleeps until a bell comes on the socket */
+	_Atomic uint32_t cons_waiting;
+};
 
 /* Can user (uid uid) create and remove a file in the directory of file? A
  * real probe: a child drops to the user as pc_privdrop does for the daemon

@@ -13,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define READ_BURST	256	   /* messages read from one client per round: fairness */
@@ -36,6 +38,14 @@ struct client {
 	uint32_t unacked;     /* written, acknowledgement not yet sent (socket full) */
 	uint64_t unacked_seq;
 	bool want_out;
+	/* its record ring (docs/logd.md "The record ring"); NULL: none. What
+	 * logd keeps of the ring's state is its own: the shared page is only
+	 * read for prod, and only written with what logd publishes */
+	struct logring_hdr *rh;
+	const uint8_t *rdata;
+	uint64_t rcons;	 /* bytes copied out */
+	uint64_t racked; /* records acknowledged through it */
+	uid_t ring_uid;	 /* the kernel's credentials of the registration */
 };
 
 struct server {
@@ -57,6 +67,7 @@ struct server {
 		uint8_t b[CMSG_ROOM];
 	} ctl[RECV_VEC];
 	char strbuf[LOGWIRE_MAX];
+	uint8_t rbuf[LOGWIRE_MAX]; /* one record copied out of a ring */
 	uint64_t last_warn_ms;
 	unsigned warn_suppressed;
 	uint64_t tick_retry_ms; /* after a failed seal: wait before the next try */
@@ -96,6 +107,8 @@ static void client_close(struct server *s, struct client *c)
 		return;
 	epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
+	if (c->rh)
+		munmap(c->rh, LOGRING_SIZE);
 	s->orphaned += c->pending;
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
@@ -158,12 +171,25 @@ static unsigned close_rights(const struct msghdr *mh, struct cmsghdr *c)
  * the credentials may then be what was cut. */
 enum logd_cred logd_msg_cred(struct msghdr *mh, uid_t *uid, const char **why)
 {
+	return logd_msg_cred_fd(mh, uid, why, NULL);
+}
+
+enum logd_cred logd_msg_cred_fd(struct msghdr *mh, uid_t *uid, const char **why, int *keep)
+{
 	unsigned fds = 0;
 	bool found = false, other = false;
 	struct ucred cr = {0};
 
+	if (keep)
+		*keep = -1;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && keep &&
+		    *keep < 0 && !fds && !(mh->msg_flags & MSG_CTRUNC) &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int))) {
+			/* one descriptor alone: perhaps a ring; the caller
+			 * decides once the message is parsed */
+			memcpy(keep, CMSG_DATA(c), sizeof(int));
+		} else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
 			fds += close_rights(mh, c);
 		else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
 			 c->cmsg_len >= CMSG_LEN(sizeof(struct ucred)) && !found) {
@@ -172,6 +198,11 @@ enum logd_cred logd_msg_cred(struct msghdr *mh, uid_t *uid, const char **why)
 		} else {
 			other = true;
 		}
+	}
+	if (keep && *keep >= 0 && (fds || (mh->msg_flags & MSG_CTRUNC) || other || !found)) {
+		close(*keep); /* a ring comes alone, with its credentials */
+		*keep = -1;
+		fds++;
 	}
 	if (fds || (mh->msg_flags & MSG_CTRUNC)) {
 		*why = fds ? "descriptors attached (logd takes none; closed them)"
@@ -263,66 +294,274 @@ static void client_reject(struct server *s, struct client *c, const char *why)
 	client_close(s, c);
 }
 
-/* One datagram from c: its records (one, or a client's batch back to back)
- * into the batch, or the session ends at the first one that is not a
- * record; those before it stay in the batch. */
-static int client_dgram(struct server *s, struct client *c, const uint8_t *buf, size_t len,
-			bool truncated, uid_t uid, struct pc_err *err)
+/* log.witness.required and no recent cosignature: fail closed, nothing
+ * written, the sender's flush fails (docs/logd.md). True: the session
+ * ended. */
+static bool gate_closed(struct server *s, struct client *c)
+{
+	if (!s->conf->gate || s->conf->gate(s->conf->gate_ctx))
+		return false;
+	warn_limited(s,
+		     "refusing records from pid %ld: no witness cosigned a checkpoint "
+		     "recently and log.witness.required is true",
+		     (long)c->pid);
+	client_close(s, c);
+	return true;
+}
+
+/* One record message (from a datagram, or copied out of a ring) into the
+ * batch. 0: in; 1: the session ended (malformed, or not the sender's to
+ * write); <0: the write failed. */
+static int client_record(struct server *s, struct client *c, const uint8_t *buf, size_t n,
+			 uid_t uid, struct pc_err *err)
 {
 	enum logrec_sender sender = uid_sender(s, uid);
 	struct logrec rec;
 	struct pc_err e;
 	uint64_t seq;
-	size_t n;
 
-	if (s->conf->gate && !s->conf->gate(s->conf->gate_ctx)) {
-		/* log.witness.required and no recent cosignature: fail closed,
-		 * nothing written, the sender's flush fails (docs/logd.md) */
-		warn_limited(s,
-			     "refusing records from pid %ld: no witness cosigned a checkpoint "
-			     "recently and log.witness.required is true",
-			     (long)c->pid);
-		client_close(s, c);
-		return 0;
+	if (logrec_decode_into(buf, n, &rec, s->strbuf, sizeof(s->strbuf), &e) < 0) {
+		client_reject(s, c, e.msg);
+		return 1;
 	}
+	if (rec.action == LOGREC_SEGMENT) {
+		client_reject(s, c, "log-segment records are logd's own");
+		return 1;
+	}
+	if (!logrec_sender_may(sender, &rec)) {
+		/* A record its sender may not write: a compromised process
+		 * trying to speak for another. As a malformed message, it
+		 * ends the session; its earlier records are the sender's own
+		 * and stay. */
+		s->st.refused_records++;
+		warn_limited(s,
+			     "refused a %s%s%s record from pid %ld uid %ld (sender %s): that "
+			     "sender may not write it; closed its connection (%llu records "
+			     "refused so far)",
+			     logrec_action_name(rec.action), rec.verdict ? " " : "",
+			     rec.verdict ? logrec_verdict_name(rec.verdict) : "", (long)c->pid,
+			     (long)uid,
+			     sender ? logrec_sender_name(sender) : "none: not a configured user",
+			     (unsigned long long)s->st.refused_records);
+		client_close(s, c);
+		return 1;
+	}
+	rec.sender = sender;
+	if (logw_append(s->w, &rec, &seq, err) < 0)
+		return PC_EIO;
+	c->pending++;
+	c->pending_seq = seq;
+	return 0;
+}
+
+/* A ring registration: the descriptor must be a memfd of exactly the
+ * ring's size, sealed so that it can neither shrink (a read past its end
+ * would kill logd with SIGBUS) nor grow. The sender of its records is
+ * whoever sent this message (its credentials, as a datagram's). *fd is
+ * taken (mapped and closed, or closed). */
+static void ring_attach(struct server *s, struct client *c, const uint8_t *buf, size_t len,
+			uid_t uid, int *fd)
+{
+	const int need = F_SEAL_SHRINK | F_SEAL_GROW;
+	int f = *fd, seals;
+	struct pc_err e;
+	struct stat st;
+	void *map;
+
+	*fd = -1;
+	if (f < 0) {
+		pc_err_set(&e, PC_EPARSE, "a ring registration without its memfd");
+		goto bad;
+	}
+	if (logwire_ring_decode(buf, len, &e) < 0)
+		goto bad;
+	/* one ring per session, from its start: acknowledgements then have
+	 * one path only */
+	if (c->rh || c->pending || c->unacked) {
+		pc_err_set(&e, PC_EPARSE, "a ring registration after %s",
+			   c->rh ? "a ring" : "records on the socket");
+		goto bad;
+	}
+	/* A ring speaks for whoever registered it, for as long as it lives: a
+	 * daemon that registered one before its privilege drop would write as
+	 * root after it. Root sends few records; it keeps the socket. */
+	if (uid == 0) {
+		pc_err_set(&e, PC_EPARSE, "a ring registered by root (root sends on the socket)");
+		goto bad;
+	}
+	if (fstat(f, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size != (off_t)LOGRING_SIZE) {
+		pc_err_set(&e, PC_EPARSE, "the ring is not a memfd of %u bytes", LOGRING_SIZE);
+		goto bad;
+	}
+	seals = fcntl(f, F_GET_SEALS);
+	if (seals < 0 || (seals & need) != need) {
+		pc_err_set(&e, PC_EPARSE,
+			   "the ring is not sealed against shrinking and growing (it could be "
+			   "cut under logd's reads)");
+		goto bad;
+	}
+	map = mmap(NULL, LOGRING_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+	if (map == MAP_FAILED) {
+		pc_err_errno(&e, PC_EPARSE, "mapping the ring");
+		goto bad;
+	}
+	close(f);
+	c->rh = map;
+	c->rdata = (const uint8_t *)map + LOGRING_HDR;
+	c->rcons = c->racked = 0;
+	c->ring_uid = uid;
+	return;
+bad:
+	if (f >= 0)
+		close(f);
+	client_reject(s, c, e.msg);
+}
+
+/* One datagram from c: its records (one, or a client's batch back to back)
+ * into the batch, or the session ends at the first one that is not a
+ * record; those before it stay in the batch. A ring registration comes
+ * alone; a client with a ring sends bells only. *fd (a descriptor that
+ * came with it, or -1) is taken. */
+static int client_dgram(struct server *s, struct client *c, const uint8_t *buf, size_t len,
+			bool truncated, uid_t uid, int *fd, struct pc_err *err)
+{
+	struct pc_err e;
+	size_t n;
+	int rc;
+
+	if (gate_closed(s, c))
+		return 0;
 	if (truncated) {
 		pc_err_set(&e, PC_EPARSE, "datagram longer than %d bytes", LOGWIRE_DGRAM_MAX);
 		goto malformed;
 	}
+	if (*fd >= 0 || logwire_type(buf, len) == LOGWIRE_RING) {
+		ring_attach(s, c, buf, len, uid, fd);
+		return 0;
+	}
 	for (size_t off = 0; off < len; off += n) {
-		if (logwire_next(buf + off, len - off, &n, &e) < 0 ||
-		    logrec_decode_into(buf + off, n, &rec, s->strbuf, sizeof(s->strbuf), &e) < 0)
+		if (logwire_next(buf + off, len - off, &n, &e) < 0)
 			goto malformed;
-		if (rec.action == LOGREC_SEGMENT) {
-			pc_err_set(&e, PC_EPARSE, "log-segment records are logd's own");
-			goto malformed;
+		if (c->rh) {
+			if (logwire_bell_decode(buf + off, n, &e) < 0) {
+				pc_err_prefix(&e, "on the socket of a ring: ");
+				goto malformed;
+			}
+			continue;
 		}
-		if (!logrec_sender_may(sender, &rec))
-			goto refused;
-		rec.sender = sender;
-		if (logw_append(s->w, &rec, &seq, err) < 0)
-			return PC_EIO;
-		c->pending++;
-		c->pending_seq = seq;
+		rc = client_record(s, c, buf + off, n, uid, err);
+		if (rc)
+			return rc < 0 ? rc : 0;
 	}
 	return 0;
 malformed:
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
 	client_reject(s, c, e.msg);
 	return 0;
-refused:
-	/* A record its sender may not write: a compromised process trying
-	 * to speak for another. As a malformed message, it ends the session;
-	 * its earlier records are the sender's own and stay. */
-	s->st.refused_records++;
-	warn_limited(s,
-		     "refused a %s%s%s record from pid %ld uid %ld (sender %s): that sender "
-		     "may not write it; closed its connection (%llu records refused so far)",
-		     logrec_action_name(rec.action), rec.verdict ? " " : "",
-		     rec.verdict ? logrec_verdict_name(rec.verdict) : "", (long)c->pid, (long)uid,
-		     sender ? logrec_sender_name(sender) : "none: not a configured user",
-		     (unsigned long long)s->st.refused_records);
-	client_close(s, c);
+}
+
+/* Bytes [at, at+n) of c's ring, wrapping, into out. */
+static void ring_copy(const struct client *c, uint64_t at, uint8_t *out, size_t n)
+{
+	size_t off = (size_t)(at % LOGRING_DATA);
+	size_t first = n < LOGRING_DATA - off ? n : LOGRING_DATA - off;
+
+	memcpy(out, c->rdata + off, first);
+	memcpy(out + first, c->rdata, n - first);
+}
+
+/* The records c published in its ring since the last look, into the batch
+ * (up to READ_BURST; all: every one published now, when its session
+ * ends). The ring is the client's memory, which it may change at any
+ * moment: prod is read once and bounded, each record is copied out whole
+ * (its length read once, from the copy) before the same decoder as a
+ * datagram's parses it, and any violation ends the session. */
+static int ring_read(struct server *s, struct client *c, bool all, struct pc_err *err)
+{
+	uint64_t prod;
+	struct pc_err e;
+
+	if (!c->rh || c->fd < 0)
+		return 0;
+	prod = atomic_load_explicit(&c->rh->prod, memory_order_acquire);
+	if (prod == c->rcons)
+		return 0;
+	if (prod < c->rcons || prod - c->rcons > LOGRING_DATA) {
+		pc_err_set(&e, PC_EPARSE, "ring index %llu outside %llu..%llu",
+			   (unsigned long long)prod, (unsigned long long)c->rcons,
+			   (unsigned long long)(c->rcons + LOGRING_DATA));
+		goto bad;
+	}
+	if (gate_closed(s, c))
+		return 0;
+	for (unsigned got = 0; c->rcons != prod && (all || got < READ_BURST); got++) {
+		uint64_t avail = prod - c->rcons;
+		uint32_t total;
+		int rc;
+
+		if (avail < LOGWIRE_HDR_LEN) {
+			pc_err_set(&e, PC_EPARSE, "%llu bytes in the ring, less than a header",
+				   (unsigned long long)avail);
+			goto bad;
+		}
+		ring_copy(c, c->rcons, s->rbuf, LOGWIRE_HDR_LEN);
+		total = pc_msg_get32(s->rbuf + 4);
+		if (total < LOGWIRE_HDR_LEN || total > LOGWIRE_MAX || total > avail) {
+			pc_err_set(&e, PC_EPARSE,
+				   "a ring record of %u bytes (%llu published, at most %d)", total,
+				   (unsigned long long)avail, LOGWIRE_MAX);
+			goto bad;
+		}
+		ring_copy(c, c->rcons + LOGWIRE_HDR_LEN, s->rbuf + LOGWIRE_HDR_LEN,
+			  total - LOGWIRE_HDR_LEN);
+		c->rcons += total;
+		rc = client_record(s, c, s->rbuf, total, c->ring_uid, err);
+		if (rc)
+			return rc < 0 ? rc : 0;
+	}
+	atomic_store_explicit(&c->rh->cons, c->rcons, memory_order_release);
 	return 0;
+bad:
+	client_reject(s, c, e.msg);
+	return 0;
+}
+
+/* Before logd sleeps: say so in every ring, then look once more (the
+ * client reads the flag after it publishes). True: records came in
+ * meanwhile, do not sleep. */
+static bool rings_arm(struct server *s)
+{
+	bool any = false;
+
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->c[i].fd >= 0 && s->c[i].rh)
+			atomic_store_explicit(&s->c[i].rh->cons_waiting, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->c[i].fd >= 0 && s->c[i].rh &&
+		    atomic_load_explicit(&s->c[i].rh->prod, memory_order_relaxed) != s->c[i].rcons)
+			any = true;
+	return any;
+}
+
+static void rings_disarm(struct server *s)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->c[i].fd >= 0 && s->c[i].rh)
+			atomic_store_explicit(&s->c[i].rh->cons_waiting, 0, memory_order_relaxed);
+}
+
+/* The client ended its session (or was killed): what it published in its
+ * ring before is read to the last whole record, as datagrams it sent
+ * before are; then the session ends. */
+static int client_gone(struct server *s, struct client *c, struct pc_err *err)
+{
+	int rc = ring_read(s, c, true, err);
+
+	client_close(s, c);
+	return rc;
 }
 
 /* Read up to READ_BURST records from one client into the batch, RECV_VEC
@@ -332,6 +571,7 @@ static int client_read(struct server *s, struct client *c, struct pc_err *err)
 	enum logd_cred cred[RECV_VEC];
 	uid_t uid[RECV_VEC];
 	const char *why[RECV_VEC];
+	int rfd[RECV_VEC], rc = 0;
 
 	for (int got = 0; got < READ_BURST && c->fd >= 0;) {
 		int n;
@@ -344,18 +584,16 @@ static int client_read(struct server *s, struct client *c, struct pc_err *err)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return 0;
-		if (n <= 0) { /* gone; what it sent is still written */
-			client_close(s, c);
-			return 0;
-		}
+		if (n <= 0) /* gone; what it sent is still written */
+			return client_gone(s, c, err);
 		/* every message first: the descriptors of those after one
 		 * that ends the session are in logd's table all the same */
 		for (int i = 0; i < n; i++)
-			cred[i] = logd_msg_cred(&s->mv[i].msg_hdr, &uid[i], &why[i]);
+			cred[i] = logd_msg_cred_fd(&s->mv[i].msg_hdr, &uid[i], &why[i], &rfd[i]);
 		for (int i = 0; i < n && c->fd >= 0; i++) {
 			/* a message of no bytes is the peer's end */
 			if (s->mv[i].msg_len == 0) {
-				client_close(s, c);
+				rc = client_gone(s, c, err);
 				break;
 			}
 			if (cred[i] == LOGD_CRED_BAD) {
@@ -368,9 +606,17 @@ static int client_read(struct server *s, struct client *c, struct pc_err *err)
 			if (cred[i] == LOGD_CRED_NONE)
 				uid[i] = c->uid;
 			if (client_dgram(s, c, s->msg[i], s->mv[i].msg_len,
-					 s->mv[i].msg_hdr.msg_flags & MSG_TRUNC, uid[i], err) < 0)
-				return PC_EIO;
+					 s->mv[i].msg_hdr.msg_flags & MSG_TRUNC, uid[i], &rfd[i],
+					 err) < 0) {
+				rc = PC_EIO;
+				break;
+			}
 		}
+		for (int i = 0; i < n; i++)
+			if (rfd[i] >= 0) /* left by a message after the session ended */
+				close(rfd[i]);
+		if (rc < 0 || c->fd < 0)
+			return rc;
 		got += n;
 		/* fewer than asked for: the socket was empty at that moment,
 		 * and the next round's epoll_wait says when it is not (no
@@ -392,6 +638,26 @@ static void client_set_out(struct server *s, struct client *c, bool on)
 	c->want_out = on;
 }
 
+/* Through the ring: the seq, then the count (the client reads them in the
+ * other order), and a bell only if the client said it sleeps. */
+static void ring_ack(struct server *s, struct client *c)
+{
+	uint8_t bell[LOGWIRE_HDR_LEN];
+
+	c->racked += c->unacked;
+	c->unacked = 0;
+	atomic_store_explicit(&c->rh->ack_seq, c->unacked_seq, memory_order_relaxed);
+	atomic_store_explicit(&c->rh->acked, c->racked, memory_order_release);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!atomic_load_explicit(&c->rh->prod_waiting, memory_order_relaxed))
+		return;
+	logwire_bell_encode(bell, sizeof(bell));
+	/* a full socket holds bells the client has not read: it is awake */
+	if (send(c->fd, bell, sizeof(bell), MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN &&
+	    errno != EWOULDBLOCK && errno != EINTR)
+		client_close(s, c);
+}
+
 /* Send what is written and not yet acknowledged, as one cumulative ack. */
 static void client_ack(struct server *s, struct client *c)
 {
@@ -399,6 +665,10 @@ static void client_ack(struct server *s, struct client *c)
 
 	if (c->fd < 0 || !c->unacked)
 		return;
+	if (c->rh) {
+		ring_ack(s, c);
+		return;
+	}
 	logwire_ack_encode(c->unacked, c->unacked_seq, ack, sizeof(ack));
 	if (send(c->fd, ack, sizeof(ack), MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(ack)) {
 		c->unacked = 0;
@@ -576,7 +846,12 @@ int logd_serve(int listen_fd, struct logw *w, const struct logd_server_conf *con
 		if (due < s.tick_retry_ms)
 			due = s.tick_retry_ms;
 		int timeout = due > now ? (int)(due - now < 60000 ? due - now : 60000) : 0;
-		int n = epoll_wait(s.ep, evs, EVENTS, timeout), sig = 0;
+		int n, sig = 0;
+
+		if (rings_arm(&s))
+			timeout = 0;
+		n = epoll_wait(s.ep, evs, EVENTS, timeout);
+		rings_disarm(&s);
 
 		if (n < 0 && errno != EINTR) {
 			pc_err_errno(err, PC_EIO, "epoll_wait");
@@ -604,6 +879,12 @@ int logd_serve(int listen_fd, struct logw *w, const struct logd_server_conf *con
 				goto out;
 			/* Records carry sandbox-chosen strings that can grow
 			 * six-fold as JSON: bound what a round holds. */
+			if (logw_pending(w) > BATCH_MAX_BYTES && batch_commit(&s, err) < 0)
+				goto out;
+		}
+		for (unsigned i = 0; i < s.n; i++) {
+			if (ring_read(&s, &s.c[i], false, err) < 0)
+				goto out;
 			if (logw_pending(w) > BATCH_MAX_BYTES && batch_commit(&s, err) < 0)
 				goto out;
 		}

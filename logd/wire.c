@@ -3,7 +3,7 @@
  * SOCK_SEQPACKET datagram (layout in docs/logd.md, "Wire form"); the header
  * and the field readers are the framing all local protocols share
  * (common/msg.c). */
-#include "logd/logd.h"
+#include "logd/logd_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -498,4 +498,51 @@ int logwire_ack_decode(const uint8_t *buf, size_t len, uint32_t *count, uint64_t
 	*count = c;
 	*seq = s;
 	return 0;
+}
+
+int logwire_ring_encode(uint8_t *buf, size_t len)
+{
+	struct pc_msg_w w;
+
+	pc_msg_w_init(&w, buf, len);
+	pc_msg_put_u32(&w, LOGRING_DATA);
+	return pc_msg_finish(&w, LOGWIRE_PROTO, LOGWIRE_VERSION, LOGWIRE_RING, LOGRING_REG_LEN);
+}
+
+int logwire_ring_decode(const uint8_t *buf, size_t len, struct pc_err *err)
+{
+	struct pc_msg_r m;
+	uint32_t size;
+
+	if (hdr_check(buf, len, LOGWIRE_RING, &m, err) < 0)
+		return PC_EPARSE;
+	if (pc_msg_get_u32(&m, &size, err) < 0 || pc_msg_end(&m, err) < 0)
+		return PC_EPARSE;
+	/* one size both sides were built with: nothing to negotiate */
+	if (size != LOGRING_DATA)
+		return pc_err_set(err, PC_EPARSE, "ring of %u bytes, logd maps %u", size,
+				  LOGRING_DATA);
+	return 0;
+}
+
+int logwire_bell_encode(uint8_t *buf, size_t len)
+{
+	struct pc_msg_w w;
+
+	pc_msg_w_init(&w, buf, len);
+	return pc_msg_finish(&w, LOGWIRE_PROTO, LOGWIRE_VERSION, LOGWIRE_BELL, LOGWIRE_HDR_LEN);
+}
+
+int logwire_bell_decode(const uint8_t *buf, size_t len, struct pc_err *err)
+{
+	struct pc_msg_r m;
+
+	if (hdr_check(buf, len, LOGWIRE_BELL, &m, err) < 0)
+		return PC_EPARSE;
+	return pc_msg_end(&m, err) < 0 ? PC_EPARSE : 0;
+}
+
+int logwire_type(const uint8_t *buf, size_t len)
+{
+	return len >= LOGWIRE_HDR_LEN ? buf[1] : -1;
 }

@@ -21,6 +21,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int n;
 
 	(void)logwire_ack_decode(data, size, &count, &seq, NULL);
+	/* the record ring's registration and bell (docs/logd.md "The record ring") */
+	(void)logwire_ring_decode(data, size, NULL);
+	(void)logwire_bell_decode(data, size, NULL);
+	(void)logwire_type(data, size);
 	/* a datagram of messages back to back, split as logd splits it */
 	for (size_t off = 0, len; off < size; off += len) {
 		if (logwire_next(data + off, size - off, &len, NULL) < 0)

@@ -1,0 +1,601 @@
+/* The record ring (docs/logd.md "The record ring"): records of a client
+ * with a ring reach the file and are acknowledged through the shared page;
+ * logd treats the ring as hostile (bounds every index and length, refuses
+ * an unsealed memfd and one registered by root, ends the session on any
+ * violation and keeps the records before it); the crash semantics: a
+ * client killed leaves its published records in the log and never a
+ * partial one, logd gone makes every unacknowledged record fail at once
+ * and the next send makes a new ring, a full ring refuses after
+ * LOGC_SEND_WAIT_MS and never passes. */
+#include "logd/logd_int.h"
+#include "tests/unit/unit.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define ENGINE_UID 12346 /* no user needs to exist: the server maps uids */
+
+struct served {
+	char dir[64], file[96], sock[96];
+	struct note_signer *key;
+	struct logw *w;
+	int lfd;
+	pthread_t th;
+	struct logd_stats st;
+	int rc;
+};
+
+static void *serve_thread(void *arg)
+{
+	struct served *s = arg;
+	struct logd_server_conf sc = {
+	    .allowed_uids = {0, ENGINE_UID},
+	    .senders = {LOGREC_SENDER_ROOT, LOGREC_SENDER_ENGINE},
+	    .n_allowed = 2,
+	};
+
+	s->rc = logd_serve(s->lfd, s->w, &sc, &s->st, NULL);
+	return NULL;
+}
+
+static void serve_start(struct served *s)
+{
+	struct logw_conf wc = {
+	    .cp_records = 1000, .cp_ms = 100000, .owner = (uid_t)-1, .group = (gid_t)-1};
+	sigset_t set;
+
+	memset(s, 0, sizeof(*s));
+	snprintf(s->dir, sizeof(s->dir), "/tmp/check_logd_ring.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(s->dir));
+	ck_assert_int_eq(chmod(s->dir, 0755), 0); /* the engine's uid connects */
+	snprintf(s->file, sizeof(s->file), "%s/log.jsonl", s->dir);
+	snprintf(s->sock, sizeof(s->sock), "%s/logd.sock", s->dir);
+	ck_assert_int_eq(note_signer_generate("test/portcullis-log", &s->key, NULL), 0);
+	wc.file = s->file;
+	ck_assert_int_eq(logw_open(&wc, s->key, NULL, &s->w, NULL), 0);
+	s->lfd = pc_unix_listen(s->sock, 0666, (uid_t)-1, (gid_t)-1, NULL);
+	ck_assert_int_ge(s->lfd, 0);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	ck_assert_int_eq(pthread_create(&s->th, NULL, serve_thread, s), 0);
+}
+
+/* Stop the server; the file must verify. The text of the log (freed by
+ * the caller). */
+static char *serve_stop(struct served *s)
+{
+	char cmd[120], *text = NULL;
+	size_t len = 0;
+	struct logv *v;
+	struct pc_err err;
+
+	kill(getpid(), SIGTERM);
+	pthread_join(s->th, NULL);
+	ck_assert_int_eq(s->rc, 0);
+	ck_assert_int_eq(logw_close(s->w, NULL), 0);
+	close(s->lfd);
+	ck_assert_int_eq(logv_new(note_signer_verifier(s->key), &v, NULL), 0);
+	ck_assert_msg(logv_file(v, s->file, 0, &err) == 0, "%s", err.msg);
+	logv_free(v);
+	ck_assert_int_eq(pc_file_read(s->file, 16 << 20, &text, &len, NULL), 0);
+	note_signer_free(s->key);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", s->dir);
+	ck_assert_int_eq(system(cmd), 0);
+	return text;
+}
+
+static size_t count(const char *text, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *p = text; (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	return n;
+}
+
+static void become_engine(void)
+{
+	if (setgroups(0, NULL) < 0 || setresgid(ENGINE_UID, ENGINE_UID, ENGINE_UID) < 0 ||
+	    setresuid(ENGINE_UID, ENGINE_UID, ENGINE_UID) < 0)
+		_exit(90);
+}
+
+static int child_status(pid_t pid)
+{
+	int status;
+
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* A ring made by hand, as a hostile or a killed client leaves it: the
+ * sealed memfd (seals: 0 for none), registered on a fresh connection. */
+struct rawring {
+	int fd;
+	struct logring_hdr *h;
+	uint8_t *data;
+	uint64_t prod;
+};
+
+static int raw_open(const char *sock, struct rawring *r, int seals)
+{
+	uint8_t msg[LOGRING_REG_LEN];
+	union {
+		struct cmsghdr align;
+		uint8_t b[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = {.iov_base = msg, .iov_len = sizeof(msg)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = ctl.b,
+			    .msg_controllen = sizeof(ctl.b)};
+	struct cmsghdr *c;
+	int mfd = memfd_create("test-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	void *map;
+
+	memset(r, 0, sizeof(*r));
+	r->fd = pc_unix_connect(sock, 0, NULL);
+	if (r->fd < 0 || mfd < 0 || ftruncate(mfd, LOGRING_SIZE) < 0 ||
+	    (seals && fcntl(mfd, F_ADD_SEALS, seals) < 0))
+		return -1;
+	map = mmap(NULL, LOGRING_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	if (map == MAP_FAILED)
+		return -1;
+	r->h = map;
+	r->data = (uint8_t *)map + LOGRING_HDR;
+	logwire_ring_encode(msg, sizeof(msg));
+	memset(&ctl, 0, sizeof(ctl));
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &mfd, sizeof(mfd));
+	if (sendmsg(r->fd, &mh, 0) != (ssize_t)sizeof(msg))
+		return -1;
+	close(mfd);
+	return 0;
+}
+
+/* bytes into the ring at the producer's place, not yet published */
+static void raw_write(struct rawring *r, uint64_t at, const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		r->data[(at + i) % LOGRING_DATA] = b[i];
+}
+
+static size_t rec_bytes(uint8_t *buf, size_t cap, const char *sandbox)
+{
+	struct logrec rec = {.action = LOGREC_CONNECT,
+			     .verdict = LOGREC_REFUSED,
+			     .sandbox = sandbox,
+			     .reason = "not on the allow list"};
+	int n = logrec_encode(&rec, buf, cap, NULL);
+
+	ck_assert_int_gt(n, 0);
+	return (size_t)n;
+}
+
+static void raw_publish_record(struct rawring *r, const char *sandbox)
+{
+	uint8_t buf[LOGWIRE_MAX];
+	size_t n = rec_bytes(buf, sizeof(buf), sandbox);
+
+	raw_write(r, r->prod, buf, n);
+	r->prod += n;
+	atomic_store(&r->h->prod, r->prod);
+}
+
+static void raw_bell(struct rawring *r)
+{
+	uint8_t bell[LOGWIRE_HDR_LEN];
+
+	logwire_bell_encode(bell, sizeof(bell));
+	send(r->fd, bell, sizeof(bell), MSG_NOSIGNAL);
+}
+
+/* Wait (up to 5 s) until logd acknowledged n records of the ring, or ended
+ * the session (-1). */
+static int raw_wait_acked(struct rawring *r, uint64_t n)
+{
+	uint64_t deadline = pc_now_mono_ms() + 5000;
+
+	while (pc_now_mono_ms() < deadline) {
+		struct pollfd p = {.fd = r->fd, .events = POLLIN};
+		char b[64];
+
+		if (atomic_load(&r->h->acked) >= n)
+			return 0;
+		atomic_store(&r->h->prod_waiting, 1);
+		/* the end: 0, or ECONNRESET when a bell was left unread */
+		if (poll(&p, 1, 50) > 0 && recv(r->fd, b, sizeof(b), MSG_DONTWAIT) <= 0)
+			return -1;
+	}
+	return -2;
+}
+
+START_TEST(ring_records_are_acknowledged_through_the_page)
+{
+	struct served s;
+	char *text;
+	pid_t pid;
+
+	serve_start(&s);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct logc *lc;
+		struct logrec rec[64];
+		const struct logrec *recs[64];
+		bool sent[64];
+
+		/* opened as root, as the engine does before its drop; the ring
+		 * is registered by the first send, as the engine's user */
+		if (logc_open(s.sock, &lc, NULL) < 0 || logc_use_ring(lc, NULL) < 0)
+			_exit(2);
+		become_engine();
+		for (int i = 0; i < 64; i++) {
+			rec[i] = (struct logrec){.action = LOGREC_CONNECT,
+						 .verdict = LOGREC_ALLOWED,
+						 .sandbox = "agent-1",
+						 .reason = "allowed address"};
+			recs[i] = &rec[i];
+		}
+		/* 50 batches: more bytes than the ring holds, so it wraps */
+		for (int b = 0; b < 50; b++) {
+			if (logc_send_batch(lc, recs, 64, sent, NULL) != 64)
+				_exit(3);
+			if (logc_flush(lc, 2000, NULL) < 0)
+				_exit(4);
+		}
+		if (logc_last_seq(lc) == 0)
+			_exit(5);
+		logc_close(lc);
+		_exit(0);
+	}
+	ck_assert_int_eq(child_status(pid), 0);
+	text = serve_stop(&s);
+	ck_assert_uint_eq(s.st.records, 50 * 64);
+	ck_assert_uint_eq(s.st.malformed, 0);
+	ck_assert_uint_eq(count(text, "\"portcullis.sender\":\"engine\""), 50 * 64);
+	free(text);
+}
+END_TEST
+
+START_TEST(ring_client_killed_keeps_published_records_never_a_partial_one)
+{
+	struct served s;
+	char *text;
+	pid_t pid;
+
+	serve_start(&s);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct rawring r;
+		uint8_t buf[LOGWIRE_MAX];
+		size_t n;
+
+		become_engine();
+		if (raw_open(s.sock, &r, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
+			_exit(2);
+		raw_publish_record(&r, "published-1");
+		raw_publish_record(&r, "published-2");
+		raw_publish_record(&r, "published-3");
+		/* a fourth, half written and never published: the kill
+		 * comes in the middle of it (no bell: logd finds them all
+		 * at the session's end) */
+		n = rec_bytes(buf, sizeof(buf), "partial-4");
+		raw_write(&r, r.prod, buf, n / 2);
+		raise(SIGKILL);
+		_exit(3);
+	}
+	ck_assert_int_eq(child_status(pid), 128 + SIGKILL);
+	/* the session's end is read before the stop (same epoll round or
+	 * earlier): poll the log for the records, with a deadline */
+	for (uint64_t deadline = pc_now_mono_ms() + 5000; pc_now_mono_ms() < deadline;) {
+		char *t = NULL;
+		size_t len = 0;
+		bool done;
+
+		if (pc_file_read(s.file, 1 << 20, &t, &len, NULL) < 0)
+			continue;
+		done = strstr(t, "published-3") != NULL;
+		free(t);
+		if (done)
+			break;
+		usleep(10000);
+	}
+	text = serve_stop(&s);
+	ck_assert_uint_eq(s.st.records, 3);
+	ck_assert_uint_eq(s.st.malformed, 0);
+	ck_assert_ptr_nonnull(strstr(text, "published-1"));
+	ck_assert_ptr_nonnull(strstr(text, "published-3"));
+	ck_assert_ptr_null(strstr(text, "partial-4"));
+	free(text);
+}
+END_TEST
+
+/* One hostile ring per case: the session ends (counted malformed), the
+ * records published before the violation are kept. */
+enum hostile { H_PROD_PAST_RING, H_PROD_BACK, H_LONG_RECORD, H_SHORT_HEADER, H_NOT_A_RECORD };
+
+static int hostile_child(const char *sock, enum hostile how)
+{
+	struct rawring r;
+	uint8_t hdr[LOGWIRE_HDR_LEN] = {LOGWIRE_VERSION, LOGWIRE_RECORD, 0, 0, 0, 0, 0, 0};
+
+	become_engine();
+	if (raw_open(sock, &r, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
+		return 2;
+	raw_publish_record(&r, "before");
+	raw_bell(&r);
+	if (raw_wait_acked(&r, 1) < 0)
+		return 3;
+	switch (how) {
+	case H_PROD_PAST_RING: /* more published than the ring holds */
+		atomic_store(&r.h->prod, r.prod + LOGRING_DATA + 1);
+		break;
+	case H_PROD_BACK: /* the index goes back */
+		atomic_store(&r.h->prod, r.prod - 1);
+		break;
+	case H_LONG_RECORD: /* a header claiming more than a record may be */
+		pc_msg_put32(hdr + 4, LOGWIRE_MAX + 1);
+		raw_write(&r, r.prod, hdr, sizeof(hdr));
+		atomic_store(&r.h->prod, r.prod + LOGRING_DATA);
+		break;
+	case H_SHORT_HEADER: /* fewer bytes published than a header */
+		raw_write(&r, r.prod, hdr, 4);
+		atomic_store(&r.h->prod, r.prod + 4);
+		break;
+	case H_NOT_A_RECORD: /* a bell inside the ring */
+		logwire_bell_encode(hdr, sizeof(hdr));
+		raw_write(&r, r.prod, hdr, sizeof(hdr));
+		atomic_store(&r.h->prod, r.prod + sizeof(hdr));
+		break;
+	}
+	raw_bell(&r);
+	return raw_wait_acked(&r, 2) == -1 ? 0 : 4; /* the session ended */
+}
+
+START_TEST(ring_violations_end_the_session_and_keep_what_came_before)
+{
+	static const enum hostile how[] = {H_PROD_PAST_RING, H_PROD_BACK, H_LONG_RECORD,
+					   H_SHORT_HEADER, H_NOT_A_RECORD};
+	struct served s;
+	char *text;
+
+	serve_start(&s);
+	for (size_t i = 0; i < sizeof(how) / sizeof(how[0]); i++) {
+		pid_t pid = fork();
+
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0)
+			_exit(hostile_child(s.sock, how[i]));
+		ck_assert_msg(child_status(pid) == 0, "hostile ring %zu was not refused", i);
+	}
+	text = serve_stop(&s);
+	ck_assert_uint_eq(s.st.records, 5);
+	ck_assert_uint_eq(s.st.malformed, 5);
+	free(text);
+}
+END_TEST
+
+/* Refused at registration: the ring cannot be relied on (a memfd that may
+ * shrink under logd's reads would kill it with SIGBUS; one not sealed
+ * against growing), or it would speak for root. */
+START_TEST(ring_unsealed_or_root_registrations_are_refused)
+{
+	static const int seals[] = {0, F_SEAL_GROW, F_SEAL_SHRINK};
+	struct served s;
+	struct rawring r;
+	char b[64];
+	char *text;
+
+	serve_start(&s);
+	for (size_t i = 0; i < sizeof(seals) / sizeof(seals[0]); i++) {
+		pid_t pid = fork();
+
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			become_engine();
+			if (raw_open(s.sock, &r, seals[i]) < 0)
+				_exit(2);
+			raw_publish_record(&r, "unsealed");
+			raw_bell(&r);
+			/* the session ends: recv sees its end */
+			_exit(recv(r.fd, b, sizeof(b), 0) <= 0 ? 0 : 3);
+		}
+		ck_assert_msg(child_status(pid) == 0, "seals %d accepted", seals[i]);
+	}
+	/* root (this process) */
+	ck_assert_int_eq(raw_open(s.sock, &r, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+	raw_publish_record(&r, "root-ring");
+	raw_bell(&r);
+	ck_assert_int_le(recv(r.fd, b, sizeof(b), 0), 0);
+	close(r.fd);
+	munmap(r.h, LOGRING_SIZE);
+	text = serve_stop(&s);
+	ck_assert_uint_eq(s.st.records, 0);
+	ck_assert_uint_eq(s.st.malformed, 4);
+	ck_assert_ptr_null(strstr(text, "unsealed"));
+	ck_assert_ptr_null(strstr(text, "root-ring"));
+	free(text);
+}
+END_TEST
+
+/* A stand-in for logd: a listening socket this test accepts on itself. */
+static int fake_listen(char *dir, size_t dlen, char *sock, size_t slen)
+{
+	int fd;
+
+	snprintf(dir, dlen, "/tmp/check_logd_ring.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(sock, slen, "%s/fake.sock", dir);
+	fd = pc_unix_listen(sock, 0600, (uid_t)-1, (gid_t)-1, NULL);
+	ck_assert_int_ge(fd, 0);
+	return fd;
+}
+
+/* Accept the client's connection and map the ring it registers. */
+static struct logring_hdr *fake_accept(int lfd, int *cfd, ino_t *ino)
+{
+	uint8_t msg[64];
+	union {
+		struct cmsghdr align;
+		uint8_t b[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = {.iov_base = msg, .iov_len = sizeof(msg)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = ctl.b,
+			    .msg_controllen = sizeof(ctl.b)};
+	struct cmsghdr *c;
+	struct stat st;
+	int mfd;
+	void *map;
+
+	/* the connection logc_open made, closed by logc_use_ring, first */
+	for (;;) {
+		ssize_t n;
+
+		*cfd = accept(lfd, NULL, NULL);
+		ck_assert_int_ge(*cfd, 0);
+		n = recvmsg(*cfd, &mh, 0);
+		if (n > 0) {
+			ck_assert_int_eq(n, LOGRING_REG_LEN);
+			break;
+		}
+		close(*cfd);
+		mh.msg_controllen = sizeof(ctl.b);
+	}
+	ck_assert_int_eq(logwire_ring_decode(msg, LOGRING_REG_LEN, NULL), 0);
+	c = CMSG_FIRSTHDR(&mh);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(c->cmsg_type, SCM_RIGHTS);
+	memcpy(&mfd, CMSG_DATA(c), sizeof(mfd));
+	ck_assert_int_eq(fstat(mfd, &st), 0);
+	ck_assert_int_eq(st.st_size, LOGRING_SIZE);
+	ck_assert_int_eq(fcntl(mfd, F_GET_SEALS) & (F_SEAL_SHRINK | F_SEAL_GROW),
+			 F_SEAL_SHRINK | F_SEAL_GROW);
+	*ino = st.st_ino;
+	map = mmap(NULL, LOGRING_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	ck_assert_ptr_ne(map, MAP_FAILED);
+	close(mfd);
+	return map;
+}
+
+START_TEST(ring_logd_killed_fails_at_once_then_a_new_ring)
+{
+	char dir[64], sock[96], cmd[100];
+	int lfd = fake_listen(dir, sizeof(dir), sock, sizeof(sock)), cfd;
+	struct logrec rec = {.action = LOGREC_CONNECT, .verdict = LOGREC_ALLOWED};
+	const struct logrec *recs[1] = {&rec};
+	struct logring_hdr *h;
+	struct pc_err err;
+	struct logc *lc;
+	bool sent[1];
+	ino_t ino1, ino2;
+	uint64_t t0;
+
+	ck_assert_int_eq(logc_open(sock, &lc, NULL), 0);
+	ck_assert_int_eq(logc_use_ring(lc, NULL), 0);
+	ck_assert_uint_eq(logc_send_batch(lc, recs, 1, sent, &err), 1);
+	h = fake_accept(lfd, &cfd, &ino1);
+	ck_assert_uint_gt(atomic_load(&h->prod), 0);
+	/* logd dies with the record unacknowledged */
+	munmap(h, LOGRING_SIZE);
+	close(cfd);
+	t0 = pc_now_mono_ms();
+	ck_assert_int_lt(logc_flush(lc, 1000, &err), 0);
+	/* at once, not at the deadline: the connection's end wakes it */
+	ck_assert_uint_lt(pc_now_mono_ms() - t0, 500);
+	/* the next send makes a new connection with a new ring */
+	ck_assert_uint_eq(logc_send_batch(lc, recs, 1, sent, &err), 1);
+	h = fake_accept(lfd, &cfd, &ino2);
+	ck_assert(ino1 != ino2);
+	ck_assert_uint_gt(atomic_load(&h->prod), 0);
+	atomic_store(&h->ack_seq, 7);
+	atomic_store(&h->acked, 1);
+	ck_assert_int_eq(logc_flush(lc, 1000, &err), 0);
+	ck_assert_uint_eq(logc_last_seq(lc), 7);
+	/* an acknowledgement of more than was sent is a broken logd: refused */
+	ck_assert_uint_eq(logc_send_batch(lc, recs, 1, sent, &err), 1);
+	atomic_store(&h->acked, 5);
+	ck_assert_int_lt(logc_flush(lc, 1000, &err), 0);
+	logc_close(lc);
+	munmap(h, LOGRING_SIZE);
+	close(cfd);
+	close(lfd);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+START_TEST(ring_full_refuses_after_the_send_wait_and_never_passes)
+{
+	char dir[64], sock[96], cmd[100], big[7000];
+	int lfd = fake_listen(dir, sizeof(dir), sock, sizeof(sock)), cfd = -1;
+	struct logrec rec = {.action = LOGREC_CONNECT, .verdict = LOGREC_ALLOWED, .message = big};
+	const struct logrec *recs[64];
+	struct logring_hdr *h = NULL;
+	struct pc_err err;
+	struct logc *lc;
+	bool sent[64];
+	size_t total = 0, got;
+	uint64_t t0, waited;
+	ino_t ino;
+
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	for (int i = 0; i < 64; i++)
+		recs[i] = &rec;
+	ck_assert_int_eq(logc_open(sock, &lc, NULL), 0);
+	ck_assert_int_eq(logc_use_ring(lc, NULL), 0);
+	/* logd takes the ring and then reads nothing (stopped, stuck) */
+	for (;;) {
+		t0 = pc_now_mono_ms();
+		got = logc_send_batch(lc, recs, 64, sent, &err);
+		waited = pc_now_mono_ms() - t0;
+		if (!h)
+			h = fake_accept(lfd, &cfd, &ino);
+		total += got;
+		if (got < 64)
+			break;
+		ck_assert_uint_lt(total, 10 * 64); /* it must fill */
+	}
+	ck_assert_int_eq(err.code, PC_EAGAIN);
+	ck_assert_msg(strstr(err.msg, "ring stayed full") != NULL, "%s", err.msg);
+	ck_assert_uint_ge(waited, LOGC_SEND_WAIT_MS);
+	ck_assert_uint_lt(waited, 1000);
+	ck_assert(!sent[got]);
+	/* what went in is not acknowledged: the flush fails at its deadline */
+	ck_assert_int_eq(logc_flush(lc, 200, &err), PC_ETIMEOUT);
+	logc_close(lc);
+	munmap(h, LOGRING_SIZE);
+	close(cfd);
+	close(lfd);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+PC_UNIT_SUITE("logd_ring", "ring", 60, ring_records_are_acknowledged_through_the_page,
+	      ring_client_killed_keeps_published_records_never_a_partial_one,
+	      ring_violations_end_the_session_and_keep_what_came_before,
+	      ring_unsealed_or_root_registrations_are_refused,
+	      ring_logd_killed_fails_at_once_then_a_new_ring,
+	      ring_full_refuses_after_the_send_wait_and_never_passes)
