@@ -186,6 +186,7 @@ static void reload_send(struct engine *e, int fd)
 	r.policy = pol ? policy_hash(pol) : "";
 	reply_send(fd, &r);
 	policy_unref(pol);
+	checkrun_request(e, "reload");
 }
 
 /* The admin's `portcullis check` proved the guard while the sandboxes are
@@ -221,6 +222,7 @@ static void recheck_send(struct engine *e, int fd)
 	r.policy = pol ? policy_hash(pol) : "";
 	reply_send(fd, &r);
 	policy_unref(pol);
+	checkrun_request(e, "reload");
 }
 
 static void metrics_send(struct engine *e, int fd)
@@ -365,7 +367,8 @@ int control_loop(struct engine *e)
 			while (read(e->sig_fd, &si, sizeof(si)) == sizeof(si)) {
 				if (si.ssi_signo == SIGHUP) {
 					pc_log(PC_LOG_NOTICE, "SIGHUP: reloading the policy");
-					engine_reload(e, &err);
+					if (engine_reload(e, &err) == 0)
+						checkrun_request(e, "reload");
 				} else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
 					pc_log(PC_LOG_NOTICE, "signal %u: stopping", si.ssi_signo);
 					for (size_t i = 0; i < CLIENTS_MAX; i++)

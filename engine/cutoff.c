@@ -428,10 +428,26 @@ static void event_one(const struct nlmsghdr *nlh, void *ctx)
 
 int cutoff_events_read(struct engine *e, int fd, struct cutoff_events *ev)
 {
+	uint64_t lost = 0;
+	int rc;
+
 	memset(ev, 0, sizeof(*ev));
 	ev->e = e;
 	ev->routing = fd == e->route_fd;
-	return links_monitor_read(fd, event_one, ev);
+	rc = links_monitor_read(fd, event_one, ev, &lost);
+	if (lost) {
+		ev->lost = true;
+		/* What the lost events said is read again whole: the caller's
+		 * dumps (ports, addresses, our routing) and the check, which
+		 * reads links, routes, rules and tables afresh; until it proves,
+		 * a loss on the routing monitor keeps the sandboxes cut off. */
+		e->cut.overflows += lost;
+		pc_log(PC_LOG_WARN,
+		       "%s monitor: rtnetlink events lost (ENOBUFS, %llu so far): "
+		       "resynchronising from a full dump and checking containment again",
+		       ev->routing ? "routing" : "link", (unsigned long long)e->cut.overflows);
+	}
+	return rc;
 }
 
 void cutoff_events_act(struct engine *e, const struct cutoff_events *ev)
@@ -450,8 +466,8 @@ void cutoff_events_act(struct engine *e, const struct cutoff_events *ev)
 		checkrun_repeat(e, "cutoff");
 		return;
 	}
-	if (ev->rules)
-		checkrun_request(e, "foreignroute");
+	if (ev->rules || ev->lost) /* a lost event may have been anything */
+		checkrun_request(e, ev->lost ? "netlink" : "foreignroute");
 }
 
 int cutoff_status_json(const struct engine *e, char **buf, size_t *len)
@@ -460,8 +476,10 @@ int cutoff_status_json(const struct engine *e, char **buf, size_t *len)
 	char t[40];
 	int rc;
 
-	rc = pc_buf_appendf(buf, len, ",\"cutoff\":{\"active\":%s,\"count\":%llu",
-			    c->active ? "true" : "false", (unsigned long long)c->count);
+	rc = pc_buf_appendf(buf, len,
+			    ",\"cutoff\":{\"active\":%s,\"count\":%llu,\"netlink_overflows\":%llu",
+			    c->active ? "true" : "false", (unsigned long long)c->count,
+			    (unsigned long long)c->overflows);
 	if (rc == 0 && c->active) {
 		rc = pc_buf_appendf(buf, len, ",\"since\":\"%s\",\"ports_down\":%zu,\"after\":",
 				    pc_time_rfc3339(c->since_ms, t, sizeof(t)), c->n_downed);
@@ -484,4 +502,8 @@ void cutoff_metrics(struct pc_prom *b, const struct engine *e)
 			e->cut.count);
 	pc_prom_one_u64(b, "portcullis_engine_cutoff_failures_total", "counter",
 			"Sandbox ports the cut-off could not take down.", e->cut.failures);
+	pc_prom_one_u64(b, "portcullis_engine_netlink_overflows_total", "counter",
+			"Times the engine's link or routing event socket lost events "
+			"(ENOBUFS); each is followed by a full dump and a check.",
+			e->cut.overflows);
 }

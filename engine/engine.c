@@ -609,7 +609,6 @@ int engine_reload(struct engine *e, struct pc_err *err)
 	policy_unref(old);
 	pc_log(PC_LOG_NOTICE, "policy %s in force", policy_hash(np));
 	log_policy(e, true, policy_hash(np), "reloaded");
-	checkrun_request(e, "reload");
 	pc_sd_notify("READY=1", NULL);
 	return 0;
 }

@@ -244,6 +244,15 @@ int links_local_prefixes(const struct config *cfg, struct dnsguard_local **out, 
 	return 0;
 }
 
+void links_monitor_rcvbuf(int fd, int bytes)
+{
+	/* FORCE passes net.core.rmem_max, which a busy gateway's default
+	 * (208 KiB) would cap; the engine keeps CAP_NET_ADMIN, which it needs.
+	 * Unprivileged (tests of the library): the ordinary, capped, one. */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof(bytes)) < 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+}
+
 int links_monitor_open(struct pc_err *err)
 {
 	struct mnl_socket *nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -258,6 +267,10 @@ int links_monitor_open(struct pc_err *err)
 		mnl_socket_close(nl);
 		return pc_err_errno(err, PC_EIO, "rtnetlink bind (link events)");
 	}
+	/* 1,000 ports created or brought up at once send several events each
+	 * (link, address, carrier): the default buffer lost them (ENOBUFS),
+	 * and every loss costs a cut-off and a check (issue 34, point 2). */
+	links_monitor_rcvbuf(mnl_socket_get_fd(nl), LINKS_MONITOR_RCVBUF);
 	/* Keep only the fd: events are read raw, the payload does not matter
 	 * (any link event triggers a fresh dump). */
 	fd = dup(mnl_socket_get_fd(nl));
@@ -267,7 +280,7 @@ int links_monitor_open(struct pc_err *err)
 	return fd;
 }
 
-int links_monitor_read(int fd, links_event_fn *fn, void *ctx)
+int links_monitor_read(int fd, links_event_fn *fn, void *ctx, uint64_t *lost)
 {
 	char buf[8192];
 	int any = 0;
@@ -279,6 +292,8 @@ int links_monitor_read(int fd, links_event_fn *fn, void *ctx)
 				break;
 			if (errno == ENOBUFS) { /* events lost: assume a change */
 				any = 1;
+				if (lost)
+					(*lost)++;
 				if (fn)
 					fn(NULL, ctx);
 				continue;
@@ -301,7 +316,7 @@ int links_monitor_read(int fd, links_event_fn *fn, void *ctx)
 
 int links_monitor_drain(int fd)
 {
-	return links_monitor_read(fd, NULL, NULL);
+	return links_monitor_read(fd, NULL, NULL, NULL);
 }
 
 bool portmap_name(struct portmap *pm, uint32_t ifindex, char name[PC_IFNAMSIZ])

@@ -184,7 +184,7 @@ int routing_remove(const char *bridge, struct pc_err *err)
 static int monitor_open(int bus, const unsigned *groups, size_t n, struct pc_err *err)
 {
 	struct mnl_socket *nl = mnl_socket_open2(bus, SOCK_CLOEXEC | SOCK_NONBLOCK);
-	int fd, rcvbuf = 1 << 20;
+	int fd, rcvbuf = LINKS_MONITOR_RCVBUF;
 
 	if (!nl)
 		return pc_err_errno(err, PC_EIO, "netlink socket");
@@ -200,13 +200,13 @@ static int monitor_open(int bus, const unsigned *groups, size_t n, struct pc_err
 	 * read as a foreign change, the tables were installed again, and lost
 	 * again — the sandboxes stayed cut off (issue 20). Room for 1,000
 	 * sandboxes' install (memory is used only while events wait; the
-	 * engine keeps CAP_NET_ADMIN, which SO_RCVBUFFORCE needs). */
+	 * engine keeps CAP_NET_ADMIN, which SO_RCVBUFFORCE needs). The routing
+	 * monitor had 1 MiB: the end of a cut-off, bringing 1,000 ports up,
+	 * sends their link-local routes, which overflowed it; the loss began
+	 * a cut-off, whose end overflowed it again (issue 34, point 2). */
 	if (bus == NETLINK_NETFILTER)
 		rcvbuf = 1 << 27;
-	if (setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) <
-	    0)
-		(void)setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVBUF, &rcvbuf,
-				 sizeof(rcvbuf));
+	links_monitor_rcvbuf(mnl_socket_get_fd(nl), rcvbuf);
 	fd = dup(mnl_socket_get_fd(nl));
 	mnl_socket_close(nl);
 	if (fd < 0)
