@@ -222,7 +222,6 @@ static void recheck_send(struct engine *e, int fd)
 	r.policy = pol ? policy_hash(pol) : "";
 	reply_send(fd, &r);
 	policy_unref(pol);
-	checkrun_request(e, "reload");
 }
 
 static void metrics_send(struct engine *e, int fd)
