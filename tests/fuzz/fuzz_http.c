@@ -52,14 +52,18 @@ static void chunked(const char *in, size_t len, size_t cut)
 static void scrub(const uint8_t *in, size_t len, size_t cut)
 {
 	static const struct scrub_pat pats[] = {
-	    {(const uint8_t *)"secret", 6, (const uint8_t *)"pcph_X_aaaa", 11, false, false},
-	    {(const uint8_t *)"cre", 3, (const uint8_t *)"", 0, false, false},
-	    {(const uint8_t *)"ssss", 4, (const uint8_t *)"s", 1, false, false},
+	    {(const uint8_t *)"secret", 6, (const uint8_t *)"pcph_X_aaaa", 11, false, false, NULL,
+	     NULL, 0},
+	    {(const uint8_t *)"cre", 3, (const uint8_t *)"", 0, false, false, NULL, NULL, 0},
+	    {(const uint8_t *)"ssss", 4, (const uint8_t *)"s", 1, false, false, NULL, NULL, 0},
 	    /* escaped forms: matched character by character, and by an anchor */
-	    {(const uint8_t *)"a/b\"c\\d%e&f g+", 15, (const uint8_t *)"PH", 2, true, false},
-	    {(const uint8_t *)"=/Abcd1234&", 11, (const uint8_t *)"", 0, true, false},
+	    {(const uint8_t *)"a/b\"c\\d%e&f g+", 15, (const uint8_t *)"PH", 2, true, false, NULL,
+	     NULL, 0},
+	    {(const uint8_t *)"=/Abcd1234&", 11, (const uint8_t *)"", 0, true, false, NULL, NULL,
+	     0},
 	    /* a base64 pattern: line breaks between its characters, two anchors */
-	    {(const uint8_t *)"QWxh/ZGRp+bjpvcGVu", 18, (const uint8_t *)"PB", 2, true, true},
+	    {(const uint8_t *)"QWxh/ZGRp+bjpvcGVu", 18, (const uint8_t *)"PB", 2, true, true, NULL,
+	     NULL, 0},
 	};
 	struct sink a = {0}, b = {0};
 	struct scrub s;
