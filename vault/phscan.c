@@ -198,3 +198,23 @@ int ph_find_altered(const struct vault_store *store, const uint8_t *in, size_t n
 	free(b);
 	return hit;
 }
+
+size_t ph_prefix_len(const struct vault_store *store)
+{
+	size_t pl = store->n ? store->s[0].ph_len : 0;
+
+	for (size_t k = 1; k < store->n; k++) {
+		size_t i = 0;
+
+		while (i < pl && i < store->s[k].ph_len &&
+		       store->s[k].placeholder[i] == store->s[0].placeholder[i])
+			i++;
+		pl = i;
+	}
+	return pl;
+}
+
+bool ph_may_hold(const struct vault_store *store, size_t pl, const void *in, size_t n)
+{
+	return !pl || memmem(in, n, store->s[0].placeholder, pl);
+}

@@ -302,6 +302,13 @@ void ph_stream_init(struct ph_stream *ps, const struct vault_store *store);
 /* The index of a secret whose placeholder the folded stream now holds, or -1. */
 int ph_stream_feed(struct ph_stream *ps, const uint8_t *in, size_t n);
 void ph_stream_wipe(struct ph_stream *ps);
+/* The length of the prefix every placeholder of the store shares (as
+ * written: "pcph_"), 0 when there is none. */
+size_t ph_prefix_len(const struct vault_store *store);
+/* Can in[0..n) hold a placeholder of the store exactly? False only when
+ * it does not hold their common prefix (pl bytes, ph_prefix_len): one
+ * memmem instead of one per placeholder where none is. */
+bool ph_may_hold(const struct vault_store *store, size_t pl, const void *in, size_t n);
 /* One-shot: the index of a secret whose placeholder in[0..n) holds folded, or -1. */
 int ph_find_folded(const struct vault_store *store, const uint8_t *in, size_t n);
 /* The same, with every exact placeholder blanked first: a decoded or

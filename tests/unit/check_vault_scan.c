@@ -381,6 +381,7 @@ START_TEST(placeholders_one_pass_equals_memmem_per_placeholder)
 
 	for (size_t k = 0; k < 3; k++)
 		sec[k].ph_len = strlen(sec[k].placeholder);
+	ck_assert_uint_eq(ph_prefix_len(&st), 5); /* "pcph_" */
 	for (size_t round = 0; round < 3000; round++) {
 		size_t n = 1 + rnd() % 300, cut = rnd() % n;
 		uint8_t *b = malloc(n);
@@ -393,16 +394,23 @@ START_TEST(placeholders_one_pass_equals_memmem_per_placeholder)
 		for (size_t j = rnd() % 3; j; j--) {
 			const struct vault_secret *x = &sec[rnd() % 3];
 			size_t at = rnd() % n, l = x->ph_len - rnd() % 2;
+			bool exact = rnd() % 2;
 
 			for (size_t i = 0; i < l && at + i < n; i++)
 				b[at + i] =
-				    (uint8_t)(rnd() % 2 ? toupper((unsigned char)x->placeholder[i])
-							: x->placeholder[i]);
+				    (uint8_t)(!exact && rnd() % 2
+						  ? toupper((unsigned char)x->placeholder[i])
+						  : x->placeholder[i]);
 		}
 		/* no percent-escapes here: the naive search does not decode */
 		for (size_t i = 0; i < n; i++)
 			if (b[i] == '%')
 				b[i] = '_';
+		/* the exact scans' gate (inject.c): never false where a
+		 * placeholder is */
+		for (size_t k = 0; k < 3; k++)
+			if (memmem(b, n, sec[k].placeholder, sec[k].ph_len))
+				ck_assert(ph_may_hold(&st, ph_prefix_len(&st), b, n));
 		want = naive_folded(&st, b, n);
 		got1 = ph_find_folded(&st, b, n);
 		ph_stream_init(&ps, &st);
