@@ -249,7 +249,8 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 	 * decoded Basic credentials (wiped after each header): no allocation
 	 * per request */
 	uint8_t *scratch = cap > scratch_len ? out + cap - scratch_len : NULL;
-	bool injecting = false, given_port = false;
+	bool injecting = false, given_port = false, may_target;
+	size_t pl;
 	int rc = 0;
 
 	(void)buf;
@@ -275,7 +276,9 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 
 	for (size_t i = 0; i < req->n_hdr; i++)
 		marks[i] = (struct mark){.secret = -1};
-	for (size_t k = 0; k < store->n; k++)
+	pl = ph_prefix_len(store);
+	may_target = ph_may_hold(store, pl, req->target, req->target_len);
+	for (size_t k = 0; k < store->n && may_target; k++)
 		if (memmem(req->target, req->target_len, store->s[k].placeholder,
 			   store->s[k].ph_len)) {
 			judge(&store->s[k], sb, sni, port, NULL, false, r);
@@ -318,12 +321,22 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 				sodium_memzero(scratch, BASIC_MAX);
 			goto out;
 		}
-		for (size_t k = 0; k < store->n && !stop; k++) {
+		/* a placeholder is only where their common prefix is: most
+		 * headers hold none, and are then read once, not once per
+		 * secret */
+		bool may_name = ph_may_hold(store, pl, h->name, h->name_len);
+		bool may_value = ph_may_hold(store, pl, h->value, h->value_len);
+		bool may_basic = dl > 0 && ph_may_hold(store, pl, scratch, (size_t)dl);
+
+		for (size_t k = 0; k < store->n && !stop && (may_name || may_value || may_basic);
+		     k++) {
 			const struct vault_secret *s = &store->s[k];
-			bool in_name = memmem(h->name, h->name_len, s->placeholder, s->ph_len);
-			bool in_value = memmem(h->value, h->value_len, s->placeholder, s->ph_len);
+			bool in_name =
+			    may_name && memmem(h->name, h->name_len, s->placeholder, s->ph_len);
+			bool in_value =
+			    may_value && memmem(h->value, h->value_len, s->placeholder, s->ph_len);
 			bool in_basic =
-			    dl > 0 && memmem(scratch, (size_t)dl, s->placeholder, s->ph_len);
+			    may_basic && memmem(scratch, (size_t)dl, s->placeholder, s->ph_len);
 
 			if (!in_name && !in_value && !in_basic)
 				continue;

@@ -57,8 +57,41 @@ static size_t fold_run(struct ph_stream *ps, const uint8_t *in, size_t n, uint8_
 	return o;
 }
 
-static int find_folded(const struct vault_store *store, const uint8_t *b, size_t n)
+/* Does b[0..n) hold placeholder ph folded at its start? */
+static bool folded_at(const uint8_t *b, size_t n, const char *ph, size_t len)
 {
+	if (len > n)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (b[i] != fold((uint8_t)ph[i]))
+			return false;
+	return true;
+}
+
+/* The first secret (in the store's order) whose placeholder b[0..n)
+ * holds folded, or -1. Every placeholder starts with the common prefix, so
+ * each is where that prefix is: one memmem for the prefix, then each
+ * placeholder compared at each place found. */
+static int find_folded(const struct ph_stream *ps, const uint8_t *b, size_t n)
+{
+	const struct vault_store *store = ps->store;
+	int best = -1;
+
+	if (ps->plen) {
+		const uint8_t *p = b;
+
+		while ((p = memmem(p, n - (size_t)(p - b), ps->pre, ps->plen))) {
+			for (size_t k = 0; k < (best < 0 ? store->n : (size_t)best); k++)
+				if (folded_at(p, n - (size_t)(p - b), store->s[k].placeholder,
+					      store->s[k].ph_len))
+					best = (int)k;
+			if (best == 0)
+				break;
+			p++;
+		}
+		return best;
+	}
+	/* no common prefix (not a store the vault writes): one at a time */
 	for (size_t k = 0; k < store->n; k++) {
 		const struct vault_secret *s = &store->s[k];
 		uint8_t ph[VAULT_PH_MAX];
@@ -78,6 +111,22 @@ void ph_stream_init(struct ph_stream *ps, const struct vault_store *store)
 	for (size_t k = 0; k < store->n; k++)
 		if (store->s[k].ph_len > ps->maxlen)
 			ps->maxlen = store->s[k].ph_len;
+	/* the folded prefix all placeholders share */
+	for (size_t k = 0; k < store->n; k++) {
+		const struct vault_secret *s = &store->s[k];
+		size_t i = 0;
+
+		if (k == 0) {
+			for (; i < s->ph_len; i++)
+				ps->pre[i] = fold((uint8_t)s->placeholder[i]);
+			ps->plen = s->ph_len;
+			continue;
+		}
+		while (i < ps->plen && i < s->ph_len &&
+		       ps->pre[i] == fold((uint8_t)s->placeholder[i]))
+			i++;
+		ps->plen = i;
+	}
 }
 
 int ph_stream_feed(struct ph_stream *ps, const uint8_t *in, size_t n)
@@ -95,7 +144,7 @@ int ph_stream_feed(struct ph_stream *ps, const uint8_t *in, size_t n)
 
 		memcpy(b, ps->tail, ps->tlen);
 		len = ps->tlen + fold_run(ps, in, take, b + ps->tlen);
-		hit = find_folded(ps->store, b, len);
+		hit = find_folded(ps, b, len);
 		keep = len < ps->maxlen - 1 ? len : ps->maxlen - 1;
 		memcpy(ps->tail, b + len - keep, keep);
 		ps->tlen = keep;
@@ -148,4 +197,24 @@ int ph_find_altered(const struct vault_store *store, const uint8_t *in, size_t n
 	sodium_memzero(b, n);
 	free(b);
 	return hit;
+}
+
+size_t ph_prefix_len(const struct vault_store *store)
+{
+	size_t pl = store->n ? store->s[0].ph_len : 0;
+
+	for (size_t k = 1; k < store->n; k++) {
+		size_t i = 0;
+
+		while (i < pl && i < store->s[k].ph_len &&
+		       store->s[k].placeholder[i] == store->s[0].placeholder[i])
+			i++;
+		pl = i;
+	}
+	return pl;
+}
+
+bool ph_may_hold(const struct vault_store *store, size_t pl, const void *in, size_t n)
+{
+	return !pl || memmem(in, n, store->s[0].placeholder, pl);
 }

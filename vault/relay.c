@@ -546,7 +546,13 @@ static int relay_keep(struct conn *c, struct vault_state *st, const struct injec
 		vault_state_unref(c->keep_st);
 		c->keep_st = vault_state_ref(st);
 	}
-	return scrub_keep_merge(&c->keep, &io->derived);
+	if ((rc = scrub_keep_merge(&c->keep, &io->derived)) < 0)
+		return rc;
+	/* rebuilt only when the set grew, before this request copies its
+	 * patterns (a rebuild frees the index older copies point to: none is
+	 * left, each request frees its own); without it, the same matches */
+	(void)scrub_keep_index(&c->keep);
+	return 0;
 }
 
 /* A response the vault will not pass on to a request that carried a

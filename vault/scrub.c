@@ -217,6 +217,239 @@ static size_t pat_maxlen(const struct scrub_pat *p)
 	return m + lb_max(p) * LB_FORM_MAX;
 }
 
+#define ESC_ANCHOR_MIN 4
+
+/* The longest run of letters and digits in p's needle[lo..hi): its offset
+ * *ao and length (returned). */
+static size_t plain_run(const uint8_t *needle, size_t lo, size_t hi, size_t *ao)
+{
+	size_t al = 0;
+
+	for (size_t i = lo, run = 0; i < hi; i++) {
+		run = esc_plain(needle[i]) ? run + 1 : 0;
+		if (run > al) {
+			al = run;
+			*ao = i + 1 - run;
+		}
+	}
+	return al;
+}
+
+/* How an escaped pattern is searched for: by every byte a form of its
+ * first character can start with (no anchor of ESC_ANCHOR_MIN), by one
+ * anchor, or (a base64 pattern) by two, one in each half of its first
+ * LB_COLS characters. */
+enum { ANCHOR_NONE, ANCHOR_ONE, ANCHOR_TWO };
+
+struct scrub_meta {
+	size_t maxlen;
+	size_t a_off[2], a_len[2];
+	int mode;
+};
+
+static void meta_make(const struct scrub_pat *p, struct scrub_meta *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->maxlen = pat_maxlen(p);
+	if (!p->esc)
+		return;
+	if (!p->lb) {
+		m->a_len[0] = plain_run(p->needle, 0, p->nlen, &m->a_off[0]);
+		m->mode = m->a_len[0] < ESC_ANCHOR_MIN ? ANCHOR_NONE : ANCHOR_ONE;
+	} else {
+		size_t w = p->nlen < LB_COLS ? p->nlen : LB_COLS;
+
+		m->a_len[0] = plain_run(p->needle, 0, w / 2, &m->a_off[0]);
+		m->a_len[1] = plain_run(p->needle, w / 2, w, &m->a_off[1]);
+		m->mode = m->a_len[0] < ESC_ANCHOR_MIN || m->a_len[1] < ESC_ANCHOR_MIN ? ANCHOR_NONE
+										       : ANCHOR_TWO;
+	}
+}
+
+/* p's meta: kept with it, or worked out now. */
+static void meta_get(const struct scrub_pat *p, struct scrub_meta *m)
+{
+	if (p->meta)
+		memcpy(m, p->meta, sizeof(*m));
+	else
+		meta_make(p, m);
+}
+
+/* ---- a kept set's index ------------------------------------------------------------
+ * Every anchor of the set's patterns under its first two bytes: a bit per
+ * two-byte value says whether any anchor starts with it, and the anchors
+ * sorted by those two bytes say which. One pass over a buffer finds, for
+ * every anchor at once, its first place: what memmem would find for each. */
+struct ix_ent {
+	size_t pat, which, off, len;
+	uint16_t key;
+};
+
+struct scrub_index {
+	size_t n_pats, n_ent;
+	uint64_t bits[65536 / 64];
+	struct ix_ent ent[];
+};
+
+static uint16_t key2(const uint8_t *b)
+{
+	return (uint16_t)(b[0] | b[1] << 8);
+}
+
+static int ent_cmp(const void *a, const void *b)
+{
+	const struct ix_ent *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->pat < y->pat ? -1 : x->pat > y->pat;
+}
+
+int scrub_keep_index(struct scrub_keep *k)
+{
+	struct scrub_index *ix;
+	size_t n_ent = 0, size;
+
+	if (k->ix && k->ix->n_pats == k->n)
+		return 0;
+	for (size_t i = 0; i < k->n; i++)
+		k->pats[i].ix = NULL;
+	sodium_free(k->ix); /* wipes */
+	k->ix = NULL;
+	for (size_t i = 0; i < k->n; i++) {
+		struct scrub_meta m;
+
+		if (!k->pats[i].meta)
+			return 0; /* a borrowed pattern: no index (none is built for one) */
+		meta_get(&k->pats[i], &m);
+		n_ent += m.mode == ANCHOR_TWO ? 2 : m.mode == ANCHOR_ONE;
+	}
+	/* a multiple of 16: sodium_malloc puts it at the end of its pages */
+	size = (sizeof(*ix) + n_ent * sizeof(ix->ent[0]) + 15) & ~(size_t)15;
+	if (!(ix = sodium_malloc(size)))
+		return PC_ENOMEM;
+	memset(ix, 0, size);
+	ix->n_pats = k->n;
+	for (size_t i = 0; i < k->n; i++) {
+		struct scrub_meta m;
+
+		meta_get(&k->pats[i], &m);
+		for (size_t w = 0; w < (m.mode == ANCHOR_TWO ? 2u : m.mode == ANCHOR_ONE); w++) {
+			struct ix_ent *e = &ix->ent[ix->n_ent++];
+
+			*e = (struct ix_ent){.pat = i,
+					     .which = w,
+					     .off = m.a_off[w],
+					     .len = m.a_len[w],
+					     .key = key2(k->pats[i].needle + m.a_off[w])};
+			ix->bits[e->key >> 6] |= (uint64_t)1 << (e->key & 63);
+		}
+	}
+	qsort(ix->ent, ix->n_ent, sizeof(ix->ent[0]), ent_cmp);
+	k->ix = ix;
+	for (size_t i = 0; i < k->n; i++) {
+		k->pats[i].ix = ix;
+		k->pats[i].ixi = i;
+	}
+	return 0;
+}
+
+/* The indexes whose patterns pats holds whole and in a row. */
+static void ix_attach(struct scrub *s)
+{
+	for (size_t j = 0; j < s->n_pats && s->n_ix < SCRUB_IX_MAX;) {
+		const struct scrub_index *ix = s->pats[j].ix;
+		size_t t = 0;
+
+		if (!ix || s->pats[j].ixi || ix->n_pats > s->n_pats - j) {
+			j++;
+			continue;
+		}
+		while (t < ix->n_pats && s->pats[j + t].ix == ix && s->pats[j + t].ixi == t)
+			t++;
+		if (t == ix->n_pats) {
+			s->ix[s->n_ix] = ix;
+			s->ixb[s->n_ix++] = j;
+		}
+		j += t ? t : 1;
+	}
+}
+
+/* The cache slot of pattern i's anchor w, or SIZE_MAX when i is in no
+ * attached index. */
+static size_t ix_slot(const struct scrub *s, size_t i, size_t w)
+{
+	for (size_t t = 0; t < s->n_ix; t++)
+		if (i >= s->ixb[t] && i - s->ixb[t] < s->ix[t]->n_pats)
+			return 2 * i + w;
+	return SIZE_MAX;
+}
+
+/* The one pass: every indexed anchor's first place in b[0..len). */
+static void ix_fill(struct scrub *s, const uint8_t *b, size_t len)
+{
+	size_t left = 0;
+
+	for (size_t t = 0; t < s->n_ix; t++) {
+		for (size_t e = 0; e < s->ix[t]->n_ent; e++) {
+			size_t slot =
+			    2 * (s->ixb[t] + s->ix[t]->ent[e].pat) + s->ix[t]->ent[e].which;
+
+			s->nx[2 * slot] = 0;
+			s->nx[2 * slot + 1] = SIZE_MAX;
+		}
+		left += s->ix[t]->n_ent;
+	}
+	for (size_t i = 0; i + 1 < len && left; i++) {
+		uint16_t key = key2(b + i);
+
+		for (size_t t = 0; t < s->n_ix; t++) {
+			const struct scrub_index *ix = s->ix[t];
+			size_t lo = 0, hi = ix->n_ent;
+
+			if (!(ix->bits[key >> 6] >> (key & 63) & 1))
+				continue;
+			while (lo < hi) {
+				size_t mid = lo + (hi - lo) / 2;
+
+				if (ix->ent[mid].key < key)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			for (; lo < ix->n_ent && ix->ent[lo].key == key; lo++) {
+				const struct ix_ent *e = &ix->ent[lo];
+				size_t slot = 2 * (s->ixb[t] + e->pat) + e->which;
+
+				if (s->nx[2 * slot + 1] == SIZE_MAX && e->len <= len - i &&
+				    memcmp(b + i, s->pats[s->ixb[t] + e->pat].needle + e->off,
+					   e->len) == 0) {
+					s->nx[2 * slot + 1] = i;
+					left--;
+				}
+			}
+		}
+	}
+}
+
+/* The first place of needle[0..nl) in b[srch..len): from the cache when
+ * it knows (slot's search was from at most srch, and found nothing
+ * before its place), else memmem, remembered. */
+static const uint8_t *anchor_find(struct scrub *s, size_t slot, const uint8_t *b, size_t len,
+				  size_t srch, const uint8_t *needle, size_t nl)
+{
+	const uint8_t *m;
+
+	if (slot != SIZE_MAX && srch >= s->nx[2 * slot] && srch <= s->nx[2 * slot + 1])
+		return s->nx[2 * slot + 1] == SIZE_MAX ? NULL : b + s->nx[2 * slot + 1];
+	m = memmem(b + srch, len - srch, needle, nl);
+	if (slot != SIZE_MAX) {
+		s->nx[2 * slot] = srch;
+		s->nx[2 * slot + 1] = m ? (size_t)(m - b) : SIZE_MAX;
+	}
+	return m;
+}
+
 int scrub_init(struct scrub *s, const struct scrub_pat *pats, size_t n, struct pc_err *err)
 {
 	memset(s, 0, sizeof(*s));
@@ -224,10 +457,23 @@ int scrub_init(struct scrub *s, const struct scrub_pat *pats, size_t n, struct p
 	s->n_pats = n;
 	s->hit = -1;
 	for (size_t i = 0; i < n; i++) {
+		struct scrub_meta m;
+
 		if (!pats[i].nlen)
 			return pc_err_set(err, PC_EINVAL, "empty scrub needle");
-		if (pat_maxlen(&pats[i]) > s->maxlen)
-			s->maxlen = pat_maxlen(&pats[i]);
+		meta_get(&pats[i], &m);
+		if (m.maxlen > s->maxlen)
+			s->maxlen = m.maxlen;
+	}
+	ix_attach(s);
+	if (s->n_ix) {
+		/* without room for the cache, one memmem per pattern as
+		 * without an index: the same matches */
+		s->nx = n <= sizeof(s->nx_small) / sizeof(s->nx_small[0]) / 4
+			    ? s->nx_small
+			    : malloc(4 * n * sizeof(*s->nx));
+		if (!s->nx)
+			s->n_ix = 0;
 	}
 	return 0;
 }
@@ -236,6 +482,10 @@ void scrub_free(struct scrub *s)
 {
 	if (!s)
 		return;
+	if (s->nx != s->nx_small)
+		free(s->nx); /* places in the buffer only */
+	s->nx = NULL;
+	s->n_ix = 0;
 	if (s->buf) {
 		/* the held-back tail may be the start of a secret */
 		sodium_memzero(s->buf, s->cap);
@@ -289,24 +539,6 @@ static bool esc_scan(const struct scrub_pat *p, const uint8_t *b, size_t len, si
 	return false;
 }
 
-#define ESC_ANCHOR_MIN 4
-
-/* The longest run of letters and digits in p's needle[lo..hi): its offset
- * *ao and length (returned). */
-static size_t plain_run(const struct scrub_pat *p, size_t lo, size_t hi, size_t *ao)
-{
-	size_t al = 0;
-
-	for (size_t i = lo, run = 0; i < hi; i++) {
-		run = esc_plain(p->needle[i]) ? run + 1 : 0;
-		if (run > al) {
-			al = run;
-			*ao = i + 1 - run;
-		}
-	}
-	return al;
-}
-
 /* The earliest escaped match of p in b[from..len) starting before limit
  * that holds needle[ao..ao+al) as it is: its start and end, or false;
  * *undecided when it could not be told. Letters and digits only ever
@@ -314,9 +546,9 @@ static size_t plain_run(const struct scrub_pat *p, size_t lo, size_t hi, size_t 
  * to try (the escaped forms before it are 1 to ESC_FORM_MAX bytes each,
  * and a base64 pattern's line breaks up to LB_FORM_MAX), instead of every
  * byte. */
-static bool esc_find_at(const struct scrub_pat *p, const uint8_t *b, size_t len, size_t from,
-			size_t limit, size_t ao, size_t al, size_t *at, size_t *end,
-			bool *undecided)
+static bool esc_find_at(struct scrub *s, size_t slot, const struct scrub_pat *p, const uint8_t *b,
+			size_t len, size_t from, size_t limit, size_t ao, size_t al, size_t *at,
+			size_t *end, bool *undecided)
 {
 	size_t stop = limit < len ? limit : len, pmax = lb_max(p) * LB_FORM_MAX, q = from, srch;
 
@@ -325,7 +557,7 @@ static bool esc_find_at(const struct scrub_pat *p, const uint8_t *b, size_t len,
 	/* candidates are tried in increasing order, each once: the first
 	 * match is the earliest */
 	for (srch = from + ao; q < stop && srch < len;) {
-		const uint8_t *m = memmem(b + srch, len - srch, p->needle + ao, al);
+		const uint8_t *m = anchor_find(s, slot, b, len, srch, p->needle + ao, al);
 		size_t h, lo, hi;
 
 		if (!m)
@@ -353,25 +585,23 @@ static bool esc_find_at(const struct scrub_pat *p, const uint8_t *b, size_t len,
  * is; a base64 pattern's (lb) may have a line break in it, but not in both
  * of two runs within LB_COLS characters of each other: the match holds
  * one of them, and the earlier of the two searches is the earliest. */
-static bool esc_find(const struct scrub_pat *p, const uint8_t *b, size_t len, size_t from,
+static bool esc_find(struct scrub *s, size_t i, const uint8_t *b, size_t len, size_t from,
 		     size_t limit, size_t *at, size_t *end, bool *undecided)
 {
-	size_t ao = 0, al, bo = 0, bl, w, a_at, a_end;
+	const struct scrub_pat *p = &s->pats[i];
+	size_t a_at, a_end;
+	struct scrub_meta m;
 
-	if (!p->lb) {
-		al = plain_run(p, 0, p->nlen, &ao);
-		if (al < ESC_ANCHOR_MIN)
-			return esc_scan(p, b, len, from, limit < len ? limit : len, at, end,
-					undecided);
-		return esc_find_at(p, b, len, from, limit, ao, al, at, end, undecided);
-	}
-	w = p->nlen < LB_COLS ? p->nlen : LB_COLS;
-	al = plain_run(p, 0, w / 2, &ao);
-	bl = plain_run(p, w / 2, w, &bo);
-	if (al < ESC_ANCHOR_MIN || bl < ESC_ANCHOR_MIN)
+	meta_get(p, &m);
+	if (m.mode == ANCHOR_NONE)
 		return esc_scan(p, b, len, from, limit < len ? limit : len, at, end, undecided);
-	if (esc_find_at(p, b, len, from, limit, ao, al, &a_at, &a_end, undecided)) {
-		if (esc_find_at(p, b, len, from, a_at, bo, bl, at, end, undecided))
+	if (m.mode == ANCHOR_ONE)
+		return esc_find_at(s, ix_slot(s, i, 0), p, b, len, from, limit, m.a_off[0],
+				   m.a_len[0], at, end, undecided);
+	if (esc_find_at(s, ix_slot(s, i, 0), p, b, len, from, limit, m.a_off[0], m.a_len[0], &a_at,
+			&a_end, undecided)) {
+		if (esc_find_at(s, ix_slot(s, i, 1), p, b, len, from, a_at, m.a_off[1], m.a_len[1],
+				at, end, undecided))
 			return true;
 		if (*undecided)
 			return false;
@@ -381,13 +611,14 @@ static bool esc_find(const struct scrub_pat *p, const uint8_t *b, size_t len, si
 	}
 	if (*undecided)
 		return false;
-	return esc_find_at(p, b, len, from, limit, bo, bl, at, end, undecided);
+	return esc_find_at(s, ix_slot(s, i, 1), p, b, len, from, limit, m.a_off[1], m.a_len[1], at,
+			   end, undecided);
 }
 
 /* Earliest match starting before limit (ties: the longest match): the
  * pattern's index, its start and its length; -1 none, -2 undecided. */
-static int find_first(const struct scrub *s, const uint8_t *b, size_t len, size_t from,
-		      size_t limit, size_t *at, size_t *mlen)
+static int find_first(struct scrub *s, const uint8_t *b, size_t len, size_t from, size_t limit,
+		      size_t *at, size_t *mlen)
 {
 	int best = -1;
 	size_t best_at = limit, best_len = 0;
@@ -401,7 +632,7 @@ static int find_first(const struct scrub *s, const uint8_t *b, size_t len, size_
 			continue;
 		if (p->esc) {
 			/* a tie with the best so far still counts */
-			if (!esc_find(p, b, len, from, best >= 0 ? best_at + 1 : limit, &m_at,
+			if (!esc_find(s, i, b, len, from, best >= 0 ? best_at + 1 : limit, &m_at,
 				      &m_end, &undecided)) {
 				if (undecided)
 					return -2;
@@ -435,6 +666,8 @@ static int scrub_run(struct scrub *s, size_t safe_end, scrub_out_fn out, void *c
 	size_t pos = 0, keep;
 	int rc = 0;
 
+	if (s->n_ix)
+		ix_fill(s, s->buf, s->len);
 	for (;;) {
 		size_t at, mlen;
 		int i = find_first(s, s->buf, s->len, pos, safe_end, &at, &mlen);
@@ -593,6 +826,7 @@ void scrub_keep_free(struct scrub_keep *k)
 		free(c);
 	}
 	free(k->pats);
+	sodium_free(k->ix); /* wipes */
 	memset(k, 0, sizeof(*k));
 }
 
@@ -604,15 +838,21 @@ static bool keep_has(const struct scrub_keep *k, const uint8_t *needle, size_t n
 	return false;
 }
 
-/* Room for n bytes of locked memory, or NULL. */
-static uint8_t *keep_alloc(struct scrub_keep *k, size_t n)
+/* Room for n bytes of locked memory, or NULL; counted: against the
+ * set's bound (needles and replacements; not what the search works out
+ * of them, which the bound was not written for). */
+static uint8_t *keep_alloc(struct scrub_keep *k, size_t n, bool counted)
 {
 	struct keep_chunk *c = k->chunks;
 
-	if (!k->unbounded && k->bytes + n > SCRUB_KEEP_MAX_BYTES)
+	if (counted && !k->unbounded && k->bytes + n > SCRUB_KEEP_MAX_BYTES)
 		return NULL;
+	/* what is not counted is a struct: aligned (a chunk's size is a
+	 * multiple of 16, and sodium_malloc puts it at the end of its pages) */
+	if (!counted && c)
+		c->used = c->used + 15 <= c->size ? (c->used + 15) & ~(size_t)15 : c->size;
 	if (!c || c->size - c->used < n) {
-		size_t size = n > KEEP_CHUNK ? n : KEEP_CHUNK;
+		size_t size = n > KEEP_CHUNK ? (n + 15) & ~(size_t)15 : KEEP_CHUNK;
 
 		c = calloc(1, sizeof(*c));
 		if (!c)
@@ -627,7 +867,8 @@ static uint8_t *keep_alloc(struct scrub_keep *k, size_t n)
 		k->chunks = c;
 	}
 	c->used += n;
-	k->bytes += n;
+	if (counted)
+		k->bytes += n;
 	return c->mem + c->used - n;
 }
 
@@ -664,7 +905,9 @@ static int keep_add(struct scrub_keep *k, const uint8_t *needle, size_t nlen, co
 	if (!k->unbounded && k->n >= SCRUB_KEEP_MAX_PATS)
 		return PC_EREFUSED;
 	if (!borrow) {
-		if (!(m = keep_alloc(k, nlen + rlen)))
+		struct scrub_meta meta;
+
+		if (!(m = keep_alloc(k, nlen + rlen, true)))
 			return !k->unbounded && k->bytes + nlen + rlen > SCRUB_KEEP_MAX_BYTES
 				   ? PC_EREFUSED
 				   : PC_ENOMEM;
@@ -672,6 +915,13 @@ static int keep_add(struct scrub_keep *k, const uint8_t *needle, size_t nlen, co
 		memcpy(m + nlen, repl, rlen);
 		p.needle = m;
 		p.repl = m + nlen;
+		/* worked out once, beside the needle (a borrowed needle's set
+		 * lives for one request: worked out at each search instead) */
+		if (!(m = keep_alloc(k, sizeof(meta), false)))
+			return PC_ENOMEM;
+		meta_make(&p, &meta);
+		memcpy(m, &meta, sizeof(meta));
+		p.meta = (const struct scrub_meta *)m;
 	}
 	return keep_push(k, &p);
 }

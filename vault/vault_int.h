@@ -144,6 +144,8 @@ int http_chunked_feed(struct http_chunked *c, const char *in, size_t len, size_t
  * stop the stream instead: used to find placeholders in request bodies.
  * ====================================================================== */
 
+struct scrub_meta;
+struct scrub_index;
 struct scrub_pat {
 	const uint8_t *needle; /* borrowed for the scrubber's life */
 	size_t nlen;	       /* >= 1 */
@@ -158,6 +160,16 @@ struct scrub_pat {
 	 * "\\n", "\\r\\n") may stand between two of its characters, as
 	 * encoders wrap lines (scrub.c, lb_form) */
 	bool lb;
+	/* (kept patterns only) what the search needs of the needle, worked
+	 * out once when it was kept: its anchors (runs of letters and
+	 * digits) and longest match, in the kept set's locked memory (they
+	 * say where a secret's letters and digits are); NULL: worked out at
+	 * each search */
+	const struct scrub_meta *meta;
+	/* (kept patterns only) the index of the set this pattern is number
+	 * ixi of (scrub_keep_index), or NULL */
+	const struct scrub_index *ix;
+	size_t ixi;
 };
 
 /* Called with output bytes; returns 0 or <0 to stop (returned by feed). */
@@ -171,6 +183,16 @@ struct scrub {
 	size_t len, cap;
 	size_t hits;
 	int hit; /* index of the refusing pattern that matched, or -1 */
+		 /* the kept sets' indexes whose patterns pats holds in a row (from
+		  * pats[ixb[t]]): their anchors are found for all of them in one pass
+		  * over the buffer, and each anchor's next place cached while the
+		  * buffer stays the same (nx: per pattern and anchor, the offset a
+		  * search is valid from and the place found, SIZE_MAX: none) */
+#define SCRUB_IX_MAX 2
+	const struct scrub_index *ix[SCRUB_IX_MAX];
+	size_t ixb[SCRUB_IX_MAX], n_ix;
+	size_t *nx;
+	size_t nx_small[4 * 16];
 };
 
 int scrub_init(struct scrub *s, const struct scrub_pat *pats, size_t n, struct pc_err *err);
@@ -203,7 +225,8 @@ struct scrub_keep {
 	size_t n, cap;
 	struct keep_chunk *chunks;
 	size_t bytes;
-	bool unbounded; /* the state's own set (every value of the store) */
+	bool unbounded;		/* the state's own set (every value of the store) */
+	struct scrub_index *ix; /* scrub_keep_index's, locked; NULL: none */
 };
 
 /* Add needle -> repl; borrow: keep the pointers (they outlive the set)
@@ -222,6 +245,14 @@ int scrub_keep_add_value(struct scrub_keep *k, const uint8_t *value, size_t vlen
 /* Copy every pattern of src into dst (dst owns its copies). */
 int scrub_keep_merge(struct scrub_keep *dst, const struct scrub_keep *src);
 void scrub_keep_free(struct scrub_keep *k);
+/* Build (again, if patterns were added since) the set's index: the first
+ * two bytes of every pattern's anchors in a table, so that a scrubber
+ * finds all of them in one pass per chunk instead of one memmem per
+ * pattern. Built from secret values: locked memory, wiped when freed. Only
+ * between requests: a rebuild frees the index that copies of the set's
+ * patterns (a request's pattern array) point to. Without it (PC_ENOMEM) a
+ * scrubber finds the same matches, one pattern at a time. */
+int scrub_keep_index(struct scrub_keep *k);
 /* ---- end va-holes ---------------------------------------------------------------- */
 
 /* ======================================================================
@@ -261,11 +292,23 @@ struct ph_stream {
 	size_t tlen;
 	int esc; /* 1: a '%' is pending, 2: '%' and h1 */
 	uint8_t h1;
+	/* what every placeholder starts with, folded ("pcph_"): found once
+	 * per block, each placeholder compared only where it is, instead of
+	 * one memmem per placeholder */
+	uint8_t pre[VAULT_PH_MAX];
+	size_t plen;
 };
 void ph_stream_init(struct ph_stream *ps, const struct vault_store *store);
 /* The index of a secret whose placeholder the folded stream now holds, or -1. */
 int ph_stream_feed(struct ph_stream *ps, const uint8_t *in, size_t n);
 void ph_stream_wipe(struct ph_stream *ps);
+/* The length of the prefix every placeholder of the store shares (as
+ * written: "pcph_"), 0 when there is none. */
+size_t ph_prefix_len(const struct vault_store *store);
+/* Can in[0..n) hold a placeholder of the store exactly? False only when
+ * it does not hold their common prefix (pl bytes, ph_prefix_len): one
+ * memmem instead of one per placeholder where none is. */
+bool ph_may_hold(const struct vault_store *store, size_t pl, const void *in, size_t n);
 /* One-shot: the index of a secret whose placeholder in[0..n) holds folded, or -1. */
 int ph_find_folded(const struct vault_store *store, const uint8_t *in, size_t n);
 /* The same, with every exact placeholder blanked first: a decoded or

@@ -2,7 +2,9 @@
  * the incremental request parse (which must decide as the one-shot parse
  * does, wherever the input is cut), the chunked decoder fed in two pieces,
  * and the scrubber, whose streamed output must equal its one-shot output
- * however the input is cut. */
+ * however the input is cut, and whose output with a kept set's index must
+ * equal its output without. */
+#include <sodium.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,14 +54,18 @@ static void chunked(const char *in, size_t len, size_t cut)
 static void scrub(const uint8_t *in, size_t len, size_t cut)
 {
 	static const struct scrub_pat pats[] = {
-	    {(const uint8_t *)"secret", 6, (const uint8_t *)"pcph_X_aaaa", 11, false, false},
-	    {(const uint8_t *)"cre", 3, (const uint8_t *)"", 0, false, false},
-	    {(const uint8_t *)"ssss", 4, (const uint8_t *)"s", 1, false, false},
+	    {(const uint8_t *)"secret", 6, (const uint8_t *)"pcph_X_aaaa", 11, false, false, NULL,
+	     NULL, 0},
+	    {(const uint8_t *)"cre", 3, (const uint8_t *)"", 0, false, false, NULL, NULL, 0},
+	    {(const uint8_t *)"ssss", 4, (const uint8_t *)"s", 1, false, false, NULL, NULL, 0},
 	    /* escaped forms: matched character by character, and by an anchor */
-	    {(const uint8_t *)"a/b\"c\\d%e&f g+", 15, (const uint8_t *)"PH", 2, true, false},
-	    {(const uint8_t *)"=/Abcd1234&", 11, (const uint8_t *)"", 0, true, false},
+	    {(const uint8_t *)"a/b\"c\\d%e&f g+", 15, (const uint8_t *)"PH", 2, true, false, NULL,
+	     NULL, 0},
+	    {(const uint8_t *)"=/Abcd1234&", 11, (const uint8_t *)"", 0, true, false, NULL, NULL,
+	     0},
 	    /* a base64 pattern: line breaks between its characters, two anchors */
-	    {(const uint8_t *)"QWxh/ZGRp+bjpvcGVu", 18, (const uint8_t *)"PB", 2, true, true},
+	    {(const uint8_t *)"QWxh/ZGRp+bjpvcGVu", 18, (const uint8_t *)"PB", 2, true, true, NULL,
+	     NULL, 0},
 	};
 	struct sink a = {0}, b = {0};
 	struct scrub s;
@@ -79,6 +85,59 @@ static void scrub(const uint8_t *in, size_t len, size_t cut)
 	free(a.p);
 	free(b.p);
 	free(one);
+}
+
+/* The same bytes scrubbed, streamed in two pieces, for a kept set of
+ * values with its index (one pass per chunk) and for its patterns
+ * without the index (one memmem per pattern): the same result, hits and
+ * output. The set is made once: made per input, the locked memory would
+ * dominate the run. */
+static void scrub_indexed(const uint8_t *in, size_t len, size_t cut)
+{
+	static struct scrub_keep k = {.unbounded = true};
+	static struct scrub_pat *plain;
+	static const char *const vals[] = {
+	    "ghp_SECRETvalue0123", "a/b+c=d&e\"f%g",
+	    "QWxhZGRpbjpvcGVuIHNlc2FtZQ/ab+cd=ef_gh-ij0123456789long"};
+	struct sink a = {0}, b = {0};
+	struct scrub s1, s2;
+	int r1, r2;
+
+	if (!plain) {
+		if (sodium_init() < 0)
+			abort();
+		for (size_t i = 0; i < 3; i++)
+			if (scrub_keep_add_value(&k, (const uint8_t *)vals[i], strlen(vals[i]),
+						 (const uint8_t *)"PH", 2) < 0)
+				abort();
+		if (scrub_keep_index(&k) < 0 || !(plain = calloc(k.n, sizeof(*plain))))
+			abort();
+		for (size_t i = 0; i < k.n; i++) {
+			plain[i] = k.pats[i];
+			plain[i].meta = NULL;
+			plain[i].ix = NULL;
+		}
+	}
+	scrub_init(&s1, k.pats, k.n, NULL);
+	scrub_init(&s2, plain, k.n, NULL);
+	if (s1.n_ix != 1)
+		abort(); /* the index is what is fuzzed */
+	r1 = scrub_feed(&s1, in, cut, sink_out, &a);
+	r2 = scrub_feed(&s2, in, cut, sink_out, &b);
+	if (r1 == 0)
+		r1 = scrub_feed(&s1, in + cut, len - cut, sink_out, &a);
+	if (r2 == 0)
+		r2 = scrub_feed(&s2, in + cut, len - cut, sink_out, &b);
+	if (r1 == 0)
+		r1 = scrub_finish(&s1, sink_out, &a);
+	if (r2 == 0)
+		r2 = scrub_finish(&s2, sink_out, &b);
+	if (r1 != r2 || s1.hits != s2.hits || a.len != b.len || (a.len && memcmp(a.p, b.p, a.len)))
+		abort();
+	scrub_free(&s1);
+	scrub_free(&s2);
+	free(a.p);
+	free(b.p);
 }
 
 /* Fed in steps of step bytes, the incremental parse must give, at every
@@ -136,6 +195,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	chunked(in, size, cut);
 	scrub(data, size, cut);
+	scrub_indexed(data, size, cut);
 	if (size <= 2048) /* each step also parses whole: quadratic */
 		incremental(in, size, 1 + cut % 7);
 	return 0;

@@ -254,9 +254,10 @@ static int collect(void *ctx, const uint8_t *p, size_t n)
 START_TEST(scrub_values_split_across_reads)
 {
 	static const struct scrub_pat pats[] = {
-	    {(const uint8_t *)"ghp_SECRETVALUE1", 16, (const uint8_t *)"pcph_A_x", 8, false, false},
+	    {(const uint8_t *)"ghp_SECRETVALUE1", 16, (const uint8_t *)"pcph_A_x", 8, false, false,
+	     NULL, NULL, 0},
 	    {(const uint8_t *)"xyz-secret-2", 12, (const uint8_t *)"pcph_B_yyyyyyyyyyyyyy", 21,
-	     false, false},
+	     false, false, NULL, NULL, 0},
 	};
 	const char *in = "auth=Bearer ghp_SECRETVALUE1 and xyz-secret-2, ghp_SECRETVALUE1ghp_SECRE";
 	const char *want = "auth=Bearer pcph_A_x and pcph_B_yyyyyyyyyyyyyy, pcph_A_xghp_SECRE";
@@ -293,7 +294,7 @@ END_TEST
 START_TEST(scrub_refusal_needle_stops)
 {
 	static const struct scrub_pat pats[] = {
-	    {(const uint8_t *)"pcph_TOKEN_abc", 14, NULL, 0, false, false},
+	    {(const uint8_t *)"pcph_TOKEN_abc", 14, NULL, 0, false, false, NULL, NULL, 0},
 	};
 	const char *in = "body part one pcph_TOKEN_abc and after";
 	char out[128] = "";
@@ -319,7 +320,7 @@ START_TEST(scrub_escaped_forms)
 {
 	static const struct scrub_pat pats[] = {
 	    {(const uint8_t *)"ab/cd+ef=gh\"ij\\kl mn&op%qr", 26, (const uint8_t *)"PH", 2, true,
-	     false},
+	     false, NULL, NULL, 0},
 	};
 	static const char *const forms[] = {
 	    "ab/cd+ef=gh\"ij\\kl mn&op%qr",
@@ -359,7 +360,7 @@ START_TEST(scrub_escaped_forms)
 		 * candidates wins */
 		static const struct scrub_pat anch[] = {
 		    {(const uint8_t *)"/\"+Abcdef0123456789=z", 21, (const uint8_t *)"PH", 2, true,
-		     false},
+		     false, NULL, NULL, 0},
 		};
 		static const char *const in2[] = {
 		    "q=&#47;&quot;%2bAbcdef0123456789\\u003dz;",
@@ -390,7 +391,7 @@ START_TEST(scrub_escaped_forms)
 		 * stream stops rather than pass what it could not decide */
 		char nd[81], in[200];
 		struct scrub_pat many = {
-		    (const uint8_t *)nd, 80, (const uint8_t *)"PH", 2, true, false};
+		    (const uint8_t *)nd, 80, (const uint8_t *)"PH", 2, true, false, NULL, NULL, 0};
 		uint8_t *o = NULL;
 		size_t ol;
 
@@ -417,8 +418,8 @@ END_TEST
 START_TEST(scrub_buffer_oneshot)
 {
 	static const struct scrub_pat pats[] = {
-	    {(const uint8_t *)"abcdefgh", 8, (const uint8_t *)"X", 1, false, false},
-	    {(const uint8_t *)"cd", 2, (const uint8_t *)"Y", 1, false, false},
+	    {(const uint8_t *)"abcdefgh", 8, (const uint8_t *)"X", 1, false, false, NULL, NULL, 0},
+	    {(const uint8_t *)"cd", 2, (const uint8_t *)"Y", 1, false, false, NULL, NULL, 0},
 	};
 	uint8_t *out;
 	size_t ol;
