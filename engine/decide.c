@@ -52,6 +52,7 @@ void decision_clear(struct decision *d)
 	d->learn = false;
 	d->promote = false;
 	d->held_judged = false;
+	d->dnstcp_judged = false;
 	memset(&d->rec, 0, sizeof(d->rec));
 	d->kept_len = 0;
 	d->answers[0] = d->reason[0] = '\0';
@@ -201,8 +202,11 @@ static bool dns_tcp_allowed(const struct decide_ctx *c, const struct dnstcp_seg 
 {
 	struct dnstcp_fate f = {0};
 
+	/* read first: the release may forget a stream it completed */
+	d->dnstcp_key = st->key;
 	if (dnstcp_allowed(c->dnstcp, st, seg, rewritten, &f) < 0)
 		return false;
+	d->dnstcp_judged = true;
 	dns_tcp_fate(d, &f);
 	return true;
 }
@@ -294,6 +298,11 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 				d->rec.quota = (uint32_t)quota_share(
 				    DNSTCP_STREAMS_MAX, policy_sandbox_count(c->policy));
 			}
+			return;
+		}
+		if (rc == 0 && fate.failed) {
+			/* recorded, or refused for want of a record, when it failed */
+			d->v = VK_REJECT;
 			return;
 		}
 		if (rc == 0) {

@@ -390,6 +390,13 @@ int dnstcp_take(struct dnstcp_table *t, const struct dnstcp_seg *seg, const char
 			 "(or forgot it idle)";
 		return PC_EREFUSED;
 	}
+	if (s && s->failed) {
+		/* Its judged bytes are not in the log: resent, they would pass
+		 * as judged before with no record of them. */
+		f->pass = false;
+		f->failed = true;
+		return 0;
+	}
 	if (s && s->syn && !s->confirmed) {
 		f->pass = false; /* the resolver has not taken this ISN yet: sent again */
 		return 0;
@@ -467,6 +474,14 @@ int dnstcp_allowed(struct dnstcp_table *t, struct dnstcp_stream *st, const struc
 	}
 	dnstcp_release(t, st, seg, f);
 	return 0;
+}
+
+void dnstcp_fail(struct dnstcp_table *t, const struct flow_key *k, uint64_t now_ms)
+{
+	struct dnstcp_stream *s = dnstcp_get(t, k, now_ms);
+
+	if (s)
+		s->failed = true;
 }
 
 void dnstcp_forget(struct dnstcp_table *t, const struct pkt *p, uint64_t now_ms)

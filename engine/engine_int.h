@@ -344,6 +344,10 @@ struct dnstcp_stream {
 	bool syn;		       /* kept from the SYN on, for the connection's life */
 	bool confirmed;		       /* the resolver's SYN-ACK acknowledged base */
 	bool fin;
+	/* a message of it was judged and its record not acknowledged (or its
+	 * verdict otherwise refused): every later data segment is refused,
+	 * none released as judged before (docs/engine.md, "DNS over TCP") */
+	bool failed;
 	uint64_t last_ms;
 	char sandbox[POLICY_NAME_MAX]; /* whose quota it counts against */
 	struct dnstcp_stream *next;    /* every stream (expiry) */
@@ -397,6 +401,7 @@ struct dnstcp_fate {
 	size_t new_pkt_len;
 	const char *why; /* refused: why (static text) */
 	bool over_quota; /* refused: the sandbox holds its share of the streams */
+	bool failed;	 /* the stream failed: refuse the segment (no record) */
 };
 /* The DNS message the segment makes whole (t NULL: it must hold exactly
  * one). 1 with *msg and *len to judge (*st: its stream; NULL when the
@@ -430,6 +435,9 @@ void dnstcp_synack(struct dnstcp_table *t, const struct pkt *p, const uint8_t *d
 		   uint64_t now_ms);
 /* p carries a FIN: no byte may follow it in its stream. */
 void dnstcp_fin(struct dnstcp_table *t, const struct pkt *p, uint64_t now_ms);
+/* k's stream, if one is kept, fails: a message it judged was refused after
+ * all (its record not acknowledged); dnstcp_take refuses its segments. */
+void dnstcp_fail(struct dnstcp_table *t, const struct flow_key *k, uint64_t now_ms);
 /* Forget p's stream, if one is kept (a RST, or a connection refused). */
 void dnstcp_forget(struct dnstcp_table *t, const struct pkt *p, uint64_t now_ms);
 
@@ -500,6 +508,11 @@ struct decision {
 	/* bytes of a held flow judged allowed (key: the flow): their record
 	 * goes with them; if logd does not take it, the flow fails */
 	bool held_judged;
+	/* a DNS-over-TCP message of the stream dnstcp_key was judged allowed:
+	 * if its verdict is refused after all (its record, a deferred one's
+	 * window), the stream fails, as a held flow does */
+	bool dnstcp_judged;
+	struct flow_key dnstcp_key;
 	/* allowed flow to remember for reloads */
 	bool register_flow;
 	struct flow_key key;

@@ -338,8 +338,9 @@ static void emit_verdicts(struct qthread *t, struct qbufs *qb, const struct qbat
 }
 
 /* No record, no connection: what logd did not take becomes a refusal. A
- * held flow whose judged bytes it concerned fails with it: resent, the
- * same bytes would otherwise pass as judged before (docs/engine.md). */
+ * held flow or DNS-over-TCP stream whose judged bytes it concerned fails
+ * with it: resent, the same bytes would otherwise pass as judged before
+ * (docs/engine.md). */
 static void refuse_unlogged(struct qthread *t, struct decision *d)
 {
 	d->learn = false; /* a DNS answer whose record is not in teaches nothing */
@@ -349,6 +350,8 @@ static void refuse_unlogged(struct qthread *t, struct decision *d)
 		if (hf)
 			hf->failed = true;
 	}
+	if (d->dnstcp_judged)
+		dnstcp_fail(t->dnstcp, &d->dnstcp_key, pc_now_mono_ms());
 	if (d->v == VK_DROP || d->v == VK_REJECT)
 		return;
 	/* a promotion is a reply's verdict (forward): no RST from there */

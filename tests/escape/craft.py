@@ -34,7 +34,7 @@
 #   craft.py oob-tls --dst A [--dport 443] --name N   (the sandbox's own TCP: one
 #            byte sent urgent, MSG_OOB, then a TLS handshake naming N: issue 30)
 #   craft.py dns ... --tcp --oob   (the query sent urgent)
-#   craft.py dns-overlap --dst A --sport P --scenario overlap|same   (issue 30)
+#   craft.py dns-overlap --dst A --sport P --scenario overlap|same|unlogged [--progress F --go F]
 #   craft.py oob-server --listen A --port P --cert F --key F --log F [--inline]
 #            (upstream: a TLS server that reads with SO_OOBINLINE when --inline,
 #            answers "oob-server <SNI> ok" and logs each connection's first bytes)
@@ -919,6 +919,26 @@ def cmd_dns_overlap(a):
         acked(p.recv(0.3), isn + 1 + len(first))
         p.send("PA", isn + 1 + len(first), p.rcv, second)
         acked(p.recv(1.0), isn + 1 + len(first) + len(second))
+    elif a.scenario == "unlogged":
+        # Sent while logd takes no record, then sent again (as the
+        # sandbox's TCP would) while it still takes none, and once more
+        # after --go exists (logd back): says how the server answered.
+        def phase(what):
+            if a.progress:
+                with open(a.progress, "a") as f:
+                    f.write(what + "\n")
+
+        p.send("PA", isn + 1, p.rcv, first)
+        p.recv(0.5)
+        p.send("PA", isn + 1, p.rcv, first)
+        p.recv(1.0)
+        phase("resent " + p.summary())
+        end = time.time() + 20
+        while a.go and not os.path.exists(a.go) and time.time() < end:
+            time.sleep(0.05)
+        p.send("PA", isn + 1, p.rcv, first)
+        p.recv(1.5)
+        phase("done")
     else:
         sys.exit("craft: unknown scenario " + a.scenario)
     answers = len(set(seq for fl, seq, _, n in p.seen if n and not fl & 0x04))
@@ -1261,6 +1281,8 @@ def main():
     t.add_argument("--scenario", required=True)
     t.add_argument("--name", default="api.github.test")
     t.add_argument("--evil", default="ov.evil.test")
+    t.add_argument("--progress")  # unlogged: a line per phase
+    t.add_argument("--go")  # unlogged: the last resend waits for this file
 
     t = sub.add_parser("oob-server")
     t.add_argument("--listen", required=True)

@@ -589,6 +589,69 @@ START_TEST(dns_port53_only_sandbox_to_resolver)
 }
 END_TEST
 
+/* No record, no connection (docs/spec.md A9): a stream whose judged
+ * message was refused after all (its record not acknowledged; the queue
+ * thread's refuse_unlogged fails it) releases nothing more as judged
+ * before, either way: the query sent again is reset, the answer sent
+ * again dropped, neither recorded. */
+START_TEST(dnstcp_failed_stream)
+{
+	uint8_t m[512], t[520], a[520];
+	size_t n = dns_msg(m, 0x5151, "api.github.test", NULL), k;
+	uint32_t base = 9001;
+
+	t[0] = (uint8_t)(n >> 8);
+	t[1] = (uint8_t)n;
+	memcpy(t + 2, m, n);
+	dns_syn("10.203.0.11", 4200, 2);
+	tcp_pkt("10.203.0.11", 4200, "198.51.100.53", 53, ACK | PSH, 2, t, n + 2);
+	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert(d.has_rec && d.dnstcp_judged);
+	tcp_pkt("10.203.0.11", 4200, "198.51.100.53", 53, ACK | PSH, 2, t, n + 2);
+	ck_assert_int_eq(judge(), VK_PASS); /* released as judged before */
+	ck_assert(!d.has_rec);
+	/* the answer in two segments: the first held, the second judged */
+	k = dns_msg(m, 0x5151, "api.github.test", "192.0.2.80");
+	a[0] = (uint8_t)(k >> 8);
+	a[1] = (uint8_t)k;
+	memcpy(a + 2, m, k);
+	tcp_pkt("198.51.100.53", 53, "10.203.0.11", 4200, ACK | PSH, base, a, 5);
+	ck_assert_int_eq(judge_from(0, NF_INET_FORWARD), VK_DROP);
+	tcp_pkt("198.51.100.53", 53, "10.203.0.11", 4200, ACK | PSH, base + 5, a + 5, k - 3);
+	ck_assert_int_eq(judge_from(0, NF_INET_FORWARD), VK_PASS);
+	ck_assert(d.has_rec && d.dnstcp_judged);
+	/* its record not acknowledged: the answer's stream fails */
+	dnstcp_fail(dnstcp, &d.dnstcp_key, ctx.now_ms);
+	tcp_pkt("198.51.100.53", 53, "10.203.0.11", 4200, ACK | PSH, base, a, 5);
+	ck_assert_int_eq(judge_from(0, NF_INET_FORWARD), VK_DROP);
+	ck_assert(!d.has_rec);
+	/* the connection reset both ways: its streams (the sandbox's share) freed */
+	tcp_pkt("198.51.100.53", 53, "10.203.0.11", 4200, RST, base, NULL, 0);
+	ck_assert_int_eq(judge_from(0, NF_INET_FORWARD), VK_PASS);
+	dns_rst("10.203.0.11", 4200);
+	ck_assert_uint_eq(dnstcp_count(dnstcp), 0);
+	/* the query's record not acknowledged: the query's stream fails */
+	n = dns_msg(m, 0x5252, "api.github.test", NULL);
+	t[0] = (uint8_t)(n >> 8);
+	t[1] = (uint8_t)n;
+	memcpy(t + 2, m, n);
+	dns_syn("10.203.0.11", 4201, 2);
+	tcp_pkt("10.203.0.11", 4201, "198.51.100.53", 53, ACK | PSH, 2, t, n + 2);
+	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert(d.has_rec && d.dnstcp_judged);
+	dnstcp_fail(dnstcp, &d.dnstcp_key, ctx.now_ms);
+	tcp_pkt("10.203.0.11", 4201, "198.51.100.53", 53, ACK | PSH, 2, t, n + 2);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert(!d.has_rec);
+	/* forgotten at the connection's end; a new one is judged afresh */
+	dns_rst("10.203.0.11", 4201);
+	dns_syn("10.203.0.11", 4201, 2);
+	tcp_pkt("10.203.0.11", 4201, "198.51.100.53", 53, ACK | PSH, 2, t, n + 2);
+	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert(d.has_rec);
+}
+END_TEST
+
 /* Toward a sandbox, only a resolver's port-53 replies are ever released. */
 START_TEST(dns_answer_only_from_resolver)
 {
@@ -1548,8 +1611,8 @@ static Suite *engine_suite(void)
 	PC_UNIT_TESTS(tc, cidr_allowed_and_refused, identity_port_and_source,
 		      only_connection_starts, dns_queries, dns_answers,
 		      dns_port53_only_sandbox_to_resolver, dns_answer_only_from_resolver,
-		      dns_one_record_per_query, held_flow_sni, held_flow_timeout_and_plain,
-		      held_insertion, held_promotion, held_hello_retry,
+		      dns_one_record_per_query, dnstcp_failed_stream, held_flow_sni,
+		      held_flow_timeout_and_plain, held_insertion, held_promotion, held_hello_retry,
 		      held_reload_before_promotion, held_insertion_v6, held_plain_after_reload,
 		      rejudge_after_reload, held_quota_in_decide, quota_refusals_counted);
 	PC_UNIT_TESTS(tabs, registry_bounded_and_swept, held_table_bounded,
