@@ -373,15 +373,10 @@ int logq_start_loop(const char *socket, int timeout_ms, struct vloop *loop, stru
 	return 0;
 }
 
-static int loop_put(struct logq *q, struct logq_item *it, bool wait, bool lazy, struct pc_err *err)
+/* The queue's tail: both the loop and the background thread's callers
+ * append the same way (the caller holds q->lock where there is one). */
+static void queue_append(struct logq *q, struct logq_item *it, bool lazy)
 {
-	int outcome;
-
-	/* a record that must be waited for needs a coroutine to wait in */
-	if (wait && !(it->co = vloop_self())) {
-		item_free(it);
-		return pc_err_set(err, PC_EINVAL, "log record: waited for outside the loop");
-	}
 	if (q->tail) {
 		q->tail->next = it;
 	} else {
@@ -391,6 +386,18 @@ static int loop_put(struct logq *q, struct logq_item *it, bool wait, bool lazy, 
 	q->tail = it;
 	q->n++;
 	q->n_urgent += !lazy;
+}
+
+static int loop_put(struct logq *q, struct logq_item *it, bool wait, bool lazy, struct pc_err *err)
+{
+	int outcome;
+
+	/* a record that must be waited for needs a coroutine to wait in */
+	if (wait && !(it->co = vloop_self())) {
+		item_free(it);
+		return pc_err_set(err, PC_EINVAL, "log record: waited for outside the loop");
+	}
+	queue_append(q, it, lazy);
 	if (!wait)
 		return 0;
 	q->n_waiters++;
@@ -479,15 +486,7 @@ static int logq_put(struct logq *q, const struct logrec *rec, bool wait, bool la
 		item_free(it);
 		return pc_err_set(err, PC_EIO, "the log queue is stopping");
 	}
-	if (q->tail) {
-		q->tail->next = it;
-	} else {
-		q->head = it;
-		q->since_ms = pc_now_mono_ms();
-	}
-	q->tail = it;
-	q->n++;
-	q->n_urgent += !lazy;
+	queue_append(q, it, lazy);
 	if (!wait) {
 		/* wake the background thread for a record due now, or when it
 		 * is not timing a queued lazy record already (it then waits
