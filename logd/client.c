@@ -134,6 +134,15 @@ static int take_acks(struct logc *lc, struct pc_err *err)
 	return 0;
 }
 
+/* A connection lost with records unacknowledged is reported once, by the
+ * next flush or count: the caller refuses everything since its last good
+ * flush (a reset has already counted the lost records in base). */
+static int lost_report(struct logc *lc, struct pc_err *err)
+{
+	lc->lost = false;
+	return pc_err_set(err, PC_EIO, "logd did not acknowledge every record: %s", lc->why);
+}
+
 static int logc_drain(struct logc *lc, struct pc_err *err)
 {
 	int rc = take_acks(lc, err);
@@ -391,11 +400,8 @@ static int ring_flush(struct logc *lc, int timeout_ms, struct pc_err *err)
 	uint64_t deadline = pc_now_mono_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 
 	for (;;) {
-		if (lc->lost) {
-			lc->lost = false;
-			return pc_err_set(err, PC_EIO, "logd did not acknowledge every record: %s",
-					  lc->why);
-		}
+		if (lc->lost)
+			return lost_report(lc, err);
 		if (!lc->rh || lc->acked == lc->sent)
 			return 0;
 		if (ring_take_acks(lc, err) < 0) {
@@ -623,13 +629,8 @@ int logc_flush(struct logc *lc, int timeout_ms, struct pc_err *err)
 		 * connection wakes the poll; the drain then resets the counters
 		 * and sets lost when records were pending (with nothing pending
 		 * it is no failure, and the next send finds it). */
-		if (lc->lost) {
-			/* Reported once: the caller refuses everything since its
-			 * last successful flush. */
-			lc->lost = false;
-			return pc_err_set(err, PC_EIO, "logd did not acknowledge every record: %s",
-					  lc->why);
-		}
+		if (lc->lost)
+			return lost_report(lc, err);
 		if (lc->acked == lc->sent)
 			return 0;
 		now = pc_now_mono_ms();
@@ -669,11 +670,8 @@ int logc_flush_nb(struct logc *lc, bool *all, struct pc_err *err)
 		return pc_err_set(err, PC_EINVAL, "logc_flush_nb: no client");
 	if (lc->acked != lc->sent)
 		logc_drain(lc, err);
-	if (lc->lost) {
-		lc->lost = false;
-		return pc_err_set(err, PC_EIO, "logd did not acknowledge every record: %s",
-				  lc->why);
-	}
+	if (lc->lost)
+		return lost_report(lc, err);
 	*all = lc->acked == lc->sent;
 	return 0;
 }
@@ -689,12 +687,8 @@ int logc_acked_total(struct logc *lc, uint64_t *acked, struct pc_err *err)
 		return pc_err_set(err, PC_EINVAL, "logc_acked_total: no client");
 	if (lc->fd >= 0)
 		logc_drain(lc, err);
-	if (lc->lost) {
-		/* before the total: a reset counted the lost records in base */
-		lc->lost = false;
-		return pc_err_set(err, PC_EIO, "logd did not acknowledge every record: %s",
-				  lc->why);
-	}
+	if (lc->lost)
+		return lost_report(lc, err);
 	*acked = lc->base + lc->acked;
 	return 0;
 }
