@@ -52,6 +52,7 @@ void decision_clear(struct decision *d)
 	d->learn = false;
 	d->promote = false;
 	d->held_judged = false;
+	d->held_tls = false;
 	d->dnstcp_judged = false;
 	memset(&d->rec, 0, sizeof(d->rec));
 	d->kept_len = 0;
@@ -828,6 +829,7 @@ static void held_allowed(const struct decide_ctx *c, const struct pkt *p,
 		allow(d, c, &op, sb, rule, VK_PASS, FLOW_VIA_SNI, hf->sni,
 		      "allowed host; TLS server name checked", &ps);
 		d->rec.sni = rec_keep(d, hf->sni);
+		d->held_tls = true;
 	} else {
 		allow(d, c, &op, sb, NULL, VK_PASS, FLOW_VIA_HOST, hf->meta.name,
 		      "allowed host (not TLS: no server name to check)", &ps);

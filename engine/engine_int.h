@@ -508,6 +508,10 @@ struct decision {
 	/* bytes of a held flow judged allowed (key: the flow): their record
 	 * goes with them; if logd does not take it, the flow fails */
 	bool held_judged;
+	/* with VK_PASS: those bytes were an allowed ClientHello; the verdict
+	 * marks the flow's conntrack as judged TLS (NFT_MARK_TLS), so that the
+	 * ruleset passes the server's bare ACKs of it without the queue */
+	bool held_tls;
 	/* a DNS-over-TCP message of the stream dnstcp_key was judged allowed:
 	 * if its verdict is refused after all (its record, a deferred one's
 	 * window), the stream fails, as a held flow does */

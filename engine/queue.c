@@ -262,7 +262,7 @@ static void verdict_of(const struct decision *d, uint32_t *verdict, uint32_t *ma
 	*verdict = NF_REPEAT; /* our chain sees the mark and acts on it */
 	switch (d->v) {
 	case VK_PASS:
-		*mark = NFT_MARK_PASS;
+		*mark = d->held_tls ? NFT_MARK_PASS | NFT_MARK_TLS : NFT_MARK_PASS;
 		break;
 	case VK_ALLOW:
 		*mark = NFT_MARK_ALLOW;

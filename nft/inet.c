@@ -271,53 +271,84 @@ static void limits_all(struct bld *b)
 	limits_free(&l);
 }
 
+/* A bare ACK of a held flow, matched exactly so that nothing else can take
+ * the ways past the queue below: no IP options or IPv6 extension headers,
+ * a TCP header of th bytes (20, or 32: the timestamp option every Linux
+ * stack sends), total length that header and nothing more, flags ACK alone
+ * (no SYN, FIN, RST, PSH, URG, ECN, reserved bits), urgent pointer 0 (H2a:
+ * a pointer moved without URG is queued and refused). */
+static const uint8_t bare_ack_thlens[] = {20, 32};
+
+static void nm_bare_ack(struct nr *r, bool v6, uint8_t th)
+{
+	nr_meta(r, NFT_META_NFPROTO);
+	nr_cmp_u8(r, NFT_CMP_EQ, v6 ? NFPROTO_IPV6 : NFPROTO_IPV4);
+	if (v6) {
+		/* next header TCP: no extension header */
+		nr_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 6, 1);
+		nr_cmp_u8(r, NFT_CMP_EQ, IPPROTO_TCP);
+		nr_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 4, 2);
+		nr_cmp_be16(r, NFT_CMP_EQ, th);
+	} else {
+		/* version 4, header 20 bytes: no options */
+		nr_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 0, 1);
+		nr_cmp_u8(r, NFT_CMP_EQ, 0x45);
+		nr_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 9, 1);
+		nr_cmp_u8(r, NFT_CMP_EQ, IPPROTO_TCP);
+		nr_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 2, 2);
+		nr_cmp_be16(r, NFT_CMP_EQ, (uint16_t)(20 + th));
+	}
+	/* data offset, reserved bits 0, flags ACK alone */
+	nr_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, 12, 2);
+	nr_cmp_be16(r, NFT_CMP_EQ, (uint16_t)((th / 4) << 12 | 0x10));
+	nr_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, 18, 2);
+	nr_cmp_be16(r, NFT_CMP_EQ, 0);
+}
+
 /* A held flow's bare ACKs from the sandbox go on without the queue
  * (docs/engine.md, "Held flows: what is queued"): the engine passes them
- * anyway (H7), since they put no byte in the server's stream. The shape is
- * matched exactly, so that nothing else can take this way: no IP options
- * or IPv6 extension headers, a TCP header of 20 bytes or of 32 (the
- * timestamp option every Linux stack sends), total length that header and
- * nothing more, flags ACK alone (no SYN, FIN, RST, PSH, URG, ECN, reserved
- * bits), urgent pointer 0 (H2a: a pointer moved without URG is queued and
- * refused). The packet takes PASS with its stamp kept, as the engine's
- * verdict would: forward rule 7 and the routing rule for PASS carry it. */
+ * anyway (H7), since they put no byte in the server's stream. The packet
+ * takes PASS with its stamp kept, as the engine's verdict would: forward
+ * rule 7 and the routing rule for PASS carry it. */
 static void held_bare_ack_rules(struct bld *b)
 {
-	static const uint8_t thlens[] = {20, 32};
-
 	for (int v6 = 0; v6 < 2; v6++) {
-		for (size_t i = 0; i < sizeof(thlens); i++) {
-			uint8_t th = thlens[i];
+		for (size_t i = 0; i < sizeof(bare_ack_thlens); i++) {
 			struct nr r;
 
 			rsb_rule_begin(b, &r);
 			nm_bits(&r, true, NFT_MARK_ALLOW | NFT_MARK_HELD, NFT_CMP_EQ,
 				NFT_MARK_HELD);
-			nr_meta(&r, NFT_META_NFPROTO);
-			nr_cmp_u8(&r, NFT_CMP_EQ, v6 ? NFPROTO_IPV6 : NFPROTO_IPV4);
-			if (v6) {
-				/* next header TCP: no extension header */
-				nr_payload(&r, NFT_PAYLOAD_NETWORK_HEADER, 6, 1);
-				nr_cmp_u8(&r, NFT_CMP_EQ, IPPROTO_TCP);
-				nr_payload(&r, NFT_PAYLOAD_NETWORK_HEADER, 4, 2);
-				nr_cmp_be16(&r, NFT_CMP_EQ, th);
-			} else {
-				/* version 4, header 20 bytes: no options */
-				nr_payload(&r, NFT_PAYLOAD_NETWORK_HEADER, 0, 1);
-				nr_cmp_u8(&r, NFT_CMP_EQ, 0x45);
-				nr_payload(&r, NFT_PAYLOAD_NETWORK_HEADER, 9, 1);
-				nr_cmp_u8(&r, NFT_CMP_EQ, IPPROTO_TCP);
-				nr_payload(&r, NFT_PAYLOAD_NETWORK_HEADER, 2, 2);
-				nr_cmp_be16(&r, NFT_CMP_EQ, (uint16_t)(20 + th));
-			}
-			/* data offset, reserved bits 0, flags ACK alone */
-			nr_payload(&r, NFT_PAYLOAD_TRANSPORT_HEADER, 12, 2);
-			nr_cmp_be16(&r, NFT_CMP_EQ, (uint16_t)((th / 4) << 12 | 0x10));
-			nr_payload(&r, NFT_PAYLOAD_TRANSPORT_HEADER, 18, 2);
-			nr_cmp_be16(&r, NFT_CMP_EQ, 0);
+			nm_bare_ack(&r, v6, bare_ack_thlens[i]);
 			nr_meta(&r, NFT_META_MARK);
 			nr_bitwise_u32(&r, NFT_MARK_PORT_MASK, NFT_MARK_PASS);
 			nr_meta_set(&r, NFT_META_MARK);
+			nr_counter(&r);
+			nr_verdict(&r, NF_ACCEPT, NULL);
+			rsb_rule_end(b, &r);
+		}
+	}
+}
+
+/* The server's bare ACKs of a held flow whose ClientHello was judged allowed
+ * (ct mark TLS) go on toward the sandbox without the queue: a TLS flow is
+ * promoted only with or after the server's first bytes (H13a), never on a
+ * bare acknowledgement, and such a segment moves nothing the engine keeps of
+ * the server's sequence space. A flow judged "not TLS" has no TLS bit: it is
+ * promoted on the acknowledgement, which must still be queued. The same
+ * exact shape as the sandbox's (nm_bare_ack); anything else is queued. */
+static void held_reply_bare_ack_rules(struct bld *b)
+{
+	for (int v6 = 0; v6 < 2; v6++) {
+		for (size_t i = 0; i < sizeof(bare_ack_thlens); i++) {
+			struct nr r;
+
+			rsb_rule_begin(b, &r);
+			nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, 0);
+			nm_bits(&r, true, NFT_MARK_ALLOW | NFT_MARK_HELD | NFT_MARK_TLS, NFT_CMP_EQ,
+				NFT_MARK_HELD | NFT_MARK_TLS);
+			nm_ct_reply(&r);
+			nm_bare_ack(&r, v6, bare_ack_thlens[i]);
 			nr_counter(&r);
 			nr_verdict(&r, NF_ACCEPT, NULL);
 			rsb_rule_end(b, &r);
@@ -351,6 +382,19 @@ static void inet_prerouting(struct bld *b)
 	rsb_rule_end(b, &r);
 	/* a verdict coming back through NF_REPEAT (its mark: verdict bits only) */
 	verdict_rule(b, NFT_MARK_PASS, 0);
+	/* The segment that completed a held flow's allowed ClientHello: PASS,
+	 * and the ct mark says the flow was judged as TLS (the forward chain
+	 * lets the server's bare ACKs of it past the queue). Only on a held
+	 * flow; elsewhere it is a combination we never produce (dropped below). */
+	rsb_rule_begin(b, &r);
+	nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, NFT_MARK_PASS | NFT_MARK_TLS);
+	nm_bits(&r, true, NFT_MARK_ALLOW | NFT_MARK_HELD, NFT_CMP_EQ, NFT_MARK_HELD);
+	nm_ctmark_set(&r, NFT_MARK_HELD | NFT_MARK_TLS);
+	nr_meta(&r, NFT_META_MARK);
+	nr_bitwise_u32(&r, 0, NFT_MARK_PASS);
+	nr_meta_set(&r, NFT_META_MARK);
+	nr_verdict(&r, NF_ACCEPT, NULL);
+	rsb_rule_end(b, &r);
 	verdict_rule(b, NFT_MARK_ALLOW, NFT_MARK_ALLOW);
 	verdict_rule(b, NFT_MARK_ALLOW | NFT_MARK_VAULT, NFT_MARK_ALLOW | NFT_MARK_VAULT);
 	verdict_rule(b, NFT_MARK_HELD, NFT_MARK_HELD);
@@ -534,6 +578,7 @@ static void held_reply_rules(struct bld *b)
 	nm_l4proto(&r, NFT_CMP_EQ, IPPROTO_TCP);
 	nr_verdict(&r, NF_ACCEPT, NULL);
 	rsb_rule_end(b, &r);
+	held_reply_bare_ack_rules(b);
 	rsb_rule_begin(b, &r);
 	nm_bits(&r, false, NFT_MARK_MASK, NFT_CMP_EQ, 0);
 	nm_bits(&r, true, NFT_MARK_ALLOW | NFT_MARK_HELD, NFT_CMP_EQ, NFT_MARK_HELD);

@@ -37,6 +37,12 @@
 #define NFT_MARK_PASS 0x10000000u
 /* verdict mark: refuse with a TCP RST / ICMP administratively prohibited. */
 #define NFT_MARK_REJECT 0x08000000u
+/* with HELD, ct mark: the held flow's ClientHello was judged allowed; with
+ * PASS, verdict mark: the segment that completed it (prerouting puts the
+ * bit on the ct mark). The server's bare ACKs of such a flow pass forward
+ * without the queue: a TLS flow is never promoted on one (docs/engine.md,
+ * "Held flows: what is queued"). */
+#define NFT_MARK_TLS 0x02000000u
 /* SO_MARK of the engine's raw sockets that send synthesized DNS answers. */
 #define NFT_MARK_DNSREPLY 0x04000000u
 /* stamped by the bridge table: ifindex of the sandbox port a frame came in. */

@@ -29,7 +29,10 @@
 #            (a TCP handshake of its own on a held flow, then an insertion:
 #            S = ttl1-plain, ttl1-hello, syn2, alert, urg-ack, ack-VARIANT (a
 #            handshake, then one segment near a bare ACK's shape: none plain ts
-#            opts data urp psh ece res ipopt trail dstopts); the sandbox's own
+#            opts data urp psh ece res ipopt trail dstopts), srv-ack and
+#            srv-ack-plain (a ClientHello, or plain text, 4 bytes more, the
+#            server's bare ACK of them, then other bytes where the judged
+#            ones are: to a server that reads and never answers); the sandbox's own
 #            stack must not answer the server: drop its RSTs for that port first)
 #   craft.py oob-tls --dst A [--dport 443] --name N   (the sandbox's own TCP: one
 #            byte sent urgent, MSG_OOB, then a TLS handshake naming N: issue 30)
@@ -796,6 +799,8 @@ def cmd_held(a):
         print(p.summary())
     elif a.scenario.startswith("ack-"):
         held_bare_ack(p, isn, a.scenario[4:])
+    elif a.scenario in ("srv-ack", "srv-ack-plain"):
+        held_server_ack(p, isn, good if a.scenario == "srv-ack" else b"GET / HTTP/1.0\r\n", evil)
     else:
         sys.exit("craft: unknown scenario " + a.scenario)
 
@@ -860,6 +865,35 @@ def held_bare_ack(p, isn, variant):
     top = max([(s[2] - (isn + 1)) & 0xFFFFFFFF for s in p.seen if s[0] & 0x10] or [0])
     p.send("R", seq)
     print("variant %s; server acknowledged %d bytes; %s" % (variant, top, p.summary()))
+
+
+def held_server_ack(p, isn, first, evil):
+    """The server's bare ACKs of a held flow (the ruleset lets them past the
+    queue once the ClientHello was judged as TLS: docs/engine.md, "Held
+    flows: what is queued"). A handshake, the first bytes (a ClientHello,
+    or plain text: judged "not TLS"), 4 bytes past them (passed unjudged,
+    H12), then, once the server's bare ACK of all of it came (it covers
+    more than the judged bytes; a server that reads and never answers),
+    other bytes where the judged ones are: the guard must still refuse
+    them (the flow is not promoted on a bare ACK it never saw). Prints
+    what the server acknowledged and the resets the sandbox got."""
+    if not p.handshake(isn):
+        print("no SYN-ACK; " + p.summary())
+        return
+    more = b"MORE"
+    end = (isn + 1 + len(first) + len(more)) & 0xFFFFFFFF
+    p.send("PA", isn + 1, p.rcv, first)
+    p.send("PA", isn + 1 + len(first), p.rcv, more)
+    bare = False
+    deadline = time.time() + 3
+    while not bare and time.time() < deadline:
+        for fl, _, ack, n in p.recv(0.2):
+            bare = bare or (fl == 0x10 and n == 0 and ack == end)
+    p.send("PA", isn + 1, p.rcv, evil)
+    p.recv(0.5)
+    rst = sum(1 for fl, _, _, _ in p.seen if fl & 0x04)
+    print("server bare ACK of the judged bytes and 4 more: %s; resets after the other bytes: %d; "
+          "%s" % ("yes" if bare else "no", rst, p.summary()))
 
 
 def dns_msg(name, ident, options=b""):

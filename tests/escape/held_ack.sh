@@ -1,6 +1,8 @@
 # Held flows cheaper, and no weaker (issue 34, point 4): the ruleset lets a
 # held flow's bare ACKs from the sandbox past the queue (prerouting, before
-# the held-flow queue rule; docs/engine.md, "Held flows: what is queued").
+# the held-flow queue rule; docs/engine.md, "Held flows: what is queued"),
+# and the server's bare ACKs once the ClientHello was judged as TLS
+# (forward rules 13c; the server part is further down).
 # The engine passed them anyway (H7): they put no byte into the server's
 # stream. What this proves, through the lab's real kernel, on the address
 # shared by an allowed name and a disallowed one (cdn-good.test):
@@ -32,7 +34,7 @@ esc_init held_ack "Bare ACKs of held flows past the queue"
 GUARD_QUEUE_COUNT=1 # one held table: the share is 2,048 whatever the flow hash does
 export GUARD_QUEUE_COUNT
 ESC_ALLOW1='  - host: cdn-good.test
-    ports: [9443]'
+    ports: [9443, 9444]'
 esc_up 2
 
 esc_crafted_ports 1 47200-47299
@@ -102,6 +104,76 @@ done
 # The rule's own counter: the bare ACKs above, and every handshake's ACK.
 n=$(esc_counter inet prerouting 'meta mark set')
 t_diag "prerouting's bare-ACK rules counted $n packets"
+
+# The server's bare ACKs (issue 34, point 4): once the ClientHello was
+# judged allowed, the engine's verdict puts the TLS bit on the flow's ct
+# mark and the forward chain lets the server's bare ACKs past the queue
+# (the same exact shape as the sandbox's). A TLS flow is never promoted on
+# one (H13a), so what the engine no longer sees changes nothing: the
+# server acknowledges the ClientHello and 4 bytes past it, and other bytes
+# where the ClientHello was are still refused (bytes-differ, before any
+# promotion). A flow judged "not TLS" carries no TLS bit: its server's bare
+# ACK is still queued, and promotes it. The server reads and never answers
+# (port 9444), so its ACKs are bare.
+cat >"$LAB_DIR/quiet.py" <<'PY'
+import socket, sys, threading
+s = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], 9444))
+s.listen(64)
+def drain(c):
+    while c.recv(65536):
+        pass
+while True:
+    threading.Thread(target=drain, args=(s.accept()[0],), daemon=True).start()
+PY
+lab_upstream python3 "$LAB_DIR/quiet.py" "$LAB_CDN4" &
+lab_upstream python3 "$LAB_DIR/quiet.py" "$LAB_CDN6" &
+lab_wait_tcp "$LAB_UP" "$LAB_CDN4" 9444
+lab_wait_tcp "$LAB_UP" "$LAB_CDN6" 9444
+srvack() { esc_counter inet forward '0xa2000000'; }
+for fam in 4 6; do
+	if [ $fam = 4 ]; then dst=$LAB_CDN4; else dst=$LAB_CDN6; fi
+	esc_begin "IPv$fam: the server's bare ACK of a judged ClientHello, then other bytes there"
+	sport=$((sport + 1))
+	SP=$sport
+	esc_settle
+	c0=$(srvack)
+	q0=$(queued)
+	OUT=$(esc_craft 1 held --dst "$dst" --dport 9444 --sport "$SP" --scenario srv-ack 2>&1)
+	esc_settle
+	c1=$(srvack)
+	q1=$(queued)
+	t_diag "craft: $OUT; queued $((q1 - q0)); forward's server-ACK rules counted $((c1 - c0))"
+	t_match "IPv$fam: the server's bare ACK of the ClientHello and 4 bytes more reached the sandbox" \
+		"server bare ACK of the judged bytes and 4 more: yes" "$OUT"
+	t_lt "IPv$fam: it passed without the queue (forward's server-ACK rule counted it)" 0 \
+		"$((c1 - c0))"
+	t_eq "IPv$fam: other bytes where the ClientHello was are still refused (held_inconsistent)" \
+		held_inconsistent "$(esc_flow_code "$SP")"
+	t_match "IPv$fam: ... as bytes that differ from the judged ones" \
+		"bytes sent again differ" "$(esc_flow_reason "$SP")"
+	t_match "IPv$fam: the sandbox got the refusal's RST" "resets after the other bytes: [1-9]" "$OUT"
+	esc_end "bare ACK past the queue; the flow still refused on other bytes" \
+		"$OUT; counted $((c1 - c0))"
+
+	esc_begin "IPv$fam: the server's bare ACK of a flow judged not TLS"
+	sport=$((sport + 1))
+	SP=$sport
+	esc_settle
+	c0=$(srvack)
+	OUT=$(esc_craft 1 held --dst "$dst" --dport 9444 --sport "$SP" --scenario srv-ack-plain 2>&1)
+	esc_settle
+	c1=$(srvack)
+	t_diag "craft: $OUT; forward's server-ACK rules counted $((c1 - c0))"
+	t_match "IPv$fam not TLS: the server's bare ACK reached the sandbox" \
+		"server bare ACK of the judged bytes and 4 more: yes" "$OUT"
+	t_eq "IPv$fam not TLS: it was queued (no TLS bit on the flow), not passed by the rule" 0 \
+		"$((c1 - c0))"
+	t_match "IPv$fam not TLS: ... and promoted the flow: later segments take the fast path (no RST)" \
+		"resets after the other bytes: 0" "$OUT"
+	esc_end "queued and promoting, as before" "$OUT"
+done
 
 # A real client still works, and queues fewer packets than before (5.7
 # per connection with every bare ACK queued: docs/engine.md).

@@ -17,7 +17,9 @@
  * rendering says how to audit the log it was recorded in (issue 35); the
  * nftables text has prerouting's bare-ACK rules of held flows (issue 34);
  * the nftables texts and digests (issue 34): the new-flow limit's rules count
- * what they drop in limsb4/limsb6, one group of rules per distinct limit.
+ * what they drop in limsb4/limsb6, one group of rules per distinct limit;
+ * and (issue 34, held flows) prerouting's PASS|TLS verdict rule and
+ * forward's rules for the server's bare ACKs of flows judged as TLS.
  * PC_GOLDEN_WRITE=FILE writes the current bytes to FILE instead (to record
  * them; review the diff). */
 #include <arpa/inet.h>

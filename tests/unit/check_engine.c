@@ -835,6 +835,10 @@ START_TEST(held_flow_sni)
 	 * has them */
 	ck_assert_int_eq(judge(), VK_PASS);
 	ck_assert(d.has_rec && d.held_judged);
+	/* judged as TLS: the verdict marks the conntrack (NFT_MARK_TLS) so
+	 * that the server's bare ACKs pass without the queue (H13a: never
+	 * promoted on one) */
+	ck_assert(d.held_tls);
 	ck_assert_int_eq(d.rec.verdict, LOGREC_ALLOWED);
 	ck_assert_str_eq(d.rec.sni, "api.github.test");
 	ck_assert_str_eq(d.rec.domain, "api.github.test");
@@ -884,10 +888,12 @@ START_TEST(held_flow_sni)
 	n = wire_client_hello(ch, "api.github.test");
 	tcp_pkt("10.203.0.11", 41002, "203.0.113.10", 443, ACK | PSH, 901, ch, 20);
 	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert(!d.held_tls); /* not judged yet: the server's ACKs still queued */
 	tcp_pkt("10.203.0.11", 41002, "203.0.113.10", 443, ACK | PSH, 901 + 40, ch + 40, n - 40);
 	ck_assert_int_eq(judge(), VK_DROP); /* a gap: wait for the retransmission */
 	tcp_pkt("10.203.0.11", 41002, "203.0.113.10", 443, ACK | PSH, 901 + 20, ch + 20, n - 20);
 	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert(d.held_tls);
 	ck_assert_int_eq(
 	    reply("203.0.113.10", 443, "10.203.0.11", 41002, ACK, 7001, 901 + (uint32_t)n, "SH", 2),
 	    VK_ALLOW);
@@ -909,6 +915,8 @@ START_TEST(held_insertion)
 	ck_assert_int_eq(judge(), VK_PASS);    /* not TLS, host allowed on 443: not promoted yet */
 	ck_assert(d.has_rec && d.held_judged); /* recorded before the byte goes on */
 	ck_assert_str_eq(d.rec.reason, "allowed host (not TLS: no server name to check)");
+	/* promoted on a bare acknowledgement: the server's ACKs stay queued */
+	ck_assert(!d.held_tls);
 	tcp_pkt("10.203.0.11", 43000, "203.0.113.10", 443, ACK | PSH, 1001, evil, ne);
 	ck_assert_int_eq(judge(), VK_REJECT);
 	ck_assert_int_eq(d.rec.verdict, LOGREC_REFUSED);

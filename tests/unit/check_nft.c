@@ -517,9 +517,13 @@ START_TEST(marks_are_ours_only)
 
 	/* the bits fit the mask, do not overlap each other or the port stamp */
 	ck_assert_uint_eq((NFT_MARK_ALLOW | NFT_MARK_VAULT | NFT_MARK_HELD | NFT_MARK_PASS |
-			   NFT_MARK_REJECT | NFT_MARK_DNSREPLY) &
+			   NFT_MARK_REJECT | NFT_MARK_DNSREPLY | NFT_MARK_TLS) &
 			      ~NFT_MARK_MASK,
 			  0);
+	ck_assert_uint_eq(NFT_MARK_ALLOW + NFT_MARK_VAULT + NFT_MARK_HELD + NFT_MARK_PASS +
+			      NFT_MARK_REJECT + NFT_MARK_DNSREPLY + NFT_MARK_TLS,
+			  NFT_MARK_ALLOW | NFT_MARK_VAULT | NFT_MARK_HELD | NFT_MARK_PASS |
+			      NFT_MARK_REJECT | NFT_MARK_DNSREPLY | NFT_MARK_TLS);
 	ck_assert_uint_eq(NFT_MARK_MASK & NFT_MARK_PORT_MASK, 0);
 	/* ct marks are set keeping every bit outside our mask */
 	ck_assert_ptr_nonnull(strstr(t, "[ bitwise reg 1 = ( reg 1 & 0x00ffffff ) ^ 0x80000000 ]"));
@@ -528,6 +532,49 @@ START_TEST(marks_are_ours_only)
 				     "[ meta load iif => reg 1 ]\n"
 				     "  [ bitwise reg 1 = ( reg 1 & 0x00ffffff ) ^ 0x00000000 ]\n"
 				     "  [ meta set mark with reg 1 ]"));
+	free(t);
+	nft_ruleset_free(rs);
+}
+END_TEST
+
+/* The ct mark TLS (a held flow's ClientHello judged allowed) is set in one
+ * place, from the engine's PASS|TLS verdict and only on a held flow, and
+ * read in one: forward's four rules that pass the server's bare ACKs of
+ * such a flow, each guarded by HELD|TLS and the reply direction. */
+static size_t count(const char *t, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *p = t; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+START_TEST(tls_bit_only_on_held_flows)
+{
+	struct nft_ruleset *rs = build(NFT_QUEUE_COMPAT, 2);
+	char *t = text(rs);
+
+	ck_assert_uint_eq(count(t, "[ cmp eq reg 1 0x12000000 ]\n"
+				   "  [ ct load mark => reg 1 ]\n"
+				   "  [ bitwise reg 1 = ( reg 1 & 0xa0000000 ) ^ 0x00000000 ]\n"
+				   "  [ cmp eq reg 1 0x20000000 ]\n"
+				   "  [ ct load mark => reg 1 ]\n"
+				   "  [ bitwise reg 1 = ( reg 1 & 0x00ffffff ) ^ 0x22000000 ]\n"
+				   "  [ ct set mark with reg 1 ]\n"
+				   "  [ meta load mark => reg 1 ]\n"
+				   "  [ bitwise reg 1 = ( reg 1 & 0x00000000 ) ^ 0x10000000 ]\n"
+				   "  [ meta set mark with reg 1 ]\n"
+				   "  [ immediate reg 0 accept ]"),
+			  1);
+	ck_assert_uint_eq(count(t, "^ 0x22000000 ]"), 1);
+	ck_assert_uint_eq(count(t, "0x02000000"), 0);
+	ck_assert_uint_eq(count(t, "[ bitwise reg 1 = ( reg 1 & 0xa2000000 ) ^ 0x00000000 ]\n"
+				   "  [ cmp eq reg 1 0x22000000 ]\n"
+				   "  [ ct load direction => reg 1 ]\n"
+				   "  [ cmp eq reg 1 0x00000001 ]\n"),
+			  4);
+	ck_assert_uint_eq(count(t, "0xa2000000"), 4);
 	free(t);
 	nft_ruleset_free(rs);
 }
@@ -564,7 +611,7 @@ static Suite *nft_suite(void)
 	PC_UNIT_TESTS(rs, layout_and_hooks, queue_rules_never_bypass,
 		      text_is_stable_and_survives_netlink, new_flow_limit_before_the_queue,
 		      meter_text_leaves_out_its_elements, address_sets_merge, marks_are_ours_only,
-		      bad_parameters);
+		      tls_bit_only_on_held_flows, bad_parameters);
 	suite_add_tcase(s, enc);
 	suite_add_tcase(s, rs);
 	return s;
