@@ -706,6 +706,10 @@ struct rulehits *engine_hits_get(struct engine *e);
 int queue_open(struct qthread *t, struct pc_err *err);
 void *queue_thread_main(void *arg);
 void queue_close(struct qthread *t);
+/* How long the thread holds its next read (µs, 0: none) after a read of
+ * last packets: under load, the packets of the hold are read as one
+ * batch (docs/engine.md, "The pipeline"). */
+unsigned queue_gather_hold_us(size_t last);
 /* Kernel counters of queue num from /proc/net/netfilter/nfnetlink_queue
  * (proc_fd: that file, opened while still root). */
 int queue_kernel_stats(int proc_fd, uint16_t num, uint64_t *queue_dropped, uint64_t *user_dropped);
