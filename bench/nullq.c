@@ -4,6 +4,10 @@
  * VERDICT_BATCH out per receive), deciding nothing and logging nothing.
  * The rate through it is what any NFQUEUE design reaches on this machine
  * before it does any work of its own; never used outside the benchmarks.
+ * It reads as the engine's queue threads do: after a read of 2..BATCH-1
+ * packets it holds its next read HOLD_US (engine/queue.c,
+ * queue_gather_hold_us), so that the CPU per verdict of the two compares
+ * their work, not their read policies (bench/report-notes.md).
  *   nullq MARK QUEUE...      (MARK: the engine's allow mark, e.g. 0x80000000)
  * Runs until killed; one thread per queue. */
 #define _GNU_SOURCE /* recvmmsg */
@@ -17,12 +21,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <libmnl/libmnl.h>
 #include <libnetfilter_queue/libnetfilter_queue.h>
 
-#define BATCH 64
-#define SLOT  4096 /* headers: the copy range below is small */
+#define BATCH	64
+#define SLOT	4096 /* headers: the copy range below is small */
+#define HOLD_US 100  /* the engine's GATHER_HOLD_US */
 
 static uint32_t allow_mark;
 
@@ -112,6 +118,11 @@ static void *serve(void *arg)
 		nfq_nlmsg_verdict_put_mark(v, allow_mark);
 		if (mnl_socket_sendto(q->nl, v, v->nlmsg_len) < 0)
 			die("verdict", q->num);
+		if (n >= 2 && n < BATCH) {
+			struct timespec ts = {0, HOLD_US * 1000L};
+
+			nanosleep(&ts, NULL);
+		}
 	}
 	return NULL;
 }
