@@ -207,11 +207,14 @@ def adapt_check(texts):
 
 
 def adapt_vault(texts):
-    """bench/vault, run once per round: two sections, rows 'label req/s p50 p99 ratio'."""
+    """bench/vault, run once per round: two sections, rows 'label req/s p50 p99 CPU
+    ratio' (CPU: microseconds of the measured tree per request, '-' where none
+    is measured), and in the keep-alive section logd's CPU per vault request."""
     keys = {"direct TLS (baseline)": "direct", "vault with injection": "vault",
             "squid ssl-bump adding the header": "squid",
             "nginx reverse proxy with the header": "nginx"}
-    data = {}  # (section, row) -> {"rps": [], "p50": [], "p99": []}
+    data = {}  # (section, row) -> {"rps": [], "p50": [], "p99": [], "cpu": []}
+    logd_cpu = []
     for t in texts:
         section = None
         for line in t.splitlines():
@@ -220,14 +223,19 @@ def adapt_vault(texts):
             elif line.startswith("a new TLS connection"):
                 section = "new"
             elif section:
+                m = re.match(r"\s+logd, for the vault's records\s+-\s+-\s+-\s+(\S+)", line)
+                if m and section == "ka":
+                    logd_cpu.append(num(m.group(1)))
                 for label, key in keys.items():
-                    m = re.match(r"\s+" + re.escape(label) + r"\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)",
-                                 line)
+                    m = re.match(r"\s+" + re.escape(label) +
+                                 r"\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)(?:\s+(\S+))?", line)
                     if m:
-                        d = data.setdefault((section, key), {"rps": [], "p50": [], "p99": []})
+                        d = data.setdefault((section, key),
+                                            {"rps": [], "p50": [], "p99": [], "cpu": []})
                         d["rps"].append(num(m.group(1)))
                         d["p50"].append(num(m.group(2)))
                         d["p99"].append(num(m.group(3)))
+                        d["cpu"].append(num(m.group(4)))
 
     def col(sec, key, c):
         return data.get((sec, key), {}).get(c, [])
@@ -236,7 +244,8 @@ def adapt_vault(texts):
         notes.append("squid rows missing: " + " ".join(
             l for t in texts for l in t.splitlines() if l.startswith("squid: not measured")))
     return {
-        "bench": "vault", "title": "HTTPS through the vault, against direct TLS and Squid",
+        "bench": "vault",
+        "title": "HTTPS through the vault, against direct TLS, Squid and nginx",
         "workload": "bench/vault: bench/vault_load in a sandbox, 8 concurrent clients, GET to "
                     "the lab's nginx; direct: TLS to paste.evil.test, not redirected; vault: to "
                     "api.github.test with a placeholder the vault replaces (TLS terminated, "
@@ -265,6 +274,14 @@ def adapt_vault(texts):
             metric("vault_keepalive_vs_nginx", "HTTPS requests/s keep-alive, vault against the "
                    "nginx reverse proxy", "req/s", "higher", "vault", col("ka", "vault", "rps"),
                    "nginx proxy", col("ka", "nginx", "rps")),
+            # issue 34: CPU per keep-alive request of every process and thread
+            # of the vault (monitor, CA, workers) against nginx's master and
+            # workers, same run; logd's share of the vault's records beside it
+            metric("vault_cpu_vs_nginx", "vault keep-alive: CPU per request vs nginx", "us",
+                   "lower", "vault", col("ka", "vault", "cpu"), "nginx proxy",
+                   col("ka", "nginx", "cpu"), ("ratio_max", 1.2, "<= 1.2x")),
+            metric("vault_logd_cpu", "logd's CPU per vault keep-alive request (its records; "
+                   "not in the vault's column)", "us", "lower", "logd", logd_cpu),
             metric("vault_keepalive_p99", "keep-alive request latency p99", "ms", "lower",
                    "vault", col("ka", "vault", "p99"), "direct TLS", col("ka", "direct", "p99")),
             metric("vault_newconn", "new HTTPS connections/s, against direct TLS", "req/s",
