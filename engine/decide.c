@@ -1317,6 +1317,19 @@ static void from_sandbox(const struct decide_ctx *c, const struct pkt_in *in, co
 			d->v = VK_DROP; /* sent again: the fast path, or refused */
 			return;
 		}
+		/* A SYN with another ISN on a promoted entry starts a new flow:
+		 * the server acknowledged every judged byte, so none waits at
+		 * the first ISN, and the SYN reached the queue only because
+		 * conntrack closed the promoted connection and opened a new one
+		 * (the promoted one's packets carry ALLOW). Judged afresh, like
+		 * any new flow, in its own sequence space (docs/engine.md, "Held
+		 * flows"). A retransmitted first SYN still passes. */
+		if (hf && hf->promoted_ms && !hf->failed &&
+		    (p->tcp_flags & (TH_SYN | TH_ACK | TH_RST | TH_FIN)) == TH_SYN &&
+		    !p->payload_len && p->tcp_seq != hf->isn) {
+			held_del(c->held, hf);
+			hf = NULL;
+		}
 		if (hf) {
 			held_segment(c, p, sb, hf, d);
 			return;

@@ -265,7 +265,7 @@ struct held_flow {
 	 * later segment over it must carry the same bytes. Once judged
 	 * allowed, the flow is promoted only when the server acknowledges
 	 * isn + 1 + len (its replies are queued until then). */
-	uint32_t isn;	      /* the first SYN's sequence number; another one is refused */
+	uint32_t isn;	      /* the first SYN's sequence number (another one: spec H6, H6a) */
 	uint32_t snd_max;     /* past the last sequence number the sandbox sent (data, FIN) */
 	size_t cap;	      /* bytes allocated in buf (grows to HELD_BUF_MAX) */
 	bool judged;	      /* buf[0, len) judged allowed: waiting for the server's ACK */

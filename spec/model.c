@@ -1126,6 +1126,19 @@ static void from_sandbox(struct spec_world *w, const struct spec_pkt *p, struct 
 		port53(w, sb, p, v);
 		return;
 	}
+	if (f && f->st == SPEC_F_ACKED && p->ct == SPEC_CT_NEW && p->len == 0 &&
+	    (p->tcp_flags & (F_SYN | F_ACK | F_RST | F_FIN)) == F_SYN && p->seq != f->isn) {
+		/* H6a: conntrack opened a new connection on a promoted flow's
+		 * addresses; the server acknowledged every judged byte of the
+		 * first, so the SYN is a new flow, judged afresh (S20-S24). The
+		 * engine may have forgotten the promotion already: DROP (R1). */
+		flow_forget(f);
+		new_flow(w, sb, p, v);
+		v->row = "H6a";
+		v->may |= SPEC_V_DROP;
+		v->rec = SPEC_REC_MAY;
+		return;
+	}
 	if (f) {
 		held_out(w, sb, f, p, v);
 		return;

@@ -27,7 +27,10 @@
 #   craft.py dnsflood --server A --count N [--names-from SUFFIX]
 #   craft.py held --dst A --dport P --sport P --scenario S [--good N] [--evil N]
 #            (a TCP handshake of its own on a held flow, then an insertion:
-#            S = ttl1-plain, ttl1-hello, syn2, alert, urg-ack, ack-VARIANT (a
+#            S = ttl1-plain, ttl1-hello, syn2, resyn, resyn-old (a connection
+#            promoted, reset, then another ISN on its ports: the ClientHello
+#            again, or another name's in the first one's space), alert,
+#            urg-ack, ack-VARIANT (a
 #            handshake, then one segment near a bare ACK's shape: none plain ts
 #            opts data urp psh ece res ipopt trail dstopts), srv-ack and
 #            srv-ack-plain (a ClientHello, or plain text, 4 bytes more, the
@@ -797,12 +800,45 @@ def cmd_held(a):
         p.send("PA", isn2 + 1, getattr(p, "rcv", 0), evil)
         p.recv(1.5)
         print(p.summary())
+    elif a.scenario in ("resyn", "resyn-old"):
+        held_resyn(p, isn, good, evil, a.scenario == "resyn-old")
     elif a.scenario.startswith("ack-"):
         held_bare_ack(p, isn, a.scenario[4:])
     elif a.scenario in ("srv-ack", "srv-ack-plain"):
         held_server_ack(p, isn, good if a.scenario == "srv-ack" else b"GET / HTTP/1.0\r\n", evil)
     else:
         sys.exit("craft: unknown scenario " + a.scenario)
+
+
+def held_resyn(p, isn, good, evil, old_space):
+    """A connection promoted on the server's first bytes, reset, then at
+    once (within the promoted entry's grace) a SYN with another ISN on the
+    same addresses and ports, as a client reusing its port does: then
+    either the ClientHello again in the new connection's space, or (the
+    attack) another name's in the first connection's space."""
+    if not p.handshake(isn):
+        print("no SYN-ACK; " + p.summary())
+        return
+    p.send("PA", isn + 1, p.rcv, good)
+    end = time.time() + 3
+    while time.time() < end and not any(n for fl, _, _, n in p.seen if not fl & 0x02):
+        p.recv(0.05)
+    first = sum(n for fl, _, _, n in p.seen if not fl & 0x02)
+    print("first connection: data bytes %d" % first, end="; ")
+    p.send("RA", isn + 1 + len(good), p.rcv)
+    old_rcv, mark = p.rcv, len(p.seen)
+    isn2 = (isn + (1 << 30)) & 0xFFFFFFFF
+    if not p.handshake(isn2):
+        print("second SYN not answered; " + p.summary())
+        return
+    print("second SYN answered by the server", end="; ")
+    if old_space:
+        p.send("PA", isn + 1 + len(good), old_rcv, evil)
+    else:
+        p.send("PA", isn2 + 1, p.rcv, good)
+    p.recv(1.5)
+    second = sum(n for fl, _, _, n in p.seen[mark:] if not fl & 0x02)
+    print("second connection: data bytes %d, in all: %s" % (second, p.summary()))
 
 
 def held_bare_ack(p, isn, variant):

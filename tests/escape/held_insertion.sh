@@ -68,6 +68,29 @@ held_attempt "(e) a TLS warning alert record first (not a handshake, so once jud
 	"$LAB_CDN4" 47006 alert '^malformed TLS ClientHello$' \
 	"RST at the alert record"
 
+# H6a: a promoted connection, reset, then a SYN with another ISN on the
+# same ports within the promoted entry's grace (a client reusing its port;
+# conntrack opens a new connection): a new flow, judged afresh with its own
+# record (the old engine refused it: "a SYN with another sequence number").
+# The first connection's sequence space is no way back: another name's
+# ClientHello there is refused by the new flow.
+esc_begin "(f) a promoted connection reset, then another ISN on its ports: a new flow, judged afresh"
+out=$(esc_craft 1 held --dst "$LAB_CDN4" --sport 47007 --scenario resyn 2>&1)
+t_diag "craft: $out"
+t_match "resyn: the first connection was answered (promoted)" "^first connection: data bytes [1-9]" "$out"
+t_match "resyn: the SYN with another ISN was answered by the server" "second SYN answered by the server" "$out"
+t_match "resyn: the second connection's ClientHello was answered" "second connection: data bytes [1-9]" "$out"
+esc_settle
+ok=$(guard_records | tail -n +$((ESC_REC0 + 1)) | grep '"source.port":47007,' |
+	grep '"event.outcome":"success"' | grep -c '"tls.client.server_name":"cdn-good.test"' | tr -d ' ')
+t_eq "resyn: two allowed records, one per connection" 2 "$ok"
+t_eq "resyn: no refusal" 0 "$(guard_records | tail -n +$((ESC_REC0 + 1)) |
+	grep '"source.port":47007,' | grep -c '"event.outcome":"failure"' | tr -d ' ')"
+esc_end "second connection allowed" "client: $out; allowed records: $ok"
+held_attempt "(g) a promoted connection reset, another ISN on its ports, then cdn-evil.test's ClientHello in the first connection's sequence space" \
+	"$LAB_CDN4" 47008 resyn-old "^held flow: data before the connection's first byte$" \
+	"RST at the ClientHello in the old space"
+
 # ---- real clients on held flows: promoted on the server's acknowledgement ----
 esc_begin "curl https://cdn-good.test (IPv4 and IPv6): a real TLS client on the shared address"
 t_match "IPv4: works" "^cdn-good.test ok" \

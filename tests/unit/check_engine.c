@@ -1070,6 +1070,57 @@ START_TEST(held_promotion)
 }
 END_TEST
 
+/* H6a: a SYN with another ISN on a promoted entry (a client reusing its
+ * port once the first connection closed: conntrack opened a new one) is a
+ * new flow, held and judged afresh with its own record; the first SYN sent
+ * again still passes; a judged entry the server has not acknowledged yet
+ * still refuses another ISN (H6). */
+START_TEST(held_new_isn_after_promotion)
+{
+	uint8_t ch[512];
+	size_t n = wire_client_hello(ch, "api.github.test");
+	uint32_t end = 101 + (uint32_t)n;
+
+	resolve("api.github.test", "203.0.113.10", 0x6800, "6030");
+	handshake("10.203.0.11", 44100, "203.0.113.10", 443, 100);
+	tcp_pkt("10.203.0.11", 44100, "203.0.113.10", 443, ACK | PSH, 101, ch, n);
+	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert(d.has_rec);
+	ck_assert_int_eq(reply("203.0.113.10", 443, "10.203.0.11", 44100, ACK, 7001, end, "SH", 2),
+			 VK_ALLOW);
+	ck_assert(d.promote);
+	tcp_pkt("10.203.0.11", 44100, "203.0.113.10", 443, SYN, 100, NULL, 0);
+	ck_assert_int_eq(judge(), VK_PASS); /* the first SYN again */
+	ck_assert(!d.has_rec);
+	ctx.now_ms += 10; /* within the grace */
+	handshake("10.203.0.11", 44100, "203.0.113.10", 443, 900000);
+	tcp_pkt("10.203.0.11", 44100, "203.0.113.10", 443, ACK | PSH, 101, ch, n);
+	ck_assert_int_eq(judge(), VK_REJECT); /* the first connection's bytes: not this one's */
+	ck_assert_str_eq(d.rec.reason, "held flow: data before the connection's first byte");
+
+	handshake("10.203.0.11", 44101, "203.0.113.10", 443, 100);
+	tcp_pkt("10.203.0.11", 44101, "203.0.113.10", 443, ACK | PSH, 101, ch, n);
+	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert_int_eq(reply("203.0.113.10", 443, "10.203.0.11", 44101, ACK, 7001, end, "SH", 2),
+			 VK_ALLOW);
+	ctx.now_ms += 10;
+	handshake("10.203.0.11", 44101, "203.0.113.10", 443, 900000);
+	tcp_pkt("10.203.0.11", 44101, "203.0.113.10", 443, ACK | PSH, 900001, ch, n);
+	ck_assert_int_eq(judge(), VK_PASS);
+	ck_assert(d.has_rec && d.held_judged);
+	ck_assert_int_eq(d.rec.verdict, LOGREC_ALLOWED);
+
+	/* judged, not acknowledged yet: another ISN is refused */
+	handshake("10.203.0.11", 44102, "203.0.113.10", 443, 100);
+	tcp_pkt("10.203.0.11", 44102, "203.0.113.10", 443, ACK | PSH, 101, ch, n);
+	ck_assert_int_eq(judge(), VK_PASS);
+	tcp_pkt("10.203.0.11", 44102, "203.0.113.10", 443, SYN, 900000, NULL, 0);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_str_eq(d.rec.reason,
+			 "held flow: a SYN with another sequence number than the first");
+}
+END_TEST
+
 /* A TLS flow's server answering with a HelloRetryRequest (H13a): the flow is
  * refused, recorded, and the second ClientHello never passes. The server's
  * first bytes cut short of the random decide nothing: not promoted. */
@@ -1620,9 +1671,10 @@ static Suite *engine_suite(void)
 		      only_connection_starts, dns_queries, dns_answers,
 		      dns_port53_only_sandbox_to_resolver, dns_answer_only_from_resolver,
 		      dns_one_record_per_query, dnstcp_failed_stream, held_flow_sni,
-		      held_flow_timeout_and_plain, held_insertion, held_promotion, held_hello_retry,
-		      held_reload_before_promotion, held_insertion_v6, held_plain_after_reload,
-		      rejudge_after_reload, held_quota_in_decide, quota_refusals_counted);
+		      held_flow_timeout_and_plain, held_insertion, held_promotion,
+		      held_new_isn_after_promotion, held_hello_retry, held_reload_before_promotion,
+		      held_insertion_v6, held_plain_after_reload, rejudge_after_reload,
+		      held_quota_in_decide, quota_refusals_counted);
 	PC_UNIT_TESTS(tabs, registry_bounded_and_swept, held_table_bounded,
 		      held_quota_fill_drain_fill, held_promoted_frees_waiting_share,
 		      dnstcp_quota_fill_drain_fill, tables_hash_keyed);
