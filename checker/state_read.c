@@ -400,8 +400,9 @@ void ck_packet_read(struct ck_state *st)
 
 /* ---- nfnetlink_queue bindings --------------------------------------------- */
 
-/* The socket inode of netlink portid on bus proto (/proc/net/netlink). */
-static unsigned long netlink_inode(uint32_t portid, int proto)
+/* The socket inode of netlink portid on bus proto (/proc/net/netlink),
+ * read once. */
+static unsigned long netlink_inode_once(uint32_t portid, int proto)
 {
 	char *buf = NULL, *save = NULL;
 	size_t len = 0;
@@ -423,6 +424,23 @@ static unsigned long netlink_inode(uint32_t portid, int proto)
 		}
 	}
 	free(buf);
+	return ino;
+}
+
+/* The same, read again while not found. /proc/net/netlink is a seq_file
+ * read a page per read(), each restarting the walk of the socket table at
+ * a line count: a socket closed meanwhile earlier in the walk shifts the
+ * lines, and the next page skips one. A socket bound to a queue is there
+ * (nfnetlink_queue just named its port), so a miss is such a read, seen
+ * in sandbox runs while the launcher opened and closed netlink sockets in
+ * the same namespace. Reading again can only find more: a binder still
+ * not found stays a finding. */
+static unsigned long netlink_inode(uint32_t portid, int proto)
+{
+	unsigned long ino = 0;
+
+	for (int i = 0; i < 5 && !ino; i++)
+		ino = netlink_inode_once(portid, proto);
 	return ino;
 }
 
