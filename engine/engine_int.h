@@ -283,12 +283,18 @@ struct held_flow {
 	bool srv_first;
 	bool grace; /* counted as promoted (held_promoted), no longer as waiting */
 	struct held_flow *gnext, *gprev; /* promoted entries, oldest first */
+	uint64_t promo_batch;		 /* the queue thread's batch that promoted it */
+	uint64_t sent_ms;		 /* != 0: that batch's verdicts were sent then */
 };
 /* How long a promoted entry stays to catch packets queued before the
  * conntrack mark took effect (a batch and its log flush: milliseconds).
  * It was 2 s; each promoted entry then held a place for 2 s, so a sandbox
  * could promote at most its share per 2 s (1,024 TLS flows/s: issue 34). */
 #define HELD_GRACE_MS 500
+/* A promoted entry goes earlier, at the first read that began this long
+ * after its promoting verdict was sent and found the NFQUEUE socket empty
+ * (held_drained; docs/engine.md, "Held flows": why 50 ms). */
+#define HELD_DRAIN_MIN_MS 50
 struct held_table;
 int held_table_new(size_t max, struct held_table **out);
 void held_table_free(struct held_table *t);
@@ -315,6 +321,18 @@ void held_del(struct held_table *t, struct held_flow *f);
  * forgotten first, oldest first. 0; on PC_EREFUSED (that share is full) it
  * stays counted as waiting. */
 int held_promoted(struct held_table *t, struct held_flow *f, size_t n_sandboxes);
+/* The queue thread decides batch seq now (seq grows by one per batch): an
+ * entry promoted meanwhile is promoted by it. */
+void held_batch_begin(struct held_table *t, uint64_t seq);
+/* The verdicts of batches up to seq were sent at now_ms: the promotions
+ * they carry set the ct mark ALLOW then. */
+void held_verdicts_sent(struct held_table *t, uint64_t seq, uint64_t now_ms);
+/* A read that began at start_ms found the NFQUEUE socket empty: every
+ * packet queued before then was read (and decided). A promoted entry
+ * whose verdict was sent at least HELD_DRAIN_MIN_MS before start_ms is no
+ * longer needed: no packet that saw the flow unpromoted is left to come.
+ * Forgets those, oldest first; returns how many. */
+size_t held_drained(struct held_table *t, uint64_t start_ms);
 /* Forget entries well past their deadline; returns how many. */
 size_t held_expire(struct held_table *t, uint64_t now_ms);
 size_t held_count(const struct held_table *t);
@@ -710,6 +728,13 @@ void queue_close(struct qthread *t);
  * last packets: under load, the packets of the hold are read as one
  * batch (docs/engine.md, "The pipeline"). */
 unsigned queue_gather_hold_us(size_t last);
+/* What a read of the NFQUEUE socket (recvmmsg's n, and errno when n < 0)
+ * says of its queue, for held_drained: QREAD_EMPTY, it was empty when the
+ * read ended; QREAD_SHORT, fewer than a full batch: empty, unless the read
+ * stopped at an overflow, which the next read reports (QREAD_OVERFLOW);
+ * QREAD_FULL or QREAD_NOTHING (interrupted, another error): nothing known. */
+enum qread { QREAD_NOTHING, QREAD_EMPTY, QREAD_SHORT, QREAD_FULL, QREAD_OVERFLOW };
+enum qread queue_read_kind(int n, int err);
 /* Kernel counters of queue num from /proc/net/netfilter/nfnetlink_queue
  * (proc_fd: that file, opened while still root). */
 int queue_kernel_stats(int proc_fd, uint16_t num, uint64_t *queue_dropped, uint64_t *user_dropped);

@@ -239,6 +239,8 @@ struct held_table {
 	struct quota_map *quota;	 /* entries per sandbox (meta.sandbox) */
 	struct quota_map *grace;	 /* promoted entries per sandbox */
 	struct held_flow *ghead, *gtail; /* promoted entries, oldest first */
+	struct held_flow *gsent;	 /* the first of them whose verdict is unsent */
+	uint64_t batch;			 /* the batch being decided (held_batch_begin) */
 };
 
 int held_table_new(size_t max, struct held_table **out)
@@ -267,6 +269,8 @@ static void held_free_one(struct held_table *t, struct held_flow *f)
 	if (f->grace) {
 		quota_give(t->grace, f->meta.sandbox);
 		t->n_grace--;
+		if (t->gsent == f)
+			t->gsent = f->gnext;
 		if (f->gprev)
 			f->gprev->gnext = f->gnext;
 		else
@@ -353,6 +357,10 @@ int held_promoted(struct held_table *t, struct held_flow *f, size_t n_sandboxes)
 	t->n--;
 	t->n_grace++;
 	f->grace = true;
+	f->promo_batch = t->batch;
+	f->sent_ms = 0;
+	if (!t->gsent)
+		t->gsent = f;
 	f->gprev = t->gtail;
 	f->gnext = NULL;
 	if (t->gtail)
@@ -373,6 +381,32 @@ void held_del(struct held_table *t, struct held_flow *f)
 		return;
 	*pp = f->next;
 	held_free_one(t, f);
+}
+
+void held_batch_begin(struct held_table *t, uint64_t seq)
+{
+	t->batch = seq;
+}
+
+void held_verdicts_sent(struct held_table *t, uint64_t seq, uint64_t now_ms)
+{
+	/* promoted in batch order: the unsent ones are the list's tail */
+	while (t->gsent && t->gsent->promo_batch <= seq) {
+		t->gsent->sent_ms = now_ms ? now_ms : 1;
+		t->gsent = t->gsent->gnext;
+	}
+}
+
+size_t held_drained(struct held_table *t, uint64_t start_ms)
+{
+	size_t gone = 0;
+
+	/* sent in promotion order, so the oldest decides when to stop */
+	while (t->ghead && t->ghead->sent_ms && start_ms >= t->ghead->sent_ms + HELD_DRAIN_MIN_MS) {
+		held_del(t, t->ghead);
+		gone++;
+	}
+	return gone;
 }
 
 size_t held_expire(struct held_table *t, uint64_t now_ms)

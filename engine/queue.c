@@ -50,7 +50,8 @@ struct qbatch {
 	struct rulehits *hits;
 	struct decision *dec; /* t->dec + slot * BATCH_MAX */
 	struct pkt_in *pin;
-	bool gates; /* holds a held flow's judgement (window_gated) */
+	bool gates;   /* holds a held flow's judgement (window_gated) */
+	uint64_t seq; /* batches read by the thread before it, and it */
 };
 
 struct qbufs {
@@ -62,6 +63,9 @@ struct qbufs {
 	uint8_t vbuf[VBUF_SIZE];
 	size_t voff;
 	size_t last_read; /* packets the last read returned */
+	uint64_t seq;	  /* batches read */
+	bool short_read;  /* the last read was QREAD_SHORT, begun at short_ms */
+	uint64_t short_ms;
 	uint32_t last_id; /* id of the last packet given a verdict */
 	bool have_last;
 	uint64_t last_warn_ms;
@@ -428,6 +432,8 @@ static void take_batch(struct qthread *t, struct qbufs *qb, unsigned slot, int n
 	B->now_ms = pc_now_mono_ms();
 	B->dec = t->dec + (size_t)slot * BATCH_MAX;
 	B->pin = t->pin + (size_t)slot * BATCH_MAX;
+	B->seq = ++qb->seq;
+	held_batch_begin(t->held, B->seq);
 	c = (struct decide_ctx){.cfg = &e->cfg,
 				.policy = B->pol,
 				.dg = e->dg,
@@ -521,6 +527,10 @@ static void finish_batch(struct qthread *t, struct qbufs *qb, struct qbatch *B, 
 			quota_stats_count(&e->quota, decision_sandbox(d), d->quota);
 	}
 	emit_verdicts(t, qb, B);
+	/* the ct mark of each promotion in B acts from here on (a verdict
+	 * that did not go out leaves the flow HELD: its entry going early
+	 * then refuses its later packets, fail closed) */
+	held_verdicts_sent(t->held, B->seq, pc_now_mono_ms());
 	for (size_t i = 0; i < B->n; i++) {
 		struct pc_err err = {0};
 		struct decision *d = &B->dec[i];
@@ -614,6 +624,46 @@ unsigned queue_gather_hold_us(size_t last)
 	return last >= 2 && last < BATCH_MAX ? GATHER_HOLD_US : 0;
 }
 
+enum qread queue_read_kind(int n, int err)
+{
+	if (n >= BATCH_MAX)
+		return QREAD_FULL;
+	if (n > 0)
+		return QREAD_SHORT;
+	if (n == 0 || err == EAGAIN || err == EWOULDBLOCK)
+		return QREAD_EMPTY;
+	return err == ENOBUFS ? QREAD_OVERFLOW : QREAD_NOTHING;
+}
+
+/* A promoted entry is kept for the flow's packets queued before its
+ * promoting verdict set the ct mark; once a read begun after that (and
+ * HELD_DRAIN_MIN_MS) found the socket empty, all of them were read and
+ * decided, so the entry goes then instead of at HELD_GRACE_MS (docs/
+ * engine.md, "Held flows"). recvmmsg ends a short read at an empty queue
+ * or at an overflow it reports on the next read, so a short read counts
+ * only once the next read reported none. */
+static void note_read(struct qthread *t, struct qbufs *qb, uint64_t start_ms, int n, int err)
+{
+	switch (queue_read_kind(n, err)) {
+	case QREAD_EMPTY:
+		held_drained(t->held, start_ms);
+		qb->short_read = false;
+		break;
+	case QREAD_SHORT:
+	case QREAD_FULL:
+		if (qb->short_read)
+			held_drained(t->held, qb->short_ms);
+		qb->short_read = n < BATCH_MAX;
+		qb->short_ms = start_ms;
+		break;
+	case QREAD_OVERFLOW:
+		qb->short_read = false;
+		break;
+	case QREAD_NOTHING:
+		break;
+	}
+}
+
 static void gather_hold(struct qbufs *qb)
 {
 	unsigned us = queue_gather_hold_us(qb->last_read);
@@ -651,11 +701,15 @@ void *queue_thread_main(void *arg)
 		can_read = qb->count < QWINDOW && !window_gated(qb);
 		if (qb->count == 0) { /* waits up to SO_RCVTIMEO */
 			gather_hold(qb);
+			now = pc_now_mono_ms();
 			n = recvmmsg(fd, qb->msgs[slot], BATCH_MAX, MSG_WAITFORONE, NULL);
-		} else if (can_read && qb->gathered == win_at(qb, 0)->want)
+			note_read(t, qb, now, n, errno);
+		} else if (can_read && qb->gathered == win_at(qb, 0)->want) {
 			/* logd is slow: read on, never a sleep while packets wait */
+			now = pc_now_mono_ms();
 			n = recvmmsg(fd, qb->msgs[slot], BATCH_MAX, MSG_DONTWAIT, NULL);
-		else
+			note_read(t, qb, now, n, errno);
+		} else
 			errno = EAGAIN;
 		if (n > 0) {
 			qb->last_read = (size_t)n;
