@@ -644,6 +644,9 @@ enum qread queue_read_kind(int n, int err)
  * only once the next read reported none. */
 static void note_read(struct qthread *t, struct qbufs *qb, uint64_t start_ms, int n, int err)
 {
+	/* what the next hold is sized by: a read that found nothing (a
+	 * timeout on a quiet queue) starts none */
+	qb->last_read = n > 0 ? (size_t)n : 0;
 	switch (queue_read_kind(n, err)) {
 	case QREAD_EMPTY:
 		held_drained(t->held, start_ms);
@@ -712,7 +715,6 @@ void *queue_thread_main(void *arg)
 		} else
 			errno = EAGAIN;
 		if (n > 0) {
-			qb->last_read = (size_t)n;
 			take_batch(t, qb, slot, n);
 			qb->count++;
 		} else if (n < 0 && errno == ENOBUFS) {
