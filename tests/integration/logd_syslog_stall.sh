@@ -174,7 +174,12 @@ t_match "TCP collector that resets: no flush misses the engine's deadline" \
 rst=$(ratio_of "$out")
 t_diag "TCP, resets:             $(head -1 <<<"$out")   (p99 ratio to the reference: $rst)"
 logd_stop_ok
-t_match "logd saw the resets" "syslog export to 127.0.0.1: .*(reset|closed|Broken pipe)" \
+# logd reports a reset in one of two forms: after it was connected
+# ("export to X: ...; reconnecting"), or, when the listener's RST comes
+# while logd is still connecting, once as "export to X unavailable,
+# spooling ...: connecting to X: Connection reset by peer" (seen on a
+# loaded machine: every reset of that run came that way)
+t_match "logd saw the resets" "syslog export to 127.0.0.1(:| unavailable, spooling).*(reset|closed|Broken pipe)" \
 	"$(cat "$D/logd.err")"
 
 t_diag "p99 ack latency with the collector / without one, same moments (issue 21 asks <= 1.5):"
