@@ -411,6 +411,8 @@ struct ck_state {
 		char comm[32];
 	} * pkts;
 	size_t n_pkts, cap_pkts;
+	/* why the list of packet sockets may be incomplete ("" when whole) */
+	char pkt_unreadable[128];
 };
 
 void ck_state_free(struct ck_state *st);
@@ -471,7 +473,9 @@ struct ck_nsrec {
 };
 /* Parse the walker's stream (ck_nsrec records) into st; also for tests. */
 int ck_netns_parse(struct ck_state *st, const void *buf, size_t len, struct pc_err *err);
-/* Packet sockets of this namespace (/proc/net/packet) and their holders. */
+/* Packet sockets of this namespace (/proc/net/packet, read again until a
+ * read lists none not seen) and their holders; st->pkt_unreadable says why
+ * the list may be incomplete. */
 void ck_packet_read(struct ck_state *st);
 /* Parse /proc/net/packet's text into st (no holders looked up). */
 void ck_packet_parse(struct ck_state *st, const char *text);

@@ -769,6 +769,11 @@ int ck_analyze(const struct ck_state *st, const struct checker_expect *ex, const
 	if (st->ebt_unreadable[0])
 		ck_find(res, CK_OB_MODEL, CHECKER_DOUBT,
 			"ebtables-legacy tables could not be read: %s", st->ebt_unreadable);
+	if (st->pkt_unreadable[0])
+		ck_find(res, CK_OB_MODEL, CHECKER_DOUBT,
+			"packet sockets could not be listed whole: %s; a capture on a "
+			"sandbox-facing device may be among those not seen",
+			st->pkt_unreadable);
 	tcxdp_link(st, ex, brl, "bridge", res);
 	for (size_t i = 0; i < st->n_links; i++)
 		if (st->links[i].master == brl->ifindex)
