@@ -5,7 +5,9 @@
  * The rate through it is what any NFQUEUE design reaches on this machine
  * before it does any work of its own; never used outside the benchmarks.
  * It reads as the engine's queue threads do: after a read of 2..BATCH-1
- * packets it holds its next read HOLD_US (engine/queue.c,
+ * packets it holds its next read HOLD_US, for as long as held reads
+ * gather GAIN packets or more on average, and when they gather fewer it
+ * holds again only PROBE_MS later, for PROBE_HOLDS reads (engine/queue.c,
  * queue_gather_hold_us), so that the CPU per verdict of the two compares
  * their work, not their read policies (bench/report-notes.md).
  *   nullq MARK QUEUE...      (MARK: the engine's allow mark, e.g. 0x80000000)
@@ -17,6 +19,7 @@
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_queue.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +29,12 @@
 #include <libmnl/libmnl.h>
 #include <libnetfilter_queue/libnetfilter_queue.h>
 
-#define BATCH	64
-#define SLOT	4096 /* headers: the copy range below is small */
-#define HOLD_US 100  /* the engine's GATHER_HOLD_US */
+#define BATCH	    64
+#define SLOT	    4096 /* headers: the copy range below is small */
+#define HOLD_US	    100	 /* the engine's GATHER_HOLD_US */
+#define GAIN	    24	 /* GATHER_GAIN */
+#define PROBE_MS    100	 /* GATHER_PROBE_MS */
+#define PROBE_HOLDS 8	 /* GATHER_PROBE_HOLDS */
 
 static uint32_t allow_mark;
 
@@ -67,6 +73,14 @@ static void cfg(struct q *q, struct nlmsghdr *nlh, const char *what)
 	}
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 static void *serve(void *arg)
 {
 	struct q *q = arg;
@@ -74,6 +88,8 @@ static void *serve(void *arg)
 	char buf[256];
 	struct mmsghdr msgs[BATCH];
 	struct iovec iov[BATCH];
+	int held = 0, avg = GAIN, probe_left = 0;
+	uint64_t probe_ms = 0;
 
 	if (!rx)
 		die("out of memory", q->num);
@@ -88,6 +104,12 @@ static void *serve(void *arg)
 		uint32_t last = 0;
 		int seen = 0;
 
+		if (held) { /* a quarter the new read, as the engine */
+			avg = (avg * 3 + (n > 0 ? n : 0)) / 4;
+			if ((!probe_left || !--probe_left) && avg < GAIN)
+				probe_ms = now_ms() + PROBE_MS;
+			held = 0;
+		}
 		if (n < 0) {
 			if (errno == EINTR || errno == ENOBUFS)
 				continue;
@@ -118,10 +140,13 @@ static void *serve(void *arg)
 		nfq_nlmsg_verdict_put_mark(v, allow_mark);
 		if (mnl_socket_sendto(q->nl, v, v->nlmsg_len) < 0)
 			die("verdict", q->num);
-		if (n >= 2 && n < BATCH) {
+		if (n >= 2 && n < BATCH && !probe_left && avg < GAIN && now_ms() >= probe_ms)
+			probe_left = PROBE_HOLDS;
+		if (n >= 2 && n < BATCH && (avg >= GAIN || probe_left)) {
 			struct timespec ts = {0, HOLD_US * 1000L};
 
 			nanosleep(&ts, NULL);
+			held = 1;
 		}
 	}
 	return NULL;

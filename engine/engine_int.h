@@ -724,10 +724,21 @@ struct rulehits *engine_hits_get(struct engine *e);
 int queue_open(struct qthread *t, struct pc_err *err);
 void *queue_thread_main(void *arg);
 void queue_close(struct qthread *t);
+/* The hold before a read (docs/engine.md, "The pipeline"): whether the
+ * thread holds, and whether the read it is about to make follows a hold. */
+struct qgather {
+	bool held;	     /* the coming read follows a hold */
+	bool primed;	     /* avg4 holds a held read's size */
+	unsigned avg4;	     /* packets per held read, moving average, times 4 */
+	unsigned probe_left; /* held reads left before the average is judged */
+	uint64_t probe_ms;   /* not holding: when holding is tried again */
+};
 /* How long the thread holds its next read (µs, 0: none) after a read of
- * last packets: under load, the packets of the hold are read as one
- * batch (docs/engine.md, "The pipeline"). */
-unsigned queue_gather_hold_us(size_t last);
+ * last packets, at now_ms: under load, the packets of the hold are read as
+ * one batch, for as long as a held read gathers enough to pay for it. */
+unsigned queue_gather_hold_us(struct qgather *g, size_t last, uint64_t now_ms);
+/* The read that followed: n packets (recvmmsg's n), at now_ms. */
+void queue_gather_note(struct qgather *g, int n, uint64_t now_ms);
 /* What a read of the NFQUEUE socket (recvmmsg's n, and errno when n < 0)
  * says of its queue, for held_drained: QREAD_EMPTY, it was empty when the
  * read ended; QREAD_SHORT, fewer than a full batch: empty, unless the read
