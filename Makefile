@@ -55,10 +55,12 @@ BINS := $(foreach b,$(BIN_MAINS),$(BUILD)/$(firstword $(subst :, ,$(b))))
 UNIT_SRCS  := $(wildcard tests/unit/check_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 TEST_HELPERS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(wildcard tests/helpers/*.c))
+# faults a test injects into a daemon (LD_PRELOAD): never installed
+TEST_PRELOADS := $(patsubst tests/preload/%.c,$(BUILD)/tests/preload/%.so,$(wildcard tests/preload/*.c))
 
 .PHONY: all deps test check soak $(addprefix test-,$(MODULES) packaging) unit demo bench fuzz fuzz-build prove sanitize valgrind deb install clean escape vm-image \
 	format check-format
-all: $(BINS) $(UNIT_BINS) $(TEST_HELPERS)
+all: $(BINS) $(UNIT_BINS) $(TEST_HELPERS) $(TEST_PRELOADS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -85,6 +87,10 @@ $(BUILD)/tests/check_%: tests/unit/check_%.c $(ALL_LIBS)
 $(BUILD)/tests/helpers/%: tests/helpers/%.c $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP $(LDFLAGS) -o $@ $< $(LINK_LIBS) $(LDLIBS)
+
+$(BUILD)/tests/preload/%.so: tests/preload/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(filter-out -fPIE,$(CFLAGS)) -fPIC -shared -MMD -MP -o $@ $< -lmnl -ldl
 
 -include $(wildcard $(foreach m,$(MODULES),$(BUILD)/$(m)/*.d) $(BUILD)/tests/*.d \
 	$(BUILD)/tests/helpers/*.d $(BUILD)/*.d)

@@ -67,6 +67,10 @@ struct qbufs {
 	uint64_t gathered;    /* the want of the batch await gathered for */
 	uint8_t vbuf[VBUF_SIZE];
 	size_t voff;
+	bool vany; /* vbuf holds a verdict, the highest for id vmax */
+	uint32_t vmax;
+	bool drop_pending; /* a send failed: drop every queued id up to drop_upto */
+	uint32_t drop_upto;
 	size_t last_read; /* packets the last read returned */
 	struct qgather gather;
 	uint64_t seq;	 /* batches read */
@@ -77,21 +81,61 @@ struct qbufs {
 	uint64_t last_warn_ms;
 };
 
-static int send_verdicts(struct qthread *t, struct qbufs *qb)
+/* One message to the kernel, again after EINTR and a transient lack of
+ * buffers (3 tries); -1 with errno. */
+static int send_raw(struct qthread *t, const void *buf, size_t len)
 {
-	int tries = 0;
-
-	while (qb->voff && tries++ < 3) {
-		if (mnl_socket_sendto(t->nl, qb->vbuf, qb->voff) >= 0) {
-			qb->voff = 0;
+	for (int tries = 0; tries < 3; tries++) {
+		if (mnl_socket_sendto(t->nl, buf, len) >= 0)
 			return 0;
-		}
 		if (errno != EINTR && errno != ENOBUFS && errno != EAGAIN)
 			break;
 	}
-	pc_log(PC_LOG_ERR, "queue %u: sending verdicts: %s (those packets stay queued)", t->num,
-	       strerror(errno));
+	return -1;
+}
+
+/* Is packet id a after b (ids wrap)? */
+static bool id_after(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) > 0;
+}
+
+/* A verdict message the kernel did not take (ENOBUFS when it cannot
+ * allocate) leaves its packets queued, and a later VERDICT_BATCH, which
+ * covers every queued id up to its own, would give them its verdict: a
+ * refusal whose message failed passed with the next run of accepted
+ * packets (tests/faults/verdict_send.sh). So a failed send becomes a
+ * pending NF_DROP batch up to the highest id it held, sent before anything
+ * else; while it is not taken nothing else is sent (what would have been
+ * joins it). Batches are emitted in arrival order, so every id still
+ * queued at or below it is one whose verdict failed. */
+static int send_verdicts(struct qthread *t, struct qbufs *qb)
+{
+	if (!qb->voff && !qb->drop_pending)
+		return 0;
+	if (qb->drop_pending) {
+		char buf[128];
+		struct nlmsghdr *v = nfq_nlmsg_put(buf, NFQNL_MSG_VERDICT_BATCH, t->num);
+
+		nfq_nlmsg_verdict_put(v, (int)qb->drop_upto, NF_DROP);
+		if (send_raw(t, buf, v->nlmsg_len) == 0)
+			qb->drop_pending = false;
+	}
+	if (!qb->drop_pending && (!qb->voff || send_raw(t, qb->vbuf, qb->voff) == 0)) {
+		qb->voff = 0;
+		qb->vany = false;
+		return 0;
+	}
+	pc_log(PC_LOG_ERR,
+	       "queue %u: sending verdicts: %s (those packets stay queued, and are dropped "
+	       "when the kernel takes a verdict again)",
+	       t->num, strerror(errno));
+	if (qb->vany && (!qb->drop_pending || id_after(qb->vmax, qb->drop_upto)))
+		qb->drop_upto = qb->vmax;
+	qb->drop_pending = true;
+	qb->have_last = false;
 	qb->voff = 0;
+	qb->vany = false;
 	return PC_EIO;
 }
 
@@ -311,6 +355,9 @@ static void put_verdict(struct qthread *t, struct qbufs *qb, uint16_t type, uint
 	if (d && d->new_pkt)
 		nfq_nlmsg_verdict_put_pkt(nlh, d->new_pkt, (uint32_t)d->new_pkt_len);
 	qb->voff += MNL_ALIGN(nlh->nlmsg_len);
+	if (!qb->vany || id_after(id, qb->vmax))
+		qb->vmax = id;
+	qb->vany = true;
 }
 
 /* Verdicts in id order; a run of equal verdicts whose ids follow the last
