@@ -141,6 +141,11 @@ void drv_reset_flows(struct drv *d)
 	spec_world_forget_flows(&d->w);
 }
 
+void drv_ct_forget(struct drv *d)
+{
+	memset(d->ct, 0, sizeof(d->ct));
+}
+
 void drv_set_capacity(struct drv *d, size_t held, size_t dnstcp)
 {
 	d->held_cap = d->w.held_cap = held;

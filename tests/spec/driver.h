@@ -38,6 +38,10 @@ void drv_free(struct drv *d);
  * flows (DNS state, learned and pending, stays). */
 void drv_reset_flows(struct drv *d);
 void drv_advance(struct drv *d, uint64_t ms);
+/* Conntrack forgets every connection (a RST closed it, its timeout ran
+ * out, a flush): the next packet of those addresses and ports is NEW. The
+ * engine's and the model's flows stay. */
+void drv_ct_forget(struct drv *d);
 /* Make the held-flow and DNS-over-TCP tables this small (the flows are
  * forgotten), so that quotas (S14, S23) are reached. */
 void drv_set_capacity(struct drv *d, size_t held, size_t dnstcp);

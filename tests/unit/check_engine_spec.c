@@ -265,17 +265,20 @@ enum held_variant {
 	HV_BARE_ACK,	/* CH allowed, a bare ACK of it (not promoted), then the ServerHello */
 	HV_HRR,		/* CH allowed, answered by a HelloRetryRequest, then CH denied */
 	HV_HELLO_SHORT, /* the first 20 bytes of the ServerHello only: not promoted */
+	/* issue 34: a client reusing its port (H6a) */
+	HV_PROMOTED_NEW_ISN, /* promoted, reset, conntrack closed it: a SYN with another ISN */
+	HV_PROMOTED_RESUME,  /* the same, then the first connection's bytes */
 	HV_N
 };
 
 static const char *const hv_names[HV_N] = {
-    "ch-ok",	"ch-denied",	"insert-1byte", "resend-other",	 "resend-after-ack",
-    "split",	"split-tamper", "gap",		"syn-other-isn", "syn-same-isn",
-    "timeout",	"ack-timeout",	"partial-ack",	"no-sni",	 "tls-bad",
-    "not-tls",	"rst",		"fast-open",	"more-data",	 "resend-same",
-    "syn-ack",	"other-port",	"rst-data",	"fin-past",	 "alert-first",
-    "urg-byte", "urg-ack",	"urg-ptr",	"urg-retrans",	 "urg-promoted",
-    "bare-ack", "hrr",		"hello-short",
+    "ch-ok",	"ch-denied",	"insert-1byte", "resend-other",	    "resend-after-ack",
+    "split",	"split-tamper", "gap",		"syn-other-isn",    "syn-same-isn",
+    "timeout",	"ack-timeout",	"partial-ack",	"no-sni",	    "tls-bad",
+    "not-tls",	"rst",		"fast-open",	"more-data",	    "resend-same",
+    "syn-ack",	"other-port",	"rst-data",	"fin-past",	    "alert-first",
+    "urg-byte", "urg-ack",	"urg-ptr",	"urg-retrans",	    "urg-promoted",
+    "bare-ack", "hrr",		"hello-short",	"promoted-new-isn", "promoted-resume",
 };
 
 static void held_seq(struct sc *c, int fam, enum sc_src src, enum sc_dst dc, uint16_t dport,
@@ -526,6 +529,37 @@ static void held_seq(struct sc *c, int fam, enum sc_src src, enum sc_dst dc, uin
 		sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok, nok);
 		STEP(p);
 		ACKED(d1 + (uint32_t)nok);
+		break;
+	case HV_PROMOTED_NEW_ISN:
+	case HV_PROMOTED_RESUME:
+		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, nok);
+		ACKED(d1 + (uint32_t)nok);
+		OUT(R | A, d1 + (uint32_t)nok, srv + 1);
+		STEP(p);
+		drv_ct_forget(c->d);
+		OUT(S, isn + 77777, 0);
+		STEP(p);
+		/* a ClientHello the destination's entry does not allow
+		 * failed the first flow: no promotion, the SYN is refused (H0) */
+		if (drv_last(c->d) != (1u << 6) /* HOLD */)
+			break;
+		if (v == HV_PROMOTED_RESUME) {
+			/* the first connection's sequence space, before and
+			 * after the new flow's SYN-ACK */
+			DATA(d1 + (uint32_t)nok);
+			IN(S | A, srv + 9000, isn + 77778);
+			STEP(p);
+			DATA(d1 + (uint32_t)nok);
+			SEND(d1, SPEC_ST_CH, "evil.test", bad, nbad);
+		} else {
+			IN(S | A, srv + 9000, isn + 77778);
+			STEP(p);
+			OUT(A, isn + 77778, srv + 9001);
+			STEP(p);
+			OUT(P | A, isn + 77778, srv + 9001);
+			sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok, nok);
+			STEP(p);
+		}
 		break;
 	case HV_URG_PROMOTED:
 		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, nok);
