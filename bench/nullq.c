@@ -32,9 +32,10 @@
 #define BATCH	    64
 #define SLOT	    4096 /* headers: the copy range below is small */
 #define HOLD_US	    100	 /* the engine's GATHER_HOLD_US */
-#define GAIN	    24	 /* GATHER_GAIN */
+#define GAIN	    16	 /* GATHER_GAIN */
+#define WEIGHT	    8	 /* GATHER_WEIGHT */
 #define PROBE_MS    100	 /* GATHER_PROBE_MS */
-#define PROBE_HOLDS 8	 /* GATHER_PROBE_HOLDS */
+#define PROBE_HOLDS 16	 /* GATHER_PROBE_HOLDS */
 
 static uint32_t allow_mark;
 
@@ -104,8 +105,8 @@ static void *serve(void *arg)
 		uint32_t last = 0;
 		int seen = 0;
 
-		if (held) { /* a quarter the new read, as the engine */
-			avg = (avg * 3 + (n > 0 ? n : 0)) / 4;
+		if (held) { /* WEIGHT: the newest read's share, as the engine */
+			avg = (avg * (WEIGHT - 1) + (n > 0 ? n : 0)) / WEIGHT;
 			if ((!probe_left || !--probe_left) && avg < GAIN)
 				probe_ms = now_ms() + PROBE_MS;
 			held = 0;

@@ -728,8 +728,8 @@ void queue_close(struct qthread *t);
  * thread holds, and whether the read it is about to make follows a hold. */
 struct qgather {
 	bool held;	     /* the coming read follows a hold */
-	bool primed;	     /* avg4 holds a held read's size */
-	unsigned avg4;	     /* packets per held read, moving average, times 4 */
+	bool primed;	     /* avgw holds a held read's size */
+	unsigned avgw;	     /* packets per held read, moving average, times its weight */
 	unsigned probe_left; /* held reads left before the average is judged */
 	uint64_t probe_ms;   /* not holding: when holding is tried again */
 };

@@ -38,12 +38,14 @@
  * timeout refuses) a bounded number of packets. */
 #define QWINDOW 4
 /* The hold before a read under load (queue_gather_hold_us): its length,
- * the packets a held read must gather to hold again, and how long a hold
- * that did not pay stops holding. */
+ * the packets held reads must gather on average to hold again, the weight
+ * of the average (the newest read counts 1/GATHER_WEIGHT), and, once the
+ * holding stopped, when and for how many reads it is tried again. */
 #define GATHER_HOLD_US	   100
-#define GATHER_GAIN	   24
+#define GATHER_GAIN	   16
+#define GATHER_WEIGHT	   8
 #define GATHER_PROBE_MS	   100
-#define GATHER_PROBE_HOLDS 8
+#define GATHER_PROBE_HOLDS 16
 
 /* A batch read and decided, its records handed to logd. */
 struct qbatch {
@@ -662,7 +664,7 @@ static void await(struct qthread *t, struct qbufs *qb, bool can_read)
 /* Packets per held read, averaged; GATHER_GAIN before the first. */
 static unsigned gather_avg(const struct qgather *g)
 {
-	return g->primed ? g->avg4 / 4 : GATHER_GAIN;
+	return g->primed ? g->avgw / GATHER_WEIGHT : GATHER_GAIN;
 }
 
 /* Each read pays a wake-up of the thread, a verdict message, and the
@@ -678,7 +680,7 @@ static unsigned gather_avg(const struct qgather *g)
  * a full batch (more are queued) is read on at once.
  *
  * A hold pays only when many packets arrive during it: through the DNS
- * bench (hundreds of queries outstanding) a held read gathered 35-41
+ * bench (hundreds of queries outstanding) a held read gathered 35-52
  * packets; through 16 TLS handshakes in flight, 12, each handshake's next
  * packet waiting for the verdict on its last, so every hold added its
  * length (and the timer's slack) to each of a held flow's four queued
@@ -688,9 +690,12 @@ static unsigned gather_avg(const struct qgather *g)
  * is tried again GATHER_PROBE_MS later for GATHER_PROBE_HOLDS reads before
  * the average is judged: the large reads are a state the holding itself
  * brings about (packets pile up while the thread holds and awaits logd),
- * and one hold after a spell without gathers only what came in its 100 µs (bench/report-notes.md,
- * "The hold only while it pays"). The added latency is at most GATHER_HOLD_US, and only under load
- * that fills the holds. */
+ * and one hold after a spell without gathers only what came in its 100 µs.
+ * The threshold sits between the two loads, and the average moves slowly:
+ * at 24 with a quarter weight the DNS load fell out of holding in some
+ * rounds (bench/report-notes.md, "The hold only while it pays"). The
+ * added latency is at most GATHER_HOLD_US, and only under load that fills
+ * the holds. */
 unsigned queue_gather_hold_us(struct qgather *g, size_t last, uint64_t now_ms)
 {
 	g->held = false;
@@ -712,9 +717,9 @@ void queue_gather_note(struct qgather *g, int n, uint64_t now_ms)
 	if (!g->held)
 		return;
 	g->held = false;
-	/* a moving average (a quarter the new read), so that one small
-	 * read among large ones does not stop the holding */
-	g->avg4 = gather_avg(g) * 3 + got;
+	/* a moving average (an eighth the new read), so that a few small
+	 * reads among large ones do not stop the holding */
+	g->avgw = gather_avg(g) * (GATHER_WEIGHT - 1) + got;
 	g->primed = true;
 	if (g->probe_left && --g->probe_left)
 		return;

@@ -53,15 +53,15 @@ START_TEST(hold_that_gathers_little_stops)
 	/* ... unheld reads do not count as held ones ... */
 	queue_gather_note(&g, 60, 1099);
 	ck_assert_uint_eq(queue_gather_hold_us(&g, 12, 1099), 0);
-	/* ... it is tried again later for 8 held reads, whatever they
+	/* ... it is tried again later for 16 held reads, whatever they
 	 * gather, then judged: 12 each, so it stops again ... */
-	for (int i = 0; i < 8; i++) {
+	for (int i = 0; i < 16; i++) {
 		ck_assert_uint_gt(queue_gather_hold_us(&g, 12, 1100), 0);
 		queue_gather_note(&g, 12, 1100);
 	}
 	ck_assert_uint_eq(queue_gather_hold_us(&g, 12, 1101), 0);
 	/* ... and next time the load is larger: the holding goes on ... */
-	for (int i = 0; i < 8; i++) {
+	for (int i = 0; i < 16; i++) {
 		ck_assert_uint_gt(queue_gather_hold_us(&g, 12, 1201), 0);
 		queue_gather_note(&g, i < 2 ? 5 : 40, 1201);
 	}
@@ -69,12 +69,14 @@ START_TEST(hold_that_gathers_little_stops)
 		ck_assert_uint_gt(queue_gather_hold_us(&g, 12, 1202), 0);
 		queue_gather_note(&g, 40, 1202);
 	}
-	/* ... one small read among large ones does not stop it ... */
-	ck_assert_uint_gt(queue_gather_hold_us(&g, 12, 1202), 0);
-	queue_gather_note(&g, 10, 1202);
+	/* ... a few small reads among large ones do not stop it ... */
+	for (int i = 0; i < 3; i++) {
+		ck_assert_uint_gt(queue_gather_hold_us(&g, 12, 1202), 0);
+		queue_gather_note(&g, 4, 1202);
+	}
 	ck_assert_uint_gt(queue_gather_hold_us(&g, 12, 1202), 0);
 	/* ... nor do held reads that find nothing keep it going */
-	for (int i = 0; i < 8; i++) {
+	for (int i = 0; i < 16; i++) {
 		queue_gather_note(&g, 0, 1202);
 		(void)queue_gather_hold_us(&g, 12, 1202);
 	}
