@@ -108,9 +108,10 @@ static bool id_after(uint32_t a, uint32_t b)
  * refusal whose message failed passed with the next run of accepted
  * packets (tests/faults/verdict_send.sh). So a failed send becomes a
  * pending NF_DROP batch up to the highest id it held, sent before anything
- * else; while it is not taken nothing else is sent (what would have been
- * joins it). Batches are emitted in arrival order, so every id still
- * queued at or below it is one whose verdict failed. */
+ * else, and tried again once a second while no verdict goes out; while it
+ * is not taken nothing else is sent (what would have been joins it).
+ * Batches are emitted in arrival order, so every id still queued at or
+ * below it is one whose verdict failed. */
 static int send_verdicts(struct qthread *t, struct qbufs *qb)
 {
 	if (!qb->voff && !qb->drop_pending)
@@ -834,6 +835,10 @@ void *queue_thread_main(void *arg)
 		if (now >= next_gc) {
 			held_expire(t->held, now);
 			next_gc = now + 1000;
+			/* a failed send's drop, again, without waiting for a
+			 * packet to carry it: its packets hold queue places */
+			if (qb->drop_pending)
+				(void)send_verdicts(t, qb);
 		}
 		atomic_store(&t->held_n, held_count(t->held));
 	}

@@ -6,8 +6,9 @@
 # is given one VERDICT_BATCH, which covers every queued id up to its own:
 # before the fix the stuck SYN went out with the allowed ones' ALLOW mark.
 # Now the failed range is dropped first, with one NF_DROP batch, before
-# any other verdict is sent; nothing reaches the denied address, and the
-# guard goes on.
+# any other verdict is sent, or on its own within a second when no other
+# verdict follows; nothing reaches the denied address, and the guard goes
+# on.
 set -u
 . "$PC_TOP/tests/escape/escape_lib.bash"
 
@@ -49,6 +50,22 @@ for round in 1 2 3; do
 	t_eq "round $round: nothing reached the denied address" 0 \
 		"$(esc_upstream_show "dst host $LAB_PASTE4" | wc -l | tr -d ' ')"
 done
+# A refusal whose message failed, and nothing after it: the drop goes
+# out on its own (its packet held a place in the kernel's queue).
+queued_in_kernel() { lab_gw awk '{ n += $3 } END { print n + 0 }' /proc/net/netfilter/nfnetlink_queue; }
+ESC_T0=$(date +%s.%N)
+before=$(fails)
+sleep 0.01
+: >"$TRIG"
+lab_sb 1 python3 "$ESC_CRAFT" synflood --dst $LAB_PASTE4 --dport 443 --count 1 >/dev/null
+failed_more() { [ "$(fails)" -gt "$before" ]; }
+t_ok "alone: the refusal's verdict message failed" lab_wait_until failed_more
+drained() { [ "$(queued_in_kernel)" = 0 ]; }
+t_ok "alone: its packet leaves the kernel's queue with no other packet to carry the drop" \
+	lab_wait_until drained
+t_diag "packets in the kernel's queues now: $(queued_in_kernel)"
+t_eq "alone: nothing reached the denied address" 0 \
+	"$(esc_upstream_show "dst host $LAB_PASTE4" | wc -l | tr -d ' ')"
 t_match "the engine said why" "sending verdicts: No buffer space available" \
 	"$(cat "$GUARD_DIR/engine.log")"
 t_eq "every packet the engine took got a verdict it counted" ok \
