@@ -473,9 +473,9 @@ struct ck_nsrec {
 };
 /* Parse the walker's stream (ck_nsrec records) into st; also for tests. */
 int ck_netns_parse(struct ck_state *st, const void *buf, size_t len, struct pc_err *err);
-/* Packet sockets of this namespace (/proc/net/packet, read again until a
- * read lists none not seen) and their holders; st->pkt_unreadable says why
- * the list may be incomplete. */
+/* Packet sockets of this namespace (/proc/net/packet, three reads taken
+ * together) and their holders; st->pkt_unreadable says why the list may be
+ * incomplete. */
 void ck_packet_read(struct ck_state *st);
 /* Parse /proc/net/packet's text into st (no holders looked up). */
 void ck_packet_parse(struct ck_state *st, const char *text);

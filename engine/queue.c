@@ -69,8 +69,6 @@ struct qbufs {
 	uint64_t gathered;    /* the want of the batch await gathered for */
 	uint8_t vbuf[VBUF_SIZE];
 	size_t voff;
-	bool vany; /* vbuf holds a verdict, the highest for id vmax */
-	uint32_t vmax;
 	bool drop_pending; /* a send failed: drop every queued id up to drop_upto */
 	uint32_t drop_upto;
 	size_t last_read; /* packets the last read returned */
@@ -126,19 +124,18 @@ static int send_verdicts(struct qthread *t, struct qbufs *qb)
 	}
 	if (!qb->drop_pending && (!qb->voff || send_raw(t, qb->vbuf, qb->voff) == 0)) {
 		qb->voff = 0;
-		qb->vany = false;
 		return 0;
 	}
 	pc_log(PC_LOG_ERR,
 	       "queue %u: sending verdicts: %s (those packets stay queued, and are dropped "
 	       "when the kernel takes a verdict again)",
 	       t->num, strerror(errno));
-	if (qb->vany && (!qb->drop_pending || id_after(qb->vmax, qb->drop_upto)))
-		qb->drop_upto = qb->vmax;
+	/* verdicts are put in id order, so last_id is the highest in vbuf */
+	if (qb->voff && (!qb->drop_pending || id_after(qb->last_id, qb->drop_upto)))
+		qb->drop_upto = qb->last_id;
 	qb->drop_pending = true;
 	qb->have_last = false;
 	qb->voff = 0;
-	qb->vany = false;
 	return PC_EIO;
 }
 
@@ -358,9 +355,6 @@ static void put_verdict(struct qthread *t, struct qbufs *qb, uint16_t type, uint
 	if (d && d->new_pkt)
 		nfq_nlmsg_verdict_put_pkt(nlh, d->new_pkt, (uint32_t)d->new_pkt_len);
 	qb->voff += MNL_ALIGN(nlh->nlmsg_len);
-	if (!qb->vany || id_after(id, qb->vmax))
-		qb->vmax = id;
-	qb->vany = true;
 }
 
 /* Verdicts in id order; a run of equal verdicts whose ids follow the last

@@ -137,7 +137,7 @@ void drv_reset_flows(struct drv *d)
 	must(dnstcp_table_new(d->dnstcp_cap, &d->dnstcp) == 0, "dnstcp table");
 	d->ctx.held = d->held;
 	d->ctx.dnstcp = d->dnstcp;
-	memset(d->ct, 0, sizeof(d->ct));
+	drv_ct_forget(d);
 	spec_world_forget_flows(&d->w);
 }
 
