@@ -659,6 +659,14 @@ static void judge_held(struct audit *a, const struct arec *r, const struct spec_
 		spec_judge(a->w, &u, v);
 		return;
 	}
+	if (strcmp(k, "mptcp") == 0) {
+		struct spec_pkt m = *syn;
+
+		LAST();
+		m.mptcp = true; /* the held SYN sent again with it (H5a) */
+		step(a, &m, true, 0x02, ISN, 0, NULL, 0, SPEC_ST_PLAIN, NULL, v);
+		return;
+	}
 	if (strcmp(k, "another-isn") == 0) {
 		LAST();
 		step(a, syn, true, 0x02, ISN + 7, 0, NULL, 0, SPEC_ST_PLAIN, NULL, v);
@@ -815,6 +823,9 @@ static void judge_connect(struct audit *a, const struct arec *r, const char *lin
 			   spec_reason_is(SPEC_R_URGENT, r->reason)) {
 			p.tcp_flags |= 0x20; /* URG */
 			p.urp = 1;
+		} else if (p.proto == IPPROTO_TCP && !r->held[0] &&
+			   spec_reason_is(SPEC_R_MPTCP, r->reason)) {
+			p.mptcp = true; /* S22b */
 		}
 		/* a held flow's refusal: its SYN held_ms before the record */
 		if (r->held[0] && r->held_ms && r->time_ms >= r->held_ms)
@@ -948,6 +959,8 @@ static void judge_query_tcp(struct audit *a, const struct arec *r, struct spec_p
 	if (strcmp(c, "tcp_urgent") == 0) {
 		s.tcp_flags |= 0x20;
 		s.urp = 1;
+	} else if (strcmp(c, "tcp_mptcp") == 0) {
+		s.mptcp = true;
 	} else if (strcmp(c, "tcp_fast_open") == 0) {
 		s.pl = SPEC_PL_DATA;
 		s.data = part;
@@ -960,8 +973,8 @@ static void judge_query_tcp(struct audit *a, const struct arec *r, struct spec_p
 		s.len = sizeof(part);
 	}
 	spec_judge(a->w, &s, v);
-	if (s.tcp_flags & 0x20 || s.len || !(v->may & SPEC_V_PASS))
-		return; /* the SYN decided (S5, S7, S7a, S12, S12a) */
+	if (s.tcp_flags & 0x20 || s.len || s.mptcp || !(v->may & SPEC_V_PASS))
+		return; /* the SYN decided (S5, S7, S7a, S7b, S12, S12a) */
 	if (strcmp(c, "dns_tcp_quota") == 0) {
 		/* S14: the stream the spec would keep, refused because the
 		 * sandbox holds its share of the queue thread's streams (the

@@ -34,6 +34,23 @@ static bool tcp_urgent(const struct pkt *p)
 	return p->proto == IPPROTO_TCP && ((p->tcp_flags & TH_URG) || p->tcp_urp != 0);
 }
 
+/* MPTCP (docs/spec.md S7b, S22b, H5a). A SYN with MP_CAPABLE makes an
+ * MPTCP server's application read the data stream its MPTCP layer
+ * assembles by the data sequence numbers of DSS options — not the TCP
+ * stream the guard judges: bytes sent after the judged ones can be mapped
+ * before them (H12 rests on "the server cannot deliver them before the
+ * approved ones"), and DNS messages framed by the guard need not be the
+ * resolver's. MPTCP is negotiated in the SYN alone: without it the
+ * server's socket is plain TCP and ignores the option later. So on a
+ * stream judged by its bytes a SYN whose options may carry it (or cannot
+ * be read to their end) is refused; clients fall back to TCP when their
+ * MPTCP SYN fails (or open plain TCP). Flows judged at their SYN (a cidr
+ * entry, the vault's) keep MPTCP: nothing in their bytes is judged. */
+static bool tcp_syn_mptcp(const struct pkt *p)
+{
+	return p->proto == IPPROTO_TCP && (p->tcp_flags & TH_SYN) && p->tcp_opt_mptcp;
+}
+
 const char *decision_sandbox(const struct decision *d)
 {
 	return d->rec.sandbox ? d->rec.sandbox : "";
@@ -249,6 +266,15 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 			refuse(d, c, p, sb, VK_REJECT,
 			       "TCP urgent data on DNS over TCP: the resolver would not read "
 			       "the messages the guard judged");
+			d->rec.action = LOGREC_DNS_QUERY;
+			return;
+		}
+		if (tcp_syn_mptcp(p)) {
+			/* the resolver would frame another stream than the guard */
+			dnstcp_forget(c->dnstcp, p, c->now_ms);
+			refuse(d, c, p, sb, VK_REJECT,
+			       "MPTCP in a SYN to a resolver: the resolver would read the stream "
+			       "by data sequence numbers the guard does not follow");
 			d->rec.action = LOGREC_DNS_QUERY;
 			return;
 		}
@@ -679,6 +705,7 @@ static void held_facts(struct decision *d, const struct decide_ctx *c, const str
 	    {"held flow: the server did not acknowledge", "timeout"},
 	    {"no TLS ClientHello within", "timeout"},
 	    {"TCP urgent data", "urgent"},
+	    {"MPTCP in a SYN", "mptcp"},
 	    {"held flow: a SYN with another sequence number", "another-isn"},
 	    {"held flow: data before the server accepted", "before-accept"},
 	    {"held flow: data before the connection's first byte", "before-start"},
@@ -933,6 +960,13 @@ static void held_segment(const struct decide_ctx *c, const struct pkt *p,
 	if (p->tcp_flags & TH_SYN) {
 		if ((p->tcp_flags & TH_ACK) || n) {
 			d->v = VK_DROP;
+			return;
+		}
+		if (!hf->promoted_ms && p->tcp_opt_mptcp) {
+			/* the first went without: this one may reach the server */
+			held_fail(d, c, sb, hf, VK_REJECT,
+				  "MPTCP in a SYN of a held flow: the server would read the stream "
+				  "by data sequence numbers the guard does not follow");
 			return;
 		}
 		/* A retransmitted SYN keeps its sequence number. Another one
@@ -1248,6 +1282,13 @@ static void new_flow(const struct decide_ctx *c, const struct pkt *p,
 			refuse(d, c, p, sb, VK_REJECT,
 			       "TCP urgent data on a held flow: the server would not read the "
 			       "bytes the guard judges");
+			return;
+		}
+		if (tcp_syn_mptcp(p)) {
+			/* the flow would be held: judged by its bytes */
+			refuse(d, c, p, sb, VK_REJECT,
+			       "MPTCP in a SYN to a named host: the server would read the stream "
+			       "by data sequence numbers the guard does not follow");
 			return;
 		}
 		flow_key_from_pkt(&k, p);

@@ -22,6 +22,37 @@ static uint32_t rd32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
+/* TCP options, buf[i, stop), read the way a receiver reads them (Linux's
+ * tcp_parse_options): true when they name MPTCP (kind 30: MP_CAPABLE,
+ * MP_JOIN), or when they do not read to their end — a length under 2 or
+ * past the header — where another stack may have read an MPTCP option the
+ * walk cannot. End of list (kind 0) ends them: what follows is no option
+ * to anyone. A 30 inside another option's value (a timestamp) is not one.
+ * Bounds as in l4_parse: each read is below stop, and stop below the
+ * captured end (tests/prove). */
+static bool tcp_opts_mptcp(const uint8_t *buf, size_t i, size_t stop)
+{
+	while (i < stop) {
+		size_t len;
+
+		if (buf[i] == 0)
+			return false;
+		if (buf[i] == 1) {
+			i++;
+			continue;
+		}
+		if (i + 1 >= stop)
+			return true;
+		len = buf[i + 1];
+		if (len < 2 || i + len > stop)
+			return true;
+		if (buf[i] == 30)
+			return true;
+		i += len;
+	}
+	return false;
+}
+
 /* L4 headers: fills ports, flags and payload. end is the end of the IP
  * payload as far as it was captured, off <= end.
  *
@@ -37,19 +68,21 @@ static int l4_parse(const uint8_t *buf, size_t off, size_t end, struct pkt *p)
 	p->l4_off = off;
 	switch (p->proto) {
 	case IPPROTO_TCP: {
-		size_t doff;
+		size_t doff, hend;
 
 		if (off + 20 > end)
 			return PKT_MALFORMED;
 		h = buf + off;
 		doff = (size_t)(h[12] >> 4) * 4;
-		if (doff < 20 || off + doff > end)
+		hend = off + doff; /* a variable: the test below bounds it */
+		if (doff < 20 || hend > end)
 			return PKT_MALFORMED;
 		p->sport = rd16(h);
 		p->dport = rd16(h + 2);
 		p->tcp_seq = rd32(h + 4);
 		p->tcp_flags = h[13];
 		p->tcp_urp = rd16(h + 18);
+		p->tcp_opt_mptcp = tcp_opts_mptcp(buf, off + 20, hend);
 		p->payload = h + doff;
 		p->payload_len = avail - doff;
 		return PKT_OK;

@@ -276,7 +276,7 @@ const char *logrec_verdict_name(enum logrec_verdict v);
 /* event.code of a reason (logd/reason.c; docs/logd.md "Event codes"):
  * an index 0..LOGREC_REASON_CODES-1 and its code; "other" (the last) when
  * no code is known. Stable: SIEM rules and metrics labels use them. */
-#define LOGREC_REASON_CODES 77
+#define LOGREC_REASON_CODES 78
 int logrec_reason_index(const char *reason);
 const char *logrec_reason_code_at(int i);
 const char *logrec_reason_code(const char *reason);
@@ -288,7 +288,7 @@ int logrec_event_code_index(const struct logrec *rec);
 /* portcullis.held.bytes: what a refused held flow's bytes were, the
  * class the engine saw (docs/logd.md, "Audit"); the index of name in
  * the table, or -1 when it is none of them. */
-#define LOGREC_HELD_CLASSES 15
+#define LOGREC_HELD_CLASSES 16
 extern const char *const logrec_held_names[LOGREC_HELD_CLASSES];
 int logrec_held_index(const char *name);
 /* A DNS response code's name logd accepts for dns.response_code. */

@@ -88,6 +88,7 @@ static const char *const codes[LOGREC_REASON_CODES] = {
     /* issue 36: a sandbox left the policy; not a refusal */
     "sandbox_flows_ended",
     "dns_owed_quota", /* issue 30: the sandbox owes its share of deferred records */
+    "tcp_mptcp",      /* MPTCP in a SYN of a stream judged by its bytes */
     "protocol",
     "other",
 };
@@ -119,6 +120,7 @@ static const struct {
     {"TCP segment of no connection", "no_connection"},
     {"data in a SYN", "tcp_fast_open"},
     {"TCP urgent data", "tcp_urgent"},
+    {"MPTCP in a SYN", "tcp_mptcp"},
     {"too many connections of this sandbox waiting", "held_quota"},
     {"too many connections waiting", "held_full"},
     {"held flow no longer matches", "held_mismatch"},
@@ -217,6 +219,7 @@ const char *const logrec_held_names[LOGREC_HELD_CLASSES] = {
     "timeout",		    /* not promoted within engine.sni_timeout_ms (H2) */
     "sandbox-changed",	    /* its sandbox no longer matches the sender (H1) */
     "no-longer-allowed",    /* judged again at the promotion, refused (H13) */
+    "mptcp",		    /* a SYN sent again with MPTCP (H5a) */
 };
 
 int logrec_held_index(const char *name)

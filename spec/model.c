@@ -18,6 +18,12 @@
 #define F_ACK 0x10
 #define F_URG 0x20
 
+/* A SYN whose options may carry MPTCP (docs/spec.md S7b, S22b, H5a). */
+static bool syn_mptcp(const struct spec_pkt *p)
+{
+	return p->proto == IPPROTO_TCP && (p->tcp_flags & F_SYN) && p->mptcp;
+}
+
 /* Urgent data: URG, or an urgent pointer without it (docs/spec.md S7a). */
 static bool urgent(const struct spec_pkt *p)
 {
@@ -54,6 +60,7 @@ static const struct {
     [SPEC_R_URGENT] = {"URGENT", {"urgent"}},
     [SPEC_R_OVERLAP] = {"OVERLAP", {"bytes overlap"}},
     [SPEC_R_NO_STREAM] = {"NO_STREAM", {"no stream"}},
+    [SPEC_R_MPTCP] = {"MPTCP", {"MPTCP"}},
 };
 
 bool spec_reason_is(enum spec_reason c, const char *reason)
@@ -596,6 +603,12 @@ static void port53(struct spec_world *w, const struct policy_sandbox *sb, const 
 		stream_drop(w, stream_find(w, p));
 		return;
 	}
+	if (syn_mptcp(p)) {
+		/* the resolver would read by data sequence numbers */
+		refuse(v, "S7b", SPEC_V_REJECT, CONNECT | DNSQUERY, SPEC_R_MPTCP);
+		stream_drop(w, stream_find(w, p));
+		return;
+	}
 	if (p->len == 0 && (p->tcp_flags & (F_SYN | F_ACK | F_RST)) == F_SYN) {
 		/* the connection's stream begins at ISN+1 (S12a) */
 		size_t i = stream_find(w, p);
@@ -768,6 +781,11 @@ static void held_out(struct spec_world *w, const struct policy_sandbox *sb, stru
 	if (p->tcp_flags & F_SYN) {
 		if ((p->tcp_flags & F_ACK) || n) {
 			say(v, "H4", SPEC_V_DROP);
+			return;
+		}
+		if (p->mptcp) {
+			/* the first went without: this one may reach the server */
+			held_fail(f, v, "H5a", SPEC_V_REJECT, SPEC_R_MPTCP);
 			return;
 		}
 		if (p->seq == f->isn) {
@@ -1003,6 +1021,11 @@ static void new_flow(struct spec_world *w, const struct policy_sandbox *sb,
 		if (urgent(p)) {
 			/* the flow would be held: judged by its bytes (H2a) */
 			refuse(v, "S22a", SPEC_V_REJECT, CONNECT, SPEC_R_URGENT);
+			return;
+		}
+		if (syn_mptcp(p)) {
+			/* the flow would be held: judged by its bytes */
+			refuse(v, "S22b", SPEC_V_REJECT, CONNECT, SPEC_R_MPTCP);
 			return;
 		}
 		if (w->held_cap) {

@@ -61,6 +61,10 @@ struct spec_pkt {
 	uint8_t tcp_flags;
 	uint32_t seq, ack;
 	uint16_t urp; /* the urgent pointer (with or without URG in tcp_flags) */
+	/* TCP: its options name MPTCP (kind 30), or do not read to their end
+	 * (a receiver's reading of them; which bytes make it so is the
+	 * driver's, not modelled) */
+	bool mptcp;
 	enum spec_ct ct;
 	/* S3: malformed at the IP or transport layer, or a fragment (the
 	 * parser's verdict; what makes it so is not modelled) */
@@ -129,6 +133,7 @@ enum spec_reason {
 	SPEC_R_URGENT,
 	SPEC_R_OVERLAP,	  /* DNS over TCP: overlapping bytes differ, data past the FIN */
 	SPEC_R_NO_STREAM, /* DNS over TCP: no stream from the SYN */
+	SPEC_R_MPTCP,	  /* MPTCP in a SYN of a stream judged by its bytes */
 	SPEC_R_MAX
 };
 

@@ -202,6 +202,12 @@ static void op_flow(struct sc *c, int fam, struct rd *r, bool in)
 		p.tcp_opt_len = 36;
 	if (b5 & 0x20)
 		p.v6_dstopt = 512; /* IPv6 only: options that ride along */
+	/* MPTCP in the options, or options that cannot be read to their end,
+	 * or a decoy that only looks like it (S7b, S22b, H5a) */
+	if ((b2 >> 5) == 7) { /* one packet in 8: held flows must still start */
+		p.opt_form = (uint8_t)(1 + b6 % (DRV_OPT_N - 1));
+		p.s.mptcp = p.opt_form != DRV_OPT_DECOY;
+	}
 	if (!drv_describes(c->d, &p))
 		return; /* two ClientHellos mixed: only the real parser knows */
 	sc_step(c, &p);

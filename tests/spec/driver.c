@@ -237,6 +237,31 @@ static size_t ip_head(uint8_t *b, const struct spec_pkt *s, uint8_t proto, size_
 	return wire_ip4_raw(b, proto, l4len, s->src.a, s->dst.a);
 }
 
+/* The option bytes of each form (each a multiple of 4 long). */
+static const struct {
+	uint8_t len, b[24];
+} opt_forms[DRV_OPT_N] = {
+    [DRV_OPT_MPC] = {4, {30, 4, 0x01, 0x01}},
+    [DRV_OPT_LINUX] = {24, {2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0,  0, 0,	1,
+			    0, 0, 0,	0,    1, 3, 3, 7,  30, 4, 0x01, 0x01}},
+    [DRV_OPT_JOIN] = {12, {30, 12, 0x11, 0, 0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 7}},
+    [DRV_OPT_BADLEN] = {8, {2, 4, 0x05, 0xb4, 8, 12, 0, 0}},
+    [DRV_OPT_LEN1] = {4, {1, 1, 5, 1}},
+    [DRV_OPT_DECOY] = {16, {8, 10, 30, 4, 0x01, 0x01, 30, 4, 0x01, 0x01, 0, 30, 4, 0x01, 0x01, 0}},
+};
+
+/* The form p's options take (see struct drv_pkt). */
+static enum drv_opt opt_form(const struct drv_pkt *p)
+{
+	if (p->s.proto != IPPROTO_TCP)
+		return DRV_OPT_NONE;
+	if (p->s.mptcp)
+		return p->opt_form > DRV_OPT_NONE && p->opt_form < DRV_OPT_DECOY
+			   ? (enum drv_opt)p->opt_form
+			   : DRV_OPT_MPC;
+	return p->opt_form == DRV_OPT_DECOY ? DRV_OPT_DECOY : DRV_OPT_NONE;
+}
+
 static size_t build(struct drv *d, const struct drv_pkt *p)
 {
 	const struct spec_pkt *s = &p->s;
@@ -252,7 +277,9 @@ static size_t build(struct drv *d, const struct drv_pkt *p)
 		return (size_t)n;
 	}
 	if (s->proto == IPPROTO_TCP) {
-		size_t hl = 20 + p->tcp_opt_len;
+		enum drv_opt form = opt_form(p);
+		size_t ol = form ? opt_forms[form].len : p->tcp_opt_len;
+		size_t hl = 20 + ol;
 		uint8_t *t;
 
 		l4len = hl + s->len;
@@ -273,7 +300,10 @@ static size_t build(struct drv *d, const struct drv_pkt *p)
 		t[14] = 0xfa;
 		t[18] = (uint8_t)(s->urp >> 8);
 		t[19] = (uint8_t)s->urp;
-		memset(t + 20, 1, p->tcp_opt_len); /* NOP options */
+		if (form)
+			memcpy(t + 20, opt_forms[form].b, ol);
+		else
+			memset(t + 20, 1, ol); /* NOP options */
 		if (s->len)
 			memcpy(t + hl, s->data, s->len);
 		c = pkt_l4_csum(&s->src, &s->dst, IPPROTO_TCP, t, l4len);
@@ -479,18 +509,22 @@ const char *drv_pkt_str(const struct drv_pkt *p, char *buf, size_t n)
 			    : s->proto == IPPROTO_ICMPV6 ? "ICMPv6"
 							 : "IP";
 
-	snprintf(buf, n,
-		 "%s %s %s %s:%u > %s:%u%s%s%s seq=%u ack=%u urp=%u len=%zu%s pl=%s%s%s%s stamp=%u",
-		 s->dir == SPEC_OUT ? "out" : "in", s->src.family == AF_INET6 ? "v6" : "v4", proto,
-		 pc_addr_str(&s->src, a, sizeof(a)), s->sport, pc_addr_str(&s->dst, b, sizeof(b)),
-		 s->dport, s->proto == IPPROTO_TCP ? " [" : "",
-		 s->proto == IPPROTO_TCP ? flags_str(s->tcp_flags, f) : "",
-		 s->proto == IPPROTO_TCP ? "]" : "", s->seq, s->ack, s->urp, s->len,
-		 p->tcp_opt_len				     ? " +options"
-		 : p->v6_dstopt && s->src.family == AF_INET6 ? " +dstopts"
-							     : "",
-		 pl_name(s), s->qname[0] ? " " : "", s->qname,
-		 s->stream_sni[0] ? s->stream_sni : "", p->stamp);
+	snprintf(
+	    buf, n,
+	    "%s %s %s %s:%u > %s:%u%s%s%s seq=%u ack=%u urp=%u len=%zu%s%s pl=%s%s%s%s stamp=%u",
+	    s->dir == SPEC_OUT ? "out" : "in", s->src.family == AF_INET6 ? "v6" : "v4", proto,
+	    pc_addr_str(&s->src, a, sizeof(a)), s->sport, pc_addr_str(&s->dst, b, sizeof(b)),
+	    s->dport, s->proto == IPPROTO_TCP ? " [" : "",
+	    s->proto == IPPROTO_TCP ? flags_str(s->tcp_flags, f) : "",
+	    s->proto == IPPROTO_TCP ? "]" : "", s->seq, s->ack, s->urp, s->len,
+	    p->tcp_opt_len				? " +options"
+	    : p->v6_dstopt && s->src.family == AF_INET6 ? " +dstopts"
+							: "",
+	    opt_form(p) == DRV_OPT_DECOY ? " +decoy-options"
+	    : opt_form(p)		 ? " +mptcp-options"
+					 : "",
+	    pl_name(s), s->qname[0] ? " " : "", s->qname, s->stream_sni[0] ? s->stream_sni : "",
+	    p->stamp);
 	return buf;
 }
 

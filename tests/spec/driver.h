@@ -26,6 +26,22 @@ struct drv_pkt {
 	uint16_t v6_dstopt;  /* IPv6 TCP: a destination options header of this many
 				bytes (a multiple of 8, 8..2048) before TCP */
 	uint8_t ip_proto;    /* for s.proto other than TCP/UDP/ICMP: the IP protocol */
+	/* TCP options as a stack sends them, in place of tcp_opt_len's NOPs:
+	 * with s.mptcp, the form that carries MPTCP or cannot be read to its
+	 * end (DRV_OPT_MPC when none of those is named); without it,
+	 * DRV_OPT_DECOY or nothing */
+	uint8_t opt_form;
+};
+
+enum drv_opt {
+	DRV_OPT_NONE,
+	DRV_OPT_MPC,	/* MP_CAPABLE alone */
+	DRV_OPT_LINUX,	/* MSS, SACK permitted, timestamps, NOP, window scale, MP_CAPABLE */
+	DRV_OPT_JOIN,	/* MP_JOIN of a SYN */
+	DRV_OPT_BADLEN, /* MSS, then an option whose length runs past the header */
+	DRV_OPT_LEN1,	/* an option of length 1 */
+	DRV_OPT_DECOY,	/* no MPTCP: 30s inside a timestamp's value and after the end of list */
+	DRV_OPT_N
 };
 
 struct drv;

@@ -314,7 +314,52 @@ START_TEST(tcp_payload_rewrite_checksum)
 }
 END_TEST
 
+/* TCP options read as a receiver reads them (docs/spec.md S7b, S22b, H5a):
+ * MPTCP wherever an option begins, options that cannot be read to their
+ * end; not a 30 inside a value, nor after end of list. */
+START_TEST(tcp_options_mptcp)
+{
+	static const struct {
+		uint8_t len, o[40];
+		bool mptcp;
+	} cases[] = {
+	    {0, {0}, false},
+	    {4, {1, 1, 1, 1}, false},
+	    {4, {30, 4, 0x01, 0x01}, true},			   /* MP_CAPABLE */
+	    {12, {30, 12, 0x11, 0, 1, 2, 3, 4, 5, 6, 7, 8}, true}, /* MP_JOIN */
+	    {24,
+	     {2, 4, 5, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 7, 30, 4, 1, 1},
+	     true},
+	    {12, {1, 1, 8, 10, 30, 4, 1, 1, 30, 4, 1, 1}, false}, /* 30s in a timestamp */
+	    {8, {0, 30, 4, 1, 1, 0, 0, 0}, false},		  /* after end of list */
+	    {8, {2, 4, 5, 0xb4, 8, 12, 0, 0}, true},		  /* length past the header */
+	    {4, {1, 1, 5, 1}, true},				  /* length 1 */
+	    {4, {1, 1, 5, 0}, true},				  /* length 0 */
+	    {4, {1, 1, 1, 5}, true},				  /* no room for a length */
+	    {40, {30, 40}, true},				  /* the whole area */
+	    {40, {8, 40}, false},				  /* another, the whole area */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint8_t b[128];
+		struct pkt p;
+		size_t n =
+		    wire_ip4(b, IPPROTO_TCP, 20 + cases[i].len, "10.203.0.11", "198.51.100.22");
+		size_t t = n;
+
+		n += wire_tcp(b + n, 40000, 443, 0x02, 1000, 0);
+		b[t + 12] = (uint8_t)(((20 + cases[i].len) / 4) << 4);
+		memcpy(b + n, cases[i].o, cases[i].len);
+		n += cases[i].len;
+		ck_assert_int_eq(pkt_parse(b, n, &p), PKT_OK);
+		ck_assert_msg(p.tcp_opt_mptcp == cases[i].mptcp, "case %zu: %d", i,
+			      (int)p.tcp_opt_mptcp);
+		ck_assert_uint_eq(p.payload_len, 0);
+	}
+}
+END_TEST
+
 PC_UNIT_SUITE("packet", "parse", 0, ipv4_tcp_syn, ipv4_options_and_padding, ipv4_malformed,
 	      ipv4_fragments, ipv4_udp_lengths, truncated_capture, icmp_and_other_protocols,
 	      ipv6_extension_headers, ipv6_fragment_header, ipv6_limits, udp_build_roundtrip,
-	      tcp_payload_rewrite_checksum)
+	      tcp_payload_rewrite_checksum, tcp_options_mptcp)

@@ -154,30 +154,43 @@ static void payload(struct drv_pkt *p, enum pl_kind k, uint8_t *buf, uint16_t id
 struct proto_case {
 	uint8_t proto, flags, opt;
 	uint16_t urp; /* the urgent pointer (URG in flags or not) */
+	uint8_t form; /* enum drv_opt */
+	bool mptcp;   /* the form carries MPTCP, or cannot be read to its end */
 };
 
 static const struct proto_case protos[] = {
-    {IPPROTO_TCP, S, 0, 0},
-    {IPPROTO_TCP, S | A, 0, 0},
-    {IPPROTO_TCP, A, 0, 0},
-    {IPPROTO_TCP, A, 36, 0},
-    {IPPROTO_TCP, P | A, 0, 0},
-    {IPPROTO_TCP, F | A, 0, 0},
-    {IPPROTO_TCP, F | A, 36, 0},
-    {IPPROTO_TCP, R, 0, 0},
-    {IPPROTO_TCP, R | A, 0, 0},
-    {IPPROTO_TCP, F, 0, 0},
-    {IPPROTO_TCP, S | F, 0, 0},
-    {IPPROTO_TCP, 0, 0, 0},
-    {IPPROTO_UDP, 0, 0, 0},
-    {IPPROTO_ICMP, 0, 0, 0},
-    {IPPROTO_GRE, 0, 0, 0},
+    {IPPROTO_TCP, S, 0, 0, DRV_OPT_NONE, false},
+    {IPPROTO_TCP, S | A, 0, 0, DRV_OPT_NONE, false},
+    {IPPROTO_TCP, A, 0, 0, DRV_OPT_NONE, false},
+    {IPPROTO_TCP, A, 36, 0, DRV_OPT_NONE, false},
+    {IPPROTO_TCP, P | A, 0, 0, DRV_OPT_NONE, false},
+    {IPPROTO_TCP, F | A, 0, 0, DRV_OPT_NONE, false},
+    {IPPROTO_TCP, F | A, 36, 0, DRV_OPT_NONE, false},
+    {IPPROTO_TCP, R, 0, 0, DRV_OPT_NONE, false},
+    {IPPROTO_TCP, R | A, 0, 0, DRV_OPT_NONE, false},
+    {IPPROTO_TCP, F, 0, 0, DRV_OPT_NONE, false},
+    {IPPROTO_TCP, S | F, 0, 0, DRV_OPT_NONE, false},
+    {IPPROTO_TCP, 0, 0, 0, DRV_OPT_NONE, false},
+    {IPPROTO_UDP, 0, 0, 0, DRV_OPT_NONE, false},
+    {IPPROTO_ICMP, 0, 0, 0, DRV_OPT_NONE, false},
+    {IPPROTO_GRE, 0, 0, 0, DRV_OPT_NONE, false},
     /* urgent data (S7a, S22a): the flag with a pointer, the flag alone, a
      * pointer without the flag */
-    {IPPROTO_TCP, S | U, 0, 1},
-    {IPPROTO_TCP, P | A | U, 0, 1},
-    {IPPROTO_TCP, A | U, 0, 0},
-    {IPPROTO_TCP, A, 0, 3},
+    {IPPROTO_TCP, S | U, 0, 1, DRV_OPT_NONE, false},
+    {IPPROTO_TCP, P | A | U, 0, 1, DRV_OPT_NONE, false},
+    {IPPROTO_TCP, A | U, 0, 0, DRV_OPT_NONE, false},
+    {IPPROTO_TCP, A, 0, 3, DRV_OPT_NONE, false},
+    /* MPTCP (S7b, S22b): each form that carries it or cannot be read to
+     * its end, a decoy that only looks like it, and MPTCP where no SYN is
+     * (a plain TCP server ignores it there) */
+    {IPPROTO_TCP, S, 0, 0, DRV_OPT_MPC, true},
+    {IPPROTO_TCP, S, 0, 0, DRV_OPT_LINUX, true},
+    {IPPROTO_TCP, S, 0, 0, DRV_OPT_JOIN, true},
+    {IPPROTO_TCP, S, 0, 0, DRV_OPT_BADLEN, true},
+    {IPPROTO_TCP, S, 0, 0, DRV_OPT_LEN1, true},
+    {IPPROTO_TCP, S, 0, 0, DRV_OPT_DECOY, false},
+    {IPPROTO_TCP, S | A, 0, 0, DRV_OPT_MPC, true},
+    {IPPROTO_TCP, P | A, 0, 0, DRV_OPT_LINUX, true},
 };
 
 static const uint16_t dports[] = {53, 443, 80, 22, 5353, 8443};
@@ -209,6 +222,8 @@ static void singles(struct sc *c, int fam)
 						sc_tcp(&p, pc.flags, 1000, pc.flags & A ? 7000 : 0);
 						p.tcp_opt_len = pc.opt;
 						p.s.urp = pc.urp;
+						p.opt_form = pc.form;
+						p.s.mptcp = pc.mptcp;
 						payload(&p, (enum pl_kind)k, buf, c->next_id++,
 							fam);
 						drv_reset_flows(c->d);
@@ -268,17 +283,50 @@ enum held_variant {
 	/* issue 34: a client reusing its port (H6a) */
 	HV_PROMOTED_NEW_ISN, /* promoted, reset, conntrack closed it: a SYN with another ISN */
 	HV_PROMOTED_RESUME,  /* the same, then the first connection's bytes */
+	/* MPTCP in a SYN sent again (H5a) */
+	HV_MPTCP_RESEND,   /* the held SYN sent again with MP_CAPABLE, then CH allowed */
+	HV_MPTCP_PROMOTED, /* promoted, then the SYN again with MP_CAPABLE */
 	HV_N
 };
 
 static const char *const hv_names[HV_N] = {
-    "ch-ok",	"ch-denied",	"insert-1byte", "resend-other",	    "resend-after-ack",
-    "split",	"split-tamper", "gap",		"syn-other-isn",    "syn-same-isn",
-    "timeout",	"ack-timeout",	"partial-ack",	"no-sni",	    "tls-bad",
-    "not-tls",	"rst",		"fast-open",	"more-data",	    "resend-same",
-    "syn-ack",	"other-port",	"rst-data",	"fin-past",	    "alert-first",
-    "urg-byte", "urg-ack",	"urg-ptr",	"urg-retrans",	    "urg-promoted",
-    "bare-ack", "hrr",		"hello-short",	"promoted-new-isn", "promoted-resume",
+    "ch-ok",
+    "ch-denied",
+    "insert-1byte",
+    "resend-other",
+    "resend-after-ack",
+    "split",
+    "split-tamper",
+    "gap",
+    "syn-other-isn",
+    "syn-same-isn",
+    "timeout",
+    "ack-timeout",
+    "partial-ack",
+    "no-sni",
+    "tls-bad",
+    "not-tls",
+    "rst",
+    "fast-open",
+    "more-data",
+    "resend-same",
+    "syn-ack",
+    "other-port",
+    "rst-data",
+    "fin-past",
+    "alert-first",
+    "urg-byte",
+    "urg-ack",
+    "urg-ptr",
+    "urg-retrans",
+    "urg-promoted",
+    "bare-ack",
+    "hrr",
+    "hello-short",
+    "promoted-new-isn",
+    "promoted-resume",
+    "mptcp-resend",
+    "mptcp-promoted",
 };
 
 static void held_seq(struct sc *c, int fam, enum sc_src src, enum sc_dst dc, uint16_t dport,
@@ -560,6 +608,22 @@ static void held_seq(struct sc *c, int fam, enum sc_src src, enum sc_dst dc, uin
 			sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok, nok);
 			STEP(p);
 		}
+		break;
+	case HV_MPTCP_RESEND:
+		OUT(S, isn, 0);
+		p.s.mptcp = true;
+		p.opt_form = DRV_OPT_LINUX;
+		STEP(p);
+		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, nok);
+		ACKED(d1 + (uint32_t)nok);
+		break;
+	case HV_MPTCP_PROMOTED:
+		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, nok);
+		ACKED(d1 + (uint32_t)nok);
+		OUT(S, isn, 0);
+		p.s.mptcp = true;
+		STEP(p);
+		DATA(d1 + (uint32_t)nok);
 		break;
 	case HV_URG_PROMOTED:
 		SEND(d1, SPEC_ST_CH, "api.allowed.test", ok, nok);
