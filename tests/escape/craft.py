@@ -679,25 +679,28 @@ class TcpPeer:
     """One TCP connection from the sandbox's address, on layer 2 both ways."""
 
     def __init__(self, a):
-        self.l2 = L2(gw_mac(a), a.src_mac)
+        self.l2 = L2(gw_mac(a), getattr(a, "src_mac", None))
         self.rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
         self.rx.bind((IFACE, 0))
         self.dst, self.dport, self.sport = a.dst, a.dport, a.sport
         self.src = src_for(a, a.dst)
         self.v6 = is6(a.dst)
         self.seen = []  # (flags, seq, ack, payload length) of the server's segments
+        self.segs = []  # the same with (..., TCP options, payload)
 
-    def send(self, flags, seq, ack=0, data=b"", ttl=64, urp=0):
+    def send(self, flags, seq, ack=0, data=b"", ttl=64, urp=0, options=b""):
         seg = tcp(self.src, self.dst, self.sport, self.dport, flags, data, seq=seq, ack=ack,
-                  urp=urp)
+                  urp=urp, options=options)
         if self.v6:
             pkt = ipv6(self.src, self.dst, 6, seg, hlim=ttl)
         else:
             pkt = ipv4(self.src, self.dst, 6, seg, ttl=ttl)
         self.l2.ip(pkt)
 
-    def recv(self, timeout):
-        """The server's segments to our port within timeout (all kept in seen)."""
+    def recv(self, timeout, until=None):
+        """The server's segments to our port within timeout (all kept in seen
+        and segs), or until one makes until((flags, seq, ack, options,
+        payload)) true."""
         got = []
         end = time.time() + timeout
         while True:
@@ -725,9 +728,13 @@ class TcpPeer:
             sp, dp, seq, ack, off, fl = struct.unpack("!HHIIBB", l4[:14])
             if sp != self.dport or dp != self.sport:
                 continue
-            seg = (fl, seq, ack, len(l4) - (off >> 4) * 4)
+            hl = (off >> 4) * 4
+            seg = (fl, seq, ack, len(l4) - hl)
             got.append(seg)
             self.seen.append(seg)
+            self.segs.append((fl, seq, ack, l4[20:hl], l4[hl:]))
+            if until and until(self.segs[-1]):
+                return got
 
     def handshake(self, isn):
         self.send("S", isn)

@@ -243,67 +243,19 @@ def tcp_options(opts):
     return out
 
 
-class Peer:
-    """One TCP connection from the sandbox's address, on layer 2 both ways,
-    with the TCP options of every segment seen (craft.TcpPeer keeps none)."""
-
-    def __init__(self, a):
-        self.l2 = craft.L2(craft.gw_mac(a))
-        self.rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
-        self.rx.bind((craft.IFACE, 0))
-        self.dst, self.dport, self.sport = a.dst, a.dport, a.sport
-        self.src = craft.src_for(a, a.dst)
-        self.v6 = craft.is6(a.dst)
-        self.seen = []  # (flags, seq, ack, options, payload)
-
-    def send(self, flags, seq, ack=0, data=b"", options=b"", ttl=64):
-        seg = craft.tcp(self.src, self.dst, self.sport, self.dport, flags, data,
-                        seq=seq & 0xFFFFFFFF, ack=ack & 0xFFFFFFFF, options=options)
-        if self.v6:
-            self.l2.ip(craft.ipv6(self.src, self.dst, 6, seg, hlim=ttl))
-        else:
-            self.l2.ip(craft.ipv4(self.src, self.dst, 6, seg, ttl=ttl))
+class Peer(craft.TcpPeer):
+    """craft.TcpPeer whose segments come with their TCP options and
+    payloads: (flags, seq, ack, options, payload)."""
 
     def recv(self, timeout, until=None):
-        got = []
-        end = time.time() + timeout
-        while True:
-            left = end - time.time()
-            if left <= 0:
-                return got
-            r, _, _ = select.select([self.rx], [], [], left)
-            if not r:
-                return got
-            frame, addr = self.rx.recvfrom(65535)
-            if addr[2] == socket.PACKET_OUTGOING:
-                continue
-            et = struct.unpack("!H", frame[12:14])[0]
-            ip = frame[14:]
-            if et == 0x0800 and not self.v6 and len(ip) >= 20 and ip[9] == 6:
-                src = socket.inet_ntoa(ip[12:16])
-                l4 = ip[(ip[0] & 15) * 4:struct.unpack("!H", ip[2:4])[0]]
-            elif et == 0x86DD and self.v6 and len(ip) >= 40 and ip[6] == 6:
-                src = socket.inet_ntop(socket.AF_INET6, ip[8:24])
-                l4 = ip[40:40 + struct.unpack("!H", ip[4:6])[0]]
-            else:
-                continue
-            if len(l4) < 20 or socket.inet_pton(family(src), src) != \
-                    socket.inet_pton(family(self.dst), self.dst):
-                continue
-            sp, dp, seq, ack, off, fl = struct.unpack("!HHIIBB", l4[:14])
-            if sp != self.dport or dp != self.sport:
-                continue
-            hl = (off >> 4) * 4
-            seg = (fl, seq, ack, l4[20:hl], l4[hl:])
-            got.append(seg)
-            self.seen.append(seg)
-            if until and until(seg):
-                return got
+        n = len(self.segs)
+        super().recv(timeout, until)
+        return self.segs[n:]
 
     def summary(self):
-        data = sum(len(p) for fl, _, _, _, p in self.seen if not fl & 0x02)
-        rst = sum(1 for s in self.seen if s[0] & 0x04)
-        return "server segments %d, data bytes %d, resets %d" % (len(self.seen), data, rst)
+        data = sum(len(p) for fl, _, _, _, p in self.segs if not fl & 0x02)
+        rst = sum(1 for s in self.segs if s[0] & 0x04)
+        return "server segments %d, data bytes %d, resets %d" % (len(self.segs), data, rst)
 
 
 def mp_capable_of(opts):
@@ -366,7 +318,7 @@ def cmd_swap(a):
     # ClientHello, mapped to the data stream's start
     p.send("PA", isn + 1 + len(good), rcv, evil, options=dss(d0, 1 + len(good), len(evil)))
     p.recv(2.0)
-    data = b"".join(pl for fl, _, _, _, pl in p.seen if not fl & 0x02)
+    data = b"".join(pl for fl, _, _, _, pl in p.segs if not fl & 0x02)
     p.send("R", isn + 1 + len(good) + len(evil))
     print("handshake MPTCP; server bytes %d%s; %s" % (
         len(data), ", a TLS handshake record first" if data[:1] == b"\x16" else "",
