@@ -675,6 +675,24 @@ def tls_client_hello(name):
     return o.read()
 
 
+def tls_get(s, name):
+    """GET / over TLS (no certificate check) on the connected socket s,
+    naming name: the body's text, stripped (what the server served)."""
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    t = ctx.wrap_socket(s, server_hostname=name)
+    t.sendall(("GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % name).encode())
+    body = b""
+    while True:
+        b = t.recv(4096)
+        if not b:
+            break
+        body += b
+    return body.split(b"\r\n\r\n", 1)[-1].decode(errors="replace").strip()
+
+
 class TcpPeer:
     """One TCP connection from the sandbox's address, on layer 2 both ways."""
 
@@ -1037,20 +1055,7 @@ def cmd_oob_tls(a):
         print("sport %d" % s.getsockname()[1], end="; ")
         s.send(b"X", socket.MSG_OOB)
         time.sleep(a.wait)
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-        t = ctx.wrap_socket(s, server_hostname=a.name)
-        t.sendall(("GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" %
-                   a.name).encode())
-        body = b""
-        while True:
-            b = t.recv(4096)
-            if not b:
-                break
-            body += b
-        last = body.split(b"\r\n\r\n", 1)[-1].decode(errors="replace").strip()
-        print("served: %s" % last)
+        print("served: %s" % tls_get(s, a.name))
     except (OSError, ssl.SSLError) as e:
         print("not served: %s" % (type(e).__name__))
 

@@ -170,20 +170,7 @@ def cmd_tls(a):
     try:
         s.connect((a.dst, a.port))
         print("mptcp %d" % is_mptcp(s), end="; ")
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-        t = ctx.wrap_socket(s, server_hostname=a.name)
-        t.sendall(("GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" %
-                   a.name).encode())
-        body = b""
-        while True:
-            b = t.recv(4096)
-            if not b:
-                break
-            body += b
-        last = body.split(b"\r\n\r\n", 1)[-1].decode(errors="replace").strip()
-        print("served: %s" % (last or "(nothing)"))
+        print("served: %s" % (craft.tls_get(s, a.name) or "(nothing)"))
     except (OSError, ssl.SSLError) as e:
         print("not served: %s" % type(e).__name__)
 
