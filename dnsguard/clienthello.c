@@ -20,6 +20,17 @@
 #define TLS_EXT_SERVER_NAME 0
 #define TLS_SNI_HOST_NAME   0
 
+/* Encrypted Client Hello (RFC 9849: 0xfe0d; its drafts 0xfe08-0xfe0c and
+ * 0xff02; ech_outer_extensions 0xfd00) and its predecessor ESNI (0xffce).
+ * With one of them the client-facing server may decrypt an inner
+ * ClientHello and serve the name in it, which nobody else can read: the
+ * outer server_name the guard checks says nothing. */
+static bool tls_ext_hides_name(size_t type)
+{
+	return (type >= 0xfe08 && type <= 0xfe0d) || type == 0xff02 || type == 0xfd00 ||
+	       type == 0xffce;
+}
+
 /* A bounds-checked reader over the reassembled handshake message. A part
  * of it (an extension, a name) is the same buffer with other bounds, never
  * a pointer of its own: every index then stays below the end of the whole
@@ -112,7 +123,7 @@ static int ch_parse(const uint8_t *hs, size_t start, size_t end, char *sni, size
 {
 	struct rd r = {hs, end, start};
 	size_t v = 0, l = 0, ext_total = 0, ext_end; /* set before use; EVA cannot tell */
-	bool seen_sni = false;
+	bool seen_sni = false, hidden = false;
 	int rc = 0;
 
 	/* legacy_version, random, session id, cipher suites, compression */
@@ -145,9 +156,10 @@ static int ch_parse(const uint8_t *hs, size_t start, size_t end, char *sni, size
 			if (rc < 0)
 				return rc;
 		}
+		hidden |= tls_ext_hides_name(type);
 		r.off = e;
 	}
-	return rc;
+	return hidden ? PC_EREFUSED : rc;
 }
 
 int tls_clienthello_sni(const uint8_t *data, size_t len, char *sni, size_t snilen, size_t *need)

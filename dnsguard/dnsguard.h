@@ -241,7 +241,9 @@ void dnsguard_stats(struct dnsguard *g, struct dnsguard_stats *st);
  * wanted, bounded by 16 KiB); PC_EPARSE when it is not a well-formed
  * ClientHello (or not TLS at all; bytes that cannot start a handshake are
  * refused at once, not waited for); PC_EINVAL when sni (snilen) cannot hold
- * the name. The limits (no SNI, ECH) are in docs/dnsguard.md. */
+ * the name; PC_EREFUSED when a well-formed ClientHello carries Encrypted
+ * Client Hello (or ESNI): the server may serve an inner name the guard
+ * cannot read. The limits (no SNI, ECH) are in docs/dnsguard.md. */
 int tls_clienthello_sni(const uint8_t *data, size_t len, char *sni, size_t snilen, size_t *need);
 
 #endif

@@ -700,6 +700,7 @@ static void held_facts(struct decision *d, const struct decide_ctx *c, const str
 	    {"TLS ClientHello without a server name", "client-hello-no-name"},
 	    {"malformed TLS ClientHello", "tls-malformed"},
 	    {"TLS ClientHello could not be checked", "tls-malformed"},
+	    {"TLS ClientHello with Encrypted Client Hello", "tls-malformed"},
 	    {"TLS ClientHello larger than", "too-large"},
 	    {"held flow no longer matches its sandbox", "sandbox-changed"},
 	    {"held flow: the server did not acknowledge", "timeout"},
@@ -892,6 +893,16 @@ static void held_judge(const struct decide_ctx *c, const struct pkt *p,
 		break;
 	case 0:
 		held_fail(d, c, sb, hf, VK_REJECT, "TLS ClientHello without a server name");
+		return;
+	case PC_EREFUSED:
+		/* Encrypted Client Hello: the server name checked is the outer
+		 * one, and the client-facing server may decrypt and serve the
+		 * inner one. The DNS guard strips ech from answers, but a
+		 * sandbox can bring its own configuration; browsers send GREASE
+		 * ECH, which looks the same (docs/dnsguard.md). */
+		held_fail(d, c, sb, hf, VK_REJECT,
+			  "TLS ClientHello with Encrypted Client Hello: the server may serve the "
+			  "encrypted inner name, which the guard cannot read");
 		return;
 	case PC_EPARSE:
 		/* A handshake record (0x16) or an SSLv2-style hello (high bit)

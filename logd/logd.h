@@ -276,7 +276,7 @@ const char *logrec_verdict_name(enum logrec_verdict v);
 /* event.code of a reason (logd/reason.c; docs/logd.md "Event codes"):
  * an index 0..LOGREC_REASON_CODES-1 and its code; "other" (the last) when
  * no code is known. Stable: SIEM rules and metrics labels use them. */
-#define LOGREC_REASON_CODES 78
+#define LOGREC_REASON_CODES 79
 int logrec_reason_index(const char *reason);
 const char *logrec_reason_code_at(int i);
 const char *logrec_reason_code(const char *reason);

@@ -89,6 +89,7 @@ static const char *const codes[LOGREC_REASON_CODES] = {
     "sandbox_flows_ended",
     "dns_owed_quota", /* issue 30: the sandbox owes its share of deferred records */
     "tcp_mptcp",      /* MPTCP in a SYN of a stream judged by its bytes */
+    "tls_ech",	      /* a ClientHello with Encrypted Client Hello (or ESNI) */
     "protocol",
     "other",
 };
@@ -132,6 +133,7 @@ static const struct {
     {"TLS server name ", "server_name"},
     {"TLS ClientHello without a server name", "tls_no_server_name"},
     {"malformed TLS ClientHello", "tls_malformed"},
+    {"TLS ClientHello with Encrypted Client Hello", "tls_ech"},
     {"TLS ClientHello", "tls_malformed"},
     /* refused: DNS */
     {"name not on the allow list", "dns_name_not_allowed"},

@@ -49,7 +49,7 @@ static const struct {
     [SPEC_R_HOST] = {"HOST", {"allowed host"}},
     [SPEC_R_SNI] = {"SNI", {"server name"}},
     [SPEC_R_NO_SNI] = {"NO_SNI", {"without a server name"}},
-    [SPEC_R_TLS_BAD] = {"TLS_BAD", {"malformed TLS", "larger than"}},
+    [SPEC_R_TLS_BAD] = {"TLS_BAD", {"malformed TLS", "larger than", "Encrypted Client Hello"}},
     [SPEC_R_NOT_TLS] = {"NOT_TLS", {"not TLS"}},
     [SPEC_R_TAMPER] = {"TAMPER", {"differ", "ISN", "sequence"}},
     [SPEC_R_TIMEOUT] = {"TIMEOUT", {"sni_timeout_ms"}},

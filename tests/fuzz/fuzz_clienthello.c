@@ -16,8 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc, rc2;
 
 	rc = tls_clienthello_sni(data, size, sni, sizeof(sni), &need);
-	if (rc != 1 && rc != 0 && rc != PC_EAGAIN && rc != PC_EPARSE)
-		abort();
+	if (rc != 1 && rc != 0 && rc != PC_EAGAIN && rc != PC_EPARSE && rc != PC_EREFUSED)
+		abort(); /* PC_EREFUSED: Encrypted Client Hello */
 	if (rc == PC_EAGAIN && (need <= size || need > 16384))
 		abort();
 	if (rc == 1) {
@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * it has less than that, cannot be decided either). */
 	rc2 = tls_clienthello_sni(data, cut, sni2, sizeof(sni2), &need2);
 	if (rc2 == PC_EAGAIN) {
-		if (need2 <= cut || (need2 > size && (rc == 0 || rc == 1)))
+		if (need2 <= cut || (need2 > size && (rc == 0 || rc == 1 || rc == PC_EREFUSED)))
 			abort();
 	} else if (rc2 != rc || (rc == 1 && strcmp(sni, sni2) != 0)) {
 		abort();

@@ -191,6 +191,28 @@ size_t drv_client_hello(uint8_t *b, const char *sni)
 	return wire_client_hello(b, sni);
 }
 
+size_t drv_client_hello_ext(uint8_t *b, const char *sni, uint16_t type, size_t len)
+{
+	size_t n = drv_client_hello(b, sni);
+	/* record, handshake and extension-block lengths grow by the extension */
+	size_t rec = ((size_t)b[3] << 8 | b[4]) + 4 + len,
+	       hs = ((size_t)b[7] << 8 | b[8]) + 4 + len,
+	       ext = ((size_t)b[50] << 8 | b[51]) + 4 + len;
+
+	b[3] = (uint8_t)(rec >> 8);
+	b[4] = (uint8_t)rec;
+	b[7] = (uint8_t)(hs >> 8);
+	b[8] = (uint8_t)hs;
+	b[50] = (uint8_t)(ext >> 8);
+	b[51] = (uint8_t)ext;
+	b[n++] = (uint8_t)(type >> 8);
+	b[n++] = (uint8_t)type;
+	b[n++] = (uint8_t)(len >> 8);
+	b[n++] = (uint8_t)len;
+	memset(b + n, 0x5a, len);
+	return n + len;
+}
+
 size_t drv_tls_bad(uint8_t *b)
 {
 	size_t n = drv_client_hello(b, "api.allowed.test");

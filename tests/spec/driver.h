@@ -81,7 +81,9 @@ size_t drv_dns_query(uint8_t *b, uint16_t id, const char *name, uint16_t qtype);
 size_t drv_dns_answer(uint8_t *b, uint16_t id, const char *name, uint16_t qtype,
 		      const struct pc_addr *addrs, size_t n);
 size_t drv_client_hello(uint8_t *b, const char *sni); /* sni NULL: no server_name */
-size_t drv_tls_bad(uint8_t *b);			      /* a ServerHello in a handshake record */
+/* drv_client_hello (with an SNI) and one more extension of len bytes */
+size_t drv_client_hello_ext(uint8_t *b, const char *sni, uint16_t type, size_t len);
+size_t drv_tls_bad(uint8_t *b); /* a ServerHello in a handshake record */
 /* Two-byte length prefix in front of a message of n bytes at b+2. */
 size_t drv_tcp_frame(uint8_t *b, size_t n);
 

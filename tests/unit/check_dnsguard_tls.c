@@ -368,8 +368,67 @@ START_TEST(random_bytes_never_crash)
 }
 END_TEST
 
+/* Encrypted Client Hello and ESNI, in any place among the extensions,
+ * before or after server_name, with or without it: refused (the server
+ * may serve an inner name); the codepoints around them are not. */
+START_TEST(encrypted_client_hello_refused)
+{
+	static const struct {
+		uint16_t type;
+		int rc;
+	} cases[] = {
+	    {0xfe0d, PC_EREFUSED}, {0xfe08, PC_EREFUSED}, {0xfe0a, PC_EREFUSED},
+	    {0xff02, PC_EREFUSED}, {0xffce, PC_EREFUSED}, {0xfd00, PC_EREFUSED},
+	    {0xfe07, 1},	   {0xfe0e, 1},		  {0xffcd, 1},
+	    {0x0a0a, 1}, /* GREASE (RFC 8701) */
+	};
+	uint8_t e[600], ch[1024];
+	char sni[POLICY_HOST_MAX];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		for (int before = 0; before < 3; before++) {
+			size_t el = 0;
+
+			if (before == 1)
+				el = sni_ext(e, 0, "a.example");
+			e[el++] = (uint8_t)(cases[i].type >> 8);
+			e[el++] = (uint8_t)cases[i].type;
+			e[el++] = 0;
+			e[el++] = 8;
+			memset(e + el, 0x5a, 8);
+			el += 8;
+			if (before == 0)
+				el += sni_ext(e + el, 0, "a.example");
+			ck_assert_msg(sni_of(ch, crafted_ch(e, el, ch), sni) ==
+					  (before == 2 && cases[i].rc == 1 ? 0 : cases[i].rc),
+				      "type %04x, place %d", cases[i].type, before);
+		}
+	}
+	/* a real ClientHello, the extension appended: refused too */
+	{
+		size_t n = real_ch(ch, sizeof(ch), "a.example", 0);
+		size_t add = 4 + 8, rec = ((size_t)ch[3] << 8 | ch[4]) + add,
+		       hs = ((size_t)ch[7] << 8 | ch[8]) + add, off = 5 + 4 + 2 + 32, el;
+
+		off += 1 + ch[off];				 /* session id */
+		off += 2 + ((size_t)ch[off] << 8 | ch[off + 1]); /* cipher suites */
+		off += 1 + ch[off];				 /* compression */
+		el = ((size_t)ch[off] << 8 | ch[off + 1]) + add;
+		ch[3] = (uint8_t)(rec >> 8);
+		ch[4] = (uint8_t)rec;
+		ch[7] = (uint8_t)(hs >> 8);
+		ch[8] = (uint8_t)hs;
+		ch[off] = (uint8_t)(el >> 8);
+		ch[off + 1] = (uint8_t)el;
+		memcpy(ch + n, "\xfe\x0d\x00\x08ZZZZZZZZ", add);
+		ck_assert_int_eq(sni_of(ch, n + add, sni), PC_EREFUSED);
+		ck_assert_int_eq(sni_of(ch, n, sni), PC_EAGAIN); /* cut short: more is awaited */
+	}
+}
+END_TEST
+
 PC_UNIT_SUITE("dnsguard_tls", "clienthello", 0, real_clienthello_tls13_and_tls12,
 	      real_clienthello_without_sni, every_prefix_asks_for_more,
 	      clienthello_over_many_records, not_tls_rejected_at_once, crafted_names,
 	      crafted_hostname_table, crafted_structure_errors, oversize_is_refused_not_awaited,
-	      random_bytes_never_crash)
+	      random_bytes_never_crash, encrypted_client_hello_refused)

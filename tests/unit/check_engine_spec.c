@@ -286,6 +286,10 @@ enum held_variant {
 	/* MPTCP in a SYN sent again (H5a) */
 	HV_MPTCP_RESEND,   /* the held SYN sent again with MP_CAPABLE, then CH allowed */
 	HV_MPTCP_PROMOTED, /* promoted, then the SYN again with MP_CAPABLE */
+	/* Encrypted Client Hello: the outer name allowed (H11) */
+	HV_ECH,	     /* encrypted_client_hello (0xfe0d) */
+	HV_ESNI,     /* its predecessor, encrypted_server_name (0xffce) */
+	HV_ECH_NEAR, /* 0xfe0e, next to ECH's codepoints: no ECH, allowed */
 	HV_N
 };
 
@@ -608,6 +612,18 @@ static void held_seq(struct sc *c, int fam, enum sc_src src, enum sc_dst dc, uin
 			sc_stream(&p, SPEC_ST_CH, "api.allowed.test", ok, nok);
 			STEP(p);
 		}
+		break;
+	case HV_ECH:
+	case HV_ESNI:
+	case HV_ECH_NEAR:
+		nok = drv_client_hello_ext(x, "api.allowed.test",
+					   v == HV_ECH	  ? 0xfe0d
+					   : v == HV_ESNI ? 0xffce
+							  : 0xfe0e,
+					   40);
+		SEND(d1, v == HV_ECH_NEAR ? SPEC_ST_CH : SPEC_ST_TLSBAD,
+		     v == HV_ECH_NEAR ? "api.allowed.test" : NULL, x, nok);
+		ACKED(d1 + (uint32_t)nok);
 		break;
 	case HV_MPTCP_RESEND:
 		OUT(S, isn, 0);
