@@ -99,7 +99,10 @@ esc_begin "DNS over TCP: length prefix and message in separate segments (a denie
 out=$(q --tcp --split --name split.paste.evil.test)
 t_match "reset" "^reset|^closed" "$out"
 t_eq "the resolver never saw the name" 0 "$(resolver_saw 'split\.paste\.evil\.test')"
-r=$(esc_reason '"destination.port":53,"network.transport":"tcp"')
+# the record of the judged message, by its name: a segment of the same
+# connection arriving after the reset (the client's FIN, a resend) has a
+# record of its own ("no stream") and may come last
+r=$(dnsrec '"dns.question.name":"split.paste.evil.test"')
 t_match "logged with its reason" "name not on the allow list" "$r"
 esc_end "RST" "dnsmasq log: no query; log: \"$r\""
 
