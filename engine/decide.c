@@ -34,22 +34,18 @@ static bool tcp_urgent(const struct pkt *p)
 	return p->proto == IPPROTO_TCP && ((p->tcp_flags & TH_URG) || p->tcp_urp != 0);
 }
 
-/* MPTCP (docs/spec.md S7b, S22b, H5a). A SYN with MP_CAPABLE makes an
- * MPTCP server's application read the data stream its MPTCP layer
- * assembles by the data sequence numbers of DSS options — not the TCP
- * stream the guard judges: bytes sent after the judged ones can be mapped
- * before them (H12 rests on "the server cannot deliver them before the
- * approved ones"), and DNS messages framed by the guard need not be the
- * resolver's. MPTCP is negotiated in the SYN alone: without it the
- * server's socket is plain TCP and ignores the option later. So on a
- * stream judged by its bytes a SYN whose options may carry it (or cannot
- * be read to their end) is refused; clients fall back to TCP when their
- * MPTCP SYN fails (or open plain TCP). Flows judged at their SYN (a cidr
- * entry, the vault's) keep MPTCP: nothing in their bytes is judged. */
-static bool tcp_syn_mptcp(const struct pkt *p)
-{
-	return p->proto == IPPROTO_TCP && (p->tcp_flags & TH_SYN) && p->tcp_opt_mptcp;
-}
+/* MPTCP (docs/spec.md S7b, S22b, H5a; pkt.tcp_syn_mptcp, set by packet.c).
+ * A SYN with MP_CAPABLE makes an MPTCP server's application read the data
+ * stream its MPTCP layer assembles by the data sequence numbers of DSS
+ * options — not the TCP stream the guard judges: bytes sent after the
+ * judged ones can be mapped before them (H12 rests on "the server cannot
+ * deliver them before the approved ones"), and DNS messages framed by the
+ * guard need not be the resolver's. MPTCP is negotiated in the SYN alone:
+ * without it the server's socket is plain TCP and ignores the option
+ * later. So on a stream judged by its bytes a SYN whose options may carry
+ * it (or cannot be read to their end) is refused; the client can connect
+ * again with plain TCP. Flows judged at their SYN (a cidr entry, the
+ * vault's) keep MPTCP: nothing in their bytes is judged. */
 
 const char *decision_sandbox(const struct decision *d)
 {
@@ -269,7 +265,7 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 			d->rec.action = LOGREC_DNS_QUERY;
 			return;
 		}
-		if (tcp_syn_mptcp(p)) {
+		if (p->tcp_syn_mptcp) {
 			/* the resolver would frame another stream than the guard */
 			dnstcp_forget(c->dnstcp, p, c->now_ms);
 			refuse(d, c, p, sb, VK_REJECT,
@@ -973,7 +969,7 @@ static void held_segment(const struct decide_ctx *c, const struct pkt *p,
 			d->v = VK_DROP;
 			return;
 		}
-		if (!hf->promoted_ms && p->tcp_opt_mptcp) {
+		if (!hf->promoted_ms && p->tcp_syn_mptcp) {
 			/* the first went without: this one may reach the server */
 			held_fail(d, c, sb, hf, VK_REJECT,
 				  "MPTCP in a SYN of a held flow: the server would read the stream "
@@ -1295,7 +1291,7 @@ static void new_flow(const struct decide_ctx *c, const struct pkt *p,
 			       "bytes the guard judges");
 			return;
 		}
-		if (tcp_syn_mptcp(p)) {
+		if (p->tcp_syn_mptcp) {
 			/* the flow would be held: judged by its bytes */
 			refuse(d, c, p, sb, VK_REJECT,
 			       "MPTCP in a SYN to a named host: the server would read the stream "

@@ -34,7 +34,7 @@ struct pkt {
 	uint8_t tcp_flags;     /* TH_SYN, TH_ACK ... */
 	uint32_t tcp_seq;
 	uint16_t tcp_urp;   /* the urgent pointer, whatever TH_URG says */
-	bool tcp_opt_mptcp; /* its options name MPTCP, or do not read to their end */
+	bool tcp_syn_mptcp; /* a SYN whose options name MPTCP, or do not read to their end */
 	uint8_t icmp_type, icmp_code;
 	bool truncated;		/* the capture ended before the IP length */
 	size_t l3_len;		/* bytes of IP header(s) */

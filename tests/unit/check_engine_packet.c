@@ -352,8 +352,11 @@ START_TEST(tcp_options_mptcp)
 		memcpy(b + n, cases[i].o, cases[i].len);
 		n += cases[i].len;
 		ck_assert_int_eq(pkt_parse(b, n, &p), PKT_OK);
-		ck_assert_msg(p.tcp_opt_mptcp == cases[i].mptcp, "case %zu: %d", i,
-			      (int)p.tcp_opt_mptcp);
+		ck_assert_msg(p.tcp_syn_mptcp == cases[i].mptcp, "case %zu: %d", i,
+			      (int)p.tcp_syn_mptcp);
+		b[t + 13] = 0x10; /* the same options on an ACK: MPTCP is not negotiated there */
+		ck_assert_int_eq(pkt_parse(b, n, &p), PKT_OK);
+		ck_assert(!p.tcp_syn_mptcp);
 		ck_assert_uint_eq(p.payload_len, 0);
 	}
 }
