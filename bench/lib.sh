@@ -87,6 +87,14 @@ bench_nullq_cpu_ns() { bench_cpu_ns "$(cat "$LAB_DIR/nullq.pid")"; }
 bench_consumer_cpu_ns() { # nullq|guarded
 	if [ "$1" = nullq ]; then bench_nullq_cpu_ns; else bench_guard_cpu_ns; fi
 }
+# The whole machine's CPU time so far, all processes and all CPUs, from
+# the kernel's account (/proc/stat's cpu line, in USER_HZ ticks): "busy
+# idle", busy = user nice system irq softirq, idle = idle iowait (steal is
+# the hypervisor's, neither). A consumer's own CPU per verdict misses what
+# its verdicts move elsewhere (the peers' TCP in another task's softirq)
+# and what they move onto it; the machine's is the sum, and the busy
+# share says whether a rate was bound by the CPUs or by waiting.
+bench_machine_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8, $5 + $6; exit }' /proc/stat; }
 bench_us_per() { # ns count -> microseconds per item (0 for no item)
 	awk -v t="$1" -v n="$2" 'BEGIN { printf "%.1f", (n > 0 ? t / 1e3 / n : 0) }'
 }
