@@ -89,7 +89,10 @@ esc_begin "DNS over TCP: two messages in one segment (the second a denied name s
 out=$(q --tcp --double --name paste.evil.test)
 t_match "reset" "^reset|^closed" "$out"
 t_eq "the resolver never saw the name" 0 "$(resolver_saw 'paste\.evil\.test')"
-r=$(esc_reason '"destination.port":53,"network.transport":"tcp"')
+# the record of the refusal, by its reason: a segment of the same
+# connection arriving after the reset has a record of its own ("no
+# stream") and may come last
+r=$(esc_reason '"event.reason":"[^"]*(exactly one whole message|name not on the allow list)')
 t_match "logged with its reason" "exactly one whole message|name not on the allow list" "$r"
 esc_end "RST" "dnsmasq log: no query; log: \"$r\""
 
