@@ -33,7 +33,9 @@ mountns_logd_start() { # mount-commands [arg...]
 inns() { nsenter -t "$(cat "$LAB_DIR/anchor")" -m "$@"; }
 
 flow_records() {
-	# the log and what a restart set aside (docs/logd.md "Recovery")
-	inns sh -c "cat $L/verdicts.jsonl $L/verdicts.jsonl.*-quarantine 2>/dev/null" | grep '"event.outcome":"success"' |
+	# the log and every file logd closed beside it: what a restart set
+	# aside (<log>.<time>-quarantine, and .N after it when two came in one
+	# second; docs/logd.md "Recovery") and rotated segments
+	inns sh -c "cat $L/verdicts.jsonl $L/verdicts.jsonl.* 2>/dev/null" | grep '"event.outcome":"success"' |
 		grep -c "\"destination.ip\":\"$LAB_DIRECT4\""
 }

@@ -114,5 +114,13 @@ served=$(guard_http_served)
 recs=$(flow_records)
 t_ok "every flow the upstream served has its record ($served served, $recs records)" \
 	test "$recs" -ge "$served"
+if [ "$recs" -lt "$served" ]; then
+	# once seen (4 served, 3 records), not since: what to look at next time
+	t_diag "log directory: $(inns ls -l "$L" | tr '\n' ';')"
+	t_diag "upstream lines by status: $(grep "^$LAB_DIRECT4 " "$LAB_DIR/nginx-access.log" |
+		awk '{print $(NF - 3)}' | sort | uniq -c | tr '\n' ';')"
+	t_diag "records by source port: $(inns sh -c "cat $L/verdicts.jsonl $L/verdicts.jsonl.* 2>/dev/null" |
+		grep '"event.outcome":"success"' | grep -o '"source.port":[0-9]*' | tr '\n' ' ')"
+fi
 t_ok "the log verifies" inns ip netns exec "$LAB_GW" "$GUARD_BIN/portcullis" -c "$GUARD_CONF" log verify
 t_done
