@@ -402,25 +402,34 @@ int logw_commit(struct logw *w, struct pc_err *err)
 	       (w->batch_cp && now - w->synced_ms >= w->conf.cp_ms);
 	w->force_sync = false;
 	if (pc_write_all(w->fd, w->out.p, w->out.len) < 0 || (sync && fdatasync(w->fd) < 0)) {
-		if (errno == EROFS) {
-			/* The file system went read-only under us (a disk
-			 * error): nothing more can be written, and holding the
-			 * file would keep the admin from repairing it. Stop;
-			 * a start once it is read-write verifies the file. */
+		int werr = errno, terr = 0;
+
+		/* Take back whatever part of the batch got in, so the file
+		 * stays a sequence of whole lines. On a file system that went
+		 * read-only under us (a disk error) that cannot be done: an
+		 * ext4 error with errors=remount-ro fails the write in flight
+		 * with EROFS, or with EIO when it aborted the journal first,
+		 * and the rollback then meets the read-only file system
+		 * (tests/faults/logd_readonly.sh has seen both). */
+		if (werr != EROFS && ftruncate(w->fd, (off_t)w->snap.size) < 0)
+			terr = errno ? errno : EIO;
+		if (werr == EROFS || terr == EROFS) {
+			/* Nothing more can be written, and holding the file
+			 * would keep the admin from repairing it. Stop; a
+			 * start once it is read-write verifies the file. */
 			pc_err_set(err, PC_EIO,
-				   "writing %s: Read-only file system: the log's file system went "
-				   "read-only; logd stops and every record is refused until it is "
-				   "read-write again and logd is started",
-				   w->path);
+				   "writing %s: %s: the log's file system went read-only; logd "
+				   "stops and every record is refused until it is read-write "
+				   "again and logd is started",
+				   w->path, strerror(werr));
 			w->broken = true;
 			batch_abort(w);
 			return PC_EIO;
 		}
+		errno = werr;
 		pc_err_errno(err, PC_EIO, "writing %s", w->path);
-		/* Take back whatever part of the batch got in, so the file
-		 * stays a sequence of whole lines. */
-		if (ftruncate(w->fd, (off_t)w->snap.size) < 0)
-			w->broken = true;
+		if (terr)
+			w->broken = true; /* neither written nor taken back */
 		batch_abort(w);
 		return PC_EIO;
 	}
