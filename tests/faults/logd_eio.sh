@@ -24,14 +24,6 @@ Y
 TRIG=$LAB_DIR/failsync
 LD_PRELOAD=$PRELOAD PC_TEST_FAILSYNC=$TRIG guard_logd_start || { t_fail "logd started" true; t_done; }
 guard_engine_start || { t_fail "engine started" true; t_done; }
-wait_for() { # bounded wait on a condition (never a sleep as an assertion)
-	local i
-	for i in $(seq 1 150); do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 gone() { [ -z "$(ps -o stat= -p "$1" 2>/dev/null | grep -v Z)" ]; } # exited (or a zombie)
 flow_ok() { [ "$(guard_http_rc)" = 0 ]; }
 
@@ -44,13 +36,13 @@ t_match "logd says the file system went read-only, and the error it met" \
 	"Input/output error: the log's file system went read-only; logd stops" \
 	"$(cat "$GUARD_DIR/logd.log")"
 t_ok "logd stopped (it holds nothing on the broken file system)" \
-	wait_for gone "$(cat "$LAB_DIR/guard-logd.pid")"
+	lab_wait_until gone "$(cat "$LAB_DIR/guard-logd.pid")"
 t_ok "the engine keeps running" kill -0 "$(guard_engine_pid)"
 t_eq "still refused" 7 "$(guard_http_rc)"
 
 rm -f "$TRIG"
 guard_logd_start || t_fail "logd started again" true
-t_ok "service back: the flow is allowed again" wait_for flow_ok
+t_ok "service back: the flow is allowed again" lab_wait_until flow_ok
 t_ok "the log verifies" guard_cli log verify
 guard_stop
 t_done
