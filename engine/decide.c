@@ -12,12 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TH_FIN 0x01
-#define TH_SYN 0x02
-#define TH_RST 0x04
-#define TH_ACK 0x10
-#define TH_URG 0x20
-
 /* Urgent data (docs/spec.md, S7a, S22a, S42a, H2a). A stream the guard
  * judges by its bytes — a held flow until its promotion, DNS over TCP for
  * its whole life — must reach the receiver's application as the guard read

@@ -425,7 +425,7 @@ int dnstcp_take(struct dnstcp_table *t, const struct dnstcp_seg *seg, const char
 			return rc;
 	}
 	rc = dnstcp_add_bytes(s, p->tcp_seq, p->payload, p->payload_len, now_ms);
-	if (rc == 0 && s->syn && (p->tcp_flags & 0x01 /* FIN */))
+	if (rc == 0 && s->syn && (p->tcp_flags & TH_FIN))
 		dnstcp_fin_at(s, p);
 	if (rc == PC_EINVAL) {
 		f->pass = false; /* before the stream began: nothing to compare it with */

@@ -25,6 +25,13 @@ enum pkt_status {
 	PKT_MALFORMED, /* truncated headers, bad lengths, bad version ... */
 };
 
+/* TCP flags of pkt.tcp_flags (RFC 9293) */
+#define TH_FIN 0x01
+#define TH_SYN 0x02
+#define TH_RST 0x04
+#define TH_ACK 0x10
+#define TH_URG 0x20
+
 struct pkt {
 	uint8_t family; /* AF_INET / AF_INET6 */
 	struct pc_addr src, dst;

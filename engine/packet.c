@@ -83,7 +83,7 @@ static int l4_parse(const uint8_t *buf, size_t off, size_t end, struct pkt *p)
 		p->tcp_flags = h[13];
 		p->tcp_urp = rd16(h + 18);
 		/* only a SYN negotiates MPTCP: no walk on the other segments */
-		p->tcp_syn_mptcp = (h[13] & 0x02) && tcp_opts_mptcp(buf, off + 20, hend);
+		p->tcp_syn_mptcp = (h[13] & TH_SYN) && tcp_opts_mptcp(buf, off + 20, hend);
 		p->payload = h + doff;
 		p->payload_len = avail - doff;
 		return PKT_OK;
