@@ -9,7 +9,8 @@
 #       ($LAB_DIR/anchor holds its pid) keeps the namespace. 0 once logd
 #       accepts connections.
 #   inns CMD...          run CMD in that mount namespace
-#   flow_records         allowed-flow records for $LAB_DIRECT4 in the log there
+#   log_lines            every record line of the log there, and of the files beside it
+#   flow_records         allowed-flow records for $LAB_DIRECT4 among them
 
 L=$GUARD_DIR/log
 mkdir -m 0750 "$L"
@@ -32,10 +33,11 @@ mountns_logd_start() { # mount-commands [arg...]
 
 inns() { nsenter -t "$(cat "$LAB_DIR/anchor")" -m "$@"; }
 
+# The log and every file logd closed beside it: what a restart set aside
+# (<log>.<time>-quarantine, and .N after it when two came in one second;
+# docs/logd.md "Recovery") and rotated segments.
+log_lines() { inns sh -c "cat $L/verdicts.jsonl $L/verdicts.jsonl.* 2>/dev/null"; }
+
 flow_records() {
-	# the log and every file logd closed beside it: what a restart set
-	# aside (<log>.<time>-quarantine, and .N after it when two came in one
-	# second; docs/logd.md "Recovery") and rotated segments
-	inns sh -c "cat $L/verdicts.jsonl $L/verdicts.jsonl.* 2>/dev/null" | grep '"event.outcome":"success"' |
-		grep -c "\"destination.ip\":\"$LAB_DIRECT4\""
+	log_lines | grep '"event.outcome":"success"' | grep -c "\"destination.ip\":\"$LAB_DIRECT4\""
 }

@@ -124,8 +124,8 @@ if [ "$recs" -lt "$served" ]; then
 	t_diag "log directory: $(inns ls -l "$L" | tr '\n' ';')"
 	t_diag "upstream lines by status: $(grep "^$LAB_DIRECT4 " "$LAB_DIR/nginx-access.log" |
 		awk '{print $(NF - 3)}' | sort | uniq -c | tr '\n' ';')"
-	t_diag "records by source port: $(inns sh -c "cat $L/verdicts.jsonl $L/verdicts.jsonl.* 2>/dev/null" |
-		grep '"event.outcome":"success"' | grep -o '"source.port":[0-9]*' | tr '\n' ' ')"
+	t_diag "records by source port: $(log_lines | grep '"event.outcome":"success"' |
+		grep -o '"source.port":[0-9]*' | tr '\n' ' ')"
 fi
 t_ok "the log verifies" inns ip netns exec "$LAB_GW" "$GUARD_BIN/portcullis" -c "$GUARD_CONF" log verify
 t_done
