@@ -21,19 +21,11 @@ ECH_RE='^TLS ClientHello with Encrypted Client Hello'
 # of TYPE and 32 random bytes appended (none: as made), sent from SPORT;
 # prints "sport N; answer <first byte>" or "sport N; reset|closed|timeout".
 ech_client() { # dst name type sport
-	lab_sb 1 python3 - "$@" <<-'PY'
-	import os, socket, ssl, struct, sys
+	lab_sb 1 env PYTHONPATH="$PC_TOP/tests/escape" python3 - "$@" <<-'PY'
+	import os, socket, struct, sys
+	import craft
 	dst, name, typ, sport = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-	ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-	ctx.check_hostname = False
-	ctx.verify_mode = ssl.CERT_NONE
-	inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
-	o = ctx.wrap_bio(inc, out, server_hostname=name)
-	try:
-	    o.do_handshake()
-	except ssl.SSLWantReadError:
-	    pass
-	ch = bytearray(out.read())
+	ch = bytearray(craft.tls_client_hello(name))
 	if typ != "none":
 	    ext = struct.pack("!HH", int(typ, 16), 32) + os.urandom(32)
 	    off = 5 + 4 + 2 + 32
