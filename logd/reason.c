@@ -4,6 +4,8 @@
  * codes") lists it, and check_logd_ecs checks the two agree. */
 #include "logd/logd.h"
 
+#include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 
 /* The codes, each once; index = logrec_reason_index(). The last two are
@@ -96,94 +98,135 @@ static const char *const codes[LOGREC_REASON_CODES] = {
 
 /* Reason by its start (decide.c, dnsguard, vault): first match wins, so
  * a longer prefix goes before a shorter one it begins with. */
+#define P(s) s, sizeof(s) - 1
 static const struct {
 	const char *prefix;
+	size_t len; /* strlen(prefix): the table is read for every record */
 	const char *code;
 } prefixes[] = {
     /* allowed */
-    {"name allowed; its answer dropped", "dns_answer_dropped"},
-    {"allowed address", "cidr"},
-    {"allowed host; secret-bound", "vault"},
-    {"allowed host; TLS server name checked", "server_name"},
-    {"allowed host (not TLS", "host_not_tls"},
-    {"allowed host", "host"},
-    {"name allowed", "dns_name"},
-    {"resolved name allowed", "resolved_name"},
+    {P("name allowed; its answer dropped"), "dns_answer_dropped"},
+    {P("allowed address"), "cidr"},
+    {P("allowed host; secret-bound"), "vault"},
+    {P("allowed host; TLS server name checked"), "server_name"},
+    {P("allowed host (not TLS"), "host_not_tls"},
+    {P("allowed host"), "host"},
+    {P("name allowed"), "dns_name"},
+    {P("resolved name allowed"), "resolved_name"},
     /* refused: who is asking */
-    {"not a sandbox", "not_a_sandbox"},
-    {"sender is not a sandbox", "not_a_sandbox"},
-    {"packet from an unknown bridge port", "unknown_port"},
-    {"sandboxes may not reach each other", "sandbox_to_sandbox"},
+    {P("not a sandbox"), "not_a_sandbox"},
+    {P("sender is not a sandbox"), "not_a_sandbox"},
+    {P("packet from an unknown bridge port"), "unknown_port"},
+    {P("sandboxes may not reach each other"), "sandbox_to_sandbox"},
     /* refused: where to */
-    {"not on the allow list", "not_allowed"},
-    {"no allowed name resolved to this address", "not_resolved"},
-    {"names resolved to this address are not allowed on this port", "port_not_allowed"},
-    {"TCP segment of no connection", "no_connection"},
-    {"data in a SYN", "tcp_fast_open"},
-    {"TCP urgent data", "tcp_urgent"},
-    {"MPTCP in a SYN", "tcp_mptcp"},
-    {"too many connections of this sandbox waiting", "held_quota"},
-    {"too many connections waiting", "held_full"},
-    {"held flow no longer matches", "held_mismatch"},
-    {"held flow: the server did not acknowledge", "held_unacknowledged"},
-    {"held flow: ", "held_inconsistent"},
-    {"the held flow's host is no longer allowed", "held_mismatch"},
+    {P("not on the allow list"), "not_allowed"},
+    {P("no allowed name resolved to this address"), "not_resolved"},
+    {P("names resolved to this address are not allowed on this port"), "port_not_allowed"},
+    {P("TCP segment of no connection"), "no_connection"},
+    {P("data in a SYN"), "tcp_fast_open"},
+    {P("TCP urgent data"), "tcp_urgent"},
+    {P("MPTCP in a SYN"), "tcp_mptcp"},
+    {P("too many connections of this sandbox waiting"), "held_quota"},
+    {P("too many connections waiting"), "held_full"},
+    {P("held flow no longer matches"), "held_mismatch"},
+    {P("held flow: the server did not acknowledge"), "held_unacknowledged"},
+    {P("held flow: "), "held_inconsistent"},
+    {P("the held flow's host is no longer allowed"), "held_mismatch"},
     /* refused: TLS server name */
-    {"no TLS ClientHello within", "tls_timeout"},
-    {"TLS server name ", "server_name"},
-    {"TLS ClientHello without a server name", "tls_no_server_name"},
-    {"malformed TLS ClientHello", "tls_malformed"},
-    {"TLS ClientHello with Encrypted Client Hello", "tls_ech"},
-    {"TLS ClientHello", "tls_malformed"},
+    {P("no TLS ClientHello within"), "tls_timeout"},
+    {P("TLS server name "), "server_name"},
+    {P("TLS ClientHello without a server name"), "tls_no_server_name"},
+    {P("malformed TLS ClientHello"), "tls_malformed"},
+    {P("TLS ClientHello with Encrypted Client Hello"), "tls_ech"},
+    {P("TLS ClientHello"), "tls_malformed"},
     /* refused: DNS */
-    {"name not on the allow list", "dns_name_not_allowed"},
-    {"query type not permitted", "dns_type"},
-    {"not to a configured resolver", "dns_resolver"},
-    {"DNS over TCP to a resolver", "dns_resolver"},
-    {"name is not a host name", "dns_not_host_name"},
-    {"DNS over TCP: the sandbox's quota", "dns_tcp_quota"},
-    {"DNS over TCP: bytes overlap", "dns_tcp_overlap"},
-    {"DNS over TCP: no stream", "dns_tcp_no_stream"},
-    {"DNS: the sandbox's share of queries awaiting", "dns_owed_quota"},
-    {"DNS over TCP", "dns_malformed"},
-    {"DNS message larger", "dns_malformed"},
-    {"malformed query", "dns_malformed"},
-    {"a response, not a query", "dns_malformed"},
+    {P("name not on the allow list"), "dns_name_not_allowed"},
+    {P("query type not permitted"), "dns_type"},
+    {P("not to a configured resolver"), "dns_resolver"},
+    {P("DNS over TCP to a resolver"), "dns_resolver"},
+    {P("name is not a host name"), "dns_not_host_name"},
+    {P("DNS over TCP: the sandbox's quota"), "dns_tcp_quota"},
+    {P("DNS over TCP: bytes overlap"), "dns_tcp_overlap"},
+    {P("DNS over TCP: no stream"), "dns_tcp_no_stream"},
+    {P("DNS: the sandbox's share of queries awaiting"), "dns_owed_quota"},
+    {P("DNS over TCP"), "dns_malformed"},
+    {P("DNS message larger"), "dns_malformed"},
+    {P("malformed query"), "dns_malformed"},
+    {P("a response, not a query"), "dns_malformed"},
     /* refused: the packet itself, the guard itself */
-    {"IP fragment", "fragment"},
-    {"malformed packet", "malformed"},
-    {"DNS guard error", "internal_error"},
-    {"internal error", "internal_error"},
-    {"out of memory", "internal_error"},
+    {P("IP fragment"), "fragment"},
+    {P("malformed packet"), "malformed"},
+    {P("DNS guard error"), "internal_error"},
+    {P("internal error"), "internal_error"},
+    {P("out of memory"), "internal_error"},
     /* DNS answers (the guard drops what it cannot vouch for) */
-    {"receiver is not a sandbox", "not_a_sandbox"},
-    {"not from a configured resolver", "dns_answer_not_from_resolver"},
-    {"malformed answer", "dns_answer_malformed"},
-    {"not a response to one question", "dns_answer_malformed"},
-    {"DNS answer ", "dns_answer_malformed"},
-    {"cannot strip ech", "dns_answer_malformed"},
-    {"question is not one an allowed query asked", "dns_answer_unasked"},
-    {"matches no outstanding query", "dns_answer_unasked"},
-    {"answered without a request", "dns_answer_unasked"},
-    {"answer released", "dns_answer_released"},
+    {P("receiver is not a sandbox"), "not_a_sandbox"},
+    {P("not from a configured resolver"), "dns_answer_not_from_resolver"},
+    {P("malformed answer"), "dns_answer_malformed"},
+    {P("not a response to one question"), "dns_answer_malformed"},
+    {P("DNS answer "), "dns_answer_malformed"},
+    {P("cannot strip ech"), "dns_answer_malformed"},
+    {P("question is not one an allowed query asked"), "dns_answer_unasked"},
+    {P("matches no outstanding query"), "dns_answer_unasked"},
+    {P("answered without a request"), "dns_answer_unasked"},
+    {P("answer released"), "dns_answer_released"},
     /* flows the engine ends, and the engine's own records */
-    {"cut by reload", "cut_by_reload"},
-    {"sandbox left the policy", "sandbox_flows_ended"},
-    {"policy in force", "policy_loaded"},
-    {"policy rejected", "policy_rejected"},
-    {"guard reinstalled", "guard_reinstalled"},
-    {"guard changed by another program", "guard_not_reinstalled"},
-    {"containment proven", "containment_proven"},
-    {"containment not proven", "containment_not_proven"},
-    {"containment check could not run", "containment_check_failed"},
-    {"over the sandbox's new-flow limit", "new_flow_limit"},
+    {P("cut by reload"), "cut_by_reload"},
+    {P("sandbox left the policy"), "sandbox_flows_ended"},
+    {P("policy in force"), "policy_loaded"},
+    {P("policy rejected"), "policy_rejected"},
+    {P("guard reinstalled"), "guard_reinstalled"},
+    {P("guard changed by another program"), "guard_not_reinstalled"},
+    {P("containment proven"), "containment_proven"},
+    {P("containment not proven"), "containment_not_proven"},
+    {P("containment check could not run"), "containment_check_failed"},
+    {P("over the sandbox's new-flow limit"), "new_flow_limit"},
 };
+#undef P
+
+/* Every record logd takes carries a code, looked up twice (the decoder
+ * checks it is one of these, the writer turns it back into text): a scan
+ * of the table was 5-20 % of the time to format a record. An open-
+ * addressing table of the codes' FNV-1a hashes, built once. */
+#define CODE_SLOTS 256 /* a power of two, over three times the codes */
+_Static_assert(LOGREC_REASON_CODES * 3 < CODE_SLOTS && LOGREC_REASON_CODES < 255,
+	       "the code table stays sparse and its indices fit a byte");
+static uint8_t code_slot[CODE_SLOTS]; /* index + 1; 0: empty */
+static pthread_once_t code_once = PTHREAD_ONCE_INIT;
+
+static uint32_t code_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+static void code_slots_fill(void)
+{
+	for (int i = 0; i < LOGREC_REASON_CODES; i++) {
+		uint32_t h = code_hash(codes[i]);
+
+		while (code_slot[h & (CODE_SLOTS - 1)])
+			h++;
+		code_slot[h & (CODE_SLOTS - 1)] = (uint8_t)(i + 1);
+	}
+}
 
 int logrec_code_index(const char *code)
 {
-	for (int i = 0; code && i < LOGREC_REASON_CODES; i++)
+	uint32_t h;
+
+	if (!code)
+		return -1;
+	pthread_once(&code_once, code_slots_fill);
+	for (h = code_hash(code); code_slot[h & (CODE_SLOTS - 1)]; h++) {
+		int i = code_slot[h & (CODE_SLOTS - 1)] - 1;
+
 		if (strcmp(codes[i], code) == 0)
 			return i;
+	}
 	return -1;
 }
 
@@ -248,9 +291,9 @@ int logrec_reason_index(const char *reason)
 	size_t n = strlen(reason ? reason : "");
 
 	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
-		size_t pl = strlen(prefixes[i].prefix);
+		size_t pl = prefixes[i].len;
 
-		if (n >= pl && strncmp(reason, prefixes[i].prefix, pl) == 0)
+		if (n >= pl && memcmp(reason, prefixes[i].prefix, pl) == 0)
 			return code_index(prefixes[i].code);
 	}
 	if (n && strstr(reason, " is never allowed"))
