@@ -182,24 +182,8 @@ static void time_fmt(uint64_t time_ms, char out[25])
 
 static void j_key(struct pc_buf *j, const char *key)
 {
-	size_t n = strlen(key);
-
-	/* one room check for the three pieces: every field of every record
-	 * comes through here */
-	if (!j->err && n + 4 < j->cap - j->len) {
-		char *o = j->p + j->len;
-
-		o[0] = ',';
-		o[1] = '"';
-		memcpy(o + 2, key, n);
-		o[n + 2] = '"';
-		o[n + 3] = ':';
-		o[n + 4] = '\0';
-		j->len += n + 4;
-		return;
-	}
 	pc_buf_put(j, ",\"", 2);
-	pc_buf_put(j, key, n);
+	pc_buf_puts(j, key);
 	pc_buf_put(j, "\":", 2);
 }
 
@@ -283,8 +267,8 @@ void logrec_fields(const struct logrec *rec, logrec_field_fn fn, void *ctx)
 	fn(ctx, "event.kind", LOGF_STR, rec->action == LOGREC_EXFIL ? "alert" : "event", 0);
 	fn(ctx, "event.category", LOGF_LIST, c->category, 0);
 	/* the class's type, then the verdict's ("connection,allowed");
-	 * "info" when there is neither. By hand, not snprintf: this runs for
-	 * every record, and all the pieces are constants of known length. */
+	 * "info" when there is neither. Not snprintf: this runs for every
+	 * record, and the pieces are constants (the buffer cannot be short). */
 	if (rec->action == LOGREC_CONNECT && rec->verdict == LOGREC_NONE) {
 		/* a connect record that is no decision: flows that ended (a
 		 * sandbox that left the policy, docs/logd.md "Event codes") */
@@ -293,15 +277,13 @@ void logrec_fields(const struct logrec *rec, logrec_field_fn fn, void *ctx)
 		const char *v = rec->verdict == LOGREC_ALLOWED ? "allowed" : "denied";
 
 		if (c->type) {
-			size_t tn = strlen(c->type), vn = strlen(v);
+			struct pc_buf t;
 
-			/* the class types are short constants: this always fits */
-			if (tn + 1 + vn < sizeof(type)) {
-				memcpy(type, c->type, tn);
-				type[tn] = ',';
-				memcpy(type + tn + 1, v, vn + 1);
-				v = type;
-			}
+			pc_buf_init_fixed(&t, type, sizeof(type), 0);
+			pc_buf_puts(&t, c->type);
+			pc_buf_putc(&t, ',');
+			pc_buf_puts(&t, v);
+			v = type;
 		}
 		fn(ctx, "event.type", LOGF_LIST, v, 0);
 	} else {
@@ -329,15 +311,10 @@ void logrec_fields(const struct logrec *rec, logrec_field_fn fn, void *ctx)
 	}
 	fn(ctx, "destination.domain", LOGF_STR, rec->domain, 0);
 	if (rec->transport) {
-		/* ECS: a keyword, the number in decimal */
-		unsigned t = rec->transport, k = 0;
+		struct pc_buf ib;
 
-		if (t >= 100)
-			iana[k++] = (char)('0' + t / 100);
-		if (t >= 10)
-			iana[k++] = (char)('0' + t / 10 % 10);
-		iana[k++] = (char)('0' + t % 10);
-		iana[k] = '\0';
+		pc_buf_init_fixed(&ib, iana, sizeof(iana), 0);
+		pc_buf_u64(&ib, rec->transport); /* ECS: a keyword */
 		fn(ctx, "network.transport", LOGF_STR,
 		   transport_name(rec->transport, tmp, sizeof(tmp)), 0);
 		fn(ctx, "network.iana_number", LOGF_STR, iana, 0);
