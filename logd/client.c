@@ -395,6 +395,18 @@ static int ring_send(struct logc *lc, const uint8_t *buf, size_t n, struct pc_er
 	}
 }
 
+/* A flush that ran out of time: what was pending is given up (the caller
+ * refuses it) and the connection made again by the next send, which is not
+ * told of this loss a second time. */
+static int flush_timeout(struct logc *lc, int timeout_ms, struct pc_err *err)
+{
+	pc_err_set(err, PC_ETIMEOUT, "logd did not acknowledge %llu records within %d ms",
+		   (unsigned long long)(lc->sent - lc->acked), timeout_ms);
+	logc_reset(lc, NULL);
+	lc->lost = false;
+	return PC_ETIMEOUT;
+}
+
 static int ring_flush(struct logc *lc, int timeout_ms, struct pc_err *err)
 {
 	uint64_t deadline = pc_now_mono_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
@@ -410,14 +422,8 @@ static int ring_flush(struct logc *lc, int timeout_ms, struct pc_err *err)
 		}
 		if (lc->acked == lc->sent)
 			return 0;
-		if (pc_now_mono_ms() >= deadline) {
-			pc_err_set(err, PC_ETIMEOUT,
-				   "logd did not acknowledge %llu records within %d ms",
-				   (unsigned long long)(lc->sent - lc->acked), timeout_ms);
-			logc_reset(lc, NULL);
-			lc->lost = false;
-			return PC_ETIMEOUT;
-		}
+		if (pc_now_mono_ms() >= deadline)
+			return flush_timeout(lc, timeout_ms, err);
 		if (ring_sleep(lc, deadline, ring_all_acked, err) < 0)
 			logc_drop(lc, err);
 	}
@@ -640,14 +646,8 @@ int logc_flush(struct logc *lc, int timeout_ms, struct pc_err *err)
 			logc_drain(lc, err);
 			continue;
 		}
-		if (now >= deadline) {
-			pc_err_set(err, PC_ETIMEOUT,
-				   "logd did not acknowledge %llu records within %d ms",
-				   (unsigned long long)(lc->sent - lc->acked), timeout_ms);
-			logc_reset(lc, NULL);
-			lc->lost = false;
-			return PC_ETIMEOUT;
-		}
+		if (now >= deadline)
+			return flush_timeout(lc, timeout_ms, err);
 		p.fd = lc->fd;
 		p.events = POLLIN;
 		if (poll(&p, 1, (int)(deadline - now)) < 0 && errno != EINTR) {
