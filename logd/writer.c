@@ -426,10 +426,19 @@ int logw_commit(struct logw *w, struct pc_err *err)
 			batch_abort(w);
 			return PC_EIO;
 		}
-		errno = werr;
-		pc_err_errno(err, PC_EIO, "writing %s", w->path);
-		if (terr)
-			w->broken = true; /* neither written nor taken back */
+		if (terr) {
+			/* neither written nor taken back: the admin reads that
+			 * logd stops and why, not just the first error */
+			pc_err_set(err, PC_EIO,
+				   "writing %s: %s, and taking the batch back failed too: %s: the "
+				   "file may end in part of a line; logd stops and every record is "
+				   "refused until it starts again (a start cuts the torn line)",
+				   w->path, strerror(werr), strerror(terr));
+			w->broken = true;
+		} else {
+			errno = werr;
+			pc_err_errno(err, PC_EIO, "writing %s", w->path);
+		}
 		batch_abort(w);
 		return PC_EIO;
 	}

@@ -44,5 +44,26 @@ rm -f "$TRIG"
 guard_logd_start || t_fail "logd started again" true
 t_ok "service back: the flow is allowed again" lab_wait_until flow_ok
 t_ok "the log verifies" guard_cli log verify
+
+# The same disk, but one whose errors leave the file system writable and
+# fail the take-back too (EIO): logd can neither keep nor undo the batch.
+# It must say both errors and that it stops, not only the first.
+guard_logd_stop
+LD_PRELOAD=$PRELOAD PC_TEST_FAILSYNC=$TRIG PC_TEST_FAILSYNC_TRUNC=EIO guard_logd_start ||
+	t_fail "logd started with the take-back failing" true
+t_ok "service back with the second fault armed" lab_wait_until flow_ok
+served0=$(guard_http_served)
+touch "$TRIG"
+t_eq "sync and take-back fail: the next flow is refused (curl 7)" 7 "$(guard_http_rc)"
+t_eq "... and the upstream served nothing more" "$served0" "$(guard_http_served)"
+t_match "logd names both errors and says it stops" \
+	"Input/output error, and taking the batch back failed too: Input/output error: .*logd stops" \
+	"$(cat "$GUARD_DIR/logd.log")"
+t_ok "logd stopped" lab_wait_until gone "$(cat "$LAB_DIR/guard-logd.pid")"
+t_eq "still refused" 7 "$(guard_http_rc)"
+rm -f "$TRIG"
+guard_logd_start || t_fail "logd started again" true
+t_ok "service back after the second fault" lab_wait_until flow_ok
+t_ok "the log verifies after the second fault" guard_cli log verify
 guard_stop
 t_done

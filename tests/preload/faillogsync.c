@@ -4,11 +4,15 @@
  * aborts the journal under a write in flight: the sync of the batch
  * returns EIO, and whatever comes after meets a file system already
  * read-only (ftruncate: EROFS). tests/faults/logd_readonly.sh meets that
- * order only now and then; this shim gives it every time. Never built into
- * a shipped binary. */
+ * order only now and then; this shim gives it every time.
+ * PC_TEST_FAILSYNC_TRUNC=EIO makes the ftruncate fail with EIO instead: a
+ * disk whose errors do not make the file system read-only, where logd can
+ * neither keep nor take back the batch. Never built into a shipped
+ * binary. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -40,7 +44,9 @@ int ftruncate(int fd, off_t len)
 	static int (*real)(int, off_t);
 
 	if (gone()) {
-		errno = EROFS;
+		const char *e = getenv("PC_TEST_FAILSYNC_TRUNC");
+
+		errno = e && strcmp(e, "EIO") == 0 ? EIO : EROFS;
 		return -1;
 	}
 	if (!real)
