@@ -58,7 +58,7 @@ rm -f "$V/rules.d/zz-broken.yaml"
 # A sealed secret that does not authenticate: the engine never reads the
 # secrets, the vault refuses to load them.
 cp -p "$V/secrets/PYPI_TOKEN.sealed" "$LAB_DIR/pypi.sealed"
-printf 'x' | dd of="$V/secrets/PYPI_TOKEN.sealed" bs=1 seek=40 conv=notrunc status=none
+t_flip_byte "$V/secrets/PYPI_TOKEN.sealed" 40
 run reload
 t_eq "a tampered sealed secret: exit 1" 1 "$RC"
 t_match "the engine took the policy" "^policy sha256:[0-9a-f]{64} in force" "$OUT"

@@ -91,7 +91,7 @@ pc secrets rm GITHUB_TOKEN
 
 # a sealed file that was tampered with stops the vault from loading
 printf '%s\n' "$VALUE" | pc secrets set GITHUB_TOKEN >/dev/null 2>&1
-printf 'X' | dd of="$D/secrets/GITHUB_TOKEN.sealed" bs=1 seek=40 conv=notrunc 2>/dev/null
+t_flip_byte "$D/secrets/GITHUB_TOKEN.sealed" 40
 rc=0; out=$("$B/portcullis-vault" -c "$D/portcullis.yaml" -t 2>&1) || rc=$?
 t_eq "a tampered sealed file: -t says the store is invalid (exit 1)" 1 "$rc"
 t_match "... saying which file" "GITHUB_TOKEN.sealed: sealed secret does not authenticate" "$out"

@@ -74,6 +74,22 @@ t_tmpdir() { # name
 	chmod 0755 "$D"
 }
 
+# Change the byte at OFFSET of FILE, whatever it was: a fixed byte written
+# there is no change one time in 256 (or 64, in base64), and the "tampered"
+# file then passes for good.
+t_flip_byte() { # file offset
+	python3 - "$1" "$2" <<'EOF'
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(int(sys.argv[2]))
+    b = f.read(1)
+    if len(b) != 1:
+        sys.exit("t_flip_byte: %s has no byte at %s" % (sys.argv[1], sys.argv[2]))
+    f.seek(int(sys.argv[2]))
+    f.write(bytes([b[0] ^ 1]))
+EOF
+}
+
 t_diag() { printf '%s\n' "$*" | sed 's/^/# /'; }
 
 # Elapsed milliseconds of a command, for "fails fast" checks (not timing
