@@ -22,48 +22,45 @@ guard_agent1 <<Y
     ports: [80]
 Y
 TRIG=$LAB_DIR/failsync
-LD_PRELOAD=$PRELOAD PC_TEST_FAILSYNC=$TRIG guard_logd_start || { t_fail "logd started" true; t_done; }
-guard_engine_start || { t_fail "engine started" true; t_done; }
+armed_logd_start() { # [ftruncate's errno once armed: EROFS (the default) or EIO]
+	LD_PRELOAD=$PRELOAD PC_TEST_FAILSYNC=$TRIG PC_TEST_FAILSYNC_TRUNC=${1:-EROFS} guard_logd_start
+}
 gone() { [ -z "$(ps -o stat= -p "$1" 2>/dev/null | grep -v Z)" ]; } # exited (or a zombie)
 flow_ok() { [ "$(guard_http_rc)" = 0 ]; }
 
-t_eq "baseline: the allowed flow works" 0 "$(guard_http_rc)"
-served0=$(guard_http_served)
-touch "$TRIG"
-t_eq "the sync fails: the next flow is refused (curl 7)" 7 "$(guard_http_rc)"
-t_eq "... and the upstream served nothing more" "$served0" "$(guard_http_served)"
-t_match "logd says the file system went read-only, and the error it met" \
-	"Input/output error: the log's file system went read-only; logd stops" \
-	"$(cat "$GUARD_DIR/logd.log")"
-t_ok "logd stopped (it holds nothing on the broken file system)" \
-	lab_wait_until gone "$(cat "$LAB_DIR/guard-logd.pid")"
-t_ok "the engine keeps running" kill -0 "$(guard_engine_pid)"
-t_eq "still refused" 7 "$(guard_http_rc)"
+# One fault, logd running under the shim: armed, the next batch's sync
+# fails; what must hold after, then logd started again without it.
+fault_round() { # name what-logd-says ERE-of-it
+	local served0
+	served0=$(guard_http_served)
+	touch "$TRIG"
+	t_eq "$1: the next flow is refused (curl 7)" 7 "$(guard_http_rc)"
+	t_eq "$1: ... and the upstream served nothing more" "$served0" "$(guard_http_served)"
+	t_match "$1: $2" "$3" "$(cat "$GUARD_DIR/logd.log")"
+	t_ok "$1: logd stopped (it holds nothing on the broken file)" \
+		lab_wait_until gone "$(cat "$LAB_DIR/guard-logd.pid")"
+	t_ok "$1: the engine keeps running" kill -0 "$(guard_engine_pid)"
+	t_eq "$1: still refused" 7 "$(guard_http_rc)"
+	rm -f "$TRIG"
+	guard_logd_start || t_fail "$1: logd started again" true
+	t_ok "$1: service back: the flow is allowed again" lab_wait_until flow_ok
+	t_ok "$1: the log verifies" guard_cli log verify
+}
 
-rm -f "$TRIG"
-guard_logd_start || t_fail "logd started again" true
-t_ok "service back: the flow is allowed again" lab_wait_until flow_ok
-t_ok "the log verifies" guard_cli log verify
+armed_logd_start || { t_fail "logd started" true; t_done; }
+guard_engine_start || { t_fail "engine started" true; t_done; }
+t_eq "baseline: the allowed flow works" 0 "$(guard_http_rc)"
+fault_round "the sync fails, the file system read-only" \
+	"logd says the file system went read-only, and the error it met" \
+	"Input/output error: the log's file system went read-only; logd stops"
 
 # The same disk, but one whose errors leave the file system writable and
 # fail the take-back too (EIO): logd can neither keep nor undo the batch.
 # It must say both errors and that it stops, not only the first.
 guard_logd_stop
-LD_PRELOAD=$PRELOAD PC_TEST_FAILSYNC=$TRIG PC_TEST_FAILSYNC_TRUNC=EIO guard_logd_start ||
-	t_fail "logd started with the take-back failing" true
-t_ok "service back with the second fault armed" lab_wait_until flow_ok
-served0=$(guard_http_served)
-touch "$TRIG"
-t_eq "sync and take-back fail: the next flow is refused (curl 7)" 7 "$(guard_http_rc)"
-t_eq "... and the upstream served nothing more" "$served0" "$(guard_http_served)"
-t_match "logd names both errors and says it stops" \
-	"Input/output error, and taking the batch back failed too: Input/output error: .*logd stops" \
-	"$(cat "$GUARD_DIR/logd.log")"
-t_ok "logd stopped" lab_wait_until gone "$(cat "$LAB_DIR/guard-logd.pid")"
-t_eq "still refused" 7 "$(guard_http_rc)"
-rm -f "$TRIG"
-guard_logd_start || t_fail "logd started again" true
-t_ok "service back after the second fault" lab_wait_until flow_ok
-t_ok "the log verifies after the second fault" guard_cli log verify
+armed_logd_start EIO || t_fail "logd started with the take-back failing" true
+t_ok "service with the second fault armed" lab_wait_until flow_ok
+fault_round "sync and take-back fail" "logd names both errors and says it stops" \
+	"Input/output error, and taking the batch back failed too: Input/output error: .*logd stops"
 guard_stop
 t_done
