@@ -352,10 +352,19 @@ gen_hops4="" gen_hops6=""
 ESC_T0=$(date +%s.%N)
 probe_battery
 t_eq "the clean lab: nothing of the battery reaches the upstream" 0 "$(arrived)"
+# Up to three tries: under the sanitizers, in a full parallel run, one
+# curl of 3 s once saw no ClientHello leave (the control is that the
+# capture can see one, not how fast the lab makes it).
+hellos() {
+	esc_upstream_show "tcp src portrange 40090-40099 and tcp dst port 443 and tcp[((tcp[12:1] & 0xf0) >> 2):1] = 0x16" |
+		wc -l
+}
 ESC_T0=$(date +%s.%N)
-sb 1 curl -sk --max-time 3 --local-port 40099 https://cdn-good.test/ >/dev/null 2>&1
-t_lt "the capture sees an allowed held flow's ClientHello (the evidence is live)" 0 \
-	"$(esc_upstream_show "tcp src port 40099 and tcp dst port 443 and tcp[((tcp[12:1] & 0xf0) >> 2):1] = 0x16" | wc -l)"
+for try in 1 2 3; do
+	sb 1 curl -sk --max-time 5 --local-port 40090-40099 https://cdn-good.test/ >/dev/null 2>&1
+	[ "$(hellos)" -gt 0 ] && break
+done
+t_lt "the capture sees an allowed held flow's ClientHello (the evidence is live)" 0 "$(hellos)"
 
 t_diag "seed $SEED, $COUNT configurations (replay: PC_GEN_SEED=$SEED PC_GEN_COUNT=$COUNT)"
 n_built=0 n_unbuilt=0 n_unsound=0 n_alarm=0 n_sound=0 n_refused=0
