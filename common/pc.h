@@ -270,6 +270,15 @@ uint64_t pc_now_real_ms(void);
 /* RFC 3339 UTC with milliseconds, "2026-11-29T14:02:13.123Z"; buf >= 25. */
 const char *pc_time_rfc3339(uint64_t real_ms, char *buf, size_t len);
 
+/* 32-bit FNV-1a, a byte at a time: the hash of the in-memory tables keyed
+ * by short strings (names, event codes). Not keyed: only for tables whose
+ * keys the sandbox does not choose, or that bound their probes. */
+#define PC_FNV1A_INIT 2166136261u
+static inline uint32_t pc_fnv1a_step(uint32_t h, unsigned char c)
+{
+	return (h ^ c) * 16777619u;
+}
+
 /* ---- text: growable buffer (common/buf.c) and JSON (common/json.c) ----- */
 
 /* A byte and text buffer. Appends never return an error: the first failure

@@ -196,10 +196,10 @@ static pthread_once_t code_once = PTHREAD_ONCE_INIT;
 
 static uint32_t code_hash(const char *s)
 {
-	uint32_t h = 2166136261u;
+	uint32_t h = PC_FNV1A_INIT;
 
 	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
+		h = pc_fnv1a_step(h, (unsigned char)*s);
 	return h;
 }
 

@@ -10,17 +10,12 @@
 
 /* ---- strmap ---------------------------------------------------------------- */
 
-uint32_t strmap_hash_step(uint32_t h, unsigned char c)
-{
-	return (h ^ c) * 16777619u; /* FNV-1a */
-}
-
 uint32_t strmap_hash(const char *s, size_t len)
 {
-	uint32_t h = STRMAP_HASH_INIT;
+	uint32_t h = PC_FNV1A_INIT;
 
 	while (len--)
-		h = strmap_hash_step(h, (unsigned char)s[len]);
+		h = pc_fnv1a_step(h, (unsigned char)s[len]);
 	return h;
 }
 

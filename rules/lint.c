@@ -64,10 +64,10 @@ struct psl_above {
 
 static uint32_t name_hash(const char *s)
 {
-	uint32_t h = 2166136261u;
+	uint32_t h = PC_FNV1A_INIT;
 
 	for (; *s; s++)
-		h = (h ^ (uint8_t)(*s | 0x20)) * 16777619u;
+		h = pc_fnv1a_step(h, (unsigned char)(*s | 0x20));
 	return h;
 }
 

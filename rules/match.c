@@ -154,7 +154,7 @@ static bool host_lookup(struct best *b, const char *name, const struct policy_al
 {
 	const struct policy_index *ix = b->sb->index;
 	char n[POLICY_HOST_MAX];
-	uint32_t h = STRMAP_HASH_INIT, cnt = 0;
+	uint32_t h = PC_FNV1A_INIT, cnt = 0;
 	const uint32_t *v;
 	size_t len;
 
@@ -170,7 +170,7 @@ static bool host_lookup(struct best *b, const char *name, const struct policy_al
 	/* One right-to-left pass hashes every suffix; a suffix that starts
 	 * after a dot may be a wildcard's. */
 	for (size_t i = len; i-- > 0;) {
-		h = strmap_hash_step(h, (unsigned char)n[i]);
+		h = pc_fnv1a_step(h, (unsigned char)n[i]);
 		if (i > 0 && n[i - 1] == '.') {
 			v = strmap_find(&ix->wild, n + i, len - i, h, &cnt);
 			best_list(b, v, cnt);

@@ -213,8 +213,6 @@ const uint32_t *strmap_find(const struct strmap *m, const char *key, size_t len,
 /* Hash of s[0..len), computed from the right so that the hash of every
  * suffix of a name falls out of one pass (see match.c). */
 uint32_t strmap_hash(const char *s, size_t len);
-uint32_t strmap_hash_step(uint32_t h, unsigned char c);
-#define STRMAP_HASH_INIT 2166136261u
 
 /* A binary trie of prefixes (one family) to lists of uint32 values. */
 struct ptrie_node {
