@@ -187,6 +187,10 @@ esc_flow_code() { esc_code "\"source.port\":$1,"; }     # sport
 # reset the connections it does not know; its RSTs from them are dropped
 # (in the sandbox's namespace, which the lab made).
 esc_crafted_ports() { # sandbox lo-hi
+	# and none of the sandbox kernel's own sockets (dig, curl) takes one of
+	# them as its ephemeral port: a crafted connection's port is its own
+	lab_sb "$1" sysctl -qw net.ipv4.ip_local_reserved_ports="$2" ||
+		lab_die "cannot reserve ports $2 in sandbox $1"
 	lab_sb "$1" nft -f - <<-EOF
 		table inet esc_crafted {
 			chain out {
