@@ -211,7 +211,9 @@ struct strmap_pair {
 const uint32_t *strmap_find(const struct strmap *m, const char *key, size_t len, uint32_t h,
 			    uint32_t *count);
 /* Hash of s[0..len), computed from the right so that the hash of every
- * suffix of a name falls out of one pass (see match.c). */
+ * suffix of a name falls out of one pass: pc_fnv1a_step from
+ * PC_FNV1A_INIT over s[len-1] down to s[0], which match.c's host_lookup
+ * repeats byte by byte and must keep in step with. */
 uint32_t strmap_hash(const char *s, size_t len);
 
 /* A binary trie of prefixes (one family) to lists of uint32 values. */
