@@ -28,6 +28,13 @@
 #define LOGQ_LAZY_MS	5
 #define LOGQ_LAZY_MAX	64
 #define LOGQ_SEND_CHUNK 64 /* records handed to logc_send_batch at once */
+/* A worker's loop keeps up to two batches in flight: the next leaves while
+ * logd writes the one before, so logd may find it without going to sleep
+ * and the worker without waiting for the first acknowledgement (bench/
+ * report-notes.md, "two batches in flight"). Acknowledgements are
+ * cumulative (logc_acked_total), so each batch is covered at its own
+ * count. */
+#define LOGQ_FLIGHTS 2
 
 struct logq_item {
 	struct logrec rec;
@@ -64,9 +71,13 @@ struct logq {
 	pthread_t thr;
 	/* loop mode (no lock, no thread: one loop's thread uses it) */
 	struct vloop *loop;
-	struct logq_item *flight; /* the batch logd has not acknowledged yet */
-	uint64_t flight_deadline; /* ... and until when it may */
-	size_t n_waiters;	  /* queued items a coroutine waits for */
+	struct logq_flight {
+		struct logq_item *items;
+		uint64_t want;	   /* logc_sent_total once they were sent */
+		uint64_t deadline; /* until when logd may acknowledge them */
+	} fl[LOGQ_FLIGHTS];	   /* batches sent, not acknowledged: oldest first */
+	size_t nfl;
+	size_t n_waiters; /* queued items a coroutine waits for */
 };
 
 static const char **rec_str(struct logrec *r, size_t i)
@@ -250,15 +261,13 @@ static void *logq_main(void *arg)
 
 /* ---- loop mode ------------------------------------------------------------ */
 
-/* The batch in flight got its outcome (rc < 0: not acknowledged): wake
- * whoever waits for a record of it. */
-static void loop_finish(struct logq *q, int rc, const struct pc_err *e)
+/* The oldest batch in flight got its outcome (rc < 0: not acknowledged):
+ * wake what waits for it and free what nobody does. */
+static void loop_finish_one(struct logq *q, int rc)
 {
 	struct logq_item *it, *next;
 
-	if (rc < 0)
-		pc_log(PC_LOG_ERR, "logd did not acknowledge records: %s", e->msg);
-	for (it = q->flight; it; it = next) {
+	for (it = q->fl[0].items; it; it = next) {
 		next = it->next;
 		if (it->wait) {
 			it->outcome = it->lost || rc < 0 ? -1 : 1;
@@ -268,37 +277,71 @@ static void loop_finish(struct logq *q, int rc, const struct pc_err *e)
 			item_free(it);
 		}
 	}
-	q->flight = NULL;
+	memmove(&q->fl[0], &q->fl[1], (q->nfl - 1) * sizeof(q->fl[0]));
+	q->nfl--;
+}
+
+/* Every batch in flight ends: rc < 0 for all (a lost connection loses
+ * every record not covered before it). */
+static void loop_finish(struct logq *q, int rc, const struct pc_err *e)
+{
+	if (rc < 0 && q->nfl)
+		pc_log(PC_LOG_ERR, "logd did not acknowledge records: %s", e->msg);
+	while (q->nfl)
+		loop_finish_one(q, rc);
+}
+
+/* What logd acknowledged so far ends the batches it covers; 0 with
+ * batches left, <0 when the connection was lost (the rest are lost). */
+static int loop_settle(struct logq *q, struct pc_err *e)
+{
+	uint64_t acked;
+	int rc = logc_acked_total(q->lc, &acked, e);
+
+	if (rc < 0) {
+		loop_finish(q, rc, e);
+		return rc;
+	}
+	while (q->nfl && q->fl[0].want <= acked)
+		loop_finish_one(q, 0);
+	return 0;
+}
+
+static void loop_ack(void *arg, int fd, short rev);
+
+static void loop_wait_ack(struct logq *q)
+{
+	struct pc_err e = {0};
+
+	if (q->nfl && vloop_arm(q->loop, logc_fd(q->lc), POLLIN, loop_ack, q) < 0) {
+		logc_abandon(q->lc);
+		loop_finish(q, pc_err_set(&e, PC_EIO, "cannot wait for logd"), &e);
+	}
 }
 
 static void loop_ack(void *arg, int fd, short rev)
 {
 	struct logq *q = arg;
 	struct pc_err e = {0};
-	bool all = false;
-	int rc = logc_flush_nb(q->lc, &all, &e);
 
 	(void)fd;
 	(void)rev;
-	if (rc < 0 || all)
-		loop_finish(q, rc, &e);
-	else if (vloop_arm(q->loop, logc_fd(q->lc), POLLIN, loop_ack, q) < 0)
-		loop_finish(q, pc_err_set(&e, PC_EIO, "cannot wait for logd"), &e);
+	if (loop_settle(q, &e) == 0)
+		loop_wait_ack(q);
 }
 
-/* Hand everything queued to logd as one batch (the one in flight). */
+/* Hand everything queued to logd as one batch, behind those in flight. */
 static void loop_send(struct logq *q)
 {
+	struct logq_flight *f = &q->fl[q->nfl++];
 	struct logq_item *it;
 	struct pc_err e = {0};
 	size_t nsent = 0;
-	bool all = false;
-	int rc;
 
-	q->flight = q->head;
+	f->items = q->head;
 	q->head = q->tail = NULL;
 	q->n = q->n_urgent = q->n_waiters = 0;
-	for (it = q->flight; it;) {
+	for (it = f->items; it;) {
 		const struct logrec *recs[LOGQ_SEND_CHUNK];
 		struct logq_item *of[LOGQ_SEND_CHUNK];
 		bool sent[LOGQ_SEND_CHUNK];
@@ -308,48 +351,56 @@ static void loop_send(struct logq *q)
 			of[n] = it;
 			recs[n++] = &it->rec;
 		}
-		/* one batch in flight at a time, its acknowledgements read
-		 * before the next: none pile up unread, so a record the socket
-		 * refuses now is lost (its request is refused) */
+		/* a record the socket refuses now is lost (its request is
+		 * refused); the others still go */
 		m = logc_send_batch(q->lc, recs, n, sent, &e);
 		nsent += m;
 		if (m != n)
 			for (size_t k = 0; k < n; k++)
 				of[k]->lost |= !sent[k];
 	}
-	/* the acknowledgement of what was just sent cannot be there yet:
-	 * look only when nothing went out (logd down), else wait for it */
+	f->want = logc_sent_total(q->lc);
+	f->deadline = pc_now_mono_ms() + (uint64_t)q->timeout_ms;
+	/* The acknowledgement of what just went out cannot be there yet: look
+	 * only when nothing went out or the connection was lost under the
+	 * send. What logd acknowledged before is then all there will be. */
 	if (!nsent || logc_fd(q->lc) < 0) {
-		rc = logc_flush_nb(q->lc, &all, &e);
-		if (rc == 0 && !all)
-			rc = pc_err_set(&e, PC_EIO, "logd unreachable");
-		loop_finish(q, rc, &e);
-		return;
+		if (loop_settle(q, &e) < 0)
+			return;
+		if (q->nfl && logc_fd(q->lc) < 0) {
+			logc_abandon(q->lc);
+			loop_finish(q, pc_err_set(&e, PC_EIO, "logd unreachable"), &e);
+			return;
+		}
 	}
-	q->flight_deadline = pc_now_mono_ms() + (uint64_t)q->timeout_ms;
-	if (vloop_arm(q->loop, logc_fd(q->lc), POLLIN, loop_ack, q) < 0)
-		loop_finish(q, pc_err_set(&e, PC_EIO, "cannot wait for logd"), &e);
+	/* armed once for the oldest; loop_ack arms it again while any is left */
+	if (q->nfl == 1)
+		loop_wait_ack(q);
 }
 
 /* The loop's prep: after the round's connections ran, send what they
- * queued (or what is due), or time the batch in flight out. */
+ * queued (or what is due), or time the oldest batch in flight out. */
 static void loop_prep(void *arg, uint64_t *deadline)
 {
 	struct logq *q = arg;
 	struct pc_err e = {0};
 
-	if (q->flight && pc_now_mono_ms() >= q->flight_deadline) {
-		/* a last look at what came in, then the connection is reset */
-		int fd = logc_fd(q->lc), rc = logc_flush(q->lc, 0, &e);
-
-		vloop_disarm(q->loop, fd);
-		loop_finish(q, rc, &e);
+	if (q->nfl && pc_now_mono_ms() >= q->fl[0].deadline && loop_settle(q, &e) == 0 && q->nfl &&
+	    pc_now_mono_ms() >= q->fl[0].deadline) {
+		/* what came in was looked at: the rest is given up, and the
+		 * connection with it */
+		vloop_disarm(q->loop, logc_fd(q->lc));
+		logc_abandon(q->lc);
+		loop_finish(q,
+			    pc_err_set(&e, PC_ETIMEOUT, "logd did not acknowledge within %d ms",
+				       q->timeout_ms),
+			    &e);
 	}
-	if (!q->flight && q->head && (q->n_waiters || logq_due(q)))
+	if (q->nfl < LOGQ_FLIGHTS && q->head && (q->n_waiters || logq_due(q)))
 		loop_send(q);
-	if (q->flight && q->flight_deadline < *deadline)
-		*deadline = q->flight_deadline;
-	else if (!q->flight && q->head && q->since_ms + LOGQ_LAZY_MS < *deadline)
+	if (q->nfl && q->fl[0].deadline < *deadline)
+		*deadline = q->fl[0].deadline;
+	else if (!q->nfl && q->head && q->since_ms + LOGQ_LAZY_MS < *deadline)
 		*deadline = q->since_ms + LOGQ_LAZY_MS;
 }
 
@@ -401,7 +452,7 @@ static int loop_put(struct logq *q, struct logq_item *it, bool wait, bool lazy, 
 	if (!wait)
 		return 0;
 	q->n_waiters++;
-	/* woken by loop_finish; the flight's deadline bounds it */
+	/* woken by loop_finish_one; its batch's deadline bounds it */
 	while (!(outcome = it->outcome))
 		vloop_park(UINT64_MAX);
 	item_unref(it);
@@ -415,17 +466,14 @@ static void loop_stop(struct logq *q)
 {
 	struct pc_err e = {0};
 
-	if (q->flight) {
-		int fd = logc_fd(q->lc), rc = logc_flush(q->lc, q->timeout_ms, &e);
-
-		vloop_disarm(q->loop, fd);
-		loop_finish(q, rc, &e);
-	}
-	if (q->head) {
-		loop_send(q);
-		if (q->flight) {
+	vloop_disarm(q->loop, logc_fd(q->lc));
+	for (int round = 0; round < 2; round++) {
+		if (round == 1 && q->head)
+			loop_send(q);
+		if (q->nfl) {
 			int rc = logc_flush(q->lc, q->timeout_ms, &e);
 
+			vloop_disarm(q->loop, logc_fd(q->lc));
 			loop_finish(q, rc, &e);
 		}
 	}

@@ -1,10 +1,11 @@
 # Fault: logd stops acknowledging (SIGSTOP) while a worker's requests keep
-# coming, in separate rounds of its event loop: one batch of records in
-# flight, the next queued behind it (vault/logq.c). No record, no request:
-# each request is refused with 503 once the deadline of the batch it went
-# in passes (2 s; the batch queued behind goes on a fresh connection and
-# waits its own), none reaches the upstream, and the worker serves again
-# once logd runs. Before this test, nothing stalled logd under the vault:
+# coming, in separate rounds of its event loop: two batches of records in
+# flight, the third queued behind them (vault/logq.c). No record, no
+# request: each request is refused with 503 once the deadline of the
+# oldest batch in flight passes (2 s: the connection is given up, and the
+# second batch with it; the one queued behind goes on a fresh connection
+# and waits its own), none reaches the upstream, and the worker serves
+# again once logd runs. Before this test, nothing stalled logd under the vault:
 # kill9.sh kills it, which the vault sees at once as a closed socket.
 set -u
 . "$PC_TOP/tests/lib/tap.sh"
@@ -17,7 +18,7 @@ t_eq "a request goes through while logd runs" 200 "$r"
 
 # three connections of sandbox 1's worker, handshaken while logd runs;
 # then, with logd stopped, one request on each, 0.3 s apart (three rounds
-# of the loop: the first request's batch in flight, the others queued)
+# of the loop: the first two requests' batches in flight, the third queued)
 lab_sb 1 python3 - "$LAB_DIR/vault-ca.pem" "$LAB_DIR/go" "$LAB_DIR/ready" >"$LAB_DIR/stall.out" 2>&1 <<-'PY' &
 	import os, socket, ssl, sys, time
 	ctx = ssl.create_default_context(cafile=sys.argv[1])
