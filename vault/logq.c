@@ -461,21 +461,29 @@ static int loop_put(struct logq *q, struct logq_item *it, bool wait, bool lazy, 
 	return 0;
 }
 
+/* Wait for every batch in flight and give each its outcome. The
+ * descriptor is taken before the flush, which may reset the connection:
+ * the callback armed on it must not outlive q. */
+static void loop_flush_all(struct logq *q)
+{
+	struct pc_err e = {0};
+	int fd, rc;
+
+	if (!q->nfl)
+		return;
+	fd = logc_fd(q->lc);
+	rc = logc_flush(q->lc, q->timeout_ms, &e);
+	vloop_disarm(q->loop, fd);
+	loop_finish(q, rc, &e);
+}
+
 /* At the end: what is queued or in flight gets its answer, waiting. */
 static void loop_stop(struct logq *q)
 {
-	struct pc_err e = {0};
-
-	vloop_disarm(q->loop, logc_fd(q->lc));
-	for (int round = 0; round < 2; round++) {
-		if (round == 1 && q->head)
-			loop_send(q);
-		if (q->nfl) {
-			int rc = logc_flush(q->lc, q->timeout_ms, &e);
-
-			vloop_disarm(q->loop, logc_fd(q->lc));
-			loop_finish(q, rc, &e);
-		}
+	loop_flush_all(q);
+	if (q->head) {
+		loop_send(q);
+		loop_flush_all(q);
 	}
 	vloop_set_prep(q->loop, NULL, NULL);
 	logc_close(q->lc);

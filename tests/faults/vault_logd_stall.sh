@@ -5,8 +5,8 @@
 # oldest batch in flight passes (2 s: the connection is given up, and the
 # second batch with it; the one queued behind goes on a fresh connection
 # and waits its own), none reaches the upstream, and the worker serves
-# again once logd runs. Before this test, nothing stalled logd under the vault:
-# kill9.sh kills it, which the vault sees at once as a closed socket.
+# again once logd runs. Before this test, nothing stalled logd under the
+# vault: kill9.sh kills it, which the vault sees at once as a closed socket.
 set -u
 . "$PC_TOP/tests/lib/tap.sh"
 . "$PC_TOP/tests/integration/vault_setup.bash"
