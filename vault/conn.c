@@ -460,7 +460,7 @@ static void conn_free(struct conn *c)
 		sodium_memzero(c->ubuf, c->ucap);
 		free(c->ubuf);
 	}
-	sodium_free(c->out);
+	secmem_free(c->out, c->out_cap);
 	vault_daemon_conn_release(c->d, c->slot, c->sandbox);
 	free(c);
 }
@@ -494,7 +494,7 @@ void conn_main(void *arg)
 	c->out_cap = inject_out_cap(cfg->vault.max_header_bytes) + CONN_OUT_BODY;
 	c->in = malloc(c->in_cap);
 	c->ubuf = malloc(c->ucap);
-	c->out = sodium_malloc(c->out_cap);
+	c->out = secmem_alloc(c->out_cap);
 	c->ssl = SSL_new(c->d->server_ctx);
 	if (!c->in || !c->ubuf || !c->out || !c->ssl || !SSL_set_fd(c->ssl, c->fd) ||
 	    !SSL_set_ex_data(c->ssl, conn_ex_idx, c)) {

@@ -822,7 +822,7 @@ void scrub_keep_free(struct scrub_keep *k)
 		return;
 	for (c = k->chunks; c; c = next) {
 		next = c->next;
-		sodium_free(c->mem); /* wipes */
+		secmem_free(c->mem, c->size); /* wipes */
 		free(c);
 	}
 	free(k->pats);
@@ -857,7 +857,7 @@ static uint8_t *keep_alloc(struct scrub_keep *k, size_t n, bool counted)
 		c = calloc(1, sizeof(*c));
 		if (!c)
 			return NULL;
-		c->mem = sodium_malloc(size);
+		c->mem = secmem_alloc(size);
 		if (!c->mem) {
 			free(c);
 			return NULL;
@@ -956,7 +956,7 @@ int scrub_keep_add_value(struct scrub_keep *k, const uint8_t *value, size_t vlen
 
 	if (rc < 0)
 		return rc;
-	if (!(m = sodium_malloc(cap + b64cap)))
+	if (!(m = secmem_alloc(cap + b64cap)))
 		return PC_ENOMEM;
 	for (size_t v = 0; v < 2 && rc == 0; v++)
 		for (size_t a = 0; a < 3 && rc == 0; a++) {
@@ -972,6 +972,6 @@ int scrub_keep_add_value(struct scrub_keep *k, const uint8_t *value, size_t vlen
 				rc = keep_add(k, (const uint8_t *)b64 + first, end - first, repl,
 					      rlen, false, true);
 		}
-	sodium_free(m); /* wipes */
+	secmem_free(m, cap + b64cap); /* wipes */
 	return rc;
 }

@@ -209,6 +209,12 @@ void scrub_free(struct scrub *s);
 int scrub_buffer(const struct scrub_pat *pats, size_t n, const uint8_t *in, size_t len,
 		 uint8_t **out, size_t *out_len, struct pc_err *err);
 
+/* Locked, guarded memory for secrets (secmem.c): sodium_malloc, and a
+ * bounded cache of chunks given back (wiped at once) for the next request
+ * of the same size. secmem_free takes the size secmem_alloc was given. */
+void *secmem_alloc(size_t size);
+void secmem_free(void *p, size_t size);
+
 /* ---- va-holes: kept patterns (scrub.c) ------------------------------------------
  * A set of scrub patterns that grows: what one request, or one connection
  * over its whole life, injected (values and their encodings, matched in

@@ -284,6 +284,30 @@ START_TEST(ws_tunnel_refuses_beyond)
 }
 END_TEST
 
+/* A locked chunk given back is kept for the next connection: wiped first,
+ * so nothing of one connection's secrets waits there; and a chunk of
+ * another size is not handed out for it. */
+START_TEST(secmem_kept_chunks_are_wiped)
+{
+	static const size_t size = 3 * 4096 + 48;
+	uint8_t *a = secmem_alloc(size), *b, *c;
+
+	ck_assert_ptr_nonnull(a);
+	memset(a, 'S', size);
+	secmem_free(a, size);
+	c = secmem_alloc(size - 16);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_ptr_ne(c, a);
+	b = secmem_alloc(size);
+	ck_assert_ptr_eq(b, a); /* the kept one */
+	for (size_t i = 0; i < size; i++)
+		ck_assert_int_eq(b[i], 0);
+	secmem_free(b, size);
+	secmem_free(c, size - 16);
+	secmem_free(NULL, size);
+}
+END_TEST
+
 static Suite *holes_suite(void)
 {
 	Suite *s = suite_create("vault_holes");
@@ -294,7 +318,7 @@ static Suite *holes_suite(void)
 	tcase_set_timeout(t, 60);
 	PC_UNIT_TESTS(t, head_one_byte_at_a_time_is_linear, head_incremental_decides_as_one_shot,
 		      response_error_holds_no_upstream_bytes, ws_tunnel_within_its_bound,
-		      ws_tunnel_refuses_beyond);
+		      ws_tunnel_refuses_beyond, secmem_kept_chunks_are_wiped);
 	suite_add_tcase(s, t);
 	return s;
 }
