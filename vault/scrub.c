@@ -286,6 +286,7 @@ struct ix_ent {
 };
 
 struct scrub_index {
+	size_t size; /* as allocated: secmem_free's */
 	size_t n_pats, n_ent;
 	uint64_t bits[65536 / 64];
 	struct ix_ent ent[];
@@ -314,7 +315,8 @@ int scrub_keep_index(struct scrub_keep *k)
 		return 0;
 	for (size_t i = 0; i < k->n; i++)
 		k->pats[i].ix = NULL;
-	sodium_free(k->ix); /* wipes */
+	if (k->ix)
+		secmem_free(k->ix, k->ix->size); /* wipes */
 	k->ix = NULL;
 	for (size_t i = 0; i < k->n; i++) {
 		struct scrub_meta m;
@@ -326,9 +328,10 @@ int scrub_keep_index(struct scrub_keep *k)
 	}
 	/* a multiple of 16: sodium_malloc puts it at the end of its pages */
 	size = (sizeof(*ix) + n_ent * sizeof(ix->ent[0]) + 15) & ~(size_t)15;
-	if (!(ix = sodium_malloc(size)))
+	if (!(ix = secmem_alloc(size)))
 		return PC_ENOMEM;
 	memset(ix, 0, size);
+	ix->size = size;
 	ix->n_pats = k->n;
 	for (size_t i = 0; i < k->n; i++) {
 		struct scrub_meta m;
@@ -826,7 +829,8 @@ void scrub_keep_free(struct scrub_keep *k)
 		free(c);
 	}
 	free(k->pats);
-	sodium_free(k->ix); /* wipes */
+	if (k->ix)
+		secmem_free(k->ix, k->ix->size); /* wipes */
 	memset(k, 0, sizeof(*k));
 }
 
