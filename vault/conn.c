@@ -400,14 +400,20 @@ static enum conn_next handle_request(struct conn *c, struct http_request *req)
 	}
 	if (c->ussl && upstream_stale(c))
 		conn_upstream_close(c);
-	if (!c->ussl && upstream_connect_tracked(d->client_ctx, &c->orig, c->sni,
-						 (int)d->cfg.vault.handshake_timeout_ms,
-						 conn_track_ufd, c, &c->ufd, &c->ussl, &e) < 0) {
-		pc_log(PC_LOG_WARN, "sandbox %s: %s: %s", c->sandbox, c->sni, e.msg);
-		conn_log_refused(c, LOGREC_HTTP_REQUEST, "vault_upstream_failed", e.msg, 502);
-		conn_send_error(c, 502, e.msg);
-		rc = CONN_CLOSE;
-		goto out;
+	if (!c->ussl) {
+		if (upstream_connect_tracked(d->client_ctx, c->sandbox, &c->orig, c->sni,
+					     (int)d->cfg.vault.handshake_timeout_ms, conn_track_ufd,
+					     c, &c->ufd, &c->ussl, &e) < 0) {
+			pc_log(PC_LOG_WARN, "sandbox %s: %s: %s", c->sandbox, c->sni, e.msg);
+			conn_log_refused(c, LOGREC_HTTP_REQUEST, "vault_upstream_failed", e.msg,
+					 502);
+			conn_send_error(c, 502, e.msg);
+			rc = CONN_CLOSE;
+			goto out;
+		}
+		atomic_fetch_add(SSL_session_reused(c->ussl) ? &d->n->upstream_resumed
+							     : &d->n->upstream_full,
+				 1);
 	}
 	rc = relay_exchange(c, st, req, &io);
 out:

@@ -27,6 +27,12 @@ static const struct pc_prom_row req_rows[] = {
      "Requests refused because a placeholder went where its secret is not bound.", NULL, N(exfil)},
     {"portcullis_vault_log_failures_total", "counter",
      "Records logd did not acknowledge (their requests were refused).", NULL, N(log_failed)},
+    {"portcullis_vault_upstream_handshakes_total", "counter",
+     "TLS handshakes with upstream servers that succeeded: full (the certificate verified) and "
+     "resumed (a session of the same sandbox, host and address).",
+     "kind=\"full\"", N(upstream_full)},
+    {"portcullis_vault_upstream_handshakes_total", NULL, NULL, "kind=\"resumed\"",
+     N(upstream_resumed)},
 };
 #undef N
 

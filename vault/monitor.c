@@ -235,6 +235,8 @@ static void add(struct vault_counters *to, struct vault_counters *from, bool gau
 	to->injections += atomic_load(&from->injections);
 	to->secrets_injected += atomic_load(&from->secrets_injected);
 	to->log_failed += atomic_load(&from->log_failed);
+	to->upstream_full += atomic_load(&from->upstream_full);
+	to->upstream_resumed += atomic_load(&from->upstream_resumed);
 	if (gauges)
 		to->conns_open += atomic_load(&from->conns_open);
 }

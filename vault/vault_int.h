@@ -533,9 +533,9 @@ int upstream_ctx_new(const char *trust, SSL_CTX **out, struct pc_err *err);
  * track(arg, fd) is called with the socket as soon as it exists (so that a
  * stopping daemon can shut it down mid-connect) and with -1 before it is
  * closed on failure. */
-int upstream_connect_tracked(SSL_CTX *ctx, const struct pc_endpoint *dst, const char *host,
-			     int timeout_ms, void (*track)(void *arg, int fd), void *arg, int *fd,
-			     SSL **ssl, struct pc_err *err);
+int upstream_connect_tracked(SSL_CTX *ctx, const char *scope, const struct pc_endpoint *dst,
+			     const char *host, int timeout_ms, void (*track)(void *arg, int fd),
+			     void *arg, int *fd, SSL **ssl, struct pc_err *err);
 
 /* ---- I/O with deadlines (io.c) ---------------------------------------------- */
 
@@ -630,6 +630,8 @@ struct vault_daemon {
 		_Atomic uint64_t requests_allowed, requests_refused, exfil;
 		_Atomic uint64_t injections, secrets_injected;
 		_Atomic uint64_t log_failed;
+		/* upstream TLS handshakes that succeeded: full, resumed */
+		_Atomic uint64_t upstream_full, upstream_resumed;
 		_Atomic uint64_t conns_open; /* a gauge */
 		/* a worker's page only, written by the monitor: the
 		 * connections of its sandbox still open in workers that

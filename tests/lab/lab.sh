@@ -223,7 +223,7 @@ lab_https_start() {
 			client_body_temp_path $d/nginx-tmp/body; proxy_temp_path $d/nginx-tmp/proxy;
 			fastcgi_temp_path $d/nginx-tmp/fcgi; uwsgi_temp_path $d/nginx-tmp/uwsgi;
 			scgi_temp_path $d/nginx-tmp/scgi;
-			log_format lab '\$server_addr \$host "\$request" \$status auth="\$http_authorization" xkey="\$http_x_api_key" sni="\$ssl_server_name"';
+			log_format lab '\$server_addr \$host "\$request" \$status auth="\$http_authorization" xkey="\$http_x_api_key" sni="\$ssl_server_name" reused="\$ssl_session_reused"';
 			access_log $d/nginx-access.log lab;
 			keepalive_requests 100000;
 		EOF
