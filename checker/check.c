@@ -466,8 +466,8 @@ static int state_read(struct ck_state *st, const char *br, int engine_pid, struc
 	/* tc on every interface: a sandbox packet reaches the bridge, its
 	 * ports, devices stacked on them and the uplinks, and marks set on
 	 * the uplink's ingress are saved to conntrack (issue 23) */
-	for (size_t i = 0; rc == 0 && i < st->n_links; i++)
-		rc = ck_tc_read(st, st->links[i].ifindex, err);
+	if (rc == 0)
+		rc = ck_tc_read(st, err);
 	if (rc < 0)
 		return rc;
 	ck_bpf_probe(st);

@@ -366,6 +366,9 @@ struct ck_state {
 	size_t n_filters, cap_filters;
 	struct ck_sysctl *sysctls;
 	size_t n_sysctls, cap_sysctls;
+	/* sysctls by key for ck_sysctl_get, when n_sysctl_ix == n_sysctls */
+	const struct ck_sysctl **sysctl_ix;
+	size_t n_sysctl_ix;
 	struct ck_listener *listeners;
 	size_t n_listeners, cap_listeners;
 	char legacy[256]; /* iptables-legacy tables loaded ("ip:nat ip6:filter") */
@@ -432,8 +435,8 @@ int ck_rtnl_dump(uint16_t type, const void *hdr, size_t hdrlen, struct pc_buf *o
 		 struct pc_err *err);
 /* Parse one rtnetlink RTM_NEWLINK message into st (also for the fuzzer). */
 int ck_rtnl_parse(struct ck_state *st, const void *buf, size_t len, struct pc_err *err);
-/* tc qdiscs and filters of ifindex (ingress, egress, root classes). */
-int ck_tc_read(struct ck_state *st, int ifindex, struct pc_err *err);
+/* tc qdiscs and filters of every link in st (ingress, egress, root classes). */
+int ck_tc_read(struct ck_state *st, struct pc_err *err);
 /* Parse RTM_NEWQDISC/RTM_NEWTFILTER messages into st (also the fuzzer). */
 int ck_tc_parse(struct ck_state *st, const void *buf, size_t len, struct pc_err *err);
 /* tcx programs and netfilter BPF links (bpf() syscall queries). */

@@ -32,6 +32,7 @@ void ck_state_free(struct ck_state *st)
 	free(st->qdiscs);
 	free(st->filters);
 	free(st->sysctls);
+	free(st->sysctl_ix);
 	free(st->listeners);
 	free(st->nfq);
 	free(st->xdevs);
@@ -39,8 +40,38 @@ void ck_state_free(struct ck_state *st)
 	memset(st, 0, sizeof(*st));
 }
 
+static int sysctl_key_cmp(const void *x, const void *y)
+{
+	return strcmp((*(const struct ck_sysctl *const *)x)->key,
+		      (*(const struct ck_sysctl *const *)y)->key);
+}
+
+/* Equal keys in reading order, so that a lookup finds what a scan did. */
+static int sysctl_ix_cmp(const void *x, const void *y)
+{
+	const struct ck_sysctl *a = *(const struct ck_sysctl *const *)x;
+	const struct ck_sysctl *b = *(const struct ck_sysctl *const *)y;
+	int c = strcmp(a->key, b->key);
+
+	return c ? c : (a > b) - (a < b);
+}
+
+/* The obligations ask a port's sysctls several times each: a scan of the
+ * eleven per link made the check quadratic in bridge ports. */
 const char *ck_sysctl_get(const struct ck_state *st, const char *key)
 {
+	if (st->sysctl_ix && st->n_sysctl_ix == st->n_sysctls) {
+		struct ck_sysctl k, *kp = &k;
+		const struct ck_sysctl *const *hit;
+
+		if (pc_strlcpy(k.key, key, sizeof(k.key)) >= sizeof(k.key))
+			return NULL;
+		hit = bsearch(&kp, st->sysctl_ix, st->n_sysctl_ix, sizeof(*st->sysctl_ix),
+			      sysctl_key_cmp);
+		while (hit && hit > st->sysctl_ix && sysctl_key_cmp(hit - 1, &kp) == 0)
+			hit--;
+		return hit ? (*hit)->val : NULL;
+	}
 	for (size_t i = 0; i < st->n_sysctls; i++)
 		if (strcmp(st->sysctls[i].key, key) == 0)
 			return st->sysctls[i].val;
@@ -105,6 +136,17 @@ int ck_sysctl_read(struct ck_state *st, const char *br, struct pc_err *err)
 		rc = sysctl_add(st, "net.bridge.bridge-nf-call-arptables", NULL, NULL);
 	if (rc < 0)
 		return pc_err_set(err, rc, "sysctls: out of memory");
+	/* the snapshot keeps reading order; the index is for lookups */
+	free(st->sysctl_ix);
+	st->n_sysctl_ix = 0;
+	st->sysctl_ix = malloc((st->n_sysctls ? st->n_sysctls : 1) * sizeof(*st->sysctl_ix));
+	if (!st->sysctl_ix)
+		return pc_err_set(err, PC_ENOMEM, "sysctls: out of memory");
+	for (size_t i = 0; i < st->n_sysctls; i++)
+		st->sysctl_ix[i] = &st->sysctls[i];
+	if (st->n_sysctls)
+		qsort(st->sysctl_ix, st->n_sysctls, sizeof(*st->sysctl_ix), sysctl_ix_cmp);
+	st->n_sysctl_ix = st->n_sysctls;
 	return 0;
 }
 
