@@ -576,7 +576,7 @@ int engine_reload(struct engine *e, struct pc_err *err)
 	int rc;
 
 	pc_sd_notify("RELOADING=1", NULL);
-	rc = policy_load_dir(e->cfg.rules_dir, &e->cfg, &np, err);
+	rc = policy_load_dir_since(e->cfg.rules_dir, &e->cfg, e->policy, &np, err);
 	/* a policy the store cannot keep is not put in force */
 	if (rc == 0)
 		rc = polstore_put_cfg(&e->cfg, np, err);

@@ -133,23 +133,44 @@ static void canon_sandbox(struct pc_buf *b, const struct policy_sandbox *sb)
 	pc_buf_puts(b, "]}");
 }
 
-int policy_canon_build(struct policy *p)
+/* A sandbox's part of the canonical form depends on nothing else: it is
+ * written once, when its file is parsed, and kept with the parse. */
+int policy_canon_sandbox(struct sbb *s)
+{
+	struct pc_buf b;
+	int rc = PC_ENOMEM;
+
+	pc_buf_init(&b, 0, 0);
+	canon_sandbox(&b, &s->sb);
+	if (!b.err && (s->canon = arena_strndup(s->a, b.p, b.len))) {
+		s->canon_len = b.len;
+		rc = 0;
+	}
+	pc_buf_free(&b);
+	return rc;
+}
+
+int policy_canon_build(struct policy *p, struct sbb *const *frag)
 {
 	unsigned char h[crypto_hash_sha256_BYTES];
 	char hex[2 * sizeof(h) + 1];
 	struct pc_buf b;
+	size_t len = 64;
 	int rc = PC_ENOMEM;
 
 	if (sodium_init() < 0)
 		return PC_EIO;
+	for (size_t i = 0; i < p->n_sb; i++)
+		len += frag[i]->canon_len + 1;
 	pc_buf_init(&b, 0, 0);
+	pc_buf_reserve(&b, len); /* failing, it sets b.err */
 	/* Sandboxes are already in name order (policy_compile.c); secrets in
 	 * name order; allow entries keep file order, which names the rules
 	 * ("agent-1/allow[2]") that logs and certificates cite. */
 	pc_buf_puts(&b, "{\"portcullis_policy\":1,\"sandboxes\":[");
 	for (size_t i = 0; i < p->n_sb; i++) {
 		pc_buf_puts(&b, i ? "," : "");
-		canon_sandbox(&b, &p->sb[i]);
+		pc_buf_put(&b, frag[i]->canon, frag[i]->canon_len);
 	}
 	pc_buf_puts(&b, "]}");
 	if (b.err)

@@ -337,8 +337,13 @@ void pbuild_check(struct pbuild *b)
 	for (size_t i = 0; i < b->n; i++)
 		if (!b->v[i].bad)
 			idx[n++] = i;
+	/* A reused sandbox passed its own checks in the policy it was first
+	 * loaded in, from the same bytes; only the checks across sandboxes
+	 * run again (and its arrays, shared with that policy, stay as they
+	 * are). */
 	for (size_t k = 0; k < n; k++)
-		check_sources_within(b, &b->v[idx[k]], idx[k]);
+		if (!b->v[idx[k]].reused)
+			check_sources_within(b, &b->v[idx[k]], idx[k]);
 	n = 0;
 	for (size_t i = 0; i < b->n; i++)
 		if (!b->v[i].bad)
@@ -347,7 +352,9 @@ void pbuild_check(struct pbuild *b)
 	for (size_t k = 0; k < n && !b->d->gave_up; k++) {
 		struct sbb *s = &b->v[idx[k]];
 
-		if (secrets_sort(b, s) || policy_sandbox_index(&s->sb, &b->p->arena) < 0) {
+		if (s->reused)
+			continue;
+		if (secrets_sort(b, s) || policy_sandbox_index(&s->sb, s->a) < 0) {
 			diag_at(b->d, PC_ENOMEM, s->name.file, 0, 0, "out of memory");
 			break;
 		}

@@ -9,11 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int pbuild_init(struct pbuild *b, struct diag *d, const struct config *cfg)
+static int pbuild_init(struct pbuild *b, struct diag *d, const struct config *cfg,
+		       const struct policy *prev)
 {
 	memset(b, 0, sizeof(*b));
 	b->d = d;
 	b->cfg = cfg;
+	b->prev = prev;
 	b->p = calloc(1, sizeof(*b->p));
 	if (!b->p)
 		return diag_at(d, PC_ENOMEM, "", 0, 0, "out of memory");
@@ -25,20 +27,50 @@ static void policy_free(struct policy *p)
 {
 	if (!p)
 		return;
+	for (size_t i = 0; i < p->n_files; i++)
+		rfile_unref(p->files[i]);
 	arena_free(&p->arena);
 	free(p);
 }
 
-static int sb_name_cmp(const void *x, const void *y)
+/* The build's files go to the policy (their references with them); those
+ * parsed in this build keep their sandboxes as checked, for the next. */
+static int pbuild_seal_files(struct pbuild *b)
 {
-	return strcmp(((const struct policy_sandbox *)x)->name,
-		      ((const struct policy_sandbox *)y)->name);
+	struct policy *p = b->p;
+
+	p->files = arena_calloc(&p->arena, b->n_files ? b->n_files : 1, sizeof(*p->files));
+	if (!p->files)
+		return PC_ENOMEM;
+	for (size_t i = 0; i < b->n_files; i++) {
+		struct pbuild_file *f = &b->files[i];
+		struct rfile *rf = f->rf;
+
+		if (f->fresh && f->n) {
+			rf->sbs = arena_calloc(&rf->arena, f->n, sizeof(*rf->sbs));
+			if (!rf->sbs)
+				return PC_ENOMEM;
+			memcpy(rf->sbs, &b->v[f->first], f->n * sizeof(*rf->sbs));
+			rf->n_sbs = f->n;
+		}
+	}
+	for (size_t i = 0; i < b->n_files; i++)
+		p->files[i] = b->files[i].rf;
+	p->n_files = b->n_files;
+	b->n_files = 0;
+	return 0;
+}
+
+static int sbb_name_cmp(const void *x, const void *y)
+{
+	return strcmp((*(struct sbb *const *)x)->sb.name, (*(struct sbb *const *)y)->sb.name);
 }
 
 /* Checks, then the sealed policy; *out written only when all is well. */
 static int pbuild_finish(struct pbuild *b, struct policy **out)
 {
 	struct policy *p = b->p;
+	struct sbb **ord = NULL;
 	int rc;
 
 	pbuild_check(b);
@@ -51,12 +83,27 @@ static int pbuild_finish(struct pbuild *b, struct policy **out)
 		rc = diag_at(b->d, PC_ENOMEM, "", 0, 0, "out of memory");
 		goto out;
 	}
+	ord = malloc((b->n ? b->n : 1) * sizeof(*ord));
+	if (!ord) {
+		rc = diag_at(b->d, PC_ENOMEM, "", 0, 0, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		ord[i] = &b->v[i];
+		if (!rc && !b->v[i].canon)
+			rc = policy_canon_sandbox(&b->v[i]);
+	}
+	/* names are unique (pbuild_check): the order is the names' */
+	if (b->n)
+		qsort(ord, b->n, sizeof(*ord), sbb_name_cmp);
 	for (size_t i = 0; i < b->n; i++)
-		p->sb[i] = b->v[i].sb;
-	qsort(p->sb, p->n_sb, sizeof(*p->sb), sb_name_cmp);
-	rc = policy_index_build(p);
+		p->sb[i] = ord[i]->sb;
 	if (!rc)
-		rc = policy_canon_build(p);
+		rc = pbuild_seal_files(b);
+	if (!rc)
+		rc = policy_index_build(p);
+	if (!rc)
+		rc = policy_canon_build(p, ord);
 	if (rc) {
 		rc = diag_at(b->d, rc, "", 0, 0, "compiling the policy: %s", pc_strerror(rc));
 		goto out;
@@ -66,20 +113,25 @@ static int pbuild_finish(struct pbuild *b, struct policy **out)
 		p = NULL;
 	}
 out:
+	free(ord);
 	policy_free(p);
+	for (size_t i = 0; i < b->n_files; i++) /* not sealed: the policy failed */
+		rfile_unref(b->files[i].rf);
+	free(b->files);
 	free(b->v);
 	b->v = NULL;
+	b->files = NULL;
 	b->p = NULL;
 	return rc;
 }
 
 static int load_files(const char *const *paths, size_t n, const struct config *cfg,
-		      struct policy **out, struct diag *d)
+		      const struct policy *prev, struct policy **out, struct diag *d)
 {
 	struct pbuild b;
 	int rc;
 
-	rc = pbuild_init(&b, d, cfg);
+	rc = pbuild_init(&b, d, cfg, prev);
 	if (rc)
 		return rc;
 	/* Every file is read and parsed even after an error, so that lint
@@ -93,7 +145,7 @@ static int load_files(const char *const *paths, size_t n, const struct config *c
 			diag_add(d, &rerr);
 			continue;
 		}
-		rc = pbuild_file(&b, paths[i], buf, len);
+		rc = pbuild_reuse(&b, paths[i], buf, len) ? 0 : pbuild_file(&b, paths[i], buf, len);
 		free(buf);
 		if (rc == PC_ENOMEM)
 			break;
@@ -108,7 +160,7 @@ int policy_load_files_report(const char *const *paths, size_t n, const struct co
 	struct diag d;
 
 	diag_init(&d, err, report, arg);
-	return load_files(paths, n, cfg, out, &d);
+	return load_files(paths, n, cfg, NULL, out, &d);
 }
 
 int policy_load_files(const char *const *paths, size_t n, const struct config *cfg,
@@ -125,7 +177,7 @@ int policy_load_buffer(const char *name, const char *buf, size_t len, const stru
 	int rc;
 
 	diag_init(&d, err, NULL, NULL);
-	rc = pbuild_init(&b, &d, cfg);
+	rc = pbuild_init(&b, &d, cfg, NULL);
 	if (rc)
 		return rc;
 	pbuild_file(&b, name ? name : "<buffer>", buf, len);
@@ -144,8 +196,8 @@ static bool has_suffix(const char *s, const char *suf)
 	return n > m && strcmp(s + n - m, suf) == 0;
 }
 
-int policy_load_dir_report(const char *dir, const struct config *cfg, struct policy **out,
-			   struct pc_err *err, pc_err_report_fn report, void *arg)
+static int load_dir(const char *dir, const struct config *cfg, const struct policy *prev,
+		    struct policy **out, struct pc_err *err, pc_err_report_fn report, void *arg)
 {
 	char **paths = NULL;
 	size_t n = 0, cap = 0;
@@ -210,7 +262,7 @@ int policy_load_dir_report(const char *dir, const struct config *cfg, struct pol
 	if (rc != PC_ENOMEM) {
 		if (n) /* qsort on an empty directory's NULL array is undefined */
 			qsort(paths, n, sizeof(*paths), name_cmp);
-		rc = load_files((const char *const *)paths, n, cfg, out, &d);
+		rc = load_files((const char *const *)paths, n, cfg, prev, out, &d);
 	}
 	for (size_t i = 0; i < n; i++)
 		free(paths[i]);
@@ -218,10 +270,22 @@ int policy_load_dir_report(const char *dir, const struct config *cfg, struct pol
 	return rc;
 }
 
+int policy_load_dir_report(const char *dir, const struct config *cfg, struct policy **out,
+			   struct pc_err *err, pc_err_report_fn report, void *arg)
+{
+	return load_dir(dir, cfg, NULL, out, err, report, arg);
+}
+
 int policy_load_dir(const char *dir, const struct config *cfg, struct policy **out,
 		    struct pc_err *err)
 {
-	return policy_load_dir_report(dir, cfg, out, err, NULL, NULL);
+	return load_dir(dir, cfg, NULL, out, err, NULL, NULL);
+}
+
+int policy_load_dir_since(const char *dir, const struct config *cfg, const struct policy *prev,
+			  struct policy **out, struct pc_err *err)
+{
+	return load_dir(dir, cfg, prev, out, err, NULL, NULL);
 }
 
 /* ---- the sealed policy ------------------------------------------------------ */

@@ -13,8 +13,9 @@
 struct pparse {
 	struct pbuild *b;
 	struct yctx c;
-	const char *file; /* in the policy's arena */
-	struct arena *a;
+	const char *file; /* in the file's arena */
+	struct arena *a;  /* the file's */
+	const struct rfile_defaults *def;
 };
 
 /* one line each: tests/integration/package_docs.sh reads these lists */
@@ -611,7 +612,6 @@ static int parse_sandbox(struct pparse *pp, const struct ynode *m)
 	const struct ynode *name = ymap_get(m, "sandbox"), *match = ymap_get(m, "match");
 	const struct ynode *allow = ymap_get(m, "allow"), *secrets = ymap_get(m, "secrets");
 	const struct ynode *dns = ymap_get(m, "dns"), *limits = ymap_get(m, "limits");
-	const struct config *cfg = pp->b->cfg;
 	struct sbb *s;
 	const char *str;
 	int rc = 0;
@@ -622,13 +622,13 @@ static int parse_sandbox(struct pparse *pp, const struct ynode *m)
 	s = pbuild_push(pp->b);
 	if (!s)
 		return pp_nomem(pp);
+	s->a = pp->a;
 	s->sb.file = pp->file;
 	s->sb.line = m->line;
-	s->sb.dns_qtypes = cfg ? cfg->dns.qtypes : QT_DEFAULT;
-	s->sb.dns_refuse = cfg ? cfg->dns.refuse : DNS_REFUSE_REFUSED;
-	s->sb.new_flows_per_second =
-	    cfg ? cfg->limits.new_flows_per_second : RULES_LIMIT_RATE_DEFAULT;
-	s->sb.new_flows_burst = cfg ? cfg->limits.new_flows_burst : RULES_LIMIT_BURST_DEFAULT;
+	s->sb.dns_qtypes = pp->def->qtypes;
+	s->sb.dns_refuse = pp->def->refuse;
+	s->sb.new_flows_per_second = pp->def->rate;
+	s->sb.new_flows_burst = pp->def->burst;
 	s->name = loc_of(pp, m);
 	if (ymap_check_keys(&pp->c, m, sandbox_keys, "a sandbox"))
 		rc = PC_EPARSE;
@@ -691,20 +691,92 @@ static int parse_sandbox(struct pparse *pp, const struct ynode *m)
 	return rc;
 }
 
-int pbuild_file(struct pbuild *b, const char *name, const char *buf, size_t len)
+void pbuild_defaults(const struct pbuild *b, struct rfile_defaults *def)
 {
-	struct pparse pp = {.b = b, .a = &b->p->arena};
-	struct yfile *yf = NULL;
-	int rc;
+	const struct config *cfg = b->cfg;
 
-	pp.file = arena_strdup(pp.a, name);
-	if (!pp.file)
-		return diag_at(b->d, PC_ENOMEM, name, 0, 0, "out of memory");
-	pp.c = (struct yctx){.d = b->d, .file = pp.file};
-	if (len > RULES_FILE_MAX)
-		return diag_at(b->d, PC_EINVAL, name, 0, 0, "too large (%zu bytes, limit %u)", len,
-			       RULES_FILE_MAX);
-	rc = yfile_parse(name, buf, len, &yf, b->d);
+	def->qtypes = cfg ? cfg->dns.qtypes : QT_DEFAULT;
+	def->refuse = cfg ? cfg->dns.refuse : DNS_REFUSE_REFUSED;
+	def->rate = cfg ? cfg->limits.new_flows_per_second : RULES_LIMIT_RATE_DEFAULT;
+	def->burst = cfg ? cfg->limits.new_flows_burst : RULES_LIMIT_BURST_DEFAULT;
+}
+
+void rfile_unref(struct rfile *f)
+{
+	if (f && atomic_fetch_sub(&f->refs, 1) == 1) {
+		arena_free(&f->arena);
+		free(f);
+	}
+}
+
+/* A new file of the build, its sandboxes from b->n on. */
+static struct rfile *pbuild_add_file(struct pbuild *b, struct rfile *rf, bool fresh)
+{
+	if (b->n_files == b->cap_files) {
+		size_t cap = b->cap_files ? b->cap_files * 2 : 16;
+		struct pbuild_file *v = realloc(b->files, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		b->files = v;
+		b->cap_files = cap;
+	}
+	b->files[b->n_files++] = (struct pbuild_file){.rf = rf, .first = b->n, .fresh = fresh};
+	return rf;
+}
+
+static bool rfile_same(const struct rfile *f, const char *buf, size_t len,
+		       const struct rfile_defaults *def)
+{
+	return f->len == len && memcmp(f->bytes, buf, len) == 0 && f->def.qtypes == def->qtypes &&
+	       f->def.refuse == def->refuse && f->def.rate == def->rate &&
+	       f->def.burst == def->burst;
+}
+
+bool pbuild_reuse(struct pbuild *b, const char *name, const char *buf, size_t len)
+{
+	const struct policy *prev = b->prev;
+	struct rfile_defaults def;
+	struct rfile *rf;
+
+	if (!prev)
+		return false;
+	/* Both loads walk their files in name order: one pass over prev's. */
+	while (b->prev_at < prev->n_files && strcmp(prev->files[b->prev_at]->path, name) < 0)
+		b->prev_at++;
+	if (b->prev_at == prev->n_files || strcmp(prev->files[b->prev_at]->path, name) != 0)
+		return false;
+	rf = prev->files[b->prev_at];
+	pbuild_defaults(b, &def);
+	if (!rfile_same(rf, buf, len, &def))
+		return false;
+	if (!pbuild_add_file(b, rf, false))
+		return false; /* out of memory: parsing it afresh will say so */
+	atomic_fetch_add(&rf->refs, 1);
+	for (size_t i = 0; i < rf->n_sbs; i++) {
+		struct sbb *s = pbuild_push(b);
+
+		if (!s) {
+			/* undo: the file is parsed afresh, and fails there */
+			b->n = b->files[b->n_files - 1].first;
+			rfile_unref(rf);
+			b->n_files--;
+			return false;
+		}
+		*s = rf->sbs[i];
+		s->reused = true;
+	}
+	b->files[b->n_files - 1].n = rf->n_sbs;
+	return true;
+}
+
+/* The bytes of one file into pp's arena, its sandboxes appended to the build. */
+static int pbuild_file_parse(struct pparse *pp, const char *name, const char *buf, size_t len)
+{
+	struct pbuild *b = pp->b;
+	struct yfile *yf = NULL;
+	int rc = yfile_parse(name, buf, len, &yf, b->d);
+
 	if (rc)
 		return rc == PC_ENOMEM ? rc : 0;
 	size_t blank = 0;
@@ -715,7 +787,7 @@ int pbuild_file(struct pbuild *b, const char *name, const char *buf, size_t len)
 		 * keeps the running policy (tests/faults/policy_files.sh). A file
 		 * of comments is a deliberate "no sandbox here" and loads. */
 		yfile_free(yf);
-		rc = diag_at(b->d, PC_EINVAL, pp.file, 1, 1,
+		rc = diag_at(b->d, PC_EINVAL, pp->file, 1, 1,
 			     "the rule file is empty; expected a sandbox or a list of them "
 			     "(to have none here, say so in a comment or remove the file)");
 		return rc == PC_ENOMEM ? rc : 0;
@@ -727,13 +799,13 @@ int pbuild_file(struct pbuild *b, const char *name, const char *buf, size_t len)
 			continue; /* an empty document, or a file of comments */
 		if (root->type == YN_SEQ) {
 			for (size_t i = 0; i < root->n && !b->d->gave_up; i++)
-				if (parse_sandbox(&pp, root->kids[i]) == PC_ENOMEM)
+				if (parse_sandbox(pp, root->kids[i]) == PC_ENOMEM)
 					goto nomem;
 		} else if (root->type == YN_MAP) {
-			if (parse_sandbox(&pp, root) == PC_ENOMEM)
+			if (parse_sandbox(pp, root) == PC_ENOMEM)
 				goto nomem;
 		} else {
-			yerr_type(&pp.c, root, "rule file",
+			yerr_type(&pp->c, root, "rule file",
 				  "a sandbox (a mapping with sandbox, match, allow) or a list of "
 				  "them");
 		}
@@ -743,4 +815,34 @@ int pbuild_file(struct pbuild *b, const char *name, const char *buf, size_t len)
 nomem:
 	yfile_free(yf);
 	return PC_ENOMEM;
+}
+
+int pbuild_file(struct pbuild *b, const char *name, const char *buf, size_t len)
+{
+	struct pparse pp = {.b = b};
+	struct rfile *rf;
+	int rc;
+
+	if (len > RULES_FILE_MAX)
+		return diag_at(b->d, PC_EINVAL, name, 0, 0, "too large (%zu bytes, limit %u)", len,
+			       RULES_FILE_MAX);
+	rf = calloc(1, sizeof(*rf));
+	if (!rf)
+		return diag_at(b->d, PC_ENOMEM, name, 0, 0, "out of memory");
+	atomic_init(&rf->refs, 1);
+	pbuild_defaults(b, &rf->def);
+	rf->path = arena_strdup(&rf->arena, name);
+	rf->bytes = arena_strndup(&rf->arena, buf, len);
+	rf->len = len;
+	if (!rf->path || !rf->bytes || !pbuild_add_file(b, rf, true)) {
+		rfile_unref(rf);
+		return diag_at(b->d, PC_ENOMEM, name, 0, 0, "out of memory");
+	}
+	pp.a = &rf->arena;
+	pp.def = &rf->def;
+	pp.file = rf->path;
+	pp.c = (struct yctx){.d = b->d, .file = pp.file};
+	rc = pbuild_file_parse(&pp, name, buf, len);
+	b->files[b->n_files - 1].n = b->n - b->files[b->n_files - 1].first;
+	return rc;
 }

@@ -271,6 +271,13 @@ struct policy; /* opaque, immutable, refcounted */
  * only written on success. */
 int policy_load_dir(const char *dir, const struct config *cfg, struct policy **out,
 		    struct pc_err *err);
+/* The same, for a reload: a rule file whose path, bytes and defaults are
+ * those of one of prev's (the policy in force; NULL: none) takes prev's
+ * parse of it, shared, instead of parsing it again. The checks across
+ * sandboxes run as always, and the result is the policy policy_load_dir
+ * would give, byte for byte in its canonical form. */
+int policy_load_dir_since(const char *dir, const struct config *cfg, const struct policy *prev,
+			  struct policy **out, struct pc_err *err);
 
 /* Reference counting (atomic). policy_unref frees at zero; NULL is a no-op. */
 struct policy *policy_ref(struct policy *p);

@@ -256,9 +256,15 @@ struct policy_index {
 	struct strmap secret_host; /* secret host -> secret indices */
 };
 
+struct rfile;
+
 struct policy {
 	atomic_uint refs;
-	struct arena arena;	   /* everything below lives here */
+	struct arena arena; /* everything below lives here, but for what files owns */
+	/* the rule files it was built from, in load order, one reference each:
+	 * each sandbox's arrays, strings and lookups live in its file's arena */
+	struct rfile **files;
+	size_t n_files;
 	struct policy_sandbox *sb; /* sorted by name (strcmp) */
 	size_t n_sb;
 	struct ptrie src4, src6; /* match.source -> sandbox index */
@@ -278,12 +284,44 @@ struct loc {
 
 /* A sandbox as parsed, with the positions the cross-file checks cite. */
 struct sbb {
-	struct policy_sandbox sb; /* arrays and strings in the policy's arena */
+	struct policy_sandbox sb; /* arrays and strings in its file's arena */
+	struct arena *a;	  /* that arena */
 	struct loc name, match;
 	struct loc *src;		 /* per match.source */
 	struct loc *sec_name, *sec_host; /* per secret */
-	bool bad;     /* had an error: left out of the checks that need it whole */
-	bool name_ok; /* its name parsed: still checked for duplicates */
+	bool bad;	   /* had an error: left out of the checks that need it whole */
+	bool name_ok;	   /* its name parsed: still checked for duplicates */
+	bool reused;	   /* from the previous policy's file: its own checks passed there */
+	const char *canon; /* its canonical form, in a, once the checks passed */
+	size_t canon_len;
+};
+
+/* What a rule file's parse depends on besides its bytes: the config's
+ * defaults that sandboxes without their own key take. */
+struct rfile_defaults {
+	uint32_t qtypes, rate, burst;
+	enum dns_refuse refuse;
+};
+
+/* One rule file as parsed (docs/policy.md, "Reload"). Shared, by
+ * reference, by every policy built from the same path, bytes and defaults;
+ * nothing in it changes once the first policy built from it is sealed. */
+struct rfile {
+	atomic_uint refs;
+	struct arena arena; /* everything below and its sandboxes' data */
+	const char *path;
+	const char *bytes; /* the file as read: reuse needs them byte for byte */
+	size_t len;
+	struct rfile_defaults def;
+	struct sbb *sbs; /* after the per-sandbox checks; set when sealed */
+	size_t n_sbs;
+};
+void rfile_unref(struct rfile *f);
+
+struct pbuild_file {
+	struct rfile *rf; /* one reference */
+	size_t first, n;  /* its sandboxes in pbuild.v */
+	bool fresh;	  /* parsed in this build (else reused) */
 };
 
 struct pbuild {
@@ -292,11 +330,19 @@ struct pbuild {
 	const struct config *cfg;
 	struct sbb *v; /* in load order (files sorted, then file order) */
 	size_t n, cap;
+	struct pbuild_file *files;
+	size_t n_files, cap_files;
+	const struct policy *prev; /* whose files may be reused (NULL: none) */
+	size_t prev_at;		   /* where the walk through prev's files is */
 };
 
 /* Parse one rule file's bytes, appending its sandboxes to b. Errors go to
  * b->d; returns <0 only when it could not go on (memory). */
 int pbuild_file(struct pbuild *b, const char *name, const char *buf, size_t len);
+/* The parse of the previous policy's file of this name, when its bytes and
+ * defaults are these: its sandboxes appended to b. True when reused. */
+bool pbuild_reuse(struct pbuild *b, const char *name, const char *buf, size_t len);
+void pbuild_defaults(const struct pbuild *b, struct rfile_defaults *def);
 /* Cross-sandbox checks (duplicates, overlaps, secret bindings). */
 void pbuild_check(struct pbuild *b);
 
@@ -305,7 +351,9 @@ int policy_sandbox_index(struct policy_sandbox *sb, struct arena *a);
 /* Build the policy-wide ones (sandbox selection) of a filled-in policy. */
 int policy_index_build(struct policy *p);
 /* Canonical form and hash of a compiled policy. */
-int policy_canon_build(struct policy *p);
+int policy_canon_sandbox(struct sbb *s);
+/* Of a filled-in policy whose sandboxes' forms are frag, in p->sb's order. */
+int policy_canon_build(struct policy *p, struct sbb *const *frag);
 
 /* ---- the effective configuration (ad-ops, issue 18) ---------------------- */
 /* One key of portcullis.yaml as the daemons see it: its value after the

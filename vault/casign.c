@@ -212,7 +212,7 @@ static void reload_one(const struct config *cfg, struct policy **p, struct casig
 		pc_strlcpy(reply->text, "no configuration to reload from", sizeof(reply->text));
 		return;
 	}
-	if (policy_load_dir(cfg->rules_dir, cfg, &np, &e) < 0) {
+	if (policy_load_dir_since(cfg->rules_dir, cfg, *p, &np, &e) < 0) {
 		char b[sizeof(reply->text)];
 
 		/* the position says it is the policy; without one, say so */

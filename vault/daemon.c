@@ -140,14 +140,15 @@ static void accept_one(struct vault_daemon *d, int lfd)
  * secret — the store is unsealed only to check it (a store that does not
  * authenticate keeps the running state on reload) and to count it; each
  * worker unseals its own sandbox's secrets. */
-static int monitor_state_load(const struct config *cfg, struct vault_state **out, size_t *n_secrets,
-			      struct pc_err *err)
+static int monitor_state_load(const struct config *cfg, const struct vault_state *prev,
+			      struct vault_state **out, size_t *n_secrets, struct pc_err *err)
 {
 	struct policy *policy = NULL;
 	struct vault_store *store = NULL;
 	int rc;
 
-	if ((rc = vault_state_inputs_load(cfg, &policy, &store, err)) < 0)
+	if ((rc = vault_state_inputs_load(cfg, prev ? prev->policy : NULL, &policy, &store, err)) <
+	    0)
 		return rc;
 	/* kept before it goes in force (docs/policy.md, "Policies kept by
 	 * hash"): a policy the store cannot keep is refused as a whole */
@@ -173,13 +174,18 @@ static int monitor_state_load(const struct config *cfg, struct vault_state **out
  * state stays. SIGHUP and "reload" on vault.sock (ctl.c) both come here. */
 int vault_daemon_reload(struct vault_daemon *d, struct pc_err *err)
 {
-	struct vault_state *st, *old;
+	struct vault_state *st, *old, *cur;
 	size_t n_secrets = 0;
 	char b[700];
 	int rc;
 
 	/* Our own state first: its errors name the file and line. */
-	if ((rc = monitor_state_load(&d->cfg, &st, &n_secrets, err)) < 0) {
+	pthread_mutex_lock(&d->lock);
+	cur = d->state ? vault_state_ref(d->state) : NULL;
+	pthread_mutex_unlock(&d->lock);
+	rc = monitor_state_load(&d->cfg, cur, &st, &n_secrets, err);
+	vault_state_unref(cur);
+	if (rc < 0) {
 		pc_log(PC_LOG_ERR, "reload failed, keeping the running state: %s",
 		       pc_err_str(err, b, sizeof(b)));
 		return rc;
@@ -254,7 +260,7 @@ int vault_daemon_setup(struct vault_daemon *d, const char *config, bool test_onl
 	 * bytes (the workers) never hold the CA key. -t checks it here. */
 	if ((rc = casign_start(&d->cfg, &d->casign, err)) < 0 ||
 	    (rc = polstore_prepare(&d->cfg, err)) < 0 ||
-	    (rc = monitor_state_load(&d->cfg, &d->state, &d->n_secrets, err)) < 0)
+	    (rc = monitor_state_load(&d->cfg, NULL, &d->state, &d->n_secrets, err)) < 0)
 		return rc;
 	monitor_init(config);
 	/* values must stay in RAM: lift the lock limit while still root */

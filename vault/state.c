@@ -40,13 +40,13 @@ int vault_state_make(struct policy *policy, struct vault_store *store, struct va
 	return 0;
 }
 
-int vault_state_inputs_load(const struct config *cfg, struct policy **policy,
-			    struct vault_store **store, struct pc_err *err)
+int vault_state_inputs_load(const struct config *cfg, const struct policy *prev,
+			    struct policy **policy, struct vault_store **store, struct pc_err *err)
 {
 	struct policy *pol = NULL;
 	int rc;
 
-	if ((rc = policy_load_dir(cfg->rules_dir, cfg, &pol, err)) < 0) {
+	if ((rc = policy_load_dir_since(cfg->rules_dir, cfg, prev, &pol, err)) < 0) {
 		/* A rule file's error names its file:line:col, which says it is
 		 * the policy; a prefix would land after the position. */
 		if (!err || !err->file[0])
@@ -68,7 +68,7 @@ int vault_state_load(const struct config *cfg, struct vault_state **out, struct 
 	struct vault_store *store = NULL;
 	int rc;
 
-	if ((rc = vault_state_inputs_load(cfg, &policy, &store, err)) < 0)
+	if ((rc = vault_state_inputs_load(cfg, NULL, &policy, &store, err)) < 0)
 		return rc;
 	if ((rc = vault_state_make(policy, store, out, err)) < 0) {
 		policy_unref(policy);

@@ -478,9 +478,11 @@ struct vault_state {
 
 int vault_state_load(const struct config *cfg, struct vault_state **out, struct pc_err *err);
 /* The policy and the secret store the configuration names, read for a
- * state (errors prefixed "policy: " or "secrets: "); the caller owns both. */
-int vault_state_inputs_load(const struct config *cfg, struct policy **policy,
-			    struct vault_store **store, struct pc_err *err);
+ * state (errors prefixed "policy: " or "secrets: "); the caller owns both.
+ * prev: the policy in force, whose unchanged files are not parsed again
+ * (policy_load_dir_since), or NULL. */
+int vault_state_inputs_load(const struct config *cfg, const struct policy *prev,
+			    struct policy **policy, struct vault_store **store, struct pc_err *err);
 /* As vault_state_load, from a policy and store the caller hands over (tests). */
 int vault_state_make(struct policy *policy, struct vault_store *store, struct vault_state **out,
 		     struct pc_err *err);

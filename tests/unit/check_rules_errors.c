@@ -2,6 +2,7 @@
  * and words the admin sees; errors across files and directories; input
  * bounds; and that a failed load never yields a policy. */
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -572,6 +573,79 @@ START_TEST(error_count_is_bounded)
 }
 END_TEST
 
+/* A reload takes the previous policy's parse of a file whose path, bytes
+ * and defaults are the same: what it gives is what a load from nothing
+ * gives, the checks across files still run, and what is shared outlives
+ * the policy that parsed it. */
+START_TEST(reload_reuses_unchanged_files_only)
+{
+	static const char a_text[] = "sandbox: a\nmatch: {source: 10.0.0.0/24}\nallow:\n"
+				     "  - host: api.example.com\n    ports: [443]\n"
+				     "  - cidr: 192.0.2.0/24\n    ports: [80, 443]\n"
+				     "secrets:\n  - {name: ZED, host: api.example.com}\n"
+				     "  - {name: ALPHA, host: api.example.com}\n";
+	struct policy *p1 = NULL, *p2 = NULL, *p3 = NULL, *fresh = NULL, *bad = NULL;
+	const struct policy_sandbox *a1, *a2, *a3, *b3;
+	struct config cfg;
+	struct pc_err e;
+
+	mkdir_tmp();
+	write_file(tmpdir, "a.yaml", a_text);
+	write_file(tmpdir, "b.yaml", "sandbox: b\nmatch: {source: 10.1.0.0/24}\n");
+	ck_assert_int_eq(policy_load_dir(tmpdir, NULL, &p1, &e), 0);
+	ck_assert_int_eq(policy_load_dir_since(tmpdir, NULL, p1, &p2, &e), 0);
+	ck_assert_str_eq(policy_hash(p2), policy_hash(p1));
+	a1 = policy_sandbox_by_name(p1, "a");
+	a2 = policy_sandbox_by_name(p2, "a");
+	ck_assert_ptr_eq(a2->allow, a1->allow); /* shared, not parsed again */
+	ck_assert_ptr_eq(a2->index, a1->index);
+	ck_assert_str_eq(a2->secrets[0].name, "ALPHA"); /* sorted once, still sorted */
+
+	/* b changes: parsed afresh; a still shared, and it outlives p1 */
+	write_file(tmpdir, "b.yaml",
+		   "sandbox: b\nmatch: {source: 10.1.0.0/24}\nallow:\n"
+		   "  - host: api.example.com\n    ports: [443]\n");
+	ck_assert_int_eq(policy_load_dir_since(tmpdir, NULL, p2, &p3, &e), 0);
+	policy_unref(p1);
+	policy_unref(p2);
+	a3 = policy_sandbox_by_name(p3, "a");
+	b3 = policy_sandbox_by_name(p3, "b");
+	ck_assert_ptr_eq(a3->allow, a1->allow);
+	ck_assert_uint_eq(b3->n_allow, 1);
+	ck_assert(policy_host_allows(a3, "api.example.com", IPPROTO_TCP, 443, NULL));
+	ck_assert(!policy_host_allows(a3, "other.example.com", IPPROTO_TCP, 443, NULL));
+	ck_assert_int_eq(policy_load_dir(tmpdir, NULL, &fresh, &e), 0);
+	ck_assert_str_eq(policy_hash(p3), policy_hash(fresh));
+	policy_unref(fresh);
+	fresh = NULL;
+
+	/* checks across files see reused sandboxes: c takes a's name */
+	write_file(tmpdir, "c.yaml", "sandbox: a\nmatch: {source: 10.2.0.0/24}\n");
+	ck_assert_int_eq(policy_load_dir_since(tmpdir, NULL, p3, &bad, &e), PC_EPARSE);
+	ck_assert_ptr_null(bad);
+	ck_assert_ptr_nonnull(strstr(e.msg, "duplicate sandbox name 'a'"));
+	write_file(tmpdir, "c.yaml", "sandbox: c\nmatch: {source: 10.0.0.128/25}\n");
+	ck_assert_int_eq(policy_load_dir_since(tmpdir, NULL, p3, &bad, &e), PC_EPARSE);
+	ck_assert_ptr_null(bad);
+	unlink(strcat(strcpy(errbuf, tmpdir), "/c.yaml"));
+
+	/* other defaults: the same bytes mean something else, parsed afresh */
+	config_defaults(&cfg);
+	cfg.dns.qtypes = QT_A;
+	cfg.limits.new_flows_burst = 7;
+	ck_assert_int_eq(policy_load_dir_since(tmpdir, &cfg, p3, &fresh, &e), 0);
+	ck_assert_ptr_ne(policy_sandbox_by_name(fresh, "a")->allow, a1->allow);
+	ck_assert_uint_eq(policy_sandbox_by_name(fresh, "a")->dns_qtypes, QT_A);
+	ck_assert_uint_eq(policy_sandbox_by_name(fresh, "b")->new_flows_burst, 7);
+	ck_assert_int_eq(policy_load_dir(tmpdir, &cfg, &bad, &e), 0);
+	ck_assert_str_eq(policy_hash(fresh), policy_hash(bad));
+	policy_unref(bad);
+	policy_unref(fresh);
+	policy_unref(p3);
+	rm_tmp();
+}
+END_TEST
+
 static Suite *rules_errors_suite(void)
 {
 	Suite *s = suite_create("rules_errors");
@@ -583,7 +657,7 @@ static Suite *rules_errors_suite(void)
 	PC_UNIT_TESTS(tc, disjoint_selectors_and_reachable_secrets_are_fine,
 		      dir_loads_yaml_files_in_name_order, dir_errors_across_files,
 		      unreadable_input_is_a_read_error, input_bounds_are_enforced,
-		      error_count_is_bounded);
+		      error_count_is_bounded, reload_reuses_unchanged_files_only);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -32,7 +32,7 @@ static const char *load(struct config *cfg)
 	struct vault_store *st = NULL;
 	struct pc_err e = {0};
 
-	ck_assert_int_lt(vault_state_inputs_load(cfg, &pol, &st, &e), 0);
+	ck_assert_int_lt(vault_state_inputs_load(cfg, NULL, &pol, &st, &e), 0);
 	return pc_err_str(&e, buf, sizeof(buf));
 }
 
