@@ -592,17 +592,30 @@ static int parse_limits(struct pparse *pp, struct sbb *s, const struct ynode *n)
 	return rc;
 }
 
+/* Room for one more element in the array arrp points to (n used of *cap);
+ * false: out of memory. The pointer is moved with memcpy, not through a
+ * void ** (another type's object). */
+static bool room_for_one(void *arrp, size_t n, size_t *cap, size_t elsize)
+{
+	void *arr, *v;
+	size_t ncap;
+
+	if (n < *cap)
+		return true;
+	ncap = *cap ? *cap * 2 : 16;
+	memcpy(&arr, arrp, sizeof(arr));
+	v = realloc(arr, ncap * elsize);
+	if (!v)
+		return false;
+	memcpy(arrp, &v, sizeof(v));
+	*cap = ncap;
+	return true;
+}
+
 static struct sbb *pbuild_push(struct pbuild *b)
 {
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 16;
-		struct sbb *v = realloc(b->v, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		b->v = v;
-		b->cap = cap;
-	}
+	if (!room_for_one(&b->v, b->n, &b->cap, sizeof(*b->v)))
+		return NULL;
 	memset(&b->v[b->n], 0, sizeof(b->v[0]));
 	return &b->v[b->n++];
 }
@@ -712,15 +725,8 @@ void rfile_unref(struct rfile *f)
 /* A new file of the build, its sandboxes from b->n on. */
 static struct rfile *pbuild_add_file(struct pbuild *b, struct rfile *rf, bool fresh)
 {
-	if (b->n_files == b->cap_files) {
-		size_t cap = b->cap_files ? b->cap_files * 2 : 16;
-		struct pbuild_file *v = realloc(b->files, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		b->files = v;
-		b->cap_files = cap;
-	}
+	if (!room_for_one(&b->files, b->n_files, &b->cap_files, sizeof(*b->files)))
+		return NULL;
 	b->files[b->n_files++] = (struct pbuild_file){.rf = rf, .first = b->n, .fresh = fresh};
 	return rf;
 }
