@@ -14,7 +14,11 @@ static int pbuild_init(struct pbuild *b, struct diag *d, const struct config *cf
 {
 	memset(b, 0, sizeof(*b));
 	b->d = d;
-	b->cfg = cfg;
+	/* what a file's parse depends on besides its bytes: once per build */
+	b->def.qtypes = cfg ? cfg->dns.qtypes : QT_DEFAULT;
+	b->def.refuse = cfg ? cfg->dns.refuse : DNS_REFUSE_REFUSED;
+	b->def.rate = cfg ? cfg->limits.new_flows_per_second : RULES_LIMIT_RATE_DEFAULT;
+	b->def.burst = cfg ? cfg->limits.new_flows_burst : RULES_LIMIT_BURST_DEFAULT;
 	b->prev = prev;
 	b->p = calloc(1, sizeof(*b->p));
 	if (!b->p)

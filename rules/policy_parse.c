@@ -704,16 +704,6 @@ static int parse_sandbox(struct pparse *pp, const struct ynode *m)
 	return rc;
 }
 
-void pbuild_defaults(const struct pbuild *b, struct rfile_defaults *def)
-{
-	const struct config *cfg = b->cfg;
-
-	def->qtypes = cfg ? cfg->dns.qtypes : QT_DEFAULT;
-	def->refuse = cfg ? cfg->dns.refuse : DNS_REFUSE_REFUSED;
-	def->rate = cfg ? cfg->limits.new_flows_per_second : RULES_LIMIT_RATE_DEFAULT;
-	def->burst = cfg ? cfg->limits.new_flows_burst : RULES_LIMIT_BURST_DEFAULT;
-}
-
 void rfile_unref(struct rfile *f)
 {
 	if (f && atomic_fetch_sub(&f->refs, 1) == 1) {
@@ -742,7 +732,6 @@ static bool rfile_same(const struct rfile *f, const char *buf, size_t len,
 bool pbuild_reuse(struct pbuild *b, const char *name, const char *buf, size_t len)
 {
 	const struct policy *prev = b->prev;
-	struct rfile_defaults def;
 	struct rfile *rf;
 
 	if (!prev)
@@ -753,8 +742,7 @@ bool pbuild_reuse(struct pbuild *b, const char *name, const char *buf, size_t le
 	if (b->prev_at == prev->n_files || strcmp(prev->files[b->prev_at]->path, name) != 0)
 		return false;
 	rf = prev->files[b->prev_at];
-	pbuild_defaults(b, &def);
-	if (!rfile_same(rf, buf, len, &def))
+	if (!rfile_same(rf, buf, len, &b->def))
 		return false;
 	if (!pbuild_add_file(b, rf, false))
 		return false; /* out of memory: parsing it afresh will say so */
@@ -836,7 +824,7 @@ int pbuild_file(struct pbuild *b, const char *name, const char *buf, size_t len)
 	if (!rf)
 		return diag_at(b->d, PC_ENOMEM, name, 0, 0, "out of memory");
 	atomic_init(&rf->refs, 1);
-	pbuild_defaults(b, &rf->def);
+	rf->def = b->def;
 	rf->path = arena_strdup(&rf->arena, name);
 	rf->bytes = arena_strndup(&rf->arena, buf, len);
 	rf->len = len;

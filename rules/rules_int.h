@@ -327,8 +327,8 @@ struct pbuild_file {
 struct pbuild {
 	struct policy *p;
 	struct diag *d;
-	const struct config *cfg;
-	struct sbb *v; /* in load order (files sorted, then file order) */
+	struct rfile_defaults def; /* the config's, or the built-in ones */
+	struct sbb *v;		   /* in load order (files sorted, then file order) */
 	size_t n, cap;
 	struct pbuild_file *files;
 	size_t n_files, cap_files;
@@ -342,7 +342,6 @@ int pbuild_file(struct pbuild *b, const char *name, const char *buf, size_t len)
 /* The parse of the previous policy's file of this name, when its bytes and
  * defaults are these: its sandboxes appended to b. True when reused. */
 bool pbuild_reuse(struct pbuild *b, const char *name, const char *buf, size_t len);
-void pbuild_defaults(const struct pbuild *b, struct rfile_defaults *def);
 /* Cross-sandbox checks (duplicates, overlaps, secret bindings). */
 void pbuild_check(struct pbuild *b);
 
