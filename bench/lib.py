@@ -43,9 +43,14 @@ def adapt_flows(texts):
     # portcullisd + logd's, both from the same round)
     rx_cpu = re.compile(r"CPU per new flow: null queue consumer ([\d.]+) us, "
                         r"portcullisd \+ logd ([\d.]+) us")
+    # the whole machine's CPU per new flow, every process (plain, nullq, portcullis)
+    rx_mach = re.compile(r"machine CPU per new flow \(every process, both vCPUs\): "
+                         r"plain ([\d.]+) us, null queue consumer ([\d.]+) us, "
+                         r"portcullis ([\d.]+) us")
     cols = [[] for _ in range(8)]
     rn = []
     cpu_n, cpu_g = [], []
+    mach = [[], [], []]
     notes = []
     for t in texts:
         for line in t.splitlines():
@@ -57,6 +62,9 @@ def adapt_flows(texts):
                 mc = rx_cpu.search(line)
                 cpu_n.append(num(mc.group(1)) if mc else None)
                 cpu_g.append(num(mc.group(2)) if mc else None)
+                mm = rx_mach.search(line)
+                for i in range(3):
+                    mach[i].append(num(mm.group(i + 1)) if mm else None)
             elif mn:
                 rn.append(num(mn.group(1)))
             elif line.startswith("flows: packets the engine saw") or \
@@ -84,6 +92,16 @@ def adapt_flows(texts):
             metric("flows_cpu", "new TCP flows: CPU per new flow vs the do-nothing consumer",
                    "us", "lower", "portcullis", cpu_g, "null queue consumer", cpu_n,
                    ("ratio_max", 1.3, "<= 1.3x")),
+            # beside it, what a new flow costs the whole machine (/proc/stat),
+            # wherever its work ran: the consumer's own account misses the
+            # work its verdicts move to other tasks and carries the peers'
+            # work their re-injection runs in its thread
+            metric("flows_machine", "new TCP flows: the machine's CPU per new flow (every "
+                   "process, both vCPUs)", "us", "lower", "portcullis", mach[2],
+                   "null queue consumer", mach[1]),
+            metric("flows_machine_nullq", "new TCP flows: the machine's CPU per new flow, the "
+                   "queue's own cost (null queue consumer)", "us", "lower",
+                   "null queue consumer", mach[1], "plain forwarding", mach[0]),
             metric("flows_conn_nullq", "new TCP connections/s, null queue consumer "
                    "(NFQUEUE's ceiling here: no decision, no record)", "conn/s", "higher",
                    "null queue consumer", rn, "plain forwarding", rp),

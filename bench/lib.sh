@@ -98,6 +98,11 @@ bench_machine_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8, $5 + $6
 bench_us_per() { # ns count -> microseconds per item (0 for no item)
 	awk -v t="$1" -v n="$2" 'BEGIN { printf "%.1f", (n > 0 ? t / 1e3 / n : 0) }'
 }
+# busy ticks (bench_machine_ticks' difference) count -> the machine's
+# microseconds per item; a tick is 1/USER_HZ s (getconf CLK_TCK)
+bench_machine_us_per() {
+	bench_us_per $(($1 * 1000000000 / $(getconf CLK_TCK))) "$2"
+}
 
 # Build a small C program of bench/ (no project libraries; extra compiler
 # arguments, e.g. pkg-config's, after the name) into $PC_BUILD/bench/NAME
