@@ -233,7 +233,14 @@ def adapt_vault(texts):
             "nginx reverse proxy with the header": "nginx"}
     data = {}  # (section, row) -> {"rps": [], "p50": [], "p99": [], "cpu": []}
     logd_cpu = []
+    # the whole machine's CPU per keep-alive request (direct, vault, nginx)
+    mach = [[], [], []]
+    rx_mach = re.compile(r"\s+machine CPU per request\s+direct ([\d.]+) us, "
+                         r"vault ([\d.]+) us, nginx ([\d.]+) us")
     for t in texts:
+        mm = rx_mach.search(t)
+        for i in range(3):
+            mach[i].append(num(mm.group(i + 1)) if mm else None)
         section = None
         for line in t.splitlines():
             if line.startswith("keep-alive connections"):
@@ -298,6 +305,13 @@ def adapt_vault(texts):
             metric("vault_cpu_vs_nginx", "vault keep-alive: CPU per request vs nginx", "us",
                    "lower", "vault", col("ka", "vault", "cpu"), "nginx proxy",
                    col("ka", "nginx", "cpu"), ("ratio_max", 1.2, "<= 1.2x")),
+            # the whole machine's busy time per request (every process on
+            # both vCPUs: the load, the upstream, logd): reported
+            metric("vault_machine_vs_nginx", "vault keep-alive: the machine's CPU per request "
+                   "(every process, both vCPUs; logd included) vs nginx", "us", "lower", "vault",
+                   mach[1], "nginx proxy", mach[2]),
+            metric("vault_machine_direct", "keep-alive: the machine's CPU per request, direct "
+                   "TLS (no proxy)", "us", "lower", "direct TLS", mach[0]),
             metric("vault_logd_cpu", "logd's CPU per vault keep-alive request (its records; "
                    "not in the vault's column)", "us", "lower", "logd", logd_cpu),
             metric("vault_keepalive_p99", "keep-alive request latency p99", "ms", "lower",
