@@ -2,6 +2,7 @@
  * and the bridge, read over rtnetlink; and the bpf() queries for programs
  * tc and netlink do not show (tcx links, netfilter BPF links). */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -218,10 +219,27 @@ static int link_filters(struct ck_state *st, int ifindex, size_t from, size_t to
 	return 0;
 }
 
+/* A qdisc of the dump by device, each device's in the kernel's order (qsort
+ * is not stable: the position breaks ties). */
+struct qd_key {
+	int ifindex;
+	size_t pos;
+};
+
+static int qd_cmp(const void *a, const void *b)
+{
+	const struct qd_key *x = a, *y = b;
+
+	if (x->ifindex != y->ifindex)
+		return x->ifindex < y->ifindex ? -1 : 1;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
 /* One dump of every device's qdiscs, not one per device: without strict
  * checking the kernel answers a qdisc dump with every device's qdiscs
  * whatever tcm_ifindex says, so a dump per link was quadratic (at 1,000
- * bridge ports, half of `portcullis check`).
+ * bridge ports, half of `portcullis check`); and each link finds its own
+ * in the dump sorted by device, not by a scan of all of them.
  * Kept in link order, each device's in the kernel's order; a device that
  * appeared after the link dump is not in the model, as before. */
 int ck_tc_read(struct ck_state *st, struct pc_err *err)
@@ -229,29 +247,48 @@ int ck_tc_read(struct ck_state *st, struct pc_err *err)
 	struct ck_state all = {0};
 	struct tcmsg t = {.tcm_family = AF_UNSPEC};
 	struct pc_buf b = {0};
+	struct qd_key *ix = NULL;
 	int rc = ck_rtnl_dump(RTM_GETQDISC, &t, sizeof(t), &b, err);
 
 	if (rc == 0)
 		rc = ck_tc_parse(&all, b.p, b.len, err);
 	pc_buf_free(&b);
+	if (rc == 0 && all.n_qdiscs) {
+		ix = calloc(all.n_qdiscs, sizeof(*ix));
+		if (!ix)
+			rc = pc_err_set(err, PC_ENOMEM, "tc: out of memory");
+		for (size_t i = 0; ix && i < all.n_qdiscs; i++)
+			ix[i] = (struct qd_key){all.qdiscs[i].ifindex, i};
+		if (ix)
+			qsort(ix, all.n_qdiscs, sizeof(*ix), qd_cmp);
+	}
 	for (size_t l = 0; rc == 0 && l < st->n_links; l++) {
 		int ifindex = st->links[l].ifindex;
-		size_t before = st->n_qdiscs;
+		size_t before = st->n_qdiscs, lo = 0, hi = all.n_qdiscs;
 
-		for (size_t i = 0; rc == 0 && i < all.n_qdiscs; i++) {
+		while (lo < hi) { /* the first of ifindex's, or where it would be */
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (ix[mid].ifindex < ifindex)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (size_t i = lo; rc == 0 && i < all.n_qdiscs; i++) {
 			struct ck_qdisc *q;
 
-			if (all.qdiscs[i].ifindex != ifindex)
-				continue;
+			if (ix[i].ifindex != ifindex)
+				break;
 			q = ck_grow(&st->qdiscs, &st->n_qdiscs, &st->cap_qdiscs, sizeof(*q));
 			if (!q)
 				rc = pc_err_set(err, PC_ENOMEM, "tc: out of memory");
 			else
-				*q = all.qdiscs[i];
+				*q = all.qdiscs[ix[i].pos];
 		}
 		if (rc == 0)
 			rc = link_filters(st, ifindex, before, st->n_qdiscs, err);
 	}
+	free(ix);
 	ck_state_free(&all);
 	return rc;
 }
