@@ -219,20 +219,16 @@ static int link_filters(struct ck_state *st, int ifindex, size_t from, size_t to
 	return 0;
 }
 
-/* A qdisc of the dump by device, each device's in the kernel's order (qsort
- * is not stable: the position breaks ties). */
-struct qd_key {
-	int ifindex;
-	size_t pos;
-};
-
-static int qd_cmp(const void *a, const void *b)
+/* By device, each device's in the kernel's order: as the sysctl index,
+ * pointers into the dump, equal devices by their place in it. */
+static int qd_ix_cmp(const void *x, const void *y)
 {
-	const struct qd_key *x = a, *y = b;
+	const struct ck_qdisc *a = *(const struct ck_qdisc *const *)x;
+	const struct ck_qdisc *b = *(const struct ck_qdisc *const *)y;
 
-	if (x->ifindex != y->ifindex)
-		return x->ifindex < y->ifindex ? -1 : 1;
-	return x->pos < y->pos ? -1 : x->pos > y->pos;
+	if (a->ifindex != b->ifindex)
+		return a->ifindex < b->ifindex ? -1 : 1;
+	return (a > b) - (a < b);
 }
 
 /* One dump of every device's qdiscs, not one per device: without strict
@@ -247,20 +243,21 @@ int ck_tc_read(struct ck_state *st, struct pc_err *err)
 	struct ck_state all = {0};
 	struct tcmsg t = {.tcm_family = AF_UNSPEC};
 	struct pc_buf b = {0};
-	struct qd_key *ix = NULL;
+	const struct ck_qdisc **ix = NULL;
 	int rc = ck_rtnl_dump(RTM_GETQDISC, &t, sizeof(t), &b, err);
 
 	if (rc == 0)
 		rc = ck_tc_parse(&all, b.p, b.len, err);
 	pc_buf_free(&b);
 	if (rc == 0 && all.n_qdiscs) {
-		ix = calloc(all.n_qdiscs, sizeof(*ix));
-		if (!ix)
+		ix = malloc(all.n_qdiscs * sizeof(*ix));
+		if (!ix) {
 			rc = pc_err_set(err, PC_ENOMEM, "tc: out of memory");
-		for (size_t i = 0; ix && i < all.n_qdiscs; i++)
-			ix[i] = (struct qd_key){all.qdiscs[i].ifindex, i};
-		if (ix)
-			qsort(ix, all.n_qdiscs, sizeof(*ix), qd_cmp);
+		} else {
+			for (size_t i = 0; i < all.n_qdiscs; i++)
+				ix[i] = &all.qdiscs[i];
+			qsort(ix, all.n_qdiscs, sizeof(*ix), qd_ix_cmp);
+		}
 	}
 	for (size_t l = 0; rc == 0 && l < st->n_links; l++) {
 		int ifindex = st->links[l].ifindex;
@@ -269,7 +266,7 @@ int ck_tc_read(struct ck_state *st, struct pc_err *err)
 		while (lo < hi) { /* the first of ifindex's, or where it would be */
 			size_t mid = lo + (hi - lo) / 2;
 
-			if (ix[mid].ifindex < ifindex)
+			if (ix[mid]->ifindex < ifindex)
 				lo = mid + 1;
 			else
 				hi = mid;
@@ -277,13 +274,13 @@ int ck_tc_read(struct ck_state *st, struct pc_err *err)
 		for (size_t i = lo; rc == 0 && i < all.n_qdiscs; i++) {
 			struct ck_qdisc *q;
 
-			if (ix[i].ifindex != ifindex)
+			if (ix[i]->ifindex != ifindex)
 				break;
 			q = ck_grow(&st->qdiscs, &st->n_qdiscs, &st->cap_qdiscs, sizeof(*q));
 			if (!q)
 				rc = pc_err_set(err, PC_ENOMEM, "tc: out of memory");
 			else
-				*q = all.qdiscs[ix[i].pos];
+				*q = *ix[i];
 		}
 		if (rc == 0)
 			rc = link_filters(st, ifindex, before, st->n_qdiscs, err);
