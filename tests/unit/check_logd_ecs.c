@@ -604,8 +604,80 @@ START_TEST(syslog_without_a_pen_carries_the_fields_as_json)
 }
 END_TEST
 
+/* The JSON line takes a class's fields (action, verdict, sender, the
+ * observer) from a per-thread cache: a cached head must never outlive the
+ * observer it named, be taken for another class, or be cut when it does
+ * not fit a slot. */
+START_TEST(a_records_class_fields_are_its_own)
+{
+	static const uint8_t prev[32];
+	char first[12][4096], line[4096], name[256];
+	struct logrec r = {
+	    .sandbox = "agent-1", .reason = "allowed by cidr 192.0.2.0/24", .code = "cidr"};
+	int n, k = 0;
+
+	logrec_set_observer("gw-a");
+	r.action = LOGREC_CONNECT;
+	r.verdict = LOGREC_ALLOWED;
+	r.sender = LOGREC_SENDER_ENGINE;
+	n = logrec_json_format(&r, 1, 1764424933123ull, prev, NULL, line, sizeof(line));
+	ck_assert_int_gt(n, 0);
+	line[n] = '\0';
+	ck_assert_ptr_nonnull(strstr(line, "\"observer.hostname\":\"gw-a\""));
+	/* a new observer: no line names the old one */
+	logrec_set_observer("gw-b");
+	n = logrec_json_format(&r, 2, 1764424933123ull, prev, NULL, line, sizeof(line));
+	ck_assert_int_gt(n, 0);
+	line[n] = '\0';
+	ck_assert_msg(strstr(line, "\"observer.hostname\":\"gw-b\"") && !strstr(line, "gw-a"), "%s",
+		      line);
+	/* more classes than the cache has slots, twice round: the second
+	 * pass (some heads cached, some made again) reads as the first */
+	for (int pass = 0; pass < 2; pass++) {
+		k = 0;
+		for (int a = LOGREC_CONNECT; a <= LOGREC_HTTP_REQUEST; a++)
+			for (int v = LOGREC_NONE; v <= LOGREC_REFUSED; v++, k++) {
+				r.action = (enum logrec_action)a;
+				r.verdict = (enum logrec_verdict)v;
+				r.sender = k % 2 ? LOGREC_SENDER_ROOT : LOGREC_SENDER_ENGINE;
+				n = logrec_json_format(&r, 3, 1764424933123ull, prev, NULL, line,
+						       sizeof(line));
+				ck_assert_int_gt(n, 0);
+				line[n] = '\0';
+				if (!pass)
+					memcpy(first[k], line, (size_t)n + 1);
+				else
+					ck_assert_str_eq(line, first[k]);
+			}
+	}
+	ck_assert_int_eq(k, 12);
+	ck_assert_ptr_nonnull(strstr(first[1], "\"event.type\":[\"connection\",\"allowed\"]"));
+	ck_assert_ptr_nonnull(strstr(first[5], "\"event.outcome\":\"failure\""));
+	ck_assert_ptr_nonnull(strstr(first[4], "\"portcullis.sender\":\"engine\""));
+	ck_assert_ptr_nonnull(strstr(first[5], "\"portcullis.sender\":\"root\""));
+	/* an observer whose fields do not fit a slot (every byte escaped to
+	 * six): formatted whole, the same each time */
+	memset(name, 0x01, sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	logrec_set_observer(name);
+	r.action = LOGREC_CONNECT;
+	r.verdict = LOGREC_REFUSED;
+	for (int i = 0; i < 2; i++) {
+		n = logrec_json_format(&r, 4, 1764424933123ull, prev, NULL, line, sizeof(line));
+		ck_assert_int_gt(n, 0);
+		line[n] = '\0';
+		if (!i)
+			memcpy(first[0], line, (size_t)n + 1);
+	}
+	ck_assert_str_eq(line, first[0]);
+	ck_assert_ptr_nonnull(strstr(line, "\"observer.hostname\":\"\\u0001\\u0001"));
+	ck_assert_ptr_nonnull(strstr(line, "\\u0001\",\"observer.product\""));
+	logrec_set_observer(NULL);
+}
+END_TEST
+
 PC_UNIT_SUITE("logd_ecs", "ecs", 30, every_record_kind_has_the_ecs_fields_in_both_forms,
 	      every_reason_in_the_sources_has_an_event_code, every_event_code_is_documented,
 	      a_log_written_before_the_ecs_names_verifies, syslog_identity_is_the_configured_one,
 	      the_senders_code_and_rcode_are_the_records, every_code_the_sources_set_is_known,
-	      syslog_without_a_pen_carries_the_fields_as_json)
+	      syslog_without_a_pen_carries_the_fields_as_json, a_records_class_fields_are_its_own)
