@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -33,7 +34,9 @@ struct logc {
 	uint64_t rprod;	  /* bytes of records published */
 	uint64_t rcons;	  /* logd's cons as last seen (never goes back) */
 	uint64_t rkicked; /* rprod when logd was last looked at for a bell */
-	uint64_t base;	  /* records of the connections before this one */
+	/* the ring's bells (eventfds, -1: none): to logd, and from it */
+	int bell_out, bell_in;
+	uint64_t base; /* records of the connections before this one */
 };
 
 int logc_open(const char *path, struct logc **out, struct pc_err *err)
@@ -49,12 +52,22 @@ int logc_open(const char *path, struct logc **out, struct pc_err *err)
 		free(lc);
 		return pc_err_set(err, PC_EINVAL, "logd socket path too long: %s", path);
 	}
+	lc->bell_out = lc->bell_in = -1;
 	/* logd may be down now; sends retry the connection. */
 	lc->fd = pc_unix_connect(lc->path, 1, NULL);
 	if (lc->fd < 0)
 		lc->fd = -1;
 	*out = lc;
 	return 0;
+}
+
+static void bells_close(struct logc *lc)
+{
+	if (lc->bell_out >= 0)
+		close(lc->bell_out);
+	if (lc->bell_in >= 0)
+		close(lc->bell_in);
+	lc->bell_out = lc->bell_in = -1;
 }
 
 /* Forget the connection. Records sent on it and not acknowledged are lost:
@@ -64,6 +77,7 @@ static void logc_reset(struct logc *lc, const struct pc_err *why)
 	if (lc->fd >= 0)
 		close(lc->fd);
 	lc->fd = -1;
+	bells_close(lc);
 	if (lc->rh)
 		munmap(lc->rh, LOGRING_SIZE);
 	lc->rh = NULL;
@@ -85,6 +99,7 @@ void logc_close(struct logc *lc)
 		return;
 	if (lc->fd >= 0)
 		close(lc->fd);
+	bells_close(lc);
 	if (lc->rh)
 		munmap(lc->rh, LOGRING_SIZE);
 	free(lc);
@@ -167,7 +182,11 @@ static void logc_drop(struct logc *lc, const struct pc_err *why)
  * logd acknowledges by publishing counts in the shared page; the socket
  * carries only the registration and bells, and a bell is sent only to a
  * side that said it sleeps (its waiting flag, read after a full fence
- * that follows the publication: one of the two always sees the other). */
+ * that follows the publication: one of the two always sees the other).
+ * The bells are two eventfds passed with the ring, one each way: an
+ * eventfd's write and read cost a third of a datagram's send and receive
+ * (no buffer to allocate, no credentials attached), and a bell is rung
+ * for nearly every batch when both sides sleep between them. */
 
 static int logc_connect(struct logc *lc, struct pc_err *err);
 
@@ -178,7 +197,7 @@ static int ring_setup(struct logc *lc, struct pc_err *err)
 	uint8_t msg[LOGRING_REG_LEN];
 	union {
 		struct cmsghdr align;
-		uint8_t b[CMSG_SPACE(sizeof(int))];
+		uint8_t b[CMSG_SPACE(LOGRING_FDS * sizeof(int))];
 	} ctl;
 	struct iovec iov = {.iov_base = msg, .iov_len = sizeof(msg)};
 	struct msghdr mh = {.msg_iov = &iov,
@@ -188,9 +207,16 @@ static int ring_setup(struct logc *lc, struct pc_err *err)
 	struct cmsghdr *c;
 	void *map = MAP_FAILED;
 	int fd = memfd_create("portcullis-logring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	int fds[LOGRING_FDS];
 
 	if (fd < 0)
 		return pc_err_errno(err, PC_EIO, "record ring: memfd_create");
+	lc->bell_out = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	lc->bell_in = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (lc->bell_out < 0 || lc->bell_in < 0) {
+		pc_err_errno(err, PC_EIO, "record ring: eventfd");
+		goto fail;
+	}
 	if (ftruncate(fd, LOGRING_SIZE) < 0 ||
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
 		pc_err_errno(err, PC_EIO, "record ring: sizing and sealing the memfd");
@@ -206,8 +232,11 @@ static int ring_setup(struct logc *lc, struct pc_err *err)
 	c = CMSG_FIRSTHDR(&mh);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(fd));
+	c->cmsg_len = CMSG_LEN(sizeof(fds));
+	fds[0] = fd;
+	fds[1] = lc->bell_out;
+	fds[2] = lc->bell_in;
+	memcpy(CMSG_DATA(c), fds, sizeof(fds));
 	if (sendmsg(lc->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(msg)) {
 		pc_err_errno(err, PC_EIO, "record ring: handing it to logd");
 		goto fail;
@@ -221,6 +250,7 @@ fail:
 	if (map != MAP_FAILED)
 		munmap(map, LOGRING_SIZE);
 	close(fd);
+	bells_close(lc);
 	return PC_EIO;
 }
 
@@ -252,6 +282,14 @@ static int ring_kick(struct logc *lc, struct pc_err *err)
 	lc->rkicked = lc->rprod;
 	if (!atomic_load_explicit(&lc->rh->cons_waiting, memory_order_relaxed))
 		return 0;
+	if (lc->bell_out >= 0) {
+		const uint64_t one = 1;
+
+		/* full: logd has bells to see already */
+		if (write(lc->bell_out, &one, sizeof(one)) < 0 && errno != EAGAIN && errno != EINTR)
+			return pc_err_errno(err, PC_EIO, "ringing logd");
+		return 0;
+	}
 	logwire_bell_encode(bell, sizeof(bell));
 	for (;;) {
 		if (send(lc->fd, bell, sizeof(bell), MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
@@ -288,6 +326,19 @@ static int ring_take_bell(struct logc *lc, struct pc_err *err)
 	}
 }
 
+/* After a wait on the socket (p) and the bell from logd (b): the bell
+ * read (its count says nothing), the socket's end or bell found. */
+static int ring_woken(struct logc *lc, const struct pollfd *p, const struct pollfd *b,
+		      struct pc_err *err)
+{
+	uint64_t count;
+
+	if (b->fd >= 0 && b->revents && read(b->fd, &count, sizeof(count)) < 0 && errno != EAGAIN &&
+	    errno != EINTR)
+		return pc_err_errno(err, PC_EIO, "reading logd's bell");
+	return p->revents ? ring_take_bell(lc, err) : 0;
+}
+
 static bool ring_all_acked(struct logc *lc)
 {
 	return atomic_load_explicit(&lc->rh->acked, memory_order_acquire) == lc->sent;
@@ -308,7 +359,8 @@ static bool ring_has_room(struct logc *lc)
 static int ring_sleep(struct logc *lc, uint64_t deadline, bool (*done)(struct logc *),
 		      struct pc_err *err)
 {
-	struct pollfd p = {.fd = lc->fd, .events = POLLIN};
+	struct pollfd p[2] = {{.fd = lc->fd, .events = POLLIN},
+			      {.fd = lc->bell_in, .events = POLLIN}};
 	uint64_t now = pc_now_mono_ms();
 	int rc;
 
@@ -324,11 +376,11 @@ static int ring_sleep(struct logc *lc, uint64_t deadline, bool (*done)(struct lo
 	}
 	if (done(lc) || now >= deadline)
 		goto out;
-	if (poll(&p, 1, (int)(deadline - now)) < 0 && errno != EINTR) {
+	if (poll(p, 2, (int)(deadline - now)) < 0 && errno != EINTR) {
 		rc = pc_err_errno(err, PC_EIO, "waiting for logd");
 		goto out;
 	}
-	rc = ring_take_bell(lc, err);
+	rc = ring_woken(lc, &p[0], &p[1], err);
 out:
 	atomic_store_explicit(&lc->rh->prod_waiting, 0, memory_order_relaxed);
 	return rc;
@@ -696,7 +748,9 @@ int logc_acked_total(struct logc *lc, uint64_t *acked, struct pc_err *err)
 int logc_wait_acked(struct logc *lc, uint64_t want, int fd, int timeout_ms, bool *fd_ready,
 		    struct pc_err *err)
 {
-	struct pollfd p[2] = {{.fd = -1, .events = POLLIN}, {.fd = fd, .events = POLLIN}};
+	struct pollfd p[3] = {{.fd = -1, .events = POLLIN},
+			      {.fd = fd, .events = POLLIN},
+			      {.fd = -1, .events = POLLIN}};
 	int rc = 0;
 
 	if (fd_ready)
@@ -705,6 +759,7 @@ int logc_wait_acked(struct logc *lc, uint64_t want, int fd, int timeout_ms, bool
 		return pc_err_set(err, PC_EINVAL, "logc_wait_acked: no client");
 	if (lc->fd >= 0) {
 		p[0].fd = lc->fd;
+		p[2].fd = lc->bell_in;
 		if (lc->rh) {
 			/* as ring_sleep: the flag first, then the look */
 			atomic_store_explicit(&lc->rh->prod_waiting, 1, memory_order_relaxed);
@@ -719,12 +774,14 @@ int logc_wait_acked(struct logc *lc, uint64_t want, int fd, int timeout_ms, bool
 			return 0;
 		}
 	}
-	if (rc == 0 && poll(p, 2, timeout_ms) < 0 && errno != EINTR)
+	if (rc == 0 && poll(p, 3, timeout_ms) < 0 && errno != EINTR)
 		rc = pc_err_errno(err, PC_EIO, "waiting for logd");
 	if (rc == 0 && fd_ready && fd >= 0 && p[1].revents)
 		*fd_ready = true;
-	if (rc == 0 && p[0].fd >= 0 && p[0].revents)
-		rc = lc->rh ? ring_take_bell(lc, err) : take_acks(lc, err);
+	if (rc == 0 && lc->rh)
+		rc = ring_woken(lc, &p[0], &p[2], err);
+	else if (rc == 0 && p[0].fd >= 0 && p[0].revents)
+		rc = take_acks(lc, err);
 out:
 	if (lc->rh)
 		atomic_store_explicit(&lc->rh->prod_waiting, 0, memory_order_relaxed);

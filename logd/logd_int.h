@@ -417,11 +417,14 @@ enum logd_cred {
 };
 struct msghdr;
 enum logd_cred logd_msg_cred(struct msghdr *mh, uid_t *uid, const char **why);
-/* As logd_msg_cred, but a message with exactly one descriptor keeps it in
- * *fd (else -1) instead of being refused for it: only a ring registration
- * may carry one, which the caller decides once the message is parsed (and
- * closes *fd otherwise). */
-enum logd_cred logd_msg_cred_fd(struct msghdr *mh, uid_t *uid, const char **why, int *fd);
+/* As logd_msg_cred, but a message with one SCM_RIGHTS of one or
+ * LOGRING_FDS descriptors keeps them in fd[] (the rest -1) instead of
+ * being refused for them: only a ring registration may carry them (the
+ * memfd, or the memfd and its two bells), which the caller decides once
+ * the message is parsed (and closes them otherwise). */
+#define LOGRING_FDS 3
+enum logd_cred logd_msg_cred_fd(struct msghdr *mh, uid_t *uid, const char **why,
+				int fd[LOGRING_FDS]);
 
 /* ---- the record ring (logd/client.c, logd/server.c; docs/logd.md
  * "The record ring") --------------------------------------------------------

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -28,6 +29,7 @@
 #define EVENTS	   64
 #define KEY_LISTEN UINT64_MAX
 #define KEY_SIGNAL (UINT64_MAX - 1)
+#define KEY_BELL   (1ULL << 32) /* | the slot: a ring's bell rang */
 
 struct client {
 	int fd; /* -1: free slot */
@@ -46,10 +48,17 @@ struct client {
 	uint64_t rcons;	 /* bytes copied out */
 	uint64_t racked; /* records acknowledged through it */
 	uid_t ring_uid;	 /* the kernel's credentials of the registration */
+	/* its bells, eventfds it passed with the ring (-1: none, bells on
+	 * the socket): rung by the client, and rung by logd */
+	int bell_rd, bell_wr;
 };
 
 struct server {
 	int lfd, sfd, ep;
+	/* the inode every eventfd shares (an anonymous inode's): what a
+	 * ring's bells must be */
+	dev_t anon_dev;
+	ino_t anon_ino;
 	struct logw *w;
 	const struct logd_server_conf *conf;
 	struct client *c;
@@ -109,9 +118,15 @@ static void client_close(struct server *s, struct client *c)
 	close(c->fd);
 	if (c->rh)
 		munmap(c->rh, LOGRING_SIZE);
+	if (c->bell_rd >= 0) {
+		epoll_ctl(s->ep, EPOLL_CTL_DEL, c->bell_rd, NULL);
+		close(c->bell_rd);
+	}
+	if (c->bell_wr >= 0)
+		close(c->bell_wr);
 	s->orphaned += c->pending;
 	memset(c, 0, sizeof(*c));
-	c->fd = -1;
+	c->fd = c->bell_rd = c->bell_wr = -1;
 }
 
 static bool uid_allowed(const struct server *s, uid_t uid)
@@ -174,21 +189,24 @@ enum logd_cred logd_msg_cred(struct msghdr *mh, uid_t *uid, const char **why)
 	return logd_msg_cred_fd(mh, uid, why, NULL);
 }
 
-enum logd_cred logd_msg_cred_fd(struct msghdr *mh, uid_t *uid, const char **why, int *keep)
+enum logd_cred logd_msg_cred_fd(struct msghdr *mh, uid_t *uid, const char **why,
+				int keep[LOGRING_FDS])
 {
-	unsigned fds = 0;
+	unsigned fds = 0, kept = 0;
 	bool found = false, other = false;
 	struct ucred cr = {0};
 
-	if (keep)
-		*keep = -1;
+	for (unsigned i = 0; keep && i < LOGRING_FDS; i++)
+		keep[i] = -1;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && keep &&
-		    *keep < 0 && !fds && !(mh->msg_flags & MSG_CTRUNC) &&
-		    c->cmsg_len == CMSG_LEN(sizeof(int))) {
-			/* one descriptor alone: perhaps a ring; the caller
-			 * decides once the message is parsed */
-			memcpy(keep, CMSG_DATA(c), sizeof(int));
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && keep && !kept &&
+		    !fds && !(mh->msg_flags & MSG_CTRUNC) &&
+		    (c->cmsg_len == CMSG_LEN(sizeof(int)) ||
+		     c->cmsg_len == CMSG_LEN(LOGRING_FDS * sizeof(int)))) {
+			/* the memfd alone, or with its two bells: perhaps a
+			 * ring; the caller decides once the message is parsed */
+			kept = (unsigned)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			memcpy(keep, CMSG_DATA(c), kept * sizeof(int));
 		} else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
 			fds += close_rights(mh, c);
 		else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
@@ -199,10 +217,13 @@ enum logd_cred logd_msg_cred_fd(struct msghdr *mh, uid_t *uid, const char **why,
 			other = true;
 		}
 	}
-	if (keep && *keep >= 0 && (fds || (mh->msg_flags & MSG_CTRUNC) || other || !found)) {
-		close(*keep); /* a ring comes alone, with its credentials */
-		*keep = -1;
-		fds++;
+	if (kept && (fds || (mh->msg_flags & MSG_CTRUNC) || other || !found)) {
+		/* a ring comes alone, with its credentials */
+		for (unsigned i = 0; i < kept; i++) {
+			close(keep[i]);
+			keep[i] = -1;
+		}
+		fds += kept;
 	}
 	if (fds || (mh->msg_flags & MSG_CTRUNC)) {
 		*why = fds ? "descriptors attached (logd takes none; closed them)"
@@ -277,6 +298,7 @@ static void accept_all(struct server *s)
 		}
 		memset(slot, 0, sizeof(*slot));
 		slot->fd = fd;
+		slot->bell_rd = slot->bell_wr = -1;
 		slot->pid = pid;
 		slot->uid = uid;
 	}
@@ -354,21 +376,42 @@ static int client_record(struct server *s, struct client *c, const uint8_t *buf,
 	return 0;
 }
 
-/* A ring registration: the descriptor must be a memfd of exactly the
- * ring's size, sealed so that it can neither shrink (a read past its end
- * would kill logd with SIGBUS) nor grow. The sender of its records is
- * whoever sent this message (its credentials, as a datagram's). *fd is
- * taken (mapped and closed, or closed). */
+/* A bell the client passed with its ring: an eventfd, and nothing else
+ * (another user's descriptor, which logd writes to and waits on). An
+ * eventfd is an anonymous inode that takes a write of eight zero bytes;
+ * of the other anonymous inodes (timerfd, signalfd, epoll, ...) none
+ * does, and a pipe, socket or file is no anonymous inode. Made
+ * non-blocking: logd never waits on a client's bell. */
+static bool bell_valid(const struct server *s, int fd)
+{
+	const uint64_t zero = 0;
+	struct stat st;
+
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == s->anon_dev &&
+	       st.st_ino == s->anon_ino && fcntl(fd, F_SETFL, O_NONBLOCK) == 0 &&
+	       write(fd, &zero, sizeof(zero)) == (ssize_t)sizeof(zero);
+}
+
+/* A ring registration: the first descriptor must be a memfd of exactly
+ * the ring's size, sealed so that it can neither shrink (a read past its
+ * end would kill logd with SIGBUS) nor grow; two more, if any, are its
+ * bells (bell_valid): the client's to logd, watched edge-triggered (never
+ * read: a bell's count says nothing, and a client cannot keep logd busy
+ * with one), and logd's to the client. The sender of its records is
+ * whoever sent this message (its credentials, as a datagram's). fd[] is
+ * taken (the memfd mapped and closed, or everything closed). */
 static void ring_attach(struct server *s, struct client *c, const uint8_t *buf, size_t len,
-			uid_t uid, int *fd)
+			uid_t uid, int fd[LOGRING_FDS])
 {
 	const int need = F_SEAL_SHRINK | F_SEAL_GROW;
-	int f = *fd, seals;
+	int f = fd[0], bell_rd = fd[1], bell_wr = fd[2], seals;
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLET};
 	struct pc_err e;
 	struct stat st;
 	void *map;
 
-	*fd = -1;
+	for (unsigned i = 0; i < LOGRING_FDS; i++)
+		fd[i] = -1;
 	if (f < 0) {
 		pc_err_set(&e, PC_EPARSE, "a ring registration without its memfd");
 		goto bad;
@@ -400,9 +443,20 @@ static void ring_attach(struct server *s, struct client *c, const uint8_t *buf, 
 			   "cut under logd's reads)");
 		goto bad;
 	}
+	if (bell_rd >= 0 && (!bell_valid(s, bell_rd) || !bell_valid(s, bell_wr))) {
+		pc_err_set(&e, PC_EPARSE, "the ring's bells are not eventfds");
+		goto bad;
+	}
+	ev.data.u64 = KEY_BELL | (uint64_t)(c - s->c);
+	if (bell_rd >= 0 && epoll_ctl(s->ep, EPOLL_CTL_ADD, bell_rd, &ev) < 0) {
+		pc_err_errno(&e, PC_EPARSE, "watching the ring's bell");
+		goto bad;
+	}
 	map = mmap(NULL, LOGRING_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
 	if (map == MAP_FAILED) {
 		pc_err_errno(&e, PC_EPARSE, "mapping the ring");
+		if (bell_rd >= 0)
+			epoll_ctl(s->ep, EPOLL_CTL_DEL, bell_rd, NULL);
 		goto bad;
 	}
 	close(f);
@@ -410,20 +464,26 @@ static void ring_attach(struct server *s, struct client *c, const uint8_t *buf, 
 	c->rdata = (const uint8_t *)map + LOGRING_HDR;
 	c->rcons = c->racked = 0;
 	c->ring_uid = uid;
+	c->bell_rd = bell_rd;
+	c->bell_wr = bell_wr;
 	return;
 bad:
 	if (f >= 0)
 		close(f);
+	if (bell_rd >= 0)
+		close(bell_rd);
+	if (bell_wr >= 0)
+		close(bell_wr);
 	client_reject(s, c, e.msg);
 }
 
 /* One datagram from c: its records (one, or a client's batch back to back)
  * into the batch, or the session ends at the first one that is not a
  * record; those before it stay in the batch. A ring registration comes
- * alone; a client with a ring sends bells only. *fd (a descriptor that
- * came with it, or -1) is taken. */
+ * alone; a client with a ring sends bells only. fd[] (the descriptors
+ * that came with it, or -1) is taken. */
 static int client_dgram(struct server *s, struct client *c, const uint8_t *buf, size_t len,
-			bool truncated, uid_t uid, int *fd, struct pc_err *err)
+			bool truncated, uid_t uid, int fd[LOGRING_FDS], struct pc_err *err)
 {
 	struct pc_err e;
 	size_t n;
@@ -435,7 +495,7 @@ static int client_dgram(struct server *s, struct client *c, const uint8_t *buf, 
 		pc_err_set(&e, PC_EPARSE, "datagram longer than %d bytes", LOGWIRE_DGRAM_MAX);
 		goto malformed;
 	}
-	if (*fd >= 0 || logwire_type(buf, len) == LOGWIRE_RING) {
+	if (fd[0] >= 0 || logwire_type(buf, len) == LOGWIRE_RING) {
 		ring_attach(s, c, buf, len, uid, fd);
 		return 0;
 	}
@@ -455,9 +515,11 @@ static int client_dgram(struct server *s, struct client *c, const uint8_t *buf, 
 	}
 	return 0;
 malformed:
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
+	for (unsigned i = 0; i < LOGRING_FDS; i++)
+		if (fd[i] >= 0) {
+			close(fd[i]);
+			fd[i] = -1;
+		}
 	client_reject(s, c, e.msg);
 	return 0;
 }
@@ -571,7 +633,7 @@ static int client_read(struct server *s, struct client *c, struct pc_err *err)
 	enum logd_cred cred[RECV_VEC];
 	uid_t uid[RECV_VEC];
 	const char *why[RECV_VEC];
-	int rfd[RECV_VEC], rc = 0;
+	int rfd[RECV_VEC][LOGRING_FDS], rc = 0;
 
 	for (int got = 0; got < READ_BURST && c->fd >= 0;) {
 		int n;
@@ -589,7 +651,7 @@ static int client_read(struct server *s, struct client *c, struct pc_err *err)
 		/* every message first: the descriptors of those after one
 		 * that ends the session are in logd's table all the same */
 		for (int i = 0; i < n; i++)
-			cred[i] = logd_msg_cred_fd(&s->mv[i].msg_hdr, &uid[i], &why[i], &rfd[i]);
+			cred[i] = logd_msg_cred_fd(&s->mv[i].msg_hdr, &uid[i], &why[i], rfd[i]);
 		for (int i = 0; i < n && c->fd >= 0; i++) {
 			/* a message of no bytes is the peer's end */
 			if (s->mv[i].msg_len == 0) {
@@ -606,15 +668,16 @@ static int client_read(struct server *s, struct client *c, struct pc_err *err)
 			if (cred[i] == LOGD_CRED_NONE)
 				uid[i] = c->uid;
 			if (client_dgram(s, c, s->msg[i], s->mv[i].msg_len,
-					 s->mv[i].msg_hdr.msg_flags & MSG_TRUNC, uid[i], &rfd[i],
+					 s->mv[i].msg_hdr.msg_flags & MSG_TRUNC, uid[i], rfd[i],
 					 err) < 0) {
 				rc = PC_EIO;
 				break;
 			}
 		}
 		for (int i = 0; i < n; i++)
-			if (rfd[i] >= 0) /* left by a message after the session ended */
-				close(rfd[i]);
+			for (unsigned j = 0; j < LOGRING_FDS; j++)
+				if (rfd[i][j] >= 0) /* left by a message after the session ended */
+					close(rfd[i][j]);
 		if (rc < 0 || c->fd < 0)
 			return rc;
 		got += n;
@@ -651,6 +714,14 @@ static void ring_ack(struct server *s, struct client *c)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (!atomic_load_explicit(&c->rh->prod_waiting, memory_order_relaxed))
 		return;
+	if (c->bell_wr >= 0) {
+		const uint64_t one = 1;
+
+		/* full (the client reads none): it has bells to read already */
+		if (write(c->bell_wr, &one, sizeof(one)) < 0 && errno != EAGAIN && errno != EINTR)
+			client_close(s, c);
+		return;
+	}
 	logwire_bell_encode(bell, sizeof(bell));
 	/* a full socket holds bells the client has not read: it is awake */
 	if (send(c->fd, bell, sizeof(bell), MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN &&
@@ -816,7 +887,7 @@ int logd_serve(int listen_fd, struct logw *w, const struct logd_server_conf *con
 		return pc_err_set(err, PC_ENOMEM, "clients: out of memory");
 	}
 	for (unsigned i = 0; i < s.n; i++)
-		s.c[i].fd = -1;
+		s.c[i].fd = s.c[i].bell_rd = s.c[i].bell_wr = -1;
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
@@ -826,6 +897,20 @@ int logd_serve(int listen_fd, struct logw *w, const struct logd_server_conf *con
 	if (s.sfd < 0 || s.ep < 0) {
 		pc_err_errno(err, PC_EIO, "signalfd/epoll");
 		goto out;
+	}
+	{
+		int efd = eventfd(0, EFD_CLOEXEC);
+		struct stat st;
+
+		if (efd < 0 || fstat(efd, &st) < 0) {
+			pc_err_errno(err, PC_EIO, "eventfd");
+			if (efd >= 0)
+				close(efd);
+			goto out;
+		}
+		close(efd);
+		s.anon_dev = st.st_dev;
+		s.anon_ino = st.st_ino;
 	}
 	ev.events = EPOLLIN;
 	ev.data.u64 = KEY_LISTEN;
@@ -869,6 +954,8 @@ int logd_serve(int listen_fd, struct logw *w, const struct logd_server_conf *con
 				sig = 1;
 				continue;
 			}
+			if (key & KEY_BELL)
+				continue; /* every ring is read below */
 			c = &s.c[key];
 			if (c->fd < 0)
 				continue;

@@ -10,6 +10,7 @@
 #include "logd/logd_int.h"
 #include "tests/unit/unit.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -18,9 +19,11 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -123,21 +126,26 @@ static int child_status(pid_t pid)
 }
 
 /* A ring made by hand, as a hostile or a killed client leaves it: the
- * sealed memfd (seals: 0 for none), registered on a fresh connection. */
+ * sealed memfd (seals: 0 for none), registered on a fresh connection,
+ * alone or with two bells of the kind asked for. */
 struct rawring {
 	int fd;
 	struct logring_hdr *h;
 	uint8_t *data;
 	uint64_t prod;
+	int bell_out, bell_in; /* -1: bells on the socket */
 };
 
-static int raw_open(const char *sock, struct rawring *r, int seals)
+enum bells { B_NONE, B_EVENTFD, B_PIPE, B_TIMERFD, B_SOCKET };
+
+static int raw_open_bells(const char *sock, struct rawring *r, int seals, enum bells bells)
 {
 	uint8_t msg[LOGRING_REG_LEN];
 	union {
 		struct cmsghdr align;
-		uint8_t b[CMSG_SPACE(sizeof(int))];
+		uint8_t b[CMSG_SPACE(LOGRING_FDS * sizeof(int))];
 	} ctl;
+	int fds[LOGRING_FDS] = {-1, -1, -1}, p[2];
 	struct iovec iov = {.iov_base = msg, .iov_len = sizeof(msg)};
 	struct msghdr mh = {.msg_iov = &iov,
 			    .msg_iovlen = 1,
@@ -148,6 +156,35 @@ static int raw_open(const char *sock, struct rawring *r, int seals)
 	void *map;
 
 	memset(r, 0, sizeof(*r));
+	r->bell_out = r->bell_in = -1;
+	switch (bells) {
+	case B_NONE:
+		break;
+	case B_EVENTFD:
+		fds[1] = eventfd(0, EFD_NONBLOCK);
+		fds[2] = eventfd(0, EFD_NONBLOCK);
+		break;
+	case B_PIPE: /* a descriptor logd could block on, or write where told */
+		if (pipe(p) < 0)
+			return -1;
+		fds[1] = p[0];
+		fds[2] = p[1];
+		break;
+	case B_TIMERFD: /* an anonymous inode, but not an eventfd */
+		fds[1] = timerfd_create(CLOCK_MONOTONIC, 0);
+		fds[2] = eventfd(0, EFD_NONBLOCK);
+		break;
+	case B_SOCKET: /* takes eight bytes as an eventfd does */
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, p) < 0)
+			return -1;
+		fds[1] = eventfd(0, EFD_NONBLOCK);
+		fds[2] = p[0];
+		break;
+	}
+	if (bells != B_NONE && (fds[1] < 0 || fds[2] < 0))
+		return -1;
+	r->bell_out = fds[1];
+	r->bell_in = fds[2];
 	r->fd = pc_unix_connect(sock, 0, NULL);
 	if (r->fd < 0 || mfd < 0 || ftruncate(mfd, LOGRING_SIZE) < 0 ||
 	    (seals && fcntl(mfd, F_ADD_SEALS, seals) < 0))
@@ -162,12 +199,19 @@ static int raw_open(const char *sock, struct rawring *r, int seals)
 	c = CMSG_FIRSTHDR(&mh);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &mfd, sizeof(mfd));
+	fds[0] = mfd;
+	c->cmsg_len = CMSG_LEN((bells == B_NONE ? 1 : LOGRING_FDS) * sizeof(int));
+	mh.msg_controllen = CMSG_SPACE((bells == B_NONE ? 1 : LOGRING_FDS) * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, (bells == B_NONE ? 1 : LOGRING_FDS) * sizeof(int));
 	if (sendmsg(r->fd, &mh, 0) != (ssize_t)sizeof(msg))
 		return -1;
 	close(mfd);
 	return 0;
+}
+
+static int raw_open(const char *sock, struct rawring *r, int seals)
+{
+	return raw_open_bells(sock, r, seals, B_NONE);
 }
 
 /* bytes into the ring at the producer's place, not yet published */
@@ -450,14 +494,17 @@ static int fake_listen(char *dir, size_t dlen, char *sock, size_t slen)
 	return fd;
 }
 
-/* Accept the client's connection and map the ring it registers. */
-static struct logring_hdr *fake_accept(int lfd, int *cfd, ino_t *ino)
+/* Accept the client's connection and map the ring it registers; its
+ * bell to logd is closed, the one to the client kept in *bell (NULL: both
+ * closed). */
+static struct logring_hdr *fake_accept_bell(int lfd, int *cfd, ino_t *ino, int *bell)
 {
 	uint8_t msg[64];
 	union {
 		struct cmsghdr align;
-		uint8_t b[CMSG_SPACE(sizeof(int))];
+		uint8_t b[CMSG_SPACE(LOGRING_FDS * sizeof(int))];
 	} ctl;
+	int fds[LOGRING_FDS];
 	struct iovec iov = {.iov_base = msg, .iov_len = sizeof(msg)};
 	struct msghdr mh = {.msg_iov = &iov,
 			    .msg_iovlen = 1,
@@ -486,7 +533,22 @@ static struct logring_hdr *fake_accept(int lfd, int *cfd, ino_t *ino)
 	c = CMSG_FIRSTHDR(&mh);
 	ck_assert_ptr_nonnull(c);
 	ck_assert_int_eq(c->cmsg_type, SCM_RIGHTS);
-	memcpy(&mfd, CMSG_DATA(c), sizeof(mfd));
+	/* the memfd and two bells, eventfds */
+	ck_assert_uint_eq(c->cmsg_len, CMSG_LEN(sizeof(fds)));
+	memcpy(fds, CMSG_DATA(c), sizeof(fds));
+	mfd = fds[0];
+	for (int i = 1; i < LOGRING_FDS; i++) {
+		char link[64] = "", path[64];
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fds[i]);
+		ck_assert_int_gt(readlink(path, link, sizeof(link) - 1), 0);
+		ck_assert_str_eq(link, "anon_inode:[eventfd]");
+	}
+	close(fds[1]);
+	if (bell)
+		*bell = fds[2];
+	else
+		close(fds[2]);
 	ck_assert_int_eq(fstat(mfd, &st), 0);
 	ck_assert_int_eq(st.st_size, LOGRING_SIZE);
 	ck_assert_int_eq(fcntl(mfd, F_GET_SEALS) & (F_SEAL_SHRINK | F_SEAL_GROW),
@@ -496,6 +558,11 @@ static struct logring_hdr *fake_accept(int lfd, int *cfd, ino_t *ino)
 	ck_assert_ptr_ne(map, MAP_FAILED);
 	close(mfd);
 	return map;
+}
+
+static struct logring_hdr *fake_accept(int lfd, int *cfd, ino_t *ino)
+{
+	return fake_accept_bell(lfd, cfd, ino, NULL);
 }
 
 START_TEST(ring_logd_killed_fails_at_once_then_a_new_ring)
@@ -593,9 +660,148 @@ START_TEST(ring_full_refuses_after_the_send_wait_and_never_passes)
 }
 END_TEST
 
+/* The bells are eventfds: logd wakes on the client's (no datagram on the
+ * socket) and rings the client's own when it acknowledges. */
+START_TEST(ring_bells_are_eventfds_both_ways)
+{
+	struct served s;
+	char *text;
+	pid_t pid;
+
+	serve_start(&s);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct rawring r;
+		const uint64_t one = 1;
+		struct pollfd p;
+		uint64_t n;
+
+		become_engine();
+		if (raw_open_bells(s.sock, &r, F_SEAL_SHRINK | F_SEAL_GROW, B_EVENTFD) < 0)
+			_exit(2);
+		/* logd sleeps (its flag in the page) before the record */
+		for (int i = 0; i < 500 && !atomic_load(&r.h->cons_waiting); i++)
+			usleep(10000);
+		raw_publish_record(&r, "rung-by-eventfd");
+		atomic_store(&r.h->prod_waiting, 1);
+		if (write(r.bell_out, &one, sizeof(one)) != sizeof(one))
+			_exit(3);
+		/* the acknowledgement rings our eventfd, not the socket */
+		p = (struct pollfd){.fd = r.bell_in, .events = POLLIN};
+		if (poll(&p, 1, 5000) != 1 || read(r.bell_in, &n, sizeof(n)) != sizeof(n))
+			_exit(4);
+		if (atomic_load(&r.h->acked) != 1)
+			_exit(5);
+		if (recv(r.fd, &n, sizeof(n), MSG_DONTWAIT) >= 0 || errno != EAGAIN)
+			_exit(6); /* nothing came on the socket */
+		_exit(0);
+	}
+	ck_assert_int_eq(child_status(pid), 0);
+	text = serve_stop(&s);
+	ck_assert_uint_eq(s.st.records, 1);
+	ck_assert_uint_eq(s.st.malformed, 0);
+	ck_assert_ptr_nonnull(strstr(text, "rung-by-eventfd"));
+	free(text);
+}
+END_TEST
+
+/* Bells logd would write to and wait on must be eventfds: a pipe or a
+ * socket (which could block logd, or carry its writes where the client
+ * points) or another anonymous inode (a timerfd would wake logd for
+ * nothing, for ever) ends the session at registration. */
+START_TEST(ring_bells_that_are_not_eventfds_are_refused)
+{
+	static const enum bells kinds[] = {B_PIPE, B_TIMERFD, B_SOCKET};
+	struct served s;
+	char *text;
+
+	serve_start(&s);
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		pid_t pid = fork();
+
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			struct rawring r;
+			char b[64];
+
+			become_engine();
+			if (raw_open_bells(s.sock, &r, F_SEAL_SHRINK | F_SEAL_GROW, kinds[i]) < 0)
+				_exit(2);
+			raw_publish_record(&r, "bad-bells");
+			raw_bell(&r);
+			_exit(recv(r.fd, b, sizeof(b), 0) <= 0 ? 0 : 3);
+		}
+		ck_assert_msg(child_status(pid) == 0, "bells of kind %d accepted", kinds[i]);
+	}
+	text = serve_stop(&s);
+	ck_assert_uint_eq(s.st.records, 0);
+	ck_assert_uint_eq(s.st.malformed, 3);
+	ck_assert_ptr_null(strstr(text, "bad-bells"));
+	free(text);
+}
+END_TEST
+
+struct late_ack {
+	struct logring_hdr *h;
+	int bell;
+};
+
+static void *ack_late(void *arg)
+{
+	struct late_ack *a = arg;
+	const uint64_t one = 1;
+
+	usleep(200000);
+	atomic_store(&a->h->ack_seq, 9);
+	atomic_store(&a->h->acked, 1);
+	if (write(a->bell, &one, sizeof(one)) != sizeof(one))
+		abort();
+	return NULL;
+}
+
+/* The client sleeping for its acknowledgement wakes on logd's eventfd
+ * bell, long before its deadline (a client that slept on the socket alone
+ * would wait it out). */
+START_TEST(ring_client_wakes_on_the_eventfd_bell)
+{
+	char dir[64], sock[96], cmd[100];
+	int lfd = fake_listen(dir, sizeof(dir), sock, sizeof(sock)), cfd;
+	struct logrec rec = {.action = LOGREC_CONNECT, .verdict = LOGREC_ALLOWED};
+	const struct logrec *recs[1] = {&rec};
+	struct late_ack a;
+	struct pc_err err;
+	struct logc *lc;
+	pthread_t th;
+	bool sent[1];
+	ino_t ino;
+	uint64_t t0;
+
+	ck_assert_int_eq(logc_open(sock, &lc, NULL), 0);
+	ck_assert_int_eq(logc_use_ring(lc, NULL), 0);
+	ck_assert_uint_eq(logc_send_batch(lc, recs, 1, sent, &err), 1);
+	a.h = fake_accept_bell(lfd, &cfd, &ino, &a.bell);
+	ck_assert_int_eq(pthread_create(&th, NULL, ack_late, &a), 0);
+	t0 = pc_now_mono_ms();
+	ck_assert_msg(logc_flush(lc, 10000, &err) == 0, "%s", err.msg);
+	ck_assert_uint_lt(pc_now_mono_ms() - t0, 5000);
+	ck_assert_uint_eq(logc_last_seq(lc), 9);
+	pthread_join(th, NULL);
+	logc_close(lc);
+	munmap(a.h, LOGRING_SIZE);
+	close(a.bell);
+	close(cfd);
+	close(lfd);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 PC_UNIT_SUITE("logd_ring", "ring", 60, ring_records_are_acknowledged_through_the_page,
 	      ring_client_killed_keeps_published_records_never_a_partial_one,
 	      ring_violations_end_the_session_and_keep_what_came_before,
 	      ring_unsealed_or_root_registrations_are_refused,
 	      ring_logd_killed_fails_at_once_then_a_new_ring,
-	      ring_full_refuses_after_the_send_wait_and_never_passes)
+	      ring_full_refuses_after_the_send_wait_and_never_passes,
+	      ring_bells_are_eventfds_both_ways, ring_bells_that_are_not_eventfds_are_refused,
+	      ring_client_wakes_on_the_eventfd_bell)
