@@ -135,7 +135,17 @@ def adapt_logd(texts):
                         r"\s*CPU per record: portcullis-logd ([\d.]+) us \(all threads\), "
                         r"senders ([\d.]+) us(?:, witness ([\d.]+) us)?")
     cpu_us = {"logd": [], "logd_witnessed": [], "senders": []}
+    # one record at a time through the ring against two bare processes
+    rx_rt = re.compile(r"record round trip \([^)]*\): ([\d.]+) us, CPU per round trip "
+                       r"portcullis-logd ([\d.]+) us, sender ([\d.]+) us; two processes ringing "
+                       r"eventfds: ([\d.]+) us, CPU ([\d.]+) \+ ([\d.]+) us")
+    rt = {"wall": [], "cpu": [], "bare_wall": [], "bare_cpu": []}
     for t in texts:
+        m = rx_rt.search(t)
+        rt["wall"].append(num(m.group(1)) if m else None)
+        rt["cpu"].append(num(m.group(2)) + num(m.group(3)) if m else None)
+        rt["bare_wall"].append(num(m.group(4)) if m else None)
+        rt["bare_cpu"].append(num(m.group(5)) + num(m.group(6)) if m else None)
         m = rx_lat.search(t)
         lat_stalled.append(num(m.group(1)) if m else None)
         lat_none.append(num(m.group(2)) if m else None)
@@ -191,6 +201,13 @@ def adapt_logd(texts):
                    "p99 acknowledgement latency, syslog collector that reads nothing", "us",
                    "lower", "stalled collector", lat_stalled, "no collector", lat_none,
                    ("ratio_max", 1.5, "<= 1.5x")),
+            metric("logd_round_trip", "record round trip: one record through the ring to "
+                   "portcullis-logd, then its acknowledgement", "us", "lower",
+                   "portcullis-logd and a ring sender", rt["wall"],
+                   "two processes ringing eventfds", rt["bare_wall"]),
+            metric("logd_round_trip_cpu", "CPU per record round trip, both sides", "us", "lower",
+                   "portcullis-logd + the sender", rt["cpu"],
+                   "two processes ringing eventfds", rt["bare_cpu"]),
         ],
         "notes": [],
     }

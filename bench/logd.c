@@ -34,7 +34,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -576,6 +578,156 @@ static void export_latency(const char *dir, const struct logw_conf *wc, struct n
 	    p99[0] ? (double)p99[1] / (double)p99[0] : 0.0, (unsigned long long)nb);
 }
 
+/* ---- the record round trip -------------------------------------------------
+ * One record through the engine's path (the ring, logd_use_ring) and its
+ * acknowledgement, one at a time, as a lone SYN makes it: the real
+ * portcullis-logd against two bare processes that only wake each other
+ * through eventfds, the least any round trip between two processes costs
+ * on this machine (its sleeps and wake-ups). Wall time and CPU per round
+ * trip of each side. */
+
+struct rt_result {
+	double wall, cpu; /* per round trip: the sender's own CPU */
+	int ok;
+	char msg[300];
+};
+
+static void rt_send(int out, const struct rt_result *r)
+{
+	if (write(out, r, sizeof(*r)) != (ssize_t)sizeof(*r))
+		_exit(1);
+	_exit(r->ok ? 0 : 1);
+}
+
+/* The sender, as a queue thread of the engine (its user, a ring). */
+static void rt_ring_sender(const char *sock, uid_t uid, gid_t gid, uint64_t n, int out)
+{
+	struct rt_result r = {0};
+	struct logc *lc = NULL;
+	struct pc_err err = {0};
+	char domain[64];
+	struct logrec rec;
+	const struct logrec *p = &rec;
+	bool sent;
+	double t0 = 0, c0 = 0;
+
+	if (logc_open(sock, &lc, &err) < 0 || logc_use_ring(lc, &err) < 0)
+		goto fail;
+	if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
+		snprintf(err.msg, sizeof(err.msg), "dropping to the engine's user: %s",
+			 strerror(errno));
+		goto fail;
+	}
+	for (uint64_t i = 0; i < n + 200; i++) {
+		if (i == 200) { /* the first 200: the connection, the ring, warm caches */
+			t0 = now_s();
+			c0 = cpu_s();
+		}
+		rec_fill(&rec, i, domain, sizeof(domain));
+		if (logc_send_batch(lc, &p, 1, &sent, &err) != 1 || logc_flush(lc, 10000, &err) < 0)
+			goto fail;
+	}
+	r.wall = (now_s() - t0) / (double)n;
+	r.cpu = (cpu_s() - c0) / (double)n;
+	r.ok = 1;
+	logc_close(lc);
+	rt_send(out, &r);
+fail:
+	pc_strlcpy(r.msg, err.msg, sizeof(r.msg));
+	rt_send(out, &r);
+}
+
+static double children_cpu_s(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_CHILDREN, &ru) < 0)
+		die("getrusage", NULL);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* The floor: a parent and a child ringing each other's eventfd. */
+static void rt_bare(uint64_t n, struct rt_result *parent, double *child_cpu)
+{
+	int to_child = eventfd(0, EFD_CLOEXEC), to_parent = eventfd(0, EFD_CLOEXEC);
+	uint64_t one = 1, v;
+	double t0 = 0, c0 = 0, k0 = children_cpu_s();
+	pid_t pid;
+
+	if (to_child < 0 || to_parent < 0)
+		die("eventfd", NULL);
+	pid = fork();
+	if (pid < 0)
+		die("fork", NULL);
+	if (pid == 0) {
+		for (uint64_t i = 0; i < n + 200; i++)
+			if (read(to_child, &v, sizeof(v)) != sizeof(v) ||
+			    write(to_parent, &one, sizeof(one)) != sizeof(one))
+				_exit(1);
+		_exit(0);
+	}
+	for (uint64_t i = 0; i < n + 200; i++) {
+		if (i == 200) {
+			t0 = now_s();
+			c0 = cpu_s();
+		}
+		if (write(to_child, &one, sizeof(one)) != sizeof(one) ||
+		    read(to_parent, &v, sizeof(v)) != sizeof(v))
+			die("eventfd ping-pong", NULL);
+	}
+	parent->wall = (now_s() - t0) / (double)n;
+	parent->cpu = (cpu_s() - c0) / (double)n;
+	if (waitpid(pid, NULL, 0) != pid)
+		die("the ping-pong's child", NULL);
+	/* the child's whole life, its 200 first round trips too (as logd's
+	 * below) */
+	*child_cpu = (children_cpu_s() - k0) / (double)(n + 200);
+	close(to_child);
+	close(to_parent);
+}
+
+static void round_trip(const char *logd, const char *dir, const char *user, uint64_t cp, uint64_t n)
+{
+	struct passwd *pw = getpwnam(user);
+	struct rt_result ring = {0}, bare = {0};
+	char sock[PC_PATH_MAX + 32];
+	double bare_child, l0, logd_cpu;
+	int res[2];
+	pid_t lp, pid;
+
+	if (!pw)
+		die("the engine's user does not exist (-u)", NULL);
+	rt_bare(n, &bare, &bare_child);
+	lp = logd_start(logd, dir, "ring", NULL, cp, sock, sizeof(sock));
+	if (pipe2(res, O_CLOEXEC) < 0)
+		die("pipe", NULL);
+	l0 = proc_cpu_s(lp);
+	pid = fork();
+	if (pid < 0)
+		die("fork", NULL);
+	if (pid == 0) {
+		close(res[0]);
+		rt_ring_sender(sock, pw->pw_uid, pw->pw_gid, n, res[1]);
+	}
+	close(res[1]);
+	if (read(res[0], &ring, sizeof(ring)) != (ssize_t)sizeof(ring) || !ring.ok) {
+		fprintf(stderr, "logd bench: ring sender: %s\n", ring.msg);
+		die("the round-trip sender failed", NULL);
+	}
+	/* logd's CPU over the whole exchange, its warm-up too (a little more
+	 * than its share) */
+	logd_cpu = (proc_cpu_s(lp) - l0) / (double)(n + 200);
+	close(res[0]);
+	waitpid(pid, NULL, 0);
+	stop(lp, "portcullis-logd");
+	printf("  record round trip (one record through the ring, then its acknowledgement; %llu "
+	       "times): %.1f us, CPU per round trip portcullis-logd %.2f us, sender %.2f us; two "
+	       "processes ringing eventfds: %.1f us, CPU %.2f + %.2f us\n",
+	       (unsigned long long)n, ring.wall * 1e6, logd_cpu * 1e6, ring.cpu * 1e6,
+	       bare.wall * 1e6, bare.cpu * 1e6, bare_child * 1e6);
+}
+
 /* Read a file once, so that what reads it next finds it in the page cache. */
 static void warm(const char *path)
 {
@@ -774,6 +926,8 @@ int main(int argc, char **argv)
 					: "not met");
 	printf("  a signature per record would cap logd at the signing rate: %.0f /s\n", sign);
 	export_latency(dir, &wc, key, n / 20 < 100000 ? n / 20 : 100000);
+	if (root)
+		round_trip(logd, dir, user, cp, n / 50 < 20000 ? n / 50 : 20000);
 	note_signer_free(key);
 	remove_made_dir();
 	return 0;

@@ -35,6 +35,9 @@ t_match "... with its CPU time per record, logd's and the senders'" \
 t_match "the witnessed row, with logd's, the senders' and the witness's CPU per record" \
 	'^    CPU per record: portcullis-logd [0-9.]+ us \(all threads\), senders [0-9.]+ us, witness [0-9.]+ us$' \
 	"$(printf '%s\n' "$out" | grep -A1 '^  witnessed: accept + seal + write + ack  *[0-9]' | sed -n 2p)"
+t_match "the record round trip through a ring, beside two bare processes" \
+	'^  record round trip \(one record through the ring, then its acknowledgement; 60 times\): [0-9.]+ us, CPU per round trip portcullis-logd [0-9.]+ us, sender [0-9.]+ us; two processes ringing eventfds: [0-9.]+ us, CPU [0-9.]+ \+ [0-9.]+ us$' \
+	"$out"
 t_match "the targets line measured both accept rows" \
 	'targets: accept\+write >= 200000/s \((met|not met)\), .* with a witness >= 200000/s \((met|not met)\)' "$out"
 [ "$T_FAILED" = 0 ] || t_diag "$out"
@@ -47,6 +50,10 @@ for row in plain witnessed; do
 		"$(grep '^{"event.sequence"' "$f" 2>/dev/null | grep -vc '"portcullis\.sender":"\(engine\|logd\)"')"
 	t_ok "$row: the log verifies" "$B/portcullis" log verify --key "$D/state/log.key.pub" "$f"
 done
+# the round trip's 60 records and 200 before them, through the ring
+t_eq "ring: the real portcullis-logd wrote the round trip's 260 records as the engine's" \
+	260 "$(grep -c '"portcullis\.sender":"engine"' "$D/ring/verdicts.jsonl" 2>/dev/null)"
+t_ok "ring: the log verifies" "$B/portcullis" log verify --key "$D/state/log.key.pub" "$D/ring/verdicts.jsonl"
 size=$(sed -n 2p "$D/witnessed/verdicts.jsonl.checkpoint" 2>/dev/null)
 t_eq "the witness cosigned the witnessed log's last checkpoint" "$size" \
 	"$(sed -n 2p "$D/witnessed/verdicts.jsonl.witnessed" 2>/dev/null)"
