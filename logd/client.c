@@ -285,10 +285,16 @@ static int ring_kick(struct logc *lc, struct pc_err *err)
 	if (lc->bell_out >= 0) {
 		const uint64_t one = 1;
 
-		/* full: logd has bells to see already */
-		if (write(lc->bell_out, &one, sizeof(one)) < 0 && errno != EAGAIN && errno != EINTR)
-			return pc_err_errno(err, PC_EIO, "ringing logd");
-		return 0;
+		/* logd never reads this bell (it watches it edge-triggered),
+		 * so a full count (2^64 - 2 bells) would be a wake-up lost:
+		 * not to be had in practice, and a broken connection if it
+		 * were (the records are refused, a new ring is made) */
+		for (;;) {
+			if (write(lc->bell_out, &one, sizeof(one)) == (ssize_t)sizeof(one))
+				return 0;
+			if (errno != EINTR)
+				return pc_err_errno(err, PC_EIO, "ringing logd");
+		}
 	}
 	logwire_bell_encode(bell, sizeof(bell));
 	for (;;) {
