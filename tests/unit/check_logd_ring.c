@@ -117,6 +117,20 @@ static void become_engine(void)
 		_exit(90);
 }
 
+/* A logd served in this process and a child of the engine's user to
+ * speak to it: 0 in the child, the child's pid here. */
+static pid_t served_engine_child(struct served *s)
+{
+	pid_t pid;
+
+	serve_start(s);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		become_engine();
+	return pid;
+}
+
 static int child_status(pid_t pid)
 {
 	int status;
@@ -323,17 +337,13 @@ START_TEST(ring_client_killed_keeps_published_records_never_a_partial_one)
 {
 	struct served s;
 	char *text;
-	pid_t pid;
+	pid_t pid = served_engine_child(&s);
 
-	serve_start(&s);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		struct rawring r;
 		uint8_t buf[LOGWIRE_MAX];
 		size_t n;
 
-		become_engine();
 		if (raw_open(s.sock, &r, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
 			_exit(2);
 		raw_publish_record(&r, "published-1");
@@ -666,18 +676,14 @@ START_TEST(ring_bells_are_eventfds_both_ways)
 {
 	struct served s;
 	char *text;
-	pid_t pid;
+	pid_t pid = served_engine_child(&s);
 
-	serve_start(&s);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		struct rawring r;
 		const uint64_t one = 1;
 		struct pollfd p;
 		uint64_t n;
 
-		become_engine();
 		if (raw_open_bells(s.sock, &r, F_SEAL_SHRINK | F_SEAL_GROW, B_EVENTFD) < 0)
 			_exit(2);
 		/* logd sleeps (its flag in the page) before the record */
