@@ -495,6 +495,12 @@ static int client_dgram(struct server *s, struct client *c, const uint8_t *buf, 
 		pc_err_set(&e, PC_EPARSE, "datagram longer than %d bytes", LOGWIRE_DGRAM_MAX);
 		goto malformed;
 	}
+	if (fd[0] >= 0 && logwire_type(buf, len) != LOGWIRE_RING) {
+		pc_err_set(&e, PC_EPARSE,
+			   "descriptors attached to a message that is no ring registration (logd "
+			   "takes none; closed them)");
+		goto malformed;
+	}
 	if (fd[0] >= 0 || logwire_type(buf, len) == LOGWIRE_RING) {
 		ring_attach(s, c, buf, len, uid, fd);
 		return 0;
