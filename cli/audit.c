@@ -217,71 +217,68 @@ static uint8_t proto_of(const char *s)
 	return (uint8_t)strtoul(s, NULL, 10);
 }
 
-/* A member's key against a name written here: the lengths first, a
- * constant each, so that most of a record's thirty keys are passed over
- * by one compare per name (this runs for every key of every record). */
-#define key_is(k, kl, name) ((kl) == sizeof(name) - 1 && memcmp((k), (name), sizeof(name) - 1) == 0)
-
 static int field(void *ctx, const char *k, size_t kl, enum logjson_type t, const char *v, size_t vl)
 {
 	struct arec *r = ctx;
 	char tmp[512];
 
-	if (key_is(k, kl, "event.sequence") || key_is(k, kl, "seq")) {
+	if (LOGJSON_KEY_IS(k, kl, "event.sequence") || LOGJSON_KEY_IS(k, kl, "seq")) {
 		r->seq = jnum(v, vl);
 		r->has_seq = true;
-	} else if (key_is(k, kl, "@timestamp")) {
+	} else if (LOGJSON_KEY_IS(k, kl, "@timestamp")) {
 		jstr(v, vl, tmp, sizeof(tmp));
 		r->time_ms = time_ms_of(tmp);
-	} else if (key_is(k, kl, "event.action")) {
+	} else if (LOGJSON_KEY_IS(k, kl, "event.action")) {
 		jstr(v, vl, r->action, sizeof(r->action));
-	} else if (key_is(k, kl, "event.outcome")) {
+	} else if (LOGJSON_KEY_IS(k, kl, "event.outcome")) {
 		jstr(v, vl, tmp, sizeof(tmp));
 		r->verdict = strcmp(tmp, "success") == 0   ? LOGREC_ALLOWED
 			     : strcmp(tmp, "failure") == 0 ? LOGREC_REFUSED
 							   : LOGREC_NONE;
-	} else if (key_is(k, kl, "event.reason")) {
+	} else if (LOGJSON_KEY_IS(k, kl, "event.reason")) {
 		jstr(v, vl, r->reason, sizeof(r->reason));
-	} else if (key_is(k, kl, "portcullis.sandbox") || key_is(k, kl, "sandbox")) {
+	} else if (LOGJSON_KEY_IS(k, kl, "portcullis.sandbox") ||
+		   LOGJSON_KEY_IS(k, kl, "sandbox")) {
 		jstr(v, vl, r->sandbox, sizeof(r->sandbox));
-	} else if (key_is(k, kl, "portcullis.policy") || key_is(k, kl, "policy")) {
+	} else if (LOGJSON_KEY_IS(k, kl, "portcullis.policy") || LOGJSON_KEY_IS(k, kl, "policy")) {
 		jstr(v, vl, r->policy, sizeof(r->policy));
-	} else if (key_is(k, kl, "source.ip")) {
+	} else if (LOGJSON_KEY_IS(k, kl, "source.ip")) {
 		jstr(v, vl, tmp, sizeof(tmp));
 		pc_addr_parse(tmp, &r->src.addr);
-	} else if (key_is(k, kl, "source.port")) {
+	} else if (LOGJSON_KEY_IS(k, kl, "source.port")) {
 		r->src.port = (uint16_t)jnum(v, vl);
-	} else if (key_is(k, kl, "destination.ip")) {
+	} else if (LOGJSON_KEY_IS(k, kl, "destination.ip")) {
 		jstr(v, vl, tmp, sizeof(tmp));
 		pc_addr_parse(tmp, &r->dst.addr);
-	} else if (key_is(k, kl, "destination.port")) {
+	} else if (LOGJSON_KEY_IS(k, kl, "destination.port")) {
 		r->dst.port = (uint16_t)jnum(v, vl);
-	} else if (key_is(k, kl, "network.transport")) {
+	} else if (LOGJSON_KEY_IS(k, kl, "network.transport")) {
 		jstr(v, vl, tmp, sizeof(tmp));
 		r->proto = proto_of(tmp);
-	} else if (key_is(k, kl, "dns.question.name")) {
+	} else if (LOGJSON_KEY_IS(k, kl, "dns.question.name")) {
 		jstr(v, vl, r->qname, sizeof(r->qname));
-	} else if (key_is(k, kl, "dns.question.type")) {
+	} else if (LOGJSON_KEY_IS(k, kl, "dns.question.type")) {
 		jstr(v, vl, tmp, sizeof(tmp));
 		r->qtype = qtype_of(tmp);
-	} else if (key_is(k, kl, "portcullis.dns.ttl")) {
+	} else if (LOGJSON_KEY_IS(k, kl, "portcullis.dns.ttl")) {
 		r->ttl = (uint32_t)jnum(v, vl);
-	} else if (key_is(k, kl, "portcullis.sender")) {
+	} else if (LOGJSON_KEY_IS(k, kl, "portcullis.sender")) {
 		r->from_vault = vl == 7 && memcmp(v, "\"vault\"", 7) == 0;
-	} else if (key_is(k, kl, "event.code")) {
+	} else if (LOGJSON_KEY_IS(k, kl, "event.code")) {
 		jstr(v, vl, r->code, sizeof(r->code));
-	} else if (key_is(k, kl, "message")) {
+	} else if (LOGJSON_KEY_IS(k, kl, "message")) {
 		jstr(v, vl, tmp, sizeof(tmp));
 		r->started = strcmp(tmp, "loaded at start") == 0;
-	} else if (key_is(k, kl, "portcullis.held.bytes")) {
+	} else if (LOGJSON_KEY_IS(k, kl, "portcullis.held.bytes")) {
 		jstr(v, vl, r->held, sizeof(r->held));
-	} else if (key_is(k, kl, "portcullis.held.ms")) {
+	} else if (LOGJSON_KEY_IS(k, kl, "portcullis.held.ms")) {
 		r->held_ms = (uint32_t)jnum(v, vl);
-	} else if (key_is(k, kl, "portcullis.quota")) {
+	} else if (LOGJSON_KEY_IS(k, kl, "portcullis.quota")) {
 		r->quota = (uint32_t)jnum(v, vl);
-	} else if (key_is(k, kl, "tls.client.server_name")) {
+	} else if (LOGJSON_KEY_IS(k, kl, "tls.client.server_name")) {
 		jstr(v, vl, r->sni, sizeof(r->sni));
-	} else if ((key_is(k, kl, "portcullis.secrets") || key_is(k, kl, "secrets")) &&
+	} else if ((LOGJSON_KEY_IS(k, kl, "portcullis.secrets") ||
+		    LOGJSON_KEY_IS(k, kl, "secrets")) &&
 		   t == LOGJSON_ARRAY) {
 		/* ["A","B"] as "A,B": secret names hold no quote or comma */
 		size_t o = 0;
@@ -290,7 +287,7 @@ static int field(void *ctx, const char *k, size_t kl, enum logjson_type t, const
 			if (v[i] != '[' && v[i] != ']' && v[i] != '"')
 				r->secrets[o++] = v[i];
 		r->secrets[o] = '\0';
-	} else if (key_is(k, kl, "dns.resolved_ip") && t == LOGJSON_ARRAY) {
+	} else if (LOGJSON_KEY_IS(k, kl, "dns.resolved_ip") && t == LOGJSON_ARRAY) {
 		/* ["a","b"]: addresses hold no quote or comma */
 		const char *p = v, *end = v + vl;
 

@@ -35,15 +35,15 @@ static int rec_field(void *ctx, const char *k, size_t kl, enum logjson_type t, c
 	struct rec_fields *r = ctx;
 
 	/* both spellings: ECS names, and those of logs written before them */
-	if (((kl == 3 && !memcmp(k, "seq", 3)) || (kl == 14 && !memcmp(k, "event.sequence", 14))) &&
+	if ((LOGJSON_KEY_IS(k, kl, "seq") || LOGJSON_KEY_IS(k, kl, "event.sequence")) &&
 	    t == LOGJSON_SCALAR)
 		r->seq = strtoull(v, NULL, 10);
-	else if (kl == 12 && !memcmp(k, "event.action", 12) && t == LOGJSON_STRING)
+	else if (LOGJSON_KEY_IS(k, kl, "event.action") && t == LOGJSON_STRING)
 		str_copy(v, vl, r->action, sizeof(r->action));
-	else if (kl == 13 && !memcmp(k, "event.outcome", 13) && t == LOGJSON_STRING)
+	else if (LOGJSON_KEY_IS(k, kl, "event.outcome") && t == LOGJSON_STRING)
 		str_copy(v, vl, r->outcome, sizeof(r->outcome));
-	else if (((kl == 7 && !memcmp(k, "secrets", 7)) ||
-		  (kl == 18 && !memcmp(k, "portcullis.secrets", 18))) &&
+	else if ((LOGJSON_KEY_IS(k, kl, "secrets") ||
+		  LOGJSON_KEY_IS(k, kl, "portcullis.secrets")) &&
 		 t == LOGJSON_ARRAY && vl > 2)
 		str_copy(v + 1, vl - 2, r->secrets, sizeof(r->secrets)); /* [..] -> a,b */
 	return 0;

@@ -158,6 +158,12 @@ typedef int (*logjson_fn)(void *ctx, const char *key, size_t klen, enum logjson_
 /* Walk the members of one flat JSON object (values: strings, scalars,
  * arrays of strings — what logd writes). 0, or PC_EPARSE if malformed. */
 int logjson_each(const char *s, size_t n, logjson_fn fn, void *ctx);
+/* Is a member's key (key, klen as logjson_fn has them) the string literal
+ * name? Its length first, a constant: a walker compares every key of every
+ * record with its names in turn, and most differ in length ("" name only
+ * compiles for a literal, whose sizeof is its length and NUL). */
+#define LOGJSON_KEY_IS(key, klen, name)                                                            \
+	((klen) == sizeof("" name) - 1 && memcmp((key), (name), sizeof(name) - 1) == 0)
 
 /* ---- reading the log live (logd/show.c, logd/show_follow.c; ad-top) ----
  * What `portcullis top` (cli/top.c) reads through: the same reader and

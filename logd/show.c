@@ -255,7 +255,7 @@ static int human_field(void *ctx, const char *k, size_t kl, enum logjson_type t,
 #undef M
 	};
 
-	if (((kl == 3 && !memcmp(k, "seq", 3)) || (kl == 14 && !memcmp(k, "event.sequence", 14))) &&
+	if ((LOGJSON_KEY_IS(k, kl, "seq") || LOGJSON_KEY_IS(k, kl, "event.sequence")) &&
 	    t == LOGJSON_SCALAR) {
 		scalar_text(v, vl, h->seq, sizeof(h->seq));
 		return 0;
@@ -264,19 +264,19 @@ static int human_field(void *ctx, const char *k, size_t kl, enum logjson_type t,
 		char *dst = NULL;
 		size_t len = 0;
 
-		if (kl == 16 && !memcmp(k, "destination.port", 16))
+		if (LOGJSON_KEY_IS(k, kl, "destination.port"))
 			dst = h->dport, len = sizeof(h->dport);
-		else if (kl == 25 && !memcmp(k, "http.response.status_code", 25))
+		else if (LOGJSON_KEY_IS(k, kl, "http.response.status_code"))
 			dst = h->status, len = sizeof(h->status);
 		if (dst)
 			scalar_text(v, vl, dst, len);
 		return 0;
 	}
 	if (t == LOGJSON_ARRAY) {
-		if (kl == 10 && !memcmp(k, "event.type", 10)) {
+		if (LOGJSON_KEY_IS(k, kl, "event.type")) {
 			h->allowed = memmem(v, vl, "\"allowed\"", 9) != NULL;
 			h->denied = memmem(v, vl, "\"denied\"", 8) != NULL;
-		} else if (kl == 15 && !memcmp(k, "dns.resolved_ip", 15)) {
+		} else if (LOGJSON_KEY_IS(k, kl, "dns.resolved_ip")) {
 			/* ["a","b"] -> a,b */
 			struct pc_buf o;
 			size_t e;

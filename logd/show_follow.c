@@ -82,32 +82,27 @@ static bool str_is(const char *v, size_t vl, const char *want)
 	return vl == n + 2 && v[0] == '"' && memcmp(v + 1, want, n) == 0;
 }
 
-static bool key_is(const char *k, size_t kl, const char *want)
-{
-	return kl == strlen(want) && memcmp(k, want, kl) == 0;
-}
-
 static int match_field(void *ctx, const char *k, size_t kl, enum logjson_type t, const char *v,
 		       size_t vl)
 {
 	struct fmatch *m = ctx;
 	const struct logshow_filter *f = m->f;
 
-	if (key_is(k, kl, "event.action")) {
+	if (LOGJSON_KEY_IS(k, kl, "event.action")) {
 		m->is_record = true;
 		m->action_ok = !f->action || str_is(v, vl, f->action);
-	} else if (f->sandbox &&
-		   (key_is(k, kl, "sandbox") || key_is(k, kl, "portcullis.sandbox"))) {
+	} else if (f->sandbox && (LOGJSON_KEY_IS(k, kl, "sandbox") ||
+				  LOGJSON_KEY_IS(k, kl, "portcullis.sandbox"))) {
 		m->sandbox_ok = str_is(v, vl, f->sandbox);
-	} else if (f->outcome && key_is(k, kl, "event.outcome")) {
+	} else if (f->outcome && LOGJSON_KEY_IS(k, kl, "event.outcome")) {
 		m->outcome_ok =
 		    str_is(v, vl, f->outcome == LOGSHOW_ALLOWED ? "success" : "failure");
-	} else if (f->outcome && t == LOGJSON_ARRAY && key_is(k, kl, "event.type")) {
+	} else if (f->outcome && t == LOGJSON_ARRAY && LOGJSON_KEY_IS(k, kl, "event.type")) {
 		const char *w = f->outcome == LOGSHOW_ALLOWED ? "\"allowed\"" : "\"denied\"";
 
 		if (memmem(v, vl, w, strlen(w)))
 			m->outcome_ok = true;
-	} else if (f->since[0] && t == LOGJSON_STRING && key_is(k, kl, "@timestamp")) {
+	} else if (f->since[0] && t == LOGJSON_STRING && LOGJSON_KEY_IS(k, kl, "@timestamp")) {
 		size_t n = strlen(f->since);
 
 		/* the same RFC 3339 form, UTC, milliseconds: compared as text */
