@@ -501,7 +501,7 @@ static int client_dgram(struct server *s, struct client *c, const uint8_t *buf, 
 			   "takes none; closed them)");
 		goto malformed;
 	}
-	if (fd[0] >= 0 || logwire_type(buf, len) == LOGWIRE_RING) {
+	if (logwire_type(buf, len) == LOGWIRE_RING) {
 		ring_attach(s, c, buf, len, uid, fd);
 		return 0;
 	}
