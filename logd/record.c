@@ -400,7 +400,10 @@ static void j_field(void *ctx, const char *key, enum logrec_field_kind k, const 
  * thread sees a few classes (a queue thread's connect and dns-query
  * records, allowed and refused), so a few slots, reused in turn. */
 #define HEAD_SLOTS 8
-#define HEAD_MAX   512
+/* room for the fields with any name gethostname gives (at most
+ * HOST_NAME_MAX, 64 bytes, each escaped to six at worst): a name set by
+ * hand past that is formatted in place, every time */
+#define HEAD_MAX 1024
 
 struct class_head {
 	unsigned key, gen; /* gen 0: empty (observer_gen starts at 1) */
