@@ -324,6 +324,17 @@ struct sender_result {
 	char msg[600];
 };
 
+/* A sender becomes the engine's user, as the engine's queue threads run;
+ * <0 with why in msg. */
+static int drop_to_engine(uid_t uid, gid_t gid, char *msg, size_t len)
+{
+	if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
+		snprintf(msg, len, "dropping to the engine's user: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* One sender, as a queue thread of the engine: its user, its own
  * connection, batches of up to `batch` records in one send, then a wait
  * for their acknowledgement. */
@@ -342,11 +353,8 @@ static void sender(const char *sock, uid_t uid, gid_t gid, uint64_t first, uint6
 
 	if (!recs || !ptrs || !domains || !sent)
 		_exit(1);
-	if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
-		snprintf(res.msg, sizeof(res.msg), "dropping to the engine's user: %s",
-			 strerror(errno));
+	if (drop_to_engine(uid, gid, res.msg, sizeof(res.msg)) < 0)
 		goto out;
-	}
 	if (read(go, &c, 1) < 0) /* the start: every sender at once */
 		_exit(1);
 	c0 = cpu_s();
@@ -579,7 +587,7 @@ static void export_latency(const char *dir, const struct logw_conf *wc, struct n
 }
 
 /* ---- the record round trip -------------------------------------------------
- * One record through the engine's path (the ring, logd_use_ring) and its
+ * One record through the engine's path (the ring, logc_use_ring) and its
  * acknowledgement, one at a time, as a lone SYN makes it: the real
  * portcullis-logd against two bare processes that only wake each other
  * through eventfds, the least any round trip between two processes costs
@@ -613,11 +621,8 @@ static void rt_ring_sender(const char *sock, uid_t uid, gid_t gid, uint64_t n, i
 
 	if (logc_open(sock, &lc, &err) < 0 || logc_use_ring(lc, &err) < 0)
 		goto fail;
-	if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
-		snprintf(err.msg, sizeof(err.msg), "dropping to the engine's user: %s",
-			 strerror(errno));
+	if (drop_to_engine(uid, gid, err.msg, sizeof(err.msg)) < 0)
 		goto fail;
-	}
 	for (uint64_t i = 0; i < n + 200; i++) {
 		if (i == 200) { /* the first 200: the connection, the ring, warm caches */
 			t0 = now_s();
