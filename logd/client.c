@@ -804,6 +804,68 @@ void logc_abandon(struct logc *lc)
 	lc->lost = false;
 }
 
+void logc_loop_fds(const struct logc *lc, int fds[2])
+{
+	fds[0] = lc ? lc->fd : -1;
+	fds[1] = lc && lc->rh ? lc->bell_in : -1;
+}
+
+int logc_loop_arm(struct logc *lc, uint64_t want, int fds[2], bool *covered, struct pc_err *err)
+{
+	int rc = 0;
+
+	if (!lc || !fds || !covered)
+		return pc_err_set(err, PC_EINVAL, "logc_loop_arm: no client");
+	logc_loop_fds(lc, fds);
+	*covered = lc->base + lc->acked >= want;
+	/* On the socket the acknowledgements are what the loop watches for:
+	 * nothing to say first, and nothing to read yet (what just went out
+	 * cannot be acknowledged already). */
+	if (*covered || !lc->rh)
+		return 0;
+	/* as ring_sleep: the flag first, then the look; the flag stays up
+	 * until logc_loop_woken, so logd rings while the loop runs other
+	 * work too, and the loop takes the bell as one of its events */
+	atomic_store_explicit(&lc->rh->prod_waiting, 1, memory_order_relaxed);
+	if (lc->rkicked != lc->rprod)
+		rc = ring_kick(lc, err);
+	else
+		atomic_thread_fence(memory_order_seq_cst);
+	if (rc == 0)
+		rc = ring_take_acks(lc, err);
+	if (rc < 0) {
+		logc_drop(lc, err);
+		return rc;
+	}
+	if ((*covered = lc->base + lc->acked >= want))
+		atomic_store_explicit(&lc->rh->prod_waiting, 0, memory_order_relaxed);
+	return 0;
+}
+
+int logc_loop_woken(struct logc *lc, int fd, struct pc_err *err)
+{
+	struct pollfd p = {.fd = -1}, b = {.fd = -1};
+	int rc;
+
+	if (!lc)
+		return pc_err_set(err, PC_EINVAL, "logc_loop_woken: no client");
+	/* on the socket, logc_acked_total reads what woke the loop; a
+	 * descriptor of a connection since closed says nothing */
+	if (!lc->rh || fd < 0 || (fd != lc->fd && fd != lc->bell_in))
+		return 0;
+	atomic_store_explicit(&lc->rh->prod_waiting, 0, memory_order_relaxed);
+	if (fd == lc->fd) {
+		p.fd = fd;
+		p.revents = POLLIN;
+	} else {
+		b.fd = fd;
+		b.revents = POLLIN;
+	}
+	if ((rc = ring_woken(lc, &p, &b, err)) < 0)
+		logc_drop(lc, err);
+	return rc;
+}
+
 int logc_send_sync(struct logc *lc, const struct logrec *rec, int timeout_ms, struct pc_err *err)
 {
 	int rc = logc_send(lc, rec, err);

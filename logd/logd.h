@@ -273,6 +273,22 @@ int logc_wait_acked(struct logc *lc, uint64_t want, int fd, int timeout_ms, bool
 		    struct pc_err *err);
 void logc_abandon(struct logc *lc);
 
+/* An event loop's wait for acknowledgements (the vault's workers), with or
+ * without a ring. Before the loop sleeps with records unacknowledged,
+ * logc_loop_arm tells logd to ring (as logc_wait_acked does) and gives the
+ * descriptors to watch for reading: fds[0] the connection (acknowledgements
+ * on the socket; with a ring, its end), fds[1] logd's bell (-1 without a
+ * ring). *covered: what logd acknowledged already reaches want, and nothing
+ * needs watching. Once either is readable, logc_loop_woken(lc, fd) takes
+ * what woke the loop (a ring's flag is then down: arm again to wait on);
+ * logc_acked_total then says how far logd got. 0, or <0 when the
+ * connection is lost (logc_acked_total reports the loss). */
+int logc_loop_arm(struct logc *lc, uint64_t want, int fds[2], bool *covered, struct pc_err *err);
+int logc_loop_woken(struct logc *lc, int fd, struct pc_err *err);
+/* The descriptors logc_loop_arm gives, as they are now (-1: none): to stop
+ * watching them. A connection made again has new ones. */
+void logc_loop_fds(const struct logc *lc, int fds[2]);
+
 /* Send one record and wait for its acknowledgement (CLI, rare events). */
 int logc_send_sync(struct logc *lc, const struct logrec *rec, int timeout_ms, struct pc_err *err);
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Lazy records (a response's status) are not sent on their own: they ride
  * along with the next acknowledged batch, which a keep-alive connection's
@@ -309,13 +310,39 @@ static int loop_settle(struct logq *q, struct pc_err *e)
 
 static void loop_ack(void *arg, int fd, short rev);
 
+/* Stop watching the connection's descriptors (they are q's callbacks). */
+static void loop_disarm(struct logq *q)
+{
+	int fds[2];
+
+	logc_loop_fds(q->lc, fds);
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			vloop_disarm(q->loop, fds[i]);
+}
+
+/* Watch for the oldest batch's acknowledgement: the connection, and with
+ * a ring logd's bell, either waking loop_ack. Batches found covered while
+ * arming end now; each pass ends one at least, or returns. */
 static void loop_wait_ack(struct logq *q)
 {
 	struct pc_err e = {0};
+	int fds[2];
+	bool covered;
 
-	if (q->nfl && vloop_arm(q->loop, logc_fd(q->lc), POLLIN, loop_ack, q) < 0) {
-		logc_abandon(q->lc);
-		loop_finish(q, pc_err_set(&e, PC_EIO, "cannot wait for logd"), &e);
+	while (q->nfl) {
+		if (logc_loop_arm(q->lc, q->fl[0].want, fds, &covered, &e) < 0 || covered) {
+			if (loop_settle(q, &e) < 0)
+				return;
+			continue;
+		}
+		if (vloop_arm(q->loop, fds[0], POLLIN, loop_ack, q) < 0 ||
+		    (fds[1] >= 0 && vloop_arm(q->loop, fds[1], POLLIN, loop_ack, q) < 0)) {
+			loop_disarm(q);
+			logc_abandon(q->lc);
+			loop_finish(q, pc_err_set(&e, PC_EIO, "cannot wait for logd"), &e);
+		}
+		return;
 	}
 }
 
@@ -324,8 +351,9 @@ static void loop_ack(void *arg, int fd, short rev)
 	struct logq *q = arg;
 	struct pc_err e = {0};
 
-	(void)fd;
 	(void)rev;
+	/* a loss here is reported by loop_settle's count */
+	logc_loop_woken(q->lc, fd, &e);
 	if (loop_settle(q, &e) == 0)
 		loop_wait_ack(q);
 }
@@ -389,7 +417,7 @@ static void loop_prep(void *arg, uint64_t *deadline)
 	    pc_now_mono_ms() >= q->fl[0].deadline) {
 		/* what came in was looked at: the rest is given up, and the
 		 * connection with it */
-		vloop_disarm(q->loop, logc_fd(q->lc));
+		loop_disarm(q);
 		logc_abandon(q->lc);
 		loop_finish(q,
 			    pc_err_set(&e, PC_ETIMEOUT, "logd did not acknowledge within %d ms",
@@ -413,6 +441,16 @@ int logq_start_loop(const char *socket, int timeout_ms, struct vloop *loop, stru
 	if (!q)
 		return pc_err_set(err, PC_ENOMEM, "out of memory");
 	if ((rc = logc_open(socket, &q->lc, err)) < 0) {
+		free(q);
+		return rc;
+	}
+	/* A worker's records go through a shared-memory ring: a batch costs
+	 * a copy and at most an eventfd's write each way, not a datagram
+	 * with credentials and its acknowledgement (docs/logd.md, "The
+	 * record ring"). logd refuses a ring registered by root, which keeps
+	 * the socket (a worker started as root by a test). */
+	if (geteuid() != 0 && (rc = logc_use_ring(q->lc, err)) < 0) {
+		logc_close(q->lc);
 		free(q);
 		return rc;
 	}
@@ -462,18 +500,17 @@ static int loop_put(struct logq *q, struct logq_item *it, bool wait, bool lazy, 
 }
 
 /* Wait for every batch in flight and give each its outcome. The
- * descriptor is taken before the flush, which may reset the connection:
- * the callback armed on it must not outlive q. */
+ * callbacks come off first: the flush may reset the connection, and they
+ * must not outlive q. */
 static void loop_flush_all(struct logq *q)
 {
 	struct pc_err e = {0};
-	int fd, rc;
+	int rc;
 
 	if (!q->nfl)
 		return;
-	fd = logc_fd(q->lc);
+	loop_disarm(q);
 	rc = logc_flush(q->lc, q->timeout_ms, &e);
-	vloop_disarm(q->loop, fd);
 	loop_finish(q, rc, &e);
 }
 

@@ -82,6 +82,9 @@ int vault_seccomp_worker(struct pc_err *err)
 	    SCMP_SYS(sendmmsg), SCMP_SYS(recvmmsg), SCMP_SYS(connect), SCMP_SYS(shutdown),
 	    SCMP_SYS(getsockopt), SCMP_SYS(setsockopt), SCMP_SYS(getsockname),
 	    SCMP_SYS(getpeername), SCMP_SYS(eventfd2),
+	    /* logd's record ring, made again with each connection to logd:
+	     * anonymous memory, sized and sealed (no file system) */
+	    SCMP_SYS(memfd_create), SCMP_SYS(ftruncate),
 	    /* threads, signals, time */
 	    SCMP_SYS(futex), SCMP_SYS(set_robust_list), SCMP_SYS(get_robust_list), SCMP_SYS(rseq),
 	    SCMP_SYS(sched_yield), SCMP_SYS(sched_getaffinity), SCMP_SYS(gettid), SCMP_SYS(getpid),

@@ -803,6 +803,87 @@ START_TEST(ring_client_wakes_on_the_eventfd_bell)
 }
 END_TEST
 
+/* An event loop's wait (the vault's workers: logc_loop_arm, logc_loop_woken):
+ * arming raises the flag and looks after it (an acknowledgement that came
+ * first is found, nothing to watch), logd's bell wakes the loop and is
+ * taken with the flag, and the connection's end is a loss the count
+ * reports. */
+START_TEST(ring_loop_waits_on_its_bell_and_its_connection)
+{
+	char dir[64], sock[96], cmd[100];
+	int lfd = fake_listen(dir, sizeof(dir), sock, sizeof(sock)), cfd, bell, fds[2], now[2];
+	struct logrec rec = {.action = LOGREC_CONNECT, .verdict = LOGREC_ALLOWED};
+	const struct logrec *recs[1] = {&rec};
+	const uint64_t one = 1;
+	struct logring_hdr *h;
+	struct pollfd p[2];
+	struct pc_err err;
+	struct logc *lc;
+	uint64_t acked;
+	bool sent[1], covered;
+	ino_t ino;
+
+	ck_assert_int_eq(logc_open(sock, &lc, NULL), 0);
+	ck_assert_int_eq(logc_use_ring(lc, NULL), 0);
+	ck_assert_uint_eq(logc_send_batch(lc, recs, 1, sent, &err), 1);
+	h = fake_accept_bell(lfd, &cfd, &ino, &bell);
+	ck_assert_int_eq(logc_loop_arm(lc, logc_sent_total(lc), fds, &covered, &err), 0);
+	ck_assert(!covered);
+	ck_assert_int_ge(fds[0], 0);
+	ck_assert_int_ge(fds[1], 0);
+	logc_loop_fds(lc, now);
+	ck_assert_int_eq(now[0], fds[0]);
+	ck_assert_int_eq(now[1], fds[1]);
+	ck_assert_uint_eq(atomic_load(&h->prod_waiting), 1);
+	p[0] = (struct pollfd){.fd = fds[0], .events = POLLIN};
+	p[1] = (struct pollfd){.fd = fds[1], .events = POLLIN};
+	ck_assert_int_eq(poll(p, 2, 0), 0);
+	/* logd writes it and rings, as its flag asks */
+	atomic_store(&h->ack_seq, 4);
+	atomic_store(&h->acked, 1);
+	ck_assert_int_eq(write(bell, &one, sizeof(one)), sizeof(one));
+	ck_assert_int_eq(poll(p, 2, 1000), 1);
+	ck_assert(p[1].revents & POLLIN);
+	ck_assert_int_eq(logc_loop_woken(lc, fds[1], &err), 0);
+	ck_assert_uint_eq(atomic_load(&h->prod_waiting), 0);
+	ck_assert_int_eq(poll(p, 2, 0), 0); /* the bell was taken */
+	ck_assert_int_eq(logc_acked_total(lc, &acked, &err), 0);
+	ck_assert_uint_eq(acked, logc_sent_total(lc));
+	ck_assert_uint_eq(logc_last_seq(lc), 4);
+	/* all covered: nothing to watch, no flag for logd */
+	ck_assert_int_eq(logc_loop_arm(lc, logc_sent_total(lc), fds, &covered, &err), 0);
+	ck_assert(covered);
+	ck_assert_uint_eq(atomic_load(&h->prod_waiting), 0);
+	/* acknowledged before the loop arms: the look after the flag finds it */
+	ck_assert_uint_eq(logc_send_batch(lc, recs, 1, sent, &err), 1);
+	atomic_store(&h->acked, 2);
+	ck_assert_int_eq(logc_loop_arm(lc, logc_sent_total(lc), fds, &covered, &err), 0);
+	ck_assert(covered);
+	ck_assert_uint_eq(atomic_load(&h->prod_waiting), 0);
+	/* a descriptor of no connection of this client says nothing */
+	ck_assert_int_eq(logc_loop_woken(lc, 1000, &err), 0);
+	/* logd dies under a record: its connection wakes the loop, and the
+	 * count reports the loss */
+	ck_assert_uint_eq(logc_send_batch(lc, recs, 1, sent, &err), 1);
+	ck_assert_int_eq(logc_loop_arm(lc, logc_sent_total(lc), fds, &covered, &err), 0);
+	ck_assert(!covered);
+	munmap(h, LOGRING_SIZE);
+	close(cfd);
+	close(bell);
+	p[0].fd = fds[0];
+	ck_assert_int_eq(poll(p, 1, 1000), 1);
+	ck_assert_int_lt(logc_loop_woken(lc, fds[0], &err), 0);
+	ck_assert_int_lt(logc_acked_total(lc, &acked, &err), 0);
+	logc_loop_fds(lc, now);
+	ck_assert_int_eq(now[0], -1);
+	ck_assert_int_eq(now[1], -1);
+	logc_close(lc);
+	close(lfd);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 PC_UNIT_SUITE("logd_ring", "ring", 60, ring_records_are_acknowledged_through_the_page,
 	      ring_client_killed_keeps_published_records_never_a_partial_one,
 	      ring_violations_end_the_session_and_keep_what_came_before,
@@ -810,4 +891,4 @@ PC_UNIT_SUITE("logd_ring", "ring", 60, ring_records_are_acknowledged_through_the
 	      ring_logd_killed_fails_at_once_then_a_new_ring,
 	      ring_full_refuses_after_the_send_wait_and_never_passes,
 	      ring_bells_are_eventfds_both_ways, ring_bells_that_are_not_eventfds_are_refused,
-	      ring_client_wakes_on_the_eventfd_bell)
+	      ring_client_wakes_on_the_eventfd_bell, ring_loop_waits_on_its_bell_and_its_connection)
