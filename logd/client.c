@@ -817,7 +817,9 @@ int logc_loop_arm(struct logc *lc, uint64_t want, int fds[2], bool *covered, str
 	if (!lc || !fds || !covered)
 		return pc_err_set(err, PC_EINVAL, "logc_loop_arm: no client");
 	logc_loop_fds(lc, fds);
-	*covered = lc->base + lc->acked >= want;
+	/* a loss waiting to be reported counts as covered: nothing to watch,
+	 * and logc_acked_total reports it before any count */
+	*covered = lc->lost || lc->base + lc->acked >= want;
 	/* On the socket the acknowledgements are what the loop watches for:
 	 * nothing to say first, and nothing to read yet (what just went out
 	 * cannot be acknowledged already). */

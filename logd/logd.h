@@ -278,8 +278,9 @@ void logc_abandon(struct logc *lc);
  * logc_loop_arm tells logd to ring (as logc_wait_acked does) and gives the
  * descriptors to watch for reading: fds[0] the connection (acknowledgements
  * on the socket; with a ring, its end), fds[1] logd's bell (-1 without a
- * ring). *covered: what logd acknowledged already reaches want, and nothing
- * needs watching. Once either is readable, logc_loop_woken(lc, fd) takes
+ * ring). *covered: nothing needs watching, for what logd acknowledged
+ * already reaches want or a lost connection waits to be reported (the
+ * caller asks logc_acked_total, which reports the loss first). Once either is readable, logc_loop_woken(lc, fd) takes
  * what woke the loop (a ring's flag is then down: arm again to wait on);
  * logc_acked_total then says how far logd got. 0, or <0 when the
  * connection is lost (logc_acked_total reports the loss). */
