@@ -280,10 +280,11 @@ void logc_abandon(struct logc *lc);
  * on the socket; with a ring, its end), fds[1] logd's bell (-1 without a
  * ring). *covered: nothing needs watching, for what logd acknowledged
  * already reaches want or a lost connection waits to be reported (the
- * caller asks logc_acked_total, which reports the loss first). Once either is readable, logc_loop_woken(lc, fd) takes
- * what woke the loop (a ring's flag is then down: arm again to wait on);
- * logc_acked_total then says how far logd got. 0, or <0 when the
- * connection is lost (logc_acked_total reports the loss). */
+ * caller asks logc_acked_total, which reports the loss first). Once
+ * either is readable, logc_loop_woken(lc, fd) takes what woke the loop (a
+ * ring's flag is then down: arm again to wait on); logc_acked_total then
+ * says how far logd got. 0, or <0 when the connection is lost
+ * (logc_acked_total reports the loss). */
 int logc_loop_arm(struct logc *lc, uint64_t want, int fds[2], bool *covered, struct pc_err *err);
 int logc_loop_woken(struct logc *lc, int fd, struct pc_err *err);
 /* The descriptors logc_loop_arm gives, as they are now (-1: none): to stop
