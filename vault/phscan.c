@@ -111,22 +111,25 @@ void ph_stream_init(struct ph_stream *ps, const struct vault_store *store)
 	for (size_t k = 0; k < store->n; k++)
 		if (store->s[k].ph_len > ps->maxlen)
 			ps->maxlen = store->s[k].ph_len;
-	/* the folded prefix all placeholders share */
-	for (size_t k = 0; k < store->n; k++) {
+	/* the folded prefix all placeholders share: its length first (a few
+	 * bytes, "pcph_", where the placeholders differ after it), then only
+	 * it folded, not the whole of the first placeholder (a scanner is
+	 * made for each header a request has) */
+	if (!store->n)
+		return;
+	ps->plen = store->s[0].ph_len;
+	for (size_t k = 1; k < store->n; k++) {
 		const struct vault_secret *s = &store->s[k];
 		size_t i = 0;
 
-		if (k == 0) {
-			for (; i < s->ph_len; i++)
-				ps->pre[i] = fold((uint8_t)s->placeholder[i]);
-			ps->plen = s->ph_len;
-			continue;
-		}
 		while (i < ps->plen && i < s->ph_len &&
-		       ps->pre[i] == fold((uint8_t)s->placeholder[i]))
+		       fold((uint8_t)store->s[0].placeholder[i]) ==
+			   fold((uint8_t)s->placeholder[i]))
 			i++;
 		ps->plen = i;
 	}
+	for (size_t i = 0; i < ps->plen; i++)
+		ps->pre[i] = fold((uint8_t)store->s[0].placeholder[i]);
 }
 
 int ph_stream_feed(struct ph_stream *ps, const uint8_t *in, size_t n)
@@ -135,6 +138,8 @@ int ph_stream_feed(struct ph_stream *ps, const uint8_t *in, size_t n)
 	 * then a block of input folded; a block may write one byte more than
 	 * it reads (a '%H' held from before) */
 	uint8_t b[VAULT_PH_MAX + PH_BLOCK + 2];
+	size_t used = 0; /* what a block may have written: wiped, not all of b
+			  * (a header's few bytes are most feeds) */
 	int hit = -1;
 
 	if (!ps->maxlen)
@@ -142,6 +147,8 @@ int ph_stream_feed(struct ph_stream *ps, const uint8_t *in, size_t n)
 	while (n && hit < 0) {
 		size_t take = n < PH_BLOCK ? n : PH_BLOCK, len, keep;
 
+		if (ps->tlen + take + 1 > used)
+			used = ps->tlen + take + 1;
 		memcpy(b, ps->tail, ps->tlen);
 		len = ps->tlen + fold_run(ps, in, take, b + ps->tlen);
 		hit = find_folded(ps, b, len);
@@ -151,7 +158,7 @@ int ph_stream_feed(struct ph_stream *ps, const uint8_t *in, size_t n)
 		in += take;
 		n -= take;
 	}
-	sodium_memzero(b, sizeof(b));
+	sodium_memzero(b, used);
 	return hit;
 }
 
@@ -177,6 +184,7 @@ int ph_find_folded(const struct vault_store *store, const uint8_t *in, size_t n)
 int ph_find_altered(const struct vault_store *store, const uint8_t *in, size_t n)
 {
 	uint8_t *b;
+	bool may;
 	int hit;
 
 	if (!n)
@@ -185,8 +193,11 @@ int ph_find_altered(const struct vault_store *store, const uint8_t *in, size_t n
 		return -2;
 	memcpy(b, in, n);
 	/* the exact placeholders are the callers' to judge (one in its bound
-	 * header is injected); blanked, they cannot hide an altered copy */
-	for (size_t k = 0; k < store->n; k++) {
+	 * header is injected); blanked, they cannot hide an altered copy.
+	 * Each holds the placeholders' common prefix as it is: where that is
+	 * nowhere (most headers), no placeholder is to be looked for. */
+	may = ph_may_hold(store, ph_prefix_len(store), b, n);
+	for (size_t k = 0; k < store->n && may; k++) {
 		const struct vault_secret *s = &store->s[k];
 		uint8_t *p = b;
 
