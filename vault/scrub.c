@@ -244,8 +244,21 @@ enum { ANCHOR_NONE, ANCHOR_ONE, ANCHOR_TWO };
 struct scrub_meta {
 	size_t maxlen;
 	size_t a_off[2], a_len[2];
+	/* the most bytes a match may hold before anchor w: the escaped
+	 * forms of the needle's bytes before it, and the line breaks a
+	 * base64 pattern may have (esc_find_at tries starts that far back) */
+	size_t a_pre[2];
 	int mode;
 };
+
+static size_t anchor_pre(const struct scrub_pat *p, size_t ao)
+{
+	size_t pre = lb_max(p) * LB_FORM_MAX;
+
+	for (size_t i = 0; i < ao; i++)
+		pre += esc_plain(p->needle[i]) ? 1 : ESC_FORM_MAX;
+	return pre;
+}
 
 static void meta_make(const struct scrub_pat *p, struct scrub_meta *m)
 {
@@ -264,6 +277,8 @@ static void meta_make(const struct scrub_pat *p, struct scrub_meta *m)
 		m->mode = m->a_len[0] < ESC_ANCHOR_MIN || m->a_len[1] < ESC_ANCHOR_MIN ? ANCHOR_NONE
 										       : ANCHOR_TWO;
 	}
+	m->a_pre[0] = anchor_pre(p, m->a_off[0]);
+	m->a_pre[1] = anchor_pre(p, m->a_off[1]);
 }
 
 /* p's meta: kept with it, or worked out now. */
@@ -388,12 +403,44 @@ static size_t ix_slot(const struct scrub *s, size_t i, size_t w)
 	return SIZE_MAX;
 }
 
-/* The one pass: every indexed anchor's first place in b[0..len). */
+/* Index t's anchors that start with key at b[i], given i where each not
+ * placed yet matches whole: how many were placed. Apart from the pass,
+ * so that the pass stays a bit test per byte. */
+static size_t ix_hit(struct scrub *s, size_t t, const uint8_t *b, size_t len, size_t i,
+		     uint16_t key)
+{
+	const struct scrub_index *ix = s->ix[t];
+	size_t lo = 0, hi = ix->n_ent, placed = 0;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ix->ent[mid].key < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < ix->n_ent && ix->ent[lo].key == key; lo++) {
+		const struct ix_ent *e = &ix->ent[lo];
+		size_t slot = 2 * (s->ixb[t] + e->pat) + e->which;
+
+		if (s->nx[2 * slot + 1] == SIZE_MAX && e->len <= len - i &&
+		    memcmp(b + i, s->pats[s->ixb[t] + e->pat].needle + e->off, e->len) == 0) {
+			s->nx[2 * slot + 1] = i;
+			placed++;
+		}
+	}
+	return placed;
+}
+
+/* The one pass per index: every indexed anchor's first place in
+ * b[0..len), until each is placed. */
 static void ix_fill(struct scrub *s, const uint8_t *b, size_t len)
 {
-	size_t left = 0;
-
 	for (size_t t = 0; t < s->n_ix; t++) {
+		const uint64_t *bits = s->ix[t]->bits;
+		size_t left = s->ix[t]->n_ent;
+
 		for (size_t e = 0; e < s->ix[t]->n_ent; e++) {
 			size_t slot =
 			    2 * (s->ixb[t] + s->ix[t]->ent[e].pat) + s->ix[t]->ent[e].which;
@@ -401,36 +448,11 @@ static void ix_fill(struct scrub *s, const uint8_t *b, size_t len)
 			s->nx[2 * slot] = 0;
 			s->nx[2 * slot + 1] = SIZE_MAX;
 		}
-		left += s->ix[t]->n_ent;
-	}
-	for (size_t i = 0; i + 1 < len && left; i++) {
-		uint16_t key = key2(b + i);
+		for (size_t i = 0; i + 1 < len && left; i++) {
+			uint16_t key = key2(b + i);
 
-		for (size_t t = 0; t < s->n_ix; t++) {
-			const struct scrub_index *ix = s->ix[t];
-			size_t lo = 0, hi = ix->n_ent;
-
-			if (!(ix->bits[key >> 6] >> (key & 63) & 1))
-				continue;
-			while (lo < hi) {
-				size_t mid = lo + (hi - lo) / 2;
-
-				if (ix->ent[mid].key < key)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			for (; lo < ix->n_ent && ix->ent[lo].key == key; lo++) {
-				const struct ix_ent *e = &ix->ent[lo];
-				size_t slot = 2 * (s->ixb[t] + e->pat) + e->which;
-
-				if (s->nx[2 * slot + 1] == SIZE_MAX && e->len <= len - i &&
-				    memcmp(b + i, s->pats[s->ixb[t] + e->pat].needle + e->off,
-					   e->len) == 0) {
-					s->nx[2 * slot + 1] = i;
-					left--;
-				}
-			}
+			if (bits[key >> 6] >> (key & 63) & 1)
+				left -= ix_hit(s, t, b, len, i, key);
 		}
 	}
 }
@@ -550,13 +572,11 @@ static bool esc_scan(const struct scrub_pat *p, const uint8_t *b, size_t len, si
  * and a base64 pattern's line breaks up to LB_FORM_MAX), instead of every
  * byte. */
 static bool esc_find_at(struct scrub *s, size_t slot, const struct scrub_pat *p, const uint8_t *b,
-			size_t len, size_t from, size_t limit, size_t ao, size_t al, size_t *at,
-			size_t *end, bool *undecided)
+			size_t len, size_t from, size_t limit, size_t ao, size_t al, size_t pmax,
+			size_t *at, size_t *end, bool *undecided)
 {
-	size_t stop = limit < len ? limit : len, pmax = lb_max(p) * LB_FORM_MAX, q = from, srch;
+	size_t stop = limit < len ? limit : len, q = from, srch;
 
-	for (size_t i = 0; i < ao; i++)
-		pmax += esc_plain(p->needle[i]) ? 1 : ESC_FORM_MAX;
 	/* candidates are tried in increasing order, each once: the first
 	 * match is the earliest */
 	for (srch = from + ao; q < stop && srch < len;) {
@@ -600,11 +620,11 @@ static bool esc_find(struct scrub *s, size_t i, const uint8_t *b, size_t len, si
 		return esc_scan(p, b, len, from, limit < len ? limit : len, at, end, undecided);
 	if (m.mode == ANCHOR_ONE)
 		return esc_find_at(s, ix_slot(s, i, 0), p, b, len, from, limit, m.a_off[0],
-				   m.a_len[0], at, end, undecided);
-	if (esc_find_at(s, ix_slot(s, i, 0), p, b, len, from, limit, m.a_off[0], m.a_len[0], &a_at,
-			&a_end, undecided)) {
+				   m.a_len[0], m.a_pre[0], at, end, undecided);
+	if (esc_find_at(s, ix_slot(s, i, 0), p, b, len, from, limit, m.a_off[0], m.a_len[0],
+			m.a_pre[0], &a_at, &a_end, undecided)) {
 		if (esc_find_at(s, ix_slot(s, i, 1), p, b, len, from, a_at, m.a_off[1], m.a_len[1],
-				at, end, undecided))
+				m.a_pre[1], at, end, undecided))
 			return true;
 		if (*undecided)
 			return false;
@@ -614,8 +634,8 @@ static bool esc_find(struct scrub *s, size_t i, const uint8_t *b, size_t len, si
 	}
 	if (*undecided)
 		return false;
-	return esc_find_at(s, ix_slot(s, i, 1), p, b, len, from, limit, m.a_off[1], m.a_len[1], at,
-			   end, undecided);
+	return esc_find_at(s, ix_slot(s, i, 1), p, b, len, from, limit, m.a_off[1], m.a_len[1],
+			   m.a_pre[1], at, end, undecided);
 }
 
 /* Earliest match starting before limit (ties: the longest match): the
