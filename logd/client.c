@@ -332,17 +332,38 @@ static int ring_take_bell(struct logc *lc, struct pc_err *err)
 	}
 }
 
-/* After a wait on the socket (p) and the bell from logd (b): the bell
- * read (its count says nothing), the socket's end or bell found. */
-static int ring_woken(struct logc *lc, const struct pollfd *p, const struct pollfd *b,
-		      struct pc_err *err)
+/* Read logd's eventfd bell (its count says nothing the page does not). */
+static int ring_take_eventfd(struct logc *lc, struct pc_err *err)
 {
 	uint64_t count;
 
-	if (b->fd >= 0 && b->revents && read(b->fd, &count, sizeof(count)) < 0 && errno != EAGAIN &&
-	    errno != EINTR)
+	if (read(lc->bell_in, &count, sizeof(count)) < 0 && errno != EAGAIN && errno != EINTR)
 		return pc_err_errno(err, PC_EIO, "reading logd's bell");
-	return p->revents ? ring_take_bell(lc, err) : 0;
+	return 0;
+}
+
+/* After a wait on the socket (p) and the bell from logd (b): the bell
+ * read, the socket's end or bell found. */
+static int ring_woken(struct logc *lc, const struct pollfd *p, const struct pollfd *b,
+		      struct pc_err *err)
+{
+	int rc = b->fd >= 0 && b->revents ? ring_take_eventfd(lc, err) : 0;
+
+	return rc == 0 && p->revents ? ring_take_bell(lc, err) : rc;
+}
+
+/* Say that we are about to sleep for logd, then look: the flag first (logd
+ * reads it after it publishes), and records published since the last look
+ * rung for (the bell's fence orders the flag too), else a fence alone.
+ * The caller looks at what it waits for after this, and lowers the flag
+ * when it wakes. */
+static int ring_say_waiting(struct logc *lc, struct pc_err *err)
+{
+	atomic_store_explicit(&lc->rh->prod_waiting, 1, memory_order_relaxed);
+	if (lc->rkicked != lc->rprod)
+		return ring_kick(lc, err);
+	atomic_thread_fence(memory_order_seq_cst);
+	return 0;
 }
 
 static bool ring_all_acked(struct logc *lc)
@@ -370,16 +391,8 @@ static int ring_sleep(struct logc *lc, uint64_t deadline, bool (*done)(struct lo
 	uint64_t now = pc_now_mono_ms();
 	int rc;
 
-	atomic_store_explicit(&lc->rh->prod_waiting, 1, memory_order_relaxed);
-	/* records published since the last look need one (its fence orders
-	 * the flag too); else the fence alone */
-	if (lc->rkicked != lc->rprod) {
-		if ((rc = ring_kick(lc, err)) < 0)
-			goto out;
-	} else {
-		atomic_thread_fence(memory_order_seq_cst);
-		rc = 0;
-	}
+	if ((rc = ring_say_waiting(lc, err)) < 0)
+		goto out;
 	if (done(lc) || now >= deadline)
 		goto out;
 	if (poll(p, 2, (int)(deadline - now)) < 0 && errno != EINTR) {
@@ -768,11 +781,7 @@ int logc_wait_acked(struct logc *lc, uint64_t want, int fd, int timeout_ms, bool
 		p[2].fd = lc->bell_in;
 		if (lc->rh) {
 			/* as ring_sleep: the flag first, then the look */
-			atomic_store_explicit(&lc->rh->prod_waiting, 1, memory_order_relaxed);
-			if (lc->rkicked != lc->rprod)
-				rc = ring_kick(lc, err);
-			else
-				atomic_thread_fence(memory_order_seq_cst);
+			rc = ring_say_waiting(lc, err);
 			if (rc == 0 && (rc = ring_take_acks(lc, err)) == 0 &&
 			    lc->base + lc->acked >= want)
 				goto out;
@@ -812,7 +821,7 @@ void logc_loop_fds(const struct logc *lc, int fds[2])
 
 int logc_loop_arm(struct logc *lc, uint64_t want, int fds[2], bool *covered, struct pc_err *err)
 {
-	int rc = 0;
+	int rc;
 
 	if (!lc || !fds || !covered)
 		return pc_err_set(err, PC_EINVAL, "logc_loop_arm: no client");
@@ -828,12 +837,7 @@ int logc_loop_arm(struct logc *lc, uint64_t want, int fds[2], bool *covered, str
 	/* as ring_sleep: the flag first, then the look; the flag stays up
 	 * until logc_loop_woken, so logd rings while the loop runs other
 	 * work too, and the loop takes the bell as one of its events */
-	atomic_store_explicit(&lc->rh->prod_waiting, 1, memory_order_relaxed);
-	if (lc->rkicked != lc->rprod)
-		rc = ring_kick(lc, err);
-	else
-		atomic_thread_fence(memory_order_seq_cst);
-	if (rc == 0)
+	if ((rc = ring_say_waiting(lc, err)) == 0)
 		rc = ring_take_acks(lc, err);
 	if (rc < 0) {
 		logc_drop(lc, err);
@@ -846,7 +850,6 @@ int logc_loop_arm(struct logc *lc, uint64_t want, int fds[2], bool *covered, str
 
 int logc_loop_woken(struct logc *lc, int fd, struct pc_err *err)
 {
-	struct pollfd p = {.fd = -1}, b = {.fd = -1};
 	int rc;
 
 	if (!lc)
@@ -856,14 +859,8 @@ int logc_loop_woken(struct logc *lc, int fd, struct pc_err *err)
 	if (!lc->rh || fd < 0 || (fd != lc->fd && fd != lc->bell_in))
 		return 0;
 	atomic_store_explicit(&lc->rh->prod_waiting, 0, memory_order_relaxed);
-	if (fd == lc->fd) {
-		p.fd = fd;
-		p.revents = POLLIN;
-	} else {
-		b.fd = fd;
-		b.revents = POLLIN;
-	}
-	if ((rc = ring_woken(lc, &p, &b, err)) < 0)
+	rc = fd == lc->fd ? ring_take_bell(lc, err) : ring_take_eventfd(lc, err);
+	if (rc < 0)
 		logc_drop(lc, err);
 	return rc;
 }
