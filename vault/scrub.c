@@ -205,16 +205,22 @@ static size_t esc_match(const struct scrub_pat *p, const uint8_t *b, size_t len,
 	return end;
 }
 
+/* The most bytes a match of p may hold for needle[0..n): each byte in
+ * its longest escaped form, and the line breaks a base64 pattern may
+ * have. */
+static size_t esc_span(const struct scrub_pat *p, size_t n)
+{
+	size_t m = lb_max(p) * LB_FORM_MAX;
+
+	for (size_t i = 0; i < n; i++)
+		m += esc_plain(p->needle[i]) ? 1 : ESC_FORM_MAX;
+	return m;
+}
+
 /* The longest any match of p can be. */
 static size_t pat_maxlen(const struct scrub_pat *p)
 {
-	size_t m = 0;
-
-	if (!p->esc)
-		return p->nlen;
-	for (size_t i = 0; i < p->nlen; i++)
-		m += esc_plain(p->needle[i]) ? 1 : ESC_FORM_MAX;
-	return m + lb_max(p) * LB_FORM_MAX;
+	return p->esc ? esc_span(p, p->nlen) : p->nlen;
 }
 
 #define ESC_ANCHOR_MIN 4
@@ -251,15 +257,6 @@ struct scrub_meta {
 	int mode;
 };
 
-static size_t anchor_pre(const struct scrub_pat *p, size_t ao)
-{
-	size_t pre = lb_max(p) * LB_FORM_MAX;
-
-	for (size_t i = 0; i < ao; i++)
-		pre += esc_plain(p->needle[i]) ? 1 : ESC_FORM_MAX;
-	return pre;
-}
-
 static void meta_make(const struct scrub_pat *p, struct scrub_meta *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -277,8 +274,8 @@ static void meta_make(const struct scrub_pat *p, struct scrub_meta *m)
 		m->mode = m->a_len[0] < ESC_ANCHOR_MIN || m->a_len[1] < ESC_ANCHOR_MIN ? ANCHOR_NONE
 										       : ANCHOR_TWO;
 	}
-	m->a_pre[0] = anchor_pre(p, m->a_off[0]);
-	m->a_pre[1] = anchor_pre(p, m->a_off[1]);
+	m->a_pre[0] = esc_span(p, m->a_off[0]);
+	m->a_pre[1] = esc_span(p, m->a_off[1]);
 }
 
 /* p's meta: kept with it, or worked out now. */
