@@ -181,13 +181,45 @@ int ph_find_folded(const struct vault_store *store, const uint8_t *in, size_t n)
 	return hit;
 }
 
+/* Can in[0..n) hold a placeholder decoded or folded? Without a '%' the
+ * decoding is the bytes themselves, so the folded stream holds one only
+ * where the bytes hold the folded prefix; blanking exact ones adds none.
+ * Most headers have neither, and cost this one read instead of a copy,
+ * a fold and a search. */
+static bool may_alter(const struct vault_store *store, const uint8_t *in, size_t n)
+{
+	const char *ph = store->n ? store->s[0].placeholder : NULL;
+	size_t pl = store->n ? store->s[0].ph_len : 0;
+
+	/* the folded prefix's length, as ph_stream_init finds it */
+	for (size_t k = 1; k < store->n; k++) {
+		size_t i = 0;
+
+		while (i < pl && i < store->s[k].ph_len &&
+		       fold((uint8_t)ph[i]) == fold((uint8_t)store->s[k].placeholder[i]))
+			i++;
+		pl = i;
+	}
+	if (!pl || memchr(in, '%', n))
+		return true;
+	for (size_t i = 0; i + pl <= n; i++) {
+		size_t j = 0;
+
+		while (j < pl && fold(in[i + j]) == fold((uint8_t)ph[j]))
+			j++;
+		if (j == pl)
+			return true;
+	}
+	return false;
+}
+
 int ph_find_altered(const struct vault_store *store, const uint8_t *in, size_t n)
 {
 	uint8_t *b;
 	bool may;
 	int hit;
 
-	if (!n)
+	if (!n || !may_alter(store, in, n))
 		return -1;
 	if (!(b = malloc(n)))
 		return -2;

@@ -100,5 +100,43 @@ START_TEST(altered_beside_exact)
 }
 END_TEST
 
+/* ph_find_altered reads most headers once and answers -1 without the
+ * folded search (phscan.c, may_alter): wherever no exact placeholder is,
+ * its answer is the folded search's, for the case-changed forms (no '%'
+ * to send them the long way), the escaped ones, near misses and ordinary
+ * header values. */
+START_TEST(altered_agrees_with_folded)
+{
+	char e[256];
+	const char *s[] = {
+	    "x PCPH_GITHUB_TOKEN_ABCDEFGHIJKLMNOPQRSTUVWXYZ y",
+	    "PcPh_github_token_abcdefghijklmnopqrstuvwxyz",
+	    "pcph_ws_234567ABCDEFGHIJKLMNOPQRST",
+	    "%50%43PH_WS_234567ABCDEFGHIJKLMNOPQRST",
+	    "pcph_GITHUB_TOKEN_abcdefghijklmnopqrstuvwxyy",
+	    "%7Gcph_WS_234567abcdefghijklmnopqrst",
+	    "application/json; charset=utf-8",
+	    "PCPH_",
+	    "x pCpH",
+	    "pcpH_WS",
+	    "",
+	    e,
+	};
+
+	init();
+	encode(e, 3, true);
+	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
+		size_t n = strlen(s[i]);
+
+		ck_assert_msg(ph_find_altered(&store, (const uint8_t *)s[i], n) ==
+				  (n ? ph_find_folded(&store, (const uint8_t *)s[i], n) : -1),
+			      "%s", s[i]);
+	}
+	ck_assert_int_eq(ph_find_altered(&store, (const uint8_t *)s[0], strlen(s[0])), 0);
+	ck_assert_int_eq(ph_find_altered(&store, (const uint8_t *)s[2], strlen(s[2])), 1);
+	ck_assert_int_eq(ph_find_altered(&store, (const uint8_t *)e, strlen(e)), 0);
+}
+END_TEST
+
 PC_UNIT_SUITE("vault_phscan", "phscan", 30, forms_found_at_every_cut, near_misses_not_found,
-	      altered_beside_exact)
+	      altered_beside_exact, altered_agrees_with_folded)
