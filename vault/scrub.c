@@ -733,6 +733,30 @@ static int scrub_run(struct scrub *s, size_t safe_end, scrub_out_fn out, void *c
 	return 0;
 }
 
+#define SCRUB_CHUNK 16384
+
+/* in[0..n) after the held-back tail. */
+static int buf_append(struct scrub *s, const uint8_t *in, size_t n)
+{
+	if (s->len + n > s->cap) {
+		size_t cap = s->len + n + 64;
+		uint8_t *nb = malloc(cap);
+
+		if (!nb)
+			return PC_ENOMEM;
+		if (s->buf) {
+			memcpy(nb, s->buf, s->len);
+			sodium_memzero(s->buf, s->cap);
+			free(s->buf);
+		}
+		s->buf = nb;
+		s->cap = cap;
+	}
+	memcpy(s->buf + s->len, in, n);
+	s->len += n;
+	return 0;
+}
+
 int scrub_feed(struct scrub *s, const uint8_t *in, size_t len, scrub_out_fn out, void *ctx)
 {
 	size_t hold = s->maxlen ? s->maxlen - 1 : 0;
@@ -743,25 +767,11 @@ int scrub_feed(struct scrub *s, const uint8_t *in, size_t len, scrub_out_fn out,
 		return len ? out(ctx, in, len) : 0;
 	while (len) {
 		/* bounded working buffer: tail + up to 16 KiB of input at a time */
-		size_t take = len < 16384 ? len : 16384;
+		size_t take = len < SCRUB_CHUNK ? len : SCRUB_CHUNK;
 		int rc;
 
-		if (s->len + take > s->cap) {
-			size_t cap = s->len + take + 64;
-			uint8_t *nb = malloc(cap);
-
-			if (!nb)
-				return PC_ENOMEM;
-			if (s->buf) {
-				memcpy(nb, s->buf, s->len);
-				sodium_memzero(s->buf, s->cap);
-				free(s->buf);
-			}
-			s->buf = nb;
-			s->cap = cap;
-		}
-		memcpy(s->buf + s->len, in, take);
-		s->len += take;
+		if ((rc = buf_append(s, in, take)) < 0)
+			return rc;
 		in += take;
 		len -= take;
 		rc = scrub_run(s, s->len > hold ? s->len - hold : 0, out, ctx);
@@ -820,10 +830,18 @@ int scrub_buffer(const struct scrub_pat *pats, size_t n, const uint8_t *in, size
 	if (scrub_init(&s, pats, n, err) < 0)
 		return PC_EINVAL;
 	rc = membuf_out(&m, (const uint8_t *)"", 0);
-	if (rc == 0)
-		rc = scrub_feed(&s, in, len, membuf_out, &m);
-	if (rc == 0)
-		rc = scrub_finish(&s, membuf_out, &m);
+	if (rc == 0 && n && len && len <= SCRUB_CHUNK) {
+		/* all of it at hand, and one chunk: one run to its end, where
+		 * a feed and a finish read it twice (the feed holds back the
+		 * longest match but one, often all of a response's head) */
+		if ((rc = buf_append(&s, in, len)) == 0)
+			rc = scrub_run(&s, s.len, membuf_out, &m);
+	} else {
+		if (rc == 0)
+			rc = scrub_feed(&s, in, len, membuf_out, &m);
+		if (rc == 0)
+			rc = scrub_finish(&s, membuf_out, &m);
+	}
 	scrub_free(&s);
 	if (rc < 0) {
 		if (m.p) {

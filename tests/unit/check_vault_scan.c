@@ -428,6 +428,52 @@ START_TEST(placeholders_one_pass_equals_memmem_per_placeholder)
 }
 END_TEST
 
+/* scrub_buffer reads a buffer of one chunk or less in one run to its end
+ * (a response's head), where a stream is fed and finished: the same
+ * output and outcome as the stream cut anywhere, with the indexes and
+ * without. */
+START_TEST(one_run_equals_feed_and_finish)
+{
+	struct scrub_keep forms = {.unbounded = true}, keep = {0};
+	struct scrub_pat *both, *ref;
+	size_t np;
+
+	ck_assert_int_eq(sodium_init() >= 0, 1);
+	keep_values(&forms, 0, 4);
+	keep_values(&keep, 1, 1);
+	ck_assert_int_eq(scrub_keep_index(&forms), 0);
+	ck_assert_int_eq(scrub_keep_index(&keep), 0);
+	np = forms.n + keep.n;
+	both = calloc(np, sizeof(*both));
+	ck_assert_ptr_nonnull(both);
+	memcpy(both, forms.pats, forms.n * sizeof(*both));
+	memcpy(both + forms.n, keep.pats, keep.n * sizeof(*both));
+	ref = plain_copy(both, np);
+	for (size_t round = 0; round < 200; round++) {
+		size_t n = 1 + rnd() % (round % 2 ? 400 : 16384);
+		uint8_t *b = make_buf(n, true), *ob = NULL;
+		const struct scrub_pat *p = round % 3 ? both : ref;
+		struct out o = {0};
+		size_t h, ix, ol = 0;
+		int r = run(p, np, b, n, rnd() % n, &o, &h, &ix);
+		int rb = scrub_buffer(p, np, b, n, &ob, &ol, NULL);
+
+		ck_assert_int_eq(r < 0, rb < 0);
+		if (r == 0) {
+			ck_assert_uint_eq(ol, o.len);
+			ck_assert(ol == 0 || memcmp(ob, o.p, ol) == 0);
+		}
+		free(ob);
+		free(o.p);
+		free(b);
+	}
+	free(ref);
+	free(both);
+	scrub_keep_free(&forms);
+	scrub_keep_free(&keep);
+}
+END_TEST
+
 PC_UNIT_SUITE("vault_scan", "scan", 120, indexed_equals_memmem_per_pattern,
 	      plain_values_equal_naive_replacement, index_rebuilt_when_the_set_grows,
-	      placeholders_one_pass_equals_memmem_per_placeholder)
+	      placeholders_one_pass_equals_memmem_per_placeholder, one_run_equals_feed_and_finish)
