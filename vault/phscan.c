@@ -236,7 +236,9 @@ int ph_find_altered(const struct vault_store *store, const uint8_t *in, size_t n
 		while ((p = memmem(p, n - (size_t)(p - b), s->placeholder, s->ph_len)))
 			memset(p, 0, s->ph_len);
 	}
-	hit = ph_find_folded(store, b, n);
+	/* the same look again once they are blanked: a header that held an
+	 * exact placeholder and nothing else (an injected one) ends here */
+	hit = may && !may_alter(store, b, n) ? -1 : ph_find_folded(store, b, n);
 	sodium_memzero(b, n);
 	free(b);
 	return hit;
