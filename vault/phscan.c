@@ -104,6 +104,24 @@ static int find_folded(const struct ph_stream *ps, const uint8_t *b, size_t n)
 	return -1;
 }
 
+/* The length of the prefix every placeholder of the store shares, as
+ * written or (folded) without case; 0 for an empty store. */
+static size_t common_prefix(const struct vault_store *store, bool folded)
+{
+	size_t pl = store->n ? store->s[0].ph_len : 0;
+
+	for (size_t k = 1; k < store->n; k++) {
+		const char *a = store->s[0].placeholder, *b = store->s[k].placeholder;
+		size_t i = 0;
+
+		while (i < pl && i < store->s[k].ph_len &&
+		       (folded ? fold((uint8_t)a[i]) == fold((uint8_t)b[i]) : a[i] == b[i]))
+			i++;
+		pl = i;
+	}
+	return pl;
+}
+
 void ph_stream_init(struct ph_stream *ps, const struct vault_store *store)
 {
 	memset(ps, 0, sizeof(*ps));
@@ -115,19 +133,7 @@ void ph_stream_init(struct ph_stream *ps, const struct vault_store *store)
 	 * bytes, "pcph_", where the placeholders differ after it), then only
 	 * it folded, not the whole of the first placeholder (a scanner is
 	 * made for each header a request has) */
-	if (!store->n)
-		return;
-	ps->plen = store->s[0].ph_len;
-	for (size_t k = 1; k < store->n; k++) {
-		const struct vault_secret *s = &store->s[k];
-		size_t i = 0;
-
-		while (i < ps->plen && i < s->ph_len &&
-		       fold((uint8_t)store->s[0].placeholder[i]) ==
-			   fold((uint8_t)s->placeholder[i]))
-			i++;
-		ps->plen = i;
-	}
+	ps->plen = common_prefix(store, true);
 	for (size_t i = 0; i < ps->plen; i++)
 		ps->pre[i] = fold((uint8_t)store->s[0].placeholder[i]);
 }
@@ -185,21 +191,11 @@ int ph_find_folded(const struct vault_store *store, const uint8_t *in, size_t n)
  * decoding is the bytes themselves, so the folded stream holds one only
  * where the bytes hold the folded prefix; blanking exact ones adds none.
  * Most headers have neither, and cost this one read instead of a copy,
- * a fold and a search. */
-static bool may_alter(const struct vault_store *store, const uint8_t *in, size_t n)
+ * a fold and a search. pl: the folded common prefix's length. */
+static bool may_alter(const struct vault_store *store, size_t pl, const uint8_t *in, size_t n)
 {
-	const char *ph = store->n ? store->s[0].placeholder : NULL;
-	size_t pl = store->n ? store->s[0].ph_len : 0;
+	const char *ph = pl ? store->s[0].placeholder : NULL;
 
-	/* the folded prefix's length, as ph_stream_init finds it */
-	for (size_t k = 1; k < store->n; k++) {
-		size_t i = 0;
-
-		while (i < pl && i < store->s[k].ph_len &&
-		       fold((uint8_t)ph[i]) == fold((uint8_t)store->s[k].placeholder[i]))
-			i++;
-		pl = i;
-	}
 	if (!pl || memchr(in, '%', n))
 		return true;
 	for (size_t i = 0; i + pl <= n; i++) {
@@ -215,11 +211,12 @@ static bool may_alter(const struct vault_store *store, const uint8_t *in, size_t
 
 int ph_find_altered(const struct vault_store *store, const uint8_t *in, size_t n)
 {
+	size_t fpl = common_prefix(store, true);
 	uint8_t *b;
 	bool may;
 	int hit;
 
-	if (!n || !may_alter(store, in, n))
+	if (!n || !may_alter(store, fpl, in, n))
 		return -1;
 	if (!(b = malloc(n)))
 		return -2;
@@ -238,7 +235,7 @@ int ph_find_altered(const struct vault_store *store, const uint8_t *in, size_t n
 	}
 	/* the same look again once they are blanked: a header that held an
 	 * exact placeholder and nothing else (an injected one) ends here */
-	hit = may && !may_alter(store, b, n) ? -1 : ph_find_folded(store, b, n);
+	hit = may && !may_alter(store, fpl, b, n) ? -1 : ph_find_folded(store, b, n);
 	sodium_memzero(b, n);
 	free(b);
 	return hit;
@@ -246,17 +243,7 @@ int ph_find_altered(const struct vault_store *store, const uint8_t *in, size_t n
 
 size_t ph_prefix_len(const struct vault_store *store)
 {
-	size_t pl = store->n ? store->s[0].ph_len : 0;
-
-	for (size_t k = 1; k < store->n; k++) {
-		size_t i = 0;
-
-		while (i < pl && i < store->s[k].ph_len &&
-		       store->s[k].placeholder[i] == store->s[0].placeholder[i])
-			i++;
-		pl = i;
-	}
-	return pl;
+	return common_prefix(store, false);
 }
 
 bool ph_may_hold(const struct vault_store *store, size_t pl, const void *in, size_t n)
