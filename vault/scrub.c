@@ -790,69 +790,45 @@ int scrub_finish(struct scrub *s, scrub_out_fn out, void *ctx)
 	return scrub_run(s, s->len, out, ctx);
 }
 
-struct membuf {
-	uint8_t *p;
-	size_t len, cap;
-};
-
-static int membuf_out(void *ctx, const uint8_t *p, size_t n)
+/* scrub_buffer's output: a buffer that wipes what it leaves behind when
+ * it grows (a head may hold what the scrubber does not know). */
+static int buf_out(void *ctx, const uint8_t *p, size_t n)
 {
-	struct membuf *m = ctx;
+	struct pc_buf *b = ctx;
 
-	if (m->len + n > m->cap) {
-		size_t cap = (m->len + n) * 2 + 64;
-		uint8_t *nb = malloc(cap);
-
-		if (!nb)
-			return PC_ENOMEM;
-		if (m->p) {
-			memcpy(nb, m->p, m->len);
-			sodium_memzero(m->p, m->cap);
-			free(m->p);
-		}
-		m->p = nb;
-		m->cap = cap;
-	}
-	if (n) {
-		memcpy(m->p + m->len, p, n);
-		m->len += n;
-	}
-	return 0;
+	pc_buf_put(b, p, n);
+	return b->err;
 }
 
 int scrub_buffer(const struct scrub_pat *pats, size_t n, const uint8_t *in, size_t len,
 		 uint8_t **out, size_t *out_len, struct pc_err *err)
 {
 	struct scrub s;
-	struct membuf m = {0};
+	struct pc_buf m;
 	int rc;
 
 	if (scrub_init(&s, pats, n, err) < 0)
 		return PC_EINVAL;
-	rc = membuf_out(&m, (const uint8_t *)"", 0);
-	if (rc == 0 && n && len && len <= SCRUB_CHUNK) {
+	pc_buf_init(&m, SIZE_MAX, PC_BUF_SECRET);
+	if (n && len && len <= SCRUB_CHUNK) {
 		/* all of it at hand, and one chunk: one run to its end, where
 		 * a feed and a finish read it twice (the feed holds back the
 		 * longest match but one, often all of a response's head) */
 		if ((rc = buf_append(&s, in, len)) == 0)
-			rc = scrub_run(&s, s.len, membuf_out, &m);
+			rc = scrub_run(&s, s.len, buf_out, &m);
 	} else {
+		rc = scrub_feed(&s, in, len, buf_out, &m);
 		if (rc == 0)
-			rc = scrub_feed(&s, in, len, membuf_out, &m);
-		if (rc == 0)
-			rc = scrub_finish(&s, membuf_out, &m);
+			rc = scrub_finish(&s, buf_out, &m);
 	}
 	scrub_free(&s);
+	if (rc == 0 && !(*out = (uint8_t *)pc_buf_take(&m, out_len)))
+		rc = PC_ENOMEM; /* buf_out reported any failure before */
 	if (rc < 0) {
-		if (m.p) {
-			sodium_memzero(m.p, m.cap);
-			free(m.p);
-		}
+		pc_buf_free(&m); /* wipes */
 		return pc_err_set(err, rc, "%s",
 				  rc == PC_EREFUSED ? "refused needle found" : "out of memory");
 	}
-	*out = m.p;
-	*out_len = m.len;
 	return 0;
 }
 
