@@ -250,7 +250,7 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 	 * per request */
 	uint8_t *scratch = cap > scratch_len ? out + cap - scratch_len : NULL;
 	bool injecting = false, given_port = false, may_target;
-	size_t pl;
+	const struct ph_prefix *pp = &st->ph_pre;
 	int rc = 0;
 
 	(void)buf;
@@ -276,8 +276,7 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 
 	for (size_t i = 0; i < req->n_hdr; i++)
 		marks[i] = (struct mark){.secret = -1};
-	pl = ph_prefix_len(store);
-	may_target = ph_may_hold(store, pl, req->target, req->target_len);
+	may_target = ph_may_hold(store, pp->exact, req->target, req->target_len);
 	for (size_t k = 0; k < store->n && may_target; k++)
 		if (memmem(req->target, req->target_len, store->s[k].placeholder,
 			   store->s[k].ph_len)) {
@@ -286,7 +285,8 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 		}
 	/* percent-encoded or case-changed: the upstream may decode the
 	 * target before it reads it (phscan.c) */
-	if ((rc = ph_find_altered(store, (const uint8_t *)req->target, req->target_len)) != -1) {
+	if ((rc = ph_find_altered(store, pp, (const uint8_t *)req->target, req->target_len)) !=
+	    -1) {
 		if (rc >= 0) {
 			judge(&store->s[rc], sb, sni, port, NULL, false, r);
 			rc = 0;
@@ -302,10 +302,10 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 		bool basic = h->value_len >= 7 && strncasecmp(h->value, "basic ", 6) == 0;
 		long dl = basic ? basic_decode(h, scratch) : -1;
 		bool stop = false;
-		int alt = ph_find_altered(store, (const uint8_t *)h->name, h->name_len);
+		int alt = ph_find_altered(store, pp, (const uint8_t *)h->name, h->name_len);
 
 		if (alt == -1)
-			alt = ph_find_altered(store, (const uint8_t *)h->value, h->value_len);
+			alt = ph_find_altered(store, pp, (const uint8_t *)h->value, h->value_len);
 		if (alt != -1) {
 			/* nothing injects an altered placeholder: wherever it is,
 			 * it is one the sandbox sends toward an application that
@@ -324,9 +324,9 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 		/* a placeholder is only where their common prefix is: most
 		 * headers hold none, and are then read once, not once per
 		 * secret */
-		bool may_name = ph_may_hold(store, pl, h->name, h->name_len);
-		bool may_value = ph_may_hold(store, pl, h->value, h->value_len);
-		bool may_basic = dl > 0 && ph_may_hold(store, pl, scratch, (size_t)dl);
+		bool may_name = ph_may_hold(store, pp->exact, h->name, h->name_len);
+		bool may_value = ph_may_hold(store, pp->exact, h->value, h->value_len);
+		bool may_basic = dl > 0 && ph_may_hold(store, pp->exact, scratch, (size_t)dl);
 
 		for (size_t k = 0; k < store->n && !stop && (may_name || may_value || may_basic);
 		     k++) {

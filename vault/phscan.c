@@ -209,14 +209,14 @@ static bool may_alter(const struct vault_store *store, size_t pl, const uint8_t 
 	return false;
 }
 
-int ph_find_altered(const struct vault_store *store, const uint8_t *in, size_t n)
+int ph_find_altered(const struct vault_store *store, const struct ph_prefix *pp, const uint8_t *in,
+		    size_t n)
 {
-	size_t fpl = common_prefix(store, true);
 	uint8_t *b;
 	bool may;
 	int hit;
 
-	if (!n || !may_alter(store, fpl, in, n))
+	if (!n || !may_alter(store, pp->folded, in, n))
 		return -1;
 	if (!(b = malloc(n)))
 		return -2;
@@ -225,7 +225,7 @@ int ph_find_altered(const struct vault_store *store, const uint8_t *in, size_t n
 	 * header is injected); blanked, they cannot hide an altered copy.
 	 * Each holds the placeholders' common prefix as it is: where that is
 	 * nowhere (most headers), no placeholder is to be looked for. */
-	may = ph_may_hold(store, ph_prefix_len(store), b, n);
+	may = ph_may_hold(store, pp->exact, b, n);
 	for (size_t k = 0; k < store->n && may; k++) {
 		const struct vault_secret *s = &store->s[k];
 		uint8_t *p = b;
@@ -235,15 +235,16 @@ int ph_find_altered(const struct vault_store *store, const uint8_t *in, size_t n
 	}
 	/* the same look again once they are blanked: a header that held an
 	 * exact placeholder and nothing else (an injected one) ends here */
-	hit = may && !may_alter(store, fpl, b, n) ? -1 : ph_find_folded(store, b, n);
+	hit = may && !may_alter(store, pp->folded, b, n) ? -1 : ph_find_folded(store, b, n);
 	sodium_memzero(b, n);
 	free(b);
 	return hit;
 }
 
-size_t ph_prefix_len(const struct vault_store *store)
+void ph_prefix_get(const struct vault_store *store, struct ph_prefix *pp)
 {
-	return common_prefix(store, false);
+	pp->exact = common_prefix(store, false);
+	pp->folded = common_prefix(store, true);
 }
 
 bool ph_may_hold(const struct vault_store *store, size_t pl, const void *in, size_t n)

@@ -583,7 +583,6 @@ enum conn_next relay_exchange(struct conn *c, struct vault_state *st,
 {
 	size_t n_vals = st->store->n, n_forms = st->forms.n, n_pats;
 	struct scrub_pat *pats = NULL;
-	struct scrub_pat *phs = calloc(n_vals + 1, sizeof(*phs));
 	struct http_response resp;
 	struct pc_err e = {0};
 	struct body_out bo = {.c = c, .head = c->out, .head_len = io->head_len};
@@ -604,7 +603,7 @@ enum conn_next relay_exchange(struct conn *c, struct vault_state *st,
 	}
 	n_pats = n_forms + c->keep.n;
 	pats = calloc(n_pats + 1, sizeof(*pats));
-	if (!pats || !phs) {
+	if (!pats) {
 		conn_send_error(c, 500, "internal error (out of memory)");
 		goto out;
 	}
@@ -612,9 +611,6 @@ enum conn_next relay_exchange(struct conn *c, struct vault_state *st,
 		memcpy(pats, st->forms.pats, n_forms * sizeof(*pats));
 	if (c->keep.n)
 		memcpy(pats + n_forms, c->keep.pats, c->keep.n * sizeof(*pats));
-	for (size_t i = 0; i < n_vals; i++)
-		phs[i] = (struct scrub_pat){.needle = (const uint8_t *)st->store->s[i].placeholder,
-					    .nlen = st->store->s[i].ph_len};
 	c->in_off = req->head_len;
 	c->why = NULL;
 	/* the checks passed: the vault itself invites the body (Expect is not
@@ -622,7 +618,7 @@ enum conn_next relay_exchange(struct conn *c, struct vault_state *st,
 	if (req->expect_continue && req->body != HTTP_BODY_NONE &&
 	    io_write(c->ssl, c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25, idle_deadline(c)) < 0)
 		goto out;
-	if ((rc = scrub_init(&bs, phs, n_vals, &e)) < 0) {
+	if ((rc = scrub_init(&bs, st->ph_pats, n_vals, &e)) < 0) {
 		/* not reached (every placeholder has a length); a body that
 		 * cannot be scanned is not forwarded */
 		conn_log(c, LOGREC_HTTP_REQUEST, LOGREC_NONE, e.msg, 500, io->secrets, false, NULL);
@@ -722,6 +718,5 @@ out:
 		c->in_off = 0;
 	}
 	free(pats);
-	free(phs);
 	return next;
 }

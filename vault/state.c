@@ -33,6 +33,15 @@ int vault_state_make(struct policy *policy, struct vault_store *store, struct va
 	 * anchors in one pass (without it, one memmem per pattern: the same
 	 * matches) */
 	(void)scrub_keep_index(&st->forms);
+	if (!(st->ph_pats = calloc(store->n + 1, sizeof(*st->ph_pats)))) {
+		scrub_keep_free(&st->forms);
+		free(st);
+		return pc_err_set(err, PC_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < store->n; i++)
+		st->ph_pats[i] = (struct scrub_pat){
+		    .needle = (const uint8_t *)store->s[i].placeholder, .nlen = store->s[i].ph_len};
+	ph_prefix_get(store, &st->ph_pre);
 	st->policy = policy;
 	st->store = store;
 	atomic_init(&st->refs, 1);
@@ -91,5 +100,6 @@ void vault_state_unref(struct vault_state *st)
 	policy_unref(st->policy);
 	store_free(st->store);
 	scrub_keep_free(&st->forms);
+	free(st->ph_pats);
 	free(st);
 }

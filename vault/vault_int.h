@@ -308,18 +308,23 @@ void ph_stream_init(struct ph_stream *ps, const struct vault_store *store);
 /* The index of a secret whose placeholder the folded stream now holds, or -1. */
 int ph_stream_feed(struct ph_stream *ps, const uint8_t *in, size_t n);
 void ph_stream_wipe(struct ph_stream *ps);
-/* The length of the prefix every placeholder of the store shares (as
- * written: "pcph_"), 0 when there is none. */
-size_t ph_prefix_len(const struct vault_store *store);
+/* The prefix every placeholder of the store shares ("pcph_"): its length
+ * as written and without case, 0 when there is none. Worked out once for
+ * a request, read for each of its headers. */
+struct ph_prefix {
+	size_t exact, folded;
+};
+void ph_prefix_get(const struct vault_store *store, struct ph_prefix *pp);
 /* Can in[0..n) hold a placeholder of the store exactly? False only when
- * it does not hold their common prefix (pl bytes, ph_prefix_len): one
+ * it does not hold their common prefix (pl bytes, ph_prefix_get's exact): one
  * memmem instead of one per placeholder where none is. */
 bool ph_may_hold(const struct vault_store *store, size_t pl, const void *in, size_t n);
 /* One-shot: the index of a secret whose placeholder in[0..n) holds folded, or -1. */
 int ph_find_folded(const struct vault_store *store, const uint8_t *in, size_t n);
 /* The same, with every exact placeholder blanked first: a decoded or
  * case-changed copy beside an exact one. -2: out of memory. */
-int ph_find_altered(const struct vault_store *store, const uint8_t *in, size_t n);
+int ph_find_altered(const struct vault_store *store, const struct ph_prefix *pp, const uint8_t *in,
+		    size_t n);
 
 /* Create the key if missing (owner uid/gid, 0400) and seal value under
  * name, making a new placeholder (or keeping the existing one when
@@ -473,6 +478,11 @@ struct vault_state {
 	 * for response scrubbing; a secret known by placeholder only has one
 	 * pattern, the placeholder to itself */
 	struct scrub_keep forms;
+	/* every placeholder as a refusal pattern: what a request body's
+	 * scanner looks for (relay.c); and their common prefix (inject.c).
+	 * Worked out with the state, not per request. */
+	struct scrub_pat *ph_pats;
+	struct ph_prefix ph_pre;
 	atomic_int refs;
 };
 

@@ -15,11 +15,15 @@ static struct vault_secret sec[2] = {
     {.name = "GITHUB_TOKEN", .placeholder = PH},
     {.name = "WS", .placeholder = "pcph_WS_234567abcdefghijklmnopqrst"}};
 static struct vault_store store = {.s = sec, .n = 2};
+static struct ph_prefix pp;
 
 static void init(void)
 {
 	sec[0].ph_len = strlen(sec[0].placeholder);
 	sec[1].ph_len = strlen(sec[1].placeholder);
+	ph_prefix_get(&store, &pp);
+	ck_assert_uint_eq(pp.exact, 5); /* "pcph_" */
+	ck_assert_uint_eq(pp.folded, 5);
 }
 
 /* PH with every step-th character percent-encoded (upper-case hex or not). */
@@ -95,8 +99,8 @@ START_TEST(altered_beside_exact)
 	const char *both = "Bearer " PH " PCPH_GITHUB_TOKEN_abcdefghijklmnopqrstuvwxyz";
 
 	init();
-	ck_assert_int_eq(ph_find_altered(&store, (const uint8_t *)exact, strlen(exact)), -1);
-	ck_assert_int_eq(ph_find_altered(&store, (const uint8_t *)both, strlen(both)), 0);
+	ck_assert_int_eq(ph_find_altered(&store, &pp, (const uint8_t *)exact, strlen(exact)), -1);
+	ck_assert_int_eq(ph_find_altered(&store, &pp, (const uint8_t *)both, strlen(both)), 0);
 }
 END_TEST
 
@@ -128,13 +132,13 @@ START_TEST(altered_agrees_with_folded)
 	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
 		size_t n = strlen(s[i]);
 
-		ck_assert_msg(ph_find_altered(&store, (const uint8_t *)s[i], n) ==
+		ck_assert_msg(ph_find_altered(&store, &pp, (const uint8_t *)s[i], n) ==
 				  (n ? ph_find_folded(&store, (const uint8_t *)s[i], n) : -1),
 			      "%s", s[i]);
 	}
-	ck_assert_int_eq(ph_find_altered(&store, (const uint8_t *)s[0], strlen(s[0])), 0);
-	ck_assert_int_eq(ph_find_altered(&store, (const uint8_t *)s[2], strlen(s[2])), 1);
-	ck_assert_int_eq(ph_find_altered(&store, (const uint8_t *)e, strlen(e)), 0);
+	ck_assert_int_eq(ph_find_altered(&store, &pp, (const uint8_t *)s[0], strlen(s[0])), 0);
+	ck_assert_int_eq(ph_find_altered(&store, &pp, (const uint8_t *)s[2], strlen(s[2])), 1);
+	ck_assert_int_eq(ph_find_altered(&store, &pp, (const uint8_t *)e, strlen(e)), 0);
 }
 END_TEST
 
