@@ -495,13 +495,16 @@ int scrub_init(struct scrub *s, const struct scrub_pat *pats, size_t n, struct p
 	s->n_pats = n;
 	s->hit = -1;
 	for (size_t i = 0; i < n; i++) {
-		struct scrub_meta m;
+		/* a kept pattern's is worked out already (an escaped one's is
+		 * a walk of the needle): a response's scrubber is made for
+		 * every request */
+		size_t ml;
 
 		if (!pats[i].nlen)
 			return pc_err_set(err, PC_EINVAL, "empty scrub needle");
-		meta_get(&pats[i], &m);
-		if (m.maxlen > s->maxlen)
-			s->maxlen = m.maxlen;
+		ml = pats[i].meta ? pats[i].meta->maxlen : pat_maxlen(&pats[i]);
+		if (ml > s->maxlen)
+			s->maxlen = ml;
 	}
 	ix_attach(s);
 	if (s->n_ix) {
