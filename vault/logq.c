@@ -39,7 +39,6 @@
 
 struct logq_item {
 	struct logrec rec;
-	char *strs;	     /* copies of rec's strings */
 	bool wait;	     /* a thread (a coroutine) waits for the outcome */
 	struct vloop_co *co; /* loop mode: the coroutine that waits */
 	bool lost;	     /* not handed to logd (the leader's own note) */
@@ -52,6 +51,7 @@ struct logq_item {
 	sem_t sem;
 	atomic_int refs;
 	struct logq_item *next;
+	char strs[]; /* copies of rec's strings: one allocation with the item */
 };
 
 struct logq {
@@ -81,41 +81,39 @@ struct logq {
 	size_t n_waiters; /* queued items a coroutine waits for */
 };
 
+/* Every string field of a record, by number: what a queued copy holds. */
+#define REC_STRS 15
 static const char **rec_str(struct logrec *r, size_t i)
 {
-	const char **f[] = {&r->sandbox,     &r->policy,    &r->reason,	     &r->rule,
-			    &r->domain,	     &r->dns_name,  &r->dns_answers, &r->sni,
-			    &r->http_method, &r->http_path, &r->secrets,     &r->message,
-			    &r->code,	     &r->dns_rcode};
+	const char **f[REC_STRS] = {&r->sandbox,     &r->policy,    &r->reason,	     &r->rule,
+				    &r->domain,	     &r->dns_name,  &r->dns_answers, &r->sni,
+				    &r->http_method, &r->http_path, &r->secrets,     &r->message,
+				    &r->code,	     &r->dns_rcode, &r->held_bytes};
 
-	return i < sizeof(f) / sizeof(f[0]) ? f[i] : NULL;
+	return i < REC_STRS ? f[i] : NULL;
 }
 
 static struct logq_item *item_new(const struct logrec *rec)
 {
-	struct logq_item *it = calloc(1, sizeof(*it));
-	size_t total = 0;
+	struct logrec r = *rec;
+	struct logq_item *it;
+	size_t total = 0, len[REC_STRS];
 	const char **s;
 	char *p;
 
-	if (!it)
-		return NULL;
-	it->rec = *rec;
-	for (size_t i = 0; (s = rec_str(&it->rec, i)); i++)
-		if (*s)
-			total += strlen(*s) + 1;
-	it->strs = p = malloc(total + 1);
-	if (!p) {
-		free(it);
-		return NULL;
+	for (size_t i = 0; (s = rec_str(&r, i)); i++) {
+		len[i] = *s ? strlen(*s) + 1 : 0;
+		total += len[i];
 	}
+	if (!(it = calloc(1, sizeof(*it) + total)))
+		return NULL;
+	it->rec = r;
+	p = it->strs;
 	for (size_t i = 0; (s = rec_str(&it->rec, i)); i++) {
 		if (*s) {
-			size_t n = strlen(*s) + 1;
-
-			memcpy(p, *s, n);
+			memcpy(p, *s, len[i]);
 			*s = p;
-			p += n;
+			p += len[i];
 		}
 	}
 	return it;
@@ -126,7 +124,6 @@ static void item_free(struct logq_item *it)
 	if (it) {
 		if (it->wait)
 			sem_destroy(&it->sem);
-		free(it->strs);
 		free(it);
 	}
 }
