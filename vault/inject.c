@@ -30,7 +30,7 @@ static const char *const hop_headers[] = {
     NULL,
 };
 
-#define BASIC_MAX 3072 /* decoded Basic credentials we look into */
+#define BASIC_MAX 3072 /* decoded Basic credentials the scratch holds */
 
 /* The methods a request that carries a credential may use, exactly as
  * spelled (method names are case-sensitive, but a server may not treat
@@ -148,18 +148,53 @@ static bool name_in(const char *const *list, const char *s)
 	return false;
 }
 
-/* Decode "Basic <b64>" into dec (BASIC_MAX); length or -1. Only to find
- * a placeholder wrapped in it: nothing the sandbox encodes is injected. */
-static long basic_decode(const struct http_header *h, uint8_t *dec)
-{
-	size_t bl;
+/* Basic credentials as a server decodes them: base64, with its padding or
+ * without it, of any length (a placeholder may be anywhere in them). Only
+ * to find one: nothing the sandbox encodes is injected. */
+struct basic {
+	uint8_t *p; /* the decoded bytes: the scratch, or a buffer of their own;
+		     * NULL: the header is not Basic */
+	size_t cap;
+	long len; /* -1: not base64 */
+	bool own;
+};
 
+/* Decode h into the scratch (BASIC_MAX) when it fits, else into a buffer
+ * of its own. 0, or PC_ENOMEM (b holds nothing to wipe). */
+static int basic_decode(const struct http_header *h, uint8_t *scratch, struct basic *b)
+{
+	size_t n, bl;
+
+	*b = (struct basic){.len = -1};
 	if (h->value_len < 7 || strncasecmp(h->value, "basic ", 6) != 0)
-		return -1;
-	if (sodium_base642bin(dec, BASIC_MAX, h->value + 6, h->value_len - 6, NULL, &bl, NULL,
-			      sodium_base64_VARIANT_ORIGINAL) != 0)
-		return -1;
-	return (long)bl;
+		return 0;
+	n = h->value_len - 6;
+	b->cap = n / 4 * 3 + 3;
+	if (b->cap <= BASIC_MAX) {
+		b->p = scratch;
+		b->cap = BASIC_MAX;
+	} else if ((b->p = malloc(b->cap))) {
+		b->own = true;
+	} else {
+		return PC_ENOMEM;
+	}
+	if (sodium_base642bin(b->p, b->cap, h->value + 6, n, NULL, &bl, NULL,
+			      sodium_base64_VARIANT_ORIGINAL) == 0 ||
+	    sodium_base642bin(b->p, b->cap, h->value + 6, n, NULL, &bl, NULL,
+			      sodium_base64_VARIANT_ORIGINAL_NO_PADDING) == 0)
+		b->len = (long)bl;
+	return 0;
+}
+
+/* The sandbox's own credentials may be in there: wiped after each header. */
+static void basic_wipe(struct basic *b)
+{
+	if (b->p)
+		sodium_memzero(b->p, b->cap);
+	if (b->own)
+		free(b->p);
+	b->p = NULL;
+	b->own = false;
 }
 
 /* Per header: which secret (index into the store) it carries, if any. */
@@ -298,14 +333,23 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 	rc = 0;
 	for (size_t i = 0; i < req->n_hdr; i++) {
 		const struct http_header *h = &req->hdr[i];
-		/* Basic credentials are decoded once per header, into scratch */
-		bool basic = h->value_len >= 7 && strncasecmp(h->value, "basic ", 6) == 0;
-		long dl = basic ? basic_decode(h, scratch) : -1;
+		/* Basic credentials are decoded once per header, into the
+		 * scratch when they fit */
+		struct basic bd;
 		bool stop = false;
-		int alt = ph_find_altered(store, pp, (const uint8_t *)h->name, h->name_len);
+		int alt;
 
+		if (basic_decode(h, scratch, &bd) < 0) {
+			rc = PC_ENOMEM;
+			goto out;
+		}
+		alt = ph_find_altered(store, pp, (const uint8_t *)h->name, h->name_len);
 		if (alt == -1)
 			alt = ph_find_altered(store, pp, (const uint8_t *)h->value, h->value_len);
+		/* and what the server decodes Basic credentials into: an
+		 * altered placeholder there is one too (spec V4) */
+		if (alt == -1 && bd.len > 0)
+			alt = ph_find_altered(store, pp, bd.p, (size_t)bd.len);
 		if (alt != -1) {
 			/* nothing injects an altered placeholder: wherever it is,
 			 * it is one the sandbox sends toward an application that
@@ -317,8 +361,7 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 				       store->s[alt].name, (int)h->name_len, h->name);
 			else
 				rc = PC_ENOMEM;
-			if (basic)
-				sodium_memzero(scratch, BASIC_MAX);
+			basic_wipe(&bd);
 			goto out;
 		}
 		/* a placeholder is only where their common prefix is: most
@@ -326,7 +369,7 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 		 * secret */
 		bool may_name = ph_may_hold(store, pp->exact, h->name, h->name_len);
 		bool may_value = ph_may_hold(store, pp->exact, h->value, h->value_len);
-		bool may_basic = dl > 0 && ph_may_hold(store, pp->exact, scratch, (size_t)dl);
+		bool may_basic = bd.len > 0 && ph_may_hold(store, pp->exact, bd.p, (size_t)bd.len);
 
 		for (size_t k = 0; k < store->n && !stop && (may_name || may_value || may_basic);
 		     k++) {
@@ -336,7 +379,7 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 			bool in_value =
 			    may_value && memmem(h->value, h->value_len, s->placeholder, s->ph_len);
 			bool in_basic =
-			    may_basic && memmem(scratch, (size_t)dl, s->placeholder, s->ph_len);
+			    may_basic && memmem(bd.p, (size_t)bd.len, s->placeholder, s->ph_len);
 
 			if (!in_name && !in_value && !in_basic)
 				continue;
@@ -351,8 +394,7 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 				marks[i] = (struct mark){.secret = (int)k};
 			}
 		}
-		if (basic)
-			sodium_memzero(scratch, BASIC_MAX);
+		basic_wipe(&bd);
 		if (stop)
 			goto out;
 	}

@@ -19,7 +19,8 @@
 #     vault.request_timeout_ms ends it (408, recorded);
 #  6. the bound header not exactly the secret's format with the
 #     placeholder: bytes before or after it, another scheme or none, the
-#     scheme in another case, a Basic base64 wrapper, two placeholders,
+#     scheme in another case, a Basic base64 wrapper (padded or not, the
+#     placeholder in it as written or in another case), two placeholders,
 #     the header twice or beside the sandbox's own, the placeholder in
 #     another secret's bound header: refused, recorded, never forwarded.
 # Real engine, vault, logd, nginx (api.github.test:443) and the reflecting
@@ -267,6 +268,8 @@ for case in "bytes after the placeholder|Authorization: Bearer $PH x" \
 	"the scheme in lower case|Authorization: bearer $PH" \
 	"the placeholder wrapped in Basic, as the password|Authorization: Basic $(b64 "agent:$PH")" \
 	"the placeholder wrapped in Basic, alone|Authorization: Basic $(b64 "$PH")" \
+	"the placeholder wrapped in Basic without its padding|Authorization: Basic $(b64 "agent:$PH" | tr -d =)" \
+	"the placeholder at the end of 6,000 bytes of Basic credentials|Authorization: Basic $(b64 "agent:$(printf 'a%.0s' $(seq 6000))$PH")" \
 	"two placeholders in the header|Authorization: Bearer $PH $PH" \
 	"the header twice, each exactly the format|Authorization: Bearer $PH\r\nAuthorization: Bearer $PH" \
 	"the sandbox's own credential beside the placeholder|Authorization: Bearer mine\r\nAuthorization: Bearer $PH"; do
@@ -275,6 +278,18 @@ for case in "bytes after the placeholder|Authorization: Bearer $PH x" \
 	b=$(up_lines)
 	out=$(rawreq api.github.test "GET /echo HTTP/1.1\r\n${B}$hdr\r\n\r\n")
 	refused_as "format, $name" 403 "$out" exfiltration vault_placeholder_not_format up_lines "$b"
+	esc_end "refused" "$ESC_EV"
+done
+
+# what a server decodes Basic credentials into holds the placeholder in
+# another case: an altered placeholder, wherever it is (spec V4)
+for case in "the placeholder in another case, wrapped in Basic|Authorization: Basic $(b64 "agent:${PH^^}")" \
+	"the placeholder in another case, wrapped in Basic without its padding|Authorization: Basic $(b64 "agent:${PH^^}" | tr -d =)"; do
+	IFS='|' read -r name hdr <<<"$case"
+	esc_begin "the bound header not as its format: $name"
+	b=$(up_lines)
+	out=$(rawreq api.github.test "GET /echo HTTP/1.1\r\n${B}$hdr\r\n\r\n")
+	refused_as "format, $name" 403 "$out" exfiltration vault_placeholder_wrong_header up_lines "$b"
 	esc_end "refused" "$ESC_EV"
 done
 

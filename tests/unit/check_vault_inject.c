@@ -259,6 +259,79 @@ START_TEST(only_the_exact_format_is_injected)
 }
 END_TEST
 
+/* Basic credentials are what the server decodes them into, padded or not
+ * (spec V4): the placeholder inside them without the padding, or in another
+ * case, is refused as it is with the padding and as written. */
+START_TEST(basic_unpadded_or_altered_refused)
+{
+	static const struct {
+		const char *creds, *header, *sni, *code;
+		int variant;
+	} c[] = {
+	    {"user:" PH_GH, "Authorization", "api.github.test", "vault_placeholder_not_format",
+	     sodium_base64_VARIANT_ORIGINAL_NO_PADDING},
+	    {PH_GH ":x", "Authorization", "api.github.test", "vault_placeholder_not_format",
+	     sodium_base64_VARIANT_ORIGINAL_NO_PADDING},
+	    {PH_GH, "Authorization", "api.github.test", "vault_placeholder_not_format",
+	     sodium_base64_VARIANT_ORIGINAL_NO_PADDING},
+	    {"user:PCPH_GITHUB_TOKEN_AAAAAAAAAAAAAAAAAAAAAAAAAA", "Authorization",
+	     "api.github.test", "vault_placeholder_wrong_header", sodium_base64_VARIANT_ORIGINAL},
+	    {"user:Pcph_GITHUB_TOKEN_aaaaaaaaaaaaaaaaaaaaaaaaaa", "Authorization",
+	     "api.github.test", "vault_placeholder_wrong_header",
+	     sodium_base64_VARIANT_ORIGINAL_NO_PADDING},
+	    {"pcph_github_token_aaaaaaaaaaaaaaaaaaaaaaaaaa:", "X-Forward-Auth", "www.github.test",
+	     "vault_placeholder_wrong_header", sodium_base64_VARIANT_ORIGINAL},
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		char b64[256], req[1024];
+		struct inject_out r;
+		char out[8192];
+
+		sodium_bin2base64(b64, sizeof(b64), (const unsigned char *)c[i].creds,
+				  strlen(c[i].creds), c[i].variant);
+		snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nHost: %s\r\n%s: Basic %s\r\n\r\n",
+			 c[i].sni, c[i].header, b64);
+		run(c[i].sni, req, &r, out);
+		ck_assert_msg(r.status == 403 && r.exfil, "%zu: %u %s", i, r.status, r.reason);
+		ck_assert_str_eq(r.code, c[i].code);
+		ck_assert_int_eq(r.head_len, 0);
+		inject_out_clear(&r);
+	}
+	/* and at any length: credentials longer than the scratch the vault
+	 * decodes into, the placeholder at their end, with and without the
+	 * padding */
+	for (int pad = 0; pad < 2; pad++) {
+		/* 6001 bytes: base64 pads them with one '=' */
+		size_t cl = 6001,
+		       bl = sodium_base64_ENCODED_LEN(cl, sodium_base64_VARIANT_ORIGINAL);
+		char *creds = malloc(cl + 1), *b64 = malloc(bl), *req = malloc(bl + 256);
+		struct inject_out r;
+		static char out[32768]; /* a head forwarded by mistake fits */
+
+		ck_assert(creds && b64 && req);
+		memset(creds, 'a', cl);
+		memcpy(creds + cl - strlen(PH_GH), PH_GH, strlen(PH_GH));
+		creds[1] = ':';
+		sodium_bin2base64(b64, bl, (const unsigned char *)creds, cl,
+				  pad ? sodium_base64_VARIANT_ORIGINAL
+				      : sodium_base64_VARIANT_ORIGINAL_NO_PADDING);
+		snprintf(req, bl + 256,
+			 "GET / HTTP/1.1\r\nHost: api.github.test\r\nAuthorization: Basic "
+			 "%s\r\n\r\n",
+			 b64);
+		run("api.github.test", req, &r, out);
+		ck_assert_msg(r.status == 403 && r.exfil, "long, pad %d: %u %s", pad, r.status,
+			      r.reason);
+		ck_assert_str_eq(r.code, "vault_placeholder_not_format");
+		inject_out_clear(&r);
+		free(creds);
+		free(b64);
+		free(req);
+	}
+}
+END_TEST
+
 START_TEST(client_credentials_without_placeholder)
 {
 	struct inject_out r;
@@ -492,11 +565,11 @@ static Suite *inject_suite(void)
 	if (sodium_init() < 0)
 		abort();
 	tcase_add_checked_fixture(t, setup, teardown);
-	PC_UNIT_TESTS(t, bearer_injected, format_and_header_of_policy,
-		      only_the_exact_format_is_injected, refusals,
-		      client_credentials_without_placeholder, host_header_hostname_table,
-		      range_dropped_with_a_credential,
-		      basic_reflection_scrubbed_whatever_the_user_part, methods_and_host_spellings);
+	PC_UNIT_TESTS(
+	    t, bearer_injected, format_and_header_of_policy, only_the_exact_format_is_injected,
+	    refusals, client_credentials_without_placeholder, host_header_hostname_table,
+	    range_dropped_with_a_credential, basic_reflection_scrubbed_whatever_the_user_part,
+	    methods_and_host_spellings, basic_unpadded_or_altered_refused);
 	suite_add_tcase(s, t);
 	return s;
 }
