@@ -148,28 +148,38 @@ static bool name_in(const char *const *list, const char *s)
 	return false;
 }
 
-/* Basic credentials as a server decodes them: base64, with its padding or
- * without it, of any length (a placeholder may be anywhere in them). Only
- * to find one: nothing the sandbox encodes is injected. */
+/* Basic credentials as a server decodes them (a placeholder may be
+ * anywhere in them). Only to find one: nothing the sandbox encodes is
+ * injected. */
 struct basic {
 	uint8_t *p; /* the decoded bytes: the scratch, or a buffer of their own;
 		     * NULL: the header is not Basic */
 	size_t cap;
-	long len; /* -1: not base64 */
+	size_t len;
 	bool own;
 };
 
-/* Decode h into the scratch (BASIC_MAX) when it fits, else into a buffer
- * of its own. 0, or PC_ENOMEM (b holds nothing to wipe). */
+/* Decode h, "Basic" and blanks then the credentials, into the scratch
+ * (BASIC_MAX) when they fit, else into a buffer of their own: as every
+ * reading of http_basic_read (vault/http.c) reads them, one after the
+ * other with a NUL between (no placeholder holds one), or once when they
+ * all read alike. 0, or PC_ENOMEM (b holds nothing to wipe). */
 static int basic_decode(const struct http_header *h, uint8_t *scratch, struct basic *b)
 {
-	size_t n, bl;
+	size_t v = 5, n, each, readings;
+	const char *c;
 
-	*b = (struct basic){.len = -1};
-	if (h->value_len < 7 || strncasecmp(h->value, "basic ", 6) != 0)
+	*b = (struct basic){.p = NULL};
+	if (h->value_len < 6 || strncasecmp(h->value, "basic", 5) != 0 ||
+	    (h->value[5] != ' ' && h->value[5] != '\t'))
 		return 0;
-	n = h->value_len - 6;
-	b->cap = n / 4 * 3 + 3;
+	while (v < h->value_len && (h->value[v] == ' ' || h->value[v] == '\t'))
+		v++;
+	c = h->value + v;
+	n = h->value_len - v;
+	readings = http_basic_plain(c, n) ? 1 : HTTP_BASIC_READINGS;
+	each = n / 4 * 3 + 3;
+	b->cap = readings * each;
 	if (b->cap <= BASIC_MAX) {
 		b->p = scratch;
 		b->cap = BASIC_MAX;
@@ -178,11 +188,11 @@ static int basic_decode(const struct http_header *h, uint8_t *scratch, struct ba
 	} else {
 		return PC_ENOMEM;
 	}
-	if (sodium_base642bin(b->p, b->cap, h->value + 6, n, NULL, &bl, NULL,
-			      sodium_base64_VARIANT_ORIGINAL) == 0 ||
-	    sodium_base642bin(b->p, b->cap, h->value + 6, n, NULL, &bl, NULL,
-			      sodium_base64_VARIANT_ORIGINAL_NO_PADDING) == 0)
-		b->len = (long)bl;
+	for (size_t r = 0; r < readings; r++) {
+		if (r)
+			b->p[b->len++] = '\0';
+		b->len += http_basic_read(c, n, (unsigned)r, b->p + b->len, each - 1);
+	}
 	return 0;
 }
 
@@ -349,7 +359,7 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 		/* and what the server decodes Basic credentials into: an
 		 * altered placeholder there is one too (spec V4) */
 		if (alt == -1 && bd.len > 0)
-			alt = ph_find_altered(store, pp, bd.p, (size_t)bd.len);
+			alt = ph_find_altered(store, pp, bd.p, bd.len);
 		if (alt != -1) {
 			/* nothing injects an altered placeholder: wherever it is,
 			 * it is one the sandbox sends toward an application that
@@ -369,7 +379,7 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 		 * secret */
 		bool may_name = ph_may_hold(store, pp->exact, h->name, h->name_len);
 		bool may_value = ph_may_hold(store, pp->exact, h->value, h->value_len);
-		bool may_basic = bd.len > 0 && ph_may_hold(store, pp->exact, bd.p, (size_t)bd.len);
+		bool may_basic = bd.len > 0 && ph_may_hold(store, pp->exact, bd.p, bd.len);
 
 		for (size_t k = 0; k < store->n && !stop && (may_name || may_value || may_basic);
 		     k++) {
@@ -379,7 +389,7 @@ int inject_request(const struct vault_state *st, const struct policy_sandbox *sb
 			bool in_value =
 			    may_value && memmem(h->value, h->value_len, s->placeholder, s->ph_len);
 			bool in_basic =
-			    may_basic && memmem(bd.p, (size_t)bd.len, s->placeholder, s->ph_len);
+			    may_basic && memmem(bd.p, bd.len, s->placeholder, s->ph_len);
 
 			if (!in_name && !in_value && !in_basic)
 				continue;

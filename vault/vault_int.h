@@ -137,6 +137,18 @@ void http_chunked_init(struct http_chunked *c);
 int http_chunked_feed(struct http_chunked *c, const char *in, size_t len, size_t *consumed,
 		      size_t *data_off, size_t *data_len, struct pc_err *err);
 
+/* Basic credentials (the part after "Basic" and its blanks) as decoders
+ * read them, to find a placeholder inside: either base64 alphabet, padding
+ * or none, blanks skipped. Anything else in them is read every way a
+ * decoder may (reading % 2: a stray byte skipped or taking a character's
+ * place; reading / 2: a '=' before the end ending a run, skipped, or
+ * taking a place): HTTP_BASIC_READINGS readings, written to out (at most
+ * cap bytes; n / 4 * 3 + 2 are enough) each. http_basic_plain: the
+ * credentials hold nothing else, so that every reading reads alike. */
+#define HTTP_BASIC_READINGS 6
+size_t http_basic_read(const char *in, size_t n, unsigned reading, uint8_t *out, size_t cap);
+bool http_basic_plain(const char *in, size_t n);
+
 /* ======================================================================
  * Streaming scrubber (scrub.c): replaces every occurrence of any needle by
  * its replacement in a byte stream cut at arbitrary points, holding back at

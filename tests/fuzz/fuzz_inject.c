@@ -6,8 +6,9 @@
  *   the sandbox sent exactly that format with the placeholder in it (V3);
  * - a forwarded head held no other placeholder: none exact, none
  *   percent-decoded once or in another case, none inside "Basic <base64>"
- *   (padded or not, at any length), anywhere in the sandbox's bytes,
- *   request line included (V4);
+ *   as a strict decoder of either alphabet reads it (padded or not, at
+ *   any length, blanks inside), anywhere in the sandbox's bytes, request
+ *   line included (V4);
  * - a refused request leaves no value in the out buffer and no head;
  * - no reason holds a value the sandbox did not send itself.
  * Input: [selector][request head]. selector bits 0-1: the TLS server name
@@ -142,9 +143,46 @@ static size_t count_altered(const uint8_t *b, size_t n, const char *ph)
 	return c;
 }
 
+/* Credentials c[0..n) decoded by libsodium's strict decoders, each
+ * alphabet with its padding and without, blanks ignored, the whole and
+ * each run between '=': does any decoding hold a placeholder? The vault
+ * decodes more leniently than any of these (inject.c, b64_lenient); what
+ * they see, it must see. */
+static bool decodings_hold_placeholder(const char *c, size_t n)
+{
+	static const int variants[] = {
+	    sodium_base64_VARIANT_ORIGINAL, sodium_base64_VARIANT_ORIGINAL_NO_PADDING,
+	    sodium_base64_VARIANT_URLSAFE, sodium_base64_VARIANT_URLSAFE_NO_PADDING};
+	uint8_t *dec = malloc(n + 1);
+	bool found = false;
+
+	if (!dec)
+		abort();
+	for (size_t from = 0; from <= n && !found;) {
+		const char *eq = memchr(c + from, '=', n - from);
+		size_t to = eq ? (size_t)(eq - c) : n, dl;
+
+		/* the whole first, then each run */
+		for (int whole = from == 0; whole >= 0 && !found; whole--) {
+			size_t len = whole ? n : to - from;
+
+			for (size_t v = 0; v < 4 && !found; v++)
+				if (sodium_base642bin(dec, n + 1, c + (whole ? 0 : from), len,
+						      " \t", &dl, NULL, variants[v]) == 0)
+					for (size_t k = 0; k < N_SECRETS && !found; k++)
+						found = count_altered(dec, dl, secrets[k].ph) > 0;
+		}
+		from = to + 1;
+		while (from < n && c[from] == '=')
+			from++;
+	}
+	free(dec);
+	return found;
+}
+
 /* The head's lines: each "name: value" line with a value that starts (after
- * blanks) with "Basic " in any case, its rest decoded as standard base64,
- * padded or not: does any hold a placeholder? */
+ * blanks) with "Basic" and blanks, in any case: do its credentials hold a
+ * placeholder as a server may decode them? */
 static bool basic_holds_placeholder(const uint8_t *b, size_t n)
 {
 	for (size_t ls = 0; ls < n;) {
@@ -156,28 +194,16 @@ static bool basic_holds_placeholder(const uint8_t *b, size_t n)
 			v = (size_t)(colon - b) + 1;
 			while (v < le && (b[v] == ' ' || b[v] == '\t'))
 				v++;
-			if (le - v > 6 && strncasecmp((const char *)b + v, "basic ", 6) == 0) {
-				size_t s = v + 6, e = le, dl;
-				uint8_t *dec = malloc(le - v); /* at any length */
-				bool found = false;
+			if (le - v > 5 && strncasecmp((const char *)b + v, "basic", 5) == 0 &&
+			    (b[v + 5] == ' ' || b[v + 5] == '\t')) {
+				size_t s = v + 5, e = le;
 
-				if (!dec)
-					abort();
+				while (s < e && (b[s] == ' ' || b[s] == '\t'))
+					s++;
 				while (e > s &&
 				       (b[e - 1] == '\r' || b[e - 1] == ' ' || b[e - 1] == '\t'))
 					e--;
-				for (int variant = 0; variant < 2 && !found; variant++)
-					if (sodium_base642bin(
-						dec, le - v, (const char *)b + s, e - s, NULL, &dl,
-						NULL,
-						variant ? sodium_base64_VARIANT_ORIGINAL_NO_PADDING
-							: sodium_base64_VARIANT_ORIGINAL) == 0)
-						for (size_t k = 0; k < N_SECRETS; k++)
-							found =
-							    found ||
-							    count_altered(dec, dl, secrets[k].ph);
-				free(dec);
-				if (found)
+				if (decodings_hold_placeholder((const char *)b + s, e - s))
 					return true;
 			}
 		}

@@ -5,8 +5,10 @@
  * 32768), on len unknown bytes for every len the vault's input buffer
  * holds (that limit + CONN_IO_BUF); the incremental request parse the
  * vault runs as records arrive (http_request_parse_more: the first half,
- * then the whole); and the chunked body framing (http_chunked_feed) on the
- * same bytes from its initial state. */
+ * then the whole); the chunked body framing (http_chunked_feed) on the
+ * same bytes from its initial state; and Basic credentials as decoders read
+ * them (http_basic_plain, http_basic_read in each reading), written to a
+ * buffer of the size inject.c gives them. */
 #include "tests/prove/prove.h"
 
 #include "vault/vault_int.h"
@@ -26,6 +28,7 @@ int main(void)
 	unsigned status;
 	const char *buf;
 	int rc;
+	static uint8_t bout[PROVE_HI / 4 * 3 + 2 + 1];
 
 #ifdef PROVE_EXACT
 	//@ split len;
@@ -40,5 +43,10 @@ int main(void)
 	http_chunked_init(&c);
 	rc = http_chunked_feed(&c, buf, len, &cons, &off, &dl, &err);
 	//@ assert rc == 0 || rc == 1 || rc == PC_EPARSE;
+	(void)http_basic_plain(buf, len);
+	/* what is proved here is the writes' bounds: the count returned is
+	 * a relation with len EVA does not keep */
+	for (unsigned r = 0; r < HTTP_BASIC_READINGS; r++)
+		(void)http_basic_read(buf, len, r, bout, len / 4 * 3 + 2);
 	return 0;
 }

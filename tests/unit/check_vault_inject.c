@@ -298,6 +298,47 @@ START_TEST(basic_unpadded_or_altered_refused)
 		ck_assert_int_eq(r.head_len, 0);
 		inject_out_clear(&r);
 	}
+	/* and as lenient decoders read them: the URL-safe alphabet, blanks
+	 * inside, a stray byte skipped, a byte from 0x80 taking a place (as
+	 * libsodium 1.0.18 reads it), a '=' ending a run the rest starts
+	 * afresh */
+	for (int how = 0; how < 5; how++) {
+		static const char creds[] = "\xff\xfe"
+					    "0123456789abcdef:" PH_GH;
+		char b64[256], odd[512], req[1024];
+		size_t o = 0;
+		struct inject_out r;
+		char out[8192];
+
+		sodium_bin2base64(b64, sizeof(b64), (const unsigned char *)creds, sizeof(creds) - 1,
+				  sodium_base64_VARIANT_ORIGINAL);
+		if (how == 4)
+			o = (size_t)snprintf(odd, sizeof(odd), "YWI=");
+		for (size_t i = 0; b64[i]; i++) {
+			char ch = b64[i];
+
+			if (how == 0)
+				ch = ch == '+' ? '-' : ch == '/' ? '_' : ch;
+			if (how == 1 && i % 10 == 9)
+				odd[o++] = ' ';
+			if (how == 2 && i == 4)
+				odd[o++] = '!';
+			if (how == 3 && i == 4)
+				ch = (char)0xd7;
+			odd[o++] = ch;
+		}
+		odd[o] = '\0';
+		ck_assert(how != 0 || strpbrk(odd, "-_"));
+		snprintf(
+		    req, sizeof(req),
+		    "GET / HTTP/1.1\r\nHost: api.github.test\r\nAuthorization: Basic %s\r\n\r\n",
+		    odd);
+		run("api.github.test", req, &r, out);
+		ck_assert_msg(r.status == 403 && r.exfil, "lenient %d: %u %s", how, r.status,
+			      r.reason);
+		ck_assert_str_eq(r.code, "vault_placeholder_not_format");
+		inject_out_clear(&r);
+	}
 	/* and at any length: credentials longer than the scratch the vault
 	 * decodes into, the placeholder at their end, with and without the
 	 * padding */
