@@ -321,8 +321,8 @@ void ph_stream_init(struct ph_stream *ps, const struct vault_store *store);
 int ph_stream_feed(struct ph_stream *ps, const uint8_t *in, size_t n);
 void ph_stream_wipe(struct ph_stream *ps);
 /* The prefix every placeholder of the store shares ("pcph_"): its length
- * as written and without case, 0 when there is none. Worked out once for
- * a request, read for each of its headers. */
+ * as written and without case, 0 when there is none. Worked out with the
+ * state (vault_state_make), read for each header of every request. */
 struct ph_prefix {
 	size_t exact, folded;
 };

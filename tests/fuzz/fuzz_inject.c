@@ -104,14 +104,6 @@ static size_t count(const uint8_t *b, size_t n, const char *needle)
 	return c;
 }
 
-static int hexv(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = (uint8_t)(c | 0x20);
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 static uint8_t lower(uint8_t c)
 {
 	return c >= 'A' && c <= 'Z' ? (uint8_t)(c + 32) : c;
@@ -127,8 +119,14 @@ static size_t count_altered(const uint8_t *b, size_t n, const char *ph)
 	if (!d)
 		abort();
 	for (size_t i = 0; i < n; i++) {
-		if (b[i] == '%' && i + 2 < n && hexv(b[i + 1]) >= 0 && hexv(b[i + 2]) >= 0) {
-			d[o++] = lower((uint8_t)(hexv(b[i + 1]) * 16 + hexv(b[i + 2])));
+		int h1 = -1, h2 = -1;
+
+		if (b[i] == '%' && i + 2 < n) {
+			h1 = pc_hex_digit((char)b[i + 1]);
+			h2 = pc_hex_digit((char)b[i + 2]);
+		}
+		if (h1 >= 0 && h2 >= 0) {
+			d[o++] = lower((uint8_t)(h1 * 16 + h2));
 			i += 2;
 		} else {
 			d[o++] = lower(b[i]);
