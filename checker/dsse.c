@@ -66,8 +66,7 @@ static int unb64(const char *s, uint8_t **out, size_t *outlen)
 
 	if (!d)
 		return PC_ENOMEM;
-	if (sodium_base642bin(d, cap, s, strlen(s), NULL, &n, NULL,
-			      sodium_base64_VARIANT_ORIGINAL) != 0) {
+	if (pc_b64_decode(d, cap, s, strlen(s), &n) != 0) {
 		free(d);
 		return PC_EPARSE;
 	}

@@ -248,6 +248,14 @@ const char *pc_name_of(const struct pc_name *t, size_t n, long v, const char *df
 #define PC_NAME_OF(t, v, dflt) pc_name_of((t), sizeof(t) / sizeof((t)[0]), (long)(v), (dflt))
 /* The value of the hex digit c (either case), or -1 for any other character. */
 int pc_hex_digit(char c);
+/* Standard base64 with padding (RFC 4648 section 4) into out: 0 and
+ * *outlen only when in is the one encoding of the bytes it decodes to,
+ * else PC_EPARSE. libsodium 1.0.18's decoder reads every byte from 0x80
+ * as '/', so two texts decoded to one signature or hash: a checkpoint line
+ * whose bytes changed still verified. Every base64 the guard reads from a
+ * file or a peer goes through here (tests/static/base64_strict.sh); only
+ * the vault reads credentials as lenient decoders may (vault/http.c). */
+int pc_b64_decode(void *out, size_t cap, const char *in, size_t len, size_t *outlen);
 /* Read a whole file of at most max bytes; *buf is NUL-terminated, caller
  * frees. A file larger than max is an error, not a truncation. */
 int pc_file_read(const char *path, size_t max, char **buf, size_t *len, struct pc_err *err);

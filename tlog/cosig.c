@@ -42,8 +42,7 @@ int cosig_verifier_parse(const char *text, struct cosig_verifier *out, struct pc
 	if (strspn(hx, "0123456789abcdef") != 8)
 		goto bad;
 	v.hash = (uint32_t)strtoul(hx, NULL, 16);
-	if (sodium_base642bin(raw, sizeof(raw), p2 + 1, (size_t)(end - p2 - 1), NULL, &rawlen, NULL,
-			      B64) != 0 ||
+	if (pc_b64_decode(raw, sizeof(raw), p2 + 1, (size_t)(end - p2 - 1), &rawlen) != 0 ||
 	    rawlen != 33 || raw[0] != ALG_COSIG)
 		return pc_err_set(err, PC_EPARSE,
 				  "not a cosignature/v1 key (name+id+base64 of 0x04 and an "
@@ -141,8 +140,7 @@ int cosig_verify(const struct cosig_verifier *v, const char *note, size_t len, u
 			continue;
 		}
 		p += sizeof(EMDASH) + nlen + 1;
-		if (sodium_base642bin(sig, sizeof(sig), p, (size_t)(eol - p), NULL, &siglen, NULL,
-				      B64) != 0 ||
+		if (pc_b64_decode(sig, sizeof(sig), p, (size_t)(eol - p), &siglen) != 0 ||
 		    siglen < 4) {
 			p = eol + 1;
 			continue;

@@ -151,8 +151,7 @@ static int keystr_parse(const char *text, char *name, uint32_t *hash, uint8_t ke
 	*hash = (uint32_t)strtoul(hx, &ep, 16);
 	if (*ep || errno || strspn(hx, "0123456789abcdef") != 8)
 		goto bad;
-	if (sodium_base642bin(raw, sizeof(raw), p2 + 1, (size_t)(end - p2 - 1), NULL, &rawlen, NULL,
-			      B64) != 0 ||
+	if (pc_b64_decode(raw, sizeof(raw), p2 + 1, (size_t)(end - p2 - 1), &rawlen) != 0 ||
 	    rawlen != 33)
 		goto bad;
 	if (raw[0] != ALG_ED25519) {
@@ -293,8 +292,7 @@ int note_verify(const struct note_verifier *v, const char *note, size_t len, siz
 			p = eol + 1; /* someone else's signature (a witness): not ours to check */
 			continue;
 		}
-		if (sodium_base642bin(sig, sizeof(sig), sp + 1, (size_t)(eol - sp - 1), NULL,
-				      &siglen, NULL, B64) != 0 ||
+		if (pc_b64_decode(sig, sizeof(sig), sp + 1, (size_t)(eol - sp - 1), &siglen) != 0 ||
 		    siglen < 4)
 			return pc_err_set(err, PC_EPARSE, "signature is not base64");
 		hash = (uint32_t)sig[0] << 24 | (uint32_t)sig[1] << 16 | (uint32_t)sig[2] << 8 |
@@ -418,8 +416,7 @@ static int previous_parse(const char *p, size_t len, struct checkpoint *c)
 	if (!(n = dec_field(p, end, &c->prev_size)) || p + n >= end || p[n] != ' ')
 		return PC_EPARSE;
 	p += n + 1;
-	if (end - p != 44 ||
-	    sodium_base642bin(c->prev_root, MERKLE_HASH, p, 44, NULL, &rootlen, NULL, B64) != 0 ||
+	if (end - p != 44 || pc_b64_decode(c->prev_root, MERKLE_HASH, p, 44, &rootlen) != 0 ||
 	    rootlen != MERKLE_HASH)
 		return PC_EPARSE;
 	c->has_prev = true;
@@ -454,9 +451,7 @@ int checkpoint_body_parse(const char *body, size_t len, struct checkpoint *out, 
 	p = eol + 1;
 	/* root hash, base64 */
 	eol = memchr(p, '\n', (size_t)(end - p));
-	if (!eol ||
-	    sodium_base642bin(c.root, sizeof(c.root), p, (size_t)(eol - p), NULL, &rootlen, NULL,
-			      B64) != 0 ||
+	if (!eol || pc_b64_decode(c.root, sizeof(c.root), p, (size_t)(eol - p), &rootlen) != 0 ||
 	    rootlen != MERKLE_HASH || eol - p != 44)
 		return pc_err_set(err, PC_EPARSE, "checkpoint root hash is not 32 bytes of base64");
 	p = eol + 1;

@@ -118,8 +118,7 @@ int logproof_verify(const char *text, size_t len, const struct note_verifier *ke
 		if (ll == 10 && memcmp(l, "checkpoint", 10) == 0)
 			break;
 		if (ll != 5 + 44 || memcmp(l, "hash ", 5) != 0 || plen >= MERKLE_PROOF_MAX ||
-		    sodium_base642bin(path[plen], MERKLE_HASH, l + 5, 44, NULL, &got, NULL, B64) !=
-			0 ||
+		    pc_b64_decode(path[plen], MERKLE_HASH, l + 5, 44, &got) != 0 ||
 		    got != MERKLE_HASH) {
 			pc_err_set(err, PC_EPARSE, "proof: malformed hash line");
 			goto out;

@@ -327,6 +327,16 @@ static int line_checkpoint(struct logv *v, const char *line, size_t len, struct 
 			   "checkpoint does not verify with key %s+%08x: %s (forged checkpoint, "
 			   "or the wrong key)",
 			   v->key->name, v->key->hash, e.msg);
+	{ /* logd signs a checkpoint line once, with the log's key, and writes
+	   * nothing else under it: a second line there (a stranger's signature,
+	   * ours again) is bytes no signature covers */
+		size_t blen = note_body_len(note, nlen);
+
+		if (memchr(note + blen + 1, '\n', nlen - blen - 1) != note + nlen - 1)
+			return bad(v, PC_ETAMPER, err,
+				   "checkpoint carries more than the log's one signature line: "
+				   "lines were added to it");
+	}
 	{ /* one origin per file: the bare key name (older logs) or this
 	   * segment's, named by its first record's seq (tlog/origin.c) */
 		uint64_t seg = 0;

@@ -97,8 +97,7 @@ int witness_req_parse(const char *body, size_t len, struct witness_req *out, str
 			return pc_err_set(err, PC_EPARSE, "more than %d proof lines",
 					  MERKLE_PROOF_MAX);
 		if (eol - p != 44 ||
-		    sodium_base642bin(r.proof[r.proof_len], MERKLE_HASH, p, 44, NULL, &hl, NULL,
-				      B64) != 0 ||
+		    pc_b64_decode(r.proof[r.proof_len], MERKLE_HASH, p, 44, &hl) != 0 ||
 		    hl != MERKLE_HASH)
 			return pc_err_set(err, PC_EPARSE, "a proof line is not a base64 hash");
 		r.proof_len++;

@@ -2,6 +2,7 @@
  * convention and the small helpers everything else builds on. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +160,51 @@ START_TEST(hex_digit_values)
 	ck_assert_int_eq(pc_hex_digit('G'), -1);
 	ck_assert_int_eq(pc_hex_digit('\0'), -1);
 	ck_assert_int_eq(pc_hex_digit((char)0xe6), -1);
+}
+END_TEST
+
+/* One text per byte string: libsodium 1.0.18 alone reads a byte from 0x80
+ * as '/', padding where it is optional, nothing else amiss. */
+START_TEST(b64_decode_takes_only_the_one_encoding)
+{
+	uint8_t out[200], bin[150];
+	char enc[sodium_base64_ENCODED_LEN(sizeof(bin), sodium_base64_VARIANT_ORIGINAL)], bad[8];
+	size_t n = 99;
+
+	ck_assert_int_eq(pc_b64_decode(out, sizeof(out), "QUJD", 4, &n), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_mem_eq(out, "ABC", 3);
+	ck_assert_int_eq(pc_b64_decode(out, sizeof(out), "", 0, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	/* every length around the 48-byte chunks the check encodes again */
+	for (size_t len = 0; len <= sizeof(bin); len++) {
+		randombytes_buf(bin, len);
+		sodium_bin2base64(enc, sizeof(enc), bin, len, sodium_base64_VARIANT_ORIGINAL);
+		ck_assert_int_eq(pc_b64_decode(out, sizeof(out), enc, strlen(enc), &n), 0);
+		ck_assert_uint_eq(n, len);
+		ck_assert_mem_eq(out, bin, len);
+		if (len)
+			ck_assert_int_eq(pc_b64_decode(out, len - 1, enc, strlen(enc), &n),
+					 PC_EPARSE);
+	}
+	/* '/' at the end, then each byte in its place: only '/' itself reads */
+	ck_assert_int_eq(pc_b64_decode(out, sizeof(out), "QUJ/", 4, &n), 0);
+	for (int c = 1; c < 256; c++) {
+		memcpy(bad, "QUJ/", 5);
+		bad[3] = (char)c;
+		if (c == '/' ||
+		    strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+", c))
+			continue;
+		ck_assert_msg(pc_b64_decode(out, sizeof(out), bad, 4, &n) == PC_EPARSE,
+			      "byte 0x%02x read as base64", c);
+	}
+	/* padding left out, bits past the end, blanks, URL-safe, too long */
+	ck_assert_int_eq(pc_b64_decode(out, sizeof(out), "QUI", 3, &n), PC_EPARSE);
+	ck_assert_int_eq(pc_b64_decode(out, sizeof(out), "QUJ=", 4, &n), PC_EPARSE);
+	ck_assert_int_eq(pc_b64_decode(out, sizeof(out), "QU JD", 5, &n), PC_EPARSE);
+	ck_assert_int_eq(pc_b64_decode(out, sizeof(out), "QUJD\n", 5, &n), PC_EPARSE);
+	ck_assert_int_eq(pc_b64_decode(out, sizeof(out), "-_-_", 4, &n), PC_EPARSE);
+	ck_assert_int_eq(pc_b64_decode(out, sizeof(out), "QUJD====", 8, &n), PC_EPARSE);
 }
 END_TEST
 
@@ -452,7 +498,7 @@ END_TEST
 
 PC_UNIT_SUITE("common", "core", 0, addr_parse_v4_v6, addr_str_v4_every_octet, endpoint_parse_forms,
 	      prefix_parse_contains_overlap, mac_parse, err_formatting, strlcpy_truncates,
-	      hex_digit_values, file_read_limits_and_atomic_write,
-	      unix_seqpacket_roundtrip_and_peercred, rfc3339_time, hostname_table_every_form,
-	      buf_grows_formats_and_takes, buf_limit_is_sticky, json_escape_every_byte,
-	      json_writer_places_commas)
+	      hex_digit_values, b64_decode_takes_only_the_one_encoding,
+	      file_read_limits_and_atomic_write, unix_seqpacket_roundtrip_and_peercred,
+	      rfc3339_time, hostname_table_every_form, buf_grows_formats_and_takes,
+	      buf_limit_is_sticky, json_escape_every_byte, json_writer_places_commas)

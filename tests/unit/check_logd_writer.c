@@ -244,6 +244,76 @@ START_TEST(a_failed_rotation_does_not_fail_the_commit)
 }
 END_TEST
 
+/* Whether the checkpoint lines' signatures hold a '/': the one character a
+ * byte from 0x80 read as, before base64 was read strictly. */
+static bool signature_has_slash(const char *buf, size_t len)
+{
+	for (const char *p = buf, *end = buf + len, *eol; p < end; p = eol + 1) {
+		const char *sp;
+
+		eol = memchr(p, '\n', (size_t)(end - p));
+		if (!eol)
+			break;
+		if (strncmp(p, "{\"checkpoint\":", 14) != 0)
+			continue;
+		for (sp = eol; sp > p && *sp != ' '; sp--)
+			;
+		if (memchr(sp, '/', (size_t)(eol - sp)))
+			return true;
+	}
+	return false;
+}
+
+/* Every byte of a log logd wrote is bound: a record's by the hashes, a
+ * checkpoint line's by its signature and by having one spelling. Each
+ * byte changed in three ways (its low bit, its case bit, its high bit)
+ * makes the verifier fail. Before base64 was read strictly, a '/' of a
+ * signature with its high bit set verified. */
+START_TEST(every_byte_of_a_written_log_is_bound)
+{
+	const struct note_verifier *key;
+	static const uint8_t flips[] = {0x01, 0x20, 0x80};
+	struct wlog t;
+	struct logw *w;
+	struct logv *v;
+	struct pc_err err;
+	char *buf = NULL;
+	size_t len = 0;
+	int rounds = 0;
+
+	wlog_make(&t, 4);
+	key = note_signer_verifier(t.key);
+	ck_assert_int_eq(logw_open(&t.wc, t.key, NULL, &w, NULL), 0);
+	do { /* checkpoints until one's signature holds a '/' (each: 3 in 4) */
+		append_n(w, 4);
+		free(buf);
+		ck_assert_int_eq(pc_file_read(t.file, 1 << 20, &buf, &len, NULL), 0);
+	} while (!signature_has_slash(buf, len) && ++rounds < 40);
+	ck_assert_int_eq(logw_close(w, NULL), 0);
+	free(buf);
+	ck_assert_int_eq(pc_file_read(t.file, 1 << 20, &buf, &len, NULL), 0);
+	ck_assert(signature_has_slash(buf, len));
+	ck_assert_int_eq(logv_new(key, &v, NULL), 0);
+	ck_assert_msg(logv_buffer(v, buf, len, 0, &err) == 0, "%s", err.msg);
+	logv_free(v);
+	for (size_t i = 0; i < len; i++) {
+		for (size_t f = 0; f < sizeof(flips); f++) {
+			int rc;
+
+			buf[i] = (char)(buf[i] ^ flips[f]);
+			ck_assert_int_eq(logv_new(key, &v, NULL), 0);
+			rc = logv_buffer(v, buf, len, 0, &err);
+			logv_free(v);
+			buf[i] = (char)(buf[i] ^ flips[f]);
+			ck_assert_msg(rc < 0, "byte %zu ('%c') xor 0x%02x still verifies", i,
+				      buf[i], flips[f]);
+		}
+	}
+	free(buf);
+	wlog_remove(&t);
+}
+END_TEST
+
 static Suite *writer_suite(void)
 {
 	Suite *s = suite_create("logd_writer");
@@ -253,7 +323,8 @@ static Suite *writer_suite(void)
 	PC_UNIT_TESTS(t, checkpoints_are_exported_only_once_synced,
 		      the_segment_record_of_the_start_is_exported,
 		      unsealed_tail_is_set_aside_at_open, an_emptied_log_is_refused,
-		      a_failed_rotation_does_not_fail_the_commit);
+		      a_failed_rotation_does_not_fail_the_commit,
+		      every_byte_of_a_written_log_is_bound);
 	suite_add_tcase(s, t);
 	return s;
 }
