@@ -264,6 +264,74 @@ static bool signature_has_slash(const char *buf, size_t len)
 	return false;
 }
 
+/* The leaves of a verified file, and one record line to prove. */
+struct leaves {
+	uint8_t (*h)[MERKLE_HASH];
+	uint64_t n;
+	char line[4096];
+	size_t len;
+};
+
+static int leaf_keep(void *ctx, uint64_t index, uint64_t seq, const uint8_t leaf[MERKLE_HASH],
+		     const char *line, size_t len)
+{
+	struct leaves *l = ctx;
+
+	(void)seq;
+	l->h = realloc(l->h, (index + 1) * sizeof(*l->h));
+	ck_assert_ptr_nonnull(l->h);
+	memcpy(l->h[index], leaf, MERKLE_HASH);
+	l->n = index + 1;
+	if (index == 2) {
+		ck_assert_uint_lt(len, sizeof(l->line));
+		memcpy(l->line, line, len);
+		l->len = len;
+	}
+	return 0;
+}
+
+/* The inclusion proof of a record of the file: each byte of its text
+ * changed the same three ways makes it fail. */
+static void flip_proof(const struct note_verifier *key, const char *buf, size_t len)
+{
+	static const uint8_t flips[] = {0x01, 0x20, 0x80};
+	uint8_t path[MERKLE_PROOF_MAX][MERKLE_HASH];
+	const struct logv_result *r;
+	struct merkle_hasher *h;
+	struct leaves l = {0};
+	struct logv *v;
+	size_t plen = 0, tlen = 0;
+	char *text = NULL;
+
+	ck_assert_int_eq(logv_new(key, &v, NULL), 0);
+	logv_set_leaf_fn(v, leaf_keep, &l);
+	ck_assert_int_eq(logv_buffer(v, buf, len, 0, NULL), 0);
+	r = logv_result(v);
+	ck_assert_uint_eq(l.n, r->last_cp.size);
+	ck_assert_int_eq(merkle_hasher_new(&h, NULL), 0);
+	ck_assert_int_eq(merkle_inclusion_proof(h, (const uint8_t(*)[MERKLE_HASH])l.h, l.n, 2, path,
+						&plen, NULL),
+			 0);
+	merkle_hasher_free(h);
+	ck_assert_int_eq(logproof_format(2, l.line, l.len, (const uint8_t(*)[MERKLE_HASH])path,
+					 plen, r->last_cp_note, r->last_cp_len, &text, &tlen, NULL),
+			 0);
+	ck_assert_int_eq(logproof_verify(text, tlen, key, NULL, NULL), 0);
+	for (size_t i = 0; i < tlen; i++) {
+		for (size_t f = 0; f < sizeof(flips); f++) {
+			struct pc_err err;
+
+			text[i] = (char)(text[i] ^ flips[f]);
+			ck_assert_msg(logproof_verify(text, tlen, key, NULL, &err) < 0,
+				      "proof byte %zu xor 0x%02x still verifies", i, flips[f]);
+			text[i] = (char)(text[i] ^ flips[f]);
+		}
+	}
+	free(text);
+	free(l.h);
+	logv_free(v);
+}
+
 /* Every byte of a log logd wrote is bound: a record's by the hashes, a
  * checkpoint line's by its signature and by having one spelling. Each
  * byte changed in three ways (its low bit, its case bit, its high bit)
@@ -309,6 +377,7 @@ START_TEST(every_byte_of_a_written_log_is_bound)
 				      buf[i], flips[f]);
 		}
 	}
+	flip_proof(key, buf, len);
 	free(buf);
 	wlog_remove(&t);
 }
