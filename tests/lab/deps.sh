@@ -7,7 +7,7 @@ PKGS="build-essential clang clang-format libclang-rt-14-dev pkg-config
 libnetfilter-queue-dev libnftnl-dev libmnl-dev libldns-dev libsodium-dev
 libyaml-dev libssl-dev libseccomp-dev check libsubunit-dev libpsl-dev publicsuffix libncurses-dev tmux
 nftables iptables iproute2 conntrack tcpdump
-dnsmasq-base nginx-light openssl curl dnsutils socat python3 python3-h11 iperf3 iputils-ping squid-openssl
+dnsmasq-base nginx-light openssl curl dnsutils socat python3 python3-h11 python3-cryptography iperf3 iputils-ping squid-openssl
 rsyslog rsyslog-openssl gnuplot-nox dnsperf debhelper lintian debootstrap valgrind
 systemd man-db logrotate prometheus
 frama-c-base
