@@ -6,6 +6,7 @@ cryptography package's Ed25519, sharing no code with tlog/: what
 
     logd_oracle.py verify LOG PUBKEY     exit 0 and "intact: N records, M
                                          checkpoints", or 1 and "line L: why"
+                                         (LOG.checkpoint read too if there)
     logd_oracle.py mutate LOG PUBKEY CLI CONFIG STEP
                                          change bytes of LOG (the case and
                                          high bit of each byte of the
@@ -27,7 +28,10 @@ written \\n and nothing else escaped; the note is a C2SP signed note of a
 tlog checkpoint (origin, tree size, base64 root, "time ..." and optional
 "previous ..." lines), signed by the log's key and by nothing else, its
 size the records before it, its root RFC 6962's over them, its origin the
-key's name or <name>/<first seq>, its time never going back.
+key's name or <name>/<first seq>, its time never going back. Beside the
+log, LOG.checkpoint (the sidecar), when there, holds the latest checkpoint
+as a plain signed note (others' signatures allowed), which the file must
+reach: at least its size in records, its root over the first of them.
 """
 import base64
 import hashlib
@@ -123,6 +127,48 @@ def record(line, state):
     state["leaves"].append(leaf)
 
 
+def open_note(note, key, one_line):
+    """The body of a signed checkpoint note, its origin, size, root and time."""
+    name, kid, pk = key
+    body, sep, sigs = note.rpartition("\n\n")
+    if not sep or not sigs.endswith("\n"):
+        raise Bad("note has no signature block")
+    body += "\n"
+    ours = 0
+    sig_lines = sigs[:-1].split("\n")
+    if one_line and len(sig_lines) != 1:
+        raise Bad("%d signature lines, not the log's one" % len(sig_lines))
+    for sl in sig_lines:
+        m = re.fullmatch(EMDASH + r" (\S+) (\S+)", sl)
+        if not m:
+            raise Bad("malformed signature line")
+        if m.group(1) != name:
+            continue  # a plain note may carry others' signatures
+        sig = b64(m.group(2))
+        if len(sig) < 4 or sig[:4] != kid:
+            continue
+        try:
+            pk.verify(sig[4:], body.encode("utf-8", "surrogateescape"))
+        except InvalidSignature:
+            raise Bad("signature does not verify")
+        ours += 1
+    if not ours:
+        raise Bad("not signed by the log's key")
+    lines = body[:-1].split("\n")
+    if len(lines) < 4 or not lines[3].startswith("time "):
+        raise Bad("not a checkpoint body")
+    origin, size, root, t = lines[0], lines[1], b64(lines[2]), lines[3][5:]
+    if not re.fullmatch(r"0|[1-9][0-9]*", size) or len(root) != 32:
+        raise Bad("not a checkpoint body")
+    if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", t):
+        raise Bad("bad time %r" % t)
+    for extra in lines[4:]:
+        if not re.fullmatch(r"previous (0|[1-9][0-9]*) (0|[1-9][0-9]*) \S{44}", extra):
+            raise Bad("unknown body line %r" % extra)
+        b64(extra.split(" ")[3])
+    return origin, int(size), root, t
+
+
 def checkpoint(line, state, key):
     head, tail = '{"checkpoint":"', '"}'
     if not line.startswith(head) or not line.endswith(tail):
@@ -130,50 +176,26 @@ def checkpoint(line, state, key):
     esc = line[len(head):-len(tail)]
     if re.search(r'\\(?!n)|"|[\x00-\x1f]', esc):
         raise Bad("checkpoint line escapes more than newlines")
-    note = esc.replace("\\n", "\n")
-    name, kid, pk = key
-    body, sep, sigs = note.rpartition("\n\n")
-    if not sep or not sigs.endswith("\n"):
-        raise Bad("note has no signature block")
-    body += "\n"
-    sig_lines = sigs[:-1].split("\n")
-    if len(sig_lines) != 1:
-        raise Bad("%d signature lines, not the log's one" % len(sig_lines))
-    m = re.fullmatch(EMDASH + r" (\S+) (\S+)", sig_lines[0])
-    if not m or m.group(1) != name:
-        raise Bad("not signed by the log's key")
-    sig = b64(m.group(2))
-    if len(sig) != 68 or sig[:4] != kid:
-        raise Bad("signature is not the log key's")
-    try:
-        pk.verify(sig[4:], body.encode("utf-8", "surrogateescape"))
-    except InvalidSignature:
-        raise Bad("signature does not verify")
-    lines = body[:-1].split("\n")
-    if len(lines) < 4 or not lines[3].startswith("time "):
-        raise Bad("not a checkpoint body")
-    origin, size, root = lines[0], lines[1], b64(lines[2])
+    origin, size, root, t = open_note(esc.replace("\\n", "\n"), key, True)
+    name = key[0]
     if origin not in (name, "%s/%d" % (name, state.get("first", -1))):
         raise Bad("origin %s is not this segment's" % origin)
     if state.get("origin", origin) != origin:
         raise Bad("two origins in one file")
-    if not re.fullmatch(r"0|[1-9][0-9]*", size) or int(size) != len(state["leaves"]):
-        raise Bad("size %s, but %d records precede it" % (size, len(state["leaves"])))
-    if len(root) != 32 or root != mth(state["leaves"]):
+    if size != len(state["leaves"]):
+        raise Bad("size %d, but %d records precede it" % (size, len(state["leaves"])))
+    if root != mth(state["leaves"]):
         raise Bad("root is not the records' root")
-    t = lines[3][5:]
-    if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", t) or t < state.get("time", ""):
+    if t < state.get("time", ""):
         raise Bad("time %s goes back" % t)
-    for extra in lines[4:]:
-        if not re.fullmatch(r"previous (0|[1-9][0-9]*) (0|[1-9][0-9]*) \S{44}", extra):
-            raise Bad("unknown body line %r" % extra)
-        b64(extra.split(" ")[3])
     state["origin"], state["time"], state["checkpoints"] = origin, t, state["checkpoints"] + 1
     state["sealed"] = len(state["leaves"])
 
 
-def verify(data, key):
-    """(True, summary) or (False, "line L: why")."""
+def verify(data, key, sidecar=None):
+    """(True, summary) or (False, "line L: why"). sidecar: the text of the
+    log's .checkpoint file, the latest checkpoint as a plain note, which
+    the file must reach (its first records, its root)."""
     state = {"leaves": [], "checkpoints": 0, "sealed": 0}
     if not data.endswith(b"\n"):
         return False, "the last line is incomplete"
@@ -188,6 +210,18 @@ def verify(data, key):
             return False, "line %d: %s" % (n, e)
     if not state["checkpoints"]:
         return False, "no checkpoint signs the records"
+    if sidecar is not None:
+        try:
+            origin, size, root, _ = open_note(sidecar, key, False)
+        except Bad as e:
+            return False, "the sidecar: %s" % e
+        if origin != state["origin"]:
+            return False, "the sidecar's origin %s is not the file's" % origin
+        if size > len(state["leaves"]):
+            return False, "the file ends at %d records, the sidecar covers %d" % (
+                len(state["leaves"]), size)
+        if root != mth(state["leaves"][:size]):
+            return False, "the sidecar's root is not the file's first %d records'" % size
     return True, "intact: %d records, %d checkpoints, %d unsealed" % (
         len(state["leaves"]), state["checkpoints"], len(state["leaves"]) - state["sealed"])
 
@@ -196,12 +230,16 @@ def main():
     cmd, log, pub = sys.argv[1:4]
     key = read_key(open(pub).read())
     data = open(log, "rb").read()
+    try:
+        sidecar = open(log + ".checkpoint", "rb").read().decode("utf-8", "surrogateescape")
+    except FileNotFoundError:
+        sidecar = None
     if cmd == "verify":
-        ok, why = verify(data, key)
+        ok, why = verify(data, key, sidecar)
         print(why)
         sys.exit(0 if ok else 1)
     cli, config, step = sys.argv[4], sys.argv[5], int(sys.argv[6])
-    ok, why = verify(data, key)
+    ok, why = verify(data, key, sidecar)
     if not ok:
         sys.exit("the untouched log does not verify here: " + why)
     # the signatures' base64, where one spelling matters most: its case and
@@ -223,7 +261,7 @@ def main():
         for flip in flips:
             copy = bytearray(data)
             copy[i] ^= flip
-            ours, why = verify(bytes(copy), key)
+            ours, why = verify(bytes(copy), key, sidecar)
             with open(log, "wb") as f:
                 f.write(copy)
             theirs = subprocess.run([cli, "-c", config, "log", "verify", log],

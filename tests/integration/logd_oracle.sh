@@ -43,4 +43,9 @@ t_diag "$(tail -1 <<<"$out")"
 [ "$rc" = 0 ] || t_diag "$(head -20 <<<"$out")"
 out=$(PC log verify 2>&1)
 t_eq "the log is put back as it was" 0 $?
+# a log of the older format (records without their sender, the key's bare
+# name as origin) is intact for both as well
+O=$PC_TOP/tests/integration/logd_old
+t_ok "the second reader reads logd_old/ as intact" \
+	"$PY" "$PC_TOP/tests/integration/logd_oracle.py" verify "$O/verdicts.jsonl" "$O/log.key.pub"
 t_done
