@@ -39,7 +39,6 @@ import json
 import re
 import subprocess
 import sys
-import tempfile
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
