@@ -25,7 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define B64	      sodium_base64_VARIANT_ORIGINAL
 #define HEAD_MAX      4096
 #define IO_TIMEOUT_MS 5000
 /* A state file: a checkpoint and the log's signature line, with room. */
