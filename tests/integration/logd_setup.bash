@@ -31,6 +31,9 @@
 #                       portcullis@32473 structured data, each ended by "|"
 #   lg_cleanup          the exit trap; a test that starts more daemons traps
 #                       its own cleanup, which stops them and calls this
+#   lg_has_oracle       whether the second reader of the log can run: Debian's
+#                       python with python3-cryptography (tests/lab/deps.sh)
+#   lg_oracle ARG...    tests/integration/logd_oracle.py ARG... on that python
 
 PC_TOP=${PC_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 PC_BUILD=${PC_BUILD:-build}
@@ -120,6 +123,11 @@ logd_stop_ok() {
 }
 
 lg_client() { "$B/tests/helpers/logd_client" "$D/run/logd.sock" "$@"; }
+
+lg_has_oracle() {
+	/usr/bin/python3 -c 'from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey' 2>/dev/null
+}
+lg_oracle() { /usr/bin/python3 "$PC_TOP/tests/integration/logd_oracle.py" "$@"; }
 
 PC() { "$B/portcullis" -c "$D/p.yaml" "$@"; }
 

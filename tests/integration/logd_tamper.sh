@@ -43,10 +43,9 @@ open(path, 'wb').write('\n'.join(L).encode())
 PY
 }
 # ... and the second reader of the file (logd_oracle.py, which shares no
-# code with log verify) refuses it too, where Debian's python can run it
+# code with log verify) refuses it too, where it can run
 ORACLE=
-/usr/bin/python3 -c 'import cryptography.hazmat.primitives.asymmetric.ed25519' 2>/dev/null &&
-	ORACLE=$PC_TOP/tests/integration/logd_oracle.py
+lg_has_oracle && ORACLE=1
 tamper() { # desc pattern python-code
 	local rc
 	ed "$3"
@@ -56,7 +55,7 @@ tamper() { # desc pattern python-code
 	t_match "$1: names the place" "$2" "$out"
 	[ -z "$ORACLE" ] ||
 		t_fail "$1: the second reader refuses it too" \
-			/usr/bin/python3 "$ORACLE" verify "$L" "$D/state/log.key.pub"
+			lg_oracle verify "$L" "$D/state/log.key.pub"
 }
 
 tamper "edited record" "line 14: record seq 12 was edited" \
