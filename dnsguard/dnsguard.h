@@ -55,7 +55,11 @@ struct dnsguard_query_res {
 	const char *code;		 /* its event.code (static; logd/reason.c) */
 	const struct policy_allow *rule; /* entry that allowed the name, or NULL */
 	const char *rcode;		 /* REFUSE: reply's rcode ("REFUSED"), static */
-	uint8_t reply[DNSG_REPLY_MAX];	 /* REFUSE: DNS message to send back */
+	/* deferred: the id its record is pledged under (never 0; unique in
+	 * the process), which the record that takes its place names
+	 * (docs/logd.md, "Pledges") */
+	uint64_t pledge;
+	uint8_t reply[DNSG_REPLY_MAX]; /* REFUSE: DNS message to send back */
 	size_t reply_len;
 };
 
@@ -73,6 +77,7 @@ struct dnsguard_owed {
 	uint16_t qtype;
 	char qname[POLICY_HOST_MAX];
 	const char *why; /* static: what became of the query (no answer, ...) */
+	uint64_t pledge; /* the id its record was pledged under */
 };
 
 /* Judge a query from sandbox sb (NULL: sender is no sandbox -> refuse).

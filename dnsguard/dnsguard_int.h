@@ -55,6 +55,7 @@ struct dg_pend {
 	char sandbox[POLICY_NAME_MAX];
 	uint16_t dport;	 /* the resolver's port */
 	uint64_t sb_gen; /* owed: the dg_sb whose share it counts in (its gen) */
+	uint64_t pledge; /* owed: the id its record was pledged under (never 0) */
 	char qname[];
 };
 
@@ -129,6 +130,7 @@ struct dnsguard {
 	struct dg_pend *owed_head, *owed_tail;
 	size_t n_owed;
 	_Atomic uint64_t sb_gen; /* the last dg_sb.gen given */
+	_Atomic uint64_t pledge; /* the last pledge id given (one per deferred query) */
 	_Atomic uint64_t owed_refused;
 };
 
@@ -182,12 +184,12 @@ struct dg_pend_key {
 };
 /* Remember an allowed query (s->mu not held). With policy not NULL and
  * the query new (not a retransmission), its record is deferred: *deferred
- * set, rule and policy kept for it — unless the sandbox owes its share of
- * records already (DG_OWED_MAX over n_sandboxes): then PC_EREFUSED and
- * nothing is remembered. */
+ * set to its pledge id (never 0; 0: not deferred), rule and policy kept for
+ * it — unless the sandbox owes its share of records already (DG_OWED_MAX
+ * over n_sandboxes): then PC_EREFUSED and nothing is remembered. */
 int dg_pending_add(struct dnsguard *g, struct dg_sb *s, const struct dg_pend_key *k,
 		   uint64_t now_ms, const char *rule, const char *policy, size_t n_sandboxes,
-		   bool *deferred);
+		   uint64_t *deferred);
 /* Consume the query an answer matches; false when none (s->mu not held).
  * When its record was deferred, *owed_out is filled and *owed set. */
 bool dg_pending_take(struct dnsguard *g, struct dg_sb *s, const struct dg_pend_key *k,

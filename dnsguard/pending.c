@@ -46,6 +46,7 @@ static void dg_owed_fill(const struct dg_pend *p, struct dnsguard_owed *o, const
 	o->qtype = p->qtype;
 	pc_strlcpy(o->qname, p->qname, sizeof(o->qname));
 	o->why = why;
+	o->pledge = p->pledge;
 }
 
 /* A deferred query leaves without its answer: its record goes to the owed
@@ -135,7 +136,7 @@ static struct dg_pend *dg_pend_find(struct dg_sb *s, const struct dg_pend_key *k
 
 int dg_pending_add(struct dnsguard *g, struct dg_sb *s, const struct dg_pend_key *k,
 		   uint64_t now_ms, const char *rule, const char *policy, size_t n_sandboxes,
-		   bool *deferred)
+		   uint64_t *deferred)
 {
 	uint64_t h = dg_pend_hash(g, k);
 	size_t nlen = strlen(k->qname);
@@ -198,7 +199,8 @@ int dg_pending_add(struct dnsguard *g, struct dg_sb *s, const struct dg_pend_key
 		s->n_owed++;
 		pc_strlcpy(p->rule, rule ? rule : "", sizeof(p->rule));
 		pc_strlcpy(p->policy, policy, sizeof(p->policy));
-		*deferred = true;
+		p->pledge = atomic_fetch_add_explicit(&g->pledge, 1, memory_order_relaxed) + 1;
+		*deferred = p->pledge;
 	}
 	p->hnext = s->pbuckets[h & (DG_PENDING_PER_SB - 1)];
 	s->pbuckets[h & (DG_PENDING_PER_SB - 1)] = p;

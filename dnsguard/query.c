@@ -204,7 +204,7 @@ int dnsguard_query_defer(struct dnsguard *g, const struct policy_sandbox *sb,
 			 bool *deferred)
 {
 	struct dg_qscan scan = {0};
-	bool dfr = false;
+	uint64_t dfr = 0;
 	ldns_pkt *q = NULL;
 	const char *why;
 	bool prohibited;
@@ -313,7 +313,8 @@ int dnsguard_query_defer(struct dnsguard *g, const struct policy_sandbox *sb,
 	res->code = "dns_name";
 	DG_INC(g, q_allowed);
 	if (deferred)
-		*deferred = dfr;
+		*deferred = dfr != 0;
+	res->pledge = dfr;
 out:
 	ldns_pkt_free(q);
 	return rc;

@@ -53,6 +53,7 @@ void decision_clear(struct decision *d)
 	d->new_pkt_len = 0;
 	d->v = VK_DROP;
 	d->has_rec = false;
+	d->pledged = false;
 	d->send_reply = false;
 	d->register_flow = false;
 	d->quota = QUOTA_NONE;
@@ -344,8 +345,20 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 	}
 	if (rc == 0 && res.verdict == DNSG_ALLOW && deferred) {
 		d->v = VK_PASS; /* its record comes with its answer */
-		if (st && !dns_tcp_allowed(c, &seg, d, st, NULL))
+		if (st && !dns_tcp_allowed(c, &seg, d, st, NULL)) {
 			d->v = VK_REJECT; /* out of memory (the query is owed its record) */
+			return;
+		}
+		/* ... and is pledged before the query leaves: the record the
+		 * owed one would be (decision_owed_rec), which logd writes if
+		 * the engine dies first */
+		rec_base(d, c, LOGREC_DNS_QUERY, LOGREC_ALLOWED, p, sb, res.rule);
+		d->has_rec = false;
+		d->pledged = true;
+		d->rec.reason = "name allowed";
+		d->rec.dns_name = rec_keep(d, res.qname);
+		d->rec.dns_type = res.qtype;
+		d->rec.pledge = res.pledge;
 		return;
 	}
 	rec_base(d, c, LOGREC_DNS_QUERY, LOGREC_REFUSED, p, sb, res.rule);
@@ -437,6 +450,7 @@ void decision_owed_rec(const struct dnsguard_owed *o, struct logrec *r)
 	r->transport = o->proto;
 	r->dns_name = o->qname[0] ? o->qname : NULL;
 	r->dns_type = o->qtype;
+	r->redeems = o->pledge; /* it takes the place of its pledge */
 }
 
 /* Say in the record which of the answer's addresses were not learned and

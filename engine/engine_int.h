@@ -505,6 +505,10 @@ struct pkt_in {
 struct decision {
 	enum verdict_kind v;
 	bool has_rec;
+	/* without a record of its own: rec is a deferred DNS query's record,
+	 * to be handed to logd as a pledge (rec.pledge its id) before the
+	 * query is released (docs/logd.md, "Pledges") */
+	bool pledged;
 	struct logrec rec;
 	char answers[512];
 	char reason[640]; /* room for an answer's unlearned addresses and why */

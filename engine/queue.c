@@ -511,6 +511,14 @@ static void take_batch(struct qthread *t, struct qbufs *qb, unsigned slot, int n
 	for (size_t i = 0; i < n; i++) {
 		struct decision *d = &B->dec[i];
 
+		/* published before its query is released, never waited for
+		 * (docs/logd.md, "Pledges"); not handed over: the query
+		 * does not leave */
+		if (d->pledged && logc_pledge(t->lc, &d->rec, &err) < 0) {
+			atomic_fetch_add(&t->st.log_failed, 1);
+			refuse_unlogged(t, d);
+			failed = true;
+		}
 		if (!d->has_rec)
 			continue;
 		if (e->verbose)

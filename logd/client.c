@@ -407,8 +407,8 @@ out:
 
 /* One encoded record into the ring, published. Waits up to
  * LOGC_SEND_WAIT_MS for room, as a full socket did, then PC_EAGAIN: the
- * caller refuses. */
-static int ring_put(struct logc *lc, const uint8_t *buf, size_t n, struct pc_err *err)
+ * caller refuses. counted: a record logd acknowledges (a pledge is not). */
+static int ring_put(struct logc *lc, const uint8_t *buf, size_t n, bool counted, struct pc_err *err)
 {
 	uint64_t deadline = 0;
 	size_t at, first;
@@ -444,20 +444,21 @@ static int ring_put(struct logc *lc, const uint8_t *buf, size_t n, struct pc_err
 	lc->rprod += n;
 	/* release: the record's bytes are there before logd sees the index */
 	atomic_store_explicit(&lc->rh->prod, lc->rprod, memory_order_release);
-	lc->sent++;
+	lc->sent += counted;
 	return 0;
 }
 
 /* As send_dgram, through the ring: a broken ring or connection is made
  * again once (logd restarted); the records on the old one are lost. */
-static int ring_send(struct logc *lc, const uint8_t *buf, size_t n, struct pc_err *err)
+static int ring_send(struct logc *lc, const uint8_t *buf, size_t n, bool counted,
+		     struct pc_err *err)
 {
 	int rc;
 
 	for (int attempt = 0;; attempt++) {
 		if (lc->fd < 0 && (rc = logc_connect(lc, err)) < 0)
 			return rc;
-		rc = ring_put(lc, buf, n, err);
+		rc = ring_put(lc, buf, n, counted, err);
 		if (rc == 0 || rc == PC_EAGAIN)
 			return rc;
 		logc_drop(lc, err);
@@ -599,7 +600,7 @@ int logc_send(struct logc *lc, const struct logrec *rec, struct pc_err *err)
 	if (n < 0)
 		return n;
 	if (lc->ring_on) {
-		int rc = ring_send(lc, buf, (size_t)n, err);
+		int rc = ring_send(lc, buf, (size_t)n, true, err);
 
 		/* a failed bell leaves the record in: the flush reports it */
 		if (rc == 0 && ring_kick(lc, err) < 0)
@@ -607,6 +608,30 @@ int logc_send(struct logc *lc, const struct logrec *rec, struct pc_err *err)
 		return rc;
 	}
 	return send_dgram(lc, buf, (size_t)n, 1, err);
+}
+
+int logc_pledge(struct logc *lc, const struct logrec *rec, struct pc_err *err)
+{
+	uint8_t buf[LOGWIRE_MAX];
+	int n, rc;
+
+	if (!lc || !rec || !rec->pledge)
+		return pc_err_set(err, PC_EINVAL, "logc_pledge: no client or no pledge");
+	n = logrec_encode(rec, buf, sizeof(buf), err);
+	if (n < 0)
+		return n;
+	if (!lc->ring_on)
+		return send_dgram(lc, buf, (size_t)n, 0, err);
+	rc = ring_send(lc, buf, (size_t)n, false, err);
+	/* No bell: logd reads it with the next records that ring, or when
+	 * the session ends. Only a ring half full of them wakes logd, so
+	 * that a query need not wait for room. */
+	if (rc == 0 && lc->rprod - lc->rcons > LOGRING_DATA / 2 && lc->rkicked != lc->rprod &&
+	    ring_kick(lc, err) < 0) {
+		logc_drop(lc, err);
+		return PC_EIO;
+	}
+	return rc;
 }
 
 /* The packed records [from, to) leave as one datagram. */
@@ -637,7 +662,7 @@ static size_t ring_send_batch(struct logc *lc, const struct logrec *const *recs,
 
 		if (m < 0)
 			continue; /* it does not encode: not sent, the rest go */
-		if (ring_send(lc, buf, (size_t)m, err) < 0)
+		if (ring_send(lc, buf, (size_t)m, true, err) < 0)
 			break; /* nothing more is tried */
 		sent[i] = true;
 		any = true;

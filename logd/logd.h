@@ -96,6 +96,12 @@ struct logrec {
 	const char *held_bytes;
 	uint32_t held_ms;
 	uint32_t quota;
+	/* Pledges (docs/logd.md, "Pledges"): a deferred DNS query's record,
+	 * handed over before the query leaves (logc_pledge) with pledge its
+	 * id, is held by logd, not written, and written only if every session
+	 * of its engine process ends before a record with redeems naming that
+	 * id arrives. Never in the file; 0 absent; not both in one record. */
+	uint64_t pledge, redeems;
 	/* set by logd only (above) */
 	enum logrec_sender sender;
 };
@@ -225,6 +231,14 @@ int logc_send(struct logc *lc, const struct logrec *rec, struct pc_err *err);
 size_t logc_send_batch(struct logc *lc, const struct logrec *const *recs, size_t n, bool *sent,
 		       struct pc_err *err);
 
+/* Hand logd rec as a pledge (rec->pledge its id, an allowed dns-query
+ * record; docs/logd.md, "Pledges"): logd holds it and writes it only if
+ * every session of this process ends before a record with redeems naming
+ * the id arrives. Not acknowledged and not counted (logc_sent_total), and
+ * no bell rung for it: in a ring it is published and read with the next
+ * records, or at the session's end. 0: published (in the ring, or sent);
+ * <0: not handed over (the caller must not let the query leave). */
+int logc_pledge(struct logc *lc, const struct logrec *rec, struct pc_err *err);
 /* Wait up to timeout_ms until logd has acknowledged (written to its file)
  * every record sent so far. 0: all acknowledged. <0: at least one was not;
  * the connection is reset and the caller refuses every action whose record

@@ -459,6 +459,34 @@ struct logring_hdr {
 	_Atomic uint32_t cons_waiting;
 };
 
+/* ---- pledges (logd/pledge.c; docs/logd.md "Pledges") ----------------------
+ * Records logd holds, keyed by the sender's pid and the pledge's id, and
+ * writes only if that process's sessions all end before a record redeems
+ * them. PLEDGES_MAX: the engine owes at most DG_OWED_MAX records (65536),
+ * each pledged once. */
+#define PLEDGES_MAX	 65536u
+#define PLEDGE_MARKS_MAX 16384u
+struct pledges;
+struct pledge;
+int pledges_new(struct pledges **out, struct pc_err *err);
+void pledges_free(struct pledges *p);
+/* Hold the record message rec (a pledge of pid, its id), copied. A mark
+ * of its redeem already there: both are done, nothing held. Full: the
+ * oldest pledge is taken out into *evicted, for the caller to write and
+ * free() (else NULL). 0, or PC_ENOMEM: not held (the caller writes it). */
+int pledges_hold(struct pledges *p, pid_t pid, uint64_t id, const uint8_t *rec, size_t len,
+		 struct pledge **evicted);
+/* A record of pid redeems id: forget the pledge (true), or mark the id
+ * for the pledge still to come (false). */
+bool pledges_redeem(struct pledges *p, pid_t pid, uint64_t id);
+/* Every session of pid ended: each pledge it still has, oldest first, to
+ * write(), then forgotten with its marks; returns how many. */
+size_t pledges_take(struct pledges *p, pid_t pid,
+		    void (*write)(void *ctx, const uint8_t *rec, size_t len), void *ctx);
+size_t pledges_held(const struct pledges *p);
+/* The record message of a pledge pledges_hold handed back. */
+const uint8_t *pledge_rec(const struct pledge *e, size_t *len);
+
 /* Can user (uid uid) create and remove a file in the directory of file? A
  * real probe: a child drops to the user as pc_privdrop does for the daemon
  * and creates and removes one; uid (uid_t)-1: this process, as it is

@@ -78,6 +78,12 @@ bool logrec_sender_may(enum logrec_sender sender, const struct logrec *rec)
 		return false;
 	if (!(sender_actions[sender] & (1u << rec->action)))
 		return false;
+	/* pledges are the engine's deferred DNS query records, and only the
+	 * engine redeems them (docs/logd.md, "Pledges") */
+	if ((rec->pledge || rec->redeems) && sender != LOGREC_SENDER_ENGINE)
+		return false;
+	if (rec->pledge)
+		return rec->action == LOGREC_DNS_QUERY && rec->verdict == LOGREC_ALLOWED;
 	if (sender == LOGREC_SENDER_VAULT && rec->action == LOGREC_CONNECT)
 		return rec->verdict == LOGREC_REFUSED;
 	return true;

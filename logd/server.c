@@ -83,6 +83,11 @@ struct server {
 	/* records in the batch whose sender's session ended before the
 	 * commit: written all the same, so counted at the commit */
 	uint64_t orphaned;
+	/* the engine's deferred DNS query records, held until redeemed or
+	 * its sessions end (pledge.c) */
+	struct pledges *pl;
+	char pbuf[LOGWIRE_MAX]; /* a pledge's strings while it is written */
+	bool stopping;		/* logd ends: its clients' pledges are not theirs to write */
 };
 
 /* A peer that misbehaves could flood the journal: at most one warning a
@@ -110,8 +115,58 @@ __attribute__((format(printf, 2, 3))) static void warn_limited(struct server *s,
 	s->warn_suppressed = 0;
 }
 
+/* Write a pledge logd held (pledges_take's and pledges_hold's): its
+ * engine ended before it redeemed it, or logd holds too many (why). */
+struct pledge_out {
+	struct server *s;
+	const char *why;
+};
+
+static void pledge_write(void *ctx, const uint8_t *buf, size_t len)
+{
+	const struct pledge_out *o = ctx;
+	struct server *s = o->s;
+	struct logrec rec;
+	struct pc_err e;
+	uint64_t seq;
+
+	if (logrec_decode_into(buf, len, &rec, s->pbuf, sizeof(s->pbuf), &e) == 0) {
+		rec.pledge = 0;
+		rec.message = o->why;
+		rec.sender = LOGREC_SENDER_ENGINE; /* only the engine's are held */
+		if (logw_append(s->w, &rec, &seq, &e) == 0) {
+			s->orphaned++;
+			return;
+		}
+	}
+	pc_log(PC_LOG_ERR, "a pledged DNS query record was not written (%s): %s", o->why, e.msg);
+}
+
+/* The last session of pid ended: the records it pledged and did not
+ * redeem are written. Not when logd itself stops: the engine lives on
+ * and writes them to the next logd. */
+static void pledges_end(struct server *s, pid_t pid)
+{
+	struct pledge_out o = {s, "the engine ended before the query's answer (a pledged record)"};
+	size_t n;
+
+	if (s->stopping || !pledges_held(s->pl))
+		return;
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->c[i].fd >= 0 && s->c[i].pid == pid)
+			return;
+	n = pledges_take(s->pl, pid, pledge_write, &o);
+	if (n)
+		pc_log(PC_LOG_NOTICE,
+		       "pid %ld ended with %zu DNS query record%s pledged and not redeemed: "
+		       "written",
+		       (long)pid, n, n == 1 ? "" : "s");
+}
+
 static void client_close(struct server *s, struct client *c)
 {
+	pid_t pid = c->pid;
+
 	if (c->fd < 0)
 		return;
 	epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
@@ -127,6 +182,7 @@ static void client_close(struct server *s, struct client *c)
 	s->orphaned += c->pending;
 	memset(c, 0, sizeof(*c));
 	c->fd = c->bell_rd = c->bell_wr = -1;
+	pledges_end(s, pid);
 }
 
 static bool uid_allowed(const struct server *s, uid_t uid)
@@ -369,6 +425,27 @@ static int client_record(struct server *s, struct client *c, const uint8_t *buf,
 		return 1;
 	}
 	rec.sender = sender;
+	if (rec.pledge) {
+		struct pledge_out o = {s, "logd held too many pledged records: written before "
+					  "the query's answer (its record may follow)"};
+		struct pledge *ev;
+
+		if (pledges_hold(s->pl, c->pid, rec.pledge, buf, n, &ev) == 0) {
+			if (ev) {
+				const uint8_t *eb = pledge_rec(ev, &n);
+
+				pledge_write(&o, eb, n);
+				free(ev);
+			}
+			return 0;
+		}
+		rec.pledge = 0; /* no memory to hold it: written now */
+		rec.message = o.why;
+	}
+	if (rec.redeems) {
+		pledges_redeem(s->pl, c->pid, rec.redeems);
+		rec.redeems = 0;
+	}
 	if (logw_append(s->w, &rec, &seq, err) < 0)
 		return PC_EIO;
 	c->pending++;
@@ -894,6 +971,11 @@ int logd_serve(int listen_fd, struct logw *w, const struct logd_server_conf *con
 	}
 	for (unsigned i = 0; i < s.n; i++)
 		s.c[i].fd = s.c[i].bell_rd = s.c[i].bell_wr = -1;
+	if (pledges_new(&s.pl, err) < 0) {
+		free(s.c);
+		free(s.msg);
+		return PC_ENOMEM;
+	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
@@ -1013,8 +1095,15 @@ int logd_serve(int listen_fd, struct logw *w, const struct logd_server_conf *con
 	}
 	rc = 0;
 out:
+	s.stopping = true;
 	for (unsigned i = 0; i < s.n; i++)
 		client_close(&s, &s.c[i]);
+	if (pledges_held(s.pl))
+		pc_log(PC_LOG_NOTICE,
+		       "%zu DNS query records pledged and not redeemed left unwritten: their "
+		       "engine writes them to the next logd",
+		       pledges_held(s.pl));
+	pledges_free(s.pl);
 	if (s.ep >= 0)
 		close(s.ep);
 	if (s.sfd >= 0)

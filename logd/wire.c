@@ -39,6 +39,8 @@ enum {
 	TAG_HELD = 25,	    /* portcullis.held.bytes: what a refused held flow's bytes were */
 	TAG_HELD_MS = 26,   /* portcullis.held.ms: how long it had been held */
 	TAG_QUOTA = 27,	    /* portcullis.quota: the share that was full */
+	TAG_PLEDGE = 28,    /* held by logd under this id, not written (issue 34) */
+	TAG_REDEEMS = 29,   /* takes the place of the pledge of this id */
 };
 
 /* logd's protocol id in the shared header (common/msg.c): 0, the bytes
@@ -168,6 +170,17 @@ static void w_u32(struct pc_msg_w *w, uint8_t tag, uint32_t v)
 	pc_msg_put_tlv(w, tag, b, 4);
 }
 
+static void w_u64(struct pc_msg_w *w, uint8_t tag, uint64_t v)
+{
+	uint8_t b[8];
+
+	if (!v)
+		return;
+	pc_msg_put32(b, (uint32_t)(v >> 32));
+	pc_msg_put32(b + 4, (uint32_t)v);
+	pc_msg_put_tlv(w, tag, b, 8);
+}
+
 static int w_endpoint(struct pc_msg_w *w, uint8_t atag, uint8_t ptag, const struct pc_endpoint *e,
 		      struct pc_err *err)
 {
@@ -198,6 +211,8 @@ int logrec_encode(const struct logrec *rec, uint8_t *buf, size_t len, struct pc_
 		return pc_err_set(err, PC_EINVAL, "record action %d is not defined", rec->action);
 	if (rec->verdict < LOGREC_NONE || rec->verdict > LOGREC_REFUSED)
 		return pc_err_set(err, PC_EINVAL, "record verdict %d is not defined", rec->verdict);
+	if (rec->pledge && rec->redeems)
+		return pc_err_set(err, PC_EINVAL, "a pledge redeems none");
 	w_u8(&w, TAG_ACTION, (uint8_t)rec->action);
 	w_u8(&w, TAG_VERDICT, (uint8_t)rec->verdict);
 	if (w_str(&w, TAG_SANDBOX, rec->sandbox, err) < 0 ||
@@ -228,6 +243,8 @@ int logrec_encode(const struct logrec *rec, uint8_t *buf, size_t len, struct pc_
 		return rc;
 	w_u32(&w, TAG_HELD_MS, rec->held_ms);
 	w_u32(&w, TAG_QUOTA, rec->quota);
+	w_u64(&w, TAG_PLEDGE, rec->pledge);
+	w_u64(&w, TAG_REDEEMS, rec->redeems);
 	n = pc_msg_finish(&w, LOGWIRE_PROTO, LOGWIRE_VERSION, LOGWIRE_RECORD, LOGWIRE_MAX);
 	if (n >= 0)
 		return n;
@@ -252,6 +269,9 @@ static int tag_numlen(unsigned tag)
 	case TAG_HELD_MS:
 	case TAG_QUOTA:
 		return 4;
+	case TAG_PLEDGE:
+	case TAG_REDEEMS:
+		return 8;
 	default:
 		return 0;
 	}
@@ -413,6 +433,20 @@ int logrec_decode_into(const uint8_t *buf, size_t len, struct logrec *out, char 
 					r.held_ms = x;
 				else
 					r.quota = x;
+				break;
+			}
+			case TAG_PLEDGE:
+			case TAG_REDEEMS: {
+				uint64_t x = (uint64_t)pc_msg_get32(v) << 32 | pc_msg_get32(v + 4);
+
+				if (x == 0)
+					return pc_err_set(err, PC_EPARSE, "field %u is zero", tag);
+				if (tag == TAG_PLEDGE)
+					r.pledge = x;
+				else if (r.pledge)
+					return pc_err_set(err, PC_EPARSE, "a pledge redeems none");
+				else
+					r.redeems = x;
 				break;
 			}
 			default:

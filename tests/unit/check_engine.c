@@ -719,13 +719,20 @@ START_TEST(dns_one_record_per_query)
 	uint8_t m[512];
 	struct dnsguard_owed owed[4];
 	struct pkt_in in = {.id = 1, .hook = NF_INET_FORWARD, .data = pkt};
+	uint8_t pw[LOGWIRE_MAX], ow[LOGWIRE_MAX];
+	struct logrec r;
+	uint64_t pledge;
 	size_t n;
+	int np, no;
 
 	ctx.dns_defer = true;
 	n = dns_msg(m, 0x7777, "api.github.test", NULL);
 	udp_pkt("10.203.0.11:6100", "198.51.100.53:53", m, n);
 	ck_assert_int_eq(judge(), VK_PASS);
 	ck_assert(!d.has_rec); /* deferred to the answer */
+	ck_assert(d.pledged);  /* ... and pledged before it leaves */
+	ck_assert_uint_ne(d.rec.pledge, 0);
+	pledge = d.rec.pledge;
 	n = dns_msg(m, 0x7777, "api.github.test", "203.0.113.10");
 	udp_pkt("198.51.100.53:53", "10.203.0.11:6100", m, n);
 	in.len = pkt_len;
@@ -742,6 +749,8 @@ START_TEST(dns_one_record_per_query)
 	ck_assert_ptr_nonnull(d.rec.policy);
 	ck_assert_int_eq(d.rec.src.port, 6100); /* the query's direction */
 	ck_assert_int_eq(d.rec.dst.port, 53);
+	ck_assert_uint_eq(d.rec.redeems, pledge); /* it takes the pledge's place */
+	ck_assert(!d.pledged);
 	{
 		struct pc_addr a;
 		struct dnsguard_flow_res fr;
@@ -776,8 +785,22 @@ START_TEST(dns_one_record_per_query)
 	udp_pkt("10.203.0.11:6102", "198.51.100.53:53", m, n);
 	ck_assert_int_eq(judge(), VK_PASS);
 	ck_assert(!d.has_rec);
+	ck_assert(d.pledged);
+	ck_assert_uint_ne(d.rec.pledge, pledge); /* one id per query */
+	pledge = d.rec.pledge;
+	d.rec.pledge = 0;
+	np = logrec_encode(&d.rec, pw, sizeof(pw), NULL);
+	ck_assert_int_gt(np, 0);
 	ck_assert_uint_eq(dnsguard_owed_take(dg, ctx.now_ms, true, owed, 4), 1);
 	ck_assert_str_eq(owed[0].why, "engine stopping");
+	/* the pledge is the very record the owed one is, but for its message
+	 * (logd's, when it writes a pledge) */
+	decision_owed_rec(&owed[0], &r);
+	ck_assert_uint_eq(r.redeems, pledge);
+	r.redeems = 0;
+	no = logrec_encode(&r, ow, sizeof(ow), NULL);
+	ck_assert_int_eq(np, no);
+	ck_assert_mem_eq(pw, ow, (size_t)np);
 	/* the log unhealthy: no deferral */
 	ctx.dns_defer = false;
 	n = dns_msg(m, 0x777a, "api.github.test", NULL);

@@ -116,6 +116,38 @@ START_TEST(wire_round_trip_is_canonical)
 	ck_assert_int_eq(na, nb);
 	ck_assert_mem_eq(a, b, (size_t)na);
 	logrec_decoded_free(&d);
+	/* a pledge's id and a redeem's, all 64 bits of them; not both */
+	for (int k = 0; k < 2; k++) {
+		rec_fill(&r);
+		*(k ? &r.redeems : &r.pledge) = 0x8000000100000002ULL;
+		na = logrec_encode(&r, a, sizeof(a), NULL);
+		ck_assert_int_gt(na, 0);
+		ck_assert_int_eq(logrec_decode(a, (size_t)na, &d, NULL), 0);
+		ck_assert_uint_eq(k ? d.rec.redeems : d.rec.pledge, 0x8000000100000002ULL);
+		ck_assert_uint_eq(k ? d.rec.pledge : d.rec.redeems, 0);
+		nb = logrec_encode(&d.rec, b, sizeof(b), NULL);
+		ck_assert_int_eq(na, nb);
+		ck_assert_mem_eq(a, b, (size_t)na);
+		logrec_decoded_free(&d);
+	}
+	r.pledge = 1;
+	ck_assert_int_eq(logrec_encode(&r, a, sizeof(a), NULL), PC_EINVAL);
+	/* ... nor on the wire: a pledge's field (28), then a redeem's (29);
+	 * and no id is zero (absent is written by leaving it out) */
+	for (int k = 0; k < 2; k++) {
+		static const uint8_t redeems[] = {29, 0, 8, 0, 0, 0, 0, 0, 0, 0, 2};
+		static const uint8_t zero[] = {28, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0};
+
+		rec_fill(&r);
+		r.message = NULL; /* the message field (21) ends the record */
+		r.pledge = k ? 0 : 1;
+		na = logrec_encode(&r, a, sizeof(a), NULL);
+		ck_assert_int_gt(na, 0);
+		memcpy(a + na, k ? zero : redeems, sizeof(redeems));
+		na += (int)sizeof(redeems);
+		pc_msg_put32(a + 4, (uint32_t)na);
+		ck_assert_int_eq(logrec_decode(a, (size_t)na, &d, NULL), PC_EPARSE);
+	}
 }
 END_TEST
 

@@ -884,6 +884,137 @@ START_TEST(ring_loop_waits_on_its_bell_and_its_connection)
 }
 END_TEST
 
+/* ---- pledges (docs/logd.md "Pledges") ------------------------------------ */
+
+static struct logrec dns_rec(const char *name, uint64_t pledge, uint64_t redeems)
+{
+	return (struct logrec){.action = LOGREC_DNS_QUERY,
+			       .verdict = LOGREC_ALLOWED,
+			       .sandbox = "agent-1",
+			       .reason = "name allowed",
+			       .dns_name = name,
+			       .dns_type = 1,
+			       .pledge = pledge,
+			       .redeems = redeems};
+}
+
+static void wait_for(const char *file, const char *needle)
+{
+	for (uint64_t deadline = pc_now_mono_ms() + 5000; pc_now_mono_ms() < deadline;) {
+		char *t = NULL;
+		size_t len = 0;
+		bool done = false;
+
+		if (pc_file_read(file, 1 << 20, &t, &len, NULL) == 0) {
+			done = strstr(t, needle) != NULL;
+			free(t);
+		}
+		if (done)
+			return;
+		usleep(10000);
+	}
+}
+
+/* The engine pledges through its queue thread's ring and redeems through
+ * the ring and through another session (its control thread's datagrams);
+ * the ring's session ends while the other lives (its pledges stay held);
+ * then the engine is killed: only the pledge never redeemed is written,
+ * saying why, and a redeem that overtook its pledge drops it. */
+START_TEST(pledges_are_written_only_for_an_engine_that_ended_first)
+{
+	struct served s;
+	char *text;
+	pid_t pid;
+
+	serve_start(&s);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct logc *ring, *ctl;
+		struct logrec r;
+
+		if (logc_open(s.sock, &ring, NULL) < 0 || logc_use_ring(ring, NULL) < 0 ||
+		    logc_open(s.sock, &ctl, NULL) < 0)
+			_exit(2);
+		become_engine();
+		/* the control thread redeems 4 before its pledge is read */
+		r = dns_rec("answered-4", 0, 4);
+		if (logc_send(ctl, &r, NULL) < 0 || logc_flush(ctl, 2000, NULL) < 0)
+			_exit(3);
+		for (uint64_t id = 1; id <= 4; id++) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "pledged-%llu", (unsigned long long)id);
+			r = dns_rec(name, id, 0);
+			if (logc_pledge(ring, &r, NULL) < 0)
+				_exit(4);
+		}
+		if (logc_sent_total(ring) != 0)
+			_exit(5); /* a pledge is not waited for */
+		r = dns_rec("answered-2", 0, 2);
+		if (logc_send(ring, &r, NULL) < 0 || logc_flush(ring, 2000, NULL) < 0)
+			_exit(6);
+		logc_close(ring); /* held on: the control session lives */
+		usleep(100000);
+		r = dns_rec("answered-3", 0, 3);
+		if (logc_send(ctl, &r, NULL) < 0 || logc_flush(ctl, 2000, NULL) < 0)
+			_exit(7);
+		raise(SIGKILL);
+		_exit(8);
+	}
+	ck_assert_int_eq(child_status(pid), 128 + SIGKILL);
+	wait_for(s.file, "pledged-1");
+	text = serve_stop(&s);
+	ck_assert_uint_eq(s.st.malformed, 0);
+	ck_assert_uint_eq(s.st.records, 4);
+	ck_assert_uint_eq(count(text, "pledged-1"), 1);
+	ck_assert_ptr_nonnull(strstr(text, "the engine ended before the query's answer"));
+	ck_assert_uint_eq(count(text, "pledged-2"), 0);
+	ck_assert_uint_eq(count(text, "pledged-3"), 0);
+	ck_assert_uint_eq(count(text, "pledged-4"), 0);
+	ck_assert_uint_eq(count(text, "answered-2"), 1);
+	ck_assert_uint_eq(count(text, "answered-3"), 1);
+	ck_assert_uint_eq(count(text, "answered-4"), 1);
+	ck_assert_uint_eq(count(text, "portcullis.pledge"), 0); /* never in the file */
+	free(text);
+}
+END_TEST
+
+/* logd stopping is not its engine ending: the engine lives on and owes
+ * the records to the next logd, so the pledges are not written. */
+START_TEST(pledges_are_not_written_when_logd_stops)
+{
+	struct served s;
+	char *text;
+	int go[2];
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(go), 0);
+	pid = served_engine_child(&s);
+	if (pid == 0) {
+		struct logc *lc;
+		struct logrec r = dns_rec("pledged-1", 1, 0), a = dns_rec("answered-9", 0, 9);
+		char c;
+
+		close(go[1]);
+		if (logc_open(s.sock, &lc, NULL) < 0 || logc_use_ring(lc, NULL) < 0 ||
+		    logc_pledge(lc, &r, NULL) < 0 || logc_send(lc, &a, NULL) < 0 ||
+		    logc_flush(lc, 2000, NULL) < 0)
+			_exit(2);
+		(void)!read(go[0], &c, 1); /* alive until logd stopped */
+		_exit(0);
+	}
+	close(go[0]);
+	wait_for(s.file, "answered-9");
+	text = serve_stop(&s);
+	ck_assert_uint_eq(count(text, "answered-9"), 1);
+	ck_assert_uint_eq(count(text, "pledged-1"), 0);
+	close(go[1]);
+	ck_assert_int_eq(child_status(pid), 0);
+	free(text);
+}
+END_TEST
+
 PC_UNIT_SUITE("logd_ring", "ring", 60, ring_records_are_acknowledged_through_the_page,
 	      ring_client_killed_keeps_published_records_never_a_partial_one,
 	      ring_violations_end_the_session_and_keep_what_came_before,
@@ -891,4 +1022,6 @@ PC_UNIT_SUITE("logd_ring", "ring", 60, ring_records_are_acknowledged_through_the
 	      ring_logd_killed_fails_at_once_then_a_new_ring,
 	      ring_full_refuses_after_the_send_wait_and_never_passes,
 	      ring_bells_are_eventfds_both_ways, ring_bells_that_are_not_eventfds_are_refused,
-	      ring_client_wakes_on_the_eventfd_bell, ring_loop_waits_on_its_bell_and_its_connection)
+	      ring_client_wakes_on_the_eventfd_bell, ring_loop_waits_on_its_bell_and_its_connection,
+	      pledges_are_written_only_for_an_engine_that_ended_first,
+	      pledges_are_not_written_when_logd_stops)

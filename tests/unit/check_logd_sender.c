@@ -76,6 +76,28 @@ START_TEST(sender_policy_table)
 	ck_assert(!logrec_sender_may(LOGREC_SENDER_ROOT, &(struct logrec){.action = 0}));
 	ck_assert(
 	    !logrec_sender_may(LOGREC_SENDER_ROOT, &(struct logrec){.action = LOGREC_ACTION_MAX}));
+	/* pledges: the engine's allowed dns-query records, and only the
+	 * engine redeems (docs/logd.md, "Pledges") */
+	{
+		struct logrec q = {
+		    .action = LOGREC_DNS_QUERY, .verdict = LOGREC_ALLOWED, .pledge = 7};
+
+		ck_assert(logrec_sender_may(LOGREC_SENDER_ENGINE, &q));
+		ck_assert(!logrec_sender_may(LOGREC_SENDER_ROOT, &q));
+		ck_assert(!logrec_sender_may(LOGREC_SENDER_VAULT, &q));
+		q.verdict = LOGREC_REFUSED;
+		ck_assert(!logrec_sender_may(LOGREC_SENDER_ENGINE, &q));
+		q.verdict = LOGREC_ALLOWED;
+		q.action = LOGREC_CONNECT;
+		ck_assert(!logrec_sender_may(LOGREC_SENDER_ENGINE, &q));
+		q.pledge = 0;
+		q.redeems = 7;
+		ck_assert(logrec_sender_may(LOGREC_SENDER_ENGINE, &q));
+		q.action = LOGREC_HTTP_REQUEST;
+		ck_assert(!logrec_sender_may(LOGREC_SENDER_VAULT, &q));
+		q.action = LOGREC_CONNECT;
+		ck_assert(!logrec_sender_may(LOGREC_SENDER_ROOT, &q));
+	}
 }
 END_TEST
 

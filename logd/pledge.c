@@ -1,0 +1,224 @@
+/* Pledges: records logd holds instead of writing (docs/logd.md, "Pledges").
+ *
+ * The engine lets an allowed DNS query leave before its record is in the
+ * log, and writes the record with the query's answer (or when none comes).
+ * Before the query leaves, it hands logd the record as a pledge. logd
+ * keeps it here under (the sender's pid, the pledge's id) and forgets it
+ * when a record redeeming that id arrives; if every session of that pid
+ * ends first — the engine was killed — the server writes what is still
+ * held. So an engine's death no longer takes the records of its
+ * outstanding queries with it.
+ *
+ * Bounded, and never by losing one: past PLEDGES_MAX the oldest pledge is
+ * handed back to be written now (its redeeming record may then be
+ * written too: a record twice rather than none). A redeeming record can
+ * overtake its pledge (two queue threads' rings read in the order logd
+ * visits them), so a redeem finding nothing leaves a mark that the pledge
+ * drops on arrival; marks are bounded by PLEDGE_MARKS_MAX, oldest
+ * forgotten first (a pledge whose mark was forgotten is written at the
+ * end: again twice rather than none). The ids are the engine's, so the
+ * table is keyed with a secret hash: a compromised engine cannot choose
+ * ids that share a chain. */
+#include "logd/logd_int.h"
+
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PLEDGE_BUCKETS (1u << 16)
+
+enum { KIND_PLEDGE, KIND_MARK };
+
+struct pledge {
+	struct pledge *hnext;	    /* chain of its bucket */
+	struct pledge *prev, *next; /* its kind's list, oldest first */
+	pid_t pid;
+	uint64_t id;
+	uint8_t kind;
+	uint32_t len; /* the pledge's record message (a mark: 0) */
+	uint8_t rec[];
+};
+
+struct pledges {
+	struct pledge **b;
+	struct pledge *head[2], *tail[2];
+	size_t n[2];
+	uint8_t key[crypto_shorthash_KEYBYTES];
+};
+
+int pledges_new(struct pledges **out, struct pc_err *err)
+{
+	struct pledges *p = calloc(1, sizeof(*p));
+
+	if (p)
+		p->b = calloc(PLEDGE_BUCKETS, sizeof(*p->b));
+	if (!p || !p->b) {
+		free(p);
+		return pc_err_set(err, PC_ENOMEM, "pledge table: out of memory");
+	}
+	randombytes_buf(p->key, sizeof(p->key));
+	*out = p;
+	return 0;
+}
+
+void pledges_free(struct pledges *p)
+{
+	if (!p)
+		return;
+	for (int k = 0; k < 2; k++)
+		while (p->head[k]) {
+			struct pledge *e = p->head[k];
+
+			p->head[k] = e->next;
+			free(e);
+		}
+	free(p->b);
+	free(p);
+}
+
+static struct pledge **bucket(const struct pledges *p, pid_t pid, uint64_t id)
+{
+	uint8_t in[sizeof(int64_t) + sizeof(id)], h[crypto_shorthash_BYTES];
+	int64_t spid = pid;
+	uint32_t x;
+
+	memcpy(in, &spid, sizeof(spid));
+	memcpy(in + sizeof(spid), &id, sizeof(id));
+	crypto_shorthash(h, in, sizeof(in), p->key);
+	memcpy(&x, h, sizeof(x));
+	return &p->b[x & (PLEDGE_BUCKETS - 1)];
+}
+
+static struct pledge *find(const struct pledges *p, pid_t pid, uint64_t id)
+{
+	for (struct pledge *e = *bucket(p, pid, id); e; e = e->hnext)
+		if (e->pid == pid && e->id == id)
+			return e;
+	return NULL;
+}
+
+static void link_in(struct pledges *p, struct pledge *e)
+{
+	struct pledge **b = bucket(p, e->pid, e->id);
+
+	e->hnext = *b;
+	*b = e;
+	e->next = NULL;
+	e->prev = p->tail[e->kind];
+	if (e->prev)
+		e->prev->next = e;
+	else
+		p->head[e->kind] = e;
+	p->tail[e->kind] = e;
+	p->n[e->kind]++;
+}
+
+static void unlink_out(struct pledges *p, struct pledge *e)
+{
+	struct pledge **b = bucket(p, e->pid, e->id);
+
+	while (*b != e)
+		b = &(*b)->hnext;
+	*b = e->hnext;
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		p->head[e->kind] = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	else
+		p->tail[e->kind] = e->prev;
+	p->n[e->kind]--;
+}
+
+int pledges_hold(struct pledges *p, pid_t pid, uint64_t id, const uint8_t *rec, size_t len,
+		 struct pledge **evicted)
+{
+	struct pledge *e = find(p, pid, id);
+
+	*evicted = NULL;
+	if (e) {
+		/* redeemed before it came: both done; or pledged twice (the
+		 * engine pledges again after a restart of logd): once held */
+		if (e->kind == KIND_MARK) {
+			unlink_out(p, e);
+			free(e);
+		}
+		return 0;
+	}
+	e = malloc(sizeof(*e) + len);
+	if (!e)
+		return PC_ENOMEM;
+	if (p->n[KIND_PLEDGE] >= PLEDGES_MAX) {
+		*evicted = p->head[KIND_PLEDGE];
+		unlink_out(p, *evicted);
+	}
+	e->pid = pid;
+	e->id = id;
+	e->kind = KIND_PLEDGE;
+	e->len = (uint32_t)len;
+	memcpy(e->rec, rec, len);
+	link_in(p, e);
+	return 0;
+}
+
+bool pledges_redeem(struct pledges *p, pid_t pid, uint64_t id)
+{
+	struct pledge *e = find(p, pid, id);
+
+	if (e) {
+		unlink_out(p, e);
+		free(e);
+		return true;
+	}
+	/* Not here (yet): mark it. Without memory, the pledge, if it comes,
+	 * is written at the end as well: twice rather than none. */
+	e = malloc(sizeof(*e));
+	if (!e)
+		return false;
+	if (p->n[KIND_MARK] >= PLEDGE_MARKS_MAX) {
+		struct pledge *old = p->head[KIND_MARK];
+
+		unlink_out(p, old);
+		free(old);
+	}
+	e->pid = pid;
+	e->id = id;
+	e->kind = KIND_MARK;
+	e->len = 0;
+	link_in(p, e);
+	return false;
+}
+
+size_t pledges_take(struct pledges *p, pid_t pid,
+		    void (*write)(void *ctx, const uint8_t *rec, size_t len), void *ctx)
+{
+	struct pledge *e, *next;
+	size_t n = 0;
+
+	/* its marks too: no pledge of this process can come any more */
+	for (int k = 0; k < 2; k++)
+		for (e = p->head[k]; e; e = next) {
+			next = e->next;
+			if (e->pid != pid)
+				continue;
+			unlink_out(p, e);
+			if (e->kind == KIND_PLEDGE) {
+				write(ctx, e->rec, e->len);
+				n++;
+			}
+			free(e);
+		}
+	return n;
+}
+
+size_t pledges_held(const struct pledges *p)
+{
+	return p ? p->n[KIND_PLEDGE] : 0;
+}
+
+const uint8_t *pledge_rec(const struct pledge *e, size_t *len)
+{
+	*len = e->len;
+	return e->rec;
+}
