@@ -256,6 +256,10 @@ int pc_hex_digit(char c);
  * file or a peer goes through here (tests/static/base64_strict.sh); only
  * the vault reads credentials as lenient decoders may (vault/http.c). */
 int pc_b64_decode(void *out, size_t cap, const char *in, size_t len, size_t *outlen);
+/* The n characters at s as an unsigned decimal with one spelling (digits
+ * only: no sign, blank or leading zero; at most UINT64_MAX): 0 and *out,
+ * else PC_EPARSE (common/decimal.c). */
+int pc_dec_u64(const char *s, size_t n, uint64_t *out);
 /* Read a whole file of at most max bytes; *buf is NUL-terminated, caller
  * frees. A file larger than max is an error, not a truncation. */
 int pc_file_read(const char *path, size_t max, char **buf, size_t *len, struct pc_err *err);

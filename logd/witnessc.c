@@ -497,8 +497,19 @@ static enum outcome send_one(struct logwc *c, const char *note, size_t nlen,
 	if (!atomic_exchange(&c->reachable, 1))
 		pc_log(PC_LOG_NOTICE, "witness %s reachable", c->address);
 	if (status == 409) {
-		uint64_t ws = strtoull(resp, NULL, 10);
+		/* "<size>\n", as the witness writes it (witness.c): a body
+		 * spelled otherwise ("-1", blanks, a sign) is no answer */
+		size_t rl = strlen(resp);
+		uint64_t ws;
 
+		if (rl < 2 || resp[rl - 1] != '\n' || pc_dec_u64(resp, rl - 1, &ws) < 0) {
+			atomic_fetch_add(&c->failures, 1);
+			pc_log(PC_LOG_ERR,
+			       "witness %s answered 409 without its size (a body of %zu bytes "
+			       "that is not a decimal and a newline)",
+			       c->address, rl);
+			return RETRY;
+		}
 		atomic_fetch_add(&c->conflicts, 1);
 		if (ws == m && ws == cp->size)
 			pc_log(PC_LOG_ERR,

@@ -116,24 +116,6 @@ static int bad(struct logv *v, int code, struct pc_err *err, const char *fmt, ..
 	return pc_err_set(err, code, "line %llu: %s", (unsigned long long)v->r.lines, msg);
 }
 
-/* Digits of a seq: no sign, no leading zero, at most 20; 0 or <0. */
-static int parse_u64(const char *p, size_t n, uint64_t *out)
-{
-	uint64_t x = 0;
-
-	if (n == 0 || n > 20 || (p[0] == '0' && n > 1))
-		return PC_EPARSE;
-	for (size_t i = 0; i < n; i++) {
-		if (p[i] < '0' || p[i] > '9')
-			return PC_EPARSE;
-		if (x > (UINT64_MAX - (uint64_t)(p[i] - '0')) / 10)
-			return PC_EPARSE;
-		x = x * 10 + (uint64_t)(p[i] - '0');
-	}
-	*out = x;
-	return 0;
-}
-
 static int check_expect(struct logv *v, struct pc_err *err)
 {
 	uint8_t root[MERKLE_HASH];
@@ -176,7 +158,7 @@ static int record_parse(struct merkle_hasher *h, const char *line, size_t len,
 		return pc_err_set(err, PC_ETAMPER, "not a record line");
 	p = line + f->plen;
 	comma = memchr(p, ',', len - (size_t)(p - line));
-	if (!comma || parse_u64(p, (size_t)(comma - p), &r.seq) < 0)
+	if (!comma || pc_dec_u64(p, (size_t)(comma - p), &r.seq) < 0)
 		return pc_err_set(err, PC_ETAMPER, "record has no valid seq");
 	tail = line + len - TAIL_LEN(f);
 	if (memcmp(tail, f->prev, f->prevlen) != 0 || tail[f->prevlen + 64] != '"' ||

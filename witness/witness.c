@@ -60,21 +60,6 @@ struct witness {
 
 /* ---- the request ------------------------------------------------------- */
 
-static int dec_u64(const char *s, size_t n, uint64_t *out)
-{
-	uint64_t x = 0;
-
-	if (n == 0 || n > 20 || (n > 1 && s[0] == '0'))
-		return PC_EPARSE;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9' || x > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
-			return PC_EPARSE;
-		x = x * 10 + (uint64_t)(s[i] - '0');
-	}
-	*out = x;
-	return 0;
-}
-
 int witness_req_parse(const char *body, size_t len, struct witness_req *out, struct pc_err *err)
 {
 	const char *p = body, *end = body + len, *eol;
@@ -83,7 +68,7 @@ int witness_req_parse(const char *body, size_t len, struct witness_req *out, str
 	r.proof_len = 0;
 	eol = memchr(p, '\n', len);
 	if (!eol || (size_t)(eol - p) < 5 || memcmp(p, "old ", 4) != 0 ||
-	    dec_u64(p + 4, (size_t)(eol - p - 4), &r.old) < 0)
+	    pc_dec_u64(p + 4, (size_t)(eol - p - 4), &r.old) < 0)
 		return pc_err_set(err, PC_EPARSE, "the body must start with \"old <size>\"");
 	for (p = eol + 1;; p = eol + 1) {
 		size_t hl = 0;
@@ -153,7 +138,7 @@ int witness_http_head(const char *buf, size_t len, size_t *head_len, size_t *bod
 				v++;
 			while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
 				ve--;
-			if (have_cl || dec_u64(v, (size_t)(ve - v), &cl) < 0)
+			if (have_cl || pc_dec_u64(v, (size_t)(ve - v), &cl) < 0)
 				return pc_err_set(err, PC_EPARSE, "bad Content-Length");
 			have_cl = true;
 		} else if (hdr_is(p, n, "Transfer-Encoding")) {

@@ -165,6 +165,41 @@ END_TEST
 
 /* One text per byte string: libsodium 1.0.18 alone reads a byte from 0x80
  * as '/', padding where it is optional, nothing else amiss. */
+/* Decimals with one spelling: what strtoull reads leniently ("-1" as
+ * UINT64_MAX, blanks, a sign, leading zeros) is refused. */
+START_TEST(dec_u64_takes_only_the_one_spelling)
+{
+	static const char *const bad[] = {"",
+					  "-1",
+					  " 1",
+					  "1 ",
+					  "+1",
+					  "01",
+					  "00",
+					  "1a",
+					  "0x1",
+					  "18446744073709551616",
+					  "99999999999999999999",
+					  "000000000000000000001"};
+	uint64_t v = 7;
+
+	ck_assert_int_eq(pc_dec_u64("0", 1, &v), 0);
+	ck_assert_uint_eq(v, 0);
+	ck_assert_int_eq(pc_dec_u64("409", 3, &v), 0);
+	ck_assert_uint_eq(v, 409);
+	ck_assert_int_eq(pc_dec_u64("18446744073709551615", 20, &v), 0);
+	ck_assert_uint_eq(v, UINT64_MAX);
+	ck_assert_int_eq(pc_dec_u64("12\n", 2, &v), 0); /* only the n given */
+	ck_assert_uint_eq(v, 12);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		v = 7;
+		ck_assert_msg(pc_dec_u64(bad[i], strlen(bad[i]), &v) == PC_EPARSE, "took \"%s\"",
+			      bad[i]);
+		ck_assert_uint_eq(v, 7);
+	}
+}
+END_TEST
+
 START_TEST(b64_decode_takes_only_the_one_encoding)
 {
 	uint8_t out[200], bin[150];
@@ -499,6 +534,7 @@ END_TEST
 PC_UNIT_SUITE("common", "core", 0, addr_parse_v4_v6, addr_str_v4_every_octet, endpoint_parse_forms,
 	      prefix_parse_contains_overlap, mac_parse, err_formatting, strlcpy_truncates,
 	      hex_digit_values, b64_decode_takes_only_the_one_encoding,
-	      file_read_limits_and_atomic_write, unix_seqpacket_roundtrip_and_peercred,
-	      rfc3339_time, hostname_table_every_form, buf_grows_formats_and_takes,
-	      buf_limit_is_sticky, json_escape_every_byte, json_writer_places_commas)
+	      dec_u64_takes_only_the_one_spelling, file_read_limits_and_atomic_write,
+	      unix_seqpacket_roundtrip_and_peercred, rfc3339_time, hostname_table_every_form,
+	      buf_grows_formats_and_takes, buf_limit_is_sticky, json_escape_every_byte,
+	      json_writer_places_commas)
