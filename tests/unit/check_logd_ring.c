@@ -507,7 +507,7 @@ static int fake_listen(char *dir, size_t dlen, char *sock, size_t slen)
 /* Accept the client's connection and map the ring it registers; its
  * bell to logd is closed, the one to the client kept in *bell (NULL: both
  * closed). */
-static struct logring_hdr *fake_accept_bell(int lfd, int *cfd, ino_t *ino, int *bell)
+static struct logring_hdr *fake_accept_bell(int lfd, int *cfd, ino_t *ino, int *bell, int *bell_in)
 {
 	uint8_t msg[64];
 	union {
@@ -554,7 +554,10 @@ static struct logring_hdr *fake_accept_bell(int lfd, int *cfd, ino_t *ino, int *
 		ck_assert_int_gt(readlink(path, link, sizeof(link) - 1), 0);
 		ck_assert_str_eq(link, "anon_inode:[eventfd]");
 	}
-	close(fds[1]);
+	if (bell_in) /* the client's bell to logd */
+		*bell_in = fds[1];
+	else
+		close(fds[1]);
 	if (bell)
 		*bell = fds[2];
 	else
@@ -572,7 +575,7 @@ static struct logring_hdr *fake_accept_bell(int lfd, int *cfd, ino_t *ino, int *
 
 static struct logring_hdr *fake_accept(int lfd, int *cfd, ino_t *ino)
 {
-	return fake_accept_bell(lfd, cfd, ino, NULL);
+	return fake_accept_bell(lfd, cfd, ino, NULL, NULL);
 }
 
 START_TEST(ring_logd_killed_fails_at_once_then_a_new_ring)
@@ -663,6 +666,68 @@ START_TEST(ring_full_refuses_after_the_send_wait_and_never_passes)
 	ck_assert_int_eq(logc_flush(lc, 200, &err), PC_ETIMEOUT);
 	logc_close(lc);
 	munmap(h, LOGRING_SIZE);
+	close(cfd);
+	close(lfd);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* A pledge is never waited for: not counted, and no bell while the ring
+ * has room, even with logd asleep; past half the ring it rings logd so
+ * that a query need not wait for room; and a ring that stays full
+ * refuses it after the send wait, as it refuses a record (the query does
+ * not leave). */
+START_TEST(pledges_ring_logd_only_past_half_the_ring_and_fail_when_full)
+{
+	char dir[64], sock[96], cmd[100], big[1000];
+	int lfd = fake_listen(dir, sizeof(dir), sock, sizeof(sock)), cfd = -1, bell_in = -1;
+	struct logrec rec = {
+	    .action = LOGREC_DNS_QUERY, .verdict = LOGREC_ALLOWED, .dns_name = big, .pledge = 1};
+	struct logring_hdr *h;
+	uint8_t buf[LOGWIRE_MAX];
+	struct pc_err err;
+	struct logc *lc;
+	uint64_t t0, count, published;
+	size_t one;
+	ino_t ino;
+	int rc;
+
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	one = (size_t)logrec_encode(&rec, buf, sizeof(buf), NULL);
+	ck_assert_int_eq(logc_open(sock, &lc, NULL), 0);
+	ck_assert_int_eq(logc_use_ring(lc, NULL), 0);
+	ck_assert_int_eq(logc_pledge(lc, &rec, &err), 0);
+	h = fake_accept_bell(lfd, &cfd, &ino, NULL, &bell_in);
+	ck_assert_int_eq(fcntl(bell_in, F_SETFL, O_NONBLOCK), 0);
+	atomic_store(&h->cons_waiting, 1); /* logd sleeps and reads nothing */
+	for (published = one; published + one <= LOGRING_DATA / 2; published += one) {
+		rec.pledge++;
+		ck_assert_int_eq(logc_pledge(lc, &rec, &err), 0);
+		ck_assert_int_lt(read(bell_in, &count, sizeof(count)), 0); /* no bell */
+		ck_assert_int_eq(errno, EAGAIN);
+	}
+	rec.pledge++;
+	ck_assert_int_eq(logc_pledge(lc, &rec, &err), 0); /* past half the ring */
+	ck_assert_int_eq(read(bell_in, &count, sizeof(count)), sizeof(count));
+	ck_assert_uint_eq(logc_sent_total(lc), 0);
+	ck_assert_uint_eq(atomic_load(&h->prod), published + one);
+	for (;;) {
+		rec.pledge++;
+		t0 = pc_now_mono_ms();
+		rc = logc_pledge(lc, &rec, &err);
+		if (rc < 0)
+			break;
+		ck_assert_uint_lt(atomic_load(&h->prod), LOGRING_DATA + 1);
+	}
+	ck_assert_int_eq(rc, PC_EAGAIN);
+	ck_assert_msg(strstr(err.msg, "ring stayed full") != NULL, "%s", err.msg);
+	ck_assert_uint_ge(pc_now_mono_ms() - t0, LOGC_SEND_WAIT_MS);
+	ck_assert_uint_eq(logc_sent_total(lc), 0);
+	logc_close(lc);
+	munmap(h, LOGRING_SIZE);
+	close(bell_in);
 	close(cfd);
 	close(lfd);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
@@ -786,7 +851,7 @@ START_TEST(ring_client_wakes_on_the_eventfd_bell)
 	ck_assert_int_eq(logc_open(sock, &lc, NULL), 0);
 	ck_assert_int_eq(logc_use_ring(lc, NULL), 0);
 	ck_assert_uint_eq(logc_send_batch(lc, recs, 1, sent, &err), 1);
-	a.h = fake_accept_bell(lfd, &cfd, &ino, &a.bell);
+	a.h = fake_accept_bell(lfd, &cfd, &ino, &a.bell, NULL);
 	ck_assert_int_eq(pthread_create(&th, NULL, ack_late, &a), 0);
 	t0 = pc_now_mono_ms();
 	ck_assert_msg(logc_flush(lc, 10000, &err) == 0, "%s", err.msg);
@@ -826,7 +891,7 @@ START_TEST(ring_loop_waits_on_its_bell_and_its_connection)
 	ck_assert_int_eq(logc_open(sock, &lc, NULL), 0);
 	ck_assert_int_eq(logc_use_ring(lc, NULL), 0);
 	ck_assert_uint_eq(logc_send_batch(lc, recs, 1, sent, &err), 1);
-	h = fake_accept_bell(lfd, &cfd, &ino, &bell);
+	h = fake_accept_bell(lfd, &cfd, &ino, &bell, NULL);
 	ck_assert_int_eq(logc_loop_arm(lc, logc_sent_total(lc), fds, &covered, &err), 0);
 	ck_assert(!covered);
 	ck_assert_int_ge(fds[0], 0);
@@ -1024,4 +1089,5 @@ PC_UNIT_SUITE("logd_ring", "ring", 60, ring_records_are_acknowledged_through_the
 	      ring_bells_are_eventfds_both_ways, ring_bells_that_are_not_eventfds_are_refused,
 	      ring_client_wakes_on_the_eventfd_bell, ring_loop_waits_on_its_bell_and_its_connection,
 	      pledges_are_written_only_for_an_engine_that_ended_first,
-	      pledges_are_not_written_when_logd_stops)
+	      pledges_are_not_written_when_logd_stops,
+	      pledges_ring_logd_only_past_half_the_ring_and_fail_when_full)
