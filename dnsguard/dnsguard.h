@@ -78,6 +78,7 @@ struct dnsguard_owed {
 	char qname[POLICY_HOST_MAX];
 	const char *why; /* static: what became of the query (no answer, ...) */
 	uint64_t pledge; /* the id its record was pledged under */
+	uint64_t sb_gen; /* which state of its sandbox its share counts in */
 };
 
 /* Judge a query from sandbox sb (NULL: sender is no sandbox -> refuse).
@@ -120,6 +121,12 @@ size_t dnsguard_owed_peek(struct dnsguard *g, uint64_t now_ms, bool all, struct 
 			  size_t max);
 /* The first n records the last dnsguard_owed_peek copied are in the log. */
 void dnsguard_owed_done(struct dnsguard *g, size_t n);
+/* The record of o — an answer's query record (dnsguard_answer_res.query)
+ * that logd did not take — is owed again, on the owed list with why
+ * (static) and in its sandbox's share, for the control thread to write:
+ * the query left, so its record must not go with the answer that was
+ * dropped. 0, or PC_ENOMEM (then the caller says so with the name). */
+int dnsguard_owed_again(struct dnsguard *g, const struct dnsguard_owed *o, const char *why);
 /* dnsguard_owed_peek, then dnsguard_owed_done of what it copied. */
 size_t dnsguard_owed_take(struct dnsguard *g, uint64_t now_ms, bool all, struct dnsguard_owed *out,
 			  size_t max);

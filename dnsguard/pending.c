@@ -47,6 +47,7 @@ static void dg_owed_fill(const struct dg_pend *p, struct dnsguard_owed *o, const
 	pc_strlcpy(o->qname, p->qname, sizeof(o->qname));
 	o->why = why;
 	o->pledge = p->pledge;
+	o->sb_gen = p->sb_gen;
 }
 
 /* A deferred query leaves without its answer: its record goes to the owed
@@ -313,6 +314,43 @@ void dnsguard_owed_done(struct dnsguard *g, size_t n)
 		}
 		free(p);
 	}
+}
+
+int dnsguard_owed_again(struct dnsguard *g, const struct dnsguard_owed *o, const char *why)
+{
+	size_t nlen = strlen(o->qname);
+	struct dg_pend *p = calloc(1, sizeof(*p) + nlen + 1);
+	struct dg_sb *s;
+	bool enomem;
+
+	if (!p)
+		return PC_ENOMEM;
+	p->resolver = o->resolver.addr;
+	p->dport = o->resolver.port;
+	p->client = o->client.addr;
+	p->port = o->client.port;
+	p->proto = o->proto;
+	p->qtype = o->qtype;
+	p->owed = true;
+	p->pledge = o->pledge;
+	p->sb_gen = o->sb_gen;
+	pc_strlcpy(p->sandbox, o->sandbox, sizeof(p->sandbox));
+	pc_strlcpy(p->rule, o->rule, sizeof(p->rule));
+	pc_strlcpy(p->policy, o->policy, sizeof(p->policy));
+	memcpy(p->qname, o->qname, nlen + 1);
+	/* counted again where the answer took it out (dg_pending_take), as
+	 * dnsguard_owed_done will count it out (lock order: dir, a dg_sb.mu,
+	 * then owed_mu, not held together here) */
+	s = dg_sb_get(g, p->sandbox, false, &enomem);
+	if (s) {
+		pthread_mutex_lock(&s->mu);
+		if (s->gen == p->sb_gen)
+			s->n_owed++;
+		pthread_mutex_unlock(&s->mu);
+		pthread_rwlock_unlock(&g->dir);
+	}
+	dg_owe(g, p, why);
+	return 0;
 }
 
 size_t dnsguard_owed_take(struct dnsguard *g, uint64_t now_ms, bool all, struct dnsguard_owed *out,

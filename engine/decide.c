@@ -62,6 +62,7 @@ void decision_clear(struct decision *d)
 	d->held_judged = false;
 	d->held_tls = false;
 	d->dnstcp_judged = false;
+	d->ans.query_owed = false; /* read when its record fails (queue.c) */
 	memset(&d->rec, 0, sizeof(d->rec));
 	d->kept_len = 0;
 	d->answers[0] = d->reason[0] = '\0';

@@ -419,6 +419,26 @@ static void refuse_unlogged(struct qthread *t, struct decision *d)
 	d->new_pkt = NULL;
 }
 
+/* A DNS answer whose record was its query's deferred one, and that record
+ * not acknowledged: the answer is dropped, but the query left long ago,
+ * so its record is owed again, for the control thread to write once logd
+ * takes records (docs/dnsguard.md, "One record per query"). Without it a
+ * logd killed between a query and its answer lost the query's record. A
+ * logd that wrote it after all (stalled, not dead) writes it twice: a
+ * record twice rather than none. */
+static void reowe_unlogged(struct qthread *t, struct decision *d)
+{
+	if (!d->has_rec || !d->ans.query_owed || d->rec.action != LOGREC_DNS_QUERY)
+		return;
+	d->ans.query_owed = false;
+	if (dnsguard_owed_again(t->e->dg, &d->ans.query,
+				"its answer was dropped: logd did not take its record") < 0)
+		pc_log(PC_LOG_ERR,
+		       "queue %u: DNS query record not logged (out of memory): sandbox %s asked "
+		       "%s",
+		       t->num, d->ans.query.sandbox, d->ans.query.qname);
+}
+
 static void log_debug(struct qthread *t, const struct decision *d)
 {
 	char s[64], dst[64];
@@ -530,6 +550,7 @@ static void take_batch(struct qthread *t, struct qbufs *qb, unsigned slot, int n
 	for (size_t k = 0; k < nr; k++) {
 		if (!sent[k]) {
 			atomic_fetch_add(&t->st.log_failed, 1);
+			reowe_unlogged(t, of[k]);
 			refuse_unlogged(t, of[k]);
 			of[k]->has_rec = false; /* not sent: not waited for */
 			failed = true;
@@ -565,8 +586,10 @@ static void finish_batch(struct qthread *t, struct qbufs *qb, struct qbatch *B, 
 			if (!acked)
 				atomic_fetch_add(&t->st.log_failed, 1);
 		}
-		if (!acked)
+		if (!acked) {
+			reowe_unlogged(t, &B->dec[i]);
 			refuse_unlogged(t, &B->dec[i]);
+		}
 	}
 	if (had && acked)
 		t->log_ok = true;

@@ -1,16 +1,24 @@
 # Escape attempts, class "DNS records owed" (issue 34, point 1): an allowed
 # query leaves for the resolver before its record is in the log (its record
-# goes with its answer, or is written when none comes). The engine killed
-# while queries were outstanding took their records with it: names reached
-# the resolver that the log never named. Now each such query's record is
-# pledged to logd before the query leaves (published in the ring the engine
-# dies with), and logd writes the pledges its engine did not redeem when the
-# engine's last session ends. Evidence: the upstream capture (every query
-# that reached the resolver) against the log.
+# goes with its answer, or is written when none comes). Two crashes lost
+# those records, and names reached the resolver that the log never named:
+# - the engine killed while queries were outstanding took their records
+#   with it. Now each such query's record is pledged to logd before the
+#   query leaves (published in the ring the engine dies with), and logd
+#   writes the pledges its engine did not redeem when the engine's last
+#   session ends;
+# - logd killed between the queries and their answers: each answer's
+#   record (its query's) was not taken, the answer was dropped, and the
+#   query's record went with it. Now it is owed again, and the control
+#   thread writes it once logd is back.
+# Evidence: the upstream capture (every query that reached the resolver)
+# against the log.
 . "$PC_TOP/tests/escape/escape_lib.bash"
 
 esc_init dns_crash "No DNS record dies with the engine: killed with queries outstanding"
 ESC_ALLOW1='  - host: "*.crash.test"
+    ports: [443]
+  - host: "*.answered.test"
     ports: [443]
 limits: { new_flows_per_second: 1000000, new_flows_burst: 1000000 }'
 esc_up 2
@@ -18,30 +26,43 @@ N=${PC_CRASH_QUERIES:-400}
 DNSMASQ_PID=$(cat "$LAB_DIR/dnsmasq.pid")
 trap 'kill -CONT $DNSMASQ_PID 2>/dev/null; esc_finish' EXIT
 
-# The names that reached the resolver, against the log's dns-query records.
-# Prints: reached recorded unrecorded twice pledged
-crash_tally() {
+# The names under SUFFIX that reached the resolver, against the log's
+# allowed dns-query records. Prints: reached recorded unrecorded twice
+# said (records whose message holds TEXT)
+crash_tally() { # suffix text
 	tcpdump -n -r "$LAB_DIR/upstream.pcap" "udp and dst port 53 and src host $SB1_4" 2>/dev/null |
 		python3 -c '
 import collections, json, re, sys
+suffix, text = sys.argv[2], sys.argv[3]
 reached = set()
 for l in sys.stdin:
-    m = re.search(r" ([A-Za-z0-9-]+\.crash\.test)\. ", l)
+    m = re.search(r" ([A-Za-z0-9-]+\.%s)\. " % re.escape(suffix), l)
     if m:
         reached.add(m.group(1).lower())
 seen = collections.Counter()
-pledged = 0
+said = 0
 for l in open(sys.argv[1]):
-    if ".crash.test" not in l:
+    if "." + suffix not in l:
         continue
     r = json.loads(l)
     if r.get("event.action") != "dns-query" or r.get("event.reason") != "name allowed":
         continue
     seen[r.get("dns.question.name")] += 1
-    pledged += "the engine ended before" in r.get("message", "")
+    said += text in r.get("message", "")
 print(len(reached), len(seen), len(reached - set(seen)),
-      sum(1 for n in seen.values() if n > 1), pledged)
-' "$GUARD_DIR/log/verdicts.jsonl"
+      sum(1 for n in seen.values() if n > 1), said)
+' "$GUARD_DIR/log/verdicts.jsonl" "$1" "$2"
+}
+# Poll crash_tally until every name that reached the resolver is recorded
+# (deadline s); sets reached recorded unrec twice said.
+crash_wait() { # suffix text deadline
+	local until=$((SECONDS + $3))
+	while :; do
+		read -r reached recorded unrec twice said <<<"$(crash_tally "$1" "$2")"
+		[ "$reached" -gt 0 ] && [ "$unrec" = 0 ] && return 0
+		[ "$SECONDS" -lt "$until" ] || return 1
+		sleep 1
+	done
 }
 
 t_match "baseline: sandbox 2's allowed name resolves" "^NOERROR" \
@@ -53,25 +74,46 @@ out=$(esc_craft 1 dnsflood --server "$LAB_RESOLVER4" --count "$N" --suffix crash
 	--pace 4 2>&1)
 esc_settle
 guard_engine_stop KILL
-# logd writes the pledges once it sees the engine's sessions end: polled
-# against the capture, with a deadline
-deadline=$((SECONDS + 30))
-while :; do
-	read -r reached recorded unrec twice pledged <<<"$(crash_tally)"
-	[ "$reached" -gt 0 ] && [ "$unrec" = 0 ] && break
-	[ "$SECONDS" -lt "$deadline" ] || break
-	sleep 1
-done
-t_diag "flood: $out; names that reached the resolver $reached, recorded $recorded (pledges written $pledged), unrecorded $unrec, recorded twice $twice"
+# logd writes the pledges once it sees the engine's sessions end
+crash_wait crash.test "the engine ended before" 30
+t_diag "flood: $out; names that reached the resolver $reached, recorded $recorded (pledges written $said), unrecorded $unrec, recorded twice $twice"
 t_lt "the queries reached the resolver (the capture is live)" 0 "$reached"
 t_eq "every name that reached the resolver has its record, the engine dead" 0 "$unrec"
-t_lt "those records are the pledges logd wrote for the dead engine" 0 "$pledged"
+t_lt "those records are the pledges logd wrote for the dead engine" 0 "$said"
 t_eq "no name recorded twice" 0 "$twice"
 r=$(esc_field message "\"dns.question.name\":\"[^\"]*\\.crash\\.test\"")
 t_match "a written pledge says why it was written" "the engine ended before the query's answer" "$r"
 t_match "logd says it wrote them" "pledged and not redeemed: written" \
 	"$(cat "$GUARD_DIR/logd.log" 2>/dev/null)"
 esc_end "every query that left has its record" \
-	"reached $reached, recorded $recorded (pledged $pledged), unrecorded $unrec"
+	"reached $reached, recorded $recorded (pledged $said), unrecorded $unrec"
+# the resolver answers what it holds (to an engine that asked nothing)
 kill -CONT "$DNSMASQ_PID"
+sleep 1
+guard_engine_start || t_fail "the engine starts again" true
+
+# Fewer queries than the stopped resolver's socket holds (about 270 of
+# them: the rest the kernel drops, and they are never answered)
+N2=${PC_CRASH_ANSWERED:-200}
+esc_begin "sandbox 1 sends $N2 allowed queries; logd is SIGKILLed before their answers come"
+kill -STOP "$DNSMASQ_PID"
+# deferred to their answers (but the first of each queue thread, recorded
+# at once until logd acknowledged one)
+out=$(esc_craft 1 dnsflood --server "$LAB_RESOLVER4" --count "$N2" --suffix answered.test \
+	--pace 4 2>&1)
+esc_settle
+guard_pid_stop guard-logd KILL
+kill -CONT "$DNSMASQ_PID" # the answers come, and logd is gone
+esc_settle
+sleep 2
+guard_logd_start || t_fail "logd starts again" true
+# the control thread writes what is owed every 10 s, once logd takes it
+crash_wait answered.test "logd did not take its record" 40
+t_diag "flood: $out; names that reached the resolver $reached, recorded $recorded ($said owed again), unrecorded $unrec, recorded twice $twice"
+t_lt "the queries reached the resolver" 0 "$reached"
+t_eq "every name that reached the resolver has its record, logd killed under its answer" 0 "$unrec"
+t_lt "those records were owed again when their answers were dropped" 0 "$said"
+t_eq "no name recorded twice" 0 "$twice"
+esc_end "every query that left has its record" \
+	"reached $reached, recorded $recorded ($said owed again), unrecorded $unrec"
 t_done

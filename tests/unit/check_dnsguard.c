@@ -1175,6 +1175,49 @@ START_TEST(owed_share_refuses_never_drops)
 }
 END_TEST
 
+/* An answer whose record logd did not take is dropped, but its query
+ * left: the query's record is owed again (dnsguard_owed_again), on the
+ * owed list with why and its pledge's id, and counted in its sandbox's
+ * share again until it is in the log. */
+START_TEST(owed_again_when_the_answers_record_is_not_taken)
+{
+	static const char *const rrs[] = {"api.github.com. 300 IN A 203.0.113.10", NULL};
+	struct dnsguard_query_res r;
+	struct dnsguard_answer_res ar;
+	struct dnsguard_owed o[16];
+	struct dns_flow af = dm_reversed(&qf);
+	uint8_t m[512];
+	uint64_t pledge;
+	size_t n;
+	bool d;
+
+	for (uint16_t id = 1; id <= 4; id++)
+		ck_assert_int_eq(ask_defer(&sb1, id, T0, &r, &d), DNSG_ALLOW);
+	pledge = r.pledge; /* query 4's */
+	ck_assert_uint_ne(pledge, 0);
+	n = mkanswer(m, sizeof(m), 4, "api.github.com", LDNS_RR_TYPE_A, rrs);
+	ck_assert_int_eq(dnsguard_answer(g, &sb1, &af, m, n, T0, &ar), 0);
+	ck_assert(ar.query_owed);
+	ck_assert_uint_eq(ar.query.pledge, pledge);
+	/* the answer took it out of the share: one more may be deferred */
+	ck_assert_int_eq(ask_defer(&sb1, 5, T0, &r, &d), DNSG_ALLOW);
+	ck_assert_int_eq(ask_defer(&sb1, 6, T0, &r, &d), DNSG_REFUSE);
+	ck_assert_int_eq(dnsguard_owed_again(g, &ar.query, "dropped"), 0);
+	/* owed at once, and counted: a share of 4 holds five now */
+	ck_assert_uint_eq(dnsguard_owed_peek(g, T0, false, o, 16), 1);
+	ck_assert_str_eq(o[0].why, "dropped");
+	ck_assert_str_eq(o[0].qname, "api.github.com");
+	ck_assert_str_eq(o[0].sandbox, ar.query.sandbox);
+	ck_assert_uint_eq(o[0].pledge, pledge);
+	ck_assert_int_eq(o[0].client.port, ar.query.client.port);
+	dnsguard_owed_done(g, 1);
+	ck_assert_int_eq(ask_defer(&sb1, 6, T0, &r, &d), DNSG_REFUSE); /* still four */
+	ck_assert_uint_eq(dnsguard_owed_peek(g, T0, true, o, 16), 4);
+	dnsguard_owed_done(g, 4);
+	ck_assert_int_eq(ask_defer(&sb1, 6, T0, &r, &d), DNSG_ALLOW);
+}
+END_TEST
+
 /* A sandbox a reload removes leaves its owed records on the list; a
  * namesake added back later starts with a share of its own, and taking the
  * old records does not give the new one back what it never owed. */
@@ -1214,15 +1257,15 @@ static Suite *dnsguard_suite(void)
 	suite_add_tcase(s, q);
 
 	tcase_add_checked_fixture(a, setup, teardown);
-	PC_UNIT_TESTS(a, answer_learns_and_flow_allowed, answer_unsolicited_or_mismatched_dropped,
-		      answer_from_sandbox_side_teaches_nothing,
-		      answer_cname_chain_learned_for_qname,
-		      answer_cname_loop_and_long_chain_dropped, answer_ttl_clamped_expiry_and_grace,
-		      answer_error_rcode_released_learns_nothing,
-		      answer_after_reload_learns_only_allowed, answer_shared_address_names_and_sni,
-		      learned_caps_evict_oldest_first, learned_names_per_address_bounded,
-		      prune_keeps_only_sandboxes_of_the_policy, bad_arguments_fail_closed,
-		      owed_share_refuses_never_drops, owed_share_of_a_removed_sandbox);
+	PC_UNIT_TESTS(
+	    a, answer_learns_and_flow_allowed, answer_unsolicited_or_mismatched_dropped,
+	    answer_from_sandbox_side_teaches_nothing, answer_cname_chain_learned_for_qname,
+	    answer_cname_loop_and_long_chain_dropped, answer_ttl_clamped_expiry_and_grace,
+	    answer_error_rcode_released_learns_nothing, answer_after_reload_learns_only_allowed,
+	    answer_shared_address_names_and_sni, learned_caps_evict_oldest_first,
+	    learned_names_per_address_bounded, prune_keeps_only_sandboxes_of_the_policy,
+	    bad_arguments_fail_closed, owed_share_refuses_never_drops,
+	    owed_share_of_a_removed_sandbox, owed_again_when_the_answers_record_is_not_taken);
 	suite_add_tcase(s, a);
 	return s;
 }
