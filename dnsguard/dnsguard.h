@@ -127,6 +127,12 @@ void dnsguard_owed_done(struct dnsguard *g, size_t n);
  * the query left, so its record must not go with the answer that was
  * dropped. 0, or PC_ENOMEM (then the caller says so with the name). */
 int dnsguard_owed_again(struct dnsguard *g, const struct dnsguard_owed *o, const char *why);
+/* Every record owed now — deferred queries still outstanding and those on
+ * the owed list — copied into a malloc'ed array (*out, freed by the
+ * caller; NULL when none); returns how many, or -1 (PC_ENOMEM: nothing
+ * copied). For pledging them again to a logd that does not hold them
+ * (docs/logd.md, "Pledges"); nothing changes. */
+long dnsguard_owed_all(struct dnsguard *g, struct dnsguard_owed **out);
 /* dnsguard_owed_peek, then dnsguard_owed_done of what it copied. */
 size_t dnsguard_owed_take(struct dnsguard *g, uint64_t now_ms, bool all, struct dnsguard_owed *out,
 			  size_t max);

@@ -316,6 +316,51 @@ void dnsguard_owed_done(struct dnsguard *g, size_t n)
 	}
 }
 
+/* One more copy into the array of dnsguard_owed_all (its lock held). */
+static bool owed_push(struct dnsguard_owed **a, size_t *n, size_t *cap, const struct dg_pend *p)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		struct dnsguard_owed *na = realloc(*a, nc * sizeof(**a));
+
+		if (!na)
+			return false;
+		*a = na;
+		*cap = nc;
+	}
+	dg_owed_fill(p, &(*a)[(*n)++], p->why);
+	return true;
+}
+
+long dnsguard_owed_all(struct dnsguard *g, struct dnsguard_owed **out)
+{
+	struct dnsguard_owed *a = NULL;
+	size_t n = 0, cap = 0;
+	bool ok = true;
+
+	*out = NULL;
+	pthread_rwlock_rdlock(&g->dir);
+	for (size_t i = 0; i < DG_SB_BUCKETS && ok; i++)
+		for (struct dg_sb *s = g->sbs[i]; s && ok; s = s->next) {
+			pthread_mutex_lock(&s->mu);
+			for (struct dg_pend *p = s->pq_head; p && ok; p = p->qnext)
+				if (p->owed)
+					ok = owed_push(&a, &n, &cap, p);
+			pthread_mutex_unlock(&s->mu);
+		}
+	pthread_rwlock_unlock(&g->dir);
+	pthread_mutex_lock(&g->owed_mu);
+	for (struct dg_pend *p = g->owed_head; p && ok; p = p->hnext)
+		ok = owed_push(&a, &n, &cap, p);
+	pthread_mutex_unlock(&g->owed_mu);
+	if (!ok) {
+		free(a);
+		return PC_ENOMEM;
+	}
+	*out = a;
+	return (long)n;
+}
+
 int dnsguard_owed_again(struct dnsguard *g, const struct dnsguard_owed *o, const char *why)
 {
 	size_t nlen = strlen(o->qname);

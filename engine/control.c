@@ -413,6 +413,7 @@ int control_loop(struct engine *e)
 			close(cl[i].fd);
 			cl[i].fd = -1;
 		}
+		engine_dns_repledge(e); /* a poll of one socket while logd lives */
 		if (now >= next_hk) {
 			engine_housekeeping(e);
 			next_hk = now + HOUSEKEEPING_MS;

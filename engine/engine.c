@@ -669,6 +669,44 @@ static void engine_dns_owed(struct engine *e, bool all)
 	}
 }
 
+void engine_dns_repledge(struct engine *e)
+{
+	struct dnsguard_owed *o;
+	struct pc_err err = {0};
+	uint64_t conns, after;
+	long n;
+
+	if (!e->ctl_lc || logc_keepalive(e->ctl_lc, &conns, &err) < 0 || conns == e->pledged_conns)
+		return; /* logd down: the next round tries again */
+	n = dnsguard_owed_all(e->dg, &o);
+	if (n < 0) {
+		pc_log(PC_LOG_ERR, "pledging DNS query records again: out of memory (next round)");
+		return;
+	}
+	for (long i = 0; i < n; i++) {
+		struct logrec r;
+
+		decision_owed_rec(&o[i], &r);
+		r.redeems = 0;
+		r.pledge = o[i].pledge;
+		if (logc_pledge(e->ctl_lc, &r, &err) < 0) {
+			free(o);
+			pc_log(PC_LOG_WARN, "pledging DNS query records again: %s (next round)",
+			       err.msg);
+			return;
+		}
+	}
+	free(o);
+	/* all on one connection: a new one since holds none of them */
+	if (logc_keepalive(e->ctl_lc, &after, &err) < 0 || after != conns)
+		return;
+	e->pledged_conns = conns;
+	if (n)
+		pc_log(PC_LOG_NOTICE,
+		       "logd's session is new: %ld DNS query record%s still owed pledged again", n,
+		       n == 1 ? "" : "s");
+}
+
 void engine_housekeeping(struct engine *e)
 {
 	struct pc_err err = {0};

@@ -706,6 +706,7 @@ struct engine {
 	struct nftwatch nftw;
 	int nfq_proc_fd;	  /* /proc/net/netfilter/nfnetlink_queue */
 	struct logc *ctl_lc;	  /* the control thread's own log client */
+	uint64_t pledged_conns;	  /* its connection the owed records were pledged on */
 	struct quota_stats quota; /* refusals over the tables' per-sandbox quotas */
 	bool verbose;		  /* log every verdict (debug) */
 	struct engine_check chk;
@@ -792,6 +793,10 @@ void engine_nft_other_changed(struct engine *e);
 void engine_routing_restore(struct engine *e);
 /* Periodic: prune the flow registry against conntrack. */
 void engine_housekeeping(struct engine *e);
+/* Each round of the control thread: when its connection to logd is a new
+ * one (logd restarted, and with it the pledges it held), pledge every
+ * record still owed again (docs/logd.md, "Pledges"). */
+void engine_dns_repledge(struct engine *e);
 
 /* limitlog.c (flood, issue 20): tick: one refused connect record per
  * sandbox whose new-flow limit dropped packets since the last summary logd

@@ -36,7 +36,8 @@ struct logc {
 	uint64_t rkicked; /* rprod when logd was last looked at for a bell */
 	/* the ring's bells (eventfds, -1: none): to logd, and from it */
 	int bell_out, bell_in;
-	uint64_t base; /* records of the connections before this one */
+	uint64_t base;	/* records of the connections before this one */
+	uint64_t conns; /* connections made (logc_keepalive) */
 };
 
 int logc_open(const char *path, struct logc **out, struct pc_err *err)
@@ -57,6 +58,8 @@ int logc_open(const char *path, struct logc **out, struct pc_err *err)
 	lc->fd = pc_unix_connect(lc->path, 1, NULL);
 	if (lc->fd < 0)
 		lc->fd = -1;
+	else
+		lc->conns++;
 	*out = lc;
 	return 0;
 }
@@ -531,6 +534,31 @@ static int logc_connect(struct logc *lc, struct pc_err *err)
 		lc->fd = -1;
 		return rc;
 	}
+	lc->conns++;
+	return 0;
+}
+
+int logc_keepalive(struct logc *lc, uint64_t *conns, struct pc_err *err)
+{
+	struct pollfd p;
+	int rc;
+
+	if (!lc || !conns)
+		return pc_err_set(err, PC_EINVAL, "logc_keepalive: no client");
+	if (lc->fd >= 0) {
+		p = (struct pollfd){.fd = lc->fd, .events = POLLIN};
+		/* logd's end shows as a hang-up (and a read of nothing);
+		 * acknowledgements waiting are read as a flush would */
+		if (poll(&p, 1, 0) > 0) {
+			if (p.revents & (POLLHUP | POLLERR))
+				logc_drop(lc, NULL);
+			else if (lc->acked != lc->sent)
+				logc_drain(lc, NULL);
+		}
+	}
+	if (lc->fd < 0 && (rc = logc_connect(lc, err)) < 0)
+		return rc;
+	*conns = lc->conns;
 	return 0;
 }
 

@@ -239,6 +239,13 @@ size_t logc_send_batch(struct logc *lc, const struct logrec *const *recs, size_t
  * records, or at the session's end. 0: published (in the ring, or sent);
  * <0: not handed over (the caller must not let the query leave). */
 int logc_pledge(struct logc *lc, const struct logrec *rec, struct pc_err *err);
+/* For a client that may send nothing for a while (the engine's control
+ * thread): notice logd's end without sending (what was unacknowledged is
+ * then lost, as a flush reports), connect again if not connected, and say
+ * how many connections this client has made: a new count is a new
+ * session, maybe a new logd, which holds nothing of the old one's state
+ * (its pledges). 0, or <0 when logd cannot be reached now. */
+int logc_keepalive(struct logc *lc, uint64_t *conns, struct pc_err *err);
 /* Wait up to timeout_ms until logd has acknowledged (written to its file)
  * every record sent so far. 0: all acknowledged. <0: at least one was not;
  * the connection is reset and the caller refuses every action whose record

@@ -10,7 +10,10 @@
 # - logd killed between the queries and their answers: each answer's
 #   record (its query's) was not taken, the answer was dropped, and the
 #   query's record went with it. Now it is owed again, and the control
-#   thread writes it once logd is back.
+#   thread writes it once logd is back;
+# - logd restarted, then the engine killed before the queries' answers:
+#   the pledges had died with the first logd. Now the control thread
+#   pledges every record still owed again to a logd whose session is new.
 # Evidence: the upstream capture (every query that reached the resolver)
 # against the log.
 . "$PC_TOP/tests/escape/escape_lib.bash"
@@ -19,6 +22,8 @@ esc_init dns_crash "No DNS record dies with the engine: killed with queries outs
 ESC_ALLOW1='  - host: "*.crash.test"
     ports: [443]
   - host: "*.answered.test"
+    ports: [443]
+  - host: "*.repledged.test"
     ports: [443]
 limits: { new_flows_per_second: 1000000, new_flows_burst: 1000000 }'
 esc_up 2
@@ -116,4 +121,28 @@ t_lt "those records were owed again when their answers were dropped" 0 "$said"
 t_eq "no name recorded twice" 0 "$twice"
 esc_end "every query that left has its record" \
 	"reached $reached, recorded $recorded ($said owed again), unrecorded $unrec"
+
+esc_begin "sandbox 1 sends $N2 allowed queries; logd is restarted, then the engine SIGKILLed"
+kill -STOP "$DNSMASQ_PID"
+out=$(esc_craft 1 dnsflood --server "$LAB_RESOLVER4" --count "$N2" --suffix repledged.test \
+	--pace 4 2>&1)
+esc_settle
+said0=$(grep -c "still owed pledged again" "$GUARD_DIR/engine.log")
+guard_pid_stop guard-logd KILL
+guard_logd_start || t_fail "logd starts again" true
+repledged() { [ "$(grep -c "still owed pledged again" "$GUARD_DIR/engine.log")" -gt "$said0" ]; }
+# the engine killed before the queries expire (10 s): a record written at
+# their expiry would hide a pledge lost with the first logd
+for _ in $(seq 30); do repledged && break; sleep 0.1; done
+t_match "the engine pledges what it still owes to the new logd" "still owed pledged again" \
+	"$(grep "pledged again" "$GUARD_DIR/engine.log" | tail -1)"
+guard_engine_stop KILL
+crash_wait repledged.test "the engine ended before" 30
+t_diag "flood: $out; names that reached the resolver $reached, recorded $recorded (pledges written $said), unrecorded $unrec, recorded twice $twice"
+t_lt "the queries reached the resolver" 0 "$reached"
+t_eq "every name that reached the resolver has its record, logd restarted and the engine dead" 0 "$unrec"
+t_lt "those records are the pledges made again to the new logd" 0 "$said"
+t_eq "no name recorded twice" 0 "$twice"
+esc_end "every query that left has its record" \
+	"reached $reached, recorded $recorded (pledged again $said), unrecorded $unrec"
 t_done

@@ -512,6 +512,44 @@ START_TEST(client_flush_fails_when_logd_goes_away)
 }
 END_TEST
 
+/* The control thread sends nothing for long stretches: logc_keepalive
+ * notices logd's end without a send, connects again, and counts the
+ * connections (a new count: a new session, whose logd holds none of the
+ * old one's pledges); without logd it fails and counts nothing. */
+START_TEST(client_keepalive_counts_new_sessions)
+{
+	char dir[] = "/tmp/check_logd_ka.XXXXXX", sock[64], cmd[80];
+	struct logc *lc;
+	struct pc_err err;
+	uint64_t conns = 0;
+	int lfd, cfd;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/logd.sock", dir);
+	lfd = pc_unix_listen(sock, 0600, (uid_t)-1, (gid_t)-1, NULL);
+	ck_assert_int_ge(lfd, 0);
+	ck_assert_int_eq(logc_open(sock, &lc, NULL), 0);
+	cfd = accept(lfd, NULL, NULL);
+	ck_assert_int_ge(cfd, 0);
+	ck_assert_int_eq(logc_keepalive(lc, &conns, &err), 0);
+	ck_assert_uint_eq(conns, 1);
+	ck_assert_int_eq(logc_keepalive(lc, &conns, &err), 0);
+	ck_assert_uint_eq(conns, 1); /* the same session: nothing new */
+	close(cfd);		     /* logd ends */
+	ck_assert_int_eq(logc_keepalive(lc, &conns, &err), 0);
+	ck_assert_uint_eq(conns, 2);
+	cfd = accept(lfd, NULL, NULL);
+	ck_assert_int_ge(cfd, 0);
+	close(cfd);
+	close(lfd);
+	unlink(sock); /* logd down */
+	ck_assert_int_lt(logc_keepalive(lc, &conns, &err), 0);
+	logc_close(lc);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 START_TEST(writer_resumes_and_refuses_a_tampered_file)
 {
 	char cmd[160];
@@ -733,10 +771,10 @@ static Suite *logd_suite(void)
 	    wire_refuses_malformed_messages, client_and_daemon_frame_and_acknowledge,
 	    client_batches_records_into_datagrams,
 	    daemon_keeps_what_precedes_a_bad_message_in_a_datagram,
-	    client_fails_closed_without_logd, client_flush_zero_counts_queued_acks,
-	    client_flush_fails_when_logd_goes_away, writer_resumes_and_refuses_a_tampered_file,
-	    writer_seq_is_not_taken_from_a_forged_line, writer_rotation_does_not_nest,
-	    verifier_large_file_in_parallel);
+	    client_fails_closed_without_logd, client_keepalive_counts_new_sessions,
+	    client_flush_zero_counts_queued_acks, client_flush_fails_when_logd_goes_away,
+	    writer_resumes_and_refuses_a_tampered_file, writer_seq_is_not_taken_from_a_forged_line,
+	    writer_rotation_does_not_nest, verifier_large_file_in_parallel);
 	suite_add_tcase(s, t);
 	return s;
 }

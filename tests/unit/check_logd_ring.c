@@ -1006,6 +1006,10 @@ START_TEST(pledges_are_written_only_for_an_engine_that_ended_first)
 		r = dns_rec("answered-4", 0, 4);
 		if (logc_send(ctl, &r, NULL) < 0 || logc_flush(ctl, 2000, NULL) < 0)
 			_exit(3);
+		/* the control thread pledges too (again, to a new logd) */
+		r = dns_rec("pledged-5", 5, 0);
+		if (logc_pledge(ctl, &r, NULL) < 0)
+			_exit(9);
 		for (uint64_t id = 1; id <= 4; id++) {
 			char name[32];
 
@@ -1031,8 +1035,9 @@ START_TEST(pledges_are_written_only_for_an_engine_that_ended_first)
 	wait_for(s.file, "pledged-1");
 	text = serve_stop(&s);
 	ck_assert_uint_eq(s.st.malformed, 0);
-	ck_assert_uint_eq(s.st.records, 4);
+	ck_assert_uint_eq(s.st.records, 5);
 	ck_assert_uint_eq(count(text, "pledged-1"), 1);
+	ck_assert_uint_eq(count(text, "pledged-5"), 1);
 	ck_assert_ptr_nonnull(strstr(text, "the engine ended before the query's answer"));
 	ck_assert_uint_eq(count(text, "pledged-2"), 0);
 	ck_assert_uint_eq(count(text, "pledged-3"), 0);
