@@ -23,13 +23,8 @@ int checkpoint_origin_seg(const char *origin, const char *name, uint64_t *seg)
 	dl = strlen(d);
 	/* decimal, no leading zero, not 0: one spelling per segment, so one
 	 * segment cannot be two origins at the witness */
-	if (dl == 0 || dl > 20 || d[0] == '0')
+	if (pc_dec_u64(d, dl, &x) < 0 || x == 0)
 		return PC_ETAMPER;
-	for (size_t i = 0; i < dl; i++) {
-		if (d[i] < '0' || d[i] > '9' || x > (UINT64_MAX - (uint64_t)(d[i] - '0')) / 10)
-			return PC_ETAMPER;
-		x = x * 10 + (uint64_t)(d[i] - '0');
-	}
 	*seg = x;
 	return 0;
 }
