@@ -463,19 +463,23 @@ struct logring_hdr {
  * Records logd holds, keyed by the sender's pid and the pledge's id, and
  * writes only if that process's sessions all end before a record redeems
  * them. PLEDGES_MAX: the engine owes at most DG_OWED_MAX records (65536),
- * each pledged once. */
+ * each pledged once; a pledge's record is at most about 650 bytes (its
+ * name 253), so PLEDGE_BYTES_MAX holds them all, and bounds what a
+ * compromised engine's records of up to LOGWIRE_MAX bytes can take. */
 #define PLEDGES_MAX	 65536u
+#define PLEDGE_BYTES_MAX (48u << 20)
 #define PLEDGE_MARKS_MAX 16384u
 struct pledges;
 struct pledge;
 int pledges_new(struct pledges **out, struct pc_err *err);
 void pledges_free(struct pledges *p);
 /* Hold the record message rec (a pledge of pid, its id), copied. A mark
- * of its redeem already there: both are done, nothing held. Full: the
- * oldest pledge is taken out into *evicted, for the caller to write and
- * free() (else NULL). 0, or PC_ENOMEM: not held (the caller writes it). */
-int pledges_hold(struct pledges *p, pid_t pid, uint64_t id, const uint8_t *rec, size_t len,
-		 struct pledge **evicted);
+ * of its redeem already there: both are done, nothing held. 0, or
+ * PC_ENOMEM: not held (the caller writes it). */
+int pledges_hold(struct pledges *p, pid_t pid, uint64_t id, const uint8_t *rec, size_t len);
+/* Past PLEDGES_MAX or PLEDGE_BYTES_MAX: the oldest pledge, taken out, for
+ * the caller to write and free(); NULL once within both. */
+struct pledge *pledges_over(struct pledges *p);
 /* A record of pid redeems id: forget the pledge (true), or mark the id
  * for the pledge still to come (false). */
 bool pledges_redeem(struct pledges *p, pid_t pid, uint64_t id);

@@ -9,8 +9,9 @@
  * held. So an engine's death no longer takes the records of its
  * outstanding queries with it.
  *
- * Bounded, and never by losing one: past PLEDGES_MAX the oldest pledge is
- * handed back to be written now (its redeeming record may then be
+ * Bounded, and never by losing one: past PLEDGES_MAX pledges or
+ * PLEDGE_BYTES_MAX bytes of them the oldest pledge is handed back to be
+ * written now (its redeeming record may then be
  * written too: a record twice rather than none). A redeeming record can
  * overtake its pledge (two queue threads' rings read in the order logd
  * visits them), so a redeem finding nothing leaves a mark that the pledge
@@ -43,6 +44,7 @@ struct pledges {
 	struct pledge **b;
 	struct pledge *head[2], *tail[2];
 	size_t n[2];
+	size_t bytes; /* of the pledges' records */
 	uint8_t key[crypto_shorthash_KEYBYTES];
 };
 
@@ -111,6 +113,7 @@ static void link_in(struct pledges *p, struct pledge *e)
 		p->head[e->kind] = e;
 	p->tail[e->kind] = e;
 	p->n[e->kind]++;
+	p->bytes += e->len;
 }
 
 static void unlink_out(struct pledges *p, struct pledge *e)
@@ -129,14 +132,13 @@ static void unlink_out(struct pledges *p, struct pledge *e)
 	else
 		p->tail[e->kind] = e->prev;
 	p->n[e->kind]--;
+	p->bytes -= e->len;
 }
 
-int pledges_hold(struct pledges *p, pid_t pid, uint64_t id, const uint8_t *rec, size_t len,
-		 struct pledge **evicted)
+int pledges_hold(struct pledges *p, pid_t pid, uint64_t id, const uint8_t *rec, size_t len)
 {
 	struct pledge *e = find(p, pid, id);
 
-	*evicted = NULL;
 	if (e) {
 		/* redeemed before it came: both done; or pledged twice (the
 		 * engine pledges again after a restart of logd): once held */
@@ -149,10 +151,6 @@ int pledges_hold(struct pledges *p, pid_t pid, uint64_t id, const uint8_t *rec, 
 	e = malloc(sizeof(*e) + len);
 	if (!e)
 		return PC_ENOMEM;
-	if (p->n[KIND_PLEDGE] >= PLEDGES_MAX) {
-		*evicted = p->head[KIND_PLEDGE];
-		unlink_out(p, *evicted);
-	}
 	e->pid = pid;
 	e->id = id;
 	e->kind = KIND_PLEDGE;
@@ -210,6 +208,16 @@ size_t pledges_take(struct pledges *p, pid_t pid,
 			free(e);
 		}
 	return n;
+}
+
+struct pledge *pledges_over(struct pledges *p)
+{
+	struct pledge *e = p->head[KIND_PLEDGE];
+
+	if (!e || (p->n[KIND_PLEDGE] <= PLEDGES_MAX && p->bytes <= PLEDGE_BYTES_MAX))
+		return NULL;
+	unlink_out(p, e);
+	return e;
 }
 
 size_t pledges_held(const struct pledges *p)

@@ -430,8 +430,8 @@ static int client_record(struct server *s, struct client *c, const uint8_t *buf,
 					  "the query's answer (its record may follow)"};
 		struct pledge *ev;
 
-		if (pledges_hold(s->pl, c->pid, rec.pledge, buf, n, &ev) == 0) {
-			if (ev) {
+		if (pledges_hold(s->pl, c->pid, rec.pledge, buf, n) == 0) {
+			while ((ev = pledges_over(s->pl)) != NULL) {
 				const uint8_t *eb = pledge_rec(ev, &n);
 
 				pledge_write(&o, eb, n);

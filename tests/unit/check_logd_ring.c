@@ -735,6 +735,77 @@ START_TEST(pledges_ring_logd_only_past_half_the_ring_and_fail_when_full)
 }
 END_TEST
 
+/* The table itself (logd/pledge.c): bounded in count and in bytes by
+ * handing the oldest back to be written, never by dropping one; a redeem
+ * before its pledge leaves a mark the pledge meets; a pledge twice is
+ * held once; an ended process's pledges come out oldest first, the
+ * others' stay. */
+static size_t taken;
+static uint8_t taken_first;
+static void take_one(void *ctx, const uint8_t *rec, size_t len)
+{
+	(void)ctx;
+	if (!taken++)
+		taken_first = len ? rec[0] : 0;
+}
+
+START_TEST(pledge_table_bounds_marks_and_ends)
+{
+	static uint8_t big[8000];
+	struct pledges *p;
+	struct pledge *e;
+	uint8_t one = 1;
+	size_t n, len;
+	uint64_t id;
+
+	ck_assert_int_eq(pledges_new(&p, NULL), 0);
+	/* bytes: the oldest goes once the records pass PLEDGE_BYTES_MAX */
+	for (id = 1; (id - 1) * sizeof(big) <= PLEDGE_BYTES_MAX; id++) {
+		big[0] = (uint8_t)id;
+		ck_assert_int_eq(pledges_hold(p, 10, id, big, sizeof(big)), 0);
+		if (id * sizeof(big) <= PLEDGE_BYTES_MAX)
+			ck_assert_ptr_null(pledges_over(p));
+	}
+	e = pledges_over(p);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_uint_eq(pledge_rec(e, &len)[0], 1); /* the oldest */
+	ck_assert_uint_eq(len, sizeof(big));
+	free(e);
+	ck_assert_ptr_null(pledges_over(p));
+	n = pledges_held(p);
+	ck_assert_uint_eq(pledges_take(p, 10, take_one, NULL), n);
+	ck_assert_uint_eq(pledges_held(p), 0);
+	/* count: past PLEDGES_MAX the oldest goes */
+	for (id = 1; id <= PLEDGES_MAX + 1; id++)
+		ck_assert_int_eq(pledges_hold(p, 11, id, &one, 1), 0);
+	e = pledges_over(p);
+	ck_assert_ptr_nonnull(e);
+	free(e);
+	ck_assert_ptr_null(pledges_over(p));
+	ck_assert_uint_eq(pledges_held(p), PLEDGES_MAX);
+	/* a pledge twice is held once; a redeem takes it */
+	ck_assert_int_eq(pledges_hold(p, 11, 2, &one, 1), 0);
+	ck_assert_uint_eq(pledges_held(p), PLEDGES_MAX);
+	ck_assert(pledges_redeem(p, 11, 2));
+	ck_assert_uint_eq(pledges_held(p), PLEDGES_MAX - 1);
+	/* a redeem before its pledge: a mark, and the pledge is dropped */
+	ck_assert(!pledges_redeem(p, 12, 7));
+	ck_assert_int_eq(pledges_hold(p, 12, 7, &one, 1), 0);
+	ck_assert_uint_eq(pledges_held(p), PLEDGES_MAX - 1);
+	/* ids are per process: 12's id 3 is not 11's */
+	big[0] = 42;
+	ck_assert_int_eq(pledges_hold(p, 12, 3, big, 1), 0);
+	ck_assert(!pledges_redeem(p, 12, 4));
+	taken = 0;
+	ck_assert_uint_eq(pledges_take(p, 12, take_one, NULL), 1);
+	ck_assert_uint_eq(taken_first, 42);
+	ck_assert_uint_eq(pledges_held(p), PLEDGES_MAX - 1); /* 11's stay */
+	ck_assert_uint_eq(pledges_take(p, 11, take_one, NULL), PLEDGES_MAX - 1);
+	ck_assert_uint_eq(pledges_held(p), 0);
+	pledges_free(p);
+}
+END_TEST
+
 /* The bells are eventfds: logd wakes on the client's (no datagram on the
  * socket) and rings the client's own when it acknowledges. */
 START_TEST(ring_bells_are_eventfds_both_ways)
@@ -1095,4 +1166,5 @@ PC_UNIT_SUITE("logd_ring", "ring", 60, ring_records_are_acknowledged_through_the
 	      ring_client_wakes_on_the_eventfd_bell, ring_loop_waits_on_its_bell_and_its_connection,
 	      pledges_are_written_only_for_an_engine_that_ended_first,
 	      pledges_are_not_written_when_logd_stops,
-	      pledges_ring_logd_only_past_half_the_ring_and_fail_when_full)
+	      pledges_ring_logd_only_past_half_the_ring_and_fail_when_full,
+	      pledge_table_bounds_marks_and_ends)
