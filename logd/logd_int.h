@@ -253,6 +253,8 @@ struct logd_live {
 	_Atomic uint64_t start_ms;	  /* wall time logd started serving */
 	_Atomic uint64_t refused_records; /* the sender policy said no */
 	_Atomic uint64_t rotate_failures; /* logw_stats.rotate_failures */
+	_Atomic uint64_t pledges_held;	  /* docs/logd.md "Pledges" */
+	_Atomic uint64_t pledges_written; /* ... written, not redeemed */
 };
 /* The reply to "metrics" on the control socket (pc_ctl_fn; ctx is the
  * struct logd_live the server publishes into). */

@@ -31,6 +31,13 @@ static const struct pc_prom_row live_rows[] = {
      "Rotations that failed (retried a second later; the records written before stand and "
      "were acknowledged).",
      NULL, L(rotate_failures)},
+    {"portcullis_logd_pledges_held", "gauge",
+     "DNS query records the engine pledged and has not redeemed, held (docs/logd.md, "
+     "\"Pledges\").",
+     NULL, L(pledges_held)},
+    {"portcullis_logd_pledges_written_total", "counter",
+     "Pledged records logd wrote itself: their engine ended first, or it held too many.", NULL,
+     L(pledges_written)},
 };
 #undef L
 

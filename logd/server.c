@@ -88,6 +88,7 @@ struct server {
 	struct pledges *pl;
 	char pbuf[LOGWIRE_MAX]; /* a pledge's strings while it is written */
 	bool stopping;		/* logd ends: its clients' pledges are not theirs to write */
+	uint64_t pledges_written;
 };
 
 /* A peer that misbehaves could flood the journal: at most one warning a
@@ -136,6 +137,7 @@ static void pledge_write(void *ctx, const uint8_t *buf, size_t len)
 		rec.sender = LOGREC_SENDER_ENGINE; /* only the engine's are held */
 		if (logw_append(s->w, &rec, &seq, &e) == 0) {
 			s->orphaned++;
+			s->pledges_written++;
 			return;
 		}
 	}
@@ -896,6 +898,8 @@ static void publish(struct server *s)
 	atomic_store(&l->file_bytes, ws.file_bytes);
 	atomic_store(&l->last_cp_ms, ws.last_cp_ms);
 	atomic_store(&l->rotate_failures, ws.rotate_failures);
+	atomic_store(&l->pledges_held, pledges_held(s->pl));
+	atomic_store(&l->pledges_written, s->pledges_written);
 }
 
 /* Read the pending signals: 0, with *stop set for SIGTERM/SIGINT (left

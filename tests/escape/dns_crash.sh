@@ -90,6 +90,9 @@ r=$(esc_field message "\"dns.question.name\":\"[^\"]*\\.crash\\.test\"")
 t_match "a written pledge says why it was written" "the engine ended before the query's answer" "$r"
 t_match "logd says it wrote them" "pledged and not redeemed: written" \
 	"$(cat "$GUARD_DIR/logd.log" 2>/dev/null)"
+logd_metric() { guard_cli metrics 2>/dev/null | grep "^portcullis_logd_$1 " | cut -d" " -f2; }
+t_eq "logd's metrics count them written" "$said" "$(logd_metric pledges_written_total)"
+t_eq "... and hold none" 0 "$(logd_metric pledges_held)"
 esc_end "every query that left has its record" \
 	"reached $reached, recorded $recorded (pledged $said), unrecorded $unrec"
 # the resolver answers what it holds (to an engine that asked nothing)
