@@ -117,15 +117,24 @@ static void become_engine(void)
 		_exit(90);
 }
 
-/* A logd served in this process and a child of the engine's user to
- * speak to it: 0 in the child, the child's pid here. */
-static pid_t served_engine_child(struct served *s)
+/* A logd served in this process and a child to speak to it, still root
+ * (to open its clients before it drops, as the engine does): 0 in the
+ * child, the child's pid here. */
+static pid_t served_child(struct served *s)
 {
 	pid_t pid;
 
 	serve_start(s);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
+	return pid;
+}
+
+/* ... the child as the engine's user from the start. */
+static pid_t served_engine_child(struct served *s)
+{
+	pid_t pid = served_child(s);
+
 	if (pid == 0)
 		become_engine();
 	return pid;
@@ -291,9 +300,7 @@ START_TEST(ring_records_are_acknowledged_through_the_page)
 	char *text;
 	pid_t pid;
 
-	serve_start(&s);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
+	pid = served_child(&s);
 	if (pid == 0) {
 		struct logc *lc;
 		struct logrec rec[64];
@@ -1062,9 +1069,7 @@ START_TEST(pledges_are_written_only_for_an_engine_that_ended_first)
 	char *text;
 	pid_t pid;
 
-	serve_start(&s);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
+	pid = served_child(&s);
 	if (pid == 0) {
 		struct logc *ring, *ctl;
 		struct logrec r;
