@@ -41,6 +41,11 @@ void logrec_fields(const struct logrec *rec, logrec_field_fn fn, void *ctx);
 void logrec_set_observer(const char *hostname);
 /* ---- end ad-ecs ---------------------------------------------------------- */
 
+/* RFC 3339 time of time_ms, to the millisecond, into out (24 characters
+ * and a NUL): the date and time to the second formatted once a second per
+ * thread (the JSON line and the syslog export, one per record each). */
+void logrec_time_rfc3339(uint64_t time_ms, char out[25]);
+
 /* The JSON string escape of s (without quotes) into buf; length or <0. */
 int logrec_json_escape(const char *s, char *buf, size_t len);
 

@@ -162,10 +162,8 @@ const char *logrec_dns_type_name(uint16_t t, char *buf, size_t len)
 	return buf;
 }
 
-/* RFC 3339 time of time_ms into out (25 bytes with NUL). The date and
- * time to the second are formatted once a second; thread-local so that
- * threads each keep their own (nothing is shared). */
-static void time_fmt(uint64_t time_ms, char out[25])
+/* Thread-local so that threads each keep their own (nothing is shared). */
+void logrec_time_rfc3339(uint64_t time_ms, char out[25])
 {
 	static _Thread_local uint64_t cached_sec = UINT64_MAX;
 	static _Thread_local char cached[32];
@@ -458,7 +456,7 @@ int logrec_json_format(const struct logrec *rec, uint64_t seq, uint64_t time_ms,
 	pc_buf_init_fixed(&j, buf, len, 0);
 	pc_buf_puts(&j, "{\"" LOGREC_SEQ_KEY "\":");
 	pc_buf_u64(&j, seq);
-	time_fmt(time_ms, ts);
+	logrec_time_rfc3339(time_ms, ts);
 	j_plain(&j, "@timestamp", ts, 24);
 	if ((head = class_head(rec)))
 		pc_buf_put(&j, head->text, head->len);

@@ -390,6 +390,85 @@ START_TEST(display_escape_never_cuts_an_escape)
 }
 END_TEST
 
+/* A run of plain text is put in one piece (logesc_put's fast path), yet
+ * the result is what a code point at a time gives: a string escaped whole
+ * equals its code points escaped one by one, in every form, into a
+ * growing buffer and into fixed buffers of every size up to its length
+ * (where the fixed buffer fills, both keep the same pieces). */
+START_TEST(display_escape_runs_as_pieces)
+{
+	/* whole code points or bytes that are not UTF-8 and cannot join
+	 * their neighbours into a character */
+	static const char *pieces[] = {"a",
+				       "Z",
+				       "0",
+				       " ",
+				       "\"",
+				       "\\",
+				       "]",
+				       "[",
+				       "\n",
+				       "\t",
+				       "\r",
+				       "\x01",
+				       "\x7f",
+				       "\xc2\x85",
+				       "\xe2\x80\x8f",
+				       "\xe2\x80\xa8",
+				       "\xc3\xa9",
+				       "\xf0\x9f\x98\x80",
+				       "\xff",
+				       "\xc0\xaf",
+				       "{",
+				       "abcdefghij"};
+	const size_t np = sizeof(pieces) / sizeof(pieces[0]);
+	uint32_t x = 2463534242u;
+
+	for (int round = 0; round < 300; round++) {
+		char s[256];
+		size_t at[64], n = 0, k = 0;
+
+		for (int i = 0; i < 24; i++) {
+			const char *p;
+
+			x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+			p = pieces[x % np];
+			at[k++] = n;
+			memcpy(s + n, p, strlen(p));
+			n += strlen(p);
+		}
+		at[k] = n;
+		for (int f = LOGESC_TEXT; f <= LOGESC_JSON_LINE; f++)
+			for (size_t size = 0; size <= 6 * n + 2; size += size < 40 ? 1 : 7) {
+				char whole[2048], each[2048];
+				struct pc_buf w, e;
+
+				if (size == 6 * n + 2 || size >= sizeof(whole)) {
+					pc_buf_init(&w, 0, 0); /* growing */
+					pc_buf_init(&e, 0, 0);
+				} else {
+					pc_buf_init_fixed(&w, whole, size, 0);
+					pc_buf_init_fixed(&e, each, size, 0);
+				}
+				logesc_put(&w, s, n, (enum logesc_form)f);
+				for (size_t i = 0; i < k; i++)
+					logesc_put(&e, s + at[i], at[i + 1] - at[i],
+						   (enum logesc_form)f);
+				ck_assert_uint_eq(w.len, e.len);
+				ck_assert_int_eq(w.err, e.err);
+				ck_assert_msg(!memcmp(w.p, e.p, w.len), "form %d, size %zu", f,
+					      size);
+				if (w.p != whole) {
+					pc_buf_free(&w);
+					pc_buf_free(&e);
+				}
+				if (size >= sizeof(whole))
+					break;
+			}
+	}
+}
+END_TEST
+
 static bool has_raw_control(const char *s)
 {
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
@@ -451,4 +530,5 @@ PC_UNIT_SUITE("logd_export", "core", 30, oversize_record_is_cut_with_its_marker,
 	      record_that_fits_is_sent_as_formatted, full_spool_drops_records_never_checkpoints,
 	      checkpoint_queue_keeps_the_last_of_each_tree, spool_grows_by_chunks_and_bounds_bytes,
 	      display_escape_each_class_each_form, display_escape_every_code_point,
-	      display_escape_never_cuts_an_escape, display_escape_in_show_and_export)
+	      display_escape_never_cuts_an_escape, display_escape_runs_as_pieces,
+	      display_escape_in_show_and_export)
