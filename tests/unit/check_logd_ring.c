@@ -813,6 +813,35 @@ START_TEST(pledge_table_bounds_marks_and_ends)
 }
 END_TEST
 
+/* The table's buckets grow with what it holds and shrink after: every
+ * pledge and mark is found again across each resize. */
+START_TEST(pledge_table_finds_across_growth_and_shrink)
+{
+	struct pledges *p;
+	uint8_t one = 1;
+
+	ck_assert_int_eq(pledges_new(&p, NULL), 0);
+	for (uint64_t id = 1; id <= 3000; id++) /* grows past 2,048 buckets */
+		ck_assert_int_eq(pledges_hold(p, 20, id, &one, 1), 0);
+	ck_assert_uint_eq(pledges_held(p), 3000);
+	for (uint64_t id = 1; id <= 3000; id += 2)
+		ck_assert(pledges_redeem(p, 20, id));
+	ck_assert_uint_eq(pledges_held(p), 1500);
+	for (uint64_t id = 1; id <= 3000; id += 2) /* redeemed: marks now */
+		ck_assert(!pledges_redeem(p, 20, id));
+	for (uint64_t id = 1; id <= 3000; id += 2) /* each meets its mark */
+		ck_assert_int_eq(pledges_hold(p, 20, id, &one, 1), 0);
+	ck_assert_uint_eq(pledges_held(p), 1500);
+	for (uint64_t id = 2; id <= 3000; id += 2) /* held, not marked */
+		ck_assert_int_eq(pledges_hold(p, 20, id, &one, 1), 0);
+	ck_assert_uint_eq(pledges_held(p), 1500);
+	taken = 0; /* the buckets shrink while the take walks the list */
+	ck_assert_uint_eq(pledges_take(p, 20, take_one, NULL), 1500);
+	ck_assert_uint_eq(pledges_held(p), 0);
+	pledges_free(p);
+}
+END_TEST
+
 /* The bells are eventfds: logd wakes on the client's (no datagram on the
  * socket) and rings the client's own when it acknowledges. */
 START_TEST(ring_bells_are_eventfds_both_ways)
@@ -1172,4 +1201,4 @@ PC_UNIT_SUITE("logd_ring", "ring", 60, ring_records_are_acknowledged_through_the
 	      pledges_are_written_only_for_an_engine_that_ended_first,
 	      pledges_are_not_written_when_logd_stops,
 	      pledges_ring_logd_only_past_half_the_ring_and_fail_when_full,
-	      pledge_table_bounds_marks_and_ends)
+	      pledge_table_bounds_marks_and_ends, pledge_table_finds_across_growth_and_shrink)
