@@ -323,7 +323,7 @@ static void clients_accept(struct engine *e, struct ctl_client *c)
 }
 
 /* fixed pollfds before the clients' */
-#define NFIX 6
+#define NFIX 7
 
 int control_loop(struct engine *e)
 {
@@ -340,6 +340,12 @@ int control_loop(struct engine *e)
 		    {.fd = e->chk.fd, .events = POLLIN}, /* -1 (no helper): ignored */
 		    {.fd = e->nft_fd, .events = POLLIN},
 		    {.fd = e->route_fd, .events = POLLIN},
+		    /* logd's end wakes the loop at once (a hang-up needs no
+		     * events): what is still owed is pledged again as soon as
+		     * a logd takes connections (engine_dns_repledge), not up
+		     * to a round later, which an engine killed in between
+		     * would lose (docs/logd.md, "Pledges") */
+		    {.fd = logc_fd(e->ctl_lc), .events = 0},
 		};
 		struct pc_err err = {0};
 		struct cutoff_events ev;
@@ -355,6 +361,8 @@ int control_loop(struct engine *e)
 		}
 		httpm_pollfds(e, &p[NFIX + CLIENTS_MAX]);
 		waiting = waiting || httpm_waiting(e);
+		/* logd away: try it again every 100 ms */
+		waiting = waiting || (e->ctl_lc && logc_fd(e->ctl_lc) < 0);
 		n = poll(p, NFIX + CLIENTS_MAX + HTTPM_POLLFDS, waiting ? 100 : 1000);
 		if (n < 0 && errno != EINTR) {
 			pc_log(PC_LOG_ERR, "control loop: %s", strerror(errno));

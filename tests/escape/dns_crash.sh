@@ -13,7 +13,11 @@
 #   thread writes it once logd is back;
 # - logd restarted, then the engine killed before the queries' answers:
 #   the pledges had died with the first logd. Now the control thread
-#   pledges every record still owed again to a logd whose session is new.
+#   pledges every record still owed again to a logd whose session is new;
+# - the same with the engine killed a quarter of a second after the new
+#   logd took connections: the control thread noticed the new logd only
+#   at its next round (up to a second later). Now logd's end wakes it, and
+#   it tries every 100 ms until a logd is there.
 # Evidence: the upstream capture (every query that reached the resolver)
 # against the log.
 . "$PC_TOP/tests/escape/escape_lib.bash"
@@ -24,6 +28,8 @@ ESC_ALLOW1='  - host: "*.crash.test"
   - host: "*.answered.test"
     ports: [443]
   - host: "*.repledged.test"
+    ports: [443]
+  - host: "*.soon.test"
     ports: [443]
 limits: { new_flows_per_second: 1000000, new_flows_burst: 1000000 }'
 esc_up 2
@@ -144,6 +150,29 @@ crash_wait repledged.test "the engine ended before" 30
 t_diag "flood: $out; names that reached the resolver $reached, recorded $recorded (pledges written $said), unrecorded $unrec, recorded twice $twice"
 t_lt "the queries reached the resolver" 0 "$reached"
 t_eq "every name that reached the resolver has its record, logd restarted and the engine dead" 0 "$unrec"
+t_lt "those records are the pledges made again to the new logd" 0 "$said"
+t_eq "no name recorded twice" 0 "$twice"
+esc_end "every query that left has its record" \
+	"reached $reached, recorded $recorded (pledged again $said), unrecorded $unrec"
+kill -CONT "$DNSMASQ_PID"
+sleep 1
+guard_engine_start || t_fail "the engine starts again" true
+
+esc_begin "sandbox 1 sends $N2 allowed queries; logd is restarted, and the engine SIGKILLed 0.25 s after the new logd takes connections"
+kill -STOP "$DNSMASQ_PID"
+out=$(esc_craft 1 dnsflood --server "$LAB_RESOLVER4" --count "$N2" --suffix soon.test \
+	--pace 4 2>&1)
+esc_settle
+guard_pid_stop guard-logd KILL
+guard_logd_start || t_fail "logd starts again" true
+# (before the next of the control thread's rounds, a second apart, most
+# times: the code before this fix lost the records then)
+sleep 0.25
+guard_engine_stop KILL
+crash_wait soon.test "the engine ended before" 30
+t_diag "flood: $out; names that reached the resolver $reached, recorded $recorded (pledges written $said), unrecorded $unrec, recorded twice $twice"
+t_lt "the queries reached the resolver" 0 "$reached"
+t_eq "every name that reached the resolver has its record, the engine killed just after logd came back" 0 "$unrec"
 t_lt "those records are the pledges made again to the new logd" 0 "$said"
 t_eq "no name recorded twice" 0 "$twice"
 esc_end "every query that left has its record" \
