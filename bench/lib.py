@@ -129,6 +129,10 @@ def adapt_logd(texts):
     # the acknowledgement latency with a stalled syslog collector and without
     rx_lat = re.compile(r"ack latency p99: stalled collector (\d+) us, none (\d+) us")
     lat_stalled, lat_none = [], []
+    # the same two servers' CPU per record (what formatting the export costs)
+    rx_xcpu = re.compile(r"CPU per record, the same servers: exporting to the stalled collector "
+                         r"([\d.]+) us, no export ([\d.]+) us")
+    xcpu_export, xcpu_none = [], []
     # CPU time per record of each accept row (the line under it): logd's
     # threads, the senders', the witness's
     rx_cpu = re.compile(r"(accept \+ seal \+ write \+ ack \(socket\)|witnessed: accept)[^\n]*\n"
@@ -149,6 +153,9 @@ def adapt_logd(texts):
         m = rx_lat.search(t)
         lat_stalled.append(num(m.group(1)) if m else None)
         lat_none.append(num(m.group(2)) if m else None)
+        m = rx_xcpu.search(t)
+        xcpu_export.append(num(m.group(1)) if m else None)
+        xcpu_none.append(num(m.group(2)) if m else None)
         found = {mm.group(1).startswith("witnessed"): mm for mm in rx_cpu.finditer(t)}
         plain, wit = found.get(False), found.get(True)
         cpu_us["logd"].append(num(plain.group(2)) if plain else None)
@@ -201,6 +208,9 @@ def adapt_logd(texts):
                    "p99 acknowledgement latency, syslog collector that reads nothing", "us",
                    "lower", "stalled collector", lat_stalled, "no collector", lat_none,
                    ("ratio_max", 1.5, "<= 1.5x")),
+            metric("logd_export_cpu_us", "CPU per record accepted, exporting to syslog (the "
+                   "stalled collector's server, whole process)", "us", "lower",
+                   "with syslog export", xcpu_export, "no export", xcpu_none),
             metric("logd_round_trip", "record round trip: one record through the ring to "
                    "portcullis-logd, then its acknowledgement", "us", "lower",
                    "portcullis-logd and a ring sender", rt["wall"],
