@@ -12,6 +12,7 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <netinet/in.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,10 @@ struct arec {
 	char held[32];	  /* portcullis.held.bytes: what a refused held flow's bytes were */
 	uint32_t held_ms; /* portcullis.held.ms: held that long (0: not recorded) */
 	uint32_t quota;	  /* portcullis.quota: the share that was full (0: not recorded) */
+	/* a log-segment record of a tail logd set aside at its start: the
+	 * quarantine file (its base name) and the SHA-256 of its bytes */
+	char qfile[256];
+	char qsha[2 * crypto_hash_sha256_BYTES + 1];
 	bool has_seq;
 };
 
@@ -80,6 +85,9 @@ struct audit {
 	size_t n_pols;
 	const struct policy *cur;
 	uint64_t records, verdicts, confirmed, disagreements, not_verdicts;
+	const char *path; /* the file being replayed (its directory holds its quarantine files) */
+	bool in_tail;	  /* replaying a set-aside tail */
+	uint64_t tail_lines, tails;
 	struct unjudged un[AUDIT_UNJUDGED_KINDS];
 	size_t n_un;
 	uint64_t unjudged;
@@ -275,6 +283,12 @@ static int field(void *ctx, const char *k, size_t kl, enum logjson_type t, const
 		r->held_ms = (uint32_t)jnum(v, vl);
 	} else if (LOGJSON_KEY_IS(k, kl, "portcullis.quota")) {
 		r->quota = (uint32_t)jnum(v, vl);
+	} else if (LOGJSON_KEY_IS(k, kl, "portcullis.quarantine.file") ||
+		   LOGJSON_KEY_IS(k, kl, "log.quarantine.file")) {
+		jstr(v, vl, r->qfile, sizeof(r->qfile));
+	} else if (LOGJSON_KEY_IS(k, kl, "portcullis.quarantine.sha256") ||
+		   LOGJSON_KEY_IS(k, kl, "log.quarantine.sha256")) {
+		jstr(v, vl, r->qsha, sizeof(r->qsha));
 	} else if (LOGJSON_KEY_IS(k, kl, "tls.client.server_name")) {
 		jstr(v, vl, r->sni, sizeof(r->sni));
 	} else if ((LOGJSON_KEY_IS(k, kl, "portcullis.secrets") ||
@@ -1219,6 +1233,63 @@ static void judge_vault_refusal(struct audit *a, const struct arec *r, const cha
 	a->confirmed++;
 }
 
+static void judge(struct audit *a, const char *line, size_t len);
+
+/* logd set an unsealed tail aside at its start (docs/logd.md, "Recovery"):
+ * records it had acknowledged, which the engine acted on (its start, the
+ * answers it learned from) and still knows, but which no signature
+ * covers. Their file is replayed here, where the record naming it stands,
+ * for what it teaches the model and never as verdicts to confirm — only
+ * when its bytes are the ones the sealed record names (the SHA-256). A
+ * file missing or altered is a gap: said, and the audit fails. */
+static void replay_tail(struct audit *a, const struct arec *r)
+{
+	const char *slash = a->path ? strrchr(a->path, '/') : NULL;
+	const char *base = strrchr(r->qfile, '/');
+	uint64_t from = a->from, records = a->records, nv = a->not_verdicts;
+	uint8_t h[crypto_hash_sha256_BYTES];
+	char path[PC_PATH_MAX + 300], hex[sizeof(r->qsha)];
+	struct pc_err err = {0};
+	char *buf = NULL;
+	size_t len = 0;
+
+	base = base ? base + 1 : r->qfile;
+	snprintf(path, sizeof(path), "%.*s%s", slash ? (int)(slash - a->path + 1) : 0,
+		 a->path ? a->path : "", base);
+	if (pc_file_read(path, (size_t)1 << 34, &buf, &len, &err) < 0) {
+		not_judged(a, r, "the tail logd set aside at its start could not be replayed: %s",
+			   err.msg);
+		return;
+	}
+	crypto_hash_sha256(h, (const unsigned char *)buf, len);
+	sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
+	if (strcmp(hex, r->qsha) != 0) {
+		not_judged(a, r,
+			   "the tail logd set aside at its start is not the one it sealed: %s has "
+			   "sha256 %s, the log says %s",
+			   path, hex, r->qsha);
+		free(buf);
+		return;
+	}
+	a->in_tail = true;
+	a->from = UINT64_MAX; /* taught, not judged (judge's --from path) */
+	for (const char *p = buf, *end = buf + len; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (n > 2 && p[0] == '{' && p[1] == '"' && p[2] != 'c') /* not a checkpoint */
+			judge(a, p, n);
+		p += n + 1;
+	}
+	a->from = from;
+	a->in_tail = false;
+	a->tail_lines += a->records - records;
+	a->tails++;
+	a->records = records;
+	a->not_verdicts = nv;
+	free(buf);
+}
+
 static void judge(struct audit *a, const char *line, size_t len)
 {
 	struct arec r;
@@ -1239,6 +1310,8 @@ static void judge(struct audit *a, const char *line, size_t len)
 		spec_world_free(a->w);
 		spec_world_init(a->w, &a->cfg, a->cur);
 	}
+	if (strcmp(r.action, "log-segment") == 0 && r.qfile[0] && !a->in_tail)
+		replay_tail(a, &r);
 	verdict_kind = strcmp(r.action, "connect") == 0 || strcmp(r.action, "dns-query") == 0 ||
 		       strcmp(r.action, "dns-learn") == 0 ||
 		       strcmp(r.action, "http-request") == 0 ||
@@ -1334,6 +1407,7 @@ static void replay(struct audit *a, const struct afile *f)
 {
 	const char *p = f->buf, *end = f->buf + f->len;
 
+	a->path = f->path;
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
@@ -1351,6 +1425,10 @@ static void report_text(const struct audit *a)
 	       (unsigned long long)a->records, (unsigned long long)a->verdicts,
 	       (unsigned long long)a->confirmed, (unsigned long long)a->disagreements,
 	       (unsigned long long)a->unjudged);
+	if (a->tails)
+		printf("replayed for what they taught, not judged: %llu record(s) of %llu tail(s) "
+		       "logd set aside at its start (docs/logd.md, \"Audit\")\n",
+		       (unsigned long long)a->tail_lines, (unsigned long long)a->tails);
 	if (a->dis.len)
 		fwrite(a->dis.p, 1, a->dis.len, stdout);
 	if (a->disagreements > AUDIT_SHOW_MAX)
@@ -1379,6 +1457,7 @@ static void report_json(struct audit *a, int vrc, const char *vtext, size_t vlen
 	pc_json_ku64(&j, "confirmed", a->confirmed);
 	pc_json_ku64(&j, "disagreement_count", a->disagreements);
 	pc_json_ku64(&j, "not_judged_count", a->unjudged);
+	pc_json_ku64(&j, "set_aside_replayed", a->tail_lines);
 	pc_json_key(&j, "disagreements");
 	pc_json_arr(&j);
 	if (a->dis.len > 1) { /* the items, after the '[' that opened them */
