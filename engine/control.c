@@ -328,6 +328,11 @@ static void clients_accept(struct engine *e, struct ctl_client *c)
 int control_loop(struct engine *e)
 {
 	uint64_t next_hk = pc_now_mono_ms() + HOUSEKEEPING_MS;
+	/* logd's connection is watched from then: a hang-up leaves it
+	 * unwatched for a second, so a logd that ends each session at once
+	 * (refusing the engine's user) wakes the loop no more than the
+	 * rounds did */
+	uint64_t lc_watch_from = 0;
 	struct ctl_client cl[CLIENTS_MAX];
 
 	for (size_t i = 0; i < CLIENTS_MAX; i++)
@@ -345,7 +350,8 @@ int control_loop(struct engine *e)
 		     * a logd takes connections (engine_dns_repledge), not up
 		     * to a round later, which an engine killed in between
 		     * would lose (docs/logd.md, "Pledges") */
-		    {.fd = logc_fd(e->ctl_lc), .events = 0},
+		    {.fd = pc_now_mono_ms() >= lc_watch_from ? logc_fd(e->ctl_lc) : -1,
+		     .events = 0},
 		};
 		struct pc_err err = {0};
 		struct cutoff_events ev;
@@ -404,6 +410,8 @@ int control_loop(struct engine *e)
 			engine_tables_restore(e); /* its check covers the other tables too */
 		else if (e->nftw.other)
 			engine_nft_other_changed(e);
+		if (n > 0 && p[6].revents)
+			lc_watch_from = pc_now_mono_ms() + 1000;
 		if (n > 0 && (p[5].revents & POLLIN) &&
 		    cutoff_events_read(e, e->route_fd, &ev) > 0) {
 			engine_routing_restore(e);

@@ -678,6 +678,9 @@ void engine_dns_repledge(struct engine *e)
 
 	if (!e->ctl_lc || logc_keepalive(e->ctl_lc, &conns, &err) < 0 || conns == e->pledged_conns)
 		return; /* logd down: the next round tries again */
+	/* before the snapshot: a query registered after it is pledged by a
+	 * queue thread that sees the new count, in a ring it found alive */
+	atomic_fetch_add(&e->logd_gen, 1);
 	n = dnsguard_owed_all(e->dg, &o);
 	if (n < 0) {
 		pc_log(PC_LOG_ERR, "pledging DNS query records again: out of memory (next round)");

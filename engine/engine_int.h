@@ -612,6 +612,7 @@ struct qthread {
 	unsigned portid;
 	struct logc *lc;	     /* this thread's own logd connection */
 	bool log_ok;		     /* its last records were acknowledged */
+	uint64_t ring_gen;	     /* logd_gen when its connection was last seen alive */
 	struct held_table *held;     /* this thread's held flows */
 	struct dnstcp_table *dnstcp; /* this thread's DNS-over-TCP streams */
 	struct qstats st;
@@ -704,9 +705,13 @@ struct engine {
 	int ctl_fd, sig_fd, link_fd;
 	int route_fd, nft_fd; /* routing rule/route events; nf_tables events */
 	struct nftwatch nftw;
-	int nfq_proc_fd;	  /* /proc/net/netfilter/nfnetlink_queue */
-	struct logc *ctl_lc;	  /* the control thread's own log client */
-	uint64_t pledged_conns;	  /* its connection the owed records were pledged on */
+	int nfq_proc_fd;	/* /proc/net/netfilter/nfnetlink_queue */
+	struct logc *ctl_lc;	/* the control thread's own log client */
+	uint64_t pledged_conns; /* its connection the owed records were pledged on */
+	/* a new logd session seen by the control thread (engine_dns_repledge),
+	 * counted before it pledges what is owed again: a queue thread whose
+	 * ring is older checks that ring is alive before it pledges in it */
+	_Atomic uint64_t logd_gen;
 	struct quota_stats quota; /* refusals over the tables' per-sandbox quotas */
 	bool verbose;		  /* log every verdict (debug) */
 	struct engine_check chk;

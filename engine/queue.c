@@ -480,6 +480,24 @@ static bool window_gated(struct qbufs *qb)
 	return false;
 }
 
+/* May this thread pledge in its ring? Yes while no new logd session was
+ * seen since the ring was last found alive; after one, only when a poll of
+ * it finds no hang-up (a syscall once per new session, not per pledge). */
+static bool pledge_ring_alive(struct qthread *t, struct pc_err *err)
+{
+	uint64_t g = atomic_load(&t->e->logd_gen);
+
+	if (g == t->ring_gen)
+		return true;
+	if (!logc_alive(t->lc)) {
+		/* refused; the thread's next send makes a new ring */
+		pc_err_set(err, PC_EIO, "its logd session ended (a new logd runs)");
+		return false;
+	}
+	t->ring_gen = g;
+	return true;
+}
+
 /* Read one batch into the window's next slot: decide each packet and hand
  * the records to logd. A record not handed over is refused now, before
  * the next packet is decided (a held flow it judged fails first). */
@@ -533,8 +551,11 @@ static void take_batch(struct qthread *t, struct qbufs *qb, unsigned slot, int n
 
 		/* published before its query is released, never waited for
 		 * (docs/logd.md, "Pledges"); not handed over: the query
-		 * does not leave */
-		if (d->pledged && logc_pledge(t->lc, &d->rec, &err) < 0) {
+		 * does not leave. A ring whose logd died is read by nobody,
+		 * and the control thread has pledged what was owed to the
+		 * new logd already: such a pledge would be the only copy. */
+		if (d->pledged &&
+		    (!pledge_ring_alive(t, &err) || logc_pledge(t->lc, &d->rec, &err) < 0)) {
 			atomic_fetch_add(&t->st.log_failed, 1);
 			refuse_unlogged(t, d);
 			failed = true;

@@ -562,6 +562,16 @@ int logc_keepalive(struct logc *lc, uint64_t *conns, struct pc_err *err)
 	return 0;
 }
 
+bool logc_alive(const struct logc *lc)
+{
+	struct pollfd p;
+
+	if (!lc || lc->fd < 0)
+		return false;
+	p = (struct pollfd){.fd = lc->fd, .events = 0};
+	return poll(&p, 1, 0) == 0;
+}
+
 /* Hand one datagram of nrec records to logd (see logc_send). */
 static int send_dgram(struct logc *lc, const uint8_t *buf, size_t n, unsigned nrec,
 		      struct pc_err *err)

@@ -246,6 +246,9 @@ int logc_pledge(struct logc *lc, const struct logrec *rec, struct pc_err *err);
  * session, maybe a new logd, which holds nothing of the old one's state
  * (its pledges). 0, or <0 when logd cannot be reached now. */
 int logc_keepalive(struct logc *lc, uint64_t *conns, struct pc_err *err);
+/* Is the connection still logd's (no hang-up, no error), by a poll of its
+ * socket that sends, reads and reconnects nothing? false when none. */
+bool logc_alive(const struct logc *lc);
 /* Wait up to timeout_ms until logd has acknowledged (written to its file)
  * every record sent so far. 0: all acknowledged. <0: at least one was not;
  * the connection is reset and the caller refuses every action whose record
