@@ -98,6 +98,28 @@ crash_wait() { # suffix text deadline
 	done
 }
 
+# An attempt's checks after crash_wait: the queries reached the resolver,
+# each has its record, once, and those records say why they were written
+# (WHO: "pledges written", "owed again"; WHY: what the records are).
+crash_check() { # case who why
+	t_diag "flood: $out; names that reached the resolver $reached, recorded $recorded ($2 $said), unrecorded $unrec, recorded twice $twice"
+	t_lt "the queries reached the resolver" 0 "$reached"
+	t_eq "every name that reached the resolver has its record, $1" 0 "$unrec"
+	t_lt "those records are $3" 0 "$said"
+	t_eq "no name recorded twice" 0 "$twice"
+}
+crash_end() { # who
+	esc_end "every query that left has its record" \
+		"reached $reached, recorded $recorded ($1 $said), unrecorded $unrec"
+}
+# The resolver answers what it holds (to an engine that asked nothing),
+# and the engine runs again.
+crash_resume() {
+	kill -CONT "$DNSMASQ_PID"
+	sleep 1
+	guard_engine_start || t_fail "the engine starts again" true
+}
+
 t_match "baseline: sandbox 2's allowed name resolves" "^NOERROR" \
 	"$(esc_craft 2 dns --server "$LAB_RESOLVER4" --name api.github.test)"
 
@@ -109,11 +131,7 @@ esc_settle
 guard_engine_stop KILL
 # logd writes the pledges once it sees the engine's sessions end
 crash_wait crash.test "the engine ended before" 30
-t_diag "flood: $out; names that reached the resolver $reached, recorded $recorded (pledges written $said), unrecorded $unrec, recorded twice $twice"
-t_lt "the queries reached the resolver (the capture is live)" 0 "$reached"
-t_eq "every name that reached the resolver has its record, the engine dead" 0 "$unrec"
-t_lt "those records are the pledges logd wrote for the dead engine" 0 "$said"
-t_eq "no name recorded twice" 0 "$twice"
+crash_check "the engine dead" "pledges written" "the pledges logd wrote for the dead engine"
 r=$(esc_field message "\"dns.question.name\":\"[^\"]*\\.crash\\.test\"")
 t_match "a written pledge says why it was written" "the engine ended before the query's answer" "$r"
 t_match "logd says it wrote them" "pledged and not redeemed: written" \
@@ -121,12 +139,8 @@ t_match "logd says it wrote them" "pledged and not redeemed: written" \
 logd_metric() { guard_cli metrics 2>/dev/null | grep "^portcullis_logd_$1 " | cut -d" " -f2; }
 t_eq "logd's metrics count them written" "$said" "$(logd_metric pledges_written_total)"
 t_eq "... and hold none" 0 "$(logd_metric pledges_held)"
-esc_end "every query that left has its record" \
-	"reached $reached, recorded $recorded (pledged $said), unrecorded $unrec"
-# the resolver answers what it holds (to an engine that asked nothing)
-kill -CONT "$DNSMASQ_PID"
-sleep 1
-guard_engine_start || t_fail "the engine starts again" true
+crash_end "pledges written"
+crash_resume
 
 # Fewer queries than the stopped resolver's socket holds (about 270 of
 # them: the rest the kernel drops, and they are never answered)
@@ -145,13 +159,9 @@ sleep 2
 guard_logd_start || t_fail "logd starts again" true
 # the control thread writes what is owed every 10 s, once logd takes it
 crash_wait answered.test "logd did not take its record" 40
-t_diag "flood: $out; names that reached the resolver $reached, recorded $recorded ($said owed again), unrecorded $unrec, recorded twice $twice"
-t_lt "the queries reached the resolver" 0 "$reached"
-t_eq "every name that reached the resolver has its record, logd killed under its answer" 0 "$unrec"
-t_lt "those records were owed again when their answers were dropped" 0 "$said"
-t_eq "no name recorded twice" 0 "$twice"
-esc_end "every query that left has its record" \
-	"reached $reached, recorded $recorded ($said owed again), unrecorded $unrec"
+crash_check "logd killed under its answer" "owed again" \
+	"the ones owed again when their answers were dropped"
+crash_end "owed again"
 
 esc_begin "sandbox 1 sends $N2 allowed queries; logd is restarted, then the engine SIGKILLed"
 kill -STOP "$DNSMASQ_PID"
@@ -169,16 +179,10 @@ t_match "the engine pledges what it still owes to the new logd" "still owed pled
 	"$(grep "pledged again" "$GUARD_DIR/engine.log" | tail -1)"
 guard_engine_stop KILL
 crash_wait repledged.test "the engine ended before" 30
-t_diag "flood: $out; names that reached the resolver $reached, recorded $recorded (pledges written $said), unrecorded $unrec, recorded twice $twice"
-t_lt "the queries reached the resolver" 0 "$reached"
-t_eq "every name that reached the resolver has its record, logd restarted and the engine dead" 0 "$unrec"
-t_lt "those records are the pledges made again to the new logd" 0 "$said"
-t_eq "no name recorded twice" 0 "$twice"
-esc_end "every query that left has its record" \
-	"reached $reached, recorded $recorded (pledged again $said), unrecorded $unrec"
-kill -CONT "$DNSMASQ_PID"
-sleep 1
-guard_engine_start || t_fail "the engine starts again" true
+crash_check "logd restarted and the engine dead" "pledged again" \
+	"the pledges made again to the new logd"
+crash_end "pledged again"
+crash_resume
 
 esc_begin "sandbox 1 sends $N2 allowed queries; logd is restarted, and the engine SIGKILLed 0.25 s after the new logd takes connections"
 kill -STOP "$DNSMASQ_PID"
@@ -192,16 +196,10 @@ guard_logd_start || t_fail "logd starts again" true
 sleep 0.25
 guard_engine_stop KILL
 crash_wait soon.test "the engine ended before" 30
-t_diag "flood: $out; names that reached the resolver $reached, recorded $recorded (pledges written $said), unrecorded $unrec, recorded twice $twice"
-t_lt "the queries reached the resolver" 0 "$reached"
-t_eq "every name that reached the resolver has its record, the engine killed just after logd came back" 0 "$unrec"
-t_lt "those records are the pledges made again to the new logd" 0 "$said"
-t_eq "no name recorded twice" 0 "$twice"
-esc_end "every query that left has its record" \
-	"reached $reached, recorded $recorded (pledged again $said), unrecorded $unrec"
-kill -CONT "$DNSMASQ_PID"
-sleep 1
-guard_engine_start || t_fail "the engine starts again" true
+crash_check "the engine killed just after logd came back" "pledged again" \
+	"the pledges made again to the new logd"
+crash_end "pledged again"
+crash_resume
 
 # An answer's record acknowledged, and logd killed before a checkpoint
 # covered it: the next logd sets it aside (docs/logd.md, "Recovery"), yet
