@@ -1235,6 +1235,20 @@ static void judge_vault_refusal(struct audit *a, const struct arec *r, const cha
 
 static void judge(struct audit *a, const char *line, size_t len);
 
+/* Judge each record line of buf in order (checkpoint lines are skipped):
+ * a segment of the log, or a tail logd set aside. */
+static void replay_lines(struct audit *a, const char *buf, size_t len)
+{
+	for (const char *p = buf, *end = buf + len; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (n > 2 && p[0] == '{' && p[1] == '"' && p[2] != 'c') /* not a checkpoint */
+			judge(a, p, n);
+		p += n + 1;
+	}
+}
+
 /* logd set an unsealed tail aside at its start (docs/logd.md, "Recovery"):
  * records it had acknowledged, which the engine acted on (its start, the
  * answers it learned from) and still knows, but which no signature
@@ -1273,14 +1287,7 @@ static void replay_tail(struct audit *a, const struct arec *r)
 	}
 	a->in_tail = true;
 	a->from = UINT64_MAX; /* taught, not judged (judge's --from path) */
-	for (const char *p = buf, *end = buf + len; p < end;) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-
-		if (n > 2 && p[0] == '{' && p[1] == '"' && p[2] != 'c') /* not a checkpoint */
-			judge(a, p, n);
-		p += n + 1;
-	}
+	replay_lines(a, buf, len);
 	a->from = from;
 	a->in_tail = false;
 	a->tail_lines += a->records - records;
@@ -1405,17 +1412,8 @@ static int afile_cmp(const void *x, const void *y)
 
 static void replay(struct audit *a, const struct afile *f)
 {
-	const char *p = f->buf, *end = f->buf + f->len;
-
 	a->path = f->path;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-
-		if (n > 2 && p[0] == '{' && p[1] == '"' && p[2] != 'c') /* not a checkpoint */
-			judge(a, p, n);
-		p += n + 1;
-	}
+	replay_lines(a, f->buf, f->len);
 }
 
 static void report_text(const struct audit *a)
