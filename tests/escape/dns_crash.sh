@@ -112,6 +112,14 @@ crash_end() { # who
 	esc_end "every query that left has its record" \
 		"reached $reached, recorded $recorded ($1 $said), unrecorded $unrec"
 }
+# The resolver made mute, then COUNT allowed queries for new names under
+# SUFFIX from sandbox 1, every verdict given ($out: what the flood saw).
+crash_flood() { # count suffix
+	kill -STOP "$DNSMASQ_PID"
+	out=$(esc_craft 1 dnsflood --server "$LAB_RESOLVER4" --count "$1" --suffix "$2" \
+		--pace 4 2>&1)
+	esc_settle
+}
 # The resolver answers what it holds (to an engine that asked nothing),
 # and the engine runs again.
 crash_resume() {
@@ -124,10 +132,7 @@ t_match "baseline: sandbox 2's allowed name resolves" "^NOERROR" \
 	"$(esc_craft 2 dns --server "$LAB_RESOLVER4" --name api.github.test)"
 
 esc_begin "sandbox 1 sends $N allowed queries to a resolver that does not answer; the engine is SIGKILLed"
-kill -STOP "$DNSMASQ_PID"
-out=$(esc_craft 1 dnsflood --server "$LAB_RESOLVER4" --count "$N" --suffix crash.test \
-	--pace 4 2>&1)
-esc_settle
+crash_flood "$N" crash.test
 guard_engine_stop KILL
 # logd writes the pledges once it sees the engine's sessions end
 crash_wait crash.test "the engine ended before" 30
@@ -146,12 +151,9 @@ crash_resume
 # them: the rest the kernel drops, and they are never answered)
 N2=${PC_CRASH_ANSWERED:-200}
 esc_begin "sandbox 1 sends $N2 allowed queries; logd is SIGKILLed before their answers come"
-kill -STOP "$DNSMASQ_PID"
 # deferred to their answers (but the first of each queue thread, recorded
 # at once until logd acknowledged one)
-out=$(esc_craft 1 dnsflood --server "$LAB_RESOLVER4" --count "$N2" --suffix answered.test \
-	--pace 4 2>&1)
-esc_settle
+crash_flood "$N2" answered.test
 guard_pid_stop guard-logd KILL
 kill -CONT "$DNSMASQ_PID" # the answers come, and logd is gone
 esc_settle
@@ -164,10 +166,7 @@ crash_check "logd killed under its answer" "owed again" \
 crash_end "owed again"
 
 esc_begin "sandbox 1 sends $N2 allowed queries; logd is restarted, then the engine SIGKILLed"
-kill -STOP "$DNSMASQ_PID"
-out=$(esc_craft 1 dnsflood --server "$LAB_RESOLVER4" --count "$N2" --suffix repledged.test \
-	--pace 4 2>&1)
-esc_settle
+crash_flood "$N2" repledged.test
 said0=$(grep -c "still owed pledged again" "$GUARD_DIR/engine.log")
 guard_pid_stop guard-logd KILL
 guard_logd_start || t_fail "logd starts again" true
@@ -185,10 +184,7 @@ crash_end "pledged again"
 crash_resume
 
 esc_begin "sandbox 1 sends $N2 allowed queries; logd is restarted, and the engine SIGKILLed 0.25 s after the new logd takes connections"
-kill -STOP "$DNSMASQ_PID"
-out=$(esc_craft 1 dnsflood --server "$LAB_RESOLVER4" --count "$N2" --suffix soon.test \
-	--pace 4 2>&1)
-esc_settle
+crash_flood "$N2" soon.test
 guard_pid_stop guard-logd KILL
 guard_logd_start || t_fail "logd starts again" true
 # (before the next of the control thread's rounds, a second apart, most
