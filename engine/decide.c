@@ -57,6 +57,7 @@ void decision_clear(struct decision *d)
 	d->send_reply = false;
 	d->register_flow = false;
 	d->quota = QUOTA_NONE;
+	d->given_up[0] = '\0';
 	d->learn = false;
 	d->promote = false;
 	d->held_judged = false;
@@ -1309,7 +1310,8 @@ static void new_flow(const struct decide_ctx *c, const struct pkt *p,
 		}
 		flow_key_from_pkt(&k, p);
 		/* Each sandbox may hold its share of the table only. */
-		rc = held_add(c->held, &k, sb->name, policy_sandbox_count(c->policy), &hf);
+		rc = held_add(c->held, &k, sb->name, policy_sandbox_count(c->policy), &hf,
+			      d->given_up);
 		if (rc == PC_EREFUSED) {
 			refuse(d, c, p, sb, VK_REJECT,
 			       "too many connections of this sandbox waiting for a ClientHello "

@@ -178,9 +178,9 @@ int hkey_new(uint8_t key[HKEY_BYTES]); /* 0 or PC_EIO (libsodium) */
 uint64_t hkey_hash(const uint8_t key[HKEY_BYTES], const void *data, size_t len);
 
 /* How many entries of one table each sandbox holds (the table's own
- * locking). A sandbox may hold at most quota_share(capacity, sandboxes of
- * the policy in force): the shares together never exceed the table, so
- * no sandbox can take another's (docs/engine.md, "Per-sandbox quotas"). */
+ * locking). Each sandbox is sure of quota_share(capacity, sandboxes of the
+ * policy in force): the shares together never exceed the table, so no
+ * sandbox can take another's (docs/engine.md, "Per-sandbox quotas"). */
 struct quota_map;
 int quota_map_new(struct quota_map **out);
 void quota_map_free(struct quota_map *q);
@@ -190,12 +190,21 @@ size_t quota_share(size_t capacity, size_t n_sandboxes); /* >= 1 */
 int quota_take(struct quota_map *q, const char *sandbox, size_t limit);
 void quota_give(struct quota_map *q, const char *sandbox);
 size_t quota_used(struct quota_map *q, const char *sandbox);
+/* Two pointers kept with sandbox's count for the table's own use (the ends
+ * of a list of its entries); NULL when it holds none. They go with the
+ * count's last entry (quota_give), so the table empties them first. */
+void **quota_list(struct quota_map *q, const char *sandbox);
+/* The most entries any sandbox holds, when more than over (else 0, and fn
+ * is not called); fn is called with the list of each sandbox holding
+ * that many. */
+size_t quota_most(struct quota_map *q, size_t over, void (*fn)(void *arg, void **list), void *arg);
 
 /* Refusals over a quota, per sandbox, engine-wide (mutex inside). */
-enum quota_kind { QUOTA_NONE = 0, QUOTA_HELD, QUOTA_DNSTCP };
+enum quota_kind { QUOTA_NONE = 0, QUOTA_HELD, QUOTA_DNSTCP, QUOTA_HELD_GIVEN_UP };
 struct quota_count {
 	char sandbox[POLICY_NAME_MAX];
 	uint64_t held_refused, dnstcp_refused;
+	uint64_t held_given_up; /* its held flows forgotten for another's share */
 };
 struct quota_stats {
 	pthread_mutex_t mu;
@@ -291,8 +300,12 @@ struct held_flow {
 	bool srv_first;
 	bool grace; /* counted as promoted (held_promoted), no longer as waiting */
 	struct held_flow *gnext, *gprev; /* promoted entries, oldest first */
-	uint64_t promo_batch;		 /* the queue thread's batch that promoted it */
-	uint64_t sent_ms;		 /* != 0: that batch's verdicts were sent then */
+	/* counted as waiting: its sandbox's entries, oldest first (the one a
+	 * sandbox under its share may take the place of: held_add) */
+	struct held_flow *snext, *sprev;
+	uint64_t added;	      /* the table's count of entries made, when it was */
+	uint64_t promo_batch; /* the queue thread's batch that promoted it */
+	uint64_t sent_ms;     /* != 0: that batch's verdicts were sent then */
 };
 /* How long a promoted entry stays to catch packets queued before the
  * conntrack mark took effect (a batch and its log flush: milliseconds).
@@ -310,12 +323,18 @@ struct held_flow *held_get(struct held_table *t, const struct flow_key *k);
 /* The most held flows one sandbox may have in t (what a quota refusal
  * records: portcullis.quota). */
 size_t held_share(const struct held_table *t, size_t n_sandboxes);
-/* New entry of sandbox (its meta.sandbox), which may hold at most
- * quota_share(max, n_sandboxes) of the table: 0 and *out; PC_EREFUSED:
- * the sandbox holds its share; PC_EAGAIN: the table is full; PC_ENOMEM.
- * The caller refuses the flow on any error. */
+/* New entry of sandbox (its meta.sandbox): 0 and *out. A sandbox may use
+ * any room the table has; it is sure of quota_share(max, n_sandboxes) of
+ * it. When the table is full, a sandbox under its share takes the place of
+ * the oldest waiting entry of the sandbox holding the most (over its
+ * share), which is forgotten: its next packet is refused as of no
+ * connection, and given_up (POLICY_NAME_MAX bytes, or NULL) names its
+ * sandbox ("" when none was). PC_EREFUSED: the table is full and the
+ * sandbox holds its share; PC_EAGAIN: full, and no sandbox is over its
+ * share (more sandboxes than entries); PC_ENOMEM. The caller refuses the
+ * flow on any error. */
 int held_add(struct held_table *t, const struct flow_key *k, const char *sandbox,
-	     size_t n_sandboxes, struct held_flow **out);
+	     size_t n_sandboxes, struct held_flow **out, char *given_up);
 /* Entries sandbox holds now; the table's size. */
 size_t held_used(struct held_table *t, const char *sandbox);
 size_t held_capacity(const struct held_table *t);
@@ -532,6 +551,9 @@ struct decision {
 	/* refused because its sandbox holds its share of a table: counted
 	 * per sandbox (quota_stats) */
 	enum quota_kind quota;
+	/* a held flow of this sandbox was given up for this decision's room
+	 * (held_add): counted per sandbox (quota_stats) */
+	char given_up[POLICY_NAME_MAX];
 	/* a held flow promoted by its server's acknowledgement (forward hook:
 	 * the verdict ALLOW is the reply's; refused, it is only dropped) */
 	bool promote;

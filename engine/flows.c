@@ -241,6 +241,7 @@ struct held_table {
 	struct held_flow *ghead, *gtail; /* promoted entries, oldest first */
 	struct held_flow *gsent;	 /* the first of them whose verdict is unsent */
 	uint64_t batch;			 /* the batch being decided (held_batch_begin) */
+	uint64_t added;			 /* entries made (their order, for held_add) */
 };
 
 int held_table_new(size_t max, struct held_table **out)
@@ -263,6 +264,37 @@ int held_table_new(size_t max, struct held_table **out)
 	return 0;
 }
 
+/* A waiting entry joins or leaves its sandbox's list (quota_list: kept
+ * with the sandbox's count, so joined after quota_take and left before
+ * quota_give). */
+static void sb_link(struct held_table *t, struct held_flow *f)
+{
+	void **l = quota_list(t->quota, f->meta.sandbox);
+
+	f->snext = NULL;
+	f->sprev = l[1];
+	if (f->sprev)
+		f->sprev->snext = f;
+	else
+		l[0] = f;
+	l[1] = f;
+}
+
+static void sb_unlink(struct held_table *t, struct held_flow *f)
+{
+	void **l = quota_list(t->quota, f->meta.sandbox);
+
+	if (f->sprev)
+		f->sprev->snext = f->snext;
+	else if (l)
+		l[0] = f->snext;
+	if (f->snext)
+		f->snext->sprev = f->sprev;
+	else if (l)
+		l[1] = f->sprev;
+	f->snext = f->sprev = NULL;
+}
+
 /* The entry leaves the table: its sandbox's quota gets it back. */
 static void held_free_one(struct held_table *t, struct held_flow *f)
 {
@@ -280,6 +312,7 @@ static void held_free_one(struct held_table *t, struct held_flow *f)
 		else
 			t->gtail = f->gprev;
 	} else {
+		sb_unlink(t, f);
 		quota_give(t->quota, f->meta.sandbox);
 		t->n--;
 	}
@@ -314,25 +347,60 @@ struct held_flow *held_get(struct held_table *t, const struct flow_key *k)
 	return f;
 }
 
-int held_add(struct held_table *t, const struct flow_key *k, const char *sandbox,
-	     size_t n_sandboxes, struct held_flow **out)
+/* quota_most's visit: the oldest entry not yet promoted among the lists of
+ * the sandboxes holding the most (a promoted entry counted as waiting still
+ * catches its flow's packets queued before its ct mark acted). */
+static void oldest_waiting(void *arg, void **list)
 {
-	struct held_flow *f;
+	struct held_flow **best = arg;
+
+	for (struct held_flow *f = list[0]; f; f = f->snext)
+		if (!f->promoted_ms) {
+			if (!*best || f->added < (*best)->added)
+				*best = f;
+			return;
+		}
+}
+
+int held_add(struct held_table *t, const struct flow_key *k, const char *sandbox,
+	     size_t n_sandboxes, struct held_flow **out, char *given_up)
+{
+	size_t share = quota_share(t->max, n_sandboxes);
+	struct held_flow *f, *v = NULL;
 	size_t h;
 	int rc;
 
-	if (t->n >= t->max)
-		return PC_EAGAIN;
+	if (given_up)
+		given_up[0] = '\0';
+	/* Room is lent: the share is what a sandbox is sure of, not what it
+	 * may use. A full table gives a sandbox under its share the place of
+	 * the one furthest over its own (docs/engine.md, "Per-sandbox
+	 * quotas"): the shares together fit the table, so when it is full and
+	 * one sandbox is under its share, another is over. */
+	if (t->n >= t->max) {
+		if (quota_used(t->quota, sandbox) >= share)
+			return PC_EREFUSED;
+		quota_most(t->quota, share, oldest_waiting, &v);
+		if (!v)
+			return PC_EAGAIN;
+	}
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return PC_ENOMEM;
-	rc = quota_take(t->quota, sandbox, quota_share(t->max, n_sandboxes));
+	if (v) {
+		if (given_up)
+			pc_strlcpy(given_up, v->meta.sandbox, POLICY_NAME_MAX);
+		held_del(t, v);
+	}
+	rc = quota_take(t->quota, sandbox, SIZE_MAX);
 	if (rc < 0) {
 		free(f);
 		return rc;
 	}
 	f->key = *k;
 	pc_strlcpy(f->meta.sandbox, sandbox, sizeof(f->meta.sandbox));
+	f->added = ++t->added;
+	sb_link(t, f);
 	h = key_hash(t->hkey, k) & (t->nb - 1);
 	f->next = t->b[h];
 	t->b[h] = f;
@@ -353,6 +421,7 @@ int held_promoted(struct held_table *t, struct held_flow *f, size_t n_sandboxes)
 	rc = quota_take(t->grace, f->meta.sandbox, quota_share(2 * t->max, n_sandboxes));
 	if (rc < 0)
 		return rc;
+	sb_unlink(t, f);
 	quota_give(t->quota, f->meta.sandbox);
 	t->n--;
 	t->n_grace++;

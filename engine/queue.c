@@ -627,6 +627,8 @@ static void finish_batch(struct qthread *t, struct qbufs *qb, struct qbatch *B, 
 		rulehits_count(B->hits, d);
 		if (d->quota)
 			quota_stats_count(&e->quota, decision_sandbox(d), d->quota);
+		if (d->given_up[0])
+			quota_stats_count(&e->quota, d->given_up, QUOTA_HELD_GIVEN_UP);
 	}
 	emit_verdicts(t, qb, B);
 	/* the ct mark of each promotion in B acts from here on (a verdict

@@ -38,6 +38,7 @@ uint64_t hkey_hash(const uint8_t key[HKEY_BYTES], const void *data, size_t len)
 struct quota_ent {
 	char sandbox[POLICY_NAME_MAX];
 	size_t n;
+	void *list[2]; /* the table's own: its entries of this sandbox, in order */
 	struct quota_ent *next;
 };
 
@@ -130,6 +131,31 @@ size_t quota_used(struct quota_map *q, const char *sandbox)
 	return e ? e->n : 0;
 }
 
+void **quota_list(struct quota_map *q, const char *sandbox)
+{
+	struct quota_ent *e = *quota_slot(q, sandbox);
+
+	return e ? e->list : NULL;
+}
+
+size_t quota_most(struct quota_map *q, size_t over, void (*fn)(void *arg, void **list), void *arg)
+{
+	size_t most = 0;
+
+	/* one entry per sandbox holding any: a walk as long as the policy */
+	for (size_t i = 0; i < QUOTA_BUCKETS; i++)
+		for (struct quota_ent *e = q->b[i]; e; e = e->next)
+			if (e->n > most)
+				most = e->n;
+	if (most <= over)
+		return 0;
+	for (size_t i = 0; i < QUOTA_BUCKETS; i++)
+		for (struct quota_ent *e = q->b[i]; e; e = e->next)
+			if (e->n == most)
+				fn(arg, e->list);
+	return most;
+}
+
 /* ---- refusals per sandbox, engine-wide -------------------------------------- */
 
 void quota_stats_init(struct quota_stats *s)
@@ -175,7 +201,7 @@ void quota_stats_count(struct quota_stats *s, const char *sandbox, enum quota_ki
 {
 	struct quota_count *c;
 
-	if (kind != QUOTA_HELD && kind != QUOTA_DNSTCP)
+	if (kind != QUOTA_HELD && kind != QUOTA_DNSTCP && kind != QUOTA_HELD_GIVEN_UP)
 		return;
 	pthread_mutex_lock(&s->mu);
 	/* Names come from the policy (a sandbox cannot invent one), so the
@@ -184,8 +210,10 @@ void quota_stats_count(struct quota_stats *s, const char *sandbox, enum quota_ki
 	if (c) {
 		if (kind == QUOTA_HELD)
 			c->held_refused++;
-		else
+		else if (kind == QUOTA_DNSTCP)
 			c->dnstcp_refused++;
+		else
+			c->held_given_up++;
 	}
 	pthread_mutex_unlock(&s->mu);
 }
@@ -217,13 +245,14 @@ int quota_status_json(struct quota_stats *s, const struct policy *pol, size_t he
 
 		quota_stats_get(s, sb->name, &c);
 		/* sandbox names are [A-Za-z0-9._-]: nothing to escape */
-		rc = pc_buf_appendf(buf, len,
-				    "%s{\"sandbox\":\"%s\",\"held_flows_max\":%zu,"
-				    "\"dns_tcp_streams_max\":%zu,\"held_flows_refused\":%llu,"
-				    "\"dns_tcp_streams_refused\":%llu}",
-				    i ? "," : "", sb->name, quota_share(held_cap, n),
-				    quota_share(dnstcp_cap, n), (unsigned long long)c.held_refused,
-				    (unsigned long long)c.dnstcp_refused);
+		rc = pc_buf_appendf(
+		    buf, len,
+		    "%s{\"sandbox\":\"%s\",\"held_flows_share\":%zu,"
+		    "\"dns_tcp_streams_max\":%zu,\"held_flows_refused\":%llu,"
+		    "\"held_flows_given_up\":%llu,\"dns_tcp_streams_refused\":%llu}",
+		    i ? "," : "", sb->name, quota_share(held_cap, n), quota_share(dnstcp_cap, n),
+		    (unsigned long long)c.held_refused, (unsigned long long)c.held_given_up,
+		    (unsigned long long)c.dnstcp_refused);
 	}
 	return rc ? rc : pc_buf_appendf(buf, len, "]}");
 }
@@ -231,6 +260,7 @@ int quota_status_json(struct quota_stats *s, const struct policy *pol, size_t he
 void quota_metrics(struct pc_prom *b, struct quota_stats *s, const struct policy *pol)
 {
 	static const char *name = "portcullis_engine_quota_refused_total";
+	static const char *gname = "portcullis_engine_held_given_up_total";
 	size_t n = pol ? policy_sandbox_count(pol) : 0;
 
 	pc_prom_family(b, name, "counter",
@@ -246,5 +276,18 @@ void quota_metrics(struct pc_prom *b, struct quota_stats *s, const struct policy
 		pc_prom_u64(b, name, l, c.held_refused);
 		snprintf(l, sizeof(l), "sandbox=\"%s\",table=\"dns_tcp_streams\"", sb);
 		pc_prom_u64(b, name, l, c.dnstcp_refused);
+	}
+	pc_prom_family(b, gname, "counter",
+		       "Held flows of a sandbox over its share of a queue thread's table, given "
+		       "up (refused at their next packet) so that a sandbox under its share could "
+		       "hold one, by sandbox.");
+	for (size_t i = 0; i < n; i++) {
+		const char *sb = policy_sandbox_at(pol, i)->name;
+		struct quota_count c = {0};
+		char l[POLICY_NAME_MAX + 16];
+
+		quota_stats_get(s, sb, &c);
+		snprintf(l, sizeof(l), "sandbox=\"%s\"", sb);
+		pc_prom_u64(b, gname, l, c.held_given_up);
 	}
 }

@@ -296,6 +296,7 @@ static struct spec_flow *flow_new(struct spec_world *w, const struct spec_pkt *p
 		f->peer = p->dst;
 		f->peerport = p->dport;
 		f->st = st;
+		f->born = ++w->flows_born;
 		pc_strlcpy(f->sandbox, sb->name, sizeof(f->sandbox));
 		return f;
 	}
@@ -967,11 +968,90 @@ static void held_in(struct spec_world *w, struct spec_flow *f, const struct spec
 
 /* ---- new flows: S16-S26 ----------------------------------------------------- */
 
+/* A flow counted in the held table: surely (lo), or perhaps — refused
+ * and promoted ones linger a while (hi). */
+static bool held_surely(const struct spec_flow *h)
+{
+	return h->used && (h->st == SPEC_F_HELD || h->st == SPEC_F_APPROVED);
+}
+
+static bool held_perhaps(const struct spec_flow *h)
+{
+	return held_surely(h) || (h->used && (h->st == SPEC_F_ACKED || h->st == SPEC_F_FAILED));
+}
+
+/* S23: room in the held table for a new flow of sb, which is sure of its
+ * share and may use any room left. A full table gives a sandbox under its
+ * share the place of the oldest flow not yet promoted of the sandbox
+ * holding the most (over its share): that flow is forgotten. true: held
+ * (S24 goes on); false: the verdict is said here (refused, or either when
+ * what the engine still counts is not known). */
+static bool held_room(struct spec_world *w, const struct policy_sandbox *sb, struct spec_verdict *v,
+		      bool *took)
+{
+	size_t lo = 0, hi = 0, all_lo = 0, all_hi = 0, share = quota_share(w, w->held_cap);
+	size_t most = 0;
+	struct spec_flow *victim = NULL;
+
+	for (size_t i = 0; i < SPEC_FLOWS_MAX; i++) {
+		const struct spec_flow *h = &w->flows[i];
+		bool mine = h->used && strcmp(h->sandbox, sb->name) == 0;
+
+		all_lo += held_surely(h);
+		all_hi += held_perhaps(h);
+		lo += mine && held_surely(h);
+		hi += mine && held_perhaps(h);
+	}
+	if (all_hi < w->held_cap)
+		return true; /* room, whoever holds it */
+	if (all_lo >= w->held_cap && lo >= share) {
+		refuse(v, "S23", SPEC_V_REJECT, CONNECT, SPEC_R_QUOTA);
+		return false;
+	}
+	if (all_lo == all_hi && hi < share) {
+		/* full, and every count known: the sandbox holding the most */
+		for (size_t i = 0; i < SPEC_FLOWS_MAX; i++) {
+			size_t n = 0;
+
+			if (!held_surely(&w->flows[i]))
+				continue;
+			for (size_t j = 0; j < SPEC_FLOWS_MAX; j++)
+				n += held_surely(&w->flows[j]) &&
+				     strcmp(w->flows[j].sandbox, w->flows[i].sandbox) == 0;
+			if (n > most)
+				most = n;
+		}
+		for (size_t i = 0; most > share && i < SPEC_FLOWS_MAX; i++) {
+			struct spec_flow *h = &w->flows[i];
+			size_t n = 0;
+
+			if (!held_surely(h) || (victim && victim->born < h->born))
+				continue;
+			for (size_t j = 0; j < SPEC_FLOWS_MAX; j++)
+				n += held_surely(&w->flows[j]) &&
+				     strcmp(w->flows[j].sandbox, h->sandbox) == 0;
+			if (n == most)
+				victim = h;
+		}
+		if (victim) {
+			flow_forget(victim);
+			*took = true; /* S23a */
+			return true;
+		}
+	}
+	say(v, "S23", SPEC_V_HOLD | SPEC_V_REJECT);
+	v->rec = SPEC_REC_MAY;
+	v->actions = CONNECT;
+	v->outcome = LOGREC_REFUSED;
+	return false;
+}
+
 static void new_flow(struct spec_world *w, const struct policy_sandbox *sb,
 		     const struct spec_pkt *p, struct spec_verdict *v)
 {
 	const char *name;
 	struct spec_flow *f;
+	bool took = false;
 
 	if (!sb) {
 		refuse(v, "S16", SPEC_V_REJECT, CONNECT, SPEC_R_NOT_SANDBOX);
@@ -1028,33 +1108,12 @@ static void new_flow(struct spec_world *w, const struct policy_sandbox *sb,
 			refuse(v, "S22b", SPEC_V_REJECT, CONNECT, SPEC_R_MPTCP);
 			return;
 		}
-		if (w->held_cap) {
-			/* S23: held flows count from their SYN until forgotten;
-			 * refused and promoted ones may linger a while */
-			size_t lo = 0, hi = 0, share = quota_share(w, w->held_cap);
-
-			for (size_t i = 0; i < SPEC_FLOWS_MAX; i++) {
-				const struct spec_flow *h = &w->flows[i];
-
-				if (!h->used || strcmp(h->sandbox, sb->name) != 0)
-					continue;
-				lo += h->st == SPEC_F_HELD || h->st == SPEC_F_APPROVED;
-				hi += h->st == SPEC_F_HELD || h->st == SPEC_F_APPROVED ||
-				      h->st == SPEC_F_ACKED || h->st == SPEC_F_FAILED;
-			}
-			if (lo >= share) {
-				refuse(v, "S23", SPEC_V_REJECT, CONNECT, SPEC_R_QUOTA);
-				return;
-			}
-			if (hi >= share) {
-				say(v, "S23", SPEC_V_HOLD | SPEC_V_REJECT);
-				v->rec = SPEC_REC_MAY;
-				v->actions = CONNECT;
-				v->outcome = LOGREC_REFUSED;
-				return; /* not kept: the driver sends no more of it */
-			}
+		if (w->held_cap && !held_room(w, sb, v, &took)) {
+			/* not sure which, or refused: not kept either way (the
+			 * driver sends no more of it) */
+			return;
 		}
-		say(v, "S24", SPEC_V_HOLD);
+		say(v, took ? "S23a" : "S24", SPEC_V_HOLD);
 		f = flow_new(w, p, sb, SPEC_F_HELD);
 		f->via = SPEC_VIA_HOST;
 		pc_strlcpy(f->name, name, sizeof(f->name));

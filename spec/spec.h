@@ -216,6 +216,7 @@ struct spec_flow {
 	uint64_t promoted_ms; /* when the server's ACK promoted it (0: never) */
 	uint8_t *kept;	      /* judged bytes from isn+1 (malloc'ed, SPEC_KEEP_MAX) */
 	size_t kept_len;
+	uint64_t born; /* the world's count of flows made, when it was (S23's oldest) */
 };
 
 struct spec_world {
@@ -241,6 +242,7 @@ struct spec_world {
 	/* per queue thread: the tables' sizes (0: unbounded) and the
 	 * DNS-over-TCP streams being put together (S12, S14) */
 	size_t held_cap, dnstcp_cap;
+	uint64_t flows_born; /* flows made (spec_flow.born) */
 	/* an allowed query's record may be deferred to its answer (the
 	 * queue thread's records are being acknowledged; docs/dnsguard.md) */
 	bool dns_defer;

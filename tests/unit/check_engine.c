@@ -1391,11 +1391,13 @@ START_TEST(held_table_bounded)
 
 	ck_assert_int_eq(held_table_new(2, &t), 0);
 	memset(&k, 0, sizeof(k));
-	ck_assert_int_eq(held_add(t, &k, "a", 1, &f), 0);
+	ck_assert_int_eq(held_add(t, &k, "a", 1, &f, NULL), 0);
 	k.sport = 1;
-	ck_assert_int_eq(held_add(t, &k, "a", 1, &f), 0);
+	ck_assert_int_eq(held_add(t, &k, "a", 1, &f, NULL), 0);
 	k.sport = 2;
-	ck_assert_int_eq(held_add(t, &k, "a", 1, &f), PC_EAGAIN); /* full: the caller refuses */
+	/* full, and a holds its share: the caller refuses */
+	ck_assert_int_eq(held_add(t, &k, "a", 1, &f, NULL), PC_EREFUSED);
+
 	k.sport = 1;
 	held_get(t, &k)->deadline_ms = 10;
 	ck_assert_uint_eq(held_expire(t, 100), 0); /* kept a while for a clear refusal */
@@ -1409,9 +1411,10 @@ END_TEST
  * naming the quota, counted as such; the other sandboxes keep theirs. */
 START_TEST(held_quota_in_decide)
 {
-	/* 16 entries, two sandboxes: 8 each */
+	/* 16 entries, two sandboxes: 8 each for sure, and agent-2 holds
+	 * none, so agent-1 may use all 16 */
 	resolve("api.github.test", "203.0.113.10", 0x6677, "6009");
-	for (uint16_t i = 0; i < 8; i++) {
+	for (uint16_t i = 0; i < 16; i++) {
 		tcp_pkt("10.203.0.11", (uint16_t)(42000 + i), "203.0.113.10", 443, SYN, 100, NULL,
 			0);
 		ck_assert_int_eq(judge(), VK_HELD);
@@ -1426,16 +1429,16 @@ START_TEST(held_quota_in_decide)
 	ck_assert_int_eq(d.quota, QUOTA_HELD);
 	ck_assert_uint_eq(d.rec.quota, 8); /* the share that was full, for log audit */
 	ck_assert_str_eq(metrics_reason_label(d.rec.reason), "held_quota");
-	ck_assert_uint_eq(held_used(held, "agent-1"), 8);
-	ck_assert_uint_eq(held_count(held), 8);
+	ck_assert_uint_eq(held_used(held, "agent-1"), 16);
+	ck_assert_uint_eq(held_count(held), 16);
 	/* A RST leaves the entry (it may be an insertion that never arrives:
 	 * docs/engine.md, "Held flows"); an entry forgotten past its deadline
 	 * gives its place back, and the next flow is held. */
 	tcp_pkt("10.203.0.11", 42000, "203.0.113.10", 443, RST, 101, NULL, 0);
 	ck_assert_int_eq(judge(), VK_PASS);
-	ck_assert_uint_eq(held_used(held, "agent-1"), 8);
+	ck_assert_uint_eq(held_used(held, "agent-1"), 16);
 	ctx.now_ms += cfg.engine.sni_timeout_ms + 60001;
-	ck_assert_uint_eq(held_expire(held, ctx.now_ms), 8);
+	ck_assert_uint_eq(held_expire(held, ctx.now_ms), 16);
 	ck_assert_uint_eq(held_used(held, "agent-1"), 0);
 	tcp_pkt("10.203.0.11", 42100, "203.0.113.10", 443, SYN, 100, NULL, 0);
 	ck_assert_int_eq(judge(), VK_HELD);
@@ -1443,52 +1446,108 @@ START_TEST(held_quota_in_decide)
 END_TEST
 
 /* Fill, drain (delete and expiry), fill again: nothing leaks from a
- * sandbox's quota, and one sandbox's share never eats another's. */
+ * sandbox's count, and one sandbox's borrowing never eats another's share:
+ * a holds the whole table, and b still gets a place (a's oldest). */
 START_TEST(held_quota_fill_drain_fill)
 {
 	struct held_table *t = NULL;
-	struct held_flow *f[4], *x;
+	struct held_flow *f[8], *x;
 	struct flow_key k;
+	char gone[POLICY_NAME_MAX];
 
 	ck_assert_int_eq(held_table_new(8, &t), 0);
 	memset(&k, 0, sizeof(k));
 	for (int round = 0; round < 3; round++) {
-		for (uint16_t i = 0; i < 4; i++) {
+		for (uint16_t i = 0; i < 8; i++) {
 			k.sport = (uint16_t)(100 + i);
-			ck_assert_int_eq(held_add(t, &k, "a", 2, &f[i]), 0);
+			ck_assert_int_eq(held_add(t, &k, "a", 2, &f[i], gone), 0);
+			ck_assert_str_eq(gone, "");
 			ck_assert_str_eq(f[i]->meta.sandbox, "a");
 			f[i]->deadline_ms = 10;
 		}
 		k.sport = 200;
 		x = NULL;
-		ck_assert_int_eq(held_add(t, &k, "a", 2, &x), PC_EREFUSED);
+		ck_assert_int_eq(held_add(t, &k, "a", 2, &x, NULL), PC_EREFUSED);
 		ck_assert_ptr_null(x); /* out-param untouched on failure */
 		k.sport = 300;
-		ck_assert_int_eq(held_add(t, &k, "b", 2, &x), 0); /* b's share is its own */
-		ck_assert_uint_eq(held_used(t, "a"), 4);
+		ck_assert_int_eq(held_add(t, &k, "b", 2, &x, gone), 0); /* b's share is its own */
+		ck_assert_str_eq(gone, "a");
+		ck_assert_uint_eq(held_used(t, "a"), 7);
 		ck_assert_uint_eq(held_used(t, "b"), 1);
-		/* lookups still find every entry (keyed hash) */
+		k.sport = 100; /* a's oldest gave its place up */
+		ck_assert_ptr_null(held_get(t, &k));
+		/* lookups still find every other entry (keyed hash) */
 		k.sport = 102;
 		ck_assert_ptr_eq(held_get(t, &k), f[2]);
 		if (round == 0) {
-			for (int i = 0; i < 4; i++)
+			for (int i = 1; i < 8; i++)
 				held_del(t, f[i]);
 			held_del(t, x);
 		} else {
 			x->deadline_ms = 10;
-			ck_assert_uint_eq(held_expire(t, 100000), 5);
+			ck_assert_uint_eq(held_expire(t, 100000), 8);
 		}
 		ck_assert_uint_eq(held_used(t, "a"), 0);
 		ck_assert_uint_eq(held_used(t, "b"), 0);
 		ck_assert_uint_eq(held_count(t), 0);
 	}
-	/* a third sandbox in the policy: shares of 8/3 = 2 */
-	k.sport = 1;
-	ck_assert_int_eq(held_add(t, &k, "a", 3, &x), 0);
-	k.sport = 2;
-	ck_assert_int_eq(held_add(t, &k, "a", 3, &x), 0);
-	k.sport = 3;
-	ck_assert_int_eq(held_add(t, &k, "a", 3, &x), PC_EREFUSED);
+	held_table_free(t);
+}
+END_TEST
+
+/* Whose place a sandbox under its share takes when the table is full: the
+ * oldest entry, not yet promoted, of the sandbox holding the most; never
+ * one of a sandbox at or under its share. */
+START_TEST(held_full_table_gives_the_most_held_up)
+{
+	struct held_table *t = NULL;
+	struct held_flow *f[8], *x;
+	struct flow_key k;
+	char gone[POLICY_NAME_MAX];
+
+	/* 8 entries, 3 sandboxes: 2 each for sure */
+	ck_assert_int_eq(held_table_new(8, &t), 0);
+	memset(&k, 0, sizeof(k));
+	for (uint16_t i = 0; i < 8; i++) {
+		k.sport = (uint16_t)(100 + i);
+		/* a: 100, 101, 102, 104, 106; b: 103, 105, 107 */
+		ck_assert_int_eq(held_add(t, &k, i < 3 || i % 2 == 0 ? "a" : "b", 3, &f[i], NULL),
+				 0);
+	}
+	f[0]->promoted_ms = 5; /* promoted, still counted as waiting: kept */
+	k.sport = 200;
+	ck_assert_int_eq(held_add(t, &k, "c", 3, &x, gone), 0);
+	ck_assert_str_eq(gone, "a"); /* a holds 5, b 3 */
+	k.sport = 101;
+	ck_assert_ptr_null(held_get(t, &k));
+	k.sport = 100;
+	ck_assert_ptr_eq(held_get(t, &k), f[0]);
+	/* a 4, b 3, c 1 */
+	k.sport = 201;
+	ck_assert_int_eq(held_add(t, &k, "c", 3, &x, gone), 0);
+	ck_assert_str_eq(gone, "a"); /* 102 */
+	/* a 3, b 3, c 2: c holds its share, and a full table refuses it */
+	k.sport = 202;
+	ck_assert_int_eq(held_add(t, &k, "c", 3, &x, gone), PC_EREFUSED);
+	/* a and b hold the most: the oldest of theirs goes (b's 103) */
+	k.sport = 203;
+	ck_assert_int_eq(held_add(t, &k, "d", 4, &x, gone), 0);
+	ck_assert_str_eq(gone, "b");
+	k.sport = 103;
+	ck_assert_ptr_null(held_get(t, &k));
+	ck_assert_uint_eq(held_used(t, "a"), 3);
+	ck_assert_uint_eq(held_used(t, "b"), 2);
+	ck_assert_uint_eq(held_used(t, "c"), 2);
+	/* a's 3 are over its share; b, at its share, is never taken from */
+	k.sport = 204;
+	ck_assert_int_eq(held_add(t, &k, "d", 4, &x, gone), 0);
+	ck_assert_str_eq(gone, "a"); /* 104: a's oldest not promoted */
+	ck_assert_uint_eq(held_used(t, "a"), 2);
+	/* everyone at its share: a fifth sandbox finds no place to take */
+	k.sport = 205;
+	ck_assert_int_eq(held_add(t, &k, "e", 4, &x, gone), PC_EAGAIN);
+	ck_assert_str_eq(gone, "");
+	ck_assert_uint_eq(held_count(t), 8);
 	held_table_free(t);
 }
 END_TEST
@@ -1511,7 +1570,7 @@ START_TEST(held_promoted_frees_waiting_share)
 	memset(&k, 0, sizeof(k));
 	for (uint16_t i = 0; i < 12; i++) {
 		k.sport = (uint16_t)(100 + i);
-		ck_assert_int_eq(held_add(t, &k, "a", 2, &f[i]), 0);
+		ck_assert_int_eq(held_add(t, &k, "a", 2, &f[i], NULL), 0);
 		f[i]->deadline_ms = 10;
 		if (i < 8) {
 			f[i]->promoted_ms = 5;
@@ -1522,8 +1581,10 @@ START_TEST(held_promoted_frees_waiting_share)
 	}
 	ck_assert_uint_eq(held_count(t), 12);
 	ck_assert_uint_eq(held_used(t, "a"), 4);
+	/* the table has room for more, lent (held_quota_fill_drain_fill) */
 	k.sport = 200;
-	ck_assert_int_eq(held_add(t, &k, "a", 2, &x), PC_EREFUSED);
+	ck_assert_int_eq(held_add(t, &k, "a", 2, &x, NULL), 0);
+	held_del(t, x);
 	/* within the grace, the promoted share is full: it stays waiting */
 	f[8]->promoted_ms = 5 + HELD_GRACE_MS;
 	ck_assert_int_eq(held_promoted(t, f[8], 2), PC_EREFUSED);
@@ -1539,7 +1600,7 @@ START_TEST(held_promoted_frees_waiting_share)
 	k.sport = 109;
 	ck_assert_ptr_eq(held_get(t, &k), f[9]);
 	k.sport = 200;
-	ck_assert_int_eq(held_add(t, &k, "a", 2, &f[12]), 0);
+	ck_assert_int_eq(held_add(t, &k, "a", 2, &f[12], NULL), 0);
 	/* a promoted entry deleted early leaves the list whole */
 	f[10]->promoted_ms = 7 + HELD_GRACE_MS;
 	ck_assert_int_eq(held_promoted(t, f[10], 2), 0);
@@ -1660,11 +1721,13 @@ START_TEST(quota_refusals_counted)
 	ck_assert_int_eq(quota_status_json(&s, pol, 4096, 256, &j, &l), 0);
 	ck_assert_str_eq(j, ",\"quotas\":{\"held_flows_per_queue\":4096,"
 			    "\"dns_tcp_streams_per_queue\":256,\"sandboxes\":["
-			    "{\"sandbox\":\"agent-1\",\"held_flows_max\":2048,"
+			    "{\"sandbox\":\"agent-1\",\"held_flows_share\":2048,"
 			    "\"dns_tcp_streams_max\":128,\"held_flows_refused\":2,"
+			    "\"held_flows_given_up\":0,"
 			    "\"dns_tcp_streams_refused\":1},"
-			    "{\"sandbox\":\"agent-2\",\"held_flows_max\":2048,"
+			    "{\"sandbox\":\"agent-2\",\"held_flows_share\":2048,"
 			    "\"dns_tcp_streams_max\":128,\"held_flows_refused\":0,"
+			    "\"held_flows_given_up\":0,"
 			    "\"dns_tcp_streams_refused\":0}]}");
 	free(j);
 	quota_metrics(&b, &s, pol);
@@ -1690,14 +1753,14 @@ static Suite *engine_suite(void)
 	TCase *tc = tcase_create("decide"), *tabs = tcase_create("tables");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
-	PC_UNIT_TESTS(tc, cidr_allowed_and_refused, identity_port_and_source,
-		      only_connection_starts, dns_queries, dns_answers,
-		      dns_port53_only_sandbox_to_resolver, dns_answer_only_from_resolver,
-		      dns_one_record_per_query, dnstcp_failed_stream, held_flow_sni,
-		      held_flow_timeout_and_plain, held_insertion, held_promotion,
-		      held_new_isn_after_promotion, held_hello_retry, held_reload_before_promotion,
-		      held_insertion_v6, held_plain_after_reload, rejudge_after_reload,
-		      held_quota_in_decide, quota_refusals_counted);
+	PC_UNIT_TESTS(
+	    tc, cidr_allowed_and_refused, identity_port_and_source, only_connection_starts,
+	    dns_queries, dns_answers, dns_port53_only_sandbox_to_resolver,
+	    dns_answer_only_from_resolver, dns_one_record_per_query, dnstcp_failed_stream,
+	    held_flow_sni, held_flow_timeout_and_plain, held_insertion, held_promotion,
+	    held_new_isn_after_promotion, held_hello_retry, held_reload_before_promotion,
+	    held_insertion_v6, held_plain_after_reload, rejudge_after_reload, held_quota_in_decide,
+	    quota_refusals_counted, held_full_table_gives_the_most_held_up);
 	PC_UNIT_TESTS(tabs, registry_bounded_and_swept, held_table_bounded,
 		      held_quota_fill_drain_fill, held_promoted_frees_waiting_share,
 		      dnstcp_quota_fill_drain_fill, tables_hash_keyed);

@@ -17,7 +17,7 @@ static struct held_flow *promote(struct held_table *t, uint16_t port, uint64_t b
 
 	memset(&k, 0, sizeof(k));
 	k.sport = port;
-	ck_assert_int_eq(held_add(t, &k, "a", 2, &f), 0);
+	ck_assert_int_eq(held_add(t, &k, "a", 2, &f, NULL), 0);
 	f->deadline_ms = now_ms + 10000;
 	held_batch_begin(t, batch);
 	f->promoted_ms = now_ms;

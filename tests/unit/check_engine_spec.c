@@ -936,8 +936,9 @@ done:
 }
 
 /* Quotas (S14, S23): tables of 8 held flows and 4 DNS-over-TCP streams,
- * so a share of 4 and 2 per sandbox: agent-1 tries to take them all, and
- * agent-2 must still get its own. */
+ * so a share of 4 and 2 per sandbox: agent-1 takes every held place (room
+ * is lent), and agent-2 must still get its own — the places of agent-1's
+ * two oldest, whose next segments are then of no connection. */
 static void quota_seq(struct sc *c, int fam)
 {
 	static uint8_t part[40];
@@ -956,6 +957,11 @@ static void quota_seq(struct sc *c, int fam)
 		p = sc_out(fam, i < 8 ? SC_SB1 : SC_SB2, &shared, IPPROTO_TCP,
 			   (uint16_t)(31000 + i), 443);
 		sc_tcp(&p, S, 1, 0);
+		sc_step(c, &p);
+	}
+	for (i = 0; i < 3; i++) { /* 31000 and 31001 gave their places up */
+		p = sc_out(fam, SC_SB1, &shared, IPPROTO_TCP, (uint16_t)(31000 + i), 443);
+		sc_tcp(&p, A, 2, 0);
 		sc_step(c, &p);
 	}
 	for (i = 0; i < 6; i++) {
