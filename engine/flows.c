@@ -347,17 +347,27 @@ struct held_flow *held_get(struct held_table *t, const struct flow_key *k)
 	return f;
 }
 
-/* quota_most's visit: the oldest entry not yet promoted among the lists of
- * the sandboxes holding the most (a promoted entry counted as waiting still
- * catches its flow's packets queued before its ct mark acted). */
+/* quota_most's visit: among the lists of the sandboxes holding the most,
+ * the oldest entry not yet promoted (best), and the oldest of all (any). A
+ * promoted entry counted as waiting (its grace share full) still catches
+ * its flow's packets queued before the ct mark acted: taken only when the
+ * sandbox holds nothing else, so that one under its share still gets its
+ * place. */
+struct victim {
+	struct held_flow *best, *any;
+};
+
 static void oldest_waiting(void *arg, void **list)
 {
-	struct held_flow **best = arg;
+	struct victim *v = arg;
+	struct held_flow *head = list[0];
 
-	for (struct held_flow *f = list[0]; f; f = f->snext)
+	if (head && (!v->any || head->added < v->any->added))
+		v->any = head;
+	for (struct held_flow *f = head; f; f = f->snext)
 		if (!f->promoted_ms) {
-			if (!*best || f->added < (*best)->added)
-				*best = f;
+			if (!v->best || f->added < v->best->added)
+				v->best = f;
 			return;
 		}
 }
@@ -367,6 +377,7 @@ int held_add(struct held_table *t, const struct flow_key *k, const char *sandbox
 {
 	size_t share = quota_share(t->max, n_sandboxes);
 	struct held_flow *f, *v = NULL;
+	struct victim vc = {NULL, NULL};
 	size_t h;
 	int rc;
 
@@ -380,7 +391,8 @@ int held_add(struct held_table *t, const struct flow_key *k, const char *sandbox
 	if (t->n >= t->max) {
 		if (quota_used(t->quota, sandbox) >= share)
 			return PC_EREFUSED;
-		quota_most(t->quota, share, oldest_waiting, &v);
+		quota_most(t->quota, share, oldest_waiting, &vc);
+		v = vc.best ? vc.best : vc.any;
 		if (!v)
 			return PC_EAGAIN;
 	}

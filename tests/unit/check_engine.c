@@ -1548,6 +1548,20 @@ START_TEST(held_full_table_gives_the_most_held_up)
 	ck_assert_int_eq(held_add(t, &k, "e", 4, &x, gone), PC_EAGAIN);
 	ck_assert_str_eq(gone, "");
 	ck_assert_uint_eq(held_count(t), 8);
+	/* a sandbox over its share with nothing but promoted entries still
+	 * gives one up: a place under the share is sure */
+	held_table_free(t);
+	ck_assert_int_eq(held_table_new(2, &t), 0);
+	for (uint16_t i = 0; i < 2; i++) {
+		k.sport = (uint16_t)(300 + i);
+		ck_assert_int_eq(held_add(t, &k, "a", 2, &f[i], NULL), 0);
+		f[i]->promoted_ms = 5;
+	}
+	k.sport = 400;
+	ck_assert_int_eq(held_add(t, &k, "b", 2, &x, gone), 0);
+	ck_assert_str_eq(gone, "a");
+	k.sport = 300;
+	ck_assert_ptr_null(held_get(t, &k));
 	held_table_free(t);
 }
 END_TEST
