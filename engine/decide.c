@@ -58,6 +58,7 @@ void decision_clear(struct decision *d)
 	d->register_flow = false;
 	d->quota = QUOTA_NONE;
 	d->given_up[0] = '\0';
+	d->given_up_kind = QUOTA_NONE;
 	d->learn = false;
 	d->promote = false;
 	d->held_judged = false;
@@ -198,6 +199,16 @@ static bool is_resolver(const struct config *cfg, const struct pc_addr *a)
 
 /* What the stream made of a segment that decided nothing new: the
  * verdict, and the packet as rewritten when it is released so. */
+/* A stream of another sandbox gave its place up to this segment's: counted
+ * once the verdict is final (queue.c). */
+static void stream_given_up(struct decision *d, const struct dnstcp_fate *f)
+{
+	if (!f->given_up[0])
+		return;
+	pc_strlcpy(d->given_up, f->given_up, sizeof(d->given_up));
+	d->given_up_kind = QUOTA_DNSTCP_GIVEN_UP;
+}
+
 static void dns_tcp_fate(struct decision *d, const struct dnstcp_fate *f)
 {
 	d->v = f->pass ? VK_PASS : VK_DROP;
@@ -283,8 +294,10 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 			 * resolver frames the stream, not the segments. */
 			struct dnstcp_fate open = {0};
 
-			if (dnstcp_open(c->dnstcp, p, sb->name, policy_sandbox_count(c->policy),
-					c->now_ms, &open) < 0) {
+			rc = dnstcp_open(c->dnstcp, p, sb->name, policy_sandbox_count(c->policy),
+					 c->now_ms, &open);
+			stream_given_up(d, &open);
+			if (rc < 0) {
 				refuse(d, c, p, sb, VK_REJECT, open.why);
 				d->rec.action = LOGREC_DNS_QUERY;
 				if (open.over_quota) {
@@ -310,6 +323,7 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 		rc = dnstcp_take(c->dnstcp, &seg, sb ? sb->name : NULL,
 				 policy_sandbox_count(c->policy), true, c->now_ms, &st, &msg, &len,
 				 &fate);
+		stream_given_up(d, &fate);
 		if (rc < 0) {
 			refuse(d, c, p, sb, VK_REJECT, fate.why);
 			d->rec.action = LOGREC_DNS_QUERY;
@@ -537,6 +551,7 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 
 		rc = dnstcp_take(c->dnstcp, &seg, sb->name, policy_sandbox_count(c->policy), false,
 				 c->now_ms, &st, &msg, &len, &fate);
+		stream_given_up(d, &fate);
 		if (rc < 0) {
 			set_reason(d, "%s", fate.why);
 			if (fate.over_quota) {
@@ -1312,6 +1327,8 @@ static void new_flow(const struct decide_ctx *c, const struct pkt *p,
 		/* Each sandbox may hold its share of the table only. */
 		rc = held_add(c->held, &k, sb->name, policy_sandbox_count(c->policy), &hf,
 			      d->given_up);
+		if (d->given_up[0])
+			d->given_up_kind = QUOTA_HELD_GIVEN_UP;
 		if (rc == PC_EREFUSED) {
 			refuse(d, c, p, sb, VK_REJECT,
 			       "too many connections of this sandbox waiting for a ClientHello "

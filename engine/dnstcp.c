@@ -119,21 +119,50 @@ struct dnstcp_stream *dnstcp_get(struct dnstcp_table *t, const struct flow_key *
 	return NULL;
 }
 
-int dnstcp_add(struct dnstcp_table *t, const struct flow_key *k, uint32_t seq, uint64_t now_ms,
-	       const char *sandbox, size_t n_sandboxes, struct dnstcp_stream **out)
+static void no_visit(void *arg, void **list)
 {
-	struct dnstcp_stream *s, **b;
+	(void)arg;
+	(void)list;
+}
+
+int dnstcp_add(struct dnstcp_table *t, const struct flow_key *k, uint32_t seq, uint64_t now_ms,
+	       const char *sandbox, size_t n_sandboxes, struct dnstcp_stream **out, char *given_up)
+{
+	struct dnstcp_stream *s, **b, *v = NULL;
+	size_t share, most;
 	int rc;
 
+	if (given_up)
+		given_up[0] = '\0';
 	if (!t)
 		return PC_EINVAL;
 	dnstcp_expire(t, now_ms);
-	if (t->n >= t->max)
-		return PC_EAGAIN;
+	share = quota_share(t->max, n_sandboxes);
+	/* Room is lent as in the held-flow table (docs/engine.md, "Per-sandbox
+	 * quotas"): a stream lives from its connection's SYN until 10 s after
+	 * its last segment, so a hard cap of 256 / n let a sandbox among
+	 * 1,000 open one DNS-over-TCP connection per queue thread per 10 s. */
+	if (t->n >= t->max) {
+		if (quota_used(t->quota, sandbox) >= share)
+			return PC_EREFUSED;
+		most = quota_most(t->quota, share, no_visit, NULL);
+		/* newest first: the last of theirs is the oldest (at most the
+		 * table's 256, and only when it is full) */
+		for (s = t->head; most && s; s = s->next)
+			if (quota_used(t->quota, s->sandbox) == most)
+				v = s;
+		if (!v)
+			return PC_EAGAIN;
+	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return PC_ENOMEM;
-	rc = quota_take(t->quota, sandbox, quota_share(t->max, n_sandboxes));
+	if (v) {
+		if (given_up)
+			pc_strlcpy(given_up, v->sandbox, POLICY_NAME_MAX);
+		dnstcp_del(t, v);
+	}
+	rc = quota_take(t->quota, sandbox, SIZE_MAX);
 	if (rc < 0) {
 		free(s);
 		return rc;
@@ -354,7 +383,7 @@ static int stream_open(struct dnstcp_table *t, const struct flow_key *k, uint32_
 		       const char *sandbox, size_t n_sandboxes, uint64_t now_ms,
 		       struct dnstcp_stream **s, struct dnstcp_fate *f)
 {
-	int rc = dnstcp_add(t, k, seq, now_ms, sandbox, n_sandboxes, s);
+	int rc = dnstcp_add(t, k, seq, now_ms, sandbox, n_sandboxes, s, f->given_up);
 
 	if (rc == PC_EREFUSED) {
 		f->why = "DNS over TCP: the sandbox's quota of streams being put together "

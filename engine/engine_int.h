@@ -200,11 +200,17 @@ void **quota_list(struct quota_map *q, const char *sandbox);
 size_t quota_most(struct quota_map *q, size_t over, void (*fn)(void *arg, void **list), void *arg);
 
 /* Refusals over a quota, per sandbox, engine-wide (mutex inside). */
-enum quota_kind { QUOTA_NONE = 0, QUOTA_HELD, QUOTA_DNSTCP, QUOTA_HELD_GIVEN_UP };
+enum quota_kind {
+	QUOTA_NONE = 0,
+	QUOTA_HELD,
+	QUOTA_DNSTCP,
+	QUOTA_HELD_GIVEN_UP,  /* a held flow of it forgotten for another's share */
+	QUOTA_DNSTCP_GIVEN_UP /* a stream of it, the same */
+};
 struct quota_count {
 	char sandbox[POLICY_NAME_MAX];
 	uint64_t held_refused, dnstcp_refused;
-	uint64_t held_given_up; /* its held flows forgotten for another's share */
+	uint64_t held_given_up, dnstcp_given_up;
 };
 struct quota_stats {
 	pthread_mutex_t mu;
@@ -408,12 +414,15 @@ size_t dnstcp_used(struct dnstcp_table *t, const char *sandbox);
 uint64_t dnstcp_key_hash(const struct dnstcp_table *t, const struct flow_key *k);
 /* The stream of k (idle ones forgotten first), or NULL. */
 struct dnstcp_stream *dnstcp_get(struct dnstcp_table *t, const struct flow_key *k, uint64_t now_ms);
-/* A new stream of sandbox whose first byte is seq: 0 and *out; sandbox
- * may hold at most quota_share(max, n_sandboxes) of the table, else
- * PC_EREFUSED; PC_EAGAIN: the table is full; PC_ENOMEM; PC_EINVAL: no
- * table. */
+/* A new stream of sandbox whose first byte is seq: 0 and *out. As held
+ * flows (held_add): any room the table has may be used, each sandbox is
+ * sure of quota_share(max, n_sandboxes); when the table is full a sandbox
+ * under its share takes the place of the oldest stream of the sandbox
+ * holding the most (given_up, POLICY_NAME_MAX bytes or NULL, names it;
+ * "" when none), one at or over it gets PC_EREFUSED; PC_EAGAIN: full and
+ * no sandbox over its share; PC_ENOMEM; PC_EINVAL: no table. */
 int dnstcp_add(struct dnstcp_table *t, const struct flow_key *k, uint32_t seq, uint64_t now_ms,
-	       const char *sandbox, size_t n_sandboxes, struct dnstcp_stream **out);
+	       const char *sandbox, size_t n_sandboxes, struct dnstcp_stream **out, char *given_up);
 void dnstcp_del(struct dnstcp_table *t, struct dnstcp_stream *s);
 /* Add a segment's bytes. 0 (a gap adds nothing); PC_EINVAL: before the
  * stream; PC_ETAMPER: bytes sent again differ from those kept;
@@ -447,6 +456,8 @@ struct dnstcp_fate {
 	const char *why; /* refused: why (static text) */
 	bool over_quota; /* refused: the sandbox holds its share of the streams */
 	bool failed;	 /* the stream failed: refuse the segment (no record) */
+	/* a stream of this sandbox was given up for the new one (dnstcp_add) */
+	char given_up[POLICY_NAME_MAX];
 };
 /* The DNS message the segment makes whole (t NULL: it must hold exactly
  * one). 1 with *msg and *len to judge (*st: its stream; NULL when the
@@ -551,9 +562,12 @@ struct decision {
 	/* refused because its sandbox holds its share of a table: counted
 	 * per sandbox (quota_stats) */
 	enum quota_kind quota;
-	/* a held flow of this sandbox was given up for this decision's room
-	 * (held_add): counted per sandbox (quota_stats) */
+	/* a held flow (given_up_kind QUOTA_HELD_GIVEN_UP) or DNS-over-TCP
+	 * stream (QUOTA_DNSTCP_GIVEN_UP) of this sandbox was given up for
+	 * this decision's room (held_add, dnstcp_add): counted per sandbox
+	 * (quota_stats) */
 	char given_up[POLICY_NAME_MAX];
+	enum quota_kind given_up_kind;
 	/* a held flow promoted by its server's acknowledgement (forward hook:
 	 * the verdict ALLOW is the reply's; refused, it is only dropped) */
 	bool promote;

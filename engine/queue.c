@@ -628,7 +628,7 @@ static void finish_batch(struct qthread *t, struct qbufs *qb, struct qbatch *B, 
 		if (d->quota)
 			quota_stats_count(&e->quota, decision_sandbox(d), d->quota);
 		if (d->given_up[0])
-			quota_stats_count(&e->quota, d->given_up, QUOTA_HELD_GIVEN_UP);
+			quota_stats_count(&e->quota, d->given_up, d->given_up_kind);
 	}
 	emit_verdicts(t, qb, B);
 	/* the ct mark of each promotion in B acts from here on (a verdict

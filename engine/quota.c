@@ -201,7 +201,7 @@ void quota_stats_count(struct quota_stats *s, const char *sandbox, enum quota_ki
 {
 	struct quota_count *c;
 
-	if (kind != QUOTA_HELD && kind != QUOTA_DNSTCP && kind != QUOTA_HELD_GIVEN_UP)
+	if (kind == QUOTA_NONE)
 		return;
 	pthread_mutex_lock(&s->mu);
 	/* Names come from the policy (a sandbox cannot invent one), so the
@@ -212,8 +212,10 @@ void quota_stats_count(struct quota_stats *s, const char *sandbox, enum quota_ki
 			c->held_refused++;
 		else if (kind == QUOTA_DNSTCP)
 			c->dnstcp_refused++;
-		else
+		else if (kind == QUOTA_HELD_GIVEN_UP)
 			c->held_given_up++;
+		else
+			c->dnstcp_given_up++;
 	}
 	pthread_mutex_unlock(&s->mu);
 }
@@ -248,24 +250,24 @@ int quota_status_json(struct quota_stats *s, const struct policy *pol, size_t he
 		rc = pc_buf_appendf(
 		    buf, len,
 		    "%s{\"sandbox\":\"%s\",\"held_flows_share\":%zu,"
-		    "\"dns_tcp_streams_max\":%zu,\"held_flows_refused\":%llu,"
-		    "\"held_flows_given_up\":%llu,\"dns_tcp_streams_refused\":%llu}",
+		    "\"dns_tcp_streams_share\":%zu,\"held_flows_refused\":%llu,"
+		    "\"held_flows_given_up\":%llu,\"dns_tcp_streams_refused\":%llu,"
+		    "\"dns_tcp_streams_given_up\":%llu}",
 		    i ? "," : "", sb->name, quota_share(held_cap, n), quota_share(dnstcp_cap, n),
 		    (unsigned long long)c.held_refused, (unsigned long long)c.held_given_up,
-		    (unsigned long long)c.dnstcp_refused);
+		    (unsigned long long)c.dnstcp_refused, (unsigned long long)c.dnstcp_given_up);
 	}
 	return rc ? rc : pc_buf_appendf(buf, len, "]}");
 }
 
-void quota_metrics(struct pc_prom *b, struct quota_stats *s, const struct policy *pol)
+/* One family, a sample per sandbox and table: the refusals, or (given_up)
+ * the entries given up. */
+static void quota_family(struct pc_prom *b, const char *name, const char *help,
+			 struct quota_stats *s, const struct policy *pol, bool given_up)
 {
-	static const char *name = "portcullis_engine_quota_refused_total";
-	static const char *gname = "portcullis_engine_held_given_up_total";
 	size_t n = pol ? policy_sandbox_count(pol) : 0;
 
-	pc_prom_family(b, name, "counter",
-		       "Held flows and DNS-over-TCP streams of a sandbox refused because it had "
-		       "its share of a queue thread's table, by sandbox and table.");
+	pc_prom_family(b, name, "counter", help);
 	for (size_t i = 0; i < n; i++) {
 		const char *sb = policy_sandbox_at(pol, i)->name;
 		struct quota_count c = {0};
@@ -273,21 +275,22 @@ void quota_metrics(struct pc_prom *b, struct quota_stats *s, const struct policy
 
 		quota_stats_get(s, sb, &c);
 		snprintf(l, sizeof(l), "sandbox=\"%s\",table=\"held_flows\"", sb);
-		pc_prom_u64(b, name, l, c.held_refused);
+		pc_prom_u64(b, name, l, given_up ? c.held_given_up : c.held_refused);
 		snprintf(l, sizeof(l), "sandbox=\"%s\",table=\"dns_tcp_streams\"", sb);
-		pc_prom_u64(b, name, l, c.dnstcp_refused);
+		pc_prom_u64(b, name, l, given_up ? c.dnstcp_given_up : c.dnstcp_refused);
 	}
-	pc_prom_family(b, gname, "counter",
-		       "Held flows of a sandbox over its share of a queue thread's table, given "
-		       "up (refused at their next packet) so that a sandbox under its share could "
-		       "hold one, by sandbox.");
-	for (size_t i = 0; i < n; i++) {
-		const char *sb = policy_sandbox_at(pol, i)->name;
-		struct quota_count c = {0};
-		char l[POLICY_NAME_MAX + 16];
+}
 
-		quota_stats_get(s, sb, &c);
-		snprintf(l, sizeof(l), "sandbox=\"%s\"", sb);
-		pc_prom_u64(b, gname, l, c.held_given_up);
-	}
+void quota_metrics(struct pc_prom *b, struct quota_stats *s, const struct policy *pol)
+{
+	quota_family(b, "portcullis_engine_quota_refused_total",
+		     "Held flows and DNS-over-TCP streams of a sandbox refused because the "
+		     "table was full and it had its share of a queue thread's table, by sandbox "
+		     "and table.",
+		     s, pol, false);
+	quota_family(b, "portcullis_engine_quota_given_up_total",
+		     "Held flows and DNS-over-TCP streams of a sandbox over its share of a queue "
+		     "thread's table, given up (refused at their next packet) so that a sandbox "
+		     "under its share could have one, by sandbox and table.",
+		     s, pol, true);
 }

@@ -567,6 +567,30 @@ static void dnstcp_ordered(struct spec_world *w, const struct policy_sandbox *sb
 	return;
 }
 
+/* S14, S14a: the streams' table is full. A sandbox at or over its share is
+ * refused; one under it takes the place of the oldest stream of the
+ * sandbox holding the most (over its share), which is forgotten: true. */
+static bool stream_room(struct spec_world *w, const struct policy_sandbox *sb,
+			struct spec_verdict *v)
+{
+	size_t share = quota_share(w, w->dnstcp_cap), most = 0;
+
+	if (streams_of(w, sb->name) >= share) {
+		refuse(v, "S14", SPEC_V_REJECT, DNSQUERY, SPEC_R_QUOTA);
+		return false;
+	}
+	for (size_t i = 0; i < w->n_streams; i++)
+		if (streams_of(w, w->streams[i].sandbox) > most)
+			most = streams_of(w, w->streams[i].sandbox);
+	for (size_t i = 0; most > share && i < w->n_streams; i++)
+		if (streams_of(w, w->streams[i].sandbox) == most) {
+			stream_drop(w, i); /* the oldest: the array is in order */
+			return true;
+		}
+	refuse(v, "S14", SPEC_V_REJECT, DNSQUERY, SPEC_R_ANY); /* the table is full */
+	return false;
+}
+
 static void port53(struct spec_world *w, const struct policy_sandbox *sb, const struct spec_pkt *p,
 		   struct spec_verdict *v)
 {
@@ -613,18 +637,17 @@ static void port53(struct spec_world *w, const struct policy_sandbox *sb, const 
 	if (p->len == 0 && (p->tcp_flags & (F_SYN | F_ACK | F_RST)) == F_SYN) {
 		/* the connection's stream begins at ISN+1 (S12a) */
 		size_t i = stream_find(w, p);
+		bool taken = false;
 
 		if (i < w->n_streams && w->streams[i].syn && w->streams[i].base == p->seq + 1) {
 			say(v, "S11", SPEC_V_PASS); /* the same SYN again */
 			return;
 		}
 		stream_drop(w, i);
-		if (w->dnstcp_cap && (streams_of(w, sb->name) >= quota_share(w, w->dnstcp_cap) ||
-				      w->n_streams >= w->dnstcp_cap)) {
-			refuse(v, "S14", SPEC_V_REJECT, DNSQUERY, SPEC_R_QUOTA);
-			if (streams_of(w, sb->name) < quota_share(w, w->dnstcp_cap))
-				v->reason = SPEC_R_ANY; /* the table is full */
-			return;
+		if (w->dnstcp_cap && w->n_streams >= w->dnstcp_cap) {
+			if (!stream_room(w, sb, v))
+				return;
+			taken = true;
 		}
 		if (w->n_streams == SPEC_FLOWS_MAX)
 			abort(); /* the driver keeps sequences shorter than this */
@@ -638,7 +661,7 @@ static void port53(struct spec_world *w, const struct policy_sandbox *sb, const 
 		w->streams[i].bp = p->dport;
 		w->streams[i].syn = w->streams[i].clean = true;
 		w->streams[i].base = p->seq + 1;
-		say(v, "S11", SPEC_V_PASS);
+		say(v, taken ? "S14a" : "S11", SPEC_V_PASS);
 		return;
 	}
 	if (p->len == 0) {

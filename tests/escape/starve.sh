@@ -160,7 +160,7 @@ g1=$(quota_field 0 held_flows_given_up)
 t_lt "status: sandbox 1 gave a place up for sandbox 2's flow (its oldest held flow)" 0 "$g1"
 t_eq "status: sandbox 2 gave none up" 0 "$(quota_field 1 held_flows_given_up)"
 t_eq "metrics: the same count for sandbox 1" "$g1" \
-	"$(metric 'portcullis_engine_held_given_up_total{sandbox="agent-1"}')"
+	"$(metric 'portcullis_engine_quota_given_up_total{sandbox="agent-1",table="held_flows"}')"
 r1=$(quota_field 0 held_flows_refused)
 r2=$(quota_field 1 held_flows_refused)
 t_lt "status: sandbox 1's held flows refused over its quota are counted" 0 "$r1"
@@ -224,6 +224,12 @@ dig2=$(lab_sb 2 dig +tcp +short +time=5 +tries=1 @$LAB_RESOLVER4 api.github.test
 t_match "and with dig +tcp" "^$LAB_API4\$" "$dig2"
 t_lt "status: sandbox 1's streams refused over its quota are counted" 0 "$s1"
 t_eq "status: sandbox 2 had none refused" 0 "$(quota_field 1 dns_tcp_streams_refused)"
+# sandbox 1 held every stream of the table (lent), sandbox 2's two
+# connections each took the place of one of them
+sg1=$(quota_field 0 dns_tcp_streams_given_up)
+t_lt "status: sandbox 1 gave streams up for sandbox 2's" 0 "$sg1"
+t_eq "metrics: the same count for sandbox 1" "$sg1" \
+	"$(metric 'portcullis_engine_quota_given_up_total{sandbox="agent-1",table="dns_tcp_streams"}')"
 t_eq "metrics: the same count for sandbox 1" "$s1" \
 	"$(metric 'portcullis_engine_quota_refused_total{sandbox="agent-1",table="dns_tcp_streams"}')"
 srec=$(guard_records | tail -n +$((ESC_REC0 + 1)) |
@@ -233,7 +239,7 @@ t_eq "the log has a refusal naming the quota for each of them" "$s1" "$srec"
 # Sandbox 1's kernel answers the resolver's SYN-ACKs again (RSTs end the
 # streams): a connection of its own to port 53 would never complete.
 lab_sb 1 nft delete table inet starve
-esc_end "sandbox 1 held its share of streams, $s1 more refused (quota); sandbox 2 resolved over TCP" \
+esc_end "sandbox 1 held the table's streams, $s1 more refused (quota), $sg1 given up for sandbox 2, which resolved over TCP" \
 	"status quotas; metrics; $srec log records; sandbox 2: $out; dig +tcp: $dig2"
 
 # ---- invalid packets -------------------------------------------------------------------------
@@ -279,6 +285,33 @@ esc_end "the invalid flood spent sandbox 1's tokens: $((lim1 - lim0)) dropped by
 # ---- sandbox 1's held flows go back ---------------------------------------------------------
 for i in $(seq 1 80); do [ "$(guard_status_field 's["held"]')" = 0 ] && break; sleep 1; done
 t_eq "closed, sandbox 1's held flows leave the table: nothing leaks" 0 "$(guard_status_field 's["held"]')"
+
+# ---- shares at scale ---------------------------------------------------------------------------
+# A share shrinks with the sandboxes: at 300 it is one DNS-over-TCP stream
+# per queue thread, and a stream lives until 10 s after its connection's
+# last segment. Room is lent (docs/engine.md, "Per-sandbox quotas"), so a
+# sandbox may still resolve over TCP again and again while the table has
+# room; with the hard cap its second connection within 10 s was refused.
+esc_begin "at 300 sandboxes (a share of 1 stream), sandbox 2 resolves over TCP three times in a row"
+for i in $(seq 3 300); do
+	printf 'sandbox: agent-%d\nmatch: { source: 10.203.%d.%d/32 }\nallow: []\n---\n' \
+		"$i" $((100 + i / 250)) $((i % 250 + 1))
+done | sed '$d' | guard_rules many
+t_ok "the policy of 300 sandboxes is in force" guard_cli reload
+t_eq "status: a share of 1 DNS-over-TCP stream per queue thread" 1 \
+	"$(quota_field 1 dns_tcp_streams_share)"
+r0=$(quota_field 1 dns_tcp_streams_refused)
+digs=""
+for i in 1 2 3; do
+	digs="$digs $(lab_sb 2 dig +tcp +short +time=3 +tries=1 @$LAB_RESOLVER4 api.github.test A 2>&1 | tr '\n' ' ')"
+done
+t_diag "three digs:$digs"
+t_eq "each of the three was answered" 3 "$(printf '%s\n' $digs | grep -c "^$LAB_API4\$")"
+t_eq "none refused over the share" "$r0" "$(quota_field 1 dns_tcp_streams_refused)"
+rm -f "$GUARD_DIR/rules.d/many.yaml"
+t_ok "the policy of 2 sandboxes is back in force" guard_cli reload
+esc_end "three DNS-over-TCP connections in a row from one sandbox among 300 answered (borrowed room)" \
+	"dig +tcp x3:$digs; status dns_tcp_streams_share, dns_tcp_streams_refused"
 
 kill "$(awk '$1 == "pid" {print $2}' "$LAB_DIR/hold-srv.out")" 2>/dev/null
 wait "$hold_srv" 2>/dev/null

@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&k, 0, sizeof(k));
 	if (dnstcp_table_new(2, &t) < 0)
 		return 0;
-	if (dnstcp_add(t, &k, base, 1, "sb", 1, &s) < 0)
+	if (dnstcp_add(t, &k, base, 1, "sb", 1, &s, NULL) < 0)
 		goto out;
 	while (i + 4 <= size) {
 		uint32_t seq = base + ((uint32_t)data[i] << 8 | data[i + 1]) - 64;

@@ -387,9 +387,12 @@ START_TEST(dns_queries)
 		tcp_pkt("10.203.0.11", 4004, "198.51.100.53", 53, ACK | PSH, 8, t + 1, 3);
 		ck_assert_int_eq(judge(), VK_REJECT);
 		/* the table is bounded and shared: of its 4 streams each of the
-		 * two sandboxes may hold 2; agent-1's third is refused over its
-		 * quota (and counted as such), agent-2 still gets its own two */
-		for (uint16_t i = 0; i < 2; i++) {
+		 * two sandboxes is sure of 2, and may use more while there is
+		 * room; agent-1 takes all 4, its fifth is refused over its
+		 * quota (and counted as such), agent-2 still gets its own two:
+		 * the places of agent-1's oldest, whose next segments then find
+		 * no stream */
+		for (uint16_t i = 0; i < 4; i++) {
 			dns_syn("10.203.0.11", (uint16_t)(4010 + i), 7);
 			tcp_pkt("10.203.0.11", (uint16_t)(4010 + i), "198.51.100.53", 53, ACK | PSH,
 				7, t, 1);
@@ -405,6 +408,11 @@ START_TEST(dns_queries)
 		ck_assert_int_eq(d.quota, QUOTA_DNSTCP);
 		ck_assert_str_eq(metrics_reason_label(d.rec.reason), "dns_tcp_quota");
 		for (uint16_t i = 0; i < 2; i++) {
+			tcp_pkt("10.203.0.12", (uint16_t)(4010 + i), "198.51.100.53", 53, SYN, 6,
+				NULL, 0);
+			ck_assert_int_eq(judge(), VK_PASS);
+			ck_assert_str_eq(d.given_up, "agent-1");
+			ck_assert_int_eq(d.given_up_kind, QUOTA_DNSTCP_GIVEN_UP);
 			dns_syn("10.203.0.12", (uint16_t)(4010 + i), 7);
 			tcp_pkt("10.203.0.12", (uint16_t)(4010 + i), "198.51.100.53", 53, ACK | PSH,
 				7, t, 1);
@@ -412,6 +420,14 @@ START_TEST(dns_queries)
 		}
 		ck_assert_uint_eq(dnstcp_used(dnstcp, "agent-1"), 2);
 		ck_assert_uint_eq(dnstcp_used(dnstcp, "agent-2"), 2);
+		/* its stream went to agent-2 */
+		tcp_pkt("10.203.0.11", 4010, "198.51.100.53", 53, ACK | PSH, 8, t + 1, 3);
+		ck_assert_int_eq(judge(), VK_REJECT);
+		ck_assert_ptr_nonnull(strstr(d.rec.reason, "no stream"));
+		/* this one is still there: its query is whole, and judged */
+		tcp_pkt("10.203.0.11", 4012, "198.51.100.53", 53, ACK | PSH, 8, t + 1, 3);
+		ck_assert_int_eq(judge(), VK_REJECT);
+		ck_assert_ptr_null(strstr(d.rec.reason, "no stream"));
 		/* idle streams are forgotten, and their quota comes back */
 		ctx.now_ms += DNSTCP_IDLE_MS + 1;
 		dns_syn("10.203.0.11", 4020, 7);
@@ -1632,31 +1648,49 @@ START_TEST(held_promoted_frees_waiting_share)
 }
 END_TEST
 
+/* The streams' table lends room as the held flows' does: a fills it, b
+ * takes the place of a's oldest, and nothing leaks through fill, drain
+ * (delete and idle expiry) and fill again. */
 START_TEST(dnstcp_quota_fill_drain_fill)
 {
 	struct dnstcp_table *t = NULL;
-	struct dnstcp_stream *s[2], *x;
+	struct dnstcp_stream *s[4], *x;
 	struct flow_key k;
+	char gone[POLICY_NAME_MAX];
 
 	ck_assert_int_eq(dnstcp_table_new(4, &t), 0);
 	memset(&k, 0, sizeof(k));
 	for (int round = 0; round < 3; round++) {
-		for (uint16_t i = 0; i < 2; i++) {
+		for (uint16_t i = 0; i < 4; i++) {
 			k.sport = (uint16_t)(10 + i);
-			ck_assert_int_eq(dnstcp_add(t, &k, 7, 1000, "a", 2, &s[i]), 0);
+			ck_assert_int_eq(dnstcp_add(t, &k, 7, 1000, "a", 2, &s[i], gone), 0);
+			ck_assert_str_eq(gone, "");
 		}
 		k.sport = 20;
 		x = NULL;
-		ck_assert_int_eq(dnstcp_add(t, &k, 7, 1000, "a", 2, &x), PC_EREFUSED);
+		ck_assert_int_eq(dnstcp_add(t, &k, 7, 1000, "a", 2, &x, NULL), PC_EREFUSED);
 		ck_assert_ptr_null(x);
-		ck_assert_int_eq(dnstcp_add(t, &k, 7, 1000, "b", 2, &x), 0);
+		ck_assert_int_eq(dnstcp_add(t, &k, 7, 1000, "b", 2, &x, gone), 0);
+		ck_assert_str_eq(gone, "a");
+		k.sport = 10; /* a's oldest gave its place up */
+		ck_assert_ptr_null(dnstcp_get(t, &k, 1000));
 		k.sport = 11;
 		ck_assert_ptr_eq(dnstcp_get(t, &k, 1000), s[1]);
-		ck_assert_uint_eq(dnstcp_used(t, "a"), 2);
+		ck_assert_uint_eq(dnstcp_used(t, "a"), 3);
 		ck_assert_uint_eq(dnstcp_used(t, "b"), 1);
+		/* b under its share again takes a's next oldest */
+		k.sport = 21;
+		ck_assert_int_eq(dnstcp_add(t, &k, 7, 1000, "b", 2, &s[0], gone), 0);
+		ck_assert_str_eq(gone, "a");
+		k.sport = 11;
+		ck_assert_ptr_null(dnstcp_get(t, &k, 1000));
+		/* both at their share, the table full: b is refused */
+		k.sport = 22;
+		ck_assert_int_eq(dnstcp_add(t, &k, 7, 1000, "b", 2, &s[1], gone), PC_EREFUSED);
 		if (round == 0) {
 			dnstcp_del(t, s[0]);
-			dnstcp_del(t, s[1]);
+			dnstcp_del(t, s[2]);
+			dnstcp_del(t, s[3]);
 			dnstcp_del(t, x);
 		} else {
 			k.sport = 99; /* a lookup forgets the idle ones */
@@ -1736,13 +1770,13 @@ START_TEST(quota_refusals_counted)
 	ck_assert_str_eq(j, ",\"quotas\":{\"held_flows_per_queue\":4096,"
 			    "\"dns_tcp_streams_per_queue\":256,\"sandboxes\":["
 			    "{\"sandbox\":\"agent-1\",\"held_flows_share\":2048,"
-			    "\"dns_tcp_streams_max\":128,\"held_flows_refused\":2,"
+			    "\"dns_tcp_streams_share\":128,\"held_flows_refused\":2,"
 			    "\"held_flows_given_up\":0,"
-			    "\"dns_tcp_streams_refused\":1},"
+			    "\"dns_tcp_streams_refused\":1,\"dns_tcp_streams_given_up\":0},"
 			    "{\"sandbox\":\"agent-2\",\"held_flows_share\":2048,"
-			    "\"dns_tcp_streams_max\":128,\"held_flows_refused\":0,"
+			    "\"dns_tcp_streams_share\":128,\"held_flows_refused\":0,"
 			    "\"held_flows_given_up\":0,"
-			    "\"dns_tcp_streams_refused\":0}]}");
+			    "\"dns_tcp_streams_refused\":0,\"dns_tcp_streams_given_up\":0}]}");
 	free(j);
 	quota_metrics(&b, &s, pol);
 	text = pc_prom_take(&b);

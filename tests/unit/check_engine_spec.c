@@ -936,9 +936,10 @@ done:
 }
 
 /* Quotas (S14, S23): tables of 8 held flows and 4 DNS-over-TCP streams,
- * so a share of 4 and 2 per sandbox: agent-1 takes every held place (room
- * is lent), and agent-2 must still get its own — the places of agent-1's
- * two oldest, whose next segments are then of no connection. */
+ * so a share of 4 and 2 per sandbox: agent-1 takes every place of both
+ * (room is lent), and agent-2 must still get its own — the places of
+ * agent-1's two oldest flows and streams, whose next segments are then of
+ * no connection, or of no stream. */
 static void quota_seq(struct sc *c, int fam)
 {
 	static uint8_t part[40];
@@ -959,6 +960,10 @@ static void quota_seq(struct sc *c, int fam)
 		sc_tcp(&p, S, 1, 0);
 		sc_step(c, &p);
 	}
+	/* agent-1 holds its share of a full table: refused */
+	p = sc_out(fam, SC_SB1, &shared, IPPROTO_TCP, 31010, 443);
+	sc_tcp(&p, S, 1, 0);
+	sc_step(c, &p);
 	for (i = 0; i < 3; i++) { /* 31000 and 31001 gave their places up */
 		p = sc_out(fam, SC_SB1, &shared, IPPROTO_TCP, (uint16_t)(31000 + i), 443);
 		sc_tcp(&p, A, 2, 0);
@@ -969,11 +974,20 @@ static void quota_seq(struct sc *c, int fam)
 			   53);
 		sc_tcp(&p, S, 0, 0); /* the stream is taken at the SYN (S12a) */
 		sc_step(c, &p);
-		if (i < 2) /* agent-1's that got a stream */
-			sc_me_synack(c, fam, &res, (uint16_t)(32000 + i), 1);
+		sc_me_synack(c, fam, &res, (uint16_t)(32000 + i), 1);
 		p = sc_out(fam, i < 4 ? SC_SB1 : SC_SB2, &res, IPPROTO_TCP, (uint16_t)(32000 + i),
 			   53);
 		sc_tcp(&p, P | A, 1, 1);
+		sc_payload(&p, SPEC_PL_DATA, part, sizeof(part));
+		sc_step(c, &p);
+	}
+	/* agent-1 holds its share of a full table: refused */
+	p = sc_out(fam, SC_SB1, &res, IPPROTO_TCP, 32010, 53);
+	sc_tcp(&p, S, 0, 0);
+	sc_step(c, &p);
+	for (i = 0; i < 3; i++) { /* 32000 and 32001 gave their streams up */
+		p = sc_out(fam, SC_SB1, &res, IPPROTO_TCP, (uint16_t)(32000 + i), 53);
+		sc_tcp(&p, P | A, 1 + sizeof(part), 1);
 		sc_payload(&p, SPEC_PL_DATA, part, sizeof(part));
 		sc_step(c, &p);
 	}
