@@ -925,13 +925,57 @@ static void answer_pkt(const struct audit *a, const struct arec *r, struct spec_
 	 * what a shorter TTL would have) */
 	p->answer_ttl = r->ttl ? r->ttl : a->cfg.dns.ttl_max;
 	if (p->proto == IPPROTO_TCP) {
-		/* a whole framed answer (S42): the record stands for its bytes */
+		/* a whole framed answer (S42b) at the first byte of the
+		 * resolver's direction: the record stands for its bytes */
 		static const uint8_t framed[14] = {0x00, 0x0c};
 
 		p->tcp_flags = 0x18;
+		p->seq = SRV + 1;
+		p->ack = ISN + 1;
 		p->data = framed;
 		p->len = sizeof(framed);
 	}
+}
+
+/* The connection a DNS-over-TCP answer (p, from the resolver) comes on:
+ * the sandbox's SYN (ISN) and the resolver's SYN-ACK (SRV), which make its
+ * answer stream begin at SRV + 1 (S42b). judge_query_tcp does the same for
+ * a query whose record is deferred to its answer. */
+static void answer_connection(struct audit *a, const struct arec *r, const struct spec_pkt *p)
+{
+	const struct policy_sandbox *sb =
+	    r->sandbox[0] ? policy_sandbox_by_name(a->cur, r->sandbox) : NULL;
+	struct spec_pkt s = {0}, sa = {0};
+	struct spec_verdict v;
+
+	s.dir = SPEC_OUT;
+	s.port_known = true;
+	s.from.addr = p->dst;
+	if (sb) {
+		s.from.has_mac = sb->match.has_mac;
+		memcpy(s.from.mac, sb->match.mac, 6);
+		pc_strlcpy(s.from.port, sb->match.port, sizeof(s.from.port));
+	}
+	s.proto = IPPROTO_TCP;
+	s.src = p->dst;
+	s.sport = p->dport;
+	s.dst = p->src;
+	s.dport = p->sport;
+	s.tcp_flags = 0x02;
+	s.seq = ISN;
+	s.ct = SPEC_CT_NEW;
+	spec_judge(a->w, &s, &v);
+	sa.dir = SPEC_IN;
+	sa.proto = IPPROTO_TCP;
+	sa.src = p->src;
+	sa.sport = p->sport;
+	sa.dst = p->dst;
+	sa.dport = p->dport;
+	sa.tcp_flags = 0x12;
+	sa.seq = SRV;
+	sa.ack = ISN + 1;
+	sa.ct = SPEC_CT_EST;
+	spec_judge(a->w, &sa, &v);
 }
 
 /* The query's message as the record describes it: a well-formed query
@@ -1087,6 +1131,9 @@ static void judge_learn(struct audit *a, const struct arec *r, const char *line,
 
 	answer_pkt(a, r, &p, false);
 	recent_add(a, r);
+	/* a refusal for want of a stream stands on the segment alone */
+	if (r->proto == IPPROTO_TCP && strcmp(r->code, "dns_tcp_no_stream") != 0)
+		answer_connection(a, r, &p);
 	if (r->proto == IPPROTO_TCP && strcmp(r->code, "tcp_urgent") == 0) {
 		p.tcp_flags |= 0x20; /* S42a */
 		p.urp = 1;
@@ -1362,7 +1409,10 @@ static void judge(struct audit *a, const char *line, size_t len)
 				}
 				if (r.n_answers) {
 					answer_pkt(a, &r, &p, strcmp(r.action, "dns-query") == 0);
+					if (r.proto == IPPROTO_TCP)
+						answer_connection(a, &r, &p);
 					spec_judge(a->w, &p, &v);
+					spec_world_forget_flows(a->w);
 				}
 			}
 		}

@@ -534,6 +534,8 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 			dnstcp_forget(c->dnstcp, p, c->now_ms);
 		else if (sb && (p->tcp_flags & (TH_SYN | TH_ACK)) == (TH_SYN | TH_ACK))
 			dnstcp_synack(c->dnstcp, p, in->data, c->now_ms);
+		else if (sb && (p->tcp_flags & TH_FIN))
+			dnstcp_fin(c->dnstcp, p, c->now_ms); /* no answer byte may follow */
 		d->v = sb ? VK_PASS : VK_DROP; /* SYN-ACK, ACK, FIN of a DNS connection */
 		return;
 	}
@@ -549,7 +551,9 @@ static void dns_answer(const struct decide_ctx *c, const struct pkt_in *in, cons
 		}
 		struct dnstcp_fate fate = {0};
 
-		rc = dnstcp_take(c->dnstcp, &seg, sb->name, policy_sandbox_count(c->policy), false,
+		/* placed in the connection's answer stream, kept from its SYN
+		 * (docs/engine.md, "DNS over TCP") */
+		rc = dnstcp_take(c->dnstcp, &seg, sb->name, policy_sandbox_count(c->policy), true,
 				 c->now_ms, &st, &msg, &len, &fate);
 		stream_given_up(d, &fate);
 		if (rc < 0) {

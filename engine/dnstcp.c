@@ -44,7 +44,17 @@ static struct dnstcp_stream **dnstcp_bucket(struct dnstcp_table *t, const struct
 	return &t->b[dnstcp_key_hash(t, k) & (DNSTCP_BUCKETS - 1)];
 }
 
-/* Out of the table (both lists, the quota), then freed. */
+static void stream_bytes_free(struct dnstcp_stream *s)
+{
+	if (!s)
+		return;
+	free(s->buf);
+	free(s->rw);
+	free(s);
+}
+
+/* Out of the table (both lists, the quota), then freed with the
+ * resolver's direction it owns. */
 static void dnstcp_stream_free(struct dnstcp_table *t, struct dnstcp_stream *s)
 {
 	struct dnstcp_stream **pp;
@@ -55,9 +65,18 @@ static void dnstcp_stream_free(struct dnstcp_table *t, struct dnstcp_stream *s)
 		*pp = s->hnext;
 	quota_give(t->quota, s->sandbox);
 	t->n--;
-	free(s->buf);
-	free(s->rw);
-	free(s);
+	stream_bytes_free(s->rev);
+	stream_bytes_free(s);
+}
+
+/* The other direction's key. */
+static void key_reverse(struct flow_key *r, const struct flow_key *k)
+{
+	*r = *k;
+	memcpy(r->src, k->dst, sizeof(r->src));
+	memcpy(r->dst, k->src, sizeof(r->dst));
+	r->sport = k->dport;
+	r->dport = k->sport;
 }
 
 void dnstcp_table_free(struct dnstcp_table *t)
@@ -97,7 +116,11 @@ static void dnstcp_expire(struct dnstcp_table *t, uint64_t now_ms)
 	while (*pp) {
 		struct dnstcp_stream *s = *pp;
 
-		if (now_ms - s->last_ms > DNSTCP_IDLE_MS) {
+		/* a connection is idle when neither direction moves */
+		uint64_t last =
+		    s->rev && s->rev->last_ms > s->last_ms ? s->rev->last_ms : s->last_ms;
+
+		if (now_ms - last > DNSTCP_IDLE_MS) {
 			*pp = s->next;
 			dnstcp_stream_free(t, s);
 		} else {
@@ -109,6 +132,7 @@ static void dnstcp_expire(struct dnstcp_table *t, uint64_t now_ms)
 struct dnstcp_stream *dnstcp_get(struct dnstcp_table *t, const struct flow_key *k, uint64_t now_ms)
 {
 	struct dnstcp_stream *s;
+	struct flow_key r;
 
 	if (!t)
 		return NULL;
@@ -116,6 +140,11 @@ struct dnstcp_stream *dnstcp_get(struct dnstcp_table *t, const struct flow_key *
 	for (s = *dnstcp_bucket(t, k); s; s = s->hnext)
 		if (memcmp(&s->key, k, sizeof(*k)) == 0)
 			return s;
+	/* the resolver's direction of a connection kept from the SYN */
+	key_reverse(&r, k);
+	for (s = *dnstcp_bucket(t, &r); s; s = s->hnext)
+		if (s->rev && memcmp(&s->key, &r, sizeof(r)) == 0)
+			return s->rev;
 	return NULL;
 }
 
@@ -187,6 +216,8 @@ void dnstcp_del(struct dnstcp_table *t, struct dnstcp_stream *s)
 
 	if (!t || !s)
 		return;
+	if (s->owner)
+		s = s->owner; /* one direction refused: the connection goes */
 	for (pp = &t->head; *pp && *pp != s; pp = &(*pp)->next)
 		;
 	if (!*pp)
@@ -543,6 +574,22 @@ int dnstcp_open(struct dnstcp_table *t, const struct pkt *p, const char *sandbox
 	if ((rc = stream_open(t, &k, p->tcp_seq + 1, sandbox, n_sandboxes, now_ms, &s, f)) < 0)
 		return rc;
 	s->syn = true;
+	/* The answers are framed from the resolver's first byte too: judged
+	 * alone, a segment holding one whole message says nothing of where
+	 * the sandbox's TCP frames them, and a stream that was refused or
+	 * forgotten mid-answer let a segment cut from inside a record's data
+	 * be judged (and taught) as an answer of its own. */
+	s->rev = calloc(1, sizeof(*s->rev));
+	if (!s->rev) {
+		dnstcp_del(t, s);
+		f->why = "out of memory";
+		return PC_EREFUSED;
+	}
+	key_reverse(&s->rev->key, &k);
+	s->rev->syn = true; /* its base is set by the resolver's SYN-ACK */
+	s->rev->owner = s;
+	s->rev->last_ms = now_ms;
+	pc_strlcpy(s->rev->sandbox, sandbox, sizeof(s->rev->sandbox));
 	return 0;
 }
 
@@ -561,8 +608,15 @@ void dnstcp_synack(struct dnstcp_table *t, const struct pkt *p, const uint8_t *d
 	k.sport = p->dport;
 	k.dport = p->sport;
 	s = dnstcp_get(t, &k, now_ms);
-	if (s && s->syn && ack == s->base)
+	if (s && s->syn && ack == s->base) {
 		s->confirmed = true;
+		/* the first SYN-ACK for this ISN fixes the resolver's (a
+		 * retransmitted one carries the same) */
+		if (s->rev && !s->rev->confirmed) {
+			s->rev->base = p->tcp_seq + 1;
+			s->rev->confirmed = true;
+		}
+	}
 }
 
 void dnstcp_fin(struct dnstcp_table *t, const struct pkt *p, uint64_t now_ms)

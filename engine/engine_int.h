@@ -403,6 +403,11 @@ struct dnstcp_stream {
 	char sandbox[POLICY_NAME_MAX]; /* whose quota it counts against */
 	struct dnstcp_stream *next;    /* every stream (expiry) */
 	struct dnstcp_stream *hnext;   /* hash chain */
+	/* A connection kept from the SYN holds both directions: rev is the
+	 * resolver's (its answers, framed from the resolver's ISN + 1 on, set
+	 * by its SYN-ACK), owned by the sandbox's stream, which alone is in
+	 * the table and counts against the quota; owner is its way back. */
+	struct dnstcp_stream *rev, *owner;
 };
 struct dnstcp_table;
 int dnstcp_table_new(size_t max, struct dnstcp_table **out);

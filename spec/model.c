@@ -209,6 +209,18 @@ static size_t stream_find(const struct spec_world *w, const struct spec_pkt *p)
 	return w->n_streams;
 }
 
+/* The connection whose answers p carries (the resolver's direction of a
+ * stream kept from the sandbox's SYN). */
+static size_t stream_find_answer(const struct spec_world *w, const struct spec_pkt *p)
+{
+	for (size_t i = 0; i < w->n_streams; i++)
+		if (w->streams[i].syn && w->streams[i].proto == p->proto &&
+		    pc_addr_eq(&w->streams[i].a, &p->dst) && w->streams[i].ap == p->dport &&
+		    pc_addr_eq(&w->streams[i].b, &p->src) && w->streams[i].bp == p->sport)
+			return i;
+	return w->n_streams;
+}
+
 static void stream_drop(struct spec_world *w, size_t i)
 {
 	if (i >= w->n_streams)
@@ -660,6 +672,7 @@ static void port53(struct spec_world *w, const struct policy_sandbox *sb, const 
 		w->streams[i].b = p->dst;
 		w->streams[i].bp = p->dport;
 		w->streams[i].syn = w->streams[i].clean = true;
+		w->streams[i].ans_clean = true;
 		w->streams[i].base = p->seq + 1;
 		say(v, taken ? "S14a" : "S11", SPEC_V_PASS);
 		return;
@@ -1308,6 +1321,39 @@ static void learn(struct spec_world *w, const char *sandbox, const struct pc_add
 	w->learned_key[slot] = key;
 }
 
+/* S42b: a resolver's data segment of DNS over TCP is placed in its
+ * connection's answer stream, from the resolver's ISN + 1 on: the sandbox
+ * frames the stream, not the segments, so a segment holding one whole
+ * message is judged as it is only where the next message begins. true:
+ * that case (S40, S41 go on); false: the verdict is said here — every
+ * other segment is put together before anything of it is judged, which
+ * the model does not follow (it teaches the model nothing). */
+static bool answer_placed(struct spec_world *w, const struct spec_pkt *p, struct spec_verdict *v)
+{
+	size_t i = stream_find_answer(w, p);
+	int64_t off;
+
+	if (i == w->n_streams) {
+		refuse(v, "S42b", SPEC_V_DROP, DNSLEARN, SPEC_R_NO_STREAM);
+		return false;
+	}
+	if (!w->streams[i].ans_known) {
+		say(v, "S42b", SPEC_V_DROP); /* before the resolver's SYN-ACK */
+		return false;
+	}
+	off = (int32_t)(p->seq - w->streams[i].ans_base);
+	if (w->streams[i].ans_clean && off == (int64_t)w->streams[i].ans_next && p->tcp_framed)
+		return true;
+	if (!(w->streams[i].ans_clean && off >= 0 &&
+	      (size_t)off + p->len <= w->streams[i].ans_next))
+		w->streams[i].ans_clean = false; /* not a judged answer sent again */
+	say(v, "S42b", SPEC_V_PASS | SPEC_V_DROP);
+	v->rec = SPEC_REC_MAY;
+	v->actions = DNSLEARN | DNSQUERY;
+	v->outcome_either = true;
+	return false;
+}
+
 static void answer(struct spec_world *w, const struct spec_pkt *p, struct spec_verdict *v)
 {
 	const struct policy_sandbox *sb = NULL;
@@ -1315,26 +1361,36 @@ static void answer(struct spec_world *w, const struct spec_pkt *p, struct spec_v
 	bool found = false, owed;
 
 	if (urgent(p)) {
-		/* the sandbox's framing would part from the guard's */
+		/* the sandbox's framing would part from the guard's: the
+		 * connection's streams are forgotten */
 		refuse(v, "S42a", SPEC_V_DROP, DNSLEARN, SPEC_R_URGENT);
-		stream_drop(w, stream_find(w, p));
+		stream_drop(w, stream_find_answer(w, p));
 		return;
 	}
 	if (p->proto == IPPROTO_TCP && p->len == 0) {
+		size_t i = stream_find_answer(w, p);
+
 		say(v, "S42", sandbox_of_addr(w, &p->dst, 0) ? SPEC_V_PASS : SPEC_V_DROP);
-		if (sandbox_of_addr(w, &p->dst, 0) &&
-		    (p->tcp_flags & (F_SYN | F_ACK)) == (F_SYN | F_ACK)) {
-			/* the resolver took the sandbox's ISN (S12a) */
-			for (size_t i = 0; i < w->n_streams; i++)
-				if (w->streams[i].syn && w->streams[i].proto == p->proto &&
-				    pc_addr_eq(&w->streams[i].a, &p->dst) &&
-				    w->streams[i].ap == p->dport &&
-				    pc_addr_eq(&w->streams[i].b, &p->src) &&
-				    w->streams[i].bp == p->sport && w->streams[i].base == p->ack)
-					w->streams[i].confirmed = true;
+		if (!sandbox_of_addr(w, &p->dst, 0) || i == w->n_streams)
+			return;
+		if (p->tcp_flags & F_RST) {
+			stream_drop(w, i); /* the resolver ended the connection */
+		} else if ((p->tcp_flags & (F_SYN | F_ACK)) == (F_SYN | F_ACK) &&
+			   w->streams[i].base == p->ack) {
+			/* the resolver took the sandbox's ISN (S12a), and its
+			 * first SYN-ACK for it fixes where its answers begin */
+			w->streams[i].confirmed = true;
+			if (!w->streams[i].ans_known) {
+				w->streams[i].ans_known = true;
+				w->streams[i].ans_base = p->seq + 1;
+			}
+		} else if (p->tcp_flags & F_FIN) {
+			w->streams[i].ans_clean = false; /* no answer byte may follow */
 		}
 		return;
 	}
+	if (p->proto == IPPROTO_TCP && !answer_placed(w, p, v))
+		return;
 	if (p->pl == SPEC_PL_DNS_ANSWER && (p->proto == IPPROTO_UDP || p->tcp_framed)) {
 		for (size_t k = 0; !found && (sb = sandbox_of_addr(w, &p->dst, k)) != NULL; k++) {
 			for (qi = 0; qi < w->n_pending; qi++) {
@@ -1361,6 +1417,8 @@ static void answer(struct spec_world *w, const struct spec_pkt *p, struct spec_v
 		return;
 	}
 	owed = w->pending[qi].owed;
+	if (p->proto == IPPROTO_TCP) /* judged: the next answer begins past it */
+		w->streams[stream_find_answer(w, p)].ans_next += p->len;
 	memmove(w->pending + qi, w->pending + qi + 1,
 		sizeof(w->pending[0]) * (w->n_pending - qi - 1));
 	w->n_pending--;

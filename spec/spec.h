@@ -259,6 +259,13 @@ struct spec_world {
 		uint32_t base;
 		size_t len, fin_at;
 		uint8_t kept[SPEC_STREAM_KEEP];
+		/* the resolver's answers on the same connection (S42b), from
+		 * its ISN + 1 (ans_base, known at its SYN-ACK): the next
+		 * message starts at ans_next while clean (every answer so far
+		 * one whole message at that byte) */
+		bool ans_known, ans_clean;
+		uint32_t ans_base;
+		size_t ans_next;
 	} streams[SPEC_FLOWS_MAX];
 	size_t n_streams;
 };

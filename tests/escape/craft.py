@@ -41,6 +41,8 @@
 #            byte sent urgent, MSG_OOB, then a TLS handshake naming N: issue 30)
 #   craft.py dns ... --tcp --oob   (the query sent urgent)
 #   craft.py dns-overlap --dst A --sport P --scenario overlap|same|unlogged [--progress F --go F]
+#   craft.py dns-answer-split --dst A --sport P --mss N --carrier N --name N [--progress F --go F]
+#            (two queries over TCP; prints how the resolver's answers came in segments)
 #   craft.py oob-server --listen A --port P --cert F --key F --log F [--inline]
 #            (upstream: a TLS server that reads with SO_OOBINLINE when --inline,
 #            answers "oob-server <SNI> ok" and logs each connection's first bytes)
@@ -1050,6 +1052,77 @@ def cmd_dns_overlap(a):
     print("answers %d; %s" % (answers, p.summary()))
 
 
+def fake_answer(name, ident, addr):
+    """A whole answer to ident's query for name's A record: addr."""
+    q = qname(name) + struct.pack("!HH", 1, 1)
+    rr = struct.pack("!HHHIH", 0xC00C, 1, 1, 300, 4) + socket.inet_aton(addr)
+    return struct.pack("!HHHHHH", ident, 0x8180, 1, 1, 0, 0) + q + rr
+
+
+def cmd_dns_answer_split(a):
+    """The resolver's direction of DNS over TCP framed by segments: a
+    connection whose SYN advertises --mss, then (once --go exists) two
+    queries in one segment: --carrier's HTTPS record (whose bytes hold,
+    where the resolver's segments part, a whole framed answer to the
+    second query) and --name's A record (ID 0x5a5a). Prints the offset and
+    length of each answer segment that reached us, in order of arrival;
+    acknowledges only bytes in order."""
+    p = TcpPeer(a)
+    isn = random.randrange(1 << 20, 1 << 31)
+    want = (isn + 1) & 0xFFFFFFFF
+    mss = b"\x02\x04" + struct.pack("!H", a.mss)
+    answered = lambda s: s[0] & 0x04 or (s[0] & 0x12 == 0x12 and s[2] == want)
+    ok = False
+    for wait in (1, 2, 4):
+        p.send("S", isn, options=mss)
+        for fl, seq, ack, _ in p.recv(wait, until=answered):
+            if fl & 0x12 == 0x12 and ack == want:
+                p.rcv = (seq + 1) & 0xFFFFFFFF
+                p.send("A", isn + 1, p.rcv)
+                ok = True
+            break
+        if ok:
+            break
+    if not ok:
+        print("no SYN-ACK; " + p.summary())
+        return
+    irs = (p.rcv - 1) & 0xFFFFFFFF
+    if a.progress:
+        with open(a.progress, "w") as f:
+            f.write("open\n")
+    end = time.time() + 30
+    while a.go and not os.path.exists(a.go) and time.time() < end:
+        time.sleep(0.05)
+    q1 = struct.pack("!HHHHHH", 0x1b1b, 0x0100, 1, 0, 0, 0) + qname(a.carrier) + \
+        struct.pack("!HH", 65, 1)
+    q2 = dns_msg(a.name, 0x5A5A)
+    qs = framed(q1) + framed(q2)
+    # one message a segment (the guard judges one per packet), each sent
+    # again once, as the sandbox's TCP would when no ACK came
+    for _ in range(2):
+        p.send("PA", isn + 1, p.rcv, framed(q1))
+        p.send("PA", isn + 1 + len(framed(q1)), p.rcv, framed(q2))
+        p.recv(0.3)
+    got = []
+    for fl, seq, _, n in p.seen:
+        if n:
+            got.append(((seq - irs - 1) & 0xFFFFFFFF, n))
+    stop = time.time() + a.wait
+    while time.time() < stop:
+        for fl, seq, _, n in p.recv(0.2):
+            if n:
+                got.append(((seq - irs - 1) & 0xFFFFFFFF, n))
+        # acknowledge what came in order, as a receiver does
+        edge = p.rcv - irs - 1
+        for off, n in sorted(got):
+            if off <= edge < off + n:
+                edge = off + n
+        p.rcv = (irs + 1 + edge) & 0xFFFFFFFF
+        p.send("A", isn + 1 + len(qs), p.rcv)
+    print("answer segments %s; in order to %d; %s" % (
+        " ".join("%d+%d" % g for g in got), (p.rcv - irs - 1) & 0xFFFFFFFF, p.summary()))
+
+
 def cmd_oob_tls(a):
     """Issue 30 with the sandbox's own TCP: one byte sent urgent
     (MSG_OOB: URG, urgent pointer 1), a pause, then a real TLS handshake
@@ -1375,6 +1448,17 @@ def main():
     t.add_argument("--evil", default="ov.evil.test")
     t.add_argument("--progress")  # unlogged: a line per phase
     t.add_argument("--go")  # unlogged: the last resend waits for this file
+
+    t = sub.add_parser("dns-answer-split")
+    t.add_argument("--dst", required=True)
+    t.add_argument("--dport", type=int, default=53)
+    t.add_argument("--sport", type=int, required=True)
+    t.add_argument("--mss", type=int, required=True)
+    t.add_argument("--carrier", required=True)
+    t.add_argument("--name", required=True)
+    t.add_argument("--progress")
+    t.add_argument("--go")
+    t.add_argument("--wait", type=float, default=3)
 
     t = sub.add_parser("oob-server")
     t.add_argument("--listen", required=True)

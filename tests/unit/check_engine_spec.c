@@ -935,6 +935,67 @@ done:
 	drv_reset_flows(c->d);
 }
 
+/* S42b: the resolver's answers are framed from its ISN + 1 on, as the
+ * sandbox's TCP frames them. Two allowed queries; then a segment holding
+ * one whole answer to the second — naming an address nobody learned — at
+ * a sequence number inside where the first answer goes: 0 after the first
+ * answer's opening bytes, 1 with those never seen (lost, or dropped when
+ * the guard could not keep them), 2 after the whole first answer, at the
+ * next message's byte (judged, and taught: the control). Judged alone, 0 and 1 taught that address
+ * (a segment cut from inside a record's data). Then the sandbox's SYN to it. */
+#define SPLIT_VARIANTS 3
+static void answer_split_seq(struct sc *c, int fam, int variant)
+{
+	static uint8_t q1[600], q2[600], a1[600], fk[600];
+	struct pc_addr res, me, never;
+	uint32_t stamp;
+	uint16_t port = c->next_port++, qt = fam == 6 ? 28 : 1;
+	uint16_t id1 = c->next_id++, id2 = c->next_id++;
+	struct drv_pkt p;
+	size_t l1, la, skip = 7;
+	char ctx[64];
+
+	snprintf(ctx, sizeof(ctx), "dns answer split v%d variant %d", fam, variant);
+	context = ctx;
+	sc_dst(fam, SC_RESOLVER, &res);
+	sc_dst(fam, SC_NEVER, &never);
+	sc_src(fam, SC_SB1, &me, &stamp);
+	p = sc_out(fam, SC_SB1, &res, IPPROTO_TCP, port, 53);
+	sc_tcp(&p, S, 300, 0);
+	STEP(p);
+	sc_me_synack(c, fam, &res, port, 301);
+	p = sc_out(fam, SC_SB1, &res, IPPROTO_TCP, port, 53);
+	sc_tcp(&p, P | A, 301, 901);
+	sc_query(&p, q1, id1, "api.allowed.test", qt, true);
+	l1 = p.s.len;
+	STEP(p);
+	p = sc_out(fam, SC_SB1, &res, IPPROTO_TCP, port, 53);
+	sc_tcp(&p, P | A, 301 + (uint32_t)l1, 901);
+	sc_query(&p, q2, id2, "x.wild.test", qt, true);
+	STEP(p);
+	/* the first answer, whose opening bytes come alone (variant 0) */
+	p = sc_in(&res, 53, &me, port, IPPROTO_TCP);
+	sc_tcp(&p, P | A, 901, 301);
+	sc_answer(&p, a1, id1, "api.allowed.test", qt, &res, 1, true);
+	la = p.s.len;
+	if (variant == 0) {
+		p.s.len = skip; /* not a whole message: put together */
+		p.s.pl = SPEC_PL_DATA;
+		STEP(p);
+	} else if (variant == 2) {
+		STEP(p); /* whole, in order: judged */
+	}
+	p = sc_in(&res, 53, &me, port, IPPROTO_TCP);
+	sc_tcp(&p, P | A, 901 + (uint32_t)(variant == 2 ? la : skip), 301);
+	sc_answer(&p, fk, id2, "x.wild.test", qt, &never, 1, true);
+	STEP(p);
+	p = sc_out(fam, SC_SB1, &never, IPPROTO_TCP, c->next_port++, 443);
+	sc_tcp(&p, S, 1, 0);
+	STEP(p);
+done:
+	drv_reset_flows(c->d);
+}
+
 /* Quotas (S14, S23): tables of 8 held flows and 4 DNS-over-TCP streams,
  * so a share of 4 and 2 per sandbox: agent-1 takes every place of both
  * (room is lent), and agent-2 must still get its own — the places of
@@ -1143,6 +1204,8 @@ START_TEST(engine_against_model)
 		for (int v = 0; v < OVERLAP_VARIANTS; v++, seqs++)
 			overlap_seq(&c, fam, v);
 		quota_seq(&c, fam);
+		for (int v = 0; v < SPLIT_VARIANTS; v++, seqs++)
+			answer_split_seq(&c, fam, v);
 		seqs++;
 		packets += c.packets;
 		bad += c.bad;
