@@ -310,6 +310,8 @@ static void dns_query(const struct decide_ctx *c, const struct pkt_in *in, const
 			d->v = VK_PASS;
 			return;
 		}
+		/* what the sandbox says it has of the answers */
+		dnstcp_acked(c->dnstcp, p, in->data, c->now_ms);
 		if (p->payload_len == 0) {
 			if (p->tcp_flags & TH_RST)
 				dnstcp_forget(c->dnstcp, p, c->now_ms);

@@ -619,6 +619,63 @@ void dnstcp_synack(struct dnstcp_table *t, const struct pkt *p, const uint8_t *d
 	}
 }
 
+/* The bytes of s before its receiver's cumulative acknowledgement ack
+ * that were judged and released are not needed again: a copy of them sent
+ * again falls before the stream and is dropped, which costs a receiver
+ * that has them nothing (a sandbox that lied about having them stalls its
+ * own connection). Kept, they bounded a connection to DNSTCP_BUF_MAX bytes
+ * of answers over its life; now that bounds what is in flight. Moved in
+ * pieces of 4 KiB at least (or the whole), so a long connection costs a
+ * memmove per 4 KiB, not per segment. The framing stays: the stream's
+ * first byte moves to a message boundary already judged. */
+static void stream_trim(struct dnstcp_stream *s, uint32_t ack)
+{
+	int64_t off = (int32_t)(ack - s->base);
+	size_t n;
+
+	if (!s->confirmed || off <= 0)
+		return;
+	n = (size_t)off;
+	if (n > s->delivered)
+		n = s->delivered;
+	if (n > s->judged)
+		n = s->judged;
+	if (n == 0 || (n < 4096 && n < s->len))
+		return;
+	memmove(s->buf, s->buf + n, s->len - n);
+	if (s->rw)
+		memmove(s->rw, s->rw + n, s->judged - n);
+	s->len -= n;
+	s->judged -= n;
+	s->delivered -= n;
+	if (s->ahead_end) { /* past delivered: past n */
+		s->ahead_start -= n;
+		s->ahead_end -= n;
+	}
+	if (s->fin)
+		s->fin_at -= n;
+	s->base += (uint32_t)n;
+}
+
+void dnstcp_acked(struct dnstcp_table *t, const struct pkt *p, const uint8_t *data, uint64_t now_ms)
+{
+	const uint8_t *h = data + p->l4_off;
+	uint32_t ack = (uint32_t)h[8] << 24 | (uint32_t)h[9] << 16 | (uint32_t)h[10] << 8 | h[11];
+	struct dnstcp_stream *s;
+	struct flow_key k;
+
+	if (!t || !(p->tcp_flags & TH_ACK) || (p->tcp_flags & TH_RST))
+		return;
+	flow_key_from_pkt(&k, p);
+	s = dnstcp_get(t, &k, now_ms);
+	/* the sandbox's ACK is of the resolver's bytes: its answers. The
+	 * sandbox's own stream keeps its whole history (DNSTCP_BUF_MAX of
+	 * queries a connection, as before): every byte of it stays
+	 * comparable, as docs/spec.md S12a says. */
+	if (s && s->rev)
+		stream_trim(s->rev, ack);
+}
+
 void dnstcp_fin(struct dnstcp_table *t, const struct pkt *p, uint64_t now_ms)
 {
 	struct flow_key k;

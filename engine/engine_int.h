@@ -429,6 +429,12 @@ struct dnstcp_stream *dnstcp_get(struct dnstcp_table *t, const struct flow_key *
 int dnstcp_add(struct dnstcp_table *t, const struct flow_key *k, uint32_t seq, uint64_t now_ms,
 	       const char *sandbox, size_t n_sandboxes, struct dnstcp_stream **out, char *given_up);
 void dnstcp_del(struct dnstcp_table *t, struct dnstcp_stream *s);
+/* p (with its raw packet data), from a sandbox, acknowledges the answers
+ * of its connection kept from the SYN: those judged and released before
+ * its ACK are let go, so that the answer stream keeps what is in flight,
+ * not the connection's whole history. */
+void dnstcp_acked(struct dnstcp_table *t, const struct pkt *p, const uint8_t *data,
+		  uint64_t now_ms);
 /* Add a segment's bytes. 0 (a gap adds nothing); PC_EINVAL: before the
  * stream; PC_ETAMPER: bytes sent again differ from those kept;
  * PC_EREFUSED: over DNSTCP_BUF_MAX; PC_ENOMEM. */

@@ -668,6 +668,55 @@ START_TEST(dnstcp_failed_stream)
 }
 END_TEST
 
+/* The resolver's direction of a DNS-over-TCP connection is kept from its
+ * SYN-ACK, but not its whole history: answers the sandbox acknowledged (and
+ * the guard judged and released) are let go, so a connection may carry
+ * more than DNSTCP_BUF_MAX bytes of answers. Without the acknowledgements
+ * the same exchange would fill the stream and be refused. */
+START_TEST(dnstcp_answers_let_go_once_acknowledged)
+{
+	uint8_t m[512], t[520];
+	uint32_t qseq = 2, aseq = 9001;
+	size_t total = 0, n;
+	uint16_t id = 0x1000;
+
+	dns_syn("10.203.0.11", 4300, 2);
+	while (total <= DNSTCP_BUF_MAX + 1000) {
+		n = dns_msg(m, id, "api.github.test", NULL);
+		t[0] = (uint8_t)(n >> 8);
+		t[1] = (uint8_t)n;
+		memcpy(t + 2, m, n);
+		tcp_pkt("10.203.0.11", 4300, "198.51.100.53", 53, ACK | PSH, qseq, t, n + 2);
+		ck_assert_int_eq(judge(), VK_PASS);
+		qseq += (uint32_t)n + 2;
+		n = dns_msg(m, id, "api.github.test", "192.0.2.80");
+		t[0] = (uint8_t)(n >> 8);
+		t[1] = (uint8_t)n;
+		memcpy(t + 2, m, n);
+		tcp_pkt("198.51.100.53", 53, "10.203.0.11", 4300, ACK | PSH, aseq, t, n + 2);
+		ck_assert_msg(judge_from(0, NF_INET_FORWARD) == VK_PASS, "answer at %zu refused",
+			      total);
+		aseq += (uint32_t)n + 2;
+		total += n + 2;
+		/* the sandbox acknowledges it */
+		tcp_pkt("10.203.0.11", 4300, "198.51.100.53", 53, ACK, qseq, NULL, 0);
+		pkt[28] = (uint8_t)(aseq >> 24);
+		pkt[29] = (uint8_t)(aseq >> 16);
+		pkt[30] = (uint8_t)(aseq >> 8);
+		pkt[31] = (uint8_t)aseq;
+		ck_assert_int_eq(judge(), VK_PASS);
+		id++;
+	}
+	ck_assert_uint_gt(total, DNSTCP_BUF_MAX);
+	/* answers acknowledged are let go: one sent again is dropped, and
+	 * the next is still judged where the sandbox reads it */
+	tcp_pkt("198.51.100.53", 53, "10.203.0.11", 4300, ACK | PSH, 9001, t, n + 2);
+	ck_assert_int_eq(judge_from(0, NF_INET_FORWARD), VK_DROP);
+	dns_rst("10.203.0.11", 4300);
+	ck_assert_uint_eq(dnstcp_count(dnstcp), 0);
+}
+END_TEST
+
 /* Toward a sandbox, only a resolver's port-53 replies are ever released. */
 START_TEST(dns_answer_only_from_resolver)
 {
@@ -1805,10 +1854,11 @@ static Suite *engine_suite(void)
 	    tc, cidr_allowed_and_refused, identity_port_and_source, only_connection_starts,
 	    dns_queries, dns_answers, dns_port53_only_sandbox_to_resolver,
 	    dns_answer_only_from_resolver, dns_one_record_per_query, dnstcp_failed_stream,
-	    held_flow_sni, held_flow_timeout_and_plain, held_insertion, held_promotion,
-	    held_new_isn_after_promotion, held_hello_retry, held_reload_before_promotion,
-	    held_insertion_v6, held_plain_after_reload, rejudge_after_reload, held_quota_in_decide,
-	    quota_refusals_counted, held_full_table_gives_the_most_held_up);
+	    dnstcp_answers_let_go_once_acknowledged, held_flow_sni, held_flow_timeout_and_plain,
+	    held_insertion, held_promotion, held_new_isn_after_promotion, held_hello_retry,
+	    held_reload_before_promotion, held_insertion_v6, held_plain_after_reload,
+	    rejudge_after_reload, held_quota_in_decide, quota_refusals_counted,
+	    held_full_table_gives_the_most_held_up);
 	PC_UNIT_TESTS(tabs, registry_bounded_and_swept, held_table_bounded,
 		      held_quota_fill_drain_fill, held_promoted_frees_waiting_share,
 		      dnstcp_quota_fill_drain_fill, tables_hash_keyed);
