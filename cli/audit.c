@@ -937,6 +937,23 @@ static void answer_pkt(const struct audit *a, const struct arec *r, struct spec_
 	}
 }
 
+/* A TCP segment without payload from (src, sport) to (dst, dport). */
+static void bare_seg(struct spec_pkt *x, enum spec_dir dir, const struct pc_addr *src,
+		     uint16_t sport, const struct pc_addr *dst, uint16_t dport, uint8_t flags,
+		     uint32_t seq, uint32_t ack, enum spec_ct ct)
+{
+	x->dir = dir;
+	x->proto = IPPROTO_TCP;
+	x->src = *src;
+	x->sport = sport;
+	x->dst = *dst;
+	x->dport = dport;
+	x->tcp_flags = flags;
+	x->seq = seq;
+	x->ack = ack;
+	x->ct = ct;
+}
+
 /* The connection a DNS-over-TCP answer (p, from the resolver) comes on:
  * the sandbox's SYN (ISN) and the resolver's SYN-ACK (SRV), which make its
  * answer stream begin at SRV + 1 (S42b). judge_query_tcp does the same for
@@ -948,7 +965,7 @@ static void answer_connection(struct audit *a, const struct arec *r, const struc
 	struct spec_pkt s = {0}, sa = {0};
 	struct spec_verdict v;
 
-	s.dir = SPEC_OUT;
+	bare_seg(&s, SPEC_OUT, &p->dst, p->dport, &p->src, p->sport, 0x02, ISN, 0, SPEC_CT_NEW);
 	s.port_known = true;
 	s.from.addr = p->dst;
 	if (sb) {
@@ -956,25 +973,9 @@ static void answer_connection(struct audit *a, const struct arec *r, const struc
 		memcpy(s.from.mac, sb->match.mac, 6);
 		pc_strlcpy(s.from.port, sb->match.port, sizeof(s.from.port));
 	}
-	s.proto = IPPROTO_TCP;
-	s.src = p->dst;
-	s.sport = p->dport;
-	s.dst = p->src;
-	s.dport = p->sport;
-	s.tcp_flags = 0x02;
-	s.seq = ISN;
-	s.ct = SPEC_CT_NEW;
 	spec_judge(a->w, &s, &v);
-	sa.dir = SPEC_IN;
-	sa.proto = IPPROTO_TCP;
-	sa.src = p->src;
-	sa.sport = p->sport;
-	sa.dst = p->dst;
-	sa.dport = p->dport;
-	sa.tcp_flags = 0x12;
-	sa.seq = SRV;
-	sa.ack = ISN + 1;
-	sa.ct = SPEC_CT_EST;
+	bare_seg(&sa, SPEC_IN, &p->src, p->sport, &p->dst, p->dport, 0x12, SRV, ISN + 1,
+		 SPEC_CT_EST);
 	spec_judge(a->w, &sa, &v);
 }
 
@@ -1038,16 +1039,7 @@ static void judge_query_tcp(struct audit *a, const struct arec *r, struct spec_p
 		*fact = r->quota != 0;
 		return;
 	}
-	sa.dir = SPEC_IN;
-	sa.proto = IPPROTO_TCP;
-	sa.src = s.dst;
-	sa.sport = s.dport;
-	sa.dst = s.src;
-	sa.dport = s.sport;
-	sa.tcp_flags = 0x12;
-	sa.seq = SRV;
-	sa.ack = ISN + 1;
-	sa.ct = SPEC_CT_EST;
+	bare_seg(&sa, SPEC_IN, &s.dst, s.dport, &s.src, s.sport, 0x12, SRV, ISN + 1, SPEC_CT_EST);
 	spec_judge(a->w, &sa, &sv);
 	s.tcp_flags = F_PSHACK;
 	s.seq = ISN + 1;
