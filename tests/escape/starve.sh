@@ -292,7 +292,7 @@ t_eq "closed, sandbox 1's held flows leave the table: nothing leaks" 0 "$(guard_
 # last segment. Room is lent (docs/engine.md, "Per-sandbox quotas"), so a
 # sandbox may still resolve over TCP again and again while the table has
 # room; with the hard cap its second connection within 10 s was refused.
-esc_begin "at 300 sandboxes (a share of 1 stream), sandbox 2 resolves over TCP three times in a row"
+esc_begin "at 300 sandboxes (shares of 1 stream and 13 held flows), sandbox 2 resolves over TCP three times in a row and opens 40 TLS connections at once"
 for i in $(seq 3 300); do
 	printf 'sandbox: agent-%d\nmatch: { source: 10.203.%d.%d/32 }\nallow: []\n---\n' \
 		"$i" $((100 + i / 250)) $((i % 250 + 1))
@@ -308,10 +308,44 @@ done
 t_diag "three digs:$digs"
 t_eq "each of the three was answered" 3 "$(printf '%s\n' $digs | grep -c "^$LAB_API4\$")"
 t_eq "none refused over the share" "$r0" "$(quota_field 1 dns_tcp_streams_refused)"
+# the same for held flows: a share of 4096 / 300 = 13 per queue thread,
+# and 40 TLS connections to a named host open at once (a package manager's
+# parallel downloads), each held until its ClientHello
+t_eq "status: a share of 13 held flows per queue thread" 13 "$(quota_field 1 held_flows_share)"
+h0=$(quota_field 1 held_flows_refused)
+par=$(lab_sb 2 python3 - "$LAB_API4" <<'EOF'
+import select, socket, sys, time
+socks = []
+for i in range(40):
+    s = socket.socket()
+    s.setblocking(False)
+    s.connect_ex((sys.argv[1], 443))
+    socks.append(s)
+ok = refused = 0
+pending = {s.fileno(): s for s in socks}
+p = select.poll()
+for fd in pending:
+    p.register(fd, select.POLLOUT)
+end = time.time() + 10
+while pending and time.time() < end:
+    for fd, _ in p.poll(500):
+        e = pending[fd].getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        ok += e == 0
+        refused += e != 0
+        p.unregister(fd)
+        del pending[fd]
+print("connected %d refused %d pending %d" % (ok, refused, len(pending)))
+for s in socks:
+    s.close()
+EOF
+)
+t_diag "40 at once: $par"
+t_match "all 40 were held (room lent past the share of 13)" "^connected 40 refused 0" "$par"
+t_eq "none refused over the share" "$h0" "$(quota_field 1 held_flows_refused)"
 rm -f "$GUARD_DIR/rules.d/many.yaml"
 t_ok "the policy of 2 sandboxes is back in force" guard_cli reload
-esc_end "three DNS-over-TCP connections in a row from one sandbox among 300 answered (borrowed room)" \
-	"dig +tcp x3:$digs; status dns_tcp_streams_share, dns_tcp_streams_refused"
+esc_end "three DNS-over-TCP connections in a row, and 40 TLS connections at once, from one sandbox among 300: all served (borrowed room)" \
+	"dig +tcp x3:$digs; 40 at once: $par; status shares and refusals"
 
 kill "$(awk '$1 == "pid" {print $2}' "$LAB_DIR/hold-srv.out")" 2>/dev/null
 wait "$hold_srv" 2>/dev/null
