@@ -1274,8 +1274,15 @@ static void new_flow(const struct decide_ctx *c, const struct pkt *p,
 
 	if (p->proto == IPPROTO_TCP) {
 		if ((p->tcp_flags & (TH_SYN | TH_ACK | TH_RST | TH_FIN)) != TH_SYN) {
+			struct flow_key k;
+
+			flow_key_from_pkt(&k, p);
 			refuse(d, c, p, sb, VK_REJECT,
-			       "TCP segment of no connection the guard allowed");
+			       c->held && held_given_up(c->held, &k)
+				   ? "TCP segment of no connection the guard allowed: its held "
+				     "flow gave its place to a sandbox under its share (engine "
+				     "quota)"
+				   : "TCP segment of no connection the guard allowed");
 			return;
 		}
 	} else if (p->proto != IPPROTO_UDP) {

@@ -447,7 +447,7 @@ int dnstcp_take(struct dnstcp_table *t, const struct dnstcp_seg *seg, const char
 		 * trims (Linux keeps the bytes it got first) would frame the
 		 * judged message's tail as the next one (issue 30). */
 		f->why = "DNS over TCP: no stream: the guard did not see the connection open "
-			 "(or forgot it idle)";
+			 "(or forgot it: idle, or its place given to a sandbox under its share)";
 		return PC_EREFUSED;
 	}
 	if (s && s->failed) {

@@ -341,6 +341,11 @@ size_t held_share(const struct held_table *t, size_t n_sandboxes);
  * flow on any error. */
 int held_add(struct held_table *t, const struct flow_key *k, const char *sandbox,
 	     size_t n_sandboxes, struct held_flow **out, char *given_up);
+/* Was k among the last HELD_GIVEN_RING flows given up (held_add)? Only a
+ * refusal's wording depends on it: a flow with no entry is refused
+ * either way. */
+#define HELD_GIVEN_RING 64
+bool held_given_up(const struct held_table *t, const struct flow_key *k);
 /* Entries sandbox holds now; the table's size. */
 size_t held_used(struct held_table *t, const char *sandbox);
 size_t held_capacity(const struct held_table *t);

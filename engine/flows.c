@@ -242,6 +242,10 @@ struct held_table {
 	struct held_flow *gsent;	 /* the first of them whose verdict is unsent */
 	uint64_t batch;			 /* the batch being decided (held_batch_begin) */
 	uint64_t added;			 /* entries made (their order, for held_add) */
+	/* the last flows given up for another sandbox's share (held_add):
+	 * their next packet is refused saying so (held_given_up) */
+	struct flow_key given[HELD_GIVEN_RING];
+	size_t n_given;
 };
 
 int held_table_new(size_t max, struct held_table **out)
@@ -402,6 +406,7 @@ int held_add(struct held_table *t, const struct flow_key *k, const char *sandbox
 	if (v) {
 		if (given_up)
 			pc_strlcpy(given_up, v->meta.sandbox, POLICY_NAME_MAX);
+		t->given[t->n_given++ % HELD_GIVEN_RING] = v->key;
 		held_del(t, v);
 	}
 	rc = quota_take(t->quota, sandbox, SIZE_MAX);
@@ -514,6 +519,16 @@ size_t held_expire(struct held_table *t, uint64_t now_ms)
 		}
 	}
 	return gone;
+}
+
+bool held_given_up(const struct held_table *t, const struct flow_key *k)
+{
+	size_t n = t->n_given < HELD_GIVEN_RING ? t->n_given : HELD_GIVEN_RING;
+
+	for (size_t i = 0; i < n; i++)
+		if (memcmp(&t->given[i], k, sizeof(*k)) == 0)
+			return true;
+	return false;
 }
 
 size_t held_count(const struct held_table *t)

@@ -1496,12 +1496,31 @@ START_TEST(held_quota_in_decide)
 	ck_assert_str_eq(metrics_reason_label(d.rec.reason), "held_quota");
 	ck_assert_uint_eq(held_used(held, "agent-1"), 16);
 	ck_assert_uint_eq(held_count(held), 16);
+	/* the table full, a sandbox under its share takes the place of
+	 * agent-1's oldest: that flow's next segment is refused, saying so */
+	{
+		struct flow_key k;
+		struct held_flow *hf;
+		char gone[POLICY_NAME_MAX];
+
+		memset(&k, 0, sizeof(k));
+		k.sport = 1;
+		ck_assert_int_eq(held_add(held, &k, "agent-2", 2, &hf, gone), 0);
+		ck_assert_str_eq(gone, "agent-1");
+	}
+	tcp_pkt("10.203.0.11", 42000, "203.0.113.10", 443, ACK, 101, NULL, 0);
+	ck_assert_int_eq(judge(), VK_REJECT);
+	ck_assert_str_eq(d.rec.reason,
+			 "TCP segment of no connection the guard allowed: its held flow gave its "
+			 "place to a sandbox under its share (engine quota)");
+	ck_assert_str_eq(metrics_reason_label(d.rec.reason), "no_connection");
+	ck_assert_uint_eq(held_used(held, "agent-1"), 15);
 	/* A RST leaves the entry (it may be an insertion that never arrives:
 	 * docs/engine.md, "Held flows"); an entry forgotten past its deadline
 	 * gives its place back, and the next flow is held. */
-	tcp_pkt("10.203.0.11", 42000, "203.0.113.10", 443, RST, 101, NULL, 0);
+	tcp_pkt("10.203.0.11", 42001, "203.0.113.10", 443, RST, 101, NULL, 0);
 	ck_assert_int_eq(judge(), VK_PASS);
-	ck_assert_uint_eq(held_used(held, "agent-1"), 16);
+	ck_assert_uint_eq(held_used(held, "agent-1"), 15);
 	ctx.now_ms += cfg.engine.sni_timeout_ms + 60001;
 	ck_assert_uint_eq(held_expire(held, ctx.now_ms), 16);
 	ck_assert_uint_eq(held_used(held, "agent-1"), 0);
@@ -1541,6 +1560,9 @@ START_TEST(held_quota_fill_drain_fill)
 		ck_assert_uint_eq(held_used(t, "b"), 1);
 		k.sport = 100; /* a's oldest gave its place up */
 		ck_assert_ptr_null(held_get(t, &k));
+		ck_assert(held_given_up(t, &k));
+		k.sport = 101;
+		ck_assert(!held_given_up(t, &k));
 		/* lookups still find every other entry (keyed hash) */
 		k.sport = 102;
 		ck_assert_ptr_eq(held_get(t, &k), f[2]);
