@@ -197,8 +197,6 @@ static bool is_resolver(const struct config *cfg, const struct pc_addr *a)
 	return false;
 }
 
-/* What the stream made of a segment that decided nothing new: the
- * verdict, and the packet as rewritten when it is released so. */
 /* A stream of another sandbox gave its place up to this segment's: counted
  * once the verdict is final (queue.c). */
 static void stream_given_up(struct decision *d, const struct dnstcp_fate *f)
@@ -209,6 +207,8 @@ static void stream_given_up(struct decision *d, const struct dnstcp_fate *f)
 	d->given_up_kind = QUOTA_DNSTCP_GIVEN_UP;
 }
 
+/* What the stream made of a segment that decided nothing new: the
+ * verdict, and the packet as rewritten when it is released so. */
 static void dns_tcp_fate(struct decision *d, const struct dnstcp_fate *f)
 {
 	d->v = f->pass ? VK_PASS : VK_DROP;

@@ -148,12 +148,6 @@ struct dnstcp_stream *dnstcp_get(struct dnstcp_table *t, const struct flow_key *
 	return NULL;
 }
 
-static void no_visit(void *arg, void **list)
-{
-	(void)arg;
-	(void)list;
-}
-
 int dnstcp_add(struct dnstcp_table *t, const struct flow_key *k, uint32_t seq, uint64_t now_ms,
 	       const char *sandbox, size_t n_sandboxes, struct dnstcp_stream **out, char *given_up)
 {
@@ -174,7 +168,7 @@ int dnstcp_add(struct dnstcp_table *t, const struct flow_key *k, uint32_t seq, u
 	if (t->n >= t->max) {
 		if (quota_used(t->quota, sandbox) >= share)
 			return PC_EREFUSED;
-		most = quota_most(t->quota, share, no_visit, NULL);
+		most = quota_most(t->quota, share, NULL, NULL);
 		/* newest first: the last of theirs is the oldest (at most the
 		 * table's 256, and only when it is full) */
 		for (s = t->head; most && s; s = s->next)
@@ -593,20 +587,24 @@ int dnstcp_open(struct dnstcp_table *t, const struct pkt *p, const char *sandbox
 	return 0;
 }
 
+/* The acknowledgement number of p's TCP header (struct pkt keeps none). */
+static uint32_t tcp_ack_of(const struct pkt *p, const uint8_t *data)
+{
+	const uint8_t *h = data + p->l4_off;
+
+	return (uint32_t)h[8] << 24 | (uint32_t)h[9] << 16 | (uint32_t)h[10] << 8 | h[11];
+}
+
 void dnstcp_synack(struct dnstcp_table *t, const struct pkt *p, const uint8_t *data,
 		   uint64_t now_ms)
 {
 	struct dnstcp_stream *s;
-	struct flow_key k;
-	const uint8_t *h = data + p->l4_off;
-	uint32_t ack = (uint32_t)h[8] << 24 | (uint32_t)h[9] << 16 | (uint32_t)h[10] << 8 | h[11];
+	struct flow_key r, k;
+	uint32_t ack = tcp_ack_of(p, data);
 
 	/* the sandbox's direction of the connection */
-	flow_key_from_pkt(&k, p);
-	memcpy(k.src, p->dst.a, sizeof(k.src));
-	memcpy(k.dst, p->src.a, sizeof(k.dst));
-	k.sport = p->dport;
-	k.dport = p->sport;
+	flow_key_from_pkt(&r, p);
+	key_reverse(&k, &r);
 	s = dnstcp_get(t, &k, now_ms);
 	if (s && s->syn && ack == s->base) {
 		s->confirmed = true;
@@ -659,8 +657,6 @@ static void stream_trim(struct dnstcp_stream *s, uint32_t ack)
 
 void dnstcp_acked(struct dnstcp_table *t, const struct pkt *p, const uint8_t *data, uint64_t now_ms)
 {
-	const uint8_t *h = data + p->l4_off;
-	uint32_t ack = (uint32_t)h[8] << 24 | (uint32_t)h[9] << 16 | (uint32_t)h[10] << 8 | h[11];
 	struct dnstcp_stream *s;
 	struct flow_key k;
 
@@ -673,7 +669,7 @@ void dnstcp_acked(struct dnstcp_table *t, const struct pkt *p, const uint8_t *da
 	 * queries a connection, as before): every byte of it stays
 	 * comparable, as docs/spec.md S12a says. */
 	if (s && s->rev)
-		stream_trim(s->rev, ack);
+		stream_trim(s->rev, tcp_ack_of(p, data));
 }
 
 void dnstcp_fin(struct dnstcp_table *t, const struct pkt *p, uint64_t now_ms)

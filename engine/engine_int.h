@@ -195,8 +195,8 @@ size_t quota_used(struct quota_map *q, const char *sandbox);
  * count's last entry (quota_give), so the table empties them first. */
 void **quota_list(struct quota_map *q, const char *sandbox);
 /* The most entries any sandbox holds, when more than over (else 0, and fn
- * is not called); fn is called with the list of each sandbox holding
- * that many. */
+ * is not called); fn (or NULL) is called with the list of each sandbox
+ * holding that many. */
 size_t quota_most(struct quota_map *q, size_t over, void (*fn)(void *arg, void **list), void *arg);
 
 /* Refusals over a quota, per sandbox, engine-wide (mutex inside). */
@@ -326,8 +326,8 @@ struct held_table;
 int held_table_new(size_t max, struct held_table **out);
 void held_table_free(struct held_table *t);
 struct held_flow *held_get(struct held_table *t, const struct flow_key *k);
-/* The most held flows one sandbox may have in t (what a quota refusal
- * records: portcullis.quota). */
+/* The held flows one sandbox is sure of in t, its share (what a quota
+ * refusal records: portcullis.quota). */
 size_t held_share(const struct held_table *t, size_t n_sandboxes);
 /* New entry of sandbox (its meta.sandbox): 0 and *out. A sandbox may use
  * any room the table has; it is sure of quota_share(max, n_sandboxes) of

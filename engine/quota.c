@@ -149,7 +149,7 @@ size_t quota_most(struct quota_map *q, size_t over, void (*fn)(void *arg, void *
 				most = e->n;
 	if (most <= over)
 		return 0;
-	for (size_t i = 0; i < QUOTA_BUCKETS; i++)
+	for (size_t i = 0; fn && i < QUOTA_BUCKETS; i++)
 		for (struct quota_ent *e = q->b[i]; e; e = e->next)
 			if (e->n == most)
 				fn(arg, e->list);
