@@ -1016,6 +1016,16 @@ static bool held_perhaps(const struct spec_flow *h)
 	return held_surely(h) || (h->used && (h->st == SPEC_F_ACKED || h->st == SPEC_F_FAILED));
 }
 
+/* The flows sandbox surely holds in the held table. */
+static size_t held_of(const struct spec_world *w, const char *sandbox)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < SPEC_FLOWS_MAX; i++)
+		n += held_surely(&w->flows[i]) && strcmp(w->flows[i].sandbox, sandbox) == 0;
+	return n;
+}
+
 /* S23: room in the held table for a new flow of sb, which is sure of its
  * share and may use any room left. A full table gives a sandbox under its
  * share the place of the oldest flow not yet promoted of the sandbox
@@ -1046,27 +1056,14 @@ static bool held_room(struct spec_world *w, const struct policy_sandbox *sb, str
 	}
 	if (all_lo == all_hi && hi < share) {
 		/* full, and every count known: the sandbox holding the most */
-		for (size_t i = 0; i < SPEC_FLOWS_MAX; i++) {
-			size_t n = 0;
-
-			if (!held_surely(&w->flows[i]))
-				continue;
-			for (size_t j = 0; j < SPEC_FLOWS_MAX; j++)
-				n += held_surely(&w->flows[j]) &&
-				     strcmp(w->flows[j].sandbox, w->flows[i].sandbox) == 0;
-			if (n > most)
-				most = n;
-		}
+		for (size_t i = 0; i < SPEC_FLOWS_MAX; i++)
+			if (held_surely(&w->flows[i]) && held_of(w, w->flows[i].sandbox) > most)
+				most = held_of(w, w->flows[i].sandbox);
 		for (size_t i = 0; most > share && i < SPEC_FLOWS_MAX; i++) {
 			struct spec_flow *h = &w->flows[i];
-			size_t n = 0;
 
-			if (!held_surely(h) || (victim && victim->born < h->born))
-				continue;
-			for (size_t j = 0; j < SPEC_FLOWS_MAX; j++)
-				n += held_surely(&w->flows[j]) &&
-				     strcmp(w->flows[j].sandbox, h->sandbox) == 0;
-			if (n == most)
+			if (held_surely(h) && (!victim || h->born < victim->born) &&
+			    held_of(w, h->sandbox) == most)
 				victim = h;
 		}
 		if (victim) {
