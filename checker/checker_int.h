@@ -362,6 +362,9 @@ struct ck_state {
 	size_t n_iprules, cap_iprules;
 	struct ck_qdisc *qdiscs;
 	size_t n_qdiscs, cap_qdiscs;
+	/* classes of classful qdiscs: each has a filter block of its own */
+	struct ck_qdisc *classes;
+	size_t n_classes, cap_classes;
 	struct ck_tcfilter *filters;
 	size_t n_filters, cap_filters;
 	struct ck_sysctl *sysctls;
@@ -435,9 +438,11 @@ int ck_rtnl_dump(uint16_t type, const void *hdr, size_t hdrlen, struct pc_buf *o
 		 struct pc_err *err);
 /* Parse one rtnetlink RTM_NEWLINK message into st (also for the fuzzer). */
 int ck_rtnl_parse(struct ck_state *st, const void *buf, size_t len, struct pc_err *err);
-/* tc qdiscs and filters of every link in st (ingress, egress, root classes). */
+/* tc qdiscs, classes and filters of every link in st (ingress, egress, each
+ * qdisc's and each class's own). */
 int ck_tc_read(struct ck_state *st, struct pc_err *err);
-/* Parse RTM_NEWQDISC/RTM_NEWTFILTER messages into st (also the fuzzer). */
+/* Parse RTM_NEWQDISC/RTM_NEWTCLASS/RTM_NEWTFILTER messages into st (also
+ * the fuzzer). */
 int ck_tc_parse(struct ck_state *st, const void *buf, size_t len, struct pc_err *err);
 /* tcx programs and netfilter BPF links (bpf() syscall queries). */
 void ck_bpf_probe(struct ck_state *st);

@@ -162,7 +162,10 @@ static const char *tc_dir(uint32_t parent, char *buf, size_t len)
 		return "ingress";
 	if (parent == TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_EGRESS))
 		return "egress";
-	snprintf(buf, len, "egress qdisc %x:", TC_H_MAJ(parent) >> 16);
+	if (TC_H_MIN(parent))
+		snprintf(buf, len, "egress class %x:%x", TC_H_MAJ(parent) >> 16, TC_H_MIN(parent));
+	else
+		snprintf(buf, len, "egress qdisc %x:", TC_H_MAJ(parent) >> 16);
 	return buf;
 }
 
@@ -206,20 +209,22 @@ static void tcxdp_link(const struct ck_state *st, const struct checker_expect *e
 		nf++;
 		tc_dir(f->parent, d, sizeof(d));
 		if (strcmp(f->kind, "bpf") == 0) {
+			/* its actions are read below all the same: what a
+			 * program matches is unknown, what its actions do is not */
 			ck_find(
 			    res, CK_OB_TCXDP, CHECKER_DOUBT,
 			    "tc filter on %s %s %s: bpf program id %u%s%s%s cannot be classified",
 			    role, l->name, tc_dir(f->parent, d, sizeof(d)), f->bpf_id,
 			    f->bpf_name[0] ? " (" : "", f->bpf_name, f->bpf_name[0] ? ")" : "");
-			continue;
-		}
-		for (int k = 0; classifiers[k]; k++)
-			known |= strcmp(f->kind, classifiers[k]) == 0;
-		if (!known) {
-			ck_find(res, CK_OB_TCXDP, CHECKER_DOUBT,
-				"tc filter on %s %s %s: classifier '%s' not modelled", role,
-				l->name, tc_dir(f->parent, d, sizeof(d)), f->kind);
-			continue;
+		} else {
+			for (int k = 0; classifiers[k]; k++)
+				known |= strcmp(f->kind, classifiers[k]) == 0;
+			if (!known) {
+				ck_find(res, CK_OB_TCXDP, CHECKER_DOUBT,
+					"tc filter on %s %s %s: classifier '%s' not modelled", role,
+					l->name, tc_dir(f->parent, d, sizeof(d)), f->kind);
+				continue;
+			}
 		}
 		if (f->acts_trunc)
 			ck_find(res, CK_OB_TCXDP, CHECKER_DOUBT,

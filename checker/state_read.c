@@ -30,6 +30,7 @@ void ck_state_free(struct ck_state *st)
 	free(st->routes);
 	free(st->iprules);
 	free(st->qdiscs);
+	free(st->classes);
 	free(st->filters);
 	free(st->sysctls);
 	free(st->sysctl_ix);
@@ -296,6 +297,10 @@ void ck_state_canon(const struct ck_state *st, const char *br, struct pc_buf *ou
 		pc_buf_printf(out, "qdisc %s %s handle %x parent %x\n",
 			      ck_ifname(st, st->qdiscs[i].ifindex, n1, sizeof(n1)),
 			      st->qdiscs[i].kind, st->qdiscs[i].handle, st->qdiscs[i].parent);
+	for (size_t i = 0; i < st->n_classes; i++)
+		pc_buf_printf(out, "class %s %s handle %x parent %x\n",
+			      ck_ifname(st, st->classes[i].ifindex, n1, sizeof(n1)),
+			      st->classes[i].kind, st->classes[i].handle, st->classes[i].parent);
 	for (size_t i = 0; i < st->n_filters; i++) {
 		const struct ck_tcfilter *f = &st->filters[i];
 

@@ -141,7 +141,9 @@ static int parse_filter(struct ck_state *st, const struct nlmsghdr *nlh)
 	return 0;
 }
 
-static int parse_qdisc(struct ck_state *st, const struct nlmsghdr *nlh)
+/* A qdisc (into st->qdiscs) or a class (into st->classes): the same
+ * fields say where each is. */
+static int parse_qdisc(struct ck_state *st, const struct nlmsghdr *nlh, bool class)
 {
 	const struct tcmsg *t = mnl_nlmsg_get_payload(nlh);
 	const struct nlattr *a;
@@ -149,7 +151,8 @@ static int parse_qdisc(struct ck_state *st, const struct nlmsghdr *nlh)
 
 	if (nlh->nlmsg_len < NLMSG_HDRLEN + sizeof(*t))
 		return PC_EPARSE;
-	q = ck_grow(&st->qdiscs, &st->n_qdiscs, &st->cap_qdiscs, sizeof(*q));
+	q = class ? ck_grow(&st->classes, &st->n_classes, &st->cap_classes, sizeof(*q))
+		  : ck_grow(&st->qdiscs, &st->n_qdiscs, &st->cap_qdiscs, sizeof(*q));
 	if (!q)
 		return PC_ENOMEM;
 	q->ifindex = t->tcm_ifindex;
@@ -173,8 +176,8 @@ int ck_tc_parse(struct ck_state *st, const void *buf, size_t len, struct pc_err 
 
 		if (nlh->nlmsg_type == RTM_NEWTFILTER)
 			rc = parse_filter(st, nlh);
-		else if (nlh->nlmsg_type == RTM_NEWQDISC)
-			rc = parse_qdisc(st, nlh);
+		else if (nlh->nlmsg_type == RTM_NEWQDISC || nlh->nlmsg_type == RTM_NEWTCLASS)
+			rc = parse_qdisc(st, nlh, nlh->nlmsg_type == RTM_NEWTCLASS);
 		if (rc < 0)
 			return pc_err_set(err, rc, "tc: malformed message");
 	}
@@ -193,10 +196,15 @@ static int dump_filters(struct ck_state *st, int ifindex, uint32_t parent, struc
 	return rc;
 }
 
-/* The filters under each of one device's qdiscs st->qdiscs[from..to). */
+/* The filters under each of one device's qdiscs st->qdiscs[from..to), and
+ * under each class of its classful ones: a filter attached to a class
+ * (`tc filter add dev D parent 1:10`) is in the class's own block, which a
+ * dump of its qdisc's handle does not list. */
 static int link_filters(struct ck_state *st, int ifindex, size_t from, size_t to,
 			struct pc_err *err)
 {
+	bool classful = false;
+
 	for (size_t i = from; i < to; i++) {
 		/* copies: a dump's messages are parsed into st, which may move */
 		bool clsact = strcmp(st->qdiscs[i].kind, "clsact") == 0;
@@ -213,6 +221,25 @@ static int link_filters(struct ck_state *st, int ifindex, size_t from, size_t to
 		} else if (handle) {
 			rc = dump_filters(st, ifindex, handle, err);
 		}
+		if (rc < 0)
+			return rc;
+		/* Which kinds have classes is the kernel's to say: every
+		 * qdisc but the three that never do is asked (a veth's
+		 * noqueue, the default, costs nothing at 1,000 ports). */
+		classful |= !clsact && !ingress && strcmp(st->qdiscs[i].kind, "noqueue") != 0;
+	}
+	if (classful) {
+		struct tcmsg t = {.tcm_family = AF_UNSPEC, .tcm_ifindex = ifindex};
+		struct pc_buf b = {0};
+		size_t c0 = st->n_classes;
+		int rc = ck_rtnl_dump(RTM_GETTCLASS, &t, sizeof(t), &b, err);
+
+		if (rc == 0)
+			rc = ck_tc_parse(st, b.p, b.len, err);
+		pc_buf_free(&b);
+		for (size_t i = c0; rc == 0 && i < st->n_classes; i++)
+			if (st->classes[i].ifindex == ifindex && TC_H_MIN(st->classes[i].handle))
+				rc = dump_filters(st, ifindex, st->classes[i].handle, err);
 		if (rc < 0)
 			return rc;
 	}

@@ -772,6 +772,34 @@ START_TEST(tc_on_uplink_and_ptype_on_port_are_named)
 }
 END_TEST
 
+/* A bpf filter on an HTB class of a port: what its program matches is
+ * unknown (a doubt), and its mirred is judged all the same, the class named
+ * (tc_read.c reads each class's own block). */
+START_TEST(tc_bpf_filter_on_a_class_has_its_actions_judged)
+{
+	struct checker_result *r = calloc(1, sizeof(*r));
+	struct pc_err err = {0};
+	struct ck_tcfilter *f;
+
+	base_state();
+	our_guard(0);
+	st.links[1].stp_state = 3;
+	f = ck_grow(&st.filters, &st.n_filters, &st.cap_filters, sizeof(*f));
+	f->ifindex = 4;	     /* pcv1 */
+	f->parent = 0x10010; /* class 1:10 */
+	strcpy(f->kind, "bpf");
+	strcpy(f->acts[0].kind, "mirred");
+	f->acts[0].mirred_eaction = 1; /* TCA_EGRESS_REDIR */
+	f->acts[0].mirred_ifindex = 4;
+	f->n_acts = 1;
+	ck_assert_int_eq(ck_analyze(&st, &ex, "pcbr0", r, &err), 0);
+	ck_assert(has(r, "tc filter on port pcv1 egress class 1:10: bpf program"));
+	ck_assert(has(r, "tc filter on port pcv1 egress class 1:10: mirred egress redirect dev"));
+	checker_result_free(r);
+	teardown();
+}
+END_TEST
+
 /* An uplink the configuration declares is upstream-facing even with no
  * route through it: tc on it is judged like a routed uplink's. */
 START_TEST(declared_uplink_without_route_is_an_uplink)
@@ -868,4 +896,5 @@ PC_UNIT_SUITE("checker", "model", 0, guarded_path_is_proven, no_table_means_unde
 	      xt_hmark_off_the_path_is_an_exit, xt_connmark_shift_off_the_path_is_an_exit,
 	      unknown_xt_target_off_the_path_is_unproven, only_constant_sets_decide_a_lookup,
 	      sandbox_facing_devices_are_named, tc_on_uplink_and_ptype_on_port_are_named,
+	      tc_bpf_filter_on_a_class_has_its_actions_judged,
 	      declared_uplink_without_route_is_an_uplink, json_strict, dsse_round_trip)
