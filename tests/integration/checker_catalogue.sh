@@ -138,6 +138,7 @@ cat_reset() {
 		gw ip link set "pcv$t" type bridge_slave isolated on learning on state 3 2>/dev/null || true
 		gw ip addr flush dev "pcv$t" scope global 2>/dev/null || true
 		gw tc qdisc del dev "pcv$t" clsact 2>/dev/null || true
+		gw tc qdisc del dev "pcv$t" root 2>/dev/null || true
 		sb "$t" ip link del eth1 2>/dev/null || true
 		sb "$t" ip addr flush dev eth0 to 10.99.0.0/16 2>/dev/null || true
 		sb "$t" ip route del $X4/32 2>/dev/null || true
