@@ -61,6 +61,8 @@ PROBES = [
     ("tc:skbedit", "tc qdisc add dev br0 clsact; tc filter add dev br0 ingress protocol all u32 match u32 0 0 action skbedit mark 1"),
     ("tc:gact", "tc qdisc add dev br0 clsact; tc filter add dev br0 ingress protocol all u32 match u32 0 0 action gact pass"),
     ("tc:matchall", "tc qdisc add dev br0 clsact; tc filter add dev br0 ingress protocol all matchall action mirred egress mirror dev br0"),
+    ("qdisc:htb", "tc qdisc add dev br0 root handle 1: htb"),
+    ("cls:bpf", "tc qdisc add dev br0 clsact; tc filter add dev br0 ingress protocol all bpf bytecode '1,6 0 0 4294967295'"),
 ]
 
 SYSCTLS = [
@@ -345,6 +347,22 @@ class Gen:
              "gact": "gact pass", "matchall": "mirred egress mirror dev %s" % tgt}[act]
         cls = "matchall" if act == "matchall" else "u32 match u32 0 0"
         proto = "ip" if act == "pedit" else "all"
+        if d == "egress" and "qdisc:htb" in self.caps and self.chance(0.5):
+            # On an inner class of an HTB root: a block of its own, which
+            # a dump of the qdisc's filters does not list (u32 excepted:
+            # its hash tables are the qdisc's), reached through a root
+            # filter that only classifies. IPv4 only: ARP still flows.
+            if act != "matchall" and "cls:bpf" in self.caps and self.chance(0.7):
+                cls = "bpf bytecode '1,6 0 0 4294967295'"
+            return Atom("tc", "HTB on %s egress, on inner class 1:10: %s action %s" % (dev, cls, a),
+                        ["gw tc qdisc add dev %s root handle 1: htb default 20" % dev,
+                         "gw tc class add dev %s parent 1: classid 1:10 htb rate 1gbit" % dev,
+                         "gw tc class add dev %s parent 1:10 classid 1:11 htb rate 1gbit" % dev,
+                         "gw tc class add dev %s parent 1: classid 1:20 htb rate 1gbit" % dev,
+                         "gw tc filter add dev %s parent 1: protocol ip u32 match u32 0 0 classid 1:10" % dev,
+                         "gw tc filter add dev %s parent 1:10 protocol ip %s action %s" % (dev, cls, a)],
+                        ["gw tc qdisc del dev %s root 2>/dev/null || true" % dev],
+                        name="tc filter on [a-z ]*%s" % dev)
         return Atom("tc", "tc on %s %s: %s action %s" % (dev, d, cls, a),
                     ["gw tc qdisc add dev %s clsact 2>/dev/null || true" % dev,
                      "gw tc filter add dev %s %s protocol %s %s action %s" % (dev, d, proto, cls, a)],

@@ -20,7 +20,9 @@
 # device (10.99.H.1, fd00:99:H::1), to .80+H by way of it; a VLAN-tagged
 # frame and one to a link-local group MAC; and a ClientHello naming
 # cdn-evil.test on a flow held for cdn-good.test (the same address: only
-# the ClientHello tells them apart), which must never reach the upstream.
+# the ClientHello tells them apart), which must never reach the upstream;
+# nor may an ICMP error the gateway meant for a sandbox (it quotes the
+# probe's bytes: a redirect of the bridge's egress carries them out).
 # "Reached the upstream" is the upstream namespace's capture on all its
 # interfaces. A configuration whose mode is "killed" is probed again with
 # the engine SIGKILLed and the ruleset flushed (what the routing half of
@@ -52,7 +54,7 @@ ox() { lab_in "$LAB_ID-ckx" "$@"; }
 
 # What reached the upstream: the probes' destinations, or a ClientHello
 # (a TLS handshake record) from the held-flow probe's ports.
-ARRIVED="dst net 203.0.113.64/26 or dst net 2001:db8:77::/64 or (tcp src portrange $HELD_PORTS and tcp dst port 443 and tcp[((tcp[12:1] & 0xf0) >> 2):1] = 0x16)"
+ARRIVED="dst net 203.0.113.64/26 or dst net 2001:db8:77::/64 or (tcp src portrange $HELD_PORTS and tcp dst port 443 and tcp[((tcp[12:1] & 0xf0) >> 2):1] = 0x16) or (inbound and icmp and dst net $LAB_SB_NET4)"
 
 capture_start() {
 	lab_ns_check "$LAB_UP"
@@ -336,7 +338,7 @@ lab_in "$LAB_ID-ckp" ip addr add 192.0.2.1/24 dev up0
 lab_in "$LAB_ID-ckp" ip link set up0 up
 python3 "$GEN" probes | while IFS=$'\t' read -r cap cmd; do
 	lab_in "$LAB_ID-ckp" sh -c "$cmd" >/dev/null 2>&1 && echo "$cap"
-	lab_in "$LAB_ID-ckp" sh -c 'ip link del ckp0; tc qdisc del dev br0 clsact; nft flush ruleset' >/dev/null 2>&1
+	lab_in "$LAB_ID-ckp" sh -c 'ip link del ckp0; tc qdisc del dev br0 clsact; tc qdisc del dev br0 root; nft flush ruleset' >/dev/null 2>&1
 done >"$LAB_DIR/caps"
 _lab_ns_del "$LAB_ID-ckp"
 t_diag "this kernel offers: $(tr '\n' ' ' <"$LAB_DIR/caps")"
