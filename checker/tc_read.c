@@ -184,15 +184,26 @@ int ck_tc_parse(struct ck_state *st, const void *buf, size_t len, struct pc_err 
 	return 0;
 }
 
+/* The filters a packet meets at (ifindex, parent): a qdisc's, a class's or
+ * a clsact hook's. They are said to be there whatever the messages say: a
+ * hook bound to a shared block (`clsact ingress_block N`) answers with the
+ * block's filters, under TCM_IFINDEX_MAGIC_BLOCK and the block's index,
+ * which matched no device, so a filter added to the block (`tc filter add
+ * block N`) was judged nowhere. */
 static int dump_filters(struct ck_state *st, int ifindex, uint32_t parent, struct pc_err *err)
 {
 	struct tcmsg t = {.tcm_family = AF_UNSPEC, .tcm_ifindex = ifindex, .tcm_parent = parent};
 	struct pc_buf b = {0};
+	size_t before = st->n_filters;
 	int rc = ck_rtnl_dump(RTM_GETTFILTER, &t, sizeof(t), &b, err);
 
 	if (rc == 0)
 		rc = ck_tc_parse(st, b.p, b.len, err);
 	pc_buf_free(&b);
+	for (size_t i = before; rc == 0 && i < st->n_filters; i++) {
+		st->filters[i].ifindex = ifindex;
+		st->filters[i].parent = parent;
+	}
 	return rc;
 }
 
