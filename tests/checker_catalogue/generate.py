@@ -62,6 +62,7 @@ PROBES = [
     ("tc:gact", "tc qdisc add dev br0 clsact; tc filter add dev br0 ingress protocol all u32 match u32 0 0 action gact pass"),
     ("tc:matchall", "tc qdisc add dev br0 clsact; tc filter add dev br0 ingress protocol all matchall action mirred egress mirror dev br0"),
     ("qdisc:htb", "tc qdisc add dev br0 root handle 1: htb"),
+    ("block:shared", "tc qdisc add dev br0 ingress_block 9 clsact"),
     ("cls:bpf", "tc qdisc add dev br0 clsact; tc filter add dev br0 ingress protocol all bpf bytecode '1,6 0 0 4294967295'"),
 ]
 
@@ -362,6 +363,15 @@ class Gen:
                          "gw tc filter add dev %s parent 1: protocol ip u32 match u32 0 0 classid 1:10" % dev,
                          "gw tc filter add dev %s parent 1:10 protocol ip %s action %s" % (dev, cls, a)],
                         ["gw tc qdisc del dev %s root 2>/dev/null || true" % dev],
+                        name="tc filter on [a-z ]*%s" % dev)
+        if "block:shared" in self.caps and self.chance(0.3):
+            # the hook bound to a shared block, the filter added to the
+            # block: the kernel lists it under the block, not the device
+            blk = 22 if d == "ingress" else 23
+            return Atom("tc", "tc on %s %s via shared block %d: %s action %s" % (dev, d, blk, cls, a),
+                        ["gw tc qdisc add dev %s %s_block %d clsact" % (dev, d, blk),
+                         "gw tc filter add block %d protocol %s %s action %s" % (blk, proto, cls, a)],
+                        ["gw tc qdisc del dev %s clsact 2>/dev/null || true" % dev],
                         name="tc filter on [a-z ]*%s" % dev)
         return Atom("tc", "tc on %s %s: %s action %s" % (dev, d, cls, a),
                     ["gw tc qdisc add dev %s clsact 2>/dev/null || true" % dev,
