@@ -552,6 +552,16 @@ static void facing_check(const struct ck_state *st, const struct checker_expect 
 					"LSRR/SSRR "
 					"option re-routes a judged flow to another address",
 					l->name, l->name);
+			/* Labelled frames are forwarded by the label table: no
+			 * inet hook, no policy rule sees them, so neither half
+			 * of the proof covers them (and the routing half is all
+			 * that is left once the ruleset is gone). */
+			if (sysctl_int(st, "mpls", l->name, "input") > 0)
+				ck_find(res, CK_OB_MEMBERS, CHECKER_EXIT,
+					"interface %s takes MPLS (net.mpls.conf.%s.input on): "
+					"labelled frames are forwarded by the label table, which "
+					"neither the guard's chains nor its policy rules see",
+					l->name, l->name);
 			ra = sysctl_int(st, "ipv6", l->name, "accept_ra");
 			if (ra >= 2 && sysctl_int(st, "ipv6", l->name, "disable_ipv6") == 0)
 				ck_find(

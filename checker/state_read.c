@@ -128,6 +128,9 @@ int ck_sysctl_read(struct ck_state *st, const char *br, struct pc_err *err)
 			rc = sysctl_add(st, "net.ipv4.conf", ifn, v4[i]);
 		for (int i = 0; v6[i] && rc == 0; i++)
 			rc = sysctl_add(st, "net.ipv6.conf", ifn, v6[i]);
+		/* absent unless the kernel routes MPLS (mpls_router) */
+		if (rc == 0 && k > 0)
+			rc = sysctl_add(st, "net.mpls.conf", ifn, "input");
 	}
 	if (rc == 0)
 		rc = sysctl_add(st, "net.bridge.bridge-nf-call-iptables", NULL, NULL);

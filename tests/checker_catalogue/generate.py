@@ -76,6 +76,7 @@ SYSCTLS = [
     "net.ipv6.conf.all.forwarding", "net.ipv6.conf.pcbr0.forwarding",
     "net.ipv6.conf.pcbr0.accept_ra", "net.ipv6.conf.all.accept_source_route",
     "net.ipv6.conf.pcv1.disable_ipv6", "net.ipv6.conf.pcbr0.disable_ipv6",
+    "net.mpls.conf.pcbr0.input",  # only where the kernel routes MPLS
 ]
 SYSCTL_VALUES = {"rp_filter": ["0", "1", "2"], "accept_ra": ["0", "1", "2"],
                  "accept_source_route": ["0", "1"]}

@@ -800,6 +800,32 @@ START_TEST(tc_bpf_filter_on_a_class_has_its_actions_judged)
 }
 END_TEST
 
+/* MPLS input on the bridge or a port: the label table forwards what no
+ * inet hook or policy rule sees. On an uplink it is the operator's. */
+START_TEST(mpls_input_facing_is_an_exit)
+{
+	static const char *const devs[] = {"pcbr0", "pcv1", "up0"};
+	struct pc_err err = {0};
+
+	for (size_t i = 0; i < 3; i++) {
+		struct checker_result *r = calloc(1, sizeof(*r));
+		struct ck_sysctl *sc;
+
+		base_state();
+		our_guard(0);
+		st.links[1].stp_state = 3;
+		add_link(2, "up0", "veth", 0)->link_netns = true;
+		sc = ck_grow(&st.sysctls, &st.n_sysctls, &st.cap_sysctls, sizeof(*sc));
+		snprintf(sc->key, sizeof(sc->key), "net.mpls.conf.%s.input", devs[i]);
+		strcpy(sc->val, "1");
+		ck_assert_int_eq(ck_analyze(&st, &ex, "pcbr0", r, &err), 0);
+		ck_assert_msg(has(r, "takes MPLS") == (i < 2), "%s", devs[i]);
+		checker_result_free(r);
+		teardown();
+	}
+}
+END_TEST
+
 /* An uplink the configuration declares is upstream-facing even with no
  * route through it: tc on it is judged like a routed uplink's. */
 START_TEST(declared_uplink_without_route_is_an_uplink)
@@ -896,5 +922,5 @@ PC_UNIT_SUITE("checker", "model", 0, guarded_path_is_proven, no_table_means_unde
 	      xt_hmark_off_the_path_is_an_exit, xt_connmark_shift_off_the_path_is_an_exit,
 	      unknown_xt_target_off_the_path_is_unproven, only_constant_sets_decide_a_lookup,
 	      sandbox_facing_devices_are_named, tc_on_uplink_and_ptype_on_port_are_named,
-	      tc_bpf_filter_on_a_class_has_its_actions_judged,
+	      tc_bpf_filter_on_a_class_has_its_actions_judged, mpls_input_facing_is_an_exit,
 	      declared_uplink_without_route_is_an_uplink, json_strict, dsse_round_trip)
