@@ -438,6 +438,9 @@ int ck_rtnl_dump(uint16_t type, const void *hdr, size_t hdrlen, struct pc_buf *o
 		 struct pc_err *err);
 /* Parse one rtnetlink RTM_NEWLINK message into st (also for the fuzzer). */
 int ck_rtnl_parse(struct ck_state *st, const void *buf, size_t len, struct pc_err *err);
+/* A tunnel kind that decapsulates what reaches its port or protocol on a
+ * local address from anyone (no keys): vxlan, gre, ipip... (oblig.c). */
+bool ck_open_tunnel(const char *kind);
 /* tc qdiscs, classes and filters of every link in st (ingress, egress, each
  * qdisc's and each class's own). */
 int ck_tc_read(struct ck_state *st, struct pc_err *err);

@@ -200,8 +200,10 @@ int ck_netns_parse(struct ck_state *st, const void *buf, size_t len, struct pc_e
 			const struct ck_link *l = &tmp.links[i];
 			struct ck_xdev *x;
 
-			if (!l->link_netns || l->link_nsid != h.nsid || !l->link ||
-			    strcmp(l->kind, "veth") == 0)
+			/* a tunnel's lower namespace is where its socket is, even
+			 * with no lower device: ours, when moved from here */
+			if (!l->link_netns || l->link_nsid != h.nsid ||
+			    (!l->link && !ck_open_tunnel(l->kind)) || strcmp(l->kind, "veth") == 0)
 				continue;
 			x = ck_grow(&st->xdevs, &st->n_xdevs, &st->cap_xdevs, sizeof(*x));
 			if (!x) {

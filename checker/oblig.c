@@ -687,6 +687,64 @@ static void nfq_check(const struct ck_state *st, const struct checker_expect *ex
 	}
 }
 
+/* ---- tunnels that take packets from anyone --------------------------------
+ *
+ * A tunnel device without authentication decapsulates whatever reaches its
+ * port or protocol on a local address, whoever sent it, and the inner
+ * packet comes out of the tunnel device: routed from there by the main
+ * table, not from the bridge by the blackhole table. While the guard's
+ * chains stand, a sandbox cannot reach the gateway's own addresses but for
+ * DNS and the vault (A5); once they are gone, which the routing half of the
+ * proof claims to survive, every local address takes its packets (weak host
+ * model), and the routing half no longer holds. WireGuard, vti and xfrm
+ * interfaces decapsulate only what their keys authenticate. */
+bool ck_open_tunnel(const char *kind)
+{
+	static const char *const open_kinds[] = {
+	    "vxlan", "geneve", "bareudp", "gtp",       "gre",	    "gretap", "erspan", "ipip",
+	    "sit",   "ip6tnl", "ip6gre",  "ip6gretap", "ip6erspan", "l2tp",   "amt",	NULL};
+
+	for (int k = 0; open_kinds[k]; k++)
+		if (strcmp(kind, open_kinds[k]) == 0)
+			return true;
+	return false;
+}
+
+static void tunnel_check(const struct ck_state *st, struct checker_result *res)
+{
+	for (size_t i = 0; i < st->n_links; i++) {
+		const struct ck_link *l = &st->links[i];
+		int f4, f6;
+
+		if (!ck_open_tunnel(l->kind) || !(l->flags & IFF_UP))
+			continue;
+		f4 = sysctl_int(st, "ipv4", l->name, "forwarding");
+		f6 = sysctl_int(st, "ipv6", l->name, "forwarding");
+		if (l->master || f4 > 0 || f6 > 0)
+			ck_find(res, CK_OB_PATHS, CHECKER_EXIT,
+				"interface %s (%s) decapsulates what anyone sends to a local "
+				"address, and %s: once the guard's chains are gone a sandbox's "
+				"tunnelled packet comes out of %s, routed by the main table, not "
+				"the blackhole table",
+				l->name, l->kind,
+				l->master ? "is enslaved to another device" : "forwards", l->name);
+		else
+			ck_evid(res, CK_OB_PATHS,
+				"tunnel %s (%s): up, forwards nothing (ipv4 forwarding %d, "
+				"ipv6 forwarding %d)",
+				l->name, l->kind, f4, f6);
+	}
+	/* moved into another namespace, it still takes what reaches ours and
+	 * hands it to that namespace's IP stack, whose forwarding is not read */
+	for (size_t i = 0; i < st->n_xdevs; i++)
+		if (ck_open_tunnel(st->xdevs[i].kind))
+			ck_find(res, CK_OB_PATHS, CHECKER_EXIT,
+				"interface %s (%s) in another network namespace (%s) "
+				"decapsulates what anyone sends to this namespace's local "
+				"addresses, into that namespace's IP stack",
+				st->xdevs[i].name, st->xdevs[i].kind, st->xdevs[i].where);
+}
+
 static void local_check(const struct ck_state *st, const struct ck_link *br,
 			struct checker_result *res)
 {
@@ -794,6 +852,7 @@ int ck_analyze(const struct ck_state *st, const struct checker_expect *ex, const
 		if (st->links[i].master == brl->ifindex)
 			tcxdp_link(st, ex, &st->links[i], "port", res);
 	local_check(st, brl, res);
+	tunnel_check(st, res);
 	brnf_check(st, ex, brl, res);
 	ck_paths_check(st, ex, br, res);
 	ck_pass_check(st, ex, br, res);

@@ -826,6 +826,60 @@ START_TEST(mpls_input_facing_is_an_exit)
 }
 END_TEST
 
+/* A tunnel that takes packets from anyone and forwards them is a way out
+ * once the ruleset is gone; one that forwards nothing, or authenticates
+ * (WireGuard), or is down, is not. */
+START_TEST(open_tunnel_that_forwards_is_an_exit)
+{
+	static const struct {
+		const char *kind, *fwd;
+		bool up, exit;
+	} c[] = {{"vxlan", "1", true, true},
+		 {"ipip", "1", true, true},
+		 {"vxlan", "0", true, false},
+		 {"vxlan", "1", false, false},
+		 {"wireguard", "1", true, false}};
+	struct pc_err err = {0};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct checker_result *r = calloc(1, sizeof(*r));
+		struct ck_sysctl *sc;
+		struct ck_link *l;
+
+		base_state();
+		our_guard(0);
+		st.links[1].stp_state = 3;
+		l = add_link(7, "cktun0", c[i].kind, 0);
+		l->flags = c[i].up ? IFF_UP : 0;
+		sc = ck_grow(&st.sysctls, &st.n_sysctls, &st.cap_sysctls, sizeof(*sc));
+		strcpy(sc->key, "net.ipv4.conf.cktun0.forwarding");
+		strcpy(sc->val, c[i].fwd);
+		ck_assert_int_eq(ck_analyze(&st, &ex, "pcbr0", r, &err), 0);
+		ck_assert_msg(has(r, "cktun0") == c[i].exit && has(r, "decapsulates") == c[i].exit,
+			      "%s forwarding %s up %d", c[i].kind, c[i].fwd, c[i].up);
+		checker_result_free(r);
+		teardown();
+	}
+	/* moved into another namespace (no lower device: its socket is here) */
+	for (int open = 0; open < 2; open++) {
+		struct checker_result *r = calloc(1, sizeof(*r));
+		struct ck_xdev *x;
+
+		base_state();
+		our_guard(0);
+		st.links[1].stp_state = 3;
+		x = ck_grow(&st.xdevs, &st.n_xdevs, &st.cap_xdevs, sizeof(*x));
+		strcpy(x->name, "ckvx9");
+		strcpy(x->kind, open ? "vxlan" : "wireguard");
+		strcpy(x->where, "/run/netns/ck");
+		ck_assert_int_eq(ck_analyze(&st, &ex, "pcbr0", r, &err), 0);
+		ck_assert(has(r, "ckvx9 (vxlan) in another network namespace") == (open == 1));
+		checker_result_free(r);
+		teardown();
+	}
+}
+END_TEST
+
 /* An uplink the configuration declares is upstream-facing even with no
  * route through it: tc on it is judged like a routed uplink's. */
 START_TEST(declared_uplink_without_route_is_an_uplink)
@@ -923,4 +977,5 @@ PC_UNIT_SUITE("checker", "model", 0, guarded_path_is_proven, no_table_means_unde
 	      unknown_xt_target_off_the_path_is_unproven, only_constant_sets_decide_a_lookup,
 	      sandbox_facing_devices_are_named, tc_on_uplink_and_ptype_on_port_are_named,
 	      tc_bpf_filter_on_a_class_has_its_actions_judged, mpls_input_facing_is_an_exit,
-	      declared_uplink_without_route_is_an_uplink, json_strict, dsse_round_trip)
+	      open_tunnel_that_forwards_is_an_exit, declared_uplink_without_route_is_an_uplink,
+	      json_strict, dsse_round_trip)
