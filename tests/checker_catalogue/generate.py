@@ -87,6 +87,7 @@ class Atom:
         self.kind, self.desc, self.name = kind, desc, name
         self.apply, self.revert = list(apply), list(revert)
         self.hops4, self.hops6, self.other = list(hops4), list(hops6), other
+        self.vx = []  # "MAC:VNI" of a VXLAN device: the battery tunnels to it
 
 
 class Gen:
@@ -286,7 +287,10 @@ class Gen:
         elif kind in ("vxlan", "gretap"):
             spec = {"vxlan": "id %d dstport 4789 local 192.0.2.1 remote %s" % (self.n, UP4),
                     "gretap": "local 192.0.2.1 remote %s" % UP4}[kind]
-            ap.append("gw ip link add %s type %s %s" % (name, kind, spec))
+            # a MAC of its own, as a configuration may set it: the battery
+            # sends it tunnelled frames (a sandbox cannot learn a random one)
+            mac = "02:00:00:00:77:%02x" % self.n
+            ap.append("gw ip link add %s address %s type %s %s" % (name, mac, kind, spec))
             other = False
             if self.chance(0.5):
                 ap.append("gw ip link set %s master pcbr0" % name)
@@ -333,7 +337,10 @@ class Gen:
                 h6.append(h)
                 desc += " and fd00:99:%d::1/64" % h
         ap.append("%s ip link set %s up" % (ns, name))
-        return Atom("link", desc, ap, rv, h4, h6, other, name=name)
+        a = Atom("link", desc, ap, rv, h4, h6, other, name=name)
+        if kind == "vxlan":
+            a.vx = ["02:00:00:00:77:%02x/%d/%d" % (self.n, self.n, h4[0] if h4 else self.n)]
+        return a
 
     # -- tc ---------------------------------------------------------------
     def tc(self):
@@ -431,6 +438,7 @@ def emit_config(atoms, kill, idx):
     print("gen_nft=%d" % (1 if any(a.kind in ("nft", "xt", "rule", "route") for a in sel) else 0))
     print("gen_hops4=%s" % sh_quote(" ".join(str(h) for a in sel for h in a.hops4)))
     print("gen_hops6=%s" % sh_quote(" ".join(str(h) for a in sel for h in a.hops6)))
+    print("gen_vx=%s" % sh_quote(",".join(v for a in sel for v in a.vx)))
     print("gen_desc=%s" % sh_quote("; ".join(a.desc for a in sel) + ("; then engine killed, ruleset flushed" if kill else "")))
     print("gen_apply() {")
     for a in sel:

@@ -23,6 +23,8 @@
 # the ClientHello tells them apart), which must never reach the upstream;
 # nor may an ICMP error the gateway meant for a sandbox (it quotes the
 # probe's bytes: a redirect of the bridge's egress carries them out).
+# Where the configuration has a VXLAN device, the battery also sends it,
+# at the gateway's own addresses, a frame with a datagram to X4 inside.
 # "Reached the upstream" is the upstream namespace's capture on all its
 # interfaces. A configuration whose mode is "killed" is probed again with
 # the engine SIGKILLed and the ruleset flushed (what the routing half of
@@ -131,6 +133,11 @@ probe_battery() {
 		done
 		{ $held; } &
 		wait" || true
+	# a VXLAN device of the configuration: frames tunnelled to it, sent to
+	# the gateway's own addresses, with a datagram to X4 inside
+	[ -z "$gen_vx" ] ||
+		sb 1 python3 "$(dirname "$GEN")/vxlan_send.py" $X4 "$gen_vx" $LAB_GW4 $LAB_UPLINK_GW4 ||
+		true
 	wait $c1 $c2 2>/dev/null || true
 }
 
@@ -350,7 +357,7 @@ routing_state >"$LAB_DIR/routing.base"
 t_ok "the clean lab proves" ck_wait_proven
 # The controls: the battery gets nothing out of the clean lab, and the
 # capture sees an allowed held flow's ClientHello (the filter is live).
-gen_hops4="" gen_hops6=""
+gen_hops4="" gen_hops6="" gen_vx=""
 ESC_T0=$(date +%s.%N)
 probe_battery
 t_eq "the clean lab: nothing of the battery reaches the upstream" 0 "$(arrived)"
