@@ -396,6 +396,36 @@ static void link_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
 		nlh->nlmsg_type == RTM_NEWADDR ? "added" : "changed or removed");
 }
 
+/* A tc object added or changed: the engine makes none, so it is another
+ * program's, and a filter's action (mirred, skbedit, a BPF program) acts
+ * before every nftables hook: cut off, as for a foreign nftables batch,
+ * until a check asked for after it proves the guard. Removals only count
+ * as changes: the guard never relies on tc. */
+static void tc_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
+{
+	static const struct pc_name what[] = {
+	    {RTM_NEWQDISC, "qdisc"},   {RTM_DELQDISC, "qdisc"},	   {RTM_NEWTCLASS, "class"},
+	    {RTM_DELTCLASS, "class"},  {RTM_NEWTFILTER, "filter"}, {RTM_DELTFILTER, "filter"},
+	    {RTM_NEWACTION, "action"}, {RTM_DELACTION, "action"},  {RTM_NEWCHAIN, "chain"},
+	    {RTM_DELCHAIN, "chain"}};
+	bool add = nlh->nlmsg_type == RTM_NEWQDISC || nlh->nlmsg_type == RTM_NEWTCLASS ||
+		   nlh->nlmsg_type == RTM_NEWTFILTER || nlh->nlmsg_type == RTM_NEWACTION ||
+		   nlh->nlmsg_type == RTM_NEWCHAIN;
+	char name[IF_NAMESIZE] = "a shared block";
+
+	if (nlh->nlmsg_type != RTM_NEWACTION && nlh->nlmsg_type != RTM_DELACTION &&
+	    nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(struct tcmsg)) {
+		const struct tcmsg *t = mnl_nlmsg_get_payload(nlh);
+
+		if (t->tcm_ifindex > 0 && !if_indextoname((unsigned)t->tcm_ifindex, name))
+			snprintf(name, sizeof(name), "ifindex %d", t->tcm_ifindex);
+	} else if (nlh->nlmsg_type == RTM_NEWACTION || nlh->nlmsg_type == RTM_DELACTION) {
+		pc_strlcpy(name, "no device", sizeof(name));
+	}
+	ev_note(ev, add, "another program %s a tc %s (%s)", add ? "added or changed" : "removed",
+		PC_NAME_OF(what, nlh->nlmsg_type, "object"), name);
+}
+
 static void event_one(const struct nlmsghdr *nlh, void *ctx)
 {
 	struct cutoff_events *ev = ctx;
@@ -416,6 +446,18 @@ static void event_one(const struct nlmsghdr *nlh, void *ctx)
 	case RTM_DELRULE:
 		if (nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(struct fib_rule_hdr))
 			rule_event(ev, nlh);
+		break;
+	case RTM_NEWQDISC:
+	case RTM_DELQDISC:
+	case RTM_NEWTCLASS:
+	case RTM_DELTCLASS:
+	case RTM_NEWTFILTER:
+	case RTM_DELTFILTER:
+	case RTM_NEWACTION:
+	case RTM_DELACTION:
+	case RTM_NEWCHAIN:
+	case RTM_DELCHAIN:
+		tc_event(ev, nlh);
 		break;
 	case NLMSG_DONE:
 	case NLMSG_NOOP:

@@ -261,8 +261,11 @@ int links_monitor_open(struct pc_err *err)
 	if (!nl)
 		return pc_err_errno(err, PC_EIO, "rtnetlink socket");
 	/* Address events too: the DNS guard's set of the gateway's own
-	 * addresses follows them (engine_local_refresh). */
-	if (mnl_socket_bind(nl, RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR,
+	 * addresses follows them (engine_local_refresh). And tc: the engine
+	 * sets no qdisc, filter or action, so each one added is another
+	 * program's, and a mirred on a port's ingress is a way out past
+	 * every chain (engine/cutoff.c, tc_event). */
+	if (mnl_socket_bind(nl, RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_TC,
 			    MNL_SOCKET_AUTOPID) < 0) {
 		mnl_socket_close(nl);
 		return pc_err_errno(err, PC_EIO, "rtnetlink bind (link events)");

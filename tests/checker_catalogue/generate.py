@@ -435,7 +435,7 @@ def emit_config(atoms, kill, idx):
     print("gen_n=%d" % len(atoms))
     print("gen_kill=%d" % (1 if kill else 0))
     print("gen_other=%d" % (1 if any(a.other for a in sel) else 0))
-    print("gen_nft=%d" % (1 if any(a.kind in ("nft", "xt", "rule", "route") for a in sel) else 0))
+    print("gen_nft=%d" % (1 if any(a.kind in ("nft", "xt", "rule", "route", "tc") for a in sel) else 0))
     print("gen_hops4=%s" % sh_quote(" ".join(str(h) for a in sel for h in a.hops4)))
     print("gen_hops6=%s" % sh_quote(" ".join(str(h) for a in sel for h in a.hops6)))
     print("gen_vx=%s" % sh_quote(",".join(v for a in sel for v in a.vx)))

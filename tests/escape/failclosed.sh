@@ -227,6 +227,39 @@ t_match "... metrics: not cut off" '^portcullis_engine_sandboxes_cut_off 0$' "$(
 esc_end "cut off ${cms} ms after the foreign table appeared; exit found ($ms ms); resumed once removed" \
 	"upstream: $n4 packets from the sandbox while cut off; status: check trigger foreign, exit named"
 
+# ---- a foreign tc filter that opens a way out, while the engine runs -------------
+# tc runs before every nftables hook, and the engine sets no tc object of
+# its own: one added is another program's. The same cut-off as for a
+# foreign table, begun by the tc event itself — here a mirred on a shared
+# block that the sandbox port's ingress is bound to, which the checker
+# before 2026-12-07 did not see either. Before the engine watched tc, the
+# sandbox's frames went out of the uplink until someone ran a check.
+esc_begin "a foreign tc filter (shared block, mirred to the uplink) while the engine runs"
+cuts0=$(metric cutoffs_total | awk '{print $2}')
+lab_gw tc qdisc add dev "$(lab_sb_port 1)" ingress_block 22 clsact
+lab_gw tc filter add block 22 protocol ip u32 match u32 0 0 action mirred egress redirect dev "$LAB_UPLINK"
+cms=$(ms_until cut_is true)
+t_nomatch "the engine cut the sandboxes off by itself (within 5 s)" "^never$" "$cms"
+ESC_T0=$(date +%s.%N)
+hammer 2 80 >/dev/null
+lab_sb 1 ping -c 2 -W 1 -i 0.2 "$LAB_UPLINK_UP4" >/dev/null 2>&1 || true
+esc_expect_nothing "while the filter is there: nothing from sandbox 1 reaches the upstream" "src host $SB1_4"
+n4=$ESC_N
+ms=$(ms_until check_is "foreignroute|cutoff" "exit found")
+t_nomatch "the engine's check found the exit (within 5 s)" "^never$" "$ms"
+t_match "... the status names it" "tc filter on port $(lab_sb_port 1) ingress: mirred" \
+	"$(guard_status_field 's["check"]["first"]')"
+t_match "... status: cut off after the tc change" "^True another program added or changed a tc " \
+	"$(guard_status_field 'str(s["cutoff"]["active"]) + " " + s["cutoff"]["after"]')"
+t_ok "... metrics: one more cut-off" test "$(metric cutoffs_total | awk '{print $2}')" -gt "${cuts0:-0}"
+lab_gw tc qdisc del dev "$(lab_sb_port 1)" clsact
+t_nomatch "the filter removed: proven again, by itself" "^never$" "$(ms_until check_is "foreignroute|cutoff" proven)"
+t_ok "... and the cut-off is over" cut_is false
+rms=$(ms_until served)
+t_nomatch "service resumes by itself (within 5 s)" "^never$" "$rms"
+esc_end "cut off ${cms} ms after the tc filter appeared; exit found ($ms ms); resumed once removed" \
+	"upstream: $n4 packets from the sandbox while cut off"
+
 # ---- the engine killed, then the ruleset flushed -----------------------------------
 esc_begin "engine SIGKILLed, then nft flush ruleset"
 guard_engine_stop KILL
