@@ -15,6 +15,10 @@
 
 #include "checker/checker_int.h"
 
+#ifndef IFF_LOWER_UP
+#define IFF_LOWER_UP 0x10000 /* linux/if.h's; glibc's net/if.h, which clashes with it, lacks it */
+#endif
+
 /* Is link l a sandbox port? Decided in docs/checker.md: a veth whose peer
  * lives in another network namespace, or a tap device, with no address
  * other than link-local and no route through it. Anything else on the
@@ -589,9 +593,14 @@ static void facing_check(const struct ck_state *st, const struct checker_expect 
 		/* A port whose device is down (the engine's cut-off, or an admin's)
 		 * receives nothing at all, link-local frames included: state
 		 * disabled is then no way out (docs/engine.md, "Cut off until
-		 * proven"). */
+		 * proven"). Nor does one up without a carrier: a veth whose peer
+		 * is down, a tap no process holds — what a port being set up,
+		 * or brought back after a cut-off, is for a moment. */
 		if (l->stp_state == 0 /* BR_STATE_DISABLED */ && !(l->flags & IFF_UP))
 			ck_evid(res, CK_OB_MEMBERS, "port %s: down (receives nothing)", l->name);
+		else if (l->stp_state == 0 && !(l->flags & IFF_LOWER_UP))
+			ck_evid(res, CK_OB_MEMBERS, "port %s: no carrier (receives nothing)",
+				l->name);
 		else if (l->stp_state != 3 /* BR_STATE_FORWARDING */)
 			ck_find(res, CK_OB_MEMBERS, l->stp_state < 0 ? CHECKER_DOUBT : CHECKER_EXIT,
 				"bridge port %s is not in forwarding state (STP state %d): its "

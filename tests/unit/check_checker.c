@@ -696,9 +696,22 @@ START_TEST(sandbox_facing_devices_are_named)
 	base_state();
 	our_guard(0);
 	st.links[1].stp_state = 0; /* disabled */
-	st.links[1].flags |= IFF_UP;
+	st.links[1].flags |= IFF_UP | 0x10000 /* IFF_LOWER_UP: a carrier */;
 	ck_assert_int_eq(ck_analyze(&st, &ex, "pcbr0", r, &err), 0);
 	ck_assert(has(r, "bridge port pcv1 is not in forwarding state (STP state 0)"));
+	checker_result_free(r);
+	teardown();
+
+	/* up, but no carrier (its peer down, a tap no one holds): a port
+	 * being set up receives nothing yet */
+	r = calloc(1, sizeof(*r));
+	base_state();
+	our_guard(0);
+	st.links[1].stp_state = 0;
+	st.links[1].flags |= IFF_UP;
+	st.links[1].flags &= ~(unsigned)0x10000;
+	ck_assert_int_eq(ck_analyze(&st, &ex, "pcbr0", r, &err), 0);
+	ck_assert(!has(r, "bridge port pcv1 is not in forwarding state"));
 	checker_result_free(r);
 	teardown();
 
