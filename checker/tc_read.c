@@ -184,6 +184,20 @@ int ck_tc_parse(struct ck_state *st, const void *buf, size_t len, struct pc_err 
 	return 0;
 }
 
+/* One tc dump (qdiscs, classes or filters of ifindex at parent) into st. */
+static int tc_dump(struct ck_state *st, uint16_t type, int ifindex, uint32_t parent,
+		   struct pc_err *err)
+{
+	struct tcmsg t = {.tcm_family = AF_UNSPEC, .tcm_ifindex = ifindex, .tcm_parent = parent};
+	struct pc_buf b = {0};
+	int rc = ck_rtnl_dump(type, &t, sizeof(t), &b, err);
+
+	if (rc == 0)
+		rc = ck_tc_parse(st, b.p, b.len, err);
+	pc_buf_free(&b);
+	return rc;
+}
+
 /* The filters a packet meets at (ifindex, parent): a qdisc's, a class's or
  * a clsact hook's. They are said to be there whatever the messages say: a
  * hook bound to a shared block (`clsact ingress_block N`) answers with the
@@ -192,14 +206,9 @@ int ck_tc_parse(struct ck_state *st, const void *buf, size_t len, struct pc_err 
  * block N`) was judged nowhere. */
 static int dump_filters(struct ck_state *st, int ifindex, uint32_t parent, struct pc_err *err)
 {
-	struct tcmsg t = {.tcm_family = AF_UNSPEC, .tcm_ifindex = ifindex, .tcm_parent = parent};
-	struct pc_buf b = {0};
 	size_t before = st->n_filters;
-	int rc = ck_rtnl_dump(RTM_GETTFILTER, &t, sizeof(t), &b, err);
+	int rc = tc_dump(st, RTM_GETTFILTER, ifindex, parent, err);
 
-	if (rc == 0)
-		rc = ck_tc_parse(st, b.p, b.len, err);
-	pc_buf_free(&b);
 	for (size_t i = before; rc == 0 && i < st->n_filters; i++) {
 		st->filters[i].ifindex = ifindex;
 		st->filters[i].parent = parent;
@@ -240,14 +249,9 @@ static int link_filters(struct ck_state *st, int ifindex, size_t from, size_t to
 		classful |= !clsact && !ingress && strcmp(st->qdiscs[i].kind, "noqueue") != 0;
 	}
 	if (classful) {
-		struct tcmsg t = {.tcm_family = AF_UNSPEC, .tcm_ifindex = ifindex};
-		struct pc_buf b = {0};
 		size_t c0 = st->n_classes;
-		int rc = ck_rtnl_dump(RTM_GETTCLASS, &t, sizeof(t), &b, err);
+		int rc = tc_dump(st, RTM_GETTCLASS, ifindex, 0, err);
 
-		if (rc == 0)
-			rc = ck_tc_parse(st, b.p, b.len, err);
-		pc_buf_free(&b);
 		for (size_t i = c0; rc == 0 && i < st->n_classes; i++)
 			if (st->classes[i].ifindex == ifindex && TC_H_MIN(st->classes[i].handle))
 				rc = dump_filters(st, ifindex, st->classes[i].handle, err);
@@ -279,14 +283,9 @@ static int qd_ix_cmp(const void *x, const void *y)
 int ck_tc_read(struct ck_state *st, struct pc_err *err)
 {
 	struct ck_state all = {0};
-	struct tcmsg t = {.tcm_family = AF_UNSPEC};
-	struct pc_buf b = {0};
 	const struct ck_qdisc **ix = NULL;
-	int rc = ck_rtnl_dump(RTM_GETQDISC, &t, sizeof(t), &b, err);
+	int rc = tc_dump(&all, RTM_GETQDISC, 0, 0, err);
 
-	if (rc == 0)
-		rc = ck_tc_parse(&all, b.p, b.len, err);
-	pc_buf_free(&b);
 	if (rc == 0 && all.n_qdiscs) {
 		ix = malloc(all.n_qdiscs * sizeof(*ix));
 		if (!ix) {

@@ -16,12 +16,13 @@ need() {
 	gw ip link add ckvx1 type vxlan id 1 dstport 4789 2>/dev/null || { echo "no vxlan"; return 1; }
 	gw ip link del ckvx1
 }
-apply() {
+vx_add() {
 	gw ip link add ckvx1 address $VX_MAC type vxlan id 1 dstport 4789 \
 		local $LAB_UPLINK_GW4 remote $LAB_UPLINK_UP4
 	gw ip addr add 10.99.1.1/24 dev ckvx1
 	gw ip link set ckvx1 up
 }
+apply() { vx_add; }
 vx_send() { sb 1 python3 "$CAT/vxlan_send.py" $X4 $VX_MAC/1/1 $LAB_GW4 $LAB_UPLINK_GW4; }
 traffic() {
 	probe 1
