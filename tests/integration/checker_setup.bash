@@ -61,10 +61,18 @@ ck_cut_off() {
 	guard_cli status --json 2>/dev/null |
 		python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin).get("cutoff",{}).get("active") else 1)'
 }
+# Twice in a row: a change made just before (a probe's tc qdisc, a
+# foreign table deleted) may not have reached the engine yet at the first
+# look, and cuts the sandboxes off a moment later.
 ck_wait_proven() {
-	local i
-	for i in $(seq 1 50); do
-		ck_pc check >/dev/null 2>&1 && ! ck_cut_off && return 0
+	local i ok=0
+	for i in $(seq 1 60); do
+		if ck_pc check >/dev/null 2>&1 && ! ck_cut_off; then
+			ok=$((ok + 1))
+			[ "$ok" -lt 2 ] || return 0
+		else
+			ok=0
+		fi
 		sleep 0.1
 	done
 	return 1
