@@ -785,18 +785,42 @@ START_TEST(tc_on_uplink_and_ptype_on_port_are_named)
 }
 END_TEST
 
+/* The guard as the engine installs it, its port forwarding: what the
+ * tests below add one thing to. */
+static void guarded(void)
+{
+	base_state();
+	our_guard(0);
+	st.links[1].stp_state = 3;
+}
+
+/* ck_analyze over st (every obligation the links decide), which must run. */
+static struct checker_result *analyze_gateway(void)
+{
+	struct checker_result *r = calloc(1, sizeof(*r));
+	struct pc_err err = {0};
+
+	ck_assert_int_eq(ck_analyze(&st, &ex, "pcbr0", r, &err), 0);
+	return r;
+}
+
+static void sysctl_set(const char *key, const char *val)
+{
+	struct ck_sysctl *sc = ck_grow(&st.sysctls, &st.n_sysctls, &st.cap_sysctls, sizeof(*sc));
+
+	pc_strlcpy(sc->key, key, sizeof(sc->key));
+	pc_strlcpy(sc->val, val, sizeof(sc->val));
+}
+
 /* A bpf filter on an HTB class of a port: what its program matches is
  * unknown (a doubt), and its mirred is judged all the same, the class named
  * (tc_read.c reads each class's own block). */
 START_TEST(tc_bpf_filter_on_a_class_has_its_actions_judged)
 {
-	struct checker_result *r = calloc(1, sizeof(*r));
-	struct pc_err err = {0};
+	struct checker_result *r;
 	struct ck_tcfilter *f;
 
-	base_state();
-	our_guard(0);
-	st.links[1].stp_state = 3;
+	guarded();
 	f = ck_grow(&st.filters, &st.n_filters, &st.cap_filters, sizeof(*f));
 	f->ifindex = 4;	     /* pcv1 */
 	f->parent = 0x10010; /* class 1:10 */
@@ -805,7 +829,7 @@ START_TEST(tc_bpf_filter_on_a_class_has_its_actions_judged)
 	f->acts[0].mirred_eaction = 1; /* TCA_EGRESS_REDIR */
 	f->acts[0].mirred_ifindex = 4;
 	f->n_acts = 1;
-	ck_assert_int_eq(ck_analyze(&st, &ex, "pcbr0", r, &err), 0);
+	r = analyze_gateway();
 	ck_assert(has(r, "tc filter on port pcv1 egress class 1:10: bpf program"));
 	ck_assert(has(r, "tc filter on port pcv1 egress class 1:10: mirred egress redirect dev"));
 	checker_result_free(r);
@@ -818,20 +842,16 @@ END_TEST
 START_TEST(mpls_input_facing_is_an_exit)
 {
 	static const char *const devs[] = {"pcbr0", "pcv1", "up0"};
-	struct pc_err err = {0};
 
 	for (size_t i = 0; i < 3; i++) {
-		struct checker_result *r = calloc(1, sizeof(*r));
-		struct ck_sysctl *sc;
+		struct checker_result *r;
+		char key[64];
 
-		base_state();
-		our_guard(0);
-		st.links[1].stp_state = 3;
+		guarded();
 		add_link(2, "up0", "veth", 0)->link_netns = true;
-		sc = ck_grow(&st.sysctls, &st.n_sysctls, &st.cap_sysctls, sizeof(*sc));
-		snprintf(sc->key, sizeof(sc->key), "net.mpls.conf.%s.input", devs[i]);
-		strcpy(sc->val, "1");
-		ck_assert_int_eq(ck_analyze(&st, &ex, "pcbr0", r, &err), 0);
+		snprintf(key, sizeof(key), "net.mpls.conf.%s.input", devs[i]);
+		sysctl_set(key, "1");
+		r = analyze_gateway();
 		ck_assert_msg(has(r, "takes MPLS") == (i < 2), "%s", devs[i]);
 		checker_result_free(r);
 		teardown();
@@ -852,22 +872,14 @@ START_TEST(open_tunnel_that_forwards_is_an_exit)
 		 {"vxlan", "0", true, false},
 		 {"vxlan", "1", false, false},
 		 {"wireguard", "1", true, false}};
-	struct pc_err err = {0};
 
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
-		struct checker_result *r = calloc(1, sizeof(*r));
-		struct ck_sysctl *sc;
-		struct ck_link *l;
+		struct checker_result *r;
 
-		base_state();
-		our_guard(0);
-		st.links[1].stp_state = 3;
-		l = add_link(7, "cktun0", c[i].kind, 0);
-		l->flags = c[i].up ? IFF_UP : 0;
-		sc = ck_grow(&st.sysctls, &st.n_sysctls, &st.cap_sysctls, sizeof(*sc));
-		strcpy(sc->key, "net.ipv4.conf.cktun0.forwarding");
-		strcpy(sc->val, c[i].fwd);
-		ck_assert_int_eq(ck_analyze(&st, &ex, "pcbr0", r, &err), 0);
+		guarded();
+		add_link(7, "cktun0", c[i].kind, 0)->flags = c[i].up ? IFF_UP : 0;
+		sysctl_set("net.ipv4.conf.cktun0.forwarding", c[i].fwd);
+		r = analyze_gateway();
 		ck_assert_msg(has(r, "cktun0") == c[i].exit && has(r, "decapsulates") == c[i].exit,
 			      "%s forwarding %s up %d", c[i].kind, c[i].fwd, c[i].up);
 		checker_result_free(r);
@@ -875,17 +887,15 @@ START_TEST(open_tunnel_that_forwards_is_an_exit)
 	}
 	/* moved into another namespace (no lower device: its socket is here) */
 	for (int open = 0; open < 2; open++) {
-		struct checker_result *r = calloc(1, sizeof(*r));
+		struct checker_result *r;
 		struct ck_xdev *x;
 
-		base_state();
-		our_guard(0);
-		st.links[1].stp_state = 3;
+		guarded();
 		x = ck_grow(&st.xdevs, &st.n_xdevs, &st.cap_xdevs, sizeof(*x));
 		strcpy(x->name, "ckvx9");
 		strcpy(x->kind, open ? "vxlan" : "wireguard");
 		strcpy(x->where, "/run/netns/ck");
-		ck_assert_int_eq(ck_analyze(&st, &ex, "pcbr0", r, &err), 0);
+		r = analyze_gateway();
 		ck_assert(has(r, "ckvx9 (vxlan) in another network namespace") == (open == 1));
 		checker_result_free(r);
 		teardown();
