@@ -318,6 +318,8 @@ static const char *trigger_phrase(const char *trigger)
 		       "relies on";
 	if (strcmp(trigger, "cutoff") == 0)
 		return "after a routing, rule or link event while cut off";
+	if (strcmp(trigger, "links") == 0)
+		return "after a link on the sandbox bridge or one of its ports changed";
 	if (strcmp(trigger, "admin") == 0)
 		return "at an admin's request (portcullis check)";
 	return trigger;
@@ -421,6 +423,7 @@ void checkrun_repeat(struct engine *e, const char *trigger)
  * that could not run (fail closed: never "proven"). */
 static void reply_handle(struct engine *e, const uint8_t *buf, size_t len)
 {
+	int before = e->chk.result;
 	struct pc_err err = {0};
 	struct chk_result res;
 	const char *first = NULL, *text;
@@ -475,6 +478,7 @@ static void reply_handle(struct engine *e, const uint8_t *buf, size_t len)
 		 res.findings == 1 ? "" : "s", first ? first : "");
 	check_record(e, msg);
 	chkmsg_result_free(&res);
+	cutoff_on_loss(e, before);
 }
 
 void checkrun_readable(struct engine *e)

@@ -19,6 +19,10 @@
 #include <libmnl/libmnl.h>
 
 #define CUTOFF_LOG_MS 2000
+/* How long after a lift the bridge's one carrier event may still come:
+ * the kernel's link watch delays it by up to a second, more on a busy
+ * machine. */
+#define CUTOFF_CARRIER_MS 3000
 
 /* A port's IFF_UP: 1 up, 0 down, <0 gone or unreadable. Plain interface
  * ioctls: the engine keeps CAP_NET_ADMIN, which is all SIOCSIFFLAGS needs. */
@@ -173,6 +177,8 @@ static void ports_restore(struct engine *e)
 	}
 	if (s >= 0)
 		close(s);
+	if (c->n_downed)
+		c->br_lift_ms = pc_now_mono_ms() + CUTOFF_CARRIER_MS;
 	c->n_downed = 0;
 }
 
@@ -201,6 +207,28 @@ void cutoff_check_done(struct engine *e, int result)
 	c->active = false;
 	pc_log(PC_LOG_NOTICE, "%s", msg);
 	cutoff_record(e, false, msg);
+}
+
+/* Containment lost between two checks: something the engine was not told
+ * of as a foreign change (a device stacked on the bridge in another
+ * namespace) opened a way out while the sandboxes were being served. The
+ * check that found it is the evidence; waiting for someone to read the
+ * journal is not fail closed. Only the transition counts: a gateway that
+ * never proved is not served by the engine's say-so either (docs/
+ * engine.md), and cutting it off at each event would flap with every
+ * check. Only a check of such a link event: one of a port set being
+ * built (a thousand VMs starting) may meet a port half made. */
+void cutoff_on_loss(struct engine *e, int before)
+{
+	char why[sizeof(e->cut.why)];
+
+	if (e->cut.active || before != CHECKER_PROVEN || e->chk.result == CHECKER_PROVEN ||
+	    e->chk.result == CHECKRUN_ERROR || strcmp(e->chk.done_trigger, "links") != 0)
+		return;
+	snprintf(why, sizeof(why), "containment lost (%s): %.120s",
+		 checkrun_result_name(e->chk.result), e->chk.first);
+	cutoff_begin(e, why);
+	checkrun_request(e, "cutoff"); /* only one asked for after the cut may lift it */
 }
 
 void cutoff_shutdown(struct engine *e)
@@ -359,6 +387,63 @@ static void rule_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
 		add ? "added" : "removed", v, prio);
 }
 
+static bool is_port(struct engine *e, uint32_t ifindex)
+{
+	bool found = false;
+
+	pthread_rwlock_rdlock(&e->ports.lock);
+	for (size_t i = 0; i < e->ports.n && !found; i++)
+		found = e->ports.ports[i].ifindex == ifindex;
+	pthread_rwlock_unlock(&e->ports.lock);
+	return found;
+}
+
+/* A device stacked on the sandbox bridge or on one of its ports, in this
+ * namespace: a VLAN, macvlan, macvtap or ipvlan takes the frames meant
+ * for it before they reach the bridge's guarded path (the checker's
+ * "stacked on" findings). A veth's link is its peer, not a lower
+ * device. Its lower's ifindex in *lower; false if it is none of these. */
+static bool link_stacked(struct engine *e, const struct nlmsghdr *nlh, uint32_t *lower,
+			 char kind[16])
+{
+	const struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
+	const struct nlattr *a, *k;
+	bool other_ns = false;
+
+	*lower = 0;
+	kind[0] = '\0';
+	mnl_attr_for_each(a, nlh, sizeof(*ifi))
+	{
+		switch (mnl_attr_get_type(a)) {
+		case IFLA_LINK:
+			if (mnl_attr_validate(a, MNL_TYPE_U32) == 0)
+				*lower = mnl_attr_get_u32(a);
+			break;
+		case IFLA_LINK_NETNSID:
+			other_ns = true;
+			break;
+		case IFLA_LINKINFO:
+			mnl_attr_for_each_nested(k, a)
+			{
+				if (mnl_attr_get_type(k) == IFLA_INFO_KIND &&
+				    mnl_attr_validate(k, MNL_TYPE_STRING) == 0)
+					snprintf(kind, 16, "%.*s",
+						 (int)strnlen(mnl_attr_get_payload(k),
+							      mnl_attr_get_payload_len(k)),
+						 (const char *)mnl_attr_get_payload(k));
+			}
+			break;
+		default:
+			break;
+		}
+	}
+	if (!*lower || other_ns || (uint32_t)ifi->ifi_index == *lower ||
+	    strcmp(kind, "veth") == 0 || (uint32_t)ifi->ifi_index == e->br_ifindex ||
+	    is_port(e, (uint32_t)ifi->ifi_index))
+		return false;
+	return *lower == e->br_ifindex || is_port(e, *lower);
+}
+
 static void link_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
 {
 	const struct engine_cutoff *c = &ev->e->cut;
@@ -376,6 +461,58 @@ static void link_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
 
 		if (downed_has(c, ifa->ifa_index))
 			return; /* ... and its (link-local) address with it */
+	}
+	if ((nlh->nlmsg_type == RTM_NEWLINK || nlh->nlmsg_type == RTM_DELLINK) &&
+	    nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(struct ifinfomsg)) {
+		const struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
+		bool add = nlh->nlmsg_type == RTM_NEWLINK;
+		char kind[16], lname[24] = "?", name[24] = "?"; /* a name, or "ifindex N" */
+		uint32_t lower;
+
+		if (ifi->ifi_family != AF_BRIDGE && link_stacked(ev->e, nlh, &lower, kind)) {
+			/* the engine makes no such device: another program's,
+			 * and a way out from the moment it exists (added: cut
+			 * off now; removed, or moved to another namespace,
+			 * where it stays one: checked) */
+			if (!if_indextoname((unsigned)ifi->ifi_index, name))
+				snprintf(name, sizeof(name), "ifindex %d", ifi->ifi_index);
+			if (!if_indextoname(lower, lname))
+				snprintf(lname, sizeof(lname), "ifindex %u", lower);
+			ev->links = true;
+			ev_note(ev, add, "another program %s a %s device (%s) stacked on %s",
+				add ? "added or changed" : "removed", kind[0] ? kind : "?", name,
+				lname);
+			return;
+		}
+		if (ifi->ifi_family != AF_BRIDGE && ifi->ifi_index > 0 &&
+		    (uint32_t)ifi->ifi_index == ev->e->br_ifindex) {
+			struct engine_cutoff *cw = &ev->e->cut;
+
+			/* A device stacked on the bridge straight into another
+			 * namespace, or removed there, leaves one event here:
+			 * the bridge's, its flags as they were (the kernel
+			 * telling of its lower's new upper). Its carrier coming
+			 * and going as ports do (a cut-off's end among them)
+			 * changes the flags, and is no such device: checking
+			 * each would follow every lifted cut-off with a check. */
+			if (!cw->br_seen) {
+				ev->links = true; /* nothing to compare with */
+			} else if (cw->br_flags != ifi->ifi_flags) {
+				cw->br_lift_ms = 0; /* its carrier, seen as it went */
+			} else if (cw->br_lift_ms && pc_now_mono_ms() < cw->br_lift_ms) {
+				/* A cut-off's ports came up again before the
+				 * kernel told of the carrier they had taken away
+				 * (it delays those, up to a second): both come
+				 * as this one event, the flags as before. Once,
+				 * and only soon after the lift: checking it would
+				 * follow every lifted cut-off with a check. */
+				cw->br_lift_ms = 0;
+			} else {
+				ev->links = true;
+			}
+			cw->br_flags = ifi->ifi_flags;
+			cw->br_seen = nlh->nlmsg_type == RTM_NEWLINK;
+		}
 	}
 	if (nlh->nlmsg_type == RTM_NEWLINK || nlh->nlmsg_type == RTM_DELLINK) {
 		const struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
@@ -498,7 +635,7 @@ void cutoff_events_act(struct engine *e, const struct cutoff_events *ev)
 
 	if (ev->foreign) {
 		cutoff_begin(e, ev->what);
-		checkrun_request(e, "foreignroute");
+		checkrun_request(e, ev->links && !ev->rules ? "links" : "foreignroute");
 		return;
 	}
 	if (c->active && ev->change) {
@@ -510,6 +647,8 @@ void cutoff_events_act(struct engine *e, const struct cutoff_events *ev)
 	}
 	if (ev->rules || ev->lost) /* a lost event may have been anything */
 		checkrun_request(e, ev->lost ? "netlink" : "foreignroute");
+	else if (ev->links) /* a way out found cuts off (cutoff_on_loss) */
+		checkrun_request(e, "links");
 }
 
 int cutoff_status_json(const struct engine *e, char **buf, size_t *len)

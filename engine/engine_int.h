@@ -78,9 +78,10 @@ struct mnl_socket;
 int rtnl_open(struct mnl_socket **out, uint32_t *portid, struct pc_err *err);
 
 /* Current ports of bridge (may be none; a missing bridge is not an error:
- * *n = 0, *br_ifindex = 0). *ports is malloc'ed, caller frees. */
+ * *n = 0, *br_ifindex = 0); the bridge's ifi_flags in *br_flags unless
+ * NULL. *ports is malloc'ed, caller frees. */
 int links_bridge_ports(const char *bridge, struct nft_port **ports, size_t *n, uint32_t *br_ifindex,
-		       struct pc_err *err);
+		       unsigned *br_flags, struct pc_err *err);
 /* The gateway's own addresses (each as a host prefix) and the subnets of
  * the bridge's addresses and of cfg's sandbox pools: what no DNS answer
  * may teach (dnsguard_local_set). *out is malloc'ed, caller frees. */
@@ -738,6 +739,9 @@ struct engine_cutoff {
 	char why[160];		       /* the change that began (or last renewed) it */
 	struct nft_port *downed;       /* the ports it took down: brought up again at the end */
 	size_t n_downed, cap;
+	unsigned br_flags;   /* the bridge's ifi_flags, as last seen */
+	bool br_seen;	     /* ... known */
+	uint64_t br_lift_ms; /* until then (monotonic), a lifted cut-off's carrier event may come */
 };
 
 struct engine {
@@ -892,11 +896,15 @@ int checkrun_status_json(const struct engine *e, char **buf, size_t *len);
  * enforce: while cut off, take down any port that is up again (a port
  * attached, or brought up by someone else). check_done: a check finished
  * with result; proven, and asked for after the last change: the ports it
- * took down come up again. shutdown: free; the ports stay down (fail
- * closed) unless engine.remove_table_on_exit. */
+ * took down come up again. on_loss: a check just found containment not
+ * proven where the one before (before: its result) proved it, so a
+ * change since opened a way out: cut off, as for a foreign change, and
+ * check again. shutdown: free; the ports stay down (fail closed) unless
+ * engine.remove_table_on_exit. */
 void cutoff_begin(struct engine *e, const char *why);
 void cutoff_enforce(struct engine *e);
 void cutoff_check_done(struct engine *e, int result);
+void cutoff_on_loss(struct engine *e, int before);
 void cutoff_shutdown(struct engine *e);
 /* What a read of the link or the routing monitor's pending events means
  * (issue 31). change: anything but the engine's own doing (its rules and
@@ -910,14 +918,16 @@ struct cutoff_events {
 	struct engine *e;
 	bool routing; /* read from the routing monitor (else the link one) */
 	bool change, foreign, rules;
-	bool lost; /* ENOBUFS: events lost, the state read again whole */
+	bool links; /* a link stacked on the bridge or a port, or the bridge itself, changed */
+	bool lost;  /* ENOBUFS: events lost, the state read again whole */
 	char what[200];
 };
 /* Read fd's pending events into ev (zeroed first); links_monitor_read's
  * return. act: foreign begins a cut-off (and a check); while cut off, any
  * change counts as one (only a check asked for after it may lift the cut)
- * and is checked again; otherwise rules, or events lost, ask for a check
- * (status follows the facts). */
+ * and is checked again; otherwise rules, events lost, or a link stacked
+ * on the bridge or a port ask for a check (status follows the facts; a
+ * way out found then cuts off: cutoff_on_loss). */
 int cutoff_events_read(struct engine *e, int fd, struct cutoff_events *ev);
 void cutoff_events_act(struct engine *e, const struct cutoff_events *ev);
 /* ,"cutoff":{...} for status; the cut-off's metrics. */

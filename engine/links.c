@@ -18,6 +18,7 @@
 struct link_dump {
 	const char *bridge;
 	uint32_t br_ifindex;
+	unsigned br_flags;
 	struct nft_port *all; /* every link with a master */
 	uint32_t *master;
 	size_t n, cap;
@@ -48,8 +49,10 @@ static int link_cb(const struct nlmsghdr *nlh, void *data)
 	if (mnl_attr_validate(tb[IFLA_IFNAME], MNL_TYPE_NUL_STRING) < 0)
 		return MNL_CB_OK;
 	name = mnl_attr_get_str(tb[IFLA_IFNAME]);
-	if (strcmp(name, d->bridge) == 0)
+	if (strcmp(name, d->bridge) == 0) {
 		d->br_ifindex = (uint32_t)ifi->ifi_index;
+		d->br_flags = ifi->ifi_flags;
+	}
 	if (tb[IFLA_MASTER] && mnl_attr_validate(tb[IFLA_MASTER], MNL_TYPE_U32) == 0) {
 		if (d->n == d->cap) {
 			size_t cap = d->cap ? d->cap * 2 : 16;
@@ -90,7 +93,7 @@ int rtnl_open(struct mnl_socket **out, uint32_t *portid, struct pc_err *err)
 }
 
 int links_bridge_ports(const char *bridge, struct nft_port **ports, size_t *n, uint32_t *br_ifindex,
-		       struct pc_err *err)
+		       unsigned *br_flags, struct pc_err *err)
 {
 	char buf[8192] = {
 	    0}; /* no stale bytes to the kernel (a fixed size: a VLA cannot be initialised) */
@@ -145,6 +148,8 @@ int links_bridge_ports(const char *bridge, struct nft_port **ports, size_t *n, u
 	*ports = out;
 	*n = k;
 	*br_ifindex = d.br_ifindex;
+	if (br_flags)
+		*br_flags = d.br_flags;
 out:
 	free(d.all);
 	free(d.master);

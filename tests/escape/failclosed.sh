@@ -260,6 +260,72 @@ t_nomatch "service resumes by itself (within 5 s)" "^never$" "$rms"
 esc_end "cut off ${cms} ms after the tc filter appeared; exit found ($ms ms); resumed once removed" \
 	"upstream: $n4 packets from the sandbox while cut off"
 
+# ---- a device stacked on the bridge, while the engine runs -----------------------
+# A macvlan whose lower device is the sandbox bridge, made straight into
+# another namespace (what a Docker macvlan network with parent pcbr0
+# does): frames for its MAC are taken off the bridge into that
+# namespace's stack. The gateway's namespace hears of it only as an event
+# of the bridge itself. Before 2026-12-07 the engine checked only when the
+# port set changed, and a check that found a way out cut nothing off: the
+# sandbox's pings were answered there until someone ran a check. Now the
+# bridge's event is checked, and containment lost between two checks cuts
+# the sandboxes off as a foreign change does.
+esc_begin "a macvlan on the bridge made in another namespace while the engine runs"
+MV_NS="$LAB_ID-mv"
+MV4=203.0.113.78 # TEST-NET-3, held by the macvlan in the other namespace
+answered() { # pings from sandbox 1 answered by MV4
+	local n
+	n=$(lab_sb 1 ping -c 2 -W 1 -i 0.2 "$MV4" 2>/dev/null | sed -n 's/.* \([0-9]*\) received.*/\1/p')
+	echo "${n:-0}"
+}
+cuts0=$(metric cutoffs_total | awk '{print $2}')
+_lab_ns_add "$MV_NS"
+lab_gw ip link add pcmv1 link "$LAB_BR" netns "$MV_NS" type macvlan mode bridge
+lab_in "$MV_NS" ip addr add "$MV4/32" dev pcmv1
+lab_in "$MV_NS" ip link set pcmv1 up
+lab_in "$MV_NS" ip route add "$SB1_4/32" dev pcmv1
+lab_sb 1 ip route add "$MV4/32" dev eth0
+cms=$(ms_until cut_is true)
+t_nomatch "the engine cut the sandboxes off by itself (within 5 s)" "^never$" "$cms"
+ms=$(ms_until check_is "links|cutoff" "exit found")
+t_nomatch "... its check found the exit (within 5 s)" "^never$" "$ms"
+t_match "... the status names it" "pcmv1 .*another network namespace" \
+	"$(guard_status_field 's["check"]["first"]')"
+t_match "... status: cut off as containment was lost" "^True containment lost " \
+	"$(guard_status_field 'str(s["cutoff"]["active"]) + " " + s["cutoff"]["after"]')"
+t_ok "... metrics: one more cut-off" test "$(metric cutoffs_total | awk '{print $2}')" -gt "${cuts0:-0}"
+t_eq "... and the other namespace answers none of the sandbox's pings" 0 "$(answered)"
+_lab_ns_del "$MV_NS"
+t_nomatch "the namespace gone: proven again, by itself" "^never$" "$(ms_until check_is "links|cutoff" proven)"
+t_ok "... and the cut-off is over" cut_is false
+rms=$(ms_until served)
+t_nomatch "service resumes by itself (within 5 s)" "^never$" "$rms"
+esc_end "cut off ${cms} ms after the macvlan appeared; exit found ($ms ms); resumed once removed" \
+	"the other namespace answered none of the sandbox's pings while cut off"
+
+# The same device made in the gateway's own namespace is another
+# program's from the moment it exists (the engine makes no such device):
+# cut off at the event, before any check.
+esc_begin "a macvlan stacked on the bridge in the gateway's namespace while the engine runs"
+cuts0=$(metric cutoffs_total | awk '{print $2}')
+lab_gw ip link add pcmv2 link "$LAB_BR" type macvlan mode bridge
+cms=$(ms_until cut_is true)
+t_nomatch "the engine cut the sandboxes off by itself (within 5 s)" "^never$" "$cms"
+t_match "... status: cut off after the device appeared" \
+	"^True another program added or changed a macvlan device \(pcmv2\) stacked on $LAB_BR$" \
+	"$(guard_status_field 'str(s["cutoff"]["active"]) + " " + s["cutoff"]["after"]')"
+ms=$(ms_until check_is "links|cutoff" "exit found")
+t_nomatch "... its check found the exit (within 5 s)" "^never$" "$ms"
+t_match "... and names it" "pcmv2 \(macvlan\) is stacked on the sandbox bridge" \
+	"$(guard_status_field 's["check"]["first"]')"
+lab_gw ip link del pcmv2
+t_nomatch "the device removed: proven again, by itself" "^never$" "$(ms_until check_is "links|cutoff" proven)"
+t_ok "... and the cut-off is over" cut_is false
+t_nomatch "service resumes by itself (within 5 s)" "^never$" "$(ms_until served)"
+esc_end "cut off ${cms} ms after the macvlan appeared in the gateway's namespace; resumed once removed" \
+	"the check named it"
+lab_sb 1 ip route del "$MV4/32" dev eth0 2>/dev/null || true
+
 # ---- the engine killed, then the ruleset flushed -----------------------------------
 esc_begin "engine SIGKILLed, then nft flush ruleset"
 guard_engine_stop KILL

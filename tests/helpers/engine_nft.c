@@ -60,7 +60,7 @@ int main(int argc, char **argv)
 		return fail("config", &e);
 	if (policy_load_dir(cfg.rules_dir, &cfg, &pol, &e) < 0)
 		return fail("policy", &e);
-	if (links_bridge_ports(cfg.bridge, &ports, &nports, &bri, &e) < 0) {
+	if (links_bridge_ports(cfg.bridge, &ports, &nports, &bri, NULL, &e) < 0) {
 		rc = fail("ports", &e);
 		goto out;
 	}
