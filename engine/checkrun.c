@@ -320,6 +320,8 @@ static const char *trigger_phrase(const char *trigger)
 		return "after a routing, rule or link event while cut off";
 	if (strcmp(trigger, "links") == 0)
 		return "after a link on the sandbox bridge or one of its ports changed";
+	if (strcmp(trigger, "periodic") == 0)
+		return "periodically (engine.recheck_interval_s)";
 	if (strcmp(trigger, "admin") == 0)
 		return "at an admin's request (portcullis check)";
 	return trigger;

@@ -430,6 +430,12 @@ int control_loop(struct engine *e)
 			cl[i].fd = -1;
 		}
 		engine_dns_repledge(e); /* a poll of one socket while logd lives */
+		/* What no event announces (a sysctl, an iptables-legacy table,
+		 * a relay reading a port) is found by a check that runs
+		 * anyway: one when none was asked for in the interval */
+		if (e->cfg.engine.recheck_s && e->chk.fd >= 0 && !e->chk.busy &&
+		    now - e->chk.started_ms >= (uint64_t)e->cfg.engine.recheck_s * 1000)
+			checkrun_request(e, "periodic");
 		if (now >= next_hk) {
 			engine_housekeeping(e);
 			next_hk = now + HOUSEKEEPING_MS;

@@ -187,6 +187,8 @@ void cutoff_check_done(struct engine *e, int result)
 	struct engine_cutoff *c = &e->cut;
 	char msg[400];
 
+	if (result == CHECKER_PROVEN || result == CHECKRUN_ERROR)
+		c->confirming = false; /* a loss not confirmed (cutoff_on_loss) */
 	if (!c->active)
 		return;
 	if (result != CHECKER_PROVEN) {
@@ -220,11 +222,27 @@ void cutoff_check_done(struct engine *e, int result)
  * built (a thousand VMs starting) may meet a port half made. */
 void cutoff_on_loss(struct engine *e, int before)
 {
-	char why[sizeof(e->cut.why)];
+	struct engine_cutoff *c = &e->cut;
+	char why[sizeof(c->why)];
+	bool watched = strcmp(e->chk.done_trigger, "links") == 0 ||
+		       strcmp(e->chk.done_trigger, "periodic") == 0;
 
-	if (e->cut.active || before != CHECKER_PROVEN || e->chk.result == CHECKER_PROVEN ||
-	    e->chk.result == CHECKRUN_ERROR || strcmp(e->chk.done_trigger, "links") != 0)
+	if (c->active || !watched || e->chk.result == CHECKER_PROVEN ||
+	    e->chk.result == CHECKRUN_ERROR) {
+		c->confirming = false;
 		return;
+	}
+	if (!c->confirming) {
+		if (before != CHECKER_PROVEN)
+			return;
+		/* Once more before the cut: a state in the making (a port
+		 * half made) fails one check and passes the next. A way out
+		 * stays one. */
+		c->confirming = true;
+		checkrun_request(e, e->chk.done_trigger);
+		return;
+	}
+	c->confirming = false;
 	snprintf(why, sizeof(why), "containment lost (%s): %.120s",
 		 checkrun_result_name(e->chk.result), e->chk.first);
 	cutoff_begin(e, why);

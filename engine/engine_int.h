@@ -742,6 +742,7 @@ struct engine_cutoff {
 	unsigned br_flags;   /* the bridge's ifi_flags, as last seen */
 	bool br_seen;	     /* ... known */
 	uint64_t br_lift_ms; /* until then (monotonic), a lifted cut-off's carrier event may come */
+	bool confirming;     /* a check lost containment: the next one decides the cut */
 };
 
 struct engine {

@@ -59,6 +59,7 @@ static const struct ckey ckeys[] = {
     K("engine.remove_table_on_exit", CT_BOOL, engine.remove_on_exit),
     N("engine.flows_max", engine.flows_max, 1, 1u << 24),
     N("engine.sni_timeout_ms", engine.sni_timeout_ms, 1, 60000),
+    N("engine.recheck_interval_s", engine.recheck_s, 0, 86400),
     N("engine.metrics_port", engine.metrics_port, 0, 65535),
     K("engine.metrics_listen", CT_HOSTPORT, engine.metrics_listen),
     N("limits.new_flows_per_second", limits.new_flows_per_second, 1, RULES_LIMIT_RATE_MAX),
@@ -171,6 +172,7 @@ void config_defaults(struct config *cfg)
 	cfg->engine.remove_on_exit = false;
 	cfg->engine.flows_max = 262144;
 	cfg->engine.sni_timeout_ms = 3000;
+	cfg->engine.recheck_s = 60;
 	cfg->limits.new_flows_per_second = RULES_LIMIT_RATE_DEFAULT;
 	cfg->limits.new_flows_burst = RULES_LIMIT_BURST_DEFAULT;
 	cfg->dns.qtypes = QT_DEFAULT;

@@ -75,6 +75,9 @@ struct config {
 		bool remove_on_exit;	 /* engine.remove_table_on_exit: default false */
 		uint32_t flows_max;	 /* engine.flows_max: default 262144 */
 		uint32_t sni_timeout_ms; /* engine.sni_timeout_ms: default 3000 */
+		/* engine.recheck_interval_s: a containment check when none ran
+		 * for this long (changes no event announces); 0 off; default 60 */
+		uint32_t recheck_s;
 		/* ad-guard (issue 18): the HTTP /metrics listener. metrics_port:
 		 * 0 (default) off, else 127.0.0.1:port; metrics_listen: another
 		 * "address:port" (an IP literal), "" (default) for that one */

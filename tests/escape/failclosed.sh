@@ -44,22 +44,6 @@ hammer() { # seconds [tcp-port]
 NOT_ALLOWED="src host $SB1_4 and dst host $LAB_DIRECT4 and (tcp port 443 or udp port 5353)"
 NOT_ALLOWED6="src host $SB1_6 and dst host $LAB_UPLINK_UP6"
 
-# Milliseconds until CMD... succeeds (polled every 10 ms), or "never" after
-# 5 s.
-ms_until() {
-	local t0 now
-	t0=$(date +%s%N)
-	while :; do
-		if "$@" >/dev/null 2>&1; then
-			echo $((($(date +%s%N) - t0) / 1000000))
-			return 0
-		fi
-		now=$(date +%s%N)
-		[ $(((now - t0) / 1000000)) -lt 5000 ] || break
-		sleep 0.01
-	done
-	echo never
-}
 tables_in() { lab_gw nft list table inet portcullis && lab_gw nft list table bridge portcullis; }
 # the allowed flow is served (a cut-off's ports come back up: the
 # sandbox's link and its neighbour entries take a moment)
@@ -93,7 +77,7 @@ t0=$(date +%s%N)
 lab_wait_until -p "$hpid" hammering $((q0 + 20))
 t_diag "the hammer was at work after $((($(date +%s%N) - t0) / 1000000)) ms"
 lab_gw nft flush ruleset
-ms=$(ms_until tables_in)
+ms=$(guard_ms_until tables_in)
 wait $hpid
 t_diag "flushed: the engine's tables were back after $ms ms ($(cat "$LAB_DIR/hammer.out") rounds of attempts)"
 t_nomatch "the engine put its tables back by itself (within 5 s)" "^never$" "$ms"
@@ -106,10 +90,10 @@ t_match "the engine's journal names the change and the reinstall" \
 t_match "... and the signed log has the record" \
 	'"event.action":"policy-load".*"event.reason":"guard reinstalled after another program changed it"' \
 	"$(guard_records | tail -n +$((ESC_REC0 + 1)))"
-t_nomatch "the engine checked the reinstalled tables: proven" "^never$" "$(ms_until check_after "nftables|cutoff")"
+t_nomatch "the engine checked the reinstalled tables: proven" "^never$" "$(guard_ms_until check_after "nftables|cutoff")"
 t_eq "one reinstall for one flush: the engine does not loop on its own batches" 1 \
 	"$(grep -c 'changed by .*; reinstalled' "$GUARD_DIR/engine.log")"
-rms=$(ms_until served)
+rms=$(guard_ms_until served)
 t_nomatch "service is back: the allowed flow works (within 5 s)" "^never$" "$rms"
 t_diag "the allowed flow was served again $rms ms after the check proved the reinstalled tables"
 t_match "metrics count the reinstall" \
@@ -125,13 +109,13 @@ esc_begin "ip rule del of the engine's routing rules"
 lab_gw ip -4 rule del pref 1010
 lab_gw ip -6 rule del pref 1000
 lab_gw ip -4 route del blackhole default table 28771
-ms=$(ms_until rule_in -4 1010)
+ms=$(guard_ms_until rule_in -4 1010)
 t_nomatch "the IPv4 catch-all rule is back (within 5 s)" "^never$" "$ms"
-t_nomatch "... the IPv6 marked-traffic rule too" "^never$" "$(ms_until rule_in -6 1000)"
+t_nomatch "... the IPv6 marked-traffic rule too" "^never$" "$(guard_ms_until rule_in -6 1000)"
 t_match "... and the blackhole route" "^blackhole default" "$(lab_gw ip -4 route show table 28771)"
 t_match "the journal says so" "routing: [0-9]+ rules?/routes? of bridge $LAB_BR were missing; reinstalled" \
 	"$(cat "$GUARD_DIR/engine.log")"
-t_nomatch "the engine checked again: proven" "^never$" "$(ms_until check_after routing)"
+t_nomatch "the engine checked again: proven" "^never$" "$(guard_ms_until check_after routing)"
 t_match "the allowed flow still works" "^http 203.0.113.99 ok" \
 	"$(lab_sb 1 curl -sS --max-time 3 http://$LAB_DIRECT4/)"
 t_match "metrics count the routing reinstall" \
@@ -148,14 +132,6 @@ esc_end "reinstalled ($ms ms)" "ip rule show: priorities 1000-1010 back; journal
 # cut off while the check finds the exit; once the table is gone a check
 # proves the guard and service resumes by itself (issue 18).
 esc_begin "a foreign nftables table opens a way out while the engine runs"
-check_is() { # trigger (an ERE) result
-	local got
-	got=$(guard_status_field 's["check"].get("trigger","") + "/" + s["check"]["result"] + "/" + str(s["check"]["running"])' 2>/dev/null)
-	[[ $got =~ ^($1)/(.*)/False$ ]] && [ "${BASH_REMATCH[2]}" = "$2" ]
-}
-cut_is() { # true|false: status' cutoff.active
-	[ "$(guard_status_field 'str(s["cutoff"]["active"]).lower()' 2>/dev/null)" = "$1" ]
-}
 before=$(metric foreign_nftables_changes_total | awk '{print $2}')
 cuts0=$(metric cutoffs_total | awk '{print $2}')
 lab_gw nft -f - <<EOF
@@ -166,7 +142,7 @@ table netdev foreign {
 	}
 }
 EOF
-cms=$(ms_until cut_is true)
+cms=$(guard_ms_until guard_cut_is true)
 t_nomatch "the engine cut the sandboxes off by itself (within 5 s)" "^never$" "$cms"
 # From the cut on (the engine cannot act before it sees the change: that
 # window is in the journal, not in this capture), nothing of the
@@ -183,7 +159,7 @@ n4=$ESC_N
 esc_expect_nothing "... nor IPv6" "src host $SB1_6"
 # (trigger cutoff: while cut off every link event is checked again, the
 # bridge losing its carrier as the ports go down among them)
-ms=$(ms_until check_is "foreign|cutoff" "exit found")
+ms=$(guard_ms_until guard_check_is "foreign|cutoff" "exit found")
 t_nomatch "the engine found the exit by itself, without a reload (within 5 s)" "^never$" "$ms"
 t_match "... the status names it" "table netdev foreign chain in" \
 	"$(guard_status_field 's["check"]["first"]')"
@@ -211,14 +187,14 @@ t_eq "our tables were not reinstalled for it" 1 \
 	"$(grep -c 'tables inet/bridge portcullis changed by .*; reinstalled' "$GUARD_DIR/engine.log")"
 # Not proven after a reload either: the cut-off stays (there is no override).
 guard_cli reload >/dev/null 2>&1 || true
-t_nomatch "a reload's check finds the exit too" "^never$" "$(ms_until check_is "reload|cutoff" "exit found")"
-t_ok "... and the sandboxes stay cut off" cut_is true
+t_nomatch "a reload's check finds the exit too" "^never$" "$(guard_ms_until guard_check_is "reload|cutoff" "exit found")"
+t_ok "... and the sandboxes stay cut off" guard_cut_is true
 t_nomatch "... the allowed flow still does not get through" "^0$" "$(guard_http_rc 2)"
 esc_expect_nothing "... nothing reached the upstream meanwhile" "src host $SB1_4"
 lab_gw nft delete table netdev foreign
-t_nomatch "the foreign table removed: proven again, by itself" "^never$" "$(ms_until check_is "foreign|cutoff" proven)"
-t_ok "... and the cut-off is over" cut_is false
-rms=$(ms_until served)
+t_nomatch "the foreign table removed: proven again, by itself" "^never$" "$(guard_ms_until guard_check_is "foreign|cutoff" proven)"
+t_ok "... and the cut-off is over" guard_cut_is false
+rms=$(guard_ms_until served)
 t_nomatch "service resumes by itself: the allowed flow works (within 5 s)" "^never$" "$rms"
 t_diag "the allowed flow was served again $rms ms after the cut-off ended"
 t_match "... the journal says so" "bridge $LAB_BR: service resumed after [0-9]+ ms cut off" \
@@ -238,14 +214,14 @@ esc_begin "a foreign tc filter (shared block, mirred to the uplink) while the en
 cuts0=$(metric cutoffs_total | awk '{print $2}')
 lab_gw tc qdisc add dev "$(lab_sb_port 1)" ingress_block 22 clsact
 lab_gw tc filter add block 22 protocol ip u32 match u32 0 0 action mirred egress redirect dev "$LAB_UPLINK"
-cms=$(ms_until cut_is true)
+cms=$(guard_ms_until guard_cut_is true)
 t_nomatch "the engine cut the sandboxes off by itself (within 5 s)" "^never$" "$cms"
 ESC_T0=$(date +%s.%N)
 hammer 2 80 >/dev/null
 lab_sb 1 ping -c 2 -W 1 -i 0.2 "$LAB_UPLINK_UP4" >/dev/null 2>&1 || true
 esc_expect_nothing "while the filter is there: nothing from sandbox 1 reaches the upstream" "src host $SB1_4"
 n4=$ESC_N
-ms=$(ms_until check_is "foreignroute|cutoff" "exit found")
+ms=$(guard_ms_until guard_check_is "foreignroute|cutoff" "exit found")
 t_nomatch "the engine's check found the exit (within 5 s)" "^never$" "$ms"
 t_match "... the status names it" "tc filter on port $(lab_sb_port 1) ingress: mirred" \
 	"$(guard_status_field 's["check"]["first"]')"
@@ -253,9 +229,9 @@ t_match "... status: cut off after the tc change" "^True another program added o
 	"$(guard_status_field 'str(s["cutoff"]["active"]) + " " + s["cutoff"]["after"]')"
 t_ok "... metrics: one more cut-off" test "$(metric cutoffs_total | awk '{print $2}')" -gt "${cuts0:-0}"
 lab_gw tc qdisc del dev "$(lab_sb_port 1)" clsact
-t_nomatch "the filter removed: proven again, by itself" "^never$" "$(ms_until check_is "foreignroute|cutoff" proven)"
-t_ok "... and the cut-off is over" cut_is false
-rms=$(ms_until served)
+t_nomatch "the filter removed: proven again, by itself" "^never$" "$(guard_ms_until guard_check_is "foreignroute|cutoff" proven)"
+t_ok "... and the cut-off is over" guard_cut_is false
+rms=$(guard_ms_until served)
 t_nomatch "service resumes by itself (within 5 s)" "^never$" "$rms"
 esc_end "cut off ${cms} ms after the tc filter appeared; exit found ($ms ms); resumed once removed" \
 	"upstream: $n4 packets from the sandbox while cut off"
@@ -285,9 +261,9 @@ lab_in "$MV_NS" ip addr add "$MV4/32" dev pcmv1
 lab_in "$MV_NS" ip link set pcmv1 up
 lab_in "$MV_NS" ip route add "$SB1_4/32" dev pcmv1
 lab_sb 1 ip route add "$MV4/32" dev eth0
-cms=$(ms_until cut_is true)
+cms=$(guard_ms_until guard_cut_is true)
 t_nomatch "the engine cut the sandboxes off by itself (within 5 s)" "^never$" "$cms"
-ms=$(ms_until check_is "links|cutoff" "exit found")
+ms=$(guard_ms_until guard_check_is "links|cutoff" "exit found")
 t_nomatch "... its check found the exit (within 5 s)" "^never$" "$ms"
 t_match "... the status names it" "pcmv1 .*another network namespace" \
 	"$(guard_status_field 's["check"]["first"]')"
@@ -296,9 +272,9 @@ t_match "... status: cut off as containment was lost" "^True containment lost " 
 t_ok "... metrics: one more cut-off" test "$(metric cutoffs_total | awk '{print $2}')" -gt "${cuts0:-0}"
 t_eq "... and the other namespace answers none of the sandbox's pings" 0 "$(answered)"
 _lab_ns_del "$MV_NS"
-t_nomatch "the namespace gone: proven again, by itself" "^never$" "$(ms_until check_is "links|cutoff" proven)"
-t_ok "... and the cut-off is over" cut_is false
-rms=$(ms_until served)
+t_nomatch "the namespace gone: proven again, by itself" "^never$" "$(guard_ms_until guard_check_is "links|cutoff" proven)"
+t_ok "... and the cut-off is over" guard_cut_is false
+rms=$(guard_ms_until served)
 t_nomatch "service resumes by itself (within 5 s)" "^never$" "$rms"
 esc_end "cut off ${cms} ms after the macvlan appeared; exit found ($ms ms); resumed once removed" \
 	"the other namespace answered none of the sandbox's pings while cut off"
@@ -309,19 +285,19 @@ esc_end "cut off ${cms} ms after the macvlan appeared; exit found ($ms ms); resu
 esc_begin "a macvlan stacked on the bridge in the gateway's namespace while the engine runs"
 cuts0=$(metric cutoffs_total | awk '{print $2}')
 lab_gw ip link add pcmv2 link "$LAB_BR" type macvlan mode bridge
-cms=$(ms_until cut_is true)
+cms=$(guard_ms_until guard_cut_is true)
 t_nomatch "the engine cut the sandboxes off by itself (within 5 s)" "^never$" "$cms"
 t_match "... status: cut off after the device appeared" \
 	"^True another program added or changed a macvlan device \(pcmv2\) stacked on $LAB_BR$" \
 	"$(guard_status_field 'str(s["cutoff"]["active"]) + " " + s["cutoff"]["after"]')"
-ms=$(ms_until check_is "links|cutoff" "exit found")
+ms=$(guard_ms_until guard_check_is "links|cutoff" "exit found")
 t_nomatch "... its check found the exit (within 5 s)" "^never$" "$ms"
 t_match "... and names it" "pcmv2 \(macvlan\) is stacked on the sandbox bridge" \
 	"$(guard_status_field 's["check"]["first"]')"
 lab_gw ip link del pcmv2
-t_nomatch "the device removed: proven again, by itself" "^never$" "$(ms_until check_is "links|cutoff" proven)"
-t_ok "... and the cut-off is over" cut_is false
-t_nomatch "service resumes by itself (within 5 s)" "^never$" "$(ms_until served)"
+t_nomatch "the device removed: proven again, by itself" "^never$" "$(guard_ms_until guard_check_is "links|cutoff" proven)"
+t_ok "... and the cut-off is over" guard_cut_is false
+t_nomatch "service resumes by itself (within 5 s)" "^never$" "$(guard_ms_until served)"
 esc_end "cut off ${cms} ms after the macvlan appeared in the gateway's namespace; resumed once removed" \
 	"the check named it"
 lab_sb 1 ip route del "$MV4/32" dev eth0 2>/dev/null || true

@@ -46,6 +46,10 @@ guard_config() {
 	mkdir -p "$GUARD_DIR/rules.d" "$GUARD_DIR/run" "$GUARD_DIR/state"
 	chmod 0755 "$GUARD_DIR" "$GUARD_DIR/rules.d" "$GUARD_DIR/run"
 	local routable=${GUARD_ROUTABLE-$LAB_ROUTABLE}
+	# the periodic check off (0) unless a test asks for it: the lab's
+	# tests follow the engine's checks trigger by trigger; set empty, the
+	# key is left out (an engine from before it)
+	GUARD_RECHECK_S=${GUARD_RECHECK_S-0}
 	cat >"$GUARD_CONF" <<-EOF
 	bridge: $LAB_BR
 	uplinks: [${GUARD_UPLINKS:-$LAB_UPLINK}]
@@ -58,6 +62,7 @@ guard_config() {
 	  maxlen: ${GUARD_QUEUE_MAXLEN:-4096}
 	engine:
 	  sni_timeout_ms: ${GUARD_SNI_MS:-3000}
+	  ${GUARD_RECHECK_S:+recheck_interval_s: $GUARD_RECHECK_S}
 	dns:
 	  resolvers: [${GUARD_RESOLVERS:-$LAB_RESOLVER4, "$LAB_RESOLVER6"}]
 	  ${routable:+routable: [$routable]}
@@ -149,6 +154,32 @@ guard_stop() {
 
 guard_status_field() { # python expression over s
 	guard_cli status --json | python3 -c "import json,sys; s=json.load(sys.stdin); print($1)"
+}
+
+# Milliseconds until CMD... succeeds (polled every 10 ms), or "never"
+# after ${GUARD_MS_UNTIL:-5000} ms.
+guard_ms_until() {
+	local t0 now
+	t0=$(date +%s%N)
+	while :; do
+		if "$@" >/dev/null 2>&1; then
+			echo $((($(date +%s%N) - t0) / 1000000))
+			return 0
+		fi
+		now=$(date +%s%N)
+		[ $(((now - t0) / 1000000)) -lt "${GUARD_MS_UNTIL:-5000}" ] || break
+		sleep 0.01
+	done
+	echo never
+}
+# The engine's last check ran after a trigger (an ERE), ended, with result.
+guard_check_is() { # trigger result
+	local got
+	got=$(guard_status_field 's["check"].get("trigger","") + "/" + s["check"]["result"] + "/" + str(s["check"]["running"])' 2>/dev/null)
+	[[ $got =~ ^($1)/(.*)/False$ ]] && [ "${BASH_REMATCH[2]}" = "$2" ]
+}
+guard_cut_is() { # true|false: status' cutoff.active
+	[ "$(guard_status_field 'str(s["cutoff"]["active"]).lower()' 2>/dev/null)" = "$1" ]
 }
 
 guard_records() {

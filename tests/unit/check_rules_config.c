@@ -62,6 +62,7 @@ START_TEST(defaults_are_the_documented_ones)
 	ck_assert_str_eq(c.engine.user, "portcullis");
 	ck_assert(!c.engine.remove_on_exit);
 	ck_assert_uint_eq(c.engine.flows_max, 262144);
+	ck_assert_uint_eq(c.engine.recheck_s, 60);
 	ck_assert_uint_eq(c.engine.sni_timeout_ms, 3000);
 	ck_assert_uint_eq(c.limits.new_flows_per_second, 1000);
 	ck_assert_uint_eq(c.limits.new_flows_burst, 2000);
