@@ -425,7 +425,6 @@ void checkrun_repeat(struct engine *e, const char *trigger)
  * that could not run (fail closed: never "proven"). */
 static void reply_handle(struct engine *e, const uint8_t *buf, size_t len)
 {
-	int before = e->chk.result;
 	struct pc_err err = {0};
 	struct chk_result res;
 	const char *first = NULL, *text;
@@ -480,7 +479,7 @@ static void reply_handle(struct engine *e, const uint8_t *buf, size_t len)
 		 res.findings == 1 ? "" : "s", first ? first : "");
 	check_record(e, msg);
 	chkmsg_result_free(&res);
-	cutoff_on_loss(e, before);
+	cutoff_on_loss(e);
 }
 
 void checkrun_readable(struct engine *e)

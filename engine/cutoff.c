@@ -189,6 +189,8 @@ void cutoff_check_done(struct engine *e, int result)
 
 	if (result == CHECKER_PROVEN || result == CHECKRUN_ERROR)
 		c->confirming = false; /* a loss not confirmed (cutoff_on_loss) */
+	if (result == CHECKER_PROVEN)
+		c->armed = true;
 	if (!c->active)
 		return;
 	if (result != CHECKER_PROVEN) {
@@ -211,16 +213,17 @@ void cutoff_check_done(struct engine *e, int result)
 	cutoff_record(e, false, msg);
 }
 
-/* Containment lost between two checks: something the engine was not told
- * of as a foreign change (a device stacked on the bridge in another
- * namespace) opened a way out while the sandboxes were being served. The
- * check that found it is the evidence; waiting for someone to read the
- * journal is not fail closed. Only the transition counts: a gateway that
- * never proved is not served by the engine's say-so either (docs/
- * engine.md), and cutting it off at each event would flap with every
- * check. Only a check of such a link event: one of a port set being
- * built (a thousand VMs starting) may meet a port half made. */
-void cutoff_on_loss(struct engine *e, int before)
+/* Containment lost: something the engine was not told of as a foreign
+ * change (a device stacked on the bridge in another namespace, a sysctl,
+ * an iptables-legacy table) opened a way out while the sandboxes were
+ * being served. The check that found it is the evidence; waiting for
+ * someone to read the journal is not fail closed. Only once a check has
+ * proven containment since the engine started: a gateway that never did
+ * is not served on the engine's say-so either (docs/engine.md), and
+ * cutting it off at each check would make every check a cut-off. Only a
+ * check of a link event or of the interval: one of a port set being built
+ * (a thousand VMs starting) may meet a port half made. */
+void cutoff_on_loss(struct engine *e)
 {
 	struct engine_cutoff *c = &e->cut;
 	char why[sizeof(c->why)];
@@ -233,7 +236,7 @@ void cutoff_on_loss(struct engine *e, int before)
 		return;
 	}
 	if (!c->confirming) {
-		if (before != CHECKER_PROVEN)
+		if (!c->armed)
 			return;
 		/* Once more before the cut: a state in the making (a port
 		 * half made) fails one check and passes the next. A way out

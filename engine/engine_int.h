@@ -743,6 +743,7 @@ struct engine_cutoff {
 	bool br_seen;	     /* ... known */
 	uint64_t br_lift_ms; /* until then (monotonic), a lifted cut-off's carrier event may come */
 	bool confirming;     /* a check lost containment: the next one decides the cut */
+	bool armed;	     /* a check proved since the engine started (cutoff_on_loss) */
 };
 
 struct engine {
@@ -897,15 +898,15 @@ int checkrun_status_json(const struct engine *e, char **buf, size_t *len);
  * enforce: while cut off, take down any port that is up again (a port
  * attached, or brought up by someone else). check_done: a check finished
  * with result; proven, and asked for after the last change: the ports it
- * took down come up again. on_loss: a check just found containment not
- * proven where the one before (before: its result) proved it, so a
- * change since opened a way out: cut off, as for a foreign change, and
- * check again. shutdown: free; the ports stay down (fail closed) unless
- * engine.remove_table_on_exit. */
+ * took down come up again. on_loss: a check of a link event or of the
+ * interval just found containment not proven, and one proved since the
+ * engine started: confirmed by the next check, a change opened a way out:
+ * cut off, as for a foreign change, and check again. shutdown: free; the ports stay down (fail
+ * closed) unless engine.remove_table_on_exit. */
 void cutoff_begin(struct engine *e, const char *why);
 void cutoff_enforce(struct engine *e);
 void cutoff_check_done(struct engine *e, int result);
-void cutoff_on_loss(struct engine *e, int before);
+void cutoff_on_loss(struct engine *e);
 void cutoff_shutdown(struct engine *e);
 /* What a read of the link or the routing monitor's pending events means
  * (issue 31). change: anything but the engine's own doing (its rules and

@@ -30,6 +30,13 @@
 # the engine SIGKILLed and the ruleset flushed (what the routing half of
 # the proof claims to survive) when the first battery got nothing out.
 #
+# And the running engine against the same configurations: it checks every
+# 2 s here (engine.recheck_interval_s) besides at the events it hears, so
+# a configuration the checker refuses, applied while the engine serves
+# after a proof, must cut the sandboxes off within 10 s, whatever made it
+# (a change no event announces included). One that does not is a FAILURE
+# ("served on under a refused configuration"), listed by number.
+#
 # One lab for every configuration: apply, check, probe, revert, and wait
 # until the lab proves again. PC_GEN_SEED (default 31) and PC_GEN_COUNT
 # (default 40) choose the run; PC_SOAK=1 runs 300 with a random seed,
@@ -204,6 +211,8 @@ run_one() { # index keep
 	TIMES=""
 	eval "$(python3 "$GEN" config --caps "$LAB_DIR/caps" --seed "$SEED" --index "$idx" ${keep:+--keep "$keep"})"
 	[ "$gen_other" = 0 ] || ckx_up
+	# the engine proved this lab itself: what follows is containment lost
+	PC_START_TIMEOUT=5 lab_wait_until ck_engine_proven || true
 	RUNS0=$(ck_engine_runs)
 	if ! gen_apply >"$LAB_DIR/apply.out" 2>&1; then
 		CLASS=unbuilt
@@ -223,6 +232,11 @@ run_one() { # index keep
 	tm checked
 	ESC_T0=$(date +%s.%N)
 	cut=0
+	SERVED_ON=0
+	if [ "$rc" != 0 ] && [ "$ENGINE" = up ] && ! PC_START_TIMEOUT=10 lab_wait_until ck_cut_off; then
+		SERVED_ON=1
+		ESC_T0=$(date +%s.%N)
+	fi
 	if [ "$rc" = 0 ]; then
 		PC_START_TIMEOUT=3 lab_wait_until ck_not_cut_off || true
 	elif ck_cut_off; then
@@ -280,6 +294,9 @@ ck_engine_checked() { # a check of the engine's ran after the change, and ended
 	[ "$(guard_status_field 'str(s["check"]["runs"] > '"$RUNS0"' and not s["check"]["running"])' 2>/dev/null)" = True ]
 }
 ck_not_cut_off() { ! ck_cut_off; }
+ck_engine_proven() { # the engine's own last check proved, and none runs
+	[ "$(guard_status_field 's["check"]["result"] + " " + str(s["check"]["running"])' 2>/dev/null)" = "proven False" ]
+}
 undone() {
 	ck_wait_proven && return 0
 	# proven, but the engine's own check ran before the lab was whole (a
@@ -314,6 +331,7 @@ shrink() { # index
 
 ck_need_bins
 lab_up 2 >/dev/null 2>&1 || lab_die "lab_up failed"
+GUARD_RECHECK_S=${GUARD_RECHECK_S-2}
 ck_config
 guard_rules agents <<-EOF
 sandbox: agent-1
@@ -376,7 +394,7 @@ done
 t_lt "the capture sees an allowed held flow's ClientHello (the evidence is live)" 0 "$(hellos)"
 
 t_diag "seed $SEED, $COUNT configurations (replay: PC_GEN_SEED=$SEED PC_GEN_COUNT=$COUNT)"
-n_built=0 n_unbuilt=0 n_unsound=0 n_alarm=0 n_sound=0 n_refused=0
+n_built=0 n_unbuilt=0 n_unsound=0 n_alarm=0 n_sound=0 n_refused=0 served_on=
 t_start=$SECONDS
 for i in ${PC_GEN_ONLY:-$(seq 0 $((COUNT - 1)))}; do
 	run_one "$i"
@@ -390,6 +408,10 @@ for i in ${PC_GEN_ONLY:-$(seq 0 $((COUNT - 1)))}; do
 	[ "$RC" = 0 ] || n_refused=$((n_refused + 1))
 	verdict=$(printf '%s\n' "$OUT" | grep -E '^(NOT )?proven: ' | head -1)
 	t_diag "config $i [$CLASS, check exit $RC, $MODE, arrived $ARRIVED_N]: $gen_desc"
+	if [ "$SERVED_ON" = 1 ]; then
+		served_on="$served_on $i"
+		t_diag "  SERVED ON: refused by the checker, yet the running engine did not cut the sandboxes off within 10 s"
+	fi
 	case $CLASS in
 	alarm)
 		n_alarm=$((n_alarm + 1))
@@ -418,4 +440,6 @@ rate=$(python3 -c "import sys; b, a, r = map(int, sys.argv[1:]); print('%.1f%% o
 	"$n_built" "$n_alarm" "$n_refused")
 t_diag "generated: seed $SEED, $COUNT configurations in $((SECONDS - t_start)) s: $n_built built ($n_unbuilt not buildable here), $n_unsound unsound, $n_alarm false alarms ($rate), $n_sound sound"
 t_eq "no unsound configuration (seed $SEED)" 0 "$n_unsound"
+t_eq "the running engine cut off every configuration the checker refused (seed $SEED)" "" \
+	"${served_on# }"
 t_done
