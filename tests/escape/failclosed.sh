@@ -203,6 +203,30 @@ t_match "... metrics: not cut off" '^portcullis_engine_sandboxes_cut_off 0$' "$(
 esc_end "cut off ${cms} ms after the foreign table appeared; exit found ($ms ms); resumed once removed" \
 	"upstream: $n4 packets from the sandbox while cut off; status: check trigger foreign, exit named"
 
+# What follows each change that opens a way out while the engine runs:
+# the sandboxes cut off by the engine itself (CMS: after how long), its
+# check (trigger ERE) found the exit (MS), the status names it (first
+# finding ERE) and what began the cut-off (cutoff.after ERE), one more
+# cut-off counted since cuts0.
+cut_off_found() { # trigger first after
+	CMS=$(guard_ms_until guard_cut_is true)
+	t_nomatch "the engine cut the sandboxes off by itself (within 5 s)" "^never$" "$CMS"
+	MS=$(guard_ms_until guard_check_is "$1" "exit found")
+	t_nomatch "... its check found the exit (within 5 s)" "^never$" "$MS"
+	t_match "... the status names it" "$2" "$(guard_status_field 's["check"]["first"]')"
+	t_match "... status: cut off, after what" "^True $3" \
+		"$(guard_status_field 'str(s["cutoff"]["active"]) + " " + s["cutoff"]["after"]')"
+	t_ok "... metrics: one more cut-off" test "$(metric cutoffs_total | awk '{print $2}')" -gt "${cuts0:-0}"
+}
+# ... and once it is undone: proven again by the engine's own check, the
+# cut-off over, the allowed flow served (RMS: after how long).
+resumed_by_itself() { # trigger
+	t_nomatch "undone: proven again, by itself" "^never$" "$(guard_ms_until guard_check_is "$1" proven)"
+	t_ok "... and the cut-off is over" guard_cut_is false
+	RMS=$(guard_ms_until served)
+	t_nomatch "service resumes by itself (within 5 s)" "^never$" "$RMS"
+}
+
 # ---- a foreign tc filter that opens a way out, while the engine runs -------------
 # tc runs before every nftables hook, and the engine sets no tc object of
 # its own: one added is another program's. The same cut-off as for a
@@ -214,26 +238,16 @@ esc_begin "a foreign tc filter (shared block, mirred to the uplink) while the en
 cuts0=$(metric cutoffs_total | awk '{print $2}')
 lab_gw tc qdisc add dev "$(lab_sb_port 1)" ingress_block 22 clsact
 lab_gw tc filter add block 22 protocol ip u32 match u32 0 0 action mirred egress redirect dev "$LAB_UPLINK"
-cms=$(guard_ms_until guard_cut_is true)
-t_nomatch "the engine cut the sandboxes off by itself (within 5 s)" "^never$" "$cms"
+cut_off_found "foreignroute|cutoff" "tc filter on port $(lab_sb_port 1) ingress: mirred" \
+	"another program added or changed a tc "
 ESC_T0=$(date +%s.%N)
 hammer 2 80 >/dev/null
 lab_sb 1 ping -c 2 -W 1 -i 0.2 "$LAB_UPLINK_UP4" >/dev/null 2>&1 || true
 esc_expect_nothing "while the filter is there: nothing from sandbox 1 reaches the upstream" "src host $SB1_4"
 n4=$ESC_N
-ms=$(guard_ms_until guard_check_is "foreignroute|cutoff" "exit found")
-t_nomatch "the engine's check found the exit (within 5 s)" "^never$" "$ms"
-t_match "... the status names it" "tc filter on port $(lab_sb_port 1) ingress: mirred" \
-	"$(guard_status_field 's["check"]["first"]')"
-t_match "... status: cut off after the tc change" "^True another program added or changed a tc " \
-	"$(guard_status_field 'str(s["cutoff"]["active"]) + " " + s["cutoff"]["after"]')"
-t_ok "... metrics: one more cut-off" test "$(metric cutoffs_total | awk '{print $2}')" -gt "${cuts0:-0}"
 lab_gw tc qdisc del dev "$(lab_sb_port 1)" clsact
-t_nomatch "the filter removed: proven again, by itself" "^never$" "$(guard_ms_until guard_check_is "foreignroute|cutoff" proven)"
-t_ok "... and the cut-off is over" guard_cut_is false
-rms=$(guard_ms_until served)
-t_nomatch "service resumes by itself (within 5 s)" "^never$" "$rms"
-esc_end "cut off ${cms} ms after the tc filter appeared; exit found ($ms ms); resumed once removed" \
+resumed_by_itself "foreignroute|cutoff"
+esc_end "cut off ${CMS} ms after the tc filter appeared; exit found ($MS ms); resumed once removed" \
 	"upstream: $n4 packets from the sandbox while cut off"
 
 # ---- a device stacked on the bridge, while the engine runs -----------------------
@@ -261,22 +275,11 @@ lab_in "$MV_NS" ip addr add "$MV4/32" dev pcmv1
 lab_in "$MV_NS" ip link set pcmv1 up
 lab_in "$MV_NS" ip route add "$SB1_4/32" dev pcmv1
 lab_sb 1 ip route add "$MV4/32" dev eth0
-cms=$(guard_ms_until guard_cut_is true)
-t_nomatch "the engine cut the sandboxes off by itself (within 5 s)" "^never$" "$cms"
-ms=$(guard_ms_until guard_check_is "links|cutoff" "exit found")
-t_nomatch "... its check found the exit (within 5 s)" "^never$" "$ms"
-t_match "... the status names it" "pcmv1 .*another network namespace" \
-	"$(guard_status_field 's["check"]["first"]')"
-t_match "... status: cut off as containment was lost" "^True containment lost " \
-	"$(guard_status_field 'str(s["cutoff"]["active"]) + " " + s["cutoff"]["after"]')"
-t_ok "... metrics: one more cut-off" test "$(metric cutoffs_total | awk '{print $2}')" -gt "${cuts0:-0}"
+cut_off_found "links|cutoff" "pcmv1 .*another network namespace" "containment lost "
 t_eq "... and the other namespace answers none of the sandbox's pings" 0 "$(answered)"
 _lab_ns_del "$MV_NS"
-t_nomatch "the namespace gone: proven again, by itself" "^never$" "$(guard_ms_until guard_check_is "links|cutoff" proven)"
-t_ok "... and the cut-off is over" guard_cut_is false
-rms=$(guard_ms_until served)
-t_nomatch "service resumes by itself (within 5 s)" "^never$" "$rms"
-esc_end "cut off ${cms} ms after the macvlan appeared; exit found ($ms ms); resumed once removed" \
+resumed_by_itself "links|cutoff"
+esc_end "cut off ${CMS} ms after the macvlan appeared; exit found ($MS ms); resumed once removed" \
 	"the other namespace answered none of the sandbox's pings while cut off"
 
 # The same device made in the gateway's own namespace is another
@@ -285,20 +288,11 @@ esc_end "cut off ${cms} ms after the macvlan appeared; exit found ($ms ms); resu
 esc_begin "a macvlan stacked on the bridge in the gateway's namespace while the engine runs"
 cuts0=$(metric cutoffs_total | awk '{print $2}')
 lab_gw ip link add pcmv2 link "$LAB_BR" type macvlan mode bridge
-cms=$(guard_ms_until guard_cut_is true)
-t_nomatch "the engine cut the sandboxes off by itself (within 5 s)" "^never$" "$cms"
-t_match "... status: cut off after the device appeared" \
-	"^True another program added or changed a macvlan device \(pcmv2\) stacked on $LAB_BR$" \
-	"$(guard_status_field 'str(s["cutoff"]["active"]) + " " + s["cutoff"]["after"]')"
-ms=$(guard_ms_until guard_check_is "links|cutoff" "exit found")
-t_nomatch "... its check found the exit (within 5 s)" "^never$" "$ms"
-t_match "... and names it" "pcmv2 \(macvlan\) is stacked on the sandbox bridge" \
-	"$(guard_status_field 's["check"]["first"]')"
+cut_off_found "links|cutoff" "pcmv2 \(macvlan\) is stacked on the sandbox bridge" \
+	"another program added or changed a macvlan device \(pcmv2\) stacked on $LAB_BR$"
 lab_gw ip link del pcmv2
-t_nomatch "the device removed: proven again, by itself" "^never$" "$(guard_ms_until guard_check_is "links|cutoff" proven)"
-t_ok "... and the cut-off is over" guard_cut_is false
-t_nomatch "service resumes by itself (within 5 s)" "^never$" "$(guard_ms_until served)"
-esc_end "cut off ${cms} ms after the macvlan appeared in the gateway's namespace; resumed once removed" \
+resumed_by_itself "links|cutoff"
+esc_end "cut off ${CMS} ms after the macvlan appeared in the gateway's namespace; resumed once removed" \
 	"the check named it"
 lab_sb 1 ip route del "$MV4/32" dev eth0 2>/dev/null || true
 
