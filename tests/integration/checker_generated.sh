@@ -34,8 +34,9 @@
 # 2 s here (engine.recheck_interval_s) besides at the events it hears, so
 # a configuration the checker refuses, applied while the engine serves
 # after a proof, must cut the sandboxes off within 10 s, whatever made it
-# (a change no event announces included). One that does not is a FAILURE
-# ("served on under a refused configuration"), listed by number.
+# (a change no event announces included), and once it is undone the
+# engine must serve again by itself within 10 s. Either missed is a
+# FAILURE ("served on", "stayed cut off"), listed by number.
 #
 # One lab for every configuration: apply, check, probe, revert, and wait
 # until the lab proves again. PC_GEN_SEED (default 31) and PC_GEN_COUNT
@@ -394,7 +395,7 @@ done
 t_lt "the capture sees an allowed held flow's ClientHello (the evidence is live)" 0 "$(hellos)"
 
 t_diag "seed $SEED, $COUNT configurations (replay: PC_GEN_SEED=$SEED PC_GEN_COUNT=$COUNT)"
-n_built=0 n_unbuilt=0 n_unsound=0 n_alarm=0 n_sound=0 n_refused=0 served_on=
+n_built=0 n_unbuilt=0 n_unsound=0 n_alarm=0 n_sound=0 n_refused=0 served_on= stuck=
 t_start=$SECONDS
 for i in ${PC_GEN_ONLY:-$(seq 0 $((COUNT - 1)))}; do
 	run_one "$i"
@@ -434,6 +435,10 @@ $(python3 "$GEN" entry --caps "$LAB_DIR/caps" --seed "$SEED" --index "$i" --keep
 		t_diag "$(ck_pc check 2>&1 | tail -5)"
 		break
 	fi
+	if [ "$ENGINE" = up ] && ! PC_START_TIMEOUT=10 lab_wait_until ck_not_cut_off; then
+		stuck="$stuck $i"
+		t_diag "  STAYED CUT OFF: undone and proven, yet the engine did not serve again within 10 s"
+	fi
 	[ -z "${PC_GEN_TRACE:-}" ] || t_diag "  ms:$TIMES; undone in $((SECONDS - u0)) s"
 done
 rate=$(python3 -c "import sys; b, a, r = map(int, sys.argv[1:]); print('%.1f%% of %d built, %.1f%% of %d refused' % (100.0 * a / max(b, 1), b, 100.0 * a / max(r, 1), r))" \
@@ -442,4 +447,5 @@ t_diag "generated: seed $SEED, $COUNT configurations in $((SECONDS - t_start)) s
 t_eq "no unsound configuration (seed $SEED)" 0 "$n_unsound"
 t_eq "the running engine cut off every configuration the checker refused (seed $SEED)" "" \
 	"${served_on# }"
+t_eq "... and served again by itself once each was undone (seed $SEED)" "" "${stuck# }"
 t_done
