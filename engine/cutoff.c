@@ -230,8 +230,9 @@ void cutoff_on_loss(struct engine *e)
 	bool watched = strcmp(e->chk.done_trigger, "links") == 0 ||
 		       strcmp(e->chk.done_trigger, "periodic") == 0;
 
-	if (c->active || !watched || e->chk.result == CHECKER_PROVEN ||
-	    e->chk.result == CHECKRUN_ERROR) {
+	/* (called with a check's decoded answer that is not proven: proven
+	 * and failed checks end a confirmation in cutoff_check_done) */
+	if (c->active || !watched) {
 		c->confirming = false;
 		return;
 	}
@@ -516,9 +517,7 @@ static void link_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
 			 * and going as ports do (a cut-off's end among them)
 			 * changes the flags, and is no such device: checking
 			 * each would follow every lifted cut-off with a check. */
-			if (!cw->br_seen) {
-				ev->links = true; /* nothing to compare with */
-			} else if (cw->br_flags != ifi->ifi_flags) {
+			if (cw->br_flags != ifi->ifi_flags) {
 				cw->br_lift_ms = 0; /* its carrier, seen as it went */
 			} else if (cw->br_lift_ms && pc_now_mono_ms() < cw->br_lift_ms) {
 				/* A cut-off's ports came up again before the
@@ -532,7 +531,6 @@ static void link_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
 				ev->links = true;
 			}
 			cw->br_flags = ifi->ifi_flags;
-			cw->br_seen = nlh->nlmsg_type == RTM_NEWLINK;
 		}
 	}
 	if (nlh->nlmsg_type == RTM_NEWLINK || nlh->nlmsg_type == RTM_DELLINK) {

@@ -201,9 +201,8 @@ int engine_ports_refresh(struct engine *e, bool force, struct pc_err *err)
 	rc = links_bridge_ports(e->cfg.bridge, &ports, &n, &bri, &brf, err);
 	if (rc)
 		return rc;
-	/* what the bridge's next event is compared with (cutoff.c) */
-	e->cut.br_flags = brf;
-	e->cut.br_seen = bri != 0;
+	if (bri) /* what the bridge's next event is compared with (cutoff.c) */
+		e->cut.br_flags = brf;
 	pthread_rwlock_rdlock(&e->ports.lock);
 	same = ports_equal(e->ports.ports, e->ports.n, ports, n);
 	pthread_rwlock_unlock(&e->ports.lock);

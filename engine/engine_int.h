@@ -739,8 +739,7 @@ struct engine_cutoff {
 	char why[160];		       /* the change that began (or last renewed) it */
 	struct nft_port *downed;       /* the ports it took down: brought up again at the end */
 	size_t n_downed, cap;
-	unsigned br_flags;   /* the bridge's ifi_flags, as last seen */
-	bool br_seen;	     /* ... known */
+	unsigned br_flags;   /* the bridge's ifi_flags, as last seen (a dump found it first) */
 	uint64_t br_lift_ms; /* until then (monotonic), a lifted cut-off's carrier event may come */
 	bool confirming;     /* a check lost containment: the next one decides the cut */
 	bool armed;	     /* a check proved since the engine started (cutoff_on_loss) */

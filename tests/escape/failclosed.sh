@@ -45,9 +45,6 @@ NOT_ALLOWED="src host $SB1_4 and dst host $LAB_DIRECT4 and (tcp port 443 or udp 
 NOT_ALLOWED6="src host $SB1_6 and dst host $LAB_UPLINK_UP6"
 
 tables_in() { lab_gw nft list table inet portcullis && lab_gw nft list table bridge portcullis; }
-# the allowed flow is served (a cut-off's ports come back up: the
-# sandbox's link and its neighbour entries take a moment)
-served() { lab_sb 1 curl -sS --max-time 2 http://$LAB_DIRECT4/ 2>/dev/null | grep -q '^http 203.0.113.99 ok'; }
 metric() { guard_cli metrics 2>/dev/null | grep "^portcullis_engine_$1"; }
 rule_in() { [ -n "$(lab_gw ip "$1" rule show pref "$2")" ]; }
 check_after() { # trigger (an ERE): the engine's own check ran after that trigger and proved
@@ -93,7 +90,7 @@ t_match "... and the signed log has the record" \
 t_nomatch "the engine checked the reinstalled tables: proven" "^never$" "$(guard_ms_until check_after "nftables|cutoff")"
 t_eq "one reinstall for one flush: the engine does not loop on its own batches" 1 \
 	"$(grep -c 'changed by .*; reinstalled' "$GUARD_DIR/engine.log")"
-rms=$(guard_ms_until served)
+rms=$(guard_ms_until esc_served)
 t_nomatch "service is back: the allowed flow works (within 5 s)" "^never$" "$rms"
 t_diag "the allowed flow was served again $rms ms after the check proved the reinstalled tables"
 t_match "metrics count the reinstall" \
@@ -194,7 +191,7 @@ esc_expect_nothing "... nothing reached the upstream meanwhile" "src host $SB1_4
 lab_gw nft delete table netdev foreign
 t_nomatch "the foreign table removed: proven again, by itself" "^never$" "$(guard_ms_until guard_check_is "foreign|cutoff" proven)"
 t_ok "... and the cut-off is over" guard_cut_is false
-rms=$(guard_ms_until served)
+rms=$(guard_ms_until esc_served)
 t_nomatch "service resumes by itself: the allowed flow works (within 5 s)" "^never$" "$rms"
 t_diag "the allowed flow was served again $rms ms after the cut-off ended"
 t_match "... the journal says so" "bridge $LAB_BR: service resumed after [0-9]+ ms cut off" \
@@ -223,7 +220,7 @@ cut_off_found() { # trigger first after
 resumed_by_itself() { # trigger
 	t_nomatch "undone: proven again, by itself" "^never$" "$(guard_ms_until guard_check_is "$1" proven)"
 	t_ok "... and the cut-off is over" guard_cut_is false
-	RMS=$(guard_ms_until served)
+	RMS=$(guard_ms_until esc_served)
 	t_nomatch "service resumes by itself (within 5 s)" "^never$" "$RMS"
 }
 

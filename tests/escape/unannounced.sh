@@ -16,8 +16,7 @@ esc_init unannounced "Changes no event announces"
 esc_up 1
 
 X4=203.0.113.77 # TEST-NET-3: nothing serves it, nothing may reach it
-served() { lab_sb 1 curl -sS --max-time 2 http://$LAB_DIRECT4/ 2>/dev/null | grep -q '^http 203.0.113.99 ok'; }
-not_served() { ! served; }
+not_served() { ! esc_served; }
 cut_after() { # ERE on status' cutoff.after while cut off
 	[[ "$(guard_status_field 'str(s["cutoff"]["active"]) + " " + s["cutoff"].get("after", "")' 2>/dev/null)" =~ ^True\ $1 ]]
 }
@@ -37,7 +36,7 @@ t_match "... status: containment lost, the finding named" "accept_source_route" 
 	"$(guard_status_field 's["cutoff"]["after"]')"
 t_ok "... the allowed flow does not get through" not_served
 lab_gw sysctl -qw net.ipv4.conf.all.accept_source_route=0
-rms=$(guard_ms_until served)
+rms=$(guard_ms_until esc_served)
 t_nomatch "put back: a periodic check proves, service resumes by itself" "^never$" "$rms"
 t_ok "... and the cut-off is over" guard_cut_is false
 esc_end "cut off ${cms} ms after the sysctl; resumed ${rms} ms after it was put back" \

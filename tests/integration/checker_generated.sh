@@ -213,7 +213,7 @@ run_one() { # index keep
 	eval "$(python3 "$GEN" config --caps "$LAB_DIR/caps" --seed "$SEED" --index "$idx" ${keep:+--keep "$keep"})"
 	[ "$gen_other" = 0 ] || ckx_up
 	# the engine proved this lab itself: what follows is containment lost
-	PC_START_TIMEOUT=5 lab_wait_until ck_engine_proven || true
+	PC_START_TIMEOUT=5 lab_wait_until guard_check_is '.*' proven || true
 	RUNS0=$(ck_engine_runs)
 	if ! gen_apply >"$LAB_DIR/apply.out" 2>&1; then
 		CLASS=unbuilt
@@ -295,9 +295,6 @@ ck_engine_checked() { # a check of the engine's ran after the change, and ended
 	[ "$(guard_status_field 'str(s["check"]["runs"] > '"$RUNS0"' and not s["check"]["running"])' 2>/dev/null)" = True ]
 }
 ck_not_cut_off() { ! ck_cut_off; }
-ck_engine_proven() { # the engine's own last check proved, and none runs
-	[ "$(guard_status_field 's["check"]["result"] + " " + str(s["check"]["running"])' 2>/dev/null)" = "proven False" ]
-}
 undone() {
 	ck_wait_proven && return 0
 	# proven, but the engine's own check ran before the lab was whole (a
