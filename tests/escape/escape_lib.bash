@@ -259,8 +259,6 @@ esc_refused() { # desc tcpdump-filter record-ERE [reason-ERE]
 # Sandbox 1's allowed flow is served (esc_policy's direct address; after
 # a cut-off the ports come back up: the sandbox's link and its neighbour
 # entries take a moment).
-esc_served() { lab_sb 1 curl -sS --max-time 2 http://$LAB_DIRECT4/ 2>/dev/null | grep -q '^http 203.0.113.99 ok'; }
-
 esc_expect_nothing() { # desc tcpdump-filter...
 	local d=$1 n
 	shift

@@ -90,7 +90,7 @@ t_match "... and the signed log has the record" \
 t_nomatch "the engine checked the reinstalled tables: proven" "^never$" "$(guard_ms_until check_after "nftables|cutoff")"
 t_eq "one reinstall for one flush: the engine does not loop on its own batches" 1 \
 	"$(grep -c 'changed by .*; reinstalled' "$GUARD_DIR/engine.log")"
-rms=$(guard_ms_until esc_served)
+rms=$(guard_ms_until guard_served)
 t_nomatch "service is back: the allowed flow works (within 5 s)" "^never$" "$rms"
 t_diag "the allowed flow was served again $rms ms after the check proved the reinstalled tables"
 t_match "metrics count the reinstall" \
@@ -191,7 +191,7 @@ esc_expect_nothing "... nothing reached the upstream meanwhile" "src host $SB1_4
 lab_gw nft delete table netdev foreign
 t_nomatch "the foreign table removed: proven again, by itself" "^never$" "$(guard_ms_until guard_check_is "foreign|cutoff" proven)"
 t_ok "... and the cut-off is over" guard_cut_is false
-rms=$(guard_ms_until esc_served)
+rms=$(guard_ms_until guard_served)
 t_nomatch "service resumes by itself: the allowed flow works (within 5 s)" "^never$" "$rms"
 t_diag "the allowed flow was served again $rms ms after the cut-off ended"
 t_match "... the journal says so" "bridge $LAB_BR: service resumed after [0-9]+ ms cut off" \
@@ -220,7 +220,7 @@ cut_off_found() { # trigger first after
 resumed_by_itself() { # trigger
 	t_nomatch "undone: proven again, by itself" "^never$" "$(guard_ms_until guard_check_is "$1" proven)"
 	t_ok "... and the cut-off is over" guard_cut_is false
-	RMS=$(guard_ms_until esc_served)
+	RMS=$(guard_ms_until guard_served)
 	t_nomatch "service resumes by itself (within 5 s)" "^never$" "$RMS"
 }
 

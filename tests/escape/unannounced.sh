@@ -16,7 +16,7 @@ esc_init unannounced "Changes no event announces"
 esc_up 1
 
 X4=203.0.113.77 # TEST-NET-3: nothing serves it, nothing may reach it
-not_served() { ! esc_served; }
+not_served() { ! guard_served; }
 cut_after() { # ERE on status' cutoff.after while cut off
 	[[ "$(guard_status_field 'str(s["cutoff"]["active"]) + " " + s["cutoff"].get("after", "")' 2>/dev/null)" =~ ^True\ $1 ]]
 }
@@ -36,7 +36,7 @@ t_match "... status: containment lost, the finding named" "accept_source_route" 
 	"$(guard_status_field 's["cutoff"]["after"]')"
 t_ok "... the allowed flow does not get through" not_served
 lab_gw sysctl -qw net.ipv4.conf.all.accept_source_route=0
-rms=$(guard_ms_until esc_served)
+rms=$(guard_ms_until guard_served)
 t_nomatch "put back: a periodic check proves, service resumes by itself" "^never$" "$rms"
 t_ok "... and the cut-off is over" guard_cut_is false
 esc_end "cut off ${cms} ms after the sysctl; resumed ${rms} ms after it was put back" \

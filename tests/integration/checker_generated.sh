@@ -234,13 +234,13 @@ run_one() { # index keep
 	ESC_T0=$(date +%s.%N)
 	cut=0
 	SERVED_ON=0
-	if [ "$rc" != 0 ] && [ "$ENGINE" = up ] && ! PC_START_TIMEOUT=10 lab_wait_until ck_cut_off; then
+	if [ "$rc" != 0 ] && [ "$ENGINE" = up ] && ! PC_START_TIMEOUT=10 lab_wait_until guard_cut_is true; then
 		SERVED_ON=1
 		ESC_T0=$(date +%s.%N)
 	fi
 	if [ "$rc" = 0 ]; then
 		PC_START_TIMEOUT=3 lab_wait_until ck_not_cut_off || true
-	elif ck_cut_off; then
+	elif guard_cut_is true; then
 		# refused and cut off: the battery must measure what the
 		# configuration lets out (a false alarm or not), not the cut-off.
 		# The engine restarted meets the configuration as its state, not
@@ -294,7 +294,7 @@ ck_engine_runs() {
 ck_engine_checked() { # a check of the engine's ran after the change, and ended
 	[ "$(guard_status_field 'str(s["check"]["runs"] > '"$RUNS0"' and not s["check"]["running"])' 2>/dev/null)" = True ]
 }
-ck_not_cut_off() { ! ck_cut_off; }
+ck_not_cut_off() { guard_cut_is false; }
 undone() {
 	ck_wait_proven && return 0
 	# proven, but the engine's own check ran before the lab was whole (a

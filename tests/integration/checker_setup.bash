@@ -53,21 +53,17 @@ ck_logd_stop() { guard_logd_stop; }
 ck_pc() { guard_cli "$@"; }
 
 # The engine follows link changes on its own (the bridge's port set):
-# wait, bounded, until a check proves the lab again. 0 proven, 1 not.
-# proven, and the engine no longer has the sandboxes cut off after the
-# last foreign nftables change (docs/engine.md, "Cut off until proven"):
-# the next seed then meets the ports as the lab has them, up
-ck_cut_off() {
-	guard_cli status --json 2>/dev/null |
-		python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin).get("cutoff",{}).get("active") else 1)'
-}
-# Twice in a row: a change made just before (a probe's tc qdisc, a
-# foreign table deleted) may not have reached the engine yet at the first
-# look, and cuts the sandboxes off a moment later.
+# wait, bounded, until a check proves the lab again and the engine no
+# longer has the sandboxes cut off after the last foreign nftables change
+# (docs/engine.md, "Cut off until proven"), so the next seed meets the
+# ports as the lab has them, up. 0 proven, 1 not. Twice in a row: a
+# change made just before (a probe's tc qdisc, a foreign table deleted)
+# may not have reached the engine yet at the first look, and cuts the
+# sandboxes off a moment later.
 ck_wait_proven() {
 	local i ok=0
 	for i in $(seq 1 60); do
-		if ck_pc check >/dev/null 2>&1 && ! ck_cut_off; then
+		if ck_pc check >/dev/null 2>&1 && ! guard_cut_is true; then
 			ok=$((ok + 1))
 			[ "$ok" -lt 2 ] || return 0
 		else

@@ -18,15 +18,11 @@ guard_start || {
 	t_done
 }
 
-served() { lab_sb 1 curl -sS --max-time 2 http://$LAB_DIRECT4/ 2>/dev/null | grep -q '^http 203.0.113.99 ok'; }
-cut_is() { # true|false: status' cutoff.active
-	[ "$(guard_status_field 'str(s["cutoff"]["active"]).lower()' 2>/dev/null)" = "$1" ]
-}
 cut_exit() { # cut off, and the engine's check after it (or after the ports
 	# it took down) found the exit
-	cut_is true && [ "$(guard_status_field 's["check"]["result"] + str(s["check"]["running"])')" = "exit foundFalse" ]
+	guard_cut_is true && [ "$(guard_status_field 's["check"]["result"] + str(s["check"]["running"])')" = "exit foundFalse" ]
 }
-resumed() { cut_is false && served; }
+resumed() { guard_cut_is false && guard_served; }
 records_since() { guard_records | tail -n +$(($1 + 1)); }
 # the check that lifted the cut-off came from a routing or link event (a
 # check already running at the event is repeated under its own trigger)
@@ -36,9 +32,9 @@ lifted_by_events() {
 		"$(guard_status_field 's["check"]["trigger"] + " " + s["check"]["result"]')"
 }
 
-lab_wait_until served
-t_ok "baseline: the allowed flow is served" served
-t_ok "... and the sandboxes are not cut off" cut_is false
+lab_wait_until guard_served
+t_ok "baseline: the allowed flow is served" guard_served
+t_ok "... and the sandboxes are not cut off" guard_cut_is false
 
 # ---- a routing rule before the engine's ---------------------------------------------
 rec0=$(guard_records | wc -l)
@@ -103,7 +99,7 @@ t_ok "source routes accepted, then an nftables change: cut off, the exit found" 
 carrier_checked() { [ "$(carriers)" -gt "$carrier0" ] && cut_exit; }
 t_ok "... the bridge's carrier event checked too" lab_wait_until carrier_checked
 lab_gw sysctl -qw net.ipv4.conf.all.accept_source_route=0
-t_ok "the sysctl undone: still cut off (no event says so)" cut_is true
+t_ok "the sysctl undone: still cut off (no event says so)" guard_cut_is true
 out=$(guard_cli check 2>&1) && rc=0 || rc=$?
 t_eq "portcullis check (root): proven" 0 "$rc"
 t_match "... and it says it asked the engine to check" \
@@ -129,7 +125,7 @@ lab_gw ip route del local 198.51.100.0/24 dev lo table local
 t_ok "a rule after ours, our own rule put back, a local route: checked, proven" \
 	lab_wait_until settled
 t_eq "... and no cut-off" "$cuts" "$(guard_status_field 's["cutoff"]["count"]')"
-t_ok "... and the flow is served" served
+t_ok "... and the flow is served" guard_served
 # what the engine did, for the reader: each cut-off, re-check and resumption
 t_diag "$(grep -E 'cut off|resumed|containment check \(' "$GUARD_DIR/engine.log")"
 

@@ -26,7 +26,6 @@ guard_start || {
 	t_done
 }
 
-served() { lab_sb 1 curl -sS --max-time 2 http://$LAB_DIRECT4/ 2>/dev/null | grep -q '^http 203.0.113.99 ok'; }
 field() { guard_status_field "$1" 2>/dev/null; }
 # released, with no check of the engine's running: the state the engine
 # must reach by itself, and stay in
@@ -43,7 +42,7 @@ wait_for() { # seconds, command...: poll with a deadline
 	done
 }
 
-t_ok "sandbox 1 is served before the ports come" lab_wait_until served
+t_ok "sandbox 1 is served before the ports come" lab_wait_until guard_served
 
 PARK=$LAB_ID-park # removed by lab_down with the lab's other namespaces
 ip netns add "$PARK"
@@ -85,13 +84,12 @@ t_ok "... and logged with the resynchronisation" \
 
 # While cut off, sandbox 1 gets nothing through. A sample counts only when
 # the engine says cut off both before and after the try (2: inconclusive).
-cut_is() { [ "$(field 'str(s["cutoff"]["active"])')" = "$1" ]; }
 quick() { lab_sb 1 curl -sS --max-time 1 http://$LAB_DIRECT4/ 2>/dev/null | grep -q '^http 203.0.113.99 ok'; }
 blocked_sample() {
 	local got=1
-	cut_is True || return 2
+	guard_cut_is true || return 2
 	quick && got=0
-	cut_is True || return 2
+	guard_cut_is true || return 2
 	[ "$got" = 1 ]
 }
 res=2 end=$((SECONDS + 60))
@@ -113,7 +111,7 @@ released || {
 	t_diag "$(grep -v 'containment check: ' "$GUARD_DIR/engine.log" | tail -15)"
 }
 cuts=$(field 's["cutoff"]["count"]')
-t_ok "sandbox 1 is served again" wait_for 60 served
+t_ok "sandbox 1 is served again" wait_for 60 guard_served
 t_ok "at most one cut-off for the lost events: its end (1,000 ports up) began no other" \
 	test "$cuts" -le "$((cuts0 + 1))"
 # a quiet period before a negative observation: the released ports' own
