@@ -420,36 +420,43 @@ static bool is_port(struct engine *e, uint32_t ifindex)
 	return found;
 }
 
-/* A device stacked on the sandbox bridge or on one of its ports, in this
- * namespace: a VLAN, macvlan, macvtap or ipvlan takes the frames meant
- * for it before they reach the bridge's guarded path (the checker's
- * "stacked on" findings). A veth's link is its peer, not a lower
- * device. Its lower's ifindex in *lower; false if it is none of these. */
-static bool link_stacked(struct engine *e, const struct nlmsghdr *nlh, uint32_t *lower,
-			 char kind[16])
-{
-	const struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
-	const struct nlattr *a, *k;
-	bool other_ns = false;
+/* What a link message says of the device, read once. The name is the
+ * message's own (IFLA_IFNAME): a device removed, or moved to another
+ * namespace, has no name here any more for if_indextoname to find, or
+ * another device took its index. */
+struct link_msg {
+	uint32_t lower; /* IFLA_LINK, 0 if none */
+	bool other_ns;	/* IFLA_LINK_NETNSID: the lower is in another namespace */
+	char kind[16];	/* IFLA_INFO_KIND, "" if none */
+	char name[IF_NAMESIZE];
+};
 
-	*lower = 0;
-	kind[0] = '\0';
-	mnl_attr_for_each(a, nlh, sizeof(*ifi))
+static void link_msg_read(const struct nlmsghdr *nlh, struct link_msg *m)
+{
+	const struct nlattr *a, *k;
+
+	memset(m, 0, sizeof(*m));
+	mnl_attr_for_each(a, nlh, sizeof(struct ifinfomsg))
 	{
 		switch (mnl_attr_get_type(a)) {
 		case IFLA_LINK:
 			if (mnl_attr_validate(a, MNL_TYPE_U32) == 0)
-				*lower = mnl_attr_get_u32(a);
+				m->lower = mnl_attr_get_u32(a);
 			break;
 		case IFLA_LINK_NETNSID:
-			other_ns = true;
+			m->other_ns = true;
+			break;
+		case IFLA_IFNAME:
+			snprintf(m->name, sizeof(m->name), "%.*s",
+				 (int)strnlen(mnl_attr_get_payload(a), mnl_attr_get_payload_len(a)),
+				 (const char *)mnl_attr_get_payload(a));
 			break;
 		case IFLA_LINKINFO:
 			mnl_attr_for_each_nested(k, a)
 			{
 				if (mnl_attr_get_type(k) == IFLA_INFO_KIND &&
 				    mnl_attr_validate(k, MNL_TYPE_STRING) == 0)
-					snprintf(kind, 16, "%.*s",
+					snprintf(m->kind, sizeof(m->kind), "%.*s",
 						 (int)strnlen(mnl_attr_get_payload(k),
 							      mnl_attr_get_payload_len(k)),
 						 (const char *)mnl_attr_get_payload(k));
@@ -459,11 +466,32 @@ static bool link_stacked(struct engine *e, const struct nlmsghdr *nlh, uint32_t 
 			break;
 		}
 	}
-	if (!*lower || other_ns || (uint32_t)ifi->ifi_index == *lower ||
-	    strcmp(kind, "veth") == 0 || (uint32_t)ifi->ifi_index == e->br_ifindex ||
+}
+
+/* A device of this namespace by index, for a note: its name, or
+ * "ifindex N" when it has none here (gone since). */
+static void ifindex_name(unsigned ifindex, char out[24])
+{
+	char name[IF_NAMESIZE];
+
+	if (if_indextoname(ifindex, name))
+		snprintf(out, 24, "%s", name);
+	else
+		snprintf(out, 24, "ifindex %u", ifindex);
+}
+
+/* A device stacked on the sandbox bridge or on one of its ports, in this
+ * namespace: a VLAN, macvlan, macvtap or ipvlan takes the frames meant
+ * for it before they reach the bridge's guarded path (the checker's
+ * "stacked on" findings). A veth's link is its peer, not a lower
+ * device. */
+static bool link_stacked(struct engine *e, const struct ifinfomsg *ifi, const struct link_msg *m)
+{
+	if (!m->lower || m->other_ns || (uint32_t)ifi->ifi_index == m->lower ||
+	    strcmp(m->kind, "veth") == 0 || (uint32_t)ifi->ifi_index == e->br_ifindex ||
 	    is_port(e, (uint32_t)ifi->ifi_index))
 		return false;
-	return *lower == e->br_ifindex || is_port(e, *lower);
+	return m->lower == e->br_ifindex || is_port(e, m->lower);
 }
 
 static void link_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
@@ -488,22 +516,20 @@ static void link_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
 	    nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(struct ifinfomsg)) {
 		const struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
 		bool add = nlh->nlmsg_type == RTM_NEWLINK;
-		char kind[16], lname[24] = "?", name[24] = "?"; /* a name, or "ifindex N" */
-		uint32_t lower;
+		struct link_msg m;
+		char lname[24];
 
-		if (ifi->ifi_family != AF_BRIDGE && link_stacked(ev->e, nlh, &lower, kind)) {
+		link_msg_read(nlh, &m);
+		if (ifi->ifi_family != AF_BRIDGE && link_stacked(ev->e, ifi, &m)) {
 			/* the engine makes no such device: another program's,
 			 * and a way out from the moment it exists (added: cut
 			 * off now; removed, or moved to another namespace,
 			 * where it stays one: checked) */
-			if (!if_indextoname((unsigned)ifi->ifi_index, name))
-				snprintf(name, sizeof(name), "ifindex %d", ifi->ifi_index);
-			if (!if_indextoname(lower, lname))
-				snprintf(lname, sizeof(lname), "ifindex %u", lower);
+			ifindex_name(m.lower, lname);
 			ev->links = true;
 			ev_note(ev, add, "another program %s a %s device (%s) stacked on %s",
-				add ? "added or changed" : "removed", kind[0] ? kind : "?", name,
-				lname);
+				add ? "added or changed" : "removed", m.kind[0] ? m.kind : "?",
+				m.name[0] ? m.name : "?", lname);
 			return;
 		}
 		if (ifi->ifi_family != AF_BRIDGE && ifi->ifi_index > 0 &&
@@ -535,11 +561,11 @@ static void link_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
 	}
 	if (nlh->nlmsg_type == RTM_NEWLINK || nlh->nlmsg_type == RTM_DELLINK) {
 		const struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
-		char name[IF_NAMESIZE] = "?";
+		struct link_msg m = {.name = "?"};
 
-		if (nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(*ifi) && ifi->ifi_index > 0)
-			if_indextoname((unsigned)ifi->ifi_index, name);
-		ev_note(ev, false, "link %s (ifindex %d%s) %s", name,
+		if (nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(*ifi))
+			link_msg_read(nlh, &m);
+		ev_note(ev, false, "link %s (ifindex %d%s) %s", m.name[0] ? m.name : "?",
 			nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(*ifi) ? ifi->ifi_index : 0,
 			nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(*ifi) &&
 				ifi->ifi_family == AF_BRIDGE
@@ -567,14 +593,14 @@ static void tc_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
 	bool add = nlh->nlmsg_type == RTM_NEWQDISC || nlh->nlmsg_type == RTM_NEWTCLASS ||
 		   nlh->nlmsg_type == RTM_NEWTFILTER || nlh->nlmsg_type == RTM_NEWACTION ||
 		   nlh->nlmsg_type == RTM_NEWCHAIN;
-	char name[IF_NAMESIZE] = "a shared block";
+	char name[24] = "a shared block";
 
 	if (nlh->nlmsg_type != RTM_NEWACTION && nlh->nlmsg_type != RTM_DELACTION &&
 	    nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(struct tcmsg)) {
 		const struct tcmsg *t = mnl_nlmsg_get_payload(nlh);
 
-		if (t->tcm_ifindex > 0 && !if_indextoname((unsigned)t->tcm_ifindex, name))
-			snprintf(name, sizeof(name), "ifindex %d", t->tcm_ifindex);
+		if (t->tcm_ifindex > 0)
+			ifindex_name((unsigned)t->tcm_ifindex, name);
 	} else if (nlh->nlmsg_type == RTM_NEWACTION || nlh->nlmsg_type == RTM_DELACTION) {
 		pc_strlcpy(name, "no device", sizeof(name));
 	}
