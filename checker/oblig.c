@@ -190,6 +190,7 @@ static void tcxdp_link(const struct ck_state *st, const struct checker_expect *e
 	static const char *classifiers[] = {"u32", "flower", "matchall", "basic", NULL};
 	size_t nf = 0;
 	char d[32], dev[32];
+	const char *dir;
 
 	if (l->xdp_attached)
 		ck_find(res, CK_OB_TCXDP, CHECKER_DOUBT,
@@ -211,29 +212,29 @@ static void tcxdp_link(const struct ck_state *st, const struct checker_expect *e
 		if (f->ifindex != l->ifindex)
 			continue;
 		nf++;
-		tc_dir(f->parent, d, sizeof(d));
+		dir = tc_dir(f->parent, d, sizeof(d));
 		if (strcmp(f->kind, "bpf") == 0) {
 			/* its actions are read below all the same: what a
 			 * program matches is unknown, what its actions do is not */
 			ck_find(
 			    res, CK_OB_TCXDP, CHECKER_DOUBT,
 			    "tc filter on %s %s %s: bpf program id %u%s%s%s cannot be classified",
-			    role, l->name, tc_dir(f->parent, d, sizeof(d)), f->bpf_id,
-			    f->bpf_name[0] ? " (" : "", f->bpf_name, f->bpf_name[0] ? ")" : "");
+			    role, l->name, dir, f->bpf_id, f->bpf_name[0] ? " (" : "", f->bpf_name,
+			    f->bpf_name[0] ? ")" : "");
 		} else {
 			for (int k = 0; classifiers[k]; k++)
 				known |= strcmp(f->kind, classifiers[k]) == 0;
 			if (!known) {
 				ck_find(res, CK_OB_TCXDP, CHECKER_DOUBT,
 					"tc filter on %s %s %s: classifier '%s' not modelled", role,
-					l->name, tc_dir(f->parent, d, sizeof(d)), f->kind);
+					l->name, dir, f->kind);
 				continue;
 			}
 		}
 		if (f->acts_trunc)
 			ck_find(res, CK_OB_TCXDP, CHECKER_DOUBT,
-				"tc filter on %s %s %s: more than %d actions", role, l->name,
-				tc_dir(f->parent, d, sizeof(d)), CK_TC_ACTS);
+				"tc filter on %s %s %s: more than %d actions", role, l->name, dir,
+				CK_TC_ACTS);
 		for (size_t k = 0; k < f->n_acts; k++) {
 			const struct ck_tcact *a = &f->acts[k];
 			bool harmless = false;
@@ -241,8 +242,7 @@ static void tcxdp_link(const struct ck_state *st, const struct checker_expect *e
 			if (strcmp(a->kind, "mirred") == 0) {
 				ck_find(res, CK_OB_TCXDP, CHECKER_EXIT,
 					"tc filter on %s %s %s: mirred %s dev %s", role, l->name,
-					tc_dir(f->parent, d, sizeof(d)),
-					mirred_what(a->mirred_eaction),
+					dir, mirred_what(a->mirred_eaction),
 					ck_ifname(st, a->mirred_ifindex, dev, sizeof(dev)));
 				continue;
 			}
@@ -254,14 +254,13 @@ static void tcxdp_link(const struct ck_state *st, const struct checker_expect *e
 						"link-local group address are handed to the IP "
 						"stack as "
 						"addressed to it, and forwarded",
-						role, l->name, tc_dir(f->parent, d, sizeof(d)));
+						role, l->name, dir);
 				if (a->has_mark && (a->mark & a->mark_mask & ex->mark_mask))
 					ck_find(
 					    res, CK_OB_TCXDP, CHECKER_EXIT,
 					    "tc filter on %s %s %s: skbedit sets the engine's mark "
 					    "bits (mark 0x%x)",
-					    role, l->name, tc_dir(f->parent, d, sizeof(d)),
-					    a->mark);
+					    role, l->name, dir, a->mark);
 				continue;
 			}
 			for (int h = 0; harmless_acts[h]; h++)
@@ -269,7 +268,7 @@ static void tcxdp_link(const struct ck_state *st, const struct checker_expect *e
 			if (!harmless)
 				ck_find(res, CK_OB_TCXDP, CHECKER_DOUBT,
 					"tc filter on %s %s %s: action '%s' not modelled", role,
-					l->name, tc_dir(f->parent, d, sizeof(d)), a->kind);
+					l->name, dir, a->kind);
 		}
 	}
 	ck_evid(res, CK_OB_TCXDP, "%s %s: XDP %s, %zu tc filter(s), tcx %d/%d", role, l->name,
