@@ -497,6 +497,7 @@ static bool link_stacked(struct engine *e, const struct ifinfomsg *ifi, const st
 static void link_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
 {
 	const struct engine_cutoff *c = &ev->e->cut;
+	struct link_msg m = {.name = ""};
 
 	if (nlh->nlmsg_type == RTM_NEWLINK &&
 	    nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(struct ifinfomsg)) {
@@ -516,7 +517,6 @@ static void link_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
 	    nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(struct ifinfomsg)) {
 		const struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
 		bool add = nlh->nlmsg_type == RTM_NEWLINK;
-		struct link_msg m;
 		char lname[24];
 
 		link_msg_read(nlh, &m);
@@ -561,10 +561,8 @@ static void link_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
 	}
 	if (nlh->nlmsg_type == RTM_NEWLINK || nlh->nlmsg_type == RTM_DELLINK) {
 		const struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
-		struct link_msg m = {.name = "?"};
 
-		if (nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(*ifi))
-			link_msg_read(nlh, &m);
+		/* (m read above when the message is long enough to hold it) */
 		ev_note(ev, false, "link %s (ifindex %d%s) %s", m.name[0] ? m.name : "?",
 			nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(*ifi) ? ifi->ifi_index : 0,
 			nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(*ifi) &&
