@@ -256,9 +256,6 @@ esc_refused() { # desc tcpdump-filter record-ERE [reason-ERE]
 	t_match "logged with its reason" "${4:-$ESC_REFUSED_RE}" "$r"
 }
 
-# Sandbox 1's allowed flow is served (esc_policy's direct address; after
-# a cut-off the ports come back up: the sandbox's link and its neighbour
-# entries take a moment).
 esc_expect_nothing() { # desc tcpdump-filter...
 	local d=$1 n
 	shift

@@ -239,7 +239,7 @@ run_one() { # index keep
 		ESC_T0=$(date +%s.%N)
 	fi
 	if [ "$rc" = 0 ]; then
-		PC_START_TIMEOUT=3 lab_wait_until ck_not_cut_off || true
+		PC_START_TIMEOUT=3 lab_wait_until guard_cut_is false || true
 	elif guard_cut_is true; then
 		# refused and cut off: the battery must measure what the
 		# configuration lets out (a false alarm or not), not the cut-off.
@@ -249,7 +249,7 @@ run_one() { # index keep
 		guard_engine_start || lab_die "the engine did not start again"
 		gw ip link set pcv1 up
 		gw ip link set pcv2 up
-		if ! PC_START_TIMEOUT=2 lab_wait_until ck_not_cut_off; then
+		if ! PC_START_TIMEOUT=2 lab_wait_until guard_cut_is false; then
 			# still cut off: paused instead (its queue keeps what it is
 			# sent; no held flow then), the port brought up
 			cut=1
@@ -294,7 +294,6 @@ ck_engine_runs() {
 ck_engine_checked() { # a check of the engine's ran after the change, and ended
 	[ "$(guard_status_field 'str(s["check"]["runs"] > '"$RUNS0"' and not s["check"]["running"])' 2>/dev/null)" = True ]
 }
-ck_not_cut_off() { guard_cut_is false; }
 undone() {
 	ck_wait_proven && return 0
 	# proven, but the engine's own check ran before the lab was whole (a
@@ -432,7 +431,7 @@ $(python3 "$GEN" entry --caps "$LAB_DIR/caps" --seed "$SEED" --index "$i" --keep
 		t_diag "$(ck_pc check 2>&1 | tail -5)"
 		break
 	fi
-	if [ "$ENGINE" = up ] && ! PC_START_TIMEOUT=10 lab_wait_until ck_not_cut_off; then
+	if [ "$ENGINE" = up ] && ! PC_START_TIMEOUT=10 lab_wait_until guard_cut_is false; then
 		stuck="$stuck $i"
 		t_diag "  STAYED CUT OFF: undone and proven, yet the engine did not serve again within 10 s"
 	fi

@@ -20,7 +20,7 @@ guard_start || {
 
 cut_exit() { # cut off, and the engine's check after it (or after the ports
 	# it took down) found the exit
-	guard_cut_is true && [ "$(guard_status_field 's["check"]["result"] + str(s["check"]["running"])')" = "exit foundFalse" ]
+	guard_cut_is true && guard_check_is '.*' "exit found"
 }
 resumed() { guard_cut_is false && guard_served; }
 records_since() { guard_records | tail -n +$(($1 + 1)); }

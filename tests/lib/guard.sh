@@ -193,8 +193,12 @@ guard_http_rc() { # [max-time]
 	lab_sb 1 curl -s -o /dev/null --max-time "${1:-3}" http://$LAB_DIRECT4/ && rc=0 || rc=$?
 	echo "$rc"
 }
-# served: the allowed flow answered, by the direct upstream's own page
-guard_served() { lab_sb 1 curl -sS --max-time 2 http://$LAB_DIRECT4/ 2>/dev/null | grep -q '^http 203.0.113.99 ok'; }
+# Sandbox 1's allowed flow is served: the direct upstream's own page came
+# back (after a cut-off the ports come back up: the sandbox's link and its
+# neighbour entries take a moment; poll it)
+guard_served() { # [max-time]
+	lab_sb 1 curl -sS --max-time "${1:-2}" http://$LAB_DIRECT4/ 2>/dev/null | grep -q '^http 203.0.113.99 ok'
+}
 guard_http_served() {
 	grep -c "^$LAB_DIRECT4 " "$LAB_DIR/nginx-access.log" 2>/dev/null || true
 }
