@@ -470,14 +470,15 @@ static void link_msg_read(const struct nlmsghdr *nlh, struct link_msg *m)
 
 /* A device of this namespace by index, for a note: its name, or
  * "ifindex N" when it has none here (gone since). */
-static void ifindex_name(unsigned ifindex, char out[24])
+#define IFINDEX_NAME_LEN 24 /* "ifindex 4294967295" and its NUL */
+static void ifindex_name(unsigned ifindex, char out[IFINDEX_NAME_LEN])
 {
 	char name[IF_NAMESIZE];
 
 	if (if_indextoname(ifindex, name))
-		snprintf(out, 24, "%s", name);
+		snprintf(out, IFINDEX_NAME_LEN, "%s", name);
 	else
-		snprintf(out, 24, "ifindex %u", ifindex);
+		snprintf(out, IFINDEX_NAME_LEN, "ifindex %u", ifindex);
 }
 
 /* A device stacked on the sandbox bridge or on one of its ports, in this
@@ -497,7 +498,7 @@ static bool link_stacked(struct engine *e, const struct ifinfomsg *ifi, const st
 static void link_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
 {
 	const struct engine_cutoff *c = &ev->e->cut;
-	struct link_msg m = {.name = ""};
+	struct link_msg m = {0};
 
 	if (nlh->nlmsg_type == RTM_NEWLINK &&
 	    nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(struct ifinfomsg)) {
@@ -517,7 +518,7 @@ static void link_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
 	    nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(struct ifinfomsg)) {
 		const struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
 		bool add = nlh->nlmsg_type == RTM_NEWLINK;
-		char lname[24];
+		char lname[IFINDEX_NAME_LEN];
 
 		link_msg_read(nlh, &m);
 		if (ifi->ifi_family != AF_BRIDGE && link_stacked(ev->e, ifi, &m)) {
@@ -591,7 +592,7 @@ static void tc_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
 	bool add = nlh->nlmsg_type == RTM_NEWQDISC || nlh->nlmsg_type == RTM_NEWTCLASS ||
 		   nlh->nlmsg_type == RTM_NEWTFILTER || nlh->nlmsg_type == RTM_NEWACTION ||
 		   nlh->nlmsg_type == RTM_NEWCHAIN;
-	char name[24] = "a shared block";
+	char name[IFINDEX_NAME_LEN] = "a shared block";
 
 	if (nlh->nlmsg_type != RTM_NEWACTION && nlh->nlmsg_type != RTM_DELACTION &&
 	    nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(struct tcmsg)) {
