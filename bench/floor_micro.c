@@ -41,31 +41,34 @@ static void die(const char *what)
 	exit(1);
 }
 
-/* The wire form of a query (A, recursion desired, no EDNS), and of its
- * answer: the first nrr of name CNAME target, target A twice. */
-static uint8_t *message(size_t nrr, size_t *len)
+/* The answer records of bench/dns's names: www is a CNAME to edge, edge
+ * has two addresses. */
+static const char *const cname_rrs[] = {
+    "www.example.test. 300 IN CNAME edge.example.test.",
+    "edge.example.test. 60 IN A 203.0.113.10",
+    "edge.example.test. 60 IN A 203.0.113.11",
+};
+
+/* The wire form of an A query for qname (recursion desired, no EDNS) or,
+ * with nrr records, of its answer. */
+static uint8_t *message(const char *qname, const char *const *rrs, size_t nrr, size_t *len)
 {
 	ldns_pkt *p = NULL;
 	ldns_rr *rr = NULL;
 	uint8_t *wire = NULL;
-	static const char *const rrs[] = {
-	    "www.example.test. 300 IN CNAME edge.example.test.",
-	    "edge.example.test. 60 IN A 203.0.113.10",
-	    "edge.example.test. 60 IN A 203.0.113.11",
-	};
 
-	if (ldns_pkt_query_new_frm_str(&p, "www.example.test.", LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN,
-				       LDNS_RD) != LDNS_STATUS_OK)
+	if (ldns_pkt_query_new_frm_str(&p, qname, LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN, LDNS_RD) !=
+	    LDNS_STATUS_OK)
 		die("cannot make the query");
 	ldns_pkt_set_id(p, 4711);
 	if (nrr) {
 		ldns_pkt_set_qr(p, true);
 		ldns_pkt_set_ra(p, true);
-		for (size_t i = 0; i < nrr && i < sizeof(rrs) / sizeof(rrs[0]); i++) {
-			if (ldns_rr_new_frm_str(&rr, rrs[i], 0, NULL, NULL) != LDNS_STATUS_OK)
-				die("cannot make an answer record");
-			ldns_pkt_push_rr(p, LDNS_SECTION_ANSWER, rr);
-		}
+	}
+	for (size_t i = 0; i < nrr; i++) {
+		if (ldns_rr_new_frm_str(&rr, rrs[i], 0, NULL, NULL) != LDNS_STATUS_OK)
+			die("cannot make an answer record");
+		ldns_pkt_push_rr(p, LDNS_SECTION_ANSWER, rr);
 	}
 	if (ldns_pkt2wire(&wire, p, len) != LDNS_STATUS_OK)
 		die("cannot write the message");
@@ -122,28 +125,13 @@ static double hash_cost(size_t n)
 int main(int argc, char **argv)
 {
 	size_t qlen, alen, clen, rec = argc > 1 ? strtoul(argv[1], NULL, 10) : 957;
-	uint8_t *q = message(0, &qlen), *a, *c;
+	/* the query; an answer of one A record (a name with no CNAME); the
+	 * answer through the CNAME */
+	uint8_t *q = message("www.example.test.", NULL, 0, &qlen);
+	uint8_t *a = message("edge.example.test.", cname_rrs + 1, 1, &alen);
+	uint8_t *c = message("www.example.test.", cname_rrs, 3, &clen);
 	double pq, pa, pc, h;
 
-	/* one A record: a name with no CNAME */
-	{
-		ldns_pkt *p = NULL;
-		ldns_rr *rr = NULL;
-
-		if (ldns_pkt_query_new_frm_str(&p, "edge.example.test.", LDNS_RR_TYPE_A,
-					       LDNS_RR_CLASS_IN, LDNS_RD) != LDNS_STATUS_OK ||
-		    ldns_rr_new_frm_str(&rr, "edge.example.test. 60 IN A 203.0.113.10", 0, NULL,
-					NULL) != LDNS_STATUS_OK)
-			die("cannot make the answer");
-		ldns_pkt_set_id(p, 4711);
-		ldns_pkt_set_qr(p, true);
-		ldns_pkt_set_ra(p, true);
-		ldns_pkt_push_rr(p, LDNS_SECTION_ANSWER, rr);
-		if (ldns_pkt2wire(&a, p, &alen) != LDNS_STATUS_OK)
-			die("cannot write the answer");
-		ldns_pkt_free(p);
-	}
-	c = message(3, &clen);
 	pq = parse_cost(q, qlen);
 	pa = parse_cost(a, alen);
 	pc = parse_cost(c, clen);
