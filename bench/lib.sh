@@ -208,7 +208,7 @@ _bench_nullq_on() { # ALLOW|PASS
 	lab_gw nft list tables | grep -q "inet portcullis" || lab_die "the engine took its tables away"
 	lab_ns_check "$LAB_GW"
 	# shellcheck disable=SC2086 # one word per queue
-	ip netns exec "$LAB_GW" "$nullq" "$mark" $queues >"$LAB_DIR/nullq.out" 2>&1 &
+	ip netns exec "$LAB_GW" "${GUARD_PLACE[@]}" "$nullq" "$mark" $queues >"$LAB_DIR/nullq.out" 2>&1 &
 	echo $! >"$LAB_DIR/nullq.pid"
 	lab_wait_until -p "$(cat "$LAB_DIR/nullq.pid")" grep -q serving "$LAB_DIR/nullq.out" ||
 		lab_die "bench/nullq did not start: $(cat "$LAB_DIR/nullq.out")"

@@ -151,7 +151,7 @@ vault_secrets() {
 v_pid() { pgrep -o -f "$1 -c $V/portcullis.yaml"; }
 
 vault_logd_start() {
-	lab_gw "$V_BIN/portcullis-logd" -c "$V/portcullis.yaml" 2>>"$LAB_DIR/logd.stderr" &
+	lab_gw "${GUARD_PLACE[@]}" "$V_BIN/portcullis-logd" -c "$V/portcullis.yaml" 2>>"$LAB_DIR/logd.stderr" &
 	# (bounded by lab_start_timeout: generous for sanitized builds)
 	lab_wait_until -p $! _v_logd_up && return 0
 	lab_die "logd did not start: $(cat "$LAB_DIR/logd.stderr")"
@@ -165,7 +165,7 @@ vault_start() {
 	# V_CWD: run it there with core dumps allowed by the shell (vault_core.sh)
 	(
 		[ -z "${V_CWD:-}" ] || { cd "$V_CWD" && ulimit -c unlimited; }
-		lab_gw "$V_BIN/portcullis-vault" -c "$V/portcullis.yaml" 2>>"$LAB_DIR/vault.stderr"
+		lab_gw "${GUARD_PLACE[@]}" "$V_BIN/portcullis-vault" -c "$V/portcullis.yaml" 2>>"$LAB_DIR/vault.stderr"
 	) &
 	lab_wait_until -p $! _v_vault_up && return 0
 	lab_die "vault did not start: $(cat "$LAB_DIR/vault.stderr")"
@@ -182,7 +182,7 @@ vault_redirect() {
 	fi
 	if [ "$VAULT_REDIRECT" = engine ]; then
 		lab_ns_check "$LAB_GW"
-		ip netns exec "$LAB_GW" "$V_BIN/portcullisd" -c "$V/portcullis.yaml" \
+		ip netns exec "$LAB_GW" "${GUARD_PLACE[@]}" "$V_BIN/portcullisd" -c "$V/portcullis.yaml" \
 			2>>"$LAB_DIR/engine.stderr" &
 		V_ENGINE_PID=$!
 		lab_wait_until -p "$V_ENGINE_PID" \

@@ -23,6 +23,13 @@ LAB_ID=${LAB_ID:-$LAB_PREFIX$$}
 LAB_GW=$LAB_ID-gw
 LAB_UP=$LAB_ID-up
 LAB_TOP=${PC_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+# GUARD_CPUS (a taskset CPU list, e.g. 0): the CPUs the guard's daemons,
+# and the benches' baselines that stand in for them, run on, as a gateway's
+# units place them with systemd's CPUAffinity= (docs/operations.md, "CPU
+# placement"). Unset: wherever the kernel puts them. A command prefix:
+# taskset execs the daemon, so $! stays the daemon's pid.
+GUARD_PLACE=()
+[ -z "${GUARD_CPUS:-}" ] || GUARD_PLACE=(taskset -c "$GUARD_CPUS")
 
 # Addresses (documented in docs/lab.md).
 LAB_BR=pcbr0

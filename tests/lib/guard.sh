@@ -115,7 +115,7 @@ _guard_wait() { # description, pid, command...
 # $! is the daemon's own pid: stop and kill -9 must reach the daemon.
 guard_logd_start() {
 	lab_ns_check "$LAB_GW"
-	ip netns exec "$LAB_GW" "$GUARD_BIN/portcullis-logd" -c "$GUARD_CONF" 2>>"$GUARD_DIR/logd.log" &
+	ip netns exec "$LAB_GW" "${GUARD_PLACE[@]}" "$GUARD_BIN/portcullis-logd" -c "$GUARD_CONF" 2>>"$GUARD_DIR/logd.log" &
 	echo $! >"$LAB_DIR/guard-logd.pid"
 	_guard_wait "portcullis-logd" $! lab_unix_ready "$GUARD_DIR/run/logd.sock"
 }
@@ -133,7 +133,7 @@ guard_logd_stop() { guard_pid_stop guard-logd; }
 
 guard_engine_start() {
 	lab_ns_check "$LAB_GW"
-	ip netns exec "$LAB_GW" "$GUARD_BIN/portcullisd" -c "$GUARD_CONF" ${GUARD_ENGINE_ARGS--v} \
+	ip netns exec "$LAB_GW" "${GUARD_PLACE[@]}" "$GUARD_BIN/portcullisd" -c "$GUARD_CONF" ${GUARD_ENGINE_ARGS--v} \
 		2>>"$GUARD_DIR/engine.log" &
 	echo $! >"$LAB_DIR/guard-engine.pid"
 	_guard_wait "portcullisd" $! guard_cli status --json
