@@ -498,10 +498,12 @@ static bool link_stacked(struct engine *e, const struct ifinfomsg *ifi, const st
 static void link_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
 {
 	const struct engine_cutoff *c = &ev->e->cut;
+	const bool is_link = nlh->nlmsg_type == RTM_NEWLINK || nlh->nlmsg_type == RTM_DELLINK;
+	/* a link message long enough to hold its ifinfomsg */
+	const bool whole = is_link && nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(struct ifinfomsg);
 	struct link_msg m = {0};
 
-	if (nlh->nlmsg_type == RTM_NEWLINK &&
-	    nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(struct ifinfomsg)) {
+	if (whole && nlh->nlmsg_type == RTM_NEWLINK) {
 		const struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
 
 		if (ifi->ifi_index > 0 && downed_has(c, (uint32_t)ifi->ifi_index) &&
@@ -514,8 +516,7 @@ static void link_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
 		if (downed_has(c, ifa->ifa_index))
 			return; /* ... and its (link-local) address with it */
 	}
-	if ((nlh->nlmsg_type == RTM_NEWLINK || nlh->nlmsg_type == RTM_DELLINK) &&
-	    nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(struct ifinfomsg)) {
+	if (whole) {
 		const struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
 		bool add = nlh->nlmsg_type == RTM_NEWLINK;
 		char lname[IFINDEX_NAME_LEN];
@@ -560,16 +561,12 @@ static void link_event(struct cutoff_events *ev, const struct nlmsghdr *nlh)
 			cw->br_flags = ifi->ifi_flags;
 		}
 	}
-	if (nlh->nlmsg_type == RTM_NEWLINK || nlh->nlmsg_type == RTM_DELLINK) {
+	if (is_link) {
 		const struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
 
-		/* (m read above when the message is long enough to hold it) */
 		ev_note(ev, false, "link %s (ifindex %d%s) %s", m.name[0] ? m.name : "?",
-			nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(*ifi) ? ifi->ifi_index : 0,
-			nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(*ifi) &&
-				ifi->ifi_family == AF_BRIDGE
-			    ? ", bridge port"
-			    : "",
+			whole ? ifi->ifi_index : 0,
+			whole && ifi->ifi_family == AF_BRIDGE ? ", bridge port" : "",
 			nlh->nlmsg_type == RTM_NEWLINK ? "changed" : "removed");
 		return;
 	}
